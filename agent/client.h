@@ -1,0 +1,80 @@
+// AgentClient: the host side of the agent protocol (agent/PROTOCOL.md). One
+// client holds one connection to one dfarm-agent; it is not thread-safe (the
+// harness runs one worker per device).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent/result.h"
+
+namespace dfarm::agent {
+
+// What the agent says about its device at hello.
+struct DeviceInfo {
+  std::string agent_version;
+  uint32_t protocol_version = 0;
+  std::vector<std::string> features;
+  std::string os;       // "Linux 6.1.0-18-amd64"
+  std::string abi;      // "x86_64", "arm64-v8a"
+  std::string cpu;      // CPU model name
+  uint32_t cores = 0;
+  uint64_t memory_bytes = 0;
+  std::string hostname;
+};
+
+// One benchmark job. Artifacts are named only by sha256; the agent resolves
+// them in its own store (no path ever comes from the wire).
+struct JobSpec {
+  std::string runner_sha256;  // the dfarm-runner build to execute
+  std::string model_sha256;
+  std::string delegate = "cpu";
+  std::string delegate_options;  // "k1:v1;k2:v2"
+  uint32_t num_threads = 1;
+  uint32_t warmup_runs = 1;
+  uint32_t num_runs = 10;
+  uint32_t timeout_ms = 120000;
+};
+
+// Failure classes of a job (issue 5): ok, model_error, delegate_error,
+// unsupported, crashed, timeout, infra.
+struct JobResult {
+  std::string status;        // one of the classes above
+  std::string error;         // one line, empty when ok
+  int exit_code = -1;        // the runner's exit status, -1 if it did not exit
+  int signal = 0;            // the signal that ended the runner, 0 if none
+  std::string runner_json;   // the runner's --json document (stdout), verbatim
+  std::string stderr_tail;   // last few KiB of the runner's stderr
+  double wall_ms = 0;        // wall time of the runner process as seen by the agent
+};
+
+class AgentClient {
+ public:
+  // Connects to an agent on host:port and completes hello. Fails with a
+  // message naming the address when it cannot connect or the versions differ.
+  static Result<std::unique_ptr<AgentClient>> Connect(const std::string& host, uint16_t port,
+                                                      std::chrono::milliseconds timeout);
+  virtual ~AgentClient() = default;
+
+  virtual const DeviceInfo& device() const = 0;
+
+  // Which of these artifacts the agent already stores (same order as asked).
+  virtual Result<std::vector<bool>> Have(const std::vector<std::string>& sha256s) = 0;
+
+  // Pushes the file at `path` unless the agent already has it. On success
+  // returns the number of payload bytes sent (0 when already present) and
+  // sets *sha256_out to the file's sha256 (lowercase hex).
+  virtual Result<uint64_t> PutArtifact(const std::string& path, std::string* sha256_out) = 0;
+
+  // Runs one job and waits for its result. A runner failure is a JobResult
+  // with a non-ok status; only transport trouble is an error here.
+  virtual Result<JobResult> RunJob(const JobSpec& job) = 0;
+};
+
+// sha256 of a file as lowercase hex (OpenSSL), or an error naming the file.
+Result<std::string> Sha256File(const std::string& path);
+
+}  // namespace dfarm::agent
