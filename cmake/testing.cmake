@@ -1,15 +1,19 @@
-# dfarm_test(NAME SOURCES a.cc b.cc LIBS lib1 lib2 [LABELS unit])
+# dfarm_test(NAME SOURCES a.cc b.cc LIBS lib1 lib2 [LABELS unit] [NO_MAIN])
+# NO_MAIN: the sources bring their own main() (e.g. to create a QApplication).
 # One GoogleTest executable; each TEST becomes a CTest test.
 set(DFARM_MODELS_DIR "${PROJECT_SOURCE_DIR}/models" CACHE PATH
     "Folder with the real .tflite models fetched by scripts/setup.sh")
 
 function(dfarm_test name)
-  cmake_parse_arguments(T "" "" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "NO_MAIN" "" "SOURCES;LIBS;LABELS" ${ARGN})
   if(NOT T_LABELS)
     set(T_LABELS unit)
   endif()
   add_executable(${name} ${T_SOURCES})
-  target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gmock GTest::gtest_main)
+  target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gmock)
+  if(NOT T_NO_MAIN)
+    target_link_libraries(${name} PRIVATE GTest::gtest_main)
+  endif()
   target_compile_definitions(${name} PRIVATE
     DFARM_MODELS_DIR="${DFARM_MODELS_DIR}"
     DFARM_BINARY_DIR="${PROJECT_BINARY_DIR}"
