@@ -1,0 +1,86 @@
+#include "agent/messages.h"
+
+namespace dfarm::agent {
+
+std::vector<std::string> Strings(
+    const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>* v) {
+  std::vector<std::string> out;
+  if (v == nullptr) return out;
+  for (const auto* s : *v) out.push_back(Str(s));
+  return out;
+}
+
+flatbuffers::Offset<wire::HelloReply> BuildHelloReply(flatbuffers::FlatBufferBuilder& fbb,
+                                                      const DeviceInfo& info) {
+  auto features = fbb.CreateVectorOfStrings(info.features);
+  auto agent_version = fbb.CreateString(info.agent_version);
+  auto os = fbb.CreateString(info.os);
+  auto abi = fbb.CreateString(info.abi);
+  auto cpu = fbb.CreateString(info.cpu);
+  auto hostname = fbb.CreateString(info.hostname);
+  return wire::CreateHelloReply(fbb, info.protocol_version, features, agent_version, os, abi, cpu,
+                                info.cores, info.memory_bytes, hostname);
+}
+
+DeviceInfo ReadHelloReply(const wire::HelloReply& reply) {
+  DeviceInfo info;
+  info.protocol_version = reply.protocol_version();
+  info.features = Strings(reply.features());
+  info.agent_version = Str(reply.agent_version());
+  info.os = Str(reply.os());
+  info.abi = Str(reply.abi());
+  info.cpu = Str(reply.cpu());
+  info.cores = reply.cores();
+  info.memory_bytes = reply.memory_bytes();
+  info.hostname = Str(reply.hostname());
+  return info;
+}
+
+flatbuffers::Offset<wire::RunJob> BuildRunJob(flatbuffers::FlatBufferBuilder& fbb,
+                                              const JobSpec& job) {
+  auto runner = fbb.CreateString(job.runner_sha256);
+  auto model = fbb.CreateString(job.model_sha256);
+  auto delegate = fbb.CreateString(job.delegate);
+  auto options = fbb.CreateString(job.delegate_options);
+  return wire::CreateRunJob(fbb, runner, model, delegate, options, job.num_threads,
+                            job.warmup_runs, job.num_runs, job.timeout_ms);
+}
+
+JobSpec ReadRunJob(const wire::RunJob& msg) {
+  JobSpec job;
+  job.runner_sha256 = Str(msg.runner_sha256());
+  job.model_sha256 = Str(msg.model_sha256());
+  job.delegate = Str(msg.delegate());
+  job.delegate_options = Str(msg.delegate_options());
+  job.num_threads = msg.num_threads();
+  job.warmup_runs = msg.warmup_runs();
+  job.num_runs = msg.num_runs();
+  job.timeout_ms = msg.timeout_ms();
+  return job;
+}
+
+// CreateString(std::string) keeps embedded NUL bytes a runner may print.
+flatbuffers::Offset<wire::JobResult> BuildJobResult(flatbuffers::FlatBufferBuilder& fbb,
+                                                    const JobResult& r) {
+  auto status = fbb.CreateString(r.status);
+  auto error = fbb.CreateString(r.error);
+  auto json = fbb.CreateString(r.runner_json);
+  auto tail = fbb.CreateString(r.stderr_tail);
+  return wire::CreateJobResult(fbb, status, error, r.exit_code, r.signal, json, tail, r.wall_ms);
+}
+
+JobResult ReadJobResult(const wire::JobResult& msg) {
+  JobResult r;
+  r.status = Str(msg.status());
+  r.error = Str(msg.error());
+  r.exit_code = msg.exit_code();
+  r.signal = msg.signal();
+  r.runner_json = Str(msg.runner_json());
+  r.stderr_tail = Str(msg.stderr_tail());
+  r.wall_ms = msg.wall_ms();
+  return r;
+}
+
+const char* BodyName(const wire::Frame& frame) { return wire::EnumNameBody(frame.body_type()); }
+
+}  // namespace dfarm::agent

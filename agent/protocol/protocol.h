@@ -1,0 +1,28 @@
+// Constants of the agent protocol (agent/PROTOCOL.md) shared by dfarm-agent
+// and AgentClient. Message ids come from the schema (dfarm_protocol.fbs).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "agent/protocol/dfarm_protocol_generated.h"
+
+namespace dfarm::agent {
+
+// Bumped on any change a peer of the other version could misread. Peers of
+// different versions refuse each other at hello.
+inline constexpr uint32_t kProtocolVersion = 1;
+
+// Largest frame (length prefix excluded) either side sends or accepts.
+inline constexpr uint32_t kMaxFrameBytes = 4u << 20;
+// Payload bytes per PutChunk.
+inline constexpr size_t kPutChunkBytes = 1u << 20;
+
+// Named features, negotiated at hello: each side lists what it speaks and
+// the session uses the intersection. Unknown names are ignored.
+inline constexpr std::string_view kFeatureArtifacts = "artifacts";  // Have/Put*
+inline constexpr std::string_view kFeatureRunJob = "run_job";       // RunJob/JobResult
+inline constexpr std::string_view kKnownFeatures[] = {kFeatureArtifacts, kFeatureRunJob};
+
+}  // namespace dfarm::agent

@@ -1,0 +1,55 @@
+// Supervisor: runs one job at a time as a fresh dfarm-runner process taken
+// from the artifact store, captures its stdout (the --json document) and the
+// tail of its stderr, enforces the job's wall-clock timeout and classifies
+// the outcome into the job status classes of docs/CONTRACTS.md.
+#pragma once
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "agent/artifact_store.h"
+#include "agent/client.h"
+
+namespace dfarm::agent {
+
+struct SupervisorOptions {
+  size_t stderr_tail_bytes = 4096;        // kept from the end of stderr
+  size_t max_stdout_bytes = 1u << 20;     // stdout beyond this is dropped
+  uint32_t max_timeout_ms = 24u * 3600 * 1000;
+};
+
+class Supervisor {
+ public:
+  // store is not owned and must outlive the supervisor.
+  explicit Supervisor(ArtifactStore* store, SupervisorOptions options = {});
+
+  // Runs the job and waits for it. Never fails as a call: infrastructure
+  // trouble (missing artifact, fork/exec failure, bad spec) is a JobResult
+  // with status "infra". Jobs from several threads run one after another.
+  JobResult Run(const JobSpec& job);
+
+  // Agent shutdown: kills the running job's process group, if any (it is
+  // reported as crashed by SIGKILL), and refuses later jobs as infra.
+  void Shutdown();
+
+  // The runner command line for a job (docs/CONTRACTS.md), without argv[0].
+  static std::vector<std::string> RunnerArgs(const JobSpec& job, const std::string& model_path);
+
+  // Classifies a finished runner: exit_code >= 0 when it exited, else
+  // signal > 0. Fills status, error, exit_code and signal of result.
+  static void Classify(int exit_code, int signal, const std::string& stdout_text,
+                       const std::string& stderr_tail, JobResult* result);
+
+ private:
+  JobResult RunLocked(const JobSpec& job);
+
+  ArtifactStore* store_;
+  SupervisorOptions options_;
+  std::mutex job_mutex_;        // one job at a time
+  std::mutex pid_mutex_;        // guards running_pgid_ and shut_down_
+  int running_pgid_ = 0;
+  bool shut_down_ = false;
+};
+
+}  // namespace dfarm::agent
