@@ -65,16 +65,16 @@ struct RunRow {
 struct JobRow {
   int64_t id = 0;
   int64_t run_id = 0;
-  std::string job_key;           // deterministic over the job's inputs; equal keys are comparable
-  std::string model;             // file name, "face_detection_short_range.tflite"
-  std::string model_path;        // absolute path on the host at sweep time
-  std::string model_sha256;      // lowercase hex
-  std::string delegate;          // "cpu"
-  std::string delegate_options;  // "k1:v1;k2:v2", keys sorted
-  std::string device;            // device name, "local"
-  std::string status;            // kJob* / a job status class
-  std::string error;             // one line, empty when ok
-  double wall_ms = 0;            // runner wall time seen by the agent, 0 if it never ran
+  std::string job_key;             // deterministic over the job's inputs; equal keys are comparable
+  std::string model;               // file name, "face_detection_short_range.tflite"
+  std::string model_path;          // absolute path on the host at sweep time
+  std::string model_sha256;        // lowercase hex
+  std::string delegate;            // "cpu"
+  std::string delegate_options;    // "k1:v1;k2:v2", keys sorted
+  std::string device;              // device name, "local"
+  std::string status;              // kJob* / a job status class
+  std::string error;               // one line, empty when ok
+  double wall_ms = 0;              // runner wall time seen by the agent, 0 if it never ran
   std::optional<Metrics> metrics;  // present when the runner reported metrics
 };
 
@@ -134,12 +134,12 @@ class Store {
   // Sets a run's final status (kRunFinished/kRunFailed/kRunCancelled) and finished_at = now.
   virtual Result<void> FinishRun(int64_t run_id, const std::string& status) = 0;
 
-  virtual Result<std::vector<RunRow>> ListRuns() = 0;  // oldest first
-  virtual Result<RunRow> GetRun(int64_t run_id) = 0;   // error if no such run
+  virtual Result<std::vector<RunRow>> ListRuns() = 0;                // oldest first
+  virtual Result<RunRow> GetRun(int64_t run_id) = 0;                 // error if no such run
   virtual Result<std::vector<JobRow>> ListJobs(int64_t run_id) = 0;  // by job id
   virtual Result<JobRow> GetJob(int64_t job_id) = 0;
   virtual Result<std::vector<double>> GetSamples(int64_t job_id) = 0;  // in run order
-  virtual Result<JobDetail> GetJobDetail(int64_t job_id) = 0;  // error if no result yet
+  virtual Result<JobDetail> GetJobDetail(int64_t job_id) = 0;          // error if no result yet
 
   virtual Result<void> UpsertDevice(const DeviceRow& device) = 0;
   virtual Result<std::vector<DeviceRow>> ListDevices() = 0;  // by name

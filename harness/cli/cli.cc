@@ -1,0 +1,91 @@
+#include "harness/cli/cli.h"
+
+#include <filesystem>
+
+#include "harness/cli/commands.h"
+#include "harness/devices.h"
+
+namespace dfarm::cli {
+
+void Context::Fail(int code, const std::string& message) {
+  err << "dfarm: error: " << message << std::endl;
+  exit_code = code;
+}
+
+void AddDbOption(CLI::App& cmd, std::string& db) {
+  db = "dfarm.db";
+  cmd.add_option("--db", db, "results database (SQLite file)")
+      ->envname("DFARM_DB")
+      ->capture_default_str();
+}
+
+void AddAgentStoreOption(CLI::App& cmd, std::string& dir) {
+  dir = harness::DefaultProviderOptions().agent_store;
+  cmd.add_option("--agent-store", dir, "artifact store folder of the local agent")
+      ->capture_default_str();
+}
+
+Result<std::unique_ptr<store::Store>> OpenExistingStore(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    return MakeError("no database '" + path + "' (run a sweep first, or pass --db)");
+  }
+  return store::OpenSqliteStore(path);
+}
+
+Result<int64_t> ResolveRun(store::Store& store, const std::string& arg) {
+  if (arg == "last" || arg == "latest") {
+    auto runs = store.ListRuns();
+    if (!runs) return runs.error();
+    if (runs->empty()) return MakeError("the database holds no runs yet");
+    return runs->back().id;
+  }
+  int64_t id = 0;
+  size_t used = 0;
+  try {
+    id = std::stoll(arg, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != arg.size() || arg.empty() || id <= 0) {
+    return MakeError("RUN must be a run id (see 'dfarm runs') or 'last', got '" + arg + "'");
+  }
+  return id;
+}
+
+int Main(int argc, char** argv, std::ostream& out, std::ostream& err) {
+  CLI::App app(
+      "DelegateFarm host controller: sweep TensorFlow Lite models over delegates and "
+      "devices, and report the results.",
+      "dfarm");
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("dfarm ") + DFARM_VERSION);
+  app.footer(
+      "Exit codes: 0 ok, 1 some job failed, 2 usage or spec error, 3 device or "
+      "database error.");
+  Context ctx{out, err};
+  AddDevicesCommand(app, ctx);
+  AddSweepCommand(app, ctx);
+  AddRunsCommand(app, ctx);
+  AddShowCommand(app, ctx);
+  AddReportCommand(app, ctx);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e, out, err);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e, out, err);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e, out, err);
+  } catch (const CLI::ParseError& e) {
+    err << "dfarm: error: " << e.what() << "\n"
+        << "Run with --help for more information." << std::endl;
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    err << "dfarm: error: internal: " << e.what() << std::endl;
+    return kExitInfra;
+  }
+  return ctx.exit_code;
+}
+
+}  // namespace dfarm::cli

@@ -1,0 +1,44 @@
+// Shared by the subcommand files of harness/cli. Internal.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <string>
+
+#include "agent/result.h"
+#include "harness/cli/cli.h"
+#include "harness/store/store.h"
+
+namespace dfarm::cli {
+
+struct Context {
+  std::ostream& out;
+  std::ostream& err;
+  int exit_code = kExitOk;
+
+  // Prints "dfarm: error: MESSAGE" and sets the exit code.
+  void Fail(int code, const std::string& message);
+};
+
+// Each adds one subcommand whose callback sets ctx.exit_code. The context
+// must outlive the App's parse.
+void AddDevicesCommand(CLI::App& app, Context& ctx);
+void AddSweepCommand(CLI::App& app, Context& ctx);
+void AddRunsCommand(CLI::App& app, Context& ctx);
+void AddShowCommand(CLI::App& app, Context& ctx);
+void AddReportCommand(CLI::App& app, Context& ctx);
+
+// --db FILE, default ./dfarm.db, env DFARM_DB.
+void AddDbOption(CLI::App& cmd, std::string& db);
+// --agent-store DIR, default from DefaultProviderOptions().
+void AddAgentStoreOption(CLI::App& cmd, std::string& dir);
+
+// Opens a store that must already exist (runs, show, report).
+Result<std::unique_ptr<store::Store>> OpenExistingStore(const std::string& path);
+
+// A RUN argument: a run id, or "last" for the newest run.
+Result<int64_t> ResolveRun(store::Store& store, const std::string& arg);
+
+}  // namespace dfarm::cli

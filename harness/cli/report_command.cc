@@ -1,0 +1,55 @@
+// dfarm report RUN [--db FILE] --format md|html -o FILE
+#include "harness/cli/commands.h"
+#include "reports/report.h"
+
+namespace dfarm::cli {
+namespace {
+
+struct ReportOptions {
+  std::string run;
+  std::string db;
+  std::string format;
+  std::string output;
+};
+
+int Run(const ReportOptions& o, Context& ctx) {
+  auto format = reports::ParseFormat(o.format);
+  if (!format) {
+    ctx.Fail(kExitUsage, format.message());
+    return kExitUsage;
+  }
+  auto store = OpenExistingStore(o.db);
+  if (!store) {
+    ctx.Fail(kExitInfra, store.message());
+    return kExitInfra;
+  }
+  auto id = ResolveRun(**store, o.run);
+  if (!id) {
+    ctx.Fail(kExitUsage, id.message());
+    return kExitUsage;
+  }
+  auto report = reports::LoadRunReport(**store, *id);
+  if (!report) {
+    ctx.Fail(kExitUsage, report.message());
+    return kExitUsage;
+  }
+  if (auto r = reports::WriteReport(*report, *format, o.output); !r) {
+    ctx.Fail(kExitInfra, r.message());
+    return kExitInfra;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddReportCommand(CLI::App& app, Context& ctx) {
+  auto o = std::make_shared<ReportOptions>();
+  CLI::App* cmd = app.add_subcommand("report", "Write a Markdown or HTML report of one run");
+  cmd->add_option("RUN", o->run, "run id (see 'dfarm runs'), or 'last'")->required();
+  AddDbOption(*cmd, o->db);
+  cmd->add_option("--format", o->format, "md or html")->required();
+  cmd->add_option("-o,--output", o->output, "file to write")->required();
+  cmd->callback([o, &ctx] { ctx.exit_code = Run(*o, ctx); });
+}
+
+}  // namespace dfarm::cli

@@ -1,0 +1,61 @@
+// dfarm runs [--db FILE] [--json]
+#include <nlohmann/json.hpp>
+
+#include "harness/cli/commands.h"
+
+namespace dfarm::cli {
+namespace {
+
+struct RunsOptions {
+  std::string db;
+  bool json = false;
+};
+
+int Run(const RunsOptions& o, Context& ctx) {
+  auto store = OpenExistingStore(o.db);
+  if (!store) {
+    ctx.Fail(kExitInfra, store.message());
+    return kExitInfra;
+  }
+  auto runs = (*store)->ListRuns();
+  if (!runs) {
+    ctx.Fail(kExitInfra, runs.message());
+    return kExitInfra;
+  }
+  if (o.json) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const store::RunRow& r : *runs) {
+      list.push_back({{"id", r.id},
+                      {"name", r.name},
+                      {"created_at", r.created_at},
+                      {"finished_at", r.finished_at},
+                      {"status", r.status}});
+    }
+    ctx.out << nlohmann::json{{"runs", list}}.dump(2) << "\n";
+    return kExitOk;
+  }
+  ctx.out << "ID\tCREATED\tSTATUS\tJOBS\tNAME\n";
+  for (const store::RunRow& r : *runs) {
+    auto jobs = (*store)->ListJobs(r.id);
+    size_t total = jobs ? jobs->size() : 0, ok = 0;
+    if (jobs) {
+      for (const store::JobRow& j : *jobs) ok += j.status == store::kJobOk;
+    }
+    ctx.out << r.id << "\t" << r.created_at << "\t" << r.status << "\t" << ok << "/" << total
+            << " ok\t" << r.name << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddRunsCommand(CLI::App& app, Context& ctx) {
+  auto o = std::make_shared<RunsOptions>();
+  CLI::App* cmd = app.add_subcommand("runs", "List the runs in the database, oldest first");
+  AddDbOption(*cmd, o->db);
+  cmd->add_flag("--json", o->json,
+                "print {\"runs\":[{\"id\",\"name\",\"created_at\",\"status\"}]}");
+  cmd->callback([o, &ctx] { ctx.exit_code = Run(*o, ctx); });
+}
+
+}  // namespace dfarm::cli

@@ -1,0 +1,102 @@
+#include "harness/matrix.h"
+
+#include <openssl/evp.h>
+
+#include <cstdio>
+#include <memory>
+
+namespace dfarm::harness {
+namespace {
+
+constexpr size_t kJobKeyHexChars = 16;
+
+struct EvpMdCtxDeleter {
+  void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
+};
+using EvpMdCtx = std::unique_ptr<EVP_MD_CTX, EvpMdCtxDeleter>;
+
+struct FileCloser {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
+
+std::string Hex(const unsigned char* p, unsigned n) {
+  static const char* kDigits = "0123456789abcdef";
+  std::string s;
+  s.reserve(n * 2);
+  for (unsigned i = 0; i < n; ++i) {
+    s += kDigits[p[i] >> 4];
+    s += kDigits[p[i] & 15];
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string Sha256OfBytes(const std::string& bytes) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned n = 0;
+  EVP_Digest(bytes.data(), bytes.size(), md, &n, EVP_sha256(), nullptr);
+  return Hex(md, n);
+}
+
+Result<std::string> Sha256OfFile(const std::string& path) {
+  std::unique_ptr<std::FILE, FileCloser> f(std::fopen(path.c_str(), "rb"));
+  if (!f) return MakeError("cannot read '" + path + "'");
+  EvpMdCtx ctx(EVP_MD_CTX_new());
+  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
+    return MakeError("cannot hash '" + path + "': OpenSSL sha256 unavailable");
+  }
+  char buf[1 << 16];
+  size_t got;
+  while ((got = std::fread(buf, 1, sizeof buf, f.get())) > 0) {
+    EVP_DigestUpdate(ctx.get(), buf, got);
+  }
+  if (std::ferror(f.get())) return MakeError("cannot read '" + path + "': I/O error");
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned n = 0;
+  EVP_DigestFinal_ex(ctx.get(), md, &n);
+  return Hex(md, n);
+}
+
+std::string JobKey(const std::string& model_sha256, const DelegateSpec& delegate,
+                   const std::string& device, const BenchmarkSpec& b) {
+  // Length-prefixed fields: no two different jobs hash the same text.
+  std::string text = "dfarm-job-v1";
+  for (const std::string& field :
+       {model_sha256, delegate.name, delegate.OptionsString(), device,
+        std::to_string(b.warmup_runs), std::to_string(b.num_runs), std::to_string(b.num_threads)}) {
+    text += '\n';
+    text += std::to_string(field.size());
+    text += ':';
+    text += field;
+  }
+  return Sha256OfBytes(text).substr(0, kJobKeyHexChars);
+}
+
+std::vector<MatrixJob> ExpandMatrix(const SweepSpec& spec,
+                                    const std::vector<std::string>& model_sha256s) {
+  std::vector<MatrixJob> jobs;
+  jobs.reserve(spec.devices.size() * spec.models.size() * spec.delegates.size());
+  for (const std::string& device : spec.devices) {
+    for (size_t m = 0; m < spec.models.size(); ++m) {
+      for (const DelegateSpec& d : spec.delegates) {
+        MatrixJob j{spec.models[m], model_sha256s.at(m), d, device, spec.benchmark, {}};
+        j.job_key = JobKey(j.model_sha256, d, device, spec.benchmark);
+        jobs.push_back(std::move(j));
+      }
+    }
+  }
+  return jobs;
+}
+
+Result<std::vector<std::string>> HashModels(const SweepSpec& spec) {
+  std::vector<std::string> out;
+  for (const ModelSpec& m : spec.models) {
+    auto h = Sha256OfFile(m.path);
+    if (!h) return h.error();
+    out.push_back(std::move(*h));
+  }
+  return out;
+}
+
+}  // namespace dfarm::harness

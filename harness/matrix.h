@@ -1,0 +1,40 @@
+// Matrix expansion: a sweep spec becomes one job per model x delegate x device.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "agent/result.h"
+#include "harness/spec.h"
+
+namespace dfarm::harness {
+
+struct MatrixJob {
+  ModelSpec model;
+  std::string model_sha256;
+  DelegateSpec delegate;
+  std::string device;
+  BenchmarkSpec benchmark;
+  std::string job_key;
+};
+
+// The job key: a hex prefix of sha256 over everything that decides what a job
+// measures (model content, delegate and options, device, warmup/runs/threads;
+// not the timeout). Equal keys in two runs mean comparable jobs.
+std::string JobKey(const std::string& model_sha256, const DelegateSpec& delegate,
+                   const std::string& device, const BenchmarkSpec& benchmark);
+
+// Jobs ordered device, then model, then delegate (so one device's jobs run
+// together and a model's delegates sit side by side). `model_sha256s[i]`
+// belongs to spec.models[i]. Pure and deterministic.
+std::vector<MatrixJob> ExpandMatrix(const SweepSpec& spec,
+                                    const std::vector<std::string>& model_sha256s);
+
+// sha256 of each model file, in spec order; an error names the file.
+Result<std::vector<std::string>> HashModels(const SweepSpec& spec);
+
+// sha256 of a file / of bytes, lowercase hex (OpenSSL).
+Result<std::string> Sha256OfFile(const std::string& path);
+std::string Sha256OfBytes(const std::string& bytes);
+
+}  // namespace dfarm::harness

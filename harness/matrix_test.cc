@@ -1,0 +1,74 @@
+#include "harness/matrix.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "harness/test_util.h"
+
+namespace dfarm::harness {
+namespace {
+
+SweepSpec TwoByTwoByTwo() {
+  SweepSpec s;
+  s.name = "m";
+  s.models = {{"/m/a.tflite", "a.tflite"}, {"/m/b.tflite", "b.tflite"}};
+  s.delegates = {{"cpu", {}}, {"xnnpack", {{"threads", "2"}}}};
+  s.devices = {"local", "tcp://127.0.0.1:7000"};
+  return s;
+}
+
+TEST(MatrixTest, ExpandsEveryCellInOrder) {
+  auto jobs = ExpandMatrix(TwoByTwoByTwo(), {"aaaa", "bbbb"});
+  ASSERT_EQ(jobs.size(), 8u);
+  EXPECT_EQ(jobs[0].device, "local");
+  EXPECT_EQ(jobs[0].model.file, "a.tflite");
+  EXPECT_EQ(jobs[0].delegate.name, "cpu");
+  EXPECT_EQ(jobs[1].delegate.name, "xnnpack");
+  EXPECT_EQ(jobs[2].model.file, "b.tflite");
+  EXPECT_EQ(jobs[2].model_sha256, "bbbb");
+  EXPECT_EQ(jobs[4].device, "tcp://127.0.0.1:7000");
+  std::set<std::string> keys;
+  for (const auto& j : jobs) {
+    EXPECT_EQ(j.job_key.size(), 16u);
+    keys.insert(j.job_key);
+  }
+  EXPECT_EQ(keys.size(), 8u);
+}
+
+TEST(MatrixTest, KeysAreDeterministic) {
+  auto a = ExpandMatrix(TwoByTwoByTwo(), {"aaaa", "bbbb"});
+  auto b = ExpandMatrix(TwoByTwoByTwo(), {"aaaa", "bbbb"});
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].job_key, b[i].job_key);
+
+  // Pinned: a key must not change between builds, or reruns stop being comparable.
+  EXPECT_EQ(JobKey("aaaa", {"cpu", {}}, "local", BenchmarkSpec{}), "d0a0f2560355c57d");
+  const std::string base = JobKey("aaaa", {"cpu", {}}, "local", BenchmarkSpec{});
+  BenchmarkSpec more_runs;
+  more_runs.num_runs = 51;
+  BenchmarkSpec longer_timeout;
+  longer_timeout.timeout_s = 999;
+  EXPECT_NE(JobKey("aaab", {"cpu", {}}, "local", BenchmarkSpec{}), base);
+  EXPECT_NE(JobKey("aaaa", {"cpu", {{"k", "v"}}}, "local", BenchmarkSpec{}), base);
+  EXPECT_NE(JobKey("aaaa", {"cpu", {}}, "tcp://h:1", BenchmarkSpec{}), base);
+  EXPECT_NE(JobKey("aaaa", {"cpu", {}}, "local", more_runs), base);
+  EXPECT_EQ(JobKey("aaaa", {"cpu", {}}, "local", longer_timeout), base);
+  // The model's content, not its path, goes into the key.
+  SweepSpec moved = TwoByTwoByTwo();
+  moved.models[0].path = "/elsewhere/a.tflite";
+  EXPECT_EQ(ExpandMatrix(moved, {"aaaa", "bbbb"})[0].job_key, a[0].job_key);
+}
+
+TEST(MatrixTest, Sha256) {
+  EXPECT_EQ(Sha256OfBytes("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  TempDir dir;
+  auto path = dir.Write("f", "abc");
+  auto h = Sha256OfFile(path);
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(*h, Sha256OfBytes("abc"));
+  EXPECT_FALSE(Sha256OfFile(path + ".missing").ok());
+}
+
+}  // namespace
+}  // namespace dfarm::harness

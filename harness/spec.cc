@@ -1,0 +1,299 @@
+#include "harness/spec.h"
+
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+namespace dfarm::harness {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const char* TypeName(const json& v) {
+  if (v.is_number_integer() || v.is_number_unsigned()) return "an integer";
+  if (v.is_number_float()) return "a number";
+  return v.type_name();  // "string", "array", "object", "boolean", "null"
+}
+
+class Parser {
+ public:
+  explicit Parser(std::string spec_path) : spec_path_(std::move(spec_path)) {}
+
+  Error Fail(const std::string& where, const std::string& why) const {
+    std::string at = where.empty() ? "" : where + ": ";
+    return MakeError("spec '" + spec_path_ + "': " + at + why);
+  }
+
+  // Checks that `obj` has only `allowed` keys.
+  Result<void> CheckKeys(const json& obj, const std::string& where,
+                         std::initializer_list<const char*> allowed) const {
+    for (const auto& [key, value] : obj.items()) {
+      bool known = false;
+      for (const char* a : allowed) known = known || key == a;
+      if (!known) {
+        std::string list;
+        for (const char* a : allowed) list += std::string(list.empty() ? "" : ", ") + a;
+        return Fail("", "unknown key '" + key + "' " +
+                            (where.empty() ? "at top level" : "in " + where) + " (expected " +
+                            list + ")");
+      }
+    }
+    return Ok();
+  }
+
+  Result<uint32_t> Uint(const json& v, const std::string& where, uint32_t lo, uint32_t hi) const {
+    if (!v.is_number_integer() && !v.is_number_unsigned()) {
+      return Fail(where, std::string("expected an integer, got ") + TypeName(v));
+    }
+    if (v.is_number_integer() && v.get<int64_t>() < 0) {
+      return Fail(where, std::to_string(v.get<int64_t>()) + " is out of range [" +
+                             std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    }
+    uint64_t n = v.get<uint64_t>();
+    if (n < lo || n > hi) {
+      return Fail(where, std::to_string(n) + " is out of range [" + std::to_string(lo) + ", " +
+                             std::to_string(hi) + "]");
+    }
+    return static_cast<uint32_t>(n);
+  }
+
+  Result<SweepSpec> Parse(const std::string& text) {
+    json doc;
+    try {
+      doc = json::parse(text);
+    } catch (const json::parse_error& e) {
+      return Fail("", std::string("invalid JSON: ") + e.what());
+    }
+    if (!doc.is_object()) {
+      return Fail("", std::string("expected a JSON object, got ") + TypeName(doc));
+    }
+    if (auto r = CheckKeys(doc, "", {"name", "models", "delegates", "devices", "benchmark"}); !r) {
+      return r.error();
+    }
+    SweepSpec spec;
+    fs::path base = fs::absolute(fs::path(spec_path_)).parent_path();
+
+    if (doc.contains("name")) {
+      if (!doc["name"].is_string()) {
+        return Fail("name", std::string("expected a string, got ") + TypeName(doc["name"]));
+      }
+      spec.name = doc["name"].get<std::string>();
+    }
+    if (spec.name.empty()) spec.name = fs::path(spec_path_).stem().string();
+
+    if (!doc.contains("models")) return Fail("", "missing key 'models'");
+    const json& models = doc["models"];
+    if (!models.is_array()) {
+      return Fail("models", std::string("expected an array of paths, got ") + TypeName(models));
+    }
+    if (models.empty()) return Fail("models", "is empty; list at least one .tflite file");
+    std::map<std::string, size_t> seen_models;
+    for (size_t i = 0; i < models.size(); ++i) {
+      std::string where = "models[" + std::to_string(i) + "]";
+      if (!models[i].is_string()) {
+        return Fail(where, std::string("expected a path string, got ") + TypeName(models[i]));
+      }
+      std::string given = models[i].get<std::string>();
+      if (given.empty()) return Fail(where, "empty path");
+      fs::path p(given);
+      if (p.is_relative()) p = base / p;
+      p = p.lexically_normal();
+      std::error_code ec;
+      if (!fs::exists(p, ec)) return Fail(where, "file '" + given + "' does not exist");
+      if (!fs::is_regular_file(p, ec)) return Fail(where, "'" + given + "' is not a regular file");
+      auto [it, inserted] = seen_models.emplace(p.string(), i);
+      if (!inserted) {
+        return Fail(where, "'" + given + "' is the same file as models[" +
+                               std::to_string(it->second) + "]");
+      }
+      spec.models.push_back(ModelSpec{p.string(), p.filename().string()});
+    }
+
+    if (doc.contains("delegates")) {
+      const json& ds = doc["delegates"];
+      if (!ds.is_array()) {
+        return Fail("delegates", std::string("expected an array, got ") + TypeName(ds));
+      }
+      if (ds.empty()) return Fail("delegates", "is empty; leave it out for [{\"name\":\"cpu\"}]");
+      std::set<std::string> seen;
+      for (size_t i = 0; i < ds.size(); ++i) {
+        std::string where = "delegates[" + std::to_string(i) + "]";
+        auto d = ParseDelegate(ds[i], where);
+        if (!d) return d.error();
+        std::string id = d->name + "|" + d->OptionsString();
+        if (!seen.insert(id).second) return Fail(where, "duplicate delegate configuration");
+        spec.delegates.push_back(std::move(*d));
+      }
+    } else {
+      spec.delegates.push_back(DelegateSpec{"cpu", {}});
+    }
+
+    if (doc.contains("devices")) {
+      const json& ds = doc["devices"];
+      if (!ds.is_array()) {
+        return Fail("devices", std::string("expected an array, got ") + TypeName(ds));
+      }
+      if (ds.empty()) return Fail("devices", "is empty; leave it out for [\"local\"]");
+      std::set<std::string> seen;
+      for (size_t i = 0; i < ds.size(); ++i) {
+        std::string where = "devices[" + std::to_string(i) + "]";
+        if (!ds[i].is_string()) {
+          return Fail(where, std::string("expected a string, got ") + TypeName(ds[i]));
+        }
+        std::string name = ds[i].get<std::string>();
+        if (std::string why = CheckDeviceName(name); !why.empty()) return Fail(where, why);
+        if (!seen.insert(name).second) return Fail(where, "duplicate device '" + name + "'");
+        spec.devices.push_back(name);
+      }
+    } else {
+      spec.devices.push_back("local");
+    }
+
+    if (doc.contains("benchmark")) {
+      const json& b = doc["benchmark"];
+      if (!b.is_object()) {
+        return Fail("benchmark", std::string("expected an object, got ") + TypeName(b));
+      }
+      if (auto r =
+              CheckKeys(b, "benchmark", {"warmup_runs", "num_runs", "num_threads", "timeout_s"});
+          !r) {
+        return r.error();
+      }
+      struct Field {
+        const char* key;
+        uint32_t* out;
+        uint32_t lo, hi;
+      } fields[] = {
+          {"warmup_runs", &spec.benchmark.warmup_runs, 0, 10000},
+          {"num_runs", &spec.benchmark.num_runs, 1, 100000},
+          {"num_threads", &spec.benchmark.num_threads, 1, 256},
+          {"timeout_s", &spec.benchmark.timeout_s, 1, 24 * 3600},
+      };
+      for (const Field& f : fields) {
+        if (!b.contains(f.key)) continue;
+        auto v = Uint(b[f.key], std::string("benchmark.") + f.key, f.lo, f.hi);
+        if (!v) return v.error();
+        *f.out = *v;
+      }
+    }
+    return spec;
+  }
+
+ private:
+  Result<DelegateSpec> ParseDelegate(const json& d, const std::string& where) const {
+    DelegateSpec out;
+    if (d.is_string()) {
+      out.name = d.get<std::string>();
+    } else if (d.is_object()) {
+      if (auto r = CheckKeys(d, where, {"name", "options"}); !r) return r.error();
+      if (!d.contains("name")) return Fail(where, "missing key 'name'");
+      if (!d["name"].is_string()) {
+        return Fail(where + ".name", std::string("expected a string, got ") + TypeName(d["name"]));
+      }
+      out.name = d["name"].get<std::string>();
+      if (d.contains("options")) {
+        const json& o = d["options"];
+        if (!o.is_object()) {
+          return Fail(where + ".options", std::string("expected an object, got ") + TypeName(o));
+        }
+        for (const auto& [key, value] : o.items()) {
+          std::string at = where + ".options." + key;
+          std::string v;
+          if (value.is_string()) {
+            v = value.get<std::string>();
+          } else if (value.is_boolean() || value.is_number()) {
+            v = value.dump();
+          } else {
+            return Fail(
+                at, std::string("expected a string, number or boolean, got ") + TypeName(value));
+          }
+          if (key.empty() || key.find_first_of(":;") != std::string::npos) {
+            return Fail(at, "option names must be non-empty and contain no ':' or ';'");
+          }
+          if (v.find(';') != std::string::npos) {
+            return Fail(at, "option values must not contain ';'");
+          }
+          out.options[key] = v;
+        }
+      }
+    } else {
+      return Fail(where,
+                  std::string("expected an object {\"name\":...} or a string, got ") + TypeName(d));
+    }
+    if (out.name.empty()) return Fail(where, "empty delegate name");
+    return out;
+  }
+
+  std::string spec_path_;
+};
+
+}  // namespace
+
+std::string DelegateSpec::OptionsString() const {
+  std::string s;
+  for (const auto& [k, v] : options) {
+    if (!s.empty()) s += ';';
+    s += k + ":" + v;
+  }
+  return s;
+}
+
+std::string SweepSpec::ToJson() const {
+  json doc;
+  doc["name"] = name;
+  doc["models"] = json::array();
+  for (const ModelSpec& m : models) doc["models"].push_back(m.path);
+  doc["delegates"] = json::array();
+  for (const DelegateSpec& d : delegates) {
+    json o = {{"name", d.name}};
+    if (!d.options.empty()) o["options"] = d.options;
+    doc["delegates"].push_back(o);
+  }
+  doc["devices"] = devices;
+  doc["benchmark"] = {{"warmup_runs", benchmark.warmup_runs},
+                      {"num_runs", benchmark.num_runs},
+                      {"num_threads", benchmark.num_threads},
+                      {"timeout_s", benchmark.timeout_s}};
+  return doc.dump();
+}
+
+std::string CheckDeviceName(const std::string& name) {
+  if (name == "local") return {};
+  const std::string tcp = "tcp://";
+  if (name.rfind(tcp, 0) == 0) {
+    std::string rest = name.substr(tcp.size());
+    size_t colon = rest.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == rest.size()) {
+      return "device '" + name + "' must look like tcp://HOST:PORT";
+    }
+    std::string port = rest.substr(colon + 1);
+    if (port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5 ||
+        std::stoul(port) == 0 || std::stoul(port) > 65535) {
+      return "device '" + name + "' has a bad port '" + port + "'";
+    }
+    return {};
+  }
+  return "unknown device '" + name + "' (known: local, tcp://HOST:PORT)";
+}
+
+Result<SweepSpec> ParseSpec(const std::string& text, const std::string& spec_path) {
+  try {
+    return Parser(spec_path).Parse(text);
+  } catch (const std::exception& e) {  // nlohmann type errors we did not foresee
+    return MakeError("spec '" + spec_path + "': " + e.what());
+  }
+}
+
+Result<SweepSpec> LoadSpec(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return MakeError("spec '" + path + "': cannot read the file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return ParseSpec(text.str(), path);
+}
+
+}  // namespace dfarm::harness

@@ -1,0 +1,460 @@
+// SQLite backend of the Store. Schema changes are appended to kMigrations and
+// never edited once released: a database records the number of migrations
+// applied in schema_version, and opening it applies the rest in order.
+#include <sqlite3.h>
+
+#include <ctime>
+#include <iterator>
+#include <utility>
+
+#include "harness/store/sqlite_util.h"
+#include "harness/store/store.h"
+
+namespace dfarm::store {
+namespace {
+
+using sqlite::Db;
+using sqlite::Stmt;
+using sqlite::Transaction;
+
+// kMigrations[i] takes the schema from version i to version i + 1.
+constexpr const char* kMigrations[] = {
+    // v1: runs, devices, jobs, results, samples.
+    R"sql(
+CREATE TABLE runs(
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  finished_at TEXT NOT NULL DEFAULT '',
+  status TEXT NOT NULL,
+  spec_json TEXT NOT NULL);
+CREATE TABLE devices(
+  name TEXT PRIMARY KEY,
+  abi TEXT NOT NULL DEFAULT '',
+  os TEXT NOT NULL DEFAULT '',
+  cpu TEXT NOT NULL DEFAULT '',
+  cores INTEGER NOT NULL DEFAULT 0,
+  memory_bytes INTEGER NOT NULL DEFAULT 0,
+  hostname TEXT NOT NULL DEFAULT '',
+  agent_version TEXT NOT NULL DEFAULT '',
+  last_seen TEXT NOT NULL DEFAULT '');
+CREATE TABLE jobs(
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  job_key TEXT NOT NULL,
+  model TEXT NOT NULL,
+  model_path TEXT NOT NULL,
+  model_sha256 TEXT NOT NULL,
+  delegate TEXT NOT NULL,
+  delegate_options TEXT NOT NULL DEFAULT '',
+  device TEXT NOT NULL,
+  status TEXT NOT NULL,
+  error TEXT NOT NULL DEFAULT '',
+  wall_ms REAL NOT NULL DEFAULT 0,
+  started_at TEXT NOT NULL DEFAULT '');
+CREATE INDEX jobs_by_run ON jobs(run_id);
+CREATE INDEX jobs_by_key ON jobs(job_key);
+CREATE TABLE results(
+  job_id INTEGER PRIMARY KEY REFERENCES jobs(id) ON DELETE CASCADE,
+  init_us REAL, first_us REAL, warmup_mean_us REAL, mean_us REAL, std_us REAL,
+  min_us REAL, max_us REAL, p50_us REAL, p90_us REAL, p99_us REAL,
+  num_runs INTEGER, peak_rss_bytes INTEGER, arena_bytes INTEGER,
+  exit_code INTEGER NOT NULL,
+  signal INTEGER NOT NULL,
+  runner_json TEXT NOT NULL,
+  stderr_tail TEXT NOT NULL,
+  finished_at TEXT NOT NULL);
+CREATE TABLE samples(
+  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  idx INTEGER NOT NULL,
+  value_us REAL NOT NULL,
+  PRIMARY KEY(job_id, idx)) WITHOUT ROWID;
+)sql",
+};
+
+constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
+
+constexpr const char* kJobColumns =
+    "j.id, j.run_id, j.job_key, j.model, j.model_path, j.model_sha256, j.delegate, "
+    "j.delegate_options, j.device, j.status, j.error, j.wall_ms, "
+    "r.init_us, r.first_us, r.warmup_mean_us, r.mean_us, r.std_us, r.min_us, r.max_us, "
+    "r.p50_us, r.p90_us, r.p99_us, r.num_runs, r.peak_rss_bytes, r.arena_bytes "
+    "FROM jobs j LEFT JOIN results r ON r.job_id = j.id ";
+
+JobRow ReadJob(const Stmt& s) {
+  JobRow j;
+  j.id = s.Int(0);
+  j.run_id = s.Int(1);
+  j.job_key = s.Text(2);
+  j.model = s.Text(3);
+  j.model_path = s.Text(4);
+  j.model_sha256 = s.Text(5);
+  j.delegate = s.Text(6);
+  j.delegate_options = s.Text(7);
+  j.device = s.Text(8);
+  j.status = s.Text(9);
+  j.error = s.Text(10);
+  j.wall_ms = s.Double(11);
+  if (!s.IsNull(15)) {
+    Metrics m;
+    m.init_us = s.Double(12);
+    m.first_us = s.Double(13);
+    m.warmup_mean_us = s.Double(14);
+    m.mean_us = s.Double(15);
+    m.std_us = s.Double(16);
+    m.min_us = s.Double(17);
+    m.max_us = s.Double(18);
+    m.p50_us = s.Double(19);
+    m.p90_us = s.Double(20);
+    m.p99_us = s.Double(21);
+    m.num_runs = s.Int(22);
+    m.peak_rss_bytes = s.Int(23);
+    m.arena_bytes = s.Int(24);
+    j.metrics = m;
+  }
+  return j;
+}
+
+RunRow ReadRun(const Stmt& s) {
+  return RunRow{s.Int(0), s.Text(1), s.Text(2), s.Text(3), s.Text(4), s.Text(5)};
+}
+
+class SqliteStore final : public Store {
+ public:
+  SqliteStore(std::string path, Db db) : path_(std::move(path)), db_(std::move(db)) {}
+
+  Result<int64_t> CreateRun(const std::string& name, const std::string& spec_json) override {
+    auto s = Prepare("INSERT INTO runs(name, created_at, status, spec_json) VALUES(?, ?, ?, ?)");
+    if (!s) return s.error();
+    s->Bind(1, name).Bind(2, NowIso8601()).Bind(3, std::string(kRunRunning)).Bind(4, spec_json);
+    if (auto r = s->Run(); !r) return Fail("create run", r);
+    return static_cast<int64_t>(sqlite3_last_insert_rowid(db_.get()));
+  }
+
+  Result<int64_t> AddJob(int64_t run_id, const JobRow& job) override {
+    auto ids = AddJobs(run_id, {job});
+    if (!ids) return ids.error();
+    return ids->front();
+  }
+
+  Result<std::vector<int64_t>> AddJobs(int64_t run_id, const std::vector<JobRow>& jobs) override {
+    auto tx = Transaction::Begin(db_);
+    if (!tx) return Fail("add jobs", tx);
+    auto s = Prepare(
+        "INSERT INTO jobs(run_id, job_key, model, model_path, model_sha256, delegate, "
+        "delegate_options, device, status) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    if (!s) return s.error();
+    std::vector<int64_t> ids;
+    ids.reserve(jobs.size());
+    for (const JobRow& j : jobs) {
+      s->Reset();
+      s->Bind(1, run_id).Bind(2, j.job_key).Bind(3, j.model).Bind(4, j.model_path);
+      s->Bind(5, j.model_sha256).Bind(6, j.delegate).Bind(7, j.delegate_options);
+      s->Bind(8, j.device).Bind(9, std::string(kJobQueued));
+      if (auto r = s->Run(); !r) return Fail("add job to run " + std::to_string(run_id), r);
+      ids.push_back(sqlite3_last_insert_rowid(db_.get()));
+    }
+    if (auto r = tx->Commit(); !r) return Fail("add jobs", r);
+    return ids;
+  }
+
+  Result<void> MarkJobRunning(int64_t job_id) override {
+    auto s = Prepare("UPDATE jobs SET status = ?, started_at = ? WHERE id = ?");
+    if (!s) return s.error();
+    s->Bind(1, std::string(kJobRunning)).Bind(2, NowIso8601()).Bind(3, job_id);
+    if (auto r = s->Run(); !r) return Fail("mark job running", r);
+    return ExpectChanged("job", job_id);
+  }
+
+  Result<void> RecordJobResult(int64_t job_id, const JobOutcome& o) override {
+    if (!IsFinalJobStatus(o.status)) {
+      return MakeError("cannot record job " + std::to_string(job_id) + ": status '" + o.status +
+                       "' is not a final job status");
+    }
+    auto tx = Transaction::Begin(db_);
+    if (!tx) return Fail("record job result", tx);
+    {
+      auto s = Prepare("UPDATE jobs SET status = ?, error = ?, wall_ms = ? WHERE id = ?");
+      if (!s) return s.error();
+      s->Bind(1, o.status).Bind(2, o.error).Bind(3, o.wall_ms).Bind(4, job_id);
+      if (auto r = s->Run(); !r) return Fail("record job result", r);
+      if (auto r = ExpectChanged("job", job_id); !r) return r;
+    }
+    {
+      auto s = Prepare(
+          "INSERT OR REPLACE INTO results(job_id, init_us, first_us, warmup_mean_us, mean_us, "
+          "std_us, min_us, max_us, p50_us, p90_us, p99_us, num_runs, peak_rss_bytes, "
+          "arena_bytes, exit_code, signal, runner_json, stderr_tail, finished_at) "
+          "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      if (!s) return s.error();
+      s->Bind(1, job_id);
+      if (o.metrics) {
+        const Metrics& m = *o.metrics;
+        s->Bind(2, m.init_us).Bind(3, m.first_us).Bind(4, m.warmup_mean_us).Bind(5, m.mean_us);
+        s->Bind(6, m.std_us).Bind(7, m.min_us).Bind(8, m.max_us).Bind(9, m.p50_us);
+        s->Bind(10, m.p90_us).Bind(11, m.p99_us).Bind(12, m.num_runs);
+        s->Bind(13, m.peak_rss_bytes).Bind(14, m.arena_bytes);
+      } else {
+        for (int i = 2; i <= 14; ++i) s->BindNull(i);
+      }
+      s->Bind(15, o.exit_code).Bind(16, o.signal).Bind(17, o.runner_json);
+      s->Bind(18, o.stderr_tail).Bind(19, NowIso8601());
+      if (auto r = s->Run(); !r) return Fail("record job result", r);
+    }
+    {
+      auto del = Prepare("DELETE FROM samples WHERE job_id = ?");
+      if (!del) return del.error();
+      del->Bind(1, job_id);
+      if (auto r = del->Run(); !r) return Fail("record samples", r);
+      auto s = Prepare("INSERT INTO samples(job_id, idx, value_us) VALUES(?, ?, ?)");
+      if (!s) return s.error();
+      for (size_t i = 0; i < o.samples_us.size(); ++i) {
+        s->Reset();
+        s->Bind(1, job_id).Bind(2, static_cast<int64_t>(i)).Bind(3, o.samples_us[i]);
+        if (auto r = s->Run(); !r) return Fail("record samples", r);
+      }
+    }
+    if (auto r = tx->Commit(); !r) return Fail("record job result", r);
+    return Ok();
+  }
+
+  Result<void> FinishRun(int64_t run_id, const std::string& status) override {
+    if (status != kRunFinished && status != kRunFailed && status != kRunCancelled) {
+      return MakeError("cannot finish run " + std::to_string(run_id) + ": status '" + status +
+                       "' is not finished, failed or cancelled");
+    }
+    auto s = Prepare("UPDATE runs SET status = ?, finished_at = ? WHERE id = ?");
+    if (!s) return s.error();
+    s->Bind(1, status).Bind(2, NowIso8601()).Bind(3, run_id);
+    if (auto r = s->Run(); !r) return Fail("finish run", r);
+    return ExpectChanged("run", run_id);
+  }
+
+  Result<std::vector<RunRow>> ListRuns() override {
+    auto s = Prepare(
+        "SELECT id, name, created_at, finished_at, status, spec_json FROM runs ORDER BY id");
+    if (!s) return s.error();
+    std::vector<RunRow> runs;
+    for (;;) {
+      auto row = s->Step();
+      if (!row) return Fail("list runs", row);
+      if (!*row) break;
+      runs.push_back(ReadRun(*s));
+    }
+    return runs;
+  }
+
+  Result<RunRow> GetRun(int64_t run_id) override {
+    auto s = Prepare(
+        "SELECT id, name, created_at, finished_at, status, spec_json FROM runs WHERE id = ?");
+    if (!s) return s.error();
+    s->Bind(1, run_id);
+    auto row = s->Step();
+    if (!row) return Fail("read run", row);
+    if (!*row) return MakeError("no run " + std::to_string(run_id) + " in '" + path_ + "'");
+    return ReadRun(*s);
+  }
+
+  Result<std::vector<JobRow>> ListJobs(int64_t run_id) override {
+    auto s = Prepare(std::string("SELECT ") + kJobColumns + "WHERE j.run_id = ? ORDER BY j.id");
+    if (!s) return s.error();
+    s->Bind(1, run_id);
+    std::vector<JobRow> jobs;
+    for (;;) {
+      auto row = s->Step();
+      if (!row) return Fail("list jobs", row);
+      if (!*row) break;
+      jobs.push_back(ReadJob(*s));
+    }
+    return jobs;
+  }
+
+  Result<JobRow> GetJob(int64_t job_id) override {
+    auto s = Prepare(std::string("SELECT ") + kJobColumns + "WHERE j.id = ?");
+    if (!s) return s.error();
+    s->Bind(1, job_id);
+    auto row = s->Step();
+    if (!row) return Fail("read job", row);
+    if (!*row) return MakeError("no job " + std::to_string(job_id) + " in '" + path_ + "'");
+    return ReadJob(*s);
+  }
+
+  Result<std::vector<double>> GetSamples(int64_t job_id) override {
+    auto s = Prepare("SELECT value_us FROM samples WHERE job_id = ? ORDER BY idx");
+    if (!s) return s.error();
+    s->Bind(1, job_id);
+    std::vector<double> samples;
+    for (;;) {
+      auto row = s->Step();
+      if (!row) return Fail("read samples", row);
+      if (!*row) break;
+      samples.push_back(s->Double(0));
+    }
+    return samples;
+  }
+
+  Result<JobDetail> GetJobDetail(int64_t job_id) override {
+    auto s = Prepare(
+        "SELECT exit_code, signal, runner_json, stderr_tail, finished_at FROM results "
+        "WHERE job_id = ?");
+    if (!s) return s.error();
+    s->Bind(1, job_id);
+    auto row = s->Step();
+    if (!row) return Fail("read job result", row);
+    if (!*row) return MakeError("job " + std::to_string(job_id) + " has no result yet");
+    return JobDetail{static_cast<int>(s->Int(0)), static_cast<int>(s->Int(1)), s->Text(2),
+                     s->Text(3), s->Text(4)};
+  }
+
+  Result<void> UpsertDevice(const DeviceRow& d) override {
+    auto s = Prepare(
+        "INSERT INTO devices(name, abi, os, cpu, cores, memory_bytes, hostname, agent_version, "
+        "last_seen) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET "
+        "abi = excluded.abi, os = excluded.os, cpu = excluded.cpu, cores = excluded.cores, "
+        "memory_bytes = excluded.memory_bytes, hostname = excluded.hostname, "
+        "agent_version = excluded.agent_version, last_seen = excluded.last_seen");
+    if (!s) return s.error();
+    s->Bind(1, d.name).Bind(2, d.abi).Bind(3, d.os).Bind(4, d.cpu).Bind(5, d.cores);
+    s->Bind(6, d.memory_bytes).Bind(7, d.hostname).Bind(8, d.agent_version);
+    s->Bind(9, NowIso8601());
+    if (auto r = s->Run(); !r) return Fail("record device '" + d.name + "'", r);
+    return Ok();
+  }
+
+  Result<std::vector<DeviceRow>> ListDevices() override {
+    auto s = Prepare(
+        "SELECT name, abi, os, cpu, cores, memory_bytes, hostname, agent_version, last_seen "
+        "FROM devices ORDER BY name");
+    if (!s) return s.error();
+    std::vector<DeviceRow> devices;
+    for (;;) {
+      auto row = s->Step();
+      if (!row) return Fail("list devices", row);
+      if (!*row) break;
+      devices.push_back(DeviceRow{s->Text(0), s->Text(1), s->Text(2), s->Text(3), s->Int(4),
+                                  s->Int(5), s->Text(6), s->Text(7), s->Text(8)});
+    }
+    return devices;
+  }
+
+ private:
+  Result<Stmt> Prepare(std::string_view sql) {
+    auto s = Stmt::Prepare(db_, sql);
+    if (!s) return MakeError("store '" + path_ + "': " + s.message());
+    return s;
+  }
+
+  template <typename R>
+  Error Fail(const std::string& what, const R& r) {
+    return MakeError("store '" + path_ + "': cannot " + what + ": " + r.message());
+  }
+
+  Result<void> ExpectChanged(const char* what, int64_t id) {
+    if (sqlite3_changes(db_.get()) == 0) {
+      return MakeError("no " + std::string(what) + " " + std::to_string(id) + " in '" + path_ +
+                       "'");
+    }
+    return Ok();
+  }
+
+  std::string path_;
+  Db db_;
+};
+
+Result<int> ReadSchemaVersion(Db& db) {
+  auto has = Stmt::Prepare(
+      db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'");
+  if (!has) return has.error();
+  auto row = has->Step();
+  if (!row) return row.error();
+  if (has->Int(0) == 0) {
+    auto any = Stmt::Prepare(db, "SELECT count(*) FROM sqlite_master");
+    if (!any) return any.error();
+    if (auto r = any->Step(); !r) return r.error();
+    if (any->Int(0) != 0) {
+      return MakeError("it holds tables but no schema_version: not a DelegateFarm database");
+    }
+    return 0;
+  }
+  auto s = Stmt::Prepare(db, "SELECT max(version) FROM schema_version");
+  if (!s) return s.error();
+  if (auto r = s->Step(); !r) return r.error();
+  return static_cast<int>(s->Int(0));
+}
+
+Result<void> Migrate(Db& db) {
+  auto tx = Transaction::Begin(db);
+  if (!tx) return tx.error();
+  auto version = ReadSchemaVersion(db);
+  if (!version) return version.error();
+  if (*version > kSchemaVersion) {
+    return MakeError("its schema version " + std::to_string(*version) +
+                     " is newer than this build's " + std::to_string(kSchemaVersion) +
+                     " (upgrade dfarm)");
+  }
+  if (*version == kSchemaVersion) return tx->Commit();
+  if (*version == 0) {
+    if (auto r = db.Exec("CREATE TABLE schema_version(version INTEGER NOT NULL, applied_at TEXT "
+                         "NOT NULL)");
+        !r) {
+      return r;
+    }
+  }
+  for (int v = *version; v < kSchemaVersion; ++v) {
+    if (auto r = db.Exec(kMigrations[v]); !r) {
+      return MakeError("migration to schema version " + std::to_string(v + 1) +
+                       " failed: " + r.message());
+    }
+    auto s = Stmt::Prepare(db, "INSERT INTO schema_version(version, applied_at) VALUES(?, ?)");
+    if (!s) return s.error();
+    s->Bind(1, v + 1).Bind(2, NowIso8601());
+    if (auto r = s->Run(); !r) return r;
+  }
+  return tx->Commit();
+}
+
+}  // namespace
+
+bool IsFinalJobStatus(const std::string& status) {
+  for (const char* s :
+       {"ok", "model_error", "delegate_error", "unsupported", "crashed", "timeout", "infra"}) {
+    if (status == s) return true;
+  }
+  return false;
+}
+
+int CurrentSchemaVersion() { return kSchemaVersion; }
+
+std::string NowIso8601() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) {
+  auto fail = [&](const std::string& why) -> Error {
+    return MakeError("cannot open store '" + path + "': " + why);
+  };
+  sqlite3* raw = nullptr;
+  int rc =
+      sqlite3_open_v2(path.c_str(), &raw,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
+  Db db(raw);
+  if (rc != SQLITE_OK) return fail(raw ? db.errmsg() : "out of memory");
+  sqlite3_extended_result_codes(db.get(), 1);
+  sqlite3_busy_timeout(db.get(), 10000);
+  // WAL so the dashboard can read while a sweep writes; NORMAL sync is durable
+  // across application crashes, which is what "committed at once" needs here.
+  if (auto r = db.Exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; "
+                       "PRAGMA foreign_keys = ON;");
+      !r) {
+    return fail(r.message());
+  }
+  if (auto r = Migrate(db); !r) return fail(r.message());
+  return std::unique_ptr<Store>(std::make_unique<SqliteStore>(path, std::move(db)));
+}
+
+}  // namespace dfarm::store

@@ -1,0 +1,20 @@
+// Figures as reports print them. Internal to reports/.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "harness/store/store.h"
+
+namespace dfarm::reports {
+
+std::string Ms(double us);                            // "12.35"
+std::string MiB(int64_t bytes);                       // "41.2"
+std::string DelegateLabel(const store::JobRow& job);  // "cpu" or "cpu (k:v)"
+
+struct JobCounts {
+  size_t total = 0, ok = 0, failed = 0, pending = 0;
+};
+JobCounts CountJobs(const std::vector<store::JobRow>& jobs);
+
+}  // namespace dfarm::reports

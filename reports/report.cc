@@ -1,0 +1,76 @@
+#include "reports/report.h"
+
+#include <cstdio>
+#include <fstream>
+
+#include "reports/format.h"
+
+namespace dfarm::reports {
+
+std::string Ms(double us) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", us / 1000.0);
+  return buf;
+}
+
+std::string MiB(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return buf;
+}
+
+std::string DelegateLabel(const store::JobRow& job) {
+  return job.delegate_options.empty() ? job.delegate
+                                      : job.delegate + " (" + job.delegate_options + ")";
+}
+
+JobCounts CountJobs(const std::vector<store::JobRow>& jobs) {
+  JobCounts c;
+  for (const store::JobRow& j : jobs) {
+    ++c.total;
+    if (j.status == store::kJobOk) {
+      ++c.ok;
+    } else if (store::IsFinalJobStatus(j.status)) {
+      ++c.failed;
+    } else {
+      ++c.pending;
+    }
+  }
+  return c;
+}
+
+Result<RunReport> LoadRunReport(store::Store& store, int64_t run_id) {
+  auto run = store.GetRun(run_id);
+  if (!run) return run.error();
+  auto jobs = store.ListJobs(run_id);
+  if (!jobs) return jobs.error();
+  return RunReport{std::move(*run), std::move(*jobs)};
+}
+
+Result<Format> ParseFormat(const std::string& name) {
+  if (name == "md" || name == "markdown") return Format::kMarkdown;
+  if (name == "html") return Format::kHtml;
+  return MakeError("unknown report format '" + name + "' (known: md, html)");
+}
+
+std::string Render(const RunReport& report, Format format) {
+  switch (format) {
+    case Format::kMarkdown:
+      return RenderMarkdown(report);
+    case Format::kHtml:
+      return RenderHtml(report);
+  }
+  return {};
+}
+
+Result<void> WriteReport(const RunReport& report, Format format, const std::string& path) {
+  std::string text = Render(report, format);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return MakeError("cannot write report '" + path + "'");
+  out << text;
+  out.close();
+  if (!out) return MakeError("cannot write report '" + path + "': write failed");
+  return Ok();
+}
+
+}  // namespace dfarm::reports

@@ -1,0 +1,34 @@
+// Reports over one run of the store. One renderer per file (markdown.cc,
+// html.cc; JUnit, JSON and CSV later), all over the same RunReport.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "agent/result.h"
+#include "harness/store/store.h"
+
+namespace dfarm::reports {
+
+struct RunReport {
+  store::RunRow run;
+  std::vector<store::JobRow> jobs;  // in job id order
+};
+
+// Reads a run and its jobs from `store`.
+Result<RunReport> LoadRunReport(store::Store& store, int64_t run_id);
+
+enum class Format { kMarkdown, kHtml };
+
+// "md"/"markdown" or "html"; the error lists the formats.
+Result<Format> ParseFormat(const std::string& name);
+
+std::string RenderMarkdown(const RunReport& report);
+std::string RenderHtml(const RunReport& report);  // self-contained, every string escaped
+std::string Render(const RunReport& report, Format format);
+
+// Renders and writes `path` (replacing it); the error names the file.
+Result<void> WriteReport(const RunReport& report, Format format, const std::string& path);
+
+}  // namespace dfarm::reports

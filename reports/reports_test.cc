@@ -1,0 +1,117 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "reports/report.h"
+
+namespace dfarm::reports {
+namespace {
+
+RunReport Sample() {
+  RunReport r;
+  r.run = {7, "nightly <b>", "2024-05-01T12:00:00Z", "2024-05-01T12:05:00Z", "finished", "{}"};
+  store::JobRow ok;
+  ok.id = 1;
+  ok.run_id = 7;
+  ok.model = "<script>alert(1)</script>.tflite";
+  ok.delegate = "cpu";
+  ok.device = "local";
+  ok.status = "ok";
+  store::Metrics m;
+  m.init_us = 4321;
+  m.first_us = 15000;
+  m.mean_us = 12345;
+  m.p50_us = 12000;
+  m.p90_us = 13500;
+  m.p99_us = 14990;
+  m.peak_rss_bytes = 42 * 1024 * 1024 + 512 * 1024;
+  ok.metrics = m;
+  store::JobRow bad;
+  bad.id = 2;
+  bad.run_id = 7;
+  bad.model = "broken.tflite";
+  bad.delegate = "gpu";
+  bad.delegate_options = "precision:fp16";
+  bad.device = "local";
+  bad.status = "delegate_error";
+  bad.error = "unknown delegate 'gpu' | try cpu";
+  r.jobs = {ok, bad};
+  return r;
+}
+
+TEST(ReportsTest, HtmlEscapesEverything) {
+  std::string html = RenderHtml(Sample());
+  EXPECT_EQ(html.find("<script>"), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt;.tflite"), std::string::npos);
+  EXPECT_NE(html.find("nightly &lt;b&gt;"), std::string::npos);
+  EXPECT_NE(html.find("<style>"), std::string::npos);  // self-contained
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  EXPECT_EQ(html.find("src="), std::string::npos);
+}
+
+TEST(ReportsTest, HtmlHasTheFigures) {
+  std::string html = RenderHtml(Sample());
+  for (const char* s : {"4.32", "15.00", "12.35", "12.00", "13.50", "14.99", "42.5",
+                        "delegate_error", "unknown delegate &#39;gpu&#39; | try cpu",
+                        "gpu (precision:fp16)", "2024-05-01T12:00:00Z", "finished"}) {
+    EXPECT_NE(html.find(s), std::string::npos) << s;
+  }
+}
+
+TEST(ReportsTest, MarkdownHasTableAndFailures) {
+  std::string md = RenderMarkdown(Sample());
+  EXPECT_NE(md.find("# DelegateFarm run 7"), std::string::npos);
+  EXPECT_NE(md.find("| ok | 4.32 | 15.00 | 12.35 | 12.00 | 13.50 | 14.99 | 42.5 |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("## Failures"), std::string::npos);
+  EXPECT_NE(md.find("unknown delegate 'gpu' \\| try cpu"), std::string::npos) << md;
+  EXPECT_NE(md.find("2 (1 ok, 1 failed)"), std::string::npos);
+}
+
+TEST(ReportsTest, ParseFormat) {
+  EXPECT_TRUE(ParseFormat("md").ok());
+  EXPECT_TRUE(ParseFormat("html").ok());
+  auto bad = ParseFormat("pdf");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("'pdf'"), std::string::npos);
+}
+
+TEST(ReportsTest, FromStoreToFile) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("dfarm_reports_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto store = store::OpenSqliteStore((dir / "r.db").string());
+  ASSERT_TRUE(store.ok()) << store.message();
+  auto run = (*store)->CreateRun("r", "{}");
+  ASSERT_TRUE(run.ok());
+  store::JobRow j;
+  j.model = "m.tflite";
+  j.delegate = "cpu";
+  j.device = "local";
+  auto id = (*store)->AddJob(*run, j);
+  ASSERT_TRUE(id.ok());
+  store::JobOutcome o;
+  o.status = "ok";
+  o.metrics = store::Metrics{};
+  o.metrics->mean_us = 2500;
+  ASSERT_TRUE((*store)->RecordJobResult(*id, o).ok());
+
+  auto report = LoadRunReport(**store, *run);
+  ASSERT_TRUE(report.ok()) << report.message();
+  ASSERT_TRUE(WriteReport(*report, Format::kHtml, (dir / "r.html").string()).ok());
+  std::ifstream in(dir / "r.html");
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("m.tflite"), std::string::npos);
+  EXPECT_NE(text.str().find("2.50"), std::string::npos);
+
+  EXPECT_FALSE(LoadRunReport(**store, 999).ok());
+  EXPECT_FALSE(WriteReport(*report, Format::kHtml, (dir / "no/such/r.html").string()).ok());
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace dfarm::reports
