@@ -1,0 +1,43 @@
+// The dfarm-runner command line (docs/CONTRACTS.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "agent/result.h"
+
+namespace dfarm::runner {
+
+struct RunnerOptions {
+  std::string model;
+  std::string delegate = "cpu";
+  // Parsed from --delegate-options 'k1:v1;k2:v2'.
+  std::vector<std::pair<std::string, std::string>> delegate_options;
+  uint32_t num_threads = 1;
+  uint32_t warmup_runs = 1;
+  uint32_t num_runs = 50;
+  uint32_t seed = 1;
+  std::string inputs_dir;        // empty: seeded random inputs
+  std::string dump_outputs_dir;  // empty: no dump
+  bool json = false;
+};
+
+// What parsing the command line decided.
+struct ParsedCommandLine {
+  enum class Action { kRun, kHelp, kUsageError } action = Action::kRun;
+  RunnerOptions options;
+  std::string help;   // kHelp: the help text
+  std::string error;  // kUsageError: one line
+  bool json = false;  // --json was given (known even when parsing failed)
+};
+
+ParsedCommandLine ParseCommandLine(int argc, const char* const* argv);
+
+// "k1:v1;k2:v2" -> {{"k1","v1"},{"k2","v2"}}; empty entries are skipped.
+// An entry without ':' or with an empty key is an error naming it.
+Result<std::vector<std::pair<std::string, std::string>>> ParseDelegateOptions(
+    const std::string& text);
+
+}  // namespace dfarm::runner

@@ -1,0 +1,70 @@
+#include "agent/runner/runner_options.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace dfarm::runner {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Pair;
+using Action = ParsedCommandLine::Action;
+
+ParsedCommandLine Parse(std::vector<const char*> args) {
+  args.insert(args.begin(), "dfarm-runner");
+  return ParseCommandLine(static_cast<int>(args.size()), args.data());
+}
+
+TEST(RunnerOptionsTest, Defaults) {
+  ParsedCommandLine p = Parse({"--model", "m.tflite"});
+  ASSERT_EQ(p.action, Action::kRun);
+  EXPECT_EQ(p.options.model, "m.tflite");
+  EXPECT_EQ(p.options.delegate, "cpu");
+  EXPECT_EQ(p.options.num_threads, 1u);
+  EXPECT_EQ(p.options.warmup_runs, 1u);
+  EXPECT_EQ(p.options.num_runs, 50u);
+  EXPECT_EQ(p.options.seed, 1u);
+  EXPECT_FALSE(p.options.json);
+}
+
+TEST(RunnerOptionsTest, AllFlags) {
+  ParsedCommandLine p =
+      Parse({"--model", "m.tflite", "--delegate", "xnnpack", "--delegate-options", "a:1;b:x:y;",
+             "--num-threads", "4", "--warmup-runs", "0", "--num-runs", "3", "--seed", "9",
+             "--inputs", "in", "--dump-outputs", "out", "--json"});
+  ASSERT_EQ(p.action, Action::kRun) << p.error;
+  EXPECT_EQ(p.options.delegate, "xnnpack");
+  EXPECT_THAT(p.options.delegate_options, ElementsAre(Pair("a", "1"), Pair("b", "x:y")));
+  EXPECT_EQ(p.options.num_threads, 4u);
+  EXPECT_EQ(p.options.warmup_runs, 0u);
+  EXPECT_EQ(p.options.num_runs, 3u);
+  EXPECT_EQ(p.options.seed, 9u);
+  EXPECT_EQ(p.options.inputs_dir, "in");
+  EXPECT_EQ(p.options.dump_outputs_dir, "out");
+  EXPECT_TRUE(p.options.json);
+  EXPECT_TRUE(p.json);
+}
+
+TEST(RunnerOptionsTest, UsageErrors) {
+  EXPECT_EQ(Parse({}).action, Action::kUsageError);
+  EXPECT_EQ(Parse({"--model", "m", "--num-runs", "0"}).action, Action::kUsageError);
+  EXPECT_EQ(Parse({"--model", "m", "--num-threads", "x"}).action, Action::kUsageError);
+  ParsedCommandLine p = Parse({"--model", "m", "--bogus", "--json"});
+  EXPECT_EQ(p.action, Action::kUsageError);
+  EXPECT_TRUE(p.json);
+  p = Parse({"--model", "m", "--delegate-options", "novalue"});
+  EXPECT_EQ(p.action, Action::kUsageError);
+  EXPECT_THAT(p.error, HasSubstr("bad --delegate-options entry 'novalue'"));
+}
+
+TEST(RunnerOptionsTest, Help) {
+  ParsedCommandLine p = Parse({"--help"});
+  EXPECT_EQ(p.action, Action::kHelp);
+  EXPECT_THAT(p.help, HasSubstr("--dump-outputs"));
+}
+
+}  // namespace
+}  // namespace dfarm::runner

@@ -1,0 +1,256 @@
+// Runs the built dfarm-runner binary as a subprocess, as the agent does.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tests/model_builder/model_builder.h"
+
+namespace dfarm::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+struct Process {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+template <typename T>
+void WriteValues(const fs::path& path, const std::vector<T>& values) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
+}
+
+std::vector<float> ReadFloats(const fs::path& path) {
+  std::string bytes = ReadFile(path);
+  std::vector<float> values(bytes.size() / sizeof(float));
+  std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
+  return values;
+}
+
+class RunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) /
+           ("dfarm_runner_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Runs dfarm-runner with `args` (each single-quoted for the shell).
+  Process RunRunner(const std::vector<std::string>& args) {
+    std::string cmd = std::string("'") + DFARM_BINARY_DIR + "/bin/dfarm-runner'";
+    for (const std::string& a : args) cmd += " '" + a + "'";
+    fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
+    cmd += " >'" + out.string() + "' 2>'" + err.string() + "'";
+    int status = std::system(cmd.c_str());
+    Process p;
+    p.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    p.out = ReadFile(out);
+    p.err = ReadFile(err);
+    return p;
+  }
+
+  // input_0 [1,2,2,1] -> CONV_2D 1x1 (weights 2,-1; bias 0.5,0; RELU) -> output_0 [1,2,2,2]
+  // input_0 + input_1 [1] -> output_1 [1,2,2,1]
+  std::string SmallModel() {
+    ModelBuilder b;
+    int in0 = b.AddTensor(tfl::TensorType::FLOAT32, {1, 2, 2, 1}, "image");
+    int in1 = b.AddTensor(tfl::TensorType::FLOAT32, {1}, "offset");
+    int filter = b.AddConstFloat32({2, 1, 1, 1}, {2, -1}, "filter");
+    int bias = b.AddConstFloat32({2}, {0.5f, 0}, "bias");
+    int conv = b.AddTensor(tfl::TensorType::FLOAT32, {1, 2, 2, 2}, "features");
+    int sum = b.AddTensor(tfl::TensorType::FLOAT32, {1, 2, 2, 1}, "shifted");
+    Conv2DParams p;
+    p.activation = tfl::ActivationFunctionType::RELU;
+    b.AddConv2D(in0, filter, bias, conv, p);
+    b.AddAdd(in0, in1, sum);
+    b.SetInputs({in0, in1});
+    b.SetOutputs({conv, sum});
+    fs::path path = dir_ / "small.tflite";
+    EXPECT_TRUE(b.WriteFile(path.string()));
+    return path.string();
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(RunnerTest, InputsAndDumpedOutputs) {
+  std::string model = SmallModel();
+  fs::create_directories(dir_ / "in");
+  WriteValues<float>(dir_ / "in" / "input_0.bin", {1, -2, 3, 0.25f});
+  WriteValues<float>(dir_ / "in" / "input_1.bin", {10});
+  Process p = RunRunner({"--model", model, "--inputs", (dir_ / "in").string(), "--dump-outputs",
+                         (dir_ / "out").string(), "--num-runs", "3"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_TRUE(p.out.empty()) << "stdout without --json: " << p.out;
+  // (2v + 0.5, -v), clamped at 0, per pixel v.
+  EXPECT_THAT(ReadFloats(dir_ / "out" / "output_0.bin"),
+              ElementsAre(2.5f, 0.0f, 0.0f, 2.0f, 6.5f, 0.0f, 1.0f, 0.0f));
+  EXPECT_THAT(ReadFloats(dir_ / "out" / "output_1.bin"), ElementsAre(11.0f, 8.0f, 13.0f, 10.25f));
+  nlohmann::json index = nlohmann::json::parse(ReadFile(dir_ / "out" / "outputs.json"));
+  EXPECT_EQ(index, nlohmann::json::parse(
+                       R"([{"index":0,"name":"features","dtype":"float32","shape":[1,2,2,2]},
+                           {"index":1,"name":"shifted","dtype":"float32","shape":[1,2,2,1]}])"));
+  EXPECT_THAT(p.err, HasSubstr("3 runs: mean"));
+}
+
+TEST_F(RunnerTest, WronglySizedInputNamesTheExpectedSize) {
+  std::string model = SmallModel();
+  fs::create_directories(dir_ / "in");
+  WriteValues<float>(dir_ / "in" / "input_0.bin", {1, 2, 3});
+  WriteValues<float>(dir_ / "in" / "input_1.bin", {10});
+  Process p = RunRunner({"--model", model, "--inputs", (dir_ / "in").string(), "--json"});
+  EXPECT_EQ(p.exit_code, 1);
+  std::string expected = "input file '" + (dir_ / "in" / "input_0.bin").string() +
+                         "' has 12 bytes, expected 16 bytes for input 0 'image' (float32 "
+                         "[1,2,2,1])";
+  EXPECT_THAT(p.err, HasSubstr(expected));
+  nlohmann::json doc = nlohmann::json::parse(p.out);
+  EXPECT_EQ(doc["status"], "model_error");
+  EXPECT_EQ(doc["error"], expected);
+}
+
+TEST_F(RunnerTest, MissingInputFile) {
+  std::string model = SmallModel();
+  fs::create_directories(dir_ / "in");
+  WriteValues<float>(dir_ / "in" / "input_0.bin", {1, 2, 3, 4});
+  Process p = RunRunner({"--model", model, "--inputs", (dir_ / "in").string()});
+  EXPECT_EQ(p.exit_code, 1);
+  EXPECT_THAT(p.err, HasSubstr("input_1.bin' is missing (expected 4 bytes for input 1 'offset'"));
+}
+
+TEST_F(RunnerTest, JsonDocument) {
+  std::string model = SmallModel();
+  Process p = RunRunner(
+      {"--model", model, "--json", "--num-runs", "5", "--warmup-runs", "2", "--seed", "3"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  nlohmann::json doc = nlohmann::json::parse(p.out);  // stdout is exactly one document
+  EXPECT_EQ(doc["status"], "ok");
+  EXPECT_EQ(doc["model"], "small.tflite");
+  EXPECT_EQ(doc["delegate"], "cpu");
+  EXPECT_EQ(doc["num_threads"], 1);
+  const nlohmann::json& m = doc["metrics"];
+  for (const char* key :
+       {"init_us", "first_us", "warmup_mean_us", "mean_us", "std_us", "min_us", "max_us", "p50_us",
+        "p90_us", "p99_us", "num_runs", "peak_rss_bytes", "arena_bytes"}) {
+    ASSERT_TRUE(m.contains(key)) << key;
+    EXPECT_TRUE(m[key].is_number()) << key;
+    EXPECT_GE(m[key].get<double>(), 0) << key;
+  }
+  EXPECT_EQ(m["num_runs"], 5);
+  EXPECT_GT(m["peak_rss_bytes"].get<double>(), 0);
+  EXPECT_GT(m["arena_bytes"].get<double>(), 0);
+  EXPECT_LE(m["min_us"].get<double>(), m["p50_us"].get<double>());
+  EXPECT_LE(m["p50_us"].get<double>(), m["max_us"].get<double>());
+  ASSERT_TRUE(doc["samples_us"].is_array());
+  EXPECT_EQ(doc["samples_us"].size(), 5u);
+  EXPECT_EQ(doc["inputs"], nlohmann::json::parse(
+                               R"([{"index":0,"name":"image","dtype":"float32","shape":[1,2,2,1]},
+                                   {"index":1,"name":"offset","dtype":"float32","shape":[1]}])"));
+  EXPECT_EQ(doc["outputs"].size(), 2u);
+  EXPECT_EQ(doc["outputs"][0]["shape"], nlohmann::json::parse("[1,2,2,2]"));
+}
+
+TEST_F(RunnerTest, SeededRandomInputsAreReproducible) {
+  std::string model = SmallModel();
+  auto run = [&](const std::string& seed, const std::string& out) {
+    Process p = RunRunner({"--model", model, "--seed", seed, "--num-runs", "1", "--dump-outputs",
+                           (dir_ / out).string()});
+    EXPECT_EQ(p.exit_code, 0) << p.err;
+    return ReadFile(dir_ / out / "output_1.bin");
+  };
+  std::string a = run("5", "a"), b = run("5", "b"), c = run("6", "c");
+  EXPECT_EQ(a.size(), 16u);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  // input_0 + input_1 with both in [-1, 1).
+  for (float v : ReadFloats(dir_ / "a" / "output_1.bin")) {
+    EXPECT_GE(v, -2.0f);
+    EXPECT_LT(v, 2.0f);
+  }
+}
+
+TEST_F(RunnerTest, ExitCodes) {
+  std::string model = SmallModel();
+  Process p = RunRunner({"--model", model, "--delegate", "gpu", "--json"});
+  EXPECT_EQ(p.exit_code, 3);
+  EXPECT_EQ(nlohmann::json::parse(p.out), nlohmann::json::parse(R"json({"status":"delegate_error",
+                                      "error":"unknown delegate 'gpu' (available: cpu)"})json"));
+
+  p = RunRunner({"--model", model, "--bogus-flag", "--json"});
+  EXPECT_EQ(p.exit_code, 2);
+  EXPECT_EQ(nlohmann::json::parse(p.out)["status"], "usage_error");
+  EXPECT_EQ(RunRunner({}).exit_code, 2);
+  EXPECT_EQ(RunRunner({"--model", model, "--num-runs", "0"}).exit_code, 2);
+
+  std::ofstream((dir_ / "corrupt.tflite").string()) << "this is not a model at all";
+  p = RunRunner({"--model", (dir_ / "corrupt.tflite").string(), "--json"});
+  EXPECT_EQ(p.exit_code, 1);
+  EXPECT_THAT(nlohmann::json::parse(p.out)["error"].get<std::string>(),
+              HasSubstr("failed to load model 'corrupt.tflite': not a .tflite model"));
+
+  ModelBuilder b;
+  int in = b.AddTensor(tfl::TensorType::FLOAT32, {2});
+  int out = b.AddTensor(tfl::TensorType::FLOAT32, {2});
+  b.AddUnary(tfl::BuiltinOperator::TANH, in, out);
+  b.SetInputs({in});
+  b.SetOutputs({out});
+  ASSERT_TRUE(b.WriteFile((dir_ / "tanh.tflite").string()));
+  p = RunRunner({"--model", (dir_ / "tanh.tflite").string(), "--json"});
+  EXPECT_EQ(p.exit_code, 4);
+  EXPECT_EQ(nlohmann::json::parse(p.out)["error"],
+            "model 'tanh.tflite' node 0 (TANH): op is not supported (no kernel registered)");
+
+  p = RunRunner({"--help"});
+  EXPECT_EQ(p.exit_code, 0);
+  EXPECT_THAT(p.out, HasSubstr("--delegate-options"));
+}
+
+TEST_F(RunnerTest, FaceDetectionShortRange) {
+  std::string model = std::string(DFARM_MODELS_DIR) + "/face_detection_short_range.tflite";
+  if (!fs::exists(model)) GTEST_SKIP() << model << " is absent";
+  for (const char* out : {"a", "b"}) {
+    Process p = RunRunner({"--model", model, "--num-runs", "2", "--warmup-runs", "0", "--json",
+                           "--dump-outputs", (dir_ / out).string()});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    nlohmann::json doc = nlohmann::json::parse(p.out);
+    EXPECT_EQ(doc["status"], "ok");
+    EXPECT_EQ(doc["inputs"][0]["shape"], nlohmann::json::parse("[1,128,128,3]"));
+  }
+  nlohmann::json index = nlohmann::json::parse(ReadFile(dir_ / "a" / "outputs.json"));
+  ASSERT_EQ(index.size(), 2u);
+  EXPECT_EQ(index[0]["shape"], nlohmann::json::parse("[1,896,16]"));
+  EXPECT_EQ(index[1]["shape"], nlohmann::json::parse("[1,896,1]"));
+  std::vector<float> boxes = ReadFloats(dir_ / "a" / "output_0.bin");
+  std::vector<float> scores = ReadFloats(dir_ / "a" / "output_1.bin");
+  ASSERT_EQ(boxes.size(), 896u * 16u);
+  ASSERT_EQ(scores.size(), 896u);
+  for (float v : boxes) ASSERT_TRUE(std::isfinite(v));
+  for (float v : scores) ASSERT_TRUE(std::isfinite(v));
+  EXPECT_EQ(ReadFile(dir_ / "a" / "output_0.bin"), ReadFile(dir_ / "b" / "output_0.bin"));
+  EXPECT_EQ(ReadFile(dir_ / "a" / "output_1.bin"), ReadFile(dir_ / "b" / "output_1.bin"));
+}
+
+}  // namespace
+}  // namespace dfarm::testing

@@ -1,0 +1,25 @@
+// Runner inputs and outputs: seeded random inputs, input files and output
+// dumps in the formats of docs/CONTRACTS.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "agent/result.h"
+#include "runtime/interpreter.h"
+
+namespace dfarm::runner {
+
+// Fills every model input from one std::mt19937 seeded with `seed`, inputs
+// in order, elements in order: float32/float16 uniform in [-1, 1), int8 and
+// uint8 over their whole range, int16/int32/int64 in [-100, 100], bool 0/1.
+void FillRandomInputs(runtime::Interpreter& interpreter, uint32_t seed);
+
+// Reads DIR/input_<i>.bin into input i; a missing or wrongly sized file is an
+// error naming the file and the expected size in bytes.
+Result<void> LoadInputs(runtime::Interpreter& interpreter, const std::string& dir);
+
+// Writes DIR/output_<i>.bin per output and DIR/outputs.json; creates DIR.
+Result<void> DumpOutputs(const runtime::Interpreter& interpreter, const std::string& dir);
+
+}  // namespace dfarm::runner

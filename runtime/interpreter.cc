@@ -1,0 +1,222 @@
+#include "runtime/interpreter.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "runtime/memory_planner.h"
+
+namespace dfarm::runtime {
+namespace {
+
+constexpr size_t kArenaAlignment = 64;
+
+void FreeArena(std::byte* p) { std::free(p); }
+
+size_t AlignUp(size_t n) { return (n + kArenaAlignment - 1) & ~(kArenaAlignment - 1); }
+
+}  // namespace
+
+Interpreter::Interpreter(const Model& model, const OpResolver& resolver,
+                         const InterpreterOptions& options)
+    : model_(model), resolver_(resolver), options_(options), arena_(nullptr, &FreeArena) {
+  const tflite::SubGraph* graph = model.subgraph();
+  const uint32_t num_tensors = graph->tensors() != nullptr ? graph->tensors()->size() : 0;
+  tensors_.resize(num_tensors);
+  for (uint32_t t = 0; t < num_tensors; ++t) {
+    const tflite::Tensor* fb = graph->tensors()->Get(t);
+    Tensor& tensor = tensors_[t];
+    tensor.index = static_cast<int>(t);
+    tensor.name = fb->name() != nullptr ? fb->name()->str() : "";
+    if (fb->shape() != nullptr) tensor.shape.assign(fb->shape()->begin(), fb->shape()->end());
+    if (!DTypeFromTflite(fb->type(), &tensor.dtype) && setup_status_.ok()) {
+      const char* type_name = tflite::EnumNameTensorType(fb->type());
+      setup_status_ = Status::Unsupported(
+          "model '" + model.name() + "' tensor " + std::to_string(t) + " '" + tensor.name +
+          "' has dtype " +
+          (type_name != nullptr && *type_name ? type_name : std::to_string(int(fb->type()))) +
+          ", which is not supported");
+    }
+    if (fb->sparsity() != nullptr && setup_status_.ok()) {
+      setup_status_ =
+          Status::Unsupported("model '" + model.name() + "' tensor " + std::to_string(t) + " '" +
+                              tensor.name + "' is sparse, which is not supported");
+    }
+    tensor.bytes = static_cast<size_t>(tensor.num_elements()) * DTypeSize(tensor.dtype);
+    std::span<const uint8_t> data = model.BufferData(fb->buffer());
+    if (!data.empty()) {
+      tensor.allocation = Allocation::kConstant;
+      // Constant tensors are never written (see Tensor::data).
+      tensor.data = reinterpret_cast<std::byte*>(const_cast<uint8_t*>(data.data()));
+    }
+    if (const tflite::QuantizationParameters* q = fb->quantization();
+        q != nullptr && q->scale() != nullptr && q->scale()->size() > 0) {
+      tensor.quantized = true;
+      tensor.per_channel_quantized = q->scale()->size() > 1;
+      tensor.scale = q->scale()->Get(0);
+      if (q->zero_point() != nullptr && q->zero_point()->size() > 0) {
+        tensor.zero_point = q->zero_point()->Get(0);
+      }
+    }
+  }
+
+  const uint32_t num_ops = graph->operators() != nullptr ? graph->operators()->size() : 0;
+  nodes_.resize(num_ops);
+  for (uint32_t i = 0; i < num_ops; ++i) {
+    const tflite::Operator* op = graph->operators()->Get(i);
+    Node& node = nodes_[i];
+    node.index = static_cast<int>(i);
+    node.op = op;
+    node.code = model.BuiltinCode(op->opcode_index());
+    node.op_name = model.OperatorName(op->opcode_index());
+    if (op->inputs() != nullptr) {
+      for (int32_t t : *op->inputs()) node.inputs.push_back(t < 0 ? nullptr : &tensors_[t]);
+    }
+    if (op->outputs() != nullptr) {
+      for (int32_t t : *op->outputs()) node.outputs.push_back(&tensors_[t]);
+    }
+  }
+  if (graph->inputs() != nullptr) {
+    for (int32_t t : *graph->inputs()) inputs_.push_back(&tensors_[t]);
+  }
+  if (graph->outputs() != nullptr) {
+    for (int32_t t : *graph->outputs()) outputs_.push_back(&tensors_[t]);
+  }
+}
+
+Interpreter::~Interpreter() = default;
+
+std::string Interpreter::NodeLabel(const Node& node) const {
+  return "model '" + model_.name() + "' node " + std::to_string(node.index) + " (" + node.op_name +
+         ")";
+}
+
+Status Interpreter::AllocateTensors() {
+  if (allocated_) return Status::Ok();
+  if (!setup_status_.ok()) return setup_status_;
+  setup_status_ = AllocateOnce();
+  allocated_ = setup_status_.ok();
+  return setup_status_;
+}
+
+Status Interpreter::AllocateOnce() {
+  if (arena_ != nullptr) {
+    return Status::InvalidArgument(
+        "AllocateTensors() already failed halfway; build a new "
+        "Interpreter");
+  }
+  for (Node& node : nodes_) {
+    node.registration =
+        node.code == tflite::BuiltinOperator::CUSTOM ? nullptr : resolver_.FindBuiltin(node.code);
+    if (node.registration == nullptr) {
+      return Status::Unsupported(NodeLabel(node) + ": op " +
+                                 (node.code == tflite::BuiltinOperator::CUSTOM ? "(custom) " : "") +
+                                 "is not supported (no kernel registered)");
+    }
+  }
+  DFARM_RETURN_IF_ERROR(Plan());
+  for (Node& node : nodes_) {
+    DFARM_RETURN_IF_ERROR(node.registration->prepare(node).WithPrefix(NodeLabel(node)));
+    if (node.folded) {
+      DFARM_RETURN_IF_ERROR(node.registration->eval(node).WithPrefix(NodeLabel(node)));
+    }
+  }
+  return Status::Ok();
+}
+
+Status Interpreter::Plan() {
+  const tflite::SubGraph* graph = model_.subgraph();
+  // Fold nodes whose inputs all hold values before Invoke().
+  plan_.clear();
+  for (Node& node : nodes_) {
+    bool has_input = false, all_static = true;
+    for (Tensor* in : node.inputs) {
+      if (in == nullptr) continue;
+      has_input = true;
+      all_static = all_static && in->has_static_value();
+    }
+    node.folded = has_input && all_static;
+    if (node.folded) {
+      for (Tensor* out : node.outputs) out->allocation = Allocation::kFolded;
+    } else {
+      plan_.push_back(node.index);
+    }
+  }
+
+  // Lifetimes in Invoke() steps; step i runs plan_[i].
+  const int last_step = static_cast<int>(plan_.size());
+  std::vector<int> first(tensors_.size(), -1), last(tensors_.size(), -1);
+  auto touch = [&](const Tensor* t, int step) {
+    if (t == nullptr || t->allocation != Allocation::kNone) return;
+    if (first[t->index] < 0) first[t->index] = step;
+    last[t->index] = std::max(last[t->index], step);
+  };
+  for (Tensor* t : inputs_) touch(t, 0);
+  for (int step = 0; step < last_step; ++step) {
+    const Node& node = nodes_[plan_[step]];
+    for (Tensor* t : node.inputs) touch(t, step);
+    for (Tensor* t : node.outputs) touch(t, step);
+  }
+  for (Tensor* t : outputs_) touch(t, last_step);
+
+  // The persistent part: folded tensors and variables, in index order.
+  std::vector<size_t> persistent_offsets(tensors_.size(), 0);
+  size_t persistent = 0;
+  for (Tensor& t : tensors_) {
+    bool variable =
+        graph->tensors()->Get(t.index)->is_variable() && t.allocation == Allocation::kNone;
+    if (t.allocation != Allocation::kFolded && !variable) continue;
+    if (variable) t.allocation = Allocation::kFolded;  // lives as long as the interpreter
+    persistent_offsets[t.index] = persistent;
+    persistent += AlignUp(t.bytes);
+  }
+
+  std::vector<BufferRequest> requests;
+  std::vector<int> request_tensor;
+  for (const Tensor& t : tensors_) {
+    if (t.allocation != Allocation::kNone || first[t.index] < 0) continue;
+    requests.push_back({t.bytes, first[t.index], last[t.index]});
+    request_tensor.push_back(t.index);
+  }
+  std::vector<size_t> offsets;
+  const size_t planned = PlanGreedy(requests, kArenaAlignment, &offsets);
+
+  const size_t total = persistent + planned;
+  if (total > options_.max_arena_bytes) {
+    return Status::Unsupported("model '" + model_.name() + "' needs a " + std::to_string(total) +
+                               "-byte arena, over the limit of " +
+                               std::to_string(options_.max_arena_bytes) + " bytes");
+  }
+  arena_.reset(
+      static_cast<std::byte*>(std::aligned_alloc(kArenaAlignment, std::max(total, AlignUp(1)))));
+  if (arena_ == nullptr) {
+    return Status::Error("model '" + model_.name() + "': out of memory for a " +
+                         std::to_string(total) + "-byte arena");
+  }
+  std::memset(arena_.get(), 0, persistent);  // variables start at zero
+  arena_bytes_ = total;
+  persistent_bytes_ = persistent;
+  for (Tensor& t : tensors_) {
+    if (t.allocation == Allocation::kFolded) t.data = arena_.get() + persistent_offsets[t.index];
+  }
+  for (size_t r = 0; r < requests.size(); ++r) {
+    Tensor& t = tensors_[request_tensor[r]];
+    t.allocation = Allocation::kArena;
+    t.data = arena_.get() + persistent + offsets[r];
+  }
+  return Status::Ok();
+}
+
+Status Interpreter::Invoke() {
+  if (!allocated_) {
+    return Status::InvalidArgument("Invoke() called before a successful AllocateTensors()");
+  }
+  for (int index : plan_) {
+    Node& node = nodes_[index];
+    Status status = node.registration->eval(node);
+    if (!status.ok()) return status.WithPrefix(NodeLabel(node));
+  }
+  return Status::Ok();
+}
+
+}  // namespace dfarm::runtime

@@ -1,0 +1,95 @@
+// Interpreter: runs subgraph 0 of a Model with the kernels of an OpResolver.
+//
+// Ownership: the interpreter keeps references to the Model and the
+// OpResolver (and the registrations it hands out); both must outlive it. It
+// owns its tensors' metadata, the kernels' OpData and one arena, allocated in
+// AllocateTensors(), which holds every non-constant tensor. Invoke()
+// allocates nothing.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/kernels/kernel.h"
+#include "runtime/model.h"
+#include "runtime/op_resolver.h"
+#include "runtime/status.h"
+#include "runtime/tensor.h"
+
+namespace dfarm::runtime {
+
+struct InterpreterOptions {
+  // AllocateTensors() refuses (kUnsupported) a model whose arena would be
+  // larger, rather than let a corrupt shape exhaust the device's memory.
+  size_t max_arena_bytes = size_t{4} << 30;
+};
+
+class Interpreter {
+ public:
+  Interpreter(const Model& model, const OpResolver& resolver,
+              const InterpreterOptions& options = {});
+  ~Interpreter();
+  Interpreter(const Interpreter&) = delete;
+  Interpreter& operator=(const Interpreter&) = delete;
+
+  // Resolves every node's kernel (Unsupported naming the op and node when one
+  // is missing, or a tensor has a dtype we lack), plans and allocates the
+  // arena, prepares every node in execution order, and evaluates the nodes
+  // whose inputs are all constant once, here ("folding", e.g. a DEQUANTIZE
+  // of float16 weights). Calling it again returns the first call's status.
+  //
+  // The arena has two parts: the folded tensors (and variables, zeroed), live
+  // for the interpreter's lifetime, then the other non-constant tensors, placed by
+  // PlanGreedy() from their lifetimes in execution order. Model inputs live
+  // from the first step, model outputs until the last, so both keep their
+  // values between Invoke() calls.
+  Status AllocateTensors();
+
+  // Runs the nodes that were not folded, in order. Fill the input tensors'
+  // data first. Precondition: AllocateTensors() succeeded.
+  Status Invoke();
+
+  // The model's inputs and outputs, in the model's order. The pointers stay
+  // valid for the interpreter's lifetime; data is set by AllocateTensors().
+  const std::vector<Tensor*>& inputs() const { return inputs_; }
+  const std::vector<Tensor*>& outputs() const { return outputs_; }
+
+  size_t tensors_size() const { return tensors_.size(); }
+  const Tensor& tensor(size_t index) const { return tensors_[index]; }
+
+  // Nodes in execution order; op_name is "CONV_2D" (or a custom op's code).
+  size_t nodes_size() const { return nodes_.size(); }
+  const Node& node(size_t index) const { return nodes_[index]; }
+
+  // Bytes of the arena (folded tensors included); 0 before AllocateTensors().
+  size_t arena_bytes() const { return arena_bytes_; }
+  // The folded part of arena_bytes().
+  size_t persistent_bytes() const { return persistent_bytes_; }
+  // Number of nodes Invoke() runs (nodes_size() minus the folded ones).
+  size_t invoked_nodes_size() const { return plan_.size(); }
+
+  const Model& model() const { return model_; }
+
+ private:
+  std::string NodeLabel(const Node& node) const;
+  Status AllocateOnce();
+  Status Plan();
+
+  const Model& model_;
+  const OpResolver& resolver_;
+  const InterpreterOptions options_;
+  std::vector<Tensor> tensors_;
+  std::vector<Node> nodes_;
+  std::vector<Tensor*> inputs_;
+  std::vector<Tensor*> outputs_;
+  std::vector<int> plan_;  // node indices Invoke() runs
+  Status setup_status_;    // a fault found while building tensors or allocating
+  std::unique_ptr<std::byte[], void (*)(std::byte*)> arena_;
+  size_t arena_bytes_ = 0;
+  size_t persistent_bytes_ = 0;
+  bool allocated_ = false;
+};
+
+}  // namespace dfarm::runtime

@@ -1,0 +1,320 @@
+#include "runtime/interpreter.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "tests/model_builder/graph_runner.h"
+#include "tests/model_builder/model_builder.h"
+
+namespace dfarm::runtime {
+namespace {
+
+using ::testing::ElementsAre;
+using testing::GraphRunner;
+using ::testing::HasSubstr;
+using testing::ModelBuilder;
+namespace tfl = ::dfarm::tflite;
+
+// input -> RELU -> RELU6 -> RELU -> RELU6 -> output, each [1,8,8,4] float32.
+ModelBuilder ChainModel(int length) {
+  ModelBuilder b;
+  int prev = b.AddTensor(tfl::TensorType::FLOAT32, {1, 8, 8, 4}, "input");
+  b.SetInputs({prev});
+  for (int i = 0; i < length; ++i) {
+    int next = b.AddTensor(tfl::TensorType::FLOAT32, {1, 8, 8, 4},
+                           std::string("t").append(std::to_string(i)));
+    b.AddUnary(i % 2 == 0 ? tfl::BuiltinOperator::RELU : tfl::BuiltinOperator::RELU6, prev, next);
+    prev = next;
+  }
+  b.SetOutputs({prev});
+  return b;
+}
+
+TEST(InterpreterTest, ChainArenaIsSmallerThanTheSumOfTensors) {
+  GraphRunner runner;
+  ASSERT_TRUE(runner.Init(ChainModel(6)).ok());
+  const Interpreter& interpreter = runner.interpreter();
+  size_t sum = 0;
+  for (size_t t = 0; t < interpreter.tensors_size(); ++t) sum += interpreter.tensor(t).bytes;
+  EXPECT_EQ(sum, 7u * 1024u);
+  // The input and output live throughout; the intermediates share one more slot pair.
+  EXPECT_LT(interpreter.arena_bytes(), sum);
+  EXPECT_LE(interpreter.arena_bytes(), 4u * 1024u);
+  for (size_t t = 0; t < interpreter.tensors_size(); ++t) {
+    EXPECT_EQ(interpreter.tensor(t).allocation, Allocation::kArena);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(interpreter.tensor(t).data) % 64, 0u);
+  }
+}
+
+TEST(InterpreterTest, InvokeTwiceGivesTheSameResult) {
+  GraphRunner runner;
+  ASSERT_TRUE(runner.Init(ChainModel(4)).ok());
+  std::vector<float> input(256);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> dist(-10, 10);
+  for (float& v : input) v = dist(rng);
+  ASSERT_TRUE(runner.SetInput(0, input));
+  ASSERT_TRUE(runner.Invoke().ok());
+  std::vector<float> first = runner.Output(0);
+  ASSERT_TRUE(runner.Invoke().ok());
+  EXPECT_EQ(runner.Output(0), first);
+  for (size_t i = 0; i < input.size(); ++i) {
+    EXPECT_EQ(first[i], std::clamp(input[i], 0.0f, 6.0f));
+  }
+}
+
+TEST(InterpreterTest, FoldsConstantSubgraphs) {
+  // fp16 weights -> DEQUANTIZE -> ADD(input, weights): only ADD runs in Invoke().
+  ModelBuilder b;
+  int in = b.AddTensor(tfl::TensorType::FLOAT32, {2}, "in");
+  int w16 = b.AddConstFloat16({2}, {0.25f, -4.0f}, "w");
+  int w = b.AddTensor(tfl::TensorType::FLOAT32, {2}, "w_dequantize");
+  int out = b.AddTensor(tfl::TensorType::FLOAT32, {2}, "out");
+  b.AddDequantize(w16, w);
+  b.AddAdd(in, w, out);
+  b.SetInputs({in});
+  b.SetOutputs({out});
+  GraphRunner runner;
+  ASSERT_TRUE(runner.Init(b).ok());
+  const Interpreter& interpreter = runner.interpreter();
+  EXPECT_EQ(interpreter.nodes_size(), 2u);
+  EXPECT_EQ(interpreter.invoked_nodes_size(), 1u);
+  EXPECT_EQ(interpreter.node(0).op_name, "DEQUANTIZE");
+  EXPECT_TRUE(interpreter.node(0).folded);
+  EXPECT_EQ(interpreter.node(1).op_name, "ADD");
+  EXPECT_EQ(interpreter.tensor(w).allocation, Allocation::kFolded);
+  EXPECT_EQ(interpreter.tensor(w16).allocation, Allocation::kConstant);
+  EXPECT_EQ(interpreter.persistent_bytes(), 64u);
+  ASSERT_TRUE(runner.SetInput(0, std::vector<float>{1, 1}));
+  ASSERT_TRUE(runner.Invoke().ok());
+  EXPECT_THAT(runner.Output(0), ElementsAre(1.25f, -3.0f));
+}
+
+TEST(InterpreterTest, MissingKernelIsUnsupportedNamingOpAndNode) {
+  ModelBuilder b;
+  int in = b.AddTensor(tfl::TensorType::FLOAT32, {2});
+  int mid = b.AddTensor(tfl::TensorType::FLOAT32, {2});
+  int out = b.AddTensor(tfl::TensorType::FLOAT32, {2});
+  b.AddUnary(tfl::BuiltinOperator::RELU, in, mid);
+  b.AddUnary(tfl::BuiltinOperator::TANH, mid, out);
+  b.SetInputs({in});
+  b.SetOutputs({out});
+  GraphRunner runner;
+  Status status = runner.Init(b);
+  EXPECT_EQ(status.code(), StatusCode::kUnsupported);
+  EXPECT_EQ(status.message(),
+            "model 'test.tflite' node 1 (TANH): op is not supported (no kernel registered)");
+  // A failed allocation sticks; Invoke() refuses to run.
+  EXPECT_EQ(runner.interpreter().AllocateTensors().message(), status.message());
+  EXPECT_EQ(runner.Invoke().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(InterpreterTest, CustomOpIsUnsupported) {
+  ModelBuilder b;
+  int in = b.AddTensor(tfl::TensorType::FLOAT32, {2});
+  int out = b.AddTensor(tfl::TensorType::FLOAT32, {2});
+  b.AddCustomOperator("Convolution2DTransposeBias", {in}, {out});
+  b.SetInputs({in});
+  b.SetOutputs({out});
+  GraphRunner runner;
+  Status status = runner.Init(b);
+  EXPECT_EQ(status.code(), StatusCode::kUnsupported);
+  EXPECT_EQ(status.message(),
+            "model 'test.tflite' node 0 (Convolution2DTransposeBias): op (custom) is not "
+            "supported (no kernel registered)");
+}
+
+TEST(InterpreterTest, OnlyRegisteredKernelsAreUsed) {
+  std::vector<uint8_t> bytes = ChainModel(2).Build();
+  std::unique_ptr<Model> model;
+  ASSERT_TRUE(Model::FromBuffer("chain.tflite", bytes, &model).ok());
+  OpResolver resolver;
+  resolver.AddRelu();
+  Interpreter interpreter(*model, resolver);
+  Status status = interpreter.AllocateTensors();
+  EXPECT_EQ(status.code(), StatusCode::kUnsupported);
+  EXPECT_THAT(status.message(), HasSubstr("node 1 (RELU6)"));
+}
+
+TEST(InterpreterTest, UnsupportedDtype) {
+  ModelBuilder b;
+  int in = b.AddTensor(tfl::TensorType::STRING, {2}, "s");
+  int out = b.AddTensor(tfl::TensorType::STRING, {2});
+  b.AddReshape(in, out, {2});
+  b.SetInputs({in});
+  b.SetOutputs({out});
+  GraphRunner runner;
+  Status status = runner.Init(b);
+  EXPECT_EQ(status.code(), StatusCode::kUnsupported);
+  EXPECT_EQ(status.message(),
+            "model 'test.tflite' tensor 0 's' has dtype STRING, which is not supported");
+}
+
+TEST(InterpreterTest, InvokeBeforeAllocateIsRefused) {
+  std::vector<uint8_t> bytes = ChainModel(1).Build();
+  std::unique_ptr<Model> model;
+  ASSERT_TRUE(Model::FromBuffer("chain.tflite", bytes, &model).ok());
+  OpResolver resolver;
+  resolver.AddAllReferenceOps();
+  Interpreter interpreter(*model, resolver);
+  EXPECT_EQ(interpreter.Invoke().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(interpreter.arena_bytes(), 0u);
+}
+
+// Every op of the reference set in one graph, for the mutation test.
+ModelBuilder AllOpsModel() {
+  ModelBuilder b;
+  int in = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 2}, "in");
+  int w16 = b.AddConstFloat16({2, 3, 3, 2}, std::vector<float>(36, 0.5f));
+  int w = b.AddTensor(tfl::TensorType::FLOAT32, {2, 3, 3, 2});
+  b.AddDequantize(w16, w);
+  int bias = b.AddConstFloat32({2}, {0.1f, -0.1f});
+  int conv = b.AddTensor(tfl::TensorType::FLOAT32, {1, 2, 2, 2});
+  testing::Conv2DParams conv_params;
+  conv_params.padding = tfl::Padding::SAME;
+  conv_params.stride_h = conv_params.stride_w = 2;
+  b.AddConv2D(in, w, bias, conv, conv_params);
+  int dw_filter = b.AddConstFloat32({1, 3, 3, 2}, std::vector<float>(18, 0.25f));
+  int dw = b.AddTensor(tfl::TensorType::FLOAT32, {1, 2, 2, 2});
+  testing::DepthwiseConv2DParams dw_params;
+  dw_params.padding = tfl::Padding::SAME;
+  b.AddDepthwiseConv2D(conv, dw_filter, -1, dw, dw_params);
+  int relu = b.AddTensor(tfl::TensorType::FLOAT32, {1, 2, 2, 2});
+  b.AddUnary(tfl::BuiltinOperator::RELU, dw, relu);
+  int sum = b.AddTensor(tfl::TensorType::FLOAT32, {1, 2, 2, 2});
+  b.AddAdd(relu, conv, sum);
+  int paddings = b.AddConstInt32({4, 2}, {0, 0, 0, 0, 0, 0, 0, 2});
+  int padded = b.AddTensor(tfl::TensorType::FLOAT32, {1, 2, 2, 4});
+  b.AddPad(sum, paddings, padded);
+  int pooled = b.AddTensor(tfl::TensorType::FLOAT32, {1, 1, 1, 4});
+  testing::Pool2DParams pool;
+  pool.filter_h = pool.filter_w = pool.stride_h = pool.stride_w = 2;
+  b.AddPool2D(tfl::BuiltinOperator::MAX_POOL_2D, padded, pooled, pool);
+  int flat = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4});
+  b.AddReshape(pooled, flat, {1, 4});
+  int out = b.AddTensor(tfl::TensorType::FLOAT32, {1, 8});
+  b.AddConcatenation({flat, flat}, out, 1);
+  b.SetInputs({in});
+  b.SetOutputs({out});
+  return b;
+}
+
+TEST(InterpreterTest, MutatedModelsNeverCrash) {
+  GraphRunner runner;
+  ASSERT_TRUE(runner.Init(AllOpsModel()).ok());
+  const std::vector<uint8_t> valid = AllOpsModel().Build();
+  std::mt19937 rng(5);
+  int loaded = 0, allocated = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::vector<uint8_t> bytes = valid;
+    for (int k = 0; k < 1 + trial % 3; ++k) {
+      bytes[rng() % bytes.size()] = static_cast<uint8_t>(rng());
+    }
+    std::unique_ptr<Model> model;
+    if (!Model::FromBuffer("mutated.tflite", bytes, &model).ok()) continue;
+    ++loaded;
+    OpResolver resolver;
+    resolver.AddAllReferenceOps();
+    InterpreterOptions options;
+    options.max_arena_bytes = 1 << 20;  // a mutated shape may ask for gigabytes
+    Interpreter interpreter(*model, resolver, options);
+    Status status = interpreter.AllocateTensors();
+    if (!status.ok()) {
+      EXPECT_FALSE(status.message().empty());
+      continue;
+    }
+    ++allocated;
+    for (Tensor* t : interpreter.inputs()) std::memset(t->data, 0, t->bytes);
+    EXPECT_TRUE(interpreter.Invoke().ok());
+  }
+  EXPECT_GT(loaded, 0);
+  EXPECT_GT(allocated, 0);
+}
+
+// face_detection_short_range (BlazeFace): no TFLite here to compare with, so
+// check what must hold for any correct run; the per-op tests are the real
+// guarantee of the kernels' arithmetic.
+class FaceDetectionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string path = std::string(DFARM_MODELS_DIR) + "/face_detection_short_range.tflite";
+    if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is absent";
+    Status status = Model::Load(path, &model_);
+    ASSERT_TRUE(status.ok()) << status.message();
+    resolver_.AddAllReferenceOps();
+    interpreter_ = std::make_unique<Interpreter>(*model_, resolver_);
+    status = interpreter_->AllocateTensors();
+    ASSERT_TRUE(status.ok()) << status.message();
+  }
+
+  // Fills the image with f(y, x, c) and runs the model.
+  template <typename F>
+  void Run(F f) {
+    float* in = interpreter_->inputs()[0]->data_as<float>();
+    for (int y = 0; y < 128; ++y) {
+      for (int x = 0; x < 128; ++x) {
+        for (int c = 0; c < 3; ++c) in[(y * 128 + x) * 3 + c] = f(y, x, c);
+      }
+    }
+    Status status = interpreter_->Invoke();
+    ASSERT_TRUE(status.ok()) << status.message();
+  }
+
+  std::vector<float> Output(int i) const {
+    const Tensor* t = interpreter_->outputs()[i];
+    return std::vector<float>(t->data_as<float>(), t->data_as<float>() + t->num_elements());
+  }
+
+  std::unique_ptr<Model> model_;
+  OpResolver resolver_;
+  std::unique_ptr<Interpreter> interpreter_;
+};
+
+TEST_F(FaceDetectionTest, ShapesAndSanity) {
+  ASSERT_EQ(interpreter_->inputs().size(), 1u);
+  ASSERT_EQ(interpreter_->outputs().size(), 2u);
+  EXPECT_THAT(interpreter_->inputs()[0]->shape, ElementsAre(1, 128, 128, 3));
+  EXPECT_THAT(interpreter_->outputs()[0]->shape, ElementsAre(1, 896, 16));
+  EXPECT_THAT(interpreter_->outputs()[1]->shape, ElementsAre(1, 896, 1));
+  // Every DEQUANTIZE is of constant fp16 weights, so all of them fold.
+  size_t dequantize = 0;
+  for (size_t i = 0; i < interpreter_->nodes_size(); ++i) {
+    if (interpreter_->node(i).op_name == "DEQUANTIZE") {
+      ++dequantize;
+      EXPECT_TRUE(interpreter_->node(i).folded);
+    }
+  }
+  EXPECT_EQ(interpreter_->invoked_nodes_size(), interpreter_->nodes_size() - dequantize);
+
+  // A flat grey image holds no face: finite outputs, boxes of image scale
+  // (the model's regressors are in input pixels), and low face scores.
+  Run([](int, int, int) { return 0.0f; });
+  std::vector<float> boxes = Output(0), scores = Output(1);
+  for (float v : boxes) {
+    ASSERT_TRUE(std::isfinite(v));
+    EXPECT_LT(std::fabs(v), 256.0f);
+  }
+  float max_score = -1e30f;
+  for (float v : scores) {
+    ASSERT_TRUE(std::isfinite(v));
+    max_score = std::max(max_score, v);
+  }
+  EXPECT_LT(1.0f / (1.0f + std::exp(-max_score)), 0.5f) << "a face in a flat image";
+
+  // The output depends on the input, and equal inputs give equal outputs.
+  Run([](int y, int x, int c) { return std::sin(0.1f * y + 0.07f * x + c); });
+  std::vector<float> pattern = Output(0);
+  EXPECT_NE(pattern, boxes);
+  Run([](int, int, int) { return 0.0f; });
+  EXPECT_EQ(Output(0), boxes);
+  EXPECT_EQ(Output(1), scores);
+}
+
+}  // namespace
+}  // namespace dfarm::runtime

@@ -1,0 +1,130 @@
+// DEPTHWISE_CONV_2D, float32: input [N,H,W,Cin], filter [1,KH,KW,Cout] with
+// Cout = Cin * multiplier (output channel c*multiplier+m reads input channel
+// c), optional bias [Cout]; SAME/VALID padding, dilation, fused activation.
+// Like TFLite (version 2 and later), the multiplier comes from the shapes; the
+// depth_multiplier option is redundant and not read.
+#include <cstring>
+
+#include "runtime/kernels/kernel_util.h"
+#include "runtime/kernels/kernels.h"
+
+namespace dfarm::runtime {
+namespace {
+
+struct DepthwiseData : OpData {
+  int stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
+  int pad_top = 0, pad_left = 0;
+  int multiplier = 1;
+  ActivationRange activation{};
+};
+
+Status Prepare(Node& node) {
+  DFARM_RETURN_IF_ERROR(CheckArity(node, 2, 3, 1));
+  const auto* options = node.options<tflite::DepthwiseConv2DOptions>();
+  if (options == nullptr) return Status::Error("DepthwiseConv2DOptions are missing");
+  Tensor* input = node.inputs[0];
+  Tensor* filter = node.inputs[1];
+  Tensor* bias = node.inputs.size() > 2 ? node.inputs[2] : nullptr;
+  Tensor* output = node.outputs[0];
+  DFARM_RETURN_IF_ERROR(CheckFloat32(input, "input"));
+  DFARM_RETURN_IF_ERROR(CheckFloat32(filter, "filter"));
+  if (bias != nullptr) DFARM_RETURN_IF_ERROR(CheckFloat32(bias, "bias"));
+  DFARM_RETURN_IF_ERROR(CheckFloat32(output, "output"));
+  if (input->rank() != 4 || filter->rank() != 4 || filter->shape[0] != 1) {
+    return Status::Error("input must be 4-D and filter [1,KH,KW,C], got " +
+                         ShapeToString(input->shape) + " and " + ShapeToString(filter->shape));
+  }
+  const int in_c = input->shape[3];
+  const int out_c = filter->shape[3];
+  if (in_c <= 0 || out_c % in_c != 0) {
+    return Status::Error("filter channels " + std::to_string(out_c) +
+                         " are not a multiple of input channels " + std::to_string(in_c));
+  }
+  if (bias != nullptr && (bias->rank() != 1 || bias->shape[0] != out_c)) {
+    return Status::Error("bias must be [" + std::to_string(out_c) + "], got " +
+                         ShapeToString(bias->shape));
+  }
+  auto data = std::make_unique<DepthwiseData>();
+  data->stride_h = options->stride_h();
+  data->stride_w = options->stride_w();
+  data->dilation_h = options->dilation_h_factor();
+  data->dilation_w = options->dilation_w_factor();
+  data->multiplier = out_c / in_c;
+  DFARM_RETURN_IF_ERROR(CheckWindowParams(options->padding(), data->stride_h, data->stride_w,
+                                          data->dilation_h, data->dilation_w));
+  DFARM_RETURN_IF_ERROR(
+      GetActivationRange(options->fused_activation_function(), &data->activation));
+  WindowDim h = ComputeWindowDim(options->padding(), input->shape[1], filter->shape[1],
+                                 data->stride_h, data->dilation_h);
+  WindowDim w = ComputeWindowDim(options->padding(), input->shape[2], filter->shape[2],
+                                 data->stride_w, data->dilation_w);
+  const int32_t computed[] = {input->shape[0], h.out, w.out, out_c};
+  DFARM_RETURN_IF_ERROR(CheckOutputShape(*output, computed));
+  data->pad_top = h.pad_before;
+  data->pad_left = w.pad_before;
+  node.data = std::move(data);
+  return Status::Ok();
+}
+
+Status Eval(Node& node) {
+  const DepthwiseData& d = *node.data_as<DepthwiseData>();
+  const Tensor& input = *node.inputs[0];
+  const Tensor& filter_t = *node.inputs[1];
+  const Tensor* bias_t = node.inputs.size() > 2 ? node.inputs[2] : nullptr;
+  Tensor& output = *node.outputs[0];
+  const int batches = input.shape[0], in_h = input.shape[1], in_w = input.shape[2];
+  const int in_c = input.shape[3];
+  const int k_h = filter_t.shape[1], k_w = filter_t.shape[2];
+  const int out_h = output.shape[1], out_w = output.shape[2], out_c = output.shape[3];
+  const int multiplier = d.multiplier;
+  const float* in = input.data_as<float>();
+  const float* filter = filter_t.data_as<float>();
+  const float* bias = bias_t != nullptr ? bias_t->data_as<float>() : nullptr;
+  float* out = output.data_as<float>();
+
+  for (int n = 0; n < batches; ++n) {
+    for (int oy = 0; oy < out_h; ++oy) {
+      const int iy0 = oy * d.stride_h - d.pad_top;
+      for (int ox = 0; ox < out_w; ++ox) {
+        const int ix0 = ox * d.stride_w - d.pad_left;
+        float* __restrict acc = out + ((static_cast<size_t>(n) * out_h + oy) * out_w + ox) * out_c;
+        if (bias != nullptr) {
+          std::memcpy(acc, bias, out_c * sizeof(float));
+        } else {
+          std::memset(acc, 0, out_c * sizeof(float));
+        }
+        for (int ky = 0; ky < k_h; ++ky) {
+          const int iy = iy0 + ky * d.dilation_h;
+          if (iy < 0 || iy >= in_h) continue;
+          for (int kx = 0; kx < k_w; ++kx) {
+            const int ix = ix0 + kx * d.dilation_w;
+            if (ix < 0 || ix >= in_w) continue;
+            const float* __restrict px =
+                in + ((static_cast<size_t>(n) * in_h + iy) * in_w + ix) * in_c;
+            const float* __restrict w = filter + (static_cast<size_t>(ky) * k_w + kx) * out_c;
+            if (multiplier == 1) {
+              for (int c = 0; c < out_c; ++c) acc[c] += px[c] * w[c];
+            } else {
+              for (int c = 0; c < in_c; ++c) {
+                for (int m = 0; m < multiplier; ++m) {
+                  acc[c * multiplier + m] += px[c] * w[c * multiplier + m];
+                }
+              }
+            }
+          }
+        }
+        for (int c = 0; c < out_c; ++c) acc[c] = Clamp(acc[c], d.activation);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+const OpRegistration* RegisterDepthwiseConv2D() {
+  static const OpRegistration registration = {&Prepare, &Eval};
+  return &registration;
+}
+
+}  // namespace dfarm::runtime

@@ -1,0 +1,113 @@
+// MAX_POOL_2D and AVERAGE_POOL_2D, float32, NHWC. Cells of the window that
+// fall in the padding are left out (of the max, and of the average's count),
+// as in TFLite.
+#include <limits>
+
+#include "runtime/kernels/kernel_util.h"
+#include "runtime/kernels/kernels.h"
+
+namespace dfarm::runtime {
+namespace {
+
+struct PoolData : OpData {
+  int stride_h = 1, stride_w = 1, filter_h = 1, filter_w = 1;
+  int pad_top = 0, pad_left = 0;
+  ActivationRange activation{};
+};
+
+Status Prepare(Node& node) {
+  DFARM_RETURN_IF_ERROR(CheckArity(node, 1, 1, 1));
+  const auto* options = node.options<tflite::Pool2DOptions>();
+  if (options == nullptr) return Status::Error("Pool2DOptions are missing");
+  Tensor* input = node.inputs[0];
+  Tensor* output = node.outputs[0];
+  DFARM_RETURN_IF_ERROR(CheckFloat32(input, "input"));
+  DFARM_RETURN_IF_ERROR(CheckFloat32(output, "output"));
+  if (input->rank() != 4) {
+    return Status::Error("input must be 4-D, got " + ShapeToString(input->shape));
+  }
+  auto data = std::make_unique<PoolData>();
+  data->stride_h = options->stride_h();
+  data->stride_w = options->stride_w();
+  data->filter_h = options->filter_height();
+  data->filter_w = options->filter_width();
+  DFARM_RETURN_IF_ERROR(
+      CheckWindowParams(options->padding(), data->stride_h, data->stride_w, 1, 1));
+  if (data->filter_h <= 0 || data->filter_w <= 0) {
+    return Status::Error("filter size must be positive, got " + std::to_string(data->filter_h) +
+                         "x" + std::to_string(data->filter_w));
+  }
+  DFARM_RETURN_IF_ERROR(
+      GetActivationRange(options->fused_activation_function(), &data->activation));
+  WindowDim h =
+      ComputeWindowDim(options->padding(), input->shape[1], data->filter_h, data->stride_h, 1);
+  WindowDim w =
+      ComputeWindowDim(options->padding(), input->shape[2], data->filter_w, data->stride_w, 1);
+  const int32_t computed[] = {input->shape[0], h.out, w.out, input->shape[3]};
+  DFARM_RETURN_IF_ERROR(CheckOutputShape(*output, computed));
+  data->pad_top = h.pad_before;
+  data->pad_left = w.pad_before;
+  node.data = std::move(data);
+  return Status::Ok();
+}
+
+template <bool kMax>
+Status Eval(Node& node) {
+  const PoolData& d = *node.data_as<PoolData>();
+  const Tensor& input = *node.inputs[0];
+  Tensor& output = *node.outputs[0];
+  const int batches = input.shape[0], in_h = input.shape[1], in_w = input.shape[2];
+  const int channels = input.shape[3];
+  const int out_h = output.shape[1], out_w = output.shape[2];
+  const float* in = input.data_as<float>();
+  float* out = output.data_as<float>();
+  for (int n = 0; n < batches; ++n) {
+    for (int oy = 0; oy < out_h; ++oy) {
+      const int iy0 = oy * d.stride_h - d.pad_top;
+      for (int ox = 0; ox < out_w; ++ox) {
+        const int ix0 = ox * d.stride_w - d.pad_left;
+        float* __restrict acc =
+            out + ((static_cast<size_t>(n) * out_h + oy) * out_w + ox) * channels;
+        const float init = kMax ? -std::numeric_limits<float>::infinity() : 0.0f;
+        for (int c = 0; c < channels; ++c) acc[c] = init;
+        int count = 0;
+        for (int ky = 0; ky < d.filter_h; ++ky) {
+          const int iy = iy0 + ky;
+          if (iy < 0 || iy >= in_h) continue;
+          for (int kx = 0; kx < d.filter_w; ++kx) {
+            const int ix = ix0 + kx;
+            if (ix < 0 || ix >= in_w) continue;
+            const float* __restrict px =
+                in + ((static_cast<size_t>(n) * in_h + iy) * in_w + ix) * channels;
+            if constexpr (kMax) {
+              for (int c = 0; c < channels; ++c) acc[c] = px[c] > acc[c] ? px[c] : acc[c];
+            } else {
+              for (int c = 0; c < channels; ++c) acc[c] += px[c];
+            }
+            ++count;
+          }
+        }
+        if constexpr (!kMax) {
+          const float scale = count > 0 ? 1.0f / static_cast<float>(count) : 0.0f;
+          for (int c = 0; c < channels; ++c) acc[c] *= scale;
+        }
+        for (int c = 0; c < channels; ++c) acc[c] = Clamp(acc[c], d.activation);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+const OpRegistration* RegisterMaxPool2D() {
+  static const OpRegistration registration = {&Prepare, &Eval<true>};
+  return &registration;
+}
+
+const OpRegistration* RegisterAveragePool2D() {
+  static const OpRegistration registration = {&Prepare, &Eval<false>};
+  return &registration;
+}
+
+}  // namespace dfarm::runtime

@@ -1,0 +1,79 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "tests/model_builder/graph_runner.h"
+
+namespace dfarm::testing {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::FloatNear;
+using ::testing::Pointwise;
+
+std::vector<float> RunPool(tfl::BuiltinOperator code, const std::vector<float>& input,
+                           std::vector<int32_t> in_shape, std::vector<int32_t> out_shape,
+                           const Pool2DParams& p) {
+  ModelBuilder b;
+  int in = b.AddTensor(tfl::TensorType::FLOAT32, in_shape);
+  int out = b.AddTensor(tfl::TensorType::FLOAT32, out_shape);
+  b.AddPool2D(code, in, out, p);
+  b.SetInputs({in});
+  b.SetOutputs({out});
+  GraphRunner runner;
+  runtime::Status status = runner.Init(b);
+  EXPECT_TRUE(status.ok()) << status.message();
+  if (!status.ok()) return {};
+  EXPECT_TRUE(runner.SetInput(0, input));
+  EXPECT_TRUE(runner.Invoke().ok());
+  return runner.Output(0);
+}
+
+std::vector<float> Iota16(float sign) {
+  std::vector<float> v(16);
+  std::iota(v.begin(), v.end(), 1.0f);
+  for (float& x : v) x *= sign;
+  return v;
+}
+
+TEST(MaxPool2DTest, Valid2x2Stride2) {
+  Pool2DParams p;
+  p.filter_h = p.filter_w = 2;
+  p.stride_h = p.stride_w = 2;
+  EXPECT_THAT(RunPool(tfl::BuiltinOperator::MAX_POOL_2D, Iota16(1), {1, 4, 4, 1}, {1, 2, 2, 1}, p),
+              ElementsAre(6, 8, 14, 16));
+}
+
+TEST(MaxPool2DTest, SamePaddingIsNotAValue) {
+  // All inputs negative: if padded cells counted as 0, the max would be 0.
+  Pool2DParams p;
+  p.padding = tfl::Padding::SAME;
+  p.filter_h = p.filter_w = 3;
+  p.stride_h = p.stride_w = 2;
+  EXPECT_THAT(RunPool(tfl::BuiltinOperator::MAX_POOL_2D, Iota16(-1), {1, 4, 4, 1}, {1, 2, 2, 1}, p),
+              ElementsAre(-1, -3, -9, -11));
+}
+
+TEST(MaxPool2DTest, FusedRelu) {
+  Pool2DParams p;
+  p.filter_h = p.filter_w = 2;
+  p.stride_h = p.stride_w = 2;
+  p.activation = tfl::ActivationFunctionType::RELU;
+  EXPECT_THAT(RunPool(tfl::BuiltinOperator::MAX_POOL_2D, Iota16(-1), {1, 4, 4, 1}, {1, 2, 2, 1}, p),
+              ElementsAre(0, 0, 0, 0));
+}
+
+TEST(AveragePool2DTest, SameCountsOnlyRealCells) {
+  // Window (0,1) covers rows 0..2, cols 2..3: (3+4+7+8+11+12)/6 = 7.5.
+  Pool2DParams p;
+  p.padding = tfl::Padding::SAME;
+  p.filter_h = p.filter_w = 3;
+  p.stride_h = p.stride_w = 2;
+  EXPECT_THAT(
+      RunPool(tfl::BuiltinOperator::AVERAGE_POOL_2D, Iota16(1), {1, 4, 4, 1}, {1, 2, 2, 1}, p),
+      Pointwise(FloatNear(1e-5), {6.0f, 7.5f, 12.0f, 13.5f}));
+}
+
+}  // namespace
+}  // namespace dfarm::testing

@@ -1,0 +1,297 @@
+// Cross-checks the interpreter on the real models against a naive evaluator
+// written separately here: double precision, the textbook loop nest per
+// output element, no repacking, no arena. It shares the op definitions with
+// the kernels (per-op tests with hand-computed values pin those down), so it
+// catches indexing, layout, broadcasting and memory-planning faults.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <random>
+#include <vector>
+
+#include "runtime/fp16.h"
+#include "runtime/interpreter.h"
+
+namespace dfarm::runtime {
+namespace {
+
+using Values = std::vector<double>;
+
+std::vector<int64_t> Strides(const std::vector<int32_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * shape[i + 1];
+  return s;
+}
+
+std::vector<int64_t> Unravel(int64_t flat, const std::vector<int32_t>& shape) {
+  std::vector<int64_t> index(shape.size());
+  for (int i = static_cast<int>(shape.size()) - 1; i >= 0; --i) {
+    index[i] = flat % shape[i];
+    flat /= shape[i];
+  }
+  return index;
+}
+
+double Activate(double v, tflite::ActivationFunctionType a) {
+  switch (a) {
+    case tflite::ActivationFunctionType::RELU:
+      return std::max(v, 0.0);
+    case tflite::ActivationFunctionType::RELU6:
+      return std::clamp(v, 0.0, 6.0);
+    case tflite::ActivationFunctionType::RELU_N1_TO_1:
+      return std::clamp(v, -1.0, 1.0);
+    default:
+      return v;
+  }
+}
+
+int PadBefore(tflite::Padding padding, int in, int out, int k, int stride, int dilation) {
+  if (padding == tflite::Padding::VALID) return 0;
+  int needed = (out - 1) * stride + (k - 1) * dilation + 1;
+  return std::max(needed - in, 0) / 2;
+}
+
+class NaiveEvaluator {
+ public:
+  explicit NaiveEvaluator(const Interpreter& interpreter) : it_(interpreter) {}
+
+  // Evaluates every node; false (with a gtest failure) on an op it lacks.
+  bool Run(const std::map<int, Values>& inputs) {
+    values_ = inputs;
+    for (size_t i = 0; i < it_.nodes_size(); ++i) {
+      if (!Eval(it_.node(i))) return false;
+    }
+    return true;
+  }
+  const Values& value(int tensor) { return values_.at(tensor); }
+
+ private:
+  const Values& In(const Node& node, int i) {
+    const Tensor& t = *node.inputs[i];
+    auto it = values_.find(t.index);
+    if (it != values_.end()) return it->second;
+    Values v(t.num_elements());  // a constant
+    for (size_t k = 0; k < v.size(); ++k) {
+      switch (t.dtype) {
+        case DType::kFloat32:
+          v[k] = t.data_as<float>()[k];
+          break;
+        case DType::kFloat16:
+          v[k] = HalfToFloat(t.data_as<uint16_t>()[k]);
+          break;
+        case DType::kInt32:
+          v[k] = t.data_as<int32_t>()[k];
+          break;
+        default:
+          ADD_FAILURE() << "constant dtype " << DTypeName(t.dtype);
+      }
+    }
+    return values_[t.index] = std::move(v);
+  }
+
+  bool Eval(const Node& node) {
+    const Tensor& out_t = *node.outputs[0];
+    const std::vector<int32_t>& os = out_t.shape;
+    Values out(out_t.num_elements(), 0.0);
+    using Op = tflite::BuiltinOperator;
+    switch (node.code) {
+      case Op::DEQUANTIZE:
+      case Op::RESHAPE:
+        out = In(node, 0);
+        break;
+      case Op::RELU:
+        for (size_t k = 0; k < out.size(); ++k) out[k] = std::max(In(node, 0)[k], 0.0);
+        break;
+      case Op::CONV_2D:
+      case Op::DEPTHWISE_CONV_2D: {
+        const bool depthwise = node.code == Op::DEPTHWISE_CONV_2D;
+        const Tensor& in_t = *node.inputs[0];
+        const Tensor& f_t = *node.inputs[1];
+        const Values& in = In(node, 0);
+        const Values& f = In(node, 1);
+        const Values* bias = node.inputs.size() > 2 && node.inputs[2] ? &In(node, 2) : nullptr;
+        tflite::Padding padding;
+        int sh, sw, dh, dw;
+        tflite::ActivationFunctionType act;
+        if (depthwise) {
+          auto* o = node.options<tflite::DepthwiseConv2DOptions>();
+          padding = o->padding(), sh = o->stride_h(), sw = o->stride_w();
+          dh = o->dilation_h_factor(), dw = o->dilation_w_factor();
+          act = o->fused_activation_function();
+        } else {
+          auto* o = node.options<tflite::Conv2DOptions>();
+          padding = o->padding(), sh = o->stride_h(), sw = o->stride_w();
+          dh = o->dilation_h_factor(), dw = o->dilation_w_factor();
+          act = o->fused_activation_function();
+        }
+        const int H = in_t.shape[1], W = in_t.shape[2], C = in_t.shape[3];
+        const int KH = f_t.shape[1], KW = f_t.shape[2];
+        const int OH = os[1], OW = os[2], OC = os[3];
+        const int pt = PadBefore(padding, H, OH, KH, sh, dh);
+        const int pl = PadBefore(padding, W, OW, KW, sw, dw);
+        for (int n = 0; n < os[0]; ++n)
+          for (int oy = 0; oy < OH; ++oy)
+            for (int ox = 0; ox < OW; ++ox)
+              for (int oc = 0; oc < OC; ++oc) {
+                double acc = bias ? (*bias)[oc] : 0.0;
+                for (int ky = 0; ky < KH; ++ky)
+                  for (int kx = 0; kx < KW; ++kx) {
+                    int iy = oy * sh - pt + ky * dh, ix = ox * sw - pl + kx * dw;
+                    if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                    if (depthwise) {
+                      int ic = oc / (OC / C);
+                      acc += in[((n * H + iy) * W + ix) * C + ic] * f[(ky * KW + kx) * OC + oc];
+                    } else {
+                      for (int ic = 0; ic < C; ++ic) {
+                        acc += in[((n * H + iy) * W + ix) * C + ic] *
+                               f[((oc * KH + ky) * KW + kx) * C + ic];
+                      }
+                    }
+                  }
+                out[((n * OH + oy) * OW + ox) * OC + oc] = Activate(acc, act);
+              }
+        break;
+      }
+      case Op::MAX_POOL_2D: {
+        auto* o = node.options<tflite::Pool2DOptions>();
+        const Tensor& in_t = *node.inputs[0];
+        const Values& in = In(node, 0);
+        const int H = in_t.shape[1], W = in_t.shape[2], C = in_t.shape[3];
+        const int pt = PadBefore(o->padding(), H, os[1], o->filter_height(), o->stride_h(), 1);
+        const int pl = PadBefore(o->padding(), W, os[2], o->filter_width(), o->stride_w(), 1);
+        for (int64_t k = 0; k < static_cast<int64_t>(out.size()); ++k) {
+          std::vector<int64_t> i = Unravel(k, os);
+          double m = -INFINITY;
+          for (int ky = 0; ky < o->filter_height(); ++ky)
+            for (int kx = 0; kx < o->filter_width(); ++kx) {
+              int64_t iy = i[1] * o->stride_h() - pt + ky, ix = i[2] * o->stride_w() - pl + kx;
+              if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+              m = std::max(m, in[((i[0] * H + iy) * W + ix) * C + i[3]]);
+            }
+          out[k] = Activate(m, o->fused_activation_function());
+        }
+        break;
+      }
+      case Op::ADD: {
+        const Tensor& a_t = *node.inputs[0];
+        const Tensor& b_t = *node.inputs[1];
+        const Values& a = In(node, 0);
+        const Values& b = In(node, 1);
+        auto at = [&](const Tensor& t, const Values& v, const std::vector<int64_t>& i) {
+          std::vector<int64_t> s = Strides(t.shape);
+          int64_t flat = 0;
+          for (int d = 0; d < t.rank(); ++d) {
+            int64_t id = i[i.size() - t.rank() + d];
+            flat += (t.shape[d] == 1 ? 0 : id) * s[d];
+          }
+          return v[flat];
+        };
+        auto* o = node.options<tflite::AddOptions>();
+        for (int64_t k = 0; k < static_cast<int64_t>(out.size()); ++k) {
+          std::vector<int64_t> i = Unravel(k, os);
+          out[k] = Activate(at(a_t, a, i) + at(b_t, b, i), o->fused_activation_function());
+        }
+        break;
+      }
+      case Op::PAD: {
+        const Tensor& in_t = *node.inputs[0];
+        const Values& in = In(node, 0);
+        const Values& pads = In(node, 1);
+        std::vector<int64_t> s = Strides(in_t.shape);
+        for (int64_t k = 0; k < static_cast<int64_t>(out.size()); ++k) {
+          std::vector<int64_t> i = Unravel(k, os);
+          int64_t flat = 0;
+          bool inside = true;
+          for (int d = 0; d < in_t.rank(); ++d) {
+            int64_t id = i[d] - static_cast<int64_t>(pads[2 * d]);
+            inside = inside && id >= 0 && id < in_t.shape[d];
+            flat += id * s[d];
+          }
+          out[k] = inside ? in[flat] : 0.0;
+        }
+        break;
+      }
+      case Op::CONCATENATION: {
+        auto* o = node.options<tflite::ConcatenationOptions>();
+        int axis = o->axis() < 0 ? o->axis() + out_t.rank() : o->axis();
+        for (int64_t k = 0; k < static_cast<int64_t>(out.size()); ++k) {
+          std::vector<int64_t> i = Unravel(k, os);
+          for (size_t j = 0; j < node.inputs.size(); ++j) {
+            const Tensor& t = *node.inputs[j];
+            if (i[axis] < t.shape[axis]) {
+              std::vector<int64_t> s = Strides(t.shape);
+              int64_t flat = 0;
+              for (int d = 0; d < t.rank(); ++d) flat += i[d] * s[d];
+              out[k] =
+                  Activate(In(node, static_cast<int>(j))[flat], o->fused_activation_function());
+              break;
+            }
+            i[axis] -= t.shape[axis];
+          }
+        }
+        break;
+      }
+      default:
+        ADD_FAILURE() << "the naive evaluator lacks " << node.op_name;
+        return false;
+    }
+    values_[out_t.index] = std::move(out);
+    return true;
+  }
+
+  const Interpreter& it_;
+  std::map<int, Values> values_;
+};
+
+class NaiveReferenceTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(NaiveReferenceTest, InterpreterMatchesNaiveEvaluation) {
+  std::string path = std::string(DFARM_MODELS_DIR) + "/" + GetParam();
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is absent";
+  std::unique_ptr<Model> model;
+  ASSERT_TRUE(Model::Load(path, &model).ok());
+  OpResolver resolver;
+  resolver.AddAllReferenceOps();
+  Interpreter interpreter(*model, resolver);
+  Status status = interpreter.AllocateTensors();
+  ASSERT_TRUE(status.ok()) << status.message();
+
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::map<int, Values> inputs;
+  for (Tensor* t : interpreter.inputs()) {
+    ASSERT_EQ(t->dtype, DType::kFloat32);
+    Values& v = inputs[t->index];
+    for (int64_t k = 0; k < t->num_elements(); ++k) {
+      t->data_as<float>()[k] = dist(rng);
+      v.push_back(t->data_as<float>()[k]);
+    }
+  }
+  ASSERT_TRUE(interpreter.Invoke().ok());
+  NaiveEvaluator naive(interpreter);
+  ASSERT_TRUE(naive.Run(inputs));
+
+  for (const Tensor* t : interpreter.outputs()) {
+    const Values& expected = naive.value(t->index);
+    ASSERT_EQ(static_cast<int64_t>(expected.size()), t->num_elements());
+    double max_abs = 0, max_err = 0;
+    for (size_t k = 0; k < expected.size(); ++k)
+      max_abs = std::max(max_abs, std::fabs(expected[k]));
+    for (size_t k = 0; k < expected.size(); ++k) {
+      double err = std::fabs(t->data_as<float>()[k] - expected[k]);
+      max_err = std::max(max_err, err);
+      // float32 accumulation against double: relative to the output's scale.
+      ASSERT_LE(err, 1e-4 * std::max(1.0, max_abs)) << t->name << "[" << k << "]";
+    }
+    RecordProperty(t->name + "_max_abs_error", std::to_string(max_err));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(RealModels, NaiveReferenceTest,
+                         ::testing::Values("face_detection_short_range.tflite"));
+
+}  // namespace
+}  // namespace dfarm::runtime

@@ -1,0 +1,61 @@
+// Tensor: one tensor of the interpreter's graph, with its storage.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "runtime/dtype.h"
+
+namespace dfarm::runtime {
+
+// Where a tensor's data lives.
+enum class Allocation {
+  kNone,      // not used by the graph; data is null
+  kConstant,  // read-only, inside the model's buffer
+  kFolded,    // computed once in AllocateTensors() from constants; read-only afterwards
+  kArena,     // planned in the arena; valid only during its lifetime in Invoke()
+};
+
+struct Tensor {
+  int index = -1;
+  std::string name;
+  DType dtype = DType::kFloat32;
+  std::vector<int32_t> shape;
+  size_t bytes = 0;
+  // Owned by the Model (kConstant) or the Interpreter's arena (kFolded, kArena).
+  // Constant tensors are never written (the model loader refuses a graph that
+  // writes one), which is why the pointer is not const.
+  std::byte* data = nullptr;
+  Allocation allocation = Allocation::kNone;
+  // Per-tensor affine quantization: real = scale * (q - zero_point).
+  bool quantized = false;
+  bool per_channel_quantized = false;  // refused by kernels for now
+  float scale = 0.0f;
+  int64_t zero_point = 0;
+
+  // True when the data holds its values before Invoke() (constant or folded).
+  bool has_static_value() const {
+    return allocation == Allocation::kConstant || allocation == Allocation::kFolded;
+  }
+  int64_t num_elements() const;
+  int rank() const { return static_cast<int>(shape.size()); }
+  template <typename T>
+  T* data_as() {
+    return reinterpret_cast<T*>(data);
+  }
+  template <typename T>
+  const T* data_as() const {
+    return reinterpret_cast<const T*>(data);
+  }
+};
+
+// "[1,128,128,3]"
+std::string ShapeToString(std::span<const int32_t> shape);
+
+// "float32 [1,128,128,3]"
+std::string DescribeTensor(const Tensor& tensor);
+
+}  // namespace dfarm::runtime

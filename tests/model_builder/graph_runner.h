@@ -1,0 +1,52 @@
+// GraphRunner: loads a ModelBuilder's model with every reference kernel and
+// runs it, for kernel and interpreter tests.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "runtime/interpreter.h"
+#include "runtime/model.h"
+#include "runtime/op_resolver.h"
+#include "tests/model_builder/model_builder.h"
+
+namespace dfarm::testing {
+
+class GraphRunner {
+ public:
+  // Builds the model, loads it (as "test.tflite") and calls AllocateTensors().
+  runtime::Status Init(const ModelBuilder& builder);
+
+  // Copies `values` into input `index`; their size must match the tensor's.
+  template <typename T>
+  bool SetInput(size_t index, const std::vector<T>& values) {
+    runtime::Tensor* t = interpreter_->inputs()[index];
+    if (values.size() * sizeof(T) != t->bytes) return false;
+    std::memcpy(t->data, values.data(), t->bytes);
+    return true;
+  }
+
+  runtime::Status Invoke() { return interpreter_->Invoke(); }
+
+  template <typename T = float>
+  std::vector<T> Output(size_t index) const {
+    const runtime::Tensor* t = interpreter_->outputs()[index];
+    std::vector<T> values(t->bytes / sizeof(T));
+    if (t->bytes > 0) std::memcpy(values.data(), t->data, t->bytes);
+    return values;
+  }
+  const std::vector<int32_t>& OutputShape(size_t index) const {
+    return interpreter_->outputs()[index]->shape;
+  }
+
+  runtime::Interpreter& interpreter() { return *interpreter_; }
+
+ private:
+  std::unique_ptr<runtime::Model> model_;
+  runtime::OpResolver resolver_;
+  std::unique_ptr<runtime::Interpreter> interpreter_;
+};
+
+}  // namespace dfarm::testing

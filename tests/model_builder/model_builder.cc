@@ -1,0 +1,228 @@
+#include "tests/model_builder/model_builder.h"
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+
+#include "runtime/fp16.h"
+
+namespace dfarm::testing {
+namespace {
+
+template <typename T>
+std::vector<uint8_t> ToBytes(const std::vector<T>& values) {
+  std::vector<uint8_t> bytes(values.size() * sizeof(T));
+  if (!bytes.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
+}  // namespace
+
+uint32_t ModelBuilder::AddBuffer(std::vector<uint8_t> bytes) {
+  buffers_.push_back(std::move(bytes));
+  return static_cast<uint32_t>(buffers_.size() - 1);
+}
+
+int ModelBuilder::AddTensor(tfl::TensorType type, std::vector<int32_t> shape, std::string name) {
+  if (name.empty()) name = std::string("t").append(std::to_string(tensors_.size()));
+  tensors_.push_back({type, std::move(shape), std::move(name)});
+  return static_cast<int>(tensors_.size() - 1);
+}
+
+int ModelBuilder::AddConstRaw(tfl::TensorType type, std::vector<int32_t> shape,
+                              std::vector<uint8_t> bytes, std::string name) {
+  int t = AddTensor(type, std::move(shape), std::move(name));
+  tensors_[t].buffer = AddBuffer(std::move(bytes));
+  return t;
+}
+
+int ModelBuilder::AddConstFloat32(std::vector<int32_t> shape, const std::vector<float>& values,
+                                  std::string name) {
+  return AddConstRaw(tfl::TensorType::FLOAT32, std::move(shape), ToBytes(values), std::move(name));
+}
+
+int ModelBuilder::AddConstFloat16(std::vector<int32_t> shape, const std::vector<float>& values,
+                                  std::string name) {
+  std::vector<uint16_t> halves(values.size());
+  std::transform(values.begin(), values.end(), halves.begin(), runtime::FloatToHalf);
+  return AddConstRaw(tfl::TensorType::FLOAT16, std::move(shape), ToBytes(halves), std::move(name));
+}
+
+int ModelBuilder::AddConstInt32(std::vector<int32_t> shape, const std::vector<int32_t>& values,
+                                std::string name) {
+  return AddConstRaw(tfl::TensorType::INT32, std::move(shape), ToBytes(values), std::move(name));
+}
+
+void ModelBuilder::SetQuantization(int tensor, float scale, int64_t zero_point) {
+  tensors_[tensor].quantized = true;
+  tensors_[tensor].scale = scale;
+  tensors_[tensor].zero_point = zero_point;
+}
+
+void ModelBuilder::SetTensorBuffer(int tensor, uint32_t buffer) {
+  tensors_[tensor].buffer = buffer;
+}
+
+uint32_t ModelBuilder::OpcodeIndex(tfl::BuiltinOperator code, const std::string& custom_code) {
+  for (size_t i = 0; i < opcodes_.size(); ++i) {
+    if (opcodes_[i].code == code && opcodes_[i].custom_code == custom_code) {
+      return static_cast<uint32_t>(i);
+    }
+  }
+  opcodes_.push_back({code, custom_code});
+  return static_cast<uint32_t>(opcodes_.size() - 1);
+}
+
+int ModelBuilder::AddOperator(tfl::BuiltinOperator code, std::vector<int32_t> inputs,
+                              std::vector<int32_t> outputs, tfl::BuiltinOptions options_type,
+                              OptionsWriter options) {
+  operators_.push_back({OpcodeIndex(code, ""), std::move(inputs), std::move(outputs), options_type,
+                        std::move(options)});
+  return static_cast<int>(operators_.size() - 1);
+}
+
+int ModelBuilder::AddCustomOperator(std::string custom_code, std::vector<int32_t> inputs,
+                                    std::vector<int32_t> outputs) {
+  operators_.push_back({OpcodeIndex(tfl::BuiltinOperator::CUSTOM, custom_code),
+                        std::move(inputs),
+                        std::move(outputs),
+                        tfl::BuiltinOptions::NONE,
+                        {}});
+  return static_cast<int>(operators_.size() - 1);
+}
+
+void ModelBuilder::SetOpcodeIndex(int op, uint32_t opcode_index) {
+  operators_[op].opcode_index = opcode_index;
+}
+
+int ModelBuilder::AddConv2D(int input, int filter, int bias, int output, const Conv2DParams& p) {
+  return AddOperator(tfl::BuiltinOperator::CONV_2D, {input, filter, bias}, {output},
+                     tfl::BuiltinOptions::Conv2DOptions, [p](flatbuffers::FlatBufferBuilder& fbb) {
+                       return tfl::CreateConv2DOptions(fbb, p.padding, p.stride_w, p.stride_h,
+                                                       p.activation, p.dilation_w, p.dilation_h)
+                           .Union();
+                     });
+}
+
+int ModelBuilder::AddDepthwiseConv2D(int input, int filter, int bias, int output,
+                                     const DepthwiseConv2DParams& p) {
+  return AddOperator(tfl::BuiltinOperator::DEPTHWISE_CONV_2D, {input, filter, bias}, {output},
+                     tfl::BuiltinOptions::DepthwiseConv2DOptions,
+                     [p](flatbuffers::FlatBufferBuilder& fbb) {
+                       return tfl::CreateDepthwiseConv2DOptions(
+                                  fbb, p.padding, p.stride_w, p.stride_h, p.depth_multiplier,
+                                  p.activation, p.dilation_w, p.dilation_h)
+                           .Union();
+                     });
+}
+
+int ModelBuilder::AddPool2D(tfl::BuiltinOperator code, int input, int output,
+                            const Pool2DParams& p) {
+  return AddOperator(code, {input}, {output}, tfl::BuiltinOptions::Pool2DOptions,
+                     [p](flatbuffers::FlatBufferBuilder& fbb) {
+                       return tfl::CreatePool2DOptions(fbb, p.padding, p.stride_w, p.stride_h,
+                                                       p.filter_w, p.filter_h, p.activation)
+                           .Union();
+                     });
+}
+
+int ModelBuilder::AddAdd(int lhs, int rhs, int output, tfl::ActivationFunctionType activation) {
+  return AddOperator(tfl::BuiltinOperator::ADD, {lhs, rhs}, {output},
+                     tfl::BuiltinOptions::AddOptions,
+                     [activation](flatbuffers::FlatBufferBuilder& fbb) {
+                       return tfl::CreateAddOptions(fbb, activation).Union();
+                     });
+}
+
+int ModelBuilder::AddConcatenation(std::vector<int32_t> inputs, int output, int axis,
+                                   tfl::ActivationFunctionType activation) {
+  return AddOperator(tfl::BuiltinOperator::CONCATENATION, std::move(inputs), {output},
+                     tfl::BuiltinOptions::ConcatenationOptions,
+                     [axis, activation](flatbuffers::FlatBufferBuilder& fbb) {
+                       return tfl::CreateConcatenationOptions(fbb, axis, activation).Union();
+                     });
+}
+
+int ModelBuilder::AddReshape(int input, int output, std::vector<int32_t> new_shape) {
+  return AddOperator(tfl::BuiltinOperator::RESHAPE, {input}, {output},
+                     tfl::BuiltinOptions::ReshapeOptions,
+                     [new_shape](flatbuffers::FlatBufferBuilder& fbb) {
+                       return tfl::CreateReshapeOptionsDirect(fbb, &new_shape).Union();
+                     });
+}
+
+int ModelBuilder::AddPad(int input, int paddings, int output) {
+  return AddOperator(
+      tfl::BuiltinOperator::PAD, {input, paddings}, {output}, tfl::BuiltinOptions::PadOptions,
+      [](flatbuffers::FlatBufferBuilder& fbb) { return tfl::CreatePadOptions(fbb).Union(); });
+}
+
+int ModelBuilder::AddDequantize(int input, int output) {
+  return AddOperator(tfl::BuiltinOperator::DEQUANTIZE, {input}, {output});
+}
+
+int ModelBuilder::AddUnary(tfl::BuiltinOperator code, int input, int output) {
+  return AddOperator(code, {input}, {output});
+}
+
+std::vector<uint8_t> ModelBuilder::Build() const {
+  flatbuffers::FlatBufferBuilder fbb;
+
+  std::vector<flatbuffers::Offset<tfl::Buffer>> buffers;
+  for (const std::vector<uint8_t>& bytes : buffers_) {
+    flatbuffers::Offset<flatbuffers::Vector<uint8_t>> data;
+    if (!bytes.empty()) {
+      fbb.ForceVectorAlignment(bytes.size(), sizeof(uint8_t), 16);
+      data = fbb.CreateVector(bytes);
+    }
+    buffers.push_back(tfl::CreateBuffer(fbb, data));
+  }
+
+  std::vector<flatbuffers::Offset<tfl::Tensor>> tensors;
+  for (const TensorSpec& t : tensors_) {
+    flatbuffers::Offset<tfl::QuantizationParameters> quantization;
+    if (t.quantized) {
+      std::vector<float> scale = {t.scale};
+      std::vector<int64_t> zero_point = {t.zero_point};
+      quantization =
+          tfl::CreateQuantizationParametersDirect(fbb, nullptr, nullptr, &scale, &zero_point);
+    }
+    tensors.push_back(
+        tfl::CreateTensorDirect(fbb, &t.shape, t.type, t.buffer, t.name.c_str(), quantization));
+  }
+
+  std::vector<flatbuffers::Offset<tfl::OperatorCode>> opcodes;
+  for (const OpcodeSpec& c : opcodes_) {
+    // Like the converter: the byte field holds min(code, 127), the int field the code.
+    int8_t deprecated = static_cast<int8_t>(std::min<int32_t>(
+        static_cast<int32_t>(c.code),
+        static_cast<int32_t>(tfl::BuiltinOperator::PLACEHOLDER_FOR_GREATER_OP_CODES)));
+    opcodes.push_back(tfl::CreateOperatorCodeDirect(
+        fbb, deprecated, c.custom_code.empty() ? nullptr : c.custom_code.c_str(), 1, c.code));
+  }
+
+  std::vector<flatbuffers::Offset<tfl::Operator>> operators;
+  for (const OperatorSpec& op : operators_) {
+    flatbuffers::Offset<void> options;
+    if (op.options) options = op.options(fbb);
+    operators.push_back(tfl::CreateOperatorDirect(fbb, op.opcode_index, &op.inputs, &op.outputs,
+                                                  op.options_type, options));
+  }
+
+  auto subgraph = tfl::CreateSubGraphDirect(fbb, &tensors, &inputs_, &outputs_, &operators, "main");
+  std::vector<flatbuffers::Offset<tfl::SubGraph>> subgraphs = {subgraph};
+  auto model =
+      tfl::CreateModelDirect(fbb, version_, &opcodes, &subgraphs, "dfarm model builder", &buffers);
+  tfl::FinishModelBuffer(fbb, model);
+  return {fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize()};
+}
+
+bool ModelBuilder::WriteFile(const std::string& path) const {
+  std::vector<uint8_t> bytes = Build();
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
+  return static_cast<bool>(out);
+}
+
+}  // namespace dfarm::testing

@@ -1,0 +1,136 @@
+// ModelBuilder: writes small .tflite models (our schema, runtime/schema/
+// tflite.fbs) in memory or to a file, for tests. It checks nothing, so tests
+// can also write broken models on purpose.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "flatbuffers/flatbuffers.h"
+#include "runtime/schema/tflite_generated.h"
+
+namespace dfarm::testing {
+
+namespace tfl = ::dfarm::tflite;
+
+struct Conv2DParams {
+  tfl::Padding padding = tfl::Padding::VALID;
+  int stride_h = 1;
+  int stride_w = 1;
+  int dilation_h = 1;
+  int dilation_w = 1;
+  tfl::ActivationFunctionType activation = tfl::ActivationFunctionType::NONE;
+};
+
+struct DepthwiseConv2DParams {
+  tfl::Padding padding = tfl::Padding::VALID;
+  int stride_h = 1;
+  int stride_w = 1;
+  int depth_multiplier = 1;
+  int dilation_h = 1;
+  int dilation_w = 1;
+  tfl::ActivationFunctionType activation = tfl::ActivationFunctionType::NONE;
+};
+
+struct Pool2DParams {
+  tfl::Padding padding = tfl::Padding::VALID;
+  int stride_h = 1;
+  int stride_w = 1;
+  int filter_h = 1;
+  int filter_w = 1;
+  tfl::ActivationFunctionType activation = tfl::ActivationFunctionType::NONE;
+};
+
+class ModelBuilder {
+ public:
+  // Writes an operator's builtin options table into the builder.
+  using OptionsWriter = std::function<flatbuffers::Offset<void>(flatbuffers::FlatBufferBuilder&)>;
+
+  // Tensors; each returns the new tensor's index.
+  int AddTensor(tfl::TensorType type, std::vector<int32_t> shape, std::string name = {});
+  int AddConstFloat32(std::vector<int32_t> shape, const std::vector<float>& values,
+                      std::string name = {});
+  // Stores `values` rounded to float16.
+  int AddConstFloat16(std::vector<int32_t> shape, const std::vector<float>& values,
+                      std::string name = {});
+  int AddConstInt32(std::vector<int32_t> shape, const std::vector<int32_t>& values,
+                    std::string name = {});
+  // Any bytes, of any size (a wrong size makes a broken model).
+  int AddConstRaw(tfl::TensorType type, std::vector<int32_t> shape, std::vector<uint8_t> bytes,
+                  std::string name = {});
+  void SetQuantization(int tensor, float scale, int64_t zero_point);
+  // Points `tensor` at buffer index `buffer` as written (for broken models).
+  void SetTensorBuffer(int tensor, uint32_t buffer);
+
+  // Operators, in execution order; each returns the operator's index.
+  int AddOperator(tfl::BuiltinOperator code, std::vector<int32_t> inputs,
+                  std::vector<int32_t> outputs,
+                  tfl::BuiltinOptions options_type = tfl::BuiltinOptions::NONE,
+                  OptionsWriter options = {});
+  int AddCustomOperator(std::string custom_code, std::vector<int32_t> inputs,
+                        std::vector<int32_t> outputs);
+  // Overrides the operator's opcode index as written (for broken models).
+  void SetOpcodeIndex(int op, uint32_t opcode_index);
+
+  int AddConv2D(int input, int filter, int bias, int output, const Conv2DParams& params);
+  int AddDepthwiseConv2D(int input, int filter, int bias, int output,
+                         const DepthwiseConv2DParams& params);
+  // code: MAX_POOL_2D or AVERAGE_POOL_2D.
+  int AddPool2D(tfl::BuiltinOperator code, int input, int output, const Pool2DParams& params);
+  int AddAdd(int lhs, int rhs, int output,
+             tfl::ActivationFunctionType activation = tfl::ActivationFunctionType::NONE);
+  int AddConcatenation(std::vector<int32_t> inputs, int output, int axis,
+                       tfl::ActivationFunctionType activation = tfl::ActivationFunctionType::NONE);
+  int AddReshape(int input, int output, std::vector<int32_t> new_shape);
+  int AddPad(int input, int paddings, int output);
+  int AddDequantize(int input, int output);
+  // An op with one input, one output and no options (RELU, RELU6, ...).
+  int AddUnary(tfl::BuiltinOperator code, int input, int output);
+
+  void SetInputs(std::vector<int32_t> inputs) { inputs_ = std::move(inputs); }
+  void SetOutputs(std::vector<int32_t> outputs) { outputs_ = std::move(outputs); }
+  // Written as Model.version; the runtime accepts only 3.
+  void SetVersion(uint32_t version) { version_ = version; }
+
+  // The finished .tflite file.
+  std::vector<uint8_t> Build() const;
+  // Writes Build() to `path`; false when the file cannot be written.
+  bool WriteFile(const std::string& path) const;
+
+ private:
+  struct TensorSpec {
+    tfl::TensorType type;
+    std::vector<int32_t> shape;
+    std::string name;
+    uint32_t buffer = 0;
+    bool quantized = false;
+    float scale = 0.0f;
+    int64_t zero_point = 0;
+  };
+  struct OperatorSpec {
+    uint32_t opcode_index;
+    std::vector<int32_t> inputs;
+    std::vector<int32_t> outputs;
+    tfl::BuiltinOptions options_type;
+    OptionsWriter options;
+  };
+  struct OpcodeSpec {
+    tfl::BuiltinOperator code;
+    std::string custom_code;
+  };
+
+  uint32_t AddBuffer(std::vector<uint8_t> bytes);
+  uint32_t OpcodeIndex(tfl::BuiltinOperator code, const std::string& custom_code);
+
+  std::vector<std::vector<uint8_t>> buffers_ = {{}};  // buffer 0: the empty sentinel
+  std::vector<TensorSpec> tensors_;
+  std::vector<OperatorSpec> operators_;
+  std::vector<OpcodeSpec> opcodes_;
+  std::vector<int32_t> inputs_;
+  std::vector<int32_t> outputs_;
+  uint32_t version_ = 3;
+};
+
+}  // namespace dfarm::testing
