@@ -101,6 +101,7 @@ void MainWindow::onRunsLoaded(const RunsSnapshot& snapshot) {
     return;
   }
   m_runs->setRuns(snapshot.runs);
+  m_runsView->resizeColumnsToContents();
   statusBar()->showMessage(tr("%1: %n run(s)", nullptr, static_cast<int>(snapshot.runs.size()))
                                .arg(m_dbPath));
   if (!snapshot.runs.empty()) m_runsView->selectRow(0);
