@@ -28,62 +28,9 @@ using ::testing::Contains;
 using ::testing::HasSubstr;
 using testing::TempDir;
 
-constexpr char kAgentBinary[] = DFARM_BINARY_DIR "/bin/dfarm-agent";
+using testing::AgentProcess;
+using testing::kAgentBinary;
 constexpr auto kTimeout = std::chrono::milliseconds(10000);
-
-// dfarm-agent started as a child; stopped with SIGTERM on destruction.
-class AgentProcess {
- public:
-  explicit AgentProcess(std::vector<std::string> args) {
-    int out[2];
-    if (::pipe2(out, O_CLOEXEC) != 0) abort();
-    args.insert(args.begin(), kAgentBinary);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::dup2(out[1], 1);
-      ::execv(kAgentBinary, argv.data());
-      ::_exit(127);
-    }
-    ::close(out[1]);
-    out_.reset(out[0]);
-  }
-  ~AgentProcess() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-
-  // The first stdout line, read byte by byte (the agent flushes it).
-  std::string ReadLine() {
-    std::string line;
-    char c;
-    pollfd p{out_.get(), POLLIN, 0};
-    while (::poll(&p, 1, 10000) > 0 && ::read(out_.get(), &c, 1) == 1 && c != '\n') line += c;
-    return line;
-  }
-
-  // Sends SIGTERM and returns the exit status (or -1 after 10 s).
-  int Terminate() {
-    ::kill(pid_, SIGTERM);
-    for (int i = 0; i < 1000; ++i) {
-      int status;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return status;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-  UniqueFd out_;
-};
 
 class AgentEndToEndTest : public ::testing::Test {
  protected:
@@ -326,8 +273,7 @@ TEST(AgentCommandLineTest, RefusesNonLoopback) {
   int status = ::pclose(p);
   EXPECT_NE(WEXITSTATUS(status), 0);
   EXPECT_THAT(std::string(buf, n),
-              HasSubstr("refusing to listen on 0.0.0.0: non-loopback listeners need --token-file "
-                        "(not yet supported)"));
+              HasSubstr("refusing to listen on 0.0.0.0: non-loopback listeners need --token-file"));
 }
 
 TEST(AgentCommandLineTest, ConnectToNothingFailsWithTheAddress) {

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,13 @@ struct DeviceInfo {
   uint32_t cores = 0;
   uint64_t memory_bytes = 0;
   std::string hostname;
+  std::string os_release;      // "Debian GNU/Linux 12 (bookworm)", "Android 14"
+  std::string kernel_version;  // uname version: "#1 SMP PREEMPT_DYNAMIC ..."
+  // cpuinfo_max_freq of each CPU (index = CPU number), 0 where unreadable.
+  std::vector<uint64_t> core_max_freq_khz;
+  // Android properties read with getprop (ro.product.model, ro.soc.model,
+  // ro.build.fingerprint, ro.build.version.sdk, ...); empty elsewhere.
+  std::map<std::string, std::string> properties;
 };
 
 // One benchmark job. Artifacts are named only by sha256; the agent resolves
@@ -51,12 +59,46 @@ struct JobResult {
   double wall_ms = 0;        // wall time of the runner process as seen by the agent
 };
 
+// How AgentClient connects; the defaults are what Connect(host, port, timeout) uses.
+struct ConnectOptions {
+  // Bounds connecting and hello; each later request that runs no job is
+  // bounded by the larger of this and 30 s.
+  std::chrono::milliseconds timeout{10'000};
+  // The agent's shared secret (the contents of its --token-file; see
+  // ReadTokenFile in agent/auth.h). When set, the agent must ask for it and
+  // prove it knows it too; when empty, an agent that asks for a token is refused.
+  std::string token;
+  // With feature "heartbeat": while waiting for a reply the client pings the
+  // agent this often and gives up on an agent silent for 3 intervals (so a
+  // long RunJob notices a dead agent early). 0: no pings.
+  std::chrono::milliseconds heartbeat_interval{5'000};
+};
+
 class AgentClient {
  public:
   // Connects to an agent on host:port and completes hello. Fails with a
   // message naming the address when it cannot connect or the versions differ.
   static Result<std::unique_ptr<AgentClient>> Connect(const std::string& host, uint16_t port,
                                                       std::chrono::milliseconds timeout);
+  // Same, with a token and heartbeat settings. Also fails when the token is
+  // refused, missing or not proven back by the agent.
+  static Result<std::unique_ptr<AgentClient>> Connect(const std::string& host, uint16_t port,
+                                                      const ConnectOptions& options);
+  // Talks to an agent over a pair of file descriptors (pipes, a socketpair,
+  // `adb exec-out`), e.g. one running `dfarm-agent --stdio`. Takes ownership
+  // of both (they may be the same fd). name appears in messages ("agent at NAME").
+  static Result<std::unique_ptr<AgentClient>> ConnectFds(int read_fd, int write_fd,
+                                                         const std::string& name,
+                                                         const ConnectOptions& options);
+  // Starts argv (argv[0] looked up in PATH), e.g. {"dfarm-agent", "--stdio",
+  // "--store", DIR} or {"adb", "exec-out", ...}, with its stdin and stdout on
+  // a socket to this client, and completes hello. Its stderr goes to
+  // stderr_file (appended) or, when empty, to ours. The client owns the
+  // process: destroying the client closes the stream and reaps it (SIGKILL
+  // after 2 s).
+  static Result<std::unique_ptr<AgentClient>> Spawn(const std::vector<std::string>& argv,
+                                                    const ConnectOptions& options,
+                                                    const std::string& stderr_file = "");
   virtual ~AgentClient() = default;
 
   virtual const DeviceInfo& device() const = 0;

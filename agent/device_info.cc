@@ -3,7 +3,10 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <fstream>
+#include <map>
 #include <thread>
 
 namespace dfarm::agent {
@@ -43,7 +46,47 @@ std::string ProcField(const char* file, std::initializer_list<const char*> keys)
   return "";
 }
 
+std::string ReadSmallFile(const std::string& path) {
+  std::ifstream in(path);
+  std::string text, line;
+  while (std::getline(in, line) && text.size() < 65536) text += line + "\n";
+  return text;
+}
+
+// Runs `getprop NAME` (Android); "" when it fails or prints nothing.
+std::string GetProp(const char* getprop, const std::string& name) {
+  std::string cmd = std::string(getprop) + " " + name + " 2>/dev/null";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return "";
+  char buf[512];
+  std::string out;
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0 && out.size() < 4096) out.append(buf, n);
+  ::pclose(p);
+  return Trim(out);
+}
+
 }  // namespace
+
+std::string ParseOsRelease(const std::string& text) {
+  std::map<std::string, std::string> fields;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(pos, end - pos);
+    pos = end + 1;
+    size_t eq = line.find('=');
+    if (eq == std::string::npos || line[0] == '#') continue;
+    std::string value = Trim(line.substr(eq + 1));
+    if (value.size() >= 2 && (value[0] == '"' || value[0] == '\'') && value.back() == value[0]) {
+      value = value.substr(1, value.size() - 2);
+    }
+    fields[Trim(line.substr(0, eq))] = value;
+  }
+  if (!fields["PRETTY_NAME"].empty()) return fields["PRETTY_NAME"];
+  return Trim(fields["NAME"] + " " + fields["VERSION_ID"]);
+}
 
 DeviceInfo CollectDeviceInfo() {
   DeviceInfo info;
@@ -66,6 +109,34 @@ DeviceInfo CollectDeviceInfo() {
   }
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) == 0) info.hostname = host;
+  if (::uname(&u) == 0) info.kernel_version = u.version;
+
+  long configured = ::sysconf(_SC_NPROCESSORS_CONF);
+  for (long cpu = 0; cpu < std::max<long>(configured, info.cores) && cpu < 4096; ++cpu) {
+    std::string khz = Trim(ReadSmallFile("/sys/devices/system/cpu/cpu" + std::to_string(cpu) +
+                                         "/cpufreq/cpuinfo_max_freq"));
+    uint64_t value = 0;
+    try {
+      if (!khz.empty()) value = std::stoull(khz);
+    } catch (...) {
+    }
+    info.core_max_freq_khz.push_back(value);
+  }
+
+  const char* getprop = "/system/bin/getprop";
+  if (::access(getprop, X_OK) == 0) {
+    for (const char* name : kAndroidProperties) {
+      std::string value = GetProp(getprop, name);
+      if (!value.empty()) info.properties[name] = value;
+    }
+    auto release = info.properties.find("ro.build.version.release");
+    info.os_release = "Android" + (release != info.properties.end() ? " " + release->second : "");
+  } else {
+    info.os_release = ParseOsRelease(ReadSmallFile("/etc/os-release"));
+    if (info.os_release.empty()) {
+      info.os_release = ParseOsRelease(ReadSmallFile("/usr/lib/os-release"));
+    }
+  }
   return info;
 }
 

@@ -15,4 +15,14 @@ DeviceInfo CollectDeviceInfo();
 // aarch64 -> "arm64-v8a", armv7l -> "armeabi-v7a", i686 -> "x86"; others as is.
 std::string AbiForMachine(const std::string& machine);
 
+// PRETTY_NAME of an os-release file's text (else NAME + VERSION_ID), unquoted.
+std::string ParseOsRelease(const std::string& text);
+
+// The Android properties reported at hello, read with getprop when present.
+inline constexpr const char* kAndroidProperties[] = {
+    "ro.product.model",         "ro.product.manufacturer",
+    "ro.soc.manufacturer",      "ro.soc.model",
+    "ro.board.platform",        "ro.build.fingerprint",
+    "ro.build.version.release", "ro.build.version.sdk"};
+
 }  // namespace dfarm::agent

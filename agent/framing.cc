@@ -2,6 +2,8 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -33,6 +35,25 @@ Result<void> WaitReady(int fd, short events, Deadline deadline, const char* what
     if (n == 0) return MakeError(std::string("timed out ") + what);
     if (errno != EINTR) return MakeError(std::string("poll failed ") + what + ": " + strerror(errno));
   }
+}
+
+// write() to a pipe whose reader is gone raises SIGPIPE; this keeps it from
+// killing the process (EPIPE is returned instead), whatever its disposition.
+ssize_t WriteWithoutSigpipe(int fd, const uint8_t* data, size_t size) {
+  sigset_t pipe_set, old;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  ::pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+  ssize_t n = ::write(fd, data, size);
+  int err = errno;
+  if (n < 0 && err == EPIPE && !sigismember(&old, SIGPIPE)) {
+    timespec zero{0, 0};
+    while (::sigtimedwait(&pipe_set, nullptr, &zero) < 0 && errno == EINTR) {
+    }
+  }
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  errno = err;
+  return n;
 }
 
 }  // namespace
@@ -69,7 +90,7 @@ Result<void> WriteAll(int fd, const uint8_t* data, size_t size, Deadline deadlin
   size_t done = 0;
   while (done < size) {
     ssize_t n = ::send(fd, data + done, size - done, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n < 0 && errno == ENOTSOCK) n = ::write(fd, data + done, size - done);
+    if (n < 0 && errno == ENOTSOCK) n = WriteWithoutSigpipe(fd, data + done, size - done);
     if (n > 0) {
       done += static_cast<size_t>(n);
       continue;

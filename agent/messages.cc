@@ -10,16 +10,28 @@ std::vector<std::string> Strings(
   return out;
 }
 
-flatbuffers::Offset<wire::HelloReply> BuildHelloReply(flatbuffers::FlatBufferBuilder& fbb,
-                                                      const DeviceInfo& info) {
+flatbuffers::Offset<wire::HelloReply> BuildHelloReply(
+    flatbuffers::FlatBufferBuilder& fbb, const DeviceInfo& info,
+    const std::vector<uint8_t>* auth_challenge) {
   auto features = fbb.CreateVectorOfStrings(info.features);
   auto agent_version = fbb.CreateString(info.agent_version);
   auto os = fbb.CreateString(info.os);
   auto abi = fbb.CreateString(info.abi);
   auto cpu = fbb.CreateString(info.cpu);
   auto hostname = fbb.CreateString(info.hostname);
+  flatbuffers::Offset<flatbuffers::Vector<uint8_t>> challenge;
+  if (auth_challenge) challenge = fbb.CreateVector(*auth_challenge);
+  auto os_release = fbb.CreateString(info.os_release);
+  auto kernel_version = fbb.CreateString(info.kernel_version);
+  auto freqs = fbb.CreateVector(info.core_max_freq_khz);
+  std::vector<flatbuffers::Offset<wire::Property>> props;
+  for (const auto& [key, value] : info.properties) {
+    props.push_back(wire::CreatePropertyDirect(fbb, key.c_str(), value.c_str()));
+  }
+  auto properties = fbb.CreateVector(props);
   return wire::CreateHelloReply(fbb, info.protocol_version, features, agent_version, os, abi, cpu,
-                                info.cores, info.memory_bytes, hostname);
+                                info.cores, info.memory_bytes, hostname, challenge, os_release,
+                                kernel_version, freqs, properties);
 }
 
 DeviceInfo ReadHelloReply(const wire::HelloReply& reply) {
@@ -33,6 +45,14 @@ DeviceInfo ReadHelloReply(const wire::HelloReply& reply) {
   info.cores = reply.cores();
   info.memory_bytes = reply.memory_bytes();
   info.hostname = Str(reply.hostname());
+  info.os_release = Str(reply.os_release());
+  info.kernel_version = Str(reply.kernel_version());
+  if (const auto* freqs = reply.core_max_freq_khz()) {
+    info.core_max_freq_khz.assign(freqs->begin(), freqs->end());
+  }
+  if (const auto* props = reply.properties()) {
+    for (const auto* p : *props) info.properties[Str(p->key())] = Str(p->value());
+  }
   return info;
 }
 

@@ -16,8 +16,10 @@ inline std::string Str(const flatbuffers::String* s) { return s ? s->str() : std
 std::vector<std::string> Strings(
     const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>* v);
 
-flatbuffers::Offset<wire::HelloReply> BuildHelloReply(flatbuffers::FlatBufferBuilder& fbb,
-                                                      const DeviceInfo& info);
+// auth_challenge: set when the agent requires authentication (feature auth_hmac).
+flatbuffers::Offset<wire::HelloReply> BuildHelloReply(
+    flatbuffers::FlatBufferBuilder& fbb, const DeviceInfo& info,
+    const std::vector<uint8_t>* auth_challenge = nullptr);
 DeviceInfo ReadHelloReply(const wire::HelloReply& reply);
 
 flatbuffers::Offset<wire::RunJob> BuildRunJob(flatbuffers::FlatBufferBuilder& fbb,

@@ -194,16 +194,28 @@ void Supervisor::Shutdown() {
   }
 }
 
-JobResult Supervisor::Run(const JobSpec& job) {
-  std::lock_guard<std::mutex> lock(job_mutex_);
-  return RunLocked(job);
+JobResult Supervisor::Run(const JobSpec& job) { return Run(job, nullptr); }
+
+JobResult Supervisor::Run(const JobSpec& job, const std::atomic<bool>* cancel) {
+  // Pinned while queued and running, so a quota eviction cannot take them.
+  ArtifactPin runner_pin(store_, job.runner_sha256), model_pin(store_, job.model_sha256);
+  std::unique_lock<std::timed_mutex> lock(job_mutex_, std::defer_lock);
+  if (cancel == nullptr) {
+    lock.lock();
+  } else {
+    while (!lock.try_lock_for(std::chrono::milliseconds(50))) {
+      if (cancel->load()) return Infra("job cancelled before it started");
+    }
+  }
+  return RunLocked(job, cancel);
 }
 
-JobResult Supervisor::RunLocked(const JobSpec& job) {
+JobResult Supervisor::RunLocked(const JobSpec& job, const std::atomic<bool>* cancel) {
   {
     std::lock_guard<std::mutex> lock(pid_mutex_);
     if (shut_down_) return Infra("the agent is shutting down");
   }
+  if (cancel && cancel->load()) return Infra("job cancelled before it started");
   if (std::string bad = CheckSpec(job, options_.max_timeout_ms); !bad.empty()) return Infra(bad);
   auto runner = store_->PathOf(job.runner_sha256);
   if (!runner) return Infra("runner: " + runner.message());
@@ -294,6 +306,7 @@ JobResult Supervisor::RunLocked(const JobSpec& job) {
   auto deadline = start + std::chrono::milliseconds(job.timeout_ms);
   int status = 0;
   bool timed_out = false;
+  bool cancelled = false;
   for (;;) {
     pollfd fds[3];
     nfds_t n = 0;
@@ -304,6 +317,7 @@ JobResult Supervisor::RunLocked(const JobSpec& job) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     int wait_ms = static_cast<int>(std::max<int64_t>(0, left.count() + 1));
     if (!pidfd) wait_ms = std::min(wait_ms, 10);  // no pidfd: poll for the exit
+    if (cancel) wait_ms = std::min(wait_ms, 50);
     int ready = ::poll(fds, n, wait_ms);
     if (ready > 0) {
       if (out_i >= 0 && fds[out_i].revents) Pump(&out_r, out_sink);
@@ -317,6 +331,10 @@ JobResult Supervisor::RunLocked(const JobSpec& job) {
     }
     if (Clock::now() >= deadline) {
       timed_out = true;
+      break;
+    }
+    if (cancel && cancel->load()) {
+      cancelled = true;
       break;
     }
   }
@@ -338,6 +356,13 @@ JobResult Supervisor::RunLocked(const JobSpec& job) {
   result.wall_ms = std::chrono::duration<double, std::milli>(end - start).count();
   result.runner_json = out_text;
   result.stderr_tail = err_text;
+  if (cancelled) {
+    result.status = "infra";
+    result.error = "job cancelled: the host went away";
+    result.exit_code = -1;
+    result.signal = SIGKILL;
+    return result;
+  }
   if (timed_out) {
     result.status = "timeout";
     result.error = "runner exceeded the timeout of " + std::to_string(job.timeout_ms) +

@@ -4,6 +4,7 @@
 // the outcome into the job status classes of docs/CONTRACTS.md.
 #pragma once
 
+#include <atomic>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -28,6 +29,10 @@ class Supervisor {
   // trouble (missing artifact, fork/exec failure, bad spec) is a JobResult
   // with status "infra". Jobs from several threads run one after another.
   JobResult Run(const JobSpec& job);
+  // Same, but gives up when *cancel becomes true (checked at least every
+  // 50 ms while the job waits or runs): the runner's process group is killed
+  // and the result is infra "job cancelled". cancel may be null.
+  JobResult Run(const JobSpec& job, const std::atomic<bool>* cancel);
 
   // Agent shutdown: kills the running job's process group, if any (it is
   // reported as crashed by SIGKILL), and refuses later jobs as infra.
@@ -42,11 +47,11 @@ class Supervisor {
                        const std::string& stderr_tail, JobResult* result);
 
  private:
-  JobResult RunLocked(const JobSpec& job);
+  JobResult RunLocked(const JobSpec& job, const std::atomic<bool>* cancel);
 
   ArtifactStore* store_;
   SupervisorOptions options_;
-  std::mutex job_mutex_;        // one job at a time
+  std::timed_mutex job_mutex_;        // one job at a time
   std::mutex pid_mutex_;        // guards running_pgid_ and shut_down_
   int running_pgid_ = 0;
   bool shut_down_ = false;

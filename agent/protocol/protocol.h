@@ -23,6 +23,19 @@ inline constexpr size_t kPutChunkBytes = 1u << 20;
 // the session uses the intersection. Unknown names are ignored.
 inline constexpr std::string_view kFeatureArtifacts = "artifacts";  // Have/Put*
 inline constexpr std::string_view kFeatureRunJob = "run_job";       // RunJob/JobResult
-inline constexpr std::string_view kKnownFeatures[] = {kFeatureArtifacts, kFeatureRunJob};
+// AuthProof/AuthReply after hello. The agent lists it only when it requires a
+// token; the host lists it always.
+inline constexpr std::string_view kFeatureAuthHmac = "auth_hmac";
+inline constexpr std::string_view kFeatureHeartbeat = "heartbeat";   // Ping/Pong both ways
+inline constexpr std::string_view kFeaturePutResume = "put_resume";  // PutBeginReply{offset}
+inline constexpr std::string_view kKnownFeatures[] = {
+    kFeatureArtifacts, kFeatureRunJob, kFeatureAuthHmac, kFeatureHeartbeat, kFeaturePutResume};
+
+// Ids of frames the agent starts (its Pings) have this bit set; host request
+// ids count up from 1 and never reach it.
+inline constexpr uint64_t kAgentRequestIdBit = uint64_t{1} << 63;
+
+// Bytes of an authentication challenge (HelloReply.auth_challenge, AuthProof.challenge).
+inline constexpr size_t kAuthChallengeBytes = 32;
 
 }  // namespace dfarm::agent
