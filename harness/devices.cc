@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "harness/agent_process.h"
+#include "harness/spec.h"
 
 namespace dfarm::harness {
 namespace {
@@ -39,7 +40,12 @@ class Provider final : public DeviceProvider {
   std::vector<std::string> KnownDevices() const override { return {"local"}; }
 
   Result<std::unique_ptr<DeviceSession>> Open(const std::string& name) override {
-    if (name == "local") return OpenLocal();
+    if (name == "local") return OpenLocal(name, options_.agent_store);
+    if (name.rfind("local:", 0) == 0 && CheckDeviceName(name).empty()) {
+      std::string base = options_.agent_store;
+      while (base.size() > 1 && base.back() == '/') base.pop_back();
+      return OpenLocal(name, base + "-" + name.substr(6));
+    }
     const std::string tcp = "tcp://";
     if (name.rfind(tcp, 0) == 0) {
       std::string rest = name.substr(tcp.size());
@@ -59,25 +65,25 @@ class Provider final : public DeviceProvider {
         }
       }
     }
-    return MakeError("unknown device '" + name + "' (known: local, tcp://HOST:PORT)");
+    return MakeError("unknown device '" + name + "' (known: local, local:NAME, tcp://HOST:PORT)");
   }
 
  private:
-  Result<std::unique_ptr<DeviceSession>> OpenLocal() {
+  Result<std::unique_ptr<DeviceSession>> OpenLocal(const std::string& name,
+                                                    const std::string& store_dir) {
     std::error_code ec;
-    fs::create_directories(options_.agent_store, ec);
+    fs::create_directories(store_dir, ec);
     if (ec) {
-      return MakeError("device 'local': cannot create agent store '" + options_.agent_store +
+      return MakeError("device '" + name + "': cannot create agent store '" + store_dir +
                        "': " + ec.message());
     }
-    auto process =
-        AgentProcess::Start(options_.agent_path, options_.agent_store, options_.connect_timeout);
-    if (!process) return MakeError("device 'local': " + process.message());
+    auto process = AgentProcess::Start(options_.agent_path, store_dir, options_.connect_timeout);
+    if (!process) return MakeError("device '" + name + "': " + process.message());
     auto client =
         agent::AgentClient::Connect("127.0.0.1", (*process)->port(), options_.connect_timeout);
-    if (!client) return MakeError("device 'local': " + client.message());
+    if (!client) return MakeError("device '" + name + "': " + client.message());
     return std::unique_ptr<DeviceSession>(
-        std::make_unique<Session>("local", std::move(*process), std::move(*client)));
+        std::make_unique<Session>(name, std::move(*process), std::move(*client)));
   }
 
   ProviderOptions options_;

@@ -1,5 +1,7 @@
 // Devices: where jobs run. A provider turns a device name from the spec
-// ("local", "tcp://HOST:PORT") into a session with a connected AgentClient.
+// ("local", "local:NAME", "tcp://HOST:PORT") into a session with a connected
+// AgentClient. Open() may be called from several threads at once (one device
+// worker each); a session belongs to the thread that opened it.
 #pragma once
 
 #include <chrono>
@@ -44,7 +46,8 @@ ProviderOptions DefaultProviderOptions();
 // A file beside the running executable (/proc/self/exe), e.g. "dfarm-runner".
 std::string BesideSelf(const std::string& file_name);
 
-// The provider for "local" (the agent as a child process) and "tcp://HOST:PORT".
+// The provider for "local" (the agent as a child process, store agent_store),
+// "local:NAME" (another child agent, store agent_store-NAME) and "tcp://HOST:PORT".
 std::unique_ptr<DeviceProvider> MakeDeviceProvider(const ProviderOptions& options);
 
 }  // namespace dfarm::harness

@@ -76,13 +76,20 @@ std::string JobKey(const std::string& model_sha256, const DelegateSpec& delegate
 std::vector<MatrixJob> ExpandMatrix(const SweepSpec& spec,
                                     const std::vector<std::string>& model_sha256s) {
   std::vector<MatrixJob> jobs;
-  jobs.reserve(spec.devices.size() * spec.models.size() * spec.delegates.size());
+  std::vector<uint32_t> threads = spec.num_threads;
+  if (threads.empty()) threads = {spec.benchmark.num_threads};
+  jobs.reserve(spec.devices.size() * spec.models.size() * spec.delegates.size() *
+               threads.size());
   for (const std::string& device : spec.devices) {
     for (size_t m = 0; m < spec.models.size(); ++m) {
       for (const DelegateSpec& d : spec.delegates) {
-        MatrixJob j{spec.models[m], model_sha256s.at(m), d, device, spec.benchmark, {}};
-        j.job_key = JobKey(j.model_sha256, d, device, spec.benchmark);
-        jobs.push_back(std::move(j));
+        for (uint32_t n : threads) {
+          BenchmarkSpec b = spec.benchmark;
+          b.num_threads = n;
+          MatrixJob j{spec.models[m], model_sha256s.at(m), d, device, b, {}};
+          j.job_key = JobKey(j.model_sha256, d, device, b);
+          jobs.push_back(std::move(j));
+        }
       }
     }
   }

@@ -1,4 +1,5 @@
-// Matrix expansion: a sweep spec becomes one job per model x delegate x device.
+// Matrix expansion: a sweep spec becomes one job per device x model x delegate
+// configuration x num_threads value.
 #pragma once
 
 #include <string>
@@ -24,7 +25,7 @@ struct MatrixJob {
 std::string JobKey(const std::string& model_sha256, const DelegateSpec& delegate,
                    const std::string& device, const BenchmarkSpec& benchmark);
 
-// Jobs ordered device, then model, then delegate (so one device's jobs run
+// Jobs ordered device, then model, then delegate, then num_threads (so one device's jobs run
 // together and a model's delegates sit side by side). `model_sha256s[i]`
 // belongs to spec.models[i]. Pure and deterministic.
 std::vector<MatrixJob> ExpandMatrix(const SweepSpec& spec,

@@ -70,5 +70,17 @@ TEST(MatrixTest, Sha256) {
   EXPECT_FALSE(Sha256OfFile(path + ".missing").ok());
 }
 
+TEST(MatrixTest, ThreadsAxis) {
+  SweepSpec s = TwoByTwoByTwo();
+  s.num_threads = {1, 2, 4};
+  auto jobs = ExpandMatrix(s, {"aaaa", "bbbb"});
+  ASSERT_EQ(jobs.size(), 24u);
+  EXPECT_EQ(jobs[0].benchmark.num_threads, 1u);
+  EXPECT_EQ(jobs[1].benchmark.num_threads, 2u);
+  EXPECT_EQ(jobs[2].benchmark.num_threads, 4u);
+  EXPECT_EQ(jobs[3].delegate.name, "xnnpack");
+  EXPECT_NE(jobs[0].job_key, jobs[1].job_key);
+}
+
 }  // namespace
 }  // namespace dfarm::harness

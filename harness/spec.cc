@@ -13,6 +13,8 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+constexpr size_t kMaxDelegateConfigs = 10000;
+
 const char* TypeName(const json& v) {
   if (v.is_number_integer() || v.is_number_unsigned()) return "an integer";
   if (v.is_number_float()) return "a number";
@@ -71,7 +73,9 @@ class Parser {
     if (!doc.is_object()) {
       return Fail("", std::string("expected a JSON object, got ") + TypeName(doc));
     }
-    if (auto r = CheckKeys(doc, "", {"name", "models", "delegates", "devices", "benchmark"}); !r) {
+    if (auto r = CheckKeys(doc, "",
+                          {"name", "models", "delegates", "devices", "benchmark", "scheduler"});
+        !r) {
       return r.error();
     }
     SweepSpec spec;
@@ -122,11 +126,17 @@ class Parser {
       std::set<std::string> seen;
       for (size_t i = 0; i < ds.size(); ++i) {
         std::string where = "delegates[" + std::to_string(i) + "]";
-        auto d = ParseDelegate(ds[i], where);
-        if (!d) return d.error();
-        std::string id = d->name + "|" + d->OptionsString();
-        if (!seen.insert(id).second) return Fail(where, "duplicate delegate configuration");
-        spec.delegates.push_back(std::move(*d));
+        auto expanded = ParseDelegate(ds[i], where);
+        if (!expanded) return expanded.error();
+        for (DelegateSpec& d : *expanded) {
+          std::string id = d.name + "|" + d.OptionsString();
+          if (!seen.insert(id).second) {
+            return Fail(where, "duplicate delegate configuration '" + d.name +
+                                   (d.options.empty() ? "" : "(" + d.OptionsString() + ")") +
+                                   "'");
+          }
+          spec.delegates.push_back(std::move(d));
+        }
       }
     } else {
       spec.delegates.push_back(DelegateSpec{"cpu", {}});
@@ -175,17 +185,72 @@ class Parser {
       };
       for (const Field& f : fields) {
         if (!b.contains(f.key)) continue;
-        auto v = Uint(b[f.key], std::string("benchmark.") + f.key, f.lo, f.hi);
+        const std::string key = f.key;
+        if (key == "num_threads" && b[f.key].is_array()) {
+          const json& list = b[f.key];
+          if (list.empty()) return Fail("benchmark.num_threads", "is an empty list");
+          std::set<uint32_t> seen;
+          spec.num_threads.clear();
+          for (size_t i = 0; i < list.size(); ++i) {
+            std::string at = "benchmark.num_threads[" + std::to_string(i) + "]";
+            auto v = Uint(list[i], at, f.lo, f.hi);
+            if (!v) return v.error();
+            if (!seen.insert(*v).second) return Fail(at, "duplicate value " + std::to_string(*v));
+            spec.num_threads.push_back(*v);
+          }
+          *f.out = spec.num_threads.front();
+          continue;
+        }
+        auto v = Uint(b[f.key], "benchmark." + key, f.lo, f.hi);
         if (!v) return v.error();
         *f.out = *v;
+        if (key == "num_threads") spec.num_threads = {*v};
+      }
+    }
+
+    if (doc.contains("scheduler")) {
+      const json& s = doc["scheduler"];
+      if (!s.is_object()) {
+        return Fail("scheduler", std::string("expected an object, got ") + TypeName(s));
+      }
+      if (auto r = CheckKeys(s, "scheduler",
+                             {"retries", "backoff_ms", "quarantine_after", "failover"});
+          !r) {
+        return r.error();
+      }
+      struct Field {
+        const char* key;
+        uint32_t* out;
+        uint32_t lo, hi;
+      } fields[] = {
+          {"retries", &spec.scheduler.retries, 0, 100},
+          {"backoff_ms", &spec.scheduler.backoff_ms, 0, 600000},
+          {"quarantine_after", &spec.scheduler.quarantine_after, 1, 1000000},
+      };
+      for (const Field& f : fields) {
+        if (!s.contains(f.key)) continue;
+        auto v = Uint(s[f.key], std::string("scheduler.") + f.key, f.lo, f.hi);
+        if (!v) return v.error();
+        *f.out = *v;
+      }
+      if (s.contains("failover")) {
+        const json& f = s["failover"];
+        if (!f.is_string() || (f != "none" && f != "same_abi")) {
+          return Fail("scheduler.failover",
+                      "expected \"none\" or \"same_abi\", got " +
+                          (f.is_string() ? "'" + f.get<std::string>() + "'" : TypeName(f)));
+        }
+        spec.scheduler.failover = f.get<std::string>();
       }
     }
     return spec;
   }
 
  private:
-  Result<DelegateSpec> ParseDelegate(const json& d, const std::string& where) const {
+  // One delegate entry; option lists expand into several configurations.
+  Result<std::vector<DelegateSpec>> ParseDelegate(const json& d, const std::string& where) const {
     DelegateSpec out;
+    std::vector<std::pair<std::string, std::vector<std::string>>> grid;  // listed options
     if (d.is_string()) {
       out.name = d.get<std::string>();
     } else if (d.is_object()) {
@@ -202,22 +267,26 @@ class Parser {
         }
         for (const auto& [key, value] : o.items()) {
           std::string at = where + ".options." + key;
-          std::string v;
-          if (value.is_string()) {
-            v = value.get<std::string>();
-          } else if (value.is_boolean() || value.is_number()) {
-            v = value.dump();
-          } else {
-            return Fail(
-                at, std::string("expected a string, number or boolean, got ") + TypeName(value));
-          }
           if (key.empty() || key.find_first_of(":;") != std::string::npos) {
             return Fail(at, "option names must be non-empty and contain no ':' or ';'");
           }
-          if (v.find(';') != std::string::npos) {
-            return Fail(at, "option values must not contain ';'");
+          if (value.is_array()) {
+            if (value.empty()) return Fail(at, "is an empty list");
+            std::vector<std::string> values;
+            std::set<std::string> seen;
+            for (size_t i = 0; i < value.size(); ++i) {
+              std::string at_i = at + "[" + std::to_string(i) + "]";
+              auto v = OptionValue(value[i], at_i);
+              if (!v) return v.error();
+              if (!seen.insert(*v).second) return Fail(at_i, "duplicate value '" + *v + "'");
+              values.push_back(std::move(*v));
+            }
+            grid.emplace_back(key, std::move(values));
+            continue;
           }
-          out.options[key] = v;
+          auto v = OptionValue(value, at);
+          if (!v) return v.error();
+          out.options[key] = *v;
         }
       }
     } else {
@@ -225,7 +294,40 @@ class Parser {
                   std::string("expected an object {\"name\":...} or a string, got ") + TypeName(d));
     }
     if (out.name.empty()) return Fail(where, "empty delegate name");
-    return out;
+    // Cartesian product over the listed options, the last key varying fastest.
+    std::vector<DelegateSpec> configs = {out};
+    for (const auto& [key, values] : grid) {
+      std::vector<DelegateSpec> next;
+      for (const DelegateSpec& c : configs) {
+        for (const std::string& v : values) {
+          DelegateSpec e = c;
+          e.options[key] = v;
+          next.push_back(std::move(e));
+        }
+      }
+      configs = std::move(next);
+      if (configs.size() > kMaxDelegateConfigs) {
+        return Fail(where + ".options", "expands into more than " +
+                                            std::to_string(kMaxDelegateConfigs) +
+                                            " configurations");
+      }
+    }
+    return configs;
+  }
+
+  // A scalar option value as the runner gets it.
+  Result<std::string> OptionValue(const json& value, const std::string& at) const {
+    std::string v;
+    if (value.is_string()) {
+      v = value.get<std::string>();
+    } else if (value.is_boolean() || value.is_number()) {
+      v = value.dump();
+    } else {
+      return Fail(at, std::string("expected a string, number, boolean or a list of them, got ") +
+                          TypeName(value));
+    }
+    if (v.find(';') != std::string::npos) return Fail(at, "option values must not contain ';'");
+    return v;
   }
 
   std::string spec_path_;
@@ -256,13 +358,27 @@ std::string SweepSpec::ToJson() const {
   doc["devices"] = devices;
   doc["benchmark"] = {{"warmup_runs", benchmark.warmup_runs},
                       {"num_runs", benchmark.num_runs},
-                      {"num_threads", benchmark.num_threads},
+                      {"num_threads", num_threads.size() == 1 ? json(num_threads.front())
+                                                              : json(num_threads)},
                       {"timeout_s", benchmark.timeout_s}};
+  doc["scheduler"] = {{"retries", scheduler.retries},
+                      {"backoff_ms", scheduler.backoff_ms},
+                      {"quarantine_after", scheduler.quarantine_after},
+                      {"failover", scheduler.failover}};
   return doc.dump();
 }
 
 std::string CheckDeviceName(const std::string& name) {
   if (name == "local") return {};
+  if (name.rfind("local:", 0) == 0) {
+    std::string tag = name.substr(6);
+    if (tag.empty() || tag.size() > 32 ||
+        tag.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
+            std::string::npos) {
+      return "device '" + name + "': a local device's name must be [A-Za-z0-9_-]{1,32}";
+    }
+    return {};
+  }
   const std::string tcp = "tcp://";
   if (name.rfind(tcp, 0) == 0) {
     std::string rest = name.substr(tcp.size());
@@ -277,7 +393,7 @@ std::string CheckDeviceName(const std::string& name) {
     }
     return {};
   }
-  return "unknown device '" + name + "' (known: local, tcp://HOST:PORT)";
+  return "unknown device '" + name + "' (known: local, local:NAME, tcp://HOST:PORT)";
 }
 
 Result<SweepSpec> ParseSpec(const std::string& text, const std::string& spec_path) {

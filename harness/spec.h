@@ -29,8 +29,23 @@ struct DelegateSpec {
 struct BenchmarkSpec {
   uint32_t warmup_runs = 1;
   uint32_t num_runs = 50;
-  uint32_t num_threads = 1;
-  uint32_t timeout_s = 120;
+  uint32_t num_threads = 1;  // of one job; a spec may list several (SweepSpec::num_threads)
+  uint32_t timeout_s = 120;  // per job, enforced by the agent
+};
+
+// How the scheduler treats device trouble (harness/README.md, "Scheduler").
+struct SchedulerSpec {
+  // Extra attempts of a job that ended `infra` (never for any other status),
+  // with exponential backoff: backoff_ms, 2 * backoff_ms, ...
+  uint32_t retries = 2;
+  uint32_t backoff_ms = 500;
+  // A device whose jobs end `infra` this many times in a row is quarantined
+  // for the rest of the sweep.
+  uint32_t quarantine_after = 3;
+  // Where a quarantined device's remaining jobs go: "none" (they end infra)
+  // or "same_abi" (to another device of the sweep whose agent reported the
+  // same ABI).
+  std::string failover = "none";
 };
 
 struct SweepSpec {
@@ -39,20 +54,28 @@ struct SweepSpec {
   std::vector<DelegateSpec> delegates;  // default [{"name":"cpu"}]
   std::vector<std::string> devices;     // default ["local"]
   BenchmarkSpec benchmark;
+  // The num_threads axis: one value per matrix cell, in spec order; never
+  // empty (benchmark.num_threads alone when the spec gives one number).
+  std::vector<uint32_t> num_threads = {1};
+  SchedulerSpec scheduler;
 
   // The spec with defaults filled in and paths resolved, as stored with the run.
   std::string ToJson() const;
 };
 
-// Parses spec text. `spec_path` names the spec in messages ("spec 'q.json': ...")
+// Parses spec text. A list where one value is expected expands into one
+// matrix cell per value: a delegate option `{"threads":[1,2]}` gives two
+// delegate configurations (the cartesian product over all listed options),
+// `benchmark.num_threads: [1,2]` two thread counts. `spec_path` names the spec in messages ("spec 'q.json': ...")
 // and its folder anchors relative model paths. Model files must exist.
 Result<SweepSpec> ParseSpec(const std::string& text, const std::string& spec_path);
 
 // Reads and parses the spec file at `path`.
 Result<SweepSpec> LoadSpec(const std::string& path);
 
-// Device names the spec accepts: "local", or "tcp://HOST:PORT" for an agent
-// started elsewhere. Returns an empty string when `name` is valid, else why not.
+// Device names the spec accepts: "local" (an agent started as our child),
+// "local:NAME" (another one, with its own store; NAME is [A-Za-z0-9_-]{1,32}),
+// or "tcp://HOST:PORT" for an agent started elsewhere. Returns an empty string when `name` is valid, else why not.
 std::string CheckDeviceName(const std::string& name);
 
 }  // namespace dfarm::harness

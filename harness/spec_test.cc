@@ -75,7 +75,7 @@ TEST_F(SpecTest, UnknownKeys) {
   EXPECT_EQ(Error(R"({"modles":["../models/a.tflite"]})"),
             "spec '" + (dir_.path() / "specs/q.json").string() +
                 "': unknown key 'modles' at top level (expected name, models, delegates, "
-                "devices, benchmark)");
+                "devices, benchmark, scheduler)");
   EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"benchmark":{"runs":3}})"),
               HasSubstr("unknown key 'runs' in benchmark"));
   EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"delegates":[{"name":"cpu","opts":{}}]})"),
@@ -106,8 +106,13 @@ TEST_F(SpecTest, BadTypes) {
               HasSubstr("benchmark.num_runs: expected an integer, got a number"));
   EXPECT_THAT(
       Error(
-          R"({"models":["../models/a.tflite"],"delegates":[{"name":"cpu","options":{"k":[1]}}]})"),
-      HasSubstr("delegates[0].options.k: expected a string, number or boolean, got array"));
+          R"({"models":["../models/a.tflite"],"delegates":[{"name":"cpu","options":{"k":{}}}]})"),
+      HasSubstr("delegates[0].options.k: expected a string, number, boolean or a list of them, "
+                "got object"));
+  EXPECT_THAT(
+      Error(
+          R"({"models":["../models/a.tflite"],"delegates":[{"name":"cpu","options":{"k":[[1]]}}]})"),
+      HasSubstr("delegates[0].options.k[0]: expected a string, number, boolean"));
   EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"devices":[1]})"),
               HasSubstr("devices[0]: expected a string"));
   EXPECT_THAT(Error(R"({"models":[)"), HasSubstr("invalid JSON"));
@@ -145,6 +150,65 @@ TEST_F(SpecTest, UnreadableFile) {
   auto r = LoadSpec((dir_.path() / "nope.json").string());
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.message(), HasSubstr("nope.json': cannot read the file"));
+}
+
+TEST_F(SpecTest, OptionListsExpand) {
+  auto spec = Parse(R"({"models":["../models/a.tflite"],
+      "delegates":["cpu",{"name":"x","options":{"threads":[1,2],"fp16":[true,false],"c":"y"}}],
+      "benchmark":{"num_threads":[1,4]}})");
+  ASSERT_TRUE(spec.ok()) << spec.message();
+  ASSERT_EQ(spec->delegates.size(), 5u);
+  EXPECT_EQ(spec->delegates[0].name, "cpu");
+  // The last listed key varies fastest; keys are sorted (c, fp16, threads).
+  EXPECT_EQ(spec->delegates[1].OptionsString(), "c:y;fp16:true;threads:1");
+  EXPECT_EQ(spec->delegates[2].OptionsString(), "c:y;fp16:true;threads:2");
+  EXPECT_EQ(spec->delegates[3].OptionsString(), "c:y;fp16:false;threads:1");
+  EXPECT_EQ(spec->delegates[4].OptionsString(), "c:y;fp16:false;threads:2");
+  EXPECT_EQ(spec->num_threads, (std::vector<uint32_t>{1, 4}));
+
+  // The stored spec parses back to the same configurations.
+  auto again = ParseSpec(spec->ToJson(), "stored");
+  ASSERT_TRUE(again.ok()) << again.message();
+  ASSERT_EQ(again->delegates.size(), 5u);
+  EXPECT_EQ(again->delegates[4].OptionsString(), "c:y;fp16:false;threads:2");
+  EXPECT_EQ(again->num_threads, spec->num_threads);
+
+  EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],
+                       "delegates":[{"name":"x","options":{"t":[]}}]})"),
+              HasSubstr("delegates[0].options.t: is an empty list"));
+  EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],
+                       "delegates":[{"name":"x","options":{"t":[1,1]}}]})"),
+              HasSubstr("delegates[0].options.t[1]: duplicate value '1'"));
+  EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],
+                       "delegates":[{"name":"x","options":{"t":[1,2]}},
+                                    {"name":"x","options":{"t":2}}]})"),
+              HasSubstr("delegates[1]: duplicate delegate configuration 'x(t:2)'"));
+  EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"benchmark":{"num_threads":[1,0]}})"),
+              HasSubstr("benchmark.num_threads[1]: 0 is out of range [1, 256]"));
+}
+
+TEST_F(SpecTest, SchedulerAndDevices) {
+  auto spec = Parse(R"({"models":["../models/a.tflite"],"devices":["local","local:b"],
+      "scheduler":{"retries":0,"backoff_ms":10,"quarantine_after":1,"failover":"same_abi"}})");
+  ASSERT_TRUE(spec.ok()) << spec.message();
+  EXPECT_EQ(spec->scheduler.retries, 0u);
+  EXPECT_EQ(spec->scheduler.backoff_ms, 10u);
+  EXPECT_EQ(spec->scheduler.quarantine_after, 1u);
+  EXPECT_EQ(spec->scheduler.failover, "same_abi");
+  EXPECT_EQ(spec->devices[1], "local:b");
+  auto defaults = Parse(R"({"models":["../models/a.tflite"]})");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->scheduler.retries, 2u);
+  EXPECT_EQ(defaults->scheduler.quarantine_after, 3u);
+  EXPECT_EQ(defaults->scheduler.failover, "none");
+  EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"scheduler":{"failover":"any"}})"),
+              HasSubstr("scheduler.failover: expected \"none\" or \"same_abi\", got 'any'"));
+  EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"scheduler":{"quarantine_after":0}})"),
+              HasSubstr("scheduler.quarantine_after: 0 is out of range"));
+  EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"scheduler":{"retry":1}})"),
+              HasSubstr("unknown key 'retry' in scheduler"));
+  EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"devices":["local:a b"]})"),
+              HasSubstr("a local device's name must be"));
 }
 
 }  // namespace

@@ -1,9 +1,8 @@
 #include "harness/sweep.h"
 
-#include <cstdio>
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <set>
 
 #include "harness/matrix.h"
 
@@ -12,188 +11,74 @@ namespace {
 
 using nlohmann::json;
 
-std::string LastLine(std::string text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) {
-    text.pop_back();
+// Parses "k1:v1;k2:v2" (DelegateSpec::OptionsString) back into options.
+std::map<std::string, std::string> ParseOptionsString(const std::string& text) {
+  std::map<std::string, std::string> out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find(';', start);
+    if (end == std::string::npos) end = text.size();
+    std::string kv = text.substr(start, end - start);
+    size_t colon = kv.find(':');
+    if (colon != std::string::npos) out[kv.substr(0, colon)] = kv.substr(colon + 1);
+    start = end + 1;
   }
-  size_t nl = text.rfind('\n');
-  return nl == std::string::npos ? text : text.substr(nl + 1);
+  return out;
 }
 
-std::string OneLine(std::string s) {
-  for (char& c : s) {
-    if (c == '\n' || c == '\r') c = ' ';
+// Runs `jobs` of run `run_id` and closes the run with its summary.
+Result<SweepSummary> Schedule(int64_t run_id, const SweepSpec& spec,
+                              std::vector<std::string> devices, std::vector<ScheduledJob> jobs,
+                              store::Store& store, DeviceProvider& provider,
+                              const SweepOptions& options, size_t total, size_t already_done) {
+  if (!options.open_store) return MakeError("internal: SweepOptions::open_store is unset");
+  Progress progress(options.progress, options.progress_tty, total, already_done);
+  SchedulerContext ctx;
+  ctx.devices = &provider;
+  ctx.open_store = options.open_store;
+  ctx.runner_path = options.runner_path;
+  ctx.policy = spec.scheduler;
+  ctx.progress = &progress;
+  ctx.cancel = options.cancel;
+  if (auto known = store.ListDevices(); known) {
+    for (const store::DeviceRow& d : *known) {
+      if (!d.abi.empty()) ctx.known_abis.emplace_back(d.name, d.abi);
+    }
   }
-  return s;
+  for (const ScheduledJob& j : jobs) {
+    if (std::find(devices.begin(), devices.end(), j.device) == devices.end()) {
+      devices.push_back(j.device);
+    }
+  }
+  bool pending = !jobs.empty();
+  auto stats = RunJobs(ctx, devices, std::move(jobs));
+  progress.Finish();
+  if (!stats) {
+    (void)store.FinishRun(run_id, store::kRunFailed);
+    return stats.error();
+  }
+  SweepSummary summary;
+  summary.run_id = run_id;
+  summary.bytes_pushed = stats->bytes_pushed;
+  summary.quarantined = stats->quarantined;
+  auto rows = store.ListJobs(run_id);
+  if (!rows) return rows.error();
+  for (const store::JobRow& j : *rows) {
+    ++summary.jobs;
+    if (!j.moved_from.empty()) ++summary.moved;
+    if (!store::IsFinalJobStatus(j.status)) {
+      ++summary.not_run;
+    } else {
+      (j.status == store::kJobOk ? summary.ok : summary.failed)++;
+    }
+  }
+  bool cancelled = options.cancel && options.cancel->load() && summary.not_run > 0;
+  summary.status = cancelled                          ? store::kRunCancelled
+                   : pending && !stats->any_reached ? store::kRunFailed
+                                                      : store::kRunFinished;
+  if (auto r = store.FinishRun(run_id, summary.status); !r) return r.error();
+  return summary;
 }
-
-std::string Stem(const std::string& file) {
-  size_t dot = file.rfind('.');
-  return dot == std::string::npos || dot == 0 ? file : file.substr(0, dot);
-}
-
-// Turns what the agent returned into what the store keeps.
-store::JobOutcome Classify(const agent::JobResult& r) {
-  store::JobOutcome o;
-  o.status = r.status;
-  o.error = OneLine(r.error);
-  o.exit_code = r.exit_code;
-  o.signal = r.signal;
-  o.wall_ms = r.wall_ms;
-  o.runner_json = r.runner_json;
-  o.stderr_tail = r.stderr_tail;
-  auto parsed = ParseRunnerJson(r.runner_json);
-  if (parsed) {
-    o.metrics = parsed->metrics;
-    o.samples_us = parsed->samples_us;
-    if (o.error.empty()) o.error = OneLine(parsed->error);
-  }
-  if (!store::IsFinalJobStatus(o.status)) {
-    o.error = "agent reported unknown job status '" + o.status + "'" +
-              (o.error.empty() ? "" : ": " + o.error);
-    o.status = "infra";
-  } else if (o.status == store::kJobOk && !o.metrics) {
-    o.status = "crashed";
-    o.error = parsed ? "runner reported ok without metrics"
-                     : "runner reported ok but its JSON is unreadable: " + parsed.message();
-  }
-  if (o.status != store::kJobOk && o.error.empty()) {
-    o.error = OneLine(LastLine(r.stderr_tail));
-    if (o.error.empty()) {
-      o.error = r.signal ? "runner killed by signal " + std::to_string(r.signal)
-                         : "runner exited with code " + std::to_string(r.exit_code);
-    }
-  }
-  return o;
-}
-
-class Sweeper {
- public:
-  Sweeper(store::Store& store, DeviceProvider& devices, const SweepOptions& options, size_t total)
-      : store_(store), devices_(devices), options_(options), total_(total) {}
-
-  bool cancelled() const { return options_.cancel && options_.cancel->load(); }
-
-  // Runs one device's jobs. Returns whether the device was reached at all.
-  Result<bool> RunDevice(const std::string& device, const std::vector<MatrixJob>& jobs,
-                         const std::vector<int64_t>& ids) {
-    bool reached = false;
-    std::unique_ptr<DeviceSession> session;
-    std::string runner_sha;
-    std::set<std::string> pushed;  // model sha256s pushed over this session
-    std::string down;              // why the device is given up on, once it is
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      if (cancelled()) break;
-      const MatrixJob& job = jobs[i];
-      if (!session && down.empty()) {
-        auto opened = Connect(device, &runner_sha);
-        if (opened) {
-          session = std::move(*opened);
-          reached = true;
-          pushed.clear();
-        } else {
-          down = opened.message();
-        }
-      }
-      if (!session) {
-        if (auto r = RecordInfra(job, ids[i], down); !r) return r.error();
-        continue;
-      }
-      if (!pushed.count(job.model_sha256)) {
-        std::string sha;
-        auto sent = session->client().PutArtifact(job.model.path, &sha);
-        if (!sent) {
-          session.reset();  // the connection's state is unknown now
-          if (auto r = RecordInfra(job, ids[i],
-                                   "cannot push model '" + job.model.file + "' to device '" +
-                                       device + "': " + sent.message());
-              !r) {
-            return r.error();
-          }
-          continue;
-        }
-        bytes_pushed_ += *sent;
-        pushed.insert(job.model_sha256);
-      }
-      if (auto r = store_.MarkJobRunning(ids[i]); !r) return r.error();
-      agent::JobSpec spec;
-      spec.runner_sha256 = runner_sha;
-      spec.model_sha256 = job.model_sha256;
-      spec.delegate = job.delegate.name;
-      spec.delegate_options = job.delegate.OptionsString();
-      spec.num_threads = job.benchmark.num_threads;
-      spec.warmup_runs = job.benchmark.warmup_runs;
-      spec.num_runs = job.benchmark.num_runs;
-      spec.timeout_ms = job.benchmark.timeout_s * 1000;
-      auto result = session->client().RunJob(spec);
-      if (!result) {
-        session.reset();  // reconnect (and restart a local agent) for the next job
-        if (auto r = RecordInfra(job, ids[i], "device '" + device + "': " + result.message()); !r) {
-          return r.error();
-        }
-        continue;
-      }
-      if (auto r = Record(job, ids[i], Classify(*result)); !r) return r.error();
-    }
-    return reached;
-  }
-
-  size_t ok() const { return ok_; }
-  size_t failed() const { return failed_; }
-  size_t done() const { return done_; }
-  uint64_t bytes_pushed() const { return bytes_pushed_; }
-
- private:
-  Result<std::unique_ptr<DeviceSession>> Connect(const std::string& device,
-                                                 std::string* runner_sha) {
-    auto session = devices_.Open(device);
-    if (!session) return session.error();
-    const agent::DeviceInfo& info = (*session)->client().device();
-    store::DeviceRow row{device,        info.abi,           info.os,
-                         info.cpu,      info.cores,         static_cast<int64_t>(info.memory_bytes),
-                         info.hostname, info.agent_version, {}};
-    if (auto r = store_.UpsertDevice(row); !r) return r.error();
-    auto sent = (*session)->client().PutArtifact(options_.runner_path, runner_sha);
-    if (!sent) {
-      return MakeError("cannot push runner '" + options_.runner_path + "' to device '" + device +
-                       "': " + sent.message());
-    }
-    bytes_pushed_ += *sent;
-    return session;
-  }
-
-  Result<void> RecordInfra(const MatrixJob& job, int64_t id, const std::string& why) {
-    store::JobOutcome o;
-    o.status = store::kJobInfra;
-    o.error = OneLine(why);
-    return Record(job, id, o);
-  }
-
-  Result<void> Record(const MatrixJob& job, int64_t id, const store::JobOutcome& o) {
-    if (auto r = store_.RecordJobResult(id, o); !r) return r;
-    ++done_;
-    (o.status == store::kJobOk ? ok_ : failed_)++;
-    if (options_.progress) {
-      std::string delegate = job.delegate.name;
-      if (!job.delegate.options.empty()) delegate += "(" + job.delegate.OptionsString() + ")";
-      char figure[64] = "";
-      if (o.status == store::kJobOk && o.metrics) {
-        std::snprintf(figure, sizeof figure, " mean %.1f ms", o.metrics->mean_us / 1000.0);
-      }
-      *options_.progress << "[" << done_ << "/" << total_ << "] " << Stem(job.model.file) << " "
-                         << delegate << " " << job.device << ": " << o.status << figure
-                         << (o.status == store::kJobOk ? "" : ": " + o.error) << std::endl;
-    }
-    return Ok();
-  }
-
-  store::Store& store_;
-  DeviceProvider& devices_;
-  const SweepOptions& options_;
-  size_t total_;
-  size_t done_ = 0, ok_ = 0, failed_ = 0;
-  uint64_t bytes_pushed_ = 0;
-};
 
 }  // namespace
 
@@ -258,41 +143,78 @@ Result<SweepSummary> RunSweep(const SweepSpec& spec, store::Store& store, Device
     row.delegate = j.delegate.name;
     row.delegate_options = j.delegate.OptionsString();
     row.device = j.device;
+    row.num_threads = j.benchmark.num_threads;
     rows.push_back(std::move(row));
   }
   auto ids = store.AddJobs(*run_id, rows);
   if (!ids) return ids.error();
 
-  Sweeper sweeper(store, devices, options, jobs.size());
-  bool any_reached = false;
-  for (const std::string& device : spec.devices) {
-    std::vector<MatrixJob> mine;
-    std::vector<int64_t> my_ids;
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      if (jobs[i].device != device) continue;
-      mine.push_back(jobs[i]);
-      my_ids.push_back((*ids)[i]);
-    }
-    auto reached = sweeper.RunDevice(device, mine, my_ids);
-    if (!reached) {
-      (void)store.FinishRun(*run_id, store::kRunFailed);
-      return reached.error();
-    }
-    any_reached = any_reached || *reached;
-    if (sweeper.cancelled()) break;
+  std::vector<ScheduledJob> scheduled;
+  scheduled.reserve(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const MatrixJob& j = jobs[i];
+    scheduled.push_back(
+        ScheduledJob{(*ids)[i], j.device, j.model, j.model_sha256, j.delegate, j.benchmark});
   }
+  return Schedule(*run_id, spec, spec.devices, std::move(scheduled), store, devices, options,
+                  jobs.size(), 0);
+}
 
-  SweepSummary summary;
-  summary.run_id = *run_id;
-  summary.jobs = jobs.size();
-  summary.ok = sweeper.ok();
-  summary.failed = sweeper.failed();
-  summary.not_run = jobs.size() - sweeper.done();
-  summary.bytes_pushed = sweeper.bytes_pushed();
-  summary.status = sweeper.cancelled() ? store::kRunCancelled
-                   : any_reached       ? store::kRunFinished
-                                       : store::kRunFailed;
-  if (auto r = store.FinishRun(*run_id, summary.status); !r) return r.error();
+Result<SweepSummary> ResumeSweep(int64_t run_id, store::Store& store, DeviceProvider& devices,
+                                 const SweepOptions& options) {
+  if (auto runner = Sha256OfFile(options.runner_path); !runner) {
+    return MakeError("runner: " + runner.message() + " (build dfarm-runner or set DFARM_RUNNER)");
+  }
+  auto run = store.GetRun(run_id);
+  if (!run) return run.error();
+  std::string where = "run " + std::to_string(run_id);
+  auto spec = ParseSpec(run->spec_json, where);
+  if (!spec) return MakeError("cannot resume " + where + ": " + spec.message());
+  auto rows = store.ListJobs(run_id);
+  if (!rows) return rows.error();
+
+  std::map<std::string, std::string> hashes;  // model path -> sha256 now
+  std::vector<ScheduledJob> pending;
+  for (const store::JobRow& j : *rows) {
+    if (store::IsFinalJobStatus(j.status)) continue;
+    auto [it, fresh] = hashes.emplace(j.model_path, "");
+    if (fresh) {
+      auto sha = Sha256OfFile(j.model_path);
+      if (!sha) return MakeError("cannot resume " + where + ": model " + sha.message());
+      it->second = *sha;
+    }
+    if (it->second != j.model_sha256) {
+      return MakeError("cannot resume " + where + ": model '" + j.model_path +
+                       "' changed since the run was created (sha256 " + it->second +
+                       ", the run has " + j.model_sha256 + ")");
+    }
+    ScheduledJob s;
+    s.id = j.id;
+    s.device = j.device;
+    s.model = ModelSpec{j.model_path, j.model};
+    s.model_sha256 = j.model_sha256;
+    s.delegate = DelegateSpec{j.delegate, ParseOptionsString(j.delegate_options)};
+    s.benchmark = spec->benchmark;
+    if (j.num_threads > 0) s.benchmark.num_threads = j.num_threads;
+    pending.push_back(std::move(s));
+  }
+  size_t resumed = pending.size();
+  if (resumed == 0 && run->status != store::kRunRunning) {
+    SweepSummary summary;  // nothing to do: report the run as it stands
+    summary.run_id = run_id;
+    summary.status = run->status;
+    for (const store::JobRow& j : *rows) {
+      ++summary.jobs;
+      if (!j.moved_from.empty()) ++summary.moved;
+      (j.status == store::kJobOk ? summary.ok : summary.failed)++;
+    }
+    return summary;
+  }
+  if (auto r = store.ReopenRun(run_id); !r) return r.error();
+  auto summary = Schedule(run_id, *spec, spec->devices, std::move(pending), store, devices,
+                          options, rows->size(), rows->size() - resumed);
+  if (!summary) return summary.error();
+  summary->resumed = resumed;
   return summary;
 }
 

@@ -1,15 +1,19 @@
 // A sweep: expand the spec into jobs, record them in the store, run them on
-// their devices one at a time and record each result the moment it arrives.
+// their devices (scheduler.h: a worker per device, in parallel) and record
+// each result the moment it arrives. A sweep that was killed or cancelled is
+// finished later with ResumeSweep.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "agent/result.h"
 #include "harness/devices.h"
+#include "harness/scheduler.h"
 #include "harness/spec.h"
 #include "harness/store/store.h"
 
@@ -17,26 +21,45 @@ namespace dfarm::harness {
 
 struct SweepOptions {
   std::string runner_path;                    // the dfarm-runner build pushed to every device
-  std::ostream* progress = nullptr;           // one line per job when set (borrowed)
+  std::ostream* progress = nullptr;           // progress output when set (borrowed)
+  bool progress_tty = false;                  // one redrawn line instead of a line per job
   const std::atomic<bool>* cancel = nullptr;  // checked between jobs when set (borrowed)
+  // Opens one more connection to the store the sweep writes (one per device
+  // worker: a Store is not thread-safe). Required.
+  StoreOpener open_store;
 };
 
 struct SweepSummary {
   int64_t run_id = 0;
   std::string status;  // the run's final status (store::kRun*)
+  // Over the whole run (a resumed run counts what earlier processes recorded).
   size_t jobs = 0;
   size_t ok = 0;
   size_t failed = 0;   // ended in any status but ok
-  size_t not_run = 0;  // left queued because the sweep was cancelled
+  size_t not_run = 0;  // still queued/running: the sweep was cancelled
+  size_t moved = 0;    // ran (or were recorded) on another device than planned
+  // This process only.
+  size_t resumed = 0;  // pending jobs a resume found (0 for a new run)
   uint64_t bytes_pushed = 0;
+  std::vector<std::string> quarantined;
 };
 
 // Runs `spec` and records it in `store`. Device trouble does not fail the
 // call: it is recorded as jobs with status infra (and the run as failed when
 // no device could be reached at all). Errors are for what stops the sweep
 // from being recorded: unreadable models or runner, or a store failure.
+// `store` is used only by the calling thread, before and after the workers.
 Result<SweepSummary> RunSweep(const SweepSpec& spec, store::Store& store, DeviceProvider& devices,
                               const SweepOptions& options);
+
+// Finishes run `run_id` after its sweep was killed or cancelled: every job
+// still queued or running (a job found running had no result committed) runs
+// again under its own job id, on its device, with the run's stored spec; jobs
+// with a result are left alone. The runner is options.runner_path. A run with
+// nothing pending is only summarized. Errors: no such run, a model missing or
+// changed since the run was created, a store failure.
+Result<SweepSummary> ResumeSweep(int64_t run_id, store::Store& store, DeviceProvider& devices,
+                                 const SweepOptions& options);
 
 // The runner's --json document (docs/CONTRACTS.md): metrics and samples when
 // present. Fails with a message when the text is not a JSON object.

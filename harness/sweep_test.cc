@@ -5,10 +5,14 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "harness/matrix.h"
+#include "harness/progress.h"
 #include "harness/test_util.h"
 
 namespace dfarm::harness {
@@ -17,14 +21,22 @@ namespace {
 using ::testing::HasSubstr;
 
 // An agent in memory: stores artifacts by sha256 and answers jobs with `run`.
+// Device workers run in parallel threads: everything shared is under *mu.
 class FakeClient : public agent::AgentClient {
  public:
-  std::function<Result<agent::JobResult>(const agent::JobSpec&)> run;
+  std::function<Result<agent::JobResult>(const std::string&, const agent::JobSpec&)> run;
+  std::string device_name;
+  std::mutex* mu;
   std::set<std::string>* stored;  // shared across reconnects, like a device's disk
   std::vector<agent::JobSpec>* jobs_seen;
+  std::string abi = "x86_64";
 
-  const agent::DeviceInfo& device() const override { return info_; }
+  const agent::DeviceInfo& device() const override {
+    info_.abi = abi;
+    return info_;
+  }
   Result<std::vector<bool>> Have(const std::vector<std::string>& shas) override {
+    std::lock_guard lock(*mu);
     std::vector<bool> out;
     for (const auto& s : shas) out.push_back(stored->count(s) > 0);
     return out;
@@ -33,16 +45,28 @@ class FakeClient : public agent::AgentClient {
     auto sha = Sha256OfFile(path);
     if (!sha) return sha.error();
     *sha256_out = *sha;
-    if (!stored->insert(*sha).second) return uint64_t{0};
+    std::lock_guard lock(*mu);
+    if (!stored->insert(device_name + "/" + *sha).second) return uint64_t{0};
     return static_cast<uint64_t>(std::filesystem::file_size(path));
   }
   Result<agent::JobResult> RunJob(const agent::JobSpec& job) override {
+    std::lock_guard lock(*mu);
     jobs_seen->push_back(job);
-    return run(job);
+    return run(device_name, job);
   }
 
  private:
-  agent::DeviceInfo info_{"0.1.0", 1, {}, "Linux", "x86_64", "cpu", 2, 1 << 30, "host"};
+  mutable agent::DeviceInfo info_ = [] {
+    agent::DeviceInfo d;
+    d.agent_version = "0.1.0";
+    d.protocol_version = 1;
+    d.os = "Linux";
+    d.cpu = "cpu";
+    d.cores = 2;
+    d.memory_bytes = 1 << 30;
+    d.hostname = "host";
+    return d;
+  }();
 };
 
 class FakeSession : public DeviceSession {
@@ -59,19 +83,29 @@ class FakeSession : public DeviceSession {
 
 class FakeProvider : public DeviceProvider {
  public:
-  std::function<Result<agent::JobResult>(const agent::JobSpec&)> run;
-  std::set<std::string> stored;
+  // Answers every job; `device` is the device the job runs on.
+  std::function<Result<agent::JobResult>(const std::string& device, const agent::JobSpec&)> run;
+  std::mutex mu;
+  std::set<std::string> stored;  // "device/sha256"
   std::vector<agent::JobSpec> jobs_seen;
+  std::set<std::string> down;  // devices that refuse connections
+  std::map<std::string, std::string> abis;
   int opens = 0;
 
   std::vector<std::string> KnownDevices() const override { return {"local"}; }
   Result<std::unique_ptr<DeviceSession>> Open(const std::string& name) override {
+    std::lock_guard lock(mu);
     ++opens;
-    if (name != "local") return MakeError("device '" + name + "': connection refused");
+    if (name.rfind("tcp://127.0.0.1:1", 0) == 0 || down.count(name)) {
+      return MakeError("device '" + name + "': connection refused");
+    }
     auto c = std::make_unique<FakeClient>();
     c->run = run;
+    c->device_name = name;
+    c->mu = &mu;
     c->stored = &stored;
     c->jobs_seen = &jobs_seen;
+    if (abis.count(name)) c->abi = abis[name];
     return std::unique_ptr<DeviceSession>(std::make_unique<FakeSession>(name, std::move(c)));
   }
 };
@@ -108,6 +142,9 @@ class SweepTest : public ::testing::Test {
     spec_.benchmark.num_runs = 3;
     options_.runner_path = runner_;
     options_.progress = &progress_;
+    std::string db = (dir_.path() / "x.db").string();
+    options_.open_store = [db] { return store::OpenSqliteStore(db); };
+    spec_.scheduler.backoff_ms = 1;
   }
 
   TempDir dir_;
@@ -120,7 +157,7 @@ class SweepTest : public ::testing::Test {
 };
 
 TEST_F(SweepTest, RecordsEveryJob) {
-  devices_.run = [](const agent::JobSpec& j) -> Result<agent::JobResult> {
+  devices_.run = [](const std::string&, const agent::JobSpec& j) -> Result<agent::JobResult> {
     if (j.num_runs != 3) return MakeError("wrong num_runs");
     return Ok();
   };
@@ -169,7 +206,7 @@ TEST_F(SweepTest, RecordsEveryJob) {
 
 TEST_F(SweepTest, ClassifiesFailures) {
   int n = 0;
-  devices_.run = [&n](const agent::JobSpec&) -> Result<agent::JobResult> {
+  devices_.run = [&n](const std::string&, const agent::JobSpec&) -> Result<agent::JobResult> {
     agent::JobResult r;
     switch (n++) {
       case 0:
@@ -183,6 +220,8 @@ TEST_F(SweepTest, ClassifiesFailures) {
         r.runner_json = R"({"status":"ok"})";
         return r;
       case 2:
+      case 3:
+      case 4:  // three attempts of the third job
         return MakeError("connection reset by peer");
       default:
         r.status = "crashed";
@@ -197,7 +236,8 @@ TEST_F(SweepTest, ClassifiesFailures) {
   EXPECT_EQ(s->ok, 0u);
   EXPECT_EQ(s->failed, 4u);
   EXPECT_EQ(s->status, "finished");
-  EXPECT_EQ(devices_.opens, 2);  // reconnected after the transport error
+  EXPECT_EQ(devices_.opens, 4);  // reconnected after each transport error
+  EXPECT_EQ(n, 6);              // the infra job was tried 3 times, no other job twice
   auto jobs = store_->ListJobs(s->run_id);
   ASSERT_TRUE(jobs.ok());
   EXPECT_EQ((*jobs)[0].status, "model_error");
@@ -206,7 +246,9 @@ TEST_F(SweepTest, ClassifiesFailures) {
   EXPECT_EQ((*jobs)[1].error, "runner reported ok without metrics");
   EXPECT_EQ((*jobs)[1].delegate_options, "precision:fp16");
   EXPECT_EQ((*jobs)[2].status, "infra");
-  EXPECT_THAT((*jobs)[2].error, HasSubstr("connection reset by peer"));
+  EXPECT_THAT((*jobs)[2].error, HasSubstr("connection reset by peer (after 3 attempts)"));
+  EXPECT_EQ((*jobs)[2].attempts, 3);
+  EXPECT_EQ((*jobs)[0].attempts, 1);
   EXPECT_EQ((*jobs)[3].status, "crashed");
   EXPECT_EQ((*jobs)[3].error, "Segmentation fault");
   EXPECT_THAT(progress_.str(), HasSubstr("[2/4] a gpu(precision:fp16) local: crashed: runner"));
@@ -218,7 +260,8 @@ TEST_F(SweepTest, UnreachableDeviceFailsTheRun) {
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_EQ(s->status, "failed");
   EXPECT_EQ(s->failed, 2u);
-  EXPECT_EQ(devices_.opens, 1);  // given up on after one try
+  EXPECT_EQ(devices_.opens, 7);  // the first probe, then 2 jobs x 3 attempts
+  EXPECT_EQ(s->quarantined.size(), 0u);  // 2 jobs in a row < quarantine_after
   auto jobs = store_->ListJobs(s->run_id);
   for (const auto& j : *jobs) {
     EXPECT_EQ(j.status, "infra");
@@ -229,7 +272,9 @@ TEST_F(SweepTest, UnreachableDeviceFailsTheRun) {
 
 TEST_F(SweepTest, OneReachableDeviceIsEnough) {
   spec_.devices = {"local", "tcp://127.0.0.1:1"};
-  devices_.run = [](const agent::JobSpec&) -> Result<agent::JobResult> { return Ok(); };
+  devices_.run = [](const std::string&, const agent::JobSpec&) -> Result<agent::JobResult> {
+    return Ok();
+  };
   auto s = RunSweep(spec_, *store_, devices_, options_);
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_EQ(s->status, "finished");
@@ -240,7 +285,7 @@ TEST_F(SweepTest, OneReachableDeviceIsEnough) {
 TEST_F(SweepTest, CancelLeavesJobsQueued) {
   std::atomic<bool> cancel{false};
   options_.cancel = &cancel;
-  devices_.run = [&cancel](const agent::JobSpec&) -> Result<agent::JobResult> {
+  devices_.run = [&cancel](const std::string&, const agent::JobSpec&) -> Result<agent::JobResult> {
     cancel = true;
     return Ok();
   };
@@ -271,6 +316,167 @@ TEST(RunnerJsonTest, Parses) {
   EXPECT_EQ(r->samples_us.size(), 3u);
   EXPECT_FALSE(ParseRunnerJson("").ok());
   EXPECT_FALSE(ParseRunnerJson("[1]").ok());
+}
+
+TEST_F(SweepTest, DevicesRunInParallel) {
+  spec_.devices = {"local", "local:b"};
+  // Each device's first job waits until the other device has a job running:
+  // this finishes only when the two workers run at the same time.
+  std::atomic<int> running{0};
+  std::atomic<bool> overlapped{false};
+  devices_.run = [&](const std::string&, const agent::JobSpec&) -> Result<agent::JobResult> {
+    devices_.mu.unlock();  // FakeClient holds it; let the other device in
+    ++running;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (running.load() < 2 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (running.load() >= 2) overlapped = true;
+    devices_.mu.lock();
+    return Ok();
+  };
+  auto s = RunSweep(spec_, *store_, devices_, options_);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_TRUE(overlapped.load());
+  EXPECT_EQ(s->ok, 4u);
+  EXPECT_EQ(s->bytes_pushed, 2 * 1500u);  // runner and both models to each device
+}
+
+TEST_F(SweepTest, QuarantineMovesJobsToTheSameAbi) {
+  spec_.devices = {"local", "local:bad", "local:arm"};
+  spec_.scheduler.retries = 1;
+  spec_.scheduler.quarantine_after = 1;
+  spec_.scheduler.failover = "same_abi";
+  devices_.abis["local:arm"] = "arm64-v8a";
+  devices_.run = [](const std::string& device,
+                    const agent::JobSpec&) -> Result<agent::JobResult> {
+    if (device == "local:bad") return MakeError("connection reset by peer");
+    return Ok();
+  };
+  auto s = RunSweep(spec_, *store_, devices_, options_);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(s->jobs, 6u);
+  EXPECT_EQ(s->ok, 6u) << progress_.str();
+  EXPECT_EQ(s->moved, 2u);
+  EXPECT_EQ(s->quarantined, std::vector<std::string>{"local:bad"});
+  auto jobs = store_->ListJobs(s->run_id);
+  ASSERT_TRUE(jobs.ok());
+  for (const auto& j : *jobs) {
+    if (j.moved_from.empty()) continue;
+    EXPECT_EQ(j.moved_from, "local:bad");
+    EXPECT_EQ(j.device, "local");  // x86_64 like local:bad; never local:arm
+    EXPECT_EQ(j.status, "ok");
+  }
+  auto devs = store_->ListDevices();
+  ASSERT_TRUE(devs.ok());
+  bool seen = false;
+  for (const auto& d : *devs) {
+    if (d.name != "local:bad") continue;
+    seen = true;
+    EXPECT_EQ(d.state, "quarantined");
+    EXPECT_THAT(d.state_reason, HasSubstr("connection reset by peer"));
+  }
+  EXPECT_TRUE(seen);
+  EXPECT_THAT(progress_.str(), HasSubstr("device 'local:bad' quarantined after 1 jobs in a row"));
+}
+
+TEST_F(SweepTest, QuarantineWithoutFailoverRecordsInfra) {
+  spec_.devices = {"local", "local:bad"};
+  spec_.scheduler.retries = 0;
+  spec_.scheduler.quarantine_after = 1;
+  devices_.run = [](const std::string& device,
+                    const agent::JobSpec&) -> Result<agent::JobResult> {
+    if (device == "local:bad") return MakeError("connection reset by peer");
+    return Ok();
+  };
+  auto s = RunSweep(spec_, *store_, devices_, options_);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(s->ok, 2u);
+  EXPECT_EQ(s->failed, 2u);
+  EXPECT_EQ(s->moved, 0u);
+  auto jobs = store_->ListJobs(s->run_id);
+  EXPECT_THAT((*jobs)[3].error, HasSubstr("quarantined before this job ran"));
+}
+
+TEST_F(SweepTest, TestFailuresAreNeverRetried) {
+  int calls = 0;
+  devices_.run = [&](const std::string&, const agent::JobSpec&) -> Result<agent::JobResult> {
+    ++calls;
+    agent::JobResult r;
+    r.status = calls == 1 ? "timeout" : "crashed";
+    r.error = "no";
+    return r;
+  };
+  auto s = RunSweep(spec_, *store_, devices_, options_);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(s->failed, 2u);
+}
+
+TEST_F(SweepTest, ResumeRunsOnlyPendingJobs) {
+  std::atomic<bool> cancel{false};
+  options_.cancel = &cancel;
+  spec_.num_threads = {1, 2};  // 2 models x 2 thread counts
+  devices_.run = [&cancel](const std::string&, const agent::JobSpec&) -> Result<agent::JobResult> {
+    cancel = true;
+    return Ok();
+  };
+  auto first = RunSweep(spec_, *store_, devices_, options_);
+  ASSERT_TRUE(first.ok()) << first.message();
+  ASSERT_EQ(first->status, "cancelled");
+  ASSERT_EQ(first->ok, 1u);
+  // A job left "running" by a killed dfarm has no result: it runs again.
+  auto jobs = store_->ListJobs(first->run_id);
+  ASSERT_TRUE(store_->MarkJobRunning((*jobs)[1].id).ok());
+
+  cancel = false;
+  options_.cancel = nullptr;
+  devices_.jobs_seen.clear();
+  devices_.run = [](const std::string&, const agent::JobSpec&) -> Result<agent::JobResult> {
+    return Ok();
+  };
+  progress_.str("");
+  auto resumed = ResumeSweep(first->run_id, *store_, devices_, options_);
+  ASSERT_TRUE(resumed.ok()) << resumed.message();
+  EXPECT_EQ(resumed->run_id, first->run_id);
+  EXPECT_EQ(resumed->resumed, 3u);
+  EXPECT_EQ(resumed->jobs, 4u);
+  EXPECT_EQ(resumed->ok, 4u);
+  EXPECT_EQ(resumed->status, "finished");
+  ASSERT_EQ(devices_.jobs_seen.size(), 3u);
+  EXPECT_EQ(devices_.jobs_seen[0].num_threads, 2u);  // the job's own thread count
+  EXPECT_THAT(progress_.str(), HasSubstr("[2/4] "));
+  jobs = store_->ListJobs(first->run_id);
+  ASSERT_EQ(jobs->size(), 4u);
+  for (const auto& j : *jobs) EXPECT_EQ(j.status, "ok");
+  EXPECT_EQ(store_->GetRun(first->run_id)->status, "finished");
+
+  // Nothing left: a second resume runs nothing.
+  devices_.jobs_seen.clear();
+  auto again = ResumeSweep(first->run_id, *store_, devices_, options_);
+  ASSERT_TRUE(again.ok()) << again.message();
+  EXPECT_EQ(again->resumed, 0u);
+  EXPECT_EQ(again->ok, 4u);
+  EXPECT_TRUE(devices_.jobs_seen.empty());
+  EXPECT_FALSE(ResumeSweep(99, *store_, devices_, options_).ok());
+}
+
+TEST(ProgressTest, PlainAndTerminal) {
+  std::ostringstream plain;
+  Progress p(&plain, false, 3, 1);
+  p.JobDone("a cpu local", "ok", " mean 1.0 ms");
+  p.JobDone("b cpu local", "crashed", ": boom");
+  EXPECT_EQ(plain.str(), "[2/3] a cpu local: ok mean 1.0 ms\n[3/3] b cpu local: crashed: boom\n");
+  std::ostringstream tty;
+  Progress t(&tty, true, 4, 0);
+  t.JobDone("a cpu local", "ok", "");
+  t.JobDone("b cpu local", "crashed", ": boom");
+  t.Finish();
+  EXPECT_THAT(tty.str(), HasSubstr("[2/4] b cpu local: crashed: boom\n"));
+  EXPECT_THAT(tty.str(), HasSubstr("2/4 jobs, 1 failed, 0 running, ETA "));
+  EXPECT_EQ(tty.str().find("a cpu local"), std::string::npos);  // ok jobs only move the bar
+  EXPECT_EQ(Progress::FormatDuration(std::chrono::seconds(65)), "1m05s");
+  EXPECT_EQ(Progress::FormatDuration(std::chrono::seconds(7300)), "2h01m");
 }
 
 }  // namespace

@@ -67,7 +67,7 @@ TEST(CliTest, SpecErrorsExit2) {
   EXPECT_EQ(o.code, kExitUsage);
   EXPECT_EQ(o.err, "dfarm: error: spec '" + spec +
                        "': unknown key 'modles' at top level (expected name, models, delegates, "
-                       "devices, benchmark)\n");
+                       "devices, benchmark, scheduler)\n");
   o = Call({"sweep", (dir.path() / "missing.json").string()});
   EXPECT_EQ(o.code, kExitUsage);
 }

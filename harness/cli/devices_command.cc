@@ -1,16 +1,24 @@
-// dfarm devices [--json]
+// dfarm devices [--device URI]... [--db FILE] [--json]
 #include <cstdio>
+#include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "harness/cli/commands.h"
 #include "harness/devices.h"
+#include "harness/spec.h"
 
 namespace dfarm::cli {
 namespace {
 
+using nlohmann::json;
+
 struct DevicesOptions {
   bool json = false;
   std::string agent_store;
+  std::string db;
+  std::vector<std::string> devices;
 };
 
 std::string GiB(uint64_t bytes) {
@@ -19,39 +27,122 @@ std::string GiB(uint64_t bytes) {
   return buf;
 }
 
+// What the store knows: device rows, and which devices a running run is
+// using right now (a job in status running).
+struct Known {
+  std::map<std::string, store::DeviceRow> rows;
+  std::set<std::string> busy;
+};
+
+Known ReadStore(const std::string& db) {
+  Known k;
+  std::error_code ec;
+  if (db.empty() || !std::filesystem::exists(db, ec)) return k;
+  auto store = store::OpenSqliteStore(db);
+  if (!store) return k;
+  if (auto rows = (*store)->ListDevices(); rows) {
+    for (store::DeviceRow& r : *rows) k.rows[r.name] = std::move(r);
+  }
+  if (auto runs = (*store)->ListRuns(); runs) {
+    for (const store::RunRow& run : *runs) {
+      if (run.status != store::kRunRunning) continue;
+      auto jobs = (*store)->ListJobs(run.id);
+      if (!jobs) continue;
+      for (const store::JobRow& j : *jobs) {
+        if (j.status == store::kJobRunning) k.busy.insert(j.device);
+      }
+    }
+  }
+  return k;
+}
+
 int Run(const DevicesOptions& o, Context& ctx) {
   harness::ProviderOptions po = harness::DefaultProviderOptions();
   po.agent_store = o.agent_store;
+  po.connect_timeout = std::chrono::milliseconds(5000);
   auto provider = harness::MakeDeviceProvider(po);
-  nlohmann::json list = nlohmann::json::array();
-  size_t online = 0;
-  for (const std::string& name : provider->KnownDevices()) {
-    auto session = provider->Open(name);
-    if (!session) {
-      list.push_back({{"name", name}, {"state", "offline"}, {"error", session.message()}});
-      if (!o.json) ctx.out << name << "\toffline\t" << session.message() << "\n";
-      continue;
+  Known known = ReadStore(o.db);
+
+  std::vector<std::string> names;
+  auto add = [&names](const std::string& n) {
+    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+  };
+  if (!o.devices.empty()) {
+    for (const std::string& d : o.devices) {
+      if (std::string why = harness::CheckDeviceName(d); !why.empty()) {
+        ctx.Fail(kExitUsage, "--device: " + why);
+        return kExitUsage;
+      }
+      add(d);
     }
-    ++online;
-    const agent::DeviceInfo& d = (*session)->client().device();
-    list.push_back({{"name", name},
-                    {"state", "online"},
-                    {"abi", d.abi},
-                    {"os", d.os},
-                    {"cpu", d.cpu},
-                    {"cores", d.cores},
-                    {"memory_bytes", d.memory_bytes},
-                    {"hostname", d.hostname},
-                    {"agent_version", d.agent_version},
-                    {"protocol_version", d.protocol_version},
-                    {"features", d.features}});
-    if (!o.json) {
-      ctx.out << name << "\tonline\t" << d.abi << "\t" << d.os << "\t" << d.cpu << "\t" << d.cores
-              << " cores\t" << GiB(d.memory_bytes) << "\tagent " << d.agent_version << "\n";
+  } else {
+    for (const std::string& d : provider->KnownDevices()) add(d);
+    for (const auto& [name, row] : known.rows) {
+      if (harness::CheckDeviceName(name).empty()) add(name);
     }
   }
-  if (o.json) ctx.out << nlohmann::json{{"devices", list}}.dump(2) << "\n";
-  if (online == 0) {
+
+  json list = json::array();
+  size_t usable = 0;
+  for (const std::string& name : names) {
+    json entry = {{"name", name}};
+    const store::DeviceRow* row = known.rows.count(name) ? &known.rows[name] : nullptr;
+    std::string state, why;
+    std::optional<agent::DeviceInfo> info;
+    if (known.busy.count(name)) {
+      state = "busy";  // a sweep holds it; do not start a second agent beside it
+      why = "a running sweep has a job on it";
+    } else {
+      auto session = provider->Open(name);
+      if (session) {
+        info = (*session)->client().device();
+        state = "online";
+      } else {
+        state = "offline";
+        why = session.message();
+      }
+    }
+    if (row && row->state == store::kDeviceQuarantined && state != "offline") {
+      state = "quarantined";
+      why = row->state_reason;
+    }
+    if (state != "offline") ++usable;
+    entry["state"] = state;
+    if (!why.empty()) entry["reason"] = why;
+    if (info) {
+      entry.update({{"abi", info->abi},
+                    {"os", info->os},
+                    {"cpu", info->cpu},
+                    {"cores", info->cores},
+                    {"memory_bytes", info->memory_bytes},
+                    {"hostname", info->hostname},
+                    {"agent_version", info->agent_version},
+                    {"protocol_version", info->protocol_version},
+                    {"features", info->features}});
+    } else if (row && !row->abi.empty()) {  // as last seen
+      entry.update({{"abi", row->abi},
+                    {"os", row->os},
+                    {"cpu", row->cpu},
+                    {"cores", row->cores},
+                    {"memory_bytes", row->memory_bytes},
+                    {"hostname", row->hostname},
+                    {"agent_version", row->agent_version}});
+    }
+    if (row && !row->last_seen.empty()) entry["last_seen"] = row->last_seen;
+    list.push_back(entry);
+    if (o.json) continue;
+    ctx.out << name << "\t" << state;
+    if (entry.contains("abi")) {
+      ctx.out << "\t" << entry["abi"].get<std::string>() << "\t" << entry["os"].get<std::string>()
+              << "\t" << entry["cpu"].get<std::string>() << "\t" << entry["cores"].get<int64_t>()
+              << " cores\t" << GiB(entry["memory_bytes"].get<uint64_t>()) << "\tagent "
+              << entry["agent_version"].get<std::string>();
+    }
+    if (!why.empty()) ctx.out << "\t" << why;
+    ctx.out << "\n";
+  }
+  if (o.json) ctx.out << json{{"devices", list}}.dump(2) << "\n";
+  if (usable == 0) {
     ctx.Fail(kExitInfra, "no device is online");
     return kExitInfra;
   }
@@ -62,8 +153,16 @@ int Run(const DevicesOptions& o, Context& ctx) {
 
 void AddDevicesCommand(CLI::App& app, Context& ctx) {
   auto o = std::make_shared<DevicesOptions>();
-  CLI::App* cmd = app.add_subcommand("devices", "List the devices and what their agents report");
-  cmd->add_flag("--json", o->json, "print JSON: {\"devices\":[{\"name\",\"state\",...}]}");
+  CLI::App* cmd = app.add_subcommand(
+      "devices",
+      "List the devices (given with --device, else 'local' and those in the database) with "
+      "their state (online, offline, busy, quarantined) and what their agents report");
+  cmd->add_flag("--json", o->json,
+                "print JSON: {\"devices\":[{\"name\",\"state\",\"reason\",\"abi\",...}]}");
+  cmd->add_option("--device", o->devices,
+                  "list this device (local, local:NAME, tcp://HOST:PORT); repeatable")
+      ->allow_extra_args(false);
+  AddDbOption(*cmd, o->db);
   AddAgentStoreOption(*cmd, o->agent_store);
   cmd->callback([o, &ctx] { ctx.exit_code = Run(*o, ctx); });
 }

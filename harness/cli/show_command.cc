@@ -70,6 +70,9 @@ int Run(const ShowOptions& o, Context& ctx) {
                              {"delegate", j.delegate},
                              {"delegate_options", j.delegate_options},
                              {"device", j.device},
+                             {"moved_from", j.moved_from},
+                             {"num_threads", j.num_threads},
+                             {"attempts", j.attempts},
                              {"status", j.status},
                              {"error", j.error},
                              {"wall_ms", j.wall_ms},
@@ -86,6 +89,7 @@ int Run(const ShowOptions& o, Context& ctx) {
   for (const store::JobRow& j : *jobs) {
     std::string delegate = j.delegate;
     if (!j.delegate_options.empty()) delegate += "(" + j.delegate_options + ")";
+    if (j.num_threads > 1) delegate += " x" + std::to_string(j.num_threads);
     ctx.out << j.model << "\t" << delegate << "\t" << j.device << "\t" << j.status;
     if (j.metrics) {
       char rss[32];

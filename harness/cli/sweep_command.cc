@@ -1,10 +1,16 @@
-// dfarm sweep SPEC.json [--db FILE] [--json]
+// dfarm sweep SPEC.json [--device URI]... [--db FILE] [--json]
+// dfarm sweep --resume RUN [--db FILE] [--json]
 #include <signal.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "harness/cli/commands.h"
 #include "harness/devices.h"
@@ -25,15 +31,43 @@ void OnSignal(int sig) {
 
 struct SweepOptions {
   std::string spec;
+  std::string resume;
+  std::vector<std::string> devices;
   std::string db;
   std::string agent_store;
   bool json = false;
 };
 
 int Run(const SweepOptions& o, Context& ctx) {
-  auto spec = harness::LoadSpec(o.spec);
-  if (!spec) {
-    ctx.Fail(kExitUsage, spec.message());
+  if (o.spec.empty() == o.resume.empty()) {
+    ctx.Fail(kExitUsage, "give either a SPEC to sweep or --resume RUN");
+    return kExitUsage;
+  }
+  if (!o.resume.empty() && !o.devices.empty()) {
+    ctx.Fail(kExitUsage, "--device cannot be combined with --resume (a run keeps its devices)");
+    return kExitUsage;
+  }
+  std::optional<harness::SweepSpec> spec;
+  if (!o.spec.empty()) {
+    auto loaded = harness::LoadSpec(o.spec);
+    if (!loaded) {
+      ctx.Fail(kExitUsage, loaded.message());
+      return kExitUsage;
+    }
+    spec = std::move(*loaded);
+    if (!o.devices.empty()) {
+      std::vector<std::string> devices;
+      for (const std::string& d : o.devices) {
+        if (std::string why = harness::CheckDeviceName(d); !why.empty()) {
+          ctx.Fail(kExitUsage, "--device: " + why);
+          return kExitUsage;
+        }
+        if (std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
+      }
+      spec->devices = devices;
+    }
+  } else if (!std::filesystem::exists(o.db)) {
+    ctx.Fail(kExitUsage, "no database '" + o.db + "' to resume a run from (pass --db)");
     return kExitUsage;
   }
   auto store = store::OpenSqliteStore(o.db);
@@ -49,7 +83,23 @@ int Run(const SweepOptions& o, Context& ctx) {
   const char* runner = std::getenv("DFARM_RUNNER");
   so.runner_path = runner && *runner ? runner : harness::BesideSelf("dfarm-runner");
   so.progress = &ctx.err;
+  so.progress_tty = &ctx.err == &std::cerr && ::isatty(STDERR_FILENO);
   so.cancel = &g_cancel;
+  std::string db = o.db;
+  so.open_store = [db] { return store::OpenSqliteStore(db); };
+  int64_t resume_id = 0;
+  if (!o.resume.empty()) {
+    auto id = ResolveRun(**store, o.resume);
+    if (!id) {
+      ctx.Fail(kExitUsage, id.message());
+      return kExitUsage;
+    }
+    if (auto run = (*store)->GetRun(*id); !run) {
+      ctx.Fail(kExitUsage, run.message());
+      return kExitUsage;
+    }
+    resume_id = *id;
+  }
   g_cancel.store(false);
   struct sigaction sa {};
   sa.sa_handler = OnSignal;
@@ -59,7 +109,8 @@ int Run(const SweepOptions& o, Context& ctx) {
   }, old_term{};
   ::sigaction(SIGINT, &sa, &old_int);
   ::sigaction(SIGTERM, &sa, &old_term);
-  auto summary = harness::RunSweep(*spec, **store, *provider, so);
+  auto summary = spec ? harness::RunSweep(*spec, **store, *provider, so)
+                      : harness::ResumeSweep(resume_id, **store, *provider, so);
   ::sigaction(SIGINT, &old_int, nullptr);
   ::sigaction(SIGTERM, &old_term, nullptr);
   if (!summary) {
@@ -68,10 +119,17 @@ int Run(const SweepOptions& o, Context& ctx) {
   }
   const harness::SweepSummary& s = *summary;
   if (o.json) {
-    ctx.out << nlohmann::json{{"run_id", s.run_id},   {"jobs", s.jobs},
-                              {"ok", s.ok},           {"failed", s.failed},
-                              {"not_run", s.not_run}, {"bytes_pushed", s.bytes_pushed},
-                              {"status", s.status},   {"db", o.db}}
+    ctx.out << nlohmann::json{{"run_id", s.run_id},
+                              {"jobs", s.jobs},
+                              {"ok", s.ok},
+                              {"failed", s.failed},
+                              {"not_run", s.not_run},
+                              {"moved", s.moved},
+                              {"resumed", s.resumed},
+                              {"quarantined", s.quarantined},
+                              {"bytes_pushed", s.bytes_pushed},
+                              {"status", s.status},
+                              {"db", o.db}}
                    .dump()
             << std::endl;
   } else {
@@ -82,11 +140,15 @@ int Run(const SweepOptions& o, Context& ctx) {
     ctx.err << "run " << s.run_id << " " << s.status << ": " << s.jobs << " jobs, " << s.ok
             << " ok, " << s.failed << " failed";
     if (s.not_run) ctx.err << ", " << s.not_run << " not run";
+    if (s.moved) ctx.err << ", " << s.moved << " moved";
+    if (!o.resume.empty()) ctx.err << " (" << s.resumed << " resumed)";
+    for (const std::string& q : s.quarantined) ctx.err << ", '" << q << "' quarantined";
     ctx.err << " (" << pushed << " pushed) in '" << o.db << "'" << std::endl;
   }
   if (s.status == store::kRunCancelled) {
-    ctx.Fail(kExitInterrupted,
-             "sweep interrupted; run " + std::to_string(s.run_id) + " is marked cancelled");
+    ctx.Fail(kExitInterrupted, "sweep interrupted; run " + std::to_string(s.run_id) +
+                                   " is marked cancelled (finish it with 'dfarm sweep --resume " +
+                                   std::to_string(s.run_id) + "')");
     return kExitInterrupted;
   }
   if (s.status == store::kRunFailed) {
@@ -102,11 +164,18 @@ void AddSweepCommand(CLI::App& app, Context& ctx) {
   auto o = std::make_shared<SweepOptions>();
   CLI::App* cmd = app.add_subcommand(
       "sweep", "Run every model x delegate x device job of a sweep spec and record the results");
-  cmd->add_option("SPEC", o->spec, "sweep spec (JSON, see docs/CONTRACTS.md)")->required();
+  cmd->add_option("SPEC", o->spec, "sweep spec (JSON, see docs/CONTRACTS.md)");
+  cmd->add_option("--resume", o->resume,
+                  "finish run RUN (an id or 'last') after dfarm was killed or interrupted: its "
+                  "queued and running jobs run again, finished ones are kept");
+  cmd->add_option("--device", o->devices,
+                  "run on this device instead of the spec's (local, local:NAME, "
+                  "tcp://HOST:PORT); repeatable")
+      ->allow_extra_args(false);
   AddDbOption(*cmd, o->db);
   cmd->add_flag("--json", o->json,
-                "print {\"run_id\",\"jobs\",\"ok\",\"failed\",\"bytes_pushed\"} instead of the "
-                "run id");
+                "print {\"run_id\",\"jobs\",\"ok\",\"failed\",\"not_run\",\"moved\",\"resumed\","
+                "\"quarantined\",\"bytes_pushed\",\"status\",\"db\"} instead of the run id");
   AddAgentStoreOption(*cmd, o->agent_store);
   cmd->callback([o, &ctx] { ctx.exit_code = Run(*o, ctx); });
 }

@@ -70,6 +70,17 @@ CREATE TABLE samples(
   value_us REAL NOT NULL,
   PRIMARY KEY(job_id, idx)) WITHOUT ROWID;
 )sql",
+    // v2 (issue 6): per-job thread count, attempts and failover, device state,
+    // an index for the scheduler's and dashboard's "pending jobs of a run".
+    R"sql(
+ALTER TABLE jobs ADD COLUMN num_threads INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN moved_from TEXT NOT NULL DEFAULT '';
+ALTER TABLE devices ADD COLUMN state TEXT NOT NULL DEFAULT '';
+ALTER TABLE devices ADD COLUMN state_reason TEXT NOT NULL DEFAULT '';
+CREATE INDEX jobs_by_run_status ON jobs(run_id, status);
+CREATE INDEX jobs_by_device ON jobs(device);
+)sql",
 };
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
@@ -78,7 +89,8 @@ constexpr const char* kJobColumns =
     "j.id, j.run_id, j.job_key, j.model, j.model_path, j.model_sha256, j.delegate, "
     "j.delegate_options, j.device, j.status, j.error, j.wall_ms, "
     "r.init_us, r.first_us, r.warmup_mean_us, r.mean_us, r.std_us, r.min_us, r.max_us, "
-    "r.p50_us, r.p90_us, r.p99_us, r.num_runs, r.peak_rss_bytes, r.arena_bytes "
+    "r.p50_us, r.p90_us, r.p99_us, r.num_runs, r.peak_rss_bytes, r.arena_bytes, "
+    "j.num_threads, j.attempts, j.moved_from "
     "FROM jobs j LEFT JOIN results r ON r.job_id = j.id ";
 
 JobRow ReadJob(const Stmt& s) {
@@ -112,6 +124,9 @@ JobRow ReadJob(const Stmt& s) {
     m.arena_bytes = s.Int(24);
     j.metrics = m;
   }
+  j.num_threads = static_cast<uint32_t>(s.Int(25));
+  j.attempts = s.Int(26);
+  j.moved_from = s.Text(27);
   return j;
 }
 
@@ -142,7 +157,7 @@ class SqliteStore final : public Store {
     if (!tx) return Fail("add jobs", tx);
     auto s = Prepare(
         "INSERT INTO jobs(run_id, job_key, model, model_path, model_sha256, delegate, "
-        "delegate_options, device, status) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        "delegate_options, device, status, num_threads) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     if (!s) return s.error();
     std::vector<int64_t> ids;
     ids.reserve(jobs.size());
@@ -151,6 +166,7 @@ class SqliteStore final : public Store {
       s->Bind(1, run_id).Bind(2, j.job_key).Bind(3, j.model).Bind(4, j.model_path);
       s->Bind(5, j.model_sha256).Bind(6, j.delegate).Bind(7, j.delegate_options);
       s->Bind(8, j.device).Bind(9, std::string(kJobQueued));
+      s->Bind(10, static_cast<int64_t>(j.num_threads));
       if (auto r = s->Run(); !r) return Fail("add job to run " + std::to_string(run_id), r);
       ids.push_back(sqlite3_last_insert_rowid(db_.get()));
     }
@@ -159,11 +175,31 @@ class SqliteStore final : public Store {
   }
 
   Result<void> MarkJobRunning(int64_t job_id) override {
-    auto s = Prepare("UPDATE jobs SET status = ?, started_at = ? WHERE id = ?");
+    auto s = Prepare(
+        "UPDATE jobs SET status = ?, started_at = ?, attempts = attempts + 1 WHERE id = ?");
     if (!s) return s.error();
     s->Bind(1, std::string(kJobRunning)).Bind(2, NowIso8601()).Bind(3, job_id);
     if (auto r = s->Run(); !r) return Fail("mark job running", r);
     return ExpectChanged("job", job_id);
+  }
+
+  Result<void> MoveJob(int64_t job_id, const std::string& device,
+                       const std::string& job_key) override {
+    auto s = Prepare(
+        "UPDATE jobs SET moved_from = CASE WHEN moved_from = '' THEN device ELSE moved_from END, "
+        "device = ?, job_key = ? WHERE id = ?");
+    if (!s) return s.error();
+    s->Bind(1, device).Bind(2, job_key).Bind(3, job_id);
+    if (auto r = s->Run(); !r) return Fail("move job", r);
+    return ExpectChanged("job", job_id);
+  }
+
+  Result<void> ReopenRun(int64_t run_id) override {
+    auto s = Prepare("UPDATE runs SET status = ?, finished_at = '' WHERE id = ?");
+    if (!s) return s.error();
+    s->Bind(1, std::string(kRunRunning)).Bind(2, run_id);
+    if (auto r = s->Run(); !r) return Fail("reopen run", r);
+    return ExpectChanged("run", run_id);
   }
 
   Result<void> RecordJobResult(int64_t job_id, const JobOutcome& o) override {
@@ -321,10 +357,21 @@ class SqliteStore final : public Store {
     return Ok();
   }
 
+  Result<void> SetDeviceState(const std::string& name, const std::string& state,
+                              const std::string& reason) override {
+    auto s = Prepare(
+        "INSERT INTO devices(name, state, state_reason) VALUES(?, ?, ?) ON CONFLICT(name) DO "
+        "UPDATE SET state = excluded.state, state_reason = excluded.state_reason");
+    if (!s) return s.error();
+    s->Bind(1, name).Bind(2, state).Bind(3, reason);
+    if (auto r = s->Run(); !r) return Fail("record the state of device '" + name + "'", r);
+    return Ok();
+  }
+
   Result<std::vector<DeviceRow>> ListDevices() override {
     auto s = Prepare(
-        "SELECT name, abi, os, cpu, cores, memory_bytes, hostname, agent_version, last_seen "
-        "FROM devices ORDER BY name");
+        "SELECT name, abi, os, cpu, cores, memory_bytes, hostname, agent_version, last_seen, "
+        "state, state_reason FROM devices ORDER BY name");
     if (!s) return s.error();
     std::vector<DeviceRow> devices;
     for (;;) {
@@ -332,7 +379,8 @@ class SqliteStore final : public Store {
       if (!row) return Fail("list devices", row);
       if (!*row) break;
       devices.push_back(DeviceRow{s->Text(0), s->Text(1), s->Text(2), s->Text(3), s->Int(4),
-                                  s->Int(5), s->Text(6), s->Text(7), s->Text(8)});
+                                  s->Int(5), s->Text(6), s->Text(7), s->Text(8), s->Text(9),
+                                  s->Text(10)});
     }
     return devices;
   }

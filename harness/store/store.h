@@ -76,6 +76,9 @@ struct JobRow {
   std::string error;               // one line, empty when ok
   double wall_ms = 0;              // runner wall time seen by the agent, 0 if it never ran
   std::optional<Metrics> metrics;  // present when the runner reported metrics
+  uint32_t num_threads = 0;        // the job's thread count; 0 in runs before schema v2
+  int64_t attempts = 0;            // times the job was started (MarkJobRunning)
+  std::string moved_from;          // the device it was planned on, when it moved; else empty
 };
 
 // What RecordJobResult stores for one finished job.
@@ -111,7 +114,14 @@ struct DeviceRow {
   std::string hostname;
   std::string agent_version;
   std::string last_seen;  // ISO-8601 UTC, set by UpsertDevice
+  std::string state;      // kDevice*: what the last sweep concluded; empty when nothing
+  std::string state_reason;  // why, one line (for quarantined)
 };
+
+// Device states a sweep records (SetDeviceState); `dfarm devices` adds
+// "online", "offline" and "busy" from what it sees itself.
+inline constexpr const char* kDeviceOk = "ok";
+inline constexpr const char* kDeviceQuarantined = "quarantined";
 
 class Store {
  public:
@@ -125,7 +135,13 @@ class Store {
   virtual Result<int64_t> AddJob(int64_t run_id, const JobRow& job) = 0;
   virtual Result<std::vector<int64_t>> AddJobs(int64_t run_id, const std::vector<JobRow>& jobs) = 0;
 
+  // Sets status "running" and started_at, and counts one more attempt.
   virtual Result<void> MarkJobRunning(int64_t job_id) = 0;
+
+  // A job that moves to another device (its device was quarantined): sets
+  // device and job_key, and moved_from to the device it was planned on.
+  virtual Result<void> MoveJob(int64_t job_id, const std::string& device,
+                               const std::string& job_key) = 0;
 
   // Stores a job's final status, metrics, samples and raw runner output in
   // one transaction, committed before returning.
@@ -133,6 +149,8 @@ class Store {
 
   // Sets a run's final status (kRunFinished/kRunFailed/kRunCancelled) and finished_at = now.
   virtual Result<void> FinishRun(int64_t run_id, const std::string& status) = 0;
+  // Sets a finished run back to "running" (dfarm sweep --resume).
+  virtual Result<void> ReopenRun(int64_t run_id) = 0;
 
   virtual Result<std::vector<RunRow>> ListRuns() = 0;                // oldest first
   virtual Result<RunRow> GetRun(int64_t run_id) = 0;                 // error if no such run
@@ -141,7 +159,11 @@ class Store {
   virtual Result<std::vector<double>> GetSamples(int64_t job_id) = 0;  // in run order
   virtual Result<JobDetail> GetJobDetail(int64_t job_id) = 0;          // error if no result yet
 
+  // Records what the device said at hello; leaves state and state_reason as they are.
   virtual Result<void> UpsertDevice(const DeviceRow& device) = 0;
+  // Records a device's state (kDevice*), creating the row when absent.
+  virtual Result<void> SetDeviceState(const std::string& name, const std::string& state,
+                                      const std::string& reason) = 0;
   virtual Result<std::vector<DeviceRow>> ListDevices() = 0;  // by name
 };
 

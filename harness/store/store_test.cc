@@ -188,5 +188,86 @@ TEST_F(StoreTest, RefusesForeignFiles) {
   EXPECT_NE(missing.message().find("cannot open store"), std::string::npos);
 }
 
+TEST_F(StoreTest, SchedulerColumns) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  auto run = store->CreateRun("r", "{}");
+  ASSERT_TRUE(run.ok());
+  JobRow j = MakeJob("a.tflite");
+  j.num_threads = 4;
+  auto id = store->AddJob(*run, j);
+  ASSERT_TRUE(id.ok()) << id.message();
+  ASSERT_TRUE(store->MarkJobRunning(*id).ok());
+  ASSERT_TRUE(store->MarkJobRunning(*id).ok());
+  ASSERT_TRUE(store->MoveJob(*id, "local:b", "key2").ok());
+  ASSERT_TRUE(store->MoveJob(*id, "local:c", "key3").ok());  // keeps the first planned device
+  auto got = store->GetJob(*id);
+  ASSERT_TRUE(got.ok()) << got.message();
+  EXPECT_EQ(got->num_threads, 4u);
+  EXPECT_EQ(got->attempts, 2);
+  EXPECT_EQ(got->device, "local:c");
+  EXPECT_EQ(got->job_key, "key3");
+  EXPECT_EQ(got->moved_from, "local");
+  EXPECT_FALSE(store->MoveJob(999, "x", "y").ok());
+
+  ASSERT_TRUE(store->FinishRun(*run, kRunCancelled).ok());
+  ASSERT_TRUE(store->ReopenRun(*run).ok());
+  EXPECT_EQ(store->GetRun(*run)->status, kRunRunning);
+  EXPECT_EQ(store->GetRun(*run)->finished_at, "");
+
+  ASSERT_TRUE(store->SetDeviceState("tcp://127.0.0.1:9", kDeviceQuarantined, "boom").ok());
+  DeviceRow d;
+  d.name = "tcp://127.0.0.1:9";
+  d.abi = "x86_64";
+  ASSERT_TRUE(store->UpsertDevice(d).ok());  // keeps the state
+  auto devices = store->ListDevices();
+  ASSERT_TRUE(devices.ok());
+  ASSERT_EQ(devices->size(), 1u);
+  EXPECT_EQ((*devices)[0].abi, "x86_64");
+  EXPECT_EQ((*devices)[0].state, kDeviceQuarantined);
+  EXPECT_EQ((*devices)[0].state_reason, "boom");
+}
+
+TEST_F(StoreTest, MigratesVersion1) {
+  {
+    // A database as schema v1 left it, with one job.
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    const char* v1 =
+        "CREATE TABLE schema_version(version INTEGER NOT NULL, applied_at TEXT NOT NULL);"
+        "INSERT INTO schema_version VALUES(1, 'then');"
+        "CREATE TABLE runs(id INTEGER PRIMARY KEY, name TEXT NOT NULL, created_at TEXT NOT NULL,"
+        " finished_at TEXT NOT NULL DEFAULT '', status TEXT NOT NULL, spec_json TEXT NOT NULL);"
+        "CREATE TABLE devices(name TEXT PRIMARY KEY, abi TEXT NOT NULL DEFAULT '', os TEXT NOT "
+        "NULL DEFAULT '', cpu TEXT NOT NULL DEFAULT '', cores INTEGER NOT NULL DEFAULT 0, "
+        "memory_bytes INTEGER NOT NULL DEFAULT 0, hostname TEXT NOT NULL DEFAULT '', "
+        "agent_version TEXT NOT NULL DEFAULT '', last_seen TEXT NOT NULL DEFAULT '');"
+        "CREATE TABLE jobs(id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id) "
+        "ON DELETE CASCADE, job_key TEXT NOT NULL, model TEXT NOT NULL, model_path TEXT NOT "
+        "NULL, model_sha256 TEXT NOT NULL, delegate TEXT NOT NULL, delegate_options TEXT NOT "
+        "NULL DEFAULT '', device TEXT NOT NULL, status TEXT NOT NULL, error TEXT NOT NULL "
+        "DEFAULT '', wall_ms REAL NOT NULL DEFAULT 0, started_at TEXT NOT NULL DEFAULT '');"
+        "CREATE TABLE results(job_id INTEGER PRIMARY KEY, init_us REAL, first_us REAL, "
+        "warmup_mean_us REAL, mean_us REAL, std_us REAL, min_us REAL, max_us REAL, p50_us REAL,"
+        " p90_us REAL, p99_us REAL, num_runs INTEGER, peak_rss_bytes INTEGER, arena_bytes "
+        "INTEGER, exit_code INTEGER NOT NULL, signal INTEGER NOT NULL, runner_json TEXT NOT "
+        "NULL, stderr_tail TEXT NOT NULL, finished_at TEXT NOT NULL);"
+        "CREATE TABLE samples(job_id INTEGER NOT NULL, idx INTEGER NOT NULL, value_us REAL NOT "
+        "NULL, PRIMARY KEY(job_id, idx)) WITHOUT ROWID;"
+        "INSERT INTO runs VALUES(1, 'old', 't', '', 'finished', '{}');"
+        "INSERT INTO jobs(run_id, job_key, model, model_path, model_sha256, delegate, device, "
+        "status) VALUES(1, 'k', 'm', '/m', 's', 'cpu', 'local', 'ok');";
+    ASSERT_EQ(sqlite3_exec(db, v1, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+    sqlite3_close(db);
+  }
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  auto jobs = store->ListJobs(1);
+  ASSERT_TRUE(jobs.ok()) << jobs.message();
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ((*jobs)[0].num_threads, 0u);
+  EXPECT_EQ((*jobs)[0].moved_from, "");
+}
+
 }  // namespace
 }  // namespace dfarm::store

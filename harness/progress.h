@@ -1,0 +1,51 @@
+// Progress: what a sweep tells the user while it runs. On a terminal it is one
+// line, redrawn in place (jobs done/total, failures, running, ETA), with each
+// failure and notice printed above it; otherwise one plain line per finished
+// job. Thread-safe: every device worker reports here.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <mutex>
+#include <ostream>
+#include <string>
+
+namespace dfarm::harness {
+
+class Progress {
+ public:
+  // `out` is borrowed and may be null (then nothing is printed). `total`
+  // counts every job of the run, `already_done` those finished before this
+  // process started (a resumed run).
+  Progress(std::ostream* out, bool tty, size_t total, size_t already_done);
+
+  // A job finished. `label` names it ("face cpu local"), `detail` is what
+  // follows the status (": why" or " mean 1.2 ms").
+  void JobDone(const std::string& label, const std::string& status, const std::string& detail);
+  // A job started / stopped running (for the "running" count on a terminal).
+  void JobStarted();
+  void JobStopped();
+  // A line that is not a job result (retries, quarantine).
+  void Note(const std::string& line);
+  // Clears the terminal line; call once at the end.
+  void Finish();
+
+  // "1m05s", "42s", "2h03m"; exposed for tests.
+  static std::string FormatDuration(std::chrono::seconds s);
+
+ private:
+  void DrawLocked();
+
+  std::mutex mu_;
+  std::ostream* out_;
+  bool tty_;
+  size_t total_;
+  size_t already_done_;
+  size_t done_ = 0;  // this process's
+  size_t failed_ = 0;
+  size_t running_ = 0;
+  bool drawn_ = false;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace dfarm::harness

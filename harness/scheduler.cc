@@ -1,0 +1,466 @@
+#include "harness/scheduler.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include "harness/matrix.h"
+#include "harness/sweep.h"
+
+namespace dfarm::harness {
+namespace {
+
+std::string LastLine(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) {
+    text.pop_back();
+  }
+  size_t nl = text.rfind('\n');
+  return nl == std::string::npos ? text : text.substr(nl + 1);
+}
+
+std::string OneLine(std::string s) {
+  for (char& c : s) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return s;
+}
+
+std::string Stem(const std::string& file) {
+  size_t dot = file.rfind('.');
+  return dot == std::string::npos || dot == 0 ? file : file.substr(0, dot);
+}
+
+std::string Label(const ScheduledJob& job, const std::string& device) {
+  std::string s = Stem(job.model.file) + " " + job.delegate.name;
+  if (!job.delegate.options.empty()) s += "(" + job.delegate.OptionsString() + ")";
+  if (job.benchmark.num_threads != 1) {
+    s += " x" + std::to_string(job.benchmark.num_threads) + " threads";
+  }
+  return s + " " + device;
+}
+
+struct Worker {
+  explicit Worker(std::string d) : device(std::move(d)) {}
+  std::string device;
+  // Guarded by Scheduler::mu_.
+  std::deque<size_t> queue;  // indices into jobs_
+  std::string abi;           // from hello (or the store), empty while unknown
+  bool quarantined = false;
+  bool probed = false;  // its first connection attempt is over (abi known if it worked)
+  bool idle = false;    // waiting for work that may move here
+  bool done = false;  // its thread has ended or is ending
+  uint32_t infra_in_a_row = 0;
+  std::thread thread;
+};
+
+class Scheduler {
+ public:
+  Scheduler(const SchedulerContext& ctx, std::vector<ScheduledJob> jobs)
+      : ctx_(ctx), jobs_(std::move(jobs)) {}
+
+  Result<SchedulerStats> Run(const std::vector<std::string>& devices) {
+    for (const std::string& d : devices) {
+      if (by_name_.count(d)) continue;
+      workers_.push_back(std::make_unique<Worker>(d));
+      by_name_[d] = workers_.back().get();
+    }
+    for (const auto& [name, abi] : ctx_.known_abis) {
+      if (auto it = by_name_.find(name); it != by_name_.end()) it->second->abi = abi;
+    }
+    for (size_t i = 0; i < jobs_.size(); ++i) {
+      auto it = by_name_.find(jobs_[i].device);
+      if (it == by_name_.end()) {
+        return MakeError("job " + std::to_string(jobs_[i].id) + " names device '" +
+                         jobs_[i].device + "', which the sweep does not have");
+      }
+      it->second->queue.push_back(i);
+    }
+    busy_ = workers_.size();
+    for (auto& w : workers_) {
+      Worker* raw = w.get();
+      w->thread = std::thread([this, raw] { WorkerMain(*raw); });
+    }
+    for (auto& w : workers_) w->thread.join();
+    if (fatal_) return *fatal_;
+    SchedulerStats stats;
+    stats.bytes_pushed = bytes_pushed_;
+    stats.any_reached = any_reached_;
+    stats.quarantined = quarantined_;
+    return stats;
+  }
+
+ private:
+  bool Cancelled() const { return (ctx_.cancel && ctx_.cancel->load()) || stop_.load(); }
+
+  // The next job for `w`, or nothing when the worker should end: cancelled,
+  // quarantined, or every worker idle (then none can move work here).
+  std::optional<size_t> NextJob(Worker& w) {
+    std::unique_lock lock(mu_);
+    for (;;) {
+      if (Cancelled() || w.quarantined) {
+        RetireLocked(w);
+        return std::nullopt;
+      }
+      if (!w.queue.empty()) {
+        size_t i = w.queue.front();
+        w.queue.pop_front();
+        return i;
+      }
+      // Idle: jobs may still move here from a device being quarantined; the
+      // mover makes this worker busy again (PushLocked).
+      w.idle = true;
+      RetireLocked(w);
+      w.done = false;
+      while (w.idle && !all_idle_ && !Cancelled()) {
+        cv_.wait_for(lock, std::chrono::milliseconds(100));
+      }
+      if (w.idle) {
+        w.done = true;
+        return std::nullopt;
+      }
+    }
+  }
+
+  // Guarded by mu_: `w` stops being busy.
+  void RetireLocked(Worker& w) {
+    w.done = true;
+    if (--busy_ == 0) all_idle_ = true;
+    cv_.notify_all();
+  }
+
+  // Guarded by mu_: job `k` moves to `target`'s queue.
+  void PushLocked(Worker& target, size_t k) {
+    target.queue.push_back(k);
+    if (target.idle) {
+      target.idle = false;
+      ++busy_;
+    }
+    cv_.notify_all();
+  }
+
+  void WorkerMain(Worker& w) {
+    auto opened = ctx_.open_store();
+    if (!opened) {
+      Fatal(opened.error());
+      std::lock_guard lock(mu_);
+      RetireLocked(w);
+      return;
+    }
+    store::Store& store = **opened;
+    Session s;
+    // Connect before the first job, so that the ABI is known when another
+    // device's jobs look for an equivalent device. A failure here costs
+    // nothing: the first job's attempt connects again and records why.
+    bool wanted;
+    {
+      std::lock_guard lock(mu_);
+      wanted = !w.queue.empty() || ctx_.policy.failover == "same_abi";
+    }
+    if (wanted && !Cancelled()) {
+      auto c = Connect(w, store, s);
+      if (!c) {
+        Fatal(c.error());
+      }
+    }
+    {
+      std::lock_guard lock(mu_);
+      w.probed = true;
+      cv_.notify_all();
+    }
+    while (auto i = NextJob(w)) {
+      if (auto r = RunOne(w, store, s, *i); !r) {
+        Fatal(r.error());
+        break;
+      }
+    }
+    s.session.reset();  // closes the connection, stops a local agent
+  }
+
+  struct Session {
+    std::unique_ptr<DeviceSession> session;
+    std::string runner_sha;
+    std::set<std::string> pushed;  // model sha256s pushed over this session
+  };
+
+  void Fatal(const Error& e) {
+    std::lock_guard lock(mu_);
+    if (!fatal_) fatal_ = e;
+    stop_ = true;
+    cv_.notify_all();
+  }
+
+  // Opens the device, records it, pushes the runner. Returns why the device
+  // cannot be used (empty when it can); an error is a store failure.
+  Result<std::string> Connect(Worker& w, store::Store& store, Session& s) {
+    auto session = ctx_.devices->Open(w.device);
+    if (!session) return session.message();
+    const agent::DeviceInfo& info = (*session)->client().device();
+    store::DeviceRow row;
+    row.name = w.device;
+    row.abi = info.abi;
+    row.os = info.os;
+    row.cpu = info.cpu;
+    row.cores = info.cores;
+    row.memory_bytes = static_cast<int64_t>(info.memory_bytes);
+    row.hostname = info.hostname;
+    row.agent_version = info.agent_version;
+    if (auto r = store.UpsertDevice(row); !r) return r.error();
+    {
+      std::lock_guard lock(mu_);
+      w.abi = info.abi;
+      any_reached_ = true;
+    }
+    auto sent = (*session)->client().PutArtifact(ctx_.runner_path, &s.runner_sha);
+    if (!sent) {
+      return "cannot push runner '" + ctx_.runner_path + "' to device '" + w.device +
+             "': " + sent.message();
+    }
+    bytes_pushed_ += *sent;
+    s.session = std::move(*session);
+    s.pushed.clear();
+    return std::string();
+  }
+
+  // Runs job `i` on `w` until it ends in a status other than infra, runs out
+  // of attempts, or moves. Errors are store failures only.
+  Result<void> RunOne(Worker& w, store::Store& store, Session& s, size_t i) {
+    ScheduledJob& job = jobs_[i];
+    uint64_t backoff_ms = ctx_.policy.backoff_ms;
+    for (uint32_t attempt = 0;; ++attempt) {
+      std::string infra;
+      store::JobOutcome outcome;
+      if (!s.session) {
+        auto c = Connect(w, store, s);
+        if (!c) return c.error();
+        infra = *c;
+      }
+      if (s.session && !s.pushed.count(job.model_sha256)) {
+        std::string sha;
+        auto sent = s.session->client().PutArtifact(job.model.path, &sha);
+        if (!sent) {
+          s.session.reset();  // the connection's state is unknown now
+          infra = "cannot push model '" + job.model.file + "' to device '" + w.device +
+                  "': " + sent.message();
+        } else if (sha != job.model_sha256) {
+          infra = "model '" + job.model.path + "' changed during the sweep (sha256 " + sha +
+                  ", expected " + job.model_sha256 + ")";
+        } else {
+          bytes_pushed_ += *sent;
+          s.pushed.insert(job.model_sha256);
+        }
+      }
+      if (infra.empty()) {
+        if (auto r = store.MarkJobRunning(job.id); !r) return r.error();
+        agent::JobSpec spec;
+        spec.runner_sha256 = s.runner_sha;
+        spec.model_sha256 = job.model_sha256;
+        spec.delegate = job.delegate.name;
+        spec.delegate_options = job.delegate.OptionsString();
+        spec.num_threads = job.benchmark.num_threads;
+        spec.warmup_runs = job.benchmark.warmup_runs;
+        spec.num_runs = job.benchmark.num_runs;
+        spec.timeout_ms = job.benchmark.timeout_s * 1000;
+        if (ctx_.progress) ctx_.progress->JobStarted();
+        auto result = s.session->client().RunJob(spec);
+        if (ctx_.progress) ctx_.progress->JobStopped();
+        if (!result) {
+          s.session.reset();  // reconnect (restarting a local agent) for the next attempt
+          infra = "device '" + w.device + "': " + result.message();
+        } else {
+          outcome = ClassifyJobResult(*result);
+          if (outcome.status != store::kJobInfra) {
+            if (auto r = Record(w, store, job, outcome); !r) return r;
+            std::lock_guard lock(mu_);
+            w.infra_in_a_row = 0;
+            return Ok();
+          }
+          infra = outcome.error;
+        }
+      }
+      // An infra attempt.
+      if (attempt < ctx_.policy.retries && !Cancelled()) {
+        if (ctx_.progress) {
+          ctx_.progress->Note("retrying " + Label(job, w.device) + " in " +
+                              std::to_string(backoff_ms) + " ms (attempt " +
+                              std::to_string(attempt + 2) + " of " +
+                              std::to_string(ctx_.policy.retries + 1) + "): " + OneLine(infra));
+        }
+        SleepUnlessCancelled(std::chrono::milliseconds(backoff_ms));
+        backoff_ms = std::min<uint64_t>(backoff_ms * 2, 10 * 60 * 1000);
+        if (!Cancelled()) continue;
+      }
+      if (Cancelled() && attempt < ctx_.policy.retries) return Ok();  // stays pending
+      outcome.status = store::kJobInfra;
+      outcome.error = OneLine(infra) + (attempt > 0 ? " (after " + std::to_string(attempt + 1) +
+                                                          " attempts)"
+                                                    : "");
+      return Give(w, store, i, outcome);
+    }
+  }
+
+  // Job `i` ran out of attempts on `w`: quarantines `w` when this makes
+  // quarantine_after infra jobs in a row (then the job and the rest of the
+  // queue move when they can), else records the job infra.
+  Result<void> Give(Worker& w, store::Store& store, size_t i, const store::JobOutcome& outcome) {
+    std::vector<size_t> leaving;
+    {
+      std::lock_guard lock(mu_);
+      if (++w.infra_in_a_row < ctx_.policy.quarantine_after) {
+        leaving.clear();
+      } else {
+        w.quarantined = true;
+        quarantined_.push_back(w.device);
+        leaving.push_back(i);
+        leaving.insert(leaving.end(), w.queue.begin(), w.queue.end());
+        w.queue.clear();
+      }
+    }
+    if (leaving.empty()) return Record(w, store, jobs_[i], outcome);
+
+    std::string reason = "quarantined after " + std::to_string(ctx_.policy.quarantine_after) +
+                         " jobs in a row ended infra; last: " + outcome.error;
+    if (auto r = store.SetDeviceState(w.device, store::kDeviceQuarantined, reason); !r) return r;
+    std::map<std::string, size_t> moved;
+    size_t recorded = 0;
+    for (size_t k : leaving) {
+      ScheduledJob& job = jobs_[k];
+      Worker* target = PickTarget(w);
+      if (!target) {
+        store::JobOutcome o;
+        o.status = store::kJobInfra;
+        o.error = k == i ? outcome.error
+                         : "device '" + w.device + "' was quarantined before this job ran" +
+                               (ctx_.policy.failover == "none"
+                                    ? " (scheduler.failover is none)"
+                                    : " and no other device has ABI '" + w.abi + "'");
+        if (auto r = Record(w, store, job, o); !r) return r;
+        ++recorded;
+        continue;
+      }
+      job.device = target->device;
+      std::string key = JobKey(job.model_sha256, job.delegate, target->device, job.benchmark);
+      if (auto r = store.MoveJob(job.id, target->device, key); !r) return r;
+      ++moved[target->device];
+      std::lock_guard lock(mu_);
+      PushLocked(*target, k);
+    }
+    if (ctx_.progress) {
+      std::string line = "device '" + w.device + "' " + reason;
+      for (const auto& [to, n] : moved) {
+        line += "; " + std::to_string(n) + " job(s) move to '" + to + "'";
+      }
+      if (recorded) line += "; " + std::to_string(recorded) + " job(s) recorded infra";
+      ctx_.progress->Note(line);
+    }
+    return Ok();
+  }
+
+  // An equivalent device for a quarantined worker's jobs: same ABI, not
+  // quarantined, the one with the shortest queue. Null when failover is off.
+  Worker* PickTarget(const Worker& from) {
+    if (ctx_.policy.failover != "same_abi") return nullptr;
+    std::unique_lock lock(mu_);
+    if (from.abi.empty()) return nullptr;
+    // Wait until every other live device has tried to connect once.
+    auto unprobed = [&] {
+      for (auto& w : workers_) {
+        if (w.get() != &from && !w->probed && !w->done) return true;
+      }
+      return false;
+    };
+    while (unprobed() && !Cancelled()) cv_.wait_for(lock, std::chrono::milliseconds(100));
+    Worker* best = nullptr;
+    for (auto& w : workers_) {
+      if (w.get() == &from || w->quarantined || w->done || w->abi != from.abi) continue;
+      if (!best || w->queue.size() < best->queue.size()) best = w.get();
+    }
+    return best;
+  }
+
+  Result<void> Record(Worker& w, store::Store& store, const ScheduledJob& job,
+                      const store::JobOutcome& o) {
+    if (auto r = store.RecordJobResult(job.id, o); !r) return r;
+    if (ctx_.progress) {
+      char figure[64] = "";
+      if (o.status == store::kJobOk && o.metrics) {
+        std::snprintf(figure, sizeof figure, " mean %.1f ms", o.metrics->mean_us / 1000.0);
+      }
+      ctx_.progress->JobDone(Label(job, w.device), o.status,
+                             o.status == store::kJobOk ? std::string(figure) : ": " + o.error);
+    }
+    return Ok();
+  }
+
+  void SleepUnlessCancelled(std::chrono::milliseconds d) {
+    auto deadline = std::chrono::steady_clock::now() + d;
+    std::unique_lock lock(mu_);
+    while (!Cancelled() && std::chrono::steady_clock::now() < deadline) {
+      cv_.wait_until(lock, std::min(deadline, std::chrono::steady_clock::now() +
+                                                  std::chrono::milliseconds(50)));
+    }
+  }
+
+  const SchedulerContext& ctx_;
+  std::vector<ScheduledJob> jobs_;  // a job's device changes only under mu_, by its worker
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::map<std::string, Worker*> by_name_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  size_t busy_ = 0;        // guarded by mu_: workers not waiting for work
+  bool all_idle_ = false;  // guarded by mu_
+  std::optional<Error> fatal_;
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> bytes_pushed_{0};
+  bool any_reached_ = false;              // guarded by mu_
+  std::vector<std::string> quarantined_;  // guarded by mu_
+};
+
+}  // namespace
+
+store::JobOutcome ClassifyJobResult(const agent::JobResult& r) {
+  store::JobOutcome o;
+  o.status = r.status;
+  o.error = OneLine(r.error);
+  o.exit_code = r.exit_code;
+  o.signal = r.signal;
+  o.wall_ms = r.wall_ms;
+  o.runner_json = r.runner_json;
+  o.stderr_tail = r.stderr_tail;
+  auto parsed = ParseRunnerJson(r.runner_json);
+  if (parsed) {
+    o.metrics = parsed->metrics;
+    o.samples_us = parsed->samples_us;
+    if (o.error.empty()) o.error = OneLine(parsed->error);
+  }
+  if (!store::IsFinalJobStatus(o.status)) {
+    o.error = "agent reported unknown job status '" + o.status + "'" +
+              (o.error.empty() ? "" : ": " + o.error);
+    o.status = "infra";
+  } else if (o.status == store::kJobOk && !o.metrics) {
+    o.status = "crashed";
+    o.error = parsed ? "runner reported ok without metrics"
+                     : "runner reported ok but its JSON is unreadable: " + parsed.message();
+  }
+  if (o.status != store::kJobOk && o.error.empty()) {
+    o.error = OneLine(LastLine(r.stderr_tail));
+    if (o.error.empty()) {
+      o.error = r.signal ? "runner killed by signal " + std::to_string(r.signal)
+                         : "runner exited with code " + std::to_string(r.exit_code);
+    }
+  }
+  return o;
+}
+
+Result<SchedulerStats> RunJobs(const SchedulerContext& ctx, const std::vector<std::string>& devices,
+                               std::vector<ScheduledJob> jobs) {
+  Scheduler s(ctx, std::move(jobs));
+  return s.Run(devices);
+}
+
+}  // namespace dfarm::harness

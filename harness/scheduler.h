@@ -1,0 +1,72 @@
+// Scheduler: runs a run's pending jobs on their devices. One worker thread per
+// device, devices in parallel, one job at a time per device. Each worker owns
+// its device session (AgentClient) and its own Store connection.
+//
+// - A job that ends `infra` (device unreachable, push or transport failure,
+//   an agent-side infra result) is retried up to SchedulerSpec::retries times
+//   with exponential backoff; no other status is ever retried.
+// - A device whose jobs end `infra` quarantine_after times in a row is
+//   quarantined for the rest of the sweep (recorded in the store's devices
+//   table). Its current and remaining jobs move to an equivalent device when
+//   failover is "same_abi" and one exists, else they are recorded `infra`.
+// - Cancellation (the borrowed flag) stops workers between jobs; a job in
+//   flight finishes and is recorded, the rest stay pending for --resume.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent/result.h"
+#include "harness/devices.h"
+#include "harness/progress.h"
+#include "harness/spec.h"
+#include "harness/store/store.h"
+
+namespace dfarm::harness {
+
+// One job of the store, with what a device needs to run it.
+struct ScheduledJob {
+  int64_t id = 0;      // the job's id in the store; results are keyed by it
+  std::string device;  // where it is planned
+  ModelSpec model;
+  std::string model_sha256;
+  DelegateSpec delegate;
+  BenchmarkSpec benchmark;  // this job's num_threads and the run's other settings
+};
+
+using StoreOpener = std::function<Result<std::unique_ptr<store::Store>>()>;
+
+struct SchedulerStats {
+  uint64_t bytes_pushed = 0;
+  bool any_reached = false;              // some device answered hello
+  std::vector<std::string> quarantined;  // devices quarantined, in order
+};
+
+struct SchedulerContext {
+  DeviceProvider* devices = nullptr;   // shared by the workers; Open() is called concurrently
+  StoreOpener open_store;              // one connection per worker
+  std::string runner_path;             // pushed to every device before its first job
+  SchedulerSpec policy;
+  Progress* progress = nullptr;                // borrowed, may be null
+  const std::atomic<bool>* cancel = nullptr;   // borrowed, may be null
+  // ABIs known from earlier sweeps (store's devices table), so a device that
+  // has not connected yet can still take jobs that move.
+  std::vector<std::pair<std::string, std::string>> known_abis;
+};
+
+// Runs `jobs` on workers for `devices` (every device a job names must be in
+// it; extra devices only serve as failover targets). Returns when every job
+// is recorded, or the sweep was cancelled. An error means a store write
+// failed: then the sweep stopped early, and what was recorded stays.
+Result<SchedulerStats> RunJobs(const SchedulerContext& ctx, const std::vector<std::string>& devices,
+                               std::vector<ScheduledJob> jobs);
+
+// Turns what the agent returned into what the store keeps (status classes of
+// docs/CONTRACTS.md; an "ok" without metrics becomes "crashed").
+store::JobOutcome ClassifyJobResult(const agent::JobResult& r);
+
+}  // namespace dfarm::harness
