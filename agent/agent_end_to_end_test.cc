@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <thread>
 
 #include "agent/client.h"
@@ -151,6 +152,61 @@ TEST_F(AgentEndToEndTest, RunJobs) {
   r = client->RunJob(job);
   ASSERT_TRUE(r.ok()) << r.message();
   EXPECT_EQ(r->status, "ok");
+}
+
+TEST_F(AgentEndToEndTest, JobResultCarriesDeviceState) {
+  auto client = Connect();
+  ASSERT_TRUE(client);
+  JobSpec job;
+  ASSERT_TRUE(
+      client->PutArtifact(WriteTemp("runner.sh", testing::kOkRunner), &job.runner_sha256).ok());
+  ASSERT_TRUE(client->PutArtifact(WriteTemp("m.tflite", "model"), &job.model_sha256).ok());
+  job.timeout_ms = 10000;
+  auto r = client->RunJob(job);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->status, "ok") << r->error;
+  ASSERT_TRUE(r->state_before.has_value());
+  ASSERT_TRUE(r->state_after.has_value());
+  // Linux always has /proc/loadavg; the rest depends on the machine.
+  EXPECT_TRUE(r->state_before->load_avg_1m.has_value());
+  EXPECT_TRUE(r->state_after->load_avg_15m.has_value());
+  EXPECT_GT(r->state_before->unix_ms, 0);
+  EXPECT_LE(r->state_before->unix_ms, r->state_after->unix_ms);
+  EXPECT_EQ(r->hot_threshold_c, 70.0);
+}
+
+// The flags travel over the wire from the real binary, with its flags and a fake tree.
+TEST(AgentEndToEndStateTest, HotAndThrottledFlagsReachTheHost) {
+  TempDir dir;
+  const std::string root = dir.path() + "/root";
+  std::filesystem::create_directories(root + "/sys/class/thermal/thermal_zone0");
+  std::filesystem::create_directories(root + "/sys/devices/system/cpu/cpu0/cpufreq");
+  std::filesystem::create_directories(root + "/proc");
+  testing::WriteFile(root + "/sys/class/thermal/thermal_zone0/type", "soc\n");
+  testing::WriteFile(root + "/sys/class/thermal/thermal_zone0/temp", "65000\n");
+  testing::WriteFile(root + "/sys/devices/system/cpu/cpu0/cpufreq/scaling_max_freq", "900\n");
+  testing::WriteFile(root + "/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq", "1000\n");
+  testing::WriteFile(root + "/proc/loadavg", "3.5 2.5 1.5 1/1 1\n");
+  AgentProcess agent({"--listen", "127.0.0.1:0", "--store", dir.path() + "/store",
+                      "--device-state-root", root, "--hot-threshold-c", "60.5"});
+  uint16_t port = agent.ReadPort();
+  ASSERT_GT(port, 0);
+  auto client = AgentClient::Connect("127.0.0.1", port, kTimeout);
+  ASSERT_TRUE(client.ok()) << client.message();
+  JobSpec job;
+  testing::WriteFile(dir.path() + "/runner.sh", testing::kOkRunner);
+  testing::WriteFile(dir.path() + "/m.tflite", "model");
+  ASSERT_TRUE((*client)->PutArtifact(dir.path() + "/runner.sh", &job.runner_sha256).ok());
+  ASSERT_TRUE((*client)->PutArtifact(dir.path() + "/m.tflite", &job.model_sha256).ok());
+  auto r = (*client)->RunJob(job);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->status, "ok") << r->error;
+  EXPECT_TRUE(r->started_hot);
+  EXPECT_TRUE(r->throttled);
+  EXPECT_EQ(r->hot_threshold_c, 60.5);
+  EXPECT_THAT(r->state_note, HasSubstr("thermal zone 0 (soc) at 65.0 C > 60.5 C"));
+  ASSERT_TRUE(r->state_before.has_value());
+  EXPECT_EQ(r->state_before->load_avg_1m, 3.5);
 }
 
 TEST_F(AgentEndToEndTest, BadFrameClosesOnlyThatConnection) {

@@ -48,6 +48,12 @@ int main(int argc, char** argv) {
       ->required();
   app.add_option("--max-artifact-mib", max_artifact_mib, "largest artifact accepted, in MiB")
       ->capture_default_str();
+  app.add_option("--hot-threshold-c", options.supervisor.hot_threshold_c,
+                 "flag a job as started_hot when a thermal zone is above this many degrees C "
+                 "just before it starts")
+      ->capture_default_str();
+  // Test-only: read the device state (sys/, proc/) under this folder instead of /.
+  app.add_option("--device-state-root", options.supervisor.device_state_root)->group("");
   CLI11_PARSE(app, argc, argv);
   options.max_artifact_bytes = max_artifact_mib << 20;
   options.quota_bytes = quota_mib << 20;

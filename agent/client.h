@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,38 @@ struct JobSpec {
   uint32_t timeout_ms = 120000;
 };
 
+// One CPU's cpufreq state (/sys/devices/system/cpu/cpuN). Unset: unreadable.
+struct CpuState {
+  uint32_t cpu = 0;                         // N
+  std::optional<bool> online;               // cpuN/online (often missing for cpu0)
+  std::optional<uint64_t> cur_freq_khz;     // scaling_cur_freq
+  std::optional<uint64_t> max_freq_khz;     // scaling_max_freq: the policy's current cap
+  std::optional<uint64_t> hw_max_freq_khz;  // cpuinfo_max_freq
+  std::string governor;                     // scaling_governor; empty when unreadable
+};
+
+// One thermal zone (/sys/class/thermal/thermal_zoneN).
+struct ThermalZoneState {
+  uint32_t zone = 0;             // N
+  std::string type;              // "cpu-thermal", "x86_pkg_temp", "battery", ...
+  std::optional<double> temp_c;  // unset when the sensor cannot be read
+};
+
+// The device's state at one moment (agent/device_state.h reads it). Every
+// value the device does not expose is unset or empty; reading never fails.
+struct DeviceState {
+  int64_t unix_ms = 0;                          // wall-clock time of the reading
+  std::vector<CpuState> cpus;                   // CPUs in index order
+  std::vector<ThermalZoneState> thermal_zones;  // zones in index order
+  std::optional<double> load_avg_1m;            // /proc/loadavg
+  std::optional<double> load_avg_5m;
+  std::optional<double> load_avg_15m;
+  // Android: /sys/class/power_supply/battery/{capacity,temp,current_now}.
+  std::optional<int32_t> battery_level_pct;
+  std::optional<double> battery_temp_c;
+  std::optional<int64_t> battery_current_ua;  // as reported; the sign varies by vendor
+};
+
 // Failure classes of a job (issue 5): ok, model_error, delegate_error,
 // unsupported, crashed, timeout, infra.
 struct JobResult {
@@ -57,6 +90,15 @@ struct JobResult {
   std::string runner_json;   // the runner's --json document (stdout), verbatim
   std::string stderr_tail;   // last few KiB of the runner's stderr
   double wall_ms = 0;        // wall time of the runner process as seen by the agent
+  // Device state read just before the runner started and just after it ended;
+  // unset when no runner process was started (bad spec, missing artifact) or
+  // the agent predates them.
+  std::optional<DeviceState> state_before;
+  std::optional<DeviceState> state_after;
+  bool started_hot = false;  // a thermal zone above hot_threshold_c in state_before
+  bool throttled = false;    // a CPU's scaling_max_freq below its cpuinfo_max_freq, before or after
+  double hot_threshold_c = 0;  // the agent's threshold (dfarm-agent --hot-threshold-c)
+  std::string state_note;      // one line naming why the job is flagged; empty when not
 };
 
 // How AgentClient connects; the defaults are what Connect(host, port, timeout) uses.

@@ -26,7 +26,10 @@ struct ReceivedFrame {
 inline constexpr std::chrono::milliseconds kNoTimeout{-1};
 
 // Checks that data is one whole, well-formed Frame with a body; returns the
-// root (pointing into data) or an error saying what is wrong.
+// root (pointing into data) or an error saying what is wrong. data must be
+// 8-byte aligned (a std::vector's or a FlatBufferBuilder's buffer is): the
+// verifier checks alignment relative to data, and the accessors then load
+// 8-byte fields directly.
 Result<const wire::Frame*> VerifyFrame(const uint8_t* data, size_t size);
 
 // Reads one frame from fd. timeout bounds the whole frame (kNoTimeout: none).

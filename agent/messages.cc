@@ -1,5 +1,7 @@
 #include "agent/messages.h"
 
+#include <optional>
+
 namespace dfarm::agent {
 
 std::vector<std::string> Strings(
@@ -79,6 +81,73 @@ JobSpec ReadRunJob(const wire::RunJob& msg) {
   return job;
 }
 
+namespace {
+
+// An unset std::optional is an absent field (flatbuffers::nullopt). The two
+// are the same type where flatbuffers uses std::optional.
+template <typename T>
+flatbuffers::Optional<T> ToWire(const std::optional<T>& v) {
+  return v ? flatbuffers::Optional<T>(*v) : flatbuffers::Optional<T>(flatbuffers::nullopt);
+}
+
+template <typename T>
+std::optional<T> FromWire(const flatbuffers::Optional<T>& v) {
+  return v ? std::optional<T>(*v) : std::nullopt;
+}
+
+}  // namespace
+
+flatbuffers::Offset<wire::DeviceState> BuildDeviceState(flatbuffers::FlatBufferBuilder& fbb,
+                                                        const DeviceState& state) {
+  std::vector<flatbuffers::Offset<wire::CpuState>> cpus;
+  for (const auto& c : state.cpus) {
+    auto governor = c.governor.empty() ? 0 : fbb.CreateString(c.governor);
+    cpus.push_back(wire::CreateCpuState(fbb, c.cpu, ToWire(c.online), ToWire(c.cur_freq_khz),
+                                        ToWire(c.max_freq_khz), ToWire(c.hw_max_freq_khz),
+                                        governor));
+  }
+  auto cpus_vec = fbb.CreateVector(cpus);
+  std::vector<flatbuffers::Offset<wire::ThermalZone>> zones;
+  for (const auto& z : state.thermal_zones) {
+    auto type = z.type.empty() ? 0 : fbb.CreateString(z.type);
+    zones.push_back(wire::CreateThermalZone(fbb, z.zone, type, ToWire(z.temp_c)));
+  }
+  auto zones_vec = fbb.CreateVector(zones);
+  return wire::CreateDeviceState(fbb, state.unix_ms, cpus_vec, zones_vec, ToWire(state.load_avg_1m),
+                                 ToWire(state.load_avg_5m), ToWire(state.load_avg_15m),
+                                 ToWire(state.battery_level_pct), ToWire(state.battery_temp_c),
+                                 ToWire(state.battery_current_ua));
+}
+
+DeviceState ReadDeviceState(const wire::DeviceState& msg) {
+  DeviceState state;
+  state.unix_ms = msg.unix_ms();
+  if (const auto* cpus = msg.cpus()) {
+    for (const auto* c : *cpus) {
+      CpuState cpu;
+      cpu.cpu = c->cpu();
+      cpu.online = FromWire(c->online());
+      cpu.cur_freq_khz = FromWire(c->cur_freq_khz());
+      cpu.max_freq_khz = FromWire(c->max_freq_khz());
+      cpu.hw_max_freq_khz = FromWire(c->hw_max_freq_khz());
+      cpu.governor = Str(c->governor());
+      state.cpus.push_back(std::move(cpu));
+    }
+  }
+  if (const auto* zones = msg.thermal_zones()) {
+    for (const auto* z : *zones) {
+      state.thermal_zones.push_back({z->zone(), Str(z->type()), FromWire(z->temp_c())});
+    }
+  }
+  state.load_avg_1m = FromWire(msg.load_avg_1m());
+  state.load_avg_5m = FromWire(msg.load_avg_5m());
+  state.load_avg_15m = FromWire(msg.load_avg_15m());
+  state.battery_level_pct = FromWire(msg.battery_level_pct());
+  state.battery_temp_c = FromWire(msg.battery_temp_c());
+  state.battery_current_ua = FromWire(msg.battery_current_ua());
+  return state;
+}
+
 // CreateString(std::string) keeps embedded NUL bytes a runner may print.
 flatbuffers::Offset<wire::JobResult> BuildJobResult(flatbuffers::FlatBufferBuilder& fbb,
                                                     const JobResult& r) {
@@ -86,7 +155,12 @@ flatbuffers::Offset<wire::JobResult> BuildJobResult(flatbuffers::FlatBufferBuild
   auto error = fbb.CreateString(r.error);
   auto json = fbb.CreateString(r.runner_json);
   auto tail = fbb.CreateString(r.stderr_tail);
-  return wire::CreateJobResult(fbb, status, error, r.exit_code, r.signal, json, tail, r.wall_ms);
+  flatbuffers::Offset<wire::DeviceState> before, after;
+  if (r.state_before) before = BuildDeviceState(fbb, *r.state_before);
+  if (r.state_after) after = BuildDeviceState(fbb, *r.state_after);
+  auto note = r.state_note.empty() ? 0 : fbb.CreateString(r.state_note);
+  return wire::CreateJobResult(fbb, status, error, r.exit_code, r.signal, json, tail, r.wall_ms,
+                               before, after, r.started_hot, r.throttled, r.hot_threshold_c, note);
 }
 
 JobResult ReadJobResult(const wire::JobResult& msg) {
@@ -98,6 +172,12 @@ JobResult ReadJobResult(const wire::JobResult& msg) {
   r.runner_json = Str(msg.runner_json());
   r.stderr_tail = Str(msg.stderr_tail());
   r.wall_ms = msg.wall_ms();
+  if (const auto* before = msg.state_before()) r.state_before = ReadDeviceState(*before);
+  if (const auto* after = msg.state_after()) r.state_after = ReadDeviceState(*after);
+  r.started_hot = msg.started_hot();
+  r.throttled = msg.throttled();
+  r.hot_threshold_c = msg.hot_threshold_c();
+  r.state_note = Str(msg.state_note());
   return r;
 }
 

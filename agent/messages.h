@@ -26,6 +26,10 @@ flatbuffers::Offset<wire::RunJob> BuildRunJob(flatbuffers::FlatBufferBuilder& fb
                                               const JobSpec& job);
 JobSpec ReadRunJob(const wire::RunJob& msg);
 
+flatbuffers::Offset<wire::DeviceState> BuildDeviceState(flatbuffers::FlatBufferBuilder& fbb,
+                                                        const DeviceState& state);
+DeviceState ReadDeviceState(const wire::DeviceState& msg);
+
 flatbuffers::Offset<wire::JobResult> BuildJobResult(flatbuffers::FlatBufferBuilder& fbb,
                                                     const JobResult& result);
 JobResult ReadJobResult(const wire::JobResult& msg);

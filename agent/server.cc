@@ -575,7 +575,8 @@ void Server::Converse(int in_fd, int out_fd, const std::string& who,
         s.job_thread = std::thread([this, &s, &send, &who, job, id] {
           JobResult result = supervisor_->Run(job, &s.cancel_job);
           AgentLog(who + ": job " + std::to_string(id) + ": " + result.status +
-                   (result.error.empty() ? "" : " (" + result.error + ")"));
+                   (result.error.empty() ? "" : " (" + result.error + ")") +
+                   (result.state_note.empty() ? "" : " [" + result.state_note + "]"));
           flatbuffers::FlatBufferBuilder fbb;
           FinishFrame(fbb, id, BuildJobResult(fbb, result));
           s.job_running = false;  // before the reply: the host may send the next RunJob at once

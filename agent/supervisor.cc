@@ -241,6 +241,20 @@ JobResult Supervisor::RunLocked(const JobSpec& job, const std::atomic<bool>* can
   UniqueFd exec_r(exec_pipe[0]), exec_w(exec_pipe[1]);
   UniqueFd dev_null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
 
+  std::optional<DeviceState> state_before;
+  if (options_.record_device_state) {
+    state_before = CollectDeviceState(options_.device_state_root);
+  }
+  // Attaches the snapshots and their flags to a result of a started runner.
+  auto with_state = [&](JobResult result) {
+    if (options_.record_device_state) {
+      result.state_before = std::move(state_before);
+      result.state_after = CollectDeviceState(options_.device_state_root);
+      FlagDeviceState(options_.hot_threshold_c, &result);
+    }
+    return result;
+  };
+
   auto start = Clock::now();
   pid_t pid = ::fork();
   if (pid < 0) return Infra(std::string("cannot fork the runner: ") + strerror(errno));
@@ -282,8 +296,8 @@ JobResult Supervisor::RunLocked(const JobSpec& job, const std::atomic<bool>* can
     ::waitpid(pid, &status, 0);
     std::lock_guard<std::mutex> lock(pid_mutex_);
     running_pgid_ = 0;
-    return Infra("cannot start runner " + job.runner_sha256.substr(0, 12) + ": " +
-                 strerror(exec_errno));
+    return with_state(Infra("cannot start runner " + job.runner_sha256.substr(0, 12) + ": " +
+                            strerror(exec_errno)));
   }
 
   std::string out_text, err_text;
@@ -361,7 +375,7 @@ JobResult Supervisor::RunLocked(const JobSpec& job, const std::atomic<bool>* can
     result.error = "job cancelled: the host went away";
     result.exit_code = -1;
     result.signal = SIGKILL;
-    return result;
+    return with_state(std::move(result));
   }
   if (timed_out) {
     result.status = "timeout";
@@ -369,7 +383,7 @@ JobResult Supervisor::RunLocked(const JobSpec& job, const std::atomic<bool>* can
                    " ms and was killed";
     result.exit_code = -1;
     result.signal = SIGKILL;
-    return result;
+    return with_state(std::move(result));
   }
   if (WIFEXITED(status)) {
     Classify(WEXITSTATUS(status), 0, out_text, err_text, &result);
@@ -381,7 +395,7 @@ JobResult Supervisor::RunLocked(const JobSpec& job, const std::atomic<bool>* can
     result.error = "runner wrote more than " + std::to_string(options_.max_stdout_bytes) +
                    " bytes to stdout";
   }
-  return result;
+  return with_state(std::move(result));
 }
 
 }  // namespace dfarm::agent

@@ -1,7 +1,8 @@
 // Supervisor: runs one job at a time as a fresh dfarm-runner process taken
 // from the artifact store, captures its stdout (the --json document) and the
 // tail of its stderr, enforces the job's wall-clock timeout and classifies
-// the outcome into the job status classes of docs/CONTRACTS.md.
+// the outcome into the job status classes of docs/CONTRACTS.md. It records
+// the device state before and after each runner process.
 #pragma once
 
 #include <atomic>
@@ -11,13 +12,20 @@
 
 #include "agent/artifact_store.h"
 #include "agent/client.h"
+#include "agent/device_state.h"
 
 namespace dfarm::agent {
 
 struct SupervisorOptions {
-  size_t stderr_tail_bytes = 4096;        // kept from the end of stderr
-  size_t max_stdout_bytes = 1u << 20;     // stdout beyond this is dropped
+  size_t stderr_tail_bytes = 4096;     // kept from the end of stderr
+  size_t max_stdout_bytes = 1u << 20;  // stdout beyond this is dropped
   uint32_t max_timeout_ms = 24u * 3600 * 1000;
+  // Device state (agent/device_state.h) is read under this root just before
+  // the runner starts and just after it ends; tests point it at a fake tree.
+  bool record_device_state = true;
+  std::string device_state_root = "/";
+  // A job whose state_before shows a thermal zone above this is flagged started_hot.
+  double hot_threshold_c = kDefaultHotThresholdC;
 };
 
 class Supervisor {
