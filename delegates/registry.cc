@@ -1,18 +1,30 @@
 #include "delegates/registry.h"
 
 #include <array>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
+
+#include "delegates/external/external_delegate.h"
 
 namespace dfarm::delegates {
 namespace {
 
 constexpr const char* kNoOptions[] = {nullptr};
+constexpr const char* kExternalOptions[] = {"path", "max_delegated_partitions",
+                                            "min_nodes_per_partition", "require_full_delegation",
+                                            nullptr};
 
 void AddReferenceKernels(runtime::OpResolver& resolver) { resolver.AddAllReferenceOps(); }
 
+// The CPU comes last: delegates claim nodes, the reference kernels run the rest.
 constexpr std::array kDelegates = {
     Delegate{"cpu", "reference kernels of runtime/ (single-threaded)", kNoOptions,
              &AddReferenceKernels},
+    Delegate{"external",
+             "a plugin from a shared library (delegates/external/dfarm_delegate_plugin.h); "
+             "other options go to the plugin",
+             kExternalOptions, &AddReferenceKernels, &CreateExternalDelegate, true},
 };
 
 std::string JoinNames() {
@@ -51,11 +63,43 @@ runtime::Status CheckDelegateOptions(const Delegate& delegate, const DelegateOpt
       known = known || key == *k;
       accepted += accepted.empty() ? *k : std::string(", ") + *k;
     }
+    if (!known && delegate.passes_other_options) continue;
     if (!known) {
       return runtime::Status::Error(
           "delegate '" + std::string(delegate.name) + "' has no option '" + key + "' (" +
           (accepted.empty() ? std::string("it takes none") : "accepted: " + accepted) + ")");
     }
+  }
+  return runtime::Status::Ok();
+}
+
+runtime::Status ParsePartitionOptions(const DelegateOptions& options,
+                                      runtime::DelegatePartitionOptions* out) {
+  for (const auto& [key, value] : options) {
+    auto bad = [&](const char* expected) {
+      return runtime::Status::Error("delegate option '" + key + "' has value '" + value +
+                                    "', expected " + expected);
+    };
+    if (key == "require_full_delegation") {
+      if (value == "true" || value == "1") {
+        out->require_full_delegation = true;
+      } else if (value == "false" || value == "0") {
+        out->require_full_delegation = false;
+      } else {
+        return bad("true or false");
+      }
+      continue;
+    }
+    const bool max = key == "max_delegated_partitions";
+    if (!max && key != "min_nodes_per_partition") continue;
+    char* end = nullptr;
+    errno = 0;
+    const long n = std::strtol(value.c_str(), &end, 10);
+    const long lowest = max ? 0 : 1;
+    if (value.empty() || *end != '\0' || errno != 0 || n < lowest || n > 1000000) {
+      return bad(max ? "an integer >= 0 (0: no limit)" : "an integer >= 1");
+    }
+    (max ? out->max_delegated_partitions : out->min_nodes_per_partition) = static_cast<int>(n);
   }
   return runtime::Status::Ok();
 }

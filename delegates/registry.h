@@ -1,13 +1,15 @@
-// The delegates this build of the runtime offers, by name. For now only
-// "cpu": the reference kernels of runtime/. The full delegate interface
-// (per-node support, partitions, plugins) comes later.
+// The delegates this build of the runtime offers, by name: "cpu" (the
+// reference kernels of runtime/) and the delegates of runtime/delegate.h
+// ("external": a plugin loaded from a shared library, delegates/external/).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "runtime/delegate.h"
 #include "runtime/op_resolver.h"
 #include "runtime/status.h"
 
@@ -22,7 +24,25 @@ struct Delegate {
   const char* const* option_keys;
   // Registers the kernels the delegate runs into `resolver`.
   void (*add_kernels)(runtime::OpResolver& resolver);
+  // Makes the runtime delegate from `options` (checked by
+  // CheckDelegateOptions); null for "cpu", which only adds kernels. A
+  // failure is a delegate error (kError) or kUnsupported on this machine.
+  runtime::Status (*create)(const DelegateOptions& options,
+                            std::unique_ptr<runtime::Delegate>* delegate_out) = nullptr;
+  // True when keys outside option_keys go on to the delegate, which checks
+  // them itself (an external plugin's own options).
+  bool passes_other_options = false;
 };
+
+// The partition options every created delegate accepts:
+// max_delegated_partitions (0: no limit), min_nodes_per_partition (>= 1),
+// require_full_delegation (true/false, 1/0). Other keys are ignored here.
+inline constexpr const char* kPartitionOptionKeys[] = {
+    "max_delegated_partitions", "min_nodes_per_partition", "require_full_delegation"};
+
+// Reads the partition options from `options`; an Error names a bad value.
+runtime::Status ParsePartitionOptions(const DelegateOptions& options,
+                                      runtime::DelegatePartitionOptions* out);
 
 // Names of the delegates in this build, in registration order.
 std::vector<std::string> AvailableDelegates();

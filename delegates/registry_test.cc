@@ -8,7 +8,9 @@ namespace {
 
 using ::testing::ElementsAre;
 
-TEST(DelegateRegistryTest, ListsCpu) { EXPECT_THAT(AvailableDelegates(), ElementsAre("cpu")); }
+TEST(DelegateRegistryTest, ListsCpuAndExternal) {
+  EXPECT_THAT(AvailableDelegates(), ElementsAre("cpu", "external"));
+}
 
 TEST(DelegateRegistryTest, FindsCpuAndItRegistersKernels) {
   const Delegate* delegate = nullptr;
@@ -24,7 +26,7 @@ TEST(DelegateRegistryTest, UnknownNameNamesTheAvailableOnes) {
   const Delegate* delegate = nullptr;
   runtime::Status status = FindDelegate("gpu", &delegate);
   EXPECT_EQ(status.code(), runtime::StatusCode::kError);
-  EXPECT_EQ(status.message(), "unknown delegate 'gpu' (available: cpu)");
+  EXPECT_EQ(status.message(), "unknown delegate 'gpu' (available: cpu, external)");
   EXPECT_EQ(delegate, nullptr);
 }
 
@@ -34,6 +36,31 @@ TEST(DelegateRegistryTest, CpuTakesNoOptions) {
   EXPECT_TRUE(CheckDelegateOptions(*delegate, {}).ok());
   runtime::Status status = CheckDelegateOptions(*delegate, {{"precision", "fp16"}});
   EXPECT_EQ(status.message(), "delegate 'cpu' has no option 'precision' (it takes none)");
+}
+
+TEST(DelegateRegistryTest, ExternalPassesUnknownKeysToThePlugin) {
+  const Delegate* delegate = nullptr;
+  ASSERT_TRUE(FindDelegate("external", &delegate).ok());
+  EXPECT_NE(delegate->create, nullptr);
+  EXPECT_TRUE(CheckDelegateOptions(*delegate, {{"path", "/x.so"}, {"k", "v"}}).ok());
+}
+
+TEST(DelegateRegistryTest, PartitionOptions) {
+  runtime::DelegatePartitionOptions o;
+  ASSERT_TRUE(ParsePartitionOptions({{"max_delegated_partitions", "2"},
+                                     {"min_nodes_per_partition", "3"},
+                                     {"require_full_delegation", "true"},
+                                     {"other", "x"}},
+                                    &o)
+                  .ok());
+  EXPECT_EQ(o.max_delegated_partitions, 2);
+  EXPECT_EQ(o.min_nodes_per_partition, 3);
+  EXPECT_TRUE(o.require_full_delegation);
+  runtime::Status s = ParsePartitionOptions({{"min_nodes_per_partition", "0"}}, &o);
+  EXPECT_EQ(s.message(),
+            "delegate option 'min_nodes_per_partition' has value '0', expected an integer >= 1");
+  EXPECT_FALSE(ParsePartitionOptions({{"require_full_delegation", "yes"}}, &o).ok());
+  EXPECT_FALSE(ParsePartitionOptions({{"max_delegated_partitions", "2x"}}, &o).ok());
 }
 
 }  // namespace

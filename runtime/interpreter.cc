@@ -37,13 +37,17 @@ Interpreter::Interpreter(const Model& model, const OpResolver& resolver,
           (type_name != nullptr && *type_name ? type_name : std::to_string(int(fb->type()))) +
           ", which is not supported");
     }
-    if (fb->sparsity() != nullptr && setup_status_.ok()) {
-      setup_status_ =
-          Status::Unsupported("model '" + model.name() + "' tensor " + std::to_string(t) + " '" +
-                              tensor.name + "' is sparse, which is not supported");
-    }
     tensor.bytes = static_cast<size_t>(tensor.num_elements()) * DTypeSize(tensor.dtype);
     std::span<const uint8_t> data = model.BufferData(fb->buffer());
+    if (fb->sparsity() != nullptr) {
+      tensor.sparsity = fb->sparsity();
+      tensor.bytes = data.size();
+      if (data.empty() && setup_status_.ok()) {
+        setup_status_ = Status::Unsupported("model '" + model.name() + "' tensor " +
+                                            std::to_string(t) + " '" + tensor.name +
+                                            "' is sparse but not constant, which is not supported");
+      }
+    }
     if (!data.empty()) {
       tensor.allocation = Allocation::kConstant;
       // Constant tensors are never written (see Tensor::data).
@@ -105,29 +109,41 @@ Status Interpreter::AllocateOnce() {
         "AllocateTensors() already failed halfway; build a new "
         "Interpreter");
   }
+  MarkFolded();
+  DFARM_RETURN_IF_ERROR(
+      delegation_.Build(nodes_, outputs_, delegates_, "model '" + model_.name() + "'"));
+  plan_ = delegation_.order();
   for (Node& node : nodes_) {
+    if (delegation_.PartitionOf(node.index) >= 0) continue;
+    const bool custom = node.code == tflite::BuiltinOperator::CUSTOM;
     node.registration =
-        node.code == tflite::BuiltinOperator::CUSTOM ? nullptr : resolver_.FindBuiltin(node.code);
+        custom ? resolver_.FindCustom(node.op_name) : resolver_.FindBuiltin(node.code);
     if (node.registration == nullptr) {
-      return Status::Unsupported(NodeLabel(node) + ": op " +
-                                 (node.code == tflite::BuiltinOperator::CUSTOM ? "(custom) " : "") +
+      return Status::Unsupported(NodeLabel(node) + ": op " + (custom ? "(custom) " : "") +
                                  "is not supported (no kernel registered)");
+    }
+    for (const Tensor* in : node.inputs) {
+      if (in != nullptr && in->sparsity != nullptr &&
+          node.code != tflite::BuiltinOperator::DENSIFY) {
+        return Status::Unsupported(NodeLabel(node) + ": input tensor " + std::to_string(in->index) +
+                                   " '" + in->name +
+                                   "' is sparse; only DENSIFY reads sparse tensors");
+      }
     }
   }
   DFARM_RETURN_IF_ERROR(Plan());
   for (Node& node : nodes_) {
+    if (delegation_.PartitionOf(node.index) >= 0) continue;
     DFARM_RETURN_IF_ERROR(node.registration->prepare(node).WithPrefix(NodeLabel(node)));
     if (node.folded) {
       DFARM_RETURN_IF_ERROR(node.registration->eval(node).WithPrefix(NodeLabel(node)));
     }
   }
-  return Status::Ok();
+  return delegation_.Prepare();
 }
 
-Status Interpreter::Plan() {
-  const tflite::SubGraph* graph = model_.subgraph();
+void Interpreter::MarkFolded() {
   // Fold nodes whose inputs all hold values before Invoke().
-  plan_.clear();
   for (Node& node : nodes_) {
     bool has_input = false, all_static = true;
     for (Tensor* in : node.inputs) {
@@ -138,12 +154,14 @@ Status Interpreter::Plan() {
     node.folded = has_input && all_static;
     if (node.folded) {
       for (Tensor* out : node.outputs) out->allocation = Allocation::kFolded;
-    } else {
-      plan_.push_back(node.index);
     }
   }
+}
 
-  // Lifetimes in Invoke() steps; step i runs plan_[i].
+Status Interpreter::Plan() {
+  const tflite::SubGraph* graph = model_.subgraph();
+  // Lifetimes in Invoke() steps; step i runs plan_[i]. A delegated node's
+  // tensors live across its whole partition, which runs as one step.
   const int last_step = static_cast<int>(plan_.size());
   std::vector<int> first(tensors_.size(), -1), last(tensors_.size(), -1);
   auto touch = [&](const Tensor* t, int step) {
@@ -152,10 +170,20 @@ Status Interpreter::Plan() {
     last[t->index] = std::max(last[t->index], step);
   };
   for (Tensor* t : inputs_) touch(t, 0);
+  std::vector<int> partition_first(delegation_.partitions_size(), -1),
+      partition_last(delegation_.partitions_size(), -1);
+  for (int step = 0; step < last_step; ++step) {
+    if (const int p = delegation_.PartitionOf(plan_[step]); p >= 0) {
+      if (partition_first[p] < 0) partition_first[p] = step;
+      partition_last[p] = step;
+    }
+  }
   for (int step = 0; step < last_step; ++step) {
     const Node& node = nodes_[plan_[step]];
-    for (Tensor* t : node.inputs) touch(t, step);
-    for (Tensor* t : node.outputs) touch(t, step);
+    const int p = delegation_.PartitionOf(node.index);
+    const int lo = p >= 0 ? partition_first[p] : step, hi = p >= 0 ? partition_last[p] : step;
+    for (Tensor* t : node.inputs) touch(t, lo), touch(t, hi);
+    for (Tensor* t : node.outputs) touch(t, lo), touch(t, hi);
   }
   for (Tensor* t : outputs_) touch(t, last_step);
 
@@ -213,6 +241,10 @@ Status Interpreter::Invoke() {
   }
   for (int index : plan_) {
     Node& node = nodes_[index];
+    if (const int p = delegation_.PartitionOf(index); p >= 0) {
+      if (delegation_.StartsPartition(index)) DFARM_RETURN_IF_ERROR(delegation_.InvokePartition(p));
+      continue;
+    }
     Status status = node.registration->eval(node);
     if (!status.ok()) return status.WithPrefix(NodeLabel(node));
   }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/delegate.h"
 #include "runtime/kernels/kernel.h"
 #include "runtime/model.h"
 #include "runtime/op_resolver.h"
@@ -47,6 +48,16 @@ class Interpreter {
   // values between Invoke() calls.
   Status AllocateTensors();
 
+  // Adds a delegate, before AllocateTensors(); delegates claim nodes in the
+  // order they were added, the resolver's kernels run the rest (see
+  // runtime/delegate.h). Keeps the pointer: the delegate must outlive the
+  // interpreter.
+  void AddDelegate(Delegate* delegate) { delegates_.push_back(delegate); }
+
+  // Where each node runs, set by a successful AllocateTensors() (every node on
+  // "cpu" without delegates).
+  const Placement& placement() const { return delegation_.placement(); }
+
   // Runs the nodes that were not folded, in order. Fill the input tensors'
   // data first. Precondition: AllocateTensors() succeeded.
   Status Invoke();
@@ -75,6 +86,7 @@ class Interpreter {
  private:
   std::string NodeLabel(const Node& node) const;
   Status AllocateOnce();
+  void MarkFolded();
   Status Plan();
 
   const Model& model_;
@@ -85,7 +97,9 @@ class Interpreter {
   std::vector<Tensor*> inputs_;
   std::vector<Tensor*> outputs_;
   std::vector<int> plan_;  // node indices Invoke() runs
-  Status setup_status_;    // a fault found while building tensors or allocating
+  std::vector<Delegate*> delegates_;
+  DelegationPlan delegation_;
+  Status setup_status_;  // a fault found while building tensors or allocating
   std::unique_ptr<std::byte[], void (*)(std::byte*)> arena_;
   size_t arena_bytes_ = 0;
   size_t persistent_bytes_ = 0;

@@ -102,14 +102,14 @@ TEST(InterpreterTest, MissingKernelIsUnsupportedNamingOpAndNode) {
   int mid = b.AddTensor(tfl::TensorType::FLOAT32, {2});
   int out = b.AddTensor(tfl::TensorType::FLOAT32, {2});
   b.AddUnary(tfl::BuiltinOperator::RELU, in, mid);
-  b.AddUnary(tfl::BuiltinOperator::TANH, mid, out);
+  b.AddUnary(tfl::BuiltinOperator::SIN, mid, out);
   b.SetInputs({in});
   b.SetOutputs({out});
   GraphRunner runner;
   Status status = runner.Init(b);
   EXPECT_EQ(status.code(), StatusCode::kUnsupported);
   EXPECT_EQ(status.message(),
-            "model 'test.tflite' node 1 (TANH): op is not supported (no kernel registered)");
+            "model 'test.tflite' node 1 (SIN): op is not supported (no kernel registered)");
   // A failed allocation sticks; Invoke() refuses to run.
   EXPECT_EQ(runner.interpreter().AllocateTensors().message(), status.message());
   EXPECT_EQ(runner.Invoke().code(), StatusCode::kInvalidArgument);
@@ -119,14 +119,14 @@ TEST(InterpreterTest, CustomOpIsUnsupported) {
   ModelBuilder b;
   int in = b.AddTensor(tfl::TensorType::FLOAT32, {2});
   int out = b.AddTensor(tfl::TensorType::FLOAT32, {2});
-  b.AddCustomOperator("Convolution2DTransposeBias", {in}, {out});
+  b.AddCustomOperator("TFLite_Detection_PostProcess", {in}, {out});
   b.SetInputs({in});
   b.SetOutputs({out});
   GraphRunner runner;
   Status status = runner.Init(b);
   EXPECT_EQ(status.code(), StatusCode::kUnsupported);
   EXPECT_EQ(status.message(),
-            "model 'test.tflite' node 0 (Convolution2DTransposeBias): op (custom) is not "
+            "model 'test.tflite' node 0 (TFLite_Detection_PostProcess): op (custom) is not "
             "supported (no kernel registered)");
 }
 

@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <random>
 #include <vector>
@@ -105,6 +107,132 @@ class NaiveEvaluator {
       case Op::RELU:
         for (size_t k = 0; k < out.size(); ++k) out[k] = std::max(In(node, 0)[k], 0.0);
         break;
+      case Op::RELU6:
+        for (size_t k = 0; k < out.size(); ++k) out[k] = std::clamp(In(node, 0)[k], 0.0, 6.0);
+        break;
+      case Op::HARD_SWISH:
+        for (size_t k = 0; k < out.size(); ++k) {
+          double x = In(node, 0)[k];
+          out[k] = x * std::clamp(x + 3.0, 0.0, 6.0) / 6.0;
+        }
+        break;
+      case Op::LOGISTIC:
+        for (size_t k = 0; k < out.size(); ++k) out[k] = 1.0 / (1.0 + std::exp(-In(node, 0)[k]));
+        break;
+      case Op::DENSIFY:
+        if (!Densify(node, &out)) return false;
+        break;
+      case Op::DEPTH_TO_SPACE: {
+        const int b = node.options<tflite::DepthToSpaceOptions>()->block_size();
+        const Tensor& in_t = *node.inputs[0];
+        const Values& in = In(node, 0);
+        const int H = in_t.shape[1], W = in_t.shape[2], C = in_t.shape[3];
+        for (int64_t k = 0; k < static_cast<int64_t>(out.size()); ++k) {
+          std::vector<int64_t> i = Unravel(k, os);
+          int64_t c = (i[1] % b * b + i[2] % b) * os[3] + i[3];
+          out[k] = in[((i[0] * H + i[1] / b) * W + i[2] / b) * C + c];
+        }
+        break;
+      }
+      case Op::MEAN: {
+        // Every input element adds to the output element of its kept coordinates.
+        const Tensor& in_t = *node.inputs[0];
+        const Values& in = In(node, 0);
+        std::vector<bool> reduced(in_t.rank(), false);
+        for (double a : In(node, 1))
+          reduced[(static_cast<int>(a) + in_t.rank()) % in_t.rank()] = true;
+        std::vector<double> count(out.size(), 0.0);
+        for (int64_t k = 0; k < static_cast<int64_t>(in.size()); ++k) {
+          std::vector<int64_t> i = Unravel(k, in_t.shape);
+          int64_t flat = 0;
+          for (int d = 0; d < in_t.rank(); ++d) {
+            if (!reduced[d]) flat = flat * in_t.shape[d] + i[d];
+          }
+          out[flat] += in[k];
+          count[flat] += 1;
+        }
+        for (size_t k = 0; k < out.size(); ++k) out[k] /= count[k];
+        break;
+      }
+      case Op::FULLY_CONNECTED: {
+        auto* o = node.options<tflite::FullyConnectedOptions>();
+        const Values& in = In(node, 0);
+        const Values& w = In(node, 1);
+        const Values* bias = node.inputs.size() > 2 && node.inputs[2] ? &In(node, 2) : nullptr;
+        const int64_t units = node.inputs[1]->shape[0], depth = node.inputs[1]->shape[1];
+        for (int64_t k = 0; k < static_cast<int64_t>(out.size()); ++k) {
+          int64_t row = k / units, u = k % units;
+          double acc = bias ? (*bias)[u] : 0.0;
+          for (int64_t j = 0; j < depth; ++j) acc += in[row * depth + j] * w[u * depth + j];
+          out[k] = Activate(acc, o->fused_activation_function());
+        }
+        break;
+      }
+      case Op::RESIZE_BILINEAR: {
+        // Textbook half-pixel / align-corners sampling, clamped at the borders.
+        auto* o = node.options<tflite::ResizeBilinearOptions>();
+        const Tensor& in_t = *node.inputs[0];
+        const Values& in = In(node, 0);
+        const int H = in_t.shape[1], W = in_t.shape[2], C = in_t.shape[3];
+        auto source = [&](int64_t out_i, int in_size, int out_size) {
+          double scale = o->align_corners() && out_size > 1
+                             ? (in_size - 1.0) / (out_size - 1.0)
+                             : static_cast<double>(in_size) / out_size;
+          return o->half_pixel_centers() ? (out_i + 0.5) * scale - 0.5 : out_i * scale;
+        };
+        for (int64_t k = 0; k < static_cast<int64_t>(out.size()); ++k) {
+          std::vector<int64_t> i = Unravel(k, os);
+          double y = source(i[1], H, os[1]), x = source(i[2], W, os[2]);
+          int64_t y0 = std::max<int64_t>(std::floor(y), 0),
+                  x0 = std::max<int64_t>(std::floor(x), 0);
+          int64_t y1 = std::min<int64_t>(std::ceil(y), H - 1),
+                  x1 = std::min<int64_t>(std::ceil(x), W - 1);
+          auto px = [&](int64_t yy, int64_t xx) {
+            return in[((i[0] * H + yy) * W + xx) * C + i[3]];
+          };
+          double dy = y - y0, dx = x - x0;
+          out[k] = px(y0, x0) * (1 - dy) * (1 - dx) + px(y1, x0) * dy * (1 - dx) +
+                   px(y0, x1) * (1 - dy) * dx + px(y1, x1) * dy * dx;
+        }
+        break;
+      }
+      case Op::CUSTOM: {
+        if (node.op_name != "Convolution2DTransposeBias") {
+          ADD_FAILURE() << "the naive evaluator lacks custom op " << node.op_name;
+          return false;
+        }
+        // Gather form: out(oy,ox,oc) = bias + sum in(iy,ix,ic) w(oc,ky,kx,ic) over
+        // oy = iy * stride - pad + ky (and the same along x).
+        int32_t params[3];
+        std::memcpy(params, node.op->custom_options()->data(), sizeof(params));
+        const int sw = params[1], sh = params[2];
+        const Tensor& in_t = *node.inputs[0];
+        const Tensor& f_t = *node.inputs[1];
+        const Values& in = In(node, 0);
+        const Values& f = In(node, 1);
+        const Values& bias = In(node, 2);
+        const int H = in_t.shape[1], W = in_t.shape[2], C = in_t.shape[3];
+        const int KH = f_t.shape[1], KW = f_t.shape[2];
+        const int pt = params[0] == 1 ? std::max(0, KH - (H - 1) % sh - 1) / 2 : 0;
+        const int pl = params[0] == 1 ? std::max(0, KW - (W - 1) % sw - 1) / 2 : 0;
+        for (int64_t k = 0; k < static_cast<int64_t>(out.size()); ++k) {
+          std::vector<int64_t> i = Unravel(k, os);
+          double acc = bias[i[3]];
+          for (int ky = 0; ky < KH; ++ky)
+            for (int kx = 0; kx < KW; ++kx) {
+              int64_t ty = i[1] + pt - ky, tx = i[2] + pl - kx;
+              if (ty < 0 || tx < 0 || ty % sh != 0 || tx % sw != 0) continue;
+              int64_t iy = ty / sh, ix = tx / sw;
+              if (iy >= H || ix >= W) continue;
+              for (int ic = 0; ic < C; ++ic) {
+                acc += in[((i[0] * H + iy) * W + ix) * C + ic] *
+                       f[((i[3] * KH + ky) * KW + kx) * C + ic];
+              }
+            }
+          out[k] = acc;
+        }
+        break;
+      }
       case Op::CONV_2D:
       case Op::DEPTHWISE_CONV_2D: {
         const bool depthwise = node.code == Op::DEPTHWISE_CONV_2D;
@@ -155,7 +283,9 @@ class NaiveEvaluator {
               }
         break;
       }
-      case Op::MAX_POOL_2D: {
+      case Op::MAX_POOL_2D:
+      case Op::AVERAGE_POOL_2D: {
+        const bool average = node.code == Op::AVERAGE_POOL_2D;
         auto* o = node.options<tflite::Pool2DOptions>();
         const Tensor& in_t = *node.inputs[0];
         const Values& in = In(node, 0);
@@ -164,18 +294,22 @@ class NaiveEvaluator {
         const int pl = PadBefore(o->padding(), W, os[2], o->filter_width(), o->stride_w(), 1);
         for (int64_t k = 0; k < static_cast<int64_t>(out.size()); ++k) {
           std::vector<int64_t> i = Unravel(k, os);
-          double m = -INFINITY;
+          double m = -INFINITY, sum = 0.0;
+          int count = 0;
           for (int ky = 0; ky < o->filter_height(); ++ky)
             for (int kx = 0; kx < o->filter_width(); ++kx) {
               int64_t iy = i[1] * o->stride_h() - pt + ky, ix = i[2] * o->stride_w() - pl + kx;
               if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
               m = std::max(m, in[((i[0] * H + iy) * W + ix) * C + i[3]]);
+              sum += in[((i[0] * H + iy) * W + ix) * C + i[3]];
+              ++count;
             }
-          out[k] = Activate(m, o->fused_activation_function());
+          out[k] = Activate(average ? sum / count : m, o->fused_activation_function());
         }
         break;
       }
-      case Op::ADD: {
+      case Op::ADD:
+      case Op::MUL: {
         const Tensor& a_t = *node.inputs[0];
         const Tensor& b_t = *node.inputs[1];
         const Values& a = In(node, 0);
@@ -189,10 +323,13 @@ class NaiveEvaluator {
           }
           return v[flat];
         };
-        auto* o = node.options<tflite::AddOptions>();
+        tflite::ActivationFunctionType act =
+            node.code == Op::ADD ? node.options<tflite::AddOptions>()->fused_activation_function()
+                                 : node.options<tflite::MulOptions>()->fused_activation_function();
         for (int64_t k = 0; k < static_cast<int64_t>(out.size()); ++k) {
           std::vector<int64_t> i = Unravel(k, os);
-          out[k] = Activate(at(a_t, a, i) + at(b_t, b, i), o->fused_activation_function());
+          double x = at(a_t, a, i), y = at(b_t, b, i);
+          out[k] = Activate(node.code == Op::ADD ? x + y : x * y, act);
         }
         break;
       }
@@ -239,6 +376,58 @@ class NaiveEvaluator {
         return false;
     }
     values_[out_t.index] = std::move(out);
+    return true;
+  }
+
+  // DENSIFY of a sparse constant without blocks: walk the levels in traversal
+  // order, DENSE levels over their size, SPARSE_CSR levels over the indices of
+  // the parent position's segment, and place the stored values in order.
+  bool Densify(const Node& node, Values* out) {
+    const Tensor& t = *node.inputs[0];
+    const tflite::SparsityParameters* sp = t.sparsity;
+    if (sp == nullptr || sp->block_map() != nullptr) {
+      ADD_FAILURE() << "the naive evaluator densifies only unblocked sparse tensors";
+      return false;
+    }
+    auto index_at = [](tflite::SparseIndexVector type, const void* v, int64_t i) -> int64_t {
+      switch (type) {
+        case tflite::SparseIndexVector::Int32Vector:
+          return static_cast<const tflite::Int32Vector*>(v)->values()->Get(i);
+        case tflite::SparseIndexVector::Uint16Vector:
+          return static_cast<const tflite::Uint16Vector*>(v)->values()->Get(i);
+        default:
+          return static_cast<const tflite::Uint8Vector*>(v)->values()->Get(i);
+      }
+    };
+    const std::vector<int64_t> strides = Strides(t.shape);
+    std::vector<int64_t> coords(t.rank(), 0);
+    int64_t next = 0;
+    std::function<void(int, int64_t)> visit = [&](int level, int64_t parent) {
+      if (level == t.rank()) {
+        int64_t flat = 0;
+        for (int d = 0; d < t.rank(); ++d) flat += coords[d] * strides[d];
+        (*out)[flat] = t.dtype == DType::kFloat16 ? HalfToFloat(t.data_as<uint16_t>()[next])
+                                                  : t.data_as<float>()[next];
+        ++next;
+        return;
+      }
+      const tflite::DimensionMetadata* m = sp->dim_metadata()->Get(level);
+      const int dim = sp->traversal_order()->Get(level);
+      if (m->format() == tflite::DimensionType::DENSE) {
+        for (int64_t i = 0; i < m->dense_size(); ++i) {
+          coords[dim] = i;
+          visit(level + 1, parent * m->dense_size() + i);
+        }
+        return;
+      }
+      int64_t begin = index_at(m->array_segments_type(), m->array_segments(), parent);
+      int64_t end = index_at(m->array_segments_type(), m->array_segments(), parent + 1);
+      for (int64_t j = begin; j < end; ++j) {
+        coords[dim] = index_at(m->array_indices_type(), m->array_indices(), j);
+        visit(level + 1, j);
+      }
+    };
+    visit(0, 0);
     return true;
   }
 
@@ -291,7 +480,12 @@ TEST_P(NaiveReferenceTest, InterpreterMatchesNaiveEvaluation) {
 }
 
 INSTANTIATE_TEST_SUITE_P(RealModels, NaiveReferenceTest,
-                         ::testing::Values("face_detection_short_range.tflite"));
+                         ::testing::Values("face_detection_short_range.tflite",
+                                           "face_detection_full_range.tflite",
+                                           "face_detection_full_range_sparse.tflite",
+                                           "hand_landmark_lite.tflite", "hand_landmark_full.tflite",
+                                           "selfie_segmentation.tflite",
+                                           "selfie_segmentation_landscape.tflite"));
 
 }  // namespace
 }  // namespace dfarm::runtime

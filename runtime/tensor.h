@@ -35,6 +35,10 @@ struct Tensor {
   bool per_channel_quantized = false;  // refused by kernels for now
   float scale = 0.0f;
   int64_t zero_point = 0;
+  // Non-null for a sparse constant (in the Model): data holds the tensor's
+  // non-zero values in TFLite's sparse format and bytes their size; only
+  // DENSIFY reads such a tensor.
+  const tflite::SparsityParameters* sparsity = nullptr;
 
   // True when the data holds its values before Invoke() (constant or folded).
   bool has_static_value() const {

@@ -39,6 +39,58 @@ RunnerStatus FromRuntime(const runtime::Status& status) {
   return RunnerStatus::kInternalError;
 }
 
+// Forwards to a delegate and remembers whether any of its calls failed
+// (anything but Ok or kUnsupported), so that such a failure is classed
+// delegate_error rather than model_error.
+class FaultTrackingDelegate : public runtime::Delegate {
+ public:
+  explicit FaultTrackingDelegate(std::unique_ptr<runtime::Delegate> inner)
+      : Delegate(inner->name(), inner->options()), inner_(std::move(inner)) {}
+
+  runtime::Status CheckNode(const runtime::Node& node) const override {
+    return Track(inner_->CheckNode(node), false);
+  }
+  std::unique_ptr<runtime::DelegateKernel> CreateKernel() override {
+    std::unique_ptr<runtime::DelegateKernel> kernel = inner_->CreateKernel();
+    if (kernel == nullptr) {
+      faulted_ = true;
+      return nullptr;
+    }
+    return std::make_unique<Kernel>(std::move(kernel), this);
+  }
+  bool faulted() const { return faulted_; }
+
+ private:
+  class Kernel : public runtime::DelegateKernel {
+   public:
+    Kernel(std::unique_ptr<runtime::DelegateKernel> inner, const FaultTrackingDelegate* owner)
+        : inner_(std::move(inner)), owner_(owner) {}
+    runtime::Status Init(const runtime::Partition& p) override {
+      return owner_->Track(inner_->Init(p), true);
+    }
+    runtime::Status Prepare(const runtime::Partition& p) override {
+      return owner_->Track(inner_->Prepare(p), true);
+    }
+    runtime::Status Invoke(const runtime::Partition& p) override {
+      return owner_->Track(inner_->Invoke(p), true);
+    }
+
+   private:
+    std::unique_ptr<runtime::DelegateKernel> inner_;
+    const FaultTrackingDelegate* owner_;
+  };
+
+  // A kernel's kUnsupported (a partition it refuses after claiming it) is
+  // the delegate's fault too; a node check's is an ordinary fallback.
+  runtime::Status Track(runtime::Status s, bool in_kernel) const {
+    if (!s.ok() && (in_kernel || s.code() != runtime::StatusCode::kUnsupported)) faulted_ = true;
+    return s;
+  }
+
+  std::unique_ptr<runtime::Delegate> inner_;
+  mutable bool faulted_ = false;
+};
+
 RunReport Fail(RunReport report, RunnerStatus status, std::string error) {
   report.status = status;
   report.error = std::move(error);
@@ -62,6 +114,18 @@ nlohmann::json TensorsJson(const std::vector<TensorSummary>& tensors) {
                     {"shape", t.shape}});
   }
   return list;
+}
+
+nlohmann::json PlacementJson(const runtime::Placement& placement) {
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const runtime::NodePlacement& p : placement.nodes) {
+    nlohmann::json node = {{"index", p.node}, {"op", p.op}, {"delegate", p.delegate}};
+    if (p.partition >= 0) node["partition"] = p.partition;
+    if (p.folded) node["folded"] = true;
+    if (!p.reason.empty()) node["reason"] = p.reason;
+    nodes.push_back(std::move(node));
+  }
+  return {{"partitions", placement.partitions}, {"nodes", std::move(nodes)}};
 }
 
 std::string Dump(const nlohmann::json& doc) {
@@ -104,12 +168,30 @@ RunReport Run(const RunnerOptions& options, std::ostream& log) {
   if (runtime::Status s = runtime::Model::Load(options.model, &model); !s.ok()) {
     return Fail(std::move(report), FromRuntime(s), s.message());
   }
+  std::unique_ptr<FaultTrackingDelegate> runtime_delegate;
+  if (delegate->create != nullptr) {
+    std::unique_ptr<runtime::Delegate> created;
+    if (runtime::Status s = delegate->create(options.delegate_options, &created); !s.ok()) {
+      return Fail(std::move(report),
+                  s.code() == runtime::StatusCode::kUnsupported ? RunnerStatus::kUnsupported
+                                                                : RunnerStatus::kDelegateError,
+                  s.message());
+    }
+    runtime_delegate = std::make_unique<FaultTrackingDelegate>(std::move(created));
+  }
+  // A delegate's failure (not a refusal) is delegate_error, whatever its code.
+  auto classify = [&](const runtime::Status& s) {
+    return runtime_delegate != nullptr && runtime_delegate->faulted() ? RunnerStatus::kDelegateError
+                                                                      : FromRuntime(s);
+  };
   runtime::OpResolver resolver;
   delegate->add_kernels(resolver);
   runtime::Interpreter interpreter(*model, resolver);
+  if (runtime_delegate != nullptr) interpreter.AddDelegate(runtime_delegate.get());
   if (runtime::Status s = interpreter.AllocateTensors(); !s.ok()) {
-    return Fail(std::move(report), FromRuntime(s), s.message());
+    return Fail(std::move(report), classify(s), s.message());
   }
+  report.placement = interpreter.placement();
   report.init_us = MicrosSince(init_start);
   report.arena_bytes = interpreter.arena_bytes();
   report.inputs = Summaries(interpreter.inputs());
@@ -128,13 +210,13 @@ RunReport Run(const RunnerOptions& options, std::ostream& log) {
     return s;
   };
   if (runtime::Status s = invoke(&report.first_us); !s.ok()) {
-    return Fail(std::move(report), FromRuntime(s), s.message());
+    return Fail(std::move(report), classify(s), s.message());
   }
   double warmup_total = 0;
   for (uint32_t i = 0; i < options.warmup_runs; ++i) {
     double us = 0;
     if (runtime::Status s = invoke(&us); !s.ok()) {
-      return Fail(std::move(report), FromRuntime(s), s.message());
+      return Fail(std::move(report), classify(s), s.message());
     }
     warmup_total += us;
   }
@@ -142,7 +224,7 @@ RunReport Run(const RunnerOptions& options, std::ostream& log) {
   report.samples_us.assign(options.num_runs, 0.0);
   for (uint32_t i = 0; i < options.num_runs; ++i) {
     if (runtime::Status s = invoke(&report.samples_us[i]); !s.ok()) {
-      return Fail(std::move(report), FromRuntime(s), s.message());
+      return Fail(std::move(report), classify(s), s.message());
     }
   }
   report.latency = ComputeLatencyStats(report.samples_us);
@@ -182,6 +264,7 @@ std::string ReportJson(const RunReport& r) {
       {"samples_us", r.samples_us},
       {"inputs", TensorsJson(r.inputs)},
       {"outputs", TensorsJson(r.outputs)},
+      {"placement", PlacementJson(r.placement)},
   };
   return Dump(doc);
 }
@@ -204,6 +287,20 @@ std::string ReportText(const RunReport& r) {
        Ms(r.latency.std_us) + "), min " + Ms(r.latency.min_us) + ", max " + Ms(r.latency.max_us) +
        ", p50 " + Ms(r.latency.p50_us) + ", p90 " + Ms(r.latency.p90_us) + ", p99 " +
        Ms(r.latency.p99_us) + "\n";
+  if (r.placement.partitions > 0 || r.delegate != "cpu") {
+    size_t delegated = 0;
+    std::string fallbacks;
+    for (const runtime::NodePlacement& p : r.placement.nodes) {
+      if (p.partition >= 0) ++delegated;
+      if (!p.reason.empty()) {
+        fallbacks +=
+            "  node " + std::to_string(p.node) + " (" + p.op + ") on cpu: " + p.reason + "\n";
+      }
+    }
+    s += "placement: " + std::to_string(r.placement.partitions) + " partition(s), " +
+         std::to_string(delegated) + " of " + std::to_string(r.placement.nodes.size()) +
+         " nodes delegated\n" + fallbacks;
+  }
   s += "peak RSS " + std::to_string(r.peak_rss_bytes / 1024) + " KiB, arena " +
        std::to_string(r.arena_bytes / 1024) + " KiB\n";
   return s;

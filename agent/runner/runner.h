@@ -11,6 +11,7 @@
 #include "agent/runner/metrics.h"
 #include "agent/runner/runner_options.h"
 #include "agent/runner/runner_status.h"
+#include "runtime/delegate.h"
 #include "runtime/dtype.h"
 
 namespace dfarm::runner {
@@ -42,6 +43,9 @@ struct RunReport {
   uint64_t arena_bytes = 0;
   std::vector<TensorSummary> inputs;
   std::vector<TensorSummary> outputs;
+  // Where each node ran: the delegate's name or "cpu", and why a node fell
+  // back (set once AllocateTensors() succeeded).
+  runtime::Placement placement;
 };
 
 // Runs one job; never throws. Progress notes go to `log`.

@@ -1,7 +1,9 @@
 // Runs the built dfarm-runner binary as a subprocess, as the agent does.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -10,6 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "tests/model_builder/model_builder.h"
 
@@ -196,7 +199,7 @@ TEST_F(RunnerTest, ExitCodes) {
   Process p = RunRunner({"--model", model, "--delegate", "gpu", "--json"});
   EXPECT_EQ(p.exit_code, 3);
   EXPECT_EQ(nlohmann::json::parse(p.out), nlohmann::json::parse(R"json({"status":"delegate_error",
-                                      "error":"unknown delegate 'gpu' (available: cpu)"})json"));
+                                      "error":"unknown delegate 'gpu' (available: cpu, external)"})json"));
 
   p = RunRunner({"--model", model, "--bogus-flag", "--json"});
   EXPECT_EQ(p.exit_code, 2);
@@ -213,18 +216,119 @@ TEST_F(RunnerTest, ExitCodes) {
   ModelBuilder b;
   int in = b.AddTensor(tfl::TensorType::FLOAT32, {2});
   int out = b.AddTensor(tfl::TensorType::FLOAT32, {2});
-  b.AddUnary(tfl::BuiltinOperator::TANH, in, out);
+  // An op no kernel will ever have (TANH, used before, gained a kernel).
+  b.AddCustomOperator("DfarmNoSuchOp", {in}, {out});
   b.SetInputs({in});
   b.SetOutputs({out});
-  ASSERT_TRUE(b.WriteFile((dir_ / "tanh.tflite").string()));
-  p = RunRunner({"--model", (dir_ / "tanh.tflite").string(), "--json"});
+  ASSERT_TRUE(b.WriteFile((dir_ / "nosuch.tflite").string()));
+  p = RunRunner({"--model", (dir_ / "nosuch.tflite").string(), "--json"});
   EXPECT_EQ(p.exit_code, 4);
   EXPECT_EQ(nlohmann::json::parse(p.out)["error"],
-            "model 'tanh.tflite' node 0 (TANH): op is not supported (no kernel registered)");
+            "model 'nosuch.tflite' node 0 (DfarmNoSuchOp): op (custom) is not supported (no "
+            "kernel registered)");
 
   p = RunRunner({"--help"});
   EXPECT_EQ(p.exit_code, 0);
   EXPECT_THAT(p.out, HasSubstr("--delegate-options"));
+}
+
+TEST_F(RunnerTest, PlacementOnCpu) {
+  Process p = RunRunner({"--model", SmallModel(), "--json", "--num-runs", "1"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_EQ(nlohmann::json::parse(p.out)["placement"], nlohmann::json::parse(R"({"partitions":0,
+      "nodes":[{"index":0,"op":"CONV_2D","delegate":"cpu"},{"index":1,"op":"ADD","delegate":"cpu"}]})"));
+}
+
+std::string PluginPath(const std::string& name) {
+  return std::string(DFARM_BINARY_DIR) + "/lib/lib" + name + ".so";
+}
+
+TEST_F(RunnerTest, ExternalPluginDelegatesPartially) {
+  std::string model = SmallModel();
+  Process cpu =
+      RunRunner({"--model", model, "--num-runs", "1", "--dump-outputs", (dir_ / "cpu").string()});
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+  Process p = RunRunner({"--model", model, "--json", "--num-runs", "2", "--delegate", "external",
+                         "--delegate-options", "path:" + PluginPath("dfarm_example_delegate"),
+                         "--dump-outputs", (dir_ / "ext").string()});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  nlohmann::json doc = nlohmann::json::parse(p.out);
+  EXPECT_EQ(doc["delegate"], "external");
+  EXPECT_EQ(doc["placement"], nlohmann::json::parse(R"json({"partitions":1,"nodes":[
+      {"index":0,"op":"CONV_2D","delegate":"cpu",
+       "reason":"example: CONV_2D is not supported (only ADD and SUB)"},
+      {"index":1,"op":"ADD","delegate":"example","partition":0}]})json"));
+  EXPECT_THAT(p.err, HasSubstr("placement: 1 partition(s), 1 of 2 nodes delegated"));
+  EXPECT_EQ(ReadFile(dir_ / "ext" / "output_0.bin"), ReadFile(dir_ / "cpu" / "output_0.bin"));
+  EXPECT_EQ(ReadFile(dir_ / "ext" / "output_1.bin"), ReadFile(dir_ / "cpu" / "output_1.bin"));
+}
+
+TEST_F(RunnerTest, ExternalPluginErrorsAreDelegateErrors) {
+  std::string model = SmallModel();
+  auto run = [&](const std::string& options) {
+    Process p = RunRunner(
+        {"--model", model, "--json", "--delegate", "external", "--delegate-options", options});
+    EXPECT_EQ(p.exit_code, 3) << p.err;
+    return nlohmann::json::parse(p.out);
+  };
+  nlohmann::json doc = run("path:/nonexistent/libx.so");
+  EXPECT_EQ(doc["status"], "delegate_error");
+  EXPECT_EQ(doc["error"], "external delegate plugin '/nonexistent/libx.so' does not exist");
+  EXPECT_THAT(run("path:" + PluginPath("dfarm_bad_plugin_version"))["error"].get<std::string>(),
+              HasSubstr("was built for plugin API version 2, but this runtime takes version 1"));
+  EXPECT_THAT(run("path:" + PluginPath("dfarm_bad_plugin_nosymbol"))["error"].get<std::string>(),
+              HasSubstr("has no symbol 'dfarm_delegate_plugin_get_api'"));
+  EXPECT_THAT(run("k:v")["error"].get<std::string>(), HasSubstr("needs option 'path'"));
+  Process p =
+      RunRunner({"--model", model, "--json", "--delegate", "external", "--delegate-options",
+                 "path:" + PluginPath("dfarm_example_delegate") + ";require_full_delegation:true"});
+  EXPECT_EQ(p.exit_code, 4) << p.err;
+  EXPECT_THAT(nlohmann::json::parse(p.out)["error"].get<std::string>(),
+              HasSubstr("requires full delegation, but 1 node would fall back to the CPU"));
+}
+
+// Runs dfarm-runner directly (no shell), killing it after `timeout_s`; returns
+// the wait status.
+int RunWithTimeout(const std::vector<std::string>& args, int timeout_s) {
+  std::vector<std::string> argv = {std::string(DFARM_BINARY_DIR) + "/bin/dfarm-runner"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<char*> c;
+    for (std::string& a : argv) c.push_back(a.data());
+    c.push_back(nullptr);
+    freopen("/dev/null", "w", stdout);
+    freopen("/dev/null", "w", stderr);
+    execv(c[0], c.data());
+    _exit(127);
+  }
+  int status = 0;
+  for (int waited_ms = 0; waited_ms < timeout_s * 1000; waited_ms += 20) {
+    if (waitpid(pid, &status, WNOHANG) == pid) return status;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  return status;
+}
+
+TEST_F(RunnerTest, CrashingPluginCostsOnlyTheRunnerProcess) {
+  int status =
+      RunWithTimeout({"--model", SmallModel(), "--delegate", "external", "--delegate-options",
+                      "path:" + PluginPath("dfarm_bad_plugin_crash")},
+                     20);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "status " << status;
+  EXPECT_EQ(WTERMSIG(status), SIGSEGV);
+}
+
+TEST_F(RunnerTest, HangingPluginIsKilledByTheCallersTimeout) {
+  auto start = std::chrono::steady_clock::now();
+  int status = RunWithTimeout({"--model", SmallModel(), "--delegate", "external",
+                               "--delegate-options", "path:" + PluginPath("dfarm_bad_plugin_hang")},
+                              2);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "status " << status;
+  EXPECT_EQ(WTERMSIG(status), SIGKILL);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
 }
 
 TEST_F(RunnerTest, FaceDetectionShortRange) {

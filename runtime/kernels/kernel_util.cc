@@ -35,6 +35,110 @@ Status CheckFloat32(const Tensor* tensor, const char* role) {
   return Status::Ok();
 }
 
+Status ReadStaticInts(const Tensor* tensor, const char* role, std::vector<int64_t>* values_out) {
+  if (tensor == nullptr) return Status::Error(std::string(role) + " is missing");
+  if (tensor->dtype != DType::kInt32 && tensor->dtype != DType::kInt64) {
+    return Status::Error(std::string(role) + " must be int32 or int64, got " +
+                         DTypeName(tensor->dtype));
+  }
+  if (!tensor->has_static_value()) {
+    return Status::Unsupported(std::string(role) + " computed at run time is not supported");
+  }
+  const int64_t n = tensor->num_elements();
+  values_out->resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    (*values_out)[i] = tensor->dtype == DType::kInt32 ? tensor->data_as<int32_t>()[i]
+                                                      : tensor->data_as<int64_t>()[i];
+  }
+  return Status::Ok();
+}
+
+Status NormalizeAxis(int64_t axis, int rank, const char* role, int* axis_out) {
+  if (axis < -rank || axis >= rank) {
+    return Status::Error(std::string(role) + " " + std::to_string(axis) +
+                         " is out of range for rank " + std::to_string(rank));
+  }
+  *axis_out = static_cast<int>(axis < 0 ? axis + rank : axis);
+  return Status::Ok();
+}
+
+Status CheckSameDType(const Tensor* a, const char* role_a, const Tensor* b, const char* role_b) {
+  if (a == nullptr) return Status::Error(std::string(role_a) + " is missing");
+  if (b == nullptr) return Status::Error(std::string(role_b) + " is missing");
+  if (a->dtype != b->dtype) {
+    return Status::Error(std::string(role_b) + " dtype " + DTypeName(b->dtype) + " differs from " +
+                         role_a + " dtype " + DTypeName(a->dtype));
+  }
+  return Status::Ok();
+}
+
+std::vector<int64_t> RowMajorStrides(std::span<const int32_t> shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) {
+    strides[i] = strides[i + 1] * shape[i + 1];
+  }
+  return strides;
+}
+
+namespace {
+
+template <typename T>
+void StridedCopyTyped(const StridedView& v, const T* in, T* out) {
+  if (v.rank == 0) {
+    out[0] = in[v.offset];
+    return;
+  }
+  for (int d = 0; d < v.rank; ++d) {
+    if (v.dims[d] <= 0) return;
+  }
+  const int last = v.rank - 1;
+  const int64_t inner = v.dims[last], inner_stride = v.strides[last];
+  std::array<int64_t, kMaxStridedRank> index{};
+  int64_t offset = v.offset;
+  while (true) {
+    const T* src = in + offset;
+    for (int64_t i = 0; i < inner; ++i) out[i] = src[i * inner_stride];
+    out += inner;
+    int d = last - 1;
+    for (; d >= 0; --d) {
+      offset += v.strides[d];
+      if (++index[d] < v.dims[d]) break;
+      offset -= v.strides[d] * v.dims[d];
+      index[d] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+
+}  // namespace
+
+void StridedCopy(const StridedView& view, const std::byte* in, std::byte* out,
+                 size_t element_size) {
+  switch (element_size) {
+    case 1:
+      StridedCopyTyped(view, reinterpret_cast<const uint8_t*>(in), reinterpret_cast<uint8_t*>(out));
+      break;
+    case 2:
+      StridedCopyTyped(view, reinterpret_cast<const uint16_t*>(in),
+                       reinterpret_cast<uint16_t*>(out));
+      break;
+    case 4:
+      StridedCopyTyped(view, reinterpret_cast<const uint32_t*>(in),
+                       reinterpret_cast<uint32_t*>(out));
+      break;
+    default:
+      StridedCopyTyped(view, reinterpret_cast<const uint64_t*>(in),
+                       reinterpret_cast<uint64_t*>(out));
+      break;
+  }
+}
+
+Status EvalStrided(Node& node) {
+  StridedCopy(node.data_as<StridedData>()->view, node.inputs[0]->data, node.outputs[0]->data,
+              DTypeSize(node.inputs[0]->dtype));
+  return Status::Ok();
+}
+
 Status CheckOutputShape(const Tensor& output, std::span<const int32_t> computed) {
   if (!std::equal(output.shape.begin(), output.shape.end(), computed.begin(), computed.end())) {
     return Status::Error("output tensor " + std::to_string(output.index) + " '" + output.name +

@@ -2,9 +2,12 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "runtime/kernels/kernel.h"
 
@@ -19,6 +22,41 @@ Status CheckFloat32(const Tensor* tensor, const char* role);
 
 // The output's declared shape equals `computed`.
 Status CheckOutputShape(const Tensor& output, std::span<const int32_t> computed);
+
+// The values of `tensor` (`role`, e.g. "axis"), an int32 or int64 tensor that
+// must hold its values before Invoke() (constant or folded); Unsupported when
+// it is computed at run time.
+Status ReadStaticInts(const Tensor* tensor, const char* role, std::vector<int64_t>* values_out);
+
+// `axis` in [-rank, rank) made non-negative; Error naming `role` otherwise.
+Status NormalizeAxis(int64_t axis, int rank, const char* role, int* axis_out);
+
+// Both tensors are present and share a dtype.
+Status CheckSameDType(const Tensor* a, const char* role_a, const Tensor* b, const char* role_b);
+
+// A gather of input elements in the output's row-major order (transpose,
+// slice, strided slice, tile, split): output element (i0, .., ir-1) is input
+// element offset + sum i_d * strides[d]; a stride may be 0 or negative.
+inline constexpr int kMaxStridedRank = 12;
+struct StridedView {
+  int rank = 0;
+  std::array<int64_t, kMaxStridedRank> dims{};
+  std::array<int64_t, kMaxStridedRank> strides{};
+  int64_t offset = 0;
+};
+
+// Row-major element strides of `shape`.
+std::vector<int64_t> RowMajorStrides(std::span<const int32_t> shape);
+
+// Copies the view's elements (`element_size` bytes each) from `in` to `out`.
+// Allocates nothing.
+void StridedCopy(const StridedView& view, const std::byte* in, std::byte* out, size_t element_size);
+
+// OpData and Eval of a kernel whose output 0 is a StridedView of input 0.
+struct StridedData : OpData {
+  StridedView view;
+};
+Status EvalStrided(Node& node);
 
 // Clamp bounds for a fused activation; Unsupported for TANH and SIGN_BIT.
 struct ActivationRange {

@@ -1,4 +1,5 @@
-// The reference kernels, one RegisterName() per entry of runtime/ops.inc.
+// The reference kernels, one RegisterName() per entry of runtime/ops.inc and
+// runtime/custom_ops.inc.
 #pragma once
 
 #include "runtime/kernels/kernel.h"
@@ -8,5 +9,8 @@ namespace dfarm::runtime {
 #define DFARM_OP(code, Name) const OpRegistration* Register##Name();
 #include "runtime/ops.inc"
 #undef DFARM_OP
+#define DFARM_CUSTOM_OP(custom_code, Name) const OpRegistration* Register##Name();
+#include "runtime/custom_ops.inc"
+#undef DFARM_CUSTOM_OP
 
 }  // namespace dfarm::runtime

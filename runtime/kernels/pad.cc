@@ -1,5 +1,7 @@
 // PAD: pads any dtype with zeros (the zero point for quantized tensors).
-// The paddings input ([rank,2] int32 or int64) must be constant.
+// PADV2: pads with its input 2, a one-element tensor of the input's dtype
+// (zeros when omitted). The paddings input ([rank,2] int32 or int64) must be
+// constant, and so must PADV2's value.
 #include <array>
 #include <cstring>
 
@@ -17,10 +19,14 @@ struct PadData : OpData {
   std::array<int64_t, kMaxRank> in_dims{};
   std::array<int64_t, kMaxRank> out_strides{};
   std::array<int64_t, kMaxRank> before{};
+  // PADV2: the padding value's bytes (one element); all zero for PAD.
+  std::array<std::byte, 8> fill{};
+  bool zero_fill = true;
 };
 
 Status Prepare(Node& node) {
-  DFARM_RETURN_IF_ERROR(CheckArity(node, 2, 2, 1));
+  const bool v2 = node.code == tflite::BuiltinOperator::PADV2;
+  DFARM_RETURN_IF_ERROR(CheckArity(node, 2, v2 ? 3 : 2, 1));
   const Tensor* input = node.inputs[0];
   const Tensor* paddings = node.inputs[1];
   Tensor* output = node.outputs[0];
@@ -28,7 +34,17 @@ Status Prepare(Node& node) {
     return Status::Error(std::string("output dtype ") + DTypeName(output->dtype) +
                          " differs from input dtype " + DTypeName(input->dtype));
   }
-  if (input->quantized && input->zero_point != 0) {
+  const Tensor* value = v2 && node.inputs.size() > 2 ? node.inputs[2] : nullptr;
+  if (value != nullptr) {
+    DFARM_RETURN_IF_ERROR(CheckSameDType(input, "input", value, "constant value"));
+    if (value->num_elements() != 1) {
+      return Status::Error("constant value must hold one element, got " +
+                           ShapeToString(value->shape));
+    }
+    if (!value->has_static_value()) {
+      return Status::Unsupported("a constant value computed at run time is not supported");
+    }
+  } else if (input->quantized && input->zero_point != 0) {
     return Status::Unsupported("padding with a non-zero zero point is not supported");
   }
   const int rank = input->rank();
@@ -48,6 +64,10 @@ Status Prepare(Node& node) {
     return Status::Unsupported("paddings computed at run time are not supported");
   }
   auto data = std::make_unique<PadData>();
+  if (value != nullptr) {
+    std::memcpy(data->fill.data(), value->data, DTypeSize(value->dtype));
+    data->zero_fill = false;
+  }
   data->in_dims.fill(1);
   std::array<int64_t, kMaxRank> out_dims;
   out_dims.fill(1);
@@ -83,7 +103,13 @@ Status Eval(Node& node) {
   const Tensor& input = *node.inputs[0];
   Tensor& output = *node.outputs[0];
   const size_t element = DTypeSize(input.dtype);
-  std::memset(output.data, 0, output.bytes);
+  if (d.zero_fill) {
+    std::memset(output.data, 0, output.bytes);
+  } else {
+    for (size_t i = 0; i < output.bytes; i += element) {
+      std::memcpy(output.data + i, d.fill.data(), element);
+    }
+  }
   if (input.num_elements() == 0) return Status::Ok();
 
   constexpr int kLast = kMaxRank - 1;
@@ -109,6 +135,11 @@ Status Eval(Node& node) {
 }  // namespace
 
 const OpRegistration* RegisterPad() {
+  static const OpRegistration registration = {&Prepare, &Eval};
+  return &registration;
+}
+
+const OpRegistration* RegisterPadV2() {
   static const OpRegistration registration = {&Prepare, &Eval};
   return &registration;
 }

@@ -58,5 +58,22 @@ TEST(PadTest, NegativePaddingIsAnError) {
   EXPECT_THAT(status.message(), HasSubstr("padding of dimension 0 is -1,0"));
 }
 
+TEST(PadV2Test, PadsWithTheConstantValue) {
+  ModelBuilder b;
+  int in = b.AddTensor(tfl::TensorType::FLOAT32, {2});
+  int pads = b.AddConstInt32({1, 2}, {1, 2});
+  int value = b.AddConstFloat32({}, {-7.5f});
+  int o = b.AddTensor(tfl::TensorType::FLOAT32, {5});
+  b.AddOperator(tfl::BuiltinOperator::PADV2, {in, pads, value}, {o});
+  b.SetInputs({in});
+  b.SetOutputs({o});
+  GraphRunner runner;
+  runtime::Status status = runner.Init(b);
+  ASSERT_TRUE(status.ok()) << status.message();
+  ASSERT_TRUE(runner.SetInput(0, std::vector<float>{1, 2}));
+  ASSERT_TRUE(runner.Invoke().ok());
+  EXPECT_THAT(runner.Output(0), ::testing::ElementsAre(-7.5f, 1.0f, 2.0f, -7.5f, -7.5f));
+}
+
 }  // namespace
 }  // namespace dfarm::testing

@@ -37,5 +37,76 @@ TEST(ReshapeTest, ElementCountMismatchIsAnError) {
   EXPECT_THAT(status.message(), HasSubstr("cannot reshape [2,3] (6 elements) to [4]"));
 }
 
+runtime::Status RunShapeOp(ModelBuilder& b, int in, int out, std::vector<float>* values) {
+  b.SetInputs({in});
+  b.SetOutputs({out});
+  GraphRunner runner;
+  DFARM_RETURN_IF_ERROR(runner.Init(b));
+  std::vector<float> input(runner.interpreter().inputs()[0]->num_elements());
+  for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<float>(i + 1);
+  EXPECT_TRUE(runner.SetInput(0, input));
+  DFARM_RETURN_IF_ERROR(runner.Invoke());
+  *values = runner.Output(0);
+  return runtime::Status::Ok();
+}
+
+int AddSqueeze(ModelBuilder& b, int in, int out, std::vector<int32_t> dims) {
+  return b.AddOperator(tfl::BuiltinOperator::SQUEEZE, {in}, {out},
+                       tfl::BuiltinOptions::SqueezeOptions,
+                       [dims](flatbuffers::FlatBufferBuilder& fbb) {
+                         return tfl::CreateSqueezeOptionsDirect(fbb, &dims).Union();
+                       });
+}
+
+TEST(SqueezeTest, AllUnitDimsOrTheNamedOnes) {
+  std::vector<float> out;
+  ModelBuilder all;
+  int in = all.AddTensor(tfl::TensorType::FLOAT32, {1, 3, 1});
+  int o = all.AddTensor(tfl::TensorType::FLOAT32, {3});
+  AddSqueeze(all, in, o, {});
+  ASSERT_TRUE(RunShapeOp(all, in, o, &out).ok());
+  EXPECT_THAT(out, ElementsAre(1, 2, 3));
+
+  ModelBuilder named;
+  in = named.AddTensor(tfl::TensorType::FLOAT32, {1, 3, 1});
+  o = named.AddTensor(tfl::TensorType::FLOAT32, {1, 3});
+  AddSqueeze(named, in, o, {-1});
+  ASSERT_TRUE(RunShapeOp(named, in, o, &out).ok());
+}
+
+TEST(SqueezeTest, NonUnitDimIsAnError) {
+  ModelBuilder b;
+  int in = b.AddTensor(tfl::TensorType::FLOAT32, {1, 3});
+  int o = b.AddTensor(tfl::TensorType::FLOAT32, {1});
+  AddSqueeze(b, in, o, {1});
+  std::vector<float> out;
+  runtime::Status status = RunShapeOp(b, in, o, &out);
+  EXPECT_EQ(status.code(), runtime::StatusCode::kError);
+  EXPECT_THAT(status.message(), HasSubstr("cannot squeeze dimension 1 of [1,3]"));
+}
+
+TEST(ExpandDimsTest, NegativeAxisAppends) {
+  ModelBuilder b;
+  int in = b.AddTensor(tfl::TensorType::FLOAT32, {2});
+  int axis = b.AddConstInt32({}, {-1});
+  int o = b.AddTensor(tfl::TensorType::FLOAT32, {2, 1});
+  b.AddOperator(tfl::BuiltinOperator::EXPAND_DIMS, {in, axis}, {o});
+  std::vector<float> out;
+  ASSERT_TRUE(RunShapeOp(b, in, o, &out).ok());
+  EXPECT_THAT(out, ElementsAre(1, 2));
+}
+
+TEST(ExpandDimsTest, WrongDeclaredShapeIsAnError) {
+  ModelBuilder b;
+  int in = b.AddTensor(tfl::TensorType::FLOAT32, {2});
+  int axis = b.AddConstInt32({}, {0});
+  int o = b.AddTensor(tfl::TensorType::FLOAT32, {2, 1});
+  b.AddOperator(tfl::BuiltinOperator::EXPAND_DIMS, {in, axis}, {o});
+  std::vector<float> out;
+  runtime::Status status = RunShapeOp(b, in, o, &out);
+  EXPECT_EQ(status.code(), runtime::StatusCode::kError);
+  EXPECT_THAT(status.message(), HasSubstr("but the op computes [1,2]"));
+}
+
 }  // namespace
 }  // namespace dfarm::testing

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <utility>
 
 #include "runtime/fp16.h"
 
@@ -14,6 +15,33 @@ std::vector<uint8_t> ToBytes(const std::vector<T>& values) {
   std::vector<uint8_t> bytes(values.size() * sizeof(T));
   if (!bytes.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
   return bytes;
+}
+
+// One SparseIndexVector (type and table) of a sparse level.
+std::pair<tfl::SparseIndexVector, flatbuffers::Offset<void>> WriteIndexVector(
+    flatbuffers::FlatBufferBuilder& fbb, const std::vector<int32_t>& values, bool as_uint8) {
+  if (as_uint8) {
+    std::vector<uint8_t> bytes(values.begin(), values.end());
+    return {tfl::SparseIndexVector::Uint8Vector, tfl::CreateUint8VectorDirect(fbb, &bytes).Union()};
+  }
+  return {tfl::SparseIndexVector::Int32Vector, tfl::CreateInt32VectorDirect(fbb, &values).Union()};
+}
+
+flatbuffers::Offset<tfl::SparsityParameters> WriteSparsity(flatbuffers::FlatBufferBuilder& fbb,
+                                                           const SparsitySpec& spec) {
+  std::vector<flatbuffers::Offset<tfl::DimensionMetadata>> levels;
+  for (const SparseLevel& l : spec.levels) {
+    if (!l.sparse) {
+      levels.push_back(tfl::CreateDimensionMetadata(fbb, tfl::DimensionType::DENSE, l.dense_size));
+      continue;
+    }
+    auto [seg_type, segments] = WriteIndexVector(fbb, l.segments, l.as_uint8);
+    auto [idx_type, indices] = WriteIndexVector(fbb, l.indices, l.as_uint8);
+    levels.push_back(tfl::CreateDimensionMetadata(fbb, tfl::DimensionType::SPARSE_CSR, 0, seg_type,
+                                                  segments, idx_type, indices));
+  }
+  return tfl::CreateSparsityParametersDirect(
+      fbb, &spec.traversal_order, spec.block_map.empty() ? nullptr : &spec.block_map, &levels);
 }
 
 }  // namespace
@@ -53,6 +81,15 @@ int ModelBuilder::AddConstInt32(std::vector<int32_t> shape, const std::vector<in
   return AddConstRaw(tfl::TensorType::INT32, std::move(shape), ToBytes(values), std::move(name));
 }
 
+int ModelBuilder::AddSparseConst(tfl::TensorType type, std::vector<int32_t> shape,
+                                 std::vector<uint8_t> values, SparsitySpec sparsity,
+                                 std::string name) {
+  int t = AddConstRaw(type, std::move(shape), std::move(values), std::move(name));
+  tensors_[t].sparse = true;
+  tensors_[t].sparsity = std::move(sparsity);
+  return t;
+}
+
 void ModelBuilder::SetQuantization(int tensor, float scale, int64_t zero_point) {
   tensors_[tensor].quantized = true;
   tensors_[tensor].scale = scale;
@@ -82,12 +119,14 @@ int ModelBuilder::AddOperator(tfl::BuiltinOperator code, std::vector<int32_t> in
 }
 
 int ModelBuilder::AddCustomOperator(std::string custom_code, std::vector<int32_t> inputs,
-                                    std::vector<int32_t> outputs) {
+                                    std::vector<int32_t> outputs,
+                                    std::vector<uint8_t> custom_options) {
   operators_.push_back({OpcodeIndex(tfl::BuiltinOperator::CUSTOM, custom_code),
                         std::move(inputs),
                         std::move(outputs),
                         tfl::BuiltinOptions::NONE,
-                        {}});
+                        {},
+                        std::move(custom_options)});
   return static_cast<int>(operators_.size() - 1);
 }
 
@@ -165,6 +204,101 @@ int ModelBuilder::AddUnary(tfl::BuiltinOperator code, int input, int output) {
   return AddOperator(code, {input}, {output});
 }
 
+int ModelBuilder::AddBinary(tfl::BuiltinOperator code, int lhs, int rhs, int output,
+                            tfl::ActivationFunctionType activation) {
+  using Op = tfl::BuiltinOperator;
+  switch (code) {
+    case Op::ADD:
+      return AddAdd(lhs, rhs, output, activation);
+    case Op::SUB:
+      return AddOperator(code, {lhs, rhs}, {output}, tfl::BuiltinOptions::SubOptions,
+                         [activation](flatbuffers::FlatBufferBuilder& fbb) {
+                           return tfl::CreateSubOptions(fbb, activation).Union();
+                         });
+    case Op::MUL:
+      return AddOperator(code, {lhs, rhs}, {output}, tfl::BuiltinOptions::MulOptions,
+                         [activation](flatbuffers::FlatBufferBuilder& fbb) {
+                           return tfl::CreateMulOptions(fbb, activation).Union();
+                         });
+    case Op::DIV:
+      return AddOperator(code, {lhs, rhs}, {output}, tfl::BuiltinOptions::DivOptions,
+                         [activation](flatbuffers::FlatBufferBuilder& fbb) {
+                           return tfl::CreateDivOptions(fbb, activation).Union();
+                         });
+    default:
+      return AddOperator(code, {lhs, rhs}, {output});
+  }
+}
+
+int ModelBuilder::AddLeakyRelu(int input, int output, float alpha) {
+  return AddOperator(tfl::BuiltinOperator::LEAKY_RELU, {input}, {output},
+                     tfl::BuiltinOptions::LeakyReluOptions,
+                     [alpha](flatbuffers::FlatBufferBuilder& fbb) {
+                       return tfl::CreateLeakyReluOptions(fbb, alpha).Union();
+                     });
+}
+
+int ModelBuilder::AddResize(tfl::BuiltinOperator code, int input, int size, int output,
+                            bool align_corners, bool half_pixel_centers) {
+  if (code == tfl::BuiltinOperator::RESIZE_BILINEAR) {
+    return AddOperator(code, {input, size}, {output}, tfl::BuiltinOptions::ResizeBilinearOptions,
+                       [=](flatbuffers::FlatBufferBuilder& fbb) {
+                         tfl::ResizeBilinearOptionsBuilder o(fbb);
+                         o.add_align_corners(align_corners);
+                         o.add_half_pixel_centers(half_pixel_centers);
+                         return o.Finish().Union();
+                       });
+  }
+  return AddOperator(
+      code, {input, size}, {output}, tfl::BuiltinOptions::ResizeNearestNeighborOptions,
+      [=](flatbuffers::FlatBufferBuilder& fbb) {
+        return tfl::CreateResizeNearestNeighborOptions(fbb, align_corners, half_pixel_centers)
+            .Union();
+      });
+}
+
+int ModelBuilder::AddReducer(tfl::BuiltinOperator code, int input, int axes, int output,
+                             bool keep_dims) {
+  return AddOperator(code, {input, axes}, {output}, tfl::BuiltinOptions::ReducerOptions,
+                     [keep_dims](flatbuffers::FlatBufferBuilder& fbb) {
+                       return tfl::CreateReducerOptions(fbb, keep_dims).Union();
+                     });
+}
+
+int ModelBuilder::AddFullyConnected(int input, int weights, int bias, int output,
+                                    tfl::ActivationFunctionType activation, bool keep_num_dims) {
+  return AddOperator(
+      tfl::BuiltinOperator::FULLY_CONNECTED, {input, weights, bias}, {output},
+      tfl::BuiltinOptions::FullyConnectedOptions, [=](flatbuffers::FlatBufferBuilder& fbb) {
+        return tfl::CreateFullyConnectedOptions(fbb, activation, 0, keep_num_dims).Union();
+      });
+}
+
+int ModelBuilder::AddTransposeConv(int output_shape, int filter, int input, int bias, int output,
+                                   const TransposeConvParams& p) {
+  std::vector<int32_t> inputs = {output_shape, filter, input};
+  if (bias >= 0) inputs.push_back(bias);
+  return AddOperator(
+      tfl::BuiltinOperator::TRANSPOSE_CONV, std::move(inputs), {output},
+      tfl::BuiltinOptions::TransposeConvOptions, [p](flatbuffers::FlatBufferBuilder& fbb) {
+        return tfl::CreateTransposeConvOptions(fbb, p.padding, p.stride_w, p.stride_h, p.activation)
+            .Union();
+      });
+}
+
+int ModelBuilder::AddBlockOp(tfl::BuiltinOperator code, int input, int output, int block_size) {
+  if (code == tfl::BuiltinOperator::DEPTH_TO_SPACE) {
+    return AddOperator(code, {input}, {output}, tfl::BuiltinOptions::DepthToSpaceOptions,
+                       [block_size](flatbuffers::FlatBufferBuilder& fbb) {
+                         return tfl::CreateDepthToSpaceOptions(fbb, block_size).Union();
+                       });
+  }
+  return AddOperator(code, {input}, {output}, tfl::BuiltinOptions::SpaceToDepthOptions,
+                     [block_size](flatbuffers::FlatBufferBuilder& fbb) {
+                       return tfl::CreateSpaceToDepthOptions(fbb, block_size).Union();
+                     });
+}
+
 std::vector<uint8_t> ModelBuilder::Build() const {
   flatbuffers::FlatBufferBuilder fbb;
 
@@ -187,8 +321,10 @@ std::vector<uint8_t> ModelBuilder::Build() const {
       quantization =
           tfl::CreateQuantizationParametersDirect(fbb, nullptr, nullptr, &scale, &zero_point);
     }
-    tensors.push_back(
-        tfl::CreateTensorDirect(fbb, &t.shape, t.type, t.buffer, t.name.c_str(), quantization));
+    flatbuffers::Offset<tfl::SparsityParameters> sparsity;
+    if (t.sparse) sparsity = WriteSparsity(fbb, t.sparsity);
+    tensors.push_back(tfl::CreateTensorDirect(fbb, &t.shape, t.type, t.buffer, t.name.c_str(),
+                                              quantization, false, sparsity));
   }
 
   std::vector<flatbuffers::Offset<tfl::OperatorCode>> opcodes;
@@ -205,8 +341,9 @@ std::vector<uint8_t> ModelBuilder::Build() const {
   for (const OperatorSpec& op : operators_) {
     flatbuffers::Offset<void> options;
     if (op.options) options = op.options(fbb);
-    operators.push_back(tfl::CreateOperatorDirect(fbb, op.opcode_index, &op.inputs, &op.outputs,
-                                                  op.options_type, options));
+    operators.push_back(tfl::CreateOperatorDirect(
+        fbb, op.opcode_index, &op.inputs, &op.outputs, op.options_type, options,
+        op.custom_options.empty() ? nullptr : &op.custom_options));
   }
 
   auto subgraph = tfl::CreateSubGraphDirect(fbb, &tensors, &inputs_, &outputs_, &operators, "main");

@@ -43,6 +43,30 @@ struct Pool2DParams {
   tfl::ActivationFunctionType activation = tfl::ActivationFunctionType::NONE;
 };
 
+struct TransposeConvParams {
+  tfl::Padding padding = tfl::Padding::VALID;
+  int stride_h = 1;
+  int stride_w = 1;
+  tfl::ActivationFunctionType activation = tfl::ActivationFunctionType::NONE;
+};
+
+// One traversal level of a sparse tensor (TFLite's format): DENSE with
+// dense_size entries, or SPARSE_CSR with segments and indices.
+struct SparseLevel {
+  bool sparse = false;
+  int dense_size = 0;
+  std::vector<int32_t> segments;
+  std::vector<int32_t> indices;
+  // Written as Uint8Vector instead of Int32Vector (values must fit).
+  bool as_uint8 = false;
+};
+
+struct SparsitySpec {
+  std::vector<int32_t> traversal_order;
+  std::vector<int32_t> block_map;
+  std::vector<SparseLevel> levels;
+};
+
 class ModelBuilder {
  public:
   // Writes an operator's builtin options table into the builder.
@@ -60,6 +84,10 @@ class ModelBuilder {
   // Any bytes, of any size (a wrong size makes a broken model).
   int AddConstRaw(tfl::TensorType type, std::vector<int32_t> shape, std::vector<uint8_t> bytes,
                   std::string name = {});
+  // A constant of `type` whose buffer holds `values` (their raw bytes) in the
+  // sparse format that `sparsity` describes.
+  int AddSparseConst(tfl::TensorType type, std::vector<int32_t> shape, std::vector<uint8_t> values,
+                     SparsitySpec sparsity, std::string name = {});
   void SetQuantization(int tensor, float scale, int64_t zero_point);
   // Points `tensor` at buffer index `buffer` as written (for broken models).
   void SetTensorBuffer(int tensor, uint32_t buffer);
@@ -70,7 +98,7 @@ class ModelBuilder {
                   tfl::BuiltinOptions options_type = tfl::BuiltinOptions::NONE,
                   OptionsWriter options = {});
   int AddCustomOperator(std::string custom_code, std::vector<int32_t> inputs,
-                        std::vector<int32_t> outputs);
+                        std::vector<int32_t> outputs, std::vector<uint8_t> custom_options = {});
   // Overrides the operator's opcode index as written (for broken models).
   void SetOpcodeIndex(int op, uint32_t opcode_index);
 
@@ -88,6 +116,25 @@ class ModelBuilder {
   int AddDequantize(int input, int output);
   // An op with one input, one output and no options (RELU, RELU6, ...).
   int AddUnary(tfl::BuiltinOperator code, int input, int output);
+  // ADD, SUB, MUL, DIV (with their options and `activation`), or any other
+  // two-input op without options (MAXIMUM, MINIMUM, SQUARED_DIFFERENCE, PRELU).
+  int AddBinary(tfl::BuiltinOperator code, int lhs, int rhs, int output,
+                tfl::ActivationFunctionType activation = tfl::ActivationFunctionType::NONE);
+  int AddLeakyRelu(int input, int output, float alpha);
+  // code: RESIZE_BILINEAR or RESIZE_NEAREST_NEIGHBOR; size: a [2] int32 tensor.
+  int AddResize(tfl::BuiltinOperator code, int input, int size, int output, bool align_corners,
+                bool half_pixel_centers);
+  // code: MEAN, SUM, REDUCE_MAX, ...; axes: an int32 tensor.
+  int AddReducer(tfl::BuiltinOperator code, int input, int axes, int output, bool keep_dims);
+  // bias may be -1 (omitted).
+  int AddFullyConnected(int input, int weights, int bias, int output,
+                        tfl::ActivationFunctionType activation = tfl::ActivationFunctionType::NONE,
+                        bool keep_num_dims = false);
+  // bias may be -1 (omitted).
+  int AddTransposeConv(int output_shape, int filter, int input, int bias, int output,
+                       const TransposeConvParams& params);
+  // code: DEPTH_TO_SPACE or SPACE_TO_DEPTH.
+  int AddBlockOp(tfl::BuiltinOperator code, int input, int output, int block_size);
 
   void SetInputs(std::vector<int32_t> inputs) { inputs_ = std::move(inputs); }
   void SetOutputs(std::vector<int32_t> outputs) { outputs_ = std::move(outputs); }
@@ -108,6 +155,8 @@ class ModelBuilder {
     bool quantized = false;
     float scale = 0.0f;
     int64_t zero_point = 0;
+    bool sparse = false;
+    SparsitySpec sparsity{};
   };
   struct OperatorSpec {
     uint32_t opcode_index;
@@ -115,6 +164,7 @@ class ModelBuilder {
     std::vector<int32_t> outputs;
     tfl::BuiltinOptions options_type;
     OptionsWriter options;
+    std::vector<uint8_t> custom_options{};
   };
   struct OpcodeSpec {
     tfl::BuiltinOperator code;

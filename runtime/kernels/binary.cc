@@ -1,5 +1,7 @@
-// ADD, float32, with NumPy-style broadcasting (up to kMaxRank dimensions)
-// and a fused activation.
+// Elementwise binary ops, float32, with NumPy-style broadcasting (up to
+// kMaxRank dimensions): ADD, SUB, MUL, DIV (with a fused activation, as their
+// options allow), MAXIMUM, MINIMUM, SQUARED_DIFFERENCE and PRELU (input 1 is
+// alpha: x >= 0 ? x : alpha * x), which have none.
 #include <algorithm>
 #include <array>
 
@@ -11,7 +13,7 @@ namespace {
 
 constexpr int kMaxRank = 6;
 
-struct AddData : OpData {
+struct BinaryData : OpData {
   enum class Kind { kSameShape, kScalarLhs, kScalarRhs, kBroadcast } kind = Kind::kSameShape;
   ActivationRange activation{};
   // kBroadcast: output dims and element strides of each input (0 where the
@@ -32,20 +34,38 @@ std::array<int64_t, kMaxRank> BroadcastStrides(const std::vector<int32_t>& shape
   return strides;
 }
 
+// The fused activation of the node's options (NONE for ops without one).
+tflite::ActivationFunctionType FusedActivation(const Node& node) {
+  using Op = tflite::BuiltinOperator;
+  switch (node.code) {
+    case Op::ADD:
+      if (const auto* o = node.options<tflite::AddOptions>()) return o->fused_activation_function();
+      break;
+    case Op::SUB:
+      if (const auto* o = node.options<tflite::SubOptions>()) return o->fused_activation_function();
+      break;
+    case Op::MUL:
+      if (const auto* o = node.options<tflite::MulOptions>()) return o->fused_activation_function();
+      break;
+    case Op::DIV:
+      if (const auto* o = node.options<tflite::DivOptions>()) return o->fused_activation_function();
+      break;
+    default:
+      break;
+  }
+  return tflite::ActivationFunctionType::NONE;
+}
+
 Status Prepare(Node& node) {
   DFARM_RETURN_IF_ERROR(CheckArity(node, 2, 2, 1));
-  const auto* options = node.options<tflite::AddOptions>();
   const Tensor* lhs = node.inputs[0];
   const Tensor* rhs = node.inputs[1];
   Tensor* output = node.outputs[0];
   DFARM_RETURN_IF_ERROR(CheckFloat32(lhs, "input 0"));
   DFARM_RETURN_IF_ERROR(CheckFloat32(rhs, "input 1"));
   DFARM_RETURN_IF_ERROR(CheckFloat32(output, "output"));
-  auto data = std::make_unique<AddData>();
-  DFARM_RETURN_IF_ERROR(GetActivationRange(options != nullptr
-                                               ? options->fused_activation_function()
-                                               : tflite::ActivationFunctionType::NONE,
-                                           &data->activation));
+  auto data = std::make_unique<BinaryData>();
+  DFARM_RETURN_IF_ERROR(GetActivationRange(FusedActivation(node), &data->activation));
 
   const int rank = std::max(lhs->rank(), rhs->rank());
   if (rank > kMaxRank) {
@@ -67,13 +87,13 @@ Status Prepare(Node& node) {
   DFARM_RETURN_IF_ERROR(CheckOutputShape(*output, shape));
 
   if (lhs->shape == rhs->shape) {
-    data->kind = AddData::Kind::kSameShape;
+    data->kind = BinaryData::Kind::kSameShape;
   } else if (lhs->num_elements() == 1) {
-    data->kind = AddData::Kind::kScalarLhs;
+    data->kind = BinaryData::Kind::kScalarLhs;
   } else if (rhs->num_elements() == 1) {
-    data->kind = AddData::Kind::kScalarRhs;
+    data->kind = BinaryData::Kind::kScalarRhs;
   } else {
-    data->kind = AddData::Kind::kBroadcast;
+    data->kind = BinaryData::Kind::kBroadcast;
     data->dims.fill(1);
     for (int i = 0; i < rank; ++i) data->dims[kMaxRank - rank + i] = shape[i];
     data->lhs_strides = BroadcastStrides(lhs->shape);
@@ -83,28 +103,55 @@ Status Prepare(Node& node) {
   return Status::Ok();
 }
 
+struct AddOp {
+  static float Apply(float a, float b) { return a + b; }
+};
+struct SubOp {
+  static float Apply(float a, float b) { return a - b; }
+};
+struct MulOp {
+  static float Apply(float a, float b) { return a * b; }
+};
+struct DivOp {
+  static float Apply(float a, float b) { return a / b; }
+};
+struct MaximumOp {
+  static float Apply(float a, float b) { return a > b ? a : b; }
+};
+struct MinimumOp {
+  static float Apply(float a, float b) { return a < b ? a : b; }
+};
+struct SquaredDifferenceOp {
+  static float Apply(float a, float b) { return (a - b) * (a - b); }
+};
+
+struct PreluOp {
+  static float Apply(float x, float alpha) { return x >= 0.0f ? x : x * alpha; }
+};
+
+template <typename Op>
 Status Eval(Node& node) {
-  const AddData& d = *node.data_as<AddData>();
+  const BinaryData& d = *node.data_as<BinaryData>();
   const float* __restrict a = node.inputs[0]->data_as<float>();
   const float* __restrict b = node.inputs[1]->data_as<float>();
   float* __restrict out = node.outputs[0]->data_as<float>();
   const int64_t n = node.outputs[0]->num_elements();
   const ActivationRange act = d.activation;
   switch (d.kind) {
-    case AddData::Kind::kSameShape:
-      for (int64_t i = 0; i < n; ++i) out[i] = Clamp(a[i] + b[i], act);
+    case BinaryData::Kind::kSameShape:
+      for (int64_t i = 0; i < n; ++i) out[i] = Clamp(Op::Apply(a[i], b[i]), act);
       break;
-    case AddData::Kind::kScalarLhs: {
+    case BinaryData::Kind::kScalarLhs: {
       const float s = a[0];
-      for (int64_t i = 0; i < n; ++i) out[i] = Clamp(s + b[i], act);
+      for (int64_t i = 0; i < n; ++i) out[i] = Clamp(Op::Apply(s, b[i]), act);
       break;
     }
-    case AddData::Kind::kScalarRhs: {
+    case BinaryData::Kind::kScalarRhs: {
       const float s = b[0];
-      for (int64_t i = 0; i < n; ++i) out[i] = Clamp(a[i] + s, act);
+      for (int64_t i = 0; i < n; ++i) out[i] = Clamp(Op::Apply(a[i], s), act);
       break;
     }
-    case AddData::Kind::kBroadcast: {
+    case BinaryData::Kind::kBroadcast: {
       // Odometer over the outer kMaxRank-1 dims; the last dim is a tight loop.
       constexpr int kLast = kMaxRank - 1;
       std::array<int64_t, kMaxRank> index{};
@@ -114,7 +161,8 @@ Status Eval(Node& node) {
       for (int64_t o = 0; o < n; o += inner) {
         const float* pa = a + lhs_offset;
         const float* pb = b + rhs_offset;
-        for (int64_t i = 0; i < inner; ++i) out[o + i] = Clamp(pa[i * ls] + pb[i * rs], act);
+        for (int64_t i = 0; i < inner; ++i)
+          out[o + i] = Clamp(Op::Apply(pa[i * ls], pb[i * rs]), act);
         for (int dim = kLast - 1; dim >= 0; --dim) {
           lhs_offset += d.lhs_strides[dim];
           rhs_offset += d.rhs_strides[dim];
@@ -133,7 +181,42 @@ Status Eval(Node& node) {
 }  // namespace
 
 const OpRegistration* RegisterAdd() {
-  static const OpRegistration registration = {&Prepare, &Eval};
+  static const OpRegistration registration = {&Prepare, &Eval<AddOp>};
+  return &registration;
+}
+
+const OpRegistration* RegisterSub() {
+  static const OpRegistration registration = {&Prepare, &Eval<SubOp>};
+  return &registration;
+}
+
+const OpRegistration* RegisterMul() {
+  static const OpRegistration registration = {&Prepare, &Eval<MulOp>};
+  return &registration;
+}
+
+const OpRegistration* RegisterDiv() {
+  static const OpRegistration registration = {&Prepare, &Eval<DivOp>};
+  return &registration;
+}
+
+const OpRegistration* RegisterMaximum() {
+  static const OpRegistration registration = {&Prepare, &Eval<MaximumOp>};
+  return &registration;
+}
+
+const OpRegistration* RegisterMinimum() {
+  static const OpRegistration registration = {&Prepare, &Eval<MinimumOp>};
+  return &registration;
+}
+
+const OpRegistration* RegisterSquaredDifference() {
+  static const OpRegistration registration = {&Prepare, &Eval<SquaredDifferenceOp>};
+  return &registration;
+}
+
+const OpRegistration* RegisterPrelu() {
+  static const OpRegistration registration = {&Prepare, &Eval<PreluOp>};
   return &registration;
 }
 

@@ -1,0 +1,225 @@
+#include "runtime/delegate.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace dfarm::runtime {
+namespace {
+
+// A step of the graph while delegates claim nodes: one CPU node, or a
+// partition an earlier delegate took.
+struct Unit {
+  std::vector<int> nodes;
+  int delegate = -1;  // index into the delegates; -1: on the CPU so far
+};
+
+std::string NodeText(const Node& node) {
+  return "node " + std::to_string(node.index) + " (" + node.op_name + ")";
+}
+
+void AppendReason(std::string* reasons, const std::string& delegate, const std::string& why) {
+  if (!reasons->empty()) *reasons += "; ";
+  *reasons += delegate + ": " + why;
+}
+
+PartitionerNode UnitAsPartitionerNode(const std::vector<Node>& nodes, const Unit& unit) {
+  PartitionerNode out;
+  std::unordered_set<int> written;
+  for (int n : unit.nodes) {
+    for (const Tensor* t : nodes[n].outputs) {
+      out.outputs.push_back(t->index);
+      written.insert(t->index);
+    }
+  }
+  for (int n : unit.nodes) {
+    for (const Tensor* t : nodes[n].inputs) {
+      if (t != nullptr && written.count(t->index) == 0) out.inputs.push_back(t->index);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+DelegationPlan::~DelegationPlan() = default;
+
+Status DelegationPlan::Build(std::vector<Node>& nodes, const std::vector<Tensor*>& model_outputs,
+                             const std::vector<Delegate*>& delegates, const std::string& label) {
+  placement_ = Placement{};
+  placement_.nodes.resize(nodes.size());
+  node_partition_.assign(nodes.size(), -1);
+  std::vector<Unit> units;
+  for (const Node& node : nodes) {
+    NodePlacement& p = placement_.nodes[node.index];
+    p.node = node.index;
+    p.op = node.op_name;
+    p.folded = node.folded;
+    if (!node.folded) units.push_back(Unit{{node.index}, -1});
+  }
+
+  for (size_t d = 0; d < delegates.size(); ++d) {
+    Delegate& delegate = *delegates[d];
+    std::vector<PartitionerNode> graph;
+    std::vector<int> weight;
+    for (const Unit& unit : units) {
+      graph.push_back(UnitAsPartitionerNode(nodes, unit));
+      weight.push_back(static_cast<int>(unit.nodes.size()));
+      if (unit.delegate >= 0) continue;
+      const Node& node = nodes[unit.nodes.front()];
+      Status s = delegate.CheckNode(node);
+      if (s.ok()) {
+        graph.back().supported = true;
+      } else if (s.code() == StatusCode::kUnsupported) {
+        AppendReason(&placement_.nodes[node.index].reason, delegate.name(), s.message());
+      } else {
+        return s.WithPrefix(label + ": delegate '" + delegate.name() + "' failed to check " +
+                            NodeText(node));
+      }
+    }
+    const DelegatePartitionOptions& o = delegate.options();
+    std::vector<NodeSubset> subsets = PartitionGraph(graph);
+    std::vector<std::string> left_out;
+    std::vector<bool> taken = SelectPartitions(
+        subsets, {o.max_delegated_partitions, o.min_nodes_per_partition}, weight, &left_out);
+    std::vector<Unit> next;
+    for (size_t s = 0; s < subsets.size(); ++s) {
+      if (taken[s]) {
+        Unit merged{{}, static_cast<int>(d)};
+        for (int u : subsets[s].nodes) merged.nodes.push_back(units[u].nodes.front());
+        next.push_back(std::move(merged));
+        continue;
+      }
+      for (int u : subsets[s].nodes) {
+        if (!left_out[s].empty()) {
+          AppendReason(&placement_.nodes[units[u].nodes.front()].reason, delegate.name(),
+                       left_out[s]);
+        }
+        next.push_back(std::move(units[u]));
+      }
+    }
+    units = std::move(next);
+  }
+
+  // Partitions in execution order; a node's consumers tell which outputs leave it.
+  std::unordered_set<int> model_output_ids;
+  for (const Tensor* t : model_outputs) model_output_ids.insert(t->index);
+  order_.clear();
+  for (const Unit& unit : units) {
+    order_.insert(order_.end(), unit.nodes.begin(), unit.nodes.end());
+    if (unit.delegate < 0) continue;
+    auto entry = std::make_unique<Entry>();
+    entry->delegate = delegates[unit.delegate];
+    Partition& part = entry->partition;
+    part.index = static_cast<int>(partitions_.size());
+    part.delegate = entry->delegate->name();
+    std::unordered_set<int> members(unit.nodes.begin(), unit.nodes.end()), written, read;
+    for (int n : unit.nodes) {
+      part.nodes.push_back(&nodes[n]);
+      node_partition_[n] = part.index;
+      NodePlacement& p = placement_.nodes[n];
+      p.delegate = part.delegate;
+      p.partition = part.index;
+      p.reason.clear();
+      for (Tensor* t : nodes[n].outputs) written.insert(t->index);
+    }
+    for (int n : unit.nodes) {
+      for (Tensor* t : nodes[n].inputs) {
+        if (t == nullptr || written.count(t->index) > 0 || !read.insert(t->index).second) continue;
+        part.inputs.push_back(t);
+      }
+    }
+    for (int n : unit.nodes) {
+      for (Tensor* t : nodes[n].outputs) {
+        bool leaves = model_output_ids.count(t->index) > 0;
+        for (const Node& other : nodes) {
+          if (leaves) break;
+          if (members.count(other.index) > 0) continue;
+          leaves = std::any_of(other.inputs.begin(), other.inputs.end(),
+                               [&](const Tensor* in) { return in == t; });
+        }
+        if (leaves) part.outputs.push_back(t);
+      }
+    }
+    partitions_.push_back(std::move(entry));
+  }
+  placement_.partitions = static_cast<int>(partitions_.size());
+
+  for (size_t d = 0; d < delegates.size(); ++d) {
+    if (!delegates[d]->options().require_full_delegation) continue;
+    int fallen = 0;
+    std::string first;
+    for (const Unit& unit : units) {
+      if (unit.delegate >= 0) continue;
+      if (fallen++ == 0) {
+        const NodePlacement& p = placement_.nodes[unit.nodes.front()];
+        first = NodeText(nodes[p.node]) + (p.reason.empty() ? "" : " (" + p.reason + ")");
+      }
+    }
+    if (fallen > 0) {
+      return Status::Unsupported(label + ": delegate '" + delegates[d]->name() +
+                                 "' requires full delegation, but " + std::to_string(fallen) +
+                                 " node" + (fallen == 1 ? "" : "s") +
+                                 " would fall back to the CPU, first " + first);
+    }
+  }
+
+  for (auto& entry : partitions_) {
+    entry->kernel = entry->delegate->CreateKernel();
+    const std::string where = label + ": delegate '" + entry->partition.delegate + "' partition " +
+                              std::to_string(entry->partition.index);
+    if (entry->kernel == nullptr) return Status::Error(where + ": no kernel was created");
+    DFARM_RETURN_IF_ERROR(entry->kernel->Init(entry->partition).WithPrefix(where + " init"));
+  }
+  label_ = label;
+  return Status::Ok();
+}
+
+Status DelegationPlan::Prepare() {
+  for (auto& entry : partitions_) {
+    DFARM_RETURN_IF_ERROR(entry->kernel->Prepare(entry->partition)
+                              .WithPrefix(label_ + ": delegate '" + entry->partition.delegate +
+                                          "' partition " + std::to_string(entry->partition.index) +
+                                          " prepare"));
+  }
+  return Status::Ok();
+}
+
+Status DelegationPlan::InvokePartition(int partition) {
+  Entry& entry = *partitions_[partition];
+  Status s = entry.kernel->Invoke(entry.partition);
+  if (s.ok()) return s;
+  return s.WithPrefix(label_ + ": delegate '" + entry.partition.delegate + "' partition " +
+                      std::to_string(partition));
+}
+
+tflite::ActivationFunctionType FusedActivation(const Node& node) {
+  using tflite::ActivationFunctionType;
+  if (node.op == nullptr) return ActivationFunctionType::NONE;
+  auto of = [](const auto* options) {
+    return options != nullptr ? options->fused_activation_function() : ActivationFunctionType::NONE;
+  };
+  switch (node.op->builtin_options_type()) {
+    case tflite::BuiltinOptions::AddOptions:
+      return of(node.options<tflite::AddOptions>());
+    case tflite::BuiltinOptions::SubOptions:
+      return of(node.options<tflite::SubOptions>());
+    case tflite::BuiltinOptions::MulOptions:
+      return of(node.options<tflite::MulOptions>());
+    case tflite::BuiltinOptions::DivOptions:
+      return of(node.options<tflite::DivOptions>());
+    case tflite::BuiltinOptions::Conv2DOptions:
+      return of(node.options<tflite::Conv2DOptions>());
+    case tflite::BuiltinOptions::DepthwiseConv2DOptions:
+      return of(node.options<tflite::DepthwiseConv2DOptions>());
+    case tflite::BuiltinOptions::FullyConnectedOptions:
+      return of(node.options<tflite::FullyConnectedOptions>());
+    case tflite::BuiltinOptions::Pool2DOptions:
+      return of(node.options<tflite::Pool2DOptions>());
+    case tflite::BuiltinOptions::ConcatenationOptions:
+      return of(node.options<tflite::ConcatenationOptions>());
+    default:
+      return ActivationFunctionType::NONE;
+  }
+}
+
+}  // namespace dfarm::runtime

@@ -1,0 +1,164 @@
+// RESIZE_BILINEAR and RESIZE_NEAREST_NEIGHBOR, float32, NHWC; the size input
+// ([2] int32: new height, new width) must hold its values before Invoke().
+// align_corners and half_pixel_centers are honoured whatever the op version,
+// with TFLite's reference formulas:
+//   scale = align_corners && out > 1 ? (in - 1) / (out - 1) : in / out
+//   bilinear: x = half_pixel_centers ? (o + 0.5) * scale - 0.5 : o * scale,
+//             x0 = max(floor(x), 0), x1 = min(ceil(x), in - 1), weights from x - x0
+//   nearest:  x = (o + (half_pixel_centers ? 0.5 : 0)) * scale,
+//             i = min(align_corners ? round(x) : floor(x), in - 1), and
+//             max(i, 0) with half_pixel_centers
+// The per-row and per-column indices and weights are computed in Prepare().
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "runtime/kernels/kernel_util.h"
+#include "runtime/kernels/kernels.h"
+
+namespace dfarm::runtime {
+namespace {
+
+struct Taps {
+  std::vector<int> lower, upper;  // input indices per output index
+  std::vector<float> frac;        // weight of `upper` (x - x0; may leave [0, 1] at borders)
+};
+
+struct ResizeData : OpData {
+  Taps rows, cols;
+};
+
+float Scale(int in, int out, bool align_corners) {
+  return align_corners && out > 1 ? static_cast<float>(in - 1) / static_cast<float>(out - 1)
+                                  : static_cast<float>(in) / static_cast<float>(out);
+}
+
+Taps BilinearTaps(int in, int out, bool align_corners, bool half_pixel_centers) {
+  Taps t;
+  const float scale = Scale(in, out, align_corners);
+  for (int o = 0; o < out; ++o) {
+    const float x = half_pixel_centers ? (static_cast<float>(o) + 0.5f) * scale - 0.5f
+                                       : static_cast<float>(o) * scale;
+    const int x0 = std::max(static_cast<int>(std::floor(x)), 0);
+    const int x1 = std::min(static_cast<int>(std::ceil(x)), in - 1);
+    t.lower.push_back(x0);
+    t.upper.push_back(x1);
+    t.frac.push_back(x - static_cast<float>(x0));
+  }
+  return t;
+}
+
+Taps NearestTaps(int in, int out, bool align_corners, bool half_pixel_centers) {
+  Taps t;
+  const float scale = Scale(in, out, align_corners);
+  const float offset = half_pixel_centers ? 0.5f : 0.0f;
+  for (int o = 0; o < out; ++o) {
+    const float x = (static_cast<float>(o) + offset) * scale;
+    int i = std::min(static_cast<int>(align_corners ? std::round(x) : std::floor(x)), in - 1);
+    if (half_pixel_centers) i = std::max(i, 0);
+    t.lower.push_back(i);
+    t.upper.push_back(i);
+    t.frac.push_back(0.0f);
+  }
+  return t;
+}
+
+template <bool kBilinear>
+Status Prepare(Node& node) {
+  DFARM_RETURN_IF_ERROR(CheckArity(node, 2, 2, 1));
+  const Tensor* input = node.inputs[0];
+  Tensor* output = node.outputs[0];
+  DFARM_RETURN_IF_ERROR(CheckFloat32(input, "input"));
+  DFARM_RETURN_IF_ERROR(CheckFloat32(output, "output"));
+  bool align_corners = false, half_pixel_centers = false;
+  if (kBilinear) {
+    const auto* options = node.options<tflite::ResizeBilinearOptions>();
+    if (options != nullptr) {
+      align_corners = options->align_corners();
+      half_pixel_centers = options->half_pixel_centers();
+    }
+  } else {
+    const auto* options = node.options<tflite::ResizeNearestNeighborOptions>();
+    if (options != nullptr) {
+      align_corners = options->align_corners();
+      half_pixel_centers = options->half_pixel_centers();
+    }
+  }
+  if (kBilinear && align_corners && half_pixel_centers) {
+    return Status::Error("align_corners and half_pixel_centers cannot both be set");
+  }
+  if (input->rank() != 4) {
+    return Status::Error("input must be 4-D, got " + ShapeToString(input->shape));
+  }
+  std::vector<int64_t> size;
+  DFARM_RETURN_IF_ERROR(ReadStaticInts(node.inputs[1], "size", &size));
+  if (size.size() != 2 || size[0] <= 0 || size[1] <= 0 || size[0] > (1 << 24) ||
+      size[1] > (1 << 24)) {
+    return Status::Error("size must hold 2 positive values, got " +
+                         ShapeToString(node.inputs[1]->shape) + " tensor");
+  }
+  const int32_t computed[] = {input->shape[0], static_cast<int32_t>(size[0]),
+                              static_cast<int32_t>(size[1]), input->shape[3]};
+  DFARM_RETURN_IF_ERROR(CheckOutputShape(*output, computed));
+  if (input->shape[1] <= 0 || input->shape[2] <= 0) {
+    return Status::Error("input " + ShapeToString(input->shape) + " is empty");
+  }
+  auto data = std::make_unique<ResizeData>();
+  auto taps = kBilinear ? &BilinearTaps : &NearestTaps;
+  data->rows = taps(input->shape[1], computed[1], align_corners, half_pixel_centers);
+  data->cols = taps(input->shape[2], computed[2], align_corners, half_pixel_centers);
+  node.data = std::move(data);
+  return Status::Ok();
+}
+
+template <bool kBilinear>
+Status Eval(Node& node) {
+  const ResizeData& d = *node.data_as<ResizeData>();
+  const Tensor& input = *node.inputs[0];
+  Tensor& output = *node.outputs[0];
+  const int batches = input.shape[0], in_h = input.shape[1], in_w = input.shape[2];
+  const int channels = input.shape[3];
+  const int out_h = output.shape[1], out_w = output.shape[2];
+  const float* in = input.data_as<float>();
+  float* __restrict out = output.data_as<float>();
+  for (int n = 0; n < batches; ++n) {
+    const float* image = in + static_cast<size_t>(n) * in_h * in_w * channels;
+    for (int oy = 0; oy < out_h; ++oy) {
+      const float* row0 = image + static_cast<size_t>(d.rows.lower[oy]) * in_w * channels;
+      const float* row1 = image + static_cast<size_t>(d.rows.upper[oy]) * in_w * channels;
+      const float fy = d.rows.frac[oy];
+      for (int ox = 0; ox < out_w; ++ox) {
+        const float* p00 = row0 + static_cast<size_t>(d.cols.lower[ox]) * channels;
+        if constexpr (kBilinear) {
+          const float* p01 = row0 + static_cast<size_t>(d.cols.upper[ox]) * channels;
+          const float* p10 = row1 + static_cast<size_t>(d.cols.lower[ox]) * channels;
+          const float* p11 = row1 + static_cast<size_t>(d.cols.upper[ox]) * channels;
+          const float fx = d.cols.frac[ox];
+          const float w00 = (1.0f - fy) * (1.0f - fx), w01 = (1.0f - fy) * fx;
+          const float w10 = fy * (1.0f - fx), w11 = fy * fx;
+          for (int c = 0; c < channels; ++c) {
+            out[c] = p00[c] * w00 + p10[c] * w10 + p01[c] * w01 + p11[c] * w11;
+          }
+        } else {
+          for (int c = 0; c < channels; ++c) out[c] = p00[c];
+        }
+        out += channels;
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+const OpRegistration* RegisterResizeBilinear() {
+  static const OpRegistration registration = {&Prepare<true>, &Eval<true>};
+  return &registration;
+}
+
+const OpRegistration* RegisterResizeNearestNeighbor() {
+  static const OpRegistration registration = {&Prepare<false>, &Eval<false>};
+  return &registration;
+}
+
+}  // namespace dfarm::runtime
