@@ -6,6 +6,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <thread>
@@ -432,10 +433,17 @@ store::JobOutcome ClassifyJobResult(const agent::JobResult& r) {
   o.wall_ms = r.wall_ms;
   o.runner_json = r.runner_json;
   o.stderr_tail = r.stderr_tail;
+  if (r.state_before) o.state_before_json = DeviceStateToJson(*r.state_before);
+  if (r.state_after) o.state_after_json = DeviceStateToJson(*r.state_after);
+  o.started_hot = r.started_hot;
+  o.throttled = r.throttled;
+  o.hot_threshold_c = r.hot_threshold_c;
+  o.state_note = OneLine(r.state_note);
   auto parsed = ParseRunnerJson(r.runner_json);
   if (parsed) {
     o.metrics = parsed->metrics;
     o.samples_us = parsed->samples_us;
+    o.placement = parsed->placement;
     if (o.error.empty()) o.error = OneLine(parsed->error);
   }
   if (!store::IsFinalJobStatus(o.status)) {
@@ -455,6 +463,39 @@ store::JobOutcome ClassifyJobResult(const agent::JobResult& r) {
     }
   }
   return o;
+}
+
+std::string DeviceStateToJson(const agent::DeviceState& state) {
+  using nlohmann::json;
+  auto put = [](json& obj, const char* key, const auto& value) {
+    if (value) obj[key] = *value;
+  };
+  json doc = json::object();
+  doc["unix_ms"] = state.unix_ms;
+  doc["cpus"] = json::array();
+  for (const agent::CpuState& c : state.cpus) {
+    json cpu = {{"cpu", c.cpu}};
+    put(cpu, "online", c.online);
+    put(cpu, "cur_freq_khz", c.cur_freq_khz);
+    put(cpu, "max_freq_khz", c.max_freq_khz);
+    put(cpu, "hw_max_freq_khz", c.hw_max_freq_khz);
+    if (!c.governor.empty()) cpu["governor"] = c.governor;
+    doc["cpus"].push_back(std::move(cpu));
+  }
+  doc["thermal_zones"] = json::array();
+  for (const agent::ThermalZoneState& z : state.thermal_zones) {
+    json zone = {{"zone", z.zone}, {"type", z.type}};
+    put(zone, "temp_c", z.temp_c);
+    doc["thermal_zones"].push_back(std::move(zone));
+  }
+  put(doc, "load_avg_1m", state.load_avg_1m);
+  put(doc, "load_avg_5m", state.load_avg_5m);
+  put(doc, "load_avg_15m", state.load_avg_15m);
+  put(doc, "battery_level_pct", state.battery_level_pct);
+  put(doc, "battery_temp_c", state.battery_temp_c);
+  put(doc, "battery_current_ua", state.battery_current_ua);
+  // Invalid UTF-8 in a zone type is replaced rather than thrown on.
+  return doc.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 Result<SchedulerStats> RunJobs(const SchedulerContext& ctx, const std::vector<std::string>& devices,

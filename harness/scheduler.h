@@ -67,6 +67,16 @@ Result<SchedulerStats> RunJobs(const SchedulerContext& ctx, const std::vector<st
 
 // Turns what the agent returned into what the store keeps (status classes of
 // docs/CONTRACTS.md; an "ok" without metrics becomes "crashed").
+// The runner's placement and the agent's device state (as DeviceStateToJson)
+// and flags are kept too.
 store::JobOutcome ClassifyJobResult(const agent::JobResult& r);
+
+// A device state as the store keeps it: a JSON object whose keys are
+// agent::DeviceState's field names ("unix_ms", "cpus":[{"cpu","online",
+// "cur_freq_khz","max_freq_khz","hw_max_freq_khz","governor"}],
+// "thermal_zones":[{"zone","type","temp_c"}], "load_avg_1m", ...,
+// "battery_level_pct", "battery_temp_c", "battery_current_ua"); a value the
+// device did not expose is absent (an empty governor too).
+std::string DeviceStateToJson(const agent::DeviceState& state);
 
 }  // namespace dfarm::harness

@@ -1,5 +1,7 @@
 #include "harness/spec.h"
 
+#include <algorithm>
+
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -294,6 +296,21 @@ class Parser {
                   std::string("expected an object {\"name\":...} or a string, got ") + TypeName(d));
     }
     if (out.name.empty()) return Fail(where, "empty delegate name");
+    // A plugin file (`path`) is a host file: relative to the spec's folder.
+    if (auto it = out.options.find(kPluginPathOption); it != out.options.end()) {
+      auto resolved = ResolvePluginPath(it->second, where + ".options." + kPluginPathOption);
+      if (!resolved) return resolved.error();
+      it->second = *resolved;
+    }
+    for (auto& [key, values] : grid) {
+      if (key != kPluginPathOption) continue;
+      for (size_t i = 0; i < values.size(); ++i) {
+        auto resolved = ResolvePluginPath(
+            values[i], where + ".options." + key + "[" + std::to_string(i) + "]");
+        if (!resolved) return resolved.error();
+        values[i] = *resolved;
+      }
+    }
     // Cartesian product over the listed options, the last key varying fastest.
     std::vector<DelegateSpec> configs = {out};
     for (const auto& [key, values] : grid) {
@@ -315,6 +332,19 @@ class Parser {
     return configs;
   }
 
+  // An absolute, normalized path to an existing regular file.
+  Result<std::string> ResolvePluginPath(const std::string& given, const std::string& at) const {
+    if (given.empty()) return Fail(at, "empty path");
+    fs::path p(given);
+    if (p.is_relative()) p = fs::absolute(fs::path(spec_path_)).parent_path() / p;
+    p = p.lexically_normal();
+    std::error_code ec;
+    if (!fs::is_regular_file(p, ec)) {
+      return Fail(at, "delegate plugin '" + p.string() + "' is not a file");
+    }
+    return p.string();
+  }
+
   // A scalar option value as the runner gets it.
   Result<std::string> OptionValue(const json& value, const std::string& at) const {
     std::string v;
@@ -334,6 +364,26 @@ class Parser {
 };
 
 }  // namespace
+
+std::vector<std::string> PluginPaths(const SweepSpec& spec) {
+  std::vector<std::string> paths;
+  for (const DelegateSpec& d : spec.delegates) {
+    auto it = d.options.find(kPluginPathOption);
+    if (it != d.options.end() &&
+        std::find(paths.begin(), paths.end(), it->second) == paths.end()) {
+      paths.push_back(it->second);
+    }
+  }
+  return paths;
+}
+
+Result<void> CheckPluginsCanBePushed(const SweepSpec& spec) {
+  std::vector<std::string> paths = PluginPaths(spec);
+  if (paths.empty()) return Ok();
+  return MakeError("delegate plugin '" + paths.front() +
+                   "': external delegate plugins are not yet pushed to devices (the agent "
+                   "takes no plugin artifact in a job yet; see harness/README.md)");
+}
 
 std::string DelegateSpec::OptionsString() const {
   std::string s;

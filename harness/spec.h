@@ -63,6 +63,19 @@ struct SweepSpec {
   std::string ToJson() const;
 };
 
+// The delegate option naming a plugin file on the host (`external`'s
+// library). Parsing resolves a relative one against the spec's folder and
+// requires the file to exist; the sweep pushes it to devices by sha256.
+inline constexpr const char* kPluginPathOption = "path";
+
+// The distinct plugin files the spec's delegates name, in spec order.
+std::vector<std::string> PluginPaths(const SweepSpec& spec);
+
+// Fails, naming the first plugin, while plugins cannot reach devices: the
+// agent resolves artifacts only by sha256 and its JobSpec has no field that
+// turns a pushed plugin into the runner's `path:` option (harness/README.md).
+Result<void> CheckPluginsCanBePushed(const SweepSpec& spec);
+
 // Parses spec text. A list where one value is expected expands into one
 // matrix cell per value: a delegate option `{"threads":[1,2]}` gives two
 // delegate configurations (the cartesian product over all listed options),

@@ -211,5 +211,37 @@ TEST_F(SpecTest, SchedulerAndDevices) {
               HasSubstr("a local device's name must be"));
 }
 
+TEST_F(SpecTest, PluginPathsResolveAgainstTheSpecFolder) {
+  dir_.Write("libmy_delegate.so", "elf");
+  dir_.Write("plugins/libb.so", "elf");
+  auto spec = Parse(R"({"models":["../models/a.tflite"],
+      "delegates":[{"name":"external","options":{"path":"../libmy_delegate.so","k":"v"}},
+                   {"name":"external","options":{"path":["../plugins/libb.so",
+                                                         "../libmy_delegate.so"]}}]})");
+  ASSERT_TRUE(spec.ok()) << spec.message();
+  ASSERT_EQ(spec->delegates.size(), 3u);
+  const std::string a = (dir_.path() / "libmy_delegate.so").string();
+  const std::string b = (dir_.path() / "plugins/libb.so").string();
+  EXPECT_EQ(spec->delegates[0].options.at("path"), a);
+  EXPECT_EQ(spec->delegates[0].OptionsString(), "k:v;path:" + a);
+  EXPECT_EQ(spec->delegates[1].options.at("path"), b);
+  EXPECT_EQ(PluginPaths(*spec), (std::vector<std::string>{a, b}));
+  auto pushed = CheckPluginsCanBePushed(*spec);
+  ASSERT_FALSE(pushed.ok());
+  EXPECT_THAT(pushed.message(), HasSubstr("external delegate plugins are not yet pushed"));
+  EXPECT_THAT(pushed.message(), HasSubstr(a));
+
+  // The stored spec (absolute paths) parses to the same.
+  auto again = ParseSpec(spec->ToJson(), "stored");
+  ASSERT_TRUE(again.ok()) << again.message();
+  EXPECT_EQ(again->delegates[0].options.at("path"), a);
+
+  EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],
+      "delegates":[{"name":"external","options":{"path":"../nope.so"}}]})"),
+              HasSubstr("delegates[0].options.path: delegate plugin '" +
+                        (dir_.path() / "nope.so").string() + "' is not a file"));
+  EXPECT_TRUE(CheckPluginsCanBePushed(*Parse(R"({"models":["../models/a.tflite"]})")).ok());
+}
+
 }  // namespace
 }  // namespace dfarm::harness

@@ -80,6 +80,42 @@ Result<SweepSummary> Schedule(int64_t run_id, const SweepSpec& spec,
   return summary;
 }
 
+// The "placement" object (docs/CONTRACTS.md); unset when it is malformed.
+std::optional<store::Placement> ParsePlacement(const json& p) {
+  if (!p.is_object() || !p.contains("partitions") || !p["partitions"].is_number_integer() ||
+      !p.contains("nodes") || !p["nodes"].is_array()) {
+    return std::nullopt;
+  }
+  store::Placement out;
+  out.partitions = p["partitions"].get<int64_t>();
+  for (const json& n : p["nodes"]) {
+    if (!n.is_object() || !n.contains("index") || !n["index"].is_number_integer()) {
+      return std::nullopt;
+    }
+    store::PlacementNode node;
+    node.node_index = n["index"].get<int64_t>();
+    node.op = n.contains("op") && n["op"].is_string() ? n["op"].get<std::string>() : "";
+    node.delegate = n.contains("delegate") && n["delegate"].is_string()
+                        ? n["delegate"].get<std::string>()
+                        : "cpu";
+    if (n.contains("partition") && n["partition"].is_number_integer()) {
+      node.partition = n["partition"].get<int64_t>();
+    }
+    node.folded = n.contains("folded") && n["folded"].is_boolean() && n["folded"].get<bool>();
+    node.reason =
+        n.contains("reason") && n["reason"].is_string() ? n["reason"].get<std::string>() : "";
+    out.nodes.push_back(std::move(node));
+  }
+  std::sort(out.nodes.begin(), out.nodes.end(),
+            [](const store::PlacementNode& a, const store::PlacementNode& b) {
+              return a.node_index < b.node_index;
+            });
+  for (size_t i = 1; i < out.nodes.size(); ++i) {
+    if (out.nodes[i].node_index == out.nodes[i - 1].node_index) return std::nullopt;
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<RunnerOutput> ParseRunnerJson(const std::string& text) {
@@ -116,6 +152,7 @@ Result<RunnerOutput> ParseRunnerJson(const std::string& text) {
         if (s.is_number()) out.samples_us.push_back(s.get<double>());
       }
     }
+    if (doc.contains("placement")) out.placement = ParsePlacement(doc["placement"]);
   } catch (const json::exception& e) {
     return MakeError(std::string("runner JSON: ") + e.what());
   }
@@ -127,6 +164,7 @@ Result<SweepSummary> RunSweep(const SweepSpec& spec, store::Store& store, Device
   if (auto runner = Sha256OfFile(options.runner_path); !runner) {
     return MakeError("runner: " + runner.message() + " (build dfarm-runner or set DFARM_RUNNER)");
   }
+  if (auto r = CheckPluginsCanBePushed(spec); !r) return r.error();
   auto hashes = HashModels(spec);
   if (!hashes) return hashes.error();
   std::vector<MatrixJob> jobs = ExpandMatrix(spec, *hashes);

@@ -61,13 +61,15 @@ Result<SweepSummary> RunSweep(const SweepSpec& spec, store::Store& store, Device
 Result<SweepSummary> ResumeSweep(int64_t run_id, store::Store& store, DeviceProvider& devices,
                                  const SweepOptions& options);
 
-// The runner's --json document (docs/CONTRACTS.md): metrics and samples when
-// present. Fails with a message when the text is not a JSON object.
+// The runner's --json document (docs/CONTRACTS.md): metrics, samples and
+// placement when present. Fails with a message when the text is not a JSON
+// object; a malformed "placement" is left unset (the rest still counts).
 struct RunnerOutput {
   std::string status;
   std::string error;
   std::optional<store::Metrics> metrics;
   std::vector<double> samples_us;
+  std::optional<store::Placement> placement;
 };
 Result<RunnerOutput> ParseRunnerJson(const std::string& text);
 

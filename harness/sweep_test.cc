@@ -7,12 +7,14 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <thread>
 
 #include "harness/matrix.h"
 #include "harness/progress.h"
+#include "harness/scheduler.h"
 #include "harness/test_util.h"
 
 namespace dfarm::harness {
@@ -316,6 +318,103 @@ TEST(RunnerJsonTest, Parses) {
   EXPECT_EQ(r->samples_us.size(), 3u);
   EXPECT_FALSE(ParseRunnerJson("").ok());
   EXPECT_FALSE(ParseRunnerJson("[1]").ok());
+}
+
+constexpr const char* kPlacedJson =
+    R"({"status":"ok","metrics":{"mean_us":10,"num_runs":1},"samples_us":[10],
+        "placement":{"partitions":1,"nodes":[
+          {"index":1,"op":"ADD","delegate":"example","partition":0},
+          {"index":0,"op":"CONV_2D","delegate":"cpu","reason":"example: no CONV_2D"},
+          {"index":2,"op":"DEQUANTIZE","delegate":"cpu","folded":true}]}})";
+
+TEST(RunnerJsonTest, ParsesPlacement) {
+  auto r = ParseRunnerJson(kPlacedJson);
+  ASSERT_TRUE(r.ok()) << r.message();
+  ASSERT_TRUE(r->placement.has_value());
+  EXPECT_EQ(r->placement->partitions, 1);
+  ASSERT_EQ(r->placement->nodes.size(), 3u);
+  EXPECT_EQ(r->placement->nodes[0].node_index, 0);  // sorted by index
+  EXPECT_EQ(r->placement->nodes[0].reason, "example: no CONV_2D");
+  EXPECT_EQ(*r->placement->nodes[1].partition, 0);
+  EXPECT_TRUE(r->placement->nodes[2].folded);
+  EXPECT_FALSE(ParseRunnerJson(kOkJson)->placement.has_value());
+  // A malformed placement is dropped, the metrics stay.
+  auto bad = ParseRunnerJson(
+      R"({"status":"ok","metrics":{"mean_us":1},"placement":{"partitions":1,"nodes":[{"op":"ADD"}]}})");
+  ASSERT_TRUE(bad.ok());
+  EXPECT_FALSE(bad->placement.has_value());
+  EXPECT_TRUE(bad->metrics.has_value());
+  auto dup = ParseRunnerJson(
+      R"({"status":"ok","placement":{"partitions":0,"nodes":[{"index":0},{"index":0}]}})");
+  ASSERT_TRUE(dup.ok());
+  EXPECT_FALSE(dup->placement.has_value());
+}
+
+TEST(DeviceStateJsonTest, KeepsUnsetValuesAbsent) {
+  agent::DeviceState st;
+  st.unix_ms = 1700000000123;
+  agent::CpuState cpu;
+  cpu.cpu = 0;
+  cpu.cur_freq_khz = 1800000;
+  cpu.governor = "schedutil";
+  st.cpus.push_back(cpu);
+  agent::ThermalZoneState zone;
+  zone.zone = 3;
+  zone.type = "x86_pkg_temp";
+  st.thermal_zones.push_back(zone);
+  st.load_avg_1m = 0.25;
+  auto doc = nlohmann::json::parse(DeviceStateToJson(st));
+  EXPECT_EQ(doc["unix_ms"], 1700000000123);
+  EXPECT_EQ(doc["cpus"][0]["cur_freq_khz"], 1800000);
+  EXPECT_EQ(doc["cpus"][0]["governor"], "schedutil");
+  EXPECT_FALSE(doc["cpus"][0].contains("online"));
+  EXPECT_FALSE(doc["cpus"][0].contains("max_freq_khz"));
+  EXPECT_EQ(doc["thermal_zones"][0]["type"], "x86_pkg_temp");
+  EXPECT_FALSE(doc["thermal_zones"][0].contains("temp_c"));
+  EXPECT_DOUBLE_EQ(doc["load_avg_1m"].get<double>(), 0.25);
+  EXPECT_FALSE(doc.contains("load_avg_5m"));
+  EXPECT_FALSE(doc.contains("battery_level_pct"));
+}
+
+TEST_F(SweepTest, RecordsPlacementAndDeviceState) {
+  devices_.run = [](const std::string&, const agent::JobSpec&) -> Result<agent::JobResult> {
+    agent::JobResult r = Ok();
+    r.runner_json = kPlacedJson;
+    agent::DeviceState before;
+    before.unix_ms = 1;
+    before.load_avg_1m = 1.5;
+    r.state_before = before;
+    agent::DeviceState after;
+    after.unix_ms = 2;
+    r.state_after = after;
+    r.started_hot = true;
+    r.throttled = true;
+    r.hot_threshold_c = 65;
+    r.state_note = "hot\nand throttled";
+    return r;
+  };
+  auto s = RunSweep(spec_, *store_, devices_, options_);
+  ASSERT_TRUE(s.ok()) << s.message();
+  auto jobs = store_->ListJobs(s->run_id);
+  ASSERT_TRUE(jobs.ok());
+  ASSERT_EQ(jobs->size(), 2u);
+  for (const store::JobRow& j : *jobs) {
+    ASSERT_TRUE(j.placement.has_value()) << j.model;
+    EXPECT_EQ(j.placement->nodes, 3);
+    EXPECT_EQ(j.placement->delegated_nodes, 1);
+    EXPECT_EQ(j.placement->delegates, "example");
+    EXPECT_TRUE(j.started_hot);
+    EXPECT_TRUE(j.throttled);
+    EXPECT_EQ(j.state_note, "hot and throttled");  // one line
+    auto d = store_->GetJobDetail(j.id);
+    ASSERT_TRUE(d.ok());
+    ASSERT_TRUE(d->state_before_json.has_value());
+    EXPECT_DOUBLE_EQ(nlohmann::json::parse(*d->state_before_json)["load_avg_1m"].get<double>(),
+                     1.5);
+    ASSERT_TRUE(d->state_after_json.has_value());
+    EXPECT_FALSE(nlohmann::json::parse(*d->state_after_json).contains("load_avg_1m"));
+    EXPECT_DOUBLE_EQ(d->hot_threshold_c, 65);
+  }
 }
 
 TEST_F(SweepTest, DevicesRunInParallel) {

@@ -49,6 +49,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .st-fail { color: #a31515; }
 .st-pending { color: #777; }
 li code { background: #f3f3f3; padding: 0 .3em; }
+.warn { color: #8a5a00; font-weight: 600; }
 )css";
 
 const char* StatusClass(const std::string& status) {
@@ -81,7 +82,8 @@ std::string RenderHtml(const RunReport& report) {
 
   h << "<h2>Jobs</h2>\n<table>\n<thead><tr><th>model</th><th>delegate</th><th>device</th>"
        "<th>status</th><th>init ms</th><th>first ms</th><th>mean ms</th><th>p50 ms</th>"
-       "<th>p90 ms</th><th>p99 ms</th><th>peak RSS MiB</th></tr></thead>\n<tbody>\n";
+       "<th>p90 ms</th><th>p99 ms</th><th>peak RSS MiB</th><th>placement</th>"
+       "<th>device state</th></tr></thead>\n<tbody>\n";
   for (const store::JobRow& j : report.jobs) {
     h << "<tr><td>" << Esc(j.model) << "</td><td>" << Esc(DelegateLabel(j)) << "</td><td>"
       << Esc(j.device) << "</td><td class=\"" << StatusClass(j.status) << "\">" << Esc(j.status)
@@ -95,9 +97,34 @@ std::string RenderHtml(const RunReport& report) {
     } else {
       for (int i = 0; i < 7; ++i) h << "<td class=\"num\">&ndash;</td>";
     }
+    std::string placement = PlacementLabel(j);
+    std::string flags = DeviceStateFlags(j);
+    h << "<td>" << (placement.empty() ? "&ndash;" : Esc(placement)) << "</td>";
+    if (flags.empty()) {
+      h << "<td>&ndash;</td>";
+    } else {
+      h << "<td class=\"warn\" title=\"" << Esc(j.state_note) << "\">&#9888; " << Esc(flags)
+        << "</td>";
+    }
     h << "</tr>\n";
   }
   h << "</tbody>\n</table>\n";
+
+  bool flagged = false;
+  for (const store::JobRow& j : report.jobs) flagged = flagged || !DeviceStateFlags(j).empty();
+  if (flagged) {
+    h << "<h2>Device state warnings</h2>\n<p>Jobs that started hot or ran throttled measured a "
+         "device that was not at rest.</p>\n<ul>\n";
+    for (const store::JobRow& j : report.jobs) {
+      std::string flags = DeviceStateFlags(j);
+      if (flags.empty()) continue;
+      h << "<li class=\"warn\">&#9888; <b>" << Esc(j.model) << "</b> " << Esc(DelegateLabel(j))
+        << " on " << Esc(j.device) << ": " << Esc(flags);
+      if (!j.state_note.empty()) h << " (" << Esc(j.state_note) << ")";
+      h << "</li>\n";
+    }
+    h << "</ul>\n";
+  }
 
   if (counts.failed) {
     h << "<h2>Failures</h2>\n<ul>\n";

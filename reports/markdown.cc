@@ -41,8 +41,9 @@ std::string RenderMarkdown(const RunReport& report) {
 
   md << "## Jobs\n\n";
   md << "| model | delegate | device | status | init ms | first ms | mean ms | p50 ms | "
-        "p90 ms | p99 ms | peak RSS MiB |\n";
-  md << "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+        "p90 ms | p99 ms | peak RSS MiB | placement | device state |\n";
+  md << "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- "
+        "|\n";
   for (const store::JobRow& j : report.jobs) {
     md << "| " << Cell(j.model) << " | " << Cell(DelegateLabel(j)) << " | " << Cell(j.device)
        << " | " << Cell(j.status) << " | ";
@@ -50,9 +51,27 @@ std::string RenderMarkdown(const RunReport& report) {
       const store::Metrics& m = *j.metrics;
       md << Ms(m.init_us) << " | " << Ms(m.first_us) << " | " << Ms(m.mean_us) << " | "
          << Ms(m.p50_us) << " | " << Ms(m.p90_us) << " | " << Ms(m.p99_us) << " | "
-         << MiB(m.peak_rss_bytes) << " |\n";
+         << MiB(m.peak_rss_bytes) << " | ";
     } else {
-      md << "– | – | – | – | – | – | – |\n";
+      md << "– | – | – | – | – | – | – | ";
+    }
+    std::string placement = PlacementLabel(j);
+    std::string flags = DeviceStateFlags(j);
+    md << (placement.empty() ? "–" : Cell(placement)) << " | "
+       << (flags.empty() ? "–" : "⚠ " + Cell(flags)) << " |\n";
+  }
+
+  size_t flagged = 0;
+  for (const store::JobRow& j : report.jobs) flagged += DeviceStateFlags(j).empty() ? 0 : 1;
+  if (flagged) {
+    md << "\n## Device state warnings\n\n"
+       << "Jobs that started hot or ran throttled measured a device that was not at rest.\n\n";
+    for (const store::JobRow& j : report.jobs) {
+      std::string flags = DeviceStateFlags(j);
+      if (flags.empty()) continue;
+      md << "- ⚠ **" << Cell(j.model) << "** " << Cell(DelegateLabel(j)) << " on "
+         << Cell(j.device) << ": " << Cell(flags)
+         << (j.state_note.empty() ? "" : " (" + Cell(j.state_note) + ")") << "\n";
     }
   }
 

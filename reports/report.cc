@@ -24,6 +24,21 @@ std::string DelegateLabel(const store::JobRow& job) {
                                       : job.delegate + " (" + job.delegate_options + ")";
 }
 
+std::string PlacementLabel(const store::JobRow& job) {
+  if (!job.placement) return "";
+  const store::PlacementSummary& p = *job.placement;
+  if (p.delegated_nodes == 0) return "all " + std::to_string(p.nodes) + " on cpu";
+  return std::to_string(p.delegated_nodes) + "/" + std::to_string(p.nodes) + " on " +
+         p.delegates;
+}
+
+std::string DeviceStateFlags(const store::JobRow& job) {
+  if (job.started_hot && job.throttled) return "hot, throttled";
+  if (job.started_hot) return "hot";
+  if (job.throttled) return "throttled";
+  return "";
+}
+
 JobCounts CountJobs(const std::vector<store::JobRow>& jobs) {
   JobCounts c;
   for (const store::JobRow& j : jobs) {

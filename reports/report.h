@@ -19,6 +19,13 @@ struct RunReport {
 // Reads a run and its jobs from `store`.
 Result<RunReport> LoadRunReport(store::Store& store, int64_t run_id);
 
+// "12/40 on example" (delegated/all nodes, the delegates that ran them) or
+// "all 40 on cpu"; empty when the job has no placement.
+std::string PlacementLabel(const store::JobRow& job);
+
+// "hot", "throttled", "hot, throttled", or empty when the agent flagged neither.
+std::string DeviceStateFlags(const store::JobRow& job);
+
 enum class Format { kMarkdown, kHtml };
 
 // "md"/"markdown" or "html"; the error lists the formats.

@@ -71,6 +71,56 @@ TEST(ReportsTest, MarkdownHasTableAndFailures) {
   EXPECT_NE(md.find("2 (1 ok, 1 failed)"), std::string::npos);
 }
 
+RunReport Flagged() {
+  RunReport r = Sample();
+  store::PlacementSummary p;
+  p.partitions = 2;
+  p.nodes = 40;
+  p.delegated_nodes = 12;
+  p.cpu_nodes = 28;
+  p.delegates = "ex<ample>";
+  r.jobs[0].placement = p;
+  r.jobs[0].started_hot = true;
+  r.jobs[0].throttled = true;
+  r.jobs[0].state_note = "zone <0> at 91 C";
+  return r;
+}
+
+TEST(ReportsTest, PlacementAndDeviceStateLabels) {
+  RunReport r = Flagged();
+  EXPECT_EQ(PlacementLabel(r.jobs[0]), "12/40 on ex<ample>");
+  EXPECT_EQ(PlacementLabel(r.jobs[1]), "");
+  EXPECT_EQ(DeviceStateFlags(r.jobs[0]), "hot, throttled");
+  EXPECT_EQ(DeviceStateFlags(r.jobs[1]), "");
+  store::JobRow cpu;
+  cpu.placement = store::PlacementSummary{0, 64, 0, 64, ""};
+  cpu.throttled = true;
+  EXPECT_EQ(PlacementLabel(cpu), "all 64 on cpu");
+  EXPECT_EQ(DeviceStateFlags(cpu), "throttled");
+}
+
+TEST(ReportsTest, MarkdownShowsPlacementAndWarnings) {
+  std::string md = RenderMarkdown(Flagged());
+  EXPECT_NE(md.find("| placement | device state |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 42.5 | 12/40 on ex\\<ample\\> | ⚠ hot, throttled |"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("## Device state warnings"), std::string::npos);
+  EXPECT_NE(md.find("zone \\<0\\> at 91 C"), std::string::npos) << md;
+  EXPECT_EQ(RenderMarkdown(Sample()).find("Device state warnings"), std::string::npos);
+}
+
+TEST(ReportsTest, HtmlShowsPlacementAndWarningsEscaped) {
+  std::string html = RenderHtml(Flagged());
+  EXPECT_NE(html.find("<td>12/40 on ex&lt;ample&gt;</td>"), std::string::npos) << html;
+  EXPECT_NE(html.find("title=\"zone &lt;0&gt; at 91 C\">&#9888; hot, throttled</td>"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("<h2>Device state warnings</h2>"), std::string::npos);
+  EXPECT_EQ(html.find("<ample>"), std::string::npos);
+  EXPECT_EQ(html.find("<0>"), std::string::npos);
+  EXPECT_EQ(RenderHtml(Sample()).find("Device state warnings"), std::string::npos);
+}
+
 TEST(ReportsTest, ParseFormat) {
   EXPECT_TRUE(ParseFormat("md").ok());
   EXPECT_TRUE(ParseFormat("html").ok());

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -72,6 +73,20 @@ TEST(CliTest, SpecErrorsExit2) {
   EXPECT_EQ(o.code, kExitUsage);
 }
 
+TEST(CliTest, PluginSpecIsRefusedUntilTheAgentTakesPlugins) {
+  harness::TempDir dir;
+  dir.Write("m.tflite", "model");
+  dir.Write("libmy_delegate.so", "elf");
+  std::string spec = dir.Write(
+      "specs/q.json",
+      R"({"models":["../m.tflite"],"delegates":[{"name":"external","options":{"path":"../libmy_delegate.so"}}]})");
+  std::string db = (dir.path() / "x.db").string();
+  Outcome o = Call({"sweep", spec, "--db", db});
+  EXPECT_EQ(o.code, kExitUsage) << o.err;
+  EXPECT_THAT(o.err, HasSubstr("external delegate plugins are not yet pushed to devices"));
+  EXPECT_THAT(o.err, HasSubstr((dir.path() / "libmy_delegate.so").string()));
+}
+
 TEST(CliTest, ReadCommands) {
   harness::TempDir dir;
   std::string db = (dir.path() / "x.db").string();
@@ -96,6 +111,18 @@ TEST(CliTest, ReadCommands) {
     r.metrics->mean_us = 1000;
     r.metrics->peak_rss_bytes = 123;
     ASSERT_TRUE((*store)->RecordJobResult(*id, r).ok());
+    auto id2 = (*store)->AddJob(*run, j);
+    ASSERT_TRUE(id2.ok());
+    store::JobOutcome placed = r;
+    store::Placement p;
+    p.partitions = 1;
+    p.nodes.push_back({0, "CONV_2D", "cpu", std::nullopt, false, "example: CONV_2D unsupported"});
+    p.nodes.push_back({1, "ADD", "example", 0, false, ""});
+    placed.placement = p;
+    placed.state_before_json = R"({"unix_ms":5,"load_avg_1m":0.75})";
+    placed.started_hot = true;
+    placed.state_note = "thermal zone 1 at 88 C";
+    ASSERT_TRUE((*store)->RecordJobResult(*id2, placed).ok());
     ASSERT_TRUE((*store)->FinishRun(*run, "finished").ok());
   }
   o = Call({"runs", "--db", db, "--json"});
@@ -105,9 +132,48 @@ TEST(CliTest, ReadCommands) {
   ASSERT_EQ(o.code, 0) << o.err;
   EXPECT_THAT(o.out, HasSubstr("\"mean_us\": 1000.0"));
   EXPECT_THAT(o.out, HasSubstr("\"peak_rss_bytes\": 123"));
+  {
+    auto doc = nlohmann::json::parse(o.out);
+    ASSERT_EQ(doc["jobs"].size(), 2u);
+    EXPECT_TRUE(doc["jobs"][0]["placement"].is_null());
+    EXPECT_EQ(doc["jobs"][0]["started_hot"], false);
+    EXPECT_EQ(doc["jobs"][0]["state_note"], "");
+    const auto& placed = doc["jobs"][1];
+    EXPECT_EQ(placed["placement"]["partitions"], 1);
+    EXPECT_EQ(placed["placement"]["delegated_nodes"], 1);
+    EXPECT_EQ(placed["placement"]["cpu_nodes"], 1);
+    EXPECT_FALSE(placed["placement"].contains("nodes"));  // only in the drill-down
+    EXPECT_EQ(placed["started_hot"], true);
+    EXPECT_EQ(placed["throttled"], false);
+    EXPECT_EQ(placed["state_note"], "thermal zone 1 at 88 C");
+  }
+  o = Call({"show", "1", "--job", "2", "--db", db, "--json"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  {
+    auto doc = nlohmann::json::parse(o.out);
+    ASSERT_EQ(doc["jobs"].size(), 1u);
+    const auto& nodes = doc["jobs"][0]["placement"]["nodes"];
+    ASSERT_EQ(nodes.size(), 2u);
+    EXPECT_EQ(nodes[0]["reason"], "example: CONV_2D unsupported");
+    EXPECT_FALSE(nodes[0].contains("partition"));
+    EXPECT_EQ(nodes[1]["partition"], 0);
+    EXPECT_FALSE(nodes[1].contains("reason"));
+    EXPECT_DOUBLE_EQ(doc["jobs"][0]["state_before"]["load_avg_1m"].get<double>(), 0.75);
+    EXPECT_TRUE(doc["jobs"][0]["state_after"].is_null());
+  }
+  o = Call({"show", "1", "--job", "2", "--db", db});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_THAT(o.out, HasSubstr("WARNING device hot: thermal zone 1 at 88 C"));
+  EXPECT_THAT(o.out, HasSubstr("0\tCONV_2D\tcpu\t-\texample: CONV_2D unsupported"));
+  EXPECT_THAT(o.out, HasSubstr("1\tADD\texample\t0\t-"));
+  o = Call({"show", "1", "--job", "7", "--db", db});
+  EXPECT_EQ(o.code, kExitUsage);
+  EXPECT_THAT(o.err, HasSubstr("run 1 has no job 7"));
   o = Call({"show", "last", "--db", db});
   ASSERT_EQ(o.code, 0) << o.err;
   EXPECT_THAT(o.out, HasSubstr("m.tflite\tcpu\tlocal\tok\t1.00"));
+  EXPECT_THAT(o.out, HasSubstr("\t1/2 on example\tWARNING hot\n"));
+  EXPECT_THAT(o.out, HasSubstr("\t-\t-\n"));
   o = Call({"show", "9", "--db", db});
   EXPECT_EQ(o.code, kExitUsage);
   EXPECT_THAT(o.err, HasSubstr("no run 9"));

@@ -1,8 +1,9 @@
-// dfarm show RUN [--db FILE] [--json]
+// dfarm show RUN [--job ID] [--db FILE] [--json]
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "harness/cli/commands.h"
+#include "reports/report.h"
 
 namespace dfarm::cli {
 namespace {
@@ -11,6 +12,7 @@ using nlohmann::json;
 
 struct ShowOptions {
   std::string run;
+  int64_t job = 0;  // 0: the whole run
   std::string db;
   bool json = false;
 };
@@ -24,10 +26,76 @@ json MetricsJson(const store::Metrics& m) {
       {"arena_bytes", m.arena_bytes}};
 }
 
+// {"partitions","delegated_nodes","cpu_nodes","delegates"}, or null.
+json PlacementSummaryJson(const store::JobRow& j) {
+  if (!j.placement) return nullptr;
+  return {{"partitions", j.placement->partitions},
+          {"delegated_nodes", j.placement->delegated_nodes},
+          {"cpu_nodes", j.placement->cpu_nodes},
+          {"delegates", j.placement->delegates}};
+}
+
+// Node entries shaped like the runner's (docs/CONTRACTS.md).
+json NodesJson(const store::Placement& p) {
+  json nodes = json::array();
+  for (const store::PlacementNode& n : p.nodes) {
+    json node = {{"index", n.node_index}, {"op", n.op}, {"delegate", n.delegate}};
+    if (n.partition) node["partition"] = *n.partition;
+    if (n.folded) node["folded"] = true;
+    if (!n.reason.empty()) node["reason"] = n.reason;
+    nodes.push_back(std::move(node));
+  }
+  return nodes;
+}
+
+// A stored device-state object, or null (unset, or unreadable text).
+json StateJson(const std::optional<std::string>& text) {
+  if (!text) return nullptr;
+  json doc = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  return doc.is_discarded() ? json(nullptr) : doc;
+}
+
 std::string Ms(double us) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f", us / 1000.0);
   return buf;
+}
+
+// The human drill-down of one job: its nodes and the device state flags.
+int ShowJob(store::Store& store, const store::RunRow& run, const std::vector<store::JobRow>& jobs,
+            int64_t job_id, Context& ctx) {
+  for (const store::JobRow& j : jobs) {
+    if (j.id != job_id) continue;
+    ctx.out << "job " << j.id << " of run " << run.id << ": " << j.model << " " << j.delegate
+            << (j.delegate_options.empty() ? "" : "(" + j.delegate_options + ")") << " on "
+            << j.device << ": " << j.status;
+    if (!j.error.empty()) ctx.out << ": " << j.error;
+    ctx.out << "\n";
+    std::string flags = reports::DeviceStateFlags(j);
+    if (!flags.empty()) {
+      ctx.out << "WARNING device " << flags << (j.state_note.empty() ? "" : ": " + j.state_note)
+              << "\n";
+    }
+    auto placement = store.GetPlacement(j.id);
+    if (!placement) {
+      ctx.Fail(kExitInfra, placement.message());
+      return kExitInfra;
+    }
+    if (!*placement) {
+      ctx.out << "no placement recorded\n";
+      return kExitOk;
+    }
+    ctx.out << "placement: " << reports::PlacementLabel(j) << ", " << (*placement)->partitions
+            << " partition(s)\n\nNODE\tOP\tDELEGATE\tPARTITION\tREASON\n";
+    for (const store::PlacementNode& n : (*placement)->nodes) {
+      ctx.out << n.node_index << "\t" << n.op << "\t" << n.delegate << "\t"
+              << (n.partition ? std::to_string(*n.partition) : "-") << "\t"
+              << (n.folded ? "folded at load" : n.reason.empty() ? "-" : n.reason) << "\n";
+    }
+    return kExitOk;
+  }
+  ctx.Fail(kExitUsage, "run " + std::to_string(run.id) + " has no job " + std::to_string(job_id));
+  return kExitUsage;
 }
 
 int Run(const ShowOptions& o, Context& ctx) {
@@ -51,6 +119,15 @@ int Run(const ShowOptions& o, Context& ctx) {
     ctx.Fail(kExitInfra, jobs.message());
     return kExitInfra;
   }
+  if (o.job != 0) {
+    bool found = false;
+    for (const store::JobRow& j : *jobs) found = found || j.id == o.job;
+    if (!found) {
+      ctx.Fail(kExitUsage, "run " + std::to_string(run->id) + " has no job " +
+                               std::to_string(o.job));
+      return kExitUsage;
+    }
+  }
   if (o.json) {
     json spec = json::parse(run->spec_json, nullptr, /*allow_exceptions=*/false);
     json doc;
@@ -62,30 +139,54 @@ int Run(const ShowOptions& o, Context& ctx) {
                   {"spec", spec.is_discarded() ? json(run->spec_json) : spec}};
     doc["jobs"] = json::array();
     for (const store::JobRow& j : *jobs) {
+      if (o.job != 0 && j.id != o.job) continue;
       auto samples = (*store)->GetSamples(j.id);
-      doc["jobs"].push_back({{"id", j.id},
-                             {"job_key", j.job_key},
-                             {"model", j.model},
-                             {"model_sha256", j.model_sha256},
-                             {"delegate", j.delegate},
-                             {"delegate_options", j.delegate_options},
-                             {"device", j.device},
-                             {"moved_from", j.moved_from},
-                             {"num_threads", j.num_threads},
-                             {"attempts", j.attempts},
-                             {"status", j.status},
-                             {"error", j.error},
-                             {"wall_ms", j.wall_ms},
-                             {"num_samples", samples ? samples->size() : 0},
-                             {"metrics", j.metrics ? MetricsJson(*j.metrics) : json(nullptr)}});
+      json job = {{"id", j.id},
+                  {"job_key", j.job_key},
+                  {"model", j.model},
+                  {"model_sha256", j.model_sha256},
+                  {"delegate", j.delegate},
+                  {"delegate_options", j.delegate_options},
+                  {"device", j.device},
+                  {"moved_from", j.moved_from},
+                  {"num_threads", j.num_threads},
+                  {"attempts", j.attempts},
+                  {"status", j.status},
+                  {"error", j.error},
+                  {"wall_ms", j.wall_ms},
+                  {"num_samples", samples ? samples->size() : 0},
+                  {"metrics", j.metrics ? MetricsJson(*j.metrics) : json(nullptr)},
+                  {"placement", PlacementSummaryJson(j)},
+                  {"started_hot", j.started_hot},
+                  {"throttled", j.throttled},
+                  {"state_note", j.state_note}};
+      if (o.job != 0) {
+        // Drill-down: every node, the device state and the raw evidence.
+        auto placement = (*store)->GetPlacement(j.id);
+        if (!placement) {
+          ctx.Fail(kExitInfra, placement.message());
+          return kExitInfra;
+        }
+        if (*placement) job["placement"]["nodes"] = NodesJson(**placement);
+        auto detail = (*store)->GetJobDetail(j.id);
+        job["state_before"] = detail ? StateJson(detail->state_before_json) : json(nullptr);
+        job["state_after"] = detail ? StateJson(detail->state_after_json) : json(nullptr);
+        job["hot_threshold_c"] = detail ? detail->hot_threshold_c : 0.0;
+        job["exit_code"] = detail ? detail->exit_code : -1;
+        job["signal"] = detail ? detail->signal : 0;
+        job["stderr_tail"] = detail ? detail->stderr_tail : "";
+      }
+      doc["jobs"].push_back(std::move(job));
     }
-    ctx.out << doc.dump(2) << "\n";
+    ctx.out << doc.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
     return kExitOk;
   }
+  if (o.job != 0) return ShowJob(**store, *run, *jobs, o.job, ctx);
   ctx.out << "run " << run->id << " '" << run->name << "' " << run->status << ", created "
           << run->created_at;
   if (!run->finished_at.empty()) ctx.out << ", finished " << run->finished_at;
-  ctx.out << "\n\nMODEL\tDELEGATE\tDEVICE\tSTATUS\tMEAN_MS\tP90_MS\tPEAK_RSS_MIB\n";
+  ctx.out << "\n\nMODEL\tDELEGATE\tDEVICE\tSTATUS\tMEAN_MS\tP90_MS\tPEAK_RSS_MIB\tPLACEMENT"
+             "\tDEVICE_STATE\n";
   for (const store::JobRow& j : *jobs) {
     std::string delegate = j.delegate;
     if (!j.delegate_options.empty()) delegate += "(" + j.delegate_options + ")";
@@ -99,6 +200,10 @@ int Run(const ShowOptions& o, Context& ctx) {
     } else {
       ctx.out << "\t-\t-\t-";
     }
+    std::string placement = reports::PlacementLabel(j);
+    std::string flags = reports::DeviceStateFlags(j);
+    ctx.out << "\t" << (placement.empty() ? "-" : placement) << "\t"
+            << (flags.empty() ? "-" : "WARNING " + flags);
     if (!j.error.empty()) ctx.out << "\t" << j.error;
     ctx.out << "\n";
   }
@@ -111,6 +216,10 @@ void AddShowCommand(CLI::App& app, Context& ctx) {
   auto o = std::make_shared<ShowOptions>();
   CLI::App* cmd = app.add_subcommand("show", "Show one run and its jobs");
   cmd->add_option("RUN", o->run, "run id (see 'dfarm runs'), or 'last'")->required();
+  cmd->add_option("--job", o->job,
+                  "drill down into one job of the run: every node's placement and the device "
+                  "state before and after")
+      ->check(CLI::PositiveNumber);
   AddDbOption(*cmd, o->db);
   cmd->add_flag("--json", o->json, "print {\"run\":{...},\"jobs\":[...]}");
   cmd->callback([o, &ctx] { ctx.exit_code = Run(*o, ctx); });

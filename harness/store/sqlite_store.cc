@@ -81,6 +81,27 @@ ALTER TABLE devices ADD COLUMN state_reason TEXT NOT NULL DEFAULT '';
 CREATE INDEX jobs_by_run_status ON jobs(run_id, status);
 CREATE INDEX jobs_by_device ON jobs(device);
 )sql",
+    // v3 (issue 7): where each node ran (the runner's "placement"; partitions
+    // NULL when it reported none) and the device state the agent read around
+    // the runner (JSON objects, NULL when unread), with its hot/throttled flags.
+    R"sql(
+ALTER TABLE results ADD COLUMN partitions INTEGER;
+ALTER TABLE results ADD COLUMN state_before TEXT;
+ALTER TABLE results ADD COLUMN state_after TEXT;
+ALTER TABLE results ADD COLUMN started_hot INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE results ADD COLUMN throttled INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE results ADD COLUMN hot_threshold_c REAL NOT NULL DEFAULT 0;
+ALTER TABLE results ADD COLUMN state_note TEXT NOT NULL DEFAULT '';
+CREATE TABLE placement(
+  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  node_index INTEGER NOT NULL,
+  op TEXT NOT NULL,
+  delegate TEXT NOT NULL,
+  partition_index INTEGER,
+  folded INTEGER NOT NULL DEFAULT 0,
+  reason TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY(job_id, node_index)) WITHOUT ROWID;
+)sql",
 };
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
@@ -90,7 +111,12 @@ constexpr const char* kJobColumns =
     "j.delegate_options, j.device, j.status, j.error, j.wall_ms, "
     "r.init_us, r.first_us, r.warmup_mean_us, r.mean_us, r.std_us, r.min_us, r.max_us, "
     "r.p50_us, r.p90_us, r.p99_us, r.num_runs, r.peak_rss_bytes, r.arena_bytes, "
-    "j.num_threads, j.attempts, j.moved_from "
+    "j.num_threads, j.attempts, j.moved_from, r.partitions, "
+    "(SELECT count(*) FROM placement p WHERE p.job_id = j.id), "
+    "(SELECT count(*) FROM placement p WHERE p.job_id = j.id AND p.delegate <> 'cpu'), "
+    "(SELECT group_concat(DISTINCT p.delegate) FROM placement p "
+    " WHERE p.job_id = j.id AND p.delegate <> 'cpu'), "
+    "coalesce(r.started_hot, 0), coalesce(r.throttled, 0), coalesce(r.state_note, '') "
     "FROM jobs j LEFT JOIN results r ON r.job_id = j.id ";
 
 JobRow ReadJob(const Stmt& s) {
@@ -127,6 +153,18 @@ JobRow ReadJob(const Stmt& s) {
   j.num_threads = static_cast<uint32_t>(s.Int(25));
   j.attempts = s.Int(26);
   j.moved_from = s.Text(27);
+  if (!s.IsNull(28)) {
+    PlacementSummary p;
+    p.partitions = s.Int(28);
+    p.nodes = s.Int(29);
+    p.delegated_nodes = s.Int(30);
+    p.cpu_nodes = p.nodes - p.delegated_nodes;
+    p.delegates = s.Text(31);
+    j.placement = p;
+  }
+  j.started_hot = s.Int(32) != 0;
+  j.throttled = s.Int(33) != 0;
+  j.state_note = s.Text(34);
   return j;
 }
 
@@ -220,8 +258,9 @@ class SqliteStore final : public Store {
       auto s = Prepare(
           "INSERT OR REPLACE INTO results(job_id, init_us, first_us, warmup_mean_us, mean_us, "
           "std_us, min_us, max_us, p50_us, p90_us, p99_us, num_runs, peak_rss_bytes, "
-          "arena_bytes, exit_code, signal, runner_json, stderr_tail, finished_at) "
-          "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+          "arena_bytes, exit_code, signal, runner_json, stderr_tail, finished_at, partitions, "
+          "state_before, state_after, started_hot, throttled, hot_threshold_c, state_note) "
+          "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
       if (!s) return s.error();
       s->Bind(1, job_id);
       if (o.metrics) {
@@ -235,7 +274,49 @@ class SqliteStore final : public Store {
       }
       s->Bind(15, o.exit_code).Bind(16, o.signal).Bind(17, o.runner_json);
       s->Bind(18, o.stderr_tail).Bind(19, NowIso8601());
+      if (o.placement) {
+        s->Bind(20, o.placement->partitions);
+      } else {
+        s->BindNull(20);
+      }
+      if (o.state_before_json) {
+        s->Bind(21, *o.state_before_json);
+      } else {
+        s->BindNull(21);
+      }
+      if (o.state_after_json) {
+        s->Bind(22, *o.state_after_json);
+      } else {
+        s->BindNull(22);
+      }
+      s->Bind(23, o.started_hot ? 1 : 0).Bind(24, o.throttled ? 1 : 0);
+      s->Bind(25, o.hot_threshold_c).Bind(26, o.state_note);
       if (auto r = s->Run(); !r) return Fail("record job result", r);
+    }
+    {
+      auto del = Prepare("DELETE FROM placement WHERE job_id = ?");
+      if (!del) return del.error();
+      del->Bind(1, job_id);
+      if (auto r = del->Run(); !r) return Fail("record placement", r);
+      if (o.placement) {
+        auto s = Prepare(
+            "INSERT INTO placement(job_id, node_index, op, delegate, partition_index, folded, "
+            "reason) VALUES(?, ?, ?, ?, ?, ?, ?)");
+        if (!s) return s.error();
+        for (const PlacementNode& n : o.placement->nodes) {
+          s->Reset();
+          s->Bind(1, job_id).Bind(2, n.node_index).Bind(3, n.op).Bind(4, n.delegate);
+          if (n.partition) {
+            s->Bind(5, *n.partition);
+          } else {
+            s->BindNull(5);
+          }
+          s->Bind(6, n.folded ? 1 : 0).Bind(7, n.reason);
+          if (auto r = s->Run(); !r) {
+            return Fail("record placement of node " + std::to_string(n.node_index), r);
+          }
+        }
+      }
     }
     {
       auto del = Prepare("DELETE FROM samples WHERE job_id = ?");
@@ -331,15 +412,59 @@ class SqliteStore final : public Store {
 
   Result<JobDetail> GetJobDetail(int64_t job_id) override {
     auto s = Prepare(
-        "SELECT exit_code, signal, runner_json, stderr_tail, finished_at FROM results "
+        "SELECT exit_code, signal, runner_json, stderr_tail, finished_at, state_before, "
+        "state_after, started_hot, throttled, hot_threshold_c, state_note FROM results "
         "WHERE job_id = ?");
     if (!s) return s.error();
     s->Bind(1, job_id);
     auto row = s->Step();
     if (!row) return Fail("read job result", row);
     if (!*row) return MakeError("job " + std::to_string(job_id) + " has no result yet");
-    return JobDetail{static_cast<int>(s->Int(0)), static_cast<int>(s->Int(1)), s->Text(2),
-                     s->Text(3), s->Text(4)};
+    JobDetail d;
+    d.exit_code = static_cast<int>(s->Int(0));
+    d.signal = static_cast<int>(s->Int(1));
+    d.runner_json = s->Text(2);
+    d.stderr_tail = s->Text(3);
+    d.finished_at = s->Text(4);
+    if (!s->IsNull(5)) d.state_before_json = s->Text(5);
+    if (!s->IsNull(6)) d.state_after_json = s->Text(6);
+    d.started_hot = s->Int(7) != 0;
+    d.throttled = s->Int(8) != 0;
+    d.hot_threshold_c = s->Double(9);
+    d.state_note = s->Text(10);
+    return d;
+  }
+
+  Result<std::optional<Placement>> GetPlacement(int64_t job_id) override {
+    auto job = Prepare(
+        "SELECT r.partitions FROM jobs j LEFT JOIN results r ON r.job_id = j.id WHERE j.id = ?");
+    if (!job) return job.error();
+    job->Bind(1, job_id);
+    auto row = job->Step();
+    if (!row) return Fail("read placement", row);
+    if (!*row) return MakeError("no job " + std::to_string(job_id) + " in '" + path_ + "'");
+    if (job->IsNull(0)) return std::optional<Placement>();
+    Placement p;
+    p.partitions = job->Int(0);
+    auto s = Prepare(
+        "SELECT node_index, op, delegate, partition_index, folded, reason FROM placement "
+        "WHERE job_id = ? ORDER BY node_index");
+    if (!s) return s.error();
+    s->Bind(1, job_id);
+    for (;;) {
+      auto r = s->Step();
+      if (!r) return Fail("read placement", r);
+      if (!*r) break;
+      PlacementNode n;
+      n.node_index = s->Int(0);
+      n.op = s->Text(1);
+      n.delegate = s->Text(2);
+      if (!s->IsNull(3)) n.partition = s->Int(3);
+      n.folded = s->Int(4) != 0;
+      n.reason = s->Text(5);
+      p.nodes.push_back(std::move(n));
+    }
+    return std::optional<Placement>(std::move(p));
   }
 
   Result<void> UpsertDevice(const DeviceRow& d) override {
@@ -430,7 +555,8 @@ Result<int> ReadSchemaVersion(Db& db) {
   return static_cast<int>(s->Int(0));
 }
 
-Result<void> Migrate(Db& db) {
+// Applies migrations up to `target` (kSchemaVersion, or older for tests).
+Result<void> Migrate(Db& db, int target = kSchemaVersion) {
   auto tx = Transaction::Begin(db);
   if (!tx) return tx.error();
   auto version = ReadSchemaVersion(db);
@@ -440,7 +566,7 @@ Result<void> Migrate(Db& db) {
                      " is newer than this build's " + std::to_string(kSchemaVersion) +
                      " (upgrade dfarm)");
   }
-  if (*version == kSchemaVersion) return tx->Commit();
+  if (*version >= target) return tx->Commit();
   if (*version == 0) {
     if (auto r = db.Exec("CREATE TABLE schema_version(version INTEGER NOT NULL, applied_at TEXT "
                          "NOT NULL)");
@@ -448,7 +574,7 @@ Result<void> Migrate(Db& db) {
       return r;
     }
   }
-  for (int v = *version; v < kSchemaVersion; ++v) {
+  for (int v = *version; v < target; ++v) {
     if (auto r = db.Exec(kMigrations[v]); !r) {
       return MakeError("migration to schema version " + std::to_string(v + 1) +
                        " failed: " + r.message());
@@ -480,6 +606,19 @@ std::string NowIso8601() {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
+}
+
+Result<void> CreateSqliteStoreAtVersionForTesting(const std::string& path, int version) {
+  if (version < 1 || version > kSchemaVersion) {
+    return MakeError("schema version " + std::to_string(version) + " is not in 1.." +
+                     std::to_string(kSchemaVersion));
+  }
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  Db db(raw);
+  if (rc != SQLITE_OK) return MakeError("cannot open '" + path + "': " + db.errmsg());
+  if (auto r = db.Exec("PRAGMA foreign_keys = ON;"); !r) return r;
+  return Migrate(db, version);
 }
 
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) {

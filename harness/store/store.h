@@ -53,6 +53,31 @@ struct Metrics {
   int64_t arena_bytes = 0;
 };
 
+// Where one node of the model ran (the runner's "placement", docs/CONTRACTS.md).
+struct PlacementNode {
+  int64_t node_index = 0;
+  std::string op;                    // "CONV_2D"
+  std::string delegate;              // the delegate that ran it ("example") or "cpu"
+  std::optional<int64_t> partition;  // delegated nodes only
+  bool folded = false;               // evaluated once at load from constant inputs
+  std::string reason;                // why it fell back to the CPU; empty otherwise
+};
+
+// A job's whole placement: delegated partitions and one entry per model node.
+struct Placement {
+  int64_t partitions = 0;
+  std::vector<PlacementNode> nodes;  // by node index
+};
+
+// The counts of a job's placement, cheap enough for a run's job list.
+struct PlacementSummary {
+  int64_t partitions = 0;
+  int64_t nodes = 0;
+  int64_t delegated_nodes = 0;  // nodes whose delegate is not "cpu"
+  int64_t cpu_nodes = 0;        // nodes on "cpu", folded ones included
+  std::string delegates;        // the delegates other than cpu that ran nodes, ","-joined, sorted
+};
+
 struct RunRow {
   int64_t id = 0;
   std::string name;
@@ -79,6 +104,12 @@ struct JobRow {
   uint32_t num_threads = 0;        // the job's thread count; 0 in runs before schema v2
   int64_t attempts = 0;            // times the job was started (MarkJobRunning)
   std::string moved_from;          // the device it was planned on, when it moved; else empty
+  // Schema v3: present when the runner reported a placement (ok jobs of a
+  // runner that knows it); GetPlacement has the nodes.
+  std::optional<PlacementSummary> placement;
+  bool started_hot = false;  // the agent saw a thermal zone above its threshold before the job
+  bool throttled = false;    // a CPU ran below its hardware maximum before or after the job
+  std::string state_note;    // one line naming why the job is flagged; empty when not
 };
 
 // What RecordJobResult stores for one finished job.
@@ -92,6 +123,17 @@ struct JobOutcome {
   std::vector<double> samples_us;  // per steady-state run, in order
   std::string runner_json;         // the runner's --json document, verbatim
   std::string stderr_tail;
+  // Schema v3. Unset placement: the runner did not report one.
+  std::optional<Placement> placement;
+  // The device state before/after the runner as a JSON object (keys as
+  // agent::DeviceState's fields, absent when unset; harness
+  // DeviceStateToJson); unset when the agent read none.
+  std::optional<std::string> state_before_json;
+  std::optional<std::string> state_after_json;
+  bool started_hot = false;
+  bool throttled = false;
+  double hot_threshold_c = 0;  // the agent's threshold; 0 when it reported none
+  std::string state_note;
 };
 
 // The raw evidence behind one job, for drill-down.
@@ -101,6 +143,13 @@ struct JobDetail {
   std::string runner_json;
   std::string stderr_tail;
   std::string finished_at;
+  // Schema v3 (unset/false/0/empty in results recorded before it).
+  std::optional<std::string> state_before_json;
+  std::optional<std::string> state_after_json;
+  bool started_hot = false;
+  bool throttled = false;
+  double hot_threshold_c = 0;
+  std::string state_note;
 };
 
 // What a device said about itself when the harness last reached it.
@@ -158,6 +207,9 @@ class Store {
   virtual Result<JobRow> GetJob(int64_t job_id) = 0;
   virtual Result<std::vector<double>> GetSamples(int64_t job_id) = 0;  // in run order
   virtual Result<JobDetail> GetJobDetail(int64_t job_id) = 0;          // error if no result yet
+  // The job's placement, nodes by index; unset when its result has none (no
+  // result yet, a failed job, a runner before placement). Error: no such job.
+  virtual Result<std::optional<Placement>> GetPlacement(int64_t job_id) = 0;
 
   // Records what the device said at hello; leaves state and state_reason as they are.
   virtual Result<void> UpsertDevice(const DeviceRow& device) = 0;
@@ -171,6 +223,10 @@ class Store {
 // the current schema. Fails with a message naming the file when it cannot be
 // opened, is not a DelegateFarm database, or is newer than this build.
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path);
+
+// Creates the database at `path` with only the first `version` migrations
+// applied, as an older build left it (for migration tests).
+Result<void> CreateSqliteStoreAtVersionForTesting(const std::string& path, int version);
 
 // The schema version this build writes.
 int CurrentSchemaVersion();

@@ -269,5 +269,168 @@ TEST_F(StoreTest, MigratesVersion1) {
   EXPECT_EQ((*jobs)[0].moved_from, "");
 }
 
+JobOutcome PlacedOutcome() {
+  JobOutcome o;
+  o.status = "ok";
+  o.exit_code = 0;
+  Metrics m;
+  m.mean_us = 10;
+  o.metrics = m;
+  Placement p;
+  p.partitions = 1;
+  p.nodes.push_back(
+      {0, "CONV_2D", "cpu", std::nullopt, false, "example: CONV_2D is not supported"});
+  p.nodes.push_back({1, "ADD", "example", 0, false, ""});
+  p.nodes.push_back({2, "DEQUANTIZE", "cpu", std::nullopt, true, ""});
+  o.placement = p;
+  o.state_before_json = R"({"unix_ms":1,"load_avg_1m":0.5})";
+  o.state_after_json = R"({"unix_ms":2})";
+  o.started_hot = true;
+  o.throttled = false;
+  o.hot_threshold_c = 70;
+  o.state_note = "thermal zone 0 (cpu-thermal) at 81.0 C";
+  return o;
+}
+
+TEST_F(StoreTest, PlacementAndDeviceStateRoundTrip) {
+  int64_t run_id = 0;
+  std::vector<int64_t> ids;
+  {
+    auto store = Open();
+    ASSERT_NE(store, nullptr);
+    auto run = store->CreateRun("p", "{}");
+    ASSERT_TRUE(run.ok());
+    run_id = *run;
+    auto added = store->AddJobs(run_id, {MakeJob("a.tflite"), MakeJob("b.tflite")});
+    ASSERT_TRUE(added.ok());
+    ids = *added;
+    ASSERT_TRUE(store->RecordJobResult(ids[0], PlacedOutcome()).ok());
+    JobOutcome bad;
+    bad.status = "crashed";
+    bad.error = "boom";
+    ASSERT_TRUE(store->RecordJobResult(ids[1], bad).ok());
+  }
+  auto store = Open();  // reopened: everything came from the file
+  ASSERT_NE(store, nullptr);
+  auto jobs = store->ListJobs(run_id);
+  ASSERT_TRUE(jobs.ok()) << jobs.message();
+  ASSERT_EQ(jobs->size(), 2u);
+  const JobRow& a = (*jobs)[0];
+  ASSERT_TRUE(a.placement.has_value());
+  EXPECT_EQ(a.placement->partitions, 1);
+  EXPECT_EQ(a.placement->nodes, 3);
+  EXPECT_EQ(a.placement->delegated_nodes, 1);
+  EXPECT_EQ(a.placement->cpu_nodes, 2);
+  EXPECT_EQ(a.placement->delegates, "example");
+  EXPECT_TRUE(a.started_hot);
+  EXPECT_FALSE(a.throttled);
+  EXPECT_EQ(a.state_note, "thermal zone 0 (cpu-thermal) at 81.0 C");
+  const JobRow& b = (*jobs)[1];
+  EXPECT_FALSE(b.placement.has_value());
+  EXPECT_FALSE(b.started_hot);
+  EXPECT_EQ(b.state_note, "");
+
+  auto placement = store->GetPlacement(ids[0]);
+  ASSERT_TRUE(placement.ok()) << placement.message();
+  ASSERT_TRUE(placement->has_value());
+  const Placement& p = **placement;
+  EXPECT_EQ(p.partitions, 1);
+  ASSERT_EQ(p.nodes.size(), 3u);
+  EXPECT_EQ(p.nodes[0].op, "CONV_2D");
+  EXPECT_EQ(p.nodes[0].delegate, "cpu");
+  EXPECT_FALSE(p.nodes[0].partition.has_value());
+  EXPECT_EQ(p.nodes[0].reason, "example: CONV_2D is not supported");
+  EXPECT_EQ(p.nodes[1].delegate, "example");
+  ASSERT_TRUE(p.nodes[1].partition.has_value());
+  EXPECT_EQ(*p.nodes[1].partition, 0);
+  EXPECT_TRUE(p.nodes[2].folded);
+  EXPECT_FALSE(p.nodes[1].folded);
+
+  auto none = store->GetPlacement(ids[1]);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  EXPECT_FALSE(store->GetPlacement(999).ok());
+
+  auto detail = store->GetJobDetail(ids[0]);
+  ASSERT_TRUE(detail.ok());
+  ASSERT_TRUE(detail->state_before_json.has_value());
+  EXPECT_EQ(*detail->state_before_json, R"({"unix_ms":1,"load_avg_1m":0.5})");
+  ASSERT_TRUE(detail->state_after_json.has_value());
+  EXPECT_DOUBLE_EQ(detail->hot_threshold_c, 70);
+  EXPECT_TRUE(detail->started_hot);
+  auto bad_detail = store->GetJobDetail(ids[1]);
+  ASSERT_TRUE(bad_detail.ok());
+  EXPECT_FALSE(bad_detail->state_before_json.has_value());
+  EXPECT_FALSE(bad_detail->state_after_json.has_value());
+
+  // Recording again (a resumed job) replaces the nodes instead of doubling them.
+  JobOutcome again = PlacedOutcome();
+  again.placement->nodes.pop_back();
+  again.started_hot = false;
+  ASSERT_TRUE(store->RecordJobResult(ids[0], again).ok());
+  auto replaced = store->GetPlacement(ids[0]);
+  ASSERT_TRUE(replaced.ok() && replaced->has_value());
+  EXPECT_EQ((*replaced)->nodes.size(), 2u);
+  auto job = store->GetJob(ids[0]);
+  ASSERT_TRUE(job.ok());
+  EXPECT_FALSE(job->started_hot);
+  EXPECT_EQ(job->placement->nodes, 2);
+}
+
+TEST_F(StoreTest, MigratesPreviousVersion) {
+  const int previous = CurrentSchemaVersion() - 1;
+  ASSERT_GE(previous, 2);
+  ASSERT_TRUE(CreateSqliteStoreAtVersionForTesting(path_, previous).ok());
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    const char* rows =
+        "INSERT INTO runs VALUES(1, 'old', 't', '', 'finished', '{}');"
+        "INSERT INTO jobs(run_id, job_key, model, model_path, model_sha256, delegate, device, "
+        "status, num_threads) VALUES(1, 'k', 'm', '/m', 's', 'cpu', 'local', 'ok', 2);"
+        "INSERT INTO results(job_id, mean_us, exit_code, signal, runner_json, stderr_tail, "
+        "finished_at) VALUES(1, 5.5, 0, 0, '{}', '', 't');";
+    ASSERT_EQ(sqlite3_exec(db, rows, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+    // The previous version has no placement table yet.
+    sqlite3_stmt* st = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master WHERE name='placement'",
+                                 -1, &st, nullptr),
+              SQLITE_OK);
+    ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+    EXPECT_EQ(sqlite3_column_int(st, 0), 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+  }
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  auto job = store->GetJob(1);
+  ASSERT_TRUE(job.ok()) << job.message();
+  EXPECT_EQ(job->num_threads, 2u);
+  ASSERT_TRUE(job->metrics.has_value());
+  EXPECT_DOUBLE_EQ(job->metrics->mean_us, 5.5);
+  EXPECT_FALSE(job->placement.has_value());
+  EXPECT_FALSE(job->started_hot);
+  EXPECT_FALSE(job->throttled);
+  auto placement = store->GetPlacement(1);
+  ASSERT_TRUE(placement.ok()) << placement.message();
+  EXPECT_FALSE(placement->has_value());
+  auto detail = store->GetJobDetail(1);
+  ASSERT_TRUE(detail.ok());
+  EXPECT_FALSE(detail->state_before_json.has_value());
+  EXPECT_DOUBLE_EQ(detail->hot_threshold_c, 0);
+  // The migrated file takes the new columns.
+  ASSERT_TRUE(store->RecordJobResult(1, PlacedOutcome()).ok());
+  auto again = store->GetJob(1);
+  ASSERT_TRUE(again.ok());
+  ASSERT_TRUE(again->placement.has_value());
+  EXPECT_EQ(again->placement->nodes, 3);
+  EXPECT_TRUE(again->started_hot);
+}
+
+TEST_F(StoreTest, RefusesUnknownTestVersion) {
+  EXPECT_FALSE(CreateSqliteStoreAtVersionForTesting(path_, 0).ok());
+  EXPECT_FALSE(CreateSqliteStoreAtVersionForTesting(path_, CurrentSchemaVersion() + 1).ok());
+}
+
 }  // namespace
 }  // namespace dfarm::store
