@@ -1,0 +1,115 @@
+// One Google Benchmark per .tflite model in DFARM_MODELS_DIR (the real-model
+// corpus): the time of one Interpreter::Invoke() with every reference kernel,
+// on one thread (the runtime has no threads of its own), after
+// AllocateTensors() outside the timed loop. Counters: arena_bytes (folded part
+// included), persistent_bytes, invoked_nodes, model_bytes.
+// Usage: dfarm_model_benchmark [--models_dir=DIR] [benchmark flags]
+// A model that fails to load or allocate is reported as a skipped benchmark
+// with its error message.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/interpreter.h"
+#include "runtime/model.h"
+#include "runtime/op_resolver.h"
+
+namespace dfarm::runtime {
+namespace {
+
+// Deterministic inputs in [-1, 1) for float tensors, small values otherwise.
+void FillInputs(Interpreter& interpreter) {
+  uint32_t state = 12345;
+  for (Tensor* input : interpreter.inputs()) {
+    if (input->dtype == DType::kFloat32) {
+      float* data = input->data_as<float>();
+      for (size_t i = 0; i < input->bytes / sizeof(float); ++i) {
+        state = state * 1664525u + 1013904223u;
+        data[i] = static_cast<float>(state >> 8) / static_cast<float>(1u << 23) - 1.0f;
+      }
+    } else {
+      std::memset(input->data, 0, input->bytes);
+    }
+  }
+}
+
+void BM_Invoke(benchmark::State& state, const std::string& path) {
+  std::unique_ptr<Model> model;
+  Status status = Model::Load(path, &model);
+  if (!status.ok()) {
+    state.SkipWithError(status.message().c_str());
+    return;
+  }
+  OpResolver resolver;
+  resolver.AddAllReferenceOps();
+  Interpreter interpreter(*model, resolver);
+  status = interpreter.AllocateTensors();
+  if (!status.ok()) {
+    state.SkipWithError(status.message().c_str());
+    return;
+  }
+  FillInputs(interpreter);
+  for (auto _ : state) {
+    status = interpreter.Invoke();
+    if (!status.ok()) {
+      state.SkipWithError(status.message().c_str());
+      return;
+    }
+    benchmark::ClobberMemory();
+  }
+  state.counters["arena_bytes"] = static_cast<double>(interpreter.arena_bytes());
+  state.counters["persistent_bytes"] = static_cast<double>(interpreter.persistent_bytes());
+  state.counters["invoked_nodes"] = static_cast<double>(interpreter.invoked_nodes_size());
+  state.counters["model_bytes"] = static_cast<double>(model->size_bytes());
+}
+
+// Registers one benchmark per *.tflite in `dir`, in name order; returns how many.
+int RegisterModels(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::vector<std::filesystem::path> models;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.path().extension() == ".tflite") models.push_back(entry.path());
+  }
+  std::sort(models.begin(), models.end());
+  for (const auto& path : models) {
+    benchmark::RegisterBenchmark(("BM_Invoke/" + path.stem().string()).c_str(), BM_Invoke,
+                                 path.string())
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+  }
+  return static_cast<int>(models.size());
+}
+
+}  // namespace
+}  // namespace dfarm::runtime
+
+int main(int argc, char** argv) {
+  std::string dir = DFARM_MODELS_DIR;
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    constexpr std::string_view kFlag = "--models_dir=";
+    if (std::string_view(argv[i]).starts_with(kFlag)) {
+      dir = argv[i] + kFlag.size();
+    } else {
+      args.push_back(argv[i]);
+    }
+  }
+  int args_size = static_cast<int>(args.size());
+  benchmark::Initialize(&args_size, args.data());
+  if (benchmark::ReportUnrecognizedArguments(args_size, args.data())) return 1;
+  if (dfarm::runtime::RegisterModels(dir) == 0) {
+    std::fprintf(stderr, "no .tflite models in '%s' (scripts/setup.sh fetches them)\n",
+                 dir.c_str());
+    return 1;
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
