@@ -169,7 +169,10 @@ Status Interpreter::Plan() {
     if (first[t->index] < 0) first[t->index] = step;
     last[t->index] = std::max(last[t->index], step);
   };
-  for (Tensor* t : inputs_) touch(t, 0);
+  // Graph inputs live through the whole Invoke(), as in TFLite: the caller
+  // writes them once and may invoke many times, so no intermediate may reuse
+  // their memory.
+  for (Tensor* t : inputs_) touch(t, 0), touch(t, last_step);
   std::vector<int> partition_first(delegation_.partitions_size(), -1),
       partition_last(delegation_.partitions_size(), -1);
   for (int step = 0; step < last_step; ++step) {
@@ -239,15 +242,25 @@ Status Interpreter::Invoke() {
   if (!allocated_) {
     return Status::InvalidArgument("Invoke() called before a successful AllocateTensors()");
   }
-  for (int index : plan_) {
-    Node& node = nodes_[index];
-    if (const int p = delegation_.PartitionOf(index); p >= 0) {
-      if (delegation_.StartsPartition(index)) DFARM_RETURN_IF_ERROR(delegation_.InvokePartition(p));
-      continue;
-    }
-    Status status = node.registration->eval(node);
-    if (!status.ok()) return status.WithPrefix(NodeLabel(node));
+  for (int index : plan_) DFARM_RETURN_IF_ERROR(RunNode(index));
+  return Status::Ok();
+}
+
+Status Interpreter::InvokeStep(size_t step) {
+  if (!allocated_ || step >= plan_.size()) {
+    return Status::InvalidArgument("InvokeStep() called before a successful AllocateTensors() "
+                                   "or past the last step");
   }
+  return RunNode(plan_[step]);
+}
+
+Status Interpreter::RunNode(int index) {
+  if (const int p = delegation_.PartitionOf(index); p >= 0) {
+    return delegation_.StartsPartition(index) ? delegation_.InvokePartition(p) : Status::Ok();
+  }
+  Node& node = nodes_[index];
+  Status status = node.registration->eval(node);
+  if (!status.ok()) return status.WithPrefix(NodeLabel(node));
   return Status::Ok();
 }
 

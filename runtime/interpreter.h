@@ -62,6 +62,14 @@ class Interpreter {
   // data first. Precondition: AllocateTensors() succeeded.
   Status Invoke();
 
+  // Invoke() one step at a time, for profilers: Invoke() is InvokeStep(0), ...,
+  // InvokeStep(invoked_nodes_size() - 1). Step i belongs to node step_node(i);
+  // the step of a delegated partition's first node runs the whole partition,
+  // the steps of its other nodes do nothing. Allocates nothing.
+  // Precondition: AllocateTensors() succeeded and step < invoked_nodes_size().
+  Status InvokeStep(size_t step);
+  int step_node(size_t step) const { return plan_[step]; }
+
   // The model's inputs and outputs, in the model's order. The pointers stay
   // valid for the interpreter's lifetime; data is set by AllocateTensors().
   const std::vector<Tensor*>& inputs() const { return inputs_; }
@@ -88,6 +96,7 @@ class Interpreter {
   Status AllocateOnce();
   void MarkFolded();
   Status Plan();
+  Status RunNode(int index);
 
   const Model& model_;
   const OpResolver& resolver_;

@@ -69,6 +69,35 @@ TEST(InterpreterTest, InvokeTwiceGivesTheSameResult) {
   }
 }
 
+// input -> +1 -> +1 -> +1 -> +1 -> output: no op here is idempotent, so an
+// arena slot that reused the input's memory would change the next Invoke().
+TEST(InterpreterTest, GraphInputsSurviveInvokeAndRepeatedInvokesAgree) {
+  ModelBuilder b;
+  int prev = b.AddTensor(tfl::TensorType::FLOAT32, {1, 8, 8, 4}, "input");
+  b.SetInputs({prev});
+  const int one = b.AddConstFloat32({1}, {1.0f}, "one");
+  for (int i = 0; i < 4; ++i) {
+    int next = b.AddTensor(tfl::TensorType::FLOAT32, {1, 8, 8, 4},
+                           std::string("t").append(std::to_string(i)));
+    b.AddAdd(prev, one, next);
+    prev = next;
+  }
+  b.SetOutputs({prev});
+  GraphRunner runner;
+  ASSERT_TRUE(runner.Init(b).ok());
+  std::vector<float> input(256);
+  for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<float>(i) * 0.5f - 20.0f;
+  ASSERT_TRUE(runner.SetInput(0, input));
+  const Tensor* in = runner.interpreter().inputs()[0];
+  for (int run = 0; run < 3; ++run) {
+    ASSERT_TRUE(runner.Invoke().ok());
+    std::vector<float> out = runner.Output(0);
+    ASSERT_EQ(out.size(), input.size());
+    for (size_t i = 0; i < input.size(); ++i) ASSERT_EQ(out[i], input[i] + 4.0f) << "run " << run;
+    EXPECT_EQ(std::memcmp(in->data, input.data(), input.size() * sizeof(float)), 0);
+  }
+}
+
 TEST(InterpreterTest, FoldsConstantSubgraphs) {
   // fp16 weights -> DEQUANTIZE -> ADD(input, weights): only ADD runs in Invoke().
   ModelBuilder b;

@@ -128,6 +128,46 @@ nlohmann::json PlacementJson(const runtime::Placement& placement) {
   return {{"partitions", placement.partitions}, {"nodes", std::move(nodes)}};
 }
 
+nlohmann::json AccuracyJson(const RunReport& r) {
+  nlohmann::json outputs = nlohmann::json::array();
+  for (const OutputAccuracy& a : r.accuracy) {
+    nlohmann::json o = {{"index", a.index},
+                        {"name", a.index < r.outputs.size() ? r.outputs[a.index].name : ""},
+                        {"compared", a.compared},
+                        {"mean_abs_error", a.mean_abs_error},
+                        {"std_abs_error", a.std_abs_error},
+                        {"max_abs_error", a.max_abs_error},
+                        {"rmse", a.rmse},
+                        {"nan_count", a.nan_count},
+                        {"inf_count", a.inf_count},
+                        {"reference_nan_count", a.reference_nan_count},
+                        {"reference_inf_count", a.reference_inf_count}};
+    if (a.top1_agree) o["top1_agree"] = *a.top1_agree;
+    if (a.top5_agree) o["top5_agree"] = *a.top5_agree;
+    outputs.push_back(std::move(o));
+  }
+  return {{"reference", r.accuracy_reference}, {"outputs", std::move(outputs)}};
+}
+
+nlohmann::json ProfileJson(const Profile& p) {
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const NodeProfile& n : p.nodes) {
+    nlohmann::json node = {
+        {"index", n.index}, {"op", n.op}, {"delegate", n.delegate}, {"mean_us", n.mean_us}};
+    if (n.partition >= 0) {
+      node["partition"] = n.partition;
+      node["nodes"] = n.nodes;
+    }
+    nodes.push_back(std::move(node));
+  }
+  nlohmann::json by_op = nlohmann::json::array();
+  for (const OpProfile& o : p.by_op) {
+    by_op.push_back(
+        {{"op", o.op}, {"count", o.count}, {"total_us", o.total_us}, {"pct", o.pct}});
+  }
+  return {{"runs", p.runs}, {"nodes", std::move(nodes)}, {"by_op", std::move(by_op)}};
+}
+
 std::string Dump(const nlohmann::json& doc) {
   return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
@@ -221,11 +261,17 @@ RunReport Run(const RunnerOptions& options, std::ostream& log) {
     warmup_total += us;
   }
   if (options.warmup_runs > 0) report.warmup_mean_us = warmup_total / options.warmup_runs;
-  report.samples_us.assign(options.num_runs, 0.0);
-  for (uint32_t i = 0; i < options.num_runs; ++i) {
-    if (runtime::Status s = invoke(&report.samples_us[i]); !s.ok()) {
+  // num_runs runs and at least min_secs seconds, whichever takes more.
+  report.samples_us.reserve(options.num_runs);
+  const Clock::time_point steady_start = Clock::now();
+  const std::chrono::duration<double> min_duration(options.min_secs);
+  while (report.samples_us.size() < options.num_runs ||
+         Clock::now() - steady_start < min_duration) {
+    double us = 0;
+    if (runtime::Status s = invoke(&us); !s.ok()) {
       return Fail(std::move(report), classify(s), s.message());
     }
+    report.samples_us.push_back(us);
   }
   report.latency = ComputeLatencyStats(report.samples_us);
   report.peak_rss_bytes = PeakRssBytes().value_or(0);
@@ -234,6 +280,48 @@ RunReport Run(const RunnerOptions& options, std::ostream& log) {
     if (Result<void> r = DumpOutputs(interpreter, options.dump_outputs_dir); !r.ok()) {
       return Fail(std::move(report), RunnerStatus::kInternalError, r.message());
     }
+  }
+  if (!options.accuracy_reference.empty()) {
+    if (options.accuracy_reference != "cpu") {
+      return Fail(std::move(report), RunnerStatus::kUsageError,
+                  "unknown accuracy reference '" + options.accuracy_reference + "' (only 'cpu')");
+    }
+    const delegates::Delegate* cpu = nullptr;
+    if (runtime::Status s = delegates::FindDelegate("cpu", &cpu); !s.ok()) {
+      return Fail(std::move(report), RunnerStatus::kInternalError, s.message());
+    }
+    runtime::OpResolver reference_resolver;
+    cpu->add_kernels(reference_resolver);
+    runtime::Interpreter reference(*model, reference_resolver);
+    runtime::Status s = reference.AllocateTensors();
+    if (s.ok()) {
+      // The same inputs, made again rather than copied, so that nothing the
+      // benchmarked runs did to their input tensors can reach the reference.
+      if (options.inputs_dir.empty()) {
+        FillRandomInputs(reference, options.seed);
+      } else if (Result<void> r = LoadInputs(reference, options.inputs_dir); !r.ok()) {
+        return Fail(std::move(report), RunnerStatus::kModelError, r.message());
+      }
+      s = reference.Invoke();
+    }
+    if (!s.ok()) {
+      return Fail(std::move(report), FromRuntime(s),
+                  "accuracy reference 'cpu' failed: " + s.message());
+    }
+    report.accuracy_reference = options.accuracy_reference;
+    for (size_t i = 0; i < interpreter.outputs().size(); ++i) {
+      report.accuracy.push_back(
+          CompareOutput(i, *interpreter.outputs()[i], *reference.outputs()[i]));
+    }
+  }
+  if (options.profile) {
+    Profile profile;
+    if (runtime::Status s =
+            ProfileRuns(interpreter, report.placement, options.num_runs, &profile);
+        !s.ok()) {
+      return Fail(std::move(report), classify(s), s.message());
+    }
+    report.profile = std::move(profile);
   }
   return report;
 }
@@ -266,6 +354,8 @@ std::string ReportJson(const RunReport& r) {
       {"outputs", TensorsJson(r.outputs)},
       {"placement", PlacementJson(r.placement)},
   };
+  if (!r.accuracy_reference.empty()) doc["accuracy"] = AccuracyJson(r);
+  if (r.profile) doc["profile"] = ProfileJson(*r.profile);
   return Dump(doc);
 }
 
@@ -303,6 +393,32 @@ std::string ReportText(const RunReport& r) {
   }
   s += "peak RSS " + std::to_string(r.peak_rss_bytes / 1024) + " KiB, arena " +
        std::to_string(r.arena_bytes / 1024) + " KiB\n";
+  for (const OutputAccuracy& a : r.accuracy) {
+    char buf[256];
+    std::snprintf(buf, sizeof(buf),
+                  "accuracy vs %s, output %zu: mean abs error %.3g (std %.3g), max %.3g, rmse "
+                  "%.3g, NaN %lld/%lld, Inf %lld/%lld (delegate/reference)",
+                  r.accuracy_reference.c_str(), a.index, a.mean_abs_error, a.std_abs_error,
+                  a.max_abs_error, a.rmse, static_cast<long long>(a.nan_count),
+                  static_cast<long long>(a.reference_nan_count),
+                  static_cast<long long>(a.inf_count),
+                  static_cast<long long>(a.reference_inf_count));
+    s += buf;
+    if (a.top1_agree) {
+      s += std::string(", top-1 ") + (*a.top1_agree ? "agrees" : "differs") + ", top-5 " +
+           (*a.top5_agree ? "agrees" : "differs");
+    }
+    s += "\n";
+  }
+  if (r.profile) {
+    s += "profile over " + std::to_string(r.profile->runs) + " run(s), by op type:\n";
+    for (const OpProfile& o : r.profile->by_op) {
+      char buf[160];
+      std::snprintf(buf, sizeof(buf), "  %-24s %4zu step(s) %12.1f us %5.1f%%\n", o.op.c_str(),
+                    o.count, o.total_us, o.pct);
+      s += buf;
+    }
+  }
   return s;
 }
 

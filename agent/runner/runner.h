@@ -5,10 +5,13 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "agent/runner/accuracy.h"
 #include "agent/runner/metrics.h"
+#include "agent/runner/profile.h"
 #include "agent/runner/runner_options.h"
 #include "agent/runner/runner_status.h"
 #include "runtime/delegate.h"
@@ -27,7 +30,8 @@ struct TensorSummary {
 //   init_us         Model::Load (read + verify) + Interpreter + AllocateTensors()
 //   first_us        the first Invoke()
 //   warmup_mean_us  mean of the warmup_runs Invoke()s after the first (0 when none)
-//   samples_us      each of the num_runs measured Invoke()s that follow
+//   samples_us      each of the measured Invoke()s that follow: num_runs of
+//                   them, more when --min-secs needs more
 struct RunReport {
   RunnerStatus status = RunnerStatus::kOk;
   std::string error;  // one line when status != kOk
@@ -46,6 +50,11 @@ struct RunReport {
   // Where each node ran: the delegate's name or "cpu", and why a node fell
   // back (set once AllocateTensors() succeeded).
   runtime::Placement placement;
+  // --accuracy-reference: the reference's name and one entry per output.
+  std::string accuracy_reference;  // empty: no comparison
+  std::vector<OutputAccuracy> accuracy;
+  // --profile: per-step timing after the measured runs.
+  std::optional<Profile> profile;
 };
 
 // Runs one job; never throws. Progress notes go to `log`.

@@ -46,6 +46,17 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   app.add_option("--num-runs", o.num_runs, "Measured runs")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--min-secs", o.min_secs,
+                 "Measured runs go on until --num-runs runs and this many seconds are done")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--accuracy-reference", o.accuracy_reference,
+                 "Compare the outputs with this reference on the same inputs (only 'cpu': the "
+                 "single-thread reference kernels)")
+      ->check(CLI::IsMember({"cpu"}));
+  app.add_flag("--profile", o.profile,
+               "Time each node and op type (a delegated partition as one step) over --num-runs "
+               "extra runs");
   app.add_option("--seed", o.seed, "Seed of the random inputs")->capture_default_str();
   app.add_option("--inputs", o.inputs_dir,
                  "Folder with input_<i>.bin per model input (raw little-endian data); default: "

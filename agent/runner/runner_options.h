@@ -19,6 +19,14 @@ struct RunnerOptions {
   uint32_t warmup_runs = 1;
   uint32_t num_runs = 50;
   uint32_t seed = 1;
+  // The measured runs go on until both num_runs runs and min_secs seconds
+  // are done (like benchmark_model's --min_secs); 0: num_runs runs only.
+  double min_secs = 0;
+  // "cpu": compare the outputs with the single-thread reference kernels on
+  // the same inputs after the measured runs; empty: no comparison.
+  std::string accuracy_reference;
+  // Time each node (a delegated partition as one step) over num_runs extra runs.
+  bool profile = false;
   std::string inputs_dir;        // empty: seeded random inputs
   std::string dump_outputs_dir;  // empty: no dump
   bool json = false;

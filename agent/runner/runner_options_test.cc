@@ -28,6 +28,20 @@ TEST(RunnerOptionsTest, Defaults) {
   EXPECT_EQ(p.options.num_runs, 50u);
   EXPECT_EQ(p.options.seed, 1u);
   EXPECT_FALSE(p.options.json);
+  EXPECT_EQ(p.options.min_secs, 0);
+  EXPECT_TRUE(p.options.accuracy_reference.empty());
+  EXPECT_FALSE(p.options.profile);
+}
+
+TEST(RunnerOptionsTest, MetricsFlags) {
+  ParsedCommandLine p = Parse({"--model", "m.tflite", "--min-secs", "1.5",
+                               "--accuracy-reference", "cpu", "--profile"});
+  ASSERT_EQ(p.action, Action::kRun) << p.error;
+  EXPECT_EQ(p.options.min_secs, 1.5);
+  EXPECT_EQ(p.options.accuracy_reference, "cpu");
+  EXPECT_TRUE(p.options.profile);
+  EXPECT_EQ(Parse({"--model", "m", "--min-secs", "-1"}).action, Action::kUsageError);
+  EXPECT_EQ(Parse({"--model", "m", "--accuracy-reference", "gpu"}).action, Action::kUsageError);
 }
 
 TEST(RunnerOptionsTest, AllFlags) {

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -354,6 +355,145 @@ TEST_F(RunnerTest, FaceDetectionShortRange) {
   for (float v : scores) ASSERT_TRUE(std::isfinite(v));
   EXPECT_EQ(ReadFile(dir_ / "a" / "output_0.bin"), ReadFile(dir_ / "b" / "output_0.bin"));
   EXPECT_EQ(ReadFile(dir_ / "a" / "output_1.bin"), ReadFile(dir_ / "b" / "output_1.bin"));
+}
+
+// input_0 [1,4] + input_1 [1] -> scores [1,4]: a class-score shaped output.
+std::string ScoresModel(const fs::path& dir) {
+  ModelBuilder b;
+  int in0 = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4}, "logits");
+  int in1 = b.AddTensor(tfl::TensorType::FLOAT32, {1}, "bias");
+  int out = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4}, "scores");
+  b.AddAdd(in0, in1, out);
+  b.SetInputs({in0, in1});
+  b.SetOutputs({out});
+  fs::path path = dir / "scores.tflite";
+  EXPECT_TRUE(b.WriteFile(path.string()));
+  return path.string();
+}
+
+TEST_F(RunnerTest, MinSecsRunsAtLeastThatLong) {
+  const auto start = std::chrono::steady_clock::now();
+  Process p = RunRunner({"--model", SmallModel(), "--json", "--num-runs", "3", "--warmup-runs",
+                         "0", "--min-secs", "0.2"});
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(200));
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  nlohmann::json doc = nlohmann::json::parse(p.out);
+  const size_t runs = doc["metrics"]["num_runs"].get<size_t>();
+  EXPECT_GT(runs, 3u);  // a tiny model runs far more than 3 times in 0.2 s
+  EXPECT_EQ(doc["samples_us"].size(), runs);
+  double total_us = 0;
+  for (double us : doc["samples_us"]) total_us += us;
+  // The loop's own cost (clock reads) is outside the samples, so only a bound.
+  EXPECT_GT(total_us, 0);
+  EXPECT_LE(total_us, 10e6);
+  // num_runs still wins when it takes longer than min_secs.
+  p = RunRunner({"--model", SmallModel(), "--json", "--num-runs", "7", "--min-secs", "0"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_EQ(nlohmann::json::parse(p.out)["metrics"]["num_runs"], 7);
+}
+
+TEST_F(RunnerTest, AccuracyAgainstItselfIsExact) {
+  Process p = RunRunner({"--model", SmallModel(), "--json", "--num-runs", "2",
+                         "--accuracy-reference", "cpu"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  nlohmann::json acc = nlohmann::json::parse(p.out)["accuracy"];
+  EXPECT_EQ(acc["reference"], "cpu");
+  ASSERT_EQ(acc["outputs"].size(), 2u);
+  EXPECT_EQ(acc["outputs"][0]["name"], "features");
+  EXPECT_EQ(acc["outputs"][0]["compared"], 8);
+  EXPECT_EQ(acc["outputs"][1]["compared"], 4);
+  for (const nlohmann::json& o : acc["outputs"]) {
+    for (const char* key : {"mean_abs_error", "std_abs_error", "max_abs_error", "rmse",
+                            "nan_count", "inf_count", "reference_nan_count",
+                            "reference_inf_count"}) {
+      EXPECT_EQ(o[key], 0) << key;
+    }
+    EXPECT_FALSE(o.contains("top1_agree"));  // not class-score shaped
+  }
+  EXPECT_THAT(p.err, HasSubstr("accuracy vs cpu, output 0: mean abs error 0"));
+  // No key without the flag.
+  p = RunRunner({"--model", SmallModel(), "--json", "--num-runs", "1"});
+  EXPECT_FALSE(nlohmann::json::parse(p.out).contains("accuracy"));
+}
+
+TEST_F(RunnerTest, AccuracyOfTheExamplePluginWithClassScores) {
+  std::string model = ScoresModel(dir_);
+  fs::create_directories(dir_ / "in");
+  WriteValues<float>(dir_ / "in" / "input_0.bin", {0.1f, 3.0f, -2.0f, 0.5f});
+  WriteValues<float>(dir_ / "in" / "input_1.bin", {0.25f});
+  Process p = RunRunner({"--model", model, "--json", "--num-runs", "2", "--delegate", "external",
+                         "--delegate-options", "path:" + PluginPath("dfarm_example_delegate"),
+                         "--accuracy-reference", "cpu", "--inputs", (dir_ / "in").string()});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  nlohmann::json doc = nlohmann::json::parse(p.out);
+  EXPECT_EQ(doc["placement"]["partitions"], 1);
+  const nlohmann::json& o = doc["accuracy"]["outputs"][0];
+  EXPECT_EQ(o["compared"], 4);
+  EXPECT_LE(o["max_abs_error"].get<double>(), 1e-6);
+  EXPECT_LE(o["rmse"].get<double>(), 1e-6);
+  EXPECT_EQ(o["top1_agree"], true);
+  EXPECT_EQ(o["top5_agree"], true);
+}
+
+TEST_F(RunnerTest, AccuracyCountsNaNsOnBothSides) {
+  std::string model = SmallModel();
+  fs::create_directories(dir_ / "in");
+  WriteValues<float>(dir_ / "in" / "input_0.bin", {1, -2, 3, 0.25f});
+  WriteValues<float>(dir_ / "in" / "input_1.bin", {std::nanf("")});
+  Process p = RunRunner({"--model", model, "--json", "--num-runs", "1", "--delegate", "external",
+                         "--delegate-options", "path:" + PluginPath("dfarm_example_delegate"),
+                         "--accuracy-reference", "cpu", "--inputs", (dir_ / "in").string()});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  nlohmann::json outputs = nlohmann::json::parse(p.out)["accuracy"]["outputs"];
+  EXPECT_EQ(outputs[0]["compared"], 8);
+  EXPECT_EQ(outputs[0]["nan_count"], 0);
+  EXPECT_EQ(outputs[0]["max_abs_error"], 0);
+  EXPECT_EQ(outputs[1]["compared"], 0);  // image + NaN: every element is NaN
+  EXPECT_EQ(outputs[1]["nan_count"], 4);
+  EXPECT_EQ(outputs[1]["reference_nan_count"], 4);
+  EXPECT_EQ(outputs[1]["rmse"], 0);
+}
+
+TEST_F(RunnerTest, ProfileTimesNodesAndPartitions) {
+  Process p = RunRunner({"--model", SmallModel(), "--json", "--num-runs", "3", "--delegate",
+                         "external", "--delegate-options",
+                         "path:" + PluginPath("dfarm_example_delegate"), "--profile"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  nlohmann::json prof = nlohmann::json::parse(p.out)["profile"];
+  EXPECT_EQ(prof["runs"], 3);
+  ASSERT_EQ(prof["nodes"].size(), 2u);
+  EXPECT_EQ(prof["nodes"][0]["index"], 0);
+  EXPECT_EQ(prof["nodes"][0]["op"], "CONV_2D");
+  EXPECT_EQ(prof["nodes"][0]["delegate"], "cpu");
+  EXPECT_EQ(prof["nodes"][1]["index"], 1);
+  EXPECT_EQ(prof["nodes"][1]["op"], "DELEGATE");
+  EXPECT_EQ(prof["nodes"][1]["delegate"], "example");
+  EXPECT_EQ(prof["nodes"][1]["partition"], 0);
+  EXPECT_EQ(prof["nodes"][1]["nodes"], nlohmann::json::parse("[1]"));
+  double pct = 0;
+  for (const nlohmann::json& n : prof["nodes"]) EXPECT_GE(n["mean_us"].get<double>(), 0);
+  ASSERT_EQ(prof["by_op"].size(), 2u);
+  for (const nlohmann::json& o : prof["by_op"]) {
+    EXPECT_EQ(o["count"], 1);
+    pct += o["pct"].get<double>();
+  }
+  EXPECT_NEAR(pct, 100.0, 1e-6);
+  EXPECT_THAT(p.err, HasSubstr("profile over 3 run(s), by op type:"));
+
+  p = RunRunner({"--model", SmallModel(), "--json", "--num-runs", "1", "--profile"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  prof = nlohmann::json::parse(p.out)["profile"];
+  ASSERT_EQ(prof["nodes"].size(), 2u);
+  EXPECT_EQ(prof["nodes"][1]["op"], "ADD");
+  EXPECT_EQ(prof["nodes"][1]["delegate"], "cpu");
+  EXPECT_FALSE(prof["nodes"][1].contains("partition"));
+}
+
+TEST_F(RunnerTest, BadAccuracyReferenceIsAUsageError) {
+  Process p =
+      RunRunner({"--model", SmallModel(), "--json", "--accuracy-reference", "gpu"});
+  EXPECT_EQ(p.exit_code, 2);
+  EXPECT_EQ(nlohmann::json::parse(p.out)["status"], "usage_error");
 }
 
 }  // namespace

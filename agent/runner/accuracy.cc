@@ -1,0 +1,121 @@
+#include "agent/runner/accuracy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "runtime/fp16.h"
+
+namespace dfarm::runner {
+namespace {
+
+template <typename T>
+void Append(const runtime::Tensor& t, std::vector<double>& out) {
+  const int64_t n = t.num_elements();
+  out.reserve(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    T v;
+    std::memcpy(&v, t.data + i * sizeof(T), sizeof(T));
+    out.push_back(static_cast<double>(v));
+  }
+}
+
+// Class indices of `values` by descending score; NaN ranks last.
+std::vector<size_t> Ranking(const std::vector<double>& values, size_t k) {
+  std::vector<size_t> order(values.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  auto key = [&](size_t i) { return std::isnan(values[i]) ? -INFINITY : values[i]; };
+  k = std::min(k, order.size());
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
+                    [&](size_t a, size_t b) { return key(a) > key(b) || (key(a) == key(b) && a < b); });
+  order.resize(k);
+  return order;
+}
+
+}  // namespace
+
+std::vector<double> TensorValues(const runtime::Tensor& t) {
+  std::vector<double> v;
+  if (t.data == nullptr) return v;
+  switch (t.dtype) {
+    case runtime::DType::kFloat32:
+      Append<float>(t, v);
+      break;
+    case runtime::DType::kFloat16: {
+      const int64_t n = t.num_elements();
+      v.reserve(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, t.data + i * 2, 2);
+        v.push_back(runtime::HalfToFloat(h));
+      }
+      break;
+    }
+    case runtime::DType::kInt32:
+      Append<int32_t>(t, v);
+      break;
+    case runtime::DType::kUint8:
+      Append<uint8_t>(t, v);
+      break;
+    case runtime::DType::kInt64:
+      Append<int64_t>(t, v);
+      break;
+    case runtime::DType::kBool:
+      Append<uint8_t>(t, v);
+      break;
+    case runtime::DType::kInt16:
+      Append<int16_t>(t, v);
+      break;
+    case runtime::DType::kInt8:
+      Append<int8_t>(t, v);
+      break;
+  }
+  if (t.quantized) {
+    for (double& x : v) x = t.scale * (x - static_cast<double>(t.zero_point));
+  }
+  return v;
+}
+
+OutputAccuracy CompareOutput(size_t index, const runtime::Tensor& got,
+                             const runtime::Tensor& reference) {
+  OutputAccuracy a;
+  a.index = index;
+  const std::vector<double> g = TensorValues(got);
+  const std::vector<double> r = TensorValues(reference);
+  const size_t n = std::min(g.size(), r.size());
+  double sum = 0, sum_sq = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (std::isnan(g[i])) ++a.nan_count;
+    if (std::isinf(g[i])) ++a.inf_count;
+    if (std::isnan(r[i])) ++a.reference_nan_count;
+    if (std::isinf(r[i])) ++a.reference_inf_count;
+    if (!std::isfinite(g[i]) || !std::isfinite(r[i])) continue;
+    const double e = std::fabs(g[i] - r[i]);
+    ++a.compared;
+    sum += e;
+    sum_sq += e * e;
+    a.max_abs_error = std::max(a.max_abs_error, e);
+  }
+  if (a.compared > 0) {
+    const double c = static_cast<double>(a.compared);
+    a.mean_abs_error = sum / c;
+    a.rmse = std::sqrt(sum_sq / c);
+    double var = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (!std::isfinite(g[i]) || !std::isfinite(r[i])) continue;
+      const double d = std::fabs(g[i] - r[i]) - a.mean_abs_error;
+      var += d * d;
+    }
+    a.std_abs_error = std::sqrt(var / c);
+  }
+  if (got.rank() == 2 && got.shape[0] == 1 && got.shape[1] >= 2 && g.size() == r.size()) {
+    const std::vector<size_t> top_got = Ranking(g, 5);
+    const size_t top_ref = Ranking(r, 1).front();
+    a.top1_agree = top_got.front() == top_ref;
+    a.top5_agree = std::find(top_got.begin(), top_got.end(), top_ref) != top_got.end();
+  }
+  return a;
+}
+
+}  // namespace dfarm::runner

@@ -1,0 +1,83 @@
+#include "agent/runner/accuracy.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstddef>
+#include <vector>
+
+namespace dfarm::runner {
+namespace {
+
+runtime::Tensor FloatTensor(std::vector<float>& values, std::vector<int32_t> shape) {
+  runtime::Tensor t;
+  t.dtype = runtime::DType::kFloat32;
+  t.shape = std::move(shape);
+  t.bytes = values.size() * sizeof(float);
+  t.data = reinterpret_cast<std::byte*>(values.data());
+  return t;
+}
+
+TEST(AccuracyTest, ErrorFigures) {
+  std::vector<float> got = {1, 2, 3, 4}, ref = {1, 2.5f, 2, 4};
+  OutputAccuracy a = CompareOutput(3, FloatTensor(got, {2, 2}), FloatTensor(ref, {2, 2}));
+  EXPECT_EQ(a.index, 3u);
+  EXPECT_EQ(a.compared, 4);
+  EXPECT_DOUBLE_EQ(a.mean_abs_error, 0.375);  // (0 + 0.5 + 1 + 0) / 4
+  EXPECT_DOUBLE_EQ(a.max_abs_error, 1.0);
+  EXPECT_DOUBLE_EQ(a.rmse, std::sqrt(1.25 / 4));
+  // population std of {0, 0.5, 1, 0} around 0.375
+  EXPECT_DOUBLE_EQ(a.std_abs_error,
+                   std::sqrt((0.375 * 0.375 * 2 + 0.125 * 0.125 + 0.625 * 0.625) / 4));
+  EXPECT_FALSE(a.top1_agree.has_value());
+}
+
+TEST(AccuracyTest, NonFiniteValuesAreCountedNotCompared) {
+  std::vector<float> got = {NAN, INFINITY, 1, 2}, ref = {0, -INFINITY, NAN, 2};
+  OutputAccuracy a = CompareOutput(0, FloatTensor(got, {4}), FloatTensor(ref, {4}));
+  EXPECT_EQ(a.compared, 1);
+  EXPECT_EQ(a.nan_count, 1);
+  EXPECT_EQ(a.inf_count, 1);
+  EXPECT_EQ(a.reference_nan_count, 1);
+  EXPECT_EQ(a.reference_inf_count, 1);
+  EXPECT_EQ(a.max_abs_error, 0);
+}
+
+TEST(AccuracyTest, TopKOfClassScores) {
+  std::vector<float> ref = {0.1f, 0.9f, 0.2f, 0.3f, 0.4f, 0.5f, 0.0f};
+  std::vector<float> same_top = {0.1f, 0.8f, 0.2f, 0.3f, 0.4f, 0.5f, 0.0f};
+  std::vector<float> top5_only = {0.1f, 0.6f, 0.2f, 0.3f, 0.4f, 0.7f, 0.0f};
+  std::vector<float> missed = {0.9f, 0.0f, 0.8f, 0.7f, 0.6f, 0.5f, 0.4f};
+  auto cmp = [&](std::vector<float>& got) {
+    return CompareOutput(0, FloatTensor(got, {1, 7}), FloatTensor(ref, {1, 7}));
+  };
+  OutputAccuracy a = cmp(same_top);
+  EXPECT_EQ(a.top1_agree, true);
+  EXPECT_EQ(a.top5_agree, true);
+  a = cmp(top5_only);
+  EXPECT_EQ(a.top1_agree, false);
+  EXPECT_EQ(a.top5_agree, true);
+  a = cmp(missed);
+  EXPECT_EQ(a.top1_agree, false);
+  EXPECT_EQ(a.top5_agree, false);
+}
+
+TEST(AccuracyTest, QuantizedValuesAreDequantized) {
+  std::vector<int8_t> got = {10, -4}, ref = {12, -4};
+  runtime::Tensor g, r;
+  for (auto [t, v] : {std::pair{&g, &got}, std::pair{&r, &ref}}) {
+    t->dtype = runtime::DType::kInt8;
+    t->shape = {2};
+    t->bytes = 2;
+    t->data = reinterpret_cast<std::byte*>(v->data());
+    t->quantized = true;
+    t->scale = 0.5f;
+    t->zero_point = -4;
+  }
+  OutputAccuracy a = CompareOutput(0, g, r);
+  EXPECT_DOUBLE_EQ(a.max_abs_error, 1.0);  // 2 steps of 0.5
+  EXPECT_DOUBLE_EQ(a.mean_abs_error, 0.5);
+}
+
+}  // namespace
+}  // namespace dfarm::runner
