@@ -154,6 +154,32 @@ TEST_F(AgentEndToEndTest, RunJobs) {
   EXPECT_EQ(r->status, "ok");
 }
 
+TEST_F(AgentEndToEndTest, PluginJobGetsTheStorePath) {
+  auto client = Connect();
+  ASSERT_TRUE(client);
+  EXPECT_THAT(client->device().features, Contains("plugin"));
+  JobSpec job;
+  ASSERT_TRUE(
+      client->PutArtifact(WriteTemp("runner.sh", testing::kOkRunner), &job.runner_sha256).ok());
+  ASSERT_TRUE(client->PutArtifact(WriteTemp("m.tflite", "model"), &job.model_sha256).ok());
+  ASSERT_TRUE(client->PutArtifact(WriteTemp("libp.so", "plugin"), &job.plugin_sha256).ok());
+  job.delegate = "external";
+  job.delegate_options = "k:v";
+  job.num_runs = 3;
+  job.timeout_ms = 10000;
+  auto r = client->RunJob(job);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->status, "ok") << r->error;
+  EXPECT_THAT(r->stderr_tail, HasSubstr("--delegate-options k:v;path:" + dir_.path() +
+                                        "/store/artifacts/" + job.plugin_sha256 + " "));
+
+  job.plugin_sha256 = std::string(64, 'f');  // never pushed
+  r = client->RunJob(job);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->status, "infra");
+  EXPECT_THAT(r->error, HasSubstr("plugin: artifact " + job.plugin_sha256));
+}
+
 TEST_F(AgentEndToEndTest, JobResultCarriesDeviceState) {
   auto client = Connect();
   ASSERT_TRUE(client);

@@ -345,6 +345,63 @@ TEST(AgentClientHeartbeatTest, SilentAgentIsGivenUpEarly) {
   fake.join();
 }
 
+// An agent from before feature "plugin": the client refuses a plugin job
+// without sending it (the agent would drop the field and run no plugin), and
+// the connection stays usable.
+TEST(AgentClientPluginTest, AgentWithoutThePluginFeatureGetsNoPluginJob) {
+  UniqueFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  ASSERT_EQ(::listen(listener.get(), 1), 0);
+  socklen_t len = sizeof sa;
+  ::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&sa), &len);
+  std::vector<std::string> plugins_seen;  // plugin_sha256 of each RunJob the fake got
+  std::thread fake([&] {
+    UniqueFd conn(::accept(listener.get(), nullptr, nullptr));
+    auto hello = ReadFrame(conn.get(), kTimeout);
+    if (!hello.ok() || hello->eof) return;
+    DeviceInfo info;
+    info.protocol_version = kProtocolVersion;
+    info.features = {"artifacts", "run_job"};
+    flatbuffers::FlatBufferBuilder fbb;
+    FinishFrame(fbb, hello->frame()->request_id(), BuildHelloReply(fbb, info));
+    (void)WriteFrame(conn.get(), fbb);
+    for (;;) {
+      auto got = ReadFrame(conn.get(), kTimeout);
+      if (!got.ok() || got->eof) return;
+      if (got->frame()->body_type() != wire::Body::RunJob) continue;
+      plugins_seen.push_back(ReadRunJob(*got->frame()->body_as_RunJob()).plugin_sha256);
+      JobResult result;
+      result.status = "ok";
+      flatbuffers::FlatBufferBuilder reply;
+      FinishFrame(reply, got->frame()->request_id(), BuildJobResult(reply, result));
+      (void)WriteFrame(conn.get(), reply);
+    }
+  });
+  ConnectOptions options;
+  options.heartbeat_interval = milliseconds(0);
+  auto client = AgentClient::Connect("127.0.0.1", ntohs(sa.sin_port), options);
+  ASSERT_TRUE(client.ok()) << client.message();
+  JobSpec job;
+  job.runner_sha256 = job.model_sha256 = std::string(64, 'a');
+  job.delegate = "external";
+  job.plugin_sha256 = std::string(64, 'b');
+  auto r = (*client)->RunJob(job);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.message(), HasSubstr("does not speak feature 'plugin'"));
+
+  job.delegate = "cpu";
+  job.plugin_sha256.clear();
+  r = (*client)->RunJob(job);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->status, "ok");
+  client->reset();
+  fake.join();
+  EXPECT_EQ(plugins_seen, std::vector<std::string>{""});
+}
+
 // --- (c) resumable uploads ----------------------------------------------------
 
 class ResumeTest : public AgentSessionTest {

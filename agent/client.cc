@@ -251,6 +251,12 @@ class StreamAgentClient final : public AgentClient {
   }
 
   Result<JobResult> RunJob(const JobSpec& job) override {
+    if (!job.plugin_sha256.empty() && !HasFeature(device_.features, kFeaturePlugin)) {
+      // Sent anyway, the field would be dropped and the runner given no plugin.
+      return MakeError("agent at " + where_ + " does not speak feature 'plugin', so it cannot " +
+                       "load delegate plugin " + job.plugin_sha256.substr(0, 12) +
+                       " (update dfarm-agent on the device)");
+    }
     flatbuffers::FlatBufferBuilder fbb;
     FinishFrame(fbb, NextId(), BuildRunJob(fbb, job));
     auto timeout = std::chrono::milliseconds(job.timeout_ms) + kJobGrace;

@@ -46,6 +46,11 @@ struct JobSpec {
   uint32_t warmup_runs = 1;
   uint32_t num_runs = 10;
   uint32_t timeout_ms = 120000;
+  // The external delegate plugin (a shared library pushed like the model),
+  // or empty for none. The agent passes the runner `path:<store path>` as a
+  // delegate option; delegate_options must not name a `path` (feature
+  // "plugin"; an agent without it ignores the field).
+  std::string plugin_sha256;
 };
 
 // One CPU's cpufreq state (/sys/devices/system/cpu/cpuN). Unset: unreadable.
@@ -154,7 +159,9 @@ class AgentClient {
   virtual Result<uint64_t> PutArtifact(const std::string& path, std::string* sha256_out) = 0;
 
   // Runs one job and waits for its result. A runner failure is a JobResult
-  // with a non-ok status; only transport trouble is an error here.
+  // with a non-ok status; only transport trouble is an error here, and a job
+  // naming a plugin_sha256 when the agent lacks feature "plugin" (nothing is
+  // sent then and the connection stays usable).
   virtual Result<JobResult> RunJob(const JobSpec& job) = 0;
 };
 

@@ -66,6 +66,41 @@ TEST(FramingTest, RoundTripsAJob) {
   EXPECT_EQ(back.timeout_ms, 5000u);
 }
 
+TEST(FramingTest, RoundTripsAPluginJob) {
+  SocketPair sp;
+  JobSpec job;
+  job.runner_sha256 = std::string(64, 'a');
+  job.model_sha256 = std::string(64, 'b');
+  job.delegate = "external";
+  job.delegate_options = "max_delegated_partitions:1";
+  job.plugin_sha256 = std::string(64, 'c');
+  job.timeout_ms = 5000;
+  flatbuffers::FlatBufferBuilder fbb;
+  FinishFrame(fbb, 43, BuildRunJob(fbb, job));
+  ASSERT_TRUE(WriteFrame(sp.a.get(), fbb).ok());
+  // Without a plugin the field is left out altogether (an older agent sees
+  // exactly the table it knows).
+  job.plugin_sha256.clear();
+  flatbuffers::FlatBufferBuilder plain;
+  FinishFrame(plain, 44, BuildRunJob(plain, job));
+  ASSERT_TRUE(WriteFrame(sp.a.get(), plain).ok());
+
+  auto got = ReadFrame(sp.b.get(), std::chrono::milliseconds(5000));
+  ASSERT_TRUE(got.ok()) << got.message();
+  ASSERT_EQ(got->frame()->body_type(), wire::Body::RunJob);
+  JobSpec back = ReadRunJob(*got->frame()->body_as_RunJob());
+  EXPECT_EQ(back.plugin_sha256, std::string(64, 'c'));
+  EXPECT_EQ(back.delegate, "external");
+  EXPECT_EQ(back.delegate_options, "max_delegated_partitions:1");
+  EXPECT_EQ(back.model_sha256, std::string(64, 'b'));
+
+  got = ReadFrame(sp.b.get(), std::chrono::milliseconds(5000));
+  ASSERT_TRUE(got.ok()) << got.message();
+  ASSERT_EQ(got->frame()->body_type(), wire::Body::RunJob);
+  EXPECT_EQ(got->frame()->body_as_RunJob()->plugin_sha256(), nullptr);
+  EXPECT_EQ(ReadRunJob(*got->frame()->body_as_RunJob()).plugin_sha256, "");
+}
+
 TEST(FramingTest, RoundTripsAFullSizeChunk) {
   SocketPair sp;
   std::vector<uint8_t> data(kPutChunkBytes);

@@ -64,8 +64,11 @@ flatbuffers::Offset<wire::RunJob> BuildRunJob(flatbuffers::FlatBufferBuilder& fb
   auto model = fbb.CreateString(job.model_sha256);
   auto delegate = fbb.CreateString(job.delegate);
   auto options = fbb.CreateString(job.delegate_options);
-  return wire::CreateRunJob(fbb, runner, model, delegate, options, job.num_threads,
-                            job.warmup_runs, job.num_runs, job.timeout_ms);
+  // Absent (not an empty string) when no plugin is named.
+  flatbuffers::Offset<flatbuffers::String> plugin;
+  if (!job.plugin_sha256.empty()) plugin = fbb.CreateString(job.plugin_sha256);
+  return wire::CreateRunJob(fbb, runner, model, delegate, options, job.num_threads, job.warmup_runs,
+                            job.num_runs, job.timeout_ms, plugin);
 }
 
 JobSpec ReadRunJob(const wire::RunJob& msg) {
@@ -78,6 +81,7 @@ JobSpec ReadRunJob(const wire::RunJob& msg) {
   job.warmup_runs = msg.warmup_runs();
   job.num_runs = msg.num_runs();
   job.timeout_ms = msg.timeout_ms();
+  job.plugin_sha256 = Str(msg.plugin_sha256());
   return job;
 }
 

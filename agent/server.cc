@@ -567,7 +567,8 @@ void Server::Converse(int in_fd, int out_fd, const std::string& who,
         JobSpec job = ReadRunJob(*frame.body_as_RunJob());
         AgentLog(who + ": job " + std::to_string(id) + ": runner " +
                  job.runner_sha256.substr(0, 12) + ", model " + job.model_sha256.substr(0, 12) +
-                 ", delegate " + job.delegate);
+                 ", delegate " + job.delegate +
+                 (job.plugin_sha256.empty() ? "" : ", plugin " + job.plugin_sha256.substr(0, 12)));
         s.job_running = true;
         s.cancel_job = false;
         s.next_ping = Clock::now() + heartbeat;

@@ -13,6 +13,8 @@
 #include <cerrno>
 #include <chrono>
 #include <functional>
+#include <optional>
+#include <string_view>
 
 #include "agent/unique_fd.h"
 #include "nlohmann/json.hpp"
@@ -44,6 +46,9 @@ std::string SignalName(int sig) {
   return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
 }
 
+// The runner's delegate option that names a plugin library (docs/CONTRACTS.md).
+constexpr std::string_view kPluginPathKey = "path";
+
 JobResult Infra(std::string error) {
   JobResult r;
   r.status = "infra";
@@ -71,6 +76,21 @@ std::string CheckSpec(const JobSpec& job, uint32_t max_timeout_ms) {
   for (char c : job.delegate_options) {
     if (static_cast<unsigned char>(c) < 0x20) {
       return "invalid job: delegate_options contain a control character";
+    }
+  }
+  // No path ever comes from the wire: a plugin is named by plugin_sha256 and
+  // the agent adds its own store path (split as the runner splits options).
+  for (size_t start = 0; start <= job.delegate_options.size();) {
+    size_t end = job.delegate_options.find(';', start);
+    if (end == std::string::npos) end = job.delegate_options.size();
+    std::string_view entry(job.delegate_options.data() + start, end - start);
+    start = end + 1;
+    if (entry.substr(0, entry.find(':')) == kPluginPathKey) {
+      return job.plugin_sha256.empty()
+                 ? "invalid job: delegate_options name a 'path'; a delegate plugin is sent as an "
+                   "artifact (plugin_sha256), never as a device path"
+                 : "invalid job: delegate_options name a 'path' beside plugin_sha256; the agent "
+                   "passes the plugin's path itself";
     }
   }
   if (job.num_threads == 0 || job.num_threads > 1024) {
@@ -112,11 +132,17 @@ void Pump(UniqueFd* fd, const std::function<void(const char*, size_t)>& sink) {
 Supervisor::Supervisor(ArtifactStore* store, SupervisorOptions options)
     : store_(store), options_(options) {}
 
-std::vector<std::string> Supervisor::RunnerArgs(const JobSpec& job, const std::string& model_path) {
+std::vector<std::string> Supervisor::RunnerArgs(const JobSpec& job, const std::string& model_path,
+                                                const std::string& plugin_path) {
   std::vector<std::string> args = {"--model", model_path, "--delegate", job.delegate};
-  if (!job.delegate_options.empty()) {
+  std::string options = job.delegate_options;
+  if (!plugin_path.empty()) {
+    if (!options.empty() && options.back() != ';') options += ';';
+    options += std::string(kPluginPathKey) + ":" + plugin_path;
+  }
+  if (!options.empty()) {
     args.push_back("--delegate-options");
-    args.push_back(job.delegate_options);
+    args.push_back(std::move(options));
   }
   for (const auto& [flag, value] : {std::pair{"--num-threads", job.num_threads},
                                     std::pair{"--warmup-runs", job.warmup_runs},
@@ -199,6 +225,8 @@ JobResult Supervisor::Run(const JobSpec& job) { return Run(job, nullptr); }
 JobResult Supervisor::Run(const JobSpec& job, const std::atomic<bool>* cancel) {
   // Pinned while queued and running, so a quota eviction cannot take them.
   ArtifactPin runner_pin(store_, job.runner_sha256), model_pin(store_, job.model_sha256);
+  std::optional<ArtifactPin> plugin_pin;
+  if (!job.plugin_sha256.empty()) plugin_pin.emplace(store_, job.plugin_sha256);
   std::unique_lock<std::timed_mutex> lock(job_mutex_, std::defer_lock);
   if (cancel == nullptr) {
     lock.lock();
@@ -221,11 +249,22 @@ JobResult Supervisor::RunLocked(const JobSpec& job, const std::atomic<bool>* can
   if (!runner) return Infra("runner: " + runner.message());
   auto model = store_->PathOf(job.model_sha256);
   if (!model) return Infra("model: " + model.message());
+  std::string plugin_path;
+  if (!job.plugin_sha256.empty()) {
+    auto plugin = store_->PathOf(job.plugin_sha256);
+    if (!plugin) return Infra("plugin: " + plugin.message());
+    // The runner splits options at ';' (a ':' inside a value is fine).
+    if (plugin->find(';') != std::string::npos) {
+      return Infra("plugin: the store path '" + *plugin +
+                   "' contains ';', which cannot be passed in --delegate-options");
+    }
+    plugin_path = *plugin;
+  }
   if (auto r = store_->MakeExecutable(job.runner_sha256); !r) return Infra(r.message());
 
   // Everything the child needs is built before fork (only async-signal-safe
   // calls happen between fork and exec).
-  std::vector<std::string> args = RunnerArgs(job, *model);
+  std::vector<std::string> args = RunnerArgs(job, *model, plugin_path);
   args.insert(args.begin(), "dfarm-runner");
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());

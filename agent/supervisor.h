@@ -36,6 +36,9 @@ class Supervisor {
   // Runs the job and waits for it. Never fails as a call: infrastructure
   // trouble (missing artifact, fork/exec failure, bad spec) is a JobResult
   // with status "infra". Jobs from several threads run one after another.
+  // The runner, model and plugin (when job.plugin_sha256 is set) are pinned
+  // in the store from the call until the job ends. A `path` key in
+  // job.delegate_options is refused (infra): only the agent names paths.
   JobResult Run(const JobSpec& job);
   // Same, but gives up when *cancel becomes true (checked at least every
   // 50 ms while the job waits or runs): the runner's process group is killed
@@ -47,7 +50,10 @@ class Supervisor {
   void Shutdown();
 
   // The runner command line for a job (docs/CONTRACTS.md), without argv[0].
-  static std::vector<std::string> RunnerArgs(const JobSpec& job, const std::string& model_path);
+  // plugin_path, when set (the store path of job.plugin_sha256), is appended
+  // to the delegate options as `path:<plugin_path>`.
+  static std::vector<std::string> RunnerArgs(const JobSpec& job, const std::string& model_path,
+                                             const std::string& plugin_path = "");
 
   // Classifies a finished runner: exit_code >= 0 when it exited, else
   // signal > 0. Fills status, error, exit_code and signal of result.

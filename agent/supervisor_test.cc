@@ -2,6 +2,11 @@
 
 #include <signal.h>
 
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
 #include "agent/test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -143,6 +148,88 @@ TEST_F(SupervisorTest, BadSpecIsInfra) {
   JobResult r = sup.Run(job);
   EXPECT_EQ(r.status, "infra");
   EXPECT_THAT(r.error, HasSubstr("delegate name"));
+}
+
+TEST_F(SupervisorTest, PluginIsPassedAsItsStorePath) {
+  Supervisor sup(store_.get());
+  JobSpec job = Job(testing::kOkRunner);
+  job.delegate = "external";
+  job.delegate_options = "max_delegated_partitions:1";
+  job.plugin_sha256 = Put("not really a shared library");
+  const std::string plugin = *store_->PathOf(job.plugin_sha256);
+  JobResult r = sup.Run(job);
+  EXPECT_EQ(r.status, "ok") << r.error;
+  EXPECT_THAT(r.stderr_tail,
+              HasSubstr("--delegate external --delegate-options max_delegated_partitions:1;path:" +
+                        plugin + " --num-threads 1"));
+
+  job.delegate_options.clear();
+  EXPECT_EQ(Supervisor::RunnerArgs(job, "/m.tflite", plugin),
+            (std::vector<std::string>{"--model", "/m.tflite", "--delegate", "external",
+                                      "--delegate-options", "path:" + plugin, "--num-threads", "1",
+                                      "--warmup-runs", "1", "--num-runs", "3", "--json"}));
+}
+
+TEST_F(SupervisorTest, MissingPluginIsInfra) {
+  Supervisor sup(store_.get());
+  JobSpec job = Job(testing::kOkRunner);
+  job.delegate = "external";
+  job.plugin_sha256 = std::string(64, 'a');
+  JobResult r = sup.Run(job);
+  EXPECT_EQ(r.status, "infra");
+  EXPECT_THAT(r.error, HasSubstr("plugin: artifact " + job.plugin_sha256 + " is not in the store"));
+  EXPECT_FALSE(r.state_before.has_value());  // no runner was started
+
+  job.plugin_sha256 = "../lib/libevil.so";
+  r = sup.Run(job);
+  EXPECT_EQ(r.status, "infra");
+  EXPECT_THAT(r.error, HasSubstr("plugin: invalid artifact name"));
+}
+
+TEST_F(SupervisorTest, PathOptionFromTheHostIsRefused) {
+  Supervisor sup(store_.get());
+  JobSpec job = Job(testing::kOkRunner);
+  job.delegate = "external";
+  job.delegate_options = "a:1;path:/tmp/libevil.so";
+  JobResult r = sup.Run(job);
+  EXPECT_EQ(r.status, "infra");
+  EXPECT_THAT(r.error, HasSubstr("delegate_options name a 'path'"));
+  EXPECT_THAT(r.error, HasSubstr("never as a device path"));
+
+  job.plugin_sha256 = Put("a plugin");
+  job.delegate_options = "path:/tmp/libevil.so";
+  r = sup.Run(job);
+  EXPECT_EQ(r.status, "infra");
+  EXPECT_THAT(r.error, HasSubstr("beside plugin_sha256"));
+
+  job.delegate_options = "xpath:1;a:path";  // not a path key
+  EXPECT_EQ(sup.Run(job).status, "ok");
+}
+
+TEST_F(SupervisorTest, PluginIsPinnedWhileTheJobRuns) {
+  store_->SetQuota(1000);
+  Supervisor sup(store_.get());
+  TempDir flags;  // outside the store, so the quota does not count them
+  const std::string started = flags.path() + "/started";
+  const std::string go = flags.path() + "/go";
+  JobSpec job = Job("#!/bin/sh\ntouch " + started + "\nwhile [ ! -f " + go +
+                    " ]; do sleep 0.01; done\n"
+                    "echo '{\"status\":\"ok\",\"metrics\":{\"mean_us\":1,\"num_runs\":1}}'\n");
+  job.delegate = "external";
+  job.plugin_sha256 = Put(std::string(400, 'p'));
+  JobResult r;
+  std::thread t([&] { r = sup.Run(job); });
+  for (int i = 0; i < 500 && !std::filesystem::exists(started); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  // Only evicting the plugin would make room for 500 more bytes.
+  std::string big(500, 'b');
+  auto upload = store_->BeginUpload(HashOf(big), big.size());
+  EXPECT_FALSE(upload.ok());
+  EXPECT_TRUE(store_->Has(job.plugin_sha256));
+  std::ofstream(go).put('x');
+  t.join();
+  EXPECT_EQ(r.status, "ok") << r.error;
 }
 
 TEST_F(SupervisorTest, StderrTailKeepsTheEnd) {

@@ -59,12 +59,15 @@ Result<std::string> Sha256OfFile(const std::string& path) {
 }
 
 std::string JobKey(const std::string& model_sha256, const DelegateSpec& delegate,
-                   const std::string& device, const BenchmarkSpec& b) {
+                   const std::string& device, const BenchmarkSpec& b,
+                   const std::string& plugin_sha256) {
+  DelegateSpec keyed = delegate;
+  if (!plugin_sha256.empty()) keyed.options[kPluginPathOption] = "sha256:" + plugin_sha256;
   // Length-prefixed fields: no two different jobs hash the same text.
   std::string text = "dfarm-job-v1";
   for (const std::string& field :
-       {model_sha256, delegate.name, delegate.OptionsString(), device,
-        std::to_string(b.warmup_runs), std::to_string(b.num_runs), std::to_string(b.num_threads)}) {
+       {model_sha256, keyed.name, keyed.OptionsString(), device, std::to_string(b.warmup_runs),
+        std::to_string(b.num_runs), std::to_string(b.num_threads)}) {
     text += '\n';
     text += std::to_string(field.size());
     text += ':';
@@ -74,7 +77,8 @@ std::string JobKey(const std::string& model_sha256, const DelegateSpec& delegate
 }
 
 std::vector<MatrixJob> ExpandMatrix(const SweepSpec& spec,
-                                    const std::vector<std::string>& model_sha256s) {
+                                    const std::vector<std::string>& model_sha256s,
+                                    const PluginHashes& plugin_sha256s) {
   std::vector<MatrixJob> jobs;
   std::vector<uint32_t> threads = spec.num_threads;
   if (threads.empty()) threads = {spec.benchmark.num_threads};
@@ -86,8 +90,11 @@ std::vector<MatrixJob> ExpandMatrix(const SweepSpec& spec,
         for (uint32_t n : threads) {
           BenchmarkSpec b = spec.benchmark;
           b.num_threads = n;
-          MatrixJob j{spec.models[m], model_sha256s.at(m), d, device, b, {}};
-          j.job_key = JobKey(j.model_sha256, d, device, b);
+          MatrixJob j{spec.models[m], model_sha256s.at(m), d, device, b, {}, {}};
+          if (auto it = plugin_sha256s.find(d.PluginPath()); it != plugin_sha256s.end()) {
+            j.plugin_sha256 = it->second;
+          }
+          j.job_key = JobKey(j.model_sha256, d, device, b, j.plugin_sha256);
           jobs.push_back(std::move(j));
         }
       }
@@ -102,6 +109,16 @@ Result<std::vector<std::string>> HashModels(const SweepSpec& spec) {
     auto h = Sha256OfFile(m.path);
     if (!h) return h.error();
     out.push_back(std::move(*h));
+  }
+  return out;
+}
+
+Result<PluginHashes> HashPlugins(const SweepSpec& spec) {
+  PluginHashes out;
+  for (const std::string& path : PluginPaths(spec)) {
+    auto h = Sha256OfFile(path);
+    if (!h) return MakeError("delegate plugin: " + h.message());
+    out[path] = std::move(*h);
   }
   return out;
 }

@@ -1,5 +1,6 @@
 #include "harness/scheduler.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "agent/protocol/features.h"
 #include "harness/matrix.h"
 #include "harness/sweep.h"
 
@@ -39,7 +41,7 @@ std::string Stem(const std::string& file) {
 
 std::string Label(const ScheduledJob& job, const std::string& device) {
   std::string s = Stem(job.model.file) + " " + job.delegate.name;
-  if (!job.delegate.options.empty()) s += "(" + job.delegate.OptionsString() + ")";
+  if (!job.delegate.options.empty()) s += "(" + job.delegate.ShownOptionsString() + ")";
   if (job.benchmark.num_threads != 1) {
     s += " x" + std::to_string(job.benchmark.num_threads) + " threads";
   }
@@ -186,7 +188,7 @@ class Scheduler {
   struct Session {
     std::unique_ptr<DeviceSession> session;
     std::string runner_sha;
-    std::set<std::string> pushed;  // model sha256s pushed over this session
+    std::set<std::string> pushed;  // model and plugin sha256s pushed over this session
   };
 
   void Fatal(const Error& e) {
@@ -256,13 +258,39 @@ class Scheduler {
           s.pushed.insert(job.model_sha256);
         }
       }
+      if (s.session && infra.empty() && !job.plugin_sha256.empty()) {
+        if (auto r = CheckDeviceTakesPlugins(s.session->client().device().features, w.device); !r) {
+          // Retrying cannot help, and the device still serves other jobs.
+          store::JobOutcome o;
+          o.status = store::kJobInfra;
+          o.error = r.message();
+          return Record(w, store, job, o);
+        }
+        if (!s.pushed.count(job.plugin_sha256)) {
+          const std::string plugin = job.delegate.PluginPath();
+          std::string sha;
+          auto sent = s.session->client().PutArtifact(plugin, &sha);
+          if (!sent) {
+            s.session.reset();  // the connection's state is unknown now
+            infra = "cannot push delegate plugin '" + plugin + "' to device '" + w.device +
+                    "': " + sent.message();
+          } else if (sha != job.plugin_sha256) {
+            infra = "delegate plugin '" + plugin + "' changed during the sweep (sha256 " + sha +
+                    ", expected " + job.plugin_sha256 + ")";
+          } else {
+            bytes_pushed_ += *sent;
+            s.pushed.insert(job.plugin_sha256);
+          }
+        }
+      }
       if (infra.empty()) {
         if (auto r = store.MarkJobRunning(job.id); !r) return r.error();
         agent::JobSpec spec;
         spec.runner_sha256 = s.runner_sha;
         spec.model_sha256 = job.model_sha256;
         spec.delegate = job.delegate.name;
-        spec.delegate_options = job.delegate.OptionsString();
+        spec.delegate_options = job.delegate.AgentOptionsString();
+        spec.plugin_sha256 = job.plugin_sha256;
         spec.num_threads = job.benchmark.num_threads;
         spec.warmup_runs = job.benchmark.warmup_runs;
         spec.num_runs = job.benchmark.num_runs;
@@ -345,7 +373,8 @@ class Scheduler {
         continue;
       }
       job.device = target->device;
-      std::string key = JobKey(job.model_sha256, job.delegate, target->device, job.benchmark);
+      std::string key =
+          JobKey(job.model_sha256, job.delegate, target->device, job.benchmark, job.plugin_sha256);
       if (auto r = store.MoveJob(job.id, target->device, key); !r) return r;
       ++moved[target->device];
       std::lock_guard lock(mu_);
@@ -423,6 +452,16 @@ class Scheduler {
 };
 
 }  // namespace
+
+Result<void> CheckDeviceTakesPlugins(const std::vector<std::string>& features,
+                                     const std::string& device) {
+  if (std::find(features.begin(), features.end(), agent::kFeaturePlugin) != features.end()) {
+    return Ok();
+  }
+  return MakeError("device '" + device + "': its dfarm-agent does not speak feature '" +
+                   std::string(agent::kFeaturePlugin) +
+                   "', so it cannot load external delegate plugins (update dfarm-agent there)");
+}
 
 store::JobOutcome ClassifyJobResult(const agent::JobResult& r) {
   store::JobOutcome o;

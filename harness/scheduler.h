@@ -9,6 +9,9 @@
 //   quarantined for the rest of the sweep (recorded in the store's devices
 //   table). Its current and remaining jobs move to an equivalent device when
 //   failover is "same_abi" and one exists, else they are recorded `infra`.
+// - A job whose delegate names a plugin pushes the plugin file like the model
+//   (by sha256, counted in bytes_pushed) and sends it as JobSpec::plugin_sha256,
+//   with the `path` option left out of the delegate options sent.
 // - Cancellation (the borrowed flag) stops workers between jobs; a job in
 //   flight finishes and is recorded, the rest stay pending for --resume.
 #pragma once
@@ -36,6 +39,9 @@ struct ScheduledJob {
   std::string model_sha256;
   DelegateSpec delegate;
   BenchmarkSpec benchmark;  // this job's num_threads and the run's other settings
+  // sha256 of delegate.PluginPath(), the plugin pushed before the job; empty
+  // when the delegate names no plugin.
+  std::string plugin_sha256;
 };
 
 using StoreOpener = std::function<Result<std::unique_ptr<store::Store>>()>;
@@ -64,6 +70,13 @@ struct SchedulerContext {
 // failed: then the sweep stopped early, and what was recorded stays.
 Result<SchedulerStats> RunJobs(const SchedulerContext& ctx, const std::vector<std::string>& devices,
                                std::vector<ScheduledJob> jobs);
+
+// Fails, naming the device, when its agent (features from hello) cannot take
+// a delegate plugin: it lacks feature "plugin" (agent/PROTOCOL.md). The
+// scheduler records such a plugin job `infra` at once (no retry, and it does
+// not count toward quarantine: the device still serves other jobs).
+Result<void> CheckDeviceTakesPlugins(const std::vector<std::string>& features,
+                                     const std::string& device);
 
 // Turns what the agent returned into what the store keeps (status classes of
 // docs/CONTRACTS.md; an "ok" without metrics becomes "crashed").

@@ -4,8 +4,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -377,21 +379,43 @@ std::vector<std::string> PluginPaths(const SweepSpec& spec) {
   return paths;
 }
 
-Result<void> CheckPluginsCanBePushed(const SweepSpec& spec) {
-  std::vector<std::string> paths = PluginPaths(spec);
-  if (paths.empty()) return Ok();
-  return MakeError("delegate plugin '" + paths.front() +
-                   "': external delegate plugins are not yet pushed to devices (the agent "
-                   "takes no plugin artifact in a job yet; see harness/README.md)");
-}
+namespace {
 
-std::string DelegateSpec::OptionsString() const {
+// "k1:v1;k2:v2" in key order, the plugin path as `plugin` maps it (nullopt:
+// left out).
+std::string JoinOptions(
+    const std::map<std::string, std::string>& options,
+    const std::function<std::optional<std::string>(const std::string&)>& plugin) {
   std::string s;
   for (const auto& [k, v] : options) {
+    std::optional<std::string> value = v;
+    if (k == kPluginPathOption) value = plugin(v);
+    if (!value) continue;
     if (!s.empty()) s += ';';
-    s += k + ":" + v;
+    s += k + ":" + *value;
   }
   return s;
+}
+
+}  // namespace
+
+std::string DelegateSpec::OptionsString() const {
+  return JoinOptions(options, [](const std::string& path) { return path; });
+}
+
+std::string DelegateSpec::PluginPath() const {
+  auto it = options.find(kPluginPathOption);
+  return it == options.end() ? std::string() : it->second;
+}
+
+std::string DelegateSpec::ShownOptionsString() const {
+  return JoinOptions(options, [](const std::string& path) {
+    return std::optional<std::string>(fs::path(path).filename().string());
+  });
+}
+
+std::string DelegateSpec::AgentOptionsString() const {
+  return JoinOptions(options, [](const std::string&) { return std::optional<std::string>(); });
 }
 
 std::string SweepSpec::ToJson() const {

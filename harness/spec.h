@@ -22,8 +22,19 @@ struct DelegateSpec {
   std::string name;                            // "cpu"
   std::map<std::string, std::string> options;  // sorted by key
 
-  // "k1:v1;k2:v2" in key order, as the runner's --delegate-options takes it.
+  // "k1:v1;k2:v2" in key order, as the runner's --delegate-options takes it
+  // (with the plugin's host path, when there is one).
   std::string OptionsString() const;
+  // The host file of the delegate's plugin (option kPluginPathOption), or "".
+  std::string PluginPath() const;
+  // What the store keeps and users see (jobs.delegate_options): OptionsString
+  // with the plugin's host path cut to its file name,
+  // "path:libdfarm_example_delegate.so". A host path means nothing elsewhere;
+  // the job key carries the plugin's sha256 instead.
+  std::string ShownOptionsString() const;
+  // What the agent gets (JobSpec::delegate_options): OptionsString without
+  // the plugin path; the plugin travels as JobSpec::plugin_sha256.
+  std::string AgentOptionsString() const;
 };
 
 struct BenchmarkSpec {
@@ -65,16 +76,12 @@ struct SweepSpec {
 
 // The delegate option naming a plugin file on the host (`external`'s
 // library). Parsing resolves a relative one against the spec's folder and
-// requires the file to exist; the sweep pushes it to devices by sha256.
+// requires the file to exist; the sweep pushes it to devices by sha256
+// (agent feature "plugin") and the agent passes the runner its own path.
 inline constexpr const char* kPluginPathOption = "path";
 
 // The distinct plugin files the spec's delegates name, in spec order.
 std::vector<std::string> PluginPaths(const SweepSpec& spec);
-
-// Fails, naming the first plugin, while plugins cannot reach devices: the
-// agent resolves artifacts only by sha256 and its JobSpec has no field that
-// turns a pushed plugin into the runner's `path:` option (harness/README.md).
-Result<void> CheckPluginsCanBePushed(const SweepSpec& spec);
 
 // Parses spec text. A list where one value is expected expands into one
 // matrix cell per value: a delegate option `{"threads":[1,2]}` gives two

@@ -226,10 +226,12 @@ TEST_F(SpecTest, PluginPathsResolveAgainstTheSpecFolder) {
   EXPECT_EQ(spec->delegates[0].OptionsString(), "k:v;path:" + a);
   EXPECT_EQ(spec->delegates[1].options.at("path"), b);
   EXPECT_EQ(PluginPaths(*spec), (std::vector<std::string>{a, b}));
-  auto pushed = CheckPluginsCanBePushed(*spec);
-  ASSERT_FALSE(pushed.ok());
-  EXPECT_THAT(pushed.message(), HasSubstr("external delegate plugins are not yet pushed"));
-  EXPECT_THAT(pushed.message(), HasSubstr(a));
+  EXPECT_EQ(spec->delegates[0].PluginPath(), a);
+  // Users see the file name; the agent gets no path at all.
+  EXPECT_EQ(spec->delegates[0].ShownOptionsString(), "k:v;path:libmy_delegate.so");
+  EXPECT_EQ(spec->delegates[0].AgentOptionsString(), "k:v");
+  EXPECT_EQ(spec->delegates[1].AgentOptionsString(), "");
+  EXPECT_EQ(spec->delegates[1].ShownOptionsString(), "path:libb.so");
 
   // The stored spec (absolute paths) parses to the same.
   auto again = ParseSpec(spec->ToJson(), "stored");
@@ -240,7 +242,13 @@ TEST_F(SpecTest, PluginPathsResolveAgainstTheSpecFolder) {
       "delegates":[{"name":"external","options":{"path":"../nope.so"}}]})"),
               HasSubstr("delegates[0].options.path: delegate plugin '" +
                         (dir_.path() / "nope.so").string() + "' is not a file"));
-  EXPECT_TRUE(CheckPluginsCanBePushed(*Parse(R"({"models":["../models/a.tflite"]})")).ok());
+  auto plain =
+      Parse(R"({"models":["../models/a.tflite"],"delegates":[{"name":"x","options":{"k":1}}]})");
+  ASSERT_TRUE(plain.ok()) << plain.message();
+  EXPECT_TRUE(PluginPaths(*plain).empty());
+  EXPECT_EQ(plain->delegates[0].PluginPath(), "");
+  EXPECT_EQ(plain->delegates[0].ShownOptionsString(), "k:1");
+  EXPECT_EQ(plain->delegates[0].AgentOptionsString(), "k:1");
 }
 
 }  // namespace

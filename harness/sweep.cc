@@ -1,6 +1,7 @@
 #include "harness/sweep.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -9,6 +10,7 @@
 namespace dfarm::harness {
 namespace {
 
+namespace fs = std::filesystem;
 using nlohmann::json;
 
 // Parses "k1:v1;k2:v2" (DelegateSpec::OptionsString) back into options.
@@ -24,6 +26,34 @@ std::map<std::string, std::string> ParseOptionsString(const std::string& text) {
     start = end + 1;
   }
   return out;
+}
+
+// The plugin of a stored job, whose delegate_options keep only its file name
+// (DelegateSpec::ShownOptionsString): the spec's plugin file of that name
+// whose content gives the job's key. Returns {host path, sha256}; fails when
+// none does (the file changed or left the spec). `cache` keeps hashes.
+Result<std::pair<std::string, std::string>> FindPlugin(const SweepSpec& spec,
+                                                       const store::JobRow& job,
+                                                       const std::string& file,
+                                                       const BenchmarkSpec& benchmark,
+                                                       PluginHashes* cache) {
+  for (const std::string& path : PluginPaths(spec)) {
+    if (fs::path(path).filename() != file) continue;
+    auto [it, fresh] = cache->emplace(path, "");
+    if (fresh) {
+      auto sha = Sha256OfFile(path);
+      if (!sha) return MakeError("delegate plugin " + sha.message());
+      it->second = *sha;
+    }
+    DelegateSpec delegate{job.delegate, ParseOptionsString(job.delegate_options)};
+    delegate.options[kPluginPathOption] = path;
+    if (JobKey(job.model_sha256, delegate, job.device, benchmark, it->second) == job.job_key) {
+      return std::pair{path, it->second};
+    }
+  }
+  return MakeError("delegate plugin '" + file + "' of job " + std::to_string(job.id) +
+                   " changed since the run was created (no plugin of that name in the run's "
+                   "spec has the content the job was keyed on)");
 }
 
 // Runs `jobs` of run `run_id` and closes the run with its summary.
@@ -164,10 +194,11 @@ Result<SweepSummary> RunSweep(const SweepSpec& spec, store::Store& store, Device
   if (auto runner = Sha256OfFile(options.runner_path); !runner) {
     return MakeError("runner: " + runner.message() + " (build dfarm-runner or set DFARM_RUNNER)");
   }
-  if (auto r = CheckPluginsCanBePushed(spec); !r) return r.error();
   auto hashes = HashModels(spec);
   if (!hashes) return hashes.error();
-  std::vector<MatrixJob> jobs = ExpandMatrix(spec, *hashes);
+  auto plugins = HashPlugins(spec);
+  if (!plugins) return plugins.error();
+  std::vector<MatrixJob> jobs = ExpandMatrix(spec, *hashes, *plugins);
 
   auto run_id = store.CreateRun(spec.name, spec.ToJson());
   if (!run_id) return run_id.error();
@@ -179,7 +210,7 @@ Result<SweepSummary> RunSweep(const SweepSpec& spec, store::Store& store, Device
     row.model_path = j.model.path;
     row.model_sha256 = j.model_sha256;
     row.delegate = j.delegate.name;
-    row.delegate_options = j.delegate.OptionsString();
+    row.delegate_options = j.delegate.ShownOptionsString();
     row.device = j.device;
     row.num_threads = j.benchmark.num_threads;
     rows.push_back(std::move(row));
@@ -191,8 +222,8 @@ Result<SweepSummary> RunSweep(const SweepSpec& spec, store::Store& store, Device
   scheduled.reserve(jobs.size());
   for (size_t i = 0; i < jobs.size(); ++i) {
     const MatrixJob& j = jobs[i];
-    scheduled.push_back(
-        ScheduledJob{(*ids)[i], j.device, j.model, j.model_sha256, j.delegate, j.benchmark});
+    scheduled.push_back(ScheduledJob{(*ids)[i], j.device, j.model, j.model_sha256, j.delegate,
+                                     j.benchmark, j.plugin_sha256});
   }
   return Schedule(*run_id, spec, spec.devices, std::move(scheduled), store, devices, options,
                   jobs.size(), 0);
@@ -212,6 +243,7 @@ Result<SweepSummary> ResumeSweep(int64_t run_id, store::Store& store, DeviceProv
   if (!rows) return rows.error();
 
   std::map<std::string, std::string> hashes;  // model path -> sha256 now
+  PluginHashes plugin_hashes;                 // plugin path -> sha256 now, hashed once
   std::vector<ScheduledJob> pending;
   for (const store::JobRow& j : *rows) {
     if (store::IsFinalJobStatus(j.status)) continue;
@@ -234,6 +266,13 @@ Result<SweepSummary> ResumeSweep(int64_t run_id, store::Store& store, DeviceProv
     s.delegate = DelegateSpec{j.delegate, ParseOptionsString(j.delegate_options)};
     s.benchmark = spec->benchmark;
     if (j.num_threads > 0) s.benchmark.num_threads = j.num_threads;
+    if (auto shown = s.delegate.options.find(kPluginPathOption);
+        shown != s.delegate.options.end()) {
+      auto found = FindPlugin(*spec, j, shown->second, s.benchmark, &plugin_hashes);
+      if (!found) return MakeError("cannot resume " + where + ": " + found.message());
+      shown->second = found->first;
+      s.plugin_sha256 = found->second;
+    }
     pending.push_back(std::move(s));
   }
   size_t resumed = pending.size();

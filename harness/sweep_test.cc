@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -32,9 +33,11 @@ class FakeClient : public agent::AgentClient {
   std::set<std::string>* stored;  // shared across reconnects, like a device's disk
   std::vector<agent::JobSpec>* jobs_seen;
   std::string abi = "x86_64";
+  std::vector<std::string> features = {"artifacts", "run_job", "plugin"};
 
   const agent::DeviceInfo& device() const override {
     info_.abi = abi;
+    info_.features = features;
     return info_;
   }
   Result<std::vector<bool>> Have(const std::vector<std::string>& shas) override {
@@ -92,6 +95,7 @@ class FakeProvider : public DeviceProvider {
   std::vector<agent::JobSpec> jobs_seen;
   std::set<std::string> down;  // devices that refuse connections
   std::map<std::string, std::string> abis;
+  std::set<std::string> no_plugin;  // devices whose agent lacks feature "plugin"
   int opens = 0;
 
   std::vector<std::string> KnownDevices() const override { return {"local"}; }
@@ -108,6 +112,7 @@ class FakeProvider : public DeviceProvider {
     c->stored = &stored;
     c->jobs_seen = &jobs_seen;
     if (abis.count(name)) c->abi = abis[name];
+    if (no_plugin.count(name)) c->features = {"artifacts", "run_job"};
     return std::unique_ptr<DeviceSession>(std::make_unique<FakeSession>(name, std::move(c)));
   }
 };
@@ -558,6 +563,126 @@ TEST_F(SweepTest, ResumeRunsOnlyPendingJobs) {
   EXPECT_EQ(again->ok, 4u);
   EXPECT_TRUE(devices_.jobs_seen.empty());
   EXPECT_FALSE(ResumeSweep(99, *store_, devices_, options_).ok());
+}
+
+TEST_F(SweepTest, PushesPluginsAndSendsThemBySha) {
+  const std::string plugin = dir_.Write("plugins/libp.so", std::string(50, 'p'));
+  const std::string plugin_sha = *Sha256OfFile(plugin);
+  spec_.models = {{a_, "a.tflite"}};
+  spec_.delegates = {{"cpu", {}}, {"external", {{"path", plugin}, {"k", "v"}}}};
+  devices_.run = [](const std::string&, const agent::JobSpec&) -> Result<agent::JobResult> {
+    return Ok();
+  };
+  auto s = RunSweep(spec_, *store_, devices_, options_);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(s->ok, 2u);
+  EXPECT_EQ(s->bytes_pushed, 1000u + 300u + 50u);  // runner, model, plugin
+  ASSERT_EQ(devices_.jobs_seen.size(), 2u);
+  EXPECT_EQ(devices_.jobs_seen[0].plugin_sha256, "");
+  EXPECT_EQ(devices_.jobs_seen[1].delegate, "external");
+  EXPECT_EQ(devices_.jobs_seen[1].plugin_sha256, plugin_sha);
+  EXPECT_EQ(devices_.jobs_seen[1].delegate_options, "k:v");  // no host path reaches the agent
+  EXPECT_TRUE(devices_.stored.count("local/" + plugin_sha));
+  EXPECT_THAT(progress_.str(), HasSubstr("a external(k:v;path:libp.so) local: ok"));
+
+  auto jobs = store_->ListJobs(s->run_id);
+  ASSERT_TRUE(jobs.ok());
+  ASSERT_EQ(jobs->size(), 2u);
+  EXPECT_EQ((*jobs)[1].delegate_options, "k:v;path:libp.so");
+  const std::string key = (*jobs)[1].job_key;
+  EXPECT_EQ(key,
+            JobKey(*Sha256OfFile(a_), spec_.delegates[1], "local", spec_.benchmark, plugin_sha));
+
+  // The same plugin bytes elsewhere: same key, nothing pushed again.
+  const std::string moved = dir_.Write("elsewhere/libq.so", std::string(50, 'p'));
+  spec_.delegates[1].options["path"] = moved;
+  auto again = RunSweep(spec_, *store_, devices_, options_);
+  ASSERT_TRUE(again.ok()) << again.message();
+  EXPECT_EQ(again->bytes_pushed, 0u);
+  EXPECT_EQ((*store_->ListJobs(again->run_id))[1].job_key, key);
+
+  // A rebuilt plugin: a new key.
+  dir_.Write("elsewhere/libq.so", std::string(51, 'p'));
+  auto rebuilt = RunSweep(spec_, *store_, devices_, options_);
+  ASSERT_TRUE(rebuilt.ok()) << rebuilt.message();
+  EXPECT_EQ(rebuilt->bytes_pushed, 51u);
+  EXPECT_NE((*store_->ListJobs(rebuilt->run_id))[1].job_key, key);
+}
+
+TEST_F(SweepTest, PluginJobOnAnAgentWithoutThePluginFeatureIsInfra) {
+  const std::string plugin = dir_.Write("libp.so", "plugin");
+  spec_.models = {{a_, "a.tflite"}};
+  spec_.delegates = {{"external", {{"path", plugin}}}, {"cpu", {}}};
+  spec_.scheduler.retries = 2;
+  spec_.scheduler.quarantine_after = 1;
+  devices_.no_plugin.insert("local");
+  devices_.run = [](const std::string&, const agent::JobSpec&) -> Result<agent::JobResult> {
+    return Ok();
+  };
+  auto s = RunSweep(spec_, *store_, devices_, options_);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(s->ok, 1u);
+  EXPECT_EQ(s->failed, 1u);
+  EXPECT_TRUE(s->quarantined.empty());  // the device still runs other jobs
+  ASSERT_EQ(devices_.jobs_seen.size(), 1u);
+  EXPECT_EQ(devices_.jobs_seen[0].delegate, "cpu");
+  EXPECT_FALSE(devices_.stored.count("local/" + *Sha256OfFile(plugin)));
+  auto jobs = store_->ListJobs(s->run_id);
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_EQ((*jobs)[0].status, "infra");
+  EXPECT_THAT((*jobs)[0].error, HasSubstr("device 'local'"));
+  EXPECT_THAT((*jobs)[0].error, HasSubstr("does not speak feature 'plugin'"));
+  EXPECT_THAT((*jobs)[0].error, ::testing::Not(HasSubstr("attempts")));  // not retried
+  EXPECT_EQ((*jobs)[1].status, "ok");
+
+  EXPECT_TRUE(CheckDeviceTakesPlugins({"run_job", "plugin"}, "d").ok());
+  EXPECT_EQ(CheckDeviceTakesPlugins({"run_job"}, "tcp://127.0.0.1:9").message(),
+            "device 'tcp://127.0.0.1:9': its dfarm-agent does not speak feature 'plugin', so it "
+            "cannot load external delegate plugins (update dfarm-agent there)");
+}
+
+TEST_F(SweepTest, ResumeFindsThePluginByItsKey) {
+  const std::string p1 = dir_.Write("one/libp.so", "plugin one");
+  const std::string p2 = dir_.Write("two/libp.so", "plugin two");  // same file name
+  spec_.models = {{a_, "a.tflite"}};
+  spec_.delegates = {{"cpu", {}}, {"external", {{"path", p1}}}, {"external", {{"path", p2}}}};
+  std::atomic<bool> cancel{false};
+  options_.cancel = &cancel;
+  devices_.run = [&cancel](const std::string&, const agent::JobSpec&) -> Result<agent::JobResult> {
+    cancel = true;
+    return Ok();
+  };
+  auto first = RunSweep(spec_, *store_, devices_, options_);
+  ASSERT_TRUE(first.ok()) << first.message();
+  ASSERT_EQ(first->not_run, 2u);
+
+  options_.cancel = nullptr;
+  devices_.jobs_seen.clear();
+  devices_.run = [](const std::string&, const agent::JobSpec&) -> Result<agent::JobResult> {
+    return Ok();
+  };
+  auto resumed = ResumeSweep(first->run_id, *store_, devices_, options_);
+  ASSERT_TRUE(resumed.ok()) << resumed.message();
+  EXPECT_EQ(resumed->ok, 3u);
+  ASSERT_EQ(devices_.jobs_seen.size(), 2u);
+  EXPECT_EQ(devices_.jobs_seen[0].plugin_sha256, *Sha256OfFile(p1));
+  EXPECT_EQ(devices_.jobs_seen[1].plugin_sha256, *Sha256OfFile(p2));
+  EXPECT_EQ(devices_.jobs_seen[1].delegate_options, "");
+
+  // A plugin rebuilt since the run was created refuses the resume.
+  options_.cancel = &cancel;
+  cancel = false;
+  devices_.run = [&cancel](const std::string&, const agent::JobSpec&) -> Result<agent::JobResult> {
+    cancel = true;
+    return Ok();
+  };
+  auto second = RunSweep(spec_, *store_, devices_, options_);
+  ASSERT_TRUE(second.ok()) << second.message();
+  dir_.Write("two/libp.so", "plugin two, rebuilt");
+  auto refused = ResumeSweep(second->run_id, *store_, devices_, options_);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.message(), HasSubstr("delegate plugin 'libp.so' of job"));
+  EXPECT_THAT(refused.message(), HasSubstr("changed since the run was created"));
 }
 
 TEST(ProgressTest, PlainAndTerminal) {

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "agent/protocol/dfarm_protocol_generated.h"
+#include "agent/protocol/features.h"
 
 namespace dfarm::agent {
 
@@ -18,18 +19,6 @@ inline constexpr uint32_t kProtocolVersion = 1;
 inline constexpr uint32_t kMaxFrameBytes = 4u << 20;
 // Payload bytes per PutChunk.
 inline constexpr size_t kPutChunkBytes = 1u << 20;
-
-// Named features, negotiated at hello: each side lists what it speaks and
-// the session uses the intersection. Unknown names are ignored.
-inline constexpr std::string_view kFeatureArtifacts = "artifacts";  // Have/Put*
-inline constexpr std::string_view kFeatureRunJob = "run_job";       // RunJob/JobResult
-// AuthProof/AuthReply after hello. The agent lists it only when it requires a
-// token; the host lists it always.
-inline constexpr std::string_view kFeatureAuthHmac = "auth_hmac";
-inline constexpr std::string_view kFeatureHeartbeat = "heartbeat";   // Ping/Pong both ways
-inline constexpr std::string_view kFeaturePutResume = "put_resume";  // PutBeginReply{offset}
-inline constexpr std::string_view kKnownFeatures[] = {
-    kFeatureArtifacts, kFeatureRunJob, kFeatureAuthHmac, kFeatureHeartbeat, kFeaturePutResume};
 
 // Ids of frames the agent starts (its Pings) have this bit set; host request
 // ids count up from 1 and never reach it.

@@ -73,18 +73,18 @@ TEST(CliTest, SpecErrorsExit2) {
   EXPECT_EQ(o.code, kExitUsage);
 }
 
-TEST(CliTest, PluginSpecIsRefusedUntilTheAgentTakesPlugins) {
+TEST(CliTest, PluginSpecWithAMissingPluginExits2) {
   harness::TempDir dir;
   dir.Write("m.tflite", "model");
-  dir.Write("libmy_delegate.so", "elf");
   std::string spec = dir.Write(
       "specs/q.json",
       R"({"models":["../m.tflite"],"delegates":[{"name":"external","options":{"path":"../libmy_delegate.so"}}]})");
   std::string db = (dir.path() / "x.db").string();
   Outcome o = Call({"sweep", spec, "--db", db});
   EXPECT_EQ(o.code, kExitUsage) << o.err;
-  EXPECT_THAT(o.err, HasSubstr("external delegate plugins are not yet pushed to devices"));
-  EXPECT_THAT(o.err, HasSubstr((dir.path() / "libmy_delegate.so").string()));
+  EXPECT_THAT(o.err, HasSubstr("delegates[0].options.path: delegate plugin '" +
+                               (dir.path() / "libmy_delegate.so").string() + "' is not a file"));
+  EXPECT_FALSE(std::filesystem::exists(db));  // refused before anything was recorded
 }
 
 TEST(CliTest, ReadCommands) {

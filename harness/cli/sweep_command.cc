@@ -55,10 +55,6 @@ int Run(const SweepOptions& o, Context& ctx) {
       return kExitUsage;
     }
     spec = std::move(*loaded);
-    if (auto r = harness::CheckPluginsCanBePushed(*spec); !r) {
-      ctx.Fail(kExitUsage, "spec '" + o.spec + "': " + r.message());
-      return kExitUsage;
-    }
     if (!o.devices.empty()) {
       std::vector<std::string> devices;
       for (const std::string& d : o.devices) {

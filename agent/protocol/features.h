@@ -1,0 +1,27 @@
+// Feature names of the agent protocol (agent/PROTOCOL.md, "Versioning and
+// features"). Free of the FlatBuffers schema, so host code that only looks at
+// DeviceInfo::features (the harness) needs nothing else of the protocol.
+#pragma once
+
+#include <string_view>
+
+namespace dfarm::agent {
+
+// Named features, negotiated at hello: each side lists what it speaks and
+// the session uses the intersection. Unknown names are ignored.
+inline constexpr std::string_view kFeatureArtifacts = "artifacts";  // Have/Put*
+inline constexpr std::string_view kFeatureRunJob = "run_job";       // RunJob/JobResult
+// AuthProof/AuthReply after hello. The agent lists it only when it requires a
+// token; the host lists it always.
+inline constexpr std::string_view kFeatureAuthHmac = "auth_hmac";
+inline constexpr std::string_view kFeatureHeartbeat = "heartbeat";   // Ping/Pong both ways
+inline constexpr std::string_view kFeaturePutResume = "put_resume";  // PutBeginReply{offset}
+// RunJob.plugin_sha256: the agent turns a stored plugin artifact into the
+// runner's `path:` delegate option. A host sends the field only to an agent
+// that lists this feature (an older agent would drop it silently).
+inline constexpr std::string_view kFeaturePlugin = "plugin";
+inline constexpr std::string_view kKnownFeatures[] = {kFeatureArtifacts, kFeatureRunJob,
+                                                      kFeatureAuthHmac,  kFeatureHeartbeat,
+                                                      kFeaturePutResume, kFeaturePlugin};
+
+}  // namespace dfarm::agent
