@@ -4,6 +4,7 @@
 #include <QColor>
 
 #include "gui/format.h"
+#include "reports/report.h"
 
 namespace dfarm::gui {
 
@@ -60,6 +61,14 @@ QVariant JobsModel::display(const store::JobRow& job, int column) const {
       return QString::fromStdString(job.status);
     case ErrorColumn:
       return QString::fromStdString(job.error);
+    case PlacementColumn:
+      return QString::fromStdString(reports::PlacementLabel(job));
+    case DeviceStateColumn: {
+      QStringList flags;
+      if (job.started_hot) flags << tr("hot");
+      if (job.throttled) flags << tr("throttled");
+      return flags.join(QStringLiteral(", "));
+    }
     case PeakRssColumn:
       return job.metrics ? formatMiB(job.metrics->peak_rss_bytes) : QVariant();
     default: {
@@ -77,7 +86,11 @@ QVariant JobsModel::data(const QModelIndex& index, int role) const {
   const int column = index.column();
   switch (role) {
     case Qt::DisplayRole:
+      return display(job, column);
     case Qt::ToolTipRole:
+      if (column == DeviceStateColumn && !job.state_note.empty()) {
+        return QString::fromStdString(job.state_note);
+      }
       return display(job, column);
     case SortRole: {
       const QVariant n = number(job, column);
@@ -92,6 +105,9 @@ QVariant JobsModel::data(const QModelIndex& index, int role) const {
       if (column == StatusColumn && job.status != store::kJobOk &&
           store::IsFinalJobStatus(job.status)) {
         return QBrush(QColor(0xb0, 0x1c, 0x1c));
+      }
+      if (column == DeviceStateColumn && (job.started_hot || job.throttled)) {
+        return QBrush(QColor(0xa8, 0x5a, 0x00));
       }
       return {};
     default:
@@ -126,6 +142,10 @@ QVariant JobsModel::headerData(int section, Qt::Orientation orientation, int rol
       return tr("p99 ms");
     case PeakRssColumn:
       return tr("Peak RSS MiB");
+    case PlacementColumn:
+      return tr("Placement");
+    case DeviceStateColumn:
+      return tr("Device state");
     case ErrorColumn:
       return tr("Error");
     default:

@@ -26,6 +26,8 @@ class JobsModel : public QAbstractTableModel {
     P90Column,
     P99Column,
     PeakRssColumn,
+    PlacementColumn,
+    DeviceStateColumn,
     ErrorColumn,
     ColumnCount
   };

@@ -67,6 +67,14 @@ class DashboardTest : public testing::Test {
     m.peak_rss_bytes = 42 * 1024 * 1024;
     ok.metrics = m;
     ok.samples_us = {12000, 12500, 12536.8};
+    store::Placement placement;
+    placement.partitions = 1;
+    placement.nodes = {{0, "ADD", "example", 0, false, ""},
+                       {1, "ADD", "example", 0, false, ""},
+                       {2, "RELU", "cpu", std::nullopt, false, "example: RELU is not supported"}};
+    ok.placement = placement;
+    ok.started_hot = true;
+    ok.state_note = "started hot: thermal zone 0 (cpu) at 81.0 C > 70.0 C";
     ASSERT_TRUE(s->RecordJobResult((*ids)[0], ok).ok());
 
     store::JobOutcome crashed;
@@ -133,13 +141,16 @@ TEST_F(DashboardTest, JobsModelShowsFiguresAndFailures) {
   EXPECT_EQ(g_modelWarnings, 0);
 
   // Columns: model, delegate, options, device, status, init, first, mean,
-  // p50, p90, p99, peak RSS, error.
+  // p50, p90, p99, peak RSS, placement, device state, error.
   EXPECT_EQ(Print(model),
             "face.tflite | cpu |  | local | ok | 2.500 | 14.000 | 12.346 | 12.000 | 13.000 | "
-            "15.000 | 42.0 | \n"
-            "hand<1>.tflite | cpu |  | local | crashed |  |  |  |  |  |  |  | "
+            "15.000 | 42.0 | 2/3 on example | hot | \n"
+            "hand<1>.tflite | cpu |  | local | crashed |  |  |  |  |  |  |  |  |  | "
             "runner killed by signal 11 (SIGSEGV)\n"
-            "selfie.tflite | cpu |  | local | queued |  |  |  |  |  |  |  | \n");
+            "selfie.tflite | cpu |  | local | queued |  |  |  |  |  |  |  |  |  | \n");
+  EXPECT_EQ(model.index(0, JobsModel::DeviceStateColumn).data(Qt::ToolTipRole).toString(),
+            "started hot: thermal zone 0 (cpu) at 81.0 C > 70.0 C");
+  EXPECT_TRUE(model.index(0, JobsModel::DeviceStateColumn).data(Qt::ForegroundRole).isValid());
   EXPECT_DOUBLE_EQ(model.index(0, JobsModel::MeanColumn).data(JobsModel::SortRole).toDouble(),
                    12345.6);
   EXPECT_TRUE(model.index(1, JobsModel::StatusColumn).data(Qt::ForegroundRole).isValid());
