@@ -51,6 +51,25 @@ class Parser {
     return Ok();
   }
 
+  // A bounded unsigned field of a spec section.
+  struct UintField {
+    const char* key;
+    uint32_t* out;
+    uint32_t lo, hi;
+  };
+
+  // Reads those of `fields` that `section` (named `where`) has, in order.
+  Result<void> ReadUints(const json& section, const std::string& where,
+                         std::initializer_list<UintField> fields) const {
+    for (const UintField& f : fields) {
+      if (!section.contains(f.key)) continue;
+      auto v = Uint(section[f.key], where + "." + f.key, f.lo, f.hi);
+      if (!v) return v.error();
+      *f.out = *v;
+    }
+    return Ok();
+  }
+
   Result<uint32_t> Uint(const json& v, const std::string& where, uint32_t lo, uint32_t hi) const {
     if (!v.is_number_integer() && !v.is_number_unsigned()) {
       return Fail(where, std::string("expected an integer, got ") + TypeName(v));
@@ -177,38 +196,37 @@ class Parser {
           !r) {
         return r.error();
       }
-      struct Field {
-        const char* key;
-        uint32_t* out;
-        uint32_t lo, hi;
-      } fields[] = {
-          {"warmup_runs", &spec.benchmark.warmup_runs, 0, 10000},
-          {"num_runs", &spec.benchmark.num_runs, 1, 100000},
-          {"num_threads", &spec.benchmark.num_threads, 1, 256},
-          {"timeout_s", &spec.benchmark.timeout_s, 1, 24 * 3600},
-      };
-      for (const Field& f : fields) {
-        if (!b.contains(f.key)) continue;
-        const std::string key = f.key;
-        if (key == "num_threads" && b[f.key].is_array()) {
-          const json& list = b[f.key];
-          if (list.empty()) return Fail("benchmark.num_threads", "is an empty list");
-          std::set<uint32_t> seen;
-          spec.num_threads.clear();
-          for (size_t i = 0; i < list.size(); ++i) {
-            std::string at = "benchmark.num_threads[" + std::to_string(i) + "]";
-            auto v = Uint(list[i], at, f.lo, f.hi);
-            if (!v) return v.error();
-            if (!seen.insert(*v).second) return Fail(at, "duplicate value " + std::to_string(*v));
-            spec.num_threads.push_back(*v);
-          }
-          *f.out = spec.num_threads.front();
-          continue;
+      if (auto r = ReadUints(b, "benchmark",
+                             {{"warmup_runs", &spec.benchmark.warmup_runs, 0, 10000},
+                              {"num_runs", &spec.benchmark.num_runs, 1, 100000}});
+          !r) {
+        return r.error();
+      }
+      if (b.contains("num_threads") && b["num_threads"].is_array()) {
+        const json& list = b["num_threads"];
+        if (list.empty()) return Fail("benchmark.num_threads", "is an empty list");
+        std::set<uint32_t> seen;
+        spec.num_threads.clear();
+        for (size_t i = 0; i < list.size(); ++i) {
+          std::string at = "benchmark.num_threads[" + std::to_string(i) + "]";
+          auto v = Uint(list[i], at, 1, 256);
+          if (!v) return v.error();
+          if (!seen.insert(*v).second) return Fail(at, "duplicate value " + std::to_string(*v));
+          spec.num_threads.push_back(*v);
         }
-        auto v = Uint(b[f.key], "benchmark." + key, f.lo, f.hi);
-        if (!v) return v.error();
-        *f.out = *v;
-        if (key == "num_threads") spec.num_threads = {*v};
+        spec.benchmark.num_threads = spec.num_threads.front();
+      } else if (b.contains("num_threads")) {
+        if (auto r = ReadUints(b, "benchmark",
+                               {{"num_threads", &spec.benchmark.num_threads, 1, 256}});
+            !r) {
+          return r.error();
+        }
+        spec.num_threads = {spec.benchmark.num_threads};
+      }
+      if (auto r = ReadUints(b, "benchmark",
+                             {{"timeout_s", &spec.benchmark.timeout_s, 1, 24 * 3600}});
+          !r) {
+        return r.error();
       }
     }
 
@@ -222,20 +240,12 @@ class Parser {
           !r) {
         return r.error();
       }
-      struct Field {
-        const char* key;
-        uint32_t* out;
-        uint32_t lo, hi;
-      } fields[] = {
-          {"retries", &spec.scheduler.retries, 0, 100},
-          {"backoff_ms", &spec.scheduler.backoff_ms, 0, 600000},
-          {"quarantine_after", &spec.scheduler.quarantine_after, 1, 1000000},
-      };
-      for (const Field& f : fields) {
-        if (!s.contains(f.key)) continue;
-        auto v = Uint(s[f.key], std::string("scheduler.") + f.key, f.lo, f.hi);
-        if (!v) return v.error();
-        *f.out = *v;
+      if (auto r = ReadUints(s, "scheduler",
+                             {{"retries", &spec.scheduler.retries, 0, 100},
+                              {"backoff_ms", &spec.scheduler.backoff_ms, 0, 600000},
+                              {"quarantine_after", &spec.scheduler.quarantine_after, 1, 1000000}});
+          !r) {
+        return r.error();
       }
       if (s.contains("failover")) {
         const json& f = s["failover"];
