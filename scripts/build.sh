@@ -6,6 +6,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${DFARM_BUILD_DIR:-$ROOT/build}"
 JOBS="${DFARM_JOBS:-$(nproc)}"
 export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
+# Build folders under the checkout share cache hits (paths made relative).
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$ROOT}"
 if [ ! -f "$BUILD/build.ninja" ]; then
   cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release
 fi

@@ -14,6 +14,10 @@ PACKAGES=(
   libsqlite3-dev sqlite3 libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   qt6-base-dev qt6-charts-dev
+  libxnnpack-dev libpthreadpool-dev libeigen3-dev
+  libarmnn-dev libarmnntfliteparser-dev
+  libusb-1.0-0-dev adb
+  qemu-user g++-aarch64-linux-gnu
 )
 
 log() { printf 'setup: %s\n' "$*" >&2; }
