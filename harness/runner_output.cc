@@ -1,0 +1,92 @@
+// The runner's JSON (docs/CONTRACTS.md) turned into what the store keeps.
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "harness/sweep.h"
+
+namespace dfarm::harness {
+namespace {
+
+using nlohmann::json;
+
+// The "placement" object (docs/CONTRACTS.md); unset when it is malformed.
+std::optional<store::Placement> ParsePlacement(const json& p) {
+  if (!p.is_object() || !p.contains("partitions") || !p["partitions"].is_number_integer() ||
+      !p.contains("nodes") || !p["nodes"].is_array()) {
+    return std::nullopt;
+  }
+  store::Placement out;
+  out.partitions = p["partitions"].get<int64_t>();
+  for (const json& n : p["nodes"]) {
+    if (!n.is_object() || !n.contains("index") || !n["index"].is_number_integer()) {
+      return std::nullopt;
+    }
+    store::PlacementNode node;
+    node.node_index = n["index"].get<int64_t>();
+    node.op = n.contains("op") && n["op"].is_string() ? n["op"].get<std::string>() : "";
+    node.delegate = n.contains("delegate") && n["delegate"].is_string()
+                        ? n["delegate"].get<std::string>()
+                        : "cpu";
+    if (n.contains("partition") && n["partition"].is_number_integer()) {
+      node.partition = n["partition"].get<int64_t>();
+    }
+    node.folded = n.contains("folded") && n["folded"].is_boolean() && n["folded"].get<bool>();
+    node.reason =
+        n.contains("reason") && n["reason"].is_string() ? n["reason"].get<std::string>() : "";
+    out.nodes.push_back(std::move(node));
+  }
+  std::sort(out.nodes.begin(), out.nodes.end(),
+            [](const store::PlacementNode& a, const store::PlacementNode& b) {
+              return a.node_index < b.node_index;
+            });
+  for (size_t i = 1; i < out.nodes.size(); ++i) {
+    if (out.nodes[i].node_index == out.nodes[i - 1].node_index) return std::nullopt;
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<RunnerOutput> ParseRunnerJson(const std::string& text) {
+  RunnerOutput out;
+  try {
+    json doc = json::parse(text);
+    if (!doc.is_object()) return MakeError("runner JSON is not an object");
+    out.status = doc.value("status", "");
+    out.error = doc.value("error", "");
+    if (doc.contains("metrics") && doc["metrics"].is_object()) {
+      const json& m = doc["metrics"];
+      store::Metrics metrics;
+      auto num = [&](const char* key) { return m.value(key, 0.0); };
+      auto integer = [&](const char* key) -> int64_t {
+        return m.contains(key) && m[key].is_number() ? m[key].get<int64_t>() : 0;
+      };
+      metrics.init_us = num("init_us");
+      metrics.first_us = num("first_us");
+      metrics.warmup_mean_us = num("warmup_mean_us");
+      metrics.mean_us = num("mean_us");
+      metrics.std_us = num("std_us");
+      metrics.min_us = num("min_us");
+      metrics.max_us = num("max_us");
+      metrics.p50_us = num("p50_us");
+      metrics.p90_us = num("p90_us");
+      metrics.p99_us = num("p99_us");
+      metrics.num_runs = integer("num_runs");
+      metrics.peak_rss_bytes = integer("peak_rss_bytes");
+      metrics.arena_bytes = integer("arena_bytes");
+      out.metrics = metrics;
+    }
+    if (doc.contains("samples_us") && doc["samples_us"].is_array()) {
+      for (const json& s : doc["samples_us"]) {
+        if (s.is_number()) out.samples_us.push_back(s.get<double>());
+      }
+    }
+    if (doc.contains("placement")) out.placement = ParsePlacement(doc["placement"]);
+  } catch (const json::exception& e) {
+    return MakeError(std::string("runner JSON: ") + e.what());
+  }
+  return out;
+}
+
+}  // namespace dfarm::harness
