@@ -53,14 +53,8 @@ Interpreter::Interpreter(const Model& model, const OpResolver& resolver,
       // Constant tensors are never written (see Tensor::data).
       tensor.data = reinterpret_cast<std::byte*>(const_cast<uint8_t*>(data.data()));
     }
-    if (const tflite::QuantizationParameters* q = fb->quantization();
-        q != nullptr && q->scale() != nullptr && q->scale()->size() > 0) {
-      tensor.quantized = true;
-      tensor.per_channel_quantized = q->scale()->size() > 1;
-      tensor.scale = q->scale()->Get(0);
-      if (q->zero_point() != nullptr && q->zero_point()->size() > 0) {
-        tensor.zero_point = q->zero_point()->Get(0);
-      }
+    if (Status s = ReadQuantization(fb->quantization(), &tensor); !s.ok() && setup_status_.ok()) {
+      setup_status_ = s.WithPrefix("model '" + model.name() + "' tensor " + std::to_string(t));
     }
   }
 

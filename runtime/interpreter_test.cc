@@ -148,14 +148,14 @@ TEST(InterpreterTest, CustomOpIsUnsupported) {
   ModelBuilder b;
   int in = b.AddTensor(tfl::TensorType::FLOAT32, {2});
   int out = b.AddTensor(tfl::TensorType::FLOAT32, {2});
-  b.AddCustomOperator("TFLite_Detection_PostProcess", {in}, {out});
+  b.AddCustomOperator("MyVendorOp", {in}, {out});
   b.SetInputs({in});
   b.SetOutputs({out});
   GraphRunner runner;
   Status status = runner.Init(b);
   EXPECT_EQ(status.code(), StatusCode::kUnsupported);
   EXPECT_EQ(status.message(),
-            "model 'test.tflite' node 0 (TFLite_Detection_PostProcess): op (custom) is not "
+            "model 'test.tflite' node 0 (MyVendorOp): op (custom) is not "
             "supported (no kernel registered)");
 }
 

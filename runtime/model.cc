@@ -14,6 +14,7 @@
 
 #include "flatbuffers/flatbuffers.h"
 #include "runtime/dtype.h"
+#include "runtime/tensor.h"
 
 namespace dfarm::runtime {
 namespace {
@@ -211,6 +212,14 @@ Status Model::Verify() {
     int64_t elements = ShapeElementCount(shape);
     if (elements < 0) {
       return Status::Error(who + " has an invalid shape " + ShapeString(tensor->shape()));
+    }
+    if (tensor->quantization() != nullptr) {
+      Tensor parsed;
+      parsed.shape.assign(shape.begin(), shape.end());
+      if (Status s = ReadQuantization(tensor->quantization(), &parsed); !s.ok()) {
+        std::string tname = tensor->name() != nullptr ? " '" + tensor->name()->str() + "'" : "";
+        return Status::Error(who + tname + ": " + s.message());
+      }
     }
     std::span<const uint8_t> bytes = BufferData(tensor->buffer());
     if (bytes.empty()) continue;

@@ -1,8 +1,12 @@
 // One Google Benchmark per .tflite model in DFARM_MODELS_DIR (the real-model
-// corpus): the time of one Interpreter::Invoke() with every reference kernel,
-// on one thread (the runtime has no threads of its own), after
-// AllocateTensors() outside the timed loop. Counters: arena_bytes (folded part
-// included), persistent_bytes, invoked_nodes, model_bytes.
+// corpus): the time of one Interpreter::Invoke() with the runtime's own CPU
+// kernels (convolutions and matrix products through kernels/gemm.h), on one
+// thread (the runtime has no threads of its own), after AllocateTensors()
+// outside the timed loop. Counters: arena_bytes (folded part included),
+// persistent_bytes, invoked_nodes, model_bytes.
+// BM_Gemm/MxNxK/{simd,generic}: one Gemm::Run() of the im2col shapes the
+// corpus uses, with the AVX2/FMA kernel where the CPU has it and with Eigen's
+// portable one; counter GFLOPS.
 // Usage: dfarm_model_benchmark [--models_dir=DIR] [benchmark flags]
 // A model that fails to load or allocate is reported as a skipped benchmark
 // with its error message.
@@ -18,6 +22,7 @@
 #include <vector>
 
 #include "runtime/interpreter.h"
+#include "runtime/kernels/gemm.h"
 #include "runtime/model.h"
 #include "runtime/op_resolver.h"
 
@@ -90,6 +95,37 @@ int RegisterModels(const std::filesystem::path& dir) {
 }  // namespace
 }  // namespace dfarm::runtime
 
+namespace dfarm::runtime {
+namespace {
+
+void BM_Gemm(benchmark::State& state, int64_t m, int64_t n, int64_t k, bool generic) {
+  // A [m, k] row-major times the filter layout [n, k] (read transposed).
+  std::vector<float> a(m * k, 0.5f), b(n * k, 0.25f), c(m * n, 0.0f);
+  Gemm gemm;
+  gemm.set_generic_only(generic);
+  gemm.Plan(m, n, k);
+  for (auto _ : state) {
+    gemm.Run(m, n, k, {a.data(), k, false}, {b.data(), k, true}, c.data(), n);
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["GFLOPS"] = benchmark::Counter(
+      2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+}
+
+void RegisterGemms() {
+  const int64_t shapes[][3] = {{910, 32, 288}, {4096, 64, 64}, {1024, 128, 1152}, {1, 1000, 1280}};
+  for (const auto& s : shapes) {
+    for (bool generic : {false, true}) {
+      const std::string name = "BM_Gemm/" + std::to_string(s[0]) + "x" + std::to_string(s[1]) +
+                               "x" + std::to_string(s[2]) + (generic ? "/generic" : "/simd");
+      benchmark::RegisterBenchmark(name.c_str(), BM_Gemm, s[0], s[1], s[2], generic);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dfarm::runtime
+
 int main(int argc, char** argv) {
   std::string dir = DFARM_MODELS_DIR;
   std::vector<char*> args;
@@ -109,6 +145,7 @@ int main(int argc, char** argv) {
                  dir.c_str());
     return 1;
   }
+  dfarm::runtime::RegisterGemms();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

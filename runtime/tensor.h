@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/dtype.h"
+#include "runtime/status.h"
 
 namespace dfarm::runtime {
 
@@ -30,11 +31,19 @@ struct Tensor {
   // writes one), which is why the pointer is not const.
   std::byte* data = nullptr;
   Allocation allocation = Allocation::kNone;
-  // Per-tensor affine quantization: real = scale * (q - zero_point).
+  // Affine quantization: real = scale * (q - zero_point). Per-tensor: scale
+  // and zero_point. Per-channel (per_channel_quantized, e.g. conv weights):
+  // slice c along quantized_dimension has scales[c] and zero_points[c];
+  // scale/zero_point then hold entry 0. scales/zero_points are filled for
+  // per-tensor quantization too (one entry). Only kernels that say so accept
+  // per-channel tensors.
   bool quantized = false;
-  bool per_channel_quantized = false;  // refused by kernels for now
+  bool per_channel_quantized = false;
   float scale = 0.0f;
   int64_t zero_point = 0;
+  std::vector<float> scales;
+  std::vector<int64_t> zero_points;
+  int quantized_dimension = 0;
   // Non-null for a sparse constant (in the Model): data holds the tensor's
   // non-zero values in TFLite's sparse format and bytes their size; only
   // DENSIFY reads such a tensor.
@@ -55,6 +64,13 @@ struct Tensor {
     return reinterpret_cast<const T*>(data);
   }
 };
+
+// Sets the quantization fields of `tensor` (whose shape is set) from the
+// model's parameters; `q` may be null or carry no scale (not quantized).
+// Error when the zero points do not match the scales in number, the
+// quantized dimension is out of range, or the number of per-channel scales is
+// not that dimension's size.
+Status ReadQuantization(const tflite::QuantizationParameters* q, Tensor* tensor);
 
 // "[1,128,128,3]"
 std::string ShapeToString(std::span<const int32_t> shape);

@@ -85,7 +85,7 @@ TEST(AddTest, Int32IsUnsupported) {
   GraphRunner runner;
   runtime::Status status = runner.Init(b);
   EXPECT_EQ(status.code(), runtime::StatusCode::kUnsupported);
-  EXPECT_THAT(status.message(), HasSubstr("input 0 has dtype int32 (only float32 is supported)"));
+  EXPECT_THAT(status.message(), HasSubstr("int32 inputs are not supported (float32, int8, uint8)"));
 }
 
 }  // namespace

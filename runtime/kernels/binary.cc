@@ -1,12 +1,19 @@
-// Elementwise binary ops, float32, with NumPy-style broadcasting (up to
-// kMaxRank dimensions): ADD, SUB, MUL, DIV (with a fused activation, as their
-// options allow), MAXIMUM, MINIMUM, SQUARED_DIFFERENCE and PRELU (input 1 is
-// alpha: x >= 0 ? x : alpha * x), which have none.
+// Elementwise binary ops with NumPy-style broadcasting (up to kMaxRank
+// dimensions): ADD, SUB, MUL, DIV (with a fused activation, as their options
+// allow), MAXIMUM, MINIMUM, SQUARED_DIFFERENCE and PRELU (input 1 is alpha:
+// x >= 0 ? x : alpha * x), which have none.
+// float32 for all; int8 and uint8 (per-tensor quantization) for ADD, SUB, MUL,
+// MAXIMUM, MINIMUM and PRELU with TFLite's integer arithmetic: ADD/SUB rescale
+// both inputs to a common scale after a left shift of 20 bits, MUL and PRELU
+// requantize the product, MAXIMUM/MINIMUM compare the quantized values (all
+// tensors must then share scale and zero point).
 #include <algorithm>
 #include <array>
+#include <cstdint>
 
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/kernels.h"
+#include "runtime/kernels/quant_util.h"
 
 namespace dfarm::runtime {
 namespace {
@@ -16,6 +23,14 @@ constexpr int kMaxRank = 6;
 struct BinaryData : OpData {
   enum class Kind { kSameShape, kScalarLhs, kScalarRhs, kBroadcast } kind = Kind::kSameShape;
   ActivationRange activation{};
+  // Quantized: offsets are -zero_point for inputs, +zero_point for the output.
+  int32_t lhs_offset = 0, rhs_offset = 0, output_offset = 0;
+  int left_shift = 0;
+  int32_t lhs_multiplier = 0, rhs_multiplier = 0, output_multiplier = 0;
+  int lhs_shift = 0, rhs_shift = 0, output_shift = 0;
+  int32_t act_min = 0, act_max = 0;
+  // A multiplier left shift that MultiplyByQuantizedMultiplier() handles.
+  static bool ShiftOk(int shift) { return shift <= 30; }
   // kBroadcast: output dims and element strides of each input (0 where the
   // input is broadcast), right-aligned into kMaxRank dimensions.
   std::array<int64_t, kMaxRank> dims{};
@@ -56,16 +71,103 @@ tflite::ActivationFunctionType FusedActivation(const Node& node) {
   return tflite::ActivationFunctionType::NONE;
 }
 
+bool SameQuantization(const Tensor& a, const Tensor& b) {
+  return a.scale == b.scale && a.zero_point == b.zero_point;
+}
+
+// TFLite's quantized parameters of the op (add.cc, sub.cc, mul.cc, prelu.cc,
+// maximum_minimum.cc).
+Status PrepareQuantized(const Node& node, BinaryData* d) {
+  using Op = tflite::BuiltinOperator;
+  const Tensor& lhs = *node.inputs[0];
+  const Tensor& rhs = *node.inputs[1];
+  const Tensor& output = *node.outputs[0];
+  const char* dtype = DTypeName(lhs.dtype);
+  switch (node.code) {
+    case Op::ADD:
+    case Op::SUB:
+    case Op::MUL:
+    case Op::MAXIMUM:
+    case Op::MINIMUM:
+    case Op::PRELU:
+      break;
+    default:
+      return Status::Unsupported(std::string(dtype) + " inputs are not supported (float32 only)");
+  }
+  DFARM_RETURN_IF_ERROR(CheckQuantizedPerTensor(lhs, "input 0"));
+  DFARM_RETURN_IF_ERROR(CheckQuantizedPerTensor(rhs, "input 1"));
+  DFARM_RETURN_IF_ERROR(CheckQuantizedPerTensor(output, "output"));
+  DFARM_RETURN_IF_ERROR(
+      CalculateActivationRangeQuantized(FusedActivation(node), output, &d->act_min, &d->act_max));
+  d->lhs_offset = -ZeroPoint(lhs);
+  d->rhs_offset = -ZeroPoint(rhs);
+  d->output_offset = ZeroPoint(output);
+  auto too_large = [&](const char* what, double m) {
+    return Status::Unsupported(std::string(what) + " multiplier " + std::to_string(m) +
+                               " is out of the supported range");
+  };
+  switch (node.code) {
+    case Op::ADD:
+    case Op::SUB: {
+      d->left_shift = 20;
+      const double twice_max_input_scale = 2 * std::max(lhs.scale, rhs.scale);
+      const double lhs_m = lhs.scale / twice_max_input_scale;
+      const double rhs_m = rhs.scale / twice_max_input_scale;
+      const double out_m = twice_max_input_scale / ((1 << d->left_shift) * output.scale);
+      if (!QuantizeMultiplierSmallerThanOneExp(lhs_m, &d->lhs_multiplier, &d->lhs_shift)) {
+        return too_large("input 0", lhs_m);
+      }
+      if (!QuantizeMultiplierSmallerThanOneExp(rhs_m, &d->rhs_multiplier, &d->rhs_shift)) {
+        return too_large("input 1", rhs_m);
+      }
+      if (!QuantizeMultiplierSmallerThanOneExp(out_m, &d->output_multiplier, &d->output_shift)) {
+        return too_large("output", out_m);
+      }
+      return Status::Ok();
+    }
+    case Op::MUL: {
+      const double m = lhs.scale * rhs.scale / output.scale;
+      QuantizeMultiplier(m, &d->output_multiplier, &d->output_shift);
+      if (d->ShiftOk(d->output_shift)) return Status::Ok();
+      return too_large("output", m);
+    }
+    case Op::PRELU: {
+      const double identity = lhs.scale / output.scale;
+      const double alpha = lhs.scale * rhs.scale / output.scale;
+      QuantizeMultiplier(identity, &d->lhs_multiplier, &d->lhs_shift);
+      QuantizeMultiplier(alpha, &d->rhs_multiplier, &d->rhs_shift);
+      if (!d->ShiftOk(d->lhs_shift)) return too_large("identity", identity);
+      if (!d->ShiftOk(d->rhs_shift)) return too_large("alpha", alpha);
+      return Status::Ok();
+    }
+    default:  // MAXIMUM, MINIMUM
+      if (!SameQuantization(lhs, output) || !SameQuantization(rhs, output)) {
+        return Status::Unsupported(
+            "inputs and output with different scales or zero points are not supported");
+      }
+      return Status::Ok();
+  }
+}
+
 Status Prepare(Node& node) {
   DFARM_RETURN_IF_ERROR(CheckArity(node, 2, 2, 1));
   const Tensor* lhs = node.inputs[0];
   const Tensor* rhs = node.inputs[1];
   Tensor* output = node.outputs[0];
-  DFARM_RETURN_IF_ERROR(CheckFloat32(lhs, "input 0"));
-  DFARM_RETURN_IF_ERROR(CheckFloat32(rhs, "input 1"));
-  DFARM_RETURN_IF_ERROR(CheckFloat32(output, "output"));
+  if (lhs->dtype != rhs->dtype || lhs->dtype != output->dtype) {
+    return Status::Error(std::string("input 0 (") + DTypeName(lhs->dtype) + "), input 1 (" +
+                         DTypeName(rhs->dtype) + ") and output (" + DTypeName(output->dtype) +
+                         ") must share a dtype");
+  }
   auto data = std::make_unique<BinaryData>();
-  DFARM_RETURN_IF_ERROR(GetActivationRange(FusedActivation(node), &data->activation));
+  if (lhs->dtype == DType::kFloat32) {
+    DFARM_RETURN_IF_ERROR(GetActivationRange(FusedActivation(node), &data->activation));
+  } else if (lhs->dtype == DType::kInt8 || lhs->dtype == DType::kUint8) {
+    DFARM_RETURN_IF_ERROR(PrepareQuantized(node, data.get()));
+  } else {
+    return Status::Unsupported(std::string(DTypeName(lhs->dtype)) +
+                               " inputs are not supported (float32, int8, uint8)");
+  }
 
   const int rank = std::max(lhs->rank(), rhs->rank());
   if (rank > kMaxRank) {
@@ -103,52 +205,103 @@ Status Prepare(Node& node) {
   return Status::Ok();
 }
 
+int32_t Clamp32(int32_t v, const BinaryData& d) {
+  return std::min(d.act_max, std::max(d.act_min, v));
+}
+
+// Each op: Apply() on floats; kQuantized ops also Quantized() on the raw
+// quantized values (as int32), returning the clamped output value.
 struct AddOp {
+  static constexpr bool kQuantized = true;
   static float Apply(float a, float b) { return a + b; }
+  // Both inputs on the common scale, shifted left by 20 bits.
+  static void Rescaled(const BinaryData& d, int32_t a, int32_t b, int32_t* sa, int32_t* sb) {
+    const int32_t shifted_a = (d.lhs_offset + a) * (1 << d.left_shift);
+    const int32_t shifted_b = (d.rhs_offset + b) * (1 << d.left_shift);
+    *sa = MultiplyByQuantizedMultiplierSmallerThanOneExp(shifted_a, d.lhs_multiplier, d.lhs_shift);
+    *sb = MultiplyByQuantizedMultiplierSmallerThanOneExp(shifted_b, d.rhs_multiplier, d.rhs_shift);
+  }
+  static int32_t Quantized(const BinaryData& d, int32_t a, int32_t b) {
+    int32_t sa = 0, sb = 0;
+    Rescaled(d, a, b, &sa, &sb);
+    return Clamp32(MultiplyByQuantizedMultiplierSmallerThanOneExp(sa + sb, d.output_multiplier,
+                                                                  d.output_shift) +
+                       d.output_offset,
+                   d);
+  }
 };
 struct SubOp {
+  static constexpr bool kQuantized = true;
   static float Apply(float a, float b) { return a - b; }
+  static int32_t Quantized(const BinaryData& d, int32_t a, int32_t b) {
+    int32_t sa = 0, sb = 0;
+    AddOp::Rescaled(d, a, b, &sa, &sb);
+    return Clamp32(MultiplyByQuantizedMultiplierSmallerThanOneExp(sa - sb, d.output_multiplier,
+                                                                  d.output_shift) +
+                       d.output_offset,
+                   d);
+  }
 };
 struct MulOp {
+  static constexpr bool kQuantized = true;
   static float Apply(float a, float b) { return a * b; }
+  static int32_t Quantized(const BinaryData& d, int32_t a, int32_t b) {
+    const int32_t product = (d.lhs_offset + a) * (d.rhs_offset + b);
+    return Clamp32(d.output_offset +
+                       MultiplyByQuantizedMultiplier(product, d.output_multiplier, d.output_shift),
+                   d);
+  }
 };
 struct DivOp {
+  static constexpr bool kQuantized = false;
   static float Apply(float a, float b) { return a / b; }
+  static int32_t Quantized(const BinaryData&, int32_t, int32_t) { return 0; }
 };
 struct MaximumOp {
+  static constexpr bool kQuantized = true;
   static float Apply(float a, float b) { return a > b ? a : b; }
+  static int32_t Quantized(const BinaryData&, int32_t a, int32_t b) { return a > b ? a : b; }
 };
 struct MinimumOp {
+  static constexpr bool kQuantized = true;
   static float Apply(float a, float b) { return a < b ? a : b; }
+  static int32_t Quantized(const BinaryData&, int32_t a, int32_t b) { return a < b ? a : b; }
 };
 struct SquaredDifferenceOp {
+  static constexpr bool kQuantized = false;
   static float Apply(float a, float b) { return (a - b) * (a - b); }
+  static int32_t Quantized(const BinaryData&, int32_t, int32_t) { return 0; }
 };
 
 struct PreluOp {
+  static constexpr bool kQuantized = true;
   static float Apply(float x, float alpha) { return x >= 0.0f ? x : x * alpha; }
+  static int32_t Quantized(const BinaryData& d, int32_t x, int32_t alpha) {
+    const int32_t input = d.lhs_offset + x;
+    const int32_t out = input >= 0
+                            ? MultiplyByQuantizedMultiplier(input, d.lhs_multiplier, d.lhs_shift)
+                            : MultiplyByQuantizedMultiplier(input * (d.rhs_offset + alpha),
+                                                            d.rhs_multiplier, d.rhs_shift);
+    return Clamp32(out + d.output_offset, d);
+  }
 };
 
-template <typename Op>
-Status Eval(Node& node) {
-  const BinaryData& d = *node.data_as<BinaryData>();
-  const float* __restrict a = node.inputs[0]->data_as<float>();
-  const float* __restrict b = node.inputs[1]->data_as<float>();
-  float* __restrict out = node.outputs[0]->data_as<float>();
-  const int64_t n = node.outputs[0]->num_elements();
-  const ActivationRange act = d.activation;
+// out[i] = f(a[...], b[...]) over the broadcast described by `d`.
+template <typename T, typename F>
+void Broadcast(const BinaryData& d, const T* __restrict a, const T* __restrict b, T* __restrict out,
+               int64_t n, F f) {
   switch (d.kind) {
     case BinaryData::Kind::kSameShape:
-      for (int64_t i = 0; i < n; ++i) out[i] = Clamp(Op::Apply(a[i], b[i]), act);
+      for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], b[i]);
       break;
     case BinaryData::Kind::kScalarLhs: {
-      const float s = a[0];
-      for (int64_t i = 0; i < n; ++i) out[i] = Clamp(Op::Apply(s, b[i]), act);
+      const T s = a[0];
+      for (int64_t i = 0; i < n; ++i) out[i] = f(s, b[i]);
       break;
     }
     case BinaryData::Kind::kScalarRhs: {
-      const float s = b[0];
-      for (int64_t i = 0; i < n; ++i) out[i] = Clamp(Op::Apply(a[i], s), act);
+      const T s = b[0];
+      for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], s);
       break;
     }
     case BinaryData::Kind::kBroadcast: {
@@ -159,10 +312,9 @@ Status Eval(Node& node) {
       const int64_t ls = d.lhs_strides[kLast], rs = d.rhs_strides[kLast];
       int64_t lhs_offset = 0, rhs_offset = 0;
       for (int64_t o = 0; o < n; o += inner) {
-        const float* pa = a + lhs_offset;
-        const float* pb = b + rhs_offset;
-        for (int64_t i = 0; i < inner; ++i)
-          out[o + i] = Clamp(Op::Apply(pa[i * ls], pb[i * rs]), act);
+        const T* pa = a + lhs_offset;
+        const T* pb = b + rhs_offset;
+        for (int64_t i = 0; i < inner; ++i) out[o + i] = f(pa[i * ls], pb[i * rs]);
         for (int dim = kLast - 1; dim >= 0; --dim) {
           lhs_offset += d.lhs_strides[dim];
           rhs_offset += d.rhs_strides[dim];
@@ -175,7 +327,43 @@ Status Eval(Node& node) {
       break;
     }
   }
-  return Status::Ok();
+}
+
+template <typename Op, typename T>
+void EvalQuantized(const BinaryData& d, Node& node) {
+  Broadcast<T>(d, node.inputs[0]->data_as<T>(), node.inputs[1]->data_as<T>(),
+               node.outputs[0]->data_as<T>(), node.outputs[0]->num_elements(),
+               [&d](T a, T b) { return static_cast<T>(Op::Quantized(d, a, b)); });
+}
+
+template <typename Op>
+Status Eval(Node& node) {
+  const BinaryData& d = *node.data_as<BinaryData>();
+  const int64_t n = node.outputs[0]->num_elements();
+  switch (node.outputs[0]->dtype) {
+    case DType::kFloat32: {
+      const ActivationRange act = d.activation;
+      Broadcast<float>(d, node.inputs[0]->data_as<float>(), node.inputs[1]->data_as<float>(),
+                       node.outputs[0]->data_as<float>(), n,
+                       [act](float a, float b) { return Clamp(Op::Apply(a, b), act); });
+      return Status::Ok();
+    }
+    case DType::kInt8:
+      if constexpr (Op::kQuantized) {
+        EvalQuantized<Op, int8_t>(d, node);
+        return Status::Ok();
+      }
+      break;
+    case DType::kUint8:
+      if constexpr (Op::kQuantized) {
+        EvalQuantized<Op, uint8_t>(d, node);
+        return Status::Ok();
+      }
+      break;
+    default:
+      break;
+  }
+  return Status::Unsupported("unexpected dtype");  // refused in Prepare()
 }
 
 }  // namespace

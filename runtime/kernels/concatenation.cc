@@ -1,10 +1,17 @@
 // CONCATENATION along one axis: any dtype without a fused activation,
-// float32 with one.
+// float32 with one. int8/uint8 inputs whose scale or zero point differ from
+// the output's are requantized as TFLite's ConcatenationWithScaling does:
+// round(q * s + b) + output_zero_point with s = input_scale / output_scale and
+// b = -input_zero_point * s, in float.
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/kernels.h"
+#include "runtime/kernels/quant_util.h"
 
 namespace dfarm::runtime {
 namespace {
@@ -14,6 +21,9 @@ struct ConcatData : OpData {
   std::vector<size_t> chunk_bytes;  // per input: bytes copied per outer index
   bool clamp = false;
   ActivationRange activation{};
+  // Per input: whether it is requantized, and its float scale and bias.
+  std::vector<bool> rescale;
+  std::vector<float> scale, bias;
 };
 
 Status Prepare(Node& node) {
@@ -66,10 +76,32 @@ Status Prepare(Node& node) {
       computed[axis] += input->shape[axis];
     }
     data->chunk_bytes.push_back(static_cast<size_t>(input->shape[axis] * inner) * element);
+    bool rescale = false;
+    float scale = 1.0f, bias = 0.0f;
+    if (output->dtype == DType::kInt8 || output->dtype == DType::kUint8) {
+      DFARM_RETURN_IF_ERROR(CheckQuantizedPerTensor(*input, role.c_str()));
+      if (k == 0) DFARM_RETURN_IF_ERROR(CheckQuantizedPerTensor(*output, "output"));
+      rescale = input->scale != output->scale || input->zero_point != output->zero_point;
+      scale = input->scale * (1.f / output->scale);
+      bias = -static_cast<float>(input->zero_point) * scale;
+    }
+    data->rescale.push_back(rescale);
+    data->scale.push_back(scale);
+    data->bias.push_back(bias);
   }
   DFARM_RETURN_IF_ERROR(CheckOutputShape(*output, computed));
   node.data = std::move(data);
   return Status::Ok();
+}
+
+template <typename T>
+void Requantize(const T* in, size_t n, float scale, float bias, int32_t zero_point, T* out) {
+  for (size_t j = 0; j < n; ++j) {
+    const int32_t value =
+        static_cast<int32_t>(std::round(static_cast<float>(in[j]) * scale + bias)) + zero_point;
+    out[j] = static_cast<T>(
+        std::clamp<int32_t>(value, std::numeric_limits<T>::min(), std::numeric_limits<T>::max()));
+  }
 }
 
 Status Eval(Node& node) {
@@ -79,7 +111,16 @@ Status Eval(Node& node) {
   for (int64_t o = 0; o < d.outer; ++o) {
     for (size_t k = 0; k < node.inputs.size(); ++k) {
       const size_t n = d.chunk_bytes[k];
-      std::memcpy(out, node.inputs[k]->data + o * n, n);
+      const std::byte* in = node.inputs[k]->data + o * n;
+      if (!d.rescale[k]) {
+        std::memcpy(out, in, n);
+      } else if (output.dtype == DType::kInt8) {
+        Requantize(reinterpret_cast<const int8_t*>(in), n, d.scale[k], d.bias[k], ZeroPoint(output),
+                   reinterpret_cast<int8_t*>(out));
+      } else {
+        Requantize(reinterpret_cast<const uint8_t*>(in), n, d.scale[k], d.bias[k],
+                   ZeroPoint(output), reinterpret_cast<uint8_t*>(out));
+      }
       out += n;
     }
   }

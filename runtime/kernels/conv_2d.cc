@@ -1,9 +1,19 @@
 // CONV_2D, float32: input [N,H,W,Cin] (NHWC), filter [Cout,KH,KW,Cin] (OHWI),
 // optional bias [Cout], output [N,OH,OW,Cout]; SAME/VALID padding, dilation
-// and a fused activation.
+// and a fused activation. int8 (per-channel filter along dim 0) and uint8
+// (per-tensor) with int32 bias use TFLite's integer arithmetic.
+//
+// The kernel is one GEMM: output[N*OH*OW, Cout] = patches[.., KH*KW*Cin] x
+// filter^T, where the filter (OHWI) already is that [Cout, KH*KW*Cin] matrix.
+// A 1x1 stride-1 convolution multiplies the input itself; otherwise the
+// patches are gathered (im2col) a chunk of output pixels at a time into a
+// scratch buffer sized in Prepare(). RegisterConv2DReference() keeps the
+// plain loops.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
+#include "runtime/kernels/gemm.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/kernels.h"
 
@@ -15,13 +25,25 @@ struct Conv2DData : OpData {
   int pad_top = 0, pad_left = 0;
   int kernel_h = 0, kernel_w = 0;
   ActivationRange activation{};
-  // The filter repacked to [KH][KW][Cin][Cout], so the innermost loop runs
-  // over contiguous output channels (it vectorizes without reassociation).
+  // Reference path only: the filter repacked to [KH][KW][Cin][Cout], so the
+  // innermost loop runs over contiguous output channels.
   std::vector<float> packed_filter;
   std::vector<float> bias;  // [Cout]; zeros when the op has no bias
+  // GEMM path: whether the input is the patch matrix itself (1x1, stride 1),
+  // else the output pixels per im2col chunk and the chunk buffer.
+  bool direct = false;
+  int64_t chunk_rows = 0;
+  std::vector<float> patches;
+  Gemm gemm;
+  // int8 / uint8 path (TFLite's integer arithmetic, plain loops).
+  bool quantized = false;
+  QuantizedConvParams quant;
 };
 
-Status Prepare(Node& node) {
+// Patch-matrix floats per im2col chunk (about 512 KiB), at least 16 rows.
+constexpr int64_t kChunkFloats = 128 * 1024;
+
+Status PrepareImpl(Node& node, bool reference) {
   DFARM_RETURN_IF_ERROR(CheckArity(node, 2, 3, 1));
   const tflite::Conv2DOptions* options = node.options<tflite::Conv2DOptions>();
   if (options == nullptr) return Status::Error("Conv2DOptions are missing");
@@ -29,10 +51,13 @@ Status Prepare(Node& node) {
   Tensor* filter = node.inputs[1];
   Tensor* bias = node.inputs.size() > 2 ? node.inputs[2] : nullptr;
   Tensor* output = node.outputs[0];
-  DFARM_RETURN_IF_ERROR(CheckFloat32(input, "input"));
-  DFARM_RETURN_IF_ERROR(CheckFloat32(filter, "filter"));
-  if (bias != nullptr) DFARM_RETURN_IF_ERROR(CheckFloat32(bias, "bias"));
-  DFARM_RETURN_IF_ERROR(CheckFloat32(output, "output"));
+  const bool quantized = input != nullptr && IsQuantized8(*input);
+  if (!quantized) {
+    DFARM_RETURN_IF_ERROR(CheckFloat32(input, "input"));
+    DFARM_RETURN_IF_ERROR(CheckFloat32(filter, "filter"));
+    if (bias != nullptr) DFARM_RETURN_IF_ERROR(CheckFloat32(bias, "bias"));
+    DFARM_RETURN_IF_ERROR(CheckFloat32(output, "output"));
+  }
   if (input->rank() != 4 || filter->rank() != 4) {
     return Status::Error("input and filter must be 4-D, got " + ShapeToString(input->shape) +
                          " and " + ShapeToString(filter->shape));
@@ -74,6 +99,31 @@ Status Prepare(Node& node) {
   if (!filter->has_static_value() || (bias != nullptr && !bias->has_static_value())) {
     return Status::Unsupported("a filter or bias computed at run time is not supported");
   }
+  if (quantized) {
+    data->quantized = true;
+    DFARM_RETURN_IF_ERROR(PrepareQuantizedConv(*input, *filter, bias, *output, out_c, 0,
+                                               options->fused_activation_function(), &data->quant));
+    node.data = std::move(data);
+    return Status::Ok();
+  }
+  data->bias.assign(out_c, 0.0f);
+  if (bias != nullptr) std::memcpy(data->bias.data(), bias->data, out_c * sizeof(float));
+  if (!reference) {
+    const int64_t depth = static_cast<int64_t>(k_h) * k_w * in_c;
+    const int64_t pixels = static_cast<int64_t>(batches) * h.out * w.out;
+    data->direct = k_h == 1 && k_w == 1 && data->stride_h == 1 && data->stride_w == 1 &&
+                   h.pad_before == 0 && w.pad_before == 0 && h.out == in_h && w.out == in_w;
+    if (data->direct) {
+      data->chunk_rows = pixels;
+    } else {
+      data->chunk_rows = std::min<int64_t>(
+          pixels, std::max<int64_t>(16, kChunkFloats / std::max<int64_t>(depth, 1)));
+      data->patches.resize(static_cast<size_t>(data->chunk_rows * depth));
+    }
+    data->gemm.Plan(data->chunk_rows, out_c, depth);
+    node.data = std::move(data);
+    return Status::Ok();
+  }
   const float* f = filter->data_as<float>();
   data->packed_filter.resize(static_cast<size_t>(filter->num_elements()));
   for (int o = 0; o < out_c; ++o) {
@@ -86,13 +136,121 @@ Status Prepare(Node& node) {
       }
     }
   }
-  data->bias.assign(out_c, 0.0f);
-  if (bias != nullptr) std::memcpy(data->bias.data(), bias->data, out_c * sizeof(float));
   node.data = std::move(data);
   return Status::Ok();
 }
 
+Status Prepare(Node& node) { return PrepareImpl(node, /*reference=*/false); }
+Status PrepareReference(Node& node) { return PrepareImpl(node, /*reference=*/true); }
+
+// Writes the im2col rows of output pixels [first, first + rows): row r holds
+// the KH x KW x Cin window of pixel first + r, zeros where it leaves the input.
+void Im2Col(const Conv2DData& d, const Tensor& input, int out_h, int out_w, int64_t first,
+            int64_t rows, float* patches) {
+  const int in_h = input.shape[1], in_w = input.shape[2], in_c = input.shape[3];
+  const float* in = input.data_as<float>();
+  const size_t pixel_bytes = static_cast<size_t>(in_c) * sizeof(float);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t p = first + r;
+    const int ox = static_cast<int>(p % out_w);
+    const int oy = static_cast<int>((p / out_w) % out_h);
+    const int64_t n = p / (static_cast<int64_t>(out_w) * out_h);
+    const int iy0 = oy * d.stride_h - d.pad_top, ix0 = ox * d.stride_w - d.pad_left;
+    for (int ky = 0; ky < d.kernel_h; ++ky) {
+      const int iy = iy0 + ky * d.dilation_h;
+      for (int kx = 0; kx < d.kernel_w; ++kx) {
+        const int ix = ix0 + kx * d.dilation_w;
+        if (iy < 0 || iy >= in_h || ix < 0 || ix >= in_w) {
+          std::memset(patches, 0, pixel_bytes);
+        } else {
+          std::memcpy(patches, in + ((n * in_h + iy) * in_w + ix) * in_c, pixel_bytes);
+        }
+        patches += in_c;
+      }
+    }
+  }
+}
+
+// TFLite's reference_integer_ops::ConvPerChannel (int8) and
+// reference_ops::Conv (uint8): taps outside the input contribute nothing.
+template <typename T>
+Status EvalQuantized(Node& node) {
+  const Conv2DData& d = *node.data_as<Conv2DData>();
+  const QuantizedConvParams& q = d.quant;
+  const Tensor& input = *node.inputs[0];
+  Tensor& output = *node.outputs[0];
+  const int batches = input.shape[0], in_h = input.shape[1], in_w = input.shape[2];
+  const int in_c = input.shape[3];
+  const int out_h = output.shape[1], out_w = output.shape[2], out_c = output.shape[3];
+  const T* in = input.data_as<T>();
+  const T* filter = node.inputs[1]->data_as<T>();
+  T* out = output.data_as<T>();
+  for (int n = 0; n < batches; ++n) {
+    for (int oy = 0; oy < out_h; ++oy) {
+      for (int ox = 0; ox < out_w; ++ox) {
+        const int iy0 = oy * d.stride_h - d.pad_top, ix0 = ox * d.stride_w - d.pad_left;
+        for (int oc = 0; oc < out_c; ++oc) {
+          const int32_t filter_offset = q.filter_offsets[oc];
+          int32_t acc = 0;
+          for (int ky = 0; ky < d.kernel_h; ++ky) {
+            const int iy = iy0 + ky * d.dilation_h;
+            if (iy < 0 || iy >= in_h) continue;
+            for (int kx = 0; kx < d.kernel_w; ++kx) {
+              const int ix = ix0 + kx * d.dilation_w;
+              if (ix < 0 || ix >= in_w) continue;
+              const T* px = in + ((static_cast<size_t>(n) * in_h + iy) * in_w + ix) * in_c;
+              const T* w =
+                  filter + ((static_cast<size_t>(oc) * d.kernel_h + ky) * d.kernel_w + kx) * in_c;
+              for (int ic = 0; ic < in_c; ++ic) {
+                acc += (static_cast<int32_t>(w[ic]) + filter_offset) *
+                       (static_cast<int32_t>(px[ic]) + q.input_offset);
+              }
+            }
+          }
+          acc += q.bias[oc];
+          out[((static_cast<size_t>(n) * out_h + oy) * out_w + ox) * out_c + oc] =
+              static_cast<T>(q.Requantize(acc, oc));
+        }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 Status Eval(Node& node) {
+  Conv2DData& d = *node.data_as<Conv2DData>();
+  if (d.quantized) {
+    return node.inputs[0]->dtype == DType::kInt8 ? EvalQuantized<int8_t>(node)
+                                                 : EvalQuantized<uint8_t>(node);
+  }
+  const Tensor& input = *node.inputs[0];
+  Tensor& output = *node.outputs[0];
+  const int in_c = input.shape[3];
+  const int out_h = output.shape[1], out_w = output.shape[2], out_c = output.shape[3];
+  const int64_t depth = static_cast<int64_t>(d.kernel_h) * d.kernel_w * in_c;
+  const int64_t pixels = static_cast<int64_t>(output.shape[0]) * out_h * out_w;
+  float* out = output.data_as<float>();
+  for (int64_t p = 0; p < pixels; ++p) {
+    std::memcpy(out + p * out_c, d.bias.data(), out_c * sizeof(float));
+  }
+  const GemmOperand filter{node.inputs[1]->data_as<float>(), depth, /*transposed=*/true};
+  if (d.direct) {
+    d.gemm.Run(pixels, out_c, depth, {input.data_as<float>(), depth, false}, filter, out, out_c);
+  } else {
+    for (int64_t first = 0; first < pixels; first += d.chunk_rows) {
+      const int64_t rows = std::min(d.chunk_rows, pixels - first);
+      Im2Col(d, input, out_h, out_w, first, rows, d.patches.data());
+      d.gemm.Run(rows, out_c, depth, {d.patches.data(), depth, false}, filter, out + first * out_c,
+                 out_c);
+    }
+  }
+  const ActivationRange act = d.activation;
+  for (int64_t i = 0; i < pixels * out_c; ++i) out[i] = Clamp(out[i], act);
+  return Status::Ok();
+}
+
+Status EvalReference(Node& node) {
+  if (node.data_as<Conv2DData>()->quantized) return Eval(node);
   const Conv2DData& d = *node.data_as<Conv2DData>();
   const Tensor& input = *node.inputs[0];
   Tensor& output = *node.outputs[0];
@@ -137,6 +295,11 @@ Status Eval(Node& node) {
 
 const OpRegistration* RegisterConv2D() {
   static const OpRegistration registration = {&Prepare, &Eval};
+  return &registration;
+}
+
+const OpRegistration* RegisterConv2DReference() {
+  static const OpRegistration registration = {&PrepareReference, &EvalReference};
   return &registration;
 }
 

@@ -2,9 +2,12 @@
 // Cout = Cin * multiplier (output channel c*multiplier+m reads input channel
 // c), optional bias [Cout]; SAME/VALID padding, dilation, fused activation.
 // Like TFLite (version 2 and later), the multiplier comes from the shapes; the
-// depth_multiplier option is redundant and not read.
+// depth_multiplier option is redundant and not read. int8 (filter per-channel
+// along dim 3) and uint8 (per-tensor) with int32 bias use TFLite's integer
+// arithmetic (reference_integer_ops::DepthwiseConvPerChannel).
 #include <cstring>
 
+#include "runtime/kernels/gemm.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/kernels.h"
 
@@ -16,6 +19,8 @@ struct DepthwiseData : OpData {
   int pad_top = 0, pad_left = 0;
   int multiplier = 1;
   ActivationRange activation{};
+  bool quantized = false;
+  QuantizedConvParams quant;
 };
 
 Status Prepare(Node& node) {
@@ -26,10 +31,13 @@ Status Prepare(Node& node) {
   Tensor* filter = node.inputs[1];
   Tensor* bias = node.inputs.size() > 2 ? node.inputs[2] : nullptr;
   Tensor* output = node.outputs[0];
-  DFARM_RETURN_IF_ERROR(CheckFloat32(input, "input"));
-  DFARM_RETURN_IF_ERROR(CheckFloat32(filter, "filter"));
-  if (bias != nullptr) DFARM_RETURN_IF_ERROR(CheckFloat32(bias, "bias"));
-  DFARM_RETURN_IF_ERROR(CheckFloat32(output, "output"));
+  const bool quantized = input != nullptr && IsQuantized8(*input);
+  if (!quantized) {
+    DFARM_RETURN_IF_ERROR(CheckFloat32(input, "input"));
+    DFARM_RETURN_IF_ERROR(CheckFloat32(filter, "filter"));
+    if (bias != nullptr) DFARM_RETURN_IF_ERROR(CheckFloat32(bias, "bias"));
+    DFARM_RETURN_IF_ERROR(CheckFloat32(output, "output"));
+  }
   if (input->rank() != 4 || filter->rank() != 4 || filter->shape[0] != 1) {
     return Status::Error("input must be 4-D and filter [1,KH,KW,C], got " +
                          ShapeToString(input->shape) + " and " + ShapeToString(filter->shape));
@@ -62,12 +70,66 @@ Status Prepare(Node& node) {
   DFARM_RETURN_IF_ERROR(CheckOutputShape(*output, computed));
   data->pad_top = h.pad_before;
   data->pad_left = w.pad_before;
+  if (quantized) {
+    data->quantized = true;
+    DFARM_RETURN_IF_ERROR(PrepareQuantizedConv(*input, *filter, bias, *output, out_c, 3,
+                                               options->fused_activation_function(), &data->quant));
+  }
   node.data = std::move(data);
   return Status::Ok();
 }
 
-Status Eval(Node& node) {
+template <typename T>
+Status EvalQuantized(Node& node) {
   const DepthwiseData& d = *node.data_as<DepthwiseData>();
+  const QuantizedConvParams& q = d.quant;
+  const Tensor& input = *node.inputs[0];
+  const Tensor& filter_t = *node.inputs[1];
+  Tensor& output = *node.outputs[0];
+  const int batches = input.shape[0], in_h = input.shape[1], in_w = input.shape[2];
+  const int in_c = input.shape[3];
+  const int k_h = filter_t.shape[1], k_w = filter_t.shape[2];
+  const int out_h = output.shape[1], out_w = output.shape[2], out_c = output.shape[3];
+  const T* in = input.data_as<T>();
+  const T* filter = filter_t.data_as<T>();
+  T* out = output.data_as<T>();
+  for (int n = 0; n < batches; ++n) {
+    for (int oy = 0; oy < out_h; ++oy) {
+      for (int ox = 0; ox < out_w; ++ox) {
+        const int iy0 = oy * d.stride_h - d.pad_top, ix0 = ox * d.stride_w - d.pad_left;
+        for (int ic = 0; ic < in_c; ++ic) {
+          for (int m = 0; m < d.multiplier; ++m) {
+            const int oc = ic * d.multiplier + m;
+            int32_t acc = 0;
+            for (int ky = 0; ky < k_h; ++ky) {
+              const int iy = iy0 + ky * d.dilation_h;
+              if (iy < 0 || iy >= in_h) continue;
+              for (int kx = 0; kx < k_w; ++kx) {
+                const int ix = ix0 + kx * d.dilation_w;
+                if (ix < 0 || ix >= in_w) continue;
+                const int32_t x =
+                    in[((static_cast<size_t>(n) * in_h + iy) * in_w + ix) * in_c + ic];
+                const int32_t w = filter[(static_cast<size_t>(ky) * k_w + kx) * out_c + oc];
+                acc += (w + q.filter_offsets[oc]) * (x + q.input_offset);
+              }
+            }
+            acc += q.bias[oc];
+            out[((static_cast<size_t>(n) * out_h + oy) * out_w + ox) * out_c + oc] =
+                static_cast<T>(q.Requantize(acc, oc));
+          }
+        }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// The float loops, channel-innermost so they vectorize; built for AVX2 too
+// where GCC can pick the variant at load time (ifunc).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+void EvalFloat(const DepthwiseData& d, Node& node) {
   const Tensor& input = *node.inputs[0];
   const Tensor& filter_t = *node.inputs[1];
   const Tensor* bias_t = node.inputs.size() > 2 ? node.inputs[2] : nullptr;
@@ -117,6 +179,15 @@ Status Eval(Node& node) {
       }
     }
   }
+}
+
+Status Eval(Node& node) {
+  const DepthwiseData& d = *node.data_as<DepthwiseData>();
+  if (d.quantized) {
+    return node.inputs[0]->dtype == DType::kInt8 ? EvalQuantized<int8_t>(node)
+                                                 : EvalQuantized<uint8_t>(node);
+  }
+  EvalFloat(d, node);
   return Status::Ok();
 }
 

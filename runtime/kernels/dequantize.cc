@@ -1,5 +1,6 @@
-// DEQUANTIZE to float32: from float16, and from int8/uint8 with per-tensor
-// affine quantization (real = scale * (q - zero_point)).
+// DEQUANTIZE to float32: from float16, and from int8/uint8 with affine
+// quantization (real = scale * (q - zero_point)), per tensor or per channel
+// (slice c of quantized_dimension uses scales[c] and zero_points[c]).
 #include <cstdint>
 
 #include "runtime/fp16.h"
@@ -19,10 +20,16 @@ Status Prepare(Node& node) {
       return Status::Ok();
     case DType::kInt8:
     case DType::kUint8:
-      if (input->per_channel_quantized) {
-        return Status::Unsupported("per-channel quantized input is not supported");
-      }
       if (!input->quantized) return Status::Error("input has no quantization parameters");
+      if (input->per_channel_quantized) {
+        const int dim = input->quantized_dimension;
+        if (dim < 0 || dim >= input->rank() || input->scales.size() != input->zero_points.size() ||
+            static_cast<int64_t>(input->scales.size()) != input->shape[dim]) {
+          return Status::Error("per-channel quantization of input " + ShapeToString(input->shape) +
+                               " along dimension " + std::to_string(dim) + " does not match its " +
+                               std::to_string(input->scales.size()) + " scales");
+        }
+      }
       return Status::Ok();
     default:
       return Status::Unsupported(std::string("input dtype ") + DTypeName(input->dtype) +
@@ -34,6 +41,17 @@ template <typename T>
 void Affine(const Tensor& input, float* out) {
   const T* in = input.data_as<T>();
   const int64_t n = input.num_elements();
+  if (input.per_channel_quantized) {
+    int64_t inner = 1;
+    for (int d = input.quantized_dimension + 1; d < input.rank(); ++d) inner *= input.shape[d];
+    const int64_t channels = input.shape[input.quantized_dimension];
+    for (int64_t i = 0; i < n; ++i) {
+      const size_t c = static_cast<size_t>((i / inner) % channels);
+      out[i] = input.scales[c] * static_cast<float>(static_cast<int32_t>(in[i]) -
+                                                    static_cast<int32_t>(input.zero_points[c]));
+    }
+    return;
+  }
   const float scale = input.scale;
   const int32_t zero_point = static_cast<int32_t>(input.zero_point);
   for (int64_t i = 0; i < n; ++i) {

@@ -1,7 +1,14 @@
 // FULLY_CONNECTED, float32: input [..., K] (read as [B, K], B = elements / K),
 // weights [N, K] (default format only), optional bias [N], fused activation.
 // The output is [B, N], or with keep_num_dims the input's shape with its last
-// dim replaced by N.
+// dim replaced by N. int8 (weights per-tensor or per-channel along dim 0)
+// and uint8 (per-tensor) with int32 bias use TFLite's integer arithmetic.
+// The output is one GEMM, input [B, K] x weights^T (weights [N, K] already is
+// the transposed right operand); RegisterFullyConnectedReference() keeps the
+// plain loops.
+#include <cstring>
+
+#include "runtime/kernels/gemm.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/kernels.h"
 
@@ -12,6 +19,9 @@ struct FullyConnectedData : OpData {
   int64_t batches = 0;
   int units = 0, depth = 0;
   ActivationRange activation{};
+  Gemm gemm;
+  bool quantized = false;  // int8 / uint8: TFLite's integer arithmetic
+  QuantizedConvParams quant;
 };
 
 Status Prepare(Node& node) {
@@ -21,10 +31,13 @@ Status Prepare(Node& node) {
   const Tensor* weights = node.inputs[1];
   const Tensor* bias = node.inputs.size() > 2 ? node.inputs[2] : nullptr;
   Tensor* output = node.outputs[0];
-  DFARM_RETURN_IF_ERROR(CheckFloat32(input, "input"));
-  DFARM_RETURN_IF_ERROR(CheckFloat32(weights, "weights"));
-  if (bias != nullptr) DFARM_RETURN_IF_ERROR(CheckFloat32(bias, "bias"));
-  DFARM_RETURN_IF_ERROR(CheckFloat32(output, "output"));
+  const bool quantized = input != nullptr && IsQuantized8(*input);
+  if (!quantized) {
+    DFARM_RETURN_IF_ERROR(CheckFloat32(input, "input"));
+    DFARM_RETURN_IF_ERROR(CheckFloat32(weights, "weights"));
+    if (bias != nullptr) DFARM_RETURN_IF_ERROR(CheckFloat32(bias, "bias"));
+    DFARM_RETURN_IF_ERROR(CheckFloat32(output, "output"));
+  }
   if (options != nullptr && options->weights_format() != 0) {
     return Status::Unsupported("weights format " + std::to_string(options->weights_format()) +
                                " is not supported (only the default one)");
@@ -62,11 +75,73 @@ Status Prepare(Node& node) {
                                                ? options->fused_activation_function()
                                                : tflite::ActivationFunctionType::NONE,
                                            &data->activation));
+  if (quantized) {
+    data->quantized = true;
+    DFARM_RETURN_IF_ERROR(PrepareQuantizedConv(*input, *weights, bias, *output, data->units, 0,
+                                               options != nullptr
+                                                   ? options->fused_activation_function()
+                                                   : tflite::ActivationFunctionType::NONE,
+                                               &data->quant));
+    node.data = std::move(data);
+    return Status::Ok();
+  }
+  data->gemm.Plan(data->batches, data->units, data->depth);
   node.data = std::move(data);
   return Status::Ok();
 }
 
+// TFLite's reference_integer_ops::FullyConnected (per-tensor) and
+// FullyConnectedPerChannel; uint8 as reference_ops::FullyConnected.
+template <typename T>
+Status EvalQuantized(Node& node) {
+  const FullyConnectedData& d = *node.data_as<FullyConnectedData>();
+  const QuantizedConvParams& q = d.quant;
+  const T* in = node.inputs[0]->data_as<T>();
+  const T* w = node.inputs[1]->data_as<T>();
+  T* out = node.outputs[0]->data_as<T>();
+  for (int64_t b = 0; b < d.batches; ++b) {
+    const T* x = in + b * d.depth;
+    for (int u = 0; u < d.units; ++u) {
+      const T* row = w + static_cast<size_t>(u) * d.depth;
+      const int32_t filter_offset = q.filter_offsets[u];
+      int32_t acc = 0;
+      for (int k = 0; k < d.depth; ++k) {
+        acc += (static_cast<int32_t>(row[k]) + filter_offset) *
+               (static_cast<int32_t>(x[k]) + q.input_offset);
+      }
+      acc += q.bias[u];
+      out[b * d.units + u] = static_cast<T>(q.Requantize(acc, u));
+    }
+  }
+  return Status::Ok();
+}
+
 Status Eval(Node& node) {
+  FullyConnectedData& d = *node.data_as<FullyConnectedData>();
+  if (d.quantized) {
+    return node.inputs[0]->dtype == DType::kInt8 ? EvalQuantized<int8_t>(node)
+                                                 : EvalQuantized<uint8_t>(node);
+  }
+  const float* in = node.inputs[0]->data_as<float>();
+  const float* w = node.inputs[1]->data_as<float>();
+  const Tensor* bias_t = node.inputs.size() > 2 ? node.inputs[2] : nullptr;
+  float* out = node.outputs[0]->data_as<float>();
+  const int64_t total = d.batches * d.units;
+  if (bias_t != nullptr) {
+    for (int64_t b = 0; b < d.batches; ++b) {
+      std::memcpy(out + b * d.units, bias_t->data, d.units * sizeof(float));
+    }
+  } else {
+    std::fill(out, out + total, 0.0f);
+  }
+  d.gemm.Run(d.batches, d.units, d.depth, {in, d.depth, false}, {w, d.depth, true}, out, d.units);
+  const ActivationRange act = d.activation;
+  for (int64_t i = 0; i < total; ++i) out[i] = Clamp(out[i], act);
+  return Status::Ok();
+}
+
+Status EvalReference(Node& node) {
+  if (node.data_as<FullyConnectedData>()->quantized) return Eval(node);
   const FullyConnectedData& d = *node.data_as<FullyConnectedData>();
   const float* in = node.inputs[0]->data_as<float>();
   const float* w = node.inputs[1]->data_as<float>();
@@ -90,6 +165,11 @@ Status Eval(Node& node) {
 
 const OpRegistration* RegisterFullyConnected() {
   static const OpRegistration registration = {&Prepare, &Eval};
+  return &registration;
+}
+
+const OpRegistration* RegisterFullyConnectedReference() {
+  static const OpRegistration registration = {&Prepare, &EvalReference};
   return &registration;
 }
 

@@ -1,4 +1,5 @@
-// PAD: pads any dtype with zeros (the zero point for quantized tensors).
+// PAD: pads any dtype with zeros (for int8/uint8, the output's zero point, as
+// TFLite does; input and output must then share scale and zero point).
 // PADV2: pads with its input 2, a one-element tensor of the input's dtype
 // (zeros when omitted). The paddings input ([rank,2] int32 or int64) must be
 // constant, and so must PADV2's value.
@@ -7,6 +8,7 @@
 
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/kernels.h"
+#include "runtime/kernels/quant_util.h"
 
 namespace dfarm::runtime {
 namespace {
@@ -35,6 +37,7 @@ Status Prepare(Node& node) {
                          " differs from input dtype " + DTypeName(input->dtype));
   }
   const Tensor* value = v2 && node.inputs.size() > 2 ? node.inputs[2] : nullptr;
+  bool pad_with_zero_point = false;
   if (value != nullptr) {
     DFARM_RETURN_IF_ERROR(CheckSameDType(input, "input", value, "constant value"));
     if (value->num_elements() != 1) {
@@ -44,8 +47,18 @@ Status Prepare(Node& node) {
     if (!value->has_static_value()) {
       return Status::Unsupported("a constant value computed at run time is not supported");
     }
-  } else if (input->quantized && input->zero_point != 0) {
-    return Status::Unsupported("padding with a non-zero zero point is not supported");
+  } else if (output->quantized && output->zero_point != 0) {
+    if (output->dtype != DType::kInt8 && output->dtype != DType::kUint8) {
+      return Status::Unsupported(std::string("padding ") + DTypeName(output->dtype) +
+                                 " with a non-zero zero point is not supported");
+    }
+    DFARM_RETURN_IF_ERROR(CheckQuantizedPerTensor(*output, "output"));
+    pad_with_zero_point = true;
+  }
+  if (input->quantized && output->quantized &&
+      (input->scale != output->scale || input->zero_point != output->zero_point)) {
+    return Status::Unsupported(
+        "input and output with different scales or zero points are not supported");
   }
   const int rank = input->rank();
   if (rank > kMaxRank) {
@@ -66,6 +79,11 @@ Status Prepare(Node& node) {
   auto data = std::make_unique<PadData>();
   if (value != nullptr) {
     std::memcpy(data->fill.data(), value->data, DTypeSize(value->dtype));
+    data->zero_fill = false;
+  } else if (pad_with_zero_point) {
+    // int8 or uint8: the zero point's byte.
+    const auto byte = static_cast<uint8_t>(output->zero_point);
+    std::memcpy(data->fill.data(), &byte, 1);
     data->zero_fill = false;
   }
   data->in_dims.fill(1);

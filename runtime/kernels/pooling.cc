@@ -1,10 +1,14 @@
-// MAX_POOL_2D and AVERAGE_POOL_2D, float32, NHWC. Cells of the window that
-// fall in the padding are left out (of the max, and of the average's count),
-// as in TFLite.
+// MAX_POOL_2D and AVERAGE_POOL_2D, NHWC, float32, int8 and uint8. Cells of
+// the window that fall in the padding are left out (of the max, and of the
+// average's count), as in TFLite. Quantized: input and output share scale and
+// zero point (as TFLite requires); the average is the integer sum divided by
+// the count, rounded half away from zero; then the fused activation's clamp.
+#include <algorithm>
 #include <limits>
 
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/kernels.h"
+#include "runtime/kernels/quant_util.h"
 
 namespace dfarm::runtime {
 namespace {
@@ -13,6 +17,7 @@ struct PoolData : OpData {
   int stride_h = 1, stride_w = 1, filter_h = 1, filter_w = 1;
   int pad_top = 0, pad_left = 0;
   ActivationRange activation{};
+  int32_t act_min = 0, act_max = 0;  // quantized
 };
 
 Status Prepare(Node& node) {
@@ -21,8 +26,20 @@ Status Prepare(Node& node) {
   if (options == nullptr) return Status::Error("Pool2DOptions are missing");
   Tensor* input = node.inputs[0];
   Tensor* output = node.outputs[0];
-  DFARM_RETURN_IF_ERROR(CheckFloat32(input, "input"));
-  DFARM_RETURN_IF_ERROR(CheckFloat32(output, "output"));
+  const bool quantized = input->dtype == DType::kInt8 || input->dtype == DType::kUint8;
+  if (quantized) {
+    DFARM_RETURN_IF_ERROR(CheckSameDType(input, "input", output, "output"));
+    DFARM_RETURN_IF_ERROR(CheckQuantizedPerTensor(*input, "input"));
+    DFARM_RETURN_IF_ERROR(CheckQuantizedPerTensor(*output, "output"));
+    if (input->scale != output->scale || input->zero_point != output->zero_point) {
+      return Status::Unsupported(
+          "input and output with different scales or zero points are "
+          "not supported");
+    }
+  } else {
+    DFARM_RETURN_IF_ERROR(CheckFloat32(input, "input"));
+    DFARM_RETURN_IF_ERROR(CheckFloat32(output, "output"));
+  }
   if (input->rank() != 4) {
     return Status::Error("input must be 4-D, got " + ShapeToString(input->shape));
   }
@@ -37,8 +54,13 @@ Status Prepare(Node& node) {
     return Status::Error("filter size must be positive, got " + std::to_string(data->filter_h) +
                          "x" + std::to_string(data->filter_w));
   }
-  DFARM_RETURN_IF_ERROR(
-      GetActivationRange(options->fused_activation_function(), &data->activation));
+  if (quantized) {
+    DFARM_RETURN_IF_ERROR(CalculateActivationRangeQuantized(
+        options->fused_activation_function(), *output, &data->act_min, &data->act_max));
+  } else {
+    DFARM_RETURN_IF_ERROR(
+        GetActivationRange(options->fused_activation_function(), &data->activation));
+  }
   WindowDim h =
       ComputeWindowDim(options->padding(), input->shape[1], data->filter_h, data->stride_h, 1);
   WindowDim w =
@@ -51,11 +73,57 @@ Status Prepare(Node& node) {
   return Status::Ok();
 }
 
+template <bool kMax, typename T>
+void EvalQuantized(const PoolData& d, const Tensor& input, Tensor& output) {
+  const int batches = input.shape[0], in_h = input.shape[1], in_w = input.shape[2];
+  const int channels = input.shape[3];
+  const int out_h = output.shape[1], out_w = output.shape[2];
+  const T* in = input.data_as<T>();
+  T* out = output.data_as<T>();
+  for (int n = 0; n < batches; ++n) {
+    for (int oy = 0; oy < out_h; ++oy) {
+      const int iy0 = oy * d.stride_h - d.pad_top;
+      const int ky0 = std::max(0, -iy0), ky1 = std::min(d.filter_h, in_h - iy0);
+      for (int ox = 0; ox < out_w; ++ox) {
+        const int ix0 = ox * d.stride_w - d.pad_left;
+        const int kx0 = std::max(0, -ix0), kx1 = std::min(d.filter_w, in_w - ix0);
+        T* px_out = out + ((static_cast<size_t>(n) * out_h + oy) * out_w + ox) * channels;
+        for (int c = 0; c < channels; ++c) {
+          int32_t acc = kMax ? std::numeric_limits<T>::min() : 0;
+          int32_t count = 0;
+          for (int ky = ky0; ky < ky1; ++ky) {
+            for (int kx = kx0; kx < kx1; ++kx) {
+              const int32_t v =
+                  in[((static_cast<size_t>(n) * in_h + iy0 + ky) * in_w + ix0 + kx) * channels + c];
+              acc = kMax ? std::max(acc, v) : acc + v;
+              ++count;
+            }
+          }
+          if constexpr (!kMax) {
+            if (count > 0) {
+              acc = acc > 0 ? (acc + count / 2) / count : (acc - count / 2) / count;
+            }
+          }
+          px_out[c] = static_cast<T>(std::clamp(acc, d.act_min, d.act_max));
+        }
+      }
+    }
+  }
+}
+
 template <bool kMax>
 Status Eval(Node& node) {
   const PoolData& d = *node.data_as<PoolData>();
   const Tensor& input = *node.inputs[0];
   Tensor& output = *node.outputs[0];
+  if (input.dtype == DType::kInt8) {
+    EvalQuantized<kMax, int8_t>(d, input, output);
+    return Status::Ok();
+  }
+  if (input.dtype == DType::kUint8) {
+    EvalQuantized<kMax, uint8_t>(d, input, output);
+    return Status::Ok();
+  }
   const int batches = input.shape[0], in_h = input.shape[1], in_w = input.shape[2];
   const int channels = input.shape[3];
   const int out_h = output.shape[1], out_w = output.shape[2];

@@ -1,12 +1,21 @@
-// MEAN, SUM and REDUCE_MAX, float32, over the axes of input 1 (int32/int64,
-// holding its values before Invoke(); negative axes count from the end,
-// repeats are ignored), with ReducerOptions.keep_dims. As in TFLite, the sums
-// are accumulated in float32 and MEAN divides by the reduced element count.
+// MEAN, SUM and REDUCE_MAX over the axes of input 1 (int32/int64, holding its
+// values before Invoke(); negative axes count from the end, repeats are
+// ignored), with ReducerOptions.keep_dims. float32: as in TFLite, the sums are
+// accumulated in float32 and MEAN divides by the reduced element count.
+// int8/uint8: as TFLite's QuantizedMeanOrSum, an int32 sum of the quantized
+// values, minus zero_point * count, times the multiplier input_scale /
+// output_scale (MEAN: folded with 1 / count into the fixed-point multiplier);
+// REDUCE_MAX takes the max of the quantized values (input and output must
+// then share scale and zero point).
+#include <algorithm>
 #include <array>
+#include <bit>
 #include <limits>
+#include <vector>
 
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/kernels.h"
+#include "runtime/kernels/quant_util.h"
 
 namespace dfarm::runtime {
 namespace {
@@ -19,14 +28,58 @@ struct ReduceData : OpData {
   std::array<int64_t, kMaxRank> in_dims{};
   std::array<int64_t, kMaxRank> out_strides{};
   int64_t reduced_count = 1;
+  // Quantized: the requantizing multiplier and the int32 accumulators.
+  int32_t multiplier = 0;
+  int shift = 0;
+  std::vector<int32_t> accumulators;
 };
+
+// TFLite's multiplier for a quantized MEAN or SUM (reduce.h, QuantizedMeanOrSum).
+Status PrepareQuantized(const Node& node, ReduceData* d) {
+  const Tensor& input = *node.inputs[0];
+  const Tensor& output = *node.outputs[0];
+  DFARM_RETURN_IF_ERROR(CheckSameDType(&input, "input", &output, "output"));
+  DFARM_RETURN_IF_ERROR(CheckQuantizedPerTensor(input, "input"));
+  DFARM_RETURN_IF_ERROR(CheckQuantizedPerTensor(output, "output"));
+  if (node.code == tflite::BuiltinOperator::REDUCE_MAX) {
+    if (input.scale != output.scale || input.zero_point != output.zero_point) {
+      return Status::Unsupported(
+          "input and output with different scales or zero points are not supported");
+    }
+    return Status::Ok();
+  }
+  const double real_multiplier = static_cast<double>(input.scale) / output.scale;
+  QuantizeMultiplier(real_multiplier, &d->multiplier, &d->shift);
+  if (d->shift > 30) {
+    return Status::Unsupported("input scale / output scale " + std::to_string(real_multiplier) +
+                               " is too large");
+  }
+  if (d->reduced_count > (int64_t{1} << 23)) {
+    return Status::Unsupported("reducing " + std::to_string(d->reduced_count) +
+                               " elements into one is not supported (int32 sum)");
+  }
+  if (node.code == tflite::BuiltinOperator::MEAN && d->reduced_count > 0) {
+    const uint64_t count = static_cast<uint64_t>(d->reduced_count);
+    int shift = 63 - std::countl_zero(count);
+    shift = std::min(shift, 32);
+    shift = std::min(shift, 31 + d->shift);
+    d->multiplier =
+        static_cast<int32_t>((static_cast<int64_t>(d->multiplier) << shift) / d->reduced_count);
+    d->shift -= shift;
+  }
+  d->accumulators.resize(static_cast<size_t>(output.num_elements()));
+  return Status::Ok();
+}
 
 Status Prepare(Node& node) {
   DFARM_RETURN_IF_ERROR(CheckArity(node, 2, 2, 1));
   const Tensor* input = node.inputs[0];
   Tensor* output = node.outputs[0];
-  DFARM_RETURN_IF_ERROR(CheckFloat32(input, "input"));
-  DFARM_RETURN_IF_ERROR(CheckFloat32(output, "output"));
+  const bool quantized = input->dtype == DType::kInt8 || input->dtype == DType::kUint8;
+  if (!quantized) {
+    DFARM_RETURN_IF_ERROR(CheckFloat32(input, "input"));
+    DFARM_RETURN_IF_ERROR(CheckFloat32(output, "output"));
+  }
   const int rank = input->rank();
   if (rank > kMaxRank) {
     return Status::Unsupported("inputs of rank " + std::to_string(rank) +
@@ -66,36 +119,31 @@ Status Prepare(Node& node) {
     data->out_strides[d] = i >= 0 && reduced[i] ? 0 : stride;
     stride *= out_dims[d];
   }
+  if (quantized) DFARM_RETURN_IF_ERROR(PrepareQuantized(node, data.get()));
   node.data = std::move(data);
   return Status::Ok();
 }
 
 enum class Kind { kSum, kMean, kMax };
 
-template <Kind kKind>
-Status Eval(Node& node) {
-  const ReduceData& d = *node.data_as<ReduceData>();
-  const float* in = node.inputs[0]->data_as<float>();
-  float* out = node.outputs[0]->data_as<float>();
-  const int64_t out_n = node.outputs[0]->num_elements();
-  const float init = kKind == Kind::kMax ? std::numeric_limits<float>::lowest() : 0.0f;
-  for (int64_t i = 0; i < out_n; ++i) out[i] = init;
-
+// acc[output index] = reduce(acc, in[i]) over the input; acc holds the init.
+template <bool kMax, typename In, typename Acc>
+void Accumulate(const ReduceData& d, const In* in, int64_t in_n, Acc* out) {
   // Odometer over the outer dims; the last dim is a tight loop.
   constexpr int kLast = kMaxRank - 1;
   const int64_t inner = d.in_dims[kLast];
   const int64_t inner_stride = d.out_strides[kLast];
-  const int64_t in_n = node.inputs[0]->num_elements();
   std::array<int64_t, kMaxRank> index{};
   int64_t out_offset = 0;
   for (int64_t o = 0; o < in_n; o += inner) {
-    const float* px = in + o;
-    float* acc = out + out_offset;
+    const In* px = in + o;
+    Acc* acc = out + out_offset;
     for (int64_t i = 0; i < inner; ++i) {
-      if constexpr (kKind == Kind::kMax) {
-        acc[i * inner_stride] = px[i] > acc[i * inner_stride] ? px[i] : acc[i * inner_stride];
+      const Acc v = static_cast<Acc>(px[i]);
+      if constexpr (kMax) {
+        acc[i * inner_stride] = v > acc[i * inner_stride] ? v : acc[i * inner_stride];
       } else {
-        acc[i * inner_stride] += px[i];
+        acc[i * inner_stride] += v;
       }
     }
     for (int dim = kLast - 1; dim >= 0; --dim) {
@@ -105,6 +153,53 @@ Status Eval(Node& node) {
       index[dim] = 0;
     }
   }
+}
+
+template <Kind kKind, typename T>
+void EvalQuantized(ReduceData& d, const Tensor& input, Tensor& output) {
+  const int64_t out_n = output.num_elements();
+  T* out = output.data_as<T>();
+  if (input.num_elements() == 0 && out_n > 0) {
+    for (int64_t i = 0; i < out_n; ++i) out[i] = T();
+    return;
+  }
+  if constexpr (kKind == Kind::kMax) {
+    for (int64_t i = 0; i < out_n; ++i) out[i] = std::numeric_limits<T>::lowest();
+    Accumulate<true>(d, input.data_as<T>(), input.num_elements(), out);
+  } else {
+    int32_t* acc = d.accumulators.data();
+    for (int64_t i = 0; i < out_n; ++i) acc[i] = 0;
+    Accumulate<false>(d, input.data_as<T>(), input.num_elements(), acc);
+    const int32_t in_zp = ZeroPoint(input);
+    const int32_t out_zp = ZeroPoint(output);
+    const int32_t count = static_cast<int32_t>(d.reduced_count);
+    for (int64_t i = 0; i < out_n; ++i) {
+      const int32_t shifted_sum = acc[i] - in_zp * count;
+      const int32_t q = MultiplyByQuantizedMultiplier(shifted_sum, d.multiplier, d.shift) + out_zp;
+      out[i] = static_cast<T>(
+          std::clamp<int32_t>(q, std::numeric_limits<T>::min(), std::numeric_limits<T>::max()));
+    }
+  }
+}
+
+template <Kind kKind>
+Status Eval(Node& node) {
+  ReduceData& d = *node.data_as<ReduceData>();
+  const Tensor& input = *node.inputs[0];
+  Tensor& output = *node.outputs[0];
+  if (input.dtype == DType::kInt8) {
+    EvalQuantized<kKind, int8_t>(d, input, output);
+    return Status::Ok();
+  }
+  if (input.dtype == DType::kUint8) {
+    EvalQuantized<kKind, uint8_t>(d, input, output);
+    return Status::Ok();
+  }
+  float* out = output.data_as<float>();
+  const int64_t out_n = output.num_elements();
+  const float init = kKind == Kind::kMax ? std::numeric_limits<float>::lowest() : 0.0f;
+  for (int64_t i = 0; i < out_n; ++i) out[i] = init;
+  Accumulate<kKind == Kind::kMax>(d, input.data_as<float>(), input.num_elements(), out);
   if constexpr (kKind == Kind::kMean) {
     const float count = static_cast<float>(d.reduced_count);
     for (int64_t i = 0; i < out_n; ++i) out[i] /= count;

@@ -9,12 +9,16 @@
 //             i = min(align_corners ? round(x) : floor(x), in - 1), and
 //             max(i, 0) with half_pixel_centers
 // The per-row and per-column indices and weights are computed in Prepare().
+// int8 and uint8 (input and output sharing scale and zero point): nearest
+// copies the values; bilinear follows TFLite's ResizeBilinearInteger, with
+// positions in 10-bit fixed point and the result rounded half away from zero.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/kernels.h"
+#include "runtime/kernels/quant_util.h"
 
 namespace dfarm::runtime {
 namespace {
@@ -24,9 +28,30 @@ struct Taps {
   std::vector<float> frac;        // weight of `upper` (x - x0; may leave [0, 1] at borders)
 };
 
+// Quantized bilinear: 10-bit fixed-point source positions and their taps.
+struct IntTaps {
+  std::vector<int32_t> lower, upper, scaled;
+};
+
 struct ResizeData : OpData {
   Taps rows, cols;
+  IntTaps int_rows, int_cols;
 };
+
+// TFLite's ResizeBilinearInteger scale and ComputeInterpolationValuesInteger.
+IntTaps BilinearIntTaps(int in, int out, bool align_corners, bool half_pixel_centers) {
+  IntTaps t;
+  int32_t scale_10 = ((1 << 10) * in + out / 2) / out;
+  if (align_corners && out > 1) scale_10 = ((1 << 10) * (in - 1) + (out - 1) / 2) / (out - 1);
+  for (int o = 0; o < out; ++o) {
+    const int32_t scaled =
+        half_pixel_centers ? o * scale_10 + scale_10 / 2 - (1 << 9) : o * scale_10;
+    t.scaled.push_back(scaled);
+    t.lower.push_back(std::max(scaled / (1 << 10), 0));
+    t.upper.push_back(std::min((scaled + (1 << 10) - 1) / (1 << 10), in - 1));
+  }
+  return t;
+}
 
 float Scale(int in, int out, bool align_corners) {
   return align_corners && out > 1 ? static_cast<float>(in - 1) / static_cast<float>(out - 1)
@@ -68,8 +93,19 @@ Status Prepare(Node& node) {
   DFARM_RETURN_IF_ERROR(CheckArity(node, 2, 2, 1));
   const Tensor* input = node.inputs[0];
   Tensor* output = node.outputs[0];
-  DFARM_RETURN_IF_ERROR(CheckFloat32(input, "input"));
-  DFARM_RETURN_IF_ERROR(CheckFloat32(output, "output"));
+  const bool quantized = input->dtype == DType::kInt8 || input->dtype == DType::kUint8;
+  if (quantized) {
+    DFARM_RETURN_IF_ERROR(CheckSameDType(input, "input", output, "output"));
+    DFARM_RETURN_IF_ERROR(CheckQuantizedPerTensor(*input, "input"));
+    DFARM_RETURN_IF_ERROR(CheckQuantizedPerTensor(*output, "output"));
+    if (input->scale != output->scale || input->zero_point != output->zero_point) {
+      return Status::Unsupported(
+          "input and output with different scales or zero points are not supported");
+    }
+  } else {
+    DFARM_RETURN_IF_ERROR(CheckFloat32(input, "input"));
+    DFARM_RETURN_IF_ERROR(CheckFloat32(output, "output"));
+  }
   bool align_corners = false, half_pixel_centers = false;
   if (kBilinear) {
     const auto* options = node.options<tflite::ResizeBilinearOptions>();
@@ -107,8 +143,59 @@ Status Prepare(Node& node) {
   auto taps = kBilinear ? &BilinearTaps : &NearestTaps;
   data->rows = taps(input->shape[1], computed[1], align_corners, half_pixel_centers);
   data->cols = taps(input->shape[2], computed[2], align_corners, half_pixel_centers);
+  if (quantized && kBilinear) {
+    if (input->shape[1] >= (1 << 20) || input->shape[2] >= (1 << 20) ||
+        int64_t{computed[1]} * input->shape[1] >= (int64_t{1} << 20) ||
+        int64_t{computed[2]} * input->shape[2] >= (int64_t{1} << 20)) {
+      return Status::Unsupported("quantized bilinear resize of " + ShapeToString(input->shape) +
+                                 " is too large for 10-bit fixed point positions");
+    }
+    data->int_rows =
+        BilinearIntTaps(input->shape[1], computed[1], align_corners, half_pixel_centers);
+    data->int_cols =
+        BilinearIntTaps(input->shape[2], computed[2], align_corners, half_pixel_centers);
+  }
   node.data = std::move(data);
   return Status::Ok();
+}
+
+template <bool kBilinear, typename T>
+void EvalQuantized(const ResizeData& d, const Tensor& input, Tensor& output) {
+  const int batches = input.shape[0], in_h = input.shape[1], in_w = input.shape[2];
+  const int channels = input.shape[3];
+  const int out_h = output.shape[1], out_w = output.shape[2];
+  const T* in = input.data_as<T>();
+  T* __restrict out = output.data_as<T>();
+  for (int n = 0; n < batches; ++n) {
+    const T* image = in + static_cast<size_t>(n) * in_h * in_w * channels;
+    for (int oy = 0; oy < out_h; ++oy) {
+      const Taps& r = d.rows;
+      for (int ox = 0; ox < out_w; ++ox) {
+        if constexpr (kBilinear) {
+          const int32_t y0 = d.int_rows.lower[oy], y1 = d.int_rows.upper[oy];
+          const int32_t x0 = d.int_cols.lower[ox], x1 = d.int_cols.upper[ox];
+          const int64_t dy = d.int_rows.scaled[oy] - (1 << 10) * y0;
+          const int64_t dx = d.int_cols.scaled[ox] - (1 << 10) * x0;
+          const T* p00 = image + (static_cast<size_t>(y0) * in_w + x0) * channels;
+          const T* p01 = image + (static_cast<size_t>(y0) * in_w + x1) * channels;
+          const T* p10 = image + (static_cast<size_t>(y1) * in_w + x0) * channels;
+          const T* p11 = image + (static_cast<size_t>(y1) * in_w + x1) * channels;
+          for (int c = 0; c < channels; ++c) {
+            const int64_t output_20 = p00[c] * ((1 << 10) - dy) * ((1 << 10) - dx) +
+                                      p10[c] * dy * ((1 << 10) - dx) +
+                                      p01[c] * ((1 << 10) - dy) * dx + p11[c] * dy * dx;
+            const int64_t round = output_20 > 0 ? (1 << 19) : -(1 << 19);
+            out[c] = static_cast<T>((output_20 + round) / (1 << 20));
+          }
+        } else {
+          const T* p =
+              image + (static_cast<size_t>(r.lower[oy]) * in_w + d.cols.lower[ox]) * channels;
+          for (int c = 0; c < channels; ++c) out[c] = p[c];
+        }
+        out += channels;
+      }
+    }
+  }
 }
 
 template <bool kBilinear>
@@ -116,6 +203,14 @@ Status Eval(Node& node) {
   const ResizeData& d = *node.data_as<ResizeData>();
   const Tensor& input = *node.inputs[0];
   Tensor& output = *node.outputs[0];
+  if (input.dtype == DType::kInt8) {
+    EvalQuantized<kBilinear, int8_t>(d, input, output);
+    return Status::Ok();
+  }
+  if (input.dtype == DType::kUint8) {
+    EvalQuantized<kBilinear, uint8_t>(d, input, output);
+    return Status::Ok();
+  }
   const int batches = input.shape[0], in_h = input.shape[1], in_w = input.shape[2];
   const int channels = input.shape[3];
   const int out_h = output.shape[1], out_w = output.shape[2];

@@ -10,7 +10,8 @@ using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 
 struct Masks {
-  int begin = 0, end = 0, shrink = 0;
+  int begin = 0, end = 0, shrink = 0, ellipsis = 0, new_axis = 0;
+  bool offset = false;
 };
 
 runtime::Status StridedSlice(std::vector<int32_t> in_shape, std::vector<int32_t> begin,
@@ -18,17 +19,18 @@ runtime::Status StridedSlice(std::vector<int32_t> in_shape, std::vector<int32_t>
                              std::vector<int32_t> out_shape, const std::vector<float>& input,
                              std::vector<float>* out) {
   ModelBuilder b;
-  const int32_t rank = static_cast<int32_t>(in_shape.size());
+  const int32_t count = static_cast<int32_t>(begin.size());
   int in = b.AddTensor(tfl::TensorType::FLOAT32, in_shape);
-  int bt = b.AddConstInt32({rank}, begin);
-  int et = b.AddConstInt32({rank}, end);
-  int st = b.AddConstInt32({rank}, strides);
+  int bt = b.AddConstInt32({count}, begin);
+  int et = b.AddConstInt32({count}, end);
+  int st = b.AddConstInt32({count}, strides);
   int o = b.AddTensor(tfl::TensorType::FLOAT32, out_shape);
-  b.AddOperator(
-      tfl::BuiltinOperator::STRIDED_SLICE, {in, bt, et, st}, {o},
-      tfl::BuiltinOptions::StridedSliceOptions, [m](flatbuffers::FlatBufferBuilder& fbb) {
-        return tfl::CreateStridedSliceOptions(fbb, m.begin, m.end, 0, 0, m.shrink).Union();
-      });
+  b.AddOperator(tfl::BuiltinOperator::STRIDED_SLICE, {in, bt, et, st}, {o},
+                tfl::BuiltinOptions::StridedSliceOptions, [m](flatbuffers::FlatBufferBuilder& fbb) {
+                  return tfl::CreateStridedSliceOptions(fbb, m.begin, m.end, m.ellipsis, m.new_axis,
+                                                        m.shrink, m.offset)
+                      .Union();
+                });
   b.SetInputs({in});
   b.SetOutputs({o});
   GraphRunner runner;
@@ -88,6 +90,141 @@ TEST(StridedSliceTest, ZeroStrideIsAnError) {
   runtime::Status status = StridedSlice({2}, {0}, {2}, {0}, {}, {2}, {1, 2}, &out);
   EXPECT_EQ(status.code(), runtime::StatusCode::kError);
   EXPECT_THAT(status.message(), HasSubstr("stride of dimension 0 is 0"));
+}
+
+std::vector<float> Iota(int n) {
+  std::vector<float> v(n);
+  for (int i = 0; i < n; ++i) v[i] = static_cast<float>(i);
+  return v;
+}
+
+TEST(StridedSliceTest, EllipsisFirstThenShrink) {
+  // x[..., 1] on [2,3,4] = 0..23: x[i][j][1] = 12i + 4j + 1.
+  std::vector<float> out;
+  Masks m;
+  m.ellipsis = 1;
+  m.shrink = 2;
+  runtime::Status s = StridedSlice({2, 3, 4}, {0, 1}, {0, 2}, {1, 1}, m, {2, 3}, Iota(24), &out);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_THAT(out, ElementsAreArray({1, 5, 9, 13, 17, 21}));
+}
+
+TEST(StridedSliceTest, EllipsisInTheMiddle) {
+  // x[0:1, ..., 2:4] on [2,3,4]: 12*0 + 4j + k for j 0..2, k 2..3.
+  std::vector<float> out;
+  Masks m;
+  m.ellipsis = 2;
+  ASSERT_TRUE(
+      StridedSlice({2, 3, 4}, {0, 0, 2}, {1, 0, 4}, {1, 1, 1}, m, {1, 3, 2}, Iota(24), &out).ok());
+  EXPECT_THAT(out, ElementsAreArray({2, 3, 6, 7, 10, 11}));
+}
+
+TEST(StridedSliceTest, NewAxisFirst) {
+  // x[newaxis, :, 1] on [2,3] = 0..5 -> [1,2] holding x[0][1], x[1][1].
+  std::vector<float> out;
+  Masks m;
+  m.new_axis = 1;
+  m.begin = m.end = 2;
+  m.shrink = 4;
+  ASSERT_TRUE(StridedSlice({2, 3}, {0, 0, 1}, {0, 0, 2}, {1, 1, 1}, m, {1, 2}, Iota(6), &out).ok());
+  EXPECT_THAT(out, ElementsAreArray({1, 4}));
+}
+
+TEST(StridedSliceTest, EllipsisThenNewAxis) {
+  // x[..., newaxis] on [2,2] -> [2,2,1].
+  std::vector<float> out;
+  Masks m;
+  m.ellipsis = 1;
+  m.new_axis = 2;
+  ASSERT_TRUE(StridedSlice({2, 2}, {0, 0}, {0, 0}, {1, 1}, m, {2, 2, 1}, Iota(4), &out).ok());
+  EXPECT_THAT(out, ElementsAreArray({0, 1, 2, 3}));
+}
+
+TEST(StridedSliceTest, EllipsisBitWinsOverNewAxisBit) {
+  std::vector<float> out;
+  Masks m;
+  m.ellipsis = 1;
+  m.new_axis = 1;
+  ASSERT_TRUE(StridedSlice({2, 2}, {0}, {0}, {1}, m, {2, 2}, Iota(4), &out).ok());
+  EXPECT_THAT(out, ElementsAreArray({0, 1, 2, 3}));
+}
+
+TEST(StridedSliceTest, ShortSpecTakesTrailingDimsWhole) {
+  // x[1:2] on [2,3] -> [1,3].
+  std::vector<float> out;
+  ASSERT_TRUE(StridedSlice({2, 3}, {1}, {2}, {1}, {}, {1, 3}, Iota(6), &out).ok());
+  EXPECT_THAT(out, ElementsAreArray({3, 4, 5}));
+}
+
+TEST(StridedSliceTest, OffsetMakesEndRelative) {
+  // offset: stop = begin 1 + end 3 = 4.
+  std::vector<float> out;
+  Masks m;
+  m.offset = true;
+  ASSERT_TRUE(StridedSlice({5}, {1}, {3}, {1}, m, {3}, Iota(5), &out).ok());
+  EXPECT_THAT(out, ElementsAreArray({1, 2, 3}));
+}
+
+TEST(StridedSliceTest, TwoEllipsesAreAnError) {
+  std::vector<float> out;
+  Masks m;
+  m.ellipsis = 3;
+  runtime::Status s = StridedSlice({2, 2}, {0, 0}, {0, 0}, {1, 1}, m, {2, 2}, Iota(4), &out);
+  EXPECT_EQ(s.code(), runtime::StatusCode::kError);
+  EXPECT_THAT(s.message(), HasSubstr("ellipsis_mask has more than one bit set"));
+}
+
+TEST(StridedSliceTest, SpecLongerThanRankIsAnError) {
+  std::vector<float> out;
+  runtime::Status s = StridedSlice({2}, {0, 0}, {1, 1}, {1, 1}, {}, {1, 1}, Iota(2), &out);
+  EXPECT_EQ(s.code(), runtime::StatusCode::kError);
+  EXPECT_THAT(s.message(), HasSubstr("more than the input's rank 1 allows"));
+}
+
+TEST(StridedSliceTest, Int8ReversedWithStride2) {
+  // [-128, -1, 0, 5, 127] from the end, every other: 127, 0, -128.
+  ModelBuilder b;
+  int in = b.AddTensor(tfl::TensorType::INT8, {5});
+  int bt = b.AddConstInt32({1}, {-1});
+  int et = b.AddConstInt32({1}, {0});
+  int st = b.AddConstInt32({1}, {-2});
+  int o = b.AddTensor(tfl::TensorType::INT8, {3});
+  b.AddOperator(tfl::BuiltinOperator::STRIDED_SLICE, {in, bt, et, st}, {o},
+                tfl::BuiltinOptions::StridedSliceOptions, [](flatbuffers::FlatBufferBuilder& fbb) {
+                  return tfl::CreateStridedSliceOptions(fbb, 0, 1).Union();  // end_mask
+                });
+  b.SetInputs({in});
+  b.SetOutputs({o});
+  GraphRunner runner;
+  runtime::Status s = runner.Init(b);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_TRUE(runner.SetInput(0, std::vector<int8_t>{-128, -1, 0, 5, 127}));
+  ASSERT_TRUE(runner.Invoke().ok());
+  EXPECT_THAT(runner.Output<int8_t>(0), ElementsAreArray({127, 0, -128}));
+}
+
+TEST(SliceTest, Uint8AndInt32) {
+  for (tfl::TensorType type : {tfl::TensorType::UINT8, tfl::TensorType::INT32}) {
+    ModelBuilder b;
+    int in = b.AddTensor(type, {2, 3});
+    int begin = b.AddConstInt32({2}, {0, 1});
+    int size = b.AddConstInt32({2}, {-1, 2});
+    int o = b.AddTensor(type, {2, 2});
+    b.AddOperator(tfl::BuiltinOperator::SLICE, {in, begin, size}, {o});
+    b.SetInputs({in});
+    b.SetOutputs({o});
+    GraphRunner runner;
+    ASSERT_TRUE(runner.Init(b).ok());
+    if (type == tfl::TensorType::UINT8) {
+      ASSERT_TRUE(runner.SetInput(0, std::vector<uint8_t>{10, 20, 30, 40, 50, 255}));
+      ASSERT_TRUE(runner.Invoke().ok());
+      EXPECT_THAT(runner.Output<uint8_t>(0), ElementsAreArray({20, 30, 50, 255}));
+    } else {
+      ASSERT_TRUE(runner.SetInput(0, std::vector<int32_t>{-7, 1 << 30, 3, 4, -5, 6}));
+      ASSERT_TRUE(runner.Invoke().ok());
+      EXPECT_THAT(runner.Output<int32_t>(0), ElementsAreArray({1 << 30, 3, -5, 6}));
+    }
+  }
 }
 
 }  // namespace

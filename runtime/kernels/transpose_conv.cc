@@ -14,10 +14,19 @@
 // is stride * (in - 1) + K - pad_total per spatial dim, where pad_total is
 // max(0, K - (in - 1) % stride - 1) for SAME and 0 for VALID, and pad_before
 // is pad_total / 2.
+//
+// With a constant filter both ops run as one GEMM per chunk of input pixels,
+// columns[pixels, KH*KW*Cout] = input[pixels, Cin] x filter', then scatter
+// the columns into the output (col2im); filter' is the filter repacked in
+// Prepare() to [KH][KW][Cout][Cin]. RegisterTransposeConvReference() keeps
+// the plain loops. TRANSPOSE_CONV also takes int8 (filter per-channel along
+// dim 0) and uint8 (per-tensor) with int32 bias, in TFLite's integer
+// arithmetic.
 #include <algorithm>
 #include <cstring>
 #include <limits>
 
+#include "runtime/kernels/gemm.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/kernels.h"
 
@@ -31,15 +40,56 @@ struct TransposeConvData : OpData {
   int stride_h = 1, stride_w = 1;
   int pad_top = 0, pad_left = 0;
   ActivationRange activation{};
+  // GEMM path (empty packed_filter: the plain loops run instead).
+  std::vector<float> packed_filter;  // [KH][KW][Cout][Cin]
+  int64_t chunk_rows = 0;            // input pixels per GEMM
+  std::vector<float> columns;        // [chunk_rows, KH*KW*Cout]
+  Gemm gemm;
+  // int8 / uint8 TRANSPOSE_CONV: TFLite's integer arithmetic, int32 sums.
+  bool quantized = false;
+  QuantizedConvParams quant;
+  std::vector<int32_t> accumulators;  // one per output element
 };
 
-// Checks dtypes and ranks common to both ops.
+// Column-matrix floats per chunk (about 512 KiB), at least 16 rows.
+constexpr int64_t kChunkFloats = 128 * 1024;
+
+// Sets up the GEMM path when the filter is constant (allocates).
+void PlanGemm(TransposeConvData& d) {
+  if (!d.filter->has_static_value()) return;
+  const int out_c = d.filter->shape[0], k_h = d.filter->shape[1], k_w = d.filter->shape[2];
+  const int in_c = d.filter->shape[3];
+  const float* f = d.filter->data_as<float>();
+  d.packed_filter.resize(static_cast<size_t>(d.filter->num_elements()));
+  for (int oc = 0; oc < out_c; ++oc) {
+    for (int ky = 0; ky < k_h; ++ky) {
+      for (int kx = 0; kx < k_w; ++kx) {
+        for (int ic = 0; ic < in_c; ++ic) {
+          d.packed_filter[((static_cast<size_t>(ky) * k_w + kx) * out_c + oc) * in_c + ic] =
+              f[((static_cast<size_t>(oc) * k_h + ky) * k_w + kx) * in_c + ic];
+        }
+      }
+    }
+  }
+  const int64_t cols = static_cast<int64_t>(k_h) * k_w * out_c;
+  const int64_t pixels =
+      static_cast<int64_t>(d.input->shape[0]) * d.input->shape[1] * d.input->shape[2];
+  d.chunk_rows =
+      std::min<int64_t>(pixels, std::max<int64_t>(16, kChunkFloats / std::max<int64_t>(cols, 1)));
+  d.columns.resize(static_cast<size_t>(d.chunk_rows * cols));
+  d.gemm.Plan(d.chunk_rows, cols, in_c);
+}
+
+// Checks dtypes and ranks common to both ops; with `quantized` the dtypes are
+// left to PrepareQuantizedConv().
 Status CheckTensors(const Tensor* input, const Tensor* filter, const Tensor* bias,
-                    const Tensor* output) {
-  DFARM_RETURN_IF_ERROR(CheckFloat32(input, "input"));
-  DFARM_RETURN_IF_ERROR(CheckFloat32(filter, "filter"));
-  if (bias != nullptr) DFARM_RETURN_IF_ERROR(CheckFloat32(bias, "bias"));
-  DFARM_RETURN_IF_ERROR(CheckFloat32(output, "output"));
+                    const Tensor* output, bool quantized = false) {
+  if (!quantized) {
+    DFARM_RETURN_IF_ERROR(CheckFloat32(input, "input"));
+    DFARM_RETURN_IF_ERROR(CheckFloat32(filter, "filter"));
+    if (bias != nullptr) DFARM_RETURN_IF_ERROR(CheckFloat32(bias, "bias"));
+    DFARM_RETURN_IF_ERROR(CheckFloat32(output, "output"));
+  }
   if (input->rank() != 4 || filter->rank() != 4) {
     return Status::Error("input and filter must be 4-D, got " + ShapeToString(input->shape) +
                          " and " + ShapeToString(filter->shape));
@@ -64,7 +114,8 @@ Status PrepareBuiltin(Node& node) {
   data->input = node.inputs[2];
   data->bias = node.inputs.size() > 3 ? node.inputs[3] : nullptr;
   Tensor* output = node.outputs[0];
-  DFARM_RETURN_IF_ERROR(CheckTensors(data->input, data->filter, data->bias, output));
+  const bool quantized = data->input != nullptr && IsQuantized8(*data->input);
+  DFARM_RETURN_IF_ERROR(CheckTensors(data->input, data->filter, data->bias, output, quantized));
   std::vector<int64_t> shape;
   DFARM_RETURN_IF_ERROR(ReadStaticInts(node.inputs[0], "output_shape", &shape));
   if (shape.size() != 4) return Status::Error("output_shape must hold 4 values");
@@ -88,6 +139,15 @@ Status PrepareBuiltin(Node& node) {
   data->pad_left = ComputeWindowDim(options->padding(), output->shape[2], data->filter->shape[2],
                                     data->stride_w, 1)
                        .pad_before;
+  if (quantized) {
+    data->quantized = true;
+    DFARM_RETURN_IF_ERROR(PrepareQuantizedConv(*data->input, *data->filter, data->bias, *output,
+                                               output->shape[3], 0,
+                                               options->fused_activation_function(), &data->quant));
+    data->accumulators.resize(static_cast<size_t>(output->num_elements()));
+  } else {
+    PlanGemm(*data);
+  }
   node.data = std::move(data);
   return Status::Ok();
 }
@@ -134,11 +194,15 @@ Status PrepareMediaPipe(Node& node) {
   data->pad_left = pad_w / 2;
   data->activation = {-std::numeric_limits<float>::infinity(),
                       std::numeric_limits<float>::infinity()};
+  PlanGemm(*data);
   node.data = std::move(data);
   return Status::Ok();
 }
 
-Status Eval(Node& node) {
+Status Eval(Node& node);
+
+Status EvalReference(Node& node) {
+  if (node.data_as<TransposeConvData>()->quantized) return Eval(node);
   const TransposeConvData& d = *node.data_as<TransposeConvData>();
   const Tensor& input = *d.input;
   const Tensor& filter = *d.filter;
@@ -181,7 +245,119 @@ Status Eval(Node& node) {
   return Status::Ok();
 }
 
+// TFLite's reference_integer_ops::TransposeConv (int8) and
+// reference_ops::TransposeConv (uint8): int32 sums scattered, then bias,
+// requantization and clamp per output element.
+template <typename T>
+Status EvalQuantized(Node& node) {
+  TransposeConvData& d = *node.data_as<TransposeConvData>();
+  const QuantizedConvParams& q = d.quant;
+  const Tensor& input = *d.input;
+  const Tensor& filter = *d.filter;
+  Tensor& output = *node.outputs[0];
+  const int batches = input.shape[0], in_h = input.shape[1], in_w = input.shape[2];
+  const int in_c = input.shape[3];
+  const int k_h = filter.shape[1], k_w = filter.shape[2];
+  const int out_h = output.shape[1], out_w = output.shape[2], out_c = output.shape[3];
+  const T* in = input.data_as<T>();
+  const T* w = filter.data_as<T>();
+  T* out = output.data_as<T>();
+  std::fill(d.accumulators.begin(), d.accumulators.end(), 0);
+  for (int n = 0; n < batches; ++n) {
+    for (int iy = 0; iy < in_h; ++iy) {
+      for (int ix = 0; ix < in_w; ++ix) {
+        const T* px = in + ((static_cast<size_t>(n) * in_h + iy) * in_w + ix) * in_c;
+        for (int ky = 0; ky < k_h; ++ky) {
+          const int oy = iy * d.stride_h - d.pad_top + ky;
+          if (oy < 0 || oy >= out_h) continue;
+          for (int kx = 0; kx < k_w; ++kx) {
+            const int ox = ix * d.stride_w - d.pad_left + kx;
+            if (ox < 0 || ox >= out_w) continue;
+            int32_t* acc = d.accumulators.data() +
+                           ((static_cast<size_t>(n) * out_h + oy) * out_w + ox) * out_c;
+            for (int oc = 0; oc < out_c; ++oc) {
+              const T* tap = w + ((static_cast<size_t>(oc) * k_h + ky) * k_w + kx) * in_c;
+              int32_t sum = 0;
+              for (int ic = 0; ic < in_c; ++ic) {
+                sum += (static_cast<int32_t>(px[ic]) + q.input_offset) *
+                       (static_cast<int32_t>(tap[ic]) + q.filter_offsets[oc]);
+              }
+              acc[oc] += sum;
+            }
+          }
+        }
+      }
+    }
+  }
+  const int64_t out_pixels = static_cast<int64_t>(batches) * out_h * out_w;
+  for (int64_t p = 0; p < out_pixels; ++p) {
+    for (int oc = 0; oc < out_c; ++oc) {
+      const int32_t acc = d.accumulators[p * out_c + oc] + q.bias[oc];
+      out[p * out_c + oc] = static_cast<T>(q.Requantize(acc, oc));
+    }
+  }
+  return Status::Ok();
+}
+
+Status Eval(Node& node) {
+  TransposeConvData& d = *node.data_as<TransposeConvData>();
+  if (d.quantized) {
+    return d.input->dtype == DType::kInt8 ? EvalQuantized<int8_t>(node)
+                                          : EvalQuantized<uint8_t>(node);
+  }
+  if (d.packed_filter.empty()) return EvalReference(node);
+  const Tensor& input = *d.input;
+  Tensor& output = *node.outputs[0];
+  const int in_h = input.shape[1], in_w = input.shape[2], in_c = input.shape[3];
+  const int k_h = d.filter->shape[1], k_w = d.filter->shape[2];
+  const int out_h = output.shape[1], out_w = output.shape[2], out_c = output.shape[3];
+  const float* in = input.data_as<float>();
+  const float* bias = d.bias != nullptr ? d.bias->data_as<float>() : nullptr;
+  float* out = output.data_as<float>();
+  const int64_t out_pixels = static_cast<int64_t>(output.shape[0]) * out_h * out_w;
+  for (int64_t p = 0; p < out_pixels; ++p) {
+    float* px = out + p * out_c;
+    if (bias != nullptr) {
+      std::memcpy(px, bias, out_c * sizeof(float));
+    } else {
+      std::fill(px, px + out_c, 0.0f);
+    }
+  }
+  const int64_t cols = static_cast<int64_t>(k_h) * k_w * out_c;
+  const int64_t in_pixels = static_cast<int64_t>(input.shape[0]) * in_h * in_w;
+  for (int64_t first = 0; first < in_pixels; first += d.chunk_rows) {
+    const int64_t rows = std::min(d.chunk_rows, in_pixels - first);
+    std::fill(d.columns.begin(), d.columns.begin() + rows * cols, 0.0f);
+    d.gemm.Run(rows, cols, in_c, {in + first * in_c, in_c, false},
+               {d.packed_filter.data(), in_c, /*transposed=*/true}, d.columns.data(), cols);
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t p = first + r;
+      const int ix = static_cast<int>(p % in_w);
+      const int iy = static_cast<int>((p / in_w) % in_h);
+      const int64_t n = p / (static_cast<int64_t>(in_w) * in_h);
+      const float* col = d.columns.data() + r * cols;
+      for (int ky = 0; ky < k_h; ++ky) {
+        const int oy = iy * d.stride_h - d.pad_top + ky;
+        for (int kx = 0; kx < k_w; ++kx, col += out_c) {
+          const int ox = ix * d.stride_w - d.pad_left + kx;
+          if (oy < 0 || oy >= out_h || ox < 0 || ox >= out_w) continue;
+          float* __restrict acc = out + ((n * out_h + oy) * out_w + ox) * out_c;
+          for (int oc = 0; oc < out_c; ++oc) acc[oc] += col[oc];
+        }
+      }
+    }
+  }
+  const ActivationRange act = d.activation;
+  for (int64_t i = 0; i < out_pixels * out_c; ++i) out[i] = Clamp(out[i], act);
+  return Status::Ok();
+}
+
 }  // namespace
+
+const OpRegistration* RegisterTransposeConvReference() {
+  static const OpRegistration registration = {&PrepareBuiltin, &EvalReference};
+  return &registration;
+}
 
 const OpRegistration* RegisterTransposeConv() {
   static const OpRegistration registration = {&PrepareBuiltin, &Eval};

@@ -81,6 +81,16 @@ int ModelBuilder::AddConstInt32(std::vector<int32_t> shape, const std::vector<in
   return AddConstRaw(tfl::TensorType::INT32, std::move(shape), ToBytes(values), std::move(name));
 }
 
+int ModelBuilder::AddConstInt8(std::vector<int32_t> shape, const std::vector<int8_t>& values,
+                               std::string name) {
+  return AddConstRaw(tfl::TensorType::INT8, std::move(shape), ToBytes(values), std::move(name));
+}
+
+int ModelBuilder::AddConstUint8(std::vector<int32_t> shape, const std::vector<uint8_t>& values,
+                                std::string name) {
+  return AddConstRaw(tfl::TensorType::UINT8, std::move(shape), ToBytes(values), std::move(name));
+}
+
 int ModelBuilder::AddSparseConst(tfl::TensorType type, std::vector<int32_t> shape,
                                  std::vector<uint8_t> values, SparsitySpec sparsity,
                                  std::string name) {
@@ -91,9 +101,16 @@ int ModelBuilder::AddSparseConst(tfl::TensorType type, std::vector<int32_t> shap
 }
 
 void ModelBuilder::SetQuantization(int tensor, float scale, int64_t zero_point) {
-  tensors_[tensor].quantized = true;
-  tensors_[tensor].scale = scale;
-  tensors_[tensor].zero_point = zero_point;
+  SetQuantization(tensor, std::vector<float>{scale}, std::vector<int64_t>{zero_point}, 0);
+}
+
+void ModelBuilder::SetQuantization(int tensor, std::vector<float> scales,
+                                   std::vector<int64_t> zero_points, int quantized_dimension) {
+  TensorSpec& t = tensors_[tensor];
+  t.quantized = true;
+  t.scales = std::move(scales);
+  t.zero_points = std::move(zero_points);
+  t.quantized_dimension = quantized_dimension;
 }
 
 void ModelBuilder::SetTensorBuffer(int tensor, uint32_t buffer) {
@@ -316,10 +333,9 @@ std::vector<uint8_t> ModelBuilder::Build() const {
   for (const TensorSpec& t : tensors_) {
     flatbuffers::Offset<tfl::QuantizationParameters> quantization;
     if (t.quantized) {
-      std::vector<float> scale = {t.scale};
-      std::vector<int64_t> zero_point = {t.zero_point};
-      quantization =
-          tfl::CreateQuantizationParametersDirect(fbb, nullptr, nullptr, &scale, &zero_point);
+      quantization = tfl::CreateQuantizationParametersDirect(
+          fbb, nullptr, nullptr, &t.scales, &t.zero_points, tfl::QuantizationDetails::NONE, 0,
+          t.quantized_dimension);
     }
     flatbuffers::Offset<tfl::SparsityParameters> sparsity;
     if (t.sparse) sparsity = WriteSparsity(fbb, t.sparsity);

@@ -81,6 +81,10 @@ class ModelBuilder {
                       std::string name = {});
   int AddConstInt32(std::vector<int32_t> shape, const std::vector<int32_t>& values,
                     std::string name = {});
+  int AddConstInt8(std::vector<int32_t> shape, const std::vector<int8_t>& values,
+                   std::string name = {});
+  int AddConstUint8(std::vector<int32_t> shape, const std::vector<uint8_t>& values,
+                    std::string name = {});
   // Any bytes, of any size (a wrong size makes a broken model).
   int AddConstRaw(tfl::TensorType type, std::vector<int32_t> shape, std::vector<uint8_t> bytes,
                   std::string name = {});
@@ -88,7 +92,12 @@ class ModelBuilder {
   // sparse format that `sparsity` describes.
   int AddSparseConst(tfl::TensorType type, std::vector<int32_t> shape, std::vector<uint8_t> values,
                      SparsitySpec sparsity, std::string name = {});
+  // Per-tensor affine quantization: real = scale * (q - zero_point).
   void SetQuantization(int tensor, float scale, int64_t zero_point);
+  // Per-channel (per-axis) quantization along `quantized_dimension`: one scale
+  // and zero point per slice, written as given (sizes are not checked).
+  void SetQuantization(int tensor, std::vector<float> scales, std::vector<int64_t> zero_points,
+                       int quantized_dimension);
   // Points `tensor` at buffer index `buffer` as written (for broken models).
   void SetTensorBuffer(int tensor, uint32_t buffer);
 
@@ -153,8 +162,9 @@ class ModelBuilder {
     std::string name;
     uint32_t buffer = 0;
     bool quantized = false;
-    float scale = 0.0f;
-    int64_t zero_point = 0;
+    std::vector<float> scales{};
+    std::vector<int64_t> zero_points{};
+    int quantized_dimension = 0;
     bool sparse = false;
     SparsitySpec sparsity{};
   };

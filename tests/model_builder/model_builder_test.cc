@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 
 #include "runtime/model.h"
 #include "tests/model_builder/graph_runner.h"
@@ -57,6 +58,76 @@ TEST(ModelBuilderTest, WritesAFile) {
   EXPECT_TRUE(status.ok()) << status.message();
   EXPECT_EQ(model->name(), "model_builder_test.tflite");
   std::filesystem::remove(path);
+}
+
+TEST(ModelBuilderTest, WritesPerChannelQuantizationAndInt8Constants) {
+  ModelBuilder b;
+  int w = b.AddConstInt8({3, 1}, {-128, 0, 127}, "w");
+  b.SetQuantization(w, {0.5f, 0.25f, 0.125f}, {0, 0, 0}, 0);
+  int u = b.AddConstUint8({2}, {7, 255}, "u");
+  b.SetQuantization(u, 0.1f, 128);
+  int out = b.AddTensor(tfl::TensorType::FLOAT32, {2}, "out");
+  b.AddDequantize(u, out);
+  b.SetOutputs({out});
+
+  std::vector<uint8_t> bytes = b.Build();
+  std::unique_ptr<runtime::Model> model;
+  runtime::Status status = runtime::Model::FromBuffer("q.tflite", bytes, &model);
+  ASSERT_TRUE(status.ok()) << status.message();
+  const tflite::Tensor* fw = model->subgraph()->tensors()->Get(w);
+  EXPECT_EQ(fw->type(), tfl::TensorType::INT8);
+  runtime::Tensor tw;
+  tw.shape = {3, 1};
+  ASSERT_TRUE(runtime::ReadQuantization(fw->quantization(), &tw).ok());
+  EXPECT_TRUE(tw.quantized);
+  EXPECT_TRUE(tw.per_channel_quantized);
+  EXPECT_THAT(tw.scales, ElementsAre(0.5f, 0.25f, 0.125f));
+  EXPECT_THAT(tw.zero_points, ElementsAre(0, 0, 0));
+  EXPECT_EQ(tw.quantized_dimension, 0);
+  EXPECT_EQ(tw.scale, 0.5f);
+
+  runtime::Tensor tu;
+  tu.shape = {2};
+  ASSERT_TRUE(
+      runtime::ReadQuantization(model->subgraph()->tensors()->Get(u)->quantization(), &tu).ok());
+  EXPECT_FALSE(tu.per_channel_quantized);
+  EXPECT_EQ(tu.scale, 0.1f);
+  EXPECT_EQ(tu.zero_point, 128);
+
+  // The constants' bytes, through DEQUANTIZE (folded at load): 0.1 * (7 - 128), 0.1 * 127.
+  GraphRunner runner;
+  ASSERT_TRUE(runner.Init(b).ok());
+  EXPECT_THAT(runner.Output(0), ElementsAre(0.1f * -121.0f, 0.1f * 127.0f));
+}
+
+TEST(ModelBuilderTest, LoaderRefusesMismatchedPerChannelParameters) {
+  // One model per fault; the loader names the tensor and the mismatch.
+  auto load = [](const std::function<void(ModelBuilder&, int)>& quantize) {
+    ModelBuilder b;
+    int w = b.AddConstInt8({2, 2}, {1, 2, 3, 4}, "w");
+    quantize(b, w);
+    std::vector<uint8_t> bytes = b.Build();
+    std::unique_ptr<runtime::Model> model;
+    return runtime::Model::FromBuffer("q.tflite", bytes, &model);
+  };
+  runtime::Status dim = load([](ModelBuilder& b, int w) {
+    b.SetQuantization(w, {0.5f, 0.25f, 0.125f}, {0, 0, 0}, 1);  // dimension 1 has size 2
+  });
+  EXPECT_EQ(dim.code(), runtime::StatusCode::kError);
+  EXPECT_THAT(dim.message(), ::testing::HasSubstr("tensor 0 'w': quantization has 3 per-channel "
+                                                  "scales, but dimension 1 of shape [2,2] has "
+                                                  "size 2"));
+  runtime::Status zps = load([](ModelBuilder& b, int w) {
+    b.SetQuantization(w, {0.5f, 0.25f}, {0}, 0);  // one zero point for two scales
+  });
+  EXPECT_THAT(zps.message(), ::testing::HasSubstr("2 scales but 1 zero points"));
+  runtime::Status range = load([](ModelBuilder& b, int w) {
+    b.SetQuantization(w, {0.5f, 0.25f}, {0, 0}, 3);  // no dimension 3
+  });
+  EXPECT_THAT(range.message(), ::testing::HasSubstr("quantized_dimension 3 is out of range"));
+  EXPECT_TRUE(load([](ModelBuilder& b, int w) {
+                b.SetQuantization(w, {0.5f, 0.25f}, {0, 0}, 1);
+              }).ok());
 }
 
 }  // namespace

@@ -1,0 +1,99 @@
+// The float GEMM used by CONV_2D, FULLY_CONNECTED, BATCH_MATMUL and the
+// transposed convolutions: C[m,n] += A[m,k] * B[k,n] on one thread, on a
+// packing workspace sized by Plan(), so Run() allocates nothing. On x86-64
+// CPUs with AVX2 and FMA (checked at run time) a blocked kernel of ours with a
+// 6x16 register tile runs; elsewhere Eigen's cache-blocked product (GEBP)
+// with our workspace as its blocking buffers; a 1-row product is Eigen's GEMV.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "runtime/kernels/kernel.h"
+
+namespace dfarm::runtime {
+
+// One operand of a product: element (row, col) of the logical matrix lies at
+// data[row * stride + col], or at data[col * stride + row] when `transposed`
+// (the buffer holds the matrix's transpose, row-major).
+struct GemmOperand {
+  const float* data = nullptr;
+  int64_t stride = 0;
+  bool transposed = false;
+};
+
+class Gemm {
+ public:
+  Gemm();
+  ~Gemm();
+  Gemm(Gemm&&) noexcept;
+  Gemm& operator=(Gemm&&) noexcept;
+
+  // Sizes the packing workspace for products up to m x n x k (allocates; call
+  // it from Prepare()). May be called again with other sizes.
+  void Plan(int64_t m, int64_t n, int64_t k);
+
+  // c[i * c_stride + j] += sum_p A(i, p) * B(p, j) for i < m, j < n, with
+  // m, n, k no larger than Plan()'s. Allocates nothing; c must not alias a or b.
+  void Run(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, float* c,
+           int64_t c_stride);
+
+  // Uses Eigen's portable kernel even where the AVX2/FMA one would run (so
+  // tests cover both on an AVX2 machine). Call it before Plan().
+  void set_generic_only(bool generic_only) { generic_only_ = generic_only; }
+
+ private:
+  bool generic_only_ = false;
+  struct Workspace;
+  std::unique_ptr<Workspace> workspace_;  // owned; sized by Plan()
+};
+
+// The same product as three plain loops (the reference the tests compare with).
+void ReferenceGemm(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, float* c,
+                   int64_t c_stride);
+
+// The integer arithmetic of the quantized conv / matmul kernels, as TFLite's
+// reference_integer_ops do it: per output channel c,
+//   acc = sum (x + input_offset) * (w + filter_offset[c]) + bias[c]
+//   out = clamp(MultiplyByQuantizedMultiplier(acc, multiplier[c], shift[c])
+//               + output_offset, act_min, act_max)
+// with offsets the negated zero points and multiplier/shift from
+// input_scale * filter_scale[c] / output_scale.
+struct QuantizedConvParams {
+  int32_t input_offset = 0;
+  int32_t output_offset = 0;
+  int32_t act_min = 0, act_max = 0;
+  // One entry per output channel (a per-tensor filter repeats its values).
+  std::vector<int32_t> filter_offsets;
+  std::vector<int32_t> multipliers;
+  std::vector<int> shifts;
+  std::vector<int32_t> bias;  // zeros when the op has no bias
+
+  int32_t Requantize(int32_t acc, int channel) const;
+};
+
+// Checks the dtypes and quantization of a quantized conv / matmul: input and
+// output int8 or uint8, per-tensor, same dtype; filter that dtype, per-tensor
+// or (int8 only) per-channel along `channel_dim` with `channels` scales; bias
+// (may be null) int32 with `channels` constant values. Unsupported for other
+// dtypes; Error naming the tensor for bad parameters. Fills `params_out`.
+Status PrepareQuantizedConv(const Tensor& input, const Tensor& filter, const Tensor* bias,
+                            const Tensor& output, int channels, int channel_dim,
+                            tflite::ActivationFunctionType activation,
+                            QuantizedConvParams* params_out);
+
+// True for int8 and uint8 (the quantized paths of these kernels).
+inline bool IsQuantized8(const Tensor& t) {
+  return t.dtype == DType::kInt8 || t.dtype == DType::kUint8;
+}
+
+// The plain-loop kernels of the ops built on Gemm (CONV_2D, FULLY_CONNECTED,
+// BATCH_MATMUL, TRANSPOSE_CONV), same Prepare() checks; tests compare the
+// GEMM kernels with them.
+const OpRegistration* RegisterConv2DReference();
+const OpRegistration* RegisterFullyConnectedReference();
+const OpRegistration* RegisterBatchMatmulReference();
+const OpRegistration* RegisterTransposeConvReference();
+
+}  // namespace dfarm::runtime

@@ -1,0 +1,396 @@
+// The GEMM and the kernels built on it (CONV_2D, FULLY_CONNECTED,
+// BATCH_MATMUL, TRANSPOSE_CONV) against plain loops: Gemm against a double
+// accumulation written here, each op against its reference kernel on random
+// shapes, and Invoke() without heap allocation.
+#include "runtime/kernels/gemm.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runtime/interpreter.h"
+#include "runtime/model.h"
+#include "runtime/op_resolver.h"
+#include "tests/model_builder/model_builder.h"
+
+// Counts malloc() calls while g_count_mallocs is set (glibc; not under a
+// sanitizer, which owns malloc itself). Eigen allocates through malloc and
+// operator new ends in it, so this sees every heap allocation.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+#define DFARM_SANITIZED 1
+#endif
+#endif
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) && \
+    !defined(DFARM_SANITIZED)
+#define DFARM_COUNT_MALLOCS 1
+namespace {
+bool g_count_mallocs = false;
+long g_mallocs = 0;
+void* volatile g_sink = nullptr;
+}  // namespace
+extern "C" void* __libc_malloc(size_t size);
+extern "C" void* malloc(size_t size) {
+  if (g_count_mallocs) ++g_mallocs;
+  return __libc_malloc(size);
+}
+#endif
+
+namespace dfarm::testing {
+namespace {
+
+using runtime::GemmOperand;
+using Act = tfl::ActivationFunctionType;
+
+std::vector<float> RandomValues(std::mt19937& rng, size_t n) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// |a - b| within 1e-5 of `scale` (the sum of |products| behind the value).
+void ExpectClose(const std::vector<float>& actual, const std::vector<float>& expected,
+                 const std::vector<float>& scale, const std::string& what) {
+  ASSERT_EQ(actual.size(), expected.size()) << what;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    ASSERT_NEAR(actual[i], expected[i], 1e-5 * std::max(1.0f, scale[i])) << what << " at " << i;
+  }
+}
+
+TEST(GemmTest, MatchesDoubleSumsForEveryLayout) {
+  std::mt19937 rng(7);
+  struct Dims {
+    int64_t m, n, k;
+  };
+  const Dims dims[] = {{1, 1, 1},    {1, 37, 19},   {5, 1, 8},    {3, 4, 5},
+                       {17, 23, 31}, {64, 48, 300}, {300, 65, 9}, {2, 700, 70}};
+  for (const Dims& d : dims) {
+    for (int variant = 0; variant < 8; ++variant) {
+      const int layout = variant & 3;
+      const bool generic = variant & 4;
+      const bool ta = layout & 1, tb = layout & 2;
+      const int64_t lda = (ta ? d.m : d.k) + 3, ldb = (tb ? d.k : d.n) + 2, ldc = d.n + 1;
+      std::vector<float> a = RandomValues(rng, (ta ? d.k : d.m) * lda);
+      std::vector<float> b = RandomValues(rng, (tb ? d.n : d.k) * ldb);
+      std::vector<float> c = RandomValues(rng, d.m * ldc);
+      std::vector<float> expected = c, scale(c.size(), 0.0f);
+      for (int64_t i = 0; i < d.m; ++i) {
+        for (int64_t j = 0; j < d.n; ++j) {
+          double sum = c[i * ldc + j], abs_sum = std::fabs(c[i * ldc + j]);
+          for (int64_t p = 0; p < d.k; ++p) {
+            const double x = ta ? a[p * lda + i] : a[i * lda + p];
+            const double y = tb ? b[j * ldb + p] : b[p * ldb + j];
+            sum += x * y;
+            abs_sum += std::fabs(x * y);
+          }
+          expected[i * ldc + j] = static_cast<float>(sum);
+          scale[i * ldc + j] = static_cast<float>(abs_sum);
+        }
+      }
+      runtime::Gemm gemm;
+      gemm.set_generic_only(generic);
+      gemm.Plan(d.m, d.n, d.k);
+      gemm.Run(d.m, d.n, d.k, {a.data(), lda, ta}, {b.data(), ldb, tb}, c.data(), ldc);
+      const std::string what = std::to_string(d.m) + "x" + std::to_string(d.n) + "x" +
+                               std::to_string(d.k) + " layout " + std::to_string(layout) +
+                               (generic ? " (generic kernel)" : "");
+      // Padding columns of C stay untouched: they equal `expected` there too.
+      ExpectClose(c, expected, scale, what);
+    }
+  }
+}
+
+TEST(GemmTest, SmallerProductThanPlanned) {
+  // Plan() for the largest product, Run() on a smaller one (the last chunk).
+  std::mt19937 rng(3);
+  for (bool generic : {false, true}) {
+    runtime::Gemm gemm;
+    gemm.set_generic_only(generic);
+    gemm.Plan(100, 40, 50);
+    std::vector<float> a = RandomValues(rng, 7 * 50), b = RandomValues(rng, 50 * 40);
+    std::vector<float> c(7 * 40, 0.0f), expected(7 * 40, 0.0f);
+    gemm.Run(7, 40, 50, {a.data(), 50, false}, {b.data(), 40, false}, c.data(), 40);
+    runtime::ReferenceGemm(7, 40, 50, {a.data(), 50, false}, {b.data(), 40, false}, expected.data(),
+                           40);
+    for (size_t i = 0; i < c.size(); ++i) EXPECT_NEAR(c[i], expected[i], 1e-4) << i;
+  }
+}
+
+TEST(GemmTest, HandComputed) {
+  // [1 2; 3 4] x [5 6; 7 8] = [19 22; 43 50], added to C = 1.
+  const float a[] = {1, 2, 3, 4}, b[] = {5, 6, 7, 8};
+  float c[] = {1, 1, 1, 1};
+  runtime::Gemm gemm;
+  gemm.Plan(2, 2, 2);
+  gemm.Run(2, 2, 2, {a, 2, false}, {b, 2, false}, c, 2);
+  EXPECT_EQ(std::vector<float>(c, c + 4), (std::vector<float>{20, 23, 44, 51}));
+  // A^T x B^T with the same buffers: [1 3; 2 4] x [5 7; 6 8] = [23 31; 34 46].
+  float d[] = {0, 0, 0, 0};
+  gemm.Run(2, 2, 2, {a, 2, true}, {b, 2, true}, d, 2);
+  EXPECT_EQ(std::vector<float>(d, d + 4), (std::vector<float>{23, 31, 34, 46}));
+}
+
+// One single-op model run by the default kernel and by the reference one.
+struct OpRun {
+  std::unique_ptr<runtime::Model> model;
+  runtime::OpResolver resolver;
+  std::unique_ptr<runtime::Interpreter> interpreter;
+};
+
+std::unique_ptr<OpRun> Load(const ModelBuilder& b, tfl::BuiltinOperator code,
+                            const runtime::OpRegistration* reference) {
+  auto run = std::make_unique<OpRun>();
+  runtime::Status status = runtime::Model::FromBuffer("test.tflite", b.Build(), &run->model);
+  EXPECT_TRUE(status.ok()) << status.message();
+  if (!status.ok()) return nullptr;
+  run->resolver.AddAllReferenceOps();
+  if (reference != nullptr) run->resolver.AddBuiltin(code, reference);
+  run->interpreter = std::make_unique<runtime::Interpreter>(*run->model, run->resolver);
+  status = run->interpreter->AllocateTensors();
+  EXPECT_TRUE(status.ok()) << status.message();
+  if (!status.ok()) return nullptr;
+  return run;
+}
+
+std::vector<float> Invoke(OpRun& run, const std::vector<std::vector<float>>& inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    runtime::Tensor* t = run.interpreter->inputs()[i];
+    EXPECT_EQ(t->bytes, inputs[i].size() * sizeof(float));
+    std::copy(inputs[i].begin(), inputs[i].end(), t->data_as<float>());
+  }
+  runtime::Status status = run.interpreter->Invoke();
+  EXPECT_TRUE(status.ok()) << status.message();
+  const runtime::Tensor* out = run.interpreter->outputs()[0];
+  return std::vector<float>(out->data_as<float>(), out->data_as<float>() + out->bytes / 4);
+}
+
+// Runs `b` (whose inputs get random values) with both kernels and compares:
+// within 1e-5 relative to the largest output (sums of up to a few thousand
+// products, so the summation order may differ).
+void ExpectSameAsReference(const ModelBuilder& b, tfl::BuiltinOperator code,
+                           const runtime::OpRegistration* reference, std::mt19937& rng,
+                           const std::string& what) {
+  std::unique_ptr<OpRun> fast = Load(b, code, nullptr);
+  std::unique_ptr<OpRun> slow = Load(b, code, reference);
+  ASSERT_TRUE(fast && slow) << what;
+  std::vector<std::vector<float>> inputs;
+  for (runtime::Tensor* t : fast->interpreter->inputs()) {
+    inputs.push_back(RandomValues(rng, t->bytes / sizeof(float)));
+  }
+  std::vector<float> expected = Invoke(*slow, inputs);
+  std::vector<float> actual = Invoke(*fast, inputs);
+  ASSERT_EQ(actual.size(), expected.size()) << what;
+  ASSERT_FALSE(actual.empty()) << what;
+  float largest = 0.0f;
+  for (float v : expected) largest = std::max(largest, std::fabs(v));
+  for (size_t i = 0; i < actual.size(); ++i) {
+    ASSERT_NEAR(actual[i], expected[i], 1e-5f * std::max(1.0f, largest)) << what << " at " << i;
+  }
+}
+
+int OutDim(tfl::Padding padding, int in, int k, int stride, int dilation) {
+  const int effective = (k - 1) * dilation + 1;
+  return padding == tfl::Padding::SAME ? (in + stride - 1) / stride
+                                       : (in - effective + stride) / stride;
+}
+
+TEST(GemmKernelsTest, Conv2DMatchesReference) {
+  std::mt19937 rng(11);
+  struct Case {
+    int n, h, w, cin, cout, kh, kw, stride, dilation;
+    tfl::Padding padding;
+    Act act;
+  };
+  const Case cases[] = {
+      {1, 5, 5, 3, 4, 3, 3, 1, 1, tfl::Padding::SAME, Act::NONE},
+      {2, 7, 6, 5, 3, 3, 2, 2, 1, tfl::Padding::VALID, Act::RELU},
+      {1, 9, 9, 4, 6, 3, 3, 1, 2, tfl::Padding::SAME, Act::RELU6},
+      {2, 8, 8, 4, 5, 1, 1, 1, 1, tfl::Padding::VALID, Act::NONE},  // direct GEMM
+      {1, 8, 8, 4, 5, 1, 1, 2, 1, tfl::Padding::SAME, Act::RELU_N1_TO_1},
+      {1, 40, 40, 16, 8, 3, 3, 1, 1, tfl::Padding::SAME, Act::NONE},  // several chunks
+      {3, 11, 13, 7, 9, 5, 3, 2, 2, tfl::Padding::SAME, Act::RELU},
+      {1, 4, 4, 2, 3, 5, 5, 1, 1, tfl::Padding::SAME, Act::NONE},  // window > input
+  };
+  for (const Case& c : cases) {
+    const int oh = OutDim(c.padding, c.h, c.kh, c.stride, c.dilation);
+    const int ow = OutDim(c.padding, c.w, c.kw, c.stride, c.dilation);
+    for (bool with_bias : {true, false}) {
+      ModelBuilder b;
+      int in = b.AddTensor(tfl::TensorType::FLOAT32, {c.n, c.h, c.w, c.cin}, "input");
+      int filter = b.AddConstFloat32({c.cout, c.kh, c.kw, c.cin},
+                                     RandomValues(rng, c.cout * c.kh * c.kw * c.cin), "filter");
+      int bias = with_bias ? b.AddConstFloat32({c.cout}, RandomValues(rng, c.cout), "bias") : -1;
+      int out = b.AddTensor(tfl::TensorType::FLOAT32, {c.n, oh, ow, c.cout}, "output");
+      Conv2DParams params;
+      params.padding = c.padding;
+      params.stride_h = params.stride_w = c.stride;
+      params.dilation_h = params.dilation_w = c.dilation;
+      params.activation = c.act;
+      b.AddConv2D(in, filter, bias, out, params);
+      b.SetInputs({in});
+      b.SetOutputs({out});
+      ExpectSameAsReference(
+          b, tfl::BuiltinOperator::CONV_2D, runtime::RegisterConv2DReference(), rng,
+          "conv " + std::to_string(c.h) + "x" + std::to_string(c.w) + " k" + std::to_string(c.kh) +
+              " s" + std::to_string(c.stride) + " d" + std::to_string(c.dilation));
+    }
+  }
+}
+
+TEST(GemmKernelsTest, FullyConnectedMatchesReference) {
+  std::mt19937 rng(12);
+  struct Case {
+    std::vector<int32_t> input;
+    int units;
+    bool keep_num_dims;
+    Act act;
+  };
+  const Case cases[] = {{{1, 64}, 10, false, Act::NONE},
+                        {{5, 33}, 17, false, Act::RELU},
+                        {{2, 3, 20}, 7, true, Act::RELU6},
+                        {{4, 2, 6}, 5, false, Act::NONE},
+                        {{1, 1000}, 300, false, Act::NONE}};
+  for (const Case& c : cases) {
+    const int depth = c.input.back();
+    int64_t elements = 1;
+    for (int32_t d : c.input) elements *= d;
+    const int batches = static_cast<int>(elements / depth);
+    std::vector<int32_t> out_shape = c.input;
+    if (c.keep_num_dims) {
+      out_shape.back() = c.units;
+    } else {
+      out_shape = {batches, c.units};
+    }
+    ModelBuilder b;
+    int in = b.AddTensor(tfl::TensorType::FLOAT32, c.input, "input");
+    int w = b.AddConstFloat32({c.units, depth}, RandomValues(rng, c.units * depth), "weights");
+    int bias = b.AddConstFloat32({c.units}, RandomValues(rng, c.units), "bias");
+    int out = b.AddTensor(tfl::TensorType::FLOAT32, out_shape, "output");
+    b.AddFullyConnected(in, w, bias, out, c.act, c.keep_num_dims);
+    b.SetInputs({in});
+    b.SetOutputs({out});
+    ExpectSameAsReference(b, tfl::BuiltinOperator::FULLY_CONNECTED,
+                          runtime::RegisterFullyConnectedReference(), rng,
+                          "fc " + std::to_string(batches) + "x" + std::to_string(depth));
+  }
+}
+
+TEST(GemmKernelsTest, BatchMatMulMatchesReference) {
+  std::mt19937 rng(13);
+  struct Case {
+    std::vector<int32_t> lhs, rhs, out;
+    bool adj_x, adj_y;
+  };
+  const Case cases[] = {{{3, 4}, {4, 5}, {3, 5}, false, false},
+                        {{2, 3, 4}, {2, 5, 4}, {2, 3, 5}, false, true},
+                        {{2, 1, 4, 3}, {3, 4, 6}, {2, 3, 3, 6}, true, false},
+                        {{1, 6}, {2, 5, 6}, {2, 1, 5}, false, true},
+                        {{2, 7, 9}, {2, 8, 7}, {2, 9, 8}, true, true}};
+  for (const Case& c : cases) {
+    ModelBuilder b;
+    int lhs = b.AddTensor(tfl::TensorType::FLOAT32, c.lhs, "lhs");
+    int rhs = b.AddTensor(tfl::TensorType::FLOAT32, c.rhs, "rhs");
+    int out = b.AddTensor(tfl::TensorType::FLOAT32, c.out, "output");
+    const bool adj_x = c.adj_x, adj_y = c.adj_y;
+    b.AddOperator(tfl::BuiltinOperator::BATCH_MATMUL, {lhs, rhs}, {out},
+                  tfl::BuiltinOptions::BatchMatMulOptions,
+                  [=](flatbuffers::FlatBufferBuilder& fbb) {
+                    return tfl::CreateBatchMatMulOptions(fbb, adj_x, adj_y).Union();
+                  });
+    b.SetInputs({lhs, rhs});
+    b.SetOutputs({out});
+    ExpectSameAsReference(b, tfl::BuiltinOperator::BATCH_MATMUL,
+                          runtime::RegisterBatchMatmulReference(), rng,
+                          "bmm adj " + std::to_string(adj_x) + std::to_string(adj_y));
+  }
+}
+
+TEST(GemmKernelsTest, TransposeConvMatchesReference) {
+  std::mt19937 rng(14);
+  struct Case {
+    int n, h, w, cin, cout, kh, kw, stride;
+    tfl::Padding padding;
+    Act act;
+  };
+  const Case cases[] = {{1, 4, 4, 3, 2, 3, 3, 2, tfl::Padding::SAME, Act::NONE},
+                        {2, 5, 3, 4, 5, 2, 2, 2, tfl::Padding::VALID, Act::RELU},
+                        {1, 6, 6, 2, 3, 3, 3, 1, tfl::Padding::SAME, Act::RELU6},
+                        {1, 30, 30, 8, 8, 4, 4, 2, tfl::Padding::SAME, Act::NONE}};
+  for (const Case& c : cases) {
+    // The output size the padding implies (TFLite's inverse of the window).
+    const int oh = c.padding == tfl::Padding::SAME ? c.h * c.stride : (c.h - 1) * c.stride + c.kh;
+    const int ow = c.padding == tfl::Padding::SAME ? c.w * c.stride : (c.w - 1) * c.stride + c.kw;
+    ModelBuilder b;
+    int shape = b.AddConstInt32({4}, {c.n, oh, ow, c.cout}, "output_shape");
+    int filter = b.AddConstFloat32({c.cout, c.kh, c.kw, c.cin},
+                                   RandomValues(rng, c.cout * c.kh * c.kw * c.cin), "filter");
+    int in = b.AddTensor(tfl::TensorType::FLOAT32, {c.n, c.h, c.w, c.cin}, "input");
+    int bias = b.AddConstFloat32({c.cout}, RandomValues(rng, c.cout), "bias");
+    int out = b.AddTensor(tfl::TensorType::FLOAT32, {c.n, oh, ow, c.cout}, "output");
+    TransposeConvParams params;
+    params.padding = c.padding;
+    params.stride_h = params.stride_w = c.stride;
+    params.activation = c.act;
+    b.AddTransposeConv(shape, filter, in, bias, out, params);
+    b.SetInputs({in});
+    b.SetOutputs({out});
+    ExpectSameAsReference(
+        b, tfl::BuiltinOperator::TRANSPOSE_CONV, runtime::RegisterTransposeConvReference(), rng,
+        "transpose conv " + std::to_string(c.h) + " s" + std::to_string(c.stride));
+  }
+}
+
+#ifdef DFARM_COUNT_MALLOCS
+TEST(GemmKernelsTest, InvokeAllocatesNothing) {
+  // Conv (im2col, several chunks), 1x1 conv, FC with batch 1 (GEMV) and > 1.
+  std::mt19937 rng(15);
+  ModelBuilder b;
+  int in = b.AddTensor(tfl::TensorType::FLOAT32, {1, 40, 40, 16}, "input");
+  int f1 = b.AddConstFloat32({32, 3, 3, 16}, RandomValues(rng, 32 * 9 * 16), "f1");
+  int t1 = b.AddTensor(tfl::TensorType::FLOAT32, {1, 20, 20, 32}, "t1");
+  Conv2DParams strided;
+  strided.padding = tfl::Padding::SAME;
+  strided.stride_h = strided.stride_w = 2;
+  b.AddConv2D(in, f1, -1, t1, strided);
+  int f2 = b.AddConstFloat32({8, 1, 1, 32}, RandomValues(rng, 8 * 32), "f2");
+  int t2 = b.AddTensor(tfl::TensorType::FLOAT32, {1, 20, 20, 8}, "t2");
+  b.AddConv2D(t1, f2, -1, t2, Conv2DParams{});
+  int w1 = b.AddConstFloat32({10, 3200}, RandomValues(rng, 10 * 3200), "w1");
+  int t3 = b.AddTensor(tfl::TensorType::FLOAT32, {1, 10}, "t3");
+  b.AddFullyConnected(t2, w1, -1, t3);
+  int w2 = b.AddConstFloat32({6, 8}, RandomValues(rng, 6 * 8), "w2");
+  int t4 = b.AddTensor(tfl::TensorType::FLOAT32, {400, 6}, "t4");
+  b.AddFullyConnected(t2, w2, -1, t4);
+  b.SetInputs({in});
+  b.SetOutputs({t3, t4});
+  std::unique_ptr<OpRun> run = Load(b, tfl::BuiltinOperator::CONV_2D, nullptr);
+  ASSERT_TRUE(run);
+  std::vector<float> values = RandomValues(rng, 40 * 40 * 16);
+  std::copy(values.begin(), values.end(), run->interpreter->inputs()[0]->data_as<float>());
+  ASSERT_TRUE(run->interpreter->Invoke().ok());
+  // The hook sees an allocation.
+  g_mallocs = 0;
+  g_count_mallocs = true;
+  g_sink = std::malloc(64);
+  g_count_mallocs = false;
+  std::free(g_sink);
+  ASSERT_EQ(g_mallocs, 1);
+  g_mallocs = 0;
+  g_count_mallocs = true;
+  runtime::Status status = run->interpreter->Invoke();
+  g_count_mallocs = false;
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(g_mallocs, 0);
+}
+#endif
+
+}  // namespace
+}  // namespace dfarm::testing
