@@ -109,6 +109,14 @@ OutputAccuracy CompareOutput(size_t index, const runtime::Tensor& got,
     }
     a.std_abs_error = std::sqrt(var / c);
   }
+  const bool lsb = (got.dtype == runtime::DType::kInt8 || got.dtype == runtime::DType::kUint8) &&
+                   got.dtype == reference.dtype && got.quantized && reference.quantized &&
+                   !got.per_channel_quantized && got.scale > 0.0f && got.scale == reference.scale &&
+                   got.zero_point == reference.zero_point;
+  if (lsb) {
+    // Quantized values are (real / scale) + zero_point; the errors are multiples of scale.
+    a.max_abs_error_lsb = static_cast<int64_t>(std::llround(a.max_abs_error / got.scale));
+  }
   if (got.rank() == 2 && got.shape[0] == 1 && got.shape[1] >= 2 && g.size() == r.size()) {
     const std::vector<size_t> top_got = Ranking(g, 5);
     const size_t top_ref = Ranking(r, 1).front();

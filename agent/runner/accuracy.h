@@ -26,6 +26,9 @@ struct OutputAccuracy {
   int64_t inf_count = 0;            // +-Inf in the delegate's output
   int64_t reference_nan_count = 0;  // NaNs in the reference's output
   int64_t reference_inf_count = 0;
+  // Set when both tensors are int8/uint8 with the same per-tensor scale: the
+  // largest difference in quantized steps (LSB), over the compared elements.
+  std::optional<int64_t> max_abs_error_lsb;
   // Set for outputs that look like class scores (shape [1, N], N >= 2):
   // top1_agree: both argmaxes are the same class; top5_agree: the reference's
   // top-1 class is among the delegate's top min(5, N).

@@ -79,5 +79,30 @@ TEST(AccuracyTest, QuantizedValuesAreDequantized) {
   EXPECT_DOUBLE_EQ(a.mean_abs_error, 0.5);
 }
 
+TEST(AccuracyTest, QuantizedOutputsAreDequantizedAndCountedInLsb) {
+  std::vector<int8_t> got = {-10, 0, 5, 127}, ref = {-10, 2, 4, 124};
+  auto tensor = [](std::vector<int8_t>& v) {
+    runtime::Tensor t;
+    t.dtype = runtime::DType::kInt8;
+    t.shape = {4};
+    t.bytes = v.size();
+    t.data = reinterpret_cast<std::byte*>(v.data());
+    t.quantized = true;
+    t.scale = 0.5f;
+    t.zero_point = -10;
+    return t;
+  };
+  OutputAccuracy a = CompareOutput(0, tensor(got), tensor(ref));
+  EXPECT_EQ(a.compared, 4);
+  // Differences 0, 2, 1, 3 steps of 0.5.
+  EXPECT_DOUBLE_EQ(a.max_abs_error, 1.5);
+  EXPECT_DOUBLE_EQ(a.mean_abs_error, (0 + 1.0 + 0.5 + 1.5) / 4);
+  ASSERT_TRUE(a.max_abs_error_lsb.has_value());
+  EXPECT_EQ(*a.max_abs_error_lsb, 3);
+
+  std::vector<float> f = {1, 2, 3, 4}, g = {1, 2, 3, 5};
+  EXPECT_FALSE(CompareOutput(0, FloatTensor(f, {4}), FloatTensor(g, {4})).max_abs_error_lsb);
+}
+
 }  // namespace
 }  // namespace dfarm::runner

@@ -142,6 +142,7 @@ nlohmann::json AccuracyJson(const RunReport& r) {
                         {"inf_count", a.inf_count},
                         {"reference_nan_count", a.reference_nan_count},
                         {"reference_inf_count", a.reference_inf_count}};
+    if (a.max_abs_error_lsb) o["max_abs_error_lsb"] = *a.max_abs_error_lsb;
     if (a.top1_agree) o["top1_agree"] = *a.top1_agree;
     if (a.top5_agree) o["top5_agree"] = *a.top5_agree;
     outputs.push_back(std::move(o));

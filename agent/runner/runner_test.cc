@@ -200,7 +200,7 @@ TEST_F(RunnerTest, ExitCodes) {
   Process p = RunRunner({"--model", model, "--delegate", "gpu", "--json"});
   EXPECT_EQ(p.exit_code, 3);
   EXPECT_EQ(nlohmann::json::parse(p.out), nlohmann::json::parse(R"json({"status":"delegate_error",
-                                      "error":"unknown delegate 'gpu' (available: cpu, external)"})json"));
+                                      "error":"unknown delegate 'gpu' (available: cpu, external, xnnpack)"})json"));
 
   p = RunRunner({"--model", model, "--bogus-flag", "--json"});
   EXPECT_EQ(p.exit_code, 2);
@@ -414,6 +414,46 @@ TEST_F(RunnerTest, AccuracyAgainstItselfIsExact) {
   // No key without the flag.
   p = RunRunner({"--model", SmallModel(), "--json", "--num-runs", "1"});
   EXPECT_FALSE(nlohmann::json::parse(p.out).contains("accuracy"));
+}
+
+TEST_F(RunnerTest, QuantizedInputsAreGaussianInTheTensorsRange) {
+  // int8 input (scale 0.05, zero point -10: reals in [-5.9, 6.85]) -> RELU (int8)
+  // and -> DEQUANTIZE (float32), so the dumped float output is the input in real units.
+  ModelBuilder b;
+  int in = b.AddTensor(tfl::TensorType::INT8, {1, 1000}, "q_in");
+  b.SetQuantization(in, 0.05f, -10);
+  int relu = b.AddTensor(tfl::TensorType::INT8, {1, 1000}, "q_relu");
+  b.SetQuantization(relu, 0.05f, -10);
+  int real = b.AddTensor(tfl::TensorType::FLOAT32, {1, 1000}, "real");
+  b.AddUnary(tfl::BuiltinOperator::RELU, in, relu);
+  b.AddDequantize(in, real);
+  b.SetInputs({in});
+  b.SetOutputs({relu, real});
+  fs::path model = dir_ / "quant.tflite";
+  ASSERT_TRUE(b.WriteFile(model.string()));
+  Process p = RunRunner({"--model", model.string(), "--json", "--num-runs", "1",
+                         "--accuracy-reference", "cpu", "--dump-outputs", (dir_ / "out").string()});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  nlohmann::json doc = nlohmann::json::parse(p.out);
+  EXPECT_EQ(doc["inputs"][0]["dtype"], "int8");
+  const nlohmann::json& acc = doc["accuracy"]["outputs"];
+  ASSERT_EQ(acc.size(), 2u);
+  EXPECT_EQ(acc[0]["max_abs_error_lsb"], 0);           // int8 output: errors in LSB too
+  EXPECT_FALSE(acc[1].contains("max_abs_error_lsb"));  // float32 output
+
+  std::vector<float> values = ReadFloats(dir_ / "out" / "output_1.bin");
+  ASSERT_EQ(values.size(), 1000u);
+  double sum = 0, sum_sq = 0;
+  for (float v : values) {
+    EXPECT_GE(v, 0.05f * (-128 + 10) - 1e-4f);
+    EXPECT_LE(v, 0.05f * (127 + 10) + 1e-4f);
+    sum += v;
+    sum_sq += double(v) * v;
+  }
+  // Gaussian with mean (-5.9 + 6.85) / 2 = 0.475 and std 12.75 / 6 = 2.125.
+  const double mean = sum / 1000, std = std::sqrt(sum_sq / 1000 - mean * mean);
+  EXPECT_NEAR(mean, 0.475, 0.3);
+  EXPECT_NEAR(std, 2.125, 0.4);
 }
 
 TEST_F(RunnerTest, AccuracyOfTheExamplePluginWithClassScores) {

@@ -1,7 +1,10 @@
 #include "agent/runner/tensor_files.h"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <system_error>
@@ -18,6 +21,27 @@ template <typename T, typename Dist>
 void Fill(Tensor& t, std::mt19937& rng, Dist dist) {
   T* data = t.data_as<T>();
   for (int64_t i = 0; i < t.num_elements(); ++i) data[i] = static_cast<T>(dist(rng));
+}
+
+// A seeded gaussian over the tensor's real range, quantized with its params.
+template <typename T>
+void FillQuantized(Tensor& t, std::mt19937& rng) {
+  constexpr double kMin = std::numeric_limits<T>::min();
+  constexpr double kMax = std::numeric_limits<T>::max();
+  const double scale = t.scale;
+  const double zero_point = static_cast<double>(t.zero_point);
+  const double real_min = scale * (kMin - zero_point);
+  const double real_max = scale * (kMax - zero_point);
+  std::normal_distribution<double> dist((real_min + real_max) / 2, (real_max - real_min) / 6);
+  T* data = t.data_as<T>();
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    const double q = std::round(dist(rng) / scale) + zero_point;
+    data[i] = static_cast<T>(std::clamp(q, kMin, kMax));
+  }
+}
+
+bool HasUsableQuantization(const Tensor& t) {
+  return t.quantized && !t.per_channel_quantized && std::isfinite(t.scale) && t.scale > 0.0f;
 }
 
 std::string Describe(const Tensor& t, size_t index, const char* role) {
@@ -41,10 +65,18 @@ void FillRandomInputs(runtime::Interpreter& interpreter, uint32_t seed) {
         break;
       }
       case DType::kInt8:
-        Fill<int8_t>(*t, rng, std::uniform_int_distribution<int>(-128, 127));
+        if (HasUsableQuantization(*t)) {
+          FillQuantized<int8_t>(*t, rng);
+        } else {
+          Fill<int8_t>(*t, rng, std::uniform_int_distribution<int>(-128, 127));
+        }
         break;
       case DType::kUint8:
-        Fill<uint8_t>(*t, rng, std::uniform_int_distribution<int>(0, 255));
+        if (HasUsableQuantization(*t)) {
+          FillQuantized<uint8_t>(*t, rng);
+        } else {
+          Fill<uint8_t>(*t, rng, std::uniform_int_distribution<int>(0, 255));
+        }
         break;
       case DType::kInt16:
         Fill<int16_t>(*t, rng, std::uniform_int_distribution<int>(-100, 100));

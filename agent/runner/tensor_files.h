@@ -11,8 +11,12 @@
 namespace dfarm::runner {
 
 // Fills every model input from one std::mt19937 seeded with `seed`, inputs
-// in order, elements in order: float32/float16 uniform in [-1, 1), int8 and
-// uint8 over their whole range, int16/int32/int64 in [-100, 100], bool 0/1.
+// in order, elements in order: float32/float16 uniform in [-1, 1); quantized
+// int8/uint8 (per-tensor scale > 0) a gaussian in real units centred on the
+// middle of the tensor's representable range with a sixth of that range as
+// standard deviation, quantized with the tensor's scale and zero point
+// (round half away from zero, saturated); other int8 and uint8 over their
+// whole range; int16/int32/int64 in [-100, 100]; bool 0/1.
 void FillRandomInputs(runtime::Interpreter& interpreter, uint32_t seed);
 
 // Reads DIR/input_<i>.bin into input i; a missing or wrongly sized file is an
