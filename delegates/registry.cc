@@ -6,6 +6,9 @@
 #include <cstring>
 
 #include "delegates/external/external_delegate.h"
+#ifdef DFARM_HAVE_XNNPACK
+#include "delegates/xnnpack/xnnpack_delegate.h"
+#endif
 
 namespace dfarm::delegates {
 namespace {
@@ -14,6 +17,14 @@ constexpr const char* kNoOptions[] = {nullptr};
 constexpr const char* kExternalOptions[] = {"path", "max_delegated_partitions",
                                             "min_nodes_per_partition", "require_full_delegation",
                                             nullptr};
+#ifdef DFARM_HAVE_XNNPACK
+constexpr const char* kXnnpackOptions[] = {"threads",
+                                           "fp16",
+                                           "max_delegated_partitions",
+                                           "min_nodes_per_partition",
+                                           "require_full_delegation",
+                                           nullptr};
+#endif
 
 void AddReferenceKernels(runtime::OpResolver& resolver) { resolver.AddAllReferenceOps(); }
 
@@ -25,6 +36,10 @@ constexpr std::array kDelegates = {
              "a plugin from a shared library (delegates/external/dfarm_delegate_plugin.h); "
              "other options go to the plugin",
              kExternalOptions, &AddReferenceKernels, &CreateExternalDelegate, true},
+#ifdef DFARM_HAVE_XNNPACK
+    Delegate{"xnnpack", "XNNPACK (libxnnpack, float32): threads (default 1), fp16 (true/false)",
+             kXnnpackOptions, &AddReferenceKernels, &CreateXnnpackDelegate},
+#endif
 };
 
 std::string JoinNames() {

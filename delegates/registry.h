@@ -1,6 +1,7 @@
 // The delegates this build of the runtime offers, by name: "cpu" (the
 // reference kernels of runtime/) and the delegates of runtime/delegate.h
-// ("external": a plugin loaded from a shared library, delegates/external/).
+// ("external": a plugin loaded from a shared library, delegates/external/;
+// "xnnpack": XNNPACK, delegates/xnnpack/, when the build found it).
 #pragma once
 
 #include <memory>

@@ -9,7 +9,11 @@ namespace {
 using ::testing::ElementsAre;
 
 TEST(DelegateRegistryTest, ListsCpuAndExternal) {
+#ifdef DFARM_HAVE_XNNPACK
+  EXPECT_THAT(AvailableDelegates(), ElementsAre("cpu", "external", "xnnpack"));
+#else
   EXPECT_THAT(AvailableDelegates(), ElementsAre("cpu", "external"));
+#endif
 }
 
 TEST(DelegateRegistryTest, FindsCpuAndItRegistersKernels) {
@@ -26,7 +30,11 @@ TEST(DelegateRegistryTest, UnknownNameNamesTheAvailableOnes) {
   const Delegate* delegate = nullptr;
   runtime::Status status = FindDelegate("gpu", &delegate);
   EXPECT_EQ(status.code(), runtime::StatusCode::kError);
+#ifdef DFARM_HAVE_XNNPACK
+  EXPECT_EQ(status.message(), "unknown delegate 'gpu' (available: cpu, external, xnnpack)");
+#else
   EXPECT_EQ(status.message(), "unknown delegate 'gpu' (available: cpu, external)");
+#endif
   EXPECT_EQ(delegate, nullptr);
 }
 

@@ -1,0 +1,243 @@
+#include "delegates/conformance/conformance.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <random>
+
+#include "runtime/interpreter.h"
+#include "runtime/model.h"
+#include "runtime/op_resolver.h"
+
+namespace dfarm::conformance {
+namespace {
+
+using runtime::Status;
+
+struct Outputs {
+  std::vector<std::vector<float>> values;
+  runtime::Placement placement;
+};
+
+// Runs `bytes` once with `delegate` (null: reference kernels only) on
+// uniform inputs in [lo, hi] from a fixed seed.
+Status Run(const std::vector<uint8_t>& bytes, const std::string& name,
+           const DelegateUnderTest* delegate, float lo, float hi, Outputs* out) {
+  std::unique_ptr<runtime::Model> model;
+  DFARM_RETURN_IF_ERROR(runtime::Model::FromBuffer(name, bytes, &model));
+  runtime::OpResolver resolver;
+  resolver.AddAllReferenceOps();
+  std::unique_ptr<runtime::Delegate> d;
+  if (delegate != nullptr) {
+    const delegates::Delegate* entry = nullptr;
+    DFARM_RETURN_IF_ERROR(delegates::FindDelegate(delegate->name, &entry));
+    DFARM_RETURN_IF_ERROR(delegates::CheckDelegateOptions(*entry, delegate->options));
+    if (entry->create == nullptr) {
+      return Status::Error("delegate '" + delegate->name + "' only adds kernels");
+    }
+    DFARM_RETURN_IF_ERROR(entry->create(delegate->options, &d));
+  }
+  runtime::Interpreter interpreter(*model, resolver);
+  if (d != nullptr) interpreter.AddDelegate(d.get());
+  DFARM_RETURN_IF_ERROR(interpreter.AllocateTensors());
+  std::mt19937 rng(12345);
+  std::uniform_real_distribution<float> u(lo, hi);
+  for (runtime::Tensor* t : interpreter.inputs()) {
+    if (t->dtype != runtime::DType::kFloat32) {
+      return Status::Error("input " + runtime::DescribeTensor(*t) + " is not float32");
+    }
+    float* p = t->data_as<float>();
+    for (int64_t i = 0; i < t->num_elements(); ++i) p[i] = u(rng);
+  }
+  DFARM_RETURN_IF_ERROR(interpreter.Invoke());
+  for (const runtime::Tensor* t : interpreter.outputs()) {
+    if (t->dtype != runtime::DType::kFloat32) {
+      return Status::Error("output " + runtime::DescribeTensor(*t) + " is not float32");
+    }
+    const float* p = t->data_as<float>();
+    out->values.emplace_back(p, p + t->num_elements());
+  }
+  out->placement = interpreter.placement();
+  return Status::Ok();
+}
+
+// Max |a - b|; false (with `why`) when an element is out of tolerance.
+bool Compare(const Outputs& ref, const Outputs& got, const Tolerance& tol, double* max_abs,
+             std::string* why) {
+  *max_abs = 0.0;
+  bool ok = true;
+  for (size_t o = 0; o < ref.values.size(); ++o) {
+    for (size_t i = 0; i < ref.values[o].size(); ++i) {
+      const double r = ref.values[o][i], g = got.values[o][i];
+      const double err = std::fabs(r - g);
+      if (!(err <= tol.abs + tol.rel * std::fabs(r))) {  // NaN fails too
+        if (ok) {
+          char buf[160];
+          std::snprintf(buf, sizeof(buf), "output %zu element %zu: %.9g, reference %.9g", o, i, g,
+                        r);
+          *why = buf;
+        }
+        ok = false;
+      }
+      if (!(err <= *max_abs)) *max_abs = err;
+    }
+  }
+  return ok;
+}
+
+}  // namespace
+
+std::string DelegateUnderTest::Label() const {
+  std::string label = name;
+  for (size_t i = 0; i < options.size(); ++i) {
+    label += (i == 0 ? "(" : ",") + options[i].first + "=" + options[i].second;
+  }
+  return options.empty() ? label : label + ")";
+}
+
+Tolerance DelegateUnderTest::DefaultTolerance() const {
+  for (const auto& [key, value] : options) {
+    if (key == "fp16" && (value == "true" || value == "1")) return kFloat16Tolerance;
+  }
+  return kFloat32Tolerance;
+}
+
+bool ParseDelegateSpec(const std::string& spec, DelegateUnderTest* out) {
+  const size_t colon = spec.find(':');
+  out->name = spec.substr(0, colon);
+  out->options.clear();
+  if (out->name.empty()) return false;
+  if (colon == std::string::npos) return true;
+  size_t at = colon + 1;
+  while (at <= spec.size()) {
+    size_t comma = spec.find(',', at);
+    if (comma == std::string::npos) comma = spec.size();
+    const std::string kv = spec.substr(at, comma - at);
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) return false;
+    out->options.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+    at = comma + 1;
+  }
+  return true;
+}
+
+CaseResult RunCase(const ConformanceCase& c, const DelegateUnderTest& delegate,
+                   const Tolerance& tolerance) {
+  CaseResult r;
+  r.case_name = c.name;
+  r.delegate = delegate.Label();
+  Outputs ref, got;
+  Status s = Run(c.model, c.op + ".tflite", nullptr, c.input_lo, c.input_hi, &ref);
+  if (!s.ok()) {
+    r.error = "reference: " + s.message();
+    return r;
+  }
+  s = Run(c.model, c.op + ".tflite", &delegate, c.input_lo, c.input_hi, &got);
+  if (!s.ok()) {
+    r.error = s.message();
+    return r;
+  }
+  // The case's op is its first node of that op (other nodes feed or read it).
+  const runtime::NodePlacement* found = &got.placement.nodes.at(0);
+  for (const runtime::NodePlacement& n : got.placement.nodes) {
+    if (n.op == c.op) {
+      found = &n;
+      break;
+    }
+  }
+  const runtime::NodePlacement& node = *found;
+  r.claimed = node.delegate != "cpu";
+  r.reason = node.reason;
+  if (!r.claimed) {
+    r.pass = true;
+    return r;
+  }
+  std::string why;
+  r.pass = Compare(ref, got, tolerance, &r.max_abs_error, &why);
+  if (!r.pass) r.error = why;
+  return r;
+}
+
+PartitionResult RunPartitionCase(const PartitionCase& c, const DelegateUnderTest& delegate,
+                                 const Tolerance& tolerance) {
+  PartitionResult r;
+  r.case_name = c.name;
+  r.delegate = delegate.Label();
+  Outputs ref, got;
+  Status s = Run(c.model, "partition.tflite", nullptr, -1, 1, &ref);
+  if (s.ok()) s = Run(c.model, "partition.tflite", &delegate, -1, 1, &got);
+  if (!s.ok()) {
+    r.error = s.message();
+    return r;
+  }
+  r.partitions = got.placement.partitions;
+  for (const runtime::NodePlacement& n : got.placement.nodes) {
+    r.delegated_nodes += n.delegate != "cpu" ? 1 : 0;
+  }
+  std::string why;
+  const bool same = Compare(ref, got, tolerance, &r.max_abs_error, &why);
+  r.pass = same && r.partitions == c.expected_partitions &&
+           r.delegated_nodes == c.expected_delegated_nodes;
+  if (!same) r.error = why;
+  if (r.partitions != c.expected_partitions || r.delegated_nodes != c.expected_delegated_nodes) {
+    r.error = "expected " + std::to_string(c.expected_partitions) + " partitions of " +
+              std::to_string(c.expected_delegated_nodes) + " nodes, got " +
+              std::to_string(r.partitions) + " of " + std::to_string(r.delegated_nodes);
+  }
+  return r;
+}
+
+int RunAll(const std::vector<DelegateUnderTest>& delegates, std::ostream& os,
+           const std::string& filter) {
+  int failures = 0;
+  char line[512];
+  std::snprintf(line, sizeof(line), "%-58s %-12s %-8s %-12s %s\n", "case", "delegate", "claimed",
+                "max_abs_err", "result");
+  os << line;
+  const std::vector<ConformanceCase> cases = Catalog();
+  for (const DelegateUnderTest& d : delegates) {
+    // Skip, not fail, a delegate this machine cannot run (fp16 without the CPU for it).
+    const delegates::Delegate* entry = nullptr;
+    std::unique_ptr<runtime::Delegate> probe;
+    if (delegates::FindDelegate(d.name, &entry).ok() && entry->create != nullptr &&
+        delegates::CheckDelegateOptions(*entry, d.options).ok()) {
+      const Status s = entry->create(d.options, &probe);
+      if (s.code() == runtime::StatusCode::kUnsupported) {
+        os << d.Label() << ": skipped, unsupported here: " << s.message() << "\n";
+        continue;
+      }
+    }
+    probe.reset();
+    int claimed = 0;
+    for (const ConformanceCase& c : cases) {
+      if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
+      const CaseResult r = RunCase(c, d, d.DefaultTolerance());
+      claimed += r.claimed ? 1 : 0;
+      failures += r.pass ? 0 : 1;
+      std::snprintf(line, sizeof(line), "%-58s %-12s %-8s %-12.3g %s", r.case_name.c_str(),
+                    d.name.c_str(), r.claimed ? "yes" : "no", r.max_abs_error,
+                    r.pass ? (r.claimed ? "pass" : "-") : "FAIL");
+      os << line;
+      if (!r.error.empty()) os << "  " << r.error;
+      os << "\n";
+    }
+    for (const PartitionCase& c : PartitionCatalog()) {
+      if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
+      const PartitionResult r = RunPartitionCase(c, d, d.DefaultTolerance());
+      failures += r.pass ? 0 : 1;
+      std::snprintf(line, sizeof(line), "%-58s %-12s %-8s %-12.3g %s",
+                    ("partitions: " + r.case_name).c_str(), d.name.c_str(),
+                    std::to_string(r.partitions).c_str(), r.max_abs_error,
+                    r.pass ? "pass" : "FAIL");
+      os << line;
+      if (!r.error.empty()) os << "  " << r.error;
+      os << "\n";
+    }
+    os << d.Label() << ": claimed " << claimed << " of " << cases.size() << " cases\n";
+  }
+  os << (failures == 0 ? "all passed" : std::to_string(failures) + " failed") << "\n";
+  return failures;
+}
+
+}  // namespace dfarm::conformance

@@ -1,0 +1,71 @@
+// Runs the conformance catalog (catalog.h) through a delegate and through the
+// reference kernels and compares, with a per-dtype tolerance.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "delegates/conformance/catalog.h"
+#include "delegates/registry.h"
+#include "runtime/status.h"
+
+namespace dfarm::conformance {
+
+// |delegate - reference| <= abs + rel * |reference|, per element.
+struct Tolerance {
+  double abs = 0.0;
+  double rel = 0.0;
+};
+// float32: 1e-5 absolute + 1e-5 relative.
+inline constexpr Tolerance kFloat32Tolerance{1e-5, 1e-5};
+// A delegate computing in float16 (xnnpack fp16=true): 1e-2 + 1e-2.
+inline constexpr Tolerance kFloat16Tolerance{1e-2, 1e-2};
+
+// A delegate by its registry name and options ("external" needs `path`).
+struct DelegateUnderTest {
+  std::string name;
+  delegates::DelegateOptions options;
+  std::string Label() const;  // "xnnpack", "external(path=...)"
+  // kFloat16Tolerance when options hold fp16=true (or 1), else kFloat32Tolerance.
+  Tolerance DefaultTolerance() const;
+};
+
+// Parses "NAME" or "NAME:key=value,key=value"; false when malformed.
+bool ParseDelegateSpec(const std::string& spec, DelegateUnderTest* out);
+
+struct CaseResult {
+  std::string case_name;
+  std::string delegate;
+  bool claimed = false;  // the delegate took the op's node
+  std::string reason;    // why not, when not claimed
+  double max_abs_error = 0.0;
+  bool pass = false;  // not claimed counts as a pass
+  std::string error;  // a failure other than a mismatch
+};
+
+// Runs `c` with the reference kernels and with `delegate` on the same seeded
+// inputs. A case the delegate does not claim passes without comparison.
+CaseResult RunCase(const ConformanceCase& c, const DelegateUnderTest& delegate,
+                   const Tolerance& tolerance = kFloat32Tolerance);
+
+struct PartitionResult {
+  std::string case_name;
+  std::string delegate;
+  int partitions = 0;
+  int delegated_nodes = 0;
+  double max_abs_error = 0.0;
+  bool pass = false;
+  std::string error;
+};
+
+// Checks the partition count and delegated node count by hand, and the outputs.
+PartitionResult RunPartitionCase(const PartitionCase& c, const DelegateUnderTest& delegate,
+                                 const Tolerance& tolerance = kFloat32Tolerance);
+
+// Runs every case (whose name contains `filter`, when not empty) for every
+// delegate and writes the table to `os`; returns the number of failures.
+int RunAll(const std::vector<DelegateUnderTest>& delegates, std::ostream& os,
+           const std::string& filter = {});
+
+}  // namespace dfarm::conformance

@@ -1,0 +1,90 @@
+#include "delegates/conformance/conformance.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <set>
+#include <sstream>
+
+namespace dfarm::conformance {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string ExamplePlugin() {
+  return std::string(DFARM_BINARY_DIR) + "/lib/libdfarm_example_delegate.so";
+}
+
+DelegateUnderTest Example() { return {"external", {{"path", ExamplePlugin()}}}; }
+
+TEST(ConformanceTest, ParsesDelegateSpecs) {
+  DelegateUnderTest d;
+  ASSERT_TRUE(ParseDelegateSpec("xnnpack", &d));
+  EXPECT_EQ(d.name, "xnnpack");
+  EXPECT_TRUE(d.options.empty());
+  ASSERT_TRUE(ParseDelegateSpec("external:path=/a/b.so,mode=x", &d));
+  EXPECT_EQ(d.name, "external");
+  ASSERT_EQ(d.options.size(), 2u);
+  EXPECT_EQ(d.options[1].first, "mode");
+  EXPECT_EQ(d.options[1].second, "x");
+  EXPECT_FALSE(ParseDelegateSpec("xnnpack:threads", &d));
+  EXPECT_FALSE(ParseDelegateSpec(":a=b", &d));
+}
+
+TEST(ConformanceTest, CaseNamesAreUnique) {
+  std::set<std::string> names;
+  for (const ConformanceCase& c : Catalog()) EXPECT_TRUE(names.insert(c.name).second) << c.name;
+  EXPECT_GT(names.size(), 40u);
+}
+
+// The example plugin takes float32 ADD and SUB of equal shapes without a
+// fused activation only: exactly those cases are claimed, and they match.
+TEST(ConformanceTest, ExamplePluginClaimsPlainAddAndSubOnly) {
+  int claimed = 0;
+  for (const ConformanceCase& c : Catalog()) {
+    const CaseResult r = RunCase(c, Example());
+    EXPECT_TRUE(r.pass) << c.name << ": " << r.error;
+    const bool plain = (c.op == "ADD" || c.op == "SUB") &&
+                       c.name.find("[1,4,4,3] x [1,4,4,3]") != std::string::npos;
+    EXPECT_EQ(r.claimed, plain) << c.name << " " << r.reason;
+    claimed += r.claimed ? 1 : 0;
+  }
+  EXPECT_EQ(claimed, 2);
+}
+
+TEST(ConformanceTest, AlternatingGraphPartitionsAsWorkedOut) {
+  for (const PartitionCase& c : PartitionCatalog()) {
+    const PartitionResult r = RunPartitionCase(c, Example());
+    EXPECT_TRUE(r.pass) << c.name << ": " << r.error;
+    EXPECT_EQ(r.partitions, c.expected_partitions) << c.name;
+  }
+}
+
+// A tolerance of zero with a wrong reference is caught: the comparison is
+// real. Run a DIV case with a tolerance below float rounding.
+TEST(ConformanceTest, MismatchBeyondToleranceFails) {
+  for (const ConformanceCase& c : Catalog()) {
+    if (c.op != "SUB" || c.name.find("[1,4,4,3] x [1,4,4,3]") == std::string::npos) continue;
+    const CaseResult r = RunCase(c, Example(), Tolerance{-1.0, 0.0});
+    EXPECT_TRUE(r.claimed) << c.name;
+    EXPECT_FALSE(r.pass) << c.name;
+    EXPECT_THAT(r.error, HasSubstr("reference"));
+  }
+}
+
+TEST(ConformanceTest, UnknownDelegateIsAFailure) {
+  std::ostringstream os;
+  EXPECT_GT(RunAll({{"gpu", {}}}, os), 0);
+  EXPECT_THAT(os.str(), HasSubstr("unknown delegate 'gpu'"));
+}
+
+#ifdef DFARM_HAVE_XNNPACK
+TEST(ConformanceTest, XnnpackPassesTheCatalog) {
+  std::ostringstream os;
+  const int failures = RunAll({{"xnnpack", {}}, {"xnnpack", {{"threads", "2"}}}}, os);
+  EXPECT_EQ(failures, 0) << os.str();
+}
+#endif
+
+}  // namespace
+}  // namespace dfarm::conformance

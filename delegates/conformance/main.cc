@@ -1,0 +1,38 @@
+// dfarm-conformance: runs the op conformance catalog through delegates and the
+// reference kernels and prints a table; exits 1 on any failure.
+//   dfarm-conformance xnnpack:threads=2 external:path=/x/libdfarm_example_delegate.so
+#include <cstring>
+#include <iostream>
+
+#include "delegates/conformance/conformance.h"
+
+int main(int argc, char** argv) {
+  using dfarm::conformance::DelegateUnderTest;
+  std::vector<DelegateUnderTest> delegates;
+  std::string filter;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--case") == 0 && i + 1 < argc) {
+      filter = argv[++i];
+      continue;
+    }
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::cout << "usage: dfarm-conformance [--case SUBSTRING] DELEGATE[:key=value,...]...\n"
+                   "Runs every catalog case each delegate claims through it and through the\n"
+                   "reference kernels (float32 tolerance 1e-5 abs + 1e-5 rel), plus the\n"
+                   "partition checks; exits 1 on any failure.\n";
+      return 0;
+    }
+    DelegateUnderTest d;
+    if (!dfarm::conformance::ParseDelegateSpec(argv[i], &d)) {
+      std::cerr << "dfarm-conformance: bad delegate '" << argv[i]
+                << "', expected NAME or NAME:key=value,...\n";
+      return 2;
+    }
+    delegates.push_back(std::move(d));
+  }
+  if (delegates.empty()) {
+    std::cerr << "dfarm-conformance: name at least one delegate (see --help)\n";
+    return 2;
+  }
+  return dfarm::conformance::RunAll(delegates, std::cout, filter) == 0 ? 0 : 1;
+}

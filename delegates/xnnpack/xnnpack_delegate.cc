@@ -1,0 +1,310 @@
+#include "delegates/xnnpack/xnnpack_delegate.h"
+
+#include <pthreadpool.h>
+#include <xnnpack.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <deque>
+#include <limits>
+#include <unordered_set>
+
+#include "delegates/registry.h"
+#include "delegates/xnnpack/xnnpack_nodes.h"
+
+namespace dfarm::delegates {
+namespace {
+
+using runtime::Status;
+using xnnpack_internal::SubgraphBuild;
+using xnnpack_internal::XnnStatusName;
+
+struct SubgraphDeleter {
+  void operator()(xnn_subgraph* s) const { xnn_delete_subgraph(s); }
+};
+struct RuntimeDeleter {
+  void operator()(xnn_runtime* r) const { xnn_delete_runtime(r); }
+};
+using SubgraphPtr = std::unique_ptr<xnn_subgraph, SubgraphDeleter>;
+using RuntimePtr = std::unique_ptr<xnn_runtime, RuntimeDeleter>;
+
+// No XNN_FLAG_HINT_SPARSE_INFERENCE: tried on the corpus (the *_sparse model
+// included), it gave no speed-up.
+uint32_t RuntimeFlags(const XnnpackOptions& o) {
+  return o.fp16 ? XNN_FLAG_FORCE_FP16_INFERENCE : 0;
+}
+
+// Whether XNNPACK runs a float32 subgraph in float16 here: it refuses the
+// forced flag on CPUs without float16 arithmetic.
+Status CheckFp16Support() {
+  xnn_subgraph_t raw = nullptr;
+  if (xnn_create_subgraph(2, 0, &raw) != xnn_status_success) {
+    return Status::Error("xnnpack could not create a subgraph");
+  }
+  SubgraphPtr subgraph(raw);
+  const size_t dims[1] = {4};
+  uint32_t in = 0, out = 1;
+  xnn_define_tensor_value(raw, xnn_datatype_fp32, 1, dims, nullptr, 0,
+                          XNN_VALUE_FLAG_EXTERNAL_INPUT, &in);
+  xnn_define_tensor_value(raw, xnn_datatype_fp32, 1, dims, nullptr, 1,
+                          XNN_VALUE_FLAG_EXTERNAL_OUTPUT, &out);
+  xnn_define_clamp(raw, 0.0f, 6.0f, in, out, 0);
+  xnn_runtime_t rt = nullptr;
+  const xnn_status s = xnn_create_runtime_v2(raw, nullptr, XNN_FLAG_FORCE_FP16_INFERENCE, &rt);
+  if (s == xnn_status_success) {
+    xnn_delete_runtime(rt);
+    return Status::Ok();
+  }
+  return Status::Unsupported(std::string("fp16 inference unsupported on this CPU (xnnpack: ") +
+                             XnnStatusName(s) + ")");
+}
+
+class XnnpackKernel : public runtime::DelegateKernel {
+ public:
+  explicit XnnpackKernel(const XnnpackDelegate* delegate) : delegate_(delegate) {}
+
+  Status Init(const runtime::Partition& partition) override {
+    for (const runtime::Node* node : partition.nodes) {
+      Status s = xnnpack_internal::VisitNode(*node, nullptr);
+      if (!s.ok()) return s.WithPrefix("node " + std::to_string(node->index));
+    }
+    return Status::Ok();
+  }
+
+  Status Prepare(const runtime::Partition& partition) override {
+    // External values: the partition's run-time inputs, then its outputs.
+    // A CONCATENATION's output is no XNNPACK value: its inputs are copied into
+    // external values over its blocks; when a later node reads it, it is an
+    // external input too (XNNPACK runs the nodes in the order defined).
+    std::unordered_set<const runtime::Tensor*> concat_outputs, read_inside;
+    for (const runtime::Node* node : partition.nodes) {
+      for (const runtime::Tensor* t : node->inputs) read_inside.insert(t);
+      if (node->code == tflite::BuiltinOperator::CONCATENATION) {
+        concat_outputs.insert(node->outputs[0]);
+      }
+    }
+    std::vector<std::pair<const runtime::Tensor*, bool>> externals;  // tensor, is input
+    for (const runtime::Tensor* t : partition.inputs) {
+      if (!t->has_static_value()) externals.emplace_back(t, true);
+    }
+    for (const runtime::Tensor* t : concat_outputs) {
+      if (read_inside.count(t) != 0) externals.emplace_back(t, true);
+    }
+    for (const runtime::Tensor* t : partition.outputs) {
+      if (concat_outputs.count(t) == 0) externals.emplace_back(t, false);
+    }
+    size_t num_slices = 0;
+    for (const runtime::Node* node : partition.nodes) {
+      if (node->code == tflite::BuiltinOperator::CONCATENATION) num_slices += node->inputs.size();
+    }
+
+    xnn_subgraph_t raw = nullptr;
+    xnn_status s =
+        xnn_create_subgraph(static_cast<uint32_t>(externals.size() + num_slices), 0, &raw);
+    if (s != xnn_status_success) {
+      return Status::Error(std::string("xnnpack could not create a subgraph: ") + XnnStatusName(s));
+    }
+    SubgraphPtr subgraph(raw);
+    SubgraphBuild build;
+    build.subgraph = raw;
+    build.owned = &owned_;
+    auto define_external = [&](const runtime::Tensor& t, const std::vector<int32_t>& shape,
+                               std::byte* data, bool input, uint32_t* id) {
+      const std::vector<size_t> dims(shape.begin(), shape.end());
+      const uint32_t external_id = static_cast<uint32_t>(externals_.size());
+      const xnn_status st = xnn_define_tensor_value(
+          raw, xnn_datatype_fp32, dims.size(), dims.empty() ? nullptr : dims.data(), nullptr,
+          external_id, input ? XNN_VALUE_FLAG_EXTERNAL_INPUT : XNN_VALUE_FLAG_EXTERNAL_OUTPUT, id);
+      if (st != xnn_status_success) {
+        return Status::Error("xnnpack refused tensor " + std::to_string(t.index) + " '" + t.name +
+                             "': " + XnnStatusName(st));
+      }
+      externals_.push_back(xnn_external_value{*id, data});
+      return Status::Ok();
+    };
+    for (const auto& [t, input] : externals) {
+      if (t->dtype != runtime::DType::kFloat32) {
+        return Status::Error("partition tensor " + std::to_string(t->index) + " is " +
+                             runtime::DescribeTensor(*t) + ", not float32");
+      }
+      uint32_t id = 0;
+      DFARM_RETURN_IF_ERROR(define_external(*t, t->shape, t->data, input, &id));
+      build.ids.emplace(t->index, id);
+    }
+    for (const runtime::Node* node : partition.nodes) {
+      if (node->code != tflite::BuiltinOperator::CONCATENATION) continue;
+      const std::vector<size_t> offsets = xnnpack_internal::ConcatOffsets(*node);
+      std::vector<uint32_t>& slices = build.concat_slices[node->index];
+      for (size_t i = 0; i < node->inputs.size(); ++i) {
+        uint32_t id = 0;
+        DFARM_RETURN_IF_ERROR(define_external(*node->inputs[i], node->inputs[i]->shape,
+                                              node->outputs[0]->data + offsets[i], false, &id));
+        slices.push_back(id);
+      }
+    }
+    for (const runtime::Node* node : partition.nodes) {
+      DFARM_RETURN_IF_ERROR(xnnpack_internal::VisitNode(*node, &build));
+    }
+    xnn_runtime_t rt = nullptr;
+    s = xnn_create_runtime_v2(raw, delegate_->threadpool(),
+                              RuntimeFlags(delegate_->xnnpack_options()), &rt);
+    if (s != xnn_status_success) {
+      const std::string why = std::string("xnnpack could not create the runtime of partition ") +
+                              std::to_string(partition.index) + ": " + XnnStatusName(s);
+      if (s == xnn_status_unsupported_hardware || s == xnn_status_unsupported_parameter) {
+        return Status::Unsupported(why);
+      }
+      return Status::Error(why);
+    }
+    runtime_.reset(rt);
+    // The interpreter's tensors keep their addresses from here on.
+    s = xnn_setup_runtime(rt, externals_.size(), externals_.data());
+    if (s != xnn_status_success) {
+      return Status::Error(std::string("xnnpack could not set up partition ") +
+                           std::to_string(partition.index) + ": " + XnnStatusName(s));
+    }
+    return Status::Ok();
+  }
+
+  Status Invoke(const runtime::Partition& partition) override {
+    if (runtime_ == nullptr) {
+      return Status::InvalidArgument("xnnpack partition " + std::to_string(partition.index) +
+                                     " was not prepared");
+    }
+    const xnn_status s = xnn_invoke_runtime(runtime_.get());
+    if (s != xnn_status_success) {
+      return Status::Error("xnnpack failed to run partition " + std::to_string(partition.index) +
+                           ": " + XnnStatusName(s));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  const XnnpackDelegate* delegate_;
+  std::deque<std::vector<float>> owned_;  // before runtime_: outlives it
+  std::vector<xnn_external_value> externals_;
+  RuntimePtr runtime_;
+};
+
+Status CheckFp16Node(const runtime::Node& node);
+
+}  // namespace
+
+Status XnnpackDelegate::Create(const XnnpackOptions& options,
+                               const runtime::DelegatePartitionOptions& partition_options,
+                               std::unique_ptr<XnnpackDelegate>* out) {
+  if (options.threads < 1) {
+    return Status::Error("xnnpack option threads is " + std::to_string(options.threads) +
+                         ", expected >= 1");
+  }
+  const xnn_status s = xnn_initialize(nullptr);
+  if (s == xnn_status_unsupported_hardware) {
+    return Status::Unsupported("xnnpack does not support this CPU");
+  }
+  if (s != xnn_status_success) {
+    return Status::Error(std::string("xnnpack failed to initialize: ") + XnnStatusName(s));
+  }
+  if (options.fp16) DFARM_RETURN_IF_ERROR(CheckFp16Support());
+  std::unique_ptr<XnnpackDelegate> d(new XnnpackDelegate(options, partition_options));
+  if (options.threads > 1) {
+    d->threadpool_ = pthreadpool_create(static_cast<size_t>(options.threads));
+    if (d->threadpool_ == nullptr) {
+      return Status::Error("could not create a pool of " + std::to_string(options.threads) +
+                           " threads for xnnpack");
+    }
+  }
+  *out = std::move(d);
+  return Status::Ok();
+}
+
+XnnpackDelegate::~XnnpackDelegate() {
+  if (threadpool_ != nullptr) pthreadpool_destroy(threadpool_);
+}
+
+namespace {
+
+// The nodes this XNNPACK (2022-02) builds in float16, found by running the
+// conformance catalog with fp16:true: the others fail to create the runtime,
+// and HARD_SWISH aborts in create_hardswish_operator (an assert on fp32).
+// Binary nodes only between run-time tensors (a constant operand is refused).
+Status CheckFp16Node(const runtime::Node& node) {
+  using Op = tflite::BuiltinOperator;
+  switch (node.code) {
+    case Op::CONV_2D:
+    case Op::DEPTHWISE_CONV_2D:
+    case Op::TRANSPOSE_CONV:
+    case Op::MAX_POOL_2D:
+    case Op::MEAN:
+    case Op::RESHAPE:
+    case Op::PAD:
+    case Op::PADV2:
+    case Op::RESIZE_BILINEAR:
+    case Op::RELU:
+    case Op::RELU6:
+    case Op::RELU_N1_TO_1:
+    case Op::LEAKY_RELU:
+    case Op::PRELU:
+      return Status::Ok();
+    case Op::ADD:
+    case Op::MUL:
+      for (const runtime::Tensor* t : node.inputs) {
+        if (t != nullptr && t->has_static_value()) {
+          return Status::Unsupported(node.op_name +
+                                     " with a constant operand has no float16 kernel in this "
+                                     "xnnpack (fp16:true)");
+        }
+      }
+      return Status::Ok();
+    case Op::CUSTOM:
+      if (node.op_name == "Convolution2DTransposeBias") return Status::Ok();
+      break;
+    default:
+      break;
+  }
+  return Status::Unsupported(node.op_name + " has no float16 kernel in this xnnpack (fp16:true)");
+}
+
+}  // namespace
+
+Status XnnpackDelegate::CheckNode(const runtime::Node& node) const {
+  DFARM_RETURN_IF_ERROR(xnnpack_internal::VisitNode(node, nullptr));
+  return options_.fp16 ? CheckFp16Node(node) : Status::Ok();
+}
+
+std::unique_ptr<runtime::DelegateKernel> XnnpackDelegate::CreateKernel() {
+  return std::make_unique<XnnpackKernel>(this);
+}
+
+Status CreateXnnpackDelegate(const std::vector<std::pair<std::string, std::string>>& options,
+                             std::unique_ptr<runtime::Delegate>* delegate_out) {
+  runtime::DelegatePartitionOptions partition;
+  DFARM_RETURN_IF_ERROR(ParsePartitionOptions(options, &partition));
+  XnnpackOptions xo;
+  for (const auto& [key, value] : options) {
+    if (key == "threads") {
+      char* end = nullptr;
+      errno = 0;
+      const long n = std::strtol(value.c_str(), &end, 10);
+      if (value.empty() || *end != '\0' || errno != 0 || n < 1 || n > 256) {
+        return Status::Error("delegate option 'threads' has value '" + value +
+                             "', expected an integer from 1 to 256");
+      }
+      xo.threads = static_cast<int>(n);
+    } else if (key == "fp16") {
+      if (value == "true" || value == "1") {
+        xo.fp16 = true;
+      } else if (value == "false" || value == "0") {
+        xo.fp16 = false;
+      } else {
+        return Status::Error("delegate option 'fp16' has value '" + value +
+                             "', expected true or false");
+      }
+    }
+  }
+  std::unique_ptr<XnnpackDelegate> d;
+  DFARM_RETURN_IF_ERROR(XnnpackDelegate::Create(xo, partition, &d));
+  *delegate_out = std::move(d);
+  return Status::Ok();
+}
+
+}  // namespace dfarm::delegates
