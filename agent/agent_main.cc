@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <sstream>
 
 #include "CLI/CLI.hpp"
 #include "agent/server.h"
@@ -52,9 +53,18 @@ int main(int argc, char** argv) {
                  "flag a job as started_hot when a thermal zone is above this many degrees C "
                  "just before it starts")
       ->capture_default_str();
+  std::string runner_prefix;
+  app.add_option("--runner-prefix", runner_prefix,
+                 "space-separated words put before the runner on its command line, e.g. "
+                 "\"qemu-aarch64 -L /usr/aarch64-linux-gnu\" for an agent under qemu-user "
+                 "without binfmt_misc");
   // Test-only: read the device state (sys/, proc/) under this folder instead of /.
   app.add_option("--device-state-root", options.supervisor.device_state_root)->group("");
   CLI11_PARSE(app, argc, argv);
+  {
+    std::istringstream words(runner_prefix);
+    for (std::string w; words >> w;) options.supervisor.runner_prefix.push_back(w);
+  }
   options.max_artifact_bytes = max_artifact_mib << 20;
   options.quota_bytes = quota_mib << 20;
   options.heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);

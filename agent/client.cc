@@ -250,7 +250,8 @@ class StreamAgentClient final : public AgentClient {
     return sent - offset;
   }
 
-  Result<JobResult> RunJob(const JobSpec& job) override {
+  Result<JobResult> RunJob(const JobSpec& job) override { return RunJob(job, RunJobOptions{}); }
+  Result<JobResult> RunJob(const JobSpec& job, const RunJobOptions& options) override {
     if (!job.plugin_sha256.empty() && !HasFeature(device_.features, kFeaturePlugin)) {
       // Sent anyway, the field would be dropped and the runner given no plugin.
       return MakeError("agent at " + where_ + " does not speak feature 'plugin', so it cannot " +
@@ -260,9 +261,34 @@ class StreamAgentClient final : public AgentClient {
     flatbuffers::FlatBufferBuilder fbb;
     FinishFrame(fbb, NextId(), BuildRunJob(fbb, job));
     auto timeout = std::chrono::milliseconds(job.timeout_ms) + kJobGrace;
-    auto reply = Call(fbb, wire::Body::JobResult, timeout);
-    if (!reply) return reply.error();
+    CallHooks hooks{&options, HasFeature(device_.features, kFeatureCancel)};
+    auto reply = Call(fbb, wire::Body::JobResult, timeout, &hooks);
+    if (!reply) {
+      if (hooks.dropped) {
+        // The agent lacks "cancel": closing the connection made it kill the job.
+        JobResult cancelled;
+        cancelled.status = "infra";
+        cancelled.error = "cancelled by host";
+        return cancelled;
+      }
+      return reply.error();
+    }
     return ReadJobResult(*reply->frame()->body_as_JobResult());
+  }
+
+  Result<DeviceState> QueryDeviceState() override {
+    if (!HasFeature(device_.features, kFeatureDeviceState)) {
+      return MakeError("agent at " + where_ +
+                       " does not speak feature 'device_state' (update dfarm-agent on the "
+                       "device)");
+    }
+    flatbuffers::FlatBufferBuilder fbb;
+    FinishFrame(fbb, NextId(), wire::CreateDeviceStateRequest(fbb));
+    auto reply = Call(fbb, wire::Body::DeviceStateReply, io_timeout_);
+    if (!reply) return reply.error();
+    const auto* state = reply->frame()->body_as_DeviceStateReply()->state();
+    if (!state) return Fail("DeviceStateReply without a state");
+    return ReadDeviceState(*state);
   }
 
   const std::string& where() const { return where_; }
@@ -318,10 +344,19 @@ class StreamAgentClient final : public AgentClient {
   // request's id and be of type `want` (an ErrorReply becomes the error).
   // Meanwhile the agent's Pings are answered and, with heartbeats, the agent
   // is pinged; an agent silent for 3 heartbeat intervals is given up on.
+  // What a RunJob's Call watches besides the reply.
+  struct CallHooks {
+    const RunJobOptions* options;
+    bool can_cancel;  // feature "cancel"
+    bool cancel_sent = false;
+    bool dropped = false;  // set when the call ended by dropping the connection to cancel
+  };
+
   Result<ReceivedFrame> Call(const flatbuffers::FlatBufferBuilder& fbb, wire::Body want,
-                             std::chrono::milliseconds timeout) {
+                             std::chrono::milliseconds timeout, CallHooks* hooks = nullptr) {
     if (auto r = Send(fbb); !r) return r.error();
     const uint64_t id = last_id_;
+    const std::atomic<bool>* cancel = hooks ? hooks->options->cancel : nullptr;
     const auto start = Clock::now();
     const auto deadline = start + timeout;
     auto last_rx = start;
@@ -346,6 +381,19 @@ class StreamAgentClient final : public AgentClient {
         }
         wait_ms = std::min<int64_t>(wait_ms, Ms(next_ping - now) + 1);
       }
+      if (cancel && !hooks->cancel_sent && cancel->load()) {
+        hooks->cancel_sent = true;
+        if (!hooks->can_cancel) {
+          hooks->dropped = true;
+          return Fail(
+              "job cancelled by the host; the agent does not speak feature 'cancel', so "
+              "the connection was dropped");
+        }
+        flatbuffers::FlatBufferBuilder cancel_fbb;
+        FinishFrame(cancel_fbb, NextId(), wire::CreateCancelJob(cancel_fbb, id));
+        if (auto r = Send(cancel_fbb); !r) return r.error();
+      }
+      if (cancel && !hooks->cancel_sent) wait_ms = std::min<int64_t>(wait_ms, 50);
       pollfd p{read_fd_.get(), POLLIN, 0};
       int n = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(wait_ms, 1'000'000)));
       if (n < 0 && errno != EINTR) return Fail(std::string("poll failed: ") + strerror(errno));
@@ -362,6 +410,13 @@ class StreamAgentClient final : public AgentClient {
         continue;
       }
       if (frame.body_type() == wire::Body::Pong && heartbeat_) continue;
+      if (frame.body_type() == wire::Body::JobProgress) {
+        if (frame.request_id() == id && hooks && hooks->options->on_progress) {
+          const auto* progress = frame.body_as_JobProgress();
+          hooks->options->on_progress(JobProgress{Str(progress->phase()), progress->elapsed_ms()});
+        }
+        continue;
+      }
       if (frame.body_type() == wire::Body::ErrorReply) {
         std::string message = Str(frame.body_as_ErrorReply()->message());
         return MakeError("agent at " + where_ + ": " + message);

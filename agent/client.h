@@ -3,8 +3,10 @@
 // harness runs one worker per device).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -20,9 +22,9 @@ struct DeviceInfo {
   std::string agent_version;
   uint32_t protocol_version = 0;
   std::vector<std::string> features;
-  std::string os;       // "Linux 6.1.0-18-amd64"
-  std::string abi;      // "x86_64", "arm64-v8a"
-  std::string cpu;      // CPU model name
+  std::string os;   // "Linux 6.1.0-18-amd64"
+  std::string abi;  // "x86_64", "arm64-v8a"
+  std::string cpu;  // CPU model name
   uint32_t cores = 0;
   uint64_t memory_bytes = 0;
   std::string hostname;
@@ -88,13 +90,13 @@ struct DeviceState {
 // Failure classes of a job (issue 5): ok, model_error, delegate_error,
 // unsupported, crashed, timeout, infra.
 struct JobResult {
-  std::string status;        // one of the classes above
-  std::string error;         // one line, empty when ok
-  int exit_code = -1;        // the runner's exit status, -1 if it did not exit
-  int signal = 0;            // the signal that ended the runner, 0 if none
-  std::string runner_json;   // the runner's --json document (stdout), verbatim
-  std::string stderr_tail;   // last few KiB of the runner's stderr
-  double wall_ms = 0;        // wall time of the runner process as seen by the agent
+  std::string status;       // one of the classes above
+  std::string error;        // one line, empty when ok
+  int exit_code = -1;       // the runner's exit status, -1 if it did not exit
+  int signal = 0;           // the signal that ended the runner, 0 if none
+  std::string runner_json;  // the runner's --json document (stdout), verbatim
+  std::string stderr_tail;  // last few KiB of the runner's stderr
+  double wall_ms = 0;       // wall time of the runner process as seen by the agent
   // Device state read just before the runner started and just after it ended;
   // unset when no runner process was started (bad spec, missing artifact) or
   // the agent predates them.
@@ -104,6 +106,26 @@ struct JobResult {
   bool throttled = false;    // a CPU's scaling_max_freq below its cpuinfo_max_freq, before or after
   double hot_threshold_c = 0;  // the agent's threshold (dfarm-agent --hot-threshold-c)
   std::string state_note;      // one line naming why the job is flagged; empty when not
+};
+
+// A JobProgress frame (feature "progress"): phase "starting", "running" or
+// "done", and the time since the agent accepted the job.
+struct JobProgress {
+  std::string phase;
+  uint64_t elapsed_ms = 0;
+};
+
+// Optional hooks of AgentClient::RunJob.
+struct RunJobOptions {
+  // Called on the calling thread for each JobProgress of the job (only from
+  // an agent that speaks "progress"). Not kept after RunJob returns.
+  std::function<void(const JobProgress&)> on_progress;
+  // Checked at least every 50 ms while the job runs; once true the job is
+  // cancelled. With feature "cancel" the agent kills the runner and the
+  // result is status infra, error "cancelled by host", and the connection
+  // stays usable; without it the client drops the connection (which makes the
+  // agent kill the job) and returns that same result. Not owned; may be null.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 // How AgentClient connects; the defaults are what Connect(host, port, timeout) uses.
@@ -163,6 +185,18 @@ class AgentClient {
   // naming a plugin_sha256 when the agent lacks feature "plugin" (nothing is
   // sent then and the connection stays usable).
   virtual Result<JobResult> RunJob(const JobSpec& job) = 0;
+  // Same, with progress reports and cancellation (RunJobOptions). The default
+  // (for clients without them) ignores the options.
+  virtual Result<JobResult> RunJob(const JobSpec& job, const RunJobOptions& options) {
+    (void)options;
+    return RunJob(job);
+  }
+
+  // The device's state now (feature "device_state"), e.g. to wait for it to
+  // cool down between jobs. Fails naming the agent when it lacks the feature.
+  virtual Result<DeviceState> QueryDeviceState() {
+    return MakeError("this agent connection cannot query the device state");
+  }
 };
 
 // sha256 of a file as lowercase hex (OpenSSL), or an error naming the file.

@@ -223,6 +223,10 @@ struct Session {
   bool authed = false;
   bool heartbeat = false;  // negotiated features
   bool put_resume = false;
+  bool plugin = false;
+  bool cancel = false;
+  bool progress = false;
+  bool device_state = false;
   std::vector<uint8_t> challenge;  // ours, when authentication is required
   bool put_active = false;
   std::string put_sha256;
@@ -232,6 +236,13 @@ struct Session {
   std::thread job_thread;
   std::atomic<bool> job_running{false};
   std::atomic<bool> cancel_job{false};
+  std::atomic<bool> cancelled_by_host{false};
+  uint64_t job_id = 0;  // the running job's RunJob request_id
+  Clock::time_point job_start;
+  Clock::time_point next_progress;
+  // Held while sending JobProgress and while the job ends (job_running false,
+  // "done", JobResult), so no "running" frame follows the JobResult.
+  std::mutex progress_mutex;
   uint64_t next_ping_id = kAgentRequestIdBit | 1;
   Clock::time_point last_rx;
   Clock::time_point next_ping;
@@ -297,6 +308,12 @@ void Server::Converse(int in_fd, int out_fd, const std::string& who,
     FinishFrame(fbb, id, wire::CreateErrorReplyDirect(fbb, message.c_str()));
     return send(fbb);
   };
+  auto send_progress = [&](uint64_t id, const char* phase) {
+    flatbuffers::FlatBufferBuilder fbb;
+    auto elapsed = static_cast<uint64_t>(std::max<int64_t>(0, Ms(Clock::now() - s.job_start)));
+    FinishFrame(fbb, id, wire::CreateJobProgressDirect(fbb, phase, elapsed));
+    return send(fbb);
+  };
   auto auth_failed = [&](uint64_t id, const std::string& why) {
     auto [count, delay] = throttle_->RecordFailure(peer_address);
     AgentLog(who + ": authentication failed: " + why + " (failure " + std::to_string(count) +
@@ -335,6 +352,15 @@ void Server::Converse(int in_fd, int out_fd, const std::string& who,
     } else if (s.job_running) {
       // Without heartbeats, still wake up now and then to notice a finished job.
       wait_ms = wait_ms < 0 ? 1000 : std::min<int64_t>(wait_ms, 1000);
+    }
+    if (s.progress && s.job_running) {
+      std::lock_guard<std::mutex> lock(s.progress_mutex);
+      if (s.job_running && now >= s.next_progress) {
+        if (!send_progress(s.job_id, "running")) break;
+        s.next_progress = now + options_.progress_interval;
+      }
+      int64_t to_progress = std::max<int64_t>(1, Ms(s.next_progress - now));
+      wait_ms = wait_ms < 0 ? to_progress : std::min(wait_ms, to_progress);
     }
     pollfd fds[2] = {{in_fd, POLLIN, 0}, {stop_read_.get(), POLLIN, 0}};
     int n = ::poll(fds, 2, static_cast<int>(std::min<int64_t>(wait_ms, 1'000'000)));
@@ -400,6 +426,10 @@ void Server::Converse(int in_fd, int out_fd, const std::string& who,
         }
         s.heartbeat = HasFeature(info.features, kFeatureHeartbeat);
         s.put_resume = HasFeature(info.features, kFeaturePutResume);
+        s.plugin = HasFeature(info.features, kFeaturePlugin);
+        s.cancel = HasFeature(info.features, kFeatureCancel);
+        s.progress = HasFeature(info.features, kFeatureProgress);
+        s.device_state = HasFeature(info.features, kFeatureDeviceState);
         const std::vector<uint8_t>* challenge = nullptr;
         if (need_auth) {
           auto random = RandomBytes(kAuthChallengeBytes);
@@ -482,8 +512,8 @@ void Server::Converse(int in_fd, int out_fd, const std::string& who,
       case wire::Body::PutBegin: {
         const auto* begin = frame.body_as_PutBegin();
         if (s.put_active) {
-          send_error(id, "PutBegin while the upload of " + s.put_sha256.substr(0, 12) +
-                             " is still open");
+          send_error(
+              id, "PutBegin while the upload of " + s.put_sha256.substr(0, 12) + " is still open");
           keep_going = false;
           break;
         }
@@ -565,29 +595,77 @@ void Server::Converse(int in_fd, int out_fd, const std::string& who,
         }
         if (s.job_thread.joinable()) s.job_thread.join();
         JobSpec job = ReadRunJob(*frame.body_as_RunJob());
+        if (!job.plugin_sha256.empty() && !s.plugin) {
+          keep_going = send_error(
+              id, "RunJob names plugin_sha256 " + job.plugin_sha256.substr(0, 12) +
+                      " but the host did not negotiate feature 'plugin' at hello; refusing the "
+                      "job rather than running the delegate without its library");
+          break;
+        }
         AgentLog(who + ": job " + std::to_string(id) + ": runner " +
                  job.runner_sha256.substr(0, 12) + ", model " + job.model_sha256.substr(0, 12) +
                  ", delegate " + job.delegate +
                  (job.plugin_sha256.empty() ? "" : ", plugin " + job.plugin_sha256.substr(0, 12)));
         s.job_running = true;
         s.cancel_job = false;
-        s.next_ping = Clock::now() + heartbeat;
-        // The reader keeps serving (Ping, Have, Put) while the job runs.
-        s.job_thread = std::thread([this, &s, &send, &who, job, id] {
+        s.cancelled_by_host = false;
+        s.job_id = id;
+        s.job_start = Clock::now();
+        s.next_ping = s.job_start + heartbeat;
+        s.next_progress = s.job_start + options_.progress_interval;
+        if (s.progress && !send_progress(id, "starting")) {
+          s.job_running = false;
+          keep_going = false;
+          break;
+        }
+        // The reader keeps serving (Ping, Have, Put, CancelJob) while the job runs.
+        s.job_thread = std::thread([this, &s, &send, &send_progress, &who, job, id] {
           JobResult result = supervisor_->Run(job, &s.cancel_job);
+          if (s.cancelled_by_host && result.status == "infra") {
+            result.error = "cancelled by host";
+          }
           AgentLog(who + ": job " + std::to_string(id) + ": " + result.status +
                    (result.error.empty() ? "" : " (" + result.error + ")") +
                    (result.state_note.empty() ? "" : " [" + result.state_note + "]"));
           flatbuffers::FlatBufferBuilder fbb;
           FinishFrame(fbb, id, BuildJobResult(fbb, result));
+          std::lock_guard<std::mutex> lock(s.progress_mutex);
           s.job_running = false;  // before the reply: the host may send the next RunJob at once
+          if (s.progress) send_progress(id, "done");
           send(fbb);
         });
         break;
       }
+      case wire::Body::CancelJob: {
+        if (!s.cancel) {
+          keep_going = send_error(id, "unexpected CancelJob: feature cancel was not negotiated");
+          break;
+        }
+        uint64_t target = frame.body_as_CancelJob()->job_request_id();
+        // A job that already ended (its JobResult may be on the way) is not an error.
+        if (s.job_running && s.job_id == target) {
+          AgentLog(who + ": job " + std::to_string(target) + ": cancelled by the host");
+          s.cancelled_by_host = true;
+          s.cancel_job = true;
+        }
+        break;
+      }
+      case wire::Body::DeviceStateRequest: {
+        if (!s.device_state) {
+          keep_going = send_error(id,
+                                  "unexpected DeviceStateRequest: feature device_state was not "
+                                  "negotiated");
+          break;
+        }
+        DeviceState state = CollectDeviceState(options_.supervisor.device_state_root);
+        flatbuffers::FlatBufferBuilder fbb;
+        FinishFrame(fbb, id, wire::CreateDeviceStateReply(fbb, BuildDeviceState(fbb, state)));
+        keep_going = send(fbb);
+        break;
+      }
       default:
-        keep_going = send_error(id, std::string("unexpected message ") + BodyName(frame) +
-                                        " from the host");
+        keep_going =
+            send_error(id, std::string("unexpected message ") + BodyName(frame) + " from the host");
         break;
     }
     if (!keep_going) break;

@@ -41,6 +41,8 @@ struct ServerOptions {
   // Failed authentications: the next attempt from that address waits
   // auth_failure_delay * 2^(failures-1), at most 10 s.
   std::chrono::milliseconds auth_failure_delay{200};
+  // With feature "progress": a JobProgress "running" frame this often while a job runs.
+  std::chrono::milliseconds progress_interval{1'000};
 };
 
 struct ListenAddress {

@@ -56,6 +56,28 @@ JobResult Infra(std::string error) {
   return r;
 }
 
+// The executable a runner prefix's first word names: itself when it holds a
+// '/', else the first executable match in PATH.
+Result<std::string> FindInPath(const std::string& word) {
+  if (word.find('/') != std::string::npos) {
+    if (::access(word.c_str(), X_OK) == 0) return word;
+    return MakeError("runner prefix: '" + word + "' is not an executable file");
+  }
+  const char* env = ::getenv("PATH");
+  std::string path = env ? env : "/usr/bin:/bin";
+  size_t start = 0;
+  for (;;) {
+    size_t end = path.find(':', start);
+    std::string dir = path.substr(start, end == std::string::npos ? end : end - start);
+    if (dir.empty()) dir = ".";
+    std::string candidate = dir + "/" + word;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return MakeError("runner prefix: '" + word + "' was not found in PATH");
+}
+
 bool IsPlainToken(const std::string& s) {
   if (s.empty() || s.size() > 64) return false;
   for (char c : s) {
@@ -144,9 +166,9 @@ std::vector<std::string> Supervisor::RunnerArgs(const JobSpec& job, const std::s
     args.push_back("--delegate-options");
     args.push_back(std::move(options));
   }
-  for (const auto& [flag, value] : {std::pair{"--num-threads", job.num_threads},
-                                    std::pair{"--warmup-runs", job.warmup_runs},
-                                    std::pair{"--num-runs", job.num_runs}}) {
+  for (const auto& [flag, value] :
+       {std::pair{"--num-threads", job.num_threads}, std::pair{"--warmup-runs", job.warmup_runs},
+        std::pair{"--num-runs", job.num_runs}}) {
     args.push_back(flag);
     args.push_back(std::to_string(value));
   }
@@ -165,9 +187,7 @@ void Supervisor::Classify(int exit_code, int signal, const std::string& stdout_t
     if (auto it = doc.find("error"); it != doc.end() && it->is_string()) json_error = *it;
   }
   std::string detail = !json_error.empty() ? OneLine(json_error) : LastLine(stderr_tail);
-  auto with_detail = [&](std::string what) {
-    return detail.empty() ? what : what + ": " + detail;
-  };
+  auto with_detail = [&](std::string what) { return detail.empty() ? what : what + ": " + detail; };
   if (signal > 0) {
     result->status = "crashed";
     result->error = with_detail("runner killed by signal " + std::to_string(signal) + " (" +
@@ -203,12 +223,13 @@ void Supervisor::Classify(int exit_code, int signal, const std::string& stdout_t
       return;
     default:
       result->status = "crashed";
-      result->error = with_detail("runner exited with unexpected code " + std::to_string(exit_code));
+      result->error =
+          with_detail("runner exited with unexpected code " + std::to_string(exit_code));
       return;
   }
-  result->error = json_error.empty() ? with_detail("runner exited with code " +
-                                                   std::to_string(exit_code))
-                                     : OneLine(json_error);
+  result->error = json_error.empty()
+                      ? with_detail("runner exited with code " + std::to_string(exit_code))
+                      : OneLine(json_error);
 }
 
 void Supervisor::Shutdown() {
@@ -221,6 +242,21 @@ void Supervisor::Shutdown() {
 }
 
 JobResult Supervisor::Run(const JobSpec& job) { return Run(job, nullptr); }
+
+std::vector<std::string> Supervisor::RunnerArgv(const std::vector<std::string>& prefix,
+                                                const std::string& runner_path,
+                                                std::vector<std::string> args) {
+  std::vector<std::string> argv;
+  if (prefix.empty()) {
+    argv.push_back("dfarm-runner");
+  } else {
+    argv = prefix;
+    argv.push_back(runner_path);
+  }
+  argv.insert(argv.end(), std::make_move_iterator(args.begin()),
+              std::make_move_iterator(args.end()));
+  return argv;
+}
 
 JobResult Supervisor::Run(const JobSpec& job, const std::atomic<bool>* cancel) {
   // Pinned while queued and running, so a quota eviction cannot take them.
@@ -264,12 +300,18 @@ JobResult Supervisor::RunLocked(const JobSpec& job, const std::atomic<bool>* can
 
   // Everything the child needs is built before fork (only async-signal-safe
   // calls happen between fork and exec).
-  std::vector<std::string> args = RunnerArgs(job, *model, plugin_path);
-  args.insert(args.begin(), "dfarm-runner");
+  std::vector<std::string> args =
+      RunnerArgv(options_.runner_prefix, *runner, RunnerArgs(job, *model, plugin_path));
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  const char* path = runner->c_str();
+  std::string exec_path = *runner;
+  if (!options_.runner_prefix.empty()) {
+    auto found = FindInPath(options_.runner_prefix[0]);
+    if (!found) return Infra(found.message());
+    exec_path = *found;
+  }
+  const char* path = exec_path.c_str();
 
   int out_pipe[2], err_pipe[2], exec_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0) return Infra(std::string("pipe: ") + strerror(errno));
@@ -418,8 +460,8 @@ JobResult Supervisor::RunLocked(const JobSpec& job, const std::atomic<bool>* can
   }
   if (timed_out) {
     result.status = "timeout";
-    result.error = "runner exceeded the timeout of " + std::to_string(job.timeout_ms) +
-                   " ms and was killed";
+    result.error =
+        "runner exceeded the timeout of " + std::to_string(job.timeout_ms) + " ms and was killed";
     result.exit_code = -1;
     result.signal = SIGKILL;
     return with_state(std::move(result));
@@ -431,8 +473,8 @@ JobResult Supervisor::RunLocked(const JobSpec& job, const std::atomic<bool>* can
   }
   if (out_truncated && result.status == "ok") {
     result.status = "crashed";
-    result.error = "runner wrote more than " + std::to_string(options_.max_stdout_bytes) +
-                   " bytes to stdout";
+    result.error =
+        "runner wrote more than " + std::to_string(options_.max_stdout_bytes) + " bytes to stdout";
   }
   return with_state(std::move(result));
 }

@@ -26,6 +26,11 @@ struct SupervisorOptions {
   std::string device_state_root = "/";
   // A job whose state_before shows a thermal zone above this is flagged started_hot.
   double hot_threshold_c = kDefaultHotThresholdC;
+  // Words put before the runner's path on its command line (dfarm-agent
+  // --runner-prefix), e.g. {"qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"}
+  // for an agent under qemu-user without binfmt_misc. The first word is looked
+  // up in PATH unless it holds a '/'. Empty: the runner is executed directly.
+  std::vector<std::string> runner_prefix;
 };
 
 class Supervisor {
@@ -52,6 +57,12 @@ class Supervisor {
   // The runner command line for a job (docs/CONTRACTS.md), without argv[0].
   // plugin_path, when set (the store path of job.plugin_sha256), is appended
   // to the delegate options as `path:<plugin_path>`.
+  // The full argv of a runner at runner_path with args (RunnerArgs): argv[0]
+  // is "dfarm-runner", or, with a prefix, the prefix's words then runner_path.
+  static std::vector<std::string> RunnerArgv(const std::vector<std::string>& prefix,
+                                             const std::string& runner_path,
+                                             std::vector<std::string> args);
+
   static std::vector<std::string> RunnerArgs(const JobSpec& job, const std::string& model_path,
                                              const std::string& plugin_path = "");
 
@@ -65,7 +76,7 @@ class Supervisor {
 
   ArtifactStore* store_;
   SupervisorOptions options_;
-  std::timed_mutex job_mutex_;        // one job at a time
+  std::timed_mutex job_mutex_;  // one job at a time
   std::mutex pid_mutex_;        // guards running_pgid_ and shut_down_
   int running_pgid_ = 0;
   bool shut_down_ = false;

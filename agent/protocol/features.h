@@ -20,8 +20,15 @@ inline constexpr std::string_view kFeaturePutResume = "put_resume";  // PutBegin
 // runner's `path:` delegate option. A host sends the field only to an agent
 // that lists this feature (an older agent would drop it silently).
 inline constexpr std::string_view kFeaturePlugin = "plugin";
-inline constexpr std::string_view kKnownFeatures[] = {kFeatureArtifacts, kFeatureRunJob,
-                                                      kFeatureAuthHmac,  kFeatureHeartbeat,
-                                                      kFeaturePutResume, kFeaturePlugin};
+// CancelJob{job_request_id}: the host stops a running job.
+inline constexpr std::string_view kFeatureCancel = "cancel";
+// JobProgress{phase, elapsed_ms} frames while a job runs.
+inline constexpr std::string_view kFeatureProgress = "progress";
+// DeviceStateRequest/DeviceStateReply: the device's state on demand (cooldown).
+inline constexpr std::string_view kFeatureDeviceState = "device_state";
+inline constexpr std::string_view kKnownFeatures[] = {
+    kFeatureArtifacts, kFeatureRunJob,   kFeatureAuthHmac,   kFeatureHeartbeat,
+    kFeaturePutResume, kFeaturePlugin,   kFeatureCancel,     kFeatureProgress,
+    kFeatureDeviceState};
 
 }  // namespace dfarm::agent
