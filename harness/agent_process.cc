@@ -22,14 +22,18 @@ std::string Errno(const char* what) { return std::string(what) + ": " + std::str
 
 }  // namespace
 
-Result<std::unique_ptr<AgentProcess>> AgentProcess::Start(const std::string& agent_path,
-                                                          const std::string& store_dir,
-                                                          std::chrono::milliseconds timeout) {
+Result<std::unique_ptr<AgentProcess>> AgentProcess::Start(
+    const std::string& agent_path, const std::string& store_dir,
+    std::chrono::milliseconds timeout, const std::vector<std::string>& prefix,
+    const std::vector<std::string>& extra_args) {
   auto fail = [&](const std::string& why) -> Error {
     return MakeError("cannot start agent '" + agent_path + "': " + why);
   };
   if (::access(agent_path.c_str(), X_OK) != 0) {
     return fail(Errno("not executable") + " (build dfarm-agent or set DFARM_AGENT)");
+  }
+  if (!prefix.empty() && ::access(prefix[0].c_str(), X_OK) != 0) {
+    return fail(Errno(("'" + prefix[0] + "' to run it with is not executable").c_str()));
   }
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) != 0) return fail(Errno("pipe"));
@@ -40,7 +44,12 @@ Result<std::unique_ptr<AgentProcess>> AgentProcess::Start(const std::string& age
   }
   // Everything the child needs is built before fork: after it, only
   // async-signal-safe calls.
-  std::vector<std::string> args = {agent_path, "--listen", "127.0.0.1:0", "--store", store_dir};
+  std::vector<std::string> args = prefix;
+  for (const std::string& a : {agent_path, std::string("--listen"), std::string("127.0.0.1:0"),
+                               std::string("--store"), store_dir}) {
+    args.push_back(a);
+  }
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -20,11 +20,16 @@ namespace dfarm::harness {
 
 class AgentProcess {
  public:
-  // Starts `agent_path --listen 127.0.0.1:0 --store store_dir` and waits up
-  // to `timeout` for its "listening on 127.0.0.1:<port>" line on stdout.
-  static Result<std::unique_ptr<AgentProcess>> Start(const std::string& agent_path,
-                                                     const std::string& store_dir,
-                                                     std::chrono::milliseconds timeout);
+  // Starts `[prefix...] agent_path --listen 127.0.0.1:0 --store store_dir
+  // [extra_args...]` and waits up to `timeout` for its "listening on
+  // 127.0.0.1:<port>" line on stdout. A non-empty `prefix` runs the agent
+  // through another program (the qemu-arm64 device: {"/usr/bin/qemu-aarch64",
+  // "-L", "/usr/aarch64-linux-gnu"}); its first word must be a path to an
+  // executable.
+  static Result<std::unique_ptr<AgentProcess>> Start(
+      const std::string& agent_path, const std::string& store_dir,
+      std::chrono::milliseconds timeout, const std::vector<std::string>& prefix = {},
+      const std::vector<std::string>& extra_args = {});
   ~AgentProcess();
   AgentProcess(const AgentProcess&) = delete;
   AgentProcess& operator=(const AgentProcess&) = delete;

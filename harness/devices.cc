@@ -6,10 +6,17 @@
 #include <filesystem>
 #include <system_error>
 
+#include "harness/adb/device_name.h"
 #include "harness/agent_process.h"
+#ifdef DFARM_HAVE_ADB
+#include "harness/adb/adb_provider.h"
+#endif
 #include "harness/spec.h"
 
 namespace dfarm::harness {
+
+std::string FindProgram(const std::string& name);
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -35,12 +42,34 @@ class Session final : public DeviceSession {
 
 class Provider final : public DeviceProvider {
  public:
-  explicit Provider(ProviderOptions options) : options_(std::move(options)) {}
+  explicit Provider(ProviderOptions options) : options_(std::move(options)) {
+#ifdef DFARM_HAVE_ADB
+    adb_ = adb::MakeAdbProvider(options_);
+#endif
+  }
 
-  std::vector<std::string> KnownDevices() const override { return {"local"}; }
+  std::vector<std::string> KnownDevices() const override {
+    std::vector<std::string> known = {"local"};
+    if (QemuArm64Unavailable(options_).empty()) known.push_back(kQemuArm64Device);
+    return known;
+  }
+
+  std::string KnownAbi(const std::string& name) const override {
+    if (name == kQemuArm64Device) return kArm64Abi;
+    if (name == "local" || name.rfind("local:", 0) == 0) return HostAbi();
+    return {};
+  }
 
   Result<std::unique_ptr<DeviceSession>> Open(const std::string& name) override {
     if (name == "local") return OpenLocal(name, options_.agent_store);
+    if (adb::IsAdbDeviceName(name)) {
+      if (!adb_) {
+        return MakeError("device '" + name +
+                         "': this dfarm was built without adb support (libusb-1.0-0-dev)");
+      }
+      return adb_->Open(name);
+    }
+    if (name == kQemuArm64Device) return OpenQemu(name);
     if (name.rfind("local:", 0) == 0 && CheckDeviceName(name).empty()) {
       std::string base = options_.agent_store;
       while (base.size() > 1 && base.back() == '/') base.pop_back();
@@ -65,19 +94,44 @@ class Provider final : public DeviceProvider {
         }
       }
     }
-    return MakeError("unknown device '" + name + "' (known: local, local:NAME, tcp://HOST:PORT)");
+    return MakeError("unknown device '" + name +
+                     "' (known: local, local:NAME, tcp://HOST:PORT, qemu-arm64)");
   }
 
  private:
+  // The aarch64 agent under qemu-user. The agent cannot exec an aarch64
+  // runner by itself (no binfmt_misc here), so it runs the runner through the
+  // same qemu (dfarm-agent --runner-prefix).
+  Result<std::unique_ptr<DeviceSession>> OpenQemu(const std::string& name) {
+    if (std::string why = QemuArm64Unavailable(options_); !why.empty()) {
+      return MakeError("device '" + name + "' is unavailable: " + why);
+    }
+    std::string qemu = FindProgram(options_.qemu_path);
+    std::vector<std::string> prefix = {qemu, "-L", options_.qemu_sysroot};
+    std::string base = options_.agent_store;
+    while (base.size() > 1 && base.back() == '/') base.pop_back();
+    return OpenLocal(name, base + "-" + name, options_.arm64_agent_path, prefix,
+                     {"--runner-prefix", qemu + " -L " + options_.qemu_sysroot});
+  }
+
   Result<std::unique_ptr<DeviceSession>> OpenLocal(const std::string& name,
                                                     const std::string& store_dir) {
+    return OpenLocal(name, store_dir, options_.agent_path, {}, {});
+  }
+
+  Result<std::unique_ptr<DeviceSession>> OpenLocal(const std::string& name,
+                                                    const std::string& store_dir,
+                                                    const std::string& agent_path,
+                                                    const std::vector<std::string>& prefix,
+                                                    const std::vector<std::string>& extra_args) {
     std::error_code ec;
     fs::create_directories(store_dir, ec);
     if (ec) {
       return MakeError("device '" + name + "': cannot create agent store '" + store_dir +
                        "': " + ec.message());
     }
-    auto process = AgentProcess::Start(options_.agent_path, store_dir, options_.connect_timeout);
+    auto process =
+        AgentProcess::Start(agent_path, store_dir, options_.connect_timeout, prefix, extra_args);
     if (!process) return MakeError("device '" + name + "': " + process.message());
     auto client =
         agent::AgentClient::Connect("127.0.0.1", (*process)->port(), options_.connect_timeout);
@@ -87,9 +141,48 @@ class Provider final : public DeviceProvider {
   }
 
   ProviderOptions options_;
+  std::unique_ptr<DeviceProvider> adb_;  // null when built without adb support
 };
 
 }  // namespace
+
+// `name` itself when it holds a '/', else its first executable match in PATH;
+// "" when none.
+std::string FindProgram(const std::string& name) {
+  if (name.empty()) return {};
+  if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
+  const char* path = std::getenv("PATH");
+  std::string dirs = path && *path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    std::string dir = dirs.substr(start, end - start);
+    if (!dir.empty()) {
+      std::string candidate = dir + "/" + name;
+      if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    }
+    start = end + 1;
+  }
+  return {};
+}
+
+std::string QemuArm64Unavailable(const ProviderOptions& options) {
+  if (FindProgram(options.qemu_path).empty()) {
+    return "'" + options.qemu_path + "' not found (install qemu-user, or set DFARM_QEMU)";
+  }
+  if (options.arm64_agent_path.empty() || ::access(options.arm64_agent_path.c_str(), X_OK) != 0) {
+    return "no aarch64 dfarm-agent at '" + options.arm64_agent_path +
+           "' (scripts/build.sh cross-builds it when g++-aarch64-linux-gnu and "
+           "libssl-dev:arm64 are installed, see scripts/setup.sh; or set DFARM_ARM64_AGENT)";
+  }
+  std::error_code ec;
+  if (!fs::is_directory(options.qemu_sysroot, ec)) {
+    return "no aarch64 sysroot at '" + options.qemu_sysroot +
+           "' (install libc6-arm64-cross, which g++-aarch64-linux-gnu pulls in)";
+  }
+  return {};
+}
 
 std::string BesideSelf(const std::string& file_name) {
   std::error_code ec;
@@ -108,6 +201,10 @@ ProviderOptions DefaultProviderOptions() {
                    : home && *home ? fs::path(home) / ".cache"
                                    : fs::temp_directory_path();
   o.agent_store = (cache / "dfarm" / "agent-store").string();
+  const char* arm64_agent = std::getenv("DFARM_ARM64_AGENT");
+  o.arm64_agent_path = arm64_agent && *arm64_agent ? arm64_agent : Arm64BuildOf(o.agent_path);
+  const char* qemu = std::getenv("DFARM_QEMU");
+  if (qemu && *qemu) o.qemu_path = qemu;
   return o;
 }
 

@@ -1,5 +1,5 @@
 // Devices: where jobs run. A provider turns a device name from the spec
-// ("local", "local:NAME", "tcp://HOST:PORT") into a session with a connected
+// ("local", "local:NAME", "tcp://HOST:PORT", "qemu-arm64") into a session with a connected
 // AgentClient. Open() may be called from several threads at once (one device
 // worker each); a session belongs to the thread that opened it.
 #pragma once
@@ -30,24 +30,47 @@ class DeviceProvider {
   virtual std::vector<std::string> KnownDevices() const = 0;
   // Connects to `name`; the error names the device and why it is unreachable.
   virtual Result<std::unique_ptr<DeviceSession>> Open(const std::string& name) = 0;
+  // The ABI `name`'s agent reports, when the provider knows it without
+  // asking the agent ("local": this host's, "qemu-arm64": "arm64-v8a"), else
+  // "" (the sweep then asks the agent). (optional)
+  virtual std::string KnownAbi(const std::string& name) const {
+    (void)name;
+    return {};
+  }
 };
 
 struct ProviderOptions {
   std::string agent_path;   // the dfarm-agent binary for `local`
   std::string agent_store;  // the local agent's artifact store folder
   std::chrono::milliseconds connect_timeout{10000};
+  // The qemu-arm64 device: the aarch64 dfarm-agent (the cross build), run as
+  // `qemu_path -L qemu_sysroot arm64_agent_path ... --runner-prefix
+  // "qemu_path -L qemu_sysroot"` with store agent_store-qemu-arm64.
+  std::string arm64_agent_path;
+  std::string qemu_path = "qemu-aarch64";  // a bare name is looked up in PATH
+  std::string qemu_sysroot = "/usr/aarch64-linux-gnu";
 };
 
 // Defaults: agent_path from $DFARM_AGENT or `dfarm-agent` beside this
 // executable; agent_store $XDG_CACHE_HOME/dfarm/agent-store or
-// ~/.cache/dfarm/agent-store.
+// ~/.cache/dfarm/agent-store; arm64_agent_path from $DFARM_ARM64_AGENT or
+// Arm64BuildOf(agent_path); qemu_path from $DFARM_QEMU.
 ProviderOptions DefaultProviderOptions();
 
 // A file beside the running executable (/proc/self/exe), e.g. "dfarm-runner".
 std::string BesideSelf(const std::string& file_name);
 
+inline constexpr const char* kQemuArm64Device = "qemu-arm64";
+
+// Why the qemu-arm64 device cannot start with `options` (no qemu-aarch64, no
+// cross-built agent), or "" when it can.
+std::string QemuArm64Unavailable(const ProviderOptions& options);
+
 // The provider for "local" (the agent as a child process, store agent_store),
-// "local:NAME" (another child agent, store agent_store-NAME) and "tcp://HOST:PORT".
+// "local:NAME" (another child agent, store agent_store-NAME), "tcp://HOST:PORT"
+// and "qemu-arm64" (the aarch64 agent under qemu-user, store
+// agent_store-qemu-arm64). KnownDevices() lists "local", and "qemu-arm64" when
+// it is available.
 std::unique_ptr<DeviceProvider> MakeDeviceProvider(const ProviderOptions& options);
 
 }  // namespace dfarm::harness

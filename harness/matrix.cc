@@ -60,7 +60,8 @@ Result<std::string> Sha256OfFile(const std::string& path) {
 
 std::string JobKey(const std::string& model_sha256, const DelegateSpec& delegate,
                    const std::string& device, const BenchmarkSpec& b,
-                   const std::string& plugin_sha256) {
+                   const std::string& plugin_sha256, const std::string& runner,
+                   const std::string& runner_sha256) {
   DelegateSpec keyed = delegate;
   if (!plugin_sha256.empty()) keyed.options[kPluginPathOption] = "sha256:" + plugin_sha256;
   // Length-prefixed fields: no two different jobs hash the same text.
@@ -73,29 +74,46 @@ std::string JobKey(const std::string& model_sha256, const DelegateSpec& delegate
     text += ':';
     text += field;
   }
+  if (!runner.empty() || !runner_sha256.empty()) {
+    for (const std::string& field : {runner, runner_sha256}) {
+      text += '\n';
+      text += std::to_string(field.size());
+      text += ':';
+      text += field;
+    }
+  }
   return Sha256OfBytes(text).substr(0, kJobKeyHexChars);
 }
 
 std::vector<MatrixJob> ExpandMatrix(const SweepSpec& spec,
                                     const std::vector<std::string>& model_sha256s,
-                                    const PluginHashes& plugin_sha256s) {
+                                    const PluginHashes& plugin_sha256s,
+                                    const DeviceRunnerBuilds& runner_builds,
+                                    const std::vector<std::string>& devices) {
   std::vector<MatrixJob> jobs;
   std::vector<uint32_t> threads = spec.num_threads;
   if (threads.empty()) threads = {spec.benchmark.num_threads};
-  jobs.reserve(spec.devices.size() * spec.models.size() * spec.delegates.size() *
-               threads.size());
-  for (const std::string& device : spec.devices) {
-    for (size_t m = 0; m < spec.models.size(); ++m) {
-      for (const DelegateSpec& d : spec.delegates) {
-        for (uint32_t n : threads) {
-          BenchmarkSpec b = spec.benchmark;
-          b.num_threads = n;
-          MatrixJob j{spec.models[m], model_sha256s.at(m), d, device, b, {}, {}};
-          if (auto it = plugin_sha256s.find(d.PluginPath()); it != plugin_sha256s.end()) {
-            j.plugin_sha256 = it->second;
+  const std::vector<std::string>& device_list = devices.empty() ? spec.devices : devices;
+  static const std::vector<RunnerBuild> kNoRunner = {RunnerBuild{}};
+  for (const std::string& device : device_list) {
+    auto found = runner_builds.find(device);
+    const std::vector<RunnerBuild>& builds =
+        found == runner_builds.end() || found->second.empty() ? kNoRunner : found->second;
+    for (const RunnerBuild& rb : builds) {
+      for (size_t m = 0; m < spec.models.size(); ++m) {
+        for (const DelegateSpec& d : spec.delegates) {
+          for (uint32_t n : threads) {
+            BenchmarkSpec b = spec.benchmark;
+            b.num_threads = n;
+            MatrixJob j{spec.models[m], model_sha256s.at(m), d, device, b, {}, {},
+                        rb.runner,      rb.path,             rb.sha256};
+            if (auto it = plugin_sha256s.find(d.PluginPath()); it != plugin_sha256s.end()) {
+              j.plugin_sha256 = it->second;
+            }
+            j.job_key = JobKey(j.model_sha256, d, device, b, j.plugin_sha256, j.runner,
+                               j.runner_sha256);
+            jobs.push_back(std::move(j));
           }
-          j.job_key = JobKey(j.model_sha256, d, device, b, j.plugin_sha256);
-          jobs.push_back(std::move(j));
         }
       }
     }

@@ -1,5 +1,5 @@
-// Matrix expansion: a sweep spec becomes one job per device x model x delegate
-// configuration x num_threads value.
+// Matrix expansion: a sweep spec becomes one job per device x runner x model x
+// delegate configuration x num_threads value.
 #pragma once
 
 #include <map>
@@ -19,7 +19,24 @@ struct MatrixJob {
   BenchmarkSpec benchmark;
   std::string job_key;
   std::string plugin_sha256;  // of delegate.PluginPath(); empty when it names none
+  // The runtime build this job runs: the runner's build for the device's ABI
+  // (all empty when the expansion was given no runner builds).
+  std::string runner;         // RunnerSpec::name
+  std::string runner_path;    // the dfarm-runner file on the host
+  std::string runner_sha256;  // its content
 };
+
+// One runner's build for one device (the build for the device's ABI).
+struct RunnerBuild {
+  std::string runner;  // RunnerSpec::name
+  std::string abi;     // the build's ABI key
+  std::string path;
+  std::string sha256;
+};
+
+// Per device: the build of each of the spec's runners it runs, in runner
+// order. A device absent from the map runs no runner-specific build.
+using DeviceRunnerBuilds = std::map<std::string, std::vector<RunnerBuild>>;
 
 // The job key: a hex prefix of sha256 over everything that decides what a job
 // measures (model content, delegate and options, device, warmup/runs/threads;
@@ -27,22 +44,32 @@ struct MatrixJob {
 // plugin_sha256, the plugin's content stands for its host path (the path
 // option is hashed as "sha256:<hex>"), so moving or renaming the plugin file
 // keeps the key and rebuilding it changes the key; without one, the key is
-// what it always was.
+// what it always was. A runner name and build sha256 (both or neither) are
+// hashed too, so runtime builds A and B give different keys; without them the
+// key is what it was before runners existed.
 std::string JobKey(const std::string& model_sha256, const DelegateSpec& delegate,
                    const std::string& device, const BenchmarkSpec& benchmark,
-                   const std::string& plugin_sha256 = "");
+                   const std::string& plugin_sha256 = "", const std::string& runner = "",
+                   const std::string& runner_sha256 = "");
 
 // sha256 of each plugin file (host path -> sha256).
 using PluginHashes = std::map<std::string, std::string>;
 
-// Jobs ordered device, then model, then delegate, then num_threads (so one device's jobs run
-// together and a model's delegates sit side by side). `model_sha256s[i]`
-// belongs to spec.models[i]; `plugin_sha256s` should hold every
-// PluginPaths(spec) file (HashPlugins): a job whose plugin it lacks gets no
-// plugin_sha256 and is keyed on the host path. Pure and deterministic.
+// Jobs ordered device, then runner, then model, then delegate, then
+// num_threads (so one device's jobs run together, one runtime build at a time,
+// and a model's delegates sit side by side). `devices` are the devices to
+// expand over (the sweep resolves selectors into it; spec.devices when
+// empty). `model_sha256s[i]` belongs to spec.models[i]; `plugin_sha256s`
+// should hold every PluginPaths(spec) file (HashPlugins): a job whose plugin
+// it lacks gets no plugin_sha256 and is keyed on the host path.
+// `runner_builds[device]` lists the builds that device runs (one job set per
+// entry); a device without an entry gets one job set with no runner fields.
+// Pure and deterministic.
 std::vector<MatrixJob> ExpandMatrix(const SweepSpec& spec,
                                     const std::vector<std::string>& model_sha256s,
-                                    const PluginHashes& plugin_sha256s = {});
+                                    const PluginHashes& plugin_sha256s = {},
+                                    const DeviceRunnerBuilds& runner_builds = {},
+                                    const std::vector<std::string>& devices = {});
 
 // sha256 of each model file, in spec order; an error names the file.
 Result<std::vector<std::string>> HashModels(const SweepSpec& spec);

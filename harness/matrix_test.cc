@@ -82,5 +82,50 @@ TEST(MatrixTest, ThreadsAxis) {
   EXPECT_NE(jobs[0].job_key, jobs[1].job_key);
 }
 
+TEST(MatrixTest, RunnerAxis) {
+  SweepSpec s = TwoByTwoByTwo();
+  const std::string x86a(64, 'a'), arm_a(64, 'b'), x86b(64, 'c');
+  DeviceRunnerBuilds builds;
+  builds["local"] = {{"A", "x86_64", "/b/x86/dfarm-runner", x86a},
+                     {"B", "x86_64", "/b2/x86/dfarm-runner", x86b}};
+  builds["qemu-arm64"] = {{"A", "arm64-v8a", "/b/arm64/dfarm-runner", arm_a},
+                          {"B", "arm64-v8a", "/b2/arm64/dfarm-runner", arm_a}};
+  std::vector<std::string> devices = {"local", "qemu-arm64"};
+  auto jobs = ExpandMatrix(s, {"aaaa", "bbbb"}, {}, builds, devices);
+  // 2 devices x 2 runners x 2 models x 2 delegates.
+  ASSERT_EQ(jobs.size(), 16u);
+  EXPECT_EQ(jobs[0].device, "local");
+  EXPECT_EQ(jobs[0].runner, "A");
+  EXPECT_EQ(jobs[0].runner_path, "/b/x86/dfarm-runner");
+  EXPECT_EQ(jobs[0].runner_sha256, x86a);
+  EXPECT_EQ(jobs[3].runner, "A");
+  EXPECT_EQ(jobs[4].runner, "B");
+  EXPECT_EQ(jobs[4].runner_sha256, x86b);
+  EXPECT_EQ(jobs[8].device, "qemu-arm64");
+  EXPECT_EQ(jobs[8].runner_path, "/b/arm64/dfarm-runner");
+  EXPECT_EQ(jobs[8].runner_sha256, arm_a);
+  std::set<std::string> keys;
+  for (const auto& j : jobs) keys.insert(j.job_key);
+  EXPECT_EQ(keys.size(), 16u);  // runner B with the same arm64 bytes still differs by name
+
+  // The key of a runner job, computed by hand from the key text format.
+  std::string text = "dfarm-job-v1\n4:aaaa\n3:cpu\n0:\n5:local\n1:1\n2:50\n1:1\n1:A\n64:" + x86a;
+  EXPECT_EQ(jobs[0].job_key, Sha256OfBytes(text).substr(0, 16));
+  // Without runner fields the key is the pre-runner one.
+  EXPECT_EQ(JobKey("aaaa", {"cpu", {}}, "local", BenchmarkSpec{}, "", "", ""),
+            "d0a0f2560355c57d");
+
+  // Deterministic across two expansions.
+  auto again = ExpandMatrix(s, {"aaaa", "bbbb"}, {}, builds, devices);
+  ASSERT_EQ(again.size(), jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(again[i].job_key, jobs[i].job_key);
+
+  // A device without builds gets one job set without runner fields.
+  auto plain = ExpandMatrix(s, {"aaaa", "bbbb"}, {}, builds, {"tcp://127.0.0.1:7000"});
+  ASSERT_EQ(plain.size(), 4u);
+  EXPECT_EQ(plain[0].runner, "");
+  EXPECT_EQ(plain[0].job_key, ExpandMatrix(s, {"aaaa", "bbbb"})[4].job_key);
+}
+
 }  // namespace
 }  // namespace dfarm::harness

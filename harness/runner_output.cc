@@ -1,8 +1,10 @@
 // The runner's JSON (docs/CONTRACTS.md) turned into what the store keeps.
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "harness/scheduler.h"
 #include "harness/sweep.h"
 
 namespace dfarm::harness {
@@ -46,7 +48,73 @@ std::optional<store::Placement> ParsePlacement(const json& p) {
   return out;
 }
 
+double Real(const json& o, const char* key) {
+  // The runner writes null for a figure over no compared element.
+  return o.contains(key) && o[key].is_number() ? o[key].get<double>() : std::nan("");
+}
+
+int64_t Count(const json& o, const char* key) {
+  return o.contains(key) && o[key].is_number() ? o[key].get<int64_t>() : 0;
+}
+
 }  // namespace
+
+Result<std::vector<store::OutputAccuracy>> ParseRunnerAccuracy(const std::string& text) {
+  std::vector<store::OutputAccuracy> out;
+  try {
+    json doc = json::parse(text);
+    if (!doc.is_object()) return MakeError("runner JSON is not an object");
+    if (!doc.contains("accuracy")) return out;
+    const json& acc = doc["accuracy"];
+    if (!acc.is_object() || !acc.contains("outputs") || !acc["outputs"].is_array()) {
+      return MakeError("runner JSON: \"accuracy\" must be an object with an \"outputs\" array");
+    }
+    std::string reference = acc.contains("reference") && acc["reference"].is_string()
+                                ? acc["reference"].get<std::string>()
+                                : "";
+    for (size_t i = 0; i < acc["outputs"].size(); ++i) {
+      const json& o = acc["outputs"][i];
+      if (!o.is_object() || !o.contains("index") || !o["index"].is_number_integer()) {
+        return MakeError("runner JSON: accuracy.outputs[" + std::to_string(i) +
+                         "] has no integer \"index\"");
+      }
+      store::OutputAccuracy a;
+      a.output_index = o["index"].get<int64_t>();
+      a.name = o.contains("name") && o["name"].is_string() ? o["name"].get<std::string>() : "";
+      a.reference = reference;
+      a.compared = Count(o, "compared");
+      a.mean_abs_error = Real(o, "mean_abs_error");
+      a.std_abs_error = Real(o, "std_abs_error");
+      a.max_abs_error = Real(o, "max_abs_error");
+      a.rmse = Real(o, "rmse");
+      a.nan_count = Count(o, "nan_count");
+      a.inf_count = Count(o, "inf_count");
+      a.reference_nan_count = Count(o, "reference_nan_count");
+      a.reference_inf_count = Count(o, "reference_inf_count");
+      if (o.contains("top1_agree") && o["top1_agree"].is_boolean()) {
+        a.top1_agree = o["top1_agree"].get<bool>();
+      }
+      if (o.contains("top5_agree") && o["top5_agree"].is_boolean()) {
+        a.top5_agree = o["top5_agree"].get<bool>();
+      }
+      if (o.contains("max_abs_error_lsb") && o["max_abs_error_lsb"].is_number()) {
+        a.max_abs_error_lsb = o["max_abs_error_lsb"].get<double>();
+      }
+      out.push_back(std::move(a));
+    }
+  } catch (const json::exception& e) {
+    return MakeError(std::string("runner JSON: ") + e.what());
+  }
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.output_index < b.output_index; });
+  for (size_t i = 1; i < out.size(); ++i) {
+    if (out[i].output_index == out[i - 1].output_index) {
+      return MakeError("runner JSON: accuracy lists output " + std::to_string(out[i].output_index) +
+                       " twice");
+    }
+  }
+  return out;
+}
 
 Result<RunnerOutput> ParseRunnerJson(const std::string& text) {
   RunnerOutput out;

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -57,8 +58,9 @@ struct Worker {
   bool quarantined = false;
   bool probed = false;  // its first connection attempt is over (abi known if it worked)
   bool idle = false;    // waiting for work that may move here
-  bool done = false;  // its thread has ended or is ending
+  bool done = false;    // its thread has ended or is ending
   uint32_t infra_in_a_row = 0;
+  bool cooldown_noted = false;  // its worker thread only
   std::thread thread;
 };
 
@@ -84,6 +86,7 @@ class Scheduler {
       }
       it->second->queue.push_back(i);
     }
+    if (auto r = CheckRunner(); !r) return r.error();
     busy_ = workers_.size();
     for (auto& w : workers_) {
       Worker* raw = w.get();
@@ -99,6 +102,29 @@ class Scheduler {
   }
 
  private:
+  // Records the runner build with the run, or refuses a run recorded with another.
+  Result<void> CheckRunner() {
+    if (jobs_.empty() || ctx_.runner_path.empty()) return Ok();
+    auto sha = Sha256OfFile(ctx_.runner_path);
+    if (!sha) return Ok();  // unreadable: each device's push records why
+    auto opened = ctx_.open_store();
+    if (!opened) return opened.error();
+    store::Store& store = **opened;
+    auto job = store.GetJob(jobs_.front().id);
+    if (!job) return job.error();
+    auto recorded =
+        store.RecordRunRunner(job->run_id, ctx_.runner_path, *sha, ctx_.allow_runner_change);
+    if (!recorded) return recorded.error();
+    if (*recorded != *sha) {
+      return MakeError("run " + std::to_string(job->run_id) + " ran '" + ctx_.runner_path +
+                       "' as build " + recorded->substr(0, 12) + ", but that file is build " +
+                       sha->substr(0, 12) +
+                       " now; resume with the same dfarm-runner build, or "
+                       "pass --allow-runner-change to mix builds in one run");
+    }
+    return Ok();
+  }
+
   bool Cancelled() const { return (ctx_.cancel && ctx_.cancel->load()) || stop_.load(); }
 
   // The next job for `w`, or nothing when the worker should end: cancelled,
@@ -225,6 +251,9 @@ class Scheduler {
              "': " + sent.message();
     }
     bytes_pushed_ += *sent;
+    if (auto r = RecordArtifact(store, "runner", s.runner_sha, ctx_.runner_path); !r) {
+      return r.error();
+    }
     s.session = std::move(*session);
     s.pushed.clear();
     return std::string();
@@ -256,6 +285,7 @@ class Scheduler {
         } else {
           bytes_pushed_ += *sent;
           s.pushed.insert(job.model_sha256);
+          if (auto r = RecordArtifact(store, "model", sha, job.model.path); !r) return r;
         }
       }
       if (s.session && infra.empty() && !job.plugin_sha256.empty()) {
@@ -280,8 +310,20 @@ class Scheduler {
           } else {
             bytes_pushed_ += *sent;
             s.pushed.insert(job.plugin_sha256);
+            if (auto r = RecordArtifact(store, "plugin", sha, plugin); !r) return r;
           }
         }
+      }
+      std::string cooldown_note;
+      if (infra.empty() && Cooling()) {
+        CooldownOutcome c = WaitForCooldown(ctx_.policy.cooldown,
+                                            AgentCooldownSource(s.session->client(), ctx_.cancel));
+        cooldown_note = c.note;
+        if (!c.note.empty() && ctx_.progress && (c.gave_up || !w.cooldown_noted)) {
+          ctx_.progress->Note("device '" + w.device + "': " + c.note);
+        }
+        if (!c.checked) w.cooldown_noted = true;  // a skipped rule is said once per device
+        if (Cancelled()) return Ok();             // the job was never started: it stays queued
       }
       if (infra.empty()) {
         if (auto r = store.MarkJobRunning(job.id); !r) return r.error();
@@ -296,13 +338,26 @@ class Scheduler {
         spec.num_runs = job.benchmark.num_runs;
         spec.timeout_ms = job.benchmark.timeout_s * 1000;
         if (ctx_.progress) ctx_.progress->JobStarted();
-        auto result = s.session->client().RunJob(spec);
+        agent::RunJobOptions run_options;
+        run_options.cancel = ctx_.cancel;
+        auto result = s.session->client().RunJob(spec, run_options);
         if (ctx_.progress) ctx_.progress->JobStopped();
+        if (result && ctx_.cancel && ctx_.cancel->load() && result->status == store::kJobInfra) {
+          // Cancelled in flight (Ctrl-C): back to queued for --resume.
+          if (auto r = store.RequeueJob(job.id); !r) return r;
+          if (ctx_.progress) ctx_.progress->Note("cancelled " + Label(job, w.device));
+          return Ok();
+        }
         if (!result) {
           s.session.reset();  // reconnect (restarting a local agent) for the next attempt
           infra = "device '" + w.device + "': " + result.message();
         } else {
           outcome = ClassifyJobResult(*result);
+          if (!cooldown_note.empty()) {
+            outcome.state_note = outcome.state_note.empty()
+                                     ? cooldown_note
+                                     : outcome.state_note + "; " + cooldown_note;
+          }
           if (outcome.status != store::kJobInfra) {
             if (auto r = Record(w, store, job, outcome); !r) return r;
             std::lock_guard lock(mu_);
@@ -324,11 +379,13 @@ class Scheduler {
         backoff_ms = std::min<uint64_t>(backoff_ms * 2, 10 * 60 * 1000);
         if (!Cancelled()) continue;
       }
-      if (Cancelled() && attempt < ctx_.policy.retries) return Ok();  // stays pending
+      if (Cancelled() && attempt < ctx_.policy.retries) {
+        if (auto r = store.RequeueJob(job.id); !r) return r;  // stays pending
+        return Ok();
+      }
       outcome.status = store::kJobInfra;
-      outcome.error = OneLine(infra) + (attempt > 0 ? " (after " + std::to_string(attempt + 1) +
-                                                          " attempts)"
-                                                    : "");
+      outcome.error = OneLine(infra) +
+                      (attempt > 0 ? " (after " + std::to_string(attempt + 1) + " attempts)" : "");
       return Give(w, store, i, outcome);
     }
   }
@@ -427,6 +484,22 @@ class Scheduler {
     return Ok();
   }
 
+  bool Cooling() const {
+    return ctx_.policy.cooldown.pause_ms > 0 || ctx_.policy.cooldown.max_temp_c > 0;
+  }
+
+  Result<void> RecordArtifact(store::Store& store, const char* kind, const std::string& sha,
+                              const std::string& path) {
+    std::error_code ec;
+    auto size = std::filesystem::file_size(path, ec);
+    store::ArtifactRow row;
+    row.sha256 = sha;
+    row.kind = kind;
+    row.size_bytes = ec ? 0 : static_cast<int64_t>(size);
+    row.host_path = path;
+    return store.RecordArtifact(row);
+  }
+
   void SleepUnlessCancelled(std::chrono::milliseconds d) {
     auto deadline = std::chrono::steady_clock::now() + d;
     std::unique_lock lock(mu_);
@@ -474,6 +547,22 @@ store::JobOutcome ClassifyJobResult(const agent::JobResult& r) {
   o.stderr_tail = r.stderr_tail;
   if (r.state_before) o.state_before_json = DeviceStateToJson(*r.state_before);
   if (r.state_after) o.state_after_json = DeviceStateToJson(*r.state_after);
+  for (const auto& [phase, state] :
+       {std::pair{"before", &r.state_before}, std::pair{"after", &r.state_after}}) {
+    if (!*state) continue;
+    store::TelemetryRow t;
+    t.phase = phase;
+    t.unix_ms = (*state)->unix_ms;
+    for (const agent::ThermalZoneState& z : (*state)->thermal_zones) {
+      if (z.temp_c && (!t.hottest_temp_c || *z.temp_c > *t.hottest_temp_c)) {
+        t.hottest_temp_c = z.temp_c;
+      }
+    }
+    t.load_avg_1m = (*state)->load_avg_1m;
+    t.battery_temp_c = (*state)->battery_temp_c;
+    if ((*state)->battery_level_pct) t.battery_level_pct = *(*state)->battery_level_pct;
+    o.telemetry.push_back(std::move(t));
+  }
   o.started_hot = r.started_hot;
   o.throttled = r.throttled;
   o.hot_threshold_c = r.hot_threshold_c;
@@ -484,6 +573,8 @@ store::JobOutcome ClassifyJobResult(const agent::JobResult& r) {
     o.samples_us = parsed->samples_us;
     o.placement = parsed->placement;
     if (o.error.empty()) o.error = OneLine(parsed->error);
+    // A malformed accuracy section is left out; the rest of the result counts.
+    if (auto accuracy = ParseRunnerAccuracy(r.runner_json)) o.accuracy = std::move(*accuracy);
   }
   if (!store::IsFinalJobStatus(o.status)) {
     o.error = "agent reported unknown job status '" + o.status + "'" +
@@ -535,6 +626,72 @@ std::string DeviceStateToJson(const agent::DeviceState& state) {
   put(doc, "battery_current_ua", state.battery_current_ua);
   // Invalid UTF-8 in a zone type is replaced rather than thrown on.
   return doc.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+CooldownOutcome WaitForCooldown(const CooldownSpec& spec, const CooldownSource& source) {
+  CooldownOutcome out;
+  const auto start = source.now();
+  auto elapsed_ms = [&] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(source.now() - start).count();
+  };
+  auto cancelled = [&] { return source.cancelled && source.cancelled(); };
+  if (spec.pause_ms > 0) source.sleep(std::chrono::milliseconds(spec.pause_ms));
+  if (spec.max_temp_c > 0 && !cancelled()) {
+    const auto limit = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::seconds(spec.max_wait_s));
+    const auto wait_start = source.now();
+    char temp[64];
+    for (;;) {
+      auto hottest = source.hottest_c();
+      if (!hottest) {
+        out.note = "cooldown temperature rule skipped: " + hottest.message();
+        break;
+      }
+      if (!*hottest) {
+        out.note = "cooldown temperature rule skipped: the device exposes no thermal zone";
+        break;
+      }
+      out.checked = true;
+      out.last_temp_c = **hottest;
+      if (**hottest <= spec.max_temp_c) break;
+      auto waited = source.now() - wait_start;
+      if (waited >= limit) {
+        out.gave_up = true;
+        std::snprintf(temp, sizeof temp, "%.1f C > %.1f C", **hottest, spec.max_temp_c);
+        out.note = std::string("device still at ") + temp + " after waiting " +
+                   std::to_string(spec.max_wait_s) + " s to cool down; ran anyway";
+        break;
+      }
+      if (cancelled()) break;
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(limit - waited);
+      source.sleep(std::min(kCooldownPoll, std::max(left, std::chrono::milliseconds(1))));
+    }
+  }
+  out.waited_ms = elapsed_ms();
+  return out;
+}
+
+CooldownSource AgentCooldownSource(agent::AgentClient& client, const std::atomic<bool>* cancel) {
+  CooldownSource source;
+  source.now = [] { return std::chrono::steady_clock::now(); };
+  source.sleep = [cancel](std::chrono::milliseconds d) {
+    auto end = std::chrono::steady_clock::now() + d;
+    while (std::chrono::steady_clock::now() < end && !(cancel && cancel->load())) {
+      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+          std::chrono::milliseconds(50), end - std::chrono::steady_clock::now()));
+    }
+  };
+  source.hottest_c = [&client]() -> Result<std::optional<double>> {
+    auto state = client.QueryDeviceState();
+    if (!state) return state.error();
+    std::optional<double> hottest;
+    for (const agent::ThermalZoneState& z : state->thermal_zones) {
+      if (z.temp_c && (!hottest || *z.temp_c > *hottest)) hottest = z.temp_c;
+    }
+    return hottest;
+  };
+  source.cancelled = [cancel] { return cancel && cancel->load(); };
+  return source;
 }
 
 Result<SchedulerStats> RunJobs(const SchedulerContext& ctx, const std::vector<std::string>& devices,

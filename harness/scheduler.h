@@ -12,14 +12,24 @@
 // - A job whose delegate names a plugin pushes the plugin file like the model
 //   (by sha256, counted in bytes_pushed) and sends it as JobSpec::plugin_sha256,
 //   with the `path` option left out of the delegate options sent.
-// - Cancellation (the borrowed flag) stops workers between jobs; a job in
-//   flight finishes and is recorded, the rest stay pending for --resume.
+// - Cancellation (the borrowed flag, set by Ctrl-C) stops workers between
+//   jobs and cancels the jobs in flight on their agents (CancelJob, or a
+//   dropped connection for an old agent): those go back to "queued", so every
+//   job is either recorded in a final status or queued, and --resume runs them.
+// - Cooldown (SchedulerSpec::cooldown): before each job, a pause, then
+//   waiting for the device's hottest thermal zone (WaitForCooldown).
+// - The run records the sha256 of each runner build by its host path
+//   (store::Store::RecordRunRunner); scheduling jobs of a run whose runner
+//   file changed since is refused unless allow_runner_change.
+// - Every artifact pushed is recorded in the store's artifacts table.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,15 +63,17 @@ struct SchedulerStats {
 };
 
 struct SchedulerContext {
-  DeviceProvider* devices = nullptr;   // shared by the workers; Open() is called concurrently
-  StoreOpener open_store;              // one connection per worker
-  std::string runner_path;             // pushed to every device before its first job
+  DeviceProvider* devices = nullptr;  // shared by the workers; Open() is called concurrently
+  StoreOpener open_store;             // one connection per worker
+  std::string runner_path;            // pushed to every device before its first job
   SchedulerSpec policy;
-  Progress* progress = nullptr;                // borrowed, may be null
-  const std::atomic<bool>* cancel = nullptr;   // borrowed, may be null
+  Progress* progress = nullptr;               // borrowed, may be null
+  const std::atomic<bool>* cancel = nullptr;  // borrowed, may be null
   // ABIs known from earlier sweeps (store's devices table), so a device that
   // has not connected yet can still take jobs that move.
   std::vector<std::pair<std::string, std::string>> known_abis;
+  // Resume with a runner build other than the one the run recorded.
+  bool allow_runner_change = false;
 };
 
 // Runs `jobs` on workers for `devices` (every device a job names must be in
@@ -83,6 +95,42 @@ Result<void> CheckDeviceTakesPlugins(const std::vector<std::string>& features,
 // The runner's placement and the agent's device state (as DeviceStateToJson)
 // and flags are kept too.
 store::JobOutcome ClassifyJobResult(const agent::JobResult& r);
+
+// The runner JSON's "accuracy" section (docs/CONTRACTS.md) by output index;
+// empty when there is none. Fails, naming the field, on a malformed section.
+Result<std::vector<store::OutputAccuracy>> ParseRunnerAccuracy(const std::string& text);
+
+// What WaitForCooldown uses; tests inject a fake clock and temperatures.
+struct CooldownSource {
+  std::function<std::chrono::steady_clock::time_point()> now;
+  std::function<void(std::chrono::milliseconds)> sleep;
+  // The device's hottest thermal zone in degrees C; unset when it exposes
+  // none; an error when it cannot be asked (e.g. an agent without feature
+  // "device_state").
+  std::function<Result<std::optional<double>>()> hottest_c;
+  std::function<bool()> cancelled;  // may be empty
+};
+
+struct CooldownOutcome {
+  int64_t waited_ms = 0;  // by the clock, pause included
+  bool checked = false;   // the temperature rule was applied
+  bool gave_up = false;   // max_wait_s passed with the device still too hot
+  std::optional<double> last_temp_c;
+  std::string note;  // one line when the rule was skipped or gave up; else empty
+};
+
+// Polled this often while waiting for the device to cool down.
+inline constexpr std::chrono::milliseconds kCooldownPoll{1000};
+
+// Sleeps spec.pause_ms; then, when spec.max_temp_c > 0, polls hottest_c every
+// kCooldownPoll until it is <= max_temp_c or max_wait_s have passed (then the
+// job runs anyway: gave_up and a note). A device without thermal zones, or an
+// agent that cannot say, skips the rule with a note naming why.
+CooldownOutcome WaitForCooldown(const CooldownSpec& spec, const CooldownSource& source);
+
+// A CooldownSource over an agent connection (DeviceStateRequest) and the real
+// steady clock; sleeps end early when *cancel turns true. Borrows both.
+CooldownSource AgentCooldownSource(agent::AgentClient& client, const std::atomic<bool>* cancel);
 
 // A device state as the store keeps it: a JSON object whose keys are
 // agent::DeviceState's field names ("unix_ms", "cpus":[{"cpu","online",

@@ -1,5 +1,7 @@
 #include "harness/spec.h"
 
+#include <sys/utsname.h>
+
 #include <algorithm>
 
 #include <filesystem>
@@ -11,6 +13,8 @@
 #include <set>
 #include <sstream>
 
+#include "harness/adb/device_name.h"
+
 namespace dfarm::harness {
 namespace {
 
@@ -18,6 +22,16 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 constexpr size_t kMaxDelegateConfigs = 10000;
+constexpr size_t kMaxRunners = 16;
+constexpr size_t kMaxNameChars = 64;
+constexpr double kMaxTempC = 150.0;
+
+// Runner names, ABI names and tags: [A-Za-z0-9_.-]{1,64}.
+bool IsPlainName(const std::string& s) {
+  return !s.empty() && s.size() <= kMaxNameChars &&
+         s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") ==
+             std::string::npos;
+}
 
 const char* TypeName(const json& v) {
   if (v.is_number_integer() || v.is_number_unsigned()) return "an integer";
@@ -97,7 +111,8 @@ class Parser {
       return Fail("", std::string("expected a JSON object, got ") + TypeName(doc));
     }
     if (auto r = CheckKeys(doc, "",
-                          {"name", "models", "delegates", "devices", "benchmark", "scheduler"});
+                          {"name", "models", "delegates", "devices", "device_tags", "runners",
+                           "benchmark", "scheduler", "cooldown"});
         !r) {
       return r.error();
     }
@@ -174,8 +189,16 @@ class Parser {
       std::set<std::string> seen;
       for (size_t i = 0; i < ds.size(); ++i) {
         std::string where = "devices[" + std::to_string(i) + "]";
+        if (ds[i].is_object()) {
+          auto sel = ParseSelector(ds[i], where);
+          if (!sel) return sel.error();
+          spec.device_selectors.push_back(std::move(*sel));
+          continue;
+        }
         if (!ds[i].is_string()) {
-          return Fail(where, std::string("expected a string, got ") + TypeName(ds[i]));
+          return Fail(where, std::string("expected a device URI string or a selector object "
+                                         "{\"abi\":...,\"tags\":[...]}, got ") +
+                                 TypeName(ds[i]));
         }
         std::string name = ds[i].get<std::string>();
         if (std::string why = CheckDeviceName(name); !why.empty()) return Fail(where, why);
@@ -184,6 +207,73 @@ class Parser {
       }
     } else {
       spec.devices.push_back("local");
+    }
+
+    if (doc.contains("device_tags")) {
+      const json& t = doc["device_tags"];
+      if (!t.is_object()) {
+        return Fail("device_tags", std::string("expected an object {\"DEVICE\":[\"tag\",...]}, got ") +
+                                       TypeName(t));
+      }
+      for (const auto& [device, tags] : t.items()) {
+        std::string where = "device_tags." + device;
+        if (std::string why = CheckDeviceName(device); !why.empty()) return Fail(where, why);
+        auto list = ParseTags(tags, where);
+        if (!list) return list.error();
+        spec.device_tags[device] = std::move(*list);
+      }
+    }
+
+    if (doc.contains("runners")) {
+      const json& rs = doc["runners"];
+      if (!rs.is_array()) {
+        return Fail("runners", std::string("expected an array, got ") + TypeName(rs));
+      }
+      if (rs.empty()) return Fail("runners", "is empty; leave it out for the default runner");
+      if (rs.size() > kMaxRunners) {
+        return Fail("runners", "has " + std::to_string(rs.size()) + " entries, more than " +
+                                   std::to_string(kMaxRunners));
+      }
+      std::set<std::string> names;
+      for (size_t i = 0; i < rs.size(); ++i) {
+        std::string where = "runners[" + std::to_string(i) + "]";
+        auto r = ParseRunner(rs[i], where);
+        if (!r) return r.error();
+        if (!names.insert(r->name).second) {
+          return Fail(where + ".name", "duplicate runner name '" + r->name + "'");
+        }
+        spec.runners.push_back(std::move(*r));
+      }
+    }
+
+    if (doc.contains("cooldown")) {
+      const json& c = doc["cooldown"];
+      if (!c.is_object()) {
+        return Fail("cooldown", std::string("expected an object, got ") + TypeName(c));
+      }
+      if (auto r = CheckKeys(c, "cooldown", {"pause_ms", "max_temp_c", "max_wait_s"}); !r) {
+        return r.error();
+      }
+      CooldownSpec& cd = spec.scheduler.cooldown;
+      if (auto r = ReadUints(c, "cooldown",
+                             {{"pause_ms", &cd.pause_ms, 0, 3600 * 1000},
+                              {"max_wait_s", &cd.max_wait_s, 0, 24 * 3600}});
+          !r) {
+        return r.error();
+      }
+      if (c.contains("max_temp_c")) {
+        const json& t = c["max_temp_c"];
+        if (!t.is_number()) {
+          return Fail("cooldown.max_temp_c", std::string("expected a number, got ") + TypeName(t));
+        }
+        double v = t.get<double>();
+        if (!(v >= 0.0 && v <= kMaxTempC)) {
+          return Fail("cooldown.max_temp_c", t.dump() + " is out of range [0, " +
+                                                 std::to_string(static_cast<int>(kMaxTempC)) +
+                                                 "] (0: no temperature rule)");
+        }
+        cd.max_temp_c = v;
+      }
     }
 
     if (doc.contains("benchmark")) {
@@ -261,6 +351,95 @@ class Parser {
   }
 
  private:
+  // A list of tags: plain names, no duplicates, at least one.
+  Result<std::vector<std::string>> ParseTags(const json& v, const std::string& where) const {
+    if (!v.is_array()) {
+      return Fail(where, std::string("expected an array of tag strings, got ") + TypeName(v));
+    }
+    if (v.empty()) return Fail(where, "is an empty list of tags");
+    std::vector<std::string> tags;
+    for (size_t i = 0; i < v.size(); ++i) {
+      std::string at = where + "[" + std::to_string(i) + "]";
+      if (!v[i].is_string()) {
+        return Fail(at, std::string("expected a tag string, got ") + TypeName(v[i]));
+      }
+      std::string tag = v[i].get<std::string>();
+      if (!IsPlainName(tag)) return Fail(at, "tag '" + tag + "' must be [A-Za-z0-9_.-]{1,64}");
+      if (std::find(tags.begin(), tags.end(), tag) != tags.end()) {
+        return Fail(at, "duplicate tag '" + tag + "'");
+      }
+      tags.push_back(std::move(tag));
+    }
+    return tags;
+  }
+
+  // {"abi":"arm64-v8a"} and/or {"tags":["fast"]}.
+  Result<DeviceSelector> ParseSelector(const json& d, const std::string& where) const {
+    if (auto r = CheckKeys(d, where, {"abi", "tags"}); !r) return r.error();
+    if (!d.contains("abi") && !d.contains("tags")) {
+      return Fail(where, "a device selector needs \"abi\" and/or \"tags\"");
+    }
+    DeviceSelector sel;
+    if (d.contains("abi")) {
+      if (!d["abi"].is_string()) {
+        return Fail(where + ".abi", std::string("expected a string, got ") + TypeName(d["abi"]));
+      }
+      sel.abi = d["abi"].get<std::string>();
+      if (!IsPlainName(sel.abi)) {
+        return Fail(where + ".abi", "ABI '" + sel.abi + "' must be [A-Za-z0-9_.-]{1,64}");
+      }
+    }
+    if (d.contains("tags")) {
+      auto tags = ParseTags(d["tags"], where + ".tags");
+      if (!tags) return tags.error();
+      sel.tags = std::move(*tags);
+    }
+    return sel;
+  }
+
+  // {"name":"main","builds":{"x86_64":"build/bin/dfarm-runner",...}}.
+  Result<RunnerSpec> ParseRunner(const json& r, const std::string& where) const {
+    if (!r.is_object()) {
+      return Fail(where, std::string("expected an object {\"name\":...,\"builds\":{...}}, got ") +
+                             TypeName(r));
+    }
+    if (auto c = CheckKeys(r, where, {"name", "builds"}); !c) return c.error();
+    if (!r.contains("name")) return Fail(where, "missing key 'name'");
+    if (!r["name"].is_string()) {
+      return Fail(where + ".name", std::string("expected a string, got ") + TypeName(r["name"]));
+    }
+    RunnerSpec out;
+    out.name = r["name"].get<std::string>();
+    if (!IsPlainName(out.name)) {
+      return Fail(where + ".name", "runner name '" + out.name + "' must be [A-Za-z0-9_.-]{1,64}");
+    }
+    if (!r.contains("builds")) return Fail(where, "missing key 'builds'");
+    const json& b = r["builds"];
+    if (!b.is_object()) {
+      return Fail(where + ".builds",
+                  std::string("expected an object {\"ABI\":\"path\"}, got ") + TypeName(b));
+    }
+    if (b.empty()) return Fail(where + ".builds", "is empty; name one dfarm-runner per ABI");
+    for (const auto& [abi, path] : b.items()) {
+      std::string at = where + ".builds." + abi;
+      if (!IsPlainName(abi)) return Fail(at, "ABI '" + abi + "' must be [A-Za-z0-9_.-]{1,64}");
+      if (!path.is_string()) {
+        return Fail(at, std::string("expected a path string, got ") + TypeName(path));
+      }
+      std::string given = path.get<std::string>();
+      if (given.empty()) return Fail(at, "empty path");
+      fs::path p(given);
+      if (p.is_relative()) p = fs::absolute(fs::path(spec_path_)).parent_path() / p;
+      p = p.lexically_normal();
+      std::error_code ec;
+      if (!fs::is_regular_file(p, ec)) {
+        return Fail(at, "runner build '" + p.string() + "' is not a file");
+      }
+      out.builds[abi] = p.string();
+    }
+    return out;
+  }
+
   // One delegate entry; option lists expand into several configurations.
   Result<std::vector<DelegateSpec>> ParseDelegate(const json& d, const std::string& where) const {
     DelegateSpec out;
@@ -440,6 +619,17 @@ std::string SweepSpec::ToJson() const {
     doc["delegates"].push_back(o);
   }
   doc["devices"] = devices;
+  for (const DeviceSelector& sel : device_selectors) {
+    json o = json::object();
+    if (!sel.abi.empty()) o["abi"] = sel.abi;
+    if (!sel.tags.empty()) o["tags"] = sel.tags;
+    doc["devices"].push_back(o);
+  }
+  if (!device_tags.empty()) doc["device_tags"] = device_tags;
+  if (!runners.empty()) {
+    doc["runners"] = json::array();
+    for (const RunnerSpec& r : runners) doc["runners"].push_back({{"name", r.name}, {"builds", r.builds}});
+  }
   doc["benchmark"] = {{"warmup_runs", benchmark.warmup_runs},
                       {"num_runs", benchmark.num_runs},
                       {"num_threads", num_threads.size() == 1 ? json(num_threads.front())
@@ -449,11 +639,29 @@ std::string SweepSpec::ToJson() const {
                       {"backoff_ms", scheduler.backoff_ms},
                       {"quarantine_after", scheduler.quarantine_after},
                       {"failover", scheduler.failover}};
+  doc["cooldown"] = {{"pause_ms", scheduler.cooldown.pause_ms},
+                     {"max_temp_c", scheduler.cooldown.max_temp_c},
+                     {"max_wait_s", scheduler.cooldown.max_wait_s}};
   return doc.dump();
 }
 
+std::string HostAbi() {
+  utsname u{};
+  if (::uname(&u) != 0) return "unknown";
+  std::string m = u.machine;
+  if (m == "x86_64" || m == "amd64") return "x86_64";
+  if (m == "aarch64" || m == "arm64") return kArm64Abi;
+  return m;
+}
+
+std::string Arm64BuildOf(const std::string& host_program) {
+  fs::path p(host_program);
+  return (p.parent_path().parent_path() / "arm64" / "bin" / p.filename()).string();
+}
+
 std::string CheckDeviceName(const std::string& name) {
-  if (name == "local") return {};
+  if (name == "local" || name == "qemu-arm64") return {};
+  if (adb::IsAdbDeviceName(name)) return adb::CheckAdbDeviceName(name);
   if (name.rfind("local:", 0) == 0) {
     std::string tag = name.substr(6);
     if (tag.empty() || tag.size() > 32 ||
@@ -477,7 +685,7 @@ std::string CheckDeviceName(const std::string& name) {
     }
     return {};
   }
-  return "unknown device '" + name + "' (known: local, local:NAME, tcp://HOST:PORT)";
+  return "unknown device '" + name + "' (known: local, local:NAME, tcp://HOST:PORT, qemu-arm64, adb, adb:SERIAL)";
 }
 
 Result<SweepSpec> ParseSpec(const std::string& text, const std::string& spec_path) {

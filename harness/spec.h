@@ -44,6 +44,16 @@ struct BenchmarkSpec {
   uint32_t timeout_s = 120;  // per job, enforced by the agent
 };
 
+// Cooldown before each job on a device (spec "cooldown"): a fixed pause,
+// and/or waiting until the device's hottest thermal zone is at or below
+// max_temp_c (0: no temperature rule), giving up after max_wait_s (the job
+// then runs and is flagged as started hot).
+struct CooldownSpec {
+  uint32_t pause_ms = 0;
+  double max_temp_c = 0.0;
+  uint32_t max_wait_s = 300;
+};
+
 // How the scheduler treats device trouble (harness/README.md, "Scheduler").
 struct SchedulerSpec {
   // Extra attempts of a job that ended `infra` (never for any other status),
@@ -57,13 +67,38 @@ struct SchedulerSpec {
   // or "same_abi" (to another device of the sweep whose agent reported the
   // same ABI).
   std::string failover = "none";
+  CooldownSpec cooldown;
+};
+
+// A runtime build under test (spec "runners"): one dfarm-runner file per
+// ABI; each device gets the build for the ABI its agent reports. Several
+// runners are a matrix axis (A/B of runtime releases).
+struct RunnerSpec {
+  std::string name;                           // "main"; [A-Za-z0-9_.-]{1,64}
+  std::map<std::string, std::string> builds;  // ABI ("x86_64", "arm64-v8a") -> absolute path
+};
+
+// A device entry that is not a URI (spec "devices": [{"abi":"arm64-v8a"}]):
+// it matches every candidate device (harness/README.md, "Device selectors")
+// whose agent reports `abi` (when set) and whose tags hold every one of `tags`.
+struct DeviceSelector {
+  std::string abi;                // "" matches any ABI
+  std::vector<std::string> tags;  // all must be present; empty matches any
 };
 
 struct SweepSpec {
   std::string name;  // defaults to the spec file's stem
   std::vector<ModelSpec> models;
   std::vector<DelegateSpec> delegates;  // default [{"name":"cpu"}]
-  std::vector<std::string> devices;     // default ["local"]
+  // Devices named by URI, in spec order; default ["local"] when the spec has
+  // neither URIs nor selectors.
+  std::vector<std::string> devices;
+  std::vector<DeviceSelector> device_selectors;  // resolved by the sweep (ResolveDevices)
+  // Tags of devices (spec "device_tags": {"tcp://h:1":["fast"]}), for selectors.
+  std::map<std::string, std::vector<std::string>> device_tags;
+  // Runtime builds; empty: the sweep's default (SweepOptions: the runner
+  // beside dfarm for the host ABI, plus the arm64 cross build when present).
+  std::vector<RunnerSpec> runners;
   BenchmarkSpec benchmark;
   // The num_threads axis: one value per matrix cell, in spec order; never
   // empty (benchmark.num_threads alone when the spec gives one number).
@@ -73,6 +108,14 @@ struct SweepSpec {
   // The spec with defaults filled in and paths resolved, as stored with the run.
   std::string ToJson() const;
 };
+
+// The ABI name of this host as agents report it ("x86_64", "arm64-v8a").
+std::string HostAbi();
+inline constexpr const char* kArm64Abi = "arm64-v8a";
+
+// The aarch64 cross build of a host program of build folder B (B/bin/NAME):
+// B/arm64/bin/NAME, where scripts/build.sh puts it. Does not check it exists.
+std::string Arm64BuildOf(const std::string& host_program);
 
 // The delegate option naming a plugin file on the host (`external`'s
 // library). Parsing resolves a relative one against the spec's folder and
@@ -95,7 +138,8 @@ Result<SweepSpec> LoadSpec(const std::string& path);
 
 // Device names the spec accepts: "local" (an agent started as our child),
 // "local:NAME" (another one, with its own store; NAME is [A-Za-z0-9_-]{1,32}),
-// or "tcp://HOST:PORT" for an agent started elsewhere. Returns an empty string when `name` is valid, else why not.
+// "tcp://HOST:PORT" for an agent started elsewhere, or "qemu-arm64" (the
+// aarch64 agent under qemu-user). Returns an empty string when `name` is valid, else why not.
 std::string CheckDeviceName(const std::string& name);
 
 }  // namespace dfarm::harness

@@ -75,7 +75,7 @@ TEST_F(SpecTest, UnknownKeys) {
   EXPECT_EQ(Error(R"({"modles":["../models/a.tflite"]})"),
             "spec '" + (dir_.path() / "specs/q.json").string() +
                 "': unknown key 'modles' at top level (expected name, models, delegates, "
-                "devices, benchmark, scheduler)");
+                "devices, device_tags, runners, benchmark, scheduler, cooldown)");
   EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"benchmark":{"runs":3}})"),
               HasSubstr("unknown key 'runs' in benchmark"));
   EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"delegates":[{"name":"cpu","opts":{}}]})"),
@@ -114,7 +114,7 @@ TEST_F(SpecTest, BadTypes) {
           R"({"models":["../models/a.tflite"],"delegates":[{"name":"cpu","options":{"k":[[1]]}}]})"),
       HasSubstr("delegates[0].options.k[0]: expected a string, number, boolean"));
   EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"devices":[1]})"),
-              HasSubstr("devices[0]: expected a string"));
+              HasSubstr("devices[0]: expected a device URI string or a selector object"));
   EXPECT_THAT(Error(R"({"models":[)"), HasSubstr("invalid JSON"));
 }
 
@@ -249,6 +249,140 @@ TEST_F(SpecTest, PluginPathsResolveAgainstTheSpecFolder) {
   EXPECT_EQ(plain->delegates[0].PluginPath(), "");
   EXPECT_EQ(plain->delegates[0].ShownOptionsString(), "k:1");
   EXPECT_EQ(plain->delegates[0].AgentOptionsString(), "k:1");
+}
+
+TEST_F(SpecTest, RunnersResolveAgainstTheSpecFolder) {
+  dir_.Write("builds/x86/dfarm-runner", "x86 runner");
+  dir_.Write("builds/arm/dfarm-runner", "arm runner");
+  auto spec = Parse(R"({"models":["../models/a.tflite"],
+      "runners":[{"name":"main","builds":{"x86_64":"../builds/x86/dfarm-runner",
+                                         "arm64-v8a":"../builds/arm/dfarm-runner"}},
+                 {"name":"rc-2","builds":{"x86_64":"../builds/x86/dfarm-runner"}}]})");
+  ASSERT_TRUE(spec.ok()) << spec.message();
+  ASSERT_EQ(spec->runners.size(), 2u);
+  EXPECT_EQ(spec->runners[0].name, "main");
+  EXPECT_EQ(spec->runners[0].builds.at("x86_64"),
+            (dir_.path() / "builds/x86/dfarm-runner").string());
+  EXPECT_EQ(spec->runners[0].builds.at("arm64-v8a"),
+            (dir_.path() / "builds/arm/dfarm-runner").string());
+  EXPECT_EQ(spec->runners[1].name, "rc-2");
+  EXPECT_EQ(spec->runners[1].builds.size(), 1u);
+  // The stored spec parses back to the same runners (absolute paths).
+  auto again = ParseSpec(spec->ToJson(), "stored");
+  ASSERT_TRUE(again.ok()) << again.message();
+  ASSERT_EQ(again->runners.size(), 2u);
+  EXPECT_EQ(again->runners[0].builds, spec->runners[0].builds);
+  EXPECT_EQ(again->runners[1].name, "rc-2");
+}
+
+TEST_F(SpecTest, RunnerErrorsNameTheField) {
+  dir_.Write("builds/dfarm-runner", "runner");
+  const std::string m = R"({"models":["../models/a.tflite"],"runners":)";
+  EXPECT_THAT(Error(m + R"([]})"), HasSubstr("runners: is empty"));
+  EXPECT_THAT(Error(m + R"({}})"), HasSubstr("runners: expected an array, got object"));
+  EXPECT_THAT(Error(m + R"([{"builds":{"x86_64":"../builds/dfarm-runner"}}]})"),
+              HasSubstr("runners[0]: missing key 'name'"));
+  EXPECT_THAT(Error(m + R"([{"name":"a b","builds":{"x86_64":"../builds/dfarm-runner"}}]})"),
+              HasSubstr("runners[0].name: runner name 'a b' must be [A-Za-z0-9_.-]{1,64}"));
+  EXPECT_THAT(Error(m + R"([{"name":"a"}]})"), HasSubstr("runners[0]: missing key 'builds'"));
+  EXPECT_THAT(Error(m + R"([{"name":"a","builds":{}}]})"), HasSubstr("runners[0].builds: is empty"));
+  EXPECT_THAT(Error(m + R"([{"name":"a","builds":{"x86_64":"../builds/nope"}}]})"),
+              HasSubstr("runners[0].builds.x86_64: runner build '" +
+                        (dir_.path() / "builds/nope").string() + "' is not a file"));
+  EXPECT_THAT(Error(m + R"([{"name":"a","builds":{"x86_64":3}}]})"),
+              HasSubstr("runners[0].builds.x86_64: expected a path string, got an integer"));
+  EXPECT_THAT(Error(m + R"([{"name":"a","builds":{"x86_64":"../builds/dfarm-runner"}},
+                             {"name":"a","builds":{"x86_64":"../builds/dfarm-runner"}}]})"),
+              HasSubstr("runners[1].name: duplicate runner name 'a'"));
+  EXPECT_THAT(Error(m + R"([{"name":"a","path":"x","builds":{"x86_64":"../builds/dfarm-runner"}}]})"),
+              HasSubstr("unknown key 'path' in runners[0]"));
+}
+
+TEST_F(SpecTest, DeviceSelectorsAndTags) {
+  auto spec = Parse(R"({"models":["../models/a.tflite"],
+      "devices":["local",{"abi":"arm64-v8a"},{"tags":["fast","big"]},"qemu-arm64"],
+      "device_tags":{"tcp://127.0.0.1:7000":["fast","big"],"local":["slow"]}})");
+  ASSERT_TRUE(spec.ok()) << spec.message();
+  EXPECT_EQ(spec->devices, (std::vector<std::string>{"local", "qemu-arm64"}));
+  ASSERT_EQ(spec->device_selectors.size(), 2u);
+  EXPECT_EQ(spec->device_selectors[0].abi, "arm64-v8a");
+  EXPECT_TRUE(spec->device_selectors[0].tags.empty());
+  EXPECT_EQ(spec->device_selectors[1].abi, "");
+  EXPECT_EQ(spec->device_selectors[1].tags, (std::vector<std::string>{"fast", "big"}));
+  EXPECT_EQ(spec->device_tags.at("tcp://127.0.0.1:7000"),
+            (std::vector<std::string>{"fast", "big"}));
+  EXPECT_EQ(spec->device_tags.at("local"), std::vector<std::string>{"slow"});
+  auto again = ParseSpec(spec->ToJson(), "stored");
+  ASSERT_TRUE(again.ok()) << again.message();
+  EXPECT_EQ(again->devices, spec->devices);
+  ASSERT_EQ(again->device_selectors.size(), 2u);
+  EXPECT_EQ(again->device_selectors[1].tags, spec->device_selectors[1].tags);
+  EXPECT_EQ(again->device_tags, spec->device_tags);
+
+  // Only selectors: no implicit "local".
+  auto only = Parse(R"({"models":["../models/a.tflite"],"devices":[{"abi":"x86_64"}]})");
+  ASSERT_TRUE(only.ok()) << only.message();
+  EXPECT_TRUE(only->devices.empty());
+
+  const std::string m = R"({"models":["../models/a.tflite"],)";
+  EXPECT_THAT(Error(m + R"("devices":[{}]})"),
+              HasSubstr("devices[0]: a device selector needs \"abi\" and/or \"tags\""));
+  EXPECT_THAT(Error(m + R"("devices":[{"os":"linux"}]})"),
+              HasSubstr("unknown key 'os' in devices[0] (expected abi, tags)"));
+  EXPECT_THAT(Error(m + R"("devices":[{"abi":7}]})"),
+              HasSubstr("devices[0].abi: expected a string, got an integer"));
+  EXPECT_THAT(Error(m + R"("devices":["local",{"tags":[]}]})"),
+              HasSubstr("devices[1].tags: is an empty list of tags"));
+  EXPECT_THAT(Error(m + R"("devices":[{"tags":["a","a"]}]})"),
+              HasSubstr("devices[0].tags[1]: duplicate tag 'a'"));
+  EXPECT_THAT(Error(m + R"("device_tags":{"phone":["a"]}})"),
+              HasSubstr("device_tags.phone: unknown device 'phone'"));
+  EXPECT_THAT(Error(m + R"("device_tags":{"local":"fast"}})"),
+              HasSubstr("device_tags.local: expected an array of tag strings, got string"));
+  EXPECT_THAT(Error(m + R"("device_tags":{"local":["no spaces"]}})"),
+              HasSubstr("device_tags.local[0]: tag 'no spaces' must be [A-Za-z0-9_.-]{1,64}"));
+}
+
+TEST_F(SpecTest, Cooldown) {
+  auto plain = Parse(R"({"models":["../models/a.tflite"]})");
+  ASSERT_TRUE(plain.ok()) << plain.message();
+  EXPECT_EQ(plain->scheduler.cooldown.pause_ms, 0u);
+  EXPECT_EQ(plain->scheduler.cooldown.max_temp_c, 0.0);
+  EXPECT_EQ(plain->scheduler.cooldown.max_wait_s, 300u);
+
+  auto spec = Parse(R"({"models":["../models/a.tflite"],
+      "cooldown":{"pause_ms":250,"max_temp_c":42.5,"max_wait_s":60}})");
+  ASSERT_TRUE(spec.ok()) << spec.message();
+  EXPECT_EQ(spec->scheduler.cooldown.pause_ms, 250u);
+  EXPECT_EQ(spec->scheduler.cooldown.max_temp_c, 42.5);
+  EXPECT_EQ(spec->scheduler.cooldown.max_wait_s, 60u);
+  auto doc = nlohmann::json::parse(spec->ToJson());
+  EXPECT_EQ(doc["cooldown"]["pause_ms"], 250);
+  EXPECT_EQ(doc["cooldown"]["max_temp_c"], 42.5);
+  EXPECT_EQ(doc["cooldown"]["max_wait_s"], 60);
+  auto again = ParseSpec(spec->ToJson(), "stored");
+  ASSERT_TRUE(again.ok()) << again.message();
+  EXPECT_EQ(again->scheduler.cooldown.max_temp_c, 42.5);
+
+  const std::string m = R"({"models":["../models/a.tflite"],"cooldown":)";
+  EXPECT_THAT(Error(m + R"(5})"), HasSubstr("cooldown: expected an object, got an integer"));
+  EXPECT_THAT(Error(m + R"({"pause":1}})"),
+              HasSubstr("unknown key 'pause' in cooldown (expected pause_ms, max_temp_c, "
+                        "max_wait_s)"));
+  EXPECT_THAT(Error(m + R"({"pause_ms":-1}})"),
+              HasSubstr("cooldown.pause_ms: -1 is out of range [0, 3600000]"));
+  EXPECT_THAT(Error(m + R"({"max_wait_s":100000}})"),
+              HasSubstr("cooldown.max_wait_s: 100000 is out of range [0, 86400]"));
+  EXPECT_THAT(Error(m + R"({"max_temp_c":"hot"}})"),
+              HasSubstr("cooldown.max_temp_c: expected a number, got string"));
+  EXPECT_THAT(Error(m + R"({"max_temp_c":151}})"),
+              HasSubstr("cooldown.max_temp_c: 151 is out of range [0, 150]"));
+}
+
+TEST_F(SpecTest, QemuDeviceName) {
+  EXPECT_EQ(CheckDeviceName("qemu-arm64"), "");
+  EXPECT_THAT(CheckDeviceName("qemu-arm"), HasSubstr("unknown device 'qemu-arm'"));
+  EXPECT_EQ(Arm64BuildOf("/x/build/bin/dfarm-runner"), "/x/build/arm64/bin/dfarm-runner");
 }
 
 }  // namespace

@@ -1,9 +1,13 @@
 #include "harness/sweep.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
 
 #include "harness/matrix.h"
 
@@ -36,6 +40,8 @@ Result<std::pair<std::string, std::string>> FindPlugin(const SweepSpec& spec,
                                                        const store::JobRow& job,
                                                        const std::string& file,
                                                        const BenchmarkSpec& benchmark,
+                                                       const std::string& runner,
+                                                       const std::string& runner_sha256,
                                                        PluginHashes* cache) {
   for (const std::string& path : PluginPaths(spec)) {
     if (fs::path(path).filename() != file) continue;
@@ -47,7 +53,8 @@ Result<std::pair<std::string, std::string>> FindPlugin(const SweepSpec& spec,
     }
     DelegateSpec delegate{job.delegate, ParseOptionsString(job.delegate_options)};
     delegate.options[kPluginPathOption] = path;
-    if (JobKey(job.model_sha256, delegate, job.device, benchmark, it->second) == job.job_key) {
+    if (JobKey(job.model_sha256, delegate, job.device, benchmark, it->second, runner,
+               runner_sha256) == job.job_key) {
       return std::pair{path, it->second};
     }
   }
@@ -56,23 +63,34 @@ Result<std::pair<std::string, std::string>> FindPlugin(const SweepSpec& spec,
                    "spec has the content the job was keyed on)");
 }
 
-// Runs `jobs` of run `run_id` and closes the run with its summary.
+// Runs `jobs` of run `run_id` (job i with the runner build runner_paths[i])
+// and closes the run with its summary.
+//
+// The scheduler pushes one runner build per RunJobs call, so jobs are run in
+// rounds, one per runner (in order of first appearance), and within a round
+// one RunJobs per distinct build, concurrently: those groups have disjoint
+// devices (a device runs one build of a runner), and devices of one ABI share
+// a group, so same_abi failover still finds its targets.
+// TODO(#6): once ScheduledJob carries its runner build (scheduler.h), this is
+// one RunJobs call again.
 Result<SweepSummary> Schedule(int64_t run_id, const SweepSpec& spec,
                               std::vector<std::string> devices, std::vector<ScheduledJob> jobs,
-                              store::Store& store, DeviceProvider& provider,
-                              const SweepOptions& options, size_t total, size_t already_done) {
+                              std::vector<std::string> runner_paths,
+                              std::vector<std::string> runner_names, store::Store& store,
+                              DeviceProvider& provider, const SweepOptions& options, size_t total,
+                              size_t already_done) {
   if (!options.open_store) return MakeError("internal: SweepOptions::open_store is unset");
   Progress progress(options.progress, options.progress_tty, total, already_done);
-  SchedulerContext ctx;
-  ctx.devices = &provider;
-  ctx.open_store = options.open_store;
-  ctx.runner_path = options.runner_path;
-  ctx.policy = spec.scheduler;
-  ctx.progress = &progress;
-  ctx.cancel = options.cancel;
+  SchedulerContext base;
+  base.devices = &provider;
+  base.open_store = options.open_store;
+  base.policy = spec.scheduler;
+  base.progress = &progress;
+  base.cancel = options.cancel;
+  base.allow_runner_change = options.allow_runner_change;
   if (auto known = store.ListDevices(); known) {
     for (const store::DeviceRow& d : *known) {
-      if (!d.abi.empty()) ctx.known_abis.emplace_back(d.name, d.abi);
+      if (!d.abi.empty()) base.known_abis.emplace_back(d.name, d.abi);
     }
   }
   for (const ScheduledJob& j : jobs) {
@@ -81,16 +99,58 @@ Result<SweepSummary> Schedule(int64_t run_id, const SweepSpec& spec,
     }
   }
   bool pending = !jobs.empty();
-  auto stats = RunJobs(ctx, devices, std::move(jobs));
+
+  // round (runner) -> build path -> jobs
+  std::vector<std::string> rounds;
+  std::map<std::string, std::map<std::string, std::vector<ScheduledJob>>> groups;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const std::string& round = runner_names[i];
+    if (std::find(rounds.begin(), rounds.end(), round) == rounds.end()) rounds.push_back(round);
+    groups[round][runner_paths[i]].push_back(std::move(jobs[i]));
+  }
+  SchedulerStats stats;
+  std::optional<Error> failure;
+  for (const std::string& round : rounds) {
+    if (options.cancel && options.cancel->load()) break;
+    std::mutex mu;
+    std::vector<std::thread> threads;
+    for (auto& [path, group] : groups[round]) {
+      std::vector<std::string> group_devices;
+      for (const std::string& d : devices) {
+        for (const ScheduledJob& j : group) {
+          if (j.device == d) {
+            group_devices.push_back(d);
+            break;
+          }
+        }
+      }
+      SchedulerContext ctx = base;
+      ctx.runner_path = path;
+      threads.emplace_back([&mu, &stats, &failure, ctx, group_devices, &group] {
+        auto r = RunJobs(ctx, group_devices, std::move(group));
+        std::lock_guard lock(mu);
+        if (!r) {
+          if (!failure) failure = r.error();
+          return;
+        }
+        stats.bytes_pushed += r->bytes_pushed;
+        stats.any_reached = stats.any_reached || r->any_reached;
+        stats.quarantined.insert(stats.quarantined.end(), r->quarantined.begin(),
+                                 r->quarantined.end());
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    if (failure) break;
+  }
   progress.Finish();
-  if (!stats) {
+  if (failure) {
     (void)store.FinishRun(run_id, store::kRunFailed);
-    return stats.error();
+    return *failure;
   }
   SweepSummary summary;
   summary.run_id = run_id;
-  summary.bytes_pushed = stats->bytes_pushed;
-  summary.quarantined = stats->quarantined;
+  summary.bytes_pushed = stats.bytes_pushed;
+  summary.quarantined = stats.quarantined;
   auto rows = store.ListJobs(run_id);
   if (!rows) return rows.error();
   for (const store::JobRow& j : *rows) {
@@ -104,26 +164,208 @@ Result<SweepSummary> Schedule(int64_t run_id, const SweepSpec& spec,
   }
   bool cancelled = options.cancel && options.cancel->load() && summary.not_run > 0;
   summary.status = cancelled                          ? store::kRunCancelled
-                   : pending && !stats->any_reached ? store::kRunFailed
-                                                      : store::kRunFinished;
+                   : pending && !stats.any_reached ? store::kRunFailed
+                                                     : store::kRunFinished;
   if (auto r = store.FinishRun(run_id, summary.status); !r) return r.error();
   return summary;
 }
 
+bool HasAllTags(const std::vector<std::string>& have, const std::vector<std::string>& want) {
+  for (const std::string& t : want) {
+    if (std::find(have.begin(), have.end(), t) == have.end()) return false;
+  }
+  return true;
+}
+
+std::string SelectorText(const DeviceSelector& sel) {
+  json o = json::object();
+  if (!sel.abi.empty()) o["abi"] = sel.abi;
+  if (!sel.tags.empty()) o["tags"] = sel.tags;
+  return o.dump();
+}
+
+// The build of `runner` for a device of ABI `abi` ("" when unknown: the
+// host's build, else the runner's only build), or nullptr when it has none.
+const std::string* BuildFor(const RunnerSpec& runner, const std::string& abi) {
+  auto it = runner.builds.find(abi.empty() ? HostAbi() : abi);
+  if (it != runner.builds.end()) return &it->second;
+  if (abi.empty() && runner.builds.size() == 1) return &runner.builds.begin()->second;
+  return nullptr;
+}
+
 }  // namespace
+
+std::vector<RunnerSpec> EffectiveRunners(const SweepSpec& spec, const SweepOptions& options) {
+  if (!spec.runners.empty()) return spec.runners;
+  RunnerSpec r;
+  r.name = "default";
+  r.builds[HostAbi()] = options.runner_path;
+  std::string arm = options.arm64_runner_path;
+  if (arm.empty()) {
+    const char* env = std::getenv("DFARM_ARM64_RUNNER");
+    if (env && *env) {
+      arm = env;
+    } else if (!options.runner_path.empty()) {
+      std::error_code ec;
+      std::string candidate = Arm64BuildOf(options.runner_path);
+      if (fs::is_regular_file(candidate, ec)) arm = candidate;
+    }
+  }
+  if (!arm.empty() && HostAbi() != kArm64Abi) r.builds[kArm64Abi] = arm;
+  return {r};
+}
+
+Result<std::vector<ResolvedDevice>> ResolveDevices(
+    const SweepSpec& spec, DeviceProvider& devices,
+    const std::vector<std::pair<std::string, std::string>>& known_abis, bool want_abis) {
+  for (const DeviceSelector& sel : spec.device_selectors) want_abis = want_abis || !sel.abi.empty();
+  std::vector<std::string> candidates = spec.devices;
+  auto add = [&](const std::string& d) {
+    if (std::find(candidates.begin(), candidates.end(), d) == candidates.end()) {
+      candidates.push_back(d);
+    }
+  };
+  if (!spec.device_selectors.empty()) {
+    for (const auto& [d, tags] : spec.device_tags) add(d);
+    for (const std::string& d : devices.KnownDevices()) add(d);
+  }
+  // ABIs: known to the provider, else asked (in parallel), else the store's.
+  std::map<std::string, std::string> abi;
+  std::vector<std::string> ask;
+  for (const std::string& d : candidates) {
+    abi[d] = devices.KnownAbi(d);
+    if (abi[d].empty() && want_abis) ask.push_back(d);
+  }
+  {
+    std::mutex mu;
+    std::vector<std::thread> threads;
+    for (const std::string& d : ask) {
+      // The session is opened and closed on this thread (a local agent is
+      // tied to the thread that started it).
+      threads.emplace_back([&devices, &abi, &mu, d] {
+        auto session = devices.Open(d);
+        if (!session) return;
+        std::string a = (*session)->client().device().abi;
+        session->reset();
+        std::lock_guard lock(mu);
+        abi[d] = a;
+      });
+    }
+    for (std::thread& t : threads) t.join();
+  }
+  for (const auto& [name, a] : known_abis) {
+    auto it = abi.find(name);
+    if (it != abi.end() && it->second.empty()) it->second = a;
+  }
+  std::vector<ResolvedDevice> out;
+  std::set<std::string> chosen;
+  for (const std::string& d : spec.devices) {
+    out.push_back({d, abi[d]});
+    chosen.insert(d);
+  }
+  for (size_t s = 0; s < spec.device_selectors.size(); ++s) {
+    const DeviceSelector& sel = spec.device_selectors[s];
+    bool any = false;
+    for (const std::string& d : candidates) {
+      auto tags = spec.device_tags.find(d);
+      bool match = (sel.abi.empty() || sel.abi == abi[d]) &&
+                   HasAllTags(tags == spec.device_tags.end() ? std::vector<std::string>()
+                                                             : tags->second,
+                              sel.tags);
+      if (!match) continue;
+      any = true;
+      if (chosen.insert(d).second) out.push_back({d, abi[d]});
+    }
+    if (!any) {
+      std::string list;
+      for (const std::string& d : candidates) {
+        list += (list.empty() ? "" : ", ") + d + " (" + (abi[d].empty() ? "abi unknown" : abi[d]);
+        if (auto t = spec.device_tags.find(d); t != spec.device_tags.end()) {
+          for (const std::string& tag : t->second) list += ", " + tag;
+        }
+        list += ")";
+      }
+      return MakeError("device selector " + SelectorText(sel) + " matches no device (candidates: " +
+                       (list.empty() ? "none" : list) + ")");
+    }
+  }
+  if (out.empty()) return MakeError("the spec names no device");
+  return out;
+}
 
 Result<SweepSummary> RunSweep(const SweepSpec& spec, store::Store& store, DeviceProvider& devices,
                               const SweepOptions& options) {
-  if (auto runner = Sha256OfFile(options.runner_path); !runner) {
+  if (auto runner = Sha256OfFile(options.runner_path); !runner && spec.runners.empty()) {
     return MakeError("runner: " + runner.message() + " (build dfarm-runner or set DFARM_RUNNER)");
   }
   auto hashes = HashModels(spec);
   if (!hashes) return hashes.error();
   auto plugins = HashPlugins(spec);
   if (!plugins) return plugins.error();
-  std::vector<MatrixJob> jobs = ExpandMatrix(spec, *hashes, *plugins);
 
-  auto run_id = store.CreateRun(spec.name, spec.ToJson());
+  std::vector<std::pair<std::string, std::string>> known_abis;
+  if (auto known = store.ListDevices(); known) {
+    for (const store::DeviceRow& d : *known) {
+      if (!d.abi.empty()) known_abis.emplace_back(d.name, d.abi);
+    }
+  }
+  // Each device's build of each runner; a spec's own runners are part of the
+  // job key, the default runner is not (keys stay comparable across rebuilds).
+  // Agents are asked their ABI only when it decides something.
+  std::vector<RunnerSpec> runners = EffectiveRunners(spec, options);
+  bool several_builds = false;
+  for (const RunnerSpec& r : runners) several_builds = several_builds || r.builds.size() > 1;
+  auto resolved = ResolveDevices(spec, devices, known_abis, several_builds);
+  if (!resolved) return resolved.error();
+  std::vector<std::string> device_names;
+  for (const ResolvedDevice& d : *resolved) device_names.push_back(d.name);
+
+  bool keyed = !spec.runners.empty();
+  std::map<std::string, std::string> build_sha;  // path -> sha256
+  DeviceRunnerBuilds builds;
+  std::map<std::pair<std::string, std::string>, std::string> missing;  // (device, runner) -> why
+  for (const ResolvedDevice& d : *resolved) {
+    for (size_t r = 0; r < runners.size(); ++r) {
+      const std::string* path = BuildFor(runners[r], d.abi);
+      RunnerBuild rb;
+      rb.runner = runners[r].name;
+      rb.abi = d.abi;
+      if (!path) {
+        missing[{d.name, runners[r].name}] =
+            "runner '" + runners[r].name + "' has no build for ABI '" + d.abi + "' of device '" +
+            d.name + "' (add \"" + d.abi + "\" to its \"builds\")";
+      } else {
+        auto [it, fresh] = build_sha.emplace(*path, "");
+        if (fresh) {
+          auto sha = Sha256OfFile(*path);
+          if (!sha) {
+            return MakeError("runner '" + runners[r].name + "': " + sha.message() +
+                             (keyed ? "" : " (build dfarm-runner or set DFARM_RUNNER)"));
+          }
+          it->second = *sha;
+        }
+        rb.path = *path;
+        rb.sha256 = it->second;
+      }
+      if (!keyed) {
+        rb.runner.clear();
+        rb.sha256.clear();
+      }
+      builds[d.name].push_back(std::move(rb));
+    }
+  }
+  std::vector<MatrixJob> jobs = ExpandMatrix(spec, *hashes, *plugins, builds, device_names);
+  if (!keyed) {
+    // Runner names are the rounds of Schedule; the default runner is one round.
+    for (MatrixJob& j : jobs) j.runner = runners.front().name;
+  }
+
+  // The stored spec names its devices and runners as they were resolved, so
+  // that --resume needs no selector matching and finds the same builds.
+  SweepSpec stored = spec;
+  stored.devices = device_names;
+  stored.device_selectors.clear();
+  auto run_id = store.CreateRun(spec.name, stored.ToJson());
   if (!run_id) return run_id.error();
   std::vector<store::JobRow> rows;
   for (const MatrixJob& j : jobs) {
@@ -142,32 +384,64 @@ Result<SweepSummary> RunSweep(const SweepSpec& spec, store::Store& store, Device
   if (!ids) return ids.error();
 
   std::vector<ScheduledJob> scheduled;
-  scheduled.reserve(jobs.size());
+  std::vector<std::string> paths, names;
   for (size_t i = 0; i < jobs.size(); ++i) {
     const MatrixJob& j = jobs[i];
+    if (auto m = missing.find({j.device, j.runner}); m != missing.end()) {
+      store::JobOutcome o;
+      o.status = store::kJobInfra;
+      o.error = m->second;
+      if (auto r = store.RecordJobResult((*ids)[i], o); !r) return r.error();
+      continue;
+    }
     scheduled.push_back(ScheduledJob{(*ids)[i], j.device, j.model, j.model_sha256, j.delegate,
                                      j.benchmark, j.plugin_sha256});
+    paths.push_back(j.runner_path);
+    names.push_back(j.runner);
   }
-  return Schedule(*run_id, spec, spec.devices, std::move(scheduled), store, devices, options,
-                  jobs.size(), 0);
+  return Schedule(*run_id, spec, device_names, std::move(scheduled), std::move(paths),
+                  std::move(names), store, devices, options, jobs.size(),
+                  jobs.size() - paths.size());
 }
 
 Result<SweepSummary> ResumeSweep(int64_t run_id, store::Store& store, DeviceProvider& devices,
                                  const SweepOptions& options) {
-  if (auto runner = Sha256OfFile(options.runner_path); !runner) {
-    return MakeError("runner: " + runner.message() + " (build dfarm-runner or set DFARM_RUNNER)");
-  }
   auto run = store.GetRun(run_id);
   if (!run) return run.error();
   std::string where = "run " + std::to_string(run_id);
   auto spec = ParseSpec(run->spec_json, where);
   if (!spec) return MakeError("cannot resume " + where + ": " + spec.message());
+  if (auto runner = Sha256OfFile(options.runner_path); !runner && spec->runners.empty()) {
+    return MakeError("runner: " + runner.message() + " (build dfarm-runner or set DFARM_RUNNER)");
+  }
   auto rows = store.ListJobs(run_id);
   if (!rows) return rows.error();
+
+  // The runner builds a job may have been keyed on: every build of the
+  // spec's runners (the key tells which), or, without "runners", the default
+  // runner's build for the device's ABI (the runner given now).
+  std::map<std::string, std::string> device_abi;
+  if (auto known = store.ListDevices(); known) {
+    for (const store::DeviceRow& d : *known) device_abi[d.name] = d.abi;
+  }
+  std::vector<RunnerSpec> runners = EffectiveRunners(*spec, options);
+  bool keyed = !spec->runners.empty();
+  std::vector<RunnerBuild> keyed_builds;
+  if (keyed) {
+    for (const RunnerSpec& r : runners) {
+      for (const auto& [abi, path] : r.builds) {
+        auto sha = Sha256OfFile(path);
+        if (!sha) return MakeError("cannot resume " + where + ": runner '" + r.name + "' " +
+                                   sha.message());
+        keyed_builds.push_back(RunnerBuild{r.name, abi, path, *sha});
+      }
+    }
+  }
 
   std::map<std::string, std::string> hashes;  // model path -> sha256 now
   PluginHashes plugin_hashes;                 // plugin path -> sha256 now, hashed once
   std::vector<ScheduledJob> pending;
+  std::vector<std::string> paths, names;
   for (const store::JobRow& j : *rows) {
     if (store::IsFinalJobStatus(j.status)) continue;
     auto [it, fresh] = hashes.emplace(j.model_path, "");
@@ -189,14 +463,46 @@ Result<SweepSummary> ResumeSweep(int64_t run_id, store::Store& store, DeviceProv
     s.delegate = DelegateSpec{j.delegate, ParseOptionsString(j.delegate_options)};
     s.benchmark = spec->benchmark;
     if (j.num_threads > 0) s.benchmark.num_threads = j.num_threads;
-    if (auto shown = s.delegate.options.find(kPluginPathOption);
-        shown != s.delegate.options.end()) {
-      auto found = FindPlugin(*spec, j, shown->second, s.benchmark, &plugin_hashes);
-      if (!found) return MakeError("cannot resume " + where + ": " + found.message());
-      shown->second = found->first;
-      s.plugin_sha256 = found->second;
+
+    std::vector<RunnerBuild> candidates = keyed_builds;
+    if (!keyed) {
+      std::string abi = devices.KnownAbi(j.device);
+      if (abi.empty()) abi = device_abi[j.device];
+      const std::string* path = BuildFor(runners.front(), abi);
+      candidates.push_back(RunnerBuild{"", abi, path ? *path : options.runner_path, ""});
+    }
+    std::optional<RunnerBuild> chosen;
+    std::string why;
+    auto shown = s.delegate.options.find(kPluginPathOption);
+    for (const RunnerBuild& c : candidates) {
+      if (shown != s.delegate.options.end()) {
+        auto found = FindPlugin(*spec, j, shown->second, s.benchmark, c.runner, c.sha256,
+                                &plugin_hashes);
+        if (!found) {
+          why = found.message();
+          continue;
+        }
+        shown->second = found->first;
+        s.plugin_sha256 = found->second;
+      } else if (JobKey(j.model_sha256, s.delegate, j.device, s.benchmark, "", c.runner,
+                        c.sha256) != j.job_key &&
+                 keyed) {
+        continue;
+      }
+      chosen = c;
+      break;
+    }
+    if (!chosen) {
+      if (why.empty()) {
+        why = "the runner build of job " + std::to_string(j.id) +
+              " changed since the run was created (no build of the run's runners has the "
+              "content the job was keyed on)";
+      }
+      return MakeError("cannot resume " + where + ": " + why);
     }
     pending.push_back(std::move(s));
+    paths.push_back(chosen->path);
+    names.push_back(keyed ? chosen->runner : runners.front().name);
   }
   size_t resumed = pending.size();
   if (resumed == 0 && run->status != store::kRunRunning) {
@@ -211,8 +517,9 @@ Result<SweepSummary> ResumeSweep(int64_t run_id, store::Store& store, DeviceProv
     return summary;
   }
   if (auto r = store.ReopenRun(run_id); !r) return r.error();
-  auto summary = Schedule(run_id, *spec, spec->devices, std::move(pending), store, devices,
-                          options, rows->size(), rows->size() - resumed);
+  auto summary = Schedule(run_id, *spec, spec->devices, std::move(pending), std::move(paths),
+                          std::move(names), store, devices, options, rows->size(),
+                          rows->size() - resumed);
   if (!summary) return summary.error();
   summary->resumed = resumed;
   return summary;

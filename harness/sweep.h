@@ -20,10 +20,17 @@
 namespace dfarm::harness {
 
 struct SweepOptions {
-  std::string runner_path;                    // the dfarm-runner build pushed to every device
+  // The default runtime build (a spec without "runners"): runner_path for
+  // this host's ABI, and arm64_runner_path for "arm64-v8a" devices (empty:
+  // $DFARM_ARM64_RUNNER, else Arm64BuildOf(runner_path), when that file exists).
+  std::string runner_path;
+  std::string arm64_runner_path;
   std::ostream* progress = nullptr;           // progress output when set (borrowed)
   bool progress_tty = false;                  // one redrawn line instead of a line per job
   const std::atomic<bool>* cancel = nullptr;  // checked between jobs when set (borrowed)
+  // A resumed run refuses a runner build that changed since the run started
+  // (its sha256 is recorded with the run) unless this is set.
+  bool allow_runner_change = false;
   // Opens one more connection to the store the sweep writes (one per device
   // worker: a Store is not thread-safe). Required.
   StoreOpener open_store;
@@ -44,7 +51,32 @@ struct SweepSummary {
   std::vector<std::string> quarantined;
 };
 
-// Runs `spec` and records it in `store`. Device trouble does not fail the
+// The runtime builds a sweep of `spec` runs: spec.runners, or the default
+// runner "default" (SweepOptions::runner_path for HostAbi(), plus the arm64
+// build when there is one).
+std::vector<RunnerSpec> EffectiveRunners(const SweepSpec& spec, const SweepOptions& options);
+
+// A device of a sweep and the ABI its agent reports ("" when unknown: the
+// device was unreachable and the store has never seen it).
+struct ResolvedDevice {
+  std::string name;
+  std::string abi;
+};
+
+// The sweep's devices: spec.devices in order, then every candidate matched by
+// a selector (candidates: spec.devices, the keys of spec.device_tags and
+// devices.KnownDevices(), in that order, each once). ABIs come from
+// DeviceProvider::KnownAbi, else (when `want_abis` or a selector names an
+// ABI) from asking the agent (devices probed in parallel, each session closed
+// again), else from `known_abis` (the store's devices table). Errors: a
+// selector that matches nothing (naming it and the candidates), no device.
+Result<std::vector<ResolvedDevice>> ResolveDevices(
+    const SweepSpec& spec, DeviceProvider& devices,
+    const std::vector<std::pair<std::string, std::string>>& known_abis, bool want_abis);
+
+// Runs `spec` and records it in `store`. Each device runs each runner's
+// build for its ABI (a runner without one: the device's jobs of that runner
+// are recorded `infra`, naming the runner and the ABI). Device trouble does not fail the
 // call: it is recorded as jobs with status infra (and the run as failed when
 // no device could be reached at all). Errors are for what stops the sweep
 // from being recorded: unreadable models or runner, or a store failure.

@@ -703,5 +703,127 @@ TEST(ProgressTest, PlainAndTerminal) {
   EXPECT_EQ(Progress::FormatDuration(std::chrono::seconds(7300)), "2h01m");
 }
 
+TEST_F(SweepTest, EachDeviceRunsTheBuildForItsAbi) {
+  std::string x86 = dir_.Write("builds/x86/dfarm-runner", std::string(700, 'x'));
+  std::string arm = dir_.Write("builds/arm/dfarm-runner", std::string(500, 'y'));
+  spec_.runners = {{"main", {{"x86_64", x86}, {"arm64-v8a", arm}}}};
+  spec_.devices = {"tcp://127.0.0.1:7001", "tcp://127.0.0.1:7002"};
+  devices_.abis["tcp://127.0.0.1:7002"] = "arm64-v8a";
+  std::map<std::string, std::set<std::string>> runner_of;  // under devices_.mu
+  devices_.run = [&](const std::string& device, const agent::JobSpec& j) -> Result<agent::JobResult> {
+    runner_of[device].insert(j.runner_sha256);
+    return Ok();
+  };
+  auto s = RunSweep(spec_, *store_, devices_, options_);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(s->ok, 4u);
+  EXPECT_EQ(runner_of["tcp://127.0.0.1:7001"],
+            std::set<std::string>{Sha256OfBytes(std::string(700, 'x'))});
+  EXPECT_EQ(runner_of["tcp://127.0.0.1:7002"],
+            std::set<std::string>{Sha256OfBytes(std::string(500, 'y'))});
+  // Runner bytes: 700 to one device, 500 to the other; models 300 + 200 to both.
+  EXPECT_EQ(s->bytes_pushed, 700u + 500u + 2 * (300u + 200u));
+  // A second identical sweep pushes nothing.
+  auto again = RunSweep(spec_, *store_, devices_, options_);
+  ASSERT_TRUE(again.ok()) << again.message();
+  EXPECT_EQ(again->bytes_pushed, 0u);
+  // Job keys cover the runner: equal across the two runs.
+  auto first_jobs = store_->ListJobs(s->run_id);
+  auto second_jobs = store_->ListJobs(again->run_id);
+  ASSERT_TRUE(first_jobs.ok() && second_jobs.ok());
+  ASSERT_EQ(first_jobs->size(), second_jobs->size());
+  for (size_t i = 0; i < first_jobs->size(); ++i) {
+    EXPECT_EQ((*first_jobs)[i].job_key, (*second_jobs)[i].job_key);
+  }
+}
+
+TEST_F(SweepTest, TwoRunnersAreAMatrixAxis) {
+  std::string a = dir_.Write("builds/a/dfarm-runner", std::string(70, 'a'));
+  std::string b = dir_.Write("builds/b/dfarm-runner", std::string(90, 'b'));
+  spec_.runners = {{"A", {{"x86_64", a}}}, {"B", {{"x86_64", b}}}};
+  std::vector<std::string> order;
+  devices_.run = [&](const std::string&, const agent::JobSpec& j) -> Result<agent::JobResult> {
+    order.push_back(j.runner_sha256);
+    return Ok();
+  };
+  auto s = RunSweep(spec_, *store_, devices_, options_);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(s->jobs, 4u);  // 2 models x 2 runners
+  EXPECT_EQ(s->ok, 4u);
+  std::string sa = Sha256OfBytes(std::string(70, 'a')), sb = Sha256OfBytes(std::string(90, 'b'));
+  EXPECT_EQ(order, (std::vector<std::string>{sa, sa, sb, sb}));
+  auto jobs = store_->ListJobs(s->run_id);
+  ASSERT_TRUE(jobs.ok());
+  std::set<std::string> keys;
+  for (const auto& j : *jobs) keys.insert(j.job_key);
+  EXPECT_EQ(keys.size(), 4u);
+}
+
+TEST_F(SweepTest, ADeviceWithoutABuildForItsAbiIsInfra) {
+  std::string x86 = dir_.Write("builds/x86/dfarm-runner", std::string(700, 'x'));
+  std::string arm = dir_.Write("builds/arm/dfarm-runner", std::string(500, 'y'));
+  spec_.runners = {{"main", {{"x86_64", x86}, {"arm64-v8a", arm}}}};
+  spec_.devices = {"local", "tcp://127.0.0.1:7003"};
+  devices_.abis["tcp://127.0.0.1:7003"] = "riscv64";
+  devices_.run = [](const std::string&, const agent::JobSpec&) -> Result<agent::JobResult> {
+    return Ok();
+  };
+  auto s = RunSweep(spec_, *store_, devices_, options_);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(s->ok, 2u);
+  EXPECT_EQ(s->failed, 2u);
+  auto jobs = store_->ListJobs(s->run_id);
+  ASSERT_TRUE(jobs.ok());
+  for (const auto& j : *jobs) {
+    if (j.device != "tcp://127.0.0.1:7003") continue;
+    EXPECT_EQ(j.status, "infra");
+    EXPECT_THAT(j.error, HasSubstr("runner 'main' has no build for ABI 'riscv64' of "
+                                            "device 'tcp://127.0.0.1:7003'"));
+  }
+}
+
+TEST_F(SweepTest, SelectorsPickDevicesByAbiAndTags) {
+  spec_.devices = {};
+  spec_.device_selectors = {DeviceSelector{"arm64-v8a", {}}};
+  spec_.device_tags = {{"tcp://127.0.0.1:7004", {"fast"}},
+                       {"tcp://127.0.0.1:7005", {"fast", "big"}},
+                       {"tcp://127.0.0.1:7006", {"slow"}}};
+  devices_.abis["tcp://127.0.0.1:7005"] = "arm64-v8a";
+  auto resolved = ResolveDevices(spec_, devices_, {}, false);
+  ASSERT_TRUE(resolved.ok()) << resolved.message();
+  ASSERT_EQ(resolved->size(), 1u);
+  EXPECT_EQ((*resolved)[0].name, "tcp://127.0.0.1:7005");
+  EXPECT_EQ((*resolved)[0].abi, "arm64-v8a");
+
+  spec_.devices = {"local"};
+  spec_.device_selectors = {DeviceSelector{"", {"fast"}}};
+  resolved = ResolveDevices(spec_, devices_, {}, false);
+  ASSERT_TRUE(resolved.ok()) << resolved.message();
+  std::vector<std::string> names;
+  for (const auto& d : *resolved) names.push_back(d.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"local", "tcp://127.0.0.1:7004",
+                                             "tcp://127.0.0.1:7005"}));
+
+  spec_.device_selectors = {DeviceSelector{"mips", {"slow"}}};
+  resolved = ResolveDevices(spec_, devices_, {}, false);
+  ASSERT_FALSE(resolved.ok());
+  EXPECT_THAT(resolved.message(),
+              HasSubstr("device selector {\"abi\":\"mips\",\"tags\":[\"slow\"]} matches no device"));
+  EXPECT_THAT(resolved.message(), HasSubstr("tcp://127.0.0.1:7006 (x86_64, slow)"));
+
+  // The sweep runs the selected devices' jobs only.
+  spec_.devices = {};
+  spec_.device_selectors = {DeviceSelector{"", {"big"}}};
+  std::set<std::string> ran_on;
+  devices_.run = [&](const std::string& device, const agent::JobSpec&) -> Result<agent::JobResult> {
+    ran_on.insert(device);
+    return Ok();
+  };
+  auto s = RunSweep(spec_, *store_, devices_, options_);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(s->jobs, 2u);
+  EXPECT_EQ(ran_on, std::set<std::string>{"tcp://127.0.0.1:7005"});
+}
+
 }  // namespace
 }  // namespace dfarm::harness

@@ -11,7 +11,7 @@ namespace {
 
 RunReport Sample() {
   RunReport r;
-  r.run = {7, "nightly <b>", "2024-05-01T12:00:00Z", "2024-05-01T12:05:00Z", "finished", "{}"};
+  r.run = {7, "nightly <b>", "2024-05-01T12:00:00Z", "2024-05-01T12:05:00Z", "finished", "{}", 0, ""};
   store::JobRow ok;
   ok.id = 1;
   ok.run_id = 7;

@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
-# Configures (once) and builds DelegateFarm in build/ (Release, ccache).
-# Usage: scripts/build.sh [TARGET...]   (no target: everything)
+# Configures (once) and builds DelegateFarm in build/ (Release, ccache), and
+# the device programs (dfarm-agent, dfarm-runner, the example plugin) for
+# aarch64 in build/arm64 with cmake/toolchain-aarch64.cmake: the qemu-arm64
+# device runs them under qemu-user. The cross build is skipped, with a note,
+# when aarch64-linux-gnu-g++ or the arm64 libraries are missing.
+# Usage: scripts/build.sh [TARGET...]   (no target: everything, arm64 included;
+#        the pseudo-target `arm64` builds the cross build alone)
+# DFARM_ARM64=0 skips the cross build, DFARM_ARM64=1 makes a failure an error.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${DFARM_BUILD_DIR:-$ROOT/build}"
@@ -8,13 +14,45 @@ JOBS="${DFARM_JOBS:-$(nproc)}"
 export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
 # Build folders under the checkout share cache hits (paths made relative).
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$ROOT}"
+
+build_arm64() {
+  local dir="$BUILD/arm64"
+  if ! command -v aarch64-linux-gnu-g++ >/dev/null 2>&1; then
+    echo "build.sh: aarch64-linux-gnu-g++ not found (g++-aarch64-linux-gnu): skipping the arm64 build; the qemu-arm64 device is unavailable" >&2
+    return 1
+  fi
+  if [ ! -f /usr/lib/aarch64-linux-gnu/libcrypto.a ]; then
+    echo "build.sh: arm64 OpenSSL missing (libssl-dev:arm64, scripts/setup.sh): skipping the arm64 build; the qemu-arm64 device is unavailable" >&2
+    return 1
+  fi
+  if [ ! -f "$dir/build.ninja" ]; then
+    cmake -S "$ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_TOOLCHAIN_FILE="$ROOT/cmake/toolchain-aarch64.cmake" -DDFARM_DEVICE_ONLY=ON \
+      >/dev/null || return 1
+  fi
+  cmake --build "$dir" -j "$JOBS" --target dfarm-agent dfarm-runner dfarm_example_delegate
+}
+
+arm64() {
+  case "${DFARM_ARM64:-auto}" in
+    0) return 0 ;;
+    1) build_arm64 ;;
+    *) build_arm64 || echo "build.sh: arm64 build skipped or failed (see above)" >&2 ;;
+  esac
+}
+
 if [ ! -f "$BUILD/build.ninja" ]; then
   cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release
 fi
 if [ "$#" -gt 0 ]; then
   targets=()
-  for t in "$@"; do targets+=(--target "$t"); done
-  cmake --build "$BUILD" -j "$JOBS" "${targets[@]}"
+  want_arm64=0
+  for t in "$@"; do
+    if [ "$t" = arm64 ]; then want_arm64=1; else targets+=(--target "$t"); fi
+  done
+  if [ "${#targets[@]}" -gt 0 ]; then cmake --build "$BUILD" -j "$JOBS" "${targets[@]}"; fi
+  if [ "$want_arm64" = 1 ]; then arm64; fi
 else
   cmake --build "$BUILD" -j "$JOBS"
+  arm64
 fi

@@ -15,7 +15,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   qt6-base-dev qt6-charts-dev
   libxnnpack-dev libpthreadpool-dev libeigen3-dev
-  libarmnn-dev libarmnntfliteparser-dev
+  libarmnn-dev libarmnntfliteparser-dev libarmnn-cpuref-backend22
   libusb-1.0-0-dev adb
   qemu-user g++-aarch64-linux-gnu
 )
@@ -100,6 +100,30 @@ fetch_models() {
   return $bad
 }
 
+# The qemu-arm64 device's programs are cross-built (scripts/build.sh) against
+# arm64 OpenSSL from Debian's multiarch archive. Set DFARM_ARM64=0 to skip.
+ARM64_PACKAGES=(libssl-dev:arm64)
+
+install_arm64_packages() {
+  if [ "${DFARM_ARM64:-auto}" = 0 ]; then
+    log "DFARM_ARM64=0: no arm64 libraries (the qemu-arm64 device is unavailable)"
+    return
+  fi
+  if [ -z "$(missing_packages "${ARM64_PACKAGES[@]}")" ]; then
+    log "arm64 libraries present"
+    return
+  fi
+  if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    log "enabling the arm64 architecture (dpkg multiarch)"
+    as_root dpkg --add-architecture arm64
+  fi
+  log "installing: ${ARM64_PACKAGES[*]}"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    "${ARM64_PACKAGES[@]}"
+}
+
 install_packages
+install_arm64_packages
 fetch_models
 log "done (models in $MODELS_DIR)"

@@ -68,7 +68,7 @@ TEST(CliTest, SpecErrorsExit2) {
   EXPECT_EQ(o.code, kExitUsage);
   EXPECT_EQ(o.err, "dfarm: error: spec '" + spec +
                        "': unknown key 'modles' at top level (expected name, models, delegates, "
-                       "devices, benchmark, scheduler)\n");
+                       "devices, device_tags, runners, benchmark, scheduler, cooldown)\n");
   o = Call({"sweep", (dir.path() / "missing.json").string()});
   EXPECT_EQ(o.code, kExitUsage);
 }

@@ -8,6 +8,10 @@
 #include "harness/cli/commands.h"
 #include "harness/devices.h"
 #include "harness/spec.h"
+#ifdef DFARM_HAVE_ADB
+#include "harness/adb/adb_client.h"
+#include "harness/adb/adb_provider.h"
+#endif
 
 namespace dfarm::cli {
 namespace {
@@ -82,6 +86,20 @@ int Run(const DevicesOptions& o, Context& ctx) {
     }
   }
 
+  // What the adb server (and USB) shows: a running server only, never one
+  // started just to list (it would outlive dfarm on 5037).
+  std::map<std::string, std::pair<std::string, std::string>> adb_rows;  // name -> state, why
+#ifdef DFARM_HAVE_ADB
+  if (auto server = harness::adb::ServerAddressFromEnv(); server) {
+    if (auto listed = harness::adb::ListAdbDevices(*server, /*start_server=*/false); listed) {
+      for (const harness::adb::AdbDeviceListing& e : *listed) {
+        adb_rows[e.name] = {e.state, e.description};
+        if (o.devices.empty()) add(e.name);
+      }
+    }
+  }
+#endif
+
   json list = json::array();
   size_t usable = 0;
   for (const std::string& name : names) {
@@ -89,7 +107,10 @@ int Run(const DevicesOptions& o, Context& ctx) {
     const store::DeviceRow* row = known.rows.count(name) ? &known.rows[name] : nullptr;
     std::string state, why;
     std::optional<agent::DeviceInfo> info;
-    if (known.busy.count(name)) {
+    if (auto it = adb_rows.find(name); it != adb_rows.end() && it->second.first != "online") {
+      state = it->second.first;  // unauthorized or offline, as adb (or USB) says
+      why = it->second.second;   // what to do about it
+    } else if (known.busy.count(name)) {
       state = "busy";  // a sweep holds it; do not start a second agent beside it
       why = "a running sweep has a job on it";
     } else {
@@ -106,7 +127,7 @@ int Run(const DevicesOptions& o, Context& ctx) {
       state = "quarantined";
       why = row->state_reason;
     }
-    if (state != "offline") ++usable;
+    if (state != "offline" && state != "unauthorized") ++usable;
     entry["state"] = state;
     if (!why.empty()) entry["reason"] = why;
     if (info) {

@@ -1,4 +1,5 @@
 // dfarm show RUN [--job ID] [--db FILE] [--json]
+#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -61,6 +62,39 @@ std::string Ms(double us) {
   return buf;
 }
 
+// A job's accuracy as the runner reported it (docs/CONTRACTS.md keys);
+// null when it has none. Non-finite figures (nothing compared) are null.
+json AccuracyJson(const std::vector<store::OutputAccuracy>& accuracy) {
+  if (accuracy.empty()) return nullptr;
+  auto real = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
+  json outputs = json::array();
+  for (const store::OutputAccuracy& a : accuracy) {
+    json o = {{"index", a.output_index},
+              {"name", a.name},
+              {"compared", a.compared},
+              {"mean_abs_error", real(a.mean_abs_error)},
+              {"std_abs_error", real(a.std_abs_error)},
+              {"max_abs_error", real(a.max_abs_error)},
+              {"rmse", real(a.rmse)},
+              {"nan_count", a.nan_count},
+              {"inf_count", a.inf_count},
+              {"reference_nan_count", a.reference_nan_count},
+              {"reference_inf_count", a.reference_inf_count}};
+    if (a.max_abs_error_lsb) o["max_abs_error_lsb"] = *a.max_abs_error_lsb;
+    if (a.top1_agree) o["top1_agree"] = *a.top1_agree;
+    if (a.top5_agree) o["top5_agree"] = *a.top5_agree;
+    outputs.push_back(std::move(o));
+  }
+  return {{"reference", accuracy.front().reference}, {"outputs", std::move(outputs)}};
+}
+
+std::string Figure(double v) {
+  if (!std::isfinite(v)) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
 // The human drill-down of one job: its nodes and the device state flags.
 int ShowJob(store::Store& store, const store::RunRow& run, const std::vector<store::JobRow>& jobs,
             int64_t job_id, Context& ctx) {
@@ -76,6 +110,25 @@ int ShowJob(store::Store& store, const store::RunRow& run, const std::vector<sto
       ctx.out << "WARNING device " << flags << (j.state_note.empty() ? "" : ": " + j.state_note)
               << "\n";
     }
+    auto accuracy = store.GetAccuracy(j.id);
+    if (!accuracy) {
+      ctx.Fail(kExitInfra, accuracy.message());
+      return kExitInfra;
+    }
+    if (!accuracy->empty()) {
+      ctx.out
+          << "accuracy against " << accuracy->front().reference
+          << ":\nOUTPUT\tNAME\tCOMPARED\tMEAN_ABS\tSTD_ABS\tMAX_ABS\tRMSE\tNAN\tINF\tTOP1\tTOP5\n";
+      auto agree = [](const std::optional<bool>& b) { return b ? (*b ? "yes" : "no") : "-"; };
+      for (const store::OutputAccuracy& a : *accuracy) {
+        ctx.out << a.output_index << "\t" << (a.name.empty() ? "-" : a.name) << "\t" << a.compared
+                << "\t" << Figure(a.mean_abs_error) << "\t" << Figure(a.std_abs_error) << "\t"
+                << Figure(a.max_abs_error) << "\t" << Figure(a.rmse) << "\t" << a.nan_count << "\t"
+                << a.inf_count << "\t" << agree(a.top1_agree) << "\t" << agree(a.top5_agree)
+                << "\n";
+      }
+      ctx.out << "\n";
+    }
     auto placement = store.GetPlacement(j.id);
     if (!placement) {
       ctx.Fail(kExitInfra, placement.message());
@@ -90,7 +143,10 @@ int ShowJob(store::Store& store, const store::RunRow& run, const std::vector<sto
     for (const store::PlacementNode& n : (*placement)->nodes) {
       ctx.out << n.node_index << "\t" << n.op << "\t" << n.delegate << "\t"
               << (n.partition ? std::to_string(*n.partition) : "-") << "\t"
-              << (n.folded ? "folded at load" : n.reason.empty() ? "-" : n.reason) << "\n";
+              << (n.folded           ? "folded at load"
+                  : n.reason.empty() ? "-"
+                                     : n.reason)
+              << "\n";
     }
     return kExitOk;
   }
@@ -123,8 +179,8 @@ int Run(const ShowOptions& o, Context& ctx) {
     bool found = false;
     for (const store::JobRow& j : *jobs) found = found || j.id == o.job;
     if (!found) {
-      ctx.Fail(kExitUsage, "run " + std::to_string(run->id) + " has no job " +
-                               std::to_string(o.job));
+      ctx.Fail(kExitUsage,
+               "run " + std::to_string(run->id) + " has no job " + std::to_string(o.job));
       return kExitUsage;
     }
   }
@@ -175,6 +231,12 @@ int Run(const ShowOptions& o, Context& ctx) {
         job["exit_code"] = detail ? detail->exit_code : -1;
         job["signal"] = detail ? detail->signal : 0;
         job["stderr_tail"] = detail ? detail->stderr_tail : "";
+        auto accuracy = (*store)->GetAccuracy(j.id);
+        if (!accuracy) {
+          ctx.Fail(kExitInfra, accuracy.message());
+          return kExitInfra;
+        }
+        job["accuracy"] = AccuracyJson(*accuracy);
       }
       doc["jobs"].push_back(std::move(job));
     }

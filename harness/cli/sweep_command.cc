@@ -36,6 +36,7 @@ struct SweepOptions {
   std::string db;
   std::string agent_store;
   bool json = false;
+  bool allow_runner_change = false;
 };
 
 int Run(const SweepOptions& o, Context& ctx) {
@@ -85,6 +86,7 @@ int Run(const SweepOptions& o, Context& ctx) {
   so.progress = &ctx.err;
   so.progress_tty = &ctx.err == &std::cerr && ::isatty(STDERR_FILENO);
   so.cancel = &g_cancel;
+  so.allow_runner_change = o.allow_runner_change;
   std::string db = o.db;
   so.open_store = [db] { return store::OpenSqliteStore(db); };
   int64_t resume_id = 0;
@@ -168,9 +170,12 @@ void AddSweepCommand(CLI::App& app, Context& ctx) {
   cmd->add_option("--resume", o->resume,
                   "finish run RUN (an id or 'last') after dfarm was killed or interrupted: its "
                   "queued and running jobs run again, finished ones are kept");
+  cmd->add_flag("--allow-runner-change", o->allow_runner_change,
+                "with --resume: accept a runner build that differs from the one the run started "
+                "with (refused otherwise)");
   cmd->add_option("--device", o->devices,
                   "run on this device instead of the spec's (local, local:NAME, "
-                  "tcp://HOST:PORT); repeatable")
+                  "tcp://HOST:PORT, qemu-arm64, adb, adb:SERIAL); repeatable")
       ->allow_extra_args(false);
   AddDbOption(*cmd, o->db);
   cmd->add_flag("--json", o->json,

@@ -1,8 +1,12 @@
 // SQLite backend of the Store. Schema changes are appended to kMigrations and
 // never edited once released: a database records the number of migrations
 // applied in schema_version, and opening it applies the rest in order.
+#include <signal.h>
 #include <sqlite3.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cmath>
 #include <ctime>
 #include <iterator>
 #include <utility>
@@ -102,6 +106,55 @@ CREATE TABLE placement(
   reason TEXT NOT NULL DEFAULT '',
   PRIMARY KEY(job_id, node_index)) WITHOUT ROWID;
 )sql",
+    // v4 (issues 5, 6): per-output accuracy against the reference, the
+    // artifacts pushed, the owner of a run (resume lock) and its runtime
+    // build, and indexes for the dashboard (runs by time, results by
+    // model + delegate across runs).
+    R"sql(
+CREATE TABLE output_accuracy(
+  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  output_index INTEGER NOT NULL,
+  name TEXT NOT NULL DEFAULT '',
+  reference TEXT NOT NULL DEFAULT '',
+  compared INTEGER NOT NULL DEFAULT 0,
+  mean_abs_error REAL,
+  std_abs_error REAL,
+  max_abs_error REAL,
+  rmse REAL,
+  max_abs_error_lsb REAL,
+  nan_count INTEGER NOT NULL DEFAULT 0,
+  inf_count INTEGER NOT NULL DEFAULT 0,
+  reference_nan_count INTEGER NOT NULL DEFAULT 0,
+  reference_inf_count INTEGER NOT NULL DEFAULT 0,
+  top1_agree INTEGER,
+  top5_agree INTEGER,
+  PRIMARY KEY(job_id, output_index)) WITHOUT ROWID;
+CREATE TABLE device_telemetry(
+  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  phase TEXT NOT NULL,
+  unix_ms INTEGER NOT NULL,
+  hottest_temp_c REAL,
+  load_avg_1m REAL,
+  battery_temp_c REAL,
+  battery_level_pct INTEGER,
+  PRIMARY KEY(job_id, phase)) WITHOUT ROWID;
+CREATE TABLE artifacts(
+  sha256 TEXT PRIMARY KEY,
+  kind TEXT NOT NULL,
+  size_bytes INTEGER NOT NULL,
+  first_seen TEXT NOT NULL,
+  host_path TEXT NOT NULL DEFAULT '');
+ALTER TABLE runs ADD COLUMN owner_pid INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN owner_host TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN owner_since INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE run_runners(
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  host_path TEXT NOT NULL,
+  sha256 TEXT NOT NULL,
+  PRIMARY KEY(run_id, host_path)) WITHOUT ROWID;
+CREATE INDEX runs_by_created ON runs(created_at);
+CREATE INDEX jobs_by_model_delegate ON jobs(model_sha256, delegate, delegate_options, device);
+)sql",
 };
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
@@ -168,8 +221,39 @@ JobRow ReadJob(const Stmt& s) {
   return j;
 }
 
+constexpr const char* kRunColumns =
+    "id, name, created_at, finished_at, status, spec_json, owner_pid, owner_host "
+    "FROM runs ";
+
 RunRow ReadRun(const Stmt& s) {
-  return RunRow{s.Int(0), s.Text(1), s.Text(2), s.Text(3), s.Text(4), s.Text(5)};
+  RunRow r;
+  r.id = s.Int(0);
+  r.name = s.Text(1);
+  r.created_at = s.Text(2);
+  r.finished_at = s.Text(3);
+  r.status = s.Text(4);
+  r.spec_json = s.Text(5);
+  r.owner_pid = s.Int(6);
+  r.owner_host = s.Text(7);
+  return r;
+}
+
+std::string ThisHost() {
+  char name[256] = "";
+  if (::gethostname(name, sizeof name - 1) != 0) return "?";
+  return name;
+}
+
+int64_t UnixNow() { return static_cast<int64_t>(std::time(nullptr)); }
+
+// Whether a run's owner may still be working on it.
+bool OwnerAlive(int64_t pid, const std::string& host, int64_t since) {
+  if (pid <= 0) return false;
+  if (host == ThisHost()) {
+    if (pid == ::getpid()) return false;  // ourselves: re-entrant
+    return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+  }
+  return UnixNow() - since < kRunClaimStaleSeconds;
 }
 
 class SqliteStore final : public Store {
@@ -177,9 +261,12 @@ class SqliteStore final : public Store {
   SqliteStore(std::string path, Db db) : path_(std::move(path)), db_(std::move(db)) {}
 
   Result<int64_t> CreateRun(const std::string& name, const std::string& spec_json) override {
-    auto s = Prepare("INSERT INTO runs(name, created_at, status, spec_json) VALUES(?, ?, ?, ?)");
+    auto s = Prepare(
+        "INSERT INTO runs(name, created_at, status, spec_json, owner_pid, owner_host, "
+        "owner_since) VALUES(?, ?, ?, ?, ?, ?, ?)");
     if (!s) return s.error();
     s->Bind(1, name).Bind(2, NowIso8601()).Bind(3, std::string(kRunRunning)).Bind(4, spec_json);
+    s->Bind(5, static_cast<int64_t>(::getpid())).Bind(6, ThisHost()).Bind(7, UnixNow());
     if (auto r = s->Run(); !r) return Fail("create run", r);
     return static_cast<int64_t>(sqlite3_last_insert_rowid(db_.get()));
   }
@@ -213,8 +300,8 @@ class SqliteStore final : public Store {
   }
 
   Result<void> MarkJobRunning(int64_t job_id) override {
-    auto s = Prepare(
-        "UPDATE jobs SET status = ?, started_at = ?, attempts = attempts + 1 WHERE id = ?");
+    auto s =
+        Prepare("UPDATE jobs SET status = ?, started_at = ?, attempts = attempts + 1 WHERE id = ?");
     if (!s) return s.error();
     s->Bind(1, std::string(kJobRunning)).Bind(2, NowIso8601()).Bind(3, job_id);
     if (auto r = s->Run(); !r) return Fail("mark job running", r);
@@ -233,11 +320,165 @@ class SqliteStore final : public Store {
   }
 
   Result<void> ReopenRun(int64_t run_id) override {
-    auto s = Prepare("UPDATE runs SET status = ?, finished_at = '' WHERE id = ?");
+    auto tx = Transaction::Begin(db_);  // BEGIN IMMEDIATE: one claimant at a time
+    if (!tx) return Fail("reopen run", tx);
+    {
+      auto q = Prepare("SELECT owner_pid, owner_host, owner_since FROM runs WHERE id = ?");
+      if (!q) return q.error();
+      q->Bind(1, run_id);
+      auto row = q->Step();
+      if (!row) return Fail("reopen run", row);
+      if (!*row) return MakeError("no run " + std::to_string(run_id) + " in '" + path_ + "'");
+      int64_t pid = q->Int(0);
+      std::string host = q->Text(1);
+      int64_t since = q->Int(2);
+      if (OwnerAlive(pid, host, since)) {
+        return MakeError("run " + std::to_string(run_id) + " is in use by another dfarm process " +
+                         "(pid " + std::to_string(pid) + " on " + host + ", since " +
+                         std::to_string(UnixNow() - since) +
+                         " s ago); wait for it to end or stop it before resuming");
+      }
+    }
+    auto s = Prepare(
+        "UPDATE runs SET status = ?, finished_at = '', owner_pid = ?, owner_host = ?, "
+        "owner_since = ? WHERE id = ?");
     if (!s) return s.error();
-    s->Bind(1, std::string(kRunRunning)).Bind(2, run_id);
+    s->Bind(1, std::string(kRunRunning)).Bind(2, static_cast<int64_t>(::getpid()));
+    s->Bind(3, ThisHost()).Bind(4, UnixNow()).Bind(5, run_id);
     if (auto r = s->Run(); !r) return Fail("reopen run", r);
-    return ExpectChanged("run", run_id);
+    if (auto r = ExpectChanged("run", run_id); !r) return r;
+    if (auto r = tx->Commit(); !r) return Fail("reopen run", r);
+    return Ok();
+  }
+
+  Result<std::string> RecordRunRunner(int64_t run_id, const std::string& host_path,
+                                      const std::string& sha256, bool replace) override {
+    auto tx = Transaction::Begin(db_);
+    if (!tx) return Fail("record the runner of run", tx);
+    auto s = Prepare(replace ? "INSERT OR REPLACE INTO run_runners(run_id, host_path, sha256) "
+                               "VALUES(?, ?, ?)"
+                             : "INSERT OR IGNORE INTO run_runners(run_id, host_path, sha256) "
+                               "VALUES(?, ?, ?)");
+    if (!s) return s.error();
+    s->Bind(1, run_id).Bind(2, host_path).Bind(3, sha256);
+    if (auto r = s->Run(); !r) return Fail("record the runner of run " + std::to_string(run_id), r);
+    auto q = Prepare("SELECT sha256 FROM run_runners WHERE run_id = ? AND host_path = ?");
+    if (!q) return q.error();
+    q->Bind(1, run_id).Bind(2, host_path);
+    auto row = q->Step();
+    if (!row) return Fail("read the runner of run", row);
+    std::string recorded = *row ? q->Text(0) : sha256;
+    if (auto r = tx->Commit(); !r) return Fail("record the runner of run", r);
+    return recorded;
+  }
+
+  Result<std::vector<std::pair<std::string, std::string>>> ListRunRunners(int64_t run_id) override {
+    auto s =
+        Prepare("SELECT host_path, sha256 FROM run_runners WHERE run_id = ? ORDER BY host_path");
+    if (!s) return s.error();
+    s->Bind(1, run_id);
+    std::vector<std::pair<std::string, std::string>> out;
+    for (;;) {
+      auto row = s->Step();
+      if (!row) return Fail("list the runners of run", row);
+      if (!*row) break;
+      out.emplace_back(s->Text(0), s->Text(1));
+    }
+    return out;
+  }
+
+  Result<void> RequeueJob(int64_t job_id) override {
+    auto s = Prepare("UPDATE jobs SET status = ? WHERE id = ? AND status = ?");
+    if (!s) return s.error();
+    s->Bind(1, std::string(kJobQueued)).Bind(2, job_id).Bind(3, std::string(kJobRunning));
+    if (auto r = s->Run(); !r) return Fail("requeue job", r);
+    return Ok();
+  }
+
+  Result<std::vector<OutputAccuracy>> GetAccuracy(int64_t job_id) override {
+    if (auto j = GetJob(job_id); !j) return j.error();
+    auto s = Prepare(
+        "SELECT output_index, name, reference, compared, mean_abs_error, std_abs_error, "
+        "max_abs_error, rmse, nan_count, inf_count, reference_nan_count, reference_inf_count, "
+        "top1_agree, top5_agree, max_abs_error_lsb FROM output_accuracy WHERE job_id = ? "
+        "ORDER BY output_index");
+    if (!s) return s.error();
+    s->Bind(1, job_id);
+    std::vector<OutputAccuracy> out;
+    for (;;) {
+      auto row = s->Step();
+      if (!row) return Fail("read accuracy", row);
+      if (!*row) break;
+      OutputAccuracy a;
+      a.output_index = s->Int(0);
+      a.name = s->Text(1);
+      a.reference = s->Text(2);
+      a.compared = s->Int(3);
+      // NULL: not finite (no element compared).
+      auto real = [&](int col) { return s->IsNull(col) ? std::nan("") : s->Double(col); };
+      a.mean_abs_error = real(4);
+      a.std_abs_error = real(5);
+      a.max_abs_error = real(6);
+      a.rmse = real(7);
+      if (!s->IsNull(14)) a.max_abs_error_lsb = s->Double(14);
+      a.nan_count = s->Int(8);
+      a.inf_count = s->Int(9);
+      a.reference_nan_count = s->Int(10);
+      a.reference_inf_count = s->Int(11);
+      if (!s->IsNull(12)) a.top1_agree = s->Int(12) != 0;
+      if (!s->IsNull(13)) a.top5_agree = s->Int(13) != 0;
+      out.push_back(std::move(a));
+    }
+    return out;
+  }
+
+  Result<std::vector<TelemetryRow>> GetTelemetry(int64_t job_id) override {
+    auto s = Prepare(
+        "SELECT phase, unix_ms, hottest_temp_c, load_avg_1m, battery_temp_c, battery_level_pct "
+        "FROM device_telemetry WHERE job_id = ? ORDER BY phase <> 'before', phase");
+    if (!s) return s.error();
+    s->Bind(1, job_id);
+    std::vector<TelemetryRow> out;
+    for (;;) {
+      auto row = s->Step();
+      if (!row) return Fail("read telemetry", row);
+      if (!*row) break;
+      TelemetryRow t;
+      t.phase = s->Text(0);
+      t.unix_ms = s->Int(1);
+      if (!s->IsNull(2)) t.hottest_temp_c = s->Double(2);
+      if (!s->IsNull(3)) t.load_avg_1m = s->Double(3);
+      if (!s->IsNull(4)) t.battery_temp_c = s->Double(4);
+      if (!s->IsNull(5)) t.battery_level_pct = s->Int(5);
+      out.push_back(std::move(t));
+    }
+    return out;
+  }
+
+  Result<void> RecordArtifact(const ArtifactRow& a) override {
+    auto s = Prepare(
+        "INSERT OR IGNORE INTO artifacts(sha256, kind, size_bytes, first_seen, host_path) "
+        "VALUES(?, ?, ?, ?, ?)");
+    if (!s) return s.error();
+    s->Bind(1, a.sha256).Bind(2, a.kind).Bind(3, a.size_bytes).Bind(4, NowIso8601());
+    s->Bind(5, a.host_path);
+    if (auto r = s->Run(); !r) return Fail("record artifact " + a.sha256.substr(0, 12), r);
+    return Ok();
+  }
+
+  Result<std::vector<ArtifactRow>> ListArtifacts() override {
+    auto s = Prepare(
+        "SELECT sha256, kind, size_bytes, first_seen, host_path FROM artifacts "
+        "ORDER BY first_seen, sha256");
+    if (!s) return s.error();
+    std::vector<ArtifactRow> out;
+    for (;;) {
+      auto row = s->Step();
+      if (!row) return Fail("list artifacts", row);
+      if (!*row) break;
+      out.push_back(ArtifactRow{s->Text(0), s->Text(1), s->Int(2), s->Text(3), s->Text(4)});
+    }
+    return out;
   }
 
   Result<void> RecordJobResult(int64_t job_id, const JobOutcome& o) override {
@@ -319,6 +560,76 @@ class SqliteStore final : public Store {
       }
     }
     {
+      auto del_acc = Prepare("DELETE FROM output_accuracy WHERE job_id = ?");
+      if (!del_acc) return del_acc.error();
+      del_acc->Bind(1, job_id);
+      if (auto r = del_acc->Run(); !r) return Fail("record accuracy", r);
+      auto s = Prepare(
+          "INSERT INTO output_accuracy(job_id, output_index, name, reference, compared, "
+          "mean_abs_error, std_abs_error, max_abs_error, rmse, nan_count, inf_count, "
+          "reference_nan_count, reference_inf_count, top1_agree, top5_agree, "
+          "max_abs_error_lsb) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      if (!s) return s.error();
+      for (const OutputAccuracy& a : o.accuracy) {
+        s->Reset();
+        s->Bind(1, job_id).Bind(2, a.output_index).Bind(3, a.name).Bind(4, a.reference);
+        auto real = [&](int col, double v) {
+          if (std::isfinite(v)) {
+            s->Bind(col, v);
+          } else {
+            s->BindNull(col);
+          }
+        };
+        s->Bind(5, a.compared);
+        real(6, a.mean_abs_error);
+        real(7, a.std_abs_error);
+        real(8, a.max_abs_error);
+        real(9, a.rmse);
+        s->Bind(10, a.nan_count).Bind(11, a.inf_count);
+        s->Bind(12, a.reference_nan_count).Bind(13, a.reference_inf_count);
+        if (a.top1_agree) {
+          s->Bind(14, *a.top1_agree ? 1 : 0);
+        } else {
+          s->BindNull(14);
+        }
+        if (a.top5_agree) {
+          s->Bind(15, *a.top5_agree ? 1 : 0);
+        } else {
+          s->BindNull(15);
+        }
+        real(16, a.max_abs_error_lsb.value_or(std::nan("")));
+        if (auto r = s->Run(); !r) {
+          return Fail("record accuracy of output " + std::to_string(a.output_index), r);
+        }
+      }
+    }
+    {
+      auto del = Prepare("DELETE FROM device_telemetry WHERE job_id = ?");
+      if (!del) return del.error();
+      del->Bind(1, job_id);
+      if (auto r = del->Run(); !r) return Fail("record telemetry", r);
+      auto s = Prepare(
+          "INSERT INTO device_telemetry(job_id, phase, unix_ms, hottest_temp_c, load_avg_1m, "
+          "battery_temp_c, battery_level_pct) VALUES(?, ?, ?, ?, ?, ?, ?)");
+      if (!s) return s.error();
+      for (const TelemetryRow& t : o.telemetry) {
+        s->Reset();
+        s->Bind(1, job_id).Bind(2, t.phase).Bind(3, t.unix_ms);
+        auto opt = [&](int col, const auto& v) {
+          if (v) {
+            s->Bind(col, *v);
+          } else {
+            s->BindNull(col);
+          }
+        };
+        opt(4, t.hottest_temp_c);
+        opt(5, t.load_avg_1m);
+        opt(6, t.battery_temp_c);
+        opt(7, t.battery_level_pct);
+        if (auto r = s->Run(); !r) return Fail("record telemetry", r);
+      }
+    }
+    {
       auto del = Prepare("DELETE FROM samples WHERE job_id = ?");
       if (!del) return del.error();
       del->Bind(1, job_id);
@@ -340,7 +651,9 @@ class SqliteStore final : public Store {
       return MakeError("cannot finish run " + std::to_string(run_id) + ": status '" + status +
                        "' is not finished, failed or cancelled");
     }
-    auto s = Prepare("UPDATE runs SET status = ?, finished_at = ? WHERE id = ?");
+    auto s = Prepare(
+        "UPDATE runs SET status = ?, finished_at = ?, owner_pid = 0, owner_host = '', "
+        "owner_since = 0 WHERE id = ?");
     if (!s) return s.error();
     s->Bind(1, status).Bind(2, NowIso8601()).Bind(3, run_id);
     if (auto r = s->Run(); !r) return Fail("finish run", r);
@@ -348,8 +661,7 @@ class SqliteStore final : public Store {
   }
 
   Result<std::vector<RunRow>> ListRuns() override {
-    auto s = Prepare(
-        "SELECT id, name, created_at, finished_at, status, spec_json FROM runs ORDER BY id");
+    auto s = Prepare(std::string("SELECT ") + kRunColumns + "ORDER BY id");
     if (!s) return s.error();
     std::vector<RunRow> runs;
     for (;;) {
@@ -362,8 +674,7 @@ class SqliteStore final : public Store {
   }
 
   Result<RunRow> GetRun(int64_t run_id) override {
-    auto s = Prepare(
-        "SELECT id, name, created_at, finished_at, status, spec_json FROM runs WHERE id = ?");
+    auto s = Prepare(std::string("SELECT ") + kRunColumns + "WHERE id = ?");
     if (!s) return s.error();
     s->Bind(1, run_id);
     auto row = s->Step();

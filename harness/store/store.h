@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agent/result.h"
@@ -85,6 +86,52 @@ struct RunRow {
   std::string finished_at;  // empty while running
   std::string status;       // kRun*
   std::string spec_json;    // the sweep spec as given (after validation)
+  // Schema v4: the dfarm process working on the run (CreateRun, ReopenRun;
+  // cleared by FinishRun): pid 0 when none.
+  int64_t owner_pid = 0;
+  std::string owner_host;
+};
+
+// One output's error against the reference (the runner's "accuracy" section,
+// docs/CONTRACTS.md). Errors are absolute, in real units.
+struct OutputAccuracy {
+  int64_t output_index = 0;
+  std::string name;
+  std::string reference;  // "cpu"
+  int64_t compared = 0;   // elements where both sides are finite
+  // NaN when nothing was compared (the runner writes null).
+  double mean_abs_error = 0;
+  double std_abs_error = 0;
+  double max_abs_error = 0;
+  double rmse = 0;
+  int64_t nan_count = 0;  // the delegate run's
+  int64_t inf_count = 0;
+  int64_t reference_nan_count = 0;
+  int64_t reference_inf_count = 0;
+  std::optional<bool> top1_agree;  // only for [1,N] outputs with N >= 2
+  std::optional<bool> top5_agree;
+  // Quantized outputs: max_abs_error in units of the output's scale.
+  std::optional<double> max_abs_error_lsb;
+};
+
+// The device's telemetry beside one job (schema v4), from the agent's
+// snapshots: queryable figures of state_before/state_after.
+struct TelemetryRow {
+  std::string phase;  // "before" | "after"
+  int64_t unix_ms = 0;
+  std::optional<double> hottest_temp_c;  // the hottest thermal zone
+  std::optional<double> load_avg_1m;
+  std::optional<double> battery_temp_c;
+  std::optional<int64_t> battery_level_pct;
+};
+
+// An artifact a sweep pushed (schema v4): the first time the store saw it.
+struct ArtifactRow {
+  std::string sha256;
+  std::string kind;  // "runner" | "model" | "plugin" | "inputs"
+  int64_t size_bytes = 0;
+  std::string first_seen;  // ISO-8601 UTC, set by RecordArtifact
+  std::string host_path;   // where it was on the host when first seen
 };
 
 struct JobRow {
@@ -134,6 +181,10 @@ struct JobOutcome {
   bool throttled = false;
   double hot_threshold_c = 0;  // the agent's threshold; 0 when it reported none
   std::string state_note;
+  // Schema v4: per-output accuracy (empty when the runner compared none).
+  std::vector<OutputAccuracy> accuracy;
+  // Schema v4: the device's telemetry before/after the runner (empty when unread).
+  std::vector<TelemetryRow> telemetry;
 };
 
 // The raw evidence behind one job, for drill-down.
@@ -162,8 +213,8 @@ struct DeviceRow {
   int64_t memory_bytes = 0;
   std::string hostname;
   std::string agent_version;
-  std::string last_seen;  // ISO-8601 UTC, set by UpsertDevice
-  std::string state;      // kDevice*: what the last sweep concluded; empty when nothing
+  std::string last_seen;     // ISO-8601 UTC, set by UpsertDevice
+  std::string state;         // kDevice*: what the last sweep concluded; empty when nothing
   std::string state_reason;  // why, one line (for quarantined)
 };
 
@@ -198,8 +249,32 @@ class Store {
 
   // Sets a run's final status (kRunFinished/kRunFailed/kRunCancelled) and finished_at = now.
   virtual Result<void> FinishRun(int64_t run_id, const std::string& status) = 0;
-  // Sets a finished run back to "running" (dfarm sweep --resume).
+  // Sets a run back to "running" (dfarm sweep --resume) and makes this process
+  // its owner, atomically (BEGIN IMMEDIATE). Refused, naming the pid and host,
+  // while another live dfarm process owns it (same host: its pid exists;
+  // another host: its claim is younger than kRunClaimStaleSeconds); a dead
+  // owner's claim is taken over. The owning process may reopen it again.
   virtual Result<void> ReopenRun(int64_t run_id) = 0;
+  // The runtime builds a run uses, by their path on the host (schema v4): a
+  // path not recorded yet gets sha256; replace overwrites a recorded one.
+  // Returns the sha256 recorded for host_path afterwards (atomically), so a
+  // caller sees whether the file at that path changed since the run began.
+  virtual Result<std::string> RecordRunRunner(int64_t run_id, const std::string& host_path,
+                                              const std::string& sha256, bool replace) = 0;
+  // (host path, sha256) of the run's runtime builds, by path.
+  virtual Result<std::vector<std::pair<std::string, std::string>>> ListRunRunners(
+      int64_t run_id) = 0;
+  // Sets a job that was started but not finished (cancelled) back to "queued".
+  virtual Result<void> RequeueJob(int64_t job_id) = 0;
+  // The job's per-output accuracy, by output index; empty when none. Error: no such job.
+  virtual Result<std::vector<OutputAccuracy>> GetAccuracy(int64_t job_id) = 0;
+
+  // The job's telemetry rows ("before", then "after"); empty when none.
+  virtual Result<std::vector<TelemetryRow>> GetTelemetry(int64_t job_id) = 0;
+
+  // Remembers an artifact; a sha256 already known keeps its first row.
+  virtual Result<void> RecordArtifact(const ArtifactRow& artifact) = 0;
+  virtual Result<std::vector<ArtifactRow>> ListArtifacts() = 0;  // by first_seen, then sha256
 
   virtual Result<std::vector<RunRow>> ListRuns() = 0;                // oldest first
   virtual Result<RunRow> GetRun(int64_t run_id) = 0;                 // error if no such run
@@ -218,6 +293,10 @@ class Store {
                                       const std::string& reason) = 0;
   virtual Result<std::vector<DeviceRow>> ListDevices() = 0;  // by name
 };
+
+// A run's claim by a process on another host counts as abandoned after this
+// long without the owner finishing it (its pid cannot be checked from here).
+inline constexpr int64_t kRunClaimStaleSeconds = 600;
 
 // Opens (creating if absent) the SQLite database at `path` and migrates it to
 // the current schema. Fails with a message naming the file when it cannot be

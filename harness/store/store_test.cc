@@ -1,8 +1,12 @@
 #include "harness/store/store.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -378,8 +382,8 @@ TEST_F(StoreTest, PlacementAndDeviceStateRoundTrip) {
 }
 
 TEST_F(StoreTest, MigratesPreviousVersion) {
-  const int previous = CurrentSchemaVersion() - 1;
-  ASSERT_GE(previous, 2);
+  const int previous = 2;  // before placement (v3) and accuracy (v4)
+  ASSERT_GT(CurrentSchemaVersion(), previous);
   ASSERT_TRUE(CreateSqliteStoreAtVersionForTesting(path_, previous).ok());
   {
     sqlite3* db = nullptr;
@@ -425,6 +429,254 @@ TEST_F(StoreTest, MigratesPreviousVersion) {
   ASSERT_TRUE(again->placement.has_value());
   EXPECT_EQ(again->placement->nodes, 3);
   EXPECT_TRUE(again->started_hot);
+}
+
+// --- schema v4: accuracy, artifacts, run owner and runner ---------------------
+
+TEST_F(StoreTest, AccuracyRoundTripKeepsNullsAndOrder) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  auto run = store->CreateRun("acc", "{}");
+  ASSERT_TRUE(run.ok());
+  auto job = store->AddJob(*run, MakeJob("m.tflite"));
+  ASSERT_TRUE(job.ok());
+  JobOutcome o;
+  o.status = "ok";
+  o.metrics = Metrics{};
+  OutputAccuracy second;
+  second.output_index = 1;
+  second.name = "scores";
+  second.reference = "cpu";
+  second.compared = 10;
+  second.mean_abs_error = 0.25;
+  second.std_abs_error = 0.125;
+  second.max_abs_error = 0.5;
+  second.rmse = 0.3;
+  second.nan_count = 2;
+  second.inf_count = 1;
+  second.reference_nan_count = 3;
+  second.reference_inf_count = 4;
+  second.top1_agree = true;
+  second.top5_agree = false;
+  second.max_abs_error_lsb = 2.0;
+  OutputAccuracy first;  // nothing compared: the runner's nulls
+  first.output_index = 0;
+  first.name = "boxes";
+  first.reference = "cpu";
+  first.mean_abs_error = first.std_abs_error = first.max_abs_error = first.rmse = std::nan("");
+  o.accuracy = {second, first};
+  ASSERT_TRUE(store->RecordJobResult(*job, o).ok());
+
+  // Committed at once: a second connection sees it.
+  auto reader = Open();
+  ASSERT_NE(reader, nullptr);
+  auto got = reader->GetAccuracy(*job);
+  ASSERT_TRUE(got.ok()) << got.message();
+  ASSERT_EQ(got->size(), 2u);
+  EXPECT_EQ((*got)[0].output_index, 0);
+  EXPECT_EQ((*got)[0].name, "boxes");
+  EXPECT_TRUE(std::isnan((*got)[0].mean_abs_error));
+  EXPECT_TRUE(std::isnan((*got)[0].rmse));
+  EXPECT_FALSE((*got)[0].top1_agree.has_value());
+  EXPECT_FALSE((*got)[0].max_abs_error_lsb.has_value());
+  const OutputAccuracy& b = (*got)[1];
+  EXPECT_EQ(b.name, "scores");
+  EXPECT_EQ(b.reference, "cpu");
+  EXPECT_EQ(b.compared, 10);
+  EXPECT_DOUBLE_EQ(b.mean_abs_error, 0.25);
+  EXPECT_DOUBLE_EQ(b.std_abs_error, 0.125);
+  EXPECT_DOUBLE_EQ(b.max_abs_error, 0.5);
+  EXPECT_DOUBLE_EQ(b.rmse, 0.3);
+  EXPECT_EQ(b.nan_count, 2);
+  EXPECT_EQ(b.inf_count, 1);
+  EXPECT_EQ(b.reference_nan_count, 3);
+  EXPECT_EQ(b.reference_inf_count, 4);
+  EXPECT_EQ(b.top1_agree, std::optional<bool>(true));
+  EXPECT_EQ(b.top5_agree, std::optional<bool>(false));
+  EXPECT_EQ(b.max_abs_error_lsb, std::optional<double>(2.0));
+
+  // Telemetry rows come back before, then after; unset figures stay unset.
+  o.telemetry = {TelemetryRow{"after", 2000, 61.5, std::nullopt, std::nullopt, 80},
+                 TelemetryRow{"before", 1000, 55.0, 0.5, 30.25, std::nullopt}};
+  ASSERT_TRUE(store->RecordJobResult(*job, o).ok());
+  auto telemetry = reader->GetTelemetry(*job);
+  ASSERT_TRUE(telemetry.ok()) << telemetry.message();
+  ASSERT_EQ(telemetry->size(), 2u);
+  EXPECT_EQ((*telemetry)[0].phase, "before");
+  EXPECT_EQ((*telemetry)[0].unix_ms, 1000);
+  EXPECT_EQ((*telemetry)[0].hottest_temp_c, std::optional<double>(55.0));
+  EXPECT_EQ((*telemetry)[0].load_avg_1m, std::optional<double>(0.5));
+  EXPECT_EQ((*telemetry)[0].battery_temp_c, std::optional<double>(30.25));
+  EXPECT_FALSE((*telemetry)[0].battery_level_pct.has_value());
+  EXPECT_EQ((*telemetry)[1].phase, "after");
+  EXPECT_FALSE((*telemetry)[1].load_avg_1m.has_value());
+  EXPECT_EQ((*telemetry)[1].battery_level_pct, std::optional<int64_t>(80));
+
+  // A re-recorded result replaces the rows.
+  o.accuracy = {second};
+  o.telemetry.clear();
+  ASSERT_TRUE(store->RecordJobResult(*job, o).ok());
+  got = store->GetAccuracy(*job);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->size(), 1u);
+  EXPECT_TRUE(store->GetTelemetry(*job)->empty());
+  EXPECT_FALSE(store->GetAccuracy(9999).ok());
+}
+
+TEST_F(StoreTest, ArtifactsKeepTheirFirstSighting) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  ArtifactRow a{std::string(64, 'b'), "model", 1234, "", "/models/a.tflite"};
+  ASSERT_TRUE(store->RecordArtifact(a).ok());
+  ArtifactRow again = a;
+  again.host_path = "/elsewhere/a.tflite";
+  again.kind = "inputs";
+  ASSERT_TRUE(store->RecordArtifact(again).ok());
+  ASSERT_TRUE(store->RecordArtifact({std::string(64, 'c'), "runner", 99, "", "/bin/r"}).ok());
+  auto list = store->ListArtifacts();
+  ASSERT_TRUE(list.ok()) << list.message();
+  ASSERT_EQ(list->size(), 2u);
+  const ArtifactRow& first = (*list)[0].sha256 == a.sha256 ? (*list)[0] : (*list)[1];
+  EXPECT_EQ(first.kind, "model");
+  EXPECT_EQ(first.size_bytes, 1234);
+  EXPECT_EQ(first.host_path, "/models/a.tflite");
+  EXPECT_EQ(first.first_seen.size(), 20u);  // "2024-05-01T12:34:56Z"
+}
+
+TEST_F(StoreTest, IndexesForTheDashboardExist) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  for (const char* index : {"runs_by_created", "jobs_by_run", "jobs_by_model_delegate"}) {
+    sqlite3_stmt* st = nullptr;
+    std::string sql =
+        std::string("SELECT count(*) FROM sqlite_master WHERE type='index' AND name='") + index +
+        "'";
+    ASSERT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK);
+    ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+    EXPECT_EQ(sqlite3_column_int(st, 0), 1) << index;
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(db);
+}
+
+TEST_F(StoreTest, RunRunnerAndRequeue) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  auto run = store->CreateRun("r", "{}");
+  ASSERT_TRUE(run.ok());
+  auto got = store->GetRun(*run);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->owner_pid, ::getpid());
+  const std::string d(64, 'd'), e(64, 'e');
+  EXPECT_EQ(*store->RecordRunRunner(*run, "/b/dfarm-runner", d, false), d);
+  EXPECT_EQ(*store->RecordRunRunner(*run, "/b/dfarm-runner", e, false), d);  // kept
+  EXPECT_EQ(*store->RecordRunRunner(*run, "/arm/dfarm-runner", e, false), e);
+  auto runners = store->ListRunRunners(*run);
+  ASSERT_TRUE(runners.ok());
+  ASSERT_EQ(runners->size(), 2u);
+  EXPECT_EQ((*runners)[0], std::make_pair(std::string("/arm/dfarm-runner"), e));
+  EXPECT_EQ((*runners)[1], std::make_pair(std::string("/b/dfarm-runner"), d));
+  EXPECT_EQ(*store->RecordRunRunner(*run, "/b/dfarm-runner", e, true), e);  // replaced
+  ASSERT_TRUE(store->FinishRun(*run, kRunCancelled).ok());
+  EXPECT_EQ(store->GetRun(*run)->owner_pid, 0);
+
+  auto job = store->AddJob(*run, MakeJob("m"));
+  ASSERT_TRUE(job.ok());
+  ASSERT_TRUE(store->MarkJobRunning(*job).ok());
+  ASSERT_TRUE(store->RequeueJob(*job).ok());
+  EXPECT_EQ(store->GetJob(*job)->status, kJobQueued);
+  EXPECT_EQ(store->GetJob(*job)->attempts, 1);
+}
+
+// Sets run `id`'s owner to `pid` on this host (as another process would).
+void SetOwner(const std::string& path, int64_t id, pid_t pid) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char host[256] = "";
+  ::gethostname(host, sizeof host - 1);
+  std::string sql = "UPDATE runs SET owner_pid = " + std::to_string(pid) + ", owner_host = '" +
+                    host + "', owner_since = strftime('%s','now') WHERE id = " + std::to_string(id);
+  ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+}
+
+TEST_F(StoreTest, ResumeIsRefusedWhileTheOwnerLivesAndTakenOverWhenItDied) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  auto run = store->CreateRun("r", "{}");
+  ASSERT_TRUE(run.ok());
+  pid_t owner = ::fork();
+  ASSERT_GE(owner, 0);
+  if (owner == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  SetOwner(path_, *run, owner);
+  auto refused = store->ReopenRun(*run);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("in use by another dfarm process (pid " + std::to_string(owner)),
+            std::string::npos)
+      << refused.message();
+  ::kill(owner, SIGKILL);
+  ::waitpid(owner, nullptr, 0);
+  auto taken = store->ReopenRun(*run);
+  ASSERT_TRUE(taken.ok()) << taken.message();
+  EXPECT_EQ(store->GetRun(*run)->owner_pid, ::getpid());
+  EXPECT_EQ(store->GetRun(*run)->status, kRunRunning);
+}
+
+TEST_F(StoreTest, TwoConcurrentResumesExactlyOneProceeds) {
+  {
+    auto store = Open();
+    ASSERT_NE(store, nullptr);
+    auto run = store->CreateRun("r", "{}");
+    ASSERT_TRUE(run.ok());
+    ASSERT_TRUE(store->FinishRun(*run, kRunCancelled).ok());
+  }
+  // Two processes claim run 1 at once; each holds its claim (alive) until
+  // the parent closes `hold`, and reports through its exit code.
+  int go[2], hold[2], tried[2];
+  ASSERT_EQ(::pipe(go), 0);
+  ASSERT_EQ(::pipe(hold), 0);
+  ASSERT_EQ(::pipe(tried), 0);
+  pid_t kids[2];
+  for (pid_t& kid : kids) {
+    kid = ::fork();
+    ASSERT_GE(kid, 0);
+    if (kid == 0) {
+      ::close(go[1]);
+      ::close(hold[1]);
+      ::close(tried[0]);
+      char c = 0;
+      (void)!::read(go[0], &c, 1);
+      auto s = OpenSqliteStore(path_);
+      int code = !s.ok() ? 3 : (*s)->ReopenRun(1).ok() ? 0 : 1;
+      (void)!::write(tried[1], &c, 1);
+      (void)!::read(hold[0], &c, 1);  // until the parent closes it
+      ::_exit(code);
+    }
+  }
+  ::close(go[0]);
+  ::close(hold[0]);
+  ::close(tried[1]);
+  ::close(go[1]);  // both start
+  char c;
+  for (int n = 0; n < 2 && ::read(tried[0], &c, 1) == 1; ++n) {
+  }  // both have tried
+  ::close(tried[0]);
+  ::close(hold[1]);
+  int ok = 0, refused = 0;
+  for (pid_t kid : kids) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(kid, &status, 0), kid);
+    ASSERT_TRUE(WIFEXITED(status));
+    if (WEXITSTATUS(status) == 0) ++ok;
+    if (WEXITSTATUS(status) == 1) ++refused;
+  }
+  EXPECT_EQ(ok, 1);
+  EXPECT_EQ(refused, 1);
 }
 
 TEST_F(StoreTest, RefusesUnknownTestVersion) {

@@ -1,0 +1,338 @@
+// The scheduler's cooldown rule (WaitForCooldown) with a fake clock and fake
+// temperatures, then against a real dfarm-agent reading a fake sysfs tree;
+// and the runner's accuracy section as the scheduler stores it.
+#include "harness/scheduler.h"
+
+#include <signal.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <filesystem>
+#include <thread>
+
+#include "agent/test_util.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "harness/devices.h"
+#include "harness/matrix.h"
+#include "harness/store/store.h"
+
+namespace dfarm::harness {
+namespace {
+
+using std::chrono::milliseconds;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using Clock = std::chrono::steady_clock;
+
+// A clock that moves only when the rule sleeps, and a list of readings.
+struct FakeDevice {
+  Clock::time_point now{};
+  std::vector<int64_t> sleeps_ms;
+  std::vector<std::optional<double>> temps;  // one per poll; the last repeats
+  size_t polls = 0;
+  std::string error;  // when set, asking fails
+
+  CooldownSource Source() {
+    CooldownSource s;
+    s.now = [this] { return now; };
+    s.sleep = [this](milliseconds d) {
+      sleeps_ms.push_back(d.count());
+      now += d;
+    };
+    s.hottest_c = [this]() -> Result<std::optional<double>> {
+      ++polls;
+      if (!error.empty()) return MakeError(error);
+      return temps[std::min(polls - 1, temps.size() - 1)];
+    };
+    return s;
+  }
+};
+
+TEST(CooldownTest, PausesThenWaitsUntilCoolEnough) {
+  FakeDevice dev;
+  dev.temps = {80.0, 75.0, 60.0};
+  CooldownSpec spec;
+  spec.pause_ms = 500;
+  spec.max_temp_c = 65;
+  spec.max_wait_s = 60;
+  CooldownOutcome out = WaitForCooldown(spec, dev.Source());
+  EXPECT_THAT(dev.sleeps_ms, ElementsAre(500, 1000, 1000));
+  EXPECT_EQ(dev.polls, 3u);
+  EXPECT_EQ(out.waited_ms, 2500);
+  EXPECT_TRUE(out.checked);
+  EXPECT_FALSE(out.gave_up);
+  EXPECT_EQ(out.last_temp_c, std::optional<double>(60.0));
+  EXPECT_TRUE(out.note.empty()) << out.note;
+}
+
+TEST(CooldownTest, GivesUpAfterMaxWaitAndSaysSo) {
+  FakeDevice dev;
+  dev.temps = {90.0};
+  CooldownSpec spec;
+  spec.max_temp_c = 50;
+  spec.max_wait_s = 3;
+  CooldownOutcome out = WaitForCooldown(spec, dev.Source());
+  // Polls at 0, 1, 2 and 3 s; at 3 s the wait is over.
+  EXPECT_THAT(dev.sleeps_ms, ElementsAre(1000, 1000, 1000));
+  EXPECT_EQ(dev.polls, 4u);
+  EXPECT_TRUE(out.gave_up);
+  EXPECT_EQ(out.waited_ms, 3000);
+  EXPECT_THAT(out.note, HasSubstr("90.0 C > 50.0 C"));
+  EXPECT_THAT(out.note, HasSubstr("ran anyway"));
+}
+
+TEST(CooldownTest, LastPollLandsOnTheDeadline) {
+  FakeDevice dev;
+  dev.temps = {90.0};
+  CooldownSpec spec;
+  spec.max_temp_c = 50;
+  spec.max_wait_s = 0;  // one look, no wait
+  CooldownOutcome out = WaitForCooldown(spec, dev.Source());
+  EXPECT_TRUE(dev.sleeps_ms.empty());
+  EXPECT_TRUE(out.gave_up);
+}
+
+TEST(CooldownTest, NoThermalZonesSkipsTheRule) {
+  FakeDevice dev;
+  dev.temps = {std::nullopt};
+  CooldownSpec spec;
+  spec.pause_ms = 20;
+  spec.max_temp_c = 50;
+  CooldownOutcome out = WaitForCooldown(spec, dev.Source());
+  EXPECT_THAT(dev.sleeps_ms, ElementsAre(20));
+  EXPECT_FALSE(out.checked);
+  EXPECT_FALSE(out.gave_up);
+  EXPECT_THAT(out.note, HasSubstr("skipped: the device exposes no thermal zone"));
+}
+
+TEST(CooldownTest, AnAgentThatCannotSaySkipsTheRule) {
+  FakeDevice dev;
+  dev.error = "agent at x does not speak feature 'device_state'";
+  CooldownSpec spec;
+  spec.max_temp_c = 50;
+  CooldownOutcome out = WaitForCooldown(spec, dev.Source());
+  EXPECT_FALSE(out.checked);
+  EXPECT_THAT(out.note, HasSubstr("skipped: agent at x does not speak feature 'device_state'"));
+}
+
+TEST(CooldownTest, PauseOnlyNeverAsksTheDevice) {
+  FakeDevice dev;
+  CooldownSpec spec;
+  spec.pause_ms = 250;
+  CooldownOutcome out = WaitForCooldown(spec, dev.Source());
+  EXPECT_THAT(dev.sleeps_ms, ElementsAre(250));
+  EXPECT_EQ(dev.polls, 0u);
+  EXPECT_EQ(out.waited_ms, 250);
+}
+
+class CooldownAgentTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<agent::AgentClient> Start(const std::string& root) {
+    agent_ = std::make_unique<agent::testing::AgentProcess>(
+        std::vector<std::string>{"--listen", "127.0.0.1:0", "--store", dir_.path() + "/store",
+                                 "--device-state-root", root},
+        dir_.path() + "/agent.log");
+    uint16_t port = agent_->ReadPort();
+    EXPECT_GT(port, 0);
+    auto client = agent::AgentClient::Connect("127.0.0.1", port, milliseconds(10000));
+    EXPECT_TRUE(client.ok()) << client.message();
+    return client.ok() ? std::move(*client) : nullptr;
+  }
+
+  agent::testing::TempDir dir_;
+  std::unique_ptr<agent::testing::AgentProcess> agent_;
+};
+
+TEST_F(CooldownAgentTest, ReadsTheHottestZoneOfARealAgent) {
+  std::string root = dir_.path() + "/root";
+  for (int z : {0, 1}) {
+    std::filesystem::create_directories(root + "/sys/class/thermal/thermal_zone" +
+                                        std::to_string(z));
+  }
+  agent::testing::WriteFile(root + "/sys/class/thermal/thermal_zone0/temp", "38000\n");
+  agent::testing::WriteFile(root + "/sys/class/thermal/thermal_zone1/temp", "44500\n");
+  auto client = Start(root);
+  ASSERT_TRUE(client);
+  CooldownSpec spec;
+  spec.max_temp_c = 50;
+  CooldownOutcome out = WaitForCooldown(spec, AgentCooldownSource(*client, nullptr));
+  EXPECT_TRUE(out.checked);
+  EXPECT_FALSE(out.gave_up);
+  EXPECT_EQ(out.last_temp_c, std::optional<double>(44.5));  // the hotter of the two
+  EXPECT_TRUE(out.note.empty()) << out.note;
+}
+
+TEST_F(CooldownAgentTest, AgentWithoutZonesSkipsTheRule) {
+  std::string root = dir_.path() + "/empty";
+  std::filesystem::create_directories(root);
+  auto client = Start(root);
+  ASSERT_TRUE(client);
+  CooldownSpec spec;
+  spec.max_temp_c = 50;
+  spec.max_wait_s = 1;
+  CooldownOutcome out = WaitForCooldown(spec, AgentCooldownSource(*client, nullptr));
+  EXPECT_FALSE(out.checked);
+  EXPECT_THAT(out.note, HasSubstr("no thermal zone"));
+}
+
+TEST(RunnerAccuracyTest, ParsesTheRunnersSection) {
+  auto got = ParseRunnerAccuracy(R"({"status":"ok","accuracy":{"reference":"cpu","outputs":[
+      {"index":1,"name":"b","compared":4,"mean_abs_error":0.5,"std_abs_error":0.25,
+       "max_abs_error":1.0,"rmse":0.75,"nan_count":1,"inf_count":2,"reference_nan_count":3,
+       "reference_inf_count":0,"top1_agree":false,"top5_agree":true},
+      {"index":0,"name":"a","compared":0,"mean_abs_error":null,"std_abs_error":null,
+       "max_abs_error":null,"rmse":null,"nan_count":0,"inf_count":0,
+       "reference_nan_count":0,"reference_inf_count":0}]}})");
+  ASSERT_TRUE(got.ok()) << got.message();
+  ASSERT_EQ(got->size(), 2u);
+  EXPECT_EQ((*got)[0].name, "a");
+  EXPECT_TRUE(std::isnan((*got)[0].rmse));
+  EXPECT_FALSE((*got)[0].top1_agree.has_value());
+  const store::OutputAccuracy& b = (*got)[1];
+  EXPECT_EQ(b.reference, "cpu");
+  EXPECT_EQ(b.compared, 4);
+  EXPECT_DOUBLE_EQ(b.mean_abs_error, 0.5);
+  EXPECT_DOUBLE_EQ(b.std_abs_error, 0.25);
+  EXPECT_DOUBLE_EQ(b.max_abs_error, 1.0);
+  EXPECT_DOUBLE_EQ(b.rmse, 0.75);
+  EXPECT_EQ(b.nan_count, 1);
+  EXPECT_EQ(b.inf_count, 2);
+  EXPECT_EQ(b.reference_nan_count, 3);
+  EXPECT_EQ(b.top1_agree, std::optional<bool>(false));
+  EXPECT_EQ(b.top5_agree, std::optional<bool>(true));
+
+  auto none = ParseRunnerAccuracy(R"({"status":"ok"})");
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+  auto bad = ParseRunnerAccuracy(R"({"accuracy":{"outputs":[{"name":"x"}]}})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.message(), HasSubstr("accuracy.outputs[0]"));
+}
+
+TEST(RunnerAccuracyTest, ClassifiedResultsCarryIt) {
+  agent::JobResult r;
+  r.status = "ok";
+  r.runner_json =
+      R"({"status":"ok","metrics":{"mean_us":10,"num_runs":1},"samples_us":[10],)"
+      R"("accuracy":{"reference":"cpu","outputs":[{"index":0,"name":"y","compared":2,)"
+      R"("mean_abs_error":0.125,"std_abs_error":0,"max_abs_error":0.125,"rmse":0.125,)"
+      R"("nan_count":0,"inf_count":0,"reference_nan_count":0,"reference_inf_count":0}]}})";
+  agent::DeviceState before;
+  before.unix_ms = 5;
+  before.thermal_zones = {{0, "a", 41.0}, {1, "b", 47.5}, {2, "c", std::nullopt}};
+  before.battery_level_pct = 90;
+  r.state_before = before;
+  store::JobOutcome o = ClassifyJobResult(r);
+  EXPECT_EQ(o.status, "ok");
+  ASSERT_EQ(o.accuracy.size(), 1u);
+  EXPECT_DOUBLE_EQ(o.accuracy[0].max_abs_error, 0.125);
+  ASSERT_EQ(o.telemetry.size(), 1u);  // no state_after
+  EXPECT_EQ(o.telemetry[0].phase, "before");
+  EXPECT_EQ(o.telemetry[0].unix_ms, 5);
+  EXPECT_EQ(o.telemetry[0].hottest_temp_c, std::optional<double>(47.5));
+  EXPECT_EQ(o.telemetry[0].battery_level_pct, std::optional<int64_t>(90));
+}
+
+// Ctrl-C's flag cancels the job in flight on a real agent: the runner's
+// process group dies, the job goes back to queued (as does the one never
+// started), and a later RunJobs (what --resume does) finishes both; a runner
+// file that changed in between is refused unless allow_runner_change.
+TEST(SchedulerCancelTest, CancelledJobsStayQueuedAndResumeFinishesThem) {
+  agent::testing::TempDir dir;
+  agent::testing::AgentProcess agent(
+      {"--listen", "127.0.0.1:0", "--store", dir.path() + "/agent-store"},
+      dir.path() + "/agent.log");
+  uint16_t port = agent.ReadPort();
+  ASSERT_GT(port, 0);
+  const std::string device = "tcp://127.0.0.1:" + std::to_string(port);
+  const std::string runner = dir.path() + "/dfarm-runner";
+  const std::string pid_file = dir.path() + "/runner.pid";
+  agent::testing::WriteFile(runner, "#!/bin/sh\necho $$ > " + pid_file + "\nsleep 300\n");
+  const std::string model = dir.path() + "/m.tflite";
+  agent::testing::WriteFile(model, "model bytes");
+  auto model_sha = Sha256OfFile(model);
+  ASSERT_TRUE(model_sha.ok());
+
+  const std::string db = dir.path() + "/x.db";
+  auto store = store::OpenSqliteStore(db);
+  ASSERT_TRUE(store.ok()) << store.message();
+  auto run = (*store)->CreateRun("cancel", "{}");
+  ASSERT_TRUE(run.ok());
+  std::vector<store::JobRow> rows(2);
+  std::vector<ScheduledJob> jobs(2);
+  for (int i = 0; i < 2; ++i) {
+    rows[i].job_key = "k" + std::to_string(i);
+    rows[i].model = "m.tflite";
+    rows[i].model_path = model;
+    rows[i].model_sha256 = *model_sha;
+    rows[i].delegate = "cpu";
+    rows[i].device = device;
+  }
+  auto ids = (*store)->AddJobs(*run, rows);
+  ASSERT_TRUE(ids.ok());
+  for (int i = 0; i < 2; ++i) {
+    jobs[i].id = (*ids)[i];
+    jobs[i].device = device;
+    jobs[i].model = ModelSpec{model, "m.tflite"};
+    jobs[i].model_sha256 = *model_sha;
+    jobs[i].delegate.name = "cpu";
+    jobs[i].benchmark.timeout_s = 120;
+  }
+
+  ProviderOptions popts = DefaultProviderOptions();
+  auto provider = MakeDeviceProvider(popts);
+  std::atomic<bool> cancel{false};
+  SchedulerContext ctx;
+  ctx.devices = provider.get();
+  ctx.open_store = [&] { return store::OpenSqliteStore(db); };
+  ctx.runner_path = runner;
+  ctx.cancel = &cancel;
+  ctx.policy.retries = 0;
+
+  pid_t runner_pid = 0;
+  std::thread ctrl_c([&] {
+    for (int i = 0; i < 2000 && runner_pid == 0; ++i) {
+      std::string text = agent::testing::ReadFile(pid_file);
+      if (!text.empty() && text.back() == '\n') runner_pid = std::stoi(text);
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    cancel = true;
+  });
+  auto stats = RunJobs(ctx, {device}, jobs);
+  ctrl_c.join();
+  ASSERT_TRUE(stats.ok()) << stats.message();
+  ASSERT_GT(runner_pid, 0);
+  errno = 0;
+  EXPECT_EQ(::kill(runner_pid, 0), -1);
+  EXPECT_EQ(errno, ESRCH);
+  auto listed = (*store)->ListJobs(*run);
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 2u);
+  EXPECT_EQ((*listed)[0].status, store::kJobQueued);
+  EXPECT_EQ((*listed)[0].attempts, 1);
+  EXPECT_EQ((*listed)[1].status, store::kJobQueued);
+  EXPECT_EQ((*listed)[1].attempts, 0);
+  auto artifacts = (*store)->ListArtifacts();
+  ASSERT_TRUE(artifacts.ok());
+  EXPECT_EQ(artifacts->size(), 2u);  // the runner and the model
+
+  // The runner file is rebuilt: resuming is refused ...
+  agent::testing::WriteFile(runner, agent::testing::kOkRunner);
+  cancel = false;
+  auto refused = RunJobs(ctx, {device}, jobs);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.message(), HasSubstr("--allow-runner-change"));
+  // ... unless asked for; then both jobs finish.
+  ctx.allow_runner_change = true;
+  auto resumed = RunJobs(ctx, {device}, jobs);
+  ASSERT_TRUE(resumed.ok()) << resumed.message();
+  listed = (*store)->ListJobs(*run);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ((*listed)[0].status, store::kJobOk) << (*listed)[0].error;
+  EXPECT_EQ((*listed)[1].status, store::kJobOk) << (*listed)[1].error;
+}
+
+}  // namespace
+}  // namespace dfarm::harness
