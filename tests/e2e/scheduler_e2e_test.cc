@@ -115,24 +115,27 @@ TEST_F(SchedulerE2eTest, ThreeDevicesTwoModels) {
   std::string spec = WriteSpec(
       {{"name", "three"},
        {"models", {face_.string(), AddModel()}},
-       {"delegates", {"cpu"}},
+       {"delegates", {"cpu", "xnnpack"}},
        {"devices", {"local", a.uri(), b.uri()}},
        {"benchmark", {{"warmup_runs", 1}, {"num_runs", 3}, {"num_threads", {1, 2}}}}});
   Outcome o = Dfarm({"sweep", spec, "--json"});
   ASSERT_EQ(o.code, 0) << o.out << o.err;
   json s = json::parse(o.out, nullptr, false);
   ASSERT_TRUE(s.is_object()) << o.out;
-  EXPECT_EQ(s["jobs"], 12);  // 3 devices x 2 models x 2 thread counts
-  EXPECT_EQ(s["ok"], 12);
+  EXPECT_EQ(s["jobs"], 24);  // 3 devices x 2 models x 2 delegates x 2 thread counts
+  EXPECT_EQ(s["ok"], 24);
   EXPECT_GT(s["bytes_pushed"].get<uint64_t>(), 3 * fs::file_size(face_));
-  ExpectAllFinishedOnce(12, 3);
+  ExpectAllFinishedOnce(24, 3);
   for (const std::string& device : {std::string("local"), a.uri(), b.uri()}) {
     for (const char* model : {kFace, "add.tflite"}) {
-      for (int threads : {1, 2}) {
-        EXPECT_EQ(Count("device = '" + device + "' AND model = '" + model +
-                        "' AND num_threads = " + std::to_string(threads) + " AND status = 'ok'"),
-                  1)
-            << device << " " << model << " " << threads;
+      for (const char* delegate : {"cpu", "xnnpack"}) {
+        for (int threads : {1, 2}) {
+          EXPECT_EQ(Count("device = '" + device + "' AND model = '" + model + "' AND delegate = '" +
+                          delegate + "' AND num_threads = " + std::to_string(threads) +
+                          " AND status = 'ok'"),
+                    1)
+              << device << " " << model << " " << delegate << " " << threads;
+        }
       }
     }
   }
@@ -143,7 +146,7 @@ TEST_F(SchedulerE2eTest, ThreeDevicesTwoModels) {
   ASSERT_EQ(again.code, 0) << again.err;
   json s2 = json::parse(again.out, nullptr, false);
   EXPECT_EQ(s2["bytes_pushed"], 0);
-  EXPECT_EQ(s2["ok"], 12);
+  EXPECT_EQ(s2["ok"], 24);
 
   Outcome devices = Dfarm({"devices", "--json", "--device", a.uri(), "--device", "tcp://127.0.0.1:1"});
   ASSERT_EQ(devices.code, 0) << devices.err;
