@@ -57,53 +57,47 @@ int64_t Count(const json& o, const char* key) {
   return o.contains(key) && o[key].is_number() ? o[key].get<int64_t>() : 0;
 }
 
-}  // namespace
-
-Result<std::vector<store::OutputAccuracy>> ParseRunnerAccuracy(const std::string& text) {
+// The "accuracy" section of a parsed runner document (docs/CONTRACTS.md), by
+// output index; empty when there is none.
+Result<std::vector<store::OutputAccuracy>> ParseAccuracy(const json& doc) {
   std::vector<store::OutputAccuracy> out;
-  try {
-    json doc = json::parse(text);
-    if (!doc.is_object()) return MakeError("runner JSON is not an object");
-    if (!doc.contains("accuracy")) return out;
-    const json& acc = doc["accuracy"];
-    if (!acc.is_object() || !acc.contains("outputs") || !acc["outputs"].is_array()) {
-      return MakeError("runner JSON: \"accuracy\" must be an object with an \"outputs\" array");
+  if (!doc.contains("accuracy")) return out;
+  const json& acc = doc["accuracy"];
+  if (!acc.is_object() || !acc.contains("outputs") || !acc["outputs"].is_array()) {
+    return MakeError("runner JSON: \"accuracy\" must be an object with an \"outputs\" array");
+  }
+  std::string reference = acc.contains("reference") && acc["reference"].is_string()
+                              ? acc["reference"].get<std::string>()
+                              : "";
+  for (size_t i = 0; i < acc["outputs"].size(); ++i) {
+    const json& o = acc["outputs"][i];
+    if (!o.is_object() || !o.contains("index") || !o["index"].is_number_integer()) {
+      return MakeError("runner JSON: accuracy.outputs[" + std::to_string(i) +
+                       "] has no integer \"index\"");
     }
-    std::string reference = acc.contains("reference") && acc["reference"].is_string()
-                                ? acc["reference"].get<std::string>()
-                                : "";
-    for (size_t i = 0; i < acc["outputs"].size(); ++i) {
-      const json& o = acc["outputs"][i];
-      if (!o.is_object() || !o.contains("index") || !o["index"].is_number_integer()) {
-        return MakeError("runner JSON: accuracy.outputs[" + std::to_string(i) +
-                         "] has no integer \"index\"");
-      }
-      store::OutputAccuracy a;
-      a.output_index = o["index"].get<int64_t>();
-      a.name = o.contains("name") && o["name"].is_string() ? o["name"].get<std::string>() : "";
-      a.reference = reference;
-      a.compared = Count(o, "compared");
-      a.mean_abs_error = Real(o, "mean_abs_error");
-      a.std_abs_error = Real(o, "std_abs_error");
-      a.max_abs_error = Real(o, "max_abs_error");
-      a.rmse = Real(o, "rmse");
-      a.nan_count = Count(o, "nan_count");
-      a.inf_count = Count(o, "inf_count");
-      a.reference_nan_count = Count(o, "reference_nan_count");
-      a.reference_inf_count = Count(o, "reference_inf_count");
-      if (o.contains("top1_agree") && o["top1_agree"].is_boolean()) {
-        a.top1_agree = o["top1_agree"].get<bool>();
-      }
-      if (o.contains("top5_agree") && o["top5_agree"].is_boolean()) {
-        a.top5_agree = o["top5_agree"].get<bool>();
-      }
-      if (o.contains("max_abs_error_lsb") && o["max_abs_error_lsb"].is_number()) {
-        a.max_abs_error_lsb = o["max_abs_error_lsb"].get<double>();
-      }
-      out.push_back(std::move(a));
+    store::OutputAccuracy a;
+    a.output_index = o["index"].get<int64_t>();
+    a.name = o.contains("name") && o["name"].is_string() ? o["name"].get<std::string>() : "";
+    a.reference = reference;
+    a.compared = Count(o, "compared");
+    a.mean_abs_error = Real(o, "mean_abs_error");
+    a.std_abs_error = Real(o, "std_abs_error");
+    a.max_abs_error = Real(o, "max_abs_error");
+    a.rmse = Real(o, "rmse");
+    a.nan_count = Count(o, "nan_count");
+    a.inf_count = Count(o, "inf_count");
+    a.reference_nan_count = Count(o, "reference_nan_count");
+    a.reference_inf_count = Count(o, "reference_inf_count");
+    if (o.contains("top1_agree") && o["top1_agree"].is_boolean()) {
+      a.top1_agree = o["top1_agree"].get<bool>();
     }
-  } catch (const json::exception& e) {
-    return MakeError(std::string("runner JSON: ") + e.what());
+    if (o.contains("top5_agree") && o["top5_agree"].is_boolean()) {
+      a.top5_agree = o["top5_agree"].get<bool>();
+    }
+    if (o.contains("max_abs_error_lsb") && o["max_abs_error_lsb"].is_number()) {
+      a.max_abs_error_lsb = o["max_abs_error_lsb"].get<double>();
+    }
+    out.push_back(std::move(a));
   }
   std::sort(out.begin(), out.end(),
             [](const auto& a, const auto& b) { return a.output_index < b.output_index; });
@@ -114,6 +108,18 @@ Result<std::vector<store::OutputAccuracy>> ParseRunnerAccuracy(const std::string
     }
   }
   return out;
+}
+
+}  // namespace
+
+Result<std::vector<store::OutputAccuracy>> ParseRunnerAccuracy(const std::string& text) {
+  try {
+    json doc = json::parse(text);
+    if (!doc.is_object()) return MakeError("runner JSON is not an object");
+    return ParseAccuracy(doc);
+  } catch (const json::exception& e) {
+    return MakeError(std::string("runner JSON: ") + e.what());
+  }
 }
 
 Result<RunnerOutput> ParseRunnerJson(const std::string& text) {
@@ -151,6 +157,8 @@ Result<RunnerOutput> ParseRunnerJson(const std::string& text) {
       }
     }
     if (doc.contains("placement")) out.placement = ParsePlacement(doc["placement"]);
+    // A malformed accuracy section is left out; the rest of the result counts.
+    if (auto accuracy = ParseAccuracy(doc)) out.accuracy = std::move(*accuracy);
   } catch (const json::exception& e) {
     return MakeError(std::string("runner JSON: ") + e.what());
   }

@@ -573,8 +573,7 @@ store::JobOutcome ClassifyJobResult(const agent::JobResult& r) {
     o.samples_us = parsed->samples_us;
     o.placement = parsed->placement;
     if (o.error.empty()) o.error = OneLine(parsed->error);
-    // A malformed accuracy section is left out; the rest of the result counts.
-    if (auto accuracy = ParseRunnerAccuracy(r.runner_json)) o.accuracy = std::move(*accuracy);
+    o.accuracy = parsed->accuracy;
   }
   if (!store::IsFinalJobStatus(o.status)) {
     o.error = "agent reported unknown job status '" + o.status + "'" +

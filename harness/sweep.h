@@ -102,6 +102,7 @@ struct RunnerOutput {
   std::optional<store::Metrics> metrics;
   std::vector<double> samples_us;
   std::optional<store::Placement> placement;
+  std::vector<store::OutputAccuracy> accuracy;  // empty when absent or malformed
 };
 Result<RunnerOutput> ParseRunnerJson(const std::string& text);
 
