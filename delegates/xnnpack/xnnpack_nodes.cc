@@ -41,6 +41,23 @@ Status CheckFloat(const Node& node, const Tensor* t, const char* what) {
   return Status::Ok();
 }
 
+// The float32 checks of a weighted node (conv, deconvolution, fully
+// connected): input, weights, output and the optional bias are float32, and
+// weights and bias are constant. `weights_name` names the weights in dtype
+// messages ("filter"), `weights_phrase` in the not-constant one ("a filter").
+Status CheckWeighted(const Node& node, const Tensor* in, const Tensor* weights,
+                     const char* weights_name, const char* weights_phrase, const Tensor* bias,
+                     const Tensor* out) {
+  DFARM_RETURN_IF_ERROR(CheckFloat(node, in, "input"));
+  DFARM_RETURN_IF_ERROR(CheckFloat(node, weights, weights_name));
+  DFARM_RETURN_IF_ERROR(CheckFloat(node, out, "output"));
+  if (bias != nullptr) DFARM_RETURN_IF_ERROR(CheckFloat(node, bias, "bias"));
+  if (!weights->has_static_value() || (bias != nullptr && !bias->has_static_value())) {
+    return Unsupported(node, std::string("with ") + weights_phrase + " or bias computed at run time");
+  }
+  return Status::Ok();
+}
+
 Status CheckArity(const Node& node, size_t min_inputs, size_t max_inputs, size_t outputs) {
   if (node.inputs.size() < min_inputs || node.inputs.size() > max_inputs ||
       node.outputs.size() != outputs) {
@@ -224,13 +241,7 @@ Status VisitConv(const Node& node, SubgraphBuild* b) {
   const Tensor* filter = node.inputs[1];
   const Tensor* bias = node.inputs.size() > 2 ? node.inputs[2] : nullptr;
   const Tensor* out = node.outputs[0];
-  DFARM_RETURN_IF_ERROR(CheckFloat(node, in, "input"));
-  DFARM_RETURN_IF_ERROR(CheckFloat(node, filter, "filter"));
-  DFARM_RETURN_IF_ERROR(CheckFloat(node, out, "output"));
-  if (bias != nullptr) DFARM_RETURN_IF_ERROR(CheckFloat(node, bias, "bias"));
-  if (!filter->has_static_value() || (bias != nullptr && !bias->has_static_value())) {
-    return Unsupported(node, "with a filter or bias computed at run time");
-  }
+  DFARM_RETURN_IF_ERROR(CheckWeighted(node, in, filter, "filter", "a filter", bias, out));
   if (in->rank() != 4 || filter->rank() != 4 || out->rank() != 4) {
     return Unsupported(node, "with input " + Dims(*in) + ", filter " + Dims(*filter));
   }
@@ -345,13 +356,7 @@ Status VisitTransposeConv(const Node& node, SubgraphBuild* b) {
     }
   }
   const Tensor* out = node.outputs[0];
-  DFARM_RETURN_IF_ERROR(CheckFloat(node, in, "input"));
-  DFARM_RETURN_IF_ERROR(CheckFloat(node, filter, "filter"));
-  DFARM_RETURN_IF_ERROR(CheckFloat(node, out, "output"));
-  if (bias != nullptr) DFARM_RETURN_IF_ERROR(CheckFloat(node, bias, "bias"));
-  if (!filter->has_static_value() || (bias != nullptr && !bias->has_static_value())) {
-    return Unsupported(node, "with a filter or bias computed at run time");
-  }
+  DFARM_RETURN_IF_ERROR(CheckWeighted(node, in, filter, "filter", "a filter", bias, out));
   if (in->rank() != 4 || filter->rank() != 4 || out->rank() != 4 || sh < 1 || sw < 1) {
     return Unsupported(node, "with input " + Dims(*in) + ", filter " + Dims(*filter));
   }
@@ -403,13 +408,7 @@ Status VisitFullyConnected(const Node& node, SubgraphBuild* b) {
   const Tensor* w = node.inputs[1];
   const Tensor* bias = node.inputs.size() > 2 ? node.inputs[2] : nullptr;
   const Tensor* out = node.outputs[0];
-  DFARM_RETURN_IF_ERROR(CheckFloat(node, in, "input"));
-  DFARM_RETURN_IF_ERROR(CheckFloat(node, w, "weights"));
-  DFARM_RETURN_IF_ERROR(CheckFloat(node, out, "output"));
-  if (bias != nullptr) DFARM_RETURN_IF_ERROR(CheckFloat(node, bias, "bias"));
-  if (!w->has_static_value() || (bias != nullptr && !bias->has_static_value())) {
-    return Unsupported(node, "with weights or bias computed at run time");
-  }
+  DFARM_RETURN_IF_ERROR(CheckWeighted(node, in, w, "weights", "weights", bias, out));
   const auto* o = node.options<tfl::FullyConnectedOptions>();
   if (o != nullptr && o->weights_format() != 0) {
     return Unsupported(node, "with shuffled weights");
