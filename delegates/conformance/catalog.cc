@@ -41,10 +41,70 @@ class Case {
     return b_.AddConstInt32(std::move(shape), values);
   }
   ModelBuilder& b() { return b_; }
+
+  // Quantized cases: a model input x, QUANTIZEd into the returned tensor.
+  int QIn(Shape shape, tfl::TensorType type, float scale, int64_t zero_point) {
+    const int x = In(shape);
+    const int q = b_.AddTensor(type, std::move(shape));
+    b_.SetQuantization(q, scale, zero_point);
+    b_.AddOperator(Op::QUANTIZE, {x}, {q});
+    return q;
+  }
+  // A quantized tensor DEQUANTIZEd (at Done(), after the op) into a model output.
+  int QOut(Shape shape, tfl::TensorType type, float scale, int64_t zero_point) {
+    const int q = b_.AddTensor(type, shape);
+    b_.SetQuantization(q, scale, zero_point);
+    dequantize_.emplace_back(q, std::move(shape));
+    quantum_ = scale;
+    return q;
+  }
+  // Constant weights of `type`: int8 in [-127, 127] with zero point 0, per
+  // channel along `channel_dim` (scales in [0.004, 0.008]) or per tensor
+  // (channel_dim < 0, scale 0.006); uint8 per tensor, zero point 120, scale 0.006.
+  // `scales_out` gets one scale per channel (or the one).
+  int QWeights(Shape shape, tfl::TensorType type, int channel_dim, std::vector<float>* scales_out) {
+    int64_t n = 1;
+    for (int32_t d : shape) n *= d;
+    std::uniform_int_distribution<int> q(type == tfl::TensorType::INT8 ? -127 : 0,
+                                         type == tfl::TensorType::INT8 ? 127 : 255);
+    std::vector<uint8_t> bytes(static_cast<size_t>(n));
+    for (uint8_t& v : bytes) v = static_cast<uint8_t>(q(rng_));
+    const int t = b_.AddConstRaw(type, shape, bytes);
+    if (channel_dim >= 0) {
+      std::uniform_real_distribution<float> u(0.004f, 0.008f);
+      scales_out->resize(static_cast<size_t>(shape[channel_dim]));
+      for (float& s : *scales_out) s = u(rng_);
+      b_.SetQuantization(t, *scales_out, std::vector<int64_t>(scales_out->size(), 0), channel_dim);
+    } else {
+      *scales_out = {0.006f};
+      b_.SetQuantization(t, 0.006f, type == tfl::TensorType::INT8 ? 0 : 120);
+    }
+    return t;
+  }
+  // An int32 bias in [-500, 500] of scale input_scale * weight scale (per channel when several).
+  int QBias(int channels, float input_scale, const std::vector<float>& weight_scales) {
+    std::uniform_int_distribution<int32_t> q(-500, 500);
+    std::vector<int32_t> v(static_cast<size_t>(channels));
+    for (int32_t& x : v) x = q(rng_);
+    const int t = b_.AddConstInt32({channels}, v);
+    std::vector<float> scales;
+    for (float s : weight_scales) scales.push_back(input_scale * s);
+    if (scales.size() == 1) {
+      b_.SetQuantization(t, scales[0], 0);
+    } else {
+      b_.SetQuantization(t, scales, std::vector<int64_t>(scales.size(), 0), 0);
+    }
+    return t;
+  }
+
   ConformanceCase Done(std::string detail, float lo = -1.0f, float hi = 1.0f) {
+    for (auto& [q, shape] : dequantize_) {
+      const int x = Out(shape);
+      b_.AddDequantize(q, x);
+    }
     b_.SetInputs(inputs_);
     b_.SetOutputs(outputs_);
-    return ConformanceCase{op_ + " " + detail, op_, b_.Build(), lo, hi};
+    return ConformanceCase{op_ + " " + detail, op_, b_.Build(), lo, hi, quantum_};
   }
 
  private:
@@ -52,6 +112,8 @@ class Case {
   std::mt19937 rng_;
   ModelBuilder b_;
   std::vector<int32_t> inputs_, outputs_;
+  std::vector<std::pair<int, Shape>> dequantize_;
+  float quantum_ = 0.0f;
 };
 
 std::string Name(Op op) { return tfl::EnumNameBuiltinOperator(op); }
@@ -349,6 +411,179 @@ void AddOtherCases(std::vector<ConformanceCase>* out) {
   }
 }
 
+// Quantized cases: float inputs in [-1, 1] QUANTIZEd (int8 scale 1/128 zero
+// point 0; uint8 scale 1/127.5 zero point 128), the op on quantized tensors,
+// its output DEQUANTIZEd. Output scales are chosen to hold the op's range.
+void AddQuantizedCases(std::vector<ConformanceCase>* out) {
+  using T = tfl::TensorType;
+  constexpr T kI8 = T::INT8, kU8 = T::UINT8;
+  constexpr float kS8 = 1.0f / 128, kSu8 = 1.0f / 127.5f;
+  uint32_t seed = 500;
+  auto in_scale = [&](T t) { return t == kI8 ? kS8 : kSu8; };
+  auto in_zp = [&](T t) { return t == kI8 ? int64_t{0} : int64_t{128}; };
+  auto type_name = [](T t) { return std::string(t == kI8 ? "int8" : "uint8"); };
+  for (Op op : {Op::ADD, Op::SUB}) {
+    for (T t : {kI8, kU8}) {
+      Case c(Name(op), seed++);
+      const int a = c.QIn({1, 4, 4, 3}, t, in_scale(t), in_zp(t));
+      const int d = c.QIn({1, 4, 4, 3}, t, in_scale(t), in_zp(t));
+      c.b().AddBinary(op, a, d, c.QOut({1, 4, 4, 3}, t, 2.0f / 128, t == kI8 ? 3 : 130),
+                      t == kI8 ? Act::NONE : Act::RELU);
+      out->push_back(c.Done(type_name(t) + " [1,4,4,3] x [1,4,4,3]" + (t == kI8 ? "" : " RELU")));
+    }
+  }
+  {  // a per-channel constant broadcast
+    Case c("MUL", seed++);
+    const int a = c.QIn({1, 3, 5, 4}, kI8, kS8, 0);
+    const int k = c.b().AddConstRaw(T::INT8, {4}, {64, 200, 127, 32});  // int8 64, -56, 127, 32
+    c.b().SetQuantization(k, 1.0f / 64, 0);
+    c.b().AddBinary(Op::MUL, a, k, c.QOut({1, 3, 5, 4}, kI8, 2.0f / 128, 0));
+    out->push_back(c.Done("int8 [1,3,5,4] x const [4]"));
+  }
+  struct Conv {
+    std::string detail;
+    T type;
+    bool per_channel, bias;
+    Shape in, filter, out;
+    testing::Conv2DParams p;
+  };
+  const Conv convs[] = {
+      {"int8 per-channel 3x3 SAME s2 RELU6 [1,8,8,3]->[1,4,4,4]", kI8, true, true,
+       {1, 8, 8, 3}, {4, 3, 3, 3}, {1, 4, 4, 4}, {tfl::Padding::SAME, 2, 2, 1, 1, Act::RELU6}},
+      {"int8 per-tensor 1x1 no bias [1,5,5,8]->[1,5,5,6]", kI8, false, false,
+       {1, 5, 5, 8}, {6, 1, 1, 8}, {1, 5, 5, 6}, {}},
+      {"uint8 3x3 VALID [1,6,6,3]->[1,4,4,5]", kU8, false, true,
+       {1, 6, 6, 3}, {5, 3, 3, 3}, {1, 4, 4, 5}, {}},
+  };
+  for (const Conv& v : convs) {
+    Case c("CONV_2D", seed++);
+    const int in = c.QIn(v.in, v.type, in_scale(v.type), in_zp(v.type));
+    std::vector<float> ws;
+    const int f = c.QWeights(v.filter, v.type, v.per_channel ? 0 : -1, &ws);
+    const int b = v.bias ? c.QBias(v.filter[0], in_scale(v.type), ws) : -1;
+    c.b().AddConv2D(in, f, b, c.QOut(v.out, v.type, 0.05f, v.type == kI8 ? -2 : 125), v.p);
+    out->push_back(c.Done(v.detail));
+  }
+  struct Dw {
+    std::string detail;
+    T type;
+    bool per_channel;
+    Shape in, filter, out;
+    testing::DepthwiseConv2DParams p;
+  };
+  const Dw dws[] = {
+      {"int8 per-channel 3x3 SAME [1,6,6,4]", kI8, true, {1, 6, 6, 4}, {1, 3, 3, 4},
+       {1, 6, 6, 4}, {tfl::Padding::SAME, 1, 1, 1, 1, 1, Act::NONE}},
+      {"uint8 3x3 VALID multiplier 2 [1,6,6,2]->[1,4,4,4]", kU8, false, {1, 6, 6, 2},
+       {1, 3, 3, 4}, {1, 4, 4, 4}, {tfl::Padding::VALID, 1, 1, 2, 1, 1, Act::RELU}},
+  };
+  for (const Dw& v : dws) {
+    Case c("DEPTHWISE_CONV_2D", seed++);
+    const int in = c.QIn(v.in, v.type, in_scale(v.type), in_zp(v.type));
+    std::vector<float> ws;
+    const int f = c.QWeights(v.filter, v.type, v.per_channel ? 3 : -1, &ws);
+    const int b = c.QBias(v.filter[3], in_scale(v.type), ws);
+    c.b().AddDepthwiseConv2D(in, f, b, c.QOut(v.out, v.type, 0.02f, v.type == kI8 ? 1 : 128), v.p);
+    out->push_back(c.Done(v.detail));
+  }
+  for (bool per_channel : {false, true}) {  // xnnpack has per-tensor deconvolution only
+    Case c("TRANSPOSE_CONV", seed++);
+    const int shape = c.Ints({4}, {1, 8, 8, 3});
+    std::vector<float> ws;
+    const int f = c.QWeights({3, 3, 3, 2}, kI8, per_channel ? 0 : -1, &ws);
+    const int in = c.QIn({1, 4, 4, 2}, kI8, kS8, 0);
+    c.b().AddTransposeConv(shape, f, in, c.QBias(3, kS8, ws), c.QOut({1, 8, 8, 3}, kI8, 0.02f, 0),
+                           {tfl::Padding::SAME, 2, 2, Act::NONE});
+    out->push_back(c.Done(std::string("int8 ") + (per_channel ? "per-channel" : "per-tensor") +
+                          " 3x3 SAME s2 [1,4,4,2]->[1,8,8,3]"));
+  }
+  struct Fc {
+    std::string detail;
+    T type;
+    bool per_channel;
+    Shape in, w, out;
+    Act act;
+  };
+  const Fc fcs[] = {
+      {"int8 per-tensor [2,8] x [4,8]", kI8, false, {2, 8}, {4, 8}, {2, 4}, Act::NONE},
+      {"uint8 [1,16] x [5,16] RELU", kU8, false, {1, 16}, {5, 16}, {1, 5}, Act::RELU},
+      {"int8 per-channel [2,8] x [4,8]", kI8, true, {2, 8}, {4, 8}, {2, 4}, Act::NONE},
+  };
+  for (const Fc& v : fcs) {
+    Case c("FULLY_CONNECTED", seed++);
+    const int in = c.QIn(v.in, v.type, in_scale(v.type), in_zp(v.type));
+    std::vector<float> ws;
+    const int w = c.QWeights(v.w, v.type, v.per_channel ? 0 : -1, &ws);
+    c.b().AddFullyConnected(in, w, c.QBias(v.w[0], in_scale(v.type), ws),
+                            c.QOut(v.out, v.type, 0.03f, v.type == kI8 ? 0 : 128), v.act);
+    out->push_back(c.Done(v.detail));
+  }
+  for (Op op : {Op::MAX_POOL_2D, Op::AVERAGE_POOL_2D}) {  // xnnpack: max pooling only
+    Case c(Name(op), seed++);
+    const int in = c.QIn({1, 6, 6, 3}, kI8, kS8, 0);
+    c.b().AddPool2D(op, in, c.QOut({1, 3, 3, 3}, kI8, kS8, 0),
+                    {tfl::Padding::VALID, 2, 2, 2, 2, Act::NONE});
+    out->push_back(c.Done("int8 2x2 VALID s2 [1,6,6,3]"));
+  }
+  for (T t : {kI8, kU8}) {
+    Case c("MEAN", seed++);
+    const int in = c.QIn({1, 5, 6, 4}, t, in_scale(t), in_zp(t));
+    const bool keep = t == kI8;
+    c.b().AddReducer(Op::MEAN, in, c.Ints({2}, {1, 2}),
+                     c.QOut(keep ? Shape{1, 1, 1, 4} : Shape{1, 4}, t, in_scale(t) / 2, in_zp(t)),
+                     keep);
+    out->push_back(c.Done(type_name(t) + " over H,W " + (keep ? "keep_dims" : "[1,5,6,4]->[1,4]")));
+  }
+  for (T t : {kI8, kU8}) {
+    Case c("LOGISTIC", seed++);
+    const int in = c.QIn({1, 5, 7, 3}, t, in_scale(t), in_zp(t));
+    c.b().AddUnary(Op::LOGISTIC, in, c.QOut({1, 5, 7, 3}, t, 1.0f / 256, t == kI8 ? -128 : 0));
+    out->push_back(c.Done(type_name(t) + " [1,5,7,3]"));
+  }
+  {  // same quantization in and out (xnnpack's clamp), then different (refused)
+    Case c("RELU6", seed++);
+    const int in = c.QIn({1, 5, 7, 3}, kI8, 0.05f, -68);
+    c.b().AddUnary(Op::RELU6, in, c.QOut({1, 5, 7, 3}, kI8, 0.05f, -68));
+    out->push_back(c.Done("int8 [1,5,7,3]", -3, 9));
+    Case d("RELU", seed++);
+    const int x = d.QIn({1, 5, 7, 3}, kI8, kS8, 0);
+    d.b().AddUnary(Op::RELU, x, d.QOut({1, 5, 7, 3}, kI8, 1.0f / 255, -128));
+    out->push_back(d.Done("int8 output rescaled [1,5,7,3]"));
+  }
+  {
+    Case c("PAD", seed++);
+    const int pads = c.Ints({4, 2}, {0, 0, 1, 2, 2, 1, 0, 0});
+    c.b().AddPad(c.QIn({1, 3, 3, 2}, kI8, kS8, 5), pads, c.QOut({1, 6, 6, 2}, kI8, kS8, 5));
+    out->push_back(c.Done("int8 zero point 5 [1,3,3,2] by (1,2),(2,1)"));
+  }
+  {
+    Case c("RESHAPE", seed++);
+    c.b().AddReshape(c.QIn({1, 2, 3, 4}, kU8, kSu8, 128), c.QOut({1, 24}, kU8, kSu8, 128), {1, 24});
+    out->push_back(c.Done("uint8 [1,2,3,4]->[1,24]"));
+  }
+  {
+    Case c("RESIZE_BILINEAR", seed++);
+    const int size = c.Ints({2}, {8, 8});
+    c.b().AddResize(Op::RESIZE_BILINEAR, c.QIn({1, 4, 4, 3}, kI8, kS8, 0), size,
+                    c.QOut({1, 8, 8, 3}, kI8, kS8, 0), false, true);
+    out->push_back(c.Done("int8 half_pixel_centers [1,4,4,3]->[1,8,8,3]"));
+  }
+  {
+    Case c("CONCATENATION", seed++);
+    const int a = c.QIn({1, 5, 4}, kI8, kS8, 0);
+    const int d = c.QIn({1, 3, 4}, kI8, kS8, 0);
+    c.b().AddConcatenation({a, d}, c.QOut({1, 8, 4}, kI8, kS8, 0), -2);
+    out->push_back(c.Done("int8 axis -2 [1,5,4]+[1,3,4]"));
+  }
+  for (const char* op : {"QUANTIZE", "DEQUANTIZE"}) {  // float -> QUANTIZE -> DEQUANTIZE -> float
+    Case c(op, seed++);
+    const int q = c.QIn({1, 4, 4, 3}, kU8, 1.0f / 100, 100);
+    const int y = c.QOut({1, 4, 4, 3}, kU8, 1.0f / 100, 100);
+    c.b().AddReshape(q, y, {1, 4, 4, 3});
+    out->push_back(c.Done("uint8 [1,4,4,3] (around a RESHAPE)"));
+  }
+}
+
 }  // namespace
 
 std::vector<ConformanceCase> Catalog() {
@@ -357,6 +592,7 @@ std::vector<ConformanceCase> Catalog() {
   AddUnaryCases(&cases);
   AddConvCases(&cases);
   AddOtherCases(&cases);
+  AddQuantizedCases(&cases);
   return cases;
 }
 

@@ -18,9 +18,19 @@ struct ConformanceCase {
   // Range of the uniform values given to every float32 model input.
   float input_lo = -1.0f;
   float input_hi = 1.0f;
+  // Non-zero for a quantized case (the float inputs are QUANTIZEd, the op
+  // runs on int8/uint8 tensors, its outputs are DEQUANTIZEd): the outputs'
+  // quantization step, in which the tolerance is counted (kQuantizedSteps).
+  float quantum = 0.0f;
 };
 
-// Every case, in a fixed order, with fixed (seeded) constants.
+// A quantized case passes within this many steps of its output's
+// quantization (rounding differs between kernels by a step, and a step in
+// the QUANTIZEd input can move the output by another).
+inline constexpr double kQuantizedSteps = 2.0;
+
+// Every case, in a fixed order, with fixed (seeded) constants: float32 ones,
+// then quantized int8 / uint8 ones (names start "int8 " / "uint8 " after the op).
 std::vector<ConformanceCase> Catalog();
 
 // Models for the partition check: float ADDs of two run-time tensors (claimed by the delegates

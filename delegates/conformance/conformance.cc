@@ -154,7 +154,10 @@ CaseResult RunCase(const ConformanceCase& c, const DelegateUnderTest& delegate,
     return r;
   }
   std::string why;
-  r.pass = Compare(ref, got, tolerance, &r.max_abs_error, &why);
+  const Tolerance tol =
+      c.quantum > 0 ? Tolerance{kQuantizedSteps * c.quantum * (1 + 1e-6), 0.0} : tolerance;
+  r.pass = Compare(ref, got, tol, &r.max_abs_error, &why);
+  if (c.quantum > 0) r.max_steps = r.max_abs_error / c.quantum;
   if (!r.pass) r.error = why;
   return r;
 }
@@ -192,7 +195,7 @@ int RunAll(const std::vector<DelegateUnderTest>& delegates, std::ostream& os,
            const std::string& filter) {
   int failures = 0;
   char line[512];
-  std::snprintf(line, sizeof(line), "%-58s %-12s %-8s %-12s %s\n", "case", "delegate", "claimed",
+  std::snprintf(line, sizeof(line), "%-66s %-12s %-8s %-12s %s\n", "case", "delegate", "claimed",
                 "max_abs_err", "result");
   os << line;
   const std::vector<ConformanceCase> cases = Catalog();
@@ -215,10 +218,11 @@ int RunAll(const std::vector<DelegateUnderTest>& delegates, std::ostream& os,
       const CaseResult r = RunCase(c, d, d.DefaultTolerance());
       claimed += r.claimed ? 1 : 0;
       failures += r.pass ? 0 : 1;
-      std::snprintf(line, sizeof(line), "%-58s %-12s %-8s %-12.3g %s", r.case_name.c_str(),
+      std::snprintf(line, sizeof(line), "%-66s %-12s %-8s %-12.3g %s", r.case_name.c_str(),
                     d.name.c_str(), r.claimed ? "yes" : "no", r.max_abs_error,
                     r.pass ? (r.claimed ? "pass" : "-") : "FAIL");
       os << line;
+      if (r.claimed && r.max_steps > 0) os << "  (" << r.max_steps << " quantization steps)";
       if (!r.error.empty()) os << "  " << r.error;
       os << "\n";
     }
@@ -226,7 +230,7 @@ int RunAll(const std::vector<DelegateUnderTest>& delegates, std::ostream& os,
       if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
       const PartitionResult r = RunPartitionCase(c, d, d.DefaultTolerance());
       failures += r.pass ? 0 : 1;
-      std::snprintf(line, sizeof(line), "%-58s %-12s %-8s %-12.3g %s",
+      std::snprintf(line, sizeof(line), "%-66s %-12s %-8s %-12.3g %s",
                     ("partitions: " + r.case_name).c_str(), d.name.c_str(),
                     std::to_string(r.partitions).c_str(), r.max_abs_error,
                     r.pass ? "pass" : "FAIL");

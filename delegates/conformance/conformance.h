@@ -40,12 +40,15 @@ struct CaseResult {
   bool claimed = false;  // the delegate took the op's node
   std::string reason;    // why not, when not claimed
   double max_abs_error = 0.0;
+  double max_steps = 0.0;  // quantized cases: max_abs_error in output quantization steps
   bool pass = false;  // not claimed counts as a pass
   std::string error;  // a failure other than a mismatch
 };
 
 // Runs `c` with the reference kernels and with `delegate` on the same seeded
-// inputs. A case the delegate does not claim passes without comparison.
+// inputs. A case the delegate does not claim passes without comparison. A
+// quantized case (c.quantum > 0) is compared within kQuantizedSteps steps
+// instead of `tolerance`.
 CaseResult RunCase(const ConformanceCase& c, const DelegateUnderTest& delegate,
                    const Tolerance& tolerance = kFloat32Tolerance);
 

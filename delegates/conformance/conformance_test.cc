@@ -44,7 +44,7 @@ TEST(ConformanceTest, ExamplePluginClaimsPlainAddAndSubOnly) {
   for (const ConformanceCase& c : Catalog()) {
     const CaseResult r = RunCase(c, Example());
     EXPECT_TRUE(r.pass) << c.name << ": " << r.error;
-    const bool plain = (c.op == "ADD" || c.op == "SUB") &&
+    const bool plain = (c.op == "ADD" || c.op == "SUB") && c.quantum == 0 &&
                        c.name.find("[1,4,4,3] x [1,4,4,3]") != std::string::npos;
     EXPECT_EQ(r.claimed, plain) << c.name << " " << r.reason;
     claimed += r.claimed ? 1 : 0;
@@ -64,7 +64,9 @@ TEST(ConformanceTest, AlternatingGraphPartitionsAsWorkedOut) {
 // real. Run a DIV case with a tolerance below float rounding.
 TEST(ConformanceTest, MismatchBeyondToleranceFails) {
   for (const ConformanceCase& c : Catalog()) {
-    if (c.op != "SUB" || c.name.find("[1,4,4,3] x [1,4,4,3]") == std::string::npos) continue;
+    if (c.op != "SUB" || c.quantum != 0 || c.name.find("[1,4,4,3] x [1,4,4,3]") == std::string::npos) {
+      continue;
+    }
     const CaseResult r = RunCase(c, Example(), Tolerance{-1.0, 0.0});
     EXPECT_TRUE(r.claimed) << c.name;
     EXPECT_FALSE(r.pass) << c.name;
@@ -83,6 +85,28 @@ TEST(ConformanceTest, XnnpackPassesTheCatalog) {
   std::ostringstream os;
   const int failures = RunAll({{"xnnpack", {}}, {"xnnpack", {{"threads", "2"}}}}, os);
   EXPECT_EQ(failures, 0) << os.str();
+  EXPECT_THAT(os.str(), HasSubstr("quantization steps"));
+}
+
+// Quantized cases are judged in steps of their output's quantization:
+// xnnpack's int8 ADD rounds differently from the reference (TFLite's fixed
+// point) by one step; against a step 1000 times finer that is a failure.
+TEST(ConformanceTest, QuantizedCasesAreJudgedInOutputSteps) {
+  int seen = 0;
+  for (ConformanceCase c : Catalog()) {
+    if (c.name != "ADD int8 [1,4,4,3] x [1,4,4,3]") continue;
+    ++seen;
+    const DelegateUnderTest xnn{"xnnpack", {}};
+    CaseResult r = RunCase(c, xnn);
+    ASSERT_TRUE(r.claimed && r.pass) << r.reason << r.error;
+    ASSERT_GT(r.max_abs_error, 0.0);
+    EXPECT_LE(r.max_steps, kQuantizedSteps);
+    c.quantum /= 1000;
+    r = RunCase(c, xnn);
+    EXPECT_FALSE(r.pass) << "max error " << r.max_abs_error;
+    EXPECT_GT(r.max_steps, kQuantizedSteps);
+  }
+  EXPECT_EQ(seen, 1);
 }
 #endif
 

@@ -108,27 +108,18 @@ class XnnpackKernel : public runtime::DelegateKernel {
     SubgraphBuild build;
     build.subgraph = raw;
     build.owned = &owned_;
-    auto define_external = [&](const runtime::Tensor& t, const std::vector<int32_t>& shape,
-                               std::byte* data, bool input, uint32_t* id) {
-      const std::vector<size_t> dims(shape.begin(), shape.end());
+    auto define_external = [&](const runtime::Tensor& t, std::byte* data, bool input,
+                               uint32_t* id) {
       const uint32_t external_id = static_cast<uint32_t>(externals_.size());
-      const xnn_status st = xnn_define_tensor_value(
-          raw, xnn_datatype_fp32, dims.size(), dims.empty() ? nullptr : dims.data(), nullptr,
-          external_id, input ? XNN_VALUE_FLAG_EXTERNAL_INPUT : XNN_VALUE_FLAG_EXTERNAL_OUTPUT, id);
-      if (st != xnn_status_success) {
-        return Status::Error("xnnpack refused tensor " + std::to_string(t.index) + " '" + t.name +
-                             "': " + XnnStatusName(st));
-      }
+      DFARM_RETURN_IF_ERROR(build.DefineValue(
+          t, t.shape, nullptr, external_id,
+          input ? XNN_VALUE_FLAG_EXTERNAL_INPUT : XNN_VALUE_FLAG_EXTERNAL_OUTPUT, id));
       externals_.push_back(xnn_external_value{*id, data});
       return Status::Ok();
     };
     for (const auto& [t, input] : externals) {
-      if (t->dtype != runtime::DType::kFloat32) {
-        return Status::Error("partition tensor " + std::to_string(t->index) + " is " +
-                             runtime::DescribeTensor(*t) + ", not float32");
-      }
       uint32_t id = 0;
-      DFARM_RETURN_IF_ERROR(define_external(*t, t->shape, t->data, input, &id));
+      DFARM_RETURN_IF_ERROR(define_external(*t, t->data, input, &id));
       build.ids.emplace(t->index, id);
     }
     for (const runtime::Node* node : partition.nodes) {
@@ -137,8 +128,8 @@ class XnnpackKernel : public runtime::DelegateKernel {
       std::vector<uint32_t>& slices = build.concat_slices[node->index];
       for (size_t i = 0; i < node->inputs.size(); ++i) {
         uint32_t id = 0;
-        DFARM_RETURN_IF_ERROR(define_external(*node->inputs[i], node->inputs[i]->shape,
-                                              node->outputs[0]->data + offsets[i], false, &id));
+        DFARM_RETURN_IF_ERROR(define_external(*node->inputs[i], node->outputs[0]->data + offsets[i],
+                                              false, &id));
         slices.push_back(id);
       }
     }
@@ -181,7 +172,7 @@ class XnnpackKernel : public runtime::DelegateKernel {
 
  private:
   const XnnpackDelegate* delegate_;
-  std::deque<std::vector<float>> owned_;  // before runtime_: outlives it
+  std::deque<std::vector<std::byte>> owned_;  // before runtime_: outlives it
   std::vector<xnn_external_value> externals_;
   RuntimePtr runtime_;
 };
@@ -229,6 +220,14 @@ namespace {
 // Binary nodes only between run-time tensors (a constant operand is refused).
 Status CheckFp16Node(const runtime::Node& node) {
   using Op = tflite::BuiltinOperator;
+  for (const std::vector<runtime::Tensor*>* list : {&node.inputs, &node.outputs}) {
+    for (const runtime::Tensor* t : *list) {
+      if (t != nullptr && t->quantized) {
+        return Status::Unsupported("quantized " + node.op_name +
+                                   " is not run by xnnpack with fp16:true");
+      }
+    }
+  }
   switch (node.code) {
     case Op::CONV_2D:
     case Op::DEPTHWISE_CONV_2D:

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <map>
 #include <set>
 
 #include "delegates/conformance/conformance.h"
@@ -121,18 +122,127 @@ void ExpectNear(const std::vector<std::vector<float>>& got,
 // Every op case of the shared catalog that xnnpack claims matches the
 // reference kernels within the float32 tolerance; the ops it lacks are
 // refused (worked out from XNNPACK 2022-02's header).
+// Quantized cases are compared within conformance::kQuantizedSteps output
+// steps. The refusals, each with the reason a user reads in the placement
+// (quantized ones from probing this XNNPACK's subgraph API: no qs8/qu8
+// average pooling, per-channel fully connected or deconvolution).
 TEST(XnnpackDelegateTest, CatalogOpsMatchReferenceAndUnsupportedOnesAreRefused) {
-  const std::set<std::string> refused = {"TANH [1,5,7,3]", "MEAN over C (not H,W)",
-                                         "CONCATENATION axis 3"};
+  const std::map<std::string, std::string> refused = {
+      {"TANH [1,5,7,3]", "TANH is not supported by xnnpack"},
+      {"MEAN over C (not H,W)", "other than over H and W"},
+      {"CONCATENATION axis 3", "this xnnpack has no concatenate node"},
+      {"TRANSPOSE_CONV int8 per-channel 3x3 SAME s2 [1,4,4,2]->[1,8,8,3]",
+       "quantized per channel along dimension 0 (xnnpack takes per-tensor ones only here)"},
+      {"FULLY_CONNECTED int8 per-channel [2,8] x [4,8]",
+       "quantized per channel along dimension 0 (xnnpack takes per-tensor ones only here)"},
+      {"AVERAGE_POOL_2D int8 2x2 VALID s2 [1,6,6,3]",
+       "AVERAGE_POOL_2D on quantized int8 tensors is not supported by xnnpack"},
+      {"RELU int8 output rescaled [1,5,7,3]",
+       "quantized input and output of different scales or zero points"},
+  };
   const conformance::DelegateUnderTest xnn{"xnnpack", {}};
+  int quantized_claimed = 0;
   for (const conformance::ConformanceCase& c : conformance::Catalog()) {
     const conformance::CaseResult r = conformance::RunCase(c, xnn);
     EXPECT_TRUE(r.pass) << c.name << ": " << r.error;
-    EXPECT_EQ(r.claimed, refused.count(c.name) == 0) << c.name << ": " << r.reason;
-    if (!r.claimed) {
+    const auto it = refused.find(c.name);
+    EXPECT_EQ(r.claimed, it == refused.end()) << c.name << ": " << r.reason;
+    if (!r.claimed && it != refused.end()) {
       EXPECT_THAT(r.reason, HasSubstr("xnnpack: ")) << c.name;
+      EXPECT_THAT(r.reason, HasSubstr(it->second)) << c.name;
+    }
+    if (r.claimed && c.quantum > 0) {
+      ++quantized_claimed;
+      EXPECT_LE(r.max_steps, conformance::kQuantizedSteps) << c.name;
     }
   }
+  EXPECT_GE(quantized_claimed, 20);
+}
+
+// int8 per-channel, as TFLite's converter writes a quantized network:
+// x -> QUANTIZE -> CONV_2D 3x3 s2 RELU6 -> DEPTHWISE 3x3 RELU6 -> ADD (of
+// the two) -> MEAN over H,W -> FULLY_CONNECTED (per tensor) -> DEQUANTIZE.
+ModelBuilder QuantizedNet() {
+  namespace t = ::dfarm::testing;
+  using tfl::TensorType;
+  ModelBuilder b;
+  auto q = [&](std::vector<int32_t> shape, float scale, int64_t zp) {
+    const int i = b.AddTensor(TensorType::INT8, std::move(shape));
+    b.SetQuantization(i, scale, zp);
+    return i;
+  };
+  auto weights = [&](std::vector<int32_t> shape, int channel_dim, std::vector<float> scales) {
+    int64_t n = 1;
+    for (int32_t d : shape) n *= d;
+    std::vector<uint8_t> v(static_cast<size_t>(n));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<uint8_t>((i * 37 + 11) % 255 - 127);
+    const int w = b.AddConstRaw(TensorType::INT8, shape, v);
+    if (channel_dim < 0) {
+      b.SetQuantization(w, scales[0], 0);
+    } else {
+      b.SetQuantization(w, scales, std::vector<int64_t>(scales.size(), 0), channel_dim);
+    }
+    return w;
+  };
+  auto bias = [&](int n, float scale) {
+    std::vector<int32_t> v(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) v[static_cast<size_t>(i)] = (i * 97) % 400 - 200;
+    const int t = b.AddConstInt32({n}, v);
+    b.SetQuantization(t, scale, 0);
+    return t;
+  };
+  const int x = b.AddTensor(TensorType::FLOAT32, {1, 16, 16, 3}, "x");
+  const int xq = q({1, 16, 16, 3}, 1.0f / 128, 0);
+  b.AddOperator(tfl::BuiltinOperator::QUANTIZE, {x}, {xq});
+  const int c1 = q({1, 8, 8, 8}, 6.0f / 255, -128);
+  b.AddConv2D(xq, weights({8, 3, 3, 3}, 0, {0.004f, 0.005f, 0.006f, 0.007f, 0.004f, 0.005f, 0.006f, 0.007f}),
+              bias(8, 0.005f / 128), c1,
+              {tfl::Padding::SAME, 2, 2, 1, 1, tfl::ActivationFunctionType::RELU6});
+  const int c2 = q({1, 8, 8, 8}, 6.0f / 255, -128);
+  b.AddDepthwiseConv2D(c1, weights({1, 3, 3, 8}, 3, std::vector<float>(8, 0.01f)),
+                       bias(8, 0.01f * 6 / 255), c2,
+                       {tfl::Padding::SAME, 1, 1, 1, 1, 1, tfl::ActivationFunctionType::RELU6});
+  const int sum = q({1, 8, 8, 8}, 12.0f / 255, -128);
+  b.AddBinary(tfl::BuiltinOperator::ADD, c1, c2, sum);
+  const int mean = q({1, 8}, 12.0f / 255, -128);
+  b.AddReducer(tfl::BuiltinOperator::MEAN, sum, b.AddConstInt32({2}, {1, 2}), mean, false);
+  const int fc = q({1, 4}, 0.05f, 0);
+  b.AddFullyConnected(mean, weights({4, 8}, -1, {0.01f}), bias(4, 0.01f * 12 / 255), fc);
+  const int out = b.AddTensor(TensorType::FLOAT32, {1, 4}, "out");
+  b.AddDequantize(fc, out);
+  b.SetInputs({x});
+  b.SetOutputs({out});
+  return b;
+}
+
+TEST(XnnpackDelegateTest, QuantizedNetworkRunsAsOnePartitionWithinTwoSteps) {
+  auto model = Load(QuantizedNet(), "quantized_net.tflite");
+  auto d = MakeXnnpack({{"threads", "2"}});
+  RunResult ref = RunModel(*model, nullptr);
+  RunResult got = RunModel(*model, d.get());
+  ASSERT_TRUE(ref.status.ok()) << ref.status.message();
+  ASSERT_TRUE(got.status.ok()) << got.status.message();
+  ASSERT_EQ(got.placement.nodes.size(), 7u);
+  for (const runtime::NodePlacement& n : got.placement.nodes) {
+    EXPECT_EQ(n.delegate, "xnnpack") << "node " << n.node << " " << n.op << ": " << n.reason;
+  }
+  EXPECT_EQ(got.placement.partitions, 1);
+  // The output's step is 0.05; the outputs must not all be clamped to one value.
+  ExpectNear(got.outputs, ref.outputs, 2 * 0.05 + 1e-6, 0, "quantized net");
+  std::set<float> distinct(ref.outputs[0].begin(), ref.outputs[0].end());
+  EXPECT_GT(distinct.size(), 1u);
+}
+
+// fp16:true leaves quantized nodes on the CPU, saying so.
+TEST(XnnpackDelegateTest, Fp16LeavesQuantizedNodesToTheCpu) {
+  std::unique_ptr<runtime::Delegate> d;
+  Status s = CreateXnnpackDelegate({{"fp16", "true"}}, &d);
+  if (!s.ok()) GTEST_SKIP() << s.message();
+  auto model = Load(QuantizedNet(), "quantized_net.tflite");
+  RunResult got = RunModel(*model, d.get(), /*invoke=*/false);
+  ASSERT_TRUE(got.status.ok()) << got.status.message();
+  EXPECT_EQ(got.placement.nodes[1].delegate, "cpu");
+  EXPECT_THAT(got.placement.nodes[1].reason, HasSubstr("quantized CONV_2D is not run by xnnpack with fp16:true"));
 }
 
 TEST(XnnpackDelegateTest, PlacementShowsNodesOnXnnpackAndFallbackWithReason) {

@@ -25,11 +25,40 @@ Status Unsupported(const Node& node, const std::string& why) {
 
 std::string Dims(const Tensor& t) { return runtime::ShapeToString(t.shape); }
 
-// Ok when `t` is a plain (not quantized) float32 tensor.
-Status CheckFloat(const Node& node, const Tensor* t, const char* what) {
+Status Define(xnn_status s, const Node& node, const char* what) {
+  if (s == xnn_status_success) return Status::Ok();
+  return Status::Error(std::string("xnnpack refused ") + what + " for node " +
+                       std::to_string(node.index) + " (" + node.op_name + "): " + XnnStatusName(s));
+}
+
+// The numbers a node computes with: float32, or XNNPACK's per-tensor
+// quantized signed (qs8) or unsigned (qu8) 8-bit integers.
+enum class Kind { kFloat, kQs8, kQu8 };
+
+bool IsQuantized(Kind k) { return k != Kind::kFloat; }
+
+// The kind of an activation tensor (input or output, not weights): float32,
+// or int8 / uint8 quantized per tensor with a zero point in range.
+Status TensorKind(const Node& node, const Tensor* t, const char* what, Kind* kind) {
   if (t == nullptr) return Unsupported(node, std::string("without its ") + what);
-  if (t->dtype != DType::kFloat32 || t->quantized) {
-    return Unsupported(node, std::string("with ") + (t->quantized ? "quantized " : "") +
+  if (t->dtype == DType::kFloat32 && !t->quantized) {
+    *kind = Kind::kFloat;
+  } else if ((t->dtype == DType::kInt8 || t->dtype == DType::kUint8) && t->quantized &&
+             !t->per_channel_quantized) {
+    const bool s8 = t->dtype == DType::kInt8;
+    if (!(t->scale > 0.0f) || !std::isfinite(t->scale) || t->zero_point < (s8 ? -128 : 0) ||
+        t->zero_point > (s8 ? 127 : 255)) {
+      return Unsupported(node, std::string("with ") + what + " (tensor " +
+                                   std::to_string(t->index) + ") of scale " +
+                                   std::to_string(t->scale) + " and zero point " +
+                                   std::to_string(t->zero_point));
+    }
+    *kind = s8 ? Kind::kQs8 : Kind::kQu8;
+  } else {
+    return Unsupported(node, std::string("with ") +
+                                 (t->per_channel_quantized ? "per-channel quantized "
+                                  : t->quantized           ? "quantized "
+                                                           : "") +
                                  runtime::DTypeName(t->dtype) + " " + what + " (tensor " +
                                  std::to_string(t->index) + ") is not supported by xnnpack");
   }
@@ -41,21 +70,158 @@ Status CheckFloat(const Node& node, const Tensor* t, const char* what) {
   return Status::Ok();
 }
 
-// The float32 checks of a weighted node (conv, deconvolution, fully
-// connected): input, weights, output and the optional bias are float32, and
-// weights and bias are constant. `weights_name` names the weights in dtype
-// messages ("filter"), `weights_phrase` in the not-constant one ("a filter").
+// Ok when `t` is a plain (not quantized) float32 tensor.
+Status CheckFloat(const Node& node, const Tensor* t, const char* what) {
+  Kind kind = Kind::kFloat;
+  DFARM_RETURN_IF_ERROR(TensorKind(node, t, what, &kind));
+  if (kind == Kind::kFloat) return Status::Ok();
+  return Unsupported(node, std::string("with quantized ") + runtime::DTypeName(t->dtype) + " " +
+                               what + " (tensor " + std::to_string(t->index) +
+                               ") is not supported by xnnpack");
+}
+
+// The common kind of `tensors` (all float32, or all qs8, or all qu8).
+Status CommonKind(const Node& node, std::initializer_list<const Tensor*> tensors, Kind* kind) {
+  bool first = true;
+  for (const Tensor* t : tensors) {
+    Kind k = Kind::kFloat;
+    DFARM_RETURN_IF_ERROR(TensorKind(node, t, "tensor", &k));
+    if (!first && k != *kind) return Unsupported(node, "mixing float32 and quantized tensors");
+    *kind = k, first = false;
+  }
+  return Status::Ok();
+}
+
+// XNNPACK's quantized kinds accept `node` only for the ops it names.
+Status QuantizedOnlyFor(const Node& node, Kind kind, bool supported) {
+  if (!IsQuantized(kind) || supported) return Status::Ok();
+  return Unsupported(node, std::string("on quantized ") + (kind == Kind::kQs8 ? "int8" : "uint8") +
+                               " tensors is not supported by xnnpack");
+}
+
+// For quantized nodes XNNPACK only copies or compares values (reshape, pad,
+// max pooling, clamp): input and output must share scale and zero point.
+Status CheckSameQuantization(const Node& node, Kind kind, const Tensor& in, const Tensor& out) {
+  if (!IsQuantized(kind) || (in.scale == out.scale && in.zero_point == out.zero_point)) {
+    return Status::Ok();
+  }
+  return Unsupported(node, "with quantized input and output of different scales or zero points "
+                           "(xnnpack needs them equal here)");
+}
+
+// A quantized scale ratio inside [lo, hi), the range XNNPACK accepts for the
+// requantization of this node (outside it creating the runtime fails).
+Status CheckScaleRatio(const Node& node, const char* what, double ratio, double lo, double hi) {
+  if (ratio >= lo && ratio < hi) return Status::Ok();
+  return Unsupported(node, std::string("with ") + what + " " + std::to_string(ratio) +
+                               " outside xnnpack's [" + std::to_string(lo) + ", " +
+                               std::to_string(hi) + ")");
+}
+
+// The checks of a weighted node (convolution, deconvolution, fully
+// connected), whose kind (float32, qs8 or qu8) is its input's and output's.
+// Float32: weights and the optional bias are float32. Quantized: weights of
+// the same signedness, int8 ones with zero point 0 and either per tensor or,
+// when `channel_dim` >= 0, per channel along it; an int32 bias with zero
+// point 0; every channel's requantization scale input * weights / output
+// under 256 (XNNPACK's limit). Weights and bias are constant. `weights_name`
+// names the weights in dtype messages ("filter"), `weights_phrase` in the
+// not-constant one ("a filter").
 Status CheckWeighted(const Node& node, const Tensor* in, const Tensor* weights,
                      const char* weights_name, const char* weights_phrase, const Tensor* bias,
-                     const Tensor* out) {
-  DFARM_RETURN_IF_ERROR(CheckFloat(node, in, "input"));
-  DFARM_RETURN_IF_ERROR(CheckFloat(node, weights, weights_name));
-  DFARM_RETURN_IF_ERROR(CheckFloat(node, out, "output"));
-  if (bias != nullptr) DFARM_RETURN_IF_ERROR(CheckFloat(node, bias, "bias"));
+                     const Tensor* out, int channel_dim, Kind* kind) {
+  DFARM_RETURN_IF_ERROR(TensorKind(node, in, "input", kind));
+  Kind out_kind = Kind::kFloat;
+  DFARM_RETURN_IF_ERROR(TensorKind(node, out, "output", &out_kind));
+  if (out_kind != *kind) return Unsupported(node, "mixing float32 and quantized tensors");
+  if (*kind == Kind::kFloat) {
+    DFARM_RETURN_IF_ERROR(CheckFloat(node, weights, weights_name));
+    if (bias != nullptr) DFARM_RETURN_IF_ERROR(CheckFloat(node, bias, "bias"));
+  } else {
+    const DType want = *kind == Kind::kQs8 ? DType::kInt8 : DType::kUint8;
+    if (weights == nullptr) return Unsupported(node, std::string("without its ") + weights_name);
+    if (weights->dtype != want || !weights->quantized) {
+      return Unsupported(node, std::string("with ") + (weights->quantized ? "quantized " : "") +
+                                   runtime::DTypeName(weights->dtype) + " " + weights_name +
+                                   " for " + runtime::DTypeName(want) +
+                                   " activations is not supported by xnnpack");
+    }
+    if (weights->per_channel_quantized &&
+        (channel_dim < 0 || weights->quantized_dimension != channel_dim)) {
+      return Unsupported(node, std::string("with a ") + weights_name +
+                                   " quantized per channel along dimension " +
+                                   std::to_string(weights->quantized_dimension) +
+                                   " (xnnpack takes " +
+                                   (channel_dim < 0 ? std::string("per-tensor ones only here")
+                                                    : "dimension " + std::to_string(channel_dim)) +
+                                   ")");
+    }
+    if (*kind == Kind::kQs8) {
+      for (int64_t zp : weights->zero_points) {
+        if (zp != 0) return Unsupported(node, std::string("with an int8 ") + weights_name +
+                                                  " zero point " + std::to_string(zp) + " (not 0)");
+      }
+    }
+    if (bias != nullptr && (bias->dtype != DType::kInt32 || bias->zero_point != 0)) {
+      return Unsupported(node, std::string("with a ") + runtime::DTypeName(bias->dtype) +
+                                   " bias (xnnpack takes int32 with zero point 0)");
+    }
+    for (float ws : weights->scales) {
+      DFARM_RETURN_IF_ERROR(CheckScaleRatio(node, "requantization scale input*weights/output",
+                                            static_cast<double>(in->scale) * ws / out->scale,
+                                            0x1.0p-32, 256.0));
+    }
+  }
   if (!weights->has_static_value() || (bias != nullptr && !bias->has_static_value())) {
     return Unsupported(node, std::string("with ") + weights_phrase + " or bias computed at run time");
   }
   return Status::Ok();
+}
+
+// Defines the weights of a weighted node: as its own kind, or as qcint8
+// along `channel_dim` when quantized per channel.
+Status DefineWeights(const Node& node, const Tensor& w, int channel_dim, SubgraphBuild* b,
+                     uint32_t* id) {
+  if (!w.per_channel_quantized) return b->Value(w, id);
+  const std::vector<size_t> dims(w.shape.begin(), w.shape.end());
+  return Define(xnn_define_channelwise_quantized_tensor_value(
+                    b->subgraph, xnn_datatype_qcint8, w.scales.data(), dims.size(),
+                    static_cast<size_t>(channel_dim), dims.data(), w.data, XNN_INVALID_VALUE_ID,
+                    0, id),
+                node, "per-channel weights");
+}
+
+// Defines the bias of a weighted node with `channels` outputs: the model's
+// one, zeros when it has none and `required` (this XNNPACK's convolutions
+// need one), else XNN_INVALID_VALUE_ID. Quantized biases are qint32 (qcint32
+// with per-channel weights) of scale input * weights, zero point 0.
+Status DefineBias(const Node& node, Kind kind, const Tensor* bias, const Tensor& in,
+                  const Tensor& w, int channels, bool required, SubgraphBuild* b, uint32_t* id) {
+  *id = XNN_INVALID_VALUE_ID;
+  if (bias == nullptr && !required) return Status::Ok();
+  const size_t dims[1] = {static_cast<size_t>(channels)};
+  if (kind == Kind::kFloat) {
+    if (bias != nullptr) return b->Value(*bias, id);
+    const float* zeros = b->Keep(std::vector<float>(static_cast<size_t>(channels), 0.0f));
+    return Define(xnn_define_tensor_value(b->subgraph, xnn_datatype_fp32, 1, dims, zeros,
+                                          XNN_INVALID_VALUE_ID, 0, id),
+                  node, "a zero bias");
+  }
+  const void* data = bias != nullptr
+                         ? static_cast<const void*>(bias->data)
+                         : b->Keep(std::vector<int32_t>(static_cast<size_t>(channels), 0));
+  if (w.per_channel_quantized) {
+    std::vector<float> scales(w.scales.size());
+    for (size_t c = 0; c < scales.size(); ++c) scales[c] = in.scale * w.scales[c];
+    return Define(xnn_define_channelwise_quantized_tensor_value(
+                      b->subgraph, xnn_datatype_qcint32, b->Keep(scales), 1, 0, dims, data,
+                      XNN_INVALID_VALUE_ID, 0, id),
+                  node, "a per-channel bias");
+  }
+  return Define(xnn_define_quantized_tensor_value(b->subgraph, xnn_datatype_qint32, 0,
+                                                  in.scale * w.scale, 1, dims, data,
+                                                  XNN_INVALID_VALUE_ID, 0, id),
+                node, "a bias");
 }
 
 Status CheckArity(const Node& node, size_t min_inputs, size_t max_inputs, size_t outputs) {
@@ -109,11 +275,6 @@ std::vector<size_t> SizeDims(const std::vector<int32_t>& shape) {
   return std::vector<size_t>(shape.begin(), shape.end());
 }
 
-Status Define(xnn_status s, const Node& node, const char* what) {
-  if (s == xnn_status_success) return Status::Ok();
-  return Status::Error(std::string("xnnpack refused ") + what + " for node " +
-                       std::to_string(node.index) + " (" + node.op_name + "): " + XnnStatusName(s));
-}
 
 // Explicit padding of one spatial dimension, as TFLite computes it: SAME
 // pads (out-1)*stride + effective_kernel - in in total, the extra one at the
@@ -141,8 +302,19 @@ Status SpatialPadding(const Node& node, tfl::Padding padding, int in, int out, i
 
 Status VisitBinary(const Node& node, SubgraphBuild* b) {
   DFARM_RETURN_IF_ERROR(CheckArity(node, 2, 2, 1));
-  for (const Tensor* t : {node.inputs[0], node.inputs[1], node.outputs[0]}) {
-    DFARM_RETURN_IF_ERROR(CheckFloat(node, t, "tensor"));
+  Kind kind = Kind::kFloat;
+  DFARM_RETURN_IF_ERROR(CommonKind(node, {node.inputs[0], node.inputs[1], node.outputs[0]}, &kind));
+  DFARM_RETURN_IF_ERROR(
+      QuantizedOnlyFor(node, kind, node.code == Op::ADD || node.code == Op::SUB || node.code == Op::MUL));
+  if (IsQuantized(kind)) {
+    const double a = node.inputs[0]->scale, c = node.inputs[1]->scale, o = node.outputs[0]->scale;
+    if (node.code == Op::MUL) {
+      DFARM_RETURN_IF_ERROR(
+          CheckScaleRatio(node, "scale ratio input0*input1/output", a * c / o, 0x1.0p-16, 256.0));
+    } else {
+      DFARM_RETURN_IF_ERROR(CheckScaleRatio(node, "scale ratio input0/output", a / o, 0x1.0p-10, 256.0));
+      DFARM_RETURN_IF_ERROR(CheckScaleRatio(node, "scale ratio input1/output", c / o, 0x1.0p-10, 256.0));
+    }
   }
   float lo = -kInf, hi = kInf;
   DFARM_RETURN_IF_ERROR(ActivationRange(node, &lo, &hi));
@@ -180,8 +352,21 @@ Status VisitBinary(const Node& node, SubgraphBuild* b) {
 
 Status VisitUnary(const Node& node, SubgraphBuild* b) {
   DFARM_RETURN_IF_ERROR(CheckArity(node, 1, 1, 1));
-  DFARM_RETURN_IF_ERROR(CheckFloat(node, node.inputs[0], "input"));
-  DFARM_RETURN_IF_ERROR(CheckFloat(node, node.outputs[0], "output"));
+  Kind kind = Kind::kFloat;
+  DFARM_RETURN_IF_ERROR(CommonKind(node, {node.inputs[0], node.outputs[0]}, &kind));
+  const bool clamp = node.code == Op::RELU || node.code == Op::RELU6 || node.code == Op::RELU_N1_TO_1;
+  DFARM_RETURN_IF_ERROR(QuantizedOnlyFor(node, kind, clamp || node.code == Op::LOGISTIC));
+  if (clamp) DFARM_RETURN_IF_ERROR(CheckSameQuantization(node, kind, *node.inputs[0], *node.outputs[0]));
+  if (node.code == Op::LOGISTIC && IsQuantized(kind)) {
+    // XNNPACK's quantized sigmoid has TFLite's fixed output: 1/256, -128 (int8) or 0 (uint8).
+    const Tensor& o = *node.outputs[0];
+    if (o.scale != 1.0f / 256 || o.zero_point != (kind == Kind::kQs8 ? -128 : 0)) {
+      return Unsupported(node, "with quantized output of scale " + std::to_string(o.scale) +
+                                   " and zero point " + std::to_string(o.zero_point) +
+                                   " (xnnpack takes 1/256 and " +
+                                   (kind == Kind::kQs8 ? "-128)" : "0)"));
+    }
+  }
   float alpha = 0.0f;
   if (node.code == Op::LEAKY_RELU) {
     const auto* o = node.options<tfl::LeakyReluOptions>();
@@ -241,7 +426,12 @@ Status VisitConv(const Node& node, SubgraphBuild* b) {
   const Tensor* filter = node.inputs[1];
   const Tensor* bias = node.inputs.size() > 2 ? node.inputs[2] : nullptr;
   const Tensor* out = node.outputs[0];
-  DFARM_RETURN_IF_ERROR(CheckWeighted(node, in, filter, "filter", "a filter", bias, out));
+  // Per-channel filters are quantized along the output channels: dimension 0
+  // of [out, h, w, in], 3 of a depthwise [1, h, w, out].
+  const int channel_dim = depthwise ? 3 : 0;
+  Kind kind = Kind::kFloat;
+  DFARM_RETURN_IF_ERROR(
+      CheckWeighted(node, in, filter, "filter", "a filter", bias, out, channel_dim, &kind));
   if (in->rank() != 4 || filter->rank() != 4 || out->rank() != 4) {
     return Unsupported(node, "with input " + Dims(*in) + ", filter " + Dims(*filter));
   }
@@ -289,19 +479,9 @@ Status VisitConv(const Node& node, SubgraphBuild* b) {
   if (b == nullptr) return Status::Ok();
   uint32_t i = 0, f = 0, bi = 0, o = 0;
   DFARM_RETURN_IF_ERROR(b->Value(*in, &i));
-  DFARM_RETURN_IF_ERROR(b->Value(*filter, &f));
+  DFARM_RETURN_IF_ERROR(DefineWeights(node, *filter, channel_dim, b, &f));
   DFARM_RETURN_IF_ERROR(b->Value(*out, &o));
-  if (bias != nullptr) {
-    DFARM_RETURN_IF_ERROR(b->Value(*bias, &bi));
-  } else {
-    // This XNNPACK's convolutions need a bias: a zero one.
-    const std::vector<float>& zeros = b->owned->emplace_back(cout, 0.0f);
-    const size_t dims[1] = {static_cast<size_t>(cout)};
-    DFARM_RETURN_IF_ERROR(
-        Define(xnn_define_tensor_value(b->subgraph, xnn_datatype_fp32, 1, dims, zeros.data(),
-                                       XNN_INVALID_VALUE_ID, 0, &bi),
-               node, "a zero bias"));
-  }
+  DFARM_RETURN_IF_ERROR(DefineBias(node, kind, bias, *in, *filter, cout, /*required=*/true, b, &bi));
   xnn_status s;
   if (depthwise) {
     s = xnn_define_depthwise_convolution_2d(b->subgraph, ph.before, pw.after, ph.after, pw.before,
@@ -356,7 +536,11 @@ Status VisitTransposeConv(const Node& node, SubgraphBuild* b) {
     }
   }
   const Tensor* out = node.outputs[0];
-  DFARM_RETURN_IF_ERROR(CheckWeighted(node, in, filter, "filter", "a filter", bias, out));
+  // This XNNPACK's quantized deconvolution has no per-channel filters.
+  Kind kind = Kind::kFloat;
+  DFARM_RETURN_IF_ERROR(
+      CheckWeighted(node, in, filter, "filter", "a filter", bias, out, /*channel_dim=*/-1, &kind));
+  if (mediapipe && IsQuantized(kind)) return QuantizedOnlyFor(node, kind, false);
   if (in->rank() != 4 || filter->rank() != 4 || out->rank() != 4 || sh < 1 || sw < 1) {
     return Unsupported(node, "with input " + Dims(*in) + ", filter " + Dims(*filter));
   }
@@ -395,7 +579,7 @@ Status VisitTransposeConv(const Node& node, SubgraphBuild* b) {
   DFARM_RETURN_IF_ERROR(b->Value(*in, &i));
   DFARM_RETURN_IF_ERROR(b->Value(*filter, &f));
   DFARM_RETURN_IF_ERROR(b->Value(*out, &o));
-  if (bias != nullptr) DFARM_RETURN_IF_ERROR(b->Value(*bias, &bi));
+  DFARM_RETURN_IF_ERROR(DefineBias(node, kind, bias, *in, *filter, cout, /*required=*/false, b, &bi));
   return Define(xnn_define_deconvolution_2d(b->subgraph, p[0].before, p[1].after, p[0].after,
                                             p[1].before, adjust[0], adjust[1], kh, kw, sh, sw, 1, 1,
                                             1, cin, cout, lo, hi, i, f, bi, o, 0),
@@ -408,7 +592,10 @@ Status VisitFullyConnected(const Node& node, SubgraphBuild* b) {
   const Tensor* w = node.inputs[1];
   const Tensor* bias = node.inputs.size() > 2 ? node.inputs[2] : nullptr;
   const Tensor* out = node.outputs[0];
-  DFARM_RETURN_IF_ERROR(CheckWeighted(node, in, w, "weights", "weights", bias, out));
+  // This XNNPACK's quantized fully connected has no per-channel weights.
+  Kind kind = Kind::kFloat;
+  DFARM_RETURN_IF_ERROR(
+      CheckWeighted(node, in, w, "weights", "weights", bias, out, /*channel_dim=*/-1, &kind));
   const auto* o = node.options<tfl::FullyConnectedOptions>();
   if (o != nullptr && o->weights_format() != 0) {
     return Unsupported(node, "with shuffled weights");
@@ -430,7 +617,7 @@ Status VisitFullyConnected(const Node& node, SubgraphBuild* b) {
   DFARM_RETURN_IF_ERROR(b->Value(*in, &i));
   DFARM_RETURN_IF_ERROR(b->Value(*w, &f));
   DFARM_RETURN_IF_ERROR(b->Value(*out, &out_id));
-  if (bias != nullptr) DFARM_RETURN_IF_ERROR(b->Value(*bias, &bi));
+  DFARM_RETURN_IF_ERROR(DefineBias(node, kind, bias, *in, *w, units, /*required=*/false, b, &bi));
   return Define(xnn_define_fully_connected(b->subgraph, lo, hi, i, f, bi, out_id,
                                            keep ? 0 : XNN_FLAG_TENSORFLOW_RESHAPE_2D),
                 node, "a fully connected node");
@@ -440,8 +627,10 @@ Status VisitPool(const Node& node, SubgraphBuild* b) {
   DFARM_RETURN_IF_ERROR(CheckArity(node, 1, 1, 1));
   const Tensor* in = node.inputs[0];
   const Tensor* out = node.outputs[0];
-  DFARM_RETURN_IF_ERROR(CheckFloat(node, in, "input"));
-  DFARM_RETURN_IF_ERROR(CheckFloat(node, out, "output"));
+  Kind kind = Kind::kFloat;
+  DFARM_RETURN_IF_ERROR(CommonKind(node, {in, out}, &kind));
+  DFARM_RETURN_IF_ERROR(QuantizedOnlyFor(node, kind, node.code == Op::MAX_POOL_2D));
+  DFARM_RETURN_IF_ERROR(CheckSameQuantization(node, kind, *in, *out));
   const auto* o = node.options<tfl::Pool2DOptions>();
   if (o == nullptr) return Unsupported(node, "without Pool2DOptions");
   if (in->rank() != 4 || out->rank() != 4) return Unsupported(node, "with input " + Dims(*in));
@@ -478,8 +667,13 @@ Status VisitMean(const Node& node, SubgraphBuild* b) {
   DFARM_RETURN_IF_ERROR(CheckArity(node, 2, 2, 1));
   const Tensor* in = node.inputs[0];
   const Tensor* out = node.outputs[0];
-  DFARM_RETURN_IF_ERROR(CheckFloat(node, in, "input"));
-  DFARM_RETURN_IF_ERROR(CheckFloat(node, out, "output"));
+  Kind kind = Kind::kFloat;
+  DFARM_RETURN_IF_ERROR(CommonKind(node, {in, out}, &kind));
+  if (IsQuantized(kind)) {
+    DFARM_RETURN_IF_ERROR(CheckScaleRatio(node, "scale ratio input/output",
+                                          static_cast<double>(in->scale) / out->scale, 0x1.0p-8,
+                                          256.0));
+  }
   std::vector<int64_t> axes;
   DFARM_RETURN_IF_ERROR(ReadInts(node, node.inputs[1], "axes", &axes));
   const bool hw =
@@ -500,9 +694,7 @@ Status VisitMean(const Node& node, SubgraphBuild* b) {
                   node, "a global average pooling");
   }
   uint32_t pooled = 0;
-  const std::vector<size_t> shape = {static_cast<size_t>(in->shape[0]), 1, 1,
-                                     static_cast<size_t>(in->shape[3])};
-  DFARM_RETURN_IF_ERROR(b->Internal(shape, &pooled));
+  DFARM_RETURN_IF_ERROR(b->Internal(*out, {in->shape[0], 1, 1, in->shape[3]}, &pooled));
   DFARM_RETURN_IF_ERROR(
       Define(xnn_define_global_average_pooling_2d(b->subgraph, -kInf, kInf, i, pooled, 0), node,
              "a global average pooling"));
@@ -516,8 +708,9 @@ Status VisitPad(const Node& node, SubgraphBuild* b) {
   DFARM_RETURN_IF_ERROR(CheckArity(node, 2, v2 ? 3 : 2, 1));
   const Tensor* in = node.inputs[0];
   const Tensor* out = node.outputs[0];
-  DFARM_RETURN_IF_ERROR(CheckFloat(node, in, "input"));
-  DFARM_RETURN_IF_ERROR(CheckFloat(node, out, "output"));
+  Kind kind = Kind::kFloat;
+  DFARM_RETURN_IF_ERROR(CommonKind(node, {in, out}, &kind));
+  DFARM_RETURN_IF_ERROR(CheckSameQuantization(node, kind, *in, *out));
   std::vector<int64_t> pads;
   DFARM_RETURN_IF_ERROR(ReadInts(node, node.inputs[1], "paddings", &pads));
   if (pads.size() != 2 * static_cast<size_t>(in->rank())) {
@@ -526,14 +719,24 @@ Status VisitPad(const Node& node, SubgraphBuild* b) {
   for (int64_t p : pads) {
     if (p < 0) return Unsupported(node, "with a negative padding");
   }
+  // The padding value is given as a real number; XNNPACK quantizes it with
+  // the output's parameters (PAD pads with real 0, the zero point).
   float value = 0.0f;
   if (v2 && node.inputs.size() == 3 && node.inputs[2] != nullptr) {
     const Tensor* c = node.inputs[2];
-    if (c->dtype != DType::kFloat32 || c->allocation != runtime::Allocation::kConstant ||
+    if (c->dtype != in->dtype || c->allocation != runtime::Allocation::kConstant ||
         c->num_elements() != 1) {
-      return Unsupported(node, "with a constant value that is not a float32 constant scalar");
+      return Unsupported(node, std::string("with a constant value that is not a ") +
+                                   runtime::DTypeName(in->dtype) + " constant scalar");
     }
-    value = c->data_as<float>()[0];
+    if (kind == Kind::kFloat) {
+      value = c->data_as<float>()[0];
+    } else {
+      // TFLite pads with the constant's stored integer, read in the output's quantization.
+      const int64_t q = kind == Kind::kQs8 ? int64_t{c->data_as<int8_t>()[0]}
+                                           : int64_t{c->data_as<uint8_t>()[0]};
+      value = out->scale * static_cast<float>(q - out->zero_point);
+    }
   }
   if (b == nullptr) return Status::Ok();
   uint32_t i = 0, out_id = 0;
@@ -552,8 +755,11 @@ Status VisitOther(const Node& node, SubgraphBuild* b) {
   DFARM_RETURN_IF_ERROR(CheckArity(node, 1, 2, 1));
   const Tensor* in = node.inputs[0];
   const Tensor* out = node.outputs[0];
-  DFARM_RETURN_IF_ERROR(CheckFloat(node, in, "input"));
-  DFARM_RETURN_IF_ERROR(CheckFloat(node, out, "output"));
+  Kind kind = Kind::kFloat;
+  DFARM_RETURN_IF_ERROR(CommonKind(node, {in, out}, &kind));
+  DFARM_RETURN_IF_ERROR(QuantizedOnlyFor(
+      node, kind, node.code == Op::RESHAPE || node.code == Op::RESIZE_BILINEAR));
+  DFARM_RETURN_IF_ERROR(CheckSameQuantization(node, kind, *in, *out));
   uint32_t flags = 0, block = 0;
   if (node.code == Op::RESIZE_BILINEAR) {
     const auto* o = node.options<tfl::ResizeBilinearOptions>();
@@ -595,13 +801,12 @@ Status VisitOther(const Node& node, SubgraphBuild* b) {
     return Define(xnn_define_depth_to_space(b->subgraph, i, out_id, block, 0), node,
                   "a depth to space");
   }
+  // The slope's constant data seen as one dimension of channels.
   const Tensor* slope = node.inputs[1];
-  const std::vector<float>& values = b->owned->emplace_back(
-      slope->data_as<float>(), slope->data_as<float>() + slope->num_elements());
-  const size_t dims[1] = {values.size()};
+  const size_t dims[1] = {static_cast<size_t>(slope->num_elements())};
   uint32_t s = 0;
   DFARM_RETURN_IF_ERROR(Define(xnn_define_tensor_value(b->subgraph, xnn_datatype_fp32, 1, dims,
-                                                       values.data(), XNN_INVALID_VALUE_ID, 0, &s),
+                                                       slope->data, XNN_INVALID_VALUE_ID, 0, &s),
                                node, "a slope"));
   return Define(xnn_define_prelu(b->subgraph, i, s, out_id, 0), node, "a prelu");
 }
@@ -613,7 +818,8 @@ Status VisitOther(const Node& node, SubgraphBuild* b) {
 Status VisitConcatenation(const Node& node, SubgraphBuild* b) {
   if (node.inputs.empty() || node.outputs.size() != 1) return CheckArity(node, 1, 1, 1);
   const Tensor* out = node.outputs[0];
-  DFARM_RETURN_IF_ERROR(CheckFloat(node, out, "output"));
+  Kind kind = Kind::kFloat;
+  DFARM_RETURN_IF_ERROR(TensorKind(node, out, "output", &kind));
   const auto* o = node.options<tfl::ConcatenationOptions>();
   int axis = o != nullptr ? o->axis() : 0;
   if (axis < 0) axis += out->rank();
@@ -626,7 +832,10 @@ Status VisitConcatenation(const Node& node, SubgraphBuild* b) {
     }
   }
   for (const Tensor* in : node.inputs) {
-    DFARM_RETURN_IF_ERROR(CheckFloat(node, in, "input"));
+    Kind in_kind = Kind::kFloat;
+    DFARM_RETURN_IF_ERROR(TensorKind(node, in, "input", &in_kind));
+    if (in_kind != kind) return Unsupported(node, "mixing float32 and quantized tensors");
+    DFARM_RETURN_IF_ERROR(CheckSameQuantization(node, kind, *in, *out));
     if (in->has_static_value()) return Unsupported(node, "of a constant input");
     if (in->rank() != out->rank()) return Unsupported(node, "with inputs of another rank");
   }
@@ -646,6 +855,35 @@ Status VisitConcatenation(const Node& node, SubgraphBuild* b) {
   return Status::Ok();
 }
 
+// QUANTIZE from float32 and DEQUANTIZE to float32 of a run-time int8 / uint8
+// tensor quantized per tensor: XNNPACK's convert.
+Status VisitConvert(const Node& node, SubgraphBuild* b) {
+  const bool quantize = node.code == Op::QUANTIZE;
+  if (!quantize && !node.inputs.empty() && node.inputs[0] != nullptr &&
+      node.inputs[0]->dtype == DType::kFloat16) {
+    return Status::Unsupported(
+        "DEQUANTIZE from float16 is not supported by xnnpack (constant ones are folded at load)");
+  }
+  DFARM_RETURN_IF_ERROR(CheckArity(node, 1, 1, 1));
+  const Tensor* in = node.inputs[0];
+  const Tensor* out = node.outputs[0];
+  Kind in_kind = Kind::kFloat, out_kind = Kind::kFloat;
+  DFARM_RETURN_IF_ERROR(TensorKind(node, in, "input", &in_kind));
+  DFARM_RETURN_IF_ERROR(TensorKind(node, out, "output", &out_kind));
+  if (quantize && (in_kind != Kind::kFloat || out_kind == Kind::kFloat)) {
+    return Unsupported(node, "other than from float32 to int8 or uint8 (xnnpack does not requantize)");
+  }
+  if (!quantize && (in_kind == Kind::kFloat || out_kind != Kind::kFloat)) {
+    return Unsupported(node, "other than from int8 or uint8 to float32");
+  }
+  if (in->has_static_value()) return Unsupported(node, "of a constant");
+  if (b == nullptr) return Status::Ok();
+  uint32_t i = 0, o = 0;
+  DFARM_RETURN_IF_ERROR(b->Value(*in, &i));
+  DFARM_RETURN_IF_ERROR(b->Value(*out, &o));
+  return Define(xnn_define_convert(b->subgraph, i, o, 0), node, "a convert");
+}
+
 }  // namespace
 
 std::vector<size_t> ConcatOffsets(const Node& node) {
@@ -653,7 +891,7 @@ std::vector<size_t> ConcatOffsets(const Node& node) {
   size_t at = 0;
   for (const Tensor* in : node.inputs) {
     offsets.push_back(at);
-    at += static_cast<size_t>(in->num_elements()) * sizeof(float);
+    at += static_cast<size_t>(in->num_elements()) * runtime::DTypeSize(in->dtype);
   }
   return offsets;
 }
@@ -678,14 +916,41 @@ const char* XnnStatusName(xnn_status status) {
   return "unknown status";
 }
 
-Status SubgraphBuild::Internal(const std::vector<size_t>& shape, uint32_t* id_out) {
-  const xnn_status s =
-      xnn_define_tensor_value(subgraph, xnn_datatype_fp32, shape.size(), shape.data(), nullptr,
-                              XNN_INVALID_VALUE_ID, 0, id_out);
+Status SubgraphBuild::DefineValue(const Tensor& tensor, const std::vector<int32_t>& shape,
+                                 const void* data, uint32_t external_id, uint32_t flags,
+                                 uint32_t* id_out) {
+  const std::vector<size_t> dims(shape.begin(), shape.end());
+  const size_t* d = dims.empty() ? nullptr : dims.data();
+  xnn_status s = xnn_status_invalid_parameter;
+  if (tensor.dtype == DType::kFloat32 && !tensor.quantized) {
+    s = xnn_define_tensor_value(subgraph, xnn_datatype_fp32, dims.size(), d, data, external_id,
+                                flags, id_out);
+  } else if (tensor.quantized && !tensor.per_channel_quantized &&
+             (tensor.dtype == DType::kInt8 || tensor.dtype == DType::kUint8 ||
+              tensor.dtype == DType::kInt32)) {
+    const xnn_datatype type = tensor.dtype == DType::kInt8    ? xnn_datatype_qint8
+                              : tensor.dtype == DType::kUint8 ? xnn_datatype_quint8
+                                                              : xnn_datatype_qint32;
+    s = xnn_define_quantized_tensor_value(subgraph, type, static_cast<int32_t>(tensor.zero_point),
+                                          tensor.scale, dims.size(), d, data, external_id, flags,
+                                          id_out);
+  } else {
+    return Status::Error("tensor " + std::to_string(tensor.index) + " '" + tensor.name + "' is " +
+                         runtime::DescribeTensor(tensor) +
+                         ", which has no xnnpack datatype (float32, or int8/uint8/int32 "
+                         "quantized per tensor)");
+  }
   if (s != xnn_status_success) {
-    return Status::Error(std::string("xnnpack refused an internal value: ") + XnnStatusName(s));
+    return Status::Error("xnnpack refused tensor " + std::to_string(tensor.index) + " '" +
+                         tensor.name + "' " + runtime::DescribeTensor(tensor) + ": " +
+                         XnnStatusName(s));
   }
   return Status::Ok();
+}
+
+Status SubgraphBuild::Internal(const Tensor& like, const std::vector<int32_t>& shape,
+                               uint32_t* id_out) {
+  return DefineValue(like, shape, nullptr, XNN_INVALID_VALUE_ID, 0, id_out);
 }
 
 Status SubgraphBuild::Value(const Tensor& tensor, uint32_t* id_out) {
@@ -693,20 +958,12 @@ Status SubgraphBuild::Value(const Tensor& tensor, uint32_t* id_out) {
     *id_out = it->second;
     return Status::Ok();
   }
-  const std::vector<size_t> dims = SizeDims(tensor.shape);
   const void* data = tensor.has_static_value() ? tensor.data : nullptr;
   if (tensor.has_static_value() && data == nullptr) {
     return Status::Error("tensor " + std::to_string(tensor.index) + " '" + tensor.name +
                          "' has no data at Prepare()");
   }
-  const xnn_status s = xnn_define_tensor_value(subgraph, xnn_datatype_fp32, dims.size(),
-                                               dims.empty() ? nullptr : dims.data(), data,
-                                               XNN_INVALID_VALUE_ID, 0, id_out);
-  if (s != xnn_status_success) {
-    return Status::Error("xnnpack refused tensor " + std::to_string(tensor.index) + " '" +
-                         tensor.name + "' " + runtime::DescribeTensor(tensor) + ": " +
-                         XnnStatusName(s));
-  }
+  DFARM_RETURN_IF_ERROR(DefineValue(tensor, tensor.shape, data, XNN_INVALID_VALUE_ID, 0, id_out));
   ids.emplace(tensor.index, *id_out);
   return Status::Ok();
 }
@@ -752,14 +1009,9 @@ Status VisitNode(const Node& node, SubgraphBuild* build) {
     case Op::DEPTH_TO_SPACE:
     case Op::PRELU:
       return VisitOther(node, build);
+    case Op::QUANTIZE:
     case Op::DEQUANTIZE:
-      if (!node.inputs.empty() && node.inputs[0] != nullptr &&
-          node.inputs[0]->dtype == DType::kFloat16) {
-        return Status::Unsupported(
-            "DEQUANTIZE from float16 is not supported by xnnpack (constant ones are folded at "
-            "load)");
-      }
-      return Status::Unsupported("DEQUANTIZE is not supported by xnnpack");
+      return VisitConvert(node, build);
     case Op::CONCATENATION:
       return VisitConcatenation(node, build);
     case Op::CUSTOM:
