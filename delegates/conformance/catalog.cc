@@ -448,12 +448,30 @@ void AddQuantizedCases(std::vector<ConformanceCase>* out) {
     testing::Conv2DParams p;
   };
   const Conv convs[] = {
-      {"int8 per-channel 3x3 SAME s2 RELU6 [1,8,8,3]->[1,4,4,4]", kI8, true, true,
-       {1, 8, 8, 3}, {4, 3, 3, 3}, {1, 4, 4, 4}, {tfl::Padding::SAME, 2, 2, 1, 1, Act::RELU6}},
-      {"int8 per-tensor 1x1 no bias [1,5,5,8]->[1,5,5,6]", kI8, false, false,
-       {1, 5, 5, 8}, {6, 1, 1, 8}, {1, 5, 5, 6}, {}},
-      {"uint8 3x3 VALID [1,6,6,3]->[1,4,4,5]", kU8, false, true,
-       {1, 6, 6, 3}, {5, 3, 3, 3}, {1, 4, 4, 5}, {}},
+      {"int8 per-channel 3x3 SAME s2 RELU6 [1,8,8,3]->[1,4,4,4]",
+       kI8,
+       true,
+       true,
+       {1, 8, 8, 3},
+       {4, 3, 3, 3},
+       {1, 4, 4, 4},
+       {tfl::Padding::SAME, 2, 2, 1, 1, Act::RELU6}},
+      {"int8 per-tensor 1x1 no bias [1,5,5,8]->[1,5,5,6]",
+       kI8,
+       false,
+       false,
+       {1, 5, 5, 8},
+       {6, 1, 1, 8},
+       {1, 5, 5, 6},
+       {}},
+      {"uint8 3x3 VALID [1,6,6,3]->[1,4,4,5]",
+       kU8,
+       false,
+       true,
+       {1, 6, 6, 3},
+       {5, 3, 3, 3},
+       {1, 4, 4, 5},
+       {}},
   };
   for (const Conv& v : convs) {
     Case c("CONV_2D", seed++);
@@ -472,10 +490,20 @@ void AddQuantizedCases(std::vector<ConformanceCase>* out) {
     testing::DepthwiseConv2DParams p;
   };
   const Dw dws[] = {
-      {"int8 per-channel 3x3 SAME [1,6,6,4]", kI8, true, {1, 6, 6, 4}, {1, 3, 3, 4},
-       {1, 6, 6, 4}, {tfl::Padding::SAME, 1, 1, 1, 1, 1, Act::NONE}},
-      {"uint8 3x3 VALID multiplier 2 [1,6,6,2]->[1,4,4,4]", kU8, false, {1, 6, 6, 2},
-       {1, 3, 3, 4}, {1, 4, 4, 4}, {tfl::Padding::VALID, 1, 1, 2, 1, 1, Act::RELU}},
+      {"int8 per-channel 3x3 SAME [1,6,6,4]",
+       kI8,
+       true,
+       {1, 6, 6, 4},
+       {1, 3, 3, 4},
+       {1, 6, 6, 4},
+       {tfl::Padding::SAME, 1, 1, 1, 1, 1, Act::NONE}},
+      {"uint8 3x3 VALID multiplier 2 [1,6,6,2]->[1,4,4,4]",
+       kU8,
+       false,
+       {1, 6, 6, 2},
+       {1, 3, 3, 4},
+       {1, 4, 4, 4},
+       {tfl::Padding::VALID, 1, 1, 2, 1, 1, Act::RELU}},
   };
   for (const Dw& v : dws) {
     Case c("DEPTHWISE_CONV_2D", seed++);

@@ -41,8 +41,8 @@ struct CaseResult {
   std::string reason;    // why not, when not claimed
   double max_abs_error = 0.0;
   double max_steps = 0.0;  // quantized cases: max_abs_error in output quantization steps
-  bool pass = false;  // not claimed counts as a pass
-  std::string error;  // a failure other than a mismatch
+  bool pass = false;       // not claimed counts as a pass
+  std::string error;       // a failure other than a mismatch
 };
 
 // Runs `c` with the reference kernels and with `delegate` on the same seeded

@@ -64,7 +64,8 @@ TEST(ConformanceTest, AlternatingGraphPartitionsAsWorkedOut) {
 // real. Run a DIV case with a tolerance below float rounding.
 TEST(ConformanceTest, MismatchBeyondToleranceFails) {
   for (const ConformanceCase& c : Catalog()) {
-    if (c.op != "SUB" || c.quantum != 0 || c.name.find("[1,4,4,3] x [1,4,4,3]") == std::string::npos) {
+    if (c.op != "SUB" || c.quantum != 0 ||
+        c.name.find("[1,4,4,3] x [1,4,4,3]") == std::string::npos) {
       continue;
     }
     const CaseResult r = RunCase(c, Example(), Tolerance{-1.0, 0.0});

@@ -128,8 +128,8 @@ class XnnpackKernel : public runtime::DelegateKernel {
       std::vector<uint32_t>& slices = build.concat_slices[node->index];
       for (size_t i = 0; i < node->inputs.size(); ++i) {
         uint32_t id = 0;
-        DFARM_RETURN_IF_ERROR(define_external(*node->inputs[i], node->outputs[0]->data + offsets[i],
-                                              false, &id));
+        DFARM_RETURN_IF_ERROR(
+            define_external(*node->inputs[i], node->outputs[0]->data + offsets[i], false, &id));
         slices.push_back(id);
       }
     }

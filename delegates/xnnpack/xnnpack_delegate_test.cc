@@ -6,8 +6,8 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <random>
 #include <map>
+#include <random>
 #include <set>
 
 #include "delegates/conformance/conformance.h"
@@ -195,9 +195,11 @@ ModelBuilder QuantizedNet() {
   const int xq = q({1, 16, 16, 3}, 1.0f / 128, 0);
   b.AddOperator(tfl::BuiltinOperator::QUANTIZE, {x}, {xq});
   const int c1 = q({1, 8, 8, 8}, 6.0f / 255, -128);
-  b.AddConv2D(xq, weights({8, 3, 3, 3}, 0, {0.004f, 0.005f, 0.006f, 0.007f, 0.004f, 0.005f, 0.006f, 0.007f}),
-              bias(8, 0.005f / 128), c1,
-              {tfl::Padding::SAME, 2, 2, 1, 1, tfl::ActivationFunctionType::RELU6});
+  b.AddConv2D(
+      xq,
+      weights({8, 3, 3, 3}, 0, {0.004f, 0.005f, 0.006f, 0.007f, 0.004f, 0.005f, 0.006f, 0.007f}),
+      bias(8, 0.005f / 128), c1,
+      {tfl::Padding::SAME, 2, 2, 1, 1, tfl::ActivationFunctionType::RELU6});
   const int c2 = q({1, 8, 8, 8}, 6.0f / 255, -128);
   b.AddDepthwiseConv2D(c1, weights({1, 3, 3, 8}, 3, std::vector<float>(8, 0.01f)),
                        bias(8, 0.01f * 6 / 255), c2,
@@ -242,7 +244,8 @@ TEST(XnnpackDelegateTest, Fp16LeavesQuantizedNodesToTheCpu) {
   RunResult got = RunModel(*model, d.get(), /*invoke=*/false);
   ASSERT_TRUE(got.status.ok()) << got.status.message();
   EXPECT_EQ(got.placement.nodes[1].delegate, "cpu");
-  EXPECT_THAT(got.placement.nodes[1].reason, HasSubstr("quantized CONV_2D is not run by xnnpack with fp16:true"));
+  EXPECT_THAT(got.placement.nodes[1].reason,
+              HasSubstr("quantized CONV_2D is not run by xnnpack with fp16:true"));
 }
 
 TEST(XnnpackDelegateTest, PlacementShowsNodesOnXnnpackAndFallbackWithReason) {

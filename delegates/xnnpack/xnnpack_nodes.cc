@@ -105,8 +105,9 @@ Status CheckSameQuantization(const Node& node, Kind kind, const Tensor& in, cons
   if (!IsQuantized(kind) || (in.scale == out.scale && in.zero_point == out.zero_point)) {
     return Status::Ok();
   }
-  return Unsupported(node, "with quantized input and output of different scales or zero points "
-                           "(xnnpack needs them equal here)");
+  return Unsupported(node,
+                     "with quantized input and output of different scales or zero points "
+                     "(xnnpack needs them equal here)");
 }
 
 // A quantized scale ratio inside [lo, hi), the range XNNPACK accepts for the
@@ -148,18 +149,18 @@ Status CheckWeighted(const Node& node, const Tensor* in, const Tensor* weights,
     }
     if (weights->per_channel_quantized &&
         (channel_dim < 0 || weights->quantized_dimension != channel_dim)) {
-      return Unsupported(node, std::string("with a ") + weights_name +
-                                   " quantized per channel along dimension " +
-                                   std::to_string(weights->quantized_dimension) +
-                                   " (xnnpack takes " +
-                                   (channel_dim < 0 ? std::string("per-tensor ones only here")
-                                                    : "dimension " + std::to_string(channel_dim)) +
-                                   ")");
+      return Unsupported(
+          node, std::string("with a ") + weights_name + " quantized per channel along dimension " +
+                    std::to_string(weights->quantized_dimension) + " (xnnpack takes " +
+                    (channel_dim < 0 ? std::string("per-tensor ones only here")
+                                     : "dimension " + std::to_string(channel_dim)) +
+                    ")");
     }
     if (*kind == Kind::kQs8) {
       for (int64_t zp : weights->zero_points) {
-        if (zp != 0) return Unsupported(node, std::string("with an int8 ") + weights_name +
-                                                  " zero point " + std::to_string(zp) + " (not 0)");
+        if (zp != 0)
+          return Unsupported(node, std::string("with an int8 ") + weights_name + " zero point " +
+                                       std::to_string(zp) + " (not 0)");
       }
     }
     if (bias != nullptr && (bias->dtype != DType::kInt32 || bias->zero_point != 0)) {
@@ -173,7 +174,8 @@ Status CheckWeighted(const Node& node, const Tensor* in, const Tensor* weights,
     }
   }
   if (!weights->has_static_value() || (bias != nullptr && !bias->has_static_value())) {
-    return Unsupported(node, std::string("with ") + weights_phrase + " or bias computed at run time");
+    return Unsupported(node,
+                       std::string("with ") + weights_phrase + " or bias computed at run time");
   }
   return Status::Ok();
 }
@@ -184,11 +186,11 @@ Status DefineWeights(const Node& node, const Tensor& w, int channel_dim, Subgrap
                      uint32_t* id) {
   if (!w.per_channel_quantized) return b->Value(w, id);
   const std::vector<size_t> dims(w.shape.begin(), w.shape.end());
-  return Define(xnn_define_channelwise_quantized_tensor_value(
-                    b->subgraph, xnn_datatype_qcint8, w.scales.data(), dims.size(),
-                    static_cast<size_t>(channel_dim), dims.data(), w.data, XNN_INVALID_VALUE_ID,
-                    0, id),
-                node, "per-channel weights");
+  return Define(
+      xnn_define_channelwise_quantized_tensor_value(
+          b->subgraph, xnn_datatype_qcint8, w.scales.data(), dims.size(),
+          static_cast<size_t>(channel_dim), dims.data(), w.data, XNN_INVALID_VALUE_ID, 0, id),
+      node, "per-channel weights");
 }
 
 // Defines the bias of a weighted node with `channels` outputs: the model's
@@ -213,15 +215,15 @@ Status DefineBias(const Node& node, Kind kind, const Tensor* bias, const Tensor&
   if (w.per_channel_quantized) {
     std::vector<float> scales(w.scales.size());
     for (size_t c = 0; c < scales.size(); ++c) scales[c] = in.scale * w.scales[c];
-    return Define(xnn_define_channelwise_quantized_tensor_value(
-                      b->subgraph, xnn_datatype_qcint32, b->Keep(scales), 1, 0, dims, data,
-                      XNN_INVALID_VALUE_ID, 0, id),
+    return Define(xnn_define_channelwise_quantized_tensor_value(b->subgraph, xnn_datatype_qcint32,
+                                                                b->Keep(scales), 1, 0, dims, data,
+                                                                XNN_INVALID_VALUE_ID, 0, id),
                   node, "a per-channel bias");
   }
-  return Define(xnn_define_quantized_tensor_value(b->subgraph, xnn_datatype_qint32, 0,
-                                                  in.scale * w.scale, 1, dims, data,
-                                                  XNN_INVALID_VALUE_ID, 0, id),
-                node, "a bias");
+  return Define(
+      xnn_define_quantized_tensor_value(b->subgraph, xnn_datatype_qint32, 0, in.scale * w.scale, 1,
+                                        dims, data, XNN_INVALID_VALUE_ID, 0, id),
+      node, "a bias");
 }
 
 Status CheckArity(const Node& node, size_t min_inputs, size_t max_inputs, size_t outputs) {
@@ -275,7 +277,6 @@ std::vector<size_t> SizeDims(const std::vector<int32_t>& shape) {
   return std::vector<size_t>(shape.begin(), shape.end());
 }
 
-
 // Explicit padding of one spatial dimension, as TFLite computes it: SAME
 // pads (out-1)*stride + effective_kernel - in in total, the extra one at the
 // end (bottom/right); VALID pads nothing.
@@ -304,16 +305,18 @@ Status VisitBinary(const Node& node, SubgraphBuild* b) {
   DFARM_RETURN_IF_ERROR(CheckArity(node, 2, 2, 1));
   Kind kind = Kind::kFloat;
   DFARM_RETURN_IF_ERROR(CommonKind(node, {node.inputs[0], node.inputs[1], node.outputs[0]}, &kind));
-  DFARM_RETURN_IF_ERROR(
-      QuantizedOnlyFor(node, kind, node.code == Op::ADD || node.code == Op::SUB || node.code == Op::MUL));
+  DFARM_RETURN_IF_ERROR(QuantizedOnlyFor(
+      node, kind, node.code == Op::ADD || node.code == Op::SUB || node.code == Op::MUL));
   if (IsQuantized(kind)) {
     const double a = node.inputs[0]->scale, c = node.inputs[1]->scale, o = node.outputs[0]->scale;
     if (node.code == Op::MUL) {
       DFARM_RETURN_IF_ERROR(
           CheckScaleRatio(node, "scale ratio input0*input1/output", a * c / o, 0x1.0p-16, 256.0));
     } else {
-      DFARM_RETURN_IF_ERROR(CheckScaleRatio(node, "scale ratio input0/output", a / o, 0x1.0p-10, 256.0));
-      DFARM_RETURN_IF_ERROR(CheckScaleRatio(node, "scale ratio input1/output", c / o, 0x1.0p-10, 256.0));
+      DFARM_RETURN_IF_ERROR(
+          CheckScaleRatio(node, "scale ratio input0/output", a / o, 0x1.0p-10, 256.0));
+      DFARM_RETURN_IF_ERROR(
+          CheckScaleRatio(node, "scale ratio input1/output", c / o, 0x1.0p-10, 256.0));
     }
   }
   float lo = -kInf, hi = kInf;
@@ -354,9 +357,11 @@ Status VisitUnary(const Node& node, SubgraphBuild* b) {
   DFARM_RETURN_IF_ERROR(CheckArity(node, 1, 1, 1));
   Kind kind = Kind::kFloat;
   DFARM_RETURN_IF_ERROR(CommonKind(node, {node.inputs[0], node.outputs[0]}, &kind));
-  const bool clamp = node.code == Op::RELU || node.code == Op::RELU6 || node.code == Op::RELU_N1_TO_1;
+  const bool clamp =
+      node.code == Op::RELU || node.code == Op::RELU6 || node.code == Op::RELU_N1_TO_1;
   DFARM_RETURN_IF_ERROR(QuantizedOnlyFor(node, kind, clamp || node.code == Op::LOGISTIC));
-  if (clamp) DFARM_RETURN_IF_ERROR(CheckSameQuantization(node, kind, *node.inputs[0], *node.outputs[0]));
+  if (clamp)
+    DFARM_RETURN_IF_ERROR(CheckSameQuantization(node, kind, *node.inputs[0], *node.outputs[0]));
   if (node.code == Op::LOGISTIC && IsQuantized(kind)) {
     // XNNPACK's quantized sigmoid has TFLite's fixed output: 1/256, -128 (int8) or 0 (uint8).
     const Tensor& o = *node.outputs[0];
@@ -481,7 +486,8 @@ Status VisitConv(const Node& node, SubgraphBuild* b) {
   DFARM_RETURN_IF_ERROR(b->Value(*in, &i));
   DFARM_RETURN_IF_ERROR(DefineWeights(node, *filter, channel_dim, b, &f));
   DFARM_RETURN_IF_ERROR(b->Value(*out, &o));
-  DFARM_RETURN_IF_ERROR(DefineBias(node, kind, bias, *in, *filter, cout, /*required=*/true, b, &bi));
+  DFARM_RETURN_IF_ERROR(
+      DefineBias(node, kind, bias, *in, *filter, cout, /*required=*/true, b, &bi));
   xnn_status s;
   if (depthwise) {
     s = xnn_define_depthwise_convolution_2d(b->subgraph, ph.before, pw.after, ph.after, pw.before,
@@ -579,7 +585,8 @@ Status VisitTransposeConv(const Node& node, SubgraphBuild* b) {
   DFARM_RETURN_IF_ERROR(b->Value(*in, &i));
   DFARM_RETURN_IF_ERROR(b->Value(*filter, &f));
   DFARM_RETURN_IF_ERROR(b->Value(*out, &o));
-  DFARM_RETURN_IF_ERROR(DefineBias(node, kind, bias, *in, *filter, cout, /*required=*/false, b, &bi));
+  DFARM_RETURN_IF_ERROR(
+      DefineBias(node, kind, bias, *in, *filter, cout, /*required=*/false, b, &bi));
   return Define(xnn_define_deconvolution_2d(b->subgraph, p[0].before, p[1].after, p[0].after,
                                             p[1].before, adjust[0], adjust[1], kh, kw, sh, sw, 1, 1,
                                             1, cin, cout, lo, hi, i, f, bi, o, 0),
@@ -733,8 +740,8 @@ Status VisitPad(const Node& node, SubgraphBuild* b) {
       value = c->data_as<float>()[0];
     } else {
       // TFLite pads with the constant's stored integer, read in the output's quantization.
-      const int64_t q = kind == Kind::kQs8 ? int64_t{c->data_as<int8_t>()[0]}
-                                           : int64_t{c->data_as<uint8_t>()[0]};
+      const int64_t q =
+          kind == Kind::kQs8 ? int64_t{c->data_as<int8_t>()[0]} : int64_t{c->data_as<uint8_t>()[0]};
       value = out->scale * static_cast<float>(q - out->zero_point);
     }
   }
@@ -757,8 +764,8 @@ Status VisitOther(const Node& node, SubgraphBuild* b) {
   const Tensor* out = node.outputs[0];
   Kind kind = Kind::kFloat;
   DFARM_RETURN_IF_ERROR(CommonKind(node, {in, out}, &kind));
-  DFARM_RETURN_IF_ERROR(QuantizedOnlyFor(
-      node, kind, node.code == Op::RESHAPE || node.code == Op::RESIZE_BILINEAR));
+  DFARM_RETURN_IF_ERROR(
+      QuantizedOnlyFor(node, kind, node.code == Op::RESHAPE || node.code == Op::RESIZE_BILINEAR));
   DFARM_RETURN_IF_ERROR(CheckSameQuantization(node, kind, *in, *out));
   uint32_t flags = 0, block = 0;
   if (node.code == Op::RESIZE_BILINEAR) {
@@ -871,7 +878,8 @@ Status VisitConvert(const Node& node, SubgraphBuild* b) {
   DFARM_RETURN_IF_ERROR(TensorKind(node, in, "input", &in_kind));
   DFARM_RETURN_IF_ERROR(TensorKind(node, out, "output", &out_kind));
   if (quantize && (in_kind != Kind::kFloat || out_kind == Kind::kFloat)) {
-    return Unsupported(node, "other than from float32 to int8 or uint8 (xnnpack does not requantize)");
+    return Unsupported(node,
+                       "other than from float32 to int8 or uint8 (xnnpack does not requantize)");
   }
   if (!quantize && (in_kind == Kind::kFloat || out_kind != Kind::kFloat)) {
     return Unsupported(node, "other than from int8 or uint8 to float32");
@@ -917,8 +925,8 @@ const char* XnnStatusName(xnn_status status) {
 }
 
 Status SubgraphBuild::DefineValue(const Tensor& tensor, const std::vector<int32_t>& shape,
-                                 const void* data, uint32_t external_id, uint32_t flags,
-                                 uint32_t* id_out) {
+                                  const void* data, uint32_t external_id, uint32_t flags,
+                                  uint32_t* id_out) {
   const std::vector<size_t> dims(shape.begin(), shape.end());
   const size_t* d = dims.empty() ? nullptr : dims.data();
   xnn_status s = xnn_status_invalid_parameter;
