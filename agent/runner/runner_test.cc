@@ -373,8 +373,8 @@ std::string ScoresModel(const fs::path& dir) {
 
 TEST_F(RunnerTest, MinSecsRunsAtLeastThatLong) {
   const auto start = std::chrono::steady_clock::now();
-  Process p = RunRunner({"--model", SmallModel(), "--json", "--num-runs", "3", "--warmup-runs",
-                         "0", "--min-secs", "0.2"});
+  Process p = RunRunner({"--model", SmallModel(), "--json", "--num-runs", "3", "--warmup-runs", "0",
+                         "--min-secs", "0.2"});
   EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(200));
   ASSERT_EQ(p.exit_code, 0) << p.err;
   nlohmann::json doc = nlohmann::json::parse(p.out);
@@ -393,8 +393,8 @@ TEST_F(RunnerTest, MinSecsRunsAtLeastThatLong) {
 }
 
 TEST_F(RunnerTest, AccuracyAgainstItselfIsExact) {
-  Process p = RunRunner({"--model", SmallModel(), "--json", "--num-runs", "2",
-                         "--accuracy-reference", "cpu"});
+  Process p = RunRunner(
+      {"--model", SmallModel(), "--json", "--num-runs", "2", "--accuracy-reference", "cpu"});
   ASSERT_EQ(p.exit_code, 0) << p.err;
   nlohmann::json acc = nlohmann::json::parse(p.out)["accuracy"];
   EXPECT_EQ(acc["reference"], "cpu");
@@ -403,9 +403,8 @@ TEST_F(RunnerTest, AccuracyAgainstItselfIsExact) {
   EXPECT_EQ(acc["outputs"][0]["compared"], 8);
   EXPECT_EQ(acc["outputs"][1]["compared"], 4);
   for (const nlohmann::json& o : acc["outputs"]) {
-    for (const char* key : {"mean_abs_error", "std_abs_error", "max_abs_error", "rmse",
-                            "nan_count", "inf_count", "reference_nan_count",
-                            "reference_inf_count"}) {
+    for (const char* key : {"mean_abs_error", "std_abs_error", "max_abs_error", "rmse", "nan_count",
+                            "inf_count", "reference_nan_count", "reference_inf_count"}) {
       EXPECT_EQ(o[key], 0) << key;
     }
     EXPECT_FALSE(o.contains("top1_agree"));  // not class-score shaped
@@ -454,6 +453,46 @@ TEST_F(RunnerTest, QuantizedInputsAreGaussianInTheTensorsRange) {
   const double mean = sum / 1000, std = std::sqrt(sum_sq / 1000 - mean * mean);
   EXPECT_NEAR(mean, 0.475, 0.3);
   EXPECT_NEAR(std, 2.125, 0.4);
+}
+
+// A quantized int8 model (per-channel CONV_2D, then ADD) on xnnpack: every
+// node is delegated, inputs are int8, and the int8 output is within 2 LSB of
+// the reference kernels (XNNPACK requantizes in float32, TFLite in fixed point).
+TEST_F(RunnerTest, QuantizedModelOnXnnpackIsWithinTwoLsbOfTheReference) {
+  ModelBuilder b;
+  auto q = [&](std::vector<int32_t> shape, float scale, int64_t zp, std::string name = {}) {
+    const int t = b.AddTensor(tfl::TensorType::INT8, std::move(shape), std::move(name));
+    b.SetQuantization(t, scale, zp);
+    return t;
+  };
+  const int in = q({1, 12, 12, 4}, 0.02f, 3, "q_in");
+  std::vector<uint8_t> w(6 * 3 * 3 * 4);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<uint8_t>((i * 53 + 7) % 255 - 127);
+  const int filter = b.AddConstRaw(tfl::TensorType::INT8, {6, 3, 3, 4}, w);
+  const std::vector<float> scales = {0.003f, 0.004f, 0.005f, 0.006f, 0.007f, 0.008f};
+  b.SetQuantization(filter, scales, std::vector<int64_t>(6, 0), 0);
+  const int conv = q({1, 12, 12, 6}, 0.04f, -5);
+  b.AddConv2D(in, filter, -1, conv, Conv2DParams{tfl::Padding::SAME});
+  const int sum = q({1, 12, 12, 6}, 0.08f, 0, "q_out");
+  b.AddBinary(tfl::BuiltinOperator::ADD, conv, conv, sum);
+  b.SetInputs({in});
+  b.SetOutputs({sum});
+  const fs::path model = dir_ / "quantized_conv.tflite";
+  ASSERT_TRUE(b.WriteFile(model.string()));
+  Process p = RunRunner({"--model", model.string(), "--json", "--num-runs", "2", "--delegate",
+                         "xnnpack", "--accuracy-reference", "cpu"});
+  if (p.exit_code != 0 && p.out.find("unknown delegate") != std::string::npos) {
+    GTEST_SKIP() << "this build has no xnnpack delegate";
+  }
+  ASSERT_EQ(p.exit_code, 0) << p.err << p.out;
+  const nlohmann::json doc = nlohmann::json::parse(p.out);
+  EXPECT_EQ(doc["inputs"][0]["dtype"], "int8");
+  EXPECT_EQ(doc["placement"]["partitions"], 1);
+  for (const nlohmann::json& node : doc["placement"]["nodes"]) {
+    EXPECT_EQ(node["delegate"], "xnnpack") << node.dump();
+  }
+  const nlohmann::json& acc = doc["accuracy"]["outputs"][0];
+  EXPECT_LE(acc["max_abs_error_lsb"].get<double>(), 2.0) << acc.dump();
 }
 
 TEST_F(RunnerTest, AccuracyOfTheExamplePluginWithClassScores) {
@@ -530,8 +569,7 @@ TEST_F(RunnerTest, ProfileTimesNodesAndPartitions) {
 }
 
 TEST_F(RunnerTest, BadAccuracyReferenceIsAUsageError) {
-  Process p =
-      RunRunner({"--model", SmallModel(), "--json", "--accuracy-reference", "gpu"});
+  Process p = RunRunner({"--model", SmallModel(), "--json", "--accuracy-reference", "gpu"});
   EXPECT_EQ(p.exit_code, 2);
   EXPECT_EQ(nlohmann::json::parse(p.out)["status"], "usage_error");
 }
