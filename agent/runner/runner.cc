@@ -1,12 +1,15 @@
 #include "agent/runner/runner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <string_view>
 
 #include "agent/runner/tensor_files.h"
 #include "delegates/registry.h"
@@ -163,8 +166,7 @@ nlohmann::json ProfileJson(const Profile& p) {
   }
   nlohmann::json by_op = nlohmann::json::array();
   for (const OpProfile& o : p.by_op) {
-    by_op.push_back(
-        {{"op", o.op}, {"count", o.count}, {"total_us", o.total_us}, {"pct", o.pct}});
+    by_op.push_back({{"op", o.op}, {"count", o.count}, {"total_us", o.total_us}, {"pct", o.pct}});
   }
   return {{"runs", p.runs}, {"nodes", std::move(nodes)}, {"by_op", std::move(by_op)}};
 }
@@ -183,6 +185,14 @@ std::string ShapeText(const TensorSummary& t) {
   return std::string(runtime::DTypeName(t.dtype)) + " " + runtime::ShapeToString(t.shape);
 }
 
+// Whether `key` is one of the delegate's own option keys.
+bool AcceptsOption(const delegates::Delegate& delegate, std::string_view key) {
+  for (const char* const* k = delegate.option_keys; k != nullptr && *k != nullptr; ++k) {
+    if (key == *k) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 RunReport Run(const RunnerOptions& options, std::ostream& log) {
@@ -199,9 +209,29 @@ RunReport Run(const RunnerOptions& options, std::ostream& log) {
       !s.ok()) {
     return Fail(std::move(report), RunnerStatus::kDelegateError, s.message());
   }
-  if (options.num_threads > 1) {
+  // --num-threads reaches a delegate that has a `threads` option (xnnpack) as
+  // that option unless the options name one, and then they must agree; other
+  // delegates run on one thread. threads_used reports what ran.
+  delegates::DelegateOptions delegate_options = options.delegate_options;
+  report.threads_used = 1;
+  if (AcceptsOption(*delegate, "threads")) {
+    auto it = std::find_if(delegate_options.begin(), delegate_options.end(),
+                           [](const auto& kv) { return kv.first == "threads"; });
+    if (it == delegate_options.end()) {
+      delegate_options.emplace_back("threads", std::to_string(options.num_threads));
+      report.threads_used = options.num_threads;
+    } else {
+      const unsigned long given = std::strtoul(it->second.c_str(), nullptr, 10);
+      if (options.num_threads > 1 && given != options.num_threads) {
+        return Fail(std::move(report), RunnerStatus::kDelegateError,
+                    "--num-threads " + std::to_string(options.num_threads) +
+                        " disagrees with delegate option threads:" + it->second);
+      }
+      report.threads_used = static_cast<uint32_t>(given);
+    }
+  } else if (options.num_threads > 1) {
     log << "note: delegate '" << delegate->name << "' runs on one thread; --num-threads "
-        << options.num_threads << " is recorded only\n";
+        << options.num_threads << " is recorded only (threads_used is 1)\n";
   }
 
   const Clock::time_point init_start = Clock::now();
@@ -212,7 +242,7 @@ RunReport Run(const RunnerOptions& options, std::ostream& log) {
   std::unique_ptr<FaultTrackingDelegate> runtime_delegate;
   if (delegate->create != nullptr) {
     std::unique_ptr<runtime::Delegate> created;
-    if (runtime::Status s = delegate->create(options.delegate_options, &created); !s.ok()) {
+    if (runtime::Status s = delegate->create(delegate_options, &created); !s.ok()) {
       return Fail(std::move(report),
                   s.code() == runtime::StatusCode::kUnsupported ? RunnerStatus::kUnsupported
                                                                 : RunnerStatus::kDelegateError,
@@ -317,8 +347,7 @@ RunReport Run(const RunnerOptions& options, std::ostream& log) {
   }
   if (options.profile) {
     Profile profile;
-    if (runtime::Status s =
-            ProfileRuns(interpreter, report.placement, options.num_runs, &profile);
+    if (runtime::Status s = ProfileRuns(interpreter, report.placement, options.num_runs, &profile);
         !s.ok()) {
       return Fail(std::move(report), classify(s), s.message());
     }
@@ -336,6 +365,7 @@ std::string ReportJson(const RunReport& r) {
       {"model", r.model},
       {"delegate", r.delegate},
       {"num_threads", r.num_threads},
+      {"threads_used", r.threads_used},
       {"metrics",
        {{"init_us", r.init_us},
         {"first_us", r.first_us},
@@ -365,7 +395,7 @@ std::string ReportText(const RunReport& r) {
     return std::string("dfarm-runner: ") + RunnerStatusName(r.status) + ": " + r.error + "\n";
   }
   std::string s = "model " + r.model + ", delegate " + r.delegate + ", " +
-                  std::to_string(r.num_threads) + " thread(s)\n";
+                  std::to_string(r.threads_used) + " thread(s)\n";
   for (const TensorSummary& t : r.inputs) {
     s += "  input " + std::to_string(t.index) + " '" + t.name + "': " + ShapeText(t) + "\n";
   }
@@ -396,14 +426,13 @@ std::string ReportText(const RunReport& r) {
        std::to_string(r.arena_bytes / 1024) + " KiB\n";
   for (const OutputAccuracy& a : r.accuracy) {
     char buf[256];
-    std::snprintf(buf, sizeof(buf),
-                  "accuracy vs %s, output %zu: mean abs error %.3g (std %.3g), max %.3g, rmse "
-                  "%.3g, NaN %lld/%lld, Inf %lld/%lld (delegate/reference)",
-                  r.accuracy_reference.c_str(), a.index, a.mean_abs_error, a.std_abs_error,
-                  a.max_abs_error, a.rmse, static_cast<long long>(a.nan_count),
-                  static_cast<long long>(a.reference_nan_count),
-                  static_cast<long long>(a.inf_count),
-                  static_cast<long long>(a.reference_inf_count));
+    std::snprintf(
+        buf, sizeof(buf),
+        "accuracy vs %s, output %zu: mean abs error %.3g (std %.3g), max %.3g, rmse "
+        "%.3g, NaN %lld/%lld, Inf %lld/%lld (delegate/reference)",
+        r.accuracy_reference.c_str(), a.index, a.mean_abs_error, a.std_abs_error, a.max_abs_error,
+        a.rmse, static_cast<long long>(a.nan_count), static_cast<long long>(a.reference_nan_count),
+        static_cast<long long>(a.inf_count), static_cast<long long>(a.reference_inf_count));
     s += buf;
     if (a.top1_agree) {
       s += std::string(", top-1 ") + (*a.top1_agree ? "agrees" : "differs") + ", top-5 " +

@@ -37,7 +37,10 @@ struct RunReport {
   std::string error;  // one line when status != kOk
   std::string model;  // the model's file name
   std::string delegate;
-  uint32_t num_threads = 1;
+  uint32_t num_threads = 1;  // --num-threads, as asked
+  // The threads the delegate runs with: xnnpack's pool (--num-threads or its
+  // threads option), 1 for the others.
+  uint32_t threads_used = 1;
   double init_us = 0;
   double first_us = 0;
   double warmup_mean_us = 0;

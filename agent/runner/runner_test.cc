@@ -495,6 +495,38 @@ TEST_F(RunnerTest, QuantizedModelOnXnnpackIsWithinTwoLsbOfTheReference) {
   EXPECT_LE(acc["max_abs_error_lsb"].get<double>(), 2.0) << acc.dump();
 }
 
+// --num-threads reaches xnnpack as its threads option (threads_used says so),
+// may not contradict an explicit threads option, and is only recorded for cpu.
+TEST_F(RunnerTest, NumThreadsReachesXnnpackAndThreadsUsedTellsTheTruth) {
+  const std::string model = SmallModel();
+  Process p = RunRunner({"--model", model, "--json", "--num-runs", "1", "--num-threads", "2"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  nlohmann::json doc = nlohmann::json::parse(p.out);
+  EXPECT_EQ(doc["num_threads"], 2);
+  EXPECT_EQ(doc["threads_used"], 1);
+  EXPECT_THAT(p.err, HasSubstr("runs on one thread"));
+  p = RunRunner({"--model", model, "--json", "--num-runs", "1", "--num-threads", "2", "--delegate",
+                 "xnnpack"});
+  if (p.exit_code != 0 && p.out.find("unknown delegate") != std::string::npos) {
+    GTEST_SKIP() << "this build has no xnnpack delegate";
+  }
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  doc = nlohmann::json::parse(p.out);
+  EXPECT_EQ(doc["num_threads"], 2);
+  EXPECT_EQ(doc["threads_used"], 2);
+  p = RunRunner({"--model", model, "--json", "--num-runs", "1", "--delegate", "xnnpack",
+                 "--delegate-options", "threads:3"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_EQ(nlohmann::json::parse(p.out)["threads_used"], 3);
+  p = RunRunner({"--model", model, "--json", "--num-runs", "1", "--num-threads", "2", "--delegate",
+                 "xnnpack", "--delegate-options", "threads:3"});
+  EXPECT_EQ(p.exit_code, 3);
+  doc = nlohmann::json::parse(p.out);
+  EXPECT_EQ(doc["status"], "delegate_error");
+  EXPECT_THAT(doc["error"].get<std::string>(),
+              HasSubstr("--num-threads 2 disagrees with delegate option threads:3"));
+}
+
 TEST_F(RunnerTest, AccuracyOfTheExamplePluginWithClassScores) {
   std::string model = ScoresModel(dir_);
   fs::create_directories(dir_ / "in");
