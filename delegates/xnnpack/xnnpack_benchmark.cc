@@ -1,6 +1,8 @@
 // Google Benchmark: one Interpreter::Invoke() per .tflite model of
-// DFARM_MODELS_DIR with the reference kernels ("cpu") and with the xnnpack
-// delegate at 1 and 2 threads, AllocateTensors() outside the timed loop.
+// DFARM_MODELS_DIR with the reference kernels ("cpu", GEMM-based convolutions),
+// with their plain-loop variants ("plain_loops": CONV_2D, FULLY_CONNECTED,
+// BATCH_MATMUL and TRANSPOSE_CONV without the GEMM, as before it) and with the
+// xnnpack delegate at 1 and 2 threads, AllocateTensors() outside the timed loop.
 // Usage: dfarm_xnnpack_benchmark [benchmark flags]
 #include <benchmark/benchmark.h>
 
@@ -11,12 +13,14 @@
 
 #include "delegates/xnnpack/xnnpack_delegate.h"
 #include "runtime/interpreter.h"
+#include "runtime/kernels/gemm.h"
 #include "runtime/model.h"
 #include "runtime/op_resolver.h"
 
 namespace dfarm::delegates {
 namespace {
 
+// threads: 0 the reference kernels, -1 their plain loops, N xnnpack on N threads.
 void BM_Invoke(benchmark::State& state, const std::string& path, int threads) {
   std::unique_ptr<runtime::Model> model;
   runtime::Status s = runtime::Model::Load(path, &model);
@@ -30,6 +34,13 @@ void BM_Invoke(benchmark::State& state, const std::string& path, int threads) {
   }
   runtime::OpResolver resolver;
   resolver.AddAllReferenceOps();
+  if (threads < 0) {
+    using Op = tflite::BuiltinOperator;
+    resolver.AddBuiltin(Op::CONV_2D, runtime::RegisterConv2DReference());
+    resolver.AddBuiltin(Op::FULLY_CONNECTED, runtime::RegisterFullyConnectedReference());
+    resolver.AddBuiltin(Op::BATCH_MATMUL, runtime::RegisterBatchMatmulReference());
+    resolver.AddBuiltin(Op::TRANSPOSE_CONV, runtime::RegisterTransposeConvReference());
+  }
   runtime::Interpreter interpreter(*model, resolver);
   if (xnn != nullptr) interpreter.AddDelegate(xnn.get());
   s = interpreter.AllocateTensors();
@@ -63,9 +74,11 @@ int main(int argc, char** argv) {
       if (entry.path().extension() != ".tflite") continue;
       const std::string path = entry.path().string();
       const std::string name = entry.path().stem().string();
-      for (int threads : {0, 1, 2}) {
+      for (int threads : {-1, 0, 1, 2}) {
         const std::string label =
-            name + (threads == 0 ? "/cpu" : "/xnnpack_threads:" + std::to_string(threads));
+            name + (threads < 0    ? "/plain_loops"
+                    : threads == 0 ? "/cpu"
+                                   : "/xnnpack_threads:" + std::to_string(threads));
         benchmark::RegisterBenchmark(label.c_str(), dfarm::delegates::BM_Invoke, path, threads)
             ->Unit(benchmark::kMillisecond)
             ->UseRealTime();
