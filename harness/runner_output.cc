@@ -149,6 +149,9 @@ Result<RunnerOutput> ParseRunnerJson(const std::string& text) {
       metrics.num_runs = integer("num_runs");
       metrics.peak_rss_bytes = integer("peak_rss_bytes");
       metrics.arena_bytes = integer("arena_bytes");
+      if (doc.contains("threads_used") && doc["threads_used"].is_number_integer()) {
+        metrics.threads_used = doc["threads_used"].get<int64_t>();
+      }
       out.metrics = metrics;
     }
     if (doc.contains("samples_us") && doc["samples_us"].is_array()) {

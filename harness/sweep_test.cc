@@ -118,7 +118,7 @@ class FakeProvider : public DeviceProvider {
 };
 
 constexpr const char* kOkJson =
-    R"({"status":"ok","model":"a.tflite","delegate":"cpu","num_threads":1,
+    R"({"status":"ok","model":"a.tflite","delegate":"cpu","num_threads":2,"threads_used":1,
         "metrics":{"init_us":100,"first_us":2000,"warmup_mean_us":1500,"mean_us":1234.5,
                    "std_us":10,"min_us":1200,"max_us":1300,"p50_us":1230,"p90_us":1280,
                    "p99_us":1299,"num_runs":3,"peak_rss_bytes":1048576,"arena_bytes":4096},
@@ -244,7 +244,7 @@ TEST_F(SweepTest, ClassifiesFailures) {
   EXPECT_EQ(s->failed, 4u);
   EXPECT_EQ(s->status, "finished");
   EXPECT_EQ(devices_.opens, 4);  // reconnected after each transport error
-  EXPECT_EQ(n, 6);              // the infra job was tried 3 times, no other job twice
+  EXPECT_EQ(n, 6);               // the infra job was tried 3 times, no other job twice
   auto jobs = store_->ListJobs(s->run_id);
   ASSERT_TRUE(jobs.ok());
   EXPECT_EQ((*jobs)[0].status, "model_error");
@@ -267,7 +267,7 @@ TEST_F(SweepTest, UnreachableDeviceFailsTheRun) {
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_EQ(s->status, "failed");
   EXPECT_EQ(s->failed, 2u);
-  EXPECT_EQ(devices_.opens, 7);  // the first probe, then 2 jobs x 3 attempts
+  EXPECT_EQ(devices_.opens, 7);          // the first probe, then 2 jobs x 3 attempts
   EXPECT_EQ(s->quarantined.size(), 0u);  // 2 jobs in a row < quarantine_after
   auto jobs = store_->ListJobs(s->run_id);
   for (const auto& j : *jobs) {
@@ -320,6 +320,7 @@ TEST(RunnerJsonTest, Parses) {
   EXPECT_DOUBLE_EQ(r->metrics->p99_us, 1299);
   EXPECT_EQ(r->metrics->num_runs, 3);
   EXPECT_EQ(r->metrics->arena_bytes, 4096);
+  EXPECT_EQ(r->metrics->threads_used, 1);
   EXPECT_EQ(r->samples_us.size(), 3u);
   EXPECT_FALSE(ParseRunnerJson("").ok());
   EXPECT_FALSE(ParseRunnerJson("[1]").ok());
@@ -452,8 +453,7 @@ TEST_F(SweepTest, QuarantineMovesJobsToTheSameAbi) {
   spec_.scheduler.quarantine_after = 1;
   spec_.scheduler.failover = "same_abi";
   devices_.abis["local:arm"] = "arm64-v8a";
-  devices_.run = [](const std::string& device,
-                    const agent::JobSpec&) -> Result<agent::JobResult> {
+  devices_.run = [](const std::string& device, const agent::JobSpec&) -> Result<agent::JobResult> {
     if (device == "local:bad") return MakeError("connection reset by peer");
     return Ok();
   };
@@ -488,8 +488,7 @@ TEST_F(SweepTest, QuarantineWithoutFailoverRecordsInfra) {
   spec_.devices = {"local", "local:bad"};
   spec_.scheduler.retries = 0;
   spec_.scheduler.quarantine_after = 1;
-  devices_.run = [](const std::string& device,
-                    const agent::JobSpec&) -> Result<agent::JobResult> {
+  devices_.run = [](const std::string& device, const agent::JobSpec&) -> Result<agent::JobResult> {
     if (device == "local:bad") return MakeError("connection reset by peer");
     return Ok();
   };
@@ -710,7 +709,8 @@ TEST_F(SweepTest, EachDeviceRunsTheBuildForItsAbi) {
   spec_.devices = {"tcp://127.0.0.1:7001", "tcp://127.0.0.1:7002"};
   devices_.abis["tcp://127.0.0.1:7002"] = "arm64-v8a";
   std::map<std::string, std::set<std::string>> runner_of;  // under devices_.mu
-  devices_.run = [&](const std::string& device, const agent::JobSpec& j) -> Result<agent::JobResult> {
+  devices_.run = [&](const std::string& device,
+                     const agent::JobSpec& j) -> Result<agent::JobResult> {
     runner_of[device].insert(j.runner_sha256);
     return Ok();
   };
@@ -778,7 +778,7 @@ TEST_F(SweepTest, ADeviceWithoutABuildForItsAbiIsInfra) {
     if (j.device != "tcp://127.0.0.1:7003") continue;
     EXPECT_EQ(j.status, "infra");
     EXPECT_THAT(j.error, HasSubstr("runner 'main' has no build for ABI 'riscv64' of "
-                                            "device 'tcp://127.0.0.1:7003'"));
+                                   "device 'tcp://127.0.0.1:7003'"));
   }
 }
 
@@ -801,14 +801,15 @@ TEST_F(SweepTest, SelectorsPickDevicesByAbiAndTags) {
   ASSERT_TRUE(resolved.ok()) << resolved.message();
   std::vector<std::string> names;
   for (const auto& d : *resolved) names.push_back(d.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"local", "tcp://127.0.0.1:7004",
-                                             "tcp://127.0.0.1:7005"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"local", "tcp://127.0.0.1:7004", "tcp://127.0.0.1:7005"}));
 
   spec_.device_selectors = {DeviceSelector{"mips", {"slow"}}};
   resolved = ResolveDevices(spec_, devices_, {}, false);
   ASSERT_FALSE(resolved.ok());
-  EXPECT_THAT(resolved.message(),
-              HasSubstr("device selector {\"abi\":\"mips\",\"tags\":[\"slow\"]} matches no device"));
+  EXPECT_THAT(
+      resolved.message(),
+      HasSubstr("device selector {\"abi\":\"mips\",\"tags\":[\"slow\"]} matches no device"));
   EXPECT_THAT(resolved.message(), HasSubstr("tcp://127.0.0.1:7006 (x86_64, slow)"));
 
   // The sweep runs the selected devices' jobs only.

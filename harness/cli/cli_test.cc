@@ -103,6 +103,7 @@ TEST(CliTest, ReadCommands) {
     j.model = "m.tflite";
     j.delegate = "cpu";
     j.device = "local";
+    j.num_threads = 2;  // asked for; the cpu delegate runs on one (threads_used)
     auto id = (*store)->AddJob(*run, j);
     ASSERT_TRUE(id.ok());
     store::JobOutcome r;
@@ -110,6 +111,7 @@ TEST(CliTest, ReadCommands) {
     r.metrics = store::Metrics{};
     r.metrics->mean_us = 1000;
     r.metrics->peak_rss_bytes = 123;
+    r.metrics->threads_used = 1;
     ASSERT_TRUE((*store)->RecordJobResult(*id, r).ok());
     auto id2 = (*store)->AddJob(*run, j);
     ASSERT_TRUE(id2.ok());
@@ -138,6 +140,8 @@ TEST(CliTest, ReadCommands) {
     EXPECT_TRUE(doc["jobs"][0]["placement"].is_null());
     EXPECT_EQ(doc["jobs"][0]["started_hot"], false);
     EXPECT_EQ(doc["jobs"][0]["state_note"], "");
+    EXPECT_EQ(doc["jobs"][0]["num_threads"], 2);
+    EXPECT_EQ(doc["jobs"][0]["threads_used"], 1);
     const auto& placed = doc["jobs"][1];
     EXPECT_EQ(placed["placement"]["partitions"], 1);
     EXPECT_EQ(placed["placement"]["delegated_nodes"], 1);
@@ -147,6 +151,9 @@ TEST(CliTest, ReadCommands) {
     EXPECT_EQ(placed["throttled"], false);
     EXPECT_EQ(placed["state_note"], "thermal zone 1 at 88 C");
   }
+  o = Call({"show", "1", "--db", db});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_THAT(o.out, HasSubstr("cpu x2 (ran on 1)"));
   o = Call({"show", "1", "--job", "2", "--db", db, "--json"});
   ASSERT_EQ(o.code, 0) << o.err;
   {
@@ -171,7 +178,7 @@ TEST(CliTest, ReadCommands) {
   EXPECT_THAT(o.err, HasSubstr("run 1 has no job 7"));
   o = Call({"show", "last", "--db", db});
   ASSERT_EQ(o.code, 0) << o.err;
-  EXPECT_THAT(o.out, HasSubstr("m.tflite\tcpu\tlocal\tok\t1.00"));
+  EXPECT_THAT(o.out, HasSubstr("m.tflite\tcpu x2 (ran on 1)\tlocal\tok\t1.00"));
   EXPECT_THAT(o.out, HasSubstr("\t1/2 on example\tWARNING hot\n"));
   EXPECT_THAT(o.out, HasSubstr("\t-\t-\n"));
   o = Call({"show", "9", "--db", db});

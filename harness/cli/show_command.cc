@@ -197,25 +197,28 @@ int Run(const ShowOptions& o, Context& ctx) {
     for (const store::JobRow& j : *jobs) {
       if (o.job != 0 && j.id != o.job) continue;
       auto samples = (*store)->GetSamples(j.id);
-      json job = {{"id", j.id},
-                  {"job_key", j.job_key},
-                  {"model", j.model},
-                  {"model_sha256", j.model_sha256},
-                  {"delegate", j.delegate},
-                  {"delegate_options", j.delegate_options},
-                  {"device", j.device},
-                  {"moved_from", j.moved_from},
-                  {"num_threads", j.num_threads},
-                  {"attempts", j.attempts},
-                  {"status", j.status},
-                  {"error", j.error},
-                  {"wall_ms", j.wall_ms},
-                  {"num_samples", samples ? samples->size() : 0},
-                  {"metrics", j.metrics ? MetricsJson(*j.metrics) : json(nullptr)},
-                  {"placement", PlacementSummaryJson(j)},
-                  {"started_hot", j.started_hot},
-                  {"throttled", j.throttled},
-                  {"state_note", j.state_note}};
+      json job = {
+          {"id", j.id},
+          {"job_key", j.job_key},
+          {"model", j.model},
+          {"model_sha256", j.model_sha256},
+          {"delegate", j.delegate},
+          {"delegate_options", j.delegate_options},
+          {"device", j.device},
+          {"moved_from", j.moved_from},
+          {"num_threads", j.num_threads},
+          {"threads_used", j.metrics && j.metrics->threads_used > 0 ? json(j.metrics->threads_used)
+                                                                    : json(nullptr)},
+          {"attempts", j.attempts},
+          {"status", j.status},
+          {"error", j.error},
+          {"wall_ms", j.wall_ms},
+          {"num_samples", samples ? samples->size() : 0},
+          {"metrics", j.metrics ? MetricsJson(*j.metrics) : json(nullptr)},
+          {"placement", PlacementSummaryJson(j)},
+          {"started_hot", j.started_hot},
+          {"throttled", j.throttled},
+          {"state_note", j.state_note}};
       if (o.job != 0) {
         // Drill-down: every node, the device state and the raw evidence.
         auto placement = (*store)->GetPlacement(j.id);
@@ -253,6 +256,11 @@ int Run(const ShowOptions& o, Context& ctx) {
     std::string delegate = j.delegate;
     if (!j.delegate_options.empty()) delegate += "(" + j.delegate_options + ")";
     if (j.num_threads > 1) delegate += " x" + std::to_string(j.num_threads);
+    // The runner says when the delegate ran on another number of threads (cpu: one).
+    if (j.metrics && j.metrics->threads_used > 0 &&
+        j.metrics->threads_used != static_cast<int64_t>(j.num_threads)) {
+      delegate += " (ran on " + std::to_string(j.metrics->threads_used) + ")";
+    }
     ctx.out << j.model << "\t" << delegate << "\t" << j.device << "\t" << j.status;
     if (j.metrics) {
       char rss[32];

@@ -155,6 +155,11 @@ CREATE TABLE run_runners(
 CREATE INDEX runs_by_created ON runs(created_at);
 CREATE INDEX jobs_by_model_delegate ON jobs(model_sha256, delegate, delegate_options, device);
 )sql",
+    // v5: the threads the delegate ran with (the runner's threads_used; NULL
+    // when the runner did not report it).
+    R"sql(
+ALTER TABLE results ADD COLUMN threads_used INTEGER;
+)sql",
 };
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
@@ -169,7 +174,8 @@ constexpr const char* kJobColumns =
     "(SELECT count(*) FROM placement p WHERE p.job_id = j.id AND p.delegate <> 'cpu'), "
     "(SELECT group_concat(DISTINCT p.delegate) FROM placement p "
     " WHERE p.job_id = j.id AND p.delegate <> 'cpu'), "
-    "coalesce(r.started_hot, 0), coalesce(r.throttled, 0), coalesce(r.state_note, '') "
+    "coalesce(r.started_hot, 0), coalesce(r.throttled, 0), coalesce(r.state_note, ''), "
+    "coalesce(r.threads_used, 0) "
     "FROM jobs j LEFT JOIN results r ON r.job_id = j.id ";
 
 JobRow ReadJob(const Stmt& s) {
@@ -201,6 +207,7 @@ JobRow ReadJob(const Stmt& s) {
     m.num_runs = s.Int(22);
     m.peak_rss_bytes = s.Int(23);
     m.arena_bytes = s.Int(24);
+    m.threads_used = s.Int(35);
     j.metrics = m;
   }
   j.num_threads = static_cast<uint32_t>(s.Int(25));
@@ -500,8 +507,10 @@ class SqliteStore final : public Store {
           "INSERT OR REPLACE INTO results(job_id, init_us, first_us, warmup_mean_us, mean_us, "
           "std_us, min_us, max_us, p50_us, p90_us, p99_us, num_runs, peak_rss_bytes, "
           "arena_bytes, exit_code, signal, runner_json, stderr_tail, finished_at, partitions, "
-          "state_before, state_after, started_hot, throttled, hot_threshold_c, state_note) "
-          "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+          "state_before, state_after, started_hot, throttled, hot_threshold_c, state_note, "
+          "threads_used) "
+          "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+          "?)");
       if (!s) return s.error();
       s->Bind(1, job_id);
       if (o.metrics) {
@@ -532,6 +541,11 @@ class SqliteStore final : public Store {
       }
       s->Bind(23, o.started_hot ? 1 : 0).Bind(24, o.throttled ? 1 : 0);
       s->Bind(25, o.hot_threshold_c).Bind(26, o.state_note);
+      if (o.metrics && o.metrics->threads_used > 0) {
+        s->Bind(27, o.metrics->threads_used);
+      } else {
+        s->BindNull(27);
+      }
       if (auto r = s->Run(); !r) return Fail("record job result", r);
     }
     {

@@ -52,6 +52,9 @@ struct Metrics {
   int64_t num_runs = 0;
   int64_t peak_rss_bytes = 0;
   int64_t arena_bytes = 0;
+  // The threads the delegate ran with (the runner's threads_used, schema v5);
+  // 0 when the runner did not report it.
+  int64_t threads_used = 0;
 };
 
 // Where one node of the model ran (the runner's "placement", docs/CONTRACTS.md).

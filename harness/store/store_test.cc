@@ -100,6 +100,7 @@ TEST_F(StoreTest, RoundTripAndReopen) {
     m.num_runs = 3;
     m.peak_rss_bytes = 50 << 20;
     m.arena_bytes = 1 << 20;
+    m.threads_used = 2;
     ok.metrics = m;
     ok.samples_us = {1400, 1500, 1600.25};
     ok.runner_json = R"({"status":"ok"})";
@@ -142,6 +143,7 @@ TEST_F(StoreTest, RoundTripAndReopen) {
   EXPECT_DOUBLE_EQ(a.metrics->mean_us, 1500.5);
   EXPECT_EQ(a.metrics->peak_rss_bytes, 50 << 20);
   EXPECT_EQ(a.metrics->num_runs, 3);
+  EXPECT_EQ(a.metrics->threads_used, 2);
   const JobRow& b = (*jobs)[1];
   EXPECT_EQ(b.status, "infra");
   EXPECT_EQ(b.error, "device 'local' unreachable");
@@ -412,6 +414,7 @@ TEST_F(StoreTest, MigratesPreviousVersion) {
   EXPECT_EQ(job->num_threads, 2u);
   ASSERT_TRUE(job->metrics.has_value());
   EXPECT_DOUBLE_EQ(job->metrics->mean_us, 5.5);
+  EXPECT_EQ(job->metrics->threads_used, 0);  // not reported before v5
   EXPECT_FALSE(job->placement.has_value());
   EXPECT_FALSE(job->started_hot);
   EXPECT_FALSE(job->throttled);
