@@ -1,6 +1,8 @@
 #include "harness/sweep.h"
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -36,13 +38,10 @@ std::map<std::string, std::string> ParseOptionsString(const std::string& text) {
 // (DelegateSpec::ShownOptionsString): the spec's plugin file of that name
 // whose content gives the job's key. Returns {host path, sha256}; fails when
 // none does (the file changed or left the spec). `cache` keeps hashes.
-Result<std::pair<std::string, std::string>> FindPlugin(const SweepSpec& spec,
-                                                       const store::JobRow& job,
-                                                       const std::string& file,
-                                                       const BenchmarkSpec& benchmark,
-                                                       const std::string& runner,
-                                                       const std::string& runner_sha256,
-                                                       PluginHashes* cache) {
+Result<std::pair<std::string, std::string>> FindPlugin(
+    const SweepSpec& spec, const store::JobRow& job, const std::string& file,
+    const BenchmarkSpec& benchmark, const std::string& runner, const std::string& runner_sha256,
+    PluginHashes* cache) {
   for (const std::string& path : PluginPaths(spec)) {
     if (fs::path(path).filename() != file) continue;
     auto [it, fresh] = cache->emplace(path, "");
@@ -62,6 +61,41 @@ Result<std::pair<std::string, std::string>> FindPlugin(const SweepSpec& spec,
                    " changed since the run was created (no plugin of that name in the run's "
                    "spec has the content the job was keyed on)");
 }
+
+// Renews this process's claim on a run every `period` on a connection of its
+// own until destroyed, so a long sweep is not taken for abandoned by a dfarm
+// on another host (store::kRunClaimStaleSeconds). A failure is retried at the
+// next period: the claim only ages meanwhile.
+class ClaimHeartbeat {
+ public:
+  ClaimHeartbeat(int64_t run_id, StoreOpener open, std::chrono::milliseconds period)
+      : thread_([this, run_id, open = std::move(open), period] {
+          std::unique_ptr<store::Store> store;
+          std::unique_lock lock(mu_);
+          while (!cv_.wait_for(lock, period, [this] { return stop_; })) {
+            if (store == nullptr) {
+              auto opened = open();
+              if (!opened) continue;
+              store = std::move(*opened);
+            }
+            (void)store->RefreshRunClaim(run_id);
+          }
+        }) {}
+  ~ClaimHeartbeat() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts after the members it uses
+};
 
 // Runs `jobs` of run `run_id` (job i with the runner build runner_paths[i])
 // and closes the run with its summary.
@@ -110,6 +144,8 @@ Result<SweepSummary> Schedule(int64_t run_id, const SweepSpec& spec,
   }
   SchedulerStats stats;
   std::optional<Error> failure;
+  std::optional<ClaimHeartbeat> heartbeat;
+  heartbeat.emplace(run_id, options.open_store, options.claim_refresh);
   for (const std::string& round : rounds) {
     if (options.cancel && options.cancel->load()) break;
     std::mutex mu;
@@ -142,6 +178,7 @@ Result<SweepSummary> Schedule(int64_t run_id, const SweepSpec& spec,
     for (std::thread& t : threads) t.join();
     if (failure) break;
   }
+  heartbeat.reset();
   progress.Finish();
   if (failure) {
     (void)store.FinishRun(run_id, store::kRunFailed);
@@ -163,9 +200,9 @@ Result<SweepSummary> Schedule(int64_t run_id, const SweepSpec& spec,
     }
   }
   bool cancelled = options.cancel && options.cancel->load() && summary.not_run > 0;
-  summary.status = cancelled                          ? store::kRunCancelled
+  summary.status = cancelled                       ? store::kRunCancelled
                    : pending && !stats.any_reached ? store::kRunFailed
-                                                     : store::kRunFinished;
+                                                   : store::kRunFinished;
   if (auto r = store.FinishRun(run_id, summary.status); !r) return r.error();
   return summary;
 }
@@ -268,10 +305,10 @@ Result<std::vector<ResolvedDevice>> ResolveDevices(
     bool any = false;
     for (const std::string& d : candidates) {
       auto tags = spec.device_tags.find(d);
-      bool match = (sel.abi.empty() || sel.abi == abi[d]) &&
-                   HasAllTags(tags == spec.device_tags.end() ? std::vector<std::string>()
-                                                             : tags->second,
-                              sel.tags);
+      bool match =
+          (sel.abi.empty() || sel.abi == abi[d]) &&
+          HasAllTags(tags == spec.device_tags.end() ? std::vector<std::string>() : tags->second,
+                     sel.tags);
       if (!match) continue;
       any = true;
       if (chosen.insert(d).second) out.push_back({d, abi[d]});
@@ -285,8 +322,8 @@ Result<std::vector<ResolvedDevice>> ResolveDevices(
         }
         list += ")";
       }
-      return MakeError("device selector " + SelectorText(sel) + " matches no device (candidates: " +
-                       (list.empty() ? "none" : list) + ")");
+      return MakeError("device selector " + SelectorText(sel) +
+                       " matches no device (candidates: " + (list.empty() ? "none" : list) + ")");
     }
   }
   if (out.empty()) return MakeError("the spec names no device");
@@ -331,9 +368,9 @@ Result<SweepSummary> RunSweep(const SweepSpec& spec, store::Store& store, Device
       rb.runner = runners[r].name;
       rb.abi = d.abi;
       if (!path) {
-        missing[{d.name, runners[r].name}] =
-            "runner '" + runners[r].name + "' has no build for ABI '" + d.abi + "' of device '" +
-            d.name + "' (add \"" + d.abi + "\" to its \"builds\")";
+        missing[{d.name, runners[r].name}] = "runner '" + runners[r].name +
+                                             "' has no build for ABI '" + d.abi + "' of device '" +
+                                             d.name + "' (add \"" + d.abi + "\" to its \"builds\")";
       } else {
         auto [it, fresh] = build_sha.emplace(*path, "");
         if (fresh) {
@@ -431,8 +468,8 @@ Result<SweepSummary> ResumeSweep(int64_t run_id, store::Store& store, DeviceProv
     for (const RunnerSpec& r : runners) {
       for (const auto& [abi, path] : r.builds) {
         auto sha = Sha256OfFile(path);
-        if (!sha) return MakeError("cannot resume " + where + ": runner '" + r.name + "' " +
-                                   sha.message());
+        if (!sha)
+          return MakeError("cannot resume " + where + ": runner '" + r.name + "' " + sha.message());
         keyed_builds.push_back(RunnerBuild{r.name, abi, path, *sha});
       }
     }
@@ -476,8 +513,8 @@ Result<SweepSummary> ResumeSweep(int64_t run_id, store::Store& store, DeviceProv
     auto shown = s.delegate.options.find(kPluginPathOption);
     for (const RunnerBuild& c : candidates) {
       if (shown != s.delegate.options.end()) {
-        auto found = FindPlugin(*spec, j, shown->second, s.benchmark, c.runner, c.sha256,
-                                &plugin_hashes);
+        auto found =
+            FindPlugin(*spec, j, shown->second, s.benchmark, c.runner, c.sha256, &plugin_hashes);
         if (!found) {
           why = found.message();
           continue;
@@ -517,9 +554,9 @@ Result<SweepSummary> ResumeSweep(int64_t run_id, store::Store& store, DeviceProv
     return summary;
   }
   if (auto r = store.ReopenRun(run_id); !r) return r.error();
-  auto summary = Schedule(run_id, *spec, spec->devices, std::move(pending), std::move(paths),
-                          std::move(names), store, devices, options, rows->size(),
-                          rows->size() - resumed);
+  auto summary =
+      Schedule(run_id, *spec, spec->devices, std::move(pending), std::move(paths), std::move(names),
+               store, devices, options, rows->size(), rows->size() - resumed);
   if (!summary) return summary.error();
   summary->resumed = resumed;
   return summary;

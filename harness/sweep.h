@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <ostream>
@@ -34,6 +35,9 @@ struct SweepOptions {
   // Opens one more connection to the store the sweep writes (one per device
   // worker: a Store is not thread-safe). Required.
   StoreOpener open_store;
+  // How often the sweep renews its claim on the run (store::RefreshRunClaim)
+  // on a connection of its own while jobs run.
+  std::chrono::milliseconds claim_refresh{store::kRunClaimRefreshSeconds * 1000};
 };
 
 struct SweepSummary {

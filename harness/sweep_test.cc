@@ -2,6 +2,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <atomic>
 #include <filesystem>
@@ -445,6 +446,43 @@ TEST_F(SweepTest, DevicesRunInParallel) {
   EXPECT_TRUE(overlapped.load());
   EXPECT_EQ(s->ok, 4u);
   EXPECT_EQ(s->bytes_pushed, 2 * 1500u);  // runner and both models to each device
+}
+
+// While jobs run, the sweep renews its claim on the run on a connection of its
+// own: a claim made to look ten minutes old during a job is fresh again before
+// the job ends.
+TEST_F(SweepTest, RenewsItsClaimOnTheRunWhileJobsRun) {
+  options_.claim_refresh = std::chrono::milliseconds(20);
+  spec_.models.resize(1);
+  std::string db = (dir_.path() / "x.db").string();
+  bool renewed = false;
+  devices_.run = [&](const std::string&, const agent::JobSpec&) -> Result<agent::JobResult> {
+    devices_.mu.unlock();  // FakeClient holds it
+    auto watcher = store::OpenSqliteStore(db);
+    if (watcher.ok()) {
+      const int64_t run_id = (*watcher)->ListRuns()->back().id;
+      const int64_t stale = (*watcher)->GetRun(run_id)->owner_since - store::kRunClaimStaleSeconds;
+      sqlite3* raw = nullptr;
+      sqlite3_open(db.c_str(), &raw);
+      sqlite3_busy_timeout(raw, 5000);
+      const std::string sql = "UPDATE runs SET owner_since = " + std::to_string(stale) +
+                              " WHERE id = " + std::to_string(run_id);
+      sqlite3_exec(raw, sql.c_str(), nullptr, nullptr, nullptr);
+      sqlite3_close(raw);
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      while (!renewed && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        renewed = (*watcher)->GetRun(run_id)->owner_since > stale;
+      }
+    }
+    devices_.mu.lock();
+    return Ok();
+  };
+  auto s = RunSweep(spec_, *store_, devices_, options_);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_TRUE(renewed);
+  EXPECT_EQ(s->ok, 1u);
+  EXPECT_EQ(store_->GetRun(s->run_id)->owner_pid, 0);  // released at the end
 }
 
 TEST_F(SweepTest, QuarantineMovesJobsToTheSameAbi) {

@@ -229,7 +229,7 @@ JobRow ReadJob(const Stmt& s) {
 }
 
 constexpr const char* kRunColumns =
-    "id, name, created_at, finished_at, status, spec_json, owner_pid, owner_host "
+    "id, name, created_at, finished_at, status, spec_json, owner_pid, owner_host, owner_since "
     "FROM runs ";
 
 RunRow ReadRun(const Stmt& s) {
@@ -242,6 +242,7 @@ RunRow ReadRun(const Stmt& s) {
   r.spec_json = s.Text(5);
   r.owner_pid = s.Int(6);
   r.owner_host = s.Text(7);
+  r.owner_since = s.Int(8);
   return r;
 }
 
@@ -356,6 +357,16 @@ class SqliteStore final : public Store {
     if (auto r = ExpectChanged("run", run_id); !r) return r;
     if (auto r = tx->Commit(); !r) return Fail("reopen run", r);
     return Ok();
+  }
+
+  Result<bool> RefreshRunClaim(int64_t run_id) override {
+    auto s = Prepare(
+        "UPDATE runs SET owner_since = ? WHERE id = ? AND owner_pid = ? AND owner_host = ?");
+    if (!s) return s.error();
+    s->Bind(1, UnixNow()).Bind(2, run_id).Bind(3, static_cast<int64_t>(::getpid()));
+    s->Bind(4, ThisHost());
+    if (auto r = s->Run(); !r) return Fail("renew the claim on run", r);
+    return sqlite3_changes(db_.get()) > 0;
   }
 
   Result<std::string> RecordRunRunner(int64_t run_id, const std::string& host_path,

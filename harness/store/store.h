@@ -93,6 +93,7 @@ struct RunRow {
   // cleared by FinishRun): pid 0 when none.
   int64_t owner_pid = 0;
   std::string owner_host;
+  int64_t owner_since = 0;  // unix seconds of the claim, renewed while a sweep runs
 };
 
 // One output's error against the reference (the runner's "accuracy" section,
@@ -258,6 +259,10 @@ class Store {
   // another host: its claim is younger than kRunClaimStaleSeconds); a dead
   // owner's claim is taken over. The owning process may reopen it again.
   virtual Result<void> ReopenRun(int64_t run_id) = 0;
+  // Renews this process's claim on a run it owns (owner_since = now), so a
+  // dfarm on another host does not take a long sweep for abandoned. Returns
+  // false, changing nothing, when this process does not own the run.
+  virtual Result<bool> RefreshRunClaim(int64_t run_id) = 0;
   // The runtime builds a run uses, by their path on the host (schema v4): a
   // path not recorded yet gets sha256; replace overwrites a recorded one.
   // Returns the sha256 recorded for host_path afterwards (atomically), so a
@@ -298,8 +303,10 @@ class Store {
 };
 
 // A run's claim by a process on another host counts as abandoned after this
-// long without the owner finishing it (its pid cannot be checked from here).
+// long without the owner renewing it (its pid cannot be checked from here).
 inline constexpr int64_t kRunClaimStaleSeconds = 600;
+// How often a sweep renews its claim (RefreshRunClaim) while it runs.
+inline constexpr int64_t kRunClaimRefreshSeconds = 60;
 
 // Opens (creating if absent) the SQLite database at `path` and migrates it to
 // the current schema. Fails with a message naming the file when it cannot be

@@ -630,6 +630,51 @@ TEST_F(StoreTest, ResumeIsRefusedWhileTheOwnerLivesAndTakenOverWhenItDied) {
   EXPECT_EQ(store->GetRun(*run)->status, kRunRunning);
 }
 
+// Reads run `id`'s owner_since straight from the file.
+int64_t OwnerSince(const std::string& path, int64_t id) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  const std::string sql = "SELECT owner_since FROM runs WHERE id = " + std::to_string(id);
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK);
+  EXPECT_EQ(sqlite3_step(st), SQLITE_ROW);
+  const int64_t since = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return since;
+}
+
+void SetOwnerSince(const std::string& path, int64_t id, int64_t since) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  const std::string sql = "UPDATE runs SET owner_since = " + std::to_string(since) +
+                          " WHERE id = " + std::to_string(id);
+  ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+}
+
+// A long sweep renews its claim, so another host does not take it for
+// abandoned; a claim this process does not hold is left alone.
+TEST_F(StoreTest, RefreshRunClaimRenewsOnlyOurOwnClaim) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  auto run = store->CreateRun("r", "{}");
+  ASSERT_TRUE(run.ok());
+  SetOwnerSince(path_, *run, 1000);  // as if claimed long ago
+  auto renewed = store->RefreshRunClaim(*run);
+  ASSERT_TRUE(renewed.ok()) << renewed.message();
+  EXPECT_TRUE(*renewed);
+  EXPECT_GT(OwnerSince(path_, *run), static_cast<int64_t>(::time(nullptr)) - 60);
+
+  SetOwner(path_, *run, ::getpid() + 100000);  // another process's claim
+  SetOwnerSince(path_, *run, 1000);
+  renewed = store->RefreshRunClaim(*run);
+  ASSERT_TRUE(renewed.ok()) << renewed.message();
+  EXPECT_FALSE(*renewed);
+  EXPECT_EQ(OwnerSince(path_, *run), 1000);
+  ASSERT_TRUE(store->FinishRun(*run, kRunFinished).ok());
+}
+
 TEST_F(StoreTest, TwoConcurrentResumesExactlyOneProceeds) {
   {
     auto store = Open();
