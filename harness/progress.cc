@@ -20,15 +20,22 @@ std::string Progress::FormatDuration(std::chrono::seconds s) {
   return buf;
 }
 
-void Progress::JobStarted() {
+void Progress::JobStarted(const std::string& /*label*/) {
   std::lock_guard lock(mu_);
   ++running_;
   if (tty_) DrawLocked();
 }
 
-void Progress::JobStopped() {
+void Progress::JobStopped(const std::string& label) {
   std::lock_guard lock(mu_);
   if (running_ > 0) --running_;
+  phases_.erase(label);
+}
+
+void Progress::JobPhase(const std::string& label, const std::string& phase, uint64_t elapsed_ms) {
+  std::lock_guard lock(mu_);
+  phases_[label] = Phase{phase, elapsed_ms};
+  if (tty_) DrawLocked();
 }
 
 void Progress::JobDone(const std::string& label, const std::string& status,
@@ -82,8 +89,19 @@ void Progress::DrawLocked() {
   int filled = total_ ? static_cast<int>(kBarWidth * n / total_) : kBarWidth;
   std::string bar(static_cast<size_t>(filled), '#');
   bar.resize(kBarWidth, '.');
-  *out_ << "\r\x1b[2K[" << bar << "] " << n << "/" << total_ << " jobs, " << failed_
-        << " failed, " << running_ << " running, ETA " << eta << std::flush;
+  *out_ << "\r\x1b[2K[" << bar << "] " << n << "/" << total_ << " jobs, " << failed_ << " failed, "
+        << running_ << " running, ETA " << eta;
+  const std::pair<const std::string, Phase>* longest = nullptr;
+  for (const auto& entry : phases_) {
+    if (longest == nullptr || entry.second.elapsed_ms > longest->second.elapsed_ms) {
+      longest = &entry;
+    }
+  }
+  if (longest != nullptr) {
+    *out_ << ", " << longest->first << " " << longest->second.phase << " "
+          << FormatDuration(std::chrono::seconds(longest->second.elapsed_ms / 1000));
+  }
+  *out_ << std::flush;
   drawn_ = true;
 }
 

@@ -1,11 +1,14 @@
 // Progress: what a sweep tells the user while it runs. On a terminal it is one
-// line, redrawn in place (jobs done/total, failures, running, ETA), with each
+// line, redrawn in place (jobs done/total, failures, running, ETA, the job
+// running longest and its phase), with each
 // failure and notice printed above it; otherwise one plain line per finished
 // job. Thread-safe: every device worker reports here.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <map>
 #include <mutex>
 #include <ostream>
 #include <string>
@@ -23,8 +26,12 @@ class Progress {
   // follows the status (": why" or " mean 1.2 ms").
   void JobDone(const std::string& label, const std::string& status, const std::string& detail);
   // A job started / stopped running (for the "running" count on a terminal).
-  void JobStarted();
-  void JobStopped();
+  void JobStarted(const std::string& label);
+  void JobStopped(const std::string& label);
+  // What the agent says of a running job (its JobProgress: phase "starting",
+  // "running", "done", and time since it started). On a terminal the line
+  // names the job running longest: "..., face cpu local running 12s".
+  void JobPhase(const std::string& label, const std::string& phase, uint64_t elapsed_ms);
   // A line that is not a job result (retries, quarantine).
   void Note(const std::string& line);
   // Clears the terminal line; call once at the end.
@@ -44,6 +51,11 @@ class Progress {
   size_t done_ = 0;  // this process's
   size_t failed_ = 0;
   size_t running_ = 0;
+  struct Phase {
+    std::string phase;
+    uint64_t elapsed_ms = 0;
+  };
+  std::map<std::string, Phase> phases_;  // running jobs the agent reported on, by label
   bool drawn_ = false;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };

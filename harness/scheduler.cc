@@ -337,11 +337,17 @@ class Scheduler {
         spec.warmup_runs = job.benchmark.warmup_runs;
         spec.num_runs = job.benchmark.num_runs;
         spec.timeout_ms = job.benchmark.timeout_s * 1000;
-        if (ctx_.progress) ctx_.progress->JobStarted();
+        const std::string label = Label(job, w.device);
+        if (ctx_.progress) ctx_.progress->JobStarted(label);
         agent::RunJobOptions run_options;
         run_options.cancel = ctx_.cancel;
+        if (ctx_.progress) {
+          run_options.on_progress = [this, &label](const agent::JobProgress& p) {
+            ctx_.progress->JobPhase(label, p.phase, p.elapsed_ms);
+          };
+        }
         auto result = s.session->client().RunJob(spec, run_options);
-        if (ctx_.progress) ctx_.progress->JobStopped();
+        if (ctx_.progress) ctx_.progress->JobStopped(label);
         if (result && ctx_.cancel && ctx_.cancel->load() && result->status == store::kJobInfra) {
           // Cancelled in flight (Ctrl-C): back to queued for --resume.
           if (auto r = store.RequeueJob(job.id); !r) return r;
