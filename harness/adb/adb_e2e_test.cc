@@ -284,6 +284,38 @@ TEST_F(AdbEndToEnd, OpenRefusesAnAgentBuiltForAnotherAbi) {
   EXPECT_FALSE(fs::exists(*root_ / "data/local/tmp/abi/dfarm-agent"));  // nothing pushed
 }
 
+// The agent's log on the device is kept to two generations: past the limit
+// it moves to agent.log.1 when a session starts; under it, it is kept.
+TEST_F(AdbEndToEnd, AgentLogIsRotatedPastItsLimit) {
+  AdbProviderOptions o;
+  o.server = server_;
+  o.agent_path = (BinDir() / "dfarm-agent").string();
+  o.device_dir = (*root_ / "data/local/tmp/logs").string();
+  o.agent_log_max_bytes = 100;
+  fs::create_directories(o.device_dir);
+  const fs::path log = fs::path(o.device_dir) / "agent.log";
+  const fs::path old = fs::path(o.device_dir) / "agent.log.1";
+  {
+    std::ofstream(log) << std::string(50, 's');  // small: kept
+  }
+  auto provider = MakeAdbProvider(o);
+  {
+    auto session = provider->Open("adb:" + *serial_);
+    ASSERT_TRUE(session) << session.message();
+  }
+  EXPECT_FALSE(fs::exists(old));
+  EXPECT_EQ(Slurp(log).substr(0, 50), std::string(50, 's'));
+  {
+    std::ofstream(log, std::ios::trunc) << std::string(300, 'b');  // past the limit
+  }
+  {
+    auto session = provider->Open("adb:" + *serial_);
+    ASSERT_TRUE(session) << session.message();
+  }
+  EXPECT_EQ(Slurp(old), std::string(300, 'b'));
+  EXPECT_LT(fs::file_size(log), 300u);
+}
+
 TEST_F(AdbEndToEnd, ProviderPushesTheAgentAndRunsAJob) {
   AdbProviderOptions o;
   o.server = server_;

@@ -147,10 +147,14 @@ class AdbProvider final : public DeviceProvider {
       auto pushed = client_.Push(serial, options_.agent_path, remote_agent, 0755, mtime);
       if (!pushed) return MakeError("device '" + name + "': " + pushed.message());
     }
-    // exec: merges stderr into the stream, so the agent's log goes to a file.
-    std::string command = "mkdir -p " + ShellQuote(dir + "/store") + " && exec " +
-                          ShellQuote(remote_agent) + " --stdio --store " +
-                          ShellQuote(dir + "/store") + " 2>>" + ShellQuote(dir + "/agent.log");
+    // exec: merges stderr into the stream, so the agent's log goes to a file,
+    // kept to two generations of agent_log_max_bytes.
+    const std::string log = ShellQuote(dir + "/agent.log");
+    std::string command =
+        "mkdir -p " + ShellQuote(dir + "/store") + " && { [ ! -f " + log + " ] || [ \"$(wc -c < " +
+        log + ")\" -le " + std::to_string(options_.agent_log_max_bytes) + " ] || mv -f " + log +
+        " " + ShellQuote(dir + "/agent.log.1") + "; } && exec " + ShellQuote(remote_agent) +
+        " --stdio --store " + ShellQuote(dir + "/store") + " 2>>" + ShellQuote(dir + "/agent.log");
     auto fd = client_.Exec(serial, command);
     if (!fd) return MakeError("device '" + name + "': " + fd.message());
     agent::ConnectOptions connect;

@@ -26,6 +26,9 @@ struct AdbProviderOptions {
   // The folder on the device that holds the agent, its store and its log.
   std::string device_dir = "/data/local/tmp/dfarm";
   std::chrono::milliseconds connect_timeout{10000};
+  // The agent's log (DIR/agent.log) is moved to DIR/agent.log.1 (replacing
+  // the previous one) when a session starts and it is larger than this.
+  uint64_t agent_log_max_bytes = 1 << 20;
   // Set by DefaultAdbProviderOptions when $ADB_SERVER_SOCKET is unparsable;
   // Open() then fails with it.
   std::string config_error;
