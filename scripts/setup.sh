@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs every Debian 12 package DelegateFarm needs and fetches the real
 # models (by npm package name) into models/, checking each file's sha256
-# against scripts/models.sha256. Idempotent: a second run changes nothing.
+# against scripts/models.sha256, and TensorFlow Lite's C library for the
+# cross-check (scripts/tflite.sha256, optional). Idempotent: a second run
+# changes nothing.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -123,7 +125,60 @@ install_arm64_packages() {
     "${ARM64_PACKAGES[@]}"
 }
 
+# TensorFlow Lite's prebuilt C library (npm tfjs-tflite-node ships it) for the
+# cross-check in tests/tflite: into .cache/tflite/<arch>/, checked against
+# scripts/tflite.sha256. Optional: a failure only warns (the cross-check then
+# skips); DFARM_TFLITE=0 skips it.
+TFLITE_DIR="$ROOT/.cache/tflite"
+
+fetch_tflite() {
+  if [ "${DFARM_TFLITE:-auto}" = 0 ]; then
+    log "DFARM_TFLITE=0: no TensorFlow Lite library (the TFLite cross-check skips)"
+    return 0
+  fi
+  local list="$ROOT/scripts/tflite.sha256" pkg file sum want=""
+  while read -r pkg file sum; do
+    case "$pkg" in ''|\#*) continue ;; esac
+    local arch
+    arch="$(basename "$(dirname "$file")")"
+    if [ ! -f "$TFLITE_DIR/$arch/$(basename "$file")" ] ||
+       [ "$(sha256_of "$TFLITE_DIR/$arch/$(basename "$file")")" != "$sum" ]; then
+      want="$pkg"
+    fi
+  done <"$list"
+  if [ -z "$want" ]; then
+    log "TensorFlow Lite library present in $TFLITE_DIR"
+    return 0
+  fi
+  local tmp
+  tmp="$(mktemp -d)"
+  trap 'rm -rf "$tmp"' RETURN
+  log "fetching $want (npm pack) for the TensorFlow Lite cross-check"
+  if ! (cd "$tmp" && npm pack --silent "$want" >/dev/null 2>&1) ||
+     ! tar -xzf "$tmp"/*.tgz -C "$tmp" --wildcards 'package/cc_deps/linux_*/libtensorflowlite_c.so'; then
+    log "warning: could not fetch $want; the TensorFlow Lite cross-check will skip"
+    return 0
+  fi
+  while read -r pkg file sum; do
+    case "$pkg" in ''|\#*) continue ;; esac
+    local src="$tmp/package/$file" arch got
+    arch="$(basename "$(dirname "$file")")"
+    if [ ! -f "$src" ]; then
+      log "warning: $pkg has no $file"; continue
+    fi
+    got="$(sha256_of "$src")"
+    if [ "$got" != "$sum" ]; then
+      log "warning: $pkg $file: sha256 $got, expected $sum; not installed"; continue
+    fi
+    mkdir -p "$TFLITE_DIR/$arch"
+    install -m 0644 "$src" "$TFLITE_DIR/$arch/$(basename "$file")"
+    log "TensorFlow Lite $arch library ok"
+  done <"$list"
+  return 0
+}
+
 install_packages
 install_arm64_packages
 fetch_models
+fetch_tflite
 log "done (models in $MODELS_DIR)"
