@@ -1,14 +1,17 @@
 // CONV_2D, float32: input [N,H,W,Cin] (NHWC), filter [Cout,KH,KW,Cin] (OHWI),
 // optional bias [Cout], output [N,OH,OW,Cout]; SAME/VALID padding, dilation
 // and a fused activation. int8 (per-channel filter along dim 0) and uint8
-// (per-tensor) with int32 bias use TFLite's integer arithmetic.
+// (per-tensor) with int32 bias use TFLite's integer arithmetic. Grouped, as in
+// TFLite: a filter of Cin / G input channels makes G groups; group g reads
+// input channels [g*Cin/G, (g+1)*Cin/G) and writes output channels
+// [g*Cout/G, (g+1)*Cout/G).
 //
 // The kernel is one GEMM: output[N*OH*OW, Cout] = patches[.., KH*KW*Cin] x
 // filter^T, where the filter (OHWI) already is that [Cout, KH*KW*Cin] matrix.
 // A 1x1 stride-1 convolution multiplies the input itself; otherwise the
 // patches are gathered (im2col) a chunk of output pixels at a time into a
-// scratch buffer sized in Prepare(). RegisterConv2DReference() keeps the
-// plain loops.
+// scratch buffer sized in Prepare() (grouped: one GEMM per group over the
+// group's channels). RegisterConv2DReference() keeps the plain loops.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -24,8 +27,9 @@ struct Conv2DData : OpData {
   int stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
   int pad_top = 0, pad_left = 0;
   int kernel_h = 0, kernel_w = 0;
+  int groups = 1;  // input channels / filter input channels
   ActivationRange activation{};
-  // Reference path only: the filter repacked to [KH][KW][Cin][Cout], so the
+  // Reference path only: the filter repacked to [KH][KW][Cin/G][Cout], so the
   // innermost loop runs over contiguous output channels.
   std::vector<float> packed_filter;
   std::vector<float> bias;  // [Cout]; zeros when the op has no bias
@@ -65,15 +69,13 @@ Status PrepareImpl(Node& node, bool reference) {
   const int batches = input->shape[0], in_h = input->shape[1], in_w = input->shape[2];
   const int in_c = input->shape[3];
   const int out_c = filter->shape[0], k_h = filter->shape[1], k_w = filter->shape[2];
-  if (filter->shape[3] != in_c) {
-    if (filter->shape[3] > 0 && in_c % filter->shape[3] == 0) {
-      return Status::Unsupported("grouped convolution (input has " + std::to_string(in_c) +
-                                 " channels, filter " + std::to_string(filter->shape[3]) +
-                                 ") is not supported");
-    }
+  const int filter_c = filter->shape[3];
+  if (filter_c <= 0 || in_c % filter_c != 0 || out_c % (in_c / filter_c) != 0) {
     return Status::Error("filter " + ShapeToString(filter->shape) + " does not match input " +
-                         ShapeToString(input->shape) + " channels");
+                         ShapeToString(input->shape) + " channels (a grouped filter's " +
+                         "input channels divide the input's, and its groups the outputs)");
   }
+  const int groups = in_c / filter_c;
   if (bias != nullptr && (bias->rank() != 1 || bias->shape[0] != out_c)) {
     return Status::Error("bias must be [" + std::to_string(out_c) + "], got " +
                          ShapeToString(bias->shape));
@@ -95,6 +97,7 @@ Status PrepareImpl(Node& node, bool reference) {
   data->pad_left = w.pad_before;
   data->kernel_h = k_h;
   data->kernel_w = k_w;
+  data->groups = groups;
 
   if (!filter->has_static_value() || (bias != nullptr && !bias->has_static_value())) {
     return Status::Unsupported("a filter or bias computed at run time is not supported");
@@ -109,10 +112,11 @@ Status PrepareImpl(Node& node, bool reference) {
   data->bias.assign(out_c, 0.0f);
   if (bias != nullptr) std::memcpy(data->bias.data(), bias->data, out_c * sizeof(float));
   if (!reference) {
-    const int64_t depth = static_cast<int64_t>(k_h) * k_w * in_c;
+    const int64_t depth = static_cast<int64_t>(k_h) * k_w * filter_c;
     const int64_t pixels = static_cast<int64_t>(batches) * h.out * w.out;
-    data->direct = k_h == 1 && k_w == 1 && data->stride_h == 1 && data->stride_w == 1 &&
-                   h.pad_before == 0 && w.pad_before == 0 && h.out == in_h && w.out == in_w;
+    data->direct = groups == 1 && k_h == 1 && k_w == 1 && data->stride_h == 1 &&
+                   data->stride_w == 1 && h.pad_before == 0 && w.pad_before == 0 && h.out == in_h &&
+                   w.out == in_w;
     if (data->direct) {
       data->chunk_rows = pixels;
     } else {
@@ -120,7 +124,7 @@ Status PrepareImpl(Node& node, bool reference) {
           pixels, std::max<int64_t>(16, kChunkFloats / std::max<int64_t>(depth, 1)));
       data->patches.resize(static_cast<size_t>(data->chunk_rows * depth));
     }
-    data->gemm.Plan(data->chunk_rows, out_c, depth);
+    data->gemm.Plan(data->chunk_rows, out_c / groups, depth);
     node.data = std::move(data);
     return Status::Ok();
   }
@@ -129,9 +133,9 @@ Status PrepareImpl(Node& node, bool reference) {
   for (int o = 0; o < out_c; ++o) {
     for (int ky = 0; ky < k_h; ++ky) {
       for (int kx = 0; kx < k_w; ++kx) {
-        for (int i = 0; i < in_c; ++i) {
-          data->packed_filter[((static_cast<size_t>(ky) * k_w + kx) * in_c + i) * out_c + o] =
-              f[((static_cast<size_t>(o) * k_h + ky) * k_w + kx) * in_c + i];
+        for (int i = 0; i < filter_c; ++i) {
+          data->packed_filter[((static_cast<size_t>(ky) * k_w + kx) * filter_c + i) * out_c + o] =
+              f[((static_cast<size_t>(o) * k_h + ky) * k_w + kx) * filter_c + i];
         }
       }
     }
@@ -144,12 +148,13 @@ Status Prepare(Node& node) { return PrepareImpl(node, /*reference=*/false); }
 Status PrepareReference(Node& node) { return PrepareImpl(node, /*reference=*/true); }
 
 // Writes the im2col rows of output pixels [first, first + rows): row r holds
-// the KH x KW x Cin window of pixel first + r, zeros where it leaves the input.
+// the KH x KW x `channels` window (input channels from `first_channel`) of
+// pixel first + r, zeros where it leaves the input.
 void Im2Col(const Conv2DData& d, const Tensor& input, int out_h, int out_w, int64_t first,
-            int64_t rows, float* patches) {
+            int64_t rows, int first_channel, int channels, float* patches) {
   const int in_h = input.shape[1], in_w = input.shape[2], in_c = input.shape[3];
-  const float* in = input.data_as<float>();
-  const size_t pixel_bytes = static_cast<size_t>(in_c) * sizeof(float);
+  const float* in = input.data_as<float>() + first_channel;
+  const size_t pixel_bytes = static_cast<size_t>(channels) * sizeof(float);
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t p = first + r;
     const int ox = static_cast<int>(p % out_w);
@@ -165,7 +170,7 @@ void Im2Col(const Conv2DData& d, const Tensor& input, int out_h, int out_w, int6
         } else {
           std::memcpy(patches, in + ((n * in_h + iy) * in_w + ix) * in_c, pixel_bytes);
         }
-        patches += in_c;
+        patches += channels;
       }
     }
   }
@@ -182,6 +187,7 @@ Status EvalQuantized(Node& node) {
   const int batches = input.shape[0], in_h = input.shape[1], in_w = input.shape[2];
   const int in_c = input.shape[3];
   const int out_h = output.shape[1], out_w = output.shape[2], out_c = output.shape[3];
+  const int filter_c = in_c / d.groups, group_out = out_c / d.groups;
   const T* in = input.data_as<T>();
   const T* filter = node.inputs[1]->data_as<T>();
   T* out = output.data_as<T>();
@@ -198,10 +204,12 @@ Status EvalQuantized(Node& node) {
             for (int kx = 0; kx < d.kernel_w; ++kx) {
               const int ix = ix0 + kx * d.dilation_w;
               if (ix < 0 || ix >= in_w) continue;
-              const T* px = in + ((static_cast<size_t>(n) * in_h + iy) * in_w + ix) * in_c;
+              const T* px = in + ((static_cast<size_t>(n) * in_h + iy) * in_w + ix) * in_c +
+                            static_cast<size_t>(oc / group_out) * filter_c;
               const T* w =
-                  filter + ((static_cast<size_t>(oc) * d.kernel_h + ky) * d.kernel_w + kx) * in_c;
-              for (int ic = 0; ic < in_c; ++ic) {
+                  filter +
+                  ((static_cast<size_t>(oc) * d.kernel_h + ky) * d.kernel_w + kx) * filter_c;
+              for (int ic = 0; ic < filter_c; ++ic) {
                 acc += (static_cast<int32_t>(w[ic]) + filter_offset) *
                        (static_cast<int32_t>(px[ic]) + q.input_offset);
               }
@@ -227,21 +235,27 @@ Status Eval(Node& node) {
   Tensor& output = *node.outputs[0];
   const int in_c = input.shape[3];
   const int out_h = output.shape[1], out_w = output.shape[2], out_c = output.shape[3];
-  const int64_t depth = static_cast<int64_t>(d.kernel_h) * d.kernel_w * in_c;
+  const int filter_c = in_c / d.groups, group_out = out_c / d.groups;
+  const int64_t depth = static_cast<int64_t>(d.kernel_h) * d.kernel_w * filter_c;
   const int64_t pixels = static_cast<int64_t>(output.shape[0]) * out_h * out_w;
   float* out = output.data_as<float>();
   for (int64_t p = 0; p < pixels; ++p) {
     std::memcpy(out + p * out_c, d.bias.data(), out_c * sizeof(float));
   }
-  const GemmOperand filter{node.inputs[1]->data_as<float>(), depth, /*transposed=*/true};
+  const float* filter_data = node.inputs[1]->data_as<float>();
   if (d.direct) {
+    const GemmOperand filter{filter_data, depth, /*transposed=*/true};
     d.gemm.Run(pixels, out_c, depth, {input.data_as<float>(), depth, false}, filter, out, out_c);
   } else {
     for (int64_t first = 0; first < pixels; first += d.chunk_rows) {
       const int64_t rows = std::min(d.chunk_rows, pixels - first);
-      Im2Col(d, input, out_h, out_w, first, rows, d.patches.data());
-      d.gemm.Run(rows, out_c, depth, {d.patches.data(), depth, false}, filter, out + first * out_c,
-                 out_c);
+      for (int g = 0; g < d.groups; ++g) {
+        Im2Col(d, input, out_h, out_w, first, rows, g * filter_c, filter_c, d.patches.data());
+        const GemmOperand filter{filter_data + static_cast<int64_t>(g) * group_out * depth, depth,
+                                 /*transposed=*/true};
+        d.gemm.Run(rows, group_out, depth, {d.patches.data(), depth, false}, filter,
+                   out + first * out_c + static_cast<int64_t>(g) * group_out, out_c);
+      }
     }
   }
   const ActivationRange act = d.activation;
@@ -260,7 +274,8 @@ Status EvalReference(Node& node) {
   const float* in = input.data_as<float>();
   float* out = output.data_as<float>();
   const float* filter = d.packed_filter.data();
-  const size_t tap_stride = static_cast<size_t>(in_c) * out_c;
+  const int filter_c = in_c / d.groups, group_out = out_c / d.groups;
+  const size_t tap_stride = static_cast<size_t>(filter_c) * out_c;
 
   for (int n = 0; n < batches; ++n) {
     for (int oy = 0; oy < out_h; ++oy) {
@@ -277,10 +292,13 @@ Status EvalReference(Node& node) {
             if (ix < 0 || ix >= in_w) continue;
             const float* px = in + ((static_cast<size_t>(n) * in_h + iy) * in_w + ix) * in_c;
             const float* tap = filter + (static_cast<size_t>(ky) * d.kernel_w + kx) * tap_stride;
-            for (int ic = 0; ic < in_c; ++ic) {
-              const float v = px[ic];
-              const float* __restrict w = tap + static_cast<size_t>(ic) * out_c;
-              for (int oc = 0; oc < out_c; ++oc) acc[oc] += v * w[oc];
+            for (int g = 0; g < d.groups; ++g) {
+              const int oc0 = g * group_out, oc1 = oc0 + group_out;
+              for (int ic = 0; ic < filter_c; ++ic) {
+                const float v = px[g * filter_c + ic];
+                const float* __restrict w = tap + static_cast<size_t>(ic) * out_c;
+                for (int oc = oc0; oc < oc1; ++oc) acc[oc] += v * w[oc];
+              }
             }
           }
         }

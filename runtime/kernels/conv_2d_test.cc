@@ -1,7 +1,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <numeric>
+#include <utility>
 
 #include "tests/model_builder/graph_runner.h"
 
@@ -141,6 +144,140 @@ TEST(Conv2DTest, TanhActivationIsUnsupported) {
   runtime::Status status = runner.Init(b);
   EXPECT_EQ(status.code(), runtime::StatusCode::kUnsupported);
   EXPECT_THAT(status.message(), HasSubstr("fused activation TANH is not supported"));
+}
+
+// --- grouped convolution -------------------------------------------------
+
+// Grouped CONV_2D computed by plain double loops: group g of G reads input
+// channels [g*Cin/G, ..) and writes output channels [g*Cout/G, ..).
+std::vector<float> NaiveGroupedConv(const ConvCase& c, int out_h, int out_w) {
+  const int n = c.input_shape[0], h = c.input_shape[1], w = c.input_shape[2];
+  const int cin = c.input_shape[3], cout = c.filter_shape[0], kh = c.filter_shape[1];
+  const int kw = c.filter_shape[2], fc = c.filter_shape[3], groups = cin / fc;
+  const int per_group = cout / groups;
+  const auto dim = [](tfl::Padding p, int in, int out, int k, int s, int d) {
+    const int eff = (k - 1) * d + 1;
+    return p == tfl::Padding::SAME ? std::max((out - 1) * s + eff - in, 0) / 2 : 0;
+  };
+  const int pt = dim(c.params.padding, h, out_h, kh, c.params.stride_h, c.params.dilation_h);
+  const int pl = dim(c.params.padding, w, out_w, kw, c.params.stride_w, c.params.dilation_w);
+  std::vector<float> out(static_cast<size_t>(n) * out_h * out_w * cout);
+  for (int b = 0; b < n; ++b) {
+    for (int oy = 0; oy < out_h; ++oy) {
+      for (int ox = 0; ox < out_w; ++ox) {
+        for (int oc = 0; oc < cout; ++oc) {
+          double acc = c.bias.empty() ? 0.0 : c.bias[oc];
+          const int g = oc / per_group;
+          for (int ky = 0; ky < kh; ++ky) {
+            for (int kx = 0; kx < kw; ++kx) {
+              const int iy = oy * c.params.stride_h - pt + ky * c.params.dilation_h;
+              const int ix = ox * c.params.stride_w - pl + kx * c.params.dilation_w;
+              if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+              for (int ic = 0; ic < fc; ++ic) {
+                acc += double(c.input[((b * h + iy) * w + ix) * cin + g * fc + ic]) *
+                       c.filter[((oc * kh + ky) * kw + kx) * fc + ic];
+              }
+            }
+          }
+          if (c.params.activation == Act::RELU6) acc = std::min(6.0, std::max(0.0, acc));
+          if (c.params.activation == Act::RELU) acc = std::max(0.0, acc);
+          out[((static_cast<size_t>(b) * out_h + oy) * out_w + ox) * cout + oc] =
+              static_cast<float>(acc);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+TEST(Conv2DTest, GroupedMatchesPlainLoops) {
+  struct G {
+    int n, h, w, cin, groups, cout, k, stride, dilation;
+    tfl::Padding padding;
+    Act act;
+    bool bias;
+  };
+  const G cases[] = {
+      {1, 5, 5, 4, 2, 6, 3, 1, 1, tfl::Padding::SAME, Act::NONE, true},
+      {2, 8, 7, 8, 4, 8, 3, 2, 1, tfl::Padding::SAME, Act::RELU6, true},
+      {1, 9, 9, 6, 3, 6, 3, 1, 2, tfl::Padding::VALID, Act::RELU, false},
+      {2, 6, 6, 4, 2, 4, 1, 1, 1, tfl::Padding::VALID, Act::NONE, true},  // 1x1
+  };
+  for (const G& g : cases) {
+    ConvCase c;
+    c.input_shape = {g.n, g.h, g.w, g.cin};
+    c.filter_shape = {g.cout, g.k, g.k, g.cin / g.groups};
+    c.input.resize(static_cast<size_t>(g.n) * g.h * g.w * g.cin);
+    for (size_t i = 0; i < c.input.size(); ++i) c.input[i] = std::sin(0.37f * i);
+    c.filter.resize(static_cast<size_t>(g.cout) * g.k * g.k * (g.cin / g.groups));
+    for (size_t i = 0; i < c.filter.size(); ++i) c.filter[i] = std::cos(0.91f * i);
+    if (g.bias) c.bias = Iota(g.cout, -1.0f);
+    c.params.padding = g.padding;
+    c.params.stride_h = c.params.stride_w = g.stride;
+    c.params.dilation_h = c.params.dilation_w = g.dilation;
+    c.params.activation = g.act;
+    const int eff = (g.k - 1) * g.dilation + 1;
+    const int oh = g.padding == tfl::Padding::SAME ? (g.h + g.stride - 1) / g.stride
+                                                   : (g.h - eff + g.stride) / g.stride;
+    const int ow = g.padding == tfl::Padding::SAME ? (g.w + g.stride - 1) / g.stride
+                                                   : (g.w - eff + g.stride) / g.stride;
+    c.output_shape = {g.n, oh, ow, g.cout};
+    const std::vector<float> want = NaiveGroupedConv(c, oh, ow);
+    EXPECT_THAT(RunConv(c), Pointwise(FloatNear(1e-4f), want))
+        << "groups " << g.groups << " k" << g.k << " s" << g.stride << " d" << g.dilation;
+  }
+}
+
+// With as many groups as input channels (one filter channel each) CONV_2D is
+// a depthwise convolution: the two kernels agree.
+TEST(Conv2DTest, GroupedWithOneChannelPerGroupEqualsDepthwise) {
+  const int c = 5;
+  std::vector<float> input(1 * 6 * 6 * c), conv_filter(c * 3 * 3), dw_filter(3 * 3 * c);
+  for (size_t i = 0; i < input.size(); ++i) input[i] = std::sin(0.3f * i);
+  for (int o = 0; o < c; ++o) {
+    for (int t = 0; t < 9; ++t) {
+      const float v = std::cos(0.7f * (o * 9 + t));
+      conv_filter[o * 9 + t] = v;  // [C,3,3,1]
+      dw_filter[t * c + o] = v;    // [1,3,3,C]
+    }
+  }
+  ConvCase grouped{{1, 6, 6, c},
+                   input,
+                   {c, 3, 3, 1},
+                   conv_filter,
+                   Iota(c, 0.5f),
+                   {1, 3, 3, c},
+                   Conv2DParams{tfl::Padding::SAME, 2, 2, 1, 1, Act::NONE}};
+  ModelBuilder b;
+  int in = b.AddTensor(tfl::TensorType::FLOAT32, {1, 6, 6, c});
+  int f = b.AddConstFloat32({1, 3, 3, c}, dw_filter);
+  int bias = b.AddConstFloat32({c}, Iota(c, 0.5f));
+  int out = b.AddTensor(tfl::TensorType::FLOAT32, {1, 3, 3, c});
+  b.AddDepthwiseConv2D(in, f, bias, out, {tfl::Padding::SAME, 2, 2, 1, 1, 1, Act::NONE});
+  b.SetInputs({in});
+  b.SetOutputs({out});
+  GraphRunner runner;
+  ASSERT_TRUE(runner.Init(b).ok());
+  ASSERT_TRUE(runner.SetInput(0, input));
+  ASSERT_TRUE(runner.Invoke().ok());
+  EXPECT_THAT(RunConv(grouped), Pointwise(FloatNear(1e-5f), runner.Output(0)));
+}
+
+TEST(Conv2DTest, FilterChannelsThatDoNotGroupTheInputAreAnError) {
+  for (const auto& [filter_c, cout] : {std::pair{4, 4}, std::pair{2, 4}}) {
+    ModelBuilder b;
+    int in = b.AddTensor(tfl::TensorType::FLOAT32, {1, 3, 3, 6});
+    int f = b.AddConstFloat32({cout, 1, 1, filter_c}, std::vector<float>(cout * filter_c, 1.0f));
+    int out = b.AddTensor(tfl::TensorType::FLOAT32, {1, 3, 3, cout});
+    b.AddConv2D(in, f, -1, out, Conv2DParams{});
+    b.SetInputs({in});
+    b.SetOutputs({out});
+    GraphRunner runner;
+    runtime::Status status = runner.Init(b);
+    EXPECT_EQ(status.code(), runtime::StatusCode::kError) << status.message();
+    EXPECT_THAT(status.message(), HasSubstr("node 0 (CONV_2D)"));
+    EXPECT_THAT(status.message(), HasSubstr("does not match input [1,3,3,6] channels"));
+  }
 }
 
 }  // namespace

@@ -208,6 +208,7 @@ TEST(GemmKernelsTest, Conv2DMatchesReference) {
     int n, h, w, cin, cout, kh, kw, stride, dilation;
     tfl::Padding padding;
     Act act;
+    int groups = 1;
   };
   const Case cases[] = {
       {1, 5, 5, 3, 4, 3, 3, 1, 1, tfl::Padding::SAME, Act::NONE},
@@ -217,7 +218,10 @@ TEST(GemmKernelsTest, Conv2DMatchesReference) {
       {1, 8, 8, 4, 5, 1, 1, 2, 1, tfl::Padding::SAME, Act::RELU_N1_TO_1},
       {1, 40, 40, 16, 8, 3, 3, 1, 1, tfl::Padding::SAME, Act::NONE},  // several chunks
       {3, 11, 13, 7, 9, 5, 3, 2, 2, tfl::Padding::SAME, Act::RELU},
-      {1, 4, 4, 2, 3, 5, 5, 1, 1, tfl::Padding::SAME, Act::NONE},  // window > input
+      {1, 4, 4, 2, 3, 5, 5, 1, 1, tfl::Padding::SAME, Act::NONE},        // window > input
+      {2, 9, 8, 8, 6, 3, 3, 2, 1, tfl::Padding::SAME, Act::RELU, 2},     // grouped
+      {1, 40, 40, 16, 8, 3, 3, 1, 1, tfl::Padding::SAME, Act::NONE, 4},  // grouped, chunks
+      {1, 6, 6, 6, 6, 1, 1, 1, 1, tfl::Padding::VALID, Act::NONE, 3},    // grouped 1x1
   };
   for (const Case& c : cases) {
     const int oh = OutDim(c.padding, c.h, c.kh, c.stride, c.dilation);
@@ -225,8 +229,9 @@ TEST(GemmKernelsTest, Conv2DMatchesReference) {
     for (bool with_bias : {true, false}) {
       ModelBuilder b;
       int in = b.AddTensor(tfl::TensorType::FLOAT32, {c.n, c.h, c.w, c.cin}, "input");
-      int filter = b.AddConstFloat32({c.cout, c.kh, c.kw, c.cin},
-                                     RandomValues(rng, c.cout * c.kh * c.kw * c.cin), "filter");
+      const int fc = c.cin / c.groups;
+      int filter = b.AddConstFloat32({c.cout, c.kh, c.kw, fc},
+                                     RandomValues(rng, c.cout * c.kh * c.kw * fc), "filter");
       int bias = with_bias ? b.AddConstFloat32({c.cout}, RandomValues(rng, c.cout), "bias") : -1;
       int out = b.AddTensor(tfl::TensorType::FLOAT32, {c.n, oh, ow, c.cout}, "output");
       Conv2DParams params;

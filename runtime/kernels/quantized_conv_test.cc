@@ -278,6 +278,7 @@ struct ConvCase {
   int n, h, w, cin, cout, kh, kw, stride, dilation;
   tfl::Padding padding;
   Act act;
+  int groups = 1;  // CONV_2D only: filter input channels = cin / groups
 };
 
 TEST(QuantizedConvTest, Conv2DMatchesDequantizedMath) {
@@ -285,12 +286,15 @@ TEST(QuantizedConvTest, Conv2DMatchesDequantizedMath) {
   const ConvCase cases[] = {{1, 5, 5, 3, 4, 3, 3, 1, 1, tfl::Padding::SAME, Act::NONE},
                             {2, 7, 6, 5, 3, 3, 2, 2, 1, tfl::Padding::VALID, Act::RELU},
                             {1, 9, 9, 4, 6, 3, 3, 1, 2, tfl::Padding::SAME, Act::RELU6},
-                            {2, 4, 4, 8, 5, 1, 1, 1, 1, tfl::Padding::VALID, Act::NONE}};
+                            {2, 4, 4, 8, 5, 1, 1, 1, 1, tfl::Padding::VALID, Act::NONE},
+                            {2, 7, 7, 6, 4, 3, 3, 2, 1, tfl::Padding::SAME, Act::RELU, 2},
+                            {1, 6, 6, 8, 8, 3, 3, 1, 1, tfl::Padding::VALID, Act::NONE, 4}};
   for (bool is_int8 : {true, false}) {
     for (const ConvCase& c : cases) {
+      const int fc = c.cin / c.groups;
       QTensor input = Random(rng, {c.n, c.h, c.w, c.cin}, is_int8, 0.05f, is_int8 ? 3 : 131);
-      QTensor filter = is_int8 ? RandomPerChannel(rng, {c.cout, c.kh, c.kw, c.cin}, 0)
-                               : Random(rng, {c.cout, c.kh, c.kw, c.cin}, false, 0.01f, 120);
+      QTensor filter = is_int8 ? RandomPerChannel(rng, {c.cout, c.kh, c.kw, fc}, 0)
+                               : Random(rng, {c.cout, c.kh, c.kw, fc}, false, 0.01f, 120);
       std::vector<int32_t> bias = RandomBias(rng, c.cout);
       const int oh = OutDim(c.padding, c.h, c.kh, c.stride, c.dilation);
       const int ow = OutDim(c.padding, c.w, c.kw, c.stride, c.dilation);
@@ -307,9 +311,10 @@ TEST(QuantizedConvTest, Conv2DMatchesDequantizedMath) {
                   const int iy = oy * c.stride - pt + ky * c.dilation;
                   const int ix = ox * c.stride - pl + kx * c.dilation;
                   if (iy < 0 || iy >= c.h || ix < 0 || ix >= c.w) continue;
-                  for (int ic = 0; ic < c.cin; ++ic) {
-                    sum += input.Real(((n * c.h + iy) * c.w + ix) * c.cin + ic) *
-                           filter.Real(((oc * c.kh + ky) * c.kw + kx) * c.cin + ic);
+                  const int g = oc / (c.cout / c.groups);
+                  for (int ic = 0; ic < fc; ++ic) {
+                    sum += input.Real(((n * c.h + iy) * c.w + ix) * c.cin + g * fc + ic) *
+                           filter.Real(((oc * c.kh + ky) * c.kw + kx) * fc + ic);
                   }
                 }
               real.push_back(sum);
@@ -332,7 +337,8 @@ TEST(QuantizedConvTest, Conv2DMatchesDequantizedMath) {
       b.SetOutputs({out});
       ExpectWithinOneLsb(RunQuantized(b, {&input}, is_int8), Quantize(real, oq, is_int8, c.act),
                          std::string(is_int8 ? "int8" : "uint8") + " conv k" +
-                             std::to_string(c.kh) + " s" + std::to_string(c.stride));
+                             std::to_string(c.kh) + " s" + std::to_string(c.stride) + " groups " +
+                             std::to_string(c.groups));
     }
   }
 }
