@@ -312,7 +312,8 @@ TEST_F(AdbEndToEnd, AgentLogIsRotatedPastItsLimit) {
     auto session = provider->Open("adb:" + *serial_);
     ASSERT_TRUE(session) << session.message();
   }
-  EXPECT_EQ(Slurp(old), std::string(300, 'b'));
+  // The first session's agent may still append its last lines to the moved file.
+  EXPECT_EQ(Slurp(old).substr(0, 300), std::string(300, 'b'));
   EXPECT_LT(fs::file_size(log), 300u);
 }
 
