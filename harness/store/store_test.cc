@@ -593,16 +593,20 @@ TEST_F(StoreTest, RunRunnerAndRequeue) {
   EXPECT_EQ(store->GetJob(*job)->attempts, 1);
 }
 
-// Sets run `id`'s owner to `pid` on this host (as another process would).
-void SetOwner(const std::string& path, int64_t id, pid_t pid) {
+// Runs `sql` on the database file directly (as another process would).
+void ExecSql(const std::string& path, const std::string& sql) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  char host[256] = "";
-  ::gethostname(host, sizeof host - 1);
-  std::string sql = "UPDATE runs SET owner_pid = " + std::to_string(pid) + ", owner_host = '" +
-                    host + "', owner_since = strftime('%s','now') WHERE id = " + std::to_string(id);
   ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
   sqlite3_close(db);
+}
+
+// Sets run `id`'s owner to `pid` on this host (as another process would).
+void SetOwner(const std::string& path, int64_t id, pid_t pid) {
+  char host[256] = "";
+  ::gethostname(host, sizeof host - 1);
+  ExecSql(path, "UPDATE runs SET owner_pid = " + std::to_string(pid) + ", owner_host = '" + host +
+                    "', owner_since = strftime('%s','now') WHERE id = " + std::to_string(id));
 }
 
 TEST_F(StoreTest, ResumeIsRefusedWhileTheOwnerLivesAndTakenOverWhenItDied) {
@@ -645,12 +649,8 @@ int64_t OwnerSince(const std::string& path, int64_t id) {
 }
 
 void SetOwnerSince(const std::string& path, int64_t id, int64_t since) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  const std::string sql = "UPDATE runs SET owner_since = " + std::to_string(since) +
-                          " WHERE id = " + std::to_string(id);
-  ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
-  sqlite3_close(db);
+  ExecSql(path, "UPDATE runs SET owner_since = " + std::to_string(since) +
+                    " WHERE id = " + std::to_string(id));
 }
 
 // A long sweep renews its claim, so another host does not take it for

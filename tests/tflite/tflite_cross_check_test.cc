@@ -71,6 +71,22 @@ std::vector<double> Real(const void* data, size_t n, double scale, double zero_p
   return v;
 }
 
+// The element counts of the model's inputs, which must all be float32 (as the
+// corpus models and the catalog's cases, quantized ones included, take).
+bool InputCounts(const std::vector<uint8_t>& bytes, std::vector<size_t>* counts) {
+  std::unique_ptr<runtime::Model> model;
+  if (!runtime::Model::FromBuffer("model.tflite", bytes, &model).ok()) return false;
+  runtime::OpResolver resolver;
+  resolver.AddAllReferenceOps();
+  runtime::Interpreter probe(*model, resolver);
+  if (!probe.AllocateTensors().ok()) return false;
+  for (const runtime::Tensor* t : probe.inputs()) {
+    if (t->dtype != runtime::DType::kFloat32) return false;
+    counts->push_back(static_cast<size_t>(t->num_elements()));
+  }
+  return true;
+}
+
 // Ours: the reference kernels, or with `delegate` from the registry.
 runtime::Status RunOurs(const std::vector<uint8_t>& model_bytes,
                         const std::vector<std::vector<uint8_t>>& inputs,
@@ -222,19 +238,8 @@ TEST(TfliteCrossCheckTest, CorpusModelsMatchTensorFlowLite) {
     const std::string name = entry.path().filename().string();
     SCOPED_TRACE(name);
     const std::vector<uint8_t> bytes = Slurp(entry.path());
-    std::unique_ptr<runtime::Model> model;
-    ASSERT_TRUE(runtime::Model::FromBuffer(name, bytes, &model).ok());
     std::vector<size_t> counts;
-    {
-      runtime::OpResolver resolver;
-      resolver.AddAllReferenceOps();
-      runtime::Interpreter probe(*model, resolver);
-      ASSERT_TRUE(probe.AllocateTensors().ok());
-      for (const runtime::Tensor* t : probe.inputs()) {
-        ASSERT_EQ(t->dtype, runtime::DType::kFloat32);
-        counts.push_back(static_cast<size_t>(t->num_elements()));
-      }
-    }
+    ASSERT_TRUE(InputCounts(bytes, &counts)) << "our runtime cannot load " << name;
     const auto inputs = FloatInputs(counts, -1.0f, 1.0f, 2024);
     Outputs tfl, tfl_xnn;
     std::string error;
@@ -280,18 +285,8 @@ TEST(TfliteCrossCheckTest, ConformanceCatalogMatchesTensorFlowLite) {
                   c.name.c_str());
       continue;
     }
-    std::unique_ptr<runtime::Model> model;
-    ASSERT_TRUE(runtime::Model::FromBuffer("case.tflite", c.model, &model).ok());
     std::vector<size_t> counts;
-    {
-      runtime::OpResolver resolver;
-      resolver.AddAllReferenceOps();
-      runtime::Interpreter probe(*model, resolver);
-      ASSERT_TRUE(probe.AllocateTensors().ok());
-      for (const runtime::Tensor* t : probe.inputs()) {
-        counts.push_back(static_cast<size_t>(t->num_elements()));
-      }
-    }
+    ASSERT_TRUE(InputCounts(c.model, &counts)) << "our runtime cannot load the case";
     const auto inputs = FloatInputs(counts, c.input_lo, c.input_hi, 77);
     Outputs tfl;
     std::string error;
