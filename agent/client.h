@@ -53,6 +53,9 @@ struct JobSpec {
   // delegate option; delegate_options must not name a `path` (feature
   // "plugin"; an agent without it ignores the field).
   std::string plugin_sha256;
+  // "cpu": the runner compares the outputs with its reference kernels
+  // (--accuracy-reference cpu); empty: no comparison.
+  std::string accuracy_reference;
 };
 
 // One CPU's cpufreq state (/sys/devices/system/cpu/cpuN). Unset: unreadable.

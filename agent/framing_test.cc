@@ -74,6 +74,7 @@ TEST(FramingTest, RoundTripsAPluginJob) {
   job.delegate = "external";
   job.delegate_options = "max_delegated_partitions:1";
   job.plugin_sha256 = std::string(64, 'c');
+  job.accuracy_reference = "cpu";
   job.timeout_ms = 5000;
   flatbuffers::FlatBufferBuilder fbb;
   FinishFrame(fbb, 43, BuildRunJob(fbb, job));
@@ -81,6 +82,7 @@ TEST(FramingTest, RoundTripsAPluginJob) {
   // Without a plugin the field is left out altogether (an older agent sees
   // exactly the table it knows).
   job.plugin_sha256.clear();
+  job.accuracy_reference.clear();
   flatbuffers::FlatBufferBuilder plain;
   FinishFrame(plain, 44, BuildRunJob(plain, job));
   ASSERT_TRUE(WriteFrame(sp.a.get(), plain).ok());
@@ -93,12 +95,14 @@ TEST(FramingTest, RoundTripsAPluginJob) {
   EXPECT_EQ(back.delegate, "external");
   EXPECT_EQ(back.delegate_options, "max_delegated_partitions:1");
   EXPECT_EQ(back.model_sha256, std::string(64, 'b'));
+  EXPECT_EQ(back.accuracy_reference, "cpu");
 
   got = ReadFrame(sp.b.get(), std::chrono::milliseconds(5000));
   ASSERT_TRUE(got.ok()) << got.message();
   ASSERT_EQ(got->frame()->body_type(), wire::Body::RunJob);
   EXPECT_EQ(got->frame()->body_as_RunJob()->plugin_sha256(), nullptr);
   EXPECT_EQ(ReadRunJob(*got->frame()->body_as_RunJob()).plugin_sha256, "");
+  EXPECT_EQ(got->frame()->body_as_RunJob()->accuracy_reference(), nullptr);
 }
 
 TEST(FramingTest, RoundTripsAFullSizeChunk) {

@@ -12,9 +12,9 @@ std::vector<std::string> Strings(
   return out;
 }
 
-flatbuffers::Offset<wire::HelloReply> BuildHelloReply(
-    flatbuffers::FlatBufferBuilder& fbb, const DeviceInfo& info,
-    const std::vector<uint8_t>* auth_challenge) {
+flatbuffers::Offset<wire::HelloReply> BuildHelloReply(flatbuffers::FlatBufferBuilder& fbb,
+                                                      const DeviceInfo& info,
+                                                      const std::vector<uint8_t>* auth_challenge) {
   auto features = fbb.CreateVectorOfStrings(info.features);
   auto agent_version = fbb.CreateString(info.agent_version);
   auto os = fbb.CreateString(info.os);
@@ -67,8 +67,10 @@ flatbuffers::Offset<wire::RunJob> BuildRunJob(flatbuffers::FlatBufferBuilder& fb
   // Absent (not an empty string) when no plugin is named.
   flatbuffers::Offset<flatbuffers::String> plugin;
   if (!job.plugin_sha256.empty()) plugin = fbb.CreateString(job.plugin_sha256);
+  flatbuffers::Offset<flatbuffers::String> accuracy;
+  if (!job.accuracy_reference.empty()) accuracy = fbb.CreateString(job.accuracy_reference);
   return wire::CreateRunJob(fbb, runner, model, delegate, options, job.num_threads, job.warmup_runs,
-                            job.num_runs, job.timeout_ms, plugin);
+                            job.num_runs, job.timeout_ms, plugin, accuracy);
 }
 
 JobSpec ReadRunJob(const wire::RunJob& msg) {
@@ -82,6 +84,7 @@ JobSpec ReadRunJob(const wire::RunJob& msg) {
   job.num_runs = msg.num_runs();
   job.timeout_ms = msg.timeout_ms();
   job.plugin_sha256 = Str(msg.plugin_sha256());
+  job.accuracy_reference = Str(msg.accuracy_reference());
   return job;
 }
 

@@ -115,6 +115,10 @@ std::string CheckSpec(const JobSpec& job, uint32_t max_timeout_ms) {
                    "passes the plugin's path itself";
     }
   }
+  if (!job.accuracy_reference.empty() && job.accuracy_reference != "cpu") {
+    return "invalid job: accuracy_reference '" + OneLine(job.accuracy_reference, 40) +
+           "' (the runner compares with 'cpu' only)";
+  }
   if (job.num_threads == 0 || job.num_threads > 1024) {
     return "invalid job: num_threads " + std::to_string(job.num_threads) + " is not in 1..1024";
   }
@@ -171,6 +175,10 @@ std::vector<std::string> Supervisor::RunnerArgs(const JobSpec& job, const std::s
         std::pair{"--num-runs", job.num_runs}}) {
     args.push_back(flag);
     args.push_back(std::to_string(value));
+  }
+  if (!job.accuracy_reference.empty()) {
+    args.push_back("--accuracy-reference");
+    args.push_back(job.accuracy_reference);
   }
   args.push_back("--json");
   return args;

@@ -14,8 +14,8 @@
 namespace dfarm::agent {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::HashOf;
+using ::testing::HasSubstr;
 using testing::TempDir;
 
 class SupervisorTest : public ::testing::Test {
@@ -101,9 +101,10 @@ TEST_F(SupervisorTest, ExitZeroWithoutSuccessIsCrashed) {
 
 TEST_F(SupervisorTest, ModelErrorUsesTheJsonError) {
   Supervisor sup(store_.get());
-  JobResult r = sup.Run(Job(
-      "#!/bin/sh\necho '{\"status\":\"model_error\",\"error\":\"failed to load model: bad magic\"}'\n"
-      "exit 1\n"));
+  JobResult r =
+      sup.Run(Job("#!/bin/sh\necho '{\"status\":\"model_error\",\"error\":\"failed to load model: "
+                  "bad magic\"}'\n"
+                  "exit 1\n"));
   EXPECT_EQ(r.status, "model_error");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.error, "failed to load model: bad magic");
@@ -114,7 +115,8 @@ TEST_F(SupervisorTest, DelegateErrorAndUnsupportedFallBackToStderr) {
   JobResult r = sup.Run(Job("#!/bin/sh\necho 'xnnpack: prepare failed' >&2\nexit 3\n"));
   EXPECT_EQ(r.status, "delegate_error");
   EXPECT_EQ(r.error, "runner exited with code 3: xnnpack: prepare failed");
-  r = sup.Run(Job("#!/bin/sh\necho '{\"status\":\"unsupported\",\"error\":\"op CUSTOM\"}'\nexit 4\n"));
+  r = sup.Run(
+      Job("#!/bin/sh\necho '{\"status\":\"unsupported\",\"error\":\"op CUSTOM\"}'\nexit 4\n"));
   EXPECT_EQ(r.status, "unsupported");
   EXPECT_EQ(r.error, "op CUSTOM");
 }
@@ -168,6 +170,15 @@ TEST_F(SupervisorTest, PluginIsPassedAsItsStorePath) {
             (std::vector<std::string>{"--model", "/m.tflite", "--delegate", "external",
                                       "--delegate-options", "path:" + plugin, "--num-threads", "1",
                                       "--warmup-runs", "1", "--num-runs", "3", "--json"}));
+  job.accuracy_reference = "cpu";
+  EXPECT_EQ(Supervisor::RunnerArgs(job, "/m.tflite", "").back(), "--json");
+  const std::vector<std::string> args = Supervisor::RunnerArgs(job, "/m.tflite", "");
+  EXPECT_EQ(args[args.size() - 3], "--accuracy-reference");
+  EXPECT_EQ(args[args.size() - 2], "cpu");
+  job.accuracy_reference = "gpu";
+  r = sup.Run(job);
+  EXPECT_EQ(r.status, "infra");
+  EXPECT_THAT(r.error, HasSubstr("accuracy_reference 'gpu' (the runner compares with 'cpu' only)"));
 }
 
 TEST_F(SupervisorTest, MissingPluginIsInfra) {
@@ -234,8 +245,9 @@ TEST_F(SupervisorTest, PluginIsPinnedWhileTheJobRuns) {
 
 TEST_F(SupervisorTest, StderrTailKeepsTheEnd) {
   Supervisor sup(store_.get());
-  JobResult r = sup.Run(Job(
-      "#!/bin/sh\ni=0\nwhile [ $i -lt 2000 ]; do echo \"line $i\" >&2; i=$((i+1)); done\nexit 5\n"));
+  JobResult r =
+      sup.Run(Job("#!/bin/sh\ni=0\nwhile [ $i -lt 2000 ]; do echo \"line $i\" >&2; i=$((i+1)); "
+                  "done\nexit 5\n"));
   EXPECT_EQ(r.status, "crashed");
   EXPECT_THAT(r.error, HasSubstr("internal error"));
   EXPECT_LE(r.stderr_tail.size(), 4096u);

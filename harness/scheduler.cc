@@ -337,6 +337,10 @@ class Scheduler {
         spec.warmup_runs = job.benchmark.warmup_runs;
         spec.num_runs = job.benchmark.num_runs;
         spec.timeout_ms = job.benchmark.timeout_s * 1000;
+        // cpu against the cpu reference says nothing: only other delegates compare.
+        if (job.benchmark.accuracy_reference == "cpu" && job.delegate.name != "cpu") {
+          spec.accuracy_reference = "cpu";
+        }
         const std::string label = Label(job, w.device);
         if (ctx_.progress) ctx_.progress->JobStarted(label);
         agent::RunJobOptions run_options;

@@ -3,7 +3,6 @@
 #include <sys/utsname.h>
 
 #include <algorithm>
-
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -111,8 +110,8 @@ class Parser {
       return Fail("", std::string("expected a JSON object, got ") + TypeName(doc));
     }
     if (auto r = CheckKeys(doc, "",
-                          {"name", "models", "delegates", "devices", "device_tags", "runners",
-                           "benchmark", "scheduler", "cooldown"});
+                           {"name", "models", "delegates", "devices", "device_tags", "runners",
+                            "benchmark", "scheduler", "cooldown"});
         !r) {
       return r.error();
     }
@@ -170,8 +169,7 @@ class Parser {
           std::string id = d.name + "|" + d.OptionsString();
           if (!seen.insert(id).second) {
             return Fail(where, "duplicate delegate configuration '" + d.name +
-                                   (d.options.empty() ? "" : "(" + d.OptionsString() + ")") +
-                                   "'");
+                                   (d.options.empty() ? "" : "(" + d.OptionsString() + ")") + "'");
           }
           spec.delegates.push_back(std::move(d));
         }
@@ -212,8 +210,9 @@ class Parser {
     if (doc.contains("device_tags")) {
       const json& t = doc["device_tags"];
       if (!t.is_object()) {
-        return Fail("device_tags", std::string("expected an object {\"DEVICE\":[\"tag\",...]}, got ") +
-                                       TypeName(t));
+        return Fail(
+            "device_tags",
+            std::string("expected an object {\"DEVICE\":[\"tag\",...]}, got ") + TypeName(t));
       }
       for (const auto& [device, tags] : t.items()) {
         std::string where = "device_tags." + device;
@@ -281,8 +280,9 @@ class Parser {
       if (!b.is_object()) {
         return Fail("benchmark", std::string("expected an object, got ") + TypeName(b));
       }
-      if (auto r =
-              CheckKeys(b, "benchmark", {"warmup_runs", "num_runs", "num_threads", "timeout_s"});
+      if (auto r = CheckKeys(
+              b, "benchmark",
+              {"warmup_runs", "num_runs", "num_threads", "timeout_s", "accuracy_reference"});
           !r) {
         return r.error();
       }
@@ -306,17 +306,25 @@ class Parser {
         }
         spec.benchmark.num_threads = spec.num_threads.front();
       } else if (b.contains("num_threads")) {
-        if (auto r = ReadUints(b, "benchmark",
-                               {{"num_threads", &spec.benchmark.num_threads, 1, 256}});
+        if (auto r =
+                ReadUints(b, "benchmark", {{"num_threads", &spec.benchmark.num_threads, 1, 256}});
             !r) {
           return r.error();
         }
         spec.num_threads = {spec.benchmark.num_threads};
       }
-      if (auto r = ReadUints(b, "benchmark",
-                             {{"timeout_s", &spec.benchmark.timeout_s, 1, 24 * 3600}});
+      if (auto r =
+              ReadUints(b, "benchmark", {{"timeout_s", &spec.benchmark.timeout_s, 1, 24 * 3600}});
           !r) {
         return r.error();
+      }
+      if (b.contains("accuracy_reference")) {
+        const json& a = b["accuracy_reference"];
+        if (!a.is_string() || (a.get<std::string>() != "cpu" && a.get<std::string>() != "none")) {
+          return Fail("benchmark.accuracy_reference",
+                      "expected \"cpu\" or \"none\", got " + a.dump());
+        }
+        spec.benchmark.accuracy_reference = a.get<std::string>();
       }
     }
 
@@ -325,8 +333,8 @@ class Parser {
       if (!s.is_object()) {
         return Fail("scheduler", std::string("expected an object, got ") + TypeName(s));
       }
-      if (auto r = CheckKeys(s, "scheduler",
-                             {"retries", "backoff_ms", "quarantine_after", "failover"});
+      if (auto r =
+              CheckKeys(s, "scheduler", {"retries", "backoff_ms", "quarantine_after", "failover"});
           !r) {
         return r.error();
       }
@@ -496,8 +504,8 @@ class Parser {
     for (auto& [key, values] : grid) {
       if (key != kPluginPathOption) continue;
       for (size_t i = 0; i < values.size(); ++i) {
-        auto resolved = ResolvePluginPath(
-            values[i], where + ".options." + key + "[" + std::to_string(i) + "]");
+        auto resolved =
+            ResolvePluginPath(values[i], where + ".options." + key + "[" + std::to_string(i) + "]");
         if (!resolved) return resolved.error();
         values[i] = *resolved;
       }
@@ -515,9 +523,9 @@ class Parser {
       }
       configs = std::move(next);
       if (configs.size() > kMaxDelegateConfigs) {
-        return Fail(where + ".options", "expands into more than " +
-                                            std::to_string(kMaxDelegateConfigs) +
-                                            " configurations");
+        return Fail(
+            where + ".options",
+            "expands into more than " + std::to_string(kMaxDelegateConfigs) + " configurations");
       }
     }
     return configs;
@@ -560,8 +568,7 @@ std::vector<std::string> PluginPaths(const SweepSpec& spec) {
   std::vector<std::string> paths;
   for (const DelegateSpec& d : spec.delegates) {
     auto it = d.options.find(kPluginPathOption);
-    if (it != d.options.end() &&
-        std::find(paths.begin(), paths.end(), it->second) == paths.end()) {
+    if (it != d.options.end() && std::find(paths.begin(), paths.end(), it->second) == paths.end()) {
       paths.push_back(it->second);
     }
   }
@@ -628,13 +635,15 @@ std::string SweepSpec::ToJson() const {
   if (!device_tags.empty()) doc["device_tags"] = device_tags;
   if (!runners.empty()) {
     doc["runners"] = json::array();
-    for (const RunnerSpec& r : runners) doc["runners"].push_back({{"name", r.name}, {"builds", r.builds}});
+    for (const RunnerSpec& r : runners)
+      doc["runners"].push_back({{"name", r.name}, {"builds", r.builds}});
   }
-  doc["benchmark"] = {{"warmup_runs", benchmark.warmup_runs},
-                      {"num_runs", benchmark.num_runs},
-                      {"num_threads", num_threads.size() == 1 ? json(num_threads.front())
-                                                              : json(num_threads)},
-                      {"timeout_s", benchmark.timeout_s}};
+  doc["benchmark"] = {
+      {"warmup_runs", benchmark.warmup_runs},
+      {"num_runs", benchmark.num_runs},
+      {"num_threads", num_threads.size() == 1 ? json(num_threads.front()) : json(num_threads)},
+      {"timeout_s", benchmark.timeout_s},
+      {"accuracy_reference", benchmark.accuracy_reference}};
   doc["scheduler"] = {{"retries", scheduler.retries},
                       {"backoff_ms", scheduler.backoff_ms},
                       {"quarantine_after", scheduler.quarantine_after},
@@ -685,7 +694,8 @@ std::string CheckDeviceName(const std::string& name) {
     }
     return {};
   }
-  return "unknown device '" + name + "' (known: local, local:NAME, tcp://HOST:PORT, qemu-arm64, adb, adb:SERIAL)";
+  return "unknown device '" + name +
+         "' (known: local, local:NAME, tcp://HOST:PORT, qemu-arm64, adb, adb:SERIAL)";
 }
 
 Result<SweepSpec> ParseSpec(const std::string& text, const std::string& spec_path) {

@@ -42,6 +42,10 @@ struct BenchmarkSpec {
   uint32_t num_runs = 50;
   uint32_t num_threads = 1;  // of one job; a spec may list several (SweepSpec::num_threads)
   uint32_t timeout_s = 120;  // per job, enforced by the agent
+  // "cpu" (default): jobs of delegates other than cpu also compare their
+  // outputs with the runner's reference kernels (store: output_accuracy);
+  // "none": no comparison.
+  std::string accuracy_reference = "cpu";
 };
 
 // Cooldown before each job on a device (spec "cooldown"): a fixed pause,

@@ -44,6 +44,7 @@ TEST_F(SpecTest, DefaultsAndRelativePaths) {
   EXPECT_EQ(spec->benchmark.num_runs, 50u);
   EXPECT_EQ(spec->benchmark.num_threads, 1u);
   EXPECT_EQ(spec->benchmark.timeout_s, 120u);
+  EXPECT_EQ(spec->benchmark.accuracy_reference, "cpu");
 }
 
 TEST_F(SpecTest, FullSpec) {
@@ -52,7 +53,8 @@ TEST_F(SpecTest, FullSpec) {
                     R"("],
       "delegates":[{"name":"cpu"},{"name":"xnnpack","options":{"threads":4,"fp16":true,"b":"x"}}],
       "devices":["local","tcp://127.0.0.1:7000"],
-      "benchmark":{"warmup_runs":2,"num_runs":20,"num_threads":2,"timeout_s":30}})");
+      "benchmark":{"warmup_runs":2,"num_runs":20,"num_threads":2,"timeout_s":30,
+                   "accuracy_reference":"none"}})");
   ASSERT_TRUE(spec.ok()) << spec.message();
   EXPECT_EQ(spec->name, "quickstart");
   EXPECT_EQ(spec->models[1].path, abs_b);
@@ -64,6 +66,7 @@ TEST_F(SpecTest, FullSpec) {
   EXPECT_EQ(spec->benchmark.num_runs, 20u);
   EXPECT_EQ(spec->benchmark.num_threads, 2u);
   EXPECT_EQ(spec->benchmark.timeout_s, 30u);
+  EXPECT_EQ(spec->benchmark.accuracy_reference, "none");
 
   auto doc = nlohmann::json::parse(spec->ToJson());
   EXPECT_EQ(doc["models"][0], spec->models[0].path);
@@ -102,6 +105,9 @@ TEST_F(SpecTest, BadTypes) {
               HasSubstr("name: expected a string"));
   EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"benchmark":{"num_runs":"5"}})"),
               HasSubstr("benchmark.num_runs: expected an integer, got string"));
+  EXPECT_THAT(
+      Error(R"({"models":["../models/a.tflite"],"benchmark":{"accuracy_reference":"gpu"}})"),
+      HasSubstr("benchmark.accuracy_reference: expected \"cpu\" or \"none\", got \"gpu\""));
   EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"benchmark":{"num_runs":2.5}})"),
               HasSubstr("benchmark.num_runs: expected an integer, got a number"));
   EXPECT_THAT(

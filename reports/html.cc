@@ -83,7 +83,7 @@ std::string RenderHtml(const RunReport& report) {
   h << "<h2>Jobs</h2>\n<table>\n<thead><tr><th>model</th><th>delegate</th><th>device</th>"
        "<th>status</th><th>init ms</th><th>first ms</th><th>mean ms</th><th>p50 ms</th>"
        "<th>p90 ms</th><th>p99 ms</th><th>peak RSS MiB</th><th>placement</th>"
-       "<th>device state</th></tr></thead>\n<tbody>\n";
+       "<th>max abs error vs cpu</th><th>device state</th></tr></thead>\n<tbody>\n";
   for (const store::JobRow& j : report.jobs) {
     h << "<tr><td>" << Esc(j.model) << "</td><td>" << Esc(DelegateLabel(j)) << "</td><td>"
       << Esc(j.device) << "</td><td class=\"" << StatusClass(j.status) << "\">" << Esc(j.status)
@@ -100,6 +100,8 @@ std::string RenderHtml(const RunReport& report) {
     std::string placement = PlacementLabel(j);
     std::string flags = DeviceStateFlags(j);
     h << "<td>" << (placement.empty() ? "&ndash;" : Esc(placement)) << "</td>";
+    const std::string accuracy = AccuracyLabel(report, j);
+    h << "<td class=\"num\">" << (accuracy.empty() ? "&ndash;" : Esc(accuracy)) << "</td>";
     if (flags.empty()) {
       h << "<td>&ndash;</td>";
     } else {

@@ -41,9 +41,9 @@ std::string RenderMarkdown(const RunReport& report) {
 
   md << "## Jobs\n\n";
   md << "| model | delegate | device | status | init ms | first ms | mean ms | p50 ms | "
-        "p90 ms | p99 ms | peak RSS MiB | placement | device state |\n";
-  md << "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- "
-        "|\n";
+        "p90 ms | p99 ms | peak RSS MiB | placement | max abs error vs cpu | device state |\n";
+  md << "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | "
+        "--- |\n";
   for (const store::JobRow& j : report.jobs) {
     md << "| " << Cell(j.model) << " | " << Cell(DelegateLabel(j)) << " | " << Cell(j.device)
        << " | " << Cell(j.status) << " | ";
@@ -57,7 +57,9 @@ std::string RenderMarkdown(const RunReport& report) {
     }
     std::string placement = PlacementLabel(j);
     std::string flags = DeviceStateFlags(j);
+    std::string accuracy = AccuracyLabel(report, j);
     md << (placement.empty() ? "–" : Cell(placement)) << " | "
+       << (accuracy.empty() ? "–" : Cell(accuracy)) << " | "
        << (flags.empty() ? "–" : "⚠ " + Cell(flags)) << " |\n";
   }
 
@@ -69,9 +71,9 @@ std::string RenderMarkdown(const RunReport& report) {
     for (const store::JobRow& j : report.jobs) {
       std::string flags = DeviceStateFlags(j);
       if (flags.empty()) continue;
-      md << "- ⚠ **" << Cell(j.model) << "** " << Cell(DelegateLabel(j)) << " on "
-         << Cell(j.device) << ": " << Cell(flags)
-         << (j.state_note.empty() ? "" : " (" + Cell(j.state_note) + ")") << "\n";
+      md << "- ⚠ **" << Cell(j.model) << "** " << Cell(DelegateLabel(j)) << " on " << Cell(j.device)
+         << ": " << Cell(flags) << (j.state_note.empty() ? "" : " (" + Cell(j.state_note) + ")")
+         << "\n";
     }
   }
 

@@ -1,5 +1,6 @@
 #include "reports/report.h"
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 
@@ -28,8 +29,29 @@ std::string PlacementLabel(const store::JobRow& job) {
   if (!job.placement) return "";
   const store::PlacementSummary& p = *job.placement;
   if (p.delegated_nodes == 0) return "all " + std::to_string(p.nodes) + " on cpu";
-  return std::to_string(p.delegated_nodes) + "/" + std::to_string(p.nodes) + " on " +
-         p.delegates;
+  return std::to_string(p.delegated_nodes) + "/" + std::to_string(p.nodes) + " on " + p.delegates;
+}
+
+std::string AccuracyLabel(const RunReport& report, const store::JobRow& job) {
+  auto it = report.accuracy.find(job.id);
+  if (it == report.accuracy.end()) return "";
+  const store::OutputAccuracy* worst = nullptr;
+  for (const store::OutputAccuracy& o : it->second) {
+    if (o.nan_count + o.inf_count > o.reference_nan_count + o.reference_inf_count) {
+      return "NaN/Inf";
+    }
+    if (std::isnan(o.max_abs_error)) continue;
+    if (worst == nullptr || o.max_abs_error > worst->max_abs_error) worst = &o;
+  }
+  if (worst == nullptr) return "";
+  char buf[64];
+  if (worst->max_abs_error_lsb) {
+    std::snprintf(buf, sizeof buf, "%.3g (%.3g LSB)", worst->max_abs_error,
+                  *worst->max_abs_error_lsb);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.3g", worst->max_abs_error);
+  }
+  return buf;
 }
 
 std::string DeviceStateFlags(const store::JobRow& job) {
@@ -59,7 +81,13 @@ Result<RunReport> LoadRunReport(store::Store& store, int64_t run_id) {
   if (!run) return run.error();
   auto jobs = store.ListJobs(run_id);
   if (!jobs) return jobs.error();
-  return RunReport{std::move(*run), std::move(*jobs)};
+  RunReport report{std::move(*run), std::move(*jobs), {}};
+  for (const store::JobRow& j : report.jobs) {
+    auto accuracy = store.GetAccuracy(j.id);
+    if (!accuracy) return accuracy.error();
+    if (!accuracy->empty()) report.accuracy[j.id] = std::move(*accuracy);
+  }
+  return report;
 }
 
 Result<Format> ParseFormat(const std::string& name) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,9 @@ namespace dfarm::reports {
 struct RunReport {
   store::RunRow run;
   std::vector<store::JobRow> jobs;  // in job id order
+  // Each job's outputs against the reference (store output_accuracy), by job
+  // id; jobs without a comparison are absent.
+  std::map<int64_t, std::vector<store::OutputAccuracy>> accuracy;
 };
 
 // Reads a run and its jobs from `store`.
@@ -22,6 +26,11 @@ Result<RunReport> LoadRunReport(store::Store& store, int64_t run_id);
 // "12/40 on example" (delegated/all nodes, the delegates that ran them) or
 // "all 40 on cpu"; empty when the job has no placement.
 std::string PlacementLabel(const store::JobRow& job);
+
+// The largest error of a job's outputs against the reference: "6.9e-05",
+// "0.0039 (1 LSB)" when the worst output is quantized, "NaN/Inf" when an
+// output had non-finite values the reference did not; empty without a comparison.
+std::string AccuracyLabel(const RunReport& report, const store::JobRow& job);
 
 // "hot", "throttled", "hot, throttled", or empty when the agent flagged neither.
 std::string DeviceStateFlags(const store::JobRow& job);

@@ -11,7 +11,8 @@ namespace {
 
 RunReport Sample() {
   RunReport r;
-  r.run = {7, "nightly <b>", "2024-05-01T12:00:00Z", "2024-05-01T12:05:00Z", "finished", "{}", 0, ""};
+  r.run = {7, "nightly <b>", "2024-05-01T12:00:00Z", "2024-05-01T12:05:00Z", "finished", "{}", 0,
+           ""};
   store::JobRow ok;
   ok.id = 1;
   ok.run_id = 7;
@@ -101,8 +102,9 @@ TEST(ReportsTest, PlacementAndDeviceStateLabels) {
 
 TEST(ReportsTest, MarkdownShowsPlacementAndWarnings) {
   std::string md = RenderMarkdown(Flagged());
-  EXPECT_NE(md.find("| placement | device state |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| 42.5 | 12/40 on ex\\<ample\\> | ⚠ hot, throttled |"), std::string::npos)
+  EXPECT_NE(md.find("| placement | max abs error vs cpu | device state |"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| 42.5 | 12/40 on ex\\<ample\\> | – | ⚠ hot, throttled |"), std::string::npos)
       << md;
   EXPECT_NE(md.find("## Device state warnings"), std::string::npos);
   EXPECT_NE(md.find("zone \\<0\\> at 91 C"), std::string::npos) << md;
@@ -119,6 +121,28 @@ TEST(ReportsTest, HtmlShowsPlacementAndWarningsEscaped) {
   EXPECT_EQ(html.find("<ample>"), std::string::npos);
   EXPECT_EQ(html.find("<0>"), std::string::npos);
   EXPECT_EQ(RenderHtml(Sample()).find("Device state warnings"), std::string::npos);
+}
+
+// The accuracy column: the worst output's max abs error, in LSB too when
+// quantized; non-finite values the reference lacks are named.
+TEST(ReportsTest, AccuracyLabelShowsTheWorstOutput) {
+  RunReport r = Sample();
+  EXPECT_EQ(AccuracyLabel(r, r.jobs[0]), "");  // no comparison
+  store::OutputAccuracy a, b;
+  a.output_index = 0;
+  a.max_abs_error = 6.9e-5;
+  b.output_index = 1;
+  b.max_abs_error = 0.0078125;
+  b.max_abs_error_lsb = 2;
+  r.accuracy[1] = {a, b};
+  EXPECT_EQ(AccuracyLabel(r, r.jobs[0]), "0.00781 (2 LSB)");
+  r.accuracy[1] = {a};
+  EXPECT_EQ(AccuracyLabel(r, r.jobs[0]), "6.9e-05");
+  EXPECT_NE(RenderMarkdown(r).find("| 6.9e-05 |"), std::string::npos) << RenderMarkdown(r);
+  EXPECT_NE(RenderHtml(r).find("<td class=\"num\">6.9e-05</td>"), std::string::npos);
+  a.nan_count = 3;
+  r.accuracy[1] = {a};
+  EXPECT_EQ(AccuracyLabel(r, r.jobs[0]), "NaN/Inf");
 }
 
 TEST(ReportsTest, ParseFormat) {
@@ -147,6 +171,12 @@ TEST(ReportsTest, FromStoreToFile) {
   o.status = "ok";
   o.metrics = store::Metrics{};
   o.metrics->mean_us = 2500;
+  store::OutputAccuracy acc;
+  acc.name = "out";
+  acc.reference = "cpu";
+  acc.compared = 4;
+  acc.max_abs_error = 0.00025;
+  o.accuracy = {acc};
   ASSERT_TRUE((*store)->RecordJobResult(*id, o).ok());
 
   auto report = LoadRunReport(**store, *run);
@@ -157,6 +187,7 @@ TEST(ReportsTest, FromStoreToFile) {
   text << in.rdbuf();
   EXPECT_NE(text.str().find("m.tflite"), std::string::npos);
   EXPECT_NE(text.str().find("2.50"), std::string::npos);
+  EXPECT_NE(text.str().find("<td class=\"num\">0.00025</td>"), std::string::npos) << text.str();
 
   EXPECT_FALSE(LoadRunReport(**store, 999).ok());
   EXPECT_FALSE(WriteReport(*report, Format::kHtml, (dir / "no/such/r.html").string()).ok());

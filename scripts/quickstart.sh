@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The main job: set up, build, sweep face_detection_short_range on the local
-# device (this host), and write an HTML report.
+# The main job: set up, build, sweep two MediaPipe models (face detection,
+# hand landmarks) over cpu and xnnpack (1 and 2 threads) on the local device
+# (this host), and write an HTML report (latency, memory, placement, error vs cpu).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="${DFARM_OUT:-$ROOT/out}"

@@ -256,9 +256,11 @@ int Run(const ShowOptions& o, Context& ctx) {
     std::string delegate = j.delegate;
     if (!j.delegate_options.empty()) delegate += "(" + j.delegate_options + ")";
     if (j.num_threads > 1) delegate += " x" + std::to_string(j.num_threads);
-    // The runner says when the delegate ran on another number of threads (cpu: one).
+    // The runner says when the delegate ran on fewer threads than the job asked
+    // for (cpu and plugins run on one); a delegate's own threads option shows
+    // in its label already.
     if (j.metrics && j.metrics->threads_used > 0 &&
-        j.metrics->threads_used != static_cast<int64_t>(j.num_threads)) {
+        j.metrics->threads_used < static_cast<int64_t>(j.num_threads)) {
       delegate += " (ran on " + std::to_string(j.metrics->threads_used) + ")";
     }
     ctx.out << j.model << "\t" << delegate << "\t" << j.device << "\t" << j.status;

@@ -94,12 +94,16 @@ class SchedulerE2eTest : public ::testing::Test {
   void ExpectAllFinishedOnce(int64_t jobs, int64_t num_runs) {
     EXPECT_EQ(Count("run_id = 1"), jobs);
     EXPECT_EQ(Count(std::string("run_id = 1 AND status IN ") + kFinal), jobs);
-    EXPECT_EQ(QueryInt(db_, "SELECT count(*) FROM results r JOIN jobs j ON j.id = r.job_id "
-                            "WHERE j.run_id = 1"),
+    EXPECT_EQ(QueryInt(db_,
+                       "SELECT count(*) FROM results r JOIN jobs j ON j.id = r.job_id "
+                       "WHERE j.run_id = 1"),
               jobs);
-    EXPECT_EQ(QueryInt(db_, "SELECT count(DISTINCT job_key || moved_from) FROM jobs WHERE run_id = 1"), jobs);
-    EXPECT_EQ(QueryInt(db_, "SELECT count(*) FROM samples s JOIN jobs j ON j.id = s.job_id "
-                            "WHERE j.run_id = 1 AND j.status = 'ok'"),
+    EXPECT_EQ(
+        QueryInt(db_, "SELECT count(DISTINCT job_key || moved_from) FROM jobs WHERE run_id = 1"),
+        jobs);
+    EXPECT_EQ(QueryInt(db_,
+                       "SELECT count(*) FROM samples s JOIN jobs j ON j.id = s.job_id "
+                       "WHERE j.run_id = 1 AND j.status = 'ok'"),
               Count("run_id = 1 AND status = 'ok'") * num_runs);
   }
 
@@ -112,12 +116,12 @@ TEST_F(SchedulerE2eTest, ThreeDevicesTwoModels) {
   Agent b = StartAgent(dir_ / "store-b", dir_ / "agent-b.log");
   ASSERT_NE(a.port, 0) << Slurp(dir_ / "agent-a.log");
   ASSERT_NE(b.port, 0) << Slurp(dir_ / "agent-b.log");
-  std::string spec = WriteSpec(
-      {{"name", "three"},
-       {"models", {face_.string(), AddModel()}},
-       {"delegates", {"cpu", "xnnpack"}},
-       {"devices", {"local", a.uri(), b.uri()}},
-       {"benchmark", {{"warmup_runs", 1}, {"num_runs", 3}, {"num_threads", {1, 2}}}}});
+  std::string spec =
+      WriteSpec({{"name", "three"},
+                 {"models", {face_.string(), AddModel()}},
+                 {"delegates", {"cpu", "xnnpack"}},
+                 {"devices", {"local", a.uri(), b.uri()}},
+                 {"benchmark", {{"warmup_runs", 1}, {"num_runs", 3}, {"num_threads", {1, 2}}}}});
   Outcome o = Dfarm({"sweep", spec, "--json"});
   ASSERT_EQ(o.code, 0) << o.out << o.err;
   json s = json::parse(o.out, nullptr, false);
@@ -140,6 +144,17 @@ TEST_F(SchedulerE2eTest, ThreeDevicesTwoModels) {
     }
   }
   EXPECT_EQ(QueryInt(db_, "SELECT count(*) FROM devices WHERE abi != ''"), 3);
+  // Every xnnpack job compared its outputs with the cpu reference on the
+  // device (benchmark.accuracy_reference defaults to "cpu"); cpu jobs did not.
+  const std::string accuracy_of =
+      "SELECT count(DISTINCT a.job_id) FROM output_accuracy a JOIN jobs j ON j.id = a.job_id "
+      "WHERE j.run_id = 1 AND a.reference = 'cpu' AND j.delegate = ";
+  EXPECT_EQ(QueryInt(db_, accuracy_of + "'xnnpack'"), 12);
+  EXPECT_EQ(QueryInt(db_, accuracy_of + "'cpu'"), 0);
+  EXPECT_EQ(QueryInt(db_,
+                     "SELECT count(*) FROM output_accuracy WHERE compared = 0 OR "
+                     "max_abs_error IS NULL OR max_abs_error > 1e-3"),
+            0);
 
   // The same sweep again: every artifact is on every device already.
   Outcome again = Dfarm({"sweep", spec, "--json"});
@@ -148,7 +163,8 @@ TEST_F(SchedulerE2eTest, ThreeDevicesTwoModels) {
   EXPECT_EQ(s2["bytes_pushed"], 0);
   EXPECT_EQ(s2["ok"], 24);
 
-  Outcome devices = Dfarm({"devices", "--json", "--device", a.uri(), "--device", "tcp://127.0.0.1:1"});
+  Outcome devices =
+      Dfarm({"devices", "--json", "--device", a.uri(), "--device", "tcp://127.0.0.1:1"});
   ASSERT_EQ(devices.code, 0) << devices.err;
   json d = json::parse(devices.out, nullptr, false);
   ASSERT_EQ(d["devices"].size(), 2u) << devices.out;
@@ -170,8 +186,8 @@ TEST_F(SchedulerE2eTest, KilledAgentsJobsMove) {
   Child dfarm = Child::Spawn(DfarmArgs({"sweep", spec, "--json"}), (dir_ / "out").string(),
                              (dir_ / "err").string());
   std::string on_a = "device = '" + a.uri() + "'";
-  ASSERT_TRUE(WaitFor(
-      [&] { return Count(on_a + " AND status = 'ok'") >= 1; }, std::chrono::seconds(30)))
+  ASSERT_TRUE(
+      WaitFor([&] { return Count(on_a + " AND status = 'ok'") >= 1; }, std::chrono::seconds(30)))
       << Slurp(dir_ / "err");
   int64_t pending_on_a = Count(on_a + " AND status IN ('queued','running')");
   a.child.Kill(SIGKILL);
