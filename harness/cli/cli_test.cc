@@ -124,6 +124,12 @@ TEST(CliTest, ReadCommands) {
     placed.state_before_json = R"({"unix_ms":5,"load_avg_1m":0.75})";
     placed.started_hot = true;
     placed.state_note = "thermal zone 1 at 88 C";
+    store::OutputAccuracy acc;
+    acc.name = "out";
+    acc.reference = "cpu";
+    acc.compared = 8;
+    acc.max_abs_error = 0.0005;
+    placed.accuracy = {acc};
     ASSERT_TRUE((*store)->RecordJobResult(*id2, placed).ok());
     ASSERT_TRUE((*store)->FinishRun(*run, "finished").ok());
   }
@@ -179,8 +185,8 @@ TEST(CliTest, ReadCommands) {
   o = Call({"show", "last", "--db", db});
   ASSERT_EQ(o.code, 0) << o.err;
   EXPECT_THAT(o.out, HasSubstr("m.tflite\tcpu x2 (ran on 1)\tlocal\tok\t1.00"));
-  EXPECT_THAT(o.out, HasSubstr("\t1/2 on example\tWARNING hot\n"));
-  EXPECT_THAT(o.out, HasSubstr("\t-\t-\n"));
+  EXPECT_THAT(o.out, HasSubstr("\t1/2 on example\tWARNING hot\t0.0005\n"));
+  EXPECT_THAT(o.out, HasSubstr("\t-\t-\t-\n"));
   o = Call({"show", "9", "--db", db});
   EXPECT_EQ(o.code, kExitUsage);
   EXPECT_THAT(o.err, HasSubstr("no run 9"));

@@ -247,11 +247,17 @@ int Run(const ShowOptions& o, Context& ctx) {
     return kExitOk;
   }
   if (o.job != 0) return ShowJob(**store, *run, *jobs, o.job, ctx);
+  // The table's accuracy column (reports::AccuracyLabel) needs each job's comparison.
+  auto report = reports::LoadRunReport(**store, run->id);
+  if (!report) {
+    ctx.Fail(kExitInfra, report.message());
+    return kExitInfra;
+  }
   ctx.out << "run " << run->id << " '" << run->name << "' " << run->status << ", created "
           << run->created_at;
   if (!run->finished_at.empty()) ctx.out << ", finished " << run->finished_at;
   ctx.out << "\n\nMODEL\tDELEGATE\tDEVICE\tSTATUS\tMEAN_MS\tP90_MS\tPEAK_RSS_MIB\tPLACEMENT"
-             "\tDEVICE_STATE\n";
+             "\tDEVICE_STATE\tMAX_ERR_VS_CPU\n";
   for (const store::JobRow& j : *jobs) {
     std::string delegate = j.delegate;
     if (!j.delegate_options.empty()) delegate += "(" + j.delegate_options + ")";
@@ -274,8 +280,10 @@ int Run(const ShowOptions& o, Context& ctx) {
     }
     std::string placement = reports::PlacementLabel(j);
     std::string flags = reports::DeviceStateFlags(j);
+    std::string accuracy = reports::AccuracyLabel(*report, j);
     ctx.out << "\t" << (placement.empty() ? "-" : placement) << "\t"
-            << (flags.empty() ? "-" : "WARNING " + flags);
+            << (flags.empty() ? "-" : "WARNING " + flags) << "\t"
+            << (accuracy.empty() ? "-" : accuracy);
     if (!j.error.empty()) ctx.out << "\t" << j.error;
     ctx.out << "\n";
   }
