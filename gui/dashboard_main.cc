@@ -28,8 +28,7 @@ int main(int argc, char** argv) {
   const QStringList args = parser.positionalArguments();
   const QString db = args.isEmpty() ? QStringLiteral("dfarm.db") : args.first();
   if (!QFileInfo::exists(db)) {
-    std::fprintf(stderr, "dfarm-dashboard: error: database '%s' does not exist\n",
-                 qPrintable(db));
+    std::fprintf(stderr, "dfarm-dashboard: error: database '%s' does not exist\n", qPrintable(db));
     return 2;
   }
 

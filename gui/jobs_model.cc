@@ -10,9 +10,11 @@ namespace dfarm::gui {
 
 JobsModel::JobsModel(QObject* parent) : QAbstractTableModel(parent) {}
 
-void JobsModel::setJobs(std::vector<store::JobRow> jobs) {
+void JobsModel::setJobs(std::vector<store::JobRow> jobs,
+                        std::map<int64_t, std::vector<store::OutputAccuracy>> accuracy) {
   beginResetModel();
   m_jobs = std::move(jobs);
+  m_accuracy = std::move(accuracy);
   endResetModel();
 }
 
@@ -25,6 +27,12 @@ int JobsModel::columnCount(const QModelIndex& parent) const {
 }
 
 QVariant JobsModel::number(const store::JobRow& job, int column) const {
+  if (column == AccuracyColumn) {
+    auto it = m_accuracy.find(job.id);
+    if (it == m_accuracy.end()) return {};
+    const std::optional<double> worst = reports::MaxAbsError(it->second);
+    return worst ? QVariant(*worst) : QVariant();
+  }
   if (!job.metrics) return {};
   const store::Metrics& m = *job.metrics;
   switch (column) {
@@ -71,6 +79,11 @@ QVariant JobsModel::display(const store::JobRow& job, int column) const {
     }
     case PeakRssColumn:
       return job.metrics ? formatMiB(job.metrics->peak_rss_bytes) : QVariant();
+    case AccuracyColumn: {
+      auto it = m_accuracy.find(job.id);
+      return it == m_accuracy.end() ? QVariant()
+                                    : QString::fromStdString(reports::AccuracyLabel(it->second));
+    }
     default: {
       const QVariant n = number(job, column);
       return n.isValid() ? formatMs(n.toDouble()) : QVariant();
@@ -97,7 +110,7 @@ QVariant JobsModel::data(const QModelIndex& index, int role) const {
       return n.isValid() ? n : display(job, column);
     }
     case Qt::TextAlignmentRole:
-      if (column >= InitColumn && column <= PeakRssColumn) {
+      if ((column >= InitColumn && column <= PeakRssColumn) || column == AccuracyColumn) {
         return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
       }
       return {};
@@ -146,6 +159,8 @@ QVariant JobsModel::headerData(int section, Qt::Orientation orientation, int rol
       return tr("Placement");
     case DeviceStateColumn:
       return tr("Device state");
+    case AccuracyColumn:
+      return tr("Max abs error vs cpu");
     case ErrorColumn:
       return tr("Error");
     default:

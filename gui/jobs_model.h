@@ -3,6 +3,7 @@
 #pragma once
 
 #include <QAbstractTableModel>
+#include <map>
 #include <vector>
 
 #include "harness/store/store.h"
@@ -28,6 +29,7 @@ class JobsModel : public QAbstractTableModel {
     PeakRssColumn,
     PlacementColumn,
     DeviceStateColumn,
+    AccuracyColumn,  // max abs error vs the cpu reference (reports::AccuracyLabel)
     ErrorColumn,
     ColumnCount
   };
@@ -37,7 +39,8 @@ class JobsModel : public QAbstractTableModel {
 
   explicit JobsModel(QObject* parent = nullptr);
 
-  void setJobs(std::vector<store::JobRow> jobs);
+  void setJobs(std::vector<store::JobRow> jobs,
+               std::map<int64_t, std::vector<store::OutputAccuracy>> accuracy = {});
   const std::vector<store::JobRow>& jobs() const { return m_jobs; }
 
   int rowCount(const QModelIndex& parent = {}) const override;
@@ -51,6 +54,7 @@ class JobsModel : public QAbstractTableModel {
   QVariant number(const store::JobRow& job, int column) const;
 
   std::vector<store::JobRow> m_jobs;
+  std::map<int64_t, std::vector<store::OutputAccuracy>> m_accuracy;
 };
 
 }  // namespace dfarm::gui

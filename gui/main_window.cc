@@ -87,9 +87,9 @@ void MainWindow::reload() {
 }
 
 void MainWindow::chooseDatabase() {
-  const QString path = QFileDialog::getOpenFileName(
-      this, tr("Open DelegateFarm database"), QString(),
-      tr("SQLite databases (*.db *.sqlite);;All files (*)"));
+  const QString path =
+      QFileDialog::getOpenFileName(this, tr("Open DelegateFarm database"), QString(),
+                                   tr("SQLite databases (*.db *.sqlite);;All files (*)"));
   if (!path.isEmpty()) openDatabase(path);
 }
 
@@ -102,8 +102,8 @@ void MainWindow::onRunsLoaded(const RunsSnapshot& snapshot) {
   }
   m_runs->setRuns(snapshot.runs);
   m_runsView->resizeColumnsToContents();
-  statusBar()->showMessage(tr("%1: %n run(s)", nullptr, static_cast<int>(snapshot.runs.size()))
-                               .arg(m_dbPath));
+  statusBar()->showMessage(
+      tr("%1: %n run(s)", nullptr, static_cast<int>(snapshot.runs.size())).arg(m_dbPath));
   if (!snapshot.runs.empty()) m_runsView->selectRow(0);
 }
 
@@ -123,10 +123,10 @@ void MainWindow::onJobsLoaded(const JobsSnapshot& snapshot) {
     statusBar()->showMessage(tr("Error: %1").arg(snapshot.error));
     return;
   }
-  m_jobs->setJobs(snapshot.jobs);
+  m_jobs->setJobs(snapshot.jobs, snapshot.accuracy);
   m_jobsView->resizeColumnsToContents();
-  statusBar()->showMessage(tr("Run %1: %n job(s)", nullptr, static_cast<int>(snapshot.jobs.size()))
-                               .arg(snapshot.runId));
+  statusBar()->showMessage(
+      tr("Run %1: %n job(s)", nullptr, static_cast<int>(snapshot.jobs.size())).arg(snapshot.runId));
 }
 
 }  // namespace dfarm::gui

@@ -3,10 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <QAbstractItemModelTester>
+#include <QFileInfo>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtGlobal>
-#include <QFileInfo>
 
 #include "gui/jobs_model.h"
 #include "gui/main_window.h"
@@ -75,6 +75,12 @@ class DashboardTest : public testing::Test {
     ok.placement = placement;
     ok.started_hot = true;
     ok.state_note = "started hot: thermal zone 0 (cpu) at 81.0 C > 70.0 C";
+    store::OutputAccuracy acc;
+    acc.name = "out";
+    acc.reference = "cpu";
+    acc.compared = 4;
+    acc.max_abs_error = 0.0002;
+    ok.accuracy = {acc};
     ASSERT_TRUE(s->RecordJobResult((*ids)[0], ok).ok());
 
     store::JobOutcome crashed;
@@ -110,8 +116,7 @@ TEST_F(DashboardTest, RunsModelListsRunsOldestFirst) {
   RunsModel model;
   g_modelWarnings = 0;
   QtMessageHandler previous = qInstallMessageHandler(countWarnings);
-  QAbstractItemModelTester tester(&model,
-                                  QAbstractItemModelTester::FailureReportingMode::Warning);
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Warning);
   RunsSnapshot snapshot = readRuns(db_);
   ASSERT_TRUE(snapshot.error.isEmpty()) << snapshot.error.toStdString();
   model.setRuns(snapshot.runs);
@@ -132,22 +137,23 @@ TEST_F(DashboardTest, JobsModelShowsFiguresAndFailures) {
   JobsModel model;
   g_modelWarnings = 0;
   QtMessageHandler previous = qInstallMessageHandler(countWarnings);
-  QAbstractItemModelTester tester(&model,
-                                  QAbstractItemModelTester::FailureReportingMode::Warning);
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Warning);
   JobsSnapshot snapshot = readJobs(db_, first_run_);
   ASSERT_TRUE(snapshot.error.isEmpty()) << snapshot.error.toStdString();
-  model.setJobs(snapshot.jobs);
+  model.setJobs(snapshot.jobs, snapshot.accuracy);
   qInstallMessageHandler(previous);
   EXPECT_EQ(g_modelWarnings, 0);
 
   // Columns: model, delegate, options, device, status, init, first, mean,
-  // p50, p90, p99, peak RSS, placement, device state, error.
+  // p50, p90, p99, peak RSS, placement, device state, max abs error vs cpu, error.
   EXPECT_EQ(Print(model),
             "face.tflite | cpu |  | local | ok | 2.500 | 14.000 | 12.346 | 12.000 | 13.000 | "
-            "15.000 | 42.0 | 2/3 on example | hot | \n"
-            "hand<1>.tflite | cpu |  | local | crashed |  |  |  |  |  |  |  |  |  | "
+            "15.000 | 42.0 | 2/3 on example | hot | 0.0002 | \n"
+            "hand<1>.tflite | cpu |  | local | crashed |  |  |  |  |  |  |  |  |  |  | "
             "runner killed by signal 11 (SIGSEGV)\n"
-            "selfie.tflite | cpu |  | local | queued |  |  |  |  |  |  |  |  |  | \n");
+            "selfie.tflite | cpu |  | local | queued |  |  |  |  |  |  |  |  |  |  | \n");
+  EXPECT_DOUBLE_EQ(model.index(0, JobsModel::AccuracyColumn).data(JobsModel::SortRole).toDouble(),
+                   0.0002);
   EXPECT_EQ(model.index(0, JobsModel::DeviceStateColumn).data(Qt::ToolTipRole).toString(),
             "started hot: thermal zone 0 (cpu) at 81.0 C > 70.0 C");
   EXPECT_TRUE(model.index(0, JobsModel::DeviceStateColumn).data(Qt::ForegroundRole).isValid());

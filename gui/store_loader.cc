@@ -52,6 +52,14 @@ JobsSnapshot readJobs(const QString& dbPath, qint64 runId) {
     return snapshot;
   }
   snapshot.jobs = std::move(*jobs);
+  for (const store::JobRow& j : snapshot.jobs) {
+    auto accuracy = (*store)->GetAccuracy(j.id);
+    if (!accuracy) {
+      snapshot.error = QString::fromStdString(accuracy.message());
+      return snapshot;
+    }
+    if (!accuracy->empty()) snapshot.accuracy[j.id] = std::move(*accuracy);
+  }
   return snapshot;
 }
 

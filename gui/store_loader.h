@@ -6,6 +6,7 @@
 
 #include <QObject>
 #include <QString>
+#include <map>
 #include <vector>
 
 #include "harness/store/store.h"
@@ -21,6 +22,8 @@ struct JobsSnapshot {
   qint64 runId = 0;
   QString error;  // empty on success
   std::vector<store::JobRow> jobs;
+  // Each job's outputs against the reference, by job id (absent: none).
+  std::map<int64_t, std::vector<store::OutputAccuracy>> accuracy;
 };
 
 // Synchronous reads (blocking; call them off the GUI thread). A database

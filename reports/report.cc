@@ -34,9 +34,22 @@ std::string PlacementLabel(const store::JobRow& job) {
 
 std::string AccuracyLabel(const RunReport& report, const store::JobRow& job) {
   auto it = report.accuracy.find(job.id);
-  if (it == report.accuracy.end()) return "";
+  return it == report.accuracy.end() ? "" : AccuracyLabel(it->second);
+}
+
+std::optional<double> MaxAbsError(const std::vector<store::OutputAccuracy>& outputs) {
+  std::optional<double> worst;
+  for (const store::OutputAccuracy& o : outputs) {
+    if (!std::isnan(o.max_abs_error) && (!worst || o.max_abs_error > *worst)) {
+      worst = o.max_abs_error;
+    }
+  }
+  return worst;
+}
+
+std::string AccuracyLabel(const std::vector<store::OutputAccuracy>& outputs) {
   const store::OutputAccuracy* worst = nullptr;
-  for (const store::OutputAccuracy& o : it->second) {
+  for (const store::OutputAccuracy& o : outputs) {
     if (o.nan_count + o.inf_count > o.reference_nan_count + o.reference_inf_count) {
       return "NaN/Inf";
     }

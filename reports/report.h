@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,9 @@ std::string PlacementLabel(const store::JobRow& job);
 // "0.0039 (1 LSB)" when the worst output is quantized, "NaN/Inf" when an
 // output had non-finite values the reference did not; empty without a comparison.
 std::string AccuracyLabel(const RunReport& report, const store::JobRow& job);
+std::string AccuracyLabel(const std::vector<store::OutputAccuracy>& outputs);
+// The largest finite max_abs_error of `outputs`; unset when there is none.
+std::optional<double> MaxAbsError(const std::vector<store::OutputAccuracy>& outputs);
 
 // "hot", "throttled", "hot, throttled", or empty when the agent flagged neither.
 std::string DeviceStateFlags(const store::JobRow& job);
