@@ -235,6 +235,39 @@ TEST(XnnpackDelegateTest, QuantizedNetworkRunsAsOnePartitionWithinTwoSteps) {
   EXPECT_GT(distinct.size(), 1u);
 }
 
+// Quantized parameters outside what XNNPACK accepts are refused at CheckNode
+// with the reason (creating the runtime would fail), and the node runs on the
+// CPU instead: an ADD whose input/output scale ratio is 512, a CONV_2D whose
+// requantization scale input*filter/output is 300.
+TEST(XnnpackDelegateTest, QuantizedParametersOutsideXnnpackLimitsFallBack) {
+  using tfl::TensorType;
+  ModelBuilder b;
+  auto q = [&](std::vector<int32_t> shape, float scale, int64_t zp) {
+    const int t = b.AddTensor(TensorType::INT8, std::move(shape));
+    b.SetQuantization(t, scale, zp);
+    return t;
+  };
+  const int x = q({1, 4, 4, 2}, 1.0f, 0);
+  const int sum = q({1, 4, 4, 2}, 1.0f / 512, 0);
+  b.AddBinary(tfl::BuiltinOperator::ADD, x, x, sum);
+  const int w = b.AddConstRaw(TensorType::INT8, {2, 1, 1, 2}, {1, 2, 3, 4});
+  b.SetQuantization(w, 3.0f, 0);
+  const int conv = q({1, 4, 4, 2}, 0.01f, 0);
+  b.AddConv2D(x, w, -1, conv, Conv2DParams{});
+  b.SetInputs({x});
+  b.SetOutputs({sum, conv});
+  auto model = Load(b, "limits.tflite");
+  auto d = MakeXnnpack();
+  RunResult got = RunModel(*model, d.get(), /*invoke=*/false);
+  ASSERT_TRUE(got.status.ok()) << got.status.message();
+  ASSERT_EQ(got.placement.nodes.size(), 2u);
+  EXPECT_EQ(got.placement.nodes[0].delegate, "cpu");
+  EXPECT_THAT(got.placement.nodes[0].reason, HasSubstr("scale ratio input0/output 512"));
+  EXPECT_EQ(got.placement.nodes[1].delegate, "cpu");
+  EXPECT_THAT(got.placement.nodes[1].reason,
+              HasSubstr("requantization scale input*weights/output 300"));
+}
+
 // fp16:true leaves quantized nodes on the CPU, saying so.
 TEST(XnnpackDelegateTest, Fp16LeavesQuantizedNodesToTheCpu) {
   std::unique_ptr<runtime::Delegate> d;
