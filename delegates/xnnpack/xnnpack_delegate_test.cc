@@ -162,14 +162,18 @@ TEST(XnnpackDelegateTest, CatalogOpsMatchReferenceAndUnsupportedOnesAreRefused) 
 // int8 per-channel, as TFLite's converter writes a quantized network:
 // x -> QUANTIZE -> CONV_2D 3x3 s2 RELU6 -> DEPTHWISE 3x3 RELU6 -> ADD (of
 // the two) -> MEAN over H,W -> FULLY_CONNECTED (per tensor) -> DEQUANTIZE.
+// A run-time int8 tensor quantized per tensor.
+int AddInt8(ModelBuilder& b, std::vector<int32_t> shape, float scale, int64_t zero_point) {
+  const int t = b.AddTensor(tfl::TensorType::INT8, std::move(shape));
+  b.SetQuantization(t, scale, zero_point);
+  return t;
+}
+
 ModelBuilder QuantizedNet() {
-  namespace t = ::dfarm::testing;
   using tfl::TensorType;
   ModelBuilder b;
   auto q = [&](std::vector<int32_t> shape, float scale, int64_t zp) {
-    const int i = b.AddTensor(TensorType::INT8, std::move(shape));
-    b.SetQuantization(i, scale, zp);
-    return i;
+    return AddInt8(b, std::move(shape), scale, zp);
   };
   auto weights = [&](std::vector<int32_t> shape, int channel_dim, std::vector<float> scales) {
     int64_t n = 1;
@@ -243,9 +247,7 @@ TEST(XnnpackDelegateTest, QuantizedParametersOutsideXnnpackLimitsFallBack) {
   using tfl::TensorType;
   ModelBuilder b;
   auto q = [&](std::vector<int32_t> shape, float scale, int64_t zp) {
-    const int t = b.AddTensor(TensorType::INT8, std::move(shape));
-    b.SetQuantization(t, scale, zp);
-    return t;
+    return AddInt8(b, std::move(shape), scale, zp);
   };
   const int x = q({1, 4, 4, 2}, 1.0f, 0);
   const int sum = q({1, 4, 4, 2}, 1.0f / 512, 0);
