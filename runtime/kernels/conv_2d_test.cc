@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <numeric>
 #include <utility>
 
+#include "runtime/kernels/gemm.h"
 #include "tests/model_builder/graph_runner.h"
 
 namespace dfarm::testing {
@@ -24,7 +26,7 @@ std::vector<float> Iota(int n, float start = 1.0f) {
   return v;
 }
 
-// One CONV_2D with constant filter and bias; returns the output.
+// A CONV_2D case: input, constant filter and bias, declared output shape.
 struct ConvCase {
   std::vector<int32_t> input_shape;
   std::vector<float> input;
@@ -35,7 +37,8 @@ struct ConvCase {
   Conv2DParams params;
 };
 
-std::vector<float> RunConv(const ConvCase& c) {
+// One CONV_2D with constant filter and bias.
+ModelBuilder BuildConv(const ConvCase& c) {
   ModelBuilder b;
   int in = b.AddTensor(tfl::TensorType::FLOAT32, c.input_shape, "input");
   int filter = b.AddConstFloat32(c.filter_shape, c.filter, "filter");
@@ -45,13 +48,40 @@ std::vector<float> RunConv(const ConvCase& c) {
   b.AddConv2D(in, filter, bias, out, c.params);
   b.SetInputs({in});
   b.SetOutputs({out});
+  return b;
+}
+
+std::vector<float> RunConv(const ConvCase& c) {
   GraphRunner runner;
-  runtime::Status status = runner.Init(b);
+  runtime::Status status = runner.Init(BuildConv(c));
   EXPECT_TRUE(status.ok()) << status.message();
   if (!status.ok()) return {};
   EXPECT_TRUE(runner.SetInput(0, c.input));
   EXPECT_TRUE(runner.Invoke().ok());
   return runner.Output(0);
+}
+
+// RunConv with RegisterConv2DReference() (the plain loops) for CONV_2D.
+std::vector<float> RunConvReference(const ConvCase& c) {
+  std::unique_ptr<runtime::Model> model;
+  runtime::Status status = runtime::Model::FromBuffer("test.tflite", BuildConv(c).Build(), &model);
+  EXPECT_TRUE(status.ok()) << status.message();
+  if (!status.ok()) return {};
+  runtime::OpResolver resolver;
+  resolver.AddAllReferenceOps();
+  resolver.AddBuiltin(tfl::BuiltinOperator::CONV_2D, runtime::RegisterConv2DReference());
+  runtime::Interpreter interpreter(*model, resolver);
+  status = interpreter.AllocateTensors();
+  EXPECT_TRUE(status.ok()) << status.message();
+  if (!status.ok()) return {};
+  runtime::Tensor* t = interpreter.inputs()[0];
+  EXPECT_EQ(t->bytes, c.input.size() * sizeof(float));
+  if (t->bytes != c.input.size() * sizeof(float)) return {};
+  std::copy(c.input.begin(), c.input.end(), t->data_as<float>());
+  status = interpreter.Invoke();
+  EXPECT_TRUE(status.ok()) << status.message();
+  const runtime::Tensor* o = interpreter.outputs()[0];
+  return std::vector<float>(o->data_as<float>(), o->data_as<float>() + o->bytes / sizeof(float));
 }
 
 TEST(Conv2DTest, ValidOhwiLayoutWithBias) {
@@ -202,6 +232,8 @@ TEST(Conv2DTest, GroupedMatchesPlainLoops) {
       {2, 8, 7, 8, 4, 8, 3, 2, 1, tfl::Padding::SAME, Act::RELU6, true},
       {1, 9, 9, 6, 3, 6, 3, 1, 2, tfl::Padding::VALID, Act::RELU, false},
       {2, 6, 6, 4, 2, 4, 1, 1, 1, tfl::Padding::VALID, Act::NONE, true},  // 1x1
+      {2, 7, 7, 8, 4, 12, 3, 1, 2, tfl::Padding::SAME, Act::RELU, true},  // dilated SAME
+      {2, 9, 9, 4, 2, 6, 3, 2, 2, tfl::Padding::SAME, Act::RELU6, false},
   };
   for (const G& g : cases) {
     ConvCase c;
@@ -225,7 +257,25 @@ TEST(Conv2DTest, GroupedMatchesPlainLoops) {
     const std::vector<float> want = NaiveGroupedConv(c, oh, ow);
     EXPECT_THAT(RunConv(c), Pointwise(FloatNear(1e-4f), want))
         << "groups " << g.groups << " k" << g.k << " s" << g.stride << " d" << g.dilation;
+    EXPECT_THAT(RunConvReference(c), Pointwise(FloatNear(1e-4f), want))
+        << "reference, groups " << g.groups << " k" << g.k << " s" << g.stride << " d"
+        << g.dilation;
   }
+}
+
+TEST(Conv2DTest, GroupedByHand) {
+  // Input [1,1,2,2] pixels (1,2) and (3,4); 2 groups of one input channel;
+  // filter [2 out][1][2 taps][1 in]: group 0 weights (1,10), group 1 (2,20).
+  // out ch0 = 1*1 + 3*10 + 0.5 = 31.5; out ch1 = 2*2 + 4*20 - 1 = 83.
+  ConvCase c{{1, 1, 2, 2},
+             {1, 2, 3, 4},
+             {2, 1, 2, 1},
+             {1, 10, 2, 20},
+             {0.5f, -1.0f},
+             {1, 1, 1, 2},
+             Conv2DParams{tfl::Padding::VALID, 1, 1, 1, 1, Act::NONE}};
+  EXPECT_THAT(RunConv(c), ElementsAre(31.5f, 83.0f));
+  EXPECT_THAT(RunConvReference(c), ElementsAre(31.5f, 83.0f));
 }
 
 // With as many groups as input channels (one filter channel each) CONV_2D is

@@ -288,7 +288,8 @@ TEST(QuantizedConvTest, Conv2DMatchesDequantizedMath) {
                             {1, 9, 9, 4, 6, 3, 3, 1, 2, tfl::Padding::SAME, Act::RELU6},
                             {2, 4, 4, 8, 5, 1, 1, 1, 1, tfl::Padding::VALID, Act::NONE},
                             {2, 7, 7, 6, 4, 3, 3, 2, 1, tfl::Padding::SAME, Act::RELU, 2},
-                            {1, 6, 6, 8, 8, 3, 3, 1, 1, tfl::Padding::VALID, Act::NONE, 4}};
+                            {1, 6, 6, 8, 8, 3, 3, 1, 1, tfl::Padding::VALID, Act::NONE, 4},
+                            {2, 7, 7, 8, 12, 3, 3, 1, 2, tfl::Padding::SAME, Act::RELU6, 4}};
   for (bool is_int8 : {true, false}) {
     for (const ConvCase& c : cases) {
       const int fc = c.cin / c.groups;
