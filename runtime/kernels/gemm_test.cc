@@ -355,7 +355,8 @@ TEST(GemmKernelsTest, TransposeConvMatchesReference) {
 
 #ifdef DFARM_COUNT_MALLOCS
 TEST(GemmKernelsTest, InvokeAllocatesNothing) {
-  // Conv (im2col, several chunks), 1x1 conv, FC with batch 1 (GEMV) and > 1.
+  // Conv (im2col, several chunks), 1x1 conv, FC with batch 1 (GEMV) and > 1,
+  // grouped conv (4 groups, one GEMM per group).
   std::mt19937 rng(15);
   ModelBuilder b;
   int in = b.AddTensor(tfl::TensorType::FLOAT32, {1, 40, 40, 16}, "input");
@@ -374,8 +375,11 @@ TEST(GemmKernelsTest, InvokeAllocatesNothing) {
   int w2 = b.AddConstFloat32({6, 8}, RandomValues(rng, 6 * 8), "w2");
   int t4 = b.AddTensor(tfl::TensorType::FLOAT32, {400, 6}, "t4");
   b.AddFullyConnected(t2, w2, -1, t4);
+  int f3 = b.AddConstFloat32({32, 3, 3, 4}, RandomValues(rng, 32 * 9 * 4), "f3");
+  int t5 = b.AddTensor(tfl::TensorType::FLOAT32, {1, 40, 40, 32}, "t5");
+  b.AddConv2D(in, f3, -1, t5, Conv2DParams{tfl::Padding::SAME});
   b.SetInputs({in});
-  b.SetOutputs({t3, t4});
+  b.SetOutputs({t3, t4, t5});
   std::unique_ptr<OpRun> run = Load(b, tfl::BuiltinOperator::CONV_2D, nullptr);
   ASSERT_TRUE(run);
   std::vector<float> values = RandomValues(rng, 40 * 40 * 16);
