@@ -1,10 +1,12 @@
 // Google Benchmark: one TfLiteInterpreterInvoke() per corpus model with
-// TensorFlow Lite 2.9's own XNNPACK delegate at 1 and 2 threads (tflite_c.h),
+// TensorFlow Lite 2.9's builtin kernels (1 thread) and its own XNNPACK
+// delegate at 1 and 2 threads (tflite_c.h),
 // to set beside dfarm_xnnpack_benchmark (ours: reference, plain loops,
 // xnnpack 1 and 2 threads) on the same machine.
 // Usage: dfarm_tflite_benchmark [benchmark flags]; $DFARM_TFLITE_LIB overrides the library.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -18,11 +20,11 @@ namespace dfarm::tflite_ref {
 namespace {
 
 void BM_TfliteInvoke(benchmark::State& state, const Library* lib, const std::string& path,
-                     int threads) {
+                     int threads, int xnnpack_threads) {
   std::ifstream in(path, std::ios::binary);
   const std::vector<uint8_t> bytes(std::istreambuf_iterator<char>(in), {});
   std::string error;
-  std::unique_ptr<Interpreter> interpreter = lib->Create(bytes, threads, threads, &error);
+  std::unique_ptr<Interpreter> interpreter = lib->Create(bytes, threads, xnnpack_threads, &error);
   if (interpreter == nullptr) {
     state.SkipWithError(error.substr(0, 200).c_str());
     return;
@@ -64,11 +66,15 @@ int main(int argc, char** argv) {
   if (std::filesystem::is_directory(dir)) {
     for (const auto& entry : std::filesystem::directory_iterator(dir)) {
       if (entry.path().extension() != ".tflite") continue;
-      for (int threads : {1, 2}) {
+      // xnnpack threads 0: builtin kernels (TfLiteInterpreterCreate adds no delegate).
+      for (int xnnpack_threads : {0, 1, 2}) {
+        const int threads = std::max(xnnpack_threads, 1);
         const std::string label =
-            entry.path().stem().string() + "/tflite_xnnpack_threads:" + std::to_string(threads);
+            entry.path().stem().string() +
+            (xnnpack_threads == 0 ? "/tflite_builtin_threads:1"
+                                  : "/tflite_xnnpack_threads:" + std::to_string(xnnpack_threads));
         benchmark::RegisterBenchmark(label.c_str(), BM_TfliteInvoke, lib.get(),
-                                     entry.path().string(), threads)
+                                     entry.path().string(), threads, xnnpack_threads)
             ->Unit(benchmark::kMillisecond)
             ->UseRealTime();
       }

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <chrono>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -132,6 +133,20 @@ bool Interpreter::SetInput(size_t i, const std::vector<uint8_t>& bytes) {
 bool Interpreter::Invoke() {
   state_->error.clear();
   return state_->api->invoke(state_->interpreter) == 0;
+}
+
+bool Interpreter::TimeInvokes(int runs, double* mean_us) {
+  if (runs < 1) {
+    state_->error = "TimeInvokes needs at least 1 run, given " + std::to_string(runs);
+    return false;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  for (int r = 0; r < runs; ++r) {
+    if (!Invoke()) return false;
+  }
+  const std::chrono::duration<double, std::micro> total = std::chrono::steady_clock::now() - start;
+  *mean_us = total.count() / runs;
+  return true;
 }
 
 TensorData Interpreter::Output(size_t i) const {

@@ -54,6 +54,9 @@ class Interpreter {
   // Copies `bytes` (exactly the tensor's size) into input i; false on a size mismatch.
   bool SetInput(size_t i, const std::vector<uint8_t>& bytes);
   bool Invoke();  // false: TFLite's error text is in last_error()
+  // Runs Invoke() `runs` times (steady clock); the mean per run in `mean_us`.
+  // False (last_error() says why) when an Invoke() fails or runs < 1.
+  bool TimeInvokes(int runs, double* mean_us);
   TensorData Output(size_t i) const;
   const std::string& last_error() const;
 

@@ -19,6 +19,7 @@
 #include "runtime/interpreter.h"
 #include "runtime/model.h"
 #include "runtime/op_resolver.h"
+#include "tests/model_builder/model_builder.h"
 #include "tests/tflite/tflite_c.h"
 
 namespace dfarm::tflite_ref {
@@ -90,7 +91,7 @@ bool InputCounts(const std::vector<uint8_t>& bytes, std::vector<size_t>* counts)
 // Ours: the reference kernels, or with `delegate` from the registry.
 runtime::Status RunOurs(const std::vector<uint8_t>& model_bytes,
                         const std::vector<std::vector<uint8_t>>& inputs,
-                        const std::string& delegate, Outputs* out, int* partitions) {
+                        const std::string& delegate, Outputs* out, runtime::Placement* placement) {
   std::unique_ptr<runtime::Model> model;
   DFARM_RETURN_IF_ERROR(runtime::Model::FromBuffer("model.tflite", model_bytes, &model));
   runtime::OpResolver resolver;
@@ -135,7 +136,7 @@ runtime::Status RunOurs(const std::vector<uint8_t>& model_bytes,
     }
     out->steps.push_back(scale);
   }
-  if (partitions != nullptr) *partitions = interpreter.placement().partitions;
+  if (placement != nullptr) *placement = interpreter.placement();
   return runtime::Status::Ok();
 }
 
@@ -226,6 +227,44 @@ TEST(TfliteCrossCheckTest, LibraryLoadsAndSaysItsVersion) {
   EXPECT_FALSE(error.empty());
 }
 
+// A one-ADD float model: TFLite's output is x + y, computed here by hand, also
+// after TimeInvokes (which refuses 0 runs, naming the count).
+TEST(TfliteCrossCheckTest, TimedInvokesKeepTheOutput) {
+  REQUIRE_TFLITE();
+  testing::ModelBuilder b;
+  const int x = b.AddTensor(::dfarm::tflite::TensorType::FLOAT32, {1, 3});
+  const int y = b.AddTensor(::dfarm::tflite::TensorType::FLOAT32, {1, 3});
+  const int z = b.AddTensor(::dfarm::tflite::TensorType::FLOAT32, {1, 3});
+  b.AddAdd(x, y, z);
+  b.SetInputs({x, y});
+  b.SetOutputs({z});
+  std::string error;
+  std::unique_ptr<Interpreter> in = Tflite()->Create(b.Build(), 1, 0, &error);
+  ASSERT_NE(in, nullptr) << error;
+  const float xs[3] = {1.5f, -2.0f, 0.25f}, ys[3] = {0.5f, 4.0f, -1.0f};
+  std::vector<uint8_t> xb(sizeof xs), yb(sizeof ys);
+  std::memcpy(xb.data(), xs, sizeof xs);
+  std::memcpy(yb.data(), ys, sizeof ys);
+  ASSERT_TRUE(in->SetInput(0, xb));
+  ASSERT_TRUE(in->SetInput(1, yb));
+  EXPECT_FALSE(in->SetInput(0, std::vector<uint8_t>(4)));
+  EXPECT_NE(in->last_error().find("takes 12 bytes"), std::string::npos) << in->last_error();
+  double mean_us = -1;
+  ASSERT_TRUE(in->TimeInvokes(3, &mean_us)) << in->last_error();
+  EXPECT_GE(mean_us, 0.0);
+  EXPECT_FALSE(in->TimeInvokes(0, &mean_us));
+  EXPECT_NE(in->last_error().find("given 0"), std::string::npos) << in->last_error();
+  const TensorData out = in->Output(0);
+  ASSERT_EQ(out.type, CType::kFloat32);
+  EXPECT_EQ(out.shape, (std::vector<int32_t>{1, 3}));
+  ASSERT_EQ(out.bytes.size(), 12u);
+  float zs[3];
+  std::memcpy(zs, out.bytes.data(), sizeof zs);
+  EXPECT_FLOAT_EQ(zs[0], 2.0f);
+  EXPECT_FLOAT_EQ(zs[1], 2.0f);
+  EXPECT_FLOAT_EQ(zs[2], -0.75f);
+}
+
 // Every corpus model: our reference kernels and our xnnpack delegate against
 // TFLite's default interpreter and TFLite's XNNPACK delegate, one thread.
 TEST(TfliteCrossCheckTest, CorpusModelsMatchTensorFlowLite) {
@@ -252,12 +291,12 @@ TEST(TfliteCrossCheckTest, CorpusModelsMatchTensorFlowLite) {
     }
     ASSERT_TRUE(RunTflite(bytes, inputs, 1, &tfl_xnn, &error)) << error;
     Outputs ref, xnn;
-    int partitions = 0;
+    runtime::Placement placement;
     runtime::Status s = RunOurs(bytes, inputs, "", &ref, nullptr);
     ASSERT_TRUE(s.ok()) << s.message();
-    s = RunOurs(bytes, inputs, "xnnpack", &xnn, &partitions);
+    s = RunOurs(bytes, inputs, "xnnpack", &xnn, &placement);
     ASSERT_TRUE(s.ok()) << s.message();
-    EXPECT_EQ(partitions, 1);
+    EXPECT_EQ(placement.partitions, 1);
     const double e1 = Compare(ref, tfl, 1e-4, 1e-4, 1, "reference vs TFLite");
     const double e2 = Compare(xnn, tfl, 1e-4, 1e-4, 1, "xnnpack vs TFLite");
     const double e3 = Compare(xnn, tfl_xnn, 1e-4, 1e-4, 1, "xnnpack vs TFLite's XNNPACK");
@@ -303,8 +342,9 @@ TEST(TfliteCrossCheckTest, ConformanceCatalogMatchesTensorFlowLite) {
     if (c.quantum > 0) {
       // The outputs are DEQUANTIZEd floats: judged in steps of the op's output.
       for (double& step : tfl.steps) step = c.quantum;
-      worst_steps_ref =
-          std::max(worst_steps_ref, Compare(ref, tfl, 0, 0, 1, "reference vs TFLite"));
+      const double e_ref = Compare(ref, tfl, 0, 0, 1, "reference vs TFLite");
+      if (e_ref > 0) std::printf("%-66s reference %g steps off TFLite\n", c.name.c_str(), e_ref);
+      worst_steps_ref = std::max(worst_steps_ref, e_ref);
       worst_steps_xnn =
           std::max(worst_steps_xnn,
                    Compare(xnn, tfl, 0, 0, conformance::kQuantizedSteps, "xnnpack vs TFLite"));
@@ -321,6 +361,298 @@ TEST(TfliteCrossCheckTest, ConformanceCatalogMatchesTensorFlowLite) {
       compared, quantized, refused, worst_float, worst_steps_ref, worst_steps_xnn);
   EXPECT_GE(compared, 60);
   EXPECT_GE(quantized, 20);
+}
+
+// Small int8 and uint8 graphs written with tests/model_builder, quantized end to
+// end (quantized inputs and outputs, per-channel int8 convolutions, int32
+// biases), with the quantization TFLite's kernels require (e.g. SOFTMAX and
+// LOGISTIC outputs at 1/256, pools and concatenations keeping their input's).
+namespace graphs {
+
+namespace tfl = ::dfarm::tflite;
+using Op = tfl::BuiltinOperator;
+using testing::Conv2DParams;
+using testing::DepthwiseConv2DParams;
+using testing::ModelBuilder;
+using testing::Pool2DParams;
+
+struct QuantGraph {
+  std::string name;
+  std::vector<uint8_t> model;
+  // Input bytes: int8/uint8 inputs uniform over their whole range, float ones in [-2, 2].
+  std::vector<std::vector<uint8_t>> inputs;
+  // Per output: the step a float (DEQUANTIZEd) output is judged in; 0 for quantized outputs.
+  std::vector<double> float_steps;
+};
+
+class Maker {
+ public:
+  explicit Maker(uint32_t seed) : rng_(seed) {}
+  ModelBuilder& b() { return b_; }
+
+  int Act(tfl::TensorType type, std::vector<int32_t> shape, float scale, int zp) {
+    const int t = b_.AddTensor(type, std::move(shape));
+    b_.SetQuantization(t, scale, zp);
+    return t;
+  }
+  // A quantized input filled with random codes over the dtype's whole range.
+  int In(tfl::TensorType type, std::vector<int32_t> shape, float scale, int zp) {
+    const int t = Act(type, shape, scale, zp);
+    size_t n = 1;
+    for (int32_t d : shape) n *= static_cast<size_t>(d);
+    std::vector<uint8_t> bytes(n);
+    std::uniform_int_distribution<int> u(0, 255);
+    for (uint8_t& x : bytes) x = static_cast<uint8_t>(u(rng_));
+    inputs_.push_back(std::move(bytes));
+    input_ids_.push_back(t);
+    return t;
+  }
+  int FloatIn(std::vector<int32_t> shape) {
+    const int t = b_.AddTensor(tfl::TensorType::FLOAT32, shape);
+    size_t n = 1;
+    for (int32_t d : shape) n *= static_cast<size_t>(d);
+    std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+    std::vector<float> v(n);
+    for (float& x : v) x = u(rng_);
+    std::vector<uint8_t> bytes(n * sizeof(float));
+    std::memcpy(bytes.data(), v.data(), bytes.size());
+    inputs_.push_back(std::move(bytes));
+    input_ids_.push_back(t);
+    return t;
+  }
+  // An int8 filter with per-channel scales along `dim` (zero points 0).
+  int Int8Filter(std::vector<int32_t> shape, std::vector<float> scales, int dim) {
+    size_t n = 1;
+    for (int32_t d : shape) n *= static_cast<size_t>(d);
+    std::uniform_int_distribution<int> u(-127, 127);
+    std::vector<int8_t> v(n);
+    for (int8_t& x : v) x = static_cast<int8_t>(u(rng_));
+    const int t = b_.AddConstInt8(shape, v);
+    b_.SetQuantization(t, scales, std::vector<int64_t>(scales.size(), 0), dim);
+    return t;
+  }
+  int Uint8Filter(std::vector<int32_t> shape, float scale, int zp) {
+    size_t n = 1;
+    for (int32_t d : shape) n *= static_cast<size_t>(d);
+    std::uniform_int_distribution<int> u(0, 255);
+    std::vector<uint8_t> v(n);
+    for (uint8_t& x : v) x = static_cast<uint8_t>(u(rng_));
+    const int t = b_.AddConstUint8(shape, v);
+    b_.SetQuantization(t, scale, zp);
+    return t;
+  }
+  // An int32 bias of `count` values with scale input_scale * filter_scale[c]
+  // (one filter scale: per-tensor).
+  int Bias(float input_scale, const std::vector<float>& filter_scales, size_t count) {
+    std::uniform_int_distribution<int> u(-600, 600);
+    std::vector<int32_t> v(count);
+    for (int32_t& x : v) x = u(rng_);
+    const int t = b_.AddConstInt32({static_cast<int32_t>(v.size())}, v);
+    std::vector<float> scales;
+    for (float f : filter_scales) scales.push_back(input_scale * f);
+    if (scales.size() == 1) {
+      b_.SetQuantization(t, scales[0], 0);
+    } else {
+      b_.SetQuantization(t, scales, std::vector<int64_t>(scales.size(), 0), 0);
+    }
+    return t;
+  }
+  QuantGraph Finish(std::string name, std::vector<int32_t> outputs,
+                    std::vector<double> float_steps = {}) {
+    float_steps.resize(outputs.size(), 0.0);
+    b_.SetInputs(input_ids_);
+    b_.SetOutputs(std::move(outputs));
+    return {std::move(name), b_.Build(), inputs_, std::move(float_steps)};
+  }
+
+ private:
+  std::mt19937 rng_;
+  ModelBuilder b_;
+  std::vector<std::vector<uint8_t>> inputs_;
+  std::vector<int32_t> input_ids_;
+};
+
+std::vector<QuantGraph> Graphs() {
+  const auto I8 = tfl::TensorType::INT8;
+  const auto U8 = tfl::TensorType::UINT8;
+  std::vector<QuantGraph> out;
+  {
+    // Per-channel CONV_2D (RELU) -> per-channel DEPTHWISE s2 -> ADD -> AVG and MAX pools.
+    Maker m(11);
+    const int in0 = m.In(I8, {1, 8, 8, 3}, 0.05f, -3);
+    const std::vector<float> fs = {0.01f, 0.02f, 0.015f, 0.03f};
+    const int f = m.Int8Filter({4, 3, 3, 3}, fs, 0);
+    const int t1 = m.Act(I8, {1, 8, 8, 4}, 0.06f, -20);
+    Conv2DParams cp;
+    cp.padding = tfl::Padding::SAME;
+    cp.activation = tfl::ActivationFunctionType::RELU;
+    m.b().AddConv2D(in0, f, m.Bias(0.05f, fs, 4), t1, cp);
+    const std::vector<float> ds = {0.02f, 0.01f, 0.03f, 0.02f};
+    const int df = m.Int8Filter({1, 3, 3, 4}, ds, 3);
+    const int t2 = m.Act(I8, {1, 4, 4, 4}, 0.08f, 5);
+    DepthwiseConv2DParams dp;
+    dp.padding = tfl::Padding::SAME;
+    dp.stride_h = dp.stride_w = 2;
+    m.b().AddDepthwiseConv2D(t1, df, m.Bias(0.06f, ds, 4), t2, dp);
+    const int in1 = m.In(I8, {1, 4, 4, 4}, 0.07f, 10);
+    const int t3 = m.Act(I8, {1, 4, 4, 4}, 0.1f, -5);
+    m.b().AddAdd(t2, in1, t3);
+    const int avg = m.Act(I8, {1, 2, 2, 4}, 0.1f, -5);
+    Pool2DParams pp;
+    pp.filter_h = pp.filter_w = 2;
+    pp.stride_h = pp.stride_w = 2;
+    m.b().AddPool2D(Op::AVERAGE_POOL_2D, t3, avg, pp);
+    const int mx = m.Act(I8, {1, 3, 3, 4}, 0.1f, -5);
+    Pool2DParams mp;
+    mp.filter_h = mp.filter_w = 2;
+    m.b().AddPool2D(Op::MAX_POOL_2D, t3, mx, mp);
+    out.push_back(m.Finish("int8 conv(per-channel)+depthwise(per-channel)+add+pools", {avg, mx}));
+  }
+  {
+    // FULLY_CONNECTED -> SOFTMAX, LOGISTIC, MUL.
+    Maker m(12);
+    const int in = m.In(I8, {2, 8}, 0.04f, 0);
+    const int w = m.Int8Filter({5, 8}, {0.02f}, 0);
+    const int t1 = m.Act(I8, {2, 5}, 0.05f, -10);
+    m.b().AddFullyConnected(in, w, m.Bias(0.04f, {0.02f}, 5), t1);
+    const int sm = m.Act(I8, {2, 5}, 1.0f / 256, -128);
+    m.b().AddOperator(Op::SOFTMAX, {t1}, {sm}, tfl::BuiltinOptions::SoftmaxOptions,
+                      [](flatbuffers::FlatBufferBuilder& fb) {
+                        return tfl::CreateSoftmaxOptions(fb, 1.0f).Union();
+                      });
+    const int lg = m.Act(I8, {2, 5}, 1.0f / 256, -128);
+    m.b().AddUnary(Op::LOGISTIC, t1, lg);
+    const int mul = m.Act(I8, {2, 5}, 0.03f, -100);
+    m.b().AddBinary(Op::MUL, t1, t1, mul);
+    out.push_back(m.Finish("int8 fully_connected+softmax+logistic+mul", {sm, lg, mul}));
+  }
+  {
+    // PAD -> RESIZE_BILINEAR -> CONCATENATION -> MEAN.
+    Maker m(13);
+    const int in = m.In(I8, {1, 4, 4, 2}, 0.05f, 2);
+    const int pads = m.b().AddConstInt32({4, 2}, {0, 0, 1, 1, 1, 1, 0, 0});
+    const int padded = m.Act(I8, {1, 6, 6, 2}, 0.05f, 2);
+    m.b().AddPad(in, pads, padded);
+    const int size = m.b().AddConstInt32({2}, {9, 9});
+    const int resized = m.Act(I8, {1, 9, 9, 2}, 0.05f, 2);
+    m.b().AddResize(Op::RESIZE_BILINEAR, padded, size, resized, false, true);
+    const int in2 = m.In(I8, {1, 9, 9, 3}, 0.05f, 2);
+    const int cat = m.Act(I8, {1, 9, 9, 5}, 0.05f, 2);
+    m.b().AddConcatenation({resized, in2}, cat, 3);
+    const int axes = m.b().AddConstInt32({2}, {1, 2});
+    const int mean = m.Act(I8, {1, 1, 1, 5}, 0.03f, -7);
+    m.b().AddReducer(Op::MEAN, cat, axes, mean, true);
+    out.push_back(m.Finish("int8 pad+resize_bilinear+concatenation+mean", {cat, mean}));
+  }
+  {
+    // float -> QUANTIZE int8 -> QUANTIZE int8 (requantize) -> DEQUANTIZE.
+    Maker m(14);
+    const int in = m.FloatIn({1, 40});
+    const int q = m.Act(I8, {1, 40}, 0.02f, 3);
+    m.b().AddUnary(Op::QUANTIZE, in, q);
+    const int rq = m.Act(I8, {1, 40}, 0.03f, -4);
+    m.b().AddUnary(Op::QUANTIZE, q, rq);
+    const int dq = m.b().AddTensor(tfl::TensorType::FLOAT32, {1, 40});
+    m.b().AddDequantize(rq, dq);
+    out.push_back(m.Finish("int8 quantize+requantize+dequantize", {q, rq, dq}, {0, 0, 0.03}));
+  }
+  {
+    // uint8 FULLY_CONNECTED -> SOFTMAX, LOGISTIC.
+    Maker m(16);
+    const int in = m.In(U8, {3, 6}, 0.03f, 128);
+    const int w = m.Uint8Filter({4, 6}, 0.02f, 130);
+    const int t1 = m.Act(U8, {3, 4}, 0.04f, 120);
+    m.b().AddFullyConnected(in, w, m.Bias(0.03f, {0.02f}, 4), t1);
+    const int sm = m.Act(U8, {3, 4}, 1.0f / 256, 0);
+    m.b().AddOperator(Op::SOFTMAX, {t1}, {sm}, tfl::BuiltinOptions::SoftmaxOptions,
+                      [](flatbuffers::FlatBufferBuilder& fb) {
+                        return tfl::CreateSoftmaxOptions(fb, 1.0f).Union();
+                      });
+    const int lg = m.Act(U8, {3, 4}, 1.0f / 256, 0);
+    m.b().AddUnary(Op::LOGISTIC, t1, lg);
+    out.push_back(m.Finish("uint8 fully_connected+softmax+logistic", {sm, lg}));
+  }
+  {
+    // uint8: CONV_2D (RELU6) -> MAX_POOL -> ADD -> AVERAGE_POOL, and CONCATENATION
+    // of differently scaled inputs.
+    Maker m(15);
+    const int in = m.In(U8, {1, 8, 8, 3}, 0.02f, 128);
+    const int f = m.Uint8Filter({4, 3, 3, 3}, 0.01f, 120);
+    const int t1 = m.Act(U8, {1, 6, 6, 4}, 0.05f, 100);
+    Conv2DParams cp;
+    cp.activation = tfl::ActivationFunctionType::RELU6;
+    m.b().AddConv2D(in, f, m.Bias(0.02f, {0.01f}, 4), t1, cp);
+    const int t2 = m.Act(U8, {1, 3, 3, 4}, 0.05f, 100);
+    Pool2DParams pp;
+    pp.filter_h = pp.filter_w = 2;
+    pp.stride_h = pp.stride_w = 2;
+    m.b().AddPool2D(Op::MAX_POOL_2D, t1, t2, pp);
+    const int in1 = m.In(U8, {1, 3, 3, 4}, 0.04f, 128);
+    const int t3 = m.Act(U8, {1, 3, 3, 4}, 0.06f, 110);
+    m.b().AddAdd(t2, in1, t3);
+    const int t4 = m.Act(U8, {1, 1, 1, 4}, 0.06f, 110);
+    Pool2DParams ap;
+    ap.filter_h = ap.filter_w = 3;
+    m.b().AddPool2D(Op::AVERAGE_POOL_2D, t3, t4, ap);
+    const int cat = m.Act(U8, {1, 3, 3, 8}, 0.07f, 120);
+    m.b().AddConcatenation({t3, in1}, cat, 3);
+    out.push_back(m.Finish("uint8 conv+max_pool+add+avg_pool+concatenation", {t4, cat}));
+  }
+  return out;
+}
+
+}  // namespace graphs
+
+// Quantized graphs end to end: our reference kernels within 1 step of TFLite's
+// builtin kernels; our xnnpack delegate within kQuantizedSteps wherever it
+// claims nodes (graphs it leaves wholly to the CPU are not compared again).
+TEST(TfliteCrossCheckTest, QuantizedGraphsMatchTensorFlowLite) {
+  REQUIRE_TFLITE();
+  double worst_ref = 0, worst_xnn = 0;
+  int claimed_graphs = 0;
+  for (const graphs::QuantGraph& g : graphs::Graphs()) {
+    SCOPED_TRACE(g.name);
+    Outputs tfl, ref, xnn;
+    std::string error;
+    ASSERT_TRUE(RunTflite(g.model, g.inputs, 0, &tfl, &error)) << error;
+    ASSERT_EQ(tfl.steps.size(), g.float_steps.size());
+    for (size_t o = 0; o < tfl.steps.size(); ++o) {
+      if (tfl.steps[o] == 0) tfl.steps[o] = g.float_steps[o];
+      EXPECT_GT(tfl.steps[o], 0) << "output " << o << " has no step to be judged in";
+    }
+    runtime::Status s = RunOurs(g.model, g.inputs, "", &ref, nullptr);
+    ASSERT_TRUE(s.ok()) << s.message();
+    const double e_ref = Compare(ref, tfl, 0, 0, 1, "reference vs TFLite");
+    worst_ref = std::max(worst_ref, e_ref);
+    runtime::Placement placement;
+    s = RunOurs(g.model, g.inputs, "xnnpack", &xnn, &placement);
+    ASSERT_TRUE(s.ok()) << s.message();
+    int claimed = 0;
+    std::string on_cpu;
+    for (const runtime::NodePlacement& n : placement.nodes) {
+      if (n.delegate == "xnnpack") {
+        ++claimed;
+      } else {
+        on_cpu += (on_cpu.empty() ? "" : ", ") + n.op + (n.folded ? " (folded)" : "");
+      }
+    }
+    char line[512];
+    int len = std::snprintf(line, sizeof line, "%-48s reference max %g LSB", g.name.c_str(), e_ref);
+    if (claimed > 0) {
+      const double e_xnn =
+          Compare(xnn, tfl, 0, 0, conformance::kQuantizedSteps, "xnnpack vs TFLite");
+      worst_xnn = std::max(worst_xnn, e_xnn);
+      ++claimed_graphs;
+      std::snprintf(line + len, sizeof line - len, ", xnnpack %g LSB (%d/%zu nodes; cpu: %s)",
+                    e_xnn, claimed, placement.nodes.size(), on_cpu.c_str());
+    } else {
+      std::snprintf(line + len, sizeof line - len, ", xnnpack claims no node");
+    }
+    std::printf("%s\n", line);
+  }
+  std::printf(
+      "quantized graphs: reference max %.0f LSB, xnnpack max %.0f LSB (%d graphs claimed)\n",
+      worst_ref, worst_xnn, claimed_graphs);
 }
 
 }  // namespace
