@@ -86,15 +86,7 @@ class Case {
     std::uniform_int_distribution<int32_t> q(-500, 500);
     std::vector<int32_t> v(static_cast<size_t>(channels));
     for (int32_t& x : v) x = q(rng_);
-    const int t = b_.AddConstInt32({channels}, v);
-    std::vector<float> scales;
-    for (float s : weight_scales) scales.push_back(input_scale * s);
-    if (scales.size() == 1) {
-      b_.SetQuantization(t, scales[0], 0);
-    } else {
-      b_.SetQuantization(t, scales, std::vector<int64_t>(scales.size(), 0), 0);
-    }
-    return t;
+    return b_.AddQuantizedBias(v, input_scale, weight_scales);
   }
 
   ConformanceCase Done(std::string detail, float lo = -1.0f, float hi = 1.0f) {

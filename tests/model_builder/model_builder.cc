@@ -100,6 +100,15 @@ int ModelBuilder::AddSparseConst(tfl::TensorType type, std::vector<int32_t> shap
   return t;
 }
 
+int ModelBuilder::AddQuantizedBias(const std::vector<int32_t>& values, float input_scale,
+                                   const std::vector<float>& weight_scales, std::string name) {
+  const int t = AddConstInt32({static_cast<int32_t>(values.size())}, values, std::move(name));
+  std::vector<float> scales;
+  for (float s : weight_scales) scales.push_back(input_scale * s);
+  SetQuantization(t, scales, std::vector<int64_t>(scales.size(), 0), 0);
+  return t;
+}
+
 void ModelBuilder::SetQuantization(int tensor, float scale, int64_t zero_point) {
   SetQuantization(tensor, std::vector<float>{scale}, std::vector<int64_t>{zero_point}, 0);
 }

@@ -98,6 +98,11 @@ class ModelBuilder {
   // and zero point per slice, written as given (sizes are not checked).
   void SetQuantization(int tensor, std::vector<float> scales, std::vector<int64_t> zero_points,
                        int quantized_dimension);
+  // An int32 bias of quantized weights, as TFLite's converter writes it: zero
+  // point 0, scale input_scale * weight_scales[c], per channel (along
+  // dimension 0) when there are several weight scales, else per tensor.
+  int AddQuantizedBias(const std::vector<int32_t>& values, float input_scale,
+                       const std::vector<float>& weight_scales, std::string name = {});
   // Points `tensor` at buffer index `buffer` as written (for broken models).
   void SetTensorBuffer(int tensor, uint32_t buffer);
 

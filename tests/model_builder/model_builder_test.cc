@@ -94,6 +94,29 @@ TEST(ModelBuilderTest, WritesPerChannelQuantizationAndInt8Constants) {
   EXPECT_EQ(tu.scale, 0.1f);
   EXPECT_EQ(tu.zero_point, 128);
 
+  // Biases of quantized weights: scale input * weight scale, per channel when several.
+  ModelBuilder bb;
+  const int per_channel = bb.AddQuantizedBias({5, -6}, 0.5f, {0.25f, 0.125f});
+  const int per_tensor = bb.AddQuantizedBias({7}, 0.5f, {0.25f});
+  std::vector<uint8_t> bias_bytes = bb.Build();
+  std::unique_ptr<runtime::Model> biases;
+  ASSERT_TRUE(runtime::Model::FromBuffer("b.tflite", bias_bytes, &biases).ok());
+  runtime::Tensor pc, pt;
+  pc.shape = {2};
+  pt.shape = {1};
+  ASSERT_TRUE(runtime::ReadQuantization(
+                  biases->subgraph()->tensors()->Get(per_channel)->quantization(), &pc)
+                  .ok());
+  ASSERT_TRUE(
+      runtime::ReadQuantization(biases->subgraph()->tensors()->Get(per_tensor)->quantization(), &pt)
+          .ok());
+  EXPECT_TRUE(pc.per_channel_quantized);
+  EXPECT_THAT(pc.scales, ElementsAre(0.125f, 0.0625f));
+  EXPECT_THAT(pc.zero_points, ElementsAre(0, 0));
+  EXPECT_FALSE(pt.per_channel_quantized);
+  EXPECT_EQ(pt.scale, 0.125f);
+  EXPECT_EQ(biases->subgraph()->tensors()->Get(per_tensor)->type(), tfl::TensorType::INT32);
+
   // The constants' bytes, through DEQUANTIZE (folded at load): 0.1 * (7 - 128), 0.1 * 127.
   GraphRunner runner;
   ASSERT_TRUE(runner.Init(b).ok());

@@ -447,15 +447,7 @@ class Maker {
     std::uniform_int_distribution<int> u(-600, 600);
     std::vector<int32_t> v(count);
     for (int32_t& x : v) x = u(rng_);
-    const int t = b_.AddConstInt32({static_cast<int32_t>(v.size())}, v);
-    std::vector<float> scales;
-    for (float f : filter_scales) scales.push_back(input_scale * f);
-    if (scales.size() == 1) {
-      b_.SetQuantization(t, scales[0], 0);
-    } else {
-      b_.SetQuantization(t, scales, std::vector<int64_t>(scales.size(), 0), 0);
-    }
-    return t;
+    return b_.AddQuantizedBias(v, input_scale, filter_scales);
   }
   QuantGraph Finish(std::string name, std::vector<int32_t> outputs,
                     std::vector<double> float_steps = {}) {
