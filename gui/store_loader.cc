@@ -4,6 +4,8 @@
 #include <QFutureWatcher>
 #include <QtConcurrent/QtConcurrentRun>
 
+#include "reports/report.h"
+
 namespace dfarm::gui {
 
 namespace {
@@ -51,15 +53,13 @@ JobsSnapshot readJobs(const QString& dbPath, qint64 runId) {
     snapshot.error = QString::fromStdString(jobs.message());
     return snapshot;
   }
-  snapshot.jobs = std::move(*jobs);
-  for (const store::JobRow& j : snapshot.jobs) {
-    auto accuracy = (*store)->GetAccuracy(j.id);
-    if (!accuracy) {
-      snapshot.error = QString::fromStdString(accuracy.message());
-      return snapshot;
-    }
-    if (!accuracy->empty()) snapshot.accuracy[j.id] = std::move(*accuracy);
+  auto accuracy = reports::LoadAccuracy(**store, *jobs);
+  if (!accuracy) {
+    snapshot.error = QString::fromStdString(accuracy.message());
+    return snapshot;
   }
+  snapshot.jobs = std::move(*jobs);
+  snapshot.accuracy = std::move(*accuracy);
   return snapshot;
 }
 

@@ -94,13 +94,20 @@ Result<RunReport> LoadRunReport(store::Store& store, int64_t run_id) {
   if (!run) return run.error();
   auto jobs = store.ListJobs(run_id);
   if (!jobs) return jobs.error();
-  RunReport report{std::move(*run), std::move(*jobs), {}};
-  for (const store::JobRow& j : report.jobs) {
+  auto accuracy = LoadAccuracy(store, *jobs);
+  if (!accuracy) return accuracy.error();
+  return RunReport{std::move(*run), std::move(*jobs), std::move(*accuracy)};
+}
+
+Result<std::map<int64_t, std::vector<store::OutputAccuracy>>> LoadAccuracy(
+    store::Store& store, const std::vector<store::JobRow>& jobs) {
+  std::map<int64_t, std::vector<store::OutputAccuracy>> by_job;
+  for (const store::JobRow& j : jobs) {
     auto accuracy = store.GetAccuracy(j.id);
     if (!accuracy) return accuracy.error();
-    if (!accuracy->empty()) report.accuracy[j.id] = std::move(*accuracy);
+    if (!accuracy->empty()) by_job[j.id] = std::move(*accuracy);
   }
-  return report;
+  return by_job;
 }
 
 Result<Format> ParseFormat(const std::string& name) {

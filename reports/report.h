@@ -24,6 +24,10 @@ struct RunReport {
 // Reads a run and its jobs from `store`.
 Result<RunReport> LoadRunReport(store::Store& store, int64_t run_id);
 
+// The accuracy rows of `jobs` (RunReport::accuracy), by job id.
+Result<std::map<int64_t, std::vector<store::OutputAccuracy>>> LoadAccuracy(
+    store::Store& store, const std::vector<store::JobRow>& jobs);
+
 // "12/40 on example" (delegated/all nodes, the delegates that ran them) or
 // "all 40 on cpu"; empty when the job has no placement.
 std::string PlacementLabel(const store::JobRow& job);

@@ -248,17 +248,18 @@ int Run(const ShowOptions& o, Context& ctx) {
   }
   if (o.job != 0) return ShowJob(**store, *run, *jobs, o.job, ctx);
   // The table's accuracy column (reports::AccuracyLabel) needs each job's comparison.
-  auto report = reports::LoadRunReport(**store, run->id);
-  if (!report) {
-    ctx.Fail(kExitInfra, report.message());
+  auto accuracy = reports::LoadAccuracy(**store, *jobs);
+  if (!accuracy) {
+    ctx.Fail(kExitInfra, accuracy.message());
     return kExitInfra;
   }
+  const reports::RunReport report{*run, std::move(*jobs), std::move(*accuracy)};
   ctx.out << "run " << run->id << " '" << run->name << "' " << run->status << ", created "
           << run->created_at;
   if (!run->finished_at.empty()) ctx.out << ", finished " << run->finished_at;
   ctx.out << "\n\nMODEL\tDELEGATE\tDEVICE\tSTATUS\tMEAN_MS\tP90_MS\tPEAK_RSS_MIB\tPLACEMENT"
              "\tDEVICE_STATE\tMAX_ERR_VS_CPU\n";
-  for (const store::JobRow& j : *jobs) {
+  for (const store::JobRow& j : report.jobs) {
     std::string delegate = j.delegate;
     if (!j.delegate_options.empty()) delegate += "(" + j.delegate_options + ")";
     if (j.num_threads > 1) delegate += " x" + std::to_string(j.num_threads);
@@ -280,10 +281,9 @@ int Run(const ShowOptions& o, Context& ctx) {
     }
     std::string placement = reports::PlacementLabel(j);
     std::string flags = reports::DeviceStateFlags(j);
-    std::string accuracy = reports::AccuracyLabel(*report, j);
+    const std::string error = reports::AccuracyLabel(report, j);
     ctx.out << "\t" << (placement.empty() ? "-" : placement) << "\t"
-            << (flags.empty() ? "-" : "WARNING " + flags) << "\t"
-            << (accuracy.empty() ? "-" : accuracy);
+            << (flags.empty() ? "-" : "WARNING " + flags) << "\t" << (error.empty() ? "-" : error);
     if (!j.error.empty()) ctx.out << "\t" << j.error;
     ctx.out << "\n";
   }
