@@ -209,6 +209,8 @@ tflite::ActivationFunctionType FusedActivation(const Node& node) {
       return of(node.options<tflite::DivOptions>());
     case tflite::BuiltinOptions::Conv2DOptions:
       return of(node.options<tflite::Conv2DOptions>());
+    case tflite::BuiltinOptions::TransposeConvOptions:
+      return of(node.options<tflite::TransposeConvOptions>());
     case tflite::BuiltinOptions::DepthwiseConv2DOptions:
       return of(node.options<tflite::DepthwiseConv2DOptions>());
     case tflite::BuiltinOptions::FullyConnectedOptions:

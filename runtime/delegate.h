@@ -154,7 +154,7 @@ class DelegationPlan {
 };
 
 // The fused activation of a node whose options carry one (ADD, SUB, MUL,
-// DIV, CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, pooling,
+// DIV, CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV, FULLY_CONNECTED, pooling,
 // CONCATENATION); NONE otherwise.
 tflite::ActivationFunctionType FusedActivation(const Node& node);
 

@@ -265,6 +265,15 @@ void AddConvCases(std::vector<ConformanceCase>* out) {
                            {tfl::Padding::SAME, 2, 2, Act::NONE});
     out->push_back(c.Done("3x3 SAME s2 [1,4,4,2]->[1,8,8,3]"));
   }
+  {  // with a fused activation
+    Case c("TRANSPOSE_CONV", seed++);
+    const int shape = c.Ints({4}, {1, 6, 6, 2});
+    const int f = c.Const({2, 3, 3, 3});
+    const int in = c.In({1, 3, 3, 3});
+    c.b().AddTransposeConv(shape, f, in, c.Const({2}), c.Out({1, 6, 6, 2}),
+                           {tfl::Padding::SAME, 2, 2, Act::RELU6});
+    out->push_back(c.Done("3x3 SAME s2 RELU6 [1,3,3,3]->[1,6,6,2]", -3, 3));
+  }
   {  // MediaPipe's: SAME (1), stride 2x2; 4x4 kernel: out = 2*(4-1)+4-2 = 8
     Case c("Convolution2DTransposeBias", seed++);
     const int in = c.In({1, 4, 4, 3});

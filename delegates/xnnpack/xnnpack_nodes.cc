@@ -528,18 +528,6 @@ Status VisitTransposeConv(const Node& node, SubgraphBuild* b) {
     if (o == nullptr) return Unsupported(node, "without TransposeConvOptions");
     padding = o->padding(), sh = o->stride_h(), sw = o->stride_w();
     DFARM_RETURN_IF_ERROR(ActivationRange(node, &lo, &hi));
-    if (o->fused_activation_function() != tfl::ActivationFunctionType::NONE) {
-      const auto act = o->fused_activation_function();
-      lo = act == tfl::ActivationFunctionType::RELU_N1_TO_1 ? -1.0f : 0.0f;
-      hi = act == tfl::ActivationFunctionType::RELU6          ? 6.0f
-           : act == tfl::ActivationFunctionType::RELU_N1_TO_1 ? 1.0f
-                                                              : kInf;
-      if (act != tfl::ActivationFunctionType::RELU && act != tfl::ActivationFunctionType::RELU6 &&
-          act != tfl::ActivationFunctionType::RELU_N1_TO_1) {
-        return Unsupported(
-            node, "with fused activation " + std::string(tfl::EnumNameActivationFunctionType(act)));
-      }
-    }
   }
   const Tensor* out = node.outputs[0];
   // This XNNPACK's quantized deconvolution has no per-channel filters.
