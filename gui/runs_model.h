@@ -5,7 +5,7 @@
 #include <QAbstractTableModel>
 #include <vector>
 
-#include "harness/store/store.h"
+#include "reports/store/store.h"
 
 namespace dfarm::gui {
 

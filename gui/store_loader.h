@@ -9,7 +9,7 @@
 #include <map>
 #include <vector>
 
-#include "harness/store/store.h"
+#include "reports/store/store.h"
 
 namespace dfarm::gui {
 

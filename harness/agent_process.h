@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "agent/result.h"
+#include "agent/base/result.h"
 
 namespace dfarm::harness {
 

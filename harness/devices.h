@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/client.h"
-#include "agent/result.h"
+#include "agent/client/client.h"
+#include "agent/base/result.h"
 
 namespace dfarm::harness {
 

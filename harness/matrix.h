@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/result.h"
+#include "agent/base/result.h"
 #include "harness/spec.h"
 
 namespace dfarm::harness {

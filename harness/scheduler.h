@@ -33,11 +33,11 @@
 #include <string>
 #include <vector>
 
-#include "agent/result.h"
+#include "agent/base/result.h"
 #include "harness/devices.h"
 #include "harness/progress.h"
 #include "harness/spec.h"
-#include "harness/store/store.h"
+#include "reports/store/store.h"
 
 namespace dfarm::harness {
 
@@ -84,7 +84,7 @@ Result<SchedulerStats> RunJobs(const SchedulerContext& ctx, const std::vector<st
                                std::vector<ScheduledJob> jobs);
 
 // Fails, naming the device, when its agent (features from hello) cannot take
-// a delegate plugin: it lacks feature "plugin" (agent/PROTOCOL.md). The
+// a delegate plugin: it lacks feature "plugin" (agent/protocol/PROTOCOL.md). The
 // scheduler records such a plugin job `infra` at once (no retry, and it does
 // not count toward quarantine: the device still serves other jobs).
 Result<void> CheckDeviceTakesPlugins(const std::vector<std::string>& features,

@@ -11,12 +11,12 @@
 #include <filesystem>
 #include <thread>
 
-#include "agent/test_util.h"
+#include "agent/testing/test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "harness/devices.h"
 #include "harness/matrix.h"
-#include "harness/store/store.h"
+#include "reports/store/store.h"
 
 namespace dfarm::harness {
 namespace {

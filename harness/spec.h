@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/result.h"
+#include "agent/base/result.h"
 
 namespace dfarm::harness {
 

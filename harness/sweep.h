@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "agent/result.h"
+#include "agent/base/result.h"
 #include "harness/devices.h"
 #include "harness/scheduler.h"
 #include "harness/spec.h"
-#include "harness/store/store.h"
+#include "reports/store/store.h"
 
 namespace dfarm::harness {
 

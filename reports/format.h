@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "harness/store/store.h"
+#include "reports/store/store.h"
 
 namespace dfarm::reports {
 

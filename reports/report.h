@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/result.h"
-#include "harness/store/store.h"
+#include "agent/base/result.h"
+#include "reports/store/store.h"
 
 namespace dfarm::reports {
 

@@ -1,4 +1,4 @@
-// libFuzzer target for frame decoding (agent/PROTOCOL.md, Framing): the input
+// libFuzzer target for frame decoding (agent/protocol/PROTOCOL.md, Framing): the input
 // is a byte stream as a peer would send it (length-prefixed frames, one after
 // another). Every frame is read with ReadFrame, exactly as the agent and the
 // client do, and every verified frame is read field by field with the same
@@ -11,8 +11,8 @@
 #include <cstdlib>
 #include <vector>
 
-#include "agent/framing.h"
-#include "agent/messages.h"
+#include "agent/protocol/framing.h"
+#include "agent/protocol/messages.h"
 
 namespace dfarm::agent {
 namespace {

@@ -6,8 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "agent/framing.h"
-#include "agent/messages.h"
+#include "agent/protocol/framing.h"
+#include "agent/protocol/messages.h"
+#include "agent/protocol/status.h"
 
 namespace dfarm::agent {
 namespace {
@@ -68,7 +69,7 @@ std::vector<std::pair<std::string, std::string>> Seeds() {
   {
     flatbuffers::FlatBufferBuilder fbb;
     JobResult r;
-    r.status = "ok";
+    r.status = JobStatusName(JobStatus::kOk);
     r.runner_json = "{\"status\":\"ok\"}";
     DeviceState s;
     s.cpus.push_back({0, true, 1000, 900, 2000, "schedutil"});

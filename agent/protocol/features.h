@@ -1,4 +1,4 @@
-// Feature names of the agent protocol (agent/PROTOCOL.md, "Versioning and
+// Feature names of the agent protocol (agent/protocol/PROTOCOL.md, "Versioning and
 // features"). Free of the FlatBuffers schema, so host code that only looks at
 // DeviceInfo::features (the harness) needs nothing else of the protocol.
 #pragma once

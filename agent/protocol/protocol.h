@@ -1,4 +1,4 @@
-// Constants of the agent protocol (agent/PROTOCOL.md) shared by dfarm-agent
+// Constants of the agent protocol (agent/protocol/PROTOCOL.md) shared by dfarm-agent
 // and AgentClient. Message ids come from the schema (dfarm_protocol.fbs).
 #pragma once
 

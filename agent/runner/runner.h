@@ -13,7 +13,7 @@
 #include "agent/runner/metrics.h"
 #include "agent/runner/profile.h"
 #include "agent/runner/runner_options.h"
-#include "agent/runner/runner_status.h"
+#include "agent/protocol/status.h"
 #include "runtime/delegate.h"
 #include "runtime/dtype.h"
 

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "agent/result.h"
+#include "agent/base/result.h"
 
 namespace dfarm::runner {
 

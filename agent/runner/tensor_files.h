@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "agent/result.h"
+#include "agent/base/result.h"
 #include "runtime/interpreter.h"
 
 namespace dfarm::runner {

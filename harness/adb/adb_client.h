@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/result.h"
-#include "agent/unique_fd.h"
+#include "agent/base/result.h"
+#include "agent/base/unique_fd.h"
 
 namespace dfarm::harness::adb {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/result.h"
+#include "agent/base/result.h"
 #include "harness/adb/adb_client.h"
 #include "harness/adb/device_name.h"
 #include "harness/devices.h"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/result.h"
+#include "agent/base/result.h"
 #include "harness/adb/adb_client.h"
 
 namespace dfarm::harness::adb {

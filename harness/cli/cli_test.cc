@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/store/store.h"
+#include "reports/store/store.h"
 #include "harness/test_util.h"
 
 namespace dfarm::cli {

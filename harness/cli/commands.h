@@ -7,9 +7,9 @@
 #include <ostream>
 #include <string>
 
-#include "agent/result.h"
+#include "agent/base/result.h"
 #include "harness/cli/cli.h"
-#include "harness/store/store.h"
+#include "reports/store/store.h"
 
 namespace dfarm::cli {
 

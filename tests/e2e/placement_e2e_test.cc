@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/store/store.h"
+#include "reports/store/store.h"
 #include "tests/e2e/e2e_util.h"
 
 namespace dfarm::e2e {

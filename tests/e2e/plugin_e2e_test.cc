@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/store/store.h"
+#include "reports/store/store.h"
 #include "tests/e2e/e2e_util.h"
 #include "tests/model_builder/model_builder.h"
 

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "harness/store/store.h"
+#include "reports/store/store.h"
 #include "tests/e2e/e2e_util.h"
 #include "tests/model_builder/model_builder.h"
 

@@ -12,7 +12,7 @@
 #include <sstream>
 #include <string>
 
-#include "harness/store/store.h"
+#include "reports/store/store.h"
 
 namespace {
 

@@ -1,0 +1,527 @@
+#include "agent/client/client.h"
+#include "agent/base/sha256.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "agent/protocol/auth.h"
+#include "agent/protocol/framing.h"
+#include "agent/protocol/messages.h"
+#include "agent/protocol/status.h"
+#include "agent/base/unique_fd.h"
+
+namespace dfarm::agent {
+namespace {
+
+#ifndef DFARM_VERSION
+#define DFARM_VERSION "0.0.0"
+#endif
+
+// Time a RunJob reply may take beyond the job's own timeout (spawn, kill, reply).
+constexpr std::chrono::milliseconds kJobGrace{30'000};
+// Bound for a single request that does no job (hello, have, one upload step).
+constexpr std::chrono::milliseconds kMinIoTimeout{30'000};
+
+using Clock = std::chrono::steady_clock;
+
+int64_t Ms(Clock::duration d) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
+
+bool HasFeature(const std::vector<std::string>& features, std::string_view f) {
+  return std::find(features.begin(), features.end(), f) != features.end();
+}
+
+std::vector<uint8_t> Bytes(const flatbuffers::Vector<uint8_t>* v) {
+  return v ? std::vector<uint8_t>(v->begin(), v->end()) : std::vector<uint8_t>();
+}
+
+Result<UniqueFd> ConnectTcp(const std::string& host, uint16_t port,
+                            std::chrono::milliseconds timeout) {
+  const std::string where = host + ":" + std::to_string(port);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* list = nullptr;
+  int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &list);
+  if (rc != 0) return MakeError("cannot resolve agent address " + where + ": " + gai_strerror(rc));
+  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> guard(list, ::freeaddrinfo);
+  Deadline deadline = DeadlineAfter(timeout);
+  std::string last_error = "no address";
+  for (addrinfo* ai = list; ai != nullptr; ai = ai->ai_next) {
+    UniqueFd fd(
+        ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol));
+    if (!fd) {
+      last_error = strerror(errno);
+      continue;
+    }
+    if (::connect(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0) {
+      if (errno != EINPROGRESS) {
+        last_error = strerror(errno);
+        continue;
+      }
+      pollfd p{fd.get(), POLLOUT, 0};
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      int n = ::poll(&p, 1, std::max<int>(0, static_cast<int>(left.count())));
+      if (n <= 0) {
+        last_error = n == 0 ? "timed out" : strerror(errno);
+        continue;
+      }
+      int err = 0;
+      socklen_t len = sizeof err;
+      ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+      if (err != 0) {
+        last_error = strerror(err);
+        continue;
+      }
+    }
+    ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
+    int one = 1;
+    ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    return fd;
+  }
+  return MakeError("cannot connect to agent at " + where + ": " + last_error);
+}
+
+// One connection to one agent over a stream: a TCP socket, a socketpair to a
+// spawned agent, or a pair of pipes.
+class StreamAgentClient final : public AgentClient {
+ public:
+  StreamAgentClient(UniqueFd read_fd, UniqueFd write_fd, std::string where,
+                    const ConnectOptions& options, pid_t child = -1)
+      : read_fd_(std::move(read_fd)),
+        write_fd_(std::move(write_fd)),
+        where_(std::move(where)),
+        io_timeout_(std::max(options.timeout, kMinIoTimeout)),
+        token_(options.token),
+        heartbeat_interval_(options.heartbeat_interval),
+        child_(child) {}
+
+  ~StreamAgentClient() override {
+    read_fd_.reset();
+    write_fd_.reset();
+    if (child_ > 0) ReapChild(std::chrono::milliseconds(2000));
+  }
+
+  // Waits up to grace for the spawned agent to exit (SIGKILL after); its wait status.
+  int ReapChild(std::chrono::milliseconds grace) {
+    int status = -1;
+    auto deadline = Clock::now() + grace;
+    for (;;) {
+      pid_t w = ::waitpid(child_, &status, WNOHANG);
+      if (w == child_ || (w < 0 && errno != EINTR)) break;
+      if (Clock::now() >= deadline) {
+        ::kill(child_, SIGKILL);
+        while (::waitpid(child_, &status, 0) < 0 && errno == EINTR) {
+        }
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    child_ = -1;
+    return status;
+  }
+
+  Result<void> Hello(std::chrono::milliseconds timeout) {
+    flatbuffers::FlatBufferBuilder fbb;
+    std::vector<std::string> features(std::begin(kKnownFeatures), std::end(kKnownFeatures));
+    auto f = fbb.CreateVectorOfStrings(features);
+    auto name = fbb.CreateString("dfarm " DFARM_VERSION);
+    auto host_info = fbb.CreateString("pid " + std::to_string(::getpid()));
+    FinishFrame(fbb, NextId(), wire::CreateHello(fbb, kProtocolVersion, f, name, host_info));
+    auto reply = Call(fbb, wire::Body::HelloReply, timeout);
+    if (!reply) return reply.error();
+    const wire::HelloReply& hello = *reply->frame()->body_as_HelloReply();
+    device_ = ReadHelloReply(hello);
+    if (device_.protocol_version != kProtocolVersion) {
+      return MakeError("agent at " + where_ + " speaks protocol version " +
+                       std::to_string(device_.protocol_version) + ", this dfarm speaks " +
+                       std::to_string(kProtocolVersion));
+    }
+    heartbeat_ = heartbeat_interval_.count() > 0 && HasFeature(device_.features, kFeatureHeartbeat);
+    put_resume_ = HasFeature(device_.features, kFeaturePutResume);
+    if (HasFeature(device_.features, kFeatureAuthHmac)) {
+      return Authenticate(Bytes(hello.auth_challenge()), timeout);
+    }
+    if (!token_.empty()) {
+      return Fail(
+          "a token was given but the agent does not ask for one, so it cannot prove "
+          "that it is the agent the token belongs to");
+    }
+    return Ok();
+  }
+
+  const DeviceInfo& device() const override { return device_; }
+
+  Result<std::vector<bool>> Have(const std::vector<std::string>& sha256s) override {
+    flatbuffers::FlatBufferBuilder fbb;
+    auto list = fbb.CreateVectorOfStrings(sha256s);
+    FinishFrame(fbb, NextId(), wire::CreateHaveRequest(fbb, list));
+    auto reply = Call(fbb, wire::Body::HaveReply, io_timeout_);
+    if (!reply) return reply.error();
+    const auto* have = reply->frame()->body_as_HaveReply()->have();
+    size_t n = have ? have->size() : 0;
+    if (n != sha256s.size()) {
+      return Fail("answered " + std::to_string(n) + " of " + std::to_string(sha256s.size()) +
+                  " artifacts in HaveReply");
+    }
+    std::vector<bool> out;
+    for (size_t i = 0; i < n; ++i) out.push_back(have->Get(i) != 0);
+    return out;
+  }
+
+  Result<uint64_t> PutArtifact(const std::string& path, std::string* sha256_out) override {
+    auto sha = Sha256File(path);
+    if (!sha) return sha.error();
+    if (sha256_out) *sha256_out = *sha;
+    auto have = Have({*sha});
+    if (!have) return have.error();
+    if ((*have)[0]) return uint64_t{0};
+
+    UniqueFd file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    struct stat st;
+    if (!file || ::fstat(file.get(), &st) != 0) {
+      return MakeError("cannot read '" + path + "': " + strerror(errno));
+    }
+    uint64_t size = static_cast<uint64_t>(st.st_size);
+    uint64_t offset = 0;
+    {
+      flatbuffers::FlatBufferBuilder fbb;
+      FinishFrame(fbb, NextId(), wire::CreatePutBeginDirect(fbb, sha->c_str(), size));
+      if (put_resume_) {
+        // The agent says how much of this artifact it already holds.
+        auto reply = Call(fbb, wire::Body::PutBeginReply, io_timeout_);
+        if (!reply) return reply.error();
+        const auto* begin = reply->frame()->body_as_PutBeginReply();
+        if (!begin->ok()) {
+          return MakeError("agent at " + where_ + " refused '" + path +
+                           "': " + Str(begin->error()));
+        }
+        offset = begin->offset();
+        if (offset > size) {
+          return Fail("offered to resume '" + path + "' at offset " + std::to_string(offset) +
+                      ", beyond its " + std::to_string(size) + " bytes");
+        }
+        if (offset > 0 && ::lseek(file.get(), static_cast<off_t>(offset), SEEK_SET) < 0) {
+          return MakeError("cannot read '" + path + "': " + strerror(errno));
+        }
+      } else if (auto r = Send(fbb); !r) {
+        return r.error();
+      }
+    }
+    std::vector<uint8_t> buf(kPutChunkBytes);
+    uint64_t sent = offset;
+    std::string read_error;
+    while (sent < size) {
+      ssize_t n = ::read(file.get(), buf.data(), std::min<uint64_t>(buf.size(), size - sent));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        read_error = n == 0 ? "file shrank while uploading" : strerror(errno);
+        break;
+      }
+      flatbuffers::FlatBufferBuilder fbb(static_cast<size_t>(n) + 256);
+      auto data = fbb.CreateVector(buf.data(), static_cast<size_t>(n));
+      FinishFrame(fbb, NextId(), wire::CreatePutChunk(fbb, sent, data));
+      if (auto r = Send(fbb); !r) return r.error();
+      sent += static_cast<uint64_t>(n);
+    }
+    flatbuffers::FlatBufferBuilder fbb;
+    FinishFrame(fbb, NextId(), wire::CreatePutEnd(fbb));
+    auto reply = Call(fbb, wire::Body::PutReply, io_timeout_);
+    if (!reply) return reply.error();
+    if (!read_error.empty()) return MakeError("cannot read '" + path + "': " + read_error);
+    const auto* put = reply->frame()->body_as_PutReply();
+    if (!put->ok()) {
+      return MakeError("agent at " + where_ + " refused '" + path + "': " + Str(put->error()));
+    }
+    return sent - offset;
+  }
+
+  Result<JobResult> RunJob(const JobSpec& job) override { return RunJob(job, RunJobOptions{}); }
+  Result<JobResult> RunJob(const JobSpec& job, const RunJobOptions& options) override {
+    if (!job.plugin_sha256.empty() && !HasFeature(device_.features, kFeaturePlugin)) {
+      // Sent anyway, the field would be dropped and the runner given no plugin.
+      return MakeError("agent at " + where_ + " does not speak feature 'plugin', so it cannot " +
+                       "load delegate plugin " + job.plugin_sha256.substr(0, 12) +
+                       " (update dfarm-agent on the device)");
+    }
+    flatbuffers::FlatBufferBuilder fbb;
+    FinishFrame(fbb, NextId(), BuildRunJob(fbb, job));
+    auto timeout = std::chrono::milliseconds(job.timeout_ms) + kJobGrace;
+    CallHooks hooks{&options, HasFeature(device_.features, kFeatureCancel)};
+    auto reply = Call(fbb, wire::Body::JobResult, timeout, &hooks);
+    if (!reply) {
+      if (hooks.dropped) {
+        // The agent lacks "cancel": closing the connection made it kill the job.
+        JobResult cancelled;
+        cancelled.status = JobStatusName(JobStatus::kInfra);
+        cancelled.error = "cancelled by host";
+        return cancelled;
+      }
+      return reply.error();
+    }
+    return ReadJobResult(*reply->frame()->body_as_JobResult());
+  }
+
+  Result<DeviceState> QueryDeviceState() override {
+    if (!HasFeature(device_.features, kFeatureDeviceState)) {
+      return MakeError("agent at " + where_ +
+                       " does not speak feature 'device_state' (update dfarm-agent on the "
+                       "device)");
+    }
+    flatbuffers::FlatBufferBuilder fbb;
+    FinishFrame(fbb, NextId(), wire::CreateDeviceStateRequest(fbb));
+    auto reply = Call(fbb, wire::Body::DeviceStateReply, io_timeout_);
+    if (!reply) return reply.error();
+    const auto* state = reply->frame()->body_as_DeviceStateReply()->state();
+    if (!state) return Fail("DeviceStateReply without a state");
+    return ReadDeviceState(*state);
+  }
+
+  const std::string& where() const { return where_; }
+  pid_t child() const { return child_; }
+
+ private:
+  uint64_t NextId() { return ++last_id_; }
+
+  Error Fail(const std::string& why) {
+    broken_ = true;
+    return MakeError("agent at " + where_ + ": " + why);
+  }
+
+  Result<void> Authenticate(const std::vector<uint8_t>& challenge,
+                            std::chrono::milliseconds timeout) {
+    if (token_.empty()) {
+      return Fail(
+          "the agent requires a token (feature auth_hmac) and none was given; pass "
+          "the agent's token file");
+    }
+    if (challenge.size() != kAuthChallengeBytes) {
+      return Fail("HelloReply carries a challenge of " + std::to_string(challenge.size()) +
+                  " bytes, expected " + std::to_string(kAuthChallengeBytes));
+    }
+    auto ours = RandomBytes(kAuthChallengeBytes);
+    if (!ours) return Fail(ours.message());
+    flatbuffers::FlatBufferBuilder fbb;
+    auto mac = fbb.CreateVector(HostProof(token_, challenge));
+    auto ch = fbb.CreateVector(*ours);
+    FinishFrame(fbb, NextId(), wire::CreateAuthProof(fbb, mac, ch));
+    auto reply = Call(fbb, wire::Body::AuthReply, timeout);
+    if (!reply) {
+      broken_ = true;  // the agent closes the connection after a failed attempt
+      return reply.error();
+    }
+    auto theirs = Bytes(reply->frame()->body_as_AuthReply()->mac());
+    if (!MacEquals(AgentProof(token_, *ours, challenge), theirs)) {
+      return Fail(
+          "the agent's proof does not match the token: it is not the agent the token "
+          "belongs to");
+    }
+    return Ok();
+  }
+
+  Result<void> Send(const flatbuffers::FlatBufferBuilder& fbb) {
+    if (broken_) return MakeError("connection to agent at " + where_ + " is closed after an error");
+    auto r = WriteFrame(write_fd_.get(), fbb, io_timeout_);
+    if (!r) return Fail(r.message());
+    return Ok();
+  }
+
+  // Sends a request and reads until its reply, which must carry the
+  // request's id and be of type `want` (an ErrorReply becomes the error).
+  // Meanwhile the agent's Pings are answered and, with heartbeats, the agent
+  // is pinged; an agent silent for 3 heartbeat intervals is given up on.
+  // What a RunJob's Call watches besides the reply.
+  struct CallHooks {
+    const RunJobOptions* options;
+    bool can_cancel;  // feature "cancel"
+    bool cancel_sent = false;
+    bool dropped = false;  // set when the call ended by dropping the connection to cancel
+  };
+
+  Result<ReceivedFrame> Call(const flatbuffers::FlatBufferBuilder& fbb, wire::Body want,
+                             std::chrono::milliseconds timeout, CallHooks* hooks = nullptr) {
+    if (auto r = Send(fbb); !r) return r.error();
+    const uint64_t id = last_id_;
+    const std::atomic<bool>* cancel = hooks ? hooks->options->cancel : nullptr;
+    const auto start = Clock::now();
+    const auto deadline = start + timeout;
+    auto last_rx = start;
+    auto next_ping = start + heartbeat_interval_;
+    for (;;) {
+      auto now = Clock::now();
+      if (now >= deadline) {
+        return Fail("no " + std::string(wire::EnumNameBody(want)) + " to request " +
+                    std::to_string(id) + " within " + std::to_string(timeout.count()) + " ms");
+      }
+      int64_t wait_ms = Ms(deadline - now) + 1;
+      if (heartbeat_) {
+        if (now - last_rx > 3 * heartbeat_interval_) {
+          return Fail("the agent sent nothing for " + std::to_string(Ms(now - last_rx)) +
+                      " ms (3 heartbeats missed) while waiting for " + wire::EnumNameBody(want));
+        }
+        if (now >= next_ping) {
+          flatbuffers::FlatBufferBuilder ping;
+          FinishFrame(ping, NextId(), wire::CreatePing(ping));
+          if (auto r = Send(ping); !r) return r.error();
+          next_ping = now + heartbeat_interval_;
+        }
+        wait_ms = std::min<int64_t>(wait_ms, Ms(next_ping - now) + 1);
+      }
+      if (cancel && !hooks->cancel_sent && cancel->load()) {
+        hooks->cancel_sent = true;
+        if (!hooks->can_cancel) {
+          hooks->dropped = true;
+          return Fail(
+              "job cancelled by the host; the agent does not speak feature 'cancel', so "
+              "the connection was dropped");
+        }
+        flatbuffers::FlatBufferBuilder cancel_fbb;
+        FinishFrame(cancel_fbb, NextId(), wire::CreateCancelJob(cancel_fbb, id));
+        if (auto r = Send(cancel_fbb); !r) return r.error();
+      }
+      if (cancel && !hooks->cancel_sent) wait_ms = std::min<int64_t>(wait_ms, 50);
+      pollfd p{read_fd_.get(), POLLIN, 0};
+      int n = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(wait_ms, 1'000'000)));
+      if (n < 0 && errno != EINTR) return Fail(std::string("poll failed: ") + strerror(errno));
+      if (n <= 0) continue;
+      auto reply = ReadFrame(read_fd_.get(), io_timeout_);
+      if (!reply) return Fail(reply.message());
+      if (reply->eof) return Fail("connection closed by the agent");
+      last_rx = Clock::now();
+      const wire::Frame& frame = *reply->frame();
+      if (frame.body_type() == wire::Body::Ping && heartbeat_) {
+        flatbuffers::FlatBufferBuilder pong;
+        FinishFrame(pong, frame.request_id(), wire::CreatePong(pong));
+        if (auto r = Send(pong); !r) return r.error();
+        continue;
+      }
+      if (frame.body_type() == wire::Body::Pong && heartbeat_) continue;
+      if (frame.body_type() == wire::Body::JobProgress) {
+        if (frame.request_id() == id && hooks && hooks->options->on_progress) {
+          const auto* progress = frame.body_as_JobProgress();
+          hooks->options->on_progress(JobProgress{Str(progress->phase()), progress->elapsed_ms()});
+        }
+        continue;
+      }
+      if (frame.body_type() == wire::Body::ErrorReply) {
+        std::string message = Str(frame.body_as_ErrorReply()->message());
+        return MakeError("agent at " + where_ + ": " + message);
+      }
+      if (frame.request_id() != id || frame.body_type() != want) {
+        return Fail(std::string("unexpected reply ") + BodyName(frame) + " to request " +
+                    std::to_string(id) + " (expected " + wire::EnumNameBody(want) + ")");
+      }
+      return reply;
+    }
+  }
+
+  UniqueFd read_fd_, write_fd_;  // write_fd_ is empty when both are one fd
+  std::string where_;
+  std::chrono::milliseconds io_timeout_;
+  std::string token_;
+  std::chrono::milliseconds heartbeat_interval_;
+  pid_t child_ = -1;
+  DeviceInfo device_;
+  uint64_t last_id_ = 0;
+  bool broken_ = false;
+  bool heartbeat_ = false;
+  bool put_resume_ = false;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<AgentClient>> AgentClient::Connect(const std::string& host, uint16_t port,
+                                                          std::chrono::milliseconds timeout) {
+  ConnectOptions options;
+  options.timeout = timeout;
+  return Connect(host, port, options);
+}
+
+Result<std::unique_ptr<AgentClient>> AgentClient::Connect(const std::string& host, uint16_t port,
+                                                          const ConnectOptions& options) {
+  auto fd = ConnectTcp(host, port, options.timeout);
+  if (!fd) return fd.error();
+  int dup = ::fcntl(fd->get(), F_DUPFD_CLOEXEC, 0);
+  if (dup < 0) return MakeError(std::string("cannot duplicate a socket: ") + strerror(errno));
+  auto client = std::make_unique<StreamAgentClient>(std::move(*fd), UniqueFd(dup),
+                                                    host + ":" + std::to_string(port), options);
+  if (auto r = client->Hello(std::max(options.timeout, kMinIoTimeout)); !r) return r.error();
+  return std::unique_ptr<AgentClient>(std::move(client));
+}
+
+Result<std::unique_ptr<AgentClient>> AgentClient::ConnectFds(int read_fd, int write_fd,
+                                                             const std::string& name,
+                                                             const ConnectOptions& options) {
+  UniqueFd in(read_fd);
+  UniqueFd out(write_fd == read_fd ? ::fcntl(read_fd, F_DUPFD_CLOEXEC, 0) : write_fd);
+  if (!in || !out) return MakeError("cannot talk to agent at " + name + ": bad file descriptor");
+  // Non-blocking writes, so the write timeout holds on pipes as on sockets.
+  ::fcntl(out.get(), F_SETFL, ::fcntl(out.get(), F_GETFL) | O_NONBLOCK);
+  auto client = std::make_unique<StreamAgentClient>(std::move(in), std::move(out), name, options);
+  if (auto r = client->Hello(std::max(options.timeout, kMinIoTimeout)); !r) return r.error();
+  return std::unique_ptr<AgentClient>(std::move(client));
+}
+
+Result<std::unique_ptr<AgentClient>> AgentClient::Spawn(const std::vector<std::string>& argv,
+                                                        const ConnectOptions& options,
+                                                        const std::string& stderr_file) {
+  if (argv.empty()) return MakeError("cannot start an agent: empty command line");
+  const std::string name = "stdio:" + argv[0];
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    return MakeError("cannot start agent '" + argv[0] + "': socketpair: " + strerror(errno));
+  }
+  UniqueFd ours(sv[0]), theirs(sv[1]);
+  UniqueFd log;
+  if (!stderr_file.empty()) {
+    log.reset(::open(stderr_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+    if (!log) return MakeError("cannot open agent log '" + stderr_file + "': " + strerror(errno));
+  }
+  std::vector<std::string> args = argv;
+  std::vector<char*> cargv;
+  for (auto& a : args) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) return MakeError("cannot start agent '" + argv[0] + "': fork: " + strerror(errno));
+  if (pid == 0) {
+    ::dup2(theirs.get(), 0);
+    ::dup2(theirs.get(), 1);
+    if (log) ::dup2(log.get(), 2);
+    ::execvp(cargv[0], cargv.data());
+    ::_exit(127);
+  }
+  theirs.reset();
+  int dup = ::fcntl(ours.get(), F_DUPFD_CLOEXEC, 0);
+  auto client =
+      std::make_unique<StreamAgentClient>(std::move(ours), UniqueFd(dup), name, options, pid);
+  if (auto r = client->Hello(options.timeout); !r) {
+    // Say how the process ended when it is what broke the hello.
+    int status = -1;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      std::string how = WIFEXITED(status)
+                            ? "exited with code " + std::to_string(WEXITSTATUS(status))
+                            : "was killed by signal " + std::to_string(WTERMSIG(status));
+      return MakeError(r.message() + " (agent command '" + argv[0] + "' " + how + ")");
+    }
+    return r.error();
+  }
+  return std::unique_ptr<AgentClient>(std::move(client));
+}
+
+}  // namespace dfarm::agent

@@ -1,0 +1,406 @@
+#include "agent/daemon/artifact_store.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+#include <vector>
+
+namespace dfarm::agent {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string Errno() { return strerror(errno); }
+
+// Short form of an artifact name for messages.
+std::string Short(const std::string& sha256) { return sha256.substr(0, 12); }
+
+Result<void> FsyncDir(const std::string& dir) {
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd || ::fsync(fd.get()) != 0) {
+    return MakeError("cannot fsync store folder '" + dir + "': " + Errno());
+  }
+  return Ok();
+}
+
+int64_t MtimeNs(const struct stat& st) {
+  return int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ArtifactStore>> ArtifactStore::Open(const std::string& root,
+                                                           uint64_t max_artifact_bytes) {
+  std::error_code ec;
+  for (const char* sub : {"artifacts", "tmp", "partial"}) {
+    fs::create_directories(fs::path(root) / sub, ec);
+    if (ec) {
+      return MakeError("cannot create artifact store '" + root + "': " + ec.message());
+    }
+  }
+  // Temp files of one-shot uploads are useless after a restart; partial files
+  // are kept for resumption.
+  for (const auto& entry : fs::directory_iterator(fs::path(root) / "tmp", ec)) {
+    fs::remove(entry.path(), ec);
+  }
+  std::string abs = fs::absolute(root, ec).lexically_normal().string();
+  if (ec) abs = root;
+  while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
+  return std::unique_ptr<ArtifactStore>(new ArtifactStore(abs, max_artifact_bytes));
+}
+
+std::string ArtifactStore::ArtifactPath(const std::string& sha256) const {
+  return root_ + "/artifacts/" + sha256;
+}
+
+std::string ArtifactStore::PartialPath(const std::string& sha256) const {
+  return root_ + "/partial/" + sha256;
+}
+
+bool ArtifactStore::Has(const std::string& sha256) const {
+  if (!IsValidSha256(sha256)) return false;
+  struct stat st;
+  return ::stat(ArtifactPath(sha256).c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+Result<std::string> ArtifactStore::PathOf(const std::string& sha256) const {
+  if (!IsValidSha256(sha256)) {
+    return MakeError("invalid artifact name '" + sha256.substr(0, 80) +
+                     "': expected 64 lowercase hex characters");
+  }
+  if (!Has(sha256)) return MakeError("artifact " + sha256 + " is not in the store");
+  return ArtifactPath(sha256);
+}
+
+Result<void> ArtifactStore::MakeExecutable(const std::string& sha256) const {
+  auto path = PathOf(sha256);
+  if (!path) return path.error();
+  if (::chmod(path->c_str(), 0755) != 0) {
+    return MakeError("cannot make artifact " + sha256 + " executable: " + Errno());
+  }
+  return Ok();
+}
+
+void ArtifactStore::SetQuota(uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  quota_bytes_ = bytes;
+}
+
+uint64_t ArtifactStore::quota_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return quota_bytes_;
+}
+
+uint64_t ArtifactStore::UsedBytes() const {
+  uint64_t used = 0;
+  std::error_code ec;
+  for (const char* sub : {"artifacts", "partial", "tmp"}) {
+    for (const auto& e : fs::directory_iterator(fs::path(root_) / sub, ec)) {
+      struct stat st;
+      if (::lstat(e.path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+        used += static_cast<uint64_t>(st.st_size);
+      }
+    }
+  }
+  return used;
+}
+
+// Touch times come from the realtime clock but are kept strictly increasing,
+// so the LRU order is exact even when the file system's own clock is coarse.
+void ArtifactStore::TouchPath(const std::string& path) {
+  timespec now;
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  int64_t ns = int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
+  int64_t last = last_touch_ns_.load();
+  while (!last_touch_ns_.compare_exchange_weak(last, std::max(ns, last + 1))) {
+  }
+  ns = std::max(ns, last + 1);
+  timespec times[2] = {{ns / 1'000'000'000, ns % 1'000'000'000},
+                       {ns / 1'000'000'000, ns % 1'000'000'000}};
+  ::utimensat(AT_FDCWD, path.c_str(), times, 0);
+}
+
+void ArtifactStore::Touch(const std::string& sha256) {
+  if (IsValidSha256(sha256)) TouchPath(ArtifactPath(sha256));
+}
+
+void ArtifactStore::Pin(const std::string& sha256) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++pins_[sha256];
+  }
+  Touch(sha256);
+}
+
+void ArtifactStore::Unpin(const std::string& sha256) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = pins_.find(sha256);
+  if (it != pins_.end() && --it->second <= 0) pins_.erase(it);
+}
+
+Result<void> ArtifactStore::ReserveLocked(const std::string& sha256, uint64_t need) {
+  if (quota_bytes_ == 0) return Ok();
+  if (need > quota_bytes_) {
+    return MakeError("artifact " + Short(sha256) + " needs " + std::to_string(need) +
+                     " bytes, more than the store quota of " + std::to_string(quota_bytes_) +
+                     " bytes");
+  }
+  uint64_t outstanding = 0;
+  for (const Upload* u : active_) {
+    if (u->sha256_ != sha256) outstanding += u->size_ - std::min(u->size_, u->received_);
+  }
+  struct Candidate {
+    int64_t mtime_ns;
+    uint64_t bytes;
+    std::string path;
+  };
+  std::vector<Candidate> candidates;
+  uint64_t used = 0;
+  std::error_code ec;
+  for (const char* sub : {"artifacts", "partial", "tmp"}) {
+    for (const auto& e : fs::directory_iterator(fs::path(root_) / sub, ec)) {
+      struct stat st;
+      if (::lstat(e.path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      used += static_cast<uint64_t>(st.st_size);
+      std::string name = e.path().filename().string();
+      bool evictable = false;
+      if (std::string(sub) == "artifacts") {
+        evictable = pins_.count(name) == 0;
+      } else if (std::string(sub) == "partial") {
+        evictable = name != sha256 && partial_owner_.count(name) == 0;
+      }
+      if (evictable) {
+        candidates.push_back({MtimeNs(st), static_cast<uint64_t>(st.st_size), e.path().string()});
+      }
+    }
+  }
+  std::sort(candidates.begin(), candidates.end(),
+            [](const Candidate& a, const Candidate& b) { return a.mtime_ns < b.mtime_ns; });
+  uint64_t evictable = 0;
+  for (const Candidate& c : candidates) evictable += c.bytes;
+  if (used - std::min(used, evictable) + outstanding + need > quota_bytes_) {
+    return MakeError("no room for artifact " + Short(sha256) + " (" + std::to_string(need) +
+                     " bytes) under the store quota of " + std::to_string(quota_bytes_) +
+                     " bytes: " + std::to_string(used - std::min(used, evictable) + outstanding) +
+                     " bytes are pinned by jobs or held by uploads in progress");
+  }
+  size_t next = 0;
+  while (used + outstanding + need > quota_bytes_ && next < candidates.size()) {
+    const Candidate& c = candidates[next++];
+    if (::unlink(c.path.c_str()) == 0) used -= std::min(used, c.bytes);
+  }
+  if (used + outstanding + need > quota_bytes_) {
+    return MakeError("no room for artifact " + Short(sha256) + ": cannot free space in '" + root_ +
+                     "'");
+  }
+  return Ok();
+}
+
+Result<void> ArtifactStore::CheckUpload(const std::string& sha256, uint64_t size) const {
+  if (!IsValidSha256(sha256)) {
+    return MakeError("invalid artifact name '" + sha256.substr(0, 80) +
+                     "': expected 64 lowercase hex characters");
+  }
+  if (size > max_artifact_bytes_) {
+    return MakeError("artifact " + Short(sha256) + " of " + std::to_string(size) +
+                     " bytes exceeds the store limit of " + std::to_string(max_artifact_bytes_) +
+                     " bytes");
+  }
+  return Ok();
+}
+
+Result<std::unique_ptr<ArtifactStore::Upload>> ArtifactStore::BeginUpload(const std::string& sha256,
+                                                                          uint64_t size) {
+  if (auto r = CheckUpload(sha256, size); !r) return r.error();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto r = ReserveLocked(sha256, size); !r) return r.error();
+  std::string temp = root_ + "/tmp/" + sha256 + ".XXXXXX";
+  int fd = ::mkostemp(temp.data(), O_CLOEXEC);
+  if (fd < 0) return MakeError("cannot create a temp file in '" + root_ + "/tmp': " + Errno());
+  std::unique_ptr<Upload> up(new Upload(this, sha256, size, temp, UniqueFd(fd), false));
+  active_.insert(up.get());
+  return up;
+}
+
+Result<std::unique_ptr<ArtifactStore::Upload>> ArtifactStore::ResumeUpload(
+    const std::string& sha256, uint64_t size) {
+  if (auto r = CheckUpload(sha256, size); !r) return r.error();
+  if (Has(sha256)) {
+    std::unique_ptr<Upload> up(new Upload(this, sha256, size, "", UniqueFd(), true));
+    up->already_stored_ = true;
+    up->received_ = size;
+    return up;
+  }
+  std::unique_ptr<Upload> up;  // declared first: destroyed (and locking) after the lock is gone
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::string path = PartialPath(sha256);
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  if (!fd) return MakeError("cannot open partial upload '" + path + "': " + Errno());
+  struct stat st;
+  if (::fstat(fd.get(), &st) == 0 && static_cast<uint64_t>(st.st_size) > size &&
+      ::ftruncate(fd.get(), 0) != 0) {  // longer than announced: stale
+    return MakeError("cannot reset partial upload '" + path + "': " + Errno());
+  }
+  up.reset(new Upload(this, sha256, size, path, std::move(fd), true));
+  // Rehash what is there, leaving the file offset at its end.
+  std::vector<uint8_t> buf(1 << 16);
+  for (;;) {
+    ssize_t n = ::read(up->fd_.get(), buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return MakeError("cannot read partial upload '" + path + "': " + Errno());
+    if (n == 0) break;
+    up->hasher_.Update(buf.data(), static_cast<size_t>(n));
+    up->received_ += static_cast<uint64_t>(n);
+  }
+  // On failure the partial file stays: the upload may be retried later.
+  if (auto r = ReserveLocked(sha256, size - up->received_); !r) return r.error();
+  partial_owner_[sha256] = up.get();  // a newer upload takes over from an older one
+  active_.insert(up.get());
+  TouchPath(path);
+  return up;
+}
+
+Result<void> ArtifactStore::Put(const std::string& sha256, const std::string& bytes) {
+  auto upload = BeginUpload(sha256, bytes.size());
+  if (!upload) return upload.error();
+  if (auto r = (*upload)->Write(0, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+      !r) {
+    return r;
+  }
+  return (*upload)->Commit();
+}
+
+ArtifactStore::Upload::Upload(ArtifactStore* store, std::string sha256, uint64_t size,
+                              std::string temp_path, UniqueFd fd, bool resumable)
+    : store_(store),
+      sha256_(std::move(sha256)),
+      size_(size),
+      temp_path_(std::move(temp_path)),
+      fd_(std::move(fd)),
+      resumable_(resumable) {}
+
+ArtifactStore::Upload::~Upload() {
+  std::lock_guard<std::mutex> lock(store_->mutex_);
+  DiscardLocked(/*keep_data=*/resumable_);
+}
+
+uint64_t ArtifactStore::Upload::bytes_received() const {
+  std::lock_guard<std::mutex> lock(store_->mutex_);
+  return received_;
+}
+
+bool ArtifactStore::Upload::OwnsPartialLocked() const {
+  auto it = store_->partial_owner_.find(sha256_);
+  return it != store_->partial_owner_.end() && it->second == this;
+}
+
+void ArtifactStore::Upload::DiscardLocked(bool keep_data) {
+  store_->active_.erase(this);
+  if (done_) return;
+  done_ = true;
+  fd_.reset();
+  if (already_stored_) return;
+  if (resumable_) {
+    if (!OwnsPartialLocked()) return;  // taken over by a newer upload: not ours to touch
+    store_->partial_owner_.erase(sha256_);
+    if (keep_data) return;
+  }
+  ::unlink(temp_path_.c_str());
+}
+
+Result<void> ArtifactStore::Upload::Write(uint64_t offset, const uint8_t* data, size_t size) {
+  std::lock_guard<std::mutex> lock(store_->mutex_);
+  return WriteLocked(offset, data, size);
+}
+
+Result<void> ArtifactStore::Upload::WriteLocked(uint64_t offset, const uint8_t* data, size_t size) {
+  if (done_) return MakeError("upload of artifact " + Short(sha256_) + " is already finished");
+  if (resumable_ && !already_stored_ && !OwnsPartialLocked()) {
+    done_ = true;
+    store_->active_.erase(this);
+    return MakeError("upload of artifact " + Short(sha256_) +
+                     " was taken over by a newer upload of the same artifact");
+  }
+  if (offset != received_) {
+    return MakeError("upload of artifact " + Short(sha256_) + ": chunk at offset " +
+                     std::to_string(offset) + ", expected offset " + std::to_string(received_));
+  }
+  if (size > size_ - received_) {
+    DiscardLocked(/*keep_data=*/false);
+    return MakeError("upload of artifact " + Short(sha256_) + ": size mismatch: more than the " +
+                     std::to_string(size_) + " bytes announced");
+  }
+  if (already_stored_) return Ok();
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::write(fd_.get(), data + done, size - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      std::string why = Errno();
+      DiscardLocked(/*keep_data=*/false);
+      return MakeError("cannot write artifact " + Short(sha256_) + " to '" + temp_path_ +
+                       "': " + why);
+    }
+    done += static_cast<size_t>(n);
+  }
+  hasher_.Update(data, size);
+  received_ += size;
+  return Ok();
+}
+
+Result<void> ArtifactStore::Upload::Commit() {
+  std::lock_guard<std::mutex> lock(store_->mutex_);
+  return CommitLocked();
+}
+
+Result<void> ArtifactStore::Upload::CommitLocked() {
+  if (done_) return MakeError("upload of artifact " + Short(sha256_) + " is already finished");
+  if (already_stored_) {
+    done_ = true;
+    return Ok();
+  }
+  if (resumable_ && !OwnsPartialLocked()) {
+    done_ = true;
+    store_->active_.erase(this);
+    return MakeError("upload of artifact " + Short(sha256_) +
+                     " was taken over by a newer upload of the same artifact");
+  }
+  if (received_ != size_) {
+    DiscardLocked(/*keep_data=*/false);
+    return MakeError("upload of artifact " + Short(sha256_) + ": size mismatch: announced " +
+                     std::to_string(size_) + " bytes, received " + std::to_string(received_));
+  }
+  std::string actual = hasher_.FinishHex();
+  if (actual != sha256_) {
+    DiscardLocked(/*keep_data=*/false);
+    return MakeError("upload of artifact " + Short(sha256_) + ": sha256 mismatch: the " +
+                     std::to_string(received_) + " bytes received hash to " + actual);
+  }
+  if (::fchmod(fd_.get(), 0644) != 0 || ::fsync(fd_.get()) != 0) {
+    std::string why = Errno();
+    DiscardLocked(/*keep_data=*/false);
+    return MakeError("cannot fsync artifact " + Short(sha256_) + ": " + why);
+  }
+  std::string final_path = store_->ArtifactPath(sha256_);
+  if (::rename(temp_path_.c_str(), final_path.c_str()) != 0) {
+    std::string why = Errno();
+    DiscardLocked(/*keep_data=*/false);
+    return MakeError("cannot move artifact " + Short(sha256_) + " into place: " + why);
+  }
+  fd_.reset();
+  done_ = true;
+  store_->active_.erase(this);
+  if (resumable_) store_->partial_owner_.erase(sha256_);
+  store_->TouchPath(final_path);
+  return FsyncDir(store_->root_ + "/artifacts");
+}
+
+}  // namespace dfarm::agent

@@ -1,0 +1,156 @@
+// ArtifactStore: the agent's content-addressed store. Every artifact (runner
+// build, model, ...) lives at <root>/artifacts/<sha256>; uploads go to
+// <root>/tmp, are hashed while written, and only a complete file whose size
+// and sha256 match is fsync'ed and renamed into place. Names are validated
+// as 64 lowercase hex characters; no path ever comes from the wire.
+//
+// Thread-safe: concurrent uploads use distinct temp files and the final
+// rename is atomic (two uploads of one sha256 both land the same bytes).
+//
+// Resumable uploads (ResumeUpload) write to <root>/partial/<sha256>, which
+// outlives the connection and the agent, so a later upload of the same
+// artifact continues where the last one stopped; the sha256 is still checked
+// over the whole file before the rename. With a quota (SetQuota), room for an
+// upload is made by evicting the least recently used artifacts and stale
+// partial files; pinned artifacts (those a queued or running job needs) are
+// never evicted.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "agent/base/result.h"
+#include "agent/base/sha256.h"
+#include "agent/base/unique_fd.h"
+
+namespace dfarm::agent {
+
+class ArtifactStore {
+ public:
+  static constexpr uint64_t kDefaultMaxArtifactBytes = uint64_t{2} << 30;  // 2 GiB
+
+  // Opens (creating if needed) the store under root. Leftover temp files from
+  // an interrupted upload are removed.
+  static Result<std::unique_ptr<ArtifactStore>> Open(
+      const std::string& root, uint64_t max_artifact_bytes = kDefaultMaxArtifactBytes);
+
+  const std::string& root() const { return root_; }
+  uint64_t max_artifact_bytes() const { return max_artifact_bytes_; }
+
+  // False for an invalid name as well as for a missing artifact.
+  bool Has(const std::string& sha256) const;
+
+  // The path of a stored artifact, or an error naming the sha256 when the
+  // name is invalid or the artifact is missing.
+  Result<std::string> PathOf(const std::string& sha256) const;
+
+  // Makes a stored artifact executable (0755), for runner builds.
+  Result<void> MakeExecutable(const std::string& sha256) const;
+
+  // Disk quota over artifacts, partial and temp files, in bytes; 0 (the
+  // default) means none. Enforced when an upload begins.
+  void SetQuota(uint64_t bytes);
+  uint64_t quota_bytes() const;
+  // Bytes the store holds now (artifacts, partial and temp files).
+  uint64_t UsedBytes() const;
+
+  // Marks an artifact as recently used (for LRU eviction). No-op if absent.
+  void Touch(const std::string& sha256);
+  // Pinned artifacts are never evicted. Pins nest (a count per name). Pin
+  // also touches the artifact.
+  void Pin(const std::string& sha256);
+  void Unpin(const std::string& sha256);
+
+  // An upload in progress. Destroying it without a successful Commit()
+  // discards the temp file.
+  class Upload {
+   public:
+    ~Upload();
+    // Appends data at offset, which must equal bytes_received().
+    Result<void> Write(uint64_t offset, const uint8_t* data, size_t size);
+    // Checks size and sha256, fsyncs and renames into place. On failure the
+    // temp file is removed and the error names the artifact and the mismatch.
+    Result<void> Commit();
+    uint64_t bytes_received() const;
+
+   private:
+    friend class ArtifactStore;
+    Upload(ArtifactStore* store, std::string sha256, uint64_t size, std::string temp_path,
+           UniqueFd fd, bool resumable);
+    // With store_->mutex_ held. keep_data: leave a resumable partial file for later.
+    void DiscardLocked(bool keep_data);
+    Result<void> WriteLocked(uint64_t offset, const uint8_t* data, size_t size);
+    Result<void> CommitLocked();
+    bool OwnsPartialLocked() const;
+
+    ArtifactStore* store_;  // not owned; outlives the upload
+    std::string sha256_;
+    uint64_t size_;
+    std::string temp_path_;
+    UniqueFd fd_;
+    Sha256 hasher_;
+    uint64_t received_ = 0;
+    bool done_ = false;
+    bool resumable_ = false;
+    bool already_stored_ = false;  // resumable upload of an artifact already in the store
+  };
+
+  // Starts an upload of `size` bytes claimed to hash to sha256. Fails for an
+  // invalid name or a size above max_artifact_bytes().
+  Result<std::unique_ptr<Upload>> BeginUpload(const std::string& sha256, uint64_t size);
+
+  // Like BeginUpload, but resumable: bytes_received() of the new upload is
+  // what an earlier, interrupted upload of this sha256 left in
+  // <root>/partial (rehashed from disk; 0 when none, and size when the
+  // artifact is already stored, in which case Commit() just succeeds). The
+  // partial file survives the Upload unless the upload failed (size or hash
+  // mismatch, disk error). A newer ResumeUpload of the same sha256 takes the
+  // partial file over; the older Upload's later calls then fail.
+  Result<std::unique_ptr<Upload>> ResumeUpload(const std::string& sha256, uint64_t size);
+
+  // Convenience for tests and local use: one-shot upload of bytes.
+  Result<void> Put(const std::string& sha256, const std::string& bytes);
+
+ private:
+  ArtifactStore(std::string root, uint64_t max_artifact_bytes)
+      : root_(std::move(root)), max_artifact_bytes_(max_artifact_bytes) {}
+  std::string ArtifactPath(const std::string& sha256) const;
+  std::string PartialPath(const std::string& sha256) const;
+  Result<void> CheckUpload(const std::string& sha256, uint64_t size) const;
+  // Makes room for `need` more bytes under the quota (mutex_ held), evicting
+  // unpinned artifacts and unowned partial files, least recently used first.
+  Result<void> ReserveLocked(const std::string& sha256, uint64_t need);
+  void TouchPath(const std::string& path);
+
+  std::string root_;
+  uint64_t max_artifact_bytes_;
+  mutable std::mutex mutex_;  // guards everything below and all upload I/O
+  uint64_t quota_bytes_ = 0;
+  std::map<std::string, int> pins_;
+  std::set<const Upload*> active_;                      // unfinished uploads
+  std::map<std::string, const Upload*> partial_owner_;  // sha256 -> resumable upload
+  std::atomic<int64_t> last_touch_ns_{0};               // keeps touch times strictly increasing
+};
+
+// Pins an artifact for the lifetime of the guard.
+class ArtifactPin {
+ public:
+  ArtifactPin(ArtifactStore* store, std::string sha256)
+      : store_(store), sha256_(std::move(sha256)) {
+    store_->Pin(sha256_);
+  }
+  ~ArtifactPin() { store_->Unpin(sha256_); }
+  ArtifactPin(const ArtifactPin&) = delete;
+  ArtifactPin& operator=(const ArtifactPin&) = delete;
+
+ private:
+  ArtifactStore* store_;
+  std::string sha256_;
+};
+
+}  // namespace dfarm::agent

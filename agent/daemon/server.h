@@ -1,0 +1,117 @@
+// Server: the dfarm-agent side of the protocol (agent/protocol/PROTOCOL.md). Listens
+// on a TCP address (loopback unless a token file is given) or serves one
+// stream pair (stdio), serves each connection on its own thread and runs jobs
+// one at a time through its Supervisor.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "agent/daemon/artifact_store.h"
+#include "agent/protocol/auth.h"
+#include "agent/protocol/types.h"
+#include "agent/base/result.h"
+#include "agent/daemon/supervisor.h"
+#include "agent/base/unique_fd.h"
+
+namespace dfarm::agent {
+
+struct ServerOptions {
+  std::string listen = "127.0.0.1:0";  // IPv4 HOST:PORT; port 0 picks a free one
+  std::string store_dir;
+  uint64_t max_artifact_bytes = ArtifactStore::kDefaultMaxArtifactBytes;
+  SupervisorOptions supervisor;
+  // Peers must prove this file's token (HMAC-SHA256, feature auth_hmac).
+  // Required for a non-loopback listener; empty: no authentication.
+  std::string token_file;
+  // Serve one connection on ServeStream's fds instead of listening (listen is ignored).
+  bool stdio = false;
+  uint64_t quota_bytes = 0;  // store disk quota with LRU eviction; 0: none
+  // While a job runs on a connection that negotiated "heartbeat", the agent
+  // pings the host this often and gives up on a host silent for 3 intervals.
+  std::chrono::milliseconds heartbeat_interval{10'000};
+  // A peer must complete hello and authentication within this time.
+  std::chrono::milliseconds auth_timeout{10'000};
+  // Failed authentications: the next attempt from that address waits
+  // auth_failure_delay * 2^(failures-1), at most 10 s.
+  std::chrono::milliseconds auth_failure_delay{200};
+  // With feature "progress": a JobProgress "running" frame this often while a job runs.
+  std::chrono::milliseconds progress_interval{1'000};
+};
+
+struct ListenAddress {
+  std::string host;  // dotted IPv4
+  uint16_t port = 0;
+};
+
+// Parses "HOST:PORT" ("localhost" means 127.0.0.1). An address outside
+// 127.0.0.0/8 is refused unless have_token: non-loopback listeners need
+// token authentication (--token-file).
+Result<ListenAddress> ParseListenAddress(const std::string& text, bool have_token = false);
+
+class Server {
+ public:
+  // Opens the store and binds the listening socket; Serve() then accepts.
+  static Result<std::unique_ptr<Server>> Create(const ServerOptions& options);
+  ~Server();
+
+  // The bound address, "127.0.0.1:<port>" (the real port when asked for 0).
+  std::string address() const;
+  uint16_t port() const { return port_; }
+  const DeviceInfo& device() const { return device_; }
+
+  // Accepts and serves connections until Stop(); then kills a running job,
+  // closes every connection and joins their threads. Not for a stdio server.
+  void Serve();
+
+  // Serves one connection that reads in_fd and writes out_fd (the stdio
+  // transport) until the peer closes it or Stop(); then kills a running job.
+  // The fds stay owned by the caller.
+  void ServeStream(int in_fd, int out_fd);
+
+  // Asks Serve() to return. Async-signal-safe (one write to a pipe).
+  void Stop();
+
+ private:
+  struct Connection {
+    UniqueFd fd;
+    uint64_t id = 0;
+    std::string peer;          // "ip:port"
+    std::string peer_address;  // "ip", for the authentication throttle
+    std::thread thread;
+    std::atomic<bool> done{false};
+  };
+
+  Server() = default;
+  void HandleConnection(Connection* conn);
+  // The protocol on one connection; returns when it is over.
+  void Converse(int in_fd, int out_fd, const std::string& who, const std::string& peer_address);
+  // Sleeps for d unless Stop() comes first; false if it did.
+  bool SleepUnlessStopped(std::chrono::milliseconds d);
+  void ReapFinished(bool all);
+
+  ServerOptions options_;
+  std::string token_;  // empty: no authentication
+  std::unique_ptr<AuthThrottle> throttle_;
+  std::unique_ptr<ArtifactStore> store_;
+  std::unique_ptr<Supervisor> supervisor_;
+  DeviceInfo device_;
+  std::string host_;
+  uint16_t port_ = 0;
+  UniqueFd listen_fd_;
+  UniqueFd stop_read_, stop_write_;
+  std::mutex conns_mutex_;
+  std::list<std::unique_ptr<Connection>> conns_;
+  uint64_t next_conn_id_ = 1;
+};
+
+// One line to stderr, prefixed "dfarm-agent: ", whole even across threads.
+void AgentLog(const std::string& line);
+
+}  // namespace dfarm::agent

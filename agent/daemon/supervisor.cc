@@ -1,0 +1,486 @@
+#include "agent/daemon/supervisor.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string_view>
+
+#include "agent/base/unique_fd.h"
+#include "agent/protocol/status.h"
+#include "nlohmann/json.hpp"
+
+namespace dfarm::agent {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string OneLine(std::string s, size_t max = 400) {
+  for (char& c : s) {
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+  }
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  if (s.size() > max) s = s.substr(0, max) + "...";
+  return s;
+}
+
+std::string LastLine(const std::string& text) {
+  size_t end = text.find_last_not_of("\r\n \t");
+  if (end == std::string::npos) return "";
+  size_t begin = text.find_last_of('\n', end);
+  begin = begin == std::string::npos ? 0 : begin + 1;
+  return OneLine(text.substr(begin, end + 1 - begin));
+}
+
+std::string SignalName(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
+// The runner's delegate option that names a plugin library (docs/CONTRACTS.md).
+constexpr std::string_view kPluginPathKey = "path";
+
+JobResult Infra(std::string error) {
+  JobResult r;
+  r.status = JobStatusName(JobStatus::kInfra);
+  r.error = OneLine(std::move(error));
+  return r;
+}
+
+// The executable a runner prefix's first word names: itself when it holds a
+// '/', else the first executable match in PATH.
+Result<std::string> FindInPath(const std::string& word) {
+  if (word.find('/') != std::string::npos) {
+    if (::access(word.c_str(), X_OK) == 0) return word;
+    return MakeError("runner prefix: '" + word + "' is not an executable file");
+  }
+  const char* env = ::getenv("PATH");
+  std::string path = env ? env : "/usr/bin:/bin";
+  size_t start = 0;
+  for (;;) {
+    size_t end = path.find(':', start);
+    std::string dir = path.substr(start, end == std::string::npos ? end : end - start);
+    if (dir.empty()) dir = ".";
+    std::string candidate = dir + "/" + word;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return MakeError("runner prefix: '" + word + "' was not found in PATH");
+}
+
+bool IsPlainToken(const std::string& s) {
+  if (s.empty() || s.size() > 64) return false;
+  for (char c : s) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-' || c == '.';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// A bad spec is the host's fault; reported as infra with the field named.
+std::string CheckSpec(const JobSpec& job, uint32_t max_timeout_ms) {
+  if (!IsPlainToken(job.delegate)) {
+    return "invalid job: delegate name '" + OneLine(job.delegate, 80) +
+           "' must be 1-64 characters of [A-Za-z0-9_.-]";
+  }
+  if (job.delegate_options.size() > 4096) return "invalid job: delegate_options over 4096 bytes";
+  for (char c : job.delegate_options) {
+    if (static_cast<unsigned char>(c) < 0x20) {
+      return "invalid job: delegate_options contain a control character";
+    }
+  }
+  // No path ever comes from the wire: a plugin is named by plugin_sha256 and
+  // the agent adds its own store path (split as the runner splits options).
+  for (size_t start = 0; start <= job.delegate_options.size();) {
+    size_t end = job.delegate_options.find(';', start);
+    if (end == std::string::npos) end = job.delegate_options.size();
+    std::string_view entry(job.delegate_options.data() + start, end - start);
+    start = end + 1;
+    if (entry.substr(0, entry.find(':')) == kPluginPathKey) {
+      return job.plugin_sha256.empty()
+                 ? "invalid job: delegate_options name a 'path'; a delegate plugin is sent as an "
+                   "artifact (plugin_sha256), never as a device path"
+                 : "invalid job: delegate_options name a 'path' beside plugin_sha256; the agent "
+                   "passes the plugin's path itself";
+    }
+  }
+  if (!job.accuracy_reference.empty() && job.accuracy_reference != "cpu") {
+    return "invalid job: accuracy_reference '" + OneLine(job.accuracy_reference, 40) +
+           "' (the runner compares with 'cpu' only)";
+  }
+  if (job.num_threads == 0 || job.num_threads > 1024) {
+    return "invalid job: num_threads " + std::to_string(job.num_threads) + " is not in 1..1024";
+  }
+  if (job.num_runs == 0 || job.num_runs > 10'000'000) {
+    return "invalid job: num_runs " + std::to_string(job.num_runs) + " is not in 1..10000000";
+  }
+  if (job.warmup_runs > 10'000'000) {
+    return "invalid job: warmup_runs " + std::to_string(job.warmup_runs) + " is over 10000000";
+  }
+  if (job.timeout_ms == 0 || job.timeout_ms > max_timeout_ms) {
+    return "invalid job: timeout_ms " + std::to_string(job.timeout_ms) + " is not in 1.." +
+           std::to_string(max_timeout_ms);
+  }
+  return "";
+}
+
+void SetNonBlocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
+
+// Reads what is available from *fd into sink; closes *fd at EOF or error.
+void Pump(UniqueFd* fd, const std::function<void(const char*, size_t)>& sink) {
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd->get(), buf, sizeof buf);
+    if (n > 0) {
+      sink(buf, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    fd->reset();
+    return;
+  }
+}
+
+}  // namespace
+
+Supervisor::Supervisor(ArtifactStore* store, SupervisorOptions options)
+    : store_(store), options_(options) {}
+
+std::vector<std::string> Supervisor::RunnerArgs(const JobSpec& job, const std::string& model_path,
+                                                const std::string& plugin_path) {
+  std::vector<std::string> args = {"--model", model_path, "--delegate", job.delegate};
+  std::string options = job.delegate_options;
+  if (!plugin_path.empty()) {
+    if (!options.empty() && options.back() != ';') options += ';';
+    options += std::string(kPluginPathKey) + ":" + plugin_path;
+  }
+  if (!options.empty()) {
+    args.push_back("--delegate-options");
+    args.push_back(std::move(options));
+  }
+  for (const auto& [flag, value] :
+       {std::pair{"--num-threads", job.num_threads}, std::pair{"--warmup-runs", job.warmup_runs},
+        std::pair{"--num-runs", job.num_runs}}) {
+    args.push_back(flag);
+    args.push_back(std::to_string(value));
+  }
+  if (!job.accuracy_reference.empty()) {
+    args.push_back("--accuracy-reference");
+    args.push_back(job.accuracy_reference);
+  }
+  args.push_back("--json");
+  return args;
+}
+
+void Supervisor::Classify(int exit_code, int signal, const std::string& stdout_text,
+                          const std::string& stderr_tail, JobResult* result) {
+  using runner::RunnerStatus;
+  result->exit_code = exit_code;
+  result->signal = signal;
+  std::string json_status, json_error;
+  auto doc = nlohmann::json::parse(stdout_text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_object()) {
+    if (auto it = doc.find("status"); it != doc.end() && it->is_string()) json_status = *it;
+    if (auto it = doc.find("error"); it != doc.end() && it->is_string()) json_error = *it;
+  }
+  std::string detail = !json_error.empty() ? OneLine(json_error) : LastLine(stderr_tail);
+  auto with_detail = [&](std::string what) { return detail.empty() ? what : what + ": " + detail; };
+  const std::string code = std::to_string(exit_code);
+  if (signal > 0) {
+    result->status = JobStatusName(JobStatus::kCrashed);
+    result->error = with_detail("runner killed by signal " + std::to_string(signal) + " (" +
+                                SignalName(signal) + ")");
+    return;
+  }
+  std::optional<RunnerStatus> runner_status = runner::RunnerStatusFromExitCode(exit_code);
+  if (!runner_status) {
+    result->status = JobStatusName(JobStatus::kCrashed);
+    result->error = with_detail("runner exited with unexpected code " + code);
+    return;
+  }
+  result->status = JobStatusName(runner::JobStatusOf(*runner_status));
+  switch (*runner_status) {
+    case RunnerStatus::kOk:
+      if (json_status == runner::RunnerStatusName(RunnerStatus::kOk)) {
+        result->error.clear();
+      } else {
+        result->status = JobStatusName(JobStatus::kCrashed);
+        result->error = "runner exited 0 without reporting success";
+      }
+      return;
+    case RunnerStatus::kUsageError:
+      result->error = with_detail("runner rejected its command line (exit code " + code + ")");
+      return;
+    case RunnerStatus::kInternalError:
+      result->error = with_detail("runner internal error (exit code " + code + ")");
+      return;
+    case RunnerStatus::kModelError:
+    case RunnerStatus::kDelegateError:
+    case RunnerStatus::kUnsupported:
+      result->error = json_error.empty() ? with_detail("runner exited with code " + code)
+                                         : OneLine(json_error);
+      return;
+  }
+}
+
+void Supervisor::Shutdown() {
+  std::lock_guard<std::mutex> lock(pid_mutex_);
+  shut_down_ = true;
+  if (running_pgid_ > 0) {
+    ::kill(running_pgid_, SIGKILL);  // setsid() may not have run yet
+    ::kill(-running_pgid_, SIGKILL);
+  }
+}
+
+JobResult Supervisor::Run(const JobSpec& job) { return Run(job, nullptr); }
+
+std::vector<std::string> Supervisor::RunnerArgv(const std::vector<std::string>& prefix,
+                                                const std::string& runner_path,
+                                                std::vector<std::string> args) {
+  std::vector<std::string> argv;
+  if (prefix.empty()) {
+    argv.push_back("dfarm-runner");
+  } else {
+    argv = prefix;
+    argv.push_back(runner_path);
+  }
+  argv.insert(argv.end(), std::make_move_iterator(args.begin()),
+              std::make_move_iterator(args.end()));
+  return argv;
+}
+
+JobResult Supervisor::Run(const JobSpec& job, const std::atomic<bool>* cancel) {
+  // Pinned while queued and running, so a quota eviction cannot take them.
+  ArtifactPin runner_pin(store_, job.runner_sha256), model_pin(store_, job.model_sha256);
+  std::optional<ArtifactPin> plugin_pin;
+  if (!job.plugin_sha256.empty()) plugin_pin.emplace(store_, job.plugin_sha256);
+  std::unique_lock<std::timed_mutex> lock(job_mutex_, std::defer_lock);
+  if (cancel == nullptr) {
+    lock.lock();
+  } else {
+    while (!lock.try_lock_for(std::chrono::milliseconds(50))) {
+      if (cancel->load()) return Infra("job cancelled before it started");
+    }
+  }
+  return RunLocked(job, cancel);
+}
+
+JobResult Supervisor::RunLocked(const JobSpec& job, const std::atomic<bool>* cancel) {
+  {
+    std::lock_guard<std::mutex> lock(pid_mutex_);
+    if (shut_down_) return Infra("the agent is shutting down");
+  }
+  if (cancel && cancel->load()) return Infra("job cancelled before it started");
+  if (std::string bad = CheckSpec(job, options_.max_timeout_ms); !bad.empty()) return Infra(bad);
+  auto runner = store_->PathOf(job.runner_sha256);
+  if (!runner) return Infra("runner: " + runner.message());
+  auto model = store_->PathOf(job.model_sha256);
+  if (!model) return Infra("model: " + model.message());
+  std::string plugin_path;
+  if (!job.plugin_sha256.empty()) {
+    auto plugin = store_->PathOf(job.plugin_sha256);
+    if (!plugin) return Infra("plugin: " + plugin.message());
+    // The runner splits options at ';' (a ':' inside a value is fine).
+    if (plugin->find(';') != std::string::npos) {
+      return Infra("plugin: the store path '" + *plugin +
+                   "' contains ';', which cannot be passed in --delegate-options");
+    }
+    plugin_path = *plugin;
+  }
+  if (auto r = store_->MakeExecutable(job.runner_sha256); !r) return Infra(r.message());
+
+  // Everything the child needs is built before fork (only async-signal-safe
+  // calls happen between fork and exec).
+  std::vector<std::string> args =
+      RunnerArgv(options_.runner_prefix, *runner, RunnerArgs(job, *model, plugin_path));
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::string exec_path = *runner;
+  if (!options_.runner_prefix.empty()) {
+    auto found = FindInPath(options_.runner_prefix[0]);
+    if (!found) return Infra(found.message());
+    exec_path = *found;
+  }
+  const char* path = exec_path.c_str();
+
+  int out_pipe[2], err_pipe[2], exec_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return Infra(std::string("pipe: ") + strerror(errno));
+  UniqueFd out_r(out_pipe[0]), out_w(out_pipe[1]);
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) return Infra(std::string("pipe: ") + strerror(errno));
+  UniqueFd err_r(err_pipe[0]), err_w(err_pipe[1]);
+  if (::pipe2(exec_pipe, O_CLOEXEC) != 0) return Infra(std::string("pipe: ") + strerror(errno));
+  UniqueFd exec_r(exec_pipe[0]), exec_w(exec_pipe[1]);
+  UniqueFd dev_null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+
+  std::optional<DeviceState> state_before;
+  if (options_.record_device_state) {
+    state_before = CollectDeviceState(options_.device_state_root);
+  }
+  // Attaches the snapshots and their flags to a result of a started runner.
+  auto with_state = [&](JobResult result) {
+    if (options_.record_device_state) {
+      result.state_before = std::move(state_before);
+      result.state_after = CollectDeviceState(options_.device_state_root);
+      FlagDeviceState(options_.hot_threshold_c, &result);
+    }
+    return result;
+  };
+
+  auto start = Clock::now();
+  pid_t pid = ::fork();
+  if (pid < 0) return Infra(std::string("cannot fork the runner: ") + strerror(errno));
+  if (pid == 0) {
+    ::setsid();  // own process group: a timeout kills the runner and its children
+    struct rlimit no_core = {0, 0};
+    ::setrlimit(RLIMIT_CORE, &no_core);
+    sigset_t all;
+    sigemptyset(&all);
+    ::sigprocmask(SIG_SETMASK, &all, nullptr);
+    ::signal(SIGPIPE, SIG_DFL);
+    if (dev_null.valid()) ::dup2(dev_null.get(), 0);
+    ::dup2(out_w.get(), 1);
+    ::dup2(err_w.get(), 2);
+    ::syscall(SYS_close_range, 3u, ~0u, 4u /* CLOSE_RANGE_CLOEXEC */);
+    ::execv(path, argv.data());
+    int err = errno;
+    ssize_t ignored = ::write(exec_w.get(), &err, sizeof err);
+    (void)ignored;
+    ::_exit(127);
+  }
+  {
+    std::lock_guard<std::mutex> lock(pid_mutex_);
+    running_pgid_ = pid;
+    if (shut_down_) ::kill(pid, SIGKILL);  // setsid() may not have run yet
+  }
+  out_w.reset();
+  err_w.reset();
+  exec_w.reset();
+
+  // Blocks until exec succeeded (EOF through CLOEXEC) or the child reports why not.
+  int exec_errno = 0;
+  ssize_t got;
+  do {
+    got = ::read(exec_r.get(), &exec_errno, sizeof exec_errno);
+  } while (got < 0 && errno == EINTR);
+  if (got == static_cast<ssize_t>(sizeof exec_errno)) {
+    int status;
+    ::waitpid(pid, &status, 0);
+    std::lock_guard<std::mutex> lock(pid_mutex_);
+    running_pgid_ = 0;
+    return with_state(Infra("cannot start runner " + job.runner_sha256.substr(0, 12) + ": " +
+                            strerror(exec_errno)));
+  }
+
+  std::string out_text, err_text;
+  bool out_truncated = false;
+  auto out_sink = [&](const char* data, size_t n) {
+    size_t room = options_.max_stdout_bytes - out_text.size();
+    if (n > room) out_truncated = true;
+    out_text.append(data, std::min(n, room));
+  };
+  auto err_sink = [&](const char* data, size_t n) {
+    err_text.append(data, n);
+    if (err_text.size() > 2 * options_.stderr_tail_bytes) {
+      err_text.erase(0, err_text.size() - options_.stderr_tail_bytes);
+    }
+  };
+  SetNonBlocking(out_r.get());
+  SetNonBlocking(err_r.get());
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+
+  auto deadline = start + std::chrono::milliseconds(job.timeout_ms);
+  int status = 0;
+  bool timed_out = false;
+  bool cancelled = false;
+  for (;;) {
+    pollfd fds[3];
+    nfds_t n = 0;
+    int out_i = -1, err_i = -1;
+    if (out_r) out_i = n, fds[n++] = {out_r.get(), POLLIN, 0};
+    if (err_r) err_i = n, fds[n++] = {err_r.get(), POLLIN, 0};
+    if (pidfd) fds[n++] = {pidfd.get(), POLLIN, 0};
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    int wait_ms = static_cast<int>(std::max<int64_t>(0, left.count() + 1));
+    if (!pidfd) wait_ms = std::min(wait_ms, 10);  // no pidfd: poll for the exit
+    if (cancel) wait_ms = std::min(wait_ms, 50);
+    int ready = ::poll(fds, n, wait_ms);
+    if (ready > 0) {
+      if (out_i >= 0 && fds[out_i].revents) Pump(&out_r, out_sink);
+      if (err_i >= 0 && fds[err_i].revents) Pump(&err_r, err_sink);
+    }
+    // Observed without reaping, so the process group id cannot be reused
+    // before the stragglers the runner left in it are killed below.
+    siginfo_t info{};
+    if (::waitid(P_PID, pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid) {
+      break;
+    }
+    if (Clock::now() >= deadline) {
+      timed_out = true;
+      break;
+    }
+    if (cancel && cancel->load()) {
+      cancelled = true;
+      break;
+    }
+  }
+  auto end = Clock::now();
+  ::kill(-pid, SIGKILL);
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  {
+    std::lock_guard<std::mutex> lock(pid_mutex_);
+    running_pgid_ = 0;
+  }
+  if (out_r) Pump(&out_r, out_sink);
+  if (err_r) Pump(&err_r, err_sink);
+  if (err_text.size() > options_.stderr_tail_bytes) {
+    err_text.erase(0, err_text.size() - options_.stderr_tail_bytes);
+  }
+
+  JobResult result;
+  result.wall_ms = std::chrono::duration<double, std::milli>(end - start).count();
+  result.runner_json = out_text;
+  result.stderr_tail = err_text;
+  if (cancelled) {
+    result.status = JobStatusName(JobStatus::kInfra);
+    result.error = "job cancelled: the host went away";
+    result.exit_code = -1;
+    result.signal = SIGKILL;
+    return with_state(std::move(result));
+  }
+  if (timed_out) {
+    result.status = JobStatusName(JobStatus::kTimeout);
+    result.error =
+        "runner exceeded the timeout of " + std::to_string(job.timeout_ms) + " ms and was killed";
+    result.exit_code = -1;
+    result.signal = SIGKILL;
+    return with_state(std::move(result));
+  }
+  if (WIFEXITED(status)) {
+    Classify(WEXITSTATUS(status), 0, out_text, err_text, &result);
+  } else {
+    Classify(-1, WIFSIGNALED(status) ? WTERMSIG(status) : 0, out_text, err_text, &result);
+  }
+  if (out_truncated && result.status == JobStatusName(JobStatus::kOk)) {
+    result.status = JobStatusName(JobStatus::kCrashed);
+    result.error =
+        "runner wrote more than " + std::to_string(options_.max_stdout_bytes) + " bytes to stdout";
+  }
+  return with_state(std::move(result));
+}
+
+}  // namespace dfarm::agent

@@ -1,0 +1,85 @@
+// Supervisor: runs one job at a time as a fresh dfarm-runner process taken
+// from the artifact store, captures its stdout (the --json document) and the
+// tail of its stderr, enforces the job's wall-clock timeout and classifies
+// the outcome into the job status classes of docs/CONTRACTS.md. It records
+// the device state before and after each runner process.
+#pragma once
+
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "agent/daemon/artifact_store.h"
+#include "agent/protocol/types.h"
+#include "agent/daemon/device_state.h"
+
+namespace dfarm::agent {
+
+struct SupervisorOptions {
+  size_t stderr_tail_bytes = 4096;     // kept from the end of stderr
+  size_t max_stdout_bytes = 1u << 20;  // stdout beyond this is dropped
+  uint32_t max_timeout_ms = 24u * 3600 * 1000;
+  // Device state (agent/device_state.h) is read under this root just before
+  // the runner starts and just after it ends; tests point it at a fake tree.
+  bool record_device_state = true;
+  std::string device_state_root = "/";
+  // A job whose state_before shows a thermal zone above this is flagged started_hot.
+  double hot_threshold_c = kDefaultHotThresholdC;
+  // Words put before the runner's path on its command line (dfarm-agent
+  // --runner-prefix), e.g. {"qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"}
+  // for an agent under qemu-user without binfmt_misc. The first word is looked
+  // up in PATH unless it holds a '/'. Empty: the runner is executed directly.
+  std::vector<std::string> runner_prefix;
+};
+
+class Supervisor {
+ public:
+  // store is not owned and must outlive the supervisor.
+  explicit Supervisor(ArtifactStore* store, SupervisorOptions options = {});
+
+  // Runs the job and waits for it. Never fails as a call: infrastructure
+  // trouble (missing artifact, fork/exec failure, bad spec) is a JobResult
+  // with status "infra". Jobs from several threads run one after another.
+  // The runner, model and plugin (when job.plugin_sha256 is set) are pinned
+  // in the store from the call until the job ends. A `path` key in
+  // job.delegate_options is refused (infra): only the agent names paths.
+  JobResult Run(const JobSpec& job);
+  // Same, but gives up when *cancel becomes true (checked at least every
+  // 50 ms while the job waits or runs): the runner's process group is killed
+  // and the result is infra "job cancelled". cancel may be null.
+  JobResult Run(const JobSpec& job, const std::atomic<bool>* cancel);
+
+  // Agent shutdown: kills the running job's process group, if any (it is
+  // reported as crashed by SIGKILL), and refuses later jobs as infra.
+  void Shutdown();
+
+  // The runner command line for a job (docs/CONTRACTS.md), without argv[0].
+  // plugin_path, when set (the store path of job.plugin_sha256), is appended
+  // to the delegate options as `path:<plugin_path>`.
+  // The full argv of a runner at runner_path with args (RunnerArgs): argv[0]
+  // is "dfarm-runner", or, with a prefix, the prefix's words then runner_path.
+  static std::vector<std::string> RunnerArgv(const std::vector<std::string>& prefix,
+                                             const std::string& runner_path,
+                                             std::vector<std::string> args);
+
+  static std::vector<std::string> RunnerArgs(const JobSpec& job, const std::string& model_path,
+                                             const std::string& plugin_path = "");
+
+  // Classifies a finished runner: exit_code >= 0 when it exited, else
+  // signal > 0. Fills status, error, exit_code and signal of result.
+  static void Classify(int exit_code, int signal, const std::string& stdout_text,
+                       const std::string& stderr_tail, JobResult* result);
+
+ private:
+  JobResult RunLocked(const JobSpec& job, const std::atomic<bool>* cancel);
+
+  ArtifactStore* store_;
+  SupervisorOptions options_;
+  std::timed_mutex job_mutex_;  // one job at a time
+  std::mutex pid_mutex_;        // guards running_pgid_ and shut_down_
+  int running_pgid_ = 0;
+  bool shut_down_ = false;
+};
+
+}  // namespace dfarm::agent

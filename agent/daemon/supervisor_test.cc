@@ -1,0 +1,276 @@
+#include "agent/daemon/supervisor.h"
+
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "agent/testing/test_util.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace dfarm::agent {
+namespace {
+
+using testing::HashOf;
+using ::testing::HasSubstr;
+using testing::TempDir;
+
+class SupervisorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto store = ArtifactStore::Open(dir_.path());
+    ASSERT_TRUE(store.ok()) << store.message();
+    store_ = std::move(*store);
+    model_sha_ = Put("not really a model");
+  }
+
+  std::string Put(const std::string& bytes) {
+    std::string sha = HashOf(bytes);
+    EXPECT_TRUE(store_->Put(sha, bytes).ok());
+    return sha;
+  }
+
+  JobSpec Job(const std::string& runner_script, uint32_t timeout_ms = 10000) {
+    JobSpec job;
+    job.runner_sha256 = Put(runner_script);
+    job.model_sha256 = model_sha_;
+    job.num_runs = 3;
+    job.timeout_ms = timeout_ms;
+    return job;
+  }
+
+  TempDir dir_;
+  std::unique_ptr<ArtifactStore> store_;
+  std::string model_sha_;
+};
+
+TEST_F(SupervisorTest, OkRunner) {
+  Supervisor sup(store_.get());
+  JobSpec job = Job(testing::kOkRunner);
+  job.delegate = "xnnpack";
+  job.delegate_options = "a:1;b:2";
+  JobResult r = sup.Run(job);
+  EXPECT_EQ(r.status, "ok") << r.error;
+  EXPECT_EQ(r.error, "");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.signal, 0);
+  EXPECT_THAT(r.runner_json, HasSubstr("\"mean_us\":12.5"));
+  EXPECT_THAT(r.stderr_tail,
+              HasSubstr("args: --model " + *store_->PathOf(model_sha_) +
+                        " --delegate xnnpack --delegate-options a:1;b:2 --num-threads 1"
+                        " --warmup-runs 1 --num-runs 3 --json"));
+  EXPECT_GT(r.wall_ms, 0);
+}
+
+TEST_F(SupervisorTest, SegfaultIsCrashedAndNextJobRuns) {
+  Supervisor sup(store_.get());
+  JobResult r = sup.Run(Job("#!/bin/sh\necho 'about to die' >&2\nkill -SEGV $$\n"));
+  EXPECT_EQ(r.status, "crashed");
+  EXPECT_EQ(r.signal, SIGSEGV);
+  EXPECT_EQ(r.exit_code, -1);
+  EXPECT_THAT(r.error, HasSubstr("signal 11 (SIGSEGV)"));
+  EXPECT_THAT(r.stderr_tail, HasSubstr("about to die"));
+
+  EXPECT_EQ(sup.Run(Job(testing::kOkRunner)).status, "ok");
+}
+
+TEST_F(SupervisorTest, TimeoutKillsTheWholeGroup) {
+  Supervisor sup(store_.get());
+  auto start = std::chrono::steady_clock::now();
+  JobResult r = sup.Run(Job("#!/bin/sh\necho started >&2\nsleep 30\necho never\n", 300));
+  auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(r.status, "timeout");
+  EXPECT_EQ(r.signal, SIGKILL);
+  EXPECT_THAT(r.error, HasSubstr("timeout of 300 ms"));
+  EXPECT_THAT(r.stderr_tail, HasSubstr("started"));
+  EXPECT_LT(took, std::chrono::seconds(5));  // the sleeping grandchild did not hold the pipes
+
+  EXPECT_EQ(sup.Run(Job(testing::kOkRunner)).status, "ok");
+}
+
+TEST_F(SupervisorTest, ExitZeroWithoutSuccessIsCrashed) {
+  Supervisor sup(store_.get());
+  JobResult r = sup.Run(Job("#!/bin/sh\nexit 0\n"));
+  EXPECT_EQ(r.status, "crashed");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.error, "runner exited 0 without reporting success");
+}
+
+TEST_F(SupervisorTest, ModelErrorUsesTheJsonError) {
+  Supervisor sup(store_.get());
+  JobResult r =
+      sup.Run(Job("#!/bin/sh\necho '{\"status\":\"model_error\",\"error\":\"failed to load model: "
+                  "bad magic\"}'\n"
+                  "exit 1\n"));
+  EXPECT_EQ(r.status, "model_error");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.error, "failed to load model: bad magic");
+}
+
+TEST_F(SupervisorTest, DelegateErrorAndUnsupportedFallBackToStderr) {
+  Supervisor sup(store_.get());
+  JobResult r = sup.Run(Job("#!/bin/sh\necho 'xnnpack: prepare failed' >&2\nexit 3\n"));
+  EXPECT_EQ(r.status, "delegate_error");
+  EXPECT_EQ(r.error, "runner exited with code 3: xnnpack: prepare failed");
+  r = sup.Run(
+      Job("#!/bin/sh\necho '{\"status\":\"unsupported\",\"error\":\"op CUSTOM\"}'\nexit 4\n"));
+  EXPECT_EQ(r.status, "unsupported");
+  EXPECT_EQ(r.error, "op CUSTOM");
+}
+
+TEST_F(SupervisorTest, MissingArtifactsAreInfra) {
+  Supervisor sup(store_.get());
+  JobSpec job = Job(testing::kOkRunner);
+  job.model_sha256 = std::string(64, '0');
+  JobResult r = sup.Run(job);
+  EXPECT_EQ(r.status, "infra");
+  EXPECT_THAT(r.error, HasSubstr("is not in the store"));
+
+  job = Job(testing::kOkRunner);
+  job.runner_sha256 = "../../bin/sh";
+  r = sup.Run(job);
+  EXPECT_EQ(r.status, "infra");
+  EXPECT_THAT(r.error, HasSubstr("invalid artifact name"));
+}
+
+TEST_F(SupervisorTest, UnexecutableRunnerIsInfra) {
+  Supervisor sup(store_.get());
+  JobResult r = sup.Run(Job("not a script and not an ELF"));
+  EXPECT_EQ(r.status, "infra");
+  EXPECT_THAT(r.error, HasSubstr("cannot start runner"));
+}
+
+TEST_F(SupervisorTest, BadSpecIsInfra) {
+  Supervisor sup(store_.get());
+  JobSpec job = Job(testing::kOkRunner);
+  job.delegate = "--evil flag";
+  JobResult r = sup.Run(job);
+  EXPECT_EQ(r.status, "infra");
+  EXPECT_THAT(r.error, HasSubstr("delegate name"));
+}
+
+TEST_F(SupervisorTest, PluginIsPassedAsItsStorePath) {
+  Supervisor sup(store_.get());
+  JobSpec job = Job(testing::kOkRunner);
+  job.delegate = "external";
+  job.delegate_options = "max_delegated_partitions:1";
+  job.plugin_sha256 = Put("not really a shared library");
+  const std::string plugin = *store_->PathOf(job.plugin_sha256);
+  JobResult r = sup.Run(job);
+  EXPECT_EQ(r.status, "ok") << r.error;
+  EXPECT_THAT(r.stderr_tail,
+              HasSubstr("--delegate external --delegate-options max_delegated_partitions:1;path:" +
+                        plugin + " --num-threads 1"));
+
+  job.delegate_options.clear();
+  EXPECT_EQ(Supervisor::RunnerArgs(job, "/m.tflite", plugin),
+            (std::vector<std::string>{"--model", "/m.tflite", "--delegate", "external",
+                                      "--delegate-options", "path:" + plugin, "--num-threads", "1",
+                                      "--warmup-runs", "1", "--num-runs", "3", "--json"}));
+  job.accuracy_reference = "cpu";
+  EXPECT_EQ(Supervisor::RunnerArgs(job, "/m.tflite", "").back(), "--json");
+  const std::vector<std::string> args = Supervisor::RunnerArgs(job, "/m.tflite", "");
+  EXPECT_EQ(args[args.size() - 3], "--accuracy-reference");
+  EXPECT_EQ(args[args.size() - 2], "cpu");
+  job.accuracy_reference = "gpu";
+  r = sup.Run(job);
+  EXPECT_EQ(r.status, "infra");
+  EXPECT_THAT(r.error, HasSubstr("accuracy_reference 'gpu' (the runner compares with 'cpu' only)"));
+}
+
+TEST_F(SupervisorTest, MissingPluginIsInfra) {
+  Supervisor sup(store_.get());
+  JobSpec job = Job(testing::kOkRunner);
+  job.delegate = "external";
+  job.plugin_sha256 = std::string(64, 'a');
+  JobResult r = sup.Run(job);
+  EXPECT_EQ(r.status, "infra");
+  EXPECT_THAT(r.error, HasSubstr("plugin: artifact " + job.plugin_sha256 + " is not in the store"));
+  EXPECT_FALSE(r.state_before.has_value());  // no runner was started
+
+  job.plugin_sha256 = "../lib/libevil.so";
+  r = sup.Run(job);
+  EXPECT_EQ(r.status, "infra");
+  EXPECT_THAT(r.error, HasSubstr("plugin: invalid artifact name"));
+}
+
+TEST_F(SupervisorTest, PathOptionFromTheHostIsRefused) {
+  Supervisor sup(store_.get());
+  JobSpec job = Job(testing::kOkRunner);
+  job.delegate = "external";
+  job.delegate_options = "a:1;path:/tmp/libevil.so";
+  JobResult r = sup.Run(job);
+  EXPECT_EQ(r.status, "infra");
+  EXPECT_THAT(r.error, HasSubstr("delegate_options name a 'path'"));
+  EXPECT_THAT(r.error, HasSubstr("never as a device path"));
+
+  job.plugin_sha256 = Put("a plugin");
+  job.delegate_options = "path:/tmp/libevil.so";
+  r = sup.Run(job);
+  EXPECT_EQ(r.status, "infra");
+  EXPECT_THAT(r.error, HasSubstr("beside plugin_sha256"));
+
+  job.delegate_options = "xpath:1;a:path";  // not a path key
+  EXPECT_EQ(sup.Run(job).status, "ok");
+}
+
+TEST_F(SupervisorTest, PluginIsPinnedWhileTheJobRuns) {
+  store_->SetQuota(1000);
+  Supervisor sup(store_.get());
+  TempDir flags;  // outside the store, so the quota does not count them
+  const std::string started = flags.path() + "/started";
+  const std::string go = flags.path() + "/go";
+  JobSpec job = Job("#!/bin/sh\ntouch " + started + "\nwhile [ ! -f " + go +
+                    " ]; do sleep 0.01; done\n"
+                    "echo '{\"status\":\"ok\",\"metrics\":{\"mean_us\":1,\"num_runs\":1}}'\n");
+  job.delegate = "external";
+  job.plugin_sha256 = Put(std::string(400, 'p'));
+  JobResult r;
+  std::thread t([&] { r = sup.Run(job); });
+  for (int i = 0; i < 500 && !std::filesystem::exists(started); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  // Only evicting the plugin would make room for 500 more bytes.
+  std::string big(500, 'b');
+  auto upload = store_->BeginUpload(HashOf(big), big.size());
+  EXPECT_FALSE(upload.ok());
+  EXPECT_TRUE(store_->Has(job.plugin_sha256));
+  std::ofstream(go).put('x');
+  t.join();
+  EXPECT_EQ(r.status, "ok") << r.error;
+}
+
+TEST_F(SupervisorTest, StderrTailKeepsTheEnd) {
+  Supervisor sup(store_.get());
+  JobResult r =
+      sup.Run(Job("#!/bin/sh\ni=0\nwhile [ $i -lt 2000 ]; do echo \"line $i\" >&2; i=$((i+1)); "
+                  "done\nexit 5\n"));
+  EXPECT_EQ(r.status, "crashed");
+  EXPECT_THAT(r.error, HasSubstr("internal error"));
+  EXPECT_LE(r.stderr_tail.size(), 4096u);
+  EXPECT_THAT(r.stderr_tail, HasSubstr("line 1999"));
+  EXPECT_THAT(r.stderr_tail, ::testing::Not(HasSubstr("line 10\n")));
+}
+
+TEST(SupervisorClassifyTest, Table) {
+  JobResult r;
+  Supervisor::Classify(0, 0, R"({"status":"ok"})", "", &r);
+  EXPECT_EQ(r.status, "ok");
+  Supervisor::Classify(0, 0, R"({"status":"model_error"})", "", &r);
+  EXPECT_EQ(r.status, "crashed");
+  Supervisor::Classify(2, 0, R"({"status":"usage_error","error":"unknown flag --x"})", "", &r);
+  EXPECT_EQ(r.status, "infra");
+  EXPECT_THAT(r.error, HasSubstr("unknown flag --x"));
+  Supervisor::Classify(-1, SIGABRT, "", "", &r);
+  EXPECT_EQ(r.status, "crashed");
+  EXPECT_EQ(r.error, "runner killed by signal 6 (SIGABRT)");
+  Supervisor::Classify(42, 0, "", "", &r);
+  EXPECT_EQ(r.status, "crashed");
+  EXPECT_THAT(r.error, HasSubstr("unexpected code 42"));
+}
+
+}  // namespace
+}  // namespace dfarm::agent

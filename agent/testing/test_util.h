@@ -1,0 +1,143 @@
+// Helpers shared by the agent's tests: a temp folder removed at the end,
+// shell-script "runners" put into an artifact store, and the real dfarm-agent
+// binary as a child process.
+#pragma once
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/daemon/artifact_store.h"
+#include "agent/base/sha256.h"
+#include "agent/base/unique_fd.h"
+
+namespace dfarm::agent::testing {
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl =
+        (std::filesystem::temp_directory_path() / "dfarm_agent_test.XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) abort();
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+inline std::string HashOf(const std::string& bytes) {
+  Sha256 h;
+  h.Update(bytes.data(), bytes.size());
+  return h.FinishHex();
+}
+
+inline void WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A runner that prints a valid ok document and echoes its argv to stderr.
+inline const char* kOkRunner =
+    "#!/bin/sh\n"
+    "echo \"args: $*\" >&2\n"
+    "echo '{\"status\":\"ok\",\"model\":\"m.tflite\",\"delegate\":\"cpu\",\"num_threads\":1,"
+    "\"metrics\":{\"mean_us\":12.5,\"num_runs\":3},\"samples_us\":[12,13,12.5]}'\n";
+
+#ifdef DFARM_BINARY_DIR
+inline constexpr char kAgentBinary[] = DFARM_BINARY_DIR "/bin/dfarm-agent";
+
+// dfarm-agent started as a child (its stderr appended to stderr_file when
+// given); killed with SIGKILL on destruction.
+class AgentProcess {
+ public:
+  explicit AgentProcess(std::vector<std::string> args, const std::string& stderr_file = "") {
+    int out[2];
+    if (::pipe2(out, O_CLOEXEC) != 0) abort();
+    args.insert(args.begin(), kAgentBinary);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::dup2(out[1], 1);
+      if (!stderr_file.empty()) {
+        int err = ::open(stderr_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (err >= 0) ::dup2(err, 2);
+      }
+      ::execv(kAgentBinary, argv.data());
+      ::_exit(127);
+    }
+    ::close(out[1]);
+    out_.reset(out[0]);
+  }
+  ~AgentProcess() { Kill(); }
+
+  // The first stdout line, read byte by byte (the agent flushes it).
+  std::string ReadLine() {
+    std::string line;
+    char c;
+    pollfd p{out_.get(), POLLIN, 0};
+    while (::poll(&p, 1, 10000) > 0 && ::read(out_.get(), &c, 1) == 1 && c != '\n') line += c;
+    return line;
+  }
+
+  // The port of a "listening on 127.0.0.1:<port>" line, 0 if there is none.
+  uint16_t ReadPort() {
+    std::string line = ReadLine();
+    const std::string prefix = "listening on 127.0.0.1:";
+    if (line.rfind(prefix, 0) != 0) return 0;
+    return static_cast<uint16_t>(std::stoi(line.substr(prefix.size())));
+  }
+
+  // Sends SIGTERM and returns the exit status (or -1 after 10 s).
+  int Terminate() {
+    ::kill(pid_, SIGTERM);
+    for (int i = 0; i < 1000; ++i) {
+      int status;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return status;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return -1;
+  }
+
+  void Kill() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+      pid_ = -1;
+    }
+  }
+
+ private:
+  pid_t pid_ = -1;
+  UniqueFd out_;
+};
+#endif  // DFARM_BINARY_DIR
+
+}  // namespace dfarm::agent::testing

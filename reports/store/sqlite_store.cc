@@ -1,0 +1,983 @@
+// SQLite backend of the Store. Schema changes are appended to kMigrations and
+// never edited once released: a database records the number of migrations
+// applied in schema_version, and opening it applies the rest in order.
+#include <signal.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <ctime>
+#include <iterator>
+#include <utility>
+
+#include "reports/store/sqlite_util.h"
+#include "reports/store/store.h"
+
+namespace dfarm::store {
+namespace {
+
+using sqlite::Db;
+using sqlite::Stmt;
+using sqlite::Transaction;
+
+// kMigrations[i] takes the schema from version i to version i + 1.
+constexpr const char* kMigrations[] = {
+    // v1: runs, devices, jobs, results, samples.
+    R"sql(
+CREATE TABLE runs(
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  finished_at TEXT NOT NULL DEFAULT '',
+  status TEXT NOT NULL,
+  spec_json TEXT NOT NULL);
+CREATE TABLE devices(
+  name TEXT PRIMARY KEY,
+  abi TEXT NOT NULL DEFAULT '',
+  os TEXT NOT NULL DEFAULT '',
+  cpu TEXT NOT NULL DEFAULT '',
+  cores INTEGER NOT NULL DEFAULT 0,
+  memory_bytes INTEGER NOT NULL DEFAULT 0,
+  hostname TEXT NOT NULL DEFAULT '',
+  agent_version TEXT NOT NULL DEFAULT '',
+  last_seen TEXT NOT NULL DEFAULT '');
+CREATE TABLE jobs(
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  job_key TEXT NOT NULL,
+  model TEXT NOT NULL,
+  model_path TEXT NOT NULL,
+  model_sha256 TEXT NOT NULL,
+  delegate TEXT NOT NULL,
+  delegate_options TEXT NOT NULL DEFAULT '',
+  device TEXT NOT NULL,
+  status TEXT NOT NULL,
+  error TEXT NOT NULL DEFAULT '',
+  wall_ms REAL NOT NULL DEFAULT 0,
+  started_at TEXT NOT NULL DEFAULT '');
+CREATE INDEX jobs_by_run ON jobs(run_id);
+CREATE INDEX jobs_by_key ON jobs(job_key);
+CREATE TABLE results(
+  job_id INTEGER PRIMARY KEY REFERENCES jobs(id) ON DELETE CASCADE,
+  init_us REAL, first_us REAL, warmup_mean_us REAL, mean_us REAL, std_us REAL,
+  min_us REAL, max_us REAL, p50_us REAL, p90_us REAL, p99_us REAL,
+  num_runs INTEGER, peak_rss_bytes INTEGER, arena_bytes INTEGER,
+  exit_code INTEGER NOT NULL,
+  signal INTEGER NOT NULL,
+  runner_json TEXT NOT NULL,
+  stderr_tail TEXT NOT NULL,
+  finished_at TEXT NOT NULL);
+CREATE TABLE samples(
+  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  idx INTEGER NOT NULL,
+  value_us REAL NOT NULL,
+  PRIMARY KEY(job_id, idx)) WITHOUT ROWID;
+)sql",
+    // v2 (issue 6): per-job thread count, attempts and failover, device state,
+    // an index for the scheduler's and dashboard's "pending jobs of a run".
+    R"sql(
+ALTER TABLE jobs ADD COLUMN num_threads INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN moved_from TEXT NOT NULL DEFAULT '';
+ALTER TABLE devices ADD COLUMN state TEXT NOT NULL DEFAULT '';
+ALTER TABLE devices ADD COLUMN state_reason TEXT NOT NULL DEFAULT '';
+CREATE INDEX jobs_by_run_status ON jobs(run_id, status);
+CREATE INDEX jobs_by_device ON jobs(device);
+)sql",
+    // v3 (issue 7): where each node ran (the runner's "placement"; partitions
+    // NULL when it reported none) and the device state the agent read around
+    // the runner (JSON objects, NULL when unread), with its hot/throttled flags.
+    R"sql(
+ALTER TABLE results ADD COLUMN partitions INTEGER;
+ALTER TABLE results ADD COLUMN state_before TEXT;
+ALTER TABLE results ADD COLUMN state_after TEXT;
+ALTER TABLE results ADD COLUMN started_hot INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE results ADD COLUMN throttled INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE results ADD COLUMN hot_threshold_c REAL NOT NULL DEFAULT 0;
+ALTER TABLE results ADD COLUMN state_note TEXT NOT NULL DEFAULT '';
+CREATE TABLE placement(
+  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  node_index INTEGER NOT NULL,
+  op TEXT NOT NULL,
+  delegate TEXT NOT NULL,
+  partition_index INTEGER,
+  folded INTEGER NOT NULL DEFAULT 0,
+  reason TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY(job_id, node_index)) WITHOUT ROWID;
+)sql",
+    // v4 (issues 5, 6): per-output accuracy against the reference, the
+    // artifacts pushed, the owner of a run (resume lock) and its runtime
+    // build, and indexes for the dashboard (runs by time, results by
+    // model + delegate across runs).
+    R"sql(
+CREATE TABLE output_accuracy(
+  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  output_index INTEGER NOT NULL,
+  name TEXT NOT NULL DEFAULT '',
+  reference TEXT NOT NULL DEFAULT '',
+  compared INTEGER NOT NULL DEFAULT 0,
+  mean_abs_error REAL,
+  std_abs_error REAL,
+  max_abs_error REAL,
+  rmse REAL,
+  max_abs_error_lsb REAL,
+  nan_count INTEGER NOT NULL DEFAULT 0,
+  inf_count INTEGER NOT NULL DEFAULT 0,
+  reference_nan_count INTEGER NOT NULL DEFAULT 0,
+  reference_inf_count INTEGER NOT NULL DEFAULT 0,
+  top1_agree INTEGER,
+  top5_agree INTEGER,
+  PRIMARY KEY(job_id, output_index)) WITHOUT ROWID;
+CREATE TABLE device_telemetry(
+  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  phase TEXT NOT NULL,
+  unix_ms INTEGER NOT NULL,
+  hottest_temp_c REAL,
+  load_avg_1m REAL,
+  battery_temp_c REAL,
+  battery_level_pct INTEGER,
+  PRIMARY KEY(job_id, phase)) WITHOUT ROWID;
+CREATE TABLE artifacts(
+  sha256 TEXT PRIMARY KEY,
+  kind TEXT NOT NULL,
+  size_bytes INTEGER NOT NULL,
+  first_seen TEXT NOT NULL,
+  host_path TEXT NOT NULL DEFAULT '');
+ALTER TABLE runs ADD COLUMN owner_pid INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN owner_host TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN owner_since INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE run_runners(
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  host_path TEXT NOT NULL,
+  sha256 TEXT NOT NULL,
+  PRIMARY KEY(run_id, host_path)) WITHOUT ROWID;
+CREATE INDEX runs_by_created ON runs(created_at);
+CREATE INDEX jobs_by_model_delegate ON jobs(model_sha256, delegate, delegate_options, device);
+)sql",
+    // v5: the threads the delegate ran with (the runner's threads_used; NULL
+    // when the runner did not report it).
+    R"sql(
+ALTER TABLE results ADD COLUMN threads_used INTEGER;
+)sql",
+};
+
+constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
+
+constexpr const char* kJobColumns =
+    "j.id, j.run_id, j.job_key, j.model, j.model_path, j.model_sha256, j.delegate, "
+    "j.delegate_options, j.device, j.status, j.error, j.wall_ms, "
+    "r.init_us, r.first_us, r.warmup_mean_us, r.mean_us, r.std_us, r.min_us, r.max_us, "
+    "r.p50_us, r.p90_us, r.p99_us, r.num_runs, r.peak_rss_bytes, r.arena_bytes, "
+    "j.num_threads, j.attempts, j.moved_from, r.partitions, "
+    "(SELECT count(*) FROM placement p WHERE p.job_id = j.id), "
+    "(SELECT count(*) FROM placement p WHERE p.job_id = j.id AND p.delegate <> 'cpu'), "
+    "(SELECT group_concat(DISTINCT p.delegate) FROM placement p "
+    " WHERE p.job_id = j.id AND p.delegate <> 'cpu'), "
+    "coalesce(r.started_hot, 0), coalesce(r.throttled, 0), coalesce(r.state_note, ''), "
+    "coalesce(r.threads_used, 0) "
+    "FROM jobs j LEFT JOIN results r ON r.job_id = j.id ";
+
+JobRow ReadJob(const Stmt& s) {
+  JobRow j;
+  j.id = s.Int(0);
+  j.run_id = s.Int(1);
+  j.job_key = s.Text(2);
+  j.model = s.Text(3);
+  j.model_path = s.Text(4);
+  j.model_sha256 = s.Text(5);
+  j.delegate = s.Text(6);
+  j.delegate_options = s.Text(7);
+  j.device = s.Text(8);
+  j.status = s.Text(9);
+  j.error = s.Text(10);
+  j.wall_ms = s.Double(11);
+  if (!s.IsNull(15)) {
+    Metrics m;
+    m.init_us = s.Double(12);
+    m.first_us = s.Double(13);
+    m.warmup_mean_us = s.Double(14);
+    m.mean_us = s.Double(15);
+    m.std_us = s.Double(16);
+    m.min_us = s.Double(17);
+    m.max_us = s.Double(18);
+    m.p50_us = s.Double(19);
+    m.p90_us = s.Double(20);
+    m.p99_us = s.Double(21);
+    m.num_runs = s.Int(22);
+    m.peak_rss_bytes = s.Int(23);
+    m.arena_bytes = s.Int(24);
+    m.threads_used = s.Int(35);
+    j.metrics = m;
+  }
+  j.num_threads = static_cast<uint32_t>(s.Int(25));
+  j.attempts = s.Int(26);
+  j.moved_from = s.Text(27);
+  if (!s.IsNull(28)) {
+    PlacementSummary p;
+    p.partitions = s.Int(28);
+    p.nodes = s.Int(29);
+    p.delegated_nodes = s.Int(30);
+    p.cpu_nodes = p.nodes - p.delegated_nodes;
+    p.delegates = s.Text(31);
+    j.placement = p;
+  }
+  j.started_hot = s.Int(32) != 0;
+  j.throttled = s.Int(33) != 0;
+  j.state_note = s.Text(34);
+  return j;
+}
+
+constexpr const char* kRunColumns =
+    "id, name, created_at, finished_at, status, spec_json, owner_pid, owner_host, owner_since "
+    "FROM runs ";
+
+RunRow ReadRun(const Stmt& s) {
+  RunRow r;
+  r.id = s.Int(0);
+  r.name = s.Text(1);
+  r.created_at = s.Text(2);
+  r.finished_at = s.Text(3);
+  r.status = s.Text(4);
+  r.spec_json = s.Text(5);
+  r.owner_pid = s.Int(6);
+  r.owner_host = s.Text(7);
+  r.owner_since = s.Int(8);
+  return r;
+}
+
+std::string ThisHost() {
+  char name[256] = "";
+  if (::gethostname(name, sizeof name - 1) != 0) return "?";
+  return name;
+}
+
+int64_t UnixNow() { return static_cast<int64_t>(std::time(nullptr)); }
+
+// Whether a run's owner may still be working on it.
+bool OwnerAlive(int64_t pid, const std::string& host, int64_t since) {
+  if (pid <= 0) return false;
+  if (host == ThisHost()) {
+    if (pid == ::getpid()) return false;  // ourselves: re-entrant
+    return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+  }
+  return UnixNow() - since < kRunClaimStaleSeconds;
+}
+
+class SqliteStore final : public Store {
+ public:
+  SqliteStore(std::string path, Db db) : path_(std::move(path)), db_(std::move(db)) {}
+
+  Result<int64_t> CreateRun(const std::string& name, const std::string& spec_json) override {
+    auto s = Prepare(
+        "INSERT INTO runs(name, created_at, status, spec_json, owner_pid, owner_host, "
+        "owner_since) VALUES(?, ?, ?, ?, ?, ?, ?)");
+    if (!s) return s.error();
+    s->Bind(1, name).Bind(2, NowIso8601()).Bind(3, std::string(kRunRunning)).Bind(4, spec_json);
+    s->Bind(5, static_cast<int64_t>(::getpid())).Bind(6, ThisHost()).Bind(7, UnixNow());
+    if (auto r = s->Run(); !r) return Fail("create run", r);
+    return static_cast<int64_t>(sqlite3_last_insert_rowid(db_.get()));
+  }
+
+  Result<int64_t> AddJob(int64_t run_id, const JobRow& job) override {
+    auto ids = AddJobs(run_id, {job});
+    if (!ids) return ids.error();
+    return ids->front();
+  }
+
+  Result<std::vector<int64_t>> AddJobs(int64_t run_id, const std::vector<JobRow>& jobs) override {
+    auto tx = Transaction::Begin(db_);
+    if (!tx) return Fail("add jobs", tx);
+    auto s = Prepare(
+        "INSERT INTO jobs(run_id, job_key, model, model_path, model_sha256, delegate, "
+        "delegate_options, device, status, num_threads) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    if (!s) return s.error();
+    std::vector<int64_t> ids;
+    ids.reserve(jobs.size());
+    for (const JobRow& j : jobs) {
+      s->Reset();
+      s->Bind(1, run_id).Bind(2, j.job_key).Bind(3, j.model).Bind(4, j.model_path);
+      s->Bind(5, j.model_sha256).Bind(6, j.delegate).Bind(7, j.delegate_options);
+      s->Bind(8, j.device).Bind(9, std::string(kJobQueued));
+      s->Bind(10, static_cast<int64_t>(j.num_threads));
+      if (auto r = s->Run(); !r) return Fail("add job to run " + std::to_string(run_id), r);
+      ids.push_back(sqlite3_last_insert_rowid(db_.get()));
+    }
+    if (auto r = tx->Commit(); !r) return Fail("add jobs", r);
+    return ids;
+  }
+
+  Result<void> MarkJobRunning(int64_t job_id) override {
+    auto s =
+        Prepare("UPDATE jobs SET status = ?, started_at = ?, attempts = attempts + 1 WHERE id = ?");
+    if (!s) return s.error();
+    s->Bind(1, std::string(kJobRunning)).Bind(2, NowIso8601()).Bind(3, job_id);
+    if (auto r = s->Run(); !r) return Fail("mark job running", r);
+    return ExpectChanged("job", job_id);
+  }
+
+  Result<void> MoveJob(int64_t job_id, const std::string& device,
+                       const std::string& job_key) override {
+    auto s = Prepare(
+        "UPDATE jobs SET moved_from = CASE WHEN moved_from = '' THEN device ELSE moved_from END, "
+        "device = ?, job_key = ? WHERE id = ?");
+    if (!s) return s.error();
+    s->Bind(1, device).Bind(2, job_key).Bind(3, job_id);
+    if (auto r = s->Run(); !r) return Fail("move job", r);
+    return ExpectChanged("job", job_id);
+  }
+
+  Result<void> ReopenRun(int64_t run_id) override {
+    auto tx = Transaction::Begin(db_);  // BEGIN IMMEDIATE: one claimant at a time
+    if (!tx) return Fail("reopen run", tx);
+    {
+      auto q = Prepare("SELECT owner_pid, owner_host, owner_since FROM runs WHERE id = ?");
+      if (!q) return q.error();
+      q->Bind(1, run_id);
+      auto row = q->Step();
+      if (!row) return Fail("reopen run", row);
+      if (!*row) return MakeError("no run " + std::to_string(run_id) + " in '" + path_ + "'");
+      int64_t pid = q->Int(0);
+      std::string host = q->Text(1);
+      int64_t since = q->Int(2);
+      if (OwnerAlive(pid, host, since)) {
+        return MakeError("run " + std::to_string(run_id) + " is in use by another dfarm process " +
+                         "(pid " + std::to_string(pid) + " on " + host + ", since " +
+                         std::to_string(UnixNow() - since) +
+                         " s ago); wait for it to end or stop it before resuming");
+      }
+    }
+    auto s = Prepare(
+        "UPDATE runs SET status = ?, finished_at = '', owner_pid = ?, owner_host = ?, "
+        "owner_since = ? WHERE id = ?");
+    if (!s) return s.error();
+    s->Bind(1, std::string(kRunRunning)).Bind(2, static_cast<int64_t>(::getpid()));
+    s->Bind(3, ThisHost()).Bind(4, UnixNow()).Bind(5, run_id);
+    if (auto r = s->Run(); !r) return Fail("reopen run", r);
+    if (auto r = ExpectChanged("run", run_id); !r) return r;
+    if (auto r = tx->Commit(); !r) return Fail("reopen run", r);
+    return Ok();
+  }
+
+  Result<bool> RefreshRunClaim(int64_t run_id) override {
+    auto s = Prepare(
+        "UPDATE runs SET owner_since = ? WHERE id = ? AND owner_pid = ? AND owner_host = ?");
+    if (!s) return s.error();
+    s->Bind(1, UnixNow()).Bind(2, run_id).Bind(3, static_cast<int64_t>(::getpid()));
+    s->Bind(4, ThisHost());
+    if (auto r = s->Run(); !r) return Fail("renew the claim on run", r);
+    return sqlite3_changes(db_.get()) > 0;
+  }
+
+  Result<std::string> RecordRunRunner(int64_t run_id, const std::string& host_path,
+                                      const std::string& sha256, bool replace) override {
+    auto tx = Transaction::Begin(db_);
+    if (!tx) return Fail("record the runner of run", tx);
+    auto s = Prepare(replace ? "INSERT OR REPLACE INTO run_runners(run_id, host_path, sha256) "
+                               "VALUES(?, ?, ?)"
+                             : "INSERT OR IGNORE INTO run_runners(run_id, host_path, sha256) "
+                               "VALUES(?, ?, ?)");
+    if (!s) return s.error();
+    s->Bind(1, run_id).Bind(2, host_path).Bind(3, sha256);
+    if (auto r = s->Run(); !r) return Fail("record the runner of run " + std::to_string(run_id), r);
+    auto q = Prepare("SELECT sha256 FROM run_runners WHERE run_id = ? AND host_path = ?");
+    if (!q) return q.error();
+    q->Bind(1, run_id).Bind(2, host_path);
+    auto row = q->Step();
+    if (!row) return Fail("read the runner of run", row);
+    std::string recorded = *row ? q->Text(0) : sha256;
+    if (auto r = tx->Commit(); !r) return Fail("record the runner of run", r);
+    return recorded;
+  }
+
+  Result<std::vector<std::pair<std::string, std::string>>> ListRunRunners(int64_t run_id) override {
+    auto s =
+        Prepare("SELECT host_path, sha256 FROM run_runners WHERE run_id = ? ORDER BY host_path");
+    if (!s) return s.error();
+    s->Bind(1, run_id);
+    std::vector<std::pair<std::string, std::string>> out;
+    for (;;) {
+      auto row = s->Step();
+      if (!row) return Fail("list the runners of run", row);
+      if (!*row) break;
+      out.emplace_back(s->Text(0), s->Text(1));
+    }
+    return out;
+  }
+
+  Result<void> RequeueJob(int64_t job_id) override {
+    auto s = Prepare("UPDATE jobs SET status = ? WHERE id = ? AND status = ?");
+    if (!s) return s.error();
+    s->Bind(1, std::string(kJobQueued)).Bind(2, job_id).Bind(3, std::string(kJobRunning));
+    if (auto r = s->Run(); !r) return Fail("requeue job", r);
+    return Ok();
+  }
+
+  Result<std::vector<OutputAccuracy>> GetAccuracy(int64_t job_id) override {
+    if (auto j = GetJob(job_id); !j) return j.error();
+    auto s = Prepare(
+        "SELECT output_index, name, reference, compared, mean_abs_error, std_abs_error, "
+        "max_abs_error, rmse, nan_count, inf_count, reference_nan_count, reference_inf_count, "
+        "top1_agree, top5_agree, max_abs_error_lsb FROM output_accuracy WHERE job_id = ? "
+        "ORDER BY output_index");
+    if (!s) return s.error();
+    s->Bind(1, job_id);
+    std::vector<OutputAccuracy> out;
+    for (;;) {
+      auto row = s->Step();
+      if (!row) return Fail("read accuracy", row);
+      if (!*row) break;
+      OutputAccuracy a;
+      a.output_index = s->Int(0);
+      a.name = s->Text(1);
+      a.reference = s->Text(2);
+      a.compared = s->Int(3);
+      // NULL: not finite (no element compared).
+      auto real = [&](int col) { return s->IsNull(col) ? std::nan("") : s->Double(col); };
+      a.mean_abs_error = real(4);
+      a.std_abs_error = real(5);
+      a.max_abs_error = real(6);
+      a.rmse = real(7);
+      if (!s->IsNull(14)) a.max_abs_error_lsb = s->Double(14);
+      a.nan_count = s->Int(8);
+      a.inf_count = s->Int(9);
+      a.reference_nan_count = s->Int(10);
+      a.reference_inf_count = s->Int(11);
+      if (!s->IsNull(12)) a.top1_agree = s->Int(12) != 0;
+      if (!s->IsNull(13)) a.top5_agree = s->Int(13) != 0;
+      out.push_back(std::move(a));
+    }
+    return out;
+  }
+
+  Result<std::vector<TelemetryRow>> GetTelemetry(int64_t job_id) override {
+    auto s = Prepare(
+        "SELECT phase, unix_ms, hottest_temp_c, load_avg_1m, battery_temp_c, battery_level_pct "
+        "FROM device_telemetry WHERE job_id = ? ORDER BY phase <> 'before', phase");
+    if (!s) return s.error();
+    s->Bind(1, job_id);
+    std::vector<TelemetryRow> out;
+    for (;;) {
+      auto row = s->Step();
+      if (!row) return Fail("read telemetry", row);
+      if (!*row) break;
+      TelemetryRow t;
+      t.phase = s->Text(0);
+      t.unix_ms = s->Int(1);
+      if (!s->IsNull(2)) t.hottest_temp_c = s->Double(2);
+      if (!s->IsNull(3)) t.load_avg_1m = s->Double(3);
+      if (!s->IsNull(4)) t.battery_temp_c = s->Double(4);
+      if (!s->IsNull(5)) t.battery_level_pct = s->Int(5);
+      out.push_back(std::move(t));
+    }
+    return out;
+  }
+
+  Result<void> RecordArtifact(const ArtifactRow& a) override {
+    auto s = Prepare(
+        "INSERT OR IGNORE INTO artifacts(sha256, kind, size_bytes, first_seen, host_path) "
+        "VALUES(?, ?, ?, ?, ?)");
+    if (!s) return s.error();
+    s->Bind(1, a.sha256).Bind(2, a.kind).Bind(3, a.size_bytes).Bind(4, NowIso8601());
+    s->Bind(5, a.host_path);
+    if (auto r = s->Run(); !r) return Fail("record artifact " + a.sha256.substr(0, 12), r);
+    return Ok();
+  }
+
+  Result<std::vector<ArtifactRow>> ListArtifacts() override {
+    auto s = Prepare(
+        "SELECT sha256, kind, size_bytes, first_seen, host_path FROM artifacts "
+        "ORDER BY first_seen, sha256");
+    if (!s) return s.error();
+    std::vector<ArtifactRow> out;
+    for (;;) {
+      auto row = s->Step();
+      if (!row) return Fail("list artifacts", row);
+      if (!*row) break;
+      out.push_back(ArtifactRow{s->Text(0), s->Text(1), s->Int(2), s->Text(3), s->Text(4)});
+    }
+    return out;
+  }
+
+  Result<void> RecordJobResult(int64_t job_id, const JobOutcome& o) override {
+    if (!IsFinalJobStatus(o.status)) {
+      return MakeError("cannot record job " + std::to_string(job_id) + ": status '" + o.status +
+                       "' is not a final job status");
+    }
+    auto tx = Transaction::Begin(db_);
+    if (!tx) return Fail("record job result", tx);
+    {
+      auto s = Prepare("UPDATE jobs SET status = ?, error = ?, wall_ms = ? WHERE id = ?");
+      if (!s) return s.error();
+      s->Bind(1, o.status).Bind(2, o.error).Bind(3, o.wall_ms).Bind(4, job_id);
+      if (auto r = s->Run(); !r) return Fail("record job result", r);
+      if (auto r = ExpectChanged("job", job_id); !r) return r;
+    }
+    {
+      auto s = Prepare(
+          "INSERT OR REPLACE INTO results(job_id, init_us, first_us, warmup_mean_us, mean_us, "
+          "std_us, min_us, max_us, p50_us, p90_us, p99_us, num_runs, peak_rss_bytes, "
+          "arena_bytes, exit_code, signal, runner_json, stderr_tail, finished_at, partitions, "
+          "state_before, state_after, started_hot, throttled, hot_threshold_c, state_note, "
+          "threads_used) "
+          "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+          "?)");
+      if (!s) return s.error();
+      s->Bind(1, job_id);
+      if (o.metrics) {
+        const Metrics& m = *o.metrics;
+        s->Bind(2, m.init_us).Bind(3, m.first_us).Bind(4, m.warmup_mean_us).Bind(5, m.mean_us);
+        s->Bind(6, m.std_us).Bind(7, m.min_us).Bind(8, m.max_us).Bind(9, m.p50_us);
+        s->Bind(10, m.p90_us).Bind(11, m.p99_us).Bind(12, m.num_runs);
+        s->Bind(13, m.peak_rss_bytes).Bind(14, m.arena_bytes);
+      } else {
+        for (int i = 2; i <= 14; ++i) s->BindNull(i);
+      }
+      s->Bind(15, o.exit_code).Bind(16, o.signal).Bind(17, o.runner_json);
+      s->Bind(18, o.stderr_tail).Bind(19, NowIso8601());
+      if (o.placement) {
+        s->Bind(20, o.placement->partitions);
+      } else {
+        s->BindNull(20);
+      }
+      if (o.state_before_json) {
+        s->Bind(21, *o.state_before_json);
+      } else {
+        s->BindNull(21);
+      }
+      if (o.state_after_json) {
+        s->Bind(22, *o.state_after_json);
+      } else {
+        s->BindNull(22);
+      }
+      s->Bind(23, o.started_hot ? 1 : 0).Bind(24, o.throttled ? 1 : 0);
+      s->Bind(25, o.hot_threshold_c).Bind(26, o.state_note);
+      if (o.metrics && o.metrics->threads_used > 0) {
+        s->Bind(27, o.metrics->threads_used);
+      } else {
+        s->BindNull(27);
+      }
+      if (auto r = s->Run(); !r) return Fail("record job result", r);
+    }
+    {
+      auto del = Prepare("DELETE FROM placement WHERE job_id = ?");
+      if (!del) return del.error();
+      del->Bind(1, job_id);
+      if (auto r = del->Run(); !r) return Fail("record placement", r);
+      if (o.placement) {
+        auto s = Prepare(
+            "INSERT INTO placement(job_id, node_index, op, delegate, partition_index, folded, "
+            "reason) VALUES(?, ?, ?, ?, ?, ?, ?)");
+        if (!s) return s.error();
+        for (const PlacementNode& n : o.placement->nodes) {
+          s->Reset();
+          s->Bind(1, job_id).Bind(2, n.node_index).Bind(3, n.op).Bind(4, n.delegate);
+          if (n.partition) {
+            s->Bind(5, *n.partition);
+          } else {
+            s->BindNull(5);
+          }
+          s->Bind(6, n.folded ? 1 : 0).Bind(7, n.reason);
+          if (auto r = s->Run(); !r) {
+            return Fail("record placement of node " + std::to_string(n.node_index), r);
+          }
+        }
+      }
+    }
+    {
+      auto del_acc = Prepare("DELETE FROM output_accuracy WHERE job_id = ?");
+      if (!del_acc) return del_acc.error();
+      del_acc->Bind(1, job_id);
+      if (auto r = del_acc->Run(); !r) return Fail("record accuracy", r);
+      auto s = Prepare(
+          "INSERT INTO output_accuracy(job_id, output_index, name, reference, compared, "
+          "mean_abs_error, std_abs_error, max_abs_error, rmse, nan_count, inf_count, "
+          "reference_nan_count, reference_inf_count, top1_agree, top5_agree, "
+          "max_abs_error_lsb) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      if (!s) return s.error();
+      for (const OutputAccuracy& a : o.accuracy) {
+        s->Reset();
+        s->Bind(1, job_id).Bind(2, a.output_index).Bind(3, a.name).Bind(4, a.reference);
+        auto real = [&](int col, double v) {
+          if (std::isfinite(v)) {
+            s->Bind(col, v);
+          } else {
+            s->BindNull(col);
+          }
+        };
+        s->Bind(5, a.compared);
+        real(6, a.mean_abs_error);
+        real(7, a.std_abs_error);
+        real(8, a.max_abs_error);
+        real(9, a.rmse);
+        s->Bind(10, a.nan_count).Bind(11, a.inf_count);
+        s->Bind(12, a.reference_nan_count).Bind(13, a.reference_inf_count);
+        if (a.top1_agree) {
+          s->Bind(14, *a.top1_agree ? 1 : 0);
+        } else {
+          s->BindNull(14);
+        }
+        if (a.top5_agree) {
+          s->Bind(15, *a.top5_agree ? 1 : 0);
+        } else {
+          s->BindNull(15);
+        }
+        real(16, a.max_abs_error_lsb.value_or(std::nan("")));
+        if (auto r = s->Run(); !r) {
+          return Fail("record accuracy of output " + std::to_string(a.output_index), r);
+        }
+      }
+    }
+    {
+      auto del = Prepare("DELETE FROM device_telemetry WHERE job_id = ?");
+      if (!del) return del.error();
+      del->Bind(1, job_id);
+      if (auto r = del->Run(); !r) return Fail("record telemetry", r);
+      auto s = Prepare(
+          "INSERT INTO device_telemetry(job_id, phase, unix_ms, hottest_temp_c, load_avg_1m, "
+          "battery_temp_c, battery_level_pct) VALUES(?, ?, ?, ?, ?, ?, ?)");
+      if (!s) return s.error();
+      for (const TelemetryRow& t : o.telemetry) {
+        s->Reset();
+        s->Bind(1, job_id).Bind(2, t.phase).Bind(3, t.unix_ms);
+        auto opt = [&](int col, const auto& v) {
+          if (v) {
+            s->Bind(col, *v);
+          } else {
+            s->BindNull(col);
+          }
+        };
+        opt(4, t.hottest_temp_c);
+        opt(5, t.load_avg_1m);
+        opt(6, t.battery_temp_c);
+        opt(7, t.battery_level_pct);
+        if (auto r = s->Run(); !r) return Fail("record telemetry", r);
+      }
+    }
+    {
+      auto del = Prepare("DELETE FROM samples WHERE job_id = ?");
+      if (!del) return del.error();
+      del->Bind(1, job_id);
+      if (auto r = del->Run(); !r) return Fail("record samples", r);
+      auto s = Prepare("INSERT INTO samples(job_id, idx, value_us) VALUES(?, ?, ?)");
+      if (!s) return s.error();
+      for (size_t i = 0; i < o.samples_us.size(); ++i) {
+        s->Reset();
+        s->Bind(1, job_id).Bind(2, static_cast<int64_t>(i)).Bind(3, o.samples_us[i]);
+        if (auto r = s->Run(); !r) return Fail("record samples", r);
+      }
+    }
+    if (auto r = tx->Commit(); !r) return Fail("record job result", r);
+    return Ok();
+  }
+
+  Result<void> FinishRun(int64_t run_id, const std::string& status) override {
+    if (status != kRunFinished && status != kRunFailed && status != kRunCancelled) {
+      return MakeError("cannot finish run " + std::to_string(run_id) + ": status '" + status +
+                       "' is not finished, failed or cancelled");
+    }
+    auto s = Prepare(
+        "UPDATE runs SET status = ?, finished_at = ?, owner_pid = 0, owner_host = '', "
+        "owner_since = 0 WHERE id = ?");
+    if (!s) return s.error();
+    s->Bind(1, status).Bind(2, NowIso8601()).Bind(3, run_id);
+    if (auto r = s->Run(); !r) return Fail("finish run", r);
+    return ExpectChanged("run", run_id);
+  }
+
+  Result<std::vector<RunRow>> ListRuns() override {
+    auto s = Prepare(std::string("SELECT ") + kRunColumns + "ORDER BY id");
+    if (!s) return s.error();
+    std::vector<RunRow> runs;
+    for (;;) {
+      auto row = s->Step();
+      if (!row) return Fail("list runs", row);
+      if (!*row) break;
+      runs.push_back(ReadRun(*s));
+    }
+    return runs;
+  }
+
+  Result<RunRow> GetRun(int64_t run_id) override {
+    auto s = Prepare(std::string("SELECT ") + kRunColumns + "WHERE id = ?");
+    if (!s) return s.error();
+    s->Bind(1, run_id);
+    auto row = s->Step();
+    if (!row) return Fail("read run", row);
+    if (!*row) return MakeError("no run " + std::to_string(run_id) + " in '" + path_ + "'");
+    return ReadRun(*s);
+  }
+
+  Result<std::vector<JobRow>> ListJobs(int64_t run_id) override {
+    auto s = Prepare(std::string("SELECT ") + kJobColumns + "WHERE j.run_id = ? ORDER BY j.id");
+    if (!s) return s.error();
+    s->Bind(1, run_id);
+    std::vector<JobRow> jobs;
+    for (;;) {
+      auto row = s->Step();
+      if (!row) return Fail("list jobs", row);
+      if (!*row) break;
+      jobs.push_back(ReadJob(*s));
+    }
+    return jobs;
+  }
+
+  Result<JobRow> GetJob(int64_t job_id) override {
+    auto s = Prepare(std::string("SELECT ") + kJobColumns + "WHERE j.id = ?");
+    if (!s) return s.error();
+    s->Bind(1, job_id);
+    auto row = s->Step();
+    if (!row) return Fail("read job", row);
+    if (!*row) return MakeError("no job " + std::to_string(job_id) + " in '" + path_ + "'");
+    return ReadJob(*s);
+  }
+
+  Result<std::vector<double>> GetSamples(int64_t job_id) override {
+    auto s = Prepare("SELECT value_us FROM samples WHERE job_id = ? ORDER BY idx");
+    if (!s) return s.error();
+    s->Bind(1, job_id);
+    std::vector<double> samples;
+    for (;;) {
+      auto row = s->Step();
+      if (!row) return Fail("read samples", row);
+      if (!*row) break;
+      samples.push_back(s->Double(0));
+    }
+    return samples;
+  }
+
+  Result<JobDetail> GetJobDetail(int64_t job_id) override {
+    auto s = Prepare(
+        "SELECT exit_code, signal, runner_json, stderr_tail, finished_at, state_before, "
+        "state_after, started_hot, throttled, hot_threshold_c, state_note FROM results "
+        "WHERE job_id = ?");
+    if (!s) return s.error();
+    s->Bind(1, job_id);
+    auto row = s->Step();
+    if (!row) return Fail("read job result", row);
+    if (!*row) return MakeError("job " + std::to_string(job_id) + " has no result yet");
+    JobDetail d;
+    d.exit_code = static_cast<int>(s->Int(0));
+    d.signal = static_cast<int>(s->Int(1));
+    d.runner_json = s->Text(2);
+    d.stderr_tail = s->Text(3);
+    d.finished_at = s->Text(4);
+    if (!s->IsNull(5)) d.state_before_json = s->Text(5);
+    if (!s->IsNull(6)) d.state_after_json = s->Text(6);
+    d.started_hot = s->Int(7) != 0;
+    d.throttled = s->Int(8) != 0;
+    d.hot_threshold_c = s->Double(9);
+    d.state_note = s->Text(10);
+    return d;
+  }
+
+  Result<std::optional<Placement>> GetPlacement(int64_t job_id) override {
+    auto job = Prepare(
+        "SELECT r.partitions FROM jobs j LEFT JOIN results r ON r.job_id = j.id WHERE j.id = ?");
+    if (!job) return job.error();
+    job->Bind(1, job_id);
+    auto row = job->Step();
+    if (!row) return Fail("read placement", row);
+    if (!*row) return MakeError("no job " + std::to_string(job_id) + " in '" + path_ + "'");
+    if (job->IsNull(0)) return std::optional<Placement>();
+    Placement p;
+    p.partitions = job->Int(0);
+    auto s = Prepare(
+        "SELECT node_index, op, delegate, partition_index, folded, reason FROM placement "
+        "WHERE job_id = ? ORDER BY node_index");
+    if (!s) return s.error();
+    s->Bind(1, job_id);
+    for (;;) {
+      auto r = s->Step();
+      if (!r) return Fail("read placement", r);
+      if (!*r) break;
+      PlacementNode n;
+      n.node_index = s->Int(0);
+      n.op = s->Text(1);
+      n.delegate = s->Text(2);
+      if (!s->IsNull(3)) n.partition = s->Int(3);
+      n.folded = s->Int(4) != 0;
+      n.reason = s->Text(5);
+      p.nodes.push_back(std::move(n));
+    }
+    return std::optional<Placement>(std::move(p));
+  }
+
+  Result<void> UpsertDevice(const DeviceRow& d) override {
+    auto s = Prepare(
+        "INSERT INTO devices(name, abi, os, cpu, cores, memory_bytes, hostname, agent_version, "
+        "last_seen) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET "
+        "abi = excluded.abi, os = excluded.os, cpu = excluded.cpu, cores = excluded.cores, "
+        "memory_bytes = excluded.memory_bytes, hostname = excluded.hostname, "
+        "agent_version = excluded.agent_version, last_seen = excluded.last_seen");
+    if (!s) return s.error();
+    s->Bind(1, d.name).Bind(2, d.abi).Bind(3, d.os).Bind(4, d.cpu).Bind(5, d.cores);
+    s->Bind(6, d.memory_bytes).Bind(7, d.hostname).Bind(8, d.agent_version);
+    s->Bind(9, NowIso8601());
+    if (auto r = s->Run(); !r) return Fail("record device '" + d.name + "'", r);
+    return Ok();
+  }
+
+  Result<void> SetDeviceState(const std::string& name, const std::string& state,
+                              const std::string& reason) override {
+    auto s = Prepare(
+        "INSERT INTO devices(name, state, state_reason) VALUES(?, ?, ?) ON CONFLICT(name) DO "
+        "UPDATE SET state = excluded.state, state_reason = excluded.state_reason");
+    if (!s) return s.error();
+    s->Bind(1, name).Bind(2, state).Bind(3, reason);
+    if (auto r = s->Run(); !r) return Fail("record the state of device '" + name + "'", r);
+    return Ok();
+  }
+
+  Result<std::vector<DeviceRow>> ListDevices() override {
+    auto s = Prepare(
+        "SELECT name, abi, os, cpu, cores, memory_bytes, hostname, agent_version, last_seen, "
+        "state, state_reason FROM devices ORDER BY name");
+    if (!s) return s.error();
+    std::vector<DeviceRow> devices;
+    for (;;) {
+      auto row = s->Step();
+      if (!row) return Fail("list devices", row);
+      if (!*row) break;
+      devices.push_back(DeviceRow{s->Text(0), s->Text(1), s->Text(2), s->Text(3), s->Int(4),
+                                  s->Int(5), s->Text(6), s->Text(7), s->Text(8), s->Text(9),
+                                  s->Text(10)});
+    }
+    return devices;
+  }
+
+ private:
+  Result<Stmt> Prepare(std::string_view sql) {
+    auto s = Stmt::Prepare(db_, sql);
+    if (!s) return MakeError("store '" + path_ + "': " + s.message());
+    return s;
+  }
+
+  template <typename R>
+  Error Fail(const std::string& what, const R& r) {
+    return MakeError("store '" + path_ + "': cannot " + what + ": " + r.message());
+  }
+
+  Result<void> ExpectChanged(const char* what, int64_t id) {
+    if (sqlite3_changes(db_.get()) == 0) {
+      return MakeError("no " + std::string(what) + " " + std::to_string(id) + " in '" + path_ +
+                       "'");
+    }
+    return Ok();
+  }
+
+  std::string path_;
+  Db db_;
+};
+
+Result<int> ReadSchemaVersion(Db& db) {
+  auto has = Stmt::Prepare(
+      db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'");
+  if (!has) return has.error();
+  auto row = has->Step();
+  if (!row) return row.error();
+  if (has->Int(0) == 0) {
+    auto any = Stmt::Prepare(db, "SELECT count(*) FROM sqlite_master");
+    if (!any) return any.error();
+    if (auto r = any->Step(); !r) return r.error();
+    if (any->Int(0) != 0) {
+      return MakeError("it holds tables but no schema_version: not a DelegateFarm database");
+    }
+    return 0;
+  }
+  auto s = Stmt::Prepare(db, "SELECT max(version) FROM schema_version");
+  if (!s) return s.error();
+  if (auto r = s->Step(); !r) return r.error();
+  return static_cast<int>(s->Int(0));
+}
+
+// Applies migrations up to `target` (kSchemaVersion, or older for tests).
+Result<void> Migrate(Db& db, int target = kSchemaVersion) {
+  auto tx = Transaction::Begin(db);
+  if (!tx) return tx.error();
+  auto version = ReadSchemaVersion(db);
+  if (!version) return version.error();
+  if (*version > kSchemaVersion) {
+    return MakeError("its schema version " + std::to_string(*version) +
+                     " is newer than this build's " + std::to_string(kSchemaVersion) +
+                     " (upgrade dfarm)");
+  }
+  if (*version >= target) return tx->Commit();
+  if (*version == 0) {
+    if (auto r = db.Exec("CREATE TABLE schema_version(version INTEGER NOT NULL, applied_at TEXT "
+                         "NOT NULL)");
+        !r) {
+      return r;
+    }
+  }
+  for (int v = *version; v < target; ++v) {
+    if (auto r = db.Exec(kMigrations[v]); !r) {
+      return MakeError("migration to schema version " + std::to_string(v + 1) +
+                       " failed: " + r.message());
+    }
+    auto s = Stmt::Prepare(db, "INSERT INTO schema_version(version, applied_at) VALUES(?, ?)");
+    if (!s) return s.error();
+    s->Bind(1, v + 1).Bind(2, NowIso8601());
+    if (auto r = s->Run(); !r) return r;
+  }
+  return tx->Commit();
+}
+
+}  // namespace
+
+bool IsFinalJobStatus(const std::string& status) {
+  for (const char* s :
+       {"ok", "model_error", "delegate_error", "unsupported", "crashed", "timeout", "infra"}) {
+    if (status == s) return true;
+  }
+  return false;
+}
+
+int CurrentSchemaVersion() { return kSchemaVersion; }
+
+std::string NowIso8601() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+Result<void> CreateSqliteStoreAtVersionForTesting(const std::string& path, int version) {
+  if (version < 1 || version > kSchemaVersion) {
+    return MakeError("schema version " + std::to_string(version) + " is not in 1.." +
+                     std::to_string(kSchemaVersion));
+  }
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  Db db(raw);
+  if (rc != SQLITE_OK) return MakeError("cannot open '" + path + "': " + db.errmsg());
+  if (auto r = db.Exec("PRAGMA foreign_keys = ON;"); !r) return r;
+  return Migrate(db, version);
+}
+
+Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) {
+  auto fail = [&](const std::string& why) -> Error {
+    return MakeError("cannot open store '" + path + "': " + why);
+  };
+  sqlite3* raw = nullptr;
+  int rc =
+      sqlite3_open_v2(path.c_str(), &raw,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
+  Db db(raw);
+  if (rc != SQLITE_OK) return fail(raw ? db.errmsg() : "out of memory");
+  sqlite3_extended_result_codes(db.get(), 1);
+  sqlite3_busy_timeout(db.get(), 10000);
+  // WAL so the dashboard can read while a sweep writes; NORMAL sync is durable
+  // across application crashes, which is what "committed at once" needs here.
+  if (auto r = db.Exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; "
+                       "PRAGMA foreign_keys = ON;");
+      !r) {
+    return fail(r.message());
+  }
+  if (auto r = Migrate(db); !r) return fail(r.message());
+  return std::unique_ptr<Store>(std::make_unique<SqliteStore>(path, std::move(db)));
+}
+
+}  // namespace dfarm::store

@@ -1,0 +1,326 @@
+// Store: where every run, job, result and sample of DelegateFarm lives. The
+// harness writes it during a sweep; reports/, the gate and the dashboard read
+// it. One backend today (SQLite, OpenSqliteStore); PostgreSQL later behind the
+// same interface.
+//
+// A Store object is not thread-safe: open one per thread (the dashboard opens
+// its own next to a running sweep; SQLite's WAL mode lets readers proceed while
+// a sweep writes). Every write is committed before the call returns, so a
+// reader sees each job's result the moment it arrives.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "agent/base/result.h"
+
+namespace dfarm::store {
+
+// Run status: "running" | "finished" | "failed" | "cancelled".
+inline constexpr const char* kRunRunning = "running";
+inline constexpr const char* kRunFinished = "finished";
+inline constexpr const char* kRunFailed = "failed";
+inline constexpr const char* kRunCancelled = "cancelled";
+
+// Job status: "queued" | "running" while pending, then one of the job status
+// classes of docs/CONTRACTS.md: ok, model_error, delegate_error, unsupported,
+// crashed, timeout, infra.
+inline constexpr const char* kJobQueued = "queued";
+inline constexpr const char* kJobRunning = "running";
+inline constexpr const char* kJobOk = "ok";
+inline constexpr const char* kJobInfra = "infra";
+
+// True for the statuses a job ends in (everything but queued and running).
+bool IsFinalJobStatus(const std::string& status);
+
+// The runner's metrics (docs/CONTRACTS.md), times in microseconds.
+struct Metrics {
+  double init_us = 0;
+  double first_us = 0;
+  double warmup_mean_us = 0;
+  double mean_us = 0;
+  double std_us = 0;
+  double min_us = 0;
+  double max_us = 0;
+  double p50_us = 0;
+  double p90_us = 0;
+  double p99_us = 0;
+  int64_t num_runs = 0;
+  int64_t peak_rss_bytes = 0;
+  int64_t arena_bytes = 0;
+  // The threads the delegate ran with (the runner's threads_used, schema v5);
+  // 0 when the runner did not report it.
+  int64_t threads_used = 0;
+};
+
+// Where one node of the model ran (the runner's "placement", docs/CONTRACTS.md).
+struct PlacementNode {
+  int64_t node_index = 0;
+  std::string op;                    // "CONV_2D"
+  std::string delegate;              // the delegate that ran it ("example") or "cpu"
+  std::optional<int64_t> partition;  // delegated nodes only
+  bool folded = false;               // evaluated once at load from constant inputs
+  std::string reason;                // why it fell back to the CPU; empty otherwise
+};
+
+// A job's whole placement: delegated partitions and one entry per model node.
+struct Placement {
+  int64_t partitions = 0;
+  std::vector<PlacementNode> nodes;  // by node index
+};
+
+// The counts of a job's placement, cheap enough for a run's job list.
+struct PlacementSummary {
+  int64_t partitions = 0;
+  int64_t nodes = 0;
+  int64_t delegated_nodes = 0;  // nodes whose delegate is not "cpu"
+  int64_t cpu_nodes = 0;        // nodes on "cpu", folded ones included
+  std::string delegates;        // the delegates other than cpu that ran nodes, ","-joined, sorted
+};
+
+struct RunRow {
+  int64_t id = 0;
+  std::string name;
+  std::string created_at;   // ISO-8601 UTC, "2024-05-01T12:34:56Z"
+  std::string finished_at;  // empty while running
+  std::string status;       // kRun*
+  std::string spec_json;    // the sweep spec as given (after validation)
+  // Schema v4: the dfarm process working on the run (CreateRun, ReopenRun;
+  // cleared by FinishRun): pid 0 when none.
+  int64_t owner_pid = 0;
+  std::string owner_host;
+  int64_t owner_since = 0;  // unix seconds of the claim, renewed while a sweep runs
+};
+
+// One output's error against the reference (the runner's "accuracy" section,
+// docs/CONTRACTS.md). Errors are absolute, in real units.
+struct OutputAccuracy {
+  int64_t output_index = 0;
+  std::string name;
+  std::string reference;  // "cpu"
+  int64_t compared = 0;   // elements where both sides are finite
+  // NaN when nothing was compared (the runner writes null).
+  double mean_abs_error = 0;
+  double std_abs_error = 0;
+  double max_abs_error = 0;
+  double rmse = 0;
+  int64_t nan_count = 0;  // the delegate run's
+  int64_t inf_count = 0;
+  int64_t reference_nan_count = 0;
+  int64_t reference_inf_count = 0;
+  std::optional<bool> top1_agree;  // only for [1,N] outputs with N >= 2
+  std::optional<bool> top5_agree;
+  // Quantized outputs: max_abs_error in units of the output's scale.
+  std::optional<double> max_abs_error_lsb;
+};
+
+// The device's telemetry beside one job (schema v4), from the agent's
+// snapshots: queryable figures of state_before/state_after.
+struct TelemetryRow {
+  std::string phase;  // "before" | "after"
+  int64_t unix_ms = 0;
+  std::optional<double> hottest_temp_c;  // the hottest thermal zone
+  std::optional<double> load_avg_1m;
+  std::optional<double> battery_temp_c;
+  std::optional<int64_t> battery_level_pct;
+};
+
+// An artifact a sweep pushed (schema v4): the first time the store saw it.
+struct ArtifactRow {
+  std::string sha256;
+  std::string kind;  // "runner" | "model" | "plugin" | "inputs"
+  int64_t size_bytes = 0;
+  std::string first_seen;  // ISO-8601 UTC, set by RecordArtifact
+  std::string host_path;   // where it was on the host when first seen
+};
+
+struct JobRow {
+  int64_t id = 0;
+  int64_t run_id = 0;
+  std::string job_key;             // deterministic over the job's inputs; equal keys are comparable
+  std::string model;               // file name, "face_detection_short_range.tflite"
+  std::string model_path;          // absolute path on the host at sweep time
+  std::string model_sha256;        // lowercase hex
+  std::string delegate;            // "cpu"
+  std::string delegate_options;    // "k1:v1;k2:v2", keys sorted
+  std::string device;              // device name, "local"
+  std::string status;              // kJob* / a job status class
+  std::string error;               // one line, empty when ok
+  double wall_ms = 0;              // runner wall time seen by the agent, 0 if it never ran
+  std::optional<Metrics> metrics;  // present when the runner reported metrics
+  uint32_t num_threads = 0;        // the job's thread count; 0 in runs before schema v2
+  int64_t attempts = 0;            // times the job was started (MarkJobRunning)
+  std::string moved_from;          // the device it was planned on, when it moved; else empty
+  // Schema v3: present when the runner reported a placement (ok jobs of a
+  // runner that knows it); GetPlacement has the nodes.
+  std::optional<PlacementSummary> placement;
+  bool started_hot = false;  // the agent saw a thermal zone above its threshold before the job
+  bool throttled = false;    // a CPU ran below its hardware maximum before or after the job
+  std::string state_note;    // one line naming why the job is flagged; empty when not
+};
+
+// What RecordJobResult stores for one finished job.
+struct JobOutcome {
+  std::string status;  // a final job status class
+  std::string error;   // one line, empty when ok
+  int exit_code = -1;  // runner exit status, -1 if it did not exit
+  int signal = 0;      // signal that ended the runner, 0 if none
+  double wall_ms = 0;
+  std::optional<Metrics> metrics;
+  std::vector<double> samples_us;  // per steady-state run, in order
+  std::string runner_json;         // the runner's --json document, verbatim
+  std::string stderr_tail;
+  // Schema v3. Unset placement: the runner did not report one.
+  std::optional<Placement> placement;
+  // The device state before/after the runner as a JSON object (keys as
+  // agent::DeviceState's fields, absent when unset; harness
+  // DeviceStateToJson); unset when the agent read none.
+  std::optional<std::string> state_before_json;
+  std::optional<std::string> state_after_json;
+  bool started_hot = false;
+  bool throttled = false;
+  double hot_threshold_c = 0;  // the agent's threshold; 0 when it reported none
+  std::string state_note;
+  // Schema v4: per-output accuracy (empty when the runner compared none).
+  std::vector<OutputAccuracy> accuracy;
+  // Schema v4: the device's telemetry before/after the runner (empty when unread).
+  std::vector<TelemetryRow> telemetry;
+};
+
+// The raw evidence behind one job, for drill-down.
+struct JobDetail {
+  int exit_code = -1;
+  int signal = 0;
+  std::string runner_json;
+  std::string stderr_tail;
+  std::string finished_at;
+  // Schema v3 (unset/false/0/empty in results recorded before it).
+  std::optional<std::string> state_before_json;
+  std::optional<std::string> state_after_json;
+  bool started_hot = false;
+  bool throttled = false;
+  double hot_threshold_c = 0;
+  std::string state_note;
+};
+
+// What a device said about itself when the harness last reached it.
+struct DeviceRow {
+  std::string name;  // "local", "tcp://10.0.0.7:7000", adb serial
+  std::string abi;
+  std::string os;
+  std::string cpu;
+  int64_t cores = 0;
+  int64_t memory_bytes = 0;
+  std::string hostname;
+  std::string agent_version;
+  std::string last_seen;     // ISO-8601 UTC, set by UpsertDevice
+  std::string state;         // kDevice*: what the last sweep concluded; empty when nothing
+  std::string state_reason;  // why, one line (for quarantined)
+};
+
+// Device states a sweep records (SetDeviceState); `dfarm devices` adds
+// "online", "offline" and "busy" from what it sees itself.
+inline constexpr const char* kDeviceOk = "ok";
+inline constexpr const char* kDeviceQuarantined = "quarantined";
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Creates a run in status "running" with created_at = now; returns its id.
+  virtual Result<int64_t> CreateRun(const std::string& name, const std::string& spec_json) = 0;
+
+  // Adds jobs to a run in status "queued" (JobRow::id, status, error, wall_ms
+  // and metrics are ignored). AddJobs is one transaction; ids in input order.
+  virtual Result<int64_t> AddJob(int64_t run_id, const JobRow& job) = 0;
+  virtual Result<std::vector<int64_t>> AddJobs(int64_t run_id, const std::vector<JobRow>& jobs) = 0;
+
+  // Sets status "running" and started_at, and counts one more attempt.
+  virtual Result<void> MarkJobRunning(int64_t job_id) = 0;
+
+  // A job that moves to another device (its device was quarantined): sets
+  // device and job_key, and moved_from to the device it was planned on.
+  virtual Result<void> MoveJob(int64_t job_id, const std::string& device,
+                               const std::string& job_key) = 0;
+
+  // Stores a job's final status, metrics, samples and raw runner output in
+  // one transaction, committed before returning.
+  virtual Result<void> RecordJobResult(int64_t job_id, const JobOutcome& outcome) = 0;
+
+  // Sets a run's final status (kRunFinished/kRunFailed/kRunCancelled) and finished_at = now.
+  virtual Result<void> FinishRun(int64_t run_id, const std::string& status) = 0;
+  // Sets a run back to "running" (dfarm sweep --resume) and makes this process
+  // its owner, atomically (BEGIN IMMEDIATE). Refused, naming the pid and host,
+  // while another live dfarm process owns it (same host: its pid exists;
+  // another host: its claim is younger than kRunClaimStaleSeconds); a dead
+  // owner's claim is taken over. The owning process may reopen it again.
+  virtual Result<void> ReopenRun(int64_t run_id) = 0;
+  // Renews this process's claim on a run it owns (owner_since = now), so a
+  // dfarm on another host does not take a long sweep for abandoned. Returns
+  // false, changing nothing, when this process does not own the run.
+  virtual Result<bool> RefreshRunClaim(int64_t run_id) = 0;
+  // The runtime builds a run uses, by their path on the host (schema v4): a
+  // path not recorded yet gets sha256; replace overwrites a recorded one.
+  // Returns the sha256 recorded for host_path afterwards (atomically), so a
+  // caller sees whether the file at that path changed since the run began.
+  virtual Result<std::string> RecordRunRunner(int64_t run_id, const std::string& host_path,
+                                              const std::string& sha256, bool replace) = 0;
+  // (host path, sha256) of the run's runtime builds, by path.
+  virtual Result<std::vector<std::pair<std::string, std::string>>> ListRunRunners(
+      int64_t run_id) = 0;
+  // Sets a job that was started but not finished (cancelled) back to "queued".
+  virtual Result<void> RequeueJob(int64_t job_id) = 0;
+  // The job's per-output accuracy, by output index; empty when none. Error: no such job.
+  virtual Result<std::vector<OutputAccuracy>> GetAccuracy(int64_t job_id) = 0;
+
+  // The job's telemetry rows ("before", then "after"); empty when none.
+  virtual Result<std::vector<TelemetryRow>> GetTelemetry(int64_t job_id) = 0;
+
+  // Remembers an artifact; a sha256 already known keeps its first row.
+  virtual Result<void> RecordArtifact(const ArtifactRow& artifact) = 0;
+  virtual Result<std::vector<ArtifactRow>> ListArtifacts() = 0;  // by first_seen, then sha256
+
+  virtual Result<std::vector<RunRow>> ListRuns() = 0;                // oldest first
+  virtual Result<RunRow> GetRun(int64_t run_id) = 0;                 // error if no such run
+  virtual Result<std::vector<JobRow>> ListJobs(int64_t run_id) = 0;  // by job id
+  virtual Result<JobRow> GetJob(int64_t job_id) = 0;
+  virtual Result<std::vector<double>> GetSamples(int64_t job_id) = 0;  // in run order
+  virtual Result<JobDetail> GetJobDetail(int64_t job_id) = 0;          // error if no result yet
+  // The job's placement, nodes by index; unset when its result has none (no
+  // result yet, a failed job, a runner before placement). Error: no such job.
+  virtual Result<std::optional<Placement>> GetPlacement(int64_t job_id) = 0;
+
+  // Records what the device said at hello; leaves state and state_reason as they are.
+  virtual Result<void> UpsertDevice(const DeviceRow& device) = 0;
+  // Records a device's state (kDevice*), creating the row when absent.
+  virtual Result<void> SetDeviceState(const std::string& name, const std::string& state,
+                                      const std::string& reason) = 0;
+  virtual Result<std::vector<DeviceRow>> ListDevices() = 0;  // by name
+};
+
+// A run's claim by a process on another host counts as abandoned after this
+// long without the owner renewing it (its pid cannot be checked from here).
+inline constexpr int64_t kRunClaimStaleSeconds = 600;
+// How often a sweep renews its claim (RefreshRunClaim) while it runs.
+inline constexpr int64_t kRunClaimRefreshSeconds = 60;
+
+// Opens (creating if absent) the SQLite database at `path` and migrates it to
+// the current schema. Fails with a message naming the file when it cannot be
+// opened, is not a DelegateFarm database, or is newer than this build.
+Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path);
+
+// Creates the database at `path` with only the first `version` migrations
+// applied, as an older build left it (for migration tests).
+Result<void> CreateSqliteStoreAtVersionForTesting(const std::string& path, int version);
+
+// The schema version this build writes.
+int CurrentSchemaVersion();
+
+// Now as ISO-8601 UTC, "2024-05-01T12:34:56Z".
+std::string NowIso8601();
+
+}  // namespace dfarm::store

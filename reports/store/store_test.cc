@@ -1,0 +1,736 @@
+#include "reports/store/store.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+namespace dfarm::store {
+namespace {
+
+namespace fs = std::filesystem;
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("dfarm_store_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    path_ = (dir_ / "x.db").string();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::unique_ptr<Store> Open() {
+    auto s = OpenSqliteStore(path_);
+    EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.message());
+    return s.ok() ? std::move(*s) : nullptr;
+  }
+
+  static JobRow MakeJob(const std::string& model) {
+    JobRow j;
+    j.job_key = "key-" + model;
+    j.model = model;
+    j.model_path = "/models/" + model;
+    j.model_sha256 = std::string(64, 'a');
+    j.delegate = "cpu";
+    j.delegate_options = "a:1";
+    j.device = "local";
+    return j;
+  }
+
+  fs::path dir_;
+  std::string path_;
+};
+
+TEST_F(StoreTest, MigratesEmptyFile) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  auto runs = store->ListRuns();
+  ASSERT_TRUE(runs.ok()) << runs.message();
+  EXPECT_TRUE(runs->empty());
+
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT max(version) FROM schema_version", -1, &st, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(st, 0), CurrentSchemaVersion());
+  sqlite3_finalize(st);
+  ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "wal");
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+}
+
+TEST_F(StoreTest, RoundTripAndReopen) {
+  int64_t run_id = 0;
+  std::vector<int64_t> ids;
+  {
+    auto store = Open();
+    ASSERT_NE(store, nullptr);
+    auto run = store->CreateRun("quick", R"({"name":"quick"})");
+    ASSERT_TRUE(run.ok()) << run.message();
+    run_id = *run;
+    auto added = store->AddJobs(run_id, {MakeJob("a.tflite"), MakeJob("b.tflite")});
+    ASSERT_TRUE(added.ok()) << added.message();
+    ids = *added;
+    ASSERT_EQ(ids.size(), 2u);
+    ASSERT_TRUE(store->MarkJobRunning(ids[0]).ok());
+
+    JobOutcome ok;
+    ok.status = "ok";
+    ok.exit_code = 0;
+    ok.wall_ms = 123.5;
+    Metrics m;
+    m.init_us = 1000;
+    m.first_us = 2000;
+    m.mean_us = 1500.5;
+    m.p50_us = 1400;
+    m.p90_us = 1800;
+    m.p99_us = 1900;
+    m.num_runs = 3;
+    m.peak_rss_bytes = 50 << 20;
+    m.arena_bytes = 1 << 20;
+    m.threads_used = 2;
+    ok.metrics = m;
+    ok.samples_us = {1400, 1500, 1600.25};
+    ok.runner_json = R"({"status":"ok"})";
+    ASSERT_TRUE(store->RecordJobResult(ids[0], ok).ok());
+
+    JobOutcome bad;
+    bad.status = "infra";
+    bad.error = "device 'local' unreachable";
+    ASSERT_TRUE(store->RecordJobResult(ids[1], bad).ok());
+    ASSERT_TRUE(store->FinishRun(run_id, kRunFinished).ok());
+
+    DeviceRow d;
+    d.name = "local";
+    d.abi = "x86_64";
+    d.cores = 2;
+    ASSERT_TRUE(store->UpsertDevice(d).ok());
+    d.cores = 4;
+    ASSERT_TRUE(store->UpsertDevice(d).ok());
+  }
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  auto runs = store->ListRuns();
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_EQ((*runs)[0].name, "quick");
+  EXPECT_EQ((*runs)[0].status, "finished");
+  EXPECT_EQ((*runs)[0].spec_json, R"({"name":"quick"})");
+  EXPECT_EQ((*runs)[0].created_at.size(), 20u);
+  EXPECT_FALSE((*runs)[0].finished_at.empty());
+
+  auto jobs = store->ListJobs(run_id);
+  ASSERT_TRUE(jobs.ok());
+  ASSERT_EQ(jobs->size(), 2u);
+  const JobRow& a = (*jobs)[0];
+  EXPECT_EQ(a.model, "a.tflite");
+  EXPECT_EQ(a.status, "ok");
+  EXPECT_EQ(a.delegate_options, "a:1");
+  EXPECT_DOUBLE_EQ(a.wall_ms, 123.5);
+  ASSERT_TRUE(a.metrics.has_value());
+  EXPECT_DOUBLE_EQ(a.metrics->mean_us, 1500.5);
+  EXPECT_EQ(a.metrics->peak_rss_bytes, 50 << 20);
+  EXPECT_EQ(a.metrics->num_runs, 3);
+  EXPECT_EQ(a.metrics->threads_used, 2);
+  const JobRow& b = (*jobs)[1];
+  EXPECT_EQ(b.status, "infra");
+  EXPECT_EQ(b.error, "device 'local' unreachable");
+  EXPECT_FALSE(b.metrics.has_value());
+
+  auto samples = store->GetSamples(ids[0]);
+  ASSERT_TRUE(samples.ok());
+  EXPECT_EQ(*samples, (std::vector<double>{1400, 1500, 1600.25}));
+  auto detail = store->GetJobDetail(ids[0]);
+  ASSERT_TRUE(detail.ok());
+  EXPECT_EQ(detail->runner_json, R"({"status":"ok"})");
+  auto job = store->GetJob(ids[1]);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->status, "infra");
+
+  auto devices = store->ListDevices();
+  ASSERT_TRUE(devices.ok());
+  ASSERT_EQ(devices->size(), 1u);
+  EXPECT_EQ((*devices)[0].cores, 4);
+}
+
+TEST_F(StoreTest, ErrorsNameTheThing) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  auto run = store->GetRun(42);
+  ASSERT_FALSE(run.ok());
+  EXPECT_NE(run.message().find("no run 42"), std::string::npos);
+  EXPECT_FALSE(store->MarkJobRunning(7).ok());
+  JobOutcome o;
+  o.status = "queued";
+  EXPECT_FALSE(store->RecordJobResult(1, o).ok());
+  EXPECT_FALSE(store->FinishRun(1, "bogus").ok());
+  // A job of a run that does not exist violates the foreign key.
+  EXPECT_FALSE(store->AddJob(99, MakeJob("c.tflite")).ok());
+}
+
+TEST_F(StoreTest, RefusesForeignFiles) {
+  {
+    std::ofstream(path_) << "this is not sqlite, just some text that is long enough to matter....."
+                            "..............................................................";
+  }
+  auto s = OpenSqliteStore(path_);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find(path_), std::string::npos);
+
+  auto missing = OpenSqliteStore((dir_ / "no" / "such" / "dir.db").string());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.message().find("cannot open store"), std::string::npos);
+}
+
+TEST_F(StoreTest, SchedulerColumns) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  auto run = store->CreateRun("r", "{}");
+  ASSERT_TRUE(run.ok());
+  JobRow j = MakeJob("a.tflite");
+  j.num_threads = 4;
+  auto id = store->AddJob(*run, j);
+  ASSERT_TRUE(id.ok()) << id.message();
+  ASSERT_TRUE(store->MarkJobRunning(*id).ok());
+  ASSERT_TRUE(store->MarkJobRunning(*id).ok());
+  ASSERT_TRUE(store->MoveJob(*id, "local:b", "key2").ok());
+  ASSERT_TRUE(store->MoveJob(*id, "local:c", "key3").ok());  // keeps the first planned device
+  auto got = store->GetJob(*id);
+  ASSERT_TRUE(got.ok()) << got.message();
+  EXPECT_EQ(got->num_threads, 4u);
+  EXPECT_EQ(got->attempts, 2);
+  EXPECT_EQ(got->device, "local:c");
+  EXPECT_EQ(got->job_key, "key3");
+  EXPECT_EQ(got->moved_from, "local");
+  EXPECT_FALSE(store->MoveJob(999, "x", "y").ok());
+
+  ASSERT_TRUE(store->FinishRun(*run, kRunCancelled).ok());
+  ASSERT_TRUE(store->ReopenRun(*run).ok());
+  EXPECT_EQ(store->GetRun(*run)->status, kRunRunning);
+  EXPECT_EQ(store->GetRun(*run)->finished_at, "");
+
+  ASSERT_TRUE(store->SetDeviceState("tcp://127.0.0.1:9", kDeviceQuarantined, "boom").ok());
+  DeviceRow d;
+  d.name = "tcp://127.0.0.1:9";
+  d.abi = "x86_64";
+  ASSERT_TRUE(store->UpsertDevice(d).ok());  // keeps the state
+  auto devices = store->ListDevices();
+  ASSERT_TRUE(devices.ok());
+  ASSERT_EQ(devices->size(), 1u);
+  EXPECT_EQ((*devices)[0].abi, "x86_64");
+  EXPECT_EQ((*devices)[0].state, kDeviceQuarantined);
+  EXPECT_EQ((*devices)[0].state_reason, "boom");
+}
+
+TEST_F(StoreTest, MigratesVersion1) {
+  {
+    // A database as schema v1 left it, with one job.
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    const char* v1 =
+        "CREATE TABLE schema_version(version INTEGER NOT NULL, applied_at TEXT NOT NULL);"
+        "INSERT INTO schema_version VALUES(1, 'then');"
+        "CREATE TABLE runs(id INTEGER PRIMARY KEY, name TEXT NOT NULL, created_at TEXT NOT NULL,"
+        " finished_at TEXT NOT NULL DEFAULT '', status TEXT NOT NULL, spec_json TEXT NOT NULL);"
+        "CREATE TABLE devices(name TEXT PRIMARY KEY, abi TEXT NOT NULL DEFAULT '', os TEXT NOT "
+        "NULL DEFAULT '', cpu TEXT NOT NULL DEFAULT '', cores INTEGER NOT NULL DEFAULT 0, "
+        "memory_bytes INTEGER NOT NULL DEFAULT 0, hostname TEXT NOT NULL DEFAULT '', "
+        "agent_version TEXT NOT NULL DEFAULT '', last_seen TEXT NOT NULL DEFAULT '');"
+        "CREATE TABLE jobs(id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id) "
+        "ON DELETE CASCADE, job_key TEXT NOT NULL, model TEXT NOT NULL, model_path TEXT NOT "
+        "NULL, model_sha256 TEXT NOT NULL, delegate TEXT NOT NULL, delegate_options TEXT NOT "
+        "NULL DEFAULT '', device TEXT NOT NULL, status TEXT NOT NULL, error TEXT NOT NULL "
+        "DEFAULT '', wall_ms REAL NOT NULL DEFAULT 0, started_at TEXT NOT NULL DEFAULT '');"
+        "CREATE TABLE results(job_id INTEGER PRIMARY KEY, init_us REAL, first_us REAL, "
+        "warmup_mean_us REAL, mean_us REAL, std_us REAL, min_us REAL, max_us REAL, p50_us REAL,"
+        " p90_us REAL, p99_us REAL, num_runs INTEGER, peak_rss_bytes INTEGER, arena_bytes "
+        "INTEGER, exit_code INTEGER NOT NULL, signal INTEGER NOT NULL, runner_json TEXT NOT "
+        "NULL, stderr_tail TEXT NOT NULL, finished_at TEXT NOT NULL);"
+        "CREATE TABLE samples(job_id INTEGER NOT NULL, idx INTEGER NOT NULL, value_us REAL NOT "
+        "NULL, PRIMARY KEY(job_id, idx)) WITHOUT ROWID;"
+        "INSERT INTO runs VALUES(1, 'old', 't', '', 'finished', '{}');"
+        "INSERT INTO jobs(run_id, job_key, model, model_path, model_sha256, delegate, device, "
+        "status) VALUES(1, 'k', 'm', '/m', 's', 'cpu', 'local', 'ok');";
+    ASSERT_EQ(sqlite3_exec(db, v1, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+    sqlite3_close(db);
+  }
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  auto jobs = store->ListJobs(1);
+  ASSERT_TRUE(jobs.ok()) << jobs.message();
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ((*jobs)[0].num_threads, 0u);
+  EXPECT_EQ((*jobs)[0].moved_from, "");
+}
+
+JobOutcome PlacedOutcome() {
+  JobOutcome o;
+  o.status = "ok";
+  o.exit_code = 0;
+  Metrics m;
+  m.mean_us = 10;
+  o.metrics = m;
+  Placement p;
+  p.partitions = 1;
+  p.nodes.push_back(
+      {0, "CONV_2D", "cpu", std::nullopt, false, "example: CONV_2D is not supported"});
+  p.nodes.push_back({1, "ADD", "example", 0, false, ""});
+  p.nodes.push_back({2, "DEQUANTIZE", "cpu", std::nullopt, true, ""});
+  o.placement = p;
+  o.state_before_json = R"({"unix_ms":1,"load_avg_1m":0.5})";
+  o.state_after_json = R"({"unix_ms":2})";
+  o.started_hot = true;
+  o.throttled = false;
+  o.hot_threshold_c = 70;
+  o.state_note = "thermal zone 0 (cpu-thermal) at 81.0 C";
+  return o;
+}
+
+TEST_F(StoreTest, PlacementAndDeviceStateRoundTrip) {
+  int64_t run_id = 0;
+  std::vector<int64_t> ids;
+  {
+    auto store = Open();
+    ASSERT_NE(store, nullptr);
+    auto run = store->CreateRun("p", "{}");
+    ASSERT_TRUE(run.ok());
+    run_id = *run;
+    auto added = store->AddJobs(run_id, {MakeJob("a.tflite"), MakeJob("b.tflite")});
+    ASSERT_TRUE(added.ok());
+    ids = *added;
+    ASSERT_TRUE(store->RecordJobResult(ids[0], PlacedOutcome()).ok());
+    JobOutcome bad;
+    bad.status = "crashed";
+    bad.error = "boom";
+    ASSERT_TRUE(store->RecordJobResult(ids[1], bad).ok());
+  }
+  auto store = Open();  // reopened: everything came from the file
+  ASSERT_NE(store, nullptr);
+  auto jobs = store->ListJobs(run_id);
+  ASSERT_TRUE(jobs.ok()) << jobs.message();
+  ASSERT_EQ(jobs->size(), 2u);
+  const JobRow& a = (*jobs)[0];
+  ASSERT_TRUE(a.placement.has_value());
+  EXPECT_EQ(a.placement->partitions, 1);
+  EXPECT_EQ(a.placement->nodes, 3);
+  EXPECT_EQ(a.placement->delegated_nodes, 1);
+  EXPECT_EQ(a.placement->cpu_nodes, 2);
+  EXPECT_EQ(a.placement->delegates, "example");
+  EXPECT_TRUE(a.started_hot);
+  EXPECT_FALSE(a.throttled);
+  EXPECT_EQ(a.state_note, "thermal zone 0 (cpu-thermal) at 81.0 C");
+  const JobRow& b = (*jobs)[1];
+  EXPECT_FALSE(b.placement.has_value());
+  EXPECT_FALSE(b.started_hot);
+  EXPECT_EQ(b.state_note, "");
+
+  auto placement = store->GetPlacement(ids[0]);
+  ASSERT_TRUE(placement.ok()) << placement.message();
+  ASSERT_TRUE(placement->has_value());
+  const Placement& p = **placement;
+  EXPECT_EQ(p.partitions, 1);
+  ASSERT_EQ(p.nodes.size(), 3u);
+  EXPECT_EQ(p.nodes[0].op, "CONV_2D");
+  EXPECT_EQ(p.nodes[0].delegate, "cpu");
+  EXPECT_FALSE(p.nodes[0].partition.has_value());
+  EXPECT_EQ(p.nodes[0].reason, "example: CONV_2D is not supported");
+  EXPECT_EQ(p.nodes[1].delegate, "example");
+  ASSERT_TRUE(p.nodes[1].partition.has_value());
+  EXPECT_EQ(*p.nodes[1].partition, 0);
+  EXPECT_TRUE(p.nodes[2].folded);
+  EXPECT_FALSE(p.nodes[1].folded);
+
+  auto none = store->GetPlacement(ids[1]);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  EXPECT_FALSE(store->GetPlacement(999).ok());
+
+  auto detail = store->GetJobDetail(ids[0]);
+  ASSERT_TRUE(detail.ok());
+  ASSERT_TRUE(detail->state_before_json.has_value());
+  EXPECT_EQ(*detail->state_before_json, R"({"unix_ms":1,"load_avg_1m":0.5})");
+  ASSERT_TRUE(detail->state_after_json.has_value());
+  EXPECT_DOUBLE_EQ(detail->hot_threshold_c, 70);
+  EXPECT_TRUE(detail->started_hot);
+  auto bad_detail = store->GetJobDetail(ids[1]);
+  ASSERT_TRUE(bad_detail.ok());
+  EXPECT_FALSE(bad_detail->state_before_json.has_value());
+  EXPECT_FALSE(bad_detail->state_after_json.has_value());
+
+  // Recording again (a resumed job) replaces the nodes instead of doubling them.
+  JobOutcome again = PlacedOutcome();
+  again.placement->nodes.pop_back();
+  again.started_hot = false;
+  ASSERT_TRUE(store->RecordJobResult(ids[0], again).ok());
+  auto replaced = store->GetPlacement(ids[0]);
+  ASSERT_TRUE(replaced.ok() && replaced->has_value());
+  EXPECT_EQ((*replaced)->nodes.size(), 2u);
+  auto job = store->GetJob(ids[0]);
+  ASSERT_TRUE(job.ok());
+  EXPECT_FALSE(job->started_hot);
+  EXPECT_EQ(job->placement->nodes, 2);
+}
+
+TEST_F(StoreTest, MigratesPreviousVersion) {
+  const int previous = 2;  // before placement (v3) and accuracy (v4)
+  ASSERT_GT(CurrentSchemaVersion(), previous);
+  ASSERT_TRUE(CreateSqliteStoreAtVersionForTesting(path_, previous).ok());
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    const char* rows =
+        "INSERT INTO runs VALUES(1, 'old', 't', '', 'finished', '{}');"
+        "INSERT INTO jobs(run_id, job_key, model, model_path, model_sha256, delegate, device, "
+        "status, num_threads) VALUES(1, 'k', 'm', '/m', 's', 'cpu', 'local', 'ok', 2);"
+        "INSERT INTO results(job_id, mean_us, exit_code, signal, runner_json, stderr_tail, "
+        "finished_at) VALUES(1, 5.5, 0, 0, '{}', '', 't');";
+    ASSERT_EQ(sqlite3_exec(db, rows, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+    // The previous version has no placement table yet.
+    sqlite3_stmt* st = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master WHERE name='placement'",
+                                 -1, &st, nullptr),
+              SQLITE_OK);
+    ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+    EXPECT_EQ(sqlite3_column_int(st, 0), 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+  }
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  auto job = store->GetJob(1);
+  ASSERT_TRUE(job.ok()) << job.message();
+  EXPECT_EQ(job->num_threads, 2u);
+  ASSERT_TRUE(job->metrics.has_value());
+  EXPECT_DOUBLE_EQ(job->metrics->mean_us, 5.5);
+  EXPECT_EQ(job->metrics->threads_used, 0);  // not reported before v5
+  EXPECT_FALSE(job->placement.has_value());
+  EXPECT_FALSE(job->started_hot);
+  EXPECT_FALSE(job->throttled);
+  auto placement = store->GetPlacement(1);
+  ASSERT_TRUE(placement.ok()) << placement.message();
+  EXPECT_FALSE(placement->has_value());
+  auto detail = store->GetJobDetail(1);
+  ASSERT_TRUE(detail.ok());
+  EXPECT_FALSE(detail->state_before_json.has_value());
+  EXPECT_DOUBLE_EQ(detail->hot_threshold_c, 0);
+  // The migrated file takes the new columns.
+  ASSERT_TRUE(store->RecordJobResult(1, PlacedOutcome()).ok());
+  auto again = store->GetJob(1);
+  ASSERT_TRUE(again.ok());
+  ASSERT_TRUE(again->placement.has_value());
+  EXPECT_EQ(again->placement->nodes, 3);
+  EXPECT_TRUE(again->started_hot);
+}
+
+// --- schema v4: accuracy, artifacts, run owner and runner ---------------------
+
+TEST_F(StoreTest, AccuracyRoundTripKeepsNullsAndOrder) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  auto run = store->CreateRun("acc", "{}");
+  ASSERT_TRUE(run.ok());
+  auto job = store->AddJob(*run, MakeJob("m.tflite"));
+  ASSERT_TRUE(job.ok());
+  JobOutcome o;
+  o.status = "ok";
+  o.metrics = Metrics{};
+  OutputAccuracy second;
+  second.output_index = 1;
+  second.name = "scores";
+  second.reference = "cpu";
+  second.compared = 10;
+  second.mean_abs_error = 0.25;
+  second.std_abs_error = 0.125;
+  second.max_abs_error = 0.5;
+  second.rmse = 0.3;
+  second.nan_count = 2;
+  second.inf_count = 1;
+  second.reference_nan_count = 3;
+  second.reference_inf_count = 4;
+  second.top1_agree = true;
+  second.top5_agree = false;
+  second.max_abs_error_lsb = 2.0;
+  OutputAccuracy first;  // nothing compared: the runner's nulls
+  first.output_index = 0;
+  first.name = "boxes";
+  first.reference = "cpu";
+  first.mean_abs_error = first.std_abs_error = first.max_abs_error = first.rmse = std::nan("");
+  o.accuracy = {second, first};
+  ASSERT_TRUE(store->RecordJobResult(*job, o).ok());
+
+  // Committed at once: a second connection sees it.
+  auto reader = Open();
+  ASSERT_NE(reader, nullptr);
+  auto got = reader->GetAccuracy(*job);
+  ASSERT_TRUE(got.ok()) << got.message();
+  ASSERT_EQ(got->size(), 2u);
+  EXPECT_EQ((*got)[0].output_index, 0);
+  EXPECT_EQ((*got)[0].name, "boxes");
+  EXPECT_TRUE(std::isnan((*got)[0].mean_abs_error));
+  EXPECT_TRUE(std::isnan((*got)[0].rmse));
+  EXPECT_FALSE((*got)[0].top1_agree.has_value());
+  EXPECT_FALSE((*got)[0].max_abs_error_lsb.has_value());
+  const OutputAccuracy& b = (*got)[1];
+  EXPECT_EQ(b.name, "scores");
+  EXPECT_EQ(b.reference, "cpu");
+  EXPECT_EQ(b.compared, 10);
+  EXPECT_DOUBLE_EQ(b.mean_abs_error, 0.25);
+  EXPECT_DOUBLE_EQ(b.std_abs_error, 0.125);
+  EXPECT_DOUBLE_EQ(b.max_abs_error, 0.5);
+  EXPECT_DOUBLE_EQ(b.rmse, 0.3);
+  EXPECT_EQ(b.nan_count, 2);
+  EXPECT_EQ(b.inf_count, 1);
+  EXPECT_EQ(b.reference_nan_count, 3);
+  EXPECT_EQ(b.reference_inf_count, 4);
+  EXPECT_EQ(b.top1_agree, std::optional<bool>(true));
+  EXPECT_EQ(b.top5_agree, std::optional<bool>(false));
+  EXPECT_EQ(b.max_abs_error_lsb, std::optional<double>(2.0));
+
+  // Telemetry rows come back before, then after; unset figures stay unset.
+  o.telemetry = {TelemetryRow{"after", 2000, 61.5, std::nullopt, std::nullopt, 80},
+                 TelemetryRow{"before", 1000, 55.0, 0.5, 30.25, std::nullopt}};
+  ASSERT_TRUE(store->RecordJobResult(*job, o).ok());
+  auto telemetry = reader->GetTelemetry(*job);
+  ASSERT_TRUE(telemetry.ok()) << telemetry.message();
+  ASSERT_EQ(telemetry->size(), 2u);
+  EXPECT_EQ((*telemetry)[0].phase, "before");
+  EXPECT_EQ((*telemetry)[0].unix_ms, 1000);
+  EXPECT_EQ((*telemetry)[0].hottest_temp_c, std::optional<double>(55.0));
+  EXPECT_EQ((*telemetry)[0].load_avg_1m, std::optional<double>(0.5));
+  EXPECT_EQ((*telemetry)[0].battery_temp_c, std::optional<double>(30.25));
+  EXPECT_FALSE((*telemetry)[0].battery_level_pct.has_value());
+  EXPECT_EQ((*telemetry)[1].phase, "after");
+  EXPECT_FALSE((*telemetry)[1].load_avg_1m.has_value());
+  EXPECT_EQ((*telemetry)[1].battery_level_pct, std::optional<int64_t>(80));
+
+  // A re-recorded result replaces the rows.
+  o.accuracy = {second};
+  o.telemetry.clear();
+  ASSERT_TRUE(store->RecordJobResult(*job, o).ok());
+  got = store->GetAccuracy(*job);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->size(), 1u);
+  EXPECT_TRUE(store->GetTelemetry(*job)->empty());
+  EXPECT_FALSE(store->GetAccuracy(9999).ok());
+}
+
+TEST_F(StoreTest, ArtifactsKeepTheirFirstSighting) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  ArtifactRow a{std::string(64, 'b'), "model", 1234, "", "/models/a.tflite"};
+  ASSERT_TRUE(store->RecordArtifact(a).ok());
+  ArtifactRow again = a;
+  again.host_path = "/elsewhere/a.tflite";
+  again.kind = "inputs";
+  ASSERT_TRUE(store->RecordArtifact(again).ok());
+  ASSERT_TRUE(store->RecordArtifact({std::string(64, 'c'), "runner", 99, "", "/bin/r"}).ok());
+  auto list = store->ListArtifacts();
+  ASSERT_TRUE(list.ok()) << list.message();
+  ASSERT_EQ(list->size(), 2u);
+  const ArtifactRow& first = (*list)[0].sha256 == a.sha256 ? (*list)[0] : (*list)[1];
+  EXPECT_EQ(first.kind, "model");
+  EXPECT_EQ(first.size_bytes, 1234);
+  EXPECT_EQ(first.host_path, "/models/a.tflite");
+  EXPECT_EQ(first.first_seen.size(), 20u);  // "2024-05-01T12:34:56Z"
+}
+
+TEST_F(StoreTest, IndexesForTheDashboardExist) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  for (const char* index : {"runs_by_created", "jobs_by_run", "jobs_by_model_delegate"}) {
+    sqlite3_stmt* st = nullptr;
+    std::string sql =
+        std::string("SELECT count(*) FROM sqlite_master WHERE type='index' AND name='") + index +
+        "'";
+    ASSERT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK);
+    ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+    EXPECT_EQ(sqlite3_column_int(st, 0), 1) << index;
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(db);
+}
+
+TEST_F(StoreTest, RunRunnerAndRequeue) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  auto run = store->CreateRun("r", "{}");
+  ASSERT_TRUE(run.ok());
+  auto got = store->GetRun(*run);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->owner_pid, ::getpid());
+  const std::string d(64, 'd'), e(64, 'e');
+  EXPECT_EQ(*store->RecordRunRunner(*run, "/b/dfarm-runner", d, false), d);
+  EXPECT_EQ(*store->RecordRunRunner(*run, "/b/dfarm-runner", e, false), d);  // kept
+  EXPECT_EQ(*store->RecordRunRunner(*run, "/arm/dfarm-runner", e, false), e);
+  auto runners = store->ListRunRunners(*run);
+  ASSERT_TRUE(runners.ok());
+  ASSERT_EQ(runners->size(), 2u);
+  EXPECT_EQ((*runners)[0], std::make_pair(std::string("/arm/dfarm-runner"), e));
+  EXPECT_EQ((*runners)[1], std::make_pair(std::string("/b/dfarm-runner"), d));
+  EXPECT_EQ(*store->RecordRunRunner(*run, "/b/dfarm-runner", e, true), e);  // replaced
+  ASSERT_TRUE(store->FinishRun(*run, kRunCancelled).ok());
+  EXPECT_EQ(store->GetRun(*run)->owner_pid, 0);
+
+  auto job = store->AddJob(*run, MakeJob("m"));
+  ASSERT_TRUE(job.ok());
+  ASSERT_TRUE(store->MarkJobRunning(*job).ok());
+  ASSERT_TRUE(store->RequeueJob(*job).ok());
+  EXPECT_EQ(store->GetJob(*job)->status, kJobQueued);
+  EXPECT_EQ(store->GetJob(*job)->attempts, 1);
+}
+
+// Runs `sql` on the database file directly (as another process would).
+void ExecSql(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+}
+
+// Sets run `id`'s owner to `pid` on this host (as another process would).
+void SetOwner(const std::string& path, int64_t id, pid_t pid) {
+  char host[256] = "";
+  ::gethostname(host, sizeof host - 1);
+  ExecSql(path, "UPDATE runs SET owner_pid = " + std::to_string(pid) + ", owner_host = '" + host +
+                    "', owner_since = strftime('%s','now') WHERE id = " + std::to_string(id));
+}
+
+TEST_F(StoreTest, ResumeIsRefusedWhileTheOwnerLivesAndTakenOverWhenItDied) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  auto run = store->CreateRun("r", "{}");
+  ASSERT_TRUE(run.ok());
+  pid_t owner = ::fork();
+  ASSERT_GE(owner, 0);
+  if (owner == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  SetOwner(path_, *run, owner);
+  auto refused = store->ReopenRun(*run);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("in use by another dfarm process (pid " + std::to_string(owner)),
+            std::string::npos)
+      << refused.message();
+  ::kill(owner, SIGKILL);
+  ::waitpid(owner, nullptr, 0);
+  auto taken = store->ReopenRun(*run);
+  ASSERT_TRUE(taken.ok()) << taken.message();
+  EXPECT_EQ(store->GetRun(*run)->owner_pid, ::getpid());
+  EXPECT_EQ(store->GetRun(*run)->status, kRunRunning);
+}
+
+// Reads run `id`'s owner_since straight from the file.
+int64_t OwnerSince(const std::string& path, int64_t id) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  const std::string sql = "SELECT owner_since FROM runs WHERE id = " + std::to_string(id);
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK);
+  EXPECT_EQ(sqlite3_step(st), SQLITE_ROW);
+  const int64_t since = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return since;
+}
+
+void SetOwnerSince(const std::string& path, int64_t id, int64_t since) {
+  ExecSql(path, "UPDATE runs SET owner_since = " + std::to_string(since) +
+                    " WHERE id = " + std::to_string(id));
+}
+
+// A long sweep renews its claim, so another host does not take it for
+// abandoned; a claim this process does not hold is left alone.
+TEST_F(StoreTest, RefreshRunClaimRenewsOnlyOurOwnClaim) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  auto run = store->CreateRun("r", "{}");
+  ASSERT_TRUE(run.ok());
+  SetOwnerSince(path_, *run, 1000);  // as if claimed long ago
+  auto renewed = store->RefreshRunClaim(*run);
+  ASSERT_TRUE(renewed.ok()) << renewed.message();
+  EXPECT_TRUE(*renewed);
+  EXPECT_GT(OwnerSince(path_, *run), static_cast<int64_t>(::time(nullptr)) - 60);
+
+  SetOwner(path_, *run, ::getpid() + 100000);  // another process's claim
+  SetOwnerSince(path_, *run, 1000);
+  renewed = store->RefreshRunClaim(*run);
+  ASSERT_TRUE(renewed.ok()) << renewed.message();
+  EXPECT_FALSE(*renewed);
+  EXPECT_EQ(OwnerSince(path_, *run), 1000);
+  ASSERT_TRUE(store->FinishRun(*run, kRunFinished).ok());
+}
+
+TEST_F(StoreTest, TwoConcurrentResumesExactlyOneProceeds) {
+  {
+    auto store = Open();
+    ASSERT_NE(store, nullptr);
+    auto run = store->CreateRun("r", "{}");
+    ASSERT_TRUE(run.ok());
+    ASSERT_TRUE(store->FinishRun(*run, kRunCancelled).ok());
+  }
+  // Two processes claim run 1 at once; each holds its claim (alive) until
+  // the parent closes `hold`, and reports through its exit code.
+  int go[2], hold[2], tried[2];
+  ASSERT_EQ(::pipe(go), 0);
+  ASSERT_EQ(::pipe(hold), 0);
+  ASSERT_EQ(::pipe(tried), 0);
+  pid_t kids[2];
+  for (pid_t& kid : kids) {
+    kid = ::fork();
+    ASSERT_GE(kid, 0);
+    if (kid == 0) {
+      ::close(go[1]);
+      ::close(hold[1]);
+      ::close(tried[0]);
+      char c = 0;
+      (void)!::read(go[0], &c, 1);
+      auto s = OpenSqliteStore(path_);
+      int code = !s.ok() ? 3 : (*s)->ReopenRun(1).ok() ? 0 : 1;
+      (void)!::write(tried[1], &c, 1);
+      (void)!::read(hold[0], &c, 1);  // until the parent closes it
+      ::_exit(code);
+    }
+  }
+  ::close(go[0]);
+  ::close(hold[0]);
+  ::close(tried[1]);
+  ::close(go[1]);  // both start
+  char c;
+  for (int n = 0; n < 2 && ::read(tried[0], &c, 1) == 1; ++n) {
+  }  // both have tried
+  ::close(tried[0]);
+  ::close(hold[1]);
+  int ok = 0, refused = 0;
+  for (pid_t kid : kids) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(kid, &status, 0), kid);
+    ASSERT_TRUE(WIFEXITED(status));
+    if (WEXITSTATUS(status) == 0) ++ok;
+    if (WEXITSTATUS(status) == 1) ++refused;
+  }
+  EXPECT_EQ(ok, 1);
+  EXPECT_EQ(refused, 1);
+}
+
+TEST_F(StoreTest, RefusesUnknownTestVersion) {
+  EXPECT_FALSE(CreateSqliteStoreAtVersionForTesting(path_, 0).ok());
+  EXPECT_FALSE(CreateSqliteStoreAtVersionForTesting(path_, CurrentSchemaVersion() + 1).ok());
+}
+
+}  // namespace
+}  // namespace dfarm::store
