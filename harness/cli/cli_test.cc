@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "reports/store/store.h"
 #include "harness/test_util.h"
+#include "reports/store/store.h"
 
 namespace dfarm::cli {
 namespace {
@@ -187,6 +187,10 @@ TEST(CliTest, ReadCommands) {
   EXPECT_THAT(o.out, HasSubstr("m.tflite\tcpu x2 (ran on 1)\tlocal\tok\t1.00"));
   EXPECT_THAT(o.out, HasSubstr("\t1/2 on example\tWARNING hot\t0.0005\n"));
   EXPECT_THAT(o.out, HasSubstr("\t-\t-\t-\n"));
+  // The first column is the job id that `show RUN --job ID` takes.
+  EXPECT_THAT(o.out, HasSubstr("\n\nJOB\tMODEL\tDELEGATE\tDEVICE\tSTATUS\tMEAN_MS\t"));
+  EXPECT_THAT(o.out, HasSubstr("\n1\tm.tflite\tcpu x2 (ran on 1)\tlocal\tok\t1.00"));
+  EXPECT_THAT(o.out, HasSubstr("\n2\tm.tflite\tcpu x2 (ran on 1)\tlocal\tok\t1.00"));
   o = Call({"show", "9", "--db", db});
   EXPECT_EQ(o.code, kExitUsage);
   EXPECT_THAT(o.err, HasSubstr("no run 9"));

@@ -257,7 +257,7 @@ int Run(const ShowOptions& o, Context& ctx) {
   ctx.out << "run " << run->id << " '" << run->name << "' " << run->status << ", created "
           << run->created_at;
   if (!run->finished_at.empty()) ctx.out << ", finished " << run->finished_at;
-  ctx.out << "\n\nMODEL\tDELEGATE\tDEVICE\tSTATUS\tMEAN_MS\tP90_MS\tPEAK_RSS_MIB\tPLACEMENT"
+  ctx.out << "\n\nJOB\tMODEL\tDELEGATE\tDEVICE\tSTATUS\tMEAN_MS\tP90_MS\tPEAK_RSS_MIB\tPLACEMENT"
              "\tDEVICE_STATE\tMAX_ERR_VS_CPU\n";
   for (const store::JobRow& j : report.jobs) {
     std::string delegate = j.delegate;
@@ -270,7 +270,7 @@ int Run(const ShowOptions& o, Context& ctx) {
         j.metrics->threads_used < static_cast<int64_t>(j.num_threads)) {
       delegate += " (ran on " + std::to_string(j.metrics->threads_used) + ")";
     }
-    ctx.out << j.model << "\t" << delegate << "\t" << j.device << "\t" << j.status;
+    ctx.out << j.id << "\t" << j.model << "\t" << delegate << "\t" << j.device << "\t" << j.status;
     if (j.metrics) {
       char rss[32];
       std::snprintf(rss, sizeof rss, "%.1f",
