@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -218,37 +219,6 @@ void Server::Serve() {
 
 namespace {
 
-// Per-connection protocol state.
-struct Session {
-  bool hello_done = false;
-  bool authed = false;
-  bool heartbeat = false;  // negotiated features
-  bool put_resume = false;
-  bool plugin = false;
-  bool cancel = false;
-  bool progress = false;
-  bool device_state = false;
-  std::vector<uint8_t> challenge;  // ours, when authentication is required
-  bool put_active = false;
-  std::string put_sha256;
-  std::string put_error;  // first failure of the current upload
-  std::unique_ptr<ArtifactStore::Upload> upload;
-  uint64_t put_offset = 0;  // where a resumed upload started
-  std::thread job_thread;
-  std::atomic<bool> job_running{false};
-  std::atomic<bool> cancel_job{false};
-  std::atomic<bool> cancelled_by_host{false};
-  uint64_t job_id = 0;  // the running job's RunJob request_id
-  Clock::time_point job_start;
-  Clock::time_point next_progress;
-  // Held while sending JobProgress and while the job ends (job_running false,
-  // "done", JobResult), so no "running" frame follows the JobResult.
-  std::mutex progress_mutex;
-  uint64_t next_ping_id = kAgentRequestIdBit | 1;
-  Clock::time_point last_rx;
-  Clock::time_point next_ping;
-};
-
 bool HasFeature(const std::vector<std::string>& features, std::string_view f) {
   return std::find(features.begin(), features.end(), f) != features.end();
 }
@@ -259,6 +229,11 @@ std::vector<uint8_t> Bytes(const flatbuffers::Vector<uint8_t>* v) {
 
 int64_t Ms(Clock::duration d) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
+
+// Lowers a poll wait (-1: none set yet) to at most ms.
+void WakeWithin(int64_t* wait_ms, int64_t ms) {
+  *wait_ms = *wait_ms < 0 ? ms : std::min(*wait_ms, ms);
 }
 
 }  // namespace
@@ -276,406 +251,530 @@ bool Server::SleepUnlessStopped(std::chrono::milliseconds d) {
 
 void Server::HandleConnection(Connection* conn) {
   const std::string who = "connection " + std::to_string(conn->id) + " (" + conn->peer + ")";
-  Converse(conn->fd.get(), conn->fd.get(), who, conn->peer_address);
+  ServeConnection(conn->fd.get(), conn->fd.get(), who, conn->peer_address);
   ::shutdown(conn->fd.get(), SHUT_RDWR);
   conn->done = true;
 }
 
 void Server::ServeStream(int in_fd, int out_fd) {
   AgentLog("serving on stdio, store " + store_->root());
-  Converse(in_fd, out_fd, "stdio", "stdio");
+  ServeConnection(in_fd, out_fd, "stdio", "stdio");
   AgentLog("stopping");
   supervisor_->Shutdown();
 }
 
-void Server::Converse(int in_fd, int out_fd, const std::string& who,
-                      const std::string& peer_address) {
-  Session s;
-  std::mutex write_mutex;  // the job thread replies too
-  const bool need_auth = !token_.empty();
-  const auto heartbeat = options_.heartbeat_interval;
-  const auto opened = Clock::now();
-  s.last_rx = opened;
-  AgentLog(who + ": opened");
+// The protocol on one connection. The reader (Serve) runs the timers, reads
+// frames and hands each to the handler of its message type; a job runs on
+// job_thread_, which replies through Send() too. Borrows the server and the fds.
+class Server::Session {
+ public:
+  Session(Server* server, int in_fd, int out_fd, const std::string& who,
+          const std::string& peer_address)
+      : server_(server),
+        in_fd_(in_fd),
+        out_fd_(out_fd),
+        who_(who),
+        peer_address_(peer_address),
+        need_auth_(!server->token_.empty()),
+        heartbeat_(server->options_.heartbeat_interval),
+        opened_(Clock::now()),
+        last_rx_(opened_) {}
 
-  auto send = [&](flatbuffers::FlatBufferBuilder& fbb) {
-    std::lock_guard<std::mutex> lock(write_mutex);
-    auto r = WriteFrame(out_fd, fbb, kWriteTimeout);
-    if (!r) AgentLog(who + ": cannot send a reply: " + r.message());
-    return r.ok();
-  };
-  auto send_error = [&](uint64_t id, const std::string& message) {
-    flatbuffers::FlatBufferBuilder fbb;
-    FinishFrame(fbb, id, wire::CreateErrorReplyDirect(fbb, message.c_str()));
-    return send(fbb);
-  };
-  auto send_progress = [&](uint64_t id, const char* phase) {
-    flatbuffers::FlatBufferBuilder fbb;
-    auto elapsed = static_cast<uint64_t>(std::max<int64_t>(0, Ms(Clock::now() - s.job_start)));
-    FinishFrame(fbb, id, wire::CreateJobProgressDirect(fbb, phase, elapsed));
-    return send(fbb);
-  };
-  auto auth_failed = [&](uint64_t id, const std::string& why) {
-    auto [count, delay] = throttle_->RecordFailure(peer_address);
-    AgentLog(who + ": authentication failed: " + why + " (failure " + std::to_string(count) +
-             " from " + peer_address + "; its next attempt waits " + std::to_string(delay.count()) +
-             " ms)");
-    send_error(id, "authentication failed: " + why);
+  // Serves frames until the peer closes the stream, Stop(), a timeout or a
+  // fatal error; then cancels a running job and waits for it.
+  void Serve();
+
+ private:
+  // Answers one message (request id `id`); false closes the connection.
+  using Handler = bool (Session::*)(uint64_t id, const wire::Frame& frame);
+  static Handler HandlerFor(wire::Body type);
+
+  // Timers, run before each wait; each lowers *wait_ms to its next deadline
+  // and returns false to close the connection.
+  bool RunTimers(int64_t* wait_ms);
+  bool CheckAuthDeadline(Clock::time_point now, int64_t* wait_ms);
+  bool Heartbeat(Clock::time_point now, int64_t* wait_ms);
+  bool SendProgressIfDue(Clock::time_point now, int64_t* wait_ms);
+
+  // Hello first, then (with a token) AuthProof, then the handler of its type.
+  bool Handle(const wire::Frame& frame);
+
+  bool OnHello(uint64_t id, const wire::Frame& frame);
+  bool OnAuthProof(uint64_t id, const wire::Frame& frame);
+  bool OnPing(uint64_t id, const wire::Frame& frame);
+  bool OnPong(uint64_t id, const wire::Frame& frame);
+  bool OnHaveRequest(uint64_t id, const wire::Frame& frame);
+  bool OnPutBegin(uint64_t id, const wire::Frame& frame);
+  bool OnPutChunk(uint64_t id, const wire::Frame& frame);
+  bool OnPutEnd(uint64_t id, const wire::Frame& frame);
+  bool OnRunJob(uint64_t id, const wire::Frame& frame);
+  bool OnCancelJob(uint64_t id, const wire::Frame& frame);
+  bool OnDeviceStateRequest(uint64_t id, const wire::Frame& frame);
+  bool OnUnexpected(uint64_t id, const wire::Frame& frame);
+
+  // PutBegin with feature put_resume: answered; a refused upload is not open.
+  bool ResumeUpload(uint64_t id, uint64_t size);
+  // The job thread: runs the job, then sends "done" and the JobResult.
+  void RunJobAndReply(const JobSpec& job, uint64_t id);
+
+  bool Send(flatbuffers::FlatBufferBuilder& fbb);
+  bool SendError(uint64_t id, const std::string& message);
+  bool SendProgress(uint64_t id, const char* phase);
+  // Sends the error, logs it and closes (returns false).
+  bool Refuse(uint64_t id, const std::string& message);
+  void AuthFailed(uint64_t id, const std::string& why);
+
+  // Features both sides named at hello.
+  struct Features {
+    bool heartbeat = false;
+    bool put_resume = false;
+    bool plugin = false;
+    bool cancel = false;
+    bool progress = false;
+    bool device_state = false;
   };
 
+  Server* const server_;
+  const int in_fd_;
+  const int out_fd_;
+  const std::string who_;           // for logs: "connection 3 (ip:port)" or "stdio"
+  const std::string peer_address_;  // for the authentication throttle
+  const bool need_auth_;
+  const std::chrono::milliseconds heartbeat_;
+  const Clock::time_point opened_;
+  std::mutex write_mutex_;  // the job thread replies too
+
+  bool hello_done_ = false;
+  bool authed_ = false;
+  Features features_;
+  std::vector<uint8_t> challenge_;  // ours, when authentication is required
+
+  bool put_active_ = false;
+  std::string put_sha256_;
+  std::string put_error_;  // first failure of the current upload
+  std::unique_ptr<ArtifactStore::Upload> upload_;
+  uint64_t put_offset_ = 0;  // where a resumed upload started
+
+  std::thread job_thread_;
+  std::atomic<bool> job_running_{false};
+  std::atomic<bool> cancel_job_{false};
+  std::atomic<bool> cancelled_by_host_{false};
+  uint64_t job_id_ = 0;  // the running job's RunJob request_id
+  Clock::time_point job_start_;
+  Clock::time_point next_progress_;
+  // Held while sending JobProgress and while the job ends (job_running_ false,
+  // "done", JobResult), so no "running" frame follows the JobResult.
+  std::mutex progress_mutex_;
+
+  uint64_t next_ping_id_ = kAgentRequestIdBit | 1;
+  Clock::time_point last_rx_;
+  Clock::time_point next_ping_;
+};
+
+void Server::Session::Serve() {
+  AgentLog(who_ + ": opened");
   for (;;) {
-    // Wait for a frame, Stop(), the authentication deadline or the next heartbeat.
-    auto now = Clock::now();
+    // Wait for a frame, Stop(), the authentication deadline or the next timer.
     int64_t wait_ms = -1;
-    if (need_auth && !s.authed) {
-      auto left = Ms(opened + options_.auth_timeout - now);
-      if (left <= 0) {
-        AgentLog(who + ": did not authenticate within " +
-                 std::to_string(options_.auth_timeout.count()) + " ms; closing");
-        break;
-      }
-      wait_ms = left;
-    }
-    if (s.heartbeat && s.job_running && heartbeat.count() > 0) {
-      if (now - s.last_rx > 3 * heartbeat) {
-        AgentLog(who + ": the host was silent for " + std::to_string(Ms(now - s.last_rx)) +
-                 " ms during a job; cancelling the job and closing");
-        break;
-      }
-      if (now >= s.next_ping) {
-        flatbuffers::FlatBufferBuilder fbb;
-        FinishFrame(fbb, s.next_ping_id++, wire::CreatePing(fbb));
-        if (!send(fbb)) break;
-        s.next_ping = now + heartbeat;
-      }
-      int64_t to_ping = std::max<int64_t>(1, Ms(s.next_ping - now));
-      wait_ms = wait_ms < 0 ? to_ping : std::min(wait_ms, to_ping);
-    } else if (s.job_running) {
-      // Without heartbeats, still wake up now and then to notice a finished job.
-      wait_ms = wait_ms < 0 ? 1000 : std::min<int64_t>(wait_ms, 1000);
-    }
-    if (s.progress && s.job_running) {
-      std::lock_guard<std::mutex> lock(s.progress_mutex);
-      if (s.job_running && now >= s.next_progress) {
-        if (!send_progress(s.job_id, "running")) break;
-        s.next_progress = now + options_.progress_interval;
-      }
-      int64_t to_progress = std::max<int64_t>(1, Ms(s.next_progress - now));
-      wait_ms = wait_ms < 0 ? to_progress : std::min(wait_ms, to_progress);
-    }
-    pollfd fds[2] = {{in_fd, POLLIN, 0}, {stop_read_.get(), POLLIN, 0}};
+    if (!RunTimers(&wait_ms)) break;
+    pollfd fds[2] = {{in_fd_, POLLIN, 0}, {server_->stop_read_.get(), POLLIN, 0}};
     int n = ::poll(fds, 2, static_cast<int>(std::min<int64_t>(wait_ms, 1'000'000)));
     if (n < 0 && errno != EINTR) {
-      AgentLog(who + ": poll failed: " + strerror(errno) + "; closing");
+      AgentLog(who_ + ": poll failed: " + strerror(errno) + "; closing");
       break;
     }
     if (n > 0 && fds[1].revents) break;
     if (n <= 0 || !fds[0].revents) continue;
 
-    auto received = ReadFrame(in_fd, kFrameReadTimeout);
+    auto received = ReadFrame(in_fd_, kFrameReadTimeout);
     if (!received) {
-      AgentLog(who + ": " + received.message() + "; closing the connection");
+      AgentLog(who_ + ": " + received.message() + "; closing the connection");
       break;
     }
     if (received->eof) break;
-    s.last_rx = Clock::now();
-    const wire::Frame& frame = *received->frame();
-    const uint64_t id = frame.request_id();
-    const wire::Body type = frame.body_type();
+    last_rx_ = Clock::now();
+    if (!Handle(*received->frame())) break;
+  }
+  if (job_thread_.joinable()) {
+    cancel_job_ = true;  // nobody is left to read its result
+    job_thread_.join();
+  }
+  AgentLog(who_ + ": closed");
+}
 
-    if (!s.hello_done && type != wire::Body::Hello) {
-      send_error(id, std::string("expected Hello as the first message, got ") + BodyName(frame));
-      AgentLog(who + ": first message was " + BodyName(frame) + ", not Hello; closing");
-      break;
-    }
-    if (s.hello_done && need_auth && !s.authed && type != wire::Body::AuthProof) {
-      auth_failed(id, std::string("expected AuthProof after hello, got ") + BodyName(frame));
-      break;
-    }
-    bool keep_going = true;
-    switch (type) {
-      case wire::Body::Hello: {
-        const auto* hello = frame.body_as_Hello();
-        if (s.hello_done) {
-          keep_going = send_error(id, "Hello was already received on this connection");
-          break;
-        }
-        if (hello->protocol_version() != kProtocolVersion) {
-          std::string msg = "protocol version mismatch: the host speaks version " +
-                            std::to_string(hello->protocol_version()) + ", dfarm-agent " +
-                            device_.agent_version + " speaks version " +
-                            std::to_string(kProtocolVersion);
-          send_error(id, msg);
-          AgentLog(who + ": " + msg + "; closing");
-          keep_going = false;
-          break;
-        }
-        DeviceInfo info = device_;
-        std::vector<std::string> theirs = Strings(hello->features());
-        info.features.clear();
-        for (const auto& f : device_.features) {
-          if (HasFeature(theirs, f)) info.features.push_back(f);
-        }
-        if (need_auth && !HasFeature(info.features, kFeatureAuthHmac)) {
-          std::string msg =
-              "dfarm-agent requires token authentication (feature auth_hmac), which the host "
-              "does not speak";
-          send_error(id, msg);
-          AgentLog(who + ": " + msg + "; closing");
-          keep_going = false;
-          break;
-        }
-        s.heartbeat = HasFeature(info.features, kFeatureHeartbeat);
-        s.put_resume = HasFeature(info.features, kFeaturePutResume);
-        s.plugin = HasFeature(info.features, kFeaturePlugin);
-        s.cancel = HasFeature(info.features, kFeatureCancel);
-        s.progress = HasFeature(info.features, kFeatureProgress);
-        s.device_state = HasFeature(info.features, kFeatureDeviceState);
-        const std::vector<uint8_t>* challenge = nullptr;
-        if (need_auth) {
-          auto random = RandomBytes(kAuthChallengeBytes);
-          if (!random) {
-            send_error(id, random.message());
-            AgentLog(who + ": " + random.message() + "; closing");
-            keep_going = false;
-            break;
-          }
-          s.challenge = std::move(*random);
-          challenge = &s.challenge;
-        }
-        flatbuffers::FlatBufferBuilder fbb;
-        FinishFrame(fbb, id, BuildHelloReply(fbb, info, challenge));
-        s.hello_done = true;
-        AgentLog(who + ": hello from '" + Str(hello->client_name()) + "'");
-        keep_going = send(fbb);
-        break;
-      }
-      case wire::Body::AuthProof: {
-        const auto* proof = frame.body_as_AuthProof();
-        if (!need_auth || s.authed) {
-          keep_going = send_error(id, "unexpected AuthProof: the connection needs none now");
-          break;
-        }
-        auto wait = throttle_->Admit(peer_address);
-        if (wait.count() > 0) {
-          AgentLog(who + ": holding an authentication attempt from " + peer_address + " for " +
-                   std::to_string(wait.count()) + " ms after earlier failures");
-          if (!SleepUnlessStopped(wait)) {
-            keep_going = false;
-            break;
-          }
-        }
-        std::vector<uint8_t> host_challenge = Bytes(proof->challenge());
-        if (!MacEquals(HostProof(token_, s.challenge), Bytes(proof->mac()))) {
-          auth_failed(id, "the host's proof does not match this agent's token");
-          keep_going = false;
-          break;
-        }
-        if (host_challenge.size() != kAuthChallengeBytes) {
-          auth_failed(id, "the host's challenge has " + std::to_string(host_challenge.size()) +
-                              " bytes, expected " + std::to_string(kAuthChallengeBytes));
-          keep_going = false;
-          break;
-        }
-        throttle_->RecordSuccess(peer_address);
-        s.authed = true;
-        AgentLog(who + ": authenticated");
-        auto mac = AgentProof(token_, host_challenge, s.challenge);
-        flatbuffers::FlatBufferBuilder fbb;
-        FinishFrame(fbb, id, wire::CreateAuthReply(fbb, fbb.CreateVector(mac)));
-        keep_going = send(fbb);
-        break;
-      }
-      case wire::Body::Ping: {
-        if (!s.heartbeat) {
-          keep_going = send_error(id, "unexpected Ping: feature heartbeat was not negotiated");
-          break;
-        }
-        flatbuffers::FlatBufferBuilder fbb;
-        FinishFrame(fbb, id, wire::CreatePong(fbb));
-        keep_going = send(fbb);
-        break;
-      }
-      case wire::Body::Pong:
-        break;  // liveness only (last_rx)
-      case wire::Body::HaveRequest: {
-        std::vector<uint8_t> have;
-        for (const auto& sha : Strings(frame.body_as_HaveRequest()->sha256s())) {
-          bool present = store_->Has(sha);
-          if (present) store_->Touch(sha);
-          have.push_back(present ? 1 : 0);
-        }
-        flatbuffers::FlatBufferBuilder fbb;
-        FinishFrame(fbb, id, wire::CreateHaveReply(fbb, fbb.CreateVector(have)));
-        keep_going = send(fbb);
-        break;
-      }
-      case wire::Body::PutBegin: {
-        const auto* begin = frame.body_as_PutBegin();
-        if (s.put_active) {
-          send_error(
-              id, "PutBegin while the upload of " + s.put_sha256.substr(0, 12) + " is still open");
-          keep_going = false;
-          break;
-        }
-        s.put_sha256 = Str(begin->sha256());
-        s.put_error.clear();
-        s.put_offset = 0;
-        if (s.put_resume) {
-          // Answered; a refused upload is not open.
-          auto upload = store_->ResumeUpload(s.put_sha256, begin->size());
-          flatbuffers::FlatBufferBuilder fbb;
-          if (upload) {
-            s.upload = std::move(*upload);
-            s.put_active = true;
-            s.put_offset = s.upload->bytes_received();
-            FinishFrame(fbb, id, wire::CreatePutBeginReplyDirect(fbb, true, "", s.put_offset));
-          } else {
-            AgentLog(who + ": put " + s.put_sha256.substr(0, 12) + ": " + upload.message());
-            FinishFrame(fbb, id,
-                        wire::CreatePutBeginReplyDirect(fbb, false, upload.message().c_str(), 0));
-          }
-          keep_going = send(fbb);
-          break;
-        }
-        s.put_active = true;
-        auto upload = store_->BeginUpload(s.put_sha256, begin->size());
-        if (upload) {
-          s.upload = std::move(*upload);
-        } else {
-          s.put_error = upload.message();
-        }
-        break;
-      }
-      case wire::Body::PutChunk: {
-        const auto* chunk = frame.body_as_PutChunk();
-        if (!s.put_active) {
-          send_error(id, "PutChunk without PutBegin");
-          keep_going = false;
-          break;
-        }
-        if (s.upload && s.put_error.empty()) {
-          const auto* data = chunk->data();
-          auto r = s.upload->Write(chunk->offset(), data ? data->data() : nullptr,
-                                   data ? data->size() : 0);
-          if (!r) {
-            s.put_error = r.message();
-            s.upload.reset();
-          }
-        }
-        break;
-      }
-      case wire::Body::PutEnd: {
-        if (!s.put_active) {
-          send_error(id, "PutEnd without PutBegin");
-          keep_going = false;
-          break;
-        }
-        uint64_t received_bytes = s.upload ? s.upload->bytes_received() : 0;
-        if (s.upload && s.put_error.empty()) {
-          if (auto r = s.upload->Commit(); !r) s.put_error = r.message();
-        }
-        s.upload.reset();
-        s.put_active = false;
-        bool ok = s.put_error.empty();
-        std::string resumed =
-            s.put_offset > 0 ? ", resumed at " + std::to_string(s.put_offset) : "";
-        AgentLog(who + ": put " + s.put_sha256.substr(0, 12) + " (" +
-                 std::to_string(received_bytes) + " bytes" + resumed +
-                 "): " + (ok ? "stored" : s.put_error));
-        flatbuffers::FlatBufferBuilder fbb;
-        FinishFrame(fbb, id,
-                    wire::CreatePutReplyDirect(fbb, ok, s.put_error.c_str(), received_bytes));
-        keep_going = send(fbb);
-        break;
-      }
-      case wire::Body::RunJob: {
-        if (s.job_running) {
-          keep_going = send_error(id, "RunJob while another job of this connection is running");
-          break;
-        }
-        if (s.job_thread.joinable()) s.job_thread.join();
-        JobSpec job = ReadRunJob(*frame.body_as_RunJob());
-        if (!job.plugin_sha256.empty() && !s.plugin) {
-          keep_going = send_error(
-              id, "RunJob names plugin_sha256 " + job.plugin_sha256.substr(0, 12) +
-                      " but the host did not negotiate feature 'plugin' at hello; refusing the "
-                      "job rather than running the delegate without its library");
-          break;
-        }
-        AgentLog(who + ": job " + std::to_string(id) + ": runner " +
-                 job.runner_sha256.substr(0, 12) + ", model " + job.model_sha256.substr(0, 12) +
-                 ", delegate " + job.delegate +
-                 (job.plugin_sha256.empty() ? "" : ", plugin " + job.plugin_sha256.substr(0, 12)));
-        s.job_running = true;
-        s.cancel_job = false;
-        s.cancelled_by_host = false;
-        s.job_id = id;
-        s.job_start = Clock::now();
-        s.next_ping = s.job_start + heartbeat;
-        s.next_progress = s.job_start + options_.progress_interval;
-        if (s.progress && !send_progress(id, "starting")) {
-          s.job_running = false;
-          keep_going = false;
-          break;
-        }
-        // The reader keeps serving (Ping, Have, Put, CancelJob) while the job runs.
-        s.job_thread = std::thread([this, &s, &send, &send_progress, &who, job, id] {
-          JobResult result = supervisor_->Run(job, &s.cancel_job);
-          if (s.cancelled_by_host && result.status == JobStatusName(JobStatus::kInfra)) {
-            result.error = "cancelled by host";
-          }
-          AgentLog(who + ": job " + std::to_string(id) + ": " + result.status +
-                   (result.error.empty() ? "" : " (" + result.error + ")") +
-                   (result.state_note.empty() ? "" : " [" + result.state_note + "]"));
-          flatbuffers::FlatBufferBuilder fbb;
-          FinishFrame(fbb, id, BuildJobResult(fbb, result));
-          std::lock_guard<std::mutex> lock(s.progress_mutex);
-          s.job_running = false;  // before the reply: the host may send the next RunJob at once
-          if (s.progress) send_progress(id, "done");
-          send(fbb);
-        });
-        break;
-      }
-      case wire::Body::CancelJob: {
-        if (!s.cancel) {
-          keep_going = send_error(id, "unexpected CancelJob: feature cancel was not negotiated");
-          break;
-        }
-        uint64_t target = frame.body_as_CancelJob()->job_request_id();
-        // A job that already ended (its JobResult may be on the way) is not an error.
-        if (s.job_running && s.job_id == target) {
-          AgentLog(who + ": job " + std::to_string(target) + ": cancelled by the host");
-          s.cancelled_by_host = true;
-          s.cancel_job = true;
-        }
-        break;
-      }
-      case wire::Body::DeviceStateRequest: {
-        if (!s.device_state) {
-          keep_going = send_error(id,
-                                  "unexpected DeviceStateRequest: feature device_state was not "
-                                  "negotiated");
-          break;
-        }
-        DeviceState state = CollectDeviceState(options_.supervisor.device_state_root);
-        flatbuffers::FlatBufferBuilder fbb;
-        FinishFrame(fbb, id, wire::CreateDeviceStateReply(fbb, BuildDeviceState(fbb, state)));
-        keep_going = send(fbb);
-        break;
-      }
-      default:
-        keep_going =
-            send_error(id, std::string("unexpected message ") + BodyName(frame) + " from the host");
-        break;
-    }
-    if (!keep_going) break;
+bool Server::Session::RunTimers(int64_t* wait_ms) {
+  const auto now = Clock::now();
+  return CheckAuthDeadline(now, wait_ms) && Heartbeat(now, wait_ms) &&
+         SendProgressIfDue(now, wait_ms);
+}
+
+bool Server::Session::CheckAuthDeadline(Clock::time_point now, int64_t* wait_ms) {
+  if (!need_auth_ || authed_) return true;
+  auto left = Ms(opened_ + server_->options_.auth_timeout - now);
+  if (left <= 0) {
+    AgentLog(who_ + ": did not authenticate within " +
+             std::to_string(server_->options_.auth_timeout.count()) + " ms; closing");
+    return false;
   }
-  if (s.job_thread.joinable()) {
-    s.cancel_job = true;  // nobody is left to read its result
-    s.job_thread.join();
+  WakeWithin(wait_ms, left);
+  return true;
+}
+
+bool Server::Session::Heartbeat(Clock::time_point now, int64_t* wait_ms) {
+  if (!job_running_) return true;
+  if (!features_.heartbeat || heartbeat_.count() <= 0) {
+    // Without heartbeats, still wake up now and then to notice a finished job.
+    WakeWithin(wait_ms, 1000);
+    return true;
   }
-  AgentLog(who + ": closed");
+  if (now - last_rx_ > 3 * heartbeat_) {
+    AgentLog(who_ + ": the host was silent for " + std::to_string(Ms(now - last_rx_)) +
+             " ms during a job; cancelling the job and closing");
+    return false;
+  }
+  if (now >= next_ping_) {
+    flatbuffers::FlatBufferBuilder fbb;
+    FinishFrame(fbb, next_ping_id_++, wire::CreatePing(fbb));
+    if (!Send(fbb)) return false;
+    next_ping_ = now + heartbeat_;
+  }
+  WakeWithin(wait_ms, std::max<int64_t>(1, Ms(next_ping_ - now)));
+  return true;
+}
+
+bool Server::Session::SendProgressIfDue(Clock::time_point now, int64_t* wait_ms) {
+  if (!features_.progress || !job_running_) return true;
+  std::lock_guard<std::mutex> lock(progress_mutex_);
+  if (job_running_ && now >= next_progress_) {
+    if (!SendProgress(job_id_, "running")) return false;
+    next_progress_ = now + server_->options_.progress_interval;
+  }
+  WakeWithin(wait_ms, std::max<int64_t>(1, Ms(next_progress_ - now)));
+  return true;
+}
+
+Server::Session::Handler Server::Session::HandlerFor(wire::Body type) {
+  static const auto kHandlers = [] {
+    std::array<Handler, static_cast<size_t>(wire::Body::MAX) + 1> table;
+    table.fill(&Session::OnUnexpected);
+    auto set = [&table](wire::Body body, Handler handler) {
+      table[static_cast<size_t>(body)] = handler;
+    };
+    set(wire::Body::Hello, &Session::OnHello);
+    set(wire::Body::AuthProof, &Session::OnAuthProof);
+    set(wire::Body::Ping, &Session::OnPing);
+    set(wire::Body::Pong, &Session::OnPong);
+    set(wire::Body::HaveRequest, &Session::OnHaveRequest);
+    set(wire::Body::PutBegin, &Session::OnPutBegin);
+    set(wire::Body::PutChunk, &Session::OnPutChunk);
+    set(wire::Body::PutEnd, &Session::OnPutEnd);
+    set(wire::Body::RunJob, &Session::OnRunJob);
+    set(wire::Body::CancelJob, &Session::OnCancelJob);
+    set(wire::Body::DeviceStateRequest, &Session::OnDeviceStateRequest);
+    return table;
+  }();
+  // A body type from a newer schema is unexpected too.
+  const auto index = static_cast<size_t>(type);
+  return index < kHandlers.size() ? kHandlers[index] : &Session::OnUnexpected;
+}
+
+bool Server::Session::Handle(const wire::Frame& frame) {
+  const uint64_t id = frame.request_id();
+  const wire::Body type = frame.body_type();
+  if (!hello_done_ && type != wire::Body::Hello) {
+    SendError(id, std::string("expected Hello as the first message, got ") + BodyName(frame));
+    AgentLog(who_ + ": first message was " + BodyName(frame) + ", not Hello; closing");
+    return false;
+  }
+  if (hello_done_ && need_auth_ && !authed_ && type != wire::Body::AuthProof) {
+    AuthFailed(id, std::string("expected AuthProof after hello, got ") + BodyName(frame));
+    return false;
+  }
+  return (this->*HandlerFor(type))(id, frame);
+}
+
+bool Server::Session::OnHello(uint64_t id, const wire::Frame& frame) {
+  const auto* hello = frame.body_as_Hello();
+  if (hello_done_) return SendError(id, "Hello was already received on this connection");
+  const DeviceInfo& device = server_->device_;
+  if (hello->protocol_version() != kProtocolVersion) {
+    return Refuse(id, "protocol version mismatch: the host speaks version " +
+                          std::to_string(hello->protocol_version()) + ", dfarm-agent " +
+                          device.agent_version + " speaks version " +
+                          std::to_string(kProtocolVersion));
+  }
+  DeviceInfo info = device;
+  std::vector<std::string> theirs = Strings(hello->features());
+  info.features.clear();
+  for (const auto& f : device.features) {
+    if (HasFeature(theirs, f)) info.features.push_back(f);
+  }
+  if (need_auth_ && !HasFeature(info.features, kFeatureAuthHmac)) {
+    return Refuse(id,
+                  "dfarm-agent requires token authentication (feature auth_hmac), which the host "
+                  "does not speak");
+  }
+  features_.heartbeat = HasFeature(info.features, kFeatureHeartbeat);
+  features_.put_resume = HasFeature(info.features, kFeaturePutResume);
+  features_.plugin = HasFeature(info.features, kFeaturePlugin);
+  features_.cancel = HasFeature(info.features, kFeatureCancel);
+  features_.progress = HasFeature(info.features, kFeatureProgress);
+  features_.device_state = HasFeature(info.features, kFeatureDeviceState);
+  const std::vector<uint8_t>* challenge = nullptr;
+  if (need_auth_) {
+    auto random = RandomBytes(kAuthChallengeBytes);
+    if (!random) return Refuse(id, random.message());
+    challenge_ = std::move(*random);
+    challenge = &challenge_;
+  }
+  flatbuffers::FlatBufferBuilder fbb;
+  FinishFrame(fbb, id, BuildHelloReply(fbb, info, challenge));
+  hello_done_ = true;
+  AgentLog(who_ + ": hello from '" + Str(hello->client_name()) + "'");
+  return Send(fbb);
+}
+
+bool Server::Session::OnAuthProof(uint64_t id, const wire::Frame& frame) {
+  const auto* proof = frame.body_as_AuthProof();
+  if (!need_auth_ || authed_) {
+    return SendError(id, "unexpected AuthProof: the connection needs none now");
+  }
+  auto wait = server_->throttle_->Admit(peer_address_);
+  if (wait.count() > 0) {
+    AgentLog(who_ + ": holding an authentication attempt from " + peer_address_ + " for " +
+             std::to_string(wait.count()) + " ms after earlier failures");
+    if (!server_->SleepUnlessStopped(wait)) return false;
+  }
+  std::vector<uint8_t> host_challenge = Bytes(proof->challenge());
+  if (!MacEquals(HostProof(server_->token_, challenge_), Bytes(proof->mac()))) {
+    AuthFailed(id, "the host's proof does not match this agent's token");
+    return false;
+  }
+  if (host_challenge.size() != kAuthChallengeBytes) {
+    AuthFailed(id, "the host's challenge has " + std::to_string(host_challenge.size()) +
+                       " bytes, expected " + std::to_string(kAuthChallengeBytes));
+    return false;
+  }
+  server_->throttle_->RecordSuccess(peer_address_);
+  authed_ = true;
+  AgentLog(who_ + ": authenticated");
+  auto mac = AgentProof(server_->token_, host_challenge, challenge_);
+  flatbuffers::FlatBufferBuilder fbb;
+  FinishFrame(fbb, id, wire::CreateAuthReply(fbb, fbb.CreateVector(mac)));
+  return Send(fbb);
+}
+
+bool Server::Session::OnPing(uint64_t id, const wire::Frame&) {
+  if (!features_.heartbeat) {
+    return SendError(id, "unexpected Ping: feature heartbeat was not negotiated");
+  }
+  flatbuffers::FlatBufferBuilder fbb;
+  FinishFrame(fbb, id, wire::CreatePong(fbb));
+  return Send(fbb);
+}
+
+bool Server::Session::OnPong(uint64_t, const wire::Frame&) {
+  return true;  // liveness only (last_rx_)
+}
+
+bool Server::Session::OnHaveRequest(uint64_t id, const wire::Frame& frame) {
+  std::vector<uint8_t> have;
+  for (const auto& sha : Strings(frame.body_as_HaveRequest()->sha256s())) {
+    bool present = server_->store_->Has(sha);
+    if (present) server_->store_->Touch(sha);
+    have.push_back(present ? 1 : 0);
+  }
+  flatbuffers::FlatBufferBuilder fbb;
+  FinishFrame(fbb, id, wire::CreateHaveReply(fbb, fbb.CreateVector(have)));
+  return Send(fbb);
+}
+
+bool Server::Session::OnPutBegin(uint64_t id, const wire::Frame& frame) {
+  const auto* begin = frame.body_as_PutBegin();
+  if (put_active_) {
+    SendError(id, "PutBegin while the upload of " + put_sha256_.substr(0, 12) + " is still open");
+    return false;
+  }
+  put_sha256_ = Str(begin->sha256());
+  put_error_.clear();
+  put_offset_ = 0;
+  if (features_.put_resume) return ResumeUpload(id, begin->size());
+  put_active_ = true;
+  auto upload = server_->store_->BeginUpload(put_sha256_, begin->size());
+  if (upload) {
+    upload_ = std::move(*upload);
+  } else {
+    put_error_ = upload.message();
+  }
+  return true;
+}
+
+bool Server::Session::ResumeUpload(uint64_t id, uint64_t size) {
+  auto upload = server_->store_->ResumeUpload(put_sha256_, size);
+  flatbuffers::FlatBufferBuilder fbb;
+  if (upload) {
+    upload_ = std::move(*upload);
+    put_active_ = true;
+    put_offset_ = upload_->bytes_received();
+    FinishFrame(fbb, id, wire::CreatePutBeginReplyDirect(fbb, true, "", put_offset_));
+  } else {
+    AgentLog(who_ + ": put " + put_sha256_.substr(0, 12) + ": " + upload.message());
+    FinishFrame(fbb, id, wire::CreatePutBeginReplyDirect(fbb, false, upload.message().c_str(), 0));
+  }
+  return Send(fbb);
+}
+
+bool Server::Session::OnPutChunk(uint64_t id, const wire::Frame& frame) {
+  const auto* chunk = frame.body_as_PutChunk();
+  if (!put_active_) {
+    SendError(id, "PutChunk without PutBegin");
+    return false;
+  }
+  if (upload_ && put_error_.empty()) {
+    const auto* data = chunk->data();
+    auto r =
+        upload_->Write(chunk->offset(), data ? data->data() : nullptr, data ? data->size() : 0);
+    if (!r) {
+      put_error_ = r.message();
+      upload_.reset();
+    }
+  }
+  return true;
+}
+
+bool Server::Session::OnPutEnd(uint64_t id, const wire::Frame&) {
+  if (!put_active_) {
+    SendError(id, "PutEnd without PutBegin");
+    return false;
+  }
+  uint64_t received_bytes = upload_ ? upload_->bytes_received() : 0;
+  if (upload_ && put_error_.empty()) {
+    if (auto r = upload_->Commit(); !r) put_error_ = r.message();
+  }
+  upload_.reset();
+  put_active_ = false;
+  bool ok = put_error_.empty();
+  std::string resumed = put_offset_ > 0 ? ", resumed at " + std::to_string(put_offset_) : "";
+  AgentLog(who_ + ": put " + put_sha256_.substr(0, 12) + " (" + std::to_string(received_bytes) +
+           " bytes" + resumed + "): " + (ok ? "stored" : put_error_));
+  flatbuffers::FlatBufferBuilder fbb;
+  FinishFrame(fbb, id, wire::CreatePutReplyDirect(fbb, ok, put_error_.c_str(), received_bytes));
+  return Send(fbb);
+}
+
+bool Server::Session::OnRunJob(uint64_t id, const wire::Frame& frame) {
+  if (job_running_) {
+    return SendError(id, "RunJob while another job of this connection is running");
+  }
+  if (job_thread_.joinable()) job_thread_.join();
+  JobSpec job = ReadRunJob(*frame.body_as_RunJob());
+  if (!job.plugin_sha256.empty() && !features_.plugin) {
+    return SendError(id, "RunJob names plugin_sha256 " + job.plugin_sha256.substr(0, 12) +
+                             " but the host did not negotiate feature 'plugin' at hello; "
+                             "refusing the job rather than running the delegate without its "
+                             "library");
+  }
+  AgentLog(who_ + ": job " + std::to_string(id) + ": runner " + job.runner_sha256.substr(0, 12) +
+           ", model " + job.model_sha256.substr(0, 12) + ", delegate " + job.delegate +
+           (job.plugin_sha256.empty() ? "" : ", plugin " + job.plugin_sha256.substr(0, 12)));
+  job_running_ = true;
+  cancel_job_ = false;
+  cancelled_by_host_ = false;
+  job_id_ = id;
+  job_start_ = Clock::now();
+  next_ping_ = job_start_ + heartbeat_;
+  next_progress_ = job_start_ + server_->options_.progress_interval;
+  if (features_.progress && !SendProgress(id, "starting")) {
+    job_running_ = false;
+    return false;
+  }
+  // The reader keeps serving (Ping, Have, Put, CancelJob) while the job runs.
+  job_thread_ = std::thread([this, job = std::move(job), id] { RunJobAndReply(job, id); });
+  return true;
+}
+
+void Server::Session::RunJobAndReply(const JobSpec& job, uint64_t id) {
+  JobResult result = server_->supervisor_->Run(job, &cancel_job_);
+  if (cancelled_by_host_ && result.status == JobStatusName(JobStatus::kInfra)) {
+    result.error = "cancelled by host";
+  }
+  AgentLog(who_ + ": job " + std::to_string(id) + ": " + result.status +
+           (result.error.empty() ? "" : " (" + result.error + ")") +
+           (result.state_note.empty() ? "" : " [" + result.state_note + "]"));
+  flatbuffers::FlatBufferBuilder fbb;
+  FinishFrame(fbb, id, BuildJobResult(fbb, result));
+  std::lock_guard<std::mutex> lock(progress_mutex_);
+  job_running_ = false;  // before the reply: the host may send the next RunJob at once
+  if (features_.progress) SendProgress(id, "done");
+  Send(fbb);
+}
+
+bool Server::Session::OnCancelJob(uint64_t id, const wire::Frame& frame) {
+  if (!features_.cancel) {
+    return SendError(id, "unexpected CancelJob: feature cancel was not negotiated");
+  }
+  uint64_t target = frame.body_as_CancelJob()->job_request_id();
+  // A job that already ended (its JobResult may be on the way) is not an error.
+  if (job_running_ && job_id_ == target) {
+    AgentLog(who_ + ": job " + std::to_string(target) + ": cancelled by the host");
+    cancelled_by_host_ = true;
+    cancel_job_ = true;
+  }
+  return true;
+}
+
+bool Server::Session::OnDeviceStateRequest(uint64_t id, const wire::Frame&) {
+  if (!features_.device_state) {
+    return SendError(id, "unexpected DeviceStateRequest: feature device_state was not negotiated");
+  }
+  DeviceState state = CollectDeviceState(server_->options_.supervisor.device_state_root);
+  flatbuffers::FlatBufferBuilder fbb;
+  FinishFrame(fbb, id, wire::CreateDeviceStateReply(fbb, BuildDeviceState(fbb, state)));
+  return Send(fbb);
+}
+
+bool Server::Session::OnUnexpected(uint64_t id, const wire::Frame& frame) {
+  return SendError(id, std::string("unexpected message ") + BodyName(frame) + " from the host");
+}
+
+bool Server::Session::Send(flatbuffers::FlatBufferBuilder& fbb) {
+  std::lock_guard<std::mutex> lock(write_mutex_);
+  auto r = WriteFrame(out_fd_, fbb, kWriteTimeout);
+  if (!r) AgentLog(who_ + ": cannot send a reply: " + r.message());
+  return r.ok();
+}
+
+bool Server::Session::SendError(uint64_t id, const std::string& message) {
+  flatbuffers::FlatBufferBuilder fbb;
+  FinishFrame(fbb, id, wire::CreateErrorReplyDirect(fbb, message.c_str()));
+  return Send(fbb);
+}
+
+bool Server::Session::SendProgress(uint64_t id, const char* phase) {
+  flatbuffers::FlatBufferBuilder fbb;
+  auto elapsed = static_cast<uint64_t>(std::max<int64_t>(0, Ms(Clock::now() - job_start_)));
+  FinishFrame(fbb, id, wire::CreateJobProgressDirect(fbb, phase, elapsed));
+  return Send(fbb);
+}
+
+bool Server::Session::Refuse(uint64_t id, const std::string& message) {
+  SendError(id, message);
+  AgentLog(who_ + ": " + message + "; closing");
+  return false;
+}
+
+void Server::Session::AuthFailed(uint64_t id, const std::string& why) {
+  auto [count, delay] = server_->throttle_->RecordFailure(peer_address_);
+  AgentLog(who_ + ": authentication failed: " + why + " (failure " + std::to_string(count) +
+           " from " + peer_address_ + "; its next attempt waits " + std::to_string(delay.count()) +
+           " ms)");
+  SendError(id, "authentication failed: " + why);
+}
+
+void Server::ServeConnection(int in_fd, int out_fd, const std::string& who,
+                             const std::string& peer_address) {
+  Session session(this, in_fd, out_fd, who, peer_address);
+  session.Serve();
 }
 
 }  // namespace dfarm::agent

@@ -13,12 +13,12 @@
 #include <string>
 #include <thread>
 
+#include "agent/base/result.h"
+#include "agent/base/unique_fd.h"
 #include "agent/daemon/artifact_store.h"
+#include "agent/daemon/supervisor.h"
 #include "agent/protocol/auth.h"
 #include "agent/protocol/types.h"
-#include "agent/base/result.h"
-#include "agent/daemon/supervisor.h"
-#include "agent/base/unique_fd.h"
 
 namespace dfarm::agent {
 
@@ -90,8 +90,13 @@ class Server {
 
   Server() = default;
   void HandleConnection(Connection* conn);
-  // The protocol on one connection; returns when it is over.
-  void Converse(int in_fd, int out_fd, const std::string& who, const std::string& peer_address);
+  // One connection's protocol state and message handlers (server.cc).
+  class Session;
+  // Serves the protocol on one connection (hello, authentication, then one
+  // handler per request) until the peer closes it, Stop() or a fatal error.
+  // who names the connection in logs; peer_address keys the auth throttle.
+  void ServeConnection(int in_fd, int out_fd, const std::string& who,
+                       const std::string& peer_address);
   // Sleeps for d unless Stop() comes first; false if it did.
   bool SleepUnlessStopped(std::chrono::milliseconds d);
   void ReapFinished(bool all);

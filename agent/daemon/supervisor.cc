@@ -230,8 +230,8 @@ void Supervisor::Classify(int exit_code, int signal, const std::string& stdout_t
     case RunnerStatus::kModelError:
     case RunnerStatus::kDelegateError:
     case RunnerStatus::kUnsupported:
-      result->error = json_error.empty() ? with_detail("runner exited with code " + code)
-                                         : OneLine(json_error);
+      result->error =
+          json_error.empty() ? with_detail("runner exited with code " + code) : OneLine(json_error);
       return;
   }
 }
