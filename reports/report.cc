@@ -28,8 +28,15 @@ std::string DelegateLabel(const store::JobRow& job) {
 std::string PlacementLabel(const store::JobRow& job) {
   if (!job.placement) return "";
   const store::PlacementSummary& p = *job.placement;
-  if (p.delegated_nodes == 0) return "all " + std::to_string(p.nodes) + " on cpu";
-  return std::to_string(p.delegated_nodes) + "/" + std::to_string(p.nodes) + " on " + p.delegates;
+  // Folded nodes ran once at load, never at Invoke(): not fallbacks, so not in the fraction.
+  const int64_t run = p.nodes - p.folded_nodes;
+  std::string label = p.delegated_nodes == 0 ? "all " + std::to_string(run) + " on cpu"
+                                             : std::to_string(p.delegated_nodes) + "/" +
+                                                   std::to_string(run) + " on " + p.delegates;
+  if (p.folded_nodes > 0) {
+    label += " (+" + std::to_string(p.folded_nodes) + " constants folded at load)";
+  }
+  return label;
 }
 
 std::string AccuracyLabel(const RunReport& report, const store::JobRow& job) {

@@ -204,5 +204,61 @@ TEST(CliTest, ReadCommands) {
   EXPECT_THAT(o.err, HasSubstr("unknown report format 'pdf'"));
 }
 
+// Nodes folded at load (a DEQUANTIZE of constant fp16 weights) ran once, not
+// at Invoke(): the placement counts them apart, not as fallbacks to the CPU.
+TEST(CliTest, ShowCountsConstantsFoldedAtLoadApart) {
+  harness::TempDir dir;
+  std::string db = (dir.path() / "x.db").string();
+  {
+    auto store = store::OpenSqliteStore(db);
+    ASSERT_TRUE(store.ok());
+    auto run = (*store)->CreateRun("fp16", R"({"name":"fp16"})");
+    ASSERT_TRUE(run.ok());
+    store::JobRow j;
+    j.model = "m.tflite";
+    j.delegate = "xnnpack";
+    j.device = "local";
+    store::JobOutcome r;
+    r.status = "ok";
+    r.metrics = store::Metrics{};
+    store::Placement p;
+    p.partitions = 1;
+    p.nodes.push_back({0, "DEQUANTIZE", "cpu", std::nullopt, true, ""});
+    p.nodes.push_back({1, "DEQUANTIZE", "cpu", std::nullopt, true, ""});
+    p.nodes.push_back({2, "CONV_2D", "xnnpack", 0, false, ""});
+    p.nodes.push_back({3, "ADD", "xnnpack", 0, false, ""});
+    r.placement = p;
+    auto id = (*store)->AddJob(*run, j);
+    ASSERT_TRUE(id.ok());
+    ASSERT_TRUE((*store)->RecordJobResult(*id, r).ok());
+    j.delegate = "cpu";
+    for (store::PlacementNode& n : r.placement->nodes) {
+      if (!n.folded) n = {n.node_index, n.op, "cpu", std::nullopt, false, ""};
+    }
+    r.placement->partitions = 0;
+    auto cpu = (*store)->AddJob(*run, j);
+    ASSERT_TRUE(cpu.ok());
+    ASSERT_TRUE((*store)->RecordJobResult(*cpu, r).ok());
+    ASSERT_TRUE((*store)->FinishRun(*run, "finished").ok());
+  }
+  Outcome o = Call({"show", "1", "--db", db});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_THAT(o.out, HasSubstr("\t2/2 on xnnpack (+2 constants folded at load)\t"));
+  EXPECT_THAT(o.out, HasSubstr("\tall 2 on cpu (+2 constants folded at load)\t"));
+  o = Call({"show", "1", "--job", "1", "--db", db});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_THAT(o.out, HasSubstr("placement: 2/2 on xnnpack (+2 constants folded at load), 1 "
+                               "partition(s)\n"));
+  EXPECT_THAT(o.out, HasSubstr("0\tDEQUANTIZE\tcpu\t-\tfolded at load\n"));
+  o = Call({"show", "1", "--db", db, "--json"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  auto doc = nlohmann::json::parse(o.out);
+  ASSERT_EQ(doc["jobs"].size(), 2u);
+  EXPECT_EQ(doc["jobs"][0]["placement"]["delegated_nodes"], 2);
+  EXPECT_EQ(doc["jobs"][0]["placement"]["cpu_nodes"], 2);  // folded ones included, as before
+  EXPECT_EQ(doc["jobs"][0]["placement"]["folded_nodes"], 2);
+  EXPECT_EQ(doc["jobs"][1]["placement"]["folded_nodes"], 2);
+}
+
 }  // namespace
 }  // namespace dfarm::cli

@@ -27,12 +27,13 @@ json MetricsJson(const store::Metrics& m) {
       {"arena_bytes", m.arena_bytes}};
 }
 
-// {"partitions","delegated_nodes","cpu_nodes","delegates"}, or null.
+// {"partitions","delegated_nodes","cpu_nodes","folded_nodes","delegates"}, or null.
 json PlacementSummaryJson(const store::JobRow& j) {
   if (!j.placement) return nullptr;
   return {{"partitions", j.placement->partitions},
           {"delegated_nodes", j.placement->delegated_nodes},
           {"cpu_nodes", j.placement->cpu_nodes},
+          {"folded_nodes", j.placement->folded_nodes},
           {"delegates", j.placement->delegates}};
 }
 

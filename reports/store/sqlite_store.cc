@@ -175,7 +175,8 @@ constexpr const char* kJobColumns =
     "(SELECT group_concat(DISTINCT p.delegate) FROM placement p "
     " WHERE p.job_id = j.id AND p.delegate <> 'cpu'), "
     "coalesce(r.started_hot, 0), coalesce(r.throttled, 0), coalesce(r.state_note, ''), "
-    "coalesce(r.threads_used, 0) "
+    "coalesce(r.threads_used, 0), "
+    "(SELECT count(*) FROM placement p WHERE p.job_id = j.id AND p.folded <> 0) "
     "FROM jobs j LEFT JOIN results r ON r.job_id = j.id ";
 
 JobRow ReadJob(const Stmt& s) {
@@ -219,6 +220,7 @@ JobRow ReadJob(const Stmt& s) {
     p.nodes = s.Int(29);
     p.delegated_nodes = s.Int(30);
     p.cpu_nodes = p.nodes - p.delegated_nodes;
+    p.folded_nodes = s.Int(36);
     p.delegates = s.Text(31);
     j.placement = p;
   }

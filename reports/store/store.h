@@ -80,6 +80,7 @@ struct PlacementSummary {
   int64_t delegated_nodes = 0;  // nodes whose delegate is not "cpu"
   int64_t cpu_nodes = 0;        // nodes on "cpu", folded ones included
   std::string delegates;        // the delegates other than cpu that ran nodes, ","-joined, sorted
+  int64_t folded_nodes = 0;     // nodes evaluated once at load (constants), among cpu_nodes
 };
 
 struct RunRow {
