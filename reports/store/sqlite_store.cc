@@ -1,6 +1,5 @@
-// SQLite backend of the Store. Schema changes are appended to kMigrations and
-// never edited once released: a database records the number of migrations
-// applied in schema_version, and opening it applies the rest in order.
+// SQLite backend of the Store. The schema and its migrations are in
+// sqlite_schema.cc.
 #include <signal.h>
 #include <sqlite3.h>
 #include <unistd.h>
@@ -8,161 +7,23 @@
 #include <cerrno>
 #include <cmath>
 #include <ctime>
-#include <iterator>
+#include <optional>
 #include <utility>
+#include <vector>
 
+#include "reports/store/sqlite_schema.h"
 #include "reports/store/sqlite_util.h"
 #include "reports/store/store.h"
 
 namespace dfarm::store {
 namespace {
 
+using sqlite::Column;
 using sqlite::Db;
+using sqlite::FiniteOrNull;
 using sqlite::Stmt;
 using sqlite::Transaction;
-
-// kMigrations[i] takes the schema from version i to version i + 1.
-constexpr const char* kMigrations[] = {
-    // v1: runs, devices, jobs, results, samples.
-    R"sql(
-CREATE TABLE runs(
-  id INTEGER PRIMARY KEY,
-  name TEXT NOT NULL,
-  created_at TEXT NOT NULL,
-  finished_at TEXT NOT NULL DEFAULT '',
-  status TEXT NOT NULL,
-  spec_json TEXT NOT NULL);
-CREATE TABLE devices(
-  name TEXT PRIMARY KEY,
-  abi TEXT NOT NULL DEFAULT '',
-  os TEXT NOT NULL DEFAULT '',
-  cpu TEXT NOT NULL DEFAULT '',
-  cores INTEGER NOT NULL DEFAULT 0,
-  memory_bytes INTEGER NOT NULL DEFAULT 0,
-  hostname TEXT NOT NULL DEFAULT '',
-  agent_version TEXT NOT NULL DEFAULT '',
-  last_seen TEXT NOT NULL DEFAULT '');
-CREATE TABLE jobs(
-  id INTEGER PRIMARY KEY,
-  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-  job_key TEXT NOT NULL,
-  model TEXT NOT NULL,
-  model_path TEXT NOT NULL,
-  model_sha256 TEXT NOT NULL,
-  delegate TEXT NOT NULL,
-  delegate_options TEXT NOT NULL DEFAULT '',
-  device TEXT NOT NULL,
-  status TEXT NOT NULL,
-  error TEXT NOT NULL DEFAULT '',
-  wall_ms REAL NOT NULL DEFAULT 0,
-  started_at TEXT NOT NULL DEFAULT '');
-CREATE INDEX jobs_by_run ON jobs(run_id);
-CREATE INDEX jobs_by_key ON jobs(job_key);
-CREATE TABLE results(
-  job_id INTEGER PRIMARY KEY REFERENCES jobs(id) ON DELETE CASCADE,
-  init_us REAL, first_us REAL, warmup_mean_us REAL, mean_us REAL, std_us REAL,
-  min_us REAL, max_us REAL, p50_us REAL, p90_us REAL, p99_us REAL,
-  num_runs INTEGER, peak_rss_bytes INTEGER, arena_bytes INTEGER,
-  exit_code INTEGER NOT NULL,
-  signal INTEGER NOT NULL,
-  runner_json TEXT NOT NULL,
-  stderr_tail TEXT NOT NULL,
-  finished_at TEXT NOT NULL);
-CREATE TABLE samples(
-  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
-  idx INTEGER NOT NULL,
-  value_us REAL NOT NULL,
-  PRIMARY KEY(job_id, idx)) WITHOUT ROWID;
-)sql",
-    // v2 (issue 6): per-job thread count, attempts and failover, device state,
-    // an index for the scheduler's and dashboard's "pending jobs of a run".
-    R"sql(
-ALTER TABLE jobs ADD COLUMN num_threads INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE jobs ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE jobs ADD COLUMN moved_from TEXT NOT NULL DEFAULT '';
-ALTER TABLE devices ADD COLUMN state TEXT NOT NULL DEFAULT '';
-ALTER TABLE devices ADD COLUMN state_reason TEXT NOT NULL DEFAULT '';
-CREATE INDEX jobs_by_run_status ON jobs(run_id, status);
-CREATE INDEX jobs_by_device ON jobs(device);
-)sql",
-    // v3 (issue 7): where each node ran (the runner's "placement"; partitions
-    // NULL when it reported none) and the device state the agent read around
-    // the runner (JSON objects, NULL when unread), with its hot/throttled flags.
-    R"sql(
-ALTER TABLE results ADD COLUMN partitions INTEGER;
-ALTER TABLE results ADD COLUMN state_before TEXT;
-ALTER TABLE results ADD COLUMN state_after TEXT;
-ALTER TABLE results ADD COLUMN started_hot INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE results ADD COLUMN throttled INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE results ADD COLUMN hot_threshold_c REAL NOT NULL DEFAULT 0;
-ALTER TABLE results ADD COLUMN state_note TEXT NOT NULL DEFAULT '';
-CREATE TABLE placement(
-  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
-  node_index INTEGER NOT NULL,
-  op TEXT NOT NULL,
-  delegate TEXT NOT NULL,
-  partition_index INTEGER,
-  folded INTEGER NOT NULL DEFAULT 0,
-  reason TEXT NOT NULL DEFAULT '',
-  PRIMARY KEY(job_id, node_index)) WITHOUT ROWID;
-)sql",
-    // v4 (issues 5, 6): per-output accuracy against the reference, the
-    // artifacts pushed, the owner of a run (resume lock) and its runtime
-    // build, and indexes for the dashboard (runs by time, results by
-    // model + delegate across runs).
-    R"sql(
-CREATE TABLE output_accuracy(
-  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
-  output_index INTEGER NOT NULL,
-  name TEXT NOT NULL DEFAULT '',
-  reference TEXT NOT NULL DEFAULT '',
-  compared INTEGER NOT NULL DEFAULT 0,
-  mean_abs_error REAL,
-  std_abs_error REAL,
-  max_abs_error REAL,
-  rmse REAL,
-  max_abs_error_lsb REAL,
-  nan_count INTEGER NOT NULL DEFAULT 0,
-  inf_count INTEGER NOT NULL DEFAULT 0,
-  reference_nan_count INTEGER NOT NULL DEFAULT 0,
-  reference_inf_count INTEGER NOT NULL DEFAULT 0,
-  top1_agree INTEGER,
-  top5_agree INTEGER,
-  PRIMARY KEY(job_id, output_index)) WITHOUT ROWID;
-CREATE TABLE device_telemetry(
-  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
-  phase TEXT NOT NULL,
-  unix_ms INTEGER NOT NULL,
-  hottest_temp_c REAL,
-  load_avg_1m REAL,
-  battery_temp_c REAL,
-  battery_level_pct INTEGER,
-  PRIMARY KEY(job_id, phase)) WITHOUT ROWID;
-CREATE TABLE artifacts(
-  sha256 TEXT PRIMARY KEY,
-  kind TEXT NOT NULL,
-  size_bytes INTEGER NOT NULL,
-  first_seen TEXT NOT NULL,
-  host_path TEXT NOT NULL DEFAULT '');
-ALTER TABLE runs ADD COLUMN owner_pid INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE runs ADD COLUMN owner_host TEXT NOT NULL DEFAULT '';
-ALTER TABLE runs ADD COLUMN owner_since INTEGER NOT NULL DEFAULT 0;
-CREATE TABLE run_runners(
-  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-  host_path TEXT NOT NULL,
-  sha256 TEXT NOT NULL,
-  PRIMARY KEY(run_id, host_path)) WITHOUT ROWID;
-CREATE INDEX runs_by_created ON runs(created_at);
-CREATE INDEX jobs_by_model_delegate ON jobs(model_sha256, delegate, delegate_options, device);
-)sql",
-    // v5: the threads the delegate ran with (the runner's threads_used; NULL
-    // when the runner did not report it).
-    R"sql(
-ALTER TABLE results ADD COLUMN threads_used INTEGER;
-)sql",
-};
-
-constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
+using sqlite::Value;
 
 constexpr const char* kJobColumns =
     "j.id, j.run_id, j.job_key, j.model, j.model_path, j.model_sha256, j.delegate, "
@@ -265,6 +126,83 @@ bool OwnerAlive(int64_t pid, const std::string& host, int64_t since) {
   }
   return UnixNow() - since < kRunClaimStaleSeconds;
 }
+
+// The results row of a job: metrics (NULL when the runner reported none),
+// the runner's raw output and the device state around it.
+std::vector<Column> ResultColumns(int64_t job_id, const JobOutcome& o) {
+  const Metrics* m = o.metrics ? &*o.metrics : nullptr;
+  auto metric = [m](auto field) { return m ? Value(m->*field) : Value(); };
+  return {
+      {"job_id", job_id},
+      {"init_us", metric(&Metrics::init_us)},
+      {"first_us", metric(&Metrics::first_us)},
+      {"warmup_mean_us", metric(&Metrics::warmup_mean_us)},
+      {"mean_us", metric(&Metrics::mean_us)},
+      {"std_us", metric(&Metrics::std_us)},
+      {"min_us", metric(&Metrics::min_us)},
+      {"max_us", metric(&Metrics::max_us)},
+      {"p50_us", metric(&Metrics::p50_us)},
+      {"p90_us", metric(&Metrics::p90_us)},
+      {"p99_us", metric(&Metrics::p99_us)},
+      {"num_runs", metric(&Metrics::num_runs)},
+      {"peak_rss_bytes", metric(&Metrics::peak_rss_bytes)},
+      {"arena_bytes", metric(&Metrics::arena_bytes)},
+      {"exit_code", o.exit_code},
+      {"signal", o.signal},
+      {"runner_json", o.runner_json},
+      {"stderr_tail", o.stderr_tail},
+      {"finished_at", NowIso8601()},
+      {"partitions", o.placement ? Value(o.placement->partitions) : Value()},
+      {"state_before", o.state_before_json},
+      {"state_after", o.state_after_json},
+      {"started_hot", o.started_hot},
+      {"throttled", o.throttled},
+      {"hot_threshold_c", o.hot_threshold_c},
+      {"state_note", o.state_note},
+      // NULL: the runner did not report it.
+      {"threads_used", m && m->threads_used > 0 ? Value(m->threads_used) : Value()},
+  };
+}
+
+// Columns of the child tables, after job_id.
+std::vector<Column> PlacementColumns(const PlacementNode& n, size_t) {
+  return {{"node_index", n.node_index},     {"op", n.op},         {"delegate", n.delegate},
+          {"partition_index", n.partition}, {"folded", n.folded}, {"reason", n.reason}};
+}
+
+std::vector<Column> AccuracyColumns(const OutputAccuracy& a, size_t) {
+  return {{"output_index", a.output_index},
+          {"name", a.name},
+          {"reference", a.reference},
+          {"compared", a.compared},
+          {"mean_abs_error", FiniteOrNull(a.mean_abs_error)},
+          {"std_abs_error", FiniteOrNull(a.std_abs_error)},
+          {"max_abs_error", FiniteOrNull(a.max_abs_error)},
+          {"rmse", FiniteOrNull(a.rmse)},
+          {"nan_count", a.nan_count},
+          {"inf_count", a.inf_count},
+          {"reference_nan_count", a.reference_nan_count},
+          {"reference_inf_count", a.reference_inf_count},
+          {"top1_agree", a.top1_agree},
+          {"top5_agree", a.top5_agree},
+          {"max_abs_error_lsb", FiniteOrNull(a.max_abs_error_lsb.value_or(std::nan("")))}};
+}
+
+std::vector<Column> TelemetryColumns(const TelemetryRow& t, size_t) {
+  return {{"phase", t.phase},
+          {"unix_ms", t.unix_ms},
+          {"hottest_temp_c", t.hottest_temp_c},
+          {"load_avg_1m", t.load_avg_1m},
+          {"battery_temp_c", t.battery_temp_c},
+          {"battery_level_pct", t.battery_level_pct}};
+}
+
+std::vector<Column> SampleColumns(double value_us, size_t i) {
+  return {{"idx", i}, {"value_us", value_us}};
+}
+
+// For child rows whose errors need no per-row label.
+constexpr auto kNoLabel = [](const auto&, size_t) { return std::string(); };
 
 class SqliteStore final : public Store {
  public:
@@ -515,159 +453,36 @@ class SqliteStore final : public Store {
       if (auto r = s->Run(); !r) return Fail("record job result", r);
       if (auto r = ExpectChanged("job", job_id); !r) return r;
     }
-    {
-      auto s = Prepare(
-          "INSERT OR REPLACE INTO results(job_id, init_us, first_us, warmup_mean_us, mean_us, "
-          "std_us, min_us, max_us, p50_us, p90_us, p99_us, num_runs, peak_rss_bytes, "
-          "arena_bytes, exit_code, signal, runner_json, stderr_tail, finished_at, partitions, "
-          "state_before, state_after, started_hot, throttled, hot_threshold_c, state_note, "
-          "threads_used) "
-          "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-          "?)");
-      if (!s) return s.error();
-      s->Bind(1, job_id);
-      if (o.metrics) {
-        const Metrics& m = *o.metrics;
-        s->Bind(2, m.init_us).Bind(3, m.first_us).Bind(4, m.warmup_mean_us).Bind(5, m.mean_us);
-        s->Bind(6, m.std_us).Bind(7, m.min_us).Bind(8, m.max_us).Bind(9, m.p50_us);
-        s->Bind(10, m.p90_us).Bind(11, m.p99_us).Bind(12, m.num_runs);
-        s->Bind(13, m.peak_rss_bytes).Bind(14, m.arena_bytes);
-      } else {
-        for (int i = 2; i <= 14; ++i) s->BindNull(i);
-      }
-      s->Bind(15, o.exit_code).Bind(16, o.signal).Bind(17, o.runner_json);
-      s->Bind(18, o.stderr_tail).Bind(19, NowIso8601());
-      if (o.placement) {
-        s->Bind(20, o.placement->partitions);
-      } else {
-        s->BindNull(20);
-      }
-      if (o.state_before_json) {
-        s->Bind(21, *o.state_before_json);
-      } else {
-        s->BindNull(21);
-      }
-      if (o.state_after_json) {
-        s->Bind(22, *o.state_after_json);
-      } else {
-        s->BindNull(22);
-      }
-      s->Bind(23, o.started_hot ? 1 : 0).Bind(24, o.throttled ? 1 : 0);
-      s->Bind(25, o.hot_threshold_c).Bind(26, o.state_note);
-      if (o.metrics && o.metrics->threads_used > 0) {
-        s->Bind(27, o.metrics->threads_used);
-      } else {
-        s->BindNull(27);
-      }
-      if (auto r = s->Run(); !r) return Fail("record job result", r);
+    if (auto r =
+            Insert("INSERT OR REPLACE INTO results", ResultColumns(job_id, o), "record job result");
+        !r) {
+      return r;
     }
-    {
-      auto del = Prepare("DELETE FROM placement WHERE job_id = ?");
-      if (!del) return del.error();
-      del->Bind(1, job_id);
-      if (auto r = del->Run(); !r) return Fail("record placement", r);
-      if (o.placement) {
-        auto s = Prepare(
-            "INSERT INTO placement(job_id, node_index, op, delegate, partition_index, folded, "
-            "reason) VALUES(?, ?, ?, ?, ?, ?, ?)");
-        if (!s) return s.error();
-        for (const PlacementNode& n : o.placement->nodes) {
-          s->Reset();
-          s->Bind(1, job_id).Bind(2, n.node_index).Bind(3, n.op).Bind(4, n.delegate);
-          if (n.partition) {
-            s->Bind(5, *n.partition);
-          } else {
-            s->BindNull(5);
-          }
-          s->Bind(6, n.folded ? 1 : 0).Bind(7, n.reason);
-          if (auto r = s->Run(); !r) {
-            return Fail("record placement of node " + std::to_string(n.node_index), r);
-          }
-        }
-      }
+    static const std::vector<PlacementNode> kNoNodes;
+    if (auto r = ReplaceJobRows(job_id, "placement", "placement",
+                                o.placement ? o.placement->nodes : kNoNodes, PlacementColumns,
+                                [](const PlacementNode& n, size_t) {
+                                  return " of node " + std::to_string(n.node_index);
+                                });
+        !r) {
+      return r;
     }
-    {
-      auto del_acc = Prepare("DELETE FROM output_accuracy WHERE job_id = ?");
-      if (!del_acc) return del_acc.error();
-      del_acc->Bind(1, job_id);
-      if (auto r = del_acc->Run(); !r) return Fail("record accuracy", r);
-      auto s = Prepare(
-          "INSERT INTO output_accuracy(job_id, output_index, name, reference, compared, "
-          "mean_abs_error, std_abs_error, max_abs_error, rmse, nan_count, inf_count, "
-          "reference_nan_count, reference_inf_count, top1_agree, top5_agree, "
-          "max_abs_error_lsb) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-      if (!s) return s.error();
-      for (const OutputAccuracy& a : o.accuracy) {
-        s->Reset();
-        s->Bind(1, job_id).Bind(2, a.output_index).Bind(3, a.name).Bind(4, a.reference);
-        auto real = [&](int col, double v) {
-          if (std::isfinite(v)) {
-            s->Bind(col, v);
-          } else {
-            s->BindNull(col);
-          }
-        };
-        s->Bind(5, a.compared);
-        real(6, a.mean_abs_error);
-        real(7, a.std_abs_error);
-        real(8, a.max_abs_error);
-        real(9, a.rmse);
-        s->Bind(10, a.nan_count).Bind(11, a.inf_count);
-        s->Bind(12, a.reference_nan_count).Bind(13, a.reference_inf_count);
-        if (a.top1_agree) {
-          s->Bind(14, *a.top1_agree ? 1 : 0);
-        } else {
-          s->BindNull(14);
-        }
-        if (a.top5_agree) {
-          s->Bind(15, *a.top5_agree ? 1 : 0);
-        } else {
-          s->BindNull(15);
-        }
-        real(16, a.max_abs_error_lsb.value_or(std::nan("")));
-        if (auto r = s->Run(); !r) {
-          return Fail("record accuracy of output " + std::to_string(a.output_index), r);
-        }
-      }
+    if (auto r = ReplaceJobRows(job_id, "output_accuracy", "accuracy", o.accuracy, AccuracyColumns,
+                                [](const OutputAccuracy& a, size_t) {
+                                  return " of output " + std::to_string(a.output_index);
+                                });
+        !r) {
+      return r;
     }
-    {
-      auto del = Prepare("DELETE FROM device_telemetry WHERE job_id = ?");
-      if (!del) return del.error();
-      del->Bind(1, job_id);
-      if (auto r = del->Run(); !r) return Fail("record telemetry", r);
-      auto s = Prepare(
-          "INSERT INTO device_telemetry(job_id, phase, unix_ms, hottest_temp_c, load_avg_1m, "
-          "battery_temp_c, battery_level_pct) VALUES(?, ?, ?, ?, ?, ?, ?)");
-      if (!s) return s.error();
-      for (const TelemetryRow& t : o.telemetry) {
-        s->Reset();
-        s->Bind(1, job_id).Bind(2, t.phase).Bind(3, t.unix_ms);
-        auto opt = [&](int col, const auto& v) {
-          if (v) {
-            s->Bind(col, *v);
-          } else {
-            s->BindNull(col);
-          }
-        };
-        opt(4, t.hottest_temp_c);
-        opt(5, t.load_avg_1m);
-        opt(6, t.battery_temp_c);
-        opt(7, t.battery_level_pct);
-        if (auto r = s->Run(); !r) return Fail("record telemetry", r);
-      }
+    if (auto r = ReplaceJobRows(job_id, "device_telemetry", "telemetry", o.telemetry,
+                                TelemetryColumns, kNoLabel);
+        !r) {
+      return r;
     }
-    {
-      auto del = Prepare("DELETE FROM samples WHERE job_id = ?");
-      if (!del) return del.error();
-      del->Bind(1, job_id);
-      if (auto r = del->Run(); !r) return Fail("record samples", r);
-      auto s = Prepare("INSERT INTO samples(job_id, idx, value_us) VALUES(?, ?, ?)");
-      if (!s) return s.error();
-      for (size_t i = 0; i < o.samples_us.size(); ++i) {
-        s->Reset();
-        s->Bind(1, job_id).Bind(2, static_cast<int64_t>(i)).Bind(3, o.samples_us[i]);
-        if (auto r = s->Run(); !r) return Fail("record samples", r);
-      }
+    if (auto r =
+            ReplaceJobRows(job_id, "samples", "samples", o.samples_us, SampleColumns, kNoLabel);
+        !r) {
+      return r;
     }
     if (auto r = tx->Commit(); !r) return Fail("record job result", r);
     return Ok();
@@ -849,6 +664,43 @@ class SqliteStore final : public Store {
   }
 
  private:
+  // Runs "<verb_and_table>(columns...) VALUES(...)" once; errors read "cannot <what>".
+  Result<void> Insert(std::string_view verb_and_table, const std::vector<Column>& columns,
+                      const std::string& what) {
+    auto s = Prepare(sqlite::InsertSql(verb_and_table, columns));
+    if (!s) return s.error();
+    s->BindColumns(columns);
+    if (auto r = s->Run(); !r) return Fail(what, r);
+    return Ok();
+  }
+
+  // Replaces the job's rows in child table `table` (keyed by job_id) with one
+  // row per item: columns_of(item, i) gives the columns after job_id. Errors
+  // read "cannot record <what><label_of(item, i)>".
+  template <typename Item, typename ColumnsOf, typename LabelOf>
+  Result<void> ReplaceJobRows(int64_t job_id, const std::string& table, const std::string& what,
+                              const std::vector<Item>& items, ColumnsOf columns_of,
+                              LabelOf label_of) {
+    auto del = Prepare("DELETE FROM " + table + " WHERE job_id = ?");
+    if (!del) return del.error();
+    del->Bind(1, job_id);
+    if (auto r = del->Run(); !r) return Fail("record " + what, r);
+    std::optional<Stmt> insert;  // prepared for the first row, reused for the rest
+    for (size_t i = 0; i < items.size(); ++i) {
+      std::vector<Column> row = columns_of(items[i], i);
+      row.insert(row.begin(), Column{"job_id", job_id});
+      if (!insert) {
+        auto s = Prepare(sqlite::InsertSql("INSERT INTO " + table, row));
+        if (!s) return s.error();
+        insert.emplace(std::move(*s));
+      }
+      insert->Reset();
+      insert->BindColumns(row);
+      if (auto r = insert->Run(); !r) return Fail("record " + what + label_of(items[i], i), r);
+    }
+    return Ok();
+  }
+
   Result<Stmt> Prepare(std::string_view sql) {
     auto s = Stmt::Prepare(db_, sql);
     if (!s) return MakeError("store '" + path_ + "': " + s.message());
@@ -872,59 +724,6 @@ class SqliteStore final : public Store {
   Db db_;
 };
 
-Result<int> ReadSchemaVersion(Db& db) {
-  auto has = Stmt::Prepare(
-      db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'");
-  if (!has) return has.error();
-  auto row = has->Step();
-  if (!row) return row.error();
-  if (has->Int(0) == 0) {
-    auto any = Stmt::Prepare(db, "SELECT count(*) FROM sqlite_master");
-    if (!any) return any.error();
-    if (auto r = any->Step(); !r) return r.error();
-    if (any->Int(0) != 0) {
-      return MakeError("it holds tables but no schema_version: not a DelegateFarm database");
-    }
-    return 0;
-  }
-  auto s = Stmt::Prepare(db, "SELECT max(version) FROM schema_version");
-  if (!s) return s.error();
-  if (auto r = s->Step(); !r) return r.error();
-  return static_cast<int>(s->Int(0));
-}
-
-// Applies migrations up to `target` (kSchemaVersion, or older for tests).
-Result<void> Migrate(Db& db, int target = kSchemaVersion) {
-  auto tx = Transaction::Begin(db);
-  if (!tx) return tx.error();
-  auto version = ReadSchemaVersion(db);
-  if (!version) return version.error();
-  if (*version > kSchemaVersion) {
-    return MakeError("its schema version " + std::to_string(*version) +
-                     " is newer than this build's " + std::to_string(kSchemaVersion) +
-                     " (upgrade dfarm)");
-  }
-  if (*version >= target) return tx->Commit();
-  if (*version == 0) {
-    if (auto r = db.Exec("CREATE TABLE schema_version(version INTEGER NOT NULL, applied_at TEXT "
-                         "NOT NULL)");
-        !r) {
-      return r;
-    }
-  }
-  for (int v = *version; v < target; ++v) {
-    if (auto r = db.Exec(kMigrations[v]); !r) {
-      return MakeError("migration to schema version " + std::to_string(v + 1) +
-                       " failed: " + r.message());
-    }
-    auto s = Stmt::Prepare(db, "INSERT INTO schema_version(version, applied_at) VALUES(?, ?)");
-    if (!s) return s.error();
-    s->Bind(1, v + 1).Bind(2, NowIso8601());
-    if (auto r = s->Run(); !r) return r;
-  }
-  return tx->Commit();
-}
-
 }  // namespace
 
 bool IsFinalJobStatus(const std::string& status) {
@@ -935,7 +734,7 @@ bool IsFinalJobStatus(const std::string& status) {
   return false;
 }
 
-int CurrentSchemaVersion() { return kSchemaVersion; }
+int CurrentSchemaVersion() { return sqlite::SchemaVersion(); }
 
 std::string NowIso8601() {
   std::time_t t = std::time(nullptr);
@@ -947,16 +746,16 @@ std::string NowIso8601() {
 }
 
 Result<void> CreateSqliteStoreAtVersionForTesting(const std::string& path, int version) {
-  if (version < 1 || version > kSchemaVersion) {
+  if (version < 1 || version > sqlite::SchemaVersion()) {
     return MakeError("schema version " + std::to_string(version) + " is not in 1.." +
-                     std::to_string(kSchemaVersion));
+                     std::to_string(sqlite::SchemaVersion()));
   }
   sqlite3* raw = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
   Db db(raw);
   if (rc != SQLITE_OK) return MakeError("cannot open '" + path + "': " + db.errmsg());
   if (auto r = db.Exec("PRAGMA foreign_keys = ON;"); !r) return r;
-  return Migrate(db, version);
+  return sqlite::Migrate(db, version);
 }
 
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) {
@@ -978,7 +777,7 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) {
       !r) {
     return fail(r.message());
   }
-  if (auto r = Migrate(db); !r) return fail(r.message());
+  if (auto r = sqlite::Migrate(db, sqlite::SchemaVersion()); !r) return fail(r.message());
   return std::unique_ptr<Store>(std::make_unique<SqliteStore>(path, std::move(db)));
 }
 

@@ -1,5 +1,7 @@
 #include "reports/store/sqlite_util.h"
 
+#include <type_traits>
+
 namespace dfarm::store::sqlite {
 
 Result<void> Db::Exec(const std::string& sql) {
@@ -39,6 +41,38 @@ Stmt& Stmt::Bind(int i, const std::string& v) {
 Stmt& Stmt::BindNull(int i) {
   sqlite3_bind_null(stmt_, i);
   return *this;
+}
+
+Stmt& Stmt::Bind(int i, const Value& v) {
+  std::visit(
+      [&](const auto& x) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(x)>, std::monostate>) {
+          BindNull(i);
+        } else {
+          Bind(i, x);
+        }
+      },
+      v.data());
+  return *this;
+}
+
+Stmt& Stmt::BindColumns(std::span<const Column> columns) {
+  for (size_t i = 0; i < columns.size(); ++i) Bind(static_cast<int>(i + 1), columns[i].value);
+  return *this;
+}
+
+std::string InsertSql(std::string_view verb_and_table, std::span<const Column> columns) {
+  std::string names;
+  std::string params;
+  for (const Column& c : columns) {
+    if (!names.empty()) {
+      names += ", ";
+      params += ", ";
+    }
+    names += c.name;
+    params += "?";
+  }
+  return std::string(verb_and_table) + "(" + names + ") VALUES(" + params + ")";
 }
 
 Result<bool> Stmt::Step() {

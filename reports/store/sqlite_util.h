@@ -1,12 +1,17 @@
-// RAII wrappers over the SQLite C API for the store. Internal to harness/store.
+// RAII wrappers over the SQLite C API for the store. Internal to reports/store.
 #pragma once
 
 #include <sqlite3.h>
 
+#include <cmath>
+#include <concepts>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <variant>
+#include <vector>
 
 #include "agent/base/result.h"
 
@@ -40,6 +45,41 @@ class Db {
   sqlite3* db_ = nullptr;
 };
 
+// One value to bind: NULL, an integer (bools as 0/1), a real or a text. An
+// unset optional binds NULL. Texts are copied, so a temporary may be given.
+class Value {
+ public:
+  Value() = default;        // NULL
+  Value(std::nullopt_t) {}  // NOLINT(google-explicit-constructor)
+  template <std::integral T>
+  Value(T v) : data_(static_cast<int64_t>(v)) {}  // NOLINT(google-explicit-constructor)
+  Value(double v) : data_(v) {}                   // NOLINT(google-explicit-constructor)
+  Value(std::string v) : data_(std::move(v)) {}   // NOLINT(google-explicit-constructor)
+  template <typename T>
+  Value(const std::optional<T>& v) {  // NOLINT(google-explicit-constructor)
+    if (v) *this = Value(*v);
+  }
+
+  const std::variant<std::monostate, int64_t, double, std::string>& data() const { return data_; }
+
+ private:
+  std::variant<std::monostate, int64_t, double, std::string> data_;
+};
+
+// A real that is NULL when not finite (a figure over nothing).
+inline Value FiniteOrNull(double v) { return std::isfinite(v) ? Value(v) : Value(); }
+
+// A column and the value it gets, so that a statement's column list and its
+// values stand side by side instead of in two lists matched by position.
+struct Column {
+  std::string_view name;
+  Value value;
+};
+
+// "<verb_and_table>(a, b, c) VALUES(?, ?, ?)" over the columns' names, e.g.
+// InsertSql("INSERT OR REPLACE INTO results", row).
+std::string InsertSql(std::string_view verb_and_table, std::span<const Column> columns);
+
 // Owns one prepared statement. Bind indexes are 1-based, column indexes 0-based.
 class Stmt {
  public:
@@ -55,6 +95,9 @@ class Stmt {
   Stmt& Bind(int i, double v);
   Stmt& Bind(int i, const std::string& v);
   Stmt& BindNull(int i);
+  Stmt& Bind(int i, const Value& v);
+  // Binds the columns' values to parameters 1, 2, ... in order.
+  Stmt& BindColumns(std::span<const Column> columns);
 
   // Steps once: true when a row is available, false when done.
   Result<bool> Step();

@@ -1,0 +1,210 @@
+#include "reports/store/sqlite_schema.h"
+
+#include <iterator>
+#include <string>
+
+#include "reports/store/store.h"
+
+namespace dfarm::store::sqlite {
+namespace {
+
+// kMigrations[i] takes the schema from version i to version i + 1.
+constexpr const char* kMigrations[] = {
+    // v1: runs, devices, jobs, results, samples.
+    R"sql(
+CREATE TABLE runs(
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  finished_at TEXT NOT NULL DEFAULT '',
+  status TEXT NOT NULL,
+  spec_json TEXT NOT NULL);
+CREATE TABLE devices(
+  name TEXT PRIMARY KEY,
+  abi TEXT NOT NULL DEFAULT '',
+  os TEXT NOT NULL DEFAULT '',
+  cpu TEXT NOT NULL DEFAULT '',
+  cores INTEGER NOT NULL DEFAULT 0,
+  memory_bytes INTEGER NOT NULL DEFAULT 0,
+  hostname TEXT NOT NULL DEFAULT '',
+  agent_version TEXT NOT NULL DEFAULT '',
+  last_seen TEXT NOT NULL DEFAULT '');
+CREATE TABLE jobs(
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  job_key TEXT NOT NULL,
+  model TEXT NOT NULL,
+  model_path TEXT NOT NULL,
+  model_sha256 TEXT NOT NULL,
+  delegate TEXT NOT NULL,
+  delegate_options TEXT NOT NULL DEFAULT '',
+  device TEXT NOT NULL,
+  status TEXT NOT NULL,
+  error TEXT NOT NULL DEFAULT '',
+  wall_ms REAL NOT NULL DEFAULT 0,
+  started_at TEXT NOT NULL DEFAULT '');
+CREATE INDEX jobs_by_run ON jobs(run_id);
+CREATE INDEX jobs_by_key ON jobs(job_key);
+CREATE TABLE results(
+  job_id INTEGER PRIMARY KEY REFERENCES jobs(id) ON DELETE CASCADE,
+  init_us REAL, first_us REAL, warmup_mean_us REAL, mean_us REAL, std_us REAL,
+  min_us REAL, max_us REAL, p50_us REAL, p90_us REAL, p99_us REAL,
+  num_runs INTEGER, peak_rss_bytes INTEGER, arena_bytes INTEGER,
+  exit_code INTEGER NOT NULL,
+  signal INTEGER NOT NULL,
+  runner_json TEXT NOT NULL,
+  stderr_tail TEXT NOT NULL,
+  finished_at TEXT NOT NULL);
+CREATE TABLE samples(
+  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  idx INTEGER NOT NULL,
+  value_us REAL NOT NULL,
+  PRIMARY KEY(job_id, idx)) WITHOUT ROWID;
+)sql",
+    // v2 (issue 6): per-job thread count, attempts and failover, device state,
+    // an index for the scheduler's and dashboard's "pending jobs of a run".
+    R"sql(
+ALTER TABLE jobs ADD COLUMN num_threads INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN moved_from TEXT NOT NULL DEFAULT '';
+ALTER TABLE devices ADD COLUMN state TEXT NOT NULL DEFAULT '';
+ALTER TABLE devices ADD COLUMN state_reason TEXT NOT NULL DEFAULT '';
+CREATE INDEX jobs_by_run_status ON jobs(run_id, status);
+CREATE INDEX jobs_by_device ON jobs(device);
+)sql",
+    // v3 (issue 7): where each node ran (the runner's "placement"; partitions
+    // NULL when it reported none) and the device state the agent read around
+    // the runner (JSON objects, NULL when unread), with its hot/throttled flags.
+    R"sql(
+ALTER TABLE results ADD COLUMN partitions INTEGER;
+ALTER TABLE results ADD COLUMN state_before TEXT;
+ALTER TABLE results ADD COLUMN state_after TEXT;
+ALTER TABLE results ADD COLUMN started_hot INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE results ADD COLUMN throttled INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE results ADD COLUMN hot_threshold_c REAL NOT NULL DEFAULT 0;
+ALTER TABLE results ADD COLUMN state_note TEXT NOT NULL DEFAULT '';
+CREATE TABLE placement(
+  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  node_index INTEGER NOT NULL,
+  op TEXT NOT NULL,
+  delegate TEXT NOT NULL,
+  partition_index INTEGER,
+  folded INTEGER NOT NULL DEFAULT 0,
+  reason TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY(job_id, node_index)) WITHOUT ROWID;
+)sql",
+    // v4 (issues 5, 6): per-output accuracy against the reference, the
+    // artifacts pushed, the owner of a run (resume lock) and its runtime
+    // build, and indexes for the dashboard (runs by time, results by
+    // model + delegate across runs).
+    R"sql(
+CREATE TABLE output_accuracy(
+  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  output_index INTEGER NOT NULL,
+  name TEXT NOT NULL DEFAULT '',
+  reference TEXT NOT NULL DEFAULT '',
+  compared INTEGER NOT NULL DEFAULT 0,
+  mean_abs_error REAL,
+  std_abs_error REAL,
+  max_abs_error REAL,
+  rmse REAL,
+  max_abs_error_lsb REAL,
+  nan_count INTEGER NOT NULL DEFAULT 0,
+  inf_count INTEGER NOT NULL DEFAULT 0,
+  reference_nan_count INTEGER NOT NULL DEFAULT 0,
+  reference_inf_count INTEGER NOT NULL DEFAULT 0,
+  top1_agree INTEGER,
+  top5_agree INTEGER,
+  PRIMARY KEY(job_id, output_index)) WITHOUT ROWID;
+CREATE TABLE device_telemetry(
+  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  phase TEXT NOT NULL,
+  unix_ms INTEGER NOT NULL,
+  hottest_temp_c REAL,
+  load_avg_1m REAL,
+  battery_temp_c REAL,
+  battery_level_pct INTEGER,
+  PRIMARY KEY(job_id, phase)) WITHOUT ROWID;
+CREATE TABLE artifacts(
+  sha256 TEXT PRIMARY KEY,
+  kind TEXT NOT NULL,
+  size_bytes INTEGER NOT NULL,
+  first_seen TEXT NOT NULL,
+  host_path TEXT NOT NULL DEFAULT '');
+ALTER TABLE runs ADD COLUMN owner_pid INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN owner_host TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN owner_since INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE run_runners(
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  host_path TEXT NOT NULL,
+  sha256 TEXT NOT NULL,
+  PRIMARY KEY(run_id, host_path)) WITHOUT ROWID;
+CREATE INDEX runs_by_created ON runs(created_at);
+CREATE INDEX jobs_by_model_delegate ON jobs(model_sha256, delegate, delegate_options, device);
+)sql",
+    // v5: the threads the delegate ran with (the runner's threads_used; NULL
+    // when the runner did not report it).
+    R"sql(
+ALTER TABLE results ADD COLUMN threads_used INTEGER;
+)sql",
+};
+
+constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
+
+Result<int> ReadSchemaVersion(Db& db) {
+  auto has = Stmt::Prepare(
+      db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'");
+  if (!has) return has.error();
+  auto row = has->Step();
+  if (!row) return row.error();
+  if (has->Int(0) == 0) {
+    auto any = Stmt::Prepare(db, "SELECT count(*) FROM sqlite_master");
+    if (!any) return any.error();
+    if (auto r = any->Step(); !r) return r.error();
+    if (any->Int(0) != 0) {
+      return MakeError("it holds tables but no schema_version: not a DelegateFarm database");
+    }
+    return 0;
+  }
+  auto s = Stmt::Prepare(db, "SELECT max(version) FROM schema_version");
+  if (!s) return s.error();
+  if (auto r = s->Step(); !r) return r.error();
+  return static_cast<int>(s->Int(0));
+}
+
+}  // namespace
+
+int SchemaVersion() { return kSchemaVersion; }
+
+Result<void> Migrate(Db& db, int target) {
+  auto tx = Transaction::Begin(db);
+  if (!tx) return tx.error();
+  auto version = ReadSchemaVersion(db);
+  if (!version) return version.error();
+  if (*version > kSchemaVersion) {
+    return MakeError("its schema version " + std::to_string(*version) +
+                     " is newer than this build's " + std::to_string(kSchemaVersion) +
+                     " (upgrade dfarm)");
+  }
+  if (*version >= target) return tx->Commit();
+  if (*version == 0) {
+    if (auto r = db.Exec("CREATE TABLE schema_version(version INTEGER NOT NULL, applied_at TEXT "
+                         "NOT NULL)");
+        !r) {
+      return r;
+    }
+  }
+  for (int v = *version; v < target; ++v) {
+    if (auto r = db.Exec(kMigrations[v]); !r) {
+      return MakeError("migration to schema version " + std::to_string(v + 1) +
+                       " failed: " + r.message());
+    }
+    auto s = Stmt::Prepare(db, "INSERT INTO schema_version(version, applied_at) VALUES(?, ?)");
+    if (!s) return s.error();
+    s->Bind(1, v + 1).Bind(2, NowIso8601());
+    if (auto r = s->Run(); !r) return r;
+  }
+  return tx->Commit();
+}
+
+}  // namespace dfarm::store::sqlite
