@@ -278,6 +278,203 @@ JobResult Supervisor::Run(const JobSpec& job, const std::atomic<bool>* cancel) {
   return RunLocked(job, cancel);
 }
 
+// The runner's command line and the file to execute, built before fork.
+struct Supervisor::Launch {
+  std::vector<std::string> args;  // argv, without the terminating null
+  std::string exec_path;
+};
+
+// The pipes of a runner child: its stdout, its stderr, and the exec-status
+// pipe on which the child reports a failed execv (errno); plus /dev/null for
+// its stdin. The parent closes the write ends once the child runs.
+struct Supervisor::ChildPipes {
+  UniqueFd out_r, out_w, err_r, err_w, exec_r, exec_w, dev_null;
+
+  static Result<ChildPipes> Open() {
+    ChildPipes p;
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) return MakeError(std::string("pipe: ") + strerror(errno));
+    p.out_r.reset(fds[0]), p.out_w.reset(fds[1]);
+    if (::pipe2(fds, O_CLOEXEC) != 0) return MakeError(std::string("pipe: ") + strerror(errno));
+    p.err_r.reset(fds[0]), p.err_w.reset(fds[1]);
+    if (::pipe2(fds, O_CLOEXEC) != 0) return MakeError(std::string("pipe: ") + strerror(errno));
+    p.exec_r.reset(fds[0]), p.exec_w.reset(fds[1]);
+    p.dev_null.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    return p;
+  }
+};
+
+namespace {
+
+// The child between fork and exec: only async-signal-safe calls.
+[[noreturn]] void ExecRunner(const char* path, char* const* argv, int dev_null, int out_w,
+                             int err_w, int exec_w) {
+  ::setsid();  // own process group: a timeout kills the runner and its children
+  struct rlimit no_core = {0, 0};
+  ::setrlimit(RLIMIT_CORE, &no_core);
+  sigset_t all;
+  sigemptyset(&all);
+  ::sigprocmask(SIG_SETMASK, &all, nullptr);
+  ::signal(SIGPIPE, SIG_DFL);
+  if (dev_null >= 0) ::dup2(dev_null, 0);
+  ::dup2(out_w, 1);
+  ::dup2(err_w, 2);
+  ::syscall(SYS_close_range, 3u, ~0u, 4u /* CLOSE_RANGE_CLOEXEC */);
+  ::execv(path, argv);
+  int err = errno;
+  ssize_t ignored = ::write(exec_w, &err, sizeof err);
+  (void)ignored;
+  ::_exit(127);
+}
+
+// Blocks until exec succeeded (EOF through CLOEXEC, returns 0) or the child
+// reports why not (returns its errno).
+int WaitForExec(int exec_r) {
+  int exec_errno = 0;
+  ssize_t got;
+  do {
+    got = ::read(exec_r, &exec_errno, sizeof exec_errno);
+  } while (got < 0 && errno == EINTR);
+  return got == static_cast<ssize_t>(sizeof exec_errno) ? exec_errno : 0;
+}
+
+// What a runner writes: stdout up to max_stdout bytes (more is dropped and
+// noted), the last stderr_tail bytes of stderr.
+struct RunnerOutput {
+  size_t max_stdout = 0;
+  size_t stderr_tail = 0;
+  std::string out, err;
+  bool out_truncated = false;
+
+  // Read what the fd holds now; each closes *fd at its EOF.
+  void ReadStdout(UniqueFd* fd) {
+    Pump(fd, [this](const char* data, size_t n) {
+      size_t room = max_stdout - out.size();
+      if (n > room) out_truncated = true;
+      out.append(data, std::min(n, room));
+    });
+  }
+  void ReadStderr(UniqueFd* fd) {
+    Pump(fd, [this](const char* data, size_t n) {
+      err.append(data, n);
+      if (err.size() > 2 * stderr_tail) err.erase(0, err.size() - stderr_tail);
+    });
+  }
+  // The runner has ended: reads what is left, then keeps the stderr tail only.
+  void Finish(UniqueFd* out_r, UniqueFd* err_r) {
+    if (*out_r) ReadStdout(out_r);
+    if (*err_r) ReadStderr(err_r);
+    if (err.size() > stderr_tail) err.erase(0, err.size() - stderr_tail);
+  }
+};
+
+enum class WaitEnd { kExited, kTimedOut, kCancelled };
+
+// Collects the runner's output until it exits (observed without reaping, so
+// its process group id cannot be reused before the stragglers it left there
+// are killed), the deadline passes or *cancel becomes true (cancel may be null).
+WaitEnd WaitForRunner(pid_t pid, Clock::time_point deadline, const std::atomic<bool>* cancel,
+                      UniqueFd* out_r, UniqueFd* err_r, RunnerOutput* output) {
+  SetNonBlocking(out_r->get());
+  SetNonBlocking(err_r->get());
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  for (;;) {
+    pollfd fds[3];
+    nfds_t n = 0;
+    int out_i = -1, err_i = -1;
+    if (*out_r) out_i = n, fds[n++] = {out_r->get(), POLLIN, 0};
+    if (*err_r) err_i = n, fds[n++] = {err_r->get(), POLLIN, 0};
+    if (pidfd) fds[n++] = {pidfd.get(), POLLIN, 0};
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    int wait_ms = static_cast<int>(std::max<int64_t>(0, left.count() + 1));
+    if (!pidfd) wait_ms = std::min(wait_ms, 10);  // no pidfd: poll for the exit
+    if (cancel) wait_ms = std::min(wait_ms, 50);
+    if (::poll(fds, n, wait_ms) > 0) {
+      if (out_i >= 0 && fds[out_i].revents) output->ReadStdout(out_r);
+      if (err_i >= 0 && fds[err_i].revents) output->ReadStderr(err_r);
+    }
+    siginfo_t info{};
+    if (::waitid(P_PID, pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid) {
+      return WaitEnd::kExited;
+    }
+    if (Clock::now() >= deadline) return WaitEnd::kTimedOut;
+    if (cancel && cancel->load()) return WaitEnd::kCancelled;
+  }
+}
+
+}  // namespace
+
+Result<Supervisor::Launch> Supervisor::PrepareLaunch(const JobSpec& job) const {
+  auto runner = store_->PathOf(job.runner_sha256);
+  if (!runner) return MakeError("runner: " + runner.message());
+  auto model = store_->PathOf(job.model_sha256);
+  if (!model) return MakeError("model: " + model.message());
+  std::string plugin_path;
+  if (!job.plugin_sha256.empty()) {
+    auto plugin = store_->PathOf(job.plugin_sha256);
+    if (!plugin) return MakeError("plugin: " + plugin.message());
+    // The runner splits options at ';' (a ':' inside a value is fine).
+    if (plugin->find(';') != std::string::npos) {
+      return MakeError("plugin: the store path '" + *plugin +
+                       "' contains ';', which cannot be passed in --delegate-options");
+    }
+    plugin_path = *plugin;
+  }
+  if (auto r = store_->MakeExecutable(job.runner_sha256); !r) return r.error();
+  Launch launch;
+  launch.args = RunnerArgv(options_.runner_prefix, *runner, RunnerArgs(job, *model, plugin_path));
+  launch.exec_path = *runner;
+  if (!options_.runner_prefix.empty()) {
+    auto found = FindInPath(options_.runner_prefix[0]);
+    if (!found) return found.error();
+    launch.exec_path = *found;
+  }
+  return launch;
+}
+
+Result<int> Supervisor::Spawn(Launch& launch, ChildPipes* pipes) {
+  // Everything the child needs is built before fork (only async-signal-safe
+  // calls happen between fork and exec).
+  std::vector<char*> argv;
+  for (auto& a : launch.args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const char* path = launch.exec_path.c_str();
+  pid_t pid = ::fork();
+  if (pid < 0) return MakeError(std::string("cannot fork the runner: ") + strerror(errno));
+  if (pid == 0) {
+    ExecRunner(path, argv.data(), pipes->dev_null.get(), pipes->out_w.get(), pipes->err_w.get(),
+               pipes->exec_w.get());
+  }
+  {
+    std::lock_guard<std::mutex> lock(pid_mutex_);
+    running_pgid_ = pid;
+    if (shut_down_) ::kill(pid, SIGKILL);  // setsid() may not have run yet
+  }
+  pipes->out_w.reset();
+  pipes->err_w.reset();
+  pipes->exec_w.reset();
+  return pid;
+}
+
+int Supervisor::KillAndReap(int pid, bool kill_group) {
+  if (kill_group) ::kill(-pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  std::lock_guard<std::mutex> lock(pid_mutex_);
+  running_pgid_ = 0;
+  return status;
+}
+
+JobResult Supervisor::WithDeviceState(std::optional<DeviceState> before, JobResult result) const {
+  if (options_.record_device_state) {
+    result.state_before = std::move(before);
+    result.state_after = CollectDeviceState(options_.device_state_root);
+    FlagDeviceState(options_.hot_threshold_c, &result);
+  }
+  return result;
+}
+
 JobResult Supervisor::RunLocked(const JobSpec& job, const std::atomic<bool>* cancel) {
   {
     std::lock_guard<std::mutex> lock(pid_mutex_);
@@ -285,202 +482,71 @@ JobResult Supervisor::RunLocked(const JobSpec& job, const std::atomic<bool>* can
   }
   if (cancel && cancel->load()) return Infra("job cancelled before it started");
   if (std::string bad = CheckSpec(job, options_.max_timeout_ms); !bad.empty()) return Infra(bad);
-  auto runner = store_->PathOf(job.runner_sha256);
-  if (!runner) return Infra("runner: " + runner.message());
-  auto model = store_->PathOf(job.model_sha256);
-  if (!model) return Infra("model: " + model.message());
-  std::string plugin_path;
-  if (!job.plugin_sha256.empty()) {
-    auto plugin = store_->PathOf(job.plugin_sha256);
-    if (!plugin) return Infra("plugin: " + plugin.message());
-    // The runner splits options at ';' (a ':' inside a value is fine).
-    if (plugin->find(';') != std::string::npos) {
-      return Infra("plugin: the store path '" + *plugin +
-                   "' contains ';', which cannot be passed in --delegate-options");
-    }
-    plugin_path = *plugin;
-  }
-  if (auto r = store_->MakeExecutable(job.runner_sha256); !r) return Infra(r.message());
-
-  // Everything the child needs is built before fork (only async-signal-safe
-  // calls happen between fork and exec).
-  std::vector<std::string> args =
-      RunnerArgv(options_.runner_prefix, *runner, RunnerArgs(job, *model, plugin_path));
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::string exec_path = *runner;
-  if (!options_.runner_prefix.empty()) {
-    auto found = FindInPath(options_.runner_prefix[0]);
-    if (!found) return Infra(found.message());
-    exec_path = *found;
-  }
-  const char* path = exec_path.c_str();
-
-  int out_pipe[2], err_pipe[2], exec_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return Infra(std::string("pipe: ") + strerror(errno));
-  UniqueFd out_r(out_pipe[0]), out_w(out_pipe[1]);
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0) return Infra(std::string("pipe: ") + strerror(errno));
-  UniqueFd err_r(err_pipe[0]), err_w(err_pipe[1]);
-  if (::pipe2(exec_pipe, O_CLOEXEC) != 0) return Infra(std::string("pipe: ") + strerror(errno));
-  UniqueFd exec_r(exec_pipe[0]), exec_w(exec_pipe[1]);
-  UniqueFd dev_null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  auto launch = PrepareLaunch(job);
+  if (!launch) return Infra(launch.message());
+  auto pipes = ChildPipes::Open();
+  if (!pipes) return Infra(pipes.message());
 
   std::optional<DeviceState> state_before;
   if (options_.record_device_state) {
     state_before = CollectDeviceState(options_.device_state_root);
   }
-  // Attaches the snapshots and their flags to a result of a started runner.
-  auto with_state = [&](JobResult result) {
-    if (options_.record_device_state) {
-      result.state_before = std::move(state_before);
-      result.state_after = CollectDeviceState(options_.device_state_root);
-      FlagDeviceState(options_.hot_threshold_c, &result);
-    }
-    return result;
-  };
-
   auto start = Clock::now();
-  pid_t pid = ::fork();
-  if (pid < 0) return Infra(std::string("cannot fork the runner: ") + strerror(errno));
-  if (pid == 0) {
-    ::setsid();  // own process group: a timeout kills the runner and its children
-    struct rlimit no_core = {0, 0};
-    ::setrlimit(RLIMIT_CORE, &no_core);
-    sigset_t all;
-    sigemptyset(&all);
-    ::sigprocmask(SIG_SETMASK, &all, nullptr);
-    ::signal(SIGPIPE, SIG_DFL);
-    if (dev_null.valid()) ::dup2(dev_null.get(), 0);
-    ::dup2(out_w.get(), 1);
-    ::dup2(err_w.get(), 2);
-    ::syscall(SYS_close_range, 3u, ~0u, 4u /* CLOSE_RANGE_CLOEXEC */);
-    ::execv(path, argv.data());
-    int err = errno;
-    ssize_t ignored = ::write(exec_w.get(), &err, sizeof err);
-    (void)ignored;
-    ::_exit(127);
-  }
-  {
-    std::lock_guard<std::mutex> lock(pid_mutex_);
-    running_pgid_ = pid;
-    if (shut_down_) ::kill(pid, SIGKILL);  // setsid() may not have run yet
-  }
-  out_w.reset();
-  err_w.reset();
-  exec_w.reset();
-
-  // Blocks until exec succeeded (EOF through CLOEXEC) or the child reports why not.
-  int exec_errno = 0;
-  ssize_t got;
-  do {
-    got = ::read(exec_r.get(), &exec_errno, sizeof exec_errno);
-  } while (got < 0 && errno == EINTR);
-  if (got == static_cast<ssize_t>(sizeof exec_errno)) {
-    int status;
-    ::waitpid(pid, &status, 0);
-    std::lock_guard<std::mutex> lock(pid_mutex_);
-    running_pgid_ = 0;
-    return with_state(Infra("cannot start runner " + job.runner_sha256.substr(0, 12) + ": " +
-                            strerror(exec_errno)));
+  auto pid = Spawn(*launch, &*pipes);
+  if (!pid) return Infra(pid.message());
+  if (int exec_errno = WaitForExec(pipes->exec_r.get()); exec_errno != 0) {
+    KillAndReap(*pid, /*kill_group=*/false);
+    return WithDeviceState(std::move(state_before),
+                           Infra("cannot start runner " + job.runner_sha256.substr(0, 12) + ": " +
+                                 strerror(exec_errno)));
   }
 
-  std::string out_text, err_text;
-  bool out_truncated = false;
-  auto out_sink = [&](const char* data, size_t n) {
-    size_t room = options_.max_stdout_bytes - out_text.size();
-    if (n > room) out_truncated = true;
-    out_text.append(data, std::min(n, room));
-  };
-  auto err_sink = [&](const char* data, size_t n) {
-    err_text.append(data, n);
-    if (err_text.size() > 2 * options_.stderr_tail_bytes) {
-      err_text.erase(0, err_text.size() - options_.stderr_tail_bytes);
-    }
-  };
-  SetNonBlocking(out_r.get());
-  SetNonBlocking(err_r.get());
-  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
-
-  auto deadline = start + std::chrono::milliseconds(job.timeout_ms);
-  int status = 0;
-  bool timed_out = false;
-  bool cancelled = false;
-  for (;;) {
-    pollfd fds[3];
-    nfds_t n = 0;
-    int out_i = -1, err_i = -1;
-    if (out_r) out_i = n, fds[n++] = {out_r.get(), POLLIN, 0};
-    if (err_r) err_i = n, fds[n++] = {err_r.get(), POLLIN, 0};
-    if (pidfd) fds[n++] = {pidfd.get(), POLLIN, 0};
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    int wait_ms = static_cast<int>(std::max<int64_t>(0, left.count() + 1));
-    if (!pidfd) wait_ms = std::min(wait_ms, 10);  // no pidfd: poll for the exit
-    if (cancel) wait_ms = std::min(wait_ms, 50);
-    int ready = ::poll(fds, n, wait_ms);
-    if (ready > 0) {
-      if (out_i >= 0 && fds[out_i].revents) Pump(&out_r, out_sink);
-      if (err_i >= 0 && fds[err_i].revents) Pump(&err_r, err_sink);
-    }
-    // Observed without reaping, so the process group id cannot be reused
-    // before the stragglers the runner left in it are killed below.
-    siginfo_t info{};
-    if (::waitid(P_PID, pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid) {
-      break;
-    }
-    if (Clock::now() >= deadline) {
-      timed_out = true;
-      break;
-    }
-    if (cancel && cancel->load()) {
-      cancelled = true;
-      break;
-    }
-  }
+  RunnerOutput output;
+  output.max_stdout = options_.max_stdout_bytes;
+  output.stderr_tail = options_.stderr_tail_bytes;
+  WaitEnd how = WaitForRunner(*pid, start + std::chrono::milliseconds(job.timeout_ms), cancel,
+                              &pipes->out_r, &pipes->err_r, &output);
   auto end = Clock::now();
-  ::kill(-pid, SIGKILL);
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  {
-    std::lock_guard<std::mutex> lock(pid_mutex_);
-    running_pgid_ = 0;
-  }
-  if (out_r) Pump(&out_r, out_sink);
-  if (err_r) Pump(&err_r, err_sink);
-  if (err_text.size() > options_.stderr_tail_bytes) {
-    err_text.erase(0, err_text.size() - options_.stderr_tail_bytes);
-  }
+  int status = KillAndReap(*pid, /*kill_group=*/true);
+  output.Finish(&pipes->out_r, &pipes->err_r);
 
   JobResult result;
   result.wall_ms = std::chrono::duration<double, std::milli>(end - start).count();
-  result.runner_json = out_text;
-  result.stderr_tail = err_text;
-  if (cancelled) {
-    result.status = JobStatusName(JobStatus::kInfra);
-    result.error = "job cancelled: the host went away";
-    result.exit_code = -1;
-    result.signal = SIGKILL;
-    return with_state(std::move(result));
+  result.runner_json = output.out;
+  result.stderr_tail = output.err;
+  switch (how) {
+    case WaitEnd::kCancelled:
+      result.status = JobStatusName(JobStatus::kInfra);
+      result.error = "job cancelled: the host went away";
+      result.exit_code = -1;
+      result.signal = SIGKILL;
+      break;
+    case WaitEnd::kTimedOut:
+      result.status = JobStatusName(JobStatus::kTimeout);
+      result.error =
+          "runner exceeded the timeout of " + std::to_string(job.timeout_ms) + " ms and was killed";
+      result.exit_code = -1;
+      result.signal = SIGKILL;
+      break;
+    case WaitEnd::kExited:
+      ClassifyExit(status, output.out_truncated, &result);
+      break;
   }
-  if (timed_out) {
-    result.status = JobStatusName(JobStatus::kTimeout);
-    result.error =
-        "runner exceeded the timeout of " + std::to_string(job.timeout_ms) + " ms and was killed";
-    result.exit_code = -1;
-    result.signal = SIGKILL;
-    return with_state(std::move(result));
-  }
-  if (WIFEXITED(status)) {
-    Classify(WEXITSTATUS(status), 0, out_text, err_text, &result);
+  return WithDeviceState(std::move(state_before), std::move(result));
+}
+
+void Supervisor::ClassifyExit(int wait_status, bool stdout_truncated, JobResult* result) const {
+  if (WIFEXITED(wait_status)) {
+    Classify(WEXITSTATUS(wait_status), 0, result->runner_json, result->stderr_tail, result);
   } else {
-    Classify(-1, WIFSIGNALED(status) ? WTERMSIG(status) : 0, out_text, err_text, &result);
+    int signal = WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : 0;
+    Classify(-1, signal, result->runner_json, result->stderr_tail, result);
   }
-  if (out_truncated && result.status == JobStatusName(JobStatus::kOk)) {
-    result.status = JobStatusName(JobStatus::kCrashed);
-    result.error =
+  if (stdout_truncated && result->status == JobStatusName(JobStatus::kOk)) {
+    result->status = JobStatusName(JobStatus::kCrashed);
+    result->error =
         "runner wrote more than " + std::to_string(options_.max_stdout_bytes) + " bytes to stdout";
   }
-  return with_state(std::move(result));
 }
 
 }  // namespace dfarm::agent

@@ -7,12 +7,14 @@
 
 #include <atomic>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "agent/base/result.h"
 #include "agent/daemon/artifact_store.h"
-#include "agent/protocol/types.h"
 #include "agent/daemon/device_state.h"
+#include "agent/protocol/types.h"
 
 namespace dfarm::agent {
 
@@ -73,6 +75,23 @@ class Supervisor {
 
  private:
   JobResult RunLocked(const JobSpec& job, const std::atomic<bool>* cancel);
+
+  // The steps of RunLocked (supervisor.cc), after the spec was checked.
+  struct Launch;      // the runner's argv and the file to execute
+  struct ChildPipes;  // the runner's stdout, stderr and exec-status pipes
+  // The store paths of the job's artifacts, the runner made executable, its argv.
+  Result<Launch> PrepareLaunch(const JobSpec& job) const;
+  // Forks and execs the runner in its own process group and records it as the
+  // running job; closes the pipes' write ends. Returns the pid.
+  Result<int> Spawn(Launch& launch, ChildPipes* pipes);
+  // Kills the runner's process group (when kill_group), reaps the runner and
+  // clears the running job; returns its wait status.
+  int KillAndReap(int pid, bool kill_group);
+  // Classifies a runner that exited (Classify) and refuses an "ok" whose
+  // stdout was cut at max_stdout_bytes.
+  void ClassifyExit(int wait_status, bool stdout_truncated, JobResult* result) const;
+  // Attaches the device state before (given) and after (read now) to a result.
+  JobResult WithDeviceState(std::optional<DeviceState> before, JobResult result) const;
 
   ArtifactStore* store_;
   SupervisorOptions options_;
