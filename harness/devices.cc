@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "harness/adb/device_name.h"
+#include "harness/device_uri.h"
 #include "harness/agent_process.h"
 #ifdef DFARM_HAVE_ADB
 #include "harness/adb/adb_provider.h"
@@ -55,50 +56,48 @@ class Provider final : public DeviceProvider {
   }
 
   std::string KnownAbi(const std::string& name) const override {
-    if (name == kQemuArm64Device) return kArm64Abi;
-    if (name == "local" || name.rfind("local:", 0) == 0) return HostAbi();
+    auto uri = ParseDeviceUri(name);
+    if (!uri) return {};
+    if (uri->kind == DeviceUri::Kind::kQemuArm64) return kArm64Abi;
+    if (uri->is_local()) return HostAbi();
     return {};
   }
 
   Result<std::unique_ptr<DeviceSession>> Open(const std::string& name) override {
-    if (name == "local") return OpenLocal(name, options_.agent_store);
-    if (adb::IsAdbDeviceName(name)) {
-      if (!adb_) {
-        return MakeError("device '" + name +
-                         "': this dfarm was built without adb support (libusb-1.0-0-dev)");
+    if (adb::IsAdbDeviceName(name) && !adb_) {
+      return MakeError("device '" + name +
+                       "': this dfarm was built without adb support (libusb-1.0-0-dev)");
+    }
+    auto uri = ParseDeviceUri(name);
+    if (!uri) return uri.error();
+    switch (uri->kind) {
+      case DeviceUri::Kind::kLocal:
+        return OpenLocal(name, options_.agent_store);
+      case DeviceUri::Kind::kLocalNamed: {
+        std::string base = options_.agent_store;
+        while (base.size() > 1 && base.back() == '/') base.pop_back();
+        return OpenLocal(name, base + "-" + uri->name);
       }
-      return adb_->Open(name);
+      case DeviceUri::Kind::kQemuArm64:
+        return OpenQemu(name);
+      case DeviceUri::Kind::kTcp:
+        return OpenTcp(*uri);
+      case DeviceUri::Kind::kAdb:
+      case DeviceUri::Kind::kAdbAny:
+        return adb_->Open(name);
     }
-    if (name == kQemuArm64Device) return OpenQemu(name);
-    if (name.rfind("local:", 0) == 0 && CheckDeviceName(name).empty()) {
-      std::string base = options_.agent_store;
-      while (base.size() > 1 && base.back() == '/') base.pop_back();
-      return OpenLocal(name, base + "-" + name.substr(6));
-    }
-    const std::string tcp = "tcp://";
-    if (name.rfind(tcp, 0) == 0) {
-      std::string rest = name.substr(tcp.size());
-      size_t colon = rest.rfind(':');
-      if (colon != std::string::npos && colon > 0) {
-        std::string host = rest.substr(0, colon);
-        if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
-          host = host.substr(1, host.size() - 2);
-        }
-        unsigned long port = std::strtoul(rest.c_str() + colon + 1, nullptr, 10);
-        if (port > 0 && port <= 65535) {
-          auto client = agent::AgentClient::Connect(host, static_cast<uint16_t>(port),
-                                                    options_.connect_timeout);
-          if (!client) return MakeError("device '" + name + "': " + client.message());
-          return std::unique_ptr<DeviceSession>(
-              std::make_unique<Session>(name, nullptr, std::move(*client)));
-        }
-      }
-    }
-    return MakeError("unknown device '" + name +
-                     "' (known: local, local:NAME, tcp://HOST:PORT, qemu-arm64)");
+    return MakeError("unknown device '" + name + "'");  // not reached: the switch is exhaustive
   }
 
  private:
+  // An agent started elsewhere, at uri.host:uri.port.
+  Result<std::unique_ptr<DeviceSession>> OpenTcp(const DeviceUri& uri) {
+    auto client = agent::AgentClient::Connect(uri.host, uri.port, options_.connect_timeout);
+    if (!client) return MakeError("device '" + uri.text + "': " + client.message());
+    return std::unique_ptr<DeviceSession>(
+        std::make_unique<Session>(uri.text, nullptr, std::move(*client)));
+  }
+
   // The aarch64 agent under qemu-user. The agent cannot exec an aarch64
   // runner by itself (no binfmt_misc here), so it runs the runner through the
   // same qemu (dfarm-agent --runner-prefix).

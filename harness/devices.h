@@ -1,5 +1,6 @@
-// Devices: where jobs run. A provider turns a device name from the spec
-// ("local", "local:NAME", "tcp://HOST:PORT", "qemu-arm64") into a session with a connected
+// Devices: where jobs run. A provider turns a device name from the spec (a
+// device URI, harness/device_uri.h: "local", "local:NAME", "tcp://HOST:PORT",
+// "qemu-arm64", "adb", "adb:SERIAL") into a session with a connected
 // AgentClient. Open() may be called from several threads at once (one device
 // worker each); a session belongs to the thread that opened it.
 #pragma once

@@ -12,7 +12,7 @@
 #include <set>
 #include <sstream>
 
-#include "harness/adb/device_name.h"
+#include "harness/device_uri.h"
 
 namespace dfarm::harness {
 namespace {
@@ -669,33 +669,8 @@ std::string Arm64BuildOf(const std::string& host_program) {
 }
 
 std::string CheckDeviceName(const std::string& name) {
-  if (name == "local" || name == "qemu-arm64") return {};
-  if (adb::IsAdbDeviceName(name)) return adb::CheckAdbDeviceName(name);
-  if (name.rfind("local:", 0) == 0) {
-    std::string tag = name.substr(6);
-    if (tag.empty() || tag.size() > 32 ||
-        tag.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
-            std::string::npos) {
-      return "device '" + name + "': a local device's name must be [A-Za-z0-9_-]{1,32}";
-    }
-    return {};
-  }
-  const std::string tcp = "tcp://";
-  if (name.rfind(tcp, 0) == 0) {
-    std::string rest = name.substr(tcp.size());
-    size_t colon = rest.rfind(':');
-    if (colon == std::string::npos || colon == 0 || colon + 1 == rest.size()) {
-      return "device '" + name + "' must look like tcp://HOST:PORT";
-    }
-    std::string port = rest.substr(colon + 1);
-    if (port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5 ||
-        std::stoul(port) == 0 || std::stoul(port) > 65535) {
-      return "device '" + name + "' has a bad port '" + port + "'";
-    }
-    return {};
-  }
-  return "unknown device '" + name +
-         "' (known: local, local:NAME, tcp://HOST:PORT, qemu-arm64, adb, adb:SERIAL)";
+  auto uri = ParseDeviceUri(name);
+  return uri ? std::string() : uri.message();
 }
 
 Result<SweepSpec> ParseSpec(const std::string& text, const std::string& spec_path) {

@@ -140,10 +140,11 @@ Result<SweepSpec> ParseSpec(const std::string& text, const std::string& spec_pat
 // Reads and parses the spec file at `path`.
 Result<SweepSpec> LoadSpec(const std::string& path);
 
-// Device names the spec accepts: "local" (an agent started as our child),
-// "local:NAME" (another one, with its own store; NAME is [A-Za-z0-9_-]{1,32}),
-// "tcp://HOST:PORT" for an agent started elsewhere, or "qemu-arm64" (the
-// aarch64 agent under qemu-user). Returns an empty string when `name` is valid, else why not.
+// Device names the spec accepts, the device URIs of harness/device_uri.h:
+// "local" (an agent started as our child), "local:NAME" (another one, with its
+// own store; NAME is [A-Za-z0-9_-]{1,32}), "tcp://HOST:PORT" for an agent
+// started elsewhere, "qemu-arm64" (the aarch64 agent under qemu-user), "adb"
+// or "adb:SERIAL". Returns an empty string when `name` is valid, else why not.
 std::string CheckDeviceName(const std::string& name);
 
 }  // namespace dfarm::harness

@@ -72,8 +72,8 @@ class AdbProvider final : public DeviceProvider {
   }
 
   Result<std::unique_ptr<DeviceSession>> Open(const std::string& name) override {
-    std::string bad = CheckAdbDeviceName(name);
-    if (!bad.empty()) return MakeError(bad);
+    auto uri = ParseAdbDeviceName(name);
+    if (!uri) return uri.error();
     if (!options_.config_error.empty()) {
       return MakeError("device '" + name + "': " + options_.config_error);
     }
@@ -82,7 +82,7 @@ class AdbProvider final : public DeviceProvider {
     auto devices = client_.ListDevices();
     if (!devices) return MakeError("device '" + name + "': " + devices.message());
     const AdbDevice* device = nullptr;
-    if (name == "adb") {
+    if (uri->kind == DeviceUri::Kind::kAdbAny) {
       if (devices->empty()) {
         return MakeError("device 'adb': the adb server at " + options_.server.ToString() +
                          " lists no device (see `dfarm devices` for phones on USB it does not "
@@ -97,7 +97,7 @@ class AdbProvider final : public DeviceProvider {
       }
       device = &devices->front();
     } else {
-      std::string serial = name.substr(4);
+      const std::string& serial = uri->serial;
       for (const AdbDevice& d : *devices) {
         if (d.serial == serial) device = &d;
       }

@@ -1,8 +1,10 @@
-// adb device names ("adb", "adb:SERIAL"), header-only so the spec parser can
-// check them without linking the adb client.
+// adb device names ("adb", "adb:SERIAL"): the adb side of the device URIs,
+// which harness/device_uri.h parses.
 #pragma once
 
 #include <string>
+
+#include "harness/device_uri.h"
 
 namespace dfarm::harness::adb {
 
@@ -11,20 +13,20 @@ inline bool IsAdbDeviceName(const std::string& name) {
   return name == "adb" || name.rfind("adb:", 0) == 0;
 }
 
-// Empty when `name` is "adb" or "adb:SERIAL" with a serial of printable
-// characters and no spaces; otherwise why not, naming the device.
-inline std::string CheckAdbDeviceName(const std::string& name) {
-  if (name == "adb") return {};
-  if (name.rfind("adb:", 0) != 0) return "'" + name + "' is not an adb device (adb or adb:SERIAL)";
-  std::string serial = name.substr(4);
-  if (serial.empty()) return "device 'adb:' names no serial (adb:SERIAL, see `adb devices`)";
-  if (serial.size() > 255) return "device '" + name.substr(0, 40) + "...': serial too long";
-  for (unsigned char c : serial) {
-    if (c <= ' ' || c >= 0x7f) {
-      return "device '" + name + "': an adb serial has no spaces or control characters";
-    }
+// The URI of `name` when it is "adb" or "adb:SERIAL" with a serial of
+// printable characters and no spaces; otherwise an error naming the device.
+inline Result<DeviceUri> ParseAdbDeviceName(const std::string& name) {
+  if (!IsAdbDeviceName(name)) {
+    return MakeError("'" + name + "' is not an adb device (adb or adb:SERIAL)");
   }
-  return {};
+  return ParseDeviceUri(name);
+}
+
+// Empty when `name` is "adb" or "adb:SERIAL" (ParseAdbDeviceName), otherwise
+// why not, naming the device.
+inline std::string CheckAdbDeviceName(const std::string& name) {
+  auto uri = ParseAdbDeviceName(name);
+  return uri ? std::string() : uri.message();
 }
 
 }  // namespace dfarm::harness::adb
