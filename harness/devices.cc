@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <system_error>
 
+#include "agent/client/agent_process.h"
 #include "harness/adb/device_name.h"
 #include "harness/device_uri.h"
-#include "harness/agent_process.h"
 #ifdef DFARM_HAVE_ADB
 #include "harness/adb/adb_provider.h"
 #endif
@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 
 class Session final : public DeviceSession {
  public:
-  Session(std::string name, std::unique_ptr<AgentProcess> process,
+  Session(std::string name, std::unique_ptr<agent::AgentProcess> process,
           std::unique_ptr<agent::AgentClient> client)
       : name_(std::move(name)), process_(std::move(process)), client_(std::move(client)) {}
   // The connection closes before the agent is stopped.
@@ -37,7 +37,7 @@ class Session final : public DeviceSession {
 
  private:
   std::string name_;
-  std::unique_ptr<AgentProcess> process_;  // null for tcp devices
+  std::unique_ptr<agent::AgentProcess> process_;  // null for tcp devices
   std::unique_ptr<agent::AgentClient> client_;
 };
 
@@ -114,23 +114,28 @@ class Provider final : public DeviceProvider {
   }
 
   Result<std::unique_ptr<DeviceSession>> OpenLocal(const std::string& name,
-                                                    const std::string& store_dir) {
+                                                   const std::string& store_dir) {
     return OpenLocal(name, store_dir, options_.agent_path, {}, {});
   }
 
   Result<std::unique_ptr<DeviceSession>> OpenLocal(const std::string& name,
-                                                    const std::string& store_dir,
-                                                    const std::string& agent_path,
-                                                    const std::vector<std::string>& prefix,
-                                                    const std::vector<std::string>& extra_args) {
+                                                   const std::string& store_dir,
+                                                   const std::string& agent_path,
+                                                   const std::vector<std::string>& prefix,
+                                                   const std::vector<std::string>& extra_args) {
     std::error_code ec;
     fs::create_directories(store_dir, ec);
     if (ec) {
       return MakeError("device '" + name + "': cannot create agent store '" + store_dir +
                        "': " + ec.message());
     }
-    auto process =
-        AgentProcess::Start(agent_path, store_dir, options_.connect_timeout, prefix, extra_args);
+    agent::AgentProcessOptions start;
+    start.agent_binary = agent_path;
+    start.store_dir = store_dir;
+    start.prefix = prefix;
+    start.extra_args = extra_args;
+    start.start_timeout = options_.connect_timeout;
+    auto process = agent::AgentProcess::Start(start);
     if (!process) return MakeError("device '" + name + "': " + process.message());
     auto client =
         agent::AgentClient::Connect("127.0.0.1", (*process)->port(), options_.connect_timeout);

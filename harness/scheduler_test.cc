@@ -130,7 +130,7 @@ TEST(CooldownTest, PauseOnlyNeverAsksTheDevice) {
 class CooldownAgentTest : public ::testing::Test {
  protected:
   std::unique_ptr<agent::AgentClient> Start(const std::string& root) {
-    agent_ = std::make_unique<agent::testing::AgentProcess>(
+    agent_ = std::make_unique<agent::testing::TestAgent>(
         std::vector<std::string>{"--listen", "127.0.0.1:0", "--store", dir_.path() + "/store",
                                  "--device-state-root", root},
         dir_.path() + "/agent.log");
@@ -142,7 +142,7 @@ class CooldownAgentTest : public ::testing::Test {
   }
 
   agent::testing::TempDir dir_;
-  std::unique_ptr<agent::testing::AgentProcess> agent_;
+  std::unique_ptr<agent::testing::TestAgent> agent_;
 };
 
 TEST_F(CooldownAgentTest, ReadsTheHottestZoneOfARealAgent) {
@@ -241,7 +241,7 @@ TEST(RunnerAccuracyTest, ClassifiedResultsCarryIt) {
 // file that changed in between is refused unless allow_runner_change.
 TEST(SchedulerCancelTest, CancelledJobsStayQueuedAndResumeFinishesThem) {
   agent::testing::TempDir dir;
-  agent::testing::AgentProcess agent(
+  agent::testing::TestAgent agent(
       {"--listen", "127.0.0.1:0", "--store", dir.path() + "/agent-store"},
       dir.path() + "/agent.log");
   uint16_t port = agent.ReadPort();

@@ -6,7 +6,7 @@
 
 #include <utility>
 
-namespace dfarm::agent {
+namespace dfarm {
 
 class UniqueFd {
  public:
@@ -36,4 +36,8 @@ class UniqueFd {
   int fd_ = -1;
 };
 
-}  // namespace dfarm::agent
+namespace agent {
+using dfarm::UniqueFd;  // where it lived before agent/base/
+}  // namespace agent
+
+}  // namespace dfarm

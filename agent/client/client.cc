@@ -1,5 +1,4 @@
 #include "agent/client/client.h"
-#include "agent/base/sha256.h"
 
 #include <fcntl.h>
 #include <netdb.h>
@@ -17,11 +16,13 @@
 #include <cstring>
 #include <thread>
 
+#include "agent/base/sha256.h"
+#include "agent/base/subprocess.h"
+#include "agent/base/unique_fd.h"
 #include "agent/protocol/auth.h"
 #include "agent/protocol/framing.h"
 #include "agent/protocol/messages.h"
 #include "agent/protocol/status.h"
-#include "agent/base/unique_fd.h"
 
 namespace dfarm::agent {
 namespace {
@@ -120,21 +121,7 @@ class StreamAgentClient final : public AgentClient {
 
   // Waits up to grace for the spawned agent to exit (SIGKILL after); its wait status.
   int ReapChild(std::chrono::milliseconds grace) {
-    int status = -1;
-    auto deadline = Clock::now() + grace;
-    for (;;) {
-      pid_t w = ::waitpid(child_, &status, WNOHANG);
-      if (w == child_ || (w < 0 && errno != EINTR)) break;
-      if (Clock::now() >= deadline) {
-        ::kill(child_, SIGKILL);
-        while (::waitpid(child_, &status, 0) < 0 && errno == EINTR) {
-        }
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    child_ = -1;
-    return status;
+    return ReapProcess(std::exchange(child_, -1), grace);
   }
 
   Result<void> Hello(std::chrono::milliseconds timeout) {
@@ -490,22 +477,19 @@ Result<std::unique_ptr<AgentClient>> AgentClient::Spawn(const std::vector<std::s
   UniqueFd ours(sv[0]), theirs(sv[1]);
   UniqueFd log;
   if (!stderr_file.empty()) {
-    log.reset(::open(stderr_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
-    if (!log) return MakeError("cannot open agent log '" + stderr_file + "': " + strerror(errno));
+    auto opened = OpenForAppend(stderr_file);
+    if (!opened)
+      return MakeError("cannot open agent log '" + stderr_file + "': " + strerror(errno));
+    log = std::move(*opened);
   }
-  std::vector<std::string> args = argv;
-  std::vector<char*> cargv;
-  for (auto& a : args) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
-  pid_t pid = ::fork();
-  if (pid < 0) return MakeError("cannot start agent '" + argv[0] + "': fork: " + strerror(errno));
-  if (pid == 0) {
-    ::dup2(theirs.get(), 0);
-    ::dup2(theirs.get(), 1);
-    if (log) ::dup2(log.get(), 2);
-    ::execvp(cargv[0], cargv.data());
-    ::_exit(127);
-  }
+  SpawnOptions spawn;
+  spawn.stdin_fd = theirs.get();
+  spawn.stdout_fd = theirs.get();
+  spawn.stderr_fd = log.get();
+  spawn.search_path = true;
+  auto spawned = SpawnProcess(argv, spawn);
+  if (!spawned) return spawned.error();
+  pid_t pid = *spawned;
   theirs.reset();
   int dup = ::fcntl(ours.get(), F_DUPFD_CLOEXEC, 0);
   auto client =
@@ -513,11 +497,9 @@ Result<std::unique_ptr<AgentClient>> AgentClient::Spawn(const std::vector<std::s
   if (auto r = client->Hello(options.timeout); !r) {
     // Say how the process ended when it is what broke the hello.
     int status = -1;
-    if (::waitpid(pid, &status, WNOHANG) == pid) {
-      std::string how = WIFEXITED(status)
-                            ? "exited with code " + std::to_string(WEXITSTATUS(status))
-                            : "was killed by signal " + std::to_string(WTERMSIG(status));
-      return MakeError(r.message() + " (agent command '" + argv[0] + "' " + how + ")");
+    if (TryReap(pid, &status)) {
+      return MakeError(r.message() + " (agent command '" + argv[0] + "' " +
+                       DescribeWaitStatus(status) + ")");
     }
     return r.error();
   }

@@ -16,7 +16,7 @@
 #include "agent/client/client.h"
 #include "agent/base/sha256.h"
 #include "agent/protocol/framing.h"
-#include "agent/client/local_agent.h"
+#include "agent/client/agent_process.h"
 #include "agent/protocol/messages.h"
 #include "agent/testing/test_util.h"
 #include "agent/base/unique_fd.h"
@@ -30,14 +30,14 @@ using ::testing::Contains;
 using ::testing::HasSubstr;
 using testing::TempDir;
 
-using testing::AgentProcess;
+using testing::TestAgent;
 using testing::kAgentBinary;
 constexpr auto kTimeout = std::chrono::milliseconds(10000);
 
 class AgentEndToEndTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    agent_ = std::make_unique<AgentProcess>(
+    agent_ = std::make_unique<TestAgent>(
         std::vector<std::string>{"--listen", "127.0.0.1:0", "--store", dir_.path() + "/store"});
     std::string line = agent_->ReadLine();
     const std::string prefix = "listening on 127.0.0.1:";
@@ -69,7 +69,7 @@ class AgentEndToEndTest : public ::testing::Test {
   }
 
   TempDir dir_;
-  std::unique_ptr<AgentProcess> agent_;
+  std::unique_ptr<TestAgent> agent_;
   uint16_t port_ = 0;
 };
 
@@ -214,7 +214,7 @@ TEST(AgentEndToEndStateTest, HotAndThrottledFlagsReachTheHost) {
   testing::WriteFile(root + "/sys/devices/system/cpu/cpu0/cpufreq/scaling_max_freq", "900\n");
   testing::WriteFile(root + "/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq", "1000\n");
   testing::WriteFile(root + "/proc/loadavg", "3.5 2.5 1.5 1/1 1\n");
-  AgentProcess agent({"--listen", "127.0.0.1:0", "--store", dir.path() + "/store",
+  TestAgent agent({"--listen", "127.0.0.1:0", "--store", dir.path() + "/store",
                       "--device-state-root", root, "--hot-threshold-c", "60.5"});
   uint16_t port = agent.ReadPort();
   ASSERT_GT(port, 0);
@@ -309,13 +309,13 @@ TEST_F(AgentEndToEndTest, SigtermExitsCleanly) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
-TEST(LocalAgentTest, StartsConnectsAndStops) {
+TEST(AgentProcessTest, StartsConnectsAndStops) {
   TempDir dir;
-  LocalAgentOptions options;
+  AgentProcessOptions options;
   options.agent_binary = kAgentBinary;
   options.store_dir = dir.path() + "/store";
   options.log_file = dir.path() + "/agent.log";
-  auto agent = LocalAgent::Start(options);
+  auto agent = AgentProcess::Start(options);
   ASSERT_TRUE(agent.ok()) << agent.message();
   auto client = AgentClient::Connect("127.0.0.1", (*agent)->port(), kTimeout);
   ASSERT_TRUE(client.ok()) << client.message();
@@ -325,22 +325,22 @@ TEST(LocalAgentTest, StartsConnectsAndStops) {
   EXPECT_THAT(testing::ReadFile(options.log_file), HasSubstr("hello from"));
 }
 
-TEST(LocalAgentTest, MissingBinaryIsAnError) {
-  LocalAgentOptions options;
+TEST(AgentProcessTest, MissingBinaryIsAnError) {
+  AgentProcessOptions options;
   options.agent_binary = "/nonexistent/dfarm-agent";
   options.store_dir = "/tmp/unused";
-  auto agent = LocalAgent::Start(options);
+  auto agent = AgentProcess::Start(options);
   ASSERT_FALSE(agent.ok());
   EXPECT_THAT(agent.message(), HasSubstr("/nonexistent/dfarm-agent"));
 }
 
-TEST(LocalAgentTest, AgentThatRefusesToStartIsAnError) {
+TEST(AgentProcessTest, AgentThatRefusesToStartIsAnError) {
   TempDir dir;
-  LocalAgentOptions options;
+  AgentProcessOptions options;
   options.agent_binary = kAgentBinary;
   options.store_dir = "";  // --store "" is refused
   options.log_file = dir.path() + "/agent.log";
-  auto agent = LocalAgent::Start(options);
+  auto agent = AgentProcess::Start(options);
   ASSERT_FALSE(agent.ok());
   EXPECT_THAT(agent.message(), HasSubstr("exited before listening"));
 }

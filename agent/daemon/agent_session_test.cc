@@ -21,7 +21,7 @@ namespace dfarm::agent {
 namespace {
 
 using std::chrono::milliseconds;
-using testing::AgentProcess;
+using testing::TestAgent;
 using ::testing::HasSubstr;
 using testing::kAgentBinary;
 using testing::TempDir;
@@ -67,7 +67,7 @@ class AgentSessionTest : public ::testing::Test {
   void StartAgent(std::vector<std::string> extra = {}) {
     std::vector<std::string> args = {"--listen", "127.0.0.1:0", "--store", dir_.path() + "/store"};
     args.insert(args.end(), extra.begin(), extra.end());
-    agent_ = std::make_unique<AgentProcess>(args, log_path());
+    agent_ = std::make_unique<TestAgent>(args, log_path());
     port_ = agent_->ReadPort();
     ASSERT_GT(port_, 0) << testing::ReadFile(log_path());
   }
@@ -90,7 +90,7 @@ class AgentSessionTest : public ::testing::Test {
   }
 
   TempDir dir_;
-  std::unique_ptr<AgentProcess> agent_;
+  std::unique_ptr<TestAgent> agent_;
   uint16_t port_ = 0;
 };
 

@@ -54,7 +54,7 @@ TEST(CancelEndToEndTest, HangingPluginJobIsCancelledAndTheDeviceServesTheNext) {
   const std::string model = dir.path() + "/add.tflite";
   ASSERT_TRUE(b.WriteFile(model));
 
-  testing::AgentProcess agent({"--listen", "127.0.0.1:0", "--store", dir.path() + "/store"},
+  testing::TestAgent agent({"--listen", "127.0.0.1:0", "--store", dir.path() + "/store"},
                               dir.path() + "/agent.log");
   uint16_t port = agent.ReadPort();
   ASSERT_GT(port, 0);

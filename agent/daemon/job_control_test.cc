@@ -25,7 +25,7 @@ namespace dfarm::agent {
 namespace {
 
 using std::chrono::milliseconds;
-using testing::AgentProcess;
+using testing::TestAgent;
 using ::testing::HasSubstr;
 using testing::TempDir;
 
@@ -48,7 +48,7 @@ class JobControlTest : public ::testing::Test {
   void StartAgent(std::vector<std::string> extra = {}) {
     std::vector<std::string> args = {"--listen", "127.0.0.1:0", "--store", dir_.path() + "/store"};
     args.insert(args.end(), extra.begin(), extra.end());
-    agent_ = std::make_unique<AgentProcess>(args, dir_.path() + "/agent.log");
+    agent_ = std::make_unique<TestAgent>(args, dir_.path() + "/agent.log");
     port_ = agent_->ReadPort();
     ASSERT_GT(port_, 0) << testing::ReadFile(dir_.path() + "/agent.log");
   }
@@ -87,7 +87,7 @@ class JobControlTest : public ::testing::Test {
   }
 
   TempDir dir_;
-  std::unique_ptr<AgentProcess> agent_;
+  std::unique_ptr<TestAgent> agent_;
   uint16_t port_ = 0;
 };
 

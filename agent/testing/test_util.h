@@ -20,6 +20,7 @@
 
 #include "agent/daemon/artifact_store.h"
 #include "agent/base/sha256.h"
+#include "agent/base/subprocess.h"
 #include "agent/base/unique_fd.h"
 
 namespace dfarm::agent::testing {
@@ -71,29 +72,26 @@ inline constexpr char kAgentBinary[] = DFARM_BINARY_DIR "/bin/dfarm-agent";
 
 // dfarm-agent started as a child (its stderr appended to stderr_file when
 // given); killed with SIGKILL on destruction.
-class AgentProcess {
+class TestAgent {
  public:
-  explicit AgentProcess(std::vector<std::string> args, const std::string& stderr_file = "") {
+  explicit TestAgent(std::vector<std::string> args, const std::string& stderr_file = "") {
     int out[2];
     if (::pipe2(out, O_CLOEXEC) != 0) abort();
-    args.insert(args.begin(), kAgentBinary);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::dup2(out[1], 1);
-      if (!stderr_file.empty()) {
-        int err = ::open(stderr_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-        if (err >= 0) ::dup2(err, 2);
-      }
-      ::execv(kAgentBinary, argv.data());
-      ::_exit(127);
-    }
-    ::close(out[1]);
+    UniqueFd out_w(out[1]);
     out_.reset(out[0]);
+    UniqueFd err;
+    if (!stderr_file.empty()) {
+      if (auto opened = OpenForAppend(stderr_file)) err = std::move(*opened);
+    }
+    args.insert(args.begin(), kAgentBinary);
+    SpawnOptions options;
+    options.stdout_fd = out_w.get();
+    options.stderr_fd = err.get();
+    auto pid = SpawnProcess(args, options);
+    if (!pid) abort();
+    pid_ = *pid;
   }
-  ~AgentProcess() { Kill(); }
+  ~TestAgent() { Kill(); }
 
   // The first stdout line, read byte by byte (the agent flushes it).
   std::string ReadLine() {

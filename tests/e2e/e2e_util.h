@@ -13,11 +13,16 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "agent/base/subprocess.h"
+#include "agent/base/unique_fd.h"
+#include "agent/client/agent_process.h"
 
 namespace dfarm::e2e {
 
@@ -47,34 +52,22 @@ class Child {
   // in its own process group. stdout_fd_out, when set, gets a pipe instead.
   static Child Spawn(const std::vector<std::string>& args, const std::string& out_file,
                      const std::string& err_file, int* stdout_pipe = nullptr) {
+    auto open_out = [](const std::string& f) {
+      return UniqueFd(::open(f.empty() ? "/dev/null" : f.c_str(),
+                             O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    };
     int p[2] = {-1, -1};
     if (stdout_pipe && ::pipe2(p, O_CLOEXEC) != 0) return Child();
-    std::vector<std::string> copy = args;
-    std::vector<char*> argv;
-    for (auto& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      ::setpgid(0, 0);
-      auto redirect = [](const std::string& f, int fd) {
-        int o = ::open(f.empty() ? "/dev/null" : f.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (o >= 0) ::dup2(o, fd);
-      };
-      if (stdout_pipe) {
-        ::dup2(p[1], STDOUT_FILENO);
-      } else {
-        redirect(out_file, STDOUT_FILENO);
-      }
-      redirect(err_file, STDERR_FILENO);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
-    if (stdout_pipe) {
-      ::close(p[1]);
-      *stdout_pipe = p[0];
-    }
+    UniqueFd out = stdout_pipe ? UniqueFd(p[1]) : open_out(out_file);
+    UniqueFd err = open_out(err_file);
+    SpawnOptions options;
+    options.stdout_fd = out.get();
+    options.stderr_fd = err.get();
+    options.own_process_group = true;
+    auto pid = SpawnProcess(args, options);
+    if (stdout_pipe) *stdout_pipe = p[0];
     Child c;
-    c.pid_ = pid;
+    if (pid) c.pid_ = *pid;
     return c;
   }
 
@@ -99,36 +92,28 @@ class Child {
   pid_t pid_ = -1;
 };
 
-// A real dfarm-agent listening on 127.0.0.1 with a free port.
+// A real dfarm-agent listening on 127.0.0.1 with a free port (port 0 when it
+// did not start).
 struct Agent {
-  Child child;
+  std::unique_ptr<agent::AgentProcess> process;
   uint16_t port = 0;
   std::string uri() const { return "tcp://127.0.0.1:" + std::to_string(port); }
+  // The device vanishes: SIGKILL, no goodbye.
+  void Kill() {
+    if (process) ::kill(process->pid(), SIGKILL);
+  }
 };
 
 inline Agent StartAgent(const fs::path& store_dir, const fs::path& log) {
+  agent::AgentProcessOptions options;
+  options.agent_binary = (BinDir() / "dfarm-agent").string();
+  options.store_dir = store_dir.string();
+  options.log_file = log.string();
   Agent a;
-  int fd = -1;
-  a.child = Child::Spawn({(BinDir() / "dfarm-agent").string(), "--listen", "127.0.0.1:0",
-                          "--store", store_dir.string()},
-                         "", log.string(), &fd);
-  if (fd < 0) return a;
-  std::string text;
-  char buf[256];
-  static const std::regex kLine(R"(listening on 127\.0\.0\.1:(\d+))");
-  std::smatch m;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (std::chrono::steady_clock::now() < deadline) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n <= 0) break;
-    text.append(buf, static_cast<size_t>(n));
-    if (std::regex_search(text, m, kLine)) {
-      a.port = static_cast<uint16_t>(std::stoi(m[1].str()));
-      break;
-    }
-  }
-  // Keep the pipe's read end open for the agent's lifetime: leak it on purpose
-  // (closed at exit), so the agent never writes to a closed pipe.
+  auto started = agent::AgentProcess::Start(options);
+  if (!started) return a;
+  a.process = std::move(*started);
+  a.port = a.process->port();
   return a;
 }
 

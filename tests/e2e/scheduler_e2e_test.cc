@@ -190,7 +190,7 @@ TEST_F(SchedulerE2eTest, KilledAgentsJobsMove) {
       WaitFor([&] { return Count(on_a + " AND status = 'ok'") >= 1; }, std::chrono::seconds(30)))
       << Slurp(dir_ / "err");
   int64_t pending_on_a = Count(on_a + " AND status IN ('queued','running')");
-  a.child.Kill(SIGKILL);
+  a.Kill();
   int status = dfarm.Wait();
   std::string err = Slurp(dir_ / "err");
   ASSERT_TRUE(WIFEXITED(status)) << err;
