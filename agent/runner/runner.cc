@@ -94,12 +94,6 @@ class FaultTrackingDelegate : public runtime::Delegate {
   mutable bool faulted_ = false;
 };
 
-RunReport Fail(RunReport report, RunnerStatus status, std::string error) {
-  report.status = status;
-  report.error = std::move(error);
-  return report;
-}
-
 std::vector<TensorSummary> Summaries(const std::vector<runtime::Tensor*>& tensors) {
   std::vector<TensorSummary> out;
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -195,164 +189,218 @@ bool AcceptsOption(const delegates::Delegate& delegate, std::string_view key) {
 
 }  // namespace
 
-RunReport Run(const RunnerOptions& options, std::ostream& log) {
-  RunReport report;
-  report.model = std::filesystem::path(options.model).filename().string();
-  report.delegate = options.delegate;
-  report.num_threads = options.num_threads;
+namespace {
 
+// One job's runtime objects; the interpreter borrows the model, the resolver
+// and the delegate, so a Job stays where it was made.
+struct Job {
   const delegates::Delegate* delegate = nullptr;
-  if (runtime::Status s = delegates::FindDelegate(options.delegate, &delegate); !s.ok()) {
-    return Fail(std::move(report), RunnerStatus::kDelegateError, s.message());
+  delegates::DelegateOptions delegate_options;  // with `threads` added when it applies
+  std::unique_ptr<runtime::Model> model;
+  std::unique_ptr<FaultTrackingDelegate> runtime_delegate;  // null: kernels only
+  runtime::OpResolver resolver;
+  std::unique_ptr<runtime::Interpreter> interpreter;
+
+  // A delegate's failure (not a refusal) is delegate_error, whatever its code.
+  RunnerStatus Classify(const runtime::Status& s) const {
+    return runtime_delegate != nullptr && runtime_delegate->faulted() ? RunnerStatus::kDelegateError
+                                                                      : FromRuntime(s);
   }
-  if (runtime::Status s = delegates::CheckDelegateOptions(*delegate, options.delegate_options);
+};
+
+// Records a failure in *report; returns false so a step can end with it.
+bool Failed(RunReport* report, RunnerStatus status, std::string error) {
+  report->status = status;
+  report->error = std::move(error);
+  return false;
+}
+
+// Finds the delegate and checks its options. --num-threads reaches a delegate
+// that has a `threads` option (xnnpack) as that option unless the options name
+// one, and then they must agree; other delegates run on one thread.
+// threads_used reports what ran.
+bool ChooseDelegate(const RunnerOptions& options, std::ostream& log, Job* job, RunReport* report) {
+  if (runtime::Status s = delegates::FindDelegate(options.delegate, &job->delegate); !s.ok()) {
+    return Failed(report, RunnerStatus::kDelegateError, s.message());
+  }
+  const delegates::Delegate& delegate = *job->delegate;
+  if (runtime::Status s = delegates::CheckDelegateOptions(delegate, options.delegate_options);
       !s.ok()) {
-    return Fail(std::move(report), RunnerStatus::kDelegateError, s.message());
+    return Failed(report, RunnerStatus::kDelegateError, s.message());
   }
-  // --num-threads reaches a delegate that has a `threads` option (xnnpack) as
-  // that option unless the options name one, and then they must agree; other
-  // delegates run on one thread. threads_used reports what ran.
-  delegates::DelegateOptions delegate_options = options.delegate_options;
-  report.threads_used = 1;
-  if (AcceptsOption(*delegate, "threads")) {
+  job->delegate_options = options.delegate_options;
+  delegates::DelegateOptions& delegate_options = job->delegate_options;
+  report->threads_used = 1;
+  if (AcceptsOption(delegate, "threads")) {
     auto it = std::find_if(delegate_options.begin(), delegate_options.end(),
                            [](const auto& kv) { return kv.first == "threads"; });
     if (it == delegate_options.end()) {
       delegate_options.emplace_back("threads", std::to_string(options.num_threads));
-      report.threads_used = options.num_threads;
+      report->threads_used = options.num_threads;
     } else {
       const unsigned long given = std::strtoul(it->second.c_str(), nullptr, 10);
       if (options.num_threads > 1 && given != options.num_threads) {
-        return Fail(std::move(report), RunnerStatus::kDelegateError,
-                    "--num-threads " + std::to_string(options.num_threads) +
-                        " disagrees with delegate option threads:" + it->second);
+        return Failed(report, RunnerStatus::kDelegateError,
+                      "--num-threads " + std::to_string(options.num_threads) +
+                          " disagrees with delegate option threads:" + it->second);
       }
-      report.threads_used = static_cast<uint32_t>(given);
+      report->threads_used = static_cast<uint32_t>(given);
     }
   } else if (options.num_threads > 1) {
-    log << "note: delegate '" << delegate->name << "' runs on one thread; --num-threads "
+    log << "note: delegate '" << delegate.name << "' runs on one thread; --num-threads "
         << options.num_threads << " is recorded only (threads_used is 1)\n";
   }
+  return true;
+}
 
+// Loads the model, creates the delegate and allocates the tensors (init_us);
+// fills in the placement, the arena size and the input and output summaries.
+bool LoadAndPrepare(const RunnerOptions& options, Job* job, RunReport* report) {
   const Clock::time_point init_start = Clock::now();
-  std::unique_ptr<runtime::Model> model;
-  if (runtime::Status s = runtime::Model::Load(options.model, &model); !s.ok()) {
-    return Fail(std::move(report), FromRuntime(s), s.message());
+  if (runtime::Status s = runtime::Model::Load(options.model, &job->model); !s.ok()) {
+    return Failed(report, FromRuntime(s), s.message());
   }
-  std::unique_ptr<FaultTrackingDelegate> runtime_delegate;
-  if (delegate->create != nullptr) {
+  if (job->delegate->create != nullptr) {
     std::unique_ptr<runtime::Delegate> created;
-    if (runtime::Status s = delegate->create(delegate_options, &created); !s.ok()) {
-      return Fail(std::move(report),
-                  s.code() == runtime::StatusCode::kUnsupported ? RunnerStatus::kUnsupported
-                                                                : RunnerStatus::kDelegateError,
-                  s.message());
+    if (runtime::Status s = job->delegate->create(job->delegate_options, &created); !s.ok()) {
+      return Failed(report,
+                    s.code() == runtime::StatusCode::kUnsupported ? RunnerStatus::kUnsupported
+                                                                  : RunnerStatus::kDelegateError,
+                    s.message());
     }
-    runtime_delegate = std::make_unique<FaultTrackingDelegate>(std::move(created));
+    job->runtime_delegate = std::make_unique<FaultTrackingDelegate>(std::move(created));
   }
-  // A delegate's failure (not a refusal) is delegate_error, whatever its code.
-  auto classify = [&](const runtime::Status& s) {
-    return runtime_delegate != nullptr && runtime_delegate->faulted() ? RunnerStatus::kDelegateError
-                                                                      : FromRuntime(s);
-  };
-  runtime::OpResolver resolver;
-  delegate->add_kernels(resolver);
-  runtime::Interpreter interpreter(*model, resolver);
-  if (runtime_delegate != nullptr) interpreter.AddDelegate(runtime_delegate.get());
+  job->delegate->add_kernels(job->resolver);
+  job->interpreter = std::make_unique<runtime::Interpreter>(*job->model, job->resolver);
+  runtime::Interpreter& interpreter = *job->interpreter;
+  if (job->runtime_delegate != nullptr) interpreter.AddDelegate(job->runtime_delegate.get());
   if (runtime::Status s = interpreter.AllocateTensors(); !s.ok()) {
-    return Fail(std::move(report), classify(s), s.message());
+    return Failed(report, job->Classify(s), s.message());
   }
-  report.placement = interpreter.placement();
-  report.init_us = MicrosSince(init_start);
-  report.arena_bytes = interpreter.arena_bytes();
-  report.inputs = Summaries(interpreter.inputs());
-  report.outputs = Summaries(interpreter.outputs());
+  report->placement = interpreter.placement();
+  report->init_us = MicrosSince(init_start);
+  report->arena_bytes = interpreter.arena_bytes();
+  report->inputs = Summaries(interpreter.inputs());
+  report->outputs = Summaries(interpreter.outputs());
+  return true;
+}
 
-  if (options.inputs_dir.empty()) {
-    FillRandomInputs(interpreter, options.seed);
-  } else if (Result<void> r = LoadInputs(interpreter, options.inputs_dir); !r.ok()) {
-    return Fail(std::move(report), RunnerStatus::kModelError, r.message());
-  }
+// The job's inputs: read from --inputs, or seeded random ones.
+Result<void> SetInputs(const RunnerOptions& options, runtime::Interpreter& interpreter) {
+  if (!options.inputs_dir.empty()) return LoadInputs(interpreter, options.inputs_dir);
+  FillRandomInputs(interpreter, options.seed);
+  return Ok();
+}
 
+// The first run, the warm-up runs, then the measured runs: num_runs runs and
+// at least min_secs seconds, whichever takes more.
+bool Measure(const RunnerOptions& options, const Job& job, RunReport* report) {
   auto invoke = [&](double* us_out) {
     const Clock::time_point start = Clock::now();
-    runtime::Status s = interpreter.Invoke();
+    runtime::Status s = job.interpreter->Invoke();
     *us_out = MicrosSince(start);
     return s;
   };
-  if (runtime::Status s = invoke(&report.first_us); !s.ok()) {
-    return Fail(std::move(report), classify(s), s.message());
+  if (runtime::Status s = invoke(&report->first_us); !s.ok()) {
+    return Failed(report, job.Classify(s), s.message());
   }
   double warmup_total = 0;
   for (uint32_t i = 0; i < options.warmup_runs; ++i) {
     double us = 0;
     if (runtime::Status s = invoke(&us); !s.ok()) {
-      return Fail(std::move(report), classify(s), s.message());
+      return Failed(report, job.Classify(s), s.message());
     }
     warmup_total += us;
   }
-  if (options.warmup_runs > 0) report.warmup_mean_us = warmup_total / options.warmup_runs;
-  // num_runs runs and at least min_secs seconds, whichever takes more.
-  report.samples_us.reserve(options.num_runs);
+  if (options.warmup_runs > 0) report->warmup_mean_us = warmup_total / options.warmup_runs;
+  report->samples_us.reserve(options.num_runs);
   const Clock::time_point steady_start = Clock::now();
   const std::chrono::duration<double> min_duration(options.min_secs);
-  while (report.samples_us.size() < options.num_runs ||
+  while (report->samples_us.size() < options.num_runs ||
          Clock::now() - steady_start < min_duration) {
     double us = 0;
     if (runtime::Status s = invoke(&us); !s.ok()) {
-      return Fail(std::move(report), classify(s), s.message());
+      return Failed(report, job.Classify(s), s.message());
     }
-    report.samples_us.push_back(us);
+    report->samples_us.push_back(us);
   }
-  report.latency = ComputeLatencyStats(report.samples_us);
-  report.peak_rss_bytes = PeakRssBytes().value_or(0);
+  report->latency = ComputeLatencyStats(report->samples_us);
+  report->peak_rss_bytes = PeakRssBytes().value_or(0);
+  return true;
+}
 
-  if (!options.dump_outputs_dir.empty()) {
-    if (Result<void> r = DumpOutputs(interpreter, options.dump_outputs_dir); !r.ok()) {
-      return Fail(std::move(report), RunnerStatus::kInternalError, r.message());
-    }
-  }
-  if (!options.accuracy_reference.empty()) {
-    if (options.accuracy_reference != "cpu") {
-      return Fail(std::move(report), RunnerStatus::kUsageError,
+// --accuracy-reference cpu: runs the model once with the reference kernels on
+// the same inputs and compares each output.
+bool CompareWithReference(const RunnerOptions& options, const Job& job, RunReport* report) {
+  if (options.accuracy_reference != "cpu") {
+    return Failed(report, RunnerStatus::kUsageError,
                   "unknown accuracy reference '" + options.accuracy_reference + "' (only 'cpu')");
+  }
+  const delegates::Delegate* cpu = nullptr;
+  if (runtime::Status s = delegates::FindDelegate("cpu", &cpu); !s.ok()) {
+    return Failed(report, RunnerStatus::kInternalError, s.message());
+  }
+  runtime::OpResolver reference_resolver;
+  cpu->add_kernels(reference_resolver);
+  runtime::Interpreter reference(*job.model, reference_resolver);
+  runtime::Status s = reference.AllocateTensors();
+  if (s.ok()) {
+    // The same inputs, made again rather than copied, so that nothing the
+    // benchmarked runs did to their input tensors can reach the reference.
+    if (Result<void> r = SetInputs(options, reference); !r.ok()) {
+      return Failed(report, RunnerStatus::kModelError, r.message());
     }
-    const delegates::Delegate* cpu = nullptr;
-    if (runtime::Status s = delegates::FindDelegate("cpu", &cpu); !s.ok()) {
-      return Fail(std::move(report), RunnerStatus::kInternalError, s.message());
-    }
-    runtime::OpResolver reference_resolver;
-    cpu->add_kernels(reference_resolver);
-    runtime::Interpreter reference(*model, reference_resolver);
-    runtime::Status s = reference.AllocateTensors();
-    if (s.ok()) {
-      // The same inputs, made again rather than copied, so that nothing the
-      // benchmarked runs did to their input tensors can reach the reference.
-      if (options.inputs_dir.empty()) {
-        FillRandomInputs(reference, options.seed);
-      } else if (Result<void> r = LoadInputs(reference, options.inputs_dir); !r.ok()) {
-        return Fail(std::move(report), RunnerStatus::kModelError, r.message());
-      }
-      s = reference.Invoke();
-    }
-    if (!s.ok()) {
-      return Fail(std::move(report), FromRuntime(s),
-                  "accuracy reference 'cpu' failed: " + s.message());
-    }
-    report.accuracy_reference = options.accuracy_reference;
-    for (size_t i = 0; i < interpreter.outputs().size(); ++i) {
-      report.accuracy.push_back(
-          CompareOutput(i, *interpreter.outputs()[i], *reference.outputs()[i]));
+    s = reference.Invoke();
+  }
+  if (!s.ok()) {
+    return Failed(report, FromRuntime(s), "accuracy reference 'cpu' failed: " + s.message());
+  }
+  report->accuracy_reference = options.accuracy_reference;
+  const runtime::Interpreter& interpreter = *job.interpreter;
+  for (size_t i = 0; i < interpreter.outputs().size(); ++i) {
+    report->accuracy.push_back(
+        CompareOutput(i, *interpreter.outputs()[i], *reference.outputs()[i]));
+  }
+  return true;
+}
+
+// --profile: per-step timing over num_runs more runs.
+bool ProfileSteps(const RunnerOptions& options, const Job& job, RunReport* report) {
+  Profile profile;
+  if (runtime::Status s =
+          ProfileRuns(*job.interpreter, report->placement, options.num_runs, &profile);
+      !s.ok()) {
+    return Failed(report, job.Classify(s), s.message());
+  }
+  report->profile = std::move(profile);
+  return true;
+}
+
+}  // namespace
+
+RunReport Run(const RunnerOptions& options, std::ostream& log) {
+  RunReport report;
+  report.model = std::filesystem::path(options.model).filename().string();
+  report.delegate = options.delegate;
+  report.num_threads = options.num_threads;
+  Job job;
+  if (!ChooseDelegate(options, log, &job, &report)) return report;
+  if (!LoadAndPrepare(options, &job, &report)) return report;
+  if (Result<void> r = SetInputs(options, *job.interpreter); !r.ok()) {
+    Failed(&report, RunnerStatus::kModelError, r.message());
+    return report;
+  }
+  if (!Measure(options, job, &report)) return report;
+  if (!options.dump_outputs_dir.empty()) {
+    if (Result<void> r = DumpOutputs(*job.interpreter, options.dump_outputs_dir); !r.ok()) {
+      Failed(&report, RunnerStatus::kInternalError, r.message());
+      return report;
     }
   }
-  if (options.profile) {
-    Profile profile;
-    if (runtime::Status s = ProfileRuns(interpreter, report.placement, options.num_runs, &profile);
-        !s.ok()) {
-      return Fail(std::move(report), classify(s), s.message());
-    }
-    report.profile = std::move(profile);
+  if (!options.accuracy_reference.empty() && !CompareWithReference(options, job, &report)) {
+    return report;
   }
+  if (options.profile && !ProfileSteps(options, job, &report)) return report;
   return report;
 }
 
