@@ -726,13 +726,7 @@ class SqliteStore final : public Store {
 
 }  // namespace
 
-bool IsFinalJobStatus(const std::string& status) {
-  for (const char* s :
-       {"ok", "model_error", "delegate_error", "unsupported", "crashed", "timeout", "infra"}) {
-    if (status == s) return true;
-  }
-  return false;
-}
+bool IsFinalJobStatus(const std::string& status) { return ParseJobStatus(status).has_value(); }
 
 int CurrentSchemaVersion() { return sqlite::SchemaVersion(); }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "agent/base/result.h"
+#include "agent/protocol/status.h"
 
 namespace dfarm::store {
 
@@ -27,14 +28,15 @@ inline constexpr const char* kRunFailed = "failed";
 inline constexpr const char* kRunCancelled = "cancelled";
 
 // Job status: "queued" | "running" while pending, then one of the job status
-// classes of docs/CONTRACTS.md: ok, model_error, delegate_error, unsupported,
-// crashed, timeout, infra.
+// classes (ok, model_error, delegate_error, unsupported, crashed, timeout,
+// infra), whose one list is DFARM_JOB_STATUSES in agent/protocol/status.h.
 inline constexpr const char* kJobQueued = "queued";
 inline constexpr const char* kJobRunning = "running";
-inline constexpr const char* kJobOk = "ok";
-inline constexpr const char* kJobInfra = "infra";
+inline constexpr const char* kJobOk = JobStatusName(JobStatus::kOk);
+inline constexpr const char* kJobInfra = JobStatusName(JobStatus::kInfra);
 
-// True for the statuses a job ends in (everything but queued and running).
+// True for the statuses a job ends in: the names of JobStatus (everything but
+// queued and running).
 bool IsFinalJobStatus(const std::string& status);
 
 // The runner's metrics (docs/CONTRACTS.md), times in microseconds.

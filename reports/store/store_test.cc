@@ -727,6 +727,36 @@ TEST_F(StoreTest, TwoConcurrentResumesExactlyOneProceeds) {
   EXPECT_EQ(refused, 1);
 }
 
+// The final job statuses are exactly the names of agent/protocol/status.h's list.
+TEST(JobStatusTest, FinalStatusesAreTheProtocolList) {
+#define DFARM_EXPECT_FINAL(e, name, meaning) EXPECT_TRUE(IsFinalJobStatus(name)) << name;
+  DFARM_JOB_STATUSES(DFARM_EXPECT_FINAL)
+#undef DFARM_EXPECT_FINAL
+  EXPECT_FALSE(IsFinalJobStatus(kJobQueued));
+  EXPECT_FALSE(IsFinalJobStatus(kJobRunning));
+  EXPECT_FALSE(IsFinalJobStatus(""));
+  EXPECT_FALSE(IsFinalJobStatus("OK"));
+  EXPECT_STREQ(kJobOk, "ok");
+  EXPECT_STREQ(kJobInfra, "infra");
+}
+
+TEST_F(StoreTest, RecordJobResultRefusesAStatusOutsideTheList) {
+  auto store = Open();
+  ASSERT_TRUE(store);
+  auto run = store->CreateRun("r", "{}");
+  ASSERT_TRUE(run.ok());
+  auto id = store->AddJob(*run, MakeJob("m.tflite"));
+  ASSERT_TRUE(id.ok());
+  JobOutcome o;
+  o.status = kJobRunning;
+  auto r = store->RecordJobResult(*id, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.message().find("is not a final job status"), std::string::npos) << r.message();
+  o.status = JobStatusName(JobStatus::kTimeout);
+  EXPECT_TRUE(store->RecordJobResult(*id, o).ok());
+  EXPECT_EQ(store->GetJob(*id)->status, "timeout");
+}
+
 TEST_F(StoreTest, RefusesUnknownTestVersion) {
   EXPECT_FALSE(CreateSqliteStoreAtVersionForTesting(path_, 0).ok());
   EXPECT_FALSE(CreateSqliteStoreAtVersionForTesting(path_, CurrentSchemaVersion() + 1).ok());
