@@ -99,7 +99,26 @@ class Parser {
     return static_cast<uint32_t>(n);
   }
 
-  Result<SweepSpec> Parse(const std::string& text) {
+  // The spec sections in the order they are checked (the first error wins).
+  Result<SweepSpec> Parse(const std::string& text) const {
+    auto doc = ParseDocument(text);
+    if (!doc) return doc.error();
+    SweepSpec spec;
+    for (Section section :
+         {&Parser::ParseName, &Parser::ParseModels, &Parser::ParseDelegates, &Parser::ParseDevices,
+          &Parser::ParseDeviceTags, &Parser::ParseRunners, &Parser::ParseCooldown,
+          &Parser::ParseBenchmark, &Parser::ParseScheduler}) {
+      if (auto r = (this->*section)(*doc, spec); !r) return r.error();
+    }
+    return spec;
+  }
+
+ private:
+  // Reads one top-level section of `doc` into `spec`.
+  using Section = Result<void> (Parser::*)(const json& doc, SweepSpec& spec) const;
+
+  // The JSON object with only the known top-level keys.
+  Result<json> ParseDocument(const std::string& text) const {
     json doc;
     try {
       doc = json::parse(text);
@@ -115,9 +134,11 @@ class Parser {
         !r) {
       return r.error();
     }
-    SweepSpec spec;
-    fs::path base = fs::absolute(fs::path(spec_path_)).parent_path();
+    return doc;
+  }
 
+  // "name": a string; the spec file's stem when absent or empty.
+  Result<void> ParseName(const json& doc, SweepSpec& spec) const {
     if (doc.contains("name")) {
       if (!doc["name"].is_string()) {
         return Fail("name", std::string("expected a string, got ") + TypeName(doc["name"]));
@@ -125,7 +146,11 @@ class Parser {
       spec.name = doc["name"].get<std::string>();
     }
     if (spec.name.empty()) spec.name = fs::path(spec_path_).stem().string();
+    return Ok();
+  }
 
+  // "models": existing files, relative to the spec's folder, no file twice.
+  Result<void> ParseModels(const json& doc, SweepSpec& spec) const {
     if (!doc.contains("models")) return Fail("", "missing key 'models'");
     const json& models = doc["models"];
     if (!models.is_array()) {
@@ -134,231 +159,268 @@ class Parser {
     if (models.empty()) return Fail("models", "is empty; list at least one .tflite file");
     std::map<std::string, size_t> seen_models;
     for (size_t i = 0; i < models.size(); ++i) {
-      std::string where = "models[" + std::to_string(i) + "]";
-      if (!models[i].is_string()) {
-        return Fail(where, std::string("expected a path string, got ") + TypeName(models[i]));
-      }
-      std::string given = models[i].get<std::string>();
-      if (given.empty()) return Fail(where, "empty path");
-      fs::path p(given);
-      if (p.is_relative()) p = base / p;
-      p = p.lexically_normal();
-      std::error_code ec;
-      if (!fs::exists(p, ec)) return Fail(where, "file '" + given + "' does not exist");
-      if (!fs::is_regular_file(p, ec)) return Fail(where, "'" + given + "' is not a regular file");
-      auto [it, inserted] = seen_models.emplace(p.string(), i);
+      auto model = ParseModel(models[i], "models[" + std::to_string(i) + "]");
+      if (!model) return model.error();
+      auto [it, inserted] = seen_models.emplace(model->path, i);
       if (!inserted) {
-        return Fail(where, "'" + given + "' is the same file as models[" +
-                               std::to_string(it->second) + "]");
+        return Fail("models[" + std::to_string(i) + "]", "'" + models[i].get<std::string>() +
+                                                             "' is the same file as models[" +
+                                                             std::to_string(it->second) + "]");
       }
-      spec.models.push_back(ModelSpec{p.string(), p.filename().string()});
+      spec.models.push_back(std::move(*model));
     }
-
-    if (doc.contains("delegates")) {
-      const json& ds = doc["delegates"];
-      if (!ds.is_array()) {
-        return Fail("delegates", std::string("expected an array, got ") + TypeName(ds));
-      }
-      if (ds.empty()) return Fail("delegates", "is empty; leave it out for [{\"name\":\"cpu\"}]");
-      std::set<std::string> seen;
-      for (size_t i = 0; i < ds.size(); ++i) {
-        std::string where = "delegates[" + std::to_string(i) + "]";
-        auto expanded = ParseDelegate(ds[i], where);
-        if (!expanded) return expanded.error();
-        for (DelegateSpec& d : *expanded) {
-          std::string id = d.name + "|" + d.OptionsString();
-          if (!seen.insert(id).second) {
-            return Fail(where, "duplicate delegate configuration '" + d.name +
-                                   (d.options.empty() ? "" : "(" + d.OptionsString() + ")") + "'");
-          }
-          spec.delegates.push_back(std::move(d));
-        }
-      }
-    } else {
-      spec.delegates.push_back(DelegateSpec{"cpu", {}});
-    }
-
-    if (doc.contains("devices")) {
-      const json& ds = doc["devices"];
-      if (!ds.is_array()) {
-        return Fail("devices", std::string("expected an array, got ") + TypeName(ds));
-      }
-      if (ds.empty()) return Fail("devices", "is empty; leave it out for [\"local\"]");
-      std::set<std::string> seen;
-      for (size_t i = 0; i < ds.size(); ++i) {
-        std::string where = "devices[" + std::to_string(i) + "]";
-        if (ds[i].is_object()) {
-          auto sel = ParseSelector(ds[i], where);
-          if (!sel) return sel.error();
-          spec.device_selectors.push_back(std::move(*sel));
-          continue;
-        }
-        if (!ds[i].is_string()) {
-          return Fail(where, std::string("expected a device URI string or a selector object "
-                                         "{\"abi\":...,\"tags\":[...]}, got ") +
-                                 TypeName(ds[i]));
-        }
-        std::string name = ds[i].get<std::string>();
-        if (std::string why = CheckDeviceName(name); !why.empty()) return Fail(where, why);
-        if (!seen.insert(name).second) return Fail(where, "duplicate device '" + name + "'");
-        spec.devices.push_back(name);
-      }
-    } else {
-      spec.devices.push_back("local");
-    }
-
-    if (doc.contains("device_tags")) {
-      const json& t = doc["device_tags"];
-      if (!t.is_object()) {
-        return Fail(
-            "device_tags",
-            std::string("expected an object {\"DEVICE\":[\"tag\",...]}, got ") + TypeName(t));
-      }
-      for (const auto& [device, tags] : t.items()) {
-        std::string where = "device_tags." + device;
-        if (std::string why = CheckDeviceName(device); !why.empty()) return Fail(where, why);
-        auto list = ParseTags(tags, where);
-        if (!list) return list.error();
-        spec.device_tags[device] = std::move(*list);
-      }
-    }
-
-    if (doc.contains("runners")) {
-      const json& rs = doc["runners"];
-      if (!rs.is_array()) {
-        return Fail("runners", std::string("expected an array, got ") + TypeName(rs));
-      }
-      if (rs.empty()) return Fail("runners", "is empty; leave it out for the default runner");
-      if (rs.size() > kMaxRunners) {
-        return Fail("runners", "has " + std::to_string(rs.size()) + " entries, more than " +
-                                   std::to_string(kMaxRunners));
-      }
-      std::set<std::string> names;
-      for (size_t i = 0; i < rs.size(); ++i) {
-        std::string where = "runners[" + std::to_string(i) + "]";
-        auto r = ParseRunner(rs[i], where);
-        if (!r) return r.error();
-        if (!names.insert(r->name).second) {
-          return Fail(where + ".name", "duplicate runner name '" + r->name + "'");
-        }
-        spec.runners.push_back(std::move(*r));
-      }
-    }
-
-    if (doc.contains("cooldown")) {
-      const json& c = doc["cooldown"];
-      if (!c.is_object()) {
-        return Fail("cooldown", std::string("expected an object, got ") + TypeName(c));
-      }
-      if (auto r = CheckKeys(c, "cooldown", {"pause_ms", "max_temp_c", "max_wait_s"}); !r) {
-        return r.error();
-      }
-      CooldownSpec& cd = spec.scheduler.cooldown;
-      if (auto r = ReadUints(c, "cooldown",
-                             {{"pause_ms", &cd.pause_ms, 0, 3600 * 1000},
-                              {"max_wait_s", &cd.max_wait_s, 0, 24 * 3600}});
-          !r) {
-        return r.error();
-      }
-      if (c.contains("max_temp_c")) {
-        const json& t = c["max_temp_c"];
-        if (!t.is_number()) {
-          return Fail("cooldown.max_temp_c", std::string("expected a number, got ") + TypeName(t));
-        }
-        double v = t.get<double>();
-        if (!(v >= 0.0 && v <= kMaxTempC)) {
-          return Fail("cooldown.max_temp_c", t.dump() + " is out of range [0, " +
-                                                 std::to_string(static_cast<int>(kMaxTempC)) +
-                                                 "] (0: no temperature rule)");
-        }
-        cd.max_temp_c = v;
-      }
-    }
-
-    if (doc.contains("benchmark")) {
-      const json& b = doc["benchmark"];
-      if (!b.is_object()) {
-        return Fail("benchmark", std::string("expected an object, got ") + TypeName(b));
-      }
-      if (auto r = CheckKeys(
-              b, "benchmark",
-              {"warmup_runs", "num_runs", "num_threads", "timeout_s", "accuracy_reference"});
-          !r) {
-        return r.error();
-      }
-      if (auto r = ReadUints(b, "benchmark",
-                             {{"warmup_runs", &spec.benchmark.warmup_runs, 0, 10000},
-                              {"num_runs", &spec.benchmark.num_runs, 1, 100000}});
-          !r) {
-        return r.error();
-      }
-      if (b.contains("num_threads") && b["num_threads"].is_array()) {
-        const json& list = b["num_threads"];
-        if (list.empty()) return Fail("benchmark.num_threads", "is an empty list");
-        std::set<uint32_t> seen;
-        spec.num_threads.clear();
-        for (size_t i = 0; i < list.size(); ++i) {
-          std::string at = "benchmark.num_threads[" + std::to_string(i) + "]";
-          auto v = Uint(list[i], at, 1, 256);
-          if (!v) return v.error();
-          if (!seen.insert(*v).second) return Fail(at, "duplicate value " + std::to_string(*v));
-          spec.num_threads.push_back(*v);
-        }
-        spec.benchmark.num_threads = spec.num_threads.front();
-      } else if (b.contains("num_threads")) {
-        if (auto r =
-                ReadUints(b, "benchmark", {{"num_threads", &spec.benchmark.num_threads, 1, 256}});
-            !r) {
-          return r.error();
-        }
-        spec.num_threads = {spec.benchmark.num_threads};
-      }
-      if (auto r =
-              ReadUints(b, "benchmark", {{"timeout_s", &spec.benchmark.timeout_s, 1, 24 * 3600}});
-          !r) {
-        return r.error();
-      }
-      if (b.contains("accuracy_reference")) {
-        const json& a = b["accuracy_reference"];
-        if (!a.is_string() || (a.get<std::string>() != "cpu" && a.get<std::string>() != "none")) {
-          return Fail("benchmark.accuracy_reference",
-                      "expected \"cpu\" or \"none\", got " + a.dump());
-        }
-        spec.benchmark.accuracy_reference = a.get<std::string>();
-      }
-    }
-
-    if (doc.contains("scheduler")) {
-      const json& s = doc["scheduler"];
-      if (!s.is_object()) {
-        return Fail("scheduler", std::string("expected an object, got ") + TypeName(s));
-      }
-      if (auto r =
-              CheckKeys(s, "scheduler", {"retries", "backoff_ms", "quarantine_after", "failover"});
-          !r) {
-        return r.error();
-      }
-      if (auto r = ReadUints(s, "scheduler",
-                             {{"retries", &spec.scheduler.retries, 0, 100},
-                              {"backoff_ms", &spec.scheduler.backoff_ms, 0, 600000},
-                              {"quarantine_after", &spec.scheduler.quarantine_after, 1, 1000000}});
-          !r) {
-        return r.error();
-      }
-      if (s.contains("failover")) {
-        const json& f = s["failover"];
-        if (!f.is_string() || (f != "none" && f != "same_abi")) {
-          return Fail("scheduler.failover",
-                      "expected \"none\" or \"same_abi\", got " +
-                          (f.is_string() ? "'" + f.get<std::string>() + "'" : TypeName(f)));
-        }
-        spec.scheduler.failover = f.get<std::string>();
-      }
-    }
-    return spec;
+    return Ok();
   }
 
- private:
+  // One model path.
+  Result<ModelSpec> ParseModel(const json& m, const std::string& where) const {
+    if (!m.is_string()) {
+      return Fail(where, std::string("expected a path string, got ") + TypeName(m));
+    }
+    std::string given = m.get<std::string>();
+    if (given.empty()) return Fail(where, "empty path");
+    fs::path p(given);
+    if (p.is_relative()) p = SpecFolder() / p;
+    p = p.lexically_normal();
+    std::error_code ec;
+    if (!fs::exists(p, ec)) return Fail(where, "file '" + given + "' does not exist");
+    if (!fs::is_regular_file(p, ec)) return Fail(where, "'" + given + "' is not a regular file");
+    return ModelSpec{p.string(), p.filename().string()};
+  }
+
+  // "delegates": entries expanded into configurations, none twice; default cpu.
+  Result<void> ParseDelegates(const json& doc, SweepSpec& spec) const {
+    if (!doc.contains("delegates")) {
+      spec.delegates.push_back(DelegateSpec{"cpu", {}});
+      return Ok();
+    }
+    const json& ds = doc["delegates"];
+    if (!ds.is_array()) {
+      return Fail("delegates", std::string("expected an array, got ") + TypeName(ds));
+    }
+    if (ds.empty()) return Fail("delegates", "is empty; leave it out for [{\"name\":\"cpu\"}]");
+    std::set<std::string> seen;
+    for (size_t i = 0; i < ds.size(); ++i) {
+      std::string where = "delegates[" + std::to_string(i) + "]";
+      auto expanded = ParseDelegate(ds[i], where);
+      if (!expanded) return expanded.error();
+      for (DelegateSpec& d : *expanded) {
+        std::string id = d.name + "|" + d.OptionsString();
+        if (!seen.insert(id).second) {
+          return Fail(where, "duplicate delegate configuration '" + d.name +
+                                 (d.options.empty() ? "" : "(" + d.OptionsString() + ")") + "'");
+        }
+        spec.delegates.push_back(std::move(d));
+      }
+    }
+    return Ok();
+  }
+
+  // "devices": device URIs (no URI twice) and selectors; default ["local"].
+  Result<void> ParseDevices(const json& doc, SweepSpec& spec) const {
+    if (!doc.contains("devices")) {
+      spec.devices.push_back("local");
+      return Ok();
+    }
+    const json& ds = doc["devices"];
+    if (!ds.is_array()) {
+      return Fail("devices", std::string("expected an array, got ") + TypeName(ds));
+    }
+    if (ds.empty()) return Fail("devices", "is empty; leave it out for [\"local\"]");
+    std::set<std::string> seen;
+    for (size_t i = 0; i < ds.size(); ++i) {
+      std::string where = "devices[" + std::to_string(i) + "]";
+      if (ds[i].is_object()) {
+        auto sel = ParseSelector(ds[i], where);
+        if (!sel) return sel.error();
+        spec.device_selectors.push_back(std::move(*sel));
+        continue;
+      }
+      if (!ds[i].is_string()) {
+        return Fail(where, std::string("expected a device URI string or a selector object "
+                                       "{\"abi\":...,\"tags\":[...]}, got ") +
+                               TypeName(ds[i]));
+      }
+      std::string name = ds[i].get<std::string>();
+      if (std::string why = CheckDeviceName(name); !why.empty()) return Fail(where, why);
+      if (!seen.insert(name).second) return Fail(where, "duplicate device '" + name + "'");
+      spec.devices.push_back(name);
+    }
+    return Ok();
+  }
+
+  // "device_tags": {"DEVICE":["tag",...]}.
+  Result<void> ParseDeviceTags(const json& doc, SweepSpec& spec) const {
+    if (!doc.contains("device_tags")) return Ok();
+    const json& t = doc["device_tags"];
+    if (!t.is_object()) {
+      return Fail("device_tags",
+                  std::string("expected an object {\"DEVICE\":[\"tag\",...]}, got ") + TypeName(t));
+    }
+    for (const auto& [device, tags] : t.items()) {
+      std::string where = "device_tags." + device;
+      if (std::string why = CheckDeviceName(device); !why.empty()) return Fail(where, why);
+      auto list = ParseTags(tags, where);
+      if (!list) return list.error();
+      spec.device_tags[device] = std::move(*list);
+    }
+    return Ok();
+  }
+
+  // "runners": at most kMaxRunners, no name twice.
+  Result<void> ParseRunners(const json& doc, SweepSpec& spec) const {
+    if (!doc.contains("runners")) return Ok();
+    const json& rs = doc["runners"];
+    if (!rs.is_array()) {
+      return Fail("runners", std::string("expected an array, got ") + TypeName(rs));
+    }
+    if (rs.empty()) return Fail("runners", "is empty; leave it out for the default runner");
+    if (rs.size() > kMaxRunners) {
+      return Fail("runners", "has " + std::to_string(rs.size()) + " entries, more than " +
+                                 std::to_string(kMaxRunners));
+    }
+    std::set<std::string> names;
+    for (size_t i = 0; i < rs.size(); ++i) {
+      std::string where = "runners[" + std::to_string(i) + "]";
+      auto r = ParseRunner(rs[i], where);
+      if (!r) return r.error();
+      if (!names.insert(r->name).second) {
+        return Fail(where + ".name", "duplicate runner name '" + r->name + "'");
+      }
+      spec.runners.push_back(std::move(*r));
+    }
+    return Ok();
+  }
+
+  // "cooldown": pause_ms, max_temp_c, max_wait_s (into spec.scheduler.cooldown).
+  Result<void> ParseCooldown(const json& doc, SweepSpec& spec) const {
+    if (!doc.contains("cooldown")) return Ok();
+    const json& c = doc["cooldown"];
+    if (!c.is_object()) {
+      return Fail("cooldown", std::string("expected an object, got ") + TypeName(c));
+    }
+    if (auto r = CheckKeys(c, "cooldown", {"pause_ms", "max_temp_c", "max_wait_s"}); !r) {
+      return r.error();
+    }
+    CooldownSpec& cd = spec.scheduler.cooldown;
+    if (auto r = ReadUints(c, "cooldown",
+                           {{"pause_ms", &cd.pause_ms, 0, 3600 * 1000},
+                            {"max_wait_s", &cd.max_wait_s, 0, 24 * 3600}});
+        !r) {
+      return r.error();
+    }
+    if (!c.contains("max_temp_c")) return Ok();
+    const json& t = c["max_temp_c"];
+    if (!t.is_number()) {
+      return Fail("cooldown.max_temp_c", std::string("expected a number, got ") + TypeName(t));
+    }
+    double v = t.get<double>();
+    if (!(v >= 0.0 && v <= kMaxTempC)) {
+      return Fail("cooldown.max_temp_c", t.dump() + " is out of range [0, " +
+                                             std::to_string(static_cast<int>(kMaxTempC)) +
+                                             "] (0: no temperature rule)");
+    }
+    cd.max_temp_c = v;
+    return Ok();
+  }
+
+  // "benchmark": runs, the num_threads axis, timeout, accuracy reference.
+  Result<void> ParseBenchmark(const json& doc, SweepSpec& spec) const {
+    if (!doc.contains("benchmark")) return Ok();
+    const json& b = doc["benchmark"];
+    if (!b.is_object()) {
+      return Fail("benchmark", std::string("expected an object, got ") + TypeName(b));
+    }
+    if (auto r = CheckKeys(
+            b, "benchmark",
+            {"warmup_runs", "num_runs", "num_threads", "timeout_s", "accuracy_reference"});
+        !r) {
+      return r.error();
+    }
+    if (auto r = ReadUints(b, "benchmark",
+                           {{"warmup_runs", &spec.benchmark.warmup_runs, 0, 10000},
+                            {"num_runs", &spec.benchmark.num_runs, 1, 100000}});
+        !r) {
+      return r.error();
+    }
+    if (auto r = ParseNumThreads(b, spec); !r) return r.error();
+    if (auto r =
+            ReadUints(b, "benchmark", {{"timeout_s", &spec.benchmark.timeout_s, 1, 24 * 3600}});
+        !r) {
+      return r.error();
+    }
+    if (b.contains("accuracy_reference")) {
+      const json& a = b["accuracy_reference"];
+      if (!a.is_string() || (a.get<std::string>() != "cpu" && a.get<std::string>() != "none")) {
+        return Fail("benchmark.accuracy_reference",
+                    "expected \"cpu\" or \"none\", got " + a.dump());
+      }
+      spec.benchmark.accuracy_reference = a.get<std::string>();
+    }
+    return Ok();
+  }
+
+  // benchmark.num_threads: one count, or a list of distinct counts (the axis).
+  Result<void> ParseNumThreads(const json& b, SweepSpec& spec) const {
+    if (!b.contains("num_threads")) return Ok();
+    if (!b["num_threads"].is_array()) {
+      if (auto r =
+              ReadUints(b, "benchmark", {{"num_threads", &spec.benchmark.num_threads, 1, 256}});
+          !r) {
+        return r.error();
+      }
+      spec.num_threads = {spec.benchmark.num_threads};
+      return Ok();
+    }
+    const json& list = b["num_threads"];
+    if (list.empty()) return Fail("benchmark.num_threads", "is an empty list");
+    std::set<uint32_t> seen;
+    spec.num_threads.clear();
+    for (size_t i = 0; i < list.size(); ++i) {
+      std::string at = "benchmark.num_threads[" + std::to_string(i) + "]";
+      auto v = Uint(list[i], at, 1, 256);
+      if (!v) return v.error();
+      if (!seen.insert(*v).second) return Fail(at, "duplicate value " + std::to_string(*v));
+      spec.num_threads.push_back(*v);
+    }
+    spec.benchmark.num_threads = spec.num_threads.front();
+    return Ok();
+  }
+
+  // "scheduler": retries, backoff, quarantine, failover.
+  Result<void> ParseScheduler(const json& doc, SweepSpec& spec) const {
+    if (!doc.contains("scheduler")) return Ok();
+    const json& s = doc["scheduler"];
+    if (!s.is_object()) {
+      return Fail("scheduler", std::string("expected an object, got ") + TypeName(s));
+    }
+    if (auto r =
+            CheckKeys(s, "scheduler", {"retries", "backoff_ms", "quarantine_after", "failover"});
+        !r) {
+      return r.error();
+    }
+    if (auto r = ReadUints(s, "scheduler",
+                           {{"retries", &spec.scheduler.retries, 0, 100},
+                            {"backoff_ms", &spec.scheduler.backoff_ms, 0, 600000},
+                            {"quarantine_after", &spec.scheduler.quarantine_after, 1, 1000000}});
+        !r) {
+      return r.error();
+    }
+    if (s.contains("failover")) {
+      const json& f = s["failover"];
+      if (!f.is_string() || (f != "none" && f != "same_abi")) {
+        return Fail("scheduler.failover",
+                    "expected \"none\" or \"same_abi\", got " +
+                        (f.is_string() ? "'" + f.get<std::string>() + "'" : TypeName(f)));
+      }
+      spec.scheduler.failover = f.get<std::string>();
+    }
+    return Ok();
+  }
+
+  // The folder of the spec file, which anchors relative paths.
+  fs::path SpecFolder() const { return fs::absolute(fs::path(spec_path_)).parent_path(); }
+
   // A list of tags: plain names, no duplicates, at least one.
   Result<std::vector<std::string>> ParseTags(const json& v, const std::string& where) const {
     if (!v.is_array()) {
@@ -437,7 +499,7 @@ class Parser {
       std::string given = path.get<std::string>();
       if (given.empty()) return Fail(at, "empty path");
       fs::path p(given);
-      if (p.is_relative()) p = fs::absolute(fs::path(spec_path_)).parent_path() / p;
+      if (p.is_relative()) p = SpecFolder() / p;
       p = p.lexically_normal();
       std::error_code ec;
       if (!fs::is_regular_file(p, ec)) {
@@ -448,10 +510,13 @@ class Parser {
     return out;
   }
 
+  // Options given as a list, in spec order: each is a matrix axis.
+  using OptionGrid = std::vector<std::pair<std::string, std::vector<std::string>>>;
+
   // One delegate entry; option lists expand into several configurations.
   Result<std::vector<DelegateSpec>> ParseDelegate(const json& d, const std::string& where) const {
     DelegateSpec out;
-    std::vector<std::pair<std::string, std::vector<std::string>>> grid;  // listed options
+    OptionGrid grid;
     if (d.is_string()) {
       out.name = d.get<std::string>();
     } else if (d.is_object()) {
@@ -462,32 +527,8 @@ class Parser {
       }
       out.name = d["name"].get<std::string>();
       if (d.contains("options")) {
-        const json& o = d["options"];
-        if (!o.is_object()) {
-          return Fail(where + ".options", std::string("expected an object, got ") + TypeName(o));
-        }
-        for (const auto& [key, value] : o.items()) {
-          std::string at = where + ".options." + key;
-          if (key.empty() || key.find_first_of(":;") != std::string::npos) {
-            return Fail(at, "option names must be non-empty and contain no ':' or ';'");
-          }
-          if (value.is_array()) {
-            if (value.empty()) return Fail(at, "is an empty list");
-            std::vector<std::string> values;
-            std::set<std::string> seen;
-            for (size_t i = 0; i < value.size(); ++i) {
-              std::string at_i = at + "[" + std::to_string(i) + "]";
-              auto v = OptionValue(value[i], at_i);
-              if (!v) return v.error();
-              if (!seen.insert(*v).second) return Fail(at_i, "duplicate value '" + *v + "'");
-              values.push_back(std::move(*v));
-            }
-            grid.emplace_back(key, std::move(values));
-            continue;
-          }
-          auto v = OptionValue(value, at);
-          if (!v) return v.error();
-          out.options[key] = *v;
+        if (auto r = ParseDelegateOptions(d["options"], where + ".options", out, grid); !r) {
+          return r.error();
         }
       }
     } else {
@@ -495,9 +536,56 @@ class Parser {
                   std::string("expected an object {\"name\":...} or a string, got ") + TypeName(d));
     }
     if (out.name.empty()) return Fail(where, "empty delegate name");
-    // A plugin file (`path`) is a host file: relative to the spec's folder.
+    if (auto r = ResolvePluginPaths(out, grid, where + ".options"); !r) return r.error();
+    return ExpandOptionGrid(out, grid, where + ".options");
+  }
+
+  // A delegate's "options" object (named `where`): scalars into out.options,
+  // lists into `grid`.
+  Result<void> ParseDelegateOptions(const json& o, const std::string& where, DelegateSpec& out,
+                                    OptionGrid& grid) const {
+    if (!o.is_object()) {
+      return Fail(where, std::string("expected an object, got ") + TypeName(o));
+    }
+    for (const auto& [key, value] : o.items()) {
+      std::string at = where + "." + key;
+      if (key.empty() || key.find_first_of(":;") != std::string::npos) {
+        return Fail(at, "option names must be non-empty and contain no ':' or ';'");
+      }
+      if (value.is_array()) {
+        auto values = OptionValues(value, at);
+        if (!values) return values.error();
+        grid.emplace_back(key, std::move(*values));
+        continue;
+      }
+      auto v = OptionValue(value, at);
+      if (!v) return v.error();
+      out.options[key] = *v;
+    }
+    return Ok();
+  }
+
+  // A listed option value: at least one, none twice.
+  Result<std::vector<std::string>> OptionValues(const json& list, const std::string& at) const {
+    if (list.empty()) return Fail(at, "is an empty list");
+    std::vector<std::string> values;
+    std::set<std::string> seen;
+    for (size_t i = 0; i < list.size(); ++i) {
+      std::string at_i = at + "[" + std::to_string(i) + "]";
+      auto v = OptionValue(list[i], at_i);
+      if (!v) return v.error();
+      if (!seen.insert(*v).second) return Fail(at_i, "duplicate value '" + *v + "'");
+      values.push_back(std::move(*v));
+    }
+    return values;
+  }
+
+  // A plugin file (`path`, given once or listed) is a host file, relative to
+  // the spec's folder; made absolute in place.
+  Result<void> ResolvePluginPaths(DelegateSpec& out, OptionGrid& grid,
+                                  const std::string& where) const {
     if (auto it = out.options.find(kPluginPathOption); it != out.options.end()) {
-      auto resolved = ResolvePluginPath(it->second, where + ".options." + kPluginPathOption);
+      auto resolved = ResolvePluginPath(it->second, where + "." + kPluginPathOption);
       if (!resolved) return resolved.error();
       it->second = *resolved;
     }
@@ -505,13 +593,20 @@ class Parser {
       if (key != kPluginPathOption) continue;
       for (size_t i = 0; i < values.size(); ++i) {
         auto resolved =
-            ResolvePluginPath(values[i], where + ".options." + key + "[" + std::to_string(i) + "]");
+            ResolvePluginPath(values[i], where + "." + key + "[" + std::to_string(i) + "]");
         if (!resolved) return resolved.error();
         values[i] = *resolved;
       }
     }
-    // Cartesian product over the listed options, the last key varying fastest.
-    std::vector<DelegateSpec> configs = {out};
+    return Ok();
+  }
+
+  // The cartesian product of `base` over the listed options, the last key
+  // varying fastest; at most kMaxDelegateConfigs.
+  Result<std::vector<DelegateSpec>> ExpandOptionGrid(const DelegateSpec& base,
+                                                     const OptionGrid& grid,
+                                                     const std::string& where) const {
+    std::vector<DelegateSpec> configs = {base};
     for (const auto& [key, values] : grid) {
       std::vector<DelegateSpec> next;
       for (const DelegateSpec& c : configs) {
@@ -523,9 +618,8 @@ class Parser {
       }
       configs = std::move(next);
       if (configs.size() > kMaxDelegateConfigs) {
-        return Fail(
-            where + ".options",
-            "expands into more than " + std::to_string(kMaxDelegateConfigs) + " configurations");
+        return Fail(where, "expands into more than " + std::to_string(kMaxDelegateConfigs) +
+                               " configurations");
       }
     }
     return configs;
@@ -535,7 +629,7 @@ class Parser {
   Result<std::string> ResolvePluginPath(const std::string& given, const std::string& at) const {
     if (given.empty()) return Fail(at, "empty path");
     fs::path p(given);
-    if (p.is_relative()) p = fs::absolute(fs::path(spec_path_)).parent_path() / p;
+    if (p.is_relative()) p = SpecFolder() / p;
     p = p.lexically_normal();
     std::error_code ec;
     if (!fs::is_regular_file(p, ec)) {
