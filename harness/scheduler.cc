@@ -49,6 +49,26 @@ std::string Label(const ScheduledJob& job, const std::string& device) {
   return s + " " + device;
 }
 
+// The wire form of a scheduled job: the one conversion from the host's job to
+// what the agent runs (runner_sha256: the runner pushed over this connection).
+agent::JobSpec ToJobSpec(const ScheduledJob& job, const std::string& runner_sha256) {
+  agent::JobSpec spec;
+  spec.runner_sha256 = runner_sha256;
+  spec.model_sha256 = job.model_sha256;
+  spec.delegate = job.delegate.name;
+  spec.delegate_options = job.delegate.AgentOptionsString();
+  spec.plugin_sha256 = job.plugin_sha256;
+  spec.num_threads = job.benchmark.num_threads;
+  spec.warmup_runs = job.benchmark.warmup_runs;
+  spec.num_runs = job.benchmark.num_runs;
+  spec.timeout_ms = job.benchmark.timeout_s * 1000;
+  // cpu against the cpu reference says nothing: only other delegates compare.
+  if (job.benchmark.accuracy_reference == "cpu" && job.delegate.name != "cpu") {
+    spec.accuracy_reference = "cpu";
+  }
+  return spec;
+}
+
 struct Worker {
   explicit Worker(std::string d) : device(std::move(d)) {}
   std::string device;
@@ -182,7 +202,7 @@ class Scheduler {
       return;
     }
     store::Store& store = **opened;
-    Session s;
+    Connection s;
     // Connect before the first job, so that the ABI is known when another
     // device's jobs look for an equivalent device. A failure here costs
     // nothing: the first job's attempt connects again and records why.
@@ -211,7 +231,8 @@ class Scheduler {
     s.session.reset();  // closes the connection, stops a local agent
   }
 
-  struct Session {
+  // A worker's connection to its device, and what it pushed over it.
+  struct Connection {
     std::unique_ptr<DeviceSession> session;
     std::string runner_sha;
     std::set<std::string> pushed;  // model and plugin sha256s pushed over this session
@@ -226,7 +247,7 @@ class Scheduler {
 
   // Opens the device, records it, pushes the runner. Returns why the device
   // cannot be used (empty when it can); an error is a store failure.
-  Result<std::string> Connect(Worker& w, store::Store& store, Session& s) {
+  Result<std::string> Connect(Worker& w, store::Store& store, Connection& s) {
     auto session = ctx_.devices->Open(w.device);
     if (!session) return session.message();
     const agent::DeviceInfo& info = (*session)->client().device();
@@ -261,123 +282,14 @@ class Scheduler {
 
   // Runs job `i` on `w` until it ends in a status other than infra, runs out
   // of attempts, or moves. Errors are store failures only.
-  Result<void> RunOne(Worker& w, store::Store& store, Session& s, size_t i) {
+  Result<void> RunOne(Worker& w, store::Store& store, Connection& c, size_t i) {
     ScheduledJob& job = jobs_[i];
     uint64_t backoff_ms = ctx_.policy.backoff_ms;
     for (uint32_t attempt = 0;; ++attempt) {
-      std::string infra;
-      store::JobOutcome outcome;
-      if (!s.session) {
-        auto c = Connect(w, store, s);
-        if (!c) return c.error();
-        infra = *c;
-      }
-      if (s.session && !s.pushed.count(job.model_sha256)) {
-        std::string sha;
-        auto sent = s.session->client().PutArtifact(job.model.path, &sha);
-        if (!sent) {
-          s.session.reset();  // the connection's state is unknown now
-          infra = "cannot push model '" + job.model.file + "' to device '" + w.device +
-                  "': " + sent.message();
-        } else if (sha != job.model_sha256) {
-          infra = "model '" + job.model.path + "' changed during the sweep (sha256 " + sha +
-                  ", expected " + job.model_sha256 + ")";
-        } else {
-          bytes_pushed_ += *sent;
-          s.pushed.insert(job.model_sha256);
-          if (auto r = RecordArtifact(store, "model", sha, job.model.path); !r) return r;
-        }
-      }
-      if (s.session && infra.empty() && !job.plugin_sha256.empty()) {
-        if (auto r = CheckDeviceTakesPlugins(s.session->client().device().features, w.device); !r) {
-          // Retrying cannot help, and the device still serves other jobs.
-          store::JobOutcome o;
-          o.status = store::kJobInfra;
-          o.error = r.message();
-          return Record(w, store, job, o);
-        }
-        if (!s.pushed.count(job.plugin_sha256)) {
-          const std::string plugin = job.delegate.PluginPath();
-          std::string sha;
-          auto sent = s.session->client().PutArtifact(plugin, &sha);
-          if (!sent) {
-            s.session.reset();  // the connection's state is unknown now
-            infra = "cannot push delegate plugin '" + plugin + "' to device '" + w.device +
-                    "': " + sent.message();
-          } else if (sha != job.plugin_sha256) {
-            infra = "delegate plugin '" + plugin + "' changed during the sweep (sha256 " + sha +
-                    ", expected " + job.plugin_sha256 + ")";
-          } else {
-            bytes_pushed_ += *sent;
-            s.pushed.insert(job.plugin_sha256);
-            if (auto r = RecordArtifact(store, "plugin", sha, plugin); !r) return r;
-          }
-        }
-      }
-      std::string cooldown_note;
-      if (infra.empty() && Cooling()) {
-        CooldownOutcome c = WaitForCooldown(ctx_.policy.cooldown,
-                                            AgentCooldownSource(s.session->client(), ctx_.cancel));
-        cooldown_note = c.note;
-        if (!c.note.empty() && ctx_.progress && (c.gave_up || !w.cooldown_noted)) {
-          ctx_.progress->Note("device '" + w.device + "': " + c.note);
-        }
-        if (!c.checked) w.cooldown_noted = true;  // a skipped rule is said once per device
-        if (Cancelled()) return Ok();             // the job was never started: it stays queued
-      }
-      if (infra.empty()) {
-        if (auto r = store.MarkJobRunning(job.id); !r) return r.error();
-        agent::JobSpec spec;
-        spec.runner_sha256 = s.runner_sha;
-        spec.model_sha256 = job.model_sha256;
-        spec.delegate = job.delegate.name;
-        spec.delegate_options = job.delegate.AgentOptionsString();
-        spec.plugin_sha256 = job.plugin_sha256;
-        spec.num_threads = job.benchmark.num_threads;
-        spec.warmup_runs = job.benchmark.warmup_runs;
-        spec.num_runs = job.benchmark.num_runs;
-        spec.timeout_ms = job.benchmark.timeout_s * 1000;
-        // cpu against the cpu reference says nothing: only other delegates compare.
-        if (job.benchmark.accuracy_reference == "cpu" && job.delegate.name != "cpu") {
-          spec.accuracy_reference = "cpu";
-        }
-        const std::string label = Label(job, w.device);
-        if (ctx_.progress) ctx_.progress->JobStarted(label);
-        agent::RunJobOptions run_options;
-        run_options.cancel = ctx_.cancel;
-        if (ctx_.progress) {
-          run_options.on_progress = [this, &label](const agent::JobProgress& p) {
-            ctx_.progress->JobPhase(label, p.phase, p.elapsed_ms);
-          };
-        }
-        auto result = s.session->client().RunJob(spec, run_options);
-        if (ctx_.progress) ctx_.progress->JobStopped(label);
-        if (result && ctx_.cancel && ctx_.cancel->load() && result->status == store::kJobInfra) {
-          // Cancelled in flight (Ctrl-C): back to queued for --resume.
-          if (auto r = store.RequeueJob(job.id); !r) return r;
-          if (ctx_.progress) ctx_.progress->Note("cancelled " + Label(job, w.device));
-          return Ok();
-        }
-        if (!result) {
-          s.session.reset();  // reconnect (restarting a local agent) for the next attempt
-          infra = "device '" + w.device + "': " + result.message();
-        } else {
-          outcome = ClassifyJobResult(*result);
-          if (!cooldown_note.empty()) {
-            outcome.state_note = outcome.state_note.empty()
-                                     ? cooldown_note
-                                     : outcome.state_note + "; " + cooldown_note;
-          }
-          if (outcome.status != store::kJobInfra) {
-            if (auto r = Record(w, store, job, outcome); !r) return r;
-            std::lock_guard lock(mu_);
-            w.infra_in_a_row = 0;
-            return Ok();
-          }
-          infra = outcome.error;
-        }
-      }
-      // An infra attempt.
+      auto tried = TryOnce(w, store, c, job);
+      if (!tried) return tried.error();
+      if (!tried->infra) return Ok();  // recorded, or back in the queue
+      const std::string& infra = *tried->infra;
       if (attempt < ctx_.policy.retries && !Cancelled()) {
         if (ctx_.progress) {
           ctx_.progress->Note("retrying " + Label(job, w.device) + " in " +
@@ -393,17 +305,129 @@ class Scheduler {
         if (auto r = store.RequeueJob(job.id); !r) return r;  // stays pending
         return Ok();
       }
+      store::JobOutcome outcome = std::move(tried->outcome);
       outcome.status = store::kJobInfra;
       outcome.error = OneLine(infra) +
                       (attempt > 0 ? " (after " + std::to_string(attempt + 1) + " attempts)" : "");
-      return Give(w, store, i, outcome);
+      return RecordOutOfAttempts(w, store, i, outcome);
     }
+  }
+
+  // What one attempt at a job came to: `infra` holds why it failed on the
+  // device's side (to retry); unset when the job was recorded, requeued, or
+  // left queued by a cancellation.
+  struct AttemptEnd {
+    std::optional<std::string> infra;
+    store::JobOutcome outcome;  // the agent's own infra result, when it gave one
+  };
+
+  // Connects when needed, pushes what the job needs, waits for cooldown and
+  // runs the job once.
+  Result<AttemptEnd> TryOnce(Worker& w, store::Store& store, Connection& c, ScheduledJob& job) {
+    if (!c.session) {
+      auto reached = Connect(w, store, c);
+      if (!reached) return reached.error();
+      if (!reached->empty()) return AttemptEnd{*reached};
+    }
+    auto model =
+        PushOnce(w, store, c, "model", "model", job.model.path, job.model.file, job.model_sha256);
+    if (!model) return model.error();
+    if (!model->empty()) return AttemptEnd{*model};
+    if (!job.plugin_sha256.empty()) {
+      if (auto r = CheckDeviceTakesPlugins(c.session->client().device().features, w.device); !r) {
+        // Retrying cannot help, and the device still serves other jobs.
+        store::JobOutcome o;
+        o.status = store::kJobInfra;
+        o.error = r.message();
+        if (auto rec = Record(w, store, job, o); !rec) return rec.error();
+        return AttemptEnd{};
+      }
+      const std::string plugin = job.delegate.PluginPath();
+      auto pushed =
+          PushOnce(w, store, c, "plugin", "delegate plugin", plugin, plugin, job.plugin_sha256);
+      if (!pushed) return pushed.error();
+      if (!pushed->empty()) return AttemptEnd{*pushed};
+    }
+    std::string cooldown_note;
+    if (Cooling()) {
+      CooldownOutcome cool = WaitForCooldown(ctx_.policy.cooldown,
+                                             AgentCooldownSource(c.session->client(), ctx_.cancel));
+      cooldown_note = cool.note;
+      if (!cool.note.empty() && ctx_.progress && (cool.gave_up || !w.cooldown_noted)) {
+        ctx_.progress->Note("device '" + w.device + "': " + cool.note);
+      }
+      if (!cool.checked) w.cooldown_noted = true;  // a skipped rule is said once per device
+      if (Cancelled()) return AttemptEnd{};        // the job was never started: it stays queued
+    }
+    return RunOnDevice(w, store, c, job, cooldown_note);
+  }
+
+  // Pushes the artifact at `path` unless this connection already did (`kind`
+  // as the store records it, `noun` and `shown` for messages). Returns the
+  // infra reason when it cannot (empty when pushed); an error is a store failure.
+  Result<std::string> PushOnce(Worker& w, store::Store& store, Connection& c, const char* kind,
+                               const std::string& noun, const std::string& path,
+                               const std::string& shown, const std::string& want_sha256) {
+    if (c.pushed.count(want_sha256)) return std::string();
+    std::string sha;
+    auto sent = c.session->client().PutArtifact(path, &sha);
+    if (!sent) {
+      c.session.reset();  // the connection's state is unknown now
+      return "cannot push " + noun + " '" + shown + "' to device '" + w.device +
+             "': " + sent.message();
+    }
+    if (sha != want_sha256) {
+      return noun + " '" + path + "' changed during the sweep (sha256 " + sha + ", expected " +
+             want_sha256 + ")";
+    }
+    bytes_pushed_ += *sent;
+    c.pushed.insert(want_sha256);
+    if (auto r = RecordArtifact(store, kind, sha, path); !r) return r.error();
+    return std::string();
+  }
+
+  // Runs the job on the connected device and records what it came to.
+  Result<AttemptEnd> RunOnDevice(Worker& w, store::Store& store, Connection& c,
+                                 const ScheduledJob& job, const std::string& cooldown_note) {
+    if (auto r = store.MarkJobRunning(job.id); !r) return r.error();
+    const std::string label = Label(job, w.device);
+    if (ctx_.progress) ctx_.progress->JobStarted(label);
+    agent::RunJobOptions run_options;
+    run_options.cancel = ctx_.cancel;
+    if (ctx_.progress) {
+      run_options.on_progress = [this, &label](const agent::JobProgress& p) {
+        ctx_.progress->JobPhase(label, p.phase, p.elapsed_ms);
+      };
+    }
+    auto result = c.session->client().RunJob(ToJobSpec(job, c.runner_sha), run_options);
+    if (ctx_.progress) ctx_.progress->JobStopped(label);
+    if (result && ctx_.cancel && ctx_.cancel->load() && result->status == store::kJobInfra) {
+      // Cancelled in flight (Ctrl-C): back to queued for --resume.
+      if (auto r = store.RequeueJob(job.id); !r) return r.error();
+      if (ctx_.progress) ctx_.progress->Note("cancelled " + Label(job, w.device));
+      return AttemptEnd{};
+    }
+    if (!result) {
+      c.session.reset();  // reconnect (restarting a local agent) for the next attempt
+      return AttemptEnd{"device '" + w.device + "': " + result.message()};
+    }
+    store::JobOutcome outcome = ClassifyJobResult(*result);
+    if (!cooldown_note.empty()) {
+      outcome.state_note =
+          outcome.state_note.empty() ? cooldown_note : outcome.state_note + "; " + cooldown_note;
+    }
+    if (outcome.status == store::kJobInfra) return AttemptEnd{outcome.error, outcome};
+    if (auto r = Record(w, store, job, outcome); !r) return r.error();
+    std::lock_guard lock(mu_);
+    w.infra_in_a_row = 0;
+    return AttemptEnd{};
   }
 
   // Job `i` ran out of attempts on `w`: quarantines `w` when this makes
   // quarantine_after infra jobs in a row (then the job and the rest of the
   // queue move when they can), else records the job infra.
-  Result<void> Give(Worker& w, store::Store& store, size_t i, const store::JobOutcome& outcome) {
+  Result<void> RecordOutOfAttempts(Worker& w, store::Store& store, size_t i,
+                                   const store::JobOutcome& outcome) {
     std::vector<size_t> leaving;
     {
       std::lock_guard lock(mu_);
