@@ -6,35 +6,53 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <optional>
 #include <sstream>
+#include <string>
 
 #include "CLI/CLI.hpp"
 #include "agent/daemon/server.h"
 
 namespace {
 
-dfarm::agent::Server* g_server = nullptr;
+using dfarm::agent::Server;
+using dfarm::agent::ServerOptions;
+
+// dfarm-agent's exit codes (listed in --help).
+constexpr int kExitOk = 0;           // stopped by SIGTERM/SIGINT, or the stdio peer closed
+constexpr int kExitCannotStart = 1;  // bad store, listen address, token file or stdio
+constexpr int kExitUsage = 2;        // command-line error
+
+constexpr const char* kExitCodesHelp =
+    "Exit codes:\n"
+    "  0  stopped (SIGTERM or SIGINT; with --stdio, the host closed the stream)\n"
+    "  1  could not start (store folder, listen address, token file, stdio)\n"
+    "  2  command-line error\n";
+
+Server* g_server = nullptr;
 
 void OnStopSignal(int) {
   if (g_server) g_server->Stop();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"dfarm-agent: stores artifacts by sha256 and runs dfarm-runner jobs for a host"};
-  dfarm::agent::ServerOptions options;
-  uint64_t max_artifact_mib = options.max_artifact_bytes >> 20;
+// Parses the command line into *options. Returns the exit code when the
+// program should end now (--help, --version, a usage error), else nothing.
+std::optional<int> ParseCommandLine(int argc, char** argv, ServerOptions* options) {
+  CLI::App app{"dfarm-agent: stores artifacts by sha256 and runs dfarm-runner jobs for a host",
+               "dfarm-agent"};
+  app.set_version_flag("--version", std::string("dfarm-agent ") + DFARM_VERSION);
+  app.footer(kExitCodesHelp);
+  uint64_t max_artifact_mib = options->max_artifact_bytes >> 20;
   uint64_t quota_mib = 0;
-  int64_t heartbeat_ms = options.heartbeat_interval.count();
-  app.add_option("--listen", options.listen,
+  int64_t heartbeat_ms = options->heartbeat_interval.count();
+  app.add_option("--listen", options->listen,
                  "HOST:PORT to listen on; a non-loopback address needs --token-file; port 0 "
                  "picks a free port")
       ->capture_default_str();
-  app.add_option("--token-file", options.token_file,
+  app.add_option("--token-file", options->token_file,
                  "file holding a shared secret (at least 16 bytes) that every peer must prove "
                  "with HMAC-SHA256 before any request");
-  app.add_flag("--stdio", options.stdio,
+  app.add_flag("--stdio", options->stdio,
                "speak the protocol on stdin/stdout (for adb exec-out or ssh) instead of "
                "listening; logs go to stderr");
   app.add_option("--quota-mib", quota_mib,
@@ -45,11 +63,11 @@ int main(int argc, char** argv) {
                  "while a job runs, ping the host this often; a host silent for 3 intervals "
                  "is gone")
       ->capture_default_str();
-  app.add_option("--store", options.store_dir, "folder of the artifact store (created if missing)")
+  app.add_option("--store", options->store_dir, "folder of the artifact store (created if missing)")
       ->required();
   app.add_option("--max-artifact-mib", max_artifact_mib, "largest artifact accepted, in MiB")
       ->capture_default_str();
-  app.add_option("--hot-threshold-c", options.supervisor.hot_threshold_c,
+  app.add_option("--hot-threshold-c", options->supervisor.hot_threshold_c,
                  "flag a job as started_hot when a thermal zone is above this many degrees C "
                  "just before it starts")
       ->capture_default_str();
@@ -59,57 +77,77 @@ int main(int argc, char** argv) {
                  "\"qemu-aarch64 -L /usr/aarch64-linux-gnu\" for an agent under qemu-user "
                  "without binfmt_misc");
   // Test-only: read the device state (sys/, proc/) under this folder instead of /.
-  app.add_option("--device-state-root", options.supervisor.device_state_root)->group("");
-  CLI11_PARSE(app, argc, argv);
-  {
-    std::istringstream words(runner_prefix);
-    for (std::string w; words >> w;) options.supervisor.runner_prefix.push_back(w);
+  app.add_option("--device-state-root", options->supervisor.device_state_root)->group("");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "dfarm-agent: %s\nrun 'dfarm-agent --help' for the options\n", e.what());
+    return kExitUsage;
   }
-  options.max_artifact_bytes = max_artifact_mib << 20;
-  options.quota_bytes = quota_mib << 20;
-  options.heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);
+  std::istringstream words(runner_prefix);
+  for (std::string w; words >> w;) options->supervisor.runner_prefix.push_back(w);
+  options->max_artifact_bytes = max_artifact_mib << 20;
+  options->quota_bytes = quota_mib << 20;
+  options->heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);
+  return std::nullopt;
+}
 
-  // Writes to a closed peer are errors on the call, never a signal.
-  ::signal(SIGPIPE, SIG_IGN);
-
-  auto server = dfarm::agent::Server::Create(options);
-  if (!server) {
-    std::fprintf(stderr, "dfarm-agent: %s\n", server.message().c_str());
-    return 1;
-  }
-  g_server = server->get();
+void InstallStopHandlers(Server* server) {
+  g_server = server;
   struct sigaction sa {};
   sa.sa_handler = OnStopSignal;
   sigemptyset(&sa.sa_mask);
   ::sigaction(SIGTERM, &sa, nullptr);
   ::sigaction(SIGINT, &sa, nullptr);
+}
 
-  if (options.stdio) {
-    // The protocol gets private copies of stdin/stdout; fd 1 then points at
-    // stderr so a stray print cannot corrupt the stream, and fd 0 at /dev/null.
-    int in = ::fcntl(0, F_DUPFD_CLOEXEC, 3);
-    int out = ::fcntl(1, F_DUPFD_CLOEXEC, 3);
-    if (in < 0 || out < 0) {
-      std::fprintf(stderr, "dfarm-agent: --stdio needs open stdin and stdout\n");
-      return 1;
-    }
-    ::dup2(2, 1);
-    int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (null_fd >= 0) ::dup2(null_fd, 0), ::close(null_fd);
-    (*server)->ServeStream(in, out);
-    ::close(in);
-    ::close(out);
-    g_server = nullptr;
-    server->reset();
-    return 0;
+// --stdio: the protocol gets private copies of stdin/stdout; fd 1 then points
+// at stderr so a stray print cannot corrupt the stream, and fd 0 at /dev/null.
+int ServeStdio(Server* server) {
+  int in = ::fcntl(0, F_DUPFD_CLOEXEC, 3);
+  int out = ::fcntl(1, F_DUPFD_CLOEXEC, 3);
+  if (in < 0 || out < 0) {
+    std::fprintf(stderr, "dfarm-agent: --stdio needs open stdin and stdout\n");
+    return kExitCannotStart;
   }
+  ::dup2(2, 1);
+  int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (null_fd >= 0) ::dup2(null_fd, 0), ::close(null_fd);
+  server->ServeStream(in, out);
+  ::close(in);
+  ::close(out);
+  return kExitOk;
+}
 
+int ServeTcp(Server* server) {
   // The harness reads this exact line to learn the port.
-  std::printf("listening on %s\n", (*server)->address().c_str());
+  std::printf("listening on %s\n", server->address().c_str());
   std::fflush(stdout);
+  server->Serve();
+  return kExitOk;
+}
 
-  (*server)->Serve();
+}  // namespace
+
+int main(int argc, char** argv) {
+  ServerOptions options;
+  if (std::optional<int> exit_code = ParseCommandLine(argc, argv, &options)) return *exit_code;
+
+  // Writes to a closed peer are errors on the call, never a signal.
+  ::signal(SIGPIPE, SIG_IGN);
+
+  auto server = Server::Create(options);
+  if (!server) {
+    std::fprintf(stderr, "dfarm-agent: %s\n", server.message().c_str());
+    return kExitCannotStart;
+  }
+  InstallStopHandlers(server->get());
+  int exit_code = options.stdio ? ServeStdio(server->get()) : ServeTcp(server->get());
   g_server = nullptr;
   server->reset();
-  return 0;
+  return exit_code;
 }

@@ -505,6 +505,7 @@ int RunnerMain(int argc, const char* const* argv, std::ostream& out, std::ostrea
   RunReport report;
   switch (parsed.action) {
     case ParsedCommandLine::Action::kHelp:
+    case ParsedCommandLine::Action::kVersion:
       out << parsed.help;
       return 0;
     case ParsedCommandLine::Action::kUsageError:

@@ -1,27 +1,51 @@
 #include "agent/runner/runner_options.h"
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <cstring>
 
+#include "agent/protocol/status.h"
+#include "delegates/delegate_options.h"
+
 namespace dfarm::runner {
+namespace {
+
+// A number of at least `min`: "--num-runs: must be at least 1 (got 0)"
+// (CLI11 puts the option's name first). description is what --help shows.
+CLI::Validator AtLeast(int min, const std::string& description) {
+  const std::string min_text = std::to_string(min);
+  return CLI::Validator(
+      [min, min_text](std::string& input) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(input.c_str(), &end);
+        if (input.empty() || end != input.c_str() + input.size()) {
+          return "must be a number (got '" + input + "')";
+        }
+        if (!(value >= static_cast<double>(min))) {
+          return "must be at least " + min_text + " (got " + input + ")";
+        }
+        return std::string();
+      },
+      description);
+}
+
+}  // namespace
+
+std::string ExitCodesHelp() {
+  std::string text = "Exit codes (with --json, also the document's \"status\"):\n";
+#define DFARM_RUNNER_EXIT_CODE_LINE(e, code, name, job) \
+  text += "  " + std::to_string(code) + "  " + name + "\n";
+  DFARM_RUNNER_STATUSES(DFARM_RUNNER_EXIT_CODE_LINE)
+#undef DFARM_RUNNER_EXIT_CODE_LINE
+  return text;
+}
 
 Result<std::vector<std::pair<std::string, std::string>>> ParseDelegateOptions(
     const std::string& text) {
-  std::vector<std::pair<std::string, std::string>> options;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find(';', start);
-    if (end == std::string::npos) end = text.size();
-    std::string entry = text.substr(start, end - start);
-    start = end + 1;
-    if (entry.empty()) continue;
-    size_t colon = entry.find(':');
-    if (colon == std::string::npos || colon == 0) {
-      return MakeError("bad --delegate-options entry '" + entry + "' (expected 'key:value')");
-    }
-    options.emplace_back(entry.substr(0, colon), entry.substr(colon + 1));
-  }
-  return options;
+  std::string error;
+  auto options = delegates::ParseDelegateOptions(text, "--delegate-options", &error);
+  if (!options) return MakeError(error);
+  return *options;
 }
 
 ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
@@ -35,20 +59,22 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
       "dfarm-runner: load a .tflite model, run it with a delegate and report latency, memory "
       "and outputs (docs/CONTRACTS.md)",
       "dfarm-runner"};
+  app.set_version_flag("--version", std::string("dfarm-runner ") + DFARM_VERSION);
+  app.footer(ExitCodesHelp());
   app.add_option("--model", o.model, "The .tflite model to run")->required();
   app.add_option("--delegate", o.delegate, "Delegate to run with")->capture_default_str();
   app.add_option("--delegate-options", delegate_options, "Delegate options, 'k1:v1;k2:v2'");
   app.add_option("--num-threads", o.num_threads, "Threads the delegate may use")
-      ->check(CLI::PositiveNumber)
+      ->check(AtLeast(1, "POSITIVE"))
       ->capture_default_str();
   app.add_option("--warmup-runs", o.warmup_runs, "Runs after the first one, not measured")
       ->capture_default_str();
   app.add_option("--num-runs", o.num_runs, "Measured runs")
-      ->check(CLI::PositiveNumber)
+      ->check(AtLeast(1, "POSITIVE"))
       ->capture_default_str();
   app.add_option("--min-secs", o.min_secs,
                  "Measured runs go on until --num-runs runs and this many seconds are done")
-      ->check(CLI::NonNegativeNumber)
+      ->check(AtLeast(0, "NONNEGATIVE"))
       ->capture_default_str();
   app.add_option("--accuracy-reference", o.accuracy_reference,
                  "Compare the outputs with this reference on the same inputs (only 'cpu': the "
@@ -69,6 +95,10 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   } catch (const CLI::CallForHelp&) {
     parsed.action = ParsedCommandLine::Action::kHelp;
     parsed.help = app.help();
+    return parsed;
+  } catch (const CLI::CallForVersion& e) {
+    parsed.action = ParsedCommandLine::Action::kVersion;
+    parsed.help = std::string(e.what()) + "\n";
     return parsed;
   } catch (const CLI::ParseError& e) {
     parsed.action = ParsedCommandLine::Action::kUsageError;

@@ -34,14 +34,17 @@ struct RunnerOptions {
 
 // What parsing the command line decided.
 struct ParsedCommandLine {
-  enum class Action { kRun, kHelp, kUsageError } action = Action::kRun;
+  enum class Action { kRun, kHelp, kVersion, kUsageError } action = Action::kRun;
   RunnerOptions options;
-  std::string help;   // kHelp: the help text
+  std::string help;   // kHelp: the help text; kVersion: "dfarm-runner X.Y.Z\n"
   std::string error;  // kUsageError: one line
   bool json = false;  // --json was given (known even when parsing failed)
 };
 
 ParsedCommandLine ParseCommandLine(int argc, const char* const* argv);
+
+// The --help footer: each exit code and its status name (DFARM_RUNNER_STATUSES).
+std::string ExitCodesHelp();
 
 // "k1:v1;k2:v2" -> {{"k1","v1"},{"k2","v2"}}; empty entries are skipped.
 // An entry without ':' or with an empty key is an error naming it.

@@ -34,8 +34,8 @@ TEST(RunnerOptionsTest, Defaults) {
 }
 
 TEST(RunnerOptionsTest, MetricsFlags) {
-  ParsedCommandLine p = Parse({"--model", "m.tflite", "--min-secs", "1.5",
-                               "--accuracy-reference", "cpu", "--profile"});
+  ParsedCommandLine p = Parse(
+      {"--model", "m.tflite", "--min-secs", "1.5", "--accuracy-reference", "cpu", "--profile"});
   ASSERT_EQ(p.action, Action::kRun) << p.error;
   EXPECT_EQ(p.options.min_secs, 1.5);
   EXPECT_EQ(p.options.accuracy_reference, "cpu");
@@ -72,6 +72,37 @@ TEST(RunnerOptionsTest, UsageErrors) {
   p = Parse({"--model", "m", "--delegate-options", "novalue"});
   EXPECT_EQ(p.action, Action::kUsageError);
   EXPECT_THAT(p.error, HasSubstr("bad --delegate-options entry 'novalue'"));
+}
+
+TEST(RunnerOptionsTest, RangeErrorsNameTheBound) {
+  ParsedCommandLine p = Parse({"--model", "m", "--num-runs", "0"});
+  ASSERT_EQ(p.action, Action::kUsageError);
+  EXPECT_EQ(p.error, "--num-runs: must be at least 1 (got 0)");
+  p = Parse({"--model", "m", "--num-threads", "0"});
+  ASSERT_EQ(p.action, Action::kUsageError);
+  EXPECT_EQ(p.error, "--num-threads: must be at least 1 (got 0)");
+  p = Parse({"--model", "m", "--min-secs", "-1"});
+  ASSERT_EQ(p.action, Action::kUsageError);
+  EXPECT_EQ(p.error, "--min-secs: must be at least 0 (got -1)");
+  p = Parse({"--model", "m", "--num-threads", "x"});
+  ASSERT_EQ(p.action, Action::kUsageError);
+  EXPECT_EQ(p.error, "--num-threads: must be a number (got 'x')");
+  EXPECT_EQ(Parse({"--model", "m", "--num-runs", "1"}).action, Action::kRun);
+}
+
+TEST(RunnerOptionsTest, Version) {
+  ParsedCommandLine p = Parse({"--version"});
+  ASSERT_EQ(p.action, Action::kVersion);
+  EXPECT_EQ(p.help, std::string("dfarm-runner ") + DFARM_VERSION + "\n");
+}
+
+TEST(RunnerOptionsTest, HelpListsTheExitCodes) {
+  ParsedCommandLine p = Parse({"--help"});
+  ASSERT_EQ(p.action, Action::kHelp);
+  EXPECT_THAT(p.help, HasSubstr("Exit codes"));
+  EXPECT_THAT(p.help, HasSubstr("  0  ok\n"));
+  EXPECT_THAT(p.help, HasSubstr("  2  usage_error\n"));
+  EXPECT_THAT(p.help, HasSubstr("  5  internal_error\n"));
 }
 
 TEST(RunnerOptionsTest, Help) {

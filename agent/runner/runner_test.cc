@@ -233,6 +233,15 @@ TEST_F(RunnerTest, ExitCodes) {
   EXPECT_THAT(p.out, HasSubstr("--delegate-options"));
 }
 
+TEST_F(RunnerTest, VersionAndRangeMessages) {
+  Process p = RunRunner({"--version"});
+  EXPECT_EQ(p.exit_code, 0);
+  EXPECT_THAT(p.out, ::testing::StartsWith("dfarm-runner "));
+  p = RunRunner({"--model", SmallModel(), "--num-runs", "0", "--json"});
+  EXPECT_EQ(p.exit_code, 2);
+  EXPECT_EQ(nlohmann::json::parse(p.out)["error"], "--num-runs: must be at least 1 (got 0)");
+}
+
 TEST_F(RunnerTest, PlacementOnCpu) {
   Process p = RunRunner({"--model", SmallModel(), "--json", "--num-runs", "1"});
   ASSERT_EQ(p.exit_code, 0) << p.err;
