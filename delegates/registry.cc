@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "delegates/delegate_names.h"
 #include "delegates/external/external_delegate.h"
 #ifdef DFARM_HAVE_XNNPACK
 #include "delegates/xnnpack/xnnpack_delegate.h"
@@ -41,6 +42,26 @@ constexpr std::array kDelegates = {
              kXnnpackOptions, &AddReferenceKernels, &CreateXnnpackDelegate},
 #endif
 };
+
+// kDelegates registers the built-in delegates of delegate_names.h, each
+// once, and (XNNPACK aside) all of them.
+constexpr bool RegistersOnlyBuiltinNames() {
+  for (size_t i = 0; i < kDelegates.size(); ++i) {
+    if (!IsBuiltinDelegateName(kDelegates[i].name)) return false;
+    for (size_t j = 0; j < i; ++j) {
+      if (std::string_view(kDelegates[i].name) == kDelegates[j].name) return false;
+    }
+  }
+  return true;
+}
+#ifdef DFARM_HAVE_XNNPACK
+constexpr size_t kBuiltinsLeftOut = 0;
+#else
+constexpr size_t kBuiltinsLeftOut = 1;  // xnnpack
+#endif
+static_assert(RegistersOnlyBuiltinNames() &&
+                  kDelegates.size() + kBuiltinsLeftOut == kBuiltinDelegateNames.size(),
+              "kDelegates and kBuiltinDelegateNames (delegates/delegate_names.h) disagree");
 
 std::string JoinNames() {
   std::string names;

@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "delegates/delegate_names.h"
 #include "harness/device_uri.h"
 
 namespace dfarm::harness {
@@ -200,10 +201,17 @@ class Parser {
     }
     if (ds.empty()) return Fail("delegates", "is empty; leave it out for [{\"name\":\"cpu\"}]");
     std::set<std::string> seen;
+    std::optional<Error> unknown_name;  // that of the first entry with an unknown name
     for (size_t i = 0; i < ds.size(); ++i) {
       std::string where = "delegates[" + std::to_string(i) + "]";
       auto expanded = ParseDelegate(ds[i], where);
       if (!expanded) return expanded.error();
+      if (const std::string& name = expanded->front().name;
+          !unknown_name && !delegates::IsBuiltinDelegateName(name)) {
+        unknown_name = Fail(
+            ds[i].is_object() ? where + ".name" : where,
+            "unknown delegate '" + name + "'; known: " + delegates::BuiltinDelegateNamesList());
+      }
       for (DelegateSpec& d : *expanded) {
         std::string id = d.name + "|" + d.OptionsString();
         if (!seen.insert(id).second) {
@@ -213,6 +221,8 @@ class Parser {
         spec.delegates.push_back(std::move(d));
       }
     }
+    // Checked last, so that a misspelt name does not hide a broken entry.
+    if (unknown_name) return *unknown_name;
     return Ok();
   }
 

@@ -1,7 +1,9 @@
 // The sweep spec (docs/CONTRACTS.md): which models to run with which
 // delegates on which devices, and the benchmark settings. Parsing validates
-// everything that can be checked on the host; a delegate name is not checked
-// (the runner on the device reports delegates it lacks).
+// everything that can be checked on the host: a delegate name must be a
+// built-in one (delegates/delegate_names.h: cpu, xnnpack, external; a plugin
+// is `external` with a `path`), but whether a device's runner was built with
+// it (xnnpack) only that runner can report.
 #pragma once
 
 #include <cstdint>
@@ -133,8 +135,8 @@ std::vector<std::string> PluginPaths(const SweepSpec& spec);
 // Parses spec text. A list where one value is expected expands into one
 // matrix cell per value: a delegate option `{"threads":[1,2]}` gives two
 // delegate configurations (the cartesian product over all listed options),
-// `benchmark.num_threads: [1,2]` two thread counts. `spec_path` names the spec in messages ("spec 'q.json': ...")
-// and its folder anchors relative model paths. Model files must exist.
+// `benchmark.num_threads: [1,2]` two thread counts. `spec_path` names the spec in messages ("spec
+// 'q.json': ...") and its folder anchors relative model paths. Model files must exist.
 Result<SweepSpec> ParseSpec(const std::string& text, const std::string& spec_path);
 
 // Reads and parses the spec file at `path`.

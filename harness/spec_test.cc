@@ -59,7 +59,7 @@ TEST_F(SpecTest, FullSpec) {
   EXPECT_EQ(spec->name, "quickstart");
   EXPECT_EQ(spec->models[1].path, abs_b);
   ASSERT_EQ(spec->delegates.size(), 2u);
-  EXPECT_EQ(spec->delegates[1].name, "xnnpack");  // unknown delegates pass parsing
+  EXPECT_EQ(spec->delegates[1].name, "xnnpack");  // built-in, whether or not this build has it
   EXPECT_EQ(spec->delegates[1].OptionsString(), "b:x;fp16:true;threads:4");
   EXPECT_EQ(spec->devices.size(), 2u);
   EXPECT_EQ(spec->benchmark.warmup_runs, 2u);
@@ -111,8 +111,7 @@ TEST_F(SpecTest, BadTypes) {
   EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"benchmark":{"num_runs":2.5}})"),
               HasSubstr("benchmark.num_runs: expected an integer, got a number"));
   EXPECT_THAT(
-      Error(
-          R"({"models":["../models/a.tflite"],"delegates":[{"name":"cpu","options":{"k":{}}}]})"),
+      Error(R"({"models":["../models/a.tflite"],"delegates":[{"name":"cpu","options":{"k":{}}}]})"),
       HasSubstr("delegates[0].options.k: expected a string, number, boolean or a list of them, "
                 "got object"));
   EXPECT_THAT(
@@ -152,6 +151,29 @@ TEST_F(SpecTest, DevicesAndDelegates) {
       HasSubstr("option names must be non-empty"));
 }
 
+TEST_F(SpecTest, UnknownDelegateNamesAreErrors) {
+  EXPECT_EQ(Error(R"({"models":["../models/a.tflite"],"delegates":["cpu",{"name":"xnnpak"}]})"),
+            "spec '" + (dir_.path() / "specs/q.json").string() +
+                "': delegates[1].name: unknown delegate 'xnnpak'; known: cpu, xnnpack, external");
+  EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"delegates":["gpu"]})"),
+              HasSubstr("delegates[0]: unknown delegate 'gpu'; known: cpu, xnnpack, external"));
+  // The first unknown name is reported, after the entries' own errors.
+  EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"delegates":["a","b"]})"),
+              HasSubstr("delegates[0]: unknown delegate 'a'"));
+  EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],
+                       "delegates":["gpu",{"name":"cpu","options":{"t":[]}}]})"),
+              HasSubstr("delegates[1].options.t: is an empty list"));
+
+  // Every built-in name parses; a plugin is "external" with a path.
+  dir_.Write("libplugin.so", "elf");
+  auto spec = Parse(R"({"models":["../models/a.tflite"],"delegates":["cpu","xnnpack",
+      {"name":"external","options":{"path":"../libplugin.so"}}]})");
+  ASSERT_TRUE(spec.ok()) << spec.message();
+  ASSERT_EQ(spec->delegates.size(), 3u);
+  EXPECT_EQ(spec->delegates[2].name, "external");
+  EXPECT_EQ(spec->delegates[2].PluginPath(), (dir_.path() / "libplugin.so").string());
+}
+
 TEST_F(SpecTest, UnreadableFile) {
   auto r = LoadSpec((dir_.path() / "nope.json").string());
   ASSERT_FALSE(r.ok());
@@ -160,7 +182,8 @@ TEST_F(SpecTest, UnreadableFile) {
 
 TEST_F(SpecTest, OptionListsExpand) {
   auto spec = Parse(R"({"models":["../models/a.tflite"],
-      "delegates":["cpu",{"name":"x","options":{"threads":[1,2],"fp16":[true,false],"c":"y"}}],
+      "delegates":["cpu",{"name":"xnnpack",
+                          "options":{"threads":[1,2],"fp16":[true,false],"c":"y"}}],
       "benchmark":{"num_threads":[1,4]}})");
   ASSERT_TRUE(spec.ok()) << spec.message();
   ASSERT_EQ(spec->delegates.size(), 5u);
@@ -249,7 +272,7 @@ TEST_F(SpecTest, PluginPathsResolveAgainstTheSpecFolder) {
               HasSubstr("delegates[0].options.path: delegate plugin '" +
                         (dir_.path() / "nope.so").string() + "' is not a file"));
   auto plain =
-      Parse(R"({"models":["../models/a.tflite"],"delegates":[{"name":"x","options":{"k":1}}]})");
+      Parse(R"({"models":["../models/a.tflite"],"delegates":[{"name":"cpu","options":{"k":1}}]})");
   ASSERT_TRUE(plain.ok()) << plain.message();
   EXPECT_TRUE(PluginPaths(*plain).empty());
   EXPECT_EQ(plain->delegates[0].PluginPath(), "");
@@ -291,7 +314,8 @@ TEST_F(SpecTest, RunnerErrorsNameTheField) {
   EXPECT_THAT(Error(m + R"([{"name":"a b","builds":{"x86_64":"../builds/dfarm-runner"}}]})"),
               HasSubstr("runners[0].name: runner name 'a b' must be [A-Za-z0-9_.-]{1,64}"));
   EXPECT_THAT(Error(m + R"([{"name":"a"}]})"), HasSubstr("runners[0]: missing key 'builds'"));
-  EXPECT_THAT(Error(m + R"([{"name":"a","builds":{}}]})"), HasSubstr("runners[0].builds: is empty"));
+  EXPECT_THAT(Error(m + R"([{"name":"a","builds":{}}]})"),
+              HasSubstr("runners[0].builds: is empty"));
   EXPECT_THAT(Error(m + R"([{"name":"a","builds":{"x86_64":"../builds/nope"}}]})"),
               HasSubstr("runners[0].builds.x86_64: runner build '" +
                         (dir_.path() / "builds/nope").string() + "' is not a file"));
@@ -300,8 +324,9 @@ TEST_F(SpecTest, RunnerErrorsNameTheField) {
   EXPECT_THAT(Error(m + R"([{"name":"a","builds":{"x86_64":"../builds/dfarm-runner"}},
                              {"name":"a","builds":{"x86_64":"../builds/dfarm-runner"}}]})"),
               HasSubstr("runners[1].name: duplicate runner name 'a'"));
-  EXPECT_THAT(Error(m + R"([{"name":"a","path":"x","builds":{"x86_64":"../builds/dfarm-runner"}}]})"),
-              HasSubstr("unknown key 'path' in runners[0]"));
+  EXPECT_THAT(
+      Error(m + R"([{"name":"a","path":"x","builds":{"x86_64":"../builds/dfarm-runner"}}]})"),
+      HasSubstr("unknown key 'path' in runners[0]"));
 }
 
 TEST_F(SpecTest, DeviceSelectorsAndTags) {
