@@ -1,5 +1,5 @@
 // dfarm-dashboard [DB] [--screenshot FILE]: browse runs and jobs of a
-// DelegateFarm database.
+// DelegateFarm database. Exit codes: kDashboardExitCodes.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QFileInfo>
@@ -10,13 +10,24 @@
 #include "gui/main_window.h"
 #include "gui/store_loader.h"
 
+namespace {
+
+// QCommandLineParser::process() itself exits 1 on a bad command line.
+constexpr char kDashboardExitCodes[] =
+    "Exit codes: 0 the window was closed (or the screenshot saved), 1 bad command line, "
+    "2 the database does not exist, 3 the screenshot could not be written.";
+
+}  // namespace
+
 int main(int argc, char** argv) {
   QApplication app(argc, argv);
   QApplication::setApplicationName("dfarm-dashboard");
-  QApplication::setApplicationVersion("0.1.0");
+  QApplication::setApplicationVersion(DFARM_VERSION);
 
   QCommandLineParser parser;
-  parser.setApplicationDescription("DelegateFarm dashboard: runs and jobs of a results database.");
+  parser.setApplicationDescription(
+      QStringLiteral("DelegateFarm dashboard: runs and jobs of a results database.\n\n") +
+      kDashboardExitCodes);
   parser.addHelpOption();
   parser.addVersionOption();
   parser.addPositionalArgument("db", "SQLite database written by dfarm (default: ./dfarm.db).");

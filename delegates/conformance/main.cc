@@ -1,5 +1,6 @@
 // dfarm-conformance: runs the op conformance catalog through delegates and the
-// reference kernels and prints a table; exits 1 on any failure.
+// reference kernels and prints a table; exits 1 on any failure, 2 on a bad
+// command line.
 //   dfarm-conformance xnnpack:threads=2 external:path=/x/libdfarm_example_delegate.so
 #include <cstring>
 #include <iostream>
@@ -18,8 +19,14 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
       std::cout << "usage: dfarm-conformance [--case SUBSTRING] DELEGATE[:key=value,...]...\n"
                    "Runs every catalog case each delegate claims through it and through the\n"
-                   "reference kernels (float32 tolerance 1e-5 abs + 1e-5 rel), plus the\n"
-                   "partition checks; exits 1 on any failure.\n";
+                   "reference kernels (float32 tolerance 1e-5 abs + 1e-5 rel; quantized\n"
+                   "outputs within 2 quantization steps), plus the partition checks.\n"
+                   "Exit codes: 0 every case passed, 1 some case failed, 2 bad command line.\n"
+                   "--version prints the version.\n";
+      return 0;
+    }
+    if (std::strcmp(argv[i], "--version") == 0) {
+      std::cout << "dfarm-conformance " << DFARM_VERSION << "\n";
       return 0;
     }
     DelegateUnderTest d;

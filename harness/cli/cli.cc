@@ -62,7 +62,7 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   app.set_version_flag("--version", std::string("dfarm ") + DFARM_VERSION);
   app.footer(
       "Exit codes: 0 ok, 1 some job failed, 2 usage or spec error, 3 device or "
-      "database error.");
+      "database error, 130 sweep interrupted. Each command's --help lists its own.");
   Context ctx{out, err};
   AddDevicesCommand(app, ctx);
   AddSweepCommand(app, ctx);

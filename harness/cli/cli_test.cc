@@ -61,6 +61,33 @@ TEST(CliTest, HelpExits0) {
   EXPECT_THAT(o.out, HasSubstr("sweep"));
 }
 
+TEST(CliTest, VersionExits0) {
+  Outcome o = Call({"--version"});
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_THAT(o.out, ::testing::MatchesRegex("dfarm [0-9]+\\.[0-9]+\\.[0-9]+\n"));
+}
+
+// Every command's --help lists the exit codes it can end with
+// (harness/README.md).
+TEST(CliTest, HelpListsTheExitCodes) {
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"devices", "Exit codes: 0 some device is usable"},
+      {"sweep", "Exit codes: 0 every job of the run ended ok, 1 the sweep ran"},
+      {"runs", "Exit codes: 0 ok, 2 usage error, 3 no database"},
+      {"show", "Exit codes: 0 ok, 2 usage error"},
+      {"report", "Exit codes: 0 ok, 2 usage error"},
+  };
+  for (const auto& [cmd, codes] : expected) {
+    Outcome o = Call({cmd, "--help"});
+    EXPECT_EQ(o.code, 0) << cmd;
+    EXPECT_THAT(o.out, HasSubstr(codes)) << cmd;
+    EXPECT_THAT(o.out, HasSubstr(" 3 ")) << cmd;
+  }
+  EXPECT_THAT(Call({"sweep", "--help"}).out, HasSubstr("130 interrupted"));
+  EXPECT_THAT(Call({"--help"}).out, HasSubstr("Exit codes: 0 ok, 1 some job failed, 2 usage or "
+                                              "spec error, 3 device or database error, 130"));
+}
+
 TEST(CliTest, SpecErrorsExit2) {
   harness::TempDir dir;
   std::string spec = dir.Write("q.json", R"({"modles":[]})");

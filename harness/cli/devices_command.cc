@@ -185,6 +185,9 @@ void AddDevicesCommand(CLI::App& app, Context& ctx) {
       ->allow_extra_args(false);
   AddDbOption(*cmd, o->db);
   AddAgentStoreOption(*cmd, o->agent_store);
+  cmd->footer(
+      "Exit codes: 0 some device is usable (online, busy or quarantined), 2 usage error "
+      "(a bad --device), 3 no device is online.");
   cmd->callback([o, &ctx] { ctx.exit_code = Run(*o, ctx); });
 }
 

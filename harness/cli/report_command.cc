@@ -49,6 +49,9 @@ void AddReportCommand(CLI::App& app, Context& ctx) {
   AddDbOption(*cmd, o->db);
   cmd->add_option("--format", o->format, "md or html")->required();
   cmd->add_option("-o,--output", o->output, "file to write")->required();
+  cmd->footer(
+      "Exit codes: 0 ok, 2 usage error (a bad argument or format, no such run), 3 no "
+      "database, or it cannot be read, or the report cannot be written.");
   cmd->callback([o, &ctx] { ctx.exit_code = Run(*o, ctx); });
 }
 

@@ -55,6 +55,7 @@ void AddRunsCommand(CLI::App& app, Context& ctx) {
   AddDbOption(*cmd, o->db);
   cmd->add_flag("--json", o->json,
                 "print {\"runs\":[{\"id\",\"name\",\"created_at\",\"status\"}]}");
+  cmd->footer("Exit codes: 0 ok, 2 usage error, 3 no database, or it cannot be read.");
   cmd->callback([o, &ctx] { ctx.exit_code = Run(*o, ctx); });
 }
 

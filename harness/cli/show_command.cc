@@ -303,6 +303,9 @@ void AddShowCommand(CLI::App& app, Context& ctx) {
       ->check(CLI::PositiveNumber);
   AddDbOption(*cmd, o->db);
   cmd->add_flag("--json", o->json, "print {\"run\":{...},\"jobs\":[...]}");
+  cmd->footer(
+      "Exit codes: 0 ok, 2 usage error (a bad argument, no such run or job), 3 no database, "
+      "or it cannot be read.");
   cmd->callback([o, &ctx] { ctx.exit_code = Run(*o, ctx); });
 }
 

@@ -182,6 +182,12 @@ void AddSweepCommand(CLI::App& app, Context& ctx) {
                 "print {\"run_id\",\"jobs\",\"ok\",\"failed\",\"not_run\",\"moved\",\"resumed\","
                 "\"quarantined\",\"bytes_pushed\",\"status\",\"db\"} instead of the run id");
   AddAgentStoreOption(*cmd, o->agent_store);
+  cmd->footer(
+      "Exit codes: 0 every job of the run ended ok, 1 the sweep ran and some job did not "
+      "(infra included), 2 usage or spec error (bad arguments, spec or --device, unknown run, "
+      "--resume without a database), 3 device or database error (no device reachable, "
+      "database, runner or agent missing, a model changed since the run to resume was "
+      "created), 130 interrupted (the run is marked cancelled: finish it with --resume).");
   cmd->callback([o, &ctx] { ctx.exit_code = Run(*o, ctx); });
 }
 
