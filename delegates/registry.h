@@ -10,13 +10,12 @@
 #include <utility>
 #include <vector>
 
+#include "delegates/delegate_options.h"
 #include "runtime/delegate.h"
 #include "runtime/op_resolver.h"
 #include "runtime/status.h"
 
 namespace dfarm::delegates {
-
-using DelegateOptions = std::vector<std::pair<std::string, std::string>>;
 
 struct Delegate {
   const char* name;

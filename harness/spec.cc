@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "delegates/delegate_names.h"
+#include "delegates/delegate_options.h"
 #include "harness/device_uri.h"
 
 namespace dfarm::harness {
@@ -686,15 +687,13 @@ namespace {
 std::string JoinOptions(
     const std::map<std::string, std::string>& options,
     const std::function<std::optional<std::string>(const std::string&)>& plugin) {
-  std::string s;
+  delegates::DelegateOptions listed;
   for (const auto& [k, v] : options) {
     std::optional<std::string> value = v;
     if (k == kPluginPathOption) value = plugin(v);
-    if (!value) continue;
-    if (!s.empty()) s += ';';
-    s += k + ":" + *value;
+    if (value) listed.emplace_back(k, std::move(*value));
   }
-  return s;
+  return delegates::FormatDelegateOptions(listed);
 }
 
 }  // namespace

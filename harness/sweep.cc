@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "delegates/delegate_options.h"
 #include "harness/matrix.h"
 
 namespace dfarm::harness {
@@ -19,19 +20,14 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// Parses "k1:v1;k2:v2" (DelegateSpec::OptionsString) back into options.
-std::map<std::string, std::string> ParseOptionsString(const std::string& text) {
-  std::map<std::string, std::string> out;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find(';', start);
-    if (end == std::string::npos) end = text.size();
-    std::string kv = text.substr(start, end - start);
-    size_t colon = kv.find(':');
-    if (colon != std::string::npos) out[kv.substr(0, colon)] = kv.substr(colon + 1);
-    start = end + 1;
-  }
-  return out;
+// Reads a stored job's delegate options (DelegateSpec::ShownOptionsString,
+// written by the one codec) back into a spec's map.
+Result<std::map<std::string, std::string>> StoredOptions(const store::JobRow& job) {
+  std::string error;
+  auto listed =
+      delegates::ParseDelegateOptions(job.delegate_options, "stored delegate option", &error);
+  if (!listed) return MakeError("job " + std::to_string(job.id) + ": " + error);
+  return std::map<std::string, std::string>(listed->begin(), listed->end());
 }
 
 // The plugin of a stored job, whose delegate_options keep only its file name
@@ -50,7 +46,9 @@ Result<std::pair<std::string, std::string>> FindPlugin(
       if (!sha) return MakeError("delegate plugin " + sha.message());
       it->second = *sha;
     }
-    DelegateSpec delegate{job.delegate, ParseOptionsString(job.delegate_options)};
+    auto options = StoredOptions(job);
+    if (!options) return options.error();
+    DelegateSpec delegate{job.delegate, std::move(*options)};
     delegate.options[kPluginPathOption] = path;
     if (JobKey(job.model_sha256, delegate, job.device, benchmark, it->second, runner,
                runner_sha256) == job.job_key) {
@@ -497,7 +495,9 @@ Result<SweepSummary> ResumeSweep(int64_t run_id, store::Store& store, DeviceProv
     s.device = j.device;
     s.model = ModelSpec{j.model_path, j.model};
     s.model_sha256 = j.model_sha256;
-    s.delegate = DelegateSpec{j.delegate, ParseOptionsString(j.delegate_options)};
+    auto stored = StoredOptions(j);
+    if (!stored) return stored.error();
+    s.delegate = DelegateSpec{j.delegate, std::move(*stored)};
     s.benchmark = spec->benchmark;
     if (j.num_threads > 0) s.benchmark.num_threads = j.num_threads;
 

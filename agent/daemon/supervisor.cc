@@ -18,6 +18,7 @@
 
 #include "agent/base/unique_fd.h"
 #include "agent/protocol/status.h"
+#include "delegates/delegate_options.h"
 #include "nlohmann/json.hpp"
 
 namespace dfarm::agent {
@@ -103,12 +104,8 @@ std::string CheckSpec(const JobSpec& job, uint32_t max_timeout_ms) {
   }
   // No path ever comes from the wire: a plugin is named by plugin_sha256 and
   // the agent adds its own store path (split as the runner splits options).
-  for (size_t start = 0; start <= job.delegate_options.size();) {
-    size_t end = job.delegate_options.find(';', start);
-    if (end == std::string::npos) end = job.delegate_options.size();
-    std::string_view entry(job.delegate_options.data() + start, end - start);
-    start = end + 1;
-    if (entry.substr(0, entry.find(':')) == kPluginPathKey) {
+  for (const std::string& key : delegates::DelegateOptionKeys(job.delegate_options)) {
+    if (key == kPluginPathKey) {
       return job.plugin_sha256.empty()
                  ? "invalid job: delegate_options name a 'path'; a delegate plugin is sent as an "
                    "artifact (plugin_sha256), never as a device path"
@@ -165,7 +162,7 @@ std::vector<std::string> Supervisor::RunnerArgs(const JobSpec& job, const std::s
   std::string options = job.delegate_options;
   if (!plugin_path.empty()) {
     if (!options.empty() && options.back() != ';') options += ';';
-    options += std::string(kPluginPathKey) + ":" + plugin_path;
+    options += delegates::FormatDelegateOptions({{std::string(kPluginPathKey), plugin_path}});
   }
   if (!options.empty()) {
     args.push_back("--delegate-options");
@@ -413,8 +410,7 @@ Result<Supervisor::Launch> Supervisor::PrepareLaunch(const JobSpec& job) const {
   if (!job.plugin_sha256.empty()) {
     auto plugin = store_->PathOf(job.plugin_sha256);
     if (!plugin) return MakeError("plugin: " + plugin.message());
-    // The runner splits options at ';' (a ':' inside a value is fine).
-    if (plugin->find(';') != std::string::npos) {
+    if (!delegates::IsWritableOption(kPluginPathKey, *plugin)) {
       return MakeError("plugin: the store path '" + *plugin +
                        "' contains ';', which cannot be passed in --delegate-options");
     }

@@ -1,5 +1,7 @@
 #include "delegates/conformance/conformance.h"
 
+#include "delegates/delegate_options.h"
+
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -103,17 +105,27 @@ Tolerance DelegateUnderTest::DefaultTolerance() const {
   return kFloat32Tolerance;
 }
 
-bool ParseDelegateSpec(const std::string& spec, DelegateUnderTest* out) {
+bool ParseDelegateSpec(const std::string& spec, DelegateUnderTest* out, bool* old_syntax) {
   const size_t colon = spec.find(':');
   out->name = spec.substr(0, colon);
   out->options.clear();
+  if (old_syntax) *old_syntax = false;
   if (out->name.empty()) return false;
   if (colon == std::string::npos) return true;
-  size_t at = colon + 1;
-  while (at <= spec.size()) {
-    size_t comma = spec.find(',', at);
-    if (comma == std::string::npos) comma = spec.size();
-    const std::string kv = spec.substr(at, comma - at);
+  const std::string rest = spec.substr(colon + 1);
+  if (rest.find(':') != std::string::npos || rest.find('=') == std::string::npos) {
+    auto options = delegates::ParseDelegateOptions(rest, "delegate option", nullptr);
+    if (!options || options->empty()) return false;
+    out->options = std::move(*options);
+    return true;
+  }
+  // Deprecated: key=value,key=value.
+  if (old_syntax) *old_syntax = true;
+  size_t at = 0;
+  while (at <= rest.size()) {
+    size_t comma = rest.find(',', at);
+    if (comma == std::string::npos) comma = rest.size();
+    const std::string kv = rest.substr(at, comma - at);
     const size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) return false;
     out->options.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));

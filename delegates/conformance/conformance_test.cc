@@ -31,6 +31,24 @@ TEST(ConformanceTest, ParsesDelegateSpecs) {
   EXPECT_FALSE(ParseDelegateSpec(":a=b", &d));
 }
 
+TEST(ConformanceTest, DelegateSpecsTakeTheOneOptionSyntax) {
+  DelegateUnderTest d;
+  bool old = true;
+  ASSERT_TRUE(ParseDelegateSpec("external:path:/a:b/c.so;mode:x", &d, &old));
+  EXPECT_FALSE(old);
+  EXPECT_EQ(d.name, "external");
+  ASSERT_EQ(d.options.size(), 2u);
+  EXPECT_EQ(d.options[0].second, "/a:b/c.so");
+  EXPECT_EQ(d.options[1].first, "mode");
+  ASSERT_TRUE(ParseDelegateSpec("xnnpack:threads=2,fp16=true", &d, &old));
+  EXPECT_TRUE(old);  // the old spelling still works, flagged deprecated
+  ASSERT_EQ(d.options.size(), 2u);
+  EXPECT_EQ(d.options[0].first, "threads");
+  EXPECT_EQ(d.options[0].second, "2");
+  EXPECT_FALSE(ParseDelegateSpec("xnnpack:", &d));
+  EXPECT_FALSE(ParseDelegateSpec("xnnpack:threads:2;fp16", &d));
+}
+
 TEST(ConformanceTest, CaseNamesAreUnique) {
   std::set<std::string> names;
   for (const ConformanceCase& c : Catalog()) EXPECT_TRUE(names.insert(c.name).second) << c.name;
