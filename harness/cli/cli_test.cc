@@ -226,6 +226,16 @@ TEST(CliTest, ReadCommands) {
   std::string html = (dir.path() / "r.html").string();
   o = Call({"report", "1", "--db", db, "--format", "html", "-o", html});
   EXPECT_EQ(o.code, 0) << o.err;
+  // "-o -" is stdout, not a file named "-".
+  std::filesystem::remove("-");
+  o = Call({"report", "1", "--db", db, "--format", "md", "-o", "-"});
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_THAT(o.out, HasSubstr("nightly"));
+  EXPECT_THAT(o.out, HasSubstr("m.tflite"));
+  EXPECT_FALSE(std::filesystem::exists("-"));
+  o = Call({"report", "1", "--db", db, "--format", "html", "--output", "-"});
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_THAT(o.out, StartsWith("<!DOCTYPE html>"));
   o = Call({"report", "1", "--db", db, "--format", "pdf", "-o", html});
   EXPECT_EQ(o.code, kExitUsage);
   EXPECT_THAT(o.err, HasSubstr("unknown report format 'pdf'"));

@@ -1,4 +1,4 @@
-// dfarm report RUN [--db FILE] --format md|html -o FILE
+// dfarm report RUN [--db FILE] --format md|html -o FILE|-
 #include "harness/cli/commands.h"
 #include "reports/report.h"
 
@@ -33,6 +33,10 @@ int Run(const ReportOptions& o, Context& ctx) {
     ctx.Fail(kExitUsage, report.message());
     return kExitUsage;
   }
+  if (o.output == "-") {
+    ctx.out << reports::Render(*report, *format) << std::flush;
+    return kExitOk;
+  }
   if (auto r = reports::WriteReport(*report, *format, o.output); !r) {
     ctx.Fail(kExitInfra, r.message());
     return kExitInfra;
@@ -48,7 +52,7 @@ void AddReportCommand(CLI::App& app, Context& ctx) {
   cmd->add_option("RUN", o->run, "run id (see 'dfarm runs'), or 'last'")->required();
   AddDbOption(*cmd, o->db);
   cmd->add_option("--format", o->format, "md or html")->required();
-  cmd->add_option("-o,--output", o->output, "file to write")->required();
+  cmd->add_option("-o,--output", o->output, "file to write, or - for stdout")->required();
   cmd->footer(
       "Exit codes: 0 ok, 2 usage error (a bad argument or format, no such run), 3 no "
       "database, or it cannot be read, or the report cannot be written.");
