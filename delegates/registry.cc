@@ -31,15 +31,18 @@ void AddReferenceKernels(runtime::OpResolver& resolver) { resolver.AddAllReferen
 
 // The CPU comes last: delegates claim nodes, the reference kernels run the rest.
 constexpr std::array kDelegates = {
-    Delegate{"cpu", "reference kernels of runtime/ (single-threaded)", kNoOptions,
-             &AddReferenceKernels},
-    Delegate{"external",
-             "a plugin from a shared library (delegates/external/dfarm_delegate_plugin.h); "
-             "other options go to the plugin",
-             kExternalOptions, &AddReferenceKernels, &CreateExternalDelegate, true},
+    RegisteredDelegate{"cpu", "reference kernels of runtime/ (single-threaded)", kNoOptions,
+                       &AddReferenceKernels},
+    RegisteredDelegate{
+        "external",
+        "a plugin from a shared library (delegates/external/dfarm_delegate_plugin.h); "
+        "other options go to the plugin",
+        kExternalOptions, &AddReferenceKernels, &CreateExternalDelegate, true},
 #ifdef DFARM_HAVE_XNNPACK
-    Delegate{"xnnpack", "XNNPACK (libxnnpack, float32): threads (default 1), fp16 (true/false)",
-             kXnnpackOptions, &AddReferenceKernels, &CreateXnnpackDelegate},
+    RegisteredDelegate{
+        "xnnpack",
+        "XNNPACK (libxnnpack; float32, fp16, int8/uint8): threads (default 1), fp16 (true/false)",
+        kXnnpackOptions, &AddReferenceKernels, &CreateXnnpackDelegate},
 #endif
 };
 
@@ -65,7 +68,7 @@ static_assert(RegistersOnlyBuiltinNames() &&
 
 std::string JoinNames() {
   std::string names;
-  for (const Delegate& d : kDelegates) {
+  for (const RegisteredDelegate& d : kDelegates) {
     if (!names.empty()) names += ", ";
     names += d.name;
   }
@@ -76,12 +79,12 @@ std::string JoinNames() {
 
 std::vector<std::string> AvailableDelegates() {
   std::vector<std::string> names;
-  for (const Delegate& d : kDelegates) names.emplace_back(d.name);
+  for (const RegisteredDelegate& d : kDelegates) names.emplace_back(d.name);
   return names;
 }
 
-runtime::Status FindDelegate(std::string_view name, const Delegate** delegate_out) {
-  for (const Delegate& d : kDelegates) {
+runtime::Status FindDelegate(std::string_view name, const RegisteredDelegate** delegate_out) {
+  for (const RegisteredDelegate& d : kDelegates) {
     if (name == d.name) {
       *delegate_out = &d;
       return runtime::Status::Ok();
@@ -91,7 +94,8 @@ runtime::Status FindDelegate(std::string_view name, const Delegate** delegate_ou
                                 "' (available: " + JoinNames() + ")");
 }
 
-runtime::Status CheckDelegateOptions(const Delegate& delegate, const DelegateOptions& options) {
+runtime::Status CheckDelegateOptions(const RegisteredDelegate& delegate,
+                                     const DelegateOptions& options) {
   for (const auto& [key, value] : options) {
     bool known = false;
     std::string accepted;

@@ -17,7 +17,9 @@
 
 namespace dfarm::delegates {
 
-struct Delegate {
+// A delegate this build offers, as the registry lists it (the runtime's
+// delegate object it creates is runtime::Delegate).
+struct RegisteredDelegate {
   const char* name;
   const char* description;
   // The option keys this delegate accepts; null-terminated, may be empty.
@@ -49,9 +51,10 @@ std::vector<std::string> AvailableDelegates();
 
 // The delegate called `name` (static storage), or an Error such as
 // "unknown delegate 'gpu' (available: cpu)".
-runtime::Status FindDelegate(std::string_view name, const Delegate** delegate_out);
+runtime::Status FindDelegate(std::string_view name, const RegisteredDelegate** delegate_out);
 
 // Error naming the first option key the delegate does not accept.
-runtime::Status CheckDelegateOptions(const Delegate& delegate, const DelegateOptions& options);
+runtime::Status CheckDelegateOptions(const RegisteredDelegate& delegate,
+                                     const DelegateOptions& options);
 
 }  // namespace dfarm::delegates

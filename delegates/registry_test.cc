@@ -17,7 +17,7 @@ TEST(DelegateRegistryTest, ListsCpuAndExternal) {
 }
 
 TEST(DelegateRegistryTest, FindsCpuAndItRegistersKernels) {
-  const Delegate* delegate = nullptr;
+  const RegisteredDelegate* delegate = nullptr;
   ASSERT_TRUE(FindDelegate("cpu", &delegate).ok());
   ASSERT_NE(delegate, nullptr);
   EXPECT_STREQ(delegate->name, "cpu");
@@ -27,7 +27,7 @@ TEST(DelegateRegistryTest, FindsCpuAndItRegistersKernels) {
 }
 
 TEST(DelegateRegistryTest, UnknownNameNamesTheAvailableOnes) {
-  const Delegate* delegate = nullptr;
+  const RegisteredDelegate* delegate = nullptr;
   runtime::Status status = FindDelegate("gpu", &delegate);
   EXPECT_EQ(status.code(), runtime::StatusCode::kError);
 #ifdef DFARM_HAVE_XNNPACK
@@ -39,7 +39,7 @@ TEST(DelegateRegistryTest, UnknownNameNamesTheAvailableOnes) {
 }
 
 TEST(DelegateRegistryTest, CpuTakesNoOptions) {
-  const Delegate* delegate = nullptr;
+  const RegisteredDelegate* delegate = nullptr;
   ASSERT_TRUE(FindDelegate("cpu", &delegate).ok());
   EXPECT_TRUE(CheckDelegateOptions(*delegate, {}).ok());
   runtime::Status status = CheckDelegateOptions(*delegate, {{"precision", "fp16"}});
@@ -47,7 +47,7 @@ TEST(DelegateRegistryTest, CpuTakesNoOptions) {
 }
 
 TEST(DelegateRegistryTest, ExternalPassesUnknownKeysToThePlugin) {
-  const Delegate* delegate = nullptr;
+  const RegisteredDelegate* delegate = nullptr;
   ASSERT_TRUE(FindDelegate("external", &delegate).ok());
   EXPECT_NE(delegate->create, nullptr);
   EXPECT_TRUE(CheckDelegateOptions(*delegate, {{"path", "/x.so"}, {"k", "v"}}).ok());

@@ -180,7 +180,7 @@ std::string ShapeText(const TensorSummary& t) {
 }
 
 // Whether `key` is one of the delegate's own option keys.
-bool AcceptsOption(const delegates::Delegate& delegate, std::string_view key) {
+bool AcceptsOption(const delegates::RegisteredDelegate& delegate, std::string_view key) {
   for (const char* const* k = delegate.option_keys; k != nullptr && *k != nullptr; ++k) {
     if (key == *k) return true;
   }
@@ -194,7 +194,7 @@ namespace {
 // One job's runtime objects; the interpreter borrows the model, the resolver
 // and the delegate, so a Job stays where it was made.
 struct Job {
-  const delegates::Delegate* delegate = nullptr;
+  const delegates::RegisteredDelegate* delegate = nullptr;
   delegates::DelegateOptions delegate_options;  // with `threads` added when it applies
   std::unique_ptr<runtime::Model> model;
   std::unique_ptr<FaultTrackingDelegate> runtime_delegate;  // null: kernels only
@@ -223,7 +223,7 @@ bool ChooseDelegate(const RunnerOptions& options, std::ostream& log, Job* job, R
   if (runtime::Status s = delegates::FindDelegate(options.delegate, &job->delegate); !s.ok()) {
     return Failed(report, RunnerStatus::kDelegateError, s.message());
   }
-  const delegates::Delegate& delegate = *job->delegate;
+  const delegates::RegisteredDelegate& delegate = *job->delegate;
   if (runtime::Status s = delegates::CheckDelegateOptions(delegate, options.delegate_options);
       !s.ok()) {
     return Failed(report, RunnerStatus::kDelegateError, s.message());
@@ -336,7 +336,7 @@ bool CompareWithReference(const RunnerOptions& options, const Job& job, RunRepor
     return Failed(report, RunnerStatus::kUsageError,
                   "unknown accuracy reference '" + options.accuracy_reference + "' (only 'cpu')");
   }
-  const delegates::Delegate* cpu = nullptr;
+  const delegates::RegisteredDelegate* cpu = nullptr;
   if (runtime::Status s = delegates::FindDelegate("cpu", &cpu); !s.ok()) {
     return Failed(report, RunnerStatus::kInternalError, s.message());
   }

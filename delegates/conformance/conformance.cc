@@ -32,7 +32,7 @@ Status Run(const std::vector<uint8_t>& bytes, const std::string& name,
   resolver.AddAllReferenceOps();
   std::unique_ptr<runtime::Delegate> d;
   if (delegate != nullptr) {
-    const delegates::Delegate* entry = nullptr;
+    const delegates::RegisteredDelegate* entry = nullptr;
     DFARM_RETURN_IF_ERROR(delegates::FindDelegate(delegate->name, &entry));
     DFARM_RETURN_IF_ERROR(delegates::CheckDelegateOptions(*entry, delegate->options));
     if (entry->create == nullptr) {
@@ -213,7 +213,7 @@ int RunAll(const std::vector<DelegateUnderTest>& delegates, std::ostream& os,
   const std::vector<ConformanceCase> cases = Catalog();
   for (const DelegateUnderTest& d : delegates) {
     // Skip, not fail, a delegate this machine cannot run (fp16 without the CPU for it).
-    const delegates::Delegate* entry = nullptr;
+    const delegates::RegisteredDelegate* entry = nullptr;
     std::unique_ptr<runtime::Delegate> probe;
     if (delegates::FindDelegate(d.name, &entry).ok() && entry->create != nullptr &&
         delegates::CheckDelegateOptions(*entry, d.options).ok()) {

@@ -98,7 +98,7 @@ runtime::Status RunOurs(const std::vector<uint8_t>& model_bytes,
   resolver.AddAllReferenceOps();
   std::unique_ptr<runtime::Delegate> d;
   if (!delegate.empty()) {
-    const delegates::Delegate* entry = nullptr;
+    const delegates::RegisteredDelegate* entry = nullptr;
     DFARM_RETURN_IF_ERROR(delegates::FindDelegate(delegate, &entry));
     DFARM_RETURN_IF_ERROR(entry->create({}, &d));
   }
