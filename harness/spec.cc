@@ -253,7 +253,7 @@ class Parser {
                                TypeName(ds[i]));
       }
       std::string name = ds[i].get<std::string>();
-      if (std::string why = CheckDeviceName(name); !why.empty()) return Fail(where, why);
+      if (auto r = CheckDeviceName(name); !r) return Fail(where, r.message());
       if (!seen.insert(name).second) return Fail(where, "duplicate device '" + name + "'");
       spec.devices.push_back(name);
     }
@@ -270,7 +270,7 @@ class Parser {
     }
     for (const auto& [device, tags] : t.items()) {
       std::string where = "device_tags." + device;
-      if (std::string why = CheckDeviceName(device); !why.empty()) return Fail(where, why);
+      if (auto r = CheckDeviceName(device); !r) return Fail(where, r.message());
       auto list = ParseTags(tags, where);
       if (!list) return list.error();
       spec.device_tags[device] = std::move(*list);
@@ -771,9 +771,10 @@ std::string Arm64BuildOf(const std::string& host_program) {
   return (p.parent_path().parent_path() / "arm64" / "bin" / p.filename()).string();
 }
 
-std::string CheckDeviceName(const std::string& name) {
+Result<void> CheckDeviceName(const std::string& name) {
   auto uri = ParseDeviceUri(name);
-  return uri ? std::string() : uri.message();
+  if (!uri) return uri.error();
+  return Ok();
 }
 
 Result<SweepSpec> ParseSpec(const std::string& text, const std::string& spec_path) {

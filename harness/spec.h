@@ -146,7 +146,7 @@ Result<SweepSpec> LoadSpec(const std::string& path);
 // "local" (an agent started as our child), "local:NAME" (another one, with its
 // own store; NAME is [A-Za-z0-9_-]{1,32}), "tcp://HOST:PORT" for an agent
 // started elsewhere, "qemu-arm64" (the aarch64 agent under qemu-user), "adb"
-// or "adb:SERIAL". Returns an empty string when `name` is valid, else why not.
-std::string CheckDeviceName(const std::string& name);
+// or "adb:SERIAL". An error says why `name` is not one, naming it.
+Result<void> CheckDeviceName(const std::string& name);
 
 }  // namespace dfarm::harness

@@ -71,9 +71,10 @@ TEST(AdbDeviceNameTest, AcceptsAdbAndSerials) {
   EXPECT_TRUE(IsAdbDeviceName("adb:0123456789ABCDEF"));
   EXPECT_TRUE(IsAdbDeviceName("adb:127.0.0.1:5555"));
   EXPECT_FALSE(IsAdbDeviceName("local"));
-  EXPECT_EQ(CheckAdbDeviceName("adb:127.0.0.1:5555"), "");
-  EXPECT_NE(CheckAdbDeviceName("adb:has space").find("'adb:has space'"), std::string::npos);
-  EXPECT_NE(CheckAdbDeviceName("adb:").find("no serial"), std::string::npos);
+  EXPECT_TRUE(CheckAdbDeviceName("adb:127.0.0.1:5555").ok());
+  EXPECT_NE(CheckAdbDeviceName("adb:has space").message().find("'adb:has space'"),
+            std::string::npos);
+  EXPECT_NE(CheckAdbDeviceName("adb:").message().find("no serial"), std::string::npos);
 }
 
 // A port nobody listens on: bind, read the port, close.

@@ -22,11 +22,12 @@ inline Result<DeviceUri> ParseAdbDeviceName(const std::string& name) {
   return ParseDeviceUri(name);
 }
 
-// Empty when `name` is "adb" or "adb:SERIAL" (ParseAdbDeviceName), otherwise
-// why not, naming the device.
-inline std::string CheckAdbDeviceName(const std::string& name) {
+// Whether `name` is "adb" or "adb:SERIAL" (ParseAdbDeviceName); the error
+// says why not, naming the device.
+inline Result<void> CheckAdbDeviceName(const std::string& name) {
   auto uri = ParseAdbDeviceName(name);
-  return uri ? std::string() : uri.message();
+  if (!uri) return uri.error();
+  return Ok();
 }
 
 }  // namespace dfarm::harness::adb

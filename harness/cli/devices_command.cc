@@ -73,8 +73,8 @@ int Run(const DevicesOptions& o, Context& ctx) {
   };
   if (!o.devices.empty()) {
     for (const std::string& d : o.devices) {
-      if (std::string why = harness::CheckDeviceName(d); !why.empty()) {
-        ctx.Fail(kExitUsage, "--device: " + why);
+      if (auto r = harness::CheckDeviceName(d); !r) {
+        ctx.Fail(kExitUsage, "--device: " + r.message());
         return kExitUsage;
       }
       add(d);
@@ -82,7 +82,7 @@ int Run(const DevicesOptions& o, Context& ctx) {
   } else {
     for (const std::string& d : provider->KnownDevices()) add(d);
     for (const auto& [name, row] : known.rows) {
-      if (harness::CheckDeviceName(name).empty()) add(name);
+      if (harness::CheckDeviceName(name).ok()) add(name);
     }
   }
 

@@ -59,8 +59,8 @@ int Run(const SweepOptions& o, Context& ctx) {
     if (!o.devices.empty()) {
       std::vector<std::string> devices;
       for (const std::string& d : o.devices) {
-        if (std::string why = harness::CheckDeviceName(d); !why.empty()) {
-          ctx.Fail(kExitUsage, "--device: " + why);
+        if (auto r = harness::CheckDeviceName(d); !r) {
+          ctx.Fail(kExitUsage, "--device: " + r.message());
           return kExitUsage;
         }
         if (std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
