@@ -1,4 +1,5 @@
 // dfarm show RUN [--job ID] [--db FILE] [--json]
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -155,6 +156,133 @@ int ShowJob(store::Store& store, const store::RunRow& run, const std::vector<sto
   return kExitUsage;
 }
 
+// The run's job entry of `show --json` (the summary every job has).
+json JobJson(store::Store& store, const store::JobRow& j) {
+  auto samples = store.GetSamples(j.id);
+  return {{"id", j.id},
+          {"job_key", j.job_key},
+          {"model", j.model},
+          {"model_sha256", j.model_sha256},
+          {"delegate", j.delegate},
+          {"delegate_options", j.delegate_options},
+          {"device", j.device},
+          {"moved_from", j.moved_from},
+          {"num_threads", j.num_threads},
+          {"threads_used", j.metrics && j.metrics->threads_used > 0 ? json(j.metrics->threads_used)
+                                                                    : json(nullptr)},
+          {"attempts", j.attempts},
+          {"status", j.status},
+          {"error", j.error},
+          {"wall_ms", j.wall_ms},
+          {"num_samples", samples ? samples->size() : 0},
+          {"metrics", j.metrics ? MetricsJson(*j.metrics) : json(nullptr)},
+          {"placement", PlacementSummaryJson(j)},
+          {"started_hot", j.started_hot},
+          {"throttled", j.throttled},
+          {"state_note", j.state_note}};
+}
+
+// Adds the drill-down of `show --job ID --json` to `job`: every node, the
+// device state and the raw evidence. Returns the exit code.
+int AddJobDetailJson(store::Store& store, const store::JobRow& j, json& job, Context& ctx) {
+  auto placement = store.GetPlacement(j.id);
+  if (!placement) {
+    ctx.Fail(kExitInfra, placement.message());
+    return kExitInfra;
+  }
+  if (*placement) job["placement"]["nodes"] = NodesJson(**placement);
+  auto detail = store.GetJobDetail(j.id);
+  job["state_before"] = detail ? StateJson(detail->state_before_json) : json(nullptr);
+  job["state_after"] = detail ? StateJson(detail->state_after_json) : json(nullptr);
+  job["hot_threshold_c"] = detail ? detail->hot_threshold_c : 0.0;
+  job["exit_code"] = detail ? detail->exit_code : -1;
+  job["signal"] = detail ? detail->signal : 0;
+  job["stderr_tail"] = detail ? detail->stderr_tail : "";
+  auto accuracy = store.GetAccuracy(j.id);
+  if (!accuracy) {
+    ctx.Fail(kExitInfra, accuracy.message());
+    return kExitInfra;
+  }
+  job["accuracy"] = AccuracyJson(*accuracy);
+  return kExitOk;
+}
+
+// show --json: {"run":{...},"jobs":[...]}, only job `job_id` when it is not 0.
+int PrintJson(store::Store& store, const store::RunRow& run, const std::vector<store::JobRow>& jobs,
+              int64_t job_id, Context& ctx) {
+  json spec = json::parse(run.spec_json, nullptr, /*allow_exceptions=*/false);
+  json doc;
+  doc["run"] = {{"id", run.id},
+                {"name", run.name},
+                {"created_at", run.created_at},
+                {"finished_at", run.finished_at},
+                {"status", run.status},
+                {"spec", spec.is_discarded() ? json(run.spec_json) : spec}};
+  doc["jobs"] = json::array();
+  for (const store::JobRow& j : jobs) {
+    if (job_id != 0 && j.id != job_id) continue;
+    json job = JobJson(store, j);
+    if (job_id != 0) {
+      if (int code = AddJobDetailJson(store, j, job, ctx); code != kExitOk) return code;
+    }
+    doc["jobs"].push_back(std::move(job));
+  }
+  ctx.out << doc.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+  return kExitOk;
+}
+
+// The DELEGATE column: "xnnpack(threads:2) x2", and "(ran on 1)" when the
+// runner says the delegate ran on fewer threads than the job asked for (cpu
+// and plugins run on one); a delegate's own threads option shows in its label
+// already.
+std::string TableDelegate(const store::JobRow& j) {
+  std::string delegate = j.delegate;
+  if (!j.delegate_options.empty()) delegate += "(" + j.delegate_options + ")";
+  if (j.num_threads > 1) delegate += " x" + std::to_string(j.num_threads);
+  if (j.metrics && j.metrics->threads_used > 0 &&
+      j.metrics->threads_used < static_cast<int64_t>(j.num_threads)) {
+    delegate += " (ran on " + std::to_string(j.metrics->threads_used) + ")";
+  }
+  return delegate;
+}
+
+// show RUN: the run's line and one job a line under a header.
+int PrintTable(store::Store& store, const store::RunRow& run, std::vector<store::JobRow> jobs,
+               Context& ctx) {
+  // The table's accuracy column (reports::AccuracyLabel) needs each job's comparison.
+  auto accuracy = reports::LoadAccuracy(store, jobs);
+  if (!accuracy) {
+    ctx.Fail(kExitInfra, accuracy.message());
+    return kExitInfra;
+  }
+  const reports::RunReport report{run, std::move(jobs), std::move(*accuracy)};
+  ctx.out << "run " << run.id << " '" << run.name << "' " << run.status << ", created "
+          << run.created_at;
+  if (!run.finished_at.empty()) ctx.out << ", finished " << run.finished_at;
+  ctx.out << "\n\nJOB\tMODEL\tDELEGATE\tDEVICE\tSTATUS\tMEAN_MS\tP90_MS\tPEAK_RSS_MIB\tPLACEMENT"
+             "\tDEVICE_STATE\tMAX_ERR_VS_CPU\n";
+  for (const store::JobRow& j : report.jobs) {
+    ctx.out << j.id << "\t" << j.model << "\t" << TableDelegate(j) << "\t" << j.device << "\t"
+            << j.status;
+    if (j.metrics) {
+      char rss[32];
+      std::snprintf(rss, sizeof rss, "%.1f",
+                    static_cast<double>(j.metrics->peak_rss_bytes) / (1 << 20));
+      ctx.out << "\t" << Ms(j.metrics->mean_us) << "\t" << Ms(j.metrics->p90_us) << "\t" << rss;
+    } else {
+      ctx.out << "\t-\t-\t-";
+    }
+    std::string placement = reports::PlacementLabel(j);
+    std::string flags = reports::DeviceStateFlags(j);
+    const std::string error = reports::AccuracyLabel(report, j);
+    ctx.out << "\t" << (placement.empty() ? "-" : placement) << "\t"
+            << (flags.empty() ? "-" : "WARNING " + flags) << "\t" << (error.empty() ? "-" : error);
+    if (!j.error.empty()) ctx.out << "\t" << j.error;
+    ctx.out << "\n";
+  }
+  return kExitOk;
+}
+
 int Run(const ShowOptions& o, Context& ctx) {
   auto store = OpenExistingStore(o.db);
   if (!store) {
@@ -176,119 +304,14 @@ int Run(const ShowOptions& o, Context& ctx) {
     ctx.Fail(kExitInfra, jobs.message());
     return kExitInfra;
   }
-  if (o.job != 0) {
-    bool found = false;
-    for (const store::JobRow& j : *jobs) found = found || j.id == o.job;
-    if (!found) {
-      ctx.Fail(kExitUsage,
-               "run " + std::to_string(run->id) + " has no job " + std::to_string(o.job));
-      return kExitUsage;
-    }
+  if (o.job != 0 && std::none_of(jobs->begin(), jobs->end(),
+                                 [&o](const store::JobRow& j) { return j.id == o.job; })) {
+    ctx.Fail(kExitUsage, "run " + std::to_string(run->id) + " has no job " + std::to_string(o.job));
+    return kExitUsage;
   }
-  if (o.json) {
-    json spec = json::parse(run->spec_json, nullptr, /*allow_exceptions=*/false);
-    json doc;
-    doc["run"] = {{"id", run->id},
-                  {"name", run->name},
-                  {"created_at", run->created_at},
-                  {"finished_at", run->finished_at},
-                  {"status", run->status},
-                  {"spec", spec.is_discarded() ? json(run->spec_json) : spec}};
-    doc["jobs"] = json::array();
-    for (const store::JobRow& j : *jobs) {
-      if (o.job != 0 && j.id != o.job) continue;
-      auto samples = (*store)->GetSamples(j.id);
-      json job = {
-          {"id", j.id},
-          {"job_key", j.job_key},
-          {"model", j.model},
-          {"model_sha256", j.model_sha256},
-          {"delegate", j.delegate},
-          {"delegate_options", j.delegate_options},
-          {"device", j.device},
-          {"moved_from", j.moved_from},
-          {"num_threads", j.num_threads},
-          {"threads_used", j.metrics && j.metrics->threads_used > 0 ? json(j.metrics->threads_used)
-                                                                    : json(nullptr)},
-          {"attempts", j.attempts},
-          {"status", j.status},
-          {"error", j.error},
-          {"wall_ms", j.wall_ms},
-          {"num_samples", samples ? samples->size() : 0},
-          {"metrics", j.metrics ? MetricsJson(*j.metrics) : json(nullptr)},
-          {"placement", PlacementSummaryJson(j)},
-          {"started_hot", j.started_hot},
-          {"throttled", j.throttled},
-          {"state_note", j.state_note}};
-      if (o.job != 0) {
-        // Drill-down: every node, the device state and the raw evidence.
-        auto placement = (*store)->GetPlacement(j.id);
-        if (!placement) {
-          ctx.Fail(kExitInfra, placement.message());
-          return kExitInfra;
-        }
-        if (*placement) job["placement"]["nodes"] = NodesJson(**placement);
-        auto detail = (*store)->GetJobDetail(j.id);
-        job["state_before"] = detail ? StateJson(detail->state_before_json) : json(nullptr);
-        job["state_after"] = detail ? StateJson(detail->state_after_json) : json(nullptr);
-        job["hot_threshold_c"] = detail ? detail->hot_threshold_c : 0.0;
-        job["exit_code"] = detail ? detail->exit_code : -1;
-        job["signal"] = detail ? detail->signal : 0;
-        job["stderr_tail"] = detail ? detail->stderr_tail : "";
-        auto accuracy = (*store)->GetAccuracy(j.id);
-        if (!accuracy) {
-          ctx.Fail(kExitInfra, accuracy.message());
-          return kExitInfra;
-        }
-        job["accuracy"] = AccuracyJson(*accuracy);
-      }
-      doc["jobs"].push_back(std::move(job));
-    }
-    ctx.out << doc.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
-    return kExitOk;
-  }
+  if (o.json) return PrintJson(**store, *run, *jobs, o.job, ctx);
   if (o.job != 0) return ShowJob(**store, *run, *jobs, o.job, ctx);
-  // The table's accuracy column (reports::AccuracyLabel) needs each job's comparison.
-  auto accuracy = reports::LoadAccuracy(**store, *jobs);
-  if (!accuracy) {
-    ctx.Fail(kExitInfra, accuracy.message());
-    return kExitInfra;
-  }
-  const reports::RunReport report{*run, std::move(*jobs), std::move(*accuracy)};
-  ctx.out << "run " << run->id << " '" << run->name << "' " << run->status << ", created "
-          << run->created_at;
-  if (!run->finished_at.empty()) ctx.out << ", finished " << run->finished_at;
-  ctx.out << "\n\nJOB\tMODEL\tDELEGATE\tDEVICE\tSTATUS\tMEAN_MS\tP90_MS\tPEAK_RSS_MIB\tPLACEMENT"
-             "\tDEVICE_STATE\tMAX_ERR_VS_CPU\n";
-  for (const store::JobRow& j : report.jobs) {
-    std::string delegate = j.delegate;
-    if (!j.delegate_options.empty()) delegate += "(" + j.delegate_options + ")";
-    if (j.num_threads > 1) delegate += " x" + std::to_string(j.num_threads);
-    // The runner says when the delegate ran on fewer threads than the job asked
-    // for (cpu and plugins run on one); a delegate's own threads option shows
-    // in its label already.
-    if (j.metrics && j.metrics->threads_used > 0 &&
-        j.metrics->threads_used < static_cast<int64_t>(j.num_threads)) {
-      delegate += " (ran on " + std::to_string(j.metrics->threads_used) + ")";
-    }
-    ctx.out << j.id << "\t" << j.model << "\t" << delegate << "\t" << j.device << "\t" << j.status;
-    if (j.metrics) {
-      char rss[32];
-      std::snprintf(rss, sizeof rss, "%.1f",
-                    static_cast<double>(j.metrics->peak_rss_bytes) / (1 << 20));
-      ctx.out << "\t" << Ms(j.metrics->mean_us) << "\t" << Ms(j.metrics->p90_us) << "\t" << rss;
-    } else {
-      ctx.out << "\t-\t-\t-";
-    }
-    std::string placement = reports::PlacementLabel(j);
-    std::string flags = reports::DeviceStateFlags(j);
-    const std::string error = reports::AccuracyLabel(report, j);
-    ctx.out << "\t" << (placement.empty() ? "-" : placement) << "\t"
-            << (flags.empty() ? "-" : "WARNING " + flags) << "\t" << (error.empty() ? "-" : error);
-    if (!j.error.empty()) ctx.out << "\t" << j.error;
-    ctx.out << "\n";
-  }
-  return kExitOk;
+  return PrintTable(**store, *run, std::move(*jobs), ctx);
 }
 
 }  // namespace
