@@ -22,13 +22,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class Session final : public DeviceSession {
+class AgentSession final : public DeviceSession {
  public:
-  Session(std::string name, std::unique_ptr<agent::AgentProcess> process,
-          std::unique_ptr<agent::AgentClient> client)
+  AgentSession(std::string name, std::unique_ptr<agent::AgentProcess> process,
+               std::unique_ptr<agent::AgentClient> client)
       : name_(std::move(name)), process_(std::move(process)), client_(std::move(client)) {}
   // The connection closes before the agent is stopped.
-  ~Session() override {
+  ~AgentSession() override {
     client_.reset();
     process_.reset();
   }
@@ -95,7 +95,7 @@ class Provider final : public DeviceProvider {
     auto client = agent::AgentClient::Connect(uri.host, uri.port, options_.connect_timeout);
     if (!client) return MakeError("device '" + uri.text + "': " + client.message());
     return std::unique_ptr<DeviceSession>(
-        std::make_unique<Session>(uri.text, nullptr, std::move(*client)));
+        std::make_unique<AgentSession>(uri.text, nullptr, std::move(*client)));
   }
 
   // The aarch64 agent under qemu-user. The agent cannot exec an aarch64
@@ -141,7 +141,7 @@ class Provider final : public DeviceProvider {
         agent::AgentClient::Connect("127.0.0.1", (*process)->port(), options_.connect_timeout);
     if (!client) return MakeError("device '" + name + "': " + client.message());
     return std::unique_ptr<DeviceSession>(
-        std::make_unique<Session>(name, std::move(*process), std::move(*client)));
+        std::make_unique<AgentSession>(name, std::move(*process), std::move(*client)));
   }
 
   ProviderOptions options_;

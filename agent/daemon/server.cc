@@ -266,10 +266,10 @@ void Server::ServeStream(int in_fd, int out_fd) {
 // The protocol on one connection. The reader (Serve) runs the timers, reads
 // frames and hands each to the handler of its message type; a job runs on
 // job_thread_, which replies through Send() too. Borrows the server and the fds.
-class Server::Session {
+class Server::ProtocolSession {
  public:
-  Session(Server* server, int in_fd, int out_fd, const std::string& who,
-          const std::string& peer_address)
+  ProtocolSession(Server* server, int in_fd, int out_fd, const std::string& who,
+                  const std::string& peer_address)
       : server_(server),
         in_fd_(in_fd),
         out_fd_(out_fd),
@@ -286,7 +286,7 @@ class Server::Session {
 
  private:
   // Answers one message (request id `id`); false closes the connection.
-  using Handler = bool (Session::*)(uint64_t id, const wire::Frame& frame);
+  using Handler = bool (ProtocolSession::*)(uint64_t id, const wire::Frame& frame);
   static Handler HandlerFor(wire::Body type);
 
   // Timers, run before each wait; each lowers *wait_ms to its next deadline
@@ -371,7 +371,7 @@ class Server::Session {
   Clock::time_point next_ping_;
 };
 
-void Server::Session::Serve() {
+void Server::ProtocolSession::Serve() {
   AgentLog(who_ + ": opened");
   for (;;) {
     // Wait for a frame, Stop(), the authentication deadline or the next timer.
@@ -402,13 +402,13 @@ void Server::Session::Serve() {
   AgentLog(who_ + ": closed");
 }
 
-bool Server::Session::RunTimers(int64_t* wait_ms) {
+bool Server::ProtocolSession::RunTimers(int64_t* wait_ms) {
   const auto now = Clock::now();
   return CheckAuthDeadline(now, wait_ms) && Heartbeat(now, wait_ms) &&
          SendProgressIfDue(now, wait_ms);
 }
 
-bool Server::Session::CheckAuthDeadline(Clock::time_point now, int64_t* wait_ms) {
+bool Server::ProtocolSession::CheckAuthDeadline(Clock::time_point now, int64_t* wait_ms) {
   if (!need_auth_ || authed_) return true;
   auto left = Ms(opened_ + server_->options_.auth_timeout - now);
   if (left <= 0) {
@@ -420,7 +420,7 @@ bool Server::Session::CheckAuthDeadline(Clock::time_point now, int64_t* wait_ms)
   return true;
 }
 
-bool Server::Session::Heartbeat(Clock::time_point now, int64_t* wait_ms) {
+bool Server::ProtocolSession::Heartbeat(Clock::time_point now, int64_t* wait_ms) {
   if (!job_running_) return true;
   if (!features_.heartbeat || heartbeat_.count() <= 0) {
     // Without heartbeats, still wake up now and then to notice a finished job.
@@ -442,7 +442,7 @@ bool Server::Session::Heartbeat(Clock::time_point now, int64_t* wait_ms) {
   return true;
 }
 
-bool Server::Session::SendProgressIfDue(Clock::time_point now, int64_t* wait_ms) {
+bool Server::ProtocolSession::SendProgressIfDue(Clock::time_point now, int64_t* wait_ms) {
   if (!features_.progress || !job_running_) return true;
   std::lock_guard<std::mutex> lock(progress_mutex_);
   if (job_running_ && now >= next_progress_) {
@@ -453,32 +453,32 @@ bool Server::Session::SendProgressIfDue(Clock::time_point now, int64_t* wait_ms)
   return true;
 }
 
-Server::Session::Handler Server::Session::HandlerFor(wire::Body type) {
+Server::ProtocolSession::Handler Server::ProtocolSession::HandlerFor(wire::Body type) {
   static const auto kHandlers = [] {
     std::array<Handler, static_cast<size_t>(wire::Body::MAX) + 1> table;
-    table.fill(&Session::OnUnexpected);
+    table.fill(&ProtocolSession::OnUnexpected);
     auto set = [&table](wire::Body body, Handler handler) {
       table[static_cast<size_t>(body)] = handler;
     };
-    set(wire::Body::Hello, &Session::OnHello);
-    set(wire::Body::AuthProof, &Session::OnAuthProof);
-    set(wire::Body::Ping, &Session::OnPing);
-    set(wire::Body::Pong, &Session::OnPong);
-    set(wire::Body::HaveRequest, &Session::OnHaveRequest);
-    set(wire::Body::PutBegin, &Session::OnPutBegin);
-    set(wire::Body::PutChunk, &Session::OnPutChunk);
-    set(wire::Body::PutEnd, &Session::OnPutEnd);
-    set(wire::Body::RunJob, &Session::OnRunJob);
-    set(wire::Body::CancelJob, &Session::OnCancelJob);
-    set(wire::Body::DeviceStateRequest, &Session::OnDeviceStateRequest);
+    set(wire::Body::Hello, &ProtocolSession::OnHello);
+    set(wire::Body::AuthProof, &ProtocolSession::OnAuthProof);
+    set(wire::Body::Ping, &ProtocolSession::OnPing);
+    set(wire::Body::Pong, &ProtocolSession::OnPong);
+    set(wire::Body::HaveRequest, &ProtocolSession::OnHaveRequest);
+    set(wire::Body::PutBegin, &ProtocolSession::OnPutBegin);
+    set(wire::Body::PutChunk, &ProtocolSession::OnPutChunk);
+    set(wire::Body::PutEnd, &ProtocolSession::OnPutEnd);
+    set(wire::Body::RunJob, &ProtocolSession::OnRunJob);
+    set(wire::Body::CancelJob, &ProtocolSession::OnCancelJob);
+    set(wire::Body::DeviceStateRequest, &ProtocolSession::OnDeviceStateRequest);
     return table;
   }();
   // A body type from a newer schema is unexpected too.
   const auto index = static_cast<size_t>(type);
-  return index < kHandlers.size() ? kHandlers[index] : &Session::OnUnexpected;
+  return index < kHandlers.size() ? kHandlers[index] : &ProtocolSession::OnUnexpected;
 }
 
-bool Server::Session::Handle(const wire::Frame& frame) {
+bool Server::ProtocolSession::Handle(const wire::Frame& frame) {
   const uint64_t id = frame.request_id();
   const wire::Body type = frame.body_type();
   if (!hello_done_ && type != wire::Body::Hello) {
@@ -493,7 +493,7 @@ bool Server::Session::Handle(const wire::Frame& frame) {
   return (this->*HandlerFor(type))(id, frame);
 }
 
-bool Server::Session::OnHello(uint64_t id, const wire::Frame& frame) {
+bool Server::ProtocolSession::OnHello(uint64_t id, const wire::Frame& frame) {
   const auto* hello = frame.body_as_Hello();
   if (hello_done_) return SendError(id, "Hello was already received on this connection");
   const DeviceInfo& device = server_->device_;
@@ -534,7 +534,7 @@ bool Server::Session::OnHello(uint64_t id, const wire::Frame& frame) {
   return Send(fbb);
 }
 
-bool Server::Session::OnAuthProof(uint64_t id, const wire::Frame& frame) {
+bool Server::ProtocolSession::OnAuthProof(uint64_t id, const wire::Frame& frame) {
   const auto* proof = frame.body_as_AuthProof();
   if (!need_auth_ || authed_) {
     return SendError(id, "unexpected AuthProof: the connection needs none now");
@@ -564,7 +564,7 @@ bool Server::Session::OnAuthProof(uint64_t id, const wire::Frame& frame) {
   return Send(fbb);
 }
 
-bool Server::Session::OnPing(uint64_t id, const wire::Frame&) {
+bool Server::ProtocolSession::OnPing(uint64_t id, const wire::Frame&) {
   if (!features_.heartbeat) {
     return SendError(id, "unexpected Ping: feature heartbeat was not negotiated");
   }
@@ -573,11 +573,11 @@ bool Server::Session::OnPing(uint64_t id, const wire::Frame&) {
   return Send(fbb);
 }
 
-bool Server::Session::OnPong(uint64_t, const wire::Frame&) {
+bool Server::ProtocolSession::OnPong(uint64_t, const wire::Frame&) {
   return true;  // liveness only (last_rx_)
 }
 
-bool Server::Session::OnHaveRequest(uint64_t id, const wire::Frame& frame) {
+bool Server::ProtocolSession::OnHaveRequest(uint64_t id, const wire::Frame& frame) {
   std::vector<uint8_t> have;
   for (const auto& sha : Strings(frame.body_as_HaveRequest()->sha256s())) {
     bool present = server_->store_->Has(sha);
@@ -589,7 +589,7 @@ bool Server::Session::OnHaveRequest(uint64_t id, const wire::Frame& frame) {
   return Send(fbb);
 }
 
-bool Server::Session::OnPutBegin(uint64_t id, const wire::Frame& frame) {
+bool Server::ProtocolSession::OnPutBegin(uint64_t id, const wire::Frame& frame) {
   const auto* begin = frame.body_as_PutBegin();
   if (put_active_) {
     SendError(id, "PutBegin while the upload of " + put_sha256_.substr(0, 12) + " is still open");
@@ -609,7 +609,7 @@ bool Server::Session::OnPutBegin(uint64_t id, const wire::Frame& frame) {
   return true;
 }
 
-bool Server::Session::ResumeUpload(uint64_t id, uint64_t size) {
+bool Server::ProtocolSession::ResumeUpload(uint64_t id, uint64_t size) {
   auto upload = server_->store_->ResumeUpload(put_sha256_, size);
   flatbuffers::FlatBufferBuilder fbb;
   if (upload) {
@@ -624,7 +624,7 @@ bool Server::Session::ResumeUpload(uint64_t id, uint64_t size) {
   return Send(fbb);
 }
 
-bool Server::Session::OnPutChunk(uint64_t id, const wire::Frame& frame) {
+bool Server::ProtocolSession::OnPutChunk(uint64_t id, const wire::Frame& frame) {
   const auto* chunk = frame.body_as_PutChunk();
   if (!put_active_) {
     SendError(id, "PutChunk without PutBegin");
@@ -642,7 +642,7 @@ bool Server::Session::OnPutChunk(uint64_t id, const wire::Frame& frame) {
   return true;
 }
 
-bool Server::Session::OnPutEnd(uint64_t id, const wire::Frame&) {
+bool Server::ProtocolSession::OnPutEnd(uint64_t id, const wire::Frame&) {
   if (!put_active_) {
     SendError(id, "PutEnd without PutBegin");
     return false;
@@ -662,7 +662,7 @@ bool Server::Session::OnPutEnd(uint64_t id, const wire::Frame&) {
   return Send(fbb);
 }
 
-bool Server::Session::OnRunJob(uint64_t id, const wire::Frame& frame) {
+bool Server::ProtocolSession::OnRunJob(uint64_t id, const wire::Frame& frame) {
   if (job_running_) {
     return SendError(id, "RunJob while another job of this connection is running");
   }
@@ -693,7 +693,7 @@ bool Server::Session::OnRunJob(uint64_t id, const wire::Frame& frame) {
   return true;
 }
 
-void Server::Session::RunJobAndReply(const JobSpec& job, uint64_t id) {
+void Server::ProtocolSession::RunJobAndReply(const JobSpec& job, uint64_t id) {
   JobResult result = server_->supervisor_->Run(job, &cancel_job_);
   if (cancelled_by_host_ && result.status == JobStatusName(JobStatus::kInfra)) {
     result.error = "cancelled by host";
@@ -709,7 +709,7 @@ void Server::Session::RunJobAndReply(const JobSpec& job, uint64_t id) {
   Send(fbb);
 }
 
-bool Server::Session::OnCancelJob(uint64_t id, const wire::Frame& frame) {
+bool Server::ProtocolSession::OnCancelJob(uint64_t id, const wire::Frame& frame) {
   if (!features_.cancel) {
     return SendError(id, "unexpected CancelJob: feature cancel was not negotiated");
   }
@@ -723,7 +723,7 @@ bool Server::Session::OnCancelJob(uint64_t id, const wire::Frame& frame) {
   return true;
 }
 
-bool Server::Session::OnDeviceStateRequest(uint64_t id, const wire::Frame&) {
+bool Server::ProtocolSession::OnDeviceStateRequest(uint64_t id, const wire::Frame&) {
   if (!features_.device_state) {
     return SendError(id, "unexpected DeviceStateRequest: feature device_state was not negotiated");
   }
@@ -733,37 +733,37 @@ bool Server::Session::OnDeviceStateRequest(uint64_t id, const wire::Frame&) {
   return Send(fbb);
 }
 
-bool Server::Session::OnUnexpected(uint64_t id, const wire::Frame& frame) {
+bool Server::ProtocolSession::OnUnexpected(uint64_t id, const wire::Frame& frame) {
   return SendError(id, std::string("unexpected message ") + BodyName(frame) + " from the host");
 }
 
-bool Server::Session::Send(flatbuffers::FlatBufferBuilder& fbb) {
+bool Server::ProtocolSession::Send(flatbuffers::FlatBufferBuilder& fbb) {
   std::lock_guard<std::mutex> lock(write_mutex_);
   auto r = WriteFrame(out_fd_, fbb, kWriteTimeout);
   if (!r) AgentLog(who_ + ": cannot send a reply: " + r.message());
   return r.ok();
 }
 
-bool Server::Session::SendError(uint64_t id, const std::string& message) {
+bool Server::ProtocolSession::SendError(uint64_t id, const std::string& message) {
   flatbuffers::FlatBufferBuilder fbb;
   FinishFrame(fbb, id, wire::CreateErrorReplyDirect(fbb, message.c_str()));
   return Send(fbb);
 }
 
-bool Server::Session::SendProgress(uint64_t id, const char* phase) {
+bool Server::ProtocolSession::SendProgress(uint64_t id, const char* phase) {
   flatbuffers::FlatBufferBuilder fbb;
   auto elapsed = static_cast<uint64_t>(std::max<int64_t>(0, Ms(Clock::now() - job_start_)));
   FinishFrame(fbb, id, wire::CreateJobProgressDirect(fbb, phase, elapsed));
   return Send(fbb);
 }
 
-bool Server::Session::Refuse(uint64_t id, const std::string& message) {
+bool Server::ProtocolSession::Refuse(uint64_t id, const std::string& message) {
   SendError(id, message);
   AgentLog(who_ + ": " + message + "; closing");
   return false;
 }
 
-void Server::Session::AuthFailed(uint64_t id, const std::string& why) {
+void Server::ProtocolSession::AuthFailed(uint64_t id, const std::string& why) {
   auto [count, delay] = server_->throttle_->RecordFailure(peer_address_);
   AgentLog(who_ + ": authentication failed: " + why + " (failure " + std::to_string(count) +
            " from " + peer_address_ + "; its next attempt waits " + std::to_string(delay.count()) +
@@ -773,7 +773,7 @@ void Server::Session::AuthFailed(uint64_t id, const std::string& why) {
 
 void Server::ServeConnection(int in_fd, int out_fd, const std::string& who,
                              const std::string& peer_address) {
-  Session session(this, in_fd, out_fd, who, peer_address);
+  ProtocolSession session(this, in_fd, out_fd, who, peer_address);
   session.Serve();
 }
 

@@ -91,7 +91,7 @@ class Server {
   Server() = default;
   void HandleConnection(Connection* conn);
   // One connection's protocol state and message handlers (server.cc).
-  class Session;
+  class ProtocolSession;
   // Serves the protocol on one connection (hello, authentication, then one
   // handler per request) until the peer closes it, Stop() or a fatal error.
   // who names the connection in logs; peer_address keys the auth throttle.
