@@ -36,6 +36,7 @@
 #include "agent/base/result.h"
 #include "harness/devices.h"
 #include "harness/progress.h"
+#include "harness/runner_output.h"  // ParseRunnerJson, ParseRunnerAccuracy
 #include "harness/spec.h"
 #include "reports/store/store.h"
 
@@ -95,10 +96,6 @@ Result<void> CheckDeviceTakesPlugins(const std::vector<std::string>& features,
 // The runner's placement and the agent's device state (as DeviceStateToJson)
 // and flags are kept too.
 store::JobOutcome ClassifyJobResult(const agent::JobResult& r);
-
-// The runner JSON's "accuracy" section (docs/CONTRACTS.md) by output index;
-// empty when there is none. Fails, naming the field, on a malformed section.
-Result<std::vector<store::OutputAccuracy>> ParseRunnerAccuracy(const std::string& text);
 
 // What WaitForCooldown uses; tests inject a fake clock and temperatures.
 struct CooldownSource {

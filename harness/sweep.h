@@ -14,6 +14,7 @@
 
 #include "agent/base/result.h"
 #include "harness/devices.h"
+#include "harness/runner_output.h"  // ParseRunnerJson
 #include "harness/scheduler.h"
 #include "harness/spec.h"
 #include "reports/store/store.h"
@@ -96,18 +97,5 @@ Result<SweepSummary> RunSweep(const SweepSpec& spec, store::Store& store, Device
 // changed since the run was created, a store failure.
 Result<SweepSummary> ResumeSweep(int64_t run_id, store::Store& store, DeviceProvider& devices,
                                  const SweepOptions& options);
-
-// The runner's --json document (docs/CONTRACTS.md): metrics, samples and
-// placement when present. Fails with a message when the text is not a JSON
-// object; a malformed "placement" is left unset (the rest still counts).
-struct RunnerOutput {
-  std::string status;
-  std::string error;
-  std::optional<store::Metrics> metrics;
-  std::vector<double> samples_us;
-  std::optional<store::Placement> placement;
-  std::vector<store::OutputAccuracy> accuracy;  // empty when absent or malformed
-};
-Result<RunnerOutput> ParseRunnerJson(const std::string& text);
 
 }  // namespace dfarm::harness

@@ -7,10 +7,10 @@
 #include <exception>
 #include <filesystem>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string_view>
 
+#include "agent/runner/runner_json.h"
 #include "agent/runner/tensor_files.h"
 #include "delegates/registry.h"
 #include "runtime/interpreter.h"
@@ -102,71 +102,99 @@ std::vector<TensorSummary> Summaries(const std::vector<runtime::Tensor*>& tensor
   return out;
 }
 
-nlohmann::json TensorsJson(const std::vector<TensorSummary>& tensors) {
-  nlohmann::json list = nlohmann::json::array();
+std::vector<runner_json::Tensor> TensorsDocument(const std::vector<TensorSummary>& tensors) {
+  std::vector<runner_json::Tensor> out;
   for (const TensorSummary& t : tensors) {
-    list.push_back({{"index", t.index},
-                    {"name", t.name},
-                    {"dtype", runtime::DTypeName(t.dtype)},
-                    {"shape", t.shape}});
+    out.push_back({static_cast<int64_t>(t.index), t.name, runtime::DTypeName(t.dtype),
+                   std::vector<int64_t>(t.shape.begin(), t.shape.end())});
   }
-  return list;
+  return out;
 }
 
-nlohmann::json PlacementJson(const runtime::Placement& placement) {
-  nlohmann::json nodes = nlohmann::json::array();
+runner_json::Placement PlacementDocument(const runtime::Placement& placement) {
+  runner_json::Placement out;
+  out.partitions = placement.partitions;
   for (const runtime::NodePlacement& p : placement.nodes) {
-    nlohmann::json node = {{"index", p.node}, {"op", p.op}, {"delegate", p.delegate}};
-    if (p.partition >= 0) node["partition"] = p.partition;
-    if (p.folded) node["folded"] = true;
-    if (!p.reason.empty()) node["reason"] = p.reason;
-    nodes.push_back(std::move(node));
+    out.nodes.push_back({p.node, p.op, p.delegate,
+                         p.partition >= 0 ? std::optional<int64_t>(p.partition) : std::nullopt,
+                         p.folded, p.reason});
   }
-  return {{"partitions", placement.partitions}, {"nodes", std::move(nodes)}};
+  return out;
 }
 
-nlohmann::json AccuracyJson(const RunReport& r) {
-  nlohmann::json outputs = nlohmann::json::array();
+runner_json::Accuracy AccuracyDocument(const RunReport& r) {
+  runner_json::Accuracy out;
+  out.reference = r.accuracy_reference;
   for (const OutputAccuracy& a : r.accuracy) {
-    nlohmann::json o = {{"index", a.index},
-                        {"name", a.index < r.outputs.size() ? r.outputs[a.index].name : ""},
-                        {"compared", a.compared},
-                        {"mean_abs_error", a.mean_abs_error},
-                        {"std_abs_error", a.std_abs_error},
-                        {"max_abs_error", a.max_abs_error},
-                        {"rmse", a.rmse},
-                        {"nan_count", a.nan_count},
-                        {"inf_count", a.inf_count},
-                        {"reference_nan_count", a.reference_nan_count},
-                        {"reference_inf_count", a.reference_inf_count}};
-    if (a.max_abs_error_lsb) o["max_abs_error_lsb"] = *a.max_abs_error_lsb;
-    if (a.top1_agree) o["top1_agree"] = *a.top1_agree;
-    if (a.top5_agree) o["top5_agree"] = *a.top5_agree;
-    outputs.push_back(std::move(o));
+    runner_json::OutputAccuracy o;
+    o.index = static_cast<int64_t>(a.index);
+    o.name = a.index < r.outputs.size() ? r.outputs[a.index].name : "";
+    o.compared = a.compared;
+    o.mean_abs_error = a.mean_abs_error;
+    o.std_abs_error = a.std_abs_error;
+    o.max_abs_error = a.max_abs_error;
+    o.rmse = a.rmse;
+    o.nan_count = a.nan_count;
+    o.inf_count = a.inf_count;
+    o.reference_nan_count = a.reference_nan_count;
+    o.reference_inf_count = a.reference_inf_count;
+    if (a.max_abs_error_lsb) o.max_abs_error_lsb = runner_json::Number(*a.max_abs_error_lsb);
+    o.top1_agree = a.top1_agree;
+    o.top5_agree = a.top5_agree;
+    out.outputs.push_back(std::move(o));
   }
-  return {{"reference", r.accuracy_reference}, {"outputs", std::move(outputs)}};
+  return out;
 }
 
-nlohmann::json ProfileJson(const Profile& p) {
-  nlohmann::json nodes = nlohmann::json::array();
+runner_json::Profile ProfileDocument(const Profile& p) {
+  runner_json::Profile out;
+  out.runs = p.runs;
   for (const NodeProfile& n : p.nodes) {
-    nlohmann::json node = {
-        {"index", n.index}, {"op", n.op}, {"delegate", n.delegate}, {"mean_us", n.mean_us}};
+    runner_json::ProfileNode node{n.index, n.op, n.delegate, std::nullopt, {}, n.mean_us};
     if (n.partition >= 0) {
-      node["partition"] = n.partition;
-      node["nodes"] = n.nodes;
+      node.partition = n.partition;
+      node.nodes.assign(n.nodes.begin(), n.nodes.end());
     }
-    nodes.push_back(std::move(node));
+    out.nodes.push_back(std::move(node));
   }
-  nlohmann::json by_op = nlohmann::json::array();
   for (const OpProfile& o : p.by_op) {
-    by_op.push_back({{"op", o.op}, {"count", o.count}, {"total_us", o.total_us}, {"pct", o.pct}});
+    out.by_op.push_back({o.op, static_cast<int64_t>(o.count), o.total_us, o.pct});
   }
-  return {{"runs", p.runs}, {"nodes", std::move(nodes)}, {"by_op", std::move(by_op)}};
+  return out;
 }
 
-std::string Dump(const nlohmann::json& doc) {
-  return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+// The --json document of a report: the one conversion from RunReport.
+runner_json::Document ToDocument(const RunReport& r) {
+  runner_json::Document doc;
+  doc.status = RunnerStatusName(r.status);
+  if (r.status != RunnerStatus::kOk) {
+    doc.error = r.error;
+    return doc;
+  }
+  doc.model = r.model;
+  doc.delegate = r.delegate;
+  doc.num_threads = r.num_threads;
+  doc.threads_used = r.threads_used;
+  doc.metrics = runner_json::Metrics{r.init_us,
+                                     r.first_us,
+                                     r.warmup_mean_us,
+                                     r.latency.mean_us,
+                                     r.latency.std_us,
+                                     r.latency.min_us,
+                                     r.latency.max_us,
+                                     r.latency.p50_us,
+                                     r.latency.p90_us,
+                                     r.latency.p99_us,
+                                     static_cast<int64_t>(r.samples_us.size()),
+                                     static_cast<int64_t>(r.peak_rss_bytes),
+                                     static_cast<int64_t>(r.arena_bytes)};
+  doc.samples_us = r.samples_us;
+  doc.inputs = TensorsDocument(r.inputs);
+  doc.outputs = TensorsDocument(r.outputs);
+  doc.placement = PlacementDocument(r.placement);
+  if (!r.accuracy_reference.empty()) doc.accuracy = AccuracyDocument(r);
+  if (r.profile) doc.profile = ProfileDocument(*r.profile);
+  return doc;
 }
 
 std::string Ms(double us) {
@@ -404,39 +432,7 @@ RunReport Run(const RunnerOptions& options, std::ostream& log) {
   return report;
 }
 
-std::string ReportJson(const RunReport& r) {
-  if (r.status != RunnerStatus::kOk) {
-    return Dump({{"status", RunnerStatusName(r.status)}, {"error", r.error}});
-  }
-  nlohmann::json doc = {
-      {"status", "ok"},
-      {"model", r.model},
-      {"delegate", r.delegate},
-      {"num_threads", r.num_threads},
-      {"threads_used", r.threads_used},
-      {"metrics",
-       {{"init_us", r.init_us},
-        {"first_us", r.first_us},
-        {"warmup_mean_us", r.warmup_mean_us},
-        {"mean_us", r.latency.mean_us},
-        {"std_us", r.latency.std_us},
-        {"min_us", r.latency.min_us},
-        {"max_us", r.latency.max_us},
-        {"p50_us", r.latency.p50_us},
-        {"p90_us", r.latency.p90_us},
-        {"p99_us", r.latency.p99_us},
-        {"num_runs", r.samples_us.size()},
-        {"peak_rss_bytes", r.peak_rss_bytes},
-        {"arena_bytes", r.arena_bytes}}},
-      {"samples_us", r.samples_us},
-      {"inputs", TensorsJson(r.inputs)},
-      {"outputs", TensorsJson(r.outputs)},
-      {"placement", PlacementJson(r.placement)},
-  };
-  if (!r.accuracy_reference.empty()) doc["accuracy"] = AccuracyJson(r);
-  if (r.profile) doc["profile"] = ProfileJson(*r.profile);
-  return Dump(doc);
-}
+std::string ReportJson(const RunReport& r) { return runner_json::WriteRunnerJson(ToDocument(r)); }
 
 std::string ReportText(const RunReport& r) {
   if (r.status != RunnerStatus::kOk) {

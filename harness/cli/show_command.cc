@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/cli/commands.h"
+#include "harness/runner_output.h"
 #include "reports/report.h"
 
 namespace dfarm::cli {
@@ -68,26 +69,7 @@ std::string Ms(double us) {
 // null when it has none. Non-finite figures (nothing compared) are null.
 json AccuracyJson(const std::vector<store::OutputAccuracy>& accuracy) {
   if (accuracy.empty()) return nullptr;
-  auto real = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
-  json outputs = json::array();
-  for (const store::OutputAccuracy& a : accuracy) {
-    json o = {{"index", a.output_index},
-              {"name", a.name},
-              {"compared", a.compared},
-              {"mean_abs_error", real(a.mean_abs_error)},
-              {"std_abs_error", real(a.std_abs_error)},
-              {"max_abs_error", real(a.max_abs_error)},
-              {"rmse", real(a.rmse)},
-              {"nan_count", a.nan_count},
-              {"inf_count", a.inf_count},
-              {"reference_nan_count", a.reference_nan_count},
-              {"reference_inf_count", a.reference_inf_count}};
-    if (a.max_abs_error_lsb) o["max_abs_error_lsb"] = *a.max_abs_error_lsb;
-    if (a.top1_agree) o["top1_agree"] = *a.top1_agree;
-    if (a.top5_agree) o["top5_agree"] = *a.top5_agree;
-    outputs.push_back(std::move(o));
-  }
-  return {{"reference", accuracy.front().reference}, {"outputs", std::move(outputs)}};
+  return runner_json::AccuracyJson(harness::ToRunnerAccuracy(accuracy));
 }
 
 std::string Figure(double v) {

@@ -1,0 +1,343 @@
+#include "agent/runner/runner_json.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "agent/protocol/status.h"
+
+namespace dfarm::runner_json {
+namespace {
+
+using nlohmann::json;
+
+// ---- Writing ----
+
+json MetricsJson(const Metrics& m) {
+  return {
+      {"init_us", m.init_us},        {"first_us", m.first_us}, {"warmup_mean_us", m.warmup_mean_us},
+      {"mean_us", m.mean_us},        {"std_us", m.std_us},     {"min_us", m.min_us},
+      {"max_us", m.max_us},          {"p50_us", m.p50_us},     {"p90_us", m.p90_us},
+      {"p99_us", m.p99_us},          {"num_runs", m.num_runs}, {"peak_rss_bytes", m.peak_rss_bytes},
+      {"arena_bytes", m.arena_bytes}};
+}
+
+json TensorsJson(const std::vector<Tensor>& tensors) {
+  json list = json::array();
+  for (const Tensor& t : tensors) {
+    list.push_back({{"index", t.index}, {"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}});
+  }
+  return list;
+}
+
+json PlacementJson(const Placement& placement) {
+  json nodes = json::array();
+  for (const PlacementNode& n : placement.nodes) {
+    json node = {{"index", n.index}, {"op", n.op}, {"delegate", n.delegate}};
+    if (n.partition) node["partition"] = *n.partition;
+    if (n.folded) node["folded"] = true;
+    if (!n.reason.empty()) node["reason"] = n.reason;
+    nodes.push_back(std::move(node));
+  }
+  return {{"partitions", placement.partitions}, {"nodes", std::move(nodes)}};
+}
+
+json NumberJson(const Number& n) {
+  return std::visit([](auto v) { return json(v); }, n);
+}
+
+// Non-finite reals are written as null (nlohmann writes NaN and Inf so too).
+json OutputAccuracyJson(const OutputAccuracy& a) {
+  json o = {{"index", a.index},
+            {"name", a.name},
+            {"compared", a.compared},
+            {"mean_abs_error", a.mean_abs_error},
+            {"std_abs_error", a.std_abs_error},
+            {"max_abs_error", a.max_abs_error},
+            {"rmse", a.rmse},
+            {"nan_count", a.nan_count},
+            {"inf_count", a.inf_count},
+            {"reference_nan_count", a.reference_nan_count},
+            {"reference_inf_count", a.reference_inf_count}};
+  if (a.max_abs_error_lsb) o["max_abs_error_lsb"] = NumberJson(*a.max_abs_error_lsb);
+  if (a.top1_agree) o["top1_agree"] = *a.top1_agree;
+  if (a.top5_agree) o["top5_agree"] = *a.top5_agree;
+  return o;
+}
+
+json ProfileJson(const Profile& p) {
+  json nodes = json::array();
+  for (const ProfileNode& n : p.nodes) {
+    json node = {
+        {"index", n.index}, {"op", n.op}, {"delegate", n.delegate}, {"mean_us", n.mean_us}};
+    if (n.partition) {
+      node["partition"] = *n.partition;
+      node["nodes"] = n.nodes;
+    }
+    nodes.push_back(std::move(node));
+  }
+  json by_op = json::array();
+  for (const OpProfile& o : p.by_op) {
+    by_op.push_back({{"op", o.op}, {"count", o.count}, {"total_us", o.total_us}, {"pct", o.pct}});
+  }
+  return {{"runs", p.runs}, {"nodes", std::move(nodes)}, {"by_op", std::move(by_op)}};
+}
+
+// ---- Reading ----
+
+std::string String(const json& o, const char* key, const char* fallback = "") {
+  return o.contains(key) && o[key].is_string() ? o[key].get<std::string>() : fallback;
+}
+
+std::optional<int64_t> Integer(const json& o, const char* key) {
+  if (!o.contains(key) || !o[key].is_number_integer()) return std::nullopt;
+  return o[key].get<int64_t>();
+}
+
+// Any number, truncated; 0 when absent or not a number.
+int64_t Count(const json& o, const char* key) {
+  return o.contains(key) && o[key].is_number() ? o[key].get<int64_t>() : 0;
+}
+
+// NaN when absent or not a number: the runner writes null for a figure over
+// no compared element.
+double Real(const json& o, const char* key) {
+  return o.contains(key) && o[key].is_number() ? o[key].get<double>() : std::nan("");
+}
+
+std::optional<bool> Bool(const json& o, const char* key) {
+  if (!o.contains(key) || !o[key].is_boolean()) return std::nullopt;
+  return o[key].get<bool>();
+}
+
+// Strict: a present figure that is not a number (or bool) fails the document.
+Metrics ParseMetrics(const json& m) {
+  auto real = [&](const char* key) { return m.value(key, 0.0); };
+  Metrics out;
+  out.init_us = real("init_us");
+  out.first_us = real("first_us");
+  out.warmup_mean_us = real("warmup_mean_us");
+  out.mean_us = real("mean_us");
+  out.std_us = real("std_us");
+  out.min_us = real("min_us");
+  out.max_us = real("max_us");
+  out.p50_us = real("p50_us");
+  out.p90_us = real("p90_us");
+  out.p99_us = real("p99_us");
+  out.num_runs = Count(m, "num_runs");
+  out.peak_rss_bytes = Count(m, "peak_rss_bytes");
+  out.arena_bytes = Count(m, "arena_bytes");
+  return out;
+}
+
+std::vector<Tensor> ParseTensors(const json& doc, const char* key) {
+  std::vector<Tensor> out;
+  if (!doc.contains(key) || !doc[key].is_array()) return out;
+  for (const json& t : doc[key]) {
+    if (!t.is_object()) continue;
+    Tensor tensor;
+    tensor.index = Integer(t, "index").value_or(0);
+    tensor.name = String(t, "name");
+    tensor.dtype = String(t, "dtype");
+    if (t.contains("shape") && t["shape"].is_array()) {
+      for (const json& d : t["shape"]) {
+        if (d.is_number_integer()) tensor.shape.push_back(d.get<int64_t>());
+      }
+    }
+    out.push_back(std::move(tensor));
+  }
+  return out;
+}
+
+// Unset when malformed: no integer partitions, no nodes array, a node without
+// an integer index, or an index listed twice. Nodes sorted by index.
+std::optional<Placement> ParsePlacement(const json& p) {
+  if (!p.is_object() || !Integer(p, "partitions") || !p.contains("nodes") ||
+      !p["nodes"].is_array()) {
+    return std::nullopt;
+  }
+  Placement out;
+  out.partitions = *Integer(p, "partitions");
+  for (const json& n : p["nodes"]) {
+    if (!n.is_object() || !Integer(n, "index")) return std::nullopt;
+    PlacementNode node;
+    node.index = *Integer(n, "index");
+    node.op = String(n, "op");
+    node.delegate = String(n, "delegate", "cpu");
+    node.partition = Integer(n, "partition");
+    node.folded = Bool(n, "folded").value_or(false);
+    node.reason = String(n, "reason");
+    out.nodes.push_back(std::move(node));
+  }
+  std::sort(out.nodes.begin(), out.nodes.end(),
+            [](const PlacementNode& a, const PlacementNode& b) { return a.index < b.index; });
+  for (size_t i = 1; i < out.nodes.size(); ++i) {
+    if (out.nodes[i].index == out.nodes[i - 1].index) return std::nullopt;
+  }
+  return out;
+}
+
+OutputAccuracy ParseOutputAccuracy(const json& o) {
+  OutputAccuracy a;
+  a.index = o["index"].get<int64_t>();
+  a.name = String(o, "name");
+  a.compared = Count(o, "compared");
+  a.mean_abs_error = Real(o, "mean_abs_error");
+  a.std_abs_error = Real(o, "std_abs_error");
+  a.max_abs_error = Real(o, "max_abs_error");
+  a.rmse = Real(o, "rmse");
+  a.nan_count = Count(o, "nan_count");
+  a.inf_count = Count(o, "inf_count");
+  a.reference_nan_count = Count(o, "reference_nan_count");
+  a.reference_inf_count = Count(o, "reference_inf_count");
+  if (o.contains("max_abs_error_lsb") && o["max_abs_error_lsb"].is_number()) {
+    const json& lsb = o["max_abs_error_lsb"];
+    a.max_abs_error_lsb =
+        lsb.is_number_integer() ? Number(lsb.get<int64_t>()) : Number(lsb.get<double>());
+  }
+  a.top1_agree = Bool(o, "top1_agree");
+  a.top5_agree = Bool(o, "top5_agree");
+  return a;
+}
+
+std::optional<Profile> ParseProfile(const json& doc) {
+  if (!doc.contains("profile") || !doc["profile"].is_object()) return std::nullopt;
+  const json& p = doc["profile"];
+  Profile out;
+  out.runs = Integer(p, "runs").value_or(0);
+  if (p.contains("nodes") && p["nodes"].is_array()) {
+    for (const json& n : p["nodes"]) {
+      if (!n.is_object()) continue;
+      ProfileNode node;
+      node.index = Integer(n, "index").value_or(0);
+      node.op = String(n, "op");
+      node.delegate = String(n, "delegate");
+      node.partition = Integer(n, "partition");
+      if (n.contains("nodes") && n["nodes"].is_array()) {
+        for (const json& i : n["nodes"]) {
+          if (i.is_number_integer()) node.nodes.push_back(i.get<int64_t>());
+        }
+      }
+      node.mean_us = Real(n, "mean_us");
+      out.nodes.push_back(std::move(node));
+    }
+  }
+  if (p.contains("by_op") && p["by_op"].is_array()) {
+    for (const json& o : p["by_op"]) {
+      if (!o.is_object()) continue;
+      out.by_op.push_back(
+          {String(o, "op"), Count(o, "count"), Real(o, "total_us"), Real(o, "pct")});
+    }
+  }
+  return out;
+}
+
+Result<std::optional<Accuracy>> AccuracyOf(const json& doc) {
+  if (!doc.contains("accuracy")) return std::optional<Accuracy>();
+  const json& acc = doc["accuracy"];
+  if (!acc.is_object() || !acc.contains("outputs") || !acc["outputs"].is_array()) {
+    return MakeError("runner JSON: \"accuracy\" must be an object with an \"outputs\" array");
+  }
+  Accuracy out;
+  out.reference = String(acc, "reference");
+  for (size_t i = 0; i < acc["outputs"].size(); ++i) {
+    const json& o = acc["outputs"][i];
+    if (!o.is_object() || !Integer(o, "index")) {
+      return MakeError("runner JSON: accuracy.outputs[" + std::to_string(i) +
+                       "] has no integer \"index\"");
+    }
+    out.outputs.push_back(ParseOutputAccuracy(o));
+  }
+  std::sort(out.outputs.begin(), out.outputs.end(),
+            [](const auto& a, const auto& b) { return a.index < b.index; });
+  for (size_t i = 1; i < out.outputs.size(); ++i) {
+    if (out.outputs[i].index == out.outputs[i - 1].index) {
+      return MakeError("runner JSON: accuracy lists output " +
+                       std::to_string(out.outputs[i].index) + " twice");
+    }
+  }
+  return std::optional<Accuracy>(std::move(out));
+}
+
+// Throws json::exception on a wrongly typed status, error or metrics figure.
+Document ParseDocument(const json& doc) {
+  Document out;
+  out.status = doc.value("status", "");
+  out.error = doc.value("error", "");
+  out.model = String(doc, "model");
+  out.delegate = String(doc, "delegate");
+  out.num_threads = Integer(doc, "num_threads");
+  out.threads_used = Integer(doc, "threads_used");
+  if (doc.contains("metrics") && doc["metrics"].is_object()) {
+    out.metrics = ParseMetrics(doc["metrics"]);
+  }
+  if (doc.contains("samples_us") && doc["samples_us"].is_array()) {
+    for (const json& s : doc["samples_us"]) {
+      if (s.is_number()) out.samples_us.push_back(s.get<double>());
+    }
+  }
+  out.inputs = ParseTensors(doc, "inputs");
+  out.outputs = ParseTensors(doc, "outputs");
+  if (doc.contains("placement")) out.placement = ParsePlacement(doc["placement"]);
+  if (auto accuracy = AccuracyOf(doc)) out.accuracy = std::move(*accuracy);
+  out.profile = ParseProfile(doc);
+  return out;
+}
+
+}  // namespace
+
+double ToDouble(const Number& n) {
+  return std::visit([](auto v) { return static_cast<double>(v); }, n);
+}
+
+bool IsOk(const Document& doc) {
+  return doc.status == runner::RunnerStatusName(runner::RunnerStatus::kOk);
+}
+
+json ToJson(const Document& doc) {
+  if (!IsOk(doc)) return {{"status", doc.status}, {"error", doc.error}};
+  json out = {{"status", doc.status},
+              {"model", doc.model},
+              {"delegate", doc.delegate},
+              {"samples_us", doc.samples_us},
+              {"inputs", TensorsJson(doc.inputs)},
+              {"outputs", TensorsJson(doc.outputs)}};
+  if (doc.num_threads) out["num_threads"] = *doc.num_threads;
+  if (doc.threads_used) out["threads_used"] = *doc.threads_used;
+  if (doc.metrics) out["metrics"] = MetricsJson(*doc.metrics);
+  if (doc.placement) out["placement"] = PlacementJson(*doc.placement);
+  if (doc.accuracy) out["accuracy"] = AccuracyJson(*doc.accuracy);
+  if (doc.profile) out["profile"] = ProfileJson(*doc.profile);
+  return out;
+}
+
+std::string WriteRunnerJson(const Document& doc) {
+  return ToJson(doc).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+json AccuracyJson(const Accuracy& accuracy) {
+  json outputs = json::array();
+  for (const OutputAccuracy& a : accuracy.outputs) outputs.push_back(OutputAccuracyJson(a));
+  return {{"reference", accuracy.reference}, {"outputs", std::move(outputs)}};
+}
+
+Result<Document> ParseRunnerJson(std::string_view text) {
+  try {
+    json doc = json::parse(text);
+    if (!doc.is_object()) return MakeError("runner JSON is not an object");
+    return ParseDocument(doc);
+  } catch (const json::exception& e) {
+    return MakeError(std::string("runner JSON: ") + e.what());
+  }
+}
+
+Result<std::optional<Accuracy>> ParseRunnerAccuracy(std::string_view text) {
+  try {
+    json doc = json::parse(text);
+    if (!doc.is_object()) return MakeError("runner JSON is not an object");
+    return AccuracyOf(doc);
+  } catch (const json::exception& e) {
+    return MakeError(std::string("runner JSON: ") + e.what());
+  }
+}
+
+}  // namespace dfarm::runner_json

@@ -1,0 +1,197 @@
+#include "agent/runner/runner_json.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace dfarm::runner_json {
+namespace {
+
+using ::testing::HasSubstr;
+
+Document FullDocument() {
+  Document d;
+  d.status = "ok";
+  d.model = "m.tflite";
+  d.delegate = "xnnpack";
+  d.num_threads = 4;
+  d.threads_used = 4;
+  d.metrics = Metrics{1234.5, 12, 0, 1.5, 0.25, 1, 2, 1.5, 1.75, 1.99, 3, 1 << 20, 4096};
+  d.samples_us = {1.0, 1.5, 2.0};
+  d.inputs = {{0, "in", "int8", {1, 8, 8, 3}}};
+  d.outputs = {{0, "scores", "float32", {1, 10}}, {1, "q", "uint8", {1, 4}}};
+  d.placement = Placement{2,
+                          {{0, "CONV_2D", "cpu", std::nullopt, false, "xnnpack: no"},
+                           {1, "ADD", "xnnpack", 0, false, ""},
+                           {2, "DEQUANTIZE", "cpu", std::nullopt, true, ""}}};
+  OutputAccuracy scores;
+  scores.index = 0;
+  scores.name = "scores";
+  scores.compared = 10;
+  scores.mean_abs_error = 0.5;
+  scores.std_abs_error = 0.125;
+  scores.max_abs_error = 1;
+  scores.rmse = 0.75;
+  scores.nan_count = 1;
+  scores.top1_agree = true;
+  scores.top5_agree = false;
+  OutputAccuracy q;
+  q.index = 1;
+  q.name = "q";
+  q.mean_abs_error = std::nan("");  // nothing compared: null
+  q.std_abs_error = std::nan("");
+  q.max_abs_error = std::nan("");
+  q.rmse = std::nan("");
+  q.reference_inf_count = 2;
+  q.max_abs_error_lsb = Number(int64_t{3});
+  d.accuracy = Accuracy{"cpu", {scores, q}};
+  d.profile = Profile{
+      5,
+      {{0, "CONV_2D", "cpu", std::nullopt, {}, 10.5}, {1, "DELEGATE", "xnnpack", 0, {1, 2}, 3}},
+      {{"CONV_2D", 1, 10.5, 77.5}, {"DELEGATE", 1, 3, 22.5}}};
+  return d;
+}
+
+TEST(RunnerJsonTest, RoundTripKeepsEveryByte) {
+  const std::string text = WriteRunnerJson(FullDocument());
+  auto parsed = ParseRunnerJson(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.message();
+  EXPECT_EQ(WriteRunnerJson(*parsed), text);
+
+  const Document& d = *parsed;
+  EXPECT_EQ(d.status, "ok");
+  EXPECT_EQ(d.threads_used, 4);
+  ASSERT_TRUE(d.metrics);
+  EXPECT_DOUBLE_EQ(d.metrics->init_us, 1234.5);
+  EXPECT_EQ(d.metrics->peak_rss_bytes, 1 << 20);
+  EXPECT_EQ(d.samples_us.size(), 3u);
+  ASSERT_EQ(d.outputs.size(), 2u);
+  EXPECT_EQ(d.outputs[1].shape, (std::vector<int64_t>{1, 4}));
+  ASSERT_TRUE(d.placement);
+  EXPECT_EQ(d.placement->nodes[1].partition, 0);
+  EXPECT_TRUE(d.placement->nodes[2].folded);
+  ASSERT_TRUE(d.accuracy);
+  ASSERT_EQ(d.accuracy->outputs.size(), 2u);
+  EXPECT_TRUE(std::isnan(d.accuracy->outputs[1].rmse));
+  EXPECT_EQ(d.accuracy->outputs[0].top5_agree, std::optional<bool>(false));
+  ASSERT_TRUE(d.profile);
+  EXPECT_EQ(d.profile->nodes[1].nodes, (std::vector<int64_t>{1, 2}));
+}
+
+TEST(RunnerJsonTest, WritesTheContractsKeys) {
+  const std::string text = WriteRunnerJson(FullDocument());
+  // nlohmann orders keys; a figure over nothing compared is null.
+  EXPECT_THAT(text,
+              HasSubstr(R"("metrics":{"arena_bytes":4096,"first_us":12.0,"init_us":1234.5,)"));
+  EXPECT_THAT(text, HasSubstr(R"({"delegate":"cpu","folded":true,"index":2,"op":"DEQUANTIZE"})"));
+  EXPECT_THAT(text, HasSubstr(R"({"delegate":"xnnpack","index":1,"op":"ADD","partition":0})"));
+  EXPECT_THAT(text, HasSubstr(R"("num_threads":4,)"));
+  EXPECT_THAT(text, HasSubstr(R"("threads_used":4})"));
+  Accuracy one{"cpu", {FullDocument().accuracy->outputs[1]}};
+  EXPECT_EQ(AccuracyJson(one).dump(),
+            R"({"outputs":[{"compared":0,"index":1,"inf_count":0,"max_abs_error":null,)"
+            R"("max_abs_error_lsb":3,"mean_abs_error":null,"name":"q","nan_count":0,)"
+            R"("reference_inf_count":2,"reference_nan_count":0,"rmse":null,)"
+            R"("std_abs_error":null}],"reference":"cpu"})");
+}
+
+TEST(RunnerJsonTest, FailureDocumentHasOnlyStatusAndError) {
+  Document d = FullDocument();
+  d.status = "model_error";
+  d.error = "bad model";
+  EXPECT_EQ(WriteRunnerJson(d), R"({"error":"bad model","status":"model_error"})");
+  auto parsed = ParseRunnerJson(WriteRunnerJson(d));
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_FALSE(IsOk(*parsed));
+  EXPECT_EQ(parsed->error, "bad model");
+  EXPECT_FALSE(parsed->metrics);
+}
+
+TEST(RunnerJsonTest, MaxAbsErrorLsbKeepsItsKindOfNumber) {
+  Accuracy a{"cpu", {OutputAccuracy{}}};
+  a.outputs[0].max_abs_error_lsb = Number(int64_t{2});
+  EXPECT_THAT(AccuracyJson(a).dump(), HasSubstr(R"("max_abs_error_lsb":2,)"));
+  a.outputs[0].max_abs_error_lsb = Number(2.0);  // a store's REAL
+  EXPECT_THAT(AccuracyJson(a).dump(), HasSubstr(R"("max_abs_error_lsb":2.0,)"));
+  auto parsed = ParseRunnerJson(
+      R"({"status":"ok","accuracy":{"reference":"cpu","outputs":[{"index":0,"max_abs_error_lsb":2.5}]}})");
+  ASSERT_TRUE(parsed.ok()) << parsed.message();
+  EXPECT_DOUBLE_EQ(ToDouble(*parsed->accuracy->outputs[0].max_abs_error_lsb), 2.5);
+}
+
+TEST(RunnerJsonTest, MissingFieldsKeepTheirDefaults) {
+  auto bare = ParseRunnerJson(R"({"status":"ok"})");
+  ASSERT_TRUE(bare.ok()) << bare.message();
+  EXPECT_TRUE(IsOk(*bare));
+  EXPECT_FALSE(bare->metrics);
+  EXPECT_FALSE(bare->threads_used);
+  EXPECT_FALSE(bare->placement);
+  EXPECT_FALSE(bare->accuracy);
+  EXPECT_FALSE(bare->profile);
+  EXPECT_TRUE(bare->samples_us.empty());
+
+  auto partial = ParseRunnerJson(R"({"metrics":{"mean_us":7}})");
+  ASSERT_TRUE(partial.ok()) << partial.message();
+  EXPECT_EQ(partial->status, "");
+  ASSERT_TRUE(partial->metrics);
+  EXPECT_DOUBLE_EQ(partial->metrics->mean_us, 7);
+  EXPECT_DOUBLE_EQ(partial->metrics->p99_us, 0);
+  EXPECT_EQ(partial->metrics->num_runs, 0);
+
+  // An accuracy output without figures: NaN (null), counts 0, no flags.
+  auto acc = ParseRunnerJson(R"({"accuracy":{"outputs":[{"index":3}]}})");
+  ASSERT_TRUE(acc.ok()) << acc.message();
+  ASSERT_EQ(acc->accuracy->outputs.size(), 1u);
+  EXPECT_EQ(acc->accuracy->reference, "");
+  EXPECT_TRUE(std::isnan(acc->accuracy->outputs[0].mean_abs_error));
+  EXPECT_EQ(acc->accuracy->outputs[0].compared, 0);
+  EXPECT_FALSE(acc->accuracy->outputs[0].top1_agree);
+}
+
+TEST(RunnerJsonTest, WrongTypes) {
+  auto status = ParseRunnerJson(R"({"status":5})");
+  ASSERT_FALSE(status.ok());
+  EXPECT_THAT(status.message(), HasSubstr("runner JSON"));
+  EXPECT_FALSE(ParseRunnerJson(R"({"status":"ok","metrics":{"mean_us":"fast"}})").ok());
+  EXPECT_FALSE(ParseRunnerJson(R"({"status":"ok","error":[]})").ok());
+  EXPECT_FALSE(ParseRunnerJson("").ok());
+  EXPECT_FALSE(ParseRunnerJson("[1]").ok());
+  EXPECT_THAT(ParseRunnerJson("[1]").message(), HasSubstr("not an object"));
+
+  // Lenient where the harness always was: the rest of the document counts.
+  auto lenient = ParseRunnerJson(
+      R"({"status":"ok","metrics":{"mean_us":1,"num_runs":"x"},"samples_us":[1,"x",2],
+          "threads_used":"many","placement":{"partitions":"one","nodes":[]},
+          "accuracy":{"outputs":{}},"inputs":[5,{"index":0,"name":7}],"profile":[]})");
+  ASSERT_TRUE(lenient.ok()) << lenient.message();
+  EXPECT_EQ(lenient->metrics->num_runs, 0);
+  EXPECT_EQ(lenient->samples_us, (std::vector<double>{1, 2}));
+  EXPECT_FALSE(lenient->threads_used);
+  EXPECT_FALSE(lenient->placement);
+  EXPECT_FALSE(lenient->accuracy);
+  ASSERT_EQ(lenient->inputs.size(), 1u);
+  EXPECT_EQ(lenient->inputs[0].name, "");
+  EXPECT_FALSE(lenient->profile);
+}
+
+TEST(RunnerJsonTest, ParseRunnerAccuracyNamesTheFault) {
+  auto none = ParseRunnerAccuracy(R"({"status":"ok"})");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  auto bad = ParseRunnerAccuracy(R"({"accuracy":{"outputs":[{"index":0},{"name":"x"}]}})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.message(), HasSubstr("accuracy.outputs[1]"));
+  auto shape = ParseRunnerAccuracy(R"({"accuracy":[]})");
+  ASSERT_FALSE(shape.ok());
+  EXPECT_THAT(shape.message(), HasSubstr("\"outputs\" array"));
+  auto twice = ParseRunnerAccuracy(R"({"accuracy":{"outputs":[{"index":1},{"index":1}]}})");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_THAT(twice.message(), HasSubstr("lists output 1 twice"));
+  auto sorted = ParseRunnerAccuracy(R"({"accuracy":{"outputs":[{"index":2},{"index":0}]}})");
+  ASSERT_TRUE(sorted.ok());
+  EXPECT_EQ((**sorted).outputs[0].index, 0);
+}
+
+}  // namespace
+}  // namespace dfarm::runner_json
