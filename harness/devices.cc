@@ -51,7 +51,7 @@ class Provider final : public DeviceProvider {
 
   std::vector<std::string> KnownDevices() const override {
     std::vector<std::string> known = {"local"};
-    if (QemuArm64Unavailable(options_).empty()) known.push_back(kQemuArm64Device);
+    if (QemuArm64Available(options_)) known.push_back(kQemuArm64Device);
     return known;
   }
 
@@ -102,8 +102,8 @@ class Provider final : public DeviceProvider {
   // runner by itself (no binfmt_misc here), so it runs the runner through the
   // same qemu (dfarm-agent --runner-prefix).
   Result<std::unique_ptr<DeviceSession>> OpenQemu(const std::string& name) {
-    if (std::string why = QemuArm64Unavailable(options_); !why.empty()) {
-      return MakeError("device '" + name + "' is unavailable: " + why);
+    if (auto available = QemuArm64Available(options_); !available) {
+      return MakeError("device '" + name + "' is unavailable: " + available.message());
     }
     std::string qemu = FindProgram(options_.qemu_path);
     std::vector<std::string> prefix = {qemu, "-L", options_.qemu_sysroot};
@@ -171,21 +171,23 @@ std::string FindProgram(const std::string& name) {
   return {};
 }
 
-std::string QemuArm64Unavailable(const ProviderOptions& options) {
+Result<void> QemuArm64Available(const ProviderOptions& options) {
   if (FindProgram(options.qemu_path).empty()) {
-    return "'" + options.qemu_path + "' not found (install qemu-user, or set DFARM_QEMU)";
+    return MakeError("'" + options.qemu_path +
+                     "' not found (install qemu-user, or set DFARM_QEMU)");
   }
   if (options.arm64_agent_path.empty() || ::access(options.arm64_agent_path.c_str(), X_OK) != 0) {
-    return "no aarch64 dfarm-agent at '" + options.arm64_agent_path +
-           "' (scripts/build.sh cross-builds it when g++-aarch64-linux-gnu and "
-           "libssl-dev:arm64 are installed, see scripts/setup.sh; or set DFARM_ARM64_AGENT)";
+    return MakeError(
+        "no aarch64 dfarm-agent at '" + options.arm64_agent_path +
+        "' (scripts/build.sh cross-builds it when g++-aarch64-linux-gnu and "
+        "libssl-dev:arm64 are installed, see scripts/setup.sh; or set DFARM_ARM64_AGENT)");
   }
   std::error_code ec;
   if (!fs::is_directory(options.qemu_sysroot, ec)) {
-    return "no aarch64 sysroot at '" + options.qemu_sysroot +
-           "' (install libc6-arm64-cross, which g++-aarch64-linux-gnu pulls in)";
+    return MakeError("no aarch64 sysroot at '" + options.qemu_sysroot +
+                     "' (install libc6-arm64-cross, which g++-aarch64-linux-gnu pulls in)");
   }
-  return {};
+  return Ok();
 }
 
 std::string BesideSelf(const std::string& file_name) {

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/client/client.h"
 #include "agent/base/result.h"
+#include "agent/client/client.h"
 
 namespace dfarm::harness {
 
@@ -63,9 +63,9 @@ std::string BesideSelf(const std::string& file_name);
 
 inline constexpr const char* kQemuArm64Device = "qemu-arm64";
 
-// Why the qemu-arm64 device cannot start with `options` (no qemu-aarch64, no
-// cross-built agent), or "" when it can.
-std::string QemuArm64Unavailable(const ProviderOptions& options);
+// Whether the qemu-arm64 device can start with `options`; the error says why
+// not (no qemu-aarch64, no cross-built agent, no sysroot).
+Result<void> QemuArm64Available(const ProviderOptions& options);
 
 // The provider for "local" (the agent as a child process, store agent_store),
 // "local:NAME" (another child agent, store agent_store-NAME), "tcp://HOST:PORT"

@@ -91,46 +91,51 @@ bool IsPlainToken(const std::string& s) {
 }
 
 // A bad spec is the host's fault; reported as infra with the field named.
-std::string CheckSpec(const JobSpec& job, uint32_t max_timeout_ms) {
+Result<void> CheckSpec(const JobSpec& job, uint32_t max_timeout_ms) {
   if (!IsPlainToken(job.delegate)) {
-    return "invalid job: delegate name '" + OneLine(job.delegate, 80) +
-           "' must be 1-64 characters of [A-Za-z0-9_.-]";
+    return MakeError("invalid job: delegate name '" + OneLine(job.delegate, 80) +
+                     "' must be 1-64 characters of [A-Za-z0-9_.-]");
   }
-  if (job.delegate_options.size() > 4096) return "invalid job: delegate_options over 4096 bytes";
+  if (job.delegate_options.size() > 4096)
+    return MakeError("invalid job: delegate_options over 4096 bytes");
   for (char c : job.delegate_options) {
     if (static_cast<unsigned char>(c) < 0x20) {
-      return "invalid job: delegate_options contain a control character";
+      return MakeError("invalid job: delegate_options contain a control character");
     }
   }
   // No path ever comes from the wire: a plugin is named by plugin_sha256 and
   // the agent adds its own store path (split as the runner splits options).
   for (const std::string& key : delegates::DelegateOptionKeys(job.delegate_options)) {
     if (key == kPluginPathKey) {
-      return job.plugin_sha256.empty()
-                 ? "invalid job: delegate_options name a 'path'; a delegate plugin is sent as an "
-                   "artifact (plugin_sha256), never as a device path"
-                 : "invalid job: delegate_options name a 'path' beside plugin_sha256; the agent "
-                   "passes the plugin's path itself";
+      return MakeError(
+          job.plugin_sha256.empty()
+              ? "invalid job: delegate_options name a 'path'; a delegate plugin is sent as an "
+                "artifact (plugin_sha256), never as a device path"
+              : "invalid job: delegate_options name a 'path' beside plugin_sha256; the agent "
+                "passes the plugin's path itself");
     }
   }
   if (!job.accuracy_reference.empty() && job.accuracy_reference != "cpu") {
-    return "invalid job: accuracy_reference '" + OneLine(job.accuracy_reference, 40) +
-           "' (the runner compares with 'cpu' only)";
+    return MakeError("invalid job: accuracy_reference '" + OneLine(job.accuracy_reference, 40) +
+                     "' (the runner compares with 'cpu' only)");
   }
   if (job.num_threads == 0 || job.num_threads > 1024) {
-    return "invalid job: num_threads " + std::to_string(job.num_threads) + " is not in 1..1024";
+    return MakeError("invalid job: num_threads " + std::to_string(job.num_threads) +
+                     " is not in 1..1024");
   }
   if (job.num_runs == 0 || job.num_runs > 10'000'000) {
-    return "invalid job: num_runs " + std::to_string(job.num_runs) + " is not in 1..10000000";
+    return MakeError("invalid job: num_runs " + std::to_string(job.num_runs) +
+                     " is not in 1..10000000");
   }
   if (job.warmup_runs > 10'000'000) {
-    return "invalid job: warmup_runs " + std::to_string(job.warmup_runs) + " is over 10000000";
+    return MakeError("invalid job: warmup_runs " + std::to_string(job.warmup_runs) +
+                     " is over 10000000");
   }
   if (job.timeout_ms == 0 || job.timeout_ms > max_timeout_ms) {
-    return "invalid job: timeout_ms " + std::to_string(job.timeout_ms) + " is not in 1.." +
-           std::to_string(max_timeout_ms);
+    return MakeError("invalid job: timeout_ms " + std::to_string(job.timeout_ms) +
+                     " is not in 1.." + std::to_string(max_timeout_ms));
   }
-  return "";
+  return Ok();
 }
 
 void SetNonBlocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
@@ -477,7 +482,7 @@ JobResult Supervisor::RunLocked(const JobSpec& job, const std::atomic<bool>* can
     if (shut_down_) return Infra("the agent is shutting down");
   }
   if (cancel && cancel->load()) return Infra("job cancelled before it started");
-  if (std::string bad = CheckSpec(job, options_.max_timeout_ms); !bad.empty()) return Infra(bad);
+  if (auto bad = CheckSpec(job, options_.max_timeout_ms); !bad) return Infra(bad.message());
   auto launch = PrepareLaunch(job);
   if (!launch) return Infra(launch.message());
   auto pipes = ChildPipes::Open();
