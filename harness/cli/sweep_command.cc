@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -39,7 +40,9 @@ struct SweepOptions {
   bool allow_runner_change = false;
 };
 
-int Run(const SweepOptions& o, Context& ctx) {
+// The spec to sweep, with --device in place of its devices; unset for
+// --resume. Returns the exit code (kExitOk, or after ctx.Fail).
+int LoadSpec(const SweepOptions& o, std::optional<harness::SweepSpec>& spec, Context& ctx) {
   if (o.spec.empty() == o.resume.empty()) {
     ctx.Fail(kExitUsage, "give either a SPEC to sweep or --resume RUN");
     return kExitUsage;
@@ -48,38 +51,36 @@ int Run(const SweepOptions& o, Context& ctx) {
     ctx.Fail(kExitUsage, "--device cannot be combined with --resume (a run keeps its devices)");
     return kExitUsage;
   }
-  std::optional<harness::SweepSpec> spec;
-  if (!o.spec.empty()) {
-    auto loaded = harness::LoadSpec(o.spec);
-    if (!loaded) {
-      ctx.Fail(kExitUsage, loaded.message());
+  if (o.spec.empty()) {
+    if (!std::filesystem::exists(o.db)) {
+      ctx.Fail(kExitUsage, "no database '" + o.db + "' to resume a run from (pass --db)");
       return kExitUsage;
     }
-    spec = std::move(*loaded);
-    if (!o.devices.empty()) {
-      std::vector<std::string> devices;
-      for (const std::string& d : o.devices) {
-        if (auto r = harness::CheckDeviceName(d); !r) {
-          ctx.Fail(kExitUsage, "--device: " + r.message());
-          return kExitUsage;
-        }
-        if (std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
-      }
-      spec->devices = devices;
-    }
-  } else if (!std::filesystem::exists(o.db)) {
-    ctx.Fail(kExitUsage, "no database '" + o.db + "' to resume a run from (pass --db)");
+    return kExitOk;
+  }
+  auto loaded = harness::LoadSpec(o.spec);
+  if (!loaded) {
+    ctx.Fail(kExitUsage, loaded.message());
     return kExitUsage;
   }
-  auto store = store::OpenSqliteStore(o.db);
-  if (!store) {
-    ctx.Fail(kExitInfra, store.message());
-    return kExitInfra;
+  spec = std::move(*loaded);
+  if (!o.devices.empty()) {
+    std::vector<std::string> devices;
+    for (const std::string& d : o.devices) {
+      if (auto r = harness::CheckDeviceName(d); !r) {
+        ctx.Fail(kExitUsage, "--device: " + r.message());
+        return kExitUsage;
+      }
+      if (std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
+    }
+    spec->devices = devices;
   }
-  harness::ProviderOptions po = harness::DefaultProviderOptions();
-  po.agent_store = o.agent_store;
-  auto provider = harness::MakeDeviceProvider(po);
+  return kExitOk;
+}
 
+// The sweep's settings: the runner ($DFARM_RUNNER, else beside dfarm),
+// progress on stderr (one redrawn line on a terminal), Ctrl-C.
+harness::SweepOptions MakeSweepOptions(const SweepOptions& o, Context& ctx) {
   harness::SweepOptions so;
   const char* runner = std::getenv("DFARM_RUNNER");
   so.runner_path = runner && *runner ? runner : harness::BesideSelf("dfarm-runner");
@@ -89,19 +90,13 @@ int Run(const SweepOptions& o, Context& ctx) {
   so.allow_runner_change = o.allow_runner_change;
   std::string db = o.db;
   so.open_store = [db] { return store::OpenSqliteStore(db); };
-  int64_t resume_id = 0;
-  if (!o.resume.empty()) {
-    auto id = ResolveRun(**store, o.resume);
-    if (!id) {
-      ctx.Fail(kExitUsage, id.message());
-      return kExitUsage;
-    }
-    if (auto run = (*store)->GetRun(*id); !run) {
-      ctx.Fail(kExitUsage, run.message());
-      return kExitUsage;
-    }
-    resume_id = *id;
-  }
+  return so;
+}
+
+// Runs `sweep` with SIGINT/SIGTERM cancelling it (OnSignal), then puts the
+// previous handlers back.
+Result<harness::SweepSummary> RunCancellable(
+    const std::function<Result<harness::SweepSummary>()>& sweep) {
   g_cancel.store(false);
   struct sigaction sa {};
   sa.sa_handler = OnSignal;
@@ -111,15 +106,15 @@ int Run(const SweepOptions& o, Context& ctx) {
   }, old_term{};
   ::sigaction(SIGINT, &sa, &old_int);
   ::sigaction(SIGTERM, &sa, &old_term);
-  auto summary = spec ? harness::RunSweep(*spec, **store, *provider, so)
-                      : harness::ResumeSweep(resume_id, **store, *provider, so);
+  auto summary = sweep();
   ::sigaction(SIGINT, &old_int, nullptr);
   ::sigaction(SIGTERM, &old_term, nullptr);
-  if (!summary) {
-    ctx.Fail(kExitInfra, summary.message());
-    return kExitInfra;
-  }
-  const harness::SweepSummary& s = *summary;
+  return summary;
+}
+
+// Prints the run id (or --json) on stdout and the summary on stderr; returns
+// the exit code the run's outcome means.
+int ReportSummary(const SweepOptions& o, const harness::SweepSummary& s, Context& ctx) {
   if (o.json) {
     ctx.out << nlohmann::json{{"run_id", s.run_id},
                               {"jobs", s.jobs},
@@ -158,6 +153,42 @@ int Run(const SweepOptions& o, Context& ctx) {
     return kExitInfra;
   }
   return s.failed ? kExitJobsFailed : kExitOk;
+}
+
+int Run(const SweepOptions& o, Context& ctx) {
+  std::optional<harness::SweepSpec> spec;
+  if (int code = LoadSpec(o, spec, ctx); code != kExitOk) return code;
+  auto store = store::OpenSqliteStore(o.db);
+  if (!store) {
+    ctx.Fail(kExitInfra, store.message());
+    return kExitInfra;
+  }
+  harness::ProviderOptions po = harness::DefaultProviderOptions();
+  po.agent_store = o.agent_store;
+  auto provider = harness::MakeDeviceProvider(po);
+  const harness::SweepOptions so = MakeSweepOptions(o, ctx);
+  int64_t resume_id = 0;
+  if (!o.resume.empty()) {
+    auto id = ResolveRun(**store, o.resume);
+    if (!id) {
+      ctx.Fail(kExitUsage, id.message());
+      return kExitUsage;
+    }
+    if (auto run = (*store)->GetRun(*id); !run) {
+      ctx.Fail(kExitUsage, run.message());
+      return kExitUsage;
+    }
+    resume_id = *id;
+  }
+  auto summary = RunCancellable([&] {
+    return spec ? harness::RunSweep(*spec, **store, *provider, so)
+                : harness::ResumeSweep(resume_id, **store, *provider, so);
+  });
+  if (!summary) {
+    ctx.Fail(kExitInfra, summary.message());
+    return kExitInfra;
+  }
+  return ReportSummary(o, *summary, ctx);
 }
 
 }  // namespace
