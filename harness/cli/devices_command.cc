@@ -1,9 +1,14 @@
 // dfarm devices [--device URI]... [--db FILE] [--json]
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "harness/cli/commands.h"
 #include "harness/devices.h"
@@ -38,6 +43,13 @@ struct Known {
   std::set<std::string> busy;
 };
 
+// Device name -> (state, what to do), as adb (or USB) says.
+using AdbRows = std::map<std::string, std::pair<std::string, std::string>>;
+
+void AddName(std::vector<std::string>& names, const std::string& name) {
+  if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+}
+
 Known ReadStore(const std::string& db) {
   Known k;
   std::error_code ec;
@@ -60,107 +72,134 @@ Known ReadStore(const std::string& db) {
   return k;
 }
 
+// The devices to list, in order: --device as given, else the provider's
+// (`local`) and the store's. Returns the exit code (kExitOk, or after
+// ctx.Fail on a bad --device).
+int DeviceNames(const DevicesOptions& o, harness::DeviceProvider& provider, const Known& known,
+                std::vector<std::string>& names, Context& ctx) {
+  if (o.devices.empty()) {
+    for (const std::string& d : provider.KnownDevices()) AddName(names, d);
+    for (const auto& [name, row] : known.rows) {
+      if (harness::CheckDeviceName(name).ok()) AddName(names, name);
+    }
+    return kExitOk;
+  }
+  for (const std::string& d : o.devices) {
+    if (auto r = harness::CheckDeviceName(d); !r) {
+      ctx.Fail(kExitUsage, "--device: " + r.message());
+      return kExitUsage;
+    }
+    AddName(names, d);
+  }
+  return kExitOk;
+}
+
+// What the adb server (and USB) shows, by name: its state and what to do
+// about it. A running server only, never one started just to list (it would
+// outlive dfarm on 5037). With `add_to` set, the devices join that list.
+AdbRows ReadAdb(std::vector<std::string>* add_to) {
+  AdbRows rows;
+#ifdef DFARM_HAVE_ADB
+  if (auto server = harness::adb::ServerAddressFromEnv(); server) {
+    if (auto listed = harness::adb::ListAdbDevices(*server, /*start_server=*/false); listed) {
+      for (const harness::adb::AdbDeviceListing& e : *listed) {
+        rows[e.name] = {e.state, e.description};
+        if (add_to) AddName(*add_to, e.name);
+      }
+    }
+  }
+#else
+  (void)add_to;
+#endif
+  return rows;
+}
+
+// One device's entry of `devices --json`: its state (as adb says, busy in a
+// running sweep, or from a hello to its agent; quarantined as the store
+// says), the reason, and what its agent reports (or reported last).
+json DeviceEntry(const std::string& name, const Known& known, const AdbRows& adb,
+                 harness::DeviceProvider& provider) {
+  json entry = {{"name", name}};
+  auto known_row = known.rows.find(name);
+  const store::DeviceRow* row = known_row != known.rows.end() ? &known_row->second : nullptr;
+  std::string state, why;
+  std::optional<agent::DeviceInfo> info;
+  if (auto it = adb.find(name); it != adb.end() && it->second.first != "online") {
+    state = it->second.first;  // unauthorized or offline, as adb (or USB) says
+    why = it->second.second;   // what to do about it
+  } else if (known.busy.count(name)) {
+    state = "busy";  // a sweep holds it; do not start a second agent beside it
+    why = "a running sweep has a job on it";
+  } else {
+    auto session = provider.Open(name);
+    if (session) {
+      info = (*session)->client().device();
+      state = "online";
+    } else {
+      state = "offline";
+      why = session.message();
+    }
+  }
+  if (row && row->state == store::kDeviceQuarantined && state != "offline") {
+    state = "quarantined";
+    why = row->state_reason;
+  }
+  entry["state"] = state;
+  if (!why.empty()) entry["reason"] = why;
+  if (info) {
+    entry.update({{"abi", info->abi},
+                  {"os", info->os},
+                  {"cpu", info->cpu},
+                  {"cores", info->cores},
+                  {"memory_bytes", info->memory_bytes},
+                  {"hostname", info->hostname},
+                  {"agent_version", info->agent_version},
+                  {"protocol_version", info->protocol_version},
+                  {"features", info->features}});
+  } else if (row && !row->abi.empty()) {  // as last seen
+    entry.update({{"abi", row->abi},
+                  {"os", row->os},
+                  {"cpu", row->cpu},
+                  {"cores", row->cores},
+                  {"memory_bytes", row->memory_bytes},
+                  {"hostname", row->hostname},
+                  {"agent_version", row->agent_version}});
+  }
+  if (row && !row->last_seen.empty()) entry["last_seen"] = row->last_seen;
+  return entry;
+}
+
+// The human line of one entry: NAME STATE [ABI OS CPU CORES MEMORY AGENT] [REASON].
+void PrintDeviceLine(const json& entry, Context& ctx) {
+  ctx.out << entry["name"].get<std::string>() << "\t" << entry["state"].get<std::string>();
+  if (entry.contains("abi")) {
+    ctx.out << "\t" << entry["abi"].get<std::string>() << "\t" << entry["os"].get<std::string>()
+            << "\t" << entry["cpu"].get<std::string>() << "\t" << entry["cores"].get<int64_t>()
+            << " cores\t" << GiB(entry["memory_bytes"].get<uint64_t>()) << "\tagent "
+            << entry["agent_version"].get<std::string>();
+  }
+  if (entry.contains("reason")) ctx.out << "\t" << entry["reason"].get<std::string>();
+  ctx.out << "\n";
+}
+
 int Run(const DevicesOptions& o, Context& ctx) {
   harness::ProviderOptions po = harness::DefaultProviderOptions();
   po.agent_store = o.agent_store;
   po.connect_timeout = std::chrono::milliseconds(5000);
   auto provider = harness::MakeDeviceProvider(po);
-  Known known = ReadStore(o.db);
-
+  const Known known = ReadStore(o.db);
   std::vector<std::string> names;
-  auto add = [&names](const std::string& n) {
-    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
-  };
-  if (!o.devices.empty()) {
-    for (const std::string& d : o.devices) {
-      if (auto r = harness::CheckDeviceName(d); !r) {
-        ctx.Fail(kExitUsage, "--device: " + r.message());
-        return kExitUsage;
-      }
-      add(d);
-    }
-  } else {
-    for (const std::string& d : provider->KnownDevices()) add(d);
-    for (const auto& [name, row] : known.rows) {
-      if (harness::CheckDeviceName(name).ok()) add(name);
-    }
-  }
-
-  // What the adb server (and USB) shows: a running server only, never one
-  // started just to list (it would outlive dfarm on 5037).
-  std::map<std::string, std::pair<std::string, std::string>> adb_rows;  // name -> state, why
-#ifdef DFARM_HAVE_ADB
-  if (auto server = harness::adb::ServerAddressFromEnv(); server) {
-    if (auto listed = harness::adb::ListAdbDevices(*server, /*start_server=*/false); listed) {
-      for (const harness::adb::AdbDeviceListing& e : *listed) {
-        adb_rows[e.name] = {e.state, e.description};
-        if (o.devices.empty()) add(e.name);
-      }
-    }
-  }
-#endif
+  if (int code = DeviceNames(o, *provider, known, names, ctx); code != kExitOk) return code;
+  const AdbRows adb = ReadAdb(o.devices.empty() ? &names : nullptr);
 
   json list = json::array();
   size_t usable = 0;
   for (const std::string& name : names) {
-    json entry = {{"name", name}};
-    const store::DeviceRow* row = known.rows.count(name) ? &known.rows[name] : nullptr;
-    std::string state, why;
-    std::optional<agent::DeviceInfo> info;
-    if (auto it = adb_rows.find(name); it != adb_rows.end() && it->second.first != "online") {
-      state = it->second.first;  // unauthorized or offline, as adb (or USB) says
-      why = it->second.second;   // what to do about it
-    } else if (known.busy.count(name)) {
-      state = "busy";  // a sweep holds it; do not start a second agent beside it
-      why = "a running sweep has a job on it";
-    } else {
-      auto session = provider->Open(name);
-      if (session) {
-        info = (*session)->client().device();
-        state = "online";
-      } else {
-        state = "offline";
-        why = session.message();
-      }
-    }
-    if (row && row->state == store::kDeviceQuarantined && state != "offline") {
-      state = "quarantined";
-      why = row->state_reason;
-    }
+    json entry = DeviceEntry(name, known, adb, *provider);
+    const std::string& state = entry["state"].get_ref<const std::string&>();
     if (state != "offline" && state != "unauthorized") ++usable;
-    entry["state"] = state;
-    if (!why.empty()) entry["reason"] = why;
-    if (info) {
-      entry.update({{"abi", info->abi},
-                    {"os", info->os},
-                    {"cpu", info->cpu},
-                    {"cores", info->cores},
-                    {"memory_bytes", info->memory_bytes},
-                    {"hostname", info->hostname},
-                    {"agent_version", info->agent_version},
-                    {"protocol_version", info->protocol_version},
-                    {"features", info->features}});
-    } else if (row && !row->abi.empty()) {  // as last seen
-      entry.update({{"abi", row->abi},
-                    {"os", row->os},
-                    {"cpu", row->cpu},
-                    {"cores", row->cores},
-                    {"memory_bytes", row->memory_bytes},
-                    {"hostname", row->hostname},
-                    {"agent_version", row->agent_version}});
-    }
-    if (row && !row->last_seen.empty()) entry["last_seen"] = row->last_seen;
-    list.push_back(entry);
-    if (o.json) continue;
-    ctx.out << name << "\t" << state;
-    if (entry.contains("abi")) {
-      ctx.out << "\t" << entry["abi"].get<std::string>() << "\t" << entry["os"].get<std::string>()
-              << "\t" << entry["cpu"].get<std::string>() << "\t" << entry["cores"].get<int64_t>()
-              << " cores\t" << GiB(entry["memory_bytes"].get<uint64_t>()) << "\tagent "
-              << entry["agent_version"].get<std::string>();
-    }
-    if (!why.empty()) ctx.out << "\t" << why;
-    ctx.out << "\n";
+    if (!o.json) PrintDeviceLine(entry, ctx);
+    list.push_back(std::move(entry));
   }
   if (o.json) ctx.out << json{{"devices", list}}.dump(2) << "\n";
   if (usable == 0) {
