@@ -4,9 +4,10 @@
 // Each partition becomes one XNNPACK subgraph and runtime, created in
 // Prepare() (weights packed once); Invoke() runs xnn_invoke_runtime on the
 // interpreter's tensors, set up once in Prepare() (their addresses are stable
-// after AllocateTensors()), so it allocates nothing. float32 only; the nodes
-// and parameters this XNNPACK version lacks are refused with a reason by
-// CheckNode() and stay on the CPU.
+// after AllocateTensors()), so it allocates nothing. float32 (float16 inside
+// with fp16) and int8/uint8 quantized graphs; the nodes and parameters this
+// XNNPACK version lacks are refused with a reason by CheckNode() and stay on
+// the CPU.
 #pragma once
 
 #include <memory>
