@@ -37,7 +37,7 @@ struct ConnectOptions {
   // bounded by the larger of this and 30 s.
   std::chrono::milliseconds timeout{10'000};
   // The agent's shared secret (the contents of its --token-file; see
-  // ReadTokenFile in agent/auth.h). When set, the agent must ask for it and
+  // ReadTokenFile in agent/protocol/auth.h). When set, the agent must ask for it and
   // prove it knows it too; when empty, an agent that asks for a token is refused.
   std::string token;
   // With feature "heartbeat": while waiting for a reply the client pings the

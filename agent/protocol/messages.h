@@ -1,5 +1,5 @@
 // Conversions between the wire tables (dfarm_protocol.fbs) and the value
-// types of agent/client.h, shared by the agent and the client so the two
+// types of agent/protocol/types.h, shared by the agent and the client so the two
 // cannot disagree on a field.
 #pragma once
 
