@@ -1,7 +1,7 @@
 // dfarm-conformance: runs the op conformance catalog through delegates and the
 // reference kernels and prints a table; exits 1 on any failure, 2 on a bad
 // command line.
-//   dfarm-conformance xnnpack:threads=2 external:path=/x/libdfarm_example_delegate.so
+//   dfarm-conformance xnnpack:threads:2 external:path:/x/libdfarm_example_delegate.so
 #include <cstring>
 #include <iostream>
 
@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
       continue;
     }
     if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
-      std::cout << "usage: dfarm-conformance [--case SUBSTRING] DELEGATE[:key=value,...]...\n"
+      std::cout << "usage: dfarm-conformance [--case SUBSTRING] DELEGATE[:key:value;...]...\n"
                    "Runs every catalog case each delegate claims through it and through the\n"
                    "reference kernels (float32 tolerance 1e-5 abs + 1e-5 rel; quantized\n"
                    "outputs within 2 quantization steps), plus the partition checks.\n"
@@ -30,10 +30,16 @@ int main(int argc, char** argv) {
       return 0;
     }
     DelegateUnderTest d;
-    if (!dfarm::conformance::ParseDelegateSpec(argv[i], &d)) {
+    bool old_syntax = false;
+    if (!dfarm::conformance::ParseDelegateSpec(argv[i], &d, &old_syntax)) {
       std::cerr << "dfarm-conformance: bad delegate '" << argv[i]
-                << "', expected NAME or NAME:key=value,...\n";
+                << "', expected NAME or NAME:key:value;key:value\n";
       return 2;
+    }
+    if (old_syntax) {
+      std::cerr << "dfarm-conformance: '" << argv[i]
+                << "' uses the deprecated key=value,... option syntax; write "
+                   "NAME:key:value;key:value (the syntax of dfarm-runner --delegate-options)\n";
     }
     delegates.push_back(std::move(d));
   }
