@@ -150,10 +150,13 @@ std::string Model::OperatorName(uint32_t opcode_index) const {
   return name;
 }
 
-Status Model::Verify() {
-  const uint8_t* data = data_.get();
-  if (size_ < 8) {
-    return Status::Error("file is too small (" + std::to_string(size_) +
+namespace {
+
+// The framing of a .tflite file: big enough, the 'TFL3' identifier, and a
+// FlatBuffer the verifier accepts. On success tflite::GetModel(data) is safe.
+Status VerifyFlatBuffer(const uint8_t* data, size_t size) {
+  if (size < 8) {
+    return Status::Error("file is too small (" + std::to_string(size) +
                          " bytes) to be a .tflite model");
   }
   if (!flatbuffers::BufferHasIdentifier(data, tflite::ModelIdentifier())) {
@@ -163,163 +166,257 @@ Status Model::Verify() {
   flatbuffers::Verifier::Options options;
   options.max_tables = 50'000'000;
   options.max_depth = 64;
-  flatbuffers::Verifier verifier(data, size_, options);
+  flatbuffers::Verifier verifier(data, size, options);
   if (!tflite::VerifyModelBuffer(verifier)) {
     return Status::Error("the file is truncated or corrupt (FlatBuffers verification failed)");
   }
-  fb_ = tflite::GetModel(data);
+  return Status::Ok();
+}
 
-  if (fb_->version() != kSchemaVersion) {
-    return Status::Error("schema version " + std::to_string(fb_->version()) + ", expected " +
+// The model-level tables: schema version, at least one subgraph, the buffer 0
+// sentinel, and no buffer keeping its data outside the FlatBuffer.
+Status VerifyModelTables(const tflite::Model& fb) {
+  if (fb.version() != kSchemaVersion) {
+    return Status::Error("schema version " + std::to_string(fb.version()) + ", expected " +
                          std::to_string(kSchemaVersion));
   }
-  if (SizeOf(fb_->subgraphs()) == 0) return Status::Error("the model has no subgraphs");
-  if (SizeOf(fb_->buffers()) == 0) {
+  if (SizeOf(fb.subgraphs()) == 0) return Status::Error("the model has no subgraphs");
+  if (SizeOf(fb.buffers()) == 0) {
     return Status::Error("the model has no buffers (buffer 0 must be the empty sentinel)");
   }
-  const uint32_t num_buffers = fb_->buffers()->size();
-  const uint32_t num_opcodes = SizeOf(fb_->operator_codes());
-  for (uint32_t b = 0; b < num_buffers; ++b) {
-    const tflite::Buffer* buffer = fb_->buffers()->Get(b);
+  for (uint32_t b = 0; b < fb.buffers()->size(); ++b) {
+    const tflite::Buffer* buffer = fb.buffers()->Get(b);
     if (buffer != nullptr && buffer->offset() > 1) {
       return Status::Unsupported("buffer " + std::to_string(b) +
                                  " keeps its data outside the FlatBuffer (a model over 2 GiB)");
     }
   }
+  return Status::Ok();
+}
 
-  const tflite::SubGraph* graph = subgraph();
-  if (graph == nullptr) return Status::Error("subgraph 0 is missing");
-  const uint32_t num_tensors = SizeOf(graph->tensors());
-  auto tensor_ref = [&](const std::string& who, int32_t index) -> Status {
-    if (index < 0 || static_cast<uint32_t>(index) >= num_tensors) {
+// " 'name'" for a named tensor, "" for an unnamed one.
+std::string QuotedName(const tflite::Tensor& tensor) {
+  return tensor.name() != nullptr ? " '" + tensor.name()->str() + "'" : "";
+}
+
+// The semantic checks on one subgraph (Model::FromBuffer lists them). Check()
+// runs them in a fixed order, so a model with several faults always reports
+// the same first one: tensors, model inputs and outputs, operators (opcode,
+// indices, what they write), what operators read, model outputs written.
+// Keeps references to `model` and `graph` for its own lifetime only.
+class SubgraphVerifier {
+ public:
+  SubgraphVerifier(const Model& model, const tflite::SubGraph& graph)
+      : model_(model),
+        graph_(graph),
+        num_buffers_(model.fb()->buffers()->size()),
+        num_opcodes_(SizeOf(model.fb()->operator_codes())),
+        num_tensors_(SizeOf(graph.tensors())),
+        constant_(num_tensors_, false),
+        writer_(num_tensors_, kNotWritten) {}
+
+  Status Check() {
+    DFARM_RETURN_IF_ERROR(CheckTensors());
+    DFARM_RETURN_IF_ERROR(CheckModelInputsAndOutputs());
+    DFARM_RETURN_IF_ERROR(CheckOperators());
+    DFARM_RETURN_IF_ERROR(CheckReads());
+    return CheckOutputsWritten();
+  }
+
+ private:
+  // writer_ values besides the index of the operator that writes the tensor.
+  static constexpr int kModelInput = -2;
+  static constexpr int kNotWritten = -1;
+
+  Status CheckTensorRef(const std::string& who, int32_t index) const {
+    if (index < 0 || static_cast<uint32_t>(index) >= num_tensors_) {
       return Status::Error(who + " refers to tensor " + std::to_string(index) +
-                           ", but the subgraph has " + std::to_string(num_tensors) + " tensors");
+                           ", but the subgraph has " + std::to_string(num_tensors_) + " tensors");
     }
     return Status::Ok();
-  };
+  }
 
-  std::vector<bool> constant(num_tensors, false);
-  for (uint32_t t = 0; t < num_tensors; ++t) {
-    const tflite::Tensor* tensor = graph->tensors()->Get(t);
-    std::string who = "tensor " + std::to_string(t);
-    if (tensor == nullptr) return Status::Error(who + " is missing");
-    if (tensor->buffer() >= num_buffers) {
-      return Status::Error(who + " refers to buffer " + std::to_string(tensor->buffer()) +
-                           ", but the model has " + std::to_string(num_buffers) + " buffers");
+  // "operator 3 (CONV_2D)"; the name only once the opcode index is known good.
+  std::string OperatorLabel(uint32_t i) const {
+    const tflite::Operator* op = graph_.operators()->Get(i);
+    std::string label = "operator " + std::to_string(i);
+    if (op->opcode_index() < num_opcodes_) {
+      label += " (" + model_.OperatorName(op->opcode_index()) + ")";
     }
-    std::span<const int32_t> shape;
-    if (tensor->shape() != nullptr) shape = {tensor->shape()->data(), tensor->shape()->size()};
-    int64_t elements = ShapeElementCount(shape);
-    if (elements < 0) {
-      return Status::Error(who + " has an invalid shape " + ShapeString(tensor->shape()));
-    }
-    if (tensor->quantization() != nullptr) {
-      Tensor parsed;
-      parsed.shape.assign(shape.begin(), shape.end());
-      if (Status s = ReadQuantization(tensor->quantization(), &parsed); !s.ok()) {
-        std::string tname = tensor->name() != nullptr ? " '" + tensor->name()->str() + "'" : "";
-        return Status::Error(who + tname + ": " + s.message());
+    return label;
+  }
+
+  // Buffer index, shape and quantization of every tensor, and the size and
+  // alignment of the constant ones (recorded in constant_).
+  Status CheckTensors() {
+    for (uint32_t t = 0; t < num_tensors_; ++t) {
+      const tflite::Tensor* tensor = graph_.tensors()->Get(t);
+      std::string who = "tensor " + std::to_string(t);
+      if (tensor == nullptr) return Status::Error(who + " is missing");
+      if (tensor->buffer() >= num_buffers_) {
+        return Status::Error(who + " refers to buffer " + std::to_string(tensor->buffer()) +
+                             ", but the model has " + std::to_string(num_buffers_) + " buffers");
       }
+      std::span<const int32_t> shape;
+      if (tensor->shape() != nullptr) shape = {tensor->shape()->data(), tensor->shape()->size()};
+      int64_t elements = ShapeElementCount(shape);
+      if (elements < 0) {
+        return Status::Error(who + " has an invalid shape " + ShapeString(tensor->shape()));
+      }
+      if (tensor->quantization() != nullptr) {
+        Tensor parsed;
+        parsed.shape.assign(shape.begin(), shape.end());
+        if (Status s = ReadQuantization(tensor->quantization(), &parsed); !s.ok()) {
+          return Status::Error(who + QuotedName(*tensor) + ": " + s.message());
+        }
+      }
+      std::span<const uint8_t> bytes = model_.BufferData(tensor->buffer());
+      if (bytes.empty()) continue;
+      constant_[t] = true;
+      DFARM_RETURN_IF_ERROR(CheckConstantData(who, *tensor, elements, bytes));
     }
-    std::span<const uint8_t> bytes = BufferData(tensor->buffer());
-    if (bytes.empty()) continue;
-    constant[t] = true;
-    size_t element_size = TfliteTypeSize(tensor->type());
-    if (element_size == 0 || tensor->sparsity() != nullptr) continue;  // no fixed size to check
+    return Status::Ok();
+  }
+
+  // A constant tensor's data is aligned to its elements and exactly
+  // shape x dtype size bytes (unless the dtype or sparsity has no fixed size).
+  static Status CheckConstantData(const std::string& who, const tflite::Tensor& tensor,
+                                  int64_t elements, std::span<const uint8_t> bytes) {
+    size_t element_size = TfliteTypeSize(tensor.type());
+    if (element_size == 0 || tensor.sparsity() != nullptr) return Status::Ok();
     if (reinterpret_cast<uintptr_t>(bytes.data()) % std::min<size_t>(element_size, 8) != 0) {
-      return Status::Error(who + " data in buffer " + std::to_string(tensor->buffer()) +
+      return Status::Error(who + " data in buffer " + std::to_string(tensor.buffer()) +
                            " is not aligned to its " + std::to_string(element_size) +
                            "-byte elements");
     }
     uint64_t expected = static_cast<uint64_t>(elements) * element_size;
     if (bytes.size() != expected) {
-      std::string tname = tensor->name() != nullptr ? " '" + tensor->name()->str() + "'" : "";
-      return Status::Error(who + tname + " holds " + std::to_string(bytes.size()) +
-                           " bytes in buffer " + std::to_string(tensor->buffer()) +
-                           ", but its shape " + ShapeString(tensor->shape()) + " of " +
-                           tflite::EnumNameTensorType(tensor->type()) + " needs " +
+      return Status::Error(who + QuotedName(tensor) + " holds " + std::to_string(bytes.size()) +
+                           " bytes in buffer " + std::to_string(tensor.buffer()) +
+                           ", but its shape " + ShapeString(tensor.shape()) + " of " +
+                           tflite::EnumNameTensorType(tensor.type()) + " needs " +
                            std::to_string(expected) + " bytes");
     }
+    return Status::Ok();
   }
 
-  // -2: model input; -1: not written; otherwise the operator that writes it.
-  constexpr int kModelInput = -2;
-  std::vector<int> writer(num_tensors, -1);
-  for (uint32_t i = 0; i < SizeOf(graph->inputs()); ++i) {
-    int32_t t = graph->inputs()->Get(i);
-    DFARM_RETURN_IF_ERROR(tensor_ref("model input " + std::to_string(i), t));
-    writer[t] = kModelInput;
-  }
-  for (uint32_t i = 0; i < SizeOf(graph->outputs()); ++i) {
-    DFARM_RETURN_IF_ERROR(
-        tensor_ref("model output " + std::to_string(i), graph->outputs()->Get(i)));
+  // Model inputs and outputs in range; model inputs recorded in writer_.
+  Status CheckModelInputsAndOutputs() {
+    for (uint32_t i = 0; i < SizeOf(graph_.inputs()); ++i) {
+      int32_t t = graph_.inputs()->Get(i);
+      DFARM_RETURN_IF_ERROR(CheckTensorRef("model input " + std::to_string(i), t));
+      writer_[t] = kModelInput;
+    }
+    for (uint32_t i = 0; i < SizeOf(graph_.outputs()); ++i) {
+      DFARM_RETURN_IF_ERROR(
+          CheckTensorRef("model output " + std::to_string(i), graph_.outputs()->Get(i)));
+    }
+    return Status::Ok();
   }
 
-  const uint32_t num_ops = SizeOf(graph->operators());
-  auto op_label = [&](uint32_t i) {
-    const tflite::Operator* op = graph->operators()->Get(i);
-    std::string label = "operator " + std::to_string(i);
-    if (op->opcode_index() < num_opcodes) label += " (" + OperatorName(op->opcode_index()) + ")";
-    return label;
-  };
-  for (uint32_t i = 0; i < num_ops; ++i) {
-    const tflite::Operator* op = graph->operators()->Get(i);
-    if (op == nullptr) return Status::Error("operator " + std::to_string(i) + " is missing");
-    if (op->opcode_index() >= num_opcodes) {
+  // Each operator in order: its opcode, its input indices, and its outputs.
+  Status CheckOperators() {
+    for (uint32_t i = 0; i < SizeOf(graph_.operators()); ++i) {
+      const tflite::Operator* op = graph_.operators()->Get(i);
+      if (op == nullptr) return Status::Error("operator " + std::to_string(i) + " is missing");
+      DFARM_RETURN_IF_ERROR(CheckOperatorCode(i, *op));
+      std::string label = OperatorLabel(i);
+      for (uint32_t k = 0; k < SizeOf(op->inputs()); ++k) {
+        int32_t t = op->inputs()->Get(k);
+        if (t == -1) continue;  // omitted optional input
+        DFARM_RETURN_IF_ERROR(CheckTensorRef(label + " input " + std::to_string(k), t));
+      }
+      DFARM_RETURN_IF_ERROR(CheckOperatorOutputs(i, *op, label));
+    }
+    return Status::Ok();
+  }
+
+  Status CheckOperatorCode(uint32_t i, const tflite::Operator& op) const {
+    if (op.opcode_index() >= num_opcodes_) {
       return Status::Error("operator " + std::to_string(i) + " uses opcode " +
-                           std::to_string(op->opcode_index()) + ", but the model has " +
-                           std::to_string(num_opcodes) + " operator codes");
+                           std::to_string(op.opcode_index()) + ", but the model has " +
+                           std::to_string(num_opcodes_) + " operator codes");
     }
-    if (fb_->operator_codes()->Get(op->opcode_index()) == nullptr) {
-      return Status::Error("operator code " + std::to_string(op->opcode_index()) + " is missing");
+    if (model_.fb()->operator_codes()->Get(op.opcode_index()) == nullptr) {
+      return Status::Error("operator code " + std::to_string(op.opcode_index()) + " is missing");
     }
-    std::string label = op_label(i);
-    for (uint32_t k = 0; k < SizeOf(op->inputs()); ++k) {
-      int32_t t = op->inputs()->Get(k);
-      if (t == -1) continue;  // omitted optional input
-      DFARM_RETURN_IF_ERROR(tensor_ref(label + " input " + std::to_string(k), t));
-    }
-    for (uint32_t k = 0; k < SizeOf(op->outputs()); ++k) {
-      int32_t t = op->outputs()->Get(k);
-      DFARM_RETURN_IF_ERROR(tensor_ref(label + " output " + std::to_string(k), t));
-      if (constant[t]) return Status::Error(label + " writes constant tensor " + std::to_string(t));
-      if (writer[t] == kModelInput) {
+    return Status::Ok();
+  }
+
+  // Outputs in range, none constant, a model input, or written before;
+  // operator i recorded as their writer.
+  Status CheckOperatorOutputs(uint32_t i, const tflite::Operator& op, const std::string& label) {
+    for (uint32_t k = 0; k < SizeOf(op.outputs()); ++k) {
+      int32_t t = op.outputs()->Get(k);
+      DFARM_RETURN_IF_ERROR(CheckTensorRef(label + " output " + std::to_string(k), t));
+      if (constant_[t])
+        return Status::Error(label + " writes constant tensor " + std::to_string(t));
+      if (writer_[t] == kModelInput) {
         return Status::Error(label + " writes tensor " + std::to_string(t) +
                              ", which is a model input");
       }
-      if (writer[t] >= 0) {
+      if (writer_[t] >= 0) {
         return Status::Error(label + " writes tensor " + std::to_string(t) + ", which " +
-                             op_label(writer[t]) + " already writes");
+                             OperatorLabel(writer_[t]) + " already writes");
       }
-      writer[t] = static_cast<int>(i);
+      writer_[t] = static_cast<int>(i);
     }
+    return Status::Ok();
   }
-  for (uint32_t i = 0; i < num_ops; ++i) {
-    const tflite::Operator* op = graph->operators()->Get(i);
-    for (uint32_t k = 0; k < SizeOf(op->inputs()); ++k) {
-      int32_t t = op->inputs()->Get(k);
-      if (t == -1 || constant[t] || writer[t] == kModelInput) continue;
-      if (graph->tensors()->Get(t)->is_variable()) continue;
-      if (writer[t] < 0) {
-        return Status::Error(op_label(i) + " reads tensor " + std::to_string(t) +
-                             ", which is neither constant, a model input, nor written by an "
-                             "operator");
+
+  // Every tensor an operator reads is constant, a model input, a variable, or
+  // written by an earlier operator.
+  Status CheckReads() const {
+    for (uint32_t i = 0; i < SizeOf(graph_.operators()); ++i) {
+      const tflite::Operator* op = graph_.operators()->Get(i);
+      for (uint32_t k = 0; k < SizeOf(op->inputs()); ++k) {
+        int32_t t = op->inputs()->Get(k);
+        if (t == -1 || constant_[t] || writer_[t] == kModelInput) continue;
+        if (graph_.tensors()->Get(t)->is_variable()) continue;
+        if (writer_[t] < 0) {
+          return Status::Error(OperatorLabel(i) + " reads tensor " + std::to_string(t) +
+                               ", which is neither constant, a model input, nor written by an "
+                               "operator");
+        }
+        if (writer_[t] >= static_cast<int>(i)) {
+          return Status::Error(OperatorLabel(i) + " reads tensor " + std::to_string(t) +
+                               " before " + OperatorLabel(writer_[t]) +
+                               " writes it (the graph has a cycle or is out of order)");
+        }
       }
-      if (writer[t] >= static_cast<int>(i)) {
-        return Status::Error(op_label(i) + " reads tensor " + std::to_string(t) + " before " +
-                             op_label(writer[t]) +
-                             " writes it (the graph has a cycle or is out of order)");
+    }
+    return Status::Ok();
+  }
+
+  Status CheckOutputsWritten() const {
+    for (uint32_t i = 0; i < SizeOf(graph_.outputs()); ++i) {
+      int32_t t = graph_.outputs()->Get(i);
+      if (writer_[t] == kNotWritten && !constant_[t]) {
+        return Status::Error("model output " + std::to_string(i) + " (tensor " + std::to_string(t) +
+                             ") is never written");
       }
     }
+    return Status::Ok();
   }
-  for (uint32_t i = 0; i < SizeOf(graph->outputs()); ++i) {
-    int32_t t = graph->outputs()->Get(i);
-    if (writer[t] == -1 && !constant[t]) {
-      return Status::Error("model output " + std::to_string(i) + " (tensor " + std::to_string(t) +
-                           ") is never written");
-    }
-  }
-  return Status::Ok();
+
+  const Model& model_;
+  const tflite::SubGraph& graph_;
+  const uint32_t num_buffers_;
+  const uint32_t num_opcodes_;
+  const uint32_t num_tensors_;
+  std::vector<bool> constant_;  // tensor -> has data in its buffer
+  std::vector<int> writer_;     // tensor -> writing operator, kModelInput or kNotWritten
+};
+
+}  // namespace
+
+Status Model::Verify() {
+  DFARM_RETURN_IF_ERROR(VerifyFlatBuffer(data_.get(), size_));
+  fb_ = tflite::GetModel(data_.get());
+  DFARM_RETURN_IF_ERROR(VerifyModelTables(*fb_));
+  const tflite::SubGraph* graph = subgraph();
+  if (graph == nullptr) return Status::Error("subgraph 0 is missing");
+  return SubgraphVerifier(*this, *graph).Check();
 }
 
 }  // namespace dfarm::runtime
