@@ -14,6 +14,7 @@
 
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -146,6 +147,13 @@ class DelegationPlan {
     Delegate* delegate = nullptr;
     std::unique_ptr<DelegateKernel> kernel;
   };
+  // Appends the partition of `members` (node indices in execution order) run
+  // by `delegate`, and places its nodes there.
+  void AddPartition(std::vector<Node>& nodes, const std::vector<int>& members, Delegate* delegate,
+                    const std::unordered_set<int>& model_output_ids);
+  // Creates and Init()s every partition's kernel.
+  Status CreateKernels(const std::string& label);
+
   std::vector<std::unique_ptr<Entry>> partitions_;
   std::vector<int> order_;
   std::vector<int> node_partition_;
