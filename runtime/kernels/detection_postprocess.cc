@@ -155,33 +155,25 @@ Status ReadOptions(const Node& node, DetectionData* d) {
   return Status::Ok();
 }
 
-Status Prepare(Node& node) {
-  DFARM_RETURN_IF_ERROR(CheckArity(node, 3, 3, 4));
-  const Tensor* boxes = node.inputs[0];
-  const Tensor* classes = node.inputs[1];
-  const Tensor* anchors = node.inputs[2];
-  if (boxes == nullptr || classes == nullptr || anchors == nullptr) {
-    return Status::Error("box_encodings, class_predictions and anchors are all required");
-  }
-  auto d = std::make_unique<DetectionData>();
-  DFARM_RETURN_IF_ERROR(ReadOptions(node, d.get()));
-
-  if (boxes->rank() != 3 || boxes->shape[0] != 1 || boxes->shape[2] < kNumCoords) {
+// The input shapes against each other and num_classes; sets num_boxes,
+// coords_per_box, num_classes_with_background and label_offset.
+Status CheckInputShapes(const Tensor& boxes, const Tensor& classes, const Tensor& anchors,
+                        DetectionData* d) {
+  if (boxes.rank() != 3 || boxes.shape[0] != 1 || boxes.shape[2] < kNumCoords) {
     return Status::Error("box_encodings must be [1, num_boxes, >= 4], got " +
-                         ShapeToString(boxes->shape));
+                         ShapeToString(boxes.shape));
   }
-  d->num_boxes = boxes->shape[1];
-  d->coords_per_box = boxes->shape[2];
-  if (classes->rank() != 3 || classes->shape[0] != 1 || classes->shape[1] != d->num_boxes) {
+  d->num_boxes = boxes.shape[1];
+  d->coords_per_box = boxes.shape[2];
+  if (classes.rank() != 3 || classes.shape[0] != 1 || classes.shape[1] != d->num_boxes) {
     return Status::Error("class_predictions must be [1, " + std::to_string(d->num_boxes) +
-                         ", classes], got " + ShapeToString(classes->shape));
+                         ", classes], got " + ShapeToString(classes.shape));
   }
-  if (anchors->rank() != 2 || anchors->shape[0] != d->num_boxes ||
-      anchors->shape[1] != kNumCoords) {
+  if (anchors.rank() != 2 || anchors.shape[0] != d->num_boxes || anchors.shape[1] != kNumCoords) {
     return Status::Error("anchors must be [" + std::to_string(d->num_boxes) + ", 4], got " +
-                         ShapeToString(anchors->shape));
+                         ShapeToString(anchors.shape));
   }
-  d->num_classes_with_background = classes->shape[2];
+  d->num_classes_with_background = classes.shape[2];
   d->label_offset = d->num_classes_with_background - d->num_classes;
   if (d->label_offset != 0 && d->label_offset != 1) {
     return Status::Error("class_predictions hold " +
@@ -189,25 +181,36 @@ Status Prepare(Node& node) {
                          " classes per box, but num_classes is " + std::to_string(d->num_classes) +
                          " (one background class at most)");
   }
-  if (boxes->dtype == DType::kFloat32) {
-    if (anchors->dtype != DType::kFloat32) {
+  return Status::Ok();
+}
+
+// float32 inputs, or uint8 box_encodings and anchors with float32 or uint8
+// class_predictions.
+Status CheckInputDtypes(const Tensor& boxes, const Tensor& classes, const Tensor& anchors) {
+  if (boxes.dtype == DType::kFloat32) {
+    if (anchors.dtype != DType::kFloat32) {
       return Status::Error(std::string("anchors must be float32 like box_encodings, got ") +
-                           DTypeName(anchors->dtype));
+                           DTypeName(anchors.dtype));
     }
-  } else if (boxes->dtype == DType::kUint8) {
-    if (anchors->dtype != DType::kUint8) {
+  } else if (boxes.dtype == DType::kUint8) {
+    if (anchors.dtype != DType::kUint8) {
       return Status::Error(std::string("anchors must be uint8 like box_encodings, got ") +
-                           DTypeName(anchors->dtype));
+                           DTypeName(anchors.dtype));
     }
   } else {
-    return Status::Unsupported(std::string("box_encodings of dtype ") + DTypeName(boxes->dtype) +
+    return Status::Unsupported(std::string("box_encodings of dtype ") + DTypeName(boxes.dtype) +
                                " are not supported (float32 or uint8)");
   }
-  if (classes->dtype != DType::kFloat32 && classes->dtype != DType::kUint8) {
+  if (classes.dtype != DType::kFloat32 && classes.dtype != DType::kUint8) {
     return Status::Unsupported(std::string("class_predictions of dtype ") +
-                               DTypeName(classes->dtype) + " are not supported (float32 or uint8)");
+                               DTypeName(classes.dtype) + " are not supported (float32 or uint8)");
   }
+  return Status::Ok();
+}
 
+// The four float32 outputs and their shapes for N detection rows; sets
+// num_outputs to N.
+Status CheckOutputs(const Node& node, DetectionData* d) {
   const int64_t n =
       static_cast<int64_t>(d->max_detections) * std::max(0, d->max_classes_per_detection);
   const char* names[] = {"detection_boxes", "detection_classes", "detection_scores",
@@ -230,10 +233,14 @@ Status Prepare(Node& node) {
   DFARM_RETURN_IF_ERROR(CheckOutputShape(*node.outputs[2], row_shape));
   DFARM_RETURN_IF_ERROR(CheckOutputShape(*node.outputs[3], count_shape));
   d->num_outputs = n32;
+  return Status::Ok();
+}
 
+// Sizes the scratch so that Eval allocates nothing.
+void SizeScratch(bool uint8_scores, DetectionData* d) {
   const size_t nb = static_cast<size_t>(d->num_boxes);
   d->decoded.resize(nb);
-  if (classes->dtype == DType::kUint8) {
+  if (uint8_scores) {
     d->dequantized_scores.resize(nb * static_cast<size_t>(d->num_classes_with_background));
   }
   d->class_scores.resize(nb);
@@ -251,6 +258,22 @@ Status Prepare(Node& node) {
   } else {
     d->sorted_classes.resize(nb * static_cast<size_t>(d->num_classes));
   }
+}
+
+Status Prepare(Node& node) {
+  DFARM_RETURN_IF_ERROR(CheckArity(node, 3, 3, 4));
+  const Tensor* boxes = node.inputs[0];
+  const Tensor* classes = node.inputs[1];
+  const Tensor* anchors = node.inputs[2];
+  if (boxes == nullptr || classes == nullptr || anchors == nullptr) {
+    return Status::Error("box_encodings, class_predictions and anchors are all required");
+  }
+  auto d = std::make_unique<DetectionData>();
+  DFARM_RETURN_IF_ERROR(ReadOptions(node, d.get()));
+  DFARM_RETURN_IF_ERROR(CheckInputShapes(*boxes, *classes, *anchors, d.get()));
+  DFARM_RETURN_IF_ERROR(CheckInputDtypes(*boxes, *classes, *anchors));
+  DFARM_RETURN_IF_ERROR(CheckOutputs(node, d.get()));
+  SizeScratch(classes->dtype == DType::kUint8, d.get());
   node.data = std::move(d);
   return Status::Ok();
 }
