@@ -47,15 +47,10 @@ struct Conv2DData : OpData {
 // Patch-matrix floats per im2col chunk (about 512 KiB), at least 16 rows.
 constexpr int64_t kChunkFloats = 128 * 1024;
 
-Status PrepareImpl(Node& node, bool reference) {
-  DFARM_RETURN_IF_ERROR(CheckArity(node, 2, 3, 1));
-  const tflite::Conv2DOptions* options = node.options<tflite::Conv2DOptions>();
-  if (options == nullptr) return Status::Error("Conv2DOptions are missing");
-  Tensor* input = node.inputs[0];
-  Tensor* filter = node.inputs[1];
-  Tensor* bias = node.inputs.size() > 2 ? node.inputs[2] : nullptr;
-  Tensor* output = node.outputs[0];
-  const bool quantized = input != nullptr && IsQuantized8(*input);
+// Dtypes (float32 unless the input is 8-bit quantized), ranks, the grouped
+// filter's channels against the input's, and the bias shape.
+Status CheckConvTensors(const Tensor* input, const Tensor* filter, const Tensor* bias,
+                        const Tensor* output, bool quantized) {
   if (!quantized) {
     DFARM_RETURN_IF_ERROR(CheckFloat32(input, "input"));
     DFARM_RETURN_IF_ERROR(CheckFloat32(filter, "filter"));
@@ -66,20 +61,68 @@ Status PrepareImpl(Node& node, bool reference) {
     return Status::Error("input and filter must be 4-D, got " + ShapeToString(input->shape) +
                          " and " + ShapeToString(filter->shape));
   }
-  const int batches = input->shape[0], in_h = input->shape[1], in_w = input->shape[2];
-  const int in_c = input->shape[3];
-  const int out_c = filter->shape[0], k_h = filter->shape[1], k_w = filter->shape[2];
-  const int filter_c = filter->shape[3];
+  const int in_c = input->shape[3], out_c = filter->shape[0], filter_c = filter->shape[3];
   if (filter_c <= 0 || in_c % filter_c != 0 || out_c % (in_c / filter_c) != 0) {
     return Status::Error("filter " + ShapeToString(filter->shape) + " does not match input " +
                          ShapeToString(input->shape) + " channels (a grouped filter's " +
                          "input channels divide the input's, and its groups the outputs)");
   }
-  const int groups = in_c / filter_c;
   if (bias != nullptr && (bias->rank() != 1 || bias->shape[0] != out_c)) {
     return Status::Error("bias must be [" + std::to_string(out_c) + "], got " +
                          ShapeToString(bias->shape));
   }
+  return Status::Ok();
+}
+
+// The GEMM path: multiply the input itself (1x1, stride 1, no padding) or
+// im2col chunks of output pixels; sizes the chunk buffer and plans the GEMM.
+void PlanGemmPath(const Tensor& input, const Tensor& filter, const WindowDim& h, const WindowDim& w,
+                  Conv2DData* data) {
+  const int k_h = filter.shape[1], k_w = filter.shape[2], filter_c = filter.shape[3];
+  const int64_t depth = static_cast<int64_t>(k_h) * k_w * filter_c;
+  const int64_t pixels = static_cast<int64_t>(input.shape[0]) * h.out * w.out;
+  data->direct = data->groups == 1 && k_h == 1 && k_w == 1 && data->stride_h == 1 &&
+                 data->stride_w == 1 && h.pad_before == 0 && w.pad_before == 0 &&
+                 h.out == input.shape[1] && w.out == input.shape[2];
+  if (data->direct) {
+    data->chunk_rows = pixels;
+  } else {
+    data->chunk_rows = std::min<int64_t>(
+        pixels, std::max<int64_t>(16, kChunkFloats / std::max<int64_t>(depth, 1)));
+    data->patches.resize(static_cast<size_t>(data->chunk_rows * depth));
+  }
+  data->gemm.Plan(data->chunk_rows, filter.shape[0] / data->groups, depth);
+}
+
+// The reference path: the OHWI filter repacked to [KH][KW][Cin/G][Cout].
+void PackReferenceFilter(const Tensor& filter, Conv2DData* data) {
+  const int out_c = filter.shape[0], k_h = filter.shape[1], k_w = filter.shape[2];
+  const int filter_c = filter.shape[3];
+  const float* f = filter.data_as<float>();
+  data->packed_filter.resize(static_cast<size_t>(filter.num_elements()));
+  for (int o = 0; o < out_c; ++o) {
+    for (int ky = 0; ky < k_h; ++ky) {
+      for (int kx = 0; kx < k_w; ++kx) {
+        for (int i = 0; i < filter_c; ++i) {
+          data->packed_filter[((static_cast<size_t>(ky) * k_w + kx) * filter_c + i) * out_c + o] =
+              f[((static_cast<size_t>(o) * k_h + ky) * k_w + kx) * filter_c + i];
+        }
+      }
+    }
+  }
+}
+
+Status PrepareImpl(Node& node, bool reference) {
+  DFARM_RETURN_IF_ERROR(CheckArity(node, 2, 3, 1));
+  const tflite::Conv2DOptions* options = node.options<tflite::Conv2DOptions>();
+  if (options == nullptr) return Status::Error("Conv2DOptions are missing");
+  Tensor* input = node.inputs[0];
+  Tensor* filter = node.inputs[1];
+  Tensor* bias = node.inputs.size() > 2 ? node.inputs[2] : nullptr;
+  Tensor* output = node.outputs[0];
+  const bool quantized = input != nullptr && IsQuantized8(*input);
+  DFARM_RETURN_IF_ERROR(CheckConvTensors(input, filter, bias, output, quantized));
+  const int out_c = filter->shape[0], k_h = filter->shape[1], k_w = filter->shape[2];
   auto data = std::make_unique<Conv2DData>();
   data->stride_h = options->stride_h();
   data->stride_w = options->stride_w();
@@ -89,15 +132,17 @@ Status PrepareImpl(Node& node, bool reference) {
                                           data->dilation_h, data->dilation_w));
   DFARM_RETURN_IF_ERROR(
       GetActivationRange(options->fused_activation_function(), &data->activation));
-  WindowDim h = ComputeWindowDim(options->padding(), in_h, k_h, data->stride_h, data->dilation_h);
-  WindowDim w = ComputeWindowDim(options->padding(), in_w, k_w, data->stride_w, data->dilation_w);
-  const int32_t computed[] = {batches, h.out, w.out, out_c};
+  WindowDim h =
+      ComputeWindowDim(options->padding(), input->shape[1], k_h, data->stride_h, data->dilation_h);
+  WindowDim w =
+      ComputeWindowDim(options->padding(), input->shape[2], k_w, data->stride_w, data->dilation_w);
+  const int32_t computed[] = {input->shape[0], h.out, w.out, out_c};
   DFARM_RETURN_IF_ERROR(CheckOutputShape(*output, computed));
   data->pad_top = h.pad_before;
   data->pad_left = w.pad_before;
   data->kernel_h = k_h;
   data->kernel_w = k_w;
-  data->groups = groups;
+  data->groups = input->shape[3] / filter->shape[3];
 
   if (!filter->has_static_value() || (bias != nullptr && !bias->has_static_value())) {
     return Status::Unsupported("a filter or bias computed at run time is not supported");
@@ -106,38 +151,13 @@ Status PrepareImpl(Node& node, bool reference) {
     data->quantized = true;
     DFARM_RETURN_IF_ERROR(PrepareQuantizedConv(*input, *filter, bias, *output, out_c, 0,
                                                options->fused_activation_function(), &data->quant));
-    node.data = std::move(data);
-    return Status::Ok();
-  }
-  data->bias.assign(out_c, 0.0f);
-  if (bias != nullptr) std::memcpy(data->bias.data(), bias->data, out_c * sizeof(float));
-  if (!reference) {
-    const int64_t depth = static_cast<int64_t>(k_h) * k_w * filter_c;
-    const int64_t pixels = static_cast<int64_t>(batches) * h.out * w.out;
-    data->direct = groups == 1 && k_h == 1 && k_w == 1 && data->stride_h == 1 &&
-                   data->stride_w == 1 && h.pad_before == 0 && w.pad_before == 0 && h.out == in_h &&
-                   w.out == in_w;
-    if (data->direct) {
-      data->chunk_rows = pixels;
+  } else {
+    data->bias.assign(out_c, 0.0f);
+    if (bias != nullptr) std::memcpy(data->bias.data(), bias->data, out_c * sizeof(float));
+    if (reference) {
+      PackReferenceFilter(*filter, data.get());
     } else {
-      data->chunk_rows = std::min<int64_t>(
-          pixels, std::max<int64_t>(16, kChunkFloats / std::max<int64_t>(depth, 1)));
-      data->patches.resize(static_cast<size_t>(data->chunk_rows * depth));
-    }
-    data->gemm.Plan(data->chunk_rows, out_c / groups, depth);
-    node.data = std::move(data);
-    return Status::Ok();
-  }
-  const float* f = filter->data_as<float>();
-  data->packed_filter.resize(static_cast<size_t>(filter->num_elements()));
-  for (int o = 0; o < out_c; ++o) {
-    for (int ky = 0; ky < k_h; ++ky) {
-      for (int kx = 0; kx < k_w; ++kx) {
-        for (int i = 0; i < filter_c; ++i) {
-          data->packed_filter[((static_cast<size_t>(ky) * k_w + kx) * filter_c + i) * out_c + o] =
-              f[((static_cast<size_t>(o) * k_h + ky) * k_w + kx) * filter_c + i];
-        }
-      }
+      PlanGemmPath(*input, *filter, h, w, data.get());
     }
   }
   node.data = std::move(data);
