@@ -26,6 +26,81 @@ struct PadData : OpData {
   bool zero_fill = true;
 };
 
+// What the padding is filled with: PADV2's one-element constant `value`
+// (when given), else the output's zero point when it is not 0 (int8 or uint8,
+// per tensor: *pad_with_zero_point), else zeros.
+Status CheckFill(const Tensor& input, const Tensor* value, const Tensor& output,
+                 bool* pad_with_zero_point) {
+  if (value != nullptr) {
+    DFARM_RETURN_IF_ERROR(CheckSameDType(&input, "input", value, "constant value"));
+    if (value->num_elements() != 1) {
+      return Status::Error("constant value must hold one element, got " +
+                           ShapeToString(value->shape));
+    }
+    if (!value->has_static_value()) {
+      return Status::Unsupported("a constant value computed at run time is not supported");
+    }
+  } else if (output.quantized && output.zero_point != 0) {
+    if (output.dtype != DType::kInt8 && output.dtype != DType::kUint8) {
+      return Status::Unsupported(std::string("padding ") + DTypeName(output.dtype) +
+                                 " with a non-zero zero point is not supported");
+    }
+    DFARM_RETURN_IF_ERROR(CheckQuantizedPerTensor(output, "output"));
+    *pad_with_zero_point = true;
+  }
+  return Status::Ok();
+}
+
+// A constant [rank,2] int32 or int64 paddings tensor.
+Status CheckPaddings(const Tensor& paddings, int rank) {
+  if (paddings.dtype != DType::kInt32 && paddings.dtype != DType::kInt64) {
+    return Status::Error(std::string("paddings must be int32 or int64, got ") +
+                         DTypeName(paddings.dtype));
+  }
+  if (paddings.rank() != 2 || paddings.shape[0] != rank || paddings.shape[1] != 2) {
+    return Status::Error("paddings must be [" + std::to_string(rank) + ",2], got " +
+                         ShapeToString(paddings.shape));
+  }
+  if (!paddings.has_static_value()) {
+    return Status::Unsupported("paddings computed at run time are not supported");
+  }
+  return Status::Ok();
+}
+
+// Reads the paddings (each in [0, 2^24]), checks the output shape, and sets
+// the right-aligned in_dims, before and out_strides.
+Status ComputeLayout(const Tensor& input, const Tensor& paddings, const Tensor& output,
+                     PadData* data) {
+  const int rank = input.rank();
+  data->in_dims.fill(1);
+  std::array<int64_t, kMaxRank> out_dims;
+  out_dims.fill(1);
+  std::vector<int32_t> computed(rank);
+  for (int i = 0; i < rank; ++i) {
+    int64_t before = paddings.dtype == DType::kInt32 ? paddings.data_as<int32_t>()[2 * i]
+                                                     : paddings.data_as<int64_t>()[2 * i];
+    int64_t after = paddings.dtype == DType::kInt32 ? paddings.data_as<int32_t>()[2 * i + 1]
+                                                    : paddings.data_as<int64_t>()[2 * i + 1];
+    if (before < 0 || after < 0 || before > (1 << 24) || after > (1 << 24)) {
+      return Status::Error("padding of dimension " + std::to_string(i) + " is " +
+                           std::to_string(before) + "," + std::to_string(after) +
+                           " (must be in [0, 2^24])");
+    }
+    const int d = kMaxRank - rank + i;
+    data->in_dims[d] = input.shape[i];
+    data->before[d] = before;
+    out_dims[d] = input.shape[i] + before + after;
+    computed[i] = static_cast<int32_t>(out_dims[d]);
+  }
+  DFARM_RETURN_IF_ERROR(CheckOutputShape(output, computed));
+  int64_t stride = 1;
+  for (int d = kMaxRank - 1; d >= 0; --d) {
+    data->out_strides[d] = stride;
+    stride *= out_dims[d];
+  }
+  return Status::Ok();
+}
+
 Status Prepare(Node& node) {
   const bool v2 = node.code == tflite::BuiltinOperator::PADV2;
   DFARM_RETURN_IF_ERROR(CheckArity(node, 2, v2 ? 3 : 2, 1));
@@ -38,23 +113,7 @@ Status Prepare(Node& node) {
   }
   const Tensor* value = v2 && node.inputs.size() > 2 ? node.inputs[2] : nullptr;
   bool pad_with_zero_point = false;
-  if (value != nullptr) {
-    DFARM_RETURN_IF_ERROR(CheckSameDType(input, "input", value, "constant value"));
-    if (value->num_elements() != 1) {
-      return Status::Error("constant value must hold one element, got " +
-                           ShapeToString(value->shape));
-    }
-    if (!value->has_static_value()) {
-      return Status::Unsupported("a constant value computed at run time is not supported");
-    }
-  } else if (output->quantized && output->zero_point != 0) {
-    if (output->dtype != DType::kInt8 && output->dtype != DType::kUint8) {
-      return Status::Unsupported(std::string("padding ") + DTypeName(output->dtype) +
-                                 " with a non-zero zero point is not supported");
-    }
-    DFARM_RETURN_IF_ERROR(CheckQuantizedPerTensor(*output, "output"));
-    pad_with_zero_point = true;
-  }
+  DFARM_RETURN_IF_ERROR(CheckFill(*input, value, *output, &pad_with_zero_point));
   if (input->quantized && output->quantized &&
       (input->scale != output->scale || input->zero_point != output->zero_point)) {
     return Status::Unsupported(
@@ -65,17 +124,7 @@ Status Prepare(Node& node) {
     return Status::Unsupported("inputs of rank " + std::to_string(rank) +
                                " are not supported (at most " + std::to_string(kMaxRank) + ")");
   }
-  if (paddings->dtype != DType::kInt32 && paddings->dtype != DType::kInt64) {
-    return Status::Error(std::string("paddings must be int32 or int64, got ") +
-                         DTypeName(paddings->dtype));
-  }
-  if (paddings->rank() != 2 || paddings->shape[0] != rank || paddings->shape[1] != 2) {
-    return Status::Error("paddings must be [" + std::to_string(rank) + ",2], got " +
-                         ShapeToString(paddings->shape));
-  }
-  if (!paddings->has_static_value()) {
-    return Status::Unsupported("paddings computed at run time are not supported");
-  }
+  DFARM_RETURN_IF_ERROR(CheckPaddings(*paddings, rank));
   auto data = std::make_unique<PadData>();
   if (value != nullptr) {
     std::memcpy(data->fill.data(), value->data, DTypeSize(value->dtype));
@@ -86,32 +135,7 @@ Status Prepare(Node& node) {
     std::memcpy(data->fill.data(), &byte, 1);
     data->zero_fill = false;
   }
-  data->in_dims.fill(1);
-  std::array<int64_t, kMaxRank> out_dims;
-  out_dims.fill(1);
-  std::vector<int32_t> computed(rank);
-  for (int i = 0; i < rank; ++i) {
-    int64_t before = paddings->dtype == DType::kInt32 ? paddings->data_as<int32_t>()[2 * i]
-                                                      : paddings->data_as<int64_t>()[2 * i];
-    int64_t after = paddings->dtype == DType::kInt32 ? paddings->data_as<int32_t>()[2 * i + 1]
-                                                     : paddings->data_as<int64_t>()[2 * i + 1];
-    if (before < 0 || after < 0 || before > (1 << 24) || after > (1 << 24)) {
-      return Status::Error("padding of dimension " + std::to_string(i) + " is " +
-                           std::to_string(before) + "," + std::to_string(after) +
-                           " (must be in [0, 2^24])");
-    }
-    const int d = kMaxRank - rank + i;
-    data->in_dims[d] = input->shape[i];
-    data->before[d] = before;
-    out_dims[d] = input->shape[i] + before + after;
-    computed[i] = static_cast<int32_t>(out_dims[d]);
-  }
-  DFARM_RETURN_IF_ERROR(CheckOutputShape(*output, computed));
-  int64_t stride = 1;
-  for (int d = kMaxRank - 1; d >= 0; --d) {
-    data->out_strides[d] = stride;
-    stride *= out_dims[d];
-  }
+  DFARM_RETURN_IF_ERROR(ComputeLayout(*input, *paddings, *output, data.get()));
   node.data = std::move(data);
   return Status::Ok();
 }
