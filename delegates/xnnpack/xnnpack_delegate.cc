@@ -59,6 +59,46 @@ Status CheckFp16Support() {
                              XnnStatusName(s) + ")");
 }
 
+// A partition's external values, in the order their ids are given: its
+// run-time inputs, then the CONCATENATION outputs a node in it reads (inputs
+// too), then its outputs that no CONCATENATION writes. A CONCATENATION's
+// output is no XNNPACK value: its inputs are copied into external values over
+// its blocks; when a later node reads it, it is an external input too
+// (XNNPACK runs the nodes in the order defined).
+struct External {
+  const runtime::Tensor* tensor;
+  bool input;
+};
+std::vector<External> ExternalTensors(const runtime::Partition& partition) {
+  std::unordered_set<const runtime::Tensor*> concat_outputs, read_inside;
+  for (const runtime::Node* node : partition.nodes) {
+    for (const runtime::Tensor* t : node->inputs) read_inside.insert(t);
+    if (node->code == tflite::BuiltinOperator::CONCATENATION) {
+      concat_outputs.insert(node->outputs[0]);
+    }
+  }
+  std::vector<External> externals;
+  for (const runtime::Tensor* t : partition.inputs) {
+    if (!t->has_static_value()) externals.push_back({t, true});
+  }
+  for (const runtime::Tensor* t : concat_outputs) {
+    if (read_inside.count(t) != 0) externals.push_back({t, true});
+  }
+  for (const runtime::Tensor* t : partition.outputs) {
+    if (concat_outputs.count(t) == 0) externals.push_back({t, false});
+  }
+  return externals;
+}
+
+// The external values the CONCATENATIONs of `partition` add: one per input.
+size_t ConcatSliceCount(const runtime::Partition& partition) {
+  size_t num_slices = 0;
+  for (const runtime::Node* node : partition.nodes) {
+    if (node->code == tflite::BuiltinOperator::CONCATENATION) num_slices += node->inputs.size();
+  }
+  return num_slices;
+}
+
 class XnnpackKernel : public runtime::DelegateKernel {
  public:
   explicit XnnpackKernel(const XnnpackDelegate* delegate) : delegate_(delegate) {}
@@ -72,35 +112,10 @@ class XnnpackKernel : public runtime::DelegateKernel {
   }
 
   Status Prepare(const runtime::Partition& partition) override {
-    // External values: the partition's run-time inputs, then its outputs.
-    // A CONCATENATION's output is no XNNPACK value: its inputs are copied into
-    // external values over its blocks; when a later node reads it, it is an
-    // external input too (XNNPACK runs the nodes in the order defined).
-    std::unordered_set<const runtime::Tensor*> concat_outputs, read_inside;
-    for (const runtime::Node* node : partition.nodes) {
-      for (const runtime::Tensor* t : node->inputs) read_inside.insert(t);
-      if (node->code == tflite::BuiltinOperator::CONCATENATION) {
-        concat_outputs.insert(node->outputs[0]);
-      }
-    }
-    std::vector<std::pair<const runtime::Tensor*, bool>> externals;  // tensor, is input
-    for (const runtime::Tensor* t : partition.inputs) {
-      if (!t->has_static_value()) externals.emplace_back(t, true);
-    }
-    for (const runtime::Tensor* t : concat_outputs) {
-      if (read_inside.count(t) != 0) externals.emplace_back(t, true);
-    }
-    for (const runtime::Tensor* t : partition.outputs) {
-      if (concat_outputs.count(t) == 0) externals.emplace_back(t, false);
-    }
-    size_t num_slices = 0;
-    for (const runtime::Node* node : partition.nodes) {
-      if (node->code == tflite::BuiltinOperator::CONCATENATION) num_slices += node->inputs.size();
-    }
-
+    const std::vector<External> externals = ExternalTensors(partition);
     xnn_subgraph_t raw = nullptr;
-    xnn_status s =
-        xnn_create_subgraph(static_cast<uint32_t>(externals.size() + num_slices), 0, &raw);
+    xnn_status s = xnn_create_subgraph(
+        static_cast<uint32_t>(externals.size() + ConcatSliceCount(partition)), 0, &raw);
     if (s != xnn_status_success) {
       return Status::Error(std::string("xnnpack could not create a subgraph: ") + XnnStatusName(s));
     }
@@ -108,53 +123,16 @@ class XnnpackKernel : public runtime::DelegateKernel {
     SubgraphBuild build;
     build.subgraph = raw;
     build.owned = &owned_;
-    auto define_external = [&](const runtime::Tensor& t, std::byte* data, bool input,
-                               uint32_t* id) {
-      const uint32_t external_id = static_cast<uint32_t>(externals_.size());
-      DFARM_RETURN_IF_ERROR(build.DefineValue(
-          t, t.shape, nullptr, external_id,
-          input ? XNN_VALUE_FLAG_EXTERNAL_INPUT : XNN_VALUE_FLAG_EXTERNAL_OUTPUT, id));
-      externals_.push_back(xnn_external_value{*id, data});
-      return Status::Ok();
-    };
-    for (const auto& [t, input] : externals) {
+    for (const External& e : externals) {
       uint32_t id = 0;
-      DFARM_RETURN_IF_ERROR(define_external(*t, t->data, input, &id));
-      build.ids.emplace(t->index, id);
+      DFARM_RETURN_IF_ERROR(DefineExternal(*e.tensor, e.tensor->data, e.input, &build, &id));
+      build.ids.emplace(e.tensor->index, id);
     }
-    for (const runtime::Node* node : partition.nodes) {
-      if (node->code != tflite::BuiltinOperator::CONCATENATION) continue;
-      const std::vector<size_t> offsets = xnnpack_internal::ConcatOffsets(*node);
-      std::vector<uint32_t>& slices = build.concat_slices[node->index];
-      for (size_t i = 0; i < node->inputs.size(); ++i) {
-        uint32_t id = 0;
-        DFARM_RETURN_IF_ERROR(
-            define_external(*node->inputs[i], node->outputs[0]->data + offsets[i], false, &id));
-        slices.push_back(id);
-      }
-    }
+    DFARM_RETURN_IF_ERROR(DefineConcatSlices(partition, &build));
     for (const runtime::Node* node : partition.nodes) {
       DFARM_RETURN_IF_ERROR(xnnpack_internal::VisitNode(*node, &build));
     }
-    xnn_runtime_t rt = nullptr;
-    s = xnn_create_runtime_v2(raw, delegate_->threadpool(),
-                              RuntimeFlags(delegate_->xnnpack_options()), &rt);
-    if (s != xnn_status_success) {
-      const std::string why = std::string("xnnpack could not create the runtime of partition ") +
-                              std::to_string(partition.index) + ": " + XnnStatusName(s);
-      if (s == xnn_status_unsupported_hardware || s == xnn_status_unsupported_parameter) {
-        return Status::Unsupported(why);
-      }
-      return Status::Error(why);
-    }
-    runtime_.reset(rt);
-    // The interpreter's tensors keep their addresses from here on.
-    s = xnn_setup_runtime(rt, externals_.size(), externals_.data());
-    if (s != xnn_status_success) {
-      return Status::Error(std::string("xnnpack could not set up partition ") +
-                           std::to_string(partition.index) + ": " + XnnStatusName(s));
-    }
-    return Status::Ok();
+    return CreateRuntime(raw, partition.index);
   }
 
   Status Invoke(const runtime::Partition& partition) override {
@@ -171,6 +149,57 @@ class XnnpackKernel : public runtime::DelegateKernel {
   }
 
  private:
+  // Defines external value number externals_.size() for `t` at `data`.
+  Status DefineExternal(const runtime::Tensor& t, std::byte* data, bool input, SubgraphBuild* build,
+                        uint32_t* id) {
+    const uint32_t external_id = static_cast<uint32_t>(externals_.size());
+    DFARM_RETURN_IF_ERROR(build->DefineValue(
+        t, t.shape, nullptr, external_id,
+        input ? XNN_VALUE_FLAG_EXTERNAL_INPUT : XNN_VALUE_FLAG_EXTERNAL_OUTPUT, id));
+    externals_.push_back(xnn_external_value{*id, data});
+    return Status::Ok();
+  }
+
+  // One external output per CONCATENATION input, over its block of the
+  // node's output tensor (build->concat_slices).
+  Status DefineConcatSlices(const runtime::Partition& partition, SubgraphBuild* build) {
+    for (const runtime::Node* node : partition.nodes) {
+      if (node->code != tflite::BuiltinOperator::CONCATENATION) continue;
+      const std::vector<size_t> offsets = xnnpack_internal::ConcatOffsets(*node);
+      std::vector<uint32_t>& slices = build->concat_slices[node->index];
+      for (size_t i = 0; i < node->inputs.size(); ++i) {
+        uint32_t id = 0;
+        DFARM_RETURN_IF_ERROR(DefineExternal(*node->inputs[i], node->outputs[0]->data + offsets[i],
+                                             false, build, &id));
+        slices.push_back(id);
+      }
+    }
+    return Status::Ok();
+  }
+
+  // Creates runtime_ from `subgraph` and sets it up on the external values.
+  Status CreateRuntime(xnn_subgraph_t subgraph, int partition_index) {
+    xnn_runtime_t rt = nullptr;
+    xnn_status s = xnn_create_runtime_v2(subgraph, delegate_->threadpool(),
+                                         RuntimeFlags(delegate_->xnnpack_options()), &rt);
+    if (s != xnn_status_success) {
+      const std::string why = std::string("xnnpack could not create the runtime of partition ") +
+                              std::to_string(partition_index) + ": " + XnnStatusName(s);
+      if (s == xnn_status_unsupported_hardware || s == xnn_status_unsupported_parameter) {
+        return Status::Unsupported(why);
+      }
+      return Status::Error(why);
+    }
+    runtime_.reset(rt);
+    // The interpreter's tensors keep their addresses from here on.
+    s = xnn_setup_runtime(rt, externals_.size(), externals_.data());
+    if (s != xnn_status_success) {
+      return Status::Error(std::string("xnnpack could not set up partition ") +
+                           std::to_string(partition_index) + ": " + XnnStatusName(s));
+    }
+    return Status::Ok();
+  }
+
   const XnnpackDelegate* delegate_;
   std::deque<std::vector<std::byte>> owned_;  // before runtime_: outlives it
   std::vector<xnn_external_value> externals_;
