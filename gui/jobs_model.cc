@@ -11,7 +11,7 @@ namespace dfarm::gui {
 JobsModel::JobsModel(QObject* parent) : QAbstractTableModel(parent) {}
 
 void JobsModel::setJobs(std::vector<store::JobRow> jobs,
-                        std::map<int64_t, std::vector<store::OutputAccuracy>> accuracy) {
+                        std::map<int64_t, store::Accuracy> accuracy) {
   beginResetModel();
   m_jobs = std::move(jobs);
   m_accuracy = std::move(accuracy);
@@ -34,7 +34,7 @@ QVariant JobsModel::number(const store::JobRow& job, int column) const {
     return worst ? QVariant(*worst) : QVariant();
   }
   if (!job.metrics) return {};
-  const store::Metrics& m = *job.metrics;
+  const store::JobMetrics& m = *job.metrics;
   switch (column) {
     case InitColumn:
       return m.init_us;

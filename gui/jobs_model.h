@@ -39,8 +39,7 @@ class JobsModel : public QAbstractTableModel {
 
   explicit JobsModel(QObject* parent = nullptr);
 
-  void setJobs(std::vector<store::JobRow> jobs,
-               std::map<int64_t, std::vector<store::OutputAccuracy>> accuracy = {});
+  void setJobs(std::vector<store::JobRow> jobs, std::map<int64_t, store::Accuracy> accuracy = {});
   const std::vector<store::JobRow>& jobs() const { return m_jobs; }
 
   int rowCount(const QModelIndex& parent = {}) const override;
@@ -54,7 +53,7 @@ class JobsModel : public QAbstractTableModel {
   QVariant number(const store::JobRow& job, int column) const;
 
   std::vector<store::JobRow> m_jobs;
-  std::map<int64_t, std::vector<store::OutputAccuracy>> m_accuracy;
+  std::map<int64_t, store::Accuracy> m_accuracy;
 };
 
 }  // namespace dfarm::gui

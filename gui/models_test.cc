@@ -56,7 +56,7 @@ class DashboardTest : public testing::Test {
     ok.status = "ok";
     ok.exit_code = 0;
     ok.wall_ms = 900;
-    store::Metrics m;
+    store::JobMetrics m;
     m.init_us = 2500;
     m.first_us = 14000;
     m.mean_us = 12345.6;
@@ -67,7 +67,7 @@ class DashboardTest : public testing::Test {
     m.peak_rss_bytes = 42 * 1024 * 1024;
     ok.metrics = m;
     ok.samples_us = {12000, 12500, 12536.8};
-    store::Placement placement;
+    store::JobPlacement placement;
     placement.partitions = 1;
     placement.nodes = {{0, "ADD", "example", 0, false, ""},
                        {1, "ADD", "example", 0, false, ""},
@@ -77,10 +77,9 @@ class DashboardTest : public testing::Test {
     ok.state_note = "started hot: thermal zone 0 (cpu) at 81.0 C > 70.0 C";
     store::OutputAccuracy acc;
     acc.name = "out";
-    acc.reference = "cpu";
     acc.compared = 4;
     acc.max_abs_error = 0.0002;
-    ok.accuracy = {acc};
+    ok.accuracy = store::Accuracy{"cpu", {acc}};
     ASSERT_TRUE(s->RecordJobResult((*ids)[0], ok).ok());
 
     store::JobOutcome crashed;

@@ -23,7 +23,7 @@ struct JobsSnapshot {
   QString error;  // empty on success
   std::vector<store::JobRow> jobs;
   // Each job's outputs against the reference, by job id (absent: none).
-  std::map<int64_t, std::vector<store::OutputAccuracy>> accuracy;
+  std::map<int64_t, store::Accuracy> accuracy;
 };
 
 // Synchronous reads (blocking; call them off the GUI thread). A database

@@ -340,7 +340,7 @@ TEST(RunnerJsonTest, ParsesPlacement) {
   ASSERT_TRUE(r->placement.has_value());
   EXPECT_EQ(r->placement->partitions, 1);
   ASSERT_EQ(r->placement->nodes.size(), 3u);
-  EXPECT_EQ(r->placement->nodes[0].node_index, 0);  // sorted by index
+  EXPECT_EQ(r->placement->nodes[0].index, 0);  // sorted by index
   EXPECT_EQ(r->placement->nodes[0].reason, "example: no CONV_2D");
   EXPECT_EQ(*r->placement->nodes[1].partition, 0);
   EXPECT_TRUE(r->placement->nodes[2].folded);

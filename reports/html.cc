@@ -89,7 +89,7 @@ std::string RenderHtml(const RunReport& report) {
       << Esc(j.device) << "</td><td class=\"" << StatusClass(j.status) << "\">" << Esc(j.status)
       << "</td>";
     if (j.metrics) {
-      const store::Metrics& m = *j.metrics;
+      const store::JobMetrics& m = *j.metrics;
       for (double us : {m.init_us, m.first_us, m.mean_us, m.p50_us, m.p90_us, m.p99_us}) {
         h << "<td class=\"num\">" << Ms(us) << "</td>";
       }

@@ -48,7 +48,7 @@ std::string RenderMarkdown(const RunReport& report) {
     md << "| " << Cell(j.model) << " | " << Cell(DelegateLabel(j)) << " | " << Cell(j.device)
        << " | " << Cell(j.status) << " | ";
     if (j.metrics) {
-      const store::Metrics& m = *j.metrics;
+      const store::JobMetrics& m = *j.metrics;
       md << Ms(m.init_us) << " | " << Ms(m.first_us) << " | " << Ms(m.mean_us) << " | "
          << Ms(m.p50_us) << " | " << Ms(m.p90_us) << " | " << Ms(m.p99_us) << " | "
          << MiB(m.peak_rss_bytes) << " | ";

@@ -44,9 +44,9 @@ std::string AccuracyLabel(const RunReport& report, const store::JobRow& job) {
   return it == report.accuracy.end() ? "" : AccuracyLabel(it->second);
 }
 
-std::optional<double> MaxAbsError(const std::vector<store::OutputAccuracy>& outputs) {
+std::optional<double> MaxAbsError(const store::Accuracy& accuracy) {
   std::optional<double> worst;
-  for (const store::OutputAccuracy& o : outputs) {
+  for (const store::OutputAccuracy& o : accuracy.outputs) {
     if (!std::isnan(o.max_abs_error) && (!worst || o.max_abs_error > *worst)) {
       worst = o.max_abs_error;
     }
@@ -54,9 +54,9 @@ std::optional<double> MaxAbsError(const std::vector<store::OutputAccuracy>& outp
   return worst;
 }
 
-std::string AccuracyLabel(const std::vector<store::OutputAccuracy>& outputs) {
+std::string AccuracyLabel(const store::Accuracy& accuracy) {
   const store::OutputAccuracy* worst = nullptr;
-  for (const store::OutputAccuracy& o : outputs) {
+  for (const store::OutputAccuracy& o : accuracy.outputs) {
     if (o.nan_count + o.inf_count > o.reference_nan_count + o.reference_inf_count) {
       return "NaN/Inf";
     }
@@ -67,7 +67,7 @@ std::string AccuracyLabel(const std::vector<store::OutputAccuracy>& outputs) {
   char buf[64];
   if (worst->max_abs_error_lsb) {
     std::snprintf(buf, sizeof buf, "%.3g (%.3g LSB)", worst->max_abs_error,
-                  *worst->max_abs_error_lsb);
+                  runner::ToDouble(*worst->max_abs_error_lsb));
   } else {
     std::snprintf(buf, sizeof buf, "%.3g", worst->max_abs_error);
   }
@@ -106,13 +106,13 @@ Result<RunReport> LoadRunReport(store::Store& store, int64_t run_id) {
   return RunReport{std::move(*run), std::move(*jobs), std::move(*accuracy)};
 }
 
-Result<std::map<int64_t, std::vector<store::OutputAccuracy>>> LoadAccuracy(
-    store::Store& store, const std::vector<store::JobRow>& jobs) {
-  std::map<int64_t, std::vector<store::OutputAccuracy>> by_job;
+Result<std::map<int64_t, store::Accuracy>> LoadAccuracy(store::Store& store,
+                                                        const std::vector<store::JobRow>& jobs) {
+  std::map<int64_t, store::Accuracy> by_job;
   for (const store::JobRow& j : jobs) {
     auto accuracy = store.GetAccuracy(j.id);
     if (!accuracy) return accuracy.error();
-    if (!accuracy->empty()) by_job[j.id] = std::move(*accuracy);
+    if (*accuracy) by_job[j.id] = std::move(**accuracy);
   }
   return by_job;
 }

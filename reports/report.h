@@ -18,15 +18,15 @@ struct RunReport {
   std::vector<store::JobRow> jobs;  // in job id order
   // Each job's outputs against the reference (store output_accuracy), by job
   // id; jobs without a comparison are absent.
-  std::map<int64_t, std::vector<store::OutputAccuracy>> accuracy;
+  std::map<int64_t, store::Accuracy> accuracy;
 };
 
 // Reads a run and its jobs from `store`.
 Result<RunReport> LoadRunReport(store::Store& store, int64_t run_id);
 
 // The accuracy rows of `jobs` (RunReport::accuracy), by job id.
-Result<std::map<int64_t, std::vector<store::OutputAccuracy>>> LoadAccuracy(
-    store::Store& store, const std::vector<store::JobRow>& jobs);
+Result<std::map<int64_t, store::Accuracy>> LoadAccuracy(store::Store& store,
+                                                        const std::vector<store::JobRow>& jobs);
 
 // "12/40 on example" (delegated/all nodes, the delegates that ran them) or
 // "all 40 on cpu"; nodes folded at load count apart, not as fallbacks:
@@ -38,9 +38,9 @@ std::string PlacementLabel(const store::JobRow& job);
 // "0.0039 (1 LSB)" when the worst output is quantized, "NaN/Inf" when an
 // output had non-finite values the reference did not; empty without a comparison.
 std::string AccuracyLabel(const RunReport& report, const store::JobRow& job);
-std::string AccuracyLabel(const std::vector<store::OutputAccuracy>& outputs);
-// The largest finite max_abs_error of `outputs`; unset when there is none.
-std::optional<double> MaxAbsError(const std::vector<store::OutputAccuracy>& outputs);
+std::string AccuracyLabel(const store::Accuracy& accuracy);
+// The largest finite max_abs_error of the outputs; unset when there is none.
+std::optional<double> MaxAbsError(const store::Accuracy& accuracy);
 
 // "hot", "throttled", "hot, throttled", or empty when the agent flagged neither.
 std::string DeviceStateFlags(const store::JobRow& job);

@@ -20,7 +20,7 @@ RunReport Sample() {
   ok.delegate = "cpu";
   ok.device = "local";
   ok.status = "ok";
-  store::Metrics m;
+  store::JobMetrics m;
   m.init_us = 4321;
   m.first_us = 15000;
   m.mean_us = 12345;
@@ -129,19 +129,19 @@ TEST(ReportsTest, AccuracyLabelShowsTheWorstOutput) {
   RunReport r = Sample();
   EXPECT_EQ(AccuracyLabel(r, r.jobs[0]), "");  // no comparison
   store::OutputAccuracy a, b;
-  a.output_index = 0;
+  a.index = 0;
   a.max_abs_error = 6.9e-5;
-  b.output_index = 1;
+  b.index = 1;
   b.max_abs_error = 0.0078125;
-  b.max_abs_error_lsb = 2;
-  r.accuracy[1] = {a, b};
+  b.max_abs_error_lsb = runner::Number(int64_t{2});
+  r.accuracy[1].outputs = {a, b};
   EXPECT_EQ(AccuracyLabel(r, r.jobs[0]), "0.00781 (2 LSB)");
-  r.accuracy[1] = {a};
+  r.accuracy[1].outputs = {a};
   EXPECT_EQ(AccuracyLabel(r, r.jobs[0]), "6.9e-05");
   EXPECT_NE(RenderMarkdown(r).find("| 6.9e-05 |"), std::string::npos) << RenderMarkdown(r);
   EXPECT_NE(RenderHtml(r).find("<td class=\"num\">6.9e-05</td>"), std::string::npos);
   a.nan_count = 3;
-  r.accuracy[1] = {a};
+  r.accuracy[1].outputs = {a};
   EXPECT_EQ(AccuracyLabel(r, r.jobs[0]), "NaN/Inf");
 }
 
@@ -169,14 +169,13 @@ TEST(ReportsTest, FromStoreToFile) {
   ASSERT_TRUE(id.ok());
   store::JobOutcome o;
   o.status = "ok";
-  o.metrics = store::Metrics{};
+  o.metrics = store::JobMetrics{};
   o.metrics->mean_us = 2500;
   store::OutputAccuracy acc;
   acc.name = "out";
-  acc.reference = "cpu";
   acc.compared = 4;
   acc.max_abs_error = 0.00025;
-  o.accuracy = {acc};
+  o.accuracy = store::Accuracy{"cpu", {acc}};
   ASSERT_TRUE((*store)->RecordJobResult(*id, o).ok());
 
   auto report = LoadRunReport(**store, *run);

@@ -27,8 +27,9 @@ std::vector<size_t> Ranking(const std::vector<double>& values, size_t k) {
   std::iota(order.begin(), order.end(), size_t{0});
   auto key = [&](size_t i) { return std::isnan(values[i]) ? -INFINITY : values[i]; };
   k = std::min(k, order.size());
-  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
-                    [&](size_t a, size_t b) { return key(a) > key(b) || (key(a) == key(b) && a < b); });
+  std::partial_sort(
+      order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
+      [&](size_t a, size_t b) { return key(a) > key(b) || (key(a) == key(b) && a < b); });
   order.resize(k);
   return order;
 }
@@ -80,7 +81,8 @@ std::vector<double> TensorValues(const runtime::Tensor& t) {
 OutputAccuracy CompareOutput(size_t index, const runtime::Tensor& got,
                              const runtime::Tensor& reference) {
   OutputAccuracy a;
-  a.index = index;
+  a.index = static_cast<int64_t>(index);
+  a.name = got.name;
   const std::vector<double> g = TensorValues(got);
   const std::vector<double> r = TensorValues(reference);
   const size_t n = std::min(g.size(), r.size());
@@ -115,7 +117,7 @@ OutputAccuracy CompareOutput(size_t index, const runtime::Tensor& got,
                    got.zero_point == reference.zero_point;
   if (lsb) {
     // Quantized values are (real / scale) + zero_point; the errors are multiples of scale.
-    a.max_abs_error_lsb = static_cast<int64_t>(std::llround(a.max_abs_error / got.scale));
+    a.max_abs_error_lsb = Number(static_cast<int64_t>(std::llround(a.max_abs_error / got.scale)));
   }
   if (got.rank() == 2 && got.shape[0] == 1 && got.shape[1] >= 2 && g.size() == r.size()) {
     const std::vector<size_t> top_got = Ranking(g, 5);

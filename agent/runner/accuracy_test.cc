@@ -21,7 +21,7 @@ runtime::Tensor FloatTensor(std::vector<float>& values, std::vector<int32_t> sha
 TEST(AccuracyTest, ErrorFigures) {
   std::vector<float> got = {1, 2, 3, 4}, ref = {1, 2.5f, 2, 4};
   OutputAccuracy a = CompareOutput(3, FloatTensor(got, {2, 2}), FloatTensor(ref, {2, 2}));
-  EXPECT_EQ(a.index, 3u);
+  EXPECT_EQ(a.index, 3);
   EXPECT_EQ(a.compared, 4);
   EXPECT_DOUBLE_EQ(a.mean_abs_error, 0.375);  // (0 + 0.5 + 1 + 0) / 4
   EXPECT_DOUBLE_EQ(a.max_abs_error, 1.0);
@@ -98,7 +98,7 @@ TEST(AccuracyTest, QuantizedOutputsAreDequantizedAndCountedInLsb) {
   EXPECT_DOUBLE_EQ(a.max_abs_error, 1.5);
   EXPECT_DOUBLE_EQ(a.mean_abs_error, (0 + 1.0 + 0.5 + 1.5) / 4);
   ASSERT_TRUE(a.max_abs_error_lsb.has_value());
-  EXPECT_EQ(*a.max_abs_error_lsb, 3);
+  EXPECT_EQ(*a.max_abs_error_lsb, Number(int64_t{3}));  // an integer count of steps
 
   std::vector<float> f = {1, 2, 3, 4}, g = {1, 2, 3, 5};
   EXPECT_FALSE(CompareOutput(0, FloatTensor(f, {4}), FloatTensor(g, {4})).max_abs_error_lsb);

@@ -1,23 +1,14 @@
-// Latency statistics and memory figures of a runner job.
+// Latency statistics and memory figures of a runner job (the values are
+// runner_values.h's LatencyStats and Metrics).
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <span>
 
-namespace dfarm::runner {
+#include "agent/runner/runner_values.h"
 
-struct LatencyStats {
-  double mean_us = 0;
-  double std_us = 0;  // sample standard deviation (n - 1); 0 for one sample
-  double min_us = 0;
-  double max_us = 0;
-  // Percentiles by linear interpolation between the closest ranks (like
-  // numpy.percentile's default), so p50 of an even count is the midpoint.
-  double p50_us = 0;
-  double p90_us = 0;
-  double p99_us = 0;
-};
+namespace dfarm::runner {
 
 // All zero for no samples.
 LatencyStats ComputeLatencyStats(std::span<const double> samples_us);

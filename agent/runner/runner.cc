@@ -111,37 +111,15 @@ std::vector<runner_json::Tensor> TensorsDocument(const std::vector<TensorSummary
   return out;
 }
 
-runner_json::Placement PlacementDocument(const runtime::Placement& placement) {
-  runner_json::Placement out;
+// The interpreter's placement as the runner reports it: a partition only on
+// delegated nodes.
+JobPlacement PlacementOf(const runtime::Placement& placement) {
+  JobPlacement out;
   out.partitions = placement.partitions;
   for (const runtime::NodePlacement& p : placement.nodes) {
     out.nodes.push_back({p.node, p.op, p.delegate,
                          p.partition >= 0 ? std::optional<int64_t>(p.partition) : std::nullopt,
                          p.folded, p.reason});
-  }
-  return out;
-}
-
-runner_json::Accuracy AccuracyDocument(const RunReport& r) {
-  runner_json::Accuracy out;
-  out.reference = r.accuracy_reference;
-  for (const OutputAccuracy& a : r.accuracy) {
-    runner_json::OutputAccuracy o;
-    o.index = static_cast<int64_t>(a.index);
-    o.name = a.index < r.outputs.size() ? r.outputs[a.index].name : "";
-    o.compared = a.compared;
-    o.mean_abs_error = a.mean_abs_error;
-    o.std_abs_error = a.std_abs_error;
-    o.max_abs_error = a.max_abs_error;
-    o.rmse = a.rmse;
-    o.nan_count = a.nan_count;
-    o.inf_count = a.inf_count;
-    o.reference_nan_count = a.reference_nan_count;
-    o.reference_inf_count = a.reference_inf_count;
-    if (a.max_abs_error_lsb) o.max_abs_error_lsb = runner_json::Number(*a.max_abs_error_lsb);
-    o.top1_agree = a.top1_agree;
-    o.top5_agree = a.top5_agree;
-    out.outputs.push_back(std::move(o));
   }
   return out;
 }
@@ -163,7 +141,7 @@ runner_json::Profile ProfileDocument(const Profile& p) {
   return out;
 }
 
-// The --json document of a report: the one conversion from RunReport.
+// The --json document of an outcome: the one conversion from RunReport.
 runner_json::Document ToDocument(const RunReport& r) {
   runner_json::Document doc;
   doc.status = RunnerStatusName(r.status);
@@ -175,24 +153,12 @@ runner_json::Document ToDocument(const RunReport& r) {
   doc.delegate = r.delegate;
   doc.num_threads = r.num_threads;
   doc.threads_used = r.threads_used;
-  doc.metrics = runner_json::Metrics{r.init_us,
-                                     r.first_us,
-                                     r.warmup_mean_us,
-                                     r.latency.mean_us,
-                                     r.latency.std_us,
-                                     r.latency.min_us,
-                                     r.latency.max_us,
-                                     r.latency.p50_us,
-                                     r.latency.p90_us,
-                                     r.latency.p99_us,
-                                     static_cast<int64_t>(r.samples_us.size()),
-                                     static_cast<int64_t>(r.peak_rss_bytes),
-                                     static_cast<int64_t>(r.arena_bytes)};
+  doc.metrics = r.metrics;
   doc.samples_us = r.samples_us;
   doc.inputs = TensorsDocument(r.inputs);
   doc.outputs = TensorsDocument(r.outputs);
-  doc.placement = PlacementDocument(r.placement);
-  if (!r.accuracy_reference.empty()) doc.accuracy = AccuracyDocument(r);
+  doc.placement = r.placement;
+  doc.accuracy = r.accuracy;
   if (r.profile) doc.profile = ProfileDocument(*r.profile);
   return doc;
 }
@@ -205,6 +171,29 @@ std::string Ms(double us) {
 
 std::string ShapeText(const TensorSummary& t) {
   return std::string(runtime::DTypeName(t.dtype)) + " " + runtime::ShapeToString(t.shape);
+}
+
+// One line per compared output.
+std::string AccuracyText(const Accuracy& accuracy) {
+  std::string s;
+  for (const OutputAccuracy& a : accuracy.outputs) {
+    char buf[256];
+    std::snprintf(buf, sizeof(buf),
+                  "accuracy vs %s, output %lld: mean abs error %.3g (std %.3g), max %.3g, rmse "
+                  "%.3g, NaN %lld/%lld, Inf %lld/%lld (delegate/reference)",
+                  accuracy.reference.c_str(), static_cast<long long>(a.index), a.mean_abs_error,
+                  a.std_abs_error, a.max_abs_error, a.rmse, static_cast<long long>(a.nan_count),
+                  static_cast<long long>(a.reference_nan_count),
+                  static_cast<long long>(a.inf_count),
+                  static_cast<long long>(a.reference_inf_count));
+    s += buf;
+    if (a.top1_agree) {
+      s += std::string(", top-1 ") + (*a.top1_agree ? "agrees" : "differs") + ", top-5 " +
+           (*a.top5_agree ? "agrees" : "differs");
+    }
+    s += "\n";
+  }
+  return s;
 }
 
 // Whether `key` is one of the delegate's own option keys.
@@ -236,10 +225,10 @@ struct Job {
   }
 };
 
-// Records a failure in *report; returns false so a step can end with it.
-bool Failed(RunReport* report, RunnerStatus status, std::string error) {
-  report->status = status;
-  report->error = std::move(error);
+// Records a failure in *outcome; returns false so a step can end with it.
+bool Failed(RunReport* outcome, RunnerStatus status, std::string error) {
+  outcome->status = status;
+  outcome->error = std::move(error);
   return false;
 }
 
@@ -247,32 +236,32 @@ bool Failed(RunReport* report, RunnerStatus status, std::string error) {
 // that has a `threads` option (xnnpack) as that option unless the options name
 // one, and then they must agree; other delegates run on one thread.
 // threads_used reports what ran.
-bool ChooseDelegate(const RunnerOptions& options, std::ostream& log, Job* job, RunReport* report) {
+bool ChooseDelegate(const RunnerOptions& options, std::ostream& log, Job* job, RunReport* outcome) {
   if (runtime::Status s = delegates::FindDelegate(options.delegate, &job->delegate); !s.ok()) {
-    return Failed(report, RunnerStatus::kDelegateError, s.message());
+    return Failed(outcome, RunnerStatus::kDelegateError, s.message());
   }
   const delegates::RegisteredDelegate& delegate = *job->delegate;
   if (runtime::Status s = delegates::CheckDelegateOptions(delegate, options.delegate_options);
       !s.ok()) {
-    return Failed(report, RunnerStatus::kDelegateError, s.message());
+    return Failed(outcome, RunnerStatus::kDelegateError, s.message());
   }
   job->delegate_options = options.delegate_options;
   delegates::DelegateOptions& delegate_options = job->delegate_options;
-  report->threads_used = 1;
+  outcome->threads_used = 1;
   if (AcceptsOption(delegate, "threads")) {
     auto it = std::find_if(delegate_options.begin(), delegate_options.end(),
                            [](const auto& kv) { return kv.first == "threads"; });
     if (it == delegate_options.end()) {
       delegate_options.emplace_back("threads", std::to_string(options.num_threads));
-      report->threads_used = options.num_threads;
+      outcome->threads_used = options.num_threads;
     } else {
       const unsigned long given = std::strtoul(it->second.c_str(), nullptr, 10);
       if (options.num_threads > 1 && given != options.num_threads) {
-        return Failed(report, RunnerStatus::kDelegateError,
+        return Failed(outcome, RunnerStatus::kDelegateError,
                       "--num-threads " + std::to_string(options.num_threads) +
                           " disagrees with delegate option threads:" + it->second);
       }
-      report->threads_used = static_cast<uint32_t>(given);
+      outcome->threads_used = static_cast<uint32_t>(given);
     }
   } else if (options.num_threads > 1) {
     log << "note: delegate '" << delegate.name << "' runs on one thread; --num-threads "
@@ -283,15 +272,15 @@ bool ChooseDelegate(const RunnerOptions& options, std::ostream& log, Job* job, R
 
 // Loads the model, creates the delegate and allocates the tensors (init_us);
 // fills in the placement, the arena size and the input and output summaries.
-bool LoadAndPrepare(const RunnerOptions& options, Job* job, RunReport* report) {
+bool LoadAndPrepare(const RunnerOptions& options, Job* job, RunReport* outcome) {
   const Clock::time_point init_start = Clock::now();
   if (runtime::Status s = runtime::Model::Load(options.model, &job->model); !s.ok()) {
-    return Failed(report, FromRuntime(s), s.message());
+    return Failed(outcome, FromRuntime(s), s.message());
   }
   if (job->delegate->create != nullptr) {
     std::unique_ptr<runtime::Delegate> created;
     if (runtime::Status s = job->delegate->create(job->delegate_options, &created); !s.ok()) {
-      return Failed(report,
+      return Failed(outcome,
                     s.code() == runtime::StatusCode::kUnsupported ? RunnerStatus::kUnsupported
                                                                   : RunnerStatus::kDelegateError,
                     s.message());
@@ -303,13 +292,13 @@ bool LoadAndPrepare(const RunnerOptions& options, Job* job, RunReport* report) {
   runtime::Interpreter& interpreter = *job->interpreter;
   if (job->runtime_delegate != nullptr) interpreter.AddDelegate(job->runtime_delegate.get());
   if (runtime::Status s = interpreter.AllocateTensors(); !s.ok()) {
-    return Failed(report, job->Classify(s), s.message());
+    return Failed(outcome, job->Classify(s), s.message());
   }
-  report->placement = interpreter.placement();
-  report->init_us = MicrosSince(init_start);
-  report->arena_bytes = interpreter.arena_bytes();
-  report->inputs = Summaries(interpreter.inputs());
-  report->outputs = Summaries(interpreter.outputs());
+  outcome->placement = PlacementOf(interpreter.placement());
+  outcome->metrics.init_us = MicrosSince(init_start);
+  outcome->metrics.arena_bytes = static_cast<int64_t>(interpreter.arena_bytes());
+  outcome->inputs = Summaries(interpreter.inputs());
+  outcome->outputs = Summaries(interpreter.outputs());
   return true;
 }
 
@@ -322,51 +311,55 @@ Result<void> SetInputs(const RunnerOptions& options, runtime::Interpreter& inter
 
 // The first run, the warm-up runs, then the measured runs: num_runs runs and
 // at least min_secs seconds, whichever takes more.
-bool Measure(const RunnerOptions& options, const Job& job, RunReport* report) {
+bool Measure(const RunnerOptions& options, const Job& job, RunReport* outcome) {
   auto invoke = [&](double* us_out) {
     const Clock::time_point start = Clock::now();
     runtime::Status s = job.interpreter->Invoke();
     *us_out = MicrosSince(start);
     return s;
   };
-  if (runtime::Status s = invoke(&report->first_us); !s.ok()) {
-    return Failed(report, job.Classify(s), s.message());
+  if (runtime::Status s = invoke(&outcome->metrics.first_us); !s.ok()) {
+    return Failed(outcome, job.Classify(s), s.message());
   }
   double warmup_total = 0;
   for (uint32_t i = 0; i < options.warmup_runs; ++i) {
     double us = 0;
     if (runtime::Status s = invoke(&us); !s.ok()) {
-      return Failed(report, job.Classify(s), s.message());
+      return Failed(outcome, job.Classify(s), s.message());
     }
     warmup_total += us;
   }
-  if (options.warmup_runs > 0) report->warmup_mean_us = warmup_total / options.warmup_runs;
-  report->samples_us.reserve(options.num_runs);
+  if (options.warmup_runs > 0) {
+    outcome->metrics.warmup_mean_us = warmup_total / options.warmup_runs;
+  }
+  outcome->samples_us.reserve(options.num_runs);
   const Clock::time_point steady_start = Clock::now();
   const std::chrono::duration<double> min_duration(options.min_secs);
-  while (report->samples_us.size() < options.num_runs ||
+  while (outcome->samples_us.size() < options.num_runs ||
          Clock::now() - steady_start < min_duration) {
     double us = 0;
     if (runtime::Status s = invoke(&us); !s.ok()) {
-      return Failed(report, job.Classify(s), s.message());
+      return Failed(outcome, job.Classify(s), s.message());
     }
-    report->samples_us.push_back(us);
+    outcome->samples_us.push_back(us);
   }
-  report->latency = ComputeLatencyStats(report->samples_us);
-  report->peak_rss_bytes = PeakRssBytes().value_or(0);
+  Metrics& metrics = outcome->metrics;
+  static_cast<LatencyStats&>(metrics) = ComputeLatencyStats(outcome->samples_us);
+  metrics.num_runs = static_cast<int64_t>(outcome->samples_us.size());
+  metrics.peak_rss_bytes = static_cast<int64_t>(PeakRssBytes().value_or(0));
   return true;
 }
 
 // --accuracy-reference cpu: runs the model once with the reference kernels on
 // the same inputs and compares each output.
-bool CompareWithReference(const RunnerOptions& options, const Job& job, RunReport* report) {
+bool CompareWithReference(const RunnerOptions& options, const Job& job, RunReport* outcome) {
   if (options.accuracy_reference != "cpu") {
-    return Failed(report, RunnerStatus::kUsageError,
+    return Failed(outcome, RunnerStatus::kUsageError,
                   "unknown accuracy reference '" + options.accuracy_reference + "' (only 'cpu')");
   }
   const delegates::RegisteredDelegate* cpu = nullptr;
   if (runtime::Status s = delegates::FindDelegate("cpu", &cpu); !s.ok()) {
-    return Failed(report, RunnerStatus::kInternalError, s.message());
+    return Failed(outcome, RunnerStatus::kInternalError, s.message());
   }
   runtime::OpResolver reference_resolver;
   cpu->add_kernels(reference_resolver);
@@ -376,60 +369,61 @@ bool CompareWithReference(const RunnerOptions& options, const Job& job, RunRepor
     // The same inputs, made again rather than copied, so that nothing the
     // benchmarked runs did to their input tensors can reach the reference.
     if (Result<void> r = SetInputs(options, reference); !r.ok()) {
-      return Failed(report, RunnerStatus::kModelError, r.message());
+      return Failed(outcome, RunnerStatus::kModelError, r.message());
     }
     s = reference.Invoke();
   }
   if (!s.ok()) {
-    return Failed(report, FromRuntime(s), "accuracy reference 'cpu' failed: " + s.message());
+    return Failed(outcome, FromRuntime(s), "accuracy reference 'cpu' failed: " + s.message());
   }
-  report->accuracy_reference = options.accuracy_reference;
+  Accuracy accuracy{options.accuracy_reference, {}};
   const runtime::Interpreter& interpreter = *job.interpreter;
   for (size_t i = 0; i < interpreter.outputs().size(); ++i) {
-    report->accuracy.push_back(
+    accuracy.outputs.push_back(
         CompareOutput(i, *interpreter.outputs()[i], *reference.outputs()[i]));
   }
+  outcome->accuracy = std::move(accuracy);
   return true;
 }
 
 // --profile: per-step timing over num_runs more runs.
-bool ProfileSteps(const RunnerOptions& options, const Job& job, RunReport* report) {
+bool ProfileSteps(const RunnerOptions& options, const Job& job, RunReport* outcome) {
   Profile profile;
   if (runtime::Status s =
-          ProfileRuns(*job.interpreter, report->placement, options.num_runs, &profile);
+          ProfileRuns(*job.interpreter, job.interpreter->placement(), options.num_runs, &profile);
       !s.ok()) {
-    return Failed(report, job.Classify(s), s.message());
+    return Failed(outcome, job.Classify(s), s.message());
   }
-  report->profile = std::move(profile);
+  outcome->profile = std::move(profile);
   return true;
 }
 
 }  // namespace
 
 RunReport Run(const RunnerOptions& options, std::ostream& log) {
-  RunReport report;
-  report.model = std::filesystem::path(options.model).filename().string();
-  report.delegate = options.delegate;
-  report.num_threads = options.num_threads;
+  RunReport outcome;
+  outcome.model = std::filesystem::path(options.model).filename().string();
+  outcome.delegate = options.delegate;
+  outcome.num_threads = options.num_threads;
   Job job;
-  if (!ChooseDelegate(options, log, &job, &report)) return report;
-  if (!LoadAndPrepare(options, &job, &report)) return report;
+  if (!ChooseDelegate(options, log, &job, &outcome)) return outcome;
+  if (!LoadAndPrepare(options, &job, &outcome)) return outcome;
   if (Result<void> r = SetInputs(options, *job.interpreter); !r.ok()) {
-    Failed(&report, RunnerStatus::kModelError, r.message());
-    return report;
+    Failed(&outcome, RunnerStatus::kModelError, r.message());
+    return outcome;
   }
-  if (!Measure(options, job, &report)) return report;
+  if (!Measure(options, job, &outcome)) return outcome;
   if (!options.dump_outputs_dir.empty()) {
     if (Result<void> r = DumpOutputs(*job.interpreter, options.dump_outputs_dir); !r.ok()) {
-      Failed(&report, RunnerStatus::kInternalError, r.message());
-      return report;
+      Failed(&outcome, RunnerStatus::kInternalError, r.message());
+      return outcome;
     }
   }
-  if (!options.accuracy_reference.empty() && !CompareWithReference(options, job, &report)) {
-    return report;
+  if (!options.accuracy_reference.empty() && !CompareWithReference(options, job, &outcome)) {
+    return outcome;
   }
-  if (options.profile && !ProfileSteps(options, job, &report)) return report;
-  return report;
+  if (options.profile && !ProfileSteps(options, job, &outcome)) return outcome;
+  return outcome;
 }
 
 std::string ReportJson(const RunReport& r) { return runner_json::WriteRunnerJson(ToDocument(r)); }
@@ -446,44 +440,29 @@ std::string ReportText(const RunReport& r) {
   for (const TensorSummary& t : r.outputs) {
     s += "  output " + std::to_string(t.index) + " '" + t.name + "': " + ShapeText(t) + "\n";
   }
-  s += "init " + Ms(r.init_us) + ", first run " + Ms(r.first_us) + ", warmup mean " +
-       Ms(r.warmup_mean_us) + "\n";
-  s += std::to_string(r.samples_us.size()) + " runs: mean " + Ms(r.latency.mean_us) + " (std " +
-       Ms(r.latency.std_us) + "), min " + Ms(r.latency.min_us) + ", max " + Ms(r.latency.max_us) +
-       ", p50 " + Ms(r.latency.p50_us) + ", p90 " + Ms(r.latency.p90_us) + ", p99 " +
-       Ms(r.latency.p99_us) + "\n";
+  const Metrics& m = r.metrics;
+  s += "init " + Ms(m.init_us) + ", first run " + Ms(m.first_us) + ", warmup mean " +
+       Ms(m.warmup_mean_us) + "\n";
+  s += std::to_string(r.samples_us.size()) + " runs: mean " + Ms(m.mean_us) + " (std " +
+       Ms(m.std_us) + "), min " + Ms(m.min_us) + ", max " + Ms(m.max_us) + ", p50 " + Ms(m.p50_us) +
+       ", p90 " + Ms(m.p90_us) + ", p99 " + Ms(m.p99_us) + "\n";
   if (r.placement.partitions > 0 || r.delegate != "cpu") {
     size_t delegated = 0;
     std::string fallbacks;
-    for (const runtime::NodePlacement& p : r.placement.nodes) {
-      if (p.partition >= 0) ++delegated;
+    for (const PlacementNode& p : r.placement.nodes) {
+      if (p.partition) ++delegated;
       if (!p.reason.empty()) {
         fallbacks +=
-            "  node " + std::to_string(p.node) + " (" + p.op + ") on cpu: " + p.reason + "\n";
+            "  node " + std::to_string(p.index) + " (" + p.op + ") on cpu: " + p.reason + "\n";
       }
     }
     s += "placement: " + std::to_string(r.placement.partitions) + " partition(s), " +
          std::to_string(delegated) + " of " + std::to_string(r.placement.nodes.size()) +
          " nodes delegated\n" + fallbacks;
   }
-  s += "peak RSS " + std::to_string(r.peak_rss_bytes / 1024) + " KiB, arena " +
-       std::to_string(r.arena_bytes / 1024) + " KiB\n";
-  for (const OutputAccuracy& a : r.accuracy) {
-    char buf[256];
-    std::snprintf(
-        buf, sizeof(buf),
-        "accuracy vs %s, output %zu: mean abs error %.3g (std %.3g), max %.3g, rmse "
-        "%.3g, NaN %lld/%lld, Inf %lld/%lld (delegate/reference)",
-        r.accuracy_reference.c_str(), a.index, a.mean_abs_error, a.std_abs_error, a.max_abs_error,
-        a.rmse, static_cast<long long>(a.nan_count), static_cast<long long>(a.reference_nan_count),
-        static_cast<long long>(a.inf_count), static_cast<long long>(a.reference_inf_count));
-    s += buf;
-    if (a.top1_agree) {
-      s += std::string(", top-1 ") + (*a.top1_agree ? "agrees" : "differs") + ", top-5 " +
-           (*a.top5_agree ? "agrees" : "differs");
-    }
-    s += "\n";
-  }
+  s += "peak RSS " + std::to_string(m.peak_rss_bytes / 1024) + " KiB, arena " +
+       std::to_string(m.arena_bytes / 1024) + " KiB\n";
+  if (r.accuracy) s += AccuracyText(*r.accuracy);
   if (r.profile) {
     s += "profile over " + std::to_string(r.profile->runs) + " run(s), by op type:\n";
     for (const OpProfile& o : r.profile->by_op) {
@@ -498,32 +477,32 @@ std::string ReportText(const RunReport& r) {
 
 int RunnerMain(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   ParsedCommandLine parsed = ParseCommandLine(argc, argv);
-  RunReport report;
+  RunReport outcome;
   switch (parsed.action) {
     case ParsedCommandLine::Action::kHelp:
     case ParsedCommandLine::Action::kVersion:
       out << parsed.help;
       return 0;
     case ParsedCommandLine::Action::kUsageError:
-      report.status = RunnerStatus::kUsageError;
-      report.error = parsed.error;
-      err << ReportText(report) << "Run with --help for more information.\n";
-      if (parsed.json) out << ReportJson(report) << "\n";
-      return ExitCode(report.status);
+      outcome.status = RunnerStatus::kUsageError;
+      outcome.error = parsed.error;
+      err << ReportText(outcome) << "Run with --help for more information.\n";
+      if (parsed.json) out << ReportJson(outcome) << "\n";
+      return ExitCode(outcome.status);
     case ParsedCommandLine::Action::kRun:
       break;
   }
   try {
-    report = Run(parsed.options, err);
+    outcome = Run(parsed.options, err);
   } catch (const std::exception& e) {
-    report = RunReport{};
-    report.status = RunnerStatus::kInternalError;
-    report.error = std::string("unexpected exception: ") + e.what();
+    outcome = RunReport{};
+    outcome.status = RunnerStatus::kInternalError;
+    outcome.error = std::string("unexpected exception: ") + e.what();
   }
-  err << ReportText(report);
-  if (parsed.options.json) out << ReportJson(report) << "\n";
+  err << ReportText(outcome);
+  if (parsed.options.json) out << ReportJson(outcome) << "\n";
   out.flush();
-  return ExitCode(report.status);
+  return ExitCode(outcome.status);
 }
 
 }  // namespace dfarm::runner

@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "agent/protocol/status.h"
 #include "agent/runner/accuracy.h"
 #include "agent/runner/metrics.h"
 #include "agent/runner/profile.h"
 #include "agent/runner/runner_options.h"
-#include "agent/protocol/status.h"
-#include "runtime/delegate.h"
+#include "agent/runner/runner_values.h"
 #include "runtime/dtype.h"
 
 namespace dfarm::runner {
@@ -26,12 +26,7 @@ struct TensorSummary {
   std::vector<int32_t> shape;
 };
 
-// What one runner job measured. Timings are wall-clock (steady clock):
-//   init_us         Model::Load (read + verify) + Interpreter + AllocateTensors()
-//   first_us        the first Invoke()
-//   warmup_mean_us  mean of the warmup_runs Invoke()s after the first (0 when none)
-//   samples_us      each of the measured Invoke()s that follow: num_runs of
-//                   them, more when --min-secs needs more
+// What one runner job did: its status and, when it ran, what it measured.
 struct RunReport {
   RunnerStatus status = RunnerStatus::kOk;
   std::string error;  // one line when status != kOk
@@ -41,21 +36,18 @@ struct RunReport {
   // The threads the delegate runs with: xnnpack's pool (--num-threads or its
   // threads option), 1 for the others.
   uint32_t threads_used = 1;
-  double init_us = 0;
-  double first_us = 0;
-  double warmup_mean_us = 0;
+  // Timings and memory; the latency statistics are over samples_us.
+  Metrics metrics;
+  // Each of the measured Invoke()s after the first and the warm-up runs:
+  // num_runs of them, more when --min-secs needs more.
   std::vector<double> samples_us;
-  LatencyStats latency;
-  uint64_t peak_rss_bytes = 0;
-  uint64_t arena_bytes = 0;
   std::vector<TensorSummary> inputs;
   std::vector<TensorSummary> outputs;
   // Where each node ran: the delegate's name or "cpu", and why a node fell
   // back (set once AllocateTensors() succeeded).
-  runtime::Placement placement;
+  JobPlacement placement;
   // --accuracy-reference: the reference's name and one entry per output.
-  std::string accuracy_reference;  // empty: no comparison
-  std::vector<OutputAccuracy> accuracy;
+  std::optional<Accuracy> accuracy;
   // --profile: per-step timing after the measured runs.
   std::optional<Profile> profile;
 };
@@ -64,10 +56,10 @@ struct RunReport {
 RunReport Run(const RunnerOptions& options, std::ostream& log);
 
 // The --json document: {"status":"ok",...} or {"status":..., "error":...}.
-std::string ReportJson(const RunReport& report);
+std::string ReportJson(const RunReport& outcome);
 
 // The human-readable summary.
-std::string ReportText(const RunReport& report);
+std::string ReportText(const RunReport& outcome);
 
 // The whole program: parses argv, runs, prints the JSON document on `out`
 // with --json, human text on `err`; returns the exit code.

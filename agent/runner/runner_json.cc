@@ -12,33 +12,12 @@ using nlohmann::json;
 
 // ---- Writing ----
 
-json MetricsJson(const Metrics& m) {
-  return {
-      {"init_us", m.init_us},        {"first_us", m.first_us}, {"warmup_mean_us", m.warmup_mean_us},
-      {"mean_us", m.mean_us},        {"std_us", m.std_us},     {"min_us", m.min_us},
-      {"max_us", m.max_us},          {"p50_us", m.p50_us},     {"p90_us", m.p90_us},
-      {"p99_us", m.p99_us},          {"num_runs", m.num_runs}, {"peak_rss_bytes", m.peak_rss_bytes},
-      {"arena_bytes", m.arena_bytes}};
-}
-
 json TensorsJson(const std::vector<Tensor>& tensors) {
   json list = json::array();
   for (const Tensor& t : tensors) {
     list.push_back({{"index", t.index}, {"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}});
   }
   return list;
-}
-
-json PlacementJson(const Placement& placement) {
-  json nodes = json::array();
-  for (const PlacementNode& n : placement.nodes) {
-    json node = {{"index", n.index}, {"op", n.op}, {"delegate", n.delegate}};
-    if (n.partition) node["partition"] = *n.partition;
-    if (n.folded) node["folded"] = true;
-    if (!n.reason.empty()) node["reason"] = n.reason;
-    nodes.push_back(std::move(node));
-  }
-  return {{"partitions", placement.partitions}, {"nodes", std::move(nodes)}};
 }
 
 json NumberJson(const Number& n) {
@@ -150,12 +129,12 @@ std::vector<Tensor> ParseTensors(const json& doc, const char* key) {
 
 // Unset when malformed: no integer partitions, no nodes array, a node without
 // an integer index, or an index listed twice. Nodes sorted by index.
-std::optional<Placement> ParsePlacement(const json& p) {
+std::optional<JobPlacement> ParsePlacement(const json& p) {
   if (!p.is_object() || !Integer(p, "partitions") || !p.contains("nodes") ||
       !p["nodes"].is_array()) {
     return std::nullopt;
   }
-  Placement out;
+  JobPlacement out;
   out.partitions = *Integer(p, "partitions");
   for (const json& n : p["nodes"]) {
     if (!n.is_object() || !Integer(n, "index")) return std::nullopt;
@@ -285,10 +264,6 @@ Document ParseDocument(const json& doc) {
 
 }  // namespace
 
-double ToDouble(const Number& n) {
-  return std::visit([](auto v) { return static_cast<double>(v); }, n);
-}
-
 bool IsOk(const Document& doc) {
   return doc.status == runner::RunnerStatusName(runner::RunnerStatus::kOk);
 }
@@ -312,6 +287,27 @@ json ToJson(const Document& doc) {
 
 std::string WriteRunnerJson(const Document& doc) {
   return ToJson(doc).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+json MetricsJson(const Metrics& m) {
+  return {
+      {"init_us", m.init_us},        {"first_us", m.first_us}, {"warmup_mean_us", m.warmup_mean_us},
+      {"mean_us", m.mean_us},        {"std_us", m.std_us},     {"min_us", m.min_us},
+      {"max_us", m.max_us},          {"p50_us", m.p50_us},     {"p90_us", m.p90_us},
+      {"p99_us", m.p99_us},          {"num_runs", m.num_runs}, {"peak_rss_bytes", m.peak_rss_bytes},
+      {"arena_bytes", m.arena_bytes}};
+}
+
+json PlacementJson(const JobPlacement& placement) {
+  json nodes = json::array();
+  for (const PlacementNode& n : placement.nodes) {
+    json node = {{"index", n.index}, {"op", n.op}, {"delegate", n.delegate}};
+    if (n.partition) node["partition"] = *n.partition;
+    if (n.folded) node["folded"] = true;
+    if (!n.reason.empty()) node["reason"] = n.reason;
+    nodes.push_back(std::move(node));
+  }
+  return {{"partitions", placement.partitions}, {"nodes", std::move(nodes)}};
 }
 
 json AccuracyJson(const Accuracy& accuracy) {

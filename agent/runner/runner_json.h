@@ -1,10 +1,11 @@
 // The dfarm-runner --json document (docs/CONTRACTS.md) as plain values, with
-// its one writer and its one reader: the runner writes it (runner.cc converts
-// its RunReport in one function), the harness reads it (harness/
-// runner_output.cc turns it into the store's types) and `dfarm show --json`
-// writes a stored accuracy section with AccuracyJson. Keys and values are
-// the contract: a document the runner wrote and this code read back writes
-// the same bytes again.
+// its one writer and its one reader: the runner writes it (runner.cc makes it
+// from its RunReport in one function), the harness reads it (harness/
+// runner_output.cc keeps what the store needs) and `dfarm show --json`
+// writes stored sections with MetricsJson, PlacementJson and AccuracyJson.
+// The measured values themselves are runner_values.h's, shared with the
+// runner and the store. Keys and values are the contract: a document the
+// runner wrote and this code read back writes the same bytes again.
 //
 // Library dfarm_runner_json: nlohmann_json and dfarm_result only (no runtime),
 // so the host links it without the runtime under test.
@@ -15,29 +16,21 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <variant>
 #include <vector>
 
 #include "agent/base/result.h"
+#include "agent/runner/runner_values.h"
 
 namespace dfarm::runner_json {
 
-// "metrics": times in microseconds.
-struct Metrics {
-  double init_us = 0;
-  double first_us = 0;
-  double warmup_mean_us = 0;
-  double mean_us = 0;
-  double std_us = 0;
-  double min_us = 0;
-  double max_us = 0;
-  double p50_us = 0;
-  double p90_us = 0;
-  double p99_us = 0;
-  int64_t num_runs = 0;
-  int64_t peak_rss_bytes = 0;
-  int64_t arena_bytes = 0;
-};
+// The measured values (runner_values.h), under the names the document uses.
+using runner::Accuracy;
+using runner::JobPlacement;
+using runner::Metrics;
+using runner::Number;
+using runner::OutputAccuracy;
+using runner::PlacementNode;
+using runner::ToDouble;
 
 // An entry of "inputs" / "outputs".
 struct Tensor {
@@ -45,53 +38,6 @@ struct Tensor {
   std::string name;
   std::string dtype;  // "float32"
   std::vector<int64_t> shape;
-};
-
-// An entry of "placement.nodes".
-struct PlacementNode {
-  int64_t index = 0;
-  std::string op;                    // "CONV_2D"
-  std::string delegate;              // the delegate that ran it, or "cpu"
-  std::optional<int64_t> partition;  // delegated nodes only
-  bool folded = false;               // written only when true
-  std::string reason;                // written only when not empty
-};
-
-// "placement": nodes by index.
-struct Placement {
-  int64_t partitions = 0;
-  std::vector<PlacementNode> nodes;
-};
-
-// A number kept as the document had it, an integer or a real, so that it is
-// written back the same way (the runner writes max_abs_error_lsb as an
-// integer; the store keeps a REAL, which `dfarm show --json` writes as one).
-using Number = std::variant<int64_t, double>;
-double ToDouble(const Number& n);
-
-// An entry of "accuracy.outputs". A figure over no compared element is NaN
-// here and null in the document.
-struct OutputAccuracy {
-  int64_t index = 0;
-  std::string name;
-  int64_t compared = 0;
-  double mean_abs_error = 0;
-  double std_abs_error = 0;
-  double max_abs_error = 0;
-  double rmse = 0;
-  int64_t nan_count = 0;
-  int64_t inf_count = 0;
-  int64_t reference_nan_count = 0;
-  int64_t reference_inf_count = 0;
-  std::optional<Number> max_abs_error_lsb;  // quantized outputs only
-  std::optional<bool> top1_agree;           // [1,N] outputs with N >= 2 only
-  std::optional<bool> top5_agree;
-};
-
-// "accuracy": outputs by index.
-struct Accuracy {
-  std::string reference;  // "cpu"
-  std::vector<OutputAccuracy> outputs;
 };
 
 // "profile".
@@ -128,7 +74,7 @@ struct Document {
   std::vector<double> samples_us;
   std::vector<Tensor> inputs;
   std::vector<Tensor> outputs;
-  std::optional<Placement> placement;
+  std::optional<JobPlacement> placement;
   std::optional<Accuracy> accuracy;  // only with --accuracy-reference
   std::optional<Profile> profile;    // only with --profile
 };
@@ -141,7 +87,13 @@ bool IsOk(const Document& doc);
 nlohmann::json ToJson(const Document& doc);
 std::string WriteRunnerJson(const Document& doc);
 
-// The "accuracy" section: {"reference":…,"outputs":[{"index",…}]}.
+// The sections of the document, for the host commands that write stored
+// values in the runner's keys (`dfarm show --json`):
+// "metrics": {"init_us",…,"arena_bytes"}.
+nlohmann::json MetricsJson(const Metrics& metrics);
+// "placement": {"partitions":…,"nodes":[{"index","op","delegate",…}]}.
+nlohmann::json PlacementJson(const JobPlacement& placement);
+// "accuracy": {"reference":…,"outputs":[{"index",…}]}.
 nlohmann::json AccuracyJson(const Accuracy& accuracy);
 
 // Reads a runner document. Fails, with a message beginning "runner JSON",

@@ -17,14 +17,16 @@ Document FullDocument() {
   d.delegate = "xnnpack";
   d.num_threads = 4;
   d.threads_used = 4;
-  d.metrics = Metrics{1234.5, 12, 0, 1.5, 0.25, 1, 2, 1.5, 1.75, 1.99, 3, 1 << 20, 4096};
+  // Latency statistics (mean, std, min, max, p50, p90, p99), then init,
+  // first, warmup mean, num_runs, peak RSS, arena.
+  d.metrics = Metrics{{1.5, 0.25, 1, 2, 1.5, 1.75, 1.99}, 1234.5, 12, 0, 3, 1 << 20, 4096};
   d.samples_us = {1.0, 1.5, 2.0};
   d.inputs = {{0, "in", "int8", {1, 8, 8, 3}}};
   d.outputs = {{0, "scores", "float32", {1, 10}}, {1, "q", "uint8", {1, 4}}};
-  d.placement = Placement{2,
-                          {{0, "CONV_2D", "cpu", std::nullopt, false, "xnnpack: no"},
-                           {1, "ADD", "xnnpack", 0, false, ""},
-                           {2, "DEQUANTIZE", "cpu", std::nullopt, true, ""}}};
+  d.placement = JobPlacement{2,
+                             {{0, "CONV_2D", "cpu", std::nullopt, false, "xnnpack: no"},
+                              {1, "ADD", "xnnpack", 0, false, ""},
+                              {2, "DEQUANTIZE", "cpu", std::nullopt, true, ""}}};
   OutputAccuracy scores;
   scores.index = 0;
   scores.name = "scores";

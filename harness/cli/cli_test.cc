@@ -135,7 +135,7 @@ TEST(CliTest, ReadCommands) {
     ASSERT_TRUE(id.ok());
     store::JobOutcome r;
     r.status = "ok";
-    r.metrics = store::Metrics{};
+    r.metrics = store::JobMetrics{};
     r.metrics->mean_us = 1000;
     r.metrics->peak_rss_bytes = 123;
     r.metrics->threads_used = 1;
@@ -143,7 +143,7 @@ TEST(CliTest, ReadCommands) {
     auto id2 = (*store)->AddJob(*run, j);
     ASSERT_TRUE(id2.ok());
     store::JobOutcome placed = r;
-    store::Placement p;
+    store::JobPlacement p;
     p.partitions = 1;
     p.nodes.push_back({0, "CONV_2D", "cpu", std::nullopt, false, "example: CONV_2D unsupported"});
     p.nodes.push_back({1, "ADD", "example", 0, false, ""});
@@ -153,10 +153,9 @@ TEST(CliTest, ReadCommands) {
     placed.state_note = "thermal zone 1 at 88 C";
     store::OutputAccuracy acc;
     acc.name = "out";
-    acc.reference = "cpu";
     acc.compared = 8;
     acc.max_abs_error = 0.0005;
-    placed.accuracy = {acc};
+    placed.accuracy = store::Accuracy{"cpu", {acc}};
     ASSERT_TRUE((*store)->RecordJobResult(*id2, placed).ok());
     ASSERT_TRUE((*store)->FinishRun(*run, "finished").ok());
   }
@@ -257,8 +256,8 @@ TEST(CliTest, ShowCountsConstantsFoldedAtLoadApart) {
     j.device = "local";
     store::JobOutcome r;
     r.status = "ok";
-    r.metrics = store::Metrics{};
-    store::Placement p;
+    r.metrics = store::JobMetrics{};
+    store::JobPlacement p;
     p.partitions = 1;
     p.nodes.push_back({0, "DEQUANTIZE", "cpu", std::nullopt, true, ""});
     p.nodes.push_back({1, "DEQUANTIZE", "cpu", std::nullopt, true, ""});
@@ -270,7 +269,7 @@ TEST(CliTest, ShowCountsConstantsFoldedAtLoadApart) {
     ASSERT_TRUE((*store)->RecordJobResult(*id, r).ok());
     j.delegate = "cpu";
     for (store::PlacementNode& n : r.placement->nodes) {
-      if (!n.folded) n = {n.node_index, n.op, "cpu", std::nullopt, false, ""};
+      if (!n.folded) n = {n.index, n.op, "cpu", std::nullopt, false, ""};
     }
     r.placement->partitions = 0;
     auto cpu = (*store)->AddJob(*run, j);

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "agent/runner/runner_json.h"
 #include "harness/cli/commands.h"
-#include "harness/runner_output.h"
 #include "reports/report.h"
 
 namespace dfarm::cli {
@@ -20,15 +20,6 @@ struct ShowOptions {
   bool json = false;
 };
 
-json MetricsJson(const store::Metrics& m) {
-  return {
-      {"init_us", m.init_us},        {"first_us", m.first_us}, {"warmup_mean_us", m.warmup_mean_us},
-      {"mean_us", m.mean_us},        {"std_us", m.std_us},     {"min_us", m.min_us},
-      {"max_us", m.max_us},          {"p50_us", m.p50_us},     {"p90_us", m.p90_us},
-      {"p99_us", m.p99_us},          {"num_runs", m.num_runs}, {"peak_rss_bytes", m.peak_rss_bytes},
-      {"arena_bytes", m.arena_bytes}};
-}
-
 // {"partitions","delegated_nodes","cpu_nodes","folded_nodes","delegates"}, or null.
 json PlacementSummaryJson(const store::JobRow& j) {
   if (!j.placement) return nullptr;
@@ -37,19 +28,6 @@ json PlacementSummaryJson(const store::JobRow& j) {
           {"cpu_nodes", j.placement->cpu_nodes},
           {"folded_nodes", j.placement->folded_nodes},
           {"delegates", j.placement->delegates}};
-}
-
-// Node entries shaped like the runner's (docs/CONTRACTS.md).
-json NodesJson(const store::Placement& p) {
-  json nodes = json::array();
-  for (const store::PlacementNode& n : p.nodes) {
-    json node = {{"index", n.node_index}, {"op", n.op}, {"delegate", n.delegate}};
-    if (n.partition) node["partition"] = *n.partition;
-    if (n.folded) node["folded"] = true;
-    if (!n.reason.empty()) node["reason"] = n.reason;
-    nodes.push_back(std::move(node));
-  }
-  return nodes;
 }
 
 // A stored device-state object, or null (unset, or unreadable text).
@@ -63,13 +41,6 @@ std::string Ms(double us) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f", us / 1000.0);
   return buf;
-}
-
-// A job's accuracy as the runner reported it (docs/CONTRACTS.md keys);
-// null when it has none. Non-finite figures (nothing compared) are null.
-json AccuracyJson(const std::vector<store::OutputAccuracy>& accuracy) {
-  if (accuracy.empty()) return nullptr;
-  return runner_json::AccuracyJson(harness::ToRunnerAccuracy(accuracy));
 }
 
 std::string Figure(double v) {
@@ -99,14 +70,14 @@ int ShowJob(store::Store& store, const store::RunRow& run, const std::vector<sto
       ctx.Fail(kExitInfra, accuracy.message());
       return kExitInfra;
     }
-    if (!accuracy->empty()) {
+    if (*accuracy) {
       ctx.out
-          << "accuracy against " << accuracy->front().reference
+          << "accuracy against " << (*accuracy)->reference
           << ":\nOUTPUT\tNAME\tCOMPARED\tMEAN_ABS\tSTD_ABS\tMAX_ABS\tRMSE\tNAN\tINF\tTOP1\tTOP5\n";
       auto agree = [](const std::optional<bool>& b) { return b ? (*b ? "yes" : "no") : "-"; };
-      for (const store::OutputAccuracy& a : *accuracy) {
-        ctx.out << a.output_index << "\t" << (a.name.empty() ? "-" : a.name) << "\t" << a.compared
-                << "\t" << Figure(a.mean_abs_error) << "\t" << Figure(a.std_abs_error) << "\t"
+      for (const store::OutputAccuracy& a : (*accuracy)->outputs) {
+        ctx.out << a.index << "\t" << (a.name.empty() ? "-" : a.name) << "\t" << a.compared << "\t"
+                << Figure(a.mean_abs_error) << "\t" << Figure(a.std_abs_error) << "\t"
                 << Figure(a.max_abs_error) << "\t" << Figure(a.rmse) << "\t" << a.nan_count << "\t"
                 << a.inf_count << "\t" << agree(a.top1_agree) << "\t" << agree(a.top5_agree)
                 << "\n";
@@ -125,7 +96,7 @@ int ShowJob(store::Store& store, const store::RunRow& run, const std::vector<sto
     ctx.out << "placement: " << reports::PlacementLabel(j) << ", " << (*placement)->partitions
             << " partition(s)\n\nNODE\tOP\tDELEGATE\tPARTITION\tREASON\n";
     for (const store::PlacementNode& n : (*placement)->nodes) {
-      ctx.out << n.node_index << "\t" << n.op << "\t" << n.delegate << "\t"
+      ctx.out << n.index << "\t" << n.op << "\t" << n.delegate << "\t"
               << (n.partition ? std::to_string(*n.partition) : "-") << "\t"
               << (n.folded           ? "folded at load"
                   : n.reason.empty() ? "-"
@@ -157,7 +128,7 @@ json JobJson(store::Store& store, const store::JobRow& j) {
           {"error", j.error},
           {"wall_ms", j.wall_ms},
           {"num_samples", samples ? samples->size() : 0},
-          {"metrics", j.metrics ? MetricsJson(*j.metrics) : json(nullptr)},
+          {"metrics", j.metrics ? runner_json::MetricsJson(*j.metrics) : json(nullptr)},
           {"placement", PlacementSummaryJson(j)},
           {"started_hot", j.started_hot},
           {"throttled", j.throttled},
@@ -172,7 +143,9 @@ int AddJobDetailJson(store::Store& store, const store::JobRow& j, json& job, Con
     ctx.Fail(kExitInfra, placement.message());
     return kExitInfra;
   }
-  if (*placement) job["placement"]["nodes"] = NodesJson(**placement);
+  // Metrics, nodes and accuracy in the runner's keys (docs/CONTRACTS.md);
+  // non-finite accuracy figures (nothing compared) are null.
+  if (*placement) job["placement"]["nodes"] = runner_json::PlacementJson(**placement)["nodes"];
   auto detail = store.GetJobDetail(j.id);
   job["state_before"] = detail ? StateJson(detail->state_before_json) : json(nullptr);
   job["state_after"] = detail ? StateJson(detail->state_after_json) : json(nullptr);
@@ -185,7 +158,7 @@ int AddJobDetailJson(store::Store& store, const store::JobRow& j, json& job, Con
     ctx.Fail(kExitInfra, accuracy.message());
     return kExitInfra;
   }
-  job["accuracy"] = AccuracyJson(*accuracy);
+  job["accuracy"] = *accuracy ? runner_json::AccuracyJson(**accuracy) : json(nullptr);
   return kExitOk;
 }
 

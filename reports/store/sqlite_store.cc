@@ -18,6 +18,8 @@
 namespace dfarm::store {
 namespace {
 
+using runner::Number;
+using runner::ToDouble;
 using sqlite::Column;
 using sqlite::Db;
 using sqlite::FiniteOrNull;
@@ -55,7 +57,7 @@ JobRow ReadJob(const Stmt& s) {
   j.error = s.Text(10);
   j.wall_ms = s.Double(11);
   if (!s.IsNull(15)) {
-    Metrics m;
+    JobMetrics m;
     m.init_us = s.Double(12);
     m.first_us = s.Double(13);
     m.warmup_mean_us = s.Double(14);
@@ -130,23 +132,23 @@ bool OwnerAlive(int64_t pid, const std::string& host, int64_t since) {
 // The results row of a job: metrics (NULL when the runner reported none),
 // the runner's raw output and the device state around it.
 std::vector<Column> ResultColumns(int64_t job_id, const JobOutcome& o) {
-  const Metrics* m = o.metrics ? &*o.metrics : nullptr;
+  const JobMetrics* m = o.metrics ? &*o.metrics : nullptr;
   auto metric = [m](auto field) { return m ? Value(m->*field) : Value(); };
   return {
       {"job_id", job_id},
-      {"init_us", metric(&Metrics::init_us)},
-      {"first_us", metric(&Metrics::first_us)},
-      {"warmup_mean_us", metric(&Metrics::warmup_mean_us)},
-      {"mean_us", metric(&Metrics::mean_us)},
-      {"std_us", metric(&Metrics::std_us)},
-      {"min_us", metric(&Metrics::min_us)},
-      {"max_us", metric(&Metrics::max_us)},
-      {"p50_us", metric(&Metrics::p50_us)},
-      {"p90_us", metric(&Metrics::p90_us)},
-      {"p99_us", metric(&Metrics::p99_us)},
-      {"num_runs", metric(&Metrics::num_runs)},
-      {"peak_rss_bytes", metric(&Metrics::peak_rss_bytes)},
-      {"arena_bytes", metric(&Metrics::arena_bytes)},
+      {"init_us", metric(&JobMetrics::init_us)},
+      {"first_us", metric(&JobMetrics::first_us)},
+      {"warmup_mean_us", metric(&JobMetrics::warmup_mean_us)},
+      {"mean_us", metric(&JobMetrics::mean_us)},
+      {"std_us", metric(&JobMetrics::std_us)},
+      {"min_us", metric(&JobMetrics::min_us)},
+      {"max_us", metric(&JobMetrics::max_us)},
+      {"p50_us", metric(&JobMetrics::p50_us)},
+      {"p90_us", metric(&JobMetrics::p90_us)},
+      {"p99_us", metric(&JobMetrics::p99_us)},
+      {"num_runs", metric(&JobMetrics::num_runs)},
+      {"peak_rss_bytes", metric(&JobMetrics::peak_rss_bytes)},
+      {"arena_bytes", metric(&JobMetrics::arena_bytes)},
       {"exit_code", o.exit_code},
       {"signal", o.signal},
       {"runner_json", o.runner_json},
@@ -166,14 +168,15 @@ std::vector<Column> ResultColumns(int64_t job_id, const JobOutcome& o) {
 
 // Columns of the child tables, after job_id.
 std::vector<Column> PlacementColumns(const PlacementNode& n, size_t) {
-  return {{"node_index", n.node_index},     {"op", n.op},         {"delegate", n.delegate},
+  return {{"node_index", n.index},          {"op", n.op},         {"delegate", n.delegate},
           {"partition_index", n.partition}, {"folded", n.folded}, {"reason", n.reason}};
 }
 
-std::vector<Column> AccuracyColumns(const OutputAccuracy& a, size_t) {
-  return {{"output_index", a.output_index},
+// The reference is the job's, repeated on each output's row.
+std::vector<Column> AccuracyColumns(const std::string& reference, const OutputAccuracy& a) {
+  return {{"output_index", a.index},
           {"name", a.name},
-          {"reference", a.reference},
+          {"reference", reference},
           {"compared", a.compared},
           {"mean_abs_error", FiniteOrNull(a.mean_abs_error)},
           {"std_abs_error", FiniteOrNull(a.std_abs_error)},
@@ -185,7 +188,8 @@ std::vector<Column> AccuracyColumns(const OutputAccuracy& a, size_t) {
           {"reference_inf_count", a.reference_inf_count},
           {"top1_agree", a.top1_agree},
           {"top5_agree", a.top5_agree},
-          {"max_abs_error_lsb", FiniteOrNull(a.max_abs_error_lsb.value_or(std::nan("")))}};
+          {"max_abs_error_lsb",
+           FiniteOrNull(a.max_abs_error_lsb ? ToDouble(*a.max_abs_error_lsb) : std::nan(""))}};
 }
 
 std::vector<Column> TelemetryColumns(const TelemetryRow& t, size_t) {
@@ -353,7 +357,7 @@ class SqliteStore final : public Store {
     return Ok();
   }
 
-  Result<std::vector<OutputAccuracy>> GetAccuracy(int64_t job_id) override {
+  Result<std::optional<Accuracy>> GetAccuracy(int64_t job_id) override {
     if (auto j = GetJob(job_id); !j) return j.error();
     auto s = Prepare(
         "SELECT output_index, name, reference, compared, mean_abs_error, std_abs_error, "
@@ -362,15 +366,16 @@ class SqliteStore final : public Store {
         "ORDER BY output_index");
     if (!s) return s.error();
     s->Bind(1, job_id);
-    std::vector<OutputAccuracy> out;
+    std::optional<Accuracy> out;
     for (;;) {
       auto row = s->Step();
       if (!row) return Fail("read accuracy", row);
       if (!*row) break;
+      // One reference per job: the runner names it once for all outputs.
+      if (!out) out = Accuracy{s->Text(2), {}};
       OutputAccuracy a;
-      a.output_index = s->Int(0);
+      a.index = s->Int(0);
       a.name = s->Text(1);
-      a.reference = s->Text(2);
       a.compared = s->Int(3);
       // NULL: not finite (no element compared).
       auto real = [&](int col) { return s->IsNull(col) ? std::nan("") : s->Double(col); };
@@ -378,14 +383,14 @@ class SqliteStore final : public Store {
       a.std_abs_error = real(5);
       a.max_abs_error = real(6);
       a.rmse = real(7);
-      if (!s->IsNull(14)) a.max_abs_error_lsb = s->Double(14);
+      if (!s->IsNull(14)) a.max_abs_error_lsb = Number(s->Double(14));
       a.nan_count = s->Int(8);
       a.inf_count = s->Int(9);
       a.reference_nan_count = s->Int(10);
       a.reference_inf_count = s->Int(11);
       if (!s->IsNull(12)) a.top1_agree = s->Int(12) != 0;
       if (!s->IsNull(13)) a.top5_agree = s->Int(13) != 0;
-      out.push_back(std::move(a));
+      out->outputs.push_back(std::move(a));
     }
     return out;
   }
@@ -459,18 +464,21 @@ class SqliteStore final : public Store {
       return r;
     }
     static const std::vector<PlacementNode> kNoNodes;
-    if (auto r = ReplaceJobRows(job_id, "placement", "placement",
-                                o.placement ? o.placement->nodes : kNoNodes, PlacementColumns,
-                                [](const PlacementNode& n, size_t) {
-                                  return " of node " + std::to_string(n.node_index);
-                                });
+    if (auto r = ReplaceJobRows(
+            job_id, "placement", "placement", o.placement ? o.placement->nodes : kNoNodes,
+            PlacementColumns,
+            [](const PlacementNode& n, size_t) { return " of node " + std::to_string(n.index); });
         !r) {
       return r;
     }
-    if (auto r = ReplaceJobRows(job_id, "output_accuracy", "accuracy", o.accuracy, AccuracyColumns,
-                                [](const OutputAccuracy& a, size_t) {
-                                  return " of output " + std::to_string(a.output_index);
-                                });
+    static const std::vector<OutputAccuracy> kNoOutputs;
+    const std::string reference = o.accuracy ? o.accuracy->reference : "";
+    if (auto r = ReplaceJobRows(
+            job_id, "output_accuracy", "accuracy", o.accuracy ? o.accuracy->outputs : kNoOutputs,
+            [&reference](const OutputAccuracy& a, size_t) { return AccuracyColumns(reference, a); },
+            [](const OutputAccuracy& a, size_t) {
+              return " of output " + std::to_string(a.index);
+            });
         !r) {
       return r;
     }
@@ -588,7 +596,7 @@ class SqliteStore final : public Store {
     return d;
   }
 
-  Result<std::optional<Placement>> GetPlacement(int64_t job_id) override {
+  Result<std::optional<JobPlacement>> GetPlacement(int64_t job_id) override {
     auto job = Prepare(
         "SELECT r.partitions FROM jobs j LEFT JOIN results r ON r.job_id = j.id WHERE j.id = ?");
     if (!job) return job.error();
@@ -596,8 +604,8 @@ class SqliteStore final : public Store {
     auto row = job->Step();
     if (!row) return Fail("read placement", row);
     if (!*row) return MakeError("no job " + std::to_string(job_id) + " in '" + path_ + "'");
-    if (job->IsNull(0)) return std::optional<Placement>();
-    Placement p;
+    if (job->IsNull(0)) return std::optional<JobPlacement>();
+    JobPlacement p;
     p.partitions = job->Int(0);
     auto s = Prepare(
         "SELECT node_index, op, delegate, partition_index, folded, reason FROM placement "
@@ -609,7 +617,7 @@ class SqliteStore final : public Store {
       if (!r) return Fail("read placement", r);
       if (!*r) break;
       PlacementNode n;
-      n.node_index = s->Int(0);
+      n.index = s->Int(0);
       n.op = s->Text(1);
       n.delegate = s->Text(2);
       if (!s->IsNull(3)) n.partition = s->Int(3);
@@ -617,7 +625,7 @@ class SqliteStore final : public Store {
       n.reason = s->Text(5);
       p.nodes.push_back(std::move(n));
     }
-    return std::optional<Placement>(std::move(p));
+    return std::optional<JobPlacement>(std::move(p));
   }
 
   Result<void> UpsertDevice(const DeviceRow& d) override {

@@ -18,6 +18,7 @@
 
 #include "agent/base/result.h"
 #include "agent/protocol/status.h"
+#include "agent/runner/runner_values.h"
 
 namespace dfarm::store {
 
@@ -39,40 +40,20 @@ inline constexpr const char* kJobInfra = JobStatusName(JobStatus::kInfra);
 // queued and running).
 bool IsFinalJobStatus(const std::string& status);
 
-// The runner's metrics (docs/CONTRACTS.md), times in microseconds.
-struct Metrics {
-  double init_us = 0;
-  double first_us = 0;
-  double warmup_mean_us = 0;
-  double mean_us = 0;
-  double std_us = 0;
-  double min_us = 0;
-  double max_us = 0;
-  double p50_us = 0;
-  double p90_us = 0;
-  double p99_us = 0;
-  int64_t num_runs = 0;
-  int64_t peak_rss_bytes = 0;
-  int64_t arena_bytes = 0;
-  // The threads the delegate ran with (the runner's threads_used, schema v5);
-  // 0 when the runner did not report it.
+// What the runner measured, kept as it reported it: one definition with the
+// runner and its JSON (agent/runner/runner_values.h, docs/CONTRACTS.md).
+// JobPlacement: a job's delegated partitions and one PlacementNode per model
+// node, by node index. Accuracy: the reference and one OutputAccuracy per
+// output, by output index (a max_abs_error_lsb read back is a real).
+using runner::Accuracy;
+using runner::JobPlacement;
+using runner::OutputAccuracy;
+using runner::PlacementNode;
+
+// A job's metrics: the runner's, and the threads the delegate ran with (the
+// runner's threads_used, schema v5; 0 when the runner did not report it).
+struct JobMetrics : runner::Metrics {
   int64_t threads_used = 0;
-};
-
-// Where one node of the model ran (the runner's "placement", docs/CONTRACTS.md).
-struct PlacementNode {
-  int64_t node_index = 0;
-  std::string op;                    // "CONV_2D"
-  std::string delegate;              // the delegate that ran it ("example") or "cpu"
-  std::optional<int64_t> partition;  // delegated nodes only
-  bool folded = false;               // evaluated once at load from constant inputs
-  std::string reason;                // why it fell back to the CPU; empty otherwise
-};
-
-// A job's whole placement: delegated partitions and one entry per model node.
-struct Placement {
-  int64_t partitions = 0;
-  std::vector<PlacementNode> nodes;  // by node index
 };
 
 // The counts of a job's placement, cheap enough for a run's job list.
@@ -99,28 +80,6 @@ struct RunRow {
   int64_t owner_since = 0;  // unix seconds of the claim, renewed while a sweep runs
 };
 
-// One output's error against the reference (the runner's "accuracy" section,
-// docs/CONTRACTS.md). Errors are absolute, in real units.
-struct OutputAccuracy {
-  int64_t output_index = 0;
-  std::string name;
-  std::string reference;  // "cpu"
-  int64_t compared = 0;   // elements where both sides are finite
-  // NaN when nothing was compared (the runner writes null).
-  double mean_abs_error = 0;
-  double std_abs_error = 0;
-  double max_abs_error = 0;
-  double rmse = 0;
-  int64_t nan_count = 0;  // the delegate run's
-  int64_t inf_count = 0;
-  int64_t reference_nan_count = 0;
-  int64_t reference_inf_count = 0;
-  std::optional<bool> top1_agree;  // only for [1,N] outputs with N >= 2
-  std::optional<bool> top5_agree;
-  // Quantized outputs: max_abs_error in units of the output's scale.
-  std::optional<double> max_abs_error_lsb;
-};
-
 // The device's telemetry beside one job (schema v4), from the agent's
 // snapshots: queryable figures of state_before/state_after.
 struct TelemetryRow {
@@ -144,20 +103,20 @@ struct ArtifactRow {
 struct JobRow {
   int64_t id = 0;
   int64_t run_id = 0;
-  std::string job_key;             // deterministic over the job's inputs; equal keys are comparable
-  std::string model;               // file name, "face_detection_short_range.tflite"
-  std::string model_path;          // absolute path on the host at sweep time
-  std::string model_sha256;        // lowercase hex
-  std::string delegate;            // "cpu"
-  std::string delegate_options;    // "k1:v1;k2:v2", keys sorted
-  std::string device;              // device name, "local"
-  std::string status;              // kJob* / a job status class
-  std::string error;               // one line, empty when ok
-  double wall_ms = 0;              // runner wall time seen by the agent, 0 if it never ran
-  std::optional<Metrics> metrics;  // present when the runner reported metrics
-  uint32_t num_threads = 0;        // the job's thread count; 0 in runs before schema v2
-  int64_t attempts = 0;            // times the job was started (MarkJobRunning)
-  std::string moved_from;          // the device it was planned on, when it moved; else empty
+  std::string job_key;           // deterministic over the job's inputs; equal keys are comparable
+  std::string model;             // file name, "face_detection_short_range.tflite"
+  std::string model_path;        // absolute path on the host at sweep time
+  std::string model_sha256;      // lowercase hex
+  std::string delegate;          // "cpu"
+  std::string delegate_options;  // "k1:v1;k2:v2", keys sorted
+  std::string device;            // device name, "local"
+  std::string status;            // kJob* / a job status class
+  std::string error;             // one line, empty when ok
+  double wall_ms = 0;            // runner wall time seen by the agent, 0 if it never ran
+  std::optional<JobMetrics> metrics;  // present when the runner reported metrics
+  uint32_t num_threads = 0;           // the job's thread count; 0 in runs before schema v2
+  int64_t attempts = 0;               // times the job was started (MarkJobRunning)
+  std::string moved_from;             // the device it was planned on, when it moved; else empty
   // Schema v3: present when the runner reported a placement (ok jobs of a
   // runner that knows it); GetPlacement has the nodes.
   std::optional<PlacementSummary> placement;
@@ -173,12 +132,12 @@ struct JobOutcome {
   int exit_code = -1;  // runner exit status, -1 if it did not exit
   int signal = 0;      // signal that ended the runner, 0 if none
   double wall_ms = 0;
-  std::optional<Metrics> metrics;
+  std::optional<JobMetrics> metrics;
   std::vector<double> samples_us;  // per steady-state run, in order
   std::string runner_json;         // the runner's --json document, verbatim
   std::string stderr_tail;
   // Schema v3. Unset placement: the runner did not report one.
-  std::optional<Placement> placement;
+  std::optional<JobPlacement> placement;
   // The device state before/after the runner as a JSON object (keys as
   // agent::DeviceState's fields, absent when unset; harness
   // DeviceStateToJson); unset when the agent read none.
@@ -188,8 +147,8 @@ struct JobOutcome {
   bool throttled = false;
   double hot_threshold_c = 0;  // the agent's threshold; 0 when it reported none
   std::string state_note;
-  // Schema v4: per-output accuracy (empty when the runner compared none).
-  std::vector<OutputAccuracy> accuracy;
+  // Schema v4: per-output accuracy (unset when the runner compared none).
+  std::optional<Accuracy> accuracy;
   // Schema v4: the device's telemetry before/after the runner (empty when unread).
   std::vector<TelemetryRow> telemetry;
 };
@@ -277,8 +236,8 @@ class Store {
       int64_t run_id) = 0;
   // Sets a job that was started but not finished (cancelled) back to "queued".
   virtual Result<void> RequeueJob(int64_t job_id) = 0;
-  // The job's per-output accuracy, by output index; empty when none. Error: no such job.
-  virtual Result<std::vector<OutputAccuracy>> GetAccuracy(int64_t job_id) = 0;
+  // The job's accuracy, outputs by index; unset when it has none. Error: no such job.
+  virtual Result<std::optional<Accuracy>> GetAccuracy(int64_t job_id) = 0;
 
   // The job's telemetry rows ("before", then "after"); empty when none.
   virtual Result<std::vector<TelemetryRow>> GetTelemetry(int64_t job_id) = 0;
@@ -295,7 +254,7 @@ class Store {
   virtual Result<JobDetail> GetJobDetail(int64_t job_id) = 0;          // error if no result yet
   // The job's placement, nodes by index; unset when its result has none (no
   // result yet, a failed job, a runner before placement). Error: no such job.
-  virtual Result<std::optional<Placement>> GetPlacement(int64_t job_id) = 0;
+  virtual Result<std::optional<JobPlacement>> GetPlacement(int64_t job_id) = 0;
 
   // Records what the device said at hello; leaves state and state_reason as they are.
   virtual Result<void> UpsertDevice(const DeviceRow& device) = 0;

@@ -90,7 +90,7 @@ TEST_F(StoreTest, RoundTripAndReopen) {
     ok.status = "ok";
     ok.exit_code = 0;
     ok.wall_ms = 123.5;
-    Metrics m;
+    JobMetrics m;
     m.init_us = 1000;
     m.first_us = 2000;
     m.mean_us = 1500.5;
@@ -279,10 +279,10 @@ JobOutcome PlacedOutcome() {
   JobOutcome o;
   o.status = "ok";
   o.exit_code = 0;
-  Metrics m;
+  JobMetrics m;
   m.mean_us = 10;
   o.metrics = m;
-  Placement p;
+  JobPlacement p;
   p.partitions = 1;
   p.nodes.push_back(
       {0, "CONV_2D", "cpu", std::nullopt, false, "example: CONV_2D is not supported"});
@@ -339,7 +339,7 @@ TEST_F(StoreTest, PlacementAndDeviceStateRoundTrip) {
   auto placement = store->GetPlacement(ids[0]);
   ASSERT_TRUE(placement.ok()) << placement.message();
   ASSERT_TRUE(placement->has_value());
-  const Placement& p = **placement;
+  const JobPlacement& p = **placement;
   EXPECT_EQ(p.partitions, 1);
   ASSERT_EQ(p.nodes.size(), 3u);
   EXPECT_EQ(p.nodes[0].op, "CONV_2D");
@@ -445,11 +445,10 @@ TEST_F(StoreTest, AccuracyRoundTripKeepsNullsAndOrder) {
   ASSERT_TRUE(job.ok());
   JobOutcome o;
   o.status = "ok";
-  o.metrics = Metrics{};
+  o.metrics = JobMetrics{};
   OutputAccuracy second;
-  second.output_index = 1;
+  second.index = 1;
   second.name = "scores";
-  second.reference = "cpu";
   second.compared = 10;
   second.mean_abs_error = 0.25;
   second.std_abs_error = 0.125;
@@ -461,13 +460,12 @@ TEST_F(StoreTest, AccuracyRoundTripKeepsNullsAndOrder) {
   second.reference_inf_count = 4;
   second.top1_agree = true;
   second.top5_agree = false;
-  second.max_abs_error_lsb = 2.0;
+  second.max_abs_error_lsb = runner::Number(2.0);
   OutputAccuracy first;  // nothing compared: the runner's nulls
-  first.output_index = 0;
+  first.index = 0;
   first.name = "boxes";
-  first.reference = "cpu";
   first.mean_abs_error = first.std_abs_error = first.max_abs_error = first.rmse = std::nan("");
-  o.accuracy = {second, first};
+  o.accuracy = Accuracy{"cpu", {second, first}};
   ASSERT_TRUE(store->RecordJobResult(*job, o).ok());
 
   // Committed at once: a second connection sees it.
@@ -475,16 +473,18 @@ TEST_F(StoreTest, AccuracyRoundTripKeepsNullsAndOrder) {
   ASSERT_NE(reader, nullptr);
   auto got = reader->GetAccuracy(*job);
   ASSERT_TRUE(got.ok()) << got.message();
-  ASSERT_EQ(got->size(), 2u);
-  EXPECT_EQ((*got)[0].output_index, 0);
-  EXPECT_EQ((*got)[0].name, "boxes");
-  EXPECT_TRUE(std::isnan((*got)[0].mean_abs_error));
-  EXPECT_TRUE(std::isnan((*got)[0].rmse));
-  EXPECT_FALSE((*got)[0].top1_agree.has_value());
-  EXPECT_FALSE((*got)[0].max_abs_error_lsb.has_value());
-  const OutputAccuracy& b = (*got)[1];
+  ASSERT_TRUE(got->has_value());
+  const std::vector<OutputAccuracy>& outputs = (*got)->outputs;
+  ASSERT_EQ(outputs.size(), 2u);
+  EXPECT_EQ(outputs[0].index, 0);
+  EXPECT_EQ(outputs[0].name, "boxes");
+  EXPECT_TRUE(std::isnan(outputs[0].mean_abs_error));
+  EXPECT_TRUE(std::isnan(outputs[0].rmse));
+  EXPECT_FALSE(outputs[0].top1_agree.has_value());
+  EXPECT_FALSE(outputs[0].max_abs_error_lsb.has_value());
+  const OutputAccuracy& b = outputs[1];
   EXPECT_EQ(b.name, "scores");
-  EXPECT_EQ(b.reference, "cpu");
+  EXPECT_EQ((*got)->reference, "cpu");
   EXPECT_EQ(b.compared, 10);
   EXPECT_DOUBLE_EQ(b.mean_abs_error, 0.25);
   EXPECT_DOUBLE_EQ(b.std_abs_error, 0.125);
@@ -496,7 +496,7 @@ TEST_F(StoreTest, AccuracyRoundTripKeepsNullsAndOrder) {
   EXPECT_EQ(b.reference_inf_count, 4);
   EXPECT_EQ(b.top1_agree, std::optional<bool>(true));
   EXPECT_EQ(b.top5_agree, std::optional<bool>(false));
-  EXPECT_EQ(b.max_abs_error_lsb, std::optional<double>(2.0));
+  EXPECT_EQ(b.max_abs_error_lsb, std::optional<runner::Number>(2.0));  // a REAL
 
   // Telemetry rows come back before, then after; unset figures stay unset.
   o.telemetry = {TelemetryRow{"after", 2000, 61.5, std::nullopt, std::nullopt, 80},
@@ -516,12 +516,12 @@ TEST_F(StoreTest, AccuracyRoundTripKeepsNullsAndOrder) {
   EXPECT_EQ((*telemetry)[1].battery_level_pct, std::optional<int64_t>(80));
 
   // A re-recorded result replaces the rows.
-  o.accuracy = {second};
+  o.accuracy = Accuracy{"cpu", {second}};
   o.telemetry.clear();
   ASSERT_TRUE(store->RecordJobResult(*job, o).ok());
   got = store->GetAccuracy(*job);
-  ASSERT_TRUE(got.ok());
-  EXPECT_EQ(got->size(), 1u);
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->outputs.size(), 1u);
   EXPECT_TRUE(store->GetTelemetry(*job)->empty());
   EXPECT_FALSE(store->GetAccuracy(9999).ok());
 }

@@ -106,7 +106,7 @@ TEST_F(PlacementE2eTest, SweepKeepsPlacementAndDeviceState) {
     ASSERT_EQ((*placement)->nodes.size(), model_nodes);
     for (size_t i = 0; i < model_nodes; ++i) {
       const store::PlacementNode& n = (*placement)->nodes[i];
-      EXPECT_EQ(n.node_index, static_cast<int64_t>(i));
+      EXPECT_EQ(n.index, static_cast<int64_t>(i));
       EXPECT_EQ(n.op, direct["placement"]["nodes"][i]["op"].get<std::string>()) << i;
       EXPECT_EQ(n.delegate, "cpu");
     }

@@ -1,0 +1,107 @@
+// What dfarm-runner measures, as plain values: its metrics, where each node
+// of the model ran, and its outputs against a reference run. One definition
+// for every side: the runner computes into them (runner.h), runner_json.h
+// writes and reads them as the --json document (docs/CONTRACTS.md), and the
+// results database keeps them (reports/store/store.h). The standard library
+// only, so any layer above agent/runner may include this header.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace dfarm::runner {
+
+// Latency statistics of the measured runs, in microseconds.
+struct LatencyStats {
+  double mean_us = 0;
+  double std_us = 0;  // sample standard deviation (n - 1); 0 for one sample
+  double min_us = 0;
+  double max_us = 0;
+  // Percentiles by linear interpolation between the closest ranks (like
+  // numpy.percentile's default), so p50 of an even count is the midpoint.
+  double p50_us = 0;
+  double p90_us = 0;
+  double p99_us = 0;
+};
+
+// "metrics": the latency statistics of the measured runs, and the job's other
+// timings and memory. Timings are wall-clock (steady clock), in microseconds:
+//   init_us         Model::Load (read + verify) + Interpreter + AllocateTensors()
+//   first_us        the first Invoke()
+//   warmup_mean_us  mean of the warmup_runs Invoke()s after the first (0 when none)
+// and the statistics cover the num_runs measured Invoke()s that follow.
+struct Metrics : LatencyStats {
+  double init_us = 0;
+  double first_us = 0;
+  double warmup_mean_us = 0;
+  int64_t num_runs = 0;
+  int64_t peak_rss_bytes = 0;  // the process's peak resident set; 0 when unknown
+  int64_t arena_bytes = 0;     // the interpreter's tensor arena
+};
+
+// Where one node of the model ran (an entry of "placement.nodes").
+struct PlacementNode {
+  int64_t index = 0;
+  std::string op;                    // "CONV_2D"
+  std::string delegate;              // the delegate that ran it ("example") or "cpu"
+  std::optional<int64_t> partition;  // delegated nodes only
+  bool folded = false;               // evaluated once at load from constant inputs
+  std::string reason;                // why it fell back to the CPU; empty otherwise
+};
+
+// A job's whole placement ("placement"): delegated partitions and one entry
+// per model node, by node index. runtime::Placement is the interpreter's own
+// record that the runner reports as this.
+struct JobPlacement {
+  int64_t partitions = 0;
+  std::vector<PlacementNode> nodes;
+};
+
+// A number kept as it was made or read, an integer or a real, so that it is
+// written back the same way: the runner computes max_abs_error_lsb as an
+// integer and writes one; the store keeps a REAL, which `dfarm show --json`
+// writes as one.
+using Number = std::variant<int64_t, double>;
+inline double ToDouble(const Number& n) {
+  return std::visit([](auto v) { return static_cast<double>(v); }, n);
+}
+
+// One output compared with the reference's (an entry of "accuracy.outputs"):
+// the inference_diff figures of TFLite's evaluation tools, plus NaN/Inf
+// counts and top-k agreement for class scores.
+struct OutputAccuracy {
+  int64_t index = 0;  // the output's index among the model's outputs
+  std::string name;   // the output tensor's name
+  // Elements where both sides are finite; the error figures cover only these.
+  int64_t compared = 0;
+  // Absolute error |delegate - reference| in real units (quantized tensors
+  // dequantized with their own scale and zero point). NaN when nothing was
+  // compared (null in the document, NULL in the store).
+  double mean_abs_error = 0;
+  double std_abs_error = 0;  // population standard deviation of the absolute error
+  double max_abs_error = 0;
+  double rmse = 0;
+  int64_t nan_count = 0;            // NaNs in the delegate's output
+  int64_t inf_count = 0;            // +-Inf in the delegate's output
+  int64_t reference_nan_count = 0;  // NaNs in the reference's output
+  int64_t reference_inf_count = 0;
+  // Set when both tensors are int8/uint8 with the same per-tensor scale: the
+  // largest difference in quantized steps (LSB), over the compared elements.
+  std::optional<Number> max_abs_error_lsb;
+  // Set for outputs that look like class scores (shape [1, N], N >= 2):
+  // top1_agree: both argmaxes are the same class; top5_agree: the reference's
+  // top-1 class is among the delegate's top min(5, N).
+  std::optional<bool> top1_agree;
+  std::optional<bool> top5_agree;
+};
+
+// "accuracy": the reference run's name and the outputs by index.
+struct Accuracy {
+  std::string reference;  // "cpu"
+  std::vector<OutputAccuracy> outputs;
+};
+
+}  // namespace dfarm::runner
