@@ -85,12 +85,17 @@ std::string JobKey(const std::string& model_sha256, const DelegateSpec& delegate
   return Sha256OfBytes(text).substr(0, kJobKeyHexChars);
 }
 
-std::vector<MatrixJob> ExpandMatrix(const SweepSpec& spec,
-                                    const std::vector<std::string>& model_sha256s,
-                                    const PluginHashes& plugin_sha256s,
-                                    const DeviceRunnerBuilds& runner_builds,
-                                    const std::vector<std::string>& devices) {
-  std::vector<MatrixJob> jobs;
+std::string JobKeyOf(const SweepJob& job) {
+  return JobKey(job.model_sha256, job.delegate, job.device, job.benchmark, job.plugin_sha256,
+                job.runner, job.runner_sha256);
+}
+
+std::vector<SweepJob> ExpandMatrix(const SweepSpec& spec,
+                                   const std::vector<std::string>& model_sha256s,
+                                   const PluginHashes& plugin_sha256s,
+                                   const DeviceRunnerBuilds& runner_builds,
+                                   const std::vector<std::string>& devices) {
+  std::vector<SweepJob> jobs;
   std::vector<uint32_t> threads = spec.num_threads;
   if (threads.empty()) threads = {spec.benchmark.num_threads};
   const std::vector<std::string>& device_list = devices.empty() ? spec.devices : devices;
@@ -103,15 +108,20 @@ std::vector<MatrixJob> ExpandMatrix(const SweepSpec& spec,
       for (size_t m = 0; m < spec.models.size(); ++m) {
         for (const DelegateSpec& d : spec.delegates) {
           for (uint32_t n : threads) {
-            BenchmarkSpec b = spec.benchmark;
-            b.num_threads = n;
-            MatrixJob j{spec.models[m], model_sha256s.at(m), d, device, b, {}, {},
-                        rb.runner,      rb.path,             rb.sha256};
+            SweepJob j;
+            j.model = spec.models[m];
+            j.model_sha256 = model_sha256s.at(m);
+            j.delegate = d;
+            j.device = device;
+            j.benchmark = spec.benchmark;
+            j.benchmark.num_threads = n;
             if (auto it = plugin_sha256s.find(d.PluginPath()); it != plugin_sha256s.end()) {
               j.plugin_sha256 = it->second;
             }
-            j.job_key = JobKey(j.model_sha256, d, device, b, j.plugin_sha256, j.runner,
-                               j.runner_sha256);
+            j.runner = rb.runner;
+            j.runner_path = rb.path;
+            j.runner_sha256 = rb.sha256;
+            j.job_key = JobKeyOf(j);
             jobs.push_back(std::move(j));
           }
         }

@@ -2,6 +2,7 @@
 // delegate configuration x num_threads value.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -11,16 +12,23 @@
 
 namespace dfarm::harness {
 
-struct MatrixJob {
+// One job of a sweep, the one host-side form from expansion to the agent
+// (sweep.h has the path): what it runs, where, with which runtime build.
+struct SweepJob {
+  int64_t id = 0;  // the job's id in the store; 0 until the sweep stores it
   ModelSpec model;
   std::string model_sha256;
+  // On the host: the plugin option (kPluginPathOption) holds its host path.
   DelegateSpec delegate;
-  std::string device;
-  BenchmarkSpec benchmark;
-  std::string job_key;
-  std::string plugin_sha256;  // of delegate.PluginPath(); empty when it names none
-  // The runtime build this job runs: the runner's build for the device's ABI
-  // (all empty when the expansion was given no runner builds).
+  std::string device;       // where it is planned; a failover moves it
+  BenchmarkSpec benchmark;  // this job's num_threads and the run's other settings
+  std::string job_key;      // JobKeyOf(*this) when planned
+  // sha256 of delegate.PluginPath(), the plugin pushed before the job; empty
+  // when the delegate names none.
+  std::string plugin_sha256;
+  // The runtime build this job runs: the runner's build for the device's ABI.
+  // runner and runner_sha256 are keyed (JobKey): empty for a spec without
+  // "runners", whose default build is not part of the key.
   std::string runner;         // RunnerSpec::name
   std::string runner_path;    // the dfarm-runner file on the host
   std::string runner_sha256;  // its content
@@ -52,6 +60,9 @@ std::string JobKey(const std::string& model_sha256, const DelegateSpec& delegate
                    const std::string& plugin_sha256 = "", const std::string& runner = "",
                    const std::string& runner_sha256 = "");
 
+// The key of `job` as it stands (JobKey over its fields).
+std::string JobKeyOf(const SweepJob& job);
+
 // sha256 of each plugin file (host path -> sha256).
 using PluginHashes = std::map<std::string, std::string>;
 
@@ -65,11 +76,11 @@ using PluginHashes = std::map<std::string, std::string>;
 // `runner_builds[device]` lists the builds that device runs (one job set per
 // entry); a device without an entry gets one job set with no runner fields.
 // Pure and deterministic.
-std::vector<MatrixJob> ExpandMatrix(const SweepSpec& spec,
-                                    const std::vector<std::string>& model_sha256s,
-                                    const PluginHashes& plugin_sha256s = {},
-                                    const DeviceRunnerBuilds& runner_builds = {},
-                                    const std::vector<std::string>& devices = {});
+std::vector<SweepJob> ExpandMatrix(const SweepSpec& spec,
+                                   const std::vector<std::string>& model_sha256s,
+                                   const PluginHashes& plugin_sha256s = {},
+                                   const DeviceRunnerBuilds& runner_builds = {},
+                                   const std::vector<std::string>& devices = {});
 
 // sha256 of each model file, in spec order; an error names the file.
 Result<std::vector<std::string>> HashModels(const SweepSpec& spec);

@@ -112,8 +112,7 @@ TEST(MatrixTest, RunnerAxis) {
   std::string text = "dfarm-job-v1\n4:aaaa\n3:cpu\n0:\n5:local\n1:1\n2:50\n1:1\n1:A\n64:" + x86a;
   EXPECT_EQ(jobs[0].job_key, Sha256OfBytes(text).substr(0, 16));
   // Without runner fields the key is the pre-runner one.
-  EXPECT_EQ(JobKey("aaaa", {"cpu", {}}, "local", BenchmarkSpec{}, "", "", ""),
-            "d0a0f2560355c57d");
+  EXPECT_EQ(JobKey("aaaa", {"cpu", {}}, "local", BenchmarkSpec{}, "", "", ""), "d0a0f2560355c57d");
 
   // Deterministic across two expansions.
   auto again = ExpandMatrix(s, {"aaaa", "bbbb"}, {}, builds, devices);
@@ -125,6 +124,27 @@ TEST(MatrixTest, RunnerAxis) {
   ASSERT_EQ(plain.size(), 4u);
   EXPECT_EQ(plain[0].runner, "");
   EXPECT_EQ(plain[0].job_key, ExpandMatrix(s, {"aaaa", "bbbb"})[4].job_key);
+}
+
+// A planned job carries everything its key covers: JobKeyOf gives back the
+// key the expansion gave it, and a job moved to another device (what
+// failover does) gets that device's key.
+TEST(MatrixTest, JobKeyOfAPlannedJob) {
+  SweepSpec s = TwoByTwoByTwo();
+  s.num_threads = {1, 4};
+  DeviceRunnerBuilds builds;
+  builds["local"] = {{"A", "x86_64", "/b/x86/dfarm-runner", std::string(64, 'a')}};
+  auto jobs = ExpandMatrix(s, {"aaaa", "bbbb"}, {}, builds, {"local", "tcp://127.0.0.1:7000"});
+  ASSERT_EQ(jobs.size(), 16u);
+  for (const SweepJob& j : jobs) {
+    EXPECT_EQ(j.id, 0);
+    EXPECT_EQ(JobKeyOf(j), j.job_key);
+  }
+  SweepJob moved = jobs[0];
+  moved.device = "tcp://127.0.0.1:7000";
+  EXPECT_EQ(JobKeyOf(moved), JobKey("aaaa", {"cpu", {}}, moved.device, moved.benchmark, "", "A",
+                                    std::string(64, 'a')));
+  EXPECT_NE(JobKeyOf(moved), jobs[0].job_key);
 }
 
 }  // namespace

@@ -40,7 +40,7 @@ std::string Stem(const std::string& file) {
   return dot == std::string::npos || dot == 0 ? file : file.substr(0, dot);
 }
 
-std::string Label(const ScheduledJob& job, const std::string& device) {
+std::string Label(const SweepJob& job, const std::string& device) {
   std::string s = Stem(job.model.file) + " " + job.delegate.name;
   if (!job.delegate.options.empty()) s += "(" + job.delegate.ShownOptionsString() + ")";
   if (job.benchmark.num_threads != 1) {
@@ -51,7 +51,7 @@ std::string Label(const ScheduledJob& job, const std::string& device) {
 
 // The wire form of a scheduled job: the one conversion from the host's job to
 // what the agent runs (runner_sha256: the runner pushed over this connection).
-agent::JobSpec ToJobSpec(const ScheduledJob& job, const std::string& runner_sha256) {
+agent::JobSpec ToJobSpec(const SweepJob& job, const std::string& runner_sha256) {
   agent::JobSpec spec;
   spec.runner_sha256 = runner_sha256;
   spec.model_sha256 = job.model_sha256;
@@ -86,7 +86,7 @@ struct Worker {
 
 class Scheduler {
  public:
-  Scheduler(const SchedulerContext& ctx, std::vector<ScheduledJob> jobs)
+  Scheduler(const SchedulerContext& ctx, std::vector<SweepJob> jobs)
       : ctx_(ctx), jobs_(std::move(jobs)) {}
 
   Result<SchedulerStats> Run(const std::vector<std::string>& devices) {
@@ -283,7 +283,7 @@ class Scheduler {
   // Runs job `i` on `w` until it ends in a status other than infra, runs out
   // of attempts, or moves. Errors are store failures only.
   Result<void> RunOne(Worker& w, store::Store& store, Connection& c, size_t i) {
-    ScheduledJob& job = jobs_[i];
+    SweepJob& job = jobs_[i];
     uint64_t backoff_ms = ctx_.policy.backoff_ms;
     for (uint32_t attempt = 0;; ++attempt) {
       auto tried = TryOnce(w, store, c, job);
@@ -323,7 +323,7 @@ class Scheduler {
 
   // Connects when needed, pushes what the job needs, waits for cooldown and
   // runs the job once.
-  Result<AttemptEnd> TryOnce(Worker& w, store::Store& store, Connection& c, ScheduledJob& job) {
+  Result<AttemptEnd> TryOnce(Worker& w, store::Store& store, Connection& c, SweepJob& job) {
     if (!c.session) {
       auto reached = Connect(w, store, c);
       if (!reached) return reached.error();
@@ -387,8 +387,8 @@ class Scheduler {
   }
 
   // Runs the job on the connected device and records what it came to.
-  Result<AttemptEnd> RunOnDevice(Worker& w, store::Store& store, Connection& c,
-                                 const ScheduledJob& job, const std::string& cooldown_note) {
+  Result<AttemptEnd> RunOnDevice(Worker& w, store::Store& store, Connection& c, const SweepJob& job,
+                                 const std::string& cooldown_note) {
     if (auto r = store.MarkJobRunning(job.id); !r) return r.error();
     const std::string label = Label(job, w.device);
     if (ctx_.progress) ctx_.progress->JobStarted(label);
@@ -449,7 +449,7 @@ class Scheduler {
     std::map<std::string, size_t> moved;
     size_t recorded = 0;
     for (size_t k : leaving) {
-      ScheduledJob& job = jobs_[k];
+      SweepJob& job = jobs_[k];
       Worker* target = PickTarget(w);
       if (!target) {
         store::JobOutcome o;
@@ -504,7 +504,7 @@ class Scheduler {
     return best;
   }
 
-  Result<void> Record(Worker& w, store::Store& store, const ScheduledJob& job,
+  Result<void> Record(Worker& w, store::Store& store, const SweepJob& job,
                       const store::JobOutcome& o) {
     if (auto r = store.RecordJobResult(job.id, o); !r) return r;
     if (ctx_.progress) {
@@ -544,7 +544,7 @@ class Scheduler {
   }
 
   const SchedulerContext& ctx_;
-  std::vector<ScheduledJob> jobs_;  // a job's device changes only under mu_, by its worker
+  std::vector<SweepJob> jobs_;  // a job's device changes only under mu_, by its worker
   std::vector<std::unique_ptr<Worker>> workers_;
   std::map<std::string, Worker*> by_name_;
   std::mutex mu_;
@@ -728,7 +728,7 @@ CooldownSource AgentCooldownSource(agent::AgentClient& client, const std::atomic
 }
 
 Result<SchedulerStats> RunJobs(const SchedulerContext& ctx, const std::vector<std::string>& devices,
-                               std::vector<ScheduledJob> jobs) {
+                               std::vector<SweepJob> jobs) {
   Scheduler s(ctx, std::move(jobs));
   return s.Run(devices);
 }

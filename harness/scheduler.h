@@ -35,25 +35,13 @@
 
 #include "agent/base/result.h"
 #include "harness/devices.h"
+#include "harness/matrix.h"  // SweepJob
 #include "harness/progress.h"
 #include "harness/runner_output.h"  // ParseRunnerJson, ParseRunnerAccuracy
 #include "harness/spec.h"
 #include "reports/store/store.h"
 
 namespace dfarm::harness {
-
-// One job of the store, with what a device needs to run it.
-struct ScheduledJob {
-  int64_t id = 0;      // the job's id in the store; results are keyed by it
-  std::string device;  // where it is planned
-  ModelSpec model;
-  std::string model_sha256;
-  DelegateSpec delegate;
-  BenchmarkSpec benchmark;  // this job's num_threads and the run's other settings
-  // sha256 of delegate.PluginPath(), the plugin pushed before the job; empty
-  // when the delegate names no plugin.
-  std::string plugin_sha256;
-};
 
 using StoreOpener = std::function<Result<std::unique_ptr<store::Store>>()>;
 
@@ -77,12 +65,14 @@ struct SchedulerContext {
   bool allow_runner_change = false;
 };
 
-// Runs `jobs` on workers for `devices` (every device a job names must be in
-// it; extra devices only serve as failover targets). Returns when every job
-// is recorded, or the sweep was cancelled. An error means a store write
-// failed: then the sweep stopped early, and what was recorded stays.
+// Runs `jobs` (stored: each has its id) on workers for `devices` (every
+// device a job names must be in it; extra devices only serve as failover
+// targets); each job goes to its agent as scheduler.cc's ToJobSpec makes it.
+// Returns when every job is recorded, or the sweep was cancelled. An error
+// means a store write failed: then the sweep stopped early, and what was
+// recorded stays.
 Result<SchedulerStats> RunJobs(const SchedulerContext& ctx, const std::vector<std::string>& devices,
-                               std::vector<ScheduledJob> jobs);
+                               std::vector<SweepJob> jobs);
 
 // Fails, naming the device, when its agent (features from hello) cannot take
 // a delegate plugin: it lacks feature "plugin" (agent/protocol/PROTOCOL.md). The

@@ -30,14 +30,44 @@ Result<std::map<std::string, std::string>> StoredOptions(const store::JobRow& jo
   return std::map<std::string, std::string>(listed->begin(), listed->end());
 }
 
-// The plugin of a stored job, whose delegate_options keep only its file name
-// (DelegateSpec::ShownOptionsString): the spec's plugin file of that name
-// whose content gives the job's key. Returns {host path, sha256}; fails when
-// none does (the file changed or left the spec). `cache` keeps hashes.
-Result<std::pair<std::string, std::string>> FindPlugin(
-    const SweepSpec& spec, const store::JobRow& job, const std::string& file,
-    const BenchmarkSpec& benchmark, const std::string& runner, const std::string& runner_sha256,
-    PluginHashes* cache) {
+// A planned job as the store keeps it (the store gives it its id).
+store::JobRow ToJobRow(const SweepJob& job) {
+  store::JobRow row;
+  row.job_key = job.job_key;
+  row.model = job.model.file;
+  row.model_path = job.model.path;
+  row.model_sha256 = job.model_sha256;
+  row.delegate = job.delegate.name;
+  row.delegate_options = job.delegate.ShownOptionsString();
+  row.device = job.device;
+  row.num_threads = job.benchmark.num_threads;
+  return row;
+}
+
+// A stored job to run again, with the run's benchmark settings (the row keeps
+// only num_threads). Not yet runnable: a plugin option holds the plugin's
+// file name, and the runner build is unset (ChooseRunnerBuild sets both).
+Result<SweepJob> JobFromRow(const store::JobRow& row, const BenchmarkSpec& run_benchmark) {
+  auto options = StoredOptions(row);
+  if (!options) return options.error();
+  SweepJob job;
+  job.id = row.id;
+  job.model = ModelSpec{row.model_path, row.model};
+  job.model_sha256 = row.model_sha256;
+  job.delegate = DelegateSpec{row.delegate, std::move(*options)};
+  job.device = row.device;
+  job.benchmark = run_benchmark;
+  if (row.num_threads > 0) job.benchmark.num_threads = row.num_threads;
+  job.job_key = row.job_key;
+  return job;
+}
+
+// The plugin of a resumed job, whose stored options keep only its file name
+// `file`: the spec's plugin file of that name whose content gives the job its
+// key. Sets the job's plugin path option and plugin_sha256; fails when no
+// file does (it changed or left the spec). `cache` keeps hashes.
+Result<void> FindPlugin(const SweepSpec& spec, const std::string& file, SweepJob* job,
+                        PluginHashes* cache) {
   for (const std::string& path : PluginPaths(spec)) {
     if (fs::path(path).filename() != file) continue;
     auto [it, fresh] = cache->emplace(path, "");
@@ -46,18 +76,51 @@ Result<std::pair<std::string, std::string>> FindPlugin(
       if (!sha) return MakeError("delegate plugin " + sha.message());
       it->second = *sha;
     }
-    auto options = StoredOptions(job);
-    if (!options) return options.error();
-    DelegateSpec delegate{job.delegate, std::move(*options)};
-    delegate.options[kPluginPathOption] = path;
-    if (JobKey(job.model_sha256, delegate, job.device, benchmark, it->second, runner,
-               runner_sha256) == job.job_key) {
-      return std::pair{path, it->second};
+    SweepJob keyed = *job;
+    keyed.delegate.options[kPluginPathOption] = path;
+    keyed.plugin_sha256 = it->second;
+    if (JobKeyOf(keyed) == job->job_key) {
+      *job = std::move(keyed);
+      return Ok();
     }
   }
-  return MakeError("delegate plugin '" + file + "' of job " + std::to_string(job.id) +
+  return MakeError("delegate plugin '" + file + "' of job " + std::to_string(job->id) +
                    " changed since the run was created (no plugin of that name in the run's "
                    "spec has the content the job was keyed on)");
+}
+
+// Gives a resumed job (JobFromRow) its runner build and plugin: the first of
+// `candidates` the job was keyed on (with its plugin, FindPlugin). Without
+// "runners" (`keyed` false) the key holds no build: the one candidate, the
+// default build for the device's ABI, serves.
+Result<void> ChooseRunnerBuild(const SweepSpec& spec, const std::vector<RunnerBuild>& candidates,
+                               bool keyed, SweepJob* job, PluginHashes* plugin_hashes) {
+  auto shown = job->delegate.options.find(kPluginPathOption);
+  const bool has_plugin = shown != job->delegate.options.end();
+  const std::string file = has_plugin ? shown->second : "";
+  std::string why;
+  for (const RunnerBuild& c : candidates) {
+    SweepJob tried = *job;
+    tried.runner = c.runner;
+    tried.runner_path = c.path;
+    tried.runner_sha256 = c.sha256;
+    if (has_plugin) {
+      if (auto found = FindPlugin(spec, file, &tried, plugin_hashes); !found) {
+        why = found.message();
+        continue;
+      }
+    } else if (keyed && JobKeyOf(tried) != job->job_key) {
+      continue;
+    }
+    *job = std::move(tried);
+    return Ok();
+  }
+  if (why.empty()) {
+    why = "the runner build of job " + std::to_string(job->id) +
+          " changed since the run was created (no build of the run's runners has the "
+          "content the job was keyed on)";
+  }
+  return MakeError(why);
 }
 
 // Renews this process's claim on a run every `period` on a connection of its
@@ -95,22 +158,20 @@ class ClaimHeartbeat {
   std::thread thread_;  // last: starts after the members it uses
 };
 
-// Runs `jobs` of run `run_id` (job i with the runner build runner_paths[i])
-// and closes the run with its summary.
+// Runs `jobs` of run `run_id` (stored, each with its runner build) and
+// closes the run with its summary.
 //
 // The scheduler pushes one runner build per RunJobs call, so jobs are run in
 // rounds, one per runner (in order of first appearance), and within a round
 // one RunJobs per distinct build, concurrently: those groups have disjoint
 // devices (a device runs one build of a runner), and devices of one ABI share
 // a group, so same_abi failover still finds its targets.
-// TODO(#6): once ScheduledJob carries its runner build (scheduler.h), this is
+// TODO(#6): once the scheduler pushes each job's own runner build, this is
 // one RunJobs call again.
 Result<SweepSummary> Schedule(int64_t run_id, const SweepSpec& spec,
-                              std::vector<std::string> devices, std::vector<ScheduledJob> jobs,
-                              std::vector<std::string> runner_paths,
-                              std::vector<std::string> runner_names, store::Store& store,
-                              DeviceProvider& provider, const SweepOptions& options, size_t total,
-                              size_t already_done) {
+                              std::vector<std::string> devices, std::vector<SweepJob> jobs,
+                              store::Store& store, DeviceProvider& provider,
+                              const SweepOptions& options, size_t total, size_t already_done) {
   if (!options.open_store) return MakeError("internal: SweepOptions::open_store is unset");
   Progress progress(options.progress, options.progress_tty, total, already_done);
   SchedulerContext base;
@@ -125,7 +186,7 @@ Result<SweepSummary> Schedule(int64_t run_id, const SweepSpec& spec,
       if (!d.abi.empty()) base.known_abis.emplace_back(d.name, d.abi);
     }
   }
-  for (const ScheduledJob& j : jobs) {
+  for (const SweepJob& j : jobs) {
     if (std::find(devices.begin(), devices.end(), j.device) == devices.end()) {
       devices.push_back(j.device);
     }
@@ -134,11 +195,13 @@ Result<SweepSummary> Schedule(int64_t run_id, const SweepSpec& spec,
 
   // round (runner) -> build path -> jobs
   std::vector<std::string> rounds;
-  std::map<std::string, std::map<std::string, std::vector<ScheduledJob>>> groups;
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    const std::string& round = runner_names[i];
-    if (std::find(rounds.begin(), rounds.end(), round) == rounds.end()) rounds.push_back(round);
-    groups[round][runner_paths[i]].push_back(std::move(jobs[i]));
+  std::map<std::string, std::map<std::string, std::vector<SweepJob>>> groups;
+  for (SweepJob& j : jobs) {
+    if (std::find(rounds.begin(), rounds.end(), j.runner) == rounds.end()) {
+      rounds.push_back(j.runner);
+    }
+    std::vector<SweepJob>& group = groups[j.runner][j.runner_path];
+    group.push_back(std::move(j));
   }
   SchedulerStats stats;
   std::optional<Error> failure;
@@ -151,7 +214,7 @@ Result<SweepSummary> Schedule(int64_t run_id, const SweepSpec& spec,
     for (auto& [path, group] : groups[round]) {
       std::vector<std::string> group_devices;
       for (const std::string& d : devices) {
-        for (const ScheduledJob& j : group) {
+        for (const SweepJob& j : group) {
           if (j.device == d) {
             group_devices.push_back(d);
             break;
@@ -363,12 +426,12 @@ Result<SweepSummary> RunSweep(const SweepSpec& spec, store::Store& store, Device
     for (size_t r = 0; r < runners.size(); ++r) {
       const std::string* path = BuildFor(runners[r], d.abi);
       RunnerBuild rb;
-      rb.runner = runners[r].name;
+      rb.runner = keyed ? runners[r].name : "";
       rb.abi = d.abi;
       if (!path) {
-        missing[{d.name, runners[r].name}] = "runner '" + runners[r].name +
-                                             "' has no build for ABI '" + d.abi + "' of device '" +
-                                             d.name + "' (add \"" + d.abi + "\" to its \"builds\")";
+        missing[{d.name, rb.runner}] = "runner '" + runners[r].name + "' has no build for ABI '" +
+                                       d.abi + "' of device '" + d.name + "' (add \"" + d.abi +
+                                       "\" to its \"builds\")";
       } else {
         auto [it, fresh] = build_sha.emplace(*path, "");
         if (fresh) {
@@ -380,20 +443,12 @@ Result<SweepSummary> RunSweep(const SweepSpec& spec, store::Store& store, Device
           it->second = *sha;
         }
         rb.path = *path;
-        rb.sha256 = it->second;
-      }
-      if (!keyed) {
-        rb.runner.clear();
-        rb.sha256.clear();
+        if (keyed) rb.sha256 = it->second;
       }
       builds[d.name].push_back(std::move(rb));
     }
   }
-  std::vector<MatrixJob> jobs = ExpandMatrix(spec, *hashes, *plugins, builds, device_names);
-  if (!keyed) {
-    // Runner names are the rounds of Schedule; the default runner is one round.
-    for (MatrixJob& j : jobs) j.runner = runners.front().name;
-  }
+  std::vector<SweepJob> jobs = ExpandMatrix(spec, *hashes, *plugins, builds, device_names);
 
   // The stored spec names its devices and runners as they were resolved, so
   // that --resume needs no selector matching and finds the same builds.
@@ -403,40 +458,27 @@ Result<SweepSummary> RunSweep(const SweepSpec& spec, store::Store& store, Device
   auto run_id = store.CreateRun(spec.name, stored.ToJson());
   if (!run_id) return run_id.error();
   std::vector<store::JobRow> rows;
-  for (const MatrixJob& j : jobs) {
-    store::JobRow row;
-    row.job_key = j.job_key;
-    row.model = j.model.file;
-    row.model_path = j.model.path;
-    row.model_sha256 = j.model_sha256;
-    row.delegate = j.delegate.name;
-    row.delegate_options = j.delegate.ShownOptionsString();
-    row.device = j.device;
-    row.num_threads = j.benchmark.num_threads;
-    rows.push_back(std::move(row));
-  }
+  for (const SweepJob& j : jobs) rows.push_back(ToJobRow(j));
   auto ids = store.AddJobs(*run_id, rows);
   if (!ids) return ids.error();
 
-  std::vector<ScheduledJob> scheduled;
-  std::vector<std::string> paths, names;
+  const size_t total = jobs.size();
+  std::vector<SweepJob> scheduled;
   for (size_t i = 0; i < jobs.size(); ++i) {
-    const MatrixJob& j = jobs[i];
+    SweepJob& j = jobs[i];
+    j.id = (*ids)[i];
     if (auto m = missing.find({j.device, j.runner}); m != missing.end()) {
       store::JobOutcome o;
       o.status = store::kJobInfra;
       o.error = m->second;
-      if (auto r = store.RecordJobResult((*ids)[i], o); !r) return r.error();
+      if (auto r = store.RecordJobResult(j.id, o); !r) return r.error();
       continue;
     }
-    scheduled.push_back(ScheduledJob{(*ids)[i], j.device, j.model, j.model_sha256, j.delegate,
-                                     j.benchmark, j.plugin_sha256});
-    paths.push_back(j.runner_path);
-    names.push_back(j.runner);
+    scheduled.push_back(std::move(j));
   }
-  return Schedule(*run_id, spec, device_names, std::move(scheduled), std::move(paths),
-                  std::move(names), store, devices, options, jobs.size(),
-                  jobs.size() - paths.size());
+  const size_t recorded = total - scheduled.size();
+  return Schedule(*run_id, spec, device_names, std::move(scheduled), store, devices, options, total,
+                  recorded);
 }
 
 Result<SweepSummary> ResumeSweep(int64_t run_id, store::Store& store, DeviceProvider& devices,
@@ -475,8 +517,7 @@ Result<SweepSummary> ResumeSweep(int64_t run_id, store::Store& store, DeviceProv
 
   std::map<std::string, std::string> hashes;  // model path -> sha256 now
   PluginHashes plugin_hashes;                 // plugin path -> sha256 now, hashed once
-  std::vector<ScheduledJob> pending;
-  std::vector<std::string> paths, names;
+  std::vector<SweepJob> pending;
   for (const store::JobRow& j : *rows) {
     if (store::IsFinalJobStatus(j.status)) continue;
     auto [it, fresh] = hashes.emplace(j.model_path, "");
@@ -490,17 +531,8 @@ Result<SweepSummary> ResumeSweep(int64_t run_id, store::Store& store, DeviceProv
                        "' changed since the run was created (sha256 " + it->second +
                        ", the run has " + j.model_sha256 + ")");
     }
-    ScheduledJob s;
-    s.id = j.id;
-    s.device = j.device;
-    s.model = ModelSpec{j.model_path, j.model};
-    s.model_sha256 = j.model_sha256;
-    auto stored = StoredOptions(j);
-    if (!stored) return stored.error();
-    s.delegate = DelegateSpec{j.delegate, std::move(*stored)};
-    s.benchmark = spec->benchmark;
-    if (j.num_threads > 0) s.benchmark.num_threads = j.num_threads;
-
+    auto job = JobFromRow(j, spec->benchmark);
+    if (!job) return job.error();
     std::vector<RunnerBuild> candidates = keyed_builds;
     if (!keyed) {
       std::string abi = devices.KnownAbi(j.device);
@@ -508,38 +540,10 @@ Result<SweepSummary> ResumeSweep(int64_t run_id, store::Store& store, DeviceProv
       const std::string* path = BuildFor(runners.front(), abi);
       candidates.push_back(RunnerBuild{"", abi, path ? *path : options.runner_path, ""});
     }
-    std::optional<RunnerBuild> chosen;
-    std::string why;
-    auto shown = s.delegate.options.find(kPluginPathOption);
-    for (const RunnerBuild& c : candidates) {
-      if (shown != s.delegate.options.end()) {
-        auto found =
-            FindPlugin(*spec, j, shown->second, s.benchmark, c.runner, c.sha256, &plugin_hashes);
-        if (!found) {
-          why = found.message();
-          continue;
-        }
-        shown->second = found->first;
-        s.plugin_sha256 = found->second;
-      } else if (JobKey(j.model_sha256, s.delegate, j.device, s.benchmark, "", c.runner,
-                        c.sha256) != j.job_key &&
-                 keyed) {
-        continue;
-      }
-      chosen = c;
-      break;
+    if (auto r = ChooseRunnerBuild(*spec, candidates, keyed, &*job, &plugin_hashes); !r) {
+      return MakeError("cannot resume " + where + ": " + r.message());
     }
-    if (!chosen) {
-      if (why.empty()) {
-        why = "the runner build of job " + std::to_string(j.id) +
-              " changed since the run was created (no build of the run's runners has the "
-              "content the job was keyed on)";
-      }
-      return MakeError("cannot resume " + where + ": " + why);
-    }
-    pending.push_back(std::move(s));
-    paths.push_back(chosen->path);
-    names.push_back(keyed ? chosen->runner : runners.front().name);
+    pending.push_back(std::move(*job));
   }
   size_t resumed = pending.size();
   if (resumed == 0 && run->status != store::kRunRunning) {
@@ -554,9 +558,8 @@ Result<SweepSummary> ResumeSweep(int64_t run_id, store::Store& store, DeviceProv
     return summary;
   }
   if (auto r = store.ReopenRun(run_id); !r) return r.error();
-  auto summary =
-      Schedule(run_id, *spec, spec->devices, std::move(pending), std::move(paths), std::move(names),
-               store, devices, options, rows->size(), rows->size() - resumed);
+  auto summary = Schedule(run_id, *spec, spec->devices, std::move(pending), store, devices, options,
+                          rows->size(), rows->size() - resumed);
   if (!summary) return summary.error();
   summary->resumed = resumed;
   return summary;

@@ -2,6 +2,18 @@
 // their devices (scheduler.h: a worker per device, in parallel) and record
 // each result the moment it arrives. A sweep that was killed or cancelled is
 // finished later with ResumeSweep.
+//
+// How a job travels (one host type, SweepJob, and one named conversion at
+// each edge):
+//   SweepSpec --ExpandMatrix--> SweepJob (planned, id 0)
+//   SweepJob --ToJobRow--> store::JobRow (the store's row; AddJobs gives the id)
+//   store::JobRow --JobFromRow--> SweepJob (resume: the row plus the run's spec,
+//     its plugin and runner build found again by the job key)
+//   SweepJob --ToJobSpec--> agent::JobSpec (scheduler.cc: the wire form)
+//   agent::JobResult --ClassifyJobResult--> store::JobOutcome (what is recorded)
+// The store's row cannot be the host's job (it keeps only what a report
+// needs: no host paths of plugin or runner, no benchmark settings but
+// num_threads), and the wire form is the agent's contract.
 #pragma once
 
 #include <atomic>
