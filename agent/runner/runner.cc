@@ -141,8 +141,8 @@ runner_json::Profile ProfileDocument(const Profile& p) {
   return out;
 }
 
-// The --json document of an outcome: the one conversion from RunReport.
-runner_json::Document ToDocument(const RunReport& r) {
+// The --json document of an outcome: the one conversion from RunOutcome.
+runner_json::Document ToDocument(const RunOutcome& r) {
   runner_json::Document doc;
   doc.status = RunnerStatusName(r.status);
   if (r.status != RunnerStatus::kOk) {
@@ -226,7 +226,7 @@ struct Job {
 };
 
 // Records a failure in *outcome; returns false so a step can end with it.
-bool Failed(RunReport* outcome, RunnerStatus status, std::string error) {
+bool Failed(RunOutcome* outcome, RunnerStatus status, std::string error) {
   outcome->status = status;
   outcome->error = std::move(error);
   return false;
@@ -236,7 +236,8 @@ bool Failed(RunReport* outcome, RunnerStatus status, std::string error) {
 // that has a `threads` option (xnnpack) as that option unless the options name
 // one, and then they must agree; other delegates run on one thread.
 // threads_used reports what ran.
-bool ChooseDelegate(const RunnerOptions& options, std::ostream& log, Job* job, RunReport* outcome) {
+bool ChooseDelegate(const RunnerOptions& options, std::ostream& log, Job* job,
+                    RunOutcome* outcome) {
   if (runtime::Status s = delegates::FindDelegate(options.delegate, &job->delegate); !s.ok()) {
     return Failed(outcome, RunnerStatus::kDelegateError, s.message());
   }
@@ -272,7 +273,7 @@ bool ChooseDelegate(const RunnerOptions& options, std::ostream& log, Job* job, R
 
 // Loads the model, creates the delegate and allocates the tensors (init_us);
 // fills in the placement, the arena size and the input and output summaries.
-bool LoadAndPrepare(const RunnerOptions& options, Job* job, RunReport* outcome) {
+bool LoadAndPrepare(const RunnerOptions& options, Job* job, RunOutcome* outcome) {
   const Clock::time_point init_start = Clock::now();
   if (runtime::Status s = runtime::Model::Load(options.model, &job->model); !s.ok()) {
     return Failed(outcome, FromRuntime(s), s.message());
@@ -311,7 +312,7 @@ Result<void> SetInputs(const RunnerOptions& options, runtime::Interpreter& inter
 
 // The first run, the warm-up runs, then the measured runs: num_runs runs and
 // at least min_secs seconds, whichever takes more.
-bool Measure(const RunnerOptions& options, const Job& job, RunReport* outcome) {
+bool Measure(const RunnerOptions& options, const Job& job, RunOutcome* outcome) {
   auto invoke = [&](double* us_out) {
     const Clock::time_point start = Clock::now();
     runtime::Status s = job.interpreter->Invoke();
@@ -352,7 +353,7 @@ bool Measure(const RunnerOptions& options, const Job& job, RunReport* outcome) {
 
 // --accuracy-reference cpu: runs the model once with the reference kernels on
 // the same inputs and compares each output.
-bool CompareWithReference(const RunnerOptions& options, const Job& job, RunReport* outcome) {
+bool CompareWithReference(const RunnerOptions& options, const Job& job, RunOutcome* outcome) {
   if (options.accuracy_reference != "cpu") {
     return Failed(outcome, RunnerStatus::kUsageError,
                   "unknown accuracy reference '" + options.accuracy_reference + "' (only 'cpu')");
@@ -387,7 +388,7 @@ bool CompareWithReference(const RunnerOptions& options, const Job& job, RunRepor
 }
 
 // --profile: per-step timing over num_runs more runs.
-bool ProfileSteps(const RunnerOptions& options, const Job& job, RunReport* outcome) {
+bool ProfileSteps(const RunnerOptions& options, const Job& job, RunOutcome* outcome) {
   Profile profile;
   if (runtime::Status s =
           ProfileRuns(*job.interpreter, job.interpreter->placement(), options.num_runs, &profile);
@@ -400,8 +401,8 @@ bool ProfileSteps(const RunnerOptions& options, const Job& job, RunReport* outco
 
 }  // namespace
 
-RunReport Run(const RunnerOptions& options, std::ostream& log) {
-  RunReport outcome;
+RunOutcome Run(const RunnerOptions& options, std::ostream& log) {
+  RunOutcome outcome;
   outcome.model = std::filesystem::path(options.model).filename().string();
   outcome.delegate = options.delegate;
   outcome.num_threads = options.num_threads;
@@ -426,9 +427,9 @@ RunReport Run(const RunnerOptions& options, std::ostream& log) {
   return outcome;
 }
 
-std::string ReportJson(const RunReport& r) { return runner_json::WriteRunnerJson(ToDocument(r)); }
+std::string ReportJson(const RunOutcome& r) { return runner_json::WriteRunnerJson(ToDocument(r)); }
 
-std::string ReportText(const RunReport& r) {
+std::string ReportText(const RunOutcome& r) {
   if (r.status != RunnerStatus::kOk) {
     return std::string("dfarm-runner: ") + RunnerStatusName(r.status) + ": " + r.error + "\n";
   }
@@ -477,7 +478,7 @@ std::string ReportText(const RunReport& r) {
 
 int RunnerMain(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   ParsedCommandLine parsed = ParseCommandLine(argc, argv);
-  RunReport outcome;
+  RunOutcome outcome;
   switch (parsed.action) {
     case ParsedCommandLine::Action::kHelp:
     case ParsedCommandLine::Action::kVersion:
@@ -495,7 +496,7 @@ int RunnerMain(int argc, const char* const* argv, std::ostream& out, std::ostrea
   try {
     outcome = Run(parsed.options, err);
   } catch (const std::exception& e) {
-    outcome = RunReport{};
+    outcome = RunOutcome{};
     outcome.status = RunnerStatus::kInternalError;
     outcome.error = std::string("unexpected exception: ") + e.what();
   }

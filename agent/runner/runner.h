@@ -27,7 +27,7 @@ struct TensorSummary {
 };
 
 // What one runner job did: its status and, when it ran, what it measured.
-struct RunReport {
+struct RunOutcome {
   RunnerStatus status = RunnerStatus::kOk;
   std::string error;  // one line when status != kOk
   std::string model;  // the model's file name
@@ -53,13 +53,13 @@ struct RunReport {
 };
 
 // Runs one job; never throws. Progress notes go to `log`.
-RunReport Run(const RunnerOptions& options, std::ostream& log);
+RunOutcome Run(const RunnerOptions& options, std::ostream& log);
 
 // The --json document: {"status":"ok",...} or {"status":..., "error":...}.
-std::string ReportJson(const RunReport& outcome);
+std::string ReportJson(const RunOutcome& outcome);
 
 // The human-readable summary.
-std::string ReportText(const RunReport& outcome);
+std::string ReportText(const RunOutcome& outcome);
 
 // The whole program: parses argv, runs, prints the JSON document on `out`
 // with --json, human text on `err`; returns the exit code.

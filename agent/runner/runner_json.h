@@ -1,6 +1,6 @@
 // The dfarm-runner --json document (docs/CONTRACTS.md) as plain values, with
 // its one writer and its one reader: the runner writes it (runner.cc makes it
-// from its RunReport in one function), the harness reads it (harness/
+// from its RunOutcome in one function), the harness reads it (harness/
 // runner_output.cc keeps what the store needs) and `dfarm show --json`
 // writes stored sections with MetricsJson, PlacementJson and AccuracyJson.
 // The measured values themselves are runner_values.h's, shared with the
