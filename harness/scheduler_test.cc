@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "agent/runner/runner_json.h"
 #include "agent/testing/test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -178,7 +179,7 @@ TEST_F(CooldownAgentTest, AgentWithoutZonesSkipsTheRule) {
 }
 
 TEST(RunnerAccuracyTest, ParsesTheRunnersSection) {
-  auto got = ParseRunnerAccuracy(R"({"status":"ok","accuracy":{"reference":"cpu","outputs":[
+  auto got = runner_json::ParseRunnerAccuracy(R"({"status":"ok","accuracy":{"reference":"cpu","outputs":[
       {"index":1,"name":"b","compared":4,"mean_abs_error":0.5,"std_abs_error":0.25,
        "max_abs_error":1.0,"rmse":0.75,"nan_count":1,"inf_count":2,"reference_nan_count":3,
        "reference_inf_count":0,"top1_agree":false,"top5_agree":true},
@@ -186,12 +187,14 @@ TEST(RunnerAccuracyTest, ParsesTheRunnersSection) {
        "max_abs_error":null,"rmse":null,"nan_count":0,"inf_count":0,
        "reference_nan_count":0,"reference_inf_count":0}]}})");
   ASSERT_TRUE(got.ok()) << got.message();
-  ASSERT_EQ(got->size(), 2u);
-  EXPECT_EQ((*got)[0].name, "a");
-  EXPECT_TRUE(std::isnan((*got)[0].rmse));
-  EXPECT_FALSE((*got)[0].top1_agree.has_value());
-  const store::OutputAccuracy& b = (*got)[1];
-  EXPECT_EQ(b.reference, "cpu");
+  ASSERT_TRUE(got->has_value());
+  const store::Accuracy& accuracy = **got;
+  ASSERT_EQ(accuracy.outputs.size(), 2u);
+  EXPECT_EQ(accuracy.outputs[0].name, "a");
+  EXPECT_TRUE(std::isnan(accuracy.outputs[0].rmse));
+  EXPECT_FALSE(accuracy.outputs[0].top1_agree.has_value());
+  const store::OutputAccuracy& b = accuracy.outputs[1];
+  EXPECT_EQ(accuracy.reference, "cpu");
   EXPECT_EQ(b.compared, 4);
   EXPECT_DOUBLE_EQ(b.mean_abs_error, 0.5);
   EXPECT_DOUBLE_EQ(b.std_abs_error, 0.25);
@@ -203,10 +206,10 @@ TEST(RunnerAccuracyTest, ParsesTheRunnersSection) {
   EXPECT_EQ(b.top1_agree, std::optional<bool>(false));
   EXPECT_EQ(b.top5_agree, std::optional<bool>(true));
 
-  auto none = ParseRunnerAccuracy(R"({"status":"ok"})");
+  auto none = runner_json::ParseRunnerAccuracy(R"({"status":"ok"})");
   ASSERT_TRUE(none.ok());
-  EXPECT_TRUE(none->empty());
-  auto bad = ParseRunnerAccuracy(R"({"accuracy":{"outputs":[{"name":"x"}]}})");
+  EXPECT_FALSE(none->has_value());
+  auto bad = runner_json::ParseRunnerAccuracy(R"({"accuracy":{"outputs":[{"name":"x"}]}})");
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.message(), HasSubstr("accuracy.outputs[0]"));
 }
@@ -226,8 +229,9 @@ TEST(RunnerAccuracyTest, ClassifiedResultsCarryIt) {
   r.state_before = before;
   store::JobOutcome o = ClassifyJobResult(r);
   EXPECT_EQ(o.status, "ok");
-  ASSERT_EQ(o.accuracy.size(), 1u);
-  EXPECT_DOUBLE_EQ(o.accuracy[0].max_abs_error, 0.125);
+  ASSERT_TRUE(o.accuracy.has_value());
+  ASSERT_EQ(o.accuracy->outputs.size(), 1u);
+  EXPECT_DOUBLE_EQ(o.accuracy->outputs[0].max_abs_error, 0.125);
   ASSERT_EQ(o.telemetry.size(), 1u);  // no state_after
   EXPECT_EQ(o.telemetry[0].phase, "before");
   EXPECT_EQ(o.telemetry[0].unix_ms, 5);
