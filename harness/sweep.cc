@@ -158,41 +158,87 @@ class ClaimHeartbeat {
   std::thread thread_;  // last: starts after the members it uses
 };
 
-// Runs `jobs` of run `run_id` (stored, each with its runner build) and
-// closes the run with its summary.
+// The devices the store has seen, with their ABIs (those it knows one of). A
+// store that cannot say gives none: the sweep does without.
+std::vector<std::pair<std::string, std::string>> KnownAbis(store::Store& store) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (auto known = store.ListDevices(); known) {
+    for (const store::DeviceRow& d : *known) {
+      if (!d.abi.empty()) out.emplace_back(d.name, d.abi);
+    }
+  }
+  return out;
+}
+
+// Fails when the sweep runs the default runner (`spec` names no "runners")
+// and options.runner_path cannot be read.
+Result<void> CheckDefaultRunner(const SweepSpec& spec, const SweepOptions& options) {
+  if (!spec.runners.empty()) return Ok();
+  if (auto runner = Sha256OfFile(options.runner_path); !runner) {
+    return MakeError("runner: " + runner.message() + " (build dfarm-runner or set DFARM_RUNNER)");
+  }
+  return Ok();
+}
+
+// The whole-run counts of a summary, from the run's jobs as stored.
+SweepSummary CountJobs(int64_t run_id, const std::vector<store::JobRow>& rows) {
+  SweepSummary summary;
+  summary.run_id = run_id;
+  for (const store::JobRow& j : rows) {
+    ++summary.jobs;
+    if (!j.moved_from.empty()) ++summary.moved;
+    if (!store::IsFinalJobStatus(j.status)) {
+      ++summary.not_run;
+    } else {
+      (j.status == store::kJobOk ? summary.ok : summary.failed)++;
+    }
+  }
+  return summary;
+}
+
+// What every RunJobs call of a sweep shares (runner_path is set per group).
+SchedulerContext SharedContext(const SweepSpec& spec, store::Store& store, DeviceProvider& provider,
+                               const SweepOptions& options, Progress* progress) {
+  SchedulerContext ctx;
+  ctx.devices = &provider;
+  ctx.open_store = options.open_store;
+  ctx.policy = spec.scheduler;
+  ctx.progress = progress;
+  ctx.cancel = options.cancel;
+  ctx.allow_runner_change = options.allow_runner_change;
+  ctx.known_abis = KnownAbis(store);
+  return ctx;
+}
+
+// The devices of `devices` that a job of `group` names, in that order.
+std::vector<std::string> DevicesOf(const std::vector<SweepJob>& group,
+                                   const std::vector<std::string>& devices) {
+  std::vector<std::string> out;
+  for (const std::string& d : devices) {
+    for (const SweepJob& j : group) {
+      if (j.device == d) {
+        out.push_back(d);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+// Runs `jobs` on `devices` and sums what the scheduler reports.
 //
 // The scheduler pushes one runner build per RunJobs call, so jobs are run in
 // rounds, one per runner (in order of first appearance), and within a round
 // one RunJobs per distinct build, concurrently: those groups have disjoint
 // devices (a device runs one build of a runner), and devices of one ABI share
-// a group, so same_abi failover still finds its targets.
+// a group, so same_abi failover still finds its targets. An error is the
+// first store failure; the groups of its round finish first, later rounds
+// do not start.
 // TODO(#6): once the scheduler pushes each job's own runner build, this is
 // one RunJobs call again.
-Result<SweepSummary> Schedule(int64_t run_id, const SweepSpec& spec,
-                              std::vector<std::string> devices, std::vector<SweepJob> jobs,
-                              store::Store& store, DeviceProvider& provider,
-                              const SweepOptions& options, size_t total, size_t already_done) {
-  if (!options.open_store) return MakeError("internal: SweepOptions::open_store is unset");
-  Progress progress(options.progress, options.progress_tty, total, already_done);
-  SchedulerContext base;
-  base.devices = &provider;
-  base.open_store = options.open_store;
-  base.policy = spec.scheduler;
-  base.progress = &progress;
-  base.cancel = options.cancel;
-  base.allow_runner_change = options.allow_runner_change;
-  if (auto known = store.ListDevices(); known) {
-    for (const store::DeviceRow& d : *known) {
-      if (!d.abi.empty()) base.known_abis.emplace_back(d.name, d.abi);
-    }
-  }
-  for (const SweepJob& j : jobs) {
-    if (std::find(devices.begin(), devices.end(), j.device) == devices.end()) {
-      devices.push_back(j.device);
-    }
-  }
-  bool pending = !jobs.empty();
-
+Result<SchedulerStats> RunRounds(const SchedulerContext& base,
+                                 const std::vector<std::string>& devices,
+                                 std::vector<SweepJob> jobs, const std::atomic<bool>* cancel) {
   // round (runner) -> build path -> jobs
   std::vector<std::string> rounds;
   std::map<std::string, std::map<std::string, std::vector<SweepJob>>> groups;
@@ -205,67 +251,79 @@ Result<SweepSummary> Schedule(int64_t run_id, const SweepSpec& spec,
   }
   SchedulerStats stats;
   std::optional<Error> failure;
-  std::optional<ClaimHeartbeat> heartbeat;
-  heartbeat.emplace(run_id, options.open_store, options.claim_refresh);
   for (const std::string& round : rounds) {
-    if (options.cancel && options.cancel->load()) break;
+    if (cancel && cancel->load()) break;
     std::mutex mu;
     std::vector<std::thread> threads;
     for (auto& [path, group] : groups[round]) {
-      std::vector<std::string> group_devices;
-      for (const std::string& d : devices) {
-        for (const SweepJob& j : group) {
-          if (j.device == d) {
-            group_devices.push_back(d);
-            break;
-          }
-        }
-      }
       SchedulerContext ctx = base;
       ctx.runner_path = path;
-      threads.emplace_back([&mu, &stats, &failure, ctx, group_devices, &group] {
-        auto r = RunJobs(ctx, group_devices, std::move(group));
-        std::lock_guard lock(mu);
-        if (!r) {
-          if (!failure) failure = r.error();
-          return;
-        }
-        stats.bytes_pushed += r->bytes_pushed;
-        stats.any_reached = stats.any_reached || r->any_reached;
-        stats.quarantined.insert(stats.quarantined.end(), r->quarantined.begin(),
-                                 r->quarantined.end());
-      });
+      threads.emplace_back(
+          [&mu, &stats, &failure, ctx, group_devices = DevicesOf(group, devices), &group] {
+            auto r = RunJobs(ctx, group_devices, std::move(group));
+            std::lock_guard lock(mu);
+            if (!r) {
+              if (!failure) failure = r.error();
+              return;
+            }
+            stats.bytes_pushed += r->bytes_pushed;
+            stats.any_reached = stats.any_reached || r->any_reached;
+            stats.quarantined.insert(stats.quarantined.end(), r->quarantined.begin(),
+                                     r->quarantined.end());
+          });
     }
     for (std::thread& t : threads) t.join();
     if (failure) break;
   }
-  heartbeat.reset();
-  progress.Finish();
-  if (failure) {
-    (void)store.FinishRun(run_id, store::kRunFailed);
-    return *failure;
-  }
-  SweepSummary summary;
-  summary.run_id = run_id;
-  summary.bytes_pushed = stats.bytes_pushed;
-  summary.quarantined = stats.quarantined;
+  if (failure) return *failure;
+  return stats;
+}
+
+// Closes run `run_id` once its jobs ran: the summary, and the run's final
+// status (cancelled when jobs are left, failed when it had jobs to run and
+// no device answered, else finished).
+Result<SweepSummary> CloseRun(int64_t run_id, const SchedulerStats& stats, bool had_pending,
+                              store::Store& store, const std::atomic<bool>* cancel) {
   auto rows = store.ListJobs(run_id);
   if (!rows) return rows.error();
-  for (const store::JobRow& j : *rows) {
-    ++summary.jobs;
-    if (!j.moved_from.empty()) ++summary.moved;
-    if (!store::IsFinalJobStatus(j.status)) {
-      ++summary.not_run;
-    } else {
-      (j.status == store::kJobOk ? summary.ok : summary.failed)++;
-    }
-  }
-  bool cancelled = options.cancel && options.cancel->load() && summary.not_run > 0;
-  summary.status = cancelled                       ? store::kRunCancelled
-                   : pending && !stats.any_reached ? store::kRunFailed
-                                                   : store::kRunFinished;
+  SweepSummary summary = CountJobs(run_id, *rows);
+  summary.bytes_pushed = stats.bytes_pushed;
+  summary.quarantined = stats.quarantined;
+  bool cancelled = cancel && cancel->load() && summary.not_run > 0;
+  summary.status = cancelled                           ? store::kRunCancelled
+                   : had_pending && !stats.any_reached ? store::kRunFailed
+                                                       : store::kRunFinished;
   if (auto r = store.FinishRun(run_id, summary.status); !r) return r.error();
   return summary;
+}
+
+// Runs `jobs` of run `run_id` (stored, each with its runner build) on
+// `devices` (plus any device a job names) while renewing the run's claim,
+// and closes the run with its summary. `total` and `already_done` are the
+// progress line's counts.
+Result<SweepSummary> Schedule(int64_t run_id, const SweepSpec& spec,
+                              std::vector<std::string> devices, std::vector<SweepJob> jobs,
+                              store::Store& store, DeviceProvider& provider,
+                              const SweepOptions& options, size_t total, size_t already_done) {
+  if (!options.open_store) return MakeError("internal: SweepOptions::open_store is unset");
+  Progress progress(options.progress, options.progress_tty, total, already_done);
+  const SchedulerContext base = SharedContext(spec, store, provider, options, &progress);
+  for (const SweepJob& j : jobs) {
+    if (std::find(devices.begin(), devices.end(), j.device) == devices.end()) {
+      devices.push_back(j.device);
+    }
+  }
+  const bool had_pending = !jobs.empty();
+  auto stats = [&] {
+    ClaimHeartbeat heartbeat(run_id, options.open_store, options.claim_refresh);
+    return RunRounds(base, devices, std::move(jobs), options.cancel);
+  }();
+  progress.Finish();
+  if (!stats) {
+    (void)store.FinishRun(run_id, store::kRunFailed);
+    return stats.error();
+  }
+  return CloseRun(run_id, *stats, had_pending, store, options.cancel);
 }
 
 bool HasAllTags(const std::vector<std::string>& have, const std::vector<std::string>& want) {
@@ -289,6 +347,184 @@ const std::string* BuildFor(const RunnerSpec& runner, const std::string& abi) {
   if (it != runner.builds.end()) return &it->second;
   if (abi.empty() && runner.builds.size() == 1) return &runner.builds.begin()->second;
   return nullptr;
+}
+
+// Why a planned job has no runner build, by (device, SweepJob::runner).
+using MissingBuilds = std::map<std::pair<std::string, std::string>, std::string>;
+
+// Each device's build of each runner, hashed once per file, in runner order.
+// A spec's own runners (`keyed`) are part of the job key, the default runner
+// is not (keys stay comparable across rebuilds). A device without a build
+// of a runner gets an entry without path, and `missing` says why.
+Result<DeviceRunnerBuilds> PlanRunnerBuilds(const std::vector<RunnerSpec>& runners,
+                                            const std::vector<ResolvedDevice>& devices, bool keyed,
+                                            MissingBuilds* missing) {
+  std::map<std::string, std::string> build_sha;  // path -> sha256
+  DeviceRunnerBuilds builds;
+  for (const ResolvedDevice& d : devices) {
+    for (const RunnerSpec& runner : runners) {
+      const std::string* path = BuildFor(runner, d.abi);
+      RunnerBuild rb;
+      rb.runner = keyed ? runner.name : "";
+      rb.abi = d.abi;
+      if (!path) {
+        (*missing)[{d.name, rb.runner}] = "runner '" + runner.name + "' has no build for ABI '" +
+                                          d.abi + "' of device '" + d.name + "' (add \"" + d.abi +
+                                          "\" to its \"builds\")";
+      } else {
+        auto [it, fresh] = build_sha.emplace(*path, "");
+        if (fresh) {
+          auto sha = Sha256OfFile(*path);
+          if (!sha) {
+            return MakeError("runner '" + runner.name + "': " + sha.message() +
+                             (keyed ? "" : " (build dfarm-runner or set DFARM_RUNNER)"));
+          }
+          it->second = *sha;
+        }
+        rb.path = *path;
+        if (keyed) rb.sha256 = it->second;
+      }
+      builds[d.name].push_back(std::move(rb));
+    }
+  }
+  return builds;
+}
+
+// What a new sweep runs, before its run exists.
+struct SweepPlan {
+  std::vector<std::string> devices;  // as resolved, selectors matched
+  std::vector<SweepJob> jobs;        // ExpandMatrix's, id 0
+  MissingBuilds missing;
+};
+
+// Hashes the spec's files, resolves its devices (agents are asked their ABI
+// only when it decides something) and their runner builds, and expands the
+// matrix.
+Result<SweepPlan> PlanSweep(const SweepSpec& spec, store::Store& store, DeviceProvider& devices,
+                            const SweepOptions& options) {
+  auto hashes = HashModels(spec);
+  if (!hashes) return hashes.error();
+  auto plugins = HashPlugins(spec);
+  if (!plugins) return plugins.error();
+  std::vector<RunnerSpec> runners = EffectiveRunners(spec, options);
+  bool several_builds = false;
+  for (const RunnerSpec& r : runners) several_builds = several_builds || r.builds.size() > 1;
+  auto resolved = ResolveDevices(spec, devices, KnownAbis(store), several_builds);
+  if (!resolved) return resolved.error();
+  SweepPlan plan;
+  for (const ResolvedDevice& d : *resolved) plan.devices.push_back(d.name);
+  auto builds = PlanRunnerBuilds(runners, *resolved, !spec.runners.empty(), &plan.missing);
+  if (!builds) return builds.error();
+  plan.jobs = ExpandMatrix(spec, *hashes, *plugins, *builds, plan.devices);
+  return plan;
+}
+
+// Creates the run of `spec` and stores the plan's jobs, giving each its id; a
+// job without a runner build is recorded `infra` at once. Returns the run's
+// id and the jobs to schedule.
+Result<std::pair<int64_t, std::vector<SweepJob>>> RecordRun(const SweepSpec& spec, SweepPlan& plan,
+                                                            store::Store& store) {
+  // The stored spec names its devices and runners as they were resolved, so
+  // that --resume needs no selector matching and finds the same builds.
+  SweepSpec stored = spec;
+  stored.devices = plan.devices;
+  stored.device_selectors.clear();
+  auto run_id = store.CreateRun(spec.name, stored.ToJson());
+  if (!run_id) return run_id.error();
+  std::vector<store::JobRow> rows;
+  for (const SweepJob& j : plan.jobs) rows.push_back(ToJobRow(j));
+  auto ids = store.AddJobs(*run_id, rows);
+  if (!ids) return ids.error();
+  std::vector<SweepJob> scheduled;
+  for (size_t i = 0; i < plan.jobs.size(); ++i) {
+    SweepJob j = plan.jobs[i];
+    j.id = (*ids)[i];
+    if (auto m = plan.missing.find({j.device, j.runner}); m != plan.missing.end()) {
+      store::JobOutcome o;
+      o.status = store::kJobInfra;
+      o.error = m->second;
+      if (auto r = store.RecordJobResult(j.id, o); !r) return r.error();
+      continue;
+    }
+    scheduled.push_back(std::move(j));
+  }
+  return std::pair{*run_id, std::move(scheduled)};
+}
+
+// Every build of the spec's own runners, hashed: the builds a job of a spec
+// with "runners" may have been keyed on (the key tells which).
+Result<std::vector<RunnerBuild>> KeyedBuilds(const std::vector<RunnerSpec>& runners,
+                                             const std::string& where) {
+  std::vector<RunnerBuild> builds;
+  for (const RunnerSpec& r : runners) {
+    for (const auto& [abi, path] : r.builds) {
+      auto sha = Sha256OfFile(path);
+      if (!sha) {
+        return MakeError("cannot resume " + where + ": runner '" + r.name + "' " + sha.message());
+      }
+      builds.push_back(RunnerBuild{r.name, abi, path, *sha});
+    }
+  }
+  return builds;
+}
+
+// Fails when the model of stored job `row` is missing or changed since the
+// run was created. `hashes` keeps model path -> sha256 now.
+Result<void> CheckModelUnchanged(const store::JobRow& row, const std::string& where,
+                                 std::map<std::string, std::string>* hashes) {
+  auto [it, fresh] = hashes->emplace(row.model_path, "");
+  if (fresh) {
+    auto sha = Sha256OfFile(row.model_path);
+    if (!sha) return MakeError("cannot resume " + where + ": model " + sha.message());
+    it->second = *sha;
+  }
+  if (it->second != row.model_sha256) {
+    return MakeError("cannot resume " + where + ": model '" + row.model_path +
+                     "' changed since the run was created (sha256 " + it->second +
+                     ", the run has " + row.model_sha256 + ")");
+  }
+  return Ok();
+}
+
+// The jobs of `rows` without a result, to run again under their ids: each
+// with its model checked, and its plugin and runner build found again by its
+// key among every build of the spec's runners, or, without "runners", the
+// default runner's build for the device's ABI (the runner given now).
+Result<std::vector<SweepJob>> PlanResume(const SweepSpec& spec,
+                                         const std::vector<store::JobRow>& rows,
+                                         store::Store& store, DeviceProvider& devices,
+                                         const SweepOptions& options, const std::string& where) {
+  auto known = KnownAbis(store);
+  std::map<std::string, std::string> device_abi(known.begin(), known.end());
+  std::vector<RunnerSpec> runners = EffectiveRunners(spec, options);
+  const bool keyed = !spec.runners.empty();
+  std::vector<RunnerBuild> keyed_builds;
+  if (keyed) {
+    auto hashed = KeyedBuilds(runners, where);
+    if (!hashed) return hashed.error();
+    keyed_builds = std::move(*hashed);
+  }
+  std::map<std::string, std::string> model_hashes;
+  PluginHashes plugin_hashes;  // plugin path -> sha256 now, hashed once
+  std::vector<SweepJob> pending;
+  for (const store::JobRow& row : rows) {
+    if (store::IsFinalJobStatus(row.status)) continue;
+    if (auto r = CheckModelUnchanged(row, where, &model_hashes); !r) return r.error();
+    auto job = JobFromRow(row, spec.benchmark);
+    if (!job) return job.error();
+    std::vector<RunnerBuild> candidates = keyed_builds;
+    if (!keyed) {
+      std::string abi = devices.KnownAbi(row.device);
+      if (abi.empty()) abi = device_abi[row.device];
+      const std::string* path = BuildFor(runners.front(), abi);
+      candidates.push_back(RunnerBuild{"", abi, path ? *path : options.runner_path, ""});
+    }
+    if (auto r = ChooseRunnerBuild(spec, candidates, keyed, &*job, &plugin_hashes); !r) {
+      return MakeError("cannot resume " + where + ": " + r.message());
+    }
+    pending.push_back(std::move(*job));
+  }
+  return pending;
 }
 
 }  // namespace
@@ -393,92 +629,16 @@ Result<std::vector<ResolvedDevice>> ResolveDevices(
 
 Result<SweepSummary> RunSweep(const SweepSpec& spec, store::Store& store, DeviceProvider& devices,
                               const SweepOptions& options) {
-  if (auto runner = Sha256OfFile(options.runner_path); !runner && spec.runners.empty()) {
-    return MakeError("runner: " + runner.message() + " (build dfarm-runner or set DFARM_RUNNER)");
-  }
-  auto hashes = HashModels(spec);
-  if (!hashes) return hashes.error();
-  auto plugins = HashPlugins(spec);
-  if (!plugins) return plugins.error();
-
-  std::vector<std::pair<std::string, std::string>> known_abis;
-  if (auto known = store.ListDevices(); known) {
-    for (const store::DeviceRow& d : *known) {
-      if (!d.abi.empty()) known_abis.emplace_back(d.name, d.abi);
-    }
-  }
-  // Each device's build of each runner; a spec's own runners are part of the
-  // job key, the default runner is not (keys stay comparable across rebuilds).
-  // Agents are asked their ABI only when it decides something.
-  std::vector<RunnerSpec> runners = EffectiveRunners(spec, options);
-  bool several_builds = false;
-  for (const RunnerSpec& r : runners) several_builds = several_builds || r.builds.size() > 1;
-  auto resolved = ResolveDevices(spec, devices, known_abis, several_builds);
-  if (!resolved) return resolved.error();
-  std::vector<std::string> device_names;
-  for (const ResolvedDevice& d : *resolved) device_names.push_back(d.name);
-
-  bool keyed = !spec.runners.empty();
-  std::map<std::string, std::string> build_sha;  // path -> sha256
-  DeviceRunnerBuilds builds;
-  std::map<std::pair<std::string, std::string>, std::string> missing;  // (device, runner) -> why
-  for (const ResolvedDevice& d : *resolved) {
-    for (size_t r = 0; r < runners.size(); ++r) {
-      const std::string* path = BuildFor(runners[r], d.abi);
-      RunnerBuild rb;
-      rb.runner = keyed ? runners[r].name : "";
-      rb.abi = d.abi;
-      if (!path) {
-        missing[{d.name, rb.runner}] = "runner '" + runners[r].name + "' has no build for ABI '" +
-                                       d.abi + "' of device '" + d.name + "' (add \"" + d.abi +
-                                       "\" to its \"builds\")";
-      } else {
-        auto [it, fresh] = build_sha.emplace(*path, "");
-        if (fresh) {
-          auto sha = Sha256OfFile(*path);
-          if (!sha) {
-            return MakeError("runner '" + runners[r].name + "': " + sha.message() +
-                             (keyed ? "" : " (build dfarm-runner or set DFARM_RUNNER)"));
-          }
-          it->second = *sha;
-        }
-        rb.path = *path;
-        if (keyed) rb.sha256 = it->second;
-      }
-      builds[d.name].push_back(std::move(rb));
-    }
-  }
-  std::vector<SweepJob> jobs = ExpandMatrix(spec, *hashes, *plugins, builds, device_names);
-
-  // The stored spec names its devices and runners as they were resolved, so
-  // that --resume needs no selector matching and finds the same builds.
-  SweepSpec stored = spec;
-  stored.devices = device_names;
-  stored.device_selectors.clear();
-  auto run_id = store.CreateRun(spec.name, stored.ToJson());
-  if (!run_id) return run_id.error();
-  std::vector<store::JobRow> rows;
-  for (const SweepJob& j : jobs) rows.push_back(ToJobRow(j));
-  auto ids = store.AddJobs(*run_id, rows);
-  if (!ids) return ids.error();
-
-  const size_t total = jobs.size();
-  std::vector<SweepJob> scheduled;
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    SweepJob& j = jobs[i];
-    j.id = (*ids)[i];
-    if (auto m = missing.find({j.device, j.runner}); m != missing.end()) {
-      store::JobOutcome o;
-      o.status = store::kJobInfra;
-      o.error = m->second;
-      if (auto r = store.RecordJobResult(j.id, o); !r) return r.error();
-      continue;
-    }
-    scheduled.push_back(std::move(j));
-  }
-  const size_t recorded = total - scheduled.size();
-  return Schedule(*run_id, spec, device_names, std::move(scheduled), store, devices, options, total,
-                  recorded);
+  if (auto r = CheckDefaultRunner(spec, options); !r) return r.error();
+  auto plan = PlanSweep(spec, store, devices, options);
+  if (!plan) return plan.error();
+  auto recorded = RecordRun(spec, *plan, store);
+  if (!recorded) return recorded.error();
+  auto& [run_id, scheduled] = *recorded;
+  const size_t total = plan->jobs.size();
+  const size_t already_done = total - scheduled.size();
+  return Schedule(run_id, spec, plan->devices, std::move(scheduled), store, devices, options, total,
+                  already_done);
 }
 
 Result<SweepSummary> ResumeSweep(int64_t run_id, store::Store& store, DeviceProvider& devices,
@@ -488,78 +648,20 @@ Result<SweepSummary> ResumeSweep(int64_t run_id, store::Store& store, DeviceProv
   std::string where = "run " + std::to_string(run_id);
   auto spec = ParseSpec(run->spec_json, where);
   if (!spec) return MakeError("cannot resume " + where + ": " + spec.message());
-  if (auto runner = Sha256OfFile(options.runner_path); !runner && spec->runners.empty()) {
-    return MakeError("runner: " + runner.message() + " (build dfarm-runner or set DFARM_RUNNER)");
-  }
+  if (auto r = CheckDefaultRunner(*spec, options); !r) return r.error();
   auto rows = store.ListJobs(run_id);
   if (!rows) return rows.error();
-
-  // The runner builds a job may have been keyed on: every build of the
-  // spec's runners (the key tells which), or, without "runners", the default
-  // runner's build for the device's ABI (the runner given now).
-  std::map<std::string, std::string> device_abi;
-  if (auto known = store.ListDevices(); known) {
-    for (const store::DeviceRow& d : *known) device_abi[d.name] = d.abi;
-  }
-  std::vector<RunnerSpec> runners = EffectiveRunners(*spec, options);
-  bool keyed = !spec->runners.empty();
-  std::vector<RunnerBuild> keyed_builds;
-  if (keyed) {
-    for (const RunnerSpec& r : runners) {
-      for (const auto& [abi, path] : r.builds) {
-        auto sha = Sha256OfFile(path);
-        if (!sha)
-          return MakeError("cannot resume " + where + ": runner '" + r.name + "' " + sha.message());
-        keyed_builds.push_back(RunnerBuild{r.name, abi, path, *sha});
-      }
-    }
-  }
-
-  std::map<std::string, std::string> hashes;  // model path -> sha256 now
-  PluginHashes plugin_hashes;                 // plugin path -> sha256 now, hashed once
-  std::vector<SweepJob> pending;
-  for (const store::JobRow& j : *rows) {
-    if (store::IsFinalJobStatus(j.status)) continue;
-    auto [it, fresh] = hashes.emplace(j.model_path, "");
-    if (fresh) {
-      auto sha = Sha256OfFile(j.model_path);
-      if (!sha) return MakeError("cannot resume " + where + ": model " + sha.message());
-      it->second = *sha;
-    }
-    if (it->second != j.model_sha256) {
-      return MakeError("cannot resume " + where + ": model '" + j.model_path +
-                       "' changed since the run was created (sha256 " + it->second +
-                       ", the run has " + j.model_sha256 + ")");
-    }
-    auto job = JobFromRow(j, spec->benchmark);
-    if (!job) return job.error();
-    std::vector<RunnerBuild> candidates = keyed_builds;
-    if (!keyed) {
-      std::string abi = devices.KnownAbi(j.device);
-      if (abi.empty()) abi = device_abi[j.device];
-      const std::string* path = BuildFor(runners.front(), abi);
-      candidates.push_back(RunnerBuild{"", abi, path ? *path : options.runner_path, ""});
-    }
-    if (auto r = ChooseRunnerBuild(*spec, candidates, keyed, &*job, &plugin_hashes); !r) {
-      return MakeError("cannot resume " + where + ": " + r.message());
-    }
-    pending.push_back(std::move(*job));
-  }
-  size_t resumed = pending.size();
+  auto pending = PlanResume(*spec, *rows, store, devices, options, where);
+  if (!pending) return pending.error();
+  const size_t resumed = pending->size();
   if (resumed == 0 && run->status != store::kRunRunning) {
-    SweepSummary summary;  // nothing to do: report the run as it stands
-    summary.run_id = run_id;
+    SweepSummary summary = CountJobs(run_id, *rows);  // nothing to do: the run as it stands
     summary.status = run->status;
-    for (const store::JobRow& j : *rows) {
-      ++summary.jobs;
-      if (!j.moved_from.empty()) ++summary.moved;
-      (j.status == store::kJobOk ? summary.ok : summary.failed)++;
-    }
     return summary;
   }
   if (auto r = store.ReopenRun(run_id); !r) return r.error();
-  auto summary = Schedule(run_id, *spec, spec->devices, std::move(pending), store, devices, options,
-                          rows->size(), rows->size() - resumed);
+  auto summary = Schedule(run_id, *spec, spec->devices, std::move(*pending), store, devices,
+                          options, rows->size(), rows->size() - resumed);
   if (!summary) return summary.error();
   summary->resumed = resumed;
   return summary;
