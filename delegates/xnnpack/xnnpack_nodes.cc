@@ -746,58 +746,83 @@ Status VisitPad(const Node& node, SubgraphBuild* b) {
                 "a constant pad");
 }
 
-Status VisitOther(const Node& node, SubgraphBuild* b) {
+// What RESHAPE, RESIZE_BILINEAR, DEPTH_TO_SPACE and PRELU check alike: one or
+// two inputs, one output of the input's kind and quantization (quantized only
+// where `quantized_ok`).
+Status CheckOneToOne(const Node& node, bool quantized_ok) {
   DFARM_RETURN_IF_ERROR(CheckArity(node, 1, 2, 1));
   const Tensor* in = node.inputs[0];
   const Tensor* out = node.outputs[0];
   Kind kind = Kind::kFloat;
   DFARM_RETURN_IF_ERROR(CommonKind(node, {in, out}, &kind));
-  DFARM_RETURN_IF_ERROR(
-      QuantizedOnlyFor(node, kind, node.code == Op::RESHAPE || node.code == Op::RESIZE_BILINEAR));
-  DFARM_RETURN_IF_ERROR(CheckSameQuantization(node, kind, *in, *out));
-  uint32_t flags = 0, block = 0;
-  if (node.code == Op::RESIZE_BILINEAR) {
-    const auto* o = node.options<tfl::ResizeBilinearOptions>();
-    const bool align = o != nullptr && o->align_corners();
-    const bool half = o != nullptr && o->half_pixel_centers();
-    if (align && half) return Unsupported(node, "with align_corners and half_pixel_centers");
-    if (in->rank() != 4 || out->rank() != 4) return Unsupported(node, "of " + Dims(*in));
-    flags = align ? XNN_FLAG_ALIGN_CORNERS : half ? 0 : XNN_FLAG_TENSORFLOW_LEGACY_MODE;
-  } else if (node.code == Op::DEPTH_TO_SPACE) {
-    const auto* o = node.options<tfl::DepthToSpaceOptions>();
-    if (o == nullptr || o->block_size() < 2) return Unsupported(node, "with block size < 2");
-    if (in->rank() != 4) return Unsupported(node, "of " + Dims(*in));
-    block = static_cast<uint32_t>(o->block_size());
-  } else if (node.code == Op::PRELU) {
-    const Tensor* slope = node.inputs.size() > 1 ? node.inputs[1] : nullptr;
-    DFARM_RETURN_IF_ERROR(CheckFloat(node, slope, "alpha"));
-    if (slope->allocation != runtime::Allocation::kConstant || in->rank() < 1 ||
-        slope->num_elements() != in->shape.back() ||
-        (slope->rank() > 0 && slope->shape.back() != in->shape.back())) {
-      return Unsupported(
-          node, "with alpha " + Dims(*slope) + " (xnnpack takes one constant slope per channel)");
-    }
+  DFARM_RETURN_IF_ERROR(QuantizedOnlyFor(node, kind, quantized_ok));
+  return CheckSameQuantization(node, kind, *in, *out);
+}
+
+// The XNNPACK ids of the node's first input and its output.
+Status InOutIds(const Node& node, SubgraphBuild* b, uint32_t* in_id, uint32_t* out_id) {
+  DFARM_RETURN_IF_ERROR(b->Value(*node.inputs[0], in_id));
+  return b->Value(*node.outputs[0], out_id);
+}
+
+Status VisitReshape(const Node& node, SubgraphBuild* b) {
+  DFARM_RETURN_IF_ERROR(CheckOneToOne(node, /*quantized_ok=*/true));
+  if (b == nullptr) return Status::Ok();
+  uint32_t i = 0, out_id = 0;
+  DFARM_RETURN_IF_ERROR(InOutIds(node, b, &i, &out_id));
+  const std::vector<size_t> dims = SizeDims(node.outputs[0]->shape);
+  return Define(xnn_define_static_reshape(b->subgraph, dims.size(), dims.data(), i, out_id, 0),
+                node, "a reshape");
+}
+
+Status VisitResizeBilinear(const Node& node, SubgraphBuild* b) {
+  DFARM_RETURN_IF_ERROR(CheckOneToOne(node, /*quantized_ok=*/true));
+  const Tensor* in = node.inputs[0];
+  const Tensor* out = node.outputs[0];
+  const auto* o = node.options<tfl::ResizeBilinearOptions>();
+  const bool align = o != nullptr && o->align_corners();
+  const bool half = o != nullptr && o->half_pixel_centers();
+  if (align && half) return Unsupported(node, "with align_corners and half_pixel_centers");
+  if (in->rank() != 4 || out->rank() != 4) return Unsupported(node, "of " + Dims(*in));
+  const uint32_t flags = align  ? XNN_FLAG_ALIGN_CORNERS
+                         : half ? 0
+                                : XNN_FLAG_TENSORFLOW_LEGACY_MODE;
+  if (b == nullptr) return Status::Ok();
+  uint32_t i = 0, out_id = 0;
+  DFARM_RETURN_IF_ERROR(InOutIds(node, b, &i, &out_id));
+  return Define(xnn_define_static_resize_bilinear_2d(b->subgraph, out->shape[1], out->shape[2], i,
+                                                     out_id, flags),
+                node, "a bilinear resize");
+}
+
+Status VisitDepthToSpace(const Node& node, SubgraphBuild* b) {
+  DFARM_RETURN_IF_ERROR(CheckOneToOne(node, /*quantized_ok=*/false));
+  const auto* o = node.options<tfl::DepthToSpaceOptions>();
+  if (o == nullptr || o->block_size() < 2) return Unsupported(node, "with block size < 2");
+  if (node.inputs[0]->rank() != 4) return Unsupported(node, "of " + Dims(*node.inputs[0]));
+  if (b == nullptr) return Status::Ok();
+  uint32_t i = 0, out_id = 0;
+  DFARM_RETURN_IF_ERROR(InOutIds(node, b, &i, &out_id));
+  return Define(
+      xnn_define_depth_to_space(b->subgraph, i, out_id, static_cast<uint32_t>(o->block_size()), 0),
+      node, "a depth to space");
+}
+
+Status VisitPrelu(const Node& node, SubgraphBuild* b) {
+  DFARM_RETURN_IF_ERROR(CheckOneToOne(node, /*quantized_ok=*/false));
+  const Tensor* in = node.inputs[0];
+  const Tensor* slope = node.inputs.size() > 1 ? node.inputs[1] : nullptr;
+  DFARM_RETURN_IF_ERROR(CheckFloat(node, slope, "alpha"));
+  if (slope->allocation != runtime::Allocation::kConstant || in->rank() < 1 ||
+      slope->num_elements() != in->shape.back() ||
+      (slope->rank() > 0 && slope->shape.back() != in->shape.back())) {
+    return Unsupported(
+        node, "with alpha " + Dims(*slope) + " (xnnpack takes one constant slope per channel)");
   }
   if (b == nullptr) return Status::Ok();
   uint32_t i = 0, out_id = 0;
-  DFARM_RETURN_IF_ERROR(b->Value(*in, &i));
-  DFARM_RETURN_IF_ERROR(b->Value(*out, &out_id));
-  if (node.code == Op::RESHAPE) {
-    const std::vector<size_t> dims = SizeDims(out->shape);
-    return Define(xnn_define_static_reshape(b->subgraph, dims.size(), dims.data(), i, out_id, 0),
-                  node, "a reshape");
-  }
-  if (node.code == Op::RESIZE_BILINEAR) {
-    return Define(xnn_define_static_resize_bilinear_2d(b->subgraph, out->shape[1], out->shape[2], i,
-                                                       out_id, flags),
-                  node, "a bilinear resize");
-  }
-  if (node.code == Op::DEPTH_TO_SPACE) {
-    return Define(xnn_define_depth_to_space(b->subgraph, i, out_id, block, 0), node,
-                  "a depth to space");
-  }
+  DFARM_RETURN_IF_ERROR(InOutIds(node, b, &i, &out_id));
   // The slope's constant data seen as one dimension of channels.
-  const Tensor* slope = node.inputs[1];
   const size_t dims[1] = {static_cast<size_t>(slope->num_elements())};
   uint32_t s = 0;
   DFARM_RETURN_IF_ERROR(Define(xnn_define_tensor_value(b->subgraph, xnn_datatype_fp32, 1, dims,
@@ -1001,10 +1026,13 @@ Status VisitNode(const Node& node, SubgraphBuild* build) {
     case Op::PADV2:
       return VisitPad(node, build);
     case Op::RESHAPE:
+      return VisitReshape(node, build);
     case Op::RESIZE_BILINEAR:
+      return VisitResizeBilinear(node, build);
     case Op::DEPTH_TO_SPACE:
+      return VisitDepthToSpace(node, build);
     case Op::PRELU:
-      return VisitOther(node, build);
+      return VisitPrelu(node, build);
     case Op::QUANTIZE:
     case Op::DEQUANTIZE:
       return VisitConvert(node, build);
