@@ -179,7 +179,8 @@ TEST_F(CooldownAgentTest, AgentWithoutZonesSkipsTheRule) {
 }
 
 TEST(RunnerAccuracyTest, ParsesTheRunnersSection) {
-  auto got = runner_json::ParseRunnerAccuracy(R"({"status":"ok","accuracy":{"reference":"cpu","outputs":[
+  auto got =
+      runner_json::ParseRunnerAccuracy(R"({"status":"ok","accuracy":{"reference":"cpu","outputs":[
       {"index":1,"name":"b","compared":4,"mean_abs_error":0.5,"std_abs_error":0.25,
        "max_abs_error":1.0,"rmse":0.75,"nan_count":1,"inf_count":2,"reference_nan_count":3,
        "reference_inf_count":0,"top1_agree":false,"top5_agree":true},
