@@ -102,8 +102,8 @@ std::vector<TensorSummary> Summaries(const std::vector<runtime::Tensor*>& tensor
   return out;
 }
 
-std::vector<runner_json::Tensor> TensorsDocument(const std::vector<TensorSummary>& tensors) {
-  std::vector<runner_json::Tensor> out;
+std::vector<runner_json::TensorEntry> TensorsDocument(const std::vector<TensorSummary>& tensors) {
+  std::vector<runner_json::TensorEntry> out;
   for (const TensorSummary& t : tensors) {
     out.push_back({static_cast<int64_t>(t.index), t.name, runtime::DTypeName(t.dtype),
                    std::vector<int64_t>(t.shape.begin(), t.shape.end())});
@@ -124,11 +124,11 @@ JobPlacement PlacementOf(const runtime::Placement& placement) {
   return out;
 }
 
-runner_json::Profile ProfileDocument(const Profile& p) {
-  runner_json::Profile out;
+runner_json::ProfileSection ProfileDocument(const Profile& p) {
+  runner_json::ProfileSection out;
   out.runs = p.runs;
   for (const NodeProfile& n : p.nodes) {
-    runner_json::ProfileNode node{n.index, n.op, n.delegate, std::nullopt, {}, n.mean_us};
+    runner_json::ProfileNodeEntry node{n.index, n.op, n.delegate, std::nullopt, {}, n.mean_us};
     if (n.partition >= 0) {
       node.partition = n.partition;
       node.nodes.assign(n.nodes.begin(), n.nodes.end());

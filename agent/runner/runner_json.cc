@@ -12,9 +12,9 @@ using nlohmann::json;
 
 // ---- Writing ----
 
-json TensorsJson(const std::vector<Tensor>& tensors) {
+json TensorsJson(const std::vector<TensorEntry>& tensors) {
   json list = json::array();
-  for (const Tensor& t : tensors) {
+  for (const TensorEntry& t : tensors) {
     list.push_back({{"index", t.index}, {"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}});
   }
   return list;
@@ -43,9 +43,9 @@ json OutputAccuracyJson(const OutputAccuracy& a) {
   return o;
 }
 
-json ProfileJson(const Profile& p) {
+json ProfileJson(const ProfileSection& p) {
   json nodes = json::array();
-  for (const ProfileNode& n : p.nodes) {
+  for (const ProfileNodeEntry& n : p.nodes) {
     json node = {
         {"index", n.index}, {"op", n.op}, {"delegate", n.delegate}, {"mean_us", n.mean_us}};
     if (n.partition) {
@@ -55,7 +55,7 @@ json ProfileJson(const Profile& p) {
     nodes.push_back(std::move(node));
   }
   json by_op = json::array();
-  for (const OpProfile& o : p.by_op) {
+  for (const OpProfileEntry& o : p.by_op) {
     by_op.push_back({{"op", o.op}, {"count", o.count}, {"total_us", o.total_us}, {"pct", o.pct}});
   }
   return {{"runs", p.runs}, {"nodes", std::move(nodes)}, {"by_op", std::move(by_op)}};
@@ -108,12 +108,12 @@ Metrics ParseMetrics(const json& m) {
   return out;
 }
 
-std::vector<Tensor> ParseTensors(const json& doc, const char* key) {
-  std::vector<Tensor> out;
+std::vector<TensorEntry> ParseTensors(const json& doc, const char* key) {
+  std::vector<TensorEntry> out;
   if (!doc.contains(key) || !doc[key].is_array()) return out;
   for (const json& t : doc[key]) {
     if (!t.is_object()) continue;
-    Tensor tensor;
+    TensorEntry tensor;
     tensor.index = Integer(t, "index").value_or(0);
     tensor.name = String(t, "name");
     tensor.dtype = String(t, "dtype");
@@ -178,15 +178,15 @@ OutputAccuracy ParseOutputAccuracy(const json& o) {
   return a;
 }
 
-std::optional<Profile> ParseProfile(const json& doc) {
+std::optional<ProfileSection> ParseProfile(const json& doc) {
   if (!doc.contains("profile") || !doc["profile"].is_object()) return std::nullopt;
   const json& p = doc["profile"];
-  Profile out;
+  ProfileSection out;
   out.runs = Integer(p, "runs").value_or(0);
   if (p.contains("nodes") && p["nodes"].is_array()) {
     for (const json& n : p["nodes"]) {
       if (!n.is_object()) continue;
-      ProfileNode node;
+      ProfileNodeEntry node;
       node.index = Integer(n, "index").value_or(0);
       node.op = String(n, "op");
       node.delegate = String(n, "delegate");

@@ -32,16 +32,17 @@ using runner::OutputAccuracy;
 using runner::PlacementNode;
 using runner::ToDouble;
 
-// An entry of "inputs" / "outputs".
-struct Tensor {
+// An entry of "inputs" / "outputs" (a runtime::Tensor's name, dtype and shape).
+struct TensorEntry {
   int64_t index = 0;
   std::string name;
   std::string dtype;  // "float32"
   std::vector<int64_t> shape;
 };
 
-// "profile".
-struct ProfileNode {
+// "profile": the document's form of the runner's runner::Profile
+// (profile.h), which carries runtime types.
+struct ProfileNodeEntry {
   int64_t index = 0;
   std::string op;
   std::string delegate;
@@ -49,16 +50,16 @@ struct ProfileNode {
   std::vector<int64_t> nodes;
   double mean_us = 0;
 };
-struct OpProfile {
+struct OpProfileEntry {
   std::string op;
   int64_t count = 0;
   double total_us = 0;
   double pct = 0;
 };
-struct Profile {
+struct ProfileSection {
   int64_t runs = 0;
-  std::vector<ProfileNode> nodes;
-  std::vector<OpProfile> by_op;
+  std::vector<ProfileNodeEntry> nodes;
+  std::vector<OpProfileEntry> by_op;
 };
 
 // The whole document. A failure document ("status" other than "ok") has only
@@ -72,11 +73,11 @@ struct Document {
   std::optional<int64_t> threads_used;  // the threads the delegate ran with
   std::optional<Metrics> metrics;
   std::vector<double> samples_us;
-  std::vector<Tensor> inputs;
-  std::vector<Tensor> outputs;
+  std::vector<TensorEntry> inputs;
+  std::vector<TensorEntry> outputs;
   std::optional<JobPlacement> placement;
-  std::optional<Accuracy> accuracy;  // only with --accuracy-reference
-  std::optional<Profile> profile;    // only with --profile
+  std::optional<Accuracy> accuracy;       // only with --accuracy-reference
+  std::optional<ProfileSection> profile;  // only with --profile
 };
 
 // True when `doc` is an ok document (status "ok").
