@@ -609,15 +609,21 @@ store::JobOutcome ClassifyJobResult(const agent::JobResult& r) {
     if (o.error.empty()) o.error = OneLine(parsed->error);
     o.accuracy = parsed->accuracy;
   }
+  // The agent classifies the job (Supervisor::ClassifyExit); what follows
+  // validates what arrived over the wire.
   if (!store::IsFinalJobStatus(o.status)) {
     o.error = "agent reported unknown job status '" + o.status + "'" +
               (o.error.empty() ? "" : ": " + o.error);
     o.status = "infra";
   } else if (o.status == store::kJobOk && !o.metrics) {
+    // A guard for agents built before the agent refused an unmeasured "ok"
+    // itself (same check, same messages): a current agent never sends one,
+    // and an "ok" the store keeps must have metrics for every report.
     o.status = "crashed";
     o.error = parsed ? "runner reported ok without metrics"
                      : "runner reported ok but its JSON is unreadable: " + parsed.message();
   }
+  // A failure without an error line still names something.
   if (o.status != store::kJobOk && o.error.empty()) {
     o.error = OneLine(LastLine(r.stderr_tail));
     if (o.error.empty()) {

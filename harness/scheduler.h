@@ -81,8 +81,10 @@ Result<SchedulerStats> RunJobs(const SchedulerContext& ctx, const std::vector<st
 Result<void> CheckDeviceTakesPlugins(const std::vector<std::string>& features,
                                      const std::string& device);
 
-// Turns what the agent returned into what the store keeps (status classes of
-// docs/CONTRACTS.md; an "ok" without metrics becomes "crashed").
+// Turns what the agent returned into what the store keeps. The job's class
+// is the agent's (Supervisor::ClassifyExit); this only validates it: a status
+// outside the list (docs/CONTRACTS.md) becomes "infra", and, from an agent
+// built before it refused one itself, an "ok" without metrics "crashed".
 // The runner's placement and the agent's device state (as DeviceStateToJson)
 // and flags are kept too.
 store::JobOutcome ClassifyJobResult(const agent::JobResult& r);

@@ -18,6 +18,7 @@
 
 #include "agent/base/unique_fd.h"
 #include "agent/protocol/status.h"
+#include "agent/runner/runner_json.h"
 #include "delegates/delegate_options.h"
 #include "nlohmann/json.hpp"
 
@@ -50,6 +51,19 @@ std::string SignalName(int sig) {
 
 // The runner's delegate option that names a plugin library (docs/CONTRACTS.md).
 constexpr std::string_view kPluginPathKey = "path";
+
+// An "ok" stands only on a runner document that reads (the runner-JSON
+// codec, as the harness reads it) and has metrics (docs/CONTRACTS.md); else
+// the runner failed in a way it did not report, and the job is `crashed`.
+// The messages are the ones the harness gave when it made this check.
+void RefuseUnmeasuredOk(const std::string& stdout_text, JobResult* result) {
+  if (result->status != JobStatusName(JobStatus::kOk)) return;
+  auto doc = runner_json::ParseRunnerJson(stdout_text);
+  if (doc && doc->metrics) return;
+  result->status = JobStatusName(JobStatus::kCrashed);
+  result->error = doc ? "runner reported ok without metrics"
+                      : "runner reported ok but its JSON is unreadable: " + doc.message();
+}
 
 JobResult Infra(std::string error) {
   JobResult r;
@@ -548,6 +562,7 @@ void Supervisor::ClassifyExit(int wait_status, bool stdout_truncated, JobResult*
     result->error =
         "runner wrote more than " + std::to_string(options_.max_stdout_bytes) + " bytes to stdout";
   }
+  RefuseUnmeasuredOk(result->runner_json, result);
 }
 
 }  // namespace dfarm::agent

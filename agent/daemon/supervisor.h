@@ -88,7 +88,9 @@ class Supervisor {
   // clears the running job; returns its wait status.
   int KillAndReap(int pid, bool kill_group);
   // Classifies a runner that exited (Classify) and refuses an "ok" whose
-  // stdout was cut at max_stdout_bytes.
+  // stdout was cut at max_stdout_bytes, or whose document the runner-JSON
+  // codec cannot read or has no metrics: those are `crashed`. The one
+  // classifier of a job; the harness only validates what arrives.
   void ClassifyExit(int wait_status, bool stdout_truncated, JobResult* result) const;
   // Attaches the device state before (given) and after (read now) to a result.
   JobResult WithDeviceState(std::optional<DeviceState> before, JobResult result) const;

@@ -99,6 +99,28 @@ TEST_F(SupervisorTest, ExitZeroWithoutSuccessIsCrashed) {
   EXPECT_EQ(r.error, "runner exited 0 without reporting success");
 }
 
+// The agent is the one classifier: an "ok" the runner cannot back with a
+// readable document and metrics is `crashed` here, with the messages the
+// harness used to give.
+TEST_F(SupervisorTest, OkWithoutMetricsIsCrashed) {
+  Supervisor sup(store_.get());
+  JobResult r = sup.Run(Job("#!/bin/sh\necho '{\"status\":\"ok\"}'\n"));
+  EXPECT_EQ(r.status, "crashed");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.error, "runner reported ok without metrics");
+  EXPECT_EQ(r.runner_json, "{\"status\":\"ok\"}\n");
+}
+
+TEST_F(SupervisorTest, OkWithAnUnreadableDocumentIsCrashed) {
+  Supervisor sup(store_.get());
+  JobResult r =
+      sup.Run(Job("#!/bin/sh\necho '{\"status\":\"ok\",\"metrics\":{\"mean_us\":\"fast\"}}'\n"));
+  EXPECT_EQ(r.status, "crashed");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.error, ::testing::StartsWith("runner reported ok but its JSON is unreadable: "));
+  EXPECT_THAT(r.error, HasSubstr("runner JSON"));  // the codec's message
+}
+
 TEST_F(SupervisorTest, ModelErrorUsesTheJsonError) {
   Supervisor sup(store_.get());
   JobResult r =
