@@ -464,9 +464,8 @@ class Scheduler {
         continue;
       }
       job.device = target->device;
-      std::string key =
-          JobKey(job.model_sha256, job.delegate, target->device, job.benchmark, job.plugin_sha256);
-      if (auto r = store.MoveJob(job.id, target->device, key); !r) return r;
+      job.job_key = JobKeyOf(job);  // its runner build too, as the expansion keyed it
+      if (auto r = store.MoveJob(job.id, target->device, job.job_key); !r) return r;
       ++moved[target->device];
       std::lock_guard lock(mu_);
       PushLocked(*target, k);

@@ -522,6 +522,38 @@ TEST_F(SweepTest, QuarantineMovesJobsToTheSameAbi) {
   EXPECT_THAT(progress_.str(), HasSubstr("device 'local:bad' quarantined after 1 jobs in a row"));
 }
 
+// A moved job is keyed like one planned on its new device, runner build
+// included, so it stays comparable and --resume finds its build again.
+TEST_F(SweepTest, AMovedJobKeepsItsRunnerInItsKey) {
+  std::string a = dir_.Write("builds/a/dfarm-runner", std::string(70, 'a'));
+  spec_.runners = {{"A", {{"x86_64", a}}}};
+  spec_.devices = {"local", "local:bad"};
+  spec_.scheduler.retries = 0;
+  spec_.scheduler.quarantine_after = 1;
+  spec_.scheduler.failover = "same_abi";
+  devices_.run = [](const std::string& device, const agent::JobSpec&) -> Result<agent::JobResult> {
+    if (device == "local:bad") return MakeError("connection reset by peer");
+    return Ok();
+  };
+  auto s = RunSweep(spec_, *store_, devices_, options_);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(s->ok, 4u) << progress_.str();
+  EXPECT_EQ(s->moved, 2u);
+  auto jobs = store_->ListJobs(s->run_id);
+  ASSERT_TRUE(jobs.ok());
+  std::map<std::string, std::string> planned_key;  // model -> key of its job planned on local
+  for (const auto& j : *jobs) {
+    if (j.moved_from.empty()) planned_key[j.model + "@" + j.device] = j.job_key;
+  }
+  for (const auto& j : *jobs) {
+    if (j.moved_from.empty()) continue;
+    EXPECT_EQ(j.device, "local");
+    EXPECT_EQ(j.job_key, planned_key[j.model + "@local"]) << j.model;
+    EXPECT_EQ(j.job_key, JobKey(j.model_sha256, spec_.delegates[0], "local", spec_.benchmark, "",
+                                "A", Sha256OfBytes(std::string(70, 'a'))));
+  }
+}
+
 TEST_F(SweepTest, QuarantineWithoutFailoverRecordsInfra) {
   spec_.devices = {"local", "local:bad"};
   spec_.scheduler.retries = 0;
