@@ -327,12 +327,12 @@ class Scheduler {
     if (!c.session) {
       auto reached = Connect(w, store, c);
       if (!reached) return reached.error();
-      if (!reached->empty()) return AttemptEnd{*reached};
+      if (!reached->empty()) return AttemptEnd{*reached, {}};
     }
     auto model =
         PushOnce(w, store, c, "model", "model", job.model.path, job.model.file, job.model_sha256);
     if (!model) return model.error();
-    if (!model->empty()) return AttemptEnd{*model};
+    if (!model->empty()) return AttemptEnd{*model, {}};
     if (!job.plugin_sha256.empty()) {
       if (auto r = CheckDeviceTakesPlugins(c.session->client().device().features, w.device); !r) {
         // Retrying cannot help, and the device still serves other jobs.
@@ -346,7 +346,7 @@ class Scheduler {
       auto pushed =
           PushOnce(w, store, c, "plugin", "delegate plugin", plugin, plugin, job.plugin_sha256);
       if (!pushed) return pushed.error();
-      if (!pushed->empty()) return AttemptEnd{*pushed};
+      if (!pushed->empty()) return AttemptEnd{*pushed, {}};
     }
     std::string cooldown_note;
     if (Cooling()) {
@@ -409,7 +409,7 @@ class Scheduler {
     }
     if (!result) {
       c.session.reset();  // reconnect (restarting a local agent) for the next attempt
-      return AttemptEnd{"device '" + w.device + "': " + result.message()};
+      return AttemptEnd{"device '" + w.device + "': " + result.message(), {}};
     }
     store::JobOutcome outcome = ClassifyJobResult(*result);
     if (!cooldown_note.empty()) {
