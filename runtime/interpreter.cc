@@ -242,8 +242,9 @@ Status Interpreter::Invoke() {
 
 Status Interpreter::InvokeStep(size_t step) {
   if (!allocated_ || step >= plan_.size()) {
-    return Status::InvalidArgument("InvokeStep() called before a successful AllocateTensors() "
-                                   "or past the last step");
+    return Status::InvalidArgument(
+        "InvokeStep() called before a successful AllocateTensors() "
+        "or past the last step");
   }
   return RunNode(plan_[step]);
 }

@@ -10,7 +10,8 @@
 namespace dfarm {
 
 // An error message that names the thing at fault and why, e.g.
-// "failed to load model 'face.tflite': tensor 17 refers to buffer 90, but the model has 64 buffers".
+// "failed to load model 'face.tflite': tensor 17 refers to buffer 90, but the model has 64
+// buffers".
 struct Error {
   std::string message;
 };
@@ -20,7 +21,7 @@ inline Error MakeError(std::string message) { return Error{std::move(message)}; 
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
   Result(Error error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return v_.index() == 0; }
@@ -48,7 +49,8 @@ template <>
 class [[nodiscard]] Result<void> {
  public:
   Result() = default;
-  Result(Error error) : error_(std::move(error)), ok_(false) {}  // NOLINT(google-explicit-constructor)
+  Result(Error error)
+      : error_(std::move(error)), ok_(false) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return ok_; }
   explicit operator bool() const { return ok_; }
@@ -59,7 +61,6 @@ class [[nodiscard]] Result<void> {
   Error error_;
   bool ok_ = true;
 };
-
 
 inline Result<void> Ok() { return {}; }
 

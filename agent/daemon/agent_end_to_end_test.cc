@@ -13,13 +13,13 @@
 #include <filesystem>
 #include <thread>
 
-#include "agent/client/client.h"
 #include "agent/base/sha256.h"
-#include "agent/protocol/framing.h"
+#include "agent/base/unique_fd.h"
 #include "agent/client/agent_process.h"
+#include "agent/client/client.h"
+#include "agent/protocol/framing.h"
 #include "agent/protocol/messages.h"
 #include "agent/testing/test_util.h"
-#include "agent/base/unique_fd.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -30,8 +30,8 @@ using ::testing::Contains;
 using ::testing::HasSubstr;
 using testing::TempDir;
 
-using testing::TestAgent;
 using testing::kAgentBinary;
+using testing::TestAgent;
 constexpr auto kTimeout = std::chrono::milliseconds(10000);
 
 class AgentEndToEndTest : public ::testing::Test {
@@ -215,7 +215,7 @@ TEST(AgentEndToEndStateTest, HotAndThrottledFlagsReachTheHost) {
   testing::WriteFile(root + "/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq", "1000\n");
   testing::WriteFile(root + "/proc/loadavg", "3.5 2.5 1.5 1/1 1\n");
   TestAgent agent({"--listen", "127.0.0.1:0", "--store", dir.path() + "/store",
-                      "--device-state-root", root, "--hot-threshold-c", "60.5"});
+                   "--device-state-root", root, "--hot-threshold-c", "60.5"});
   uint16_t port = agent.ReadPort();
   ASSERT_GT(port, 0);
   auto client = AgentClient::Connect("127.0.0.1", port, kTimeout);
@@ -347,8 +347,8 @@ TEST(AgentProcessTest, AgentThatRefusesToStartIsAnError) {
 
 TEST(AgentCommandLineTest, RefusesNonLoopback) {
   TempDir dir;
-  std::string cmd = std::string(kAgentBinary) + " --listen 0.0.0.0:0 --store " + dir.path() +
-                    "/s 2>&1";
+  std::string cmd =
+      std::string(kAgentBinary) + " --listen 0.0.0.0:0 --store " + dir.path() + "/s 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
   ASSERT_NE(p, nullptr);
   char buf[512] = {};

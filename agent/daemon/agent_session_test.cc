@@ -7,12 +7,12 @@
 #include <cstdio>
 #include <thread>
 
-#include "agent/protocol/auth.h"
 #include "agent/client/client.h"
 #include "agent/daemon/device_info.h"
+#include "agent/daemon/server.h"
+#include "agent/protocol/auth.h"
 #include "agent/protocol/framing.h"
 #include "agent/protocol/messages.h"
-#include "agent/daemon/server.h"
 #include "agent/testing/test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -21,10 +21,10 @@ namespace dfarm::agent {
 namespace {
 
 using std::chrono::milliseconds;
-using testing::TestAgent;
 using ::testing::HasSubstr;
 using testing::kAgentBinary;
 using testing::TempDir;
+using testing::TestAgent;
 using Clock = std::chrono::steady_clock;
 
 constexpr auto kTimeout = milliseconds(10000);

@@ -11,8 +11,8 @@
 namespace dfarm::agent {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::HashOf;
+using ::testing::HasSubstr;
 using testing::ReadFile;
 using testing::TempDir;
 
@@ -109,9 +109,9 @@ TEST(ArtifactStoreTest, BadNamesAreRefused) {
   TempDir dir;
   auto store = ArtifactStore::Open(dir.path());
   ASSERT_TRUE(store.ok());
-  for (std::string name : {std::string("../../etc/passwd"), std::string(""),
-                           std::string(64, 'A'), std::string(63, 'a'), std::string(65, 'a'),
-                           std::string(62, 'a') + "/x", std::string(63, 'a') + '\0'}) {
+  for (std::string name : {std::string("../../etc/passwd"), std::string(""), std::string(64, 'A'),
+                           std::string(63, 'a'), std::string(65, 'a'), std::string(62, 'a') + "/x",
+                           std::string(63, 'a') + '\0'}) {
     EXPECT_FALSE((*store)->Has(name)) << name;
     auto up = (*store)->BeginUpload(name, 1);
     ASSERT_FALSE(up.ok()) << name;
@@ -148,8 +148,8 @@ TEST(ArtifactStoreTest, MakeExecutable) {
 namespace dfarm::agent {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::HashOf;
+using ::testing::HasSubstr;
 using testing::ReadFile;
 using testing::TempDir;
 
@@ -174,7 +174,7 @@ TEST(ArtifactStoreResumeTest, InterruptedUploadResumesAcrossReopen) {
     ASSERT_TRUE(up.ok()) << up.message();
     EXPECT_EQ((*up)->bytes_received(), 0u);
     ASSERT_TRUE((*up)->Write(0, U8(bytes), 4000).ok());
-  }  // dropped without Commit: the 4000 bytes stay
+  }                                              // dropped without Commit: the 4000 bytes stay
   auto store = ArtifactStore::Open(dir.path());  // as after an agent restart
   ASSERT_TRUE(store.ok());
   auto up = (*store)->ResumeUpload(sha, bytes.size());

@@ -55,7 +55,7 @@ TEST(CancelEndToEndTest, HangingPluginJobIsCancelledAndTheDeviceServesTheNext) {
   ASSERT_TRUE(b.WriteFile(model));
 
   testing::TestAgent agent({"--listen", "127.0.0.1:0", "--store", dir.path() + "/store"},
-                              dir.path() + "/agent.log");
+                           dir.path() + "/agent.log");
   uint16_t port = agent.ReadPort();
   ASSERT_GT(port, 0);
   auto client = AgentClient::Connect("127.0.0.1", port, milliseconds(10000));

@@ -4,9 +4,9 @@
 
 #include <filesystem>
 
+#include "agent/daemon/supervisor.h"
 #include "agent/protocol/framing.h"
 #include "agent/protocol/messages.h"
-#include "agent/daemon/supervisor.h"
 #include "agent/testing/test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

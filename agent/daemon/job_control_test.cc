@@ -14,9 +14,9 @@
 
 #include "agent/client/client.h"
 #include "agent/daemon/device_info.h"
+#include "agent/daemon/supervisor.h"
 #include "agent/protocol/framing.h"
 #include "agent/protocol/messages.h"
-#include "agent/daemon/supervisor.h"
 #include "agent/testing/test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -25,9 +25,9 @@ namespace dfarm::agent {
 namespace {
 
 using std::chrono::milliseconds;
-using testing::TestAgent;
 using ::testing::HasSubstr;
 using testing::TempDir;
+using testing::TestAgent;
 
 constexpr auto kTimeout = milliseconds(10000);
 

@@ -27,8 +27,7 @@ inline constexpr std::string_view kFeatureProgress = "progress";
 // DeviceStateRequest/DeviceStateReply: the device's state on demand (cooldown).
 inline constexpr std::string_view kFeatureDeviceState = "device_state";
 inline constexpr std::string_view kKnownFeatures[] = {
-    kFeatureArtifacts, kFeatureRunJob,   kFeatureAuthHmac,   kFeatureHeartbeat,
-    kFeaturePutResume, kFeaturePlugin,   kFeatureCancel,     kFeatureProgress,
-    kFeatureDeviceState};
+    kFeatureArtifacts, kFeatureRunJob, kFeatureAuthHmac, kFeatureHeartbeat,  kFeaturePutResume,
+    kFeaturePlugin,    kFeatureCancel, kFeatureProgress, kFeatureDeviceState};
 
 }  // namespace dfarm::agent

@@ -33,7 +33,8 @@ Result<void> WaitReady(int fd, short events, Deadline deadline, const char* what
     int n = ::poll(&p, 1, timeout);
     if (n > 0) return Ok();
     if (n == 0) return MakeError(std::string("timed out ") + what);
-    if (errno != EINTR) return MakeError(std::string("poll failed ") + what + ": " + strerror(errno));
+    if (errno != EINTR)
+      return MakeError(std::string("poll failed ") + what + ": " + strerror(errno));
   }
 }
 
@@ -75,8 +76,7 @@ Result<const wire::Frame*> VerifyFrame(const uint8_t* data, size_t size) {
   }
   flatbuffers::Verifier verifier(data, size);
   if (!wire::VerifyFrameBuffer(verifier)) {
-    return MakeError("bad frame: " + std::to_string(size) +
-                     " bytes fail the FlatBuffers verifier");
+    return MakeError("bad frame: " + std::to_string(size) + " bytes fail the FlatBuffers verifier");
   }
   const wire::Frame* frame = wire::GetFrame(data);
   if (frame->body_type() == wire::Body::NONE || frame->body() == nullptr) {

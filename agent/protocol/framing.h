@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/protocol/protocol.h"
 #include "agent/base/result.h"
+#include "agent/protocol/protocol.h"
 
 namespace dfarm::agent {
 

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <thread>
 
-#include "agent/protocol/messages.h"
 #include "agent/base/unique_fd.h"
+#include "agent/protocol/messages.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -136,9 +136,9 @@ TEST(FramingTest, TruncatedFrameIsAnError) {
   SocketPair sp;
   flatbuffers::FlatBufferBuilder fbb;
   FinishFrame(fbb, 1, wire::CreateErrorReplyDirect(fbb, "hello there"));
-  std::string bytes = Prefix(fbb.GetSize()) +
-                      std::string(reinterpret_cast<const char*>(fbb.GetBufferPointer()),
-                                  fbb.GetSize() - 5);
+  std::string bytes =
+      Prefix(fbb.GetSize()) +
+      std::string(reinterpret_cast<const char*>(fbb.GetBufferPointer()), fbb.GetSize() - 5);
   WriteRaw(sp.a.get(), bytes);
   sp.a.reset();
   auto got = ReadFrame(sp.b.get(), std::chrono::milliseconds(1000));

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/protocol/types.h"
 #include "agent/protocol/protocol.h"
+#include "agent/protocol/types.h"
 
 namespace dfarm::agent {
 

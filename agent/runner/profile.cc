@@ -6,9 +6,8 @@
 
 namespace dfarm::runner {
 
-runtime::Status ProfileRuns(runtime::Interpreter& interpreter,
-                            const runtime::Placement& placement, uint32_t runs,
-                            Profile* profile_out) {
+runtime::Status ProfileRuns(runtime::Interpreter& interpreter, const runtime::Placement& placement,
+                            uint32_t runs, Profile* profile_out) {
   using Clock = std::chrono::steady_clock;
   Profile profile;
   profile.runs = runs;

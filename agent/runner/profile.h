@@ -14,17 +14,17 @@
 namespace dfarm::runner {
 
 struct NodeProfile {
-  int index = -1;        // the node (a partition's first node)
-  std::string op;        // "CONV_2D"; "DELEGATE" for a delegated partition
-  std::string delegate;  // "cpu" or the delegate's name
-  int partition = -1;    // set for a delegated partition
+  int index = -1;          // the node (a partition's first node)
+  std::string op;          // "CONV_2D"; "DELEGATE" for a delegated partition
+  std::string delegate;    // "cpu" or the delegate's name
+  int partition = -1;      // set for a delegated partition
   std::vector<int> nodes;  // a partition's nodes; empty otherwise
   double mean_us = 0;
 };
 
 struct OpProfile {
   std::string op;
-  size_t count = 0;  // steps of this op type
+  size_t count = 0;     // steps of this op type
   double total_us = 0;  // sum of the steps' mean_us: one run's worth
   double pct = 0;       // share of all steps' total_us, 0..100
 };
@@ -38,8 +38,7 @@ struct Profile {
 // Runs `interpreter` `runs` times step by step, timing each step that does
 // work. Inputs must be filled; outputs change as with Invoke(). `placement`
 // is the interpreter's. Returns the first failing step's status.
-runtime::Status ProfileRuns(runtime::Interpreter& interpreter,
-                            const runtime::Placement& placement, uint32_t runs,
-                            Profile* profile_out);
+runtime::Status ProfileRuns(runtime::Interpreter& interpreter, const runtime::Placement& placement,
+                            uint32_t runs, Profile* profile_out);
 
 }  // namespace dfarm::runner

@@ -18,10 +18,10 @@
 #include <thread>
 #include <vector>
 
-#include "agent/daemon/artifact_store.h"
 #include "agent/base/sha256.h"
 #include "agent/base/subprocess.h"
 #include "agent/base/unique_fd.h"
+#include "agent/daemon/artifact_store.h"
 
 namespace dfarm::agent::testing {
 

@@ -1,13 +1,12 @@
 #include "delegates/conformance/conformance.h"
 
-#include "delegates/delegate_options.h"
-
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <random>
 
+#include "delegates/delegate_options.h"
 #include "runtime/interpreter.h"
 #include "runtime/model.h"
 #include "runtime/op_resolver.h"

@@ -35,8 +35,7 @@ struct DelegateUnderTest {
 // "key:value;key:value" (delegates/delegate_options.h); false when malformed.
 // The old spelling "NAME:key=value,key=value" (no ':' after the name's) is
 // still read, and sets *old_syntax so the tool can say it is deprecated.
-bool ParseDelegateSpec(const std::string& spec, DelegateUnderTest* out,
-                       bool* old_syntax = nullptr);
+bool ParseDelegateSpec(const std::string& spec, DelegateUnderTest* out, bool* old_syntax = nullptr);
 
 struct CaseResult {
   std::string case_name;

@@ -62,8 +62,8 @@ void FuzzOne(const uint8_t* data, size_t size) {
   g_sink += status.message().size();
   for (const Tensor* output : interpreter.outputs()) {
     if (output->data == nullptr || output->bytes == 0) continue;
-    g_sink += static_cast<size_t>(output->data[0]) +
-              static_cast<size_t>(output->data[output->bytes - 1]);
+    g_sink +=
+        static_cast<size_t>(output->data[0]) + static_cast<size_t>(output->data[output->bytes - 1]);
   }
 }
 

@@ -148,8 +148,8 @@ std::vector<std::pair<std::string, ModelBuilder>> Seeds() {
     opts[0] = 2;  // VALID, stride 1 x 1
     opts[4] = opts[8] = 1;
     int out = b.AddTensor(T::FLOAT32, {1, 3, 3, 1});
-    b.AddCustomOperator("Convolution2DTransposeBias", {x, w, b.AddConstFloat32({1}, {0.5f}, "bias")},
-                        {out}, opts);
+    b.AddCustomOperator("Convolution2DTransposeBias",
+                        {x, w, b.AddConstFloat32({1}, {0.5f}, "bias")}, {out}, opts);
     int flat = b.AddTensor(T::FLOAT32, {1, 2, 2, 4});
     b.AddUnary(Op::RELU, in, flat);
     b.SetInputs({in, x});

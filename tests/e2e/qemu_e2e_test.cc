@@ -121,15 +121,18 @@ TEST_F(QemuE2eTest, OneSweepAcrossTwoAbis) {
   EXPECT_EQ(s["ok"], cells);
   EXPECT_GT(s["bytes_pushed"].get<uint64_t>(), 0u);
   EXPECT_EQ(QueryInt(db_, "SELECT count(*) FROM jobs WHERE run_id = 1 AND status = 'ok'"), cells);
-  EXPECT_EQ(QueryInt(db_, "SELECT count(*) FROM results r JOIN jobs j ON j.id = r.job_id "
-                          "WHERE j.run_id = 1"),
+  EXPECT_EQ(QueryInt(db_,
+                     "SELECT count(*) FROM results r JOIN jobs j ON j.id = r.job_id "
+                     "WHERE j.run_id = 1"),
             cells);
-  EXPECT_EQ(QueryInt(db_, "SELECT count(*) FROM jobs WHERE run_id = 1 AND device = 'qemu-arm64' "
-                          "AND status = 'ok'"),
+  EXPECT_EQ(QueryInt(db_,
+                     "SELECT count(*) FROM jobs WHERE run_id = 1 AND device = 'qemu-arm64' "
+                     "AND status = 'ok'"),
             4);
   // The agents' own words: the emulated device is arm64, the others x86_64.
-  EXPECT_EQ(QueryInt(db_, "SELECT count(*) FROM devices WHERE name = 'qemu-arm64' AND "
-                          "abi = 'arm64-v8a'"),
+  EXPECT_EQ(QueryInt(db_,
+                     "SELECT count(*) FROM devices WHERE name = 'qemu-arm64' AND "
+                     "abi = 'arm64-v8a'"),
             1);
   EXPECT_EQ(QueryInt(db_, "SELECT count(*) FROM devices WHERE abi = 'x86_64'"), 3);
 
@@ -154,8 +157,9 @@ TEST_F(QemuE2eTest, OneSweepAcrossTwoAbis) {
   EXPECT_EQ(s2["ok"], cells);
   EXPECT_EQ(s2["bytes_pushed"], 0);
   // Same cells, same job keys.
-  EXPECT_EQ(QueryInt(db_, "SELECT count(*) FROM jobs j1 JOIN jobs j2 ON j1.job_key = j2.job_key "
-                          "WHERE j1.run_id = 1 AND j2.run_id = 2"),
+  EXPECT_EQ(QueryInt(db_,
+                     "SELECT count(*) FROM jobs j1 JOIN jobs j2 ON j1.job_key = j2.job_key "
+                     "WHERE j1.run_id = 1 AND j2.run_id = 2"),
             cells);
 }
 
