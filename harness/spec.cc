@@ -46,7 +46,7 @@ class Parser {
 
   Error Fail(const std::string& where, const std::string& why) const {
     std::string at = where.empty() ? "" : where + ": ";
-    return MakeError("spec '" + spec_path_ + "': " + at + why);
+    return MakeError(ErrorKind::kInvalidInput, "spec '" + spec_path_ + "': " + at + why);
   }
 
   // Checks that `obj` has only `allowed` keys.
@@ -781,13 +781,13 @@ Result<SweepSpec> ParseSpec(const std::string& text, const std::string& spec_pat
   try {
     return Parser(spec_path).Parse(text);
   } catch (const std::exception& e) {  // nlohmann type errors we did not foresee
-    return MakeError("spec '" + spec_path + "': " + e.what());
+    return MakeError(ErrorKind::kInvalidInput, "spec '" + spec_path + "': " + e.what());
   }
 }
 
 Result<SweepSpec> LoadSpec(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return MakeError("spec '" + path + "': cannot read the file");
+  if (!in) return MakeError(ErrorKind::kInvalidInput, "spec '" + path + "': cannot read the file");
   std::ostringstream text;
   text << in.rdbuf();
   return ParseSpec(text.str(), path);

@@ -619,11 +619,12 @@ Result<std::vector<ResolvedDevice>> ResolveDevices(
         }
         list += ")";
       }
-      return MakeError("device selector " + SelectorText(sel) +
-                       " matches no device (candidates: " + (list.empty() ? "none" : list) + ")");
+      return MakeError(ErrorKind::kInvalidInput, "device selector " + SelectorText(sel) +
+                                                     " matches no device (candidates: " +
+                                                     (list.empty() ? "none" : list) + ")");
     }
   }
-  if (out.empty()) return MakeError("the spec names no device");
+  if (out.empty()) return MakeError(ErrorKind::kInvalidInput, "the spec names no device");
   return out;
 }
 

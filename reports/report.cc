@@ -120,7 +120,8 @@ Result<std::map<int64_t, store::Accuracy>> LoadAccuracy(store::Store& store,
 Result<Format> ParseFormat(const std::string& name) {
   if (name == "md" || name == "markdown") return Format::kMarkdown;
   if (name == "html") return Format::kHtml;
-  return MakeError("unknown report format '" + name + "' (known: md, html)");
+  return MakeError(ErrorKind::kInvalidInput,
+                   "unknown report format '" + name + "' (known: md, html)");
 }
 
 std::string Render(const RunReport& report, Format format) {

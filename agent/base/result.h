@@ -12,11 +12,27 @@ namespace dfarm {
 // An error message that names the thing at fault and why, e.g.
 // "failed to load model 'face.tflite': tensor 17 refers to buffer 90, but the model has 64
 // buffers".
-struct Error {
-  std::string message;
+// What kind of failure an Error is, for a program that maps failures to exit
+// codes (dfarm: kInvalidInput and kNotFound are usage errors, exit 2; the rest
+// exit 3). Wrapping an error's message in a new one keeps no kind: pass the
+// kind on with MakeError(kind, ...) where it still holds.
+enum class ErrorKind {
+  kFailed,        // the device, the store, the wire or the system failed
+  kInvalidInput,  // what the user gave is wrong: an argument, a spec, a policy
+  kNotFound,      // the user named something that does not exist: a run, a job
 };
 
-inline Error MakeError(std::string message) { return Error{std::move(message)}; }
+struct Error {
+  std::string message;
+  ErrorKind kind = ErrorKind::kFailed;
+};
+
+inline Error MakeError(std::string message) {
+  return Error{std::move(message), ErrorKind::kFailed};
+}
+inline Error MakeError(ErrorKind kind, std::string message) {
+  return Error{std::move(message), kind};
+}
 
 template <typename T>
 class [[nodiscard]] Result {

@@ -12,6 +12,23 @@ void Context::Fail(int code, const std::string& message) {
   exit_code = code;
 }
 
+int Context::Fail(const Error& error) {
+  const int code = ExitCodeFor(error.kind);
+  Fail(code, error.message);
+  return code;
+}
+
+int ExitCodeFor(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kInvalidInput:
+    case ErrorKind::kNotFound:
+      return kExitUsage;
+    case ErrorKind::kFailed:
+      return kExitInfra;
+  }
+  return kExitInfra;
+}
+
 void AddDbOption(CLI::App& cmd, std::string& db) {
   db = "dfarm.db";
   cmd.add_option("--db", db, "results database (SQLite file)")
@@ -37,7 +54,7 @@ Result<int64_t> ResolveRun(store::Store& store, const std::string& arg) {
   if (arg == "last" || arg == "latest") {
     auto runs = store.ListRuns();
     if (!runs) return runs.error();
-    if (runs->empty()) return MakeError("the database holds no runs yet");
+    if (runs->empty()) return MakeError(ErrorKind::kNotFound, "the database holds no runs yet");
     return runs->back().id;
   }
   int64_t id = 0;
@@ -48,7 +65,8 @@ Result<int64_t> ResolveRun(store::Store& store, const std::string& arg) {
     used = 0;
   }
   if (used != arg.size() || arg.empty() || id <= 0) {
-    return MakeError("RUN must be a run id (see 'dfarm runs') or 'last', got '" + arg + "'");
+    return MakeError(ErrorKind::kInvalidInput,
+                     "RUN must be a run id (see 'dfarm runs') or 'last', got '" + arg + "'");
   }
   return id;
 }

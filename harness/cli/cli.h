@@ -4,6 +4,8 @@
 
 #include <ostream>
 
+#include "agent/base/result.h"
+
 namespace dfarm::cli {
 
 // Exit codes (harness/README.md).
@@ -12,6 +14,10 @@ inline constexpr int kExitJobsFailed = 1;  // the sweep ran, some job did not en
 inline constexpr int kExitUsage = 2;       // bad arguments, bad spec, unknown run
 inline constexpr int kExitInfra = 3;       // device or database trouble
 inline constexpr int kExitInterrupted = 130;
+
+// The exit code of a failure of this kind: kInvalidInput and kNotFound are
+// usage errors (2), anything else is infrastructure (3).
+int ExitCodeFor(ErrorKind kind);
 
 int Main(int argc, char** argv, std::ostream& out, std::ostream& err);
 

@@ -100,6 +100,34 @@ TEST(CliTest, SpecErrorsExit2) {
   EXPECT_EQ(o.code, kExitUsage);
 }
 
+// docs/CONTRACTS.md: a device selector that matches nothing is exit 2 (the
+// spec's fault), not 3 (the error carries ErrorKind::kInvalidInput).
+TEST(CliTest, SelectorMatchingNothingExits2) {
+  harness::TempDir dir;
+  dir.Write("m.tflite", "model");
+  std::string spec = dir.Write(
+      "q.json",
+      R"({"models":["m.tflite"],"delegates":[{"name":"cpu"}],"devices":[{"abi":"mips"}]})");
+  Outcome o = Call({"sweep", spec, "--db", (dir.path() / "x.db").string()});
+  EXPECT_EQ(o.code, kExitUsage) << o.err;
+  EXPECT_THAT(o.err, HasSubstr("device selector {\"abi\":\"mips\"} matches no device"));
+}
+
+TEST(CliTest, ErrorKindsMapToExitCodes) {
+  EXPECT_EQ(ExitCodeFor(ErrorKind::kInvalidInput), kExitUsage);
+  EXPECT_EQ(ExitCodeFor(ErrorKind::kNotFound), kExitUsage);
+  EXPECT_EQ(ExitCodeFor(ErrorKind::kFailed), kExitInfra);
+  harness::TempDir dir;
+  std::string db = (dir.path() / "x.db").string();
+  ASSERT_TRUE(store::OpenSqliteStore(db).ok());
+  Outcome o = Call({"show", "7", "--db", db});  // a run that does not exist: kNotFound
+  EXPECT_EQ(o.code, kExitUsage) << o.err;
+  EXPECT_THAT(o.err, HasSubstr("no run 7"));
+  o = Call({"report", "1", "--db", db, "--format", "pdf", "-o", "-"});  // kInvalidInput
+  EXPECT_EQ(o.code, kExitUsage) << o.err;
+  EXPECT_THAT(o.err, HasSubstr("unknown report format 'pdf'"));
+}
+
 TEST(CliTest, PluginSpecWithAMissingPluginExits2) {
   harness::TempDir dir;
   dir.Write("m.tflite", "model");

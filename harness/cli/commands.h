@@ -20,6 +20,8 @@ struct Context {
 
   // Prints "dfarm: error: MESSAGE" and sets the exit code.
   void Fail(int code, const std::string& message);
+  // Same, with the exit code the error's kind means (ExitCodeFor); returns it.
+  int Fail(const Error& error);
 };
 
 // Each adds one subcommand whose callback sets ctx.exit_code. The context

@@ -15,31 +15,26 @@ struct ReportOptions {
 int Run(const ReportOptions& o, Context& ctx) {
   auto format = reports::ParseFormat(o.format);
   if (!format) {
-    ctx.Fail(kExitUsage, format.message());
-    return kExitUsage;
+    return ctx.Fail(format.error());
   }
   auto store = OpenExistingStore(o.db);
   if (!store) {
-    ctx.Fail(kExitInfra, store.message());
-    return kExitInfra;
+    return ctx.Fail(store.error());
   }
   auto id = ResolveRun(**store, o.run);
   if (!id) {
-    ctx.Fail(kExitUsage, id.message());
-    return kExitUsage;
+    return ctx.Fail(id.error());
   }
   auto report = reports::LoadRunReport(**store, *id);
   if (!report) {
-    ctx.Fail(kExitUsage, report.message());
-    return kExitUsage;
+    return ctx.Fail(report.error());
   }
   if (o.output == "-") {
     ctx.out << reports::Render(*report, *format) << std::flush;
     return kExitOk;
   }
   if (auto r = reports::WriteReport(*report, *format, o.output); !r) {
-    ctx.Fail(kExitInfra, r.message());
-    return kExitInfra;
+    return ctx.Fail(r.error());
   }
   return kExitOk;
 }

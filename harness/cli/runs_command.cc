@@ -14,13 +14,11 @@ struct RunsOptions {
 int Run(const RunsOptions& o, Context& ctx) {
   auto store = OpenExistingStore(o.db);
   if (!store) {
-    ctx.Fail(kExitInfra, store.message());
-    return kExitInfra;
+    return ctx.Fail(store.error());
   }
   auto runs = (*store)->ListRuns();
   if (!runs) {
-    ctx.Fail(kExitInfra, runs.message());
-    return kExitInfra;
+    return ctx.Fail(runs.error());
   }
   if (o.json) {
     nlohmann::json list = nlohmann::json::array();

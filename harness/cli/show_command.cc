@@ -67,8 +67,7 @@ int ShowJob(store::Store& store, const store::RunRow& run, const std::vector<sto
     }
     auto accuracy = store.GetAccuracy(j.id);
     if (!accuracy) {
-      ctx.Fail(kExitInfra, accuracy.message());
-      return kExitInfra;
+      return ctx.Fail(accuracy.error());
     }
     if (*accuracy) {
       ctx.out
@@ -86,8 +85,7 @@ int ShowJob(store::Store& store, const store::RunRow& run, const std::vector<sto
     }
     auto placement = store.GetPlacement(j.id);
     if (!placement) {
-      ctx.Fail(kExitInfra, placement.message());
-      return kExitInfra;
+      return ctx.Fail(placement.error());
     }
     if (!*placement) {
       ctx.out << "no placement recorded\n";
@@ -140,8 +138,7 @@ json JobJson(store::Store& store, const store::JobRow& j) {
 int AddJobDetailJson(store::Store& store, const store::JobRow& j, json& job, Context& ctx) {
   auto placement = store.GetPlacement(j.id);
   if (!placement) {
-    ctx.Fail(kExitInfra, placement.message());
-    return kExitInfra;
+    return ctx.Fail(placement.error());
   }
   // Metrics, nodes and accuracy in the runner's keys (docs/CONTRACTS.md);
   // non-finite accuracy figures (nothing compared) are null.
@@ -155,8 +152,7 @@ int AddJobDetailJson(store::Store& store, const store::JobRow& j, json& job, Con
   job["stderr_tail"] = detail ? detail->stderr_tail : "";
   auto accuracy = store.GetAccuracy(j.id);
   if (!accuracy) {
-    ctx.Fail(kExitInfra, accuracy.message());
-    return kExitInfra;
+    return ctx.Fail(accuracy.error());
   }
   job["accuracy"] = *accuracy ? runner_json::AccuracyJson(**accuracy) : json(nullptr);
   return kExitOk;
@@ -207,8 +203,7 @@ int PrintTable(store::Store& store, const store::RunRow& run, std::vector<store:
   // The table's accuracy column (reports::AccuracyLabel) needs each job's comparison.
   auto accuracy = reports::LoadAccuracy(store, jobs);
   if (!accuracy) {
-    ctx.Fail(kExitInfra, accuracy.message());
-    return kExitInfra;
+    return ctx.Fail(accuracy.error());
   }
   const reports::RunReport report{run, std::move(jobs), std::move(*accuracy)};
   ctx.out << "run " << run.id << " '" << run.name << "' " << run.status << ", created "
@@ -241,23 +236,19 @@ int PrintTable(store::Store& store, const store::RunRow& run, std::vector<store:
 int Run(const ShowOptions& o, Context& ctx) {
   auto store = OpenExistingStore(o.db);
   if (!store) {
-    ctx.Fail(kExitInfra, store.message());
-    return kExitInfra;
+    return ctx.Fail(store.error());
   }
   auto id = ResolveRun(**store, o.run);
   if (!id) {
-    ctx.Fail(kExitUsage, id.message());
-    return kExitUsage;
+    return ctx.Fail(id.error());
   }
   auto run = (*store)->GetRun(*id);
   if (!run) {
-    ctx.Fail(kExitUsage, run.message());
-    return kExitUsage;
+    return ctx.Fail(run.error());
   }
   auto jobs = (*store)->ListJobs(*id);
   if (!jobs) {
-    ctx.Fail(kExitInfra, jobs.message());
-    return kExitInfra;
+    return ctx.Fail(jobs.error());
   }
   if (o.job != 0 && std::none_of(jobs->begin(), jobs->end(),
                                  [&o](const store::JobRow& j) { return j.id == o.job; })) {

@@ -60,8 +60,7 @@ int LoadSpec(const SweepOptions& o, std::optional<harness::SweepSpec>& spec, Con
   }
   auto loaded = harness::LoadSpec(o.spec);
   if (!loaded) {
-    ctx.Fail(kExitUsage, loaded.message());
-    return kExitUsage;
+    return ctx.Fail(loaded.error());
   }
   spec = std::move(*loaded);
   if (!o.devices.empty()) {
@@ -160,8 +159,7 @@ int Run(const SweepOptions& o, Context& ctx) {
   if (int code = LoadSpec(o, spec, ctx); code != kExitOk) return code;
   auto store = store::OpenSqliteStore(o.db);
   if (!store) {
-    ctx.Fail(kExitInfra, store.message());
-    return kExitInfra;
+    return ctx.Fail(store.error());
   }
   harness::ProviderOptions po = harness::DefaultProviderOptions();
   po.agent_store = o.agent_store;
@@ -171,12 +169,10 @@ int Run(const SweepOptions& o, Context& ctx) {
   if (!o.resume.empty()) {
     auto id = ResolveRun(**store, o.resume);
     if (!id) {
-      ctx.Fail(kExitUsage, id.message());
-      return kExitUsage;
+      return ctx.Fail(id.error());
     }
     if (auto run = (*store)->GetRun(*id); !run) {
-      ctx.Fail(kExitUsage, run.message());
-      return kExitUsage;
+      return ctx.Fail(run.error());
     }
     resume_id = *id;
   }
@@ -185,8 +181,7 @@ int Run(const SweepOptions& o, Context& ctx) {
                 : harness::ResumeSweep(resume_id, **store, *provider, so);
   });
   if (!summary) {
-    ctx.Fail(kExitInfra, summary.message());
-    return kExitInfra;
+    return ctx.Fail(summary.error());
   }
   return ReportSummary(o, *summary, ctx);
 }

@@ -280,7 +280,9 @@ class SqliteStore final : public Store {
       q->Bind(1, run_id);
       auto row = q->Step();
       if (!row) return Fail("reopen run", row);
-      if (!*row) return MakeError("no run " + std::to_string(run_id) + " in '" + path_ + "'");
+      if (!*row)
+        return MakeError(ErrorKind::kNotFound,
+                         "no run " + std::to_string(run_id) + " in '" + path_ + "'");
       int64_t pid = q->Int(0);
       std::string host = q->Text(1);
       int64_t since = q->Int(2);
@@ -529,7 +531,9 @@ class SqliteStore final : public Store {
     s->Bind(1, run_id);
     auto row = s->Step();
     if (!row) return Fail("read run", row);
-    if (!*row) return MakeError("no run " + std::to_string(run_id) + " in '" + path_ + "'");
+    if (!*row)
+      return MakeError(ErrorKind::kNotFound,
+                       "no run " + std::to_string(run_id) + " in '" + path_ + "'");
     return ReadRun(*s);
   }
 
