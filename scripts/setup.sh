@@ -10,7 +10,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 MODELS_DIR="${DFARM_MODELS_DIR:-$ROOT/models}"
 
 PACKAGES=(
-  build-essential cmake ninja-build ccache pkg-config git ca-certificates clang-format
+  build-essential cmake ninja-build ccache pkg-config git ca-certificates clang-format python3
   flatbuffers-compiler libflatbuffers-dev
   nlohmann-json3-dev libcli11-dev
   libsqlite3-dev sqlite3 libssl-dev
