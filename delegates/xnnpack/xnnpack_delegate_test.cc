@@ -351,6 +351,42 @@ TEST(XnnpackDelegateTest, TwoThreadsGiveTheSameOutputsAsOne) {
   ExpectNear(r1.outputs, ref.outputs, 1e-4, 1e-5, "threads:1 vs reference");
 }
 
+// Whether xnnpack takes node 0 of `model` (the reason why not).
+Status CheckFirstNode(const runtime::Model& model, const runtime::Delegate& delegate) {
+  runtime::OpResolver resolver;
+  resolver.AddAllReferenceOps();
+  runtime::Interpreter interpreter(model, resolver);
+  return delegate.CheckNode(interpreter.node(0));
+}
+
+TEST(XnnpackDelegateTest, OverflowingWindowGeometryIsDeclinedAndTheCpuRefusesIt) {
+  // dilation_h_factor 2^31 - 1 on a 3x3 filter: the padding computed in int
+  // wrapped, and XNNPACK was asked for a 32 TiB buffer. The delegate declines
+  // the node; the CPU kernel's Prepare then refuses the model, so both paths
+  // give the same model error.
+  ModelBuilder b;
+  const int x = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 1}, "x");
+  const int f = b.AddConstFloat32({1, 3, 3, 1}, std::vector<float>(9, 1.0f));
+  const int bias = b.AddConstFloat32({1}, {0.0f});
+  const int out = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 1}, "out");
+  Conv2DParams p{tfl::Padding::SAME};
+  p.dilation_h = 2147483647;
+  b.AddConv2D(x, f, bias, out, p);
+  b.SetInputs({x});
+  b.SetOutputs({out});
+  auto model = Load(b, "dilation.tflite");
+  auto d = MakeXnnpack();
+  Status check = CheckFirstNode(*model, *d);
+  EXPECT_EQ(check.code(), StatusCode::kUnsupported) << check.message();
+  EXPECT_THAT(check.message(),
+              HasSubstr("dilation_h_factor 2147483647 makes the effective filter height overflow"));
+  RunResult cpu = RunModel(*model, nullptr, /*invoke=*/false);
+  RunResult got = RunModel(*model, d.get(), /*invoke=*/false);
+  EXPECT_EQ(cpu.status.code(), StatusCode::kError) << cpu.status.message();
+  EXPECT_EQ(got.status.code(), StatusCode::kError) << got.status.message();
+  EXPECT_EQ(got.status.message(), cpu.status.message());
+}
+
 TEST(XnnpackDelegateTest, BadOptionsAreErrorsNamingTheOption) {
   std::unique_ptr<runtime::Delegate> d;
   Status s = CreateXnnpackDelegate({{"threads", "0"}}, &d);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "runtime/delegate.h"
+#include "runtime/kernels/window.h"
 
 namespace dfarm::delegates::xnnpack_internal {
 namespace {
@@ -277,26 +278,36 @@ std::vector<size_t> SizeDims(const std::vector<int32_t>& shape) {
   return std::vector<size_t>(shape.begin(), shape.end());
 }
 
-// Explicit padding of one spatial dimension, as TFLite computes it: SAME
-// pads (out-1)*stride + effective_kernel - in in total, the extra one at the
-// end (bottom/right); VALID pads nothing.
+// Explicit padding of one spatial dimension, as TFLite computes it (the
+// CPU kernels' runtime::ComputeWindowDim): SAME pads (out-1)*stride +
+// effective_kernel - in in total, the extra one at the end (bottom/right);
+// VALID pads nothing. Geometry that does not fit int32 is declined; the CPU
+// kernel's Prepare then refuses the model with the same reason.
 struct Pads {
   uint32_t before = 0, after = 0;
 };
-Status SpatialPadding(const Node& node, tfl::Padding padding, int in, int out, int kernel,
-                      int stride, int dilation, Pads* pads) {
-  const int effective = (kernel - 1) * dilation + 1;
-  const int expected = padding == tfl::Padding::SAME ? (in + stride - 1) / stride
-                                                     : (in - effective + stride) / stride;
+Status SpatialPadding(const Node& node, tfl::Padding padding, runtime::WindowAxis axis,
+                      const char* kernel_name, int in, int out, int kernel, int stride,
+                      int dilation, Pads* pads) {
+  runtime::WindowDim dim{};
+  if (Status s =
+          runtime::ComputeWindowDim(padding, axis, kernel_name, in, kernel, stride, dilation, &dim);
+      !s.ok()) {
+    return Unsupported(node, "whose window does not fit int32: " + s.message());
+  }
+  // VALID's size before ComputeWindowDim clamps it at 0 (an input smaller
+  // than the window is declined, as it always was).
+  const int64_t effective = (static_cast<int64_t>(kernel) - 1) * dilation + 1;
+  const int64_t expected =
+      padding == tfl::Padding::SAME ? dim.out : (in - effective + stride) / stride;
   if (out != expected) {
     return Unsupported(node, "whose output size " + std::to_string(out) + " is not the " +
                                  (padding == tfl::Padding::SAME ? "SAME" : "VALID") + " size " +
                                  std::to_string(expected));
   }
   if (padding == tfl::Padding::SAME) {
-    const int total = std::max((out - 1) * stride + effective - in, 0);
-    pads->before = static_cast<uint32_t>(total / 2);
-    pads->after = static_cast<uint32_t>(total - total / 2);
+    pads->before = static_cast<uint32_t>(dim.pad_before);
+    pads->after = static_cast<uint32_t>(dim.pad_after);
   }
   return Status::Ok();
 }
@@ -475,10 +486,10 @@ Status VisitConv(const Node& node, SubgraphBuild* b) {
         node, "with bias " + Dims(*bias) + " for " + std::to_string(cout) + " output channels");
   }
   Pads ph, pw;
-  DFARM_RETURN_IF_ERROR(
-      SpatialPadding(node, padding, in->shape[1], out->shape[1], kh, sh, dh, &ph));
-  DFARM_RETURN_IF_ERROR(
-      SpatialPadding(node, padding, in->shape[2], out->shape[2], kw, sw, dw, &pw));
+  DFARM_RETURN_IF_ERROR(SpatialPadding(node, padding, runtime::WindowAxis::kHeight, "filter height",
+                                       in->shape[1], out->shape[1], kh, sh, dh, &ph));
+  DFARM_RETURN_IF_ERROR(SpatialPadding(node, padding, runtime::WindowAxis::kWidth, "filter width",
+                                       in->shape[2], out->shape[2], kw, sw, dw, &pw));
   float lo = -kInf, hi = kInf;
   DFARM_RETURN_IF_ERROR(ActivationRange(node, &lo, &hi));
   if (b == nullptr) return Status::Ok();
@@ -550,8 +561,14 @@ Status VisitTransposeConv(const Node& node, SubgraphBuild* b) {
   const int ins[2] = {in->shape[1], in->shape[2]}, outs[2] = {out->shape[1], out->shape[2]};
   const int ks[2] = {kh, kw}, ss[2] = {sh, sw};
   for (int d = 0; d < 2; ++d) {
-    const int full = ss[d] * (ins[d] - 1) + ks[d];
-    int total = full - outs[d];
+    // In int64: a crafted stride overflowed int here (the CPU kernel's
+    // Prepare refuses such a node).
+    const int64_t full = static_cast<int64_t>(ss[d]) * (ins[d] - 1) + ks[d];
+    if (full > std::numeric_limits<int32_t>::max()) {
+      return Unsupported(node, "whose stride " + std::to_string(ss[d]) + " scatters input " +
+                                   Dims(*in) + " past int32");
+    }
+    int64_t total = full - outs[d];
     if (mediapipe) {
       const int expected =
           padding == tfl::Padding::SAME ? std::max(0, ks[d] - (ins[d] - 1) % ss[d] - 1) : 0;
@@ -564,7 +581,7 @@ Status VisitTransposeConv(const Node& node, SubgraphBuild* b) {
       adjust[d] = static_cast<uint32_t>(-total);
       total = 0;
     }
-    const int before = padding == tfl::Padding::SAME ? total / 2 : 0;
+    const int64_t before = padding == tfl::Padding::SAME ? total / 2 : 0;
     p[d].before = static_cast<uint32_t>(before);
     p[d].after = static_cast<uint32_t>(total - before);
   }
@@ -632,13 +649,15 @@ Status VisitPool(const Node& node, SubgraphBuild* b) {
   const int fh = o->filter_height(), fw = o->filter_width();
   const int sh = o->stride_h(), sw = o->stride_w();
   if (fh < 1 || fw < 1 || sh < 1 || sw < 1) return Unsupported(node, "with a filter or stride < 1");
-  if (fh * fw == 1)
+  if (fh == 1 && fw == 1)
     return Unsupported(node, "with a 1x1 window (xnnpack pools need more than one)");
   Pads ph, pw;
-  DFARM_RETURN_IF_ERROR(
-      SpatialPadding(node, o->padding(), in->shape[1], out->shape[1], fh, sh, 1, &ph));
-  DFARM_RETURN_IF_ERROR(
-      SpatialPadding(node, o->padding(), in->shape[2], out->shape[2], fw, sw, 1, &pw));
+  DFARM_RETURN_IF_ERROR(SpatialPadding(node, o->padding(), runtime::WindowAxis::kHeight,
+                                       "filter_height", in->shape[1], out->shape[1], fh, sh, 1,
+                                       &ph));
+  DFARM_RETURN_IF_ERROR(SpatialPadding(node, o->padding(), runtime::WindowAxis::kWidth,
+                                       "filter_width", in->shape[2], out->shape[2], fw, sw, 1,
+                                       &pw));
   float lo = -kInf, hi = kInf;
   DFARM_RETURN_IF_ERROR(ActivationRange(node, &lo, &hi));
   if (b == nullptr) return Status::Ok();

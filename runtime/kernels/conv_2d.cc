@@ -132,10 +132,13 @@ Status PrepareImpl(Node& node, bool reference) {
                                           data->dilation_h, data->dilation_w));
   DFARM_RETURN_IF_ERROR(
       GetActivationRange(options->fused_activation_function(), &data->activation));
-  WindowDim h =
-      ComputeWindowDim(options->padding(), input->shape[1], k_h, data->stride_h, data->dilation_h);
-  WindowDim w =
-      ComputeWindowDim(options->padding(), input->shape[2], k_w, data->stride_w, data->dilation_w);
+  WindowDim h, w;
+  DFARM_RETURN_IF_ERROR(ComputeWindowDim(options->padding(), WindowAxis::kHeight, "filter height",
+                                         input->shape[1], k_h, data->stride_h, data->dilation_h,
+                                         &h));
+  DFARM_RETURN_IF_ERROR(ComputeWindowDim(options->padding(), WindowAxis::kWidth, "filter width",
+                                         input->shape[2], k_w, data->stride_w, data->dilation_w,
+                                         &w));
   const int32_t computed[] = {input->shape[0], h.out, w.out, out_c};
   DFARM_RETURN_IF_ERROR(CheckOutputShape(*output, computed));
   data->pad_top = h.pad_before;

@@ -176,6 +176,68 @@ TEST(Conv2DTest, TanhActivationIsUnsupported) {
   EXPECT_THAT(status.message(), HasSubstr("fused activation TANH is not supported"));
 }
 
+// --- crafted geometry: int32 overflow is refused, not wrapped -------------
+
+constexpr int kInt32Max = 2147483647;
+
+// CONV_2D over [1,4,4,1] with a 3x3 filter; Init's status.
+runtime::Status InitConv(const Conv2DParams& p, std::vector<int32_t> output_shape) {
+  ModelBuilder b;
+  int in = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 1});
+  int filter = b.AddConstFloat32({1, 3, 3, 1}, std::vector<float>(9, 1.0f));
+  int out = b.AddTensor(tfl::TensorType::FLOAT32, output_shape);
+  b.AddConv2D(in, filter, -1, out, p);
+  b.SetInputs({in});
+  b.SetOutputs({out});
+  GraphRunner runner;
+  return runner.Init(b);
+}
+
+TEST(Conv2DTest, DilationThatOverflowsTheEffectiveFilterIsRefused) {
+  // (3 - 1) * (2^31 - 1) + 1 wrapped to -1 in int: SAME then "fit" [1,4,4,1]
+  // and Eval indexed rows with an overflowing ky * dilation.
+  Conv2DParams p;
+  p.padding = tfl::Padding::SAME;
+  p.dilation_h = kInt32Max;
+  runtime::Status status = InitConv(p, {1, 4, 4, 1});
+  EXPECT_EQ(status.code(), runtime::StatusCode::kError);
+  EXPECT_THAT(status.message(), HasSubstr("node 0 (CONV_2D): dilation_h_factor 2147483647 makes "
+                                          "the effective filter height overflow"));
+  p.dilation_h = 1;
+  p.dilation_w = kInt32Max;
+  p.padding = tfl::Padding::VALID;
+  status = InitConv(p, {1, 2, 6, 1});
+  EXPECT_EQ(status.code(), runtime::StatusCode::kError);
+  EXPECT_THAT(status.message(), HasSubstr("dilation_w_factor 2147483647 makes the effective "
+                                          "filter width overflow"));
+}
+
+TEST(Conv2DTest, WindowsReachingPastInt32AreRefused) {
+  // The effective height 2 * (2^30 - 1) + 1 = 2^31 - 1 fits, but the last
+  // SAME window ends at (4 - 1) * 1 + 2^31 - 1, past int32.
+  Conv2DParams p;
+  p.padding = tfl::Padding::SAME;
+  p.dilation_h = (1 << 30) - 1;
+  runtime::Status status = InitConv(p, {1, 4, 4, 1});
+  EXPECT_EQ(status.code(), runtime::StatusCode::kError);
+  EXPECT_THAT(status.message(), HasSubstr("node 0 (CONV_2D): "));
+  EXPECT_THAT(status.message(), HasSubstr("makes the padded input height overflow"));
+}
+
+TEST(Conv2DTest, StrideOfInt32MaxIsOneWindow) {
+  // in + stride overflowed int: VALID computed 0 rows (or UB) instead of 1.
+  Conv2DParams p;
+  p.stride_h = kInt32Max;
+  ConvCase c{{1, 4, 4, 1}, Iota(16), {1, 3, 3, 1}, std::vector<float>(9, 1.0f), {},
+             {1, 1, 2, 1}, p};
+  EXPECT_THAT(RunConv(c), ElementsAre(54.0f, 63.0f));
+  EXPECT_THAT(RunConvReference(c), ElementsAre(54.0f, 63.0f));
+  c.params.padding = tfl::Padding::SAME;
+  c.output_shape = {1, 1, 4, 1};
+  // Row 0 is the window's centre (pad_before 0 of a total 0): rows 0..2.
+  EXPECT_THAT(RunConv(c), ElementsAre(33.0f, 54.0f, 63.0f, 45.0f));
+}
+
 // --- grouped convolution -------------------------------------------------
 
 // Grouped CONV_2D computed by plain double loops: group g of G reads input

@@ -10,6 +10,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::FloatNear;
+using ::testing::HasSubstr;
 using ::testing::Pointwise;
 
 std::vector<float> RunDepthwise(std::vector<int32_t> in_shape, const std::vector<float>& input,
@@ -68,6 +69,33 @@ TEST(DepthwiseConv2DTest, DilationAndRelu) {
   p.activation = tfl::ActivationFunctionType::RELU;
   EXPECT_THAT(RunDepthwise({1, 3, 3, 1}, input, {1, 2, 2, 1}, {1, -1, -1, 0}, {}, {1, 1, 1, 1}, p),
               ElementsAre(0.0f));
+}
+
+TEST(DepthwiseConv2DTest, DilationThatOverflowsTheEffectiveFilterIsRefused) {
+  // (3 - 1) * (2^31 - 1) + 1 wrapped to -1 in int, and SAME "fit" [1,4,4,1].
+  ModelBuilder b;
+  int in = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 1});
+  int f = b.AddConstFloat32({1, 3, 3, 1}, std::vector<float>(9, 1.0f));
+  int out = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 1});
+  DepthwiseConv2DParams p;
+  p.padding = tfl::Padding::SAME;
+  p.dilation_w = 2147483647;
+  b.AddDepthwiseConv2D(in, f, -1, out, p);
+  b.SetInputs({in});
+  b.SetOutputs({out});
+  GraphRunner runner;
+  runtime::Status status = runner.Init(b);
+  EXPECT_EQ(status.code(), runtime::StatusCode::kError);
+  EXPECT_THAT(status.message(),
+              HasSubstr("node 0 (DEPTHWISE_CONV_2D): dilation_w_factor 2147483647 makes the "
+                        "effective filter width overflow"));
+}
+
+TEST(DepthwiseConv2DTest, StrideOfInt32MaxIsOneWindow) {
+  DepthwiseConv2DParams p;
+  p.stride_w = 2147483647;
+  EXPECT_THAT(RunDepthwise({1, 1, 4, 1}, {1, 2, 3, 4}, {1, 1, 2, 1}, {1, 10}, {}, {1, 1, 1, 1}, p),
+              ElementsAre(21.0f));
 }
 
 }  // namespace

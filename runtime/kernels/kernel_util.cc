@@ -172,13 +172,38 @@ Status GetActivationRange(tflite::ActivationFunctionType activation, ActivationR
   }
 }
 
-WindowDim ComputeWindowDim(tflite::Padding padding, int in, int filter, int stride, int dilation) {
-  int effective = (filter - 1) * dilation + 1;
-  int out = padding == tflite::Padding::SAME ? (in + stride - 1) / stride
-                                             : (in - effective + stride) / stride;
+Status ComputeWindowDim(tflite::Padding padding, WindowAxis axis, const char* filter_name, int in,
+                        int filter, int stride, int dilation, WindowDim* dim_out) {
+  constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
+  const bool h = axis == WindowAxis::kHeight;
+  const std::string extent = h ? "height" : "width";
+  const std::string stride_field =
+      std::string(h ? "stride_h " : "stride_w ") + std::to_string(stride);
+  const std::string dilation_field =
+      std::string(h ? "dilation_h_factor " : "dilation_w_factor ") + std::to_string(dilation);
+  const std::string filter_field = std::string(filter_name) + " " + std::to_string(filter);
+  const int64_t effective = (static_cast<int64_t>(filter) - 1) * dilation + 1;
+  if (effective > kMax) {
+    return Status::Error(dilation_field + " makes the effective filter " + extent + " overflow: (" +
+                         filter_field + " - 1) * " + std::to_string(dilation) +
+                         " + 1 = " + std::to_string(effective) + " > " + std::to_string(kMax));
+  }
+  int64_t out = padding == tflite::Padding::SAME ? (int64_t{in} + stride - 1) / stride
+                                                 : (in - effective + stride) / stride;
   if (out < 0) out = 0;
-  int pad_total = std::max((out - 1) * stride + effective - in, 0);
-  return {out, pad_total / 2};
+  const int64_t padded = (out - 1) * stride + effective;
+  if (out > 0 && padded > kMax) {
+    return Status::Error(
+        filter_field + (dilation > 1 ? " (" + dilation_field + ")" : std::string()) + " with " +
+        stride_field + " makes the padded input " + extent + " overflow: (" + std::to_string(out) +
+        " - 1) * " + std::to_string(stride) + " + " + std::to_string(effective) + " = " +
+        std::to_string(padded) + " > " + std::to_string(kMax) + " (input " + extent + " " +
+        std::to_string(in) + ")");
+  }
+  const int64_t pad_total = std::max<int64_t>(padded - in, 0);
+  *dim_out = {static_cast<int>(out), static_cast<int>(pad_total / 2),
+              static_cast<int>(pad_total - pad_total / 2)};
+  return Status::Ok();
 }
 
 Status CheckWindowParams(tflite::Padding padding, int stride_h, int stride_w, int dilation_h,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "runtime/kernels/kernel.h"
+#include "runtime/kernels/window.h"
 
 namespace dfarm::runtime {
 
@@ -66,18 +67,6 @@ struct ActivationRange {
 Status GetActivationRange(tflite::ActivationFunctionType activation, ActivationRange* range_out);
 
 inline float Clamp(float v, ActivationRange r) { return std::min(std::max(v, r.min), r.max); }
-
-// One spatial dimension of a windowed op (conv, depthwise conv, pool), as
-// TFLite computes it:
-//   effective = (filter - 1) * dilation + 1
-//   SAME:  out = ceil(in / stride)
-//   VALID: out = ceil((in - effective + 1) / stride)
-//   pad_total = max((out - 1) * stride + effective - in, 0), pad_before = pad_total / 2
-struct WindowDim {
-  int out;
-  int pad_before;
-};
-WindowDim ComputeWindowDim(tflite::Padding padding, int in, int filter, int stride, int dilation);
 
 // Validates the padding mode and that strides and dilations are positive.
 Status CheckWindowParams(tflite::Padding padding, int stride_h, int stride_w, int dilation_h,

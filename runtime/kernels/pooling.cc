@@ -61,10 +61,11 @@ Status Prepare(Node& node) {
     DFARM_RETURN_IF_ERROR(
         GetActivationRange(options->fused_activation_function(), &data->activation));
   }
-  WindowDim h =
-      ComputeWindowDim(options->padding(), input->shape[1], data->filter_h, data->stride_h, 1);
-  WindowDim w =
-      ComputeWindowDim(options->padding(), input->shape[2], data->filter_w, data->stride_w, 1);
+  WindowDim h, w;
+  DFARM_RETURN_IF_ERROR(ComputeWindowDim(options->padding(), WindowAxis::kHeight, "filter_height",
+                                         input->shape[1], data->filter_h, data->stride_h, 1, &h));
+  DFARM_RETURN_IF_ERROR(ComputeWindowDim(options->padding(), WindowAxis::kWidth, "filter_width",
+                                         input->shape[2], data->filter_w, data->stride_w, 1, &w));
   const int32_t computed[] = {input->shape[0], h.out, w.out, input->shape[3]};
   DFARM_RETURN_IF_ERROR(CheckOutputShape(*output, computed));
   data->pad_top = h.pad_before;

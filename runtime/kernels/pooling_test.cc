@@ -10,6 +10,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::FloatNear;
+using ::testing::HasSubstr;
 using ::testing::Pointwise;
 
 std::vector<float> RunPool(tfl::BuiltinOperator code, const std::vector<float>& input,
@@ -73,6 +74,57 @@ TEST(AveragePool2DTest, SameCountsOnlyRealCells) {
   EXPECT_THAT(
       RunPool(tfl::BuiltinOperator::AVERAGE_POOL_2D, Iota16(1), {1, 4, 4, 1}, {1, 2, 2, 1}, p),
       Pointwise(FloatNear(1e-5), {6.0f, 7.5f, 12.0f, 13.5f}));
+}
+
+// --- crafted geometry ------------------------------------------------------
+
+constexpr int kInt32Max = 2147483647;
+
+// A pool over `in_shape` declared to give `out_shape`; Init's status.
+runtime::Status InitPool(tfl::BuiltinOperator code, std::vector<int32_t> in_shape,
+                         std::vector<int32_t> out_shape, const Pool2DParams& p) {
+  ModelBuilder b;
+  int in = b.AddTensor(tfl::TensorType::FLOAT32, in_shape);
+  int out = b.AddTensor(tfl::TensorType::FLOAT32, out_shape);
+  b.AddPool2D(code, in, out, p);
+  b.SetInputs({in});
+  b.SetOutputs({out});
+  GraphRunner runner;
+  return runner.Init(b);
+}
+
+TEST(MaxPool2DTest, FilterOfInt32MaxIsRefusedInPrepare) {
+  // The last SAME window ends at (4 - 1) * 1 + 2^31 - 1, past int32; the
+  // float loop used to walk all 2^31 rows of every window (a hang).
+  for (auto code : {tfl::BuiltinOperator::MAX_POOL_2D, tfl::BuiltinOperator::AVERAGE_POOL_2D}) {
+    const std::string op = tfl::EnumNameBuiltinOperator(code);
+    Pool2DParams p;
+    p.padding = tfl::Padding::SAME;
+    p.filter_h = kInt32Max;
+    runtime::Status status = InitPool(code, {1, 4, 4, 1}, {1, 4, 4, 1}, p);
+    EXPECT_EQ(status.code(), runtime::StatusCode::kError) << op;
+    EXPECT_THAT(status.message(), HasSubstr("node 0 (" + op + "): filter_height 2147483647"));
+    EXPECT_THAT(status.message(), HasSubstr("makes the padded input height overflow"));
+    p.filter_h = 2;
+    p.filter_w = kInt32Max;
+    status = InitPool(code, {1, 4, 4, 1}, {1, 4, 4, 1}, p);
+    EXPECT_EQ(status.code(), runtime::StatusCode::kError) << op;
+    EXPECT_THAT(status.message(), HasSubstr("filter_width 2147483647 with stride_w 1 makes the "
+                                            "padded input width overflow"));
+  }
+}
+
+TEST(MaxPool2DTest, StrideOfInt32MaxIsOneWindow) {
+  // in + stride overflowed int: VALID computed 0 rows (or UB) instead of 1.
+  Pool2DParams p;
+  p.filter_h = p.filter_w = 2;
+  p.stride_h = p.stride_w = kInt32Max;
+  EXPECT_THAT(RunPool(tfl::BuiltinOperator::MAX_POOL_2D, Iota16(1), {1, 4, 4, 1}, {1, 1, 1, 1}, p),
+              ElementsAre(6));
+  p.padding = tfl::Padding::SAME;
+  EXPECT_THAT(
+      RunPool(tfl::BuiltinOperator::AVERAGE_POOL_2D, Iota16(1), {1, 4, 4, 1}, {1, 1, 1, 1}, p),
+      ElementsAre(3.5f));
 }
 
 }  // namespace

@@ -80,6 +80,23 @@ void PlanGemm(TransposeConvData& d) {
   d.gemm.Plan(d.chunk_rows, cols, in_c);
 }
 
+// The input pixel at `in - 1` scatters to output rows up to
+// (in - 1) * stride + filter - 1, an index the kernels compute in int: Error
+// naming `stride_field` when it does not fit.
+Status CheckScatterExtent(int in, int filter, int stride, const char* stride_field,
+                          const char* extent) {
+  constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
+  const int64_t reach = (static_cast<int64_t>(in) - 1) * stride + filter;
+  if (reach > kMax) {
+    return Status::Error(std::string(stride_field) + " " + std::to_string(stride) +
+                         " makes the scattered output " + extent + " overflow: (input " + extent +
+                         " " + std::to_string(in) + " - 1) * " + std::to_string(stride) +
+                         " + filter " + extent + " " + std::to_string(filter) + " = " +
+                         std::to_string(reach) + " > " + std::to_string(kMax));
+  }
+  return Status::Ok();
+}
+
 // Checks dtypes and ranks common to both ops; with `quantized` the dtypes are
 // left to PrepareQuantizedConv().
 Status CheckTensors(const Tensor* input, const Tensor* filter, const Tensor* bias,
@@ -133,12 +150,19 @@ Status PrepareBuiltin(Node& node) {
       CheckWindowParams(options->padding(), data->stride_h, data->stride_w, 1, 1));
   DFARM_RETURN_IF_ERROR(
       GetActivationRange(options->fused_activation_function(), &data->activation));
-  data->pad_top = ComputeWindowDim(options->padding(), output->shape[1], data->filter->shape[1],
-                                   data->stride_h, 1)
-                      .pad_before;
-  data->pad_left = ComputeWindowDim(options->padding(), output->shape[2], data->filter->shape[2],
-                                    data->stride_w, 1)
-                       .pad_before;
+  DFARM_RETURN_IF_ERROR(CheckScatterExtent(data->input->shape[1], data->filter->shape[1],
+                                           data->stride_h, "stride_h", "height"));
+  DFARM_RETURN_IF_ERROR(CheckScatterExtent(data->input->shape[2], data->filter->shape[2],
+                                           data->stride_w, "stride_w", "width"));
+  WindowDim h, w;
+  DFARM_RETURN_IF_ERROR(ComputeWindowDim(options->padding(), WindowAxis::kHeight, "filter height",
+                                         output->shape[1], data->filter->shape[1], data->stride_h,
+                                         1, &h));
+  DFARM_RETURN_IF_ERROR(ComputeWindowDim(options->padding(), WindowAxis::kWidth, "filter width",
+                                         output->shape[2], data->filter->shape[2], data->stride_w,
+                                         1, &w));
+  data->pad_top = h.pad_before;
+  data->pad_left = w.pad_before;
   if (quantized) {
     data->quantized = true;
     DFARM_RETURN_IF_ERROR(PrepareQuantizedConv(*data->input, *data->filter, data->bias, *output,
@@ -182,6 +206,8 @@ Status PrepareMediaPipe(Node& node) {
   }
   const int in_h = data->input->shape[1], in_w = data->input->shape[2];
   const int k_h = data->filter->shape[1], k_w = data->filter->shape[2];
+  DFARM_RETURN_IF_ERROR(CheckScatterExtent(in_h, k_h, data->stride_h, "stride_height", "height"));
+  DFARM_RETURN_IF_ERROR(CheckScatterExtent(in_w, k_w, data->stride_w, "stride_width", "width"));
   int pad_h = 0, pad_w = 0;
   if (params[0] == kSame && in_h > 0 && in_w > 0) {
     pad_h = std::max(0, k_h - (in_h - 1) % data->stride_h - 1);

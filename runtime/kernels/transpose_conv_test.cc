@@ -147,5 +147,42 @@ TEST(Convolution2DTransposeBiasTest, ShortCustomOptionsAreAnError) {
               HasSubstr("node 0 (Convolution2DTransposeBias): custom_options must hold 3 int32"));
 }
 
+TEST(TransposeConvTest, StrideThatOverflowsTheScatterIsRefused) {
+  // Input row 1 scatters to 1 * (2^31 - 1) + ky: past int32.
+  ModelBuilder b;
+  int shape = b.AddConstInt32({4}, {1, 4, 4, 1});
+  int filter = b.AddConstFloat32({1, 2, 2, 1}, {1, 10, 100, 1000});
+  int in = b.AddTensor(tfl::TensorType::FLOAT32, {1, 2, 2, 1});
+  int out = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 1});
+  TransposeConvParams p;
+  p.stride_h = 2147483647;
+  b.AddTransposeConv(shape, filter, in, -1, out, p);
+  b.SetInputs({in});
+  b.SetOutputs({out});
+  GraphRunner runner;
+  runtime::Status status = runner.Init(b);
+  EXPECT_EQ(status.code(), runtime::StatusCode::kError);
+  EXPECT_THAT(status.message(), HasSubstr("node 0 (TRANSPOSE_CONV): stride_h 2147483647 makes "
+                                          "the scattered output height overflow"));
+}
+
+TEST(TransposeConvTest, MediaPipeStrideThatOverflowsTheOutputIsRefused) {
+  ModelBuilder b;
+  int in = b.AddTensor(tfl::TensorType::FLOAT32, {1, 2, 2, 1});
+  int filter = b.AddConstFloat32({1, 2, 2, 1}, {1, 10, 100, 1000});
+  int bias = b.AddConstFloat32({1}, {0});
+  int out = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 1});
+  b.AddCustomOperator("Convolution2DTransposeBias", {in, filter, bias}, {out},
+                      MediaPipeOptions(2, 2147483647, 2));
+  b.SetInputs({in});
+  b.SetOutputs({out});
+  GraphRunner runner;
+  runtime::Status status = runner.Init(b);
+  EXPECT_EQ(status.code(), runtime::StatusCode::kError);
+  EXPECT_THAT(status.message(),
+              HasSubstr("node 0 (Convolution2DTransposeBias): stride_width 2147483647 makes the "
+                        "scattered output width overflow"));
+}
+
 }  // namespace
 }  // namespace dfarm::testing
