@@ -61,9 +61,11 @@ class RunnerTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  // Runs dfarm-runner with `args` (each single-quoted for the shell).
-  Process RunRunner(const std::vector<std::string>& args) {
+  // Runs dfarm-runner with `args` (each single-quoted for the shell); with
+  // `kill_after_s`, SIGKILLs it after that many seconds (exit code 137).
+  Process RunRunner(const std::vector<std::string>& args, int kill_after_s = 0) {
     std::string cmd = std::string("'") + DFARM_BINARY_DIR + "/bin/dfarm-runner'";
+    if (kill_after_s > 0) cmd = "timeout -s KILL " + std::to_string(kill_after_s) + " " + cmd;
     for (const std::string& a : args) cmd += " '" + a + "'";
     fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
     cmd += " >'" + out.string() + "' 2>'" + err.string() + "'";
@@ -295,6 +297,36 @@ TEST_F(RunnerTest, ExternalPluginErrorsAreDelegateErrors) {
   EXPECT_EQ(p.exit_code, 4) << p.err;
   EXPECT_THAT(nlohmann::json::parse(p.out)["error"].get<std::string>(),
               HasSubstr("requires full delegation, but 1 node would fall back to the CPU"));
+}
+
+TEST_F(RunnerTest, CraftedPoolWindowIsAModelErrorWithinSeconds) {
+  // MAX_POOL_2D with filter_height 2^31 - 1: the float pooling loop walked
+  // every row of every window (a hang); now Prepare refuses it, on the CPU
+  // and (the delegate declines it) with xnnpack alike.
+  ModelBuilder b;
+  int in = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 1}, "image");
+  int out = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 1}, "pooled");
+  Pool2DParams p;
+  p.padding = tfl::Padding::SAME;
+  p.filter_h = 2147483647;
+  b.AddPool2D(tfl::BuiltinOperator::MAX_POOL_2D, in, out, p);
+  b.SetInputs({in});
+  b.SetOutputs({out});
+  const fs::path model = dir_ / "crafted_pool.tflite";
+  ASSERT_TRUE(b.WriteFile(model.string()));
+  for (const char* delegate : {"cpu", "xnnpack"}) {
+    const auto start = std::chrono::steady_clock::now();
+    Process r = RunRunner(
+        {"--model", model.string(), "--json", "--num-runs", "1", "--delegate", delegate}, 20);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5)) << delegate;
+    ASSERT_EQ(r.exit_code, 1) << delegate << ": " << r.err;
+    nlohmann::json doc = nlohmann::json::parse(r.out);
+    EXPECT_EQ(doc["status"], "model_error") << delegate;
+    EXPECT_THAT(doc["error"].get<std::string>(),
+                HasSubstr("node 0 (MAX_POOL_2D): filter_height 2147483647 with stride_h 1 makes "
+                          "the padded input height overflow"))
+        << delegate;
+  }
 }
 
 // Runs dfarm-runner directly (no shell), killing it after `timeout_s`; returns

@@ -387,6 +387,31 @@ TEST(XnnpackDelegateTest, OverflowingWindowGeometryIsDeclinedAndTheCpuRefusesIt)
   EXPECT_EQ(got.status.message(), cpu.status.message());
 }
 
+TEST(XnnpackDelegateTest, PoolWindowLargerThanItsInputIsLeftToTheCpu) {
+  // A 2^31 - 1 square SAME window over one pixel fits int32, but XNNPACK
+  // walks every cell of a window, padding included; the CPU kernel clamps
+  // the window to the input.
+  ModelBuilder b;
+  const int x = b.AddTensor(tfl::TensorType::FLOAT32, {1, 1, 1, 2}, "x");
+  const int out = b.AddTensor(tfl::TensorType::FLOAT32, {1, 1, 1, 2}, "out");
+  b.AddPool2D(
+      tfl::BuiltinOperator::MAX_POOL_2D, x, out,
+      {tfl::Padding::SAME, 1, 1, 2147483647, 2147483647, tfl::ActivationFunctionType::NONE});
+  b.SetInputs({x});
+  b.SetOutputs({out});
+  auto model = Load(b, "huge_window.tflite");
+  auto d = MakeXnnpack();
+  Status check = CheckFirstNode(*model, *d);
+  EXPECT_EQ(check.code(), StatusCode::kUnsupported) << check.message();
+  EXPECT_THAT(check.message(), HasSubstr("MAX_POOL_2D with a 2147483647x2147483647 window over a "
+                                         "1x1 input"));
+  RunResult ref = RunModel(*model, nullptr);
+  RunResult got = RunModel(*model, d.get());
+  ASSERT_TRUE(got.status.ok()) << got.status.message();
+  EXPECT_EQ(got.placement.nodes[0].delegate, "cpu");
+  ExpectNear(got.outputs, ref.outputs, 0.0, 0.0, "huge window");
+}
+
 TEST(XnnpackDelegateTest, BadOptionsAreErrorsNamingTheOption) {
   std::unique_ptr<runtime::Delegate> d;
   Status s = CreateXnnpackDelegate({{"threads", "0"}}, &d);

@@ -651,6 +651,14 @@ Status VisitPool(const Node& node, SubgraphBuild* b) {
   if (fh < 1 || fw < 1 || sh < 1 || sw < 1) return Unsupported(node, "with a filter or stride < 1");
   if (fh == 1 && fw == 1)
     return Unsupported(node, "with a 1x1 window (xnnpack pools need more than one)");
+  // XNNPACK walks every cell of a window, padding included (a pointer per
+  // cell per output pixel); the CPU kernel clamps the window to the input.
+  if (fh > in->shape[1] || fw > in->shape[2]) {
+    return Unsupported(node, "with a " + std::to_string(fh) + "x" + std::to_string(fw) +
+                                 " window over a " + std::to_string(in->shape[1]) + "x" +
+                                 std::to_string(in->shape[2]) +
+                                 " input (larger than the input; the CPU kernel clamps it)");
+  }
   Pads ph, pw;
   DFARM_RETURN_IF_ERROR(SpatialPadding(node, o->padding(), runtime::WindowAxis::kHeight,
                                        "filter_height", in->shape[1], out->shape[1], fh, sh, 1,

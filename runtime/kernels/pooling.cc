@@ -1,8 +1,10 @@
 // MAX_POOL_2D and AVERAGE_POOL_2D, NHWC, float32, int8 and uint8. Cells of
 // the window that fall in the padding are left out (of the max, and of the
-// average's count), as in TFLite. Quantized: input and output share scale and
-// zero point (as TFLite requires); the average is the integer sum divided by
-// the count, rounded half away from zero; then the fused activation's clamp.
+// average's count), as in TFLite: both paths clamp the window to the input
+// before looping, so a crafted 2^30-row window costs its input rows only.
+// Quantized: input and output share scale and zero point (as TFLite
+// requires); the average is the integer sum divided by the count, rounded
+// half away from zero; then the fused activation's clamp.
 #include <algorithm>
 #include <limits>
 
@@ -133,19 +135,19 @@ Status Eval(Node& node) {
   for (int n = 0; n < batches; ++n) {
     for (int oy = 0; oy < out_h; ++oy) {
       const int iy0 = oy * d.stride_h - d.pad_top;
+      const int ky0 = std::max(0, -iy0), ky1 = std::min(d.filter_h, in_h - iy0);
       for (int ox = 0; ox < out_w; ++ox) {
         const int ix0 = ox * d.stride_w - d.pad_left;
+        const int kx0 = std::max(0, -ix0), kx1 = std::min(d.filter_w, in_w - ix0);
         float* __restrict acc =
             out + ((static_cast<size_t>(n) * out_h + oy) * out_w + ox) * channels;
         const float init = kMax ? -std::numeric_limits<float>::infinity() : 0.0f;
         for (int c = 0; c < channels; ++c) acc[c] = init;
         int count = 0;
-        for (int ky = 0; ky < d.filter_h; ++ky) {
+        for (int ky = ky0; ky < ky1; ++ky) {
           const int iy = iy0 + ky;
-          if (iy < 0 || iy >= in_h) continue;
-          for (int kx = 0; kx < d.filter_w; ++kx) {
+          for (int kx = kx0; kx < kx1; ++kx) {
             const int ix = ix0 + kx;
-            if (ix < 0 || ix >= in_w) continue;
             const float* __restrict px =
                 in + ((static_cast<size_t>(n) * in_h + iy) * in_w + ix) * channels;
             if constexpr (kMax) {

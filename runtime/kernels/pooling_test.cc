@@ -1,6 +1,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <numeric>
 
 #include "tests/model_builder/graph_runner.h"
@@ -125,6 +127,32 @@ TEST(MaxPool2DTest, StrideOfInt32MaxIsOneWindow) {
   EXPECT_THAT(
       RunPool(tfl::BuiltinOperator::AVERAGE_POOL_2D, Iota16(1), {1, 4, 4, 1}, {1, 1, 1, 1}, p),
       ElementsAre(3.5f));
+}
+
+// Runs `code` with 2^30 x 2^30 SAME windows over [1,3,3,1] (they fit int32)
+// in a child process that SIGALRM kills after 10 s; exits 0 when every
+// output is `expected`.
+void RunHugeWindowWithin10s(tfl::BuiltinOperator code, float expected) {
+  Pool2DParams p;
+  p.padding = tfl::Padding::SAME;
+  p.filter_h = p.filter_w = 1 << 30;
+  alarm(10);
+  std::vector<float> in = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  std::vector<float> got = RunPool(code, in, {1, 3, 3, 1}, {1, 3, 3, 1}, p);
+  bool all = got.size() == 9;
+  for (float v : got) all = all && v == expected;
+  std::exit(all ? 0 : 1);
+}
+
+TEST(MaxPool2DTest, HugeWindowIsClampedToTheInputInTheFloatPathToo) {
+  // As TFLite's reference pools (float and integer alike) do: the window is
+  // clamped to the input, so each of these windows reads the 9 cells only.
+  // The float loop walked all 2^30 rows and columns of each window instead.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(RunHugeWindowWithin10s(tfl::BuiltinOperator::MAX_POOL_2D, 9.0f),
+              ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(RunHugeWindowWithin10s(tfl::BuiltinOperator::AVERAGE_POOL_2D, 5.0f),
+              ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace
