@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <system_error>
 #include <vector>
 
@@ -35,12 +37,16 @@ int64_t MtimeNs(const struct stat& st) {
   return int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
 }
 
+int64_t CtimeNs(const struct stat& st) {
+  return int64_t{st.st_ctim.tv_sec} * 1'000'000'000 + st.st_ctim.tv_nsec;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ArtifactStore>> ArtifactStore::Open(const std::string& root,
                                                            uint64_t max_artifact_bytes) {
   std::error_code ec;
-  for (const char* sub : {"artifacts", "tmp", "partial"}) {
+  for (const char* sub : {"artifacts", "tmp", "partial", "verified"}) {
     fs::create_directories(fs::path(root) / sub, ec);
     if (ec) {
       return MakeError("cannot create artifact store '" + root + "': " + ec.message());
@@ -65,10 +71,120 @@ std::string ArtifactStore::PartialPath(const std::string& sha256) const {
   return root_ + "/partial/" + sha256;
 }
 
-bool ArtifactStore::Has(const std::string& sha256) const {
-  if (!IsValidSha256(sha256)) return false;
+std::string ArtifactStore::VerifiedPath(const std::string& sha256) const {
+  return root_ + "/verified/" + sha256;
+}
+
+ArtifactStore::FileKey ArtifactStore::KeyOf(const struct stat& st) {
+  return {static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size), MtimeNs(st),
+          CtimeNs(st)};
+}
+
+bool ArtifactStore::KnownGood(const std::string& sha256, const FileKey& key) const {
+  std::lock_guard<std::mutex> lock(verified_mutex_);
+  auto it = verified_.find(sha256);
+  if (it != verified_.end()) return it->second == key;
+  // Checked by an earlier agent run?
+  std::ifstream in(VerifiedPath(sha256));
+  FileKey saved;
+  if (!(in >> saved.ino >> saved.size >> saved.mtime_ns >> saved.ctime_ns) || !(saved == key)) {
+    return false;
+  }
+  verified_[sha256] = key;
+  return true;
+}
+
+void ArtifactStore::RememberGood(const std::string& sha256, const FileKey& key) const {
+  std::lock_guard<std::mutex> lock(verified_mutex_);
+  verified_[sha256] = key;
+  std::string path = VerifiedPath(sha256);
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+  std::string text = std::to_string(key.ino) + " " + std::to_string(key.size) + " " +
+                     std::to_string(key.mtime_ns) + " " + std::to_string(key.ctime_ns) + "\n";
+  // Best effort: without the record the next agent run hashes the file again.
+  if (!fd || ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+    ::unlink(path.c_str());
+  }
+}
+
+void ArtifactStore::ForgetLocked(const std::string& sha256) const {
+  verified_.erase(sha256);
+  ::unlink(VerifiedPath(sha256).c_str());
+}
+
+void ArtifactStore::Restamp(const std::string& sha256, const FileKey& before) const {
   struct stat st;
-  return ::stat(ArtifactPath(sha256).c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  if (!KnownGood(sha256, before) || ::lstat(ArtifactPath(sha256).c_str(), &st) != 0) return;
+  RememberGood(sha256, KeyOf(st));
+}
+
+void ArtifactStore::DeleteCorrupt(const std::string& sha256, const FileKey& key,
+                                  const std::string& why) const {
+  {
+    // Under mutex_, so an upload cannot rename good bytes into place between
+    // the check of the inode and the unlink.
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::string path = ArtifactPath(sha256);
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0 || !(KeyOf(st) == key)) return;  // replaced meanwhile
+    if (::unlink(path.c_str()) != 0) return;
+    std::lock_guard<std::mutex> vlock(verified_mutex_);
+    ForgetLocked(sha256);
+  }
+  std::string line = "artifact " + Short(sha256) + " in store '" + root_ + "' is corrupt: " + why +
+                     "; deleted it, so the host pushes it again";
+  if (log_) {
+    log_(line);
+  } else {
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+}
+
+Result<void> ArtifactStore::Verify(const std::string& sha256) const {
+  const std::string path = ArtifactPath(sha256);
+  const std::string missing = "artifact " + sha256 + " is not in the store";
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  struct stat st;
+  if (!fd) {
+    if (errno == ENOENT) return MakeError(missing);
+    if (errno == ELOOP && ::lstat(path.c_str(), &st) == 0) {
+      DeleteCorrupt(sha256, KeyOf(st), "it is a symbolic link");
+      return MakeError(missing);
+    }
+    return MakeError("cannot read artifact " + sha256 + ": " + Errno());
+  }
+  if (::fstat(fd.get(), &st) != 0)
+    return MakeError("cannot read artifact " + sha256 + ": " + Errno());
+  const FileKey key = KeyOf(st);
+  if (!S_ISREG(st.st_mode)) {
+    DeleteCorrupt(sha256, key, "it is not a regular file");
+    return MakeError(missing);
+  }
+  if (KnownGood(sha256, key)) return Ok();
+  verify_hashes_.fetch_add(1);
+  Sha256 hasher;
+  std::vector<uint8_t> buf(1 << 16);
+  uint64_t read_bytes = 0;
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return MakeError("cannot read artifact " + sha256 + ": " + Errno());
+    if (n == 0) break;
+    hasher.Update(buf.data(), static_cast<size_t>(n));
+    read_bytes += static_cast<uint64_t>(n);
+  }
+  std::string actual = hasher.FinishHex();
+  if (actual != sha256 || read_bytes != key.size) {
+    DeleteCorrupt(sha256, key,
+                  "its " + std::to_string(read_bytes) + " bytes hash to " + Short(actual));
+    return MakeError(missing);
+  }
+  RememberGood(sha256, key);
+  return Ok();
+}
+
+bool ArtifactStore::Has(const std::string& sha256) const {
+  return IsValidSha256(sha256) && Verify(sha256).ok();
 }
 
 Result<std::string> ArtifactStore::PathOf(const std::string& sha256) const {
@@ -76,16 +192,19 @@ Result<std::string> ArtifactStore::PathOf(const std::string& sha256) const {
     return MakeError("invalid artifact name '" + sha256.substr(0, 80) +
                      "': expected 64 lowercase hex characters");
   }
-  if (!Has(sha256)) return MakeError("artifact " + sha256 + " is not in the store");
+  if (auto r = Verify(sha256); !r) return r.error();
   return ArtifactPath(sha256);
 }
 
 Result<void> ArtifactStore::MakeExecutable(const std::string& sha256) const {
   auto path = PathOf(sha256);
   if (!path) return path.error();
+  struct stat st;
+  if (::lstat(path->c_str(), &st) == 0 && (st.st_mode & 07777) == 0755) return Ok();
   if (::chmod(path->c_str(), 0755) != 0) {
     return MakeError("cannot make artifact " + sha256 + " executable: " + Errno());
   }
+  Restamp(sha256, KeyOf(st));
   return Ok();
 }
 
@@ -129,7 +248,11 @@ void ArtifactStore::TouchPath(const std::string& path) {
 }
 
 void ArtifactStore::Touch(const std::string& sha256) {
-  if (IsValidSha256(sha256)) TouchPath(ArtifactPath(sha256));
+  if (!IsValidSha256(sha256)) return;
+  struct stat st;
+  if (::lstat(ArtifactPath(sha256).c_str(), &st) != 0) return;
+  TouchPath(ArtifactPath(sha256));
+  Restamp(sha256, KeyOf(st));
 }
 
 void ArtifactStore::Pin(const std::string& sha256) {
@@ -195,7 +318,12 @@ Result<void> ArtifactStore::ReserveLocked(const std::string& sha256, uint64_t ne
   size_t next = 0;
   while (used + outstanding + need > quota_bytes_ && next < candidates.size()) {
     const Candidate& c = candidates[next++];
-    if (::unlink(c.path.c_str()) == 0) used -= std::min(used, c.bytes);
+    if (::unlink(c.path.c_str()) != 0) continue;
+    used -= std::min(used, c.bytes);
+    if (fs::path(c.path).parent_path().filename() == "artifacts") {
+      std::lock_guard<std::mutex> vlock(verified_mutex_);
+      ForgetLocked(fs::path(c.path).filename().string());
+    }
   }
   if (used + outstanding + need > quota_bytes_) {
     return MakeError("no room for artifact " + Short(sha256) + ": cannot free space in '" + root_ +
@@ -400,6 +528,8 @@ Result<void> ArtifactStore::Upload::CommitLocked() {
   store_->active_.erase(this);
   if (resumable_) store_->partial_owner_.erase(sha256_);
   store_->TouchPath(final_path);
+  struct stat st;
+  if (::lstat(final_path.c_str(), &st) == 0) store_->RememberGood(sha256_, KeyOf(st));
   return FsyncDir(store_->root_ + "/artifacts");
 }
 

@@ -14,10 +14,19 @@
 // upload is made by evicting the least recently used artifacts and stale
 // partial files; pinned artifacts (those a queued or running job needs) are
 // never evicted.
+//
+// The store checks itself: before an artifact is reported present (Has) or
+// handed out to be executed or loaded (PathOf), its bytes are hashed and
+// compared with its name. A file that does not match (corrupt, truncated,
+// planted) is deleted, logged once and reported missing, so the host pushes it
+// again. A check is remembered by the file's (inode, size, mtime, ctime), in
+// memory and in <root>/verified/<sha256>, so an unchanged artifact is hashed
+// once, not once per sweep.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -27,6 +36,8 @@
 #include "agent/base/result.h"
 #include "agent/base/sha256.h"
 #include "agent/base/unique_fd.h"
+
+struct stat;
 
 namespace dfarm::agent {
 
@@ -42,15 +53,22 @@ class ArtifactStore {
   const std::string& root() const { return root_; }
   uint64_t max_artifact_bytes() const { return max_artifact_bytes_; }
 
-  // False for an invalid name as well as for a missing artifact.
+  // True when the artifact is stored and its bytes hash to its name. False
+  // for an invalid name, a missing artifact, and one found corrupt (which is
+  // deleted and logged).
   bool Has(const std::string& sha256) const;
 
-  // The path of a stored artifact, or an error naming the sha256 when the
-  // name is invalid or the artifact is missing.
+  // The path of a stored, verified artifact (as Has), or an error naming the
+  // sha256 when the name is invalid or the artifact is missing or was corrupt.
   Result<std::string> PathOf(const std::string& sha256) const;
 
   // Makes a stored artifact executable (0755), for runner builds.
   Result<void> MakeExecutable(const std::string& sha256) const;
+
+  // Where a deleted corrupt artifact is reported, one line each (default: stderr).
+  void SetLog(std::function<void(const std::string&)> log) { log_ = std::move(log); }
+  // Test hook: how many times a stored artifact was hashed to verify it.
+  uint64_t verify_hashes() const { return verify_hashes_.load(); }
 
   // Disk quota over artifacts, partial and temp files, in bytes; 0 (the
   // default) means none. Enforced when an upload begins.
@@ -121,6 +139,26 @@ class ArtifactStore {
       : root_(std::move(root)), max_artifact_bytes_(max_artifact_bytes) {}
   std::string ArtifactPath(const std::string& sha256) const;
   std::string PartialPath(const std::string& sha256) const;
+  std::string VerifiedPath(const std::string& sha256) const;
+
+  // What a verification is remembered by: a file changed in place changes its
+  // mtime or ctime (a rewrite also its inode), so an equal key means the same bytes.
+  struct FileKey {
+    uint64_t ino = 0, size = 0;
+    int64_t mtime_ns = 0, ctime_ns = 0;
+    bool operator==(const FileKey&) const = default;
+  };
+  static FileKey KeyOf(const struct stat& st);
+  // Ok when the artifact is stored and hashes to its name; else why not. A
+  // mismatch deletes the file (DeleteCorrupt).
+  Result<void> Verify(const std::string& sha256) const;
+  bool KnownGood(const std::string& sha256, const FileKey& key) const;
+  void RememberGood(const std::string& sha256, const FileKey& key) const;
+  void ForgetLocked(const std::string& sha256) const;  // verified_mutex_ held
+  // After the store itself changed a verified artifact's times or mode
+  // (touch, chmod): the check still holds if the file was `before`.
+  void Restamp(const std::string& sha256, const FileKey& before) const;
+  void DeleteCorrupt(const std::string& sha256, const FileKey& key, const std::string& why) const;
   Result<void> CheckUpload(const std::string& sha256, uint64_t size) const;
   // Makes room for `need` more bytes under the quota (mutex_ held), evicting
   // unpinned artifacts and unowned partial files, least recently used first.
@@ -135,6 +173,12 @@ class ArtifactStore {
   std::set<const Upload*> active_;                      // unfinished uploads
   std::map<std::string, const Upload*> partial_owner_;  // sha256 -> resumable upload
   std::atomic<int64_t> last_touch_ns_{0};               // keeps touch times strictly increasing
+
+  // Lock order: mutex_, then verified_mutex_. Hashing happens under neither.
+  mutable std::mutex verified_mutex_;
+  mutable std::map<std::string, FileKey> verified_;  // sha256 -> file as it was verified
+  mutable std::atomic<uint64_t> verify_hashes_{0};
+  std::function<void(const std::string&)> log_;
 };
 
 // Pins an artifact for the lifetime of the guard.

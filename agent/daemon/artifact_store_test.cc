@@ -1,8 +1,10 @@
 #include "agent/daemon/artifact_store.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
+#include <vector>
 
 #include "agent/testing/test_util.h"
 #include "gmock/gmock.h"
@@ -236,6 +238,79 @@ TEST(ArtifactStoreResumeTest, NewerUploadTakesOver) {
   ASSERT_TRUE((*new_up)->Write(500, U8(bytes, 500), 1500).ok());
   ASSERT_TRUE((*new_up)->Commit().ok());
   EXPECT_EQ(ReadFile(*(*store)->PathOf(sha)), bytes);
+}
+
+// Issue 12, defect 1: the store hashes what it holds before it says it has it.
+TEST(ArtifactStoreIntegrityTest, CorruptOrTruncatedArtifactIsDeletedAndMissing) {
+  TempDir dir;
+  auto store = ArtifactStore::Open(dir.path());
+  ASSERT_TRUE(store.ok()) << store.message();
+  std::vector<std::string> logged;
+  (*store)->SetLog([&](const std::string& line) { logged.push_back(line); });
+  std::string a(5000, 'a'), b(5000, 'b');
+  ASSERT_TRUE((*store)->Put(HashOf(a), a).ok());
+  ASSERT_TRUE((*store)->Put(HashOf(b), b).ok());
+  const std::string path_a = (*store)->root() + "/artifacts/" + HashOf(a);
+  testing::WriteFile(path_a, std::string(5000, 'A'));  // same size, other bytes
+  ASSERT_EQ(::truncate(((*store)->root() + "/artifacts/" + HashOf(b)).c_str(), 10), 0);
+
+  EXPECT_FALSE((*store)->Has(HashOf(a)));
+  auto path = (*store)->PathOf(HashOf(b));
+  ASSERT_FALSE(path.ok());
+  EXPECT_THAT(path.message(), HasSubstr("is not in the store"));
+  EXPECT_FALSE(std::filesystem::exists(path_a));
+  ASSERT_EQ(logged.size(), 2u);
+  EXPECT_THAT(logged[0], HasSubstr(HashOf(a).substr(0, 12) + " in store '" + (*store)->root() +
+                                   "' is corrupt: its 5000 bytes hash to "));
+  EXPECT_THAT(logged[1], HasSubstr("is corrupt: its 10 bytes hash to "));
+  // Reported once: the file is gone, later checks just find it missing.
+  EXPECT_FALSE((*store)->Has(HashOf(a)));
+  EXPECT_EQ(logged.size(), 2u);
+  // And it can be stored again.
+  ASSERT_TRUE((*store)->Put(HashOf(a), a).ok());
+  EXPECT_TRUE((*store)->Has(HashOf(a)));
+}
+
+// The check is remembered by (inode, size, mtime, ctime): an unchanged
+// artifact is hashed once, also across a restart of the agent (a new store
+// object on the same folder); a changed one is hashed again.
+TEST(ArtifactStoreIntegrityTest, VerificationIsCachedUntilTheFileChanges) {
+  TempDir dir;
+  std::string bytes(100'000, 'm');
+  std::string sha = HashOf(bytes);
+  {
+    auto store = ArtifactStore::Open(dir.path());
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->Put(sha, bytes).ok());  // hashed while written
+    EXPECT_TRUE((*store)->Has(sha));
+    (*store)->Touch(sha);
+    ASSERT_TRUE((*store)->MakeExecutable(sha).ok());
+    EXPECT_TRUE((*store)->PathOf(sha).ok());
+    EXPECT_EQ((*store)->verify_hashes(), 0u);
+  }
+  auto store = ArtifactStore::Open(dir.path());
+  ASSERT_TRUE(store.ok());
+  EXPECT_TRUE((*store)->Has(sha));
+  EXPECT_TRUE((*store)->Has(sha));
+  EXPECT_EQ((*store)->verify_hashes(), 0u);
+  // Rewritten in place with the same bytes: hashed again (once), still good.
+  testing::WriteFile((*store)->root() + "/artifacts/" + sha, bytes);
+  EXPECT_TRUE((*store)->Has(sha));
+  EXPECT_TRUE((*store)->Has(sha));
+  EXPECT_EQ((*store)->verify_hashes(), 1u);
+}
+
+// A symbolic link or a folder under an artifact's name is never handed out.
+TEST(ArtifactStoreIntegrityTest, LinkUnderAnArtifactNameIsRefused) {
+  TempDir dir;
+  auto store = ArtifactStore::Open(dir.path());
+  ASSERT_TRUE(store.ok());
+  std::string bytes = "runner";
+  testing::WriteFile(dir.path() + "/elsewhere", bytes);
+  std::string link = (*store)->root() + "/artifacts/" + HashOf(bytes);
+  ASSERT_EQ(::symlink((dir.path() + "/elsewhere").c_str(), link.c_str()), 0);
+  EXPECT_FALSE((*store)->PathOf(HashOf(bytes)).ok());
+  EXPECT_FALSE(std::filesystem::is_symlink(link));
 }
 
 TEST(ArtifactStoreQuotaTest, EvictsLeastRecentlyUsedUnpinned) {

@@ -86,6 +86,7 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   auto store = ArtifactStore::Open(options.store_dir, options.max_artifact_bytes);
   if (!store) return store.error();
   (*store)->SetQuota(options.quota_bytes);
+  (*store)->SetLog(AgentLog);
 
   std::unique_ptr<Server> server(new Server());
   server->options_ = options;
