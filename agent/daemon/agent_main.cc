@@ -50,8 +50,8 @@ std::optional<int> ParseCommandLine(int argc, char** argv, ServerOptions* option
                  "picks a free port")
       ->capture_default_str();
   app.add_option("--token-file", options->token_file,
-                 "file holding a shared secret (at least 16 bytes) that every peer must prove "
-                 "with HMAC-SHA256 before any request");
+                 "file holding a shared secret (at least 32 bytes, mode 0600) that every peer "
+                 "must prove with HMAC-SHA256 before any request");
   app.add_flag("--stdio", options->stdio,
                "speak the protocol on stdin/stdout (for adb exec-out or ssh) instead of "
                "listening; logs go to stderr");

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <thread>
@@ -28,7 +29,7 @@ using testing::TestAgent;
 using Clock = std::chrono::steady_clock;
 
 constexpr auto kTimeout = milliseconds(10000);
-constexpr char kToken[] = "correct horse battery staple";
+constexpr char kToken[] = "correct horse battery staple, long enough";
 
 UniqueFd RawConnect(uint16_t port) {
   UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -77,6 +78,7 @@ class AgentSessionTest : public ::testing::Test {
   std::string WriteTemp(const std::string& name, const std::string& bytes) {
     std::string path = dir_.path() + "/" + name;
     testing::WriteFile(path, bytes);
+    ::chmod(path.c_str(), 0600);  // a token file others can read is refused
     return path;
   }
 
@@ -180,6 +182,7 @@ TEST(AgentTokenCommandLineTest, NonLoopbackNeedsATokenFile) {
 TEST(AgentTokenCommandLineTest, ShortTokenFileRefusesToStart) {
   TempDir dir;
   testing::WriteFile(dir.path() + "/token", "short");
+  ::chmod((dir.path() + "/token").c_str(), 0600);
   std::string cmd = std::string(kAgentBinary) + " --listen 127.0.0.1:0 --token-file " + dir.path() +
                     "/token --store " + dir.path() + "/s 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
@@ -188,7 +191,7 @@ TEST(AgentTokenCommandLineTest, ShortTokenFileRefusesToStart) {
   size_t n = fread(buf, 1, sizeof buf - 1, p);
   int status = ::pclose(p);
   EXPECT_NE(WEXITSTATUS(status), 0);
-  EXPECT_THAT(std::string(buf, n), HasSubstr("a token needs at least 16"));
+  EXPECT_THAT(std::string(buf, n), HasSubstr("a token needs at least 32"));
 }
 
 // --- (b) heartbeats and interleaving ------------------------------------------

@@ -41,15 +41,55 @@ int64_t CtimeNs(const struct stat& st) {
   return int64_t{st.st_ctim.tv_sec} * 1'000'000'000 + st.st_ctim.tv_nsec;
 }
 
+std::string Octal(mode_t mode) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(mode & 07777));
+  return buf;
+}
+
+// Creates dir (0700) if missing; refuses one this user does not own or that
+// group or others can write (anyone who can write it could plant or swap the
+// runner the agent executes); takes group and others' access away from one of
+// ours (stores made before the store was private).
+Result<void> OpenPrivateDir(const std::string& dir, bool tighten) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return MakeError("cannot create artifact store '" + dir + "': " + Errno());
+  }
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) {
+    return MakeError("cannot open artifact store '" + dir + "': " + Errno());
+  }
+  if (!S_ISDIR(st.st_mode)) return MakeError("artifact store '" + dir + "' is not a folder");
+  if (st.st_uid != ::geteuid()) {
+    return MakeError("artifact store '" + dir + "' is owned by uid " + std::to_string(st.st_uid) +
+                     ", not by this agent's user (uid " + std::to_string(::geteuid()) +
+                     "); give the agent a folder of its own");
+  }
+  if ((st.st_mode & 022) != 0) {
+    return MakeError("artifact store '" + dir + "' is writable by " +
+                     ((st.st_mode & 002) ? "others" : "its group") + " (mode " + Octal(st.st_mode) +
+                     "); chmod 700 " + dir);
+  }
+  if (tighten && (st.st_mode & 077) != 0 && ::chmod(dir.c_str(), 0700) != 0) {
+    return MakeError("cannot make artifact store '" + dir + "' private: " + Errno());
+  }
+  return Ok();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ArtifactStore>> ArtifactStore::Open(const std::string& root,
                                                            uint64_t max_artifact_bytes) {
   std::error_code ec;
+  std::string trimmed = root;
+  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
+  fs::path parent = fs::path(trimmed).parent_path();
+  if (!parent.empty()) fs::create_directories(parent, ec);
+  if (ec) return MakeError("cannot create artifact store '" + root + "': " + ec.message());
+  if (auto r = OpenPrivateDir(trimmed, /*tighten=*/false); !r) return r.error();
   for (const char* sub : {"artifacts", "tmp", "partial", "verified"}) {
-    fs::create_directories(fs::path(root) / sub, ec);
-    if (ec) {
-      return MakeError("cannot create artifact store '" + root + "': " + ec.message());
+    if (auto r = OpenPrivateDir((fs::path(trimmed) / sub).string(), /*tighten=*/true); !r) {
+      return r.error();
     }
   }
   // Temp files of one-shot uploads are useless after a restart; partial files
@@ -200,8 +240,8 @@ Result<void> ArtifactStore::MakeExecutable(const std::string& sha256) const {
   auto path = PathOf(sha256);
   if (!path) return path.error();
   struct stat st;
-  if (::lstat(path->c_str(), &st) == 0 && (st.st_mode & 07777) == 0755) return Ok();
-  if (::chmod(path->c_str(), 0755) != 0) {
+  if (::lstat(path->c_str(), &st) == 0 && (st.st_mode & 07777) == 0700) return Ok();
+  if (::chmod(path->c_str(), 0700) != 0) {
     return MakeError("cannot make artifact " + sha256 + " executable: " + Errno());
   }
   Restamp(sha256, KeyOf(st));
@@ -512,7 +552,7 @@ Result<void> ArtifactStore::Upload::CommitLocked() {
     return MakeError("upload of artifact " + Short(sha256_) + ": sha256 mismatch: the " +
                      std::to_string(received_) + " bytes received hash to " + actual);
   }
-  if (::fchmod(fd_.get(), 0644) != 0 || ::fsync(fd_.get()) != 0) {
+  if (::fchmod(fd_.get(), 0600) != 0 || ::fsync(fd_.get()) != 0) {
     std::string why = Errno();
     DiscardLocked(/*keep_data=*/false);
     return MakeError("cannot fsync artifact " + Short(sha256_) + ": " + why);

@@ -21,7 +21,8 @@
 // planted) is deleted, logged once and reported missing, so the host pushes it
 // again. A check is remembered by the file's (inode, size, mtime, ctime), in
 // memory and in <root>/verified/<sha256>, so an unchanged artifact is hashed
-// once, not once per sweep.
+// once, not once per sweep. The store is private to the agent's user: folders
+// 0700, artifacts 0600 (0700 for runners).
 #pragma once
 
 #include <atomic>
@@ -45,8 +46,10 @@ class ArtifactStore {
  public:
   static constexpr uint64_t kDefaultMaxArtifactBytes = uint64_t{2} << 30;  // 2 GiB
 
-  // Opens (creating if needed) the store under root. Leftover temp files from
-  // an interrupted upload are removed.
+  // Opens (creating if needed, mode 0700) the store under root. Leftover temp
+  // files from an interrupted upload are removed. Refuses a root or store
+  // folder that is not owned by this user or that group or others can write,
+  // with a message naming the folder and the fix ("chmod 700 DIR").
   static Result<std::unique_ptr<ArtifactStore>> Open(
       const std::string& root, uint64_t max_artifact_bytes = kDefaultMaxArtifactBytes);
 
@@ -62,7 +65,7 @@ class ArtifactStore {
   // sha256 when the name is invalid or the artifact is missing or was corrupt.
   Result<std::string> PathOf(const std::string& sha256) const;
 
-  // Makes a stored artifact executable (0755), for runner builds.
+  // Makes a stored artifact executable by this user only (0700), for runner builds.
   Result<void> MakeExecutable(const std::string& sha256) const;
 
   // Where a deleted corrupt artifact is reported, one line each (default: stderr).

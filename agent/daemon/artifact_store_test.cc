@@ -141,7 +141,7 @@ TEST(ArtifactStoreTest, MakeExecutable) {
   ASSERT_TRUE((*store)->MakeExecutable(sha).ok());
   struct stat st;
   ASSERT_EQ(::stat((*(*store)->PathOf(sha)).c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0755u);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);  // executable by the agent's user only (issue 12)
 }
 
 }  // namespace
@@ -311,6 +311,43 @@ TEST(ArtifactStoreIntegrityTest, LinkUnderAnArtifactNameIsRefused) {
   ASSERT_EQ(::symlink((dir.path() + "/elsewhere").c_str(), link.c_str()), 0);
   EXPECT_FALSE((*store)->PathOf(HashOf(bytes)).ok());
   EXPECT_FALSE(std::filesystem::is_symlink(link));
+}
+
+// Issue 12, defect 8: the store is private, and one others can write is refused.
+TEST(ArtifactStorePermissionsTest, CreatedPrivateAndOpenFoldersRefused) {
+  TempDir dir;
+  auto mode = [](const std::string& path) {
+    struct stat st {};
+    ::stat(path.c_str(), &st);
+    return st.st_mode & 07777;
+  };
+  auto store = ArtifactStore::Open(dir.path() + "/store");
+  ASSERT_TRUE(store.ok()) << store.message();
+  std::string bytes = "model";
+  ASSERT_TRUE((*store)->Put(HashOf(bytes), bytes).ok());
+  EXPECT_EQ(mode(dir.path() + "/store"), 0700u);
+  for (const char* sub : {"artifacts", "tmp", "partial", "verified"}) {
+    EXPECT_EQ(mode(dir.path() + "/store/" + sub), 0700u) << sub;
+  }
+  EXPECT_EQ(mode(*(*store)->PathOf(HashOf(bytes))), 0600u);
+  ASSERT_TRUE((*store)->MakeExecutable(HashOf(bytes)).ok());
+  EXPECT_EQ(mode(*(*store)->PathOf(HashOf(bytes))), 0700u);
+
+  // An older store (0755 folders) is made private; a writable one is refused.
+  ASSERT_EQ(::chmod((dir.path() + "/store/artifacts").c_str(), 0755), 0);
+  ASSERT_TRUE(ArtifactStore::Open(dir.path() + "/store").ok());
+  EXPECT_EQ(mode(dir.path() + "/store/artifacts"), 0700u);
+  ASSERT_EQ(::chmod((dir.path() + "/store").c_str(), 01777), 0);
+  auto open = ArtifactStore::Open(dir.path() + "/store");
+  ASSERT_FALSE(open.ok());
+  EXPECT_EQ(open.message(), "artifact store '" + dir.path() +
+                                "/store' is writable by others (mode 1777); chmod 700 " +
+                                dir.path() + "/store");
+  ASSERT_EQ(::chmod((dir.path() + "/store").c_str(), 0700), 0);
+  ASSERT_EQ(::chmod((dir.path() + "/store/partial").c_str(), 0770), 0);
+  open = ArtifactStore::Open(dir.path() + "/store");
+  ASSERT_FALSE(open.ok());
+  EXPECT_THAT(open.message(), HasSubstr("/store/partial' is writable by its group (mode 0770)"));
 }
 
 TEST(ArtifactStoreQuotaTest, EvictsLeastRecentlyUsedUnpinned) {

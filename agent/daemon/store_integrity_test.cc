@@ -1,7 +1,7 @@
 // End to end, with the real dfarm-agent binary and AgentClient: the store
 // checks what it holds before it reports it present or runs it (a corrupt or
-// truncated blob is pushed again, a planted file is never executed; issue 12,
-// defect 1).
+// truncated blob is pushed again, a planted file is never executed) and refuses
+// a store or token file that others can reach (issue 12, defects 1 and 8).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -28,6 +28,12 @@ std::string Pattern(size_t n, unsigned seed) {
   std::string s(n, '\0');
   for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>(i * 31 + seed + (i >> 9));
   return s;
+}
+
+mode_t ModeOf(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return 0;
+  return st.st_mode & 07777;
 }
 
 class StoreIntegrityTest : public ::testing::Test {
@@ -152,6 +158,48 @@ TEST_F(StoreIntegrityTest, PlantedRunnerIsNotExecuted) {
   EXPECT_THAT(r->error, HasSubstr("not in the store"));
   EXPECT_NE(::access(marker.c_str(), F_OK), 0) << "the planted runner was executed";
   EXPECT_NE(::access(stored(job.runner_sha256).c_str(), F_OK), 0) << "the planted file is kept";
+}
+
+// Defect 8: what the agent creates is private to its user.
+TEST_F(StoreIntegrityTest, StoreAndArtifactsArePrivate) {
+  ASSERT_TRUE(StartAgent()) << log();
+  auto client = Connect();
+  ASSERT_TRUE(client);
+  JobSpec job;
+  job.runner_sha256 = Put(*client, "ok.sh", testing::kOkRunner);
+  job.model_sha256 = Put(*client, "m.tflite", "model");
+  EXPECT_EQ(ModeOf(store()), 0700u);
+  EXPECT_EQ(ModeOf(store() + "/artifacts"), 0700u);
+  EXPECT_EQ(ModeOf(stored(job.model_sha256)), 0600u);
+  auto r = client->RunJob(job);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->status, "ok") << r->error;
+  EXPECT_EQ(ModeOf(stored(job.runner_sha256)), 0700u);
+}
+
+// Defect 8: a store others can write is refused, naming the folder and the fix.
+TEST_F(StoreIntegrityTest, StoreOthersCanWriteIsRefused) {
+  ASSERT_EQ(::mkdir(store().c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(store().c_str(), 01777), 0);
+  EXPECT_FALSE(StartAgent());
+  EXPECT_THAT(log(), HasSubstr("artifact store '" + store() +
+                               "' is writable by others (mode 1777); chmod 700 " + store()));
+}
+
+// Defect 8: a token file others can read, and a 16-byte token, are refused.
+TEST_F(StoreIntegrityTest, TokenFileOthersCanReadIsRefused) {
+  std::string token = WriteTemp("token", std::string(40, 't') + "\n");
+  ASSERT_EQ(::chmod(token.c_str(), 0644), 0);
+  EXPECT_FALSE(StartAgent({"--token-file", token}));
+  EXPECT_THAT(log(), HasSubstr("token file '" + token +
+                               "' is readable by others (mode 0644); chmod 600 " + token));
+}
+
+TEST_F(StoreIntegrityTest, SixteenByteTokenIsRefused) {
+  std::string token = WriteTemp("token", std::string(16, 'a'));
+  ASSERT_EQ(::chmod(token.c_str(), 0600), 0);
+  EXPECT_FALSE(StartAgent({"--token-file", token}));
+  EXPECT_THAT(log(), HasSubstr("holds 16 bytes; a token needs at least 32"));
 }
 
 }  // namespace

@@ -1,13 +1,19 @@
 #include "agent/protocol/auth.h"
 
+#include <fcntl.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "agent/base/unique_fd.h"
 
 namespace dfarm::agent {
 namespace {
@@ -21,14 +27,42 @@ std::vector<uint8_t> Labelled(std::string_view label) {
   return out;
 }
 
+// Refuses a token file that another user could read or replace, as ssh does
+// for its keys: a leaked token lets anyone run code as the agent's user.
+Result<void> CheckTokenFileIsPrivate(const std::string& path, const struct stat& st) {
+  if (!S_ISREG(st.st_mode)) return MakeError("token file '" + path + "' is not a regular file");
+  if (st.st_uid != ::geteuid() && st.st_uid != 0) {
+    return MakeError("token file '" + path + "' is owned by uid " + std::to_string(st.st_uid) +
+                     ", not by this user (uid " + std::to_string(::geteuid()) +
+                     "); use a token file of your own");
+  }
+  if ((st.st_mode & 077) == 0) return Ok();
+  const char* how = (st.st_mode & 044) ? "readable" : (st.st_mode & 022) ? "writable" : "usable";
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  return MakeError("token file '" + path + "' is " + how + " by others (mode " + mode +
+                   "); chmod 600 " + path);
+}
+
 }  // namespace
 
 Result<std::string> ReadTokenFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return MakeError("cannot read token file '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string token = ss.str();
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat st;
+  if (!fd || ::fstat(fd.get(), &st) != 0) {
+    return MakeError("cannot read token file '" + path + "': " + strerror(errno));
+  }
+  if (auto r = CheckTokenFileIsPrivate(path, st); !r) return r.error();
+  std::string token;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return MakeError("cannot read token file '" + path + "': " + strerror(errno));
+    if (n == 0) break;
+    token.append(buf, static_cast<size_t>(n));
+    if (token.size() > (1 << 20)) return MakeError("token file '" + path + "' is over 1 MiB");
+  }
   while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ' ||
                             token.back() == '\t')) {
     token.pop_back();

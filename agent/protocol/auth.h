@@ -16,12 +16,14 @@
 
 namespace dfarm::agent {
 
-// Shortest token accepted, in bytes.
-inline constexpr size_t kMinTokenBytes = 16;
+// Shortest token accepted, in bytes (`openssl rand -hex 32` writes 64).
+inline constexpr size_t kMinTokenBytes = 32;
 
 // Reads a token file: its contents without trailing whitespace (a final
-// newline). Fails, naming the file, when it cannot be read, is empty or holds
-// fewer than kMinTokenBytes bytes.
+// newline). Fails, naming the file and the fix, when it cannot be read, is not
+// a regular file, is owned by another user (root excepted), is readable or
+// writable by group or others ("token file 'x' is readable by others (mode
+// 0644); chmod 600 x"), or holds fewer than kMinTokenBytes bytes.
 Result<std::string> ReadTokenFile(const std::string& path);
 
 // HMAC-SHA256(key, data), 32 bytes.

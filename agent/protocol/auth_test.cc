@@ -1,5 +1,7 @@
 #include "agent/protocol/auth.h"
 
+#include <sys/stat.h>
+
 #include <thread>
 
 #include "agent/protocol/protocol.h"
@@ -51,20 +53,50 @@ TEST(AuthTest, RandomBytesDiffer) {
 TEST(AuthTest, TokenFile) {
   testing::TempDir dir;
   std::string path = dir.path() + "/token";
-  testing::WriteFile(path, "s3cret-token-0123456789\n");
+  testing::WriteFile(path, "s3cret-token-0123456789abcdef0123456789\n");
+  ASSERT_EQ(::chmod(path.c_str(), 0600), 0);
   auto token = ReadTokenFile(path);
   ASSERT_TRUE(token.ok()) << token.message();
-  EXPECT_EQ(*token, "s3cret-token-0123456789");
+  EXPECT_EQ(*token, "s3cret-token-0123456789abcdef0123456789");
 
   testing::WriteFile(path, "short\n");
   token = ReadTokenFile(path);
   ASSERT_FALSE(token.ok());
-  EXPECT_THAT(token.message(), HasSubstr("holds 5 bytes; a token needs at least 16"));
+  EXPECT_THAT(token.message(), HasSubstr("holds 5 bytes; a token needs at least 32"));
   EXPECT_THAT(token.message(), HasSubstr(path));
 
   token = ReadTokenFile(dir.path() + "/missing");
   ASSERT_FALSE(token.ok());
   EXPECT_THAT(token.message(), HasSubstr("cannot read token file"));
+}
+
+// Issue 12, defect 8: a token others can read or write, or a 16-byte one, is refused.
+TEST(AuthTest, TokenFileMustBePrivateAndLongEnough) {
+  testing::TempDir dir;
+  std::string path = dir.path() + "/token";
+  testing::WriteFile(path, std::string(40, 't') + "\n");
+  ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
+  auto token = ReadTokenFile(path);
+  ASSERT_FALSE(token.ok());
+  EXPECT_EQ(token.message(),
+            "token file '" + path + "' is readable by others (mode 0644); chmod 600 " + path);
+
+  ASSERT_EQ(::chmod(path.c_str(), 0620), 0);
+  token = ReadTokenFile(path);
+  ASSERT_FALSE(token.ok());
+  EXPECT_THAT(token.message(), HasSubstr("is writable by others (mode 0620); chmod 600"));
+
+  ASSERT_EQ(::chmod(path.c_str(), 0600), 0);
+  EXPECT_TRUE(ReadTokenFile(path).ok());
+
+  testing::WriteFile(path, std::string(16, 'a'));
+  token = ReadTokenFile(path);
+  ASSERT_FALSE(token.ok());
+  EXPECT_THAT(token.message(), HasSubstr("holds 16 bytes; a token needs at least 32"));
+
+  token = ReadTokenFile(dir.path());
+  ASSERT_FALSE(token.ok());
+  EXPECT_THAT(token.message(), HasSubstr("is not a regular file"));
 }
 
 TEST(AuthThrottleTest, DelayGrowsPerAddressAndSuccessClearsIt) {
