@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <map>
 
 #include "agent/daemon/device_info.h"
 #include "agent/protocol/framing.h"
@@ -370,6 +371,12 @@ class Server::ProtocolSession {
   uint64_t next_ping_id_ = kAgentRequestIdBit | 1;
   Clock::time_point last_rx_;
   Clock::time_point next_ping_;
+
+  // The runner and plugins this connection's jobs named, pinned until it
+  // closes: the host pushes them once per connection and never asks again, so
+  // a quota eviction must not take them between its jobs (issue 12, defect 9).
+  static constexpr size_t kMaxKeptArtifacts = 64;
+  std::map<std::string, std::unique_ptr<ArtifactPin>> kept_;
 };
 
 void Server::ProtocolSession::Serve() {
@@ -674,6 +681,11 @@ bool Server::ProtocolSession::OnRunJob(uint64_t id, const wire::Frame& frame) {
                              " but the host did not negotiate feature 'plugin' at hello; "
                              "refusing the job rather than running the delegate without its "
                              "library");
+  }
+  for (const std::string* sha : {&job.runner_sha256, &job.plugin_sha256}) {
+    if (IsValidSha256(*sha) && !kept_.count(*sha) && kept_.size() < kMaxKeptArtifacts) {
+      kept_.emplace(*sha, std::make_unique<ArtifactPin>(server_->store_.get(), *sha));
+    }
   }
   AgentLog(who_ + ": job " + std::to_string(id) + ": runner " + job.runner_sha256.substr(0, 12) +
            ", model " + job.model_sha256.substr(0, 12) + ", delegate " + job.delegate +

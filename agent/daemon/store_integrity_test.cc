@@ -1,7 +1,8 @@
 // End to end, with the real dfarm-agent binary and AgentClient: the store
 // checks what it holds before it reports it present or runs it (a corrupt or
-// truncated blob is pushed again, a planted file is never executed) and refuses
-// a store or token file that others can reach (issue 12, defects 1 and 8).
+// truncated blob is pushed again, a planted file is never executed), refuses a
+// store or token file that others can reach, and keeps a connection's runner
+// under a quota (issue 12, defects 1, 8 and 9).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -27,6 +28,13 @@ constexpr auto kTimeout = std::chrono::milliseconds(10000);
 std::string Pattern(size_t n, unsigned seed) {
   std::string s(n, '\0');
   for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>(i * 31 + seed + (i >> 9));
+  return s;
+}
+
+// kOkRunner padded with comment lines to about `bytes`.
+std::string PaddedRunner(size_t bytes) {
+  std::string s = testing::kOkRunner;
+  while (s.size() < bytes) s += "# " + std::string(98, 'x') + "\n";
   return s;
 }
 
@@ -200,6 +208,30 @@ TEST_F(StoreIntegrityTest, SixteenByteTokenIsRefused) {
   ASSERT_EQ(::chmod(token.c_str(), 0600), 0);
   EXPECT_FALSE(StartAgent({"--token-file", token}));
   EXPECT_THAT(log(), HasSubstr("holds 16 bytes; a token needs at least 32"));
+}
+
+// Defect 9: under a quota, pushing the next model evicts the previous model,
+// never the runner this connection runs its jobs with (the host pushes the
+// runner once per connection and does not ask again).
+TEST_F(StoreIntegrityTest, QuotaKeepsTheConnectionsRunner) {
+  ASSERT_TRUE(StartAgent({"--quota-mib", "1"})) << log();
+  auto client = Connect();
+  ASSERT_TRUE(client);
+  JobSpec job;
+  job.runner_sha256 = Put(*client, "ok.sh", PaddedRunner(300'000));
+  const std::string m1 = Pattern(400'000, 1), m2 = Pattern(400'000, 2);
+  job.model_sha256 = Put(*client, "m1.tflite", m1);
+  auto r = client->RunJob(job);
+  ASSERT_TRUE(r.ok()) << r.message();
+  ASSERT_EQ(r->status, "ok") << r->error;
+
+  job.model_sha256 = Put(*client, "m2.tflite", m2);
+  r = client->RunJob(job);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->status, "ok") << r->error;
+  auto have = client->Have({testing::HashOf(m1), job.model_sha256, job.runner_sha256});
+  ASSERT_TRUE(have.ok()) << have.message();
+  EXPECT_EQ(*have, (std::vector<bool>{false, true, true}));
 }
 
 }  // namespace
