@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -322,10 +323,17 @@ struct Supervisor::ChildPipes {
 
 namespace {
 
-// The child between fork and exec: only async-signal-safe calls.
-[[noreturn]] void ExecRunner(const char* path, char* const* argv, int dev_null, int out_w,
-                             int err_w, int exec_w) {
+// The child between fork and exec: only async-signal-safe calls. agent is
+// the pid of the agent that forked it.
+[[noreturn]] void ExecRunner(pid_t agent, const char* path, char* const* argv, int dev_null,
+                             int out_w, int err_w, int exec_w) {
   ::setsid();  // own process group: a timeout kills the runner and its children
+  // Dies with the agent's thread that started it (it waits for the runner),
+  // also under a --runner-prefix (qemu-user runs the runner in its own
+  // process, and the setting survives exec). An agent that died before the
+  // setting took effect is seen here as a changed parent.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != agent) ::_exit(127);
   struct rlimit no_core = {0, 0};
   ::setrlimit(RLIMIT_CORE, &no_core);
   sigset_t all;
@@ -454,11 +462,12 @@ Result<int> Supervisor::Spawn(Launch& launch, ChildPipes* pipes) {
   for (auto& a : launch.args) argv.push_back(a.data());
   argv.push_back(nullptr);
   const char* path = launch.exec_path.c_str();
+  const pid_t agent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) return MakeError(std::string("cannot fork the runner: ") + strerror(errno));
   if (pid == 0) {
-    ExecRunner(path, argv.data(), pipes->dev_null.get(), pipes->out_w.get(), pipes->err_w.get(),
-               pipes->exec_w.get());
+    ExecRunner(agent, path, argv.data(), pipes->dev_null.get(), pipes->out_w.get(),
+               pipes->err_w.get(), pipes->exec_w.get());
   }
   {
     std::lock_guard<std::mutex> lock(pid_mutex_);

@@ -81,7 +81,8 @@ class Supervisor {
   struct ChildPipes;  // the runner's stdout, stderr and exec-status pipes
   // The store paths of the job's artifacts, the runner made executable, its argv.
   Result<Launch> PrepareLaunch(const JobSpec& job) const;
-  // Forks and execs the runner in its own process group and records it as the
+  // Forks and execs the runner in its own session and process group, armed
+  // to die by SIGKILL with this thread (the agent), and records it as the
   // running job; closes the pipes' write ends. Returns the pid.
   Result<int> Spawn(Launch& launch, ChildPipes* pipes);
   // Kills the runner's process group (when kill_group), reaps the runner and

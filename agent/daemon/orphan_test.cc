@@ -1,0 +1,207 @@
+// A runner must not outlive its agent (issue 12, defect 2). With the real
+// dfarm-agent: SIGKILL it while a job runs and the runner dies with it.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <thread>
+
+#include "agent/client/client.h"
+#include "agent/testing/test_util.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/model_builder/model_builder.h"
+
+namespace dfarm::agent {
+namespace {
+
+using std::chrono::milliseconds;
+using testing::TempDir;
+using testing::TestAgent;
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kTimeout = milliseconds(10000);
+
+// Gone: no such process, or a zombie (dead, waiting for its new parent to reap it).
+bool ProcessGone(pid_t pid) {
+  if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
+  std::string stat = testing::ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  size_t paren = stat.rfind(')');
+  return paren == std::string::npos || (paren + 2 < stat.size() && stat[paren + 2] == 'Z');
+}
+
+// Waits up to `within` for pid to be gone; true if it is.
+bool GoneWithin(pid_t pid, milliseconds within) {
+  auto end = Clock::now() + within;
+  while (!ProcessGone(pid)) {
+    if (Clock::now() >= end) return false;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  return true;
+}
+
+class OrphanTest : public ::testing::Test {
+ protected:
+  ~OrphanTest() override {
+    // Whatever a failing test left running.
+    for (pid_t pid : started_) {
+      if (!ProcessGone(pid)) ::kill(pid, SIGKILL);
+    }
+  }
+
+  void StartAgent() {
+    agent_ = std::make_unique<TestAgent>(
+        std::vector<std::string>{"--listen", "127.0.0.1:0", "--store", dir_.path() + "/store"},
+        log_path());
+    port_ = agent_->ReadPort();
+    ASSERT_GT(port_, 0) << testing::ReadFile(log_path());
+  }
+
+  std::string log_path() const { return dir_.path() + "/agent.log"; }
+
+  std::string Put(AgentClient& client, const std::string& name, const std::string& bytes) {
+    std::string path = dir_.path() + "/" + name;
+    testing::WriteFile(path, bytes);
+    std::string sha;
+    auto r = client.PutArtifact(path, &sha);
+    EXPECT_TRUE(r.ok()) << r.message();
+    return sha;
+  }
+
+  // The pid a runner wrote to `name` (0 if none came within 5 s).
+  pid_t ReadPid(const std::string& name) {
+    for (int i = 0; i < 500; ++i) {
+      std::string text = testing::ReadFile(dir_.path() + "/" + name);
+      if (!text.empty() && text.back() == '\n') {
+        pid_t pid = static_cast<pid_t>(std::stol(text));
+        started_.push_back(pid);
+        return pid;
+      }
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    return 0;
+  }
+
+  // Starts the runner script as a job on a thread of its own (the job's
+  // result is lost with the agent). Returns once the job was sent.
+  std::thread RunInBackground(const std::string& script) {
+    ConnectOptions options;
+    options.timeout = kTimeout;
+    auto client = AgentClient::Connect("127.0.0.1", port_, options);
+    EXPECT_TRUE(client.ok()) << client.message();
+    if (!client.ok()) return std::thread();
+    std::shared_ptr<AgentClient> shared = std::move(*client);
+    JobSpec job;
+    job.runner_sha256 = Put(*shared, "runner.sh", script);
+    job.model_sha256 = Put(*shared, "m", "model");
+    job.timeout_ms = 120000;
+    return std::thread([shared, job] { (void)shared->RunJob(job); });
+  }
+
+  TempDir dir_;
+  std::unique_ptr<TestAgent> agent_;
+  uint16_t port_ = 0;
+  std::vector<pid_t> started_;
+};
+
+TEST_F(OrphanTest, RunnerDiesWithAKilledAgent) {
+  ASSERT_NO_FATAL_FAILURE(StartAgent());
+  std::thread job =
+      RunInBackground("#!/bin/sh\necho $$ > " + dir_.path() + "/runner.pid\nexec sleep 300\n");
+  pid_t runner = ReadPid("runner.pid");
+  ASSERT_GT(runner, 0) << testing::ReadFile(log_path());
+  ASSERT_FALSE(ProcessGone(runner));
+
+  agent_->Kill();  // SIGKILL: the agent cannot clean anything up itself
+  EXPECT_TRUE(GoneWithin(runner, milliseconds(2000)))
+      << "runner " << runner << " outlived its agent";
+  if (job.joinable()) job.join();
+}
+
+// The qemu-arm64 device's set-up: the aarch64 agent under qemu-user runs the
+// aarch64 runner through the same qemu (--runner-prefix). The death signal
+// must reach that runner too. Skipped without the cross build or qemu.
+TEST(OrphanQemuTest, RunnerUnderQemuDiesWithAKilledAgent) {
+  namespace fs = std::filesystem;
+  const fs::path arm64 = fs::path(DFARM_BINARY_DIR) / "arm64" / "bin";
+  const std::string qemu = "/usr/bin/qemu-aarch64", sysroot = "/usr/aarch64-linux-gnu";
+  for (const fs::path& p : {arm64 / "dfarm-agent", arm64 / "dfarm-runner", fs::path(qemu)}) {
+    if (!fs::exists(p)) GTEST_SKIP() << p << " is absent";
+  }
+  TempDir dir;
+  const std::string store = dir.path() + "/store";
+  int out[2];
+  ASSERT_EQ(::pipe2(out, O_CLOEXEC), 0);
+  UniqueFd out_r(out[0]), out_w(out[1]);
+  SpawnOptions options;
+  options.stdout_fd = out_w.get();
+  auto agent =
+      SpawnProcess({qemu, "-L", sysroot, (arm64 / "dfarm-agent").string(), "--listen",
+                    "127.0.0.1:0", "--store", store, "--runner-prefix", qemu + " -L " + sysroot},
+                   options);
+  ASSERT_TRUE(agent.ok()) << agent.message();
+  out_w.reset();
+  std::string line;
+  char c;
+  pollfd p{out_r.get(), POLLIN, 0};
+  while (::poll(&p, 1, 20000) > 0 && ::read(out_r.get(), &c, 1) == 1 && c != '\n') line += c;
+  const std::string listening = "listening on 127.0.0.1:";
+  if (line.rfind(listening, 0) != 0) {
+    ::kill(*agent, SIGKILL), ::waitpid(*agent, nullptr, 0);
+    FAIL() << "the agent under qemu printed '" << line << "'";
+  }
+  uint16_t port = static_cast<uint16_t>(std::stoi(line.substr(listening.size())));
+
+  // out = a + b, float32 [1,4], run far longer than the test waits.
+  dfarm::testing::ModelBuilder b;
+  int a = b.AddTensor(dfarm::testing::tfl::TensorType::FLOAT32, {1, 4}, "a");
+  int c2 = b.AddTensor(dfarm::testing::tfl::TensorType::FLOAT32, {1, 4}, "b");
+  int sum = b.AddTensor(dfarm::testing::tfl::TensorType::FLOAT32, {1, 4}, "out");
+  b.AddAdd(a, c2, sum);
+  b.SetInputs({a, c2});
+  b.SetOutputs({sum});
+  const std::string model = dir.path() + "/add.tflite";
+  ASSERT_TRUE(b.WriteFile(model));
+  ConnectOptions connect;
+  connect.timeout = milliseconds(20000);
+  auto client = AgentClient::Connect("127.0.0.1", port, connect);
+  ASSERT_TRUE(client.ok()) << client.message();
+  std::shared_ptr<AgentClient> shared = std::move(*client);
+  JobSpec job;
+  ASSERT_TRUE(shared->PutArtifact((arm64 / "dfarm-runner").string(), &job.runner_sha256).ok());
+  ASSERT_TRUE(shared->PutArtifact(model, &job.model_sha256).ok());
+  job.num_runs = 10'000'000;
+  job.warmup_runs = 0;
+  job.timeout_ms = 600'000;
+  std::thread run([shared, job] { (void)shared->RunJob(job); });
+
+  // The runner: a qemu process whose command line names the stored runner.
+  const std::string runner_path = store + "/artifacts/" + job.runner_sha256;
+  pid_t runner = 0;
+  for (int i = 0; i < 1000 && runner == 0; ++i) {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+      std::string cmdline = testing::ReadFile(entry.path().string() + "/cmdline");
+      std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+      if (cmdline.find(runner_path + " --model") != std::string::npos) {
+        runner = static_cast<pid_t>(std::stol(entry.path().filename().string()));
+      }
+    }
+    if (runner == 0) std::this_thread::sleep_for(milliseconds(10));
+  }
+  const bool running = runner > 0 && !ProcessGone(runner);
+  ::kill(*agent, SIGKILL);
+  ::waitpid(*agent, nullptr, 0);
+  run.join();
+  ASSERT_TRUE(running) << "the runner was never seen running";
+  bool gone = GoneWithin(runner, milliseconds(2000));
+  if (!gone) ::kill(runner, SIGKILL);
+  EXPECT_TRUE(gone) << "runner " << runner << " (under qemu) outlived its agent";
+}
+
+}  // namespace
+}  // namespace dfarm::agent
