@@ -1,5 +1,7 @@
 // A runner must not outlive its agent (issue 12, defect 2). With the real
-// dfarm-agent: SIGKILL it while a job runs and the runner dies with it.
+// dfarm-agent: SIGKILL it while a job runs and the runner dies with it; what
+// the runner started itself (not covered by its parent-death signal) is
+// killed by the next agent started on the same store.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -11,6 +13,7 @@
 #include <thread>
 
 #include "agent/client/client.h"
+#include "agent/daemon/runner_records.h"
 #include "agent/testing/test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -122,6 +125,28 @@ TEST_F(OrphanTest, RunnerDiesWithAKilledAgent) {
   if (job.joinable()) job.join();
 }
 
+TEST_F(OrphanTest, RestartedAgentKillsWhatADeadOneLeftBehind) {
+  ASSERT_NO_FATAL_FAILURE(StartAgent());
+  // The runner's child is outside the parent-death signal (its parent is the
+  // runner), and stays in the runner's session when the runner dies.
+  std::thread job = RunInBackground("#!/bin/sh\nsleep 300 &\necho $! > " + dir_.path() +
+                                    "/child.pid\necho $$ > " + dir_.path() + "/runner.pid\nwait\n");
+  pid_t runner = ReadPid("runner.pid"), child = ReadPid("child.pid");
+  ASSERT_GT(runner, 0) << testing::ReadFile(log_path());
+  ASSERT_GT(child, 0);
+
+  agent_->Kill();
+  if (job.joinable()) job.join();
+  EXPECT_TRUE(GoneWithin(runner, milliseconds(2000))) << "runner " << runner;
+
+  ASSERT_NO_FATAL_FAILURE(StartAgent());  // the same store
+  EXPECT_TRUE(GoneWithin(child, milliseconds(2000)))
+      << "the runner's child " << child << " survived a restarted agent\n"
+      << testing::ReadFile(log_path());
+  EXPECT_THAT(testing::ReadFile(log_path()),
+              ::testing::HasSubstr("left behind 1 process(es); killed " + std::to_string(child)));
+}
+
 // The qemu-arm64 device's set-up: the aarch64 agent under qemu-user runs the
 // aarch64 runner through the same qemu (--runner-prefix). The death signal
 // must reach that runner too. Skipped without the cross build or qemu.
@@ -201,6 +226,90 @@ TEST(OrphanQemuTest, RunnerUnderQemuDiesWithAKilledAgent) {
   bool gone = GoneWithin(runner, milliseconds(2000));
   if (!gone) ::kill(runner, SIGKILL);
   EXPECT_TRUE(gone) << "runner " << runner << " (under qemu) outlived its agent";
+}
+
+// --- RunnerRecords, on processes of this test ----------------------------------
+
+class RunnerRecordsTest : public ::testing::Test {
+ protected:
+  ~RunnerRecordsTest() override {
+    if (victim_ > 0) ::kill(victim_, SIGKILL), ::waitpid(victim_, nullptr, 0);
+  }
+
+  // A process that stands for a runner: a child of this test, so a killed
+  // one stays a zombie until reaped (ProcessGone counts it as gone).
+  pid_t StartVictim() {
+    auto pid = SpawnProcess({"/bin/sleep", "300"}, SpawnOptions{});
+    EXPECT_TRUE(pid.ok()) << pid.message();
+    victim_ = pid.ok() ? *pid : 0;
+    return victim_;
+  }
+
+  // An agent that has ended: a pid that is free now.
+  static ProcessStamp DeadAgent() {
+    auto pid = SpawnProcess({"/bin/true"}, SpawnOptions{});
+    EXPECT_TRUE(pid.ok()) << pid.message();
+    ::waitpid(*pid, nullptr, 0);
+    return ProcessStamp{*pid, 1};
+  }
+
+  std::string run_dir() const { return dir_.path() + "/run"; }
+  std::string RecordOf(pid_t pid) const { return run_dir() + "/" + std::to_string(pid); }
+
+  TempDir dir_;
+  pid_t victim_ = 0;
+};
+
+TEST_F(RunnerRecordsTest, RecordOfALiveAgentIsKept) {
+  pid_t victim = StartVictim();
+  ASSERT_GT(victim, 0);
+  RunnerRecords mine(run_dir());  // this process is the agent, and it runs
+  ASSERT_TRUE(mine.Add(victim).ok());
+  auto lines = RunnerRecords(run_dir()).ReapLeftovers();
+  ASSERT_TRUE(lines.ok()) << lines.message();
+  EXPECT_TRUE(lines->empty());
+  EXPECT_FALSE(ProcessGone(victim));
+  EXPECT_TRUE(std::filesystem::exists(RecordOf(victim)));
+  mine.Remove(victim);
+  EXPECT_FALSE(std::filesystem::exists(RecordOf(victim)));
+}
+
+TEST_F(RunnerRecordsTest, RunnerOfADeadAgentIsKilled) {
+  pid_t victim = StartVictim();
+  ASSERT_GT(victim, 0);
+  ASSERT_TRUE(RunnerRecords(run_dir(), DeadAgent()).Add(victim).ok());
+  auto lines = RunnerRecords(run_dir()).ReapLeftovers();
+  ASSERT_TRUE(lines.ok()) << lines.message();
+  EXPECT_THAT(*lines, ::testing::ElementsAre(::testing::HasSubstr(
+                          "left behind 1 process(es); killed " + std::to_string(victim))));
+  EXPECT_TRUE(GoneWithin(victim, milliseconds(2000)));
+  EXPECT_FALSE(std::filesystem::exists(RecordOf(victim)));
+}
+
+TEST_F(RunnerRecordsTest, AReusedPidIsNeverKilled) {
+  pid_t victim = StartVictim();
+  ASSERT_GT(victim, 0);
+  ASSERT_TRUE(RunnerRecords(run_dir(), DeadAgent()).Add(victim).ok());
+  // The record's runner started at another time: the pid now belongs to someone else.
+  std::string text = testing::ReadFile(RecordOf(victim));
+  std::string start = std::to_string(StampOf(victim)->start_ticks);
+  text.replace(text.find(" " + start + " "), start.size() + 2, " " + start + "0 ");
+  testing::WriteFile(RecordOf(victim), text);
+  auto lines = RunnerRecords(run_dir()).ReapLeftovers();
+  ASSERT_TRUE(lines.ok()) << lines.message();
+  EXPECT_THAT(*lines, ::testing::ElementsAre(::testing::HasSubstr("left nothing behind")));
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_FALSE(ProcessGone(victim));
+  EXPECT_FALSE(std::filesystem::exists(RecordOf(victim)));
+}
+
+TEST_F(RunnerRecordsTest, UnreadableRecordIsRemoved) {
+  std::filesystem::create_directories(run_dir());
+  testing::WriteFile(run_dir() + "/123", "runner twelve");
+  auto lines = RunnerRecords(run_dir()).ReapLeftovers();
+  ASSERT_TRUE(lines.ok()) << lines.message();
+  EXPECT_THAT(*lines, ::testing::ElementsAre(::testing::HasSubstr("unreadable runner record")));
+  EXPECT_FALSE(std::filesystem::exists(run_dir() + "/123"));
 }
 
 }  // namespace

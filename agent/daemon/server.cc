@@ -95,6 +95,10 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   server->throttle_ = std::make_unique<AuthThrottle>(options.auth_failure_delay);
   server->store_ = std::move(*store);
   server->supervisor_ = std::make_unique<Supervisor>(server->store_.get(), options.supervisor);
+  // An agent that died (SIGKILL) could not stop what its runners started.
+  auto reaped = server->supervisor_->ReapLeftoverRunners();
+  if (!reaped) return reaped.error();
+  for (const std::string& line : *reaped) AgentLog(line);
   server->device_ = CollectDeviceInfo();
   server->device_.protocol_version = kProtocolVersion;
   for (auto f : kKnownFeatures) {

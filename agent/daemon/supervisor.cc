@@ -174,7 +174,11 @@ void Pump(UniqueFd* fd, const std::function<void(const char*, size_t)>& sink) {
 }  // namespace
 
 Supervisor::Supervisor(ArtifactStore* store, SupervisorOptions options)
-    : store_(store), options_(options) {}
+    : store_(store), options_(options), runner_records_(store->root() + "/run") {}
+
+Result<std::vector<std::string>> Supervisor::ReapLeftoverRunners() {
+  return runner_records_.ReapLeftovers();
+}
 
 std::vector<std::string> Supervisor::RunnerArgs(const JobSpec& job, const std::string& model_path,
                                                 const std::string& plugin_path) {
@@ -469,6 +473,9 @@ Result<int> Supervisor::Spawn(Launch& launch, ChildPipes* pipes) {
     ExecRunner(agent, path, argv.data(), pipes->dev_null.get(), pipes->out_w.get(),
                pipes->err_w.get(), pipes->exec_w.get());
   }
+  // Best effort: without its record the runner still dies with the agent;
+  // only what it starts itself could be left behind.
+  (void)runner_records_.Add(pid);
   {
     std::lock_guard<std::mutex> lock(pid_mutex_);
     running_pgid_ = pid;
@@ -485,6 +492,7 @@ int Supervisor::KillAndReap(int pid, bool kill_group) {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  runner_records_.Remove(pid);
   std::lock_guard<std::mutex> lock(pid_mutex_);
   running_pgid_ = 0;
   return status;

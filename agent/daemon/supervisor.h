@@ -14,6 +14,7 @@
 #include "agent/base/result.h"
 #include "agent/daemon/artifact_store.h"
 #include "agent/daemon/device_state.h"
+#include "agent/daemon/runner_records.h"
 #include "agent/protocol/types.h"
 
 namespace dfarm::agent {
@@ -56,6 +57,11 @@ class Supervisor {
   // reported as crashed by SIGKILL), and refuses later jobs as infra.
   void Shutdown();
 
+  // At agent start: kills what the runners of an agent that died on this
+  // store left behind (RunnerRecords, <store>/run). One line per record for
+  // the log; fails only when the run folder cannot be created.
+  Result<std::vector<std::string>> ReapLeftoverRunners();
+
   // The runner command line for a job (docs/CONTRACTS.md), without argv[0].
   // plugin_path, when set (the store path of job.plugin_sha256), is appended
   // to the delegate options as `path:<plugin_path>`.
@@ -83,10 +89,11 @@ class Supervisor {
   Result<Launch> PrepareLaunch(const JobSpec& job) const;
   // Forks and execs the runner in its own session and process group, armed
   // to die by SIGKILL with this thread (the agent), and records it as the
-  // running job; closes the pipes' write ends. Returns the pid.
+  // running job (also in runner_records_); closes the pipes' write ends.
+  // Returns the pid.
   Result<int> Spawn(Launch& launch, ChildPipes* pipes);
   // Kills the runner's process group (when kill_group), reaps the runner and
-  // clears the running job; returns its wait status.
+  // clears the running job and its record; returns its wait status.
   int KillAndReap(int pid, bool kill_group);
   // Classifies a runner that exited (Classify) and refuses an "ok" whose
   // stdout was cut at max_stdout_bytes, or whose document the runner-JSON
@@ -98,8 +105,9 @@ class Supervisor {
 
   ArtifactStore* store_;
   SupervisorOptions options_;
-  std::timed_mutex job_mutex_;  // one job at a time
-  std::mutex pid_mutex_;        // guards running_pgid_ and shut_down_
+  RunnerRecords runner_records_;  // <store>/run
+  std::timed_mutex job_mutex_;    // one job at a time
+  std::mutex pid_mutex_;          // guards running_pgid_ and shut_down_
   int running_pgid_ = 0;
   bool shut_down_ = false;
 };
