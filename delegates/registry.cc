@@ -116,7 +116,8 @@ runtime::Status CheckDelegateOptions(const RegisteredDelegate& delegate,
 runtime::Status ParsePartitionOptions(const DelegateOptions& options,
                                       runtime::DelegatePartitionOptions* out) {
   for (const auto& [key, value] : options) {
-    auto bad = [&](const char* expected) {
+    // Named captures: clang 14 cannot capture a structured binding.
+    auto bad = [&key = key, &value = value](const char* expected) {
       return runtime::Status::Error("delegate option '" + key + "' has value '" + value +
                                     "', expected " + expected);
     };

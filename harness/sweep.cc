@@ -259,7 +259,8 @@ Result<SchedulerStats> RunRounds(const SchedulerContext& base,
       SchedulerContext ctx = base;
       ctx.runner_path = path;
       threads.emplace_back(
-          [&mu, &stats, &failure, ctx, group_devices = DevicesOf(group, devices), &group] {
+          // `&group = group`: clang 14 cannot capture a structured binding by name.
+          [&mu, &stats, &failure, ctx, group_devices = DevicesOf(group, devices), &group = group] {
             auto r = RunJobs(ctx, group_devices, std::move(group));
             std::lock_guard lock(mu);
             if (!r) {
