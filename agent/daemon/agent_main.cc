@@ -45,6 +45,7 @@ std::optional<int> ParseCommandLine(int argc, char** argv, ServerOptions* option
   uint64_t max_artifact_mib = options->max_artifact_bytes >> 20;
   uint64_t quota_mib = 0;
   int64_t heartbeat_ms = options->heartbeat_interval.count();
+  int64_t hello_timeout_ms = options->hello_timeout.count();
   app.add_option("--listen", options->listen,
                  "HOST:PORT to listen on; a non-loopback address needs --token-file; port 0 "
                  "picks a free port")
@@ -63,6 +64,11 @@ std::optional<int> ParseCommandLine(int argc, char** argv, ServerOptions* option
                  "while a job runs, ping the host this often; a host silent for 3 intervals "
                  "is gone")
       ->capture_default_str();
+  app.add_option("--hello-timeout-ms", hello_timeout_ms,
+                 "close a connection that has not completed hello (and, with a token, "
+                 "authentication) this long after it opened")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{3'600'000}));
   app.add_option("--store", options->store_dir, "folder of the artifact store (created if missing)")
       ->required();
   app.add_option("--max-artifact-mib", max_artifact_mib, "largest artifact accepted, in MiB")
@@ -93,6 +99,7 @@ std::optional<int> ParseCommandLine(int argc, char** argv, ServerOptions* option
   options->max_artifact_bytes = max_artifact_mib << 20;
   options->quota_bytes = quota_mib << 20;
   options->heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);
+  options->hello_timeout = std::chrono::milliseconds(hello_timeout_ms);
   return std::nullopt;
 }
 

@@ -31,6 +31,9 @@ constexpr std::chrono::milliseconds kWriteTimeout{60'000};
 constexpr std::chrono::milliseconds kFrameReadTimeout{60'000};
 // Connections served at once (each has a thread).
 constexpr size_t kMaxConnections = 64;
+// Threads at once, counting connections closed to make room that have not
+// ended yet (one in an authentication delay ends after it).
+constexpr size_t kMaxConnectionThreads = 2 * kMaxConnections;
 
 std::mutex g_log_mutex;
 
@@ -126,7 +129,7 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
     return MakeError("cannot listen on " + options.listen + ": " + strerror(errno));
   }
-  if (::listen(fd.get(), 16) != 0) {
+  if (::listen(fd.get(), static_cast<int>(kMaxConnections)) != 0) {
     return MakeError("cannot listen on " + options.listen + ": " + strerror(errno));
   }
   socklen_t len = sizeof sa;
@@ -194,11 +197,11 @@ void Server::Serve() {
     int one = 1;
     ::setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     ReapFinished(/*all=*/false);
+    char ip[INET_ADDRSTRLEN] = "?";
+    ::inet_ntop(AF_INET, &peer.sin_addr, ip, sizeof ip);
     {
       std::lock_guard<std::mutex> lock(conns_mutex_);
-      if (conns_.size() >= kMaxConnections) {
-        AgentLog("refusing a connection: " + std::to_string(kMaxConnections) +
-                 " connections are open");
+      if (!MakeRoomFor(ip)) {
         ::close(cfd);
         continue;
       }
@@ -206,8 +209,6 @@ void Server::Serve() {
     auto conn = std::make_unique<Connection>();
     conn->fd.reset(cfd);
     conn->id = next_conn_id_++;
-    char ip[INET_ADDRSTRLEN] = "?";
-    ::inet_ntop(AF_INET, &peer.sin_addr, ip, sizeof ip);
     conn->peer_address = ip;
     conn->peer = std::string(ip) + ":" + std::to_string(ntohs(peer.sin_port));
     Connection* raw = conn.get();
@@ -244,6 +245,49 @@ void WakeWithin(int64_t* wait_ms, int64_t ms) {
 
 }  // namespace
 
+bool Server::MakeRoomFor(const std::string& peer_address) {
+  // conns_ is in accept order: the first match is the oldest.
+  auto oldest_pending = [this](const std::string* peer) -> Connection* {
+    for (auto& c : conns_) {
+      if (c->done || c->evicted || c->admitted) continue;
+      if (peer == nullptr || c->peer_address == *peer) return c.get();
+    }
+    return nullptr;
+  };
+  auto evict = [](Connection* c, const std::string& why) {
+    AgentLog("connection " + std::to_string(c->id) + " (" + c->peer +
+             "): closing it, it has not completed hello: " + why);
+    c->evicted = true;
+    ::shutdown(c->fd.get(), SHUT_RDWR);  // its thread sees the end of the stream
+  };
+  if (conns_.size() >= kMaxConnectionThreads) {
+    AgentLog("refusing a connection from " + peer_address + ": " + std::to_string(conns_.size()) +
+             " connection threads have not ended yet");
+    return false;
+  }
+  size_t open = 0, pending_from_peer = 0;
+  for (auto& c : conns_) {
+    if (c->done || c->evicted) continue;
+    ++open;
+    if (!c->admitted && c->peer_address == peer_address) ++pending_from_peer;
+  }
+  const size_t cap = options_.max_pending_per_peer;
+  if (cap > 0 && pending_from_peer >= cap) {
+    if (Connection* c = oldest_pending(&peer_address)) {
+      evict(c, std::to_string(pending_from_peer) + " connections from " + peer_address +
+                   " are waiting for hello, at most " + std::to_string(cap));
+      --open;
+    }
+  }
+  if (open < kMaxConnections) return true;
+  if (Connection* c = oldest_pending(nullptr)) {
+    evict(c, "all " + std::to_string(kMaxConnections) + " connection slots are taken");
+    return true;
+  }
+  AgentLog("refusing a connection: " + std::to_string(kMaxConnections) + " connections are open");
+  return false;
+}
+
 bool Server::SleepUnlessStopped(std::chrono::milliseconds d) {
   auto end = Clock::now() + d;
   for (;;) {
@@ -257,14 +301,14 @@ bool Server::SleepUnlessStopped(std::chrono::milliseconds d) {
 
 void Server::HandleConnection(Connection* conn) {
   const std::string who = "connection " + std::to_string(conn->id) + " (" + conn->peer + ")";
-  ServeConnection(conn->fd.get(), conn->fd.get(), who, conn->peer_address);
+  ServeConnection(conn->fd.get(), conn->fd.get(), who, conn->peer_address, &conn->admitted);
   ::shutdown(conn->fd.get(), SHUT_RDWR);
   conn->done = true;
 }
 
 void Server::ServeStream(int in_fd, int out_fd) {
   AgentLog("serving on stdio, store " + store_->root());
-  ServeConnection(in_fd, out_fd, "stdio", "stdio");
+  ServeConnection(in_fd, out_fd, "stdio", "stdio", nullptr);
   AgentLog("stopping");
   supervisor_->Shutdown();
 }
@@ -275,12 +319,13 @@ void Server::ServeStream(int in_fd, int out_fd) {
 class Server::ProtocolSession {
  public:
   ProtocolSession(Server* server, int in_fd, int out_fd, const std::string& who,
-                  const std::string& peer_address)
+                  const std::string& peer_address, std::atomic<bool>* admitted)
       : server_(server),
         in_fd_(in_fd),
         out_fd_(out_fd),
         who_(who),
         peer_address_(peer_address),
+        admitted_(admitted),
         need_auth_(!server->token_.empty()),
         heartbeat_(server->options_.heartbeat_interval),
         opened_(Clock::now()),
@@ -298,7 +343,7 @@ class Server::ProtocolSession {
   // Timers, run before each wait; each lowers *wait_ms to its next deadline
   // and returns false to close the connection.
   bool RunTimers(int64_t* wait_ms);
-  bool CheckAuthDeadline(Clock::time_point now, int64_t* wait_ms);
+  bool CheckHelloDeadline(Clock::time_point now, int64_t* wait_ms);
   bool Heartbeat(Clock::time_point now, int64_t* wait_ms);
   bool SendProgressIfDue(Clock::time_point now, int64_t* wait_ms);
 
@@ -343,8 +388,9 @@ class Server::ProtocolSession {
   Server* const server_;
   const int in_fd_;
   const int out_fd_;
-  const std::string who_;           // for logs: "connection 3 (ip:port)" or "stdio"
-  const std::string peer_address_;  // for the authentication throttle
+  const std::string who_;              // for logs: "connection 3 (ip:port)" or "stdio"
+  const std::string peer_address_;     // for the authentication throttle
+  std::atomic<bool>* const admitted_;  // the listener's flag, or null (stdio)
   const bool need_auth_;
   const std::chrono::milliseconds heartbeat_;
   const Clock::time_point opened_;
@@ -352,6 +398,13 @@ class Server::ProtocolSession {
 
   bool hello_done_ = false;
   bool authed_ = false;
+  // Hello, and with a token authentication, are done (sets *admitted_).
+  bool Admitted() const { return hello_done_ && (!need_auth_ || authed_); }
+  void MarkAdmittedIfDone() {
+    if (admitted_ && Admitted()) *admitted_ = true;
+  }
+  // How long the next frame may take: kFrameReadTimeout, or less before the hello deadline.
+  std::chrono::milliseconds FrameReadTimeout() const;
   Features features_;
   std::vector<uint8_t> challenge_;  // ours, when authentication is required
 
@@ -398,9 +451,13 @@ void Server::ProtocolSession::Serve() {
     if (n > 0 && fds[1].revents) break;
     if (n <= 0 || !fds[0].revents) continue;
 
-    auto received = ReadFrame(in_fd_, kFrameReadTimeout);
+    auto received = ReadFrame(in_fd_, FrameReadTimeout());
     if (!received) {
-      AgentLog(who_ + ": " + received.message() + "; closing the connection");
+      const std::string deadline =
+          Admitted() ? ""
+                     : " before completing hello (deadline " +
+                           std::to_string(server_->options_.hello_timeout.count()) + " ms)";
+      AgentLog(who_ + ": " + received.message() + deadline + "; closing the connection");
       break;
     }
     if (received->eof) break;
@@ -416,16 +473,23 @@ void Server::ProtocolSession::Serve() {
 
 bool Server::ProtocolSession::RunTimers(int64_t* wait_ms) {
   const auto now = Clock::now();
-  return CheckAuthDeadline(now, wait_ms) && Heartbeat(now, wait_ms) &&
+  return CheckHelloDeadline(now, wait_ms) && Heartbeat(now, wait_ms) &&
          SendProgressIfDue(now, wait_ms);
 }
 
-bool Server::ProtocolSession::CheckAuthDeadline(Clock::time_point now, int64_t* wait_ms) {
-  if (!need_auth_ || authed_) return true;
-  auto left = Ms(opened_ + server_->options_.auth_timeout - now);
+std::chrono::milliseconds Server::ProtocolSession::FrameReadTimeout() const {
+  if (Admitted()) return kFrameReadTimeout;
+  auto left = Ms(opened_ + server_->options_.hello_timeout - Clock::now());
+  return std::chrono::milliseconds(std::clamp<int64_t>(left, 1, kFrameReadTimeout.count()));
+}
+
+bool Server::ProtocolSession::CheckHelloDeadline(Clock::time_point now, int64_t* wait_ms) {
+  if (Admitted()) return true;
+  const auto timeout = server_->options_.hello_timeout;
+  auto left = Ms(opened_ + timeout - now);
   if (left <= 0) {
-    AgentLog(who_ + ": did not authenticate within " +
-             std::to_string(server_->options_.auth_timeout.count()) + " ms; closing");
+    AgentLog(who_ + (hello_done_ ? ": did not authenticate within " : ": sent no hello within ") +
+             std::to_string(timeout.count()) + " ms; closing");
     return false;
   }
   WakeWithin(wait_ms, left);
@@ -542,6 +606,7 @@ bool Server::ProtocolSession::OnHello(uint64_t id, const wire::Frame& frame) {
   flatbuffers::FlatBufferBuilder fbb;
   FinishFrame(fbb, id, BuildHelloReply(fbb, info, challenge));
   hello_done_ = true;
+  MarkAdmittedIfDone();
   AgentLog(who_ + ": hello from '" + Str(hello->client_name()) + "'");
   return Send(fbb);
 }
@@ -569,6 +634,7 @@ bool Server::ProtocolSession::OnAuthProof(uint64_t id, const wire::Frame& frame)
   }
   server_->throttle_->RecordSuccess(peer_address_);
   authed_ = true;
+  MarkAdmittedIfDone();
   AgentLog(who_ + ": authenticated");
   auto mac = AgentProof(server_->token_, host_challenge, challenge_);
   flatbuffers::FlatBufferBuilder fbb;
@@ -789,8 +855,8 @@ void Server::ProtocolSession::AuthFailed(uint64_t id, const std::string& why) {
 }
 
 void Server::ServeConnection(int in_fd, int out_fd, const std::string& who,
-                             const std::string& peer_address) {
-  ProtocolSession session(this, in_fd, out_fd, who, peer_address);
+                             const std::string& peer_address, std::atomic<bool>* admitted) {
+  ProtocolSession session(this, in_fd, out_fd, who, peer_address, admitted);
   session.Serve();
 }
 

@@ -36,8 +36,14 @@ struct ServerOptions {
   // While a job runs on a connection that negotiated "heartbeat", the agent
   // pings the host this often and gives up on a host silent for 3 intervals.
   std::chrono::milliseconds heartbeat_interval{10'000};
-  // A peer must complete hello and authentication within this time.
-  std::chrono::milliseconds auth_timeout{10'000};
+  // Every connection (TCP or stdio, with or without a token) must complete
+  // hello, and with a token authentication, within this time; else it is
+  // closed. Also bounds the reading of any frame before then.
+  std::chrono::milliseconds hello_timeout{10'000};
+  // Connections from one peer address (IP) that have not completed hello
+  // (and authentication) yet, at most; one more closes the oldest of them.
+  // 0: no cap. Sessions past hello are never closed to make room.
+  size_t max_pending_per_peer = 8;
   // Failed authentications: the next attempt from that address waits
   // auth_failure_delay * 2^(failures-1), at most 10 s.
   std::chrono::milliseconds auth_failure_delay{200};
@@ -86,6 +92,10 @@ class Server {
     std::string peer_address;  // "ip", for the authentication throttle
     std::thread thread;
     std::atomic<bool> done{false};
+    // Hello (and authentication, with a token) completed: the session holds its slot.
+    std::atomic<bool> admitted{false};
+    // Closed by the listener to make room (MakeRoomFor); its thread may still end.
+    std::atomic<bool> evicted{false};
   };
 
   Server() = default;
@@ -94,9 +104,16 @@ class Server {
   class ProtocolSession;
   // Serves the protocol on one connection (hello, authentication, then one
   // handler per request) until the peer closes it, Stop() or a fatal error.
-  // who names the connection in logs; peer_address keys the auth throttle.
+  // who names the connection in logs; peer_address keys the auth throttle;
+  // *admitted (may be null) is set once hello and authentication are done.
   void ServeConnection(int in_fd, int out_fd, const std::string& who,
-                       const std::string& peer_address);
+                       const std::string& peer_address, std::atomic<bool>* admitted);
+  // Before accepting a connection from peer_address (conns_mutex_ held):
+  // closes the oldest connection of that peer without hello when it has
+  // max_pending_per_peer of them, and the oldest of any peer when all
+  // kMaxConnections slots are taken. False (refuse the new one) when every
+  // slot is held by a session past hello, or too many closed ones linger.
+  bool MakeRoomFor(const std::string& peer_address);
   // Sleeps for d unless Stop() comes first; false if it did.
   bool SleepUnlessStopped(std::chrono::milliseconds d);
   void ReapFinished(bool all);
