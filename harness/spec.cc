@@ -3,6 +3,7 @@
 #include <sys/utsname.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -12,9 +13,11 @@
 #include <set>
 #include <sstream>
 
+#include "agent/protocol/job_limits.h"
 #include "delegates/delegate_names.h"
 #include "delegates/delegate_options.h"
 #include "harness/device_uri.h"
+#include "harness/terminal_text.h"
 
 namespace dfarm::harness {
 namespace {
@@ -26,6 +29,21 @@ constexpr size_t kMaxDelegateConfigs = 10000;
 constexpr size_t kMaxRunners = 16;
 constexpr size_t kMaxNameChars = 64;
 constexpr double kMaxTempC = 150.0;
+
+// The benchmark ranges a spec takes: within what an agent takes
+// (agent/protocol/job_limits.h), so that a job the spec allows is never
+// refused by the agent (which would end it infra and count against the device).
+constexpr uint32_t kMaxWarmupRuns = 10000;
+constexpr uint32_t kMaxNumRuns = 100000;
+constexpr uint32_t kMaxNumThreads = 256;
+constexpr uint32_t kMaxTimeoutS = 24 * 3600;
+static_assert(kMaxWarmupRuns <= agent::kMaxWarmupRuns);
+static_assert(kMaxNumRuns <= agent::kMaxNumRuns);
+static_assert(kMaxNumThreads <= agent::kMaxNumThreads);
+static_assert(uint64_t{kMaxTimeoutS} * 1000 <= agent::kDefaultMaxTimeoutMs);
+static_assert(std::all_of(delegates::kBuiltinDelegateNames.begin(),
+                          delegates::kBuiltinDelegateNames.end(), agent::IsValidDelegateName),
+              "every built-in delegate name must be one an agent takes");
 
 // Runner names, ABI names and tags: [A-Za-z0-9_.-]{1,64}.
 bool IsPlainName(const std::string& s) {
@@ -89,7 +107,9 @@ class Parser {
     if (!v.is_number_integer() && !v.is_number_unsigned()) {
       return Fail(where, std::string("expected an integer, got ") + TypeName(v));
     }
-    if (v.is_number_integer() && v.get<int64_t>() < 0) {
+    // A non-negative number is held as unsigned: read as int64 it would wrap
+    // (18446744073709551615 as -1).
+    if (!v.is_number_unsigned() && v.get<int64_t>() < 0) {
       return Fail(where, std::to_string(v.get<int64_t>()) + " is out of range [" +
                              std::to_string(lo) + ", " + std::to_string(hi) + "]");
     }
@@ -349,14 +369,14 @@ class Parser {
       return r.error();
     }
     if (auto r = ReadUints(b, "benchmark",
-                           {{"warmup_runs", &spec.benchmark.warmup_runs, 0, 10000},
-                            {"num_runs", &spec.benchmark.num_runs, 1, 100000}});
+                           {{"warmup_runs", &spec.benchmark.warmup_runs, 0, kMaxWarmupRuns},
+                            {"num_runs", &spec.benchmark.num_runs, 1, kMaxNumRuns}});
         !r) {
       return r.error();
     }
     if (auto r = ParseNumThreads(b, spec); !r) return r.error();
     if (auto r =
-            ReadUints(b, "benchmark", {{"timeout_s", &spec.benchmark.timeout_s, 1, 24 * 3600}});
+            ReadUints(b, "benchmark", {{"timeout_s", &spec.benchmark.timeout_s, 1, kMaxTimeoutS}});
         !r) {
       return r.error();
     }
@@ -375,8 +395,8 @@ class Parser {
   Result<void> ParseNumThreads(const json& b, SweepSpec& spec) const {
     if (!b.contains("num_threads")) return Ok();
     if (!b["num_threads"].is_array()) {
-      if (auto r =
-              ReadUints(b, "benchmark", {{"num_threads", &spec.benchmark.num_threads, 1, 256}});
+      if (auto r = ReadUints(b, "benchmark",
+                             {{"num_threads", &spec.benchmark.num_threads, 1, kMaxNumThreads}});
           !r) {
         return r.error();
       }
@@ -389,7 +409,7 @@ class Parser {
     spec.num_threads.clear();
     for (size_t i = 0; i < list.size(); ++i) {
       std::string at = "benchmark.num_threads[" + std::to_string(i) + "]";
-      auto v = Uint(list[i], at, 1, 256);
+      auto v = Uint(list[i], at, 1, kMaxNumThreads);
       if (!v) return v.error();
       if (!seen.insert(*v).second) return Fail(at, "duplicate value " + std::to_string(*v));
       spec.num_threads.push_back(*v);
@@ -548,7 +568,22 @@ class Parser {
     }
     if (out.name.empty()) return Fail(where, "empty delegate name");
     if (auto r = ResolvePluginPaths(out, grid, where + ".options"); !r) return r.error();
-    return ExpandOptionGrid(out, grid, where + ".options");
+    auto configs = ExpandOptionGrid(out, grid, where + ".options");
+    if (!configs) return configs.error();
+    for (const DelegateSpec& c : *configs) {
+      if (auto r = CheckOptionsSize(c, where + ".options"); !r) return r.error();
+    }
+    return configs;
+  }
+
+  // The options string an agent gets (JobSpec::delegate_options) fits what
+  // it takes.
+  Result<void> CheckOptionsSize(const DelegateSpec& d, const std::string& where) const {
+    const std::string sent = d.AgentOptionsString();
+    if (sent.size() <= agent::kMaxDelegateOptionsBytes) return Ok();
+    return Fail(where, "'" + sent.substr(0, 32) + "...' is " + std::to_string(sent.size()) +
+                           " bytes, more than the agent takes (" +
+                           std::to_string(agent::kMaxDelegateOptionsBytes) + ")");
   }
 
   // A delegate's "options" object (named `where`): scalars into out.options,
@@ -559,9 +594,12 @@ class Parser {
       return Fail(where, std::string("expected an object, got ") + TypeName(o));
     }
     for (const auto& [key, value] : o.items()) {
-      std::string at = where + "." + key;
+      std::string at = where + "." + TerminalSafe(key, 64);
       if (key.empty() || key.find_first_of(":;") != std::string::npos) {
         return Fail(at, "option names must be non-empty and contain no ':' or ';'");
+      }
+      if (agent::FindControlByte(key) != std::string::npos) {
+        return Fail(at, "option names must not contain control characters");
       }
       if (value.is_array()) {
         auto values = OptionValues(value, at);
@@ -661,6 +699,12 @@ class Parser {
                           TypeName(value));
     }
     if (v.find(';') != std::string::npos) return Fail(at, "option values must not contain ';'");
+    if (size_t i = agent::FindControlByte(v); i != std::string::npos) {
+      char byte[8];
+      std::snprintf(byte, sizeof byte, "0x%02x", static_cast<unsigned char>(v[i]));
+      return Fail(at, std::string("option values must not contain control characters (byte ") +
+                          byte + " at offset " + std::to_string(i) + ")");
+    }
     return v;
   }
 

@@ -134,6 +134,55 @@ TEST_F(SpecTest, Ranges) {
               HasSubstr("benchmark.timeout_s"));
 }
 
+// A number is refused as written, also one that does not fit int64
+// (it was read as -1).
+TEST_F(SpecTest, OutOfRangeNumbersAreNamedAsWritten) {
+  EXPECT_THAT(
+      Error(R"({"models":["../models/a.tflite"],"benchmark":{"num_runs":18446744073709551615}})"),
+      HasSubstr("benchmark.num_runs: 18446744073709551615 is out of range [1, 100000]"));
+  EXPECT_THAT(
+      Error(R"({"models":["../models/a.tflite"],"scheduler":{"retries":9223372036854775808}})"),
+      HasSubstr("scheduler.retries: 9223372036854775808 is out of range [0, 100]"));
+  EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"benchmark":{"num_threads":[1,
+                       18446744073709551615]}})"),
+              HasSubstr("benchmark.num_threads[1]: 18446744073709551615 is out of range [1, 256]"));
+}
+
+// What an agent would refuse (agent/protocol/job_limits.h) is a spec error
+// naming the field, never a job that ends infra and quarantines the device.
+TEST_F(SpecTest, RefusesWhatTheAgentWouldRefuse) {
+  EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"delegates":["bad/1"]})"),
+              HasSubstr("delegates[0]: unknown delegate 'bad/1'"));
+  EXPECT_THAT(
+      Error(
+          R"({"models":["../models/a.tflite"],"delegates":[{"name":"cpu","options":{"k":"a\u001b[2Jb"}}]})"),
+      HasSubstr("delegates[0].options.k: option values must not contain control characters "
+                "(byte 0x1b at offset 1)"));
+  EXPECT_THAT(
+      Error(
+          R"({"models":["../models/a.tflite"],"delegates":[{"name":"cpu","options":{"k":["1","2\n"]}}]})"),
+      HasSubstr("delegates[0].options.k[1]: option values must not contain control characters "
+                "(byte 0x0a at offset 1)"));
+  EXPECT_THAT(
+      Error(
+          R"({"models":["../models/a.tflite"],"delegates":[{"name":"cpu","options":{"k\t":"1"}}]})"),
+      HasSubstr("delegates[0].options.k\\x09: option names must not contain control characters"));
+  const std::string big(5000, 'v');
+  EXPECT_THAT(
+      Error(R"({"models":["../models/a.tflite"],"delegates":[{"name":"cpu","options":{"k":")" +
+            big + R"("}}]})"),
+      HasSubstr("delegates[0].options: 'k:vvvv"));
+  EXPECT_THAT(
+      Error(R"({"models":["../models/a.tflite"],"delegates":[{"name":"cpu","options":{"k":")" +
+            big + R"("}}]})"),
+      HasSubstr("is 5002 bytes, more than the agent takes (4096)"));
+  // At the limit it parses.
+  auto spec =
+      Parse(R"({"models":["../models/a.tflite"],"delegates":[{"name":"cpu","options":{"k":")" +
+            std::string(4094, 'v') + R"("}}]})");
+  EXPECT_TRUE(spec.ok()) << spec.message();
+}
+
 TEST_F(SpecTest, DevicesAndDelegates) {
   EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"devices":["phone"]})"),
               HasSubstr("devices[0]: unknown device 'phone'"));

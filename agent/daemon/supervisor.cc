@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "agent/base/unique_fd.h"
+#include "agent/protocol/job_limits.h"
 #include "agent/protocol/status.h"
 #include "agent/runner/runner_json.h"
 #include "delegates/delegate_options.h"
@@ -95,28 +96,18 @@ Result<std::string> FindInPath(const std::string& word) {
   return MakeError("runner prefix: '" + word + "' was not found in PATH");
 }
 
-bool IsPlainToken(const std::string& s) {
-  if (s.empty() || s.size() > 64) return false;
-  for (char c : s) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '-' || c == '.';
-    if (!ok) return false;
-  }
-  return true;
-}
-
 // A bad spec is the host's fault; reported as infra with the field named.
+// The limits are agent/protocol/job_limits.h, which the host's spec parser
+// checks too.
 Result<void> CheckSpec(const JobSpec& job, uint32_t max_timeout_ms) {
-  if (!IsPlainToken(job.delegate)) {
+  if (!IsValidDelegateName(job.delegate)) {
     return MakeError("invalid job: delegate name '" + OneLine(job.delegate, 80) +
                      "' must be 1-64 characters of [A-Za-z0-9_.-]");
   }
-  if (job.delegate_options.size() > 4096)
+  if (job.delegate_options.size() > kMaxDelegateOptionsBytes)
     return MakeError("invalid job: delegate_options over 4096 bytes");
-  for (char c : job.delegate_options) {
-    if (static_cast<unsigned char>(c) < 0x20) {
-      return MakeError("invalid job: delegate_options contain a control character");
-    }
+  if (FindControlByte(job.delegate_options) != std::string_view::npos) {
+    return MakeError("invalid job: delegate_options contain a control character");
   }
   // No path ever comes from the wire: a plugin is named by plugin_sha256 and
   // the agent adds its own store path (split as the runner splits options).
@@ -134,15 +125,15 @@ Result<void> CheckSpec(const JobSpec& job, uint32_t max_timeout_ms) {
     return MakeError("invalid job: accuracy_reference '" + OneLine(job.accuracy_reference, 40) +
                      "' (the runner compares with 'cpu' only)");
   }
-  if (job.num_threads == 0 || job.num_threads > 1024) {
+  if (job.num_threads == 0 || job.num_threads > kMaxNumThreads) {
     return MakeError("invalid job: num_threads " + std::to_string(job.num_threads) +
                      " is not in 1..1024");
   }
-  if (job.num_runs == 0 || job.num_runs > 10'000'000) {
+  if (job.num_runs == 0 || job.num_runs > kMaxNumRuns) {
     return MakeError("invalid job: num_runs " + std::to_string(job.num_runs) +
                      " is not in 1..10000000");
   }
-  if (job.warmup_runs > 10'000'000) {
+  if (job.warmup_runs > kMaxWarmupRuns) {
     return MakeError("invalid job: warmup_runs " + std::to_string(job.warmup_runs) +
                      " is over 10000000");
   }

@@ -142,6 +142,28 @@ TEST(CliTest, PluginSpecWithAMissingPluginExits2) {
   EXPECT_FALSE(std::filesystem::exists(db));  // refused before anything was recorded
 }
 
+// What an agent would refuse is a spec error (exit 2) before any job runs,
+// not jobs that end infra on a device and quarantine it (issue 12, defect 5).
+TEST(CliTest, OptionsAnAgentWouldRefuseExit2) {
+  harness::TempDir dir;
+  dir.Write("m.tflite", "model");
+  std::string spec = dir.Write(
+      "q.json",
+      R"({"models":["m.tflite"],"delegates":["cpu",{"name":"cpu","options":{"k":"\u001b[2J"}}]})");
+  std::string db = (dir.path() / "x.db").string();
+  Outcome o = Call({"sweep", spec, "--db", db});
+  EXPECT_EQ(o.code, kExitUsage) << o.err;
+  EXPECT_THAT(o.err, HasSubstr("delegates[1].options.k: option values must not contain control "
+                               "characters (byte 0x1b at offset 0)"));
+  EXPECT_FALSE(std::filesystem::exists(db));  // refused before anything was recorded
+  spec = dir.Write("r.json", R"({"models":["m.tflite"],"delegates":["bad/1"]})");
+  db = (dir.path() / "y.db").string();
+  o = Call({"sweep", spec, "--db", db});
+  EXPECT_EQ(o.code, kExitUsage) << o.err;
+  EXPECT_THAT(o.err, HasSubstr("delegates[0]: unknown delegate 'bad/1'"));
+  EXPECT_FALSE(std::filesystem::exists(db));
+}
+
 TEST(CliTest, ReadCommands) {
   harness::TempDir dir;
   std::string db = (dir.path() / "x.db").string();
