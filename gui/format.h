@@ -9,5 +9,9 @@ namespace dfarm::gui {
 QString formatMs(double us);
 // Bytes as MiB with one decimal ("42.0").
 QString formatMiB(qint64 bytes);
+// A tooltip for text from the database (which agents fill): Qt shows a tooltip
+// that looks like rich text as HTML, so such text is escaped and shown as
+// written; plain text is returned as it is.
+QString plainToolTip(const QString& text);
 
 }  // namespace dfarm::gui

@@ -102,9 +102,9 @@ QVariant JobsModel::data(const QModelIndex& index, int role) const {
       return display(job, column);
     case Qt::ToolTipRole:
       if (column == DeviceStateColumn && !job.state_note.empty()) {
-        return QString::fromStdString(job.state_note);
+        return plainToolTip(QString::fromStdString(job.state_note));
       }
-      return display(job, column);
+      return plainToolTip(display(job, column).toString());
     case SortRole: {
       const QVariant n = number(job, column);
       return n.isValid() ? n : display(job, column);

@@ -8,6 +8,7 @@
 #include <QTemporaryDir>
 #include <QtGlobal>
 
+#include "gui/format.h"
 #include "gui/jobs_model.h"
 #include "gui/main_window.h"
 #include "gui/runs_model.h"
@@ -161,6 +162,17 @@ TEST_F(DashboardTest, JobsModelShowsFiguresAndFailures) {
   EXPECT_TRUE(model.index(1, JobsModel::StatusColumn).data(Qt::ForegroundRole).isValid());
   EXPECT_FALSE(model.index(0, JobsModel::StatusColumn).data(Qt::ForegroundRole).isValid());
   EXPECT_FALSE(model.index(2, JobsModel::StatusColumn).data(Qt::ForegroundRole).isValid());
+}
+
+// Text in the database comes from agents: a tooltip that looks like HTML is
+// shown as written, not rendered (issue 12, strings from an agent).
+TEST(ToolTipTest, RichLookingTextIsEscaped) {
+  EXPECT_EQ(plainToolTip("runner killed by signal 11 (SIGSEGV)"),
+            "runner killed by signal 11 (SIGSEGV)");
+  const QString tip = plainToolTip("<img src=\"/etc/passwd\"><b>boom</b>");
+  EXPECT_FALSE(tip.contains("<img")) << tip.toStdString();
+  EXPECT_TRUE(tip.contains("&lt;img")) << tip.toStdString();
+  EXPECT_TRUE(tip.contains("&lt;b&gt;boom&lt;/b&gt;")) << tip.toStdString();
 }
 
 TEST_F(DashboardTest, MissingDatabaseIsAnErrorAndIsNotCreated) {

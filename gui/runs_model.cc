@@ -1,5 +1,7 @@
 #include "gui/runs_model.h"
 
+#include "gui/format.h"
+
 namespace dfarm::gui {
 
 RunsModel::RunsModel(QObject* parent) : QAbstractTableModel(parent) {}
@@ -27,7 +29,8 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
   if (role == Qt::TextAlignmentRole && index.column() == IdColumn) {
     return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
   }
-  if (role != Qt::DisplayRole && role != Qt::ToolTipRole) return {};
+  if (role == Qt::ToolTipRole) return plainToolTip(data(index, Qt::DisplayRole).toString());
+  if (role != Qt::DisplayRole) return {};
   switch (index.column()) {
     case IdColumn:
       return QVariant::fromValue<qint64>(run.id);
