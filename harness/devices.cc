@@ -129,17 +129,23 @@ class Provider final : public DeviceProvider {
       return MakeError("device '" + name + "': cannot create agent store '" + store_dir +
                        "': " + ec.message());
     }
+    // The agent speaks to us alone, on a socketpair: a port on 127.0.0.1
+    // would let any local process run code as this user.
     agent::AgentProcessOptions start;
     start.agent_binary = agent_path;
+    start.transport = agent::AgentTransport::kStdio;
     start.store_dir = store_dir;
     start.prefix = prefix;
     start.extra_args = extra_args;
-    start.start_timeout = options_.connect_timeout;
     auto process = agent::AgentProcess::Start(start);
     if (!process) return MakeError("device '" + name + "': " + process.message());
-    auto client =
-        agent::AgentClient::Connect("127.0.0.1", (*process)->port(), options_.connect_timeout);
-    if (!client) return MakeError("device '" + name + "': " + client.message());
+    agent::ConnectOptions connect;
+    connect.timeout = options_.connect_timeout;
+    int stream = (*process)->TakeStream().release();
+    auto client = agent::AgentClient::ConnectFds(stream, stream, "stdio:" + agent_path, connect);
+    if (!client) {
+      return MakeError("device '" + name + "': " + client.message() + (*process)->ExitReport());
+    }
     return std::unique_ptr<DeviceSession>(
         std::make_unique<AgentSession>(name, std::move(*process), std::move(*client)));
   }

@@ -67,7 +67,8 @@ inline constexpr const char* kQemuArm64Device = "qemu-arm64";
 // not (no qemu-aarch64, no cross-built agent, no sysroot).
 Result<void> QemuArm64Available(const ProviderOptions& options);
 
-// The provider for "local" (the agent as a child process, store agent_store),
+// The provider for "local" (the agent as a child process speaking over a
+// socketpair on its stdin/stdout, never a TCP port; store agent_store),
 // "local:NAME" (another child agent, store agent_store-NAME), "tcp://HOST:PORT"
 // and "qemu-arm64" (the aarch64 agent under qemu-user, store
 // agent_store-qemu-arm64). KnownDevices() lists "local", and "qemu-arm64" when

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -47,29 +48,45 @@ Result<std::unique_ptr<AgentProcess>> AgentProcess::Start(const AgentProcessOpti
     if (!opened) return fail(opened.message());
     log = std::move(*opened);
   }
-  int out[2], err[2];
-  if (::pipe2(out, O_CLOEXEC) != 0) return fail(Errno("pipe"));
-  UniqueFd out_r(out[0]), out_w(out[1]);
+  // Ours: the stream to the agent (kStdio) or its stdout (kListen); theirs
+  // becomes its stdout, and its stdin too with kStdio.
+  const bool stdio = o.transport == AgentTransport::kStdio;
+  int ends[2], err[2];
+  if (stdio ? ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0
+            : ::pipe2(ends, O_CLOEXEC) != 0) {
+    return fail(Errno(stdio ? "socketpair" : "pipe"));
+  }
+  UniqueFd ours(ends[0]), theirs(ends[1]);
   if (::pipe2(err, O_CLOEXEC) != 0) return fail(Errno("pipe"));
   UniqueFd err_r(err[0]), err_w(err[1]);
 
   std::vector<std::string> argv = o.prefix;
-  for (const std::string& a : {o.agent_binary, std::string("--listen"), std::string("127.0.0.1:0"),
-                               std::string("--store"), o.store_dir}) {
-    argv.push_back(a);
+  argv.push_back(o.agent_binary);
+  if (stdio) {
+    argv.push_back("--stdio");
+  } else {
+    argv.insert(argv.end(), {"--listen", "127.0.0.1:0"});
   }
+  argv.insert(argv.end(), {"--store", o.store_dir});
   argv.insert(argv.end(), o.extra_args.begin(), o.extra_args.end());
   SpawnOptions spawn;
-  spawn.stdout_fd = out_w.get();
+  spawn.stdin_fd = stdio ? theirs.get() : -1;
+  spawn.stdout_fd = theirs.get();
   spawn.stderr_fd = err_w.get();
   spawn.own_process_group = true;
   spawn.terminate_with_parent = true;
   auto pid = SpawnProcess(argv, spawn);
   if (!pid) return fail(pid.message());
-  out_w.reset();
+  theirs.reset();
   err_w.reset();
+  if (stdio) {
+    std::unique_ptr<AgentProcess> p(
+        new AgentProcess(*pid, UniqueFd(), std::move(err_r), std::move(log)));
+    p->stream_ = std::move(ours);
+    return p;
+  }
   std::unique_ptr<AgentProcess> p(
-      new AgentProcess(*pid, std::move(out_r), std::move(err_r), std::move(log)));
+      new AgentProcess(*pid, std::move(ours), std::move(err_r), std::move(log)));
 
   std::unique_lock lock(p->mu_);
   bool ended = p->cv_.wait_for(lock, o.start_timeout, [&] { return p->port_ != 0 || p->eof_; });
@@ -130,7 +147,7 @@ bool AgentProcess::OnStdout(const char* data, size_t size) {
 }
 
 void AgentProcess::Drain() {
-  bool out_open = true, err_open = true;
+  bool out_open = static_cast<bool>(out_), err_open = true;  // no stdout pipe with kStdio
   char buf[4096];
   while (out_open || err_open) {
     {
@@ -170,8 +187,28 @@ void AgentProcess::Drain() {
 
 int AgentProcess::Stop(std::chrono::milliseconds grace) {
   if (reaped_) return wait_status_;
+  return Reaped(StopProcess(pid_, grace));
+}
+
+std::string AgentProcess::ExitReport(std::chrono::milliseconds grace) {
+  // An agent that broke the hello by exiting has ended by now or within
+  // grace; one still running after it is killed (and says so).
+  int status = reaped_ ? wait_status_ : Reaped(ReapProcess(pid_, grace));
+  std::string report =
+      " (it " + (status == -1 ? std::string("ended, status unknown") : DescribeWaitStatus(status)) +
+      ")";
+  std::string tail;
+  {
+    std::lock_guard lock(mu_);
+    tail = LastLine(stderr_);
+  }
+  if (!tail.empty()) report += "; its stderr ends: " + tail;
+  return report;
+}
+
+int AgentProcess::Reaped(int wait_status) {
   reaped_ = true;
-  wait_status_ = StopProcess(pid_, grace);
+  wait_status_ = wait_status;
   // Let the reader take what the agent wrote last (into the log, the tail).
   std::unique_lock lock(mu_);
   cv_.wait_for(lock, std::chrono::seconds(1), [&] { return eof_; });
