@@ -8,12 +8,16 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "harness/terminal_text.h"
+
 namespace dfarm::harness {
 namespace {
 
 constexpr int kBarWidth = 24;
 constexpr int kMinBarWidth = 8;
 constexpr size_t kMinLabelColumns = 8;
+// A job's line or a note at most (they quote what agents say).
+constexpr size_t kProgressLineBytes = 1024;
 
 // Terminal columns of UTF-8 text: every byte but continuation bytes.
 size_t Columns(const std::string& s) {
@@ -160,20 +164,22 @@ void Progress::JobDone(const std::string& label, const std::string& status,
   if (!ok) ++failed_;
   if (!out_) return;
   size_t n = already_done_ + done_;
+  // The detail holds what the agent said (an error): made safe for a terminal.
+  const std::string line = TerminalSafe(label + ": " + status + detail, kProgressLineBytes);
   if (!tty_) {
-    *out_ << "[" << n << "/" << total_ << "] " << label << ": " << status << detail << std::endl;
+    *out_ << "[" << n << "/" << total_ << "] " << line << std::endl;
     return;
   }
   if (!ok) {
-    *out_ << "\r\x1b[2K[" << n << "/" << total_ << "] " << label << ": " << status << detail
-          << "\n";
+    *out_ << "\r\x1b[2K[" << n << "/" << total_ << "] " << line << "\n";
   }
   DrawLocked();
 }
 
-void Progress::Note(const std::string& line) {
+void Progress::Note(const std::string& text) {
   std::lock_guard lock(mu_);
   if (!out_) return;
+  const std::string line = TerminalSafe(text, kProgressLineBytes);  // often quotes the agent
   if (tty_) {
     *out_ << "\r\x1b[2K" << line << "\n";
     DrawLocked();
@@ -228,8 +234,8 @@ void Progress::DrawLocked() {
     }
   }
   if (longest != nullptr) {
-    parts.label = longest->first;
-    parts.phase = " " + longest->second.phase + " " +
+    parts.label = TerminalSafe(longest->first);
+    parts.phase = " " + TerminalSafe(longest->second.phase, 32) + " " +
                   FormatDuration(std::chrono::seconds(longest->second.elapsed_ms / 1000));
   }
   // Overwrite in place, then clear what a longer previous line left.

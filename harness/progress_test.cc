@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <sstream>
@@ -34,6 +35,32 @@ TEST(ProgressTest, TerminalLineNamesTheLongestRunningJobAndItsPhase) {
   EXPECT_THAT(line, HasSubstr("1/4 jobs"));
   EXPECT_THAT(line, HasSubstr(", hand xnnpack tcp://b:1 starting 0s"));
   EXPECT_THAT(line, Not(HasSubstr("face")));
+}
+
+// What an agent says (job errors, notes, phases) reaches the terminal with
+// its control characters escaped, on one line, bounded (issue 12, defect 10).
+TEST(ProgressTest, AgentTextIsPrintedSafely) {
+  const std::string hostile = "\x1b[2Jline\nnext" + std::string(100 * 1024, 'e');
+  std::ostringstream plain;
+  Progress p(&plain, /*tty=*/false, 2, 0);
+  p.JobDone("m cpu local", "crashed", ": " + hostile);
+  p.Note("retrying m cpu local: " + hostile);
+  EXPECT_EQ(plain.str().find('\x1b'), std::string::npos);
+  EXPECT_THAT(plain.str(), HasSubstr("crashed: \\x1b[2Jline\\x0anext"));
+  EXPECT_THAT(plain.str(), HasSubstr("retrying m cpu local: \\x1b[2Jline\\x0anext"));
+  EXPECT_LT(plain.str().size(), 4096u);
+  const std::string printed = plain.str();
+  EXPECT_EQ(std::count(printed.begin(), printed.end(), '\n'), 2);
+
+  std::ostringstream tty;
+  Progress t(&tty, /*tty=*/true, 2, 0, 200, [] { return std::chrono::steady_clock::now(); });
+  t.JobStarted("m cpu local");
+  t.JobPhase("m cpu local", "run\x1b[2J", 1000);
+  t.JobDone("m cpu local", "crashed", ": " + hostile);
+  t.Note(hostile);
+  EXPECT_THAT(tty.str(), Not(HasSubstr("\x1b[2J")));  // only the line's own \r\x1b[2K, \x1b[K
+  EXPECT_THAT(tty.str(), HasSubstr("run\\x1b[2J"));
+  EXPECT_LT(tty.str().size(), 4096u);
 }
 
 // Without a terminal phases print nothing (one line per finished job only).

@@ -4,11 +4,13 @@
 
 #include "harness/cli/commands.h"
 #include "harness/devices.h"
+#include "harness/terminal_text.h"
 
 namespace dfarm::cli {
 
 void Context::Fail(int code, const std::string& message) {
-  err << "dfarm: error: " << message << std::endl;
+  // A message may quote what a device said: made safe for a terminal.
+  err << "dfarm: error: " << harness::TerminalSafe(message, 4096) << std::endl;
   exit_code = code;
 }
 

@@ -3,11 +3,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "harness/cli/commands.h"
 #include "harness/test_util.h"
 #include "reports/store/store.h"
 
@@ -162,6 +164,73 @@ TEST(CliTest, OptionsAnAgentWouldRefuseExit2) {
   EXPECT_EQ(o.code, kExitUsage) << o.err;
   EXPECT_THAT(o.err, HasSubstr("delegates[0]: unknown delegate 'bad/1'"));
   EXPECT_FALSE(std::filesystem::exists(db));
+}
+
+// What an agent said (device info, job errors, state notes) is printed
+// without escape sequences, on one line, bounded (issue 12, defect 10); the
+// store keeps it as it arrived and --json carries it whole.
+TEST(CliTest, AgentTextIsPrintedSafely) {
+  harness::TempDir dir;
+  std::string db = (dir.path() / "x.db").string();
+  const std::string hostile = "\x1b[2J\x1b]0;pwned\x07line\nnext" + std::string(100 * 1024, 'c');
+  const std::string device = "tcp://127.0.0.1:1";  // refuses: shown as last seen
+  {
+    auto store = store::OpenSqliteStore(db);
+    ASSERT_TRUE(store.ok());
+    store::DeviceRow row;
+    row.name = device;
+    row.abi = "x86_64\x1b[31m";
+    row.os = hostile;
+    row.cpu = hostile;
+    row.hostname = hostile;
+    row.agent_version = "0.1\x1b[0m";
+    ASSERT_TRUE((*store)->UpsertDevice(row).ok());
+    auto run = (*store)->CreateRun("r", R"({"name":"r"})");
+    ASSERT_TRUE(run.ok());
+    store::JobRow j;
+    j.model = "m.tflite";
+    j.delegate = "cpu";
+    j.device = device;
+    auto id = (*store)->AddJob(*run, j);
+    ASSERT_TRUE(id.ok());
+    store::JobOutcome r;
+    r.status = "crashed";
+    r.error = hostile;
+    r.started_hot = true;
+    r.state_note = hostile;
+    ASSERT_TRUE((*store)->RecordJobResult(*id, r).ok());
+    ASSERT_TRUE((*store)->FinishRun(*run, "finished").ok());
+  }
+  auto expect_safe = [](const Outcome& o, size_t max_bytes, const std::string& what) {
+    EXPECT_EQ(o.out.find('\x1b'), std::string::npos) << what;
+    EXPECT_EQ(o.out.find('\x07'), std::string::npos) << what;
+    EXPECT_LT(o.out.size(), max_bytes) << what;
+    EXPECT_THAT(o.out, HasSubstr("\\x1b[2J\\x1b]0;pwned\\x07line\\x0anext")) << what;
+  };
+  Outcome o = Call({"devices", "--db", db, "--device", device});
+  expect_safe(o, 4096, "devices");
+  EXPECT_THAT(o.out, HasSubstr("x86_64\\x1b[31m"));
+  EXPECT_THAT(o.out, HasSubstr("...(102423 bytes)"));
+  EXPECT_EQ(std::count(o.out.begin(), o.out.end(), '\n'), 1) << o.out.substr(0, 300);
+  o = Call({"show", "1", "--db", db});
+  expect_safe(o, 4096, "show");
+  o = Call({"show", "1", "--job", "1", "--db", db});
+  expect_safe(o, 4096, "show --job");
+  // --json is for programs: the text as stored, escaped as JSON.
+  o = Call({"show", "1", "--db", db, "--json"});
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(nlohmann::json::parse(o.out)["jobs"][0]["error"].get<std::string>(), hostile);
+}
+
+// An error can quote a device (a sweep's "device 'x': ..."): printed safely.
+TEST(CliTest, ErrorsArePrintedSafely) {
+  std::ostringstream out, err;
+  Context ctx{out, err};
+  ctx.Fail(kExitInfra, "device 'tcp://h:1': \x1b[2Jagent says\n" + std::string(100 * 1024, 'x'));
+  EXPECT_EQ(ctx.exit_code, kExitInfra);
+  EXPECT_EQ(err.str().find('\x1b'), std::string::npos);
+  EXPECT_THAT(err.str(), StartsWith("dfarm: error: device 'tcp://h:1': \\x1b[2Jagent says\\x0axx"));
+  EXPECT_LE(err.str().size(), 4096u + 20);
 }
 
 TEST(CliTest, ReadCommands) {

@@ -13,6 +13,7 @@
 #include "harness/cli/commands.h"
 #include "harness/devices.h"
 #include "harness/spec.h"
+#include "harness/terminal_text.h"
 #ifdef DFARM_HAVE_ADB
 #include "harness/adb/adb_client.h"
 #include "harness/adb/adb_provider.h"
@@ -170,15 +171,18 @@ json DeviceEntry(const std::string& name, const Known& known, const AdbRows& adb
 }
 
 // The human line of one entry: NAME STATE [ABI OS CPU CORES MEMORY AGENT] [REASON].
+// What the agent reported is made safe for a terminal (TerminalSafe).
 void PrintDeviceLine(const json& entry, Context& ctx) {
-  ctx.out << entry["name"].get<std::string>() << "\t" << entry["state"].get<std::string>();
+  auto text = [&entry](const char* key) {
+    return harness::TerminalSafe(entry[key].get_ref<const std::string&>());
+  };
+  ctx.out << text("name") << "\t" << text("state");
   if (entry.contains("abi")) {
-    ctx.out << "\t" << entry["abi"].get<std::string>() << "\t" << entry["os"].get<std::string>()
-            << "\t" << entry["cpu"].get<std::string>() << "\t" << entry["cores"].get<int64_t>()
-            << " cores\t" << GiB(entry["memory_bytes"].get<uint64_t>()) << "\tagent "
-            << entry["agent_version"].get<std::string>();
+    ctx.out << "\t" << text("abi") << "\t" << text("os") << "\t" << text("cpu") << "\t"
+            << entry["cores"].get<int64_t>() << " cores\t"
+            << GiB(entry["memory_bytes"].get<uint64_t>()) << "\tagent " << text("agent_version");
   }
-  if (entry.contains("reason")) ctx.out << "\t" << entry["reason"].get<std::string>();
+  if (entry.contains("reason")) ctx.out << "\t" << text("reason");
   ctx.out << "\n";
 }
 

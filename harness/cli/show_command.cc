@@ -6,6 +6,7 @@
 
 #include "agent/runner/runner_json.h"
 #include "harness/cli/commands.h"
+#include "harness/terminal_text.h"
 #include "reports/report.h"
 
 namespace dfarm::cli {
@@ -58,12 +59,13 @@ int ShowJob(store::Store& store, const store::RunRow& run, const std::vector<sto
     ctx.out << "job " << j.id << " of run " << run.id << ": " << j.model << " " << j.delegate
             << (j.delegate_options.empty() ? "" : "(" + j.delegate_options + ")") << " on "
             << j.device << ": " << j.status;
-    if (!j.error.empty()) ctx.out << ": " << j.error;
+    // What the agent and runner said is made safe for a terminal.
+    if (!j.error.empty()) ctx.out << ": " << harness::TerminalSafe(j.error);
     ctx.out << "\n";
     std::string flags = reports::DeviceStateFlags(j);
     if (!flags.empty()) {
-      ctx.out << "WARNING device " << flags << (j.state_note.empty() ? "" : ": " + j.state_note)
-              << "\n";
+      ctx.out << "WARNING device " << flags
+              << (j.state_note.empty() ? "" : ": " + harness::TerminalSafe(j.state_note)) << "\n";
     }
     auto accuracy = store.GetAccuracy(j.id);
     if (!accuracy) {
@@ -91,14 +93,16 @@ int ShowJob(store::Store& store, const store::RunRow& run, const std::vector<sto
       ctx.out << "no placement recorded\n";
       return kExitOk;
     }
-    ctx.out << "placement: " << reports::PlacementLabel(j) << ", " << (*placement)->partitions
+    ctx.out << "placement: " << harness::TerminalSafe(reports::PlacementLabel(j)) << ", "
+            << (*placement)->partitions
             << " partition(s)\n\nNODE\tOP\tDELEGATE\tPARTITION\tREASON\n";
     for (const store::PlacementNode& n : (*placement)->nodes) {
-      ctx.out << n.index << "\t" << n.op << "\t" << n.delegate << "\t"
+      ctx.out << n.index << "\t" << harness::TerminalSafe(n.op) << "\t"
+              << harness::TerminalSafe(n.delegate) << "\t"
               << (n.partition ? std::to_string(*n.partition) : "-") << "\t"
               << (n.folded           ? "folded at load"
                   : n.reason.empty() ? "-"
-                                     : n.reason)
+                                     : harness::TerminalSafe(n.reason))
               << "\n";
     }
     return kExitOk;
@@ -222,12 +226,12 @@ int PrintTable(store::Store& store, const store::RunRow& run, std::vector<store:
     } else {
       ctx.out << "\t-\t-\t-";
     }
-    std::string placement = reports::PlacementLabel(j);
+    std::string placement = harness::TerminalSafe(reports::PlacementLabel(j));
     std::string flags = reports::DeviceStateFlags(j);
     const std::string error = reports::AccuracyLabel(report, j);
     ctx.out << "\t" << (placement.empty() ? "-" : placement) << "\t"
             << (flags.empty() ? "-" : "WARNING " + flags) << "\t" << (error.empty() ? "-" : error);
-    if (!j.error.empty()) ctx.out << "\t" << j.error;
+    if (!j.error.empty()) ctx.out << "\t" << harness::TerminalSafe(j.error);
     ctx.out << "\n";
   }
   return kExitOk;
