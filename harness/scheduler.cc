@@ -327,12 +327,12 @@ class Scheduler {
     if (!c.session) {
       auto reached = Connect(w, store, c);
       if (!reached) return reached.error();
-      if (!reached->empty()) return AttemptEnd{*reached, {}};
+      if (!reached->empty()) return NotStarted(store, job, *reached);
     }
     auto model =
         PushOnce(w, store, c, "model", "model", job.model.path, job.model.file, job.model_sha256);
     if (!model) return model.error();
-    if (!model->empty()) return AttemptEnd{*model, {}};
+    if (!model->empty()) return NotStarted(store, job, *model);
     if (!job.plugin_sha256.empty()) {
       if (auto r = CheckDeviceTakesPlugins(c.session->client().device().features, w.device); !r) {
         // Retrying cannot help, and the device still serves other jobs.
@@ -346,7 +346,7 @@ class Scheduler {
       auto pushed =
           PushOnce(w, store, c, "plugin", "delegate plugin", plugin, plugin, job.plugin_sha256);
       if (!pushed) return pushed.error();
-      if (!pushed->empty()) return AttemptEnd{*pushed, {}};
+      if (!pushed->empty()) return NotStarted(store, job, *pushed);
     }
     std::string cooldown_note;
     if (Cooling()) {
@@ -360,6 +360,14 @@ class Scheduler {
       if (Cancelled()) return AttemptEnd{};        // the job was never started: it stays queued
     }
     return RunOnDevice(w, store, c, job, cooldown_note);
+  }
+
+  // An attempt that ended `infra` before the job reached the device (no
+  // connection, a failed push) is still an attempt: jobs.attempts counts it,
+  // as the error's "(after N attempts)" does.
+  Result<AttemptEnd> NotStarted(store::Store& store, const SweepJob& job, std::string infra) {
+    if (auto r = store.MarkJobRunning(job.id); !r) return r.error();
+    return AttemptEnd{std::move(infra), {}};
   }
 
   // Pushes the artifact at `path` unless this connection already did (`kind`

@@ -278,6 +278,22 @@ TEST_F(SweepTest, UnreachableDeviceFailsTheRun) {
   EXPECT_EQ(store_->GetRun(s->run_id)->status, "failed");
 }
 
+// An attempt that could not connect is an attempt: jobs.attempts counts it
+// as the error's "(after 3 attempts)" does (issue 12, defect 13).
+TEST_F(SweepTest, RefusedConnectsCountAsAttempts) {
+  spec_.devices = {"tcp://127.0.0.1:1"};
+  auto s = RunSweep(spec_, *store_, devices_, options_);
+  ASSERT_TRUE(s.ok()) << s.message();
+  auto jobs = store_->ListJobs(s->run_id);
+  ASSERT_TRUE(jobs.ok());
+  ASSERT_EQ(jobs->size(), 2u);
+  for (const auto& j : *jobs) {
+    EXPECT_EQ(j.status, "infra");
+    EXPECT_THAT(j.error, HasSubstr("connection refused (after 3 attempts)"));
+    EXPECT_EQ(j.attempts, 3);
+  }
+}
+
 TEST_F(SweepTest, OneReachableDeviceIsEnough) {
   spec_.devices = {"local", "tcp://127.0.0.1:1"};
   devices_.run = [](const std::string&, const agent::JobSpec&) -> Result<agent::JobResult> {
