@@ -290,6 +290,9 @@ class Scheduler {
       if (!tried) return tried.error();
       if (!tried->infra) return Ok();  // recorded, or back in the queue
       const std::string& infra = *tried->infra;
+      // The agent may have dropped what this connection pushed (evicted under
+      // its quota, deleted as corrupt): the next attempt asks it again.
+      c.pushed.clear();
       if (attempt < ctx_.policy.retries && !Cancelled()) {
         if (ctx_.progress) {
           ctx_.progress->Note("retrying " + Label(job, w.device) + " in " +

@@ -294,6 +294,40 @@ TEST_F(SweepTest, RefusedConnectsCountAsAttempts) {
   }
 }
 
+// After an attempt that ended infra the connection no longer trusts what it
+// pushed: the agent may have dropped the model (quota, a corrupt blob), so
+// the retry asks it again and pushes what it lacks (issue 12, follow-up).
+TEST_F(SweepTest, AnInfraAttemptForgetsWhatWasPushed) {
+  spec_.models = {{a_, "a.tflite"}};
+  int runs = 0;
+  devices_.run = [this, &runs](const std::string& device,
+                               const agent::JobSpec& job) -> Result<agent::JobResult> {
+    // Called with devices_.mu held.
+    const std::string model = device + "/" + job.model_sha256;
+    agent::JobResult r;
+    if (runs++ == 0) {
+      devices_.stored.erase(model);  // evicted while the job was refused
+      r.status = "infra";
+      r.error = "runner artifact missing";
+      return r;
+    }
+    if (!devices_.stored.count(model)) {
+      r.status = "infra";
+      r.error = "model " + job.model_sha256 + " is not in the store";
+      return r;
+    }
+    return Ok();
+  };
+  auto s = RunSweep(spec_, *store_, devices_, options_);
+  ASSERT_TRUE(s.ok()) << s.message();
+  auto jobs = store_->ListJobs(s->run_id);
+  ASSERT_TRUE(jobs.ok());
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ((*jobs)[0].status, "ok") << (*jobs)[0].error;
+  EXPECT_EQ((*jobs)[0].attempts, 2);
+  EXPECT_EQ(runs, 2);
+}
+
 TEST_F(SweepTest, OneReachableDeviceIsEnough) {
   spec_.devices = {"local", "tcp://127.0.0.1:1"};
   devices_.run = [](const std::string&, const agent::JobSpec&) -> Result<agent::JobResult> {
