@@ -64,6 +64,35 @@ TEST(AgentCliTest, HelpExitsZeroAndListsTheExitCodes) {
   EXPECT_THAT(o.output, HasSubstr("2  command-line error"));
 }
 
+TEST(AgentCliTest, ATcpListenerWithoutTokenOrInsecureIsAUsageError) {
+  // --listen given, and the default listener (127.0.0.1:0) alike.
+  for (const std::string& listen : {std::string("--listen 127.0.0.1:0 "), std::string()}) {
+    Outcome o = RunAgent(listen + "--store " + StoreDir());
+    EXPECT_EQ(o.exit_code, 2) << o.output;
+    EXPECT_THAT(o.output, HasSubstr("dfarm-agent: listening on 127.0.0.1:0 without a token lets "
+                                    "anyone who can reach the port run code as this user"));
+    EXPECT_THAT(o.output, HasSubstr("--token-file FILE"));
+    EXPECT_THAT(o.output, HasSubstr("--stdio"));
+    EXPECT_THAT(o.output, HasSubstr("--insecure"));
+  }
+}
+
+TEST(AgentCliTest, InsecureIsNoTokenAndOnlyForLoopback) {
+  Outcome o =
+      RunAgent("--listen 127.0.0.1:0 --insecure --token-file /nonexistent --store " + StoreDir());
+  EXPECT_EQ(o.exit_code, 2) << o.output;
+  EXPECT_THAT(o.output, HasSubstr("--token-file excludes --insecure"));
+  o = RunAgent("--listen 192.0.2.1:0 --insecure --store " + StoreDir());
+  EXPECT_EQ(o.exit_code, 1) << o.output;
+  EXPECT_THAT(o.output, HasSubstr("non-loopback listeners need --token-file"));
+}
+
+TEST(AgentCliTest, HelpDocumentsInsecure) {
+  Outcome o = RunAgent("--help");
+  EXPECT_THAT(o.output, HasSubstr("--insecure"));
+  EXPECT_THAT(o.output, HasSubstr("can run code as this user"));
+}
+
 TEST(AgentCliTest, AStartFailureExitsOne) {
   // A non-loopback listener without --token-file is refused before anything starts.
   Outcome o = RunAgent("--listen 192.0.2.1:0 --store " + StoreDir());

@@ -314,6 +314,7 @@ TEST(AgentProcessTest, StartsConnectsAndStops) {
   AgentProcessOptions options;
   options.agent_binary = kAgentBinary;
   options.store_dir = dir.path() + "/store";
+  options.extra_args = {"--insecure"};
   options.log_file = dir.path() + "/agent.log";
   auto agent = AgentProcess::Start(options);
   ASSERT_TRUE(agent.ok()) << agent.message();
@@ -339,10 +340,48 @@ TEST(AgentProcessTest, AgentThatRefusesToStartIsAnError) {
   AgentProcessOptions options;
   options.agent_binary = kAgentBinary;
   options.store_dir = "";  // --store "" is refused
+  options.extra_args = {"--insecure"};
   options.log_file = dir.path() + "/agent.log";
   auto agent = AgentProcess::Start(options);
   ASSERT_FALSE(agent.ok());
   EXPECT_THAT(agent.message(), HasSubstr("exited before listening"));
+}
+
+// Over stdio the child needs no token: the socketpair is ours alone.
+TEST(AgentProcessTest, StdioTransportSpeaksOnTheStream) {
+  TempDir dir;
+  AgentProcessOptions options;
+  options.agent_binary = kAgentBinary;
+  options.transport = AgentTransport::kStdio;
+  options.store_dir = dir.path() + "/store";
+  options.log_file = dir.path() + "/agent.log";
+  auto agent = AgentProcess::Start(options);
+  ASSERT_TRUE(agent.ok()) << agent.message();
+  EXPECT_EQ((*agent)->port(), 0);
+  int stream = (*agent)->TakeStream().release();
+  ConnectOptions connect;
+  connect.timeout = kTimeout;
+  auto client = AgentClient::ConnectFds(stream, stream, "stdio", connect);
+  ASSERT_TRUE(client.ok()) << client.message() << (*agent)->ExitReport();
+  EXPECT_EQ((*client)->device().protocol_version, 1u);
+  client->reset();  // the agent sees the stream close and stops by itself
+  EXPECT_THAT((*agent)->ExitReport(std::chrono::milliseconds(5000)),
+              HasSubstr("(it exited with code 0)"));
+  EXPECT_THAT(testing::ReadFile(options.log_file), HasSubstr("serving on stdio"));
+}
+
+// --insecure: the agent listens without a token, and says what that means.
+TEST(AgentCommandLineTest, InsecureListensAndWarns) {
+  TempDir dir;
+  const std::string log = dir.path() + "/agent.log";
+  TestAgent agent({"--listen", "127.0.0.1:0", "--insecure", "--store", dir.path() + "/store"}, log);
+  uint16_t port = agent.ReadPort();
+  ASSERT_GT(port, 0);
+  auto client = AgentClient::Connect("127.0.0.1", port, kTimeout);
+  ASSERT_TRUE(client.ok()) << client.message();
+  EXPECT_THAT(testing::ReadFile(log),
+              HasSubstr("warning: --insecure: no token on 127.0.0.1:" + std::to_string(port) +
+                        "; anyone who can reach this port can run code as this user"));
 }
 
 TEST(AgentCommandLineTest, RefusesNonLoopback) {

@@ -1,8 +1,11 @@
 // dfarm-agent: the on-device agent (agent/protocol/PROTOCOL.md). A thin shell over
 // Server: parse flags, handle SIGTERM/SIGINT, print the listening line (TCP)
-// or serve the protocol on stdin/stdout (--stdio).
+// or serve the protocol on stdin/stdout (--stdio). A TCP listener needs
+// --token-file, or --insecure said outright (loopback only): without a token
+// anyone who reaches the port runs code as this user.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -27,7 +30,7 @@ constexpr const char* kExitCodesHelp =
     "Exit codes:\n"
     "  0  stopped (SIGTERM or SIGINT; with --stdio, the host closed the stream)\n"
     "  1  could not start (store folder, listen address, token file, stdio)\n"
-    "  2  command-line error\n";
+    "  2  command-line error (also: a TCP listener with neither --token-file nor --insecure)\n";
 
 Server* g_server = nullptr;
 
@@ -35,9 +38,18 @@ void OnStopSignal(int) {
   if (g_server) g_server->Stop();
 }
 
-// Parses the command line into *options. Returns the exit code when the
-// program should end now (--help, --version, a usage error), else nothing.
-std::optional<int> ParseCommandLine(int argc, char** argv, ServerOptions* options) {
+// A TCP listener without a token and without --insecure: a usage error that
+// names the fixes. A non-loopback or malformed address is left to
+// Server::Create, which refuses it (exit 1) even with --insecure.
+bool ListensWithoutConsent(const ServerOptions& options, bool insecure) {
+  return !options.stdio && options.token_file.empty() && !insecure &&
+         dfarm::agent::ParseListenAddress(options.listen).ok();
+}
+
+// Parses the command line into *options and *insecure. Returns the exit code
+// when the program should end now (--help, --version, a usage error), else
+// nothing.
+std::optional<int> ParseCommandLine(int argc, char** argv, ServerOptions* options, bool* insecure) {
   CLI::App app{"dfarm-agent: stores artifacts by sha256 and runs dfarm-runner jobs for a host",
                "dfarm-agent"};
   app.set_version_flag("--version", std::string("dfarm-agent ") + DFARM_VERSION);
@@ -47,12 +59,18 @@ std::optional<int> ParseCommandLine(int argc, char** argv, ServerOptions* option
   int64_t heartbeat_ms = options->heartbeat_interval.count();
   int64_t hello_timeout_ms = options->hello_timeout.count();
   app.add_option("--listen", options->listen,
-                 "HOST:PORT to listen on; a non-loopback address needs --token-file; port 0 "
-                 "picks a free port")
+                 "HOST:PORT to listen on (port 0 picks a free port); needs --token-file, or "
+                 "--insecure on a loopback address")
       ->capture_default_str();
-  app.add_option("--token-file", options->token_file,
-                 "file holding a shared secret (at least 32 bytes, mode 0600) that every peer "
-                 "must prove with HMAC-SHA256 before any request");
+  CLI::Option* token_file =
+      app.add_option("--token-file", options->token_file,
+                     "file holding a shared secret (at least 32 bytes, mode 0600) that every "
+                     "peer must prove with HMAC-SHA256 before any request");
+  app.add_flag("--insecure", *insecure,
+               "listen on a loopback address without a token: anyone who can reach the port "
+               "(any local process; on a phone, every app) can run code as this user. For "
+               "tests and benches; dfarm's local devices use --stdio")
+      ->excludes(token_file);
   app.add_flag("--stdio", options->stdio,
                "speak the protocol on stdin/stdout (for adb exec-out or ssh) instead of "
                "listening; logs go to stderr");
@@ -94,6 +112,15 @@ std::optional<int> ParseCommandLine(int argc, char** argv, ServerOptions* option
     std::fprintf(stderr, "dfarm-agent: %s\nrun 'dfarm-agent --help' for the options\n", e.what());
     return kExitUsage;
   }
+  if (ListensWithoutConsent(*options, *insecure)) {
+    std::fprintf(stderr,
+                 "dfarm-agent: listening on %s without a token lets anyone who can reach the "
+                 "port run code as this user: give --token-file FILE (a secret of at least 32 "
+                 "bytes, mode 0600), or --stdio, or say --insecure\n"
+                 "run 'dfarm-agent --help' for the options\n",
+                 options->listen.c_str());
+    return kExitUsage;
+  }
   std::istringstream words(runner_prefix);
   for (std::string w; words >> w;) options->supervisor.runner_prefix.push_back(w);
   options->max_artifact_bytes = max_artifact_mib << 20;
@@ -130,7 +157,13 @@ int ServeStdio(Server* server) {
   return kExitOk;
 }
 
-int ServeTcp(Server* server) {
+int ServeTcp(Server* server, bool insecure) {
+  if (insecure) {
+    std::fprintf(stderr,
+                 "dfarm-agent: warning: --insecure: no token on %s; anyone who can reach this "
+                 "port can run code as this user (uid %u)\n",
+                 server->address().c_str(), static_cast<unsigned>(::geteuid()));
+  }
   // The harness reads this exact line to learn the port.
   std::printf("listening on %s\n", server->address().c_str());
   std::fflush(stdout);
@@ -142,7 +175,10 @@ int ServeTcp(Server* server) {
 
 int main(int argc, char** argv) {
   ServerOptions options;
-  if (std::optional<int> exit_code = ParseCommandLine(argc, argv, &options)) return *exit_code;
+  bool insecure = false;
+  if (std::optional<int> exit_code = ParseCommandLine(argc, argv, &options, &insecure)) {
+    return *exit_code;
+  }
 
   // Writes to a closed peer are errors on the call, never a signal.
   ::signal(SIGPIPE, SIG_IGN);
@@ -153,7 +189,7 @@ int main(int argc, char** argv) {
     return kExitCannotStart;
   }
   InstallStopHandlers(server->get());
-  int exit_code = options.stdio ? ServeStdio(server->get()) : ServeTcp(server->get());
+  int exit_code = options.stdio ? ServeStdio(server->get()) : ServeTcp(server->get(), insecure);
   g_server = nullptr;
   server->reset();
   return exit_code;

@@ -164,10 +164,10 @@ TEST(OrphanQemuTest, RunnerUnderQemuDiesWithAKilledAgent) {
   UniqueFd out_r(out[0]), out_w(out[1]);
   SpawnOptions options;
   options.stdout_fd = out_w.get();
-  auto agent =
-      SpawnProcess({qemu, "-L", sysroot, (arm64 / "dfarm-agent").string(), "--listen",
-                    "127.0.0.1:0", "--store", store, "--runner-prefix", qemu + " -L " + sysroot},
-                   options);
+  auto agent = SpawnProcess(
+      {qemu, "-L", sysroot, (arm64 / "dfarm-agent").string(), "--listen", "127.0.0.1:0",
+       "--insecure", "--store", store, "--runner-prefix", qemu + " -L " + sysroot},
+      options);
   ASSERT_TRUE(agent.ok()) << agent.message();
   out_w.reset();
   std::string line;

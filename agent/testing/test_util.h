@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -71,10 +72,16 @@ inline const char* kOkRunner =
 inline constexpr char kAgentBinary[] = DFARM_BINARY_DIR "/bin/dfarm-agent";
 
 // dfarm-agent started as a child (its stderr appended to stderr_file when
-// given); killed with SIGKILL on destruction.
+// given); killed with SIGKILL on destruction. A `--listen` agent without
+// `--token-file` gets `--insecure` (tests listen on 127.0.0.1 only; the
+// agent refuses a tokenless listener without it, see agent_cli_test.cc).
 class TestAgent {
  public:
   explicit TestAgent(std::vector<std::string> args, const std::string& stderr_file = "") {
+    auto has = [&](const char* flag) {
+      return std::find(args.begin(), args.end(), flag) != args.end();
+    };
+    if (has("--listen") && !has("--token-file") && !has("--insecure")) args.push_back("--insecure");
     int out[2];
     if (::pipe2(out, O_CLOEXEC) != 0) abort();
     UniqueFd out_w(out[1]);

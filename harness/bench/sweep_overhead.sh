@@ -2,7 +2,7 @@
 # The harness's own overhead per job, and a large sweep on local agents.
 #   harness/bench/sweep_overhead.sh MODEL [DEVICES] [THREADS]
 # Starts DEVICES dfarm-agents on 127.0.0.1 (not children of dfarm, so that
-# /usr/bin/time measures dfarm alone), sweeps MODEL (use a trivial one, e.g. a
+# /usr/bin/time measures dfarm alone; --insecure: no token, loopback only), sweeps MODEL (use a trivial one, e.g. a
 # model builder single-ADD model) over num_threads 1..THREADS on each with
 # warmup 0 / 1 run, and prints jobs, wall, dfarm's CPU and per-job figures.
 # BIN (default build/bin) holds dfarm, dfarm-agent, dfarm-runner.
@@ -13,7 +13,7 @@ TMP=$(mktemp -d); PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$TMP"' EXIT
 URIS=()
 for i in $(seq 1 "$DEVICES"); do
-  "$BIN/dfarm-agent" --listen 127.0.0.1:0 --store "$TMP/store-$i" >"$TMP/port-$i" 2>"$TMP/agent-$i.log" &
+  "$BIN/dfarm-agent" --listen 127.0.0.1:0 --insecure --store "$TMP/store-$i" >"$TMP/port-$i" 2>"$TMP/agent-$i.log" &
   PIDS+=($!)
 done
 for i in $(seq 1 "$DEVICES"); do

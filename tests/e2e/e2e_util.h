@@ -108,6 +108,7 @@ inline Agent StartAgent(const fs::path& store_dir, const fs::path& log) {
   agent::AgentProcessOptions options;
   options.agent_binary = (BinDir() / "dfarm-agent").string();
   options.store_dir = store_dir.string();
+  options.extra_args = {"--insecure"};  // tests on 127.0.0.1; dfarm's own devices use --stdio
   options.log_file = log.string();
   Agent a;
   auto started = agent::AgentProcess::Start(options);
