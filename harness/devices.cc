@@ -1,8 +1,11 @@
 #include "harness/devices.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <system_error>
 
@@ -21,6 +24,24 @@ std::string FindProgram(const std::string& name);
 namespace {
 
 namespace fs = std::filesystem;
+
+// Creates `dir` and the folders above it that are missing, each 0700 (the
+// agent refuses a store its group or others can write, which
+// fs::create_directories would make under umask 002); folders that exist
+// are left as they are.
+Result<void> CreatePrivateDirectories(const std::string& dir) {
+  fs::path at;
+  for (const fs::path& part : fs::path(dir).lexically_normal()) {
+    at /= part;
+    if (part.empty() || part == "/" || part == "." || part == "..") continue;
+    if (::mkdir(at.c_str(), 0700) != 0 && errno != EEXIST) {
+      return MakeError("mkdir '" + at.string() + "': " + std::strerror(errno));
+    }
+  }
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return MakeError("'" + dir + "' is not a folder");
+  return Ok();
+}
 
 class AgentSession final : public DeviceSession {
  public:
@@ -123,11 +144,9 @@ class Provider final : public DeviceProvider {
                                                    const std::string& agent_path,
                                                    const std::vector<std::string>& prefix,
                                                    const std::vector<std::string>& extra_args) {
-    std::error_code ec;
-    fs::create_directories(store_dir, ec);
-    if (ec) {
+    if (auto made = CreatePrivateDirectories(store_dir); !made) {
       return MakeError("device '" + name + "': cannot create agent store '" + store_dir +
-                       "': " + ec.message());
+                       "': " + made.message());
     }
     // The agent speaks to us alone, on a socketpair: a port on 127.0.0.1
     // would let any local process run code as this user.

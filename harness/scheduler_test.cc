@@ -4,6 +4,7 @@
 #include "harness/scheduler.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <cerrno>
@@ -337,6 +338,28 @@ TEST(SchedulerCancelTest, CancelledJobsStayQueuedAndResumeFinishesThem) {
   ASSERT_TRUE(listed.ok());
   EXPECT_EQ((*listed)[0].status, store::kJobOk) << (*listed)[0].error;
   EXPECT_EQ((*listed)[1].status, store::kJobOk) << (*listed)[1].error;
+}
+
+// The local agent refuses a store its group or others can write; dfarm
+// creates that store (and the folders above it it creates) 0700, so that
+// under umask 002 the agent still takes the store made for it (issue 12).
+TEST(LocalDeviceTest, UnderUmask002TheAgentTakesTheStoreMadeForIt) {
+  agent::testing::TempDir dir;
+  ProviderOptions popts = DefaultProviderOptions();
+  popts.agent_path = agent::testing::kAgentBinary;
+  const std::string made = dir.path() + "/cache/dfarm";
+  popts.agent_store = made + "/agent-store";
+  const mode_t old = ::umask(002);
+  auto provider = MakeDeviceProvider(popts);
+  auto session = provider->Open("local");
+  ::umask(old);
+  ASSERT_TRUE(session.ok()) << session.message();
+  EXPECT_FALSE((*session)->client().device().abi.empty());
+  for (const std::string& folder : {dir.path() + "/cache", made, popts.agent_store}) {
+    struct stat st {};
+    ASSERT_EQ(::stat(folder.c_str(), &st), 0) << folder;
+    EXPECT_EQ(st.st_mode & 0777, 0700u) << folder;
+  }
 }
 
 }  // namespace
