@@ -23,8 +23,9 @@ namespace {
 
 std::atomic<bool> g_cancel{false};
 
-// First SIGINT/SIGTERM: finish the current job's bookkeeping and stop; a
-// second one ends dfarm at once.
+// First SIGINT/SIGTERM: cancel the jobs in flight (they go back to queued)
+// and start no other (harness/README.md, Scheduler); a second one ends dfarm
+// at once.
 void OnSignal(int sig) {
   g_cancel.store(true);
   ::signal(sig, SIG_DFL);
