@@ -236,6 +236,9 @@ class Scheduler {
     std::unique_ptr<DeviceSession> session;
     std::string runner_sha;
     std::set<std::string> pushed;  // model and plugin sha256s pushed over this session
+    // An attempt ended infra over this session: the agent may have dropped
+    // the runner (deleted as corrupt), so the next attempt asks it again.
+    bool runner_unsure = false;
   };
 
   void Fatal(const Error& e) {
@@ -266,17 +269,27 @@ class Scheduler {
       w.abi = info.abi;
       any_reached_ = true;
     }
-    auto sent = (*session)->client().PutArtifact(ctx_.runner_path, &s.runner_sha);
+    auto pushed = PushRunner(w, store, (*session)->client(), &s.runner_sha);
+    if (!pushed || !pushed->empty()) return pushed;
+    s.session = std::move(*session);
+    s.pushed.clear();
+    s.runner_unsure = false;
+    return std::string();
+  }
+
+  // Pushes the runner unless the agent has it (PutArtifact asks first).
+  // Returns why it cannot (empty when pushed); an error is a store failure.
+  Result<std::string> PushRunner(Worker& w, store::Store& store, agent::AgentClient& client,
+                                 std::string* runner_sha) {
+    auto sent = client.PutArtifact(ctx_.runner_path, runner_sha);
     if (!sent) {
       return "cannot push runner '" + ctx_.runner_path + "' to device '" + w.device +
              "': " + sent.message();
     }
     bytes_pushed_ += *sent;
-    if (auto r = RecordArtifact(store, "runner", s.runner_sha, ctx_.runner_path); !r) {
+    if (auto r = RecordArtifact(store, "runner", *runner_sha, ctx_.runner_path); !r) {
       return r.error();
     }
-    s.session = std::move(*session);
-    s.pushed.clear();
     return std::string();
   }
 
@@ -293,6 +306,7 @@ class Scheduler {
       // The agent may have dropped what this connection pushed (evicted under
       // its quota, deleted as corrupt): the next attempt asks it again.
       c.pushed.clear();
+      c.runner_unsure = true;
       if (attempt < ctx_.policy.retries && !Cancelled()) {
         if (ctx_.progress) {
           ctx_.progress->Note("retrying " + Label(job, w.device) + " in " +
@@ -331,6 +345,14 @@ class Scheduler {
       auto reached = Connect(w, store, c);
       if (!reached) return reached.error();
       if (!reached->empty()) return NotStarted(store, job, *reached);
+    } else if (c.runner_unsure) {
+      auto runner = PushRunner(w, store, c.session->client(), &c.runner_sha);
+      if (!runner) return runner.error();
+      if (!runner->empty()) {
+        c.session.reset();  // the connection's state is unknown now
+        return NotStarted(store, job, *runner);
+      }
+      c.runner_unsure = false;
     }
     auto model =
         PushOnce(w, store, c, "model", "model", job.model.path, job.model.file, job.model_sha256);

@@ -328,6 +328,38 @@ TEST_F(SweepTest, AnInfraAttemptForgetsWhatWasPushed) {
   EXPECT_EQ(runs, 2);
 }
 
+// The same for the runner, which the connection pushed when it opened.
+TEST_F(SweepTest, AnInfraAttemptAsksForTheRunnerAgain) {
+  spec_.models = {{a_, "a.tflite"}};
+  int runs = 0;
+  devices_.run = [this, &runs](const std::string& device,
+                               const agent::JobSpec& job) -> Result<agent::JobResult> {
+    // Called with devices_.mu held.
+    const std::string runner = device + "/" + job.runner_sha256;
+    agent::JobResult r;
+    if (runs++ == 0) {
+      devices_.stored.erase(runner);  // deleted as corrupt
+      r.status = "infra";
+      r.error = "runner failed its sha256 check";
+      return r;
+    }
+    if (!devices_.stored.count(runner)) {
+      r.status = "infra";
+      r.error = "runner " + job.runner_sha256 + " is not in the store";
+      return r;
+    }
+    return Ok();
+  };
+  auto s = RunSweep(spec_, *store_, devices_, options_);
+  ASSERT_TRUE(s.ok()) << s.message();
+  auto jobs = store_->ListJobs(s->run_id);
+  ASSERT_TRUE(jobs.ok());
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ((*jobs)[0].status, "ok") << (*jobs)[0].error;
+  EXPECT_EQ(runs, 2);
+  EXPECT_EQ(devices_.opens, 1);  // asked over the same connection
+}
+
 TEST_F(SweepTest, OneReachableDeviceIsEnough) {
   spec_.devices = {"local", "tcp://127.0.0.1:1"};
   devices_.run = [](const std::string&, const agent::JobSpec&) -> Result<agent::JobResult> {
