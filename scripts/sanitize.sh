@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# The suite under sanitizers, built with clang (Debian 12: clang 14) in its own
+# folder with DFARM_SANITIZE (CMakeLists.txt).
+#   scripts/sanitize.sh            ASan + UBSan: build-asan, everything, the
+#                                  whole CTest suite (any report fails its test)
+#   scripts/sanitize.sh thread     TSan: build-tsan, the scheduler and agent
+#                                  tests only (their threads and processes)
+# Extra arguments go to ctest (e.g. -R SupervisorTest). DFARM_JOBS: build jobs.
+# Tests that expect an instrumented process to die of SIGSEGV (dfarm-runner
+# with a crashing delegate plugin) run with the sanitizer's SEGV handler off,
+# so the signal still kills it (with it on, ASan reports and exits 1): those
+# whose names match the regex DFARM_SIGNAL_TESTS (default: CrashingPlugin).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+MODE="address"
+if [ "${1:-}" = thread ] || [ "${1:-}" = address ]; then
+  MODE="$1"
+  shift
+fi
+JOBS="${DFARM_JOBS:-$(nproc)}"
+SIGNAL_TESTS="${DFARM_SIGNAL_TESTS:-CrashingPlugin}"
+export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$ROOT}"
+export QT_QPA_PLATFORM="${QT_QPA_PLATFORM:-offscreen}"
+
+if ! command -v clang++ >/dev/null 2>&1; then
+  echo "sanitize.sh: clang++ not found (apt-get install clang libclang-rt-14-dev)" >&2
+  exit 1
+fi
+
+if [ "$MODE" = thread ]; then
+  BUILD="${DFARM_SANITIZE_DIR:-$ROOT/build-tsan}"
+  SANITIZE="thread"
+  # The scheduler's and the agent's tests: the code with threads of its own.
+  TESTS=(dfarm_scheduler_test dfarm_harness_core_test dfarm_runner_test
+    dfarm_agent_supervisor_test dfarm_agent_end_to_end_test dfarm_agent_session_test
+    dfarm_agent_job_control_test dfarm_agent_orphan_test dfarm_agent_idle_connection_test
+    dfarm_agent_store_test dfarm_agent_store_integrity_test)
+  TARGETS=(dfarm-agent dfarm-runner "${TESTS[@]}")
+else
+  BUILD="${DFARM_SANITIZE_DIR:-$ROOT/build-asan}"
+  SANITIZE="address;undefined"
+  TARGETS=()
+  TESTS=()
+fi
+
+if [ ! -f "$BUILD/build.ninja" ]; then
+  # -O1 and line tables: fast to build, readable stacks. NDEBUG as in build/.
+  CC=clang CXX=clang++ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    "-DCMAKE_C_FLAGS_RELEASE=-O1 -DNDEBUG -gline-tables-only" \
+    "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG -gline-tables-only" \
+    "-DDFARM_SANITIZE=$SANITIZE" -DDFARM_BUILD_BENCHMARKS=OFF >/dev/null
+fi
+if [ "${#TARGETS[@]}" -gt 0 ]; then
+  cmake --build "$BUILD" -j "$JOBS" --target "${TARGETS[@]}"
+else
+  cmake --build "$BUILD" -j "$JOBS"
+fi
+
+# Any report ends the process with an error; leaks are reported at exit.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:check_initialization_order=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}"
+
+ctest_args=(--test-dir "$BUILD" --output-on-failure -j "$(nproc)")
+only=()
+signal_only=(-R "$SIGNAL_TESTS")
+if [ "${#TESTS[@]}" -gt 0 ]; then
+  # Only the tests of the executables in TESTS, named in one regex (and those
+  # of them that expect SIGSEGV in a second).
+  mapfile -t regexes < <(ctest --test-dir "$BUILD" --show-only=json-v1 | python3 -c '
+import json, os, re, sys
+signal, want = re.compile(sys.argv[1]), set(sys.argv[2:])
+names = [t["name"] for t in json.load(sys.stdin)["tests"]
+         if t.get("command") and os.path.basename(t["command"][0]) in want]
+one = lambda ns: "^(" + "|".join(re.escape(n) for n in ns) + ")$" if ns else "^$"
+print(one(names))
+print(one([n for n in names if signal.search(n)]))' "$SIGNAL_TESTS" "${TESTS[@]}")
+  only=(-R "${regexes[0]}")
+  signal_only=(-R "${regexes[1]}")
+fi
+status=0
+ctest "${ctest_args[@]}" "${only[@]}" -E "$SIGNAL_TESTS" "$@" || status=$?
+# The tests that expect SIGSEGV: the sanitizer must not catch it.
+ASAN_OPTIONS="$ASAN_OPTIONS:handle_segv=0" TSAN_OPTIONS="$TSAN_OPTIONS:handle_segv=0" \
+  ctest "${ctest_args[@]}" "${signal_only[@]}" "$@" || status=$?
+exit "$status"
