@@ -8,6 +8,12 @@
 #include <cstdlib>
 #include <cstring>
 
+#ifdef __has_feature
+#define DFARM_HAS_FEATURE(x) __has_feature(x)
+#else
+#define DFARM_HAS_FEATURE(x) 0
+#endif
+
 namespace dfarm::tflite_ref {
 
 // Opaque C API handles.
@@ -211,7 +217,11 @@ std::unique_ptr<Library> Library::Load(const std::string& path, std::string* err
 
 Library::~Library() {
   api_.reset();
+  // Under ASan the library stays mapped: once unmapped, LeakSanitizer would
+  // take TensorFlow Lite's one-time allocations, held by its statics, for leaks.
+#if !defined(__SANITIZE_ADDRESS__) && !DFARM_HAS_FEATURE(address_sanitizer)
   if (handle_ != nullptr) ::dlclose(handle_);
+#endif
 }
 
 std::string Library::Version() const { return api_->version(); }
