@@ -32,7 +32,8 @@ if [ "$MODE" = thread ]; then
   BUILD="${DFARM_SANITIZE_DIR:-$ROOT/build-tsan}"
   SANITIZE="thread"
   # The scheduler's and the agent's tests: the code with threads of its own.
-  TESTS=(dfarm_scheduler_test dfarm_harness_core_test dfarm_runner_test
+  TESTS=(dfarm_scheduler_test dfarm_scheduler_e2e_test dfarm_sweep_e2e_test
+    dfarm_harness_core_test dfarm_runner_test
     dfarm_agent_supervisor_test dfarm_agent_end_to_end_test dfarm_agent_session_test
     dfarm_agent_job_control_test dfarm_agent_orphan_test dfarm_agent_idle_connection_test
     dfarm_agent_store_test dfarm_agent_store_integrity_test)
@@ -60,7 +61,7 @@ fi
 # Any report ends the process with an error; leaks are reported at exit.
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:check_initialization_order=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
-export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}"
+export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$ROOT/scripts/tsan.supp}"
 
 ctest_args=(--test-dir "$BUILD" --output-on-failure -j "$(nproc)")
 only=()
