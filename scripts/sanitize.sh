@@ -27,6 +27,12 @@ if ! command -v clang++ >/dev/null 2>&1; then
   echo "sanitize.sh: clang++ not found (apt-get install clang libclang-rt-14-dev)" >&2
   exit 1
 fi
+if ! echo 'int main() { return 0; }' |
+  clang++ -fsanitize="$([ "$MODE" = thread ] && echo thread || echo address,undefined)" \
+    -x c++ - -o /dev/null 2>/dev/null; then
+  echo "sanitize.sh: clang++ cannot link a sanitized program (apt-get install libclang-rt-14-dev)" >&2
+  exit 1
+fi
 
 if [ "$MODE" = thread ]; then
   BUILD="${DFARM_SANITIZE_DIR:-$ROOT/build-tsan}"
