@@ -20,6 +20,7 @@ PACKAGES=(
   libarmnn-dev libarmnntfliteparser-dev libarmnn-cpuref-backend22
   libusb-1.0-0-dev adb
   qemu-user g++-aarch64-linux-gnu
+  clang libclang-rt-14-dev
 )
 
 log() { printf 'setup: %s\n' "$*" >&2; }
