@@ -11,15 +11,18 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "agent/base/sha256.h"
 #include "agent/base/subprocess.h"
 #include "agent/base/unique_fd.h"
 #include "agent/client/agent_process.h"
@@ -148,5 +151,118 @@ bool WaitFor(Pred pred, std::chrono::milliseconds timeout) {
 
 inline constexpr const char* kFinal =
     "('ok','model_error','delegate_error','unsupported','crashed','timeout','infra')";
+
+// Rows of text from a SQL query over the store file (read-only connection);
+// NULL reads as "NULL".
+inline std::vector<std::vector<std::string>> QueryRows(const std::string& db,
+                                                       const std::string& sql) {
+  std::vector<std::vector<std::string>> rows;
+  sqlite3* h = nullptr;
+  if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_busy_timeout(h, 5000);
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(h, sql.c_str(), -1, &s, nullptr) == SQLITE_OK) {
+      while (sqlite3_step(s) == SQLITE_ROW) {
+        std::vector<std::string> row;
+        for (int i = 0; i < sqlite3_column_count(s); ++i) {
+          const unsigned char* t = sqlite3_column_text(s, i);
+          row.push_back(t ? reinterpret_cast<const char*>(t) : "NULL");
+        }
+        rows.push_back(std::move(row));
+      }
+    }
+    sqlite3_finalize(s);
+  }
+  sqlite3_close(h);
+  return rows;
+}
+
+// Live processes (not zombies) whose command line names `dir` (a test's temp
+// dir: its agents' stores, the runners in them, dfarm's --db), other than this
+// process, the pids in `keep` and their children: what a fault left behind.
+inline std::vector<std::string> StrayProcesses(const fs::path& dir, const std::set<pid_t>& keep) {
+  std::vector<std::string> stray;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = std::stoi(name);
+    if (pid == ::getpid() || keep.count(pid)) continue;
+    std::string cmdline = Slurp(entry.path() / "cmdline");
+    if (cmdline.find(dir.string()) == std::string::npos) continue;
+    // /proc/PID/stat: "pid (comm) state ppid ..."; comm may hold spaces.
+    std::string stat = Slurp(entry.path() / "stat");
+    size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 1));
+    char state = 0;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (state == 'Z' || ppid == ::getpid() || keep.count(ppid)) continue;
+    for (char& c : cmdline) c = c == '\0' ? ' ' : c;
+    stray.push_back("pid " + name + " (parent " + std::to_string(ppid) + "): " + cmdline);
+  }
+  return stray;
+}
+
+// The invariants every fault test ends with (issue 12), as a list of what is
+// broken (empty: all hold) for run `run_id` in store `db`:
+// - every job is in exactly one terminal state (or still queued when the run
+//   was cancelled), and no job was recorded twice (same key, same move);
+// - results rows only for finished jobs, one for each job that ended ok;
+// - no wrong `ok`: an ok job has metrics (mean, num_runs, its samples) and the
+//   model sha256 of the file it names;
+// - no stray process naming `dir` (see StrayProcesses) once 3 s have passed.
+inline std::string CheckRunInvariants(const std::string& db, int64_t run_id, const fs::path& dir,
+                                      const std::set<pid_t>& keep = {}, bool cancelled = false) {
+  std::ostringstream bad;
+  const std::string run = "j.run_id = " + std::to_string(run_id);
+  const std::string final_or = cancelled ? std::string(kFinal).insert(1, "'queued',") : kFinal;
+  for (const auto& row : QueryRows(db, "SELECT j.id, j.job_key, j.status FROM jobs j WHERE " + run +
+                                           " AND j.status NOT IN " + final_or)) {
+    bad << "job " << row[0] << " (" << row[1] << ") is '" << row[2] << "', not terminal\n";
+  }
+  for (const auto& row :
+       QueryRows(db, "SELECT j.job_key, j.moved_from, count(*) FROM jobs j WHERE " + run +
+                         " GROUP BY j.job_key, j.moved_from HAVING count(*) > 1")) {
+    bad << "job " << row[0] << " (moved from '" << row[1] << "') recorded " << row[2] << " times\n";
+  }
+  for (const auto& row : QueryRows(db,
+                                   "SELECT j.id, j.status FROM results r JOIN jobs j ON j.id = "
+                                   "r.job_id WHERE " +
+                                       run + " AND j.status NOT IN " + kFinal)) {
+    bad << "job " << row[0] << " is '" << row[1] << "' yet has a result\n";
+  }
+  if (QueryRows(db, "SELECT j.id FROM jobs j WHERE " + run).empty()) {
+    bad << "run " << run_id << " has no jobs in " << db << "\n";
+  }
+  const auto ok = QueryRows(
+      db,
+      "SELECT j.id, j.model_path, j.model_sha256, r.job_id IS NOT NULL, r.mean_us IS NOT NULL, "
+      "coalesce(r.num_runs, 0), (SELECT count(*) FROM samples s WHERE s.job_id = j.id) "
+      "FROM jobs j LEFT JOIN results r ON r.job_id = j.id WHERE " +
+          run + " AND j.status = 'ok'");
+  if (static_cast<int64_t>(ok.size()) !=
+      QueryInt(db, "SELECT count(*) FROM jobs j WHERE " + run + " AND j.status = 'ok'")) {
+    bad << "the ok jobs of run " << run_id << " could not be read\n";
+  }
+  for (const auto& row : ok) {
+    const std::string& id = row[0];
+    if (row[3] != "1") bad << "ok job " << id << " has no result\n";
+    if (row[4] != "1" || row[5] == "0") bad << "ok job " << id << " has no metrics\n";
+    if (row[5] != row[6]) {
+      bad << "ok job " << id << " ran " << row[5] << " times but has " << row[6] << " samples\n";
+    }
+    auto sha = agent::Sha256File(row[1]);
+    if (!sha || *sha != row[2]) {
+      bad << "ok job " << id << " has model sha256 " << row[2] << ", not that of " << row[1]
+          << "\n";
+    }
+  }
+  std::vector<std::string> stray;
+  WaitFor([&] { return (stray = StrayProcesses(dir, keep)).empty(); }, std::chrono::seconds(3));
+  for (const std::string& s : stray) bad << "stray process " << s << "\n";
+  return bad.str();
+}
 
 }  // namespace dfarm::e2e

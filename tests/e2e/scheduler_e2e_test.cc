@@ -171,6 +171,9 @@ TEST_F(SchedulerE2eTest, ThreeDevicesTwoModels) {
   EXPECT_EQ(d["devices"][0]["state"], "online");
   EXPECT_EQ(d["devices"][0]["abi"], "x86_64");
   EXPECT_EQ(d["devices"][1]["state"], "offline");
+  for (int64_t run : {1, 2}) {
+    EXPECT_EQ(CheckRunInvariants(db_, run, dir_, {a.process->pid(), b.process->pid()}), "");
+  }
 }
 
 TEST_F(SchedulerE2eTest, KilledAgentsJobsMove) {
@@ -204,6 +207,7 @@ TEST_F(SchedulerE2eTest, KilledAgentsJobsMove) {
   EXPECT_GE(Count("moved_from = '" + a.uri() + "' AND device = 'local'"), pending_on_a > 0 ? 1 : 0);
   EXPECT_EQ(Count("moved_from = '" + a.uri() + "'"), s["moved"].get<int64_t>());
   EXPECT_NE(err.find("quarantined"), std::string::npos) << err;
+  EXPECT_EQ(CheckRunInvariants(db_, 1, dir_, {a.process->pid()}), "");
 }
 
 TEST_F(SchedulerE2eTest, KilledDfarmResumes) {
@@ -242,6 +246,7 @@ TEST_F(SchedulerE2eTest, KilledDfarmResumes) {
   ASSERT_EQ(again.code, 0) << again.err;
   EXPECT_EQ(json::parse(again.out, nullptr, false)["resumed"], 0);
   ExpectAllFinishedOnce(8, 20);
+  EXPECT_EQ(CheckRunInvariants(db_, 1, dir_), "");
 }
 
 }  // namespace
