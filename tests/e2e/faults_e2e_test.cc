@@ -426,5 +426,46 @@ TEST_F(FaultsE2eTest, AgentStoreOnAFullFilesystemIsInfra) {
   EXPECT_EQ(CheckRunInvariants(db_, 1, dir_, {a.process->pid()}), "");
 }
 
+// The checker itself sees what it is there to see: a wrong ok (another
+// model's sha256), a job recorded twice, an ok without samples, and a process
+// left behind naming the test's directory.
+TEST_F(FaultsE2eTest, CheckRunInvariantsSeesWhatIsWrong) {
+  std::string spec = WriteSpec({{"name", "checked"},
+                                {"models", {AddModel()}},
+                                {"devices", {"local"}},
+                                {"benchmark", {{"num_runs", 3}, {"num_threads", {1, 2}}}}});
+  Outcome o = Dfarm({"sweep", spec, "--json"});
+  ASSERT_EQ(o.code, 0) << o.out << o.err;
+  ASSERT_EQ(CheckRunInvariants(db_, 1, dir_), "");
+
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open(db_.c_str(), &h), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(h,
+                         "UPDATE jobs SET model_sha256 = printf('%064d', 0) WHERE id = 1;"
+                         "DELETE FROM samples WHERE job_id = 2;"
+                         "INSERT INTO jobs(run_id, job_key, model, model_path, model_sha256, "
+                         "delegate, device, status) SELECT run_id, job_key, model, model_path, "
+                         "model_sha256, delegate, device, 'running' FROM jobs WHERE id = 2;",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(h);
+  sqlite3_close(h);
+  // An orphan: a copy of sleep(1) under dir_, started by a shell that exits.
+  fs::copy_file("/bin/sleep", dir_ / "sleep");
+  const std::string sleeper = (dir_ / "sleep").string();
+  ASSERT_EQ(std::system(("/bin/sh -c '" + sleeper + " 30 >/dev/null 2>&1 &'").c_str()), 0);
+
+  const std::string bad = CheckRunInvariants(db_, 1, dir_);
+  for (const std::string& pid_line : StrayProcesses(dir_, {})) {
+    ::kill(std::stoi(pid_line.substr(4)), SIGKILL);  // "pid N (parent P): ..."
+  }
+  EXPECT_NE(bad.find("ok job 1 has model sha256 0000"), std::string::npos) << bad;
+  EXPECT_NE(bad.find("ok job 2 ran 3 times but has 0 samples"), std::string::npos) << bad;
+  EXPECT_NE(bad.find("recorded 2 times"), std::string::npos) << bad;
+  EXPECT_NE(bad.find("is 'running', not terminal"), std::string::npos) << bad;
+  EXPECT_NE(bad.find("stray process"), std::string::npos) << bad;
+  EXPECT_NE(bad.find(sleeper), std::string::npos) << bad;
+}
+
 }  // namespace
 }  // namespace dfarm::e2e
