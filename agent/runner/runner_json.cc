@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "agent/protocol/status.h"
 
@@ -72,9 +73,16 @@ std::optional<int64_t> Integer(const json& o, const char* key) {
   return o[key].get<int64_t>();
 }
 
-// Any number, truncated; 0 when absent or not a number.
+// Any number, truncated (saturated outside int64_t, where the conversion
+// would be undefined); 0 when absent or not a number.
 int64_t Count(const json& o, const char* key) {
-  return o.contains(key) && o[key].is_number() ? o[key].get<int64_t>() : 0;
+  if (!o.contains(key) || !o[key].is_number()) return 0;
+  if (!o[key].is_number_float()) return o[key].get<int64_t>();
+  const double d = o[key].get<double>();
+  constexpr double kTwo63 = 9223372036854775808.0;
+  if (d >= kTwo63) return std::numeric_limits<int64_t>::max();
+  if (d < -kTwo63) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(d);
 }
 
 // NaN when absent or not a number: the runner writes null for a figure over

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 namespace dfarm::runner_json {
 namespace {
@@ -149,6 +150,21 @@ TEST(RunnerJsonTest, MissingFieldsKeepTheirDefaults) {
   EXPECT_TRUE(std::isnan(acc->accuracy->outputs[0].mean_abs_error));
   EXPECT_EQ(acc->accuracy->outputs[0].compared, 0);
   EXPECT_FALSE(acc->accuracy->outputs[0].top1_agree);
+}
+
+// Found by harness/fuzz's runner-JSON fuzzer: a count written as a float
+// beyond int64_t was converted with undefined behaviour (UBSan); it saturates.
+TEST(RunnerJsonTest, CountsBeyondInt64Saturate) {
+  auto doc = ParseRunnerJson(
+      R"({"status":"ok","metrics":{"peak_rss_bytes":1.04e20,"arena_bytes":-1e300,"num_runs":3.9},)"
+      R"("accuracy":{"outputs":[{"index":0,"compared":1e19}]}})");
+  ASSERT_TRUE(doc.ok()) << doc.message();
+  ASSERT_TRUE(doc->metrics);
+  EXPECT_EQ(doc->metrics->peak_rss_bytes, std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(doc->metrics->arena_bytes, std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(doc->metrics->num_runs, 3);
+  ASSERT_TRUE(doc->accuracy);
+  EXPECT_EQ(doc->accuracy->outputs[0].compared, std::numeric_limits<int64_t>::max());
 }
 
 TEST(RunnerJsonTest, WrongTypes) {
