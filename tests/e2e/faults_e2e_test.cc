@@ -467,5 +467,28 @@ TEST_F(FaultsE2eTest, CheckRunInvariantsSeesWhatIsWrong) {
   EXPECT_NE(bad.find(sleeper), std::string::npos) << bad;
 }
 
+// A runner that hangs (a shell script whose child sleeps) past the job's 1 s
+// timeout: the job is timeout, and the child it started dies with it (the
+// agent kills the runner's process group), so no process is left behind.
+TEST_F(FaultsE2eTest, HangingRunnerTimesOutAndLeavesNothing) {
+  fs::copy_file("/bin/sleep", dir_ / "hang-sleep");
+  fs::path runner = dir_ / "hanging-runner.sh";
+  std::ofstream(runner) << "#!/bin/sh\n" << (dir_ / "hang-sleep").string() << " 30\n";
+  fs::permissions(runner, fs::perms::owner_all);
+  std::string spec =
+      WriteSpec({{"name", "hang"},
+                 {"models", {AddModel()}},
+                 {"devices", {"local"}},
+                 {"benchmark", {{"num_runs", 3}, {"num_threads", 1}, {"timeout_s", 1}}}});
+  Outcome o = Dfarm({"sweep", spec, "--json"}, {"DFARM_RUNNER=" + runner.string()});
+  EXPECT_EQ(o.code, 1) << o.out << o.err;
+  EXPECT_EQ(Count("status = 'timeout'"), 1) << o.err;
+  const std::string bad = CheckRunInvariants(db_, 1, dir_);
+  for (const std::string& pid_line : StrayProcesses(dir_, {})) {
+    ::kill(std::stoi(pid_line.substr(4)), SIGKILL);
+  }
+  EXPECT_EQ(bad, "");
+}
+
 }  // namespace
 }  // namespace dfarm::e2e
