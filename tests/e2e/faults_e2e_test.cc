@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 
@@ -63,7 +64,11 @@ class Proxy {
   uint16_t port() const { return port_; }
   void Stall() { stall_ = true; }
   void Unstall() { stall_ = false; }
-  void CutOnceAfter(int64_t bytes) { cut_after_ = bytes; }
+  // `at_cut`, when set, runs on the proxy's thread just before the cut.
+  void CutOnceAfter(int64_t bytes, std::function<void()> at_cut = nullptr) {
+    at_cut_ = std::move(at_cut);
+    cut_after_ = bytes;
+  }
   int connections() const { return connections_; }
   bool cut() const { return cut_; }
 
@@ -105,6 +110,7 @@ class Proxy {
         ssize_t n = ::read(p[i].fd, buf, sizeof buf);
         if (n <= 0) return;  // closes both
         if (i == 0 && cut_after_ > 0 && to_agent + n >= cut_after_ && !cut_.exchange(true)) {
+          if (at_cut_) at_cut_();
           return;
         }
         if (i == 0) to_agent += n;
@@ -123,6 +129,7 @@ class Proxy {
   UniqueFd listen_;
   std::atomic<bool> stop_{false}, stall_{false}, cut_{false};
   std::atomic<int64_t> cut_after_{0};
+  std::function<void()> at_cut_;
   std::atomic<int> connections_{0};
   std::mutex mu_;
   std::vector<std::thread> threads_;
@@ -488,6 +495,38 @@ TEST_F(FaultsE2eTest, HangingRunnerTimesOutAndLeavesNothing) {
     ::kill(std::stoi(pid_line.substr(4)), SIGKILL);
   }
   EXPECT_EQ(bad, "");
+}
+
+// The agent SIGKILLed mid-upload (the proxy kills it half-way through the
+// first large artifact): the device is quarantined, its jobs move to local and
+// end ok there, and nothing is left running.
+TEST_F(FaultsE2eTest, AgentKilledMidUploadJobsMove) {
+  Agent a = StartAgent(dir_ / "store-a", dir_ / "agent-a.log");
+  ASSERT_NE(a.port, 0) << Slurp(dir_ / "agent-a.log");
+  Proxy proxy(a.port);
+  ASSERT_NE(proxy.port(), 0);
+  const pid_t agent = a.process->pid();
+  proxy.CutOnceAfter(static_cast<int64_t>(fs::file_size(face_) / 2),
+                     [agent] { ::kill(agent, SIGKILL); });
+  std::string spec = WriteSpec(
+      {{"name", "kill-mid-upload"},
+       {"models", {face_.string()}},
+       {"devices", {proxy.uri(), "local"}},
+       {"benchmark", {{"num_runs", 3}, {"num_threads", {1, 2, 3, 4}}}},
+       {"scheduler",
+        {{"retries", 1}, {"backoff_ms", 50}, {"quarantine_after", 1}, {"failover", "same_abi"}}}});
+  Outcome o = Dfarm({"sweep", spec, "--json"});
+  EXPECT_TRUE(proxy.cut()) << "the proxy never cut the upload";
+  EXPECT_EQ(o.code, 0) << o.out << o.err;
+  json s = json::parse(o.out, nullptr, false);
+  ASSERT_TRUE(s.is_object()) << o.out;
+  EXPECT_EQ(s["jobs"], 8);  // 2 devices x 4 thread counts
+  EXPECT_EQ(s["ok"], 8);
+  EXPECT_EQ(s["quarantined"], json::array({proxy.uri()}));
+  EXPECT_EQ(Count("status = 'ok' AND device = '" + proxy.uri() + "'"), 0);
+  EXPECT_EQ(Count("moved_from = '" + proxy.uri() + "' AND device = 'local' AND status = 'ok'"), 4);
+  EXPECT_EQ(Count("moved_from = '" + proxy.uri() + "'"), s["moved"].get<int64_t>());
+  EXPECT_EQ(CheckRunInvariants(db_, 1, dir_, {agent}), "");
 }
 
 }  // namespace
