@@ -119,6 +119,9 @@ Status Eval(Node& node) {
   const PoolData& d = *node.data_as<PoolData>();
   const Tensor& input = *node.inputs[0];
   Tensor& output = *node.outputs[0];
+  // No element to write (a zero dimension): the loops below would still walk
+  // every batch and row of the others, up to 2^31 of each.
+  if (output.bytes == 0) return Status::Ok();
   if (input.dtype == DType::kInt8) {
     EvalQuantized<kMax, int8_t>(d, input, output);
     return Status::Ok();

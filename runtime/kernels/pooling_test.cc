@@ -155,5 +155,25 @@ TEST(MaxPool2DTest, HugeWindowIsClampedToTheInputInTheFloatPathToo) {
               ::testing::ExitedWithCode(0), "");
 }
 
+// Found by runtime/fuzz's options fuzzer: a zero-element input with a batch
+// of 2^31-1 ([2^31-1,1,0,1]) passed Prepare and Eval walked every batch (tens
+// of seconds under the sanitizers); with nothing to write it returns at once.
+void RunZeroElementPoolWithin10s(tfl::BuiltinOperator code) {
+  Pool2DParams p;
+  p.padding = tfl::Padding::SAME;
+  p.stride_h = p.stride_w = p.filter_h = p.filter_w = 0x7fffffff;
+  alarm(10);
+  std::vector<float> got = RunPool(code, {}, {0x7fffffff, 1, 0, 1}, {0x7fffffff, 1, 0, 1}, p);
+  std::_Exit(got.empty() ? 0 : 1);
+}
+
+TEST(MaxPool2DTest, ZeroElementsWithAHugeBatchReturnAtOnce) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(RunZeroElementPoolWithin10s(tfl::BuiltinOperator::MAX_POOL_2D),
+              ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(RunZeroElementPoolWithin10s(tfl::BuiltinOperator::AVERAGE_POOL_2D),
+              ::testing::ExitedWithCode(0), "");
+}
+
 }  // namespace
 }  // namespace dfarm::testing
