@@ -6,6 +6,8 @@
 #   scripts/sanitize.sh thread     TSan: build-tsan, the scheduler and agent
 #                                  tests only (their threads and processes)
 # Extra arguments go to ctest (e.g. -R SupervisorTest). DFARM_JOBS: build jobs.
+# Without extra arguments, ASan + UBSan mode ends with the fuzz smoke (build-fz,
+# CTest label fuzz; DFARM_FUZZ_SMOKE=0 skips it).
 # Tests that expect an instrumented process to die of SIGSEGV (dfarm-runner
 # with a crashing delegate plugin) run with the sanitizer's SEGV handler off,
 # so the signal still kills it (with it on, ASan reports and exits 1): those
@@ -91,4 +93,21 @@ ctest "${ctest_args[@]}" "${only[@]}" -E "$SIGNAL_TESTS" "$@" || status=$?
 # The tests that expect SIGSEGV: the sanitizer must not catch it.
 ASAN_OPTIONS="$ASAN_OPTIONS:handle_segv=0" TSAN_OPTIONS="$TSAN_OPTIONS:handle_segv=0" \
   ctest "${ctest_args[@]}" "${signal_only[@]}" "$@" || status=$?
+
+# The fuzz smoke (ASan + UBSan, no ctest arguments given, DFARM_FUZZ_SMOKE not
+# 0): every libFuzzer target over its seeds plus a short fuzz, CTest label
+# `fuzz`, in build-fz/ (the folder scripts/fuzz.sh uses for long runs).
+if [ "$MODE" = address ] && [ "$#" -eq 0 ] && [ "${DFARM_FUZZ_SMOKE:-1}" != 0 ]; then
+  FZ="${DFARM_FUZZ_BUILD_DIR:-$ROOT/build-fz}"
+  if [ ! -f "$FZ/build.ninja" ]; then
+    CC=clang CXX=clang++ cmake -S "$ROOT" -B "$FZ" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      "-DCMAKE_C_FLAGS_RELEASE=-O1 -DNDEBUG -gline-tables-only" \
+      "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG -gline-tables-only" \
+      -DDFARM_BUILD_FUZZERS=ON -DDFARM_BUILD_GUI=OFF -DDFARM_BUILD_BENCHMARKS=OFF >/dev/null
+  fi
+  cmake --build "$FZ" -j "$JOBS" --target dfarm_spec_fuzzer dfarm_runner_json_fuzzer \
+    dfarm_frame_fuzzer dfarm_session_fuzzer dfarm_model_fuzzer dfarm_model_options_fuzzer \
+    dfarm_frame_fuzzer_seeds dfarm_model_fuzzer_seeds
+  ctest --test-dir "$FZ" -L fuzz --output-on-failure -j "$(nproc)" || status=$?
+fi
 exit "$status"
