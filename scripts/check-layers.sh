@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks that no include runs from a lower layer to a higher one (README.md,
 # "Layers"). Each production file may include only the folders its layer
-# lists; tests (*_test.cc, *_benchmark.cc, testing/, fuzz/, tests/, and
+# lists; tests (*_test.cc, *_benchmark.cc, testing/, fuzz/, bench/, tests/, and
 # delegates/conformance/, the op conformance tool built only with the tests on
 # tests/model_builder) may include anything. Prints each violation as FILE:LINE: include "X" (LAYER may use: ...)
 # and exits 1 when there is one.
@@ -36,7 +36,7 @@ layer_of() {
 
 is_test() {
   case "$1" in
-    tests/* | */testing/* | */fuzz/* | delegates/conformance/* | *_test.cc | *_test.h | *_benchmark.cc | *_test_main.cc) return 0 ;;
+    tests/* | */testing/* | */fuzz/* | */bench/* | delegates/conformance/* | *_test.cc | *_test.h | *_benchmark.cc | *_test_main.cc) return 0 ;;
   esac
   return 1
 }
