@@ -1,0 +1,70 @@
+// The release gate: compares a candidate run with a baseline run cell by cell
+// (latency, accuracy, memory, placement, failures) under a Policy, and renders
+// the verdicts for people (text, Markdown) and CI (JUnit XML, JSON).
+// docs/gate.md describes the method; docs/CONTRACTS.md the JSON.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "agent/base/result.h"
+#include "reports/gate/policy.h"
+#include "reports/store/store.h"
+
+namespace dfarm::gate {
+
+enum class Verdict { kPass, kImproved, kRegressed, kUnknown, kFail, kNew, kMissing };
+// "pass","improved","regressed","unknown","fail","new","missing"
+const char* VerdictName(Verdict v);
+
+struct Finding {
+  std::string
+      metric;  // "accuracy.max_abs_error", "memory.peak_rss_growth", "placement.fallback", ...
+  std::string output;  // output name (accuracy), else empty
+  double value = 0;
+  double threshold = 0;
+  bool fails = false;
+  std::string message;  // one line a person reads
+};
+
+struct CellResult {
+  std::string label;  // "model.tflite xnnpack[fp16:true] x1 @local (runner main)"
+  std::string model, model_sha256, delegate, delegate_options, runner, device;
+  uint32_t num_threads = 0;
+  std::vector<int64_t> baseline_jobs, candidate_jobs;  // ok jobs used, all trials
+  // Latency (trial statistic = median of the trial's samples).
+  double baseline_median_us = 0, candidate_median_us = 0, ratio = 0, ci_low = 0, ci_high = 0;
+  double p_value = 1, q_value = 1;
+  size_t baseline_trials = 0, candidate_trials = 0;
+  bool within_run_only = false;  // one trial per side: verdict from the samples of one trial
+  Verdict latency = Verdict::kUnknown;
+  std::vector<Finding> findings;        // accuracy, memory, placement, failure findings
+  Verdict verdict = Verdict::kUnknown;  // the cell's overall verdict
+};
+
+struct GateResult {
+  int64_t candidate_run = 0, baseline_run = 0;  // baseline_run 0: the candidate judged alone
+  std::vector<int64_t> extra_candidate_runs;    // reruns combined with the candidate
+  std::vector<CellResult> cells;
+  bool passed = false;             // no cell fails or is regressed
+  std::vector<std::string> notes;  // e.g. "verdicts rest on within-run samples only"
+};
+
+// Judges candidate_run against baseline_run (0: the candidate alone, see
+// docs/gate.md). Errors: no such run (kNotFound), no comparable cell
+// (kInvalidInput), the store failed (kFailed).
+Result<GateResult> RunGate(store::Store& store, int64_t candidate_run, int64_t baseline_run,
+                           const Policy& policy);
+// Same, with the jobs of extra_candidate_runs (reruns) added to the candidate's trials.
+Result<GateResult> RunGate(store::Store& store, int64_t candidate_run,
+                           const std::vector<int64_t>& extra_candidate_runs, int64_t baseline_run,
+                           const Policy& policy);
+
+std::string RenderGateText(const GateResult& result);
+std::string RenderGateMarkdown(const GateResult& result);
+std::string RenderGateJunit(const GateResult& result);
+std::string RenderGateJson(const GateResult& result);
+
+}  // namespace dfarm::gate
