@@ -245,7 +245,10 @@ Status EvalReference(Node& node) {
   for (int64_t p = 0; p < out_pixels; ++p) {
     for (int oc = 0; oc < out_c; ++oc) out[p * out_c + oc] = bias != nullptr ? bias[oc] : 0.0f;
   }
-  for (int n = 0; n < batches; ++n) {
+  // An input with no element scatters nothing (the output is the bias): its
+  // other dimensions may still be 2^31-1 (found by the options fuzzer).
+  const int scatter_batches = input.num_elements() == 0 ? 0 : batches;
+  for (int n = 0; n < scatter_batches; ++n) {
     for (int iy = 0; iy < in_h; ++iy) {
       for (int ix = 0; ix < in_w; ++ix) {
         const float* px = in + ((static_cast<size_t>(n) * in_h + iy) * in_w + ix) * in_c;
@@ -289,7 +292,8 @@ Status EvalQuantized(Node& node) {
   const T* w = filter.data_as<T>();
   T* out = output.data_as<T>();
   std::fill(d.accumulators.begin(), d.accumulators.end(), 0);
-  for (int n = 0; n < batches; ++n) {
+  const int scatter_batches = input.num_elements() == 0 ? 0 : batches;  // as the float path
+  for (int n = 0; n < scatter_batches; ++n) {
     for (int iy = 0; iy < in_h; ++iy) {
       for (int ix = 0; ix < in_w; ++ix) {
         const T* px = in + ((static_cast<size_t>(n) * in_h + iy) * in_w + ix) * in_c;

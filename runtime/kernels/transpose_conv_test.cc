@@ -1,5 +1,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
 
@@ -182,6 +183,50 @@ TEST(TransposeConvTest, MediaPipeStrideThatOverflowsTheOutputIsRefused) {
   EXPECT_THAT(status.message(),
               HasSubstr("node 0 (Convolution2DTransposeBias): stride_width 2147483647 makes the "
                         "scattered output width overflow"));
+}
+
+}  // namespace
+}  // namespace dfarm::testing
+
+namespace dfarm::testing {
+namespace {
+
+// Found by runtime/fuzz's options fuzzer: an input with no element but a
+// height of 2^31-1 ([2, 2^31-1, 0, 1]) passed Prepare and Eval walked 2^32
+// empty rows. Runs TRANSPOSE_CONV (float32, or int8 when `quantized`) over
+// that input in a child that SIGALRM kills after 10 s; exits 0 when the
+// output is the bias alone (zeros).
+void RunEmptyInputWithin10s(bool quantized) {
+  const tfl::TensorType type = quantized ? tfl::TensorType::INT8 : tfl::TensorType::FLOAT32;
+  ModelBuilder b;
+  int shape = b.AddConstInt32({4}, {2, 2, 2, 1});
+  int filter = quantized ? b.AddConstInt8({1, 1, 1, 1}, {3}) : b.AddConstFloat32({1, 1, 1, 1}, {3});
+  int in = b.AddTensor(type, {2, 0x7fffffff, 0, 1});
+  int out = b.AddTensor(type, {2, 2, 2, 1});
+  if (quantized) {
+    b.SetQuantization(filter, 0.5f, 0);
+    b.SetQuantization(in, 0.5f, 0);
+    b.SetQuantization(out, 0.5f, 0);
+  }
+  b.AddTransposeConv(shape, filter, in, -1, out, TransposeConvParams{});
+  b.SetInputs({in});
+  b.SetOutputs({out});
+  alarm(10);
+  GraphRunner runner;
+  if (!runner.Init(b).ok() || !runner.Invoke().ok()) std::_Exit(2);
+  bool zeros = true;
+  if (quantized) {
+    for (int8_t v : runner.Output<int8_t>(0)) zeros = zeros && v == 0;
+  } else {
+    for (float v : runner.Output<float>(0)) zeros = zeros && v == 0.0f;
+  }
+  std::_Exit(zeros ? 0 : 1);
+}
+
+TEST(TransposeConvTest, EmptyInputWithAHugeHeightReturnsAtOnce) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(RunEmptyInputWithin10s(false), ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(RunEmptyInputWithin10s(true), ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace
