@@ -147,6 +147,20 @@ CREATE INDEX jobs_by_model_delegate ON jobs(model_sha256, delegate, delegate_opt
     R"sql(
 ALTER TABLE results ADD COLUMN threads_used INTEGER;
 )sql",
+    // v6 (issue 13): independent trials of a cell (benchmark.repeats), the
+    // runner name and build of each job, the run a rerun was made from, and
+    // run tags (baselines).
+    R"sql(
+ALTER TABLE jobs ADD COLUMN trial INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN runner TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN runner_sha256 TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN parent_run_id INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE run_tags(
+  name TEXT PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  tagged_at TEXT);
+CREATE INDEX run_tags_by_run ON run_tags(run_id);
+)sql",
 };
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));

@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <ctime>
@@ -39,7 +40,8 @@ constexpr const char* kJobColumns =
     " WHERE p.job_id = j.id AND p.delegate <> 'cpu'), "
     "coalesce(r.started_hot, 0), coalesce(r.throttled, 0), coalesce(r.state_note, ''), "
     "coalesce(r.threads_used, 0), "
-    "(SELECT count(*) FROM placement p WHERE p.job_id = j.id AND p.folded <> 0) "
+    "(SELECT count(*) FROM placement p WHERE p.job_id = j.id AND p.folded <> 0), "
+    "j.trial, j.runner, j.runner_sha256 "
     "FROM jobs j LEFT JOIN results r ON r.job_id = j.id ";
 
 JobRow ReadJob(const Stmt& s) {
@@ -90,11 +92,16 @@ JobRow ReadJob(const Stmt& s) {
   j.started_hot = s.Int(32) != 0;
   j.throttled = s.Int(33) != 0;
   j.state_note = s.Text(34);
+  j.trial = s.Int(37);
+  j.runner = s.Text(38);
+  j.runner_sha256 = s.Text(39);
   return j;
 }
 
 constexpr const char* kRunColumns =
-    "id, name, created_at, finished_at, status, spec_json, owner_pid, owner_host, owner_since "
+    "id, name, created_at, finished_at, status, spec_json, owner_pid, owner_host, owner_since, "
+    "parent_run_id, (SELECT group_concat(name, char(10)) FROM "
+    "(SELECT t.name FROM run_tags t WHERE t.run_id = runs.id ORDER BY t.name)) "
     "FROM runs ";
 
 RunRow ReadRun(const Stmt& s) {
@@ -108,6 +115,17 @@ RunRow ReadRun(const Stmt& s) {
   r.owner_pid = s.Int(6);
   r.owner_host = s.Text(7);
   r.owner_since = s.Int(8);
+  r.parent_run_id = s.Int(9);
+  if (!s.IsNull(10)) {
+    std::string all = s.Text(10);
+    for (size_t start = 0; start <= all.size();) {
+      size_t end = all.find('\n', start);
+      if (end == std::string::npos) end = all.size();
+      r.tags.push_back(all.substr(start, end - start));
+      start = end + 1;
+    }
+    std::sort(r.tags.begin(), r.tags.end());
+  }
   return r;
 }
 
@@ -234,7 +252,8 @@ class SqliteStore final : public Store {
     if (!tx) return Fail("add jobs", tx);
     auto s = Prepare(
         "INSERT INTO jobs(run_id, job_key, model, model_path, model_sha256, delegate, "
-        "delegate_options, device, status, num_threads) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        "delegate_options, device, status, num_threads, trial, runner, runner_sha256) "
+        "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     if (!s) return s.error();
     std::vector<int64_t> ids;
     ids.reserve(jobs.size());
@@ -243,7 +262,8 @@ class SqliteStore final : public Store {
       s->Bind(1, run_id).Bind(2, j.job_key).Bind(3, j.model).Bind(4, j.model_path);
       s->Bind(5, j.model_sha256).Bind(6, j.delegate).Bind(7, j.delegate_options);
       s->Bind(8, j.device).Bind(9, std::string(kJobQueued));
-      s->Bind(10, static_cast<int64_t>(j.num_threads));
+      s->Bind(10, static_cast<int64_t>(j.num_threads)).Bind(11, j.trial).Bind(12, j.runner);
+      s->Bind(13, j.runner_sha256);
       if (auto r = s->Run(); !r) return Fail("add job to run " + std::to_string(run_id), r);
       ids.push_back(sqlite3_last_insert_rowid(db_.get()));
     }
@@ -675,7 +695,67 @@ class SqliteStore final : public Store {
     return devices;
   }
 
+  Result<void> TagRun(int64_t run_id, const std::string& name, bool move) override {
+    if (!IsValidTagName(name)) return BadTagName(name);
+    auto tx = Transaction::Begin(db_);
+    if (!tx) return Fail("tag run", tx);
+    if (auto r = GetRun(run_id); !r) return r.error();
+    auto holder = FindTag(name);
+    if (!holder) return holder.error();
+    if (*holder && **holder != run_id && !move) {
+      return MakeError(ErrorKind::kInvalidInput,
+                       "tag '" + name + "' is already on run " + std::to_string(**holder) +
+                           "; pass --move to move it to run " + std::to_string(run_id) +
+                           ", or untag it first");
+    }
+    auto s = Prepare("INSERT OR REPLACE INTO run_tags(name, run_id, tagged_at) VALUES(?, ?, ?)");
+    if (!s) return s.error();
+    s->Bind(1, name).Bind(2, run_id).Bind(3, NowIso8601());
+    if (auto r = s->Run(); !r) return Fail("tag run " + std::to_string(run_id), r);
+    if (auto r = tx->Commit(); !r) return Fail("tag run", r);
+    return Ok();
+  }
+
+  Result<void> UntagRun(const std::string& name) override {
+    auto s = Prepare("DELETE FROM run_tags WHERE name = ?");
+    if (!s) return s.error();
+    s->Bind(1, name);
+    if (auto r = s->Run(); !r) return Fail("untag '" + name + "'", r);
+    if (sqlite3_changes(db_.get()) == 0) {
+      return MakeError(ErrorKind::kNotFound, "no run is tagged '" + name + "' in '" + path_ + "'");
+    }
+    return Ok();
+  }
+
+  Result<std::optional<int64_t>> FindTag(const std::string& name) override {
+    auto s = Prepare("SELECT run_id FROM run_tags WHERE name = ?");
+    if (!s) return s.error();
+    s->Bind(1, name);
+    auto row = s->Step();
+    if (!row) return Fail("read tag '" + name + "'", row);
+    if (!*row) return std::optional<int64_t>();
+    return std::optional<int64_t>(s->Int(0));
+  }
+
+  Result<void> SetRunParent(int64_t run_id, int64_t parent_run_id) override {
+    auto s = Prepare("UPDATE runs SET parent_run_id = ? WHERE id = ?");
+    if (!s) return s.error();
+    s->Bind(1, parent_run_id).Bind(2, run_id);
+    if (auto r = s->Run(); !r) return Fail("set the parent of run", r);
+    if (sqlite3_changes(db_.get()) == 0) {
+      return MakeError(ErrorKind::kNotFound,
+                       "no run " + std::to_string(run_id) + " in '" + path_ + "'");
+    }
+    return Ok();
+  }
+
  private:
+  static Error BadTagName(const std::string& name) {
+    return MakeError(
+        ErrorKind::kInvalidInput,
+        "tag name '" + name + "' is not valid: use 1 to 64 of the characters A-Z a-z 0-9 _ . -");
+  }
+
   // Runs "<verb_and_table>(columns...) VALUES(...)" once; errors read "cannot <what>".
   Result<void> Insert(std::string_view verb_and_table, const std::vector<Column>& columns,
                       const std::string& what) {
@@ -739,6 +819,16 @@ class SqliteStore final : public Store {
 }  // namespace
 
 bool IsFinalJobStatus(const std::string& status) { return ParseJobStatus(status).has_value(); }
+
+bool IsValidTagName(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
 
 int CurrentSchemaVersion() { return sqlite::SchemaVersion(); }
 

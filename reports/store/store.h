@@ -78,6 +78,10 @@ struct RunRow {
   int64_t owner_pid = 0;
   std::string owner_host;
   int64_t owner_since = 0;  // unix seconds of the claim, renewed while a sweep runs
+  // Schema v6: the run this one was made from (`dfarm gate --rerun-unknown`
+  // reruns cells of a candidate in a new run linked to it); 0 = none.
+  int64_t parent_run_id = 0;
+  std::vector<std::string> tags;  // tag names on this run, sorted (ListRuns/GetRun fill it)
 };
 
 // The device's telemetry beside one job (schema v4), from the agent's
@@ -123,6 +127,10 @@ struct JobRow {
   bool started_hot = false;  // the agent saw a thermal zone above its threshold before the job
   bool throttled = false;    // a CPU ran below its hardware maximum before or after the job
   std::string state_note;    // one line naming why the job is flagged; empty when not
+  // Schema v6 (0/empty in runs before it).
+  int64_t trial = 0;          // 0-based trial index of the cell (spec benchmark.repeats)
+  std::string runner;         // runner name of the spec ("" = the default runner)
+  std::string runner_sha256;  // sha256 of the runtime build that ran (may be "" in old runs)
 };
 
 // What RecordJobResult stores for one finished job.
@@ -262,7 +270,22 @@ class Store {
   virtual Result<void> SetDeviceState(const std::string& name, const std::string& state,
                                       const std::string& reason) = 0;
   virtual Result<std::vector<DeviceRow>> ListDevices() = 0;  // by name
+
+  // Tags (schema v6): names for runs, such as a release baseline. Puts tag
+  // `name` on run_id. A name already on another run: kInvalidInput error
+  // naming that run, unless move (then it moves). Names: [A-Za-z0-9_.-]{1,64}
+  // (else kInvalidInput). No such run: kNotFound.
+  virtual Result<void> TagRun(int64_t run_id, const std::string& name, bool move) = 0;
+  // Removes tag `name`; kNotFound when no run has it.
+  virtual Result<void> UntagRun(const std::string& name) = 0;
+  // The run tagged `name`; unset when none is.
+  virtual Result<std::optional<int64_t>> FindTag(const std::string& name) = 0;
+  // Links run_id to the run it was made from (0 clears it). kNotFound: no such run.
+  virtual Result<void> SetRunParent(int64_t run_id, int64_t parent_run_id) = 0;
 };
+
+// Whether `name` may be a run tag: [A-Za-z0-9_.-]{1,64}.
+bool IsValidTagName(const std::string& name);
 
 // A run's claim by a process on another host counts as abandoned after this
 // long without the owner renewing it (its pid cannot be checked from here).

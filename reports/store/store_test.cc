@@ -762,5 +762,137 @@ TEST_F(StoreTest, RefusesUnknownTestVersion) {
   EXPECT_FALSE(CreateSqliteStoreAtVersionForTesting(path_, CurrentSchemaVersion() + 1).ok());
 }
 
+// --- schema v6: trials, runner of a job, run parent, tags ---------------------
+
+TEST_F(StoreTest, MigratesVersion5WithV6Defaults) {
+  ASSERT_TRUE(CreateSqliteStoreAtVersionForTesting(path_, 5).ok());
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    const char* rows =
+        "INSERT INTO runs(id, name, created_at, status, spec_json) "
+        "VALUES(1, 'old', 't', 'finished', '{}');"
+        "INSERT INTO jobs(run_id, job_key, model, model_path, model_sha256, delegate, device, "
+        "status, num_threads) VALUES(1, 'k', 'm', '/m', 's', 'cpu', 'local', 'ok', 2);";
+    ASSERT_EQ(sqlite3_exec(db, rows, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+    sqlite3_close(db);
+  }
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  auto job = store->GetJob(1);
+  ASSERT_TRUE(job.ok()) << job.message();
+  EXPECT_EQ(job->trial, 0);
+  EXPECT_EQ(job->runner, "");
+  EXPECT_EQ(job->runner_sha256, "");
+  auto run = store->GetRun(1);
+  ASSERT_TRUE(run.ok()) << run.message();
+  EXPECT_EQ(run->parent_run_id, 0);
+  EXPECT_TRUE(run->tags.empty());
+  ASSERT_TRUE(store->TagRun(1, "old-baseline", false).ok());
+  EXPECT_EQ(store->GetRun(1)->tags, std::vector<std::string>{"old-baseline"});
+}
+
+TEST_F(StoreTest, JobTrialAndRunnerRoundTrip) {
+  auto store = Open();
+  auto run = store->CreateRun("r", "{}");
+  ASSERT_TRUE(run.ok());
+  JobRow a = MakeJob("m.tflite");
+  a.trial = 2;
+  a.runner = "main";
+  a.runner_sha256 = std::string(64, 'b');
+  JobRow b = MakeJob("n.tflite");
+  auto ids = store->AddJobs(*run, {a, b});
+  ASSERT_TRUE(ids.ok()) << ids.message();
+  auto jobs = store->ListJobs(*run);
+  ASSERT_TRUE(jobs.ok());
+  ASSERT_EQ(jobs->size(), 2u);
+  EXPECT_EQ((*jobs)[0].trial, 2);
+  EXPECT_EQ((*jobs)[0].runner, "main");
+  EXPECT_EQ((*jobs)[0].runner_sha256, std::string(64, 'b'));
+  EXPECT_EQ((*jobs)[1].trial, 0);
+  EXPECT_EQ((*jobs)[1].runner, "");
+  auto one = store->GetJob((*ids)[0]);
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->trial, 2);
+  EXPECT_EQ(one->runner, "main");
+}
+
+TEST_F(StoreTest, TagsMoveRefuseUntag) {
+  auto store = Open();
+  auto r1 = store->CreateRun("a", "{}");
+  auto r2 = store->CreateRun("b", "{}");
+  ASSERT_TRUE(r1.ok() && r2.ok());
+  ASSERT_TRUE(store->TagRun(*r1, "release-1.2", false).ok());
+  ASSERT_TRUE(store->TagRun(*r1, "base", false).ok());
+  ASSERT_TRUE(store->TagRun(*r1, "base", false).ok());  // again on the same run: fine
+  EXPECT_EQ(store->GetRun(*r1)->tags, (std::vector<std::string>{"base", "release-1.2"}));
+  auto found = store->FindTag("base");
+  ASSERT_TRUE(found.ok());
+  EXPECT_EQ(*found, std::optional<int64_t>(*r1));
+
+  // On another run: refused, naming the run that has it, unless moved.
+  auto refused = store->TagRun(*r2, "base", false);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().kind, ErrorKind::kInvalidInput);
+  EXPECT_NE(refused.message().find("already on run " + std::to_string(*r1)), std::string::npos)
+      << refused.message();
+  ASSERT_TRUE(store->TagRun(*r2, "base", true).ok());
+  EXPECT_EQ(*store->FindTag("base"), std::optional<int64_t>(*r2));
+  auto runs = store->ListRuns();
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 2u);
+  EXPECT_EQ((*runs)[0].tags, std::vector<std::string>{"release-1.2"});
+  EXPECT_EQ((*runs)[1].tags, std::vector<std::string>{"base"});
+
+  // Untag; an unknown name is kNotFound.
+  ASSERT_TRUE(store->UntagRun("base").ok());
+  EXPECT_FALSE(store->FindTag("base")->has_value());
+  auto gone = store->UntagRun("base");
+  ASSERT_FALSE(gone.ok());
+  EXPECT_EQ(gone.error().kind, ErrorKind::kNotFound);
+  EXPECT_NE(gone.message().find("'base'"), std::string::npos) << gone.message();
+}
+
+TEST_F(StoreTest, TagRefusesBadNamesAndUnknownRuns) {
+  auto store = Open();
+  auto run = store->CreateRun("a", "{}");
+  ASSERT_TRUE(run.ok());
+  for (const std::string& bad :
+       std::vector<std::string>{"", "has space", "a/b", "tag:x", std::string(65, 'x')}) {
+    auto r = store->TagRun(*run, bad, false);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().kind, ErrorKind::kInvalidInput) << bad;
+  }
+  EXPECT_TRUE(store->TagRun(*run, std::string(64, 'x'), false).ok());
+  EXPECT_TRUE(IsValidTagName("v1.2_rc-3"));
+  auto missing = store->TagRun(*run + 10, "x", false);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().kind, ErrorKind::kNotFound);
+}
+
+TEST_F(StoreTest, TagsGoWithADeletedRunAndParentLinks) {
+  auto store = Open();
+  auto r1 = store->CreateRun("a", "{}");
+  auto r2 = store->CreateRun("b", "{}");
+  ASSERT_TRUE(r1.ok() && r2.ok());
+  ASSERT_TRUE(store->SetRunParent(*r2, *r1).ok());
+  EXPECT_EQ(store->GetRun(*r2)->parent_run_id, *r1);
+  EXPECT_EQ(store->GetRun(*r1)->parent_run_id, 0);
+  auto missing = store->SetRunParent(*r2 + 10, *r1);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().kind, ErrorKind::kNotFound);
+  ASSERT_TRUE(store->TagRun(*r1, "gone", false).ok());
+  store.reset();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  const std::string del =
+      "PRAGMA foreign_keys = ON; DELETE FROM runs WHERE id = " + std::to_string(*r1) + ";";
+  ASSERT_EQ(sqlite3_exec(db, del.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+  store = Open();
+  EXPECT_FALSE(store->FindTag("gone")->has_value());
+}
+
 }  // namespace
 }  // namespace dfarm::store
