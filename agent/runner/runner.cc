@@ -316,6 +316,13 @@ bool Measure(const RunnerOptions& options, const Job& job, RunOutcome* outcome) 
   auto invoke = [&](double* us_out) {
     const Clock::time_point start = Clock::now();
     runtime::Status s = job.interpreter->Invoke();
+#ifdef DFARM_TEST_SLOWDOWN
+    // Test only: dfarm-runner-slow (agent/runner/CMakeLists.txt) busy-waits a fixed fraction
+    // of each invocation's time, a known latency regression for tests/e2e/gate_e2e_test.cc.
+    const double spin_until_us = MicrosSince(start) * (1.0 + (DFARM_TEST_SLOWDOWN));
+    while (MicrosSince(start) < spin_until_us) {
+    }
+#endif
     *us_out = MicrosSince(start);
     return s;
   };
