@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,14 @@ struct CellResult {
   Verdict latency = Verdict::kUnknown;
   std::vector<Finding> findings;        // accuracy, memory, placement, failure findings
   Verdict verdict = Verdict::kUnknown;  // the cell's overall verdict
+  // Figures beside the verdicts (dfarm compare): medians over the ok trials
+  // (0 when unknown) and the worst max_abs_error over outputs and trials
+  // against the CPU reference (NaN when the jobs compared none).
+  int64_t baseline_peak_rss_bytes = 0, candidate_peak_rss_bytes = 0;
+  int64_t baseline_arena_bytes = 0, candidate_arena_bytes = 0;
+  double baseline_max_abs_error = std::numeric_limits<double>::quiet_NaN();
+  double candidate_max_abs_error = std::numeric_limits<double>::quiet_NaN();
+  size_t baseline_failed_jobs = 0, candidate_failed_jobs = 0;  // jobs not ok (any final status)
 };
 
 struct GateResult {

@@ -1,0 +1,634 @@
+#include "reports/gate/gate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include "reports/gate/stats.h"
+
+namespace dfarm::gate {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// One job of either side with what the gate reads of it.
+struct LoadedJob {
+  store::JobRow row;
+  std::vector<double> samples;
+  std::optional<store::Accuracy> accuracy;
+  std::optional<store::JobPlacement> placement;
+  bool ok() const { return row.status == store::kJobOk; }
+};
+
+struct CellKey {
+  std::string model_sha256, delegate, delegate_options, runner, device;
+  uint32_t num_threads = 0;
+  auto Tie() const {
+    return std::tie(model_sha256, delegate, delegate_options, num_threads, runner, device);
+  }
+  bool operator<(const CellKey& o) const { return Tie() < o.Tie(); }
+};
+
+struct CellJobs {
+  std::vector<LoadedJob> baseline, candidate;
+};
+
+std::string DeviceCell(const Policy& policy, const std::string& device) {
+  for (const auto& [name, globs] : policy.device_classes) {
+    for (const auto& g : globs) {
+      if (GlobMatch(g, device)) return name;
+    }
+  }
+  return device;
+}
+
+std::string Num(double v) {
+  std::ostringstream s;
+  s.precision(3);
+  s << v;
+  return s.str();
+}
+
+// Loads every job of `run_id` into its cell, on the side `baseline` says.
+Result<void> LoadRun(store::Store& store, int64_t run_id, bool baseline, const Policy& policy,
+                     std::map<CellKey, CellJobs>& cells) {
+  auto jobs = store.ListJobs(run_id);
+  if (!jobs) return jobs.error();
+  for (auto& row : *jobs) {
+    LoadedJob job;
+    job.row = std::move(row);
+    if (job.ok()) {
+      auto samples = store.GetSamples(job.row.id);
+      if (!samples) return samples.error();
+      job.samples = std::move(*samples);
+      auto accuracy = store.GetAccuracy(job.row.id);
+      if (!accuracy) return accuracy.error();
+      job.accuracy = std::move(*accuracy);
+      auto placement = store.GetPlacement(job.row.id);
+      if (!placement) return placement.error();
+      job.placement = std::move(*placement);
+    }
+    CellKey key{job.row.model_sha256,
+                job.row.delegate,
+                job.row.delegate_options,
+                job.row.runner,
+                DeviceCell(policy, job.row.device),
+                job.row.num_threads};
+    auto& side = baseline ? cells[key].baseline : cells[key].candidate;
+    side.push_back(std::move(job));
+  }
+  return {};
+}
+
+std::string Label(const CellKey& key, const std::string& model) {
+  std::string label = model + " " + key.delegate;
+  if (!key.delegate_options.empty()) label += "[" + key.delegate_options + "]";
+  label += " x" + std::to_string(key.num_threads) + " @" + key.device;
+  if (!key.runner.empty()) label += " (runner " + key.runner + ")";
+  return label;
+}
+
+std::vector<const LoadedJob*> OkJobs(const std::vector<LoadedJob>& jobs) {
+  std::vector<const LoadedJob*> ok;
+  for (const auto& j : jobs) {
+    if (j.ok()) ok.push_back(&j);
+  }
+  return ok;
+}
+
+// ---- latency -----------------------------------------------------------------
+
+struct LatencyInput {
+  std::vector<double> baseline, candidate;  // trial medians, or one trial's samples
+};
+
+LatencyInput LatencyData(CellResult& cell, const std::vector<const LoadedJob*>& base,
+                         const std::vector<const LoadedJob*>& cand) {
+  LatencyInput in;
+  std::vector<double> base_samples, cand_samples;
+  for (const auto* j : base) {
+    if (j->samples.empty()) continue;
+    in.baseline.push_back(stats::Median(j->samples));
+    base_samples.insert(base_samples.end(), j->samples.begin(), j->samples.end());
+  }
+  for (const auto* j : cand) {
+    if (j->samples.empty()) continue;
+    in.candidate.push_back(stats::Median(j->samples));
+    cand_samples.insert(cand_samples.end(), j->samples.begin(), j->samples.end());
+  }
+  cell.baseline_trials = in.baseline.size();
+  cell.candidate_trials = in.candidate.size();
+  if (in.baseline.size() < 2 || in.candidate.size() < 2) {
+    cell.within_run_only = true;
+    in.baseline = std::move(base_samples);
+    in.candidate = std::move(cand_samples);
+  }
+  return in;
+}
+
+// Fills the cell's latency figures and p-value; false when there is nothing to compare.
+bool CompareLatency(CellResult& cell, const LatencyInput& in, const LatencyPolicy& p) {
+  if (in.baseline.empty() || in.candidate.empty()) return false;
+  cell.baseline_median_us = stats::Median(in.baseline);
+  cell.candidate_median_us = stats::Median(in.candidate);
+  if (!(cell.baseline_median_us > 0)) return false;
+  cell.ratio = cell.candidate_median_us / cell.baseline_median_us;
+  cell.p_value = stats::MannWhitneyU(in.candidate, in.baseline).p_value;
+  auto ci = stats::BootstrapRatioOfMedians(in.baseline, in.candidate, p.confidence,
+                                           p.bootstrap_resamples, p.seed);
+  cell.ci_low = ci.low;
+  cell.ci_high = ci.high;
+  return true;
+}
+
+Verdict LatencyVerdict(const CellResult& c, const LatencyPolicy& p) {
+  const double up = 1 + p.min_effect, down = 1 - p.min_effect;
+  if (!std::isfinite(c.ci_low) || !std::isfinite(c.ci_high)) return Verdict::kUnknown;
+  const bool significant = c.q_value < p.alpha;
+  if (significant && c.ci_low > up && c.ratio > up) return Verdict::kRegressed;
+  if (significant && c.ci_high < down && c.ratio < down) return Verdict::kImproved;
+  if (c.ci_low >= down && c.ci_high <= up) return Verdict::kPass;
+  return Verdict::kUnknown;
+}
+
+// ---- accuracy ------------------------------------------------------------------
+
+// The worst figures of one output over a side's trials.
+struct OutputFigures {
+  std::string name;
+  double max_abs_error = kNaN, mean_abs_error = kNaN, rmse = kNaN, max_lsb = kNaN;
+  bool quantized = false;
+  int64_t new_nan_inf = 0;  // NaN/Inf in the delegate's output beyond the reference's
+  int top1_total = 0, top1_agree = 0, top5_total = 0, top5_agree = 0;
+};
+
+double Worst(double a, double b) {
+  if (std::isnan(a)) return b;
+  if (std::isnan(b)) return a;
+  return std::max(a, b);
+}
+
+std::map<int64_t, OutputFigures> Figures(const std::vector<const LoadedJob*>& jobs) {
+  std::map<int64_t, OutputFigures> out;
+  for (const auto* j : jobs) {
+    if (!j->accuracy) continue;
+    for (const auto& o : j->accuracy->outputs) {
+      auto& f = out[o.index];
+      f.name = o.name;
+      f.max_abs_error = Worst(f.max_abs_error, o.max_abs_error);
+      f.mean_abs_error = Worst(f.mean_abs_error, o.mean_abs_error);
+      f.rmse = Worst(f.rmse, o.rmse);
+      if (o.max_abs_error_lsb) {
+        f.quantized = true;
+        f.max_lsb = Worst(f.max_lsb, runner::ToDouble(*o.max_abs_error_lsb));
+      }
+      f.new_nan_inf += std::max<int64_t>(0, o.nan_count - o.reference_nan_count) +
+                       std::max<int64_t>(0, o.inf_count - o.reference_inf_count);
+      if (o.top1_agree) {
+        ++f.top1_total;
+        f.top1_agree += *o.top1_agree ? 1 : 0;
+      }
+      if (o.top5_agree) {
+        ++f.top5_total;
+        f.top5_agree += *o.top5_agree ? 1 : 0;
+      }
+    }
+  }
+  return out;
+}
+
+// The effective thresholds for one output: per field, the first matching rule that sets it.
+AccuracyRule EffectiveRule(const Policy& policy, const std::string& model, const OutputFigures& f) {
+  AccuracyRule e;
+  auto fill = [](std::optional<double>& dst, const std::optional<double>& src) {
+    if (!dst && src) dst = src;
+  };
+  for (const auto& r : policy.accuracy) {
+    if (!GlobMatch(r.model, model) || !GlobMatch(r.output, f.name)) continue;
+    if (r.dtype != "*" && (r.dtype == "quantized") != f.quantized) continue;
+    fill(e.max_abs_error, r.max_abs_error);
+    fill(e.mean_abs_error, r.mean_abs_error);
+    fill(e.rmse, r.rmse);
+    fill(e.max_abs_error_lsb, r.max_abs_error_lsb);
+    fill(e.min_top1_agreement, r.min_top1_agreement);
+    fill(e.min_top5_agreement, r.min_top5_agreement);
+    fill(e.max_abs_error_growth, r.max_abs_error_growth);
+    fill(e.mean_abs_error_growth, r.mean_abs_error_growth);
+    fill(e.rmse_growth, r.rmse_growth);
+    fill(e.growth_floor, r.growth_floor);
+    if (!e.nan_inf && r.nan_inf) e.nan_inf = r.nan_inf;
+  }
+  return e;
+}
+
+void AddFinding(CellResult& cell, std::string metric, const std::string& output, double value,
+                double threshold, bool fails, std::string message) {
+  cell.findings.push_back(
+      Finding{std::move(metric), output, value, threshold, fails, std::move(message)});
+}
+
+// Against the CPU reference: the figure must not exceed the threshold.
+void CheckMax(CellResult& cell, const char* metric, const OutputFigures& f, double value,
+              const std::optional<double>& threshold, const char* unit) {
+  if (!threshold || std::isnan(value)) return;
+  const bool fails = value > *threshold;
+  AddFinding(cell, std::string("accuracy.") + metric, f.name, value, *threshold, fails,
+             "output '" + f.name + "': " + metric + " " + Num(value) + unit +
+                 " vs the CPU reference " + (fails ? "exceeds" : "within") + " the threshold " +
+                 Num(*threshold) + unit);
+}
+
+void CheckAgreement(CellResult& cell, const char* metric, const OutputFigures& f, int agree,
+                    int total, const std::optional<double>& threshold) {
+  if (!threshold || total == 0) return;
+  const double value = static_cast<double>(agree) / total;
+  const bool fails = value < *threshold;
+  AddFinding(cell, std::string("accuracy.") + metric, f.name, value, *threshold, fails,
+             "output '" + f.name + "': " + metric + " " + Num(value) + " (" +
+                 std::to_string(agree) + "/" + std::to_string(total) + " trials) " +
+                 (fails ? "below" : "at least") + " the minimum " + Num(*threshold));
+}
+
+void CheckGrowth(CellResult& cell, const char* metric, const OutputFigures& f, double cand,
+                 double base, const std::optional<double>& factor, double floor) {
+  if (!factor || std::isnan(cand) || std::isnan(base) || cand <= floor) return;
+  const double growth = cand / std::max(base, floor);
+  if (growth <= *factor) return;
+  AddFinding(cell, std::string("accuracy.") + metric + "_growth", f.name, growth, *factor, true,
+             "output '" + f.name + "': " + metric + " " + Num(cand) + " is " + Num(growth) +
+                 "x the baseline's " + Num(base) + " (allowed " + Num(*factor) + "x)");
+}
+
+double WorstMaxAbsError(const std::map<int64_t, OutputFigures>& figures) {
+  double worst = kNaN;
+  for (const auto& [index, f] : figures) worst = Worst(worst, f.max_abs_error);
+  return worst;
+}
+
+void JudgeAccuracy(CellResult& cell, const Policy& policy,
+                   const std::vector<const LoadedJob*>& base,
+                   const std::vector<const LoadedJob*>& cand) {
+  const auto cand_figures = Figures(cand);
+  const auto base_figures = Figures(base);
+  cell.candidate_max_abs_error = WorstMaxAbsError(cand_figures);
+  cell.baseline_max_abs_error = WorstMaxAbsError(base_figures);
+  for (const auto& [index, f] : cand_figures) {
+    const AccuracyRule r = EffectiveRule(policy, cell.model, f);
+    if (f.new_nan_inf > 0 && r.nan_inf.value_or("fail") == "fail") {
+      AddFinding(cell, "accuracy.nan_inf", f.name, static_cast<double>(f.new_nan_inf), 0, true,
+                 "output '" + f.name + "': " + std::to_string(f.new_nan_inf) +
+                     " NaN/Inf values the CPU reference does not have");
+    }
+    if (f.quantized) CheckMax(cell, "max_abs_error_lsb", f, f.max_lsb, r.max_abs_error_lsb, " LSB");
+    CheckMax(cell, "max_abs_error", f, f.max_abs_error, r.max_abs_error, "");
+    CheckMax(cell, "mean_abs_error", f, f.mean_abs_error, r.mean_abs_error, "");
+    CheckMax(cell, "rmse", f, f.rmse, r.rmse, "");
+    CheckAgreement(cell, "top1_agreement", f, f.top1_agree, f.top1_total, r.min_top1_agreement);
+    CheckAgreement(cell, "top5_agreement", f, f.top5_agree, f.top5_total, r.min_top5_agreement);
+    auto b = base_figures.find(index);
+    if (b == base_figures.end() || b->second.name != f.name) continue;
+    const double floor = r.growth_floor.value_or(1e-12);
+    CheckGrowth(cell, "max_abs_error", f, f.max_abs_error, b->second.max_abs_error,
+                r.max_abs_error_growth, floor);
+    CheckGrowth(cell, "mean_abs_error", f, f.mean_abs_error, b->second.mean_abs_error,
+                r.mean_abs_error_growth, floor);
+    CheckGrowth(cell, "rmse", f, f.rmse, b->second.rmse, r.rmse_growth, floor);
+  }
+}
+
+// ---- memory, placement, failures -------------------------------------------------
+
+int64_t MedianOf(const std::vector<const LoadedJob*>& jobs, int64_t runner::Metrics::*field) {
+  std::vector<double> v;
+  for (const auto* j : jobs) {
+    if (j->row.metrics && (*j->row.metrics).*field > 0) {
+      v.push_back(static_cast<double>((*j->row.metrics).*field));
+    }
+  }
+  return v.empty() ? 0 : static_cast<int64_t>(stats::Median(v));
+}
+
+void CheckMemoryGrowth(CellResult& cell, const char* metric, int64_t base, int64_t cand,
+                       const std::optional<double>& limit) {
+  if (!limit || base <= 0 || cand <= 0) return;
+  const double growth = static_cast<double>(cand) / static_cast<double>(base) - 1;
+  if (growth <= *limit) return;
+  AddFinding(cell, std::string("memory.") + metric, "", growth, *limit, true,
+             std::string(metric) + ": " + std::to_string(cand) + " bytes is " + Num(growth * 100) +
+                 "% above the baseline's " + std::to_string(base) + " (allowed " +
+                 Num(*limit * 100) + "%)");
+}
+
+void JudgeMemory(CellResult& cell, const MemoryPolicy& p) {
+  CheckMemoryGrowth(cell, "peak_rss_growth", cell.baseline_peak_rss_bytes,
+                    cell.candidate_peak_rss_bytes, p.max_peak_rss_growth);
+  CheckMemoryGrowth(cell, "arena_growth", cell.baseline_arena_bytes, cell.candidate_arena_bytes,
+                    p.max_arena_growth);
+}
+
+void JudgePlacement(CellResult& cell, const PlacementPolicy& p,
+                    const std::vector<const LoadedJob*>& base,
+                    const std::vector<const LoadedJob*>& cand) {
+  std::set<int64_t> delegated;  // nodes some baseline trial delegated
+  for (const auto* j : base) {
+    if (!j->placement) continue;
+    for (const auto& n : j->placement->nodes) {
+      if (n.delegate != "cpu") delegated.insert(n.index);
+    }
+  }
+  std::set<int64_t> reported;
+  for (const auto* j : cand) {
+    if (!j->placement) continue;
+    for (const auto& n : j->placement->nodes) {
+      if (n.delegate != "cpu" || n.folded || delegated.count(n.index) == 0) continue;
+      if (!reported.insert(n.index).second) continue;
+      AddFinding(cell, "placement.fallback", "", static_cast<double>(n.index), 0,
+                 p.fallback_is_failure,
+                 "node " + std::to_string(n.index) + " (" + n.op +
+                     ") was delegated in the baseline and runs on cpu now" +
+                     (n.reason.empty() ? "" : ": " + n.reason));
+    }
+  }
+}
+
+std::string FailedJobsText(const std::vector<LoadedJob>& jobs, size_t& count) {
+  std::map<std::string, int> by_status;
+  std::string first_error;
+  for (const auto& j : jobs) {
+    if (j.ok()) continue;
+    ++count;
+    ++by_status[j.row.status];
+    if (first_error.empty() && !j.row.error.empty()) first_error = j.row.error;
+  }
+  std::string text;
+  for (const auto& [status, n] : by_status) {
+    text += (text.empty() ? "" : ", ") + std::to_string(n) + " " + status;
+  }
+  if (!first_error.empty()) text += " (" + first_error.substr(0, 200) + ")";
+  return text;
+}
+
+void JudgeFailures(CellResult& cell, const FailuresPolicy& p, const CellJobs& jobs,
+                   bool has_baseline) {
+  const std::string cand_text = FailedJobsText(jobs.candidate, cell.candidate_failed_jobs);
+  FailedJobsText(jobs.baseline, cell.baseline_failed_jobs);
+  if (cell.candidate_failed_jobs == 0) {
+    if (has_baseline && cell.baseline_failed_jobs > 0 && !cell.candidate_jobs.empty() &&
+        cell.baseline_jobs.empty()) {
+      AddFinding(cell, "failures.fixed", "", 0, 0, false,
+                 "every job failed in the baseline, the candidate's ran ok");
+    }
+    return;
+  }
+  const double value = static_cast<double>(cell.candidate_failed_jobs);
+  if (!has_baseline) {
+    AddFinding(cell, "failures.failed", "", value, 0, p.failed_alone_is_failure,
+               "candidate jobs not ok: " + cand_text);
+  } else if (!cell.baseline_jobs.empty()) {
+    AddFinding(cell, "failures.ok_to_failed", "", value, 0, p.ok_to_failed_is_failure,
+               "ok in the baseline, now: " + cand_text);
+  } else {
+    AddFinding(cell, "failures.still_failing", "", value, 0, false,
+               "failed in the baseline too, now: " + cand_text);
+  }
+}
+
+// ---- cells -----------------------------------------------------------------------
+
+CellResult MakeCell(const CellKey& key, const CellJobs& jobs) {
+  CellResult cell;
+  const LoadedJob& any = jobs.candidate.empty() ? jobs.baseline.front() : jobs.candidate.front();
+  cell.model = any.row.model;
+  cell.model_sha256 = key.model_sha256;
+  cell.delegate = key.delegate;
+  cell.delegate_options = key.delegate_options;
+  cell.runner = key.runner;
+  cell.device = key.device;
+  cell.num_threads = key.num_threads;
+  cell.label = Label(key, cell.model);
+  return cell;
+}
+
+bool AnyFailing(const CellResult& cell) {
+  return std::any_of(cell.findings.begin(), cell.findings.end(),
+                     [](const Finding& f) { return f.fails; });
+}
+
+// Everything but the latency verdict, which needs every cell's p-value first.
+CellResult JudgeCell(const CellKey& key, const CellJobs& jobs, const Policy& policy, bool alone,
+                     LatencyInput& latency_out, bool& latency_compared) {
+  CellResult cell = MakeCell(key, jobs);
+  const auto base = OkJobs(jobs.baseline), cand = OkJobs(jobs.candidate);
+  for (const auto* j : base) cell.baseline_jobs.push_back(j->row.id);
+  for (const auto* j : cand) cell.candidate_jobs.push_back(j->row.id);
+  cell.baseline_peak_rss_bytes = MedianOf(base, &runner::Metrics::peak_rss_bytes);
+  cell.candidate_peak_rss_bytes = MedianOf(cand, &runner::Metrics::peak_rss_bytes);
+  cell.baseline_arena_bytes = MedianOf(base, &runner::Metrics::arena_bytes);
+  cell.candidate_arena_bytes = MedianOf(cand, &runner::Metrics::arena_bytes);
+  const bool has_baseline = !alone && !jobs.baseline.empty();
+  if (jobs.candidate.empty()) {
+    cell.verdict = Verdict::kMissing;
+    cell.latency = Verdict::kMissing;
+    return cell;
+  }
+  JudgeFailures(cell, policy.failures, jobs, has_baseline);
+  JudgeAccuracy(cell, policy, has_baseline ? base : std::vector<const LoadedJob*>{}, cand);
+  latency_compared = false;
+  if (has_baseline) {
+    JudgeMemory(cell, policy.memory);
+    JudgePlacement(cell, policy.placement, base, cand);
+    latency_out = LatencyData(cell, base, cand);
+    latency_compared = CompareLatency(cell, latency_out, policy.latency);
+  }
+  return cell;
+}
+
+void FinishVerdict(CellResult& cell, bool alone, bool has_baseline, bool compared,
+                   const Policy& policy) {
+  if (cell.verdict == Verdict::kMissing) {
+    if (policy.failures.missing_is_failure) {
+      AddFinding(cell, "failures.missing", "", 0, 0, true,
+                 "the baseline has this cell, the candidate does not");
+      cell.verdict = Verdict::kFail;
+    }
+    return;
+  }
+  if (alone) {
+    cell.latency = Verdict::kPass;  // not compared: judged alone
+  } else if (!has_baseline) {
+    cell.latency = Verdict::kNew;
+  } else if (compared) {
+    cell.latency = LatencyVerdict(cell, policy.latency);
+  } else {
+    cell.latency = Verdict::kUnknown;
+  }
+  if (AnyFailing(cell)) {
+    cell.verdict = Verdict::kFail;
+  } else if (alone) {
+    cell.verdict = Verdict::kPass;
+  } else if (!has_baseline) {
+    cell.verdict = Verdict::kNew;
+  } else if (!compared && cell.baseline_jobs.empty() && !cell.candidate_jobs.empty()) {
+    cell.verdict = Verdict::kImproved;  // failed in the baseline, ok now (failures.fixed)
+  } else {
+    cell.verdict = cell.latency;
+  }
+}
+
+Result<store::RunRow> CheckRun(store::Store& store, int64_t run_id, const char* role) {
+  auto run = store.GetRun(run_id);
+  if (!run) {
+    return MakeError(ErrorKind::kNotFound, std::string("no ") + role + " run " +
+                                               std::to_string(run_id) + ": " + run.message() +
+                                               " (see 'dfarm runs')");
+  }
+  return run;
+}
+
+void AddRunNotes(GateResult& result, const store::RunRow& run, const char* role) {
+  if (run.status != store::kRunFinished) {
+    result.notes.push_back(std::string(role) + " run " + std::to_string(run.id) + " is " +
+                           run.status + ", not finished: its jobs that did not run count as " +
+                           "failures");
+  }
+}
+
+void AddSummaryNotes(GateResult& result, const Policy& policy) {
+  size_t within = 0, unknown = 0, missing = 0, compared = 0;
+  for (const auto& c : result.cells) {
+    within += c.within_run_only && c.candidate_trials > 0 ? 1 : 0;
+    unknown += c.verdict == Verdict::kUnknown ? 1 : 0;
+    missing += c.verdict == Verdict::kMissing ? 1 : 0;
+    compared += c.latency != Verdict::kNew && c.latency != Verdict::kMissing ? 1 : 0;
+  }
+  if (within > 0) {
+    result.notes.push_back(std::to_string(within) +
+                           " cell(s) have fewer than 2 trials on a side: their latency verdict "
+                           "rests on within-run samples only, which understate run-to-run noise "
+                           "(set benchmark.repeats >= 2 in the spec)");
+  }
+  if (unknown > 0) {
+    result.notes.push_back(std::to_string(unknown) +
+                           " cell(s) unknown: not enough evidence either way (rerun them with "
+                           "--rerun-unknown K)");
+  }
+  if (missing > 0) {
+    result.notes.push_back(std::to_string(missing) + " baseline cell(s) missing in the candidate" +
+                           (policy.failures.missing_is_failure ? " (failing: policy)" : ""));
+  }
+  if (result.baseline_run != 0 && compared == 0) {
+    result.notes.push_back(
+        "no cell of the candidate matches one of the baseline: every cell is "
+        "judged alone against the CPU reference");
+  }
+}
+
+// Jobs still queued or running in the candidate: recorded as the not-ok status they are.
+void MarkUnfinished(std::map<CellKey, CellJobs>& cells) {
+  for (auto& [key, jobs] : cells) {
+    for (auto& j : jobs.candidate) {
+      if (!store::IsFinalJobStatus(j.row.status))
+        j.row.error = "did not run (" + j.row.status + ")";
+    }
+  }
+}
+
+}  // namespace
+
+const char* VerdictName(Verdict v) {
+  switch (v) {
+    case Verdict::kPass:
+      return "pass";
+    case Verdict::kImproved:
+      return "improved";
+    case Verdict::kRegressed:
+      return "regressed";
+    case Verdict::kUnknown:
+      return "unknown";
+    case Verdict::kFail:
+      return "fail";
+    case Verdict::kNew:
+      return "new";
+    case Verdict::kMissing:
+      return "missing";
+  }
+  return "unknown";
+}
+
+Result<GateResult> RunGate(store::Store& store, int64_t candidate_run, int64_t baseline_run,
+                           const Policy& policy) {
+  return RunGate(store, candidate_run, {}, baseline_run, policy);
+}
+
+Result<GateResult> RunGate(store::Store& store, int64_t candidate_run,
+                           const std::vector<int64_t>& extra_candidate_runs, int64_t baseline_run,
+                           const Policy& policy) {
+  GateResult result;
+  result.candidate_run = candidate_run;
+  result.baseline_run = baseline_run;
+  result.extra_candidate_runs = extra_candidate_runs;
+  const bool alone = baseline_run == 0;
+  std::map<CellKey, CellJobs> cells;
+  for (int64_t id : [&] {
+         std::vector<int64_t> ids{candidate_run};
+         ids.insert(ids.end(), extra_candidate_runs.begin(), extra_candidate_runs.end());
+         return ids;
+       }()) {
+    auto run = CheckRun(store, id, "candidate");
+    if (!run) return run.error();
+    AddRunNotes(result, *run, "candidate");
+    if (auto r = LoadRun(store, id, false, policy, cells); !r) return r.error();
+  }
+  if (!alone) {
+    auto run = CheckRun(store, baseline_run, "baseline");
+    if (!run) return run.error();
+    if (auto r = LoadRun(store, baseline_run, true, policy, cells); !r) return r.error();
+  }
+  MarkUnfinished(cells);
+  bool any_candidate = false;
+  for (const auto& [key, jobs] : cells) any_candidate = any_candidate || !jobs.candidate.empty();
+  if (!any_candidate) {
+    return MakeError(ErrorKind::kInvalidInput,
+                     "candidate run " + std::to_string(candidate_run) + " has no jobs to judge");
+  }
+  std::vector<bool> compared(cells.size(), false), has_baseline(cells.size(), false);
+  std::vector<double> p_values;
+  std::vector<size_t> p_cells;
+  for (const auto& [key, jobs] : cells) {
+    LatencyInput latency;
+    bool cmp = false;
+    result.cells.push_back(JudgeCell(key, jobs, policy, alone, latency, cmp));
+    const size_t i = result.cells.size() - 1;
+    compared[i] = cmp;
+    has_baseline[i] = !alone && !jobs.baseline.empty();
+    if (cmp) {
+      p_values.push_back(result.cells[i].p_value);
+      p_cells.push_back(i);
+    }
+  }
+  const auto q = stats::BenjaminiHochberg(p_values);
+  for (size_t k = 0; k < p_cells.size(); ++k) result.cells[p_cells[k]].q_value = q[k];
+  bool any_common = false;
+  result.passed = true;
+  for (size_t i = 0; i < result.cells.size(); ++i) {
+    auto& c = result.cells[i];
+    FinishVerdict(c, alone, has_baseline[i], compared[i], policy);
+    any_common = any_common || (has_baseline[i] && !c.candidate_jobs.empty());
+    if (c.verdict == Verdict::kFail || c.verdict == Verdict::kRegressed) result.passed = false;
+  }
+  AddSummaryNotes(result, policy);
+  if (!alone && !any_common && result.passed) {
+    return MakeError(ErrorKind::kInvalidInput,
+                     "no comparable cell: no cell of candidate run " +
+                         std::to_string(candidate_run) + " ran ok in baseline run " +
+                         std::to_string(baseline_run) +
+                         " (same model sha256, delegate, options, threads, runner and device "
+                         "or device class), and nothing failed on its own");
+  }
+  return result;
+}
+
+}  // namespace dfarm::gate

@@ -1,0 +1,386 @@
+#include "reports/gate/gate.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "reports/gate/policy.h"
+
+namespace dfarm::gate {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+// One synthetic job: a trial of a cell.
+struct FakeJob {
+  std::string model = "net.tflite";
+  std::string delegate = "xnnpack";
+  std::string options;
+  std::string device = "local";
+  int64_t trial = 0;
+  std::string status = "ok";
+  std::vector<double> samples;
+  std::vector<store::OutputAccuracy> outputs;
+  std::optional<store::JobPlacement> placement;
+  int64_t peak_rss = 100 << 20;
+};
+
+class GateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() /
+           ("dfarm_gate_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    auto s = store::OpenSqliteStore((dir_ / "gate.db").string());
+    ASSERT_TRUE(s) << s.message();
+    store_ = std::move(*s);
+  }
+  void TearDown() override {
+    store_.reset();
+    fs::remove_all(dir_);
+  }
+
+  int64_t AddRun(const std::vector<FakeJob>& jobs) {
+    auto run = store_->CreateRun("r", "{}");
+    EXPECT_TRUE(run) << run.message();
+    for (const auto& j : jobs) {
+      store::JobRow row;
+      row.model = j.model;
+      row.model_sha256 = "sha-" + j.model;
+      row.delegate = j.delegate;
+      row.delegate_options = j.options;
+      row.device = j.device;
+      row.num_threads = 1;
+      row.trial = j.trial;
+      row.job_key = j.model + j.delegate + j.options + j.device + std::to_string(j.trial);
+      auto id = store_->AddJob(*run, row);
+      EXPECT_TRUE(id) << id.message();
+      EXPECT_TRUE(store_->MarkJobRunning(*id));
+      store::JobOutcome out;
+      out.status = j.status;
+      out.error = j.status == "ok" ? "" : "runner killed by signal 11 (SIGSEGV)";
+      out.samples_us = j.samples;
+      if (j.status == "ok") {
+        store::JobMetrics m;
+        m.num_runs = static_cast<int64_t>(j.samples.size());
+        m.peak_rss_bytes = j.peak_rss;
+        m.arena_bytes = 1 << 20;
+        out.metrics = m;
+        if (!j.outputs.empty()) out.accuracy = store::Accuracy{"cpu", j.outputs};
+        out.placement = j.placement;
+      }
+      auto r = store_->RecordJobResult(*id, out);
+      EXPECT_TRUE(r) << r.message();
+    }
+    EXPECT_TRUE(store_->FinishRun(*run, store::kRunFinished));
+    return *run;
+  }
+
+  // `trials` jobs of a cell whose samples are `median` * trial factor (jitter) * noise.
+  static std::vector<FakeJob> Cell(FakeJob base, int trials, int samples, double median,
+                                   double trial_jitter, double sample_noise, uint32_t seed) {
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<double> trial_dist(1.0, trial_jitter), noise(1.0, sample_noise);
+    std::vector<FakeJob> jobs;
+    for (int t = 0; t < trials; ++t) {
+      FakeJob j = base;
+      j.trial = t;
+      const double f = trial_dist(rng);
+      for (int s = 0; s < samples; ++s) j.samples.push_back(median * f * noise(rng));
+      jobs.push_back(j);
+    }
+    return jobs;
+  }
+
+  static store::OutputAccuracy Output(const std::string& name, double max_abs) {
+    store::OutputAccuracy o;
+    o.index = 0;
+    o.name = name;
+    o.compared = 100;
+    o.max_abs_error = max_abs;
+    o.mean_abs_error = max_abs / 10;
+    o.rmse = max_abs / 8;
+    return o;
+  }
+
+  const CellResult* Find(const GateResult& r, const std::string& delegate,
+                         const std::string& options = "") {
+    for (const auto& c : r.cells) {
+      if (c.delegate == delegate && c.delegate_options == options) return &c;
+    }
+    return nullptr;
+  }
+
+  fs::path dir_;
+  std::unique_ptr<store::Store> store_;
+};
+
+TEST_F(GateTest, EqualRunsPass) {
+  FakeJob j;
+  j.outputs = {Output("scores", 1e-5)};
+  auto base = AddRun(Cell(j, 5, 30, 1000, 0.01, 0.02, 1));
+  auto cand = AddRun(Cell(j, 5, 30, 1000, 0.01, 0.02, 2));
+  auto r = RunGate(*store_, cand, base, DefaultPolicy());
+  ASSERT_TRUE(r) << r.message();
+  ASSERT_EQ(r->cells.size(), 1u);
+  EXPECT_TRUE(r->passed) << RenderGateText(*r);
+  EXPECT_EQ(r->cells[0].verdict, Verdict::kPass) << RenderGateText(*r);
+  EXPECT_EQ(r->cells[0].baseline_trials, 5u);
+  EXPECT_FALSE(r->cells[0].within_run_only);
+}
+
+TEST_F(GateTest, TenPercentSlowerIsRegressed) {
+  FakeJob j;
+  auto base = AddRun(Cell(j, 5, 30, 1000, 0.01, 0.02, 3));
+  auto cand = AddRun(Cell(j, 5, 30, 1100, 0.01, 0.02, 4));
+  auto r = RunGate(*store_, cand, base, DefaultPolicy());
+  ASSERT_TRUE(r) << r.message();
+  ASSERT_EQ(r->cells.size(), 1u);
+  const auto& c = r->cells[0];
+  EXPECT_EQ(c.verdict, Verdict::kRegressed) << RenderGateText(*r);
+  EXPECT_NEAR(c.ratio, 1.1, 0.03);
+  EXPECT_GT(c.ci_low, 1.05);
+  EXPECT_LT(c.q_value, 0.05);
+  EXPECT_FALSE(r->passed);
+  // The other way round is an improvement.
+  auto back = RunGate(*store_, base, cand, DefaultPolicy());
+  ASSERT_TRUE(back) << back.message();
+  EXPECT_EQ(back->cells[0].verdict, Verdict::kImproved) << RenderGateText(*back);
+  EXPECT_TRUE(back->passed);
+}
+
+TEST_F(GateTest, NoiseOnlyIsNotRegressed) {
+  // 20 cells with 10% trial-to-trial jitter and equal distributions on both sides.
+  std::vector<FakeJob> base_jobs, cand_jobs;
+  for (int m = 0; m < 20; ++m) {
+    FakeJob j;
+    j.model = "m" + std::to_string(m) + ".tflite";
+    auto b = Cell(j, 5, 20, 1000 + 100 * m, 0.10, 0.03, 100 + m);
+    auto c = Cell(j, 5, 20, 1000 + 100 * m, 0.10, 0.03, 200 + m);
+    base_jobs.insert(base_jobs.end(), b.begin(), b.end());
+    cand_jobs.insert(cand_jobs.end(), c.begin(), c.end());
+  }
+  auto base = AddRun(base_jobs);
+  auto cand = AddRun(cand_jobs);
+  auto r = RunGate(*store_, cand, base, DefaultPolicy());
+  ASSERT_TRUE(r) << r.message();
+  ASSERT_EQ(r->cells.size(), 20u);
+  for (const auto& c : r->cells) {
+    EXPECT_NE(c.verdict, Verdict::kRegressed) << c.label << "\n" << RenderGateText(*r);
+    EXPECT_NE(c.verdict, Verdict::kFail) << c.label;
+  }
+  EXPECT_TRUE(r->passed);
+}
+
+TEST_F(GateTest, Fp16DriftFailsUnderTheDefaultPolicyWithoutABaselineCell) {
+  FakeJob cpu;
+  cpu.delegate = "cpu";
+  FakeJob fp32;
+  fp32.outputs = {Output("scores", 4e-5)};
+  FakeJob fp16;
+  fp16.options = "fp16:true";
+  fp16.outputs = {Output("scores", 5e-3)};
+  auto base_jobs = Cell(cpu, 1, 10, 3000, 0, 0.01, 5);
+  auto more = Cell(fp32, 1, 10, 1000, 0, 0.01, 6);
+  base_jobs.insert(base_jobs.end(), more.begin(), more.end());
+  auto cand_jobs = Cell(cpu, 1, 10, 3000, 0, 0.01, 7);
+  more = Cell(fp16, 1, 10, 900, 0, 0.01, 8);
+  cand_jobs.insert(cand_jobs.end(), more.begin(), more.end());
+  auto base = AddRun(base_jobs);
+  auto cand = AddRun(cand_jobs);
+  auto r = RunGate(*store_, cand, base, DefaultPolicy());
+  ASSERT_TRUE(r) << r.message();
+  EXPECT_FALSE(r->passed);
+  const auto* c = Find(*r, "xnnpack", "fp16:true");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->verdict, Verdict::kFail);
+  bool named = false;
+  for (const auto& f : c->findings) {
+    if (f.fails && f.metric == "accuracy.max_abs_error" && f.output == "scores") {
+      named = true;
+      EXPECT_DOUBLE_EQ(f.value, 5e-3);
+      EXPECT_THAT(f.message, HasSubstr("scores"));
+    }
+  }
+  EXPECT_TRUE(named) << RenderGateText(*r);
+  const auto* missing = Find(*r, "xnnpack");
+  ASSERT_NE(missing, nullptr);
+  EXPECT_EQ(missing->verdict, Verdict::kMissing);
+  EXPECT_THAT(RenderGateJunit(*r), HasSubstr("accuracy.max_abs_error output &apos;scores&apos;"));
+  // Judged alone (no baseline), the same cell fails the same way; fp32 passes alone.
+  auto alone = RunGate(*store_, cand, 0, DefaultPolicy());
+  ASSERT_TRUE(alone) << alone.message();
+  EXPECT_FALSE(alone->passed);
+  EXPECT_EQ(Find(*alone, "xnnpack", "fp16:true")->verdict, Verdict::kFail);
+  auto base_alone = RunGate(*store_, base, 0, DefaultPolicy());
+  ASSERT_TRUE(base_alone) << base_alone.message();
+  EXPECT_TRUE(base_alone->passed) << RenderGateText(*base_alone);
+}
+
+TEST_F(GateTest, FallbackNodeIsAFinding) {
+  store::JobPlacement delegated;
+  delegated.partitions = 1;
+  delegated.nodes = {{0, "CONV_2D", "xnnpack", 0, false, ""},
+                     {1, "SOFTMAX", "xnnpack", 0, false, ""}};
+  store::JobPlacement fell_back = delegated;
+  fell_back.nodes[1] = {1, "SOFTMAX", "cpu", std::nullopt, false, "not supported"};
+  FakeJob j;
+  j.placement = delegated;
+  auto base = AddRun(Cell(j, 1, 10, 1000, 0, 0.01, 9));
+  j.placement = fell_back;
+  auto cand = AddRun(Cell(j, 1, 10, 1000, 0, 0.01, 10));
+  auto r = RunGate(*store_, cand, base, DefaultPolicy());
+  ASSERT_TRUE(r) << r.message();
+  ASSERT_EQ(r->cells.size(), 1u);
+  EXPECT_EQ(r->cells[0].verdict, Verdict::kFail);
+  ASSERT_FALSE(r->cells[0].findings.empty());
+  const auto& f = r->cells[0].findings[0];
+  EXPECT_EQ(f.metric, "placement.fallback");
+  EXPECT_EQ(f.value, 1);
+  EXPECT_THAT(f.message, HasSubstr("node 1 (SOFTMAX)"));
+  EXPECT_TRUE(r->cells[0].within_run_only);
+  EXPECT_THAT(RenderGateText(*r), HasSubstr("within-run samples only"));
+}
+
+TEST_F(GateTest, OkToCrashedFails) {
+  FakeJob j;
+  auto base = AddRun(Cell(j, 2, 10, 1000, 0, 0.01, 11));
+  j.status = "crashed";
+  auto cand = AddRun({j});
+  auto r = RunGate(*store_, cand, base, DefaultPolicy());
+  ASSERT_TRUE(r) << r.message();
+  ASSERT_EQ(r->cells.size(), 1u);
+  EXPECT_EQ(r->cells[0].verdict, Verdict::kFail);
+  ASSERT_FALSE(r->cells[0].findings.empty());
+  EXPECT_EQ(r->cells[0].findings[0].metric, "failures.ok_to_failed");
+  EXPECT_THAT(r->cells[0].findings[0].message, HasSubstr("crashed"));
+  EXPECT_FALSE(r->passed);
+}
+
+TEST_F(GateTest, MemoryGrowthFails) {
+  FakeJob j;
+  auto base = AddRun(Cell(j, 2, 10, 1000, 0, 0.01, 12));
+  j.peak_rss = 150 << 20;
+  auto cand = AddRun(Cell(j, 2, 10, 1000, 0, 0.01, 13));
+  auto r = RunGate(*store_, cand, base, DefaultPolicy());
+  ASSERT_TRUE(r) << r.message();
+  EXPECT_EQ(r->cells[0].verdict, Verdict::kFail);
+  EXPECT_EQ(r->cells[0].findings[0].metric, "memory.peak_rss_growth");
+}
+
+TEST_F(GateTest, NoComparableCellAndNoSuchRunAreErrors) {
+  FakeJob a;
+  auto base = AddRun(Cell(a, 1, 10, 1000, 0, 0.01, 14));
+  FakeJob b;
+  b.model = "other.tflite";
+  auto cand = AddRun(Cell(b, 1, 10, 1000, 0, 0.01, 15));
+  auto r = RunGate(*store_, cand, base, DefaultPolicy());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, ErrorKind::kInvalidInput);
+  EXPECT_THAT(r.message(), HasSubstr("no comparable cell"));
+  auto missing = RunGate(*store_, 99, base, DefaultPolicy());
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().kind, ErrorKind::kNotFound);
+}
+
+TEST_F(GateTest, DeviceClassesMatchDevicesAsOneCell) {
+  FakeJob j;
+  j.device = "adb:ABC123";
+  auto base = AddRun(Cell(j, 1, 10, 1000, 0, 0.01, 16));
+  j.device = "adb:DEF456";
+  auto cand = AddRun(Cell(j, 1, 10, 1000, 0, 0.01, 17));
+  auto policy =
+      ParsePolicy(R"({"device_classes": {"pixel7": ["adb:ABC*", "adb:DEF*"]}})", "p.json");
+  ASSERT_TRUE(policy) << policy.message();
+  auto r = RunGate(*store_, cand, base, *policy);
+  ASSERT_TRUE(r) << r.message();
+  ASSERT_EQ(r->cells.size(), 1u);
+  EXPECT_EQ(r->cells[0].device, "pixel7");
+  EXPECT_EQ(r->cells[0].verdict, Verdict::kPass) << RenderGateText(*r);
+}
+
+TEST(PolicyTest, UnknownKeysAndBadValuesNameTheKeyAndFile) {
+  auto r = ParsePolicy(R"({"latency": {"min_efect": 0.1}})", "/tmp/gate.json");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, ErrorKind::kInvalidInput);
+  EXPECT_THAT(r.message(), HasSubstr("/tmp/gate.json"));
+  EXPECT_THAT(r.message(), HasSubstr("'min_efect'"));
+  EXPECT_THAT(r.message(), HasSubstr("latency"));
+  auto top = ParsePolicy(R"({"acuracy": []})", "p.json");
+  ASSERT_FALSE(top);
+  EXPECT_THAT(top.message(), HasSubstr("'acuracy'"));
+  auto rule = ParsePolicy(R"({"accuracy": [{"model": "*", "max_abs": 1}]})", "p.json");
+  ASSERT_FALSE(rule);
+  EXPECT_THAT(rule.message(), HasSubstr("accuracy[0]"));
+  auto bad = ParsePolicy(R"({"latency": {"alpha": "x"}})", "p.json");
+  ASSERT_FALSE(bad);
+  EXPECT_THAT(bad.message(), HasSubstr("latency.alpha"));
+  EXPECT_FALSE(ParsePolicy("{", "p.json"));
+  EXPECT_FALSE(LoadPolicy("/nonexistent/policy.json"));
+}
+
+TEST(PolicyTest, FieldsOverrideDefaultsAndRoundTrip) {
+  auto r = ParsePolicy(R"({"latency": {"min_effect": 0.1, "seed": 7},
+                           "accuracy": [{"model": "face*", "output": "scores",
+                                         "max_abs_error": 0.5}],
+                           "accuracy_defaults": true,
+                           "memory": {"max_arena_growth": null},
+                           "failures": {"missing_is_failure": true}})",
+                       "p.json");
+  ASSERT_TRUE(r) << r.message();
+  EXPECT_DOUBLE_EQ(r->latency.min_effect, 0.1);
+  EXPECT_EQ(r->latency.seed, 7u);
+  EXPECT_DOUBLE_EQ(r->latency.alpha, 0.05);
+  ASSERT_EQ(r->accuracy.size(), DefaultPolicy().accuracy.size() + 1);
+  EXPECT_EQ(r->accuracy[0].model, "face*");
+  EXPECT_FALSE(r->memory.max_arena_growth);
+  EXPECT_TRUE(r->failures.missing_is_failure);
+  auto again = ParsePolicy(PolicyToJson(*r), "again.json");
+  ASSERT_TRUE(again) << again.message();
+  EXPECT_EQ(PolicyToJson(*again), PolicyToJson(*r));
+  EXPECT_TRUE(GlobMatch("face*.tflite", "face_detection.tflite"));
+  EXPECT_FALSE(GlobMatch("face?", "face"));
+}
+
+TEST_F(GateTest, RenderersEscapeAndCarryEveryCell) {
+  FakeJob j;
+  j.model = "a<b>&\"c'.tflite";
+  j.outputs = {Output("out<1>", 1e-2)};
+  auto base = AddRun(Cell(j, 1, 10, 1000, 0, 0.01, 18));
+  auto cand = AddRun(Cell(j, 1, 10, 1000, 0, 0.01, 19));
+  auto r = RunGate(*store_, cand, base, DefaultPolicy());
+  ASSERT_TRUE(r) << r.message();
+  const std::string xml = RenderGateJunit(*r);
+  EXPECT_THAT(xml, HasSubstr("classname=\"a&lt;b&gt;&amp;&quot;c&apos;.tflite\""));
+  EXPECT_THAT(xml, HasSubstr("<failure message=\""));
+  EXPECT_EQ(xml.find("a<b>"), std::string::npos);
+  // A real XML parser reads it back when python3 is here.
+  if (std::system("python3 -c 'import xml.dom.minidom' >/dev/null 2>&1") == 0) {
+    const auto path = dir_ / "gate.xml";
+    std::ofstream(path) << xml;
+    const std::string cmd =
+        "python3 -c 'import sys, xml.dom.minidom as m; d = m.parse(sys.argv[1]); "
+        "assert len(d.getElementsByTagName(\"testcase\")) == 1; "
+        "assert len(d.getElementsByTagName(\"failure\")) == 1' " +
+        path.string();
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << xml;
+  }
+  auto json = nlohmann::json::parse(RenderGateJson(*r));
+  EXPECT_EQ(json["passed"], false);
+  EXPECT_EQ(json["cells"][0]["verdict"], "fail");
+  EXPECT_EQ(json["cells"][0]["findings"][0]["output"], "out<1>");
+  EXPECT_THAT(RenderGateMarkdown(*r), HasSubstr("| **fail** |"));
+  EXPECT_THAT(RenderGateText(*r), HasSubstr("FAILED"));
+}
+
+}  // namespace
+}  // namespace dfarm::gate
