@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numbers>
 #include <numeric>
 #include <random>
 #include <utility>
@@ -12,10 +13,19 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// The automatic change-point penalty is this times log(n), in units of the
-// normalized cost (squared deviations over the noise variance). BIC would be
-// 2 log n; a little more keeps flat noisy histories quiet (stats_test.cc).
-constexpr double kAutoPenaltyPerLog = 3.0;
+// The automatic change-point penalty, in units of the normalized cost
+// (squared deviations over the noise variance): (3 + 15 / sqrt(n)) log n. BIC
+// would be 2 log n; the noise estimate from n - 1 differences is itself noisy
+// for short histories, so the factor grows there. Measured on flat Gaussian
+// histories with 3% noise (1000 each): 1.3% have a false change point at
+// n = 30, 0.3% at 60, 0.4% at 200, none at 500 (stats_test.cc asserts <= 2%).
+double AutoPenalty(size_t n) {
+  const double count = static_cast<double>(n);
+  return (3 + 15 / std::sqrt(count)) * std::log(count);
+}
+
+// A point this many noise sds from the running median is an outlier.
+constexpr double kOutlierSigmas = 3.0;
 
 // Ranks of the pooled values (1-based, ties get the average of their ranks)
 // and the tie term sum(t^3 - t) over the groups of tied values.
@@ -122,7 +132,7 @@ double RobustNoiseSigma(const std::vector<double>& x) {
   const double mad = Median(std::move(deviations));
   if (mad > 0) return mad * 1.4826 / std::sqrt(2.0);
   // E|d| = sigma * sqrt(2) * sqrt(2 / pi) for d, the difference of two normals.
-  return mean_abs * std::sqrt(M_PI) / 2;
+  return mean_abs * std::sqrt(std::numbers::pi) / 2;
 }
 
 // A centered running median of half-width k (shrinking at the ends); a median
@@ -280,16 +290,17 @@ std::vector<ChangePoint> DetectChangePoints(const std::vector<double>& series,
   if (n < 2 * min_segment) return out;
   const double sigma = RobustNoiseSigma(series);
   if (!(sigma > 0) || !std::isfinite(sigma)) return out;  // a constant series has no step
-  // Clip outliers to 3 sigma around a running median, which follows steps,
-  // then center the series (smaller sums, less cancellation).
+  // Replace outliers (beyond kOutlierSigmas of a running median, which
+  // follows steps) by that median: a clipped outlier still biases a segment
+  // mean by 3 sigma. Then center the series (smaller sums, less cancellation).
   const std::vector<double> smooth = RunningMedian(series, std::max<size_t>(2, min_segment));
   const double center = Median(series);
   std::vector<double> clipped(n);
   for (size_t i = 0; i < n; ++i) {
-    clipped[i] = std::clamp(series[i], smooth[i] - 3 * sigma, smooth[i] + 3 * sigma) - center;
+    const bool outlier = std::fabs(series[i] - smooth[i]) > kOutlierSigmas * sigma;
+    clipped[i] = (outlier ? smooth[i] : series[i]) - center;
   }
-  const double penalty =
-      options.penalty > 0 ? options.penalty : kAutoPenaltyPerLog * std::log(static_cast<double>(n));
+  const double penalty = options.penalty > 0 ? options.penalty : AutoPenalty(n);
   const std::vector<size_t> starts = Pelt(clipped, sigma, penalty, min_segment);
   size_t segment_begin = 0;
   for (size_t k = 0; k < starts.size(); ++k) {

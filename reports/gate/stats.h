@@ -48,7 +48,10 @@ std::vector<double> BenjaminiHochberg(const std::vector<double>& p_values);
 
 struct ChangePointOptions {
   size_t min_segment = 5;  // no segment shorter than this
-  double penalty = 0;      // 0: automatic (BIC-like from a robust noise estimate)
+  // The cost of one more change point, in units of the normalized cost (squared
+  // deviations divided by the noise variance). 0: automatic, BIC-like:
+  // (3 + 15 / sqrt(n)) log n, with the noise from a robust estimate.
+  double penalty = 0;
 };
 
 struct ChangePoint {
@@ -58,8 +61,10 @@ struct ChangePoint {
 };
 
 // Step changes in a series (PELT over a Gaussian mean-shift cost with a robust
-// variance estimate), in increasing index order. Non-finite points are not
-// allowed (the caller drops them).
+// variance estimate: the MAD of the first differences), in increasing index
+// order. Points farther than 3 noise sds from a running median count as
+// outliers and do not move a segment's mean. Non-finite points are not allowed
+// (the caller drops them).
 std::vector<ChangePoint> DetectChangePoints(const std::vector<double>& series,
                                             const ChangePointOptions& options = {});
 
