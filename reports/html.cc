@@ -1,13 +1,23 @@
-// Self-contained HTML report: inline CSS, no scripts, every string escaped.
+// Self-contained HTML report: inline CSS and SVG, no scripts, nothing
+// fetched; every stored string escaped (Esc) for text and attributes alike.
+// Sections: summary banner, gate verdicts (--baseline), speed-up heatmap,
+// latency distributions, accuracy, placement, jobs with noise flags,
+// environment, failures with their stderr tail.
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "reports/format.h"
+#include "reports/html_sections.h"
 #include "reports/report.h"
 
 namespace dfarm::reports {
 namespace {
 
-std::string Esc(const std::string& s) {
+std::string Esc(const std::string& raw) {
+  const std::string s = Printable(raw, /*keep_lines=*/true);
   std::string out;
   out.reserve(s.size());
   for (char c : s) {
@@ -35,21 +45,45 @@ std::string Esc(const std::string& s) {
 }
 
 constexpr const char* kCss = R"css(
-body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; }
+body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; max-width: 1500px; }
 h1 { font-size: 1.5em; margin-bottom: .3em; }
+h2 { font-size: 1.2em; margin-top: 1.6em; border-bottom: 1px solid #ddd; }
+h3 { font-size: 1em; margin: 1em 0 .3em; }
 dl { display: grid; grid-template-columns: max-content auto; gap: .2em 1em; }
 dt { font-weight: 600; }
 dd { margin: 0; }
-table { border-collapse: collapse; margin: 1em 0; }
-th, td { border: 1px solid #ccc; padding: .3em .6em; }
+table { border-collapse: collapse; margin: .6em 0; }
+th, td { border: 1px solid #ccc; padding: .3em .6em; vertical-align: top; }
 th { background: #f3f3f3; text-align: left; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .st { font-weight: 600; }
 .st-ok { color: #17692b; }
 .st-fail { color: #a31515; }
 .st-pending { color: #777; }
-li code { background: #f3f3f3; padding: 0 .3em; }
+li code, td code { background: #f3f3f3; padding: 0 .3em; }
 .warn { color: #8a5a00; font-weight: 600; }
+.banner { padding: .8em 1em; border-radius: 6px; font-size: 1.1em; font-weight: 600; margin: .6em 0; }
+.banner-green { background: #e3f4e6; border: 2px solid #2f8a43; color: #17692b; }
+.banner-amber { background: #fff4d6; border: 2px solid #d99a00; color: #7a5200; }
+.banner-red { background: #fde4e1; border: 2px solid #c62f24; color: #8d1a12; }
+.banner div { font-weight: 400; font-size: .9em; }
+table.heat td.hc { text-align: center; min-width: 7.5em; }
+table.heat td.hc b { font-size: 1.15em; }
+table.heat td.hc small { display: block; }
+td.fail { background: repeating-linear-gradient(45deg, #fbd3cf, #fbd3cf 6px, #fff 6px, #fff 12px);
+  color: #8d1a12; font-weight: 600; }
+td.none { color: #aaa; text-align: center; }
+.badge { display: inline-block; padding: 0 .5em; border-radius: 3px; font-weight: 600;
+  font-size: .85em; }
+.v-pass, .v-improved { background: #d8f0dc; color: #17692b; }
+.v-regressed, .v-fail { background: #f9d0cb; color: #8d1a12; }
+.v-unknown, .v-missing, .v-new { background: #fff0c2; color: #7a5200; }
+pre { background: #f6f6f6; padding: .6em; overflow-x: auto; max-height: 24em; font-size: 12px; }
+svg text { font: 12px system-ui, sans-serif; fill: #222; }
+svg .axis { stroke: #999; stroke-width: 1; }
+svg .grid { stroke: #e4e4e4; stroke-width: 1; }
+.legend span { display: inline-block; width: 3.2em; text-align: center; font-size: .85em;
+  padding: .1em 0; }
 )css";
 
 const char* StatusClass(const std::string& status) {
@@ -61,82 +95,301 @@ const char* StatusClass(const std::string& status) {
   return "st st-fail";
 }
 
-}  // namespace
+// Background and text colour for a speed-up: blue when faster than cpu,
+// orange when slower, white near 1 (log2 scale, saturating at 4x).
+std::pair<std::string, std::string> SpeedupColours(double speedup) {
+  double t = std::clamp(std::log2(speedup) / 2.0, -1.0, 1.0);
+  const double to[3] = {t >= 0 ? 33.0 : 192.0, t >= 0 ? 102.0 : 86.0, t >= 0 ? 172.0 : 33.0};
+  t = std::fabs(t);
+  char bg[16];
+  std::snprintf(bg, sizeof bg, "#%02x%02x%02x", static_cast<int>(255 + (to[0] - 255) * t),
+                static_cast<int>(255 + (to[1] - 255) * t),
+                static_cast<int>(255 + (to[2] - 255) * t));
+  return {bg, t > 0.55 ? "#fff" : "#222"};
+}
 
-std::string RenderHtml(const RunReport& report) {
+std::string ConfigLabel(const store::JobRow& j) {
+  std::string label = DelegateLabel(j);
+  if (j.num_threads > 0) label += " x" + std::to_string(j.num_threads);
+  if (!j.runner.empty()) label += " [runner " + j.runner + "]";
+  return label;
+}
+
+const CellVerdict* VerdictOf(const RunReport& report, const Cell& cell) {
+  if (!report.comparison) return nullptr;
+  for (const CellVerdict& v : report.comparison->cells) {
+    if (v.key == cell.key) return &v;
+  }
+  return nullptr;
+}
+
+std::string Badge(const std::string& verdict) {
+  return "<span class=\"badge v-" + Esc(verdict) + "\">" + Esc(verdict) + "</span>";
+}
+
+std::string StatusCounts(const std::vector<store::JobRow>& jobs) {
+  std::map<std::string, size_t> by;
+  for (const store::JobRow& j : jobs) {
+    if (j.status != store::kJobOk) ++by[j.status];
+  }
+  std::string s;
+  for (const auto& [status, n] : by)
+    s += (s.empty() ? "" : ", ") + std::to_string(n) + " " + status;
+  return s;
+}
+
+void Banner(std::ostringstream& h, const RunReport& report) {
+  const JobCounts c = CountJobs(report.jobs);
+  const RunHealth health = HealthOf(report);
+  const char* cls = health == RunHealth::kGreen   ? "banner-green"
+                    : health == RunHealth::kAmber ? "banner-amber"
+                                                  : "banner-red";
+  const char* word = health == RunHealth::kGreen   ? "&#10004; passed"
+                     : health == RunHealth::kAmber ? "&#9888; incomplete"
+                                                   : "&#10008; failed";
+  h << "<div class=\"banner " << cls << "\">" << word << ": run " << Esc(report.run.status) << ", "
+    << c.total << " jobs: " << c.ok << " ok, " << c.failed << " failed";
+  if (c.pending) h << ", " << c.pending << " not run";
+  if (c.failed + c.pending > 0) h << " (" << Esc(StatusCounts(report.jobs)) << ")";
+  if (report.comparison) {
+    const Comparison& cmp = *report.comparison;
+    std::map<std::string, size_t> by;
+    for (const CellVerdict& v : cmp.cells) ++by[v.verdict];
+    h << "<div>gate against run " << cmp.baseline_run;
+    if (!cmp.baseline_name.empty()) h << " (" << Esc(cmp.baseline_name) << ")";
+    h << ": <b>" << (cmp.passed ? "passed" : "failed") << "</b>";
+    for (const auto& [verdict, n] : by) h << ", " << n << " " << Esc(verdict);
+    h << "</div>";
+  }
+  h << "</div>\n";
+}
+
+void Summary(std::ostringstream& h, const RunReport& report) {
   const store::RunRow& run = report.run;
   JobCounts counts = CountJobs(report.jobs);
-  std::ostringstream h;
-  h << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-    << "<title>DelegateFarm run " << run.id << ": " << Esc(run.name) << "</title>\n"
-    << "<style>" << kCss << "</style>\n</head>\n<body>\n";
-  h << "<h1>DelegateFarm run " << run.id << ": " << Esc(run.name) << "</h1>\n<dl>\n"
-    << "<dt>Run</dt><dd>" << run.id << "</dd>\n"
+  h << "<h1>DelegateFarm run " << run.id << ": " << Esc(run.name) << "</h1>\n";
+  Banner(h, report);
+  h << "<dl>\n<dt>Run</dt><dd>" << run.id << "</dd>\n"
     << "<dt>Created</dt><dd>" << Esc(run.created_at) << "</dd>\n";
   if (!run.finished_at.empty()) h << "<dt>Finished</dt><dd>" << Esc(run.finished_at) << "</dd>\n";
   h << "<dt>Status</dt><dd class=\"" << StatusClass(run.status) << "\">" << Esc(run.status)
     << "</dd>\n<dt>Jobs</dt><dd>" << counts.total << " (" << counts.ok << " ok, " << counts.failed
     << " failed";
   if (counts.pending) h << ", " << counts.pending << " not run";
-  h << ")</dd>\n</dl>\n";
+  h << ")</dd>\n";
+  if (!run.tags.empty()) {
+    std::string tags;
+    for (const std::string& t : run.tags) tags += (tags.empty() ? "" : ", ") + t;
+    h << "<dt>Tags</dt><dd>" << Esc(tags) << "</dd>\n";
+  }
+  if (run.parent_run_id) h << "<dt>Reruns for</dt><dd>run " << run.parent_run_id << "</dd>\n";
+  h << "</dl>\n";
+}
 
-  h << "<h2>Jobs</h2>\n<table>\n<thead><tr><th>model</th><th>delegate</th><th>device</th>"
-       "<th>status</th><th>init ms</th><th>first ms</th><th>mean ms</th><th>p50 ms</th>"
-       "<th>p90 ms</th><th>p99 ms</th><th>peak RSS MiB</th><th>placement</th>"
-       "<th>max abs error vs cpu</th><th>device state</th></tr></thead>\n<tbody>\n";
-  for (const store::JobRow& j : report.jobs) {
-    h << "<tr><td>" << Esc(j.model) << "</td><td>" << Esc(DelegateLabel(j)) << "</td><td>"
-      << Esc(j.device) << "</td><td class=\"" << StatusClass(j.status) << "\">" << Esc(j.status)
-      << "</td>";
-    if (j.metrics) {
-      const store::JobMetrics& m = *j.metrics;
-      for (double us : {m.init_us, m.first_us, m.mean_us, m.p50_us, m.p90_us, m.p99_us}) {
-        h << "<td class=\"num\">" << Ms(us) << "</td>";
-      }
-      h << "<td class=\"num\">" << MiB(m.peak_rss_bytes) << "</td>";
-    } else {
-      for (int i = 0; i < 7; ++i) h << "<td class=\"num\">&ndash;</td>";
+void HeatCell(std::ostringstream& h, const RunReport& report, const std::vector<Cell>& cells,
+              const Cell& cell) {
+  const store::JobRow& first = report.jobs[cell.jobs.front()];
+  size_t ok = 0;
+  std::string bad;
+  for (size_t i : cell.jobs) {
+    if (report.jobs[i].status == store::kJobOk) {
+      ++ok;
+    } else if (bad.empty()) {
+      bad = report.jobs[i].status;
     }
-    std::string placement = PlacementLabel(j);
-    std::string flags = DeviceStateFlags(j);
-    h << "<td>" << (placement.empty() ? "&ndash;" : Esc(placement)) << "</td>";
-    const std::string accuracy = AccuracyLabel(report, j);
-    h << "<td class=\"num\">" << (accuracy.empty() ? "&ndash;" : Esc(accuracy)) << "</td>";
-    if (flags.empty()) {
-      h << "<td>&ndash;</td>";
-    } else {
-      h << "<td class=\"warn\" title=\"" << Esc(j.state_note) << "\">&#9888; " << Esc(flags)
-        << "</td>";
+  }
+  const CellVerdict* v = VerdictOf(report, cell);
+  const std::string verdict = v ? "<br>" + Badge(v->verdict) : "";
+  if (ok == 0) {
+    h << "<td class=\"hc fail\" title=\"" << Esc(CellLabel(first)) << "\">" << Esc(bad) << verdict
+      << "</td>";
+    return;
+  }
+  auto median = CellMedianUs(report, cell);
+  auto speedup = SpeedupVsCpu(report, cells, cell);
+  const bool is_cpu = first.delegate == "cpu" && first.delegate_options.empty();
+  auto [bg, fg] = speedup && !is_cpu ? SpeedupColours(*speedup)
+                                     : std::pair<std::string, std::string>{"#eeeeee", "#222"};
+  h << "<td class=\"hc\" style=\"background:" << bg << ";color:" << fg << "\" title=\""
+    << Esc(CellLabel(first)) << "\"><b>"
+    << (is_cpu    ? "cpu ref"
+        : speedup ? Fixed(*speedup, 2) + "&times;"
+                  : "n/a")
+    << "</b><small>" << (median ? Ms(*median) + " ms p50" : "") << "</small>";
+  if (cell.jobs.size() > 1) h << "<small>" << ok << "/" << cell.jobs.size() << " trials ok</small>";
+  if (!bad.empty()) h << "<small>&#9888; " << Esc(bad) << "</small>";
+  h << verdict << "</td>";
+}
+
+void Heatmap(std::ostringstream& h, const RunReport& report, const std::vector<Cell>& cells) {
+  std::vector<std::string> devices;
+  // Rows: (model, delegate config), in first appearance order.
+  std::vector<std::pair<std::string, std::string>> rows;
+  std::map<std::pair<std::string, std::string>, std::map<std::string, const Cell*>> grid;
+  for (const Cell& cell : cells) {
+    const store::JobRow& j = report.jobs[cell.jobs.front()];
+    if (std::find(devices.begin(), devices.end(), j.device) == devices.end()) {
+      devices.push_back(j.device);
+    }
+    std::pair<std::string, std::string> row{j.model, ConfigLabel(j)};
+    if (!grid.count(row)) rows.push_back(row);
+    grid[row][j.device] = &cell;
+  }
+  h << "<h2>Speed-up vs cpu</h2>\n<p>Median latency of the cpu cell of the same model, device, "
+       "threads and runner divided by the cell's (pooled samples of all trials).</p>\n"
+       "<p class=\"legend\">";
+  for (double s : {0.25, 0.5, 0.8, 1.0, 1.25, 2.0, 4.0}) {
+    auto [bg, fg] = SpeedupColours(s);
+    h << "<span style=\"background:" << bg << ";color:" << fg << "\">" << Sig(s)
+      << "&times;</span>";
+  }
+  h << " <span class=\"fail\" style=\"width:auto;padding:.1em .5em\">failed</span></p>\n"
+    << "<table class=\"heat\">\n<thead><tr><th>model</th><th>delegate config</th>";
+  for (const std::string& d : devices) h << "<th>" << Esc(d) << "</th>";
+  h << "</tr></thead>\n<tbody>\n";
+  for (const auto& row : rows) {
+    h << "<tr><td>" << Esc(row.first) << "</td><td>" << Esc(row.second) << "</td>";
+    for (const std::string& d : devices) {
+      auto it = grid[row].find(d);
+      if (it == grid[row].end()) {
+        h << "<td class=\"none\">&ndash;</td>";
+      } else {
+        HeatCell(h, report, cells, *it->second);
+      }
     }
     h << "</tr>\n";
   }
   h << "</tbody>\n</table>\n";
+}
 
-  bool flagged = false;
-  for (const store::JobRow& j : report.jobs) flagged = flagged || !DeviceStateFlags(j).empty();
-  if (flagged) {
-    h << "<h2>Device state warnings</h2>\n<p>Jobs that started hot or ran throttled measured a "
-         "device that was not at rest.</p>\n<ul>\n";
-    for (const store::JobRow& j : report.jobs) {
-      std::string flags = DeviceStateFlags(j);
-      if (flags.empty()) continue;
-      h << "<li class=\"warn\">&#9888; <b>" << Esc(j.model) << "</b> " << Esc(DelegateLabel(j))
-        << " on " << Esc(j.device) << ": " << Esc(flags);
-      if (!j.state_note.empty()) h << " (" << Esc(j.state_note) << ")";
-      h << "</li>\n";
-    }
-    h << "</ul>\n";
+// A tick step of about range/5: 1, 2 or 5 times a power of ten.
+double NiceStep(double range) {
+  if (range <= 0) return 1;
+  const double raw = range / 5;
+  const double p = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0}) {
+    if (raw <= m * p) return m * p;
   }
+  return 10 * p;
+}
 
-  if (counts.failed) {
-    h << "<h2>Failures</h2>\n<ul>\n";
-    for (const store::JobRow& j : report.jobs) {
-      if (j.status == store::kJobOk || !store::IsFinalJobStatus(j.status)) continue;
-      h << "<li><b>" << Esc(j.model) << "</b> " << Esc(DelegateLabel(j)) << " on " << Esc(j.device)
-        << ": <code>" << Esc(j.status) << "</code> " << Esc(j.error) << "</li>\n";
-    }
-    h << "</ul>\n";
+std::string Coord(double v) { return Fixed(v, 1); }
+
+// One SVG per model: a box plot per cell (box p25-p75, line p50, whiskers
+// p5-p95, dots min and max), milliseconds on a shared axis.
+void DistributionChart(std::ostringstream& h, const RunReport& report,
+                       const std::vector<const Cell*>& cells) {
+  constexpr double kLabelW = 430, kPlotW = 600, kRowH = 26, kTop = 8, kAxisH = 30;
+  double axis_max = 0, p95_max = 0;
+  for (const Cell* c : cells) {
+    axis_max = std::max(axis_max, c->latency.max);
+    p95_max = std::max(p95_max, c->latency.p95);
   }
+  axis_max = std::min(axis_max, 2.5 * p95_max) / 1000.0;  // outliers clip at the edge
+  const double step = NiceStep(axis_max);
+  axis_max = std::max(step, std::ceil(axis_max / step) * step);
+  const double height = kTop + kRowH * static_cast<double>(cells.size()) + kAxisH;
+  auto x = [&](double us) { return kLabelW + kPlotW * std::min(us / 1000.0, axis_max) / axis_max; };
+  h << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kLabelW + kPlotW + 110
+    << "\" height=\"" << height << "\" role=\"img\">\n";
+  const double bottom = kTop + kRowH * static_cast<double>(cells.size());
+  for (double t = 0; t <= axis_max + step / 2; t += step) {
+    const double tx = kLabelW + kPlotW * t / axis_max;
+    h << "<line class=\"grid\" x1=\"" << Coord(tx) << "\" y1=\"" << kTop << "\" x2=\"" << Coord(tx)
+      << "\" y2=\"" << bottom << "\"/><text x=\"" << Coord(tx) << "\" y=\"" << bottom + 16
+      << "\" text-anchor=\"middle\">" << Sig(t) << "</text>\n";
+  }
+  h << "<text x=\"" << kLabelW + kPlotW + 8 << "\" y=\"" << bottom + 16 << "\">ms</text>\n";
+  for (size_t r = 0; r < cells.size(); ++r) {
+    const Cell& c = *cells[r];
+    const SampleSummary& s = c.latency;
+    const double cy = kTop + kRowH * (static_cast<double>(r) + 0.5);
+    std::string label = CellLabel(report.jobs[c.jobs.front()]);
+    if (label.size() > 62) label = label.substr(0, 60) + "…";
+    h << "<text x=\"" << kLabelW - 8 << "\" y=\"" << cy + 4 << "\" text-anchor=\"end\">"
+      << Esc(label) << "</text>\n";
+    h << "<line class=\"axis\" x1=\"" << Coord(x(s.p05)) << "\" y1=\"" << cy << "\" x2=\""
+      << Coord(x(s.p95)) << "\" y2=\"" << cy << "\"/>"
+      << "<rect x=\"" << Coord(x(s.p25)) << "\" y=\"" << cy - 8 << "\" width=\""
+      << Coord(std::max(1.0, x(s.p75) - x(s.p25))) << "\" height=\"16\" fill=\"#9cc3e6\" "
+      << "stroke=\"#2b6cb0\"/><line x1=\"" << Coord(x(s.p50)) << "\" y1=\"" << cy - 8 << "\" x2=\""
+      << Coord(x(s.p50)) << "\" y2=\"" << cy + 8 << "\" stroke=\"#123b63\" stroke-width=\"2\"/>";
+    for (double v : {s.min, s.max}) {
+      h << "<circle cx=\"" << Coord(x(v)) << "\" cy=\"" << cy << "\" r=\"2.5\" fill=\"#555\"/>";
+    }
+    h << "<text x=\"" << kLabelW + kPlotW + 8 << "\" y=\"" << cy + 4 << "\">" << Ms(s.p50)
+      << " (n=" << s.count << ")</text>\n";
+  }
+  h << "</svg>\n";
+}
+
+void Distributions(std::ostringstream& h, const RunReport& report, const std::vector<Cell>& cells) {
+  std::vector<std::string> models;
+  std::map<std::string, std::vector<const Cell*>> by_model;
+  for (const Cell& c : cells) {
+    if (c.latency.count == 0) continue;
+    const std::string& m = report.jobs[c.jobs.front()].model;
+    if (!by_model.count(m)) models.push_back(m);
+    by_model[m].push_back(&c);
+  }
+  h << "<h2>Latency distributions</h2>\n";
+  if (models.empty()) {
+    h << "<p>No samples stored for this run.</p>\n";
+    return;
+  }
+  h << "<p>The raw samples of each cell (all ok trials pooled): box p25&ndash;p75, bar the median, "
+       "whiskers p5&ndash;p95, dots min and max; the median and the sample count on the right."
+       "</p>\n";
+  for (const std::string& m : models) {
+    h << "<h3>" << Esc(m) << "</h3>\n";
+    DistributionChart(h, report, by_model[m]);
+  }
+}
+
+void ComparisonSection(std::ostringstream& h, const Comparison& c) {
+  h << "<h2>Against the baseline (run " << c.baseline_run << ")</h2>\n";
+  for (const std::string& n : c.notes) h << "<p class=\"warn\">" << Esc(n) << "</p>\n";
+  h << "<table>\n<thead><tr><th>cell</th><th>verdict</th><th>latency</th><th>baseline ms</th>"
+       "<th>candidate ms</th><th>change</th><th>95% CI of the ratio</th><th>p / q</th>"
+       "<th>trials</th><th>findings</th></tr></thead>\n<tbody>\n";
+  for (const CellVerdict& v : c.cells) {
+    h << "<tr><td>" << Esc(v.label) << "</td><td>" << Badge(v.verdict) << "</td><td>"
+      << Esc(v.latency_verdict) << (v.within_run_only ? " (within-run)" : "") << "</td>";
+    if (v.ratio > 0) {
+      h << "<td class=\"num\">" << Ms(v.baseline_median_us) << "</td><td class=\"num\">"
+        << Ms(v.candidate_median_us) << "</td><td class=\"num\">" << Fixed((v.ratio - 1) * 100, 1)
+        << "%</td><td class=\"num\">" << Fixed(v.ci_low, 3) << " &ndash; " << Fixed(v.ci_high, 3)
+        << "</td><td class=\"num\">" << Sig(v.p_value) << " / " << Sig(v.q_value) << "</td>";
+    } else {
+      h << "<td>&ndash;</td><td>&ndash;</td><td>&ndash;</td><td>&ndash;</td><td>&ndash;</td>";
+    }
+    h << "<td class=\"num\">" << v.baseline_trials << " / " << v.candidate_trials << "</td><td>";
+    for (const std::string& f : v.findings) h << Esc(f) << "<br>";
+    h << "</td></tr>\n";
+  }
+  h << "</tbody>\n</table>\n";
+}
+
+}  // namespace
+
+std::string HtmlEscape(const std::string& s) { return Esc(s); }
+const char* HtmlStatusClass(const std::string& status) { return StatusClass(status); }
+
+std::string RenderHtml(const RunReport& report) {
+  const std::vector<Cell> cells = report.cells.empty() ? GroupCells(report.jobs) : report.cells;
+  std::ostringstream h;
+  h << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+    << "<title>DelegateFarm run " << report.run.id << ": " << Esc(report.run.name)
+    << "</title>\n<style>" << kCss << "</style>\n</head>\n<body>\n";
+  Summary(h, report);
+  if (report.comparison) ComparisonSection(h, *report.comparison);
+  if (!cells.empty()) Heatmap(h, report, cells);
+  Distributions(h, report, cells);
+  AccuracySection(h, report, cells);
+  PlacementSection(h, report, cells);
+  JobsSection(h, report);
+  EnvironmentSection(h, report);
+  FailuresSection(h, report);
   h << "</body>\n</html>\n";
   return h.str();
 }

@@ -1,4 +1,7 @@
-// GitHub-flavoured Markdown report.
+// GitHub-flavoured Markdown report for a PR comment: a compact verdict (or
+// cell) table first, the details after. Every stored string goes through
+// Md(): no control characters, no line breaks, Markdown punctuation escaped.
+#include <algorithm>
 #include <sstream>
 
 #include "reports/format.h"
@@ -7,46 +10,139 @@
 namespace dfarm::reports {
 namespace {
 
-// A table cell: no newlines, pipes and backslashes escaped.
-std::string Cell(const std::string& s) {
+// A table cell or inline text: control characters and newlines become
+// spaces; pipes, backslashes and Markdown/HTML punctuation are escaped.
+std::string Md(const std::string& s) {
   std::string out;
-  for (char c : s) {
-    if (c == '|' || c == '\\' || c == '`' || c == '*' || c == '<' || c == '>') {
+  for (char c : Printable(s)) {
+    if (c == '|' || c == '\\' || c == '`' || c == '*' || c == '<' || c == '>' || c == '[' ||
+        c == ']' || c == '_' || c == '~') {
       out += '\\';
-      out += c;
-    } else if (c == '\n' || c == '\r') {
-      out += ' ';
-    } else {
-      out += c;
     }
+    out += c;
   }
   return out;
 }
 
-}  // namespace
+// A fenced block that `text` cannot close: a fence longer than its longest backtick run.
+std::string Fenced(const std::string& text) {
+  const std::string body = Printable(text, /*keep_lines=*/true);
+  size_t run = 0, longest = 0;
+  for (char c : body) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  const std::string fence(std::max<size_t>(3, longest + 1), '`');
+  return fence + "\n" + body + (body.empty() || body.back() != '\n' ? "\n" : "") + fence + "\n";
+}
 
-std::string RenderMarkdown(const RunReport& report) {
+const char* HealthWord(RunHealth h) {
+  switch (h) {
+    case RunHealth::kGreen:
+      return "✅ passed";
+    case RunHealth::kAmber:
+      return "⚠️ incomplete";
+    case RunHealth::kRed:
+      return "❌ failed";
+  }
+  return "";
+}
+
+std::string Percent(double ratio) {
+  return (ratio >= 1 ? "+" : "") + Fixed((ratio - 1) * 100, 1) + "%";
+}
+
+void Summary(std::ostringstream& md, const RunReport& report) {
   const store::RunRow& run = report.run;
   JobCounts counts = CountJobs(report.jobs);
-  std::ostringstream md;
-  md << "# DelegateFarm run " << run.id << ": " << Cell(run.name) << "\n\n";
+  md << "# DelegateFarm run " << run.id << ": " << Md(run.name) << "\n\n";
+  md << "**" << HealthWord(HealthOf(report)) << "**: run " << Md(run.status) << ", " << counts.total
+     << " jobs (" << counts.ok << " ok, " << counts.failed << " failed";
+  if (counts.pending) md << ", " << counts.pending << " not run";
+  md << ")";
+  if (report.comparison) {
+    const Comparison& c = *report.comparison;
+    std::map<std::string, size_t> by_verdict;
+    for (const CellVerdict& v : c.cells) ++by_verdict[v.verdict];
+    md << "; gate against run " << c.baseline_run;
+    if (!c.baseline_name.empty()) md << " (" << Md(c.baseline_name) << ")";
+    md << ": **" << (c.passed ? "passed" : "failed") << "**";
+    for (const auto& [verdict, n] : by_verdict) md << ", " << n << " " << Md(verdict);
+  }
+  md << "\n\n";
   md << "- **Run:** " << run.id << "\n";
-  md << "- **Created:** " << Cell(run.created_at) << "\n";
-  if (!run.finished_at.empty()) md << "- **Finished:** " << Cell(run.finished_at) << "\n";
-  md << "- **Status:** " << Cell(run.status) << "\n";
+  md << "- **Created:** " << Md(run.created_at) << "\n";
+  if (!run.finished_at.empty()) md << "- **Finished:** " << Md(run.finished_at) << "\n";
+  md << "- **Status:** " << Md(run.status) << "\n";
   md << "- **Jobs:** " << counts.total << " (" << counts.ok << " ok, " << counts.failed
      << " failed";
   if (counts.pending) md << ", " << counts.pending << " not run";
   md << ")\n\n";
+}
 
+void VerdictTable(std::ostringstream& md, const Comparison& c) {
+  md << "## Verdicts\n\n| cell | verdict | baseline ms | candidate ms | change | 95% CI | q | "
+        "findings |\n| --- | --- | ---: | ---: | ---: | --- | ---: | --- |\n";
+  for (const CellVerdict& v : c.cells) {
+    md << "| " << Md(v.label) << " | **" << Md(v.verdict) << "** | ";
+    if (v.baseline_trials > 0 && v.candidate_trials > 0 && v.ratio > 0) {
+      md << Ms(v.baseline_median_us) << " | " << Ms(v.candidate_median_us) << " | "
+         << Percent(v.ratio) << " | " << Percent(v.ci_low) << " … " << Percent(v.ci_high) << " | "
+         << Sig(v.q_value) << " | ";
+    } else {
+      md << "– | – | – | – | – | ";
+    }
+    std::string findings;
+    for (const std::string& f : v.findings) findings += (findings.empty() ? "" : "; ") + f;
+    md << (findings.empty() ? "–" : Md(findings)) << " |\n";
+  }
+  if (!c.notes.empty()) {
+    md << "\n";
+    for (const std::string& n : c.notes) md << "> " << Md(n) << "\n";
+  }
+  md << "\n";
+}
+
+void CellTable(std::ostringstream& md, const RunReport& report, const std::vector<Cell>& cells) {
+  md << "## Cells\n\n| cell | status | p50 ms | vs cpu | max abs error vs cpu | placement |\n"
+        "| --- | --- | ---: | ---: | ---: | --- |\n";
+  for (const Cell& cell : cells) {
+    const store::JobRow& first = report.jobs[cell.jobs.front()];
+    size_t ok = 0;
+    std::string status, accuracy, placement;
+    for (size_t i : cell.jobs) {
+      const store::JobRow& j = report.jobs[i];
+      if (j.status == store::kJobOk) {
+        ++ok;
+        if (accuracy.empty()) accuracy = AccuracyLabel(report, j);
+        if (placement.empty()) placement = PlacementLabel(j);
+      } else if (status.empty()) {
+        status = j.status;
+      }
+    }
+    if (status.empty()) status = "ok";
+    if (cell.jobs.size() > 1) {
+      status += " (" + std::to_string(ok) + "/" + std::to_string(cell.jobs.size()) + " ok)";
+    }
+    auto median = CellMedianUs(report, cell);
+    auto speedup = SpeedupVsCpu(report, cells, cell);
+    md << "| " << Md(CellLabel(first)) << " | " << Md(status) << " | "
+       << (median ? Ms(*median) : "–") << " | " << (speedup ? Fixed(*speedup, 2) + "×" : "–")
+       << " | " << (accuracy.empty() ? "–" : Md(accuracy)) << " | "
+       << (placement.empty() ? "–" : Md(placement)) << " |\n";
+  }
+  md << "\n";
+}
+
+void JobTable(std::ostringstream& md, const RunReport& report) {
   md << "## Jobs\n\n";
-  md << "| model | delegate | device | status | init ms | first ms | mean ms | p50 ms | "
+  md << "| model | delegate | device | trial | status | init ms | first ms | mean ms | p50 ms | "
         "p90 ms | p99 ms | peak RSS MiB | placement | max abs error vs cpu | device state |\n";
-  md << "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | "
-        "--- |\n";
+  md << "| --- | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | "
+        "---: | --- |\n";
   for (const store::JobRow& j : report.jobs) {
-    md << "| " << Cell(j.model) << " | " << Cell(DelegateLabel(j)) << " | " << Cell(j.device)
-       << " | " << Cell(j.status) << " | ";
+    md << "| " << Md(j.model) << " | " << Md(DelegateLabel(j)) << " | " << Md(j.device) << " | "
+       << j.trial << " | " << Md(j.status) << " | ";
     if (j.metrics) {
       const store::JobMetrics& m = *j.metrics;
       md << Ms(m.init_us) << " | " << Ms(m.first_us) << " | " << Ms(m.mean_us) << " | "
@@ -58,33 +154,54 @@ std::string RenderMarkdown(const RunReport& report) {
     std::string placement = PlacementLabel(j);
     std::string flags = DeviceStateFlags(j);
     std::string accuracy = AccuracyLabel(report, j);
-    md << (placement.empty() ? "–" : Cell(placement)) << " | "
-       << (accuracy.empty() ? "–" : Cell(accuracy)) << " | "
-       << (flags.empty() ? "–" : "⚠ " + Cell(flags)) << " |\n";
+    md << (placement.empty() ? "–" : Md(placement)) << " | "
+       << (accuracy.empty() ? "–" : Md(accuracy)) << " | "
+       << (flags.empty() ? "–" : "⚠ " + Md(flags)) << " |\n";
   }
+}
 
+void Warnings(std::ostringstream& md, const RunReport& report) {
   size_t flagged = 0;
   for (const store::JobRow& j : report.jobs) flagged += DeviceStateFlags(j).empty() ? 0 : 1;
-  if (flagged) {
-    md << "\n## Device state warnings\n\n"
-       << "Jobs that started hot or ran throttled measured a device that was not at rest.\n\n";
-    for (const store::JobRow& j : report.jobs) {
-      std::string flags = DeviceStateFlags(j);
-      if (flags.empty()) continue;
-      md << "- ⚠ **" << Cell(j.model) << "** " << Cell(DelegateLabel(j)) << " on " << Cell(j.device)
-         << ": " << Cell(flags) << (j.state_note.empty() ? "" : " (" + Cell(j.state_note) + ")")
-         << "\n";
-    }
+  if (!flagged) return;
+  md << "\n## Device state warnings\n\n"
+     << "Jobs that started hot or ran throttled measured a device that was not at rest.\n\n";
+  for (const store::JobRow& j : report.jobs) {
+    std::string flags = DeviceStateFlags(j);
+    if (flags.empty()) continue;
+    md << "- ⚠ **" << Md(j.model) << "** " << Md(DelegateLabel(j)) << " on " << Md(j.device) << ": "
+       << Md(flags) << (j.state_note.empty() ? "" : " (" + Md(j.state_note) + ")") << "\n";
   }
+}
 
-  if (counts.failed) {
-    md << "\n## Failures\n\n";
-    for (const store::JobRow& j : report.jobs) {
-      if (j.status == store::kJobOk || !store::IsFinalJobStatus(j.status)) continue;
-      md << "- **" << Cell(j.model) << "** " << Cell(DelegateLabel(j)) << " on " << Cell(j.device)
-         << ": `" << Cell(j.status) << "` " << Cell(j.error) << "\n";
+void Failures(std::ostringstream& md, const RunReport& report) {
+  if (CountJobs(report.jobs).failed == 0) return;
+  md << "\n## Failures\n\n";
+  for (const store::JobRow& j : report.jobs) {
+    if (j.status == store::kJobOk || !store::IsFinalJobStatus(j.status)) continue;
+    md << "- **" << Md(j.model) << "** " << Md(DelegateLabel(j)) << " on " << Md(j.device) << ": `"
+       << Md(j.status) << "` " << Md(j.error) << "\n";
+    auto tail = report.stderr_tails.find(j.id);
+    if (tail != report.stderr_tails.end()) {
+      md << "\n<details><summary>stderr (last lines)</summary>\n\n"
+         << Fenced(tail->second) << "\n</details>\n\n";
     }
   }
+}
+
+}  // namespace
+
+std::string RenderMarkdown(const RunReport& report) {
+  std::ostringstream md;
+  Summary(md, report);
+  if (report.comparison) {
+    VerdictTable(md, *report.comparison);
+  } else {
+    CellTable(md, report, report.cells.empty() ? GroupCells(report.jobs) : report.cells);
+  }
+  JobTable(md, report);
+  Warnings(md, report);
+  Failures(md, report);
   return md.str();
 }
 

@@ -1,8 +1,10 @@
 #include "reports/report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <set>
 
 #include "reports/format.h"
 
@@ -18,6 +20,38 @@ std::string MiB(int64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(bytes) / (1024.0 * 1024.0));
   return buf;
+}
+
+std::string Fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string Sig(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+std::string Printable(const std::string& s, bool keep_lines) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (keep_lines && (c == '\n' || c == '\t')) {
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c == 0x7f) {
+      out += ' ';
+    } else if (c == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(s[i + 1]) < 0xa0) {
+      out += ' ';  // a C1 control (U+0080..U+009F) in UTF-8
+      ++i;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
 }
 
 std::string DelegateLabel(const store::JobRow& job) {
@@ -96,6 +130,164 @@ JobCounts CountJobs(const std::vector<store::JobRow>& jobs) {
   return c;
 }
 
+namespace {
+
+double Quantile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  const double pos = q * static_cast<double>(sorted.size() - 1);
+  const size_t lo = static_cast<size_t>(pos);
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
+}
+
+// The last `max_lines` lines of `text`, at most `max_chars` characters.
+std::string Tail(const std::string& text, size_t max_lines, size_t max_chars) {
+  size_t start = text.size() > max_chars ? text.size() - max_chars : 0;
+  size_t lines = 0;
+  size_t end = text.size();
+  while (end > 0 && text[end - 1] == '\n') --end;
+  for (size_t i = end; i > start; --i) {
+    if (text[i - 1] == '\n' && ++lines == max_lines) {
+      start = i;
+      break;
+    }
+  }
+  return text.substr(start, end - start);
+}
+
+// Samples (summarised, per job and pooled per cell), telemetry and stderr tails.
+Result<void> LoadJobEvidence(store::Store& store, RunReport& r) {
+  r.cells = GroupCells(r.jobs);
+  for (Cell& cell : r.cells) {
+    std::vector<double> pooled;
+    for (size_t i : cell.jobs) {
+      const store::JobRow& j = r.jobs[i];
+      auto telemetry = store.GetTelemetry(j.id);
+      if (!telemetry) return telemetry.error();
+      if (!telemetry->empty()) r.telemetry[j.id] = std::move(*telemetry);
+      if (j.status != store::kJobOk) {
+        if (!store::IsFinalJobStatus(j.status)) continue;
+        auto detail = store.GetJobDetail(j.id);
+        if (detail && !detail->stderr_tail.empty()) {
+          r.stderr_tails[j.id] = Tail(detail->stderr_tail, 30, 4000);
+        }
+        continue;
+      }
+      auto samples = store.GetSamples(j.id);
+      if (!samples) return samples.error();
+      if (samples->empty()) continue;
+      pooled.insert(pooled.end(), samples->begin(), samples->end());
+      r.samples[j.id] = Summarize(std::move(*samples));
+    }
+    cell.latency = Summarize(std::move(pooled));
+  }
+  return Ok();
+}
+
+Result<void> LoadEnvironment(store::Store& store, RunReport& r) {
+  auto devices = store.ListDevices();
+  if (!devices) return devices.error();
+  std::set<std::string> used;
+  for (const store::JobRow& j : r.jobs) used.insert(j.device);
+  for (store::DeviceRow& d : *devices) {
+    if (used.count(d.name)) r.devices.push_back(std::move(d));
+  }
+  auto runners = store.ListRunRunners(r.run.id);
+  if (!runners) return runners.error();
+  r.runner_builds = std::move(*runners);
+  return Ok();
+}
+
+}  // namespace
+
+SampleSummary Summarize(std::vector<double> samples_us) {
+  SampleSummary s;
+  if (samples_us.empty()) return s;
+  std::sort(samples_us.begin(), samples_us.end());
+  s.count = samples_us.size();
+  s.min = samples_us.front();
+  s.max = samples_us.back();
+  s.p05 = Quantile(samples_us, 0.05);
+  s.p25 = Quantile(samples_us, 0.25);
+  s.p50 = Quantile(samples_us, 0.50);
+  s.p75 = Quantile(samples_us, 0.75);
+  s.p95 = Quantile(samples_us, 0.95);
+  double sum = 0;
+  for (double v : samples_us) sum += v;
+  s.mean = sum / static_cast<double>(s.count);
+  return s;
+}
+
+std::string CellKey(const store::JobRow& job) {
+  return job.model_sha256 + "|" + job.model + "|" + job.delegate + "|" + job.delegate_options +
+         "|" + std::to_string(job.num_threads) + "|" + job.runner + "|" + job.device;
+}
+
+std::vector<Cell> GroupCells(const std::vector<store::JobRow>& jobs) {
+  std::vector<Cell> cells;
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    std::string key = CellKey(jobs[i]);
+    auto [it, added] = index.emplace(key, cells.size());
+    if (added) cells.push_back(Cell{std::move(key), {}, {}});
+    cells[it->second].jobs.push_back(i);
+  }
+  return cells;
+}
+
+std::string CellLabel(const store::JobRow& job) {
+  std::string label = job.model + " " + DelegateLabel(job);
+  if (job.num_threads > 0) label += " x" + std::to_string(job.num_threads);
+  label += " @" + job.device;
+  if (!job.runner.empty()) label += " [runner " + job.runner + "]";
+  return label;
+}
+
+std::optional<double> CellMedianUs(const RunReport& report, const Cell& cell) {
+  if (cell.latency.count > 0) return cell.latency.p50;
+  std::vector<double> p50s;
+  for (size_t i : cell.jobs) {
+    const store::JobRow& j = report.jobs[i];
+    if (j.status == store::kJobOk && j.metrics) p50s.push_back(j.metrics->p50_us);
+  }
+  if (p50s.empty()) return std::nullopt;
+  return Summarize(std::move(p50s)).p50;
+}
+
+std::optional<double> SpeedupVsCpu(const RunReport& report, const std::vector<Cell>& cells,
+                                   const Cell& cell) {
+  const store::JobRow& j = report.jobs[cell.jobs.front()];
+  auto mine = CellMedianUs(report, cell);
+  if (!mine || *mine <= 0) return std::nullopt;
+  for (const Cell& other : cells) {
+    const store::JobRow& c = report.jobs[other.jobs.front()];
+    if (c.delegate != "cpu" || !c.delegate_options.empty() || c.model_sha256 != j.model_sha256 ||
+        c.model != j.model || c.device != j.device || c.num_threads != j.num_threads ||
+        c.runner != j.runner) {
+      continue;
+    }
+    auto cpu = CellMedianUs(report, other);
+    if (!cpu) return std::nullopt;
+    return *cpu / *mine;
+  }
+  return std::nullopt;
+}
+
+RunHealth HealthOf(const RunReport& report) {
+  JobCounts counts = CountJobs(report.jobs);
+  if (report.run.status == store::kRunFailed || counts.failed > 0) return RunHealth::kRed;
+  if (report.comparison && !report.comparison->passed) return RunHealth::kRed;
+  if (report.run.status != store::kRunFinished || counts.pending > 0 || counts.total == 0) {
+    return RunHealth::kAmber;
+  }
+  if (report.comparison) {
+    for (const CellVerdict& v : report.comparison->cells) {
+      if (v.verdict == "unknown" || v.verdict == "missing") return RunHealth::kAmber;
+    }
+  }
+  return RunHealth::kGreen;
+}
+
 Result<RunReport> LoadRunReport(store::Store& store, int64_t run_id) {
   auto run = store.GetRun(run_id);
   if (!run) return run.error();
@@ -103,7 +295,13 @@ Result<RunReport> LoadRunReport(store::Store& store, int64_t run_id) {
   if (!jobs) return jobs.error();
   auto accuracy = LoadAccuracy(store, *jobs);
   if (!accuracy) return accuracy.error();
-  return RunReport{std::move(*run), std::move(*jobs), std::move(*accuracy)};
+  RunReport r;
+  r.run = std::move(*run);
+  r.jobs = std::move(*jobs);
+  r.accuracy = std::move(*accuracy);
+  if (auto e = LoadJobEvidence(store, r); !e) return e.error();
+  if (auto e = LoadEnvironment(store, r); !e) return e.error();
+  return r;
 }
 
 Result<std::map<int64_t, store::Accuracy>> LoadAccuracy(store::Store& store,
@@ -120,8 +318,10 @@ Result<std::map<int64_t, store::Accuracy>> LoadAccuracy(store::Store& store,
 Result<Format> ParseFormat(const std::string& name) {
   if (name == "md" || name == "markdown") return Format::kMarkdown;
   if (name == "html") return Format::kHtml;
+  if (name == "json") return Format::kJson;
+  if (name == "csv") return Format::kCsv;
   return MakeError(ErrorKind::kInvalidInput,
-                   "unknown report format '" + name + "' (known: md, html)");
+                   "unknown report format '" + name + "' (known: md, html, json, csv)");
 }
 
 std::string Render(const RunReport& report, Format format) {
@@ -130,18 +330,25 @@ std::string Render(const RunReport& report, Format format) {
       return RenderMarkdown(report);
     case Format::kHtml:
       return RenderHtml(report);
+    case Format::kJson:
+      return RenderJson(report);
+    case Format::kCsv:
+      return RenderCsv(report);
   }
   return {};
 }
 
-Result<void> WriteReport(const RunReport& report, Format format, const std::string& path) {
-  std::string text = Render(report, format);
+Result<void> WriteText(const std::string& text, const std::string& path) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) return MakeError("cannot write report '" + path + "'");
   out << text;
   out.close();
   if (!out) return MakeError("cannot write report '" + path + "': write failed");
   return Ok();
+}
+
+Result<void> WriteReport(const RunReport& report, Format format, const std::string& path) {
+  return WriteText(Render(report, format), path);
 }
 
 }  // namespace dfarm::reports

@@ -1,11 +1,13 @@
 // Reports over one run of the store. One renderer per file (markdown.cc,
-// html.cc; JUnit, JSON and CSV later), all over the same RunReport.
+// html.cc, table.cc for JSON and CSV), all over the same RunReport. JUnit is
+// the gate's (reports/gate, RenderGateJunit); `dfarm report` wires it.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agent/base/result.h"
@@ -13,15 +15,71 @@
 
 namespace dfarm::reports {
 
+// A latency distribution summarised into quantiles (linear interpolation
+// between closest ranks), so a report draws it without every sample.
+struct SampleSummary {
+  size_t count = 0;
+  double min = 0, p05 = 0, p25 = 0, p50 = 0, p75 = 0, p95 = 0, max = 0, mean = 0;
+};
+// Quantiles of `samples_us` (any order); count 0 for none.
+SampleSummary Summarize(std::vector<double> samples_us);
+
+// All the trials of one configuration on one device: equal model_sha256,
+// delegate, delegate_options, num_threads, runner and device.
+struct Cell {
+  std::string key;           // those fields joined, for matching
+  std::vector<size_t> jobs;  // indices into RunReport::jobs, in job order
+  // The pooled samples of the cell's ok trials (count 0 without any).
+  SampleSummary latency;
+};
+// The cell key of a job (Cell::key).
+std::string CellKey(const store::JobRow& job);
+// The cells of `jobs` in the order their first job appears (latency unset).
+std::vector<Cell> GroupCells(const std::vector<store::JobRow>& jobs);
+// "face.tflite xnnpack (fp16:true) x2 @local [runner main]": model, delegate
+// with options, threads, device and (when not the default) runner.
+std::string CellLabel(const store::JobRow& job);
+
+// One cell's verdict from the release gate (`--baseline`), as the
+// renderers show it. The gate's own types stay in reports/gate: the CLI
+// converts its CellResult into this.
+struct CellVerdict {
+  std::string key;      // CellKey of the candidate's cell ("" for a missing one)
+  std::string label;    // the gate's cell label
+  std::string verdict;  // "pass", "improved", "regressed", "unknown", "fail", "new", "missing"
+  std::string latency_verdict;
+  double baseline_median_us = 0, candidate_median_us = 0, ratio = 0, ci_low = 0, ci_high = 0;
+  double p_value = 1, q_value = 1;
+  size_t baseline_trials = 0, candidate_trials = 0;
+  bool within_run_only = false;
+  std::vector<std::string> findings;  // one line each, failing ones first
+};
+struct Comparison {
+  int64_t baseline_run = 0;
+  std::string baseline_name;
+  bool passed = false;
+  std::vector<CellVerdict> cells;
+  std::vector<std::string> notes;
+};
+
 struct RunReport {
   store::RunRow run;
   std::vector<store::JobRow> jobs;  // in job id order
   // Each job's outputs against the reference (store output_accuracy), by job
   // id; jobs without a comparison are absent.
   std::map<int64_t, store::Accuracy> accuracy;
+  // Filled by LoadRunReport (renderers cope with them empty):
+  std::vector<Cell> cells;                   // GroupCells(jobs) with latency
+  std::map<int64_t, SampleSummary> samples;  // each job's own samples, by job id
+  std::map<int64_t, std::vector<store::TelemetryRow>> telemetry;  // by job id
+  std::map<int64_t, std::string> stderr_tails;  // failed jobs' runner stderr (last lines)
+  std::vector<store::DeviceRow> devices;        // the devices the run's jobs name
+  std::vector<std::pair<std::string, std::string>> runner_builds;  // (host path, sha256)
+  std::optional<Comparison> comparison;  // set by the caller for `--baseline`
 };
 
-// Reads a run and its jobs from `store`.
+// Reads a run, its jobs, their accuracy, samples (summarised), telemetry,
+// failed jobs' stderr tails, devices and runner builds from `store`.
 Result<RunReport> LoadRunReport(store::Store& store, int64_t run_id);
 
 // The accuracy rows of `jobs` (RunReport::accuracy), by job id.
@@ -45,15 +103,37 @@ std::optional<double> MaxAbsError(const store::Accuracy& accuracy);
 // "hot", "throttled", "hot, throttled", or empty when the agent flagged neither.
 std::string DeviceStateFlags(const store::JobRow& job);
 
-enum class Format { kMarkdown, kHtml };
+// The median latency of a cell (its pooled samples' p50, else the median of
+// its ok trials' p50); unset when no trial is ok.
+std::optional<double> CellMedianUs(const RunReport& report, const Cell& cell);
+// The cell's latency speed-up against the cpu cell of the same model, device,
+// threads and runner (cpu median / this median); unset without both.
+std::optional<double> SpeedupVsCpu(const RunReport& report, const std::vector<Cell>& cells,
+                                   const Cell& cell);
 
-// "md"/"markdown" or "html"; the error lists the formats.
+// A run is "green" only when it finished, every job is ok and, with a
+// baseline, the gate passed.
+enum class RunHealth { kGreen, kAmber, kRed };
+RunHealth HealthOf(const RunReport& report);
+
+// kJson: {"run":{...},"jobs":[rows]}; kCsv: a header and one row per job
+// (docs/CONTRACTS.md, "Report rows"). JUnit is rendered by the gate.
+enum class Format { kMarkdown, kHtml, kJson, kCsv };
+
+// "md"/"markdown", "html", "json" or "csv"; the error lists the formats.
 Result<Format> ParseFormat(const std::string& name);
 
 std::string RenderMarkdown(const RunReport& report);
 std::string RenderHtml(const RunReport& report);  // self-contained, every string escaped
+std::string RenderJson(const RunReport& report);
+std::string RenderCsv(const RunReport& report);
 std::string Render(const RunReport& report, Format format);
 
+// The column names of RenderCsv (and the keys of a JSON row), in order.
+const std::vector<std::string>& TableColumns();
+
+// Writes `text` to `path` (replacing it); the error names the file.
+Result<void> WriteText(const std::string& text, const std::string& path);
 // Renders and writes `path` (replacing it); the error names the file.
 Result<void> WriteReport(const RunReport& report, Format format, const std::string& path);
 

@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "reports/report.h"
@@ -11,8 +13,12 @@ namespace {
 
 RunReport Sample() {
   RunReport r;
-  r.run = {7, "nightly <b>", "2024-05-01T12:00:00Z", "2024-05-01T12:05:00Z", "finished", "{}", 0,
-           ""};
+  r.run.id = 7;
+  r.run.name = "nightly <b>";
+  r.run.created_at = "2024-05-01T12:00:00Z";
+  r.run.finished_at = "2024-05-01T12:05:00Z";
+  r.run.status = "finished";
+  r.run.spec_json = "{}";
   store::JobRow ok;
   ok.id = 1;
   ok.run_id = 7;
@@ -148,6 +154,8 @@ TEST(ReportsTest, AccuracyLabelShowsTheWorstOutput) {
 TEST(ReportsTest, ParseFormat) {
   EXPECT_TRUE(ParseFormat("md").ok());
   EXPECT_TRUE(ParseFormat("html").ok());
+  EXPECT_EQ(*ParseFormat("json"), Format::kJson);
+  EXPECT_EQ(*ParseFormat("csv"), Format::kCsv);
   auto bad = ParseFormat("pdf");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.message().find("'pdf'"), std::string::npos);
@@ -191,6 +199,342 @@ TEST(ReportsTest, FromStoreToFile) {
   EXPECT_FALSE(LoadRunReport(**store, 999).ok());
   EXPECT_FALSE(WriteReport(*report, Format::kHtml, (dir / "no/such/r.html").string()).ok());
   fs::remove_all(dir);
+}
+
+TEST(ReportsTest, SummarizeQuantiles) {
+  SampleSummary s = Summarize({5, 1, 4, 2, 3});
+  EXPECT_EQ(s.count, 5u);
+  EXPECT_DOUBLE_EQ(s.min, 1);
+  EXPECT_DOUBLE_EQ(s.p25, 2);
+  EXPECT_DOUBLE_EQ(s.p50, 3);
+  EXPECT_DOUBLE_EQ(s.p75, 4);
+  EXPECT_DOUBLE_EQ(s.p95, 4.8);
+  EXPECT_DOUBLE_EQ(s.max, 5);
+  EXPECT_DOUBLE_EQ(s.mean, 3);
+  EXPECT_EQ(Summarize({}).count, 0u);
+}
+
+// A real store in a temp dir: a cpu cell and an xnnpack cell with two trials
+// each on one device, and a crashed job with a stderr tail.
+class StoreReportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("dfarm_reports_store_test_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+    auto store = store::OpenSqliteStore((dir_ / "r.db").string());
+    ASSERT_TRUE(store.ok()) << store.message();
+    store_ = std::move(*store);
+    auto run = store_->CreateRun("ci, \"nightly\"", R"({"benchmark":{"num_runs":4,"repeats":2}})");
+    ASSERT_TRUE(run.ok());
+    run_ = *run;
+    std::vector<store::JobRow> jobs;
+    for (const char* delegate : {"cpu", "xnnpack"}) {
+      for (int trial = 0; trial < 2; ++trial) {
+        store::JobRow j;
+        j.model = "m,1.tflite";
+        j.model_sha256 = "abc";
+        j.delegate = delegate;
+        j.device = "local";
+        j.num_threads = 1;
+        j.trial = trial;
+        j.runner = "main";
+        j.job_key = std::string(delegate) + std::to_string(trial);
+        jobs.push_back(j);
+      }
+    }
+    store::JobRow bad = jobs.back();
+    bad.delegate = "external";
+    bad.delegate_options = "path:libbad.so";
+    bad.trial = 0;
+    bad.job_key = "bad";
+    jobs.push_back(bad);
+    auto ids = store_->AddJobs(run_, jobs);
+    ASSERT_TRUE(ids.ok()) << ids.message();
+    ids_ = *ids;
+    for (size_t i = 0; i < 4; ++i) {
+      const bool cpu = i < 2;
+      store::JobOutcome o;
+      o.status = "ok";
+      o.metrics = store::JobMetrics{};
+      o.metrics->p50_us = cpu ? 4000 : 2000;
+      o.samples_us = cpu ? std::vector<double>{3900, 4000, 4100, 4000}
+                         : std::vector<double>{1900, 2000, 2100, 2000};
+      o.telemetry = {store::TelemetryRow{"before", 1, 41.0, 0.25, std::nullopt, std::nullopt}};
+      if (!cpu) {
+        store::OutputAccuracy acc;
+        acc.name = "scores<0>";
+        acc.compared = 10;
+        acc.max_abs_error = i == 2 ? 0.001 : 0.004;
+        acc.mean_abs_error = 0.0005;
+        acc.rmse = 0.0007;
+        acc.top1_agree = true;
+        acc.top5_agree = true;
+        o.accuracy = store::Accuracy{"cpu", {acc}};
+      }
+      ASSERT_TRUE(store_->RecordJobResult(ids_[i], o).ok());
+    }
+    store::JobOutcome crash;
+    crash.status = "crashed";
+    crash.error = "runner died, signal 11";
+    crash.signal = 11;
+    crash.stderr_tail = "loading <plugin>\nSegmentation fault & more\n";
+    ASSERT_TRUE(store_->RecordJobResult(ids_[4], crash).ok());
+    store::DeviceRow d;
+    d.name = "local";
+    d.abi = "x86_64";
+    d.os = "Linux <test>";
+    d.cpu = "Xeon";
+    d.cores = 8;
+    d.memory_bytes = int64_t{16} << 30;
+    ASSERT_TRUE(store_->UpsertDevice(d).ok());
+    ASSERT_TRUE(store_->RecordRunRunner(run_, "/b/dfarm-runner", "feedface", false).ok());
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  RunReport Load() {
+    auto r = LoadRunReport(*store_, run_);
+    EXPECT_TRUE(r.ok()) << r.message();
+    return r.ok() ? *r : RunReport{};
+  }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<store::Store> store_;
+  int64_t run_ = 0;
+  std::vector<int64_t> ids_;
+};
+
+TEST_F(StoreReportTest, LoadGroupsTrialsIntoCells) {
+  RunReport r = Load();
+  ASSERT_EQ(r.jobs.size(), 5u);
+  ASSERT_EQ(r.cells.size(), 3u);
+  EXPECT_EQ(r.cells[0].jobs, (std::vector<size_t>{0, 1}));
+  EXPECT_EQ(r.cells[0].latency.count, 8u);
+  EXPECT_DOUBLE_EQ(r.cells[0].latency.p50, 4000);
+  EXPECT_DOUBLE_EQ(*SpeedupVsCpu(r, r.cells, r.cells[1]), 2.0);
+  EXPECT_FALSE(SpeedupVsCpu(r, r.cells, r.cells[2]).has_value());  // no ok trial
+  EXPECT_EQ(r.samples.size(), 4u);
+  EXPECT_EQ(r.telemetry.size(), 4u);
+  ASSERT_EQ(r.stderr_tails.count(ids_[4]), 1u);
+  EXPECT_NE(r.stderr_tails[ids_[4]].find("Segmentation fault"), std::string::npos);
+  ASSERT_EQ(r.devices.size(), 1u);
+  EXPECT_EQ(r.runner_builds.size(), 1u);
+  EXPECT_EQ(CellLabel(r.jobs[0]), "m,1.tflite cpu x1 @local [runner main]");
+}
+
+TEST_F(StoreReportTest, HtmlShowsEverySection) {
+  ASSERT_TRUE(store_->FinishRun(run_, store::kRunFinished).ok());
+  std::string html = RenderHtml(Load());
+  for (const char* s : {"banner-red",
+                        "Speed-up vs cpu",
+                        "2.00&times;",
+                        "cpu ref",
+                        "2/2 trials ok",
+                        "class=\"hc fail\"",
+                        ">crashed<",
+                        "Latency distributions",
+                        "<svg",
+                        "<rect",
+                        "(n=8)",
+                        "Accuracy",
+                        "scores&lt;0&gt;",
+                        "0.004",
+                        "Placement",
+                        "Environment",
+                        "x86_64",
+                        "Linux &lt;test&gt;",
+                        "feedface",
+                        "main",
+                        "num_runs",
+                        "repeats",
+                        "load 0.25",
+                        "41 &deg;C",
+                        "Failures",
+                        "loading &lt;plugin&gt;\nSegmentation fault &amp; more"}) {
+    EXPECT_NE(html.find(s), std::string::npos) << s;
+  }
+  EXPECT_EQ(html.find("banner banner-green"), std::string::npos);
+  EXPECT_EQ(html.find("<plugin>"), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("href="), std::string::npos);  // nothing fetched or linked
+}
+
+// A failed or partial run never shows green: failed jobs or a failed run are
+// red, jobs not run (or a run still running) amber, a failing gate red.
+TEST(ReportsTest, OnlyAFinishedAllOkRunIsGreen) {
+  RunReport r = Sample();
+  r.jobs.pop_back();  // all ok now
+  EXPECT_EQ(HealthOf(r), RunHealth::kGreen);
+  EXPECT_NE(RenderHtml(r).find("banner banner-green"), std::string::npos);
+  EXPECT_NE(RenderMarkdown(r).find("✅ passed"), std::string::npos);
+  r.run.status = store::kRunFailed;
+  EXPECT_EQ(HealthOf(r), RunHealth::kRed);
+  r.run.status = store::kRunCancelled;
+  EXPECT_EQ(HealthOf(r), RunHealth::kAmber);
+  r.run.status = store::kRunFinished;
+  store::JobRow queued = r.jobs[0];
+  queued.id = 9;
+  queued.status = store::kJobQueued;
+  queued.metrics.reset();
+  r.jobs.push_back(queued);
+  EXPECT_EQ(HealthOf(r), RunHealth::kAmber);
+  std::string html = RenderHtml(r);
+  EXPECT_NE(html.find("banner banner-amber"), std::string::npos);
+  EXPECT_EQ(html.find("banner banner-green"), std::string::npos);
+  EXPECT_NE(RenderMarkdown(r).find("⚠️ incomplete"), std::string::npos);
+  r.jobs.pop_back();
+  r.comparison = Comparison{};
+  r.comparison->passed = false;
+  EXPECT_EQ(HealthOf(r), RunHealth::kRed);
+  // Sample() has a delegate_error job: red, never green.
+  html = RenderHtml(Sample());
+  EXPECT_NE(html.find("banner banner-red"), std::string::npos);
+  EXPECT_NE(html.find("1 delegate_error"), std::string::npos);
+  EXPECT_EQ(html.find("banner banner-green"), std::string::npos);
+  EXPECT_NE(RenderMarkdown(Sample()).find("❌ failed"), std::string::npos);
+}
+
+TEST(ReportsTest, ComparisonShowsVerdictsAndDeltas) {
+  RunReport r = Sample();
+  Comparison c;
+  c.baseline_run = 3;
+  c.baseline_name = "release-1.2";
+  c.passed = false;
+  CellVerdict v;
+  v.key = CellKey(r.jobs[0]);
+  v.label = "cell | one";
+  v.verdict = "regressed";
+  v.latency_verdict = "regressed";
+  v.baseline_median_us = 10000;
+  v.candidate_median_us = 12000;
+  v.ratio = 1.2;
+  v.ci_low = 1.15;
+  v.ci_high = 1.25;
+  v.q_value = 0.001;
+  v.baseline_trials = v.candidate_trials = 5;
+  v.findings = {"FAIL accuracy.max_abs_error of 'out' 0.3 > 0.01"};
+  c.cells = {v};
+  c.notes = {"verdicts rest on within-run samples only"};
+  r.comparison = c;
+  std::string md = RenderMarkdown(r);
+  EXPECT_LT(md.find("## Verdicts"), md.find("## Jobs"));  // the verdict table comes first
+  EXPECT_NE(md.find("| cell \\| one | **regressed** | 10.00 | 12.00 | +20.0% |"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("gate against run 3 (release-1.2): **failed**"), std::string::npos) << md;
+  EXPECT_NE(md.find("within-run"), std::string::npos);
+  std::string html = RenderHtml(r);
+  EXPECT_NE(html.find("Against the baseline (run 3)"), std::string::npos);
+  EXPECT_NE(html.find("<span class=\"badge v-regressed\">regressed</span>"), std::string::npos);
+  EXPECT_NE(html.find("20.0%"), std::string::npos);
+  EXPECT_NE(html.find("accuracy.max_abs_error of &#39;out&#39; 0.3 &gt; 0.01"), std::string::npos);
+}
+
+// Issue 12 left control characters in Markdown cells: a name with an escape
+// sequence, a bell, CR/LF or a C1 control must not reach the comment.
+TEST(ReportsTest, MarkdownStripsControlCharacters) {
+  RunReport r = Sample();
+  r.jobs[0].model = "evil\x1b[31m|red\x07\r\nname\x7f\xc2\x9b.tflite";
+  r.jobs[1].error = "line one\nline two\ttab\x1b]0;title\x07";
+  r.run.name = "run\x1b[2J";
+  std::string md = RenderMarkdown(r);
+  for (char c : md) {
+    const auto u = static_cast<unsigned char>(c);
+    EXPECT_TRUE(u >= 0x20 || c == '\n') << "control byte " << int(u) << " in\n" << md;
+    EXPECT_NE(u, 0x7f);
+  }
+  EXPECT_EQ(md.find("\xc2\x9b"), std::string::npos);
+  EXPECT_NE(md.find("evil \\[31m\\|red   name  .tflite"), std::string::npos) << md;
+  EXPECT_NE(md.find("line one line two tab \\]0;title "), std::string::npos) << md;
+  std::string html = RenderHtml(r);
+  EXPECT_EQ(html.find('\x1b'), std::string::npos);
+  EXPECT_EQ(html.find('\x07'), std::string::npos);
+}
+
+// RFC 4180 with one reader: fields split on commas outside quotes, "" in quotes.
+std::vector<std::vector<std::string>> ParseCsv(const std::string& text) {
+  std::vector<std::vector<std::string>> rows(1);
+  std::string field;
+  bool quoted = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        field += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        field += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      rows.back().push_back(field);
+      field.clear();
+    } else if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') {
+      rows.back().push_back(field);
+      field.clear();
+      rows.emplace_back();
+      ++i;
+    } else {
+      field += c;
+    }
+  }
+  if (rows.back().empty()) rows.pop_back();
+  return rows;
+}
+
+TEST_F(StoreReportTest, CsvRowsQuoteAndKeepColumnOrder) {
+  RunReport r = Load();
+  std::string csv = RenderCsv(r);
+  auto rows = ParseCsv(csv);
+  ASSERT_EQ(rows.size(), 6u) << csv;  // header + 5 jobs
+  EXPECT_EQ(rows[0], TableColumns());
+  for (const auto& row : rows) EXPECT_EQ(row.size(), TableColumns().size());
+  auto col = [&](const std::string& name) {
+    return std::find(rows[0].begin(), rows[0].end(), name) - rows[0].begin();
+  };
+  EXPECT_EQ(rows[0][0], "run_id");
+  EXPECT_EQ(rows[0][2], "job_key");
+  EXPECT_EQ(rows[1][col("model")], "m,1.tflite");
+  EXPECT_NE(csv.find("\"m,1.tflite\""), std::string::npos);
+  EXPECT_EQ(rows[4][col("trial")], "1");
+  EXPECT_EQ(rows[4][col("runner")], "main");
+  EXPECT_EQ(rows[4][col("max_abs_error")], "0.004");
+  EXPECT_EQ(rows[4][col("top1_agree")], "true");
+  EXPECT_EQ(rows[1][col("max_abs_error")], "");  // no comparison: empty
+  EXPECT_EQ(rows[5][col("status")], "crashed");
+  EXPECT_EQ(rows[5][col("error")], "runner died, signal 11");
+  EXPECT_EQ(rows[1][col("load_avg_1m_before")], "0.25");
+  // Quotes and line breaks survive a round trip.
+  r.jobs[0].error = "say \"hi\",\nthen go";
+  EXPECT_EQ(ParseCsv(RenderCsv(r))[1][col("error")], "say \"hi\",\nthen go");
+  EXPECT_NE(RenderCsv(r).find("\"say \"\"hi\"\",\nthen go\""), std::string::npos);
+}
+
+TEST_F(StoreReportTest, JsonHasTheRunAndOneFlatRowPerJob) {
+  RunReport r = Load();
+  auto doc = nlohmann::ordered_json::parse(RenderJson(r));
+  EXPECT_EQ(doc["run"]["id"], run_);
+  EXPECT_EQ(doc["run"]["name"], "ci, \"nightly\"");
+  ASSERT_EQ(doc["jobs"].size(), 5u);
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : doc["jobs"][2].items()) {
+    keys.push_back(k);
+    EXPECT_FALSE(v.is_object() || v.is_array()) << k;  // flat
+  }
+  EXPECT_EQ(keys, TableColumns());
+  EXPECT_EQ(doc["jobs"][2]["job_key"], "xnnpack0");
+  EXPECT_EQ(doc["jobs"][2]["p50_us"], 2000.0);
+  EXPECT_EQ(doc["jobs"][2]["max_abs_error"], 0.001);
+  EXPECT_EQ(doc["jobs"][2]["nonfinite"], false);
+  EXPECT_TRUE(doc["jobs"][4]["p50_us"].is_null());
+  for (const char* k :
+       {"run_id", "job_id", "model_sha256", "delegate_options", "num_threads", "runner_sha256",
+        "attempts", "wall_ms", "init_us", "arena_bytes", "threads_used", "folded_nodes",
+        "started_hot", "throttled", "state_note", "top5_agree"}) {
+    EXPECT_TRUE(doc["jobs"][0].contains(k)) << k;
+  }
 }
 
 }  // namespace

@@ -1,0 +1,27 @@
+// The later sections of the HTML report (html.cc draws the summary, the
+// verdicts, the heatmap and the distributions). Internal to reports/.
+#pragma once
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "reports/report.h"
+
+namespace dfarm::reports {
+
+// Escaped for HTML text and attribute values alike; control characters
+// other than newline and tab become spaces.
+std::string HtmlEscape(const std::string& s);
+// "st st-ok", "st st-fail" or "st st-pending" for a job or run status.
+const char* HtmlStatusClass(const std::string& status);
+
+void AccuracySection(std::ostringstream& h, const RunReport& report,
+                     const std::vector<Cell>& cells);
+void PlacementSection(std::ostringstream& h, const RunReport& report,
+                      const std::vector<Cell>& cells);
+void JobsSection(std::ostringstream& h, const RunReport& report);
+void EnvironmentSection(std::ostringstream& h, const RunReport& report);
+void FailuresSection(std::ostringstream& h, const RunReport& report);
+
+}  // namespace dfarm::reports
