@@ -21,6 +21,7 @@ PACKAGES=(
   libusb-1.0-0-dev adb
   qemu-user g++-aarch64-linux-gnu
   clang libclang-rt-14-dev
+  chromium python3-junitparser
 )
 
 log() { printf 'setup: %s\n' "$*" >&2; }
