@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <utility>
 
 namespace dfarm::harness {
 namespace {
@@ -61,7 +62,7 @@ Result<std::string> Sha256OfFile(const std::string& path) {
 std::string JobKey(const std::string& model_sha256, const DelegateSpec& delegate,
                    const std::string& device, const BenchmarkSpec& b,
                    const std::string& plugin_sha256, const std::string& runner,
-                   const std::string& runner_sha256) {
+                   const std::string& runner_sha256, uint32_t trial) {
   DelegateSpec keyed = delegate;
   if (!plugin_sha256.empty()) keyed.options[kPluginPathOption] = "sha256:" + plugin_sha256;
   // Length-prefixed fields: no two different jobs hash the same text.
@@ -82,13 +83,61 @@ std::string JobKey(const std::string& model_sha256, const DelegateSpec& delegate
       text += field;
     }
   }
+  if (trial > 0) {
+    const std::string field = "trial=" + std::to_string(trial);
+    text += '\n';
+    text += std::to_string(field.size());
+    text += ':';
+    text += field;
+  }
   return Sha256OfBytes(text).substr(0, kJobKeyHexChars);
 }
 
 std::string JobKeyOf(const SweepJob& job) {
   return JobKey(job.model_sha256, job.delegate, job.device, job.benchmark, job.plugin_sha256,
-                job.runner, job.runner_sha256);
+                job.runner, job.runner_sha256, job.trial);
 }
+
+std::vector<size_t> ShuffledTrialOrder(size_t cells, uint32_t seed, uint32_t round) {
+  // splitmix64: tiny, portable and well mixed (std::shuffle's algorithm is
+  // the library's own, so orders would differ between libstdc++ and libc++).
+  uint64_t state = (static_cast<uint64_t>(seed) << 32) ^ round ^ 0x6466726d5f6f7264ull;
+  auto next = [&state] {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  std::vector<size_t> order(cells);
+  for (size_t i = 0; i < cells; ++i) order[i] = i;
+  for (size_t i = cells; i > 1; --i) {
+    size_t j = static_cast<size_t>(next() % i);  // Fisher-Yates; the modulo bias is negligible
+    std::swap(order[i - 1], order[j]);
+  }
+  return order;
+}
+
+namespace {
+
+// Each cell of `cells` (trial 0, grouped order) repeated `repeats` times:
+// round t holds every cell's trial t in ShuffledTrialOrder(seed, t).
+std::vector<SweepJob> RepeatCells(const std::vector<SweepJob>& cells, uint32_t repeats,
+                                  uint32_t seed) {
+  if (repeats <= 1) return cells;
+  std::vector<SweepJob> jobs;
+  jobs.reserve(cells.size() * repeats);
+  for (uint32_t t = 0; t < repeats; ++t) {
+    for (size_t i : ShuffledTrialOrder(cells.size(), seed, t)) {
+      SweepJob j = cells[i];
+      j.trial = t;
+      j.job_key = JobKeyOf(j);
+      jobs.push_back(std::move(j));
+    }
+  }
+  return jobs;
+}
+
+}  // namespace
 
 std::vector<SweepJob> ExpandMatrix(const SweepSpec& spec,
                                    const std::vector<std::string>& model_sha256s,
@@ -128,7 +177,7 @@ std::vector<SweepJob> ExpandMatrix(const SweepSpec& spec,
       }
     }
   }
-  return jobs;
+  return RepeatCells(jobs, spec.benchmark.repeats, spec.benchmark.order_seed);
 }
 
 Result<std::vector<std::string>> HashModels(const SweepSpec& spec) {

@@ -32,6 +32,8 @@ struct SweepJob {
   std::string runner;         // RunnerSpec::name
   std::string runner_path;    // the dfarm-runner file on the host
   std::string runner_sha256;  // its content
+  // The 0-based trial of its cell (benchmark.repeats); keyed when > 0.
+  uint32_t trial = 0;
 };
 
 // One runner's build for one device (the build for the device's ABI).
@@ -54,11 +56,14 @@ using DeviceRunnerBuilds = std::map<std::string, std::vector<RunnerBuild>>;
 // keeps the key and rebuilding it changes the key; without one, the key is
 // what it always was. A runner name and build sha256 (both or neither) are
 // hashed too, so runtime builds A and B give different keys; without them the
-// key is what it was before runners existed.
+// key is what it was before runners existed. A trial t > 0 (benchmark.repeats)
+// hashes "trial=t" too; trial 0 keeps the key of a run without repeats, so
+// its jobs stay comparable with older runs. benchmark.repeats and order_seed
+// are not keyed.
 std::string JobKey(const std::string& model_sha256, const DelegateSpec& delegate,
                    const std::string& device, const BenchmarkSpec& benchmark,
                    const std::string& plugin_sha256 = "", const std::string& runner = "",
-                   const std::string& runner_sha256 = "");
+                   const std::string& runner_sha256 = "", uint32_t trial = 0);
 
 // The key of `job` as it stands (JobKey over its fields).
 std::string JobKeyOf(const SweepJob& job);
@@ -68,7 +73,11 @@ using PluginHashes = std::map<std::string, std::string>;
 
 // Jobs ordered device, then runner, then model, then delegate, then
 // num_threads (so one device's jobs run together, one runtime build at a time,
-// and a model's delegates sit side by side). `devices` are the devices to
+// and a model's delegates sit side by side). With benchmark.repeats N > 1 each
+// cell gives N jobs (trial 0..N-1), ordered in rounds: every cell's trial 0,
+// then every cell's trial 1, ..., each round shuffled by
+// benchmark.order_seed (ShuffledTrialOrder), so slow drift and heat spread
+// evenly over the cells; a device's queue follows that order. `devices` are the devices to
 // expand over (the sweep resolves selectors into it; spec.devices when
 // empty). `model_sha256s[i]` belongs to spec.models[i]; `plugin_sha256s`
 // should hold every PluginPaths(spec) file (HashPlugins): a job whose plugin
@@ -81,6 +90,11 @@ std::vector<SweepJob> ExpandMatrix(const SweepSpec& spec,
                                    const PluginHashes& plugin_sha256s = {},
                                    const DeviceRunnerBuilds& runner_builds = {},
                                    const std::vector<std::string>& devices = {});
+
+// The order ExpandMatrix gives `cells` jobs of one trial round: a
+// permutation of 0..cells-1 from a portable generator seeded by (seed,
+// round), the same on every platform and build.
+std::vector<size_t> ShuffledTrialOrder(size_t cells, uint32_t seed, uint32_t round);
 
 // sha256 of each model file, in spec order; an error names the file.
 Result<std::vector<std::string>> HashModels(const SweepSpec& spec);

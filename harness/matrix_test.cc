@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "harness/test_util.h"
@@ -145,6 +146,96 @@ TEST(MatrixTest, JobKeyOfAPlannedJob) {
   EXPECT_EQ(JobKeyOf(moved), JobKey("aaaa", {"cpu", {}}, moved.device, moved.benchmark, "", "A",
                                     std::string(64, 'a')));
   EXPECT_NE(JobKeyOf(moved), jobs[0].job_key);
+}
+
+// benchmark.repeats: each cell gives N jobs, trials 0..N-1, in rounds (every
+// cell's trial t before any trial t+1), each round shuffled by order_seed.
+TEST(MatrixTest, RepeatsGiveTrialsInShuffledRounds) {
+  SweepSpec one = TwoByTwoByTwo();
+  one.num_threads = {1, 2};
+  const auto grouped = ExpandMatrix(one, {"aaaa", "bbbb"});
+  ASSERT_EQ(grouped.size(), 16u);
+  SweepSpec three = one;
+  three.benchmark.repeats = 3;
+  const auto jobs = ExpandMatrix(three, {"aaaa", "bbbb"});
+  ASSERT_EQ(jobs.size(), 48u);
+
+  std::map<std::string, std::vector<uint32_t>> trials_by_cell;  // trial-0 key -> trials
+  std::set<std::string> keys;
+  std::set<std::string> trial0_keys;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const SweepJob& j = jobs[i];
+    EXPECT_EQ(j.trial, i / grouped.size()) << "job " << i << ": rounds in order";
+    EXPECT_EQ(JobKeyOf(j), j.job_key);
+    keys.insert(j.job_key);
+    SweepJob cell = j;
+    cell.trial = 0;
+    trials_by_cell[JobKeyOf(cell)].push_back(j.trial);
+    if (j.trial == 0) trial0_keys.insert(j.job_key);
+  }
+  EXPECT_EQ(keys.size(), 48u) << "every trial has its own key";
+  ASSERT_EQ(trials_by_cell.size(), 16u);
+  for (const auto& [key, trials] : trials_by_cell) {
+    EXPECT_EQ(trials, (std::vector<uint32_t>{0, 1, 2})) << key;
+  }
+  // Trial 0 keeps the key of a run without repeats (old runs stay comparable).
+  std::set<std::string> plain_keys;
+  for (const SweepJob& j : grouped) plain_keys.insert(j.job_key);
+  EXPECT_EQ(trial0_keys, plain_keys);
+  // A trial > 0 key is pinned too: it must not change between builds.
+  EXPECT_EQ(JobKey("aaaa", {"cpu", {}}, "local", BenchmarkSpec{}, "", "", "", 0),
+            "d0a0f2560355c57d");
+  EXPECT_NE(JobKey("aaaa", {"cpu", {}}, "local", BenchmarkSpec{}, "", "", "", 1),
+            "d0a0f2560355c57d");
+  EXPECT_NE(JobKey("aaaa", {"cpu", {}}, "local", BenchmarkSpec{}, "", "", "", 1),
+            JobKey("aaaa", {"cpu", {}}, "local", BenchmarkSpec{}, "", "", "", 2));
+
+  // Deterministic for a seed, different from the grouped order, and another
+  // seed gives another order.
+  const auto again = ExpandMatrix(three, {"aaaa", "bbbb"});
+  std::vector<std::string> order, order_again, round0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    order.push_back(jobs[i].job_key);
+    order_again.push_back(again[i].job_key);
+    if (i < grouped.size()) round0.push_back(jobs[i].job_key);
+  }
+  EXPECT_EQ(order, order_again);
+  std::vector<std::string> grouped_keys;
+  for (const SweepJob& j : grouped) grouped_keys.push_back(j.job_key);
+  EXPECT_NE(round0, grouped_keys);
+  SweepSpec reseeded = three;
+  reseeded.benchmark.order_seed = 7;
+  const auto other = ExpandMatrix(reseeded, {"aaaa", "bbbb"});
+  std::vector<std::string> other_order;
+  for (const SweepJob& j : other) other_order.push_back(j.job_key);
+  EXPECT_NE(other_order, order);
+  // Rounds are shuffled independently.
+  EXPECT_NE(ShuffledTrialOrder(16, 1, 0), ShuffledTrialOrder(16, 1, 1));
+}
+
+// repeats 1 keeps the grouped order exactly, whatever the seed.
+TEST(MatrixTest, OneRepeatKeepsTheGroupedOrder) {
+  SweepSpec s = TwoByTwoByTwo();
+  const auto plain = ExpandMatrix(s, {"aaaa", "bbbb"});
+  s.benchmark.order_seed = 99;
+  const auto seeded = ExpandMatrix(s, {"aaaa", "bbbb"});
+  ASSERT_EQ(plain.size(), seeded.size());
+  for (size_t i = 0; i < plain.size(); ++i) {
+    EXPECT_EQ(plain[i].job_key, seeded[i].job_key);
+    EXPECT_EQ(seeded[i].trial, 0u);
+  }
+}
+
+TEST(MatrixTest, ShuffledTrialOrderIsAPermutation) {
+  for (size_t n : {0u, 1u, 2u, 7u, 100u}) {
+    auto order = ShuffledTrialOrder(n, 3, 2);
+    ASSERT_EQ(order.size(), n);
+    std::set<size_t> seen(order.begin(), order.end());
+    EXPECT_EQ(seen.size(), n);
+    if (n > 0) {
+      EXPECT_EQ(*seen.rbegin(), n - 1);
+    }
+  }
 }
 
 }  // namespace

@@ -37,6 +37,8 @@ constexpr uint32_t kMaxWarmupRuns = 10000;
 constexpr uint32_t kMaxNumRuns = 100000;
 constexpr uint32_t kMaxNumThreads = 256;
 constexpr uint32_t kMaxTimeoutS = 24 * 3600;
+// More trials than this is a typo, not a plan (each trial is a whole job).
+constexpr uint32_t kMaxRepeats = 1000;
 static_assert(kMaxWarmupRuns <= agent::kMaxWarmupRuns);
 static_assert(kMaxNumRuns <= agent::kMaxNumRuns);
 static_assert(kMaxNumThreads <= agent::kMaxNumThreads);
@@ -362,9 +364,9 @@ class Parser {
     if (!b.is_object()) {
       return Fail("benchmark", std::string("expected an object, got ") + TypeName(b));
     }
-    if (auto r = CheckKeys(
-            b, "benchmark",
-            {"warmup_runs", "num_runs", "num_threads", "timeout_s", "accuracy_reference"});
+    if (auto r = CheckKeys(b, "benchmark",
+                           {"warmup_runs", "num_runs", "num_threads", "timeout_s",
+                            "accuracy_reference", "repeats", "order_seed"});
         !r) {
       return r.error();
     }
@@ -375,8 +377,10 @@ class Parser {
       return r.error();
     }
     if (auto r = ParseNumThreads(b, spec); !r) return r.error();
-    if (auto r =
-            ReadUints(b, "benchmark", {{"timeout_s", &spec.benchmark.timeout_s, 1, kMaxTimeoutS}});
+    if (auto r = ReadUints(b, "benchmark",
+                           {{"timeout_s", &spec.benchmark.timeout_s, 1, kMaxTimeoutS},
+                            {"repeats", &spec.benchmark.repeats, 1, kMaxRepeats},
+                            {"order_seed", &spec.benchmark.order_seed, 0, UINT32_MAX}});
         !r) {
       return r.error();
     }
@@ -790,7 +794,9 @@ std::string SweepSpec::ToJson() const {
       {"num_runs", benchmark.num_runs},
       {"num_threads", num_threads.size() == 1 ? json(num_threads.front()) : json(num_threads)},
       {"timeout_s", benchmark.timeout_s},
-      {"accuracy_reference", benchmark.accuracy_reference}};
+      {"accuracy_reference", benchmark.accuracy_reference},
+      {"repeats", benchmark.repeats},
+      {"order_seed", benchmark.order_seed}};
   doc["scheduler"] = {{"retries", scheduler.retries},
                       {"backoff_ms", scheduler.backoff_ms},
                       {"quarantine_after", scheduler.quarantine_after},

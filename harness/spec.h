@@ -48,6 +48,12 @@ struct BenchmarkSpec {
   // outputs with the runner's reference kernels (store: output_accuracy);
   // "none": no comparison.
   std::string accuracy_reference = "cpu";
+  // Independent trials of each matrix cell (spec "repeats", 1..1000): each
+  // trial is its own job, a fresh runner process (SweepJob::trial).
+  uint32_t repeats = 1;
+  // Seeds the order of the jobs when repeats > 1 (spec "order_seed"): each
+  // trial round is shuffled by it, so the same spec runs in the same order.
+  uint32_t order_seed = 1;
 };
 
 // Cooldown before each job on a device (spec "cooldown"): a fixed pause,

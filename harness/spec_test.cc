@@ -465,5 +465,39 @@ TEST_F(SpecTest, QemuDeviceName) {
   EXPECT_EQ(Arm64BuildOf("/x/build/bin/dfarm-runner"), "/x/build/arm64/bin/dfarm-runner");
 }
 
+// benchmark.repeats: independent trials of each cell, 1..1000 (default 1);
+// benchmark.order_seed seeds their order. Both are stored with the run.
+TEST_F(SpecTest, RepeatsAndOrderSeed) {
+  auto plain = Parse(R"({"models":["../models/a.tflite"]})");
+  ASSERT_TRUE(plain.ok()) << plain.message();
+  EXPECT_EQ(plain->benchmark.repeats, 1u);
+  EXPECT_EQ(plain->benchmark.order_seed, 1u);
+  auto spec =
+      Parse(R"({"models":["../models/a.tflite"],"benchmark":{"repeats":5,"order_seed":42}})");
+  ASSERT_TRUE(spec.ok()) << spec.message();
+  EXPECT_EQ(spec->benchmark.repeats, 5u);
+  EXPECT_EQ(spec->benchmark.order_seed, 42u);
+  auto doc = nlohmann::json::parse(spec->ToJson());
+  EXPECT_EQ(doc["benchmark"]["repeats"], 5);
+  EXPECT_EQ(doc["benchmark"]["order_seed"], 42);
+  auto again = ParseSpec(spec->ToJson(), "stored");
+  ASSERT_TRUE(again.ok()) << again.message();
+  EXPECT_EQ(again->benchmark.repeats, 5u);
+  EXPECT_EQ(again->benchmark.order_seed, 42u);
+
+  EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"benchmark":{"repeats":0}})"),
+              HasSubstr("benchmark.repeats: 0 is out of range [1, 1000]"));
+  EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"benchmark":{"repeats":1001}})"),
+              HasSubstr("benchmark.repeats: 1001 is out of range [1, 1000]"));
+  EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"benchmark":{"repeats":2.5}})"),
+              HasSubstr("benchmark.repeats: expected an integer"));
+  EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"benchmark":{"repeats":"3"}})"),
+              HasSubstr("benchmark.repeats: expected an integer"));
+  EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"benchmark":{"repeats":-2}})"),
+              HasSubstr("benchmark.repeats: -2 is out of range"));
+  EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"benchmark":{"order_seed":-1}})"),
+              HasSubstr("benchmark.order_seed: -1 is out of range"));
+}
+
 }  // namespace
 }  // namespace dfarm::harness

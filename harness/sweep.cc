@@ -41,6 +41,9 @@ store::JobRow ToJobRow(const SweepJob& job) {
   row.delegate_options = job.delegate.ShownOptionsString();
   row.device = job.device;
   row.num_threads = job.benchmark.num_threads;
+  row.trial = job.trial;
+  row.runner = job.runner;
+  row.runner_sha256 = job.runner_sha256;
   return row;
 }
 
@@ -58,6 +61,7 @@ Result<SweepJob> JobFromRow(const store::JobRow& row, const BenchmarkSpec& run_b
   job.device = row.device;
   job.benchmark = run_benchmark;
   if (row.num_threads > 0) job.benchmark.num_threads = row.num_threads;
+  job.trial = static_cast<uint32_t>(row.trial);
   job.job_key = row.job_key;
   return job;
 }
@@ -437,7 +441,19 @@ Result<std::pair<int64_t, std::vector<SweepJob>>> RecordRun(const SweepSpec& spe
   auto run_id = store.CreateRun(spec.name, stored.ToJson());
   if (!run_id) return run_id.error();
   std::vector<store::JobRow> rows;
-  for (const SweepJob& j : plan.jobs) rows.push_back(ToJobRow(j));
+  std::map<std::string, std::string> build_sha;  // unkeyed builds: path -> sha256, hashed once
+  for (const SweepJob& j : plan.jobs) {
+    rows.push_back(ToJobRow(j));
+    if (rows.back().runner_sha256.empty() && !j.runner_path.empty()) {
+      // The default runner is not keyed, but the store keeps which build ran.
+      auto [it, fresh] = build_sha.emplace(j.runner_path, "");
+      if (fresh) {
+        auto sha = Sha256OfFile(j.runner_path);
+        if (sha) it->second = *sha;
+      }
+      rows.back().runner_sha256 = it->second;
+    }
+  }
   auto ids = store.AddJobs(*run_id, rows);
   if (!ids) return ids.error();
   std::vector<SweepJob> scheduled;

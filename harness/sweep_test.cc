@@ -716,6 +716,87 @@ TEST_F(SweepTest, ResumeRunsOnlyPendingJobs) {
   EXPECT_FALSE(ResumeSweep(99, *store_, devices_, options_).ok());
 }
 
+// benchmark.repeats 3: each cell runs as 3 jobs (trials 0..2) stored with
+// their trial and runner build; a sweep cut short and resumed ends with
+// exactly 3 ok jobs per cell.
+TEST_F(SweepTest, RepeatsResumeToThreeOkTrialsPerCell) {
+  std::atomic<bool> cancel{false};
+  options_.cancel = &cancel;
+  spec_.benchmark.repeats = 3;
+  spec_.num_threads = {1, 2};  // 2 models x 2 thread counts = 4 cells
+  std::atomic<int> ran{0};
+  devices_.run = [&](const std::string&, const agent::JobSpec&) -> Result<agent::JobResult> {
+    if (++ran == 5) cancel = true;  // a partial run: 5 of 12 jobs
+    return Ok();
+  };
+  auto first = RunSweep(spec_, *store_, devices_, options_);
+  ASSERT_TRUE(first.ok()) << first.message();
+  ASSERT_EQ(first->status, "cancelled");
+  EXPECT_EQ(first->jobs, 12u);
+  EXPECT_EQ(first->ok, 5u);
+  auto jobs = store_->ListJobs(first->run_id);
+  ASSERT_TRUE(jobs.ok());
+  ASSERT_EQ(jobs->size(), 12u);
+  // Stored in run order: every cell's trial 0, then trial 1, then trial 2.
+  for (size_t i = 0; i < jobs->size(); ++i) EXPECT_EQ((*jobs)[i].trial, int64_t(i / 4)) << i;
+  for (const auto& j : *jobs) {
+    EXPECT_EQ(j.runner, "");  // the default runner
+    EXPECT_EQ(j.runner_sha256, *Sha256OfFile(runner_));
+  }
+
+  cancel = false;
+  options_.cancel = nullptr;
+  devices_.run = [](const std::string&, const agent::JobSpec&) -> Result<agent::JobResult> {
+    return Ok();
+  };
+  auto resumed = ResumeSweep(first->run_id, *store_, devices_, options_);
+  ASSERT_TRUE(resumed.ok()) << resumed.message();
+  EXPECT_EQ(resumed->resumed, 7u);
+  EXPECT_EQ(resumed->ok, 12u);
+  EXPECT_EQ(resumed->status, "finished");
+  jobs = store_->ListJobs(first->run_id);
+  ASSERT_EQ(jobs->size(), 12u);
+  std::map<std::pair<std::string, uint32_t>, std::set<int64_t>> trials;  // cell -> trials
+  std::set<std::string> keys;
+  for (const auto& j : *jobs) {
+    EXPECT_EQ(j.status, "ok");
+    trials[{j.model, j.num_threads}].insert(j.trial);
+    keys.insert(j.job_key);
+  }
+  EXPECT_EQ(keys.size(), 12u);
+  ASSERT_EQ(trials.size(), 4u);
+  for (const auto& [cell, t] : trials) EXPECT_EQ(t, (std::set<int64_t>{0, 1, 2})) << cell.first;
+}
+
+// With "runners" (keyed builds), a resumed trial finds its build by its key too.
+TEST_F(SweepTest, RepeatsResumeWithKeyedRunners) {
+  std::string a = dir_.Write("builds/a/dfarm-runner", std::string(70, 'a'));
+  spec_.runners = {{"A", {{"x86_64", a}}}};
+  spec_.benchmark.repeats = 2;
+  std::atomic<bool> cancel{false};
+  options_.cancel = &cancel;
+  devices_.run = [&](const std::string&, const agent::JobSpec&) -> Result<agent::JobResult> {
+    cancel = true;
+    return Ok();
+  };
+  auto first = RunSweep(spec_, *store_, devices_, options_);
+  ASSERT_TRUE(first.ok()) << first.message();
+  ASSERT_EQ(first->ok, 1u);
+  options_.cancel = nullptr;
+  devices_.run = [](const std::string&, const agent::JobSpec&) -> Result<agent::JobResult> {
+    return Ok();
+  };
+  auto resumed = ResumeSweep(first->run_id, *store_, devices_, options_);
+  ASSERT_TRUE(resumed.ok()) << resumed.message();
+  EXPECT_EQ(resumed->ok, 4u);
+  auto jobs = store_->ListJobs(first->run_id);
+  ASSERT_TRUE(jobs.ok());
+  for (const auto& j : *jobs) {
+    EXPECT_EQ(j.runner, "A");
+    EXPECT_EQ(j.runner_sha256, Sha256OfBytes(std::string(70, 'a')));
+  }
+}
+
 TEST_F(SweepTest, PushesPluginsAndSendsThemBySha) {
   const std::string plugin = dir_.Write("plugins/libp.so", std::string(50, 'p'));
   const std::string plugin_sha = *Sha256OfFile(plugin);

@@ -1,6 +1,8 @@
 #include "harness/cli/cli.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <vector>
 
 #include "harness/cli/commands.h"
 #include "harness/devices.h"
@@ -52,7 +54,29 @@ Result<std::unique_ptr<store::Store>> OpenExistingStore(const std::string& path)
   return store::OpenSqliteStore(path);
 }
 
+// The run tagged NAME (a `tag:NAME` reference); an unknown tag is a usage
+// error that lists the tags there are.
+Result<int64_t> ResolveTag(store::Store& store, const std::string& name) {
+  auto found = store.FindTag(name);
+  if (!found) return found.error();
+  if (*found) return **found;
+  auto runs = store.ListRuns();
+  if (!runs) return runs.error();
+  std::vector<std::string> known;
+  for (const store::RunRow& r : *runs) {
+    for (const std::string& t : r.tags) known.push_back(t + " (run " + std::to_string(r.id) + ")");
+  }
+  std::sort(known.begin(), known.end());
+  std::string list;
+  for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+  return MakeError(
+      ErrorKind::kInvalidInput,
+      "no run is tagged '" + name + "' (known tags: " +
+          (list.empty() ? std::string("none; add one with 'dfarm tag RUN NAME'") : list) + ")");
+}
+
 Result<int64_t> ResolveRun(store::Store& store, const std::string& arg) {
+  if (arg.rfind(kTagPrefix, 0) == 0) return ResolveTag(store, arg.substr(sizeof kTagPrefix - 1));
   if (arg == "last" || arg == "latest") {
     auto runs = store.ListRuns();
     if (!runs) return runs.error();
@@ -67,8 +91,9 @@ Result<int64_t> ResolveRun(store::Store& store, const std::string& arg) {
     used = 0;
   }
   if (used != arg.size() || arg.empty() || id <= 0) {
-    return MakeError(ErrorKind::kInvalidInput,
-                     "RUN must be a run id (see 'dfarm runs') or 'last', got '" + arg + "'");
+    return MakeError(
+        ErrorKind::kInvalidInput,
+        "RUN must be a run id (see 'dfarm runs'), 'last' or 'tag:NAME', got '" + arg + "'");
   }
   return id;
 }
@@ -89,6 +114,7 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   AddRunsCommand(app, ctx);
   AddShowCommand(app, ctx);
   AddReportCommand(app, ctx);
+  AddTagCommands(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

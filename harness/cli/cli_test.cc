@@ -17,6 +17,7 @@ namespace dfarm::cli {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 struct Outcome {
@@ -413,6 +414,92 @@ TEST(CliTest, ShowCountsConstantsFoldedAtLoadApart) {
   EXPECT_EQ(doc["jobs"][0]["placement"]["cpu_nodes"], 2);  // folded ones included, as before
   EXPECT_EQ(doc["jobs"][0]["placement"]["folded_nodes"], 2);
   EXPECT_EQ(doc["jobs"][1]["placement"]["folded_nodes"], 2);
+}
+
+// dfarm tag / untag, runs --tag, and tag:NAME wherever a RUN is taken.
+TEST(CliTest, TagsNameRuns) {
+  harness::TempDir dir;
+  std::string db = (dir.path() / "x.db").string();
+  {
+    auto store = store::OpenSqliteStore(db);
+    ASSERT_TRUE(store.ok());
+    for (const char* name : {"first", "second"}) {
+      auto run = (*store)->CreateRun(name, R"({"benchmark":{"repeats":2}})");
+      ASSERT_TRUE(run.ok());
+      store::JobRow j;
+      j.model = "m.tflite";
+      j.delegate = "cpu";
+      j.device = "local";
+      j.runner = "main";
+      j.runner_sha256 = std::string(64, 'c');
+      for (int64_t t : {0, 1}) {
+        j.trial = t;
+        ASSERT_TRUE((*store)->AddJob(*run, j).ok());
+      }
+      ASSERT_TRUE((*store)->FinishRun(*run, "finished").ok());
+    }
+  }
+  Outcome o = Call({"tag", "1", "base", "--db", db});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_THAT(o.out, HasSubstr("tagged run 1 base"));
+  // A name in use on another run: refused naming that run, then moved.
+  o = Call({"tag", "2", "base", "--db", db});
+  EXPECT_EQ(o.code, kExitUsage);
+  EXPECT_THAT(o.err, HasSubstr("already on run 1"));
+  EXPECT_THAT(o.err, HasSubstr("--move"));
+  o = Call({"tag", "last", "base", "--move", "--db", db});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_THAT(o.out, HasSubstr("moved tag base from run 1 to run 2"));
+  ASSERT_EQ(Call({"tag", "tag:base", "also", "--db", db}).code, 0);
+  EXPECT_EQ(Call({"tag", "1", "bad name", "--db", db}).code, kExitUsage);
+  EXPECT_EQ(Call({"tag", "9", "x", "--db", db}).code, kExitUsage);
+
+  // runs --tag filters; runs shows the tags.
+  o = Call({"runs", "--db", db, "--tag", "base", "--json"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  auto doc = nlohmann::json::parse(o.out);
+  ASSERT_EQ(doc["runs"].size(), 1u);
+  EXPECT_EQ(doc["runs"][0]["id"], 2);
+  EXPECT_EQ(doc["runs"][0]["tags"], nlohmann::json({"also", "base"}));
+  o = Call({"runs", "--db", db, "--json"});
+  doc = nlohmann::json::parse(o.out);
+  ASSERT_EQ(doc["runs"].size(), 2u);
+  EXPECT_EQ(doc["runs"][0]["tags"], nlohmann::json::array());
+  o = Call({"runs", "--db", db});
+  EXPECT_THAT(o.out, HasSubstr("second [also, base]"));
+  o = Call({"runs", "--db", db, "--tag", "nothing"});
+  EXPECT_EQ(o.code, 0);
+  EXPECT_THAT(o.out, Not(HasSubstr("first")));
+
+  // tag:NAME as a RUN; an unknown tag is a usage error listing the known ones.
+  o = Call({"show", "tag:base", "--db", db, "--json"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  doc = nlohmann::json::parse(o.out);
+  EXPECT_EQ(doc["run"]["id"], 2);
+  EXPECT_EQ(doc["run"]["tags"], nlohmann::json({"also", "base"}));
+  ASSERT_EQ(doc["jobs"].size(), 2u);
+  EXPECT_EQ(doc["jobs"][1]["trial"], 1);
+  EXPECT_EQ(doc["jobs"][1]["runner"], "main");
+  EXPECT_EQ(doc["jobs"][1]["runner_sha256"], std::string(64, 'c'));
+  o = Call({"show", "tag:base", "--db", db});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_THAT(o.out, HasSubstr("JOB\tTRIAL\tMODEL"));
+  EXPECT_THAT(o.out, HasSubstr("\t1\tm.tflite"));
+  o = Call({"show", "tag:nope", "--db", db});
+  EXPECT_EQ(o.code, kExitUsage);
+  EXPECT_THAT(o.err, HasSubstr("no run is tagged 'nope'"));
+  EXPECT_THAT(o.err, HasSubstr("known tags: also (run 2), base (run 2)"));
+
+  // untag; an unknown tag is exit 2.
+  o = Call({"untag", "base", "--db", db});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_THAT(o.out, HasSubstr("removed tag base from run 2"));
+  o = Call({"untag", "base", "--db", db});
+  EXPECT_EQ(o.code, kExitUsage);
+  EXPECT_THAT(o.err, HasSubstr("'base'"));
+  EXPECT_EQ(Call({"show", "tag:base", "--db", db}).code, kExitUsage);
+  EXPECT_EQ(Call({"tag", "--help"}).code, 0);
+  EXPECT_THAT(Call({"untag", "--help"}).out, HasSubstr("Exit codes: 0 ok, 2"));
 }
 
 }  // namespace

@@ -31,6 +31,8 @@ void AddSweepCommand(CLI::App& app, Context& ctx);
 void AddRunsCommand(CLI::App& app, Context& ctx);
 void AddShowCommand(CLI::App& app, Context& ctx);
 void AddReportCommand(CLI::App& app, Context& ctx);
+// `dfarm tag RUN NAME [--move]` and `dfarm untag NAME` (tag_command.cc).
+void AddTagCommands(CLI::App& app, Context& ctx);
 
 // --db FILE, default ./dfarm.db, env DFARM_DB.
 void AddDbOption(CLI::App& cmd, std::string& db);
@@ -40,7 +42,10 @@ void AddAgentStoreOption(CLI::App& cmd, std::string& dir);
 // Opens a store that must already exist (runs, show, report).
 Result<std::unique_ptr<store::Store>> OpenExistingStore(const std::string& path);
 
-// A RUN argument: a run id, or "last" for the newest run.
+// A RUN argument: a run id, "last" for the newest run, or "tag:NAME" for the
+// run tagged NAME (`dfarm tag`). An unknown tag is a kInvalidInput error
+// naming it and listing the known tags.
 Result<int64_t> ResolveRun(store::Store& store, const std::string& arg);
+inline constexpr char kTagPrefix[] = "tag:";
 
 }  // namespace dfarm::cli

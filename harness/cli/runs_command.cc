@@ -1,5 +1,8 @@
-// dfarm runs [--db FILE] [--json]
+// dfarm runs [--db FILE] [--tag NAME] [--json]
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "harness/cli/commands.h"
 
@@ -9,7 +12,16 @@ namespace {
 struct RunsOptions {
   std::string db;
   bool json = false;
+  std::string tag;  // only the run with this tag
 };
+
+// Tags as the text listing shows them: " [a, b]", or "" without tags.
+std::string TagsText(const std::vector<std::string>& tags) {
+  if (tags.empty()) return "";
+  std::string s;
+  for (const std::string& t : tags) s += (s.empty() ? "" : ", ") + t;
+  return " [" + s + "]";
+}
 
 int Run(const RunsOptions& o, Context& ctx) {
   auto store = OpenExistingStore(o.db);
@@ -20,6 +32,11 @@ int Run(const RunsOptions& o, Context& ctx) {
   if (!runs) {
     return ctx.Fail(runs.error());
   }
+  if (!o.tag.empty()) {
+    std::erase_if(*runs, [&o](const store::RunRow& r) {
+      return std::find(r.tags.begin(), r.tags.end(), o.tag) == r.tags.end();
+    });
+  }
   if (o.json) {
     nlohmann::json list = nlohmann::json::array();
     for (const store::RunRow& r : *runs) {
@@ -27,7 +44,8 @@ int Run(const RunsOptions& o, Context& ctx) {
                       {"name", r.name},
                       {"created_at", r.created_at},
                       {"finished_at", r.finished_at},
-                      {"status", r.status}});
+                      {"status", r.status},
+                      {"tags", r.tags}});
     }
     ctx.out << nlohmann::json{{"runs", list}}.dump(2) << "\n";
     return kExitOk;
@@ -40,7 +58,7 @@ int Run(const RunsOptions& o, Context& ctx) {
       for (const store::JobRow& j : *jobs) ok += j.status == store::kJobOk;
     }
     ctx.out << r.id << "\t" << r.created_at << "\t" << r.status << "\t" << ok << "/" << total
-            << " ok\t" << r.name << "\n";
+            << " ok\t" << r.name << TagsText(r.tags) << "\n";
   }
   return kExitOk;
 }
@@ -51,8 +69,9 @@ void AddRunsCommand(CLI::App& app, Context& ctx) {
   auto o = std::make_shared<RunsOptions>();
   CLI::App* cmd = app.add_subcommand("runs", "List the runs in the database, oldest first");
   AddDbOption(*cmd, o->db);
+  cmd->add_option("--tag", o->tag, "only the run tagged NAME (dfarm tag)");
   cmd->add_flag("--json", o->json,
-                "print {\"runs\":[{\"id\",\"name\",\"created_at\",\"status\"}]}");
+                "print {\"runs\":[{\"id\",\"name\",\"created_at\",\"status\",\"tags\"}]}");
   cmd->footer("Exit codes: 0 ok, 2 usage error, 3 no database, or it cannot be read.");
   cmd->callback([o, &ctx] { ctx.exit_code = Run(*o, ctx); });
 }

@@ -134,7 +134,10 @@ json JobJson(store::Store& store, const store::JobRow& j) {
           {"placement", PlacementSummaryJson(j)},
           {"started_hot", j.started_hot},
           {"throttled", j.throttled},
-          {"state_note", j.state_note}};
+          {"state_note", j.state_note},
+          {"trial", j.trial},
+          {"runner", j.runner},
+          {"runner_sha256", j.runner_sha256}};
 }
 
 // Adds the drill-down of `show --job ID --json` to `job`: every node, the
@@ -172,7 +175,9 @@ int PrintJson(store::Store& store, const store::RunRow& run, const std::vector<s
                 {"created_at", run.created_at},
                 {"finished_at", run.finished_at},
                 {"status", run.status},
-                {"spec", spec.is_discarded() ? json(run.spec_json) : spec}};
+                {"spec", spec.is_discarded() ? json(run.spec_json) : spec},
+                {"tags", run.tags},
+                {"parent_run_id", run.parent_run_id}};
   doc["jobs"] = json::array();
   for (const store::JobRow& j : jobs) {
     if (job_id != 0 && j.id != job_id) continue;
@@ -201,7 +206,20 @@ std::string TableDelegate(const store::JobRow& j) {
   return delegate;
 }
 
-// show RUN: the run's line and one job a line under a header.
+// Whether the run's jobs are trials of their cells (spec benchmark.repeats > 1).
+bool HasTrials(const store::RunRow& run, const std::vector<store::JobRow>& jobs) {
+  json spec = json::parse(run.spec_json, nullptr, /*allow_exceptions=*/false);
+  if (!spec.is_discarded() && spec.is_object() && spec.contains("benchmark") &&
+      spec["benchmark"].is_object() && spec["benchmark"].contains("repeats") &&
+      spec["benchmark"]["repeats"].is_number_integer() &&
+      spec["benchmark"]["repeats"].get<int64_t>() > 1) {
+    return true;
+  }
+  return std::any_of(jobs.begin(), jobs.end(), [](const store::JobRow& j) { return j.trial > 0; });
+}
+
+// show RUN: the run's line and one job a line under a header (with a TRIAL
+// column when the run has repeats).
 int PrintTable(store::Store& store, const store::RunRow& run, std::vector<store::JobRow> jobs,
                Context& ctx) {
   // The table's accuracy column (reports::AccuracyLabel) needs each job's comparison.
@@ -209,15 +227,19 @@ int PrintTable(store::Store& store, const store::RunRow& run, std::vector<store:
   if (!accuracy) {
     return ctx.Fail(accuracy.error());
   }
+  const bool trials = HasTrials(run, jobs);
   const reports::RunReport report{run, std::move(jobs), std::move(*accuracy)};
   ctx.out << "run " << run.id << " '" << run.name << "' " << run.status << ", created "
           << run.created_at;
   if (!run.finished_at.empty()) ctx.out << ", finished " << run.finished_at;
-  ctx.out << "\n\nJOB\tMODEL\tDELEGATE\tDEVICE\tSTATUS\tMEAN_MS\tP90_MS\tPEAK_RSS_MIB\tPLACEMENT"
+  for (const std::string& t : run.tags) ctx.out << ", tag " << t;
+  ctx.out << "\n\nJOB" << (trials ? "\tTRIAL" : "")
+          << "\tMODEL\tDELEGATE\tDEVICE\tSTATUS\tMEAN_MS\tP90_MS\tPEAK_RSS_MIB\tPLACEMENT"
              "\tDEVICE_STATE\tMAX_ERR_VS_CPU\n";
   for (const store::JobRow& j : report.jobs) {
-    ctx.out << j.id << "\t" << j.model << "\t" << TableDelegate(j) << "\t" << j.device << "\t"
-            << j.status;
+    ctx.out << j.id;
+    if (trials) ctx.out << "\t" << j.trial;
+    ctx.out << "\t" << j.model << "\t" << TableDelegate(j) << "\t" << j.device << "\t" << j.status;
     if (j.metrics) {
       char rss[32];
       std::snprintf(rss, sizeof rss, "%.1f",
@@ -269,7 +291,7 @@ int Run(const ShowOptions& o, Context& ctx) {
 void AddShowCommand(CLI::App& app, Context& ctx) {
   auto o = std::make_shared<ShowOptions>();
   CLI::App* cmd = app.add_subcommand("show", "Show one run and its jobs");
-  cmd->add_option("RUN", o->run, "run id (see 'dfarm runs'), or 'last'")->required();
+  cmd->add_option("RUN", o->run, "run id (see 'dfarm runs'), 'last', or tag:NAME")->required();
   cmd->add_option("--job", o->job,
                   "drill down into one job of the run: every node's placement and the device "
                   "state before and after")
