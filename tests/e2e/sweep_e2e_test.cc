@@ -8,7 +8,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -152,6 +154,56 @@ TEST_F(SweepE2eTest, SweepShowReport) {
   Outcome again = Dfarm({"sweep", spec, "--db", db_, "--json", "--agent-store", AgentStore()});
   ASSERT_EQ(again.code, 0) << again.err;
   EXPECT_EQ(json::parse(again.out, nullptr, false)["bytes_pushed"], 0);
+}
+
+// benchmark.repeats 3 (issue 13): each cell runs as 3 jobs, a fresh runner
+// each, stored with trials 0..2 and the runner build; a tag names the run.
+TEST_F(SweepE2eTest, RepeatsStoreOneOkJobPerTrial) {
+  if (!fs::exists(model_)) GTEST_SKIP() << model_ << " is absent (run scripts/setup.sh)";
+  json spec = {{"name", "repeats"},
+               {"models", {model_.string()}},
+               {"delegates", {{{"name", "cpu"}}}},
+               {"devices", {"local"}},
+               {"benchmark",
+                {{"warmup_runs", 0}, {"num_runs", 2}, {"num_threads", {1, 2}}, {"repeats", 3}}}};
+  fs::path spec_path = dir_ / "repeats.json";
+  std::ofstream(spec_path) << spec.dump(2);
+  Outcome sweep =
+      Dfarm({"sweep", spec_path.string(), "--db", db_, "--json", "--agent-store", AgentStore()});
+  ASSERT_EQ(sweep.code, 0) << sweep.err;
+  json summary = json::parse(sweep.out, nullptr, false);
+  ASSERT_TRUE(summary.is_object()) << sweep.out;
+  EXPECT_EQ(summary["jobs"], 6);
+  EXPECT_EQ(summary["ok"], 6);
+  int64_t run_id = summary["run_id"].get<int64_t>();
+  {
+    auto store = dfarm::store::OpenSqliteStore(db_);
+    ASSERT_TRUE(store.ok()) << store.message();
+    auto jobs = (*store)->ListJobs(run_id);
+    ASSERT_TRUE(jobs.ok()) << jobs.message();
+    ASSERT_EQ(jobs->size(), 6u);
+    std::map<uint32_t, std::set<int64_t>> trials;  // num_threads -> trials
+    std::set<std::string> keys;
+    for (size_t i = 0; i < jobs->size(); ++i) {
+      const dfarm::store::JobRow& j = (*jobs)[i];
+      EXPECT_EQ(j.status, "ok") << j.error;
+      EXPECT_EQ(j.trial, static_cast<int64_t>(i / 2)) << "rounds run in order";
+      EXPECT_EQ(j.runner_sha256.size(), 64u);
+      trials[j.num_threads].insert(j.trial);
+      keys.insert(j.job_key);
+    }
+    EXPECT_EQ(keys.size(), 6u);
+    ASSERT_EQ(trials.size(), 2u);
+    for (const auto& [cell, t] : trials) EXPECT_EQ(t, (std::set<int64_t>{0, 1, 2})) << cell;
+  }
+  ASSERT_EQ(Dfarm({"tag", std::to_string(run_id), "e2e-base", "--db", db_}).code, 0);
+  Outcome show = Dfarm({"show", "tag:e2e-base", "--db", db_, "--json"});
+  ASSERT_EQ(show.code, 0) << show.err;
+  json doc = json::parse(show.out, nullptr, false);
+  ASSERT_TRUE(doc.is_object()) << show.out;
+  EXPECT_EQ(doc["run"]["id"], run_id);
+  ASSERT_EQ(doc["jobs"].size(), 6u);
+  EXPECT_EQ(doc["jobs"][5]["trial"], 2);
 }
 
 TEST_F(SweepE2eTest, BrokenModelIsAJobFailure) {
