@@ -115,6 +115,7 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   AddShowCommand(app, ctx);
   AddReportCommand(app, ctx);
   AddTagCommands(app, ctx);
+  AddHistoryCommands(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

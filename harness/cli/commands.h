@@ -33,6 +33,8 @@ void AddShowCommand(CLI::App& app, Context& ctx);
 void AddReportCommand(CLI::App& app, Context& ctx);
 // `dfarm tag RUN NAME [--move]` and `dfarm untag NAME` (tag_command.cc).
 void AddTagCommands(CLI::App& app, Context& ctx);
+// `dfarm history` and `dfarm regressions` (history_command.cc).
+void AddHistoryCommands(CLI::App& app, Context& ctx);
 
 // --db FILE, default ./dfarm.db, env DFARM_DB.
 void AddDbOption(CLI::App& cmd, std::string& db);
