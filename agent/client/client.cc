@@ -247,6 +247,10 @@ class StreamAgentClient final : public AgentClient {
                        "load delegate plugin " + job.plugin_sha256.substr(0, 12) +
                        " (update dfarm-agent on the device)");
     }
+    if (!job.input_set_sha256s.empty() && !HasFeature(device_.features, kFeatureInputs)) {
+      return MakeError("agent at " + where_ + " does not speak feature 'inputs', so it cannot " +
+                       "run input sets (update dfarm-agent on the device)");
+    }
     flatbuffers::FlatBufferBuilder fbb;
     FinishFrame(fbb, NextId(), BuildRunJob(fbb, job));
     auto timeout = std::chrono::milliseconds(job.timeout_ms) + kJobGrace;

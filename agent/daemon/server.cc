@@ -380,6 +380,7 @@ class Server::ProtocolSession {
     bool heartbeat = false;
     bool put_resume = false;
     bool plugin = false;
+    bool inputs = false;
     bool cancel = false;
     bool progress = false;
     bool device_state = false;
@@ -593,6 +594,7 @@ bool Server::ProtocolSession::OnHello(uint64_t id, const wire::Frame& frame) {
   features_.heartbeat = HasFeature(info.features, kFeatureHeartbeat);
   features_.put_resume = HasFeature(info.features, kFeaturePutResume);
   features_.plugin = HasFeature(info.features, kFeaturePlugin);
+  features_.inputs = HasFeature(info.features, kFeatureInputs);
   features_.cancel = HasFeature(info.features, kFeatureCancel);
   features_.progress = HasFeature(info.features, kFeatureProgress);
   features_.device_state = HasFeature(info.features, kFeatureDeviceState);
@@ -752,14 +754,24 @@ bool Server::ProtocolSession::OnRunJob(uint64_t id, const wire::Frame& frame) {
                              "refusing the job rather than running the delegate without its "
                              "library");
   }
-  for (const std::string* sha : {&job.runner_sha256, &job.plugin_sha256}) {
+  if (!job.input_set_sha256s.empty() && !features_.inputs) {
+    return SendError(id, "RunJob names " + std::to_string(job.input_set_sha256s.size()) +
+                             " input sets but the host did not negotiate feature 'inputs' at "
+                             "hello; refusing the job rather than running it on random inputs");
+  }
+  std::vector<const std::string*> named = {&job.runner_sha256, &job.plugin_sha256};
+  for (const std::string& sha : job.input_set_sha256s) named.push_back(&sha);
+  for (const std::string* sha : named) {
     if (IsValidSha256(*sha) && !kept_.count(*sha) && kept_.size() < kMaxKeptArtifacts) {
       kept_.emplace(*sha, std::make_unique<ArtifactPin>(server_->store_.get(), *sha));
     }
   }
   AgentLog(who_ + ": job " + std::to_string(id) + ": runner " + job.runner_sha256.substr(0, 12) +
            ", model " + job.model_sha256.substr(0, 12) + ", delegate " + job.delegate +
-           (job.plugin_sha256.empty() ? "" : ", plugin " + job.plugin_sha256.substr(0, 12)));
+           (job.plugin_sha256.empty() ? "" : ", plugin " + job.plugin_sha256.substr(0, 12)) +
+           (job.input_set_sha256s.empty()
+                ? ""
+                : ", " + std::to_string(job.input_set_sha256s.size()) + " input sets"));
   job_running_ = true;
   cancel_job_ = false;
   cancelled_by_host_ = false;

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,11 +14,15 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string_view>
 
+#include "agent/base/sha256.h"
 #include "agent/base/unique_fd.h"
+#include "agent/protocol/input_set.h"
 #include "agent/protocol/job_limits.h"
 #include "agent/protocol/status.h"
 #include "agent/runner/runner_json.h"
@@ -121,6 +126,16 @@ Result<void> CheckSpec(const JobSpec& job, uint32_t max_timeout_ms) {
                 "passes the plugin's path itself");
     }
   }
+  if (job.input_set_sha256s.size() > kMaxInputSetsPerJob) {
+    return MakeError("invalid job: " + std::to_string(job.input_set_sha256s.size()) +
+                     " input sets (at most " + std::to_string(kMaxInputSetsPerJob) + ")");
+  }
+  for (const std::string& sha : job.input_set_sha256s) {
+    if (!IsValidSha256(sha)) {
+      return MakeError("invalid job: input set '" + OneLine(sha, 80) +
+                       "' is not a sha256 (64 lowercase hex digits)");
+    }
+  }
   if (!job.accuracy_reference.empty() && job.accuracy_reference != "cpu") {
     return MakeError("invalid job: accuracy_reference '" + OneLine(job.accuracy_reference, 40) +
                      "' (the runner compares with 'cpu' only)");
@@ -172,7 +187,8 @@ Result<std::vector<std::string>> Supervisor::ReapLeftoverRunners() {
 }
 
 std::vector<std::string> Supervisor::RunnerArgs(const JobSpec& job, const std::string& model_path,
-                                                const std::string& plugin_path) {
+                                                const std::string& plugin_path,
+                                                const std::vector<std::string>& input_dirs) {
   std::vector<std::string> args = {"--model", model_path, "--delegate", job.delegate};
   std::string options = job.delegate_options;
   if (!plugin_path.empty()) {
@@ -192,6 +208,10 @@ std::vector<std::string> Supervisor::RunnerArgs(const JobSpec& job, const std::s
   if (!job.accuracy_reference.empty()) {
     args.push_back("--accuracy-reference");
     args.push_back(job.accuracy_reference);
+  }
+  for (const std::string& dir : input_dirs) {
+    args.push_back("--inputs");
+    args.push_back(dir);
   }
   args.push_back("--json");
   return args;
@@ -279,6 +299,10 @@ JobResult Supervisor::Run(const JobSpec& job, const std::atomic<bool>* cancel) {
   ArtifactPin runner_pin(store_, job.runner_sha256), model_pin(store_, job.model_sha256);
   std::optional<ArtifactPin> plugin_pin;
   if (!job.plugin_sha256.empty()) plugin_pin.emplace(store_, job.plugin_sha256);
+  std::vector<std::unique_ptr<ArtifactPin>> input_pins;
+  for (const std::string& sha : job.input_set_sha256s) {
+    input_pins.push_back(std::make_unique<ArtifactPin>(store_, sha));
+  }
   std::unique_lock<std::timed_mutex> lock(job_mutex_, std::defer_lock);
   if (cancel == nullptr) {
     lock.lock();
@@ -423,6 +447,30 @@ WaitEnd WaitForRunner(pid_t pid, Clock::time_point deadline, const std::atomic<b
 
 }  // namespace
 
+std::string Supervisor::InputsFolder() const { return store_->root() + "/inputs"; }
+
+Result<std::vector<std::string>> Supervisor::UnpackInputSets(const JobSpec& job) const {
+  std::vector<std::string> dirs;
+  if (job.input_set_sha256s.empty()) return dirs;
+  std::error_code ec;
+  std::filesystem::remove_all(InputsFolder(), ec);  // a previous job's, left by a crash
+  if (::mkdir(InputsFolder().c_str(), 0700) != 0 && errno != EEXIST) {
+    return MakeError("cannot create '" + InputsFolder() + "': " + strerror(errno));
+  }
+  for (size_t k = 0; k < job.input_set_sha256s.size(); ++k) {
+    const std::string& sha = job.input_set_sha256s[k];
+    auto packed = store_->PathOf(sha);
+    if (!packed) return MakeError("input set " + std::to_string(k) + ": " + packed.message());
+    std::string dir = InputsFolder() + "/set_" + std::to_string(k);
+    if (auto r = UnpackInputSetFile(*packed, dir); !r) {
+      return MakeError("input set " + std::to_string(k) + " (" + sha.substr(0, 12) +
+                       "): " + r.message());
+    }
+    dirs.push_back(std::move(dir));
+  }
+  return dirs;
+}
+
 Result<Supervisor::Launch> Supervisor::PrepareLaunch(const JobSpec& job) const {
   auto runner = store_->PathOf(job.runner_sha256);
   if (!runner) return MakeError("runner: " + runner.message());
@@ -438,9 +486,12 @@ Result<Supervisor::Launch> Supervisor::PrepareLaunch(const JobSpec& job) const {
     }
     plugin_path = *plugin;
   }
+  auto input_dirs = UnpackInputSets(job);
+  if (!input_dirs) return input_dirs.error();
   if (auto r = store_->MakeExecutable(job.runner_sha256); !r) return r.error();
   Launch launch;
-  launch.args = RunnerArgv(options_.runner_prefix, *runner, RunnerArgs(job, *model, plugin_path));
+  launch.args = RunnerArgv(options_.runner_prefix, *runner,
+                           RunnerArgs(job, *model, plugin_path, *input_dirs));
   launch.exec_path = *runner;
   if (!options_.runner_prefix.empty()) {
     auto found = FindInPath(options_.runner_prefix[0]);
@@ -499,6 +550,15 @@ JobResult Supervisor::WithDeviceState(std::optional<DeviceState> before, JobResu
 }
 
 JobResult Supervisor::RunLocked(const JobSpec& job, const std::atomic<bool>* cancel) {
+  JobResult result = RunUnpacked(job, cancel);
+  if (!job.input_set_sha256s.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(InputsFolder(), ec);
+  }
+  return result;
+}
+
+JobResult Supervisor::RunUnpacked(const JobSpec& job, const std::atomic<bool>* cancel) {
   {
     std::lock_guard<std::mutex> lock(pid_mutex_);
     if (shut_down_) return Infra("the agent is shutting down");

@@ -71,8 +71,11 @@ class Supervisor {
                                              const std::string& runner_path,
                                              std::vector<std::string> args);
 
+  // input_dirs (the job's unpacked input sets, in order) each become one
+  // `--inputs DIR`.
   static std::vector<std::string> RunnerArgs(const JobSpec& job, const std::string& model_path,
-                                             const std::string& plugin_path = "");
+                                             const std::string& plugin_path = "",
+                                             const std::vector<std::string>& input_dirs = {});
 
   // Classifies a finished runner: exit_code >= 0 when it exited, else
   // signal > 0. Fills status, error, exit_code and signal of result.
@@ -81,6 +84,13 @@ class Supervisor {
 
  private:
   JobResult RunLocked(const JobSpec& job, const std::atomic<bool>* cancel);
+  // RunLocked less removing the unpacked input sets afterwards.
+  JobResult RunUnpacked(const JobSpec& job, const std::atomic<bool>* cancel);
+  // <store>/inputs: the running job's unpacked input sets (set_<k>/input_<i>.bin),
+  // made before it starts and removed when it ends.
+  std::string InputsFolder() const;
+  // Unpacks each of job.input_set_sha256s into InputsFolder()/set_<k>; returns the folders.
+  Result<std::vector<std::string>> UnpackInputSets(const JobSpec& job) const;
 
   // The steps of RunLocked (supervisor.cc), after the spec was checked.
   struct Launch;      // the runner's argv and the file to execute

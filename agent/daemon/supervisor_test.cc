@@ -7,6 +7,7 @@
 #include <fstream>
 #include <thread>
 
+#include "agent/protocol/input_set.h"
 #include "agent/testing/test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -263,6 +264,49 @@ TEST_F(SupervisorTest, PluginIsPinnedWhileTheJobRuns) {
   std::ofstream(go).put('x');
   t.join();
   EXPECT_EQ(r.status, "ok") << r.error;
+}
+
+// Each input set is unpacked into its own folder, passed as one --inputs,
+// and removed when the job ends; a set missing from the store is infra.
+TEST_F(SupervisorTest, InputSetsAreUnpackedAndPassedInOrder) {
+  Supervisor sup(store_.get());
+  const char* script =
+      "#!/bin/sh\n"
+      "while [ $# -gt 0 ]; do\n"
+      "  if [ \"$1\" = --inputs ]; then echo \"set $2: $(cat \"$2/input_0.bin\")"
+      "$(cat \"$2/input_1.bin\" 2>/dev/null)\" >&2; fi\n"
+      "  shift\n"
+      "done\n"
+      "echo '{\"status\":\"ok\",\"metrics\":{\"mean_us\":1,\"num_runs\":1},"
+      "\"samples_us\":[1]}'\n";
+  JobSpec job = Job(script);
+  auto a = PackInputSet({"first", "+one"});
+  auto b = PackInputSet({"second"});
+  ASSERT_TRUE(a && b);
+  job.input_set_sha256s = {Put(*a), Put(*b)};
+  JobResult r = sup.Run(job);
+  ASSERT_EQ(r.status, "ok") << r.error << r.stderr_tail;
+  const std::string inputs = store_->root() + "/inputs";
+  EXPECT_THAT(r.stderr_tail, HasSubstr("set " + inputs + "/set_0: first+one"));
+  EXPECT_THAT(r.stderr_tail, HasSubstr("set " + inputs + "/set_1: second"));
+  EXPECT_FALSE(std::filesystem::exists(inputs));
+  EXPECT_EQ(Supervisor::RunnerArgs(job, "/m", "", {"/x", "/y"}),
+            (std::vector<std::string>{"--model", "/m", "--delegate", "cpu", "--num-threads", "1",
+                                      "--warmup-runs", "1", "--num-runs", "3", "--inputs", "/x",
+                                      "--inputs", "/y", "--json"}));
+
+  job.input_set_sha256s = {std::string(64, 'a')};
+  r = sup.Run(job);
+  EXPECT_EQ(r.status, "infra");
+  EXPECT_THAT(r.error, HasSubstr("input set 0"));
+  job.input_set_sha256s = {"nope"};
+  r = sup.Run(job);
+  EXPECT_EQ(r.status, "infra");
+  EXPECT_THAT(r.error, HasSubstr("input set 'nope' is not a sha256"));
+  job.input_set_sha256s = {Put("not a packed set")};
+  r = sup.Run(job);
+  EXPECT_EQ(r.status, "infra");
+  EXPECT_THAT(r.error, HasSubstr("not an input set"));
 }
 
 TEST_F(SupervisorTest, StderrTailKeepsTheEnd) {

@@ -26,8 +26,13 @@ inline constexpr std::string_view kFeatureCancel = "cancel";
 inline constexpr std::string_view kFeatureProgress = "progress";
 // DeviceStateRequest/DeviceStateReply: the device's state on demand (cooldown).
 inline constexpr std::string_view kFeatureDeviceState = "device_state";
+// RunJob.input_sets: the agent unpacks packed input-set artifacts and runs the
+// runner over each (--inputs per set). A host sends the field only to an
+// agent that lists this feature (an older agent would drop it silently and
+// measure random inputs).
+inline constexpr std::string_view kFeatureInputs = "inputs";
 inline constexpr std::string_view kKnownFeatures[] = {
-    kFeatureArtifacts, kFeatureRunJob, kFeatureAuthHmac, kFeatureHeartbeat,  kFeaturePutResume,
-    kFeaturePlugin,    kFeatureCancel, kFeatureProgress, kFeatureDeviceState};
+    kFeatureArtifacts, kFeatureRunJob, kFeatureAuthHmac, kFeatureHeartbeat,   kFeaturePutResume,
+    kFeaturePlugin,    kFeatureCancel, kFeatureProgress, kFeatureDeviceState, kFeatureInputs};
 
 }  // namespace dfarm::agent

@@ -69,8 +69,10 @@ flatbuffers::Offset<wire::RunJob> BuildRunJob(flatbuffers::FlatBufferBuilder& fb
   if (!job.plugin_sha256.empty()) plugin = fbb.CreateString(job.plugin_sha256);
   flatbuffers::Offset<flatbuffers::String> accuracy;
   if (!job.accuracy_reference.empty()) accuracy = fbb.CreateString(job.accuracy_reference);
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>> inputs;
+  if (!job.input_set_sha256s.empty()) inputs = fbb.CreateVectorOfStrings(job.input_set_sha256s);
   return wire::CreateRunJob(fbb, runner, model, delegate, options, job.num_threads, job.warmup_runs,
-                            job.num_runs, job.timeout_ms, plugin, accuracy);
+                            job.num_runs, job.timeout_ms, plugin, accuracy, inputs);
 }
 
 JobSpec ReadRunJob(const wire::RunJob& msg) {
@@ -85,6 +87,9 @@ JobSpec ReadRunJob(const wire::RunJob& msg) {
   job.timeout_ms = msg.timeout_ms();
   job.plugin_sha256 = Str(msg.plugin_sha256());
   job.accuracy_reference = Str(msg.accuracy_reference());
+  if (const auto* sets = msg.input_sets()) {
+    for (const auto* s : *sets) job.input_set_sha256s.push_back(Str(s));
+  }
   return job;
 }
 

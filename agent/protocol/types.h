@@ -50,6 +50,11 @@ struct JobSpec {
   // "cpu": the runner compares the outputs with its reference kernels
   // (--accuracy-reference cpu); empty: no comparison.
   std::string accuracy_reference;
+  // Feature "inputs": the job's input sets, each a packed set artifact
+  // (agent/protocol/input_set.h) by sha256, in order. The agent unpacks each
+  // into a folder of input_<i>.bin and passes the runner one --inputs per set.
+  // Empty: the runner's seeded random inputs.
+  std::vector<std::string> input_set_sha256s;
 };
 
 // One CPU's cpufreq state (/sys/devices/system/cpu/cpuN). Unset: unreadable.

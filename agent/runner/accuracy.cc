@@ -128,4 +128,58 @@ OutputAccuracy CompareOutput(size_t index, const runtime::Tensor& got,
   return a;
 }
 
+OutputAccuracy AggregateOutputAccuracy(const std::vector<OutputAccuracy>& per_set) {
+  OutputAccuracy a;
+  if (per_set.empty()) return a;
+  a.index = per_set.front().index;
+  a.name = per_set.front().name;
+  double sum = 0, sum_sq = 0;  // of |error| and error^2 over every compared element
+  bool lsb = true;
+  int64_t lsb_max = 0;
+  int64_t top1 = 0, top5 = 0, ranked = 0;
+  for (const OutputAccuracy& s : per_set) {
+    a.compared += s.compared;
+    a.nan_count += s.nan_count;
+    a.inf_count += s.inf_count;
+    a.reference_nan_count += s.reference_nan_count;
+    a.reference_inf_count += s.reference_inf_count;
+    if (s.compared > 0) {
+      const double c = static_cast<double>(s.compared);
+      sum += s.mean_abs_error * c;
+      sum_sq += s.rmse * s.rmse * c;
+      a.max_abs_error = std::max(a.max_abs_error, s.max_abs_error);
+    }
+    if (s.max_abs_error_lsb) {
+      lsb_max = std::max<int64_t>(lsb_max, std::llround(ToDouble(*s.max_abs_error_lsb)));
+    } else {
+      lsb = false;
+    }
+    if (s.top1_agree && s.top5_agree) {
+      ++ranked;
+      top1 += *s.top1_agree ? 1 : 0;
+      top5 += *s.top5_agree ? 1 : 0;
+    }
+  }
+  if (a.compared > 0) {
+    const double c = static_cast<double>(a.compared);
+    a.mean_abs_error = sum / c;
+    a.rmse = std::sqrt(sum_sq / c);
+    // E[e^2] - E[e]^2 over all elements: rmse^2 is the mean of e^2.
+    a.std_abs_error = std::sqrt(std::max(0.0, sum_sq / c - a.mean_abs_error * a.mean_abs_error));
+  } else {  // nothing compared anywhere: the figures of one set say so
+    a.mean_abs_error = per_set.front().mean_abs_error;
+    a.std_abs_error = per_set.front().std_abs_error;
+    a.max_abs_error = per_set.front().max_abs_error;
+    a.rmse = per_set.front().rmse;
+  }
+  if (lsb) a.max_abs_error_lsb = Number(lsb_max);
+  if (ranked == static_cast<int64_t>(per_set.size())) {
+    a.top1_agree = top1 == ranked;
+    a.top5_agree = top5 == ranked;
+    a.top1_agreement = static_cast<double>(top1) / static_cast<double>(ranked);
+    a.top5_agreement = static_cast<double>(top5) / static_cast<double>(ranked);
+  }
+  return a;
+}
+
 }  // namespace dfarm::runner

@@ -19,6 +19,14 @@ namespace dfarm::runner {
 OutputAccuracy CompareOutput(size_t index, const runtime::Tensor& got,
                              const runtime::Tensor& reference);
 
+// One output's comparisons over several input sets (the same output of the
+// same model, one entry per set, at least one) as one entry: max_abs_error
+// (and max_abs_error_lsb, when every set has it) the largest; mean_abs_error,
+// std_abs_error and rmse over all compared elements of all sets; the counts
+// summed; top1_agree/top5_agree true when every set agreed, with
+// top1_agreement/top5_agreement the fraction of sets that did.
+OutputAccuracy AggregateOutputAccuracy(const std::vector<OutputAccuracy>& per_set);
+
 // The tensor's values as doubles, dequantized when it is quantized.
 std::vector<double> TensorValues(const runtime::Tensor& tensor);
 

@@ -104,5 +104,38 @@ TEST(AccuracyTest, QuantizedOutputsAreDequantizedAndCountedInLsb) {
   EXPECT_FALSE(CompareOutput(0, FloatTensor(f, {4}), FloatTensor(g, {4})).max_abs_error_lsb);
 }
 
+TEST(AccuracyTest, AggregatesOverInputSets) {
+  // Set 0: errors {0, 0.5, 1, 0}; set 1: errors {2, 0, 0, 0}, top-1 differs.
+  std::vector<float> got0 = {1, 2, 3, 4}, ref0 = {1, 2.5f, 2, 4};
+  std::vector<float> got1 = {3, 0, 0, 1}, ref1 = {1, 0, 0, 1};
+  OutputAccuracy s0 = CompareOutput(0, FloatTensor(got0, {1, 4}), FloatTensor(ref0, {1, 4}));
+  OutputAccuracy s1 = CompareOutput(0, FloatTensor(got1, {1, 4}), FloatTensor(ref1, {1, 4}));
+  s1.nan_count = 2;
+  OutputAccuracy a = AggregateOutputAccuracy({s0, s1});
+  EXPECT_EQ(a.compared, 8);
+  EXPECT_DOUBLE_EQ(a.max_abs_error, 2.0);
+  EXPECT_DOUBLE_EQ(a.mean_abs_error, 3.5 / 8);
+  EXPECT_NEAR(a.rmse, std::sqrt((0.25 + 1 + 4) / 8), 1e-12);
+  const double mean = 3.5 / 8;
+  double var = 0;
+  for (double e : {0.0, 0.5, 1.0, 0.0, 2.0, 0.0, 0.0, 0.0}) var += (e - mean) * (e - mean);
+  EXPECT_NEAR(a.std_abs_error, std::sqrt(var / 8), 1e-12);
+  EXPECT_EQ(a.nan_count, 2);
+  ASSERT_TRUE(s0.top1_agree && s1.top1_agree);
+  EXPECT_TRUE(*s0.top1_agree);  // argmax 3 on both sides
+  EXPECT_TRUE(*s1.top1_agree);  // argmax 0 on both sides
+  ASSERT_TRUE(a.top1_agree && a.top1_agreement && a.top5_agreement);
+  EXPECT_TRUE(*a.top1_agree);
+  EXPECT_DOUBLE_EQ(*a.top1_agreement, 1.0);
+  // A set whose top-1 differs: agree false, agreement a fraction.
+  std::vector<float> got2 = {0, 5, 0, 0}, ref2 = {5, 0, 0, 0};
+  OutputAccuracy s2 = CompareOutput(0, FloatTensor(got2, {1, 4}), FloatTensor(ref2, {1, 4}));
+  OutputAccuracy b = AggregateOutputAccuracy({s0, s1, s2});
+  EXPECT_FALSE(*b.top1_agree);
+  EXPECT_DOUBLE_EQ(*b.top1_agreement, 2.0 / 3);
+  EXPECT_TRUE(*b.top5_agree);  // class 0 is in the top 5 of 4 classes
+  EXPECT_DOUBLE_EQ(*b.top5_agreement, 1.0);
+}
+
 }  // namespace
 }  // namespace dfarm::runner

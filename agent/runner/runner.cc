@@ -303,9 +303,16 @@ bool LoadAndPrepare(const RunnerOptions& options, Job* job, RunOutcome* outcome)
   return true;
 }
 
-// The job's inputs: read from --inputs, or seeded random ones.
-Result<void> SetInputs(const RunnerOptions& options, runtime::Interpreter& interpreter) {
-  if (!options.inputs_dir.empty()) return LoadInputs(interpreter, options.inputs_dir);
+// The job's inputs: input set `set` of --inputs, or seeded random ones.
+Result<void> SetInputs(const RunnerOptions& options, runtime::Interpreter& interpreter,
+                       size_t set = 0) {
+  if (!options.inputs_dirs.empty()) {
+    Result<void> r = LoadInputs(interpreter, options.inputs_dirs.at(set));
+    if (!r.ok() && options.inputs_dirs.size() > 1) {
+      return MakeError("input set " + std::to_string(set) + ": " + r.message());
+    }
+    return r;
+  }
   FillRandomInputs(interpreter, options.seed);
   return Ok();
 }
@@ -372,24 +379,43 @@ bool CompareWithReference(const RunnerOptions& options, const Job& job, RunOutco
   runtime::OpResolver reference_resolver;
   cpu->add_kernels(reference_resolver);
   runtime::Interpreter reference(*job.model, reference_resolver);
-  runtime::Status s = reference.AllocateTensors();
-  if (s.ok()) {
-    // The same inputs, made again rather than copied, so that nothing the
-    // benchmarked runs did to their input tensors can reach the reference.
-    if (Result<void> r = SetInputs(options, reference); !r.ok()) {
-      return Failed(outcome, RunnerStatus::kModelError, r.message());
-    }
-    s = reference.Invoke();
-  }
-  if (!s.ok()) {
+  if (runtime::Status s = reference.AllocateTensors(); !s.ok()) {
     return Failed(outcome, FromRuntime(s), "accuracy reference 'cpu' failed: " + s.message());
   }
-  Accuracy accuracy{options.accuracy_reference, {}};
-  const runtime::Interpreter& interpreter = *job.interpreter;
-  for (size_t i = 0; i < interpreter.outputs().size(); ++i) {
-    accuracy.outputs.push_back(
-        CompareOutput(i, *interpreter.outputs()[i], *reference.outputs()[i]));
+  runtime::Interpreter& interpreter = *job.interpreter;
+  const size_t sets = std::max<size_t>(1, options.inputs_dirs.size());
+  // per_output[i][k]: output i compared on input set k.
+  std::vector<std::vector<OutputAccuracy>> per_output(interpreter.outputs().size());
+  for (size_t k = 0; k < sets; ++k) {
+    // With several sets, the job's interpreter runs set k again (the measured
+    // runs used set 0); with one, its outputs are those of the measured runs.
+    if (sets > 1) {
+      if (Result<void> r = SetInputs(options, interpreter, k); !r.ok()) {
+        return Failed(outcome, RunnerStatus::kModelError, r.message());
+      }
+      if (runtime::Status s = interpreter.Invoke(); !s.ok()) {
+        return Failed(outcome, job.Classify(s),
+                      "input set " + std::to_string(k) + ": " + s.message());
+      }
+    }
+    // The same inputs, made again rather than copied, so that nothing the
+    // benchmarked runs did to their input tensors can reach the reference.
+    if (Result<void> r = SetInputs(options, reference, k); !r.ok()) {
+      return Failed(outcome, RunnerStatus::kModelError, r.message());
+    }
+    if (runtime::Status s = reference.Invoke(); !s.ok()) {
+      return Failed(outcome, FromRuntime(s), "accuracy reference 'cpu' failed: " + s.message());
+    }
+    for (size_t i = 0; i < interpreter.outputs().size(); ++i) {
+      per_output[i].push_back(CompareOutput(i, *interpreter.outputs()[i], *reference.outputs()[i]));
+    }
   }
+  Accuracy accuracy{options.accuracy_reference, {}, std::nullopt};
+  for (const std::vector<OutputAccuracy>& p : per_output) {
+    accuracy.outputs.push_back(options.inputs_dirs.empty() ? p.front()
+                                                           : AggregateOutputAccuracy(p));
+  }
+  if (!options.inputs_dirs.empty()) accuracy.sets = static_cast<int64_t>(sets);
   outcome->accuracy = std::move(accuracy);
   return true;
 }

@@ -41,6 +41,8 @@ json OutputAccuracyJson(const OutputAccuracy& a) {
   if (a.max_abs_error_lsb) o["max_abs_error_lsb"] = NumberJson(*a.max_abs_error_lsb);
   if (a.top1_agree) o["top1_agree"] = *a.top1_agree;
   if (a.top5_agree) o["top5_agree"] = *a.top5_agree;
+  if (a.top1_agreement) o["top1_agreement"] = *a.top1_agreement;
+  if (a.top5_agreement) o["top5_agreement"] = *a.top5_agreement;
   return o;
 }
 
@@ -183,6 +185,10 @@ OutputAccuracy ParseOutputAccuracy(const json& o) {
   }
   a.top1_agree = Bool(o, "top1_agree");
   a.top5_agree = Bool(o, "top5_agree");
+  for (auto [key, field] : {std::pair{"top1_agreement", &a.top1_agreement},
+                            std::pair{"top5_agreement", &a.top5_agreement}}) {
+    if (o.contains(key) && o[key].is_number()) *field = o[key].get<double>();
+  }
   return a;
 }
 
@@ -226,6 +232,7 @@ Result<std::optional<Accuracy>> AccuracyOf(const json& doc) {
   }
   Accuracy out;
   out.reference = String(acc, "reference");
+  out.sets = Integer(acc, "sets");
   for (size_t i = 0; i < acc["outputs"].size(); ++i) {
     const json& o = acc["outputs"][i];
     if (!o.is_object() || !Integer(o, "index")) {
@@ -321,7 +328,9 @@ json PlacementJson(const JobPlacement& placement) {
 json AccuracyJson(const Accuracy& accuracy) {
   json outputs = json::array();
   for (const OutputAccuracy& a : accuracy.outputs) outputs.push_back(OutputAccuracyJson(a));
-  return {{"reference", accuracy.reference}, {"outputs", std::move(outputs)}};
+  json out = {{"reference", accuracy.reference}, {"outputs", std::move(outputs)}};
+  if (accuracy.sets) out["sets"] = *accuracy.sets;
+  return out;
 }
 
 Result<Document> ParseRunnerJson(std::string_view text) {

@@ -111,6 +111,24 @@ TEST(RunnerJsonTest, FailureDocumentHasOnlyStatusAndError) {
   EXPECT_FALSE(parsed->metrics);
 }
 
+TEST(RunnerJsonTest, InputSetFiguresRoundTrip) {
+  Accuracy a{"cpu", {OutputAccuracy{}}};
+  a.sets = 3;
+  a.outputs[0].top1_agree = false;
+  a.outputs[0].top1_agreement = 2.0 / 3;
+  a.outputs[0].top5_agreement = 1.0;
+  const std::string text = AccuracyJson(a).dump();
+  EXPECT_THAT(text, HasSubstr(R"("sets":3)"));
+  auto parsed = ParseRunnerJson(R"({"status":"ok","accuracy":)" + text + "}");
+  ASSERT_TRUE(parsed.ok()) << parsed.message();
+  EXPECT_EQ(parsed->accuracy->sets, 3);
+  EXPECT_DOUBLE_EQ(*parsed->accuracy->outputs[0].top1_agreement, 2.0 / 3);
+  EXPECT_DOUBLE_EQ(*parsed->accuracy->outputs[0].top5_agreement, 1.0);
+  // Without sets, nothing new is written.
+  EXPECT_THAT(AccuracyJson(Accuracy{"cpu", {OutputAccuracy{}}}).dump(),
+              ::testing::Not(HasSubstr("sets")));
+}
+
 TEST(RunnerJsonTest, MaxAbsErrorLsbKeepsItsKindOfNumber) {
   Accuracy a{"cpu", {OutputAccuracy{}}};
   a.outputs[0].max_abs_error_lsb = Number(int64_t{2});

@@ -84,9 +84,12 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
                "Time each node and op type (a delegated partition as one step) over --num-runs "
                "extra runs");
   app.add_option("--seed", o.seed, "Seed of the random inputs")->capture_default_str();
-  app.add_option("--inputs", o.inputs_dir,
-                 "Folder with input_<i>.bin per model input (raw little-endian data); default: "
-                 "seeded random inputs");
+  app.add_option("--inputs", o.inputs_dirs,
+                 "Folder with input_<i>.bin per model input (raw little-endian data); repeat it "
+                 "for several input sets (the measured runs use the first; accuracy covers "
+                 "all); default: seeded random inputs")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--dump-outputs", o.dump_outputs_dir,
                  "Folder to write output_<i>.bin and outputs.json to");
   app.add_flag("--json", o.json, "Print one JSON document on stdout (human text goes to stderr)");

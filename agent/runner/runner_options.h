@@ -27,7 +27,10 @@ struct RunnerOptions {
   std::string accuracy_reference;
   // Time each node (a delegated partition as one step) over num_runs extra runs.
   bool profile = false;
-  std::string inputs_dir;        // empty: seeded random inputs
+  // --inputs, once per input set: folders of input_<i>.bin. The measured
+  // runs use set 0; the accuracy comparison runs every set and aggregates
+  // (docs/CONTRACTS.md). Empty: seeded random inputs.
+  std::vector<std::string> inputs_dirs;
   std::string dump_outputs_dir;  // empty: no dump
   bool json = false;
 };

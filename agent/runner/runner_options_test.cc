@@ -56,10 +56,18 @@ TEST(RunnerOptionsTest, AllFlags) {
   EXPECT_EQ(p.options.warmup_runs, 0u);
   EXPECT_EQ(p.options.num_runs, 3u);
   EXPECT_EQ(p.options.seed, 9u);
-  EXPECT_EQ(p.options.inputs_dir, "in");
+  EXPECT_EQ(p.options.inputs_dirs, std::vector<std::string>{"in"});
   EXPECT_EQ(p.options.dump_outputs_dir, "out");
   EXPECT_TRUE(p.options.json);
   EXPECT_TRUE(p.json);
+}
+
+TEST(RunnerOptionsTest, InputsRepeatsOncePerSet) {
+  ParsedCommandLine p = Parse({"--model", "m", "--inputs", "a", "--inputs", "b", "--json"});
+  ASSERT_EQ(p.action, Action::kRun) << p.error;
+  EXPECT_EQ(p.options.inputs_dirs, (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(p.options.json);
+  EXPECT_TRUE(Parse({"--model", "m"}).options.inputs_dirs.empty());
 }
 
 TEST(RunnerOptionsTest, UsageErrors) {

@@ -606,6 +606,56 @@ TEST_F(RunnerTest, AccuracyCountsNaNsOnBothSides) {
   EXPECT_EQ(outputs[1]["rmse"], 0);
 }
 
+// --inputs twice: accuracy covers both sets (counts summed, "sets":2,
+// agreement fractions); a set the model cannot read names its set.
+TEST_F(RunnerTest, AccuracyAggregatesOverTwoInputSets) {
+  std::string model = ScoresModel(dir_);
+  for (const char* set : {"s0", "s1"}) fs::create_directories(dir_ / set);
+  WriteValues<float>(dir_ / "s0" / "input_0.bin", {0.1f, 3.0f, -2.0f, 0.5f});
+  WriteValues<float>(dir_ / "s0" / "input_1.bin", {0.25f});
+  WriteValues<float>(dir_ / "s1" / "input_0.bin", {4.0f, 1.0f, -1.0f, 0.0f});
+  WriteValues<float>(dir_ / "s1" / "input_1.bin", {std::nanf("")});
+  Process p = RunRunner({"--model", model, "--json", "--num-runs", "2", "--delegate", "external",
+                         "--delegate-options", "path:" + PluginPath("dfarm_example_delegate"),
+                         "--accuracy-reference", "cpu", "--inputs", (dir_ / "s0").string(),
+                         "--inputs", (dir_ / "s1").string()});
+  ASSERT_EQ(p.exit_code, 0) << p.err << p.out;
+  nlohmann::json acc = nlohmann::json::parse(p.out)["accuracy"];
+  EXPECT_EQ(acc["sets"], 2);
+  const nlohmann::json& o = acc["outputs"][0];
+  EXPECT_EQ(o["compared"], 4);  // set 1's scores are all NaN
+  EXPECT_EQ(o["nan_count"], 4);
+  EXPECT_EQ(o["reference_nan_count"], 4);
+  EXPECT_LE(o["max_abs_error"].get<double>(), 1e-6);
+  EXPECT_EQ(o["top1_agree"], true);  // NaN scores rank alike on both sides
+  EXPECT_EQ(o["top1_agreement"], 1.0);
+  EXPECT_EQ(o["top5_agreement"], 1.0);
+  fs::create_directories(dir_ / "s2");
+  WriteValues<float>(dir_ / "s2" / "input_0.bin", {1.0f});
+  p = RunRunner({"--model", model, "--json", "--num-runs", "1", "--delegate", "external",
+                 "--delegate-options", "path:" + PluginPath("dfarm_example_delegate"),
+                 "--accuracy-reference", "cpu", "--inputs", (dir_ / "s0").string(), "--inputs",
+                 (dir_ / "s2").string()});
+  EXPECT_EQ(p.exit_code, 1) << p.out;  // model_error
+  EXPECT_THAT(nlohmann::json::parse(p.out)["error"].get<std::string>(), HasSubstr("input set 1"));
+}
+
+// One set keeps today's figures and adds "sets":1.
+TEST_F(RunnerTest, OneInputSetSaysSetsOne) {
+  std::string model = ScoresModel(dir_);
+  fs::create_directories(dir_ / "in");
+  WriteValues<float>(dir_ / "in" / "input_0.bin", {0.1f, 3.0f, -2.0f, 0.5f});
+  WriteValues<float>(dir_ / "in" / "input_1.bin", {0.25f});
+  Process p = RunRunner({"--model", model, "--json", "--num-runs", "1", "--delegate", "external",
+                         "--delegate-options", "path:" + PluginPath("dfarm_example_delegate"),
+                         "--accuracy-reference", "cpu", "--inputs", (dir_ / "in").string()});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  nlohmann::json acc = nlohmann::json::parse(p.out)["accuracy"];
+  EXPECT_EQ(acc["sets"], 1);
+  EXPECT_EQ(acc["outputs"][0]["compared"], 4);
+  EXPECT_EQ(acc["outputs"][0]["top1_agreement"], 1.0);
+}
+
 TEST_F(RunnerTest, ProfileTimesNodesAndPartitions) {
   Process p = RunRunner({"--model", SmallModel(), "--json", "--num-runs", "3", "--delegate",
                          "external", "--delegate-options",

@@ -96,12 +96,22 @@ struct OutputAccuracy {
   // top-1 class is among the delegate's top min(5, N).
   std::optional<bool> top1_agree;
   std::optional<bool> top5_agree;
+  // Set with top1_agree/top5_agree when the runner compared input sets
+  // (Accuracy::sets): the fraction of sets whose top-1 / top-5 agreed; then
+  // top1_agree/top5_agree say whether every set agreed.
+  std::optional<double> top1_agreement;
+  std::optional<double> top5_agreement;
 };
 
 // "accuracy": the reference run's name and the outputs by index.
 struct Accuracy {
   std::string reference;  // "cpu"
   std::vector<OutputAccuracy> outputs;
+  // The number of input sets compared (--inputs given N times): the figures
+  // of each output aggregate over all of them (max of the maxima, mean and
+  // rmse over all compared elements, counts summed). Unset with the seeded
+  // random inputs (one comparison).
+  std::optional<int64_t> sets = std::nullopt;
 };
 
 }  // namespace dfarm::runner
