@@ -1,0 +1,365 @@
+// The release gate on real runs (issue 13): real `dfarm sweep`s on the local
+// device with `benchmark.repeats` 5, then `dfarm gate` as CI calls it.
+// - the same sweep twice passes (no cell regressed);
+// - xnnpack fp16 against an fp32 baseline fails on accuracy, naming the output;
+// - a plugin that perturbs one op (delegates/external/testing/perturb_plugin.c)
+//   fails on accuracy, naming the output;
+// - a slowed runner build (dfarm-runner-slow, 25% slower) under the same
+//   runner name is `regressed` on latency;
+// - the JUnit file is read back by python3-junitparser;
+// - docs/examples/ci-gate.sh, the README's CI snippet, works as written.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const char kModel[] = "face_detection_short_range.tflite";
+
+struct Outcome {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The latency verdict of a cell in `dfarm gate --format json`.
+std::string LatencyVerdict(const json& cell) {
+  return cell.value("latency", json::object()).value("verdict", "");
+}
+
+// The failing findings of a cell whose metric starts with `prefix`, as "metric output".
+std::vector<std::string> FailingFindings(const json& cell, const std::string& prefix) {
+  std::vector<std::string> found;
+  for (const json& f : cell.value("findings", json::array())) {
+    const std::string metric = f.value("metric", "");
+    if (f.value("fails", false) && metric.rfind(prefix, 0) == 0) {
+      found.push_back(metric + " " + f.value("output", ""));
+    }
+  }
+  return found;
+}
+
+class GateE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    model_ = fs::path(DFARM_MODELS_DIR) / kModel;
+    bin_ = fs::path(DFARM_BINARY_DIR) / "bin";
+    for (const char* exe : {"dfarm", "dfarm-agent", "dfarm-runner", "dfarm-runner-slow"}) {
+      ASSERT_TRUE(fs::exists(bin_ / exe)) << (bin_ / exe) << " is not built";
+    }
+    if (!fs::exists(model_)) GTEST_SKIP() << model_ << " is absent (run scripts/setup.sh)";
+    dir_ = fs::temp_directory_path() /
+           ("dfarm_gate_e2e_" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
+            std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    db_ = (dir_ / "farm.db").string();
+  }
+  void TearDown() override {
+    if (!dir_.empty() && !HasFailure()) fs::remove_all(dir_);
+  }
+
+  // Runs `command` (a shell line) in the test's folder; stdout and stderr to files.
+  Outcome Shell(const std::string& command) {
+    std::string cmd = "cd '" + dir_.string() + "' && " + command + " >'" +
+                      (dir_ / "stdout").string() + "' 2>'" + (dir_ / "stderr").string() + "'";
+    int status = std::system(cmd.c_str());
+    Outcome o;
+    o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    o.out = Slurp(dir_ / "stdout");
+    o.err = Slurp(dir_ / "stderr");
+    return o;
+  }
+
+  // Runs bin/dfarm with `args` (each single-quoted; test paths hold no quotes) on the test's db.
+  Outcome Dfarm(const std::vector<std::string>& args) {
+    std::string cmd = "'" + (bin_ / "dfarm").string() + "'";
+    for (const std::string& a : args) cmd += " '" + a + "'";
+    return Shell(cmd + " --db '" + db_ + "'");
+  }
+
+  // A spec over the model on `local`, five trials per cell.
+  json Spec(const json& delegates, int num_runs = 15) const {
+    return {{"name", "gate-e2e"},
+            {"models", {model_.string()}},
+            {"delegates", delegates},
+            {"devices", {"local"}},
+            {"benchmark",
+             {{"warmup_runs", 1}, {"num_runs", num_runs}, {"repeats", 5}, {"timeout_s", 120}}}};
+  }
+
+  // Sweeps `spec`; returns the run id, 0 (with a test failure) when the sweep did not end ok.
+  int64_t Sweep(const json& spec, const std::string& name) {
+    fs::path p = dir_ / (name + ".json");
+    std::ofstream(p) << spec.dump(2);
+    Outcome o = Dfarm({"sweep", p.string(), "--json", "--agent-store", AgentStore()});
+    EXPECT_EQ(o.code, 0) << name << ": " << o.err;
+    json summary = json::parse(o.out, nullptr, false);
+    if (!summary.is_object() || !summary.contains("run_id")) {
+      ADD_FAILURE() << name << ": no run id in " << o.out;
+      return 0;
+    }
+    EXPECT_EQ(summary.value("jobs", 0), summary.value("ok", -1)) << name << ": " << o.err;
+    return summary["run_id"].get<int64_t>();
+  }
+
+  // `dfarm gate CANDIDATE --baseline BASELINE --format json -o -`.
+  json GateJson(const std::string& candidate, const std::string& baseline, int* code) {
+    Outcome o = Dfarm({"gate", candidate, "--baseline", baseline, "--format", "json", "-o", "-"});
+    *code = o.code;
+    json doc = json::parse(o.out, nullptr, false);
+    EXPECT_TRUE(doc.is_object() && doc.contains("cells"))
+        << "gate exit " << o.code << ", stdout: " << o.out << "\nstderr: " << o.err;
+    return doc;
+  }
+
+  // The cell of `doc` whose label holds every one of `parts`.
+  static const json* FindCell(const json& doc, const std::vector<std::string>& parts) {
+    if (!doc.is_object() || !doc.contains("cells") || !doc["cells"].is_array()) return nullptr;
+    for (const json& cell : doc["cells"]) {  // by reference: the pointer outlives the loop
+      const std::string label = cell.value("label", "");
+      bool all = true;
+      for (const std::string& p : parts) all = all && label.find(p) != std::string::npos;
+      if (all) return &cell;
+    }
+    return nullptr;
+  }
+
+  std::string AgentStore() const { return (dir_ / "agent-store").string(); }
+  std::string Id(int64_t run) const { return std::to_string(run); }
+
+  fs::path model_, bin_, dir_;
+  std::string db_;
+};
+
+// The same sweep twice: noise alone must not fail the gate.
+TEST_F(GateE2eTest, SameSweepTwicePasses) {
+  json spec = Spec({{{"name", "cpu"}}, {{"name", "xnnpack"}}});
+  int64_t baseline = Sweep(spec, "first");
+  int64_t candidate = Sweep(spec, "second");
+  ASSERT_GT(baseline, 0);
+  ASSERT_GT(candidate, 0);
+  int code = -1;
+  json doc = GateJson("last", Id(baseline), &code);
+  EXPECT_EQ(code, 0) << doc.dump(2);
+  EXPECT_EQ(doc.value("passed", false), true) << doc.dump(2);
+  ASSERT_EQ(doc.value("cells", json::array()).size(), 2u) << doc.dump(2);
+  for (const json& cell : doc["cells"]) {
+    EXPECT_NE(LatencyVerdict(cell), "regressed") << cell.dump(2);
+    EXPECT_NE(cell.value("verdict", ""), "regressed") << cell.dump(2);
+    EXPECT_NE(cell.value("verdict", ""), "fail") << cell.dump(2);
+    const json& latency = cell.value("latency", json::object());
+    EXPECT_EQ(latency.value("candidate_trials", 0), 5) << cell.dump(2);
+    EXPECT_EQ(latency.value("baseline_trials", 0), 5) << cell.dump(2);
+  }
+}
+
+// fp16 arithmetic on a float model: the candidate fails on accuracy against the
+// CPU reference although the baseline has no cell with the same options.
+TEST_F(GateE2eTest, Fp16AgainstFp32BaselineFailsOnAccuracy) {
+  int64_t baseline = Sweep(Spec({{{"name", "cpu"}}, {{"name", "xnnpack"}}}), "fp32");
+  int64_t candidate = Sweep(
+      Spec({{{"name", "cpu"}}, {{"name", "xnnpack"}, {"options", {{"fp16", "true"}}}}}), "fp16");
+  ASSERT_GT(baseline, 0);
+  ASSERT_GT(candidate, 0);
+  int code = -1;
+  json doc = GateJson(Id(candidate), Id(baseline), &code);
+  EXPECT_EQ(code, 1) << doc.dump(2);
+  EXPECT_EQ(doc.value("passed", true), false);
+  const json* cell = FindCell(doc, {"xnnpack", "fp16"});
+  ASSERT_NE(cell, nullptr) << doc.dump(2);
+  EXPECT_EQ(cell->value("verdict", ""), "fail") << cell->dump(2);
+  std::vector<std::string> accuracy = FailingFindings(*cell, "accuracy");
+  ASSERT_FALSE(accuracy.empty()) << cell->dump(2);
+  bool names_output = false;
+  for (const std::string& f : accuracy) {
+    names_output = names_output || f.find(" regressors") != std::string::npos ||
+                   f.find(" classificators") != std::string::npos;
+  }
+  EXPECT_TRUE(names_output) << cell->dump(2);
+
+  // The text a person reads names the output too.
+  Outcome text = Dfarm({"gate", Id(candidate), "--baseline", Id(baseline)});
+  EXPECT_EQ(text.code, 1) << text.err;
+  EXPECT_TRUE(text.out.find("regressors") != std::string::npos ||
+              text.out.find("classificators") != std::string::npos)
+      << text.out;
+}
+
+// A vendor delegate's new build drifts: the same plugin file name (so the same
+// cell) first holds the correct example plugin, then the perturbing one.
+TEST_F(GateE2eTest, PerturbingPluginFailsNamingTheOutput) {
+  fs::create_directories(dir_ / "good");
+  fs::create_directories(dir_ / "bad");
+  fs::copy_file(DFARM_EXAMPLE_PLUGIN, dir_ / "good" / "libvendor_delegate.so");
+  fs::copy_file(DFARM_PERTURB_PLUGIN, dir_ / "bad" / "libvendor_delegate.so");
+  auto spec = [&](const std::string& folder) {
+    return Spec({{{"name", "external"},
+                  {"options", {{"path", (dir_ / folder / "libvendor_delegate.so").string()}}}}});
+  };
+  int64_t baseline = Sweep(spec("good"), "good");
+  int64_t candidate = Sweep(spec("bad"), "bad");
+  ASSERT_GT(baseline, 0);
+  ASSERT_GT(candidate, 0);
+  int code = -1;
+  json doc = GateJson(Id(candidate), Id(baseline), &code);
+  EXPECT_EQ(code, 1) << doc.dump(2);
+  const json* cell = FindCell(doc, {"external"});
+  ASSERT_NE(cell, nullptr) << doc.dump(2);
+  EXPECT_EQ(cell->value("verdict", ""), "fail") << cell->dump(2);
+  std::vector<std::string> accuracy = FailingFindings(*cell, "accuracy");
+  ASSERT_FALSE(accuracy.empty()) << cell->dump(2);
+  bool names_output = false;
+  for (const std::string& f : accuracy) {
+    names_output = names_output || f.find(" regressors") != std::string::npos ||
+                   f.find(" classificators") != std::string::npos;
+  }
+  EXPECT_TRUE(names_output) << cell->dump(2);
+}
+
+// Runner "main" is dfarm-runner in the baseline and dfarm-runner-slow (25%
+// slower per invocation) in the candidate: one cell, latency regressed.
+TEST_F(GateE2eTest, SlowedRunnerIsRegressedOnLatency) {
+  auto spec = [&](const std::string& runner) {
+    json s = Spec({{{"name", "cpu"}}}, 30);
+    s["runners"] = {{{"name", "main"}, {"builds", {{"x86_64", (bin_ / runner).string()}}}}};
+    return s;
+  };
+  int64_t baseline = Sweep(spec("dfarm-runner"), "fast");
+  int64_t candidate = Sweep(spec("dfarm-runner-slow"), "slow");
+  ASSERT_GT(baseline, 0);
+  ASSERT_GT(candidate, 0);
+  Outcome tag = Dfarm({"tag", Id(baseline), "release"});
+  ASSERT_EQ(tag.code, 0) << tag.err;
+  int code = -1;
+  json doc = GateJson("last", "tag:release", &code);
+  EXPECT_EQ(code, 1) << doc.dump(2);
+  ASSERT_EQ(doc.value("cells", json::array()).size(), 1u) << doc.dump(2);
+  const json& cell = doc["cells"][0];
+  EXPECT_EQ(cell.value("runner", ""), "main") << cell.dump(2);
+  EXPECT_EQ(LatencyVerdict(cell), "regressed") << cell.dump(2);
+  EXPECT_EQ(cell.value("verdict", ""), "regressed") << cell.dump(2);
+  EXPECT_GT(cell.value("latency", json::object()).value("ratio", 0.0), 1.1) << cell.dump(2);
+}
+
+// The JUnit file, read back by a real consumer (Debian's python3-junitparser):
+// one testcase per cell, the failing one names the output.
+TEST_F(GateE2eTest, JunitReadByJunitparser) {
+  const std::string python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+  if (Shell(python + " -c 'import junitparser'").code != 0) {
+    GTEST_SKIP() << "python3-junitparser is not installed (scripts/setup.sh installs it)";
+  }
+  int64_t baseline = Sweep(Spec({{{"name", "cpu"}}, {{"name", "xnnpack"}}}, 5), "fp32");
+  int64_t candidate = Sweep(
+      Spec({{{"name", "cpu"}}, {{"name", "xnnpack"}, {"options", {{"fp16", "true"}}}}}, 5), "fp16");
+  ASSERT_GT(baseline, 0);
+  ASSERT_GT(candidate, 0);
+  Outcome gate = Dfarm({"gate", Id(candidate), "--baseline", Id(baseline), "--format", "junit",
+                        "-o", (dir_ / "gate.xml").string()});
+  EXPECT_EQ(gate.code, 1) << gate.err;
+  ASSERT_TRUE(fs::exists(dir_ / "gate.xml")) << gate.err;
+  std::ofstream(dir_ / "read.py") << R"(import sys
+from junitparser import JUnitXml, Failure, Error
+xml = JUnitXml.fromfile(sys.argv[1])
+suites = [xml] if xml._tag == "testsuite" else list(xml)
+for suite in suites:
+    for case in suite:
+        failures = [r for r in case.result if isinstance(r, (Failure, Error))]
+        text = " | ".join((r.message or "") + " " + (r.text or "") for r in failures)
+        print("%s\t%s\t%s" % (case.name, "FAIL" if failures else "ok", text.replace("\n", " ")))
+)";
+  Outcome read = Shell(python + " read.py gate.xml");
+  ASSERT_EQ(read.code, 0) << read.err << "\n" << Slurp(dir_ / "gate.xml");
+  std::istringstream lines(read.out);
+  std::string line;
+  int cases = 0, failed = 0;
+  bool fp16_fails_naming_output = false;
+  while (std::getline(lines, line)) {
+    ++cases;
+    if (line.find("\tFAIL\t") == std::string::npos) continue;
+    ++failed;
+    if (line.find("fp16") != std::string::npos &&
+        (line.find("regressors") != std::string::npos ||
+         line.find("classificators") != std::string::npos)) {
+      fp16_fails_naming_output = true;
+    }
+  }
+  EXPECT_GE(cases, 2) << read.out;
+  EXPECT_GE(failed, 1) << read.out;
+  EXPECT_TRUE(fp16_fails_naming_output) << read.out;
+}
+
+// docs/examples/ci-gate.sh (the README's "Release gate" snippet) as CI runs it:
+// the baseline tagged `release` once, then a candidate sweep, tag and gate.
+TEST_F(GateE2eTest, CiExampleScriptWorksAsWritten) {
+  const fs::path script = fs::path(DFARM_SOURCE_DIR) / "docs" / "examples" / "ci-gate.sh";
+  ASSERT_TRUE(fs::exists(script)) << script;
+  // The README shows the script's commands verbatim.
+  const std::string readme = Slurp(fs::path(DFARM_SOURCE_DIR) / "README.md");
+  const size_t section = readme.find("## Release gate");
+  ASSERT_NE(section, std::string::npos) << "README.md has no 'Release gate' section";
+  const size_t begin = readme.find("```sh\n", section);
+  ASSERT_NE(begin, std::string::npos) << "no sh block in README.md's 'Release gate' section";
+  const size_t end = readme.find("```", begin + 6);
+  ASSERT_NE(end, std::string::npos);
+  const std::string snippet = readme.substr(begin + 6, end - begin - 6);
+  EXPECT_NE(Slurp(script).find(snippet), std::string::npos)
+      << "README.md's snippet is not in " << script << ":\n"
+      << snippet;
+
+  // A CI job's world: dfarm on PATH, release.json and farm.db (db_) in the working folder.
+  ASSERT_EQ(fs::path(db_).filename(), "farm.db");
+  std::ofstream(dir_ / "release.json")
+      << Spec({{{"name", "cpu"}}, {{"name", "xnnpack"}}}, 5).dump(2);
+  const std::string env = "PATH='" + bin_.string() + "':\"$PATH\" XDG_CACHE_HOME='" +
+                          (dir_ / "cache").string() + "' DFARM_DB=farm.db ";
+  // Once: the release's run, tagged `release`.
+  Outcome first = Shell(env + "dfarm sweep release.json");
+  ASSERT_EQ(first.code, 0) << first.err;
+  Outcome tag = Shell(env + "dfarm tag last release");
+  ASSERT_EQ(tag.code, 0) << tag.err;
+  // Every commit: the script, as written.
+  Outcome gate = Shell(env + "CI_COMMIT_SHA=abc123 sh '" + script.string() + "'");
+  EXPECT_EQ(gate.code, 0) << gate.out << gate.err;
+  ASSERT_TRUE(fs::exists(dir_ / "gate.xml")) << gate.err;
+  EXPECT_NE(Slurp(dir_ / "gate.xml").find("<testcase"), std::string::npos);
+  Outcome runs = Shell(env + "dfarm runs --tag candidate-abc123");
+  EXPECT_EQ(runs.code, 0) << runs.err;
+  EXPECT_NE(runs.out.find("gate-e2e"), std::string::npos) << runs.out;
+  // The same commit again (a retried CI job): the tag moves, the gate runs again.
+  gate = Shell(env + "CI_COMMIT_SHA=abc123 sh '" + script.string() + "'");
+  EXPECT_EQ(gate.code, 0) << gate.out << gate.err;
+  // A candidate that fails: fp16 arithmetic in release.json.
+  fs::remove(dir_ / "gate.xml");
+  std::ofstream(dir_ / "release.json")
+      << Spec({{{"name", "cpu"}}, {{"name", "xnnpack"}, {"options", {{"fp16", "true"}}}}}, 5)
+             .dump(2);
+  gate = Shell(env + "CI_COMMIT_SHA=def456 sh '" + script.string() + "'");
+  EXPECT_EQ(gate.code, 1) << gate.out << gate.err;
+  EXPECT_NE(Slurp(dir_ / "gate.xml").find("<failure"), std::string::npos);
+  // A spec that is not there: the sweep's exit code, no gate.
+  fs::remove(dir_ / "release.json");
+  gate = Shell(env + "CI_COMMIT_SHA=0a1b2c sh '" + script.string() + "'");
+  EXPECT_EQ(gate.code, 2) << gate.out << gate.err;
+}
+
+}  // namespace
