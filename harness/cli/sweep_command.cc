@@ -194,9 +194,10 @@ void AddSweepCommand(CLI::App& app, Context& ctx) {
   CLI::App* cmd = app.add_subcommand(
       "sweep", "Run every model x delegate x device job of a sweep spec and record the results");
   cmd->add_option("SPEC", o->spec, "sweep spec (JSON, see docs/CONTRACTS.md)");
-  cmd->add_option("--resume", o->resume,
-                  "finish run RUN (an id or 'last') after dfarm was killed or interrupted: its "
-                  "queued and running jobs run again, finished ones are kept");
+  cmd->add_option(
+      "--resume", o->resume,
+      "finish run RUN (an id, 'last' or 'tag:NAME') after dfarm was killed or interrupted: its "
+      "queued and running jobs run again, finished ones are kept");
   cmd->add_flag("--allow-runner-change", o->allow_runner_change,
                 "with --resume: accept a runner build that differs from the one the run started "
                 "with (refused otherwise)");
