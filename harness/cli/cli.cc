@@ -114,6 +114,7 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   AddRunsCommand(app, ctx);
   AddShowCommand(app, ctx);
   AddReportCommand(app, ctx);
+  AddGateCommands(app, ctx);
   AddTagCommands(app, ctx);
   AddHistoryCommands(app, ctx);
   try {

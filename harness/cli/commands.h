@@ -31,6 +31,8 @@ void AddSweepCommand(CLI::App& app, Context& ctx);
 void AddRunsCommand(CLI::App& app, Context& ctx);
 void AddShowCommand(CLI::App& app, Context& ctx);
 void AddReportCommand(CLI::App& app, Context& ctx);
+// `dfarm gate` and `dfarm compare` (gate_command.cc).
+void AddGateCommands(CLI::App& app, Context& ctx);
 // `dfarm tag RUN NAME [--move]` and `dfarm untag NAME` (tag_command.cc).
 void AddTagCommands(CLI::App& app, Context& ctx);
 // `dfarm history` and `dfarm regressions` (history_command.cc).

@@ -131,6 +131,7 @@ std::string XmlText(const std::string& s) {
 }
 
 std::string FindingText(const Finding& f) {
+  if (!f.message.empty()) return f.metric + ": " + f.message;
   std::string s = f.metric;
   if (!f.output.empty()) s += " output '" + f.output + "'";
   s += ": value " + Sci(f.value) + ", threshold " + Sci(f.threshold) + ": " + f.message;
