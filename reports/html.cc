@@ -53,7 +53,7 @@ dl { display: grid; grid-template-columns: max-content auto; gap: .2em 1em; }
 dt { font-weight: 600; }
 dd { margin: 0; }
 table { border-collapse: collapse; margin: .6em 0; }
-th, td { border: 1px solid #ccc; padding: .3em .6em; vertical-align: top; }
+th, td { border: 1px solid #ccc; padding: .3em .6em; }
 th { background: #f3f3f3; text-align: left; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .st { font-weight: 600; }
@@ -78,7 +78,10 @@ td.none { color: #aaa; text-align: center; }
 .v-pass, .v-improved { background: #d8f0dc; color: #17692b; }
 .v-regressed, .v-fail { background: #f9d0cb; color: #8d1a12; }
 .v-unknown, .v-missing, .v-new { background: #fff0c2; color: #7a5200; }
-pre { background: #f6f6f6; padding: .6em; overflow-x: auto; max-height: 24em; font-size: 12px; }
+pre { background: #f6f6f6; padding: .6em; max-height: 24em; overflow-y: auto; font-size: 12px;
+  white-space: pre-wrap; overflow-wrap: anywhere; }
+.scroll { overflow-x: auto; }
+table.jobs { font-size: 12px; }
 svg text { font: 12px system-ui, sans-serif; fill: #222; }
 svg .axis { stroke: #999; stroke-width: 1; }
 svg .grid { stroke: #e4e4e4; stroke-width: 1; }
@@ -279,7 +282,7 @@ std::string Coord(double v) { return Fixed(v, 1); }
 // p5-p95, dots min and max), milliseconds on a shared axis.
 void DistributionChart(std::ostringstream& h, const RunReport& report,
                        const std::vector<const Cell*>& cells) {
-  constexpr double kLabelW = 430, kPlotW = 600, kRowH = 26, kTop = 8, kAxisH = 30;
+  constexpr double kLabelW = 480, kPlotW = 560, kRowH = 26, kTop = 8, kAxisH = 30;
   double axis_max = 0, p95_max = 0;
   for (const Cell* c : cells) {
     axis_max = std::max(axis_max, c->latency.max);
@@ -299,13 +302,13 @@ void DistributionChart(std::ostringstream& h, const RunReport& report,
       << "\" y2=\"" << bottom << "\"/><text x=\"" << Coord(tx) << "\" y=\"" << bottom + 16
       << "\" text-anchor=\"middle\">" << Sig(t) << "</text>\n";
   }
-  h << "<text x=\"" << kLabelW + kPlotW + 8 << "\" y=\"" << bottom + 16 << "\">ms</text>\n";
+  h << "<text x=\"" << kLabelW + kPlotW + 30 << "\" y=\"" << bottom + 16 << "\">ms</text>\n";
   for (size_t r = 0; r < cells.size(); ++r) {
     const Cell& c = *cells[r];
     const SampleSummary& s = c.latency;
     const double cy = kTop + kRowH * (static_cast<double>(r) + 0.5);
     std::string label = CellLabel(report.jobs[c.jobs.front()]);
-    if (label.size() > 62) label = label.substr(0, 60) + "…";
+    if (label.size() > 74) label = label.substr(0, 72) + "…";
     h << "<text x=\"" << kLabelW - 8 << "\" y=\"" << cy + 4 << "\" text-anchor=\"end\">"
       << Esc(label) << "</text>\n";
     h << "<line class=\"axis\" x1=\"" << Coord(x(s.p05)) << "\" y1=\"" << cy << "\" x2=\""
@@ -364,7 +367,13 @@ void ComparisonSection(std::ostringstream& h, const Comparison& c) {
       h << "<td>&ndash;</td><td>&ndash;</td><td>&ndash;</td><td>&ndash;</td><td>&ndash;</td>";
     }
     h << "<td class=\"num\">" << v.baseline_trials << " / " << v.candidate_trials << "</td><td>";
-    for (const std::string& f : v.findings) h << Esc(f) << "<br>";
+    for (const std::string& f : v.findings)
+      h << "<span class=\"st-fail\">" << Esc(f) << "</span><br>";
+    if (!v.passed.empty()) {
+      h << "<details><summary>" << v.passed.size() << " within thresholds</summary>";
+      for (const std::string& f : v.passed) h << Esc(f) << "<br>";
+      h << "</details>";
+    }
     h << "</td></tr>\n";
   }
   h << "</tbody>\n</table>\n";
@@ -387,7 +396,7 @@ std::string RenderHtml(const RunReport& report) {
   Distributions(h, report, cells);
   AccuracySection(h, report, cells);
   PlacementSection(h, report, cells);
-  JobsSection(h, report);
+  JobsSection(h, report, cells);
   EnvironmentSection(h, report);
   FailuresSection(h, report);
   h << "</body>\n</html>\n";

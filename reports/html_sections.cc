@@ -59,13 +59,17 @@ std::map<int64_t, OutputWorst> CellOutputs(const RunReport& report, const Cell& 
   return outputs;
 }
 
-std::string Bar(const store::PlacementSummary& p) {
+// Delegated nodes blue, real fallbacks orange, folded grey; a cpu job's
+// nodes are not fallbacks: slate.
+std::string Bar(const store::JobRow& job) {
+  const store::PlacementSummary& p = *job.placement;
   constexpr double kW = 220;
   const double total = static_cast<double>(std::max<int64_t>(1, p.nodes));
   const double fallback = static_cast<double>(p.cpu_nodes - p.folded_nodes);
   const double parts[3] = {static_cast<double>(p.delegated_nodes), std::max(0.0, fallback),
                            static_cast<double>(p.folded_nodes)};
-  const char* colours[3] = {"#2b6cb0", "#dd6b20", "#bbbbbb"};
+  const bool cpu = job.delegate == "cpu";
+  const char* colours[3] = {"#2b6cb0", cpu ? "#718096" : "#dd6b20", "#bbbbbb"};
   std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"222\" height=\"14\">";
   double x = 1;
   for (int k = 0; k < 3; ++k) {
@@ -78,19 +82,25 @@ std::string Bar(const store::PlacementSummary& p) {
   return svg + "</svg>";
 }
 
-std::string TelemetryText(const RunReport& report, const store::JobRow& j, bool& busy) {
+std::optional<double> LoadBefore(const RunReport& report, const store::JobRow& j) {
   auto it = report.telemetry.find(j.id);
-  busy = false;
+  if (it == report.telemetry.end()) return std::nullopt;
+  for (const store::TelemetryRow& t : it->second) {
+    if (t.phase == "before" && t.load_avg_1m) return *t.load_avg_1m;
+  }
+  return std::nullopt;
+}
+
+std::string TelemetryText(const RunReport& report, const store::JobRow& j) {
+  auto it = report.telemetry.find(j.id);
   if (it == report.telemetry.end()) return kDash;
   std::string text;
   for (const store::TelemetryRow& t : it->second) {
     if (t.phase != "before") continue;
-    if (t.load_avg_1m) {
-      text += "load " + Fixed(*t.load_avg_1m, 2);
-      busy = *t.load_avg_1m >= 1.0;
-    }
-    if (t.hottest_temp_c)
+    if (t.load_avg_1m) text += "load " + Fixed(*t.load_avg_1m, 2);
+    if (t.hottest_temp_c) {
       text += (text.empty() ? "" : ", ") + Fixed(*t.hottest_temp_c, 0) + " &deg;C";
+    }
   }
   return text.empty() ? kDash : text;
 }
@@ -135,7 +145,8 @@ void AccuracySection(std::ostringstream& h, const RunReport& report,
 void PlacementSection(std::ostringstream& h, const RunReport& report,
                       const std::vector<Cell>& cells) {
   h << "<h2>Placement</h2>\n<p>Nodes run by the delegate (blue), real CPU fallbacks (orange), "
-       "constants folded once at load (grey, not fallbacks).</p>\n<table>\n<thead><tr>"
+       "constants folded once at load (grey, not fallbacks); a cpu cell's nodes in "
+       "slate.</p>\n<table>\n<thead><tr>"
        "<th>cell</th><th>placement</th><th></th></tr></thead>\n<tbody>\n";
   for (const Cell& cell : cells) {
     const store::JobRow* placed = nullptr;
@@ -150,50 +161,59 @@ void PlacementSection(std::ostringstream& h, const RunReport& report,
       h << "<td>" << kDash << "</td><td></td></tr>\n";
       continue;
     }
-    h << "<td>" << HtmlEscape(PlacementLabel(*placed)) << "</td><td>" << Bar(*placed->placement)
+    h << "<td>" << HtmlEscape(PlacementLabel(*placed)) << "</td><td>" << Bar(*placed)
       << "</td></tr>\n";
   }
   h << "</tbody>\n</table>\n";
 }
 
-void JobsSection(std::ostringstream& h, const RunReport& report) {
-  h << "<h2>Jobs</h2>\n<table>\n<thead><tr><th>model</th><th>delegate</th><th>device</th>"
-       "<th>trial</th><th>status</th><th>init ms</th><th>first ms</th><th>mean ms</th>"
-       "<th>p50 ms</th><th>p90 ms</th><th>p99 ms</th><th>peak RSS MiB</th><th>placement</th>"
+void JobsSection(std::ostringstream& h, const RunReport& report, const std::vector<Cell>& cells) {
+  h << "<h2>Jobs</h2>\n<p>Placement and accuracy per cell are above. Noise flags: the 1-minute "
+       "load and the hottest zone before the job (the load is marked when it reached half the "
+       "device's cores, at least 1), a device that started hot or ran throttled.</p>\n"
+       "<div class=\"scroll\"><table class=\"jobs\">\n<thead><tr><th>model</th><th>delegate</th>"
+       "<th>device</th><th>trial</th><th>status</th><th>init ms</th><th>first ms</th>"
+       "<th>mean ms</th><th>p50 ms</th><th>p90 ms</th><th>p99 ms</th><th>peak RSS MiB</th>"
        "<th>max abs error vs cpu</th><th>before the job</th><th>device state</th></tr></thead>\n"
        "<tbody>\n";
-  for (const store::JobRow& j : report.jobs) {
-    h << "<tr><td>" << HtmlEscape(j.model) << "</td><td>" << HtmlEscape(DelegateLabel(j))
-      << "</td><td>" << HtmlEscape(j.device) << "</td><td class=\"num\">" << j.trial
-      << "</td><td class=\"" << HtmlStatusClass(j.status) << "\">" << HtmlEscape(j.status)
-      << "</td>";
-    if (j.metrics) {
-      const store::JobMetrics& m = *j.metrics;
-      for (double us : {m.init_us, m.first_us, m.mean_us, m.p50_us, m.p90_us, m.p99_us}) {
-        h << "<td class=\"num\">" << Ms(us) << "</td>";
-      }
-      h << "<td class=\"num\">" << MiB(m.peak_rss_bytes) << "</td>";
-    } else {
-      for (int i = 0; i < 7; ++i) h << "<td class=\"num\">" << kDash << "</td>";
-    }
-    const std::string placement = PlacementLabel(j);
-    const std::string accuracy = AccuracyLabel(report, j);
-    const std::string flags = DeviceStateFlags(j);
-    bool busy = false;
-    const std::string before = TelemetryText(report, j, busy);
-    h << "<td>" << (placement.empty() ? kDash : HtmlEscape(placement)) << "</td>"
-      << "<td class=\"num\">" << (accuracy.empty() ? kDash : HtmlEscape(accuracy)) << "</td>"
-      << "<td" << (busy ? " class=\"warn\" title=\"the 1-minute load was at least 1\"" : "") << ">"
-      << before << "</td>";
-    if (flags.empty()) {
-      h << "<td>" << kDash << "</td>";
-    } else {
-      h << "<td class=\"warn\" title=\"" << HtmlEscape(j.state_note) << "\">&#9888; "
-        << HtmlEscape(flags) << "</td>";
-    }
-    h << "</tr>\n";
+  std::map<std::string, double> busy_load;  // device -> the load marked as busy
+  for (const store::DeviceRow& d : report.devices) {
+    busy_load[d.name] = std::max(1.0, 0.5 * static_cast<double>(d.cores));
   }
-  h << "</tbody>\n</table>\n";
+  for (const Cell& cell : cells) {
+    for (size_t i : cell.jobs) {
+      const store::JobRow& j = report.jobs[i];
+      h << "<tr><td>" << HtmlEscape(j.model) << "</td><td>" << HtmlEscape(DelegateLabel(j))
+        << "</td><td>" << HtmlEscape(j.device) << "</td><td class=\"num\">" << j.trial
+        << "</td><td class=\"" << HtmlStatusClass(j.status) << "\">" << HtmlEscape(j.status)
+        << "</td>";
+      if (j.metrics) {
+        const store::JobMetrics& m = *j.metrics;
+        for (double us : {m.init_us, m.first_us, m.mean_us, m.p50_us, m.p90_us, m.p99_us}) {
+          h << "<td class=\"num\">" << Ms(us) << "</td>";
+        }
+        h << "<td class=\"num\">" << MiB(m.peak_rss_bytes) << "</td>";
+      } else {
+        for (int k = 0; k < 7; ++k) h << "<td class=\"num\">" << kDash << "</td>";
+      }
+      const std::string accuracy = AccuracyLabel(report, j);
+      const std::string flags = DeviceStateFlags(j);
+      auto limit = busy_load.find(j.device);
+      const std::optional<double> load = LoadBefore(report, j);
+      const bool busy = load && *load >= (limit == busy_load.end() ? 1.0 : limit->second);
+      h << "<td class=\"num\">" << (accuracy.empty() ? kDash : HtmlEscape(accuracy)) << "</td>"
+        << "<td" << (busy ? " class=\"warn\" title=\"a busy device\"" : "") << ">"
+        << TelemetryText(report, j) << "</td>";
+      if (flags.empty()) {
+        h << "<td>" << kDash << "</td>";
+      } else {
+        h << "<td class=\"warn\" title=\"" << HtmlEscape(j.state_note) << "\">&#9888; "
+          << HtmlEscape(flags) << "</td>";
+      }
+      h << "</tr>\n";
+    }
+  }
+  h << "</tbody>\n</table></div>\n";
   bool flagged = false;
   for (const store::JobRow& j : report.jobs) flagged = flagged || !DeviceStateFlags(j).empty();
   if (!flagged) return;

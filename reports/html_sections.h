@@ -20,7 +20,9 @@ void AccuracySection(std::ostringstream& h, const RunReport& report,
                      const std::vector<Cell>& cells);
 void PlacementSection(std::ostringstream& h, const RunReport& report,
                       const std::vector<Cell>& cells);
-void JobsSection(std::ostringstream& h, const RunReport& report);
+// Every job (in cell order, by trial) with its noise flags: the load and
+// temperature before it, hot, throttled.
+void JobsSection(std::ostringstream& h, const RunReport& report, const std::vector<Cell>& cells);
 void EnvironmentSection(std::ostringstream& h, const RunReport& report);
 void FailuresSection(std::ostringstream& h, const RunReport& report);
 

@@ -134,13 +134,17 @@ void CellTable(std::ostringstream& md, const RunReport& report, const std::vecto
   md << "\n";
 }
 
-void JobTable(std::ostringstream& md, const RunReport& report) {
-  md << "## Jobs\n\n";
+void JobTable(std::ostringstream& md, const RunReport& report, const std::vector<Cell>& cells) {
+  md << "## Jobs\n\n<details><summary>" << report.jobs.size()
+     << " jobs: metrics, placement, accuracy, device state</summary>\n\n";
   md << "| model | delegate | device | trial | status | init ms | first ms | mean ms | p50 ms | "
         "p90 ms | p99 ms | peak RSS MiB | placement | max abs error vs cpu | device state |\n";
   md << "| --- | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | "
         "---: | --- |\n";
-  for (const store::JobRow& j : report.jobs) {
+  std::vector<size_t> order;  // cell order, by trial
+  for (const Cell& cell : cells) order.insert(order.end(), cell.jobs.begin(), cell.jobs.end());
+  for (size_t i : order) {
+    const store::JobRow& j = report.jobs[i];
     md << "| " << Md(j.model) << " | " << Md(DelegateLabel(j)) << " | " << Md(j.device) << " | "
        << j.trial << " | " << Md(j.status) << " | ";
     if (j.metrics) {
@@ -158,6 +162,7 @@ void JobTable(std::ostringstream& md, const RunReport& report) {
        << (accuracy.empty() ? "–" : Md(accuracy)) << " | "
        << (flags.empty() ? "–" : "⚠ " + Md(flags)) << " |\n";
   }
+  md << "\n</details>\n";
 }
 
 void Warnings(std::ostringstream& md, const RunReport& report) {
@@ -194,12 +199,13 @@ void Failures(std::ostringstream& md, const RunReport& report) {
 std::string RenderMarkdown(const RunReport& report) {
   std::ostringstream md;
   Summary(md, report);
+  const std::vector<Cell> cells = report.cells.empty() ? GroupCells(report.jobs) : report.cells;
   if (report.comparison) {
     VerdictTable(md, *report.comparison);
   } else {
-    CellTable(md, report, report.cells.empty() ? GroupCells(report.jobs) : report.cells);
+    CellTable(md, report, cells);
   }
-  JobTable(md, report);
+  JobTable(md, report, cells);
   Warnings(md, report);
   Failures(md, report);
   return md.str();

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <set>
+#include <tuple>
 
 #include "reports/format.h"
 
@@ -231,6 +232,19 @@ std::vector<Cell> GroupCells(const std::vector<store::JobRow>& jobs) {
     auto [it, added] = index.emplace(key, cells.size());
     if (added) cells.push_back(Cell{std::move(key), {}, {}});
     cells[it->second].jobs.push_back(i);
+  }
+  // Trials run shuffled: list cells by model, the cpu reference first, then
+  // delegate, options, threads, runner and device; a cell's jobs by trial.
+  auto order = [&](const Cell& c) {
+    const store::JobRow& j = jobs[c.jobs.front()];
+    return std::make_tuple(j.model, j.model_sha256, j.delegate != "cpu", j.delegate,
+                           j.delegate_options, j.num_threads, j.runner, j.device);
+  };
+  std::stable_sort(cells.begin(), cells.end(),
+                   [&](const Cell& a, const Cell& b) { return order(a) < order(b); });
+  for (Cell& c : cells) {
+    std::stable_sort(c.jobs.begin(), c.jobs.end(),
+                     [&](size_t a, size_t b) { return jobs[a].trial < jobs[b].trial; });
   }
   return cells;
 }

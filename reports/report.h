@@ -52,7 +52,8 @@ struct CellVerdict {
   double p_value = 1, q_value = 1;
   size_t baseline_trials = 0, candidate_trials = 0;
   bool within_run_only = false;
-  std::vector<std::string> findings;  // one line each, failing ones first
+  std::vector<std::string> findings;  // the failing findings, one line each
+  std::vector<std::string> passed;    // the findings within their thresholds
 };
 struct Comparison {
   int64_t baseline_run = 0;

@@ -311,8 +311,11 @@ TEST_F(StoreReportTest, LoadGroupsTrialsIntoCells) {
   EXPECT_EQ(r.cells[0].jobs, (std::vector<size_t>{0, 1}));
   EXPECT_EQ(r.cells[0].latency.count, 8u);
   EXPECT_DOUBLE_EQ(r.cells[0].latency.p50, 4000);
-  EXPECT_DOUBLE_EQ(*SpeedupVsCpu(r, r.cells, r.cells[1]), 2.0);
-  EXPECT_FALSE(SpeedupVsCpu(r, r.cells, r.cells[2]).has_value());  // no ok trial
+  // By model, cpu first, then delegate: cpu, external, xnnpack.
+  EXPECT_EQ(r.jobs[r.cells[1].jobs[0]].delegate, "external");
+  ASSERT_TRUE(SpeedupVsCpu(r, r.cells, r.cells[2]).has_value());
+  EXPECT_DOUBLE_EQ(*SpeedupVsCpu(r, r.cells, r.cells[2]), 2.0);
+  EXPECT_FALSE(SpeedupVsCpu(r, r.cells, r.cells[1]).has_value());  // no ok trial
   EXPECT_EQ(r.samples.size(), 4u);
   EXPECT_EQ(r.telemetry.size(), 4u);
   ASSERT_EQ(r.stderr_tails.count(ids_[4]), 1u);
@@ -412,7 +415,8 @@ TEST(ReportsTest, ComparisonShowsVerdictsAndDeltas) {
   v.ci_high = 1.25;
   v.q_value = 0.001;
   v.baseline_trials = v.candidate_trials = 5;
-  v.findings = {"FAIL accuracy.max_abs_error of 'out' 0.3 > 0.01"};
+  v.findings = {"accuracy.max_abs_error of 'out' 0.3 > 0.01"};
+  v.passed = {"rmse within 0.1"};
   c.cells = {v};
   c.notes = {"verdicts rest on within-run samples only"};
   r.comparison = c;
@@ -422,11 +426,14 @@ TEST(ReportsTest, ComparisonShowsVerdictsAndDeltas) {
       << md;
   EXPECT_NE(md.find("gate against run 3 (release-1.2): **failed**"), std::string::npos) << md;
   EXPECT_NE(md.find("within-run"), std::string::npos);
+  EXPECT_NE(md.find("accuracy.max\\_abs\\_error of 'out' 0.3 \\> 0.01"), std::string::npos) << md;
+  EXPECT_EQ(md.find("rmse within 0.1"), std::string::npos);  // only failing findings
   std::string html = RenderHtml(r);
   EXPECT_NE(html.find("Against the baseline (run 3)"), std::string::npos);
   EXPECT_NE(html.find("<span class=\"badge v-regressed\">regressed</span>"), std::string::npos);
   EXPECT_NE(html.find("20.0%"), std::string::npos);
   EXPECT_NE(html.find("accuracy.max_abs_error of &#39;out&#39; 0.3 &gt; 0.01"), std::string::npos);
+  EXPECT_NE(html.find("1 within thresholds"), std::string::npos);
 }
 
 // Issue 12 left control characters in Markdown cells: a name with an escape

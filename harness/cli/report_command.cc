@@ -1,5 +1,8 @@
-// dfarm report RUN [--db FILE] --format md|html -o FILE|-
+// dfarm report RUN [--db FILE] [--baseline REF] [--policy FILE]
+//   --format html|md|junit|json|csv -o FILE|-
 #include "harness/cli/commands.h"
+#include "reports/gate/gate.h"
+#include "reports/gate/policy.h"
 #include "reports/report.h"
 
 namespace dfarm::cli {
@@ -8,15 +11,82 @@ namespace {
 struct ReportOptions {
   std::string run;
   std::string db;
+  std::string baseline;
+  std::string policy;
   std::string format;
   std::string output;
 };
 
-int Run(const ReportOptions& o, Context& ctx) {
-  auto format = reports::ParseFormat(o.format);
-  if (!format) {
-    return ctx.Fail(format.error());
+// The gate's verdicts as the renderers show them.
+reports::Comparison ToComparison(const gate::GateResult& g, const std::string& baseline_name) {
+  reports::Comparison c;
+  c.baseline_run = g.baseline_run;
+  c.baseline_name = baseline_name;
+  c.passed = g.passed;
+  c.notes = g.notes;
+  for (const gate::CellResult& cell : g.cells) {
+    reports::CellVerdict v;
+    store::JobRow key;
+    key.model = cell.model;
+    key.model_sha256 = cell.model_sha256;
+    key.delegate = cell.delegate;
+    key.delegate_options = cell.delegate_options;
+    key.num_threads = cell.num_threads;
+    key.runner = cell.runner;
+    key.device = cell.device;
+    v.key = reports::CellKey(key);
+    v.label = cell.label;
+    v.verdict = gate::VerdictName(cell.verdict);
+    v.latency_verdict = gate::VerdictName(cell.latency);
+    v.baseline_median_us = cell.baseline_median_us;
+    v.candidate_median_us = cell.candidate_median_us;
+    v.ratio = cell.ratio;
+    v.ci_low = cell.ci_low;
+    v.ci_high = cell.ci_high;
+    v.p_value = cell.p_value;
+    v.q_value = cell.q_value;
+    v.baseline_trials = cell.baseline_trials;
+    v.candidate_trials = cell.candidate_trials;
+    v.within_run_only = cell.within_run_only;
+    for (const gate::Finding& f : cell.findings) {
+      (f.fails ? v.findings : v.passed).push_back(f.message);
+    }
+    c.cells.push_back(std::move(v));
   }
+  return c;
+}
+
+Result<std::string> RenderText(store::Store& store, int64_t run, int64_t baseline,
+                               const ReportOptions& o) {
+  std::optional<reports::Format> format;
+  if (o.format != "junit") {
+    auto parsed = reports::ParseFormat(o.format);
+    if (!parsed) {
+      return MakeError(ErrorKind::kInvalidInput, "unknown report format '" + o.format +
+                                                     "' (known: html, md, junit, json, csv)");
+    }
+    format = *parsed;
+  }
+  auto policy =
+      o.policy.empty() ? Result<gate::Policy>(gate::DefaultPolicy()) : gate::LoadPolicy(o.policy);
+  if (!policy) return policy.error();
+  std::optional<gate::GateResult> verdicts;
+  if (!format || baseline != 0) {
+    auto g = gate::RunGate(store, run, baseline, *policy);
+    if (!g) return g.error();
+    verdicts = std::move(*g);
+  }
+  if (!format) return gate::RenderGateJunit(*verdicts);
+  auto report = reports::LoadRunReport(store, run);
+  if (!report) return report.error();
+  if (verdicts) {
+    auto base = store.GetRun(baseline);
+    report->comparison = ToComparison(*verdicts, base ? base->name : "");
+  }
+  return reports::Render(*report, *format);
+}
+
+int Run(const ReportOptions& o, Context& ctx) {
   auto store = OpenExistingStore(o.db);
   if (!store) {
     return ctx.Fail(store.error());
@@ -25,15 +95,23 @@ int Run(const ReportOptions& o, Context& ctx) {
   if (!id) {
     return ctx.Fail(id.error());
   }
-  auto report = reports::LoadRunReport(**store, *id);
-  if (!report) {
-    return ctx.Fail(report.error());
+  int64_t baseline = 0;
+  if (!o.baseline.empty()) {
+    auto b = ResolveRun(**store, o.baseline);
+    if (!b) {
+      return ctx.Fail(b.error());
+    }
+    baseline = *b;
+  }
+  auto text = RenderText(**store, *id, baseline, o);
+  if (!text) {
+    return ctx.Fail(text.error());
   }
   if (o.output == "-") {
-    ctx.out << reports::Render(*report, *format) << std::flush;
+    ctx.out << *text << std::flush;
     return kExitOk;
   }
-  if (auto r = reports::WriteReport(*report, *format, o.output); !r) {
+  if (auto r = reports::WriteText(*text, o.output); !r) {
     return ctx.Fail(r.error());
   }
   return kExitOk;
@@ -43,14 +121,27 @@ int Run(const ReportOptions& o, Context& ctx) {
 
 void AddReportCommand(CLI::App& app, Context& ctx) {
   auto o = std::make_shared<ReportOptions>();
-  CLI::App* cmd = app.add_subcommand("report", "Write a Markdown or HTML report of one run");
-  cmd->add_option("RUN", o->run, "run id (see 'dfarm runs'), or 'last'")->required();
+  CLI::App* cmd = app.add_subcommand(
+      "report", "Write a report of one run: HTML, Markdown, JUnit XML, JSON or CSV");
+  cmd->add_option("RUN", o->run, "run id (see 'dfarm runs'), 'last', or 'tag:NAME'")->required();
   AddDbOption(*cmd, o->db);
-  cmd->add_option("--format", o->format, "md or html")->required();
+  cmd->add_option("--baseline", o->baseline,
+                  "a run to compare with (id, 'last' or 'tag:NAME'): the gate's deltas and "
+                  "verdicts per cell join the report");
+  cmd->add_option("--policy", o->policy,
+                  "gate policy JSON (docs/gate.md) for the verdicts; default: the documented "
+                  "default policy");
+  cmd->add_option("--format", o->format,
+                  "html (self-contained), md (for a PR comment), junit (one testcase per cell), "
+                  "json or csv (one row per job, docs/CONTRACTS.md)")
+      ->required();
   cmd->add_option("-o,--output", o->output, "file to write, or - for stdout")->required();
   cmd->footer(
-      "Exit codes: 0 ok, 2 usage error (a bad argument or format, no such run), 3 no "
-      "database, or it cannot be read, or the report cannot be written.");
+      "Without --baseline, junit judges the run alone (accuracy against the CPU reference, "
+      "failures); with it, against the baseline as 'dfarm gate' does. The report's exit code "
+      "does not say whether the gate passed: use 'dfarm gate' for that.\n"
+      "Exit codes: 0 ok, 2 usage error (a bad argument, format or policy, no such run, no "
+      "comparable cell), 3 no database, or it cannot be read, or the report cannot be written.");
   cmd->callback([o, &ctx] { ctx.exit_code = Run(*o, ctx); });
 }
 
