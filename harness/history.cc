@@ -177,7 +177,8 @@ std::string ListCells(const std::map<CellKey, Series>& cells) {
   for (const auto& [key, series] : cells) {
     CellKey named = key;
     named.model = series.model;
-    s += "\n  " + named.Label() + " (" + std::to_string(series.points.size()) + " runs)";
+    s += (s.empty() ? " " : "; ") + named.Label() + " (" + std::to_string(series.points.size()) +
+         " runs)";
   }
   return s;
 }
