@@ -94,8 +94,12 @@ std::string JobKey(const std::string& model_sha256, const DelegateSpec& delegate
 }
 
 std::string JobKeyOf(const SweepJob& job) {
-  return JobKey(job.model_sha256, job.delegate, job.device, job.benchmark, job.plugin_sha256,
-                job.runner, job.runner_sha256, job.trial);
+  std::string key = JobKey(job.model_sha256, job.delegate, job.device, job.benchmark,
+                           job.plugin_sha256, job.runner, job.runner_sha256, job.trial);
+  if (job.input_set_sha256s.empty()) return key;
+  std::string text = "dfarm-job-inputs-v1\n" + key;
+  for (const std::string& sha : job.input_set_sha256s) text += "\n" + sha;
+  return Sha256OfBytes(text).substr(0, kJobKeyHexChars);
 }
 
 std::vector<size_t> ShuffledTrialOrder(size_t cells, uint32_t seed, uint32_t round) {

@@ -32,6 +32,11 @@ struct SweepJob {
   std::string runner;         // RunnerSpec::name
   std::string runner_path;    // the dfarm-runner file on the host
   std::string runner_sha256;  // its content
+  // The model's input sets (spec "inputs"), packed (agent/protocol/input_set.h):
+  // each set's sha256 and its packed file on the host, in set order; pushed
+  // as artifacts of kind "inputs". Keyed (JobKeyOf) when not empty.
+  std::vector<std::string> input_set_sha256s;
+  std::vector<std::string> input_set_paths;
   // The 0-based trial of its cell (benchmark.repeats); keyed when > 0.
   uint32_t trial = 0;
 };
@@ -65,7 +70,9 @@ std::string JobKey(const std::string& model_sha256, const DelegateSpec& delegate
                    const std::string& plugin_sha256 = "", const std::string& runner = "",
                    const std::string& runner_sha256 = "", uint32_t trial = 0);
 
-// The key of `job` as it stands (JobKey over its fields).
+// The key of `job` as it stands (JobKey over its fields). A job with input
+// sets is keyed on them too: sha256 over JobKey's key and the sets' sha256s
+// in order; without any, the key is JobKey's, as before input sets existed.
 std::string JobKeyOf(const SweepJob& job);
 
 // sha256 of each plugin file (host path -> sha256).

@@ -238,5 +238,24 @@ TEST(MatrixTest, ShuffledTrialOrderIsAPermutation) {
   }
 }
 
+TEST(MatrixTest, InputSetsAreKeyedOnlyWhenThere) {
+  SweepJob job;
+  job.model_sha256 = std::string(64, 'a');
+  job.delegate = DelegateSpec{"cpu", {}};
+  job.device = "local";
+  const std::string plain = JobKeyOf(job);
+  EXPECT_EQ(plain, JobKey(job.model_sha256, job.delegate, job.device, job.benchmark));
+  job.input_set_sha256s = {std::string(64, '1')};
+  const std::string one = JobKeyOf(job);
+  EXPECT_NE(one, plain);
+  EXPECT_EQ(one.size(), plain.size());
+  job.input_set_sha256s.push_back(std::string(64, '2'));
+  EXPECT_NE(JobKeyOf(job), one);
+  std::swap(job.input_set_sha256s[0], job.input_set_sha256s[1]);  // order matters
+  const std::string swapped = JobKeyOf(job);
+  std::swap(job.input_set_sha256s[0], job.input_set_sha256s[1]);
+  EXPECT_NE(JobKeyOf(job), swapped);
+}
+
 }  // namespace
 }  // namespace dfarm::harness

@@ -58,6 +58,7 @@ agent::JobSpec ToJobSpec(const SweepJob& job, const std::string& runner_sha256) 
   spec.delegate = job.delegate.name;
   spec.delegate_options = job.delegate.AgentOptionsString();
   spec.plugin_sha256 = job.plugin_sha256;
+  spec.input_set_sha256s = job.input_set_sha256s;
   spec.num_threads = job.benchmark.num_threads;
   spec.warmup_runs = job.benchmark.warmup_runs;
   spec.num_runs = job.benchmark.num_runs;
@@ -373,6 +374,11 @@ class Scheduler {
       if (!pushed) return pushed.error();
       if (!pushed->empty()) return NotStarted(store, job, *pushed);
     }
+    if (!job.input_set_sha256s.empty()) {
+      auto pushed = PushInputSets(w, store, c, job);
+      if (!pushed) return pushed.error();
+      if (pushed->has_value()) return std::move(**pushed);
+    }
     std::string cooldown_note;
     if (Cooling()) {
       CooldownOutcome cool = WaitForCooldown(ctx_.policy.cooldown,
@@ -385,6 +391,37 @@ class Scheduler {
       if (Cancelled()) return AttemptEnd{};        // the job was never started: it stays queued
     }
     return RunOnDevice(w, store, c, job, cooldown_note);
+  }
+
+  // Pushes the job's input sets (artifact kind "inputs"), each once per
+  // connection. Returns how the attempt ended when it cannot go on (a device
+  // without feature "inputs": the job is recorded infra naming it, no retry;
+  // a failed push: infra to retry); unset when every set is there.
+  Result<std::optional<AttemptEnd>> PushInputSets(Worker& w, store::Store& store, Connection& c,
+                                                  const SweepJob& job) {
+    const auto& features = c.session->client().device().features;
+    if (std::find(features.begin(), features.end(), agent::kFeatureInputs) == features.end()) {
+      store::JobOutcome o;
+      o.status = store::kJobInfra;
+      o.error = "device '" + w.device + "': its dfarm-agent does not speak feature '" +
+                std::string(agent::kFeatureInputs) +
+                "', so it cannot run the model's input sets (update dfarm-agent there)";
+      if (auto rec = Record(w, store, job, o); !rec) return rec.error();
+      return std::optional<AttemptEnd>(AttemptEnd{});
+    }
+    for (size_t k = 0; k < job.input_set_sha256s.size(); ++k) {
+      const std::string& path = job.input_set_paths.at(k);
+      auto pushed =
+          PushOnce(w, store, c, "inputs", "input set", path,
+                   job.model.file + " input set " + std::to_string(k), job.input_set_sha256s[k]);
+      if (!pushed) return pushed.error();
+      if (!pushed->empty()) {
+        auto ended = NotStarted(store, job, *pushed);
+        if (!ended) return ended.error();
+        return std::optional<AttemptEnd>(std::move(*ended));
+      }
+    }
+    return std::optional<AttemptEnd>();
   }
 
   // An attempt that ended `infra` before the job reached the device (no

@@ -187,19 +187,35 @@ class Parser {
       if (!model) return model.error();
       auto [it, inserted] = seen_models.emplace(model->path, i);
       if (!inserted) {
-        return Fail("models[" + std::to_string(i) + "]", "'" + models[i].get<std::string>() +
-                                                             "' is the same file as models[" +
-                                                             std::to_string(it->second) + "]");
+        const std::string shown =
+            models[i].is_string() ? models[i].get<std::string>() : model->path;
+        return Fail(
+            "models[" + std::to_string(i) + "]",
+            "'" + shown + "' is the same file as models[" + std::to_string(it->second) + "]");
       }
       spec.models.push_back(std::move(*model));
     }
     return Ok();
   }
 
-  // One model path.
+  // One model: a path, or {"path":..., "inputs":...} (harness/input_sets.h).
   Result<ModelSpec> ParseModel(const json& m, const std::string& where) const {
+    if (m.is_object()) {
+      if (auto r = CheckKeys(m, where, {"path", "inputs"}); !r) return r.error();
+      if (!m.contains("path")) return Fail(where, "missing key 'path' (the .tflite file)");
+      auto model = ParseModel(m["path"], where + ".path");
+      if (!model) return model.error();
+      if (m.contains("inputs")) {
+        auto inputs = ParseInputsSpec(m["inputs"], where + " '" + model->file + "'.inputs",
+                                      SpecFolder().string());
+        if (!inputs) return Fail("", inputs.message());
+        model->inputs = std::move(*inputs);
+      }
+      return model;
+    }
     if (!m.is_string()) {
-      return Fail(where, std::string("expected a path string, got ") + TypeName(m));
+      return Fail(where, std::string("expected a path string, got ") + TypeName(m) +
+                             " (or an object {\"path\":...,\"inputs\":...})");
     }
     std::string given = m.get<std::string>();
     if (given.empty()) return Fail(where, "empty path");
@@ -209,7 +225,7 @@ class Parser {
     std::error_code ec;
     if (!fs::exists(p, ec)) return Fail(where, "file '" + given + "' does not exist");
     if (!fs::is_regular_file(p, ec)) return Fail(where, "'" + given + "' is not a regular file");
-    return ModelSpec{p.string(), p.filename().string()};
+    return ModelSpec{p.string(), p.filename().string(), {}};
   }
 
   // "delegates": entries expanded into configurations, none twice; default cpu.
@@ -769,7 +785,13 @@ std::string SweepSpec::ToJson() const {
   json doc;
   doc["name"] = name;
   doc["models"] = json::array();
-  for (const ModelSpec& m : models) doc["models"].push_back(m.path);
+  for (const ModelSpec& m : models) {
+    if (m.inputs.empty()) {
+      doc["models"].push_back(m.path);
+    } else {
+      doc["models"].push_back({{"path", m.path}, {"inputs", m.inputs.ToJson()}});
+    }
+  }
   doc["delegates"] = json::array();
   for (const DelegateSpec& d : delegates) {
     json o = {{"name", d.name}};

@@ -12,12 +12,16 @@
 #include <vector>
 
 #include "agent/base/result.h"
+#include "harness/input_sets.h"
 
 namespace dfarm::harness {
 
 struct ModelSpec {
   std::string path;  // absolute, normalized
   std::string file;  // file name, "face_detection_short_range.tflite"
+  // Spec {"path":..., "inputs":...}: real input sets (harness/input_sets.h);
+  // empty: the runner's seeded random inputs.
+  InputsSpec inputs = {};
 };
 
 struct DelegateSpec {

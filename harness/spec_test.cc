@@ -499,5 +499,61 @@ TEST_F(SpecTest, RepeatsAndOrderSeed) {
               HasSubstr("benchmark.order_seed: -1 is out of range"));
 }
 
+TEST_F(SpecTest, ModelsWithInputSets) {
+  dir_.Write("specs/sets/one/input_0.bin", "aaaa");
+  dir_.Write("specs/sets/two/input_0.bin", "bbbb");
+  dir_.Write("specs/img/cat.png", "not decoded at parse time");
+  auto spec = Parse(R"({"models":[
+      {"path":"../models/a.tflite","inputs":"sets"},
+      {"path":"../models/b.tflite","inputs":{"images":"img","size":[224,224],
+        "layout":"NCHW","channels":"BGR","mean":[1,2,3],"std":2,"dtype":"float32"}},
+      "../models/a2.tflite"]})");
+  ASSERT_FALSE(spec.ok());  // a2 does not exist
+  dir_.Write("models/a2.tflite", "model a2");
+  spec = Parse(R"({"models":[
+      {"path":"../models/a.tflite","inputs":"sets"},
+      {"path":"../models/b.tflite","inputs":{"images":"img","size":[224,224],
+        "layout":"NCHW","channels":"BGR","mean":[1,2,3],"std":2,"dtype":"float32"}},
+      "../models/a2.tflite"]})");
+  ASSERT_TRUE(spec.ok()) << spec.message();
+  ASSERT_EQ(spec->models.size(), 3u);
+  EXPECT_EQ(spec->models[0].file, "a.tflite");
+  ASSERT_EQ(spec->models[0].inputs.set_dirs.size(), 2u);
+  EXPECT_EQ(spec->models[0].inputs.set_dirs[0], (dir_.path() / "specs/sets/one").string());
+  ASSERT_EQ(spec->models[1].inputs.images.size(), 1u);
+  const ImageInputsSpec& img = spec->models[1].inputs.images[0];
+  EXPECT_EQ(img.images, std::vector<std::string>{(dir_.path() / "specs/img/cat.png").string()});
+  EXPECT_EQ(img.layout, "NCHW");
+  EXPECT_EQ(img.channels, "BGR");
+  EXPECT_EQ(img.std, (std::vector<double>{2, 2, 2}));
+  EXPECT_TRUE(spec->models[2].inputs.empty());
+  // The stored spec keeps the inputs, with absolute paths, and parses back.
+  auto doc = nlohmann::json::parse(spec->ToJson());
+  EXPECT_EQ(doc["models"][0]["inputs"], (dir_.path() / "specs/sets").string());
+  EXPECT_EQ(doc["models"][2], spec->models[2].path);
+  auto again = ParseSpec(spec->ToJson(), "/elsewhere/stored.json");
+  ASSERT_TRUE(again.ok()) << again.message();
+  EXPECT_EQ(again->models[0].inputs.set_dirs, spec->models[0].inputs.set_dirs);
+  EXPECT_EQ(again->models[1].inputs.images[0].mean, img.mean);
+}
+
+TEST_F(SpecTest, InputSetErrorsNameTheSpecTheModelAndTheField) {
+  const std::string where = "spec '" + (dir_.path() / "specs/q.json").string() + "': ";
+  EXPECT_EQ(Error(R"({"models":[{"path":"../models/a.tflite","inputs":"nope"}]})"),
+            where +
+                "models[0] 'a.tflite'.inputs: 'nope' is not a folder (expected a folder of "
+                "input_<i>.bin files, or of one sub-folder per input set)");
+  EXPECT_THAT(Error(R"({"models":[{"path":"../models/a.tflite","inputs":{"images":[]}}]})"),
+              HasSubstr("models[0] 'a.tflite'.inputs.images: is empty"));
+  EXPECT_THAT(Error(R"({"models":[{"inputs":"x"}]})"), HasSubstr("models[0]: missing key 'path'"));
+  EXPECT_THAT(Error(R"({"models":[{"path":"../models/a.tflite","input":"x"}]})"),
+              HasSubstr("unknown key 'input' in models[0] (expected path, inputs)"));
+  dir_.Write("specs/i.png", "x");
+  EXPECT_THAT(
+      Error(
+          R"({"models":[{"path":"../models/a.tflite","inputs":{"images":["i.png"],"size":[1]}}]})"),
+      HasSubstr("models[0] 'a.tflite'.inputs.size: expected [height, width]"));
+}
+
 }  // namespace
 }  // namespace dfarm::harness

@@ -399,6 +399,36 @@ Result<DeviceRunnerBuilds> PlanRunnerBuilds(const std::vector<RunnerSpec>& runne
   return builds;
 }
 
+// The packed input sets of each model of the spec with "inputs" (model path ->
+// sets, in set order), prepared once per sweep.
+using ModelInputSets = std::map<std::string, std::vector<PreparedInputSet>>;
+
+Result<ModelInputSets> PrepareModelInputs(const SweepSpec& spec, const SweepOptions& options) {
+  ModelInputSets out;
+  const std::string cache =
+      options.inputs_cache_dir.empty() ? DefaultInputsCacheDir() : options.inputs_cache_dir;
+  for (const ModelSpec& m : spec.models) {
+    if (m.inputs.empty()) continue;
+    auto sets = PrepareInputSets(m.inputs, cache);
+    if (!sets) return MakeError("model '" + m.file + "' inputs: " + sets.message());
+    out[m.path] = std::move(*sets);
+  }
+  return out;
+}
+
+// Gives `job` the input sets of its model (none when the model has none);
+// its key is left as it is.
+void AttachInputSets(const ModelInputSets& sets, SweepJob* job) {
+  job->input_set_sha256s.clear();
+  job->input_set_paths.clear();
+  auto it = sets.find(job->model.path);
+  if (it == sets.end()) return;
+  for (const PreparedInputSet& s : it->second) {
+    job->input_set_sha256s.push_back(s.sha256);
+    job->input_set_paths.push_back(s.path);
+  }
+}
+
 // What a new sweep runs, before its run exists.
 struct SweepPlan {
   std::vector<std::string> devices;  // as resolved, selectors matched
@@ -425,6 +455,12 @@ Result<SweepPlan> PlanSweep(const SweepSpec& spec, store::Store& store, DevicePr
   auto builds = PlanRunnerBuilds(runners, *resolved, !spec.runners.empty(), &plan.missing);
   if (!builds) return builds.error();
   plan.jobs = ExpandMatrix(spec, *hashes, *plugins, *builds, plan.devices);
+  auto inputs = PrepareModelInputs(spec, options);
+  if (!inputs) return inputs.error();
+  for (SweepJob& j : plan.jobs) {
+    AttachInputSets(*inputs, &j);
+    if (!j.input_set_sha256s.empty()) j.job_key = JobKeyOf(j);
+  }
   return plan;
 }
 
@@ -527,12 +563,15 @@ Result<std::vector<SweepJob>> PlanResume(const SweepSpec& spec,
   }
   std::map<std::string, std::string> model_hashes;
   PluginHashes plugin_hashes;  // plugin path -> sha256 now, hashed once
+  auto inputs = PrepareModelInputs(spec, options);
+  if (!inputs) return MakeError("cannot resume " + where + ": " + inputs.message());
   std::vector<SweepJob> pending;
   for (const store::JobRow& row : rows) {
     if (store::IsFinalJobStatus(row.status)) continue;
     if (auto r = CheckModelUnchanged(row, where, &model_hashes); !r) return r.error();
     auto job = JobFromRow(row, spec.benchmark);
     if (!job) return job.error();
+    AttachInputSets(*inputs, &*job);
     std::vector<RunnerBuild> candidates = keyed_builds;
     if (!keyed) {
       std::string abi = devices.KnownAbi(row.device);

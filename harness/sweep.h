@@ -51,6 +51,9 @@ struct SweepOptions {
   // How often the sweep renews its claim on the run (store::RefreshRunClaim)
   // on a connection of its own while jobs run.
   std::chrono::milliseconds claim_refresh{store::kRunClaimRefreshSeconds * 1000};
+  // Where the packed input sets of spec models with "inputs" are written
+  // before they are pushed; empty: DefaultInputsCacheDir().
+  std::string inputs_cache_dir;
 };
 
 struct SweepSummary {

@@ -13,7 +13,7 @@ PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git ca-certificates clang-format python3
   flatbuffers-compiler libflatbuffers-dev
   nlohmann-json3-dev libcli11-dev
-  libsqlite3-dev sqlite3 libssl-dev
+  libsqlite3-dev sqlite3 libssl-dev libpng-dev libjpeg62-turbo-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   qt6-base-dev qt6-charts-dev
   libxnnpack-dev libpthreadpool-dev libeigen3-dev
