@@ -96,7 +96,8 @@ class FakeProvider : public DeviceProvider {
   std::vector<agent::JobSpec> jobs_seen;
   std::set<std::string> down;  // devices that refuse connections
   std::map<std::string, std::string> abis;
-  std::set<std::string> no_plugin;  // devices whose agent lacks feature "plugin"
+  std::set<std::string> no_plugin;    // devices whose agent lacks feature "plugin"
+  std::set<std::string> with_inputs;  // devices whose agent speaks feature "inputs"
   int opens = 0;
 
   std::vector<std::string> KnownDevices() const override { return {"local"}; }
@@ -114,6 +115,7 @@ class FakeProvider : public DeviceProvider {
     c->jobs_seen = &jobs_seen;
     if (abis.count(name)) c->abi = abis[name];
     if (no_plugin.count(name)) c->features = {"artifacts", "run_job"};
+    if (with_inputs.count(name)) c->features.push_back("inputs");
     return std::unique_ptr<DeviceSession>(std::make_unique<FakeSession>(name, std::move(c)));
   }
 };
@@ -871,6 +873,64 @@ TEST_F(SweepTest, PluginJobOnAnAgentWithoutThePluginFeatureIsInfra) {
   EXPECT_EQ(CheckDeviceTakesPlugins({"run_job"}, "tcp://127.0.0.1:9").message(),
             "device 'tcp://127.0.0.1:9': its dfarm-agent does not speak feature 'plugin', so it "
             "cannot load external delegate plugins (update dfarm-agent there)");
+}
+
+// A model's input sets are packed, pushed once per device and named in the
+// job; they change its key; an agent without feature "inputs" gets the job
+// recorded infra naming the device, and still runs the model without sets.
+TEST_F(SweepTest, InputSetsArePushedOnceAndKeyed) {
+  dir_.Write("sets/s0/input_0.bin", "0000");
+  dir_.Write("sets/s1/input_0.bin", "1111");
+  auto inputs = ParseInputsSpec(nlohmann::json("sets"), "inputs", dir_.path().string());
+  ASSERT_TRUE(inputs.ok()) << inputs.message();
+  spec_.models = {{a_, "a.tflite", *inputs}, {b_, "b.tflite", {}}};
+  spec_.delegates = {{"cpu", {}}, {"xnnpack", {}}};
+  options_.inputs_cache_dir = (dir_.path() / "cache").string();
+  devices_.with_inputs.insert("local");
+  devices_.run = [](const std::string&, const agent::JobSpec&) -> Result<agent::JobResult> {
+    return Ok();
+  };
+  auto s = RunSweep(spec_, *store_, devices_, options_);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(s->ok, 4u);
+  ASSERT_EQ(devices_.jobs_seen.size(), 4u);
+  ASSERT_EQ(devices_.jobs_seen[0].input_set_sha256s.size(), 2u);
+  EXPECT_EQ(devices_.jobs_seen[1].input_set_sha256s, devices_.jobs_seen[0].input_set_sha256s);
+  EXPECT_TRUE(devices_.jobs_seen[2].input_set_sha256s.empty());
+  const std::string set0 = devices_.jobs_seen[0].input_set_sha256s[0];
+  EXPECT_TRUE(devices_.stored.count("local/" + set0));
+  // runner 1000 + models 300 + 200 + two packed sets of one 4-byte file (24 bytes each), once.
+  EXPECT_EQ(s->bytes_pushed, 1000u + 300 + 200 + 2 * 24);
+  auto jobs = store_->ListJobs(s->run_id);
+  ASSERT_TRUE(jobs.ok());
+  SweepJob plain;
+  plain.model_sha256 = (*jobs)[0].model_sha256;
+  plain.delegate = {"cpu", {}};
+  plain.device = "local";
+  plain.benchmark = spec_.benchmark;
+  EXPECT_NE((*jobs)[0].job_key, JobKeyOf(plain));
+  plain.model_sha256 = (*jobs)[2].model_sha256;
+  EXPECT_EQ((*jobs)[2].job_key, JobKeyOf(plain));  // no sets: the key as before
+  auto artifacts = store_->ListArtifacts();
+  ASSERT_TRUE(artifacts.ok());
+  int input_sets = 0;
+  for (const store::ArtifactRow& a : *artifacts) input_sets += a.kind == "inputs" ? 1 : 0;
+  EXPECT_EQ(input_sets, 2);
+
+  // An agent without the feature: the jobs with sets end infra, not retried.
+  devices_.with_inputs.clear();
+  devices_.jobs_seen.clear();
+  auto old = RunSweep(spec_, *store_, devices_, options_);
+  ASSERT_TRUE(old.ok()) << old.message();
+  EXPECT_EQ(old->ok, 2u);
+  EXPECT_EQ(old->failed, 2u);
+  EXPECT_TRUE(old->quarantined.empty());
+  auto old_jobs = store_->ListJobs(old->run_id);
+  ASSERT_TRUE(old_jobs.ok());
+  EXPECT_EQ((*old_jobs)[0].status, "infra");
+  EXPECT_EQ((*old_jobs)[0].error,
+            "device 'local': its dfarm-agent does not speak feature 'inputs', so it cannot run "
+            "the model's input sets (update dfarm-agent there)");
 }
 
 TEST_F(SweepTest, ResumeFindsThePluginByItsKey) {
