@@ -215,7 +215,7 @@ TEST_F(GateTest, Fp16DriftFailsUnderTheDefaultPolicyWithoutABaselineCell) {
   const auto* missing = Find(*r, "xnnpack");
   ASSERT_NE(missing, nullptr);
   EXPECT_EQ(missing->verdict, Verdict::kMissing);
-  EXPECT_THAT(RenderGateJunit(*r), HasSubstr("accuracy.max_abs_error output &apos;scores&apos;"));
+  EXPECT_THAT(RenderGateJunit(*r), HasSubstr("accuracy.max_abs_error: output &apos;scores&apos;"));
   // Judged alone (no baseline), the same cell fails the same way; fp32 passes alone.
   auto alone = RunGate(*store_, cand, 0, DefaultPolicy());
   ASSERT_TRUE(alone) << alone.message();
@@ -306,6 +306,25 @@ TEST_F(GateTest, DeviceClassesMatchDevicesAsOneCell) {
   ASSERT_EQ(r->cells.size(), 1u);
   EXPECT_EQ(r->cells[0].device, "pixel7");
   EXPECT_EQ(r->cells[0].verdict, Verdict::kPass) << RenderGateText(*r);
+}
+
+TEST_F(GateTest, RerunTrialsJoinTheCandidate) {
+  FakeJob j;
+  auto base = AddRun(Cell(j, 5, 30, 1000, 0.01, 0.02, 20));
+  auto cand = AddRun(Cell(j, 1, 30, 1000, 0.01, 0.02, 21));
+  auto rerun = AddRun(Cell(j, 4, 30, 1000, 0.01, 0.02, 22));
+  auto first = RunGate(*store_, cand, base, DefaultPolicy());
+  ASSERT_TRUE(first) << first.message();
+  EXPECT_TRUE(first->cells[0].within_run_only);
+  auto r = RunGate(*store_, cand, {rerun}, base, DefaultPolicy());
+  ASSERT_TRUE(r) << r.message();
+  ASSERT_EQ(r->cells.size(), 1u);
+  EXPECT_EQ(r->cells[0].candidate_trials, 5u);
+  EXPECT_EQ(r->cells[0].candidate_jobs.size(), 5u);
+  EXPECT_FALSE(r->cells[0].within_run_only);
+  EXPECT_EQ(r->cells[0].verdict, Verdict::kPass) << RenderGateText(*r);
+  EXPECT_THAT(RenderGateText(*r), HasSubstr("+ rerun " + std::to_string(rerun)));
+  EXPECT_EQ(nlohmann::json::parse(RenderGateJson(*r))["extra_candidate_runs"][0], rerun);
 }
 
 TEST(PolicyTest, UnknownKeysAndBadValuesNameTheKeyAndFile) {
