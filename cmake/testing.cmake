@@ -1,11 +1,12 @@
-# dfarm_test(NAME SOURCES a.cc b.cc LIBS lib1 lib2 [LABELS unit] [NO_MAIN])
+# dfarm_test(NAME SOURCES a.cc b.cc LIBS lib1 lib2 [LABELS unit] [NO_MAIN] [PROPERTIES k v ...])
+# PROPERTIES: more CTest properties for each test (e.g. RUN_SERIAL TRUE).
 # NO_MAIN: the sources bring their own main() (e.g. to create a QApplication).
 # One GoogleTest executable; each TEST becomes a CTest test.
 set(DFARM_MODELS_DIR "${PROJECT_SOURCE_DIR}/models" CACHE PATH
     "Folder with the real .tflite models fetched by scripts/setup.sh")
 
 function(dfarm_test name)
-  cmake_parse_arguments(T "NO_MAIN" "" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "NO_MAIN" "" "SOURCES;LIBS;LABELS;PROPERTIES" ${ARGN})
   if(NOT T_LABELS)
     set(T_LABELS unit)
   endif()
@@ -18,5 +19,6 @@ function(dfarm_test name)
     DFARM_MODELS_DIR="${DFARM_MODELS_DIR}"
     DFARM_BINARY_DIR="${PROJECT_BINARY_DIR}"
     DFARM_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${T_LABELS}")
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${T_LABELS}"
+                       ${T_PROPERTIES})
 endfunction()
