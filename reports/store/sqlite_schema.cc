@@ -161,6 +161,15 @@ CREATE TABLE run_tags(
   tagged_at TEXT);
 CREATE INDEX run_tags_by_run ON run_tags(run_id);
 )sql",
+    // v7 (issue 13): accuracy over several input sets (spec model "inputs"):
+    // how many sets the figures cover (the runner's accuracy.sets, the same
+    // on every output row of a job) and the fraction of sets whose top-1 /
+    // top-5 agreed; NULL for runs on seeded random inputs.
+    R"sql(
+ALTER TABLE output_accuracy ADD COLUMN input_sets INTEGER;
+ALTER TABLE output_accuracy ADD COLUMN top1_agreement REAL;
+ALTER TABLE output_accuracy ADD COLUMN top5_agreement REAL;
+)sql",
 };
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));

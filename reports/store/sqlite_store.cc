@@ -191,7 +191,8 @@ std::vector<Column> PlacementColumns(const PlacementNode& n, size_t) {
 }
 
 // The reference is the job's, repeated on each output's row.
-std::vector<Column> AccuracyColumns(const std::string& reference, const OutputAccuracy& a) {
+std::vector<Column> AccuracyColumns(const std::string& reference, std::optional<int64_t> sets,
+                                    const OutputAccuracy& a) {
   return {{"output_index", a.index},
           {"name", a.name},
           {"reference", reference},
@@ -207,7 +208,10 @@ std::vector<Column> AccuracyColumns(const std::string& reference, const OutputAc
           {"top1_agree", a.top1_agree},
           {"top5_agree", a.top5_agree},
           {"max_abs_error_lsb",
-           FiniteOrNull(a.max_abs_error_lsb ? ToDouble(*a.max_abs_error_lsb) : std::nan(""))}};
+           FiniteOrNull(a.max_abs_error_lsb ? ToDouble(*a.max_abs_error_lsb) : std::nan(""))},
+          {"input_sets", sets},
+          {"top1_agreement", a.top1_agreement},
+          {"top5_agreement", a.top5_agreement}};
 }
 
 std::vector<Column> TelemetryColumns(const TelemetryRow& t, size_t) {
@@ -384,8 +388,8 @@ class SqliteStore final : public Store {
     auto s = Prepare(
         "SELECT output_index, name, reference, compared, mean_abs_error, std_abs_error, "
         "max_abs_error, rmse, nan_count, inf_count, reference_nan_count, reference_inf_count, "
-        "top1_agree, top5_agree, max_abs_error_lsb FROM output_accuracy WHERE job_id = ? "
-        "ORDER BY output_index");
+        "top1_agree, top5_agree, max_abs_error_lsb, input_sets, top1_agreement, top5_agreement "
+        "FROM output_accuracy WHERE job_id = ? ORDER BY output_index");
     if (!s) return s.error();
     s->Bind(1, job_id);
     std::optional<Accuracy> out;
@@ -394,7 +398,10 @@ class SqliteStore final : public Store {
       if (!row) return Fail("read accuracy", row);
       if (!*row) break;
       // One reference per job: the runner names it once for all outputs.
-      if (!out) out = Accuracy{s->Text(2), {}};
+      if (!out) {
+        out = Accuracy{s->Text(2), {}};
+        if (!s->IsNull(15)) out->sets = s->Int(15);
+      }
       OutputAccuracy a;
       a.index = s->Int(0);
       a.name = s->Text(1);
@@ -412,6 +419,8 @@ class SqliteStore final : public Store {
       a.reference_inf_count = s->Int(11);
       if (!s->IsNull(12)) a.top1_agree = s->Int(12) != 0;
       if (!s->IsNull(13)) a.top5_agree = s->Int(13) != 0;
+      if (!s->IsNull(16)) a.top1_agreement = s->Double(16);
+      if (!s->IsNull(17)) a.top5_agreement = s->Double(17);
       out->outputs.push_back(std::move(a));
     }
     return out;
@@ -495,9 +504,12 @@ class SqliteStore final : public Store {
     }
     static const std::vector<OutputAccuracy> kNoOutputs;
     const std::string reference = o.accuracy ? o.accuracy->reference : "";
+    const std::optional<int64_t> sets = o.accuracy ? o.accuracy->sets : std::nullopt;
     if (auto r = ReplaceJobRows(
             job_id, "output_accuracy", "accuracy", o.accuracy ? o.accuracy->outputs : kNoOutputs,
-            [&reference](const OutputAccuracy& a, size_t) { return AccuracyColumns(reference, a); },
+            [&reference, sets](const OutputAccuracy& a, size_t) {
+              return AccuracyColumns(reference, sets, a);
+            },
             [](const OutputAccuracy& a, size_t) {
               return " of output " + std::to_string(a.index);
             });

@@ -526,6 +526,41 @@ TEST_F(StoreTest, AccuracyRoundTripKeepsNullsAndOrder) {
   EXPECT_FALSE(store->GetAccuracy(9999).ok());
 }
 
+// Schema v7: accuracy over input sets keeps the set count and the agreement
+// fractions; a job on random inputs has neither.
+TEST_F(StoreTest, AccuracyOverInputSetsRoundTrips) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  auto run = store->CreateRun("sets", "{}");
+  ASSERT_TRUE(run.ok());
+  auto job = store->AddJob(*run, MakeJob("m.tflite"));
+  ASSERT_TRUE(job.ok());
+  JobOutcome o;
+  o.status = "ok";
+  o.metrics = JobMetrics{};
+  OutputAccuracy a;
+  a.name = "scores";
+  a.compared = 8;
+  a.top1_agree = false;
+  a.top5_agree = true;
+  a.top1_agreement = 0.5;
+  a.top5_agreement = 1.0;
+  o.accuracy = Accuracy{"cpu", {a}};
+  o.accuracy->sets = 2;
+  ASSERT_TRUE(store->RecordJobResult(*job, o).ok());
+  auto got = store->GetAccuracy(*job);
+  ASSERT_TRUE(got.ok() && got->has_value()) << got.message();
+  EXPECT_EQ((*got)->sets, std::optional<int64_t>(2));
+  EXPECT_EQ((*got)->outputs[0].top1_agreement, std::optional<double>(0.5));
+  EXPECT_EQ((*got)->outputs[0].top5_agreement, std::optional<double>(1.0));
+  o.accuracy = Accuracy{"cpu", {OutputAccuracy{}}};
+  ASSERT_TRUE(store->RecordJobResult(*job, o).ok());
+  got = store->GetAccuracy(*job);
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_FALSE((*got)->sets.has_value());
+  EXPECT_FALSE((*got)->outputs[0].top1_agreement.has_value());
+}
+
 TEST_F(StoreTest, ArtifactsKeepTheirFirstSighting) {
   auto store = Open();
   ASSERT_NE(store, nullptr);
