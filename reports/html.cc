@@ -360,9 +360,10 @@ void ComparisonSection(std::ostringstream& h, const Comparison& c) {
       << Esc(v.latency_verdict) << (v.within_run_only ? " (within-run)" : "") << "</td>";
     if (v.ratio > 0) {
       h << "<td class=\"num\">" << Ms(v.baseline_median_us) << "</td><td class=\"num\">"
-        << Ms(v.candidate_median_us) << "</td><td class=\"num\">" << Fixed((v.ratio - 1) * 100, 1)
-        << "%</td><td class=\"num\">" << Fixed(v.ci_low, 3) << " &ndash; " << Fixed(v.ci_high, 3)
-        << "</td><td class=\"num\">" << Sig(v.p_value) << " / " << Sig(v.q_value) << "</td>";
+        << Ms(v.candidate_median_us) << "</td><td class=\"num\">" << (v.ratio >= 1 ? "+" : "")
+        << Fixed((v.ratio - 1) * 100, 1) << "%</td><td class=\"num\">" << Fixed(v.ci_low, 3)
+        << " &ndash; " << Fixed(v.ci_high, 3) << "</td><td class=\"num\">" << Sig(v.p_value)
+        << " / " << Sig(v.q_value) << "</td>";
     } else {
       h << "<td>&ndash;</td><td>&ndash;</td><td>&ndash;</td><td>&ndash;</td><td>&ndash;</td>";
     }

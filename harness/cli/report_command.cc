@@ -56,17 +56,19 @@ reports::Comparison ToComparison(const gate::GateResult& g, const std::string& b
   return c;
 }
 
-Result<std::string> RenderText(store::Store& store, int64_t run, int64_t baseline,
-                               const ReportOptions& o) {
-  std::optional<reports::Format> format;
-  if (o.format != "junit") {
-    auto parsed = reports::ParseFormat(o.format);
-    if (!parsed) {
-      return MakeError(ErrorKind::kInvalidInput, "unknown report format '" + o.format +
-                                                     "' (known: html, md, junit, json, csv)");
-    }
-    format = *parsed;
+// The renderer's format; unset for junit (the gate's writer).
+Result<std::optional<reports::Format>> ParseReportFormat(const std::string& name) {
+  if (name == "junit") return std::optional<reports::Format>();
+  auto parsed = reports::ParseFormat(name);
+  if (!parsed) {
+    return MakeError(ErrorKind::kInvalidInput,
+                     "unknown report format '" + name + "' (known: html, md, junit, json, csv)");
   }
+  return std::optional<reports::Format>(*parsed);
+}
+
+Result<std::string> RenderText(store::Store& store, int64_t run, int64_t baseline,
+                               const ReportOptions& o, std::optional<reports::Format> format) {
   auto policy =
       o.policy.empty() ? Result<gate::Policy>(gate::DefaultPolicy()) : gate::LoadPolicy(o.policy);
   if (!policy) return policy.error();
@@ -87,6 +89,10 @@ Result<std::string> RenderText(store::Store& store, int64_t run, int64_t baselin
 }
 
 int Run(const ReportOptions& o, Context& ctx) {
+  auto format = ParseReportFormat(o.format);
+  if (!format) {
+    return ctx.Fail(format.error());
+  }
   auto store = OpenExistingStore(o.db);
   if (!store) {
     return ctx.Fail(store.error());
@@ -103,7 +109,7 @@ int Run(const ReportOptions& o, Context& ctx) {
     }
     baseline = *b;
   }
-  auto text = RenderText(**store, *id, baseline, o);
+  auto text = RenderText(**store, *id, baseline, o, *format);
   if (!text) {
     return ctx.Fail(text.error());
   }

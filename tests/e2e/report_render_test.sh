@@ -72,6 +72,18 @@ if [ "$mode" = screenshot ]; then
   python3 "$HERE/report_png_check.py" "$WORK/shot.png" 1400 2000
 else
   "$BIN/dfarm" report "$run_id" --db "$DB" --format json -o "$WORK/rows.json"
+  # The other formats through the CLI: csv on stdout, md and html with the gate's verdicts.
+  "$BIN/dfarm" report "$run_id" --db "$DB" --format csv -o - >"$WORK/rows.csv"
+  head -n 1 "$WORK/rows.csv" | grep -q '^run_id,job_id,job_key,model' ||
+    { echo "FAIL: the CSV header is not the contract's" >&2; exit 1; }
+  "$BIN/dfarm" report "$run_id" --db "$DB" --baseline "$run_id" --format md -o "$WORK/r.md"
+  grep -q '^## Verdicts' "$WORK/r.md" || { echo "FAIL: no verdict table in the md" >&2; exit 1; }
+  "$BIN/dfarm" report "$run_id" --db "$DB" --baseline "$run_id" --format html -o "$WORK/r.html"
+  grep -q 'Against the baseline' "$WORK/r.html" ||
+    { echo "FAIL: no verdicts in the html" >&2; exit 1; }
+  rc=0
+  "$BIN/dfarm" report "$run_id" --db "$DB" --format pdf -o - 2>/dev/null || rc=$?
+  [ "$rc" = 2 ] || { echo "FAIL: --format pdf exited $rc, not 2" >&2; exit 1; }
   "$BIN/dfarm" report "$run_id" --db "$DB" --format junit -o "$WORK/report.xml"
   cp "$WORK/report.xml" "$OUT/report_junit.xml"
   "$PY" "$HERE/report_junit_check.py" "$WORK/report.xml" "$WORK/rows.json"
