@@ -13,6 +13,8 @@ namespace dfarm::reports {
 namespace {
 
 const std::string kDash = "&ndash;";
+// Above this many jobs the job table lists only those that need a look.
+constexpr size_t kMaxJobRows = 500;
 
 // The worst figures of one output over a cell's trials.
 struct OutputWorst {
@@ -167,11 +169,49 @@ void PlacementSection(std::ostringstream& h, const RunReport& report,
   h << "</tbody>\n</table>\n";
 }
 
+namespace {
+
+void JobRowHtml(std::ostringstream& h, const RunReport& report, const store::JobRow& j, bool busy) {
+  h << "<tr><td>" << HtmlEscape(j.model) << "</td><td>" << HtmlEscape(DelegateLabel(j))
+    << "</td><td>" << HtmlEscape(j.device) << "</td><td class=\"num\">" << j.trial
+    << "</td><td class=\"" << HtmlStatusClass(j.status) << "\">" << HtmlEscape(j.status) << "</td>";
+  if (j.metrics) {
+    const store::JobMetrics& m = *j.metrics;
+    for (double us : {m.init_us, m.first_us, m.mean_us, m.p50_us, m.p90_us, m.p99_us}) {
+      h << "<td class=\"num\">" << Ms(us) << "</td>";
+    }
+    h << "<td class=\"num\">" << MiB(m.peak_rss_bytes) << "</td>";
+  } else {
+    for (int k = 0; k < 7; ++k) h << "<td class=\"num\">" << kDash << "</td>";
+  }
+  const std::string accuracy = AccuracyLabel(report, j);
+  const std::string flags = DeviceStateFlags(j);
+  h << "<td class=\"num\">" << (accuracy.empty() ? kDash : HtmlEscape(accuracy)) << "</td>"
+    << "<td" << (busy ? " class=\"warn\" title=\"a busy device\"" : "") << ">"
+    << TelemetryText(report, j) << "</td>";
+  if (flags.empty()) {
+    h << "<td>" << kDash << "</td>";
+  } else {
+    h << "<td class=\"warn\" title=\"" << HtmlEscape(j.state_note) << "\">&#9888; "
+      << HtmlEscape(flags) << "</td>";
+  }
+  h << "</tr>\n";
+}
+
+}  // namespace
+
 void JobsSection(std::ostringstream& h, const RunReport& report, const std::vector<Cell>& cells) {
+  // A big run lists only the jobs that need a look (not ok, flagged, busy): the
+  // file stays small; every job is in `--format csv`.
+  const bool all = report.jobs.size() <= kMaxJobRows;
   h << "<h2>Jobs</h2>\n<p>Placement and accuracy per cell are above. Noise flags: the 1-minute "
        "load and the hottest zone before the job (the load is marked when it reached half the "
-       "device's cores, at least 1), a device that started hot or ran throttled.</p>\n"
-       "<div class=\"scroll\"><table class=\"jobs\">\n<thead><tr><th>model</th><th>delegate</th>"
+       "device's cores, at least 1), a device that started hot or ran throttled.</p>\n";
+  if (!all) {
+    h << "<p class=\"warn\">" << report.jobs.size() << " jobs: only those not ok or flagged "
+      << "are listed; <code>dfarm report RUN --format csv</code> has every job.</p>\n";
+  }
+  h << "<div class=\"scroll\"><table class=\"jobs\">\n<thead><tr><th>model</th><th>delegate</th>"
        "<th>device</th><th>trial</th><th>status</th><th>init ms</th><th>first ms</th>"
        "<th>mean ms</th><th>p50 ms</th><th>p90 ms</th><th>p99 ms</th><th>peak RSS MiB</th>"
        "<th>max abs error vs cpu</th><th>before the job</th><th>device state</th></tr></thead>\n"
@@ -183,34 +223,12 @@ void JobsSection(std::ostringstream& h, const RunReport& report, const std::vect
   for (const Cell& cell : cells) {
     for (size_t i : cell.jobs) {
       const store::JobRow& j = report.jobs[i];
-      h << "<tr><td>" << HtmlEscape(j.model) << "</td><td>" << HtmlEscape(DelegateLabel(j))
-        << "</td><td>" << HtmlEscape(j.device) << "</td><td class=\"num\">" << j.trial
-        << "</td><td class=\"" << HtmlStatusClass(j.status) << "\">" << HtmlEscape(j.status)
-        << "</td>";
-      if (j.metrics) {
-        const store::JobMetrics& m = *j.metrics;
-        for (double us : {m.init_us, m.first_us, m.mean_us, m.p50_us, m.p90_us, m.p99_us}) {
-          h << "<td class=\"num\">" << Ms(us) << "</td>";
-        }
-        h << "<td class=\"num\">" << MiB(m.peak_rss_bytes) << "</td>";
-      } else {
-        for (int k = 0; k < 7; ++k) h << "<td class=\"num\">" << kDash << "</td>";
-      }
-      const std::string accuracy = AccuracyLabel(report, j);
-      const std::string flags = DeviceStateFlags(j);
       auto limit = busy_load.find(j.device);
       const std::optional<double> load = LoadBefore(report, j);
       const bool busy = load && *load >= (limit == busy_load.end() ? 1.0 : limit->second);
-      h << "<td class=\"num\">" << (accuracy.empty() ? kDash : HtmlEscape(accuracy)) << "</td>"
-        << "<td" << (busy ? " class=\"warn\" title=\"a busy device\"" : "") << ">"
-        << TelemetryText(report, j) << "</td>";
-      if (flags.empty()) {
-        h << "<td>" << kDash << "</td>";
-      } else {
-        h << "<td class=\"warn\" title=\"" << HtmlEscape(j.state_note) << "\">&#9888; "
-          << HtmlEscape(flags) << "</td>";
+      if (all || busy || j.status != store::kJobOk || !DeviceStateFlags(j).empty()) {
+        JobRowHtml(h, report, j, busy);
       }
-      h << "</tr>\n";
     }
   }
   h << "</tbody>\n</table></div>\n";

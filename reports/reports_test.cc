@@ -457,6 +457,38 @@ TEST(ReportsTest, MarkdownStripsControlCharacters) {
   EXPECT_EQ(html.find('\x07'), std::string::npos);
 }
 
+// A big run stays a small file: samples are drawn from quantiles, and the job
+// table lists only the jobs that need a look.
+TEST(ReportsTest, BigRunsKeepTheHtmlSmall) {
+  RunReport r = Sample();
+  const store::JobRow ok = r.jobs[0];
+  r.jobs.clear();
+  for (int cell = 0; cell < 10; ++cell) {
+    for (int trial = 0; trial < 100; ++trial) {
+      store::JobRow j = ok;
+      j.id = cell * 100 + trial + 1;
+      j.model = "m" + std::to_string(cell) + ".tflite";
+      j.trial = trial;
+      if (cell == 3 && trial == 7) {
+        j.status = "timeout";
+        j.metrics.reset();
+      }
+      r.jobs.push_back(j);
+    }
+  }
+  r.cells = GroupCells(r.jobs);
+  for (Cell& c : r.cells) {
+    std::vector<double> samples(100000);
+    for (size_t i = 0; i < samples.size(); ++i) samples[i] = 1000 + static_cast<double>(i % 977);
+    c.latency = Summarize(samples);
+  }
+  std::string html = RenderHtml(r);
+  EXPECT_LT(html.size(), 150u * 1024) << html.size();
+  EXPECT_NE(html.find("1000 jobs: only those not ok or flagged are listed"), std::string::npos);
+  EXPECT_NE(html.find(">timeout<"), std::string::npos);
+  EXPECT_NE(html.find("(n=100000)"), std::string::npos);
+}
+
 // RFC 4180 with one reader: fields split on commas outside quotes, "" in quotes.
 std::vector<std::vector<std::string>> ParseCsv(const std::string& text) {
   std::vector<std::vector<std::string>> rows(1);
