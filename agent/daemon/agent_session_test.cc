@@ -397,6 +397,11 @@ TEST(AgentClientPluginTest, AgentWithoutThePluginFeatureGetsNoPluginJob) {
 
   job.delegate = "cpu";
   job.plugin_sha256.clear();
+  job.input_set_sha256s = {std::string(64, 'c')};
+  r = (*client)->RunJob(job);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.message(), HasSubstr("does not speak feature 'inputs'"));
+  job.input_set_sha256s.clear();
   r = (*client)->RunJob(job);
   ASSERT_TRUE(r.ok()) << r.message();
   EXPECT_EQ(r->status, "ok");

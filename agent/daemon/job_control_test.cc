@@ -218,6 +218,19 @@ TEST_F(JobControlTest, OldHostGetsNoNewFramesAndCannotSendPlugins) {
     EXPECT_THAT(Str(got->frame()->body_as_ErrorReply()->message()),
                 HasSubstr("did not negotiate feature 'plugin'"));
   }
+  {  // input sets without feature "inputs": refused the same way
+    JobSpec with_sets = job;
+    with_sets.plugin_sha256.clear();
+    with_sets.input_set_sha256s = {std::string(64, 'c')};
+    flatbuffers::FlatBufferBuilder fbb;
+    FinishFrame(fbb, 2, BuildRunJob(fbb, with_sets));
+    ASSERT_TRUE(WriteFrame(raw.get(), fbb).ok());
+    auto got = ReadFrame(raw.get(), kTimeout);
+    ASSERT_TRUE(got.ok() && !got->eof);
+    ASSERT_EQ(got->frame()->body_type(), wire::Body::ErrorReply);
+    EXPECT_THAT(Str(got->frame()->body_as_ErrorReply()->message()),
+                HasSubstr("did not negotiate feature 'inputs'"));
+  }
   {  // the connection still works, and a job sends nothing but its JobResult
     job.plugin_sha256.clear();
     flatbuffers::FlatBufferBuilder fbb;
