@@ -70,7 +70,7 @@ li code, td code { background: #f3f3f3; padding: 0 .3em; }
 table.heat td.hc { text-align: center; min-width: 7.5em; }
 table.heat td.hc b { font-size: 1.15em; }
 table.heat td.hc small { display: block; }
-td.fail { background: repeating-linear-gradient(45deg, #fbd3cf, #fbd3cf 6px, #fff 6px, #fff 12px);
+.fail { background: repeating-linear-gradient(45deg, #fbd3cf, #fbd3cf 6px, #fff 6px, #fff 12px);
   color: #8d1a12; font-weight: 600; }
 td.none { color: #aaa; text-align: center; }
 .badge { display: inline-block; padding: 0 .5em; border-radius: 3px; font-weight: 600;
@@ -250,8 +250,15 @@ void Heatmap(std::ostringstream& h, const RunReport& report, const std::vector<C
     << "<table class=\"heat\">\n<thead><tr><th>model</th><th>delegate config</th>";
   for (const std::string& d : devices) h << "<th>" << Esc(d) << "</th>";
   h << "</tr></thead>\n<tbody>\n";
-  for (const auto& row : rows) {
-    h << "<tr><td>" << Esc(row.first) << "</td><td>" << Esc(row.second) << "</td>";
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const auto& row = rows[r];
+    h << "<tr>";
+    if (r == 0 || rows[r - 1].first != row.first) {  // one model cell over its configs
+      size_t span = 1;
+      while (r + span < rows.size() && rows[r + span].first == row.first) ++span;
+      h << "<td rowspan=\"" << span << "\">" << Esc(row.first) << "</td>";
+    }
+    h << "<td>" << Esc(row.second) << "</td>";
     for (const std::string& d : devices) {
       auto it = grid[row].find(d);
       if (it == grid[row].end()) {
