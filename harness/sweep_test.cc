@@ -933,6 +933,45 @@ TEST_F(SweepTest, InputSetsArePushedOnceAndKeyed) {
             "the model's input sets (update dfarm-agent there)");
 }
 
+// A resumed job gets its model's input sets again from the stored spec, and
+// with "runners" (keyed builds) its key still matches with them.
+TEST_F(SweepTest, ResumeFindsTheInputSetsAgain) {
+  dir_.Write("sets/s0/input_0.bin", "0000");
+  dir_.Write("sets/s1/input_0.bin", "1111");
+  auto inputs = ParseInputsSpec(nlohmann::json("sets"), "inputs", dir_.path().string());
+  ASSERT_TRUE(inputs.ok()) << inputs.message();
+  spec_.models = {{a_, "a.tflite", *inputs}};
+  spec_.delegates = {{"cpu", {}}, {"xnnpack", {}}};
+  spec_.runners = {RunnerSpec{"main", {{HostAbi(), runner_}}}};
+  options_.inputs_cache_dir = (dir_.path() / "cache").string();
+  devices_.with_inputs.insert("local");
+  devices_.abis["local"] = HostAbi();
+  std::atomic<bool> cancel{false};
+  options_.cancel = &cancel;
+  devices_.run = [&cancel](const std::string&, const agent::JobSpec&) -> Result<agent::JobResult> {
+    cancel = true;
+    return Ok();
+  };
+  auto first = RunSweep(spec_, *store_, devices_, options_);
+  ASSERT_TRUE(first.ok()) << first.message();
+  ASSERT_EQ(first->ok, 1u);
+  ASSERT_EQ(devices_.jobs_seen.size(), 1u);
+  const std::vector<std::string> sets = devices_.jobs_seen[0].input_set_sha256s;
+  ASSERT_EQ(sets.size(), 2u);
+
+  options_.cancel = nullptr;
+  devices_.jobs_seen.clear();
+  devices_.run = [](const std::string&, const agent::JobSpec&) -> Result<agent::JobResult> {
+    return Ok();
+  };
+  auto resumed = ResumeSweep(first->run_id, *store_, devices_, options_);
+  ASSERT_TRUE(resumed.ok()) << resumed.message();
+  EXPECT_EQ(resumed->ok, 2u);
+  ASSERT_EQ(devices_.jobs_seen.size(), 1u);
+  EXPECT_EQ(devices_.jobs_seen[0].input_set_sha256s, sets);
+  EXPECT_EQ(devices_.jobs_seen[0].delegate, "xnnpack");
+}
+
 TEST_F(SweepTest, ResumeFindsThePluginByItsKey) {
   const std::string p1 = dir_.Write("one/libp.so", "plugin one");
   const std::string p2 = dir_.Write("two/libp.so", "plugin two");  // same file name
