@@ -70,13 +70,13 @@ struct RunReport {
   // id; jobs without a comparison are absent.
   std::map<int64_t, store::Accuracy> accuracy;
   // Filled by LoadRunReport (renderers cope with them empty):
-  std::vector<Cell> cells;                   // GroupCells(jobs) with latency
-  std::map<int64_t, SampleSummary> samples;  // each job's own samples, by job id
-  std::map<int64_t, std::vector<store::TelemetryRow>> telemetry;  // by job id
-  std::map<int64_t, std::string> stderr_tails;  // failed jobs' runner stderr (last lines)
-  std::vector<store::DeviceRow> devices;        // the devices the run's jobs name
-  std::vector<std::pair<std::string, std::string>> runner_builds;  // (host path, sha256)
-  std::optional<Comparison> comparison;  // set by the caller for `--baseline`
+  std::vector<Cell> cells{};                   // GroupCells(jobs) with latency
+  std::map<int64_t, SampleSummary> samples{};  // each job's own samples, by job id
+  std::map<int64_t, std::vector<store::TelemetryRow>> telemetry{};  // by job id
+  std::map<int64_t, std::string> stderr_tails{};  // failed jobs' runner stderr (last lines)
+  std::vector<store::DeviceRow> devices{};        // the devices the run's jobs name
+  std::vector<std::pair<std::string, std::string>> runner_builds{};  // (host path, sha256)
+  std::optional<Comparison> comparison{};  // set by the caller for `--baseline`
 };
 
 // Reads a run, its jobs, their accuracy, samples (summarised), telemetry,
