@@ -336,7 +336,9 @@ for suite in suites:
 }
 
 // docs/examples/ci-gate.sh (the README's "Release gate" snippet) as CI runs it:
-// the baseline tagged `release` once, then a candidate sweep, tag and gate.
+// the baseline tagged `release` once, then candidate sweeps, tags and gates: the same
+// build twice passes; fp16 fails; crashing jobs (sweep exit 1) fail in the gate; no spec
+// stops with the sweep's code.
 TEST_F(GateE2eTest, CiExampleScriptWorksAsWritten) {
   const fs::path script = fs::path(DFARM_SOURCE_DIR) / "docs" / "examples" / "ci-gate.sh";
   ASSERT_TRUE(fs::exists(script)) << script;
@@ -382,6 +384,18 @@ TEST_F(GateE2eTest, CiExampleScriptWorksAsWritten) {
   gate = Shell(env + "CI_COMMIT_SHA=def456 sh '" + script.string() + "'");
   EXPECT_EQ(gate.code, 1) << gate.out << gate.err;
   EXPECT_NE(Slurp(dir_ / "gate.xml").find("<failure"), std::string::npos);
+  // A candidate whose jobs crash: the sweep exits 1, the script goes on, and the gate fails
+  // the new cell naming how its jobs ended.
+  fs::remove(dir_ / "gate.xml");
+  std::ofstream(dir_ / "release.json")
+      << Spec({{{"name", "cpu"}},
+               {{"name", "external"}, {"options", {{"path", DFARM_CRASH_PLUGIN}}}}})
+             .dump(2);
+  gate = Shell(env + "CI_COMMIT_SHA=c4a5h6 sh '" + script.string() + "'");
+  EXPECT_EQ(gate.code, 1) << gate.out << gate.err;
+  EXPECT_NE(gate.err.find("5 failed"), std::string::npos) << gate.err;
+  EXPECT_NE(Slurp(dir_ / "gate.xml").find("crashed"), std::string::npos)
+      << Slurp(dir_ / "gate.xml");
   // A spec that is not there: the sweep's exit code, no gate.
   fs::remove(dir_ / "release.json");
   gate = Shell(env + "CI_COMMIT_SHA=0a1b2c sh '" + script.string() + "'");
