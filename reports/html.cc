@@ -175,7 +175,12 @@ void Summary(std::ostringstream& h, const RunReport& report) {
   h << "<dl>\n<dt>Run</dt><dd>" << run.id << "</dd>\n"
     << "<dt>Created</dt><dd>" << Esc(run.created_at) << "</dd>\n";
   if (!run.finished_at.empty()) h << "<dt>Finished</dt><dd>" << Esc(run.finished_at) << "</dd>\n";
-  h << "<dt>Status</dt><dd class=\"" << StatusClass(run.status) << "\">" << Esc(run.status)
+  // The run's status word is green only when the whole run is (HealthOf).
+  const RunHealth health = HealthOf(report);
+  const char* status_class = health == RunHealth::kGreen   ? "st st-ok"
+                             : health == RunHealth::kAmber ? "st warn"
+                                                           : "st st-fail";
+  h << "<dt>Status</dt><dd class=\"" << status_class << "\">" << Esc(run.status)
     << "</dd>\n<dt>Jobs</dt><dd>" << counts.total << " (" << counts.ok << " ok, " << counts.failed
     << " failed";
   if (counts.pending) h << ", " << counts.pending << " not run";

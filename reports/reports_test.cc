@@ -393,6 +393,7 @@ TEST(ReportsTest, OnlyAFinishedAllOkRunIsGreen) {
   html = RenderHtml(Sample());
   EXPECT_NE(html.find("banner banner-red"), std::string::npos);
   EXPECT_NE(html.find("1 delegate_error"), std::string::npos);
+  EXPECT_NE(html.find("<dd class=\"st st-fail\">finished</dd>"), std::string::npos) << html;
   EXPECT_EQ(html.find("banner banner-green"), std::string::npos);
   EXPECT_NE(RenderMarkdown(Sample()).find("❌ failed"), std::string::npos);
 }
@@ -467,7 +468,7 @@ TEST(ReportsTest, BigRunsKeepTheHtmlSmall) {
     for (int trial = 0; trial < 100; ++trial) {
       store::JobRow j = ok;
       j.id = cell * 100 + trial + 1;
-      j.model = "m" + std::to_string(cell) + ".tflite";
+      j.model = std::to_string(cell) + "m.tflite";
       j.trial = trial;
       if (cell == 3 && trial == 7) {
         j.status = "timeout";
