@@ -354,10 +354,14 @@ Result<Image> DecodePng(const std::string& path) {
   return image;
 }
 
-// Writes `bytes` to `path` unless it exists, through a temp file and rename.
+// Writes `bytes` to `path` unless it holds them already, through a temp file
+// and rename (a cached file that was damaged is written again).
 Result<void> WriteOnce(const std::string& path, const std::string& bytes) {
   std::error_code ec;
-  if (fs::is_regular_file(path, ec) && fs::file_size(path, ec) == bytes.size()) return Ok();
+  if (fs::is_regular_file(path, ec) && fs::file_size(path, ec) == bytes.size()) {
+    bool ok = false;
+    if (ReadFile(path, &ok) == bytes && ok) return Ok();
+  }
   std::string temp = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(temp, std::ios::binary | std::ios::trunc);

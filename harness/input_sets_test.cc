@@ -215,6 +215,13 @@ TEST_F(InputSetsTest, ParsesRawSetFolders) {
   ASSERT_TRUE(files) << files.message();
   EXPECT_EQ(*files, (std::vector<std::string>{"aa", "a1"}));
   EXPECT_NE((*prepared)[0].sha256, (*prepared)[1].sha256);
+  // A damaged cached file (same size) is written again.
+  WriteFile((*prepared)[0].path, std::string(bytes.str().size(), 'x'));
+  ASSERT_TRUE(PrepareInputSets(*spec, (dir_ / "cache").string()));
+  std::ifstream again((*prepared)[0].path, std::ios::binary);
+  std::ostringstream again_bytes;
+  again_bytes << again.rdbuf();
+  EXPECT_EQ(again_bytes.str(), bytes.str());
   // One folder holding input_0.bin is one set.
   auto one = ParseInputsSpec(json((dir_ / "sets" / "b").string()), "inputs", "/");
   ASSERT_TRUE(one) << one.message();
