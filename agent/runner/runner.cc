@@ -187,12 +187,17 @@ std::string AccuracyText(const Accuracy& accuracy) {
                   static_cast<long long>(a.inf_count),
                   static_cast<long long>(a.reference_inf_count));
     s += buf;
-    if (a.top1_agree) {
+    if (a.top1_agreement && a.top5_agreement) {
+      std::snprintf(buf, sizeof(buf), ", top-1 agrees on %.0f%%, top-5 on %.0f%% of the sets",
+                    100 * *a.top1_agreement, 100 * *a.top5_agreement);
+      s += buf;
+    } else if (a.top1_agree) {
       s += std::string(", top-1 ") + (*a.top1_agree ? "agrees" : "differs") + ", top-5 " +
            (*a.top5_agree ? "agrees" : "differs");
     }
     s += "\n";
   }
+  if (accuracy.sets) s += "accuracy over " + std::to_string(*accuracy.sets) + " input set(s)\n";
   return s;
 }
 

@@ -630,6 +630,8 @@ TEST_F(RunnerTest, AccuracyAggregatesOverTwoInputSets) {
   EXPECT_EQ(o["top1_agree"], true);  // NaN scores rank alike on both sides
   EXPECT_EQ(o["top1_agreement"], 1.0);
   EXPECT_EQ(o["top5_agreement"], 1.0);
+  EXPECT_THAT(p.err, HasSubstr("top-1 agrees on 100%, top-5 on 100% of the sets"));
+  EXPECT_THAT(p.err, HasSubstr("accuracy over 2 input set(s)"));
   fs::create_directories(dir_ / "s2");
   WriteValues<float>(dir_ / "s2" / "input_0.bin", {1.0f});
   p = RunRunner({"--model", model, "--json", "--num-runs", "1", "--delegate", "external",
