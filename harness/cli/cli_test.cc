@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/cli/cli_test_util.h"
 #include "harness/cli/commands.h"
 #include "harness/test_util.h"
 #include "reports/store/store.h"
@@ -20,20 +21,8 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
 
-struct Outcome {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-Outcome Call(std::vector<std::string> args) {
-  args.insert(args.begin(), "dfarm");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  std::ostringstream out, err;
-  int code = Main(static_cast<int>(argv.size()), argv.data(), out, err);
-  return {code, out.str(), err.str()};
-}
+using test_util::Call;
+using test_util::Outcome;
 
 TEST(CliTest, UsageErrorsExit2) {
   for (const auto& args : std::vector<std::vector<std::string>>{

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "harness/cli/cli.h"
+#include "harness/cli/cli_test_util.h"
 #include "harness/test_util.h"
 #include "reports/store/store.h"
 
@@ -19,20 +20,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-struct Outcome {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-Outcome Call(std::vector<std::string> args) {
-  args.insert(args.begin(), "dfarm");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  std::ostringstream out, err;
-  int code = Main(static_cast<int>(argv.size()), argv.data(), out, err);
-  return {code, out.str(), err.str()};
-}
+using test_util::Call;
+using test_util::Outcome;
 
 class GateCommandTest : public ::testing::Test {
  protected:
