@@ -34,6 +34,24 @@ std::vector<size_t> Ranking(const std::vector<double>& values, size_t k) {
   return order;
 }
 
+// snr_db and psnr_db from the sums over the compared elements; unset where
+// the ratio is not a finite positive number (see OutputAccuracy).
+void SetDecibels(OutputAccuracy& a, double error_sum_sq) {
+  a.snr_db.reset();
+  a.psnr_db.reset();
+  if (a.compared <= 0 || !(error_sum_sq > 0)) return;
+  if (a.reference_sum_sq > 0) {
+    const double snr = 10.0 * std::log10(a.reference_sum_sq / error_sum_sq);
+    if (std::isfinite(snr)) a.snr_db = snr;
+  }
+  const double peak = a.reference_max - a.reference_min;
+  const double rmse = std::sqrt(error_sum_sq / static_cast<double>(a.compared));
+  if (peak > 0 && rmse > 0) {
+    const double psnr = 20.0 * std::log10(peak / rmse);
+    if (std::isfinite(psnr)) a.psnr_db = psnr;
+  }
+}
+
 }  // namespace
 
 std::vector<double> TensorValues(const runtime::Tensor& t) {
@@ -94,6 +112,9 @@ OutputAccuracy CompareOutput(size_t index, const runtime::Tensor& got,
     if (std::isinf(r[i])) ++a.reference_inf_count;
     if (!std::isfinite(g[i]) || !std::isfinite(r[i])) continue;
     const double e = std::fabs(g[i] - r[i]);
+    a.reference_sum_sq += r[i] * r[i];
+    a.reference_min = a.compared == 0 ? r[i] : std::min(a.reference_min, r[i]);
+    a.reference_max = a.compared == 0 ? r[i] : std::max(a.reference_max, r[i]);
     ++a.compared;
     sum += e;
     sum_sq += e * e;
@@ -111,6 +132,7 @@ OutputAccuracy CompareOutput(size_t index, const runtime::Tensor& got,
     }
     a.std_abs_error = std::sqrt(var / c);
   }
+  SetDecibels(a, sum_sq);
   const bool lsb = (got.dtype == runtime::DType::kInt8 || got.dtype == runtime::DType::kUint8) &&
                    got.dtype == reference.dtype && got.quantized && reference.quantized &&
                    !got.per_channel_quantized && got.scale > 0.0f && got.scale == reference.scale &&
@@ -148,6 +170,10 @@ OutputAccuracy AggregateOutputAccuracy(const std::vector<OutputAccuracy>& per_se
       sum += s.mean_abs_error * c;
       sum_sq += s.rmse * s.rmse * c;
       a.max_abs_error = std::max(a.max_abs_error, s.max_abs_error);
+      a.reference_sum_sq += s.reference_sum_sq;
+      const bool first = a.compared == s.compared;  // the first set with compared elements
+      a.reference_min = first ? s.reference_min : std::min(a.reference_min, s.reference_min);
+      a.reference_max = first ? s.reference_max : std::max(a.reference_max, s.reference_max);
     }
     if (s.max_abs_error_lsb) {
       lsb_max = std::max<int64_t>(lsb_max, std::llround(ToDouble(*s.max_abs_error_lsb)));
@@ -166,6 +192,7 @@ OutputAccuracy AggregateOutputAccuracy(const std::vector<OutputAccuracy>& per_se
     a.rmse = std::sqrt(sum_sq / c);
     // E[e^2] - E[e]^2 over all elements: rmse^2 is the mean of e^2.
     a.std_abs_error = std::sqrt(std::max(0.0, sum_sq / c - a.mean_abs_error * a.mean_abs_error));
+    SetDecibels(a, sum_sq);
   } else {  // nothing compared anywhere: the figures of one set say so
     a.mean_abs_error = per_set.front().mean_abs_error;
     a.std_abs_error = per_set.front().std_abs_error;

@@ -24,7 +24,8 @@ OutputAccuracy CompareOutput(size_t index, const runtime::Tensor& got,
 // (and max_abs_error_lsb, when every set has it) the largest; mean_abs_error,
 // std_abs_error and rmse over all compared elements of all sets; the counts
 // summed; top1_agree/top5_agree true when every set agreed, with
-// top1_agreement/top5_agreement the fraction of sets that did.
+// top1_agreement/top5_agreement the fraction of sets that did; snr_db and
+// psnr_db from the sums of all sets (reference^2, error^2, the range).
 OutputAccuracy AggregateOutputAccuracy(const std::vector<OutputAccuracy>& per_set);
 
 // The tensor's values as doubles, dequantized when it is quantized.

@@ -30,6 +30,28 @@ TEST(AccuracyTest, ErrorFigures) {
   EXPECT_DOUBLE_EQ(a.std_abs_error,
                    std::sqrt((0.375 * 0.375 * 2 + 0.125 * 0.125 + 0.625 * 0.625) / 4));
   EXPECT_FALSE(a.top1_agree.has_value());
+  // sum(ref^2) = 1 + 6.25 + 4 + 16 = 27.25 over sum(err^2) = 1.25; peak 4 - 1 = 3.
+  ASSERT_TRUE(a.snr_db && a.psnr_db);
+  EXPECT_NEAR(*a.snr_db, 10 * std::log10(21.8), 1e-12);
+  EXPECT_NEAR(*a.psnr_db, 20 * std::log10(3 / std::sqrt(0.3125)), 1e-12);
+}
+
+TEST(AccuracyTest, DecibelsAreUnsetWhenNotFinite) {
+  std::vector<float> same = {1, -2, 3}, copy = {1, -2, 3};
+  OutputAccuracy exact = CompareOutput(0, FloatTensor(same, {3}), FloatTensor(copy, {3}));
+  EXPECT_FALSE(exact.snr_db.has_value());  // error 0: an infinite ratio
+  EXPECT_FALSE(exact.psnr_db.has_value());
+  std::vector<float> got = {1, 0, 0}, zeros = {0, 0, 0};
+  OutputAccuracy silent = CompareOutput(0, FloatTensor(got, {3}), FloatTensor(zeros, {3}));
+  EXPECT_FALSE(silent.snr_db.has_value());  // no signal
+  EXPECT_FALSE(silent.psnr_db.has_value());
+  std::vector<float> twos = {2, 2, 2};
+  OutputAccuracy flat = CompareOutput(0, FloatTensor(got, {3}), FloatTensor(twos, {3}));
+  ASSERT_TRUE(flat.snr_db.has_value());
+  EXPECT_NEAR(*flat.snr_db, 10 * std::log10(12.0 / 9.0), 1e-12);  // errors 1, 2, 2
+  EXPECT_FALSE(flat.psnr_db.has_value());  // a constant reference has no range
+  std::vector<float> nan = {NAN}, one = {1};
+  EXPECT_FALSE(CompareOutput(0, FloatTensor(nan, {1}), FloatTensor(one, {1})).snr_db);
 }
 
 TEST(AccuracyTest, NonFiniteValuesAreCountedNotCompared) {
@@ -121,6 +143,11 @@ TEST(AccuracyTest, AggregatesOverInputSets) {
   for (double e : {0.0, 0.5, 1.0, 0.0, 2.0, 0.0, 0.0, 0.0}) var += (e - mean) * (e - mean);
   EXPECT_NEAR(a.std_abs_error, std::sqrt(var / 8), 1e-12);
   EXPECT_EQ(a.nan_count, 2);
+  // The sums combine, not the decibels: sum(ref^2) 27.25 + 2 over sum(err^2)
+  // 1.25 + 4; the range of both references 0 .. 4.
+  ASSERT_TRUE(a.snr_db && a.psnr_db);
+  EXPECT_NEAR(*a.snr_db, 10 * std::log10(29.25 / 5.25), 1e-12);
+  EXPECT_NEAR(*a.psnr_db, 20 * std::log10(4 / std::sqrt(5.25 / 8)), 1e-12);
   ASSERT_TRUE(s0.top1_agree && s1.top1_agree);
   EXPECT_TRUE(*s0.top1_agree);  // argmax 3 on both sides
   EXPECT_TRUE(*s1.top1_agree);  // argmax 0 on both sides

@@ -43,6 +43,8 @@ json OutputAccuracyJson(const OutputAccuracy& a) {
   if (a.top5_agree) o["top5_agree"] = *a.top5_agree;
   if (a.top1_agreement) o["top1_agreement"] = *a.top1_agreement;
   if (a.top5_agreement) o["top5_agreement"] = *a.top5_agreement;
+  if (a.snr_db) o["snr_db"] = *a.snr_db;
+  if (a.psnr_db) o["psnr_db"] = *a.psnr_db;
   return o;
 }
 
@@ -186,7 +188,8 @@ OutputAccuracy ParseOutputAccuracy(const json& o) {
   a.top1_agree = Bool(o, "top1_agree");
   a.top5_agree = Bool(o, "top5_agree");
   for (auto [key, field] : {std::pair{"top1_agreement", &a.top1_agreement},
-                            std::pair{"top5_agreement", &a.top5_agreement}}) {
+                            std::pair{"top5_agreement", &a.top5_agreement},
+                            std::pair{"snr_db", &a.snr_db}, std::pair{"psnr_db", &a.psnr_db}}) {
     if (o.contains(key) && o[key].is_number()) *field = o[key].get<double>();
   }
   return a;

@@ -39,6 +39,8 @@ Document FullDocument() {
   scores.nan_count = 1;
   scores.top1_agree = true;
   scores.top5_agree = false;
+  scores.snr_db = 21.5;
+  scores.psnr_db = 30.25;
   OutputAccuracy q;
   q.index = 1;
   q.name = "q";
@@ -78,6 +80,9 @@ TEST(RunnerJsonTest, RoundTripKeepsEveryByte) {
   ASSERT_EQ(d.accuracy->outputs.size(), 2u);
   EXPECT_TRUE(std::isnan(d.accuracy->outputs[1].rmse));
   EXPECT_EQ(d.accuracy->outputs[0].top5_agree, std::optional<bool>(false));
+  EXPECT_EQ(d.accuracy->outputs[0].snr_db, std::optional<double>(21.5));
+  EXPECT_EQ(d.accuracy->outputs[0].psnr_db, std::optional<double>(30.25));
+  EXPECT_FALSE(d.accuracy->outputs[1].snr_db.has_value());  // unset: no key
   ASSERT_TRUE(d.profile);
   EXPECT_EQ(d.profile->nodes[1].nodes, (std::vector<int64_t>{1, 2}));
 }
@@ -91,6 +96,8 @@ TEST(RunnerJsonTest, WritesTheContractsKeys) {
   EXPECT_THAT(text, HasSubstr(R"({"delegate":"xnnpack","index":1,"op":"ADD","partition":0})"));
   EXPECT_THAT(text, HasSubstr(R"("num_threads":4,)"));
   EXPECT_THAT(text, HasSubstr(R"("threads_used":4})"));
+  EXPECT_THAT(text, HasSubstr(R"("psnr_db":30.25,)"));
+  EXPECT_THAT(text, HasSubstr(R"("snr_db":21.5,)"));
   Accuracy one{"cpu", {FullDocument().accuracy->outputs[1]}};
   EXPECT_EQ(AccuracyJson(one).dump(),
             R"({"outputs":[{"compared":0,"index":1,"inf_count":0,"max_abs_error":null,)"

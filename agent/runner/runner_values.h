@@ -101,6 +101,22 @@ struct OutputAccuracy {
   // top1_agree/top5_agree say whether every set agreed.
   std::optional<double> top1_agreement;
   std::optional<double> top5_agreement;
+  // Signal to error in decibels, over the compared elements:
+  //   snr_db  = 10 * log10(sum(reference^2) / sum(error^2))
+  //   psnr_db = 20 * log10((max(reference) - min(reference)) / rmse)
+  // Unset (no key in the document, NULL in the store) when the figure is not
+  // a finite number: nothing compared, the error exactly 0 (an infinite
+  // ratio), or no signal (a reference all zero for snr_db, a constant one
+  // for psnr_db).
+  std::optional<double> snr_db;
+  std::optional<double> psnr_db;
+  // What snr_db and psnr_db are made of, for AggregateOutputAccuracy to
+  // combine sets (with rmse for the error): over the compared elements, the
+  // sum of reference^2 and the reference's range. The runner's own; neither
+  // the document nor the store keeps them.
+  double reference_sum_sq = 0;
+  double reference_min = 0;
+  double reference_max = 0;
 };
 
 // "accuracy": the reference run's name and the outputs by index.

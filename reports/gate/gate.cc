@@ -164,6 +164,7 @@ Verdict LatencyVerdict(const CellResult& c, const LatencyPolicy& p) {
 struct OutputFigures {
   std::string name;
   double max_abs_error = kNaN, mean_abs_error = kNaN, rmse = kNaN, max_lsb = kNaN;
+  double snr_db = kNaN, psnr_db = kNaN;  // the lowest; NaN when no trial reported one
   bool quantized = false;
   int64_t new_nan_inf = 0;  // NaN/Inf in the delegate's output beyond the reference's
   int top1_total = 0, top1_agree = 0, top5_total = 0, top5_agree = 0;
@@ -173,6 +174,12 @@ double Worst(double a, double b) {
   if (std::isnan(a)) return b;
   if (std::isnan(b)) return a;
   return std::max(a, b);
+}
+
+// The lower of two figures where higher is better (dB); NaN: none yet.
+double Lowest(double a, const std::optional<double>& b) {
+  if (!b) return a;
+  return std::isnan(a) ? *b : std::min(a, *b);
 }
 
 std::map<int64_t, OutputFigures> Figures(const std::vector<const LoadedJob*>& jobs) {
@@ -185,6 +192,8 @@ std::map<int64_t, OutputFigures> Figures(const std::vector<const LoadedJob*>& jo
       f.max_abs_error = Worst(f.max_abs_error, o.max_abs_error);
       f.mean_abs_error = Worst(f.mean_abs_error, o.mean_abs_error);
       f.rmse = Worst(f.rmse, o.rmse);
+      f.snr_db = Lowest(f.snr_db, o.snr_db);
+      f.psnr_db = Lowest(f.psnr_db, o.psnr_db);
       if (o.max_abs_error_lsb) {
         f.quantized = true;
         f.max_lsb = Worst(f.max_lsb, runner::ToDouble(*o.max_abs_error_lsb));
@@ -219,6 +228,8 @@ AccuracyRule EffectiveRule(const Policy& policy, const std::string& model, const
     fill(e.max_abs_error_lsb, r.max_abs_error_lsb);
     fill(e.min_top1_agreement, r.min_top1_agreement);
     fill(e.min_top5_agreement, r.min_top5_agreement);
+    fill(e.min_snr_db, r.min_snr_db);
+    fill(e.min_psnr_db, r.min_psnr_db);
     fill(e.max_abs_error_growth, r.max_abs_error_growth);
     fill(e.mean_abs_error_growth, r.mean_abs_error_growth);
     fill(e.rmse_growth, r.rmse_growth);
@@ -243,6 +254,17 @@ void CheckMax(CellResult& cell, const char* metric, const OutputFigures& f, doub
              "output '" + f.name + "': " + metric + " " + Num(value) + unit +
                  " vs the CPU reference " + (fails ? "exceeds" : "within") + " the threshold " +
                  Num(*threshold) + unit);
+}
+
+// Against the CPU reference, higher is better: the figure must not be below the minimum.
+void CheckMin(CellResult& cell, const char* metric, const OutputFigures& f, double value,
+              const std::optional<double>& threshold, const char* unit) {
+  if (!threshold || std::isnan(value)) return;
+  const bool fails = value < *threshold;
+  AddFinding(cell, std::string("accuracy.") + metric, f.name, value, *threshold, fails,
+             "output '" + f.name + "': " + metric + " " + Num(value) + unit +
+                 " vs the CPU reference (the lowest over trials) " +
+                 (fails ? "below" : "at least") + " the minimum " + Num(*threshold) + unit);
 }
 
 void CheckAgreement(CellResult& cell, const char* metric, const OutputFigures& f, int agree,
@@ -292,6 +314,8 @@ void JudgeAccuracy(CellResult& cell, const Policy& policy,
     CheckMax(cell, "rmse", f, f.rmse, r.rmse, "");
     CheckAgreement(cell, "top1_agreement", f, f.top1_agree, f.top1_total, r.min_top1_agreement);
     CheckAgreement(cell, "top5_agreement", f, f.top5_agree, f.top5_total, r.min_top5_agreement);
+    CheckMin(cell, "snr_db", f, f.snr_db, r.min_snr_db, " dB");
+    CheckMin(cell, "psnr_db", f, f.psnr_db, r.min_psnr_db, " dB");
     auto b = base_figures.find(index);
     if (b == base_figures.end() || b->second.name != f.name) continue;
     const double floor = r.growth_floor.value_or(1e-12);

@@ -226,6 +226,51 @@ TEST_F(GateTest, Fp16DriftFailsUnderTheDefaultPolicyWithoutABaselineCell) {
   EXPECT_TRUE(base_alone->passed) << RenderGateText(*base_alone);
 }
 
+// min_snr_db judges the lowest snr_db over the cell's trials; the default
+// policy sets no dB minimum, so the same run passes under it.
+TEST_F(GateTest, SnrBelowTheMinimumFailsOnTheWorstTrial) {
+  FakeJob job;
+  auto jobs = Cell(job, 3, 10, 1000, 0, 0.01, 9);
+  for (size_t t = 0; t < jobs.size(); ++t) {
+    store::OutputAccuracy o = Output("scores", 1e-5);
+    o.snr_db = t == 1 ? 31.5 : 48.0;
+    if (t != 2) o.psnr_db = 60.0;  // trial 2: none reported (error 0)
+    jobs[t].outputs = {o};
+  }
+  auto cand = AddRun(jobs);
+  auto policy = ParsePolicy(
+      R"({"accuracy": [{"output": "scores", "min_snr_db": 40, "min_psnr_db": 55}]})", "p.json");
+  ASSERT_TRUE(policy) << policy.message();
+  auto r = RunGate(*store_, cand, 0, *policy);
+  ASSERT_TRUE(r) << r.message();
+  EXPECT_FALSE(r->passed);
+  const auto* c = Find(*r, "xnnpack");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->verdict, Verdict::kFail);
+  bool snr = false, psnr = false;
+  for (const auto& f : c->findings) {
+    if (f.metric == "accuracy.snr_db") {
+      snr = true;
+      EXPECT_TRUE(f.fails);
+      EXPECT_EQ(f.output, "scores");
+      EXPECT_DOUBLE_EQ(f.value, 31.5);
+      EXPECT_DOUBLE_EQ(f.threshold, 40);
+      EXPECT_THAT(f.message, HasSubstr("snr_db 31.5 dB"));
+    }
+    if (f.metric == "accuracy.psnr_db") {
+      psnr = true;
+      EXPECT_FALSE(f.fails);
+      EXPECT_DOUBLE_EQ(f.value, 60.0);
+    }
+  }
+  EXPECT_TRUE(snr && psnr) << RenderGateText(*r);
+  auto by_default = RunGate(*store_, cand, 0, DefaultPolicy());
+  ASSERT_TRUE(by_default) << by_default.message();
+  EXPECT_TRUE(by_default->passed) << RenderGateText(*by_default);
+  auto bad = ParsePolicy(R"({"accuracy": [{"min_snr_db": "high"}]})", "p.json");
+  EXPECT_FALSE(bad);
+}
+
 TEST_F(GateTest, FallbackNodeIsAFinding) {
   store::JobPlacement delegated;
   delegated.partitions = 1;

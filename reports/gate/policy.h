@@ -38,6 +38,10 @@ struct AccuracyRule {
   std::optional<double> max_abs_error_lsb;   // quantized outputs, in quantization steps
   std::optional<double> min_top1_agreement;  // fraction of trials whose top-1 agrees, 0..1
   std::optional<double> min_top5_agreement;
+  // Signal to error in dB (the runner's snr_db / psnr_db): the lowest over the
+  // trials that report one must not be below it. Unset by default.
+  std::optional<double> min_snr_db;
+  std::optional<double> min_psnr_db;
   std::optional<std::string> nan_inf;  // "fail" | "ignore": NaN/Inf in the delegate's output
   // Against the baseline cell's own figures: candidate / baseline, judged only
   // when the candidate's figure is also above `growth_floor` (tiny errors that

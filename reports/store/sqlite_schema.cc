@@ -170,6 +170,13 @@ ALTER TABLE output_accuracy ADD COLUMN input_sets INTEGER;
 ALTER TABLE output_accuracy ADD COLUMN top1_agreement REAL;
 ALTER TABLE output_accuracy ADD COLUMN top5_agreement REAL;
 )sql",
+    // v8 (issue 13): signal to error of each output in decibels (the
+    // runner's snr_db and psnr_db); NULL when the runner reported none (no
+    // finite figure, or a runner before them).
+    R"sql(
+ALTER TABLE output_accuracy ADD COLUMN snr_db REAL;
+ALTER TABLE output_accuracy ADD COLUMN psnr_db REAL;
+)sql",
 };
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));

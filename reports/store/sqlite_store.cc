@@ -211,7 +211,9 @@ std::vector<Column> AccuracyColumns(const std::string& reference, std::optional<
            FiniteOrNull(a.max_abs_error_lsb ? ToDouble(*a.max_abs_error_lsb) : std::nan(""))},
           {"input_sets", sets},
           {"top1_agreement", a.top1_agreement},
-          {"top5_agreement", a.top5_agreement}};
+          {"top5_agreement", a.top5_agreement},
+          {"snr_db", a.snr_db},
+          {"psnr_db", a.psnr_db}};
 }
 
 std::vector<Column> TelemetryColumns(const TelemetryRow& t, size_t) {
@@ -388,8 +390,8 @@ class SqliteStore final : public Store {
     auto s = Prepare(
         "SELECT output_index, name, reference, compared, mean_abs_error, std_abs_error, "
         "max_abs_error, rmse, nan_count, inf_count, reference_nan_count, reference_inf_count, "
-        "top1_agree, top5_agree, max_abs_error_lsb, input_sets, top1_agreement, top5_agreement "
-        "FROM output_accuracy WHERE job_id = ? ORDER BY output_index");
+        "top1_agree, top5_agree, max_abs_error_lsb, input_sets, top1_agreement, top5_agreement, "
+        "snr_db, psnr_db FROM output_accuracy WHERE job_id = ? ORDER BY output_index");
     if (!s) return s.error();
     s->Bind(1, job_id);
     std::optional<Accuracy> out;
@@ -421,6 +423,8 @@ class SqliteStore final : public Store {
       if (!s->IsNull(13)) a.top5_agree = s->Int(13) != 0;
       if (!s->IsNull(16)) a.top1_agreement = s->Double(16);
       if (!s->IsNull(17)) a.top5_agreement = s->Double(17);
+      if (!s->IsNull(18)) a.snr_db = s->Double(18);
+      if (!s->IsNull(19)) a.psnr_db = s->Double(19);
       out->outputs.push_back(std::move(a));
     }
     return out;

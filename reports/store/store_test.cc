@@ -561,6 +561,34 @@ TEST_F(StoreTest, AccuracyOverInputSetsRoundTrips) {
   EXPECT_FALSE((*got)->outputs[0].top1_agreement.has_value());
 }
 
+// snr_db and psnr_db (schema v8) are kept as reported; unset ones read back unset.
+TEST_F(StoreTest, AccuracyDecibelsRoundTrip) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  auto run = store->CreateRun("db", "{}");
+  ASSERT_TRUE(run.ok());
+  auto job = store->AddJob(*run, MakeJob("m.tflite"));
+  ASSERT_TRUE(job.ok());
+  JobOutcome o;
+  o.status = "ok";
+  o.metrics = JobMetrics{};
+  OutputAccuracy noisy, exact;
+  noisy.compared = 4;
+  noisy.snr_db = 42.25;
+  noisy.psnr_db = -3.5;
+  exact.index = 1;
+  exact.compared = 4;  // error 0: no figure
+  o.accuracy = Accuracy{"cpu", {noisy, exact}};
+  ASSERT_TRUE(store->RecordJobResult(*job, o).ok());
+  auto got = store->GetAccuracy(*job);
+  ASSERT_TRUE(got.ok() && got->has_value()) << got.message();
+  ASSERT_EQ((*got)->outputs.size(), 2u);
+  EXPECT_EQ((*got)->outputs[0].snr_db, std::optional<double>(42.25));
+  EXPECT_EQ((*got)->outputs[0].psnr_db, std::optional<double>(-3.5));
+  EXPECT_FALSE((*got)->outputs[1].snr_db.has_value());
+  EXPECT_FALSE((*got)->outputs[1].psnr_db.has_value());
+}
+
 TEST_F(StoreTest, ArtifactsKeepTheirFirstSighting) {
   auto store = Open();
   ASSERT_NE(store, nullptr);
