@@ -241,7 +241,8 @@ Result<void> ParseNormalization(const json& o, const std::string& where, ImageIn
 
 Result<InputsSpec> ParseImages(const json& o, const std::string& where,
                                const std::string& spec_folder) {
-  for (const auto& [key, value] : o.items()) {
+  for (const auto& item : o.items()) {
+    const std::string& key = item.key();  // not a structured binding: clang 14 lambdas
     static const char* kKeys[] = {"images", "size", "layout", "channels",    "scale",
                                   "mean",   "std",  "dtype",  "quantization"};
     if (std::none_of(std::begin(kKeys), std::end(kKeys), [&](const char* k) { return key == k; })) {
