@@ -16,6 +16,13 @@ QString missingDatabase(const QString& dbPath) {
 
 }  // namespace
 
+Result<std::unique_ptr<store::Store>> OpenDashboardStore(const QString& dbPath) {
+  if (!QFileInfo::exists(dbPath)) {
+    return MakeError(ErrorKind::kNotFound, missingDatabase(dbPath).toStdString());
+  }
+  return store::OpenSqliteStore(dbPath.toStdString());
+}
+
 RunsSnapshot readRuns(const QString& dbPath) {
   RunsSnapshot snapshot;
   if (!QFileInfo::exists(dbPath)) {

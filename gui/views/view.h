@@ -1,0 +1,65 @@
+// View: one page of the dashboard's main window (runs, matrix, trend,
+// compare, job, devices). A view reads the store only off the GUI thread
+// (StoreLoader, LoadAsync), never blocks the UI, and tells the window where
+// the user wants to go through its signals; the window owns navigation.
+#pragma once
+
+#include <QMetaType>
+#include <QString>
+#include <QWidget>
+
+namespace dfarm::gui {
+
+// One matrix cell across runs: what `dfarm history` selects.
+struct CellRef {
+  QString model;
+  QString modelSha256;
+  QString delegate;
+  QString delegateOptions;
+  QString device;
+  QString runner;
+  quint32 numThreads = 0;
+};
+
+class View : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit View(QWidget* parent = nullptr) : QWidget(parent) {}
+
+  // The database the view reads (set before any show call).
+  void setDatabase(const QString& dbPath) { m_dbPath = dbPath; }
+  const QString& database() const { return m_dbPath; }
+
+  // Re-reads what the view shows, keeping its selection and scroll position
+  // (the window calls it when the database changed on disk).
+  virtual void refresh() = 0;
+  // True once the view painted data (or an error/empty message) after its
+  // last show call; ready() is emitted at that moment.
+  bool isReady() const { return m_ready; }
+  // The chart to export as PNG/SVG, or null when the view has none.
+  virtual QWidget* exportableChart() const { return nullptr; }
+
+ signals:
+  void ready();
+  void openRun(qint64 runId);
+  void openJob(qint64 jobId);
+  void openCell(const dfarm::gui::CellRef& cell);
+  void compareRuns(qint64 baselineRunId, qint64 candidateRunId);
+
+ protected:
+  // Views call this after painting what a load brought (data or an error).
+  void markReady() {
+    m_ready = true;
+    emit ready();
+  }
+  void markLoading() { m_ready = false; }
+
+ private:
+  QString m_dbPath;
+  bool m_ready = false;
+};
+
+}  // namespace dfarm::gui
+
+Q_DECLARE_METATYPE(dfarm::gui::CellRef)
