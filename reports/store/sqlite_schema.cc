@@ -177,6 +177,22 @@ ALTER TABLE output_accuracy ADD COLUMN top5_agreement REAL;
 ALTER TABLE output_accuracy ADD COLUMN snr_db REAL;
 ALTER TABLE output_accuracy ADD COLUMN psnr_db REAL;
 )sql",
+    // v9 (issue 14): the history of device states (every SetDeviceState),
+    // and indexes for the dashboard's runs filters: "runs with a job on this
+    // device / of this model / with this delegate" is one index probe per run.
+    R"sql(
+CREATE TABLE device_events(
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  at TEXT NOT NULL,
+  state TEXT NOT NULL,
+  reason TEXT NOT NULL DEFAULT '');
+CREATE INDEX device_events_by_name ON device_events(name, id);
+CREATE INDEX jobs_by_device_run ON jobs(device, run_id);
+CREATE INDEX jobs_by_delegate_run ON jobs(delegate, run_id);
+CREATE INDEX jobs_by_model_run ON jobs(model, run_id);
+CREATE INDEX jobs_by_model_sha256_run ON jobs(model_sha256, run_id);
+)sql",
 };
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));

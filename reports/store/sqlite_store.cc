@@ -9,6 +9,7 @@
 #include <cmath>
 #include <ctime>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -231,6 +232,50 @@ std::vector<Column> SampleColumns(double value_us, size_t i) {
 
 // For child rows whose errors need no per-row label.
 constexpr auto kNoLabel = [](const auto&, size_t) { return std::string(); };
+
+// The runs of ListRunSummaries with their job counts: one row per (run, job
+// status), newest run first. Job filters are EXISTS probes on the v9 indexes
+// (device, run_id), (delegate, run_id), (model, run_id), (model_sha256, run_id);
+// the counts come from the covering index jobs_by_run_status.
+constexpr const char* kRunSummaryColumns =
+    "runs.id, runs.name, runs.created_at, runs.finished_at, runs.status, runs.spec_json, "
+    "runs.owner_pid, runs.owner_host, runs.owner_since, runs.parent_run_id, "
+    "(SELECT group_concat(name, char(10)) FROM "
+    "(SELECT t.name FROM run_tags t WHERE t.run_id = runs.id ORDER BY t.name)), "
+    "j.status, count(j.run_id) "
+    "FROM runs LEFT JOIN jobs j INDEXED BY jobs_by_run_status ON j.run_id = runs.id ";
+
+std::pair<std::string, std::vector<std::string>> RunSummariesSql(const RunFilter& f) {
+  std::string where;
+  std::vector<std::string> params;
+  auto add = [&](const std::string& value, const char* condition) {
+    if (value.empty()) return;
+    where += where.empty() ? "WHERE " : " AND ";
+    where += condition;
+    params.push_back(value);
+  };
+  add(f.name_contains, "instr(lower(runs.name), lower(?)) > 0");
+  add(f.tag, "EXISTS (SELECT 1 FROM run_tags t WHERE t.name = ? AND t.run_id = runs.id)");
+  add(f.created_from, "runs.created_at >= ?");
+  // "~" sorts after every character of an ISO-8601 time: the prefix's whole span.
+  add(f.created_to.empty() ? "" : f.created_to + "~", "runs.created_at < ?");
+  add(f.status, "runs.status = ?");
+  add(f.device, "EXISTS (SELECT 1 FROM jobs d WHERE d.device = ? AND d.run_id = runs.id)");
+  add(f.delegate, "EXISTS (SELECT 1 FROM jobs d WHERE d.delegate = ? AND d.run_id = runs.id)");
+  add(f.model,
+      "(EXISTS (SELECT 1 FROM jobs d WHERE d.model = ? AND d.run_id = runs.id) OR "
+      "EXISTS (SELECT 1 FROM jobs d WHERE d.model_sha256 = lower(?) AND d.run_id = runs.id))");
+  if (!f.model.empty()) params.push_back(f.model);  // the second "?" of the model filter
+  return {std::string("SELECT ") + kRunSummaryColumns + where +
+              " GROUP BY runs.id, j.status ORDER BY runs.id DESC, j.status",
+          params};
+}
+
+// The jobs of one cell across runs (ListCellJobs): jobs_by_model_delegate
+// finds them, runner and num_threads narrow them.
+constexpr const char* kCellJobsWhere =
+    "WHERE j.model_sha256 = ? AND j.delegate = ? AND j.delegate_options = ? AND j.device = ? "
+    "AND j.runner = ? AND j.num_threads = ? ORDER BY j.run_id, j.trial, j.id";
 
 class SqliteStore final : public Store {
  public:
@@ -685,13 +730,75 @@ class SqliteStore final : public Store {
 
   Result<void> SetDeviceState(const std::string& name, const std::string& state,
                               const std::string& reason) override {
+    auto tx = Transaction::Begin(db_);
+    if (!tx) return Fail("record the state of device '" + name + "'", tx);
     auto s = Prepare(
         "INSERT INTO devices(name, state, state_reason) VALUES(?, ?, ?) ON CONFLICT(name) DO "
         "UPDATE SET state = excluded.state, state_reason = excluded.state_reason");
     if (!s) return s.error();
     s->Bind(1, name).Bind(2, state).Bind(3, reason);
     if (auto r = s->Run(); !r) return Fail("record the state of device '" + name + "'", r);
+    auto e = Prepare("INSERT INTO device_events(name, at, state, reason) VALUES(?, ?, ?, ?)");
+    if (!e) return e.error();
+    e->Bind(1, name).Bind(2, NowIso8601()).Bind(3, state).Bind(4, reason);
+    if (auto r = e->Run(); !r) return Fail("record the state of device '" + name + "'", r);
+    if (auto r = tx->Commit(); !r) return Fail("record the state of device '" + name + "'", r);
     return Ok();
+  }
+
+  Result<std::vector<DeviceEvent>> ListDeviceEvents(const std::string& name) override {
+    auto s =
+        Prepare("SELECT name, at, state, reason FROM device_events WHERE name = ? ORDER BY id");
+    if (!s) return s.error();
+    s->Bind(1, name);
+    std::vector<DeviceEvent> out;
+    for (;;) {
+      auto row = s->Step();
+      if (!row) return Fail("list the states of device '" + name + "'", row);
+      if (!*row) break;
+      out.push_back(DeviceEvent{s->Text(0), s->Text(1), s->Text(2), s->Text(3)});
+    }
+    return out;
+  }
+
+  Result<std::vector<RunSummary>> ListRunSummaries(const RunFilter& f) override {
+    auto [sql, params] = RunSummariesSql(f);
+    auto s = Prepare(sql);
+    if (!s) return s.error();
+    for (size_t i = 0; i < params.size(); ++i) s->Bind(static_cast<int>(i + 1), params[i]);
+    std::vector<RunSummary> out;
+    for (;;) {
+      auto row = s->Step();
+      if (!row) return Fail("list runs", row);
+      if (!*row) break;
+      const int64_t id = s->Int(0);
+      if (out.empty() || out.back().run.id != id) out.push_back(RunSummary{ReadRun(*s), 0, {}});
+      const int64_t n = s->Int(12);
+      if (n == 0) continue;  // a run without jobs: the LEFT JOIN's one NULL row
+      out.back().jobs += n;
+      out.back().by_status[s->Text(11)] += n;
+    }
+    return out;
+  }
+
+  Result<std::vector<JobRow>> ListCellJobs(const CellKeyQuery& c) override {
+    // INDEXED BY: without ANALYZE statistics the planner would take the
+    // narrower jobs_by_model_sha256_run and read every job of the model.
+    std::string sql = std::string("SELECT ") + kJobColumns + kCellJobsWhere;
+    const std::string from = "FROM jobs j ";
+    sql.replace(sql.find(from), from.size(), from + "INDEXED BY jobs_by_model_delegate ");
+    auto s = Prepare(sql);
+    if (!s) return s.error();
+    s->Bind(1, c.model_sha256).Bind(2, c.delegate).Bind(3, c.delegate_options).Bind(4, c.device);
+    s->Bind(5, c.runner).Bind(6, static_cast<int64_t>(c.num_threads));
+    std::vector<JobRow> jobs;
+    for (;;) {
+      auto row = s->Step();
+      if (!row) return Fail("list the jobs of a cell", row);
+      if (!*row) break;
+      jobs.push_back(ReadJob(*s));
+    }
+    return jobs;
   }
 
   Result<std::vector<DeviceRow>> ListDevices() override {

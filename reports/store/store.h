@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -192,6 +193,46 @@ struct DeviceRow {
   std::string state_reason;  // why, one line (for quarantined)
 };
 
+// Which runs ListRunSummaries returns; an empty field does not filter.
+struct RunFilter {
+  std::string name_contains;  // part of the run's name, ASCII case-insensitive
+  std::string tag;            // a tag on the run
+  // ISO-8601 UTC prefixes, inclusive: "2024-05-01" is that whole day as
+  // created_from and created_to; "2024-05-01T12" that hour.
+  std::string created_from;
+  std::string created_to;
+  std::string device;    // a job of the run ran (or is planned) on this device
+  std::string model;     // a job of the run has this model file name or sha256
+  std::string delegate;  // a job of the run uses this delegate
+  std::string status;    // the run's status (kRun*)
+};
+
+// One run with its job counts, for the dashboard's runs view and `dfarm runs`.
+struct RunSummary {
+  RunRow run;                                // tags filled
+  int64_t jobs = 0;                          // all jobs of the run
+  std::map<std::string, int64_t> by_status;  // job status -> jobs; only statuses present
+};
+
+// One cell across runs: exact values, as the jobs of the cell hold them
+// ("" and 0 are values: the default runner, a run before threads).
+struct CellKeyQuery {
+  std::string model_sha256;
+  std::string delegate;
+  std::string delegate_options;  // "k1:v1;k2:v2", keys sorted, as stored
+  std::string device;
+  std::string runner;
+  uint32_t num_threads = 0;
+};
+
+// A state a device was put in (schema v9), written by every SetDeviceState.
+struct DeviceEvent {
+  std::string name;
+  std::string at;  // ISO-8601 UTC
+  std::string state;
+  std::string reason;
+};
+
 // Device states a sweep records (SetDeviceState); `dfarm devices` adds
 // "online", "offline" and "busy" from what it sees itself.
 inline constexpr const char* kDeviceOk = "ok";
@@ -270,6 +311,18 @@ class Store {
   virtual Result<void> SetDeviceState(const std::string& name, const std::string& state,
                                       const std::string& reason) = 0;
   virtual Result<std::vector<DeviceRow>> ListDevices() = 0;  // by name
+  // The states device `name` was put in, oldest first; empty when none
+  // (states set before schema v9 have no event).
+  virtual Result<std::vector<DeviceEvent>> ListDeviceEvents(const std::string& name) = 0;
+
+  // The runs `filter` lets through, newest first (highest id first), tags
+  // filled, each with its job counts by status: one query, fast on a million
+  // jobs (the dashboard's runs view and `dfarm runs`).
+  virtual Result<std::vector<RunSummary>> ListRunSummaries(const RunFilter& filter = {}) = 0;
+  // Every job of one cell across all runs (every trial, metrics filled),
+  // ordered by run id, then trial, then job id: what a trend over runs reads
+  // (`dfarm history`, the dashboard's trend view). Empty when none.
+  virtual Result<std::vector<JobRow>> ListCellJobs(const CellKeyQuery& cell) = 0;
 
   // Tags (schema v6): names for runs, such as a release baseline. Puts tag
   // `name` on run_id. A name already on another run: kInvalidInput error

@@ -957,5 +957,192 @@ TEST_F(StoreTest, TagsGoWithADeletedRunAndParentLinks) {
   EXPECT_FALSE(store->FindTag("gone")->has_value());
 }
 
+// Issue 14: the dashboard's queries.
+
+// Runs with jobs of two devices, two models and two delegates; one run's jobs
+// get a result, another has none.
+class RunSummaryTest : public StoreTest {
+ protected:
+  void SetUp() override {
+    StoreTest::SetUp();
+    store_ = Open();
+    ASSERT_NE(store_, nullptr);
+    // Run 1 "nightly-a": local/cpu/m1 x2 ok + 1 crashed.
+    r1_ = *store_->CreateRun("Nightly-A", "{}");
+    JobRow a = MakeJob("m1.tflite");
+    auto ids = store_->AddJobs(r1_, {a, a, a});
+    ASSERT_TRUE(ids.ok()) << ids.message();
+    for (size_t i = 0; i < ids->size(); ++i) {
+      JobOutcome o;
+      o.status = i == 2 ? "crashed" : "ok";
+      ASSERT_TRUE(store_->RecordJobResult((*ids)[i], o).ok());
+    }
+    ASSERT_TRUE(store_->FinishRun(r1_, kRunFinished).ok());
+    // Run 2 "pr-7": phone/xnnpack/m2, queued; tagged.
+    r2_ = *store_->CreateRun("pr-7", "{}");
+    JobRow b = MakeJob("m2.tflite");
+    b.model_sha256 = std::string(64, 'b');
+    b.delegate = "xnnpack";
+    b.device = "phone";
+    ASSERT_TRUE(store_->AddJobs(r2_, {b, b}).ok());
+    ASSERT_TRUE(store_->TagRun(r2_, "baseline", false).ok());
+    // Run 3: no jobs.
+    r3_ = *store_->CreateRun("nightly-empty", "{}");
+  }
+
+  using Field = std::pair<std::string RunFilter::*, std::string>;
+  static RunFilter F(const std::vector<Field>& fields) {
+    RunFilter f;
+    for (const auto& [member, value] : fields) f.*member = value;
+    return f;
+  }
+
+  std::vector<int64_t> Ids(const RunFilter& f) {
+    auto list = store_->ListRunSummaries(f);
+    EXPECT_TRUE(list.ok()) << list.message();
+    std::vector<int64_t> ids;
+    if (list.ok()) {
+      for (const RunSummary& r : *list) ids.push_back(r.run.id);
+    }
+    return ids;
+  }
+
+  std::unique_ptr<Store> store_;
+  int64_t r1_ = 0, r2_ = 0, r3_ = 0;
+};
+
+TEST_F(RunSummaryTest, CountsJobsByStatusNewestFirstWithTags) {
+  auto list = store_->ListRunSummaries();
+  ASSERT_TRUE(list.ok()) << list.message();
+  ASSERT_EQ(list->size(), 3u);
+  EXPECT_EQ((*list)[0].run.id, r3_);
+  EXPECT_EQ((*list)[0].jobs, 0);
+  EXPECT_TRUE((*list)[0].by_status.empty());
+  EXPECT_EQ((*list)[1].run.id, r2_);
+  EXPECT_EQ((*list)[1].jobs, 2);
+  EXPECT_EQ((*list)[1].by_status, (std::map<std::string, int64_t>{{"queued", 2}}));
+  EXPECT_EQ((*list)[1].run.tags, std::vector<std::string>{"baseline"});
+  const RunSummary& first = (*list)[2];
+  EXPECT_EQ(first.run.id, r1_);
+  EXPECT_EQ(first.run.name, "Nightly-A");
+  EXPECT_EQ(first.run.status, kRunFinished);
+  EXPECT_EQ(first.jobs, 3);
+  EXPECT_EQ(first.by_status, (std::map<std::string, int64_t>{{"crashed", 1}, {"ok", 2}}));
+}
+
+TEST_F(RunSummaryTest, FiltersCombine) {
+  using V = std::vector<int64_t>;
+  EXPECT_EQ(Ids(F({{&RunFilter::name_contains, "NIGHTLY"}})), (V{r3_, r1_}));
+  EXPECT_EQ(Ids(F({{&RunFilter::tag, "baseline"}})), V{r2_});
+  EXPECT_EQ(Ids(F({{&RunFilter::tag, "nope"}})), V{});
+  EXPECT_EQ(Ids(F({{&RunFilter::device, "phone"}})), V{r2_});
+  EXPECT_EQ(Ids(F({{&RunFilter::model, "m1.tflite"}})), V{r1_});
+  EXPECT_EQ(Ids(F({{&RunFilter::model, std::string(64, 'B')}})), V{r2_});  // a sha256, any case
+  EXPECT_EQ(Ids(F({{&RunFilter::delegate, "cpu"}})), V{r1_});
+  EXPECT_EQ(Ids(F({{&RunFilter::status, "running"}})), (V{r3_, r2_}));
+  EXPECT_EQ(Ids(F({{&RunFilter::name_contains, "nightly"}, {&RunFilter::status, "running"}})),
+            V{r3_});
+  EXPECT_EQ(Ids(F({{&RunFilter::device, "local"}, {&RunFilter::delegate, "xnnpack"}})), V{});
+  // Dates: inclusive prefixes; every run was created today.
+  const std::string today = NowIso8601().substr(0, 10);
+  EXPECT_EQ(Ids(F({{&RunFilter::created_from, today}, {&RunFilter::created_to, today}})).size(),
+            3u);
+  EXPECT_EQ(Ids(F({{&RunFilter::created_to, "2000-01-01"}})), V{});
+  EXPECT_EQ(Ids(F({{&RunFilter::created_from, "2999-01-01"}})), V{});
+}
+
+TEST_F(RunSummaryTest, QueryPlansUseTheIndexes) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  auto plan = [db](const std::string& sql) {
+    sqlite3_stmt* st = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db, ("EXPLAIN QUERY PLAN " + sql).c_str(), -1, &st, nullptr),
+              SQLITE_OK)
+        << sqlite3_errmsg(db);
+    std::string out;
+    while (st && sqlite3_step(st) == SQLITE_ROW) {
+      out += reinterpret_cast<const char*>(sqlite3_column_text(st, 3));
+      out += "\n";
+    }
+    sqlite3_finalize(st);
+    return out;
+  };
+  const std::string cell = plan(
+      "SELECT j.id FROM jobs j INDEXED BY jobs_by_model_delegate WHERE j.model_sha256 = 'a' AND "
+      "j.delegate = 'cpu' AND "
+      "j.delegate_options = '' AND j.device = 'local' AND j.runner = '' AND j.num_threads = 0 "
+      "ORDER BY j.run_id, j.trial, j.id");
+  EXPECT_NE(cell.find("jobs_by_model_delegate"), std::string::npos) << cell;
+  const std::string device = plan(
+      "SELECT 1 FROM runs WHERE EXISTS (SELECT 1 FROM jobs d WHERE d.device = 'x' AND "
+      "d.run_id = runs.id)");
+  EXPECT_NE(device.find("jobs_by_device_run"), std::string::npos) << device;
+  sqlite3_close(db);
+}
+
+TEST_F(StoreTest, ListCellJobsReadsOneCellAcrossRuns) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  JobRow cell = MakeJob("m.tflite");
+  cell.num_threads = 4;
+  cell.runner = "main";
+  JobRow other_threads = cell;
+  other_threads.num_threads = 2;
+  JobRow other_runner = cell;
+  other_runner.runner = "";
+  JobRow other_device = cell;
+  other_device.device = "phone";
+  std::vector<int64_t> want;
+  for (int r = 0; r < 2; ++r) {
+    auto run = store->CreateRun("r" + std::to_string(r), "{}");
+    ASSERT_TRUE(run.ok());
+    JobRow t1 = cell, t0 = cell;
+    t1.trial = 1;
+    // Trial 1 is added before trial 0: the order is by trial, not by id.
+    auto ids = store->AddJobs(*run, {t1, other_threads, t0, other_runner, other_device});
+    ASSERT_TRUE(ids.ok()) << ids.message();
+    want.push_back((*ids)[2]);
+    want.push_back((*ids)[0]);
+    JobOutcome o;
+    o.status = "ok";
+    o.metrics = JobMetrics{};
+    o.metrics->mean_us = 100 + r;
+    ASSERT_TRUE(store->RecordJobResult((*ids)[0], o).ok());
+  }
+  auto jobs = store->ListCellJobs({std::string(64, 'a'), "cpu", "a:1", "local", "main", 4});
+  ASSERT_TRUE(jobs.ok()) << jobs.message();
+  std::vector<int64_t> got;
+  for (const JobRow& j : *jobs) got.push_back(j.id);
+  EXPECT_EQ(got, want);
+  ASSERT_EQ(jobs->size(), 4u);
+  ASSERT_TRUE((*jobs)[1].metrics.has_value());
+  EXPECT_EQ((*jobs)[1].metrics->mean_us, 100);
+  EXPECT_EQ((*jobs)[1].trial, 1);
+  EXPECT_FALSE((*jobs)[0].metrics.has_value());
+  auto none = store->ListCellJobs({std::string(64, 'a'), "cpu", "a:1", "local", "main", 8});
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+}
+
+TEST_F(StoreTest, DeviceStatesLeaveEvents) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->SetDeviceState("phone", kDeviceQuarantined, "3 infra failures").ok());
+  ASSERT_TRUE(store->SetDeviceState("phone", kDeviceOk, "").ok());
+  ASSERT_TRUE(store->SetDeviceState("other", kDeviceOk, "").ok());
+  auto events = store->ListDeviceEvents("phone");
+  ASSERT_TRUE(events.ok()) << events.message();
+  ASSERT_EQ(events->size(), 2u);
+  EXPECT_EQ((*events)[0].state, kDeviceQuarantined);
+  EXPECT_EQ((*events)[0].reason, "3 infra failures");
+  EXPECT_EQ((*events)[0].name, "phone");
+  EXPECT_EQ((*events)[0].at.size(), 20u);
+  EXPECT_EQ((*events)[1].state, kDeviceOk);
+  auto devices = store->ListDevices();
+  ASSERT_TRUE(devices.ok());
+  EXPECT_EQ(devices->size(), 2u);
+  EXPECT_TRUE(store->ListDeviceEvents("nobody")->empty());
+}
+
 }  // namespace
 }  // namespace dfarm::store
