@@ -15,7 +15,7 @@ PACKAGES=(
   nlohmann-json3-dev libcli11-dev
   libsqlite3-dev sqlite3 libssl-dev libpng-dev libjpeg62-turbo-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  qt6-base-dev qt6-charts-dev
+  qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev
   libxnnpack-dev libpthreadpool-dev libeigen3-dev
   libarmnn-dev libarmnntfliteparser-dev libarmnn-cpuref-backend22
   libusb-1.0-0-dev adb

@@ -1,0 +1,280 @@
+#include "gui/views/job_models.h"
+
+#include <QColor>
+#include <QDateTime>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTimeZone>
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace dfarm::gui {
+namespace {
+
+QString real(double v, int precision = 4) {
+  return std::isfinite(v) ? QString::number(v, 'g', precision) : QStringLiteral("-");
+}
+QString optReal(const std::optional<double>& v, int decimals = 1) {
+  return v && std::isfinite(*v) ? QString::number(*v, 'f', decimals) : QString();
+}
+QString yesNo(const std::optional<bool>& v, const std::optional<double>& fraction) {
+  if (!v) return {};
+  QString s = *v ? QStringLiteral("yes") : QStringLiteral("no");
+  if (fraction) s += QString(" (%1%)").arg(*fraction * 100, 0, 'f', 0);
+  return s;
+}
+
+// A JSON value of a device state object as one line of text.
+QString jsonText(const QJsonValue& v) {
+  if (v.isDouble()) return QString::number(v.toDouble(), 'g', 6);
+  if (v.isBool()) return v.toBool() ? "true" : "false";
+  if (v.isString()) return v.toString();
+  if (v.isNull() || v.isUndefined()) return {};
+  return QString::fromUtf8(
+      QJsonDocument::fromVariant(v.toVariant()).toJson(QJsonDocument::Compact));
+}
+
+QJsonObject parseObject(const std::optional<std::string>& json) {
+  if (!json) return {};
+  return QJsonDocument::fromJson(QByteArray::fromStdString(*json)).object();
+}
+
+}  // namespace
+
+Result<JobData> loadJob(store::Store& store, qint64 jobId) {
+  JobData d;
+  auto job = store.GetJob(jobId);
+  if (!job) {
+    return MakeError(ErrorKind::kNotFound,
+                     "job " + std::to_string(jobId) + " is not in the database: " + job.message());
+  }
+  d.job = std::move(*job);
+  auto samples = store.GetSamples(jobId);
+  if (!samples) return samples.error();
+  d.samples_us = std::move(*samples);
+  if (store::IsFinalJobStatus(d.job.status)) {
+    auto detail = store.GetJobDetail(jobId);
+    if (detail) d.detail = std::move(*detail);  // a job interrupted mid-write may have none
+  }
+  auto accuracy = store.GetAccuracy(jobId);
+  if (!accuracy) return accuracy.error();
+  d.accuracy = std::move(*accuracy);
+  auto placement = store.GetPlacement(jobId);
+  if (!placement) return placement.error();
+  d.placement = std::move(*placement);
+  auto telemetry = store.GetTelemetry(jobId);
+  if (!telemetry) return telemetry.error();
+  d.telemetry = std::move(*telemetry);
+  return d;
+}
+
+std::vector<HistogramBin> latencyHistogram(const std::vector<double>& samples_us) {
+  std::vector<HistogramBin> bins;
+  if (samples_us.empty()) return bins;
+  const auto [lo, hi] = std::minmax_element(samples_us.begin(), samples_us.end());
+  if (*hi <= *lo) return {{*lo, *hi, static_cast<int>(samples_us.size())}};
+  const int n = std::clamp(static_cast<int>(std::ceil(std::sqrt(samples_us.size()))), 5, 30);
+  const double width = (*hi - *lo) / n;
+  for (int i = 0; i < n; ++i) bins.push_back({*lo + i * width, *lo + (i + 1) * width, 0});
+  for (double s : samples_us) {
+    const int i = std::min(n - 1, static_cast<int>((s - *lo) / width));
+    ++bins[static_cast<size_t>(i)].count;
+  }
+  return bins;
+}
+
+// ---- AccuracyModel
+
+AccuracyModel::AccuracyModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+void AccuracyModel::setAccuracy(std::optional<store::Accuracy> accuracy) {
+  beginResetModel();
+  m_outputs = accuracy ? std::move(accuracy->outputs) : std::vector<store::OutputAccuracy>();
+  endResetModel();
+}
+
+int AccuracyModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(m_outputs.size());
+}
+int AccuracyModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : ColumnCount;
+}
+
+QVariant AccuracyModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || index.row() >= rowCount() || index.column() >= ColumnCount) return {};
+  const store::OutputAccuracy& o = m_outputs[static_cast<size_t>(index.row())];
+  if (role == Qt::ForegroundRole) {
+    const bool bad = (index.column() == NanInfColumn && o.nan_count + o.inf_count > 0) ||
+                     (index.column() == Top1Column && o.top1_agree && !*o.top1_agree) ||
+                     (index.column() == Top5Column && o.top5_agree && !*o.top5_agree);
+    return bad ? QVariant(QColor(Qt::darkRed)) : QVariant();
+  }
+  if (role == Qt::TextAlignmentRole) {
+    return index.column() == NameColumn ? QVariant() : QVariant(Qt::AlignRight | Qt::AlignVCenter);
+  }
+  if (role != Qt::DisplayRole) return {};
+  switch (index.column()) {
+    case IndexColumn:
+      return QVariant::fromValue<qint64>(o.index);
+    case NameColumn:
+      return QString::fromStdString(o.name);
+    case MaxAbsColumn:
+      return real(o.max_abs_error);
+    case MeanAbsColumn:
+      return real(o.mean_abs_error);
+    case RmseColumn:
+      return real(o.rmse);
+    case SnrColumn:
+      return optReal(o.snr_db);
+    case PsnrColumn:
+      return optReal(o.psnr_db);
+    case LsbColumn:
+      return o.max_abs_error_lsb ? QString::number(runner::ToDouble(*o.max_abs_error_lsb))
+                                 : QString();
+    case NanInfColumn:
+      return QString("%1 / %2").arg(o.nan_count).arg(o.inf_count);
+    case Top1Column:
+      return yesNo(o.top1_agree, o.top1_agreement);
+    case Top5Column:
+      return yesNo(o.top5_agree, o.top5_agreement);
+  }
+  return {};
+}
+
+QVariant AccuracyModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  static const char* const kNames[] = {"#",         "Output", "Max abs err", "Mean abs err",
+                                       "RMSE",      "SNR dB", "PSNR dB",     "Max LSB",
+                                       "NaN / Inf", "Top-1",  "Top-5"};
+  return section >= 0 && section < ColumnCount ? tr(kNames[section]) : QVariant();
+}
+
+// ---- PlacementModel
+
+PlacementModel::PlacementModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+void PlacementModel::setPlacement(std::optional<store::JobPlacement> placement) {
+  beginResetModel();
+  m_nodes = placement ? std::move(placement->nodes) : std::vector<store::PlacementNode>();
+  std::stable_partition(m_nodes.begin(), m_nodes.end(),
+                        [](const store::PlacementNode& n) { return !n.folded; });
+  endResetModel();
+}
+
+int PlacementModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(m_nodes.size());
+}
+int PlacementModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : ColumnCount;
+}
+
+QVariant PlacementModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || index.row() >= rowCount() || index.column() >= ColumnCount) return {};
+  const store::PlacementNode& n = m_nodes[static_cast<size_t>(index.row())];
+  if (role == Qt::ForegroundRole) {
+    if (n.folded) return QColor(Qt::gray);
+    if (!n.reason.empty()) return QColor(Qt::darkRed);
+    return {};
+  }
+  if (role == Qt::ToolTipRole && index.column() == ReasonColumn && !n.reason.empty()) {
+    return QString::fromStdString(n.reason).toHtmlEscaped();
+  }
+  if (role != Qt::DisplayRole) return {};
+  switch (index.column()) {
+    case IndexColumn:
+      return QVariant::fromValue<qint64>(n.index);
+    case OpColumn:
+      return QString::fromStdString(n.op);
+    case DelegateColumn:
+      return n.folded ? tr("folded at load") : QString::fromStdString(n.delegate);
+    case PartitionColumn:
+      return n.partition ? QVariant::fromValue<qint64>(*n.partition) : QVariant(QString());
+    case ReasonColumn:
+      return QString::fromStdString(n.reason);
+  }
+  return {};
+}
+
+QVariant PlacementModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  static const char* const kNames[] = {"Node", "Op", "Ran on", "Partition", "Fallback reason"};
+  return section >= 0 && section < ColumnCount ? tr(kNames[section]) : QVariant();
+}
+
+// ---- TelemetryModel
+
+TelemetryModel::TelemetryModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+void TelemetryModel::setTelemetry(const std::vector<store::TelemetryRow>& rows,
+                                  const std::optional<std::string>& stateBefore,
+                                  const std::optional<std::string>& stateAfter) {
+  beginResetModel();
+  m_rows.clear();
+  const store::TelemetryRow* before = nullptr;
+  const store::TelemetryRow* after = nullptr;
+  for (const store::TelemetryRow& r : rows) (r.phase == "before" ? before : after) = &r;
+  const auto fig = [&](const QString& name, auto get) {
+    const QString b = before ? get(*before) : QString();
+    const QString a = after ? get(*after) : QString();
+    if (!b.isEmpty() || !a.isEmpty()) m_rows.push_back({name, b, a});
+  };
+  fig(tr("hottest zone (C)"),
+      [](const store::TelemetryRow& r) { return optReal(r.hottest_temp_c); });
+  fig(tr("load avg 1m"), [](const store::TelemetryRow& r) { return optReal(r.load_avg_1m, 2); });
+  fig(tr("battery (C)"), [](const store::TelemetryRow& r) { return optReal(r.battery_temp_c); });
+  fig(tr("battery level (%)"), [](const store::TelemetryRow& r) {
+    return r.battery_level_pct ? QString::number(*r.battery_level_pct) : QString();
+  });
+  const QJsonObject b = parseObject(stateBefore);
+  const QJsonObject a = parseObject(stateAfter);
+  std::map<QString, bool> keys;
+  for (const QString& k : b.keys()) keys[k] = true;
+  for (const QString& k : a.keys()) keys[k] = true;
+  for (const auto& [k, unused] : keys) {
+    if (k == "load_avg_1m" && !m_rows.empty()) continue;  // a telemetry figure above
+    if (k == "unix_ms") {
+      const auto time = [](const QJsonValue& v) {
+        return v.isDouble() ? QDateTime::fromMSecsSinceEpoch(static_cast<qint64>(v.toDouble()),
+                                                             QTimeZone::utc())
+                                  .toString("yyyy-MM-dd hh:mm:ss.zzz")
+                            : QString();
+      };
+      m_rows.push_back({tr("time (UTC)"), time(b.value(k)), time(a.value(k))});
+      continue;
+    }
+    m_rows.push_back({k, jsonText(b.value(k)), jsonText(a.value(k))});
+  }
+  endResetModel();
+}
+
+int TelemetryModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(m_rows.size());
+}
+int TelemetryModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : ColumnCount;
+}
+
+QVariant TelemetryModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || index.row() >= rowCount() || index.column() >= ColumnCount) return {};
+  const Row& r = m_rows[static_cast<size_t>(index.row())];
+  if (role == Qt::ForegroundRole && index.column() == AfterColumn && r.after != r.before &&
+      !r.before.isEmpty()) {
+    return QColor(Qt::darkBlue);
+  }
+  if (role != Qt::DisplayRole && role != Qt::ToolTipRole) return {};
+  const QString text = index.column() == FigureColumn   ? r.figure
+                       : index.column() == BeforeColumn ? r.before
+                                                        : r.after;
+  if (role == Qt::ToolTipRole)
+    return text.size() > 40 ? QVariant(text.toHtmlEscaped()) : QVariant();
+  return text.size() > 80 ? QVariant(text.left(77) + "...") : QVariant(text);
+}
+
+QVariant TelemetryModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  static const char* const kNames[] = {"Device figure", "Before", "After"};
+  return section >= 0 && section < ColumnCount ? tr(kNames[section]) : QVariant();
+}
+
+}  // namespace dfarm::gui

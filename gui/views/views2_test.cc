@@ -1,0 +1,400 @@
+// The Trend and Job views, their models and chart export, over a real SQLite
+// store built in a temporary folder, without a display.
+#include <gtest/gtest.h>
+
+#include <QAbstractItemModelTester>
+#include <QAreaSeries>
+#include <QChart>
+#include <QFile>
+#include <QFileInfo>
+#include <QLineSeries>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <cstdlib>
+
+#include "gui/chart_export.h"
+#include "gui/views/job_view.h"
+#include "gui/views/trend_view.h"
+
+namespace dfarm::gui {
+namespace {
+
+const std::string kSha(64, 'b');
+
+store::JobRow CellJob(const std::string& delegate, int64_t trial) {
+  store::JobRow job;
+  job.job_key = "face/" + delegate + "/" + std::to_string(trial);
+  job.model = "face.tflite";
+  job.model_path = "/models/face.tflite";
+  job.model_sha256 = kSha;
+  job.delegate = delegate;
+  job.device = "local";
+  job.num_threads = 4;
+  job.trial = trial;
+  job.runner = "main";
+  job.runner_sha256 = std::string(64, 'c');
+  return job;
+}
+
+store::JobOutcome Ok(double p50_us) {
+  store::JobOutcome ok;
+  ok.status = "ok";
+  ok.exit_code = 0;
+  ok.wall_ms = 500;
+  store::JobMetrics m;
+  m.init_us = 2000;
+  m.first_us = p50_us * 4;
+  m.warmup_mean_us = p50_us * 1.3;
+  m.mean_us = p50_us * 1.02;
+  m.p50_us = p50_us;
+  m.p90_us = p50_us * 1.1;
+  m.num_runs = 6;
+  m.peak_rss_bytes = 40 << 20;
+  ok.metrics = m;
+  ok.samples_us = {p50_us, p50_us * 1.01, p50_us * 0.99, p50_us * 1.2, p50_us, p50_us * 1.05};
+  store::Accuracy acc;
+  acc.reference = "cpu";
+  store::OutputAccuracy out;
+  out.name = "scores";
+  out.compared = 10;
+  out.max_abs_error = p50_us / 1e7;
+  out.mean_abs_error = 1e-5;
+  out.rmse = 2e-5;
+  out.snr_db = 61.5;
+  out.top1_agree = true;
+  out.top5_agree = true;
+  out.max_abs_error_lsb = runner::Number(int64_t{2});
+  acc.outputs = {out};
+  ok.accuracy = acc;
+  store::JobPlacement placement;
+  placement.partitions = 1;
+  placement.nodes = {{0, "CONV_2D", "xnnpack", 0, false, ""},
+                     {1, "RESHAPE", "cpu", std::nullopt, true, ""},
+                     {2, "CUSTOM", "cpu", std::nullopt, false, "xnnpack: CUSTOM is not supported"}};
+  ok.placement = placement;
+  ok.state_before_json = R"({"cpu_freq_khz":[1800000],"hottest_temp_c":45.5})";
+  ok.state_after_json = R"({"cpu_freq_khz":[1200000],"hottest_temp_c":71.0})";
+  ok.throttled = true;
+  ok.state_note = "throttled: cpu0 at 1200 MHz of 1800 MHz";
+  ok.telemetry = {{"before", 1000, 45.5, 0.5, std::nullopt, std::nullopt},
+                  {"after", 2000, 71.0, 1.5, std::nullopt, std::nullopt}};
+  return ok;
+}
+
+int g_warnings = 0;
+void CountWarnings(QtMsgType type, const QMessageLogContext&, const QString& msg) {
+  if (type != QtDebugMsg && type != QtInfoMsg) {
+    ++g_warnings;
+    fprintf(stderr, "qt: %s\n", qPrintable(msg));
+  }
+}
+
+bool WaitReady(View& view) {
+  if (view.isReady()) return true;
+  QSignalSpy spy(&view, &View::ready);
+  return spy.wait(10000);
+}
+
+// 12 runs of one cell (3 trials each; p50 steps from 10 ms to 13 ms at the
+// 7th run) plus a cpu job per run that is another cell, run 3 tagged
+// "baseline", and a crashed job with a stderr tail in the last run.
+class Views2Test : public testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(dir_.isValid());
+    db_ = dir_.filePath("farm.db");
+    auto opened = store::OpenSqliteStore(db_.toStdString());
+    ASSERT_TRUE(opened.ok()) << opened.message();
+    auto& s = *opened;
+    for (int r = 0; r < 12; ++r) {
+      auto run = s->CreateRun("nightly", "{}");
+      ASSERT_TRUE(run.ok()) << run.message();
+      runs_.push_back(*run);
+      auto ids = s->AddJobs(*run, {CellJob("xnnpack", 0), CellJob("xnnpack", 1),
+                                   CellJob("xnnpack", 2), CellJob("cpu", 0)});
+      ASSERT_TRUE(ids.ok()) << ids.message();
+      const double level = r < 6 ? 10000 : 13000;
+      for (int t = 0; t < 3; ++t) {
+        ASSERT_TRUE(s->RecordJobResult((*ids)[t], Ok(level + 100 * t + 7 * (r % 3))).ok());
+      }
+      ASSERT_TRUE(s->RecordJobResult((*ids)[3], Ok(50000)).ok());
+      if (r == 0) firstJob_ = (*ids)[0];
+      if (r == 11) {
+        auto failed = s->AddJob(*run, CellJob("gpu", 0));
+        ASSERT_TRUE(failed.ok());
+        store::JobOutcome crash;
+        crash.status = "crashed";
+        crash.error = "runner died of signal 11";
+        crash.signal = 11;
+        crash.stderr_tail = "Segmentation fault in gpu delegate\nat node 3";
+        ASSERT_TRUE(s->RecordJobResult(*failed, crash).ok());
+        crashedJob_ = *failed;
+      }
+      ASSERT_TRUE(s->FinishRun(*run, store::kRunFinished).ok());
+    }
+    ASSERT_TRUE(s->TagRun(runs_[2], "baseline", false).ok());
+    cell_.model = "face.tflite";
+    cell_.modelSha256 = QString::fromStdString(kSha);
+    cell_.delegate = "xnnpack";
+    cell_.device = "local";
+    cell_.runner = "main";
+    cell_.numThreads = 4;
+    g_warnings = 0;
+    previous_ = qInstallMessageHandler(CountWarnings);
+  }
+  void TearDown() override { qInstallMessageHandler(previous_); }
+
+  QTemporaryDir dir_;
+  QString db_;
+  std::vector<int64_t> runs_;
+  int64_t firstJob_ = 0;
+  int64_t crashedJob_ = 0;
+  CellRef cell_;
+  QtMessageHandler previous_ = nullptr;
+};
+
+TEST_F(Views2Test, TrendHasAPointPerRunTheSpreadTagsAndTheStepChange) {
+  auto s = store::OpenSqliteStore(db_.toStdString());
+  ASSERT_TRUE(s.ok());
+  auto trend = loadTrend(**s, cell_, TrendMetric::kP50);
+  ASSERT_TRUE(trend.ok()) << trend.message();
+  ASSERT_EQ(trend->points.size(), 12u);
+  EXPECT_EQ(trend->points[0].runId, runs_[0]);
+  ASSERT_EQ(trend->points[0].trials.size(), 3u);   // the cpu cell's jobs are not in it
+  EXPECT_DOUBLE_EQ(trend->points[0].value, 10.1);  // median of 10.0, 10.1, 10.2 ms
+  EXPECT_DOUBLE_EQ(trend->points[0].min, 10.0);
+  EXPECT_DOUBLE_EQ(trend->points[0].max, 10.2);
+  EXPECT_EQ(trend->points[2].tags, QStringList{"baseline"});
+  ASSERT_EQ(trend->changes.size(), 1u);
+  EXPECT_EQ(trend->changes[0].index, 6u);
+  EXPECT_EQ(trend->changes[0].runId, runs_[6]);
+  EXPECT_TRUE(trend->changes[0].regression);
+  EXPECT_NEAR(trend->changes[0].changePct, 29.7, 0.5);
+
+  auto rss = loadTrend(**s, cell_, TrendMetric::kPeakRss);
+  ASSERT_TRUE(rss.ok());
+  EXPECT_DOUBLE_EQ(rss->points[0].value, 40.0);  // MiB
+  CellRef none = cell_;
+  none.delegate = "nnapi";
+  auto missing = loadTrend(**s, none, TrendMetric::kP50);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.message().find("nnapi"), std::string::npos) << missing.message();
+
+  TrendModel model;
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Warning);
+  model.setTrend(*trend);
+  EXPECT_EQ(model.rowCount(), 12);
+  EXPECT_EQ(model.index(2, TrendModel::TagsColumn).data().toString(), "baseline");
+  EXPECT_TRUE(model.index(6, TrendModel::ChangeColumn).data().toString().startsWith("+29."));
+  EXPECT_EQ(model.index(5, TrendModel::ChangeColumn).data().toString(), "");
+  EXPECT_EQ(model.index(3, TrendModel::RunColumn).data(TrendModel::RunIdRole).toLongLong(),
+            runs_[3]);
+  model.setTrend({});
+  EXPECT_EQ(g_warnings, 0);
+}
+
+TEST_F(Views2Test, TrendViewDrawsTheCellAndAClickOpensTheRun) {
+  TrendView view;
+  view.resize(1000, 700);
+  view.setDatabase(db_);
+  view.showCell(cell_);
+  ASSERT_TRUE(WaitReady(view));
+  EXPECT_EQ(view.message(), "");
+  QChart* chart = view.chart();
+  QLineSeries* medians = nullptr;
+  int changeLines = 0, tagMarkers = 0;
+  for (QAbstractSeries* series : chart->series()) {
+    if (series->name() == "median of ok trials") medians = qobject_cast<QLineSeries*>(series);
+    if (series->name().startsWith(QString("run #%1: +").arg(runs_[6]))) ++changeLines;
+    if (series->name() == "tagged run") ++tagMarkers;
+  }
+  ASSERT_NE(medians, nullptr);
+  EXPECT_EQ(medians->count(), 12);
+  EXPECT_EQ(changeLines, 1);
+  EXPECT_EQ(tagMarkers, 1);
+  ASSERT_NE(view.exportableChart(), nullptr);
+
+  QSignalSpy open(&view, &View::openRun);
+  emit medians->clicked(QPointF(4.1, 10.0));
+  ASSERT_EQ(open.count(), 1);
+  EXPECT_EQ(open.at(0).at(0).toLongLong(), runs_[4]);
+
+  view.setMetric(TrendMetric::kMaxAbsError);
+  ASSERT_TRUE(WaitReady(view));
+  EXPECT_EQ(view.model()->trend().metric, TrendMetric::kMaxAbsError);
+  EXPECT_EQ(view.model()->rowCount(), 12);
+
+  if (const char* dir = std::getenv("QV2_SHOT_DIR")) {
+    view.setMetric(TrendMetric::kP50);
+    ASSERT_TRUE(WaitReady(view));
+    view.grab().save(QString(dir) + "/qv2_trend_synthetic.png");
+  }
+
+  CellRef none = cell_;
+  none.device = "pixel";
+  view.showCell(none);
+  ASSERT_TRUE(WaitReady(view));
+  EXPECT_TRUE(view.message().contains("pixel")) << view.message().toStdString();
+  EXPECT_EQ(view.model()->rowCount(), 0);
+}
+
+TEST_F(Views2Test, JobViewShowsEveryPartOfAJob) {
+  JobView view;
+  view.resize(1300, 800);
+  view.setDatabase(db_);
+  QAbstractItemModelTester accuracy(view.accuracyModel(),
+                                    QAbstractItemModelTester::FailureReportingMode::Warning);
+  QAbstractItemModelTester placement(view.placementModel(),
+                                     QAbstractItemModelTester::FailureReportingMode::Warning);
+  QAbstractItemModelTester telemetry(view.telemetryModel(),
+                                     QAbstractItemModelTester::FailureReportingMode::Warning);
+  view.showJob(firstJob_);
+  ASSERT_TRUE(WaitReady(view));
+  EXPECT_EQ(view.message(), "");
+  const QString header = view.headerText();
+  EXPECT_TRUE(header.contains("face.tflite")) << header.toStdString();
+  EXPECT_TRUE(header.contains(QString(64, 'c'))) << header.toStdString();  // runner build
+  EXPECT_TRUE(header.contains("runner <b>main</b>")) << header.toStdString();
+  EXPECT_EQ(view.stderrText(), "");  // an ok job shows no stderr
+
+  const auto* acc = view.accuracyModel();
+  ASSERT_EQ(acc->rowCount(), 1);
+  EXPECT_EQ(acc->index(0, AccuracyModel::NameColumn).data().toString(), "scores");
+  EXPECT_EQ(acc->index(0, AccuracyModel::SnrColumn).data().toString(), "61.5");
+  EXPECT_EQ(acc->index(0, AccuracyModel::PsnrColumn).data().toString(), "");
+  EXPECT_EQ(acc->index(0, AccuracyModel::LsbColumn).data().toString(), "2");
+  EXPECT_EQ(acc->index(0, AccuracyModel::Top1Column).data().toString(), "yes");
+
+  const auto* pl = view.placementModel();
+  ASSERT_EQ(pl->rowCount(), 3);
+  // The folded node is listed last, apart.
+  EXPECT_EQ(pl->index(2, PlacementModel::OpColumn).data().toString(), "RESHAPE");
+  EXPECT_EQ(pl->index(2, PlacementModel::DelegateColumn).data().toString(), "folded at load");
+  EXPECT_EQ(pl->index(1, PlacementModel::ReasonColumn).data().toString(),
+            "xnnpack: CUSTOM is not supported");
+  EXPECT_EQ(pl->index(0, PlacementModel::PartitionColumn).data().toLongLong(), 0);
+
+  const auto* tel = view.telemetryModel();
+  bool sawHottest = false, sawFreq = false;
+  for (int r = 0; r < tel->rowCount(); ++r) {
+    const QString fig = tel->index(r, TelemetryModel::FigureColumn).data().toString();
+    if (fig.startsWith("hottest zone")) {
+      sawHottest = true;
+      EXPECT_EQ(tel->index(r, TelemetryModel::BeforeColumn).data().toString(), "45.5");
+      EXPECT_EQ(tel->index(r, TelemetryModel::AfterColumn).data().toString(), "71.0");
+    }
+    if (fig == "cpu_freq_khz") {
+      sawFreq = true;
+      EXPECT_EQ(tel->index(r, TelemetryModel::AfterColumn).data().toString(), "[1200000]");
+    }
+  }
+  EXPECT_TRUE(sawHottest);
+  EXPECT_TRUE(sawFreq);
+  EXPECT_FALSE(view.histogramChart()->series().isEmpty());
+  EXPECT_TRUE(view.timelineChart()->title().contains("throttled"));
+  bool warmup = false;
+  for (QAbstractSeries* s : view.timelineChart()->series()) {
+    warmup = warmup || s->name().startsWith("warm-up mean");
+  }
+  EXPECT_TRUE(warmup);
+  if (const char* dir = std::getenv("QV2_SHOT_DIR")) {
+    view.grab().save(QString(dir) + "/qv2_job_synthetic.png");
+  }
+
+  view.showJob(crashedJob_);
+  ASSERT_TRUE(WaitReady(view));
+  EXPECT_TRUE(view.headerText().contains("crashed"));
+  EXPECT_TRUE(view.stderrText().contains("Segmentation fault")) << view.stderrText().toStdString();
+  EXPECT_EQ(view.accuracyModel()->rowCount(), 0);
+  EXPECT_TRUE(view.histogramChart()->title().contains("no samples"));
+
+  view.showJob(999999);
+  ASSERT_TRUE(WaitReady(view));
+  EXPECT_TRUE(view.message().contains("999999")) << view.message().toStdString();
+  EXPECT_EQ(g_warnings, 0);
+}
+
+TEST(LatencyHistogram, BinsEverySampleOnce) {
+  EXPECT_TRUE(latencyHistogram({}).empty());
+  auto one = latencyHistogram({5, 5, 5});
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].count, 3);
+  std::vector<double> samples;
+  for (int i = 0; i < 100; ++i) samples.push_back(1000 + i);
+  auto bins = latencyHistogram(samples);
+  ASSERT_EQ(bins.size(), 10u);
+  int total = 0;
+  for (const HistogramBin& b : bins) total += b.count;
+  EXPECT_EQ(total, 100);
+  EXPECT_EQ(bins.back().count, 10);  // the maximum lands in the last bin
+}
+
+TEST_F(Views2Test, ExportChartWritesPngAndSvg) {
+  TrendView view;
+  view.resize(900, 600);
+  view.setDatabase(db_);
+  view.showCell(cell_);
+  ASSERT_TRUE(WaitReady(view));
+  const QString png = dir_.filePath("trend.png");
+  const QString svg = dir_.filePath("trend.SVG");
+  auto a = ExportChart(view.exportableChart(), png);
+  ASSERT_TRUE(a.ok()) << a.message();
+  auto b = ExportChart(view.exportableChart(), svg);
+  ASSERT_TRUE(b.ok()) << b.message();
+  QFile pngFile(png);
+  ASSERT_TRUE(pngFile.open(QIODevice::ReadOnly));
+  EXPECT_TRUE(pngFile.read(8).startsWith("\x89PNG"));
+  QFile svgFile(svg);
+  ASSERT_TRUE(svgFile.open(QIODevice::ReadOnly));
+  const QByteArray text = svgFile.readAll();
+  EXPECT_TRUE(text.contains("<svg")) << text.left(200).toStdString();
+  EXPECT_TRUE(text.contains("median of ok trials"));  // the legend, as text
+
+  auto bad = ExportChart(view.exportableChart(), dir_.filePath("trend.jpg"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find(".svg"), std::string::npos);
+  EXPECT_FALSE(ExportChart(nullptr, png).ok());
+  auto nodir = ExportChart(view.exportableChart(), dir_.filePath("no/such/dir/t.svg"));
+  EXPECT_FALSE(nodir.ok());
+  EXPECT_FALSE(ExportChart(view.exportableChart(), dir_.filePath("no/such/dir/t.png")).ok());
+}
+
+// Renders both views on a real sweep's database (QV2_DB, screenshots to
+// QV2_SHOT_DIR): the first cell's trend and its first job.
+TEST(Views2RealDb, ScreenshotsOfTheFirstCell) {
+  const char* db = std::getenv("QV2_DB");
+  const char* dir = std::getenv("QV2_SHOT_DIR");
+  if (!db || !dir) GTEST_SKIP() << "set QV2_DB and QV2_SHOT_DIR to render a real database";
+  auto s = store::OpenSqliteStore(db);
+  ASSERT_TRUE(s.ok()) << s.message();
+  auto runs = (*s)->ListRuns();
+  ASSERT_TRUE(runs.ok() && !runs->empty());
+  auto jobs = (*s)->ListJobs(runs->back().id);
+  ASSERT_TRUE(jobs.ok() && !jobs->empty());
+  const store::JobRow& j = (*jobs)[0];
+  CellRef cell{QString::fromStdString(j.model),
+               QString::fromStdString(j.model_sha256),
+               QString::fromStdString(j.delegate),
+               QString::fromStdString(j.delegate_options),
+               QString::fromStdString(j.device),
+               QString::fromStdString(j.runner),
+               j.num_threads};
+  TrendView trend;
+  trend.resize(1200, 800);
+  trend.setDatabase(db);
+  trend.showCell(cell);
+  ASSERT_TRUE(WaitReady(trend));
+  EXPECT_EQ(trend.message(), "");
+  EXPECT_TRUE(trend.grab().save(QString(dir) + "/qv2_trend.png"));
+  EXPECT_TRUE(ExportChart(trend.exportableChart(), QString(dir) + "/qv2_trend_chart.svg").ok());
+  JobView job;
+  job.resize(1400, 900);
+  job.setDatabase(db);
+  job.showJob(j.id);
+  ASSERT_TRUE(WaitReady(job));
+  EXPECT_EQ(job.message(), "");
+  EXPECT_TRUE(job.grab().save(QString(dir) + "/qv2_job.png"));
+}
+
+}  // namespace
+}  // namespace dfarm::gui
