@@ -83,29 +83,14 @@ double trendDisplayValue(TrendMetric metric, double raw) {
 }
 
 Result<std::vector<store::JobRow>> readCellJobs(store::Store& store, const CellRef& cell) {
-  // TODO(Q-store): Store::ListCellJobs(CellKeyQuery) answers this from an
-  // index; until it lands, the runs' job lists filtered the same way.
-  auto runs = store.ListRuns();
-  if (!runs) return runs.error();
-  std::vector<store::JobRow> out;
-  for (const store::RunRow& run : *runs) {
-    auto jobs = store.ListJobs(run.id);
-    if (!jobs) return jobs.error();
-    for (store::JobRow& j : *jobs) {
-      if (j.model_sha256 != cell.modelSha256.toStdString() ||
-          j.delegate != cell.delegate.toStdString() ||
-          j.delegate_options != cell.delegateOptions.toStdString() ||
-          j.device != cell.device.toStdString() || j.runner != cell.runner.toStdString() ||
-          j.num_threads != cell.numThreads) {
-        continue;
-      }
-      out.push_back(std::move(j));
-    }
-  }
-  std::stable_sort(out.begin(), out.end(), [](const store::JobRow& a, const store::JobRow& b) {
-    return a.run_id != b.run_id ? a.run_id < b.run_id : a.trial < b.trial;
-  });
-  return out;
+  store::CellKeyQuery q;
+  q.model_sha256 = cell.modelSha256.toStdString();
+  q.delegate = cell.delegate.toStdString();
+  q.delegate_options = cell.delegateOptions.toStdString();
+  q.device = cell.device.toStdString();
+  q.runner = cell.runner.toStdString();
+  q.num_threads = cell.numThreads;
+  return store.ListCellJobs(q);
 }
 
 Result<TrendData> loadTrend(store::Store& store, const CellRef& cell, TrendMetric metric,
