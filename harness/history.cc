@@ -96,6 +96,61 @@ Result<std::map<CellKey, Series>> LoadSeries(store::Store& store, HistoryMetric 
   return cells;
 }
 
+// The cells of the jobs that pass `filter`, each with the model file name of
+// its newest job; no metric is read.
+Result<std::map<CellKey, std::string>> LoadCellKeys(store::Store& store, const JobFilter& filter) {
+  auto runs = store.ListRuns();
+  if (!runs) return runs.error();
+  std::map<CellKey, std::string> cells;
+  for (const store::RunRow& run : *runs) {
+    auto jobs = store.ListJobs(run.id);
+    if (!jobs) return jobs.error();
+    for (const store::JobRow& job : *jobs) {
+      if (filter(job)) cells[KeyOf(job)] = job.model;  // oldest run first: the newest name wins
+    }
+  }
+  return cells;
+}
+
+// One cell's series from its jobs across runs (Store::ListCellJobs, the query
+// the dashboard's trend view reads too): one point per run with an ok trial
+// with a value, the median over them.
+Result<Series> LoadCellSeries(store::Store& store, const CellKey& key, HistoryMetric metric) {
+  auto runs = store.ListRuns();
+  if (!runs) return runs.error();
+  std::map<int64_t, std::string> created;
+  for (const store::RunRow& run : *runs) created[run.id] = run.created_at;
+  store::CellKeyQuery cell;
+  cell.model_sha256 = key.model_sha256;
+  cell.delegate = key.delegate;
+  cell.delegate_options = key.delegate_options;
+  cell.device = key.device;
+  cell.runner = key.runner;
+  cell.num_threads = key.num_threads;
+  auto jobs = store.ListCellJobs(cell);
+  if (!jobs) return jobs.error();
+  Series series;
+  std::vector<double> values;
+  int64_t run_id = 0;
+  auto flush = [&] {
+    if (values.empty()) return;
+    const int64_t trials = static_cast<int64_t>(values.size());
+    series.points.push_back({run_id, created[run_id], stats::Median(std::move(values)), trials});
+    values.clear();
+  };
+  for (const store::JobRow& job : *jobs) {  // by run, then trial
+    if (job.run_id != run_id) flush();
+    run_id = job.run_id;
+    series.model = job.model;
+    if (job.status != store::kJobOk) continue;
+    auto value = MetricValue(store, job, metric);
+    if (!value) return value.error();
+    if (*value && std::isfinite(**value)) values.push_back(**value);
+  }
+  flush();
+  return series;
+}
+
 std::vector<HistoryChange> FindChanges(const std::vector<HistoryPoint>& points,
                                        const stats::ChangePointOptions& options) {
   std::vector<double> series;
@@ -243,36 +298,44 @@ Result<CellHistory> LoadCellHistory(store::Store& store, const CellQuery& query,
     if (!normalized) return normalized.error();
     wanted_options = *normalized;
   }
-  auto cells = LoadSeries(store, metric, *by_model);
-  if (!cells) return cells.error();
-  if (cells->empty()) {
+  auto keys = LoadCellKeys(store, *by_model);
+  if (!keys) return keys.error();
+  if (keys->empty()) {
     auto models = ListModels(store);
     if (!models) return models.error();
     return MakeError(ErrorKind::kInvalidInput, "no job in the database has the model '" +
                                                    query.model + "' (models: " + *models + ")");
   }
-  std::map<CellKey, Series> matching;
-  for (const auto& [key, series] : *cells) {
-    if (key.delegate != query.delegate) continue;
-    if (wanted_options && key.delegate_options != *wanted_options) continue;
-    if (query.device && key.device != *query.device) continue;
-    if (query.num_threads && key.num_threads != *query.num_threads) continue;
-    if (query.runner && key.runner != *query.runner) continue;
-    matching.emplace(key, series);
+  auto matches = [&](const CellKey& key) {
+    if (key.delegate != query.delegate) return false;
+    if (wanted_options && key.delegate_options != *wanted_options) return false;
+    if (query.device && key.device != *query.device) return false;
+    if (query.num_threads && key.num_threads != *query.num_threads) return false;
+    return !query.runner || key.runner == *query.runner;
+  };
+  std::vector<CellKey> matching;
+  for (const auto& [key, model] : *keys) {
+    if (matches(key)) matching.push_back(key);
   }
-  if (matching.empty()) {
-    return MakeError(ErrorKind::kInvalidInput,
-                     "no cell matches " + QueryText(query) +
-                         "; the cells of that model are:" + ListCells(*cells));
-  }
-  if (matching.size() > 1) {
+  if (matching.size() != 1) {
+    // Name the cells with their point counts (the error path reads them all).
+    auto cells = LoadSeries(store, metric, *by_model);
+    if (!cells) return cells.error();
+    if (matching.empty()) {
+      return MakeError(ErrorKind::kInvalidInput,
+                       "no cell matches " + QueryText(query) +
+                           "; the cells of that model are:" + ListCells(*cells));
+    }
+    std::erase_if(*cells, [&](const auto& cell) { return !matches(cell.first); });
     return MakeError(
         ErrorKind::kInvalidInput,
         std::to_string(matching.size()) + " cells match " + QueryText(query) +
-            "; pick one with --options, --device, --threads or --runner:" + ListCells(matching));
+            "; pick one with --options, --device, --threads or --runner:" + ListCells(*cells));
   }
-  auto& [key, series] = *matching.begin();
-  return MakeHistory(key, series, metric, options);
+  auto series = LoadCellSeries(store, matching.front(), metric);
+  if (!series) return series.error();
+  series->model = (*keys)[matching.front()];
+  return MakeHistory(matching.front(), std::move(*series), metric, options);
 }
 
 Result<std::vector<CellHistory>> FindStepChanges(store::Store& store, const std::string& since,

@@ -1,5 +1,6 @@
 // dfarm runs [--db FILE] [--tag NAME] [--json]
 #include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -50,13 +51,18 @@ int Run(const RunsOptions& o, Context& ctx) {
     ctx.out << nlohmann::json{{"runs", list}}.dump(2) << "\n";
     return kExitOk;
   }
+  // The job counts of every run in one query (the dashboard's runs view reads the same).
+  auto summaries = (*store)->ListRunSummaries();
+  if (!summaries) {
+    return ctx.Fail(summaries.error());
+  }
+  std::map<int64_t, const store::RunSummary*> counts;
+  for (const store::RunSummary& s : *summaries) counts[s.run.id] = &s;
   ctx.out << "ID\tCREATED\tSTATUS\tJOBS\tNAME\n";
   for (const store::RunRow& r : *runs) {
-    auto jobs = (*store)->ListJobs(r.id);
-    size_t total = jobs ? jobs->size() : 0, ok = 0;
-    if (jobs) {
-      for (const store::JobRow& j : *jobs) ok += j.status == store::kJobOk;
-    }
+    const store::RunSummary* s = counts.count(r.id) ? counts[r.id] : nullptr;
+    const int64_t total = s ? s->jobs : 0;
+    const int64_t ok = s && s->by_status.count(store::kJobOk) ? s->by_status.at(store::kJobOk) : 0;
     ctx.out << r.id << "\t" << r.created_at << "\t" << r.status << "\t" << ok << "/" << total
             << " ok\t" << r.name << TagsText(r.tags) << "\n";
   }
