@@ -321,7 +321,7 @@ void JobView::buildTimeline(const JobData& d) {
   if (d.job.metrics && d.job.metrics->first_us > 0) {
     const double first = d.job.metrics->first_us / 1000;
     // A first run far above the rest is drawn at the top, its value in the legend.
-    const double cap = hi + (hi - lo) * 2 + hi * 0.5;
+    const double cap = hi * 3 + (hi - lo) * 2;
     auto* marker = new QScatterSeries;
     marker->setName(first > cap ? tr("first run %1 ms (off scale)").arg(first, 0, 'f', 2)
                                 : tr("first run %1 ms").arg(first, 0, 'f', 2));

@@ -242,8 +242,9 @@ void TrendView::addChangeSeries(double yMin, double yMax) {
     const QColor color = c.regression ? QColor(200, 30, 30) : QColor(20, 140, 60);
     auto* vertical = new QLineSeries;
     const double x = static_cast<double>(c.index) - 0.5;
-    vertical->append(x, yMin);
-    vertical->append(x, yMax);
+    // Past both ends: the axis range (made nice afterwards) clips it to the plot.
+    vertical->append(x, yMin - (yMax - yMin) * 10);
+    vertical->append(x, yMax + (yMax - yMin) * 10);
     vertical->setName(QString("run #%1: %2%3% (%4 -> %5)")
                           .arg(c.runId)
                           .arg(c.changePct >= 0 ? "+" : "")
