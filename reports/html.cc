@@ -98,26 +98,6 @@ const char* StatusClass(const std::string& status) {
   return "st st-fail";
 }
 
-// Background and text colour for a speed-up: blue when faster than cpu,
-// orange when slower, white near 1 (log2 scale, saturating at 4x).
-std::pair<std::string, std::string> SpeedupColours(double speedup) {
-  double t = std::clamp(std::log2(speedup) / 2.0, -1.0, 1.0);
-  const double to[3] = {t >= 0 ? 33.0 : 192.0, t >= 0 ? 102.0 : 86.0, t >= 0 ? 172.0 : 33.0};
-  t = std::fabs(t);
-  char bg[16];
-  std::snprintf(bg, sizeof bg, "#%02x%02x%02x", static_cast<int>(255 + (to[0] - 255) * t),
-                static_cast<int>(255 + (to[1] - 255) * t),
-                static_cast<int>(255 + (to[2] - 255) * t));
-  return {bg, t > 0.55 ? "#fff" : "#222"};
-}
-
-std::string ConfigLabel(const store::JobRow& j) {
-  std::string label = DelegateLabel(j);
-  if (j.num_threads > 0) label += " x" + std::to_string(j.num_threads);
-  if (!j.runner.empty()) label += " [runner " + j.runner + "]";
-  return label;
-}
-
 const CellVerdict* VerdictOf(const RunReport& report, const Cell& cell) {
   if (!report.comparison) return nullptr;
   for (const CellVerdict& v : report.comparison->cells) {
@@ -230,19 +210,7 @@ void HeatCell(std::ostringstream& h, const RunReport& report, const std::vector<
 }
 
 void Heatmap(std::ostringstream& h, const RunReport& report, const std::vector<Cell>& cells) {
-  std::vector<std::string> devices;
-  // Rows: (model, delegate config), in first appearance order.
-  std::vector<std::pair<std::string, std::string>> rows;
-  std::map<std::pair<std::string, std::string>, std::map<std::string, const Cell*>> grid;
-  for (const Cell& cell : cells) {
-    const store::JobRow& j = report.jobs[cell.jobs.front()];
-    if (std::find(devices.begin(), devices.end(), j.device) == devices.end()) {
-      devices.push_back(j.device);
-    }
-    std::pair<std::string, std::string> row{j.model, ConfigLabel(j)};
-    if (!grid.count(row)) rows.push_back(row);
-    grid[row][j.device] = &cell;
-  }
+  const CellMatrix matrix = LayoutMatrix(report, cells);
   h << "<h2>Speed-up vs cpu</h2>\n<p>Median latency of the cpu cell of the same model, device, "
        "threads and runner divided by the cell's (pooled samples of all trials).</p>\n"
        "<p class=\"legend\">";
@@ -253,23 +221,23 @@ void Heatmap(std::ostringstream& h, const RunReport& report, const std::vector<C
   }
   h << " <span class=\"fail\" style=\"width:auto;padding:.1em .5em\">failed</span></p>\n"
     << "<table class=\"heat\">\n<thead><tr><th>model</th><th>delegate config</th>";
-  for (const std::string& d : devices) h << "<th>" << Esc(d) << "</th>";
+  for (const std::string& d : matrix.devices) h << "<th>" << Esc(d) << "</th>";
   h << "</tr></thead>\n<tbody>\n";
+  const auto& rows = matrix.rows;
   for (size_t r = 0; r < rows.size(); ++r) {
-    const auto& row = rows[r];
+    const MatrixRow& row = rows[r];
     h << "<tr>";
-    if (r == 0 || rows[r - 1].first != row.first) {  // one model cell over its configs
+    if (r == 0 || rows[r - 1].model != row.model) {  // one model cell over its configs
       size_t span = 1;
-      while (r + span < rows.size() && rows[r + span].first == row.first) ++span;
-      h << "<td rowspan=\"" << span << "\">" << Esc(row.first) << "</td>";
+      while (r + span < rows.size() && rows[r + span].model == row.model) ++span;
+      h << "<td rowspan=\"" << span << "\">" << Esc(row.model) << "</td>";
     }
-    h << "<td>" << Esc(row.second) << "</td>";
-    for (const std::string& d : devices) {
-      auto it = grid[row].find(d);
-      if (it == grid[row].end()) {
+    h << "<td>" << Esc(row.config) << "</td>";
+    for (int c : row.cells) {
+      if (c < 0) {
         h << "<td class=\"none\">&ndash;</td>";
       } else {
-        HeatCell(h, report, cells, *it->second);
+        HeatCell(h, report, cells, cells[static_cast<size_t>(c)]);
       }
     }
     h << "</tr>\n";

@@ -257,6 +257,43 @@ std::string CellLabel(const store::JobRow& job) {
   return label;
 }
 
+std::string ConfigLabel(const store::JobRow& job) {
+  std::string label = DelegateLabel(job);
+  if (job.num_threads > 0) label += " x" + std::to_string(job.num_threads);
+  if (!job.runner.empty()) label += " [runner " + job.runner + "]";
+  return label;
+}
+
+CellMatrix LayoutMatrix(const RunReport& report, const std::vector<Cell>& cells) {
+  CellMatrix m;
+  std::map<std::string, size_t> column;
+  std::map<std::pair<std::string, std::string>, size_t> row_of;
+  for (size_t i = 0; i < cells.size(); ++i) {
+    const store::JobRow& j = report.jobs[cells[i].jobs.front()];
+    auto [col, new_device] = column.emplace(j.device, m.devices.size());
+    if (new_device) m.devices.push_back(j.device);
+    std::pair<std::string, std::string> key{j.model, ConfigLabel(j)};
+    auto [row, new_row] = row_of.emplace(key, m.rows.size());
+    if (new_row) m.rows.push_back(MatrixRow{key.first, key.second, {}});
+    std::vector<int>& by_device = m.rows[row->second].cells;
+    if (by_device.size() <= col->second) by_device.resize(col->second + 1, -1);
+    by_device[col->second] = static_cast<int>(i);
+  }
+  for (MatrixRow& r : m.rows) r.cells.resize(m.devices.size(), -1);
+  return m;
+}
+
+std::pair<std::string, std::string> SpeedupColours(double speedup) {
+  double t = std::clamp(std::log2(speedup) / 2.0, -1.0, 1.0);
+  const double to[3] = {t >= 0 ? 33.0 : 192.0, t >= 0 ? 102.0 : 86.0, t >= 0 ? 172.0 : 33.0};
+  t = std::fabs(t);
+  char bg[16];
+  std::snprintf(bg, sizeof bg, "#%02x%02x%02x", static_cast<int>(255 + (to[0] - 255) * t),
+                static_cast<int>(255 + (to[1] - 255) * t),
+                static_cast<int>(255 + (to[2] - 255) * t));
+  return {bg, t > 0.55 ? "#fff" : "#222"};
+}
+
 std::optional<double> CellMedianUs(const RunReport& report, const Cell& cell) {
   if (cell.latency.count > 0) return cell.latency.p50;
   std::vector<double> p50s;

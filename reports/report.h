@@ -104,6 +104,26 @@ std::optional<double> MaxAbsError(const store::Accuracy& accuracy);
 // "hot", "throttled", "hot, throttled", or empty when the agent flagged neither.
 std::string DeviceStateFlags(const store::JobRow& job);
 
+// A job's delegate configuration as a matrix row names it: delegate with
+// options, threads and (when not the default) runner: "xnnpack (fp16:true) x2".
+std::string ConfigLabel(const store::JobRow& job);
+// The run's matrix as the HTML heatmap and the dashboard lay it out: one row
+// per (model, ConfigLabel) in the order of `cells`, devices as columns in first
+// appearance order; each row's index into `cells` per device, -1 for none.
+struct MatrixRow {
+  std::string model;
+  std::string config;
+  std::vector<int> cells;  // by column of CellMatrix::devices
+};
+struct CellMatrix {
+  std::vector<std::string> devices;
+  std::vector<MatrixRow> rows;
+};
+CellMatrix LayoutMatrix(const RunReport& report, const std::vector<Cell>& cells);
+// Background and text colour ("#rrggbb") of a speed-up: blue when faster than
+// cpu, orange when slower, white near 1 (log2 scale, saturating at 4x).
+std::pair<std::string, std::string> SpeedupColours(double speedup);
+
 // The median latency of a cell (its pooled samples' p50, else the median of
 // its ok trials' p50); unset when no trial is ok.
 std::optional<double> CellMedianUs(const RunReport& report, const Cell& cell);

@@ -1,0 +1,299 @@
+#include "gui/views/compare_view.h"
+
+#include <QHeaderView>
+#include <QLabel>
+#include <QTableView>
+#include <QVBoxLayout>
+#include <cmath>
+
+#include "gui/format.h"
+#include "gui/store_loader.h"
+
+namespace dfarm::gui {
+
+namespace {
+
+QString Q(const std::string& s) { return QString::fromStdString(s); }
+
+QString RunLine(const char* role, const store::RunRow& run) {
+  QStringList tags;
+  for (const std::string& t : run.tags) tags << Q(t);
+  QString line = QObject::tr("<b>%1</b>: run %2 · %3 · %4 · %5")
+                     .arg(QString::fromLatin1(role))
+                     .arg(run.id)
+                     .arg(Q(run.name).toHtmlEscaped(), Q(run.created_at).toHtmlEscaped(),
+                          Q(run.status).toHtmlEscaped());
+  if (!tags.isEmpty()) {
+    line += QObject::tr(" · tags: %1").arg(tags.join(QStringLiteral(", ")).toHtmlEscaped());
+  }
+  return line;
+}
+
+QColor VerdictColour(gate::Verdict v) {
+  switch (v) {
+    case gate::Verdict::kPass:
+      return QColor(0xd8, 0xf0, 0xd8);
+    case gate::Verdict::kImproved:
+      return QColor(0x9c, 0xc8, 0xf0);
+    case gate::Verdict::kRegressed:
+      return QColor(0xf4, 0xb0, 0x70);
+    case gate::Verdict::kFail:
+      return QColor(0xe8, 0x80, 0x80);
+    case gate::Verdict::kNew:
+      return QColor(0xe0, 0xe0, 0xf8);
+    default:
+      return QColor(0xe6, 0xe6, 0xe6);
+  }
+}
+
+QString Err(double v) { return std::isnan(v) ? QStringLiteral("–") : QString::number(v, 'g', 2); }
+
+QString Growth(int64_t base, int64_t cand) {
+  if (base <= 0 || cand <= 0) return QStringLiteral("–");
+  const double g = static_cast<double>(cand) / static_cast<double>(base) - 1.0;
+  return QStringLiteral("%1%2% (%3 MiB)")
+      .arg(g >= 0 ? "+" : "")
+      .arg(g * 100, 0, 'f', 1)
+      .arg(formatMiB(cand));
+}
+
+}  // namespace
+
+Result<CompareData> ReadCompare(store::Store& store, int64_t baselineRunId,
+                                int64_t candidateRunId) {
+  CompareData d;
+  auto baseline = store.GetRun(baselineRunId);
+  if (!baseline) return baseline.error();
+  auto candidate = store.GetRun(candidateRunId);
+  if (!candidate) return candidate.error();
+  auto gate = gate::RunGate(store, candidateRunId, baselineRunId, gate::DefaultPolicy());
+  if (!gate) return gate.error();
+  d.baseline = std::move(*baseline);
+  d.candidate = std::move(*candidate);
+  d.gate = std::move(*gate);
+  return d;
+}
+
+CompareModel::CompareModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+void CompareModel::setCells(std::vector<gate::CellResult> cells) {
+  const bool same = cells.size() == m_cells.size() &&
+                    std::equal(cells.begin(), cells.end(), m_cells.begin(),
+                               [](const gate::CellResult& a, const gate::CellResult& b) {
+                                 return a.label == b.label;
+                               });
+  if (!same) beginResetModel();
+  m_cells = std::move(cells);
+  if (!same) {
+    endResetModel();
+  } else if (!m_cells.empty()) {
+    emit dataChanged(index(0, 0), index(rowCount() - 1, ColumnCount - 1));
+  }
+}
+
+int CompareModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(m_cells.size());
+}
+
+int CompareModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : ColumnCount;
+}
+
+QVariant CompareModel::display(const gate::CellResult& c, int column) const {
+  switch (column) {
+    case CellColumn:
+      return Q(c.label);
+    case VerdictColumn:
+      return QString::fromLatin1(gate::VerdictName(c.verdict));
+    case BaselineColumn:
+      return c.baseline_median_us > 0 ? formatMs(c.baseline_median_us) : QStringLiteral("–");
+    case CandidateColumn:
+      return c.candidate_median_us > 0 ? formatMs(c.candidate_median_us) : QStringLiteral("–");
+    case RatioColumn:
+      if (c.ratio <= 0) return QStringLiteral("–");
+      return QStringLiteral("%1 [%2, %3]")
+          .arg(c.ratio, 0, 'f', 3)
+          .arg(c.ci_low, 0, 'f', 3)
+          .arg(c.ci_high, 0, 'f', 3);
+    case QColumn:
+      return QString::number(c.q_value, 'g', 2);
+    case AccuracyColumn:
+      if (std::isnan(c.baseline_max_abs_error) && std::isnan(c.candidate_max_abs_error)) {
+        return QStringLiteral("–");
+      }
+      return QStringLiteral("%1 → %2").arg(Err(c.baseline_max_abs_error),
+                                           Err(c.candidate_max_abs_error));
+    case MemoryColumn:
+      return Growth(c.baseline_peak_rss_bytes, c.candidate_peak_rss_bytes);
+    case TrialsColumn:
+      return QStringLiteral("%1 / %2").arg(c.baseline_trials).arg(c.candidate_trials);
+    case FindingsColumn: {
+      QStringList lines;
+      for (const gate::Finding& f : c.findings) {
+        if (f.fails) lines << Q(f.message);
+      }
+      return lines.join(QStringLiteral("; "));
+    }
+    default:
+      return {};
+  }
+}
+
+QVariant CompareModel::data(const QModelIndex& index, int role) const {
+  if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) {
+    return {};
+  }
+  const gate::CellResult& c = m_cells[static_cast<size_t>(index.row())];
+  switch (role) {
+    case Qt::DisplayRole:
+      return display(c, index.column());
+    case SortRole:
+      switch (index.column()) {
+        case BaselineColumn:
+          return c.baseline_median_us;
+        case CandidateColumn:
+          return c.candidate_median_us;
+        case RatioColumn:
+          return c.ratio;
+        case QColumn:
+          return c.q_value;
+        default:
+          return display(c, index.column());
+      }
+    case Qt::BackgroundRole:
+      return index.column() == VerdictColumn ? QVariant(VerdictColour(c.verdict)) : QVariant();
+    case Qt::TextAlignmentRole:
+      return index.column() >= BaselineColumn && index.column() <= TrialsColumn
+                 ? QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter)
+                 : QVariant();
+    case Qt::ToolTipRole: {
+      QStringList lines{Q(c.label)};
+      for (const gate::Finding& f : c.findings) {
+        lines << QStringLiteral("%1 %2").arg(f.fails ? "✗" : "✓", Q(f.message));
+      }
+      if (c.within_run_only) lines << tr("verdict from the samples of one trial per side");
+      return plainToolTip(lines.join('\n'));
+    }
+    case JobIdRole:
+      return QVariant::fromValue<qint64>(c.candidate_jobs.empty() ? 0 : c.candidate_jobs.front());
+    default:
+      return {};
+  }
+}
+
+QVariant CompareModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  switch (section) {
+    case CellColumn:
+      return tr("Cell");
+    case VerdictColumn:
+      return tr("Verdict");
+    case BaselineColumn:
+      return tr("Baseline ms");
+    case CandidateColumn:
+      return tr("Candidate ms");
+    case RatioColumn:
+      return tr("Ratio [CI]");
+    case QColumn:
+      return tr("q");
+    case AccuracyColumn:
+      return tr("Max abs error");
+    case MemoryColumn:
+      return tr("Peak RSS Δ");
+    case TrialsColumn:
+      return tr("Trials");
+    case FindingsColumn:
+      return tr("Findings");
+    default:
+      return {};
+  }
+}
+
+CompareView::CompareView(QWidget* parent)
+    : View(parent),
+      m_model(new CompareModel(this)),
+      m_proxy(new QSortFilterProxyModel(this)),
+      m_table(new QTableView(this)),
+      m_runs(new QLabel(this)),
+      m_message(new QLabel(this)) {
+  m_proxy->setSourceModel(m_model);
+  m_proxy->setSortRole(CompareModel::SortRole);
+  m_table->setModel(m_proxy);
+  m_table->setSortingEnabled(true);
+  m_table->sortByColumn(-1, Qt::AscendingOrder);
+  m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
+  m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  m_table->verticalHeader()->hide();
+  m_table->horizontalHeader()->setStretchLastSection(true);
+  m_table->setAlternatingRowColors(true);
+  m_runs->setTextFormat(Qt::RichText);
+  m_message->setWordWrap(true);
+  auto* layout = new QVBoxLayout(this);
+  layout->addWidget(m_runs);
+  layout->addWidget(m_message);
+  layout->addWidget(m_table, 1);
+  connect(m_table, &QTableView::activated, this, [this](const QModelIndex& i) {
+    const qint64 job = i.data(CompareModel::JobIdRole).toLongLong();
+    if (job > 0) emit openJob(job);
+  });
+}
+
+void CompareView::showCompare(qint64 baselineRunId, qint64 candidateRunId) {
+  m_baseline = baselineRunId;
+  m_candidate = candidateRunId;
+  markLoading();
+  load();
+}
+
+void CompareView::refresh() {
+  if (m_candidate) load();
+}
+
+QString CompareView::summary() const { return m_message->text(); }
+
+void CompareView::load() {
+  const quint64 generation = ++m_generation;
+  const qint64 base = m_baseline, cand = m_candidate;
+  LoadAsync<CompareData>(
+      database(), this, [base, cand](store::Store& s) { return ReadCompare(s, base, cand); },
+      [this, generation](const Result<CompareData>& result) {
+        if (generation == m_generation) applied(result);
+      });
+}
+
+void CompareView::applied(const Result<CompareData>& result) {
+  if (!result) {
+    m_runs->setText(tr("Baseline run %1, candidate run %2").arg(m_baseline).arg(m_candidate));
+    m_message->setText(tr("Cannot compare: %1").arg(Q(result.message())));
+    m_message->setStyleSheet(QStringLiteral("color: #b02020;"));
+    m_model->setCells({});
+    markReady();
+    return;
+  }
+  m_runs->setText(RunLine("Baseline", result->baseline) + "<br>" +
+                  RunLine("Candidate", result->candidate));
+  QString text = result->gate.passed ? tr("Gate (default policy): passed")
+                                     : tr("Gate (default policy): failed");
+  size_t counts[7] = {};
+  for (const gate::CellResult& c : result->gate.cells) ++counts[static_cast<int>(c.verdict)];
+  QStringList parts;
+  for (int v = 0; v < 7; ++v) {
+    if (counts[v]) {
+      parts << QStringLiteral("%1 %2").arg(counts[v]).arg(
+          gate::VerdictName(static_cast<gate::Verdict>(v)));
+    }
+  }
+  text += QStringLiteral(" · %1 cells: %2")
+              .arg(result->gate.cells.size())
+              .arg(parts.join(QStringLiteral(", ")));
+  for (const std::string& n : result->gate.notes) text += "\n" + Q(n);
+  m_message->setText(text);
+  m_message->setStyleSheet(result->gate.passed ? QStringLiteral("color: #1a6b1a;")
+                                               : QStringLiteral("color: #b02020;"));
+  m_model->setCells(result->gate.cells);
+  m_table->resizeColumnsToContents();
+  m_table->viewport()->update();
+  markReady();
+}
+
+}  // namespace dfarm::gui

@@ -1,0 +1,90 @@
+// CompareView: two runs side by side, cell by cell, as the release gate
+// judges them (gate::RunGate, default policy): medians, ratio with its
+// confidence interval, q-value, accuracy and memory deltas and the verdict.
+#pragma once
+
+#include <QAbstractTableModel>
+#include <QSortFilterProxyModel>
+#include <string>
+#include <vector>
+
+#include "gui/views/view.h"
+#include "reports/gate/gate.h"
+#include "reports/store/store.h"
+
+class QLabel;
+class QTableView;
+
+namespace dfarm::gui {
+
+struct CompareData {
+  store::RunRow baseline, candidate;
+  gate::GateResult gate;
+};
+
+// Reads both runs and gates candidate against baseline (blocking).
+Result<CompareData> ReadCompare(store::Store& store, int64_t baselineRunId, int64_t candidateRunId);
+
+class CompareModel : public QAbstractTableModel {
+  Q_OBJECT
+
+ public:
+  enum Column {
+    CellColumn,
+    VerdictColumn,
+    BaselineColumn,
+    CandidateColumn,
+    RatioColumn,
+    QColumn,
+    AccuracyColumn,
+    MemoryColumn,
+    TrialsColumn,
+    FindingsColumn,
+    ColumnCount
+  };
+  static constexpr int SortRole = Qt::UserRole + 1;
+  static constexpr int JobIdRole = Qt::UserRole + 2;  // the candidate's first ok job
+
+  explicit CompareModel(QObject* parent = nullptr);
+
+  void setCells(std::vector<gate::CellResult> cells);
+  const std::vector<gate::CellResult>& cells() const { return m_cells; }
+
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation,
+                      int role = Qt::DisplayRole) const override;
+
+ private:
+  QVariant display(const gate::CellResult& c, int column) const;
+  std::vector<gate::CellResult> m_cells;
+};
+
+class CompareView : public View {
+  Q_OBJECT
+
+ public:
+  explicit CompareView(QWidget* parent = nullptr);
+
+  void showCompare(qint64 baselineRunId, qint64 candidateRunId);
+  void refresh() override;
+
+  CompareModel* model() const { return m_model; }
+  QTableView* table() const { return m_table; }
+  QString summary() const;
+
+ private:
+  void load();
+  void applied(const Result<CompareData>& result);
+
+  CompareModel* m_model;
+  QSortFilterProxyModel* m_proxy;
+  QTableView* m_table;
+  QLabel* m_runs;
+  QLabel* m_message;
+  qint64 m_baseline = 0, m_candidate = 0;
+  quint64 m_generation = 0;
+};
+
+}  // namespace dfarm::gui
