@@ -182,6 +182,18 @@ double Lowest(double a, const std::optional<double>& b) {
   return std::isnan(a) ? *b : std::min(a, *b);
 }
 
+void CountAgreement(const std::optional<bool>& all_agree, const std::optional<double>& fraction,
+                    int64_t sets, int& agree, int& total) {
+  if (!all_agree) return;
+  if (fraction && sets > 1) {
+    total += static_cast<int>(sets);
+    agree += static_cast<int>(std::lround(*fraction * static_cast<double>(sets)));
+    return;
+  }
+  ++total;
+  agree += *all_agree ? 1 : 0;
+}
+
 std::map<int64_t, OutputFigures> Figures(const std::vector<const LoadedJob*>& jobs) {
   std::map<int64_t, OutputFigures> out;
   for (const auto* j : jobs) {
@@ -200,14 +212,11 @@ std::map<int64_t, OutputFigures> Figures(const std::vector<const LoadedJob*>& jo
       }
       f.new_nan_inf += std::max<int64_t>(0, o.nan_count - o.reference_nan_count) +
                        std::max<int64_t>(0, o.inf_count - o.reference_inf_count);
-      if (o.top1_agree) {
-        ++f.top1_total;
-        f.top1_agree += *o.top1_agree ? 1 : 0;
-      }
-      if (o.top5_agree) {
-        ++f.top5_total;
-        f.top5_agree += *o.top5_agree ? 1 : 0;
-      }
+      // One comparison per input set (a job over N sets counts N, with the
+      // runner's agreement fraction), else one per trial.
+      const int64_t sets = j->accuracy->sets.value_or(1);
+      CountAgreement(o.top1_agree, o.top1_agreement, sets, f.top1_agree, f.top1_total);
+      CountAgreement(o.top5_agree, o.top5_agreement, sets, f.top5_agree, f.top5_total);
     }
   }
   return out;
@@ -274,7 +283,7 @@ void CheckAgreement(CellResult& cell, const char* metric, const OutputFigures& f
   const bool fails = value < *threshold;
   AddFinding(cell, std::string("accuracy.") + metric, f.name, value, *threshold, fails,
              "output '" + f.name + "': " + metric + " " + Num(value) + " (" +
-                 std::to_string(agree) + "/" + std::to_string(total) + " trials) " +
+                 std::to_string(agree) + "/" + std::to_string(total) + " comparisons) " +
                  (fails ? "below" : "at least") + " the minimum " + Num(*threshold));
 }
 

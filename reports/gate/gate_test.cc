@@ -30,6 +30,7 @@ struct FakeJob {
   std::vector<store::OutputAccuracy> outputs;
   std::optional<store::JobPlacement> placement;
   int64_t peak_rss = 100 << 20;
+  std::optional<int64_t> sets;  // input sets the accuracy was compared over
 };
 
 class GateTest : public ::testing::Test {
@@ -75,7 +76,10 @@ class GateTest : public ::testing::Test {
         m.peak_rss_bytes = j.peak_rss;
         m.arena_bytes = 1 << 20;
         out.metrics = m;
-        if (!j.outputs.empty()) out.accuracy = store::Accuracy{"cpu", j.outputs};
+        if (!j.outputs.empty()) {
+          out.accuracy = store::Accuracy{"cpu", j.outputs};
+          out.accuracy->sets = j.sets;
+        }
         out.placement = j.placement;
       }
       auto r = store_->RecordJobResult(*id, out);
@@ -269,6 +273,36 @@ TEST_F(GateTest, SnrBelowTheMinimumFailsOnTheWorstTrial) {
   EXPECT_TRUE(by_default->passed) << RenderGateText(*by_default);
   auto bad = ParsePolicy(R"({"accuracy": [{"min_snr_db": "high"}]})", "p.json");
   EXPECT_FALSE(bad);
+}
+
+TEST_F(GateTest, TopOneAgreementCountsEveryInputSet) {
+  // Two trials over 4 input sets each: 3 of 4 sets agreed in trial 0, all 4
+  // in trial 1, so 7 of 8 comparisons (not "1 of 2 trials").
+  FakeJob job;
+  job.sets = 4;
+  auto jobs = Cell(job, 2, 10, 1000, 0, 0.01, 5);
+  for (size_t t = 0; t < jobs.size(); ++t) {
+    store::OutputAccuracy o = Output("probs", 1e-5);
+    o.top1_agree = t == 1;
+    o.top1_agreement = t == 1 ? 1.0 : 0.75;
+    jobs[t].outputs = {o};
+  }
+  auto cand = AddRun(jobs);
+  auto policy = ParsePolicy(R"({"accuracy": [{"min_top1_agreement": 0.9}]})", "p.json");
+  ASSERT_TRUE(policy) << policy.message();
+  auto r = RunGate(*store_, cand, 0, *policy);
+  ASSERT_TRUE(r) << r.message();
+  const auto* c = Find(*r, "xnnpack");
+  ASSERT_NE(c, nullptr);
+  bool found = false;
+  for (const auto& f : c->findings) {
+    if (f.metric != "accuracy.top1_agreement") continue;
+    found = true;
+    EXPECT_DOUBLE_EQ(f.value, 7.0 / 8.0);
+    EXPECT_TRUE(f.fails);
+    EXPECT_THAT(f.message, HasSubstr("7/8 comparisons"));
+  }
+  EXPECT_TRUE(found) << RenderGateText(*r);
 }
 
 TEST_F(GateTest, FallbackNodeIsAFinding) {
