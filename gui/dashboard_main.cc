@@ -1,21 +1,55 @@
-// dfarm-dashboard [DB] [--screenshot FILE]: browse runs and jobs of a
-// DelegateFarm database. Exit codes: kDashboardExitCodes.
+// dfarm-dashboard [DB | --db DB] [--view PAGE] [--screenshot FILE]: browse a
+// DelegateFarm database (runs, a run's matrix, a cell's trend, two runs
+// compared, a job, the devices). Exit codes: kDashboardExitCodes.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QFileInfo>
 #include <QTimer>
 #include <cstdio>
 
-#include "gui/jobs_model.h"
 #include "gui/main_window.h"
-#include "gui/store_loader.h"
 
 namespace {
 
 // QCommandLineParser::process() itself exits 1 on a bad command line.
 constexpr char kDashboardExitCodes[] =
     "Exit codes: 0 the window was closed (or the screenshot saved), 1 bad command line, "
-    "2 the database does not exist, 3 the screenshot could not be written.";
+    "2 the database does not exist, 3 the screenshot could not be written, "
+    "4 the view has nothing to show (no run, no job) or was not ready within 60 s.";
+
+constexpr int kReadyTimeoutMs = 60000;
+
+void fail(const QString& message) {
+  std::fprintf(stderr, "dfarm-dashboard: error: %s\n", qPrintable(message));
+}
+
+// Saves window to file once page is ready, then quits with the exit code.
+void screenshotWhenReady(dfarm::gui::MainWindow* window, dfarm::gui::Page page,
+                         const QString& file) {
+  auto save = [window, file](int code) {
+    if (!window->grab().save(file)) {
+      fail(QStringLiteral("cannot write the screenshot '%1'").arg(file));
+      QApplication::exit(3);
+      return;
+    }
+    QApplication::exit(code);
+  };
+  QObject::connect(window, &dfarm::gui::MainWindow::pageReady, window,
+                   [save, page](dfarm::gui::Page ready) {
+                     // A short pause lets charts finish their layout.
+                     if (ready == page) QTimer::singleShot(200, [save] { save(0); });
+                   });
+  QObject::connect(window, &dfarm::gui::MainWindow::openFailed, window, [](const QString& message) {
+    fail(message);
+    QApplication::exit(4);
+  });
+  QTimer::singleShot(kReadyTimeoutMs, window, [save, page] {
+    fail(QStringLiteral("the %1 view was not ready within %2 s (saved as it is)")
+             .arg(dfarm::gui::pageName(page))
+             .arg(kReadyTimeoutMs / 1000));
+    save(4);
+  });
+}
 
 }  // namespace
 
@@ -26,45 +60,53 @@ int main(int argc, char** argv) {
 
   QCommandLineParser parser;
   parser.setApplicationDescription(
-      QStringLiteral("DelegateFarm dashboard: runs and jobs of a results database.\n\n") +
+      QStringLiteral("DelegateFarm dashboard: runs, a run's matrix, a cell's trend, two runs "
+                     "compared, a job and the devices of a results database.\n"
+                     "Keys: Ctrl+1..6 the views, Alt+Left back, Ctrl+R refresh, Ctrl+C copy "
+                     "the table as TSV, Ctrl+E export the chart.\n\n") +
       kDashboardExitCodes);
   parser.addHelpOption();
   parser.addVersionOption();
-  parser.addPositionalArgument("db", "SQLite database written by dfarm (default: ./dfarm.db).");
+  parser.addPositionalArgument("db", "SQLite database written by dfarm (default: ./dfarm.db).",
+                               "[DB]");
+  QCommandLineOption dbOption("db", "The database (the same as the DB argument).", "FILE");
+  QCommandLineOption view(
+      "view",
+      QStringLiteral("Open this view: %1. matrix opens the newest run, compare the two newest, "
+                     "job the newest run's first job, trend its first cell.")
+          .arg(dfarm::gui::pageChoices()),
+      "VIEW", "runs");
   QCommandLineOption screenshot(
-      "screenshot", "Load the database, save a PNG of the window to FILE and exit.", "FILE");
+      "screenshot", "Open the view, save a PNG of the window to FILE when it is ready and exit.",
+      "FILE");
+  parser.addOption(dbOption);
+  parser.addOption(view);
   parser.addOption(screenshot);
   parser.process(app);
 
   const QStringList args = parser.positionalArguments();
-  const QString db = args.isEmpty() ? QStringLiteral("dfarm.db") : args.first();
+  if (args.size() > 1 || (parser.isSet(dbOption) && !args.isEmpty())) {
+    fail(QStringLiteral("give one database (DB or --db FILE)"));
+    return 1;
+  }
+  dfarm::gui::Page page = dfarm::gui::Page::Runs;
+  if (!dfarm::gui::parsePage(parser.value(view), &page)) {
+    fail(QStringLiteral("unknown view '%1': choose one of %2")
+             .arg(parser.value(view), dfarm::gui::pageChoices()));
+    return 1;
+  }
+  const QString db = parser.isSet(dbOption) ? parser.value(dbOption)
+                     : args.isEmpty()       ? QStringLiteral("dfarm.db")
+                                            : args.first();
   if (!QFileInfo::exists(db)) {
-    std::fprintf(stderr, "dfarm-dashboard: error: database '%s' does not exist\n", qPrintable(db));
+    fail(QStringLiteral("database '%1' does not exist").arg(db));
     return 2;
   }
 
   dfarm::gui::MainWindow window;
+  if (parser.isSet(screenshot)) screenshotWhenReady(&window, page, parser.value(screenshot));
   window.openDatabase(db);
+  if (page != dfarm::gui::Page::Runs) window.goToPage(page);
   window.show();
-
-  if (parser.isSet(screenshot)) {
-    const QString file = parser.value(screenshot);
-    // Save once the selected run's jobs are in (or after 10 s at most).
-    auto save = [&window, file] {
-      if (!window.grab().save(file)) {
-        std::fprintf(stderr, "dfarm-dashboard: error: cannot write '%s'\n", qPrintable(file));
-        QApplication::exit(3);
-        return;
-      }
-      QApplication::exit(0);
-    };
-    QObject::connect(window.loader(), &dfarm::gui::StoreLoader::jobsLoaded, &window,
-                     [save] { QTimer::singleShot(100, save); });
-    QObject::connect(window.loader(), &dfarm::gui::StoreLoader::runsLoaded, &window,
-                     [save](const dfarm::gui::RunsSnapshot& s) {
-                       if (!s.error.isEmpty() || s.runs.empty()) QTimer::singleShot(100, save);
-                     });
-    QTimer::singleShot(10000, save);
-  }
   return QApplication::exec();
 }

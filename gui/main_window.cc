@@ -1,89 +1,392 @@
 #include "gui/main_window.h"
 
+#include <QAction>
+#include <QDateTime>
 #include <QFileDialog>
-#include <QHeaderView>
-#include <QItemSelectionModel>
 #include <QKeySequence>
+#include <QLabel>
+#include <QListWidget>
 #include <QMenuBar>
-#include <QSortFilterProxyModel>
 #include <QSplitter>
+#include <QStackedWidget>
 #include <QStatusBar>
-#include <QTableView>
-#include <QToolBar>
 
-#include "gui/jobs_model.h"
-#include "gui/runs_model.h"
+#include "gui/chart_export.h"
+#include "gui/live.h"
 #include "gui/store_loader.h"
+#include "gui/table_copy.h"
+#include "gui/views/compare_view.h"
+#include "gui/views/devices_view.h"
+#include "gui/views/job_view.h"
+#include "gui/views/matrix_view.h"
+#include "gui/views/runs_view.h"
+#include "gui/views/trend_view.h"
 
 namespace dfarm::gui {
 
 namespace {
 
-QTableView* makeTable(QAbstractItemModel* model, int sortRole, QWidget* parent) {
-  auto* proxy = new QSortFilterProxyModel(parent);
-  proxy->setSourceModel(model);
-  proxy->setSortRole(sortRole);
-  auto* view = new QTableView(parent);
-  view->setModel(proxy);
-  view->setSortingEnabled(true);
-  view->setSelectionBehavior(QAbstractItemView::SelectRows);
-  view->setSelectionMode(QAbstractItemView::SingleSelection);
-  view->setAlternatingRowColors(true);
-  view->verticalHeader()->hide();
-  view->horizontalHeader()->setStretchLastSection(true);
-  return view;
+constexpr std::array<const char*, kPageCount> kPageNames = {"runs",    "matrix", "trend",
+                                                            "compare", "job",    "devices"};
+constexpr std::array<const char*, kPageCount> kPageTitles = {"Runs",    "Matrix", "Trend",
+                                                             "Compare", "Job",    "Devices"};
+
+template <typename V>
+V* as(View* view) {
+  return static_cast<V*>(view);
+}
+
+bool sameCell(const CellRef& a, const CellRef& b) {
+  return a.model == b.model && a.modelSha256 == b.modelSha256 && a.delegate == b.delegate &&
+         a.delegateOptions == b.delegateOptions && a.device == b.device && a.runner == b.runner &&
+         a.numThreads == b.numThreads;
+}
+
+bool sameLocation(const Location& a, const Location& b) {
+  return a.page == b.page && a.runId == b.runId && a.baselineId == b.baselineId &&
+         a.jobId == b.jobId && sameCell(a.cell, b.cell);
+}
+
+CellRef cellOf(const store::JobRow& job) {
+  CellRef cell;
+  cell.model = QString::fromStdString(job.model);
+  cell.modelSha256 = QString::fromStdString(job.model_sha256);
+  cell.delegate = QString::fromStdString(job.delegate);
+  cell.delegateOptions = QString::fromStdString(job.delegate_options);
+  cell.device = QString::fromStdString(job.device);
+  cell.runner = QString::fromStdString(job.runner);
+  cell.numThreads = job.num_threads;
+  return cell;
+}
+
+// The newest run's location for page (see MainWindow::goToPage).
+Result<Location> ResolveNewest(store::Store& store, Page page, const std::string& db) {
+  Location where;
+  where.page = page;
+  if (page == Page::Runs || page == Page::Devices) return where;
+  auto runs = store.ListRuns();
+  if (!runs) return runs.error();
+  if (runs->empty()) {
+    return MakeError(
+        ErrorKind::kNotFound,
+        "database '" + db + "' has no runs yet: run `dfarm sweep SPEC --db " + db + "` first");
+  }
+  where.runId = runs->back().id;
+  if (page == Page::Compare) {
+    if (runs->size() < 2) {
+      return MakeError(ErrorKind::kNotFound,
+                       "database '" + db + "' has one run: the compare view needs two");
+    }
+    where.baselineId = (*runs)[runs->size() - 2].id;
+  }
+  if (page == Page::Job || page == Page::Trend) {
+    auto jobs = store.ListJobs(where.runId);
+    if (!jobs) return jobs.error();
+    if (jobs->empty()) {
+      return MakeError(ErrorKind::kNotFound,
+                       "run " + std::to_string(where.runId) + " in '" + db + "' has no jobs");
+    }
+    where.jobId = jobs->front().id;
+    where.cell = cellOf(jobs->front());
+  }
+  return where;
 }
 
 }  // namespace
 
+QString pageName(Page page) { return QString::fromLatin1(kPageNames[static_cast<int>(page)]); }
+
+bool parsePage(const QString& name, Page* page) {
+  for (int i = 0; i < kPageCount; ++i) {
+    if (name == QLatin1String(kPageNames[i])) {
+      *page = static_cast<Page>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+QString pageChoices() {
+  QStringList names;
+  for (const char* name : kPageNames) names << QString::fromLatin1(name);
+  return names.join('|');
+}
+
+bool Location::valid() const {
+  switch (page) {
+    case Page::Runs:
+    case Page::Devices:
+      return true;
+    case Page::Matrix:
+      return runId > 0;
+    case Page::Compare:
+      return runId > 0 && baselineId > 0;
+    case Page::Job:
+      return jobId > 0;
+    case Page::Trend:
+      return !cell.model.isEmpty();
+  }
+  return false;
+}
+
 MainWindow::MainWindow(QWidget* parent)
-    : QMainWindow(parent),
-      m_runs(new RunsModel(this)),
-      m_jobs(new JobsModel(this)),
-      m_loader(new StoreLoader(this)) {
+    : QMainWindow(parent), m_watcher(new DatabaseWatcher(this)) {
+  qRegisterMetaType<dfarm::gui::CellRef>();
+  qRegisterMetaType<dfarm::gui::Page>();
   setWindowTitle(tr("DelegateFarm dashboard"));
-  resize(1200, 720);
+  resize(1280, 800);
 
-  m_runsView = makeTable(m_runs, Qt::DisplayRole, this);
-  m_runsView->sortByColumn(RunsModel::IdColumn, Qt::DescendingOrder);
-  m_jobsView = makeTable(m_jobs, JobsModel::SortRole, this);
+  m_nav = new QListWidget(this);
+  m_stack = new QStackedWidget(this);
+  buildViews();
+  for (int i = 0; i < kPageCount; ++i) {
+    m_nav->addItem(tr("%1\tCtrl+%2").arg(QString::fromLatin1(kPageTitles[i])).arg(i + 1));
+  }
+  m_nav->setFixedWidth(m_nav->sizeHintForColumn(0) + 24);
+  m_nav->setCurrentRow(0);
+  connect(m_nav, &QListWidget::currentRowChanged, this, [this](int row) {
+    if (row >= 0 && row != static_cast<int>(m_here.page)) goToPage(static_cast<Page>(row));
+  });
 
-  auto* splitter = new QSplitter(Qt::Vertical, this);
-  splitter->addWidget(m_runsView);
-  splitter->addWidget(m_jobsView);
-  splitter->setStretchFactor(0, 1);
-  splitter->setStretchFactor(1, 2);
+  auto* splitter = new QSplitter(Qt::Horizontal, this);
+  splitter->addWidget(m_nav);
+  splitter->addWidget(m_stack);
+  splitter->setStretchFactor(1, 1);
+  splitter->setChildrenCollapsible(false);
   setCentralWidget(splitter);
 
+  buildActions();
+  m_dbLabel = new QLabel(tr("No database open"), this);
+  m_liveLabel = new QLabel(this);
+  statusBar()->addWidget(m_dbLabel, 1);
+  statusBar()->addPermanentWidget(m_liveLabel);
+  connect(m_watcher, &DatabaseWatcher::changed, this, &MainWindow::onDatabaseChanged);
+  connect(this, &MainWindow::openFailed, this,
+          [this](const QString& message) { statusBar()->showMessage(message); });
+  updateLiveLabel();
+}
+
+void MainWindow::buildViews() {
+  m_views = {new RunsView(this),    new MatrixView(this), new TrendView(this),
+             new CompareView(this), new JobView(this),    new DevicesView(this)};
+  for (int i = 0; i < kPageCount; ++i) {
+    View* v = m_views[i];
+    m_stack->addWidget(v);
+    const Page page = static_cast<Page>(i);
+    connect(v, &View::ready, this, [this, page] { onViewReady(page); });
+    connect(v, &View::openRun, this, [this](qint64 runId) {
+      Location where;
+      where.page = Page::Matrix;
+      where.runId = runId;
+      go(where);
+    });
+    connect(v, &View::openJob, this, [this](qint64 jobId) {
+      Location where;
+      where.page = Page::Job;
+      where.jobId = jobId;
+      go(where);
+    });
+    connect(v, &View::openCell, this, [this](const CellRef& cell) {
+      Location where;
+      where.page = Page::Trend;
+      where.cell = cell;
+      go(where);
+    });
+    connect(v, &View::compareRuns, this, [this](qint64 baseline, qint64 candidate) {
+      Location where;
+      where.page = Page::Compare;
+      where.baselineId = baseline;
+      where.runId = candidate;
+      go(where);
+    });
+  }
+}
+
+void MainWindow::buildActions() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
   QAction* open = file->addAction(tr("&Open database…"), this, &MainWindow::chooseDatabase);
   open->setShortcut(QKeySequence::Open);
-  QAction* refresh = file->addAction(tr("&Reload"), this, &MainWindow::reload);
-  refresh->setShortcut(QKeySequence::Refresh);
+  QAction* exportAction =
+      file->addAction(tr("&Export chart as PNG/SVG…"), this, &MainWindow::chooseExportFile);
+  exportAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
   file->addSeparator();
   file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 
-  QToolBar* tools = addToolBar(tr("Database"));
-  tools->addAction(open);
-  tools->addAction(refresh);
+  QMenu* edit = menuBar()->addMenu(tr("&Edit"));
+  QAction* copy = edit->addAction(tr("&Copy table as TSV"), this, &MainWindow::copyTable);
+  copy->setShortcut(QKeySequence::Copy);
+  // Before the table's own Ctrl+C (which copies one cell).
+  copy->setShortcutContext(Qt::WindowShortcut);
 
-  connect(m_loader, &StoreLoader::runsLoaded, this, &MainWindow::onRunsLoaded);
-  connect(m_loader, &StoreLoader::jobsLoaded, this, &MainWindow::onJobsLoaded);
-  connect(m_runsView->selectionModel(), &QItemSelectionModel::selectionChanged, this,
-          &MainWindow::onRunSelected);
-  statusBar()->showMessage(tr("No database open"));
+  QMenu* go = menuBar()->addMenu(tr("&Go"));
+  for (int i = 0; i < kPageCount; ++i) {
+    QAction* a =
+        go->addAction(tr(kPageTitles[i]), this, [this, i] { goToPage(static_cast<Page>(i)); });
+    a->setShortcut(QKeySequence(Qt::CTRL | static_cast<Qt::Key>(Qt::Key_1 + i)));
+  }
+  go->addSeparator();
+  QAction* backAction = go->addAction(tr("&Back"), this, &MainWindow::back);
+  backAction->setShortcuts({QKeySequence(Qt::ALT | Qt::Key_Left), QKeySequence(Qt::Key_Back)});
+  QAction* refreshAction = go->addAction(tr("&Refresh"), this, &MainWindow::refresh);
+  refreshAction->setShortcuts({QKeySequence(Qt::CTRL | Qt::Key_R), QKeySequence(Qt::Key_F5)});
 }
 
 void MainWindow::openDatabase(const QString& dbPath) {
   m_dbPath = dbPath;
   setWindowTitle(tr("DelegateFarm dashboard — %1").arg(dbPath));
-  reload();
+  m_dbLabel->setText(tr("Database: %1").arg(dbPath));
+  for (View* v : m_views) v->setDatabase(dbPath);
+  m_last = {};
+  m_shown = {};
+  m_stale = {};
+  m_history.clear();
+  m_watcher->watch(dbPath);
+  updateLiveLabel();
+  Location runs;
+  runs.page = Page::Runs;
+  showLocation(runs);
 }
 
-void MainWindow::reload() {
+void MainWindow::go(const Location& where) {
+  if (!where.valid()) return;
+  if (!m_dbPath.isEmpty() && !sameLocation(where, m_here)) m_history.push_back(m_here);
+  showLocation(where);
+}
+
+void MainWindow::goToPage(Page page) {
+  const int index = static_cast<int>(page);
+  if (m_shown[index]) {
+    // Back to what the page showed last, re-read only if the database changed.
+    if (!sameLocation(m_last[index], m_here)) m_history.push_back(m_here);
+    m_here = m_last[index];
+    m_nav->blockSignals(true);
+    m_nav->setCurrentRow(index);
+    m_nav->blockSignals(false);
+    m_stack->setCurrentIndex(index);
+    if (m_stale[index]) {
+      refresh();
+    } else if (view(page)->isReady()) {
+      emit pageReady(page);
+    }
+    return;
+  }
+  if (page == Page::Runs || page == Page::Devices) {
+    Location where;
+    where.page = page;
+    go(where);
+    return;
+  }
   if (m_dbPath.isEmpty()) return;
-  statusBar()->showMessage(tr("Loading %1…").arg(m_dbPath));
-  m_loader->loadRuns(m_dbPath);
+  const quint64 generation = ++m_resolveGeneration;
+  const std::string db = m_dbPath.toStdString();
+  LoadAsync<Location>(
+      m_dbPath, this, [page, db](store::Store& s) { return ResolveNewest(s, page, db); },
+      [this, generation](const Result<Location>& where) {
+        if (generation != m_resolveGeneration) return;
+        if (!where) {
+          emit openFailed(QString::fromStdString(where.message()));
+          return;
+        }
+        go(*where);
+      });
+}
+
+void MainWindow::back() {
+  if (m_history.empty()) return;
+  const Location where = m_history.back();
+  m_history.pop_back();
+  showLocation(where);
+}
+
+void MainWindow::showLocation(const Location& where) {
+  const int index = static_cast<int>(where.page);
+  m_here = where;
+  m_last[index] = where;
+  m_shown[index] = true;
+  m_stale[index] = false;
+  m_nav->blockSignals(true);
+  m_nav->setCurrentRow(index);
+  m_nav->blockSignals(false);
+  m_stack->setCurrentIndex(index);
+  View* v = m_views[index];
+  switch (where.page) {
+    case Page::Runs:
+      as<RunsView>(v)->showRuns();
+      break;
+    case Page::Matrix:
+      as<MatrixView>(v)->showRun(where.runId);
+      break;
+    case Page::Trend:
+      as<TrendView>(v)->showCell(where.cell);
+      break;
+    case Page::Compare:
+      as<CompareView>(v)->showCompare(where.baselineId, where.runId);
+      break;
+    case Page::Job:
+      as<JobView>(v)->showJob(where.jobId);
+      break;
+    case Page::Devices:
+      as<DevicesView>(v)->showDevices();
+      break;
+  }
+}
+
+void MainWindow::refresh() {
+  if (m_dbPath.isEmpty()) return;
+  m_stale[static_cast<int>(m_here.page)] = false;
+  currentView()->refresh();
+}
+
+void MainWindow::onDatabaseChanged() {
+  m_stale.fill(true);
+  updateLiveLabel();
+  // A view still loading re-reads once it is ready (onViewReady): one read
+  // at a time, however fast the sweep writes.
+  if (currentView()->isReady()) refresh();
+}
+
+void MainWindow::onViewReady(Page page) {
+  if (page != m_here.page) return;
+  if (m_stale[static_cast<int>(page)]) {
+    refresh();
+    return;
+  }
+  emit pageReady(page);
+}
+
+bool MainWindow::copyTable() {
+  if (!copyTableAsTsv(currentView())) {
+    statusBar()->showMessage(tr("This view shows no table to copy"), 3000);
+    return false;
+  }
+  statusBar()->showMessage(tr("Table copied as TSV"), 3000);
+  return true;
+}
+
+bool MainWindow::exportChart(const QString& file) {
+  QWidget* chart = currentView()->exportableChart();
+  if (chart == nullptr) {
+    statusBar()->showMessage(tr("This view shows no chart to export"), 3000);
+    return false;
+  }
+  auto done = ExportChart(chart, file);
+  if (!done) {
+    statusBar()->showMessage(QString::fromStdString(done.message()));
+    return false;
+  }
+  statusBar()->showMessage(tr("Chart saved to %1").arg(file), 5000);
+  return true;
+}
+
+void MainWindow::chooseExportFile() {
+  if (currentView()->exportableChart() == nullptr) {
+    statusBar()->showMessage(tr("This view shows no chart to export"), 3000);
+    return;
+  }
+  const QString file = QFileDialog::getSaveFileName(this, tr("Export chart"),
+                                                    pageName(m_here.page) + QStringLiteral(".png"),
+                                                    tr("PNG image (*.png);;SVG image (*.svg)"));
+  if (!file.isEmpty()) exportChart(file);
 }
 
 void MainWindow::chooseDatabase() {
@@ -93,40 +396,15 @@ void MainWindow::chooseDatabase() {
   if (!path.isEmpty()) openDatabase(path);
 }
 
-void MainWindow::onRunsLoaded(const RunsSnapshot& snapshot) {
-  if (!snapshot.error.isEmpty()) {
-    m_runs->setRuns({});
-    m_jobs->setJobs({});
-    statusBar()->showMessage(tr("Error: %1").arg(snapshot.error));
+void MainWindow::updateLiveLabel() {
+  if (!m_watcher->isWatching()) {
+    m_liveLabel->setText(tr("Live: off"));
     return;
   }
-  m_runs->setRuns(snapshot.runs);
-  m_runsView->resizeColumnsToContents();
-  statusBar()->showMessage(
-      tr("%1: %n run(s)", nullptr, static_cast<int>(snapshot.runs.size())).arg(m_dbPath));
-  if (!snapshot.runs.empty()) m_runsView->selectRow(0);
-}
-
-void MainWindow::onRunSelected() {
-  const QModelIndexList rows = m_runsView->selectionModel()->selectedRows();
-  if (rows.isEmpty()) {
-    m_jobs->setJobs({});
-    return;
-  }
-  const qint64 runId = rows.first().data(RunsModel::RunIdRole).toLongLong();
-  m_loader->loadJobs(m_dbPath, runId);
-}
-
-void MainWindow::onJobsLoaded(const JobsSnapshot& snapshot) {
-  if (!snapshot.error.isEmpty()) {
-    m_jobs->setJobs({});
-    statusBar()->showMessage(tr("Error: %1").arg(snapshot.error));
-    return;
-  }
-  m_jobs->setJobs(snapshot.jobs, snapshot.accuracy);
-  m_jobsView->resizeColumnsToContents();
-  statusBar()->showMessage(
-      tr("Run %1: %n job(s)", nullptr, static_cast<int>(snapshot.jobs.size())).arg(snapshot.runId));
+  const QDateTime& last = m_watcher->lastChange();
+  m_liveLabel->setText(last.isValid()
+                           ? tr("Live: updated %1").arg(last.toString(QStringLiteral("HH:mm:ss")))
+                           : tr("Live: watching"));
 }
 
 }  // namespace dfarm::gui

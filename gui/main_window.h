@@ -1,19 +1,44 @@
-// MainWindow: runs on top, the selected run's jobs below. A thin shell over
-// RunsModel, JobsModel and StoreLoader.
+// MainWindow: the dashboard's shell. A navigation list (Runs, Matrix, Trend,
+// Compare, Job, Devices) over a stack of Views; the views' signals move
+// between them (openRun -> Matrix, openJob -> Job, openCell -> Trend,
+// compareRuns -> Compare) with a Back history; a DatabaseWatcher refreshes
+// the open view when a sweep writes to the database. The window reads the
+// store only through LoadAsync (off the GUI thread).
 #pragma once
 
 #include <QMainWindow>
 #include <QString>
+#include <array>
+#include <vector>
 
-class QTableView;
+#include "gui/views/view.h"
+
+class QLabel;
+class QListWidget;
+class QStackedWidget;
 
 namespace dfarm::gui {
 
-class JobsModel;
-class RunsModel;
-class StoreLoader;
-struct JobsSnapshot;
-struct RunsSnapshot;
+class DatabaseWatcher;
+
+enum class Page { Runs, Matrix, Trend, Compare, Job, Devices };
+constexpr int kPageCount = 6;
+
+// "runs", "matrix", ... (the --view names); parsePage is false for others.
+QString pageName(Page page);
+bool parsePage(const QString& name, Page* page);
+// "runs|matrix|trend|compare|job|devices".
+QString pageChoices();
+
+// Where the window is: a page and what it shows.
+struct Location {
+  Page page = Page::Runs;
+  qint64 runId = 0;       // Matrix: the run; Compare: the candidate
+  qint64 baselineId = 0;  // Compare
+  qint64 jobId = 0;       // Job
+  CellRef cell;           // Trend
+  bool valid() const;     // a page that needs an id has one
+};
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -21,26 +46,62 @@ class MainWindow : public QMainWindow {
  public:
   explicit MainWindow(QWidget* parent = nullptr);
 
-  // Opens the database at dbPath (asynchronously) and selects its newest run.
+  // Opens the database at dbPath and shows its runs (reads are asynchronous).
   void openDatabase(const QString& dbPath);
-  void reload();
+  const QString& database() const { return m_dbPath; }
 
-  RunsModel* runsModel() const { return m_runs; }
-  JobsModel* jobsModel() const { return m_jobs; }
-  StoreLoader* loader() const { return m_loader; }
+  // Shows a location, remembering the current one for back().
+  void go(const Location& where);
+  // Shows page on what it shows last, or for a page not shown yet, on the
+  // newest run (Compare: the two newest; Job: the newest run's first job;
+  // Trend: its first cell), resolved off the GUI thread. openFailed(message)
+  // when the database has nothing to show there.
+  void goToPage(Page page);
+  bool canGoBack() const { return !m_history.empty(); }
+  void back();
+  // Re-reads the open view (Ctrl+R; the watcher calls it too).
+  void refresh();
+  // Copies the focused table of the open view as TSV (Ctrl+C).
+  bool copyTable();
+  // Exports the open view's chart to file (PNG or SVG by its suffix).
+  bool exportChart(const QString& file);
+
+  View* view(Page page) const { return m_views[static_cast<int>(page)]; }
+  View* currentView() const { return view(m_here.page); }
+  const Location& location() const { return m_here; }
+  DatabaseWatcher* watcher() const { return m_watcher; }
+
+ signals:
+  // The view a go() showed is ready (it painted its data or an error).
+  void pageReady(dfarm::gui::Page page);
+  void openFailed(const QString& message);
 
  private:
+  void buildViews();
+  void buildActions();
+  void showLocation(const Location& where);
+  void onDatabaseChanged();
+  void onViewReady(Page page);
   void chooseDatabase();
-  void onRunsLoaded(const RunsSnapshot& snapshot);
-  void onJobsLoaded(const JobsSnapshot& snapshot);
-  void onRunSelected();
+  void chooseExportFile();
+  void updateLiveLabel();
 
   QString m_dbPath;
-  RunsModel* m_runs = nullptr;
-  JobsModel* m_jobs = nullptr;
-  StoreLoader* m_loader = nullptr;
-  QTableView* m_runsView = nullptr;
-  QTableView* m_jobsView = nullptr;
+  QListWidget* m_nav = nullptr;
+  QStackedWidget* m_stack = nullptr;
+  std::array<View*, kPageCount> m_views{};
+  // The last location each page showed (invalid: never shown).
+  std::array<Location, kPageCount> m_last{};
+  std::array<bool, kPageCount> m_shown{};
+  std::array<bool, kPageCount> m_stale{};
+  Location m_here;
+  std::vector<Location> m_history;
+  DatabaseWatcher* m_watcher = nullptr;
+  QLabel* m_dbLabel = nullptr;
+  QLabel* m_liveLabel = nullptr;
+  quint64 m_resolveGeneration = 0;
 };
 
 }  // namespace dfarm::gui
+
+Q_DECLARE_METATYPE(dfarm::gui::Page)

@@ -10,7 +10,6 @@
 
 #include "gui/format.h"
 #include "gui/jobs_model.h"
-#include "gui/main_window.h"
 #include "gui/runs_model.h"
 #include "gui/store_loader.h"
 
@@ -191,17 +190,6 @@ TEST_F(DashboardTest, LoaderDeliversOnTheGuiThread) {
   const auto snapshot = spy.takeFirst().at(0).value<JobsSnapshot>();
   EXPECT_EQ(snapshot.runId, first_run_);
   EXPECT_EQ(snapshot.jobs.size(), 3u);
-}
-
-TEST_F(DashboardTest, MainWindowSelectsFirstRunAndLoadsItsJobs) {
-  MainWindow window;
-  QSignalSpy jobs(window.loader(), &StoreLoader::jobsLoaded);
-  window.openDatabase(db_);
-  ASSERT_TRUE(jobs.wait(10000));
-  EXPECT_EQ(window.runsModel()->rowCount(), 2);
-  // The runs view sorts newest first, so the selected run is the newest.
-  EXPECT_EQ(window.jobsModel()->rowCount(), 0);
-  EXPECT_EQ(jobs.takeFirst().at(0).value<JobsSnapshot>().runId, second_run_);
 }
 
 }  // namespace
