@@ -3,11 +3,11 @@
 #include <QAction>
 #include <QDateTime>
 #include <QFileDialog>
+#include <QHBoxLayout>
 #include <QKeySequence>
 #include <QLabel>
 #include <QListWidget>
 #include <QMenuBar>
-#include <QSplitter>
 #include <QStackedWidget>
 #include <QStatusBar>
 
@@ -134,7 +134,7 @@ MainWindow::MainWindow(QWidget* parent)
   qRegisterMetaType<dfarm::gui::CellRef>();
   qRegisterMetaType<dfarm::gui::Page>();
   setWindowTitle(tr("DelegateFarm dashboard"));
-  resize(1280, 800);
+  resize(1440, 900);
 
   m_nav = new QListWidget(this);
   m_stack = new QStackedWidget(this);
@@ -142,18 +142,20 @@ MainWindow::MainWindow(QWidget* parent)
   for (int i = 0; i < kPageCount; ++i) {
     m_nav->addItem(tr("%1\tCtrl+%2").arg(QString::fromLatin1(kPageTitles[i])).arg(i + 1));
   }
-  m_nav->setFixedWidth(m_nav->sizeHintForColumn(0) + 24);
+  m_nav->setSpacing(3);
+  m_nav->setFixedWidth(m_nav->sizeHintForColumn(0) + 16);
   m_nav->setCurrentRow(0);
   connect(m_nav, &QListWidget::currentRowChanged, this, [this](int row) {
     if (row >= 0 && row != static_cast<int>(m_here.page)) goToPage(static_cast<Page>(row));
   });
 
-  auto* splitter = new QSplitter(Qt::Horizontal, this);
-  splitter->addWidget(m_nav);
-  splitter->addWidget(m_stack);
-  splitter->setStretchFactor(1, 1);
-  splitter->setChildrenCollapsible(false);
-  setCentralWidget(splitter);
+  // The list keeps its width; the view takes the rest.
+  auto* central = new QWidget(this);
+  auto* layout = new QHBoxLayout(central);
+  layout->setContentsMargins(4, 4, 4, 0);
+  layout->addWidget(m_nav);
+  layout->addWidget(m_stack, 1);
+  setCentralWidget(central);
 
   buildActions();
   m_dbLabel = new QLabel(tr("No database open"), this);

@@ -9,6 +9,7 @@
 #include <QClipboard>
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QHeaderView>
 #include <QImage>
 #include <QProcess>
@@ -153,6 +154,22 @@ TEST_F(WindowTest, KeysOpenEveryViewAndBackReturns) {
   ASSERT_TRUE(waitReady(window, Page::Compare));
   EXPECT_EQ(window.location().baselineId, runs_[0]);
   EXPECT_EQ(window.location().runId, runs_[1]);
+}
+
+TEST_F(WindowTest, TheWindowsOwnReadsAreNoChange) {
+  // The views' own reads (each opens and closes the database) must not look
+  // like writes, or the window would re-read forever.
+  MainWindow window;
+  window.watcher()->setInterval(50);
+  window.openDatabase(db_);
+  window.show();
+  for (Page page :
+       {Page::Runs, Page::Matrix, Page::Trend, Page::Compare, Page::Job, Page::Devices}) {
+    window.goToPage(page);
+    ASSERT_TRUE(waitReady(window, page)) << qPrintable(pageName(page));
+  }
+  QTest::qWait(1000);
+  EXPECT_EQ(window.watcher()->changeCount(), 0u);
 }
 
 TEST_F(WindowTest, OpenRunShowsNewJobsAppendedFromAnotherThreadWithoutReload) {
@@ -304,6 +321,16 @@ TEST_F(SweepTest, ScreenshotOfEveryViewOfTwoRealRuns) {
        {Page::Runs, Page::Matrix, Page::Trend, Page::Compare, Page::Job, Page::Devices}) {
     window.goToPage(page);
     ASSERT_TRUE(waitReady(window, page)) << qPrintable(pageName(page));
+  }
+
+  // Ctrl+E's export: the job view's chart as PNG and SVG.
+  window.goToPage(Page::Job);
+  ASSERT_TRUE(waitReady(window, Page::Job));
+  for (const char* suffix : {".png", ".svg"}) {
+    const QString file = out + "/job_chart" + suffix;
+    QFile::remove(file);
+    EXPECT_TRUE(window.exportChart(file)) << qPrintable(file);
+    EXPECT_GT(QFileInfo(file).size(), 1000) << qPrintable(file);
   }
 
   // The program: --view X --screenshot FILE for each view.
