@@ -1,29 +1,19 @@
-// The dashboard's models and loader over a real SQLite store, without a
-// display.
+// The dashboard's shared pieces (tooltips, LoadAsync) over a real SQLite
+// store, without a display. The views' models are tested in gui/views/.
 #include <gtest/gtest.h>
 
-#include <QAbstractItemModelTester>
 #include <QFileInfo>
 #include <QSignalSpy>
 #include <QTemporaryDir>
+#include <QTest>
+#include <QThread>
 #include <QtGlobal>
 
 #include "gui/format.h"
-#include "gui/jobs_model.h"
-#include "gui/runs_model.h"
 #include "gui/store_loader.h"
 
 namespace dfarm::gui {
 namespace {
-
-// Counts QAbstractItemModelTester complaints (it reports them as warnings).
-int g_modelWarnings = 0;
-void countWarnings(QtMsgType type, const QMessageLogContext&, const QString& msg) {
-  if (type == QtWarningMsg || type == QtCriticalMsg || type == QtFatalMsg) {
-    ++g_modelWarnings;
-    fprintf(stderr, "qt: %s\n", qPrintable(msg));
-  }
-}
 
 store::JobRow Job(const std::string& model, const std::string& delegate) {
   store::JobRow job;
@@ -100,69 +90,6 @@ class DashboardTest : public testing::Test {
   qint64 second_run_ = 0;
 };
 
-// Prints a model as one line per row, cells separated by " | ".
-QString Print(const QAbstractItemModel& model) {
-  QString out;
-  for (int r = 0; r < model.rowCount(); ++r) {
-    QStringList cells;
-    for (int c = 0; c < model.columnCount(); ++c) cells << model.index(r, c).data().toString();
-    out += cells.join(" | ") + "\n";
-  }
-  return out;
-}
-
-TEST_F(DashboardTest, RunsModelListsRunsOldestFirst) {
-  RunsModel model;
-  g_modelWarnings = 0;
-  QtMessageHandler previous = qInstallMessageHandler(countWarnings);
-  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Warning);
-  RunsSnapshot snapshot = readRuns(db_);
-  ASSERT_TRUE(snapshot.error.isEmpty()) << snapshot.error.toStdString();
-  model.setRuns(snapshot.runs);
-  qInstallMessageHandler(previous);
-  EXPECT_EQ(g_modelWarnings, 0);
-
-  ASSERT_EQ(model.rowCount(), 2);
-  EXPECT_EQ(model.index(0, RunsModel::NameColumn).data().toString(), "nightly");
-  EXPECT_EQ(model.index(0, RunsModel::StatusColumn).data().toString(), "finished");
-  EXPECT_FALSE(model.index(0, RunsModel::FinishedColumn).data().toString().isEmpty());
-  EXPECT_EQ(model.index(1, RunsModel::NameColumn).data().toString(), "candidate");
-  EXPECT_EQ(model.index(1, RunsModel::StatusColumn).data().toString(), "running");
-  EXPECT_EQ(model.index(1, 0).data(RunsModel::RunIdRole).toLongLong(), second_run_);
-  EXPECT_EQ(model.headerData(RunsModel::StatusColumn, Qt::Horizontal).toString(), "Status");
-}
-
-TEST_F(DashboardTest, JobsModelShowsFiguresAndFailures) {
-  JobsModel model;
-  g_modelWarnings = 0;
-  QtMessageHandler previous = qInstallMessageHandler(countWarnings);
-  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Warning);
-  JobsSnapshot snapshot = readJobs(db_, first_run_);
-  ASSERT_TRUE(snapshot.error.isEmpty()) << snapshot.error.toStdString();
-  model.setJobs(snapshot.jobs, snapshot.accuracy);
-  qInstallMessageHandler(previous);
-  EXPECT_EQ(g_modelWarnings, 0);
-
-  // Columns: model, delegate, options, device, status, init, first, mean,
-  // p50, p90, p99, peak RSS, placement, device state, max abs error vs cpu, error.
-  EXPECT_EQ(Print(model),
-            "face.tflite | cpu |  | local | ok | 2.500 | 14.000 | 12.346 | 12.000 | 13.000 | "
-            "15.000 | 42.0 | 2/3 on example | hot | 0.0002 | \n"
-            "hand<1>.tflite | cpu |  | local | crashed |  |  |  |  |  |  |  |  |  |  | "
-            "runner killed by signal 11 (SIGSEGV)\n"
-            "selfie.tflite | cpu |  | local | queued |  |  |  |  |  |  |  |  |  |  | \n");
-  EXPECT_DOUBLE_EQ(model.index(0, JobsModel::AccuracyColumn).data(JobsModel::SortRole).toDouble(),
-                   0.0002);
-  EXPECT_EQ(model.index(0, JobsModel::DeviceStateColumn).data(Qt::ToolTipRole).toString(),
-            "started hot: thermal zone 0 (cpu) at 81.0 C > 70.0 C");
-  EXPECT_TRUE(model.index(0, JobsModel::DeviceStateColumn).data(Qt::ForegroundRole).isValid());
-  EXPECT_DOUBLE_EQ(model.index(0, JobsModel::MeanColumn).data(JobsModel::SortRole).toDouble(),
-                   12345.6);
-  EXPECT_TRUE(model.index(1, JobsModel::StatusColumn).data(Qt::ForegroundRole).isValid());
-  EXPECT_FALSE(model.index(0, JobsModel::StatusColumn).data(Qt::ForegroundRole).isValid());
-  EXPECT_FALSE(model.index(2, JobsModel::StatusColumn).data(Qt::ForegroundRole).isValid());
-}
-
 // Text in the database comes from agents: a tooltip that looks like HTML is
 // shown as written, not rendered (issue 12, strings from an agent).
 TEST(ToolTipTest, RichLookingTextIsEscaped) {
@@ -176,20 +103,35 @@ TEST(ToolTipTest, RichLookingTextIsEscaped) {
 
 TEST_F(DashboardTest, MissingDatabaseIsAnErrorAndIsNotCreated) {
   const QString missing = dir_.filePath("nope.db");
-  RunsSnapshot snapshot = readRuns(missing);
-  EXPECT_TRUE(snapshot.runs.empty());
-  EXPECT_TRUE(snapshot.error.contains("nope.db")) << snapshot.error.toStdString();
+  auto store = OpenDashboardStore(missing);
+  ASSERT_FALSE(store);
+  EXPECT_EQ(store.error().kind, ErrorKind::kNotFound);
+  EXPECT_NE(store.message().find("nope.db"), std::string::npos) << store.message();
   EXPECT_FALSE(QFileInfo::exists(missing));
 }
 
-TEST_F(DashboardTest, LoaderDeliversOnTheGuiThread) {
-  StoreLoader loader;
-  QSignalSpy spy(&loader, &StoreLoader::jobsLoaded);
-  loader.loadJobs(db_, first_run_);
-  ASSERT_TRUE(spy.wait(10000));
-  const auto snapshot = spy.takeFirst().at(0).value<JobsSnapshot>();
-  EXPECT_EQ(snapshot.runId, first_run_);
-  EXPECT_EQ(snapshot.jobs.size(), 3u);
+TEST_F(DashboardTest, LoadAsyncDeliversOnTheReceiversThread) {
+  QObject receiver;
+  bool called = false;
+  LoadAsync<std::vector<store::JobRow>>(
+      db_, &receiver, [this](store::Store& s) { return s.ListJobs(first_run_); },
+      [&](const Result<std::vector<store::JobRow>>& jobs) {
+        called = true;
+        EXPECT_EQ(QThread::currentThread(), receiver.thread());
+        ASSERT_TRUE(jobs) << jobs.message();
+        EXPECT_EQ(jobs->size(), 3u);
+      });
+  QTRY_VERIFY_WITH_TIMEOUT(called, 10000);
+}
+
+TEST_F(DashboardTest, LoadAsyncReportsAMissingDatabase) {
+  QObject receiver;
+  std::string error;
+  LoadAsync<int>(
+      dir_.filePath("gone.db"), &receiver, [](store::Store&) -> Result<int> { return 1; },
+      [&](const Result<int>& r) { error = r ? "loaded" : r.message(); });
+  QTRY_VERIFY_WITH_TIMEOUT(!error.empty(), 10000);
+  EXPECT_NE(error.find("gone.db"), std::string::npos) << error;
 }
 
 }  // namespace

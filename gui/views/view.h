@@ -1,6 +1,6 @@
 // View: one page of the dashboard's main window (runs, matrix, trend,
 // compare, job, devices). A view reads the store only off the GUI thread
-// (StoreLoader, LoadAsync), never blocks the UI, and tells the window where
+// (LoadAsync), never blocks the UI, and tells the window where
 // the user wants to go through its signals; the window owns navigation.
 #pragma once
 
