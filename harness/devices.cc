@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "agent/client/agent_process.h"
+#include "agent/protocol/auth.h"
 #include "harness/adb/device_name.h"
 #include "harness/device_uri.h"
 #ifdef DFARM_HAVE_ADB
@@ -41,6 +42,27 @@ Result<void> CreatePrivateDirectories(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return MakeError("'" + dir + "' is not a folder");
   return Ok();
+}
+
+// Why connecting to tcp:// device `device` failed, with what to do when the
+// agent asked for a token and none was given, or refused the one given.
+// `why` is AgentClient's message (agent/client/client.cc and the agent's
+// refusal in agent/daemon/server.cc, whose wording these matches follow).
+std::string TcpConnectError(const std::string& device, const std::string& token_file,
+                            const std::string& why) {
+  std::string head = "device '" + device + "': ";
+  if (token_file.empty() && why.find("requires a token") != std::string::npos) {
+    return head +
+           "the agent requires a token and none was given; pass the agent's token file with "
+           "--token-file FILE, the environment variable DFARM_TOKEN_FILE=FILE, or the spec's "
+           "device entry {\"uri\": \"" +
+           device + "\", \"token_file\": FILE}";
+  }
+  if (!token_file.empty() && why.find("does not match this agent's token") != std::string::npos) {
+    return head + "the agent refused the token from '" + token_file + "' (" + why +
+           "); check the file given by --token-file, DFARM_TOKEN_FILE or the spec's token_file";
+  }
+  return head + why;
 }
 
 class AgentSession final : public DeviceSession {
@@ -111,10 +133,19 @@ class Provider final : public DeviceProvider {
   }
 
  private:
-  // An agent started elsewhere, at uri.host:uri.port.
+  // An agent started elsewhere, at uri.host:uri.port, with the device's
+  // token when one is given (TokenFileFor).
   Result<std::unique_ptr<DeviceSession>> OpenTcp(const DeviceUri& uri) {
-    auto client = agent::AgentClient::Connect(uri.host, uri.port, options_.connect_timeout);
-    if (!client) return MakeError("device '" + uri.text + "': " + client.message());
+    agent::ConnectOptions connect;
+    connect.timeout = options_.connect_timeout;
+    const std::string token_file = TokenFileFor(options_, uri.text);
+    if (!token_file.empty()) {
+      auto token = agent::ReadTokenFile(token_file);
+      if (!token) return MakeError("device '" + uri.text + "': " + token.message());
+      connect.token = std::move(*token);
+    }
+    auto client = agent::AgentClient::Connect(uri.host, uri.port, connect);
+    if (!client) return MakeError(TcpConnectError(uri.text, token_file, client.message()));
     return std::unique_ptr<DeviceSession>(
         std::make_unique<AgentSession>(uri.text, nullptr, std::move(*client)));
   }
@@ -193,6 +224,15 @@ std::string FindProgram(const std::string& name) {
     }
     start = end + 1;
   }
+  return {};
+}
+
+std::string TokenFileFor(const ProviderOptions& options, const std::string& device) {
+  if (auto it = options.device_token_files.find(device); it != options.device_token_files.end()) {
+    return it->second;
+  }
+  auto uri = ParseDeviceUri(device);
+  if (uri && uri->kind == DeviceUri::Kind::kTcp) return options.token_file;
   return {};
 }
 

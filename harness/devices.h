@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,6 +51,16 @@ struct ProviderOptions {
   std::string arm64_agent_path;
   std::string qemu_path = "qemu-aarch64";  // a bare name is looked up in PATH
   std::string qemu_sysroot = "/usr/aarch64-linux-gnu";
+  // Token files (agent/protocol/auth.h, ReadTokenFile: private, >= 32 bytes)
+  // for agents that ask for a token. They apply to tcp:// devices only:
+  // local, local:NAME and qemu-arm64 agents are our children on a private
+  // socketpair and adb agents ride adb's channel, so for those a token is
+  // ignored. token_file (dfarm --token-file, DFARM_TOKEN_FILE) is for every
+  // tcp:// device; device_token_files (device URI -> file, the spec's
+  // {"uri":..., "token_file":...}) wins over it for its device. Each file is
+  // read when its device is opened.
+  std::string token_file;
+  std::map<std::string, std::string> device_token_files;
 };
 
 // Defaults: agent_path from $DFARM_AGENT or `dfarm-agent` beside this
@@ -62,6 +73,10 @@ ProviderOptions DefaultProviderOptions();
 std::string BesideSelf(const std::string& file_name);
 
 inline constexpr const char* kQemuArm64Device = "qemu-arm64";
+
+// The token file `options` give for `device` ("" when none): its entry in
+// device_token_files, else token_file for a tcp:// device, else "".
+std::string TokenFileFor(const ProviderOptions& options, const std::string& device);
 
 // Whether the qemu-arm64 device can start with `options`; the error says why
 // not (no qemu-aarch64, no cross-built agent, no sysroot).

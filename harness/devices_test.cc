@@ -147,5 +147,19 @@ TEST(LocalDeviceTest, AnAgentThatFailsToStartSaysWhy) {
   EXPECT_TRUE(Children().empty());
 }
 
+// Tokens go to tcp:// devices only; a device's own file wins over the global one.
+TEST(TokenFileForTest, PerDeviceWinsAndOnlyTcpGetsTheGlobalOne) {
+  ProviderOptions o;
+  o.token_file = "/global.token";
+  o.device_token_files["tcp://10.0.0.7:7000"] = "/lab.token";
+  EXPECT_EQ(TokenFileFor(o, "tcp://10.0.0.7:7000"), "/lab.token");
+  EXPECT_EQ(TokenFileFor(o, "tcp://10.0.0.8:7000"), "/global.token");
+  for (const char* other : {"local", "local:b", "qemu-arm64", "adb", "adb:SERIAL"}) {
+    EXPECT_EQ(TokenFileFor(o, other), "") << other;
+  }
+  o.token_file.clear();
+  EXPECT_EQ(TokenFileFor(o, "tcp://10.0.0.8:7000"), "");
+}
+
 }  // namespace
 }  // namespace dfarm::harness

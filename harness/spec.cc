@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "agent/protocol/auth.h"
 #include "agent/protocol/job_limits.h"
 #include "delegates/delegate_names.h"
 #include "delegates/delegate_options.h"
@@ -279,6 +280,13 @@ class Parser {
     std::set<std::string> seen;
     for (size_t i = 0; i < ds.size(); ++i) {
       std::string where = "devices[" + std::to_string(i) + "]";
+      if (ds[i].is_object() && ds[i].contains("uri")) {
+        auto name = ParseDeviceObject(ds[i], where, spec);
+        if (!name) return name.error();
+        if (!seen.insert(*name).second) return Fail(where, "duplicate device '" + *name + "'");
+        spec.devices.push_back(*name);
+        continue;
+      }
       if (ds[i].is_object()) {
         auto sel = ParseSelector(ds[i], where);
         if (!sel) return sel.error();
@@ -286,8 +294,9 @@ class Parser {
         continue;
       }
       if (!ds[i].is_string()) {
-        return Fail(where, std::string("expected a device URI string or a selector object "
-                                       "{\"abi\":...,\"tags\":[...]}, got ") +
+        return Fail(where, std::string("expected a device URI string, a device object "
+                                       "{\"uri\":...,\"token_file\":...} or a selector "
+                                       "object {\"abi\":...,\"tags\":[...]}, got ") +
                                TypeName(ds[i]));
       }
       std::string name = ds[i].get<std::string>();
@@ -492,6 +501,36 @@ class Parser {
       tags.push_back(std::move(tag));
     }
     return tags;
+  }
+
+  // {"uri":"tcp://HOST:PORT", "token_file":"lab.token"}: a device with its
+  // token file (relative to the spec's folder), read with the agent's rules so
+  // that a missing, short or loosely protected file fails here. Returns the URI.
+  Result<std::string> ParseDeviceObject(const json& d, const std::string& where,
+                                        SweepSpec& spec) const {
+    if (auto r = CheckKeys(d, where, {"uri", "token_file"}); !r) return r.error();
+    if (!d["uri"].is_string()) {
+      return Fail(where + ".uri",
+                  std::string("expected a device URI string, got ") + TypeName(d["uri"]));
+    }
+    std::string name = d["uri"].get<std::string>();
+    auto uri = ParseDeviceUri(name);
+    if (!uri) return Fail(where + ".uri", uri.message());
+    if (!d.contains("token_file")) return name;
+    const std::string at = where + ".token_file";
+    if (uri->kind != DeviceUri::Kind::kTcp) {
+      return Fail(at, "a token file applies to tcp:// devices only; '" + name +
+                          "' is reached over a private channel (leave token_file out)");
+    }
+    if (!d["token_file"].is_string() || d["token_file"].get<std::string>().empty()) {
+      return Fail(at, std::string("expected a file name, got ") + TypeName(d["token_file"]));
+    }
+    fs::path p(d["token_file"].get<std::string>());
+    if (p.is_relative()) p = SpecFolder() / p;
+    p = p.lexically_normal();
+    if (auto token = agent::ReadTokenFile(p.string()); !token) return Fail(at, token.message());
+    spec.device_token_files[name] = p.string();
+    return name;
   }
 
   // {"abi":"arm64-v8a"} and/or {"tags":["fast"]}.
@@ -798,7 +837,15 @@ std::string SweepSpec::ToJson() const {
     if (!d.options.empty()) o["options"] = d.options;
     doc["delegates"].push_back(o);
   }
-  doc["devices"] = devices;
+  doc["devices"] = json::array();
+  for (const std::string& d : devices) {
+    auto token_file = device_token_files.find(d);
+    if (token_file == device_token_files.end()) {
+      doc["devices"].push_back(d);
+    } else {
+      doc["devices"].push_back({{"uri", d}, {"token_file", token_file->second}});
+    }
+  }
   for (const DeviceSelector& sel : device_selectors) {
     json o = json::object();
     if (!sel.abi.empty()) o["abi"] = sel.abi;

@@ -110,6 +110,11 @@ struct SweepSpec {
   // neither URIs nor selectors.
   std::vector<std::string> devices;
   std::vector<DeviceSelector> device_selectors;  // resolved by the sweep (ResolveDevices)
+  // Token files of tcp:// devices (spec "devices": [{"uri":"tcp://h:1",
+  // "token_file":"lab.token"}]): device URI -> absolute path, checked with the
+  // agent's rules (ReadTokenFile) when parsed. The file wins over dfarm's
+  // --token-file for its device (ProviderOptions::device_token_files).
+  std::map<std::string, std::string> device_token_files;
   // Tags of devices (spec "device_tags": {"tcp://h:1":["fast"]}), for selectors.
   std::map<std::string, std::vector<std::string>> device_tags;
   // Runtime builds; empty: the sweep's default (SweepOptions: the runner

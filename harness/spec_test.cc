@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "harness/test_util.h"
@@ -119,7 +120,8 @@ TEST_F(SpecTest, BadTypes) {
           R"({"models":["../models/a.tflite"],"delegates":[{"name":"cpu","options":{"k":[[1]]}}]})"),
       HasSubstr("delegates[0].options.k[0]: expected a string, number, boolean"));
   EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"devices":[1]})"),
-              HasSubstr("devices[0]: expected a device URI string or a selector object"));
+              HasSubstr("devices[0]: expected a device URI string, a device object "
+                        "{\"uri\":...,\"token_file\":...} or a selector object"));
   EXPECT_THAT(Error(R"({"models":[)"), HasSubstr("invalid JSON"));
 }
 
@@ -421,6 +423,62 @@ TEST_F(SpecTest, DeviceSelectorsAndTags) {
               HasSubstr("device_tags.local: expected an array of tag strings, got string"));
   EXPECT_THAT(Error(m + R"("device_tags":{"local":["no spaces"]}})"),
               HasSubstr("device_tags.local[0]: tag 'no spaces' must be [A-Za-z0-9_.-]{1,64}"));
+}
+
+// {"uri":..., "token_file":...}: the file resolves against the spec's folder
+// and is checked with the agent's rules (ReadTokenFile) when the spec is read.
+TEST_F(SpecTest, DeviceObjectsWithTokenFiles) {
+  namespace fs = std::filesystem;
+  const std::string token(64, 'a');
+  const std::string lab = dir_.Write("specs/lab.token", token + "\n");
+  fs::permissions(lab, fs::perms::owner_read | fs::perms::owner_write);
+  auto spec = Parse(R"({"models":["../models/a.tflite"],
+      "devices":[{"uri":"tcp://10.0.0.7:7000","token_file":"lab.token"},
+                 {"uri":"tcp://10.0.0.8:7000"},"local"]})");
+  ASSERT_TRUE(spec.ok()) << spec.message();
+  EXPECT_EQ(spec->devices,
+            (std::vector<std::string>{"tcp://10.0.0.7:7000", "tcp://10.0.0.8:7000", "local"}));
+  ASSERT_EQ(spec->device_token_files.size(), 1u);
+  EXPECT_EQ(spec->device_token_files.at("tcp://10.0.0.7:7000"), lab);
+  // Stored with the run as an absolute path, so --resume finds it again.
+  auto doc = nlohmann::json::parse(spec->ToJson());
+  EXPECT_EQ(doc["devices"][0]["uri"], "tcp://10.0.0.7:7000");
+  EXPECT_EQ(doc["devices"][0]["token_file"], lab);
+  EXPECT_EQ(doc["devices"][1], "tcp://10.0.0.8:7000");
+  auto again = ParseSpec(spec->ToJson(), "stored");
+  ASSERT_TRUE(again.ok()) << again.message();
+  EXPECT_EQ(again->devices, spec->devices);
+  EXPECT_EQ(again->device_token_files, spec->device_token_files);
+
+  const std::string m = R"({"models":["../models/a.tflite"],)";
+  EXPECT_THAT(Error(m + R"("devices":[{"uri":"tcp://h:1","token":"x"}]})"),
+              HasSubstr("unknown key 'token' in devices[0] (expected uri, token_file)"));
+  EXPECT_THAT(Error(m + R"("devices":[{"uri":"tcp://h:1","abi":"x86_64"}]})"),
+              HasSubstr("unknown key 'abi' in devices[0] (expected uri, token_file)"));
+  EXPECT_THAT(Error(m + R"("devices":[{"uri":7}]})"),
+              HasSubstr("devices[0].uri: expected a device URI string, got an integer"));
+  EXPECT_THAT(Error(m + R"("devices":[{"uri":"phone"}]})"),
+              HasSubstr("devices[0].uri: unknown device 'phone'"));
+  EXPECT_THAT(Error(m + R"("devices":["tcp://h:1",{"uri":"tcp://h:1"}]})"),
+              HasSubstr("devices[1]: duplicate device 'tcp://h:1'"));
+  EXPECT_THAT(Error(m + R"("devices":[{"uri":"tcp://h:1","token_file":""}]})"),
+              HasSubstr("devices[0].token_file: expected a file name"));
+  EXPECT_THAT(Error(m + R"("devices":[{"uri":"local","token_file":"lab.token"}]})"),
+              HasSubstr("devices[0].token_file: a token file applies to tcp:// devices only"));
+  // A missing file, a loosely protected one (named, with the fix), a short one.
+  EXPECT_THAT(Error(m + R"("devices":[{"uri":"tcp://h:1","token_file":"none.token"}]})"),
+              HasSubstr("devices[0].token_file: cannot read token file '" +
+                        (dir_.path() / "specs/none.token").string() + "'"));
+  const std::string loose = dir_.Write("specs/loose.token", token);
+  fs::permissions(loose, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                             fs::perms::others_read);
+  EXPECT_THAT(Error(m + R"("devices":[{"uri":"tcp://h:1","token_file":"loose.token"}]})"),
+              HasSubstr("devices[0].token_file: token file '" + loose +
+                        "' is readable by others (mode 0644); chmod 600 " + loose));
+  const std::string short_token = dir_.Write("specs/short.token", "abc");
+  fs::permissions(short_token, fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_THAT(Error(m + R"("devices":[{"uri":"tcp://h:1","token_file":"short.token"}]})"),
+              HasSubstr("a token needs at least 32"));
 }
 
 TEST_F(SpecTest, Cooldown) {

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "agent/protocol/auth.h"
 #include "harness/cli/commands.h"
 #include "harness/devices.h"
 #include "harness/terminal_text.h"
@@ -44,6 +45,20 @@ void AddAgentStoreOption(CLI::App& cmd, std::string& dir) {
   dir = harness::DefaultProviderOptions().agent_store;
   cmd.add_option("--agent-store", dir, "artifact store folder of the local agent")
       ->capture_default_str();
+}
+
+void AddTokenFileOption(CLI::App& cmd, std::string& file) {
+  cmd.add_option("--token-file", file,
+                 "token file of tcp:// agents that require one (dfarm-agent --token-file; "
+                 "mode 600); a spec device's token_file wins over it")
+      ->envname("DFARM_TOKEN_FILE");
+}
+
+Result<void> CheckTokenFileOption(const std::string& file) {
+  if (file.empty()) return Ok();
+  auto token = agent::ReadTokenFile(file);
+  if (!token) return MakeError(ErrorKind::kInvalidInput, "--token-file: " + token.message());
+  return Ok();
 }
 
 Result<std::unique_ptr<store::Store>> OpenExistingStore(const std::string& path) {

@@ -42,6 +42,14 @@ void AddHistoryCommands(CLI::App& app, Context& ctx);
 void AddDbOption(CLI::App& cmd, std::string& db);
 // --agent-store DIR, default from DefaultProviderOptions().
 void AddAgentStoreOption(CLI::App& cmd, std::string& dir);
+// --token-file FILE, env DFARM_TOKEN_FILE: the token of tcp:// agents that
+// ask for one (harness::ProviderOptions::token_file; ignored for local,
+// qemu-arm64 and adb devices). For every command that reaches devices.
+void AddTokenFileOption(CLI::App& cmd, std::string& file);
+// Checks a --token-file with the agent's rules (ReadTokenFile) before any
+// device is opened; Ok when `file` is empty. A kInvalidInput error names the
+// file and the fix ("chmod 600 FILE").
+Result<void> CheckTokenFileOption(const std::string& file);
 
 // Opens a store that must already exist (runs, show, report).
 Result<std::unique_ptr<store::Store>> OpenExistingStore(const std::string& path);

@@ -28,6 +28,7 @@ struct DevicesOptions {
   bool json = false;
   std::string agent_store;
   std::string db;
+  std::string token_file;
   std::vector<std::string> devices;
 };
 
@@ -187,8 +188,10 @@ void PrintDeviceLine(const json& entry, Context& ctx) {
 }
 
 int Run(const DevicesOptions& o, Context& ctx) {
+  if (auto r = CheckTokenFileOption(o.token_file); !r) return ctx.Fail(r.error());
   harness::ProviderOptions po = harness::DefaultProviderOptions();
   po.agent_store = o.agent_store;
+  po.token_file = o.token_file;
   po.connect_timeout = std::chrono::milliseconds(5000);
   auto provider = harness::MakeDeviceProvider(po);
   const Known known = ReadStore(o.db);
@@ -228,9 +231,10 @@ void AddDevicesCommand(CLI::App& app, Context& ctx) {
       ->allow_extra_args(false);
   AddDbOption(*cmd, o->db);
   AddAgentStoreOption(*cmd, o->agent_store);
+  AddTokenFileOption(*cmd, o->token_file);
   cmd->footer(
       "Exit codes: 0 some device is usable (online, busy or quarantined), 2 usage error "
-      "(a bad --device), 3 no device is online.");
+      "(a bad --device or --token-file), 3 no device is online.");
   cmd->callback([o, &ctx] { ctx.exit_code = Run(*o, ctx); });
 }
 

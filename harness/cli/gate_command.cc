@@ -26,6 +26,7 @@ struct GateOptions {
   std::string output = "-";
   std::string db;
   std::string agent_store;
+  std::string token_file;
   int rerun_unknown = 0;
 };
 
@@ -116,8 +117,11 @@ Result<std::vector<int64_t>> RerunUnknown(store::Store& store, const gate::GateR
         ErrorKind::kInvalidInput,
         "cannot rerun cells of run " + std::to_string(run->id) + ": " + run_spec.message());
   }
+  if (auto r = CheckTokenFileOption(o.token_file); !r) return r.error();
   harness::ProviderOptions po = harness::DefaultProviderOptions();
   po.agent_store = o.agent_store;
+  po.token_file = o.token_file;
+  po.device_token_files = run_spec->device_token_files;
   auto provider = harness::MakeDeviceProvider(po);
   const harness::SweepOptions so = RerunSweepOptions(o, ctx);
   std::vector<int64_t> reruns;
@@ -268,6 +272,7 @@ void AddGateCommands(CLI::App& app, Context& ctx) {
                   "and judge again over all trials");
   AddDbOption(*cmd, o->db);
   AddAgentStoreOption(*cmd, o->agent_store);
+  AddTokenFileOption(*cmd, o->token_file);
   cmd->footer(
       "Exit codes: 0 the gate passed, 1 the gate failed (a cell failed or regressed), 2 usage "
       "or data error (bad argument or policy, no such run or tag, no comparable cell), 3 "

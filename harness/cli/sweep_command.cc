@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -37,6 +38,7 @@ struct SweepOptions {
   std::vector<std::string> devices;
   std::string db;
   std::string agent_store;
+  std::string token_file;
   bool json = false;
   bool allow_runner_change = false;
 };
@@ -158,25 +160,35 @@ int ReportSummary(const SweepOptions& o, const harness::SweepSummary& s, Context
 int Run(const SweepOptions& o, Context& ctx) {
   std::optional<harness::SweepSpec> spec;
   if (int code = LoadSpec(o, spec, ctx); code != kExitOk) return code;
+  std::map<std::string, std::string> spec_token_files;  // of the run to resume
   auto store = store::OpenSqliteStore(o.db);
   if (!store) {
     return ctx.Fail(store.error());
   }
-  harness::ProviderOptions po = harness::DefaultProviderOptions();
-  po.agent_store = o.agent_store;
-  auto provider = harness::MakeDeviceProvider(po);
-  const harness::SweepOptions so = MakeSweepOptions(o, ctx);
+  if (auto r = CheckTokenFileOption(o.token_file); !r) return ctx.Fail(r.error());
   int64_t resume_id = 0;
   if (!o.resume.empty()) {
     auto id = ResolveRun(**store, o.resume);
     if (!id) {
       return ctx.Fail(id.error());
     }
-    if (auto run = (*store)->GetRun(*id); !run) {
+    auto run = (*store)->GetRun(*id);
+    if (!run) {
       return ctx.Fail(run.error());
     }
     resume_id = *id;
+    // The run's devices keep their spec token files; a spec that no longer
+    // parses is reported by ResumeSweep.
+    if (auto stored = harness::ParseSpec(run->spec_json, "run " + std::to_string(*id)); stored) {
+      spec_token_files = stored->device_token_files;
+    }
   }
+  harness::ProviderOptions po = harness::DefaultProviderOptions();
+  po.agent_store = o.agent_store;
+  po.token_file = o.token_file;
+  po.device_token_files = spec ? spec->device_token_files : spec_token_files;
+  auto provider = harness::MakeDeviceProvider(po);
+  const harness::SweepOptions so = MakeSweepOptions(o, ctx);
   auto summary = RunCancellable([&] {
     return spec ? harness::RunSweep(*spec, **store, *provider, so)
                 : harness::ResumeSweep(resume_id, **store, *provider, so);
@@ -210,6 +222,7 @@ void AddSweepCommand(CLI::App& app, Context& ctx) {
                 "print {\"run_id\",\"jobs\",\"ok\",\"failed\",\"not_run\",\"moved\",\"resumed\","
                 "\"quarantined\",\"bytes_pushed\",\"status\",\"db\"} instead of the run id");
   AddAgentStoreOption(*cmd, o->agent_store);
+  AddTokenFileOption(*cmd, o->token_file);
   cmd->footer(
       "Exit codes: 0 every job of the run ended ok, 1 the sweep ran and some job did not "
       "(infra included), 2 usage or spec error (bad arguments, spec or --device, unknown run, "
