@@ -3,7 +3,7 @@
 // (`dfarm regressions`). A cell is all the trials of one (model sha256,
 // delegate, delegate options, threads, runner, device); its point in a run is
 // the median over that run's ok trials. Change points come from
-// stats::DetectChangePoints (reports/gate/stats.h).
+// stats::DetectChangePoints (reports/gate/stats.h), through reports/history.h.
 #pragma once
 
 #include <cstddef>
@@ -14,19 +14,16 @@
 
 #include "agent/base/result.h"
 #include "reports/gate/stats.h"
+#include "reports/history.h"
 #include "reports/store/store.h"
 
 namespace dfarm::harness {
 
-// What a point measures; every one of them is better lower.
-//   mean, p50, p90   the job's latency statistics of its samples, microseconds
-//   peak_rss         the runner's peak resident set, bytes
-//   max_abs_error    the largest max_abs_error over the job's outputs
-enum class HistoryMetric { kMean, kP50, kP90, kPeakRss, kMaxAbsError };
-
-const char* HistoryMetricName(HistoryMetric metric);
-// "mean" | "p50" | "p90" | "peak_rss" | "max_abs_error"; else kInvalidInput naming them.
-Result<HistoryMetric> ParseHistoryMetric(const std::string& name);
+// The metric and the series come from reports/history.h, which the
+// dashboard's trend view reads too.
+using reports::HistoryMetric;
+using reports::HistoryMetricName;
+using reports::ParseHistoryMetric;
 
 struct CellKey {
   std::string model;  // file name of the newest job of the cell
@@ -55,22 +52,8 @@ struct CellQuery {
   std::optional<std::string> runner;
 };
 
-struct HistoryPoint {
-  int64_t run_id = 0;
-  std::string created_at;  // the run's, ISO-8601 UTC
-  double value = 0;        // median over the run's ok trials of the cell
-  int64_t trials = 0;      // ok trials with a value
-};
-
-struct HistoryChange {
-  int64_t run_id = 0;       // the first run of the new level
-  std::string created_at;   // that run's
-  size_t index = 0;         // its index among the points
-  double before = 0;        // median of the points of the segment before
-  double after = 0;         // median of the points of the segment from index on
-  double change_pct = 0;    // 100 * (after - before) / before
-  bool regression = false;  // after is worse (higher) than before
-};
+using reports::HistoryChange;  // run_id, created_at, index, before, after, change_pct, regression
+using reports::HistoryPoint;   // run_id, created_at, tags, value, trials, trial_values
 
 struct CellHistory {
   CellKey cell;

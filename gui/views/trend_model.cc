@@ -3,44 +3,11 @@
 #include <QLocale>
 #include <algorithm>
 #include <cmath>
-#include <map>
-#include <optional>
 
 #include "gui/format.h"
 
 namespace dfarm::gui {
 namespace {
-
-// The job's raw figure of `metric`; unset when it has none (as `dfarm history`).
-Result<std::optional<double>> rawValue(store::Store& store, const store::JobRow& job,
-                                       TrendMetric metric) {
-  if (metric == TrendMetric::kMaxAbsError) {
-    auto accuracy = store.GetAccuracy(job.id);
-    if (!accuracy) return accuracy.error();
-    if (!*accuracy) return std::optional<double>();
-    double worst = -1;
-    for (const store::OutputAccuracy& o : (*accuracy)->outputs) {
-      if (std::isfinite(o.max_abs_error)) worst = std::max(worst, o.max_abs_error);
-    }
-    return worst < 0 ? std::optional<double>() : std::optional<double>(worst);
-  }
-  if (!job.metrics) return std::optional<double>();
-  const store::JobMetrics& m = *job.metrics;
-  switch (metric) {
-    case TrendMetric::kMean:
-      return std::optional<double>(m.mean_us);
-    case TrendMetric::kP50:
-      return std::optional<double>(m.p50_us);
-    case TrendMetric::kP90:
-      return std::optional<double>(m.p90_us);
-    case TrendMetric::kPeakRss:
-      if (m.peak_rss_bytes <= 0) return std::optional<double>();
-      return std::optional<double>(static_cast<double>(m.peak_rss_bytes));
-    case TrendMetric::kMaxAbsError:
-      break;
-  }
-  return std::optional<double>();
-}
 
 QString cellLabel(const CellRef& c) {
   QString s = c.model + " " + c.delegate;
@@ -82,7 +49,8 @@ double trendDisplayValue(TrendMetric metric, double raw) {
   return raw;
 }
 
-Result<std::vector<store::JobRow>> readCellJobs(store::Store& store, const CellRef& cell) {
+Result<TrendData> loadTrend(store::Store& store, const CellRef& cell, TrendMetric metric,
+                            const stats::ChangePointOptions& options) {
   store::CellKeyQuery q;
   q.model_sha256 = cell.modelSha256.toStdString();
   q.delegate = cell.delegate.toStdString();
@@ -90,56 +58,38 @@ Result<std::vector<store::JobRow>> readCellJobs(store::Store& store, const CellR
   q.device = cell.device.toStdString();
   q.runner = cell.runner.toStdString();
   q.num_threads = cell.numThreads;
-  return store.ListCellJobs(q);
-}
-
-Result<TrendData> loadTrend(store::Store& store, const CellRef& cell, TrendMetric metric,
-                            const stats::ChangePointOptions& options) {
-  auto jobs = readCellJobs(store, cell);
-  if (!jobs) return jobs.error();
-  if (jobs->empty()) {
+  auto runs = reports::LoadRunsById(store);
+  if (!runs) return runs.error();
+  auto series = reports::LoadCellSeries(store, q, *runs, metric, options);
+  if (!series) return series.error();
+  if (series->jobs == 0) {
     return MakeError(ErrorKind::kNotFound, "no job in the database belongs to the cell " +
                                                cellLabel(cell).toStdString() +
                                                "; pick a cell in a run's matrix");
   }
-  auto runs = store.ListRuns();
-  if (!runs) return runs.error();
-  std::map<int64_t, const store::RunRow*> runById;
-  for (const store::RunRow& r : *runs) runById[r.id] = &r;
-
+  const auto display = [metric](double raw) { return trendDisplayValue(metric, raw); };
   TrendData data;
   data.cell = cell;
   data.metric = metric;
-  std::map<int64_t, std::vector<double>> byRun;  // run id -> trial values, in trial order
-  for (const store::JobRow& job : *jobs) {
-    if (job.status != store::kJobOk) continue;
-    auto raw = rawValue(store, job, metric);
-    if (!raw) return raw.error();
-    if (*raw && std::isfinite(**raw)) byRun[job.run_id].push_back(trendDisplayValue(metric, **raw));
-  }
-  for (auto& [runId, values] : byRun) {
+  for (const reports::HistoryPoint& sp : series->points) {
     TrendPoint p;
-    p.runId = runId;
-    if (auto it = runById.find(runId); it != runById.end()) {
-      p.createdAt = QString::fromStdString(it->second->created_at);
-      for (const std::string& t : it->second->tags) p.tags << QString::fromStdString(t);
-    }
-    p.trials = values;
-    p.min = *std::min_element(values.begin(), values.end());
-    p.max = *std::max_element(values.begin(), values.end());
-    p.value = stats::Median(std::move(values));
+    p.runId = sp.run_id;
+    p.createdAt = QString::fromStdString(sp.created_at);
+    for (const std::string& t : sp.tags) p.tags << QString::fromStdString(t);
+    for (double v : sp.trial_values) p.trials.push_back(display(v));
+    p.min = *std::min_element(p.trials.begin(), p.trials.end());
+    p.max = *std::max_element(p.trials.begin(), p.trials.end());
+    p.value = display(sp.value);
     data.points.push_back(std::move(p));
   }
-  std::vector<double> series;
-  for (const TrendPoint& p : data.points) series.push_back(p.value);
-  for (const stats::ChangePoint& cp : stats::DetectChangePoints(series, options)) {
+  for (const reports::HistoryChange& sc : series->changes) {
     TrendChange c;
-    c.index = cp.index;
-    c.runId = data.points[cp.index].runId;
-    c.before = cp.before;
-    c.after = cp.after;
-    c.changePct = cp.before != 0 ? 100 * (cp.after - cp.before) / std::fabs(cp.before) : 0;
-    c.regression = cp.after > cp.before;
+    c.index = sc.index;
+    c.runId = sc.run_id;
+    c.before = display(sc.before);
+    c.after = display(sc.after);
+    c.changePct = sc.change_pct;
+    c.regression = sc.regression;
     data.changes.push_back(c);
   }
   return data;

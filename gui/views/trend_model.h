@@ -1,5 +1,6 @@
 // The trend of one matrix cell over runs, as the Trend view draws it: one
-// point per run (the median of the cell's ok trials, as `dfarm history`),
+// point per run (the median of the cell's ok trials: `dfarm history`'s series,
+// reports/history.h),
 // each trial's value for the spread, the run's tags, and the step changes
 // stats::DetectChangePoints finds in the medians. TrendModel lists the
 // points as a table.
@@ -14,12 +15,14 @@
 #include "agent/base/result.h"
 #include "gui/views/view.h"
 #include "reports/gate/stats.h"
+#include "reports/history.h"
 #include "reports/store/store.h"
 
 namespace dfarm::gui {
 
-// What a point measures (every one better lower), as `dfarm history --metric`.
-enum class TrendMetric { kMean, kP50, kP90, kPeakRss, kMaxAbsError };
+// What a point measures (every one better lower): `dfarm history --metric`'s
+// enum, from reports/history.h.
+using TrendMetric = reports::HistoryMetric;
 
 // "mean latency (ms)", "peak RSS (MiB)", ...: the axis title.
 QString trendMetricTitle(TrendMetric metric);
@@ -52,12 +55,9 @@ struct TrendData {
   std::vector<TrendChange> changes;
 };
 
-// The cell's jobs across runs: Store::ListCellJobs of the cell, ordered by run
-// then trial.
-Result<std::vector<store::JobRow>> readCellJobs(store::Store& store, const CellRef& cell);
-
-// Reads the trend of `cell` (blocking; off the GUI thread). A cell without
-// any job is a kNotFound error naming it.
+// Reads the trend of `cell` (blocking; off the GUI thread): the series
+// reports::LoadCellSeries builds for `dfarm history` too, in display units. A
+// cell without any job is a kNotFound error naming it.
 Result<TrendData> loadTrend(store::Store& store, const CellRef& cell, TrendMetric metric,
                             const stats::ChangePointOptions& options = {});
 

@@ -193,6 +193,13 @@ CREATE INDEX jobs_by_delegate_run ON jobs(delegate, run_id);
 CREATE INDEX jobs_by_model_run ON jobs(model, run_id);
 CREATE INDEX jobs_by_model_sha256_run ON jobs(model_sha256, run_id);
 )sql",
+    // v10 (issue 14): the cells of the matrix (ListCells) and one cell's jobs
+    // in run and trial order (ListCellJobs) from one covering index, without
+    // reading the jobs table.
+    R"sql(
+CREATE INDEX jobs_by_cell ON jobs(model_sha256, delegate, delegate_options, device, runner,
+  num_threads, run_id, trial);
+)sql",
 };
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));

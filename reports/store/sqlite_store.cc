@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <ctime>
@@ -271,8 +272,8 @@ std::pair<std::string, std::vector<std::string>> RunSummariesSql(const RunFilter
           params};
 }
 
-// The jobs of one cell across runs (ListCellJobs): jobs_by_model_delegate
-// finds them, runner and num_threads narrow them.
+// The jobs of one cell across runs (ListCellJobs): jobs_by_cell finds them
+// in this order.
 constexpr const char* kCellJobsWhere =
     "WHERE j.model_sha256 = ? AND j.delegate = ? AND j.delegate_options = ? AND j.device = ? "
     "AND j.runner = ? AND j.num_threads = ? ORDER BY j.run_id, j.trial, j.id";
@@ -783,10 +784,11 @@ class SqliteStore final : public Store {
 
   Result<std::vector<JobRow>> ListCellJobs(const CellKeyQuery& c) override {
     // INDEXED BY: without ANALYZE statistics the planner would take the
-    // narrower jobs_by_model_sha256_run and read every job of the model.
+    // narrower jobs_by_model_sha256_run and read every job of the model;
+    // jobs_by_cell (schema v10) holds the cell's jobs in run and trial order.
     std::string sql = std::string("SELECT ") + kJobColumns + kCellJobsWhere;
     const std::string from = "FROM jobs j ";
-    sql.replace(sql.find(from), from.size(), from + "INDEXED BY jobs_by_model_delegate ");
+    sql.replace(sql.find(from), from.size(), from + "INDEXED BY jobs_by_cell ");
     auto s = Prepare(sql);
     if (!s) return s.error();
     s->Bind(1, c.model_sha256).Bind(2, c.delegate).Bind(3, c.delegate_options).Bind(4, c.device);
@@ -799,6 +801,65 @@ class SqliteStore final : public Store {
       jobs.push_back(ReadJob(*s));
     }
     return jobs;
+  }
+
+  Result<std::vector<CellRow>> ListCells(const CellFilter& f) override {
+    std::vector<std::string> where;
+    std::vector<std::string> binds;
+    if (!f.model.empty()) {
+      std::string hex = f.model;
+      for (char& c : hex) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      const bool sha_prefix =
+          hex.size() >= 8 && hex.size() <= 64 &&
+          std::all_of(hex.begin(), hex.end(), [](unsigned char c) { return std::isxdigit(c); });
+      if (sha_prefix) {  // a range on the sha256, so that an index finds it
+        where.push_back("(j.model = ? OR (j.model_sha256 >= ? AND j.model_sha256 < ?))");
+        binds.insert(binds.end(), {f.model, hex, hex + "~"});
+      } else {
+        where.push_back("j.model = ?");
+        binds.push_back(f.model);
+      }
+    }
+    auto add = [&](const char* column, const std::optional<std::string>& v) {
+      if (!v) return;
+      where.push_back(std::string(column) + " = ?");
+      binds.push_back(*v);
+    };
+    add("j.delegate", f.delegate.empty() ? std::nullopt : std::optional<std::string>(f.delegate));
+    add("j.delegate_options", f.delegate_options);
+    add("j.device", f.device);
+    add("j.runner", f.runner);
+    if (f.num_threads) {
+      where.push_back("j.num_threads = ?");
+      binds.push_back(std::to_string(*f.num_threads));
+    }
+    // The inner query reads only the covering index jobs_by_cell (schema v10)
+    // when nothing filters; the model's file name is one lookup per cell.
+    std::string sql =
+        "SELECT c.*, (SELECT m.model FROM jobs m WHERE m.id = c.newest) FROM (SELECT "
+        "j.model_sha256, j.delegate, j.delegate_options, j.device, j.runner, j.num_threads, "
+        "MAX(j.id) AS newest FROM jobs j";
+    for (size_t i = 0; i < where.size(); ++i) sql += (i == 0 ? " WHERE " : " AND ") + where[i];
+    sql += " GROUP BY 1, 2, 3, 4, 5, 6) c ORDER BY 1, 2, 3, 4, 5, 6";
+    auto s = Prepare(sql);
+    if (!s) return s.error();
+    for (size_t i = 0; i < binds.size(); ++i) {
+      const bool threads = f.num_threads && i + 1 == binds.size();
+      if (threads) {
+        s->Bind(static_cast<int>(i + 1), static_cast<int64_t>(*f.num_threads));
+      } else {
+        s->Bind(static_cast<int>(i + 1), binds[i]);
+      }
+    }
+    std::vector<CellRow> cells;
+    for (;;) {
+      auto row = s->Step();
+      if (!row) return Fail("list the cells", row);
+      if (!*row) break;
+      cells.push_back(CellRow{s->Text(7), s->Text(0), s->Text(1), s->Text(2), s->Text(3),
+                              s->Text(4), static_cast<uint32_t>(s->Int(5))});
+    }
+    return cells;
   }
 
   Result<std::vector<DeviceRow>> ListDevices() override {

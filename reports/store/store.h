@@ -225,6 +225,30 @@ struct CellKeyQuery {
   uint32_t num_threads = 0;
 };
 
+// Which cells ListCells returns; an unset (or empty) field matches any cell.
+struct CellFilter {
+  // A model file name, or a sha256 or a prefix of one (8 to 64 hex digits, any
+  // case): a cell matches when its jobs have that file name or their sha256
+  // begins with it.
+  std::string model;
+  std::string delegate;
+  std::optional<std::string> delegate_options;  // "k1:v1;k2:v2", keys sorted, as stored
+  std::optional<std::string> device;
+  std::optional<std::string> runner;
+  std::optional<uint32_t> num_threads;
+};
+
+// One cell of the database: the key of its jobs (CellKeyQuery's fields).
+struct CellRow {
+  std::string model;  // file name of the cell's newest job (highest job id)
+  std::string model_sha256;
+  std::string delegate;
+  std::string delegate_options;
+  std::string device;
+  std::string runner;
+  uint32_t num_threads = 0;
+};
+
 // A state a device was put in (schema v9), written by every SetDeviceState.
 struct DeviceEvent {
   std::string name;
@@ -323,6 +347,11 @@ class Store {
   // ordered by run id, then trial, then job id: what a trend over runs reads
   // (`dfarm history`, the dashboard's trend view). Empty when none.
   virtual Result<std::vector<JobRow>> ListCellJobs(const CellKeyQuery& cell) = 0;
+  // The distinct cells whose jobs `filter` lets through, ordered by model
+  // sha256, delegate, options, device, runner, threads: one query on the
+  // indexed columns, without reading the jobs (`dfarm history` finds its cell,
+  // `dfarm regressions` walks them).
+  virtual Result<std::vector<CellRow>> ListCells(const CellFilter& filter = {}) = 0;
 
   // Tags (schema v6): names for runs, such as a release baseline. Puts tag
   // `name` on run_id. A name already on another run: kInvalidInput error

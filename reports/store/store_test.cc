@@ -1068,11 +1068,17 @@ TEST_F(RunSummaryTest, QueryPlansUseTheIndexes) {
     return out;
   };
   const std::string cell = plan(
-      "SELECT j.id FROM jobs j INDEXED BY jobs_by_model_delegate WHERE j.model_sha256 = 'a' AND "
+      "SELECT j.id FROM jobs j INDEXED BY jobs_by_cell WHERE j.model_sha256 = 'a' AND "
       "j.delegate = 'cpu' AND "
       "j.delegate_options = '' AND j.device = 'local' AND j.runner = '' AND j.num_threads = 0 "
       "ORDER BY j.run_id, j.trial, j.id");
-  EXPECT_NE(cell.find("jobs_by_model_delegate"), std::string::npos) << cell;
+  EXPECT_NE(cell.find("jobs_by_cell"), std::string::npos) << cell;
+  EXPECT_EQ(cell.find("TEMP B-TREE"), std::string::npos) << cell;  // the index's order
+  // ListCells without a filter reads only the covering index.
+  const std::string cells = plan(
+      "SELECT j.model_sha256, j.delegate, j.delegate_options, j.device, j.runner, "
+      "j.num_threads, MAX(j.id) FROM jobs j GROUP BY 1, 2, 3, 4, 5, 6");
+  EXPECT_NE(cells.find("COVERING INDEX jobs_by_cell"), std::string::npos) << cells;
   const std::string device = plan(
       "SELECT 1 FROM runs WHERE EXISTS (SELECT 1 FROM jobs d WHERE d.device = 'x' AND "
       "d.run_id = runs.id)");
@@ -1122,6 +1128,70 @@ TEST_F(StoreTest, ListCellJobsReadsOneCellAcrossRuns) {
   auto none = store->ListCellJobs({std::string(64, 'a'), "cpu", "a:1", "local", "main", 8});
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->empty());
+}
+
+TEST_F(StoreTest, ListCellsListsDistinctCellsThatMatchTheFilter) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  JobRow a = MakeJob("old_name.tflite");  // sha256 'a' x 64, cpu, a:1, local
+  a.num_threads = 4;
+  JobRow b = a;
+  b.num_threads = 2;
+  JobRow c = a;
+  c.model_sha256 = std::string(64, 'b');
+  c.model = "b.tflite";
+  c.delegate = "xnnpack";
+  c.delegate_options = "";
+  c.runner = "main";
+  for (int r = 0; r < 2; ++r) {
+    auto run = store->CreateRun("r" + std::to_string(r), "{}");
+    ASSERT_TRUE(run.ok());
+    if (r == 1) a.model = b.model = "a.tflite";  // the newest job's file name names the cell
+    JobRow a1 = a;
+    a1.trial = 1;
+    ASSERT_TRUE(store->AddJobs(*run, {a, a1, b, c}).ok());
+  }
+  auto all = store->ListCells({});
+  ASSERT_TRUE(all.ok()) << all.message();
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ((*all)[0].num_threads, 2u);  // by sha256, delegate, options, device, runner, threads
+  EXPECT_EQ((*all)[1].num_threads, 4u);
+  EXPECT_EQ((*all)[1].model, "a.tflite");
+  EXPECT_EQ((*all)[1].delegate_options, "a:1");
+  EXPECT_EQ((*all)[2].model, "b.tflite");
+  EXPECT_EQ((*all)[2].runner, "main");
+  EXPECT_EQ((*all)[2].delegate, "xnnpack");
+
+  auto count = [&](CellFilter f) {
+    auto cells = store->ListCells(f);
+    EXPECT_TRUE(cells.ok()) << cells.message();
+    return cells.ok() ? cells->size() : size_t{99};
+  };
+  auto by = [](std::string model, std::string delegate = "") {
+    CellFilter f;
+    f.model = std::move(model);
+    f.delegate = std::move(delegate);
+    return f;
+  };
+  EXPECT_EQ(count(by("a.tflite")), 2u);
+  EXPECT_EQ(count(by("old_name.tflite")), 2u);  // any job's file name
+  EXPECT_EQ(count(by("AAAAAAAA")), 2u);         // a sha256 prefix, any case
+  EXPECT_EQ(count(by("aaaaaaa")), 0u);          // too short for a prefix
+  EXPECT_EQ(count(by(std::string(64, 'b'))), 1u);
+  EXPECT_EQ(count(by("", "cpu")), 2u);
+  EXPECT_EQ(count(by("a.tflite", "xnnpack")), 0u);
+  CellFilter f = by("", "cpu");
+  f.num_threads = 4;
+  EXPECT_EQ(count(f), 1u);
+  f = by("");
+  f.delegate_options = "";
+  EXPECT_EQ(count(f), 1u);
+  f = by("");
+  f.device = "phone";
+  EXPECT_EQ(count(f), 0u);
+  f = by("");
+  f.runner = "";
+  EXPECT_EQ(count(f), 2u);
 }
 
 TEST_F(StoreTest, DeviceStatesLeaveEvents) {
