@@ -268,6 +268,9 @@ void JobView::buildHistogram(const JobData& d) {
   lower->append(lo, 0);
   lower->append(hi, 0);
   auto* area = new QAreaSeries(upper, lower);
+  // QAreaSeries does not own its bounding lines: they go with it.
+  upper->setParent(area);
+  lower->setParent(area);
   area->setName(tr("runs per bin"));
   area->setColor(QColor(70, 130, 180, 170));
   area->setBorderColor(QColor(25, 90, 160));

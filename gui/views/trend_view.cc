@@ -194,6 +194,9 @@ void TrendView::rebuildChart() {
     }
   }
   auto* band = new QAreaSeries(upper, lower);
+  // QAreaSeries does not own its bounding lines: they go with it.
+  upper->setParent(band);
+  lower->setParent(band);
   band->setName(tr("trial min-max"));
   band->setColor(QColor(70, 130, 180, 60));
   band->setBorderColor(QColor(70, 130, 180, 120));
