@@ -95,6 +95,28 @@ class Child {
   pid_t pid_ = -1;
 };
 
+// How a program that ran to the end ended: its exit code (-1 when it did
+// not exit normally) and what it printed.
+struct Outcome {
+  int code = -1;
+  std::string out;
+  std::string err;
+  std::string all() const { return out + err; }
+};
+
+// Runs argv to the end with stdout/stderr in out_file/err_file, and reads
+// them back.
+inline Outcome RunToEnd(const std::vector<std::string>& argv, const fs::path& out_file,
+                        const fs::path& err_file) {
+  Child c = Child::Spawn(argv, out_file.string(), err_file.string());
+  const int status = c.Wait();
+  Outcome o;
+  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  o.out = Slurp(out_file);
+  o.err = Slurp(err_file);
+  return o;
+}
+
 // A real dfarm-agent listening on 127.0.0.1 with a free port (port 0 when it
 // did not start).
 struct Agent {

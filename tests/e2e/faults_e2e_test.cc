@@ -29,12 +29,6 @@ namespace tfl = ::dfarm::tflite;
 
 const char* kFace = "face_detection_short_range.tflite";
 
-struct Outcome {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
 // A TCP proxy on 127.0.0.1 in front of an agent, that forwards until told to
 // stall (stop forwarding, keep the sockets open) or cuts one connection (the
 // first to get there) once `cut_after` bytes went on it from the host to the agent.
@@ -172,8 +166,7 @@ class FaultsE2eTest : public ::testing::Test {
   }
 
   Outcome Dfarm(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
-    Child c = Child::Spawn(DfarmArgs(args, env), (dir_ / "out").string(), (dir_ / "err").string());
-    return Finish(c, "out", "err");
+    return RunToEnd(DfarmArgs(args, env), dir_ / "out", dir_ / "err");
   }
   Outcome Finish(Child& c, const std::string& out, const std::string& err) {
     int status = c.Wait();

@@ -21,12 +21,6 @@ namespace tfl = ::dfarm::tflite;
 
 const char* kFace = "face_detection_short_range.tflite";
 
-struct Outcome {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
 class SchedulerE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -56,13 +50,7 @@ class SchedulerE2eTest : public ::testing::Test {
 
   // Runs dfarm to the end.
   Outcome Dfarm(const std::vector<std::string>& args) {
-    Child c = Child::Spawn(DfarmArgs(args), (dir_ / "out").string(), (dir_ / "err").string());
-    int status = c.Wait();
-    Outcome o;
-    o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    o.out = Slurp(dir_ / "out");
-    o.err = Slurp(dir_ / "err");
-    return o;
+    return RunToEnd(DfarmArgs(args), dir_ / "out", dir_ / "err");
   }
 
   // A model of one ADD (input + constant): the cheapest job there is.

@@ -20,13 +20,6 @@ namespace {
 namespace tfl = ::dfarm::tflite;
 using nlohmann::json;
 
-struct Outcome {
-  int code = -1;
-  std::string out;
-  std::string err;
-  std::string all() const { return out + err; }
-};
-
 class TokenE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -80,13 +73,7 @@ class TokenE2eTest : public ::testing::Test {
     all.push_back((BinDir() / "dfarm").string());
     all.insert(all.end(), args.begin(), args.end());
     all.insert(all.end(), {"--db", db_, "--agent-store", (dir_ / "local-store").string()});
-    Child c = Child::Spawn(all, (dir_ / "out").string(), (dir_ / "err").string());
-    int status = c.Wait();
-    Outcome o;
-    o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    o.out = Slurp(dir_ / "out");
-    o.err = Slurp(dir_ / "err");
-    return o;
+    return RunToEnd(all, dir_ / "out", dir_ / "err");
   }
 
   // A model of one ADD: the cheapest job there is.
