@@ -21,6 +21,7 @@
 #include <QTest>
 #include <thread>
 
+#include "gui/gui_test_util.h"
 #include "gui/live.h"
 #include "gui/table_copy.h"
 #include "reports/store/store.h"
@@ -28,16 +29,7 @@
 namespace dfarm::gui {
 namespace {
 
-store::JobRow Job(const std::string& model, const std::string& delegate) {
-  store::JobRow job;
-  job.job_key = model + "/" + delegate;
-  job.model = model;
-  job.model_path = "/models/" + model;
-  job.model_sha256 = std::string(64, 'a');
-  job.delegate = delegate;
-  job.device = "local";
-  return job;
-}
+using test_util::Job;
 
 store::JobOutcome Ok(double meanUs) {
   store::JobOutcome ok;

@@ -10,21 +10,13 @@
 #include <QtGlobal>
 
 #include "gui/format.h"
+#include "gui/gui_test_util.h"
 #include "gui/store_loader.h"
 
 namespace dfarm::gui {
 namespace {
 
-store::JobRow Job(const std::string& model, const std::string& delegate) {
-  store::JobRow job;
-  job.job_key = model + "/" + delegate;
-  job.model = model;
-  job.model_path = "/models/" + model;
-  job.model_sha256 = std::string(64, 'a');
-  job.delegate = delegate;
-  job.device = "local";
-  return job;
-}
+using test_util::Job;
 
 class DashboardTest : public testing::Test {
  protected:
