@@ -14,6 +14,7 @@ PACKAGES=(
   flatbuffers-compiler libflatbuffers-dev
   nlohmann-json3-dev libcli11-dev
   libsqlite3-dev sqlite3 libssl-dev libpng-dev libjpeg62-turbo-dev
+  postgresql-15 libpq-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev
   libxnnpack-dev libpthreadpool-dev libeigen3-dev

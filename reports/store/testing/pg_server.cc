@@ -1,0 +1,340 @@
+#include "reports/store/testing/pg_server.h"
+
+#include <arpa/inet.h>
+#include <libpq-fe.h>
+#include <netinet/in.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "agent/base/subprocess.h"
+#include "agent/base/unique_fd.h"
+
+namespace dfarm::store::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr char kServerUser[] = "postgres";  // Debian's postgresql package creates it
+constexpr char kDirPrefix[] = "dfarm-pg-";
+constexpr int kPortTries = 5;
+
+// Who runs initdb and postgres: as root the `postgres` user through setpriv
+// (which execs in place, so the postmaster stays our child), else ourselves.
+struct ServerUser {
+  bool switch_user = false;
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+
+std::string Executable(const std::string& dir, const char* name) {
+  std::string path = dir + "/" + name;
+  return ::access(path.c_str(), X_OK) == 0 ? path : std::string();
+}
+
+// $DFARM_PG_BINDIR, else the highest-numbered /usr/lib/postgresql/N/bin with initdb and postgres.
+Result<std::string> FindBinDir() {
+  if (const char* env = std::getenv("DFARM_PG_BINDIR"); env && *env) {
+    if (Executable(env, "initdb").empty() || Executable(env, "postgres").empty()) {
+      return MakeError(std::string("DFARM_PG_BINDIR='") + env + "' holds no initdb and postgres");
+    }
+    return std::string(env);
+  }
+  std::string best;
+  int best_version = -1;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/usr/lib/postgresql", ec)) {
+    std::string bin = entry.path().string() + "/bin";
+    int version = std::atoi(entry.path().filename().c_str());
+    if (version > best_version && !Executable(bin, "initdb").empty() &&
+        !Executable(bin, "postgres").empty()) {
+      best = bin;
+      best_version = version;
+    }
+  }
+  if (best.empty()) {
+    return MakeError(
+        "no PostgreSQL found: no /usr/lib/postgresql/*/bin with initdb and postgres "
+        "(install postgresql-15, or set DFARM_PG_BINDIR)");
+  }
+  return best;
+}
+
+bool InPath(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    if (!dir.empty() && !Executable(dir, name.c_str()).empty()) return true;
+  }
+  return false;
+}
+
+Result<ServerUser> FindServerUser() {
+  ServerUser user;
+  if (::geteuid() != 0) return user;
+  const passwd* pw = ::getpwnam(kServerUser);
+  if (!pw) {
+    return MakeError(
+        std::string("running as root, and PostgreSQL refuses root, but there is no '") +
+        kServerUser + "' user to run it as (install postgresql-15)");
+  }
+  if (!InPath("setpriv")) {
+    return MakeError("running as root, but setpriv (util-linux) is not in PATH to switch users");
+  }
+  user.switch_user = true;
+  user.uid = pw->pw_uid;
+  user.gid = pw->pw_gid;
+  return user;
+}
+
+// argv run as `user`; the server also gets SIGQUIT (immediate shutdown) when our thread dies.
+std::vector<std::string> AsUser(const ServerUser& user, std::vector<std::string> argv,
+                                bool server) {
+  if (!user.switch_user) return argv;
+  std::vector<std::string> full = {"setpriv", std::string("--reuid=") + kServerUser,
+                                   std::string("--regid=") + kServerUser, "--init-groups"};
+  if (server) full.push_back("--pdeathsig=SIGQUIT");
+  full.push_back("--");
+  full.insert(full.end(), argv.begin(), argv.end());
+  return full;
+}
+
+std::string LogTail(const std::string& path, size_t max_chars = 2000) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::string text = buffer.str();
+  if (text.size() > max_chars) text = "..." + text.substr(text.size() - max_chars);
+  return text.empty() ? "(" + path + " is empty)" : path + ":\n" + text;
+}
+
+bool ProcessGone(pid_t pid) { return pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH; }
+
+// Removes dfarm-pg-<pid>-* folders left by test processes that died (see README.md);
+// skips any whose postmaster still runs.
+void SweepStaleDirs(const fs::path& tmp) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(tmp, ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind(kDirPrefix, 0) != 0) continue;
+    pid_t owner = std::atoi(name.c_str() + strlen(kDirPrefix));
+    if (owner == ::getpid() || !ProcessGone(owner)) continue;
+    std::ifstream pidfile(entry.path() / "data" / "postmaster.pid");
+    pid_t postmaster = 0;
+    if (pidfile >> postmaster && postmaster > 0 && !ProcessGone(postmaster)) continue;
+    fs::remove_all(entry.path(), ec);
+  }
+}
+
+Result<std::string> MakeServerDir(const ServerUser& user) {
+  const char* env = std::getenv("TMPDIR");
+  fs::path tmp = env && *env ? env : "/tmp";
+  SweepStaleDirs(tmp);
+  std::string pattern = (tmp / (kDirPrefix + std::to_string(::getpid()) + "-XXXXXX")).string();
+  std::vector<char> buf(pattern.begin(), pattern.end());
+  buf.push_back('\0');
+  if (!::mkdtemp(buf.data())) {
+    return MakeError("cannot create a folder '" + pattern + "': " + strerror(errno));
+  }
+  std::string dir = buf.data();
+  if (user.switch_user && ::chown(dir.c_str(), user.uid, user.gid) != 0) {
+    std::string why = strerror(errno);
+    fs::remove_all(dir);
+    return MakeError("cannot give '" + dir + "' to user " + kServerUser + ": " + why);
+  }
+  return dir;
+}
+
+// Runs argv (its output to `log`) and waits for it to exit 0.
+Result<void> RunToEnd(const std::vector<std::string>& argv, bool search_path,
+                      const std::string& log, const std::string& what) {
+  Result<UniqueFd> out = OpenForAppend(log);
+  if (!out) return out.error();
+  SpawnOptions options;
+  options.stdout_fd = out->get();
+  options.stderr_fd = out->get();
+  options.search_path = search_path;
+  Result<pid_t> pid = SpawnProcess(argv, options);
+  if (!pid) return MakeError(what + " failed: " + pid.message());
+  int status = ReapProcess(*pid, seconds(120));
+  if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return MakeError(what + " " + DescribeWaitStatus(status) + "; " + LogTail(log));
+  }
+  return Ok();
+}
+
+Result<void> InitDb(const std::string& bindir, const ServerUser& user, const std::string& dir) {
+  std::vector<std::string> argv = {
+      bindir + "/initdb", "-D", dir + "/data", "-A",        "trust", "-U", "dfarm",
+      "--no-sync",        "-E", "UTF8",        "--locale=C"};
+  return RunToEnd(AsUser(user, argv, false), user.switch_user, dir + "/initdb.log",
+                  "initdb into '" + dir + "/data'");
+}
+
+// A port nobody listened on a moment ago; the server may still lose it to
+// another process before it binds, so Start() retries.
+Result<int> PickPort() {
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) return MakeError(std::string("cannot pick a port: socket: ") + strerror(errno));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    return MakeError(std::string("cannot pick a port on 127.0.0.1: ") + strerror(errno));
+  }
+  return static_cast<int>(ntohs(addr.sin_port));
+}
+
+std::string PingInfo(int port) {
+  return "host=127.0.0.1 port=" + std::to_string(port) +
+         " user=dfarm dbname=postgres connect_timeout=2";
+}
+
+struct Launch {
+  pid_t pid = -1;
+  bool port_taken = false;  // the server exited because it could not bind the port
+};
+
+// Starts the postmaster and waits until it accepts connections.
+Result<Launch> LaunchServer(const std::string& bindir, const ServerUser& user,
+                            const std::string& dir, int port, const PgServerOptions& options) {
+  const std::string data = dir + "/data", log = dir + "/server.log";
+  Result<UniqueFd> out = OpenForAppend(log);
+  if (!out) return out.error();
+  std::vector<std::string> argv = {bindir + "/postgres",
+                                   "-D",
+                                   data,
+                                   "-p",
+                                   std::to_string(port),
+                                   "-c",
+                                   "listen_addresses=127.0.0.1",
+                                   "-c",
+                                   "unix_socket_directories=" + data,
+                                   "-c",
+                                   "fsync=off",
+                                   "-c",
+                                   "max_connections=" + std::to_string(options.max_connections)};
+  SpawnOptions spawn;
+  spawn.stdout_fd = out->get();
+  spawn.stderr_fd = out->get();
+  spawn.search_path = user.switch_user;
+  spawn.terminate_with_parent = !user.switch_user;  // setpriv sets SIGQUIT itself
+  Result<pid_t> pid = SpawnProcess(AsUser(user, argv, true), spawn);
+  if (!pid) return MakeError("cannot start postgres: " + pid.message());
+  const auto deadline = std::chrono::steady_clock::now() + seconds(60);
+  while (PQping(PingInfo(port).c_str()) != PQPING_OK) {
+    int status = 0;
+    if (TryReap(*pid, &status)) {
+      std::string tail = LogTail(log);
+      if (tail.find("Address already in use") != std::string::npos) return Launch{-1, true};
+      return MakeError("postgres on port " + std::to_string(port) + " " +
+                       DescribeWaitStatus(status) + " while starting; " + tail);
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(*pid, SIGQUIT);
+      ReapProcess(*pid, seconds(10));
+      return MakeError("postgres on port " + std::to_string(port) +
+                       " did not accept connections within 60 s; " + LogTail(log));
+    }
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  return Launch{*pid, false};
+}
+
+struct PgConnCloser {
+  void operator()(PGconn* conn) const { PQfinish(conn); }
+};
+struct PgResultClearer {
+  void operator()(PGresult* result) const { PQclear(result); }
+};
+
+}  // namespace
+
+Result<std::unique_ptr<PgServer>> PgServer::Start(const PgServerOptions& options) {
+  Result<std::string> bindir = FindBinDir();
+  if (!bindir) return bindir.error();
+  Result<ServerUser> user = FindServerUser();
+  if (!user) return user.error();
+  Result<std::string> dir = MakeServerDir(*user);
+  if (!dir) return dir.error();
+  auto fail = [&](const Error& error) -> Result<std::unique_ptr<PgServer>> {
+    std::error_code ec;
+    fs::remove_all(*dir, ec);
+    return MakeError("cannot start a PostgreSQL server: " + error.message);
+  };
+  if (Result<void> init = InitDb(*bindir, *user, *dir); !init) return fail(init.error());
+  for (int attempt = 1; attempt <= kPortTries; ++attempt) {
+    Result<int> port = PickPort();
+    if (!port) return fail(port.error());
+    Result<Launch> launch = LaunchServer(*bindir, *user, *dir, *port, options);
+    if (!launch) return fail(launch.error());
+    if (!launch->port_taken) {
+      return std::unique_ptr<PgServer>(new PgServer(*dir, launch->pid, *port));
+    }
+  }
+  return fail(MakeError("every one of " + std::to_string(kPortTries) +
+                        " free ports was taken before postgres could bind it; " +
+                        LogTail(*dir + "/server.log")));
+}
+
+PgServer::~PgServer() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGQUIT);  // immediate shutdown: no checkpoint, the data is thrown away
+    ReapProcess(pid_, seconds(10));
+  }
+  std::error_code ec;
+  fs::remove_all(dir_, ec);
+}
+
+std::string PgServer::Url(const std::string& database) const {
+  return "postgresql://dfarm@127.0.0.1:" + std::to_string(port_) + "/" + database;
+}
+
+Result<std::string> PgServer::CreateDatabase(const std::string& name) {
+  bool valid = !name.empty();
+  for (char c : name)
+    valid = valid && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_');
+  if (!valid) {
+    return MakeError(ErrorKind::kInvalidInput,
+                     "cannot create database '" + name + "': the name must match [a-z0-9_]+");
+  }
+  std::unique_ptr<PGconn, PgConnCloser> conn(PQconnectdb(Url().c_str()));
+  if (PQstatus(conn.get()) != CONNECTION_OK) {
+    return MakeError("cannot create database '" + name + "': cannot connect to " + Url() + ": " +
+                     PQerrorMessage(conn.get()));
+  }
+  std::unique_ptr<PGresult, PgResultClearer> result(
+      PQexec(conn.get(), ("CREATE DATABASE " + name).c_str()));
+  if (PQresultStatus(result.get()) != PGRES_COMMAND_OK) {
+    return MakeError("cannot create database '" + name + "' on " + Url() + ": " +
+                     PQresultErrorMessage(result.get()));
+  }
+  return Url(name);
+}
+
+bool PgServerAvailable(std::string* why) {
+  Result<std::string> bindir = FindBinDir();
+  Result<ServerUser> user = bindir ? FindServerUser() : Result<ServerUser>(bindir.error());
+  if (user) return true;
+  if (why) *why = user.message();
+  return false;
+}
+
+}  // namespace dfarm::store::testing

@@ -1,0 +1,124 @@
+#include "reports/store/testing/pg_server.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <libpq-fe.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+namespace dfarm::store::testing {
+namespace {
+
+struct PgConnCloser {
+  void operator()(PGconn* conn) const { PQfinish(conn); }
+};
+using PgConn = std::unique_ptr<PGconn, PgConnCloser>;
+
+// The single value of `sql` on `url`, or "ERROR: ..." so a failed query shows in the assertion.
+std::string QueryValue(const std::string& url, const std::string& sql) {
+  PgConn conn(PQconnectdb(url.c_str()));
+  if (PQstatus(conn.get()) != CONNECTION_OK) {
+    return std::string("ERROR: connect: ") + PQerrorMessage(conn.get());
+  }
+  PGresult* result = PQexec(conn.get(), sql.c_str());
+  std::string value = PQresultStatus(result) == PGRES_TUPLES_OK && PQntuples(result) == 1
+                          ? PQgetvalue(result, 0, 0)
+                          : std::string("ERROR: ") + PQresultErrorMessage(result);
+  PQclear(result);
+  return value;
+}
+
+bool SomethingListensOn(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  bool connected = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  ::close(fd);
+  return connected;
+}
+
+class PgServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!PgServerAvailable(&why)) GTEST_SKIP() << "no PostgreSQL server here: " << why;
+  }
+};
+
+TEST_F(PgServerTest, ServesQueriesAndCreatesDatabases) {
+  PgServerOptions options;
+  options.max_connections = 150;
+  auto server = PgServer::Start(options);
+  ASSERT_TRUE(server.ok()) << server.message();
+  PgServer& pg = **server;
+  EXPECT_EQ(pg.Url(), "postgresql://dfarm@127.0.0.1:" + std::to_string(pg.port()) + "/postgres");
+  EXPECT_EQ(QueryValue(pg.Url(), "SELECT 1"), "1");
+  EXPECT_EQ(QueryValue(pg.Url(), "SHOW max_connections"), "150");
+  EXPECT_EQ(QueryValue(pg.Url(), "SHOW fsync"), "off");
+  EXPECT_EQ(QueryValue(pg.Url(), "SELECT current_user"), "dfarm");
+
+  auto x = pg.CreateDatabase("x");
+  ASSERT_TRUE(x.ok()) << x.message();
+  EXPECT_EQ(*x, pg.Url("x"));
+  EXPECT_EQ(QueryValue(*x, "SELECT current_database()"), "x");
+  EXPECT_EQ(QueryValue(*x, "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"), "0");
+  EXPECT_FALSE(pg.CreateDatabase("x").ok()) << "a second CREATE DATABASE x must fail";
+  auto bad = pg.CreateDatabase("x; DROP DATABASE postgres");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().kind, ErrorKind::kInvalidInput);
+}
+
+TEST_F(PgServerTest, DestructionStopsTheServerAndRemovesItsFolder) {
+  auto server = PgServer::Start();
+  ASSERT_TRUE(server.ok()) << server.message();
+  const std::string dir = (*server)->dir();
+  const int port = (*server)->port();
+  EXPECT_NE(dir.find("dfarm-pg-" + std::to_string(::getpid()) + "-"), std::string::npos) << dir;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/data/PG_VERSION"));
+  ASSERT_TRUE(SomethingListensOn(port));
+  server->reset();
+  EXPECT_FALSE(std::filesystem::exists(dir)) << dir;
+  EXPECT_FALSE(SomethingListensOn(port)) << "port " << port;
+  std::string url = "postgresql://dfarm@127.0.0.1:" + std::to_string(port) + "/postgres";
+  EXPECT_NE(PQping(url.c_str()), PQPING_OK);
+}
+
+TEST_F(PgServerTest, AFailedStartSaysWhyAndLeavesNoFolder) {
+  PgServerOptions options;
+  options.max_connections = 0;  // postgres refuses it: the valid range starts at 1
+  auto server = PgServer::Start(options);
+  ASSERT_FALSE(server.ok());
+  EXPECT_NE(server.message().find("max_connections"), std::string::npos) << server.message();
+  EXPECT_NE(server.message().find("server.log"), std::string::npos) << server.message();
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string mine = "dfarm-pg-" + std::to_string(::getpid()) + "-";
+  for (const auto& entry :
+       std::filesystem::directory_iterator(tmpdir && *tmpdir ? tmpdir : "/tmp")) {
+    EXPECT_NE(entry.path().filename().string().rfind(mine, 0), 0u) << entry.path();
+  }
+}
+
+TEST_F(PgServerTest, TwoServersAtOnceUseDifferentPortsAndFolders) {
+  auto a = PgServer::Start();
+  ASSERT_TRUE(a.ok()) << a.message();
+  auto b = PgServer::Start();
+  ASSERT_TRUE(b.ok()) << b.message();
+  EXPECT_NE((*a)->port(), (*b)->port());
+  EXPECT_NE((*a)->dir(), (*b)->dir());
+  ASSERT_TRUE((*a)->CreateDatabase("only_in_a").ok());
+  EXPECT_EQ(QueryValue((*a)->Url(), "SELECT count(*) FROM pg_database WHERE datname = 'only_in_a'"),
+            "1");
+  EXPECT_EQ(QueryValue((*b)->Url(), "SELECT count(*) FROM pg_database WHERE datname = 'only_in_a'"),
+            "0");
+}
+
+}  // namespace
+}  // namespace dfarm::store::testing
