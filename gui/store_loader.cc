@@ -9,7 +9,7 @@ Result<std::unique_ptr<store::Store>> OpenDashboardStore(const QString& dbPath) 
     return MakeError(ErrorKind::kNotFound,
                      QObject::tr("database '%1' does not exist").arg(dbPath).toStdString());
   }
-  return store::OpenSqliteStore(dbPath.toStdString());
+  return store::OpenStore(dbPath.toStdString());
 }
 
 }  // namespace dfarm::gui

@@ -20,6 +20,7 @@ enum class ErrorKind {
   kFailed,        // the device, the store, the wire or the system failed
   kInvalidInput,  // what the user gave is wrong: an argument, a spec, a policy
   kNotFound,      // the user named something that does not exist: a run, a job
+  kConflict,      // someone else holds it now: a job claim whose lease expired (store)
 };
 
 struct Error {

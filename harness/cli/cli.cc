@@ -29,6 +29,7 @@ int ExitCodeFor(ErrorKind kind) {
     case ErrorKind::kNotFound:
       return kExitUsage;
     case ErrorKind::kFailed:
+    case ErrorKind::kConflict:
       return kExitInfra;
   }
   return kExitInfra;
@@ -36,7 +37,9 @@ int ExitCodeFor(ErrorKind kind) {
 
 void AddDbOption(CLI::App& cmd, std::string& db) {
   db = "dfarm.db";
-  cmd.add_option("--db", db, "results database (SQLite file)")
+  cmd.add_option("--db", db,
+                 "results database: a SQLite file, or a PostgreSQL URL "
+                 "(postgresql://USER@HOST:PORT/DB) shared by a farm of hosts")
       ->envname("DFARM_DB")
       ->capture_default_str();
 }
@@ -62,6 +65,7 @@ Result<void> CheckTokenFileOption(const std::string& file) {
 }
 
 Result<std::unique_ptr<store::Store>> OpenExistingStore(const std::string& path) {
+  if (store::IsPostgresUrl(path)) return store::OpenPostgresStore(path);
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) {
     return MakeError("no database '" + path + "' (run a sweep first, or pass --db)");

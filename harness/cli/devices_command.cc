@@ -56,7 +56,7 @@ Known ReadStore(const std::string& db) {
   Known k;
   std::error_code ec;
   if (db.empty() || !std::filesystem::exists(db, ec)) return k;
-  auto store = store::OpenSqliteStore(db);
+  auto store = store::OpenStore(db);
   if (!store) return k;
   if (auto rows = (*store)->ListDevices(); rows) {
     for (store::DeviceRow& r : *rows) k.rows[r.name] = std::move(r);

@@ -101,7 +101,7 @@ harness::SweepOptions RerunSweepOptions(const GateOptions& o, Context& ctx) {
   so.runner_path = runner && *runner ? runner : harness::BesideSelf("dfarm-runner");
   so.progress = &ctx.err;
   std::string db = o.db;
-  so.open_store = [db] { return store::OpenSqliteStore(db); };
+  so.open_store = [db] { return store::OpenStore(db); };
   return so;
 }
 

@@ -91,7 +91,7 @@ harness::SweepOptions MakeSweepOptions(const SweepOptions& o, Context& ctx) {
   so.cancel = &g_cancel;
   so.allow_runner_change = o.allow_runner_change;
   std::string db = o.db;
-  so.open_store = [db] { return store::OpenSqliteStore(db); };
+  so.open_store = [db] { return store::OpenStore(db); };
   return so;
 }
 
@@ -161,7 +161,7 @@ int Run(const SweepOptions& o, Context& ctx) {
   std::optional<harness::SweepSpec> spec;
   if (int code = LoadSpec(o, spec, ctx); code != kExitOk) return code;
   std::map<std::string, std::string> spec_token_files;  // of the run to resume
-  auto store = store::OpenSqliteStore(o.db);
+  auto store = store::OpenStore(o.db);
   if (!store) {
     return ctx.Fail(store.error());
   }

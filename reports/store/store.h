@@ -83,7 +83,12 @@ struct RunRow {
   // reruns cells of a candidate in a new run linked to it); 0 = none.
   int64_t parent_run_id = 0;
   std::vector<std::string> tags;  // tag names on this run, sorted (ListRuns/GetRun fill it)
+  // Schema v11: "" for a run its sweep runs itself; kRunModeQueue for a run
+  // whose jobs `dfarm node` processes claim.
+  std::string mode;
 };
+
+inline constexpr const char* kRunModeQueue = "queue";
 
 // The device's telemetry beside one job (schema v4), from the agent's
 // snapshots: queryable figures of state_before/state_after.
@@ -132,6 +137,12 @@ struct JobRow {
   int64_t trial = 0;          // 0-based trial index of the cell (spec benchmark.repeats)
   std::string runner;         // runner name of the spec ("" = the default runner)
   std::string runner_sha256;  // sha256 of the runtime build that ran (may be "" in old runs)
+  // Schema v11: the distributed queue (empty/0 for the jobs of a run its
+  // sweep runs itself).
+  std::string target;      // where it may run: "" = `device` only; a Target string (below)
+  std::string payload;     // what a node needs to run it (JSON, harness/queue_job.h)
+  std::string claimed_by;  // the node holding it while it runs; "" when none
+  int64_t claim_id = 0;    // its latest claim (1, 2, ...): a result commits only under it
 };
 
 // What RecordJobResult stores for one finished job.
@@ -160,6 +171,11 @@ struct JobOutcome {
   std::optional<Accuracy> accuracy;
   // Schema v4: the device's telemetry before/after the runner (empty when unread).
   std::vector<TelemetryRow> telemetry;
+  // A claimed job (ClaimJob): the claim_id it was claimed under. The result
+  // is recorded only while that claim holds (else an ErrorKind::kConflict
+  // error, nothing recorded: the lease expired and the job went back to the
+  // queue). 0: a job of a run its sweep runs itself.
+  int64_t claim_id = 0;
 };
 
 // The raw evidence behind one job, for drill-down.
@@ -191,6 +207,10 @@ struct DeviceRow {
   std::string last_seen;     // ISO-8601 UTC, set by UpsertDevice
   std::string state;         // kDevice*: what the last sweep concluded; empty when nothing
   std::string state_reason;  // why, one line (for quarantined)
+  // Schema v11: the node that serves it ("" for a device of a local sweep)
+  // and its tags (--device URI --tag, or the spec's device_tags), sorted.
+  std::string node;
+  std::vector<std::string> tags;
 };
 
 // Which runs ListRunSummaries returns; an empty field does not filter.
@@ -261,6 +281,67 @@ struct DeviceEvent {
 // "online", "offline" and "busy" from what it sees itself.
 inline constexpr const char* kDeviceOk = "ok";
 inline constexpr const char* kDeviceQuarantined = "quarantined";
+
+// A host of the farm running `dfarm node` (schema v11).
+struct NodeRow {
+  std::string name;  // unique in the database: --name, else "<host>:<pid>"
+  std::string host;
+  int64_t pid = 0;
+  std::string started_at;       // ISO-8601 UTC
+  int64_t heartbeat_unix = 0;   // the database's clock
+  int64_t heartbeat_age_s = 0;  // seconds since, on the database's clock (ListNodes)
+  std::string state;            // kNode*
+  std::vector<std::string> devices;
+};
+
+inline constexpr const char* kNodeRunning = "running";
+inline constexpr const char* kNodeDraining = "draining";  // SIGTERM: finishing its jobs
+inline constexpr const char* kNodeStopped = "stopped";
+
+// A device as a job's target matches it.
+struct DeviceTraits {
+  std::string name;
+  std::string abi;
+  std::string os;
+  std::string cpu;  // the SoC / CPU name the agent reports
+  int64_t memory_bytes = 0;
+  std::vector<std::string> tags;
+};
+
+// Where a queued job may run (JobRow::target): "" = its own device only;
+// "any" = any device of any node; else a selector, written
+// "select:abi=arm64-v8a;os=android;soc=sm8550;tags=lab,fast;min_memory_mb=4096"
+// (each key optional; os and soc match a part of the device's, any case;
+// every tag must be on the device).
+struct TargetSelector {
+  std::string abi;
+  std::string os;
+  std::string soc;
+  std::vector<std::string> tags;
+  int64_t min_memory_mb = 0;
+};
+inline constexpr const char* kTargetAny = "any";
+std::string TargetString(const TargetSelector& s);
+Result<TargetSelector> ParseTarget(
+    const std::string& target);  // kInvalidInput naming what is wrong
+// Whether a job with `target` and planned device `job_device` may run on `d`.
+bool TargetMatches(const std::string& target, const std::string& job_device, const DeviceTraits& d);
+
+// One claim of a job (schema v11) and how it ended.
+struct JobClaimRow {
+  int64_t claim_id = 0;
+  std::string node;
+  std::string device;
+  int64_t claimed_unix = 0;
+  int64_t ended_unix = 0;  // 0 while held
+  std::string outcome;     // kClaim*: "" while held
+};
+inline constexpr const char* kClaimFinished = "finished";  // its result was recorded
+inline constexpr const char* kClaimReaped = "reaped";      // the lease expired: back to the queue
+inline constexpr const char* kClaimReleased = "released";  // the node gave it back (Ctrl-C)
+
+// The LISTEN/NOTIFY channel that wakes idle nodes when jobs are queued.
+inline constexpr const char* kWorkChannel = "dfarm_jobs";
 
 class Store {
  public:
@@ -364,6 +445,44 @@ class Store {
   virtual Result<std::optional<int64_t>> FindTag(const std::string& name) = 0;
   // Links run_id to the run it was made from (0 clears it). kNotFound: no such run.
   virtual Result<void> SetRunParent(int64_t run_id, int64_t parent_run_id) = 0;
+
+  // The distributed queue (schema v11; both backends, for PostgreSQL's
+  // many hosts above all). Times are the database's clock.
+  //
+  // Sets a run's mode (kRunModeQueue: nodes claim its jobs).
+  virtual Result<void> SetRunMode(int64_t run_id, const std::string& mode) = 0;
+  // Registers (or re-registers) a node, state running, heartbeat now.
+  virtual Result<void> RegisterNode(const NodeRow& node) = 0;
+  // The node's heartbeat: heartbeat now, its state, and the lease of every
+  // job it holds renewed to now + lease_s. Returns the jobs it holds.
+  virtual Result<int64_t> NodeHeartbeat(const std::string& node, const std::string& state,
+                                        int64_t lease_s) = 0;
+  virtual Result<std::vector<NodeRow>> ListNodes() = 0;  // by name
+  // Claims the oldest queued job of a running queue run that `device` may
+  // run (its own device, "any", or a selector it matches) in one short
+  // transaction (FOR UPDATE SKIP LOCKED on PostgreSQL): status running,
+  // claimed_by node, a new claim_id, lease until now + lease_s, the device
+  // set to `device.name`. Unset when there is none.
+  virtual Result<std::optional<JobRow>> ClaimJob(const std::string& node,
+                                                 const DeviceTraits& device, int64_t lease_s) = 0;
+  // Gives a claimed job back to the queue (the node stops: Ctrl-C twice);
+  // false when the claim no longer holds.
+  virtual Result<bool> ReleaseClaim(int64_t job_id, int64_t claim_id) = 0;
+  // Returns every running claimed job whose lease expired to the queue (an
+  // infrastructure retry; the claim ends "reaped"); a job reaped
+  // max_claims times is recorded infra instead. Returns the jobs' ids.
+  virtual Result<std::vector<int64_t>> ReapExpiredClaims(int64_t max_claims) = 0;
+  virtual Result<std::vector<JobClaimRow>> ListJobClaims(int64_t job_id) = 0;  // oldest first
+  // Waits up to timeout_ms for jobs to be queued (LISTEN on kWorkChannel on
+  // PostgreSQL, from the first call on; SQLite sleeps). True when woken.
+  virtual Result<bool> WaitForWork(int timeout_ms) = 0;
+  // Content-addressed files for nodes on other hosts (models, runners,
+  // plugins, input sets), kept in chunks: PutBlob stores the file at `path`
+  // under its sha256 (nothing when present; the content must hash to it),
+  // GetBlob writes it to `path` (kNotFound when absent).
+  virtual Result<void> PutBlob(const std::string& sha256, const std::string& path) = 0;
+  virtual Result<bool> HasBlob(const std::string& sha256) = 0;
+  virtual Result<void> GetBlob(const std::string& sha256, const std::string& path) = 0;
 };
 
 // Whether `name` may be a run tag: [A-Za-z0-9_.-]{1,64}.
@@ -374,6 +493,16 @@ bool IsValidTagName(const std::string& name);
 inline constexpr int64_t kRunClaimStaleSeconds = 600;
 // How often a sweep renews its claim (RefreshRunClaim) while it runs.
 inline constexpr int64_t kRunClaimRefreshSeconds = 60;
+
+// Opens the store at `where`: a PostgreSQL URL (IsPostgresUrl) or a SQLite
+// file, and migrates it to the current schema.
+Result<std::unique_ptr<Store>> OpenStore(const std::string& where);
+// "postgresql://..." or "postgres://...".
+bool IsPostgresUrl(const std::string& where);
+// `where` with a URL's password replaced by "***", for messages.
+std::string RedactUrl(const std::string& where);
+// Connects to PostgreSQL (libpq URL) and migrates the database.
+Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& url);
 
 // Opens (creating if absent) the SQLite database at `path` and migrates it to
 // the current schema. Fails with a message naming the file when it cannot be

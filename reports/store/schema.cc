@@ -1,11 +1,13 @@
-#include "reports/store/sqlite_schema.h"
+#include "reports/store/schema.h"
 
+#include <algorithm>
 #include <iterator>
+#include <regex>
 #include <string>
 
 #include "reports/store/store.h"
 
-namespace dfarm::store::sqlite {
+namespace dfarm::store::sql {
 namespace {
 
 // kMigrations[i] takes the schema from version i to version i + 1.
@@ -200,21 +202,61 @@ CREATE INDEX jobs_by_model_sha256_run ON jobs(model_sha256, run_id);
 CREATE INDEX jobs_by_cell ON jobs(model_sha256, delegate, delegate_options, device, runner,
   num_threads, run_id, trial);
 )sql",
+    // v11 (issue 15): the distributed farm. A run of mode "queue" is run by
+    // `dfarm node` processes: its jobs carry what a node needs (payload, the
+    // artifacts in blobs) and where they may run (target: "" = the job's
+    // device, "any", or a selector as JSON); a node claims a job (claimed_by,
+    // claim_id, a lease renewed by its heartbeat until lease_until, database
+    // clock) and its result commits only under that claim. job_claims keeps
+    // every claim and how it ended; nodes every node and its heartbeat.
+    R"sql(
+ALTER TABLE runs ADD COLUMN mode TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN target TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN payload TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN claimed_by TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN claim_id INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN lease_until INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX jobs_queued ON jobs(id) WHERE status = 'queued';
+CREATE INDEX jobs_claimed ON jobs(claimed_by, status) WHERE claimed_by <> '';
+CREATE TABLE nodes(
+  name TEXT PRIMARY KEY,
+  host TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  started_at TEXT NOT NULL,
+  heartbeat_unix INTEGER NOT NULL,
+  state TEXT NOT NULL,
+  devices TEXT NOT NULL DEFAULT '');
+CREATE TABLE job_claims(
+  id INTEGER PRIMARY KEY,
+  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  claim_id INTEGER NOT NULL,
+  node TEXT NOT NULL,
+  device TEXT NOT NULL,
+  claimed_unix INTEGER NOT NULL,
+  ended_unix INTEGER NOT NULL DEFAULT 0,
+  outcome TEXT NOT NULL DEFAULT '');
+CREATE INDEX job_claims_by_job ON job_claims(job_id, claim_id);
+CREATE TABLE blobs(
+  sha256 TEXT PRIMARY KEY,
+  size_bytes INTEGER NOT NULL,
+  chunks INTEGER NOT NULL);
+CREATE TABLE blob_chunks(
+  sha256 TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  data BLOB NOT NULL,
+  PRIMARY KEY(sha256, idx)) WITHOUT ROWID;
+ALTER TABLE devices ADD COLUMN node TEXT NOT NULL DEFAULT '';
+ALTER TABLE devices ADD COLUMN tags TEXT NOT NULL DEFAULT '';
+)sql",
 };
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
 
-Result<int> ReadSchemaVersion(Db& db) {
-  auto has = Stmt::Prepare(
-      db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'");
-  if (!has) return has.error();
-  auto row = has->Step();
-  if (!row) return row.error();
-  if (has->Int(0) == 0) {
-    auto any = Stmt::Prepare(db, "SELECT count(*) FROM sqlite_master");
-    if (!any) return any.error();
-    if (auto r = any->Step(); !r) return r.error();
-    if (any->Int(0) != 0) {
+Result<int> ReadSchemaVersion(Conn& db) {
+  auto tables = db.TableNames();
+  if (!tables) return tables.error();
+  if (std::find(tables->begin(), tables->end(), "schema_version") == tables->end()) {
+    if (!tables->empty()) {
       return MakeError("it holds tables but no schema_version: not a DelegateFarm database");
     }
     return 0;
@@ -225,13 +267,32 @@ Result<int> ReadSchemaVersion(Db& db) {
   return static_cast<int>(s->Int(0));
 }
 
+// Every PostgreSQL host migrates under this lock (pg_advisory_xact_lock).
+constexpr int64_t kMigrationLock = 0x64666172;  // "dfar"
+
 }  // namespace
 
 int SchemaVersion() { return kSchemaVersion; }
 
-Result<void> Migrate(Db& db, int target) {
+std::string ForDialect(const std::string& sqlite_sql, Dialect d) {
+  if (d == Dialect::kSqlite) return sqlite_sql;
+  std::string s = std::regex_replace(sqlite_sql, std::regex(R"(\bid INTEGER PRIMARY KEY\b)"),
+                                     "id BIGSERIAL PRIMARY KEY");
+  s = std::regex_replace(s, std::regex(R"(\bINTEGER\b)"), "BIGINT");
+  s = std::regex_replace(s, std::regex(R"(\bREAL\b)"), "DOUBLE PRECISION");
+  s = std::regex_replace(s, std::regex(R"(\bBLOB\b)"), "BYTEA");
+  return std::regex_replace(s, std::regex(R"(\)\s*WITHOUT ROWID)"), ")");
+}
+
+Result<void> Migrate(Conn& db, int target) {
   auto tx = Transaction::Begin(db);
   if (!tx) return tx.error();
+  if (db.dialect() == Dialect::kPostgres) {
+    if (auto r = db.Exec("SELECT pg_advisory_xact_lock(" + std::to_string(kMigrationLock) + ")");
+        !r) {
+      return r;
+    }
+  }
   auto version = ReadSchemaVersion(db);
   if (!version) return version.error();
   if (*version > kSchemaVersion) {
@@ -241,14 +302,15 @@ Result<void> Migrate(Db& db, int target) {
   }
   if (*version >= target) return tx->Commit();
   if (*version == 0) {
-    if (auto r = db.Exec("CREATE TABLE schema_version(version INTEGER NOT NULL, applied_at TEXT "
-                         "NOT NULL)");
+    if (auto r = db.Exec(ForDialect("CREATE TABLE schema_version(version INTEGER NOT NULL, "
+                                    "applied_at TEXT NOT NULL)",
+                                    db.dialect()));
         !r) {
       return r;
     }
   }
   for (int v = *version; v < target; ++v) {
-    if (auto r = db.Exec(kMigrations[v]); !r) {
+    if (auto r = db.Exec(ForDialect(kMigrations[v], db.dialect())); !r) {
       return MakeError("migration to schema version " + std::to_string(v + 1) +
                        " failed: " + r.message());
     }
@@ -260,4 +322,4 @@ Result<void> Migrate(Db& db, int target) {
   return tx->Commit();
 }
 
-}  // namespace dfarm::store::sqlite
+}  // namespace dfarm::store::sql

@@ -1,7 +1,6 @@
-// SQLite backend of the Store. The schema and its migrations are in
-// sqlite_schema.cc.
+// The Store over the SQL layer (sql.h): one implementation for SQLite and
+// PostgreSQL. The schema and its migrations are in schema.cc.
 #include <signal.h>
-#include <sqlite3.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,8 +13,9 @@
 #include <utility>
 #include <vector>
 
-#include "reports/store/sqlite_schema.h"
-#include "reports/store/sqlite_util.h"
+#include "reports/store/schema.h"
+#include "reports/store/sql.h"
+#include "reports/store/sql_queue.h"
 #include "reports/store/store.h"
 
 namespace dfarm::store {
@@ -23,28 +23,32 @@ namespace {
 
 using runner::Number;
 using runner::ToDouble;
-using sqlite::Column;
-using sqlite::Db;
-using sqlite::FiniteOrNull;
-using sqlite::Stmt;
-using sqlite::Transaction;
-using sqlite::Value;
+using sql::Column;
+using sql::Conn;
+using sql::Dialect;
+using sql::FiniteOrNull;
+using sql::Stmt;
+using sql::Transaction;
+using sql::Value;
 
-constexpr const char* kJobColumns =
-    "j.id, j.run_id, j.job_key, j.model, j.model_path, j.model_sha256, j.delegate, "
-    "j.delegate_options, j.device, j.status, j.error, j.wall_ms, "
-    "r.init_us, r.first_us, r.warmup_mean_us, r.mean_us, r.std_us, r.min_us, r.max_us, "
-    "r.p50_us, r.p90_us, r.p99_us, r.num_runs, r.peak_rss_bytes, r.arena_bytes, "
-    "j.num_threads, j.attempts, j.moved_from, r.partitions, "
-    "(SELECT count(*) FROM placement p WHERE p.job_id = j.id), "
-    "(SELECT count(*) FROM placement p WHERE p.job_id = j.id AND p.delegate <> 'cpu'), "
-    "(SELECT group_concat(DISTINCT p.delegate) FROM placement p "
-    " WHERE p.job_id = j.id AND p.delegate <> 'cpu'), "
-    "coalesce(r.started_hot, 0), coalesce(r.throttled, 0), coalesce(r.state_note, ''), "
-    "coalesce(r.threads_used, 0), "
-    "(SELECT count(*) FROM placement p WHERE p.job_id = j.id AND p.folded <> 0), "
-    "j.trial, j.runner, j.runner_sha256 "
-    "FROM jobs j LEFT JOIN results r ON r.job_id = j.id ";
+// The columns ReadJob reads, FROM jobs j and its result r.
+std::string JobColumns(Dialect d) {
+  return "j.id, j.run_id, j.job_key, j.model, j.model_path, j.model_sha256, j.delegate, "
+         "j.delegate_options, j.device, j.status, j.error, j.wall_ms, "
+         "r.init_us, r.first_us, r.warmup_mean_us, r.mean_us, r.std_us, r.min_us, r.max_us, "
+         "r.p50_us, r.p90_us, r.p99_us, r.num_runs, r.peak_rss_bytes, r.arena_bytes, "
+         "j.num_threads, j.attempts, j.moved_from, r.partitions, "
+         "(SELECT count(*) FROM placement p WHERE p.job_id = j.id), "
+         "(SELECT count(*) FROM placement p WHERE p.job_id = j.id AND p.delegate <> 'cpu'), "
+         "(SELECT " +
+         sql::GroupConcat(d, "p.delegate", "','", true) +
+         " FROM placement p WHERE p.job_id = j.id AND p.delegate <> 'cpu'), "
+         "coalesce(r.started_hot, 0), coalesce(r.throttled, 0), coalesce(r.state_note, ''), "
+         "coalesce(r.threads_used, 0), "
+         "(SELECT count(*) FROM placement p WHERE p.job_id = j.id AND p.folded <> 0), "
+         "j.trial, j.runner, j.runner_sha256, j.target, j.payload, j.claimed_by, j.claim_id "
+         "FROM jobs j LEFT JOIN results r ON r.job_id = j.id ";
+}
 
 JobRow ReadJob(const Stmt& s) {
   JobRow j;
@@ -97,14 +101,25 @@ JobRow ReadJob(const Stmt& s) {
   j.trial = s.Int(37);
   j.runner = s.Text(38);
   j.runner_sha256 = s.Text(39);
+  j.target = s.Text(40);
+  j.payload = s.Text(41);
+  j.claimed_by = s.Text(42);
+  j.claim_id = s.Int(43);
   return j;
 }
 
-constexpr const char* kRunColumns =
-    "id, name, created_at, finished_at, status, spec_json, owner_pid, owner_host, owner_since, "
-    "parent_run_id, (SELECT group_concat(name, char(10)) FROM "
-    "(SELECT t.name FROM run_tags t WHERE t.run_id = runs.id ORDER BY t.name)) "
-    "FROM runs ";
+// The tags of run `runs`, ","-joined (tag names hold no ","), as SQL.
+std::string TagsSql(Dialect d) {
+  return "(SELECT " + sql::GroupConcat(d, "tn.name", "','") +
+         " FROM (SELECT t.name FROM run_tags t WHERE t.run_id = runs.id ORDER BY t.name) tn)";
+}
+
+// The columns ReadRun reads, FROM runs.
+std::string RunColumns(Dialect d) {
+  return "runs.id, runs.name, runs.created_at, runs.finished_at, runs.status, runs.spec_json, "
+         "runs.owner_pid, runs.owner_host, runs.owner_since, runs.parent_run_id, " +
+         TagsSql(d) + ", runs.mode ";
+}
 
 RunRow ReadRun(const Stmt& s) {
   RunRow r;
@@ -118,10 +133,11 @@ RunRow ReadRun(const Stmt& s) {
   r.owner_host = s.Text(7);
   r.owner_since = s.Int(8);
   r.parent_run_id = s.Int(9);
+  r.mode = s.Text(11);
   if (!s.IsNull(10)) {
     std::string all = s.Text(10);
     for (size_t start = 0; start <= all.size();) {
-      size_t end = all.find('\n', start);
+      size_t end = all.find(',', start);
       if (end == std::string::npos) end = all.size();
       r.tags.push_back(all.substr(start, end - start));
       start = end + 1;
@@ -238,15 +254,12 @@ constexpr auto kNoLabel = [](const auto&, size_t) { return std::string(); };
 // status), newest run first. Job filters are EXISTS probes on the v9 indexes
 // (device, run_id), (delegate, run_id), (model, run_id), (model_sha256, run_id);
 // the counts come from the covering index jobs_by_run_status.
-constexpr const char* kRunSummaryColumns =
-    "runs.id, runs.name, runs.created_at, runs.finished_at, runs.status, runs.spec_json, "
-    "runs.owner_pid, runs.owner_host, runs.owner_since, runs.parent_run_id, "
-    "(SELECT group_concat(name, char(10)) FROM "
-    "(SELECT t.name FROM run_tags t WHERE t.run_id = runs.id ORDER BY t.name)), "
-    "j.status, count(j.run_id) "
-    "FROM runs LEFT JOIN jobs j INDEXED BY jobs_by_run_status ON j.run_id = runs.id ";
+std::string RunSummaryColumns(Dialect d) {
+  return RunColumns(d) + ", j.status, count(j.run_id) FROM runs LEFT JOIN jobs j " +
+         (d == Dialect::kSqlite ? "INDEXED BY jobs_by_run_status " : "") + "ON j.run_id = runs.id ";
+}
 
-std::pair<std::string, std::vector<std::string>> RunSummariesSql(const RunFilter& f) {
+std::pair<std::string, std::vector<std::string>> RunSummariesSql(Dialect d, const RunFilter& f) {
   std::string where;
   std::vector<std::string> params;
   auto add = [&](const std::string& value, const char* condition) {
@@ -255,7 +268,8 @@ std::pair<std::string, std::vector<std::string>> RunSummariesSql(const RunFilter
     where += condition;
     params.push_back(value);
   };
-  add(f.name_contains, "instr(lower(runs.name), lower(?)) > 0");
+  const std::string name_in = sql::Position(d, "lower(runs.name)", "lower(?)") + " > 0";
+  add(f.name_contains, name_in.c_str());
   add(f.tag, "EXISTS (SELECT 1 FROM run_tags t WHERE t.name = ? AND t.run_id = runs.id)");
   add(f.created_from, "runs.created_at >= ?");
   // "~" sorts after every character of an ISO-8601 time: the prefix's whole span.
@@ -267,7 +281,7 @@ std::pair<std::string, std::vector<std::string>> RunSummariesSql(const RunFilter
       "(EXISTS (SELECT 1 FROM jobs d WHERE d.model = ? AND d.run_id = runs.id) OR "
       "EXISTS (SELECT 1 FROM jobs d WHERE d.model_sha256 = lower(?) AND d.run_id = runs.id))");
   if (!f.model.empty()) params.push_back(f.model);  // the second "?" of the model filter
-  return {std::string("SELECT ") + kRunSummaryColumns + where +
+  return {"SELECT " + RunSummaryColumns(d) + where +
               " GROUP BY runs.id, j.status ORDER BY runs.id DESC, j.status",
           params};
 }
@@ -278,19 +292,20 @@ constexpr const char* kCellJobsWhere =
     "WHERE j.model_sha256 = ? AND j.delegate = ? AND j.delegate_options = ? AND j.device = ? "
     "AND j.runner = ? AND j.num_threads = ? ORDER BY j.run_id, j.trial, j.id";
 
-class SqliteStore final : public Store {
+class SqlStore final : public Store {
  public:
-  SqliteStore(std::string path, Db db) : path_(std::move(path)), db_(std::move(db)) {}
+  // `where` names the database in messages (a file, or a URL without its password).
+  SqlStore(std::string where, std::unique_ptr<Conn> db)
+      : path_(std::move(where)), db_(std::move(db)) {}
 
   Result<int64_t> CreateRun(const std::string& name, const std::string& spec_json) override {
     auto s = Prepare(
         "INSERT INTO runs(name, created_at, status, spec_json, owner_pid, owner_host, "
-        "owner_since) VALUES(?, ?, ?, ?, ?, ?, ?)");
+        "owner_since) VALUES(?, ?, ?, ?, ?, ?, ?) RETURNING id");
     if (!s) return s.error();
     s->Bind(1, name).Bind(2, NowIso8601()).Bind(3, std::string(kRunRunning)).Bind(4, spec_json);
     s->Bind(5, static_cast<int64_t>(::getpid())).Bind(6, ThisHost()).Bind(7, UnixNow());
-    if (auto r = s->Run(); !r) return Fail("create run", r);
-    return static_cast<int64_t>(sqlite3_last_insert_rowid(db_.get()));
+    return ReturnedId(*s, "create run");
   }
 
   Result<int64_t> AddJob(int64_t run_id, const JobRow& job) override {
@@ -300,12 +315,12 @@ class SqliteStore final : public Store {
   }
 
   Result<std::vector<int64_t>> AddJobs(int64_t run_id, const std::vector<JobRow>& jobs) override {
-    auto tx = Transaction::Begin(db_);
+    auto tx = Transaction::Begin(*db_);
     if (!tx) return Fail("add jobs", tx);
     auto s = Prepare(
         "INSERT INTO jobs(run_id, job_key, model, model_path, model_sha256, delegate, "
-        "delegate_options, device, status, num_threads, trial, runner, runner_sha256) "
-        "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        "delegate_options, device, status, num_threads, trial, runner, runner_sha256, target, "
+        "payload) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id");
     if (!s) return s.error();
     std::vector<int64_t> ids;
     ids.reserve(jobs.size());
@@ -315,10 +330,13 @@ class SqliteStore final : public Store {
       s->Bind(5, j.model_sha256).Bind(6, j.delegate).Bind(7, j.delegate_options);
       s->Bind(8, j.device).Bind(9, std::string(kJobQueued));
       s->Bind(10, static_cast<int64_t>(j.num_threads)).Bind(11, j.trial).Bind(12, j.runner);
-      s->Bind(13, j.runner_sha256);
-      if (auto r = s->Run(); !r) return Fail("add job to run " + std::to_string(run_id), r);
-      ids.push_back(sqlite3_last_insert_rowid(db_.get()));
+      s->Bind(13, j.runner_sha256).Bind(14, j.target).Bind(15, j.payload);
+      auto id = ReturnedId(*s, "add job to run " + std::to_string(run_id));
+      if (!id) return id.error();
+      ids.push_back(*id);
     }
+    // Idle nodes wake up (PostgreSQL delivers it at commit).
+    if (auto r = db_->Notify(kWorkChannel); !r) return Fail("add jobs", r);
     if (auto r = tx->Commit(); !r) return Fail("add jobs", r);
     return ids;
   }
@@ -344,7 +362,7 @@ class SqliteStore final : public Store {
   }
 
   Result<void> ReopenRun(int64_t run_id) override {
-    auto tx = Transaction::Begin(db_);  // BEGIN IMMEDIATE: one claimant at a time
+    auto tx = Transaction::Begin(*db_);  // BEGIN IMMEDIATE: one claimant at a time
     if (!tx) return Fail("reopen run", tx);
     {
       auto q = Prepare("SELECT owner_pid, owner_host, owner_since FROM runs WHERE id = ?");
@@ -384,17 +402,17 @@ class SqliteStore final : public Store {
     s->Bind(1, UnixNow()).Bind(2, run_id).Bind(3, static_cast<int64_t>(::getpid()));
     s->Bind(4, ThisHost());
     if (auto r = s->Run(); !r) return Fail("renew the claim on run", r);
-    return sqlite3_changes(db_.get()) > 0;
+    return db_->Changes() > 0;
   }
 
   Result<std::string> RecordRunRunner(int64_t run_id, const std::string& host_path,
                                       const std::string& sha256, bool replace) override {
-    auto tx = Transaction::Begin(db_);
+    auto tx = Transaction::Begin(*db_);
     if (!tx) return Fail("record the runner of run", tx);
-    auto s = Prepare(replace ? "INSERT OR REPLACE INTO run_runners(run_id, host_path, sha256) "
-                               "VALUES(?, ?, ?)"
-                             : "INSERT OR IGNORE INTO run_runners(run_id, host_path, sha256) "
-                               "VALUES(?, ?, ?)");
+    auto s =
+        Prepare(std::string("INSERT INTO run_runners(run_id, host_path, sha256) VALUES(?, ?, ?) ") +
+                (replace ? "ON CONFLICT(run_id, host_path) DO UPDATE SET sha256 = excluded.sha256"
+                         : "ON CONFLICT DO NOTHING"));
     if (!s) return s.error();
     s->Bind(1, run_id).Bind(2, host_path).Bind(3, sha256);
     if (auto r = s->Run(); !r) return Fail("record the runner of run " + std::to_string(run_id), r);
@@ -424,7 +442,8 @@ class SqliteStore final : public Store {
   }
 
   Result<void> RequeueJob(int64_t job_id) override {
-    auto s = Prepare("UPDATE jobs SET status = ? WHERE id = ? AND status = ?");
+    auto s = Prepare(
+        "UPDATE jobs SET status = ?, claimed_by = '', lease_until = 0 WHERE id = ? AND status = ?");
     if (!s) return s.error();
     s->Bind(1, std::string(kJobQueued)).Bind(2, job_id).Bind(3, std::string(kJobRunning));
     if (auto r = s->Run(); !r) return Fail("requeue job", r);
@@ -501,8 +520,8 @@ class SqliteStore final : public Store {
 
   Result<void> RecordArtifact(const ArtifactRow& a) override {
     auto s = Prepare(
-        "INSERT OR IGNORE INTO artifacts(sha256, kind, size_bytes, first_seen, host_path) "
-        "VALUES(?, ?, ?, ?, ?)");
+        "INSERT INTO artifacts(sha256, kind, size_bytes, first_seen, host_path) "
+        "VALUES(?, ?, ?, ?, ?) ON CONFLICT DO NOTHING");
     if (!s) return s.error();
     s->Bind(1, a.sha256).Bind(2, a.kind).Bind(3, a.size_bytes).Bind(4, NowIso8601());
     s->Bind(5, a.host_path);
@@ -530,8 +549,14 @@ class SqliteStore final : public Store {
       return MakeError("cannot record job " + std::to_string(job_id) + ": status '" + o.status +
                        "' is not a final job status");
     }
-    auto tx = Transaction::Begin(db_);
+    auto tx = Transaction::Begin(*db_);
     if (!tx) return Fail("record job result", tx);
+    if (o.claim_id > 0) {
+      if (auto r = sql::CheckClaim(*db_, job_id, o.claim_id); !r) {
+        if (r.error().kind == ErrorKind::kConflict) return r;
+        return Fail("record job result", r);
+      }
+    }
     {
       auto s = Prepare("UPDATE jobs SET status = ?, error = ?, wall_ms = ? WHERE id = ?");
       if (!s) return s.error();
@@ -539,9 +564,13 @@ class SqliteStore final : public Store {
       if (auto r = s->Run(); !r) return Fail("record job result", r);
       if (auto r = ExpectChanged("job", job_id); !r) return r;
     }
-    if (auto r =
-            Insert("INSERT OR REPLACE INTO results", ResultColumns(job_id, o), "record job result");
-        !r) {
+    {
+      auto del = Prepare("DELETE FROM results WHERE job_id = ?");
+      if (!del) return del.error();
+      del->Bind(1, job_id);
+      if (auto r = del->Run(); !r) return Fail("record job result", r);
+    }
+    if (auto r = Insert("INSERT INTO results", ResultColumns(job_id, o), "record job result"); !r) {
       return r;
     }
     static const std::vector<PlacementNode> kNoNodes;
@@ -576,6 +605,9 @@ class SqliteStore final : public Store {
         !r) {
       return r;
     }
+    if (auto r = sql::AfterJobRecorded(*db_, job_id, o.claim_id); !r) {
+      return Fail("record job result", r);
+    }
     if (auto r = tx->Commit(); !r) return Fail("record job result", r);
     return Ok();
   }
@@ -595,7 +627,7 @@ class SqliteStore final : public Store {
   }
 
   Result<std::vector<RunRow>> ListRuns() override {
-    auto s = Prepare(std::string("SELECT ") + kRunColumns + "ORDER BY id");
+    auto s = Prepare("SELECT " + RunColumns(dialect()) + "FROM runs ORDER BY id");
     if (!s) return s.error();
     std::vector<RunRow> runs;
     for (;;) {
@@ -608,7 +640,7 @@ class SqliteStore final : public Store {
   }
 
   Result<RunRow> GetRun(int64_t run_id) override {
-    auto s = Prepare(std::string("SELECT ") + kRunColumns + "WHERE id = ?");
+    auto s = Prepare("SELECT " + RunColumns(dialect()) + "FROM runs WHERE id = ?");
     if (!s) return s.error();
     s->Bind(1, run_id);
     auto row = s->Step();
@@ -620,7 +652,7 @@ class SqliteStore final : public Store {
   }
 
   Result<std::vector<JobRow>> ListJobs(int64_t run_id) override {
-    auto s = Prepare(std::string("SELECT ") + kJobColumns + "WHERE j.run_id = ? ORDER BY j.id");
+    auto s = Prepare("SELECT " + JobColumns(dialect()) + "WHERE j.run_id = ? ORDER BY j.id");
     if (!s) return s.error();
     s->Bind(1, run_id);
     std::vector<JobRow> jobs;
@@ -634,7 +666,7 @@ class SqliteStore final : public Store {
   }
 
   Result<JobRow> GetJob(int64_t job_id) override {
-    auto s = Prepare(std::string("SELECT ") + kJobColumns + "WHERE j.id = ?");
+    auto s = Prepare("SELECT " + JobColumns(dialect()) + "WHERE j.id = ?");
     if (!s) return s.error();
     s->Bind(1, job_id);
     auto row = s->Step();
@@ -717,21 +749,22 @@ class SqliteStore final : public Store {
   Result<void> UpsertDevice(const DeviceRow& d) override {
     auto s = Prepare(
         "INSERT INTO devices(name, abi, os, cpu, cores, memory_bytes, hostname, agent_version, "
-        "last_seen) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET "
-        "abi = excluded.abi, os = excluded.os, cpu = excluded.cpu, cores = excluded.cores, "
-        "memory_bytes = excluded.memory_bytes, hostname = excluded.hostname, "
-        "agent_version = excluded.agent_version, last_seen = excluded.last_seen");
+        "last_seen, node, tags) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO "
+        "UPDATE SET abi = excluded.abi, os = excluded.os, cpu = excluded.cpu, cores = "
+        "excluded.cores, memory_bytes = excluded.memory_bytes, hostname = excluded.hostname, "
+        "agent_version = excluded.agent_version, last_seen = excluded.last_seen, node = "
+        "excluded.node, tags = excluded.tags");
     if (!s) return s.error();
     s->Bind(1, d.name).Bind(2, d.abi).Bind(3, d.os).Bind(4, d.cpu).Bind(5, d.cores);
     s->Bind(6, d.memory_bytes).Bind(7, d.hostname).Bind(8, d.agent_version);
-    s->Bind(9, NowIso8601());
+    s->Bind(9, NowIso8601()).Bind(10, d.node).Bind(11, sql::JoinComma(d.tags));
     if (auto r = s->Run(); !r) return Fail("record device '" + d.name + "'", r);
     return Ok();
   }
 
   Result<void> SetDeviceState(const std::string& name, const std::string& state,
                               const std::string& reason) override {
-    auto tx = Transaction::Begin(db_);
+    auto tx = Transaction::Begin(*db_);
     if (!tx) return Fail("record the state of device '" + name + "'", tx);
     auto s = Prepare(
         "INSERT INTO devices(name, state, state_reason) VALUES(?, ?, ?) ON CONFLICT(name) DO "
@@ -763,7 +796,7 @@ class SqliteStore final : public Store {
   }
 
   Result<std::vector<RunSummary>> ListRunSummaries(const RunFilter& f) override {
-    auto [sql, params] = RunSummariesSql(f);
+    auto [sql, params] = RunSummariesSql(dialect(), f);
     auto s = Prepare(sql);
     if (!s) return s.error();
     for (size_t i = 0; i < params.size(); ++i) s->Bind(static_cast<int>(i + 1), params[i]);
@@ -774,10 +807,10 @@ class SqliteStore final : public Store {
       if (!*row) break;
       const int64_t id = s->Int(0);
       if (out.empty() || out.back().run.id != id) out.push_back(RunSummary{ReadRun(*s), 0, {}});
-      const int64_t n = s->Int(12);
+      const int64_t n = s->Int(13);
       if (n == 0) continue;  // a run without jobs: the LEFT JOIN's one NULL row
       out.back().jobs += n;
-      out.back().by_status[s->Text(11)] += n;
+      out.back().by_status[s->Text(12)] += n;
     }
     return out;
   }
@@ -786,9 +819,11 @@ class SqliteStore final : public Store {
     // INDEXED BY: without ANALYZE statistics the planner would take the
     // narrower jobs_by_model_sha256_run and read every job of the model;
     // jobs_by_cell (schema v10) holds the cell's jobs in run and trial order.
-    std::string sql = std::string("SELECT ") + kJobColumns + kCellJobsWhere;
-    const std::string from = "FROM jobs j ";
-    sql.replace(sql.find(from), from.size(), from + "INDEXED BY jobs_by_cell ");
+    std::string sql = "SELECT " + JobColumns(dialect()) + kCellJobsWhere;
+    if (dialect() == Dialect::kSqlite) {
+      const std::string from = "FROM jobs j ";
+      sql.replace(sql.find(from), from.size(), from + "INDEXED BY jobs_by_cell ");
+    }
     auto s = Prepare(sql);
     if (!s) return s.error();
     s->Bind(1, c.model_sha256).Bind(2, c.delegate).Bind(3, c.delegate_options).Bind(4, c.device);
@@ -865,7 +900,7 @@ class SqliteStore final : public Store {
   Result<std::vector<DeviceRow>> ListDevices() override {
     auto s = Prepare(
         "SELECT name, abi, os, cpu, cores, memory_bytes, hostname, agent_version, last_seen, "
-        "state, state_reason FROM devices ORDER BY name");
+        "state, state_reason, node, tags FROM devices ORDER BY name");
     if (!s) return s.error();
     std::vector<DeviceRow> devices;
     for (;;) {
@@ -874,14 +909,14 @@ class SqliteStore final : public Store {
       if (!*row) break;
       devices.push_back(DeviceRow{s->Text(0), s->Text(1), s->Text(2), s->Text(3), s->Int(4),
                                   s->Int(5), s->Text(6), s->Text(7), s->Text(8), s->Text(9),
-                                  s->Text(10)});
+                                  s->Text(10), s->Text(11), sql::SplitComma(s->Text(12))});
     }
     return devices;
   }
 
   Result<void> TagRun(int64_t run_id, const std::string& name, bool move) override {
     if (!IsValidTagName(name)) return BadTagName(name);
-    auto tx = Transaction::Begin(db_);
+    auto tx = Transaction::Begin(*db_);
     if (!tx) return Fail("tag run", tx);
     if (auto r = GetRun(run_id); !r) return r.error();
     auto holder = FindTag(name);
@@ -892,7 +927,9 @@ class SqliteStore final : public Store {
                            "; pass --move to move it to run " + std::to_string(run_id) +
                            ", or untag it first");
     }
-    auto s = Prepare("INSERT OR REPLACE INTO run_tags(name, run_id, tagged_at) VALUES(?, ?, ?)");
+    auto s = Prepare(
+        "INSERT INTO run_tags(name, run_id, tagged_at) VALUES(?, ?, ?) ON CONFLICT(name) DO "
+        "UPDATE SET run_id = excluded.run_id, tagged_at = excluded.tagged_at");
     if (!s) return s.error();
     s->Bind(1, name).Bind(2, run_id).Bind(3, NowIso8601());
     if (auto r = s->Run(); !r) return Fail("tag run " + std::to_string(run_id), r);
@@ -905,7 +942,7 @@ class SqliteStore final : public Store {
     if (!s) return s.error();
     s->Bind(1, name);
     if (auto r = s->Run(); !r) return Fail("untag '" + name + "'", r);
-    if (sqlite3_changes(db_.get()) == 0) {
+    if (db_->Changes() == 0) {
       return MakeError(ErrorKind::kNotFound, "no run is tagged '" + name + "' in '" + path_ + "'");
     }
     return Ok();
@@ -926,9 +963,89 @@ class SqliteStore final : public Store {
     if (!s) return s.error();
     s->Bind(1, parent_run_id).Bind(2, run_id);
     if (auto r = s->Run(); !r) return Fail("set the parent of run", r);
-    if (sqlite3_changes(db_.get()) == 0) {
+    if (db_->Changes() == 0) {
       return MakeError(ErrorKind::kNotFound,
                        "no run " + std::to_string(run_id) + " in '" + path_ + "'");
+    }
+    return Ok();
+  }
+
+  Result<void> SetRunMode(int64_t run_id, const std::string& mode) override {
+    if (auto r = sql::SetRunMode(*db_, run_id, mode); !r) return Fail("set the mode of run", r);
+    return Ok();
+  }
+
+  Result<void> RegisterNode(const NodeRow& node) override {
+    if (auto r = sql::RegisterNode(*db_, node); !r) return Fail("register node " + node.name, r);
+    return Ok();
+  }
+
+  Result<int64_t> NodeHeartbeat(const std::string& node, const std::string& state,
+                                int64_t lease_s) override {
+    auto n = sql::NodeHeartbeat(*db_, node, state, lease_s);
+    if (!n) return Fail("renew the heartbeat of node " + node, n);
+    return *n;
+  }
+
+  Result<std::vector<NodeRow>> ListNodes() override {
+    auto n = sql::ListNodes(*db_);
+    if (!n) return Fail("list nodes", n);
+    return std::move(*n);
+  }
+
+  Result<std::optional<JobRow>> ClaimJob(const std::string& node, const DeviceTraits& device,
+                                         int64_t lease_s) override {
+    auto id = sql::ClaimJob(*db_, node, device, lease_s);
+    if (!id) return Fail("claim a job for device '" + device.name + "'", id);
+    if (!*id) return std::optional<JobRow>();
+    auto job = GetJob(**id);
+    if (!job) return job.error();
+    return std::optional<JobRow>(std::move(*job));
+  }
+
+  Result<bool> ReleaseClaim(int64_t job_id, int64_t claim_id) override {
+    auto r = sql::ReleaseClaim(*db_, job_id, claim_id);
+    if (!r) return Fail("release job " + std::to_string(job_id), r);
+    return *r;
+  }
+
+  Result<std::vector<int64_t>> ReapExpiredClaims(int64_t max_claims) override {
+    auto r = sql::ReapExpiredClaims(*db_, max_claims);
+    if (!r) return Fail("reap expired claims", r);
+    return std::move(*r);
+  }
+
+  Result<std::vector<JobClaimRow>> ListJobClaims(int64_t job_id) override {
+    auto r = sql::ListJobClaims(*db_, job_id);
+    if (!r) return Fail("list the claims of job " + std::to_string(job_id), r);
+    return std::move(*r);
+  }
+
+  Result<bool> WaitForWork(int timeout_ms) override {
+    if (!listening_) {
+      if (auto r = db_->Listen(kWorkChannel); !r) return Fail("listen for work", r);
+      listening_ = true;
+    }
+    auto r = db_->WaitForNotification(timeout_ms);
+    if (!r) return Fail("wait for work", r);
+    return *r;
+  }
+
+  Result<void> PutBlob(const std::string& sha256, const std::string& path) override {
+    if (auto r = sql::PutBlob(*db_, sha256, path); !r) return Fail("store file '" + path + "'", r);
+    return Ok();
+  }
+
+  Result<bool> HasBlob(const std::string& sha256) override {
+    auto r = sql::HasBlob(*db_, sha256);
+    if (!r) return Fail("look up file " + sha256, r);
+    return *r;
+  }
+
+  Result<void> GetBlob(const std::string& sha256, const std::string& path) override {
+    if (auto r = sql::GetBlob(*db_, sha256, path); !r) {
+      if (r.error().kind == ErrorKind::kNotFound) return r;
+      return Fail("fetch file " + sha256.substr(0, 12), r);
     }
     return Ok();
   }
@@ -943,7 +1060,7 @@ class SqliteStore final : public Store {
   // Runs "<verb_and_table>(columns...) VALUES(...)" once; errors read "cannot <what>".
   Result<void> Insert(std::string_view verb_and_table, const std::vector<Column>& columns,
                       const std::string& what) {
-    auto s = Prepare(sqlite::InsertSql(verb_and_table, columns));
+    auto s = Prepare(sql::InsertSql(verb_and_table, columns));
     if (!s) return s.error();
     s->BindColumns(columns);
     if (auto r = s->Run(); !r) return Fail(what, r);
@@ -966,7 +1083,7 @@ class SqliteStore final : public Store {
       std::vector<Column> row = columns_of(items[i], i);
       row.insert(row.begin(), Column{"job_id", job_id});
       if (!insert) {
-        auto s = Prepare(sqlite::InsertSql("INSERT INTO " + table, row));
+        auto s = Prepare(sql::InsertSql("INSERT INTO " + table, row));
         if (!s) return s.error();
         insert.emplace(std::move(*s));
       }
@@ -977,8 +1094,20 @@ class SqliteStore final : public Store {
     return Ok();
   }
 
+  Dialect dialect() const { return db_->dialect(); }
+
+  // The id a "... RETURNING id" statement gives.
+  Result<int64_t> ReturnedId(Stmt& s, const std::string& what) {
+    auto row = s.Step();
+    if (!row) return Fail(what, row);
+    if (!*row) return MakeError("store '" + path_ + "': cannot " + what + ": no id returned");
+    int64_t id = s.Int(0);
+    if (auto r = s.Run(); !r) return Fail(what, r);
+    return id;
+  }
+
   Result<Stmt> Prepare(std::string_view sql) {
-    auto s = Stmt::Prepare(db_, sql);
+    auto s = Stmt::Prepare(*db_, sql);
     if (!s) return MakeError("store '" + path_ + "': " + s.message());
     return s;
   }
@@ -989,7 +1118,7 @@ class SqliteStore final : public Store {
   }
 
   Result<void> ExpectChanged(const char* what, int64_t id) {
-    if (sqlite3_changes(db_.get()) == 0) {
+    if (db_->Changes() == 0) {
       return MakeError("no " + std::string(what) + " " + std::to_string(id) + " in '" + path_ +
                        "'");
     }
@@ -997,7 +1126,8 @@ class SqliteStore final : public Store {
   }
 
   std::string path_;
-  Db db_;
+  std::unique_ptr<Conn> db_;
+  bool listening_ = false;
 };
 
 }  // namespace
@@ -1014,7 +1144,7 @@ bool IsValidTagName(const std::string& name) {
   return true;
 }
 
-int CurrentSchemaVersion() { return sqlite::SchemaVersion(); }
+int CurrentSchemaVersion() { return sql::SchemaVersion(); }
 
 std::string NowIso8601() {
   std::time_t t = std::time(nullptr);
@@ -1026,39 +1156,53 @@ std::string NowIso8601() {
 }
 
 Result<void> CreateSqliteStoreAtVersionForTesting(const std::string& path, int version) {
-  if (version < 1 || version > sqlite::SchemaVersion()) {
+  if (version < 1 || version > sql::SchemaVersion()) {
     return MakeError("schema version " + std::to_string(version) + " is not in 1.." +
-                     std::to_string(sqlite::SchemaVersion()));
+                     std::to_string(sql::SchemaVersion()));
   }
-  sqlite3* raw = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
-  Db db(raw);
-  if (rc != SQLITE_OK) return MakeError("cannot open '" + path + "': " + db.errmsg());
-  if (auto r = db.Exec("PRAGMA foreign_keys = ON;"); !r) return r;
-  return sqlite::Migrate(db, version);
+  auto db = sql::OpenSqlite(path);
+  if (!db) return MakeError("cannot open '" + path + "': " + db.message());
+  return sql::Migrate(**db, version);
+}
+
+bool IsPostgresUrl(const std::string& where) {
+  return where.rfind("postgresql://", 0) == 0 || where.rfind("postgres://", 0) == 0;
+}
+
+std::string RedactUrl(const std::string& where) {
+  if (!IsPostgresUrl(where)) return where;
+  const size_t scheme = where.find("://") + 3;
+  const size_t at = where.find('@', scheme);
+  const size_t slash = where.find('/', scheme);
+  if (at == std::string::npos || (slash != std::string::npos && at > slash)) return where;
+  const size_t colon = where.find(':', scheme);
+  if (colon == std::string::npos || colon > at) return where;
+  return where.substr(0, colon) + ":***" + where.substr(at);
 }
 
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) {
   auto fail = [&](const std::string& why) -> Error {
     return MakeError("cannot open store '" + path + "': " + why);
   };
-  sqlite3* raw = nullptr;
-  int rc =
-      sqlite3_open_v2(path.c_str(), &raw,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
-  Db db(raw);
-  if (rc != SQLITE_OK) return fail(raw ? db.errmsg() : "out of memory");
-  sqlite3_extended_result_codes(db.get(), 1);
-  sqlite3_busy_timeout(db.get(), 10000);
-  // WAL so the dashboard can read while a sweep writes; NORMAL sync is durable
-  // across application crashes, which is what "committed at once" needs here.
-  if (auto r = db.Exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; "
-                       "PRAGMA foreign_keys = ON;");
-      !r) {
-    return fail(r.message());
-  }
-  if (auto r = sqlite::Migrate(db, sqlite::SchemaVersion()); !r) return fail(r.message());
-  return std::unique_ptr<Store>(std::make_unique<SqliteStore>(path, std::move(db)));
+  auto db = sql::OpenSqlite(path);
+  if (!db) return fail(db.message());
+  if (auto r = sql::Migrate(**db, sql::SchemaVersion()); !r) return fail(r.message());
+  return std::unique_ptr<Store>(std::make_unique<SqlStore>(path, std::move(*db)));
+}
+
+Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& url) {
+  const std::string shown = RedactUrl(url);
+  auto fail = [&](const std::string& why) -> Error {
+    return MakeError("cannot open store '" + shown + "': " + why);
+  };
+  auto db = sql::OpenPostgres(url);
+  if (!db) return fail(db.message());
+  if (auto r = sql::Migrate(**db, sql::SchemaVersion()); !r) return fail(r.message());
+  return std::unique_ptr<Store>(std::make_unique<SqlStore>(shown, std::move(*db)));
+}
+
+Result<std::unique_ptr<Store>> OpenStore(const std::string& where) {
+  return IsPostgresUrl(where) ? OpenPostgresStore(where) : OpenSqliteStore(where);
 }
 
 }  // namespace dfarm::store

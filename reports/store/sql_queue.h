@@ -1,0 +1,42 @@
+// The distributed queue of the store (schema v11) over the SQL layer: node
+// registry, claims with leases, the reaper, and content-addressed blobs.
+// SqlStore's queue methods call these; errors are raw (the store names
+// itself). Internal to reports/store.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/base/result.h"
+#include "reports/store/sql.h"
+#include "reports/store/store.h"
+
+namespace dfarm::store::sql {
+
+Result<void> SetRunMode(Conn& db, int64_t run_id, const std::string& mode);
+Result<void> RegisterNode(Conn& db, const NodeRow& node);
+Result<int64_t> NodeHeartbeat(Conn& db, const std::string& node, const std::string& state,
+                              int64_t lease_s);
+Result<std::vector<NodeRow>> ListNodes(Conn& db);
+// The id of the job claimed; unset when none.
+Result<std::optional<int64_t>> ClaimJob(Conn& db, const std::string& node,
+                                        const DeviceTraits& device, int64_t lease_s);
+Result<bool> ReleaseClaim(Conn& db, int64_t job_id, int64_t claim_id);
+Result<std::vector<int64_t>> ReapExpiredClaims(Conn& db, int64_t max_claims);
+Result<std::vector<JobClaimRow>> ListJobClaims(Conn& db, int64_t job_id);
+
+// In RecordJobResult's transaction, before anything is written: locks the
+// job and checks that claim_id still holds it (kConflict when not).
+Result<void> CheckClaim(Conn& db, int64_t job_id, int64_t claim_id);
+// In RecordJobResult's transaction, after the job's row is written: ends
+// the claim "finished" (when claim_id > 0) and, for a queue run, marks the
+// run finished when no job of it is pending any more.
+Result<void> AfterJobRecorded(Conn& db, int64_t job_id, int64_t claim_id);
+
+Result<void> PutBlob(Conn& db, const std::string& sha256, const std::string& path);
+Result<bool> HasBlob(Conn& db, const std::string& sha256);
+Result<void> GetBlob(Conn& db, const std::string& sha256, const std::string& path);
+
+}  // namespace dfarm::store::sql
