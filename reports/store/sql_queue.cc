@@ -53,7 +53,11 @@ Result<void> FinishQueueRunIfDone(Conn& db, int64_t job_id) {
   if (!row) return row.error();
   if (!*row) return Ok();
   const int64_t run_id = run->Int(0);
-  auto lock = Stmt::Prepare(db, "SELECT mode FROM runs WHERE id = ?" + ForUpdate(db.dialect()));
+  // NO KEY UPDATE, not UPDATE: this transaction's second UPDATE of the job took a KEY SHARE lock
+  // on the run (PostgreSQL's foreign key check), and so may another recorder's; FOR UPDATE would
+  // conflict with those and two recorders deadlock.
+  const std::string lock_sql = db.dialect() == Dialect::kPostgres ? " FOR NO KEY UPDATE" : "";
+  auto lock = Stmt::Prepare(db, "SELECT mode FROM runs WHERE id = ?" + lock_sql);
   if (!lock) return lock.error();
   lock->Bind(1, run_id);
   auto locked = lock->Step();

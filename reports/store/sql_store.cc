@@ -365,7 +365,9 @@ class SqlStore final : public Store {
     auto tx = Transaction::Begin(*db_);  // BEGIN IMMEDIATE: one claimant at a time
     if (!tx) return Fail("reopen run", tx);
     {
-      auto q = Prepare("SELECT owner_pid, owner_host, owner_since FROM runs WHERE id = ?");
+      // FOR UPDATE: on PostgreSQL BEGIN locks nothing; two resumes must not both see no owner.
+      auto q = Prepare("SELECT owner_pid, owner_host, owner_since FROM runs WHERE id = ?" +
+                       sql::ForUpdate(dialect()));
       if (!q) return q.error();
       q->Bind(1, run_id);
       auto row = q->Step();
