@@ -1,0 +1,472 @@
+// The distributed queue of the store (schema v11) on both backends: claims,
+// targets, leases and the reaper, nodes, blobs; and the text and numbers the
+// two backends must keep alike.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <thread>
+
+#include "agent/base/sha256.h"
+#include "reports/store/store_test_fixture.h"
+
+namespace dfarm::store {
+namespace {
+
+class QueueTest : public StoreTest {
+ protected:
+  void SetUp() override {
+    StoreTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    store_ = Open();
+    ASSERT_NE(store_, nullptr);
+  }
+
+  // A queue run (mode "queue", running) with `jobs`; returns the job ids.
+  std::vector<int64_t> QueueRun(const std::vector<JobRow>& jobs, int64_t* run_id = nullptr) {
+    auto run = store_->CreateRun("q", "{}");
+    EXPECT_TRUE(run.ok()) << run.message();
+    EXPECT_TRUE(store_->SetRunMode(*run, kRunModeQueue).ok());
+    auto ids = store_->AddJobs(*run, jobs);
+    EXPECT_TRUE(ids.ok()) << ids.message();
+    if (run_id != nullptr) *run_id = *run;
+    return ids.ok() ? *ids : std::vector<int64_t>{};
+  }
+
+  static JobRow Targeted(const std::string& target, const std::string& device = "local") {
+    JobRow j = MakeJob("m.tflite");
+    j.target = target;
+    j.device = device;
+    j.payload = R"({"x":1})";
+    return j;
+  }
+
+  // The id claimed by `node` for `device`; 0 when none.
+  int64_t Claim(const std::string& node, const DeviceTraits& device, int64_t lease_s = 60) {
+    auto got = store_->ClaimJob(node, device, lease_s);
+    EXPECT_TRUE(got.ok()) << got.message();
+    return got.ok() && got->has_value() ? (*got)->id : 0;
+  }
+
+  static JobOutcome Ok(int64_t claim_id) {
+    JobOutcome o;
+    o.status = kJobOk;
+    o.exit_code = 0;
+    o.claim_id = claim_id;
+    return o;
+  }
+
+  std::unique_ptr<Store> store_;
+};
+
+DeviceTraits Phone() {
+  return {"phone",           "arm64-v8a",      "Android 14",
+          "Qualcomm SM8550", int64_t{8} << 30, {"fast", "lab", "x"}};
+}
+DeviceTraits Pc() { return {"pc", "x86_64", "linux", "Intel i7", int64_t{32} << 30, {"lab"}}; }
+
+TEST(TargetTest, ParseStringAndMatch) {
+  TargetSelector s{"arm64-v8a", "android", "sm8550", {"lab", "fast"}, 4096};
+  const std::string t = TargetString(s);
+  EXPECT_EQ(t, "select:abi=arm64-v8a;os=android;soc=sm8550;tags=lab,fast;min_memory_mb=4096");
+  auto back = ParseTarget(t);
+  ASSERT_TRUE(back.ok()) << back.message();
+  EXPECT_EQ(back->abi, "arm64-v8a");
+  EXPECT_EQ(back->tags, (std::vector<std::string>{"lab", "fast"}));
+  EXPECT_EQ(back->min_memory_mb, 4096);
+  EXPECT_EQ(ParseTarget("select:color=red").error().kind, ErrorKind::kInvalidInput);
+  EXPECT_EQ(ParseTarget("select:min_memory_mb=lots").error().kind, ErrorKind::kInvalidInput);
+  EXPECT_FALSE(ParseTarget("phone").ok());
+
+  EXPECT_TRUE(TargetMatches(t, "other", Phone()));  // soc and os: a part, any case
+  EXPECT_FALSE(TargetMatches(t, "other", Pc()));
+  EXPECT_TRUE(TargetMatches("", "phone", Phone()));
+  EXPECT_FALSE(TargetMatches("", "phone", Pc()));
+  EXPECT_TRUE(TargetMatches(kTargetAny, "phone", Pc()));
+  DeviceTraits small = Phone();
+  small.memory_bytes = int64_t{4095} << 20;
+  EXPECT_FALSE(TargetMatches(t, "", small));
+  DeviceTraits untagged = Phone();
+  untagged.tags = {"lab"};
+  EXPECT_FALSE(TargetMatches(t, "", untagged));
+  EXPECT_TRUE(TargetMatches("select:soc=SM85", "", Phone()));
+  EXPECT_FALSE(TargetMatches("select:abi=ARM64-V8A", "", Phone()));  // abi: exact
+  EXPECT_FALSE(TargetMatches("select:bogus=1", "", Phone()));
+}
+
+TEST_P(QueueTest, ClaimJobHonoursModeStatusTargetAndAge) {
+  // Not claimable: a run its sweep runs itself, and a finished queue run.
+  auto own = store_->CreateRun("own", "{}");
+  ASSERT_TRUE(own.ok());
+  ASSERT_TRUE(store_->AddJob(*own, Targeted(kTargetAny)).ok());
+  int64_t done_run = 0;
+  QueueRun({Targeted(kTargetAny)}, &done_run);
+  ASSERT_TRUE(store_->FinishRun(done_run, kRunCancelled).ok());
+  const std::string sel = TargetString({"arm64-v8a", "android", "SM8550", {"lab"}, 4096});
+  auto ids = QueueRun({Targeted("", "phone"), Targeted(kTargetAny), Targeted(sel)});
+  ASSERT_EQ(ids.size(), 3u);
+
+  EXPECT_EQ(Claim("n2", Pc()), ids[1]);  // not phone's own job, not the selector's
+  EXPECT_EQ(Claim("n2", Pc()), 0);
+  EXPECT_EQ(Claim("n1", Phone()), ids[0]);  // oldest first
+  EXPECT_EQ(Claim("n1", Phone()), ids[2]);
+  EXPECT_EQ(Claim("n1", Phone()), 0);
+  auto job = store_->GetJob(ids[2]);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->status, kJobRunning);
+  EXPECT_EQ(job->claimed_by, "n1");
+  EXPECT_EQ(job->claim_id, 1);
+  EXPECT_EQ(job->device, "phone");
+  EXPECT_EQ(job->target, sel);
+  EXPECT_EQ(job->payload, R"({"x":1})");
+  auto claims = store_->ListJobClaims(ids[1]);
+  ASSERT_TRUE(claims.ok());
+  ASSERT_EQ(claims->size(), 1u);
+  EXPECT_EQ((*claims)[0].node, "n2");
+  EXPECT_EQ((*claims)[0].device, "pc");
+  EXPECT_EQ((*claims)[0].outcome, "");
+
+  // After a reap the job is claimed again, under claim 2.
+  auto expired = store_->ClaimJob("n3", Pc(), -1);  // nothing left for it
+  ASSERT_TRUE(expired.ok());
+  EXPECT_FALSE(expired->has_value());
+  auto more = QueueRun({Targeted(kTargetAny)});
+  ASSERT_NE(Claim("n3", Pc(), -1), 0);  // a lease already over
+  auto reaped = store_->ReapExpiredClaims(3);
+  ASSERT_TRUE(reaped.ok()) << reaped.message();
+  EXPECT_EQ(*reaped, std::vector<int64_t>{more[0]});
+  EXPECT_EQ(Claim("n4", Phone()), more[0]);
+  EXPECT_EQ(store_->GetJob(more[0])->claim_id, 2);
+  EXPECT_EQ(store_->GetJob(more[0])->claimed_by, "n4");
+}
+
+TEST_P(QueueTest, HeartbeatKeepsTheLeaseAndTheReaperTakesItBack) {
+  NodeRow n{"n1", "host", 42, NowIso8601(), 0, 0, "", {"phone"}};
+  ASSERT_TRUE(store_->RegisterNode(n).ok());
+  auto ids = QueueRun({Targeted(kTargetAny)});
+  ASSERT_EQ(Claim("n1", Phone(), -1), ids[0]);                // its lease is over at once...
+  auto held = store_->NodeHeartbeat("n1", kNodeRunning, 60);  // ...until renewed
+  ASSERT_TRUE(held.ok()) << held.message();
+  EXPECT_EQ(*held, 1);
+  EXPECT_TRUE(store_->ReapExpiredClaims(3)->empty());
+  EXPECT_EQ(store_->GetJob(ids[0])->claimed_by, "n1");
+  ASSERT_TRUE(store_->RecordJobResult(ids[0], Ok(1)).ok());
+
+  // A real one-second lease, without heartbeats.
+  auto next = QueueRun({Targeted(kTargetAny)});
+  ASSERT_EQ(Claim("n1", Phone(), 1), next[0]);
+  EXPECT_TRUE(store_->ReapExpiredClaims(3)->empty());
+  std::this_thread::sleep_for(std::chrono::milliseconds(2100));
+  auto reaped = store_->ReapExpiredClaims(3);
+  ASSERT_TRUE(reaped.ok()) << reaped.message();
+  EXPECT_EQ(*reaped, std::vector<int64_t>{next[0]});
+  auto job = store_->GetJob(next[0]);
+  EXPECT_EQ(job->status, kJobQueued);
+  EXPECT_EQ(job->claimed_by, "");
+  auto claims = store_->ListJobClaims(next[0]);
+  ASSERT_EQ(claims->size(), 1u);
+  EXPECT_EQ((*claims)[0].outcome, kClaimReaped);
+  EXPECT_GT((*claims)[0].ended_unix, 0);
+
+  // The old claim's result is refused and records nothing.
+  auto late = store_->RecordJobResult(next[0], Ok(1));
+  ASSERT_FALSE(late.ok());
+  EXPECT_EQ(late.error().kind, ErrorKind::kConflict) << late.message();
+  EXPECT_EQ(store_->GetJob(next[0])->status, kJobQueued);
+  EXPECT_FALSE(store_->GetJobDetail(next[0]).ok());
+  ASSERT_EQ(Claim("n2", Pc()), next[0]);
+  EXPECT_EQ(store_->RecordJobResult(next[0], Ok(1)).error().kind, ErrorKind::kConflict);
+  ASSERT_TRUE(store_->RecordJobResult(next[0], Ok(2)).ok());
+  EXPECT_EQ(store_->GetJob(next[0])->status, kJobOk);
+  EXPECT_EQ(store_->ListJobClaims(next[0])->back().outcome, kClaimFinished);
+}
+
+TEST_P(QueueTest, AJobLostMaxClaimsTimesIsRecordedInfra) {
+  int64_t run = 0;
+  auto ids = QueueRun({Targeted(kTargetAny)}, &run);
+  for (int64_t claim = 1; claim <= 2; ++claim) {
+    ASSERT_EQ(Claim("n" + std::to_string(claim), Pc(), -1), ids[0]);
+    auto reaped = store_->ReapExpiredClaims(2);
+    ASSERT_TRUE(reaped.ok()) << reaped.message();
+    EXPECT_EQ(*reaped, std::vector<int64_t>{ids[0]});
+  }
+  auto job = store_->GetJob(ids[0]);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->status, kJobInfra);
+  EXPECT_NE(job->error.find("lost 2 times"), std::string::npos) << job->error;
+  EXPECT_NE(job->error.find("'n2'"), std::string::npos) << job->error;
+  EXPECT_EQ(job->claimed_by, "");
+  EXPECT_TRUE(store_->GetJobDetail(ids[0]).ok());
+  auto claims = store_->ListJobClaims(ids[0]);
+  ASSERT_EQ(claims->size(), 2u);
+  EXPECT_EQ((*claims)[1].outcome, kClaimReaped);
+  EXPECT_EQ(Claim("n3", Pc()), 0);
+  EXPECT_EQ(store_->GetRun(run)->status, kRunFinished);  // its last job ended
+}
+
+TEST_P(QueueTest, ReleaseClaimPutsItBack) {
+  auto ids = QueueRun({Targeted(kTargetAny)});
+  ASSERT_EQ(Claim("n1", Pc()), ids[0]);
+  auto released = store_->ReleaseClaim(ids[0], 1);
+  ASSERT_TRUE(released.ok()) << released.message();
+  EXPECT_TRUE(*released);
+  EXPECT_EQ(store_->GetJob(ids[0])->status, kJobQueued);
+  EXPECT_EQ(store_->GetJob(ids[0])->claimed_by, "");
+  EXPECT_EQ(store_->ListJobClaims(ids[0])->at(0).outcome, kClaimReleased);
+  EXPECT_FALSE(*store_->ReleaseClaim(ids[0], 1));  // no longer held
+  ASSERT_EQ(Claim("n2", Pc()), ids[0]);
+  EXPECT_EQ(store_->GetJob(ids[0])->claim_id, 2);
+  EXPECT_FALSE(*store_->ReleaseClaim(ids[0], 1));
+}
+
+TEST_P(QueueTest, NodesRegisterHeartbeatAndList) {
+  NodeRow a{"b-node", "host-b", 7, "2024-05-01T00:00:00Z", 0, 0, "", {"d1", "tcp://x:7000"}};
+  NodeRow b{"a-node", "host-a", 8, "2024-05-01T00:00:01Z", 0, 0, "", {}};
+  ASSERT_TRUE(store_->RegisterNode(a).ok());
+  ASSERT_TRUE(store_->RegisterNode(b).ok());
+  auto held = store_->NodeHeartbeat("b-node", kNodeDraining, 30);
+  ASSERT_TRUE(held.ok()) << held.message();
+  EXPECT_EQ(*held, 0);
+  auto nodes = store_->ListNodes();
+  ASSERT_TRUE(nodes.ok()) << nodes.message();
+  ASSERT_EQ(nodes->size(), 2u);
+  EXPECT_EQ((*nodes)[0].name, "a-node");
+  EXPECT_EQ((*nodes)[0].state, kNodeRunning);
+  EXPECT_TRUE((*nodes)[0].devices.empty());
+  const NodeRow& got = (*nodes)[1];
+  EXPECT_EQ(got.host, "host-b");
+  EXPECT_EQ(got.pid, 7);
+  EXPECT_EQ(got.started_at, "2024-05-01T00:00:00Z");
+  EXPECT_EQ(got.state, kNodeDraining);
+  EXPECT_EQ(got.devices, (std::vector<std::string>{"d1", "tcp://x:7000"}));
+  EXPECT_GE(got.heartbeat_age_s, 0);
+  EXPECT_LE(got.heartbeat_age_s, 2);
+  EXPECT_GT(got.heartbeat_unix, ::time(nullptr) - 60);
+  auto ghost = store_->NodeHeartbeat("ghost", kNodeRunning, 30);
+  ASSERT_FALSE(ghost.ok());
+  EXPECT_NE(ghost.message().find("ghost"), std::string::npos) << ghost.message();
+  a.devices = {"d2"};
+  ASSERT_TRUE(store_->RegisterNode(a).ok());  // again: replaced, running
+  nodes = store_->ListNodes();
+  ASSERT_EQ(nodes->size(), 2u);
+  EXPECT_EQ((*nodes)[1].devices, std::vector<std::string>{"d2"});
+  EXPECT_EQ((*nodes)[1].state, kNodeRunning);
+}
+
+std::string WriteRandomFile(const std::filesystem::path& path, size_t size) {
+  std::mt19937_64 rng(size);
+  std::string bytes(size, '\0');
+  for (char& c : bytes) c = static_cast<char>(rng());
+  std::ofstream(path, std::ios::binary) << bytes;
+  return bytes;
+}
+
+std::string ReadFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST_P(QueueTest, BlobsRoundTripInChunks) {
+  const auto src = dir_ / "model.bin";
+  const std::string bytes = WriteRandomFile(src, (9 << 20) + 12345);  // three 4 MiB chunks
+  agent::Sha256 h;
+  h.Update(bytes.data(), bytes.size());
+  const std::string sha = h.FinishHex();
+  const std::string wrong(64, 'f');
+
+  auto bad = store_->PutBlob(wrong, src.string());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find(sha), std::string::npos) << bad.message();
+  EXPECT_FALSE(*store_->HasBlob(wrong));
+  EXPECT_EQ(QueryValue("SELECT count(*) FROM blob_chunks"), "0");
+  EXPECT_EQ(QueryValue("SELECT count(*) FROM blobs"), "0");
+
+  EXPECT_FALSE(*store_->HasBlob(sha));
+  auto put = store_->PutBlob(sha, src.string());
+  ASSERT_TRUE(put.ok()) << put.message();
+  EXPECT_TRUE(*store_->HasBlob(sha));
+  EXPECT_EQ(QueryValue("SELECT count(*) FROM blob_chunks"), "3");
+  // Again: nothing to do (the file is not even read).
+  ASSERT_TRUE(store_->PutBlob(sha, (dir_ / "gone.bin").string()).ok());
+  EXPECT_EQ(QueryValue("SELECT count(*) FROM blob_chunks"), "3");
+
+  auto reader = Open();  // another connection, as a node elsewhere
+  ASSERT_NE(reader, nullptr);
+  const auto dst = dir_ / "copy.bin";
+  auto got = reader->GetBlob(sha, dst.string());
+  ASSERT_TRUE(got.ok()) << got.message();
+  EXPECT_TRUE(ReadFile(dst) == bytes);
+  auto missing = reader->GetBlob(wrong, (dir_ / "none.bin").string());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().kind, ErrorKind::kNotFound);
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "none.bin"));
+}
+
+TEST_P(QueueTest, DeviceNodeAndTagsRoundTrip) {
+  DeviceRow d;
+  d.name = "tcp://10.0.0.7:7000";
+  d.abi = "arm64-v8a";
+  d.memory_bytes = int64_t{12} << 30;
+  d.node = "lab-1";
+  d.tags = {"fast", "lab"};
+  ASSERT_TRUE(store_->UpsertDevice(d).ok());
+  DeviceRow plain;
+  plain.name = "local";
+  ASSERT_TRUE(store_->UpsertDevice(plain).ok());
+  auto devices = store_->ListDevices();
+  ASSERT_TRUE(devices.ok()) << devices.message();
+  ASSERT_EQ(devices->size(), 2u);
+  EXPECT_EQ((*devices)[0].name, "local");
+  EXPECT_EQ((*devices)[0].node, "");
+  EXPECT_TRUE((*devices)[0].tags.empty());
+  EXPECT_EQ((*devices)[1].node, "lab-1");
+  EXPECT_EQ((*devices)[1].tags, (std::vector<std::string>{"fast", "lab"}));
+  EXPECT_EQ((*devices)[1].memory_bytes, int64_t{12} << 30);
+}
+
+TEST_P(QueueTest, TextThatIsNotUtf8Records) {
+  auto run = store_->CreateRun("t", "{}");
+  auto id = store_->AddJob(*run, MakeJob("m.tflite"));
+  ASSERT_TRUE(id.ok());
+  JobOutcome o = Ok(0);
+  o.status = "crashed";
+  o.stderr_tail = std::string("ab\xff\xfe-c\0d\xc3(e", 11);
+  o.error = "bad \xe2\x82";
+  auto r = store_->RecordJobResult(*id, o);
+  ASSERT_TRUE(r.ok()) << r.message();
+  auto detail = store_->GetJobDetail(*id);
+  ASSERT_TRUE(detail.ok()) << detail.message();
+  const std::string fffd = "\xef\xbf\xbd";
+  if (pg()) {  // invalid bytes become U+FFFD, NUL bytes are dropped
+    EXPECT_EQ(detail->stderr_tail, "ab" + fffd + fffd + "-cd" + fffd + "(e");
+    EXPECT_EQ(store_->GetJob(*id)->error, "bad " + fffd + fffd);  // one a byte
+  } else {
+    EXPECT_EQ(detail->stderr_tail, o.stderr_tail);
+    EXPECT_EQ(store_->GetJob(*id)->error, o.error);
+  }
+}
+
+TEST_P(QueueTest, DoublesRoundTripExactly) {
+  auto run = store_->CreateRun("d", "{}");
+  auto id = store_->AddJob(*run, MakeJob("m.tflite"));
+  ASSERT_TRUE(id.ok());
+  const std::vector<double> values = {0.1,
+                                      1e-300,
+                                      123456.789012345,
+                                      -2.5e-310,
+                                      1.0 / 3,
+                                      9007199254740993.0,
+                                      1.7976931348623157e308};
+  JobOutcome o = Ok(0);
+  o.wall_ms = 0.1;
+  o.samples_us = values;
+  JobMetrics m;
+  m.mean_us = 123456.789012345;
+  m.p99_us = 1e-300;
+  m.std_us = std::nan("");  // a figure over nothing
+  o.metrics = m;
+  o.accuracy = Accuracy{"cpu", {OutputAccuracy{}}};
+  o.accuracy->outputs[0].rmse = std::nan("");
+  o.accuracy->outputs[0].mean_abs_error = 0.1;
+  ASSERT_TRUE(store_->RecordJobResult(*id, o).ok());
+  auto samples = store_->GetSamples(*id);
+  ASSERT_TRUE(samples.ok()) << samples.message();
+  ASSERT_EQ(samples->size(), values.size());
+  for (size_t i = 0; i < values.size(); ++i) EXPECT_EQ((*samples)[i], values[i]) << i;
+  auto job = store_->GetJob(*id);
+  ASSERT_TRUE(job.ok() && job->metrics.has_value());
+  EXPECT_EQ(job->wall_ms, 0.1);
+  EXPECT_EQ(job->metrics->mean_us, 123456.789012345);
+  EXPECT_EQ(job->metrics->p99_us, 1e-300);
+  if (pg()) {
+    EXPECT_TRUE(std::isnan(job->metrics->std_us)) << job->metrics->std_us;
+  } else {  // SQLite stores a NaN as NULL, which reads back 0
+    EXPECT_EQ(job->metrics->std_us, 0) << job->metrics->std_us;
+  }
+  auto acc = store_->GetAccuracy(*id);
+  ASSERT_TRUE(acc.ok() && acc->has_value());
+  EXPECT_TRUE(std::isnan((*acc)->outputs[0].rmse));
+  EXPECT_EQ((*acc)->outputs[0].mean_abs_error, 0.1);
+}
+
+// What one node thread did.
+struct NodeTally {
+  int claimed = 0;
+  int conflicts = 0;
+  std::string error;
+};
+
+// Claims and records jobs on its own connection until none is left.
+void RunNode(const std::string& where, int n, NodeTally* tally) {
+  auto store = OpenStore(where);
+  if (!store.ok()) {
+    tally->error = store.message();
+    return;
+  }
+  const std::string node = "node" + std::to_string(n);
+  DeviceTraits device{"dev" + std::to_string(n), "x86_64", "linux", "cpu", 1 << 30, {}};
+  for (;;) {
+    auto claimed = (*store)->ClaimJob(node, device, 60);
+    if (!claimed.ok()) {
+      tally->error = claimed.message();
+      return;
+    }
+    if (!claimed->has_value()) return;
+    ++tally->claimed;
+    JobOutcome o;
+    o.status = kJobOk;
+    o.exit_code = 0;
+    o.claim_id = (*claimed)->claim_id;
+    o.samples_us = {static_cast<double>((*claimed)->id)};
+    auto recorded = (*store)->RecordJobResult((*claimed)->id, o);
+    if (!recorded.ok()) {
+      if (recorded.error().kind == ErrorKind::kConflict) ++tally->conflicts;
+      tally->error = recorded.message();
+    }
+  }
+}
+
+// The point of FOR UPDATE SKIP LOCKED: eight nodes on their own connections
+// drain one queue, every job recorded exactly once, and the run finishes by
+// itself with its last job.
+TEST_P(QueueTest, EightNodesDrainTheQueueEachJobOnce) {
+  if (!pg()) GTEST_SKIP() << "PostgreSQL only: SQLite has one writer";
+  int64_t run = 0;
+  auto ids = QueueRun(std::vector<JobRow>(400, Targeted(kTargetAny)), &run);
+  ASSERT_EQ(ids.size(), 400u);
+  std::vector<NodeTally> tallies(8);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i) threads.emplace_back(RunNode, where_, i, &tallies[i]);
+  for (std::thread& t : threads) t.join();
+  int claimed = 0;
+  std::string spread;
+  for (const NodeTally& t : tallies) {
+    EXPECT_EQ(t.error, "");
+    EXPECT_EQ(t.conflicts, 0);
+    claimed += t.claimed;
+    spread += std::to_string(t.claimed) + " ";
+  }
+  EXPECT_EQ(claimed, 400) << spread;
+  EXPECT_EQ(QueryValue("SELECT count(*) FROM job_claims"), "400");
+  EXPECT_EQ(QueryValue("SELECT count(DISTINCT job_id) FROM job_claims WHERE outcome = 'finished'"),
+            "400");
+  EXPECT_EQ(QueryValue("SELECT count(*) FROM jobs WHERE status = 'ok' AND claimed_by = ''"), "400");
+  EXPECT_EQ(QueryValue("SELECT count(*) FROM results"), "400");
+  EXPECT_EQ(QueryValue("SELECT count(*) FROM samples"), "400");
+  auto got = store_->GetRun(run);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->status, kRunFinished);
+  EXPECT_FALSE(got->finished_at.empty());
+  std::cout << "claims per node: " << spread << "\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, QueueTest, DFARM_BOTH_BACKENDS, BackendName);
+
+}  // namespace
+}  // namespace dfarm::store
