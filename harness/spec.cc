@@ -300,7 +300,9 @@ class Parser {
                                TypeName(ds[i]));
       }
       std::string name = ds[i].get<std::string>();
-      if (auto r = CheckDeviceName(name); !r) return Fail(where, r.message());
+      if (name != kAnyDevice) {
+        if (auto r = CheckDeviceName(name); !r) return Fail(where, r.message());
+      }
       if (!seen.insert(name).second) return Fail(where, "duplicate device '" + name + "'");
       spec.devices.push_back(name);
     }
@@ -535,9 +537,13 @@ class Parser {
 
   // {"abi":"arm64-v8a"} and/or {"tags":["fast"]}.
   Result<DeviceSelector> ParseSelector(const json& d, const std::string& where) const {
-    if (auto r = CheckKeys(d, where, {"abi", "tags"}); !r) return r.error();
-    if (!d.contains("abi") && !d.contains("tags")) {
-      return Fail(where, "a device selector needs \"abi\" and/or \"tags\"");
+    if (auto r = CheckKeys(d, where, {"abi", "tags", "os", "soc", "min_memory_mb"}); !r) {
+      return r.error();
+    }
+    if (d.empty()) {
+      return Fail(where,
+                  "a device selector needs one of \"abi\", \"tags\", \"os\", \"soc\", "
+                  "\"min_memory_mb\"");
     }
     DeviceSelector sel;
     if (d.contains("abi")) {
@@ -553,6 +559,25 @@ class Parser {
       auto tags = ParseTags(d["tags"], where + ".tags");
       if (!tags) return tags.error();
       sel.tags = std::move(*tags);
+    }
+    for (const char* key : {"os", "soc"}) {
+      if (!d.contains(key)) continue;
+      const std::string at = where + "." + key;
+      if (!d[key].is_string()) {
+        return Fail(at, std::string("expected a string, got ") + TypeName(d[key]));
+      }
+      const std::string v = d[key].get<std::string>();
+      if (v.empty() || v.find_first_of(";=") != std::string::npos) {
+        return Fail(at, "'" + v + "' must be a non-empty text without ';' or '='");
+      }
+      (std::string(key) == "os" ? sel.os : sel.soc) = v;
+    }
+    if (d.contains("min_memory_mb")) {
+      const json& m = d["min_memory_mb"];
+      if (!m.is_number_unsigned() || m.get<uint64_t>() == 0 || m.get<uint64_t>() > (1ull << 40)) {
+        return Fail(where + ".min_memory_mb", "expected a whole number of MiB > 0");
+      }
+      sel.min_memory_mb = m.get<int64_t>();
     }
     return sel;
   }
@@ -850,6 +875,9 @@ std::string SweepSpec::ToJson() const {
     json o = json::object();
     if (!sel.abi.empty()) o["abi"] = sel.abi;
     if (!sel.tags.empty()) o["tags"] = sel.tags;
+    if (!sel.os.empty()) o["os"] = sel.os;
+    if (!sel.soc.empty()) o["soc"] = sel.soc;
+    if (sel.min_memory_mb > 0) o["min_memory_mb"] = sel.min_memory_mb;
     doc["devices"].push_back(o);
   }
   if (!device_tags.empty()) doc["device_tags"] = device_tags;

@@ -97,10 +97,21 @@ struct RunnerSpec {
 // A device entry that is not a URI (spec "devices": [{"abi":"arm64-v8a"}]):
 // it matches every candidate device (harness/README.md, "Device selectors")
 // whose agent reports `abi` (when set) and whose tags hold every one of `tags`.
+// The same selector, on a farm (--db postgresql://), picks among the devices
+// of every node when a node claims the job (store::TargetSelector). "os" and
+// "soc" match a part of the agent's OS and CPU/SoC name, any case;
+// min_memory_mb the device's memory.
 struct DeviceSelector {
   std::string abi;                // "" matches any ABI
   std::vector<std::string> tags;  // all must be present; empty matches any
+  std::string os;                 // "" matches any
+  std::string soc;                // "" matches any
+  int64_t min_memory_mb = 0;      // 0 matches any
 };
+
+// A spec device that lets each job run on any device of any node of a farm
+// (`dfarm sweep --db postgresql://...`; a sweep on this host refuses it).
+inline constexpr const char* kAnyDevice = "any";
 
 struct SweepSpec {
   std::string name;  // defaults to the spec file's stem

@@ -401,6 +401,22 @@ TEST_F(SpecTest, DeviceSelectorsAndTags) {
   EXPECT_EQ(again->device_selectors[1].tags, spec->device_selectors[1].tags);
   EXPECT_EQ(again->device_tags, spec->device_tags);
 
+  // Selectors may also ask for an OS, a SoC and memory; they survive ToJson.
+  auto more =
+      Parse(R"({"models":["../models/a.tflite"],"devices":["any",{"os":"android","soc":"sm8550",)"
+            R"("min_memory_mb":4096}]})");
+  ASSERT_TRUE(more.ok()) << more.message();
+  EXPECT_EQ(more->devices, std::vector<std::string>{"any"});
+  ASSERT_EQ(more->device_selectors.size(), 1u);
+  EXPECT_EQ(more->device_selectors[0].os, "android");
+  EXPECT_EQ(more->device_selectors[0].soc, "sm8550");
+  EXPECT_EQ(more->device_selectors[0].min_memory_mb, 4096);
+  auto more_again = ParseSpec(more->ToJson(), "stored");
+  ASSERT_TRUE(more_again.ok()) << more_again.message();
+  EXPECT_EQ(more_again->devices, more->devices);
+  EXPECT_EQ(more_again->device_selectors[0].soc, "sm8550");
+  EXPECT_EQ(more_again->device_selectors[0].min_memory_mb, 4096);
+
   // Only selectors: no implicit "local".
   auto only = Parse(R"({"models":["../models/a.tflite"],"devices":[{"abi":"x86_64"}]})");
   ASSERT_TRUE(only.ok()) << only.message();
@@ -408,9 +424,16 @@ TEST_F(SpecTest, DeviceSelectorsAndTags) {
 
   const std::string m = R"({"models":["../models/a.tflite"],)";
   EXPECT_THAT(Error(m + R"("devices":[{}]})"),
-              HasSubstr("devices[0]: a device selector needs \"abi\" and/or \"tags\""));
-  EXPECT_THAT(Error(m + R"("devices":[{"os":"linux"}]})"),
-              HasSubstr("unknown key 'os' in devices[0] (expected abi, tags)"));
+              HasSubstr("devices[0]: a device selector needs one of \"abi\", \"tags\""));
+  EXPECT_THAT(Error(m + R"("devices":[{"cpu":"x"}]})"),
+              HasSubstr("unknown key 'cpu' in devices[0] (expected abi, tags, os, soc, "
+                        "min_memory_mb)"));
+  EXPECT_THAT(Error(m + R"("devices":[{"os":""}]})"),
+              HasSubstr("devices[0].os: '' must be a non-empty text without ';' or '='"));
+  EXPECT_THAT(Error(m + R"("devices":[{"soc":"a;b"}]})"),
+              HasSubstr("devices[0].soc: 'a;b' must be a non-empty text"));
+  EXPECT_THAT(Error(m + R"("devices":[{"min_memory_mb":0}]})"),
+              HasSubstr("devices[0].min_memory_mb: expected a whole number of MiB > 0"));
   EXPECT_THAT(Error(m + R"("devices":[{"abi":7}]})"),
               HasSubstr("devices[0].abi: expected a string, got an integer"));
   EXPECT_THAT(Error(m + R"("devices":["local",{"tags":[]}]})"),

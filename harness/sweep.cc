@@ -13,6 +13,8 @@
 
 #include "delegates/delegate_options.h"
 #include "harness/matrix.h"
+#include "harness/queue_job.h"
+#include "harness/sweep_parts.h"
 
 namespace dfarm::harness {
 namespace {
@@ -28,23 +30,6 @@ Result<std::map<std::string, std::string>> StoredOptions(const store::JobRow& jo
       delegates::ParseDelegateOptions(job.delegate_options, "stored delegate option", &error);
   if (!listed) return MakeError("job " + std::to_string(job.id) + ": " + error);
   return std::map<std::string, std::string>(listed->begin(), listed->end());
-}
-
-// A planned job as the store keeps it (the store gives it its id).
-store::JobRow ToJobRow(const SweepJob& job) {
-  store::JobRow row;
-  row.job_key = job.job_key;
-  row.model = job.model.file;
-  row.model_path = job.model.path;
-  row.model_sha256 = job.model_sha256;
-  row.delegate = job.delegate.name;
-  row.delegate_options = job.delegate.ShownOptionsString();
-  row.device = job.device;
-  row.num_threads = job.benchmark.num_threads;
-  row.trial = job.trial;
-  row.runner = job.runner;
-  row.runner_sha256 = job.runner_sha256;
-  return row;
 }
 
 // A stored job to run again, with the run's benchmark settings (the row keeps
@@ -172,32 +157,6 @@ std::vector<std::pair<std::string, std::string>> KnownAbis(store::Store& store) 
     }
   }
   return out;
-}
-
-// Fails when the sweep runs the default runner (`spec` names no "runners")
-// and options.runner_path cannot be read.
-Result<void> CheckDefaultRunner(const SweepSpec& spec, const SweepOptions& options) {
-  if (!spec.runners.empty()) return Ok();
-  if (auto runner = Sha256OfFile(options.runner_path); !runner) {
-    return MakeError("runner: " + runner.message() + " (build dfarm-runner or set DFARM_RUNNER)");
-  }
-  return Ok();
-}
-
-// The whole-run counts of a summary, from the run's jobs as stored.
-SweepSummary CountJobs(int64_t run_id, const std::vector<store::JobRow>& rows) {
-  SweepSummary summary;
-  summary.run_id = run_id;
-  for (const store::JobRow& j : rows) {
-    ++summary.jobs;
-    if (!j.moved_from.empty()) ++summary.moved;
-    if (!store::IsFinalJobStatus(j.status)) {
-      ++summary.not_run;
-    } else {
-      (j.status == store::kJobOk ? summary.ok : summary.failed)++;
-    }
-  }
-  return summary;
 }
 
 // What every RunJobs call of a sweep shares (runner_path is set per group).
@@ -335,18 +294,37 @@ Result<SweepSummary> Schedule(int64_t run_id, const SweepSpec& spec,
   return CloseRun(run_id, *stats, had_pending, store, options.cancel);
 }
 
-bool HasAllTags(const std::vector<std::string>& have, const std::vector<std::string>& want) {
-  for (const std::string& t : want) {
-    if (std::find(have.begin(), have.end(), t) == have.end()) return false;
-  }
-  return true;
-}
-
 std::string SelectorText(const DeviceSelector& sel) {
   json o = json::object();
   if (!sel.abi.empty()) o["abi"] = sel.abi;
   if (!sel.tags.empty()) o["tags"] = sel.tags;
+  if (!sel.os.empty()) o["os"] = sel.os;
+  if (!sel.soc.empty()) o["soc"] = sel.soc;
+  if (sel.min_memory_mb > 0) o["min_memory_mb"] = sel.min_memory_mb;
   return o.dump();
+}
+
+// Asks each device of `ask` for its hello (in parallel; each session closed
+// again) and fills its traits: ABI, OS, CPU/SoC, memory. An unreachable
+// device keeps what it had.
+void ProbeDevices(DeviceProvider& devices, const std::vector<std::string>& ask,
+                  std::map<std::string, store::DeviceTraits>* traits) {
+  std::mutex mu;
+  std::vector<std::thread> threads;
+  for (const std::string& d : ask) {
+    // The session is opened and closed on this thread (a local agent is
+    // tied to the thread that started it).
+    threads.emplace_back([&devices, traits, &mu, d] {
+      auto session = devices.Open(d);
+      if (!session) return;
+      const agent::DeviceInfo info = (*session)->client().device();
+      session->reset();
+      std::lock_guard lock(mu);
+      store::DeviceTraits& t = (*traits)[d];
+      t = TraitsOf(d, info, t.tags);
+    });
+  }
+  for (std::thread& t : threads) t.join();
 }
 
 // The build of `runner` for a device of ABI `abi` ("" when unknown: the
@@ -397,36 +375,6 @@ Result<DeviceRunnerBuilds> PlanRunnerBuilds(const std::vector<RunnerSpec>& runne
     }
   }
   return builds;
-}
-
-// The packed input sets of each model of the spec with "inputs" (model path ->
-// sets, in set order), prepared once per sweep.
-using ModelInputSets = std::map<std::string, std::vector<PreparedInputSet>>;
-
-Result<ModelInputSets> PrepareModelInputs(const SweepSpec& spec, const SweepOptions& options) {
-  ModelInputSets out;
-  const std::string cache =
-      options.inputs_cache_dir.empty() ? DefaultInputsCacheDir() : options.inputs_cache_dir;
-  for (const ModelSpec& m : spec.models) {
-    if (m.inputs.empty()) continue;
-    auto sets = PrepareInputSets(m.inputs, cache);
-    if (!sets) return MakeError("model '" + m.file + "' inputs: " + sets.message());
-    out[m.path] = std::move(*sets);
-  }
-  return out;
-}
-
-// Gives `job` the input sets of its model (none when the model has none);
-// its key is left as it is.
-void AttachInputSets(const ModelInputSets& sets, SweepJob* job) {
-  job->input_set_sha256s.clear();
-  job->input_set_paths.clear();
-  auto it = sets.find(job->model.path);
-  if (it == sets.end()) return;
-  for (const PreparedInputSet& s : it->second) {
-    job->input_set_sha256s.push_back(s.sha256);
-    job->input_set_paths.push_back(s.path);
-  }
 }
 
 // What a new sweep runs, before its run exists.
@@ -612,7 +560,17 @@ std::vector<RunnerSpec> EffectiveRunners(const SweepSpec& spec, const SweepOptio
 Result<std::vector<ResolvedDevice>> ResolveDevices(
     const SweepSpec& spec, DeviceProvider& devices,
     const std::vector<std::pair<std::string, std::string>>& known_abis, bool want_abis) {
-  for (const DeviceSelector& sel : spec.device_selectors) want_abis = want_abis || !sel.abi.empty();
+  if (std::find(spec.devices.begin(), spec.devices.end(), kAnyDevice) != spec.devices.end()) {
+    return MakeError(ErrorKind::kInvalidInput,
+                     "device \"any\" needs a farm: pass --db postgresql://USER@HOST:PORT/DB, where "
+                     "`dfarm node` processes run the jobs on their devices");
+  }
+  // What a selector may ask beyond ABI and tags needs each candidate's hello.
+  bool want_info = false;
+  for (const DeviceSelector& sel : spec.device_selectors) {
+    want_abis = want_abis || !sel.abi.empty();
+    want_info = want_info || !sel.os.empty() || !sel.soc.empty() || sel.min_memory_mb > 0;
+  }
   std::vector<std::string> candidates = spec.devices;
   auto add = [&](const std::string& d) {
     if (std::find(candidates.begin(), candidates.end(), d) == candidates.end()) {
@@ -624,59 +582,38 @@ Result<std::vector<ResolvedDevice>> ResolveDevices(
     for (const std::string& d : devices.KnownDevices()) add(d);
   }
   // ABIs: known to the provider, else asked (in parallel), else the store's.
-  std::map<std::string, std::string> abi;
+  std::map<std::string, store::DeviceTraits> traits;
   std::vector<std::string> ask;
   for (const std::string& d : candidates) {
-    abi[d] = devices.KnownAbi(d);
-    if (abi[d].empty() && want_abis) ask.push_back(d);
+    traits[d].name = d;
+    traits[d].abi = devices.KnownAbi(d);
+    if (auto t = spec.device_tags.find(d); t != spec.device_tags.end()) traits[d].tags = t->second;
+    if (want_info || (traits[d].abi.empty() && want_abis)) ask.push_back(d);
   }
-  {
-    std::mutex mu;
-    std::vector<std::thread> threads;
-    for (const std::string& d : ask) {
-      // The session is opened and closed on this thread (a local agent is
-      // tied to the thread that started it).
-      threads.emplace_back([&devices, &abi, &mu, d] {
-        auto session = devices.Open(d);
-        if (!session) return;
-        std::string a = (*session)->client().device().abi;
-        session->reset();
-        std::lock_guard lock(mu);
-        abi[d] = a;
-      });
-    }
-    for (std::thread& t : threads) t.join();
-  }
+  ProbeDevices(devices, ask, &traits);
   for (const auto& [name, a] : known_abis) {
-    auto it = abi.find(name);
-    if (it != abi.end() && it->second.empty()) it->second = a;
+    auto it = traits.find(name);
+    if (it != traits.end() && it->second.abi.empty()) it->second.abi = a;
   }
   std::vector<ResolvedDevice> out;
   std::set<std::string> chosen;
   for (const std::string& d : spec.devices) {
-    out.push_back({d, abi[d]});
+    out.push_back({d, traits[d].abi});
     chosen.insert(d);
   }
-  for (size_t s = 0; s < spec.device_selectors.size(); ++s) {
-    const DeviceSelector& sel = spec.device_selectors[s];
+  for (const DeviceSelector& sel : spec.device_selectors) {
     bool any = false;
     for (const std::string& d : candidates) {
-      auto tags = spec.device_tags.find(d);
-      bool match =
-          (sel.abi.empty() || sel.abi == abi[d]) &&
-          HasAllTags(tags == spec.device_tags.end() ? std::vector<std::string>() : tags->second,
-                     sel.tags);
-      if (!match) continue;
+      if (!store::TargetMatches(SelectorTarget(sel), "", traits[d])) continue;
       any = true;
-      if (chosen.insert(d).second) out.push_back({d, abi[d]});
+      if (chosen.insert(d).second) out.push_back({d, traits[d].abi});
     }
     if (!any) {
       std::string list;
       for (const std::string& d : candidates) {
-        list += (list.empty() ? "" : ", ") + d + " (" + (abi[d].empty() ? "abi unknown" : abi[d]);
-        if (auto t = spec.device_tags.find(d); t != spec.device_tags.end()) {
-          for (const std::string& tag : t->second) list += ", " + tag;
-        }
+        const store::DeviceTraits& t = traits[d];
+        list += (list.empty() ? "" : ", ") + d + " (" + (t.abi.empty() ? "abi unknown" : t.abi);
+        for (const std::string& tag : t.tags) list += ", " + tag;
         list += ")";
       }
       return MakeError(ErrorKind::kInvalidInput, "device selector " + SelectorText(sel) +
@@ -726,6 +663,75 @@ Result<SweepSummary> ResumeSweep(int64_t run_id, store::Store& store, DeviceProv
   if (!summary) return summary.error();
   summary->resumed = resumed;
   return summary;
+}
+
+// A planned job as the store keeps it (the store gives it its id).
+store::JobRow ToJobRow(const SweepJob& job) {
+  store::JobRow row;
+  row.job_key = job.job_key;
+  row.model = job.model.file;
+  row.model_path = job.model.path;
+  row.model_sha256 = job.model_sha256;
+  row.delegate = job.delegate.name;
+  row.delegate_options = job.delegate.ShownOptionsString();
+  row.device = job.device;
+  row.num_threads = job.benchmark.num_threads;
+  row.trial = job.trial;
+  row.runner = job.runner;
+  row.runner_sha256 = job.runner_sha256;
+  return row;
+}
+
+// Fails when the sweep runs the default runner (`spec` names no "runners")
+// and options.runner_path cannot be read.
+Result<void> CheckDefaultRunner(const SweepSpec& spec, const SweepOptions& options) {
+  if (!spec.runners.empty()) return Ok();
+  if (auto runner = Sha256OfFile(options.runner_path); !runner) {
+    return MakeError("runner: " + runner.message() + " (build dfarm-runner or set DFARM_RUNNER)");
+  }
+  return Ok();
+}
+
+// The whole-run counts of a summary, from the run's jobs as stored.
+SweepSummary CountJobs(int64_t run_id, const std::vector<store::JobRow>& rows) {
+  SweepSummary summary;
+  summary.run_id = run_id;
+  for (const store::JobRow& j : rows) {
+    ++summary.jobs;
+    if (!j.moved_from.empty()) ++summary.moved;
+    if (!store::IsFinalJobStatus(j.status)) {
+      ++summary.not_run;
+    } else {
+      (j.status == store::kJobOk ? summary.ok : summary.failed)++;
+    }
+  }
+  return summary;
+}
+
+Result<ModelInputSets> PrepareModelInputs(const SweepSpec& spec, const SweepOptions& options) {
+  ModelInputSets out;
+  const std::string cache =
+      options.inputs_cache_dir.empty() ? DefaultInputsCacheDir() : options.inputs_cache_dir;
+  for (const ModelSpec& m : spec.models) {
+    if (m.inputs.empty()) continue;
+    auto sets = PrepareInputSets(m.inputs, cache);
+    if (!sets) return MakeError("model '" + m.file + "' inputs: " + sets.message());
+    out[m.path] = std::move(*sets);
+  }
+  return out;
+}
+
+// Gives `job` the input sets of its model (none when the model has none);
+// its key is left as it is.
+void AttachInputSets(const ModelInputSets& sets, SweepJob* job) {
+  job->input_set_sha256s.clear();
+  job->input_set_paths.clear();
+  auto it = sets.find(job->model.path);
+  if (it == sets.end()) return;
+  for (const PreparedInputSet& s : it->second) {
+    job->input_set_sha256s.push_back(s.sha256);
+    job->input_set_paths.push_back(s.path);
+  }
 }
 
 }  // namespace dfarm::harness

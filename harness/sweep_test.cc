@@ -1114,9 +1114,16 @@ TEST_F(SweepTest, ADeviceWithoutABuildForItsAbiIsInfra) {
   }
 }
 
+DeviceSelector Selector(const std::string& abi, const std::vector<std::string>& tags) {
+  DeviceSelector s;
+  s.abi = abi;
+  s.tags = tags;
+  return s;
+}
+
 TEST_F(SweepTest, SelectorsPickDevicesByAbiAndTags) {
   spec_.devices = {};
-  spec_.device_selectors = {DeviceSelector{"arm64-v8a", {}}};
+  spec_.device_selectors = {Selector("arm64-v8a", {})};
   spec_.device_tags = {{"tcp://127.0.0.1:7004", {"fast"}},
                        {"tcp://127.0.0.1:7005", {"fast", "big"}},
                        {"tcp://127.0.0.1:7006", {"slow"}}};
@@ -1128,7 +1135,7 @@ TEST_F(SweepTest, SelectorsPickDevicesByAbiAndTags) {
   EXPECT_EQ((*resolved)[0].abi, "arm64-v8a");
 
   spec_.devices = {"local"};
-  spec_.device_selectors = {DeviceSelector{"", {"fast"}}};
+  spec_.device_selectors = {Selector("", {"fast"})};
   resolved = ResolveDevices(spec_, devices_, {}, false);
   ASSERT_TRUE(resolved.ok()) << resolved.message();
   std::vector<std::string> names;
@@ -1136,7 +1143,7 @@ TEST_F(SweepTest, SelectorsPickDevicesByAbiAndTags) {
   EXPECT_EQ(names,
             (std::vector<std::string>{"local", "tcp://127.0.0.1:7004", "tcp://127.0.0.1:7005"}));
 
-  spec_.device_selectors = {DeviceSelector{"mips", {"slow"}}};
+  spec_.device_selectors = {Selector("mips", {"slow"})};
   resolved = ResolveDevices(spec_, devices_, {}, false);
   ASSERT_FALSE(resolved.ok());
   EXPECT_THAT(
@@ -1146,7 +1153,7 @@ TEST_F(SweepTest, SelectorsPickDevicesByAbiAndTags) {
 
   // The sweep runs the selected devices' jobs only.
   spec_.devices = {};
-  spec_.device_selectors = {DeviceSelector{"", {"big"}}};
+  spec_.device_selectors = {Selector("", {"big"})};
   std::set<std::string> ran_on;
   devices_.run = [&](const std::string& device, const agent::JobSpec&) -> Result<agent::JobResult> {
     ran_on.insert(device);
@@ -1156,6 +1163,15 @@ TEST_F(SweepTest, SelectorsPickDevicesByAbiAndTags) {
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_EQ(s->jobs, 2u);
   EXPECT_EQ(ran_on, std::set<std::string>{"tcp://127.0.0.1:7005"});
+}
+
+TEST_F(SweepTest, AnyDeviceNeedsAFarm) {
+  spec_.devices = {"any"};
+  auto resolved = ResolveDevices(spec_, devices_, {}, false);
+  ASSERT_FALSE(resolved.ok());
+  EXPECT_EQ(resolved.error().kind, ErrorKind::kInvalidInput);
+  EXPECT_THAT(resolved.message(),
+              HasSubstr("device \"any\" needs a farm: pass --db postgresql://"));
 }
 
 }  // namespace
