@@ -39,6 +39,9 @@ struct SweepJob {
   std::vector<std::string> input_set_paths;
   // The 0-based trial of its cell (benchmark.repeats); keyed when > 0.
   uint32_t trial = 0;
+  // A job a `dfarm node` claimed from the queue: the claim it holds (its
+  // result is recorded under it); 0 for a job of a sweep run here.
+  int64_t claim_id = 0;
 };
 
 // One runner's build for one device (the build for the device's ABI).

@@ -167,7 +167,10 @@ void Progress::JobDone(const std::string& label, const std::string& status,
   // The detail holds what the agent said (an error): made safe for a terminal.
   const std::string line = TerminalSafe(label + ": " + status + detail, kProgressLineBytes);
   if (!tty_) {
-    *out_ << "[" << n << "/" << total_ << "] " << line << std::endl;
+    // A total of 0: the count is open-ended (a node's log).
+    *out_ << "[" << n;
+    if (total_ > 0) *out_ << "/" << total_;
+    *out_ << "] " << line << std::endl;
     return;
   }
   if (!ok) {

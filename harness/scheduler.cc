@@ -88,7 +88,8 @@ struct Worker {
 class Scheduler {
  public:
   Scheduler(const SchedulerContext& ctx, std::vector<SweepJob> jobs)
-      : ctx_(ctx), jobs_(std::move(jobs)) {}
+      : ctx_(ctx),
+        jobs_(std::make_move_iterator(jobs.begin()), std::make_move_iterator(jobs.end())) {}
 
   Result<SchedulerStats> Run(const std::vector<std::string>& devices) {
     for (const std::string& d : devices) {
@@ -147,6 +148,7 @@ class Scheduler {
   }
 
   bool Cancelled() const { return (ctx_.cancel && ctx_.cancel->load()) || stop_.load(); }
+  bool Draining() const { return ctx_.drain && ctx_.drain->load(); }
 
   // The next job for `w`, or nothing when the worker should end: cancelled,
   // quarantined, or every worker idle (then none can move work here).
@@ -204,6 +206,13 @@ class Scheduler {
     }
     store::Store& store = **opened;
     Connection s;
+    if (ctx_.claim) {
+      ClaimLoop(w, store, s);
+      s.session.reset();
+      std::lock_guard lock(mu_);
+      RetireLocked(w);
+      return;
+    }
     // Connect before the first job, so that the ABI is known when another
     // device's jobs look for an equivalent device. A failure here costs
     // nothing: the first job's attempt connects again and records why.
@@ -235,12 +244,73 @@ class Scheduler {
   // A worker's connection to its device, and what it pushed over it.
   struct Connection {
     std::unique_ptr<DeviceSession> session;
+    std::string runner_path;  // the build pushed last (runner_sha)
     std::string runner_sha;
     std::set<std::string> pushed;  // model and plugin sha256s pushed over this session
     // An attempt ended infra over this session: the agent may have dropped
     // the runner (deleted as corrupt), so the next attempt asks it again.
     bool runner_unsure = false;
   };
+
+  // Node mode: connects, claims a job the device may run, runs it; waits for
+  // work when there is none; until drained, cancelled or quarantined. Store
+  // trouble (the database restarting) is noted and retried, never fatal.
+  void ClaimLoop(Worker& w, store::Store& store, Connection& c) {
+    bool noted_unreachable = false;
+    while (!Cancelled() && !Draining() && !w.quarantined) {
+      if (!c.session) {
+        auto reached = Connect(w, store, c);
+        if (!reached || !reached->empty()) {
+          if (ctx_.progress && !noted_unreachable) {
+            ctx_.progress->Note("device '" + w.device +
+                                "' is not reachable; claiming nothing for it: " +
+                                (reached ? *reached : reached.message()));
+          }
+          noted_unreachable = true;
+          SleepUnlessCancelled(std::chrono::milliseconds(2000));
+          continue;
+        }
+        if (noted_unreachable && ctx_.progress) {
+          ctx_.progress->Note("device '" + w.device + "' is reachable again");
+        }
+        noted_unreachable = false;
+      }
+      auto job = ctx_.claim(store, w.device, c.session->client().device());
+      if (!job) {
+        if (ctx_.progress) ctx_.progress->Note("device '" + w.device + "': " + job.message());
+        SleepUnlessCancelled(std::chrono::milliseconds(2000));
+        continue;
+      }
+      if (!*job) {
+        if (ctx_.wait_for_work) ctx_.wait_for_work();
+        continue;
+      }
+      size_t i;
+      {
+        std::lock_guard lock(mu_);
+        jobs_.push_back(std::move(**job));
+        i = jobs_.size() - 1;
+      }
+      if (auto r = RunOne(w, store, c, i); !r && ctx_.progress) {
+        ctx_.progress->Note("device '" + w.device + "': " + r.message());
+      }
+    }
+  }
+
+  // The runtime build `job` runs: its own in node mode, else the sweep's.
+  const std::string& RunnerFor(const SweepJob& job) const {
+    return ctx_.claim && !job.runner_path.empty() ? job.runner_path : ctx_.runner_path;
+  }
+
+  // Back to the queue: a claimed job gives its claim back; else "queued".
+  Result<void> Requeue(store::Store& store, const SweepJob& job) {
+    if (job.claim_id > 0) {
+      auto released = store.ReleaseClaim(job.id, job.claim_id);
+      if (!released) return released.error();
+      return Ok();
+    }
+    return store.RequeueJob(job.id);
+  }
 
   void Fatal(const Error& e) {
     std::lock_guard lock(mu_);
@@ -264,14 +334,20 @@ class Scheduler {
     row.memory_bytes = static_cast<int64_t>(info.memory_bytes);
     row.hostname = info.hostname;
     row.agent_version = info.agent_version;
+    row.node = ctx_.node_name;
+    if (auto t = ctx_.device_tags.find(w.device); t != ctx_.device_tags.end()) row.tags = t->second;
     if (auto r = store.UpsertDevice(row); !r) return r.error();
     {
       std::lock_guard lock(mu_);
       w.abi = info.abi;
       any_reached_ = true;
     }
-    auto pushed = PushRunner(w, store, (*session)->client(), &s.runner_sha);
-    if (!pushed || !pushed->empty()) return pushed;
+    s.runner_path.clear();
+    if (!ctx_.runner_path.empty()) {
+      auto pushed = PushRunner(w, store, (*session)->client(), ctx_.runner_path, &s.runner_sha);
+      if (!pushed || !pushed->empty()) return pushed;
+      s.runner_path = ctx_.runner_path;
+    }
     s.session = std::move(*session);
     s.pushed.clear();
     s.runner_unsure = false;
@@ -281,14 +357,13 @@ class Scheduler {
   // Pushes the runner unless the agent has it (PutArtifact asks first).
   // Returns why it cannot (empty when pushed); an error is a store failure.
   Result<std::string> PushRunner(Worker& w, store::Store& store, agent::AgentClient& client,
-                                 std::string* runner_sha) {
-    auto sent = client.PutArtifact(ctx_.runner_path, runner_sha);
+                                 const std::string& path, std::string* runner_sha) {
+    auto sent = client.PutArtifact(path, runner_sha);
     if (!sent) {
-      return "cannot push runner '" + ctx_.runner_path + "' to device '" + w.device +
-             "': " + sent.message();
+      return "cannot push runner '" + path + "' to device '" + w.device + "': " + sent.message();
     }
     bytes_pushed_ += *sent;
-    if (auto r = RecordArtifact(store, "runner", *runner_sha, ctx_.runner_path); !r) {
+    if (auto r = RecordArtifact(store, "runner", *runner_sha, path); !r) {
       return r.error();
     }
     return std::string();
@@ -320,7 +395,7 @@ class Scheduler {
         if (!Cancelled()) continue;
       }
       if (Cancelled() && attempt < ctx_.policy.retries) {
-        if (auto r = store.RequeueJob(job.id); !r) return r;  // stays pending
+        if (auto r = Requeue(store, job); !r) return r;  // stays pending
         return Ok();
       }
       store::JobOutcome outcome = std::move(tried->outcome);
@@ -346,13 +421,15 @@ class Scheduler {
       auto reached = Connect(w, store, c);
       if (!reached) return reached.error();
       if (!reached->empty()) return NotStarted(store, job, *reached);
-    } else if (c.runner_unsure) {
-      auto runner = PushRunner(w, store, c.session->client(), &c.runner_sha);
+    }
+    if (c.runner_unsure || c.runner_path != RunnerFor(job)) {
+      auto runner = PushRunner(w, store, c.session->client(), RunnerFor(job), &c.runner_sha);
       if (!runner) return runner.error();
       if (!runner->empty()) {
         c.session.reset();  // the connection's state is unknown now
         return NotStarted(store, job, *runner);
       }
+      c.runner_path = RunnerFor(job);
       c.runner_unsure = false;
     }
     auto model =
@@ -473,7 +550,7 @@ class Scheduler {
     if (ctx_.progress) ctx_.progress->JobStopped(label);
     if (result && ctx_.cancel && ctx_.cancel->load() && result->status == store::kJobInfra) {
       // Cancelled in flight (Ctrl-C): back to queued for --resume.
-      if (auto r = store.RequeueJob(job.id); !r) return r.error();
+      if (auto r = Requeue(store, job); !r) return r.error();
       if (ctx_.progress) ctx_.progress->Note("cancelled " + Label(job, w.device));
       return AttemptEnd{};
     }
@@ -498,6 +575,7 @@ class Scheduler {
   // queue move when they can), else records the job infra.
   Result<void> RecordOutOfAttempts(Worker& w, store::Store& store, size_t i,
                                    const store::JobOutcome& outcome) {
+    if (ctx_.claim) return ReleaseOutOfAttempts(w, store, i, outcome);
     std::vector<size_t> leaving;
     {
       std::lock_guard lock(mu_);
@@ -573,9 +651,46 @@ class Scheduler {
     return best;
   }
 
+  // Node mode's RecordOutOfAttempts: the job goes back to the queue for
+  // another device while it was claimed fewer than max_claims times (else it
+  // is recorded infra); the device is quarantined after quarantine_after
+  // such jobs in a row (recorded in the store; its worker stops claiming).
+  Result<void> ReleaseOutOfAttempts(Worker& w, store::Store& store, size_t i,
+                                    const store::JobOutcome& outcome) {
+    const SweepJob& job = jobs_[i];
+    bool quarantine;
+    {
+      std::lock_guard lock(mu_);
+      quarantine = ++w.infra_in_a_row >= ctx_.policy.quarantine_after;
+      if (quarantine) {
+        w.quarantined = true;
+        quarantined_.push_back(w.device);
+      }
+    }
+    if (quarantine) {
+      const std::string reason = "quarantined after " +
+                                 std::to_string(ctx_.policy.quarantine_after) +
+                                 " jobs in a row ended infra; last: " + outcome.error;
+      if (auto r = store.SetDeviceState(w.device, store::kDeviceQuarantined, reason); !r) return r;
+      if (ctx_.progress) ctx_.progress->Note("device '" + w.device + "' " + reason);
+    }
+    if (job.claim_id >= ctx_.max_claims) return Record(w, store, job, outcome);
+    if (ctx_.progress) {
+      ctx_.progress->Note("giving " + Label(job, w.device) +
+                          " back to the queue: " + outcome.error);
+    }
+    return Requeue(store, job);
+  }
+
   Result<void> Record(Worker& w, store::Store& store, const SweepJob& job,
-                      const store::JobOutcome& o) {
-    if (auto r = store.RecordJobResult(job.id, o); !r) return r;
+                      const store::JobOutcome& given) {
+    store::JobOutcome o = given;
+    o.claim_id = job.claim_id;
+    if (auto r = store.RecordJobResult(job.id, o); !r) {
+      if (r.error().kind != ErrorKind::kConflict) return r;
+      if (ctx_.progress) ctx_.progress->Note(Label(job, w.device) + ": " + r.message());
+      return Ok();
+    }
     if (ctx_.progress) {
       char figure[64] = "";
       if (o.status == store::kJobOk && o.metrics) {
@@ -613,7 +728,9 @@ class Scheduler {
   }
 
   const SchedulerContext& ctx_;
-  std::vector<SweepJob> jobs_;  // a job's device changes only under mu_, by its worker
+  // A job's device changes only under mu_, by its worker. A deque: claimed
+  // jobs are appended (under mu_) while workers hold references to others.
+  std::deque<SweepJob> jobs_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::map<std::string, Worker*> by_name_;
   std::mutex mu_;

@@ -28,6 +28,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -63,6 +64,27 @@ struct SchedulerContext {
   std::vector<std::pair<std::string, std::string>> known_abis;
   // Resume with a runner build other than the one the run recorded.
   bool allow_runner_change = false;
+
+  // Node mode (`dfarm node`, harness/node.h). When `claim` is set, each
+  // device's worker connects to its device and then asks claim() for its
+  // next job (on the worker's own store connection, with what the device
+  // said at hello): a claimed job (id, claim_id, runner_path set), or nothing,
+  // then it calls wait_for_work() and asks again, until *drain (finish the job
+  // in hand, claim no more) or cancel. Each job pushes its own runner build.
+  // Results are recorded under the job's claim; a claim that was lost (its
+  // lease expired and the job went back to the queue) drops the result with
+  // a note. A job that runs out of attempts goes back to the queue (another
+  // device may take it) until it was claimed max_claims times, then is
+  // recorded infra. `jobs` given to RunJobs may be empty.
+  std::function<Result<std::optional<SweepJob>>(store::Store& store, const std::string& device,
+                                                const agent::DeviceInfo& info)>
+      claim;
+  std::function<void()> wait_for_work;
+  const std::atomic<bool>* drain = nullptr;
+  int64_t max_claims = 3;
+  // Recorded with each device (store::DeviceRow::node, tags).
+  std::string node_name;
+  std::map<std::string, std::vector<std::string>> device_tags;
 };
 
 // Runs `jobs` (stored: each has its id) on workers for `devices` (every

@@ -113,4 +113,23 @@ Result<SweepSummary> RunSweep(const SweepSpec& spec, store::Store& store, Device
 Result<SweepSummary> ResumeSweep(int64_t run_id, store::Store& store, DeviceProvider& devices,
                                  const SweepOptions& options);
 
+// A sweep on a farm (a shared PostgreSQL database; docs: harness/README.md,
+// "A farm of hosts"): the spec's jobs are queued for `dfarm node` processes
+// instead of run here. Every file a job needs (models, plugins, input sets,
+// each runner build) goes into the database by sha256 (Store::PutBlob); each
+// job carries its payload (queue_job.h) and target: a spec device is that
+// device of whichever node serves it, "any" any device, a selector any
+// device that matches it when a node claims the job. Returns the run's id
+// (mode "queue"). Notes on `log` (when set) which targets no live node
+// serves now (their jobs wait until one does).
+Result<int64_t> EnqueueSweep(const SweepSpec& spec, store::Store& store,
+                             const SweepOptions& options, std::ostream* log);
+
+// Follows queue run `run_id` until every job has ended, printing progress
+// like a sweep (options.progress, progress_tty), and returns its summary.
+// options.cancel stops the following only: the run goes on on the nodes
+// (summary.not_run counts what is left). poll: how often the store is read.
+Result<SweepSummary> FollowRun(int64_t run_id, store::Store& store, const SweepOptions& options,
+                               std::chrono::milliseconds poll = std::chrono::milliseconds(500));
+
 }  // namespace dfarm::harness

@@ -136,6 +136,7 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   AddGateCommands(app, ctx);
   AddTagCommands(app, ctx);
   AddHistoryCommands(app, ctx);
+  AddNodeCommand(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -37,6 +37,8 @@ void AddGateCommands(CLI::App& app, Context& ctx);
 void AddTagCommands(CLI::App& app, Context& ctx);
 // `dfarm history` and `dfarm regressions` (history_command.cc).
 void AddHistoryCommands(CLI::App& app, Context& ctx);
+// `dfarm node` (node_command.cc): a host of a farm.
+void AddNodeCommand(CLI::App& app, Context& ctx);
 
 // --db FILE, default ./dfarm.db, env DFARM_DB.
 void AddDbOption(CLI::App& cmd, std::string& db);

@@ -41,6 +41,7 @@ struct SweepOptions {
   std::string token_file;
   bool json = false;
   bool allow_runner_change = false;
+  bool detach = false;
 };
 
 // The spec to sweep, with --device in place of its devices; unset for
@@ -55,7 +56,7 @@ int LoadSpec(const SweepOptions& o, std::optional<harness::SweepSpec>& spec, Con
     return kExitUsage;
   }
   if (o.spec.empty()) {
-    if (!std::filesystem::exists(o.db)) {
+    if (!store::IsPostgresUrl(o.db) && !std::filesystem::exists(o.db)) {
       ctx.Fail(kExitUsage, "no database '" + o.db + "' to resume a run from (pass --db)");
       return kExitUsage;
     }
@@ -128,7 +129,7 @@ int ReportSummary(const SweepOptions& o, const harness::SweepSummary& s, Context
                               {"quarantined", s.quarantined},
                               {"bytes_pushed", s.bytes_pushed},
                               {"status", s.status},
-                              {"db", o.db}}
+                              {"db", store::RedactUrl(o.db)}}
                    .dump()
             << std::endl;
   } else {
@@ -142,7 +143,7 @@ int ReportSummary(const SweepOptions& o, const harness::SweepSummary& s, Context
     if (s.moved) ctx.err << ", " << s.moved << " moved";
     if (!o.resume.empty()) ctx.err << " (" << s.resumed << " resumed)";
     for (const std::string& q : s.quarantined) ctx.err << ", '" << q << "' quarantined";
-    ctx.err << " (" << pushed << " pushed) in '" << o.db << "'" << std::endl;
+    ctx.err << " (" << pushed << " pushed) in '" << store::RedactUrl(o.db) << "'" << std::endl;
   }
   if (s.status == store::kRunCancelled) {
     ctx.Fail(kExitInterrupted, "sweep interrupted; run " + std::to_string(s.run_id) +
@@ -155,6 +156,49 @@ int ReportSummary(const SweepOptions& o, const harness::SweepSummary& s, Context
     return kExitInfra;
   }
   return s.failed ? kExitJobsFailed : kExitOk;
+}
+
+// A sweep on a farm (--db postgresql://...): the jobs are queued for `dfarm
+// node` processes and followed until they end (a resumed queue run is only
+// followed); --detach prints the run id at once. Ctrl-C stops the following
+// only: the run goes on on the nodes.
+int RunOnFarm(const SweepOptions& o, const std::optional<harness::SweepSpec>& spec,
+              int64_t resume_id, store::Store& store, Context& ctx) {
+  const harness::SweepOptions so = MakeSweepOptions(o, ctx);
+  int64_t run_id = resume_id;
+  if (spec) {
+    auto queued = harness::EnqueueSweep(*spec, store, so, &ctx.err);
+    if (!queued) return ctx.Fail(queued.error());
+    run_id = *queued;
+    if (!o.json) {
+      ctx.err << "run " << run_id << " queued for the farm's nodes in '" << store::RedactUrl(o.db)
+              << "'" << std::endl;
+    }
+  }
+  if (o.detach) {
+    if (o.json) {
+      ctx.out << nlohmann::json{{"run_id", run_id},
+                                {"status", store::kRunRunning},
+                                {"detached", true},
+                                {"db", store::RedactUrl(o.db)}}
+                     .dump()
+              << std::endl;
+    } else {
+      ctx.out << run_id << std::endl;
+    }
+    return kExitOk;
+  }
+  auto summary = RunCancellable([&] { return harness::FollowRun(run_id, store, so); });
+  if (!summary) return ctx.Fail(summary.error());
+  if (summary->not_run > 0 && g_cancel.load()) {
+    ReportSummary(o, *summary, ctx);
+    ctx.Fail(kExitInterrupted, "stopped following run " + std::to_string(run_id) +
+                                   "; it goes on on the farm's nodes (follow it again with "
+                                   "'dfarm sweep --resume " +
+                                   std::to_string(run_id) + "')");
+    return kExitInterrupted;
+  }
+  return ReportSummary(o, *summary, ctx);
 }
 
 int Run(const SweepOptions& o, Context& ctx) {
@@ -182,6 +226,12 @@ int Run(const SweepOptions& o, Context& ctx) {
     if (auto stored = harness::ParseSpec(run->spec_json, "run " + std::to_string(*id)); stored) {
       spec_token_files = stored->device_token_files;
     }
+    if (run->mode == store::kRunModeQueue) return RunOnFarm(o, spec, resume_id, **store, ctx);
+  }
+  if (store::IsPostgresUrl(o.db) && spec) return RunOnFarm(o, spec, 0, **store, ctx);
+  if (o.detach) {
+    ctx.Fail(kExitUsage, "--detach needs a farm: --db postgresql://USER@HOST:PORT/DB");
+    return kExitUsage;
   }
   harness::ProviderOptions po = harness::DefaultProviderOptions();
   po.agent_store = o.agent_store;
@@ -210,6 +260,9 @@ void AddSweepCommand(CLI::App& app, Context& ctx) {
       "--resume", o->resume,
       "finish run RUN (an id, 'last' or 'tag:NAME') after dfarm was killed or interrupted: its "
       "queued and running jobs run again, finished ones are kept");
+  cmd->add_flag("--detach", o->detach,
+                "with --db postgresql://...: queue the jobs for the farm's nodes and print the run "
+                "id at once instead of following the run");
   cmd->add_flag("--allow-runner-change", o->allow_runner_change,
                 "with --resume: accept a runner build that differs from the one the run started "
                 "with (refused otherwise)");
@@ -228,7 +281,10 @@ void AddSweepCommand(CLI::App& app, Context& ctx) {
       "(infra included), 2 usage or spec error (bad arguments, spec or --device, unknown run, "
       "--resume without a database), 3 device or database error (no device reachable, "
       "database, runner or agent missing, a model changed since the run to resume was "
-      "created), 130 interrupted (the run is marked cancelled: finish it with --resume).");
+      "created), 130 interrupted (the run is marked cancelled: finish it with --resume; on a "
+      "farm the run goes on on the nodes and --resume follows it again). With --db "
+      "postgresql://... the jobs are queued for `dfarm node` processes (spec device \"any\": any "
+      "device of any node) and followed like a sweep here.");
   cmd->callback([o, &ctx] { ctx.exit_code = Run(*o, ctx); });
 }
 

@@ -1,0 +1,291 @@
+#include "harness/node.h"
+
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "agent/base/sha256.h"
+#include "harness/queue_job.h"
+#include "harness/scheduler.h"
+
+namespace dfarm::harness {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string HostName() {
+  char name[256] = "";
+  if (::gethostname(name, sizeof name - 1) != 0) return "?";
+  return name;
+}
+
+// Whether node row `n` belongs to a process that is still alive, as far as
+// its heartbeat tells (two leases without one: gone).
+bool Alive(const store::NodeRow& n, int64_t lease_s) {
+  return n.state != store::kNodeStopped && n.heartbeat_age_s <= 2 * lease_s;
+}
+
+// Fails when `name`, or one of `devices`, belongs to another live node.
+Result<void> CheckFree(store::Store& store, const std::string& name,
+                       const std::vector<std::string>& devices, int64_t lease_s) {
+  auto nodes = store.ListNodes();
+  if (!nodes) return nodes.error();
+  const std::string host = HostName();
+  for (const store::NodeRow& n : *nodes) {
+    if (!Alive(n, lease_s)) continue;
+    if (n.name == name && !(n.host == host && n.pid == ::getpid())) {
+      return MakeError(ErrorKind::kInvalidInput,
+                       "node name '" + name + "' is in use by pid " + std::to_string(n.pid) +
+                           " on " + n.host + " (heartbeat " + std::to_string(n.heartbeat_age_s) +
+                           " s ago); pass another --name");
+    }
+    if (n.name == name) continue;
+    for (const std::string& d : devices) {
+      for (const std::string& theirs : n.devices) {
+        if (theirs != d) continue;
+        return MakeError(ErrorKind::kInvalidInput,
+                         "device '" + d + "' is served by node '" + n.name + "' (pid " +
+                             std::to_string(n.pid) + " on " + n.host +
+                             "); a device belongs to one node: stop that node or leave the "
+                             "device out");
+      }
+    }
+  }
+  return Ok();
+}
+
+// The node's background work, each on a thread of its own with its own
+// store connection: the heartbeat (which also reaps expired claims) and the
+// listener that wakes idle workers when jobs are queued.
+class Background {
+ public:
+  Background(const NodeOptions& o, std::string name) : o_(o), name_(std::move(name)) {}
+  ~Background() { Stop(); }
+
+  void Start() {
+    heartbeat_ = std::thread([this] { HeartbeatMain(); });
+    listener_ = std::thread([this] { ListenerMain(); });
+  }
+
+  void Stop() {
+    {
+      std::lock_guard lock(mu_);
+      if (stop_) return;
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (heartbeat_.joinable()) heartbeat_.join();
+    if (listener_.joinable()) listener_.join();
+  }
+
+  // Waits until jobs may have been queued (a notification) or a while passed.
+  void WaitForWork() {
+    std::unique_lock lock(mu_);
+    const uint64_t seen = generation_;
+    cv_.wait_for(lock, std::chrono::seconds(2), [&] {
+      return stop_ || generation_ != seen || (o_.drain && o_.drain->load()) ||
+             (o_.cancel && o_.cancel->load());
+    });
+  }
+
+ private:
+  void Log(const std::string& line) {
+    std::lock_guard lock(log_mu_);
+    if (o_.log) *o_.log << "node " << name_ << ": " << line << std::endl;
+  }
+
+  bool SleepUnlessStopped(std::chrono::milliseconds d) {
+    std::unique_lock lock(mu_);
+    return !cv_.wait_for(lock, d, [&] { return stop_; });
+  }
+
+  void HeartbeatMain() {
+    std::unique_ptr<store::Store> store;
+    bool failing = false;
+    do {
+      if (!store) {
+        auto opened = o_.open_store();
+        if (opened) store = std::move(*opened);
+      }
+      if (!store) continue;
+      const bool draining = (o_.drain && o_.drain->load()) || (o_.cancel && o_.cancel->load());
+      auto beat = store->NodeHeartbeat(name_, draining ? store::kNodeDraining : store::kNodeRunning,
+                                       o_.lease_s);
+      auto reaped = beat ? store->ReapExpiredClaims(o_.max_claims)
+                         : Result<std::vector<int64_t>>(beat.error());
+      if (!beat || !reaped) {
+        if (!failing)
+          Log("cannot reach the database: " + (beat ? reaped.message() : beat.message()));
+        failing = true;
+        continue;
+      }
+      if (failing) Log("the database answers again");
+      failing = false;
+      if (!reaped->empty()) {
+        std::string ids;
+        for (int64_t id : *reaped) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
+        Log("reaped " + std::to_string(reaped->size()) +
+            " job(s) whose node stopped renewing its lease: " + ids);
+      }
+    } while (SleepUnlessStopped(o_.heartbeat));
+  }
+
+  void ListenerMain() {
+    std::unique_ptr<store::Store> store;
+    for (;;) {
+      {
+        std::lock_guard lock(mu_);
+        if (stop_) return;
+      }
+      if (!store) {
+        auto opened = o_.open_store();
+        if (!opened) {
+          SleepUnlessStopped(std::chrono::seconds(1));
+          continue;
+        }
+        store = std::move(*opened);
+      }
+      auto woke = store->WaitForWork(500);
+      if (!woke) {
+        store.reset();  // reconnect (and listen again)
+        SleepUnlessStopped(std::chrono::seconds(1));
+        continue;
+      }
+      if (*woke) {
+        std::lock_guard lock(mu_);
+        ++generation_;
+        cv_.notify_all();
+      }
+    }
+  }
+
+  const NodeOptions& o_;
+  const std::string name_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  uint64_t generation_ = 0;  // notifications seen
+  std::mutex log_mu_;
+  std::thread heartbeat_;
+  std::thread listener_;
+};
+
+// Fetches files by sha256 into the node's cache (one fetch at a time: the
+// workers share the cache).
+class FileCache {
+ public:
+  explicit FileCache(std::string dir) : dir_(std::move(dir)) {}
+
+  Result<std::string> Fetch(store::Store& store, const std::string& sha256,
+                            const std::string& what) {
+    if (!agent::IsValidSha256(sha256)) {
+      return MakeError(ErrorKind::kInvalidInput, what + " has no valid sha256 ('" + sha256 + "')");
+    }
+    std::lock_guard lock(mu_);
+    const std::string path = (fs::path(dir_) / sha256).string();
+    std::error_code ec;
+    if (fs::is_regular_file(path, ec)) return path;
+    fs::create_directories(dir_, ec);
+    if (auto r = store.GetBlob(sha256, path); !r) {
+      return MakeError(r.error().kind, "cannot fetch " + what + ": " + r.message());
+    }
+    return path;
+  }
+
+ private:
+  std::string dir_;
+  std::mutex mu_;
+};
+
+}  // namespace
+
+std::string DefaultNodeCacheDir() {
+  if (const char* d = std::getenv("DFARM_NODE_CACHE"); d && *d) return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) {
+    return (fs::path(x) / "dfarm" / "node").string();
+  }
+  if (const char* home = std::getenv("HOME"); home && *home) {
+    return (fs::path(home) / ".cache" / "dfarm" / "node").string();
+  }
+  return (fs::temp_directory_path() / ("dfarm-node-" + std::to_string(::getuid()))).string();
+}
+
+Result<NodeSummary> RunNode(const NodeOptions& o) {
+  if (o.devices.empty()) {
+    return MakeError(ErrorKind::kInvalidInput, "a node needs at least one --device URI");
+  }
+  const std::string name = o.name.empty() ? HostName() + ":" + std::to_string(::getpid()) : o.name;
+  auto opened = o.open_store();
+  if (!opened) return opened.error();
+  store::Store& main = **opened;
+  if (auto r = CheckFree(main, name, o.devices, o.lease_s); !r) return r.error();
+  store::NodeRow row;
+  row.name = name;
+  row.host = HostName();
+  row.pid = ::getpid();
+  row.started_at = store::NowIso8601();
+  row.devices = o.devices;
+  if (auto r = main.RegisterNode(row); !r) return r.error();
+  if (o.log) {
+    *o.log << "node " << name << ": serving " << o.devices.size() << " device(s), lease "
+           << o.lease_s << " s" << std::endl;
+  }
+
+  Background background(o, name);
+  background.Start();
+  FileCache cache(o.cache_dir.empty() ? DefaultNodeCacheDir() : o.cache_dir);
+  Progress progress(o.log, false, 0, 0);
+
+  SchedulerContext ctx;
+  ctx.devices = o.provider;
+  ctx.open_store = o.open_store;
+  ctx.policy = o.policy;
+  ctx.progress = &progress;
+  ctx.cancel = o.cancel;
+  ctx.drain = o.drain;
+  ctx.max_claims = o.max_claims;
+  ctx.node_name = name;
+  ctx.device_tags = o.device_tags;
+  ctx.wait_for_work = [&background] { background.WaitForWork(); };
+  ctx.claim = [&](store::Store& store, const std::string& device,
+                  const agent::DeviceInfo& info) -> Result<std::optional<SweepJob>> {
+    auto tags = o.device_tags.find(device);
+    const store::DeviceTraits traits = TraitsOf(
+        device, info, tags == o.device_tags.end() ? std::vector<std::string>() : tags->second);
+    for (;;) {
+      auto claimed = store.ClaimJob(name, traits, o.lease_s);
+      if (!claimed) return claimed.error();
+      if (!*claimed) return std::optional<SweepJob>();
+      const store::JobRow& r = **claimed;
+      auto job = DecodePayload(r, info.abi, [&](const std::string& sha, const std::string& what) {
+        return cache.Fetch(store, sha, what);
+      });
+      if (job) return std::optional<SweepJob>(std::move(*job));
+      // It cannot run here (no runner build for the ABI, a file missing from
+      // the database): recorded infra, naming why and where.
+      store::JobOutcome out;
+      out.status = store::kJobInfra;
+      out.error = "device '" + device + "' of node '" + name + "': " + job.message();
+      out.claim_id = r.claim_id;
+      progress.Note("job " + std::to_string(r.id) + ": " + out.error);
+      if (auto rec = store.RecordJobResult(r.id, out);
+          !rec && rec.error().kind != ErrorKind::kConflict) {
+        return rec.error();
+      }
+    }
+  };
+  auto stats = RunJobs(ctx, o.devices, {});
+  background.Stop();
+  (void)main.NodeHeartbeat(name, store::kNodeStopped, o.lease_s);
+  progress.Finish();
+  if (!stats) return stats.error();
+  if (o.log) *o.log << "node " << name << ": stopped" << std::endl;
+  return NodeSummary{name, stats->quarantined};
+}
+
+}  // namespace dfarm::harness
