@@ -159,21 +159,36 @@ Result<std::optional<int64_t>> ClaimJob(Conn& db, const std::string& node,
   const std::string now = NowUnixSql(db.dialect());
   auto tx = Transaction::Begin(db);
   if (!tx) return tx.error();
-  // Candidates, oldest first; locked rows (another node is claiming them) are skipped.
+  // Candidates, oldest first, read without locks; then the first that
+  // matches and that no other node is claiming right now is locked (SKIP
+  // LOCKED: one row, so the others stay free for the other nodes).
   auto q = Stmt::Prepare(
       db,
       "SELECT j.id, j.device, j.target FROM jobs j WHERE j.status = ? AND (j.target <> '' OR "
       "j.device = ?) AND j.run_id IN (SELECT r.id FROM runs r WHERE r.mode = ? AND r.status = ?) "
-      "ORDER BY j.id LIMIT 200" +
-          ForUpdateSkipLocked(db.dialect()));
+      "ORDER BY j.id LIMIT 200");
   if (!q) return q.error();
   q->Bind(1, kJobQueued).Bind(2, device.name).Bind(3, kRunModeQueue).Bind(4, kRunRunning);
-  std::optional<int64_t> chosen;
+  std::vector<int64_t> matching;
   for (;;) {
     auto row = q->Step();
     if (!row) return row.error();
     if (!*row) break;
-    if (!chosen && TargetMatches(q->Text(2), q->Text(1), device)) chosen = q->Int(0);
+    if (TargetMatches(q->Text(2), q->Text(1), device)) matching.push_back(q->Int(0));
+  }
+  std::optional<int64_t> chosen;
+  auto lock = Stmt::Prepare(
+      db, "SELECT id FROM jobs WHERE id = ? AND status = ?" + ForUpdateSkipLocked(db.dialect()));
+  if (!lock) return lock.error();
+  for (int64_t id : matching) {
+    lock->Reset();
+    lock->Bind(1, id).Bind(2, kJobQueued);
+    auto row = lock->Step();
+    if (!row) return row.error();
+    if (*row) {
+      chosen = id;
+      break;
+    }
   }
   if (!chosen) {
     if (auto r = tx->Commit(); !r) return r.error();
