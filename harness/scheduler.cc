@@ -275,6 +275,17 @@ class Scheduler {
         }
         noted_unreachable = false;
       }
+      if (ctx_.device_ready) {
+        auto ready = ctx_.device_ready(store, w.device, c.session->client());
+        if (!ready || !*ready) {
+          if (!ready && ctx_.progress) {
+            ctx_.progress->Note("device '" + w.device + "': " + ready.message());
+          }
+          if (!ready) c.session.reset();  // its state is unknown now
+          SleepUnlessCancelled(std::chrono::milliseconds(2000));
+          continue;
+        }
+      }
       auto job = ctx_.claim(store, w.device, c.session->client().device());
       if (!job) {
         if (ctx_.progress) ctx_.progress->Note("device '" + w.device + "': " + job.message());

@@ -80,6 +80,12 @@ struct SchedulerContext {
                                                 const agent::DeviceInfo& info)>
       claim;
   std::function<void()> wait_for_work;
+  // Node mode, optional: asked before each claim, on the worker's store
+  // connection and agent connection; false: the device must not claim now
+  // (quarantined: health.h), then the worker waits and asks again.
+  std::function<Result<bool>(store::Store& store, const std::string& device,
+                             agent::AgentClient& client)>
+      device_ready;
   const std::atomic<bool>* drain = nullptr;
   int64_t max_claims = 3;
   // Recorded with each device (store::DeviceRow::node, tags).
