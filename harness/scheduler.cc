@@ -257,7 +257,9 @@ class Scheduler {
   // trouble (the database restarting) is noted and retried, never fatal.
   void ClaimLoop(Worker& w, store::Store& store, Connection& c) {
     bool noted_unreachable = false;
-    while (!Cancelled() && !Draining() && !w.quarantined) {
+    // Without a health check a quarantined device stops; with one it waits
+    // for its check to pass (device_ready).
+    while (!Cancelled() && !Draining() && !(w.quarantined && !ctx_.device_ready)) {
       if (!c.session) {
         auto reached = Connect(w, store, c);
         if (!reached || !reached->empty()) {
@@ -284,6 +286,11 @@ class Scheduler {
           if (!ready) c.session.reset();  // its state is unknown now
           SleepUnlessCancelled(std::chrono::milliseconds(2000));
           continue;
+        }
+        std::lock_guard lock(mu_);
+        if (w.quarantined) {  // its health check put it back
+          w.quarantined = false;
+          w.infra_in_a_row = 0;
         }
       }
       auto job = ctx_.claim(store, w.device, c.session->client().device());
