@@ -1,8 +1,10 @@
 // dfarm devices [--device URI]... [--db FILE] [--json]
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -26,6 +28,10 @@ using nlohmann::json;
 
 struct DevicesOptions {
   bool json = false;
+  bool history = false;
+  std::string release;
+  std::string quarantine;
+  std::string reason;
   std::string agent_store;
   std::string db;
   std::string token_file;
@@ -43,7 +49,15 @@ std::string GiB(uint64_t bytes) {
 struct Known {
   std::map<std::string, store::DeviceRow> rows;
   std::set<std::string> busy;
+  std::map<std::string, store::NodeRow> nodes;  // a farm's nodes, by name
 };
+
+// A node whose heartbeat is older than this counts as lost.
+constexpr int64_t kNodeLostAfterSeconds = 60;
+
+bool NodeAlive(const store::NodeRow& n) {
+  return n.state != store::kNodeStopped && n.heartbeat_age_s <= kNodeLostAfterSeconds;
+}
 
 // Device name -> (state, what to do), as adb (or USB) says.
 using AdbRows = std::map<std::string, std::pair<std::string, std::string>>;
@@ -55,9 +69,12 @@ void AddName(std::vector<std::string>& names, const std::string& name) {
 Known ReadStore(const std::string& db) {
   Known k;
   std::error_code ec;
-  if (db.empty() || !std::filesystem::exists(db, ec)) return k;
+  if (db.empty() || (!store::IsPostgresUrl(db) && !std::filesystem::exists(db, ec))) return k;
   auto store = store::OpenStore(db);
   if (!store) return k;
+  if (auto nodes = (*store)->ListNodes(); nodes) {
+    for (store::NodeRow& n : *nodes) k.nodes[n.name] = std::move(n);
+  }
   if (auto rows = (*store)->ListDevices(); rows) {
     for (store::DeviceRow& r : *rows) k.rows[r.name] = std::move(r);
   }
@@ -126,7 +143,20 @@ json DeviceEntry(const std::string& name, const Known& known, const AdbRows& adb
   const store::DeviceRow* row = known_row != known.rows.end() ? &known_row->second : nullptr;
   std::string state, why;
   std::optional<agent::DeviceInfo> info;
-  if (auto it = adb.find(name); it != adb.end() && it->second.first != "online") {
+  auto node = row && !row->node.empty() ? known.nodes.find(row->node) : known.nodes.end();
+  if (node != known.nodes.end()) {
+    // A farm node's device: its node reaches it, not this host.
+    entry["node"] = row->node;
+    state = NodeAlive(node->second) ? "online" : "offline";
+    if (state == "offline") {
+      why =
+          "its node '" + row->node + "' is " +
+          (node->second.state == store::kNodeStopped
+               ? std::string("stopped")
+               : "lost (no heartbeat for " + std::to_string(node->second.heartbeat_age_s) + " s)");
+    }
+    if (!row->tags.empty()) entry["tags"] = row->tags;
+  } else if (auto it = adb.find(name); it != adb.end() && it->second.first != "online") {
     state = it->second.first;  // unauthorized or offline, as adb (or USB) says
     why = it->second.second;   // what to do about it
   } else if (known.busy.count(name)) {
@@ -146,6 +176,7 @@ json DeviceEntry(const std::string& name, const Known& known, const AdbRows& adb
     state = "quarantined";
     why = row->state_reason;
   }
+  if (row && !row->state.empty()) entry["health"] = row->state;
   entry["state"] = state;
   if (!why.empty()) entry["reason"] = why;
   if (info) {
@@ -183,11 +214,66 @@ void PrintDeviceLine(const json& entry, Context& ctx) {
             << entry["cores"].get<int64_t>() << " cores\t"
             << GiB(entry["memory_bytes"].get<uint64_t>()) << "\tagent " << text("agent_version");
   }
+  if (entry.contains("node")) ctx.out << "\tnode " << text("node");
   if (entry.contains("reason")) ctx.out << "\t" << text("reason");
   ctx.out << "\n";
+  if (entry.contains("history")) {
+    for (const json& e : entry["history"]) {
+      ctx.out << "  " << harness::TerminalSafe(e["at"].get<std::string>()) << "\t"
+              << harness::TerminalSafe(e["state"].get<std::string>()) << "\t"
+              << harness::TerminalSafe(e["reason"].get<std::string>()) << "\n";
+    }
+  }
+}
+
+// The nodes of a farm's database, as `devices` shows them.
+json NodesJson(const Known& known) {
+  json nodes = json::array();
+  for (const auto& [name, n] : known.nodes) {
+    nodes.push_back({{"name", name},
+                     {"host", n.host},
+                     {"pid", n.pid},
+                     {"state", NodeAlive(n) || n.state == store::kNodeStopped ? n.state : "lost"},
+                     {"heartbeat_age_s", n.heartbeat_age_s},
+                     {"started_at", n.started_at},
+                     {"devices", n.devices}});
+  }
+  return nodes;
+}
+
+// --release DEVICE / --quarantine DEVICE: sets the device's state in the
+// database (an event in its history); returns the exit code.
+int SetState(const DevicesOptions& o, Context& ctx) {
+  const bool release = !o.release.empty();
+  const std::string& device = release ? o.release : o.quarantine;
+  if (!release && o.reason.empty()) {
+    ctx.Fail(kExitUsage, "--quarantine needs --reason TEXT (it is shown with the device)");
+    return kExitUsage;
+  }
+  auto store = OpenExistingStore(o.db);
+  if (!store) return ctx.Fail(store.error());
+  auto rows = (*store)->ListDevices();
+  if (!rows) return ctx.Fail(rows.error());
+  if (std::none_of(rows->begin(), rows->end(),
+                   [&](const store::DeviceRow& r) { return r.name == device; })) {
+    ctx.Fail(kExitUsage, "no device '" + device + "' in the database");
+    return kExitUsage;
+  }
+  const char* user = std::getenv("USER");
+  const std::string reason =
+      o.reason.empty() ? std::string("released by ") + (user ? user : "a user") : o.reason;
+  if (auto r = (*store)->SetDeviceState(
+          device, release ? store::kDeviceOk : store::kDeviceQuarantined, reason);
+      !r) {
+    return ctx.Fail(r.error());
+  }
+  ctx.err << "device '" << device << "' is " << (release ? "back in service" : "quarantined")
+          << std::endl;
+  return kExitOk;
 }
 
 int Run(const DevicesOptions& o, Context& ctx) {
+  if (!o.release.empty() || !o.quarantine.empty()) return SetState(o, ctx);
   if (auto r = CheckTokenFileOption(o.token_file); !r) return ctx.Fail(r.error());
   harness::ProviderOptions po = harness::DefaultProviderOptions();
   po.agent_store = o.agent_store;
@@ -201,14 +287,41 @@ int Run(const DevicesOptions& o, Context& ctx) {
 
   json list = json::array();
   size_t usable = 0;
+  std::unique_ptr<store::Store> history_store;
+  if (o.history) {
+    auto opened = OpenExistingStore(o.db);
+    if (!opened) return ctx.Fail(opened.error());
+    history_store = std::move(*opened);
+  }
+  if (!o.json && !known.nodes.empty()) {
+    for (const json& n : NodesJson(known)) {
+      ctx.out << "node " << harness::TerminalSafe(n["name"].get<std::string>()) << "\t"
+              << n["state"].get<std::string>() << "\t"
+              << harness::TerminalSafe(n["host"].get<std::string>()) << "\tpid " << n["pid"]
+              << "\theartbeat " << n["heartbeat_age_s"] << " s ago\t" << n["devices"].size()
+              << " device(s)\n";
+    }
+  }
   for (const std::string& name : names) {
     json entry = DeviceEntry(name, known, adb, *provider);
+    if (history_store) {
+      auto events = history_store->ListDeviceEvents(name);
+      if (!events) return ctx.Fail(events.error());
+      entry["history"] = json::array();
+      for (const store::DeviceEvent& e : *events) {
+        entry["history"].push_back({{"at", e.at}, {"state", e.state}, {"reason", e.reason}});
+      }
+    }
     const std::string& state = entry["state"].get_ref<const std::string&>();
     if (state != "offline" && state != "unauthorized") ++usable;
     if (!o.json) PrintDeviceLine(entry, ctx);
     list.push_back(std::move(entry));
   }
-  if (o.json) ctx.out << json{{"devices", list}}.dump(2) << "\n";
+  if (o.json) {
+    json doc = {{"devices", list}};
+    if (!known.nodes.empty()) doc["nodes"] = NodesJson(known);
+    ctx.out << doc.dump(2) << "\n";
+  }
   if (usable == 0) {
     ctx.Fail(kExitInfra, "no device is online");
     return kExitInfra;
@@ -229,12 +342,24 @@ void AddDevicesCommand(CLI::App& app, Context& ctx) {
   cmd->add_option("--device", o->devices,
                   "list this device (local, local:NAME, tcp://HOST:PORT); repeatable")
       ->allow_extra_args(false);
+  cmd->add_flag("--history", o->history,
+                "also list each device's states over time (when and why it was quarantined or "
+                "put back)");
+  cmd->add_option("--release", o->release,
+                  "put quarantined DEVICE back in service (recorded in its history)");
+  cmd->add_option("--quarantine", o->quarantine,
+                  "take DEVICE out of service (a farm's nodes stop claiming jobs for it); needs "
+                  "--reason");
+  cmd->add_option("--reason", o->reason, "why, with --quarantine or --release");
   AddDbOption(*cmd, o->db);
   AddAgentStoreOption(*cmd, o->agent_store);
   AddTokenFileOption(*cmd, o->token_file);
   cmd->footer(
-      "Exit codes: 0 some device is usable (online, busy or quarantined), 2 usage error "
-      "(a bad --device or --token-file), 3 no device is online.");
+      "With a farm's database (--db postgresql://...) the devices of its nodes are listed as "
+      "their nodes report them (not reached from here), after the nodes themselves. "
+      "Exit codes: 0 some device is usable (online, busy or quarantined) or the state was set, "
+      "2 usage error (a bad --device or --token-file, an unknown device to --release), 3 no "
+      "device is online, database error.");
   cmd->callback([o, &ctx] { ctx.exit_code = Run(*o, ctx); });
 }
 
