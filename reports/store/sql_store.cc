@@ -1038,6 +1038,17 @@ class SqlStore final : public Store {
     return Ok();
   }
 
+  Result<std::string> ChangeStamp() override {
+    auto s = Prepare(dialect() == Dialect::kPostgres ? "SELECT CAST(pg_current_wal_lsn() AS TEXT)"
+                                                     : "PRAGMA data_version");
+    if (!s) return s.error();
+    auto row = s->Step();
+    if (!row) return Fail("read the change stamp", row);
+    std::string stamp = *row ? s->Text(0) : "";
+    if (auto r = s->Run(); !r) return Fail("read the change stamp", r);
+    return stamp;
+  }
+
   Result<bool> HasBlob(const std::string& sha256) override {
     auto r = sql::HasBlob(*db_, sha256);
     if (!r) return Fail("look up file " + sha256, r);

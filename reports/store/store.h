@@ -483,6 +483,11 @@ class Store {
   virtual Result<void> PutBlob(const std::string& sha256, const std::string& path) = 0;
   virtual Result<bool> HasBlob(const std::string& sha256) = 0;
   virtual Result<void> GetBlob(const std::string& sha256, const std::string& path) = 0;
+  // A token that changes when the database may have changed since it was
+  // last read (cheap to poll; the dashboard's live view): PostgreSQL's WAL
+  // position (any write on the server), SQLite's PRAGMA data_version (a
+  // commit by another connection).
+  virtual Result<std::string> ChangeStamp() = 0;
 };
 
 // Whether `name` may be a run tag: [A-Za-z0-9_.-]{1,64}.
