@@ -10,6 +10,7 @@
 #include <ostream>
 #include <string_view>
 
+#include "agent/base/sha256.h"
 #include "agent/runner/runner_json.h"
 #include "agent/runner/tensor_files.h"
 #include "delegates/registry.h"
@@ -97,7 +98,7 @@ class FaultTrackingDelegate : public runtime::Delegate {
 std::vector<TensorSummary> Summaries(const std::vector<runtime::Tensor*>& tensors) {
   std::vector<TensorSummary> out;
   for (size_t i = 0; i < tensors.size(); ++i) {
-    out.push_back({i, tensors[i]->name, tensors[i]->dtype, tensors[i]->shape});
+    out.push_back({i, tensors[i]->name, tensors[i]->dtype, tensors[i]->shape, ""});
   }
   return out;
 }
@@ -106,7 +107,8 @@ std::vector<runner_json::TensorEntry> TensorsDocument(const std::vector<TensorSu
   std::vector<runner_json::TensorEntry> out;
   for (const TensorSummary& t : tensors) {
     out.push_back({static_cast<int64_t>(t.index), t.name, runtime::DTypeName(t.dtype),
-                   std::vector<int64_t>(t.shape.begin(), t.shape.end())});
+                   std::vector<int64_t>(t.shape.begin(), t.shape.end()),
+                   t.sha256.empty() ? std::nullopt : std::optional<std::string>(t.sha256)});
   }
   return out;
 }
@@ -425,6 +427,16 @@ bool CompareWithReference(const RunnerOptions& options, const Job& job, RunOutco
   return true;
 }
 
+// The sha256 of each output's bytes as the last measured run left them.
+void HashOutputs(const runtime::Interpreter& interpreter, RunOutcome* outcome) {
+  const std::vector<runtime::Tensor*>& outputs = interpreter.outputs();
+  for (size_t i = 0; i < outputs.size() && i < outcome->outputs.size(); ++i) {
+    agent::Sha256 hash;
+    if (outputs[i]->data != nullptr) hash.Update(outputs[i]->data, outputs[i]->bytes);
+    outcome->outputs[i].sha256 = hash.FinishHex();
+  }
+}
+
 // --profile: per-step timing over num_runs more runs.
 bool ProfileSteps(const RunnerOptions& options, const Job& job, RunOutcome* outcome) {
   Profile profile;
@@ -452,6 +464,7 @@ RunOutcome Run(const RunnerOptions& options, std::ostream& log) {
     return outcome;
   }
   if (!Measure(options, job, &outcome)) return outcome;
+  HashOutputs(*job.interpreter, &outcome);
   if (!options.dump_outputs_dir.empty()) {
     if (Result<void> r = DumpOutputs(*job.interpreter, options.dump_outputs_dir); !r.ok()) {
       Failed(&outcome, RunnerStatus::kInternalError, r.message());

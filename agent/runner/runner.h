@@ -24,6 +24,9 @@ struct TensorSummary {
   std::string name;
   runtime::DType dtype = runtime::DType::kFloat32;
   std::vector<int32_t> shape;
+  // Outputs: lowercase hex sha256 of the tensor's bytes after the last
+  // measured run; empty for inputs.
+  std::string sha256;
 };
 
 // What one runner job did: its status and, when it ran, what it measured.

@@ -16,7 +16,9 @@ using nlohmann::json;
 json TensorsJson(const std::vector<TensorEntry>& tensors) {
   json list = json::array();
   for (const TensorEntry& t : tensors) {
-    list.push_back({{"index", t.index}, {"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}});
+    json entry = {{"index", t.index}, {"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}};
+    if (t.sha256) entry["sha256"] = *t.sha256;
+    list.push_back(std::move(entry));
   }
   return list;
 }
@@ -133,6 +135,9 @@ std::vector<TensorEntry> ParseTensors(const json& doc, const char* key) {
       for (const json& d : t["shape"]) {
         if (d.is_number_integer()) tensor.shape.push_back(d.get<int64_t>());
       }
+    }
+    if (t.contains("sha256") && t["sha256"].is_string()) {
+      tensor.sha256 = t["sha256"].get<std::string>();
     }
     out.push_back(std::move(tensor));
   }

@@ -38,6 +38,10 @@ struct TensorEntry {
   std::string name;
   std::string dtype;  // "float32"
   std::vector<int64_t> shape;
+  // Outputs only: lowercase hex sha256 of the tensor's bytes after the last
+  // measured run (issue 15: a health check's known outputs); unset for inputs
+  // and in documents from runners before it.
+  std::optional<std::string> sha256;
 };
 
 // "profile": the document's form of the runner's runner::Profile

@@ -22,8 +22,9 @@ Document FullDocument() {
   // first, warmup mean, num_runs, peak RSS, arena.
   d.metrics = Metrics{{1.5, 0.25, 1, 2, 1.5, 1.75, 1.99}, 1234.5, 12, 0, 3, 1 << 20, 4096};
   d.samples_us = {1.0, 1.5, 2.0};
-  d.inputs = {{0, "in", "int8", {1, 8, 8, 3}}};
-  d.outputs = {{0, "scores", "float32", {1, 10}}, {1, "q", "uint8", {1, 4}}};
+  d.inputs = {{0, "in", "int8", {1, 8, 8, 3}, std::nullopt}};
+  d.outputs = {{0, "scores", "float32", {1, 10}, std::string(64, 'a')},
+               {1, "q", "uint8", {1, 4}, std::nullopt}};
   d.placement = JobPlacement{2,
                              {{0, "CONV_2D", "cpu", std::nullopt, false, "xnnpack: no"},
                               {1, "ADD", "xnnpack", 0, false, ""},
@@ -73,6 +74,9 @@ TEST(RunnerJsonTest, RoundTripKeepsEveryByte) {
   EXPECT_EQ(d.samples_us.size(), 3u);
   ASSERT_EQ(d.outputs.size(), 2u);
   EXPECT_EQ(d.outputs[1].shape, (std::vector<int64_t>{1, 4}));
+  EXPECT_EQ(d.outputs[0].sha256, std::string(64, 'a'));
+  EXPECT_FALSE(d.outputs[1].sha256.has_value());  // absent: no key
+  EXPECT_FALSE(d.inputs[0].sha256.has_value());
   ASSERT_TRUE(d.placement);
   EXPECT_EQ(d.placement->nodes[1].partition, 0);
   EXPECT_TRUE(d.placement->nodes[2].folded);
@@ -98,6 +102,9 @@ TEST(RunnerJsonTest, WritesTheContractsKeys) {
   EXPECT_THAT(text, HasSubstr(R"("threads_used":4})"));
   EXPECT_THAT(text, HasSubstr(R"("psnr_db":30.25,)"));
   EXPECT_THAT(text, HasSubstr(R"("snr_db":21.5,)"));
+  EXPECT_THAT(text, HasSubstr(R"("name":"scores","sha256":")" + std::string(64, 'a') +
+                              R"(","shape":[1,10]})"));
+  EXPECT_THAT(text, HasSubstr(R"("name":"q","shape":[1,4]})"));
   Accuracy one{"cpu", {FullDocument().accuracy->outputs[1]}};
   EXPECT_EQ(AccuracyJson(one).dump(),
             R"({"outputs":[{"compared":0,"index":1,"inf_count":0,"max_abs_error":null,)"

@@ -197,6 +197,37 @@ TEST_F(RunnerTest, SeededRandomInputsAreReproducible) {
   }
 }
 
+// Issue 15: each output carries the sha256 of its bytes after the last
+// measured run: the dumped bytes', the same for the same seed, else not.
+TEST_F(RunnerTest, OutputsCarryTheSha256OfTheirBytes) {
+  std::string model = SmallModel();
+  auto run = [&](const std::string& seed, const std::string& out) {
+    Process p = RunRunner({"--model", model, "--json", "--seed", seed, "--num-runs", "3",
+                           "--dump-outputs", (dir_ / out).string()});
+    EXPECT_EQ(p.exit_code, 0) << p.err;
+    nlohmann::json doc = nlohmann::json::parse(p.out);
+    std::vector<std::string> shas;
+    for (const nlohmann::json& o : doc["outputs"]) {
+      EXPECT_TRUE(o.contains("sha256")) << o.dump();
+      shas.push_back(o.value("sha256", ""));
+    }
+    EXPECT_FALSE(doc["inputs"][0].contains("sha256"));
+    return shas;
+  };
+  std::vector<std::string> a = run("5", "a"), b = run("5", "b"), c = run("6", "c");
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a[1], c[1]);
+  EXPECT_EQ(a[1].size(), 64u);
+  EXPECT_EQ(a[1].find_first_not_of("0123456789abcdef"), std::string::npos);
+  // The sha256 of the 16 bytes dumped, as sha256sum computes it.
+  const fs::path sum = dir_ / "sum.txt";
+  const std::string cmd =
+      "sha256sum '" + (dir_ / "a" / "output_1.bin").string() + "' >'" + sum.string() + "'";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  EXPECT_EQ(ReadFile(sum).substr(0, 64), a[1]);
+}
+
 TEST_F(RunnerTest, ExitCodes) {
   std::string model = SmallModel();
   Process p = RunRunner({"--model", model, "--delegate", "gpu", "--json"});
