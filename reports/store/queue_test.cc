@@ -466,6 +466,56 @@ TEST_P(QueueTest, EightNodesDrainTheQueueEachJobOnce) {
   std::cout << "claims per node: " << spread << "\n";
 }
 
+// Schema v12: the first device to record a health model's outputs for a
+// runner build defines them; later records return those, changing nothing.
+TEST_P(QueueTest, HealthGoldenKeepsTheFirstOutputs) {
+  const std::string model(64, 'a'), runner(64, 'b'), other_runner(64, 'c');
+  auto none = store_->GetHealthGolden(model, runner);
+  ASSERT_TRUE(none.ok()) << none.message();
+  EXPECT_FALSE(none->has_value());
+  auto first = store_->RecordHealthGolden(model, runner, "h1,h2", "local");
+  ASSERT_TRUE(first.ok()) << first.message();
+  EXPECT_EQ(*first, "h1,h2");
+  auto second = store_->RecordHealthGolden(model, runner, "x1,x2", "tcp://pc:7000");
+  ASSERT_TRUE(second.ok()) << second.message();
+  EXPECT_EQ(*second, "h1,h2");
+  auto other = store_->RecordHealthGolden(model, other_runner, "y1", "tcp://pc:7000");
+  ASSERT_TRUE(other.ok()) << other.message();
+  EXPECT_EQ(*other, "y1");
+  auto got = store_->GetHealthGolden(model, runner);
+  ASSERT_TRUE(got.ok()) << got.message();
+  ASSERT_TRUE(got->has_value());
+  EXPECT_EQ((*got)->outputs, "h1,h2");
+  EXPECT_EQ((*got)->device, "local");
+  EXPECT_EQ((*got)->recorded_at.size(), 20u);  // 2024-05-01T12:34:56Z
+  EXPECT_EQ(QueryValue("SELECT count(*) FROM health_golden"), "2");
+}
+
+// Eight connections record different outputs at once: all get the same.
+TEST_P(QueueTest, HealthGoldenIsAtomicAcrossConnections) {
+  if (!pg()) GTEST_SKIP() << "PostgreSQL only: SQLite has one writer";
+  const std::string model(64, 'd'), runner(64, 'e');
+  std::vector<std::string> got(8);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&, i] {
+      auto store = OpenStore(where_);
+      if (!store) {
+        got[i] = "open: " + store.message();
+        return;
+      }
+      auto r = (*store)->RecordHealthGolden(model, runner, "out" + std::to_string(i),
+                                            "dev" + std::to_string(i));
+      got[i] = r ? *r : "error: " + r.message();
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  auto golden = store_->GetHealthGolden(model, runner);
+  ASSERT_TRUE(golden.ok() && golden->has_value());
+  for (const std::string& g : got) EXPECT_EQ(g, (*golden)->outputs);
+  EXPECT_EQ("out" + (*golden)->device.substr(3), (*golden)->outputs);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, QueueTest, DFARM_BOTH_BACKENDS, BackendName);
 
 }  // namespace

@@ -248,6 +248,19 @@ CREATE TABLE blob_chunks(
 ALTER TABLE devices ADD COLUMN node TEXT NOT NULL DEFAULT '';
 ALTER TABLE devices ADD COLUMN tags TEXT NOT NULL DEFAULT '';
 )sql",
+    // v12 (issue 15): device health. The known outputs of a health model
+    // for one runner build (the sha256 of each output, joined by ","), as
+    // the first device that ran the check recorded them; the check compares
+    // every later run with them (harness/health.h).
+    R"sql(
+CREATE TABLE health_golden(
+  model_sha256 TEXT NOT NULL,
+  runner_sha256 TEXT NOT NULL,
+  outputs TEXT NOT NULL,
+  device TEXT NOT NULL,
+  recorded_at TEXT NOT NULL,
+  PRIMARY KEY(model_sha256, runner_sha256)) WITHOUT ROWID;
+)sql",
 };
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));

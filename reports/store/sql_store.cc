@@ -797,6 +797,40 @@ class SqlStore final : public Store {
     return out;
   }
 
+  Result<std::string> RecordHealthGolden(const std::string& model_sha256,
+                                         const std::string& runner_sha256,
+                                         const std::string& outputs,
+                                         const std::string& device) override {
+    const std::string what = "record the known outputs of health model " + model_sha256;
+    auto s = Prepare(
+        "INSERT INTO health_golden(model_sha256, runner_sha256, outputs, device, recorded_at) "
+        "VALUES(?, ?, ?, ?, ?) ON CONFLICT DO NOTHING");
+    if (!s) return s.error();
+    s->Bind(1, model_sha256).Bind(2, runner_sha256).Bind(3, outputs).Bind(4, device);
+    s->Bind(5, NowIso8601());
+    if (auto r = s->Run(); !r) return Fail(what, r);
+    // The row is never updated or deleted by the store: once inserted (by
+    // this call or another), it is what this read returns.
+    auto golden = GetHealthGolden(model_sha256, runner_sha256);
+    if (!golden) return golden.error();
+    if (!*golden) return MakeError("cannot " + what + ": it is not there");
+    return (*golden)->outputs;
+  }
+
+  Result<std::optional<HealthGolden>> GetHealthGolden(const std::string& model_sha256,
+                                                      const std::string& runner_sha256) override {
+    auto s = Prepare(
+        "SELECT outputs, device, recorded_at FROM health_golden WHERE model_sha256 = ? AND "
+        "runner_sha256 = ?");
+    if (!s) return s.error();
+    s->Bind(1, model_sha256).Bind(2, runner_sha256);
+    auto row = s->Step();
+    if (!row) return Fail("read the known outputs of health model " + model_sha256, row);
+    if (!*row) return std::optional<HealthGolden>();
+    return std::optional<HealthGolden>(
+        HealthGolden{model_sha256, runner_sha256, s->Text(0), s->Text(1), s->Text(2)});
+  }
+
   Result<std::vector<RunSummary>> ListRunSummaries(const RunFilter& f) override {
     auto [sql, params] = RunSummariesSql(dialect(), f);
     auto s = Prepare(sql);
@@ -1039,8 +1073,12 @@ class SqlStore final : public Store {
   }
 
   Result<std::string> ChangeStamp() override {
-    auto s = Prepare(dialect() == Dialect::kPostgres ? "SELECT CAST(pg_current_wal_lsn() AS TEXT)"
-                                                     : "PRAGMA data_version");
+    // PostgreSQL: the rows written in this database so far (its statistics,
+    // flushed within a second of each commit).
+    auto s = Prepare(dialect() == Dialect::kPostgres
+                         ? "SELECT CAST(tup_inserted + tup_updated + tup_deleted AS TEXT) FROM "
+                           "pg_stat_database WHERE datname = current_database()"
+                         : "PRAGMA data_version");
     if (!s) return s.error();
     auto row = s->Step();
     if (!row) return Fail("read the change stamp", row);

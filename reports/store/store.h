@@ -282,6 +282,16 @@ struct DeviceEvent {
 inline constexpr const char* kDeviceOk = "ok";
 inline constexpr const char* kDeviceQuarantined = "quarantined";
 
+// The known outputs of a health model for one runner build (schema v12):
+// what the first device that passed the check recorded (harness/health.h).
+struct HealthGolden {
+  std::string model_sha256;
+  std::string runner_sha256;
+  std::string outputs;      // the outputs' sha256s in output order, joined by ","
+  std::string device;       // the device that recorded them
+  std::string recorded_at;  // ISO-8601 UTC
+};
+
 // A host of the farm running `dfarm node` (schema v11).
 struct NodeRow {
   std::string name;  // unique in the database: --name, else "<host>:<pid>"
@@ -419,6 +429,17 @@ class Store {
   // The states device `name` was put in, oldest first; empty when none
   // (states set before schema v9 have no event).
   virtual Result<std::vector<DeviceEvent>> ListDeviceEvents(const std::string& name) = 0;
+  // Health checks' known outputs (schema v12). Records `outputs` for (model,
+  // runner) unless some are recorded already (atomically on both backends:
+  // the first device to record them defines them), then returns the ones
+  // recorded.
+  virtual Result<std::string> RecordHealthGolden(const std::string& model_sha256,
+                                                 const std::string& runner_sha256,
+                                                 const std::string& outputs,
+                                                 const std::string& device) = 0;
+  // The known outputs of (model, runner); unset when none are recorded.
+  virtual Result<std::optional<HealthGolden>> GetHealthGolden(const std::string& model_sha256,
+                                                              const std::string& runner_sha256) = 0;
 
   // The runs `filter` lets through, newest first (highest id first), tags
   // filled, each with its job counts by status: one query, fast on a million
@@ -484,9 +505,9 @@ class Store {
   virtual Result<bool> HasBlob(const std::string& sha256) = 0;
   virtual Result<void> GetBlob(const std::string& sha256, const std::string& path) = 0;
   // A token that changes when the database may have changed since it was
-  // last read (cheap to poll; the dashboard's live view): PostgreSQL's WAL
-  // position (any write on the server), SQLite's PRAGMA data_version (a
-  // commit by another connection).
+  // last read (cheap to poll; the dashboard's live view): PostgreSQL's count
+  // of rows written in this database (pg_stat_database, up to a second
+  // behind), SQLite's PRAGMA data_version (a commit by another connection).
   virtual Result<std::string> ChangeStamp() = 0;
 };
 
