@@ -207,6 +207,31 @@ std::string PingInfo(int port) {
          " user=dfarm dbname=postgres connect_timeout=2";
 }
 
+// "127.0.0.1" and the ADDRESS of each of options.extra_listen.
+std::string ListenAddresses(const PgServerOptions& options) {
+  std::string out = "127.0.0.1";
+  for (const std::string& a : options.extra_listen) out += "," + a.substr(0, a.find('/'));
+  return out;
+}
+
+// Trusts the clients of each network of options.extra_listen (pg_hba.conf
+// masks the address's host bits itself).
+Result<void> TrustExtraNetworks(const std::string& dir, const PgServerOptions& options) {
+  std::ofstream hba(dir + "/data/pg_hba.conf", std::ios::app);
+  for (const std::string& a : options.extra_listen) {
+    const size_t slash = a.find('/');
+    in_addr ip{};
+    if (slash == std::string::npos || ::inet_pton(AF_INET, a.substr(0, slash).c_str(), &ip) != 1) {
+      return MakeError(ErrorKind::kInvalidInput,
+                       "extra_listen '" + a + "': expected IPV4ADDRESS/PREFIX");
+    }
+    hba << "host all all " << a << " trust\n";
+  }
+  hba.flush();
+  if (!hba) return MakeError("cannot append to '" + dir + "/data/pg_hba.conf'");
+  return Ok();
+}
+
 struct Launch {
   pid_t pid = -1;
   bool port_taken = false;  // the server exited because it could not bind the port
@@ -224,7 +249,7 @@ Result<Launch> LaunchServer(const std::string& bindir, const ServerUser& user,
                                    "-p",
                                    std::to_string(port),
                                    "-c",
-                                   "listen_addresses=127.0.0.1",
+                                   "listen_addresses=" + ListenAddresses(options),
                                    "-c",
                                    "unix_socket_directories=" + data,
                                    "-c",
@@ -280,6 +305,7 @@ Result<std::unique_ptr<PgServer>> PgServer::Start(const PgServerOptions& options
     return MakeError("cannot start a PostgreSQL server: " + error.message);
   };
   if (Result<void> init = InitDb(*bindir, *user, *dir); !init) return fail(init.error());
+  if (Result<void> hba = TrustExtraNetworks(*dir, options); !hba) return fail(hba.error());
   for (int attempt = 1; attempt <= kPortTries; ++attempt) {
     Result<int> port = PickPort();
     if (!port) return fail(port.error());

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "agent/base/result.h"
 
@@ -18,6 +19,11 @@ namespace dfarm::store::testing {
 
 struct PgServerOptions {
   int max_connections = 100;
+  // More IPv4 addresses to listen on besides 127.0.0.1, each "ADDRESS/PREFIX":
+  // the server listens on ADDRESS and trusts clients from that network, e.g.
+  // "10.231.7.1/24" on a veth to another network namespace. The addresses
+  // must exist when Start() runs.
+  std::vector<std::string> extra_listen;
 };
 
 class PgServer {

@@ -76,6 +76,23 @@ TEST_F(PgServerTest, ServesQueriesAndCreatesDatabases) {
   EXPECT_EQ(bad.error().kind, ErrorKind::kInvalidInput);
 }
 
+// extra_listen: another address (127.0.0.2 is on lo too) is served, and its
+// network trusted; initdb's pg_hba.conf alone trusts 127.0.0.1 only.
+TEST_F(PgServerTest, ListensOnExtraAddressesAndTrustsTheirNetworks) {
+  PgServerOptions options;
+  options.extra_listen = {"127.0.0.2/32"};
+  auto server = PgServer::Start(options);
+  ASSERT_TRUE(server.ok()) << server.message();
+  const std::string port = std::to_string((*server)->port());
+  EXPECT_EQ(QueryValue("postgresql://dfarm@127.0.0.2:" + port + "/postgres", "SELECT 1"), "1");
+  EXPECT_EQ(QueryValue((*server)->Url(), "SHOW listen_addresses"), "127.0.0.1,127.0.0.2");
+
+  options.extra_listen = {"127.0.0.2"};
+  auto bad = PgServer::Start(options);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("expected IPV4ADDRESS/PREFIX"), std::string::npos) << bad.message();
+}
+
 TEST_F(PgServerTest, DestructionStopsTheServerAndRemovesItsFolder) {
   auto server = PgServer::Start();
   ASSERT_TRUE(server.ok()) << server.message();
