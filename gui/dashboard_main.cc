@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "gui/main_window.h"
+#include "reports/store/store.h"
 
 namespace {
 
@@ -67,9 +68,11 @@ int main(int argc, char** argv) {
       kDashboardExitCodes);
   parser.addHelpOption();
   parser.addVersionOption();
-  parser.addPositionalArgument("db", "SQLite database written by dfarm (default: ./dfarm.db).",
+  parser.addPositionalArgument("db",
+                               "The database dfarm writes: a SQLite file (default: ./dfarm.db) or "
+                               "a farm's PostgreSQL URL (postgresql://USER@HOST:PORT/DB).",
                                "[DB]");
-  QCommandLineOption dbOption("db", "The database (the same as the DB argument).", "FILE");
+  QCommandLineOption dbOption("db", "The database (the same as the DB argument).", "DB");
   QCommandLineOption view(
       "view",
       QStringLiteral("Open this view: %1. matrix opens the newest run, compare the two newest, "
@@ -98,7 +101,7 @@ int main(int argc, char** argv) {
   const QString db = parser.isSet(dbOption) ? parser.value(dbOption)
                      : args.isEmpty()       ? QStringLiteral("dfarm.db")
                                             : args.first();
-  if (!QFileInfo::exists(db)) {
+  if (!dfarm::store::IsPostgresUrl(db.toStdString()) && !QFileInfo::exists(db)) {
     fail(QStringLiteral("database '%1' does not exist").arg(db));
     return 2;
   }

@@ -7,11 +7,22 @@
 // GUI thread, no SQLite connection, no lock, nothing that can block. A change
 // seen on a tick is reported once as changed(); writes within one interval
 // coalesce into one report.
+//
+// A farm's PostgreSQL database (a postgresql:// URL) has no file here: a
+// thread of the watcher's own, with its own connection, waits for the
+// store's change notifications (Store::WaitForChange: every write is
+// announced) instead, so the GUI thread never waits on the network; a change
+// is reported the same way. The thread wakes each interval to see whether it
+// should stop.
 #pragma once
 
 #include <QDateTime>
 #include <QObject>
 #include <QString>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 
 class QTimer;
 
@@ -22,6 +33,7 @@ class DatabaseWatcher : public QObject {
 
  public:
   explicit DatabaseWatcher(QObject* parent = nullptr);
+  ~DatabaseWatcher() override;
 
   // Starts watching dbPath (an empty path stops); the state now is the
   // baseline, so only later writes are reported.
@@ -50,6 +62,10 @@ class DatabaseWatcher : public QObject {
     bool operator==(const FileState& o) const { return size == o.size && mtimeNs == o.mtimeNs; }
   };
   static FileState stateOf(const QString& path);
+  // The PostgreSQL poller (a postgresql:// database).
+  void startPoller(const std::string& url);
+  void stopPoller();
+  void noteChange();
 
   QString m_dbPath;
   QTimer* m_timer = nullptr;
@@ -57,6 +73,10 @@ class DatabaseWatcher : public QObject {
   FileState m_wal;
   QDateTime m_lastChange;
   quint64 m_changes = 0;
+  std::thread m_poller;
+  std::mutex m_pollMutex;
+  std::condition_variable m_pollCv;
+  bool m_pollStop = false;
 };
 
 }  // namespace dfarm::gui

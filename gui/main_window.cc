@@ -235,8 +235,9 @@ void MainWindow::buildActions() {
 
 void MainWindow::openDatabase(const QString& dbPath) {
   m_dbPath = dbPath;
-  setWindowTitle(tr("DelegateFarm dashboard — %1").arg(dbPath));
-  m_dbLabel->setText(tr("Database: %1").arg(dbPath));
+  const QString shown = QString::fromStdString(store::RedactUrl(dbPath.toStdString()));
+  setWindowTitle(tr("DelegateFarm dashboard — %1").arg(shown));
+  m_dbLabel->setText(tr("Database: %1").arg(shown));
   for (View* v : m_views) v->setDatabase(dbPath);
   m_last = {};
   m_shown = {};

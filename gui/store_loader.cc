@@ -5,7 +5,7 @@
 namespace dfarm::gui {
 
 Result<std::unique_ptr<store::Store>> OpenDashboardStore(const QString& dbPath) {
-  if (!QFileInfo::exists(dbPath)) {
+  if (!store::IsPostgresUrl(dbPath.toStdString()) && !QFileInfo::exists(dbPath)) {
     return MakeError(ErrorKind::kNotFound,
                      QObject::tr("database '%1' does not exist").arg(dbPath).toStdString());
   }

@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <ctime>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -1072,19 +1074,31 @@ class SqlStore final : public Store {
     return Ok();
   }
 
-  Result<std::string> ChangeStamp() override {
-    // PostgreSQL: the rows written in this database so far (its statistics,
-    // flushed within a second of each commit).
-    auto s = Prepare(dialect() == Dialect::kPostgres
-                         ? "SELECT CAST(tup_inserted + tup_updated + tup_deleted AS TEXT) FROM "
-                           "pg_stat_database WHERE datname = current_database()"
-                         : "PRAGMA data_version");
-    if (!s) return s.error();
-    auto row = s->Step();
-    if (!row) return Fail("read the change stamp", row);
-    std::string stamp = *row ? s->Text(0) : "";
-    if (auto r = s->Run(); !r) return Fail("read the change stamp", r);
-    return stamp;
+  Result<bool> WaitForChange(int timeout_ms) override {
+    if (dialect() == Dialect::kPostgres) {
+      if (!listening_changes_) {
+        if (auto r = db_->Listen(kChangeChannel); !r) return Fail("listen for changes", r);
+        listening_changes_ = true;
+      }
+      auto r = db_->WaitForNotification(timeout_ms);
+      if (!r) return Fail("wait for changes", r);
+      return *r;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    for (;;) {
+      auto s = Prepare("PRAGMA data_version");
+      if (!s) return s.error();
+      auto row = s->Step();
+      if (!row) return Fail("read the data version", row);
+      const int64_t version = *row ? s->Int(0) : 0;
+      if (data_version_ && version != *data_version_) {
+        data_version_ = version;
+        return true;
+      }
+      data_version_ = version;
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
   }
 
   Result<bool> HasBlob(const std::string& sha256) override {
@@ -1179,6 +1193,8 @@ class SqlStore final : public Store {
   std::string path_;
   std::unique_ptr<Conn> db_;
   bool listening_ = false;
+  bool listening_changes_ = false;
+  std::optional<int64_t> data_version_;  // SQLite, WaitForChange
 };
 
 }  // namespace

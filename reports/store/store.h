@@ -352,6 +352,8 @@ inline constexpr const char* kClaimReleased = "released";  // the node gave it b
 
 // The LISTEN/NOTIFY channel that wakes idle nodes when jobs are queued.
 inline constexpr const char* kWorkChannel = "dfarm_jobs";
+// The channel every write to a PostgreSQL store is announced on.
+inline constexpr const char* kChangeChannel = "dfarm_changes";
 
 class Store {
  public:
@@ -504,11 +506,11 @@ class Store {
   virtual Result<void> PutBlob(const std::string& sha256, const std::string& path) = 0;
   virtual Result<bool> HasBlob(const std::string& sha256) = 0;
   virtual Result<void> GetBlob(const std::string& sha256, const std::string& path) = 0;
-  // A token that changes when the database may have changed since it was
-  // last read (cheap to poll; the dashboard's live view): PostgreSQL's count
-  // of rows written in this database (pg_stat_database, up to a second
-  // behind), SQLite's PRAGMA data_version (a commit by another connection).
-  virtual Result<std::string> ChangeStamp() = 0;
+  // Waits up to timeout_ms for another connection to write to the database;
+  // true when one did (the dashboard's live view of a farm's database).
+  // PostgreSQL: every write is announced on kChangeChannel (LISTEN, from the
+  // first call on); SQLite: PRAGMA data_version is polled.
+  virtual Result<bool> WaitForChange(int timeout_ms) = 0;
 };
 
 // Whether `name` may be a run tag: [A-Za-z0-9_.-]{1,64}.
