@@ -9,10 +9,10 @@
 // coalesce into one report.
 //
 // A farm's PostgreSQL database (a postgresql:// URL) has no file here: a
-// thread of the watcher's own, with its own connection, waits for the
-// store's change notifications (Store::WaitForChange: every write is
-// announced) instead, so the GUI thread never waits on the network; a change
-// is reported the same way. The thread wakes each interval to see whether it
+// thread of the watcher's own, with its own connection, waits for a change
+// (Store::WaitForChange: the server's current snapshot, polled) instead, so
+// the GUI thread never waits on the network; a change is reported the same
+// way. The thread wakes each interval to see whether it
 // should stop.
 #pragma once
 

@@ -4,10 +4,7 @@
 // as binary), so the server never has to guess a type; results come as text.
 // A text that is not valid UTF-8 (a runner's stderr may hold anything) is
 // repaired (U+FFFD) and NUL bytes are dropped: PostgreSQL's text holds neither.
-//
-// Every write is announced on kChangeChannel (NOTIFY, sent with the COMMIT of
-// its transaction, or at once for a write outside one), so that a reader that
-// LISTENs (the dashboard's live view) learns of it without polling tables.
+
 #include <libpq-fe.h>
 #include <poll.h>
 
@@ -18,7 +15,6 @@
 #include <type_traits>
 
 #include "reports/store/sql.h"
-#include "reports/store/store.h"
 
 namespace dfarm::store::sql {
 namespace {
@@ -201,11 +197,8 @@ class PgConn final : public Conn {
 
   Dialect dialect() const override { return Dialect::kPostgres; }
 
-  Result<void> Exec(const std::string& given) override {
+  Result<void> Exec(const std::string& sql) override {
     if (auto r = EnsureConnected(); !r) return r;
-    std::string sql = given;
-    if (sql == "COMMIT" && pending_notify_) sql = NotifySql() + "; COMMIT";
-    if (sql == "COMMIT" || sql == "ROLLBACK" || sql.ends_with("; COMMIT")) pending_notify_ = false;
     PGresult* res = PQexec(conn_, sql.c_str());
     ExecStatusType st = PQresultStatus(res);
     Result<void> out = Ok();
@@ -269,38 +262,13 @@ class PgConn final : public Conn {
       return MakeError(message.empty() ? Trimmed(PQerrorMessage(conn_)) : message);
     }
     NoteChanges(res);
-    if (auto r = AnnounceWrite(res); !r) {
-      PQclear(res);
-      return r.error();
-    }
     return res;
   }
 
  private:
-  static std::string NotifySql() { return std::string("NOTIFY ") + kChangeChannel; }
-
   void NoteChanges(PGresult* res) {
     const char* n = PQcmdTuples(res);
     changes_ = n && *n ? std::strtoll(n, nullptr, 10) : 0;
-  }
-
-  // A statement that wrote rows: NOTIFY with the transaction's COMMIT, or
-  // now when there is no transaction.
-  Result<void> AnnounceWrite(PGresult* res) {
-    const std::string cmd = PQcmdStatus(res);
-    const bool wrote = changes_ > 0 && (cmd.rfind("INSERT", 0) == 0 ||
-                                        cmd.rfind("UPDATE", 0) == 0 || cmd.rfind("DELETE", 0) == 0);
-    if (!wrote) return Ok();
-    if (PQtransactionStatus(conn_) == PQTRANS_INTRANS) {
-      pending_notify_ = true;
-      return Ok();
-    }
-    PGresult* n = PQexec(conn_, NotifySql().c_str());
-    const bool ok = PQresultStatus(n) == PGRES_COMMAND_OK;
-    std::string message = ok ? "" : Trimmed(PQresultErrorMessage(n));
-    PQclear(n);
-    if (!ok) return MakeError(message);
-    return Ok();
   }
 
   // A connection the server dropped (a restart, a network blip) is opened
@@ -320,7 +288,6 @@ class PgConn final : public Conn {
 
   PGconn* conn_;
   int64_t changes_ = 0;
-  bool pending_notify_ = false;  // the open transaction wrote: NOTIFY at COMMIT
   std::vector<std::string> listening_;
 };
 

@@ -42,35 +42,6 @@ Result<void> InsertInfraResult(Conn& db, int64_t job_id) {
                  {job_id, NowIso8601()});
 }
 
-// Marks the job's queue run finished when none of its jobs is pending. The
-// run's row is locked first, so that of two nodes recording a run's last two
-// jobs at once the second sees the first's.
-Result<void> FinishQueueRunIfDone(Conn& db, int64_t job_id) {
-  auto run = Stmt::Prepare(db, "SELECT run_id FROM jobs WHERE id = ?");
-  if (!run) return run.error();
-  run->Bind(1, job_id);
-  auto row = run->Step();
-  if (!row) return row.error();
-  if (!*row) return Ok();
-  const int64_t run_id = run->Int(0);
-  // NO KEY UPDATE, not UPDATE: this transaction's second UPDATE of the job took a KEY SHARE lock
-  // on the run (PostgreSQL's foreign key check), and so may another recorder's; FOR UPDATE would
-  // conflict with those and two recorders deadlock.
-  const std::string lock_sql = db.dialect() == Dialect::kPostgres ? " FOR NO KEY UPDATE" : "";
-  auto lock = Stmt::Prepare(db, "SELECT mode FROM runs WHERE id = ?" + lock_sql);
-  if (!lock) return lock.error();
-  lock->Bind(1, run_id);
-  auto locked = lock->Step();
-  if (!locked) return locked.error();
-  if (!*locked || lock->Text(0) != kRunModeQueue) return Ok();
-  if (auto r = lock->Run(); !r) return r;
-  return RunWith(db,
-                 "UPDATE runs SET status = ?, finished_at = ? WHERE id = ? AND status = ? AND "
-                 "NOT EXISTS (SELECT 1 FROM jobs p WHERE p.run_id = runs.id AND p.status IN "
-                 "(?, ?))",
-                 {kRunFinished, NowIso8601(), run_id, kRunRunning, kJobQueued, kJobRunning});
-}
-
 }  // namespace
 
 Result<void> SetRunMode(Conn& db, int64_t run_id, const std::string& mode) {
@@ -106,27 +77,16 @@ Result<int64_t> NodeHeartbeat(Conn& db, const std::string& node, const std::stri
   if (db.Changes() == 0) {
     return MakeError(ErrorKind::kNotFound, "no node '" + node + "' is registered");
   }
-  // Lock the node's jobs in id order (the reaper does too), then renew.
-  auto held =
-      Stmt::Prepare(db, "SELECT id FROM jobs WHERE claimed_by = ? AND status = ? ORDER BY id" +
-                            ForUpdate(db.dialect()));
-  if (!held) return held.error();
-  held->Bind(1, node).Bind(2, kJobRunning);
-  int64_t n = 0;
-  for (;;) {
-    auto row = held->Step();
-    if (!row) return row.error();
-    if (!*row) break;
-    ++n;
-  }
-  if (n > 0) {
-    if (auto r = RunWith(
-            db, "UPDATE jobs SET lease_until = " + now + " + ? WHERE claimed_by = ? AND status = ?",
-            {lease_s, node, kJobRunning});
-        !r) {
-      return r.error();
-    }
-  }
+  // Renew what is not locked right now: a job being recorded needs no lease,
+  // and waiting for it would hold the heartbeat behind every result.
+  const std::string renew =
+      db.dialect() == Dialect::kPostgres
+          ? "UPDATE jobs SET lease_until = " + now +
+                " + ? WHERE id IN (SELECT id FROM jobs WHERE claimed_by = ? AND status = ? "
+                "FOR UPDATE SKIP LOCKED)"
+          : "UPDATE jobs SET lease_until = " + now + " + ? WHERE claimed_by = ? AND status = ?";
+  if (auto r = RunWith(db, renew, {lease_s, node, kJobRunning}); !r) return r.error();
+  const int64_t n = db.Changes();
   if (auto r = tx->Commit(); !r) return r.error();
   return n;
 }
@@ -177,18 +137,20 @@ Result<std::optional<int64_t>> ClaimJob(Conn& db, const std::string& node,
     if (TargetMatches(q->Text(2), q->Text(1), device)) matching.push_back(q->Int(0));
   }
   std::optional<int64_t> chosen;
-  auto lock = Stmt::Prepare(
-      db, "SELECT id FROM jobs WHERE id = ? AND status = ?" + ForUpdateSkipLocked(db.dialect()));
-  if (!lock) return lock.error();
-  for (int64_t id : matching) {
-    lock->Reset();
-    lock->Bind(1, id).Bind(2, kJobQueued);
+  if (!matching.empty()) {
+    std::string in;
+    for (size_t i = 0; i < matching.size(); ++i) in += i ? ", ?" : "?";
+    auto lock = Stmt::Prepare(db, "SELECT id FROM jobs WHERE id IN (" + in +
+                                      ") AND status = ? ORDER BY id LIMIT 1" +
+                                      ForUpdateSkipLocked(db.dialect()));
+    if (!lock) return lock.error();
+    int k = 1;
+    for (int64_t id : matching) lock->Bind(k++, id);
+    lock->Bind(k, kJobQueued);
     auto row = lock->Step();
     if (!row) return row.error();
-    if (*row) {
-      chosen = id;
-      break;
-    }
+    if (*row) chosen = lock->Int(0);
+    if (auto r = lock->Run(); !r) return r.error();
   }
   if (!chosen) {
     if (auto r = tx->Commit(); !r) return r.error();
@@ -267,6 +229,7 @@ Result<std::vector<int64_t>> ReapExpiredClaims(Conn& db, int64_t max_claims) {
     expired.push_back({q->Int(0), q->Int(1), q->Text(2)});
   }
   std::vector<int64_t> ids;
+  std::vector<int64_t> failed;  // recorded infra: their runs may be done
   bool requeued = false;
   for (const Expired& e : expired) {
     if (auto r = RunWith(db,
@@ -289,7 +252,7 @@ Result<std::vector<int64_t>> ReapExpiredClaims(Conn& db, int64_t max_claims) {
         return r.error();
       }
       if (auto r = InsertInfraResult(db, e.id); !r) return r.error();
-      if (auto r = FinishQueueRunIfDone(db, e.id); !r) return r.error();
+      failed.push_back(e.id);
     } else {
       if (auto r = RunWith(
               db, "UPDATE jobs SET status = ?, claimed_by = '', lease_until = 0 WHERE id = ?",
@@ -305,6 +268,9 @@ Result<std::vector<int64_t>> ReapExpiredClaims(Conn& db, int64_t max_claims) {
     if (auto r = db.Notify(kWorkChannel); !r) return r.error();
   }
   if (auto r = tx->Commit(); !r) return r.error();
+  for (int64_t id : failed) {
+    if (auto r = FinishQueueRunIfDone(db, id); !r) return r.error();
+  }
   return ids;
 }
 
@@ -359,7 +325,40 @@ Result<void> AfterJobRecorded(Conn& db, int64_t job_id, int64_t claim_id) {
       return r;
     }
   }
-  return FinishQueueRunIfDone(db, job_id);
+  return Ok();
+}
+
+Result<void> FinishQueueRunIfDone(Conn& db, int64_t job_id) {
+  // Without a lock first: while any job of the run is pending (the common
+  // case), nothing is locked at all.
+  auto q = Stmt::Prepare(
+      db,
+      "SELECT r.id FROM runs r WHERE r.id = (SELECT j.run_id FROM jobs j WHERE j.id = ?) AND "
+      "r.mode = ? AND r.status = ? AND NOT EXISTS (SELECT 1 FROM jobs p WHERE p.run_id = r.id "
+      "AND p.status IN (?, ?))");
+  if (!q) return q.error();
+  q->Bind(1, job_id).Bind(2, kRunModeQueue).Bind(3, kRunRunning);
+  q->Bind(4, kJobQueued).Bind(5, kJobRunning);
+  auto row = q->Step();
+  if (!row) return row.error();
+  if (!*row) return Ok();
+  const int64_t run_id = q->Int(0);
+  if (auto r = q->Run(); !r) return r;
+  // Then under the run's lock, checked again: of two nodes that recorded a
+  // run's last two jobs, the later one sees the other's commit.
+  auto tx = Transaction::Begin(db);
+  if (!tx) return tx.error();
+  const std::string lock_sql = db.dialect() == Dialect::kPostgres ? " FOR NO KEY UPDATE" : "";
+  if (auto r = RunWith(db, "SELECT id FROM runs WHERE id = ?" + lock_sql, {run_id}); !r) return r;
+  if (auto r = RunWith(db,
+                       "UPDATE runs SET status = ?, finished_at = ? WHERE id = ? AND status = ? "
+                       "AND NOT EXISTS (SELECT 1 FROM jobs p WHERE p.run_id = runs.id AND "
+                       "p.status IN (?, ?))",
+                       {kRunFinished, NowIso8601(), run_id, kRunRunning, kJobQueued, kJobRunning});
+      !r) {
+    return r;
+  }
+  return tx->Commit();
 }
 
 Result<bool> HasBlob(Conn& db, const std::string& sha256) {

@@ -31,9 +31,12 @@ Result<std::vector<JobClaimRow>> ListJobClaims(Conn& db, int64_t job_id);
 // job and checks that claim_id still holds it (kConflict when not).
 Result<void> CheckClaim(Conn& db, int64_t job_id, int64_t claim_id);
 // In RecordJobResult's transaction, after the job's row is written: ends
-// the claim "finished" (when claim_id > 0) and, for a queue run, marks the
-// run finished when no job of it is pending any more.
+// the claim "finished" (when claim_id > 0).
 Result<void> AfterJobRecorded(Conn& db, int64_t job_id, int64_t claim_id);
+// After a job's result committed (its own short transaction): marks the
+// job's queue run finished when no job of it is pending any more. Locks the
+// run only when it looks done, so recording results takes no shared lock.
+Result<void> FinishQueueRunIfDone(Conn& db, int64_t job_id);
 
 Result<void> PutBlob(Conn& db, const std::string& sha256, const std::string& path);
 Result<bool> HasBlob(Conn& db, const std::string& sha256);

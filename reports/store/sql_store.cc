@@ -613,6 +613,10 @@ class SqlStore final : public Store {
       return Fail("record job result", r);
     }
     if (auto r = tx->Commit(); !r) return Fail("record job result", r);
+    // The result is in. A queue run whose last job this was is finished;
+    // should that fail, the next result, the reaper or the sweep following
+    // the run does it.
+    (void)sql::FinishQueueRunIfDone(*db_, job_id);
     return Ok();
   }
 
@@ -1075,29 +1079,22 @@ class SqlStore final : public Store {
   }
 
   Result<bool> WaitForChange(int timeout_ms) override {
-    if (dialect() == Dialect::kPostgres) {
-      if (!listening_changes_) {
-        if (auto r = db_->Listen(kChangeChannel); !r) return Fail("listen for changes", r);
-        listening_changes_ = true;
-      }
-      auto r = db_->WaitForNotification(timeout_ms);
-      if (!r) return Fail("wait for changes", r);
-      return *r;
-    }
+    const std::string sql = dialect() == Dialect::kPostgres
+                                ? "SELECT CAST(pg_current_snapshot() AS TEXT)"
+                                : "PRAGMA data_version";
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     for (;;) {
-      auto s = Prepare("PRAGMA data_version");
+      auto s = Prepare(sql);
       if (!s) return s.error();
       auto row = s->Step();
-      if (!row) return Fail("read the data version", row);
-      const int64_t version = *row ? s->Int(0) : 0;
-      if (data_version_ && version != *data_version_) {
-        data_version_ = version;
-        return true;
-      }
-      data_version_ = version;
+      if (!row) return Fail("read the change stamp", row);
+      std::string stamp = *row ? s->Text(0) : "";
+      if (auto r = s->Run(); !r) return Fail("read the change stamp", r);
+      const bool changed = change_stamp_ && stamp != *change_stamp_;
+      change_stamp_ = std::move(stamp);
+      if (changed) return true;
       if (std::chrono::steady_clock::now() >= deadline) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   }
 
@@ -1143,18 +1140,26 @@ class SqlStore final : public Store {
     if (!del) return del.error();
     del->Bind(1, job_id);
     if (auto r = del->Run(); !r) return Fail("record " + what, r);
-    std::optional<Stmt> insert;  // prepared for the first row, reused for the rest
-    for (size_t i = 0; i < items.size(); ++i) {
-      std::vector<Column> row = columns_of(items[i], i);
-      row.insert(row.begin(), Column{"job_id", job_id});
-      if (!insert) {
-        auto s = Prepare(sql::InsertSql("INSERT INTO " + table, row));
-        if (!s) return s.error();
-        insert.emplace(std::move(*s));
+    // Many rows a statement (a round trip each on PostgreSQL): up to 256, and
+    // fewer than 30000 parameters (SQLite's limit is 32766).
+    size_t i = 0;
+    while (i < items.size()) {
+      std::vector<Column> first = columns_of(items[i], i);
+      const size_t per_row = first.size() + 1;
+      const size_t n = std::min({items.size() - i, size_t{256}, size_t{30000} / per_row});
+      std::vector<Column> batch;
+      batch.reserve(n * per_row);
+      for (size_t k = i; k < i + n; ++k) {
+        batch.push_back(Column{"job_id", job_id});
+        std::vector<Column> row = k == i ? std::move(first) : columns_of(items[k], k);
+        for (Column& c : row) batch.push_back(std::move(c));
       }
-      insert->Reset();
-      insert->BindColumns(row);
-      if (auto r = insert->Run(); !r) return Fail("record " + what + label_of(items[i], i), r);
+      auto s = Prepare(sql::InsertSql("INSERT INTO " + table,
+                                      std::span<const Column>(batch.data(), per_row), n));
+      if (!s) return s.error();
+      s->BindColumns(batch);
+      if (auto r = s->Run(); !r) return Fail("record " + what + label_of(items[i], i), r);
+      i += n;
     }
     return Ok();
   }
@@ -1193,8 +1198,7 @@ class SqlStore final : public Store {
   std::string path_;
   std::unique_ptr<Conn> db_;
   bool listening_ = false;
-  bool listening_changes_ = false;
-  std::optional<int64_t> data_version_;  // SQLite, WaitForChange
+  std::optional<std::string> change_stamp_;  // WaitForChange's last
 };
 
 }  // namespace

@@ -352,8 +352,6 @@ inline constexpr const char* kClaimReleased = "released";  // the node gave it b
 
 // The LISTEN/NOTIFY channel that wakes idle nodes when jobs are queued.
 inline constexpr const char* kWorkChannel = "dfarm_jobs";
-// The channel every write to a PostgreSQL store is announced on.
-inline constexpr const char* kChangeChannel = "dfarm_changes";
 
 class Store {
  public:
@@ -507,9 +505,10 @@ class Store {
   virtual Result<bool> HasBlob(const std::string& sha256) = 0;
   virtual Result<void> GetBlob(const std::string& sha256, const std::string& path) = 0;
   // Waits up to timeout_ms for another connection to write to the database;
-  // true when one did (the dashboard's live view of a farm's database).
-  // PostgreSQL: every write is announced on kChangeChannel (LISTEN, from the
-  // first call on); SQLite: PRAGMA data_version is polled.
+  // true when one did (the dashboard's live view). Polls something that no
+  // read changes and that costs the writers nothing: SQLite's PRAGMA
+  // data_version, PostgreSQL's current snapshot (it changes when a writing
+  // transaction starts or ends, on the whole server).
   virtual Result<bool> WaitForChange(int timeout_ms) = 0;
 };
 
