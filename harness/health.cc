@@ -127,10 +127,7 @@ Result<HealthVerdict> HealthChecker::CheckAndCount(store::Store& store, const st
       errors = ++h.errors_in_a_row;
     }
   }
-  if (verdict) {
-    Note("device '" + device + "': " + verdict->reason);
-    return verdict;
-  }
+  if (verdict) return verdict;
   Note("device '" + device + "': health check error: " + verdict.message());
   if (errors < kHealthErrorsInARow || row.state == store::kDeviceQuarantined) {
     return verdict.error();
@@ -141,6 +138,7 @@ Result<HealthVerdict> HealthChecker::CheckAndCount(store::Store& store, const st
 Result<void> HealthChecker::Record(store::Store& store, const store::DeviceRow& row,
                                    const std::string& state, const std::string& reason) {
   const Clock::time_point now = now_();
+  Note("device '" + row.name + (state != row.state ? "' is now " + state + ": " : "': ") + reason);
   {
     std::lock_guard lock(mu_);
     auto last = recorded_at_.find(row.name);
@@ -148,7 +146,6 @@ Result<void> HealthChecker::Record(store::Store& store, const store::DeviceRow& 
     if (same && last != recorded_at_.end() && now - last->second < options_.every) return Ok();
     recorded_at_[row.name] = now;
   }
-  if (state != row.state) Note("device '" + row.name + "' is now " + state + ": " + reason);
   return store.SetDeviceState(row.name, state, reason);
 }
 

@@ -7,7 +7,9 @@
 
 #include <sqlite3.h>
 
+#include <atomic>
 #include <filesystem>
+#include <thread>
 #include <vector>
 
 #include "agent/base/sha256.h"
@@ -15,6 +17,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "harness/devices.h"
+#include "harness/node.h"
 #include "tests/model_builder/model_builder.h"
 
 namespace dfarm::harness {
@@ -40,6 +43,16 @@ std::string Exec(const std::string& db, const std::string& sql) {
   sqlite3_free(msg);
   sqlite3_close(conn);
   return error;
+}
+
+// Polls `pred` every 100 ms for up to 60 s.
+template <typename Pred>
+bool Eventually(Pred pred) {
+  for (int i = 0; i < 600; ++i) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
 }
 
 class HealthTest : public ::testing::Test {
@@ -237,6 +250,45 @@ TEST_F(HealthTest, WithoutAModelQuarantineHoldsUntilReleased) {
   EXPECT_TRUE(*Ready(*checker));
   EXPECT_TRUE(notes_.empty());
   EXPECT_EQ(Golden(), "");
+}
+
+// `dfarm node --health-model` end to end (RunNode on a SQLite store, its
+// own local agent): the first check records the known outputs, a tampered
+// record quarantines the device, the fixed record brings it back.
+TEST_F(HealthTest, ANodeQuarantinesItsDeviceAndBringsItBack) {
+  session_.reset();  // the node starts its own local agent
+  std::atomic<bool> drain{false}, cancel{false};
+  NodeOptions o;
+  o.name = "n1";
+  o.devices = {"local"};
+  o.cache_dir = dir_.path() + "/cache";
+  const std::string db = db_;
+  o.open_store = [db] { return store::OpenSqliteStore(db); };
+  o.provider = provider_.get();
+  o.drain = &drain;
+  o.cancel = &cancel;
+  o.health = options_;
+  o.health.every = seconds(1);
+  o.health.retry = seconds(1);
+  Result<NodeSummary> summary = MakeError("not run");
+  std::thread node([&] { summary = RunNode(o); });
+  std::string golden;
+  EXPECT_TRUE(Eventually([&] { return !(golden = Golden()).empty(); }));
+  EXPECT_EQ(Exec(db_, "UPDATE health_golden SET outputs = 'x'"), "");
+  EXPECT_TRUE(Eventually([&] { return Row().state == store::kDeviceQuarantined; }));
+  EXPECT_THAT(Row().state_reason, HasSubstr("outputs differ from the known outputs"));
+  EXPECT_EQ(Exec(db_, "UPDATE health_golden SET outputs = '" + golden.substr(0, 64) + "'"), "");
+  EXPECT_TRUE(Eventually([&] { return Row().state == store::kDeviceOk; }));
+  drain = true;
+  node.join();
+  ASSERT_TRUE(summary.ok()) << summary.message();
+  const std::vector<store::DeviceEvent> events = Events();
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(events.front().state, "ok");
+  EXPECT_EQ(events.back().state, "ok");
+  int quarantines = 0;
+  for (const store::DeviceEvent& e : events) quarantines += e.state == "quarantined";
+  EXPECT_GE(quarantines, 1);
 }
 
 }  // namespace
