@@ -252,6 +252,11 @@ Result<NodeSummary> RunNode(const NodeOptions& o) {
   ctx.node_name = name;
   ctx.device_tags = o.device_tags;
   ctx.wait_for_work = [&background] { background.WaitForWork(); };
+  HealthChecker health(o.health, {}, [&progress](const std::string& line) { progress.Note(line); });
+  ctx.device_ready = [&health](store::Store& store, const std::string& device,
+                               agent::AgentClient& client) {
+    return health.Ready(store, device, client);
+  };
   ctx.claim = [&](store::Store& store, const std::string& device,
                   const agent::DeviceInfo& info) -> Result<std::optional<SweepJob>> {
     auto tags = o.device_tags.find(device);

@@ -24,6 +24,7 @@
 
 #include "agent/base/result.h"
 #include "harness/devices.h"
+#include "harness/health.h"
 #include "harness/scheduler.h"
 #include "harness/spec.h"
 
@@ -40,6 +41,10 @@ struct NodeOptions {
   StoreOpener open_store;                     // one connection per thread
   DeviceProvider* provider = nullptr;         // borrowed
   SchedulerSpec policy;                       // retries, backoff, quarantine, cooldown
+  // Device health (harness/health.h): asked before each claim. A device the
+  // store holds quarantined stays out until its health check passes, or,
+  // without a health model, until a user releases it.
+  HealthOptions health;
   std::ostream* log = nullptr;                // one line per job and notice (borrowed)
   const std::atomic<bool>* drain = nullptr;   // borrowed: stop claiming, finish in-hand jobs
   const std::atomic<bool>* cancel = nullptr;  // borrowed: give jobs in flight back

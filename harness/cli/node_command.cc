@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <map>
 
@@ -38,7 +40,40 @@ struct NodeArgs {
   std::string token_file;
   uint32_t retries = 2;
   uint32_t quarantine_after = 3;
+  std::string health_model;
+  int64_t health_every_s = 3600;
+  int64_t health_retry_s = 60;
 };
+
+// The health check's settings: the runner builds as a sweep finds them
+// ($DFARM_RUNNER, else dfarm-runner beside dfarm; $DFARM_ARM64_RUNNER, else
+// the arm64 build beside that runner when it exists).
+Result<harness::HealthOptions> MakeHealthOptions(const NodeArgs& a) {
+  harness::HealthOptions h;
+  if (a.health_every_s < 1 || a.health_retry_s < 1) {
+    return MakeError(ErrorKind::kInvalidInput,
+                     "--health-every-s and --health-retry-s must be >= 1");
+  }
+  h.every = std::chrono::seconds(a.health_every_s);
+  h.retry = std::chrono::seconds(a.health_retry_s);
+  if (a.health_model.empty()) return h;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(a.health_model, ec)) {
+    return MakeError(ErrorKind::kInvalidInput,
+                     "--health-model '" + a.health_model + "': no such file");
+  }
+  h.model_path = std::filesystem::absolute(a.health_model, ec).string();
+  const char* runner = std::getenv("DFARM_RUNNER");
+  h.runner_path = runner && *runner ? runner : harness::BesideSelf("dfarm-runner");
+  const char* arm = std::getenv("DFARM_ARM64_RUNNER");
+  if (arm && *arm) {
+    h.arm64_runner_path = arm;
+  } else if (std::string b = harness::Arm64BuildOf(h.runner_path);
+             std::filesystem::is_regular_file(b, ec)) {
+    h.arm64_runner_path = b;
+  }
+  return h;
+}
 
 // --tag URI=TAG[,TAG...] into device -> tags; an error names the bad one.
 Result<std::map<std::string, std::vector<std::string>>> ParseTags(const NodeArgs& a) {
@@ -78,6 +113,8 @@ int Run(const NodeArgs& a, Context& ctx) {
   }
   auto tags = ParseTags(a);
   if (!tags) return ctx.Fail(tags.error());
+  auto health = MakeHealthOptions(a);
+  if (!health) return ctx.Fail(health.error());
   if (auto r = CheckTokenFileOption(a.token_file); !r) return ctx.Fail(r.error());
   if (a.lease_s < 2 || a.heartbeat_s <= 0 || a.heartbeat_s * 2 > static_cast<double>(a.lease_s)) {
     ctx.Fail(kExitUsage, "--lease-s must be >= 2 and at least twice --heartbeat-s");
@@ -99,6 +136,7 @@ int Run(const NodeArgs& a, Context& ctx) {
   o.provider = provider.get();
   o.policy.retries = a.retries;
   o.policy.quarantine_after = a.quarantine_after;
+  o.health = *health;
   o.log = &ctx.err;
   o.drain = &g_drain;
   o.cancel = &g_cancel;
@@ -149,6 +187,16 @@ void AddNodeCommand(CLI::App& app, Context& ctx) {
   cmd->add_option("--quarantine-after", a->quarantine_after,
                   "quarantine a device after this many jobs in a row ended infra")
       ->capture_default_str();
+  cmd->add_option("--health-model", a->health_model,
+                  "a model whose outputs every device must reproduce (cpu delegate, 1 thread): "
+                  "checked on a schedule and after a quarantine; a device that fails is "
+                  "quarantined, one that passes comes back");
+  cmd->add_option("--health-every-s", a->health_every_s,
+                  "seconds between health checks of a device in service")
+      ->capture_default_str();
+  cmd->add_option("--health-retry-s", a->health_retry_s,
+                  "seconds between health checks of a quarantined device")
+      ->capture_default_str();
   cmd->add_option("--cache-dir", a->cache_dir,
                   "where files fetched from the database are kept (default "
                   "$DFARM_NODE_CACHE, else ~/.cache/dfarm/node)");
@@ -157,8 +205,13 @@ void AddNodeCommand(CLI::App& app, Context& ctx) {
   cmd->footer(
       "Runs until SIGINT/SIGTERM: the first finishes the jobs in hand and claims no more, the "
       "second gives the jobs in flight back to the queue. A node killed outright loses nothing: "
-      "its jobs go back to the queue when their lease expires. Exit codes: 0 stopped on a "
-      "signal, 2 usage error (bad --device, --tag, lease; name or device held by another live "
+      "its jobs go back to the queue when their lease expires. A device the database holds "
+      "quarantined (by any sweep or node) claims nothing until its health check passes "
+      "(--health-model: the first device to pass records the known outputs for that model and "
+      "runner build, every later check must match them) or, without one, until `dfarm devices "
+      "--release DEVICE`; `dfarm devices` shows why and the history. Exit codes: 0 stopped on a "
+      "signal, 2 usage error (bad --device, --tag, lease, --health-model; name or device held by "
+      "another live "
       "node), 3 database error.");
   cmd->callback([a, &ctx] { ctx.exit_code = Run(*a, ctx); });
 }
