@@ -273,7 +273,9 @@ TEST_F(SweepTest, OpenRunUpdatesLiveWhileASweepWrites) {
   ASSERT_TRUE(waitReady(window, Page::Matrix));
   const QString whileRunning = currentTsv(window);
   const bool stillRunning = sweeping->state() != QProcess::NotRunning;
-  if (stillRunning) ASSERT_TRUE(sweeping->waitForFinished(300000));
+  if (stillRunning) {
+    ASSERT_TRUE(sweeping->waitForFinished(300000));
+  }
   ASSERT_EQ(sweeping->exitCode(), 0) << sweeping->readAll().toStdString();
 
   // What a fresh window shows of the finished run...

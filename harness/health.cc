@@ -199,13 +199,11 @@ Result<bool> HealthChecker::ReadyOk(store::Store& store, const std::string& devi
 
 Result<bool> HealthChecker::Ready(store::Store& store, const std::string& device,
                                   agent::AgentClient& client) {
-  auto devices = store.ListDevices();
-  if (!devices) return devices.error();
+  auto found = store.GetDevice(device);
+  if (!found) return found.error();
   store::DeviceRow row;
   row.name = device;
-  for (const store::DeviceRow& d : *devices) {
-    if (d.name == device) row = d;
-  }
+  if (*found) row = **found;
   const bool quarantined = row.state == store::kDeviceQuarantined;
   if (options_.model_path.empty()) return !quarantined;
   return quarantined ? ReadyQuarantined(store, device, client, row)

@@ -939,21 +939,13 @@ class SqlStore final : public Store {
     return cells;
   }
 
-  Result<std::vector<DeviceRow>> ListDevices() override {
-    auto s = Prepare(
-        "SELECT name, abi, os, cpu, cores, memory_bytes, hostname, agent_version, last_seen, "
-        "state, state_reason, node, tags FROM devices ORDER BY name");
-    if (!s) return s.error();
-    std::vector<DeviceRow> devices;
-    for (;;) {
-      auto row = s->Step();
-      if (!row) return Fail("list devices", row);
-      if (!*row) break;
-      devices.push_back(DeviceRow{s->Text(0), s->Text(1), s->Text(2), s->Text(3), s->Int(4),
-                                  s->Int(5), s->Text(6), s->Text(7), s->Text(8), s->Text(9),
-                                  s->Text(10), s->Text(11), sql::SplitComma(s->Text(12))});
-    }
-    return devices;
+  Result<std::vector<DeviceRow>> ListDevices() override { return ReadDevices(""); }
+
+  Result<std::optional<DeviceRow>> GetDevice(const std::string& name) override {
+    auto rows = ReadDevices(name);
+    if (!rows) return rows.error();
+    if (rows->empty()) return std::optional<DeviceRow>();
+    return std::optional<DeviceRow>(std::move(rows->front()));
   }
 
   Result<void> TagRun(int64_t run_id, const std::string& name, bool move) override {
@@ -1113,6 +1105,26 @@ class SqlStore final : public Store {
   }
 
  private:
+  // Every device by name, or only the one named `only` (when not empty).
+  Result<std::vector<DeviceRow>> ReadDevices(const std::string& only) {
+    auto s = Prepare(std::string("SELECT name, abi, os, cpu, cores, memory_bytes, hostname, "
+                                 "agent_version, last_seen, state, state_reason, node, tags FROM "
+                                 "devices ") +
+                     (only.empty() ? "" : "WHERE name = ? ") + "ORDER BY name");
+    if (!s) return s.error();
+    if (!only.empty()) s->Bind(1, only);
+    std::vector<DeviceRow> devices;
+    for (;;) {
+      auto row = s->Step();
+      if (!row) return Fail("list devices", row);
+      if (!*row) break;
+      devices.push_back(DeviceRow{s->Text(0), s->Text(1), s->Text(2), s->Text(3), s->Int(4),
+                                  s->Int(5), s->Text(6), s->Text(7), s->Text(8), s->Text(9),
+                                  s->Text(10), s->Text(11), sql::SplitComma(s->Text(12))});
+    }
+    return devices;
+  }
+
   static Error BadTagName(const std::string& name) {
     return MakeError(
         ErrorKind::kInvalidInput,

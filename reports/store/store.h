@@ -426,6 +426,8 @@ class Store {
   virtual Result<void> SetDeviceState(const std::string& name, const std::string& state,
                                       const std::string& reason) = 0;
   virtual Result<std::vector<DeviceRow>> ListDevices() = 0;  // by name
+  // One device's row; unset when the store has never seen it.
+  virtual Result<std::optional<DeviceRow>> GetDevice(const std::string& name) = 0;
   // The states device `name` was put in, oldest first; empty when none
   // (states set before schema v9 have no event).
   virtual Result<std::vector<DeviceEvent>> ListDeviceEvents(const std::string& name) = 0;

@@ -330,10 +330,14 @@ class FarmE2eTest : public ::testing::Test {
         trail += " " + c.node + ":" + (c.outcome.empty() ? "held" : c.outcome);
         if (c.outcome == store::kClaimFinished) ++finished, finished_by = c.node;
         reaped += c.outcome == store::kClaimReaped;
-        if (held.count(j.id) && c.node == victim) EXPECT_EQ(c.outcome, store::kClaimReaped);
+        if (held.count(j.id) && c.node == victim) {
+          EXPECT_EQ(c.outcome, store::kClaimReaped);
+        }
       }
       EXPECT_EQ(finished, 1) << "job " << j.id << " claims:" << trail;
-      if (held.count(j.id)) EXPECT_NE(finished_by, victim) << "job " << j.id << ":" << trail;
+      if (held.count(j.id)) {
+        EXPECT_NE(finished_by, victim) << "job " << j.id << ":" << trail;
+      }
     }
     EXPECT_EQ(ok, jobs);
     const std::string r = std::to_string(run);
@@ -371,7 +375,9 @@ class FarmE2eTest : public ::testing::Test {
   // is left running.
   void StopAndCheckNothingLeft(std::vector<FarmNode>& nodes, const std::string& victim) {
     for (FarmNode& n : nodes) {
-      if (n.name != victim) EXPECT_EQ(TermAndWait(n.process), 0) << Slurp(NodeLog(n.name));
+      if (n.name != victim) {
+        EXPECT_EQ(TermAndWait(n.process), 0) << Slurp(NodeLog(n.name));
+      }
     }
     auto st = store::OpenStore(url_);
     ASSERT_TRUE(st.ok()) << st.message();
@@ -379,7 +385,9 @@ class FarmE2eTest : public ::testing::Test {
     ASSERT_TRUE(listed.ok()) << listed.message();
     ASSERT_EQ(listed->size(), 3u);
     for (const store::NodeRow& n : *listed) {
-      if (n.name != victim) EXPECT_EQ(n.state, store::kNodeStopped) << n.name;
+      if (n.name != victim) {
+        EXPECT_EQ(n.state, store::kNodeStopped) << n.name;
+      }
     }
     st->reset();
     nodes.clear();  // stops the agents
