@@ -217,20 +217,6 @@ class PgConn final : public Conn {
 
   int64_t Changes() const override { return changes_; }
 
-  Result<std::vector<std::string>> TableNames() override {
-    auto s = Prepare(
-        "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
-        "ORDER BY table_name");
-    if (!s) return s.error();
-    std::vector<std::string> out;
-    for (;;) {
-      auto row = (*s)->Step();
-      if (!row) return row.error();
-      if (!*row) return out;
-      out.push_back((*s)->Text(0));
-    }
-  }
-
   Result<void> Begin() override { return Exec("BEGIN"); }
 
   Result<void> Listen(const std::string& channel) override {

@@ -265,8 +265,25 @@ CREATE TABLE health_golden(
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
 
+// The names of the tables of the database (its current schema).
+Result<std::vector<std::string>> TableNames(Conn& db) {
+  auto s = Stmt::Prepare(db, db.dialect() == Dialect::kPostgres
+                                 ? "SELECT table_name FROM information_schema.tables WHERE "
+                                   "table_schema = current_schema() ORDER BY table_name"
+                                 : "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY "
+                                   "name");
+  if (!s) return s.error();
+  std::vector<std::string> out;
+  for (;;) {
+    auto row = s->Step();
+    if (!row) return row.error();
+    if (!*row) return out;
+    out.push_back(s->Text(0));
+  }
+}
+
 Result<int> ReadSchemaVersion(Conn& db) {
-  auto tables = db.TableNames();
+  auto tables = TableNames(db);
   if (!tables) return tables.error();
   if (std::find(tables->begin(), tables->end(), "schema_version") == tables->end()) {
     if (!tables->empty()) {

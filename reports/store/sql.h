@@ -93,8 +93,6 @@ class Conn {
   virtual Result<std::unique_ptr<Cursor>> Prepare(std::string_view sql) = 0;
   // Rows changed by the last INSERT/UPDATE/DELETE run on this connection.
   virtual int64_t Changes() const = 0;
-  // The names of the tables of the database (its current schema).
-  virtual Result<std::vector<std::string>> TableNames() = 0;
   // Starts a transaction that takes the write lock at once (SQLite: BEGIN
   // IMMEDIATE; PostgreSQL: BEGIN, rows are locked as they are written).
   virtual Result<void> Begin() = 0;

@@ -96,18 +96,6 @@ class SqliteConn final : public Conn {
 
   int64_t Changes() const override { return sqlite3_changes(db_); }
 
-  Result<std::vector<std::string>> TableNames() override {
-    auto s = Prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name");
-    if (!s) return s.error();
-    std::vector<std::string> out;
-    for (;;) {
-      auto row = (*s)->Step();
-      if (!row) return row.error();
-      if (!*row) return out;
-      out.push_back((*s)->Text(0));
-    }
-  }
-
   Result<void> Begin() override { return Exec("BEGIN IMMEDIATE"); }
   Result<void> Listen(const std::string&) override { return Ok(); }
   Result<void> Notify(const std::string&) override { return Ok(); }
