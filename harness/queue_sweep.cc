@@ -213,6 +213,12 @@ Result<SweepSummary> FollowRun(int64_t run_id, store::Store& store, const SweepO
   SweepSummary summary = CountJobs(run_id, *rows);
   auto run = store.GetRun(run_id);
   if (!run) return run.error();
+  if (summary.not_run == 0 && run->status == store::kRunRunning) {
+    // Every job ended, but the node that recorded the last one could not
+    // mark the run (store::Store::RecordJobResult): do it here.
+    if (auto r = store.FinishRun(run_id, store::kRunFinished); !r) return r.error();
+    run->status = store::kRunFinished;
+  }
   summary.status = run->status;
   return summary;
 }

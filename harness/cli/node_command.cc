@@ -105,6 +105,13 @@ Result<std::map<std::string, std::vector<std::string>>> ParseTags(const NodeArgs
 }
 
 int Run(const NodeArgs& a, Context& ctx) {
+  if (!store::IsPostgresUrl(a.db)) {
+    ctx.Fail(kExitUsage, "--db '" + a.db +
+                             "' is not a farm's database: a node serves a PostgreSQL database "
+                             "(--db postgresql://USER@HOST:PORT/DB); a sweep on a SQLite file runs "
+                             "its jobs itself");
+    return kExitUsage;
+  }
   for (const std::string& d : a.devices) {
     if (auto r = harness::CheckDeviceName(d); !r) {
       ctx.Fail(kExitUsage, "--device: " + r.message());
