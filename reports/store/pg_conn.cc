@@ -95,9 +95,15 @@ std::string FormatDouble(double v) {
   return buf;
 }
 
+// libpq's message as one line: its inner line breaks and tabs become spaces.
 std::string Trimmed(const char* message) {
-  std::string s = message ? message : "";
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  std::string s;
+  for (const char* p = message ? message : ""; *p; ++p) {
+    const bool blank = *p == '\n' || *p == '\t' || *p == '\r' || *p == ' ';
+    if (blank && (s.empty() || s.back() == ' ')) continue;
+    s += blank ? ' ' : *p;
+  }
+  while (!s.empty() && s.back() == ' ') s.pop_back();
   return s;
 }
 
