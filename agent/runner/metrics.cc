@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fstream>
 #include <numeric>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,14 @@ double Percentile(std::span<const double> sorted, double p) {
   const size_t hi = std::min(lo + 1, sorted.size() - 1);
   const double frac = rank - static_cast<double>(lo);
   return sorted[lo] + (sorted[hi] - sorted[lo]) * frac;
+}
+
+std::string BenchmarkTimingsLine(const Metrics& m) {
+  std::ostringstream line;
+  line << "Inference timings in us: Init: " << std::llround(m.init_us)
+       << ", First inference: " << std::llround(m.first_us)
+       << ", Warmup (avg): " << m.warmup_mean_us << ", Inference (avg): " << m.mean_us;
+  return line.str();
 }
 
 LatencyStats ComputeLatencyStats(std::span<const double> samples_us) {

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "agent/base/sha256.h"
+#include "agent/runner/metrics.h"
 #include "agent/runner/runner_json.h"
 #include "agent/runner/tensor_files.h"
 #include "delegates/registry.h"
@@ -552,7 +553,12 @@ int RunnerMain(int argc, const char* const* argv, std::ostream& out, std::ostrea
     outcome.error = std::string("unexpected exception: ") + e.what();
   }
   err << ReportText(outcome);
-  if (parsed.options.json) out << ReportJson(outcome) << "\n";
+  if (parsed.options.json) {
+    out << ReportJson(outcome) << "\n";
+  } else if (outcome.status == RunnerStatus::kOk) {
+    // benchmark_model's summary line, for scripts written against it.
+    out << BenchmarkTimingsLine(outcome.metrics) << "\n";
+  }
   out.flush();
   return ExitCode(outcome.status);
 }

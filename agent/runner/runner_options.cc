@@ -29,6 +29,63 @@ CLI::Validator AtLeast(int min, const std::string& description) {
       description);
 }
 
+// benchmark_model's --use_xnnpack: true runs the xnnpack delegate, false the
+// CPU kernels; an explicit --delegate that says otherwise is a usage error.
+Result<void> ApplyUseXnnpack(const std::string& value, bool delegate_given, RunnerOptions& o) {
+  if (value.empty()) return Ok();
+  const std::string wanted = (value == "true" || value == "1") ? "xnnpack" : "cpu";
+  if (delegate_given && o.delegate != wanted) {
+    return MakeError("--use_xnnpack=" + value + " contradicts --delegate " + o.delegate);
+  }
+  o.delegate = wanted;
+  return Ok();
+}
+
+// The flags, into `o` (--delegate-options and --use_xnnpack as given, for
+// ParseCommandLine to check). benchmark_model's spellings are aliases.
+void AddFlags(CLI::App& app, RunnerOptions& o, std::string& delegate_options,
+              std::string& use_xnnpack) {
+  app.add_option("--model,--graph", o.model, "The .tflite model to run")->required();
+  app.add_option("--delegate", o.delegate, "Delegate to run with")->capture_default_str();
+  app.add_option("--delegate-options", delegate_options, "Delegate options, 'k1:v1;k2:v2'");
+  app.add_option("--num-threads,--num_threads", o.num_threads, "Threads the delegate may use")
+      ->check(AtLeast(1, "POSITIVE"))
+      ->capture_default_str();
+  app.add_option("--warmup-runs,--warmup_runs", o.warmup_runs,
+                 "Runs after the first one, not measured")
+      ->capture_default_str();
+  app.add_option("--num-runs,--num_runs", o.num_runs, "Measured runs")
+      ->check(AtLeast(1, "POSITIVE"))
+      ->capture_default_str();
+  app.add_option("--min-secs", o.min_secs,
+                 "Measured runs go on until --num-runs runs and this many seconds are done")
+      ->check(AtLeast(0, "NONNEGATIVE"))
+      ->capture_default_str();
+  app.add_option("--accuracy-reference", o.accuracy_reference,
+                 "Compare the outputs with this reference on the same inputs (only 'cpu': the "
+                 "single-thread reference kernels)")
+      ->check(CLI::IsMember({"cpu"}));
+  app.add_flag("--profile,--enable_op_profiling", o.profile,
+               "Time each node and op type (a delegated partition as one step) over --num-runs "
+               "extra runs");
+  app.add_option("--seed", o.seed, "Seed of the random inputs")->capture_default_str();
+  app.add_option("--inputs", o.inputs_dirs,
+                 "Folder with input_<i>.bin per model input (raw little-endian data); repeat it "
+                 "for several input sets (the measured runs use the first; accuracy covers "
+                 "all); default: seeded random inputs")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--dump-outputs", o.dump_outputs_dir,
+                 "Folder to write output_<i>.bin and outputs.json to");
+  app.add_option("--use_xnnpack", use_xnnpack,
+                 "benchmark_model's spelling: true is --delegate xnnpack, false --delegate cpu")
+      ->check(CLI::IsMember({"true", "false", "1", "0"}));
+  app.footer(ExitCodesHelp() +
+             "benchmark_model's flag spellings are accepted too: --graph, --num_runs, "
+             "--warmup_runs, --num_threads, --use_xnnpack, --enable_op_profiling.\n");
+  app.add_flag("--json", o.json, "Print one JSON document on stdout (human text goes to stderr)");
+}
+
 }  // namespace
 
 std::string ExitCodesHelp() {
@@ -55,44 +112,13 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   }
   RunnerOptions& o = parsed.options;
   std::string delegate_options;
+  std::string use_xnnpack;
   CLI::App app{
       "dfarm-runner: load a .tflite model, run it with a delegate and report latency, memory "
       "and outputs (docs/CONTRACTS.md)",
       "dfarm-runner"};
   app.set_version_flag("--version", std::string("dfarm-runner ") + DFARM_VERSION);
-  app.footer(ExitCodesHelp());
-  app.add_option("--model", o.model, "The .tflite model to run")->required();
-  app.add_option("--delegate", o.delegate, "Delegate to run with")->capture_default_str();
-  app.add_option("--delegate-options", delegate_options, "Delegate options, 'k1:v1;k2:v2'");
-  app.add_option("--num-threads", o.num_threads, "Threads the delegate may use")
-      ->check(AtLeast(1, "POSITIVE"))
-      ->capture_default_str();
-  app.add_option("--warmup-runs", o.warmup_runs, "Runs after the first one, not measured")
-      ->capture_default_str();
-  app.add_option("--num-runs", o.num_runs, "Measured runs")
-      ->check(AtLeast(1, "POSITIVE"))
-      ->capture_default_str();
-  app.add_option("--min-secs", o.min_secs,
-                 "Measured runs go on until --num-runs runs and this many seconds are done")
-      ->check(AtLeast(0, "NONNEGATIVE"))
-      ->capture_default_str();
-  app.add_option("--accuracy-reference", o.accuracy_reference,
-                 "Compare the outputs with this reference on the same inputs (only 'cpu': the "
-                 "single-thread reference kernels)")
-      ->check(CLI::IsMember({"cpu"}));
-  app.add_flag("--profile", o.profile,
-               "Time each node and op type (a delegated partition as one step) over --num-runs "
-               "extra runs");
-  app.add_option("--seed", o.seed, "Seed of the random inputs")->capture_default_str();
-  app.add_option("--inputs", o.inputs_dirs,
-                 "Folder with input_<i>.bin per model input (raw little-endian data); repeat it "
-                 "for several input sets (the measured runs use the first; accuracy covers "
-                 "all); default: seeded random inputs")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  app.add_option("--dump-outputs", o.dump_outputs_dir,
-                 "Folder to write output_<i>.bin and outputs.json to");
-  app.add_flag("--json", o.json, "Print one JSON document on stdout (human text goes to stderr)");
+  AddFlags(app, o, delegate_options, use_xnnpack);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -106,6 +132,11 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   } catch (const CLI::ParseError& e) {
     parsed.action = ParsedCommandLine::Action::kUsageError;
     parsed.error = e.what();
+    return parsed;
+  }
+  if (Result<void> r = ApplyUseXnnpack(use_xnnpack, app.count("--delegate") > 0, o); !r.ok()) {
+    parsed.action = ParsedCommandLine::Action::kUsageError;
+    parsed.error = r.message();
     return parsed;
   }
   auto options = ParseDelegateOptions(delegate_options);

@@ -119,5 +119,37 @@ TEST(RunnerOptionsTest, Help) {
   EXPECT_THAT(p.help, HasSubstr("--dump-outputs"));
 }
 
+TEST(RunnerOptionsTest, BenchmarkModelSpellings) {
+  ParsedCommandLine p =
+      Parse({"--graph=m.tflite", "--num_runs=7", "--warmup_runs=2", "--num_threads=3",
+             "--use_xnnpack=true", "--enable_op_profiling=true"});
+  ASSERT_EQ(p.action, Action::kRun) << p.error;
+  EXPECT_EQ(p.options.model, "m.tflite");
+  EXPECT_EQ(p.options.num_runs, 7u);
+  EXPECT_EQ(p.options.warmup_runs, 2u);
+  EXPECT_EQ(p.options.num_threads, 3u);
+  EXPECT_EQ(p.options.delegate, "xnnpack");
+  EXPECT_TRUE(p.options.profile);
+
+  p = Parse({"--graph", "m.tflite", "--use_xnnpack=false", "--enable_op_profiling=false"});
+  ASSERT_EQ(p.action, Action::kRun) << p.error;
+  EXPECT_EQ(p.options.delegate, "cpu");
+  EXPECT_FALSE(p.options.profile);
+  EXPECT_EQ(Parse({"--graph=m", "--use_xnnpack=1"}).options.delegate, "xnnpack");
+  EXPECT_EQ(Parse({"--graph=m", "--delegate", "xnnpack", "--use_xnnpack=true"}).options.delegate,
+            "xnnpack");
+}
+
+TEST(RunnerOptionsTest, BenchmarkModelSpellingsRefused) {
+  ParsedCommandLine p = Parse({"--graph=m", "--delegate", "external", "--use_xnnpack=true"});
+  EXPECT_EQ(p.action, Action::kUsageError);
+  EXPECT_THAT(p.error, HasSubstr("--use_xnnpack=true contradicts --delegate external"));
+  EXPECT_EQ(Parse({"--graph=m", "--use_xnnpack=maybe"}).action, Action::kUsageError);
+  EXPECT_EQ(Parse({"--graph=m", "--num_runs=0"}).action, Action::kUsageError);
+  ParsedCommandLine help = Parse({"--help"});
+  EXPECT_THAT(help.help, HasSubstr("--graph"));
+  EXPECT_THAT(help.help, HasSubstr("--use_xnnpack"));
+}
+
 }  // namespace
 }  // namespace dfarm::runner

@@ -23,6 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
 
 struct Process {
   int exit_code = -1;
@@ -109,7 +110,10 @@ TEST_F(RunnerTest, InputsAndDumpedOutputs) {
   Process p = RunRunner({"--model", model, "--inputs", (dir_ / "in").string(), "--dump-outputs",
                          (dir_ / "out").string(), "--num-runs", "3"});
   ASSERT_EQ(p.exit_code, 0) << p.err;
-  EXPECT_TRUE(p.out.empty()) << "stdout without --json: " << p.out;
+  // Without --json, stdout holds benchmark_model's summary line only.
+  EXPECT_THAT(p.out, MatchesRegex("Inference timings in us: Init: [0-9]+, First inference: "
+                                  "[0-9]+, Warmup \\(avg\\): [0-9.e+-]+, Inference \\(avg\\): "
+                                  "[0-9.e+-]+\n"));
   // (2v + 0.5, -v), clamped at 0, per pixel v.
   EXPECT_THAT(ReadFloats(dir_ / "out" / "output_0.bin"),
               ElementsAre(2.5f, 0.0f, 0.0f, 2.0f, 6.5f, 0.0f, 1.0f, 0.0f));
