@@ -137,6 +137,7 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   AddTagCommands(app, ctx);
   AddHistoryCommands(app, ctx);
   AddNodeCommand(app, ctx);
+  AddImportCommands(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

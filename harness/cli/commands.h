@@ -39,6 +39,8 @@ void AddTagCommands(CLI::App& app, Context& ctx);
 void AddHistoryCommands(CLI::App& app, Context& ctx);
 // `dfarm node` (node_command.cc): a host of a farm.
 void AddNodeCommand(CLI::App& app, Context& ctx);
+// `dfarm import benchmark-log` (import_command.cc): Google's tools' logs into history.
+void AddImportCommands(CLI::App& app, Context& ctx);
 
 // --db FILE, default ./dfarm.db, env DFARM_DB.
 void AddDbOption(CLI::App& cmd, std::string& db);
