@@ -405,6 +405,42 @@ TEST(CliTest, ShowCountsConstantsFoldedAtLoadApart) {
   EXPECT_EQ(doc["jobs"][1]["placement"]["folded_nodes"], 2);
 }
 
+// A run of two runtime builds (an A/B sweep) names each job's build in a
+// RUNNER column; a run of one build has none.
+TEST(CliTest, ShowNamesTheRunnerWhenARunHasSeveral) {
+  harness::TempDir dir;
+  std::string db = (dir.path() / "x.db").string();
+  {
+    auto store = store::OpenSqliteStore(db);
+    ASSERT_TRUE(store.ok());
+    for (const char* name : {"ab", "one"}) {
+      auto run = (*store)->CreateRun(name, "{}");
+      ASSERT_TRUE(run.ok());
+      store::JobRow j;
+      j.model = "m.tflite";
+      j.delegate = "cpu";
+      j.device = "local";
+      j.runner = "main";
+      j.runner_sha256 = std::string(64, 'a');
+      ASSERT_TRUE((*store)->AddJob(*run, j).ok());
+      if (std::string(name) == "ab") {
+        j.runner = "candidate";
+        j.runner_sha256 = std::string(64, 'b');
+      }
+      ASSERT_TRUE((*store)->AddJob(*run, j).ok());
+    }
+  }
+  Outcome o = Call({"show", "1", "--db", db});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_THAT(o.out, HasSubstr("JOB\tRUNNER\tMODEL"));
+  EXPECT_THAT(o.out, HasSubstr("\tmain@aaaaaaaaaaaa\tm.tflite"));
+  EXPECT_THAT(o.out, HasSubstr("\tcandidate@bbbbbbbbbbbb\tm.tflite"));
+  o = Call({"show", "2", "--db", db});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_THAT(o.out, HasSubstr("JOB\tMODEL"));
+  EXPECT_THAT(o.out, Not(HasSubstr("RUNNER")));
+}
+
 // dfarm tag / untag, runs --tag, and tag:NAME wherever a RUN is taken.
 TEST(CliTest, TagsNameRuns) {
   harness::TempDir dir;

@@ -218,8 +218,24 @@ bool HasTrials(const store::RunRow& run, const std::vector<store::JobRow>& jobs)
   return std::any_of(jobs.begin(), jobs.end(), [](const store::JobRow& j) { return j.trial > 0; });
 }
 
+// A job's runtime build as `show` names it: "NAME@SHA12" ("default" for the
+// default runner; the sha256's first 12 digits, "?" when the run predates it).
+std::string RunnerLabel(const store::JobRow& j) {
+  return (j.runner.empty() ? std::string("default") : j.runner) + "@" +
+         (j.runner_sha256.empty() ? std::string("?") : j.runner_sha256.substr(0, 12));
+}
+
+// Whether the run's jobs ran more than one runtime build (an A/B sweep, or
+// one runner's builds for two ABIs): then `show` has a RUNNER column.
+bool HasSeveralRunners(const std::vector<store::JobRow>& jobs) {
+  return std::any_of(jobs.begin(), jobs.end(), [&](const store::JobRow& j) {
+    return RunnerLabel(j) != RunnerLabel(jobs.front());
+  });
+}
+
 // show RUN: the run's line and one job a line under a header (with a TRIAL
-// column when the run has repeats).
+// column when the run has repeats, a RUNNER column when it ran several
+// runtime builds).
 int PrintTable(store::Store& store, const store::RunRow& run, std::vector<store::JobRow> jobs,
                Context& ctx) {
   // The table's accuracy column (reports::AccuracyLabel) needs each job's comparison.
@@ -228,17 +244,19 @@ int PrintTable(store::Store& store, const store::RunRow& run, std::vector<store:
     return ctx.Fail(accuracy.error());
   }
   const bool trials = HasTrials(run, jobs);
+  const bool runners = HasSeveralRunners(jobs);
   const reports::RunReport report{run, std::move(jobs), std::move(*accuracy)};
   ctx.out << "run " << run.id << " '" << run.name << "' " << run.status << ", created "
           << run.created_at;
   if (!run.finished_at.empty()) ctx.out << ", finished " << run.finished_at;
   for (const std::string& t : run.tags) ctx.out << ", tag " << t;
-  ctx.out << "\n\nJOB" << (trials ? "\tTRIAL" : "")
+  ctx.out << "\n\nJOB" << (trials ? "\tTRIAL" : "") << (runners ? "\tRUNNER" : "")
           << "\tMODEL\tDELEGATE\tDEVICE\tSTATUS\tMEAN_MS\tP90_MS\tPEAK_RSS_MIB\tPLACEMENT"
              "\tDEVICE_STATE\tMAX_ERR_VS_CPU\n";
   for (const store::JobRow& j : report.jobs) {
     ctx.out << j.id;
     if (trials) ctx.out << "\t" << j.trial;
+    if (runners) ctx.out << "\t" << harness::TerminalSafe(RunnerLabel(j));
     ctx.out << "\t" << j.model << "\t" << TableDelegate(j) << "\t" << j.device << "\t" << j.status;
     if (j.metrics) {
       char rss[32];
