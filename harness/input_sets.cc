@@ -533,15 +533,21 @@ Result<std::vector<PreparedInputSet>> PrepareInputSets(const InputsSpec& inputs,
   return out;
 }
 
-std::string DefaultInputsCacheDir() {
-  if (const char* d = std::getenv("DFARM_INPUTS_CACHE"); d && *d) return d;
+std::string CacheDir(const char* env, const std::string& name) {
+  if (const char* d = std::getenv(env); d && *d) return d;
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) {
-    return (fs::path(x) / "dfarm" / "inputs").string();
+    return (fs::path(x) / "dfarm" / name).string();
   }
   if (const char* home = std::getenv("HOME"); home && *home) {
-    return (fs::path(home) / ".cache" / "dfarm" / "inputs").string();
+    return (fs::path(home) / ".cache" / "dfarm" / name).string();
   }
-  return (fs::temp_directory_path() / ("dfarm-inputs-" + std::to_string(::getuid()))).string();
+  std::string folder = "dfarm-";
+  folder += name;
+  folder += '-';
+  folder += std::to_string(::getuid());
+  return (fs::temp_directory_path() / folder).string();
 }
+
+std::string DefaultInputsCacheDir() { return CacheDir("DFARM_INPUTS_CACHE", "inputs"); }
 
 }  // namespace dfarm::harness

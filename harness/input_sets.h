@@ -84,8 +84,12 @@ struct PreparedInputSet {
 Result<std::vector<PreparedInputSet>> PrepareInputSets(const InputsSpec& inputs,
                                                        const std::string& cache_dir);
 
-// Where packed sets go: $DFARM_INPUTS_CACHE, else $XDG_CACHE_HOME/dfarm/inputs,
-// else ~/.cache/dfarm/inputs.
+// A cache folder of dfarm's on this host: $`env` when set, else
+// $XDG_CACHE_HOME/dfarm/NAME, else ~/.cache/dfarm/NAME, else
+// TMPDIR/dfarm-NAME-UID.
+std::string CacheDir(const char* env, const std::string& name);
+
+// Where packed sets go: CacheDir("DFARM_INPUTS_CACHE", "inputs").
 std::string DefaultInputsCacheDir();
 
 }  // namespace dfarm::harness

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "agent/base/sha256.h"
+#include "harness/input_sets.h"
 #include "harness/queue_job.h"
 #include "harness/scheduler.h"
 
@@ -204,16 +205,7 @@ class FileCache {
 
 }  // namespace
 
-std::string DefaultNodeCacheDir() {
-  if (const char* d = std::getenv("DFARM_NODE_CACHE"); d && *d) return d;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) {
-    return (fs::path(x) / "dfarm" / "node").string();
-  }
-  if (const char* home = std::getenv("HOME"); home && *home) {
-    return (fs::path(home) / ".cache" / "dfarm" / "node").string();
-  }
-  return (fs::temp_directory_path() / ("dfarm-node-" + std::to_string(::getuid()))).string();
-}
+std::string DefaultNodeCacheDir() { return CacheDir("DFARM_NODE_CACHE", "node"); }
 
 Result<NodeSummary> RunNode(const NodeOptions& o) {
   if (o.devices.empty()) {
