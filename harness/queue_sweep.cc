@@ -14,10 +14,6 @@
 namespace dfarm::harness {
 namespace {
 
-// A node whose heartbeat is older than this is taken for gone when a sweep
-// says which of its targets no node serves.
-constexpr int64_t kNodeGoneAfterSeconds = 60;
-
 // Stores every build of every runner of the sweep (PutBlob); returns runner
 // name -> ABI -> sha256.
 Result<std::map<std::string, std::map<std::string, std::string>>> UploadRunners(
@@ -58,9 +54,7 @@ std::vector<std::string> UnservedTargets(const std::map<std::string, std::string
   std::set<std::string> live;
   if (auto nodes = store.ListNodes(); nodes) {
     for (const store::NodeRow& n : *nodes) {
-      if (n.state != store::kNodeStopped && n.heartbeat_age_s <= kNodeGoneAfterSeconds) {
-        live.insert(n.name);
-      }
+      if (store::NodeAlive(n)) live.insert(n.name);
     }
   }
   std::vector<store::DeviceTraits> served;

@@ -52,13 +52,6 @@ struct Known {
   std::map<std::string, store::NodeRow> nodes;  // a farm's nodes, by name
 };
 
-// A node whose heartbeat is older than this counts as lost.
-constexpr int64_t kNodeLostAfterSeconds = 60;
-
-bool NodeAlive(const store::NodeRow& n) {
-  return n.state != store::kNodeStopped && n.heartbeat_age_s <= kNodeLostAfterSeconds;
-}
-
 // Device name -> (state, what to do), as adb (or USB) says.
 using AdbRows = std::map<std::string, std::pair<std::string, std::string>>;
 
@@ -147,7 +140,7 @@ json DeviceEntry(const std::string& name, const Known& known, const AdbRows& adb
   if (node != known.nodes.end()) {
     // A farm node's device: its node reaches it, not this host.
     entry["node"] = row->node;
-    state = NodeAlive(node->second) ? "online" : "offline";
+    state = store::NodeAlive(node->second) ? "online" : "offline";
     if (state == "offline") {
       why =
           "its node '" + row->node + "' is " +
@@ -230,13 +223,14 @@ void PrintDeviceLine(const json& entry, Context& ctx) {
 json NodesJson(const Known& known) {
   json nodes = json::array();
   for (const auto& [name, n] : known.nodes) {
-    nodes.push_back({{"name", name},
-                     {"host", n.host},
-                     {"pid", n.pid},
-                     {"state", NodeAlive(n) || n.state == store::kNodeStopped ? n.state : "lost"},
-                     {"heartbeat_age_s", n.heartbeat_age_s},
-                     {"started_at", n.started_at},
-                     {"devices", n.devices}});
+    nodes.push_back(
+        {{"name", name},
+         {"host", n.host},
+         {"pid", n.pid},
+         {"state", store::NodeAlive(n) || n.state == store::kNodeStopped ? n.state : "lost"},
+         {"heartbeat_age_s", n.heartbeat_age_s},
+         {"started_at", n.started_at},
+         {"devices", n.devices}});
   }
   return nodes;
 }

@@ -304,9 +304,18 @@ struct NodeRow {
   std::vector<std::string> devices;
 };
 
+// A node that has not sent a heartbeat for this long is taken for lost
+// (`dfarm devices`, the targets a farm sweep says no node serves).
+inline constexpr int64_t kNodeLostAfterSeconds = 60;
+
 inline constexpr const char* kNodeRunning = "running";
 inline constexpr const char* kNodeDraining = "draining";  // SIGTERM: finishing its jobs
 inline constexpr const char* kNodeStopped = "stopped";
+
+// Whether `n` is a node that is not stopped and has sent a heartbeat lately.
+inline bool NodeAlive(const NodeRow& n) {
+  return n.state != kNodeStopped && n.heartbeat_age_s <= kNodeLostAfterSeconds;
+}
 
 // A device as a job's target matches it.
 struct DeviceTraits {
