@@ -114,6 +114,26 @@ int Progress::ColumnsLocked() const {
   return TerminalColumns(fd);
 }
 
+std::string JobLabel(const std::string& model_file, const std::string& delegate,
+                     const std::string& shown_options, uint32_t threads,
+                     const std::string& device) {
+  const size_t dot = model_file.rfind('.');
+  std::string s = dot == std::string::npos || dot == 0 ? model_file : model_file.substr(0, dot);
+  s += " " + delegate;
+  if (!shown_options.empty()) s += "(" + shown_options + ")";
+  if (threads != 1) s += " x" + std::to_string(threads) + " threads";
+  return s + " " + device;
+}
+
+std::string JobDoneDetail(const std::string& status, const std::string& error,
+                          std::optional<double> mean_us) {
+  if (status != "ok") return ": " + error;
+  if (!mean_us) return "";
+  char figure[64];
+  std::snprintf(figure, sizeof figure, " mean %.1f ms", *mean_us / 1000.0);
+  return figure;
+}
+
 std::string Progress::FormatDuration(std::chrono::seconds s) {
   long long t = s.count() < 0 ? 0 : s.count();
   char buf[32];

@@ -11,10 +11,22 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <ostream>
 #include <string>
 
 namespace dfarm::harness {
+
+// How progress lines name a job: the model file without its extension, the
+// delegate with its options as shown ("xnnpack(fp16:true)"), the threads when
+// not 1, and the device: "face_detection_short_range xnnpack x2 threads local".
+std::string JobLabel(const std::string& model_file, const std::string& delegate,
+                     const std::string& shown_options, uint32_t threads, const std::string& device);
+
+// What Progress::JobDone shows after a job's status: " mean 1.2 ms" for an ok
+// job with a mean, ": ERROR" for any other.
+std::string JobDoneDetail(const std::string& status, const std::string& error,
+                          std::optional<double> mean_us);
 
 class Progress {
  public:

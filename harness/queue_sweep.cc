@@ -101,16 +101,8 @@ std::vector<SweepJob> JobsPerRunner(
   return out;
 }
 
-std::string Stem(const std::string& file) {
-  size_t dot = file.rfind('.');
-  return dot == std::string::npos || dot == 0 ? file : file.substr(0, dot);
-}
-
 std::string Label(const store::JobRow& j) {
-  std::string s = Stem(j.model) + " " + j.delegate;
-  if (!j.delegate_options.empty()) s += "(" + j.delegate_options + ")";
-  if (j.num_threads > 1) s += " x" + std::to_string(j.num_threads) + " threads";
-  return s + " " + j.device;
+  return JobLabel(j.model, j.delegate, j.delegate_options, j.num_threads, j.device);
 }
 
 }  // namespace
@@ -182,11 +174,10 @@ Result<SweepSummary> FollowRun(int64_t run_id, store::Store& store, const SweepO
       }
       if (!final || !ended.insert(j.id).second) continue;
       if (running.erase(j.id)) progress.JobStopped(Label(j));
-      char figure[64] = "";
-      if (j.status == store::kJobOk && j.metrics) {
-        std::snprintf(figure, sizeof figure, " mean %.1f ms", j.metrics->mean_us / 1000.0);
-      }
-      progress.JobDone(Label(j), j.status, j.status == store::kJobOk ? figure : ": " + j.error);
+      progress.JobDone(
+          Label(j), j.status,
+          JobDoneDetail(j.status, j.error,
+                        j.metrics ? std::optional<double>(j.metrics->mean_us) : std::nullopt));
     }
     if (ended.size() == rows->size()) break;
     auto deadline = std::chrono::steady_clock::now() + poll;

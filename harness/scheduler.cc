@@ -35,18 +35,10 @@ std::string OneLine(std::string s) {
   return s;
 }
 
-std::string Stem(const std::string& file) {
-  size_t dot = file.rfind('.');
-  return dot == std::string::npos || dot == 0 ? file : file.substr(0, dot);
-}
-
 std::string Label(const SweepJob& job, const std::string& device) {
-  std::string s = Stem(job.model.file) + " " + job.delegate.name;
-  if (!job.delegate.options.empty()) s += "(" + job.delegate.ShownOptionsString() + ")";
-  if (job.benchmark.num_threads != 1) {
-    s += " x" + std::to_string(job.benchmark.num_threads) + " threads";
-  }
-  return s + " " + device;
+  return JobLabel(job.model.file, job.delegate.name,
+                  job.delegate.options.empty() ? "" : job.delegate.ShownOptionsString(),
+                  job.benchmark.num_threads, device);
 }
 
 // The wire form of a scheduled job: the one conversion from the host's job to
@@ -710,12 +702,10 @@ class Scheduler {
       return Ok();
     }
     if (ctx_.progress) {
-      char figure[64] = "";
-      if (o.status == store::kJobOk && o.metrics) {
-        std::snprintf(figure, sizeof figure, " mean %.1f ms", o.metrics->mean_us / 1000.0);
-      }
-      ctx_.progress->JobDone(Label(job, w.device), o.status,
-                             o.status == store::kJobOk ? std::string(figure) : ": " + o.error);
+      ctx_.progress->JobDone(
+          Label(job, w.device), o.status,
+          JobDoneDetail(o.status, o.error,
+                        o.metrics ? std::optional<double>(o.metrics->mean_us) : std::nullopt));
     }
     return Ok();
   }
