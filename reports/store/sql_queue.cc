@@ -34,6 +34,14 @@ Result<void> RunWith(Conn& db, const std::string& sql, std::initializer_list<Val
 
 // A job whose status was written outside RecordJobResult still gets a
 // results row, so that every final job has one.
+// Ends claim `claim_id` of a job: its end time and how it ended (kClaim*).
+Result<void> EndClaim(Conn& db, int64_t job_id, int64_t claim_id, const char* outcome) {
+  return RunWith(db,
+                 "UPDATE job_claims SET ended_unix = " + NowUnixSql(db.dialect()) +
+                     ", outcome = ? WHERE job_id = ? AND claim_id = ?",
+                 {outcome, job_id, claim_id});
+}
+
 Result<void> InsertInfraResult(Conn& db, int64_t job_id) {
   if (auto r = RunWith(db, "DELETE FROM results WHERE job_id = ?", {job_id}); !r) return r;
   return RunWith(db,
@@ -193,13 +201,7 @@ Result<bool> ReleaseClaim(Conn& db, int64_t job_id, int64_t claim_id) {
   }
   const bool held = db.Changes() > 0;
   if (held) {
-    if (auto r = RunWith(db,
-                         "UPDATE job_claims SET ended_unix = " + NowUnixSql(db.dialect()) +
-                             ", outcome = ? WHERE job_id = ? AND claim_id = ?",
-                         {kClaimReleased, job_id, claim_id});
-        !r) {
-      return r.error();
-    }
+    if (auto r = EndClaim(db, job_id, claim_id, kClaimReleased); !r) return r.error();
     if (auto r = db.Notify(kWorkChannel); !r) return r.error();
   }
   if (auto r = tx->Commit(); !r) return r.error();
@@ -232,13 +234,7 @@ Result<std::vector<int64_t>> ReapExpiredClaims(Conn& db, int64_t max_claims) {
   std::vector<int64_t> failed;  // recorded infra: their runs may be done
   bool requeued = false;
   for (const Expired& e : expired) {
-    if (auto r = RunWith(db,
-                         "UPDATE job_claims SET ended_unix = " + now +
-                             ", outcome = ? WHERE job_id = ? AND claim_id = ?",
-                         {kClaimReaped, e.id, e.claim_id});
-        !r) {
-      return r.error();
-    }
+    if (auto r = EndClaim(db, e.id, e.claim_id, kClaimReaped); !r) return r.error();
     if (e.claim_id >= max_claims) {
       const std::string why = "lost " + std::to_string(e.claim_id) +
                               " times: the node running it stopped renewing its lease (last: '" +
@@ -317,13 +313,7 @@ Result<void> AfterJobRecorded(Conn& db, int64_t job_id, int64_t claim_id) {
         !r) {
       return r;
     }
-    if (auto r = RunWith(db,
-                         "UPDATE job_claims SET ended_unix = " + NowUnixSql(db.dialect()) +
-                             ", outcome = ? WHERE job_id = ? AND claim_id = ?",
-                         {kClaimFinished, job_id, claim_id});
-        !r) {
-      return r;
-    }
+    if (auto r = EndClaim(db, job_id, claim_id, kClaimFinished); !r) return r;
   }
   return Ok();
 }
