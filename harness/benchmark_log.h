@@ -39,6 +39,7 @@
 
 #include "agent/base/result.h"
 #include "agent/runner/runner_json.h"  // runner::Metrics, runner::OutputAccuracy
+#include "harness/runner_output.h"
 
 namespace dfarm::harness {
 
@@ -144,5 +145,14 @@ struct InferenceDiffLog {
 // Parses inference_diff's output. Fails, naming what is missing, when the
 // text has no "Test run latency" line or no "OutputDiff[i]" line.
 Result<InferenceDiffLog> ParseInferenceDiffLog(std::string_view text);
+
+// What a job of a tool runner (runner kind "benchmark_model" or
+// "inference_diff"; the agent returns the tool's whole log, stdout and stderr
+// together, in JobResult::runner_json) becomes in the store: the same
+// RunnerOutput a dfarm-runner document gives (status "ok" or the failure's
+// class, metrics, placement from the delegation lines, accuracy from
+// inference_diff's OutputDiff lines with reference "cpu"). A log the parser
+// cannot read fails, naming what is missing.
+Result<RunnerOutput> ToolRunnerOutput(std::string_view kind, std::string_view log);
 
 }  // namespace dfarm::harness

@@ -32,6 +32,9 @@ struct SweepJob {
   std::string runner;         // RunnerSpec::name
   std::string runner_path;    // the dfarm-runner file on the host
   std::string runner_sha256;  // its content
+  // The runner's kind (RunnerSpec::kind): "dfarm", "tflite",
+  // "benchmark_model", "inference_diff". Not keyed (the build's sha256 is).
+  std::string runner_kind = "dfarm";
   // The model's input sets (spec "inputs"), packed (agent/protocol/input_set.h):
   // each set's sha256 and its packed file on the host, in set order; pushed
   // as artifacts of kind "inputs". Keyed (JobKeyOf) when not empty.

@@ -90,8 +90,14 @@ struct SchedulerSpec {
 // ABI; each device gets the build for the ABI its agent reports. Several
 // runners are a matrix axis (A/B of runtime releases).
 struct RunnerSpec {
-  std::string name;                           // "main"; [A-Za-z0-9_.-]{1,64}
-  std::map<std::string, std::string> builds;  // ABI ("x86_64", "arm64-v8a") -> absolute path
+  std::string name;  // "main"; [A-Za-z0-9_.-]{1,64}
+  // The command-line contract (agent/protocol/runner_kinds.h): "dfarm"
+  // (default), "tflite", "benchmark_model", "inference_diff".
+  std::string kind = "dfarm";
+  // ABI ("x86_64", "arm64-v8a") -> absolute path of a program or a bundle
+  // (agent/protocol/bundle.h). Empty in the spec: the kind's default builds
+  // (dfarm, tflite), filled in by the sweep (EffectiveRunners).
+  std::map<std::string, std::string> builds;
 };
 
 // A device entry that is not a URI (spec "devices": [{"abi":"arm64-v8a"}]):

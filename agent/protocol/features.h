@@ -31,6 +31,13 @@ inline constexpr std::string_view kFeatureDeviceState = "device_state";
 // agent that lists this feature (an older agent would drop it silently and
 // measure random inputs).
 inline constexpr std::string_view kFeatureInputs = "inputs";
+// Runner builds may be bundles (agent/protocol/bundle.h): the agent unpacks
+// one and runs its program through its loader. A host pushes a bundle only
+// to an agent that lists this feature (an older one would exec the archive).
+inline constexpr std::string_view kFeatureBundles = "bundles";
+// RunJob.runner_kind (agent/protocol/runner_kinds.h): runners of other
+// command-line contracts (Google's benchmark_model, inference_diff).
+inline constexpr std::string_view kFeatureRunnerKinds = "runner_kinds";
 inline constexpr std::string_view kKnownFeatures[] = {
     kFeatureArtifacts, kFeatureRunJob, kFeatureAuthHmac, kFeatureHeartbeat,   kFeaturePutResume,
     kFeaturePlugin,    kFeatureCancel, kFeatureProgress, kFeatureDeviceState, kFeatureInputs};

@@ -71,8 +71,10 @@ flatbuffers::Offset<wire::RunJob> BuildRunJob(flatbuffers::FlatBufferBuilder& fb
   if (!job.accuracy_reference.empty()) accuracy = fbb.CreateString(job.accuracy_reference);
   flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>> inputs;
   if (!job.input_set_sha256s.empty()) inputs = fbb.CreateVectorOfStrings(job.input_set_sha256s);
+  flatbuffers::Offset<flatbuffers::String> kind;
+  if (!job.runner_kind.empty()) kind = fbb.CreateString(job.runner_kind);
   return wire::CreateRunJob(fbb, runner, model, delegate, options, job.num_threads, job.warmup_runs,
-                            job.num_runs, job.timeout_ms, plugin, accuracy, inputs);
+                            job.num_runs, job.timeout_ms, plugin, accuracy, inputs, kind);
 }
 
 JobSpec ReadRunJob(const wire::RunJob& msg) {
@@ -90,6 +92,7 @@ JobSpec ReadRunJob(const wire::RunJob& msg) {
   if (const auto* sets = msg.input_sets()) {
     for (const auto* s : *sets) job.input_set_sha256s.push_back(Str(s));
   }
+  job.runner_kind = Str(msg.runner_kind());
   return job;
 }
 

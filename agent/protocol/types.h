@@ -55,6 +55,10 @@ struct JobSpec {
   // into a folder of input_<i>.bin and passes the runner one --inputs per set.
   // Empty: the runner's seeded random inputs.
   std::vector<std::string> input_set_sha256s;
+  // Feature "runner_kinds": the command-line contract of the runner build
+  // (agent/protocol/runner_kinds.h); "" is dfarm-runner's. A host sends a
+  // kind other than "" only to an agent that lists "runner_kinds".
+  std::string runner_kind;
 };
 
 // One CPU's cpufreq state (/sys/devices/system/cpu/cpuN). Unset: unreadable.
