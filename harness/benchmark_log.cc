@@ -5,9 +5,11 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <regex>
 #include <sstream>
 
+#include "agent/protocol/runner_kinds.h"
 #include "agent/protocol/status.h"
 
 namespace dfarm::harness {
@@ -446,6 +448,93 @@ Result<InferenceDiffLog> ParseInferenceDiffLog(std::string_view text) {
                      "output");
   }
   return log;
+}
+
+namespace {
+
+// The threads the log says the CPU ran with ("#threads used for CPU
+// inference", else "Num threads"); 0 when it says neither.
+int64_t ThreadsUsed(const BenchmarkLog& log) {
+  int64_t threads = 0;
+  for (const auto& [name, value] : log.flags) {
+    if (name != "#threads used for CPU inference" && !(name == "Num threads" && threads == 0)) {
+      continue;
+    }
+    if (auto v = Number(value); v && *v > 0) threads = static_cast<int64_t>(*v);
+  }
+  return threads;
+}
+
+// The placement the "Replacing N out of M node(s) ..." lines tell: counts,
+// not which nodes, so the entries are numbered in order, the N delegated
+// first (op unknown, partition unknown), then the M - N left on the CPU. M
+// is the first line's (later lines count the graph after an earlier
+// delegate); without it only the delegated nodes are listed. Unset when the
+// log has no such line.
+std::optional<store::JobPlacement> PlacementOf(const BenchmarkLog& log) {
+  if (log.delegations.empty()) return std::nullopt;
+  store::JobPlacement p;
+  int64_t delegated = 0;
+  for (const BenchmarkDelegation& d : log.delegations) {
+    p.partitions += d.partitions;
+    delegated += d.delegated_nodes;
+  }
+  const std::string delegate =
+      log.delegate.empty() ? DelegateName(log.delegations.front().kernel) : log.delegate;
+  const int64_t total = std::max(log.delegations.front().total_nodes, delegated);
+  for (int64_t i = 0; i < total || (total == 0 && i < delegated); ++i) {
+    store::PlacementNode n;
+    n.index = i;
+    n.delegate = i < delegated ? delegate : "cpu";
+    p.nodes.push_back(std::move(n));
+  }
+  return p;
+}
+
+Result<RunnerOutput> BenchmarkModelOutput(std::string_view text) {
+  auto log = ParseBenchmarkModelLog(text);
+  if (!log) return MakeError(log.error().kind, "benchmark_model log: " + log.message());
+  RunnerOutput out;
+  out.status = BenchmarkLogStatus(*log);
+  out.error = log->failure;
+  if (log->failure.empty()) out.metrics = store::JobMetrics{log->metrics, ThreadsUsed(*log)};
+  out.placement = PlacementOf(*log);
+  return out;
+}
+
+Result<RunnerOutput> InferenceDiffOutput(std::string_view text) {
+  auto log = ParseInferenceDiffLog(text);
+  if (!log) return MakeError(log.error().kind, "inference_diff log: " + log.message());
+  RunnerOutput out;
+  out.status = JobStatusName(JobStatus::kOk);
+  store::JobMetrics m;
+  m.mean_us = log->test.avg_us;
+  m.std_us = log->test.std_us;
+  m.num_runs = log->num_runs;
+  out.metrics = m;
+  store::Accuracy accuracy;
+  accuracy.reference = "cpu";  // the tool's reference run: the CPU, one thread
+  for (runner::OutputAccuracy o : log->outputs) {
+    // Figures the tool does not compute: NaN, which the store keeps as NULL.
+    o.max_abs_error = std::numeric_limits<double>::quiet_NaN();
+    o.rmse = std::numeric_limits<double>::quiet_NaN();
+    accuracy.outputs.push_back(std::move(o));
+  }
+  std::sort(accuracy.outputs.begin(), accuracy.outputs.end(),
+            [](const auto& a, const auto& b) { return a.index < b.index; });
+  out.accuracy = std::move(accuracy);
+  return out;
+}
+
+}  // namespace
+
+Result<RunnerOutput> ToolRunnerOutput(std::string_view kind, std::string_view log) {
+  if (kind == agent::kRunnerKindBenchmarkModel) return BenchmarkModelOutput(log);
+  if (kind == agent::kRunnerKindInferenceDiff) return InferenceDiffOutput(log);
+  return MakeError(ErrorKind::kInvalidInput,
+                   "runner kind '" + std::string(kind) + "' prints no tool log (only '" +
+                       std::string(agent::kRunnerKindBenchmarkModel) + "' and '" +
+                       std::string(agent::kRunnerKindInferenceDiff) + "' do)");
 }
 
 }  // namespace dfarm::harness

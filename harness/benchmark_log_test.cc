@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -267,6 +268,109 @@ TEST(InferenceDiffLogTest, SeveralOutputsWithPrefixesAndErrors) {
   bad = ParseInferenceDiffLog("Test run latency: avg=5(us), std_dev=1(us)\n");
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.message(), HasSubstr("OutputDiff"));
+}
+
+// ToolRunnerOutput: a tool runner's log as the store keeps a job.
+
+TEST(ToolRunnerOutputTest, BenchmarkModelXnnpackWithPeakMemoryAndPlacement) {
+  auto out = ToolRunnerOutput("benchmark_model", Sample("tflite_xnnpack_cros_peak_memory.txt"));
+  ASSERT_TRUE(out.ok()) << out.message();
+  EXPECT_EQ(out->status, "ok");
+  EXPECT_EQ(out->error, "");
+  ASSERT_TRUE(out->metrics.has_value());
+  EXPECT_EQ(out->metrics->init_us, 3337);
+  EXPECT_EQ(out->metrics->first_us, 81913);
+  EXPECT_DOUBLE_EQ(out->metrics->warmup_mean_us, 58984.7);
+  EXPECT_DOUBLE_EQ(out->metrics->mean_us, 56265.8);
+  EXPECT_EQ(out->metrics->std_us, 982);
+  EXPECT_EQ(out->metrics->min_us, 54669);
+  EXPECT_EQ(out->metrics->max_us, 60236);
+  EXPECT_EQ(out->metrics->num_runs, 1061);
+  EXPECT_EQ(out->metrics->peak_rss_bytes, 97767444);  // 93.2383 MiB
+  EXPECT_EQ(out->metrics->threads_used, 0);           // the excerpt echoes no flag
+  EXPECT_TRUE(out->samples_us.empty());               // the tool prints none
+  EXPECT_FALSE(out->accuracy.has_value());
+  // "Replacing 58 out of 58 node(s) with delegate (TfLiteXNNPackDelegate)
+  // node, yielding 1 partitions".
+  ASSERT_TRUE(out->placement.has_value());
+  EXPECT_EQ(out->placement->partitions, 1);
+  ASSERT_EQ(out->placement->nodes.size(), 58u);
+  for (const store::PlacementNode& n : out->placement->nodes) EXPECT_EQ(n.delegate, "xnnpack");
+  EXPECT_EQ(out->placement->nodes.back().index, 57);
+}
+
+TEST(ToolRunnerOutputTest, BenchmarkModelCpuNodesAreTheRestOfTheTotal) {
+  auto out = ToolRunnerOutput(
+      "benchmark_model",
+      "INFO: Replacing 7 out of 10 node(s) with delegate (TfLiteGpuDelegateV2) node, yielding 2 "
+      "partitions.\nINFO: Inference timings in us: Init: 5, First inference: 4, Warmup (avg): 3, "
+      "Inference (avg): 2.5\n");
+  ASSERT_TRUE(out.ok()) << out.message();
+  ASSERT_TRUE(out->placement.has_value());
+  EXPECT_EQ(out->placement->partitions, 2);
+  ASSERT_EQ(out->placement->nodes.size(), 10u);
+  int64_t gpu = 0;
+  for (const store::PlacementNode& n : out->placement->nodes) gpu += n.delegate == "gpu";
+  EXPECT_EQ(gpu, 7);
+  EXPECT_EQ(out->placement->nodes[9].delegate, "cpu");
+  EXPECT_DOUBLE_EQ(out->metrics->mean_us, 2.5);
+}
+
+TEST(ToolRunnerOutputTest, BenchmarkModelThreadsFromTheFlagEcho) {
+  auto out = ToolRunnerOutput("benchmark_model", Sample("tflite_xnnpack_rpi_xnnpack_issue999.txt"));
+  ASSERT_TRUE(out.ok()) << out.message();
+  EXPECT_EQ(out->status, "ok");
+  ASSERT_TRUE(out->metrics.has_value());
+  EXPECT_DOUBLE_EQ(out->metrics->mean_us, 55043.2);
+  EXPECT_EQ(out->metrics->init_us, 18777);
+  EXPECT_EQ(out->metrics->num_runs, 50);
+  EXPECT_EQ(out->metrics->std_us, 1562);
+  EXPECT_EQ(out->metrics->threads_used, 4);    // "#threads used for CPU inference: [4]"
+  EXPECT_EQ(out->metrics->peak_rss_bytes, 0);  // no --report_peak_memory_footprint
+  EXPECT_FALSE(out->placement.has_value());    // no "Replacing ..." line
+}
+
+TEST(ToolRunnerOutputTest, BenchmarkModelFailureIsItsClass) {
+  auto out = ToolRunnerOutput("benchmark_model", Sample("tflite_failure_xnnpack_issue56166.txt"));
+  ASSERT_TRUE(out.ok()) << out.message();
+  EXPECT_EQ(out->status, "delegate_error");
+  EXPECT_EQ(out->error, "Failed to apply XNNPACK delegate.");
+  EXPECT_FALSE(out->metrics.has_value());
+  EXPECT_FALSE(out->placement.has_value());
+}
+
+TEST(ToolRunnerOutputTest, InferenceDiffLatencyAndAccuracy) {
+  auto out = ToolRunnerOutput("inference_diff", Sample("inference_diff_gpu_issue42294.txt"));
+  ASSERT_TRUE(out.ok()) << out.message();
+  EXPECT_EQ(out->status, "ok");
+  ASSERT_TRUE(out->metrics.has_value());
+  EXPECT_DOUBLE_EQ(out->metrics->mean_us, 76189.3);  // the test run, not the reference's 51505.2
+  EXPECT_DOUBLE_EQ(out->metrics->std_us, 21566);
+  EXPECT_EQ(out->metrics->num_runs, 5);
+  ASSERT_TRUE(out->accuracy.has_value());
+  EXPECT_EQ(out->accuracy->reference, "cpu");
+  ASSERT_EQ(out->accuracy->outputs.size(), 1u);
+  const runner::OutputAccuracy& o = out->accuracy->outputs[0];
+  EXPECT_EQ(o.index, 0);
+  EXPECT_DOUBLE_EQ(o.mean_abs_error, 5.65735e-08);
+  EXPECT_DOUBLE_EQ(o.std_abs_error, 1.23668e-10);
+  EXPECT_TRUE(std::isnan(o.max_abs_error));  // not computed by the tool: NULL in the store
+  EXPECT_TRUE(std::isnan(o.rmse));
+  EXPECT_FALSE(out->placement.has_value());
+}
+
+TEST(ToolRunnerOutputTest, UnreadableLogsAndUnknownKindsNameTheFault) {
+  auto bm = ToolRunnerOutput("benchmark_model", Sample("inference_diff_readme.txt"));
+  ASSERT_FALSE(bm.ok());
+  EXPECT_THAT(bm.message(), HasSubstr("benchmark_model log: no inference timing"));
+  auto diff = ToolRunnerOutput("inference_diff", Sample("tflite_gpu_android_issue43541.txt"));
+  ASSERT_FALSE(diff.ok());
+  EXPECT_THAT(diff.message(), HasSubstr("inference_diff log: no 'Test run latency"));
+  for (const char* kind : {"dfarm", "tflite", "", "benchmark-model"}) {
+    auto other = ToolRunnerOutput(kind, Sample("inference_diff_readme.txt"));
+    ASSERT_FALSE(other.ok()) << kind;
+    EXPECT_THAT(other.message(), HasSubstr("runner kind '" + std::string(kind) + "'"));
+  }
 }
 
 }  // namespace
