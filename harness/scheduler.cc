@@ -13,7 +13,10 @@
 #include <set>
 #include <thread>
 
+#include "agent/protocol/bundle.h"
 #include "agent/protocol/features.h"
+#include "agent/protocol/runner_kinds.h"
+#include "harness/benchmark_log.h"  // ToolRunnerOutput
 #include "harness/matrix.h"
 #include "harness/sweep.h"
 
@@ -41,11 +44,24 @@ std::string Label(const SweepJob& job, const std::string& device) {
                   job.benchmark.num_threads, device);
 }
 
+bool HasFeature(const std::vector<std::string>& features, std::string_view feature) {
+  return std::find(features.begin(), features.end(), feature) != features.end();
+}
+
 // The wire form of a scheduled job: the one conversion from the host's job to
-// what the agent runs (runner_sha256: the runner pushed over this connection).
-agent::JobSpec ToJobSpec(const SweepJob& job, const std::string& runner_sha256) {
+// what the agent runs (runner_sha256: the runner pushed over this connection;
+// features: the agent's, from hello).
+agent::JobSpec ToJobSpec(const SweepJob& job, const std::string& runner_sha256,
+                         const std::vector<std::string>& features) {
   agent::JobSpec spec;
   spec.runner_sha256 = runner_sha256;
+  // "" is dfarm-runner's contract, which "tflite" speaks too: an agent
+  // without "runner_kinds" runs it the same (CheckDeviceTakesRunner refuses
+  // the tool kinds there).
+  if (job.runner_kind != agent::kRunnerKindDfarm &&
+      HasFeature(features, agent::kFeatureRunnerKinds)) {
+    spec.runner_kind = job.runner_kind;
+  }
   spec.model_sha256 = job.model_sha256;
   spec.delegate = job.delegate.name;
   spec.delegate_options = job.delegate.AgentOptionsString();
@@ -61,6 +77,31 @@ agent::JobSpec ToJobSpec(const SweepJob& job, const std::string& runner_sha256) 
   }
   return spec;
 }
+
+// Why `device` (its agent's features) cannot run a job of runner kind
+// `kind` on the build at `runner_path`: a tool kind needs "runner_kinds" (an
+// older agent would run the tool with dfarm-runner's command line), a bundle
+// needs "bundles" (an older agent would exec the archive). Retrying cannot
+// help; the device still serves other jobs.
+Result<void> CheckDeviceTakesRunner(const std::vector<std::string>& features,
+                                    const std::string& device, const std::string& kind,
+                                    const std::string& runner_path) {
+  auto refuse = [&](std::string_view feature, const std::string& what) {
+    return MakeError("device '" + device + "': its dfarm-agent does not speak feature '" +
+                     std::string(feature) + "', so it cannot run " + what +
+                     " (update dfarm-agent there)");
+  };
+  if (!agent::SpeaksRunnerContract(kind) && !HasFeature(features, agent::kFeatureRunnerKinds)) {
+    return refuse(agent::kFeatureRunnerKinds, "runners of kind '" + kind + "'");
+  }
+  if (!HasFeature(features, agent::kFeatureBundles) && agent::IsBundleFile(runner_path)) {
+    return refuse(agent::kFeatureBundles, "the runner bundle '" + runner_path + "'");
+  }
+  return Ok();
+}
+
+// ClassifyJobResult for a job of runner kind `kind` (defined below it).
+store::JobOutcome ClassifyJobResultOfKind(const agent::JobResult& r, std::string_view kind);
 
 struct Worker {
   explicit Worker(std::string d) : device(std::move(d)) {}
@@ -353,7 +394,9 @@ class Scheduler {
       any_reached_ = true;
     }
     s.runner_path.clear();
-    if (!ctx_.runner_path.empty()) {
+    // A bundle the agent cannot run is not pushed; its jobs are refused in TryOnce.
+    if (!ctx_.runner_path.empty() && (HasFeature(info.features, agent::kFeatureBundles) ||
+                                      !agent::IsBundleFile(ctx_.runner_path))) {
       auto pushed = PushRunner(w, store, (*session)->client(), ctx_.runner_path, &s.runner_sha);
       if (!pushed || !pushed->empty()) return pushed;
       s.runner_path = ctx_.runner_path;
@@ -431,6 +474,15 @@ class Scheduler {
       auto reached = Connect(w, store, c);
       if (!reached) return reached.error();
       if (!reached->empty()) return NotStarted(store, job, *reached);
+    }
+    if (auto r = CheckDeviceTakesRunner(c.session->client().device().features, w.device,
+                                        job.runner_kind, RunnerFor(job));
+        !r) {
+      store::JobOutcome o;
+      o.status = store::kJobInfra;
+      o.error = r.message();
+      if (auto rec = Record(w, store, job, o); !rec) return rec.error();
+      return AttemptEnd{};
     }
     if (c.runner_unsure || c.runner_path != RunnerFor(job)) {
       auto runner = PushRunner(w, store, c.session->client(), RunnerFor(job), &c.runner_sha);
@@ -556,7 +608,8 @@ class Scheduler {
         ctx_.progress->JobPhase(label, p.phase, p.elapsed_ms);
       };
     }
-    auto result = c.session->client().RunJob(ToJobSpec(job, c.runner_sha), run_options);
+    auto result = c.session->client().RunJob(
+        ToJobSpec(job, c.runner_sha, c.session->client().device().features), run_options);
     if (ctx_.progress) ctx_.progress->JobStopped(label);
     if (result && ctx_.cancel && ctx_.cancel->load() && result->status == store::kJobInfra) {
       // Cancelled in flight (Ctrl-C): back to queued for --resume.
@@ -568,7 +621,7 @@ class Scheduler {
       c.session.reset();  // reconnect (restarting a local agent) for the next attempt
       return AttemptEnd{"device '" + w.device + "': " + result.message(), {}};
     }
-    store::JobOutcome outcome = ClassifyJobResult(*result);
+    store::JobOutcome outcome = ClassifyJobResultOfKind(*result, job.runner_kind);
     if (!cooldown_note.empty()) {
       outcome.state_note =
           outcome.state_note.empty() ? cooldown_note : outcome.state_note + "; " + cooldown_note;
@@ -765,6 +818,19 @@ Result<void> CheckDeviceTakesPlugins(const std::vector<std::string>& features,
 }
 
 store::JobOutcome ClassifyJobResult(const agent::JobResult& r) {
+  return ClassifyJobResultOfKind(r, agent::kRunnerKindDfarm);
+}
+
+namespace {
+
+// What a job's runner printed, read by its kind: a tool's log
+// (ToolRunnerOutput), else the runner document.
+Result<RunnerOutput> ReadRunnerOutput(const agent::JobResult& r, std::string_view kind) {
+  if (agent::SpeaksRunnerContract(kind)) return ParseRunnerJson(r.runner_json);
+  return ToolRunnerOutput(kind, r.runner_json);
+}
+
+store::JobOutcome ClassifyJobResultOfKind(const agent::JobResult& r, std::string_view kind) {
   store::JobOutcome o;
   o.status = r.status;
   o.error = OneLine(r.error);
@@ -795,7 +861,15 @@ store::JobOutcome ClassifyJobResult(const agent::JobResult& r) {
   o.throttled = r.throttled;
   o.hot_threshold_c = r.hot_threshold_c;
   o.state_note = OneLine(r.state_note);
-  auto parsed = ParseRunnerJson(r.runner_json);
+  auto parsed = ReadRunnerOutput(r, kind);
+  if (parsed && !agent::SpeaksRunnerContract(kind) && parsed->status != store::kJobOk &&
+      (o.status == store::kJobOk ||
+       (o.status == JobStatusName(JobStatus::kCrashed) && r.signal == 0))) {
+    // A tool exits 1 for every failure (the agent says crashed, or ok when it
+    // exited 0 anyway); its failure line says what failed (BenchmarkLogStatus).
+    o.status = parsed->status;
+    o.error = OneLine(parsed->error);
+  }
   if (parsed) {
     o.metrics = parsed->metrics;
     o.samples_us = parsed->samples_us;
@@ -815,7 +889,10 @@ store::JobOutcome ClassifyJobResult(const agent::JobResult& r) {
     // and an "ok" the store keeps must have metrics for every report.
     o.status = "crashed";
     o.error = parsed ? "runner reported ok without metrics"
-                     : "runner reported ok but its JSON is unreadable: " + parsed.message();
+              : agent::SpeaksRunnerContract(kind)
+                  ? "runner reported ok but its JSON is unreadable: " + parsed.message()
+                  : "runner of kind '" + std::string(kind) +
+                        "' exited 0 but its log is unreadable: " + parsed.message();
   }
   // A failure without an error line still names something.
   if (o.status != store::kJobOk && o.error.empty()) {
@@ -827,6 +904,8 @@ store::JobOutcome ClassifyJobResult(const agent::JobResult& r) {
   }
   return o;
 }
+
+}  // namespace
 
 std::string DeviceStateToJson(const agent::DeviceState& state) {
   using nlohmann::json;
