@@ -14,7 +14,10 @@ set(CMAKE_LIBRARY_ARCHITECTURE ${DFARM_CROSS_TRIPLE})
 # folders (/usr/lib/aarch64-linux-gnu, /usr/include/aarch64-linux-gnu);
 # header-only and arch-independent packages (FlatBuffers headers,
 # nlohmann-json, CLI11, Eigen) and host programs (flatc) from the host.
-set(CMAKE_FIND_ROOT_PATH /usr/${DFARM_CROSS_TRIPLE} /)
+# XNNPACK, pthreadpool and cpuinfo for arm64 are unpacked by scripts/setup.sh
+# into .cache/arm64-sysroot: their :arm64 packages would remove the host's.
+get_filename_component(DFARM_ARM64_SYSROOT ${CMAKE_CURRENT_LIST_DIR}/../.cache/arm64-sysroot ABSOLUTE)
+set(CMAKE_FIND_ROOT_PATH /usr/${DFARM_CROSS_TRIPLE} ${DFARM_ARM64_SYSROOT} /)
 set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
 set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE BOTH)
@@ -24,11 +27,15 @@ set(OPENSSL_USE_STATIC_LIBS TRUE)
 set(OPENSSL_CRYPTO_LIBRARY /usr/lib/${DFARM_CROSS_TRIPLE}/libcrypto.a)
 set(OPENSSL_SSL_LIBRARY /usr/lib/${DFARM_CROSS_TRIPLE}/libssl.a)
 
-# Device programs are linked statically, as one pushes them to a phone. It
-# also matters under qemu-user 7.2 here: a fork()ed child of a dynamically
-# linked aarch64 program spun forever in the guest, so the agent could not
-# start a runner; static programs fork and exec normally.
-set(CMAKE_EXE_LINKER_FLAGS_INIT "-static")
+# dfarm-agent is linked statically (the top-level CMakeLists.txt): under
+# qemu-user 7.2 here a fork()ed child of a dynamically linked aarch64 program
+# spun forever in the guest, so the agent could not start a runner; static
+# programs fork and exec normally. The runners (which do not fork) and the
+# plugins are dynamic, so they can load XNNPACK and dlopen() plugins; a
+# runner travels to a device as a bundle with its libraries and loader
+# (harness/bundle_maker.h), so it needs nothing of the device's libc.
+set(CMAKE_EXE_LINKER_FLAGS_INIT
+    "-Wl,-rpath-link,${DFARM_ARM64_SYSROOT}/usr/lib/${DFARM_CROSS_TRIPLE}")
 set(OPENSSL_INCLUDE_DIR /usr/include)
 
 # Tests run built programs on the host: under qemu when they are arm64.

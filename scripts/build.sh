@@ -25,12 +25,23 @@ build_arm64() {
     echo "build.sh: arm64 OpenSSL missing (libssl-dev:arm64, scripts/setup.sh): skipping the arm64 build; the qemu-arm64 device is unavailable" >&2
     return 1
   fi
-  if [ ! -f "$dir/build.ninja" ]; then
-    cmake -S "$ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  local reset=()
+  # A build folder configured when every device program was static: linker
+  # flags from today's toolchain (only the agent is static now).
+  if grep -q '^CMAKE_EXE_LINKER_FLAGS:STRING=-static$' "$dir/CMakeCache.txt" 2>/dev/null; then
+    reset=(-UCMAKE_EXE_LINKER_FLAGS)
+  fi
+  if [ ! -f "$dir/build.ninja" ] || [ "${#reset[@]}" -gt 0 ]; then
+    cmake -S "$ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${reset[@]}" \
       -DCMAKE_TOOLCHAIN_FILE="$ROOT/cmake/toolchain-aarch64.cmake" -DDFARM_DEVICE_ONLY=ON \
       >/dev/null || return 1
   fi
-  cmake --build "$dir" -j "$JOBS" --target dfarm-agent dfarm-runner dfarm_example_delegate
+  local targets=(dfarm-agent dfarm-runner dfarm_example_delegate)
+  # dfarm-tflite-runner (TensorFlow Lite's own runtime) when the tree has it.
+  if cmake --build "$dir" --target help | grep -q '^dfarm-tflite-runner:'; then
+    targets+=(dfarm-tflite-runner)
+  fi
+  cmake --build "$dir" -j "$JOBS" --target "${targets[@]}"
 }
 
 arm64() {

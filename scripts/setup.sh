@@ -128,6 +128,38 @@ install_arm64_packages() {
     "${ARM64_PACKAGES[@]}"
 }
 
+# XNNPACK for the arm64 runner. Debian's libxnnpack0, libpthreadpool0 and
+# their -dev packages are not co-installable across architectures (no
+# Multi-Arch: same): installing the :arm64 ones removes the host's. So they
+# are unpacked (apt-get download, dpkg-deb -x) into .cache/arm64-sysroot,
+# which cmake/toolchain-aarch64.cmake searches; nothing is installed.
+ARM64_UNPACKED=(libxnnpack0 libxnnpack-dev libpthreadpool0 libpthreadpool-dev libcpuinfo0)
+ARM64_SYSROOT="$ROOT/.cache/arm64-sysroot"
+
+unpack_arm64_packages() {
+  if [ "${DFARM_ARM64:-auto}" = 0 ]; then return; fi
+  local stamp="$ARM64_SYSROOT/.packages" want
+  want="$(printf '%s:arm64\n' "${ARM64_UNPACKED[@]}")"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    log "arm64 XNNPACK present in $ARM64_SYSROOT"
+    return
+  fi
+  local tmp deb
+  tmp="$(mktemp -d)"
+  chmod 755 "$tmp"  # apt-get download writes as _apt
+  trap 'rm -rf "$tmp"' RETURN
+  log "unpacking into $ARM64_SYSROOT: ${ARM64_UNPACKED[*]} (arm64)"
+  # shellcheck disable=SC2046
+  if ! (cd "$tmp" && apt-get download -qq $(printf '%s:arm64 ' "${ARM64_UNPACKED[@]}")); then
+    log "warning: could not download arm64 XNNPACK; the arm64 runner is built without it"
+    return 0
+  fi
+  rm -rf "$ARM64_SYSROOT"
+  mkdir -p "$ARM64_SYSROOT"
+  for deb in "$tmp"/*.deb; do dpkg-deb -x "$deb" "$ARM64_SYSROOT"; done
+  printf '%s\n' "$want" >"$stamp"
+}
+
 # TensorFlow Lite's prebuilt C library (npm tfjs-tflite-node ships it) for the
 # cross-check in tests/tflite: into .cache/tflite/<arch>/, checked against
 # scripts/tflite.sha256. Optional: a failure only warns (the cross-check then
@@ -182,6 +214,7 @@ fetch_tflite() {
 
 install_packages
 install_arm64_packages
+unpack_arm64_packages
 fetch_models
 fetch_tflite
 log "done (models in $MODELS_DIR)"
