@@ -100,6 +100,11 @@ std::optional<int> ParseCommandLine(int argc, char** argv, ServerOptions* option
                  "space-separated words put before the runner on its command line, e.g. "
                  "\"qemu-aarch64 -L /usr/aarch64-linux-gnu\" for an agent under qemu-user "
                  "without binfmt_misc");
+  std::string bundle_prefix;
+  app.add_option("--bundle-prefix", bundle_prefix,
+                 "space-separated words put before a runner bundle's own loader (or its "
+                 "program, when it brings none), e.g. \"qemu-aarch64\": a bundle brings its "
+                 "libc, so qemu-user needs no -L sysroot (default: --runner-prefix)");
   // Test-only: read the device state (sys/, proc/) under this folder instead of /.
   app.add_option("--device-state-root", options->supervisor.device_state_root)->group("");
   try {
@@ -123,6 +128,8 @@ std::optional<int> ParseCommandLine(int argc, char** argv, ServerOptions* option
   }
   std::istringstream words(runner_prefix);
   for (std::string w; words >> w;) options->supervisor.runner_prefix.push_back(w);
+  std::istringstream bundle_words(bundle_prefix);
+  for (std::string w; bundle_words >> w;) options->supervisor.bundle_prefix.push_back(w);
   options->max_artifact_bytes = max_artifact_mib << 20;
   options->quota_bytes = quota_mib << 20;
   options->heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);

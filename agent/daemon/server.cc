@@ -97,11 +97,14 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   server->token_ = std::move(token);
   server->throttle_ = std::make_unique<AuthThrottle>(options.auth_failure_delay);
   server->store_ = std::move(*store);
-  server->supervisor_ = std::make_unique<Supervisor>(server->store_.get(), options.supervisor);
+  SupervisorOptions supervisor_options = options.supervisor;
+  if (!supervisor_options.log) supervisor_options.log = AgentLog;
+  server->supervisor_ = std::make_unique<Supervisor>(server->store_.get(), supervisor_options);
   // An agent that died (SIGKILL) could not stop what its runners started.
   auto reaped = server->supervisor_->ReapLeftoverRunners();
   if (!reaped) return reaped.error();
   for (const std::string& line : *reaped) AgentLog(line);
+  for (const std::string& line : server->supervisor_->PruneBundles()) AgentLog(line);
   server->device_ = CollectDeviceInfo();
   server->device_.protocol_version = kProtocolVersion;
   for (auto f : kKnownFeatures) {
@@ -384,7 +387,10 @@ class Server::ProtocolSession {
     bool cancel = false;
     bool progress = false;
     bool device_state = false;
+    bool runner_kinds = false;
   };
+  // Why a RunJob needs a feature the host did not negotiate; "" when none.
+  std::string MissingFeature(const JobSpec& job) const;
 
   Server* const server_;
   const int in_fd_;
@@ -598,6 +604,7 @@ bool Server::ProtocolSession::OnHello(uint64_t id, const wire::Frame& frame) {
   features_.cancel = HasFeature(info.features, kFeatureCancel);
   features_.progress = HasFeature(info.features, kFeatureProgress);
   features_.device_state = HasFeature(info.features, kFeatureDeviceState);
+  features_.runner_kinds = HasFeature(info.features, kFeatureRunnerKinds);
   const std::vector<uint8_t>* challenge = nullptr;
   if (need_auth_) {
     auto random = RandomBytes(kAuthChallengeBytes);
@@ -742,23 +749,32 @@ bool Server::ProtocolSession::OnPutEnd(uint64_t id, const wire::Frame&) {
   return Send(fbb);
 }
 
+std::string Server::ProtocolSession::MissingFeature(const JobSpec& job) const {
+  if (!job.plugin_sha256.empty() && !features_.plugin) {
+    return "RunJob names plugin_sha256 " + job.plugin_sha256.substr(0, 12) +
+           " but the host did not negotiate feature 'plugin' at hello; refusing the job rather "
+           "than running the delegate without its library";
+  }
+  if (!job.input_set_sha256s.empty() && !features_.inputs) {
+    return "RunJob names " + std::to_string(job.input_set_sha256s.size()) +
+           " input sets but the host did not negotiate feature 'inputs' at hello; refusing the "
+           "job rather than running it on random inputs";
+  }
+  if (!job.runner_kind.empty() && !features_.runner_kinds) {
+    return "RunJob names runner kind '" + job.runner_kind.substr(0, 64) +
+           "' but the host did not negotiate feature 'runner_kinds' at hello; refusing the job "
+           "rather than guessing its command line";
+  }
+  return "";
+}
+
 bool Server::ProtocolSession::OnRunJob(uint64_t id, const wire::Frame& frame) {
   if (job_running_) {
     return SendError(id, "RunJob while another job of this connection is running");
   }
   if (job_thread_.joinable()) job_thread_.join();
   JobSpec job = ReadRunJob(*frame.body_as_RunJob());
-  if (!job.plugin_sha256.empty() && !features_.plugin) {
-    return SendError(id, "RunJob names plugin_sha256 " + job.plugin_sha256.substr(0, 12) +
-                             " but the host did not negotiate feature 'plugin' at hello; "
-                             "refusing the job rather than running the delegate without its "
-                             "library");
-  }
-  if (!job.input_set_sha256s.empty() && !features_.inputs) {
-    return SendError(id, "RunJob names " + std::to_string(job.input_set_sha256s.size()) +
-                             " input sets but the host did not negotiate feature 'inputs' at "
-                             "hello; refusing the job rather than running it on random inputs");
-  }
+  if (std::string missing = MissingFeature(job); !missing.empty()) return SendError(id, missing);
   std::vector<const std::string*> named = {&job.runner_sha256, &job.plugin_sha256};
   for (const std::string& sha : job.input_set_sha256s) named.push_back(&sha);
   for (const std::string* sha : named) {
@@ -767,6 +783,7 @@ bool Server::ProtocolSession::OnRunJob(uint64_t id, const wire::Frame& frame) {
     }
   }
   AgentLog(who_ + ": job " + std::to_string(id) + ": runner " + job.runner_sha256.substr(0, 12) +
+           (job.runner_kind.empty() ? "" : " (" + job.runner_kind.substr(0, 64) + ")") +
            ", model " + job.model_sha256.substr(0, 12) + ", delegate " + job.delegate +
            (job.plugin_sha256.empty() ? "" : ", plugin " + job.plugin_sha256.substr(0, 12)) +
            (job.input_set_sha256s.empty()

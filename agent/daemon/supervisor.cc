@@ -22,8 +22,11 @@
 
 #include "agent/base/sha256.h"
 #include "agent/base/unique_fd.h"
+#include "agent/daemon/tool_args.h"
+#include "agent/protocol/bundle.h"
 #include "agent/protocol/input_set.h"
 #include "agent/protocol/job_limits.h"
+#include "agent/protocol/runner_kinds.h"
 #include "agent/protocol/status.h"
 #include "agent/runner/runner_json.h"
 #include "delegates/delegate_options.h"
@@ -105,6 +108,12 @@ Result<std::string> FindInPath(const std::string& word) {
 // The limits are agent/protocol/job_limits.h, which the host's spec parser
 // checks too.
 Result<void> CheckSpec(const JobSpec& job, uint32_t max_timeout_ms) {
+  if (!job.runner_kind.empty() && !IsRunnerKind(job.runner_kind)) {
+    std::string known;
+    for (std::string_view k : kRunnerKinds) known += (known.empty() ? "" : ", ") + std::string(k);
+    return MakeError("agent does not know runner kind '" + OneLine(job.runner_kind, 80) +
+                     "' (known: " + known + ")");
+  }
   if (!IsValidDelegateName(job.delegate)) {
     return MakeError("invalid job: delegate name '" + OneLine(job.delegate, 80) +
                      "' must be 1-64 characters of [A-Za-z0-9_.-]");
@@ -159,6 +168,37 @@ Result<void> CheckSpec(const JobSpec& job, uint32_t max_timeout_ms) {
   return Ok();
 }
 
+// The line of a tool's log that says why it failed: the last one that starts
+// with "ERROR:" or holds "Failed"; "" when none does.
+std::string ToolErrorLine(const std::string& log) {
+  size_t end = log.size();
+  while (end > 0) {
+    size_t begin = log.rfind('\n', end - 1);
+    begin = begin == std::string::npos ? 0 : begin + 1;
+    std::string line = OneLine(log.substr(begin, end - begin));
+    if (line.rfind("ERROR:", 0) == 0 || line.find("Failed") != std::string::npos) return line;
+    end = begin == 0 ? 0 : begin - 1;
+  }
+  return "";
+}
+
+// The agent's environment with lib_dir put first in LD_LIBRARY_PATH.
+std::vector<std::string> EnvWithLibraryPath(const std::string& lib_dir) {
+  constexpr std::string_view kKey = "LD_LIBRARY_PATH=";
+  std::string value = lib_dir;
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string_view entry = *e;
+    if (entry.substr(0, kKey.size()) == kKey) {
+      if (entry.size() > kKey.size()) value += ":" + std::string(entry.substr(kKey.size()));
+    } else {
+      env.emplace_back(entry);
+    }
+  }
+  env.push_back(std::string(kKey) + value);
+  return env;
+}
+
 void SetNonBlocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
 // Reads what is available from *fd into sink; closes *fd at EOF or error.
@@ -180,7 +220,15 @@ void Pump(UniqueFd* fd, const std::function<void(const char*, size_t)>& sink) {
 }  // namespace
 
 Supervisor::Supervisor(ArtifactStore* store, SupervisorOptions options)
-    : store_(store), options_(options), runner_records_(store->root() + "/run") {}
+    : store_(store),
+      options_(options),
+      runner_records_(store->root() + "/run"),
+      bundles_(store->root()) {}
+
+std::vector<std::string> Supervisor::PruneBundles() {
+  std::lock_guard<std::timed_mutex> lock(job_mutex_);
+  return bundles_.Prune([this](const std::string& sha) { return store_->Has(sha); });
+}
 
 Result<std::vector<std::string>> Supervisor::ReapLeftoverRunners() {
   return runner_records_.ReapLeftovers();
@@ -268,6 +316,27 @@ void Supervisor::Classify(int exit_code, int signal, const std::string& stdout_t
   }
 }
 
+void Supervisor::ClassifyTool(int exit_code, int signal, const std::string& log,
+                              JobResult* result) {
+  result->exit_code = exit_code;
+  result->signal = signal;
+  if (signal > 0) {
+    result->status = JobStatusName(JobStatus::kCrashed);
+    std::string last = LastLine(log);
+    result->error = "tool killed by signal " + std::to_string(signal) + " (" + SignalName(signal) +
+                    ")" + (last.empty() ? "" : ": " + last);
+    return;
+  }
+  if (exit_code == 0) {
+    result->status = JobStatusName(JobStatus::kOk);
+    result->error.clear();
+    return;
+  }
+  result->status = JobStatusName(JobStatus::kCrashed);
+  result->error = ToolErrorLine(log);
+  if (result->error.empty()) result->error = "tool exited with code " + std::to_string(exit_code);
+}
+
 void Supervisor::Shutdown() {
   std::lock_guard<std::mutex> lock(pid_mutex_);
   shut_down_ = true;
@@ -318,6 +387,8 @@ JobResult Supervisor::Run(const JobSpec& job, const std::atomic<bool>* cancel) {
 struct Supervisor::Launch {
   std::vector<std::string> args;  // argv, without the terminating null
   std::string exec_path;
+  std::optional<std::vector<std::string>> env;  // the runner's environment; unset: the agent's
+  bool merge_stderr = false;                    // stderr into the stdout pipe (tools)
 };
 
 // The pipes of a runner child: its stdout, its stderr, and the exec-status
@@ -344,8 +415,9 @@ namespace {
 
 // The child between fork and exec: only async-signal-safe calls. agent is
 // the pid of the agent that forked it.
-[[noreturn]] void ExecRunner(pid_t agent, const char* path, char* const* argv, int dev_null,
-                             int out_w, int err_w, int exec_w) {
+// envp null: the agent's environment.
+[[noreturn]] void ExecRunner(pid_t agent, const char* path, char* const* argv, char* const* envp,
+                             int dev_null, int out_w, int err_w, int exec_w) {
   ::setsid();  // own process group: a timeout kills the runner and its children
   // Dies with the agent's thread that started it (it waits for the runner),
   // also under a --runner-prefix (qemu-user runs the runner in its own
@@ -363,7 +435,11 @@ namespace {
   ::dup2(out_w, 1);
   ::dup2(err_w, 2);
   ::syscall(SYS_close_range, 3u, ~0u, 4u /* CLOSE_RANGE_CLOEXEC */);
-  ::execv(path, argv);
+  if (envp != nullptr) {
+    ::execve(path, argv, envp);
+  } else {
+    ::execv(path, argv);
+  }
   int err = errno;
   ssize_t ignored = ::write(exec_w, &err, sizeof err);
   (void)ignored;
@@ -471,7 +547,69 @@ Result<std::vector<std::string>> Supervisor::UnpackInputSets(const JobSpec& job)
   return dirs;
 }
 
-Result<Supervisor::Launch> Supervisor::PrepareLaunch(const JobSpec& job) const {
+Result<std::vector<std::string>> Supervisor::ProgramArgs(const JobSpec& job,
+                                                         const std::string& model_path,
+                                                         const std::string& plugin_path) const {
+  if (!SpeaksRunnerContract(job.runner_kind)) {
+    auto args = ToolArgs(job, model_path, plugin_path);
+    if (!args)
+      return MakeError("invalid job: runner kind '" + job.runner_kind + "': " + args.message());
+    return args;
+  }
+  auto input_dirs = UnpackInputSets(job);
+  if (!input_dirs) return input_dirs.error();
+  return RunnerArgs(job, model_path, plugin_path, *input_dirs);
+}
+
+Result<Supervisor::Launch> Supervisor::BundleLaunch(const JobSpec& job,
+                                                    const std::string& runner_path,
+                                                    std::vector<std::string> args) {
+  auto bundle = bundles_.Unpack(job.runner_sha256, runner_path);
+  if (!bundle) {
+    return MakeError("runner bundle " + job.runner_sha256.substr(0, 12) + ": " + bundle.message());
+  }
+  const std::string& dir = bundle->dir;
+  const BundleLayout& layout = bundle->layout;
+  const std::string lib_dir = layout.library_dir.empty() ? "" : dir + "/" + layout.library_dir;
+  Launch launch;
+  launch.args = options_.bundle_prefix.empty() ? options_.runner_prefix : options_.bundle_prefix;
+  const bool prefixed = !launch.args.empty();
+  if (!layout.loader.empty()) {
+    launch.args.push_back(dir + "/" + layout.loader);
+    if (!lib_dir.empty()) launch.args.insert(launch.args.end(), {"--library-path", lib_dir});
+  } else if (!lib_dir.empty()) {
+    launch.env = EnvWithLibraryPath(lib_dir);
+  }
+  launch.args.push_back(dir + "/" + layout.exec);
+  launch.args.insert(launch.args.end(), std::make_move_iterator(args.begin()),
+                     std::make_move_iterator(args.end()));
+  launch.exec_path = launch.args[0];
+  if (prefixed) {
+    auto found = FindInPath(launch.args[0]);
+    if (!found) return found.error();
+    launch.exec_path = *found;
+  }
+  return launch;
+}
+
+Result<Supervisor::Launch> Supervisor::PlainLaunch(const JobSpec& job,
+                                                   const std::string& runner_path,
+                                                   std::vector<std::string> args) const {
+  if (auto r = store_->MakeExecutable(job.runner_sha256); !r) return r.error();
+  Launch launch;
+  launch.args = RunnerArgv(options_.runner_prefix, runner_path, std::move(args));
+  launch.exec_path = runner_path;
+  if (!options_.runner_prefix.empty()) {
+    auto found = FindInPath(options_.runner_prefix[0]);
+    if (!found) return found.error();
+    launch.exec_path = *found;
+  } else if (!SpeaksRunnerContract(job.runner_kind)) {
+    launch.args[0] = job.runner_kind;  // not "dfarm-runner"
+  }
+  return launch;
+}
+
+Result<Supervisor::Launch> Supervisor::PrepareLaunch(const JobSpec& job) {
   auto runner = store_->PathOf(job.runner_sha256);
   if (!runner) return MakeError("runner: " + runner.message());
   auto model = store_->PathOf(job.model_sha256);
@@ -486,18 +624,11 @@ Result<Supervisor::Launch> Supervisor::PrepareLaunch(const JobSpec& job) const {
     }
     plugin_path = *plugin;
   }
-  auto input_dirs = UnpackInputSets(job);
-  if (!input_dirs) return input_dirs.error();
-  if (auto r = store_->MakeExecutable(job.runner_sha256); !r) return r.error();
-  Launch launch;
-  launch.args = RunnerArgv(options_.runner_prefix, *runner,
-                           RunnerArgs(job, *model, plugin_path, *input_dirs));
-  launch.exec_path = *runner;
-  if (!options_.runner_prefix.empty()) {
-    auto found = FindInPath(options_.runner_prefix[0]);
-    if (!found) return found.error();
-    launch.exec_path = *found;
-  }
+  auto args = ProgramArgs(job, *model, plugin_path);
+  if (!args) return args.error();
+  auto launch = IsBundleFile(*runner) ? BundleLaunch(job, *runner, std::move(*args))
+                                      : PlainLaunch(job, *runner, std::move(*args));
+  if (launch) launch->merge_stderr = !SpeaksRunnerContract(job.runner_kind);
   return launch;
 }
 
@@ -507,13 +638,19 @@ Result<int> Supervisor::Spawn(Launch& launch, ChildPipes* pipes) {
   std::vector<char*> argv;
   for (auto& a : launch.args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  std::vector<char*> envp;
+  if (launch.env) {
+    for (auto& e : *launch.env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+  }
+  const int err_w = launch.merge_stderr ? pipes->out_w.get() : pipes->err_w.get();
   const char* path = launch.exec_path.c_str();
   const pid_t agent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) return MakeError(std::string("cannot fork the runner: ") + strerror(errno));
   if (pid == 0) {
-    ExecRunner(agent, path, argv.data(), pipes->dev_null.get(), pipes->out_w.get(),
-               pipes->err_w.get(), pipes->exec_w.get());
+    ExecRunner(agent, path, argv.data(), launch.env ? envp.data() : nullptr, pipes->dev_null.get(),
+               pipes->out_w.get(), err_w, pipes->exec_w.get());
   }
   // Best effort: without its record the runner still dies with the agent;
   // only what it starts itself could be left behind.
@@ -550,6 +687,10 @@ JobResult Supervisor::WithDeviceState(std::optional<DeviceState> before, JobResu
 }
 
 JobResult Supervisor::RunLocked(const JobSpec& job, const std::atomic<bool>* cancel) {
+  for (const std::string& line :
+       bundles_.Prune([this](const std::string& sha) { return store_->Has(sha); })) {
+    if (options_.log) options_.log(line);
+  }
   JobResult result = RunUnpacked(job, cancel);
   if (!job.input_set_sha256s.empty()) {
     std::error_code ec;
@@ -597,6 +738,10 @@ JobResult Supervisor::RunUnpacked(const JobSpec& job, const std::atomic<bool>* c
   result.wall_ms = std::chrono::duration<double, std::milli>(end - start).count();
   result.runner_json = output.out;
   result.stderr_tail = output.err;
+  if (launch->merge_stderr) {  // a tool's log is all in runner_json; its tail here too
+    const size_t tail = std::min(output.out.size(), options_.stderr_tail_bytes);
+    result.stderr_tail = output.out.substr(output.out.size() - tail);
+  }
   switch (how) {
     case WaitEnd::kCancelled:
       result.status = JobStatusName(JobStatus::kInfra);
@@ -612,25 +757,27 @@ JobResult Supervisor::RunUnpacked(const JobSpec& job, const std::atomic<bool>* c
       result.signal = SIGKILL;
       break;
     case WaitEnd::kExited:
-      ClassifyExit(status, output.out_truncated, &result);
+      ClassifyExit(status, output.out_truncated, launch->merge_stderr, &result);
       break;
   }
   return WithDeviceState(std::move(state_before), std::move(result));
 }
 
-void Supervisor::ClassifyExit(int wait_status, bool stdout_truncated, JobResult* result) const {
-  if (WIFEXITED(wait_status)) {
-    Classify(WEXITSTATUS(wait_status), 0, result->runner_json, result->stderr_tail, result);
+void Supervisor::ClassifyExit(int wait_status, bool stdout_truncated, bool tool,
+                              JobResult* result) const {
+  const int exit_code = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1;
+  const int signal = WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : 0;
+  if (tool) {
+    ClassifyTool(exit_code, signal, result->runner_json, result);
   } else {
-    int signal = WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : 0;
-    Classify(-1, signal, result->runner_json, result->stderr_tail, result);
+    Classify(exit_code, signal, result->runner_json, result->stderr_tail, result);
   }
   if (stdout_truncated && result->status == JobStatusName(JobStatus::kOk)) {
     result->status = JobStatusName(JobStatus::kCrashed);
     result->error =
         "runner wrote more than " + std::to_string(options_.max_stdout_bytes) + " bytes to stdout";
   }
-  RefuseUnmeasuredOk(result->runner_json, result);
+  if (!tool) RefuseUnmeasuredOk(result->runner_json, result);
 }
 
 }  // namespace dfarm::agent

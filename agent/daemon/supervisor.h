@@ -3,9 +3,16 @@
 // tail of its stderr, enforces the job's wall-clock timeout and classifies
 // the outcome into the job status classes of docs/CONTRACTS.md. It records
 // the device state before and after each runner process.
+//
+// A runner artifact may be a bundle (agent/protocol/bundle.h): it is unpacked
+// once under <store>/bundles/ and its program started through its own loader.
+// The job's runner_kind (agent/protocol/runner_kinds.h) picks the command
+// line: dfarm-runner's (RunnerArgs), or a Google tool's (ToolArgs), whose
+// stdout and stderr together are the job's runner_json, verbatim.
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -14,6 +21,7 @@
 #include "agent/base/result.h"
 #include "agent/daemon/artifact_store.h"
 #include "agent/daemon/device_state.h"
+#include "agent/daemon/runner_bundles.h"
 #include "agent/daemon/runner_records.h"
 #include "agent/protocol/types.h"
 
@@ -34,6 +42,12 @@ struct SupervisorOptions {
   // for an agent under qemu-user without binfmt_misc. The first word is looked
   // up in PATH unless it holds a '/'. Empty: the runner is executed directly.
   std::vector<std::string> runner_prefix;
+  // Words put before a bundle's loader (or, without one, its program)
+  // (dfarm-agent --bundle-prefix), e.g. {"qemu-aarch64"}: a bundle brings its
+  // own libc, so qemu-user needs no -L sysroot. Empty: runner_prefix is used.
+  std::vector<std::string> bundle_prefix;
+  // Where the supervisor logs what it cleans up (removed bundles); may be empty.
+  std::function<void(const std::string&)> log;
 };
 
 class Supervisor {
@@ -62,6 +76,10 @@ class Supervisor {
   // the log; fails only when the run folder cannot be created.
   Result<std::vector<std::string>> ReapLeftoverRunners();
 
+  // Removes unpacked bundles whose artifact left the store (RunnerBundles::Prune);
+  // one line each for the log. Called at agent start and before each job.
+  std::vector<std::string> PruneBundles();
+
   // The runner command line for a job (docs/CONTRACTS.md), without argv[0].
   // plugin_path, when set (the store path of job.plugin_sha256), is appended
   // to the delegate options as `path:<plugin_path>`.
@@ -81,6 +99,11 @@ class Supervisor {
   // signal > 0. Fills status, error, exit_code and signal of result.
   static void Classify(int exit_code, int signal, const std::string& stdout_text,
                        const std::string& stderr_tail, JobResult* result);
+  // Classifies a finished tool (runner kinds benchmark_model, inference_diff)
+  // from its exit and its log (stdout and stderr together): exit 0 is ok;
+  // another exit is crashed, with the log's last line that starts with
+  // "ERROR:" or holds "Failed" as the error; a signal is crashed.
+  static void ClassifyTool(int exit_code, int signal, const std::string& log, JobResult* result);
 
  private:
   JobResult RunLocked(const JobSpec& job, const std::atomic<bool>* cancel);
@@ -95,8 +118,19 @@ class Supervisor {
   // The steps of RunLocked (supervisor.cc), after the spec was checked.
   struct Launch;      // the runner's argv and the file to execute
   struct ChildPipes;  // the runner's stdout, stderr and exec-status pipes
-  // The store paths of the job's artifacts, the runner made executable, its argv.
-  Result<Launch> PrepareLaunch(const JobSpec& job) const;
+  // The store paths of the job's artifacts, the runner made executable (or
+  // its bundle unpacked), its argv.
+  Result<Launch> PrepareLaunch(const JobSpec& job);
+  // The runner's arguments (without argv[0]) by job.runner_kind.
+  Result<std::vector<std::string>> ProgramArgs(const JobSpec& job, const std::string& model_path,
+                                               const std::string& plugin_path) const;
+  // The launch of the bundle artifact at runner_path: unpacked, then run
+  // through its loader (or with LD_LIBRARY_PATH) under bundle_prefix.
+  Result<Launch> BundleLaunch(const JobSpec& job, const std::string& runner_path,
+                              std::vector<std::string> args);
+  // The launch of a plain runner executable at runner_path, under runner_prefix.
+  Result<Launch> PlainLaunch(const JobSpec& job, const std::string& runner_path,
+                             std::vector<std::string> args) const;
   // Forks and execs the runner in its own session and process group, armed
   // to die by SIGKILL with this thread (the agent), and records it as the
   // running job (also in runner_records_); closes the pipes' write ends.
@@ -109,13 +143,15 @@ class Supervisor {
   // stdout was cut at max_stdout_bytes, or whose document the runner-JSON
   // codec cannot read or has no metrics: those are `crashed`. The one
   // classifier of a job; the harness only validates what arrives.
-  void ClassifyExit(int wait_status, bool stdout_truncated, JobResult* result) const;
+  // A tool's exit (tool) is ClassifyTool's, with no JSON check.
+  void ClassifyExit(int wait_status, bool stdout_truncated, bool tool, JobResult* result) const;
   // Attaches the device state before (given) and after (read now) to a result.
   JobResult WithDeviceState(std::optional<DeviceState> before, JobResult result) const;
 
   ArtifactStore* store_;
   SupervisorOptions options_;
   RunnerRecords runner_records_;  // <store>/run
+  RunnerBundles bundles_;         // <store>/bundles; used with job_mutex_ held
   std::timed_mutex job_mutex_;    // one job at a time
   std::mutex pid_mutex_;          // guards running_pgid_ and shut_down_
   int running_pgid_ = 0;
