@@ -138,6 +138,7 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   AddHistoryCommands(app, ctx);
   AddNodeCommand(app, ctx);
   AddImportCommands(app, ctx);
+  AddBundleCommand(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

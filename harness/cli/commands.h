@@ -41,6 +41,8 @@ void AddHistoryCommands(CLI::App& app, Context& ctx);
 void AddNodeCommand(CLI::App& app, Context& ctx);
 // `dfarm import benchmark-log` (import_command.cc): Google's tools' logs into history.
 void AddImportCommands(CLI::App& app, Context& ctx);
+// `dfarm bundle` (bundle_command.cc): a runner build packed with its libraries and loader.
+void AddBundleCommand(CLI::App& app, Context& ctx);
 
 // --db FILE, default ./dfarm.db, env DFARM_DB.
 void AddDbOption(CLI::App& cmd, std::string& db);
