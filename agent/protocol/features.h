@@ -39,7 +39,8 @@ inline constexpr std::string_view kFeatureBundles = "bundles";
 // command-line contracts (Google's benchmark_model, inference_diff).
 inline constexpr std::string_view kFeatureRunnerKinds = "runner_kinds";
 inline constexpr std::string_view kKnownFeatures[] = {
-    kFeatureArtifacts, kFeatureRunJob, kFeatureAuthHmac, kFeatureHeartbeat,   kFeaturePutResume,
-    kFeaturePlugin,    kFeatureCancel, kFeatureProgress, kFeatureDeviceState, kFeatureInputs};
+    kFeatureArtifacts,   kFeatureRunJob, kFeatureAuthHmac, kFeatureHeartbeat,
+    kFeaturePutResume,   kFeaturePlugin, kFeatureCancel,   kFeatureProgress,
+    kFeatureDeviceState, kFeatureInputs, kFeatureBundles,  kFeatureRunnerKinds};
 
 }  // namespace dfarm::agent
