@@ -96,14 +96,6 @@ class FaultTrackingDelegate : public runtime::Delegate {
   mutable bool faulted_ = false;
 };
 
-std::vector<TensorSummary> Summaries(const std::vector<runtime::Tensor*>& tensors) {
-  std::vector<TensorSummary> out;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    out.push_back({i, tensors[i]->name, tensors[i]->dtype, tensors[i]->shape, ""});
-  }
-  return out;
-}
-
 std::vector<runner_json::TensorEntry> TensorsDocument(const std::vector<TensorSummary>& tensors) {
   std::vector<runner_json::TensorEntry> out;
   for (const TensorSummary& t : tensors) {
@@ -154,6 +146,7 @@ runner_json::Document ToDocument(const RunOutcome& r) {
   }
   doc.model = r.model;
   doc.delegate = r.delegate;
+  doc.runtime = runner_json::RuntimeEntry{r.runtime, r.runtime_version};
   doc.num_threads = r.num_threads;
   doc.threads_used = r.threads_used;
   doc.metrics = r.metrics;
@@ -258,20 +251,14 @@ bool ChooseDelegate(const RunnerOptions& options, std::ostream& log, Job* job,
   delegates::DelegateOptions& delegate_options = job->delegate_options;
   outcome->threads_used = 1;
   if (AcceptsOption(delegate, "threads")) {
+    Result<uint32_t> threads = DelegateThreads(options);
+    if (!threads.ok()) return Failed(outcome, RunnerStatus::kDelegateError, threads.message());
     auto it = std::find_if(delegate_options.begin(), delegate_options.end(),
                            [](const auto& kv) { return kv.first == "threads"; });
     if (it == delegate_options.end()) {
-      delegate_options.emplace_back("threads", std::to_string(options.num_threads));
-      outcome->threads_used = options.num_threads;
-    } else {
-      const unsigned long given = std::strtoul(it->second.c_str(), nullptr, 10);
-      if (options.num_threads > 1 && given != options.num_threads) {
-        return Failed(outcome, RunnerStatus::kDelegateError,
-                      "--num-threads " + std::to_string(options.num_threads) +
-                          " disagrees with delegate option threads:" + it->second);
-      }
-      outcome->threads_used = static_cast<uint32_t>(given);
+      delegate_options.emplace_back("threads", std::to_string(*threads));
     }
+    outcome->threads_used = *threads;
   } else if (options.num_threads > 1) {
     log << "note: delegate '" << delegate.name << "' runs on one thread; --num-threads "
         << options.num_threads << " is recorded only (threads_used is 1)\n";
@@ -311,66 +298,26 @@ bool LoadAndPrepare(const RunnerOptions& options, Job* job, RunOutcome* outcome)
   return true;
 }
 
-// The job's inputs: input set `set` of --inputs, or seeded random ones.
-Result<void> SetInputs(const RunnerOptions& options, runtime::Interpreter& interpreter,
-                       size_t set = 0) {
-  if (!options.inputs_dirs.empty()) {
-    Result<void> r = LoadInputs(interpreter, options.inputs_dirs.at(set));
-    if (!r.ok() && options.inputs_dirs.size() > 1) {
-      return MakeError("input set " + std::to_string(set) + ": " + r.message());
-    }
-    return r;
-  }
-  FillRandomInputs(interpreter, options.seed);
-  return Ok();
-}
-
-// The first run, the warm-up runs, then the measured runs: num_runs runs and
-// at least min_secs seconds, whichever takes more.
+// The job's Invoke() timed by MeasureInvokes.
 bool Measure(const RunnerOptions& options, const Job& job, RunOutcome* outcome) {
-  auto invoke = [&](double* us_out) {
-    const Clock::time_point start = Clock::now();
-    runtime::Status s = job.interpreter->Invoke();
+  return MeasureInvokes(
+      options,
+      [&] {
 #ifdef DFARM_TEST_SLOWDOWN
-    // Test only: dfarm-runner-slow (agent/runner/CMakeLists.txt) busy-waits a fixed fraction
-    // of each invocation's time, a known latency regression for tests/e2e/gate_e2e_test.cc.
-    const double spin_until_us = MicrosSince(start) * (1.0 + (DFARM_TEST_SLOWDOWN));
-    while (MicrosSince(start) < spin_until_us) {
-    }
+        const Clock::time_point start = Clock::now();
 #endif
-    *us_out = MicrosSince(start);
-    return s;
-  };
-  if (runtime::Status s = invoke(&outcome->metrics.first_us); !s.ok()) {
-    return Failed(outcome, job.Classify(s), s.message());
-  }
-  double warmup_total = 0;
-  for (uint32_t i = 0; i < options.warmup_runs; ++i) {
-    double us = 0;
-    if (runtime::Status s = invoke(&us); !s.ok()) {
-      return Failed(outcome, job.Classify(s), s.message());
-    }
-    warmup_total += us;
-  }
-  if (options.warmup_runs > 0) {
-    outcome->metrics.warmup_mean_us = warmup_total / options.warmup_runs;
-  }
-  outcome->samples_us.reserve(options.num_runs);
-  const Clock::time_point steady_start = Clock::now();
-  const std::chrono::duration<double> min_duration(options.min_secs);
-  while (outcome->samples_us.size() < options.num_runs ||
-         Clock::now() - steady_start < min_duration) {
-    double us = 0;
-    if (runtime::Status s = invoke(&us); !s.ok()) {
-      return Failed(outcome, job.Classify(s), s.message());
-    }
-    outcome->samples_us.push_back(us);
-  }
-  Metrics& metrics = outcome->metrics;
-  static_cast<LatencyStats&>(metrics) = ComputeLatencyStats(outcome->samples_us);
-  metrics.num_runs = static_cast<int64_t>(outcome->samples_us.size());
-  metrics.peak_rss_bytes = static_cast<int64_t>(PeakRssBytes().value_or(0));
-  return true;
+        runtime::Status s = job.interpreter->Invoke();
+#ifdef DFARM_TEST_SLOWDOWN
+        // Test only: dfarm-runner-slow (agent/runner/CMakeLists.txt) busy-waits a fixed
+        // fraction of each invocation's time, a known latency regression for
+        // tests/e2e/gate_e2e_test.cc.
+        const double spin_until_us = MicrosSince(start) * (1.0 + (DFARM_TEST_SLOWDOWN));
+        while (MicrosSince(start) < spin_until_us) {
+        }
+#endif
+        return s.ok() || Failed(outcome, job.Classify(s), s.message());
+      },
+      outcome);
 }
 
 // --accuracy-reference cpu: runs the model once with the reference kernels on
@@ -398,7 +345,7 @@ bool CompareWithReference(const RunnerOptions& options, const Job& job, RunOutco
     // With several sets, the job's interpreter runs set k again (the measured
     // runs used set 0); with one, its outputs are those of the measured runs.
     if (sets > 1) {
-      if (Result<void> r = SetInputs(options, interpreter, k); !r.ok()) {
+      if (Result<void> r = SetInputs(options, interpreter.inputs(), k); !r.ok()) {
         return Failed(outcome, RunnerStatus::kModelError, r.message());
       }
       if (runtime::Status s = interpreter.Invoke(); !s.ok()) {
@@ -408,7 +355,7 @@ bool CompareWithReference(const RunnerOptions& options, const Job& job, RunOutco
     }
     // The same inputs, made again rather than copied, so that nothing the
     // benchmarked runs did to their input tensors can reach the reference.
-    if (Result<void> r = SetInputs(options, reference, k); !r.ok()) {
+    if (Result<void> r = SetInputs(options, reference.inputs(), k); !r.ok()) {
       return Failed(outcome, RunnerStatus::kModelError, r.message());
     }
     if (runtime::Status s = reference.Invoke(); !s.ok()) {
@@ -418,25 +365,101 @@ bool CompareWithReference(const RunnerOptions& options, const Job& job, RunOutco
       per_output[i].push_back(CompareOutput(i, *interpreter.outputs()[i], *reference.outputs()[i]));
     }
   }
-  Accuracy accuracy{options.accuracy_reference, {}, std::nullopt};
-  for (const std::vector<OutputAccuracy>& p : per_output) {
-    accuracy.outputs.push_back(options.inputs_dirs.empty() ? p.front()
-                                                           : AggregateOutputAccuracy(p));
-  }
-  if (!options.inputs_dirs.empty()) accuracy.sets = static_cast<int64_t>(sets);
-  outcome->accuracy = std::move(accuracy);
+  outcome->accuracy = AccuracyOf(options, per_output);
   return true;
 }
 
-// The sha256 of each output's bytes as the last measured run left them.
-void HashOutputs(const runtime::Interpreter& interpreter, RunOutcome* outcome) {
-  const std::vector<runtime::Tensor*>& outputs = interpreter.outputs();
+}  // namespace
+
+std::vector<TensorSummary> Summaries(const std::vector<runtime::Tensor*>& tensors) {
+  std::vector<TensorSummary> out;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    out.push_back({i, tensors[i]->name, tensors[i]->dtype, tensors[i]->shape, ""});
+  }
+  return out;
+}
+
+void HashOutputs(const std::vector<runtime::Tensor*>& outputs, RunOutcome* outcome) {
   for (size_t i = 0; i < outputs.size() && i < outcome->outputs.size(); ++i) {
     agent::Sha256 hash;
     if (outputs[i]->data != nullptr) hash.Update(outputs[i]->data, outputs[i]->bytes);
     outcome->outputs[i].sha256 = hash.FinishHex();
   }
 }
+
+Result<void> SetInputs(const RunnerOptions& options, const std::vector<runtime::Tensor*>& inputs,
+                       size_t set) {
+  if (!options.inputs_dirs.empty()) {
+    Result<void> r = LoadInputs(inputs, options.inputs_dirs.at(set));
+    if (!r.ok() && options.inputs_dirs.size() > 1) {
+      return MakeError("input set " + std::to_string(set) + ": " + r.message());
+    }
+    return r;
+  }
+  FillRandomInputs(inputs, options.seed);
+  return Ok();
+}
+
+Accuracy AccuracyOf(const RunnerOptions& options,
+                    const std::vector<std::vector<OutputAccuracy>>& per_output) {
+  Accuracy accuracy{options.accuracy_reference, {}, std::nullopt};
+  for (const std::vector<OutputAccuracy>& p : per_output) {
+    accuracy.outputs.push_back(options.inputs_dirs.empty() ? p.front()
+                                                           : AggregateOutputAccuracy(p));
+  }
+  if (!options.inputs_dirs.empty()) {
+    accuracy.sets = static_cast<int64_t>(std::max<size_t>(1, options.inputs_dirs.size()));
+  }
+  return accuracy;
+}
+
+Result<uint32_t> DelegateThreads(const RunnerOptions& options) {
+  auto it = std::find_if(options.delegate_options.begin(), options.delegate_options.end(),
+                         [](const auto& kv) { return kv.first == "threads"; });
+  if (it == options.delegate_options.end()) return options.num_threads;
+  const unsigned long given = std::strtoul(it->second.c_str(), nullptr, 10);
+  if (options.num_threads > 1 && given != options.num_threads) {
+    return MakeError("--num-threads " + std::to_string(options.num_threads) +
+                     " disagrees with delegate option threads:" + it->second);
+  }
+  return static_cast<uint32_t>(given);
+}
+
+bool MeasureInvokes(const RunnerOptions& options, const std::function<bool()>& invoke,
+                    RunOutcome* outcome) {
+  auto timed = [&](double* us_out) {
+    const Clock::time_point start = Clock::now();
+    const bool ok = invoke();
+    *us_out = MicrosSince(start);
+    return ok;
+  };
+  if (!timed(&outcome->metrics.first_us)) return false;
+  double warmup_total = 0;
+  for (uint32_t i = 0; i < options.warmup_runs; ++i) {
+    double us = 0;
+    if (!timed(&us)) return false;
+    warmup_total += us;
+  }
+  if (options.warmup_runs > 0) {
+    outcome->metrics.warmup_mean_us = warmup_total / options.warmup_runs;
+  }
+  outcome->samples_us.reserve(options.num_runs);
+  const Clock::time_point steady_start = Clock::now();
+  const std::chrono::duration<double> min_duration(options.min_secs);
+  while (outcome->samples_us.size() < options.num_runs ||
+         Clock::now() - steady_start < min_duration) {
+    double us = 0;
+    if (!timed(&us)) return false;
+    outcome->samples_us.push_back(us);
+  }
+  Metrics& metrics = outcome->metrics;
+  static_cast<LatencyStats&>(metrics) = ComputeLatencyStats(outcome->samples_us);
+  metrics.num_runs = static_cast<int64_t>(outcome->samples_us.size());
+  metrics.peak_rss_bytes = static_cast<int64_t>(PeakRssBytes().value_or(0));
+  return true;
+}
+
+namespace {
 
 // --profile: per-step timing over num_runs more runs.
 bool ProfileSteps(const RunnerOptions& options, const Job& job, RunOutcome* outcome) {
@@ -456,16 +479,17 @@ RunOutcome Run(const RunnerOptions& options, std::ostream& log) {
   RunOutcome outcome;
   outcome.model = std::filesystem::path(options.model).filename().string();
   outcome.delegate = options.delegate;
+  outcome.runtime_version = DFARM_VERSION;
   outcome.num_threads = options.num_threads;
   Job job;
   if (!ChooseDelegate(options, log, &job, &outcome)) return outcome;
   if (!LoadAndPrepare(options, &job, &outcome)) return outcome;
-  if (Result<void> r = SetInputs(options, *job.interpreter); !r.ok()) {
+  if (Result<void> r = SetInputs(options, job.interpreter->inputs()); !r.ok()) {
     Failed(&outcome, RunnerStatus::kModelError, r.message());
     return outcome;
   }
   if (!Measure(options, job, &outcome)) return outcome;
-  HashOutputs(*job.interpreter, &outcome);
+  HashOutputs(job.interpreter->outputs(), &outcome);
   if (!options.dump_outputs_dir.empty()) {
     if (Result<void> r = DumpOutputs(*job.interpreter, options.dump_outputs_dir); !r.ok()) {
       Failed(&outcome, RunnerStatus::kInternalError, r.message());
@@ -481,12 +505,15 @@ RunOutcome Run(const RunnerOptions& options, std::ostream& log) {
 
 std::string ReportJson(const RunOutcome& r) { return runner_json::WriteRunnerJson(ToDocument(r)); }
 
-std::string ReportText(const RunOutcome& r) {
+std::string ReportText(const RunOutcome& r, const std::string& program) {
   if (r.status != RunnerStatus::kOk) {
-    return std::string("dfarm-runner: ") + RunnerStatusName(r.status) + ": " + r.error + "\n";
+    return program + ": " + RunnerStatusName(r.status) + ": " + r.error + "\n";
   }
-  std::string s = "model " + r.model + ", delegate " + r.delegate + ", " +
-                  std::to_string(r.threads_used) + " thread(s)\n";
+  std::string s =
+      "model " + r.model + ", delegate " + r.delegate + ", " + std::to_string(r.threads_used) +
+      " thread(s)" +
+      (r.runtime == "dfarm" ? std::string() : ", runtime " + r.runtime + " " + r.runtime_version) +
+      "\n";
   for (const TensorSummary& t : r.inputs) {
     s += "  input " + std::to_string(t.index) + " '" + t.name + "': " + ShapeText(t) + "\n";
   }
@@ -499,18 +526,18 @@ std::string ReportText(const RunOutcome& r) {
   s += std::to_string(r.samples_us.size()) + " runs: mean " + Ms(m.mean_us) + " (std " +
        Ms(m.std_us) + "), min " + Ms(m.min_us) + ", max " + Ms(m.max_us) + ", p50 " + Ms(m.p50_us) +
        ", p90 " + Ms(m.p90_us) + ", p99 " + Ms(m.p99_us) + "\n";
-  if (r.placement.partitions > 0 || r.delegate != "cpu") {
+  if (r.placement && (r.placement->partitions > 0 || r.delegate != "cpu")) {
     size_t delegated = 0;
     std::string fallbacks;
-    for (const PlacementNode& p : r.placement.nodes) {
+    for (const PlacementNode& p : r.placement->nodes) {
       if (p.partition) ++delegated;
       if (!p.reason.empty()) {
         fallbacks +=
             "  node " + std::to_string(p.index) + " (" + p.op + ") on cpu: " + p.reason + "\n";
       }
     }
-    s += "placement: " + std::to_string(r.placement.partitions) + " partition(s), " +
-         std::to_string(delegated) + " of " + std::to_string(r.placement.nodes.size()) +
+    s += "placement: " + std::to_string(r.placement->partitions) + " partition(s), " +
+         std::to_string(delegated) + " of " + std::to_string(r.placement->nodes.size()) +
          " nodes delegated\n" + fallbacks;
   }
   s += "peak RSS " + std::to_string(m.peak_rss_bytes / 1024) + " KiB, arena " +
@@ -529,7 +556,11 @@ std::string ReportText(const RunOutcome& r) {
 }
 
 int RunnerMain(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
-  ParsedCommandLine parsed = ParseCommandLine(argc, argv);
+  return RunnerMainWith(ParseCommandLine(argc, argv), "dfarm-runner", Run, out, err);
+}
+
+int RunnerMainWith(const ParsedCommandLine& parsed, const std::string& program,
+                   const RunFunction& run, std::ostream& out, std::ostream& err) {
   RunOutcome outcome;
   switch (parsed.action) {
     case ParsedCommandLine::Action::kHelp:
@@ -539,20 +570,20 @@ int RunnerMain(int argc, const char* const* argv, std::ostream& out, std::ostrea
     case ParsedCommandLine::Action::kUsageError:
       outcome.status = RunnerStatus::kUsageError;
       outcome.error = parsed.error;
-      err << ReportText(outcome) << "Run with --help for more information.\n";
+      err << ReportText(outcome, program) << "Run with --help for more information.\n";
       if (parsed.json) out << ReportJson(outcome) << "\n";
       return ExitCode(outcome.status);
     case ParsedCommandLine::Action::kRun:
       break;
   }
   try {
-    outcome = Run(parsed.options, err);
+    outcome = run(parsed.options, err);
   } catch (const std::exception& e) {
     outcome = RunOutcome{};
     outcome.status = RunnerStatus::kInternalError;
     outcome.error = std::string("unexpected exception: ") + e.what();
   }
-  err << ReportText(outcome);
+  err << ReportText(outcome, program);
   if (parsed.options.json) {
     out << ReportJson(outcome) << "\n";
   } else if (outcome.status == RunnerStatus::kOk) {

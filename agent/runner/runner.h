@@ -4,11 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "agent/base/result.h"
 #include "agent/protocol/status.h"
 #include "agent/runner/accuracy.h"
 #include "agent/runner/metrics.h"
@@ -16,6 +18,7 @@
 #include "agent/runner/runner_options.h"
 #include "agent/runner/runner_values.h"
 #include "runtime/dtype.h"
+#include "runtime/tensor.h"
 
 namespace dfarm::runner {
 
@@ -35,6 +38,10 @@ struct RunOutcome {
   std::string error;  // one line when status != kOk
   std::string model;  // the model's file name
   std::string delegate;
+  // The runtime that ran the job (issue 16): "dfarm" (dfarm-runner, version
+  // DFARM_VERSION) or "tflite" (dfarm-tflite-runner, TfLiteVersion()).
+  std::string runtime = "dfarm";
+  std::string runtime_version;
   uint32_t num_threads = 1;  // --num-threads, as asked
   // The threads the delegate runs with: xnnpack's pool (--num-threads or its
   // threads option), 1 for the others.
@@ -47,8 +54,9 @@ struct RunOutcome {
   std::vector<TensorSummary> inputs;
   std::vector<TensorSummary> outputs;
   // Where each node ran: the delegate's name or "cpu", and why a node fell
-  // back (set once AllocateTensors() succeeded).
-  JobPlacement placement;
+  // back (set once AllocateTensors() succeeded). Unset when the runtime cannot
+  // tell (TensorFlow Lite's C API lists no nodes).
+  std::optional<JobPlacement> placement;
   // --accuracy-reference: the reference's name and one entry per output.
   std::optional<Accuracy> accuracy;
   // --profile: per-step timing after the measured runs.
@@ -61,11 +69,49 @@ RunOutcome Run(const RunnerOptions& options, std::ostream& log);
 // The --json document: {"status":"ok",...} or {"status":..., "error":...}.
 std::string ReportJson(const RunOutcome& outcome);
 
-// The human-readable summary.
-std::string ReportText(const RunOutcome& outcome);
+// The human-readable summary; a failure's line starts with `program`.
+std::string ReportText(const RunOutcome& outcome, const std::string& program = "dfarm-runner");
 
 // The whole program: parses argv, runs, prints the JSON document on `out`
 // with --json, human text on `err`; returns the exit code.
 int RunnerMain(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
+
+// The parts a runner on another runtime (dfarm-tflite-runner) shares with
+// Run(), so that both measure, summarize and report the same way.
+
+// What RunnerMain does after parsing, with `run` as the job: help, version
+// and usage errors, then the run, its report and the exit code.
+using RunFunction = std::function<RunOutcome(const RunnerOptions&, std::ostream& log)>;
+int RunnerMainWith(const ParsedCommandLine& parsed, const std::string& program,
+                   const RunFunction& run, std::ostream& out, std::ostream& err);
+
+// The threads of a delegate that has a `threads` option (xnnpack):
+// --num-threads, unless --delegate-options names `threads`; an error when
+// both are given (--num-threads > 1) and disagree.
+Result<uint32_t> DelegateThreads(const RunnerOptions& options);
+
+// The first run, the warm-up runs, then the measured runs (num_runs runs and
+// at least min_secs seconds): fills the timings, the latency statistics,
+// samples_us and the peak RSS. `invoke` runs the model once; on failure it
+// records the failure in the outcome and returns false, which ends this.
+bool MeasureInvokes(const RunnerOptions& options, const std::function<bool()>& invoke,
+                    RunOutcome* outcome);
+
+// Name, dtype and shape of each tensor, in order.
+std::vector<TensorSummary> Summaries(const std::vector<runtime::Tensor*>& tensors);
+
+// The job's inputs: input set `set` of --inputs (an error in a set > 0 says
+// "input set k: ..."), or the seeded random ones (FillRandomInputs).
+Result<void> SetInputs(const RunnerOptions& options, const std::vector<runtime::Tensor*>& inputs,
+                       size_t set = 0);
+
+// The "accuracy" section of --accuracy-reference from per_output[i][k],
+// output i compared on input set k: one set as it is, several (--inputs)
+// aggregated, with "sets".
+Accuracy AccuracyOf(const RunnerOptions& options,
+                    const std::vector<std::vector<OutputAccuracy>>& per_output);
+
+// The sha256 of each output's bytes into outcome->outputs[i].sha256.
+void HashOutputs(const std::vector<runtime::Tensor*>& outputs, RunOutcome* outcome);
 
 }  // namespace dfarm::runner

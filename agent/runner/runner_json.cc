@@ -267,6 +267,9 @@ Document ParseDocument(const json& doc) {
   out.error = doc.value("error", "");
   out.model = String(doc, "model");
   out.delegate = String(doc, "delegate");
+  if (doc.contains("runtime") && doc["runtime"].is_object()) {
+    out.runtime = RuntimeEntry{String(doc["runtime"], "kind"), String(doc["runtime"], "version")};
+  }
   out.num_threads = Integer(doc, "num_threads");
   out.threads_used = Integer(doc, "threads_used");
   if (doc.contains("metrics") && doc["metrics"].is_object()) {
@@ -299,6 +302,9 @@ json ToJson(const Document& doc) {
               {"samples_us", doc.samples_us},
               {"inputs", TensorsJson(doc.inputs)},
               {"outputs", TensorsJson(doc.outputs)}};
+  if (doc.runtime) {
+    out["runtime"] = {{"kind", doc.runtime->kind}, {"version", doc.runtime->version}};
+  }
   if (doc.num_threads) out["num_threads"] = *doc.num_threads;
   if (doc.threads_used) out["threads_used"] = *doc.threads_used;
   if (doc.metrics) out["metrics"] = MetricsJson(*doc.metrics);

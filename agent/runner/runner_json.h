@@ -66,6 +66,14 @@ struct ProfileSection {
   std::vector<OpProfileEntry> by_op;
 };
 
+// "runtime" (issue 16): the runtime that ran the job, "dfarm" (dfarm-runner,
+// its release) or "tflite" (dfarm-tflite-runner, TensorFlow Lite's
+// TfLiteVersion()); unset in documents from runners before it.
+struct RuntimeEntry {
+  std::string kind;
+  std::string version;
+};
+
 // The whole document. A failure document ("status" other than "ok") has only
 // status and error; the other fields belong to ok documents.
 struct Document {
@@ -73,6 +81,7 @@ struct Document {
   std::string error;   // one line naming the fault; failure documents only
   std::string model;   // the model's file name
   std::string delegate;
+  std::optional<RuntimeEntry> runtime;
   std::optional<int64_t> num_threads;   // --num-threads, as asked
   std::optional<int64_t> threads_used;  // the threads the delegate ran with
   std::optional<Metrics> metrics;

@@ -52,8 +52,20 @@ std::string Describe(const Tensor& t, size_t index, const char* role) {
 }  // namespace
 
 void FillRandomInputs(runtime::Interpreter& interpreter, uint32_t seed) {
+  FillRandomInputs(interpreter.inputs(), seed);
+}
+
+Result<void> LoadInputs(runtime::Interpreter& interpreter, const std::string& dir) {
+  return LoadInputs(interpreter.inputs(), dir);
+}
+
+Result<void> DumpOutputs(const runtime::Interpreter& interpreter, const std::string& dir) {
+  return DumpOutputs(interpreter.outputs(), dir);
+}
+
+void FillRandomInputs(const std::vector<runtime::Tensor*>& inputs, uint32_t seed) {
   std::mt19937 rng(seed);
-  for (Tensor* t : interpreter.inputs()) {
+  for (Tensor* t : inputs) {
     switch (t->dtype) {
       case DType::kFloat32:
         Fill<float>(*t, rng, std::uniform_real_distribution<float>(-1.0f, 1.0f));
@@ -94,9 +106,9 @@ void FillRandomInputs(runtime::Interpreter& interpreter, uint32_t seed) {
   }
 }
 
-Result<void> LoadInputs(runtime::Interpreter& interpreter, const std::string& dir) {
-  for (size_t i = 0; i < interpreter.inputs().size(); ++i) {
-    Tensor& t = *interpreter.inputs()[i];
+Result<void> LoadInputs(const std::vector<runtime::Tensor*>& inputs, const std::string& dir) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Tensor& t = *inputs[i];
     std::string path =
         (std::filesystem::path(dir) / ("input_" + std::to_string(i) + ".bin")).string();
     std::error_code ec;
@@ -118,13 +130,13 @@ Result<void> LoadInputs(runtime::Interpreter& interpreter, const std::string& di
   return Ok();
 }
 
-Result<void> DumpOutputs(const runtime::Interpreter& interpreter, const std::string& dir) {
+Result<void> DumpOutputs(const std::vector<runtime::Tensor*>& outputs, const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return MakeError("cannot create output folder '" + dir + "': " + ec.message());
   nlohmann::json index = nlohmann::json::array();
-  for (size_t i = 0; i < interpreter.outputs().size(); ++i) {
-    const Tensor& t = *interpreter.outputs()[i];
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Tensor& t = *outputs[i];
     std::string path =
         (std::filesystem::path(dir) / ("output_" + std::to_string(i) + ".bin")).string();
     std::ofstream out(path, std::ios::binary | std::ios::trunc);

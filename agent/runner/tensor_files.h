@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "agent/base/result.h"
 #include "runtime/interpreter.h"
@@ -25,5 +26,13 @@ Result<void> LoadInputs(runtime::Interpreter& interpreter, const std::string& di
 
 // Writes DIR/output_<i>.bin per output and DIR/outputs.json; creates DIR.
 Result<void> DumpOutputs(const runtime::Interpreter& interpreter, const std::string& dir);
+
+// The same on a model's input (output) tensors in order, for a runtime other
+// than ours (dfarm-tflite-runner's views of TensorFlow Lite's tensors), so that
+// both runtimes see the same inputs: each Tensor's dtype, shape, bytes,
+// quantization and data must be set. The interpreter forms call these.
+void FillRandomInputs(const std::vector<runtime::Tensor*>& inputs, uint32_t seed);
+Result<void> LoadInputs(const std::vector<runtime::Tensor*>& inputs, const std::string& dir);
+Result<void> DumpOutputs(const std::vector<runtime::Tensor*>& outputs, const std::string& dir);
 
 }  // namespace dfarm::runner

@@ -1,6 +1,6 @@
 // Google Benchmark: one TfLiteInterpreterInvoke() per corpus model with
 // TensorFlow Lite 2.9's builtin kernels (1 thread) and its own XNNPACK
-// delegate at 1 and 2 threads (tflite_c.h),
+// delegate at 1 and 2 threads (agent/runner/tflite_c.h),
 // to set beside dfarm_xnnpack_benchmark (ours: reference, plain loops,
 // xnnpack 1 and 2 threads) on the same machine.
 // Usage: dfarm_tflite_benchmark [benchmark flags]; $DFARM_TFLITE_LIB overrides the library.
@@ -14,9 +14,9 @@
 #include <iterator>
 #include <random>
 
-#include "tests/tflite/tflite_c.h"
+#include "agent/runner/tflite_c.h"
 
-namespace dfarm::tflite_ref {
+namespace dfarm::runner::tflite {
 namespace {
 
 void BM_TfliteInvoke(benchmark::State& state, const Library* lib, const std::string& path,
@@ -51,10 +51,10 @@ void BM_TfliteInvoke(benchmark::State& state, const Library* lib, const std::str
 }
 
 }  // namespace
-}  // namespace dfarm::tflite_ref
+}  // namespace dfarm::runner::tflite
 
 int main(int argc, char** argv) {
-  using namespace dfarm::tflite_ref;
+  using namespace dfarm::runner::tflite;
   std::string error;
   std::unique_ptr<Library> lib = Library::Load(DefaultLibraryPath(DFARM_TFLITE_LIB), &error);
   if (lib == nullptr) {

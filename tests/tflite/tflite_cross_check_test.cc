@@ -1,5 +1,5 @@
 // DelegateFarm against TensorFlow Lite itself (2.9's C library, loaded with
-// dlopen; see tflite_c.h): the corpus models and the conformance catalog run
+// dlopen; see agent/runner/tflite_c.h): the corpus models and the conformance catalog run
 // through TFLite and through our reference kernels and xnnpack delegate on the
 // same input bytes. Float outputs agree within 1e-4 abs + 1e-4 rel; quantized
 // ones within 1 quantization step (reference kernels, which follow TFLite's
@@ -14,15 +14,15 @@
 #include <iterator>
 #include <random>
 
+#include "agent/runner/tflite_c.h"
 #include "delegates/conformance/catalog.h"
 #include "delegates/registry.h"
 #include "runtime/interpreter.h"
 #include "runtime/model.h"
 #include "runtime/op_resolver.h"
 #include "tests/model_builder/model_builder.h"
-#include "tests/tflite/tflite_c.h"
 
-namespace dfarm::tflite_ref {
+namespace dfarm::runner::tflite {
 namespace {
 
 namespace fs = std::filesystem;
@@ -658,4 +658,4 @@ TEST(TfliteCrossCheckTest, QuantizedGraphsMatchTensorFlowLite) {
 }
 
 }  // namespace
-}  // namespace dfarm::tflite_ref
+}  // namespace dfarm::runner::tflite
