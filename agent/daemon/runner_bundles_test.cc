@@ -34,9 +34,11 @@ struct Linkage {
   std::string loader;
 };
 
-Linkage LddOf(const std::string& program) {
+// `list_command` prints ldd's lines (ldd, or a loader's --list); a path
+// found under `sysroot` is taken from there (as qemu-user's -L does).
+Linkage LddOf(const std::string& list_command, const std::string& sysroot = "") {
   Linkage out;
-  std::unique_ptr<FILE, int (*)(FILE*)> p(::popen(("ldd " + program).c_str(), "r"), ::pclose);
+  std::unique_ptr<FILE, int (*)(FILE*)> p(::popen(list_command.c_str(), "r"), ::pclose);
   if (!p) return out;
   static const std::regex kLib(R"(^\s*(\S+) => (/\S+) \(0x)");
   static const std::regex kLoader(R"(^\s*(/\S*ld-linux\S*) \(0x)");
@@ -44,7 +46,13 @@ Linkage LddOf(const std::string& program) {
   while (fgets(line, sizeof line, p.get())) {
     std::cmatch m;
     if (std::regex_search(line, m, kLib)) {
-      out.libs.emplace_back(m[1], m[2]);
+      std::string host = m[2];
+      if (!sysroot.empty() && fs::exists(sysroot + host)) host = sysroot + host;
+      if (std::string(m[1]).find("ld-linux") == std::string::npos) {
+        out.libs.emplace_back(m[1], host);
+      } else {
+        out.loader = host;
+      }
     } else if (std::regex_search(line, m, kLoader)) {
       out.loader = m[1];
     }
@@ -94,6 +102,14 @@ class RunnerBundlesTest : public ::testing::Test {
     EXPECT_TRUE(b.WriteFile(Path("add.tflite")));
     return PutFile(Path("add.tflite"));
   }
+  // A bundle of `program`: bin/dfarm-runner, lib/<loader>, lib/<each library>.
+  std::string PutRunnerBundle(const std::string& program, const Linkage& linkage) {
+    std::vector<BundleFile> files = {{"bin/dfarm-runner", 0755, program}};
+    const std::string loader = "lib/" + fs::path(linkage.loader).filename().string();
+    files.push_back({loader, 0755, linkage.loader});
+    for (const auto& [name, host] : linkage.libs) files.push_back({"lib/" + name, 0644, host});
+    return PutBundle({"bin/dfarm-runner", loader, "lib"}, files);
+  }
   std::string BundleDir(const std::string& sha) const { return store_->root() + "/bundles/" + sha; }
 
   TempDir dir_;
@@ -101,15 +117,11 @@ class RunnerBundlesTest : public ::testing::Test {
 };
 
 TEST_F(RunnerBundlesTest, RealRunnerRunsThroughItsBundledLoader) {
-  Linkage linkage = LddOf(kRunner);
+  Linkage linkage = LddOf(std::string("ldd ") + kRunner);
   if (linkage.loader.empty()) GTEST_SKIP() << "ldd names no ld-linux loader for " << kRunner;
-  std::vector<BundleFile> files = {{"bin/dfarm-runner", 0755, kRunner}};
   const std::string loader = "lib/" + fs::path(linkage.loader).filename().string();
-  files.push_back({loader, 0755, linkage.loader});
-  for (const auto& [name, host] : linkage.libs) files.push_back({"lib/" + name, 0644, host});
-
   JobSpec job;
-  job.runner_sha256 = PutBundle({"bin/dfarm-runner", loader, "lib"}, files);
+  job.runner_sha256 = PutRunnerBundle(kRunner, linkage);
   job.model_sha256 = AddModel();
   job.num_runs = 3;
   job.timeout_ms = 60000;
@@ -140,6 +152,35 @@ TEST_F(RunnerBundlesTest, RealRunnerRunsThroughItsBundledLoader) {
   JobResult again = direct.Run(job);
   EXPECT_EQ(again.status, "ok") << again.error << "\n" << again.stderr_tail;
   EXPECT_TRUE(fs::exists(dir + "/marker"));
+}
+
+// The qemu-arm64 device's case: an aarch64 runner bundle under
+// `--bundle-prefix qemu-aarch64` runs on its own loader and libc, with no
+// -L sysroot. Skipped without the cross build or qemu.
+TEST_F(RunnerBundlesTest, Arm64BundleRunsUnderQemuWithoutASysroot) {
+  const std::string runner = DFARM_BINARY_DIR "/arm64/bin/dfarm-runner";
+  const std::string qemu = "/usr/bin/qemu-aarch64", sysroot = "/usr/aarch64-linux-gnu";
+  const std::string sys_loader = sysroot + "/lib/ld-linux-aarch64.so.1";
+  for (const std::string& p : {runner, qemu, sys_loader}) {
+    if (!fs::exists(p)) GTEST_SKIP() << p << " is absent";
+  }
+  Linkage linkage =
+      LddOf(qemu + " -L " + sysroot + " " + sys_loader + " --list " + runner, sysroot);
+  ASSERT_FALSE(linkage.libs.empty());
+  if (linkage.loader.empty()) linkage.loader = sys_loader;
+  JobSpec job;
+  job.runner_sha256 = PutRunnerBundle(runner, linkage);
+  job.model_sha256 = AddModel();
+  job.num_runs = 2;
+  job.timeout_ms = 120000;
+  SupervisorOptions options;
+  options.record_device_state = false;
+  options.runner_prefix = {qemu, "-L", "/no/such/sysroot"};  // would fail: bundle_prefix wins
+  options.bundle_prefix = {qemu};
+  Supervisor sup(store_.get(), options);
+  JobResult r = sup.Run(job);
+  ASSERT_EQ(r.status, "ok") << r.error << "\n" << r.stderr_tail;
+  EXPECT_THAT(r.runner_json, HasSubstr("\"metrics\""));
 }
 
 TEST_F(RunnerBundlesTest, WithoutALoaderTheProgramGetsLdLibraryPath) {
