@@ -287,8 +287,8 @@ const std::string& Interpreter::last_error() const { return state_->error; }
 std::unique_ptr<Library> Library::Load(const std::string& path, std::string* error) {
   void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
-    *error = "cannot load TensorFlow Lite's C library '" + path + "': " + ::dlerror() +
-             " (scripts/setup.sh installs it; or set DFARM_TFLITE_LIB)";
+    *error = ::dlerror();  // it names the path
+
     return nullptr;
   }
   std::unique_ptr<Library> lib(new Library());

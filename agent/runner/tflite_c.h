@@ -120,7 +120,8 @@ class Library {
  public:
   // Loads the library at `path` (a bare file name goes through the dynamic
   // loader's search: LD_LIBRARY_PATH, a loader's --library-path); null with
-  // `error` naming the path or the missing symbol when it cannot.
+  // `error` (the loader's message, which names the path, or the missing
+  // symbol) when it cannot.
   static std::unique_ptr<Library> Load(const std::string& path, std::string* error);
   ~Library();
 

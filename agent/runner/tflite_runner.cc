@@ -386,8 +386,10 @@ Result<std::unique_ptr<tflite::Library>> LoadTfliteLibrary(
     if (library != nullptr) return library;
     tried += (tried.empty() ? "" : "; ") + error;
   }
-  return MakeError("cannot find TensorFlow Lite's C library (tried: " + tried +
-                   "); give --tflite-lib PATH or set DFARM_TFLITE_LIB");
+  return MakeError(std::string("cannot find TensorFlow Lite's C library ") + kTfliteLibraryName +
+                   "; tried " + tried +
+                   " (give --tflite-lib PATH or set DFARM_TFLITE_LIB; scripts/setup.sh fetches "
+                   "TFLite 2.9's into .cache/tflite/)");
 }
 
 std::optional<JobPlacement> PlacementFromTfliteLog(std::string_view log) {
