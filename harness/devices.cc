@@ -1,14 +1,20 @@
 #include "harness/devices.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <system_error>
 
+#include "agent/base/subprocess.h"
+#include "agent/base/unique_fd.h"
 #include "agent/client/agent_process.h"
 #include "agent/protocol/auth.h"
 #include "harness/adb/device_name.h"
@@ -152,7 +158,10 @@ class Provider final : public DeviceProvider {
 
   // The aarch64 agent under qemu-user. The agent cannot exec an aarch64
   // runner by itself (no binfmt_misc here), so it runs the runner through the
-  // same qemu (dfarm-agent --runner-prefix).
+  // same qemu (dfarm-agent --runner-prefix); a runner bundle brings its own
+  // loader and libraries, so it runs through qemu with no sysroot
+  // (--bundle-prefix), as on a device whose libc it must not need. An agent
+  // built before --bundle-prefix is started without it.
   Result<std::unique_ptr<DeviceSession>> OpenQemu(const std::string& name) {
     if (auto available = QemuArm64Available(options_); !available) {
       return MakeError("device '" + name + "' is unavailable: " + available.message());
@@ -161,8 +170,47 @@ class Provider final : public DeviceProvider {
     std::vector<std::string> prefix = {qemu, "-L", options_.qemu_sysroot};
     std::string base = options_.agent_store;
     while (base.size() > 1 && base.back() == '/') base.pop_back();
-    return OpenLocal(name, base + "-" + name, options_.arm64_agent_path, prefix,
-                     {"--runner-prefix", qemu + " -L " + options_.qemu_sysroot});
+    std::vector<std::string> args = {"--runner-prefix", qemu + " -L " + options_.qemu_sysroot};
+    if (AgentHelpLists(prefix, options_.arm64_agent_path, "--bundle-prefix")) {
+      args.insert(args.end(), {"--bundle-prefix", qemu});
+    }
+    return OpenLocal(name, base + "-" + name, options_.arm64_agent_path, prefix, args);
+  }
+
+  // Whether `agent --help`, run under `prefix`, lists `flag`; asked once per
+  // agent file (and its modification time).
+  bool AgentHelpLists(const std::vector<std::string>& prefix, const std::string& agent,
+                      const std::string& flag) {
+    std::error_code ec;
+    const auto stamp = fs::last_write_time(agent, ec);
+    const std::string key =
+        agent + " " + flag + " " + std::to_string(ec ? 0 : stamp.time_since_epoch().count());
+    std::lock_guard<std::mutex> lock(help_mu_);
+    if (auto it = help_lists_.find(key); it != help_lists_.end()) return it->second;
+    std::vector<std::string> argv = prefix;
+    argv.insert(argv.end(), {agent, "--help"});
+    return help_lists_[key] = HelpText(argv).find(flag) != std::string::npos;
+  }
+
+  // What `argv` prints on stdout ("" when it cannot start).
+  static std::string HelpText(const std::vector<std::string>& argv) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) return {};
+    UniqueFd read_end(fds[0]), write_end(fds[1]);
+    SpawnOptions spawn;
+    spawn.stdout_fd = write_end.get();
+    auto pid = SpawnProcess(argv, spawn);
+    write_end.reset();
+    if (!pid) return {};
+    std::string text;
+    char buf[4096];
+    for (ssize_t n; (n = ::read(read_end.get(), buf, sizeof buf)) != 0;) {
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) break;
+      text.append(buf, static_cast<size_t>(n));
+    }
+    ReapProcess(*pid, std::chrono::seconds(5));
+    return text;
   }
 
   Result<std::unique_ptr<DeviceSession>> OpenLocal(const std::string& name,
@@ -202,6 +250,8 @@ class Provider final : public DeviceProvider {
 
   ProviderOptions options_;
   std::unique_ptr<DeviceProvider> adb_;  // null when built without adb support
+  std::mutex help_mu_;
+  std::map<std::string, bool> help_lists_;  // AgentHelpLists' answers
 };
 
 }  // namespace
