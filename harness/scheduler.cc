@@ -72,7 +72,10 @@ agent::JobSpec ToJobSpec(const SweepJob& job, const std::string& runner_sha256,
   spec.num_runs = job.benchmark.num_runs;
   spec.timeout_ms = job.benchmark.timeout_s * 1000;
   // cpu against the cpu reference says nothing: only other delegates compare.
-  if (job.benchmark.accuracy_reference == "cpu" && job.delegate.name != "cpu") {
+  // benchmark_model cannot compare outputs at all (inference_diff always
+  // does): the spec's reference, "cpu" by default, does not apply to it.
+  if (job.benchmark.accuracy_reference == "cpu" && job.delegate.name != "cpu" &&
+      job.runner_kind != agent::kRunnerKindBenchmarkModel) {
     spec.accuracy_reference = "cpu";
   }
   return spec;
