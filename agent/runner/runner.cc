@@ -540,8 +540,12 @@ std::string ReportText(const RunOutcome& r, const std::string& program) {
          std::to_string(delegated) + " of " + std::to_string(r.placement->nodes.size()) +
          " nodes delegated\n" + fallbacks;
   }
-  s += "peak RSS " + std::to_string(m.peak_rss_bytes / 1024) + " KiB, arena " +
-       std::to_string(m.arena_bytes / 1024) + " KiB\n";
+  s += "peak RSS " + std::to_string(m.peak_rss_bytes / 1024) + " KiB";
+  // Another runtime's arena is not known (0).
+  if (r.runtime == "dfarm" || m.arena_bytes > 0) {
+    s += ", arena " + std::to_string(m.arena_bytes / 1024) + " KiB";
+  }
+  s += "\n";
   if (r.accuracy) s += AccuracyText(*r.accuracy);
   if (r.profile) {
     s += "profile over " + std::to_string(r.profile->runs) + " run(s), by op type:\n";

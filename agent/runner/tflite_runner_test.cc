@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -162,6 +163,42 @@ TEST_F(TfliteRunnerTest, CorpusCpuOutputsMatchDfarmRunner) {
     ++compared;
   }
   if (compared == 0) GTEST_SKIP() << "no corpus models in " << DFARM_MODELS_DIR;
+}
+
+// Seeded random inputs of quantized int8/uint8 and float16 tensors, seen
+// through DEQUANTIZE: both runners must have made the same bytes.
+TEST_F(TfliteRunnerTest, SeededQuantizedAndHalfInputsAreTheSameBytes) {
+  ModelBuilder b;
+  const int q8 = b.AddTensor(tfl::TensorType::INT8, {1, 64}, "q8");
+  const int u8 = b.AddTensor(tfl::TensorType::UINT8, {1, 64}, "u8");
+  const int f16 = b.AddTensor(tfl::TensorType::FLOAT16, {1, 64}, "f16");
+  b.SetQuantization(q8, 0.25f, -3);
+  b.SetQuantization(u8, 0.5f, 130);
+  std::vector<int32_t> outs;
+  for (int in : {q8, u8, f16}) {
+    outs.push_back(b.AddTensor(tfl::TensorType::FLOAT32, {1, 64}, "out"));
+    b.AddDequantize(in, outs.back());
+  }
+  b.SetInputs({q8, u8, f16});
+  b.SetOutputs(outs);
+  const fs::path model = dir_ / "dequantize.tflite";
+  ASSERT_TRUE(b.WriteFile(model.string()));
+  for (const char* program : {kTfliteRunnerName, "dfarm-runner"}) {
+    std::vector<std::string> args = {
+        "--model",        model.string(),           "--seed", "11", "--num-runs", "1",
+        "--dump-outputs", (dir_ / program).string()};
+    Process p = program == std::string("dfarm-runner") ? Run(program, args) : RunTflite(args);
+    ASSERT_EQ(p.exit_code, 0) << program << p.err;
+  }
+  for (int i = 0; i < 3; ++i) {
+    const std::string file = "output_" + std::to_string(i) + ".bin";
+    const std::string got = ReadFile(dir_ / kTfliteRunnerName / file);
+    EXPECT_EQ(got.size(), 64 * sizeof(float));
+    EXPECT_EQ(got, ReadFile(dir_ / "dfarm-runner" / file)) << file;
+  }
+  // Not all one value: the inputs were filled.
+  const std::vector<float> q = ReadFloats(dir_ / "dfarm-runner" / "output_0.bin");
+  EXPECT_NE(*std::min_element(q.begin(), q.end()), *std::max_element(q.begin(), q.end()));
 }
 
 TEST_F(TfliteRunnerTest, XnnpackDocumentSaysTfliteAndMeasures) {
