@@ -174,6 +174,7 @@ std::vector<SweepJob> ExpandMatrix(const SweepSpec& spec,
             j.runner = rb.runner;
             j.runner_path = rb.path;
             j.runner_sha256 = rb.sha256;
+            j.runner_kind = rb.kind;
             j.job_key = JobKeyOf(j);
             jobs.push_back(std::move(j));
           }

@@ -53,6 +53,7 @@ struct RunnerBuild {
   std::string abi;     // the build's ABI key
   std::string path;
   std::string sha256;
+  std::string kind = "dfarm";  // RunnerSpec::kind
 };
 
 // Per device: the build of each of the spec's runners it runs, in runner

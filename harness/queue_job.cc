@@ -104,6 +104,7 @@ Result<SweepJob> Decode(const store::JobRow& row, const std::string& abi, const 
   job.benchmark.timeout_s = b.at("timeout_s").get<uint32_t>();
   job.benchmark.accuracy_reference = b.at("accuracy_reference").get<std::string>();
   job.runner = doc.at("runner").get<std::string>();
+  if (!row.runner_kind.empty()) job.runner_kind = row.runner_kind;
   const json& builds = doc.at("runner_builds");
   if (!builds.contains(abi)) {
     std::string have;

@@ -879,6 +879,7 @@ store::JobOutcome ClassifyJobResultOfKind(const agent::JobResult& r, std::string
     o.placement = parsed->placement;
     if (o.error.empty()) o.error = OneLine(parsed->error);
     o.accuracy = parsed->accuracy;
+    o.runner_version = parsed->runtime_version;
   }
   // The agent classifies the job (Supervisor::ClassifyExit); what follows
   // validates what arrived over the wire.

@@ -15,6 +15,7 @@
 
 #include "agent/protocol/auth.h"
 #include "agent/protocol/job_limits.h"
+#include "agent/protocol/runner_kinds.h"
 #include "delegates/delegate_names.h"
 #include "delegates/delegate_options.h"
 #include "harness/device_uri.h"
@@ -247,10 +248,12 @@ class Parser {
       auto expanded = ParseDelegate(ds[i], where);
       if (!expanded) return expanded.error();
       if (const std::string& name = expanded->front().name;
-          !unknown_name && !delegates::IsBuiltinDelegateName(name)) {
+          !unknown_name && !delegates::IsBuiltinDelegateName(name) &&
+          !(HasToolRunner(doc) && agent::IsToolDelegateName(name))) {
         unknown_name = Fail(
             ds[i].is_object() ? where + ".name" : where,
-            "unknown delegate '" + name + "'; known: " + delegates::BuiltinDelegateNamesList());
+            "unknown delegate '" + name + "'; known: " + delegates::BuiltinDelegateNamesList() +
+                " (and gpu, nnapi, hexagon for a benchmark_model or inference_diff runner)");
       }
       for (DelegateSpec& d : *expanded) {
         std::string id = d.name + "|" + d.OptionsString();
@@ -264,6 +267,19 @@ class Parser {
     // Checked last, so that a misspelt name does not hide a broken entry.
     if (unknown_name) return *unknown_name;
     return Ok();
+  }
+
+  // A "runners" entry of a tool kind (benchmark_model, inference_diff), whose
+  // delegates (gpu, nnapi, hexagon) a spec may then name.
+  static bool HasToolRunner(const json& doc) {
+    if (!doc.contains("runners") || !doc["runners"].is_array()) return false;
+    for (const json& r : doc["runners"]) {
+      if (r.is_object() && r.contains("kind") && r["kind"].is_string() &&
+          !agent::SpeaksRunnerContract(r["kind"].get<std::string>())) {
+        return true;
+      }
+    }
+    return false;
   }
 
   // "devices": device URIs (no URI twice) and selectors; default ["local"].
@@ -588,7 +604,7 @@ class Parser {
       return Fail(where, std::string("expected an object {\"name\":...,\"builds\":{...}}, got ") +
                              TypeName(r));
     }
-    if (auto c = CheckKeys(r, where, {"name", "builds"}); !c) return c.error();
+    if (auto c = CheckKeys(r, where, {"name", "kind", "builds"}); !c) return c.error();
     if (!r.contains("name")) return Fail(where, "missing key 'name'");
     if (!r["name"].is_string()) {
       return Fail(where + ".name", std::string("expected a string, got ") + TypeName(r["name"]));
@@ -598,7 +614,23 @@ class Parser {
     if (!IsPlainName(out.name)) {
       return Fail(where + ".name", "runner name '" + out.name + "' must be [A-Za-z0-9_.-]{1,64}");
     }
-    if (!r.contains("builds")) return Fail(where, "missing key 'builds'");
+    if (r.contains("kind")) {
+      if (!r["kind"].is_string()) {
+        return Fail(where + ".kind", std::string("expected a string, got ") + TypeName(r["kind"]));
+      }
+      out.kind = r["kind"].get<std::string>();
+      if (!agent::IsRunnerKind(out.kind)) {
+        return Fail(where + ".kind", "unknown runner kind '" + out.kind +
+                                         "' (known: dfarm, tflite, benchmark_model, inference_diff)");
+      }
+    }
+    if (!r.contains("builds")) {
+      if (out.kind == agent::kRunnerKindDfarm || out.kind == agent::kRunnerKindTflite) return out;
+      return Fail(where, "missing key 'builds': a " + out.kind +
+                             " runner is a binary you bring; name it per ABI, e.g. "
+                             "\"builds\":{\"x86_64\":\"/path/to/" +
+                             out.kind + "\"}");
+    }
     const json& b = r["builds"];
     if (!b.is_object()) {
       return Fail(where + ".builds",
@@ -883,8 +915,12 @@ std::string SweepSpec::ToJson() const {
   if (!device_tags.empty()) doc["device_tags"] = device_tags;
   if (!runners.empty()) {
     doc["runners"] = json::array();
-    for (const RunnerSpec& r : runners)
-      doc["runners"].push_back({{"name", r.name}, {"builds", r.builds}});
+    for (const RunnerSpec& r : runners) {
+      json entry = {{"name", r.name}};
+      if (r.kind != agent::kRunnerKindDfarm) entry["kind"] = r.kind;
+      if (!r.builds.empty()) entry["builds"] = r.builds;
+      doc["runners"].push_back(std::move(entry));
+    }
   }
   doc["benchmark"] = {
       {"warmup_runs", benchmark.warmup_runs},

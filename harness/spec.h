@@ -91,13 +91,16 @@ struct SchedulerSpec {
 // runners are a matrix axis (A/B of runtime releases).
 struct RunnerSpec {
   std::string name;  // "main"; [A-Za-z0-9_.-]{1,64}
-  // The command-line contract (agent/protocol/runner_kinds.h): "dfarm"
-  // (default), "tflite", "benchmark_model", "inference_diff".
-  std::string kind = "dfarm";
   // ABI ("x86_64", "arm64-v8a") -> absolute path of a program or a bundle
   // (agent/protocol/bundle.h). Empty in the spec: the kind's default builds
   // (dfarm, tflite), filled in by the sweep (EffectiveRunners).
   std::map<std::string, std::string> builds;
+  // The command-line contract (agent/protocol/runner_kinds.h): "dfarm"
+  // (default), "tflite", "benchmark_model", "inference_diff".
+  std::string kind = "dfarm";
+  // ABI -> why the kind has no default build for it (FillDefaultBuilds; not
+  // part of the spec).
+  std::map<std::string, std::string> missing_builds;
 };
 
 // A device entry that is not a URI (spec "devices": [{"abi":"arm64-v8a"}]):

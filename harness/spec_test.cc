@@ -205,7 +205,8 @@ TEST_F(SpecTest, DevicesAndDelegates) {
 TEST_F(SpecTest, UnknownDelegateNamesAreErrors) {
   EXPECT_EQ(Error(R"({"models":["../models/a.tflite"],"delegates":["cpu",{"name":"xnnpak"}]})"),
             "spec '" + (dir_.path() / "specs/q.json").string() +
-                "': delegates[1].name: unknown delegate 'xnnpak'; known: cpu, xnnpack, external");
+                "': delegates[1].name: unknown delegate 'xnnpak'; known: cpu, xnnpack, external "
+                "(and gpu, nnapi, hexagon for a benchmark_model or inference_diff runner)");
   EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"delegates":["gpu"]})"),
               HasSubstr("delegates[0]: unknown delegate 'gpu'; known: cpu, xnnpack, external"));
   // The first unknown name is reported, after the entries' own errors.
@@ -355,6 +356,33 @@ TEST_F(SpecTest, RunnersResolveAgainstTheSpecFolder) {
   EXPECT_EQ(again->runners[1].name, "rc-2");
 }
 
+TEST_F(SpecTest, RunnerKindsAndDefaultBuilds) {
+  dir_.Write("builds/benchmark_model", "a tool");
+  auto spec = Parse(R"({"models":["../models/a.tflite"],"delegates":["cpu","gpu","nnapi"],
+      "runners":[{"name":"ours"},{"name":"tflite","kind":"tflite"},
+                 {"name":"bm","kind":"benchmark_model",
+                  "builds":{"x86_64":"../builds/benchmark_model"}}]})");
+  ASSERT_TRUE(spec.ok()) << spec.message();
+  ASSERT_EQ(spec->runners.size(), 3u);
+  EXPECT_EQ(spec->runners[0].kind, "dfarm");
+  EXPECT_TRUE(spec->runners[0].builds.empty());  // the kind's defaults, filled in by the sweep
+  EXPECT_EQ(spec->runners[1].kind, "tflite");
+  EXPECT_TRUE(spec->runners[1].builds.empty());
+  EXPECT_EQ(spec->runners[2].kind, "benchmark_model");
+  EXPECT_EQ(spec->runners[2].builds.size(), 1u);
+  ASSERT_EQ(spec->delegates.size(), 3u);  // gpu and nnapi: a tool runner has flags for them
+  // The stored spec keeps the kinds and leaves default builds out.
+  auto again = ParseSpec(spec->ToJson(), "stored");
+  ASSERT_TRUE(again.ok()) << again.message();
+  EXPECT_EQ(again->runners[1].kind, "tflite");
+  EXPECT_TRUE(again->runners[1].builds.empty());
+  EXPECT_EQ(again->runners[2].builds, spec->runners[2].builds);
+  // Without a tool runner, gpu is not a delegate of ours.
+  EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"delegates":["gpu"],
+      "runners":[{"name":"tflite","kind":"tflite"}]})"),
+              HasSubstr("unknown delegate 'gpu'"));
+}
+
 TEST_F(SpecTest, RunnerErrorsNameTheField) {
   dir_.Write("builds/dfarm-runner", "runner");
   const std::string m = R"({"models":["../models/a.tflite"],"runners":)";
@@ -364,7 +392,17 @@ TEST_F(SpecTest, RunnerErrorsNameTheField) {
               HasSubstr("runners[0]: missing key 'name'"));
   EXPECT_THAT(Error(m + R"([{"name":"a b","builds":{"x86_64":"../builds/dfarm-runner"}}]})"),
               HasSubstr("runners[0].name: runner name 'a b' must be [A-Za-z0-9_.-]{1,64}"));
-  EXPECT_THAT(Error(m + R"([{"name":"a"}]})"), HasSubstr("runners[0]: missing key 'builds'"));
+  // Kinds dfarm and tflite have default builds; a tool kind must name its binary.
+  EXPECT_THAT(Error(m + R"([{"name":"a","kind":"benchmark_model"}]})"),
+              HasSubstr("runners[0]: missing key 'builds': a benchmark_model runner is a binary "
+                        "you bring"));
+  EXPECT_THAT(Error(m + R"([{"name":"a","kind":"tf"}]})"),
+              HasSubstr("runners[0].kind: unknown runner kind 'tf' (known: dfarm, tflite, "
+                        "benchmark_model, inference_diff)"));
+  EXPECT_THAT(Error(m + R"([{"name":"a","kind":1}]})"),
+              HasSubstr("runners[0].kind: expected a string, got an integer"));
+  EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"delegates":["gpu"]})"),
+              HasSubstr("unknown delegate 'gpu'"));
   EXPECT_THAT(Error(m + R"([{"name":"a","builds":{}}]})"),
               HasSubstr("runners[0].builds: is empty"));
   EXPECT_THAT(Error(m + R"([{"name":"a","builds":{"x86_64":"../builds/nope"}}]})"),

@@ -14,6 +14,7 @@
 #include "delegates/delegate_options.h"
 #include "harness/matrix.h"
 #include "harness/queue_job.h"
+#include "harness/runner_builds.h"
 #include "harness/sweep_parts.h"
 
 namespace dfarm::harness {
@@ -93,6 +94,7 @@ Result<void> ChooseRunnerBuild(const SweepSpec& spec, const std::vector<RunnerBu
     tried.runner = c.runner;
     tried.runner_path = c.path;
     tried.runner_sha256 = c.sha256;
+    tried.runner_kind = c.kind;
     if (has_plugin) {
       if (auto found = FindPlugin(spec, file, &tried, plugin_hashes); !found) {
         why = found.message();
@@ -354,10 +356,15 @@ Result<DeviceRunnerBuilds> PlanRunnerBuilds(const std::vector<RunnerSpec>& runne
       RunnerBuild rb;
       rb.runner = keyed ? runner.name : "";
       rb.abi = d.abi;
+      rb.kind = runner.kind;
       if (!path) {
-        (*missing)[{d.name, rb.runner}] = "runner '" + runner.name + "' has no build for ABI '" +
-                                          d.abi + "' of device '" + d.name + "' (add \"" + d.abi +
-                                          "\" to its \"builds\")";
+        auto why = runner.missing_builds.find(d.abi);
+        (*missing)[{d.name, rb.runner}] =
+            "runner '" + runner.name + "' has no build for ABI '" + d.abi + "' of device '" +
+            d.name + "' (" +
+            (why != runner.missing_builds.end() ? why->second
+                                                : "add \"" + d.abi + "\" to its \"builds\"") +
+            ")";
       } else {
         auto [it, fresh] = build_sha.emplace(*path, "");
         if (fresh) {
@@ -467,7 +474,7 @@ Result<std::vector<RunnerBuild>> KeyedBuilds(const std::vector<RunnerSpec>& runn
       if (!sha) {
         return MakeError("cannot resume " + where + ": runner '" + r.name + "' " + sha.message());
       }
-      builds.push_back(RunnerBuild{r.name, abi, path, *sha});
+      builds.push_back(RunnerBuild{r.name, abi, path, *sha, r.kind});
     }
   }
   return builds;
@@ -525,7 +532,8 @@ Result<std::vector<SweepJob>> PlanResume(const SweepSpec& spec,
       std::string abi = devices.KnownAbi(row.device);
       if (abi.empty()) abi = device_abi[row.device];
       const std::string* path = BuildFor(runners.front(), abi);
-      candidates.push_back(RunnerBuild{"", abi, path ? *path : options.runner_path, ""});
+      candidates.push_back(
+          RunnerBuild{"", abi, path ? *path : options.runner_path, "", runners.front().kind});
     }
     if (auto r = ChooseRunnerBuild(spec, candidates, keyed, &*job, &plugin_hashes); !r) {
       return MakeError("cannot resume " + where + ": " + r.message());
@@ -538,23 +546,15 @@ Result<std::vector<SweepJob>> PlanResume(const SweepSpec& spec,
 }  // namespace
 
 std::vector<RunnerSpec> EffectiveRunners(const SweepSpec& spec, const SweepOptions& options) {
-  if (!spec.runners.empty()) return spec.runners;
-  RunnerSpec r;
-  r.name = "default";
-  r.builds[HostAbi()] = options.runner_path;
-  std::string arm = options.arm64_runner_path;
-  if (arm.empty()) {
-    const char* env = std::getenv("DFARM_ARM64_RUNNER");
-    if (env && *env) {
-      arm = env;
-    } else if (!options.runner_path.empty()) {
-      std::error_code ec;
-      std::string candidate = Arm64BuildOf(options.runner_path);
-      if (fs::is_regular_file(candidate, ec)) arm = candidate;
-    }
+  std::vector<RunnerSpec> runners = spec.runners;
+  if (runners.empty()) {
+    runners.emplace_back();
+    runners.back().name = "default";
   }
-  if (!arm.empty() && HostAbi() != kArm64Abi) r.builds[kArm64Abi] = arm;
-  return {r};
+  for (RunnerSpec& r : runners) {
+    if (r.builds.empty()) FillDefaultBuilds(&r, options.runner_path, options.arm64_runner_path);
+  }
+  return runners;
 }
 
 Result<std::vector<ResolvedDevice>> ResolveDevices(
@@ -679,6 +679,7 @@ store::JobRow ToJobRow(const SweepJob& job) {
   row.trial = job.trial;
   row.runner = job.runner;
   row.runner_sha256 = job.runner_sha256;
+  row.runner_kind = job.runner_kind;
   return row;
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
 
 #include "reports/format.h"
 
@@ -265,27 +266,32 @@ void SettingsList(std::ostringstream& h, const std::string& title, const nlohman
 }
 
 void RunnerTable(std::ostringstream& h, const RunReport& report) {
-  std::set<std::pair<std::string, std::string>> used;  // (runner name, sha256) of the jobs
+  // (runner name, sha256, kind, version) of the jobs that ran
+  std::set<std::tuple<std::string, std::string, std::string, std::string>> used;
   for (const store::JobRow& j : report.jobs) {
-    if (j.status != store::kJobQueued) used.insert({j.runner, j.runner_sha256});
+    if (j.status != store::kJobQueued) {
+      used.insert({j.runner, j.runner_sha256, j.runner_kind, j.runner_version});
+    }
   }
-  h << "<h3>Runner builds</h3>\n<table>\n<thead><tr><th>runner</th><th>sha256</th><th>host path"
-       "</th></tr></thead>\n<tbody>\n";
+  h << "<h3>Runner builds</h3>\n<table>\n<thead><tr><th>runner</th><th>kind</th><th>version</th>"
+       "<th>sha256</th><th>host path</th></tr></thead>\n<tbody>\n";
   std::set<std::string> shown;
-  for (const auto& [name, sha] : used) {
+  for (const auto& [name, sha, kind, version] : used) {
     std::string path;
     for (const auto& [p, s] : report.runner_builds) {
       if (s == sha) path = p;
     }
     if (!sha.empty()) shown.insert(sha);
-    h << "<tr><td>" << HtmlEscape(name.empty() ? "(default)" : name) << "</td><td><code>"
+    h << "<tr><td>" << HtmlEscape(name.empty() ? "(default)" : name) << "</td><td>"
+      << HtmlEscape(kind.empty() ? "dfarm" : kind) << "</td><td>"
+      << (version.empty() ? kDash : HtmlEscape(version)) << "</td><td><code>"
       << (sha.empty() ? kDash : HtmlEscape(sha)) << "</code></td><td>" << HtmlEscape(path)
       << "</td></tr>\n";
   }
   for (const auto& [path, sha] : report.runner_builds) {
     if (shown.count(sha)) continue;
-    h << "<tr><td>" << kDash << "</td><td><code>" << HtmlEscape(sha) << "</code></td><td>"
-      << HtmlEscape(path) << "</td></tr>\n";
+    h << "<tr><td>" << kDash << "</td><td>" << kDash << "</td><td>" << kDash << "</td><td><code>"
+      << HtmlEscape(sha) << "</code></td><td>" << HtmlEscape(path) << "</td></tr>\n";
   }
   h << "</tbody>\n</table>\n";
 }

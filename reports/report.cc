@@ -249,18 +249,36 @@ std::vector<Cell> GroupCells(const std::vector<store::JobRow>& jobs) {
   return cells;
 }
 
+namespace {
+
+// " [runner NAME]" (with its kind when that is not dfarm and not the name)
+// for a spec's own runner; "" for the default runner.
+std::string RunnerTag(const store::JobRow& job) {
+  if (job.runner.empty()) return "";
+  std::string tag = " [runner ";
+  tag += job.runner;
+  if (!job.runner_kind.empty() && job.runner_kind != "dfarm" && job.runner_kind != job.runner) {
+    tag += ": ";
+    tag += job.runner_kind;
+  }
+  tag += "]";
+  return tag;
+}
+
+}  // namespace
+
 std::string CellLabel(const store::JobRow& job) {
   std::string label = job.model + " " + DelegateLabel(job);
   if (job.num_threads > 0) label += " x" + std::to_string(job.num_threads);
   label += " @" + job.device;
-  if (!job.runner.empty()) label += " [runner " + job.runner + "]";
+  label += RunnerTag(job);
   return label;
 }
 
 std::string ConfigLabel(const store::JobRow& job) {
   std::string label = DelegateLabel(job);
   if (job.num_threads > 0) label += " x" + std::to_string(job.num_threads);
-  if (!job.runner.empty()) label += " [runner " + job.runner + "]";
+  label += RunnerTag(job);
   return label;
 }
 

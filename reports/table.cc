@@ -120,6 +120,8 @@ Row JobTableRow(const RunReport& report, const store::JobRow& j) {
   row["num_threads"] = j.num_threads;
   row["runner"] = j.runner;
   row["runner_sha256"] = j.runner_sha256;
+  row["runner_kind"] = j.runner_kind;
+  row["runner_version"] = j.runner_version;
   row["trial"] = j.trial;
   row["device"] = j.device;
   row["moved_from"] = j.moved_from;

@@ -30,6 +30,18 @@ inline bool IsRunnerKind(std::string_view kind) {
   return false;
 }
 
+// Delegates Google's tools have flags for beyond ours (--use_gpu,
+// --use_nnapi, --use_hexagon): a spec may name them when one of its runners
+// is a tool kind. Our runners report them unsupported.
+inline constexpr std::string_view kToolDelegateNames[] = {"gpu", "nnapi", "hexagon"};
+
+inline bool IsToolDelegateName(std::string_view name) {
+  for (std::string_view d : kToolDelegateNames) {
+    if (d == name) return true;
+  }
+  return false;
+}
+
 // True for kinds that take dfarm-runner's command line and print its --json
 // document (dfarm, tflite, and "" for dfarm).
 inline bool SpeaksRunnerContract(std::string_view kind) {

@@ -208,8 +208,10 @@ void JobView::showHeader(const JobData& d) {
                   .arg(j.num_threads)
                   .arg(esc(j.device))
                   .arg(j.trial);
-  h += QString("<br>runner <b>%1</b> build %2 &nbsp; status <b style='color:%3'>%4</b>")
-           .arg(j.runner.empty() ? tr("(default)") : esc(j.runner),
+  const std::string kind = j.runner_kind.empty() ? "dfarm" : j.runner_kind;
+  h += QString("<br>runner <b>%1</b> (%2%3) build %4 &nbsp; status <b style='color:%5'>%6</b>")
+           .arg(j.runner.empty() ? tr("(default)") : esc(j.runner), esc(kind),
+                j.runner_version.empty() ? QString() : " " + esc(j.runner_version),
                 j.runner_sha256.empty() ? tr("(unknown)") : esc(j.runner_sha256),
                 ok ? "darkgreen" : "darkred", esc(j.status));
   if (j.metrics) {

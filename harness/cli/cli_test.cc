@@ -504,7 +504,9 @@ TEST(CliTest, TagsNameRuns) {
   EXPECT_EQ(doc["run"]["tags"], nlohmann::json({"also", "base"}));
   ASSERT_EQ(doc["jobs"].size(), 2u);
   EXPECT_EQ(doc["jobs"][1]["trial"], 1);
-  EXPECT_EQ(doc["jobs"][1]["runner"], "main");
+  EXPECT_EQ(doc["jobs"][1]["runner"]["name"], "main");
+  EXPECT_EQ(doc["jobs"][1]["runner"]["kind"], "dfarm");  // a job before schema 13
+  EXPECT_EQ(doc["jobs"][1]["runner"]["sha256"], std::string(64, 'c'));
   EXPECT_EQ(doc["jobs"][1]["runner_sha256"], std::string(64, 'c'));
   o = Call({"show", "tag:base", "--db", db});
   ASSERT_EQ(o.code, 0) << o.err;

@@ -28,6 +28,7 @@ struct GateOptions {
   std::string agent_store;
   std::string token_file;
   int rerun_unknown = 0;
+  std::string candidate_runner, baseline_runner;
 };
 
 Result<std::string> Render(const gate::GateResult& result, const std::string& format) {
@@ -162,6 +163,8 @@ int RunGateCommand(const GateOptions& o, Context& ctx) {
     if (!loaded) return ctx.Fail(loaded.error());
     policy = std::move(*loaded);
   }
+  policy.candidate_runner = o.candidate_runner;
+  policy.baseline_runner = o.baseline_runner;
   auto store = OpenExistingStore(o.db);
   if (!store) return ctx.Fail(store.error());
   auto candidate = ResolveRun(**store, o.candidate);
@@ -193,6 +196,7 @@ int RunGateCommand(const GateOptions& o, Context& ctx) {
 
 struct CompareOptions {
   std::string a, b, db;
+  std::string runner_a, runner_b;
   bool json = false;
 };
 
@@ -247,7 +251,10 @@ int RunCompare(const CompareOptions& o, Context& ctx) {
   if (!a) return ctx.Fail(a.error());
   auto b = ResolveRun(**store, o.b);
   if (!b) return ctx.Fail(b.error());
-  auto result = gate::RunGate(**store, *b, *a, gate::DefaultPolicy());
+  gate::Policy policy = gate::DefaultPolicy();
+  policy.baseline_runner = o.runner_a;
+  policy.candidate_runner = o.runner_b;
+  auto result = gate::RunGate(**store, *b, *a, policy);
   if (!result) return ctx.Fail(result.error());
   ctx.out << (o.json ? gate::RenderGateJson(*result) : CompareTable(*result)) << std::flush;
   return kExitOk;
@@ -270,6 +277,12 @@ void AddGateCommands(CLI::App& app, Context& ctx) {
   cmd->add_option("--rerun-unknown", o->rerun_unknown,
                   "run K more trials of each unknown cell (new runs linked to the candidate) "
                   "and judge again over all trials");
+  cmd->add_option("--candidate-runner", o->candidate_runner,
+                  "judge only this runner's jobs of the candidate ('default' for the default "
+                  "runner), against --baseline-runner's");
+  cmd->add_option("--baseline-runner", o->baseline_runner,
+                  "compare with this runner's jobs of the baseline (which may be the candidate "
+                  "run itself: ours against TensorFlow Lite, cell by cell)");
   AddDbOption(*cmd, o->db);
   AddAgentStoreOption(*cmd, o->agent_store);
   AddTokenFileOption(*cmd, o->token_file);
@@ -285,6 +298,11 @@ void AddGateCommands(CLI::App& app, Context& ctx) {
   cmp->add_option("A", c->a, "the reference run: an id, 'last' or 'tag:NAME'")->required();
   cmp->add_option("B", c->b, "the run compared with it")->required();
   cmp->add_flag("--json", c->json, "print the gate's JSON (docs/CONTRACTS.md) instead");
+  cmp->add_option("--runner-a", c->runner_a,
+                  "only this runner's jobs of A ('default' for the default runner)");
+  cmp->add_option("--runner-b", c->runner_b,
+                  "only this runner's jobs of B, matched with --runner-a's cell by cell (A and B "
+                  "may be one run: `dfarm compare 7 7 --runner-a tflite --runner-b ours`)");
   AddDbOption(*cmp, c->db);
   cmp->footer(
       "Exit codes: 0 ok, 2 usage error (a bad argument, no such run, no comparable cell), 3 no "

@@ -112,6 +112,16 @@ int ShowJob(store::Store& store, const store::RunRow& run, const std::vector<sto
 }
 
 // The run's job entry of `show --json` (the summary every job has).
+// A job's runner (issue 16): the spec's runner name ("" for the default
+// runner), its kind ("dfarm" for jobs before schema 13), the build's sha256
+// and the version the runner reported ("" when none).
+json RunnerJson(const store::JobRow& j) {
+  return {{"name", j.runner},
+          {"kind", j.runner_kind.empty() ? std::string("dfarm") : j.runner_kind},
+          {"sha256", j.runner_sha256},
+          {"version", j.runner_version}};
+}
+
 json JobJson(store::Store& store, const store::JobRow& j) {
   auto samples = store.GetSamples(j.id);
   return {{"id", j.id},
@@ -136,7 +146,7 @@ json JobJson(store::Store& store, const store::JobRow& j) {
           {"throttled", j.throttled},
           {"state_note", j.state_note},
           {"trial", j.trial},
-          {"runner", j.runner},
+          {"runner", RunnerJson(j)},
           {"runner_sha256", j.runner_sha256}};
 }
 

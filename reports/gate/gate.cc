@@ -52,12 +52,22 @@ std::string Num(double v) {
   return s.str();
 }
 
-// Loads every job of `run_id` into its cell, on the side `baseline` says.
+// "A vs B" for --candidate-runner A --baseline-runner B ("any" for an unset side).
+std::string PairLabel(const Policy& policy) {
+  auto name = [](const std::string& n) { return n.empty() ? std::string("any") : n; };
+  return name(policy.candidate_runner) + " vs " + name(policy.baseline_runner);
+}
+
+// Loads every job of `run_id` into its cell, on the side `baseline` says
+// (only the jobs of policy's candidate/baseline runner when one is set).
 Result<void> LoadRun(store::Store& store, int64_t run_id, bool baseline, const Policy& policy,
                      std::map<CellKey, CellJobs>& cells) {
   auto jobs = store.ListJobs(run_id);
   if (!jobs) return jobs.error();
+  const std::string& only = baseline ? policy.baseline_runner : policy.candidate_runner;
+  const bool paired = !policy.baseline_runner.empty() || !policy.candidate_runner.empty();
   for (auto& row : *jobs) {
+    if (!only.empty() && (row.runner.empty() ? "default" : row.runner) != only) continue;
     LoadedJob job;
     job.row = std::move(row);
     if (job.ok()) {
@@ -71,10 +81,11 @@ Result<void> LoadRun(store::Store& store, int64_t run_id, bool baseline, const P
       if (!placement) return placement.error();
       job.placement = std::move(*placement);
     }
+    // Paired runners: one cell across the two names, labelled with both.
     CellKey key{job.row.model_sha256,
                 job.row.delegate,
                 job.row.delegate_options,
-                job.row.runner,
+                paired ? PairLabel(policy) : job.row.runner,
                 DeviceCell(policy, job.row.device),
                 job.row.num_threads};
     auto& side = baseline ? cells[key].baseline : cells[key].candidate;

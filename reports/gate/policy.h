@@ -78,6 +78,12 @@ struct Policy {
   // Device classes: name -> device-name globs. Devices in one class are matched
   // as one cell across runs ("pixel7": ["adb:ABC*", "adb:DEF*"]).
   std::map<std::string, std::vector<std::string>> device_classes;
+  // Not read from the file: `dfarm gate/compare --candidate-runner A
+  // --baseline-runner B` judge runner A's jobs (of the candidate run) against
+  // runner B's (of the baseline run, which may be the same run), cell by cell
+  // across the two names ("default" names a spec's default runner). Empty:
+  // every runner, matched by name.
+  std::string candidate_runner, baseline_runner;
 };
 
 // The documented default policy (docs/gate.md).

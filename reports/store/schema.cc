@@ -261,6 +261,13 @@ CREATE TABLE health_golden(
   recorded_at TEXT NOT NULL,
   PRIMARY KEY(model_sha256, runner_sha256)) WITHOUT ROWID;
 )sql",
+    // v13 (issue 16): runner identity. The kind of the runner a job ran
+    // ("dfarm", "tflite", "benchmark_model", "inference_diff"; '' in older
+    // runs) and the version string it reported ('' when it reported none).
+    R"sql(
+ALTER TABLE jobs ADD COLUMN runner_kind TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN runner_version TEXT NOT NULL DEFAULT '';
+)sql",
 };
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));

@@ -48,7 +48,8 @@ std::string JobColumns(Dialect d) {
          "coalesce(r.started_hot, 0), coalesce(r.throttled, 0), coalesce(r.state_note, ''), "
          "coalesce(r.threads_used, 0), "
          "(SELECT count(*) FROM placement p WHERE p.job_id = j.id AND p.folded <> 0), "
-         "j.trial, j.runner, j.runner_sha256, j.target, j.payload, j.claimed_by, j.claim_id "
+         "j.trial, j.runner, j.runner_sha256, j.target, j.payload, j.claimed_by, j.claim_id, "
+         "j.runner_kind, j.runner_version "
          "FROM jobs j LEFT JOIN results r ON r.job_id = j.id ";
 }
 
@@ -107,6 +108,8 @@ JobRow ReadJob(const Stmt& s) {
   j.payload = s.Text(41);
   j.claimed_by = s.Text(42);
   j.claim_id = s.Int(43);
+  j.runner_kind = s.Text(44);
+  j.runner_version = s.Text(45);
   return j;
 }
 
@@ -322,7 +325,8 @@ class SqlStore final : public Store {
     auto s = Prepare(
         "INSERT INTO jobs(run_id, job_key, model, model_path, model_sha256, delegate, "
         "delegate_options, device, status, num_threads, trial, runner, runner_sha256, target, "
-        "payload) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id");
+        "payload, runner_kind) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "RETURNING id");
     if (!s) return s.error();
     std::vector<int64_t> ids;
     ids.reserve(jobs.size());
@@ -333,6 +337,7 @@ class SqlStore final : public Store {
       s->Bind(8, j.device).Bind(9, std::string(kJobQueued));
       s->Bind(10, static_cast<int64_t>(j.num_threads)).Bind(11, j.trial).Bind(12, j.runner);
       s->Bind(13, j.runner_sha256).Bind(14, j.target).Bind(15, j.payload);
+      s->Bind(16, j.runner_kind);
       auto id = ReturnedId(*s, "add job to run " + std::to_string(run_id));
       if (!id) return id.error();
       ids.push_back(*id);
@@ -562,9 +567,12 @@ class SqlStore final : public Store {
       }
     }
     {
-      auto s = Prepare("UPDATE jobs SET status = ?, error = ?, wall_ms = ? WHERE id = ?");
+      auto s = Prepare(
+          "UPDATE jobs SET status = ?, error = ?, wall_ms = ?, "
+          "runner_version = coalesce(nullif(?, ''), runner_version) WHERE id = ?");
       if (!s) return s.error();
-      s->Bind(1, o.status).Bind(2, o.error).Bind(3, o.wall_ms).Bind(4, job_id);
+      s->Bind(1, o.status).Bind(2, o.error).Bind(3, o.wall_ms).Bind(4, o.runner_version);
+      s->Bind(5, job_id);
       if (auto r = s->Run(); !r) return Fail("record job result", r);
       if (auto r = ExpectChanged("job", job_id); !r) return r;
     }

@@ -143,6 +143,10 @@ struct JobRow {
   std::string payload;     // what a node needs to run it (JSON, harness/queue_job.h)
   std::string claimed_by;  // the node holding it while it runs; "" when none
   int64_t claim_id = 0;    // its latest claim (1, 2, ...): a result commits only under it
+  // Schema v13 ('' in older runs): the runner's kind ("dfarm", "tflite",
+  // "benchmark_model", "inference_diff") and the version it reported.
+  std::string runner_kind;
+  std::string runner_version;
 };
 
 // What RecordJobResult stores for one finished job.
@@ -176,6 +180,9 @@ struct JobOutcome {
   // error, nothing recorded: the lease expired and the job went back to the
   // queue). 0: a job of a run its sweep runs itself.
   int64_t claim_id = 0;
+  // Schema v13: the version the runner reported (its --json "runtime"); ""
+  // keeps what the job has.
+  std::string runner_version;
 };
 
 // The raw evidence behind one job, for drill-down.
