@@ -230,6 +230,17 @@ TEST_F(TfliteRunnerTest, XnnpackDocumentSaysTfliteAndMeasures) {
     EXPECT_LT(o["max_abs_error"].get<double>(), 1e-3) << o.dump();
   }
   EXPECT_THAT(p.err, HasSubstr("runtime tflite"));
+
+  // fp16 reaches TFLite (TFLITE_XNNPACK_DELEGATE_FLAG_FORCE_FP16): half-precision errors.
+  p = RunTflite({"--model", model, "--delegate", "xnnpack", "--delegate-options", "fp16:true",
+                 "--num-runs", "1", "--accuracy-reference", "cpu", "--json"});
+  if (p.exit_code == ExitCode(RunnerStatus::kDelegateError)) {
+    GTEST_SKIP() << "XNNPACK has no fp16 on this CPU: " << p.doc["error"];
+  }
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  const double fp16_error = p.doc["accuracy"]["outputs"][0]["max_abs_error"].get<double>();
+  EXPECT_GT(fp16_error, 1e-3);
+  EXPECT_LT(fp16_error, 1.0);
 }
 
 TEST_F(TfliteRunnerTest, DfarmRunnerDocumentSaysDfarm) {
