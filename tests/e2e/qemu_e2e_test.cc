@@ -137,8 +137,18 @@ TEST_F(QemuE2eTest, OneSweepAcrossTwoAbis) {
   EXPECT_EQ(QueryInt(db_, "SELECT count(*) FROM devices WHERE abi = 'x86_64'"), 3);
 
   // Each device holds the runner build for its ABI, and only that one.
+  // The arm64 runner travels as a bundle (its XNNPACK and loader) when it is
+  // dynamically linked: the same bytes `dfarm bundle` makes of it.
   std::string host_runner = Sha256Sum(BinDir() / "dfarm-runner");
   std::string arm_runner = Sha256Sum(arm64_ / "dfarm-runner");
+  Child bundler =
+      Child::Spawn({(BinDir() / "dfarm").string(), "bundle", (arm64_ / "dfarm-runner").string(),
+                    "-o", (dir_ / "arm.bundle").string(), "--json"},
+                   (dir_ / "bundle.out").string(), (dir_ / "bundle.err").string());
+  ASSERT_EQ(bundler.Wait(), 0) << Slurp(dir_ / "bundle.err");
+  if (json::parse(Slurp(dir_ / "bundle.out"))["loader"] != "") {
+    arm_runner = Sha256Sum(dir_ / "arm.bundle");
+  }
   ASSERT_EQ(host_runner.size(), 64u);
   ASSERT_EQ(arm_runner.size(), 64u);
   ASSERT_NE(host_runner, arm_runner);
