@@ -92,6 +92,7 @@ std::vector<SweepJob> JobsPerRunner(
   for (const RunnerSpec& r : spec.runners) {
     for (SweepJob j : planned) {
       j.runner = r.name;
+      j.runner_kind = r.kind;
       const auto& of = builds.at(r.name);
       if (of.size() == 1) j.runner_sha256 = of.begin()->second;
       j.job_key = JobKeyOf(j);

@@ -838,6 +838,35 @@ TEST_P(StoreTest, JobTrialAndRunnerRoundTrip) {
   EXPECT_EQ(one->runner, "main");
 }
 
+// Schema v13: a job's runner kind (stored with the job) and the version its
+// runner reported (stored with the result; an empty one keeps the stored).
+TEST_P(StoreTest, RunnerKindAndVersion) {
+  auto store = Open();
+  auto run = store->CreateRun("r", "{}");
+  ASSERT_TRUE(run.ok());
+  JobRow a = MakeJob("m.tflite");
+  a.runner = "tflite";
+  a.runner_kind = "tflite";
+  auto ids = store->AddJobs(*run, {a, MakeJob("n.tflite")});
+  ASSERT_TRUE(ids.ok()) << ids.message();
+  JobOutcome o;
+  o.status = "crashed";
+  o.error = "x";
+  o.runner_version = "2.9.0";
+  ASSERT_TRUE(store->RecordJobResult((*ids)[0], o).ok());
+  auto job = store->GetJob((*ids)[0]);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->runner_kind, "tflite");
+  EXPECT_EQ(job->runner_version, "2.9.0");
+  o.runner_version.clear();  // a retry whose runner said nothing keeps the version
+  ASSERT_TRUE(store->RecordJobResult((*ids)[0], o).ok());
+  EXPECT_EQ(store->GetJob((*ids)[0])->runner_version, "2.9.0");
+  auto other = store->GetJob((*ids)[1]);
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other->runner_kind, "");
+  EXPECT_EQ(other->runner_version, "");
+}
+
 TEST_P(StoreTest, TagsMoveRefuseUntag) {
   auto store = Open();
   auto r1 = store->CreateRun("a", "{}");
