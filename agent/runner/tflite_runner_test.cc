@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "agent/runner/runner_json.h"
 #include "tests/model_builder/model_builder.h"
 
 namespace dfarm::runner {
@@ -28,6 +29,7 @@ namespace tfl = ::dfarm::tflite;
 using ::dfarm::testing::ModelBuilder;
 using nlohmann::json;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 const char* const kLib = DFARM_TFLITE_LIB;
@@ -431,6 +433,25 @@ TEST(TfliteRunnerUnit, PlacementFromTheDelegationLines) {
   ASSERT_TRUE(p);
   EXPECT_EQ(p->partitions, 3);
   EXPECT_TRUE(p->nodes.empty());
+}
+
+// "runtime" is read back and written again as it was; older documents have none.
+TEST(TfliteRunnerUnit, RuntimeRoundTripsThroughTheCodec) {
+  RunOutcome outcome;
+  outcome.runtime = "tflite";
+  outcome.runtime_version = "2.9.0";
+  const std::string text = ReportJson(outcome);
+  EXPECT_THAT(text, HasSubstr(R"("runtime":{"kind":"tflite","version":"2.9.0"})"));
+  Result<runner_json::Document> doc = runner_json::ParseRunnerJson(text);
+  ASSERT_TRUE(doc.ok()) << doc.message();
+  ASSERT_TRUE(doc->runtime);
+  EXPECT_EQ(doc->runtime->kind, "tflite");
+  EXPECT_EQ(doc->runtime->version, "2.9.0");
+  EXPECT_EQ(runner_json::WriteRunnerJson(*doc), text);
+  doc = runner_json::ParseRunnerJson(R"({"status":"ok","model":"m.tflite"})");
+  ASSERT_TRUE(doc.ok());
+  EXPECT_FALSE(doc->runtime);
+  EXPECT_THAT(runner_json::WriteRunnerJson(*doc), Not(HasSubstr("runtime")));
 }
 
 }  // namespace
