@@ -31,6 +31,7 @@ struct FakeJob {
   std::optional<store::JobPlacement> placement;
   int64_t peak_rss = 100 << 20;
   std::optional<int64_t> sets;  // input sets the accuracy was compared over
+  std::string runner;           // the spec's runner name ("" = the default runner)
 };
 
 class GateTest : public ::testing::Test {
@@ -62,7 +63,9 @@ class GateTest : public ::testing::Test {
       row.device = j.device;
       row.num_threads = 1;
       row.trial = j.trial;
-      row.job_key = j.model + j.delegate + j.options + j.device + std::to_string(j.trial);
+      row.runner = j.runner;
+      row.job_key =
+          j.model + j.delegate + j.options + j.device + j.runner + std::to_string(j.trial);
       auto id = store_->AddJob(*run, row);
       EXPECT_TRUE(id) << id.message();
       EXPECT_TRUE(store_->MarkJobRunning(*id));
@@ -160,6 +163,36 @@ TEST_F(GateTest, TenPercentSlowerIsRegressed) {
   ASSERT_TRUE(back) << back.message();
   EXPECT_EQ(back->cells[0].verdict, Verdict::kImproved) << RenderGateText(*back);
   EXPECT_TRUE(back->passed);
+}
+
+// --candidate-runner/--baseline-runner: one runner against another, here
+// within one run (ours 10% slower than tflite).
+TEST_F(GateTest, OneRunnerAgainstAnotherInOneRun) {
+  FakeJob ours, tflite;
+  ours.runner = "ours";
+  tflite.runner = "tflite";
+  std::vector<FakeJob> jobs = Cell(tflite, 5, 30, 1000, 0.01, 0.02, 11);
+  for (const FakeJob& j : Cell(ours, 5, 30, 1100, 0.01, 0.02, 12)) jobs.push_back(j);
+  auto run = AddRun(jobs);
+  // Matched by name, each runner is its own cell, equal to itself.
+  auto self = RunGate(*store_, run, run, DefaultPolicy());
+  ASSERT_TRUE(self) << self.message();
+  EXPECT_EQ(self->cells.size(), 2u);
+  Policy paired = DefaultPolicy();
+  paired.candidate_runner = "ours";
+  paired.baseline_runner = "tflite";
+  auto r = RunGate(*store_, run, run, paired);
+  ASSERT_TRUE(r) << r.message();
+  ASSERT_EQ(r->cells.size(), 1u) << RenderGateText(*r);
+  const auto& c = r->cells[0];
+  EXPECT_EQ(c.runner, "ours vs tflite");
+  EXPECT_EQ(c.candidate_trials, 5u);
+  EXPECT_EQ(c.baseline_trials, 5u);
+  EXPECT_NEAR(c.ratio, 1.1, 0.03);
+  EXPECT_EQ(c.verdict, Verdict::kRegressed) << RenderGateText(*r);
+  // A runner the run does not have leaves nothing to judge.
+  paired.candidate_runner = "nope";
+  EXPECT_FALSE(RunGate(*store_, run, run, paired));
 }
 
 TEST_F(GateTest, NoiseOnlyIsNotRegressed) {
