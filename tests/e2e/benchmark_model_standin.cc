@@ -19,6 +19,9 @@
 //
 // DFARM_STANDIN_ARGV_LOG, when set, names a file that each run appends its
 // arguments to (argv[1..]), one JSON array a line, for the tests to read.
+// DFARM_STANDIN_FAIL_XNNPACK=1 makes a benchmark_model run with
+// --use_xnnpack=true print the recorded failure of issue 56166 ("Failed to
+// apply XNNPACK delegate.") and exit 1, as the tool did.
 #include <unistd.h>
 
 #include <cstdio>
@@ -221,7 +224,14 @@ struct Recording {
   const char* prefix;
 };
 
+// Whether this run fails as the recorded failure did (exit code 1).
+bool Failing(const std::map<std::string, std::string>& f) {
+  const char* fail = std::getenv("DFARM_STANDIN_FAIL_XNNPACK");
+  return fail && std::string_view(fail) == "1" && On(f, "use_xnnpack");
+}
+
 Recording ChooseBenchmarkModel(const std::map<std::string, std::string>& f) {
+  if (Failing(f)) return {"tflite_failure_xnnpack_issue56166.txt", "Loaded model ", ""};
   if (On(f, "use_gpu")) return {"tflite_gpu_android_issue43541.txt", "Loaded model ", ""};
   if (On(f, "use_xnnpack") && On(f, "report_peak_memory_footprint")) {
     return {"tflite_xnnpack_cros_peak_memory.txt", "", "INFO: "};
@@ -269,7 +279,7 @@ int BenchmarkModel(int argc, char** argv) {
     }
   }
   std::cerr << out.str();
-  return 0;
+  return Failing(flags) ? 1 : 0;
 }
 
 int InferenceDiff(int argc, char** argv) {

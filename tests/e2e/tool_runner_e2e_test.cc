@@ -238,6 +238,34 @@ TEST_F(ToolRunnerE2eTest, BenchmarkModelBesideOurRunner) {
   EXPECT_EQ(bm_jobs, 2);
 }
 
+// A failed run: the tool exits 1 with "Failed to apply XNNPACK delegate."
+// (the recording of issue 56166); the job takes the failure line's class.
+TEST_F(ToolRunnerE2eTest, BenchmarkModelFailureIsItsClass) {
+  if (!fs::exists(model_)) GTEST_SKIP() << model_ << " is absent (run scripts/setup.sh)";
+  ::setenv("DFARM_STANDIN_FAIL_XNNPACK", "1", 1);
+  json spec;
+  spec["delegates"] = {{{"name", "xnnpack"}}};
+  spec["runners"] = {Runner("bm", "benchmark_model", "dfarm-benchmark-model-standin")};
+  const fs::path path = dir_ / "spec.json";
+  spec["name"] = "fails";
+  spec["models"] = {model_.string()};
+  spec["devices"] = {"local"};
+  std::ofstream(path) << spec.dump(2);
+  Outcome sweep = Dfarm({"sweep", path.string(), "--db", db_, "--json", "--agent-store",
+                         (dir_ / "agent-store").string()});
+  ::unsetenv("DFARM_STANDIN_FAIL_XNNPACK");
+  json summary = json::parse(sweep.out, nullptr, false);
+  ASSERT_TRUE(summary.is_object()) << sweep.out << sweep.err;
+  EXPECT_EQ(summary.value("failed", 0), 1) << sweep.out << sweep.err;
+  EXPECT_EQ(StandinRuns().size(), 1u) << "a delegate_error is not retried";
+  json doc = Show(summary.value("run_id", int64_t{0}));
+  ASSERT_EQ(doc["jobs"].size(), 1u) << doc.dump(2);
+  const json& job = doc["jobs"][0];
+  EXPECT_EQ(job.value("status", ""), "delegate_error") << job.dump(2);
+  EXPECT_EQ(job.value("error", ""), "Failed to apply XNNPACK delegate.") << job.dump(2);
+  EXPECT_TRUE(job["metrics"].is_null()) << job.dump(2);
+}
+
 // inference_diff's OutputDiff lines become the job's accuracy against the cpu.
 TEST_F(ToolRunnerE2eTest, InferenceDiffStoresAccuracy) {
   if (!fs::exists(model_)) GTEST_SKIP() << model_ << " is absent (run scripts/setup.sh)";
