@@ -50,8 +50,8 @@ void FillDfarm(RunnerSpec* runner, const std::string& runner_path, std::string a
   if (arm.empty()) arm = EnvOr("DFARM_ARM64_RUNNER", "");
   if (arm.empty() && !runner_path.empty()) arm = Arm64BuildOf(runner_path);
   if (!IsFile(arm)) {
-    runner->missing_builds[kArm64Abi] =
-        "no arm64 dfarm-runner at '" + arm + "' (scripts/build.sh arm64, or set DFARM_ARM64_RUNNER)";
+    runner->missing_builds[kArm64Abi] = "no arm64 dfarm-runner at '" + arm +
+                                        "' (scripts/build.sh arm64, or set DFARM_ARM64_RUNNER)";
     return;
   }
   // A dynamically linked build (XNNPACK) travels as a bundle with its

@@ -620,8 +620,9 @@ class Parser {
       }
       out.kind = r["kind"].get<std::string>();
       if (!agent::IsRunnerKind(out.kind)) {
-        return Fail(where + ".kind", "unknown runner kind '" + out.kind +
-                                         "' (known: dfarm, tflite, benchmark_model, inference_diff)");
+        return Fail(where + ".kind",
+                    "unknown runner kind '" + out.kind +
+                        "' (known: dfarm, tflite, benchmark_model, inference_diff)");
       }
     }
     if (!r.contains("builds")) {

@@ -19,9 +19,8 @@ inline constexpr std::string_view kRunnerKindTflite = "tflite";
 inline constexpr std::string_view kRunnerKindBenchmarkModel = "benchmark_model";
 inline constexpr std::string_view kRunnerKindInferenceDiff = "inference_diff";
 
-inline constexpr std::string_view kRunnerKinds[] = {kRunnerKindDfarm, kRunnerKindTflite,
-                                                    kRunnerKindBenchmarkModel,
-                                                    kRunnerKindInferenceDiff};
+inline constexpr std::string_view kRunnerKinds[] = {
+    kRunnerKindDfarm, kRunnerKindTflite, kRunnerKindBenchmarkModel, kRunnerKindInferenceDiff};
 
 inline bool IsRunnerKind(std::string_view kind) {
   for (std::string_view k : kRunnerKinds) {
