@@ -81,28 +81,6 @@ agent::JobSpec ToJobSpec(const SweepJob& job, const std::string& runner_sha256,
   return spec;
 }
 
-// Why `device` (its agent's features) cannot run a job of runner kind
-// `kind` on the build at `runner_path`: a tool kind needs "runner_kinds" (an
-// older agent would run the tool with dfarm-runner's command line), a bundle
-// needs "bundles" (an older agent would exec the archive). Retrying cannot
-// help; the device still serves other jobs.
-Result<void> CheckDeviceTakesRunner(const std::vector<std::string>& features,
-                                    const std::string& device, const std::string& kind,
-                                    const std::string& runner_path) {
-  auto refuse = [&](std::string_view feature, const std::string& what) {
-    return MakeError("device '" + device + "': its dfarm-agent does not speak feature '" +
-                     std::string(feature) + "', so it cannot run " + what +
-                     " (update dfarm-agent there)");
-  };
-  if (!agent::SpeaksRunnerContract(kind) && !HasFeature(features, agent::kFeatureRunnerKinds)) {
-    return refuse(agent::kFeatureRunnerKinds, "runners of kind '" + kind + "'");
-  }
-  if (!HasFeature(features, agent::kFeatureBundles) && agent::IsBundleFile(runner_path)) {
-    return refuse(agent::kFeatureBundles, "the runner bundle '" + runner_path + "'");
-  }
-  return Ok();
-}
-
 // ClassifyJobResult for a job of runner kind `kind` (defined below it).
 store::JobOutcome ClassifyJobResultOfKind(const agent::JobResult& r, std::string_view kind);
 
@@ -809,6 +787,23 @@ class Scheduler {
 };
 
 }  // namespace
+
+Result<void> CheckDeviceTakesRunner(const std::vector<std::string>& features,
+                                    const std::string& device, const std::string& kind,
+                                    const std::string& runner_path) {
+  auto refuse = [&](std::string_view feature, const std::string& what) {
+    return MakeError("device '" + device + "': its dfarm-agent does not speak feature '" +
+                     std::string(feature) + "', so it cannot run " + what +
+                     " (update dfarm-agent there)");
+  };
+  if (!agent::SpeaksRunnerContract(kind) && !HasFeature(features, agent::kFeatureRunnerKinds)) {
+    return refuse(agent::kFeatureRunnerKinds, "runners of kind '" + kind + "'");
+  }
+  if (!HasFeature(features, agent::kFeatureBundles) && agent::IsBundleFile(runner_path)) {
+    return refuse(agent::kFeatureBundles, "the runner bundle '" + runner_path + "'");
+  }
+  return Ok();
+}
 
 Result<void> CheckDeviceTakesPlugins(const std::vector<std::string>& features,
                                      const std::string& device) {

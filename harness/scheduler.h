@@ -109,6 +109,16 @@ Result<SchedulerStats> RunJobs(const SchedulerContext& ctx, const std::vector<st
 Result<void> CheckDeviceTakesPlugins(const std::vector<std::string>& features,
                                      const std::string& device);
 
+// Fails, naming the device and the feature, when its agent cannot run a job
+// of runner kind `kind` on the build at `runner_path`: a tool kind needs
+// "runner_kinds" (an older agent would run the tool with dfarm-runner's
+// command line), a bundle needs "bundles" (an older agent would exec the
+// archive). The scheduler records such a job `infra` at once (no retry; the
+// device still serves other jobs).
+Result<void> CheckDeviceTakesRunner(const std::vector<std::string>& features,
+                                    const std::string& device, const std::string& kind,
+                                    const std::string& runner_path);
+
 // Turns what the agent returned into what the store keeps. The job's class
 // is the agent's (Supervisor::ClassifyExit); this only validates it: a status
 // outside the list (docs/CONTRACTS.md) becomes "infra", and, from an agent

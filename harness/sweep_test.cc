@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "agent/protocol/bundle.h"
 #include "harness/matrix.h"
 #include "harness/progress.h"
 #include "harness/scheduler.h"
@@ -873,6 +874,25 @@ TEST_F(SweepTest, PluginJobOnAnAgentWithoutThePluginFeatureIsInfra) {
   EXPECT_EQ(CheckDeviceTakesPlugins({"run_job"}, "tcp://127.0.0.1:9").message(),
             "device 'tcp://127.0.0.1:9': its dfarm-agent does not speak feature 'plugin', so it "
             "cannot load external delegate plugins (update dfarm-agent there)");
+}
+
+// Runner kinds and bundles need their agent features (an older agent would
+// run a tool with dfarm-runner's flags, or exec the archive).
+TEST_F(SweepTest, RunnerKindsAndBundlesNeedTheirFeatures) {
+  const std::string bundle = (dir_.path() / "r.bundle").string();
+  const std::string exe = dir_.Write("prog", "#!/bin/sh\n");
+  ASSERT_TRUE(agent::PackBundleFile({"bin/prog", "", "lib"}, {{"bin/prog", 0755, exe}}, bundle));
+  const std::vector<std::string> old_agent = {"run_job", "plugin"};
+  EXPECT_TRUE(CheckDeviceTakesRunner(old_agent, "d", "dfarm", exe).ok());
+  EXPECT_TRUE(CheckDeviceTakesRunner(old_agent, "d", "tflite", exe).ok());  // our contract
+  EXPECT_EQ(CheckDeviceTakesRunner(old_agent, "adb:X", "benchmark_model", exe).message(),
+            "device 'adb:X': its dfarm-agent does not speak feature 'runner_kinds', so it cannot "
+            "run runners of kind 'benchmark_model' (update dfarm-agent there)");
+  EXPECT_THAT(CheckDeviceTakesRunner(old_agent, "d", "dfarm", bundle).message(),
+              HasSubstr("does not speak feature 'bundles', so it cannot run the runner bundle"));
+  EXPECT_TRUE(
+      CheckDeviceTakesRunner({"run_job", "runner_kinds", "bundles"}, "d", "inference_diff", bundle)
+          .ok());
 }
 
 // A model's input sets are packed, pushed once per device and named in the

@@ -317,7 +317,10 @@ std::optional<double> CellMedianUs(const RunReport& report, const Cell& cell) {
   std::vector<double> p50s;
   for (size_t i : cell.jobs) {
     const store::JobRow& j = report.jobs[i];
-    if (j.status == store::kJobOk && j.metrics) p50s.push_back(j.metrics->p50_us);
+    // Google's tools print no percentiles (p50 0): their mean stands in.
+    if (j.status == store::kJobOk && j.metrics) {
+      p50s.push_back(j.metrics->p50_us > 0 ? j.metrics->p50_us : j.metrics->mean_us);
+    }
   }
   if (p50s.empty()) return std::nullopt;
   return Summarize(std::move(p50s)).p50;

@@ -272,7 +272,9 @@ int PrintTable(store::Store& store, const store::RunRow& run, std::vector<store:
       char rss[32];
       std::snprintf(rss, sizeof rss, "%.1f",
                     static_cast<double>(j.metrics->peak_rss_bytes) / (1 << 20));
-      ctx.out << "\t" << Ms(j.metrics->mean_us) << "\t" << Ms(j.metrics->p90_us) << "\t" << rss;
+      // Google's tools report no percentiles (0): "-", not a 0 ms p90.
+      ctx.out << "\t" << Ms(j.metrics->mean_us) << "\t"
+              << (j.metrics->p90_us > 0 ? Ms(j.metrics->p90_us) : std::string("-")) << "\t" << rss;
     } else {
       ctx.out << "\t-\t-\t-";
     }
