@@ -258,7 +258,10 @@ TEST_F(GateE2eTest, SlowedRunnerIsRegressedOnLatency) {
     json shown = json::parse(Dfarm({"show", Id(run), "--json"}).out, nullptr, false);
     ASSERT_TRUE(shown.is_object() && shown.contains("jobs")) << shown;
     for (const json& job : shown["jobs"]) {
-      EXPECT_EQ(job.value("runner", ""), "main");
+      ASSERT_TRUE(job["runner"].is_object()) << job;  // issue 16: {name, kind, sha256, version}
+      EXPECT_EQ(job["runner"].value("name", ""), "main");
+      EXPECT_EQ(job["runner"].value("kind", ""), "dfarm");
+      EXPECT_EQ(job["runner"].value("sha256", ""), job.value("runner_sha256", ""));
       builds.insert(std::to_string(run) + " " + job.value("runner_sha256", ""));
     }
   }
