@@ -1,0 +1,51 @@
+// The fast float32 DEPTHWISE_CONV_2D of the common MobileNet-style case:
+// 3x3 or 5x5 filter, any stride, dilation 1, depth multiplier 1, NHWC, SAME or
+// VALID padding, any fused activation range. The output is split into an
+// interior, where every tap lies inside the input and the loops have no bounds
+// checks, and a border with clipped tap ranges. Channels are processed in
+// blocks of 16/4/1 whose accumulators stay in registers across all taps
+// (plain loops that the compiler vectorizes; on x86-64 with GCC an AVX2 clone
+// is picked at load). Each output sums bias + x*w over the in-bounds taps in
+// the same order as the plain loops of depthwise_conv_2d.cc, without
+// contraction into FMA, so the results are bitwise equal to them.
+#pragma once
+
+#include <cstdint>
+
+namespace dfarm::runtime {
+
+// The geometry of one float32 depthwise convolution, as Prepare() computes it.
+struct DepthwiseFloatParams {
+  int batches = 0, in_h = 0, in_w = 0, in_c = 0;
+  int out_h = 0, out_w = 0, out_c = 0;
+  int kernel_h = 0, kernel_w = 0;
+  int stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
+  int pad_top = 0, pad_left = 0;
+  float act_min = 0.0f, act_max = 0.0f;
+};
+
+// Everything RunDepthwiseFloat() needs, computed once per node by
+// PlanDepthwiseFloat(). A default-constructed plan covers nothing.
+struct DepthwiseFloatPlan {
+  enum class Variant : uint8_t { kNone, k3x3, k5x5 };
+  Variant variant = Variant::kNone;
+  DepthwiseFloatParams params;
+  // The interior: output rows [oy_begin, oy_end) and columns [ox_begin,
+  // ox_end) whose whole window lies inside the input (empty ranges allowed).
+  int oy_begin = 0, oy_end = 0, ox_begin = 0, ox_end = 0;
+
+  bool covered() const { return variant != Variant::kNone; }
+};
+
+// The plan for `params`; covered() is false when the fast kernel does not
+// handle the case (other filter sizes, dilation, multiplier != 1, negative
+// padding), and the caller runs its plain loops.
+DepthwiseFloatPlan PlanDepthwiseFloat(const DepthwiseFloatParams& params);
+
+// Computes the output [N, OH, OW, C] from input [N, H, W, C], filter
+// [1, KH, KW, C] and bias [C] (null: zeros). Requires plan.covered(); keeps no
+// pointer; allocates nothing. The output must not alias the inputs.
+void RunDepthwiseFloat(const DepthwiseFloatPlan& plan, const float* input, const float* filter,
+                       const float* bias, float* output);
+
+}  // namespace dfarm::runtime
