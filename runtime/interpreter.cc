@@ -29,6 +29,9 @@ Interpreter::Interpreter(const Model& model, const OpResolver& resolver,
     tensor.index = static_cast<int>(t);
     tensor.name = fb->name() != nullptr ? fb->name()->str() : "";
     if (fb->shape() != nullptr) tensor.shape.assign(fb->shape()->begin(), fb->shape()->end());
+    if (fb->shape_signature() != nullptr) {
+      tensor.shape_signature.assign(fb->shape_signature()->begin(), fb->shape_signature()->end());
+    }
     if (!DTypeFromTflite(fb->type(), &tensor.dtype) && setup_status_.ok()) {
       const char* type_name = tflite::EnumNameTensorType(fb->type());
       setup_status_ = Status::Unsupported(
@@ -98,7 +101,7 @@ Status Interpreter::AllocateTensors() {
 }
 
 Status Interpreter::AllocateOnce() {
-  if (arena_ != nullptr) {
+  if (arena_ != nullptr || !persistent_.empty()) {
     return Status::InvalidArgument(
         "AllocateTensors() already failed halfway; build a new "
         "Interpreter");
@@ -107,6 +110,13 @@ Status Interpreter::AllocateOnce() {
   DFARM_RETURN_IF_ERROR(
       delegation_.Build(nodes_, outputs_, delegates_, "model '" + model_.name() + "'"));
   plan_ = delegation_.order();
+  DFARM_RETURN_IF_ERROR(ResolveKernels());
+  DFARM_RETURN_IF_ERROR(PrepareNodes());
+  DFARM_RETURN_IF_ERROR(Plan());
+  return delegation_.Prepare();
+}
+
+Status Interpreter::ResolveKernels() {
   for (Node& node : nodes_) {
     if (delegation_.PartitionOf(node.index) >= 0) continue;
     const bool custom = node.code == tflite::BuiltinOperator::CUSTOM;
@@ -125,15 +135,50 @@ Status Interpreter::AllocateOnce() {
       }
     }
   }
-  DFARM_RETURN_IF_ERROR(Plan());
+  return Status::Ok();
+}
+
+Status Interpreter::PrepareNodes() {
   for (Node& node : nodes_) {
-    if (delegation_.PartitionOf(node.index) >= 0) continue;
+    if (delegation_.PartitionOf(node.index) >= 0) {
+      // The delegate checked the node against its tensors' declared shapes.
+      for (const Tensor* in : node.inputs) {
+        if (in != nullptr && in->shape_set_by_op) {
+          return Status::Unsupported(NodeLabel(node) + ": delegated, but input tensor " +
+                                     std::to_string(in->index) + " '" + in->name +
+                                     "' is sized only at Prepare (" + ShapeToString(in->shape) +
+                                     "); a delegate cannot take it");
+        }
+      }
+      continue;
+    }
     DFARM_RETURN_IF_ERROR(node.registration->prepare(node).WithPrefix(NodeLabel(node)));
     if (node.folded) {
+      for (Tensor* out : node.outputs) DFARM_RETURN_IF_ERROR(AllocatePersistent(out));
       DFARM_RETURN_IF_ERROR(node.registration->eval(node).WithPrefix(NodeLabel(node)));
     }
   }
-  return delegation_.Prepare();
+  return Status::Ok();
+}
+
+Status Interpreter::AllocatePersistent(Tensor* tensor) {
+  const size_t bytes = AlignUp(std::max<size_t>(tensor->bytes, 1));
+  if (bytes > options_.max_arena_bytes - std::min(persistent_bytes_, options_.max_arena_bytes)) {
+    return Status::Unsupported("model '" + model_.name() + "' needs over " +
+                               std::to_string(persistent_bytes_ + bytes) +
+                               " bytes for its folded tensors and variables, over the limit of " +
+                               std::to_string(options_.max_arena_bytes) + " bytes");
+  }
+  persistent_.emplace_back(static_cast<std::byte*>(std::aligned_alloc(kArenaAlignment, bytes)),
+                           &FreeArena);
+  if (persistent_.back() == nullptr) {
+    return Status::Error("model '" + model_.name() + "': out of memory for a " +
+                         std::to_string(bytes) + "-byte tensor");
+  }
+  std::memset(persistent_.back().get(), 0, bytes);  // variables start at zero
+  tensor->data = persistent_.back().get();
+  persistent_bytes_ += AlignUp(tensor->bytes);
+  return Status::Ok();
 }
 
 void Interpreter::MarkFolded() {
@@ -152,12 +197,14 @@ void Interpreter::MarkFolded() {
   }
 }
 
-Status Interpreter::Plan() {
-  const tflite::SubGraph* graph = model_.subgraph();
+void Interpreter::Lifetimes(std::vector<int>* first_out, std::vector<int>* last_out) const {
   // Lifetimes in Invoke() steps; step i runs plan_[i]. A delegated node's
   // tensors live across its whole partition, which runs as one step.
   const int last_step = static_cast<int>(plan_.size());
-  std::vector<int> first(tensors_.size(), -1), last(tensors_.size(), -1);
+  std::vector<int>& first = *first_out;
+  std::vector<int>& last = *last_out;
+  first.assign(tensors_.size(), -1);
+  last.assign(tensors_.size(), -1);
   auto touch = [&](const Tensor* t, int step) {
     if (t == nullptr || t->allocation != Allocation::kNone) return;
     if (first[t->index] < 0) first[t->index] = step;
@@ -183,17 +230,19 @@ Status Interpreter::Plan() {
     for (Tensor* t : node.outputs) touch(t, lo), touch(t, hi);
   }
   for (Tensor* t : outputs_) touch(t, last_step);
+}
 
-  // The persistent part: folded tensors and variables, in index order.
-  std::vector<size_t> persistent_offsets(tensors_.size(), 0);
-  size_t persistent = 0;
+Status Interpreter::Plan() {
+  std::vector<int> first, last;
+  Lifetimes(&first, &last);
+  const tflite::SubGraph* graph = model_.subgraph();
+  // Variables live as long as the interpreter, beside the folded tensors.
   for (Tensor& t : tensors_) {
-    bool variable =
-        graph->tensors()->Get(t.index)->is_variable() && t.allocation == Allocation::kNone;
-    if (t.allocation != Allocation::kFolded && !variable) continue;
-    if (variable) t.allocation = Allocation::kFolded;  // lives as long as the interpreter
-    persistent_offsets[t.index] = persistent;
-    persistent += AlignUp(t.bytes);
+    if (!graph->tensors()->Get(t.index)->is_variable() || t.allocation != Allocation::kNone) {
+      continue;
+    }
+    t.allocation = Allocation::kFolded;
+    DFARM_RETURN_IF_ERROR(AllocatePersistent(&t));
   }
 
   std::vector<BufferRequest> requests;
@@ -206,6 +255,7 @@ Status Interpreter::Plan() {
   std::vector<size_t> offsets;
   const size_t planned = PlanGreedy(requests, kArenaAlignment, &offsets);
 
+  const size_t persistent = persistent_bytes_;
   const size_t total = persistent + planned;
   if (total > options_.max_arena_bytes) {
     return Status::Unsupported("model '" + model_.name() + "' needs a " + std::to_string(total) +
@@ -213,21 +263,16 @@ Status Interpreter::Plan() {
                                std::to_string(options_.max_arena_bytes) + " bytes");
   }
   arena_.reset(
-      static_cast<std::byte*>(std::aligned_alloc(kArenaAlignment, std::max(total, AlignUp(1)))));
+      static_cast<std::byte*>(std::aligned_alloc(kArenaAlignment, std::max(planned, AlignUp(1)))));
   if (arena_ == nullptr) {
     return Status::Error("model '" + model_.name() + "': out of memory for a " +
-                         std::to_string(total) + "-byte arena");
+                         std::to_string(planned) + "-byte arena");
   }
-  std::memset(arena_.get(), 0, persistent);  // variables start at zero
   arena_bytes_ = total;
-  persistent_bytes_ = persistent;
-  for (Tensor& t : tensors_) {
-    if (t.allocation == Allocation::kFolded) t.data = arena_.get() + persistent_offsets[t.index];
-  }
   for (size_t r = 0; r < requests.size(); ++r) {
     Tensor& t = tensors_[request_tensor[r]];
     t.allocation = Allocation::kArena;
-    t.data = arena_.get() + persistent + offsets[r];
+    t.data = arena_.get() + offsets[r];
   }
   return Status::Ok();
 }

@@ -2,9 +2,9 @@
 //
 // Ownership: the interpreter keeps references to the Model and the
 // OpResolver (and the registrations it hands out); both must outlive it. It
-// owns its tensors' metadata, the kernels' OpData and one arena, allocated in
-// AllocateTensors(), which holds every non-constant tensor. Invoke()
-// allocates nothing.
+// owns its tensors' metadata, the kernels' OpData, the folded tensors' blocks
+// and one arena, allocated in AllocateTensors(), which together hold every
+// non-constant tensor. Invoke() allocates nothing.
 #pragma once
 
 #include <cstddef>
@@ -36,16 +36,23 @@ class Interpreter {
   Interpreter& operator=(const Interpreter&) = delete;
 
   // Resolves every node's kernel (Unsupported naming the op and node when one
-  // is missing, or a tensor has a dtype we lack), plans and allocates the
-  // arena, prepares every node in execution order, and evaluates the nodes
-  // whose inputs are all constant once, here ("folding", e.g. a DEQUANTIZE
-  // of float16 weights). Calling it again returns the first call's status.
+  // is missing, or a tensor has a dtype we lack), prepares every node in
+  // execution order, evaluating the nodes whose inputs are all constant once,
+  // here ("folding", e.g. a DEQUANTIZE of float16 weights), then plans and
+  // allocates the arena. Calling it again returns the first call's status.
   //
-  // The arena has two parts: the folded tensors (and variables, zeroed), live
-  // for the interpreter's lifetime, then the other non-constant tensors, placed by
-  // PlanGreedy() from their lifetimes in execution order. Model inputs live
-  // from the first step, model outputs until the last, so both keep their
-  // values between Invoke() calls.
+  // Prepare comes first because an op may size its outputs there, as in
+  // TensorFlow Lite, where the model declares them [] or with -1 dimensions
+  // in shape_signature (see DeclaredShapeAdmits in tensor.h); a fully known
+  // declared shape must equal the computed one. tensor(i).shape is the
+  // computed shape afterwards.
+  //
+  // Storage has two parts: the folded tensors (and variables, zeroed), one
+  // block each, allocated as they are prepared and live for the
+  // interpreter's lifetime; then the arena of the other non-constant
+  // tensors, placed by PlanGreedy() from their lifetimes in execution order.
+  // Model inputs live from the first step, model outputs until the last, so
+  // both keep their values between Invoke() calls.
   Status AllocateTensors();
 
   // Adds a delegate, before AllocateTensors(); delegates claim nodes in the
@@ -82,9 +89,10 @@ class Interpreter {
   size_t nodes_size() const { return nodes_.size(); }
   const Node& node(size_t index) const { return nodes_[index]; }
 
-  // Bytes of the arena (folded tensors included); 0 before AllocateTensors().
+  // Bytes of the arena plus the folded tensors' and variables' blocks (each
+  // rounded up to 64 bytes); 0 before AllocateTensors().
   size_t arena_bytes() const { return arena_bytes_; }
-  // The folded part of arena_bytes().
+  // The folded tensors' and variables' part of arena_bytes().
   size_t persistent_bytes() const { return persistent_bytes_; }
   // Number of nodes Invoke() runs (nodes_size() minus the folded ones).
   size_t invoked_nodes_size() const { return plan_.size(); }
@@ -95,6 +103,12 @@ class Interpreter {
   std::string NodeLabel(const Node& node) const;
   Status AllocateOnce();
   void MarkFolded();
+  Status ResolveKernels();
+  Status PrepareNodes();
+  // Gives `tensor` its own zeroed block of tensor->bytes, counted in
+  // persistent_bytes_ against options_.max_arena_bytes.
+  Status AllocatePersistent(Tensor* tensor);
+  void Lifetimes(std::vector<int>* first_out, std::vector<int>* last_out) const;
   Status Plan();
   Status RunNode(int index);
 
@@ -109,7 +123,9 @@ class Interpreter {
   std::vector<Delegate*> delegates_;
   DelegationPlan delegation_;
   Status setup_status_;  // a fault found while building tensors or allocating
-  std::unique_ptr<std::byte[], void (*)(std::byte*)> arena_;
+  using Block = std::unique_ptr<std::byte[], void (*)(std::byte*)>;
+  std::vector<Block> persistent_;  // folded tensors and variables
+  Block arena_;
   size_t arena_bytes_ = 0;
   size_t persistent_bytes_ = 0;
   bool allocated_ = false;

@@ -263,6 +263,7 @@ class SubgraphVerifier {
       if (elements < 0) {
         return Status::Error(who + " has an invalid shape " + ShapeString(tensor->shape()));
       }
+      DFARM_RETURN_IF_ERROR(CheckShapeSignature(who, *tensor));
       if (tensor->quantization() != nullptr) {
         Tensor parsed;
         parsed.shape.assign(shape.begin(), shape.end());
@@ -274,6 +275,25 @@ class SubgraphVerifier {
       if (bytes.empty()) continue;
       constant_[t] = true;
       DFARM_RETURN_IF_ERROR(CheckConstantData(who, *tensor, elements, bytes));
+    }
+    return Status::Ok();
+  }
+
+  // shape_signature, when present and shape is not [], has shape's rank and
+  // each dimension -1 (known only at Prepare) or shape's.
+  static Status CheckShapeSignature(const std::string& who, const tflite::Tensor& tensor) {
+    const flatbuffers::Vector<int32_t>* signature = tensor.shape_signature();
+    if (signature == nullptr || signature->size() == 0) return Status::Ok();
+    const uint32_t rank = SizeOf(tensor.shape());
+    bool valid = rank == 0 || rank == signature->size();
+    for (uint32_t i = 0; i < signature->size() && valid; ++i) {
+      const int32_t d = signature->Get(i);
+      valid = d == -1 || (d >= 0 && (rank == 0 || d == tensor.shape()->Get(i)));
+    }
+    if (!valid) {
+      return Status::Error(who + QuotedName(tensor) + " has shape_signature " +
+                           ShapeString(signature) + ", which does not fit its shape " +
+                           ShapeString(tensor.shape()));
     }
     return Status::Ok();
   }

@@ -1,11 +1,31 @@
 #include "runtime/tensor.h"
 
+#include <algorithm>
+
 namespace dfarm::runtime {
 
 int64_t Tensor::num_elements() const {
   int64_t n = 1;
   for (int32_t d : shape) n *= d;
   return n;
+}
+
+bool DeclaredShapeAdmits(const Tensor& tensor, std::span<const int32_t> computed) {
+  if (std::equal(tensor.shape.begin(), tensor.shape.end(), computed.begin(), computed.end())) {
+    return true;
+  }
+  if (tensor.shape_signature.empty()) return tensor.shape.empty();
+  if (tensor.shape_signature.size() != computed.size()) return false;
+  for (size_t i = 0; i < computed.size(); ++i) {
+    const int32_t declared = tensor.shape_signature[i];
+    if (declared != -1 && declared != computed[i]) return false;
+  }
+  return true;
+}
+
+void SetShape(std::span<const int32_t> shape, Tensor* tensor) {
+  tensor->shape.assign(shape.begin(), shape.end());
+  tensor->bytes = static_cast<size_t>(tensor->num_elements()) * DTypeSize(tensor->dtype);
 }
 
 Status ReadQuantization(const tflite::QuantizationParameters* q, Tensor* tensor) {

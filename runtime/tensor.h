@@ -24,7 +24,14 @@ struct Tensor {
   int index = -1;
   std::string name;
   DType dtype = DType::kFloat32;
+  // The declared shape until the op writing the tensor is prepared; then the
+  // shape it computes (see DeclaredShapeAdmits).
   std::vector<int32_t> shape;
+  // The model's shape_signature: the shape with -1 for each dimension known
+  // only once the op writing the tensor is prepared; empty when absent.
+  std::vector<int32_t> shape_signature;
+  // True when that op replaced a declared [] or -1 shape at Prepare.
+  bool shape_set_by_op = false;
   size_t bytes = 0;
   // Owned by the Model (kConstant) or the Interpreter's arena (kFolded, kArena).
   // Constant tensors are never written (the model loader refuses a graph that
@@ -71,6 +78,18 @@ struct Tensor {
 // quantized dimension is out of range, or the number of per-channel scales is
 // not that dimension's size.
 Status ReadQuantization(const tflite::QuantizationParameters* q, Tensor* tensor);
+
+// Whether `computed`, the shape the op writing `tensor` computes at Prepare,
+// may become its shape, as TensorFlow Lite sizes an op's outputs in Prepare:
+// it equals the declared shape; or the declared shape is [] (what converters
+// write for outputs only the op can size, e.g. TFLite_Detection_PostProcess);
+// or shape_signature has computed's rank and every dimension where they differ
+// is -1 in it. A fully known declared shape must match, which keeps a corrupt
+// model's wrong shape an error.
+bool DeclaredShapeAdmits(const Tensor& tensor, std::span<const int32_t> computed);
+
+// Sets `tensor`'s shape and its byte size (shape x dtype size).
+void SetShape(std::span<const int32_t> shape, Tensor* tensor);
 
 // "[1,128,128,3]"
 std::string ShapeToString(std::span<const int32_t> shape);

@@ -44,10 +44,11 @@ struct Node {
 
 struct OpRegistration {
   // Called once from AllocateTensors(), in execution order. Checks arity,
-  // dtypes and shapes (the outputs' shapes must equal the model's declared
-  // shapes), and may store OpData. Inputs with has_static_value() hold their
-  // values already; other tensors have storage but no values yet. Messages
-  // name the fault only; the interpreter adds the op and node.
+  // dtypes and shapes, sets each output's shape with CheckOutputShape() (a
+  // fully known declared shape must match), and may store OpData. Inputs
+  // with has_static_value() hold their values already; other tensors have no
+  // storage yet (it is planned after every Prepare). Messages name the fault
+  // only; the interpreter adds the op and node.
   Status (*prepare)(Node& node);
   // Computes the outputs. Must not allocate.
   Status (*eval)(Node& node);

@@ -3,6 +3,8 @@
 #include <limits>
 #include <string>
 
+#include "runtime/model.h"
+
 namespace dfarm::runtime {
 
 Status CheckArity(const Node& node, int min_inputs, int max_inputs, int num_outputs) {
@@ -139,11 +141,39 @@ Status EvalStrided(Node& node) {
   return Status::Ok();
 }
 
+namespace {
+
+Status OutputShapeMismatch(const Tensor& output, std::span<const int32_t> computed) {
+  std::string declared = ShapeToString(output.shape);
+  if (!output.shape_signature.empty()) {
+    declared += " (shape_signature " + ShapeToString(output.shape_signature) + ")";
+  }
+  return Status::Error("output tensor " + std::to_string(output.index) + " '" + output.name +
+                       "' is declared " + declared + ", but the op computes " +
+                       ShapeToString(computed));
+}
+
+}  // namespace
+
+Status CheckOutputShape(Tensor& output, std::span<const int32_t> computed) {
+  if (std::equal(output.shape.begin(), output.shape.end(), computed.begin(), computed.end())) {
+    return Status::Ok();
+  }
+  if (!DeclaredShapeAdmits(output, computed)) return OutputShapeMismatch(output, computed);
+  if (ShapeElementCount(computed) < 0) {
+    return Status::Error("output tensor " + std::to_string(output.index) + " '" + output.name +
+                         "' would have shape " + ShapeToString(computed) +
+                         ", a negative dimension or over " + std::to_string(kMaxTensorElements) +
+                         " elements");
+  }
+  SetShape(computed, &output);
+  output.shape_set_by_op = true;
+  return Status::Ok();
+}
+
 Status CheckOutputShape(const Tensor& output, std::span<const int32_t> computed) {
   if (!std::equal(output.shape.begin(), output.shape.end(), computed.begin(), computed.end())) {
-    return Status::Error("output tensor " + std::to_string(output.index) + " '" + output.name +
-                         "' is declared " + ShapeToString(output.shape) + ", but the op computes " +
-                         ShapeToString(computed));
+    return OutputShapeMismatch(output, computed);
   }
   return Status::Ok();
 }

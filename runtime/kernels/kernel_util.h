@@ -21,7 +21,14 @@ Status CheckArity(const Node& node, int min_inputs, int max_inputs, int num_outp
 // Unsupported otherwise (the kernel lacks that dtype).
 Status CheckFloat32(const Tensor* tensor, const char* role);
 
-// The output's declared shape equals `computed`.
+// Sets the output's shape to `computed` when its declared shape admits it
+// (equal, declared [], or -1 dimensions in shape_signature: see
+// DeclaredShapeAdmits), as TensorFlow Lite sizes outputs in Prepare; Error
+// naming both shapes otherwise. Call it from Prepare only (the interpreter
+// sizes storage afterwards).
+Status CheckOutputShape(Tensor& output, std::span<const int32_t> computed);
+// For a kernel holding a const output: the declared shape must equal
+// `computed` (an output the model leaves to the op to size is an Error).
 Status CheckOutputShape(const Tensor& output, std::span<const int32_t> computed);
 
 // The values of `tensor` (`role`, e.g. "axis"), an int32 or int64 tensor that

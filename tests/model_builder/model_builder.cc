@@ -126,6 +126,10 @@ void ModelBuilder::SetTensorBuffer(int tensor, uint32_t buffer) {
   tensors_[tensor].buffer = buffer;
 }
 
+void ModelBuilder::SetShapeSignature(int tensor, std::vector<int32_t> signature) {
+  tensors_[tensor].shape_signature = std::move(signature);
+}
+
 uint32_t ModelBuilder::OpcodeIndex(tfl::BuiltinOperator code, const std::string& custom_code) {
   for (size_t i = 0; i < opcodes_.size(); ++i) {
     if (opcodes_[i].code == code && opcodes_[i].custom_code == custom_code) {
@@ -348,8 +352,9 @@ std::vector<uint8_t> ModelBuilder::Build() const {
     }
     flatbuffers::Offset<tfl::SparsityParameters> sparsity;
     if (t.sparse) sparsity = WriteSparsity(fbb, t.sparsity);
-    tensors.push_back(tfl::CreateTensorDirect(fbb, &t.shape, t.type, t.buffer, t.name.c_str(),
-                                              quantization, false, sparsity));
+    tensors.push_back(tfl::CreateTensorDirect(
+        fbb, &t.shape, t.type, t.buffer, t.name.c_str(), quantization, false, sparsity,
+        t.shape_signature.empty() ? nullptr : &t.shape_signature));
   }
 
   std::vector<flatbuffers::Offset<tfl::OperatorCode>> opcodes;

@@ -105,6 +105,8 @@ class ModelBuilder {
                        const std::vector<float>& weight_scales, std::string name = {});
   // Points `tensor` at buffer index `buffer` as written (for broken models).
   void SetTensorBuffer(int tensor, uint32_t buffer);
+  // Writes Tensor.shape_signature (-1: a dimension known only at Prepare).
+  void SetShapeSignature(int tensor, std::vector<int32_t> signature);
 
   // Operators, in execution order; each returns the operator's index.
   int AddOperator(tfl::BuiltinOperator code, std::vector<int32_t> inputs,
@@ -172,6 +174,7 @@ class ModelBuilder {
     int quantized_dimension = 0;
     bool sparse = false;
     SparsitySpec sparsity{};
+    std::vector<int32_t> shape_signature{};  // not written when empty
   };
   struct OperatorSpec {
     uint32_t opcode_index;
