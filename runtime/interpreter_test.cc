@@ -125,6 +125,72 @@ TEST(InterpreterTest, FoldsConstantSubgraphs) {
   EXPECT_THAT(runner.Output(0), ElementsAre(1.25f, -3.0f));
 }
 
+TEST(InterpreterTest, OutputsDeclaredEmptyAreSizedAtPrepareBeforeTheArena) {
+  // in [1,2,3] -> RESHAPE(shape [3,-1]) -> r [] -> ADD(r, r) -> sum []: ADD
+  // sizes sum from r's computed shape, and the arena holds both sizes.
+  ModelBuilder b;
+  int in = b.AddTensor(tfl::TensorType::FLOAT32, {1, 2, 3}, "in");
+  int target = b.AddConstInt32({2}, {3, -1}, "target");
+  int r = b.AddTensor(tfl::TensorType::FLOAT32, {}, "r");
+  int sum = b.AddTensor(tfl::TensorType::FLOAT32, {}, "sum");
+  b.AddOperator(tfl::BuiltinOperator::RESHAPE, {in, target}, {r});
+  b.AddAdd(r, r, sum);
+  b.SetInputs({in});
+  b.SetOutputs({sum});
+  GraphRunner runner;
+  Status s = runner.Init(b);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const Interpreter& interpreter = runner.interpreter();
+  for (int t : {r, sum}) {
+    EXPECT_THAT(interpreter.tensor(t).shape, ElementsAre(3, 2));
+    EXPECT_EQ(interpreter.tensor(t).bytes, 24u);
+    EXPECT_TRUE(interpreter.tensor(t).shape_set_by_op);
+  }
+  EXPECT_FALSE(interpreter.tensor(in).shape_set_by_op);
+  // in, r and sum are all live during ADD: three 64-byte slots at least.
+  EXPECT_GE(interpreter.arena_bytes(), 3u * 64u);
+  ASSERT_TRUE(runner.SetInput(0, std::vector<float>{1, 2, 3, 4, 5, 6}));
+  ASSERT_TRUE(runner.Invoke().ok());
+  EXPECT_THAT(runner.Output(0), ElementsAre(2, 4, 6, 8, 10, 12));
+}
+
+TEST(InterpreterTest, FoldedOutputDeclaredEmptyGetsItsComputedSize) {
+  // fp16 [2,16] -> DEQUANTIZE -> w [] (folded: 128 bytes once sized) -> ADD.
+  ModelBuilder b;
+  int in = b.AddTensor(tfl::TensorType::FLOAT32, {2, 16}, "in");
+  int w16 = b.AddConstFloat16({2, 16}, std::vector<float>(32, 0.5f), "w");
+  int w = b.AddTensor(tfl::TensorType::FLOAT32, {}, "w_dequantize");
+  int out = b.AddTensor(tfl::TensorType::FLOAT32, {2, 16}, "out");
+  b.AddDequantize(w16, w);
+  b.AddAdd(in, w, out);
+  b.SetInputs({in});
+  b.SetOutputs({out});
+  GraphRunner runner;
+  Status s = runner.Init(b);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const Interpreter& interpreter = runner.interpreter();
+  EXPECT_EQ(interpreter.tensor(w).allocation, Allocation::kFolded);
+  EXPECT_THAT(interpreter.tensor(w).shape, ElementsAre(2, 16));
+  EXPECT_EQ(interpreter.persistent_bytes(), 128u);
+  ASSERT_TRUE(runner.SetInput(0, std::vector<float>(32, 1.0f)));
+  ASSERT_TRUE(runner.Invoke().ok());
+  EXPECT_EQ(runner.Output(0), std::vector<float>(32, 1.5f));
+}
+
+TEST(InterpreterTest, FullyKnownDeclaredShapeMustStillMatch) {
+  ModelBuilder b;
+  int in = b.AddTensor(tfl::TensorType::FLOAT32, {2, 3}, "in");
+  int out = b.AddTensor(tfl::TensorType::FLOAT32, {3, 2}, "out");
+  b.AddUnary(tfl::BuiltinOperator::RELU6, in, out);  // not a reshape: computes [2,3]
+  b.SetInputs({in});
+  b.SetOutputs({out});
+  GraphRunner runner;
+  Status s = runner.Init(b);
+  EXPECT_EQ(s.code(), StatusCode::kError);
+  EXPECT_THAT(s.message(), HasSubstr("output tensor 1 'out' is declared [3,2], but the op computes "
+                                     "[2,3]"));
+}
+
 TEST(InterpreterTest, MissingKernelIsUnsupportedNamingOpAndNode) {
   ModelBuilder b;
   int in = b.AddTensor(tfl::TensorType::FLOAT32, {2});

@@ -141,6 +141,32 @@ TEST(ModelTest, ConstantOfTheWrongSize) {
             "shape [2,3] of FLOAT16 needs 12 bytes");
 }
 
+TEST(ModelTest, ShapeSignatureMustFitTheShape) {
+  ModelBuilder ok = SmallModel();
+  ok.SetShapeSignature(1, {-1, 4});  // [1,4] with an unknown batch
+  EXPECT_TRUE(LoadBytes(ok.Build()).ok());
+  ModelBuilder empty_shape;
+  int in = empty_shape.AddTensor(tfl::TensorType::FLOAT32, {1, 4}, "in");
+  int out = empty_shape.AddTensor(tfl::TensorType::FLOAT32, {}, "out");
+  empty_shape.SetShapeSignature(out, {-1, 4});  // shape [] leaves the rank to the signature
+  empty_shape.AddUnary(tfl::BuiltinOperator::RELU, in, out);
+  empty_shape.SetInputs({in});
+  empty_shape.SetOutputs({out});
+  EXPECT_TRUE(LoadBytes(empty_shape.Build()).ok());
+
+  ModelBuilder known_differs = SmallModel();
+  known_differs.SetShapeSignature(1, {-1, 5});
+  EXPECT_EQ(LoadBytes(known_differs.Build()).message(),
+            "failed to load model 'face.tflite': tensor 1 'mid' has shape_signature [-1,5], which "
+            "does not fit its shape [1,4]");
+  ModelBuilder rank_differs = SmallModel();
+  rank_differs.SetShapeSignature(1, {-1});
+  EXPECT_THAT(LoadBytes(rank_differs.Build()).message(), HasSubstr("shape_signature [-1]"));
+  ModelBuilder below_minus_one = SmallModel();
+  below_minus_one.SetShapeSignature(1, {-2, 4});
+  EXPECT_THAT(LoadBytes(below_minus_one.Build()).message(), HasSubstr("shape_signature [-2,4]"));
+}
+
 TEST(ModelTest, OperatorInputOutOfRange) {
   ModelBuilder b;
   int in = b.AddTensor(tfl::TensorType::FLOAT32, {4});

@@ -23,6 +23,12 @@ bool DeclaredShapeAdmits(const Tensor& tensor, std::span<const int32_t> computed
   return true;
 }
 
+bool DeclaredShapeIsOpen(const Tensor& tensor) {
+  return tensor.shape.empty() ||
+         std::find(tensor.shape_signature.begin(), tensor.shape_signature.end(), -1) !=
+             tensor.shape_signature.end();
+}
+
 void SetShape(std::span<const int32_t> shape, Tensor* tensor) {
   tensor->shape.assign(shape.begin(), shape.end());
   tensor->bytes = static_cast<size_t>(tensor->num_elements()) * DTypeSize(tensor->dtype);

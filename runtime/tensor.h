@@ -88,6 +88,10 @@ Status ReadQuantization(const tflite::QuantizationParameters* q, Tensor* tensor)
 // model's wrong shape an error.
 bool DeclaredShapeAdmits(const Tensor& tensor, std::span<const int32_t> computed);
 
+// True when the declared shape leaves something to the op: it is [] or
+// shape_signature has a -1 (before the op's Prepare).
+bool DeclaredShapeIsOpen(const Tensor& tensor);
+
 // Sets `tensor`'s shape and its byte size (shape x dtype size).
 void SetShape(std::span<const int32_t> shape, Tensor* tensor);
 

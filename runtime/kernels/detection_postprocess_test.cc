@@ -245,6 +245,61 @@ TEST(DetectionPostProcessTest, QuantizedInputs) {
   EXPECT_EQ(runner.Output(3)[0], 2.0f);
 }
 
+// How a detection model declares its four outputs.
+enum class Declared { kEmpty, kMinusOneRows };
+
+// The uint8 graph of QuantizedInputs with 3 detection rows, its outputs
+// declared [] (as TFLite's converter writes them: the op sizes them in
+// Prepare) or [1,1,4], [1,1], [1,1], [1] with shape_signature -1 rows.
+runtime::Status InitDeclared(Declared declared, GraphRunner* runner) {
+  ModelBuilder b;
+  int enc = b.AddTensor(tfl::TensorType::UINT8, {1, 2, 4});
+  b.SetQuantization(enc, 0.5f, 128);
+  int cls = b.AddTensor(tfl::TensorType::UINT8, {1, 2, 2});
+  b.SetQuantization(cls, 1.0f / 256, 0);
+  int anc = b.AddConstRaw(tfl::TensorType::UINT8, {2, 4}, {50, 50, 100, 100, 50, 250, 100, 100});
+  b.SetQuantization(anc, 0.01f, 0);
+  const bool empty = declared == Declared::kEmpty;
+  using Shape = std::vector<int32_t>;
+  int ob = b.AddTensor(tfl::TensorType::FLOAT32, empty ? Shape{} : Shape{1, 1, 4}, "boxes");
+  int oc = b.AddTensor(tfl::TensorType::FLOAT32, empty ? Shape{} : Shape{1, 1}, "classes");
+  int os = b.AddTensor(tfl::TensorType::FLOAT32, empty ? Shape{} : Shape{1, 1}, "scores");
+  int on = b.AddTensor(tfl::TensorType::FLOAT32, empty ? Shape{} : Shape{1}, "num");
+  if (!empty) {
+    b.SetShapeSignature(ob, {1, -1, 4});
+    b.SetShapeSignature(oc, {1, -1});
+    b.SetShapeSignature(os, {1, -1});
+  }
+  DetectionOptions o;
+  o.max_detections = 3;
+  o.num_classes = 1;
+  b.AddCustomOperator("TFLite_Detection_PostProcess", {enc, cls, anc}, {ob, oc, os, on}, Flex(o));
+  b.SetInputs({enc, cls});
+  b.SetOutputs({ob, oc, os, on});
+  return runner->Init(b);
+}
+
+TEST(DetectionPostProcessTest, OutputsDeclaredEmptyOrMinusOneAreSizedByTheOp) {
+  for (Declared declared : {Declared::kEmpty, Declared::kMinusOneRows}) {
+    SCOPED_TRACE(declared == Declared::kEmpty ? "declared []" : "shape_signature -1");
+    GraphRunner runner;
+    runtime::Status s = InitDeclared(declared, &runner);
+    ASSERT_TRUE(s.ok()) << s.message();
+    EXPECT_THAT(runner.OutputShape(0), ElementsAreArray({1, 3, 4}));
+    EXPECT_THAT(runner.OutputShape(1), ElementsAreArray({1, 3}));
+    EXPECT_THAT(runner.OutputShape(2), ElementsAreArray({1, 3}));
+    EXPECT_THAT(runner.OutputShape(3), ElementsAreArray({1}));
+    ASSERT_TRUE(runner.SetInput(0, std::vector<uint8_t>(8, 128)));
+    ASSERT_TRUE(runner.SetInput(1, std::vector<uint8_t>{10, 128, 10, 200}));
+    ASSERT_TRUE(runner.Invoke().ok());
+    EXPECT_THAT(runner.Output(0), Pointwise(FloatNear(1e-5f), std::vector<float>{0, 2, 1, 3,  //
+                                                                                 0, 0, 1, 1,  //
+                                                                                 0, 0, 0, 0}));
+    EXPECT_THAT(runner.Output(2), ElementsAreArray({0.78125f, 0.5f, 0.0f}));
+    EXPECT_EQ(runner.Output(3), std::vector<float>{2.0f});
+  }
+}
+
 TEST(DetectionPostProcessTest, MissingOptionIsAnError) {
   DetectionOptions o;
   o.omit = "nms_iou_threshold";

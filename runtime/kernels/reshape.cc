@@ -1,23 +1,83 @@
 // RESHAPE: any dtype; the output's shape is the model's declared one (the
-// shape input or new_shape option must agree on the element count).
+// shape input or new_shape option must agree on the element count), or,
+// when the model leaves it to the op (declared [] or -1 in shape_signature),
+// the one TFLite computes: the shape input when it is a vector (static
+// values), else new_shape ([0] meaning a scalar), one -1 taking the rest.
 // SQUEEZE (drops the size-1 dims in squeeze_dims, or all of them) and
 // EXPAND_DIMS (inserts a 1 at the axis of input 1) copy the same way, after
 // checking the declared shape against the one they compute.
 #include <cstring>
+#include <limits>
 
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/kernels.h"
+#include "runtime/model.h"
 
 namespace dfarm::runtime {
 namespace {
 
+// The shape requested by the shape input or the new_shape option, -1 kept;
+// false in found_out when the node has neither.
+Status RequestedShape(const Node& node, std::vector<int64_t>* shape_out, bool* found_out) {
+  *found_out = true;
+  const Tensor* shape = node.inputs.size() == 2 ? node.inputs[1] : nullptr;
+  if (shape != nullptr && shape->rank() == 1) return ReadStaticInts(shape, "shape", shape_out);
+  const auto* options = node.options<tflite::ReshapeOptions>();
+  if (options == nullptr || options->new_shape() == nullptr) {
+    *found_out = false;
+    return Status::Ok();
+  }
+  shape_out->assign(options->new_shape()->begin(), options->new_shape()->end());
+  if (shape_out->size() == 1 && (*shape_out)[0] == 0) shape_out->clear();  // legacy scalar
+  return Status::Ok();
+}
+
+// The output shape TFLite computes; the declared one when nothing requests one.
+Status ComputeReshape(const Node& node, std::vector<int32_t>* computed_out) {
+  std::vector<int64_t> requested;
+  bool found = false;
+  DFARM_RETURN_IF_ERROR(RequestedShape(node, &requested, &found));
+  if (!found) {
+    *computed_out = node.outputs[0]->shape;
+    return Status::Ok();
+  }
+  int stretch = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < requested.size(); ++i) {
+    const int64_t d = requested[i];
+    if (d == -1 && stretch < 0) {
+      stretch = static_cast<int>(i);
+    } else if (d < 0 || d > std::numeric_limits<int32_t>::max()) {
+      return Status::Error("requested shape has dimension " + std::to_string(i) + " = " +
+                           std::to_string(d));
+    } else {
+      known = d == 0 || known <= kMaxTensorElements / d ? known * d : kMaxTensorElements + 1;
+    }
+  }
+  const int64_t elements = node.inputs[0]->num_elements();
+  if (stretch >= 0) {
+    if (known == 0 || elements % known != 0) {
+      return Status::Error("cannot fill the -1 of the requested shape: " +
+                           std::to_string(elements) + " elements by " + std::to_string(known));
+    }
+    requested[stretch] = elements / known;
+  }
+  computed_out->assign(requested.begin(), requested.end());
+  return Status::Ok();
+}
+
 Status Prepare(Node& node) {
   DFARM_RETURN_IF_ERROR(CheckArity(node, 1, 2, 1));
   const Tensor* input = node.inputs[0];
-  const Tensor* output = node.outputs[0];
+  Tensor* output = node.outputs[0];
   if (output->dtype != input->dtype) {
     return Status::Error(std::string("output dtype ") + DTypeName(output->dtype) +
                          " differs from input dtype " + DTypeName(input->dtype));
+  }
+  if (DeclaredShapeIsOpen(*output)) {
+    std::vector<int32_t> computed;
+    DFARM_RETURN_IF_ERROR(ComputeReshape(node, &computed));
+    DFARM_RETURN_IF_ERROR(CheckOutputShape(*output, computed));
   }
   if (output->num_elements() != input->num_elements()) {
     return Status::Error("cannot reshape " + ShapeToString(input->shape) + " (" +

@@ -37,6 +37,66 @@ TEST(ReshapeTest, ElementCountMismatchIsAnError) {
   EXPECT_THAT(status.message(), HasSubstr("cannot reshape [2,3] (6 elements) to [4]"));
 }
 
+// in [2,3] -> RESHAPE by a constant shape input `shape` -> out, declared
+// `declared` with shape_signature `signature` (none when empty).
+runtime::Status ReshapeByInput(std::vector<int32_t> shape, std::vector<int32_t> declared,
+                               std::vector<int32_t> signature, GraphRunner* runner) {
+  ModelBuilder b;
+  int in = b.AddTensor(tfl::TensorType::FLOAT32, {2, 3});
+  int target = b.AddConstInt32({static_cast<int32_t>(shape.size())}, shape, "target");
+  int out = b.AddTensor(tfl::TensorType::FLOAT32, std::move(declared), "out");
+  if (!signature.empty()) b.SetShapeSignature(out, std::move(signature));
+  b.AddOperator(tfl::BuiltinOperator::RESHAPE, {in, target}, {out});
+  b.SetInputs({in});
+  b.SetOutputs({out});
+  return runner->Init(b);
+}
+
+TEST(ReshapeTest, OutputDeclaredEmptyTakesTheShapeInput) {
+  GraphRunner runner;
+  runtime::Status s = ReshapeByInput({3, -1}, {}, {}, &runner);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_THAT(runner.OutputShape(0), ElementsAre(3, 2));
+  EXPECT_EQ(runner.interpreter().outputs()[0]->bytes, 24u);
+  ASSERT_TRUE(runner.SetInput(0, std::vector<float>{1, 2, 3, 4, 5, 6}));
+  ASSERT_TRUE(runner.Invoke().ok());
+  EXPECT_THAT(runner.Output(0), ElementsAre(1, 2, 3, 4, 5, 6));
+}
+
+TEST(ReshapeTest, MinusOneInShapeSignatureTakesTheComputedDim) {
+  GraphRunner runner;
+  runtime::Status s = ReshapeByInput({-1, 2}, {1, 2}, {-1, 2}, &runner);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_THAT(runner.OutputShape(0), ElementsAre(3, 2));
+}
+
+TEST(ReshapeTest, KnownDimOfTheSignatureMustMatch) {
+  GraphRunner runner;
+  runtime::Status s = ReshapeByInput({-1, 2}, {1, 3}, {-1, 3}, &runner);
+  EXPECT_EQ(s.code(), runtime::StatusCode::kError);
+  EXPECT_THAT(s.message(), HasSubstr("is declared [1,3] (shape_signature [-1,3]), but the op "
+                                     "computes [3,2]"));
+}
+
+TEST(ReshapeTest, ShapeThatCannotBeFilledIsAnError) {
+  GraphRunner runner;
+  runtime::Status s = ReshapeByInput({4, -1}, {}, {}, &runner);
+  EXPECT_EQ(s.code(), runtime::StatusCode::kError);
+  EXPECT_THAT(s.message(), HasSubstr("cannot fill the -1 of the requested shape: 6 elements by 4"));
+}
+
+TEST(ReshapeTest, NewShapeOptionSizesAnEmptyDeclaredOutput) {
+  ModelBuilder b;
+  int in = b.AddTensor(tfl::TensorType::FLOAT32, {1, 2, 3});
+  int out = b.AddTensor(tfl::TensorType::FLOAT32, {});
+  b.AddReshape(in, out, {-1});
+  b.SetInputs({in});
+  b.SetOutputs({out});
+  GraphRunner runner;
+  ASSERT_TRUE(runner.Init(b).ok());
+  EXPECT_THAT(runner.OutputShape(0), ElementsAre(6));
+}
+
 runtime::Status RunShapeOp(ModelBuilder& b, int in, int out, std::vector<float>* values) {
   b.SetInputs({in});
   b.SetOutputs({out});
