@@ -154,6 +154,8 @@ Status PrepareImpl(Node& node, bool reference) {
     data->quantized = true;
     DFARM_RETURN_IF_ERROR(PrepareQuantizedConv(*input, *filter, bias, *output, out_c, 0,
                                                options->fused_activation_function(), &data->quant));
+    // TFLite 2.9 computes quantized CONV_2D with its optimized GEMM (ruy).
+    data->quant.round_half_up = true;
   } else {
     data->bias.assign(out_c, 0.0f);
     if (bias != nullptr) std::memcpy(data->bias.data(), bias->data, out_c * sizeof(float));

@@ -82,6 +82,8 @@ Status Prepare(Node& node) {
                                                    ? options->fused_activation_function()
                                                    : tflite::ActivationFunctionType::NONE,
                                                &data->quant));
+    // TFLite 2.9 computes quantized FULLY_CONNECTED with its optimized GEMM (ruy).
+    data->quant.round_half_up = true;
     node.data = std::move(data);
     return Status::Ok();
   }

@@ -254,7 +254,9 @@ void ReferenceGemm(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b
 }
 
 int32_t QuantizedConvParams::Requantize(int32_t acc, int channel) const {
-  int32_t v = MultiplyByQuantizedMultiplier(acc, multipliers[channel], shifts[channel]);
+  int32_t v = round_half_up
+                  ? MultiplyByQuantizedMultiplierHalfUp(acc, multipliers[channel], shifts[channel])
+                  : MultiplyByQuantizedMultiplier(acc, multipliers[channel], shifts[channel]);
   v += output_offset;
   return std::min(std::max(v, act_min), act_max);
 }

@@ -58,6 +58,17 @@ int32_t MultiplyByQuantizedMultiplier(int32_t x, int32_t quantized_multiplier, i
                              right_shift);
 }
 
+int32_t MultiplyByQuantizedMultiplierHalfUp(int32_t x, int32_t quantized_multiplier, int shift) {
+  const int left_shift = shift > 0 ? shift : 0;
+  const int right_shift = shift > 0 ? 0 : -shift;
+  const int32_t shifted = static_cast<int32_t>(static_cast<uint32_t>(x) << left_shift);
+  const int32_t high = SaturatingRoundingDoublingHighMul(shifted, quantized_multiplier);
+  if (right_shift == 0) return high;
+  // In 64 bits, so that adding the half cannot overflow.
+  return static_cast<int32_t>((static_cast<int64_t>(high) + (int64_t{1} << (right_shift - 1))) >>
+                              right_shift);
+}
+
 bool QuantizedRange(DType dtype, int32_t* min_out, int32_t* max_out) {
   switch (dtype) {
     case DType::kInt8:

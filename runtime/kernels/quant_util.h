@@ -40,6 +40,14 @@ int32_t RoundingDivideByPOT(int32_t x, int exponent);
 // The left shift wraps like TFLite's int32 arithmetic.
 int32_t MultiplyByQuantizedMultiplier(int32_t x, int32_t quantized_multiplier, int shift);
 
+// MultiplyByQuantizedMultiplier() as TFLite's optimized GEMM computes it
+// (ruy's x86 AVX2/AVX-512 and arm64 kernels, which TFLite 2.9 runs for
+// quantized CONV_2D and FULLY_CONNECTED): the same left shift and doubling
+// high multiply (whose halves already round upward), but the rounding right
+// shift takes halves upward (toward +infinity) instead of away from zero.
+// Differs by one only where that shift meets a negative exact half.
+int32_t MultiplyByQuantizedMultiplierHalfUp(int32_t x, int32_t quantized_multiplier, int shift);
+
 // TFLite's variant for a multiplier below one (left_shift <= 0), used by
 // ADD/SUB: RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x, m), -left_shift).
 inline int32_t MultiplyByQuantizedMultiplierSmallerThanOneExp(int32_t x,

@@ -96,6 +96,34 @@ TEST(FixedPointTest, MultiplyByQuantizedMultiplier) {
   EXPECT_EQ(MultiplyByQuantizedMultiplier(3, kHalfQ31, -1), 1);  // 1.5 -> 2, 2 / 2 = 1
 }
 
+// TFLite's optimized GEMM (ruy) takes the last step's halves upward: negative
+// ties of the rounding shift differ from MultiplyByQuantizedMultiplier() by one,
+// nothing else does.
+TEST(FixedPointTest, MultiplyByQuantizedMultiplierHalfUp) {
+  EXPECT_EQ(MultiplyByQuantizedMultiplierHalfUp(100, 1610612736, 0), 75);
+  EXPECT_EQ(MultiplyByQuantizedMultiplierHalfUp(10, kHalfQ31, 2), 20);
+  EXPECT_EQ(MultiplyByQuantizedMultiplierHalfUp(5, kHalfQ31, -1), 2);    // 2.5 -> 3, 1.5 -> 2
+  EXPECT_EQ(MultiplyByQuantizedMultiplierHalfUp(-3, kHalfQ31, 0), -1);   // -1.5 -> -1 in both
+  EXPECT_EQ(MultiplyByQuantizedMultiplierHalfUp(-6, kHalfQ31, -1), -1);  // -3, -1.5 -> -1
+  EXPECT_EQ(MultiplyByQuantizedMultiplier(-6, kHalfQ31, -1), -2);        // -3, -1.5 -> -2
+  EXPECT_EQ(MultiplyByQuantizedMultiplierHalfUp(-12, kHalfQ31, -2), -1);
+  EXPECT_EQ(MultiplyByQuantizedMultiplier(-12, kHalfQ31, -2), -2);
+  int32_t m = 0;
+  int shift = 0;
+  QuantizeMultiplier(0.75 / 256, &m, &shift);  // shift -8: a tie every 256 products
+  ASSERT_EQ(shift, -8);
+  int ties = 0;
+  for (int32_t x = -5000; x <= 5000; ++x) {
+    const int32_t high = SaturatingRoundingDoublingHighMul(x, m);
+    const bool tie = high < 0 && (high & 255) == 128;
+    ties += tie;
+    EXPECT_EQ(MultiplyByQuantizedMultiplierHalfUp(x, m, shift),
+              MultiplyByQuantizedMultiplier(x, m, shift) + (tie ? 1 : 0))
+        << x;
+  }
+  EXPECT_GT(ties, 10);
+}
+
 TEST(FixedPointTest, QuantizedMultiplierMatchesRealMultiplication) {
   int32_t m = 0;
   int shift = 0;
