@@ -385,6 +385,14 @@ int CompareLayers(const Network& net, const Codes& ours, const Codes& want) {
       max_diff = std::max(max_diff, d);
       ++count;
     }
+    // A layer stuck on a few codes (saturated) would hide arithmetic differences.
+    std::vector<bool> seen(256, false);
+    int distinct = 0;
+    for (int v : want[o]) {
+      if (!seen[v & 255]) ++distinct;
+      seen[v & 255] = true;
+    }
+    EXPECT_GE(distinct, 24) << net.names[o] << " holds too few distinct values";
     if (count > 0) {
       std::printf("  %-28s %6d of %6zu differ, max %d steps (first [%d]: ours %d, TFLite %d)\n",
                   net.names[o].c_str(), count, want[o].size(), max_diff, first, ours[o][first],
