@@ -105,6 +105,17 @@ class SsdMaker {
     return out;
   }
 
+  // FULLY_CONNECTED over the last dimension, per-tensor weights (TFLite 2.9
+  // has no per-channel FULLY_CONNECTED), linear output.
+  Feature FullyConnected(const Feature& in, int units, const std::string& name) {
+    const int depth = in.shape.back();
+    std::vector<float> scales;
+    const int weights = Weights({units, depth}, 1, depth, 0, &scales);
+    Feature out = Output({in.shape[0], units}, in, Act::NONE, name);
+    b_.AddFullyConnected(in.tensor, weights, Bias(in.scale, scales, units), out.tensor);
+    return out;
+  }
+
   // Residual ADD: the output's range covers both inputs'.
   Feature Add(const Feature& a, const Feature& b, const std::string& name) {
     const float rms = std::sqrt(a.rms * a.rms + b.rms * b.rms);
@@ -311,6 +322,9 @@ Network BuildSsd(bool int8, uint32_t seed) {
   Feature squeeze = m.Conv(feature_b, 32, 1, 1, Act::RELU6, "feature_c/1x1");  // 6x6x32
   Feature feature_c = m.Conv(squeeze, 64, 3, 2, Act::RELU6, "feature_c/3x3");  // 3x3x64
   Feature feature_d = m.AvgPool(feature_c, 2, 1, "feature_d");                 // 2x2x64
+  // Not in SSD: a FULLY_CONNECTED over feature A's 144 positions.
+  Feature rows = m.Reshape(feature_a, {144, 192}, "feature_a/rows");
+  m.FullyConnected(rows, 32, "feature_a/fully_connected");
   std::vector<Feature> boxes, scores;
   Heads(m, feature_a, 3, 4, "head_a", &boxes, &scores, /*linear=*/true);
   Heads(m, feature_b, 6, 4, "head_b", &boxes, &scores);
