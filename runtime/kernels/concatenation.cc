@@ -32,8 +32,10 @@ Status Prepare(Node& node) {
   }
   const auto* options = node.options<tflite::ConcatenationOptions>();
   if (options == nullptr) return Status::Error("ConcatenationOptions are missing");
-  const Tensor* output = node.outputs[0];
-  const int rank = output->rank();
+  Tensor* output = node.outputs[0];
+  if (node.inputs[0] == nullptr) return Status::Error("input 0 is omitted");
+  // Input 0's rank and dims: the output may be declared [] for Prepare to size.
+  const int rank = node.inputs[0]->rank();
   int axis = options->axis();
   if (axis < 0) axis += rank;
   if (axis < 0 || axis >= rank) {
@@ -48,8 +50,8 @@ Status Prepare(Node& node) {
 
   std::vector<int32_t> computed;
   int64_t inner = 1;
-  for (int i = axis + 1; i < rank; ++i) inner *= output->shape[i];
-  for (int i = 0; i < axis; ++i) data->outer *= output->shape[i];
+  for (int i = axis + 1; i < rank; ++i) inner *= node.inputs[0]->shape[i];
+  for (int i = 0; i < axis; ++i) data->outer *= node.inputs[0]->shape[i];
   const size_t element = DTypeSize(output->dtype);
   for (size_t k = 0; k < node.inputs.size(); ++k) {
     const Tensor* input = node.inputs[k];
@@ -61,7 +63,7 @@ Status Prepare(Node& node) {
     }
     if (input->rank() != rank) {
       return Status::Error(role + " " + ShapeToString(input->shape) + " has rank " +
-                           std::to_string(input->rank()) + ", output has " + std::to_string(rank));
+                           std::to_string(input->rank()) + ", input 0 has " + std::to_string(rank));
     }
     if (k == 0) {
       computed = input->shape;

@@ -25,6 +25,24 @@ TEST(ConcatenationTest, MiddleAxis) {
   EXPECT_THAT(runner.Output(0), ElementsAre(1, 2, 3, 4, 5, 6));
 }
 
+TEST(ConcatenationTest, OutputDeclaredEmptyIsSizedByTheInputs) {
+  ModelBuilder b;
+  int a = b.AddTensor(tfl::TensorType::FLOAT32, {1, 2, 2});
+  int c = b.AddTensor(tfl::TensorType::FLOAT32, {1, 1, 2});
+  int out = b.AddTensor(tfl::TensorType::FLOAT32, {});
+  b.AddConcatenation({a, c}, out, -2);
+  b.SetInputs({a, c});
+  b.SetOutputs({out});
+  GraphRunner runner;
+  runtime::Status s = runner.Init(b);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_THAT(runner.OutputShape(0), ElementsAre(1, 3, 2));
+  ASSERT_TRUE(runner.SetInput(0, std::vector<float>{1, 2, 3, 4}));
+  ASSERT_TRUE(runner.SetInput(1, std::vector<float>{5, 6}));
+  ASSERT_TRUE(runner.Invoke().ok());
+  EXPECT_THAT(runner.Output(0), ElementsAre(1, 2, 3, 4, 5, 6));
+}
+
 TEST(ConcatenationTest, NegativeAxisInterleavesRowsAndClamps) {
   ModelBuilder b;
   int a = b.AddTensor(tfl::TensorType::FLOAT32, {2, 1});
