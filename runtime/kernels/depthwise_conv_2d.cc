@@ -5,8 +5,12 @@
 // depth_multiplier option is redundant and not read. int8 (filter per-channel
 // along dim 3) and uint8 (per-tensor) with int32 bias use TFLite's integer
 // arithmetic (reference_integer_ops::DepthwiseConvPerChannel).
+// Float 3x3/5x5 nodes with multiplier 1 and no dilation run the fast kernel
+// of depthwise_conv_float.h; RegisterDepthwiseConv2DReference() keeps the
+// plain loops for every node.
 #include <cstring>
 
+#include "runtime/kernels/depthwise_conv_float.h"
 #include "runtime/kernels/gemm.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/kernels.h"
@@ -21,6 +25,7 @@ struct DepthwiseData : OpData {
   ActivationRange activation{};
   bool quantized = false;
   QuantizedConvParams quant;
+  DepthwiseFloatPlan fast;  // covered() when the fast float kernel runs the node
 };
 
 Status Prepare(Node& node) {
@@ -77,6 +82,10 @@ Status Prepare(Node& node) {
     data->quantized = true;
     DFARM_RETURN_IF_ERROR(PrepareQuantizedConv(*input, *filter, bias, *output, out_c, 3,
                                                options->fused_activation_function(), &data->quant));
+  } else {
+    data->fast = PlanDepthwiseFloat(*input, *filter, *output, data->stride_h, data->stride_w,
+                                    data->dilation_h, data->dilation_w, data->pad_top,
+                                    data->pad_left, data->activation);
   }
   node.data = std::move(data);
   return Status::Ok();
@@ -184,7 +193,7 @@ void EvalFloat(const DepthwiseData& d, Node& node) {
   }
 }
 
-Status Eval(Node& node) {
+Status EvalReference(Node& node) {
   const DepthwiseData& d = *node.data_as<DepthwiseData>();
   if (d.quantized) {
     return node.inputs[0]->dtype == DType::kInt8 ? EvalQuantized<int8_t>(node)
@@ -194,10 +203,25 @@ Status Eval(Node& node) {
   return Status::Ok();
 }
 
+Status Eval(Node& node) {
+  const DepthwiseData& d = *node.data_as<DepthwiseData>();
+  if (!d.fast.covered()) return EvalReference(node);
+  const Tensor* bias = node.inputs.size() > 2 ? node.inputs[2] : nullptr;
+  RunDepthwiseFloat(d.fast, node.inputs[0]->data_as<float>(), node.inputs[1]->data_as<float>(),
+                    bias != nullptr ? bias->data_as<float>() : nullptr,
+                    node.outputs[0]->data_as<float>());
+  return Status::Ok();
+}
+
 }  // namespace
 
 const OpRegistration* RegisterDepthwiseConv2D() {
   static const OpRegistration registration = {&Prepare, &Eval};
+  return &registration;
+}
+
+const OpRegistration* RegisterDepthwiseConv2DReference() {
+  static const OpRegistration registration = {&Prepare, &EvalReference};
   return &registration;
 }
 

@@ -2,6 +2,13 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
+
+// Vec8 lives in registers only (every function taking it is inlined), so the
+// note that passing it by value has another ABI without AVX does not apply.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
 
 namespace dfarm::runtime {
 namespace {
@@ -10,106 +17,198 @@ namespace {
 // (AVX2 and the baseline) compiles the whole kernel for its own target.
 #if defined(__GNUC__)
 #define DFARM_DW_INLINE inline __attribute__((always_inline))
+#define DFARM_DW_LAMBDA_INLINE __attribute__((always_inline))
 #else
 #define DFARM_DW_INLINE inline
+#define DFARM_DW_LAMBDA_INLINE
 #endif
+// Loops over taps, pixels and channels of a block are unrolled completely, so
+// that the accumulators become registers (GCC's own limits stop short of 5x5).
+#if defined(__GNUC__) && !defined(__clang__)
+#define DFARM_DW_UNROLL _Pragma("GCC unroll 32")
+#elif defined(__clang__)
+#define DFARM_DW_UNROLL _Pragma("unroll")
+#else
+#define DFARM_DW_UNROLL
+#endif
+// x86-64-v3 (AVX2 + FMA; the build itself targets baseline x86-64) is
+// picked at load where the CPU has it; there the products and sums contract
+// into FMA, elsewhere they are rounded separately, as in the plain loops.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
-#define DFARM_DW_CLONES __attribute__((target_clones("avx2", "default")))
+#define DFARM_DW_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define DFARM_DW_CLONES
 #endif
 
-// One output pixel's B channels from taps [0, taps_h) x [0, taps_w): x is the
-// input at the first tap and the block's first channel, w the filter there;
-// row and col step the input by one row and one column, filter_row steps the
-// filter by one row (col steps it by one column). The accumulators live in
-// registers over all taps; the sum is bias + taps in row-major order, as the
-// plain loops add them.
-template <int B>
-DFARM_DW_INLINE void Block(const float* __restrict x, const float* __restrict w, const float* bias,
-                           float* __restrict out, int taps_h, int taps_w, ptrdiff_t row,
-                           ptrdiff_t col, ptrdiff_t filter_row, float lo, float hi) {
-  float acc[B];
-  for (int j = 0; j < B; ++j) acc[j] = bias != nullptr ? bias[j] : 0.0f;
-  for (int ky = 0; ky < taps_h; ++ky) {
-    for (int kx = 0; kx < taps_w; ++kx) {
-      const float* __restrict xt = x + ky * row + kx * col;
-      const float* __restrict wt = w + ky * filter_row + kx * col;
-      for (int j = 0; j < B; ++j) acc[j] += xt[j] * wt[j];
+// Strides of one node, in floats: `row` and `col` step the input by one row
+// and one column (col also steps the filter and the output by one column),
+// `filter_row` steps the filter by one row, `pixel` steps the input from one
+// output pixel's window to the next one's along the row (stride_w columns).
+struct Steps {
+  ptrdiff_t row, col, filter_row, pixel;
+  float lo, hi;  // the activation's clamp
+};
+
+// Eight floats. With GCC, a generic vector (not an intrinsic: GCC lowers it
+// to one AVX register, two SSE2 or two NEON registers as the target has);
+// elsewhere a plain array with the same operations.
+#if defined(__GNUC__) && !defined(__clang__)
+typedef float Vec8 __attribute__((vector_size(32)));
+DFARM_DW_INLINE Vec8 Splat(float v) { return Vec8{v, v, v, v, v, v, v, v}; }
+// std::min(std::max(v, lo), hi) per lane, as the plain loops clamp.
+DFARM_DW_INLINE Vec8 ClampVec(Vec8 v, Vec8 lo, Vec8 hi) {
+  v = v < lo ? lo : v;
+  return hi < v ? hi : v;
+}
+#else
+struct Vec8 {
+  float f[8];
+  Vec8& operator+=(const Vec8& o) {
+    for (int i = 0; i < 8; ++i) f[i] += o.f[i];
+    return *this;
+  }
+  Vec8 operator*(const Vec8& o) const {
+    Vec8 r;
+    for (int i = 0; i < 8; ++i) r.f[i] = f[i] * o.f[i];
+    return r;
+  }
+};
+inline Vec8 Splat(float v) { return Vec8{{v, v, v, v, v, v, v, v}}; }
+inline Vec8 ClampVec(Vec8 v, Vec8 lo, Vec8 hi) {
+  for (int i = 0; i < 8; ++i) v.f[i] = std::min(std::max(v.f[i], lo.f[i]), hi.f[i]);
+  return v;
+}
+#endif
+DFARM_DW_INLINE Vec8 Load(const float* p) {
+  Vec8 v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+DFARM_DW_INLINE void Store(float* p, Vec8 v) { std::memcpy(p, &v, sizeof(v)); }
+
+// P adjacent output pixels' 8*V channels: x is the input at the first
+// pixel's first tap and the block's first channel, w the filter there, out
+// the first pixel's output. The P x V accumulators live in registers over all
+// taps (P*V chains of independent adds; each filter load serves P pixels);
+// each output's sum is bias + taps in row-major order, as the plain loops add
+// them. Interior blocks have KH x KW taps; a border block (KH = KW = 0) the
+// taps_h x taps_w that lie inside the input.
+template <int P, int V, int KH, int KW>
+DFARM_DW_INLINE void VecBlock(const float* x, const float* w, const float* bias, float* out,
+                              int taps_h, int taps_w, const Steps& s) {
+  Vec8 acc[P][V];
+  DFARM_DW_UNROLL
+  for (int v = 0; v < V; ++v) {
+    const Vec8 b = bias != nullptr ? Load(bias + 8 * v) : Splat(0.0f);
+    DFARM_DW_UNROLL
+    for (int p = 0; p < P; ++p) acc[p][v] = b;
+  }
+  auto tap = [&](int ky, int kx) DFARM_DW_LAMBDA_INLINE {
+    DFARM_DW_UNROLL
+    for (int v = 0; v < V; ++v) {
+      const Vec8 wt = Load(w + ky * s.filter_row + kx * s.col + 8 * v);
+      DFARM_DW_UNROLL
+      for (int p = 0; p < P; ++p) {
+        acc[p][v] += Load(x + ky * s.row + kx * s.col + p * s.pixel + 8 * v) * wt;
+      }
+    }
+  };
+  if constexpr (KH > 0) {
+    DFARM_DW_UNROLL
+    for (int ky = 0; ky < KH; ++ky) {
+      DFARM_DW_UNROLL
+      for (int kx = 0; kx < KW; ++kx) tap(ky, kx);
+    }
+  } else {
+    for (int ky = 0; ky < taps_h; ++ky) {
+      for (int kx = 0; kx < taps_w; ++kx) tap(ky, kx);
     }
   }
-  for (int j = 0; j < B; ++j) out[j] = std::min(std::max(acc[j], lo), hi);
+  const Vec8 lo = Splat(s.lo), hi = Splat(s.hi);
+  DFARM_DW_UNROLL
+  for (int p = 0; p < P; ++p) {
+    DFARM_DW_UNROLL
+    for (int v = 0; v < V; ++v) Store(out + p * s.col + 8 * v, ClampVec(acc[p][v], lo, hi));
+  }
 }
 
-// All channels of one output pixel, in blocks of 16, 8, 4 and 1.
-DFARM_DW_INLINE void Pixel(const float* x, const float* w, const float* bias, float* out,
-                           int taps_h, int taps_w, ptrdiff_t row, int channels,
-                           ptrdiff_t filter_row, float lo, float hi) {
-  const ptrdiff_t col = channels;
+// One channel of one output pixel from taps_h x taps_w taps (the channels
+// past the last multiple of 8).
+DFARM_DW_INLINE void ScalarBlock(const float* x, const float* w, const float* bias, float* out,
+                                 int taps_h, int taps_w, const Steps& s) {
+  float acc = bias != nullptr ? *bias : 0.0f;
+  for (int ky = 0; ky < taps_h; ++ky) {
+    for (int kx = 0; kx < taps_w; ++kx)
+      acc += x[ky * s.row + kx * s.col] * w[ky * s.filter_row + kx * s.col];
+  }
+  *out = std::min(std::max(acc, s.lo), s.hi);
+}
+
+// All channels of P adjacent output pixels: blocks of 16 and 8 channels, then
+// single channels.
+template <int P, int KH, int KW>
+DFARM_DW_INLINE void Pixels(const float* x, const float* w, const float* bias, float* out,
+                            int taps_h, int taps_w, const Steps& s) {
+  const int channels = static_cast<int>(s.col);
   int c = 0;
   for (; c + 16 <= channels; c += 16) {
-    Block<16>(x + c, w + c, bias != nullptr ? bias + c : nullptr, out + c, taps_h, taps_w, row, col,
-              filter_row, lo, hi);
+    VecBlock<P, 2, KH, KW>(x + c, w + c, bias != nullptr ? bias + c : nullptr, out + c, taps_h,
+                           taps_w, s);
   }
   if (c + 8 <= channels) {
-    Block<8>(x + c, w + c, bias != nullptr ? bias + c : nullptr, out + c, taps_h, taps_w, row, col,
-             filter_row, lo, hi);
+    VecBlock<P, 1, KH, KW>(x + c, w + c, bias != nullptr ? bias + c : nullptr, out + c, taps_h,
+                           taps_w, s);
     c += 8;
   }
-  if (c + 4 <= channels) {
-    Block<4>(x + c, w + c, bias != nullptr ? bias + c : nullptr, out + c, taps_h, taps_w, row, col,
-             filter_row, lo, hi);
-    c += 4;
-  }
   for (; c < channels; ++c) {
-    Block<1>(x + c, w + c, bias != nullptr ? bias + c : nullptr, out + c, taps_h, taps_w, row, col,
-             filter_row, lo, hi);
+    for (int p = 0; p < P; ++p) {
+      ScalarBlock(x + p * s.pixel + c, w + c, bias != nullptr ? bias + c : nullptr,
+                  out + p * s.col + c, KH > 0 ? KH : taps_h, KW > 0 ? KW : taps_w, s);
+    }
   }
 }
 
 // Output pixel (oy, ox) of a batch whose input starts at `in`, with the taps
 // clipped to the input.
 template <int KH, int KW>
-DFARM_DW_INLINE void BorderPixel(const DepthwiseFloatParams& p, const float* in,
+DFARM_DW_INLINE void BorderPixel(const DepthwiseFloatParams& p, const Steps& s, const float* in,
                                  const float* filter, const float* bias, float* out, int oy,
                                  int ox) {
   const int iy0 = oy * p.stride_h - p.pad_top, ix0 = ox * p.stride_w - p.pad_left;
   const int ky0 = std::max(0, -iy0), ky1 = std::min(KH, p.in_h - iy0);
   const int kx0 = std::max(0, -ix0), kx1 = std::min(KW, p.in_w - ix0);
-  if (ky1 <= ky0 || kx1 <= kx0) {
-    Pixel(in, filter, bias, out, 0, 0, 0, p.in_c, 0, p.act_min, p.act_max);
+  if (ky1 <= ky0 || kx1 <= kx0) {  // no tap inside: bias alone (not with SAME/VALID windows)
+    Pixels<1, 0, 0>(in, filter, bias, out, 0, 0, s);
     return;
   }
-  const ptrdiff_t row = static_cast<ptrdiff_t>(p.in_w) * p.in_c;
-  const float* x = in + (iy0 + ky0) * row + static_cast<ptrdiff_t>(ix0 + kx0) * p.in_c;
-  const float* w = filter + static_cast<ptrdiff_t>(ky0 * KW + kx0) * p.in_c;
-  Pixel(x, w, bias, out, ky1 - ky0, kx1 - kx0, row, p.in_c, static_cast<ptrdiff_t>(KW) * p.in_c,
-        p.act_min, p.act_max);
+  const float* x = in + (iy0 + ky0) * s.row + (ix0 + kx0) * s.col;
+  const float* w = filter + ky0 * s.filter_row + kx0 * s.col;
+  Pixels<1, 0, 0>(x, w, bias, out, ky1 - ky0, kx1 - kx0, s);
 }
 
 // One output row: border columns, then the interior (constant tap counts, no
-// clipping) when the row is an interior row, then border columns.
+// clipping; kGroup pixels at a time, then one) when the row is an interior
+// row, then border columns.
 template <int KH, int KW>
-DFARM_DW_INLINE void OutputRow(const DepthwiseFloatPlan& plan, const float* in, const float* filter,
-                               const float* bias, float* out_row, int oy) {
+DFARM_DW_INLINE void OutputRow(const DepthwiseFloatPlan& plan, const Steps& s, const float* in,
+                               const float* filter, const float* bias, float* out_row, int oy) {
+  constexpr int kGroup = 4;
   const DepthwiseFloatParams& p = plan.params;
-  const ptrdiff_t row = static_cast<ptrdiff_t>(p.in_w) * p.in_c;
-  const ptrdiff_t filter_row = static_cast<ptrdiff_t>(KW) * p.in_c;
   int ox = 0;
   if (oy >= plan.oy_begin && oy < plan.oy_end) {
     for (; ox < plan.ox_begin; ++ox) {
-      BorderPixel<KH, KW>(p, in, filter, bias, out_row + static_cast<ptrdiff_t>(ox) * p.in_c, oy,
-                          ox);
+      BorderPixel<KH, KW>(p, s, in, filter, bias, out_row + ox * s.col, oy, ox);
     }
-    const float* x_row = in + (oy * p.stride_h - p.pad_top) * row;
+    const float* x_row = in + (oy * p.stride_h - p.pad_top) * s.row - p.pad_left * s.col;
+    for (; ox + kGroup <= plan.ox_end; ox += kGroup) {
+      Pixels<kGroup, KH, KW>(x_row + ox * s.pixel, filter, bias, out_row + ox * s.col, KH, KW, s);
+    }
     for (; ox < plan.ox_end; ++ox) {
-      const float* x = x_row + static_cast<ptrdiff_t>(ox * p.stride_w - p.pad_left) * p.in_c;
-      Pixel(x, filter, bias, out_row + static_cast<ptrdiff_t>(ox) * p.in_c, KH, KW, row, p.in_c,
-            filter_row, p.act_min, p.act_max);
+      Pixels<1, KH, KW>(x_row + ox * s.pixel, filter, bias, out_row + ox * s.col, KH, KW, s);
     }
   }
   for (; ox < p.out_w; ++ox) {
-    BorderPixel<KH, KW>(p, in, filter, bias, out_row + static_cast<ptrdiff_t>(ox) * p.in_c, oy, ox);
+    BorderPixel<KH, KW>(p, s, in, filter, bias, out_row + ox * s.col, oy, ox);
   }
 }
 
@@ -117,11 +216,18 @@ template <int KH, int KW>
 DFARM_DW_INLINE void RunVariant(const DepthwiseFloatPlan& plan, const float* input,
                                 const float* filter, const float* bias, float* output) {
   const DepthwiseFloatParams& p = plan.params;
-  const ptrdiff_t in_batch = static_cast<ptrdiff_t>(p.in_h) * p.in_w * p.in_c;
-  const ptrdiff_t out_row = static_cast<ptrdiff_t>(p.out_w) * p.out_c;
+  const ptrdiff_t c = p.in_c;
+  const Steps s = {.row = p.in_w * c,
+                   .col = c,
+                   .filter_row = KW * c,
+                   .pixel = p.stride_w * c,
+                   .lo = p.act_min,
+                   .hi = p.act_max};
+  const ptrdiff_t in_batch = p.in_h * s.row;
+  const ptrdiff_t out_row = p.out_w * c;
   for (int n = 0; n < p.batches; ++n) {
     for (int oy = 0; oy < p.out_h; ++oy) {
-      OutputRow<KH, KW>(plan, input + n * in_batch, filter, bias,
+      OutputRow<KH, KW>(plan, s, input + n * in_batch, filter, bias,
                         output + (static_cast<ptrdiff_t>(n) * p.out_h + oy) * out_row, oy);
     }
   }
@@ -165,6 +271,29 @@ DepthwiseFloatPlan PlanDepthwiseFloat(const DepthwiseFloatParams& params) {
   InteriorRange(p.in_h, p.out_h, p.kernel_h, p.stride_h, p.pad_top, &plan.oy_begin, &plan.oy_end);
   InteriorRange(p.in_w, p.out_w, p.kernel_w, p.stride_w, p.pad_left, &plan.ox_begin, &plan.ox_end);
   return plan;
+}
+
+DepthwiseFloatPlan PlanDepthwiseFloat(const Tensor& input, const Tensor& filter,
+                                      const Tensor& output, int stride_h, int stride_w,
+                                      int dilation_h, int dilation_w, int pad_top, int pad_left,
+                                      ActivationRange activation) {
+  return PlanDepthwiseFloat({.batches = input.shape[0],
+                             .in_h = input.shape[1],
+                             .in_w = input.shape[2],
+                             .in_c = input.shape[3],
+                             .out_h = output.shape[1],
+                             .out_w = output.shape[2],
+                             .out_c = output.shape[3],
+                             .kernel_h = filter.shape[1],
+                             .kernel_w = filter.shape[2],
+                             .stride_h = stride_h,
+                             .stride_w = stride_w,
+                             .dilation_h = dilation_h,
+                             .dilation_w = dilation_w,
+                             .pad_top = pad_top,
+                             .pad_left = pad_left,
+                             .act_min = activation.min,
+                             .act_max = activation.max});
 }
 
 void RunDepthwiseFloat(const DepthwiseFloatPlan& plan, const float* input, const float* filter,

@@ -2,15 +2,19 @@
 // 3x3 or 5x5 filter, any stride, dilation 1, depth multiplier 1, NHWC, SAME or
 // VALID padding, any fused activation range. The output is split into an
 // interior, where every tap lies inside the input and the loops have no bounds
-// checks, and a border with clipped tap ranges. Channels are processed in
-// blocks of 16/4/1 whose accumulators stay in registers across all taps
-// (plain loops that the compiler vectorizes; on x86-64 with GCC an AVX2 clone
-// is picked at load). Each output sums bias + x*w over the in-bounds taps in
-// the same order as the plain loops of depthwise_conv_2d.cc, without
-// contraction into FMA, so the results are bitwise equal to them.
+// checks, and a border with clipped tap ranges. The interior runs 4 output
+// pixels x 16 (or 8) channels at a time with the accumulators in registers
+// over all taps (GCC generic vectors, no intrinsics; on x86-64 with GCC an
+// AVX2+FMA clone is picked at load). Each output sums bias + x*w over the
+// in-bounds taps in the plain loops' order (depthwise_conv_2d.cc); with FMA
+// each step rounds once instead of twice, so results match the plain loops
+// within float rounding (bitwise where the target has no FMA contraction).
 #pragma once
 
 #include <cstdint>
+
+#include "runtime/kernels/kernel.h"
+#include "runtime/kernels/kernel_util.h"
 
 namespace dfarm::runtime {
 
@@ -42,10 +46,23 @@ struct DepthwiseFloatPlan {
 // padding), and the caller runs its plain loops.
 DepthwiseFloatPlan PlanDepthwiseFloat(const DepthwiseFloatParams& params);
 
+// The same from a float32 DEPTHWISE_CONV_2D node's tensors (input [N,H,W,C],
+// filter [1,KH,KW,Cout], output [N,OH,OW,Cout], as Prepare() checked them) and
+// its window and activation.
+DepthwiseFloatPlan PlanDepthwiseFloat(const Tensor& input, const Tensor& filter,
+                                      const Tensor& output, int stride_h, int stride_w,
+                                      int dilation_h, int dilation_w, int pad_top, int pad_left,
+                                      ActivationRange activation);
+
 // Computes the output [N, OH, OW, C] from input [N, H, W, C], filter
 // [1, KH, KW, C] and bias [C] (null: zeros). Requires plan.covered(); keeps no
 // pointer; allocates nothing. The output must not alias the inputs.
 void RunDepthwiseFloat(const DepthwiseFloatPlan& plan, const float* input, const float* filter,
                        const float* bias, float* output);
+
+// DEPTHWISE_CONV_2D with the plain loops for every node (defined in
+// depthwise_conv_2d.cc, same Prepare() checks): the reference the tests
+// compare the default kernel with.
+const OpRegistration* RegisterDepthwiseConv2DReference();
 
 }  // namespace dfarm::runtime
