@@ -254,6 +254,38 @@ TEST(QuantizedConvTest, Int8FullyConnectedHandComputedWithRelu) {
   }
 }
 
+// Multiplier 1/4 (Q31 2^30, shift -1) on x = {-6, 6, -10, -2}: x / 4 = {-1.5, 1.5, -2.5,
+// -0.5}. CONV_2D and FULLY_CONNECTED round as TFLite 2.9's GEMM (ruy): halves upward,
+// {-1, 2, -2, 0}; DEPTHWISE_CONV_2D as TFLite's depthwise loops: away from zero, {-2, 2, -3, -1}.
+TEST(QuantizedConvTest, NegativeTiesRoundAsTensorFlowLite) {
+  enum class Op { kConv, kDepthwise, kFullyConnected };
+  for (Op op : {Op::kConv, Op::kDepthwise, Op::kFullyConnected}) {
+    const bool fc = op == Op::kFullyConnected;
+    const std::vector<int32_t> shape =
+        fc ? std::vector<int32_t>{4, 1} : std::vector<int32_t>{1, 1, 4, 1};
+    ModelBuilder b;
+    const int in = b.AddTensor(tfl::TensorType::INT8, shape, "input");
+    b.SetQuantization(in, 1.0f, 0);
+    const int filter = b.AddConstInt8(
+        fc ? std::vector<int32_t>{1, 1} : std::vector<int32_t>{1, 1, 1, 1}, {1}, "filter");
+    b.SetQuantization(filter, 1.0f, 0);
+    const int out = b.AddTensor(tfl::TensorType::INT8, shape, "output");
+    b.SetQuantization(out, 4.0f, 0);
+    if (op == Op::kConv) b.AddConv2D(in, filter, -1, out, Conv2DParams{});
+    if (op == Op::kDepthwise) b.AddDepthwiseConv2D(in, filter, -1, out, DepthwiseConv2DParams{});
+    if (fc) b.AddFullyConnected(in, filter, -1, out);
+    b.SetInputs({in});
+    b.SetOutputs({out});
+    GraphRunner runner;
+    ASSERT_TRUE(runner.Init(b).ok());
+    ASSERT_TRUE(runner.SetInput(0, std::vector<int8_t>{-6, 6, -10, -2}));
+    ASSERT_TRUE(runner.Invoke().ok());
+    EXPECT_EQ(runner.Output<int8_t>(0), op == Op::kDepthwise ? (std::vector<int8_t>{-2, 2, -3, -1})
+                                                             : (std::vector<int8_t>{-1, 2, -2, 0}))
+        << static_cast<int>(op);
+  }
+}
+
 TEST(QuantizedConvTest, RejectsFloatBiasWithQuantizedInput) {
   ModelBuilder b;
   int in = b.AddTensor(tfl::TensorType::INT8, {1, 2}, "input");
