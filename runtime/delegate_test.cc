@@ -353,5 +353,29 @@ TEST_F(DelegateTest, FoldedNodesAreNotOffered) {
   EXPECT_THAT(Run(kInput), ElementsAre(-2.0f, 1.5f, 3.25f, 6.0f));
 }
 
+TEST_F(DelegateTest, NodesTouchingATensorSizedAtPrepareStayOnTheCpu) {
+  // x -> ADD(x, x) -> t0 declared [] -> RELU -> t1 [4] -> ADD(+1) -> out: the
+  // delegate would see t0 as [], so neither of its nodes is offered.
+  ModelBuilder b;
+  int x = b.AddTensor(tfl::TensorType::FLOAT32, {4}, "x");
+  int one = b.AddConstFloat32({1}, {1.0f}, "one");
+  int t0 = b.AddTensor(tfl::TensorType::FLOAT32, {}, "t0");
+  int t1 = b.AddTensor(tfl::TensorType::FLOAT32, {4}, "t1");
+  int out = b.AddTensor(tfl::TensorType::FLOAT32, {4}, "out");
+  b.AddAdd(x, x, t0);
+  b.AddUnary(tfl::BuiltinOperator::RELU, t0, t1);
+  b.AddAdd(t1, one, out);
+  b.SetInputs({x});
+  b.SetOutputs({out});
+  FakeDelegate fake("fake", {tfl::BuiltinOperator::ADD, tfl::BuiltinOperator::RELU});
+  Status s = Load(b, {&fake});
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_THAT(Where(), ElementsAre("ADD@cpu", "RELU@cpu", "ADD@fake#0"));
+  EXPECT_EQ(interpreter_->placement().nodes[0].reason,
+            "fake: tensor 2 't0' is declared [] and sized only at Prepare");
+  EXPECT_THAT(interpreter_->tensor(t0).shape, ElementsAre(4));
+  EXPECT_THAT(Run(kInput), ElementsAre(1.0f, 1.0f, 1.5f, 5.0f));
+}
+
 }  // namespace
 }  // namespace dfarm::runtime

@@ -15,6 +15,35 @@ void FreeArena(std::byte* p) { std::free(p); }
 
 size_t AlignUp(size_t n) { return (n + kArenaAlignment - 1) & ~(kArenaAlignment - 1); }
 
+// Offers `inner` only the nodes whose tensors have known shapes before
+// Prepare: a delegate checks a node against its tensors' shapes before our
+// kernels size the open ones (declared [] or -1, written by an op), so such
+// nodes stay on the CPU (kUnsupported, with the reason in the placement).
+class KnownShapesOnly final : public Delegate {
+ public:
+  // Keeps both pointers; `open` is indexed by tensor.
+  KnownShapesOnly(Delegate* inner, const std::vector<bool>* open)
+      : Delegate(inner->name(), inner->options()), inner_(inner), open_(open) {}
+
+  Status CheckNode(const Node& node) const override {
+    for (const std::vector<Tensor*>* tensors : {&node.inputs, &node.outputs}) {
+      for (const Tensor* t : *tensors) {
+        if (t != nullptr && (*open_)[t->index]) {
+          return Status::Unsupported("tensor " + std::to_string(t->index) + " '" + t->name +
+                                     "' is declared " + ShapeToString(t->shape) +
+                                     " and sized only at Prepare");
+        }
+      }
+    }
+    return inner_->CheckNode(node);
+  }
+  std::unique_ptr<DelegateKernel> CreateKernel() override { return inner_->CreateKernel(); }
+
+ private:
+  Delegate* inner_;
+  const std::vector<bool>* open_;
+};
+
 }  // namespace
 
 Interpreter::Interpreter(const Model& model, const OpResolver& resolver,
@@ -108,12 +137,30 @@ Status Interpreter::AllocateOnce() {
   }
   MarkFolded();
   DFARM_RETURN_IF_ERROR(
-      delegation_.Build(nodes_, outputs_, delegates_, "model '" + model_.name() + "'"));
+      delegation_.Build(nodes_, outputs_, GuardedDelegates(), "model '" + model_.name() + "'"));
   plan_ = delegation_.order();
   DFARM_RETURN_IF_ERROR(ResolveKernels());
   DFARM_RETURN_IF_ERROR(PrepareNodes());
   DFARM_RETURN_IF_ERROR(Plan());
   return delegation_.Prepare();
+}
+
+std::vector<Delegate*> Interpreter::GuardedDelegates() {
+  open_shapes_.assign(tensors_.size(), false);
+  bool any = false;
+  for (const Node& node : nodes_) {
+    for (const Tensor* t : node.outputs) {
+      open_shapes_[t->index] = t->allocation != Allocation::kConstant && DeclaredShapeIsOpen(*t);
+      any = any || open_shapes_[t->index];
+    }
+  }
+  if (!any) return delegates_;
+  std::vector<Delegate*> guarded;
+  for (Delegate* d : delegates_) {
+    guarded_delegates_.push_back(std::make_unique<KnownShapesOnly>(d, &open_shapes_));
+    guarded.push_back(guarded_delegates_.back().get());
+  }
+  return guarded;
 }
 
 Status Interpreter::ResolveKernels() {
@@ -140,18 +187,7 @@ Status Interpreter::ResolveKernels() {
 
 Status Interpreter::PrepareNodes() {
   for (Node& node : nodes_) {
-    if (delegation_.PartitionOf(node.index) >= 0) {
-      // The delegate checked the node against its tensors' declared shapes.
-      for (const Tensor* in : node.inputs) {
-        if (in != nullptr && in->shape_set_by_op) {
-          return Status::Unsupported(NodeLabel(node) + ": delegated, but input tensor " +
-                                     std::to_string(in->index) + " '" + in->name +
-                                     "' is sized only at Prepare (" + ShapeToString(in->shape) +
-                                     "); a delegate cannot take it");
-        }
-      }
-      continue;
-    }
+    if (delegation_.PartitionOf(node.index) >= 0) continue;
     DFARM_RETURN_IF_ERROR(node.registration->prepare(node).WithPrefix(NodeLabel(node)));
     if (node.folded) {
       for (Tensor* out : node.outputs) DFARM_RETURN_IF_ERROR(AllocatePersistent(out));

@@ -57,8 +57,9 @@ class Interpreter {
 
   // Adds a delegate, before AllocateTensors(); delegates claim nodes in the
   // order they were added, the resolver's kernels run the rest (see
-  // runtime/delegate.h). Keeps the pointer: the delegate must outlive the
-  // interpreter.
+  // runtime/delegate.h). Nodes reading or writing a tensor that only an op's
+  // Prepare sizes (declared [] or with -1 dimensions) are not offered. Keeps
+  // the pointer: the delegate must outlive the interpreter.
   void AddDelegate(Delegate* delegate) { delegates_.push_back(delegate); }
 
   // Where each node runs, set by a successful AllocateTensors() (every node on
@@ -103,6 +104,9 @@ class Interpreter {
   std::string NodeLabel(const Node& node) const;
   Status AllocateOnce();
   void MarkFolded();
+  // delegates_, each wrapped to refuse nodes touching a tensor whose shape
+  // is known only at Prepare when the model has one (see open_shapes_).
+  std::vector<Delegate*> GuardedDelegates();
   Status ResolveKernels();
   Status PrepareNodes();
   // Gives `tensor` its own zeroed block of tensor->bytes, counted in
@@ -121,6 +125,8 @@ class Interpreter {
   std::vector<Tensor*> outputs_;
   std::vector<int> plan_;  // node indices Invoke() runs
   std::vector<Delegate*> delegates_;
+  std::vector<std::unique_ptr<Delegate>> guarded_delegates_;
+  std::vector<bool> open_shapes_;  // by tensor: declared [] or -1, written by an op
   DelegationPlan delegation_;
   Status setup_status_;  // a fault found while building tensors or allocating
   using Block = std::unique_ptr<std::byte[], void (*)(std::byte*)>;
