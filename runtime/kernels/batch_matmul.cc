@@ -96,6 +96,8 @@ Status Prepare(Node& node) {
     }
     DFARM_RETURN_IF_ERROR(PrepareQuantizedConv(*lhs, *rhs, nullptr, *output, 1, 0,
                                                tflite::ActivationFunctionType::NONE, &data->quant));
+    // TFLite 2.9 computes quantized BATCH_MATMUL with its optimized GEMM (ruy).
+    data->quant.round_half_up = true;
     node.data = std::move(data);
     return Status::Ok();
   }

@@ -70,8 +70,9 @@ struct QuantizedConvParams {
   std::vector<int> shifts;
   std::vector<int32_t> bias;  // zeros when the op has no bias
   // Round as TFLite's optimized GEMM (MultiplyByQuantizedMultiplierHalfUp)
-  // instead of its reference kernels: CONV_2D and FULLY_CONNECTED set it,
-  // DEPTHWISE_CONV_2D (TFLite's own loops) keeps rounding away from zero.
+  // instead of its reference kernels: CONV_2D, FULLY_CONNECTED and BATCH_MATMUL
+  // set it; DEPTHWISE_CONV_2D and TRANSPOSE_CONV (TFLite requantizes them in
+  // its own loops) keep rounding away from zero.
   bool round_half_up = false;
 
   int32_t Requantize(int32_t acc, int channel) const;

@@ -42,7 +42,7 @@ int32_t MultiplyByQuantizedMultiplier(int32_t x, int32_t quantized_multiplier, i
 
 // MultiplyByQuantizedMultiplier() as TFLite's optimized GEMM computes it
 // (ruy's x86-64 AVX-or-above and arm64 kernels, which TFLite 2.9 runs for
-// quantized CONV_2D and FULLY_CONNECTED): the same left shift and doubling
+// quantized CONV_2D, FULLY_CONNECTED and BATCH_MATMUL): the same left shift and doubling
 // high multiply (whose halves already round upward), but the rounding right
 // shift takes halves upward (toward +infinity) instead of away from zero.
 // Differs by one only where that shift meets a negative exact half.

@@ -116,6 +116,34 @@ class SsdMaker {
     return out;
   }
 
+  // BATCH_MATMUL of `in` [1, rows, depth] by constant per-tensor weights [1, depth, units].
+  Feature BatchMatMul(const Feature& in, int units, const std::string& name) {
+    const int depth = in.shape[2];
+    std::vector<float> scales;
+    const int w = Weights({1, depth, units}, 1, depth, 0, &scales);
+    Feature out = Output({1, in.shape[1], units}, in, Act::NONE, name);
+    b_.AddOperator(tfl::BuiltinOperator::BATCH_MATMUL, {in.tensor, w}, {out.tensor},
+                   tfl::BuiltinOptions::BatchMatMulOptions, [](flatbuffers::FlatBufferBuilder& fb) {
+                     return tfl::CreateBatchMatMulOptions(fb, false, false).Union();
+                   });
+    return out;
+  }
+
+  // TRANSPOSE_CONV 3x3, stride 2, SAME: doubles `in`'s height and width.
+  Feature TransposeConv(const Feature& in, int out_c, const std::string& name) {
+    const int in_c = in.shape[3];
+    const std::vector<int32_t> shape = {1, in.shape[1] * 2, in.shape[2] * 2, out_c};
+    std::vector<float> scales;
+    const int w = Weights({out_c, 3, 3, in_c}, out_c, 9 * in_c, 0, &scales);
+    Feature out = Output(shape, in, Act::NONE, name);
+    testing::TransposeConvParams p;
+    p.padding = tfl::Padding::SAME;
+    p.stride_h = p.stride_w = 2;
+    b_.AddTransposeConv(b_.AddConstInt32({4}, shape), w, in.tensor, Bias(in.scale, scales, out_c),
+                        out.tensor, p);
+    return out;
+  }
+
   // Residual ADD: the output's range covers both inputs'.
   Feature Add(const Feature& a, const Feature& b, const std::string& name) {
     const float rms = std::sqrt(a.rms * a.rms + b.rms * b.rms);
@@ -336,6 +364,18 @@ Network BuildSsd(bool int8, uint32_t seed) {
   return m.Finish();
 }
 
+// Ops outside SSD on the same integer arithmetic: TRANSPOSE_CONV (TFLite's own
+// requantization, away from zero) and, int8 only as in TFLite 2.9, BATCH_MATMUL
+// (TFLite's GEMM, halves upward), after a linear stem convolution.
+Network BuildGemmOps(bool int8, uint32_t seed) {
+  SsdMaker m(int8, seed);
+  Feature x = m.Input({1, 96, 96, 3});
+  x = m.Conv(x, 16, 3, 2, Act::NONE, "stem");  // 48x48x16
+  m.TransposeConv(x, 8, "transpose_conv");     // 96x96x8
+  if (int8) m.BatchMatMul(m.Reshape(x, {1, 48 * 48, 16}, "rows"), 32, "batch_matmul");
+  return m.Finish();
+}
+
 // Each output's quantized codes, widened to int.
 using Codes = std::vector<std::vector<int>>;
 
@@ -417,21 +457,21 @@ int CompareLayers(const Network& net, const Codes& ours, const Codes& want) {
   return worst;
 }
 
-void ExpectBitExact(bool int8) {
+void ExpectBitExact(bool int8, Network (*build)(bool int8, uint32_t seed) = &BuildSsd) {
   if (Tflite() == nullptr) {
     GTEST_SKIP() << "no TensorFlow Lite library at " << DefaultLibraryPath(DFARM_TFLITE_LIB)
                  << " (scripts/setup.sh)";
   }
   for (uint32_t seed : {1u, 2u, 3u}) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    const Network net = BuildSsd(int8, seed);
+    const Network net = build(int8, seed);
     Codes want, ours;
     std::string error;
     ASSERT_TRUE(RunTflite(net, &want, &error)) << error;
     const runtime::Status s = RunOurs(net, &ours);
     ASSERT_TRUE(s.ok()) << s.message();
-    std::printf("%s SSD, seed %u, %zu layers compared:\n", int8 ? "int8" : "uint8", seed,
-                net.names.size());
+    std::printf("%s %s, seed %u, %zu layers compared:\n", int8 ? "int8" : "uint8",
+                build == &BuildSsd ? "SSD" : "GEMM ops", seed, net.names.size());
     const int worst = CompareLayers(net, ours, want);
     std::printf("  max difference %d steps\n", worst);
     EXPECT_EQ(worst, 0) << "reference kernels differ from TFLite 2.9 (first layer listed above)";
@@ -441,6 +481,11 @@ void ExpectBitExact(bool int8) {
 TEST(TfliteQuantizedSsdTest, Uint8NetworkIsBitExactWithTensorFlowLite) { ExpectBitExact(false); }
 
 TEST(TfliteQuantizedSsdTest, Int8NetworkIsBitExactWithTensorFlowLite) { ExpectBitExact(true); }
+
+TEST(TfliteQuantizedSsdTest, TransposeConvAndBatchMatMulAreBitExactWithTensorFlowLite) {
+  ExpectBitExact(false, &BuildGemmOps);
+  ExpectBitExact(true, &BuildGemmOps);
+}
 
 }  // namespace
 }  // namespace dfarm::runner::tflite
