@@ -140,6 +140,11 @@ Status Interpreter::AllocateOnce() {
       delegation_.Build(nodes_, outputs_, GuardedDelegates(), "model '" + model_.name() + "'"));
   plan_ = delegation_.order();
   DFARM_RETURN_IF_ERROR(ResolveKernels());
+  // Kernels size scratch from tensor shapes in Prepare, before the arena is
+  // planned: a tensor over the arena limit is refused first.
+  for (const Tensor& t : tensors_) {
+    if (t.allocation != Allocation::kConstant) DFARM_RETURN_IF_ERROR(CheckTensorFits(t));
+  }
   DFARM_RETURN_IF_ERROR(PrepareNodes());
   DFARM_RETURN_IF_ERROR(Plan());
   return delegation_.Prepare();
@@ -189,12 +194,21 @@ Status Interpreter::PrepareNodes() {
   for (Node& node : nodes_) {
     if (delegation_.PartitionOf(node.index) >= 0) continue;
     DFARM_RETURN_IF_ERROR(node.registration->prepare(node).WithPrefix(NodeLabel(node)));
+    for (const Tensor* out : node.outputs) DFARM_RETURN_IF_ERROR(CheckTensorFits(*out));
     if (node.folded) {
       for (Tensor* out : node.outputs) DFARM_RETURN_IF_ERROR(AllocatePersistent(out));
       DFARM_RETURN_IF_ERROR(node.registration->eval(node).WithPrefix(NodeLabel(node)));
     }
   }
   return Status::Ok();
+}
+
+Status Interpreter::CheckTensorFits(const Tensor& tensor) const {
+  if (tensor.bytes <= options_.max_arena_bytes) return Status::Ok();
+  return Status::Unsupported(
+      "model '" + model_.name() + "' tensor " + std::to_string(tensor.index) + " '" + tensor.name +
+      "' " + DescribeTensor(tensor) + " needs " + std::to_string(tensor.bytes) +
+      " bytes, over the arena limit of " + std::to_string(options_.max_arena_bytes) + " bytes");
 }
 
 Status Interpreter::AllocatePersistent(Tensor* tensor) {

@@ -109,6 +109,8 @@ class Interpreter {
   std::vector<Delegate*> GuardedDelegates();
   Status ResolveKernels();
   Status PrepareNodes();
+  // Unsupported when `tensor` alone exceeds options_.max_arena_bytes.
+  Status CheckTensorFits(const Tensor& tensor) const;
   // Gives `tensor` its own zeroed block of tensor->bytes, counted in
   // persistent_bytes_ against options_.max_arena_bytes.
   Status AllocatePersistent(Tensor* tensor);

@@ -191,6 +191,30 @@ TEST(InterpreterTest, FullyKnownDeclaredShapeMustStillMatch) {
                                      "[2,3]"));
 }
 
+TEST(InterpreterTest, OutputSizedAtPrepareOverTheArenaLimitIsRefused) {
+  // TILE [2,2] by (1000, 1000) into an output declared []: 16 MB, limit 1 MiB.
+  ModelBuilder b;
+  int in = b.AddTensor(tfl::TensorType::FLOAT32, {2, 2}, "in");
+  int multiples = b.AddConstInt32({2}, {1000, 1000}, "multiples");
+  int out = b.AddTensor(tfl::TensorType::FLOAT32, {}, "tiled");
+  b.AddOperator(tfl::BuiltinOperator::TILE, {in, multiples}, {out});
+  b.SetInputs({in});
+  b.SetOutputs({out});
+  std::vector<uint8_t> bytes = b.Build();
+  std::unique_ptr<Model> model;
+  ASSERT_TRUE(Model::FromBuffer("tile.tflite", bytes, &model).ok());
+  OpResolver resolver;
+  resolver.AddAllReferenceOps();
+  InterpreterOptions options;
+  options.max_arena_bytes = 1 << 20;
+  Interpreter interpreter(*model, resolver, options);
+  Status s = interpreter.AllocateTensors();
+  EXPECT_EQ(s.code(), StatusCode::kUnsupported);
+  EXPECT_EQ(s.message(),
+            "model 'tile.tflite' tensor 2 'tiled' float32 [2000,2000] needs 16000000 bytes, over "
+            "the arena limit of 1048576 bytes");
+}
+
 TEST(InterpreterTest, MissingKernelIsUnsupportedNamingOpAndNode) {
   ModelBuilder b;
   int in = b.AddTensor(tfl::TensorType::FLOAT32, {2});
