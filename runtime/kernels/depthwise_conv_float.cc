@@ -86,13 +86,24 @@ DFARM_DW_INLINE Vec8 Load(const float* p) {
 }
 DFARM_DW_INLINE void Store(float* p, Vec8 v) { std::memcpy(p, &v, sizeof(v)); }
 
+// f(0), ..., f(K - 1) unrolled when K > 0; else f(0), ..., f(n - 1).
+template <int K, typename F>
+DFARM_DW_INLINE void ForTaps(int n, F f) {
+  if constexpr (K > 0) {
+    DFARM_DW_UNROLL
+    for (int i = 0; i < K; ++i) f(i);
+  } else {
+    for (int i = 0; i < n; ++i) f(i);
+  }
+}
+
 // P adjacent output pixels' 8*V channels: x is the input at the first
 // pixel's first tap and the block's first channel, w the filter there, out
 // the first pixel's output. The P x V accumulators live in registers over all
 // taps (P*V chains of independent adds; each filter load serves P pixels);
 // each output's sum is bias + taps in row-major order, as the plain loops add
-// them. Interior blocks have KH x KW taps; a border block (KH = KW = 0) the
-// taps_h x taps_w that lie inside the input.
+// them. The taps are KH (or, when KH is 0, taps_h) rows of KW (or taps_w)
+// columns: constant inside the input, clipped at its border.
 template <int P, int V, int KH, int KW>
 DFARM_DW_INLINE void VecBlock(const float* x, const float* w, const float* bias, float* out,
                               int taps_h, int taps_w, const Steps& s) {
@@ -113,17 +124,9 @@ DFARM_DW_INLINE void VecBlock(const float* x, const float* w, const float* bias,
       }
     }
   };
-  if constexpr (KH > 0) {
-    DFARM_DW_UNROLL
-    for (int ky = 0; ky < KH; ++ky) {
-      DFARM_DW_UNROLL
-      for (int kx = 0; kx < KW; ++kx) tap(ky, kx);
-    }
-  } else {
-    for (int ky = 0; ky < taps_h; ++ky) {
-      for (int kx = 0; kx < taps_w; ++kx) tap(ky, kx);
-    }
-  }
+  ForTaps<KH>(taps_h, [&](int ky) DFARM_DW_LAMBDA_INLINE {
+    ForTaps<KW>(taps_w, [&](int kx) DFARM_DW_LAMBDA_INLINE { tap(ky, kx); });
+  });
   const Vec8 lo = Splat(s.lo), hi = Splat(s.hi);
   DFARM_DW_UNROLL
   for (int p = 0; p < P; ++p) {
@@ -168,48 +171,65 @@ DFARM_DW_INLINE void Pixels(const float* x, const float* w, const float* bias, f
   }
 }
 
-// Output pixel (oy, ox) of a batch whose input starts at `in`, with the taps
-// clipped to the input.
-template <int KH, int KW>
-DFARM_DW_INLINE void BorderPixel(const DepthwiseFloatParams& p, const Steps& s, const float* in,
-                                 const float* filter, const float* bias, float* out, int oy,
-                                 int ox) {
-  const int iy0 = oy * p.stride_h - p.pad_top, ix0 = ox * p.stride_w - p.pad_left;
-  const int ky0 = std::max(0, -iy0), ky1 = std::min(KH, p.in_h - iy0);
+// Output pixel ox of a row whose taps_h tap rows (TH of them when TH > 0)
+// start at input row x_row and filter row w, with the tap columns clipped to
+// the input.
+template <int TH, int KW>
+DFARM_DW_INLINE void ClippedColumn(const DepthwiseFloatParams& p, const Steps& s,
+                                   const float* x_row, const float* w, const float* bias,
+                                   float* out, int taps_h, int ox) {
+  const int ix0 = ox * p.stride_w - p.pad_left;
   const int kx0 = std::max(0, -ix0), kx1 = std::min(KW, p.in_w - ix0);
-  if (ky1 <= ky0 || kx1 <= kx0) {  // no tap inside: bias alone (not with SAME/VALID windows)
-    Pixels<1, 0, 0>(in, filter, bias, out, 0, 0, s);
+  if (kx1 <= kx0) {  // no tap inside: bias alone (not with SAME/VALID windows)
+    Pixels<1, 0, 0>(x_row, w, bias, out, 0, 0, s);
     return;
   }
-  const float* x = in + (iy0 + ky0) * s.row + (ix0 + kx0) * s.col;
-  const float* w = filter + ky0 * s.filter_row + kx0 * s.col;
-  Pixels<1, 0, 0>(x, w, bias, out, ky1 - ky0, kx1 - kx0, s);
+  Pixels<1, TH, 0>(x_row + (ix0 + kx0) * s.col, w + kx0 * s.col, bias, out, taps_h, kx1 - kx0, s);
 }
 
-// One output row: border columns, then the interior (constant tap counts, no
-// clipping; kGroup pixels at a time, then one) when the row is an interior
-// row, then border columns.
-template <int KH, int KW>
-DFARM_DW_INLINE void OutputRow(const DepthwiseFloatPlan& plan, const Steps& s, const float* in,
-                               const float* filter, const float* bias, float* out_row, int oy) {
+// The output pixels of one row whose taps_h tap rows (TH when TH > 0) start
+// at input row x_row and filter row w: clipped columns, then the interior
+// columns kGroup pixels at a time and then one by one, then clipped columns.
+template <int TH, int KW>
+DFARM_DW_INLINE void RowSpans(const DepthwiseFloatPlan& plan, const Steps& s, const float* x_row,
+                              const float* w, const float* bias, float* out_row, int taps_h) {
   constexpr int kGroup = 4;
   const DepthwiseFloatParams& p = plan.params;
   int ox = 0;
-  if (oy >= plan.oy_begin && oy < plan.oy_end) {
-    for (; ox < plan.ox_begin; ++ox) {
-      BorderPixel<KH, KW>(p, s, in, filter, bias, out_row + ox * s.col, oy, ox);
-    }
-    const float* x_row = in + (oy * p.stride_h - p.pad_top) * s.row - p.pad_left * s.col;
-    for (; ox + kGroup <= plan.ox_end; ox += kGroup) {
-      Pixels<kGroup, KH, KW>(x_row + ox * s.pixel, filter, bias, out_row + ox * s.col, KH, KW, s);
-    }
-    for (; ox < plan.ox_end; ++ox) {
-      Pixels<1, KH, KW>(x_row + ox * s.pixel, filter, bias, out_row + ox * s.col, KH, KW, s);
-    }
+  for (; ox < plan.ox_begin; ++ox) {
+    ClippedColumn<TH, KW>(p, s, x_row, w, bias, out_row + ox * s.col, taps_h, ox);
+  }
+  for (; ox + kGroup <= plan.ox_end; ox += kGroup) {
+    Pixels<kGroup, TH, KW>(x_row + (ox * s.pixel - p.pad_left * s.col), w, bias,
+                           out_row + ox * s.col, taps_h, KW, s);
+  }
+  for (; ox < plan.ox_end; ++ox) {
+    Pixels<1, TH, KW>(x_row + (ox * s.pixel - p.pad_left * s.col), w, bias, out_row + ox * s.col,
+                      taps_h, KW, s);
   }
   for (; ox < p.out_w; ++ox) {
-    BorderPixel<KH, KW>(p, s, in, filter, bias, out_row + ox * s.col, oy, ox);
+    ClippedColumn<TH, KW>(p, s, x_row, w, bias, out_row + ox * s.col, taps_h, ox);
   }
+}
+
+// Output row oy of a batch whose input starts at `in`: all KH tap rows in an
+// interior row, the rows inside the input otherwise.
+template <int KH, int KW>
+DFARM_DW_INLINE void OutputRow(const DepthwiseFloatPlan& plan, const Steps& s, const float* in,
+                               const float* filter, const float* bias, float* out_row, int oy) {
+  const DepthwiseFloatParams& p = plan.params;
+  const int iy0 = oy * p.stride_h - p.pad_top;
+  if (oy >= plan.oy_begin && oy < plan.oy_end) {
+    RowSpans<KH, KW>(plan, s, in + iy0 * s.row, filter, bias, out_row, KH);
+    return;
+  }
+  const int ky0 = std::max(0, -iy0), ky1 = std::min(KH, p.in_h - iy0);
+  if (ky1 <= ky0) {  // no tap row inside: bias alone (not with SAME/VALID windows)
+    RowSpans<0, KW>(plan, s, in, filter, bias, out_row, 0);
+    return;
+  }
+  RowSpans<0, KW>(plan, s, in + (iy0 + ky0) * s.row, filter + ky0 * s.filter_row, bias, out_row,
+                  ky1 - ky0);
 }
 
 template <int KH, int KW>
