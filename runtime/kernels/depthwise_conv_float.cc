@@ -14,7 +14,7 @@ namespace dfarm::runtime {
 namespace {
 
 // Everything below is inlined into RunDispatch() so that each of its clones
-// (AVX2 and the baseline) compiles the whole kernel for its own target.
+// (x86-64-v3 and the baseline) compiles the whole kernel for its own target.
 #if defined(__GNUC__)
 #define DFARM_DW_INLINE inline __attribute__((always_inline))
 #define DFARM_DW_LAMBDA_INLINE __attribute__((always_inline))
@@ -33,7 +33,8 @@ namespace {
 #endif
 // x86-64-v3 (AVX2 + FMA; the build itself targets baseline x86-64) is
 // picked at load where the CPU has it; there the products and sums contract
-// into FMA, elsewhere they are rounded separately, as in the plain loops.
+// into FMA, which the plain loops' clone (AVX2 without FMA) does not do. On
+// arm64 GCC contracts both into FMLA.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
 #define DFARM_DW_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
