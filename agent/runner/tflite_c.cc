@@ -15,6 +15,11 @@
 #define DFARM_HAS_FEATURE(x) 0
 #endif
 
+// TensorFlow Lite's delegate, as the C headers name it (global, C): a
+// plugin's tflite_plugin_create_delegate returns a ::TfLiteDelegate*, and a
+// call through a pointer of another type is undefined (UBSan's function check).
+struct TfLiteDelegate;
+
 namespace dfarm::runner::tflite {
 
 // Opaque C API handles.
@@ -22,7 +27,7 @@ struct TfLiteModel;
 struct TfLiteInterpreterOptions;
 struct TfLiteInterpreter;
 struct TfLiteTensor;
-struct TfLiteDelegate;
+using ::TfLiteDelegate;
 
 namespace {
 

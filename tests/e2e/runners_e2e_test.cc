@@ -123,12 +123,13 @@ class RunnersE2eTest : public ::testing::Test {
 TEST_F(RunnersE2eTest, OursAndTfliteOnX86AndArm64) {
   json models = json::array();
   for (const char* m : kModels) models.push_back((fs::path(DFARM_MODELS_DIR) / m).string());
-  json spec = {{"name", "ours-vs-tflite"},
-               {"models", models},
-               {"delegates", {"cpu", "xnnpack"}},
-               {"devices", {"local", "qemu-arm64"}},
-               {"runners", {{{"name", "ours"}}, {{"name", "tflite"}, {"kind", "tflite"}}}},
-               {"benchmark", {{"warmup_runs", 0}, {"num_runs", 2}, {"accuracy_reference", "cpu"}}}};
+  json spec = {
+      {"name", "ours-vs-tflite"},
+      {"models", models},
+      {"delegates", {"cpu", "xnnpack"}},
+      {"devices", {"local", "qemu-arm64"}},
+      {"runners", json::array({{{"name", "ours"}}, {{"name", "tflite"}, {"kind", "tflite"}}})},
+      {"benchmark", {{"warmup_runs", 0}, {"num_runs", 2}, {"accuracy_reference", "cpu"}}}};
   fs::path spec_path = dir_ / "spec.json";
   std::ofstream(spec_path) << spec.dump(2);
   const std::string store = (dir_ / "store").string();

@@ -169,9 +169,11 @@ class ToolRunnerE2eTest : public ::testing::Test {
 TEST_F(ToolRunnerE2eTest, BenchmarkModelBesideOurRunner) {
   if (!fs::exists(model_)) GTEST_SKIP() << model_ << " is absent (run scripts/setup.sh)";
   json spec;
-  spec["delegates"] = {{{"name", "cpu"}}, {{"name", "xnnpack"}}};
-  spec["runners"] = {{{"name", "ours"}},
-                     Runner("bm", "benchmark_model", "dfarm-benchmark-model-standin")};
+  // json::array, not braces: a one-element brace list is a copy, not an array,
+  // under some compilers (nlohmann's initializer-list rule).
+  spec["delegates"] = json::array({{{"name", "cpu"}}, {{"name", "xnnpack"}}});
+  spec["runners"] = json::array(
+      {{{"name", "ours"}}, Runner("bm", "benchmark_model", "dfarm-benchmark-model-standin")});
   const int64_t run = Sweep(spec);
   ASSERT_GT(run, 0);
 
@@ -244,8 +246,8 @@ TEST_F(ToolRunnerE2eTest, BenchmarkModelFailureIsItsClass) {
   if (!fs::exists(model_)) GTEST_SKIP() << model_ << " is absent (run scripts/setup.sh)";
   ::setenv("DFARM_STANDIN_FAIL_XNNPACK", "1", 1);
   json spec;
-  spec["delegates"] = {{{"name", "xnnpack"}}};
-  spec["runners"] = {Runner("bm", "benchmark_model", "dfarm-benchmark-model-standin")};
+  spec["delegates"] = json::array({{{"name", "xnnpack"}}});
+  spec["runners"] = json::array({Runner("bm", "benchmark_model", "dfarm-benchmark-model-standin")});
   const fs::path path = dir_ / "spec.json";
   spec["name"] = "fails";
   spec["models"] = {model_.string()};
@@ -270,8 +272,8 @@ TEST_F(ToolRunnerE2eTest, BenchmarkModelFailureIsItsClass) {
 TEST_F(ToolRunnerE2eTest, InferenceDiffStoresAccuracy) {
   if (!fs::exists(model_)) GTEST_SKIP() << model_ << " is absent (run scripts/setup.sh)";
   json spec;
-  spec["delegates"] = {{{"name", "xnnpack"}}};
-  spec["runners"] = {Runner("diff", "inference_diff", "dfarm-inference-diff-standin")};
+  spec["delegates"] = json::array({{{"name", "xnnpack"}}});
+  spec["runners"] = json::array({Runner("diff", "inference_diff", "dfarm-inference-diff-standin")});
   const int64_t run = Sweep(spec);
   ASSERT_GT(run, 0);
   const std::vector<json> runs = StandinRuns();
@@ -312,9 +314,9 @@ TEST_F(ToolRunnerE2eTest, RealBenchmarkModel) {
   if (!fs::exists(model_)) GTEST_SKIP() << model_ << " is absent (run scripts/setup.sh)";
   ASSERT_TRUE(fs::exists(real)) << "DFARM_BENCHMARK_MODEL names '" << real << "', which is absent";
   json spec;
-  spec["delegates"] = {{{"name", "cpu"}}, {{"name", "xnnpack"}}};
-  spec["runners"] = {
-      {{"name", "real"}, {"kind", "benchmark_model"}, {"builds", {{"x86_64", real}}}}};
+  spec["delegates"] = json::array({{{"name", "cpu"}}, {{"name", "xnnpack"}}});
+  spec["runners"] = json::array(
+      {{{"name", "real"}, {"kind", "benchmark_model"}, {"builds", {{"x86_64", real}}}}});
   const int64_t run = Sweep(spec);
   ASSERT_GT(run, 0);
   json doc = Show(run);
