@@ -1,7 +1,8 @@
 // Google Benchmark: one Interpreter::Invoke() per .tflite model of
 // DFARM_MODELS_DIR with the reference kernels ("cpu", GEMM-based convolutions),
 // with their plain-loop variants ("plain_loops": CONV_2D, FULLY_CONNECTED,
-// BATCH_MATMUL and TRANSPOSE_CONV without the GEMM, as before it) and with the
+// BATCH_MATMUL and TRANSPOSE_CONV without the GEMM, DEPTHWISE_CONV_2D without
+// its vector kernel, as before them) and with the
 // xnnpack delegate at 1 and 2 threads, AllocateTensors() outside the timed loop.
 // Usage: dfarm_xnnpack_benchmark [benchmark flags]
 #include <benchmark/benchmark.h>
@@ -15,6 +16,7 @@
 
 #include "delegates/xnnpack/xnnpack_delegate.h"
 #include "runtime/interpreter.h"
+#include "runtime/kernels/depthwise_conv_float.h"
 #include "runtime/kernels/gemm.h"
 #include "runtime/model.h"
 #include "runtime/op_resolver.h"
@@ -43,6 +45,7 @@ void BM_Invoke(benchmark::State& state, const std::string& path, int threads) {
     resolver.AddBuiltin(Op::FULLY_CONNECTED, runtime::RegisterFullyConnectedReference());
     resolver.AddBuiltin(Op::BATCH_MATMUL, runtime::RegisterBatchMatmulReference());
     resolver.AddBuiltin(Op::TRANSPOSE_CONV, runtime::RegisterTransposeConvReference());
+    resolver.AddBuiltin(Op::DEPTHWISE_CONV_2D, runtime::RegisterDepthwiseConv2DReference());
   }
   runtime::Interpreter interpreter(*model, resolver);
   if (xnn != nullptr) interpreter.AddDelegate(xnn.get());
