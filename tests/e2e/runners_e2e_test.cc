@@ -92,28 +92,16 @@ class RunnersE2eTest : public ::testing::Test {
     if (!dir_.empty() && !std::getenv("DFARM_KEEP_TEST_DIR")) fs::remove_all(dir_);
   }
 
-  struct Outcome {
-    int code = -1;
-    std::string out, err;
-  };
   Outcome Dfarm(const std::vector<std::string>& args) {
     std::vector<std::string> all = {(BinDir() / "dfarm").string()};
     all.insert(all.end(), args.begin(), args.end());
     all.insert(all.end(), {"--db", db_});
-    Child c = Child::Spawn(all, (dir_ / "out").string(), (dir_ / "err").string());
-    int status = c.Wait();
-    Outcome o;
-    o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    o.out = Slurp(dir_ / "out");
-    o.err = Slurp(dir_ / "err");
-    return o;
+    return RunToEnd(all, dir_ / "out", dir_ / "err");
   }
 
-  // Runs `argv` to its end; its exit code.
+  // Runs `argv` to its end; its exit code (its stderr in run.err).
   int Run(const std::vector<std::string>& argv) {
-    Child c = Child::Spawn(argv, (dir_ / "run.out").string(), (dir_ / "run.err").string());
-    int status = c.Wait();
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return RunToEnd(argv, dir_ / "run.out", dir_ / "run.err").code;
   }
 
   fs::path arm64_, dir_;
