@@ -274,13 +274,17 @@ TEST_F(GateE2eTest, SlowedRunnerIsRegressedOnLatency) {
   ASSERT_EQ(doc.value("cells", json::array()).size(), 1u) << doc.dump(2);
   std::string first_verdict = LatencyVerdict(doc["cells"][0]);
   EXPECT_TRUE(first_verdict == "regressed" || first_verdict == "unknown") << doc.dump(2);
-  if (first_verdict == "unknown") {
-    Outcome o = Dfarm({"gate", Id(candidate), "--baseline", "tag:release", "--rerun-unknown", "5",
-                       "--agent-store", AgentStore(), "--format", "json", "-o", "-"});
+  // A burst of noise on a shared machine can leave it unknown after one
+  // rerun too: up to three rounds, each adding 5 trials (never a pass).
+  for (int round = 0; round < 3 && LatencyVerdict(doc["cells"][0]) == "unknown"; ++round) {
+    Outcome o = Dfarm({"gate", Id(candidate), "--baseline", "tag:release", "--rerun-unknown",
+                       std::to_string(5 * (round + 1)), "--agent-store", AgentStore(), "--format",
+                       "json", "-o", "-"});
     code = o.code;
     doc = json::parse(o.out, nullptr, false);
     ASSERT_TRUE(doc.is_object() && doc.contains("cells")) << o.out << o.err;
     ASSERT_EQ(doc["cells"].size(), 1u) << doc.dump(2);
+    EXPECT_NE(LatencyVerdict(doc["cells"][0]), "pass") << doc.dump(2);
   }
   EXPECT_EQ(code, 1) << doc.dump(2);
   const json& cell = doc["cells"][0];

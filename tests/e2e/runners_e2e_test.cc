@@ -146,7 +146,9 @@ TEST_F(RunnersE2eTest, OursAndTfliteOnX86AndArm64) {
     EXPECT_EQ(j["runner"]["kind"], name == "tflite" ? "tflite" : "dfarm") << j.dump();
     EXPECT_EQ(j["runner"]["sha256"].get<std::string>().size(), 64u);
     EXPECT_FALSE(j["runner"]["version"].get<std::string>().empty()) << j.dump();
-    if (name == "tflite") EXPECT_EQ(j["runner"]["version"].get<std::string>().rfind("2.", 0), 0u);
+    if (name == "tflite") {
+      EXPECT_EQ(j["runner"]["version"].get<std::string>().rfind("2.", 0), 0u);
+    }
     shas[name].insert(j["runner"]["sha256"]);
   }
   ASSERT_EQ(shas.size(), 2u);
