@@ -21,24 +21,14 @@
 #include "runtime/model.h"
 #include "runtime/op_resolver.h"
 #include "tests/model_builder/model_builder.h"
+#include "tests/tflite/tflite_test_util.h"
 
 namespace dfarm::runner::tflite {
 namespace {
 
 namespace fs = std::filesystem;
 
-Library* Tflite() {
-  static std::string error;
-  static std::unique_ptr<Library> lib = Library::Load(DefaultLibraryPath(DFARM_TFLITE_LIB), &error);
-  if (lib == nullptr) std::fprintf(stderr, "%s\n", error.c_str());
-  return lib.get();
-}
-
-#define REQUIRE_TFLITE()                                                                     \
-  if (Tflite() == nullptr) {                                                                 \
-    GTEST_SKIP() << "no TensorFlow Lite library at " << DefaultLibraryPath(DFARM_TFLITE_LIB) \
-                 << " (scripts/setup.sh)";                                                   \
-  }
+using ::dfarm::tflite_test::Tflite;
 
 // Outputs as real numbers (quantized ones dequantized) with each output's step.
 struct Outputs {

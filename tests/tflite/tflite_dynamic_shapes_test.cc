@@ -25,6 +25,7 @@
 #include "runtime/model.h"
 #include "runtime/op_resolver.h"
 #include "tests/model_builder/model_builder.h"
+#include "tests/tflite/tflite_test_util.h"
 
 namespace dfarm::testing {
 namespace {
@@ -35,18 +36,7 @@ using runner::tflite::DefaultLibraryPath;
 using runner::tflite::Library;
 using ::testing::ElementsAre;
 
-Library* Tflite() {
-  static std::string error;
-  static std::unique_ptr<Library> lib = Library::Load(DefaultLibraryPath(DFARM_TFLITE_LIB), &error);
-  if (lib == nullptr) std::fprintf(stderr, "%s\n", error.c_str());
-  return lib.get();
-}
-
-#define REQUIRE_TFLITE()                                                                     \
-  if (Tflite() == nullptr) {                                                                 \
-    GTEST_SKIP() << "no TensorFlow Lite library at " << DefaultLibraryPath(DFARM_TFLITE_LIB) \
-                 << " (scripts/setup.sh)";                                                   \
-  }
+using ::dfarm::tflite_test::Tflite;
 
 constexpr int kBoxes = 12;
 constexpr int kFeatures = 6;

@@ -23,6 +23,7 @@
 #include "runtime/model.h"
 #include "runtime/op_resolver.h"
 #include "tests/model_builder/model_builder.h"
+#include "tests/tflite/tflite_test_util.h"
 
 namespace dfarm::runner::tflite {
 namespace {
@@ -34,12 +35,7 @@ using testing::DepthwiseConv2DParams;
 using testing::ModelBuilder;
 using testing::Pool2DParams;
 
-Library* Tflite() {
-  static std::string error;
-  static std::unique_ptr<Library> lib = Library::Load(DefaultLibraryPath(DFARM_TFLITE_LIB), &error);
-  if (lib == nullptr) std::fprintf(stderr, "%s\n", error.c_str());
-  return lib.get();
-}
+using ::dfarm::tflite_test::Tflite;
 
 // A quantized activation: its tensor, real-valued RMS estimate and name.
 struct Feature {
@@ -458,10 +454,7 @@ int CompareLayers(const Network& net, const Codes& ours, const Codes& want) {
 }
 
 void ExpectBitExact(bool int8, Network (*build)(bool int8, uint32_t seed) = &BuildSsd) {
-  if (Tflite() == nullptr) {
-    GTEST_SKIP() << "no TensorFlow Lite library at " << DefaultLibraryPath(DFARM_TFLITE_LIB)
-                 << " (scripts/setup.sh)";
-  }
+  REQUIRE_TFLITE();
   for (uint32_t seed : {1u, 2u, 3u}) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     const Network net = build(int8, seed);
