@@ -44,10 +44,6 @@ std::string Label(const SweepJob& job, const std::string& device) {
                   job.benchmark.num_threads, device);
 }
 
-bool HasFeature(const std::vector<std::string>& features, std::string_view feature) {
-  return std::find(features.begin(), features.end(), feature) != features.end();
-}
-
 // The wire form of a scheduled job: the one conversion from the host's job to
 // what the agent runs (runner_sha256: the runner pushed over this connection;
 // features: the agent's, from hello).
@@ -59,7 +55,7 @@ agent::JobSpec ToJobSpec(const SweepJob& job, const std::string& runner_sha256,
   // without "runner_kinds" runs it the same (CheckDeviceTakesRunner refuses
   // the tool kinds there).
   if (job.runner_kind != agent::kRunnerKindDfarm &&
-      HasFeature(features, agent::kFeatureRunnerKinds)) {
+      agent::HasFeature(features, agent::kFeatureRunnerKinds)) {
     spec.runner_kind = job.runner_kind;
   }
   spec.model_sha256 = job.model_sha256;
@@ -376,7 +372,7 @@ class Scheduler {
     }
     s.runner_path.clear();
     // A bundle the agent cannot run is not pushed; its jobs are refused in TryOnce.
-    if (!ctx_.runner_path.empty() && (HasFeature(info.features, agent::kFeatureBundles) ||
+    if (!ctx_.runner_path.empty() && (agent::HasFeature(info.features, agent::kFeatureBundles) ||
                                       !agent::IsBundleFile(ctx_.runner_path))) {
       auto pushed = PushRunner(w, store, (*session)->client(), ctx_.runner_path, &s.runner_sha);
       if (!pushed || !pushed->empty()) return pushed;
@@ -520,7 +516,7 @@ class Scheduler {
   Result<std::optional<AttemptEnd>> PushInputSets(Worker& w, store::Store& store, Connection& c,
                                                   const SweepJob& job) {
     const auto& features = c.session->client().device().features;
-    if (std::find(features.begin(), features.end(), agent::kFeatureInputs) == features.end()) {
+    if (!agent::HasFeature(features, agent::kFeatureInputs)) {
       store::JobOutcome o;
       o.status = store::kJobInfra;
       o.error = "device '" + w.device + "': its dfarm-agent does not speak feature '" +
@@ -796,10 +792,11 @@ Result<void> CheckDeviceTakesRunner(const std::vector<std::string>& features,
                      std::string(feature) + "', so it cannot run " + what +
                      " (update dfarm-agent there)");
   };
-  if (!agent::SpeaksRunnerContract(kind) && !HasFeature(features, agent::kFeatureRunnerKinds)) {
+  if (!agent::SpeaksRunnerContract(kind) &&
+      !agent::HasFeature(features, agent::kFeatureRunnerKinds)) {
     return refuse(agent::kFeatureRunnerKinds, "runners of kind '" + kind + "'");
   }
-  if (!HasFeature(features, agent::kFeatureBundles) && agent::IsBundleFile(runner_path)) {
+  if (!agent::HasFeature(features, agent::kFeatureBundles) && agent::IsBundleFile(runner_path)) {
     return refuse(agent::kFeatureBundles, "the runner bundle '" + runner_path + "'");
   }
   return Ok();
@@ -807,7 +804,7 @@ Result<void> CheckDeviceTakesRunner(const std::vector<std::string>& features,
 
 Result<void> CheckDeviceTakesPlugins(const std::vector<std::string>& features,
                                      const std::string& device) {
-  if (std::find(features.begin(), features.end(), agent::kFeaturePlugin) != features.end()) {
+  if (agent::HasFeature(features, agent::kFeaturePlugin)) {
     return Ok();
   }
   return MakeError("device '" + device + "': its dfarm-agent does not speak feature '" +

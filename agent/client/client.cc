@@ -20,6 +20,7 @@
 #include "agent/base/subprocess.h"
 #include "agent/base/unique_fd.h"
 #include "agent/protocol/auth.h"
+#include "agent/protocol/features.h"
 #include "agent/protocol/framing.h"
 #include "agent/protocol/messages.h"
 #include "agent/protocol/status.h"
@@ -40,10 +41,6 @@ using Clock = std::chrono::steady_clock;
 
 int64_t Ms(Clock::duration d) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
-}
-
-bool HasFeature(const std::vector<std::string>& features, std::string_view f) {
-  return std::find(features.begin(), features.end(), f) != features.end();
 }
 
 std::vector<uint8_t> Bytes(const flatbuffers::Vector<uint8_t>* v) {

@@ -16,6 +16,7 @@
 #include <map>
 
 #include "agent/daemon/device_info.h"
+#include "agent/protocol/features.h"
 #include "agent/protocol/framing.h"
 #include "agent/protocol/messages.h"
 #include "agent/protocol/status.h"
@@ -228,10 +229,6 @@ void Server::Serve() {
 }
 
 namespace {
-
-bool HasFeature(const std::vector<std::string>& features, std::string_view f) {
-  return std::find(features.begin(), features.end(), f) != features.end();
-}
 
 std::vector<uint8_t> Bytes(const flatbuffers::Vector<uint8_t>* v) {
   return v ? std::vector<uint8_t>(v->begin(), v->end()) : std::vector<uint8_t>();

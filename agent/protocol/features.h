@@ -3,7 +3,10 @@
 // DeviceInfo::features (the harness) needs nothing else of the protocol.
 #pragma once
 
+#include <algorithm>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace dfarm::agent {
 
@@ -42,5 +45,10 @@ inline constexpr std::string_view kKnownFeatures[] = {
     kFeatureArtifacts,   kFeatureRunJob, kFeatureAuthHmac, kFeatureHeartbeat,
     kFeaturePutResume,   kFeaturePlugin, kFeatureCancel,   kFeatureProgress,
     kFeatureDeviceState, kFeatureInputs, kFeatureBundles,  kFeatureRunnerKinds};
+
+// Whether `features` (one side's list from hello) names `feature`.
+inline bool HasFeature(const std::vector<std::string>& features, std::string_view feature) {
+  return std::find(features.begin(), features.end(), feature) != features.end();
+}
 
 }  // namespace dfarm::agent
