@@ -15,8 +15,12 @@ namespace dfarm::delegates {
 namespace {
 
 constexpr const char* kNoOptions[] = {nullptr};
-constexpr const char* kExternalOptions[] = {"path", "max_delegated_partitions",
-                                            "min_nodes_per_partition", "require_full_delegation",
+constexpr const char* kExternalOptions[] = {"path",
+                                            "max_delegated_partitions",
+                                            "min_nodes_per_partition",
+                                            "require_full_delegation",
+                                            "first_delegate_node_index",
+                                            "last_delegate_node_index",
                                             nullptr};
 #ifdef DFARM_HAVE_XNNPACK
 constexpr const char* kXnnpackOptions[] = {"threads",
@@ -24,6 +28,8 @@ constexpr const char* kXnnpackOptions[] = {"threads",
                                            "max_delegated_partitions",
                                            "min_nodes_per_partition",
                                            "require_full_delegation",
+                                           "first_delegate_node_index",
+                                           "last_delegate_node_index",
                                            nullptr};
 #endif
 
@@ -131,16 +137,23 @@ runtime::Status ParsePartitionOptions(const DelegateOptions& options,
       }
       continue;
     }
-    const bool max = key == "max_delegated_partitions";
-    if (!max && key != "min_nodes_per_partition") continue;
+    int* target = key == "max_delegated_partitions"    ? &out->max_delegated_partitions
+                  : key == "min_nodes_per_partition"   ? &out->min_nodes_per_partition
+                  : key == "first_delegate_node_index" ? &out->first_delegate_node_index
+                  : key == "last_delegate_node_index"  ? &out->last_delegate_node_index
+                                                       : nullptr;
+    if (target == nullptr) continue;
     char* end = nullptr;
     errno = 0;
     const long n = std::strtol(value.c_str(), &end, 10);
-    const long lowest = max ? 0 : 1;
+    const bool at_least_one = target == &out->min_nodes_per_partition;
+    const long lowest = at_least_one ? 1 : 0;
     if (value.empty() || *end != '\0' || errno != 0 || n < lowest || n > 1000000) {
-      return bad(max ? "an integer >= 0 (0: no limit)" : "an integer >= 1");
+      return bad(at_least_one                               ? "an integer >= 1"
+                 : target == &out->max_delegated_partitions ? "an integer >= 0 (0: no limit)"
+                                                            : "a node index >= 0");
     }
-    (max ? out->max_delegated_partitions : out->min_nodes_per_partition) = static_cast<int>(n);
+    *target = static_cast<int>(n);
   }
   return runtime::Status::Ok();
 }

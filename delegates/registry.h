@@ -38,9 +38,12 @@ struct RegisteredDelegate {
 
 // The partition options every created delegate accepts:
 // max_delegated_partitions (0: no limit), min_nodes_per_partition (>= 1),
-// require_full_delegation (true/false, 1/0). Other keys are ignored here.
+// require_full_delegation (true/false, 1/0), first_delegate_node_index and
+// last_delegate_node_index (node indices >= 0: only nodes in that range are
+// offered). Other keys are ignored here.
 inline constexpr const char* kPartitionOptionKeys[] = {
-    "max_delegated_partitions", "min_nodes_per_partition", "require_full_delegation"};
+    "max_delegated_partitions", "min_nodes_per_partition", "require_full_delegation",
+    "first_delegate_node_index", "last_delegate_node_index"};
 
 // Reads the partition options from `options`; an Error names a bad value.
 runtime::Status ParsePartitionOptions(const DelegateOptions& options,

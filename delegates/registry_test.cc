@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace dfarm::delegates {
 namespace {
 
@@ -69,6 +71,24 @@ TEST(DelegateRegistryTest, PartitionOptions) {
             "delegate option 'min_nodes_per_partition' has value '0', expected an integer >= 1");
   EXPECT_FALSE(ParsePartitionOptions({{"require_full_delegation", "yes"}}, &o).ok());
   EXPECT_FALSE(ParsePartitionOptions({{"max_delegated_partitions", "2x"}}, &o).ok());
+}
+
+TEST(DelegateRegistryTest, NodeRangeOptions) {
+  runtime::DelegatePartitionOptions o;
+  EXPECT_EQ(o.first_delegate_node_index, 0);
+  EXPECT_EQ(o.last_delegate_node_index, std::numeric_limits<int>::max());
+  ASSERT_TRUE(ParsePartitionOptions(
+                  {{"first_delegate_node_index", "4"}, {"last_delegate_node_index", "9"}}, &o)
+                  .ok());
+  EXPECT_EQ(o.first_delegate_node_index, 4);
+  EXPECT_EQ(o.last_delegate_node_index, 9);
+  runtime::Status s = ParsePartitionOptions({{"last_delegate_node_index", "-1"}}, &o);
+  EXPECT_EQ(
+      s.message(),
+      "delegate option 'last_delegate_node_index' has value '-1', expected a node index >= 0");
+  const RegisteredDelegate* external = nullptr;
+  ASSERT_TRUE(FindDelegate("external", &external).ok());
+  EXPECT_TRUE(CheckDelegateOptions(*external, {{"first_delegate_node_index", "1"}}).ok());
 }
 
 }  // namespace

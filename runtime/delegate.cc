@@ -1,6 +1,7 @@
 #include "runtime/delegate.h"
 
 #include <algorithm>
+#include <limits>
 #include <unordered_set>
 
 namespace dfarm::runtime {
@@ -72,6 +73,16 @@ Status CheckUnits(const std::vector<Node>& nodes, const std::vector<Unit>& units
     graph.push_back(UnitAsPartitionerNode(nodes, unit));
     if (unit.delegate >= 0) continue;
     const Node& node = nodes[unit.nodes.front()];
+    const DelegatePartitionOptions& o = delegate.options();
+    if (node.index < o.first_delegate_node_index || node.index > o.last_delegate_node_index) {
+      AppendReason(&placement->nodes[node.index].reason, delegate.name(),
+                   "outside first_delegate_node_index..last_delegate_node_index " +
+                       std::to_string(o.first_delegate_node_index) + ".." +
+                       (o.last_delegate_node_index == std::numeric_limits<int>::max()
+                            ? std::string("end")
+                            : std::to_string(o.last_delegate_node_index)));
+      continue;
+    }
     Status s = delegate.CheckNode(node);
     if (s.ok()) {
       graph.back().supported = true;

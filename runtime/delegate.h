@@ -12,6 +12,7 @@
 // code is a failure of the delegate and stops AllocateTensors().
 #pragma once
 
+#include <limits>
 #include <memory>
 #include <string>
 #include <unordered_set>
@@ -33,6 +34,11 @@ struct DelegatePartitionOptions {
   // AllocateTensors() fails (kUnsupported) when any node that runs in
   // Invoke() would fall back to the CPU. Nodes folded at load do not count.
   bool require_full_delegation = false;
+  // Only nodes with first <= index <= last are offered to the delegate (as
+  // TensorFlow Lite's first/last_delegate_node_index: the culprit finder's
+  // bisection); the others stay on the CPU with the reason given.
+  int first_delegate_node_index = 0;
+  int last_delegate_node_index = std::numeric_limits<int>::max();
 };
 
 // One partition a delegate runs. Owned by the Interpreter; its address and

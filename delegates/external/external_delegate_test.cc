@@ -96,6 +96,46 @@ TEST(ExternalDelegateTest, PartitionOptionsApply) {
   EXPECT_THAT(placement.nodes[3].reason, HasSubstr("max_delegated_partitions 1"));
 }
 
+TEST(ExternalDelegateTest, NodeRangeKeepsOtherNodesOnTheCpu) {
+  std::unique_ptr<runtime::Delegate> delegate;
+  ASSERT_TRUE(CreateExternalDelegate({{"path", Lib("dfarm_example_delegate")},
+                                      {"first_delegate_node_index", "0"},
+                                      {"last_delegate_node_index", "2"}},
+                                     &delegate)
+                  .ok());
+  runtime::Placement placement;
+  EXPECT_EQ(RunMixed(delegate.get(), &placement), RunMixed(nullptr));
+  EXPECT_EQ(placement.partitions, 1);
+  EXPECT_EQ(placement.nodes[1].delegate, "example");
+  EXPECT_EQ(placement.nodes[3].delegate, "cpu");
+  EXPECT_EQ(placement.nodes[3].reason,
+            "example: outside first_delegate_node_index..last_delegate_node_index 0..2");
+}
+
+// libdfarm_perturb_delegate.so: the example plugin's claims and results,
+// except node perturb_node:N's output, which is off by delta.
+TEST(ExternalDelegateTest, PerturbDelegatePerturbsOnlyTheNamedNode) {
+  std::unique_ptr<runtime::Delegate> correct;
+  ASSERT_TRUE(CreateExternalDelegate({{"path", Lib("dfarm_perturb_delegate")}}, &correct).ok());
+  runtime::Placement placement;
+  const std::vector<float> reference = RunMixed(nullptr);
+  EXPECT_EQ(RunMixed(correct.get(), &placement), reference);
+  EXPECT_EQ(placement.nodes[1].delegate, "perturb_delegate");
+  EXPECT_EQ(placement.nodes[3].delegate, "perturb_delegate");
+  std::unique_ptr<runtime::Delegate> bad;
+  ASSERT_TRUE(
+      CreateExternalDelegate(
+          {{"path", Lib("dfarm_perturb_delegate")}, {"perturb_node", "3"}, {"delta", "0.5"}}, &bad)
+          .ok());
+  const std::vector<float> got = RunMixed(bad.get());
+  ASSERT_EQ(got.size(), reference.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_FLOAT_EQ(got[i], reference[i] + 0.5f) << i;
+  std::unique_ptr<runtime::Delegate> typo;
+  runtime::Status s = CreateExternalDelegate(
+      {{"path", Lib("dfarm_perturb_delegate")}, {"perturb_node", "x"}}, &typo);
+  EXPECT_THAT(s.message(), HasSubstr("perturb_node 'x' is not a node index"));
+}
+
 TEST(ExternalDelegateTest, MissingFile) {
   std::unique_ptr<runtime::Delegate> delegate;
   runtime::Status s = CreateExternalDelegate({{"path", "/nonexistent/libnope.so"}}, &delegate);

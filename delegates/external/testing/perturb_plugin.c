@@ -5,10 +5,19 @@
  * (tests/e2e/gate_e2e_test.cc) uses it to check that an accuracy regression
  * fails the gate and names the output.
  *
+ * libdfarm_perturb_delegate.so (built from this file with
+ * DFARM_PERTURB_DELEGATE): claims what the example plugin claims (float32 ADD
+ * and SUB) and computes it correctly, except the one node named by
+ * perturb_node:N, whose output gets the perturbation; the culprit finder's
+ * test plants its bad node with it (docs/CONTRACTS.md).
+ *
  * Options (besides the runtime's):
- *   op:ADD|SUB|MUL  the op type to claim (default ADD)
- *   delta:X         added to every output element (default 0.05; 0 makes a
- *                   correct delegate)
+ *   op:ADD|SUB|MUL  the op type to claim (default ADD; the delegate build:
+ *                   ADD and SUB unless given)
+ *   delta:X         added to every output element perturbed (default 0.05;
+ *                   0 makes a correct delegate)
+ *   perturb_node:N  perturb node N's output only (default: every node the
+ *                   plugin runs; the delegate build: none)
  * Shapes as the example plugin: both inputs the output's shape, or one of
  * them a single element; fused activations NONE, RELU, RELU_N1_TO_1, RELU6
  * (applied before the perturbation). */
@@ -18,14 +27,26 @@
 
 #include "delegates/external/dfarm_delegate_plugin.h"
 
-enum { kAdd = 0, kMul = 18, kSub = 41 };
+enum { kAdd = 0, kMul = 18, kSub = 41, kAddOrSub = -1 };
+enum { kEveryNode = -1, kNoNode = -2 };
+
+#ifdef DFARM_PERTURB_DELEGATE
+#define DFARM_PERTURB_NAME "perturb_delegate"
+#define DFARM_PERTURB_DEFAULT_OP kAddOrSub
+#define DFARM_PERTURB_DEFAULT_NODE kNoNode
+#else
+#define DFARM_PERTURB_NAME "perturb"
+#define DFARM_PERTURB_DEFAULT_OP kAdd
+#define DFARM_PERTURB_DEFAULT_NODE kEveryNode
+#endif
 enum { kActNone = 0, kActRelu = 1, kActReluN1To1 = 2, kActRelu6 = 3 };
 
 struct DfarmPluginDelegate {
   DfarmPluginReportFn report;
   void* report_data;
-  int32_t op;
+  int32_t op; /* a builtin code, or kAddOrSub */
   float delta;
+  int32_t perturb_node; /* a node index, kEveryNode or kNoNode */
 };
 
 struct DfarmPluginKernel {
@@ -61,8 +82,9 @@ static DfarmPluginStatus Create(const char* const* keys, const char* const* valu
                                 int32_t num_options, DfarmPluginReportFn report, void* report_data,
                                 DfarmPluginDelegate** delegate_out) {
   char text[256];
-  int32_t op = kAdd;
+  int32_t op = DFARM_PERTURB_DEFAULT_OP;
   float delta = 0.05f;
+  int32_t perturb_node = DFARM_PERTURB_DEFAULT_NODE;
   for (int32_t i = 0; i < num_options; ++i) {
     if (strcmp(keys[i], "op") == 0) {
       if (!ParseOp(values[i], &op)) {
@@ -76,8 +98,17 @@ static DfarmPluginStatus Create(const char* const* keys, const char* const* valu
         snprintf(text, sizeof(text), "perturb: delta '%s' is not a number", values[i]);
         return Say(report, report_data, DFARM_PLUGIN_ERROR, text);
       }
+    } else if (strcmp(keys[i], "perturb_node") == 0) {
+      char* end = NULL;
+      const long n = strtol(values[i], &end, 10);
+      if (end == values[i] || *end != '\0' || n < 0 || n > 100000000) {
+        snprintf(text, sizeof(text), "perturb: perturb_node '%s' is not a node index", values[i]);
+        return Say(report, report_data, DFARM_PLUGIN_ERROR, text);
+      }
+      perturb_node = (int32_t)n;
     } else {
-      snprintf(text, sizeof(text), "perturb: no option '%s' (options: op, delta)", keys[i]);
+      snprintf(text, sizeof(text), "perturb: no option '%s' (options: op, delta, perturb_node)",
+               keys[i]);
       return Say(report, report_data, DFARM_PLUGIN_ERROR, text);
     }
   }
@@ -87,6 +118,7 @@ static DfarmPluginStatus Create(const char* const* keys, const char* const* valu
   d->report_data = report_data;
   d->op = op;
   d->delta = delta;
+  d->perturb_node = perturb_node;
   *delegate_out = d;
   return DFARM_PLUGIN_OK;
 }
@@ -95,7 +127,9 @@ static void Destroy(DfarmPluginDelegate* d) { free(d); }
 
 static DfarmPluginStatus SupportsNode(DfarmPluginDelegate* d, const DfarmPluginNode* node) {
   char text[256];
-  if (node->builtin_code != d->op) {
+  const int claimed = d->op == kAddOrSub ? node->builtin_code == kAdd || node->builtin_code == kSub
+                                         : node->builtin_code == d->op;
+  if (!claimed) {
     snprintf(text, sizeof(text), "%s is not the op this plugin perturbs", node->op_name);
     return Say(d->report, d->report_data, DFARM_PLUGIN_UNSUPPORTED, text);
   }
@@ -153,13 +187,15 @@ static DfarmPluginStatus KernelInvoke(DfarmPluginKernel* k, const DfarmPluginPar
     float* z = (float*)o->data;
     const int64_t count = NumElements(o);
     const int64_t xs = NumElements(a) == 1 ? 0 : 1, ys = NumElements(b) == 1 ? 0 : 1;
+    const int perturbed = d->perturb_node == kEveryNode || d->perturb_node == node->index;
+    const float delta = perturbed ? d->delta : 0.0f;
     float lo = -3.4e38f, hi = 3.4e38f;
     if (node->fused_activation == kActRelu) lo = 0.0f;
     if (node->fused_activation == kActReluN1To1) lo = -1.0f, hi = 1.0f;
     if (node->fused_activation == kActRelu6) lo = 0.0f, hi = 6.0f;
     for (int64_t i = 0; i < count; ++i) {
       float v = Apply(node->builtin_code, x[i * xs], y[i * ys]);
-      z[i] = (v < lo ? lo : (v > hi ? hi : v)) + d->delta;
+      z[i] = (v < lo ? lo : (v > hi ? hi : v)) + delta;
     }
   }
   return DFARM_PLUGIN_OK;
@@ -169,7 +205,7 @@ static void KernelFree(DfarmPluginKernel* k) { free(k); }
 
 static const DfarmDelegatePluginApi kApi = {
     DFARM_DELEGATE_PLUGIN_API_VERSION,
-    "perturb",
+    DFARM_PERTURB_NAME,
     Create,
     Destroy,
     SupportsNode,
