@@ -268,6 +268,35 @@ CREATE TABLE health_golden(
 ALTER TABLE jobs ADD COLUMN runner_kind TEXT NOT NULL DEFAULT '';
 ALTER TABLE jobs ADD COLUMN runner_version TEXT NOT NULL DEFAULT '';
 )sql",
+    // v14 (issue 18): per-op profiles (spec benchmark.profile, the runner's
+    // --profile). job_profiles: one row per profiled job with the runs the
+    // times are the mean of; job_profile_ops: the time per op type as the
+    // runner listed it (idx: its order); job_profile_nodes: one row per
+    // interpreter step (a node, or a delegated partition with its nodes as
+    // "1,2,3"), in execution order.
+    R"sql(
+CREATE TABLE job_profiles(
+  job_id INTEGER PRIMARY KEY REFERENCES jobs(id) ON DELETE CASCADE,
+  runs INTEGER NOT NULL);
+CREATE TABLE job_profile_ops(
+  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  idx INTEGER NOT NULL,
+  op TEXT NOT NULL,
+  count INTEGER NOT NULL,
+  total_us REAL NOT NULL,
+  pct REAL NOT NULL,
+  PRIMARY KEY(job_id, idx)) WITHOUT ROWID;
+CREATE TABLE job_profile_nodes(
+  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  step INTEGER NOT NULL,
+  node_index INTEGER NOT NULL,
+  op TEXT NOT NULL,
+  delegate TEXT NOT NULL,
+  partition_index INTEGER,
+  nodes TEXT NOT NULL DEFAULT '',
+  mean_us REAL NOT NULL,
+  PRIMARY KEY(job_id, step)) WITHOUT ROWID;
+)sql",
 };
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));

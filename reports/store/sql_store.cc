@@ -17,6 +17,7 @@
 
 #include "reports/store/schema.h"
 #include "reports/store/sql.h"
+#include "reports/store/sql_profile.h"
 #include "reports/store/sql_queue.h"
 #include "reports/store/store.h"
 
@@ -617,6 +618,9 @@ class SqlStore final : public Store {
         !r) {
       return r;
     }
+    if (auto r = sql::ReplaceProfile(*db_, job_id, o.profile); !r) {
+      return Fail("record profile", r);
+    }
     if (auto r = sql::AfterJobRecorded(*db_, job_id, o.claim_id); !r) {
       return Fail("record job result", r);
     }
@@ -760,6 +764,19 @@ class SqlStore final : public Store {
       p.nodes.push_back(std::move(n));
     }
     return std::optional<JobPlacement>(std::move(p));
+  }
+
+  Result<std::optional<JobProfile>> GetProfile(int64_t job_id) override {
+    if (auto j = GetJob(job_id); !j) return j.error();
+    auto p = sql::ReadProfile(*db_, job_id);
+    if (!p) return Fail("read profile", p);
+    return p;
+  }
+
+  Result<std::map<int64_t, JobProfile>> ListRunProfiles(int64_t run_id) override {
+    auto p = sql::ReadRunProfiles(*db_, run_id);
+    if (!p) return Fail("read the profiles of run", p);
+    return p;
   }
 
   Result<void> UpsertDevice(const DeviceRow& d) override {

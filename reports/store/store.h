@@ -149,6 +149,29 @@ struct JobRow {
   std::string runner_version;
 };
 
+// A job's per-op profile (schema v14): the runner's --profile section (spec
+// benchmark.profile), kept as the runner reported it. One step of the
+// interpreter is a node, or a delegated partition timed as a whole.
+struct ProfileNode {
+  int64_t index = 0;                 // the node (a partition's first node)
+  std::string op;                    // "CONV_2D"; "DELEGATE" for a delegated partition
+  std::string delegate;              // "cpu" or the delegate's name
+  std::optional<int64_t> partition;  // set for a delegated partition
+  std::vector<int64_t> nodes;        // a partition's nodes; empty otherwise
+  double mean_us = 0;                // the step's mean over the profile's runs
+};
+struct ProfileOp {
+  std::string op;
+  int64_t count = 0;    // steps (or ops) of this type
+  double total_us = 0;  // their time in one run
+  double pct = 0;       // share of the run's time, 0..100
+};
+struct JobProfile {
+  int64_t runs = 0;                // runs the times are the mean of
+  std::vector<ProfileNode> nodes;  // in execution order
+  std::vector<ProfileOp> by_op;    // as the runner listed them: by descending total_us
+};
+
 // What RecordJobResult stores for one finished job.
 struct JobOutcome {
   std::string status;  // a final job status class
@@ -183,6 +206,8 @@ struct JobOutcome {
   // Schema v13: the version the runner reported (its --json "runtime"); ""
   // keeps what the job has.
   std::string runner_version;
+  // Schema v14: the job's per-op profile; unset when it was not profiled.
+  std::optional<JobProfile> profile;
 };
 
 // The raw evidence behind one job, for drill-down.
@@ -435,6 +460,15 @@ class Store {
   // The job's placement, nodes by index; unset when its result has none (no
   // result yet, a failed job, a runner before placement). Error: no such job.
   virtual Result<std::optional<JobPlacement>> GetPlacement(int64_t job_id) = 0;
+
+  // A job's per-op profile (schema v14): runs, nodes in execution order and
+  // by_op as recorded; unset when the job has none (not profiled, no result
+  // yet, failed). Error: no such job.
+  virtual Result<std::optional<JobProfile>> GetProfile(int64_t job_id) = 0;
+  // The profiles of every job of a run that has one, by job id, in one
+  // query: runs and by_op only (nodes left empty; GetProfile has them). For
+  // reports' per-cell top ops. Empty when none.
+  virtual Result<std::map<int64_t, JobProfile>> ListRunProfiles(int64_t run_id) = 0;
 
   // Records what the device said at hello; leaves state and state_reason as they are.
   virtual Result<void> UpsertDevice(const DeviceRow& device) = 0;

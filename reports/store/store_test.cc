@@ -867,6 +867,68 @@ TEST_P(StoreTest, RunnerKindAndVersion) {
   EXPECT_EQ(other->runner_version, "");
 }
 
+// Schema v14: a job's per-op profile round trips (partition and its nodes,
+// by_op in the runner's order); a job without one has none; a rerecorded
+// result replaces it; a run's profiles come in one call.
+TEST_P(StoreTest, ProfileRoundTrip) {
+  auto store = Open();
+  auto run = store->CreateRun("r", "{}");
+  ASSERT_TRUE(run.ok());
+  auto ids = store->AddJobs(*run, {MakeJob("m.tflite"), MakeJob("n.tflite")});
+  ASSERT_TRUE(ids.ok()) << ids.message();
+  JobOutcome o;
+  o.status = "ok";
+  JobProfile p;
+  p.runs = 5;
+  p.nodes.push_back(ProfileNode{0, "CONV_2D", "cpu", std::nullopt, {}, 120.5});
+  p.nodes.push_back(ProfileNode{1, "DELEGATE", "xnnpack", 0, {1, 2, 4}, 30.25});
+  p.by_op.push_back(ProfileOp{"CONV_2D", 1, 120.5, 79.9});
+  p.by_op.push_back(ProfileOp{"DELEGATE", 1, 30.25, 20.1});
+  o.profile = p;
+  ASSERT_TRUE(store->RecordJobResult((*ids)[0], o).ok());
+  o.profile.reset();
+  ASSERT_TRUE(store->RecordJobResult((*ids)[1], o).ok());
+
+  auto got = store->GetProfile((*ids)[0]);
+  ASSERT_TRUE(got.ok()) << got.message();
+  ASSERT_TRUE(got->has_value());
+  EXPECT_EQ((*got)->runs, 5);
+  ASSERT_EQ((*got)->nodes.size(), 2u);
+  EXPECT_EQ((*got)->nodes[0].op, "CONV_2D");
+  EXPECT_FALSE((*got)->nodes[0].partition.has_value());
+  EXPECT_TRUE((*got)->nodes[0].nodes.empty());
+  EXPECT_DOUBLE_EQ((*got)->nodes[0].mean_us, 120.5);
+  EXPECT_EQ((*got)->nodes[1].index, 1);
+  EXPECT_EQ((*got)->nodes[1].delegate, "xnnpack");
+  EXPECT_EQ((*got)->nodes[1].partition, std::optional<int64_t>(0));
+  EXPECT_EQ((*got)->nodes[1].nodes, (std::vector<int64_t>{1, 2, 4}));
+  ASSERT_EQ((*got)->by_op.size(), 2u);
+  EXPECT_EQ((*got)->by_op[0].op, "CONV_2D");
+  EXPECT_EQ((*got)->by_op[1].op, "DELEGATE");
+  EXPECT_EQ((*got)->by_op[1].count, 1);
+  EXPECT_DOUBLE_EQ((*got)->by_op[1].total_us, 30.25);
+  EXPECT_DOUBLE_EQ((*got)->by_op[1].pct, 20.1);
+
+  auto none = store->GetProfile((*ids)[1]);
+  ASSERT_TRUE(none.ok()) << none.message();
+  EXPECT_FALSE(none->has_value());
+  EXPECT_FALSE(store->GetProfile(999999).ok());
+
+  auto all = store->ListRunProfiles(*run);
+  ASSERT_TRUE(all.ok()) << all.message();
+  ASSERT_EQ(all->size(), 1u);
+  const JobProfile& listed = all->at((*ids)[0]);
+  EXPECT_EQ(listed.runs, 5);
+  EXPECT_TRUE(listed.nodes.empty());
+  ASSERT_EQ(listed.by_op.size(), 2u);
+  EXPECT_EQ(listed.by_op[0].op, "CONV_2D");
+
+  // A retry without a profile leaves none behind.
+  ASSERT_TRUE(store->RecordJobResult((*ids)[0], o).ok());
+  EXPECT_FALSE(store->GetProfile((*ids)[0])->has_value());
+  EXPECT_TRUE(store->ListRunProfiles(*run)->empty());
+}
+
 TEST_P(StoreTest, TagsMoveRefuseUntag) {
   auto store = Open();
   auto r1 = store->CreateRun("a", "{}");

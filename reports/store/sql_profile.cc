@@ -1,0 +1,152 @@
+#include "reports/store/sql_profile.h"
+
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dfarm::store::sql {
+namespace {
+
+// NOT NULL columns: a time that is not finite is kept as 0.
+double Finite(double v) { return std::isfinite(v) ? v : 0; }
+
+// A partition's nodes as stored: "1,2,3".
+std::string JoinNodes(const std::vector<int64_t>& nodes) {
+  std::string out;
+  for (int64_t n : nodes) out += (out.empty() ? "" : ",") + std::to_string(n);
+  return out;
+}
+
+std::vector<int64_t> SplitNodes(const std::string& text) {
+  std::vector<int64_t> out;
+  for (const std::string& part : SplitComma(text)) {
+    try {
+      out.push_back(std::stoll(part));
+    } catch (const std::exception&) {
+      // Not written by this store: left out, as the runner's reader does.
+    }
+  }
+  return out;
+}
+
+Result<void> DeleteRows(Conn& db, const char* table, int64_t job_id) {
+  auto s = Stmt::Prepare(db, std::string("DELETE FROM ") + table + " WHERE job_id = ?");
+  if (!s) return s.error();
+  s->Bind(1, job_id);
+  return s->Run();
+}
+
+// Inserts `rows` (each the columns after job_id) into `table`, one statement
+// a row: profiles are a few hundred rows at most.
+Result<void> InsertRows(Conn& db, const char* table, int64_t job_id,
+                        const std::vector<std::vector<Column>>& rows) {
+  if (rows.empty()) return Ok();
+  std::vector<Column> first = rows.front();
+  first.insert(first.begin(), Column{"job_id", job_id});
+  auto s = Stmt::Prepare(db, InsertSql(std::string("INSERT INTO ") + table, first));
+  if (!s) return s.error();
+  for (const auto& row : rows) {
+    s->Reset();
+    s->Bind(1, job_id);
+    s->BindColumns(row, 2);
+    if (auto r = s->Run(); !r) return r;
+  }
+  return Ok();
+}
+
+}  // namespace
+
+Result<void> ReplaceProfile(Conn& db, int64_t job_id, const std::optional<JobProfile>& profile) {
+  for (const char* table : {"job_profile_nodes", "job_profile_ops", "job_profiles"}) {
+    if (auto r = DeleteRows(db, table, job_id); !r) return r;
+  }
+  if (!profile) return Ok();
+  auto s = Stmt::Prepare(db, "INSERT INTO job_profiles(job_id, runs) VALUES(?, ?)");
+  if (!s) return s.error();
+  s->Bind(1, job_id).Bind(2, profile->runs);
+  if (auto r = s->Run(); !r) return r;
+  std::vector<std::vector<Column>> ops;
+  for (size_t i = 0; i < profile->by_op.size(); ++i) {
+    const ProfileOp& o = profile->by_op[i];
+    ops.push_back({{"idx", i},
+                   {"op", o.op},
+                   {"count", o.count},
+                   {"total_us", Finite(o.total_us)},
+                   {"pct", Finite(o.pct)}});
+  }
+  if (auto r = InsertRows(db, "job_profile_ops", job_id, ops); !r) return r;
+  std::vector<std::vector<Column>> nodes;
+  for (size_t i = 0; i < profile->nodes.size(); ++i) {
+    const ProfileNode& n = profile->nodes[i];
+    nodes.push_back({{"step", i},
+                     {"node_index", n.index},
+                     {"op", n.op},
+                     {"delegate", n.delegate},
+                     {"partition_index", n.partition},
+                     {"nodes", JoinNodes(n.nodes)},
+                     {"mean_us", Finite(n.mean_us)}});
+  }
+  return InsertRows(db, "job_profile_nodes", job_id, nodes);
+}
+
+namespace {
+
+// Reads the ops of the jobs `where` selects (its one parameter bound to
+// `id`) into `out`, creating each job's entry with its runs.
+Result<void> ReadOps(Conn& db, const std::string& where, int64_t id,
+                     std::map<int64_t, JobProfile>* out) {
+  auto s = Stmt::Prepare(db,
+                         "SELECT p.job_id, p.runs, o.op, o.count, o.total_us, o.pct FROM "
+                         "job_profiles p LEFT JOIN job_profile_ops o ON o.job_id = p.job_id " +
+                             where + " ORDER BY p.job_id, o.idx");
+  if (!s) return s.error();
+  s->Bind(1, id);
+  for (;;) {
+    auto row = s->Step();
+    if (!row) return row.error();
+    if (!*row) return Ok();
+    JobProfile& p = (*out)[s->Int(0)];
+    p.runs = s->Int(1);
+    if (s->IsNull(2)) continue;  // a profile without ops
+    p.by_op.push_back(ProfileOp{s->Text(2), s->Int(3), s->Double(4), s->Double(5)});
+  }
+}
+
+}  // namespace
+
+Result<std::optional<JobProfile>> ReadProfile(Conn& db, int64_t job_id) {
+  std::map<int64_t, JobProfile> one;
+  if (auto r = ReadOps(db, "WHERE p.job_id = ?", job_id, &one); !r) return r.error();
+  if (one.empty()) return std::optional<JobProfile>();
+  JobProfile profile = std::move(one.begin()->second);
+  auto s = Stmt::Prepare(db,
+                         "SELECT node_index, op, delegate, partition_index, nodes, mean_us FROM "
+                         "job_profile_nodes WHERE job_id = ? ORDER BY step");
+  if (!s) return s.error();
+  s->Bind(1, job_id);
+  for (;;) {
+    auto row = s->Step();
+    if (!row) return row.error();
+    if (!*row) break;
+    ProfileNode n;
+    n.index = s->Int(0);
+    n.op = s->Text(1);
+    n.delegate = s->Text(2);
+    if (!s->IsNull(3)) n.partition = s->Int(3);
+    n.nodes = SplitNodes(s->Text(4));
+    n.mean_us = s->Double(5);
+    profile.nodes.push_back(std::move(n));
+  }
+  return std::optional<JobProfile>(std::move(profile));
+}
+
+Result<std::map<int64_t, JobProfile>> ReadRunProfiles(Conn& db, int64_t run_id) {
+  std::map<int64_t, JobProfile> out;
+  if (auto r = ReadOps(db, "JOIN jobs j ON j.id = p.job_id WHERE j.run_id = ?", run_id, &out); !r) {
+    return r.error();
+  }
+  return out;
+}
+
+}  // namespace dfarm::store::sql

@@ -1,0 +1,26 @@
+// Per-op profiles of the store (schema v14) over the SQL layer: what
+// RecordJobResult writes of a JobOutcome's profile and what GetProfile and
+// ListRunProfiles read. SqlStore's methods call these; errors are raw (the
+// store names itself). Internal to reports/store.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+
+#include "agent/base/result.h"
+#include "reports/store/sql.h"
+#include "reports/store/store.h"
+
+namespace dfarm::store::sql {
+
+// In RecordJobResult's transaction: replaces the job's profile rows with
+// `profile` (none when unset).
+Result<void> ReplaceProfile(Conn& db, int64_t job_id, const std::optional<JobProfile>& profile);
+// The job's profile; unset when it has none (the job's existence is the
+// caller's to check).
+Result<std::optional<JobProfile>> ReadProfile(Conn& db, int64_t job_id);
+// Every profiled job of the run: runs and by_op, by job id.
+Result<std::map<int64_t, JobProfile>> ReadRunProfiles(Conn& db, int64_t run_id);
+
+}  // namespace dfarm::store::sql
