@@ -114,6 +114,10 @@ Result<void> CheckSpec(const JobSpec& job, uint32_t max_timeout_ms) {
     return MakeError("agent does not know runner kind '" + OneLine(job.runner_kind, 80) +
                      "' (known: " + known + ")");
   }
+  if (job.profile && !RunnerKindProfiles(job.runner_kind)) {
+    return MakeError("invalid job: runners of kind '" + OneLine(job.runner_kind, 80) +
+                     "' cannot profile (RunJob.profile is for kind 'dfarm' only)");
+  }
   if (!IsValidDelegateName(job.delegate)) {
     return MakeError("invalid job: delegate name '" + OneLine(job.delegate, 80) +
                      "' must be 1-64 characters of [A-Za-z0-9_.-]");
@@ -261,6 +265,7 @@ std::vector<std::string> Supervisor::RunnerArgs(const JobSpec& job, const std::s
     args.push_back("--inputs");
     args.push_back(dir);
   }
+  if (job.profile) args.push_back("--profile");
   args.push_back("--json");
   return args;
 }

@@ -175,6 +175,21 @@ TEST_F(SupervisorTest, BadSpecIsInfra) {
   EXPECT_THAT(r.error, HasSubstr("delegate name"));
 }
 
+// RunJob.profile is dfarm-runner's (--profile); the runner passes it on to
+// an ok runner, and a job asking a tflite runner for it is refused.
+TEST_F(SupervisorTest, ProfileOnlyForDfarmRunners) {
+  Supervisor sup(store_.get());
+  JobSpec job = Job(testing::kOkRunner);
+  job.profile = true;
+  JobResult r = sup.Run(job);
+  EXPECT_EQ(r.status, "ok") << r.error;
+  EXPECT_THAT(r.stderr_tail, HasSubstr("--profile --json"));
+  job.runner_kind = "tflite";
+  r = sup.Run(job);
+  EXPECT_EQ(r.status, "infra");
+  EXPECT_THAT(r.error, HasSubstr("runners of kind 'tflite' cannot profile"));
+}
+
 TEST_F(SupervisorTest, PluginIsPassedAsItsStorePath) {
   Supervisor sup(store_.get());
   JobSpec job = Job(testing::kOkRunner);
@@ -294,6 +309,13 @@ TEST_F(SupervisorTest, InputSetsAreUnpackedAndPassedInOrder) {
             (std::vector<std::string>{"--model", "/m", "--delegate", "cpu", "--num-threads", "1",
                                       "--warmup-runs", "1", "--num-runs", "3", "--inputs", "/x",
                                       "--inputs", "/y", "--json"}));
+
+  job.profile = true;  // --profile just before --json
+  EXPECT_EQ(Supervisor::RunnerArgs(job, "/m", "", {"/x"}),
+            (std::vector<std::string>{"--model", "/m", "--delegate", "cpu", "--num-threads", "1",
+                                      "--warmup-runs", "1", "--num-runs", "3", "--inputs", "/x",
+                                      "--profile", "--json"}));
+  job.profile = false;
 
   job.input_set_sha256s = {std::string(64, 'a')};
   r = sup.Run(job);

@@ -41,10 +41,15 @@ inline constexpr std::string_view kFeatureBundles = "bundles";
 // RunJob.runner_kind (agent/protocol/runner_kinds.h): runners of other
 // command-line contracts (Google's benchmark_model, inference_diff).
 inline constexpr std::string_view kFeatureRunnerKinds = "runner_kinds";
+// RunJob.profile: runners of kind "dfarm" also profile each step (--profile).
+// A host sends it only to an agent that lists this feature (an older agent
+// would drop it silently and the job would have no profile).
+inline constexpr std::string_view kFeatureProfile = "profile";
 inline constexpr std::string_view kKnownFeatures[] = {
     kFeatureArtifacts,   kFeatureRunJob, kFeatureAuthHmac, kFeatureHeartbeat,
     kFeaturePutResume,   kFeaturePlugin, kFeatureCancel,   kFeatureProgress,
-    kFeatureDeviceState, kFeatureInputs, kFeatureBundles,  kFeatureRunnerKinds};
+    kFeatureDeviceState, kFeatureInputs, kFeatureBundles,  kFeatureRunnerKinds,
+    kFeatureProfile};
 
 // Whether `features` (one side's list from hello) names `feature`.
 inline bool HasFeature(const std::vector<std::string>& features, std::string_view feature) {

@@ -74,7 +74,8 @@ flatbuffers::Offset<wire::RunJob> BuildRunJob(flatbuffers::FlatBufferBuilder& fb
   flatbuffers::Offset<flatbuffers::String> kind;
   if (!job.runner_kind.empty()) kind = fbb.CreateString(job.runner_kind);
   return wire::CreateRunJob(fbb, runner, model, delegate, options, job.num_threads, job.warmup_runs,
-                            job.num_runs, job.timeout_ms, plugin, accuracy, inputs, kind);
+                            job.num_runs, job.timeout_ms, plugin, accuracy, inputs, kind,
+                            job.profile);
 }
 
 JobSpec ReadRunJob(const wire::RunJob& msg) {
@@ -93,6 +94,7 @@ JobSpec ReadRunJob(const wire::RunJob& msg) {
     for (const auto* s : *sets) job.input_set_sha256s.push_back(Str(s));
   }
   job.runner_kind = Str(msg.runner_kind());
+  job.profile = msg.profile();
   return job;
 }
 

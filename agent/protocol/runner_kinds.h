@@ -22,6 +22,12 @@ inline constexpr std::string_view kRunnerKindInferenceDiff = "inference_diff";
 inline constexpr std::string_view kRunnerKinds[] = {
     kRunnerKindDfarm, kRunnerKindTflite, kRunnerKindBenchmarkModel, kRunnerKindInferenceDiff};
 
+// Whether runners of `kind` take --profile (RunJob.profile, feature
+// "profile"): dfarm-runner only ("" is its kind on the wire).
+inline bool RunnerKindProfiles(std::string_view kind) {
+  return kind.empty() || kind == kRunnerKindDfarm;
+}
+
 inline bool IsRunnerKind(std::string_view kind) {
   for (std::string_view k : kRunnerKinds) {
     if (k == kind) return true;

@@ -59,6 +59,10 @@ struct JobSpec {
   // (agent/protocol/runner_kinds.h); "" is dfarm-runner's. A host sends a
   // kind other than "" only to an agent that lists "runner_kinds".
   std::string runner_kind;
+  // Feature "profile": the runner also profiles each step (dfarm-runner
+  // --profile: per-node and per-op-type times in its JSON). Runners of kind
+  // "dfarm" only; a host sends true only to an agent that lists "profile".
+  bool profile = false;
 };
 
 // One CPU's cpufreq state (/sys/devices/system/cpu/cpuN). Unset: unreadable.
