@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "agent/base/sha256.h"
+#include "agent/runner/layer_errors.h"
 #include "agent/runner/metrics.h"
 #include "agent/runner/runner_json.h"
 #include "agent/runner/tensor_files.h"
@@ -320,12 +321,29 @@ bool Measure(const RunnerOptions& options, const Job& job, RunOutcome* outcome) 
       outcome);
 }
 
+// --accuracy-reference layers: after the outputs, every layer on input set 0.
+bool CompareLayersOnFirstSet(const RunnerOptions& options, const Job& job,
+                             runtime::Interpreter& reference, RunOutcome* outcome) {
+  for (runtime::Interpreter* interpreter : {job.interpreter.get(), &reference}) {
+    if (Result<void> r = SetInputs(options, interpreter->inputs(), 0); !r.ok()) {
+      return Failed(outcome, RunnerStatus::kModelError, r.message());
+    }
+  }
+  if (runtime::Status s = CompareLayers(*job.interpreter, reference, &outcome->accuracy->layers);
+      !s.ok()) {
+    return Failed(outcome, job.Classify(s), "per-layer comparison: " + s.message());
+  }
+  return true;
+}
+
 // --accuracy-reference cpu: runs the model once with the reference kernels on
 // the same inputs and compares each output.
 bool CompareWithReference(const RunnerOptions& options, const Job& job, RunOutcome* outcome) {
-  if (options.accuracy_reference != "cpu") {
+  const bool layers = options.accuracy_reference == "layers";
+  if (options.accuracy_reference != "cpu" && !layers) {
     return Failed(outcome, RunnerStatus::kUsageError,
-                  "unknown accuracy reference '" + options.accuracy_reference + "' (only 'cpu')");
+                  "unknown accuracy reference '" + options.accuracy_reference +
+                      "' (only 'cpu', or 'layers': cpu and every layer)");
   }
   const delegates::RegisteredDelegate* cpu = nullptr;
   if (runtime::Status s = delegates::FindDelegate("cpu", &cpu); !s.ok()) {
@@ -366,7 +384,7 @@ bool CompareWithReference(const RunnerOptions& options, const Job& job, RunOutco
     }
   }
   outcome->accuracy = AccuracyOf(options, per_output);
-  return true;
+  return !layers || CompareLayersOnFirstSet(options, job, reference, outcome);
 }
 
 }  // namespace

@@ -249,6 +249,21 @@ Result<std::optional<Accuracy>> AccuracyOf(const json& doc) {
     }
     out.outputs.push_back(ParseOutputAccuracy(o));
   }
+  if (acc.contains("layers") && acc["layers"].is_array()) {
+    for (const json& l : acc["layers"]) {
+      if (!l.is_object()) continue;
+      runner::LayerError e;
+      e.node = Integer(l, "node").value_or(0);
+      e.op = String(l, "op");
+      e.delegate = String(l, "delegate");
+      e.partition = Integer(l, "partition").value_or(-1);
+      e.tensor = Integer(l, "tensor").value_or(0);
+      e.name = String(l, "name");
+      e.max_abs_error = Real(l, "max_abs_error");
+      e.mean_abs_error = Real(l, "mean_abs_error");
+      out.layers.push_back(std::move(e));
+    }
+  }
   std::sort(out.outputs.begin(), out.outputs.end(),
             [](const auto& a, const auto& b) { return a.index < b.index; });
   for (size_t i = 1; i < out.outputs.size(); ++i) {
@@ -344,6 +359,22 @@ json AccuracyJson(const Accuracy& accuracy) {
   for (const OutputAccuracy& a : accuracy.outputs) outputs.push_back(OutputAccuracyJson(a));
   json out = {{"reference", accuracy.reference}, {"outputs", std::move(outputs)}};
   if (accuracy.sets) out["sets"] = *accuracy.sets;
+  if (!accuracy.layers.empty()) {
+    json layers = json::array();
+    for (const runner::LayerError& l : accuracy.layers) {
+      json entry = json::object();
+      entry["node"] = l.node;
+      entry["op"] = l.op;
+      entry["delegate"] = l.delegate;
+      if (l.partition >= 0) entry["partition"] = l.partition;
+      entry["tensor"] = l.tensor;
+      entry["name"] = l.name;
+      entry["max_abs_error"] = l.max_abs_error;
+      entry["mean_abs_error"] = l.mean_abs_error;
+      layers.push_back(std::move(entry));
+    }
+    out["layers"] = std::move(layers);
+  }
   return out;
 }
 

@@ -143,6 +143,22 @@ TEST(RunnerJsonTest, InputSetFiguresRoundTrip) {
               ::testing::Not(HasSubstr("sets")));
 }
 
+TEST(RunnerJsonTest, LayerErrorsRoundTrip) {
+  Accuracy a{"layers", {OutputAccuracy{}}};
+  a.layers.push_back({0, "DELEGATE", "example", 0, 7, "t2", 0.25, 0.125});
+  a.layers.push_back({3, "ADD", "cpu", -1, 8, "t3", 0.5, 0.5});
+  const std::string text = AccuracyJson(a).dump();
+  auto parsed = ParseRunnerJson(R"({"status":"ok","accuracy":)" + text + "}");
+  ASSERT_TRUE(parsed.ok()) << parsed.message();
+  ASSERT_EQ(parsed->accuracy->layers.size(), 2u);
+  EXPECT_EQ(parsed->accuracy->layers[0].partition, 0);
+  EXPECT_EQ(parsed->accuracy->layers[1].partition, -1);
+  EXPECT_EQ(parsed->accuracy->layers[1].op, "ADD");
+  EXPECT_EQ(AccuracyJson(*parsed->accuracy).dump(), text);
+  EXPECT_THAT(text, HasSubstr(R"({"delegate":"cpu","max_abs_error":0.5,"mean_abs_error":0.5,)"
+                              R"("name":"t3","node":3,"op":"ADD","tensor":8})"));
+}
+
 TEST(RunnerJsonTest, MaxAbsErrorLsbKeepsItsKindOfNumber) {
   Accuracy a{"cpu", {OutputAccuracy{}}};
   a.outputs[0].max_abs_error_lsb = Number(int64_t{2});

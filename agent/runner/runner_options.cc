@@ -62,9 +62,10 @@ void AddFlags(CLI::App& app, RunnerOptions& o, std::string& delegate_options,
       ->check(AtLeast(0, "NONNEGATIVE"))
       ->capture_default_str();
   app.add_option("--accuracy-reference", o.accuracy_reference,
-                 "Compare the outputs with this reference on the same inputs (only 'cpu': the "
-                 "single-thread reference kernels)")
-      ->check(CLI::IsMember({"cpu"}));
+                 "Compare the outputs with this reference on the same inputs ('cpu': the "
+                 "single-thread reference kernels; 'layers': 'cpu', then every tensor written "
+                 "outside a delegated partition on the first input set)")
+      ->check(CLI::IsMember({"cpu", "layers"}));
   app.add_flag("--profile,--enable_op_profiling", o.profile,
                "Time each node and op type (a delegated partition as one step) over --num-runs "
                "extra runs");

@@ -622,6 +622,59 @@ TEST_F(RunnerTest, AccuracyOfTheExamplePluginWithClassScores) {
   EXPECT_EQ(o["top5_agree"], true);
 }
 
+// x -> ADD(c) x5 -> out: five delegable nodes in a row.
+std::string AddChainModel(const fs::path& dir) {
+  ModelBuilder b;
+  int x = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4}, "x");
+  int c = b.AddConstFloat32({1}, {0.5f}, "c");
+  int prev = x;
+  for (int i = 0; i < 5; ++i) {
+    int t = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4}, "t" + std::to_string(i));
+    b.AddAdd(prev, c, t);
+    prev = t;
+  }
+  b.SetInputs({x});
+  b.SetOutputs({prev});
+  fs::path path = dir / "chain.tflite";
+  EXPECT_TRUE(b.WriteFile(path.string()));
+  return path.string();
+}
+
+// --accuracy-reference layers with the planted bad node of
+// libdfarm_perturb_delegate.so (node 2), delegated up to a node index.
+TEST_F(RunnerTest, LayerErrorsFindTheFirstBadNode) {
+  const std::string model = AddChainModel(dir_);
+  auto layers_of_chain = [&](int last) {
+    Process p = RunRunner(
+        {"--model", model, "--json", "--num-runs", "1", "--delegate", "external",
+         "--delegate-options",
+         "path:" + PluginPath("dfarm_perturb_delegate") +
+             ";perturb_node:2;delta:0.25;last_delegate_node_index:" + std::to_string(last),
+         "--accuracy-reference", "layers"});
+    EXPECT_EQ(p.exit_code, 0) << p.err;
+    return nlohmann::json::parse(p.out);
+  };
+  nlohmann::json doc = layers_of_chain(2);
+  EXPECT_EQ(doc["accuracy"]["reference"], "layers");
+  EXPECT_NEAR(doc["accuracy"]["outputs"][0]["max_abs_error"].get<double>(), 0.25, 1e-6);
+  const nlohmann::json& layers = doc["accuracy"]["layers"];
+  ASSERT_EQ(layers.size(), 3u) << layers;  // the partition 0..2, then nodes 3 and 4 on the CPU
+  EXPECT_EQ(layers[0]["node"], 0);
+  EXPECT_EQ(layers[0]["op"], "DELEGATE");
+  EXPECT_EQ(layers[0]["partition"], 0);
+  EXPECT_EQ(layers[0]["name"], "t2");
+  EXPECT_EQ(layers[1]["node"], 3);
+  EXPECT_EQ(layers[1]["op"], "ADD");
+  EXPECT_EQ(layers[1]["delegate"], "cpu");
+  for (const nlohmann::json& l : layers) {
+    EXPECT_NEAR(l["max_abs_error"].get<double>(), 0.25, 1e-6) << l;
+  }
+  // Delegated up to node 1 only, the bad node runs on the CPU: no error anywhere.
+  doc = layers_of_chain(1);
+  ASSERT_EQ(doc["accuracy"]["layers"].size(), 4u);
+  for (const nlohmann::json& l : doc["accuracy"]["layers"]) EXPECT_EQ(l["max_abs_error"], 0) << l;
+}
+
 TEST_F(RunnerTest, AccuracyCountsNaNsOnBothSides) {
   std::string model = SmallModel();
   fs::create_directories(dir_ / "in");

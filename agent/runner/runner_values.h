@@ -119,6 +119,21 @@ struct OutputAccuracy {
   double reference_max = 0;
 };
 
+// One entry of "accuracy.layers" (--accuracy-reference layers, issue 18): a
+// tensor a step of the job's run wrote (a CPU node's outputs; a delegated
+// partition's outputs, at its first node), compared with the same tensor in
+// the reference run on the same inputs (input set 0), dequantized.
+struct LayerError {
+  int64_t node = 0;        // the node that wrote it (a partition: its first node)
+  std::string op;          // that node's op ("CONV_2D")
+  std::string delegate;    // "cpu" or the delegate's name
+  int64_t partition = -1;  // the delegated partition; -1 on the CPU
+  int64_t tensor = 0;      // the tensor's index in the model
+  std::string name;        // the tensor's name
+  double max_abs_error = 0;
+  double mean_abs_error = 0;
+};
+
 // "accuracy": the reference run's name and the outputs by index.
 struct Accuracy {
   std::string reference;  // "cpu"
@@ -128,6 +143,9 @@ struct Accuracy {
   // rmse over all compared elements, counts summed). Unset with the seeded
   // random inputs (one comparison).
   std::optional<int64_t> sets = std::nullopt;
+  // Reference "layers": every tensor written outside a partition, in
+  // execution order; empty (no key) otherwise.
+  std::vector<LayerError> layers = {};
 };
 
 }  // namespace dfarm::runner

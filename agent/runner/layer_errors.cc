@@ -1,0 +1,103 @@
+#include "agent/runner/layer_errors.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <string>
+
+#include "agent/runner/accuracy.h"
+
+namespace dfarm::runner {
+namespace {
+
+size_t TensorIndex(const runtime::Interpreter& interpreter, const runtime::Tensor* t) {
+  return static_cast<size_t>(t - &interpreter.tensor(0));
+}
+
+// The tensors the nodes of `partition` write that a node outside it reads,
+// or that are model outputs: what the delegate must materialize.
+std::set<size_t> PartitionOutputs(const runtime::Interpreter& interpreter, int partition) {
+  const runtime::Placement& placement = interpreter.placement();
+  std::set<size_t> written, read_outside;
+  for (size_t n = 0; n < interpreter.nodes_size(); ++n) {
+    const runtime::Node& node = interpreter.node(n);
+    const bool inside = placement.nodes[n].partition == partition;
+    for (const runtime::Tensor* t : inside ? node.outputs : node.inputs) {
+      if (t != nullptr) (inside ? written : read_outside).insert(TensorIndex(interpreter, t));
+    }
+  }
+  for (const runtime::Tensor* t : interpreter.outputs()) {
+    read_outside.insert(TensorIndex(interpreter, t));
+  }
+  std::set<size_t> out;
+  for (size_t t : written) {
+    if (read_outside.count(t) != 0) out.insert(t);
+  }
+  return out;
+}
+
+LayerError Compare(const runtime::Interpreter& got, size_t tensor,
+                   const std::vector<double>& reference) {
+  const runtime::Tensor& t = got.tensor(tensor);
+  LayerError e;
+  e.tensor = static_cast<int64_t>(tensor);
+  e.name = t.name;
+  const std::vector<double> values = TensorValues(t);
+  const size_t n = std::min(values.size(), reference.size());
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double d = std::fabs(values[i] - reference[i]);
+    // NaN on one side only is the largest error there is.
+    const double err = std::isnan(d) ? (std::isnan(values[i]) != std::isnan(reference[i])
+                                            ? std::numeric_limits<double>::infinity()
+                                            : 0.0)
+                                     : d;
+    e.max_abs_error = std::max(e.max_abs_error, err);
+    sum += err;
+  }
+  e.mean_abs_error = n == 0 ? 0 : sum / static_cast<double>(n);
+  return e;
+}
+
+}  // namespace
+
+runtime::Status CompareLayers(runtime::Interpreter& got, runtime::Interpreter& reference,
+                              std::vector<LayerError>* layers_out) {
+  std::map<size_t, std::vector<double>> expected;
+  for (size_t step = 0; step < reference.invoked_nodes_size(); ++step) {
+    DFARM_RETURN_IF_ERROR(reference.InvokeStep(step));
+    for (const runtime::Tensor* t : reference.node(reference.step_node(step)).outputs) {
+      expected[TensorIndex(reference, t)] = TensorValues(*t);
+    }
+  }
+  const runtime::Placement& placement = got.placement();
+  std::vector<LayerError> layers;
+  std::set<int> partitions_run;  // a partition's first step runs all of it
+  for (size_t step = 0; step < got.invoked_nodes_size(); ++step) {
+    DFARM_RETURN_IF_ERROR(got.InvokeStep(step));
+    const int n = got.step_node(step);
+    const runtime::NodePlacement& where = placement.nodes[n];
+    std::set<size_t> visible;
+    if (where.partition < 0) {
+      for (const runtime::Tensor* t : got.node(n).outputs) visible.insert(TensorIndex(got, t));
+    } else if (partitions_run.insert(where.partition).second) {
+      visible = PartitionOutputs(got, where.partition);
+    }
+    for (size_t t : visible) {
+      auto it = expected.find(t);
+      if (it == expected.end()) continue;
+      LayerError e = Compare(got, t, it->second);
+      e.node = n;
+      e.op = where.partition < 0 ? where.op : "DELEGATE";
+      e.delegate = where.delegate;
+      e.partition = where.partition;
+      layers.push_back(std::move(e));
+    }
+  }
+  *layers_out = std::move(layers);
+  return runtime::Status::Ok();
+}
+
+}  // namespace dfarm::runner
