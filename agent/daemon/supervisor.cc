@@ -149,9 +149,10 @@ Result<void> CheckSpec(const JobSpec& job, uint32_t max_timeout_ms) {
                        "' is not a sha256 (64 lowercase hex digits)");
     }
   }
-  if (!job.accuracy_reference.empty() && job.accuracy_reference != "cpu") {
+  if (!job.accuracy_reference.empty() && job.accuracy_reference != "cpu" &&
+      job.accuracy_reference != "layers") {
     return MakeError("invalid job: accuracy_reference '" + OneLine(job.accuracy_reference, 40) +
-                     "' (the runner compares with 'cpu' only)");
+                     "' (the runner compares with 'cpu' or 'layers' only)");
   }
   if (job.num_threads == 0 || job.num_threads > kMaxNumThreads) {
     return MakeError("invalid job: num_threads " + std::to_string(job.num_threads) +

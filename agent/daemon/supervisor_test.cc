@@ -216,7 +216,11 @@ TEST_F(SupervisorTest, PluginIsPassedAsItsStorePath) {
   job.accuracy_reference = "gpu";
   r = sup.Run(job);
   EXPECT_EQ(r.status, "infra");
-  EXPECT_THAT(r.error, HasSubstr("accuracy_reference 'gpu' (the runner compares with 'cpu' only)"));
+  EXPECT_THAT(
+      r.error,
+      HasSubstr("accuracy_reference 'gpu' (the runner compares with 'cpu' or 'layers' only)"));
+  job.accuracy_reference = "layers";
+  EXPECT_EQ(Supervisor::RunnerArgs(job, "/m.tflite", "")[args.size() - 2], "layers");
 }
 
 TEST_F(SupervisorTest, MissingPluginIsInfra) {

@@ -45,11 +45,15 @@ inline constexpr std::string_view kFeatureRunnerKinds = "runner_kinds";
 // A host sends it only to an agent that lists this feature (an older agent
 // would drop it silently and the job would have no profile).
 inline constexpr std::string_view kFeatureProfile = "profile";
+// RunJob.accuracy_reference "layers": the runner also compares every layer
+// (--accuracy-reference layers, the culprit finder's). A host sends it only to
+// an agent that lists this feature (an older agent refuses the job).
+inline constexpr std::string_view kFeatureLayerErrors = "layer_errors";
 inline constexpr std::string_view kKnownFeatures[] = {
-    kFeatureArtifacts,   kFeatureRunJob, kFeatureAuthHmac, kFeatureHeartbeat,
-    kFeaturePutResume,   kFeaturePlugin, kFeatureCancel,   kFeatureProgress,
-    kFeatureDeviceState, kFeatureInputs, kFeatureBundles,  kFeatureRunnerKinds,
-    kFeatureProfile};
+    kFeatureArtifacts,   kFeatureRunJob,     kFeatureAuthHmac, kFeatureHeartbeat,
+    kFeaturePutResume,   kFeaturePlugin,     kFeatureCancel,   kFeatureProgress,
+    kFeatureDeviceState, kFeatureInputs,     kFeatureBundles,  kFeatureRunnerKinds,
+    kFeatureProfile,     kFeatureLayerErrors};
 
 // Whether `features` (one side's list from hello) names `feature`.
 inline bool HasFeature(const std::vector<std::string>& features, std::string_view feature) {
