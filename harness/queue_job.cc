@@ -51,6 +51,8 @@ std::string EncodePayload(const SweepJob& job,
       {"runner", job.runner},
       {"runner_builds", runner_builds},
   };
+  // Only when asked, so payloads of older runs read the same.
+  if (job.benchmark.profile) doc["benchmark"]["profile"] = true;
   if (!job.plugin_sha256.empty()) {
     std::string file = job.delegate.PluginPath();
     const size_t slash = file.rfind('/');
@@ -103,6 +105,7 @@ Result<SweepJob> Decode(const store::JobRow& row, const std::string& abi, const 
   job.benchmark.num_threads = b.at("num_threads").get<uint32_t>();
   job.benchmark.timeout_s = b.at("timeout_s").get<uint32_t>();
   job.benchmark.accuracy_reference = b.at("accuracy_reference").get<std::string>();
+  job.benchmark.profile = b.value("profile", false);
   job.runner = doc.at("runner").get<std::string>();
   if (!row.runner_kind.empty()) job.runner_kind = row.runner_kind;
   const json& builds = doc.at("runner_builds");

@@ -26,6 +26,8 @@ struct RunnerOutput {
   // "version":"..."}; empty when absent (older runners) or malformed.
   std::string runtime_kind;
   std::string runtime_version;
+  // The document's "profile" (dfarm-runner --profile); unset when absent.
+  std::optional<store::JobProfile> profile;
 };
 
 // Reads a runner document (runner_json::ParseRunnerJson): fails with a

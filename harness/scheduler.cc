@@ -58,6 +58,8 @@ agent::JobSpec ToJobSpec(const SweepJob& job, const std::string& runner_sha256,
       agent::HasFeature(features, agent::kFeatureRunnerKinds)) {
     spec.runner_kind = job.runner_kind;
   }
+  // CheckDeviceTakesProfile refuses a profile job where the feature is missing.
+  spec.profile = job.benchmark.profile && agent::HasFeature(features, agent::kFeatureProfile);
   spec.model_sha256 = job.model_sha256;
   spec.delegate = job.delegate.name;
   spec.delegate_options = job.delegate.AgentOptionsString();
@@ -452,12 +454,14 @@ class Scheduler {
       if (!reached) return reached.error();
       if (!reached->empty()) return NotStarted(store, job, *reached);
     }
-    if (auto r = CheckDeviceTakesRunner(c.session->client().device().features, w.device,
-                                        job.runner_kind, RunnerFor(job));
-        !r) {
+    const std::vector<std::string>& features = c.session->client().device().features;
+    Result<void> takes =
+        CheckDeviceTakesRunner(features, w.device, job.runner_kind, RunnerFor(job));
+    if (takes && job.benchmark.profile) takes = CheckDeviceTakesProfile(features, w.device);
+    if (!takes) {
       store::JobOutcome o;
       o.status = store::kJobInfra;
-      o.error = r.message();
+      o.error = takes.message();
       if (auto rec = Record(w, store, job, o); !rec) return rec.error();
       return AttemptEnd{};
     }
@@ -812,6 +816,15 @@ Result<void> CheckDeviceTakesPlugins(const std::vector<std::string>& features,
                    "', so it cannot load external delegate plugins (update dfarm-agent there)");
 }
 
+Result<void> CheckDeviceTakesProfile(const std::vector<std::string>& features,
+                                     const std::string& device) {
+  if (agent::HasFeature(features, agent::kFeatureProfile)) return Ok();
+  return MakeError("device '" + device + "': its dfarm-agent does not speak feature '" +
+                   std::string(agent::kFeatureProfile) +
+                   "', so it cannot profile jobs (spec benchmark.profile): update dfarm-agent "
+                   "there, or leave out benchmark.profile");
+}
+
 store::JobOutcome ClassifyJobResult(const agent::JobResult& r) {
   return ClassifyJobResultOfKind(r, agent::kRunnerKindDfarm);
 }
@@ -872,6 +885,7 @@ store::JobOutcome ClassifyJobResultOfKind(const agent::JobResult& r, std::string
     if (o.error.empty()) o.error = OneLine(parsed->error);
     o.accuracy = parsed->accuracy;
     o.runner_version = parsed->runtime_version;
+    o.profile = parsed->profile;
   }
   // The agent classifies the job (Supervisor::ClassifyExit); what follows
   // validates what arrived over the wire.

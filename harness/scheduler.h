@@ -119,6 +119,14 @@ Result<void> CheckDeviceTakesRunner(const std::vector<std::string>& features,
                                     const std::string& device, const std::string& kind,
                                     const std::string& runner_path);
 
+// Fails, naming the device and the feature, when a job asks for a per-op
+// profile (spec benchmark.profile) and the device's agent lacks feature
+// "profile" (an older agent would drop RunJob.profile and measure without
+// one). The scheduler records such a job `infra` at once (no retry; the
+// device still serves other jobs).
+Result<void> CheckDeviceTakesProfile(const std::vector<std::string>& features,
+                                     const std::string& device);
+
 // Turns what the agent returned into what the store keeps. The job's class
 // is the agent's (Supervisor::ClassifyExit); this only validates it: a status
 // outside the list (docs/CONTRACTS.md) becomes "infra", and, from an agent

@@ -409,7 +409,7 @@ class Parser {
     }
     if (auto r = CheckKeys(b, "benchmark",
                            {"warmup_runs", "num_runs", "num_threads", "timeout_s",
-                            "accuracy_reference", "repeats", "order_seed"});
+                            "accuracy_reference", "repeats", "order_seed", "profile"});
         !r) {
       return r.error();
     }
@@ -434,6 +434,26 @@ class Parser {
                     "expected \"cpu\" or \"none\", got " + a.dump());
       }
       spec.benchmark.accuracy_reference = a.get<std::string>();
+    }
+    return ParseProfile(b, spec);
+  }
+
+  // benchmark.profile: a bool; true only when every runner is of kind dfarm
+  // (the others have no --profile). Runners are parsed before.
+  Result<void> ParseProfile(const json& b, SweepSpec& spec) const {
+    if (!b.contains("profile")) return Ok();
+    if (!b["profile"].is_boolean()) {
+      return Fail("benchmark.profile",
+                  std::string("expected true or false, got ") + TypeName(b["profile"]));
+    }
+    spec.benchmark.profile = b["profile"].get<bool>();
+    if (!spec.benchmark.profile) return Ok();
+    for (const RunnerSpec& r : spec.runners) {
+      if (agent::RunnerKindProfiles(r.kind)) continue;
+      return Fail("benchmark.profile",
+                  "runner '" + r.name + "' is of kind '" + r.kind +
+                      "', which cannot profile (only runners of kind \"dfarm\" take --profile); "
+                      "leave out benchmark.profile or that runner");
     }
     return Ok();
   }
@@ -931,6 +951,7 @@ std::string SweepSpec::ToJson() const {
       {"accuracy_reference", benchmark.accuracy_reference},
       {"repeats", benchmark.repeats},
       {"order_seed", benchmark.order_seed}};
+  if (benchmark.profile) doc["benchmark"]["profile"] = true;
   doc["scheduler"] = {{"retries", scheduler.retries},
                       {"backoff_ms", scheduler.backoff_ms},
                       {"quarantine_after", scheduler.quarantine_after},

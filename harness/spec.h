@@ -58,6 +58,10 @@ struct BenchmarkSpec {
   // Seeds the order of the jobs when repeats > 1 (spec "order_seed"): each
   // trial round is shuffled by it, so the same spec runs in the same order.
   uint32_t order_seed = 1;
+  // Spec "profile": every job's runner also profiles each step (dfarm-runner
+  // --profile; the store keeps per-node and per-op-type times). Runners of
+  // kind "dfarm" only.
+  bool profile = false;
 };
 
 // Cooldown before each job on a device (spec "cooldown"): a fixed pause,

@@ -618,6 +618,36 @@ TEST_F(SpecTest, RepeatsAndOrderSeed) {
               HasSubstr("benchmark.order_seed: -1 is out of range"));
 }
 
+// benchmark.profile: a bool (default false), kept in the stored spec only
+// when true; refused, naming the field and the runner, with a runner of a
+// kind that has no --profile.
+TEST_F(SpecTest, Profile) {
+  auto plain = Parse(R"({"models":["../models/a.tflite"]})");
+  ASSERT_TRUE(plain.ok()) << plain.message();
+  EXPECT_FALSE(plain->benchmark.profile);
+  EXPECT_FALSE(nlohmann::json::parse(plain->ToJson())["benchmark"].contains("profile"));
+  auto spec = Parse(
+      R"({"models":["../models/a.tflite"],"runners":[{"name":"ours"}],"benchmark":{"profile":true}})");
+  ASSERT_TRUE(spec.ok()) << spec.message();
+  EXPECT_TRUE(spec->benchmark.profile);
+  EXPECT_EQ(nlohmann::json::parse(spec->ToJson())["benchmark"]["profile"], true);
+  auto again = ParseSpec(spec->ToJson(), "stored");
+  ASSERT_TRUE(again.ok()) << again.message();
+  EXPECT_TRUE(again->benchmark.profile);
+
+  EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"benchmark":{"profile":"yes"}})"),
+              HasSubstr("benchmark.profile: expected true or false, got string"));
+  EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"benchmark":{"profile":1}})"),
+              HasSubstr("benchmark.profile: expected true or false"));
+  EXPECT_THAT(
+      Error(R"({"models":["../models/a.tflite"],"benchmark":{"profile":true},
+                "runners":[{"name":"ours"},{"name":"tf","kind":"tflite"}]})"),
+      HasSubstr("benchmark.profile: runner 'tf' is of kind 'tflite', which cannot profile"));
+  auto off = Parse(R"({"models":["../models/a.tflite"],"benchmark":{"profile":false},
+                       "runners":[{"name":"tf","kind":"tflite"}]})");
+  EXPECT_TRUE(off.ok()) << off.message();
+}
+
 TEST_F(SpecTest, ModelsWithInputSets) {
   dir_.Write("specs/sets/one/input_0.bin", "aaaa");
   dir_.Write("specs/sets/two/input_0.bin", "bbbb");

@@ -97,8 +97,9 @@ class FakeProvider : public DeviceProvider {
   std::vector<agent::JobSpec> jobs_seen;
   std::set<std::string> down;  // devices that refuse connections
   std::map<std::string, std::string> abis;
-  std::set<std::string> no_plugin;    // devices whose agent lacks feature "plugin"
-  std::set<std::string> with_inputs;  // devices whose agent speaks feature "inputs"
+  std::set<std::string> no_plugin;     // devices whose agent lacks feature "plugin"
+  std::set<std::string> with_inputs;   // devices whose agent speaks feature "inputs"
+  std::set<std::string> with_profile;  // devices whose agent speaks feature "profile"
   int opens = 0;
 
   std::vector<std::string> KnownDevices() const override { return {"local"}; }
@@ -117,6 +118,7 @@ class FakeProvider : public DeviceProvider {
     if (abis.count(name)) c->abi = abis[name];
     if (no_plugin.count(name)) c->features = {"artifacts", "run_job"};
     if (with_inputs.count(name)) c->features.push_back("inputs");
+    if (with_profile.count(name)) c->features.push_back("profile");
     return std::unique_ptr<DeviceSession>(std::make_unique<FakeSession>(name, std::move(c)));
   }
 };
@@ -874,6 +876,57 @@ TEST_F(SweepTest, PluginJobOnAnAgentWithoutThePluginFeatureIsInfra) {
   EXPECT_EQ(CheckDeviceTakesPlugins({"run_job"}, "tcp://127.0.0.1:9").message(),
             "device 'tcp://127.0.0.1:9': its dfarm-agent does not speak feature 'plugin', so it "
             "cannot load external delegate plugins (update dfarm-agent there)");
+}
+
+// benchmark.profile: the job asks the agent for a profile (feature
+// "profile") and the runner's "profile" section reaches the store; an agent
+// without the feature gets the job recorded infra naming the device and the
+// feature, without a retry.
+TEST_F(SweepTest, ProfileReachesTheStoreAndNeedsItsFeature) {
+  spec_.models = {{a_, "a.tflite"}};
+  spec_.benchmark.profile = true;
+  devices_.with_profile.insert("local");
+  devices_.run = [](const std::string&, const agent::JobSpec& j) -> Result<agent::JobResult> {
+    agent::JobResult r = Ok();
+    if (!j.profile) return r;
+    r.runner_json.pop_back();  // the closing brace
+    r.runner_json +=
+        R"(,"profile":{"runs":3,"nodes":[{"index":0,"op":"CONV_2D","delegate":"cpu","mean_us":9},
+           {"index":1,"op":"DELEGATE","delegate":"xnnpack","partition":0,"nodes":[1,2],
+            "mean_us":3,"ops":[{"op":"ADD"}]}],
+           "by_op":[{"op":"CONV_2D","count":1,"total_us":9,"pct":75},
+                    {"op":"DELEGATE","count":1,"total_us":3,"pct":25}]}})";
+    return r;
+  };
+  auto s = RunSweep(spec_, *store_, devices_, options_);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_EQ(devices_.jobs_seen.size(), 1u);
+  EXPECT_TRUE(devices_.jobs_seen[0].profile);
+  auto jobs = store_->ListJobs(s->run_id);
+  ASSERT_TRUE(jobs.ok());
+  ASSERT_EQ((*jobs)[0].status, "ok") << (*jobs)[0].error;
+  auto profile = store_->GetProfile((*jobs)[0].id);
+  ASSERT_TRUE(profile.ok()) << profile.message();
+  ASSERT_TRUE(profile->has_value());
+  EXPECT_EQ((*profile)->runs, 3);
+  ASSERT_EQ((*profile)->nodes.size(), 2u);
+  EXPECT_EQ((*profile)->nodes[1].nodes, (std::vector<int64_t>{1, 2}));  // "ops" ignored
+  ASSERT_EQ((*profile)->by_op.size(), 2u);
+  EXPECT_DOUBLE_EQ((*profile)->by_op[0].pct, 75);
+
+  devices_.with_profile.clear();
+  devices_.jobs_seen.clear();
+  auto old = RunSweep(spec_, *store_, devices_, options_);
+  ASSERT_TRUE(old.ok()) << old.message();
+  EXPECT_TRUE(devices_.jobs_seen.empty());
+  jobs = store_->ListJobs(old->run_id);
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_EQ((*jobs)[0].status, "infra");
+  EXPECT_EQ((*jobs)[0].error,
+            "device 'local': its dfarm-agent does not speak feature 'profile', so it cannot "
+            "profile jobs (spec benchmark.profile): update dfarm-agent there, or leave out "
+            "benchmark.profile");
+  EXPECT_FALSE(store_->GetProfile((*jobs)[0].id)->has_value());
 }
 
 // Runner kinds and bundles need their agent features (an older agent would
