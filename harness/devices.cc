@@ -22,6 +22,7 @@
 #ifdef DFARM_HAVE_ADB
 #include "harness/adb/adb_provider.h"
 #endif
+#include "harness/runner_builds.h"  // Arm64ProgramOf
 #include "harness/spec.h"
 
 namespace dfarm::harness {
@@ -323,7 +324,7 @@ ProviderOptions DefaultProviderOptions() {
                                    : fs::temp_directory_path();
   o.agent_store = (cache / "dfarm" / "agent-store").string();
   const char* arm64_agent = std::getenv("DFARM_ARM64_AGENT");
-  o.arm64_agent_path = arm64_agent && *arm64_agent ? arm64_agent : Arm64BuildOf(o.agent_path);
+  o.arm64_agent_path = arm64_agent && *arm64_agent ? arm64_agent : Arm64ProgramOf(o.agent_path);
   const char* qemu = std::getenv("DFARM_QEMU");
   if (qemu && *qemu) o.qemu_path = qemu;
   return o;

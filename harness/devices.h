@@ -66,7 +66,8 @@ struct ProviderOptions {
 // Defaults: agent_path from $DFARM_AGENT or `dfarm-agent` beside this
 // executable; agent_store $XDG_CACHE_HOME/dfarm/agent-store or
 // ~/.cache/dfarm/agent-store; arm64_agent_path from $DFARM_ARM64_AGENT or
-// Arm64BuildOf(agent_path); qemu_path from $DFARM_QEMU.
+// Arm64ProgramOf(agent_path) (harness/runner_builds.h: the cross build, or an
+// installed tree's); qemu_path from $DFARM_QEMU.
 ProviderOptions DefaultProviderOptions();
 
 // A file beside the running executable (/proc/self/exe), e.g. "dfarm-runner".

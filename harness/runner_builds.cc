@@ -48,7 +48,7 @@ void FillDfarm(RunnerSpec* runner, const std::string& runner_path, std::string a
   runner->builds[HostAbi()] = runner_path;
   if (HostAbi() == kArm64Abi) return;
   if (arm.empty()) arm = EnvOr("DFARM_ARM64_RUNNER", "");
-  if (arm.empty() && !runner_path.empty()) arm = Arm64BuildOf(runner_path);
+  if (arm.empty() && !runner_path.empty()) arm = Arm64ProgramOf(runner_path);
   if (!IsFile(arm)) {
     runner->missing_builds[kArm64Abi] = "no arm64 dfarm-runner at '" + arm +
                                         "' (scripts/build.sh arm64, or set DFARM_ARM64_RUNNER)";
@@ -68,7 +68,7 @@ void FillTflite(RunnerSpec* runner, const std::string& runner_path) {
   const std::string host_exe =
       (fs::path(runner_path).parent_path() / "dfarm-tflite-runner").string();
   std::vector<std::pair<std::string, std::string>> abis = {{HostAbi(), host_exe}};
-  if (HostAbi() != kArm64Abi) abis.emplace_back(kArm64Abi, Arm64BuildOf(host_exe));
+  if (HostAbi() != kArm64Abi) abis.emplace_back(kArm64Abi, Arm64ProgramOf(host_exe));
   for (const auto& [abi, exe] : abis) {
     const std::string lib = TfliteArchDir(abi) + "/libtensorflowlite_c.so";
     if (!IsFile(exe)) {
@@ -84,6 +84,16 @@ void FillTflite(RunnerSpec* runner, const std::string& runner_path) {
 }
 
 }  // namespace
+
+std::string Arm64ProgramOf(const std::string& host_program) {
+  const std::string built = Arm64BuildOf(host_program);
+  const fs::path p(host_program);
+  const fs::path installed =
+      p.parent_path().parent_path() / "share" / "dfarm" / "arm64" / "bin" / p.filename();
+  std::error_code ec;
+  if (!fs::exists(built, ec) && fs::exists(installed, ec)) return installed.string();
+  return built;
+}
 
 std::string TfliteLibraryDir() { return EnvOr("DFARM_TFLITE_DIR", DFARM_DEFAULT_TFLITE_DIR); }
 
