@@ -377,6 +377,7 @@ std::string RenderHtml(const RunReport& report) {
   Distributions(h, report, cells);
   AccuracySection(h, report, cells);
   PlacementSection(h, report, cells);
+  ProfileSection(h, report, cells);
   JobsSection(h, report, cells);
   EnvironmentSection(h, report);
   FailuresSection(h, report);

@@ -172,6 +172,60 @@ void PlacementSection(std::ostringstream& h, const RunReport& report,
 
 namespace {
 
+constexpr size_t kTopOps = 3;
+const char* const kOpColours[kTopOps] = {"#2b6cb0", "#38a169", "#d69e2e"};
+
+// The top op types' shares of one run as a stacked bar (the rest grey).
+std::string OpsBar(const std::vector<store::ProfileOp>& ops) {
+  constexpr double kW = 220;
+  std::string svg =
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"222\" height=\"14\">"
+      "<rect x=\"1\" y=\"1\" width=\"220\" height=\"12\" fill=\"#e2e2e2\"/>";
+  double x = 1;
+  for (size_t k = 0; k < ops.size() && k < kTopOps; ++k) {
+    const double w = kW * std::clamp(ops[k].pct, 0.0, 100.0) / 100.0;
+    if (w <= 0 || x + w > kW + 1.5) continue;
+    svg += "<rect x=\"" + Fixed(x, 1) + "\" y=\"1\" width=\"" + Fixed(w, 1) +
+           "\" height=\"12\" fill=\"" + kOpColours[k] + "\"/>";
+    x += w;
+  }
+  return svg + "</svg>";
+}
+
+}  // namespace
+
+void ProfileSection(std::ostringstream& h, const RunReport& report,
+                    const std::vector<Cell>& cells) {
+  if (report.profiles.empty()) return;
+  h << "<h2>Profiles</h2>\n<p>Time per op type in one run (<code>benchmark.profile</code>), "
+       "averaged over a cell's profiled trials: the top "
+    << kTopOps
+    << " op types of each profiled cell, the rest grey. <code>dfarm show RUN --job ID</code> "
+       "lists every op type and node.</p>\n<table>\n<thead><tr><th>cell</th><th>trials</th>";
+  for (size_t k = 0; k < kTopOps; ++k) h << "<th>op " << k + 1 << "</th>";
+  h << "<th></th></tr></thead>\n<tbody>\n";
+  for (const Cell& cell : cells) {
+    const size_t trials = CellProfiledTrials(report, cell);
+    if (trials == 0) continue;
+    const std::vector<store::ProfileOp> ops = CellProfileOps(report, cell);
+    h << "<tr><td>" << HtmlEscape(CellLabel(report.jobs[cell.jobs.front()]))
+      << "</td><td class=\"num\">" << trials << "</td>";
+    for (size_t k = 0; k < kTopOps; ++k) {
+      if (k >= ops.size()) {
+        h << "<td>" << kDash << "</td>";
+        continue;
+      }
+      h << "<td><span style=\"color:" << kOpColours[k] << "\">&#9632;</span> <b>"
+        << HtmlEscape(ops[k].op) << "</b> " << Fixed(ops[k].pct, 1) << "%<br><small>"
+        << Fixed(ops[k].total_us / 1000.0, 3) << " ms, " << ops[k].count << "&times;</small></td>";
+    }
+    h << "<td>" << OpsBar(ops) << "</td></tr>\n";
+  }
+  h << "</tbody>\n</table>\n";
+}
+
+namespace {
+
 void JobRowHtml(std::ostringstream& h, const RunReport& report, const store::JobRow& j, bool busy) {
   h << "<tr><td>" << HtmlEscape(j.model) << "</td><td>" << HtmlEscape(DelegateLabel(j))
     << "</td><td>" << HtmlEscape(j.device) << "</td><td class=\"num\">" << j.trial

@@ -20,6 +20,9 @@ void AccuracySection(std::ostringstream& h, const RunReport& report,
                      const std::vector<Cell>& cells);
 void PlacementSection(std::ostringstream& h, const RunReport& report,
                       const std::vector<Cell>& cells);
+// The top op types of each profiled cell (spec benchmark.profile); nothing
+// when the run has no profile.
+void ProfileSection(std::ostringstream& h, const RunReport& report, const std::vector<Cell>& cells);
 // Every job (in cell order, by trial) with its noise flags: the load and
 // temperature before it, hot, throttled.
 void JobsSection(std::ostringstream& h, const RunReport& report, const std::vector<Cell>& cells);

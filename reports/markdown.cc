@@ -165,6 +165,21 @@ void JobTable(std::ostringstream& md, const RunReport& report, const std::vector
   md << "\n</details>\n";
 }
 
+// The top op types of each profiled cell (spec benchmark.profile).
+void ProfileTable(std::ostringstream& md, const RunReport& report, const std::vector<Cell>& cells) {
+  if (report.profiles.empty()) return;
+  md << "\n## Profiles\n\nTime per op type in one run (`benchmark.profile`), the top 3 of "
+        "each profiled cell; `dfarm show RUN --job ID` has every op type and node.\n\n"
+        "| cell | profiled trials | top op types |\n| --- | ---: | --- |\n";
+  for (const Cell& cell : cells) {
+    const size_t trials = CellProfiledTrials(report, cell);
+    if (trials == 0) continue;
+    const std::string top = TopOpsLabel(CellProfileOps(report, cell));
+    md << "| " << Md(CellLabel(report.jobs[cell.jobs.front()])) << " | " << trials << " | "
+       << (top.empty() ? "–" : Md(top)) << " |\n";
+  }
+}
+
 void Warnings(std::ostringstream& md, const RunReport& report) {
   size_t flagged = 0;
   for (const store::JobRow& j : report.jobs) flagged += DeviceStateFlags(j).empty() ? 0 : 1;
@@ -206,6 +221,7 @@ std::string RenderMarkdown(const RunReport& report) {
     CellTable(md, report, cells);
   }
   JobTable(md, report, cells);
+  ProfileTable(md, report, cells);
   Warnings(md, report);
   Failures(md, report);
   return md.str();

@@ -373,6 +373,9 @@ Result<RunReport> LoadRunReport(store::Store& store, int64_t run_id) {
   r.accuracy = std::move(*accuracy);
   if (auto e = LoadJobEvidence(store, r); !e) return e.error();
   if (auto e = LoadEnvironment(store, r); !e) return e.error();
+  auto profiles = store.ListRunProfiles(run_id);
+  if (!profiles) return profiles.error();
+  r.profiles = std::move(*profiles);
   return r;
 }
 

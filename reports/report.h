@@ -77,6 +77,9 @@ struct RunReport {
   std::vector<store::DeviceRow> devices{};        // the devices the run's jobs name
   std::vector<std::pair<std::string, std::string>> runner_builds{};  // (host path, sha256)
   std::optional<Comparison> comparison{};  // set by the caller for `--baseline`
+  // Per-op profiles (spec benchmark.profile; store ListRunProfiles): runs and
+  // by_op of each profiled job, by job id; absent for the others.
+  std::map<int64_t, store::JobProfile> profiles{};
 };
 
 // Reads a run, its jobs, their accuracy, samples (summarised), telemetry,
@@ -100,6 +103,17 @@ std::string AccuracyLabel(const RunReport& report, const store::JobRow& job);
 std::string AccuracyLabel(const store::Accuracy& accuracy);
 // The largest finite max_abs_error of the outputs; unset when there is none.
 std::optional<double> MaxAbsError(const store::Accuracy& accuracy);
+
+// Per-op profiles (profiles.cc). The time per op type of a cell: each op's
+// total_us and pct averaged over the cell's profiled trials (count as the
+// first trial that has the op lists it), largest total first; empty when no
+// trial of the cell has a profile.
+std::vector<store::ProfileOp> CellProfileOps(const RunReport& report, const Cell& cell);
+// The number of the cell's trials with a profile.
+size_t CellProfiledTrials(const RunReport& report, const Cell& cell);
+// "CONV_2D 62.1%, DELEGATE 30.0%, ADD 5.2%": the first `n` of `ops` (in
+// their order); empty when there are none.
+std::string TopOpsLabel(const std::vector<store::ProfileOp>& ops, size_t n = 3);
 
 // "hot", "throttled", "hot, throttled", or empty when the agent flagged neither.
 std::string DeviceStateFlags(const store::JobRow& job);

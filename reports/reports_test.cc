@@ -362,6 +362,52 @@ TEST_F(StoreReportTest, HtmlShowsEverySection) {
   EXPECT_EQ(html.find("href="), std::string::npos);  // nothing fetched or linked
 }
 
+// Per-op profiles: the cell's op types averaged over its profiled trials,
+// largest first; the Markdown and HTML "Profiles" sections show the top 3
+// of each profiled cell (escaped), and a run without profiles has neither.
+TEST_F(StoreReportTest, ProfilesShowTheTopOpsPerCell) {
+  EXPECT_EQ(RenderMarkdown(Load()).find("## Profiles"), std::string::npos);
+  EXPECT_EQ(RenderHtml(Load()).find("<h2>Profiles</h2>"), std::string::npos);
+  for (size_t i : {2, 3}) {  // the xnnpack trials
+    store::JobOutcome o;
+    o.status = "ok";
+    o.metrics = store::JobMetrics{};
+    store::JobProfile p;
+    p.runs = 3;
+    p.nodes.push_back(store::ProfileNode{0, "DELEGATE", "xnnpack", 0, {0, 1}, 900});
+    const double conv = i == 2 ? 600 : 800;
+    p.by_op = {{"DELEGATE", 1, 900, 100 * 900 / (900 + conv + 100)},
+               {"<CONV>", 2, conv, 100 * conv / (900 + conv + 100)},
+               {"ADD", 1, 100, 100 * 100 / (900 + conv + 100)},
+               {"MEAN", 1, 1, 0.1}};
+    o.profile = p;
+    ASSERT_TRUE(store_->RecordJobResult(ids_[i], o).ok());
+  }
+  RunReport r = Load();
+  ASSERT_EQ(r.profiles.size(), 2u);
+  std::vector<store::ProfileOp> ops = CellProfileOps(r, r.cells[2]);
+  ASSERT_EQ(ops.size(), 4u);
+  EXPECT_EQ(ops[0].op, "DELEGATE");
+  EXPECT_EQ(ops[1].op, "<CONV>");
+  EXPECT_DOUBLE_EQ(ops[1].total_us, 700);
+  EXPECT_EQ(ops[1].count, 2);
+  EXPECT_EQ(CellProfiledTrials(r, r.cells[2]), 2u);
+  EXPECT_TRUE(CellProfileOps(r, r.cells[0]).empty());
+  EXPECT_EQ(TopOpsLabel({{"A", 1, 1, 62.06}, {"B", 1, 1, 30}}), "A 62.1%, B 30.0%");
+
+  const std::string md = RenderMarkdown(r);
+  EXPECT_NE(md.find("## Profiles"), std::string::npos) << md;
+  EXPECT_NE(md.find("| m,1.tflite xnnpack x1 @local \\[runner main\\] | 2 | DELEGATE 53.1%, "
+                    "\\<CONV\\> 41.0%, ADD 5.9% |"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("MEAN"), std::string::npos);  // not in the top 3
+  const std::string html = RenderHtml(r);
+  EXPECT_NE(html.find("<h2>Profiles</h2>"), std::string::npos);
+  EXPECT_NE(html.find("<b>&lt;CONV&gt;</b>"), std::string::npos);
+  EXPECT_EQ(html.find("<CONV>"), std::string::npos);
+}
+
 // A failed or partial run never shows green: failed jobs or a failed run are
 // red, jobs not run (or a run still running) amber, a failing gate red.
 TEST(ReportsTest, OnlyAFinishedAllOkRunIsGreen) {
