@@ -405,6 +405,67 @@ TEST(CliTest, ShowCountsConstantsFoldedAtLoadApart) {
   EXPECT_EQ(doc["jobs"][1]["placement"]["folded_nodes"], 2);
 }
 
+// A profiled job (spec benchmark.profile): `show --job` prints its top op
+// types, `show --job --json` has its "profile" object in the runner's keys;
+// a job without one has neither.
+TEST(CliTest, ShowPrintsAJobsProfile) {
+  harness::TempDir dir;
+  std::string db = (dir.path() / "x.db").string();
+  {
+    auto store = store::OpenSqliteStore(db);
+    ASSERT_TRUE(store.ok());
+    auto run = (*store)->CreateRun("p", R"({"name":"p"})");
+    ASSERT_TRUE(run.ok());
+    store::JobRow j;
+    j.model = "m.tflite";
+    j.delegate = "xnnpack";
+    j.device = "local";
+    store::JobOutcome r;
+    r.status = "ok";
+    r.metrics = store::JobMetrics{};
+    store::JobProfile p;
+    p.runs = 4;
+    p.nodes.push_back({0, "CONV_2D", "cpu", std::nullopt, {}, 1500});
+    p.nodes.push_back({1, "DELEGATE", "xnnpack", 0, {1, 2}, 500});
+    p.by_op = {{"CONV_2D", 1, 1500, 75}, {"DELEGATE", 1, 500, 25}};
+    r.profile = p;
+    auto id = (*store)->AddJob(*run, j);
+    ASSERT_TRUE(id.ok());
+    ASSERT_TRUE((*store)->RecordJobResult(*id, r).ok());
+    r.profile.reset();
+    auto plain = (*store)->AddJob(*run, j);
+    ASSERT_TRUE(plain.ok());
+    ASSERT_TRUE((*store)->RecordJobResult(*plain, r).ok());
+  }
+  Outcome o = Call({"show", "1", "--job", "1", "--db", db});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_THAT(o.out, HasSubstr("profile over 4 run(s), 2 step(s); top op types:\n"
+                               "OP\tCOUNT\tTOTAL_MS\tPCT\nCONV_2D\t1\t1.50\t75.0%\n"
+                               "DELEGATE\t1\t0.50\t25.0%\n"));
+  o = Call({"show", "1", "--job", "1", "--db", db, "--json"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  auto doc = nlohmann::json::parse(o.out);
+  const auto& profile = doc["jobs"][0]["profile"];
+  EXPECT_EQ(doc["jobs"][0]["id"], 1);
+  EXPECT_EQ(profile["runs"], 4);
+  ASSERT_EQ(profile["by_op"].size(), 2u);
+  EXPECT_EQ(profile["by_op"][0]["op"], "CONV_2D");
+  EXPECT_EQ(profile["by_op"][0]["count"], 1);
+  EXPECT_EQ(profile["by_op"][0]["total_us"], 1500.0);
+  EXPECT_EQ(profile["by_op"][0]["pct"], 75.0);
+  ASSERT_EQ(profile["nodes"].size(), 2u);
+  EXPECT_FALSE(profile["nodes"][0].contains("partition"));
+  EXPECT_FALSE(profile["nodes"][0].contains("nodes"));
+  EXPECT_EQ(profile["nodes"][1]["partition"], 0);
+  EXPECT_EQ(profile["nodes"][1]["nodes"], nlohmann::json::parse("[1,2]"));
+  EXPECT_EQ(profile["nodes"][1]["mean_us"], 500.0);
+  o = Call({"show", "1", "--job", "2", "--db", db, "--json"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_FALSE(nlohmann::json::parse(o.out)["jobs"][0].contains("profile"));
+  o = Call({"show", "1", "--job", "2", "--db", db});
+  EXPECT_THAT(o.out, Not(HasSubstr("profile")));
+}
+
 // A run of two runtime builds (an A/B sweep) names each job's build in a
 // RUNNER column; a run of one build has none.
 TEST(CliTest, ShowNamesTheRunnerWhenARunHasSeveral) {

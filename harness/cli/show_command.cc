@@ -51,6 +51,33 @@ std::string Figure(double v) {
   return buf;
 }
 
+// The top op types of a profiled job (spec benchmark.profile): op, count,
+// total ms of one run, share. Nothing for a job without a profile.
+int ShowProfile(store::Store& store, const store::JobRow& j, Context& ctx) {
+  constexpr size_t kTop = 10;
+  auto profile = store.GetProfile(j.id);
+  if (!profile) {
+    return ctx.Fail(profile.error());
+  }
+  if (!*profile) return kExitOk;
+  const store::JobProfile& p = **profile;
+  ctx.out << "profile over " << p.runs << " run(s), " << p.nodes.size()
+          << " step(s); top op types:\nOP\tCOUNT\tTOTAL_MS\tPCT\n";
+  for (size_t k = 0; k < p.by_op.size() && k < kTop; ++k) {
+    const store::ProfileOp& o = p.by_op[k];
+    char pct[32];
+    std::snprintf(pct, sizeof pct, "%.1f%%", o.pct);
+    ctx.out << harness::TerminalSafe(o.op) << "\t" << o.count << "\t" << Ms(o.total_us) << "\t"
+            << pct << "\n";
+  }
+  if (p.by_op.size() > kTop) {
+    ctx.out << "(" << p.by_op.size() - kTop << " more op types: dfarm show --job " << j.id
+            << " --json)\n";
+  }
+  ctx.out << "\n";
+  return kExitOk;
+}
+
 // The human drill-down of one job: its nodes and the device state flags.
 int ShowJob(store::Store& store, const store::RunRow& run, const std::vector<store::JobRow>& jobs,
             int64_t job_id, Context& ctx) {
@@ -85,6 +112,7 @@ int ShowJob(store::Store& store, const store::RunRow& run, const std::vector<sto
       }
       ctx.out << "\n";
     }
+    if (int code = ShowProfile(store, j, ctx); code != kExitOk) return code;
     auto placement = store.GetPlacement(j.id);
     if (!placement) {
       return ctx.Fail(placement.error());
@@ -150,6 +178,39 @@ json JobJson(store::Store& store, const store::JobRow& j) {
           {"runner_sha256", j.runner_sha256}};
 }
 
+// A job's per-op profile in the runner's keys (docs/CONTRACTS.md):
+// {"runs","by_op":[{"op","count","total_us","pct"}],
+//  "nodes":[{"index","op","delegate","partition"?,"nodes"?,"mean_us"}]}.
+json ProfileJson(const store::JobProfile& p) {
+  json by_op = json::array();
+  for (const store::ProfileOp& o : p.by_op) {
+    json entry = json::object();
+    entry["op"] = o.op;
+    entry["count"] = o.count;
+    entry["total_us"] = o.total_us;
+    entry["pct"] = o.pct;
+    by_op.push_back(std::move(entry));
+  }
+  json nodes = json::array();
+  for (const store::ProfileNode& n : p.nodes) {
+    json entry = json::object();
+    entry["index"] = n.index;
+    entry["op"] = n.op;
+    entry["delegate"] = n.delegate;
+    if (n.partition) {
+      entry["partition"] = *n.partition;
+      entry["nodes"] = n.nodes;
+    }
+    entry["mean_us"] = n.mean_us;
+    nodes.push_back(std::move(entry));
+  }
+  json out = json::object();
+  out["runs"] = p.runs;
+  out["by_op"] = std::move(by_op);
+  out["nodes"] = std::move(nodes);
+  return out;
+}
+
 // Adds the drill-down of `show --job ID --json` to `job`: every node, the
 // device state and the raw evidence. Returns the exit code.
 int AddJobDetailJson(store::Store& store, const store::JobRow& j, json& job, Context& ctx) {
@@ -172,6 +233,12 @@ int AddJobDetailJson(store::Store& store, const store::JobRow& j, json& job, Con
     return ctx.Fail(accuracy.error());
   }
   job["accuracy"] = *accuracy ? runner_json::AccuracyJson(**accuracy) : json(nullptr);
+  // Only for a profiled job (spec benchmark.profile).
+  auto profile = store.GetProfile(j.id);
+  if (!profile) {
+    return ctx.Fail(profile.error());
+  }
+  if (*profile) job["profile"] = ProfileJson(**profile);
   return kExitOk;
 }
 
