@@ -139,6 +139,7 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   AddNodeCommand(app, ctx);
   AddImportCommands(app, ctx);
   AddBundleCommand(app, ctx);
+  AddCulpritCommand(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

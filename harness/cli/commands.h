@@ -43,6 +43,8 @@ void AddNodeCommand(CLI::App& app, Context& ctx);
 void AddImportCommands(CLI::App& app, Context& ctx);
 // `dfarm bundle` (bundle_command.cc): a runner build packed with its libraries and loader.
 void AddBundleCommand(CLI::App& app, Context& ctx);
+// `dfarm culprit RUN --job ID` (culprit_command.cc): the node a delegate gets wrong.
+void AddCulpritCommand(CLI::App& app, Context& ctx);
 
 // --db FILE, default ./dfarm.db, env DFARM_DB.
 void AddDbOption(CLI::App& cmd, std::string& db);

@@ -1,0 +1,146 @@
+// dfarm culprit RUN --job ID [--db FILE] [--max-abs-error X] [--max-abs-error-lsb N] [--json]
+//
+// Which node's delegation pushes a job's outputs past the threshold: the job
+// runs again on its device with its delegate restricted to ever fewer of the
+// nodes it delegated (bisection, harness/culprit.h).
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "harness/cli/commands.h"
+#include "harness/culprit.h"
+
+namespace dfarm::cli {
+namespace {
+
+struct CulpritCommandOptions {
+  std::string db;
+  std::string run;
+  int64_t job = 0;
+  double max_abs_error = 2e-3;
+  double max_abs_error_lsb = 2;
+  std::string agent_store;
+  std::string token_file;
+  bool json = false;
+};
+
+nlohmann::json LayerJson(const runner::LayerError& l) {
+  nlohmann::json j = nlohmann::json::object();
+  j["node"] = l.node;
+  j["op"] = l.op;
+  j["delegate"] = l.delegate;
+  if (l.partition >= 0) j["partition"] = l.partition;
+  j["tensor"] = l.tensor;
+  j["name"] = l.name;
+  j["max_abs_error"] = l.max_abs_error;
+  j["mean_abs_error"] = l.mean_abs_error;
+  return j;
+}
+
+nlohmann::json ResultJson(const harness::CulpritResult& r, const CulpritCommandOptions& o) {
+  nlohmann::json j = nlohmann::json::object();
+  j["run"] = r.run_id;
+  j["job"] = r.job_id;
+  j["model"] = r.model;
+  j["delegate"] = r.delegate;
+  j["device"] = r.device;
+  j["node"] = r.node ? nlohmann::json(*r.node) : nlohmann::json(nullptr);
+  j["op"] = r.op;
+  j["runs"] = r.steps.size();
+  j["candidates"] = r.candidates;
+  j["threshold"] = {{"max_abs_error", o.max_abs_error}, {"max_abs_error_lsb", o.max_abs_error_lsb}};
+  if (!r.note.empty()) j["note"] = r.note;
+  nlohmann::json steps = nlohmann::json::array();
+  for (const harness::CulpritStep& s : r.steps) {
+    steps.push_back({{"last_node", s.last_node},
+                     {"delegated", s.delegated},
+                     {"max_abs_error", s.max_abs_error},
+                     {"fails", s.fails}});
+  }
+  j["steps"] = std::move(steps);
+  nlohmann::json layers = nlohmann::json::array();
+  for (const runner::LayerError& l : r.layers) layers.push_back(LayerJson(l));
+  j["layers"] = std::move(layers);
+  return j;
+}
+
+void PrintText(const harness::CulpritResult& r, std::ostream& out) {
+  out << "run " << r.run_id << " job " << r.job_id << ": " << r.model << " on " << r.delegate
+      << " @ " << r.device << ", " << r.candidates << " delegated node(s), " << r.steps.size()
+      << " run(s)\n";
+  if (!r.node) {
+    out << r.note << "\n";
+    return;
+  }
+  out << "culprit: node " << *r.node << (r.op.empty() ? "" : " (" + r.op + ")")
+      << ": delegating nodes up to it pushes an output past the threshold\n";
+  if (r.layers.empty()) return;
+  out << "per-layer error (delegated up to node " << *r.node << "):\n";
+  char line[256];
+  for (const runner::LayerError& l : r.layers) {
+    std::snprintf(line, sizeof(line), "  node %4lld %-24s %-10s max %.3g  mean %.3g  %s\n",
+                  static_cast<long long>(l.node), l.op.c_str(), l.delegate.c_str(), l.max_abs_error,
+                  l.mean_abs_error, l.name.c_str());
+    out << line;
+  }
+}
+
+int Culprit(const CulpritCommandOptions& o, Context& ctx) {
+  auto store = OpenExistingStore(o.db);
+  if (!store) return ctx.Fail(store.error());
+  auto run = ResolveRun(**store, o.run);
+  if (!run) return ctx.Fail(run.error());
+  if (auto r = CheckTokenFileOption(o.token_file); !r) return ctx.Fail(r.error());
+  harness::ProviderOptions po = harness::DefaultProviderOptions();
+  po.agent_store = o.agent_store;
+  po.token_file = o.token_file;
+  auto provider = harness::MakeDeviceProvider(po);
+  harness::SweepOptions so;
+  const char* runner = std::getenv("DFARM_RUNNER");
+  so.runner_path = runner && *runner ? runner : harness::BesideSelf("dfarm-runner");
+  so.progress = &ctx.err;
+  harness::CulpritOptions co;
+  co.run_id = *run;
+  co.job_id = o.job;
+  co.max_abs_error = o.max_abs_error;
+  co.max_abs_error_lsb = o.max_abs_error_lsb;
+  auto result = harness::FindCulprit(co, **store, *provider, so);
+  if (!result) return ctx.Fail(result.error());
+  if (o.json) {
+    ctx.out << ResultJson(*result, o).dump() << "\n";
+  } else {
+    PrintText(*result, ctx.out);
+  }
+  return result->node ? kExitOk : kExitJobsFailed;
+}
+
+}  // namespace
+
+void AddCulpritCommand(CLI::App& app, Context& ctx) {
+  auto o = std::make_shared<CulpritCommandOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "culprit", "Find the first node whose delegation pushes a job's outputs past a threshold");
+  AddDbOption(*cmd, o->db);
+  cmd->add_option("RUN", o->run, "run id, 'last' or tag:NAME")->required();
+  cmd->add_option("--job", o->job, "the job (an id from 'dfarm show RUN')")->required();
+  cmd->add_option("--max-abs-error", o->max_abs_error,
+                  "an output fails above this absolute error (the gate's default)")
+      ->capture_default_str();
+  cmd->add_option("--max-abs-error-lsb", o->max_abs_error_lsb,
+                  "a quantized output fails above this many quantization steps")
+      ->capture_default_str();
+  AddAgentStoreOption(*cmd, o->agent_store);
+  AddTokenFileOption(*cmd, o->token_file);
+  cmd->add_flag("--json", o->json,
+                "print {\"node\",\"op\",\"runs\",\"candidates\",\"steps\",\"layers\",...}");
+  cmd->footer(
+      "Runs the job's model again on the job's device with the same runner build, delegate and "
+      "options, delegating only the nodes up to an index (first_delegate_node_index / "
+      "last_delegate_node_index), and bisects: about log2(N) runs for N delegated nodes. The "
+      "run at the culprit compares every layer with the CPU reference (per-layer error). "
+      "Nothing is recorded in the database.\nExit codes: 0 culprit found, 1 the outputs pass "
+      "with every node delegated (no culprit), 2 usage error (unknown run or job, a cpu job), "
+      "3 device or database error, or a model/plugin/runner that changed since the run.");
+  cmd->callback([o, &ctx] { ctx.exit_code = Culprit(*o, ctx); });
+}
+
+}  // namespace dfarm::cli
