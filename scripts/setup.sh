@@ -23,6 +23,7 @@ PACKAGES=(
   qemu-user g++-aarch64-linux-gnu
   clang libclang-rt-14-dev
   chromium python3-junitparser
+  help2man
 )
 
 log() { printf 'setup: %s\n' "$*" >&2; }
