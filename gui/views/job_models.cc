@@ -63,6 +63,9 @@ Result<JobData> loadJob(store::Store& store, qint64 jobId) {
   auto placement = store.GetPlacement(jobId);
   if (!placement) return placement.error();
   d.placement = std::move(*placement);
+  auto profile = store.GetProfile(jobId);
+  if (!profile) return profile.error();
+  d.profile = std::move(*profile);
   auto telemetry = store.GetTelemetry(jobId);
   if (!telemetry) return telemetry.error();
   d.telemetry = std::move(*telemetry);
@@ -199,6 +202,49 @@ QVariant PlacementModel::data(const QModelIndex& index, int role) const {
 QVariant PlacementModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
   static const char* const kNames[] = {"Node", "Op", "Ran on", "Partition", "Fallback reason"};
+  return section >= 0 && section < ColumnCount ? tr(kNames[section]) : QVariant();
+}
+
+// ---- ProfileModel
+
+ProfileModel::ProfileModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+void ProfileModel::setProfile(std::optional<store::JobProfile> profile) {
+  beginResetModel();
+  m_ops = profile ? std::move(profile->by_op) : std::vector<store::ProfileOp>();
+  endResetModel();
+}
+
+int ProfileModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(m_ops.size());
+}
+int ProfileModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : ColumnCount;
+}
+
+QVariant ProfileModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || index.row() >= rowCount() || index.column() >= ColumnCount) return {};
+  const store::ProfileOp& o = m_ops[static_cast<size_t>(index.row())];
+  if (role == Qt::TextAlignmentRole && index.column() != OpColumn) {
+    return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
+  }
+  if (role != Qt::DisplayRole) return {};
+  switch (index.column()) {
+    case OpColumn:
+      return QString::fromStdString(o.op);
+    case CountColumn:
+      return QVariant::fromValue<qint64>(o.count);
+    case TotalColumn:
+      return QString::number(o.total_us / 1000.0, 'f', 3);
+    case ShareColumn:
+      return QString::number(o.pct, 'f', 1);
+  }
+  return {};
+}
+
+QVariant ProfileModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  static const char* const kNames[] = {"Op", "Count", "Total ms", "%"};
   return section >= 0 && section < ColumnCount ? tr(kNames[section]) : QVariant();
 }
 

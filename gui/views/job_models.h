@@ -1,7 +1,7 @@
 // What the Job view shows of one job, read in one go off the GUI thread
 // (loadJob), and the table models of its parts: per-output accuracy,
-// placement per node, device telemetry before/after. latencyHistogram bins
-// the raw samples.
+// placement per node, the per-op profile, device telemetry before/after.
+// latencyHistogram bins the raw samples.
 #pragma once
 
 #include <QAbstractTableModel>
@@ -20,6 +20,7 @@ struct JobData {
   std::optional<store::JobDetail> detail;  // unset until the job has a result
   std::optional<store::Accuracy> accuracy;
   std::optional<store::JobPlacement> placement;
+  std::optional<store::JobProfile> profile;  // spec benchmark.profile only
   std::vector<store::TelemetryRow> telemetry;
 };
 
@@ -82,6 +83,25 @@ class PlacementModel : public QAbstractTableModel {
 
  private:
   std::vector<store::PlacementNode> m_nodes;
+};
+
+// The per-op profile (spec benchmark.profile): one row per op type, slowest
+// first, as the runner listed them.
+class ProfileModel : public QAbstractTableModel {
+  Q_OBJECT
+
+ public:
+  enum Column { OpColumn, CountColumn, TotalColumn, ShareColumn, ColumnCount };
+  explicit ProfileModel(QObject* parent = nullptr);
+  void setProfile(std::optional<store::JobProfile> profile);
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation,
+                      int role = Qt::DisplayRole) const override;
+
+ private:
+  std::vector<store::ProfileOp> m_ops;
 };
 
 // Device telemetry: one row per figure, columns before / after.

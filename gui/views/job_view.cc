@@ -88,11 +88,17 @@ JobView::JobView(QWidget* parent) : View(parent) {
 
   m_accuracy = new AccuracyModel(this);
   m_placement = new PlacementModel(this);
+  m_profile = new ProfileModel(this);
   m_telemetry = new TelemetryModel(this);
   m_accuracyTable = makeTable(m_accuracy, this);
   m_placementTable = makeTable(m_placement, this);
   m_telemetryTable = makeTable(m_telemetry, this);
   m_placementSummary = new QLabel(this);
+  m_profileTable = makeTable(m_profile, this);
+  m_profileTable->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  m_profileSummary = new QLabel(this);
+  m_profileBox = boxed(tr("Per-op profile"), m_profileTable, m_profileSummary);
+  m_profileBox->hide();
   m_stderr = new QPlainTextEdit(this);
   m_stderr->setReadOnly(true);
   m_stderr->setFont(QFont("monospace"));
@@ -105,11 +111,13 @@ JobView::JobView(QWidget* parent) : View(parent) {
   m_telemetryTable->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
   auto* tables = new QSplitter(Qt::Horizontal);
   tables->addWidget(boxed(tr("Placement per node"), m_placementTable, m_placementSummary));
+  tables->addWidget(m_profileBox);
   tables->addWidget(boxed(tr("Device before / after"), m_telemetryTable));
   tables->addWidget(m_stderrBox);
   tables->setStretchFactor(0, 3);
   tables->setStretchFactor(1, 3);
   tables->setStretchFactor(2, 3);
+  tables->setStretchFactor(3, 3);
   auto* body = new QSplitter(Qt::Vertical, this);
   body->addWidget(charts);
   body->addWidget(boxed(tr("Accuracy per output"), m_accuracyTable));
@@ -139,6 +147,23 @@ QString JobView::headerText() const { return m_header->text(); }
 QString JobView::stderrText() const {
   return m_stderrBox->isHidden() ? "" : m_stderr->toPlainText();
 }
+QString JobView::profileTitle() const {
+  return m_profileBox->isHidden() ? "" : m_profileSummary->text();
+}
+
+void JobView::showProfile(const JobData& d) {
+  m_profile->setProfile(d.profile);
+  m_profileBox->setVisible(d.profile.has_value());
+  if (!d.profile) return;
+  double total_us = 0;
+  for (const store::ProfileOp& o : d.profile->by_op) total_us += o.total_us;
+  m_profileSummary->setText(tr("%1 op type(s), %2 ms per run (mean of %3 runs)")
+                                .arg(d.profile->by_op.size())
+                                .arg(total_us / 1000.0, 0, 'f', 3)
+                                .arg(d.profile->runs));
+  m_profileTable->resizeColumnsToContents();
+}
+
 QString JobView::message() const { return m_message->isHidden() ? "" : m_message->text(); }
 
 void JobView::load() {
@@ -161,6 +186,8 @@ void JobView::showData(const Result<JobData>& data) {
     m_flags->hide();
     m_accuracy->setAccuracy(std::nullopt);
     m_placement->setPlacement(std::nullopt);
+    m_profile->setProfile(std::nullopt);
+    m_profileBox->hide();
     m_telemetry->setTelemetry({}, std::nullopt, std::nullopt);
     m_stderrBox->hide();
     clearChart(m_histogram);
@@ -181,6 +208,7 @@ void JobView::showData(const Result<JobData>& data) {
                               .arg(d.job.placement->cpu_nodes)
                               .arg(d.job.placement->folded_nodes)
                         : tr("no placement reported"));
+    showProfile(d);
     m_accuracyTable->resizeColumnsToContents();
     m_placementTable->resizeColumnsToContents();
     m_telemetry->setTelemetry(d.telemetry, d.detail ? d.detail->state_before_json : std::nullopt,

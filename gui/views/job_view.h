@@ -2,7 +2,8 @@
 // threads, trial, runner name and build sha256, status, error, device-state
 // flags), a latency histogram of its raw samples, the samples as a timeline
 // in run order (the first run and the warm-up mean marked), per-output
-// accuracy, placement per node (folded constants apart), the device's
+// accuracy, placement per node (folded constants apart), the per-op profile
+// (when the spec asked for one), the device's
 // telemetry before/after and, for a failed job, the runner's stderr tail.
 #pragma once
 
@@ -31,6 +32,9 @@ class JobView : public View {
   qint64 jobId() const { return m_jobId; }
   AccuracyModel* accuracyModel() const { return m_accuracy; }
   PlacementModel* placementModel() const { return m_placement; }
+  ProfileModel* profileModel() const { return m_profile; }
+  // "Per-op profile (N runs)", or "" when the job has none (the box is hidden).
+  QString profileTitle() const;
   TelemetryModel* telemetryModel() const { return m_telemetry; }
   QChart* histogramChart() const { return m_histogram; }
   QChart* timelineChart() const { return m_timeline; }
@@ -42,6 +46,7 @@ class JobView : public View {
   void load();
   void showData(const Result<JobData>& data);
   void showHeader(const JobData& d);
+  void showProfile(const JobData& d);
   void buildHistogram(const JobData& d);
   void buildTimeline(const JobData& d);
 
@@ -56,9 +61,13 @@ class JobView : public View {
   QChartView* m_timelineView = nullptr;
   AccuracyModel* m_accuracy = nullptr;
   PlacementModel* m_placement = nullptr;
+  ProfileModel* m_profile = nullptr;
   TelemetryModel* m_telemetry = nullptr;
   QTableView* m_accuracyTable = nullptr;
   QTableView* m_placementTable = nullptr;
+  QTableView* m_profileTable = nullptr;
+  QLabel* m_profileSummary = nullptr;
+  QWidget* m_profileBox = nullptr;
   QTableView* m_telemetryTable = nullptr;
   QLabel* m_placementSummary = nullptr;
   QPlainTextEdit* m_stderr = nullptr;

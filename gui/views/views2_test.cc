@@ -72,6 +72,12 @@ store::JobOutcome Ok(double p50_us) {
                      {1, "RESHAPE", "cpu", std::nullopt, true, ""},
                      {2, "CUSTOM", "cpu", std::nullopt, false, "xnnpack: CUSTOM is not supported"}};
   ok.placement = placement;
+  store::JobProfile profile;
+  profile.runs = 6;
+  profile.nodes = {{0, "DELEGATE", "xnnpack", 0, {0}, p50_us * 0.7},
+                   {2, "CUSTOM", "cpu", std::nullopt, {}, p50_us * 0.3}};
+  profile.by_op = {{"DELEGATE", 1, p50_us * 0.7, 70}, {"CUSTOM", 1, p50_us * 0.3, 30}};
+  ok.profile = profile;
   ok.state_before_json = R"({"cpu_freq_khz":[1800000],"hottest_temp_c":45.5})";
   ok.state_after_json = R"({"cpu_freq_khz":[1200000],"hottest_temp_c":71.0})";
   ok.throttled = true;
@@ -246,6 +252,8 @@ TEST_F(Views2Test, JobViewShowsEveryPartOfAJob) {
                                     QAbstractItemModelTester::FailureReportingMode::Warning);
   QAbstractItemModelTester placement(view.placementModel(),
                                      QAbstractItemModelTester::FailureReportingMode::Warning);
+  QAbstractItemModelTester profile(view.profileModel(),
+                                   QAbstractItemModelTester::FailureReportingMode::Warning);
   QAbstractItemModelTester telemetry(view.telemetryModel(),
                                      QAbstractItemModelTester::FailureReportingMode::Warning);
   view.showJob(firstJob_);
@@ -273,6 +281,13 @@ TEST_F(Views2Test, JobViewShowsEveryPartOfAJob) {
   EXPECT_EQ(pl->index(1, PlacementModel::ReasonColumn).data().toString(),
             "xnnpack: CUSTOM is not supported");
   EXPECT_EQ(pl->index(0, PlacementModel::PartitionColumn).data().toLongLong(), 0);
+
+  const auto* prof = view.profileModel();
+  ASSERT_EQ(prof->rowCount(), 2);
+  EXPECT_EQ(prof->index(0, ProfileModel::OpColumn).data().toString(), "DELEGATE");
+  EXPECT_EQ(prof->index(1, ProfileModel::ShareColumn).data().toString(), "30.0");
+  EXPECT_TRUE(view.profileTitle().contains("2 op type(s)")) << view.profileTitle().toStdString();
+  EXPECT_TRUE(view.profileTitle().contains("mean of 6 runs")) << view.profileTitle().toStdString();
 
   const auto* tel = view.telemetryModel();
   bool sawHottest = false, sawFreq = false;
