@@ -73,6 +73,7 @@ table.heat td.hc small { display: block; }
 .fail { background: repeating-linear-gradient(45deg, #fbd3cf, #fbd3cf 6px, #fff 6px, #fff 12px);
   color: #8d1a12; font-weight: 600; }
 td.none { color: #aaa; text-align: center; }
+td.op { white-space: nowrap; }
 .badge { display: inline-block; padding: 0 .5em; border-radius: 3px; font-weight: 600;
   font-size: .85em; }
 .v-pass, .v-improved { background: #d8f0dc; color: #17692b; }

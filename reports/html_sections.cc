@@ -215,7 +215,7 @@ void ProfileSection(std::ostringstream& h, const RunReport& report,
         h << "<td>" << kDash << "</td>";
         continue;
       }
-      h << "<td><span style=\"color:" << kOpColours[k] << "\">&#9632;</span> <b>"
+      h << "<td class=\"op\"><span style=\"color:" << kOpColours[k] << "\">&#9632;</span> <b>"
         << HtmlEscape(ops[k].op) << "</b> " << Fixed(ops[k].pct, 1) << "%<br><small>"
         << Fixed(ops[k].total_us / 1000.0, 3) << " ms, " << ops[k].count << "&times;</small></td>";
     }
