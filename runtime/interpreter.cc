@@ -48,7 +48,14 @@ class KnownShapesOnly final : public Delegate {
 
 Interpreter::Interpreter(const Model& model, const OpResolver& resolver,
                          const InterpreterOptions& options)
-    : model_(model), resolver_(resolver), options_(options), arena_(nullptr, &FreeArena) {
+    : model_(model),
+      resolver_(resolver),
+      options_(options),
+      arena_(nullptr, &FreeArena),
+      threadpool_(options.num_threads),
+      scratch_(nullptr, &FreeArena) {
+  context_.threadpool = threadpool_.get();
+  context_.num_threads = threadpool_.threads();
   const tflite::SubGraph* graph = model.subgraph();
   const uint32_t num_tensors = graph->tensors() != nullptr ? graph->tensors()->size() : 0;
   tensors_.resize(num_tensors);
@@ -96,6 +103,7 @@ Interpreter::Interpreter(const Model& model, const OpResolver& resolver,
     const tflite::Operator* op = graph->operators()->Get(i);
     Node& node = nodes_[i];
     node.index = static_cast<int>(i);
+    node.context = &context_;
     node.op = op;
     node.code = model.BuiltinCode(op->opcode_index());
     node.op_name = model.OperatorName(op->opcode_index());
@@ -191,15 +199,39 @@ Status Interpreter::ResolveKernels() {
 }
 
 Status Interpreter::PrepareNodes() {
+  size_t scratch = 0;  // the largest per-thread request so far
   for (Node& node : nodes_) {
     if (delegation_.PartitionOf(node.index) >= 0) continue;
     DFARM_RETURN_IF_ERROR(node.registration->prepare(node).WithPrefix(NodeLabel(node)));
     for (const Tensor* out : node.outputs) DFARM_RETURN_IF_ERROR(CheckTensorFits(*out));
+    scratch = std::max(scratch, node.scratch_bytes);
     if (node.folded) {
       for (Tensor* out : node.outputs) DFARM_RETURN_IF_ERROR(AllocatePersistent(out));
+      DFARM_RETURN_IF_ERROR(EnsureScratch(scratch));
       DFARM_RETURN_IF_ERROR(node.registration->eval(node).WithPrefix(NodeLabel(node)));
     }
   }
+  return EnsureScratch(scratch);
+}
+
+Status Interpreter::EnsureScratch(size_t per_thread) {
+  const size_t stride = AlignUp(per_thread);
+  if (stride <= context_.scratch_stride) return Status::Ok();
+  const size_t threads = static_cast<size_t>(context_.num_threads);
+  if (stride > options_.max_arena_bytes / threads) {
+    return Status::Unsupported("model '" + model_.name() + "' kernels need " +
+                               std::to_string(threads) + " x " + std::to_string(stride) +
+                               " bytes of scratch, over the arena limit of " +
+                               std::to_string(options_.max_arena_bytes) + " bytes");
+  }
+  scratch_.reset(static_cast<std::byte*>(std::aligned_alloc(kArenaAlignment, stride * threads)));
+  if (scratch_ == nullptr) {
+    return Status::Error("model '" + model_.name() + "': out of memory for " +
+                         std::to_string(stride * threads) + " bytes of kernel scratch");
+  }
+  context_.scratch = scratch_.get();
+  context_.scratch_stride = stride;
+  scratch_bytes_ = stride * threads;
   return Status::Ok();
 }
 

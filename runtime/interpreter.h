@@ -4,7 +4,10 @@
 // OpResolver (and the registrations it hands out); both must outlive it. It
 // owns its tensors' metadata, the kernels' OpData, the folded tensors' blocks
 // and one arena, allocated in AllocateTensors(), which together hold every
-// non-constant tensor. Invoke() allocates nothing.
+// non-constant tensor; one scratch block all kernels share (each node's
+// Node::scratch_bytes per thread, the largest wins); and, with num_threads
+// > 1, one thread pool, created in the constructor, which every node's
+// kernel reaches through Node::context. Invoke() allocates nothing.
 #pragma once
 
 #include <cstddef>
@@ -14,6 +17,7 @@
 
 #include "runtime/delegate.h"
 #include "runtime/kernels/kernel.h"
+#include "runtime/kernels/parallel.h"
 #include "runtime/model.h"
 #include "runtime/op_resolver.h"
 #include "runtime/status.h"
@@ -25,6 +29,10 @@ struct InterpreterOptions {
   // AllocateTensors() refuses (kUnsupported) a model whose arena would be
   // larger, rather than let a corrupt shape exhaust the device's memory.
   size_t max_arena_bytes = size_t{4} << 30;
+  // Threads our kernels may use in Invoke() (the calling one included);
+  // values below 1 count as 1. Results do not depend on it (see
+  // kernels/parallel.h). Without pthreadpool in the build it is always 1.
+  int num_threads = 1;
 };
 
 class Interpreter {
@@ -95,6 +103,12 @@ class Interpreter {
   size_t arena_bytes() const { return arena_bytes_; }
   // The folded tensors' and variables' part of arena_bytes().
   size_t persistent_bytes() const { return persistent_bytes_; }
+  // Bytes of the kernels' shared scratch block (all threads' parts), apart
+  // from arena_bytes(); 0 before AllocateTensors().
+  size_t scratch_bytes() const { return scratch_bytes_; }
+  // Threads the kernels run on: options.num_threads, or 1 where the build
+  // has no thread pool.
+  int num_threads() const { return context_.num_threads; }
   // Number of nodes Invoke() runs (nodes_size() minus the folded ones).
   size_t invoked_nodes_size() const { return plan_.size(); }
 
@@ -114,6 +128,9 @@ class Interpreter {
   // Gives `tensor` its own zeroed block of tensor->bytes, counted in
   // persistent_bytes_ against options_.max_arena_bytes.
   Status AllocatePersistent(Tensor* tensor);
+  // Makes the shared scratch hold num_threads parts of at least
+  // `per_thread` bytes (allocates only when it grows).
+  Status EnsureScratch(size_t per_thread);
   void Lifetimes(std::vector<int>* first_out, std::vector<int>* last_out) const;
   Status Plan();
   Status RunNode(int index);
@@ -134,6 +151,10 @@ class Interpreter {
   using Block = std::unique_ptr<std::byte[], void (*)(std::byte*)>;
   std::vector<Block> persistent_;  // folded tensors and variables
   Block arena_;
+  ThreadPool threadpool_;
+  Block scratch_;
+  ExecutionContext context_;  // every node's Node::context
+  size_t scratch_bytes_ = 0;
   size_t arena_bytes_ = 0;
   size_t persistent_bytes_ = 0;
   bool allocated_ = false;

@@ -324,6 +324,42 @@ ModelBuilder AllOpsModel() {
   return b;
 }
 
+TEST(InterpreterTest, ThreadsAndSharedScratch) {
+  ModelBuilder b = AllOpsModel();
+  std::unique_ptr<Model> model;
+  ASSERT_TRUE(Model::FromBuffer("all.tflite", b.Build(), &model).ok());
+  OpResolver resolver;
+  resolver.AddAllReferenceOps();
+  Interpreter one(*model, resolver);
+  EXPECT_EQ(one.num_threads(), 1);
+  EXPECT_EQ(one.scratch_bytes(), 0u);  // before AllocateTensors()
+  ASSERT_TRUE(one.AllocateTensors().ok());
+  // The im2col CONV_2D asks for scratch; one block, a multiple of 64 bytes.
+  EXPECT_GT(one.scratch_bytes(), 0u);
+  EXPECT_EQ(one.scratch_bytes() % 64, 0u);
+  size_t largest = 0;
+  for (size_t i = 0; i < one.nodes_size(); ++i) {
+    largest = std::max(largest, one.node(i).scratch_bytes);
+    EXPECT_NE(one.node(i).context, nullptr);
+  }
+  EXPECT_GE(one.scratch_bytes(), largest);
+  InterpreterOptions options;
+  options.num_threads = 3;
+  Interpreter three(*model, resolver, options);
+  ASSERT_TRUE(three.AllocateTensors().ok());
+#ifdef DFARM_HAVE_PTHREADPOOL
+  EXPECT_EQ(three.num_threads(), 3);
+#endif
+  // One part per thread, each for the largest request (the conv's chunks are
+  // a third of the pixels here).
+  largest = 0;
+  for (size_t i = 0; i < three.nodes_size(); ++i) {
+    largest = std::max(largest, three.node(i).scratch_bytes);
+  }
+  EXPECT_GT(largest, 0u);
+  EXPECT_GE(three.scratch_bytes(), static_cast<size_t>(three.num_threads()) * largest);
+}
+
 TEST(InterpreterTest, MutatedModelsNeverCrash) {
   GraphRunner runner;
   ASSERT_TRUE(runner.Init(AllOpsModel()).ok());

@@ -1,9 +1,10 @@
 // One Google Benchmark per .tflite model in DFARM_MODELS_DIR (the real-model
 // corpus): the time of one Interpreter::Invoke() with the runtime's own CPU
-// kernels (convolutions and matrix products through kernels/gemm.h), on one
-// thread (the runtime has no threads of its own), after AllocateTensors()
-// outside the timed loop. Counters: arena_bytes (folded part included),
-// persistent_bytes, invoked_nodes, model_bytes.
+// kernels (convolutions and matrix products through kernels/gemm.h), on 1
+// and 2 threads (BM_Invoke/MODEL/threads:N, InterpreterOptions::num_threads),
+// after AllocateTensors() outside the timed loop. Counters: arena_bytes
+// (folded part included), persistent_bytes, scratch_bytes, invoked_nodes,
+// model_bytes.
 // BM_Gemm/MxNxK/{simd,generic}: one Gemm::Run() of the im2col shapes the
 // corpus uses, with the AVX2/FMA kernel where the CPU has it and with Eigen's
 // portable one; counter GFLOPS.
@@ -13,6 +14,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -54,7 +56,9 @@ void BM_Invoke(benchmark::State& state, const std::string& path) {
   }
   OpResolver resolver;
   resolver.AddAllReferenceOps();
-  Interpreter interpreter(*model, resolver);
+  InterpreterOptions options;
+  options.num_threads = static_cast<int>(state.range(0));
+  Interpreter interpreter(*model, resolver, options);
   status = interpreter.AllocateTensors();
   if (!status.ok()) {
     state.SkipWithError(status.message().c_str());
@@ -71,6 +75,7 @@ void BM_Invoke(benchmark::State& state, const std::string& path) {
   }
   state.counters["arena_bytes"] = static_cast<double>(interpreter.arena_bytes());
   state.counters["persistent_bytes"] = static_cast<double>(interpreter.persistent_bytes());
+  state.counters["scratch_bytes"] = static_cast<double>(interpreter.scratch_bytes());
   state.counters["invoked_nodes"] = static_cast<double>(interpreter.invoked_nodes_size());
   state.counters["model_bytes"] = static_cast<double>(model->size_bytes());
 }
@@ -86,6 +91,9 @@ int RegisterModels(const std::filesystem::path& dir) {
   for (const auto& path : models) {
     benchmark::RegisterBenchmark(("BM_Invoke/" + path.stem().string()).c_str(), BM_Invoke,
                                  path.string())
+        ->ArgName("threads")
+        ->Arg(1)
+        ->Arg(2)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
   }
@@ -104,8 +112,12 @@ void BM_Gemm(benchmark::State& state, int64_t m, int64_t n, int64_t k, bool gene
   Gemm gemm;
   gemm.set_generic_only(generic);
   gemm.Plan(m, n, k);
+  std::vector<float> workspace(gemm.workspace_bytes() / sizeof(float) + 16);
+  // 64-byte aligned start inside the vector.
+  auto* ws = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(workspace.data()) + 63) &
+                                          ~uintptr_t{63});
   for (auto _ : state) {
-    gemm.Run(m, n, k, {a.data(), k, false}, {b.data(), k, true}, c.data(), n);
+    gemm.Run(m, n, k, {a.data(), k, false}, {b.data(), k, true}, c.data(), n, ws);
     benchmark::DoNotOptimize(c.data());
   }
   state.counters["GFLOPS"] = benchmark::Counter(

@@ -479,6 +479,38 @@ TEST_P(NaiveReferenceTest, InterpreterMatchesNaiveEvaluation) {
   }
 }
 
+// The interpreter's kernels on 3 threads give every output of the 1-thread
+// run bit for bit (each element is computed by one thread, in one order).
+TEST_P(NaiveReferenceTest, ThreeThreadsMatchOneBitForBit) {
+  std::string path = std::string(DFARM_MODELS_DIR) + "/" + GetParam();
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is absent";
+  std::unique_ptr<Model> model;
+  ASSERT_TRUE(Model::Load(path, &model).ok());
+  OpResolver resolver;
+  resolver.AddAllReferenceOps();
+  Interpreter one(*model, resolver);
+  InterpreterOptions options;
+  options.num_threads = 3;
+  Interpreter three(*model, resolver, options);
+  for (Interpreter* it : {&one, &three}) {
+    Status status = it->AllocateTensors();
+    ASSERT_TRUE(status.ok()) << status.message();
+    std::mt19937 rng(12);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    for (Tensor* t : it->inputs()) {
+      for (int64_t k = 0; k < t->num_elements(); ++k) t->data_as<float>()[k] = dist(rng);
+    }
+    ASSERT_TRUE(it->Invoke().ok());
+  }
+  ASSERT_EQ(one.outputs().size(), three.outputs().size());
+  for (size_t i = 0; i < one.outputs().size(); ++i) {
+    const Tensor& a = *one.outputs()[i];
+    const Tensor& b = *three.outputs()[i];
+    ASSERT_EQ(a.bytes, b.bytes);
+    EXPECT_EQ(std::memcmp(a.data, b.data, a.bytes), 0) << "output " << i << " '" << a.name << "'";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(RealModels, NaiveReferenceTest,
                          ::testing::Values("face_detection_short_range.tflite",
                                            "face_detection_full_range.tflite",

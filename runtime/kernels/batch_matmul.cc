@@ -11,6 +11,7 @@
 #include "runtime/kernels/gemm.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/kernels.h"
+#include "runtime/kernels/parallel.h"
 
 namespace dfarm::runtime {
 namespace {
@@ -102,6 +103,7 @@ Status Prepare(Node& node) {
     return Status::Ok();
   }
   data->gemm.Plan(data->m, data->n, data->k);
+  node.scratch_bytes = data->gemm.workspace_bytes();
   node.data = std::move(data);
   return Status::Ok();
 }
@@ -109,8 +111,9 @@ Status Prepare(Node& node) {
 Status EvalReference(Node& node);
 
 Status Eval(Node& node) {
-  BatchMatMulData& d = *node.data_as<BatchMatMulData>();
+  const BatchMatMulData& d = *node.data_as<BatchMatMulData>();
   if (d.quantized) return EvalReference(node);
+  DFARM_RETURN_IF_ERROR(CheckScratch(node));
   const float* lhs = node.inputs[0]->data_as<float>();
   const float* rhs = node.inputs[1]->data_as<float>();
   float* out = node.outputs[0]->data_as<float>();
@@ -124,8 +127,9 @@ Status Eval(Node& node) {
       lo += index[i] * d.lhs_strides[i];
       ro += index[i] * d.rhs_strides[i];
     }
-    d.gemm.Run(d.m, d.n, d.k, {lhs + lo, d.adj_x ? d.m : d.k, d.adj_x},
-               {rhs + ro, d.adj_y ? d.k : d.n, d.adj_y}, out + b * d.m * d.n, d.n);
+    d.gemm.RunParallel(d.m, d.n, d.k, {lhs + lo, d.adj_x ? d.m : d.k, d.adj_x},
+                       {rhs + ro, d.adj_y ? d.k : d.n, d.adj_y}, out + b * d.m * d.n, d.n,
+                       node.context, 0);
     for (int i = kMaxBatchRank - 1; i >= 0; --i) {
       if (++index[i] < d.dims[i]) break;
       index[i] = 0;

@@ -9,9 +9,12 @@
 // The kernel is one GEMM: output[N*OH*OW, Cout] = patches[.., KH*KW*Cin] x
 // filter^T, where the filter (OHWI) already is that [Cout, KH*KW*Cin] matrix.
 // A 1x1 stride-1 convolution multiplies the input itself; otherwise the
-// patches are gathered (im2col) a chunk of output pixels at a time into a
-// scratch buffer sized in Prepare() (grouped: one GEMM per group over the
-// group's channels). RegisterConv2DReference() keeps the plain loops.
+// patches are gathered (im2col) a chunk of output pixels at a time into the
+// interpreter's shared scratch, sized in Prepare() (grouped: one GEMM per
+// group over the group's channels). With several threads each takes a
+// contiguous range of output pixels, its own chunk buffer and GEMM workspace
+// (the float path; results as on one thread). RegisterConv2DReference()
+// keeps the plain loops.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -19,6 +22,7 @@
 #include "runtime/kernels/gemm.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/kernels.h"
+#include "runtime/kernels/parallel.h"
 
 namespace dfarm::runtime {
 namespace {
@@ -34,10 +38,11 @@ struct Conv2DData : OpData {
   std::vector<float> packed_filter;
   std::vector<float> bias;  // [Cout]; zeros when the op has no bias
   // GEMM path: whether the input is the patch matrix itself (1x1, stride 1),
-  // else the output pixels per im2col chunk and the chunk buffer.
+  // else the output pixels per im2col chunk; per thread, the scratch holds
+  // the chunk's patches (patch_bytes) and then the GEMM's workspace.
   bool direct = false;
   int64_t chunk_rows = 0;
-  std::vector<float> patches;
+  size_t patch_bytes = 0;
   Gemm gemm;
   // int8 / uint8 path (TFLite's integer arithmetic, plain loops).
   bool quantized = false;
@@ -75,23 +80,27 @@ Status CheckConvTensors(const Tensor* input, const Tensor* filter, const Tensor*
 }
 
 // The GEMM path: multiply the input itself (1x1, stride 1, no padding) or
-// im2col chunks of output pixels; sizes the chunk buffer and plans the GEMM.
+// im2col chunks of output pixels (no more than one thread's share of them);
+// plans the GEMM and sets the node's per-thread scratch.
 void PlanGemmPath(const Tensor& input, const Tensor& filter, const WindowDim& h, const WindowDim& w,
-                  Conv2DData* data) {
+                  int threads, Conv2DData* data, Node& node) {
   const int k_h = filter.shape[1], k_w = filter.shape[2], filter_c = filter.shape[3];
   const int64_t depth = static_cast<int64_t>(k_h) * k_w * filter_c;
   const int64_t pixels = static_cast<int64_t>(input.shape[0]) * h.out * w.out;
   data->direct = data->groups == 1 && k_h == 1 && k_w == 1 && data->stride_h == 1 &&
                  data->stride_w == 1 && h.pad_before == 0 && w.pad_before == 0 &&
                  h.out == input.shape[1] && w.out == input.shape[2];
+  const int64_t share = (pixels + threads - 1) / threads;
   if (data->direct) {
-    data->chunk_rows = pixels;
+    data->chunk_rows = share;
   } else {
-    data->chunk_rows = std::min<int64_t>(
-        pixels, std::max<int64_t>(16, kChunkFloats / std::max<int64_t>(depth, 1)));
-    data->patches.resize(static_cast<size_t>(data->chunk_rows * depth));
+    data->chunk_rows =
+        std::min<int64_t>(share, std::max<int64_t>(16, kChunkFloats / std::max<int64_t>(depth, 1)));
+    data->patch_bytes =
+        (static_cast<size_t>(data->chunk_rows * depth) * sizeof(float) + 63) & ~size_t{63};
   }
   data->gemm.Plan(data->chunk_rows, filter.shape[0] / data->groups, depth);
+  node.scratch_bytes = data->patch_bytes + data->gemm.workspace_bytes();
 }
 
 // The reference path: the OHWI filter repacked to [KH][KW][Cin/G][Cout].
@@ -162,7 +171,7 @@ Status PrepareImpl(Node& node, bool reference) {
     if (reference) {
       PackReferenceFilter(*filter, data.get());
     } else {
-      PlanGemmPath(*input, *filter, h, w, data.get());
+      PlanGemmPath(*input, *filter, h, w, NumThreads(node), data.get(), node);
     }
   }
   node.data = std::move(data);
@@ -250,41 +259,61 @@ Status EvalQuantized(Node& node) {
   return Status::Ok();
 }
 
-Status Eval(Node& node) {
-  Conv2DData& d = *node.data_as<Conv2DData>();
-  if (d.quantized) {
-    return node.inputs[0]->dtype == DType::kInt8 ? EvalQuantized<int8_t>(node)
-                                                 : EvalQuantized<uint8_t>(node);
-  }
+// Output pixels [first, end) of the float GEMM path on one thread, with
+// `scratch` (the node's scratch_bytes): bias, products, activation.
+void EvalPixels(const Conv2DData& d, const Node& node, int64_t first, int64_t end,
+                std::byte* scratch) {
   const Tensor& input = *node.inputs[0];
   Tensor& output = *node.outputs[0];
   const int in_c = input.shape[3];
   const int out_h = output.shape[1], out_w = output.shape[2], out_c = output.shape[3];
   const int filter_c = in_c / d.groups, group_out = out_c / d.groups;
   const int64_t depth = static_cast<int64_t>(d.kernel_h) * d.kernel_w * filter_c;
-  const int64_t pixels = static_cast<int64_t>(output.shape[0]) * out_h * out_w;
   float* out = output.data_as<float>();
-  for (int64_t p = 0; p < pixels; ++p) {
+  for (int64_t p = first; p < end; ++p) {
     std::memcpy(out + p * out_c, d.bias.data(), out_c * sizeof(float));
   }
   const float* filter_data = node.inputs[1]->data_as<float>();
-  if (d.direct) {
-    const GemmOperand filter{filter_data, depth, /*transposed=*/true};
-    d.gemm.Run(pixels, out_c, depth, {input.data_as<float>(), depth, false}, filter, out, out_c);
-  } else {
-    for (int64_t first = 0; first < pixels; first += d.chunk_rows) {
-      const int64_t rows = std::min(d.chunk_rows, pixels - first);
-      for (int g = 0; g < d.groups; ++g) {
-        Im2Col(d, input, out_h, out_w, first, rows, g * filter_c, filter_c, d.patches.data());
-        const GemmOperand filter{filter_data + static_cast<int64_t>(g) * group_out * depth, depth,
-                                 /*transposed=*/true};
-        d.gemm.Run(rows, group_out, depth, {d.patches.data(), depth, false}, filter,
-                   out + first * out_c + static_cast<int64_t>(g) * group_out, out_c);
-      }
+  float* patches = reinterpret_cast<float*>(scratch);
+  std::byte* workspace = scratch + d.patch_bytes;
+  for (int64_t chunk = first; chunk < end; chunk += d.chunk_rows) {
+    const int64_t rows = std::min(d.chunk_rows, end - chunk);
+    if (d.direct) {
+      const GemmOperand filter{filter_data, depth, /*transposed=*/true};
+      d.gemm.Run(rows, out_c, depth, {input.data_as<float>() + chunk * depth, depth, false}, filter,
+                 out + chunk * out_c, out_c, workspace);
+      continue;
+    }
+    for (int g = 0; g < d.groups; ++g) {
+      Im2Col(d, input, out_h, out_w, chunk, rows, g * filter_c, filter_c, patches);
+      const GemmOperand filter{filter_data + static_cast<int64_t>(g) * group_out * depth, depth,
+                               /*transposed=*/true};
+      d.gemm.Run(rows, group_out, depth, {patches, depth, false}, filter,
+                 out + chunk * out_c + static_cast<int64_t>(g) * group_out, out_c, workspace);
     }
   }
   const ActivationRange act = d.activation;
-  for (int64_t i = 0; i < pixels * out_c; ++i) out[i] = Clamp(out[i], act);
+  for (int64_t i = first * out_c; i < end * out_c; ++i) out[i] = Clamp(out[i], act);
+}
+
+Status Eval(Node& node) {
+  const Conv2DData& d = *node.data_as<Conv2DData>();
+  if (d.quantized) {
+    return node.inputs[0]->dtype == DType::kInt8 ? EvalQuantized<int8_t>(node)
+                                                 : EvalQuantized<uint8_t>(node);
+  }
+  DFARM_RETURN_IF_ERROR(CheckScratch(node));
+  const Tensor& output = *node.outputs[0];
+  const int64_t pixels = static_cast<int64_t>(output.shape[0]) * output.shape[1] * output.shape[2];
+  const int threads = NumThreads(node);
+  ParallelFor(node.context, static_cast<size_t>(threads), [&](size_t t) {
+    const Range r = SplitRange(pixels, threads, static_cast<int>(t), d.chunk_rows);
+    if (r.size() > 0) {
+      EvalPixels(
+          d, node, r.begin, r.end,
+          node.context != nullptr ? node.context->ThreadScratch(static_cast<int>(t)) : nullptr);
+    }
+  });
   return Status::Ok();
 }
 

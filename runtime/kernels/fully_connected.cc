@@ -4,13 +4,14 @@
 // dim replaced by N. int8 (weights per-tensor or per-channel along dim 0)
 // and uint8 (per-tensor) with int32 bias use TFLite's integer arithmetic.
 // The output is one GEMM, input [B, K] x weights^T (weights [N, K] already is
-// the transposed right operand); RegisterFullyConnectedReference() keeps the
-// plain loops.
+// the transposed right operand), split across the interpreter's threads;
+// RegisterFullyConnectedReference() keeps the plain loops.
 #include <cstring>
 
 #include "runtime/kernels/gemm.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/kernels.h"
+#include "runtime/kernels/parallel.h"
 
 namespace dfarm::runtime {
 namespace {
@@ -88,6 +89,7 @@ Status Prepare(Node& node) {
     return Status::Ok();
   }
   data->gemm.Plan(data->batches, data->units, data->depth);
+  node.scratch_bytes = data->gemm.workspace_bytes();
   node.data = std::move(data);
   return Status::Ok();
 }
@@ -119,11 +121,12 @@ Status EvalQuantized(Node& node) {
 }
 
 Status Eval(Node& node) {
-  FullyConnectedData& d = *node.data_as<FullyConnectedData>();
+  const FullyConnectedData& d = *node.data_as<FullyConnectedData>();
   if (d.quantized) {
     return node.inputs[0]->dtype == DType::kInt8 ? EvalQuantized<int8_t>(node)
                                                  : EvalQuantized<uint8_t>(node);
   }
+  DFARM_RETURN_IF_ERROR(CheckScratch(node));
   const float* in = node.inputs[0]->data_as<float>();
   const float* w = node.inputs[1]->data_as<float>();
   const Tensor* bias_t = node.inputs.size() > 2 ? node.inputs[2] : nullptr;
@@ -136,7 +139,8 @@ Status Eval(Node& node) {
   } else {
     std::fill(out, out + total, 0.0f);
   }
-  d.gemm.Run(d.batches, d.units, d.depth, {in, d.depth, false}, {w, d.depth, true}, out, d.units);
+  d.gemm.RunParallel(d.batches, d.units, d.depth, {in, d.depth, false}, {w, d.depth, true}, out,
+                     d.units, node.context, 0);
   const ActivationRange act = d.activation;
   for (int64_t i = 0; i < total; ++i) out[i] = Clamp(out[i], act);
   return Status::Ok();

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/kernels/parallel.h"
 #include "runtime/kernels/quant_util.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -168,43 +169,52 @@ void RunAvx2(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOp
 }
 #endif  // DFARM_GEMM_AVX2
 
+// RunParallel()'s split: rows in multiples of both register tiles' heights
+// (ours 6, Eigen's 4), columns in whole 16-column panels.
+constexpr int64_t kRowAlign = 12, kColumnAlign = 16;
+
+size_t AlignUp64(size_t bytes) { return (bytes + 63) & ~size_t{63}; }
+
+// Products smaller than this many multiply-adds stay on one thread (waking
+// the pool costs more than it saves).
+constexpr int64_t kMinParallelMacs = int64_t{1} << 16;
+
 }  // namespace
 
-struct Gemm::Workspace {
-  Index kc = 0, mc = 0, nc = 0;           // blocking of the column-major (transposed) problem
-  Eigen::VectorXf block_a, block_b;       // Eigen-aligned packing buffers
-  std::vector<float> packed_a, packed_b;  // the AVX2 kernel's panels
-};
-
-Gemm::Gemm() : workspace_(std::make_unique<Workspace>()) {}
-Gemm::~Gemm() = default;
-Gemm::Gemm(Gemm&&) noexcept = default;
-Gemm& Gemm::operator=(Gemm&&) noexcept = default;
+bool Gemm::UsesAvx2() const {
+#ifdef DFARM_GEMM_AVX2
+  return !generic_only_ && CpuHasAvx2Fma();
+#else
+  return false;
+#endif
+}
 
 void Gemm::Plan(int64_t m, int64_t n, int64_t k) {
   // A row-major result is computed by Eigen as the column-major product
   // C^T = B^T A^T: its rows are our n, its columns our m.
   Index kc = std::max<int64_t>(k, 1), mc = std::max<int64_t>(n, 1), nc = std::max<int64_t>(m, 1);
   Eigen::internal::computeProductBlockingSizes<float, float, 1, Index>(kc, mc, nc, 1);
-  Workspace& w = *workspace_;
-  w.kc = kc;
-  w.mc = mc;
-  w.nc = nc;
+  kc_ = kc;
+  mc_ = mc;
+  nc_ = nc;
+  if (m <= 1) {
+    workspace_bytes_ = 0;  // Eigen's GEMV reads both operands in place
+    return;
+  }
 #ifdef DFARM_GEMM_AVX2
-  if (!generic_only_ && CpuHasAvx2Fma()) {
-    const size_t a_size = static_cast<size_t>(kMc * kKc);
-    const size_t b_size = static_cast<size_t>(kKc * RoundUp(std::max<int64_t>(n, 1), kNr));
-    if (w.packed_a.size() < a_size) w.packed_a.resize(a_size);
-    if (w.packed_b.size() < b_size) w.packed_b.resize(b_size);
+  if (UsesAvx2()) {
+    const int64_t depth = std::min(std::max<int64_t>(k, 1), kKc);
+    const int64_t a_floats = std::min(RoundUp(m, kMr), kMc) * depth;
+    const int64_t b_floats = depth * RoundUp(std::max<int64_t>(n, 1), kNr);
+    workspace_bytes_ = AlignUp64(a_floats * sizeof(float)) + AlignUp64(b_floats * sizeof(float));
     return;
   }
 #endif
-  if (w.block_a.size() < kc * mc) w.block_a.resize(kc * mc);
-  if (w.block_b.size() < kc * nc) w.block_b.resize(kc * nc);
+  workspace_bytes_ = AlignUp64(kc * mc * sizeof(float)) + AlignUp64(kc * nc * sizeof(float));
 }
 
 void Gemm::Run(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, float* c,
-               int64_t c_stride) {
+               int64_t c_stride, std::byte* workspace) const {
   if (m <= 0 || n <= 0 || k <= 0) return;
   if (m == 1) {
     // A row vector times B: Eigen's GEMV reads B in place (no packing).
@@ -223,14 +233,17 @@ void Gemm::Run(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, fl
     }
     return;
   }
-  Workspace& w = *workspace_;
+  float* const ws = reinterpret_cast<float*>(workspace);
 #ifdef DFARM_GEMM_AVX2
-  if (!generic_only_ && CpuHasAvx2Fma()) {
-    RunAvx2(m, n, k, a, b, c, c_stride, w.packed_a.data(), w.packed_b.data());
+  if (UsesAvx2()) {
+    const int64_t depth = std::min(k, kKc);
+    const size_t a_bytes = AlignUp64(std::min(RoundUp(m, kMr), kMc) * depth * sizeof(float));
+    RunAvx2(m, n, k, a, b, c, c_stride, ws, ws + a_bytes / sizeof(float));
     return;
   }
 #endif
-  FixedBlocking blocking(w.kc, w.mc, w.nc, w.block_a.data(), w.block_b.data());
+  const size_t a_bytes = AlignUp64(kc_ * mc_ * sizeof(float));
+  FixedBlocking blocking(kc_, mc_, nc_, ws, ws + a_bytes / sizeof(float));
   if (!a.transposed && !b.transposed) {
     RunGebp<Eigen::RowMajor, Eigen::RowMajor>(m, n, k, a, b, c, c_stride, blocking);
   } else if (!a.transposed && b.transposed) {
@@ -240,6 +253,40 @@ void Gemm::Run(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, fl
   } else {
     RunGebp<Eigen::ColMajor, Eigen::ColMajor>(m, n, k, a, b, c, c_stride, blocking);
   }
+}
+
+void Gemm::RunParallel(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, float* c,
+                       int64_t c_stride, const ExecutionContext* context,
+                       size_t workspace_offset) const {
+  const int threads = context != nullptr ? context->num_threads : 1;
+  auto workspace = [&](int t) {
+    return context != nullptr && context->scratch != nullptr
+               ? context->ThreadScratch(t) + workspace_offset
+               : nullptr;
+  };
+  if (threads <= 1 || m * n * k < kMinParallelMacs) {
+    Run(m, n, k, a, b, c, c_stride, workspace(0));
+    return;
+  }
+  // Rows when every thread gets a few register tiles of them, else columns
+  // (whole 16-column panels); both keep each element's summation as Run()'s.
+  const bool split_rows = m >= 4 * kRowAlign * threads;
+  ParallelFor(context, static_cast<size_t>(threads), [&](size_t t) {
+    const int part = static_cast<int>(t);
+    if (split_rows) {
+      const Range r = SplitRange(m, threads, part, kRowAlign);
+      if (r.size() <= 0) return;
+      const GemmOperand sub_a{a.transposed ? a.data + r.begin : a.data + r.begin * a.stride,
+                              a.stride, a.transposed};
+      Run(r.size(), n, k, sub_a, b, c + r.begin * c_stride, c_stride, workspace(part));
+    } else {
+      const Range r = SplitRange(n, threads, part, kColumnAlign);
+      if (r.size() <= 0) return;
+      const GemmOperand sub_b{b.transposed ? b.data + r.begin * b.stride : b.data + r.begin,
+                              b.stride, b.transposed};
+      Run(m, r.size(), k, a, sub_b, c + r.begin, c_stride, workspace(part));
+    }
+  });
 }
 
 void ReferenceGemm(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, float* c,

@@ -1,13 +1,17 @@
 // The float GEMM used by CONV_2D, FULLY_CONNECTED, BATCH_MATMUL and the
-// transposed convolutions: C[m,n] += A[m,k] * B[k,n] on one thread, on a
-// packing workspace sized by Plan(), so Run() allocates nothing. On x86-64
-// CPUs with AVX2 and FMA (checked at run time) a blocked kernel of ours with a
-// 6x16 register tile runs; elsewhere Eigen's cache-blocked product (GEBP)
-// with our workspace as its blocking buffers; a 1-row product is Eigen's GEMV.
+// transposed convolutions: C[m,n] += A[m,k] * B[k,n] on a packing workspace
+// the caller lends (the interpreter's shared scratch, ExecutionContext), so
+// Run() allocates nothing and a Gemm holds no buffer. On x86-64 CPUs with AVX2
+// and FMA (checked at run time) a blocked kernel of ours with a 6x16 register
+// tile runs; elsewhere Eigen's cache-blocked product (GEBP) with our
+// workspace as its blocking buffers; a 1-row product is Eigen's GEMV.
+// RunParallel() splits the rows (or, for few rows, the columns) of C across
+// the context's threads; each element of C is computed by one thread in the
+// same order as by Run(), so the result does not depend on the thread count.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <vector>
 
 #include "runtime/kernels/kernel.h"
@@ -25,28 +29,40 @@ struct GemmOperand {
 
 class Gemm {
  public:
-  Gemm();
-  ~Gemm();
-  Gemm(Gemm&&) noexcept;
-  Gemm& operator=(Gemm&&) noexcept;
-
-  // Sizes the packing workspace for products up to m x n x k (allocates; call
-  // it from Prepare()). May be called again with other sizes.
+  // Plans products up to m x n x k (call it from Prepare()); allocates
+  // nothing. May be called again with other sizes.
   void Plan(int64_t m, int64_t n, int64_t k);
 
+  // Bytes of workspace one thread of Run() / RunParallel() needs for the
+  // planned sizes, a multiple of 64 (0 when none is needed).
+  size_t workspace_bytes() const { return workspace_bytes_; }
+
   // c[i * c_stride + j] += sum_p A(i, p) * B(p, j) for i < m, j < n, with
-  // m, n, k no larger than Plan()'s. Allocates nothing; c must not alias a or b.
+  // m, n, k no larger than Plan()'s, on the calling thread. `workspace`:
+  // workspace_bytes() bytes, 64-byte aligned, used only during the call.
+  // Allocates nothing; c must not alias a or b.
   void Run(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, float* c,
-           int64_t c_stride);
+           int64_t c_stride, std::byte* workspace) const;
+
+  // The same product split across `context`'s threads (one thread when it is
+  // null or the product is small); thread t's workspace is
+  // context->ThreadScratch(t) + workspace_offset, so the node's
+  // scratch_bytes must cover workspace_offset + workspace_bytes().
+  void RunParallel(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, float* c,
+                   int64_t c_stride, const ExecutionContext* context,
+                   size_t workspace_offset) const;
 
   // Uses Eigen's portable kernel even where the AVX2/FMA one would run (so
   // tests cover both on an AVX2 machine). Call it before Plan().
   void set_generic_only(bool generic_only) { generic_only_ = generic_only; }
 
  private:
+  bool UsesAvx2() const;
+
   bool generic_only_ = false;
-  struct Workspace;
-  std::unique_ptr<Workspace> workspace_;  // owned; sized by Plan()
+  // Eigen's blocking of the column-major (transposed) problem.
+  int64_t kc_ = 0, mc_ = 0, nc_ = 0;
+  size_t workspace_bytes_ = 0;
 };
 
 // The same product as three plain loops (the reference the tests compare with).

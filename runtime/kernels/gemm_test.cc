@@ -9,12 +9,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "runtime/interpreter.h"
+#include "runtime/kernels/parallel.h"
 #include "runtime/model.h"
 #include "runtime/op_resolver.h"
 #include "tests/model_builder/model_builder.h"
@@ -48,6 +50,16 @@ namespace {
 
 using runtime::GemmOperand;
 using Act = tfl::ActivationFunctionType;
+
+// A 64-byte aligned workspace for `gemm` as planned.
+struct Workspace {
+  explicit Workspace(const runtime::Gemm& gemm)
+      : block(static_cast<std::byte*>(std::aligned_alloc(64, gemm.workspace_bytes() + 64))) {}
+  ~Workspace() { std::free(block); }
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+  std::byte* block;
+};
 
 std::vector<float> RandomValues(std::mt19937& rng, size_t n) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
@@ -98,7 +110,8 @@ TEST(GemmTest, MatchesDoubleSumsForEveryLayout) {
       runtime::Gemm gemm;
       gemm.set_generic_only(generic);
       gemm.Plan(d.m, d.n, d.k);
-      gemm.Run(d.m, d.n, d.k, {a.data(), lda, ta}, {b.data(), ldb, tb}, c.data(), ldc);
+      Workspace ws(gemm);
+      gemm.Run(d.m, d.n, d.k, {a.data(), lda, ta}, {b.data(), ldb, tb}, c.data(), ldc, ws.block);
       const std::string what = std::to_string(d.m) + "x" + std::to_string(d.n) + "x" +
                                std::to_string(d.k) + " layout " + std::to_string(layout) +
                                (generic ? " (generic kernel)" : "");
@@ -117,7 +130,8 @@ TEST(GemmTest, SmallerProductThanPlanned) {
     gemm.Plan(100, 40, 50);
     std::vector<float> a = RandomValues(rng, 7 * 50), b = RandomValues(rng, 50 * 40);
     std::vector<float> c(7 * 40, 0.0f), expected(7 * 40, 0.0f);
-    gemm.Run(7, 40, 50, {a.data(), 50, false}, {b.data(), 40, false}, c.data(), 40);
+    Workspace ws(gemm);
+    gemm.Run(7, 40, 50, {a.data(), 50, false}, {b.data(), 40, false}, c.data(), 40, ws.block);
     runtime::ReferenceGemm(7, 40, 50, {a.data(), 50, false}, {b.data(), 40, false}, expected.data(),
                            40);
     for (size_t i = 0; i < c.size(); ++i) EXPECT_NEAR(c[i], expected[i], 1e-4) << i;
@@ -130,12 +144,47 @@ TEST(GemmTest, HandComputed) {
   float c[] = {1, 1, 1, 1};
   runtime::Gemm gemm;
   gemm.Plan(2, 2, 2);
-  gemm.Run(2, 2, 2, {a, 2, false}, {b, 2, false}, c, 2);
+  Workspace ws(gemm);
+  gemm.Run(2, 2, 2, {a, 2, false}, {b, 2, false}, c, 2, ws.block);
   EXPECT_EQ(std::vector<float>(c, c + 4), (std::vector<float>{20, 23, 44, 51}));
   // A^T x B^T with the same buffers: [1 3; 2 4] x [5 7; 6 8] = [23 31; 34 46].
   float d[] = {0, 0, 0, 0};
-  gemm.Run(2, 2, 2, {a, 2, true}, {b, 2, true}, d, 2);
+  gemm.Run(2, 2, 2, {a, 2, true}, {b, 2, true}, d, 2, ws.block);
   EXPECT_EQ(std::vector<float>(d, d + 4), (std::vector<float>{23, 31, 34, 46}));
+}
+
+TEST(GemmTest, RunParallelMatchesRunBitForBit) {
+  // Rows split (m large), columns split (m small), GEMV columns split (m 1);
+  // both kernels, on 3 threads (or 1 where the build has no thread pool).
+  runtime::ThreadPool pool(3);
+  std::mt19937 rng(5);
+  struct Dims {
+    int64_t m, n, k;
+  };
+  for (const Dims& d :
+       std::vector<Dims>{{300, 40, 50}, {7, 200, 64}, {1, 500, 300}, {150, 33, 700}}) {
+    for (bool generic : {false, true}) {
+      runtime::Gemm gemm;
+      gemm.set_generic_only(generic);
+      gemm.Plan(d.m, d.n, d.k);
+      const size_t stride = (gemm.workspace_bytes() + 63) & ~size_t{63};
+      std::unique_ptr<std::byte, decltype(&std::free)> scratch(
+          static_cast<std::byte*>(std::aligned_alloc(64, 3 * stride + 64)), &std::free);
+      runtime::ExecutionContext context;
+      context.threadpool = pool.get();
+      context.num_threads = pool.threads();
+      context.scratch = scratch.get();
+      context.scratch_stride = stride;
+      std::vector<float> a = RandomValues(rng, d.m * d.k), b = RandomValues(rng, d.n * d.k);
+      std::vector<float> c1 = RandomValues(rng, d.m * d.n), c3 = c1;
+      gemm.Run(d.m, d.n, d.k, {a.data(), d.k, false}, {b.data(), d.k, true}, c1.data(), d.n,
+               scratch.get());
+      gemm.RunParallel(d.m, d.n, d.k, {a.data(), d.k, false}, {b.data(), d.k, true}, c3.data(), d.n,
+                       &context, 0);
+      EXPECT_EQ(std::memcmp(c1.data(), c3.data(), c1.size() * sizeof(float)), 0)
+          << d.m << "x" << d.n << "x" << d.k << (generic ? " generic" : " simd");
+    }
+  }
 }
 
 // One single-op model run by the default kernel and by the reference one.
@@ -146,14 +195,16 @@ struct OpRun {
 };
 
 std::unique_ptr<OpRun> Load(const ModelBuilder& b, tfl::BuiltinOperator code,
-                            const runtime::OpRegistration* reference) {
+                            const runtime::OpRegistration* reference, int threads = 1) {
   auto run = std::make_unique<OpRun>();
   runtime::Status status = runtime::Model::FromBuffer("test.tflite", b.Build(), &run->model);
   EXPECT_TRUE(status.ok()) << status.message();
   if (!status.ok()) return nullptr;
   run->resolver.AddAllReferenceOps();
   if (reference != nullptr) run->resolver.AddBuiltin(code, reference);
-  run->interpreter = std::make_unique<runtime::Interpreter>(*run->model, run->resolver);
+  runtime::InterpreterOptions options;
+  options.num_threads = threads;
+  run->interpreter = std::make_unique<runtime::Interpreter>(*run->model, run->resolver, options);
   status = run->interpreter->AllocateTensors();
   EXPECT_TRUE(status.ok()) << status.message();
   if (!status.ok()) return nullptr;
@@ -174,20 +225,26 @@ std::vector<float> Invoke(OpRun& run, const std::vector<std::vector<float>>& inp
 
 // Runs `b` (whose inputs get random values) with both kernels and compares:
 // within 1e-5 relative to the largest output (sums of up to a few thousand
-// products, so the summation order may differ).
+// products, so the summation order may differ). The default kernel on 3
+// threads must give the 1-thread result bit for bit.
 void ExpectSameAsReference(const ModelBuilder& b, tfl::BuiltinOperator code,
                            const runtime::OpRegistration* reference, std::mt19937& rng,
                            const std::string& what) {
   std::unique_ptr<OpRun> fast = Load(b, code, nullptr);
   std::unique_ptr<OpRun> slow = Load(b, code, reference);
-  ASSERT_TRUE(fast && slow) << what;
+  std::unique_ptr<OpRun> threaded = Load(b, code, nullptr, 3);
+  ASSERT_TRUE(fast && slow && threaded) << what;
   std::vector<std::vector<float>> inputs;
   for (runtime::Tensor* t : fast->interpreter->inputs()) {
     inputs.push_back(RandomValues(rng, t->bytes / sizeof(float)));
   }
   std::vector<float> expected = Invoke(*slow, inputs);
   std::vector<float> actual = Invoke(*fast, inputs);
+  std::vector<float> three_threads = Invoke(*threaded, inputs);
   ASSERT_EQ(actual.size(), expected.size()) << what;
+  ASSERT_EQ(three_threads.size(), actual.size()) << what;
+  EXPECT_EQ(std::memcmp(three_threads.data(), actual.data(), actual.size() * sizeof(float)), 0)
+      << what << ": 3 threads differ from 1";
   ASSERT_FALSE(actual.empty()) << what;
   float largest = 0.0f;
   for (float v : expected) largest = std::max(largest, std::fabs(v));

@@ -2,6 +2,7 @@
 // pair of functions that prepares and runs it.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,7 +11,31 @@
 #include "runtime/status.h"
 #include "runtime/tensor.h"
 
+// pthreadpool's handle (pthreadpool.h), declared here so that kernel headers
+// need not include it.
+struct pthreadpool;
+
 namespace dfarm::runtime {
+
+// What the interpreter lends every node (Node::context): its thread pool and
+// one scratch block shared by all nodes, since only one node runs at a time.
+// Owned by the interpreter; kernels keep no pointer into the scratch past
+// one Eval().
+struct ExecutionContext {
+  // Null when num_threads is 1: the kernel runs on the calling thread.
+  pthreadpool* threadpool = nullptr;
+  int num_threads = 1;
+  // num_threads parts of scratch_stride bytes each (64-byte aligned), every
+  // part at least the largest Node::scratch_bytes. Set after every Prepare();
+  // null before (and when no node asked for scratch).
+  std::byte* scratch = nullptr;
+  size_t scratch_stride = 0;
+
+  // Thread part `thread` (< num_threads) of the scratch.
+  std::byte* ThreadScratch(int thread) const {
+    return scratch + static_cast<size_t>(thread) * scratch_stride;
+  }
+};
 
 // State a kernel computes in Prepare() and reads in Eval().
 class OpData {
@@ -30,6 +55,13 @@ struct Node {
   const OpRegistration* registration = nullptr;
   std::unique_ptr<OpData> data;  // owned; set by Prepare()
   bool folded = false;           // evaluated once in AllocateTensors()
+  // Bytes of the shared scratch each thread of Eval() uses, set by Prepare()
+  // (ExecutionContext::ThreadScratch); 0 when Eval() needs none.
+  size_t scratch_bytes = 0;
+  // The interpreter's context, set before Prepare() (num_threads is known
+  // there; the scratch only from Eval()). Null for a node run outside an
+  // interpreter: kernels then run on one thread and must need no scratch.
+  const ExecutionContext* context = nullptr;
 
   // The builtin options as T, or null when the node carries other (or none).
   template <typename T>
@@ -50,7 +82,8 @@ struct OpRegistration {
   // storage yet (it is planned after every Prepare). Messages name the fault
   // only; the interpreter adds the op and node.
   Status (*prepare)(Node& node);
-  // Computes the outputs. Must not allocate.
+  // Computes the outputs. Must not allocate; may use node.context's thread
+  // pool and its scratch (node.scratch_bytes per thread).
   Status (*eval)(Node& node);
 };
 

@@ -29,6 +29,7 @@
 #include "runtime/kernels/gemm.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/kernels.h"
+#include "runtime/kernels/parallel.h"
 
 namespace dfarm::runtime {
 namespace {
@@ -43,7 +44,7 @@ struct TransposeConvData : OpData {
   // GEMM path (empty packed_filter: the plain loops run instead).
   std::vector<float> packed_filter;  // [KH][KW][Cout][Cin]
   int64_t chunk_rows = 0;            // input pixels per GEMM
-  std::vector<float> columns;        // [chunk_rows, KH*KW*Cout]
+  size_t columns_bytes = 0;          // scratch: [chunk_rows, KH*KW*Cout], then the GEMM's
   Gemm gemm;
   // int8 / uint8 TRANSPOSE_CONV: TFLite's integer arithmetic, int32 sums.
   bool quantized = false;
@@ -54,8 +55,10 @@ struct TransposeConvData : OpData {
 // Column-matrix floats per chunk (about 512 KiB), at least 16 rows.
 constexpr int64_t kChunkFloats = 128 * 1024;
 
-// Sets up the GEMM path when the filter is constant (allocates).
-void PlanGemm(TransposeConvData& d) {
+// Sets up the GEMM path when the filter is constant (allocates) and the
+// node's scratch (one thread: the scatter of overlapping windows adds into
+// shared outputs).
+void PlanGemm(TransposeConvData& d, Node& node) {
   if (!d.filter->has_static_value()) return;
   const int out_c = d.filter->shape[0], k_h = d.filter->shape[1], k_w = d.filter->shape[2];
   const int in_c = d.filter->shape[3];
@@ -76,8 +79,9 @@ void PlanGemm(TransposeConvData& d) {
       static_cast<int64_t>(d.input->shape[0]) * d.input->shape[1] * d.input->shape[2];
   d.chunk_rows =
       std::min<int64_t>(pixels, std::max<int64_t>(16, kChunkFloats / std::max<int64_t>(cols, 1)));
-  d.columns.resize(static_cast<size_t>(d.chunk_rows * cols));
+  d.columns_bytes = (static_cast<size_t>(d.chunk_rows * cols) * sizeof(float) + 63) & ~size_t{63};
   d.gemm.Plan(d.chunk_rows, cols, in_c);
+  node.scratch_bytes = d.columns_bytes + d.gemm.workspace_bytes();
 }
 
 // The input pixel at `in - 1` scatters to output rows up to
@@ -170,7 +174,7 @@ Status PrepareBuiltin(Node& node) {
                                                options->fused_activation_function(), &data->quant));
     data->accumulators.resize(static_cast<size_t>(output->num_elements()));
   } else {
-    PlanGemm(*data);
+    PlanGemm(*data, node);
   }
   node.data = std::move(data);
   return Status::Ok();
@@ -220,7 +224,7 @@ Status PrepareMediaPipe(Node& node) {
   data->pad_left = pad_w / 2;
   data->activation = {-std::numeric_limits<float>::infinity(),
                       std::numeric_limits<float>::infinity()};
-  PlanGemm(*data);
+  PlanGemm(*data, node);
   node.data = std::move(data);
   return Status::Ok();
 }
@@ -336,6 +340,9 @@ Status Eval(Node& node) {
                                           : EvalQuantized<uint8_t>(node);
   }
   if (d.packed_filter.empty()) return EvalReference(node);
+  DFARM_RETURN_IF_ERROR(CheckScratch(node));
+  float* columns = reinterpret_cast<float*>(node.context->ThreadScratch(0));
+  std::byte* workspace = node.context->ThreadScratch(0) + d.columns_bytes;
   const Tensor& input = *d.input;
   Tensor& output = *node.outputs[0];
   const int in_h = input.shape[1], in_w = input.shape[2], in_c = input.shape[3];
@@ -357,15 +364,15 @@ Status Eval(Node& node) {
   const int64_t in_pixels = static_cast<int64_t>(input.shape[0]) * in_h * in_w;
   for (int64_t first = 0; first < in_pixels; first += d.chunk_rows) {
     const int64_t rows = std::min(d.chunk_rows, in_pixels - first);
-    std::fill(d.columns.begin(), d.columns.begin() + rows * cols, 0.0f);
+    std::fill(columns, columns + rows * cols, 0.0f);
     d.gemm.Run(rows, cols, in_c, {in + first * in_c, in_c, false},
-               {d.packed_filter.data(), in_c, /*transposed=*/true}, d.columns.data(), cols);
+               {d.packed_filter.data(), in_c, /*transposed=*/true}, columns, cols, workspace);
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t p = first + r;
       const int ix = static_cast<int>(p % in_w);
       const int iy = static_cast<int>((p / in_w) % in_h);
       const int64_t n = p / (static_cast<int64_t>(in_w) * in_h);
-      const float* col = d.columns.data() + r * cols;
+      const float* col = columns + r * cols;
       for (int ky = 0; ky < k_h; ++ky) {
         const int oy = iy * d.stride_h - d.pad_top + ky;
         for (int kx = 0; kx < k_w; ++kx, col += out_c) {

@@ -1,0 +1,76 @@
+// The work splitting of kernels/parallel.h: ranges, tasks and the scratch
+// check. Kernels on several threads are compared with one thread in
+// gemm_test.cc, depthwise_conv_float_test.cc and naive_reference_test.cc.
+#include "runtime/kernels/parallel.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <vector>
+
+namespace dfarm::runtime {
+namespace {
+
+TEST(SplitRangeTest, CoversEverythingOnceWithAlignedInnerBounds) {
+  for (int64_t n : {0, 1, 5, 12, 13, 100, 1001}) {
+    for (int parts : {1, 2, 3, 7}) {
+      for (int64_t align : {1, 4, 16}) {
+        int64_t next = 0;
+        for (int p = 0; p < parts; ++p) {
+          const Range r = SplitRange(n, parts, p, align);
+          EXPECT_EQ(r.begin, next) << n << " " << parts << " " << align;
+          EXPECT_GE(r.size(), 0);
+          if (r.end < n) {
+            EXPECT_EQ(r.end % align, 0);
+          }
+          next = r.end;
+        }
+        EXPECT_EQ(next, n);
+      }
+    }
+  }
+  // Balanced in units of `align`: 10 units over 3 parts are 4, 3, 3.
+  EXPECT_EQ(SplitRange(40, 3, 0, 4).size(), 16);
+  EXPECT_EQ(SplitRange(40, 3, 1, 4).size(), 12);
+  EXPECT_EQ(SplitRange(40, 3, 2, 4).size(), 12);
+}
+
+TEST(ParallelForTest, RunsEveryTaskOnce) {
+  ThreadPool pool(3);
+  ExecutionContext context;
+  context.threadpool = pool.get();
+  context.num_threads = pool.threads();
+  std::vector<std::atomic<int>> runs(50);
+  ParallelFor(&context, runs.size(), [&](size_t t) { ++runs[t]; });
+  for (const std::atomic<int>& r : runs) EXPECT_EQ(r.load(), 1);
+  // Without a context: in order on the calling thread.
+  std::vector<size_t> order;
+  ParallelFor(nullptr, 4, [&](size_t t) { order.push_back(t); });
+  EXPECT_EQ(order, (std::vector<size_t>{0, 1, 2, 3}));
+}
+
+TEST(ThreadPoolTest, OneThreadHasNoPool) {
+  ThreadPool one(1);
+  EXPECT_EQ(one.get(), nullptr);
+  EXPECT_EQ(one.threads(), 1);
+  ThreadPool none(0);
+  EXPECT_EQ(none.threads(), 1);
+}
+
+TEST(CheckScratchTest, RefusesANodeWithoutItsScratch) {
+  Node node;
+  EXPECT_TRUE(CheckScratch(node).ok());  // asks for none
+  node.scratch_bytes = 128;
+  EXPECT_EQ(CheckScratch(node).code(), StatusCode::kInvalidArgument);
+  alignas(64) std::byte block[256];
+  ExecutionContext context;
+  context.scratch = block;
+  context.scratch_stride = 64;
+  node.context = &context;
+  EXPECT_EQ(CheckScratch(node).code(), StatusCode::kInvalidArgument);  // too small
+  context.scratch_stride = 128;
+  EXPECT_TRUE(CheckScratch(node).ok());
+}
+
+}  // namespace
+}  // namespace dfarm::runtime
