@@ -402,6 +402,11 @@ TEST_F(StoreReportTest, ProfilesShowTheTopOpsPerCell) {
             std::string::npos)
       << md;
   EXPECT_EQ(md.find("MEAN"), std::string::npos);  // not in the top 3
+  // The table rows' top_ops: the job's own top 3; null without a profile.
+  auto rows = nlohmann::json::parse(RenderJson(r))["jobs"];
+  EXPECT_TRUE(rows[0]["top_ops"].is_null());
+  EXPECT_EQ(rows[2]["top_ops"], "DELEGATE 56.2%, <CONV> 37.5%, ADD 6.2%");
+  EXPECT_EQ(TableColumns().back(), "top_ops");
   const std::string html = RenderHtml(r);
   EXPECT_NE(html.find("<h2>Profiles</h2>"), std::string::npos);
   EXPECT_NE(html.find("<b>&lt;CONV&gt;</b>"), std::string::npos);

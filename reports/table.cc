@@ -136,6 +136,11 @@ Row JobTableRow(const RunReport& report, const store::JobRow& j) {
   row["state_note"] = j.state_note;
   AddTelemetry(row, report, j);
   AddAccuracy(row, report, j);
+  // Per-op profiles (issue 18): "CONV_2D 62.1%, DELEGATE 30.0%, ADD 5.2%".
+  auto profile = report.profiles.find(j.id);
+  row["top_ops"] = profile == report.profiles.end()
+                       ? nlohmann::ordered_json(nullptr)
+                       : nlohmann::ordered_json(TopOpsLabel(profile->second.by_op));
   return row;
 }
 
