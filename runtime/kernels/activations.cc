@@ -7,6 +7,7 @@
 
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/kernels.h"
+#include "runtime/kernels/parallel.h"
 #include "runtime/kernels/quant_util.h"
 
 namespace dfarm::runtime {
@@ -84,10 +85,14 @@ Status Eval(Node& node) {
   constexpr float kInf = std::numeric_limits<float>::infinity();
   constexpr ActivationRange range = {static_cast<float>(kMin),
                                      kMax == 0 ? kInf : static_cast<float>(kMax)};
-  const float* __restrict in = input.data_as<float>();
-  float* __restrict out = output.data_as<float>();
-  const int64_t n = input.num_elements();
-  for (int64_t i = 0; i < n; ++i) out[i] = Clamp(in[i], range);
+  const float* in = input.data_as<float>();
+  float* out = output.data_as<float>();
+  ParallelRanges(node, input.num_elements(), kMinParallelElements,
+                 [in, out, range](int64_t begin, int64_t end) {
+                   const float* __restrict x = in;
+                   float* __restrict y = out;
+                   for (int64_t i = begin; i < end; ++i) y[i] = Clamp(x[i], range);
+                 });
   return Status::Ok();
 }
 

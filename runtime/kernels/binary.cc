@@ -13,6 +13,7 @@
 
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/kernels.h"
+#include "runtime/kernels/parallel.h"
 #include "runtime/kernels/quant_util.h"
 
 namespace dfarm::runtime {
@@ -343,9 +344,21 @@ Status Eval(Node& node) {
   switch (node.outputs[0]->dtype) {
     case DType::kFloat32: {
       const ActivationRange act = d.activation;
-      Broadcast<float>(d, node.inputs[0]->data_as<float>(), node.inputs[1]->data_as<float>(),
-                       node.outputs[0]->data_as<float>(), n,
-                       [act](float a, float b) { return Clamp(Op::Apply(a, b), act); });
+      auto f = [act](float a, float b) { return Clamp(Op::Apply(a, b), act); };
+      const float* a = node.inputs[0]->data_as<float>();
+      const float* b = node.inputs[1]->data_as<float>();
+      float* out = node.outputs[0]->data_as<float>();
+      if (d.kind == BinaryData::Kind::kBroadcast) {
+        Broadcast<float>(d, a, b, out, n, f);
+        return Status::Ok();
+      }
+      // Same shape or a scalar side: contiguous ranges across the threads.
+      const bool scalar_a = d.kind == BinaryData::Kind::kScalarLhs;
+      const bool scalar_b = d.kind == BinaryData::Kind::kScalarRhs;
+      ParallelRanges(node, n, kMinParallelElements, [&](int64_t begin, int64_t end) {
+        Broadcast<float>(d, scalar_a ? a : a + begin, scalar_b ? b : b + begin, out + begin,
+                         end - begin, f);
+      });
       return Status::Ok();
     }
     case DType::kInt8:

@@ -209,7 +209,7 @@ Status Eval(Node& node) {
   const Tensor* bias = node.inputs.size() > 2 ? node.inputs[2] : nullptr;
   RunDepthwiseFloat(d.fast, node.inputs[0]->data_as<float>(), node.inputs[1]->data_as<float>(),
                     bias != nullptr ? bias->data_as<float>() : nullptr,
-                    node.outputs[0]->data_as<float>());
+                    node.outputs[0]->data_as<float>(), node.context);
   return Status::Ok();
 }
 

@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <cstring>
 
+#include "runtime/kernels/parallel.h"
+
 // Vec8 lives in registers only (every function taking it is inlined), so the
 // note that passing it by value has another ABI without AVX does not apply.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -235,7 +237,8 @@ DFARM_DW_INLINE void OutputRow(const DepthwiseFloatPlan& plan, const Steps& s, c
 
 template <int KH, int KW>
 DFARM_DW_INLINE void RunVariant(const DepthwiseFloatPlan& plan, const float* input,
-                                const float* filter, const float* bias, float* output) {
+                                const float* filter, const float* bias, float* output,
+                                int64_t row_begin, int64_t row_end) {
   const DepthwiseFloatParams& p = plan.params;
   const ptrdiff_t c = p.in_c;
   const Steps s = {.row = p.in_w * c,
@@ -246,27 +249,29 @@ DFARM_DW_INLINE void RunVariant(const DepthwiseFloatPlan& plan, const float* inp
                    .hi = p.act_max};
   const ptrdiff_t in_batch = p.in_h * s.row;
   const ptrdiff_t out_row = p.out_w * c;
-  for (int n = 0; n < p.batches; ++n) {
-    for (int oy = 0; oy < p.out_h; ++oy) {
-      OutputRow<KH, KW>(plan, s, input + n * in_batch, filter, bias,
-                        output + (static_cast<ptrdiff_t>(n) * p.out_h + oy) * out_row, oy);
-    }
+  for (int64_t row = row_begin; row < row_end; ++row) {
+    const int n = static_cast<int>(row / p.out_h), oy = static_cast<int>(row % p.out_h);
+    OutputRow<KH, KW>(plan, s, input + n * in_batch, filter, bias, output + row * out_row, oy);
   }
 }
 
 DFARM_DW_CLONES void RunDispatch(const DepthwiseFloatPlan& plan, const float* input,
-                                 const float* filter, const float* bias, float* output) {
+                                 const float* filter, const float* bias, float* output,
+                                 int64_t row_begin, int64_t row_end) {
   switch (plan.variant) {
     case DepthwiseFloatPlan::Variant::k3x3:
-      RunVariant<3, 3>(plan, input, filter, bias, output);
+      RunVariant<3, 3>(plan, input, filter, bias, output, row_begin, row_end);
       break;
     case DepthwiseFloatPlan::Variant::k5x5:
-      RunVariant<5, 5>(plan, input, filter, bias, output);
+      RunVariant<5, 5>(plan, input, filter, bias, output, row_begin, row_end);
       break;
     case DepthwiseFloatPlan::Variant::kNone:
       break;
   }
 }
+
+// Outputs below which a node stays on one thread.
+constexpr int64_t kMinParallelOutputs = 4096;
 
 // [begin, end) of the outputs along one axis whose window [o*stride - pad,
 // o*stride - pad + kernel) lies inside [0, in); begin <= end <= out.
@@ -318,8 +323,21 @@ DepthwiseFloatPlan PlanDepthwiseFloat(const Tensor& input, const Tensor& filter,
 }
 
 void RunDepthwiseFloat(const DepthwiseFloatPlan& plan, const float* input, const float* filter,
-                       const float* bias, float* output) {
-  RunDispatch(plan, input, filter, bias, output);
+                       const float* bias, float* output, const ExecutionContext* context) {
+  const int64_t rows = static_cast<int64_t>(plan.params.batches) * plan.params.out_h;
+  const int threads = context != nullptr ? context->num_threads : 1;
+  // Whole output rows per thread; a small layer stays on one thread.
+  const bool split =
+      threads > 1 &&
+      static_cast<int64_t>(plan.params.out_w) * plan.params.out_c * rows >= kMinParallelOutputs;
+  if (!split) {
+    RunDispatch(plan, input, filter, bias, output, 0, rows);
+    return;
+  }
+  ParallelFor(context, static_cast<size_t>(threads), [&](size_t t) {
+    const Range r = SplitRange(rows, threads, static_cast<int>(t));
+    if (r.size() > 0) RunDispatch(plan, input, filter, bias, output, r.begin, r.end);
+  });
 }
 
 }  // namespace dfarm::runtime

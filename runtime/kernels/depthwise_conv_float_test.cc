@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "runtime/interpreter.h"
+#include "runtime/kernels/parallel.h"
 #include "runtime/model.h"
 #include "runtime/op_resolver.h"
 #include "tests/model_builder/model_builder.h"
@@ -91,6 +92,20 @@ std::vector<float> PlainLoops(const DepthwiseFloatParams& p, const std::vector<f
   return out;
 }
 
+// A context of 3 threads (no scratch: the kernel needs none), for all tests.
+struct ThreadedContext {
+  ThreadedContext() : pool(3) {
+    context.threadpool = pool.get();
+    context.num_threads = pool.threads();
+  }
+  runtime::ThreadPool pool;
+  runtime::ExecutionContext context;
+};
+ThreadedContext& ThreeThreads() {
+  static ThreadedContext* threaded = new ThreadedContext();
+  return *threaded;
+}
+
 std::vector<float> Random(std::mt19937& rng, size_t n) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<float> v(n);
@@ -125,6 +140,12 @@ void ExpectSameAsPlainLoops(const DepthwiseFloatParams& p, std::mt19937& rng) {
       ASSERT_NEAR(actual[i], expected[i], 1e-5f * scale[i])
           << what << (b != nullptr ? " with bias" : " without bias") << " at " << i;
     }
+    // Rows split across 3 threads: the same bits.
+    std::vector<float> threaded(expected.size(), std::numeric_limits<float>::quiet_NaN());
+    runtime::RunDepthwiseFloat(plan, in.data(), filter.data(), b, threaded.data(),
+                               &ThreeThreads().context);
+    ASSERT_EQ(std::memcmp(threaded.data(), actual.data(), actual.size() * sizeof(float)), 0)
+        << what << ": 3 threads differ from 1";
   }
 }
 

@@ -65,4 +65,24 @@ struct Range {
 };
 Range SplitRange(int64_t n, int parts, int part, int64_t align = 1);
 
+// f(begin, end) over [0, n) split across the node's threads in contiguous
+// ranges (inner bounds multiples of 16), or f(0, n) on the calling thread
+// when n is below `min_parallel` or there is one thread. For elementwise
+// kernels, whose elements do not depend on each other.
+template <typename F>
+void ParallelRanges(const Node& node, int64_t n, int64_t min_parallel, F&& f) {
+  const int threads = NumThreads(node);
+  if (threads <= 1 || n < min_parallel) {
+    f(int64_t{0}, n);
+    return;
+  }
+  ParallelFor(node.context, static_cast<size_t>(threads), [&](size_t t) {
+    const Range r = SplitRange(n, threads, static_cast<int>(t), 16);
+    if (r.size() > 0) f(r.begin, r.end);
+  });
+}
+
+// Elements below which an elementwise kernel stays on one thread.
+constexpr int64_t kMinParallelElements = 16384;
+
 }  // namespace dfarm::runtime
