@@ -219,6 +219,7 @@ struct Job {
   std::unique_ptr<FaultTrackingDelegate> runtime_delegate;  // null: kernels only
   runtime::OpResolver resolver;
   std::unique_ptr<runtime::Interpreter> interpreter;
+  uint32_t kernel_threads = 1;  // InterpreterOptions::num_threads: our kernels' threads
 
   // A delegate's failure (not a refusal) is delegate_error, whatever its code.
   RunnerStatus Classify(const runtime::Status& s) const {
@@ -234,10 +235,11 @@ bool Failed(RunOutcome* outcome, RunnerStatus status, std::string error) {
   return false;
 }
 
-// Finds the delegate and checks its options. --num-threads reaches a delegate
-// that has a `threads` option (xnnpack) as that option unless the options name
-// one, and then they must agree; other delegates run on one thread.
-// threads_used reports what ran.
+// Finds the delegate and checks its options. --num-threads reaches our kernels
+// on the cpu path (the interpreter's thread pool), and a delegate that has a
+// `threads` option (xnnpack) as that option unless the options name one, and
+// then they must agree (its fallback nodes use as many); other delegates run
+// on one thread. threads_used reports what ran.
 bool ChooseDelegate(const RunnerOptions& options, std::ostream& log, Job* job,
                     RunOutcome* outcome) {
   if (runtime::Status s = delegates::FindDelegate(options.delegate, &job->delegate); !s.ok()) {
@@ -260,6 +262,9 @@ bool ChooseDelegate(const RunnerOptions& options, std::ostream& log, Job* job,
       delegate_options.emplace_back("threads", std::to_string(*threads));
     }
     outcome->threads_used = *threads;
+    job->kernel_threads = *threads;
+  } else if (delegate.create == nullptr) {
+    job->kernel_threads = options.num_threads;  // threads_used: what the interpreter started
   } else if (options.num_threads > 1) {
     log << "note: delegate '" << delegate.name << "' runs on one thread; --num-threads "
         << options.num_threads << " is recorded only (threads_used is 1)\n";
@@ -285,8 +290,14 @@ bool LoadAndPrepare(const RunnerOptions& options, Job* job, RunOutcome* outcome)
     job->runtime_delegate = std::make_unique<FaultTrackingDelegate>(std::move(created));
   }
   job->delegate->add_kernels(job->resolver);
-  job->interpreter = std::make_unique<runtime::Interpreter>(*job->model, job->resolver);
+  runtime::InterpreterOptions interpreter_options;
+  interpreter_options.num_threads = static_cast<int>(std::max<uint32_t>(1, job->kernel_threads));
+  job->interpreter =
+      std::make_unique<runtime::Interpreter>(*job->model, job->resolver, interpreter_options);
   runtime::Interpreter& interpreter = *job->interpreter;
+  if (job->delegate->create == nullptr) {
+    outcome->threads_used = static_cast<uint32_t>(interpreter.num_threads());
+  }
   if (job->runtime_delegate != nullptr) interpreter.AddDelegate(job->runtime_delegate.get());
   if (runtime::Status s = interpreter.AllocateTensors(); !s.ok()) {
     return Failed(outcome, job->Classify(s), s.message());

@@ -48,7 +48,8 @@ void AddFlags(CLI::App& app, RunnerOptions& o, std::string& delegate_options,
   app.add_option("--model,--graph", o.model, "The .tflite model to run")->required();
   app.add_option("--delegate", o.delegate, "Delegate to run with")->capture_default_str();
   app.add_option("--delegate-options", delegate_options, "Delegate options, 'k1:v1;k2:v2'");
-  app.add_option("--num-threads,--num_threads", o.num_threads, "Threads the delegate may use")
+  app.add_option("--num-threads,--num_threads", o.num_threads,
+                 "Threads the delegate (or cpu, our kernels) may use")
       ->check(AtLeast(1, "POSITIVE"))
       ->capture_default_str();
   app.add_option("--warmup-runs,--warmup_runs", o.warmup_runs,
