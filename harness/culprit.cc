@@ -181,16 +181,16 @@ Result<Device> OpenDevice(const Target& t, const CulpritOptions& o, DeviceProvid
 }
 
 // Whether one output of a run fails the thresholds.
-bool Fails(const runner::OutputAccuracy& a, const CulpritOptions& o) {
+bool Fails(const runner_json::OutputAccuracy& a, const CulpritOptions& o) {
   if (a.nan_count + a.inf_count > a.reference_nan_count + a.reference_inf_count) return true;
-  if (a.max_abs_error_lsb) return runner::ToDouble(*a.max_abs_error_lsb) > o.max_abs_error_lsb;
+  if (a.max_abs_error_lsb) return runner_json::ToDouble(*a.max_abs_error_lsb) > o.max_abs_error_lsb;
   return !(a.max_abs_error <= o.max_abs_error);
 }
 
 // Runs the job delegating nodes 0..last only; the step and, with `layers`,
 // the run's per-layer profile.
 Result<CulpritStep> RunStep(const Target& t, const CulpritOptions& o, Device& d, int64_t last,
-                            std::vector<runner::LayerError>* layers) {
+                            std::vector<runner_json::LayerError>* layers) {
   DelegateSpec delegate = t.delegate;
   delegate.options["first_delegate_node_index"] = "0";
   delegate.options["last_delegate_node_index"] = std::to_string(last);
@@ -213,7 +213,7 @@ Result<CulpritStep> RunStep(const Target& t, const CulpritOptions& o, Device& d,
   if (doc->placement) {
     for (const auto& n : doc->placement->nodes) step.delegated += n.delegate != "cpu";
   }
-  for (const runner::OutputAccuracy& a : doc->accuracy->outputs) {
+  for (const runner_json::OutputAccuracy& a : doc->accuracy->outputs) {
     step.max_abs_error = std::max(step.max_abs_error, a.max_abs_error);
     step.fails = step.fails || Fails(a, o);
   }
@@ -243,7 +243,7 @@ Result<CulpritResult> FindCulprit(const CulpritOptions& options, store::Store& s
   out.candidates = static_cast<int64_t>(t.candidates.size());
   const std::vector<int64_t>& c = t.candidates;
   // Invariant: delegating c[0..hi] fails, c[0..lo] passes (lo = -1: none).
-  std::map<int64_t, std::vector<runner::LayerError>> layers;  // by candidate position
+  std::map<int64_t, std::vector<runner_json::LayerError>> layers;  // by candidate position
   auto step = [&](int64_t k) -> Result<bool> {
     auto s = RunStep(t, options, *device, c[k], &layers[k]);
     if (!s) return s.error();

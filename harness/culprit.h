@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "agent/base/result.h"
-#include "agent/runner/runner_values.h"
+#include "agent/runner/runner_json.h"
 #include "harness/devices.h"
 #include "harness/sweep.h"
 #include "reports/store/store.h"
@@ -58,7 +58,7 @@ struct CulpritResult {
   std::vector<CulpritStep> steps;  // in the order run; runs = steps.size()
   // The per-layer error profile of the run delegating up to the culprit
   // (empty when the agent lacks feature layer_errors, or no culprit).
-  std::vector<runner::LayerError> layers;
+  std::vector<runner_json::LayerError> layers;
 };
 
 // Finds the culprit of job `options.job_id` of run `options.run_id` (read

@@ -26,6 +26,7 @@ namespace dfarm::runner_json {
 // The measured values (runner_values.h), under the names the document uses.
 using runner::Accuracy;
 using runner::JobPlacement;
+using runner::LayerError;
 using runner::Metrics;
 using runner::Number;
 using runner::OutputAccuracy;

@@ -23,7 +23,7 @@ struct CulpritCommandOptions {
   bool json = false;
 };
 
-nlohmann::json LayerJson(const runner::LayerError& l) {
+nlohmann::json LayerJson(const runner_json::LayerError& l) {
   nlohmann::json j = nlohmann::json::object();
   j["node"] = l.node;
   j["op"] = l.op;
@@ -58,7 +58,7 @@ nlohmann::json ResultJson(const harness::CulpritResult& r, const CulpritCommandO
   }
   j["steps"] = std::move(steps);
   nlohmann::json layers = nlohmann::json::array();
-  for (const runner::LayerError& l : r.layers) layers.push_back(LayerJson(l));
+  for (const runner_json::LayerError& l : r.layers) layers.push_back(LayerJson(l));
   j["layers"] = std::move(layers);
   return j;
 }
@@ -76,7 +76,7 @@ void PrintText(const harness::CulpritResult& r, std::ostream& out) {
   if (r.layers.empty()) return;
   out << "per-layer error (delegated up to node " << *r.node << "):\n";
   char line[256];
-  for (const runner::LayerError& l : r.layers) {
+  for (const runner_json::LayerError& l : r.layers) {
     std::snprintf(line, sizeof(line), "  node %4lld %-24s %-10s max %.3g  mean %.3g  %s\n",
                   static_cast<long long>(l.node), l.op.c_str(), l.delegate.c_str(), l.max_abs_error,
                   l.mean_abs_error, l.name.c_str());
