@@ -946,6 +946,7 @@ std::string DeviceStateToJson(const agent::DeviceState& state) {
   put(doc, "battery_level_pct", state.battery_level_pct);
   put(doc, "battery_temp_c", state.battery_temp_c);
   put(doc, "battery_current_ua", state.battery_current_ua);
+  put(doc, "cpu_busy_pct", state.cpu_busy_pct);
   // Invalid UTF-8 in a zone type is replaced rather than thrown on.
   return doc.dump(-1, ' ', false, json::error_handler_t::replace);
 }

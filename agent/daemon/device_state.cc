@@ -9,7 +9,10 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <optional>
 #include <system_error>
+#include <thread>
 
 #include "agent/base/unique_fd.h"
 
@@ -84,10 +87,43 @@ std::string Fixed1(double v) {
   return buf;
 }
 
+// The first line of /proc/stat, "cpu  user nice system idle iowait irq
+// softirq steal ...", in clock ticks: idle + iowait, and the sum of all.
+struct CpuTimes {
+  uint64_t idle = 0;
+  uint64_t total = 0;
+};
+
+std::optional<CpuTimes> ReadCpuTimes(const std::string& path) {
+  std::ifstream in(path);
+  std::string label;
+  if (!(in >> label) || label != "cpu") return std::nullopt;
+  CpuTimes t;
+  uint64_t v = 0;
+  // user nice system idle iowait irq softirq steal; guest time is already
+  // counted in user and nice.
+  for (int field = 0; field < 8 && in >> v; ++field) {
+    t.total += v;
+    if (field == 3 || field == 4) t.idle += v;
+  }
+  if (t.total == 0) return std::nullopt;
+  return t;
+}
+
 }  // namespace
 
-DeviceState CollectDeviceState(const std::string& root) {
+DeviceState CollectDeviceState(const std::string& root, std::chrono::milliseconds busy_window) {
   DeviceState state;
+  if (busy_window.count() > 0) {
+    const std::optional<CpuTimes> first = ReadCpuTimes(Join(root, "proc/stat"));
+    std::this_thread::sleep_for(busy_window);
+    const std::optional<CpuTimes> second = ReadCpuTimes(Join(root, "proc/stat"));
+    if (first && second && second->total > first->total) {
+      const double idle = static_cast<double>(second->idle - first->idle);
+      const double total = static_cast<double>(second->total - first->total);
+      state.cpu_busy_pct = std::clamp(100.0 * (1.0 - idle / total), 0.0, 100.0);
+    }
+  }
   state.unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                       std::chrono::system_clock::now().time_since_epoch())
                       .count();

@@ -4,6 +4,7 @@
 // fails: a file that is missing or unparsable is an unset field.
 #pragma once
 
+#include <chrono>
 #include <string>
 
 #include "agent/protocol/types.h"
@@ -19,11 +20,20 @@ inline constexpr double kDefaultHotThresholdC = 70.0;
 //       cpufreq/scaling_max_freq,cpufreq/cpuinfo_max_freq,cpufreq/scaling_governor}
 //   sys/class/thermal/thermal_zoneN/{type,temp}
 //   proc/loadavg
+//   proc/stat (its first "cpu" line, twice, busy_window apart: cpu_busy_pct)
 //   sys/class/power_supply/battery/{capacity,temp,current_now}
 // Thermal temperatures are millidegrees C by the kernel's ABI; a value under
 // 1000 in magnitude is taken as whole degrees (some vendor drivers report so).
 // Battery temp is in tenths of a degree C.
-DeviceState CollectDeviceState(const std::string& root = "/");
+// With a busy_window above 0 the call takes that long: cpu_busy_pct is the
+// share of CPU time not idle between the two readings of proc/stat.
+DeviceState CollectDeviceState(
+    const std::string& root = "/",
+    std::chrono::milliseconds busy_window = std::chrono::milliseconds(0));
+
+// The window the agent reads cpu_busy_pct over before each job and for a
+// DeviceStateRequest.
+inline constexpr std::chrono::milliseconds kBusyWindow{100};
 
 // Whether state shows a thermal zone above threshold_c. When it does and why
 // is not null, *why names the hottest zone ("thermal zone 3 (cpu-thermal) at

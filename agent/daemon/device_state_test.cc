@@ -2,7 +2,11 @@
 // the hot/throttled flags, the wire round trip and the supervisor's snapshots.
 #include "agent/daemon/device_state.h"
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "agent/daemon/supervisor.h"
 #include "agent/protocol/framing.h"
@@ -112,6 +116,33 @@ TEST(AgentDeviceStateTest, MissingFilesAreAbsentFields) {
   EXPECT_FALSE(IsThrottled(s));
 }
 
+// cpu_busy_pct over a real /proc/stat while a thread of this test spins: at
+// least half of one CPU's share shows (other load only adds to it).
+TEST(AgentDeviceStateTest, BusyShareSeesACpuHog) {
+  std::atomic<bool> stop{false};
+  std::thread hog([&stop] {
+    volatile uint64_t n = 0;
+    while (!stop.load(std::memory_order_relaxed)) n = n + 1;
+  });
+  DeviceState s = CollectDeviceState("/", std::chrono::milliseconds(300));
+  stop = true;
+  hog.join();
+  ASSERT_TRUE(s.cpu_busy_pct.has_value());
+  const double cpus = std::max(1u, std::thread::hardware_concurrency());
+  EXPECT_GE(*s.cpu_busy_pct, 50.0 / cpus);
+  EXPECT_LE(*s.cpu_busy_pct, 100.0);
+}
+
+TEST(AgentDeviceStateTest, BusyShareNeedsTwoReadingsThatMove) {
+  TempDir dir;
+  Put(dir.path(), "proc/stat", "cpu  100 0 50 800 10 0 0 0 0 0\ncpu0 100 0 50 800 10 0 0 0 0 0");
+  // A file that does not change between the readings says nothing.
+  EXPECT_EQ(CollectDeviceState(dir.path(), std::chrono::milliseconds(5)).cpu_busy_pct,
+            std::nullopt);
+  // Without a window there is no reading at all.
+  EXPECT_EQ(CollectDeviceState("/").cpu_busy_pct, std::nullopt);
+}
+
 TEST(AgentDeviceStateTest, GarbageValuesAreAbsentFields) {
   TempDir dir;
   Put(dir.path(), "sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq", "fast");
@@ -219,6 +250,7 @@ TEST(AgentDeviceStateWireTest, JobResultRoundTripKeepsPresentAndAbsentFields) {
   after.unix_ms = 42;
   after.thermal_zones.push_back({3, "", 0.0});  // a present 0 C is not an absent temperature
   after.battery_current_ua = 0;
+  after.cpu_busy_pct = 87.5;
   in.state_after = after;
   FlagDeviceState(70.0, &in);
   ASSERT_TRUE(in.started_hot);
@@ -252,6 +284,8 @@ TEST(AgentDeviceStateWireTest, JobResultRoundTripKeepsPresentAndAbsentFields) {
   EXPECT_THAT(a.battery_current_ua, Optional(0));
   EXPECT_EQ(a.battery_level_pct, std::nullopt);
   EXPECT_EQ(a.load_avg_1m, std::nullopt);
+  EXPECT_THAT(a.cpu_busy_pct, Optional(87.5));
+  EXPECT_EQ(b.cpu_busy_pct, std::nullopt);
 }
 
 TEST(AgentDeviceStateWireTest, ResultWithoutStateReadsAsUnset) {

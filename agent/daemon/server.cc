@@ -836,7 +836,8 @@ bool Server::ProtocolSession::OnDeviceStateRequest(uint64_t id, const wire::Fram
   if (!features_.device_state) {
     return SendError(id, "unexpected DeviceStateRequest: feature device_state was not negotiated");
   }
-  DeviceState state = CollectDeviceState(server_->options_.supervisor.device_state_root);
+  DeviceState state =
+      CollectDeviceState(server_->options_.supervisor.device_state_root, kBusyWindow);
   flatbuffers::FlatBufferBuilder fbb;
   FinishFrame(fbb, id, wire::CreateDeviceStateReply(fbb, BuildDeviceState(fbb, state)));
   return Send(fbb);

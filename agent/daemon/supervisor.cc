@@ -719,7 +719,7 @@ JobResult Supervisor::RunUnpacked(const JobSpec& job, const std::atomic<bool>* c
 
   std::optional<DeviceState> state_before;
   if (options_.record_device_state) {
-    state_before = CollectDeviceState(options_.device_state_root);
+    state_before = CollectDeviceState(options_.device_state_root, kBusyWindow);
   }
   auto start = Clock::now();
   auto pid = Spawn(*launch, &*pipes);

@@ -95,6 +95,9 @@ struct DeviceState {
   std::optional<int32_t> battery_level_pct;
   std::optional<double> battery_temp_c;
   std::optional<int64_t> battery_current_ua;  // as reported; the sign varies by vendor
+  // /proc/stat: share of CPU time, all CPUs, not idle (nor iowait) over the
+  // reading's window (CollectDeviceState's busy_window), 0..100.
+  std::optional<double> cpu_busy_pct;
 };
 
 // Failure classes of a job (issue 5): ok, model_error, delegate_error,
