@@ -17,6 +17,7 @@
 #include "agent/protocol/bundle.h"
 #include "harness/matrix.h"
 #include "harness/progress.h"
+#include "harness/queue_job.h"
 #include "harness/scheduler.h"
 #include "harness/test_util.h"
 
@@ -927,6 +928,33 @@ TEST_F(SweepTest, ProfileReachesTheStoreAndNeedsItsFeature) {
             "profile jobs (spec benchmark.profile): update dfarm-agent there, or leave out "
             "benchmark.profile");
   EXPECT_FALSE(store_->GetProfile((*jobs)[0].id)->has_value());
+}
+
+// A farm job's payload carries benchmark.profile to the node that runs it
+// (and leaves the key out when false, as payloads before it had).
+TEST(QueuePayloadTest, CarriesProfile) {
+  SweepJob job;
+  job.model = {"/m.tflite", "m.tflite"};
+  job.model_sha256 = std::string(64, 'a');
+  job.delegate = {"cpu", {}};
+  job.runner = "main";
+  job.benchmark.profile = true;
+  const std::map<std::string, std::string> builds = {{"x86_64", std::string(64, 'b')}};
+  store::JobRow row;
+  auto fetch = [](const std::string& sha, const std::string&) -> Result<std::string> {
+    return "/fetched/" + sha.substr(0, 8);
+  };
+  row.payload = EncodePayload(job, builds);
+  EXPECT_EQ(nlohmann::json::parse(row.payload)["benchmark"]["profile"], true);
+  auto decoded = DecodePayload(row, "x86_64", fetch);
+  ASSERT_TRUE(decoded.ok()) << decoded.message();
+  EXPECT_TRUE(decoded->benchmark.profile);
+  job.benchmark.profile = false;
+  row.payload = EncodePayload(job, builds);
+  EXPECT_FALSE(nlohmann::json::parse(row.payload)["benchmark"].contains("profile"));
+  decoded = DecodePayload(row, "x86_64", fetch);
+  ASSERT_TRUE(decoded.ok()) << decoded.message();
+  EXPECT_FALSE(decoded->benchmark.profile);
 }
 
 // Runner kinds and bundles need their agent features (an older agent would
