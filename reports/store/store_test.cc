@@ -923,6 +923,24 @@ TEST_P(StoreTest, ProfileRoundTrip) {
   ASSERT_EQ(listed.by_op.size(), 2u);
   EXPECT_EQ(listed.by_op[0].op, "CONV_2D");
 
+  // A big model's profile: more steps than one statement inserts, in order.
+  JobProfile big;
+  big.runs = 1;
+  for (int64_t i = 0; i < 600; ++i) {
+    big.nodes.push_back(ProfileNode{i, "ADD", "cpu", std::nullopt, {}, static_cast<double>(i)});
+  }
+  o.profile = big;
+  ASSERT_TRUE(store->RecordJobResult((*ids)[1], o).ok());
+  auto many = store->GetProfile((*ids)[1]);
+  ASSERT_TRUE(many.ok()) << many.message();
+  ASSERT_EQ((*many)->nodes.size(), 600u);
+  EXPECT_EQ((*many)->nodes[599].index, 599);
+  EXPECT_DOUBLE_EQ((*many)->nodes[300].mean_us, 300);
+  EXPECT_TRUE((*many)->by_op.empty());
+  EXPECT_EQ(store->ListRunProfiles(*run)->size(), 2u);
+  o.profile.reset();
+  ASSERT_TRUE(store->RecordJobResult((*ids)[1], o).ok());
+
   // A retry without a profile leaves none behind.
   ASSERT_TRUE(store->RecordJobResult((*ids)[0], o).ok());
   EXPECT_FALSE(store->GetProfile((*ids)[0])->has_value());
