@@ -11,9 +11,9 @@
 // A 1x1 stride-1 convolution multiplies the input itself; otherwise the
 // patches are gathered (im2col) a chunk of output pixels at a time into the
 // interpreter's shared scratch, sized in Prepare() (grouped: one GEMM per
-// group over the group's channels). With several threads each takes a
-// contiguous range of output pixels, its own chunk buffer and GEMM workspace
-// (the float path; results as on one thread). RegisterConv2DReference()
+// group over the group's channels). With several threads the chunks are
+// tasks (a few per thread), each on its thread's chunk buffer and GEMM
+// workspace (the float path; results as on one thread). RegisterConv2DReference()
 // keeps the plain loops.
 #include <algorithm>
 #include <cstring>
@@ -51,6 +51,8 @@ struct Conv2DData : OpData {
 
 // Patch-matrix floats per im2col chunk (about 512 KiB), at least 16 rows.
 constexpr int64_t kChunkFloats = 128 * 1024;
+// Output pixels below which a chunk is not cut smaller for more tasks.
+constexpr int64_t kMinTaskRows = 96;
 
 // Dtypes (float32 unless the input is 8-bit quantized), ranks, the grouped
 // filter's channels against the input's, and the bias shape.
@@ -90,7 +92,13 @@ void PlanGemmPath(const Tensor& input, const Tensor& filter, const WindowDim& h,
   data->direct = data->groups == 1 && k_h == 1 && k_w == 1 && data->stride_h == 1 &&
                  data->stride_w == 1 && h.pad_before == 0 && w.pad_before == 0 &&
                  h.out == input.shape[1] && w.out == input.shape[2];
-  const int64_t share = (pixels + threads - 1) / threads;
+  // One thread: the direct product in one piece. Several: kTasksPerThread
+  // chunks per thread (of at least kMinTaskRows pixels), one task each.
+  int64_t share = pixels;
+  if (threads > 1) {
+    const int64_t tasks = int64_t{kTasksPerThread} * threads;
+    share = std::min(pixels, std::max(kMinTaskRows, (pixels + tasks - 1) / tasks));
+  }
   if (data->direct) {
     data->chunk_rows = share;
   } else {
@@ -305,14 +313,12 @@ Status Eval(Node& node) {
   DFARM_RETURN_IF_ERROR(CheckScratch(node));
   const Tensor& output = *node.outputs[0];
   const int64_t pixels = static_cast<int64_t>(output.shape[0]) * output.shape[1] * output.shape[2];
-  const int threads = NumThreads(node);
-  ParallelFor(node.context, static_cast<size_t>(threads), [&](size_t t) {
-    const Range r = SplitRange(pixels, threads, static_cast<int>(t), d.chunk_rows);
-    if (r.size() > 0) {
-      EvalPixels(
-          d, node, r.begin, r.end,
-          node.context != nullptr ? node.context->ThreadScratch(static_cast<int>(t)) : nullptr);
-    }
+  // One task per chunk, on the scratch part of the thread that runs it.
+  const int64_t chunks = (pixels + d.chunk_rows - 1) / d.chunk_rows;
+  ParallelFor(node.context, static_cast<size_t>(chunks), [&](size_t t, int slot) {
+    const int64_t first = static_cast<int64_t>(t) * d.chunk_rows;
+    EvalPixels(d, node, first, std::min(pixels, first + d.chunk_rows),
+               node.context != nullptr ? node.context->ThreadScratch(slot) : nullptr);
   });
   return Status::Ok();
 }

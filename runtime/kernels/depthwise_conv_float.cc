@@ -326,7 +326,7 @@ void RunDepthwiseFloat(const DepthwiseFloatPlan& plan, const float* input, const
                        const float* bias, float* output, const ExecutionContext* context) {
   const int64_t rows = static_cast<int64_t>(plan.params.batches) * plan.params.out_h;
   const int threads = context != nullptr ? context->num_threads : 1;
-  // Whole output rows per thread; a small layer stays on one thread.
+  // Tasks of whole output rows; a small layer stays on one thread.
   const bool split =
       threads > 1 &&
       static_cast<int64_t>(plan.params.out_w) * plan.params.out_c * rows >= kMinParallelOutputs;
@@ -334,8 +334,9 @@ void RunDepthwiseFloat(const DepthwiseFloatPlan& plan, const float* input, const
     RunDispatch(plan, input, filter, bias, output, 0, rows);
     return;
   }
-  ParallelFor(context, static_cast<size_t>(threads), [&](size_t t) {
-    const Range r = SplitRange(rows, threads, static_cast<int>(t));
+  const int tasks = static_cast<int>(TaskCount(rows, threads));
+  ParallelFor(context, static_cast<size_t>(tasks), [&](size_t t, int) {
+    const Range r = SplitRange(rows, tasks, static_cast<int>(t));
     if (r.size() > 0) RunDispatch(plan, input, filter, bias, output, r.begin, r.end);
   });
 }

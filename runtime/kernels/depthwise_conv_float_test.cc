@@ -95,7 +95,7 @@ std::vector<float> PlainLoops(const DepthwiseFloatParams& p, const std::vector<f
 // A context of 3 threads (no scratch: the kernel needs none), for all tests.
 struct ThreadedContext {
   ThreadedContext() : pool(3) {
-    context.threadpool = pool.get();
+    context.threadpool = &pool;
     context.num_threads = pool.threads();
   }
   runtime::ThreadPool pool;

@@ -197,7 +197,8 @@ void Gemm::Plan(int64_t m, int64_t n, int64_t k) {
   kc_ = kc;
   mc_ = mc;
   nc_ = nc;
-  if (m <= 1) {
+  gemv_ = m <= 1;
+  if (gemv_) {
     workspace_bytes_ = 0;  // Eigen's GEMV reads both operands in place
     return;
   }
@@ -216,8 +217,10 @@ void Gemm::Plan(int64_t m, int64_t n, int64_t k) {
 void Gemm::Run(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, float* c,
                int64_t c_stride, std::byte* workspace) const {
   if (m <= 0 || n <= 0 || k <= 0) return;
-  if (m == 1) {
-    // A row vector times B: Eigen's GEMV reads B in place (no packing).
+  if (gemv_) {
+    // A row vector times B: Eigen's GEMV reads B in place (no packing). Only
+    // for a 1-row plan: one row of a larger plan (an im2col chunk's last)
+    // takes the blocked kernel, so its sums do not depend on the chunking.
     Eigen::Map<Eigen::RowVectorXf> out(c, n);
     Eigen::Map<const Eigen::RowVectorXf, 0, Eigen::InnerStride<>> x(
         a.data, k, Eigen::InnerStride<>(a.transposed ? a.stride : 1));
@@ -268,23 +271,27 @@ void Gemm::RunParallel(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOpera
     Run(m, n, k, a, b, c, c_stride, workspace(0));
     return;
   }
-  // Rows when every thread gets a few register tiles of them, else columns
-  // (whole 16-column panels); both keep each element's summation as Run()'s.
-  const bool split_rows = m >= 4 * kRowAlign * threads;
-  ParallelFor(context, static_cast<size_t>(threads), [&](size_t t) {
+  // Rows or columns (whole 16-column panels), whichever packs less again:
+  // every row task packs all of B (k x n), every column task all of A
+  // (m x k); both keep each element's summation as Run()'s.
+  const bool split_rows = m >= 2 * kRowAlign * threads && (m >= n || n < 2 * kColumnAlign);
+  const int tasks =
+      static_cast<int>(split_rows ? TaskCount(m / (2 * kRowAlign), threads)
+                                  : TaskCount((n + kColumnAlign - 1) / kColumnAlign, threads));
+  ParallelFor(context, static_cast<size_t>(tasks), [&](size_t t, int slot) {
     const int part = static_cast<int>(t);
     if (split_rows) {
-      const Range r = SplitRange(m, threads, part, kRowAlign);
+      const Range r = SplitRange(m, tasks, part, kRowAlign);
       if (r.size() <= 0) return;
       const GemmOperand sub_a{a.transposed ? a.data + r.begin : a.data + r.begin * a.stride,
                               a.stride, a.transposed};
-      Run(r.size(), n, k, sub_a, b, c + r.begin * c_stride, c_stride, workspace(part));
+      Run(r.size(), n, k, sub_a, b, c + r.begin * c_stride, c_stride, workspace(slot));
     } else {
-      const Range r = SplitRange(n, threads, part, kColumnAlign);
+      const Range r = SplitRange(n, tasks, part, kColumnAlign);
       if (r.size() <= 0) return;
       const GemmOperand sub_b{b.transposed ? b.data + r.begin * b.stride : b.data + r.begin,
                               b.stride, b.transposed};
-      Run(m, r.size(), k, a, sub_b, c + r.begin, c_stride, workspace(part));
+      Run(m, r.size(), k, a, sub_b, c + r.begin, c_stride, workspace(slot));
     }
   });
 }

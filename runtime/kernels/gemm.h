@@ -4,7 +4,8 @@
 // Run() allocates nothing and a Gemm holds no buffer. On x86-64 CPUs with AVX2
 // and FMA (checked at run time) a blocked kernel of ours with a 6x16 register
 // tile runs; elsewhere Eigen's cache-blocked product (GEBP) with our
-// workspace as its blocking buffers; a 1-row product is Eigen's GEMV.
+// workspace as its blocking buffers; a product planned for 1 row is Eigen's
+// GEMV.
 // RunParallel() splits the rows (or, for few rows, the columns) of C across
 // the context's threads; each element of C is computed by one thread in the
 // same order as by Run(), so the result does not depend on the thread count.
@@ -60,6 +61,7 @@ class Gemm {
   bool UsesAvx2() const;
 
   bool generic_only_ = false;
+  bool gemv_ = false;  // planned for one row: Eigen's GEMV
   // Eigen's blocking of the column-major (transposed) problem.
   int64_t kc_ = 0, mc_ = 0, nc_ = 0;
   size_t workspace_bytes_ = 0;

@@ -171,7 +171,7 @@ TEST(GemmTest, RunParallelMatchesRunBitForBit) {
       std::unique_ptr<std::byte, decltype(&std::free)> scratch(
           static_cast<std::byte*>(std::aligned_alloc(64, 3 * stride + 64)), &std::free);
       runtime::ExecutionContext context;
-      context.threadpool = pool.get();
+      context.threadpool = &pool;
       context.num_threads = pool.threads();
       context.scratch = scratch.get();
       context.scratch_stride = stride;

@@ -11,11 +11,9 @@
 #include "runtime/status.h"
 #include "runtime/tensor.h"
 
-// pthreadpool's handle (pthreadpool.h), declared here so that kernel headers
-// need not include it.
-struct pthreadpool;
-
 namespace dfarm::runtime {
+
+class ThreadPool;  // kernels/parallel.h
 
 // What the interpreter lends every node (Node::context): its thread pool and
 // one scratch block shared by all nodes, since only one node runs at a time.
@@ -23,10 +21,11 @@ namespace dfarm::runtime {
 // one Eval().
 struct ExecutionContext {
   // Null when num_threads is 1: the kernel runs on the calling thread.
-  pthreadpool* threadpool = nullptr;
+  const ThreadPool* threadpool = nullptr;
   int num_threads = 1;
   // num_threads parts of scratch_stride bytes each (64-byte aligned), every
-  // part at least the largest Node::scratch_bytes. Set after every Prepare();
+  // part at least the largest Node::scratch_bytes; a task uses the part of
+  // the thread running it (ParallelFor's slot). Set after every Prepare();
   // null before (and when no node asked for scratch).
   std::byte* scratch = nullptr;
   size_t scratch_stride = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <thread>
 
 #ifdef DFARM_HAVE_PTHREADPOOL
 #include <pthreadpool.h>
@@ -9,17 +10,48 @@
 
 namespace dfarm::runtime {
 
-void RunTasks(const ExecutionContext* context, size_t tasks, void (*task)(void*, size_t),
+namespace {
+
+// One RunTasks() call, as pthreadpool's task argument.
+struct Dispatch {
+  void (*task)(void*, size_t, int);
+  void* arg;
+  const ThreadPool* pool;
+  std::thread::id caller;
+};
+
+// The slot of the thread running it: 0 for the caller, a fixed one per
+// worker thread (a worker serves one pool for its whole life).
+void RunWithSlot(void* dispatch, size_t t) {
+  const Dispatch& d = *static_cast<const Dispatch*>(dispatch);
+  int slot = 0;
+  if (std::this_thread::get_id() != d.caller) {
+    thread_local const ThreadPool* slot_pool = nullptr;
+    thread_local int worker_slot = 0;
+    if (slot_pool != d.pool) {
+      slot_pool = d.pool;
+      worker_slot = d.pool->NextWorkerSlot();
+    }
+    slot = worker_slot;
+  }
+  d.task(d.arg, t, slot);
+}
+
+}  // namespace
+
+void RunTasks(const ExecutionContext* context, size_t tasks, void (*task)(void*, size_t, int),
               void* arg) {
 #ifdef DFARM_HAVE_PTHREADPOOL
-  if (context != nullptr && context->threadpool != nullptr && tasks > 1) {
-    pthreadpool_parallelize_1d(context->threadpool, task, arg, tasks, 0);
+  if (context != nullptr && context->threadpool != nullptr &&
+      context->threadpool->get() != nullptr && tasks > 1) {
+    Dispatch d{task, arg, context->threadpool, std::this_thread::get_id()};
+    pthreadpool_parallelize_1d(context->threadpool->get(), &RunWithSlot, &d, tasks, 0);
     return;
   }
 #else
   (void)context;
 #endif
-  for (size_t t = 0; t < tasks; ++t) task(arg, t);
+  for (size_t t = 0; t < tasks; ++t) task(arg, t, 0);
 }
 
 ThreadPool::ThreadPool(int threads) {

@@ -1,17 +1,27 @@
 // Splitting a kernel's work across the interpreter's threads
-// (ExecutionContext). Work is cut into as many contiguous parts as there are
-// threads, part t using thread scratch part t, and every output element is
-// computed by one part in the same order as on one thread, so the results do
-// not depend on the number of threads (bit for bit).
+// (ExecutionContext). Work is cut into a few contiguous tasks per thread
+// (kTasksPerThread, so that an idle thread takes over the tasks of one the
+// OS has descheduled: pthreadpool steals work), each task using the scratch
+// part of the thread that runs it, and every output element is computed by
+// one task in the same order as on one thread, so the results do not depend
+// on the number of threads (bit for bit).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
 #include "runtime/kernels/kernel.h"
 
+// pthreadpool's handle (pthreadpool.h), declared here so that kernel
+// headers need not include it.
+struct pthreadpool;
+
 namespace dfarm::runtime {
+
+// Tasks per thread a kernel cuts its work into (when it is big enough).
+constexpr int kTasksPerThread = 2;
 
 // Owns a pthreadpool of `threads` threads (the calling thread counts as
 // one), created once (the interpreter's, in its constructor). With threads
@@ -27,9 +37,14 @@ class ThreadPool {
   pthreadpool* get() const { return pool_; }  // null: one thread
   int threads() const { return threads_; }
 
+  // The scratch slot of the calling pool thread, in [1, threads()): given
+  // once per worker thread (the thread that starts the work has slot 0).
+  int NextWorkerSlot() const { return next_slot_.fetch_add(1, std::memory_order_relaxed); }
+
  private:
   pthreadpool* pool_ = nullptr;
   int threads_ = 1;
+  mutable std::atomic<int> next_slot_{1};
 };
 
 // Threads a node may use: its context's num_threads, or 1 without a context.
@@ -41,20 +56,29 @@ inline int NumThreads(const Node& node) {
 // none: it runs outside an interpreter, or before its AllocateTensors().
 Status CheckScratch(const Node& node);
 
-// Runs task(arg, t) for every t in [0, tasks), on the context's thread pool
-// (the calling thread taking part) or, without one, in order on the calling
-// thread; returns when all are done. Allocates nothing.
-void RunTasks(const ExecutionContext* context, size_t tasks, void (*task)(void*, size_t),
+// Runs task(arg, t, slot) for every t in [0, tasks), on the context's thread
+// pool (the calling thread taking part) or, without one, in order on the
+// calling thread; returns when all are done. `slot` (< num_threads) is the
+// running thread's: no two tasks running at once share one, so a task may
+// use context->ThreadScratch(slot). Allocates nothing.
+void RunTasks(const ExecutionContext* context, size_t tasks, void (*task)(void*, size_t, int),
               void* arg);
 
-// f(t) for t in [0, tasks), as RunTasks(); f must be safe to call from
-// several threads at once.
+// f(t, slot) for t in [0, tasks), as RunTasks(); f must be safe to call
+// from several threads at once.
 template <typename F>
 void ParallelFor(const ExecutionContext* context, size_t tasks, F&& f) {
   using Fn = std::remove_reference_t<F>;
   RunTasks(
-      context, tasks, [](void* arg, size_t t) { (*static_cast<Fn*>(arg))(t); },
+      context, tasks, [](void* arg, size_t t, int slot) { (*static_cast<Fn*>(arg))(t, slot); },
       const_cast<std::remove_const_t<Fn>*>(&f));
+}
+
+// How many tasks to cut `units` units of work into for `threads` threads:
+// kTasksPerThread per thread, no more than the units, at least 1.
+inline int64_t TaskCount(int64_t units, int threads) {
+  if (threads <= 1 || units <= 1) return 1;
+  return units < int64_t{kTasksPerThread} * threads ? units : int64_t{kTasksPerThread} * threads;
 }
 
 // Part `part` of [0, n) cut into `parts` contiguous ranges whose inner
@@ -65,8 +89,8 @@ struct Range {
 };
 Range SplitRange(int64_t n, int parts, int part, int64_t align = 1);
 
-// f(begin, end) over [0, n) split across the node's threads in contiguous
-// ranges (inner bounds multiples of 16), or f(0, n) on the calling thread
+// f(begin, end) over [0, n) split into tasks of contiguous ranges (inner
+// bounds multiples of 16), or f(0, n) on the calling thread
 // when n is below `min_parallel` or there is one thread. For elementwise
 // kernels, whose elements do not depend on each other.
 template <typename F>
@@ -76,8 +100,9 @@ void ParallelRanges(const Node& node, int64_t n, int64_t min_parallel, F&& f) {
     f(int64_t{0}, n);
     return;
   }
-  ParallelFor(node.context, static_cast<size_t>(threads), [&](size_t t) {
-    const Range r = SplitRange(n, threads, static_cast<int>(t), 16);
+  const int tasks = static_cast<int>(TaskCount((n + 4095) / 4096, threads));
+  ParallelFor(node.context, static_cast<size_t>(tasks), [&](size_t t, int) {
+    const Range r = SplitRange(n, tasks, static_cast<int>(t), 16);
     if (r.size() > 0) f(r.begin, r.end);
   });
 }

@@ -38,15 +38,40 @@ TEST(SplitRangeTest, CoversEverythingOnceWithAlignedInnerBounds) {
 TEST(ParallelForTest, RunsEveryTaskOnce) {
   ThreadPool pool(3);
   ExecutionContext context;
-  context.threadpool = pool.get();
+  context.threadpool = &pool;
   context.num_threads = pool.threads();
   std::vector<std::atomic<int>> runs(50);
-  ParallelFor(&context, runs.size(), [&](size_t t) { ++runs[t]; });
+  // No two tasks running at once share a slot.
+  std::vector<std::atomic<int>> busy(static_cast<size_t>(pool.threads()));
+  std::atomic<bool> shared{false}, out_of_range{false};
+  for (int round = 0; round < 20; ++round) {
+    ParallelFor(&context, runs.size(), [&](size_t t, int slot) {
+      if (slot < 0 || slot >= pool.threads()) {
+        out_of_range = true;
+        return;
+      }
+      if (busy[slot]++ != 0) shared = true;
+      if (round == 0) ++runs[t];
+      --busy[slot];
+    });
+  }
+  EXPECT_FALSE(out_of_range);
+  EXPECT_FALSE(shared);
   for (const std::atomic<int>& r : runs) EXPECT_EQ(r.load(), 1);
-  // Without a context: in order on the calling thread.
+  // Without a context: in order on the calling thread, slot 0.
   std::vector<size_t> order;
-  ParallelFor(nullptr, 4, [&](size_t t) { order.push_back(t); });
+  ParallelFor(nullptr, 4, [&](size_t t, int slot) {
+    EXPECT_EQ(slot, 0);
+    order.push_back(t);
+  });
   EXPECT_EQ(order, (std::vector<size_t>{0, 1, 2, 3}));
+}
+
+TEST(TaskCountTest, AFewTasksPerThreadAtMostOnePerUnit) {
+  EXPECT_EQ(TaskCount(100, 1), 1);
+  EXPECT_EQ(TaskCount(100, 2), 2 * kTasksPerThread);
+  EXPECT_EQ(TaskCount(3, 2), 3);
+  EXPECT_EQ(TaskCount(0, 2), 1);
 }
 
 TEST(ThreadPoolTest, OneThreadHasNoPool) {
