@@ -499,18 +499,17 @@ class Scheduler {
       if (!pushed) return pushed.error();
       if (pushed->has_value()) return std::move(**pushed);
     }
-    std::string cooldown_note;
+    CooldownOutcome cool;
     if (Cooling()) {
-      CooldownOutcome cool = WaitForCooldown(ctx_.policy.cooldown,
-                                             AgentCooldownSource(c.session->client(), ctx_.cancel));
-      cooldown_note = cool.note;
+      cool = WaitForCooldown(ctx_.policy.cooldown,
+                             AgentCooldownSource(c.session->client(), ctx_.cancel));
       if (!cool.note.empty() && ctx_.progress && (cool.gave_up || !w.cooldown_noted)) {
         ctx_.progress->Note("device '" + w.device + "': " + cool.note);
       }
       if (!cool.checked) w.cooldown_noted = true;  // a skipped rule is said once per device
       if (Cancelled()) return AttemptEnd{};        // the job was never started: it stays queued
     }
-    return RunOnDevice(w, store, c, job, cooldown_note);
+    return RunOnDevice(w, store, c, job, cool);
   }
 
   // Pushes the job's input sets (artifact kind "inputs"), each once per
@@ -578,7 +577,7 @@ class Scheduler {
 
   // Runs the job on the connected device and records what it came to.
   Result<AttemptEnd> RunOnDevice(Worker& w, store::Store& store, Connection& c, const SweepJob& job,
-                                 const std::string& cooldown_note) {
+                                 const CooldownOutcome& cool) {
     if (auto r = store.MarkJobRunning(job.id); !r) return r.error();
     const std::string label = Label(job, w.device);
     if (ctx_.progress) ctx_.progress->JobStarted(label);
@@ -603,10 +602,11 @@ class Scheduler {
       return AttemptEnd{"device '" + w.device + "': " + result.message(), {}};
     }
     store::JobOutcome outcome = ClassifyJobResultOfKind(*result, job.runner_kind);
-    if (!cooldown_note.empty()) {
+    if (!cool.note.empty()) {
       outcome.state_note =
-          outcome.state_note.empty() ? cooldown_note : outcome.state_note + "; " + cooldown_note;
+          outcome.state_note.empty() ? cool.note : outcome.state_note + "; " + cool.note;
     }
+    outcome.noisy = cool.noisy;
     if (outcome.status == store::kJobInfra) return AttemptEnd{outcome.error, outcome};
     if (auto r = Record(w, store, job, outcome); !r) return r.error();
     std::lock_guard lock(mu_);
@@ -745,7 +745,8 @@ class Scheduler {
   }
 
   bool Cooling() const {
-    return ctx_.policy.cooldown.pause_ms > 0 || ctx_.policy.cooldown.max_temp_c > 0;
+    return ctx_.policy.cooldown.pause_ms > 0 || ctx_.policy.cooldown.max_temp_c > 0 ||
+           ctx_.policy.cooldown.max_cpu_busy_pct > 0;
   }
 
   Result<void> RecordArtifact(store::Store& store, const char* kind, const std::string& sha,
@@ -951,46 +952,94 @@ std::string DeviceStateToJson(const agent::DeviceState& state) {
   return doc.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+namespace {
+
+// One rule of the cooldown: a reading the device gives and its limit.
+struct CooldownRule {
+  const char* name;  // "temperature", "load"
+  double limit = 0;
+  std::function<Result<std::optional<double>>()> read;
+  const char* absent;  // why there is no reading when the device gives none
+  bool active = true;  // false once skipped
+  std::optional<double> last;
+
+  // "90.0 C > 50.0 C" / "CPUs 87% busy > 50%".
+  std::string Excess() const {
+    char text[96];
+    if (std::string_view(name) == "temperature") {
+      std::snprintf(text, sizeof text, "device still at %.1f C > %.1f C", *last, limit);
+    } else {
+      std::snprintf(text, sizeof text, "CPUs %.0f%% busy > %.0f%%", *last, limit);
+    }
+    return text;
+  }
+};
+
+void AddNote(std::string* note, const std::string& line) {
+  *note += (note->empty() ? "" : "; ") + line;
+}
+
+// Reads each active rule once; false when one is over its limit. A rule the
+// device cannot answer is skipped from then on, with a note.
+bool RulesPass(std::vector<CooldownRule>& rules, CooldownOutcome* out) {
+  bool pass = true;
+  for (CooldownRule& r : rules) {
+    if (!r.active) continue;
+    auto v = r.read ? r.read() : Result<std::optional<double>>(std::optional<double>());
+    if (!v || !*v) {
+      AddNote(&out->note, std::string("cooldown ") + r.name +
+                              " rule skipped: " + (v ? r.absent : v.message().c_str()));
+      r.active = false;
+      continue;
+    }
+    out->checked = true;
+    r.last = **v;
+    pass = pass && **v <= r.limit;
+  }
+  return pass;
+}
+
+}  // namespace
+
 CooldownOutcome WaitForCooldown(const CooldownSpec& spec, const CooldownSource& source) {
   CooldownOutcome out;
   const auto start = source.now();
-  auto elapsed_ms = [&] {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(source.now() - start).count();
-  };
   auto cancelled = [&] { return source.cancelled && source.cancelled(); };
   if (spec.pause_ms > 0) source.sleep(std::chrono::milliseconds(spec.pause_ms));
-  if (spec.max_temp_c > 0 && !cancelled()) {
-    const auto limit = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-        std::chrono::seconds(spec.max_wait_s));
-    const auto wait_start = source.now();
-    char temp[64];
-    for (;;) {
-      auto hottest = source.hottest_c();
-      if (!hottest) {
-        out.note = "cooldown temperature rule skipped: " + hottest.message();
-        break;
-      }
-      if (!*hottest) {
-        out.note = "cooldown temperature rule skipped: the device exposes no thermal zone";
-        break;
-      }
-      out.checked = true;
-      out.last_temp_c = **hottest;
-      if (**hottest <= spec.max_temp_c) break;
-      auto waited = source.now() - wait_start;
-      if (waited >= limit) {
-        out.gave_up = true;
-        std::snprintf(temp, sizeof temp, "%.1f C > %.1f C", **hottest, spec.max_temp_c);
-        out.note = std::string("device still at ") + temp + " after waiting " +
-                   std::to_string(spec.max_wait_s) + " s to cool down; ran anyway";
-        break;
-      }
-      if (cancelled()) break;
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(limit - waited);
-      source.sleep(std::min(kCooldownPoll, std::max(left, std::chrono::milliseconds(1))));
-    }
+  std::vector<CooldownRule> rules;
+  if (spec.max_temp_c > 0) {
+    rules.push_back(
+        {"temperature", spec.max_temp_c, source.hottest_c, "the device exposes no thermal zone"});
   }
-  out.waited_ms = elapsed_ms();
+  if (spec.max_cpu_busy_pct > 0) {
+    rules.push_back({"load", spec.max_cpu_busy_pct, source.busy_pct,
+                     "the agent reports no CPU busy share (update dfarm-agent)"});
+  }
+  const auto limit = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::seconds(spec.max_wait_s));
+  const auto wait_start = source.now();
+  while (!rules.empty() && !cancelled() && !RulesPass(rules, &out)) {
+    const auto waited = source.now() - wait_start;
+    if (waited >= limit) {
+      out.gave_up = true;
+      std::string excess;
+      for (const CooldownRule& r : rules) {
+        if (!r.active || !r.last || *r.last <= r.limit) continue;
+        excess += (excess.empty() ? "" : " and ") + r.Excess();
+        out.noisy = out.noisy || std::string_view(r.name) == "load";
+      }
+      AddNote(&out.note, (out.noisy ? "noisy: " : "") + excess + " after waiting " +
+                             std::to_string(spec.max_wait_s) + " s to cool down; ran anyway");
+      break;
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(limit - waited);
+    source.sleep(std::min(kCooldownPoll, std::max(left, std::chrono::milliseconds(1))));
+  }
+  for (const CooldownRule& r : rules) {
+    (std::string_view(r.name) == "load" ? out.last_busy_pct : out.last_temp_c) = r.last;
+  }
+  out.waited_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(source.now() - start).count();
   return out;
 }
 
@@ -1012,6 +1061,11 @@ CooldownSource AgentCooldownSource(agent::AgentClient& client, const std::atomic
       if (z.temp_c && (!hottest || *z.temp_c > *hottest)) hottest = z.temp_c;
     }
     return hottest;
+  };
+  source.busy_pct = [&client]() -> Result<std::optional<double>> {
+    auto state = client.QueryDeviceState();
+    if (!state) return state.error();
+    return state->cpu_busy_pct;
   };
   source.cancelled = [cancel] { return cancel && cancel->load(); };
   return source;

@@ -33,7 +33,9 @@ struct FakeDevice {
   Clock::time_point now{};
   std::vector<int64_t> sleeps_ms;
   std::vector<std::optional<double>> temps;  // one per poll; the last repeats
+  std::vector<std::optional<double>> busy;   // CPU busy %, one per poll; the last repeats
   size_t polls = 0;
+  size_t busy_polls = 0;
   std::string error;  // when set, asking fails
 
   CooldownSource Source() {
@@ -47,6 +49,11 @@ struct FakeDevice {
       ++polls;
       if (!error.empty()) return MakeError(error);
       return temps[std::min(polls - 1, temps.size() - 1)];
+    };
+    s.busy_pct = [this]() -> Result<std::optional<double>> {
+      ++busy_polls;
+      if (busy.empty()) return std::optional<double>();
+      return busy[std::min(busy_polls - 1, busy.size() - 1)];
     };
     return s;
   }
@@ -117,6 +124,54 @@ TEST(CooldownTest, AnAgentThatCannotSaySkipsTheRule) {
   CooldownOutcome out = WaitForCooldown(spec, dev.Source());
   EXPECT_FALSE(out.checked);
   EXPECT_THAT(out.note, HasSubstr("skipped: agent at x does not speak feature 'device_state'"));
+}
+
+TEST(CooldownTest, LoadRuleWaitsForQuietCpus) {
+  FakeDevice dev;
+  dev.busy = {90.0, 80.0, 20.0};
+  CooldownSpec spec;
+  spec.max_cpu_busy_pct = 50;
+  spec.max_wait_s = 60;
+  CooldownOutcome out = WaitForCooldown(spec, dev.Source());
+  EXPECT_EQ(dev.busy_polls, 3u);
+  EXPECT_EQ(dev.polls, 0u);  // no temperature rule, no temperature asked
+  EXPECT_TRUE(out.checked);
+  EXPECT_FALSE(out.noisy);
+  EXPECT_EQ(out.last_busy_pct, std::optional<double>(20.0));
+  EXPECT_TRUE(out.note.empty()) << out.note;
+}
+
+TEST(CooldownTest, BusyAfterMaxWaitIsNoisyWithTheReadings) {
+  FakeDevice dev;
+  dev.busy = {93.0};
+  dev.temps = {71.0};
+  CooldownSpec spec;
+  spec.max_cpu_busy_pct = 50;
+  spec.max_temp_c = 60;
+  spec.max_wait_s = 2;
+  CooldownOutcome out = WaitForCooldown(spec, dev.Source());
+  EXPECT_TRUE(out.gave_up);
+  EXPECT_TRUE(out.noisy);
+  EXPECT_EQ(out.waited_ms, 2000);
+  EXPECT_THAT(out.note, HasSubstr("noisy: device still at 71.0 C > 60.0 C and CPUs 93% busy > "
+                                  "50% after waiting 2 s"));
+  // Hot but quiet: gave up, not noisy.
+  FakeDevice hot;
+  hot.busy = {10.0};
+  hot.temps = {71.0};
+  out = WaitForCooldown(spec, hot.Source());
+  EXPECT_TRUE(out.gave_up);
+  EXPECT_FALSE(out.noisy);
+}
+
+TEST(CooldownTest, AnAgentWithoutABusyReadingSkipsTheLoadRule) {
+  FakeDevice dev;  // busy empty: no reading
+  CooldownSpec spec;
+  spec.max_cpu_busy_pct = 50;
+  CooldownOutcome out = WaitForCooldown(spec, dev.Source());
+  EXPECT_FALSE(out.checked);
+  EXPECT_FALSE(out.noisy);
+  EXPECT_THAT(out.note, HasSubstr("cooldown load rule skipped: the agent reports no CPU busy"));
 }
 
 TEST(CooldownTest, PauseOnlyNeverAsksTheDevice) {

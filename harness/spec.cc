@@ -375,7 +375,9 @@ class Parser {
     if (!c.is_object()) {
       return Fail("cooldown", std::string("expected an object, got ") + TypeName(c));
     }
-    if (auto r = CheckKeys(c, "cooldown", {"pause_ms", "max_temp_c", "max_wait_s"}); !r) {
+    if (auto r =
+            CheckKeys(c, "cooldown", {"pause_ms", "max_temp_c", "max_wait_s", "max_cpu_busy_pct"});
+        !r) {
       return r.error();
     }
     CooldownSpec& cd = spec.scheduler.cooldown;
@@ -385,18 +387,28 @@ class Parser {
         !r) {
       return r.error();
     }
-    if (!c.contains("max_temp_c")) return Ok();
-    const json& t = c["max_temp_c"];
+    if (auto r = ReadLimit(c, "max_temp_c", kMaxTempC, "0: no temperature rule", &cd.max_temp_c);
+        !r) {
+      return r.error();
+    }
+    return ReadLimit(c, "max_cpu_busy_pct", 100.0, "0: no load rule", &cd.max_cpu_busy_pct);
+  }
+
+  // cooldown.KEY, a number in [0, max], into *out when present.
+  Result<void> ReadLimit(const json& c, const char* key, double max, const char* zero_means,
+                         double* out) const {
+    if (!c.contains(key)) return Ok();
+    const json& t = c[key];
+    const std::string field = std::string("cooldown.") + key;
     if (!t.is_number()) {
-      return Fail("cooldown.max_temp_c", std::string("expected a number, got ") + TypeName(t));
+      return Fail(field, std::string("expected a number, got ") + TypeName(t));
     }
-    double v = t.get<double>();
-    if (!(v >= 0.0 && v <= kMaxTempC)) {
-      return Fail("cooldown.max_temp_c", t.dump() + " is out of range [0, " +
-                                             std::to_string(static_cast<int>(kMaxTempC)) +
-                                             "] (0: no temperature rule)");
+    const double v = t.get<double>();
+    if (!(v >= 0.0 && v <= max)) {
+      return Fail(field, t.dump() + " is out of range [0, " +
+                             std::to_string(static_cast<int>(max)) + "] (" + zero_means + ")");
     }
-    cd.max_temp_c = v;
+    *out = v;
     return Ok();
   }
 
@@ -958,7 +970,8 @@ std::string SweepSpec::ToJson() const {
                       {"failover", scheduler.failover}};
   doc["cooldown"] = {{"pause_ms", scheduler.cooldown.pause_ms},
                      {"max_temp_c", scheduler.cooldown.max_temp_c},
-                     {"max_wait_s", scheduler.cooldown.max_wait_s}};
+                     {"max_wait_s", scheduler.cooldown.max_wait_s},
+                     {"max_cpu_busy_pct", scheduler.cooldown.max_cpu_busy_pct}};
   return doc.dump();
 }
 

@@ -72,6 +72,10 @@ struct CooldownSpec {
   uint32_t pause_ms = 0;
   double max_temp_c = 0.0;
   uint32_t max_wait_s = 300;
+  // Also wait until the device's CPUs are at most this busy (the agent's
+  // cpu_busy_pct, 0..100; 0: no load rule); a job that starts busier after
+  // max_wait_s is flagged noisy (issue 18).
+  double max_cpu_busy_pct = 0.0;
 };
 
 // How the scheduler treats device trouble (harness/README.md, "Scheduler").

@@ -567,7 +567,7 @@ TEST_F(SpecTest, Cooldown) {
   EXPECT_THAT(Error(m + R"(5})"), HasSubstr("cooldown: expected an object, got an integer"));
   EXPECT_THAT(Error(m + R"({"pause":1}})"),
               HasSubstr("unknown key 'pause' in cooldown (expected pause_ms, max_temp_c, "
-                        "max_wait_s)"));
+                        "max_wait_s, max_cpu_busy_pct)"));
   EXPECT_THAT(Error(m + R"({"pause_ms":-1}})"),
               HasSubstr("cooldown.pause_ms: -1 is out of range [0, 3600000]"));
   EXPECT_THAT(Error(m + R"({"max_wait_s":100000}})"),
@@ -576,6 +576,15 @@ TEST_F(SpecTest, Cooldown) {
               HasSubstr("cooldown.max_temp_c: expected a number, got string"));
   EXPECT_THAT(Error(m + R"({"max_temp_c":151}})"),
               HasSubstr("cooldown.max_temp_c: 151 is out of range [0, 150]"));
+  EXPECT_THAT(
+      Error(m + R"({"max_cpu_busy_pct":101}})"),
+      HasSubstr("cooldown.max_cpu_busy_pct: 101 is out of range [0, 100] (0: no load rule)"));
+  auto busy = Parse(m + R"({"max_cpu_busy_pct":30,"max_wait_s":5}})");
+  ASSERT_TRUE(busy.ok()) << busy.message();
+  EXPECT_EQ(busy->scheduler.cooldown.max_cpu_busy_pct, 30.0);
+  auto busy_again = ParseSpec(busy->ToJson(), "stored-busy");
+  ASSERT_TRUE(busy_again.ok()) << busy_again.message();
+  EXPECT_EQ(busy_again->scheduler.cooldown.max_cpu_busy_pct, 30.0);
 }
 
 TEST_F(SpecTest, QemuDeviceName) {

@@ -110,10 +110,12 @@ std::string AccuracyLabel(const store::Accuracy& accuracy) {
 }
 
 std::string DeviceStateFlags(const store::JobRow& job) {
-  if (job.started_hot && job.throttled) return "hot, throttled";
-  if (job.started_hot) return "hot";
-  if (job.throttled) return "throttled";
-  return "";
+  std::string flags;
+  for (const auto& [set, name] : {std::pair{job.noisy, "noisy"}, std::pair{job.started_hot, "hot"},
+                                  std::pair{job.throttled, "throttled"}}) {
+    if (set) flags += (flags.empty() ? "" : ", ") + std::string(name);
+  }
+  return flags;
 }
 
 JobCounts CountJobs(const std::vector<store::JobRow>& jobs) {

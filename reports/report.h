@@ -115,7 +115,8 @@ size_t CellProfiledTrials(const RunReport& report, const Cell& cell);
 // their order); empty when there are none.
 std::string TopOpsLabel(const std::vector<store::ProfileOp>& ops, size_t n = 3);
 
-// "hot", "throttled", "hot, throttled", or empty when the agent flagged neither.
+// "noisy", "hot", "throttled" joined by ", " ("hot, throttled"), or empty
+// when the job was flagged none of them.
 std::string DeviceStateFlags(const store::JobRow& job);
 
 // A job's delegate configuration as a matrix row names it: delegate with

@@ -104,6 +104,8 @@ TEST(ReportsTest, PlacementAndDeviceStateLabels) {
   cpu.throttled = true;
   EXPECT_EQ(PlacementLabel(cpu), "all 64 on cpu");
   EXPECT_EQ(DeviceStateFlags(cpu), "throttled");
+  cpu.noisy = true;
+  EXPECT_EQ(DeviceStateFlags(cpu), "noisy, throttled");
 }
 
 TEST(ReportsTest, MarkdownShowsPlacementAndWarnings) {
@@ -623,7 +625,7 @@ TEST_F(StoreReportTest, JsonHasTheRunAndOneFlatRowPerJob) {
   for (const char* k :
        {"run_id", "job_id", "model_sha256", "delegate_options", "num_threads", "runner_sha256",
         "attempts", "wall_ms", "init_us", "arena_bytes", "threads_used", "folded_nodes",
-        "started_hot", "throttled", "state_note", "top5_agree"}) {
+        "started_hot", "throttled", "noisy", "state_note", "top5_agree"}) {
     EXPECT_TRUE(doc["jobs"][0].contains(k)) << k;
   }
 }

@@ -133,6 +133,7 @@ Row JobTableRow(const RunReport& report, const store::JobRow& j) {
   AddPlacement(row, j);
   row["started_hot"] = j.started_hot;
   row["throttled"] = j.throttled;
+  row["noisy"] = j.noisy;
   row["state_note"] = j.state_note;
   AddTelemetry(row, report, j);
   AddAccuracy(row, report, j);

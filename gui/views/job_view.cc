@@ -253,6 +253,7 @@ void JobView::showHeader(const JobData& d) {
   if (!j.error.empty()) h += "<br><span style='color:darkred'>" + esc(j.error) + "</span>";
   m_header->setText(h);
   QStringList flags;
+  if (j.noisy) flags << tr("noisy");
   if (j.started_hot) flags << tr("started hot");
   if (j.throttled) flags << tr("throttled");
   if (!j.moved_from.empty()) flags << tr("moved from %1").arg(QString::fromStdString(j.moved_from));

@@ -172,6 +172,7 @@ json JobJson(store::Store& store, const store::JobRow& j) {
           {"placement", PlacementSummaryJson(j)},
           {"started_hot", j.started_hot},
           {"throttled", j.throttled},
+          {"noisy", j.noisy},
           {"state_note", j.state_note},
           {"trial", j.trial},
           {"runner", RunnerJson(j)},

@@ -116,8 +116,25 @@ struct LatencyInput {
   std::vector<double> baseline, candidate;  // trial medians, or one trial's samples
 };
 
-LatencyInput LatencyData(CellResult& cell, const std::vector<const LoadedJob*>& base,
-                         const std::vector<const LoadedJob*>& cand) {
+// `jobs` without the ones flagged noisy, unless none would be left (then
+// all of them: a noisy figure beats none). Counts what it leaves out.
+std::vector<const LoadedJob*> WithoutNoisy(const std::vector<const LoadedJob*>& jobs,
+                                           size_t* excluded) {
+  std::vector<const LoadedJob*> quiet;
+  for (const LoadedJob* j : jobs) {
+    if (!j->row.noisy) quiet.push_back(j);
+  }
+  if (quiet.empty()) return jobs;
+  *excluded += jobs.size() - quiet.size();
+  return quiet;
+}
+
+LatencyInput LatencyData(CellResult& cell, std::vector<const LoadedJob*> base,
+                         std::vector<const LoadedJob*> cand, bool exclude_noisy) {
+  if (exclude_noisy) {
+    base = WithoutNoisy(base, &cell.noisy_trials_excluded);
+    cand = WithoutNoisy(cand, &cell.noisy_trials_excluded);
+  }
   LatencyInput in;
   std::vector<double> base_samples, cand_samples;
   for (const auto* j : base) {
@@ -489,7 +506,7 @@ CellResult JudgeCell(const CellKey& key, const CellJobs& jobs, const Policy& pol
   if (has_baseline) {
     JudgeMemory(cell, policy.memory);
     JudgePlacement(cell, policy.placement, base, cand);
-    latency_out = LatencyData(cell, base, cand);
+    latency_out = LatencyData(cell, base, cand, policy.latency.exclude_noisy);
     latency_compared = CompareLatency(cell, latency_out, policy.latency);
   }
   return cell;

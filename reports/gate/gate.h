@@ -40,6 +40,9 @@ struct CellResult {
   double p_value = 1, q_value = 1;
   size_t baseline_trials = 0, candidate_trials = 0;
   bool within_run_only = false;  // one trial per side: verdict from the samples of one trial
+  // Ok trials left out of the latency comparison as noisy (policy
+  // latency.exclude_noisy), both sides.
+  size_t noisy_trials_excluded = 0;
   Verdict latency = Verdict::kUnknown;
   std::vector<Finding> findings;        // accuracy, memory, placement, failure findings
   Verdict verdict = Verdict::kUnknown;  // the cell's overall verdict

@@ -32,6 +32,7 @@ struct FakeJob {
   int64_t peak_rss = 100 << 20;
   std::optional<int64_t> sets;  // input sets the accuracy was compared over
   std::string runner;           // the spec's runner name ("" = the default runner)
+  bool noisy = false;           // started with the device busier than the cooldown allowed
 };
 
 class GateTest : public ::testing::Test {
@@ -73,6 +74,7 @@ class GateTest : public ::testing::Test {
       out.status = j.status;
       out.error = j.status == "ok" ? "" : "runner killed by signal 11 (SIGSEGV)";
       out.samples_us = j.samples;
+      out.noisy = j.noisy;
       if (j.status == "ok") {
         store::JobMetrics m;
         m.num_runs = static_cast<int64_t>(j.samples.size());
@@ -163,6 +165,37 @@ TEST_F(GateTest, TenPercentSlowerIsRegressed) {
   ASSERT_TRUE(back) << back.message();
   EXPECT_EQ(back->cells[0].verdict, Verdict::kImproved) << RenderGateText(*back);
   EXPECT_TRUE(back->passed);
+}
+
+// Four of seven candidate trials ran on a busy device (noisy) and are 40%
+// slower: left out, the quiet three match the baseline; counted in, they
+// make the cell regress.
+TEST_F(GateTest, NoisyTrialsAreLeftOutOfLatency) {
+  FakeJob j;
+  auto base = AddRun(Cell(j, 5, 30, 1000, 0.01, 0.02, 5));
+  std::vector<FakeJob> cand = Cell(j, 3, 30, 1000, 0.01, 0.02, 6);
+  FakeJob noisy = j;
+  noisy.noisy = true;
+  for (FakeJob& n : Cell(noisy, 4, 30, 1400, 0.01, 0.02, 7)) {
+    n.trial += 3;
+    cand.push_back(n);
+  }
+  const int64_t cand_run = AddRun(cand);
+  auto r = RunGate(*store_, cand_run, base, DefaultPolicy());
+  ASSERT_TRUE(r) << r.message();
+  ASSERT_EQ(r->cells.size(), 1u);
+  EXPECT_EQ(r->cells[0].verdict, Verdict::kPass) << RenderGateText(*r);
+  EXPECT_EQ(r->cells[0].noisy_trials_excluded, 4u);
+  EXPECT_EQ(r->cells[0].candidate_trials, 3u);
+  EXPECT_NE(RenderGateJson(*r).find(R"("noisy_trials_excluded": 4)"), std::string::npos)
+      << RenderGateJson(*r);
+  Policy all = DefaultPolicy();
+  all.latency.exclude_noisy = false;
+  auto counted = RunGate(*store_, cand_run, base, all);
+  ASSERT_TRUE(counted) << counted.message();
+  EXPECT_NE(counted->cells[0].verdict, Verdict::kPass) << RenderGateText(*counted);
+  EXPECT_GT(counted->cells[0].ratio, 1.3);
+  EXPECT_EQ(counted->cells[0].noisy_trials_excluded, 0u);
 }
 
 // --candidate-runner/--baseline-runner: one runner against another, here

@@ -121,7 +121,8 @@ Result<void> ParseLatency(const json& j, const std::string& path, LatencyPolicy&
        {r.Number("min_effect", p.min_effect, 0, 10), r.Number("alpha", p.alpha, 1e-9, 1),
         r.Number("confidence", p.confidence, 0.5, 0.9999),
         r.Number("bootstrap_resamples", resamples, 100, 1e6), r.Number("seed", seed, 0, 9e15),
-        r.String("metric", p.metric, {"median"}), r.CheckUnknown()}) {
+        r.String("metric", p.metric, {"median"}), r.Bool("exclude_noisy", p.exclude_noisy),
+        r.CheckUnknown()}) {
     if (!result) return result;
   }
   p.bootstrap_resamples = static_cast<int>(resamples);
@@ -310,7 +311,8 @@ std::string PolicyToJson(const Policy& p) {
                 {"confidence", p.latency.confidence},
                 {"bootstrap_resamples", p.latency.bootstrap_resamples},
                 {"seed", p.latency.seed},
-                {"metric", p.latency.metric}}},
+                {"metric", p.latency.metric},
+                {"exclude_noisy", p.latency.exclude_noisy}}},
               {"accuracy", rules},
               {"memory",
                {{"max_peak_rss_growth", OptionalJson(p.memory.max_peak_rss_growth)},

@@ -21,6 +21,9 @@ struct LatencyPolicy {
   int bootstrap_resamples = 2000;  // >= 100
   uint64_t seed = 1;               // of the bootstrap (verdicts are deterministic)
   std::string metric = "median";   // the trial statistic: "median" (of the trial's samples)
+  // Trials flagged noisy (the device's CPUs busier than the spec's cooldown
+  // allowed when they started) are left out of the latency comparison.
+  bool exclude_noisy = true;
 };
 
 // One "accuracy" rule: thresholds for the outputs whose model file name and

@@ -145,6 +145,9 @@ std::string CellDetails(const CellResult& c) {
     s += ": median " + LatencyText(c) + ", ratio " + RatioText(c) + ", p " + Sci(c.p_value) +
          ", q " + Sci(c.q_value) + ", trials " + std::to_string(c.baseline_trials) + "/" +
          std::to_string(c.candidate_trials) + (c.within_run_only ? " (within-run samples)" : "");
+    if (c.noisy_trials_excluded > 0) {
+      s += ", " + std::to_string(c.noisy_trials_excluded) + " noisy trial(s) left out";
+    }
   }
   s += "\n";
   for (const auto& f : c.findings) s += (f.fails ? "FAIL " : "ok   ") + FindingText(f) + "\n";
@@ -318,7 +321,8 @@ std::string RenderGateJson(const GateResult& r) {
                        {"q_value", Finite(c.q_value)},
                        {"baseline_trials", c.baseline_trials},
                        {"candidate_trials", c.candidate_trials},
-                       {"within_run_only", c.within_run_only}}},
+                       {"within_run_only", c.within_run_only},
+                       {"noisy_trials_excluded", c.noisy_trials_excluded}}},
                      {"memory",
                       {{"baseline_peak_rss_bytes", c.baseline_peak_rss_bytes},
                        {"candidate_peak_rss_bytes", c.candidate_peak_rss_bytes},

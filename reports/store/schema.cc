@@ -297,6 +297,12 @@ CREATE TABLE job_profile_nodes(
   mean_us REAL NOT NULL,
   PRIMARY KEY(job_id, step)) WITHOUT ROWID;
 )sql",
+    // v15 (issue 18): noise control. noisy: the job started after the
+    // cooldown's load rule gave up (the device's CPUs busier than the
+    // spec's max_cpu_busy_pct); the readings are in state_note.
+    R"sql(
+ALTER TABLE results ADD COLUMN noisy INTEGER NOT NULL DEFAULT 0;
+)sql",
 };
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
