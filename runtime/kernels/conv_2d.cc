@@ -92,15 +92,16 @@ void PlanGemmPath(const Tensor& input, const Tensor& filter, const WindowDim& h,
   data->direct = data->groups == 1 && k_h == 1 && k_w == 1 && data->stride_h == 1 &&
                  data->stride_w == 1 && h.pad_before == 0 && w.pad_before == 0 &&
                  h.out == input.shape[1] && w.out == input.shape[2];
-  // One thread: the direct product in one piece. Several: kTasksPerThread
-  // chunks per thread (of at least kMinTaskRows pixels), one task each.
+  // im2col with several threads: up to kTasksPerThread chunks per thread
+  // (of about kMinTaskRows pixels or more), one task each. The direct product is one
+  // Gemm::RunParallel().
   int64_t share = pixels;
   if (threads > 1) {
-    const int64_t tasks = int64_t{kTasksPerThread} * threads;
-    share = std::min(pixels, std::max(kMinTaskRows, (pixels + tasks - 1) / tasks));
+    const int64_t tasks = TaskCount((pixels + kMinTaskRows - 1) / kMinTaskRows, threads);
+    share = (pixels + tasks - 1) / tasks;  // balanced, even for a few chunks
   }
   if (data->direct) {
-    data->chunk_rows = share;
+    data->chunk_rows = pixels;
   } else {
     data->chunk_rows =
         std::min<int64_t>(share, std::max<int64_t>(16, kChunkFloats / std::max<int64_t>(depth, 1)));
@@ -267,10 +268,13 @@ Status EvalQuantized(Node& node) {
   return Status::Ok();
 }
 
-// Output pixels [first, end) of the float GEMM path on one thread, with
-// `scratch` (the node's scratch_bytes): bias, products, activation.
+// The im2col output pixels [first, end) of the float GEMM path with
+// `scratch` (the node's scratch_bytes): bias, products, activation. The
+// products run on this thread, or, given `split` (a single chunk on several
+// threads), split across the context's threads by the GEMM, each on its
+// thread's scratch part past the patches.
 void EvalPixels(const Conv2DData& d, const Node& node, int64_t first, int64_t end,
-                std::byte* scratch) {
+                std::byte* scratch, const ExecutionContext* split) {
   const Tensor& input = *node.inputs[0];
   Tensor& output = *node.outputs[0];
   const int in_c = input.shape[3];
@@ -283,25 +287,44 @@ void EvalPixels(const Conv2DData& d, const Node& node, int64_t first, int64_t en
   }
   const float* filter_data = node.inputs[1]->data_as<float>();
   float* patches = reinterpret_cast<float*>(scratch);
-  std::byte* workspace = scratch + d.patch_bytes;
   for (int64_t chunk = first; chunk < end; chunk += d.chunk_rows) {
     const int64_t rows = std::min(d.chunk_rows, end - chunk);
-    if (d.direct) {
-      const GemmOperand filter{filter_data, depth, /*transposed=*/true};
-      d.gemm.Run(rows, out_c, depth, {input.data_as<float>() + chunk * depth, depth, false}, filter,
-                 out + chunk * out_c, out_c, workspace);
-      continue;
-    }
     for (int g = 0; g < d.groups; ++g) {
       Im2Col(d, input, out_h, out_w, chunk, rows, g * filter_c, filter_c, patches);
       const GemmOperand filter{filter_data + static_cast<int64_t>(g) * group_out * depth, depth,
                                /*transposed=*/true};
-      d.gemm.Run(rows, group_out, depth, {patches, depth, false}, filter,
-                 out + chunk * out_c + static_cast<int64_t>(g) * group_out, out_c, workspace);
+      float* c = out + chunk * out_c + static_cast<int64_t>(g) * group_out;
+      if (split != nullptr) {
+        d.gemm.RunParallel(rows, group_out, depth, {patches, depth, false}, filter, c, out_c, split,
+                           d.patch_bytes);
+      } else {
+        d.gemm.Run(rows, group_out, depth, {patches, depth, false}, filter, c, out_c,
+                   scratch + d.patch_bytes);
+      }
     }
   }
   const ActivationRange act = d.activation;
   for (int64_t i = first * out_c; i < end * out_c; ++i) out[i] = Clamp(out[i], act);
+}
+
+// The 1x1 stride-1 product on the input itself, split by the GEMM.
+void EvalDirect(const Conv2DData& d, const Node& node, int64_t pixels) {
+  const int64_t depth = node.inputs[0]->shape[3];
+  const int out_c = node.outputs[0]->shape[3];
+  float* out = node.outputs[0]->data_as<float>();
+  ParallelRanges(node, pixels, kMinParallelElements / std::max(out_c, 1),
+                 [&](int64_t begin, int64_t end) {
+                   for (int64_t p = begin; p < end; ++p) {
+                     std::memcpy(out + p * out_c, d.bias.data(), out_c * sizeof(float));
+                   }
+                 });
+  d.gemm.RunParallel(pixels, out_c, depth, {node.inputs[0]->data_as<float>(), depth, false},
+                     {node.inputs[1]->data_as<float>(), depth, /*transposed=*/true}, out, out_c,
+                     node.context, 0);
+  const ActivationRange act = d.activation;
+  ParallelRanges(node, pixels * out_c, kMinParallelElements, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out[i] = Clamp(out[i], act);
+  });
 }
 
 Status Eval(Node& node) {
@@ -313,12 +336,23 @@ Status Eval(Node& node) {
   DFARM_RETURN_IF_ERROR(CheckScratch(node));
   const Tensor& output = *node.outputs[0];
   const int64_t pixels = static_cast<int64_t>(output.shape[0]) * output.shape[1] * output.shape[2];
-  // One task per chunk, on the scratch part of the thread that runs it.
+  if (d.direct) {
+    EvalDirect(d, node, pixels);
+    return Status::Ok();
+  }
+  // One task per chunk, on the scratch part of the thread that runs it; a
+  // single chunk splits its products instead.
   const int64_t chunks = (pixels + d.chunk_rows - 1) / d.chunk_rows;
+  if (chunks == 1) {
+    EvalPixels(d, node, 0, pixels,
+               node.context != nullptr ? node.context->ThreadScratch(0) : nullptr,
+               NumThreads(node) > 1 ? node.context : nullptr);
+    return Status::Ok();
+  }
   ParallelFor(node.context, static_cast<size_t>(chunks), [&](size_t t, int slot) {
     const int64_t first = static_cast<int64_t>(t) * d.chunk_rows;
     EvalPixels(d, node, first, std::min(pixels, first + d.chunk_rows),
-               node.context != nullptr ? node.context->ThreadScratch(slot) : nullptr);
+               node.context != nullptr ? node.context->ThreadScratch(slot) : nullptr, nullptr);
   });
   return Status::Ok();
 }

@@ -178,6 +178,8 @@ size_t AlignUp64(size_t bytes) { return (bytes + 63) & ~size_t{63}; }
 // Products smaller than this many multiply-adds stay on one thread (waking
 // the pool costs more than it saves).
 constexpr int64_t kMinParallelMacs = int64_t{1} << 16;
+// Multiply-adds below which a product is not cut into more tasks.
+constexpr int64_t kMinTaskMacs = int64_t{1} << 18;
 
 }  // namespace
 
@@ -275,9 +277,10 @@ void Gemm::RunParallel(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOpera
   // every row task packs all of B (k x n), every column task all of A
   // (m x k); both keep each element's summation as Run()'s.
   const bool split_rows = m >= 2 * kRowAlign * threads && (m >= n || n < 2 * kColumnAlign);
-  const int tasks =
-      static_cast<int>(split_rows ? TaskCount(m / (2 * kRowAlign), threads)
-                                  : TaskCount((n + kColumnAlign - 1) / kColumnAlign, threads));
+  const int64_t units = split_rows ? m / (2 * kRowAlign) : (n + kColumnAlign - 1) / kColumnAlign;
+  // No more tasks than kMinTaskMacs of work each (but one per thread).
+  const int tasks = static_cast<int>(
+      std::min(TaskCount(units, threads), std::max<int64_t>(threads, m * n * k / kMinTaskMacs)));
   ParallelFor(context, static_cast<size_t>(tasks), [&](size_t t, int slot) {
     const int part = static_cast<int>(t);
     if (split_rows) {

@@ -10,6 +10,7 @@
 
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/kernels.h"
+#include "runtime/kernels/parallel.h"
 #include "runtime/kernels/quant_util.h"
 
 namespace dfarm::runtime {
@@ -130,13 +131,16 @@ Status Eval(Node& node) {
     EvalQuantized<kMax, uint8_t>(d, input, output);
     return Status::Ok();
   }
-  const int batches = input.shape[0], in_h = input.shape[1], in_w = input.shape[2];
+  const int in_h = input.shape[1], in_w = input.shape[2];
   const int channels = input.shape[3];
   const int out_h = output.shape[1], out_w = output.shape[2];
   const float* in = input.data_as<float>();
   float* out = output.data_as<float>();
-  for (int n = 0; n < batches; ++n) {
-    for (int oy = 0; oy < out_h; ++oy) {
+  const int64_t rows = static_cast<int64_t>(input.shape[0]) * out_h;
+  // Whole output rows (batch, oy) per range: each output as on one thread.
+  auto pool_rows = [&](int64_t row_begin, int64_t row_end) {
+    for (int64_t row = row_begin; row < row_end; ++row) {
+      const int n = static_cast<int>(row / out_h), oy = static_cast<int>(row % out_h);
       const int iy0 = oy * d.stride_h - d.pad_top;
       const int ky0 = std::max(0, -iy0), ky1 = std::min(d.filter_h, in_h - iy0);
       for (int ox = 0; ox < out_w; ++ox) {
@@ -168,7 +172,17 @@ Status Eval(Node& node) {
         for (int c = 0; c < channels; ++c) acc[c] = Clamp(acc[c], d.activation);
       }
     }
+  };
+  const int64_t row_elements = std::max<int64_t>(1, static_cast<int64_t>(out_w) * channels);
+  if (NumThreads(node) <= 1 || rows * row_elements < kMinParallelElements) {
+    pool_rows(0, rows);
+    return Status::Ok();
   }
+  const int tasks = static_cast<int>(TaskCount(rows, NumThreads(node)));
+  ParallelFor(node.context, static_cast<size_t>(tasks), [&](size_t t, int) {
+    const Range r = SplitRange(rows, tasks, static_cast<int>(t));
+    pool_rows(r.begin, r.end);
+  });
   return Status::Ok();
 }
 
