@@ -10,6 +10,7 @@
 
 namespace dfarm::runtime {
 
+#ifdef DFARM_HAVE_PTHREADPOOL
 namespace {
 
 // One RunTasks() call, as pthreadpool's task argument.
@@ -38,6 +39,7 @@ void RunWithSlot(void* dispatch, size_t t) {
 }
 
 }  // namespace
+#endif  // DFARM_HAVE_PTHREADPOOL
 
 void RunTasks(const ExecutionContext* context, size_t tasks, void (*task)(void*, size_t, int),
               void* arg) {
