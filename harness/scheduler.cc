@@ -79,6 +79,22 @@ agent::JobSpec ToJobSpec(const SweepJob& job, const std::string& runner_sha256,
   return spec;
 }
 
+// One device state as the store's telemetry row of `phase`.
+store::TelemetryRow TelemetryOf(const std::string& phase, const agent::DeviceState& state) {
+  store::TelemetryRow t;
+  t.phase = phase;
+  t.unix_ms = state.unix_ms;
+  for (const agent::ThermalZoneState& z : state.thermal_zones) {
+    if (z.temp_c && (!t.hottest_temp_c || *z.temp_c > *t.hottest_temp_c)) {
+      t.hottest_temp_c = z.temp_c;
+    }
+  }
+  t.load_avg_1m = state.load_avg_1m;
+  t.battery_temp_c = state.battery_temp_c;
+  if (state.battery_level_pct) t.battery_level_pct = *state.battery_level_pct;
+  return t;
+}
+
 // ClassifyJobResult for a job of runner kind `kind` (defined below it).
 store::JobOutcome ClassifyJobResultOfKind(const agent::JobResult& r, std::string_view kind);
 
@@ -852,19 +868,10 @@ store::JobOutcome ClassifyJobResultOfKind(const agent::JobResult& r, std::string
   if (r.state_after) o.state_after_json = DeviceStateToJson(*r.state_after);
   for (const auto& [phase, state] :
        {std::pair{"before", &r.state_before}, std::pair{"after", &r.state_after}}) {
-    if (!*state) continue;
-    store::TelemetryRow t;
-    t.phase = phase;
-    t.unix_ms = (*state)->unix_ms;
-    for (const agent::ThermalZoneState& z : (*state)->thermal_zones) {
-      if (z.temp_c && (!t.hottest_temp_c || *z.temp_c > *t.hottest_temp_c)) {
-        t.hottest_temp_c = z.temp_c;
-      }
-    }
-    t.load_avg_1m = (*state)->load_avg_1m;
-    t.battery_temp_c = (*state)->battery_temp_c;
-    if ((*state)->battery_level_pct) t.battery_level_pct = *(*state)->battery_level_pct;
-    o.telemetry.push_back(std::move(t));
+    if (*state) o.telemetry.push_back(TelemetryOf(phase, **state));
+  }
+  for (size_t i = 0; i < r.state_during.size(); ++i) {
+    o.telemetry.push_back(TelemetryOf(DuringPhase(i), r.state_during[i]));
   }
   o.started_hot = r.started_hot;
   o.throttled = r.throttled;

@@ -135,6 +135,13 @@ Result<void> CheckDeviceTakesProfile(const std::vector<std::string>& features,
 // and flags are kept too.
 store::JobOutcome ClassifyJobResult(const agent::JobResult& r);
 
+// The telemetry phase of the i-th (0-based) sample taken while the runner
+// ran: "during:0001", ... (sortable, unique per job).
+inline std::string DuringPhase(size_t i) {
+  std::string n = std::to_string(i + 1);
+  return "during:" + std::string(n.size() < 4 ? 4 - n.size() : 0, '0') + n;
+}
+
 // What WaitForCooldown uses; tests inject a fake clock and temperatures.
 struct CooldownSource {
   std::function<std::chrono::steady_clock::time_point()> now;

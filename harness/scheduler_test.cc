@@ -174,6 +174,33 @@ TEST(CooldownTest, AnAgentWithoutABusyReadingSkipsTheLoadRule) {
   EXPECT_THAT(out.note, HasSubstr("cooldown load rule skipped: the agent reports no CPU busy"));
 }
 
+// The samples taken while the runner ran become telemetry rows "during:NNNN"
+// in order, beside before and after.
+TEST(ClassifyJobResultTest, SamplesDuringTheJobBecomeTelemetryRows) {
+  agent::JobResult r;
+  r.status = "crashed";
+  r.error = "runner killed by signal 11";
+  agent::DeviceState before;
+  before.unix_ms = 1000;
+  before.thermal_zones.push_back({0, "cpu", 40.0});
+  r.state_before = before;
+  for (int i = 0; i < 12; ++i) {
+    agent::DeviceState s;
+    s.unix_ms = 2000 + 1000 * i;
+    s.thermal_zones.push_back({0, "cpu", 41.0 + i});
+    s.load_avg_1m = 0.5;
+    r.state_during.push_back(s);
+  }
+  store::JobOutcome o = ClassifyJobResult(r);
+  ASSERT_EQ(o.telemetry.size(), 13u);
+  EXPECT_EQ(o.telemetry[0].phase, "before");
+  EXPECT_EQ(o.telemetry[1].phase, "during:0001");
+  EXPECT_EQ(o.telemetry[12].phase, "during:0012");
+  EXPECT_EQ(o.telemetry[12].unix_ms, 13000);
+  EXPECT_EQ(o.telemetry[12].hottest_temp_c, std::optional<double>(52.0));
+  EXPECT_EQ(DuringPhase(599), "during:0600");
+}
+
 TEST(CooldownTest, PauseOnlyNeverAsksTheDevice) {
   FakeDevice dev;
   CooldownSpec spec;

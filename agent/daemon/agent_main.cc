@@ -106,6 +106,10 @@ std::optional<int> ParseCommandLine(int argc, char** argv, ServerOptions* option
                  "program, when it brings none), e.g. \"qemu-aarch64\": a bundle brings its "
                  "libc, so qemu-user needs no -L sysroot (default: --runner-prefix)");
   // Test-only: read the device state (sys/, proc/) under this folder instead of /.
+  app.add_option("--sample-interval-ms", options->supervisor.sample_interval_ms,
+                 "sample the device state (temperatures, frequencies, load) this often while a "
+                 "runner runs, into the job's telemetry (0: only before and after)")
+      ->capture_default_str();
   app.add_option("--device-state-root", options->supervisor.device_state_root)->group("");
   try {
     app.parse(argc, argv);

@@ -361,6 +361,40 @@ TEST_F(AgentDeviceStateSupervisorTest, SnapshotsAreTakenBeforeAndAfterTheRunner)
   EXPECT_EQ(again.state_note, "");
 }
 
+// The runner heats the fake zone 1 step by step while the agent samples
+// every 100 ms: state_during shows the climb, in time order.
+TEST_F(AgentDeviceStateSupervisorTest, StateIsSampledWhileTheRunnerRuns) {
+  const std::string zone = root_ + "/sys/class/thermal/thermal_zone1/temp";
+  std::string script = "#!/bin/sh\n";
+  for (int t = 40; t <= 60; t += 5) {
+    script += "echo " + std::to_string(t * 1000) + " > " + zone + "\nsleep 0.15\n";
+  }
+  script += std::string(testing::kOkRunner).substr(std::string("#!/bin/sh\n").size());
+  SupervisorOptions options;
+  options.device_state_root = root_;
+  options.sample_interval_ms = 100;
+  Supervisor sup(store_.get(), options);
+  JobResult r = sup.Run(Job(script));
+  ASSERT_EQ(r.status, "ok") << r.error << r.stderr_tail;
+  ASSERT_GE(r.state_during.size(), 3u);
+  for (size_t i = 1; i < r.state_during.size(); ++i) {
+    EXPECT_LE(r.state_during[i - 1].unix_ms, r.state_during[i].unix_ms);
+    EXPECT_LE(*r.state_during[i - 1].thermal_zones[1].temp_c,
+              *r.state_during[i].thermal_zones[1].temp_c);
+  }
+  EXPECT_GT(*r.state_during.back().thermal_zones[1].temp_c,
+            *r.state_during.front().thermal_zones[1].temp_c);
+  // The samples travel.
+  JobResult out = RoundTrip(r);
+  ASSERT_EQ(out.state_during.size(), r.state_during.size());
+  EXPECT_EQ(out.state_during.back().thermal_zones[1].temp_c,
+            r.state_during.back().thermal_zones[1].temp_c);
+  // Interval 0: no samples.
+  options.sample_interval_ms = 0;
+  Supervisor quiet(store_.get(), options);
+  EXPECT_TRUE(quiet.Run(Job(script + "# again\n")).state_during.empty());
+}
+
 TEST_F(AgentDeviceStateSupervisorTest, CrashedRunnerStillGetsSnapshots) {
   SupervisorOptions options;
   options.device_state_root = root_;

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -498,8 +499,32 @@ enum class WaitEnd { kExited, kTimedOut, kCancelled };
 // Collects the runner's output until it exits (observed without reaping, so
 // its process group id cannot be reused before the stragglers it left there
 // are killed), the deadline passes or *cancel becomes true (cancel may be null).
+// Calls `sample` every `interval` while the runner runs (interval 0: never),
+// doubling the interval when `sample` returns false (it is full).
+struct Sampler {
+  std::chrono::milliseconds interval{0};
+  std::function<bool()> sample;
+  Clock::time_point next = Clock::time_point::max();
+
+  void Start() {
+    if (interval.count() > 0 && sample) next = Clock::now() + interval;
+  }
+  // Milliseconds until the next sample (a poll's wait is cut to it).
+  int64_t DueInMs() const {
+    if (next == Clock::time_point::max()) return std::numeric_limits<int32_t>::max();
+    return std::max<int64_t>(
+        0, std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now()).count());
+  }
+  void Tick() {
+    if (next == Clock::time_point::max() || Clock::now() < next) return;
+    if (!sample()) interval *= 2;
+    next = Clock::now() + interval;
+  }
+};
+
 WaitEnd WaitForRunner(pid_t pid, Clock::time_point deadline, const std::atomic<bool>* cancel,
-                      UniqueFd* out_r, UniqueFd* err_r, RunnerOutput* output) {
+                      UniqueFd* out_r, UniqueFd* err_r, RunnerOutput* output, Sampler* sampler) {
+  sampler->Start();
   SetNonBlocking(out_r->get());
   SetNonBlocking(err_r->get());
   UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
@@ -514,6 +539,7 @@ WaitEnd WaitForRunner(pid_t pid, Clock::time_point deadline, const std::atomic<b
     int wait_ms = static_cast<int>(std::max<int64_t>(0, left.count() + 1));
     if (!pidfd) wait_ms = std::min(wait_ms, 10);  // no pidfd: poll for the exit
     if (cancel) wait_ms = std::min(wait_ms, 50);
+    wait_ms = static_cast<int>(std::min<int64_t>(wait_ms, sampler->DueInMs() + 1));
     if (::poll(fds, n, wait_ms) > 0) {
       if (out_i >= 0 && fds[out_i].revents) output->ReadStdout(out_r);
       if (err_i >= 0 && fds[err_i].revents) output->ReadStderr(err_r);
@@ -524,6 +550,7 @@ WaitEnd WaitForRunner(pid_t pid, Clock::time_point deadline, const std::atomic<b
     }
     if (Clock::now() >= deadline) return WaitEnd::kTimedOut;
     if (cancel && cancel->load()) return WaitEnd::kCancelled;
+    sampler->Tick();
   }
 }
 
@@ -734,13 +761,24 @@ JobResult Supervisor::RunUnpacked(const JobSpec& job, const std::atomic<bool>* c
   RunnerOutput output;
   output.max_stdout = options_.max_stdout_bytes;
   output.stderr_tail = options_.stderr_tail_bytes;
+  std::vector<DeviceState> during;
+  Sampler sampler;
+  if (options_.record_device_state) {
+    sampler.interval = std::chrono::milliseconds(options_.sample_interval_ms);
+    sampler.sample = [this, &during] {
+      if (during.size() >= kMaxStateSamples) return false;
+      during.push_back(CollectDeviceState(options_.device_state_root));
+      return true;
+    };
+  }
   WaitEnd how = WaitForRunner(*pid, start + std::chrono::milliseconds(job.timeout_ms), cancel,
-                              &pipes->out_r, &pipes->err_r, &output);
+                              &pipes->out_r, &pipes->err_r, &output, &sampler);
   auto end = Clock::now();
   int status = KillAndReap(*pid, /*kill_group=*/true);
   output.Finish(&pipes->out_r, &pipes->err_r);
 
   JobResult result;
+  result.state_during = std::move(during);
   result.wall_ms = std::chrono::duration<double, std::milli>(end - start).count();
   result.runner_json = output.out;
   result.stderr_tail = output.err;

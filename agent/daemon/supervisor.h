@@ -35,6 +35,10 @@ struct SupervisorOptions {
   // the runner starts and just after it ends; tests point it at a fake tree.
   bool record_device_state = true;
   std::string device_state_root = "/";
+  // While a runner runs, the device state is sampled this often into
+  // JobResult::state_during (0: never); the interval doubles whenever
+  // kMaxStateSamples would be passed.
+  uint32_t sample_interval_ms = 1000;
   // A job whose state_before shows a thermal zone above this is flagged started_hot.
   double hot_threshold_c = kDefaultHotThresholdC;
   // Words put before the runner's path on its command line (dfarm-agent

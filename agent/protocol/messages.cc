@@ -177,8 +177,15 @@ flatbuffers::Offset<wire::JobResult> BuildJobResult(flatbuffers::FlatBufferBuild
   if (r.state_before) before = BuildDeviceState(fbb, *r.state_before);
   if (r.state_after) after = BuildDeviceState(fbb, *r.state_after);
   auto note = r.state_note.empty() ? 0 : fbb.CreateString(r.state_note);
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::DeviceState>>> during;
+  if (!r.state_during.empty()) {
+    std::vector<flatbuffers::Offset<wire::DeviceState>> samples;
+    for (const DeviceState& s : r.state_during) samples.push_back(BuildDeviceState(fbb, s));
+    during = fbb.CreateVector(samples);
+  }
   return wire::CreateJobResult(fbb, status, error, r.exit_code, r.signal, json, tail, r.wall_ms,
-                               before, after, r.started_hot, r.throttled, r.hot_threshold_c, note);
+                               before, after, r.started_hot, r.throttled, r.hot_threshold_c, note,
+                               during);
 }
 
 JobResult ReadJobResult(const wire::JobResult& msg) {
@@ -196,6 +203,11 @@ JobResult ReadJobResult(const wire::JobResult& msg) {
   r.throttled = msg.throttled();
   r.hot_threshold_c = msg.hot_threshold_c();
   r.state_note = Str(msg.state_note());
+  if (const auto* during = msg.state_during()) {
+    for (size_t i = 0; i < during->size() && i < kMaxStateSamples; ++i) {
+      r.state_during.push_back(ReadDeviceState(*during->Get(i)));
+    }
+  }
   return r;
 }
 

@@ -119,7 +119,14 @@ struct JobResult {
   bool throttled = false;    // a CPU's scaling_max_freq below its cpuinfo_max_freq, before or after
   double hot_threshold_c = 0;  // the agent's threshold (dfarm-agent --hot-threshold-c)
   std::string state_note;      // one line naming why the job is flagged; empty when not
+  // Sampled while the runner ran (issue 18), in time order; empty when the
+  // job was shorter than the agent's sample interval.
+  std::vector<DeviceState> state_during;
 };
+
+// The most state_during samples a JobResult carries (the agent doubles its
+// interval rather than go past it).
+inline constexpr size_t kMaxStateSamples = 600;
 
 // A JobProgress frame (feature "progress"): phase "starting", "running" or
 // "done", and the time since the agent accepted the job.

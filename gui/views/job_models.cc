@@ -259,7 +259,16 @@ void TelemetryModel::setTelemetry(const std::vector<store::TelemetryRow>& rows,
   m_rows.clear();
   const store::TelemetryRow* before = nullptr;
   const store::TelemetryRow* after = nullptr;
-  for (const store::TelemetryRow& r : rows) (r.phase == "before" ? before : after) = &r;
+  double lo = 0, hi = 0;
+  int during = 0;
+  for (const store::TelemetryRow& r : rows) {
+    if (r.phase == "before") before = &r;
+    if (r.phase == "after") after = &r;
+    if (r.phase.rfind("during:", 0) != 0 || !r.hottest_temp_c) continue;
+    lo = during == 0 ? *r.hottest_temp_c : std::min(lo, *r.hottest_temp_c);
+    hi = during == 0 ? *r.hottest_temp_c : std::max(hi, *r.hottest_temp_c);
+    ++during;
+  }
   const auto fig = [&](const QString& name, auto get) {
     const QString b = before ? get(*before) : QString();
     const QString a = after ? get(*after) : QString();
@@ -267,6 +276,11 @@ void TelemetryModel::setTelemetry(const std::vector<store::TelemetryRow>& rows,
   };
   fig(tr("hottest zone (C)"),
       [](const store::TelemetryRow& r) { return optReal(r.hottest_temp_c); });
+  if (during > 0) {
+    m_rows.push_back({tr("while running: hottest zone (C)"),
+                      tr("%1 to %2").arg(lo, 0, 'f', 1).arg(hi, 0, 'f', 1),
+                      tr("%n sample(s)", nullptr, during)});
+  }
   fig(tr("load avg 1m"), [](const store::TelemetryRow& r) { return optReal(r.load_avg_1m, 2); });
   fig(tr("battery (C)"), [](const store::TelemetryRow& r) { return optReal(r.battery_temp_c); });
   fig(tr("battery level (%)"), [](const store::TelemetryRow& r) {

@@ -83,7 +83,9 @@ store::JobOutcome Ok(double p50_us) {
   ok.throttled = true;
   ok.state_note = "throttled: cpu0 at 1200 MHz of 1800 MHz";
   ok.telemetry = {{"before", 1000, 45.5, 0.5, std::nullopt, std::nullopt},
-                  {"after", 2000, 71.0, 1.5, std::nullopt, std::nullopt}};
+                  {"after", 2000, 71.0, 1.5, std::nullopt, std::nullopt},
+                  {"during:0001", 1400, 52.0, 0.7, std::nullopt, std::nullopt},
+                  {"during:0002", 1800, 66.5, 1.1, std::nullopt, std::nullopt}};
   return ok;
 }
 
@@ -290,7 +292,7 @@ TEST_F(Views2Test, JobViewShowsEveryPartOfAJob) {
   EXPECT_TRUE(view.profileTitle().contains("mean of 6 runs")) << view.profileTitle().toStdString();
 
   const auto* tel = view.telemetryModel();
-  bool sawHottest = false, sawFreq = false;
+  bool sawHottest = false, sawFreq = false, sawDuring = false;
   for (int r = 0; r < tel->rowCount(); ++r) {
     const QString fig = tel->index(r, TelemetryModel::FigureColumn).data().toString();
     if (fig.startsWith("hottest zone")) {
@@ -298,12 +300,18 @@ TEST_F(Views2Test, JobViewShowsEveryPartOfAJob) {
       EXPECT_EQ(tel->index(r, TelemetryModel::BeforeColumn).data().toString(), "45.5");
       EXPECT_EQ(tel->index(r, TelemetryModel::AfterColumn).data().toString(), "71.0");
     }
+    if (fig == "while running: hottest zone (C)") {
+      sawDuring = true;
+      EXPECT_EQ(tel->index(r, TelemetryModel::BeforeColumn).data().toString(), "52.0 to 66.5");
+      EXPECT_EQ(tel->index(r, TelemetryModel::AfterColumn).data().toString(), "2 sample(s)");
+    }
     if (fig == "cpu_freq_khz") {
       sawFreq = true;
       EXPECT_EQ(tel->index(r, TelemetryModel::AfterColumn).data().toString(), "[1200000]");
     }
   }
   EXPECT_TRUE(sawHottest);
+  EXPECT_TRUE(sawDuring);
   EXPECT_TRUE(sawFreq);
   EXPECT_FALSE(view.histogramChart()->series().isEmpty());
   EXPECT_TRUE(view.timelineChart()->title().contains("throttled"));

@@ -212,6 +212,25 @@ json ProfileJson(const store::JobProfile& p) {
   return out;
 }
 
+// The job's telemetry rows in time order (before, the samples taken while
+// the runner ran, after); unread figures are absent.
+json TelemetryJson(std::vector<store::TelemetryRow> rows) {
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const auto& a, const auto& b) { return a.unix_ms < b.unix_ms; });
+  json out = json::array();
+  for (const store::TelemetryRow& t : rows) {
+    json row = json::object();
+    row["phase"] = t.phase;
+    row["unix_ms"] = t.unix_ms;
+    if (t.hottest_temp_c) row["hottest_temp_c"] = *t.hottest_temp_c;
+    if (t.load_avg_1m) row["load_avg_1m"] = *t.load_avg_1m;
+    if (t.battery_temp_c) row["battery_temp_c"] = *t.battery_temp_c;
+    if (t.battery_level_pct) row["battery_level_pct"] = *t.battery_level_pct;
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
 // Adds the drill-down of `show --job ID --json` to `job`: every node, the
 // device state and the raw evidence. Returns the exit code.
 int AddJobDetailJson(store::Store& store, const store::JobRow& j, json& job, Context& ctx) {
@@ -229,6 +248,9 @@ int AddJobDetailJson(store::Store& store, const store::JobRow& j, json& job, Con
   job["exit_code"] = detail ? detail->exit_code : -1;
   job["signal"] = detail ? detail->signal : 0;
   job["stderr_tail"] = detail ? detail->stderr_tail : "";
+  auto telemetry = store.GetTelemetry(j.id);
+  if (!telemetry) return ctx.Fail(telemetry.error());
+  job["telemetry"] = TelemetryJson(*telemetry);
   auto accuracy = store.GetAccuracy(j.id);
   if (!accuracy) {
     return ctx.Fail(accuracy.error());

@@ -98,6 +98,13 @@ TEST_F(NoiseE2eTest, ABusyDeviceFlagsTheJobNoisy) {
   EXPECT_EQ(job["noisy"], true) << job.dump(2);
   EXPECT_NE(job["state_note"].get<std::string>().find("% busy > 20%"), std::string::npos)
       << job.dump(2);
+  Outcome drill = Dfarm(
+      {"show", "last", "--job", std::to_string(job["id"].get<int64_t>()), "--db", db_, "--json"});
+  ASSERT_EQ(drill.code, 0) << drill.err;
+  const json telemetry = json::parse(drill.out)["jobs"][0]["telemetry"];
+  ASSERT_GE(telemetry.size(), 2u) << telemetry.dump();
+  EXPECT_EQ(telemetry.front()["phase"], "before");
+  EXPECT_EQ(telemetry.back()["phase"], "after");
   Outcome text = Dfarm({"show", "last", "--db", db_});
   EXPECT_NE(text.out.find("noisy"), std::string::npos) << text.out;
   Outcome report = Dfarm({"report", "last", "--db", db_, "--format", "json", "-o", "-"});
