@@ -307,24 +307,42 @@ void EvalPixels(const Conv2DData& d, const Node& node, int64_t first, int64_t en
   for (int64_t i = first * out_c; i < end * out_c; ++i) out[i] = Clamp(out[i], act);
 }
 
-// The 1x1 stride-1 product on the input itself, split by the GEMM.
+// The 1x1 stride-1 product on the input itself. Many pixels: tasks of
+// whole pixel ranges (bias, product, activation while the rows are in
+// cache); few (fewer than the channels): the GEMM splits the channels.
 void EvalDirect(const Conv2DData& d, const Node& node, int64_t pixels) {
   const int64_t depth = node.inputs[0]->shape[3];
   const int out_c = node.outputs[0]->shape[3];
+  const float* in = node.inputs[0]->data_as<float>();
+  const GemmOperand filter{node.inputs[1]->data_as<float>(), depth, /*transposed=*/true};
   float* out = node.outputs[0]->data_as<float>();
-  ParallelRanges(node, pixels, kMinParallelElements / std::max(out_c, 1),
-                 [&](int64_t begin, int64_t end) {
-                   for (int64_t p = begin; p < end; ++p) {
-                     std::memcpy(out + p * out_c, d.bias.data(), out_c * sizeof(float));
-                   }
-                 });
-  d.gemm.RunParallel(pixels, out_c, depth, {node.inputs[0]->data_as<float>(), depth, false},
-                     {node.inputs[1]->data_as<float>(), depth, /*transposed=*/true}, out, out_c,
-                     node.context, 0);
   const ActivationRange act = d.activation;
-  ParallelRanges(node, pixels * out_c, kMinParallelElements, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) out[i] = Clamp(out[i], act);
-  });
+  auto bias_rows = [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      std::memcpy(out + p * out_c, d.bias.data(), out_c * sizeof(float));
+    }
+  };
+  auto clamp_rows = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin * out_c; i < end * out_c; ++i) out[i] = Clamp(out[i], act);
+  };
+  const int threads = NumThreads(node);
+  const bool by_pixels = pixels >= out_c && pixels >= 2 * kMinTaskRows;
+  if (threads <= 1 || by_pixels) {
+    const int tasks = static_cast<int>(TaskCount(pixels / kMinTaskRows, threads));
+    ParallelFor(node.context, static_cast<size_t>(tasks), [&](size_t t, int slot) {
+      const Range r = SplitRange(pixels, tasks, static_cast<int>(t), 12);
+      if (r.size() <= 0) return;
+      bias_rows(r.begin, r.end);
+      d.gemm.Run(r.size(), out_c, depth, {in + r.begin * depth, depth, false}, filter,
+                 out + r.begin * out_c, out_c,
+                 node.context != nullptr ? node.context->ThreadScratch(slot) : nullptr);
+      clamp_rows(r.begin, r.end);
+    });
+    return;
+  }
+  bias_rows(0, pixels);
+  d.gemm.RunParallel(pixels, out_c, depth, {in, depth, false}, filter, out, out_c, node.context, 0);
+  clamp_rows(0, pixels);
 }
 
 Status Eval(Node& node) {
