@@ -8,6 +8,7 @@
 
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/kernels.h"
+#include "runtime/kernels/parallel.h"
 #include "runtime/kernels/quant_util.h"
 
 namespace dfarm::runtime {
@@ -140,29 +141,22 @@ Status Prepare(Node& node) {
   return Status::Ok();
 }
 
-Status Eval(Node& node) {
-  const PadData& d = *node.data_as<PadData>();
-  const Tensor& input = *node.inputs[0];
-  Tensor& output = *node.outputs[0];
-  const size_t element = DTypeSize(input.dtype);
-  if (d.zero_fill) {
-    std::memset(output.data, 0, output.bytes);
-  } else {
-    for (size_t i = 0; i < output.bytes; i += element) {
-      std::memcpy(output.data + i, d.fill.data(), element);
-    }
-  }
-  if (input.num_elements() == 0) return Status::Ok();
-
+// Copies input rows [begin, end) (rows along the last dim) to their place.
+void CopyRows(const PadData& d, const std::byte* in, std::byte* out, size_t element, int64_t begin,
+              int64_t end) {
   constexpr int kLast = kMaxRank - 1;
   const size_t row_bytes = static_cast<size_t>(d.in_dims[kLast]) * element;
-  const std::byte* in = input.data;
+  std::array<int64_t, kMaxRank> index{};
   int64_t out_offset = 0;
   for (int dim = 0; dim < kMaxRank; ++dim) out_offset += d.before[dim] * d.out_strides[dim];
-  std::array<int64_t, kMaxRank> index{};
-  const int64_t rows = input.num_elements() / d.in_dims[kLast];
-  for (int64_t r = 0; r < rows; ++r) {
-    std::memcpy(output.data + out_offset * element, in, row_bytes);
+  for (int64_t rest = begin, dim = kLast - 1; dim >= 0; --dim) {
+    index[dim] = rest % d.in_dims[dim];
+    rest /= d.in_dims[dim];
+    out_offset += index[dim] * d.out_strides[dim];
+  }
+  in += static_cast<size_t>(begin) * row_bytes;
+  for (int64_t r = begin; r < end; ++r) {
+    std::memcpy(out + out_offset * element, in, row_bytes);
     in += row_bytes;
     for (int dim = kLast - 1; dim >= 0; --dim) {
       out_offset += d.out_strides[dim];
@@ -171,6 +165,38 @@ Status Eval(Node& node) {
       index[dim] = 0;
     }
   }
+}
+
+Status Eval(Node& node) {
+  const PadData& d = *node.data_as<PadData>();
+  const Tensor& input = *node.inputs[0];
+  Tensor& output = *node.outputs[0];
+  const size_t element = DTypeSize(input.dtype);
+  // Fill, then copy the rows: both in contiguous ranges across the threads.
+  const int64_t elements = output.num_elements();
+  ParallelRanges(node, elements, kMinParallelElements, [&](int64_t begin, int64_t end) {
+    if (d.zero_fill) {
+      std::memset(output.data + begin * element, 0, (end - begin) * element);
+      return;
+    }
+    for (int64_t i = begin; i < end; ++i) {
+      std::memcpy(output.data + i * element, d.fill.data(), element);
+    }
+  });
+  if (input.num_elements() == 0) return Status::Ok();
+  const int64_t rows = input.num_elements() / d.in_dims[kMaxRank - 1];
+  const int64_t row_elements = d.in_dims[kMaxRank - 1];
+  const int threads = NumThreads(node);
+  if (threads <= 1 || input.num_elements() < kMinParallelElements) {
+    CopyRows(d, input.data, output.data, element, 0, rows);
+    return Status::Ok();
+  }
+  const int tasks =
+      static_cast<int>(TaskCount(std::max<int64_t>(1, rows * row_elements / 4096), threads));
+  ParallelFor(node.context, static_cast<size_t>(tasks), [&](size_t t, int) {
+    const Range r = SplitRange(rows, tasks, static_cast<int>(t));
+    if (r.size() > 0) CopyRows(d, input.data, output.data, element, r.begin, r.end);
+  });
   return Status::Ok();
 }
 
