@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -77,6 +78,19 @@ agent::JobSpec ToJobSpec(const SweepJob& job, const std::string& runner_sha256,
     spec.accuracy_reference = "cpu";
   }
   return spec;
+}
+
+std::optional<double> MeanBatteryPowerW(const std::vector<const agent::DeviceState*>& states) {
+  double sum = 0;
+  int n = 0;
+  for (const agent::DeviceState* s : states) {
+    if (!s->battery_current_ua || !s->battery_voltage_uv) continue;
+    sum += std::fabs(static_cast<double>(*s->battery_current_ua)) * 1e-6 *
+           static_cast<double>(*s->battery_voltage_uv) * 1e-6;
+    ++n;
+  }
+  if (n == 0) return std::nullopt;
+  return sum / n;
 }
 
 // One device state as the store's telemetry row of `phase`.
@@ -888,6 +902,7 @@ store::JobOutcome ClassifyJobResultOfKind(const agent::JobResult& r, std::string
   }
   if (parsed) {
     o.metrics = parsed->metrics;
+    if (o.metrics) o.energy_mj = EnergyPerInferenceMj(r, o.metrics->mean_us);
     o.samples_us = parsed->samples_us;
     o.placement = parsed->placement;
     if (o.error.empty()) o.error = OneLine(parsed->error);
@@ -955,6 +970,7 @@ std::string DeviceStateToJson(const agent::DeviceState& state) {
   put(doc, "battery_temp_c", state.battery_temp_c);
   put(doc, "battery_current_ua", state.battery_current_ua);
   put(doc, "cpu_busy_pct", state.cpu_busy_pct);
+  put(doc, "battery_voltage_uv", state.battery_voltage_uv);
   // Invalid UTF-8 in a zone type is replaced rather than thrown on.
   return doc.dump(-1, ' ', false, json::error_handler_t::replace);
 }
@@ -1007,6 +1023,21 @@ bool RulesPass(std::vector<CooldownRule>& rules, CooldownOutcome* out) {
 }
 
 }  // namespace
+
+std::optional<double> EnergyPerInferenceMj(const agent::JobResult& r, double mean_us) {
+  std::vector<const agent::DeviceState*> states;
+  for (const agent::DeviceState& s : r.state_during) states.push_back(&s);
+  auto power = MeanBatteryPowerW(states);
+  if (!power) {
+    states.clear();
+    for (const auto* s : {&r.state_before, &r.state_after}) {
+      if (*s) states.push_back(&**s);
+    }
+    power = MeanBatteryPowerW(states);
+  }
+  if (!power || !(mean_us > 0)) return std::nullopt;
+  return *power * mean_us * 1e-3;  // W x us = uJ; / 1000: mJ
+}
 
 CooldownOutcome WaitForCooldown(const CooldownSpec& spec, const CooldownSource& source) {
   CooldownOutcome out;

@@ -135,6 +135,12 @@ Result<void> CheckDeviceTakesProfile(const std::vector<std::string>& features,
 // and flags are kept too.
 store::JobOutcome ClassifyJobResult(const agent::JobResult& r);
 
+// The estimated energy of one inference in millijoules: the mean battery
+// power |current_now| x voltage_now over the samples taken while the runner
+// ran (else the before/after readings) times `mean_us`. Unset when no
+// reading has both figures (no battery: a desktop, an emulator).
+std::optional<double> EnergyPerInferenceMj(const agent::JobResult& r, double mean_us);
+
 // The telemetry phase of the i-th (0-based) sample taken while the runner
 // ran: "during:0001", ... (sortable, unique per job).
 inline std::string DuringPhase(size_t i) {

@@ -201,6 +201,36 @@ TEST(ClassifyJobResultTest, SamplesDuringTheJobBecomeTelemetryRows) {
   EXPECT_EQ(DuringPhase(599), "during:0600");
 }
 
+// Battery power while the runner ran x mean latency: 0.5 A at 4 V = 2 W
+// for 10 ms = 20 mJ per inference; without battery figures, nothing.
+TEST(ClassifyJobResultTest, EnergyIsEstimatedFromTheBatteryWhileRunning) {
+  agent::JobResult r;
+  for (int64_t ua : {-400000, -600000}) {
+    agent::DeviceState s;
+    s.battery_current_ua = ua;  // the sign varies by vendor
+    s.battery_voltage_uv = 4000000;
+    r.state_during.push_back(s);
+  }
+  agent::DeviceState idle;
+  idle.battery_current_ua = 100000;
+  idle.battery_voltage_uv = 4000000;
+  r.state_before = idle;
+  auto mj = EnergyPerInferenceMj(r, 10000);
+  ASSERT_TRUE(mj.has_value());
+  EXPECT_NEAR(*mj, 20.0, 1e-9);
+  // No samples while running: the before/after readings stand in.
+  r.state_during.clear();
+  EXPECT_NEAR(*EnergyPerInferenceMj(r, 10000), 4.0, 1e-9);
+  EXPECT_EQ(EnergyPerInferenceMj(agent::JobResult{}, 10000), std::nullopt);
+  // Through ClassifyJobResult, with the runner's mean latency.
+  r.status = "ok";
+  r.runner_json =
+      R"({"status":"ok","metrics":{"mean_us":5000,"num_runs":2},"samples_us":[5000,5000]})";
+  store::JobOutcome o = ClassifyJobResult(r);
+  ASSERT_TRUE(o.energy_mj.has_value());
+  EXPECT_NEAR(*o.energy_mj, 2.0, 1e-9);
+}
+
 TEST(CooldownTest, PauseOnlyNeverAsksTheDevice) {
   FakeDevice dev;
   CooldownSpec spec;

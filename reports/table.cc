@@ -134,6 +134,7 @@ Row JobTableRow(const RunReport& report, const store::JobRow& j) {
   row["started_hot"] = j.started_hot;
   row["throttled"] = j.throttled;
   row["noisy"] = j.noisy;
+  row["energy_mj_estimated"] = j.energy_mj ? Row(*j.energy_mj) : Row(nullptr);
   row["state_note"] = j.state_note;
   AddTelemetry(row, report, j);
   AddAccuracy(row, report, j);

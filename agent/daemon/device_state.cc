@@ -172,6 +172,7 @@ DeviceState CollectDeviceState(const std::string& root, std::chrono::millisecond
     state.battery_temp_c = static_cast<double>(*tenths) / 10.0;
   }
   state.battery_current_ua = ReadNumber<int64_t>(battery + "current_now");
+  state.battery_voltage_uv = ReadNumber<int64_t>(battery + "voltage_now");
   return state;
 }
 

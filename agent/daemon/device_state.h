@@ -21,7 +21,7 @@ inline constexpr double kDefaultHotThresholdC = 70.0;
 //   sys/class/thermal/thermal_zoneN/{type,temp}
 //   proc/loadavg
 //   proc/stat (its first "cpu" line, twice, busy_window apart: cpu_busy_pct)
-//   sys/class/power_supply/battery/{capacity,temp,current_now}
+//   sys/class/power_supply/battery/{capacity,temp,current_now,voltage_now}
 // Thermal temperatures are millidegrees C by the kernel's ABI; a value under
 // 1000 in magnitude is taken as whole degrees (some vendor drivers report so).
 // Battery temp is in tenths of a degree C.

@@ -60,6 +60,7 @@ void WriteFakeTree(const std::string& root) {
   Put(root, battery + "capacity", "87");
   Put(root, battery + "temp", "312");
   Put(root, battery + "current_now", "-350000");
+  Put(root, battery + "voltage_now", "3850000");
 }
 
 TEST(AgentDeviceStateTest, ParsesAFakeTree) {
@@ -98,6 +99,7 @@ TEST(AgentDeviceStateTest, ParsesAFakeTree) {
   EXPECT_THAT(s.load_avg_5m, Optional(1.25));
   EXPECT_THAT(s.load_avg_15m, Optional(2.0));
   EXPECT_THAT(s.battery_level_pct, Optional(87));
+  EXPECT_THAT(s.battery_voltage_uv, Optional(3850000));
   EXPECT_THAT(s.battery_temp_c, Optional(31.2));
   EXPECT_THAT(s.battery_current_ua, Optional(-350000));
 }

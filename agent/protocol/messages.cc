@@ -133,7 +133,8 @@ flatbuffers::Offset<wire::DeviceState> BuildDeviceState(flatbuffers::FlatBufferB
   return wire::CreateDeviceState(fbb, state.unix_ms, cpus_vec, zones_vec, ToWire(state.load_avg_1m),
                                  ToWire(state.load_avg_5m), ToWire(state.load_avg_15m),
                                  ToWire(state.battery_level_pct), ToWire(state.battery_temp_c),
-                                 ToWire(state.battery_current_ua), ToWire(state.cpu_busy_pct));
+                                 ToWire(state.battery_current_ua), ToWire(state.cpu_busy_pct),
+                                 ToWire(state.battery_voltage_uv));
 }
 
 DeviceState ReadDeviceState(const wire::DeviceState& msg) {
@@ -163,6 +164,7 @@ DeviceState ReadDeviceState(const wire::DeviceState& msg) {
   state.battery_temp_c = FromWire(msg.battery_temp_c());
   state.battery_current_ua = FromWire(msg.battery_current_ua());
   state.cpu_busy_pct = FromWire(msg.cpu_busy_pct());
+  state.battery_voltage_uv = FromWire(msg.battery_voltage_uv());
   return state;
 }
 

@@ -98,6 +98,7 @@ struct DeviceState {
   // /proc/stat: share of CPU time, all CPUs, not idle (nor iowait) over the
   // reading's window (CollectDeviceState's busy_window), 0..100.
   std::optional<double> cpu_busy_pct;
+  std::optional<int64_t> battery_voltage_uv;  // voltage_now, microvolts
 };
 
 // Failure classes of a job (issue 5): ok, model_error, delegate_error,

@@ -173,6 +173,7 @@ json JobJson(store::Store& store, const store::JobRow& j) {
           {"started_hot", j.started_hot},
           {"throttled", j.throttled},
           {"noisy", j.noisy},
+          {"energy_mj_estimated", j.energy_mj ? json(*j.energy_mj) : json(nullptr)},
           {"state_note", j.state_note},
           {"trial", j.trial},
           {"runner", RunnerJson(j)},

@@ -299,9 +299,12 @@ CREATE TABLE job_profile_nodes(
 )sql",
     // v15 (issue 18): noise control. noisy: the job started after the
     // cooldown's load rule gave up (the device's CPUs busier than the
-    // spec's max_cpu_busy_pct); the readings are in state_note.
+    // spec's max_cpu_busy_pct); the readings are in state_note. energy_mj:
+    // the estimated energy of one inference (battery power while the runner
+    // ran x mean latency), NULL where the device exposes no battery figures.
     R"sql(
 ALTER TABLE results ADD COLUMN noisy INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE results ADD COLUMN energy_mj REAL;
 )sql",
 };
 

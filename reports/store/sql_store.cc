@@ -50,7 +50,7 @@ std::string JobColumns(Dialect d) {
          "coalesce(r.threads_used, 0), "
          "(SELECT count(*) FROM placement p WHERE p.job_id = j.id AND p.folded <> 0), "
          "j.trial, j.runner, j.runner_sha256, j.target, j.payload, j.claimed_by, j.claim_id, "
-         "j.runner_kind, j.runner_version, coalesce(r.noisy, 0) "
+         "j.runner_kind, j.runner_version, coalesce(r.noisy, 0), r.energy_mj "
          "FROM jobs j LEFT JOIN results r ON r.job_id = j.id ";
 }
 
@@ -112,6 +112,7 @@ JobRow ReadJob(const Stmt& s) {
   j.runner_kind = s.Text(44);
   j.runner_version = s.Text(45);
   j.noisy = s.Int(46) != 0;
+  if (!s.IsNull(47)) j.energy_mj = s.Double(47);
   return j;
 }
 
@@ -203,6 +204,7 @@ std::vector<Column> ResultColumns(int64_t job_id, const JobOutcome& o) {
       {"started_hot", o.started_hot},
       {"throttled", o.throttled},
       {"noisy", o.noisy},
+      {"energy_mj", o.energy_mj ? Value(*o.energy_mj) : Value()},
       {"hot_threshold_c", o.hot_threshold_c},
       {"state_note", o.state_note},
       // NULL: the runner did not report it.

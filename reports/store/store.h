@@ -133,7 +133,10 @@ struct JobRow {
   bool started_hot = false;  // the agent saw a thermal zone above its threshold before the job
   bool throttled = false;    // a CPU ran below its hardware maximum before or after the job
   bool noisy = false;        // schema v15: started with the CPUs busier than the cooldown allows
-  std::string state_note;    // one line naming why the job is flagged; empty when not
+  // Schema v15: estimated energy of one inference in millijoules (battery
+  // power while the runner ran x mean latency); unset without battery figures.
+  std::optional<double> energy_mj;
+  std::string state_note;  // one line naming why the job is flagged; empty when not
   // Schema v6 (0/empty in runs before it).
   int64_t trial = 0;          // 0-based trial index of the cell (spec benchmark.repeats)
   std::string runner;         // runner name of the spec ("" = the default runner)
@@ -193,8 +196,9 @@ struct JobOutcome {
   std::optional<std::string> state_after_json;
   bool started_hot = false;
   bool throttled = false;
-  bool noisy = false;          // schema v15: the cooldown's load rule gave up (harness)
-  double hot_threshold_c = 0;  // the agent's threshold; 0 when it reported none
+  bool noisy = false;               // schema v15: the cooldown's load rule gave up (harness)
+  std::optional<double> energy_mj;  // schema v15: estimated, per inference (harness)
+  double hot_threshold_c = 0;       // the agent's threshold; 0 when it reported none
   std::string state_note;
   // Schema v4: per-output accuracy (unset when the runner compared none).
   std::optional<Accuracy> accuracy;

@@ -263,6 +263,8 @@ JobOutcome PlacedOutcome() {
   o.throttled = false;
   o.hot_threshold_c = 70;
   o.state_note = "thermal zone 0 (cpu-thermal) at 81.0 C";
+  o.noisy = true;
+  o.energy_mj = 12.5;
   return o;
 }
 
@@ -299,9 +301,13 @@ TEST_P(StoreTest, PlacementAndDeviceStateRoundTrip) {
   EXPECT_TRUE(a.started_hot);
   EXPECT_FALSE(a.throttled);
   EXPECT_EQ(a.state_note, "thermal zone 0 (cpu-thermal) at 81.0 C");
+  EXPECT_TRUE(a.noisy);
+  EXPECT_EQ(a.energy_mj, std::optional<double>(12.5));
   const JobRow& b = (*jobs)[1];
   EXPECT_FALSE(b.placement.has_value());
   EXPECT_FALSE(b.started_hot);
+  EXPECT_FALSE(b.noisy);
+  EXPECT_EQ(b.energy_mj, std::nullopt);
   EXPECT_EQ(b.state_note, "");
 
   auto placement = store->GetPlacement(ids[0]);
