@@ -53,6 +53,9 @@ std::string EncodePayload(const SweepJob& job,
   };
   // Only when asked, so payloads of older runs read the same.
   if (job.benchmark.profile) doc["benchmark"]["profile"] = true;
+  if (!job.benchmark.cpu_affinity.empty()) {
+    doc["benchmark"]["cpu_affinity"] = job.benchmark.cpu_affinity;
+  }
   if (!job.plugin_sha256.empty()) {
     std::string file = job.delegate.PluginPath();
     const size_t slash = file.rfind('/');
@@ -106,6 +109,7 @@ Result<SweepJob> Decode(const store::JobRow& row, const std::string& abi, const 
   job.benchmark.timeout_s = b.at("timeout_s").get<uint32_t>();
   job.benchmark.accuracy_reference = b.at("accuracy_reference").get<std::string>();
   job.benchmark.profile = b.value("profile", false);
+  job.benchmark.cpu_affinity = b.value("cpu_affinity", std::string());
   job.runner = doc.at("runner").get<std::string>();
   if (!row.runner_kind.empty()) job.runner_kind = row.runner_kind;
   const json& builds = doc.at("runner_builds");

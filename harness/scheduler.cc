@@ -61,6 +61,10 @@ agent::JobSpec ToJobSpec(const SweepJob& job, const std::string& runner_sha256,
   }
   // CheckDeviceTakesProfile refuses a profile job where the feature is missing.
   spec.profile = job.benchmark.profile && agent::HasFeature(features, agent::kFeatureProfile);
+  // CheckDeviceTakesAffinity refuses a pinned job where the feature is missing.
+  if (agent::HasFeature(features, agent::kFeatureCpuAffinity)) {
+    spec.cpu_affinity = job.benchmark.cpu_affinity;
+  }
   spec.model_sha256 = job.model_sha256;
   spec.delegate = job.delegate.name;
   spec.delegate_options = job.delegate.AgentOptionsString();
@@ -488,6 +492,9 @@ class Scheduler {
     Result<void> takes =
         CheckDeviceTakesRunner(features, w.device, job.runner_kind, RunnerFor(job));
     if (takes && job.benchmark.profile) takes = CheckDeviceTakesProfile(features, w.device);
+    if (takes && !job.benchmark.cpu_affinity.empty()) {
+      takes = CheckDeviceTakesAffinity(features, w.device);
+    }
     if (!takes) {
       store::JobOutcome o;
       o.status = store::kJobInfra;
@@ -854,6 +861,15 @@ Result<void> CheckDeviceTakesProfile(const std::vector<std::string>& features,
                    std::string(agent::kFeatureProfile) +
                    "', so it cannot profile jobs (spec benchmark.profile): update dfarm-agent "
                    "there, or leave out benchmark.profile");
+}
+
+Result<void> CheckDeviceTakesAffinity(const std::vector<std::string>& features,
+                                      const std::string& device) {
+  if (agent::HasFeature(features, agent::kFeatureCpuAffinity)) return Ok();
+  return MakeError("device '" + device + "': its dfarm-agent does not speak feature '" +
+                   std::string(agent::kFeatureCpuAffinity) +
+                   "', so it cannot pin runners to CPUs (spec benchmark.cpu_affinity): update "
+                   "dfarm-agent there, or leave out benchmark.cpu_affinity");
 }
 
 store::JobOutcome ClassifyJobResult(const agent::JobResult& r) {

@@ -135,6 +135,12 @@ Result<void> CheckDeviceTakesProfile(const std::vector<std::string>& features,
 // and flags are kept too.
 store::JobOutcome ClassifyJobResult(const agent::JobResult& r);
 
+// Fails, naming the device and the feature, when its agent cannot pin a
+// runner to CPUs (spec benchmark.cpu_affinity; feature "cpu_affinity"). The
+// scheduler records such a job `infra` at once (no retry).
+Result<void> CheckDeviceTakesAffinity(const std::vector<std::string>& features,
+                                      const std::string& device);
+
 // The estimated energy of one inference in millijoules: the mean battery
 // power |current_now| x voltage_now over the samples taken while the runner
 // ran (else the before/after readings) times `mean_us`. Unset when no

@@ -10,6 +10,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -419,9 +420,10 @@ class Parser {
     if (!b.is_object()) {
       return Fail("benchmark", std::string("expected an object, got ") + TypeName(b));
     }
-    if (auto r = CheckKeys(b, "benchmark",
-                           {"warmup_runs", "num_runs", "num_threads", "timeout_s",
-                            "accuracy_reference", "repeats", "order_seed", "profile"});
+    if (auto r =
+            CheckKeys(b, "benchmark",
+                      {"warmup_runs", "num_runs", "num_threads", "timeout_s", "accuracy_reference",
+                       "repeats", "order_seed", "profile", "cpu_affinity"});
         !r) {
       return r.error();
     }
@@ -447,7 +449,22 @@ class Parser {
       }
       spec.benchmark.accuracy_reference = a.get<std::string>();
     }
+    if (auto r = ParseCpuAffinity(b, spec); !r) return r.error();
     return ParseProfile(b, spec);
+  }
+
+  // benchmark.cpu_affinity: "big", "little" or a CPU list "0-3,6".
+  Result<void> ParseCpuAffinity(const json& b, SweepSpec& spec) const {
+    if (!b.contains("cpu_affinity")) return Ok();
+    const json& a = b["cpu_affinity"];
+    static const std::regex kList("[0-9]{1,4}(-[0-9]{1,4})?(,[0-9]{1,4}(-[0-9]{1,4})?)*");
+    if (!a.is_string() ||
+        (a != "big" && a != "little" && !std::regex_match(a.get<std::string>(), kList))) {
+      return Fail("benchmark.cpu_affinity",
+                  "expected \"big\", \"little\" or a CPU list such as \"0-3,6\", got " + a.dump());
+    }
+    spec.benchmark.cpu_affinity = a.get<std::string>();
+    return Ok();
   }
 
   // benchmark.profile: a bool; true only when every runner is of kind dfarm
@@ -964,6 +981,7 @@ std::string SweepSpec::ToJson() const {
       {"repeats", benchmark.repeats},
       {"order_seed", benchmark.order_seed}};
   if (benchmark.profile) doc["benchmark"]["profile"] = true;
+  if (!benchmark.cpu_affinity.empty()) doc["benchmark"]["cpu_affinity"] = benchmark.cpu_affinity;
   doc["scheduler"] = {{"retries", scheduler.retries},
                       {"backoff_ms", scheduler.backoff_ms},
                       {"quarantine_after", scheduler.quarantine_after},

@@ -62,6 +62,10 @@ struct BenchmarkSpec {
   // --profile; the store keeps per-node and per-op-type times). Runners of
   // kind "dfarm" only.
   bool profile = false;
+  // Spec "cpu_affinity" (issue 18): pin every runner to "big" cores (the
+  // highest maximum frequency), "little" ones, or a CPU list "0-3,6"; "" (the
+  // default) leaves it to the kernel. The device's agent resolves it.
+  std::string cpu_affinity;
 };
 
 // Cooldown before each job on a device (spec "cooldown"): a fixed pause,

@@ -587,6 +587,22 @@ TEST_F(SpecTest, Cooldown) {
   EXPECT_EQ(busy_again->scheduler.cooldown.max_cpu_busy_pct, 30.0);
 }
 
+TEST_F(SpecTest, CpuAffinity) {
+  const std::string m = R"({"models":["../models/a.tflite"],"benchmark":{"cpu_affinity":)";
+  for (const char* ok : {R"("big")", R"("little")", R"("0-3,6")", R"("2")"}) {
+    auto spec = Parse(m + ok + "}}");
+    ASSERT_TRUE(spec.ok()) << ok << ": " << spec.message();
+    auto again = ParseSpec(spec->ToJson(), "stored-affinity");
+    ASSERT_TRUE(again.ok()) << again.message();
+    EXPECT_EQ(again->benchmark.cpu_affinity, spec->benchmark.cpu_affinity);
+  }
+  EXPECT_THAT(Error(m + R"("fast"}})"),
+              HasSubstr("benchmark.cpu_affinity: expected \"big\", \"little\" or a CPU list such "
+                        "as \"0-3,6\", got \"fast\""));
+  EXPECT_THAT(Error(m + R"(3}})"), HasSubstr("benchmark.cpu_affinity"));
+  EXPECT_THAT(Error(m + R"("0-"}})"), HasSubstr("benchmark.cpu_affinity"));
+}
+
 TEST_F(SpecTest, QemuDeviceName) {
   EXPECT_TRUE(CheckDeviceName("qemu-arm64").ok());
   EXPECT_THAT(CheckDeviceName("qemu-arm").message(), HasSubstr("unknown device 'qemu-arm'"));

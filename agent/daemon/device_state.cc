@@ -176,6 +176,57 @@ DeviceState CollectDeviceState(const std::string& root, std::chrono::millisecond
   return state;
 }
 
+namespace {
+
+// "0-3,6" -> {0,1,2,3,6}; nothing on a syntax error.
+std::optional<std::vector<int>> ParseCpuList(std::string_view text) {
+  std::vector<int> cpus;
+  while (!text.empty()) {
+    const size_t comma = text.find(',');
+    std::string_view item = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    const size_t dash = item.find('-');
+    auto lo = ParseNumber<int>(item.substr(0, dash));
+    auto hi = dash == std::string_view::npos ? lo : ParseNumber<int>(item.substr(dash + 1));
+    if (!lo || !hi || *lo < 0 || *hi < *lo || *hi >= 1024) return std::nullopt;
+    for (int c = *lo; c <= *hi; ++c) cpus.push_back(c);
+  }
+  if (cpus.empty()) return std::nullopt;
+  std::sort(cpus.begin(), cpus.end());
+  cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+  return cpus;
+}
+
+}  // namespace
+
+Result<std::vector<int>> ResolveCpuAffinity(const std::string& spec, const DeviceState& state) {
+  const std::string what = "cpu_affinity '" + spec + "'";
+  if (spec != "big" && spec != "little") {
+    auto cpus = ParseCpuList(spec);
+    if (!cpus) {
+      return MakeError(what + ": expected big, little or CPU numbers and ranges such as 0-3,6");
+    }
+    return *cpus;
+  }
+  std::vector<const CpuState*> online;
+  for (const CpuState& c : state.cpus) {
+    if (c.online.value_or(true)) online.push_back(&c);
+  }
+  if (online.empty()) return MakeError(what + ": the device lists no CPU");
+  std::optional<uint64_t> pick;
+  for (const CpuState* c : online) {
+    if (!c->hw_max_freq_khz) continue;
+    if (!pick || (spec == "big" ? *c->hw_max_freq_khz > *pick : *c->hw_max_freq_khz < *pick)) {
+      pick = c->hw_max_freq_khz;
+    }
+  }
+  std::vector<int> cpus;
+  for (const CpuState* c : online) {
+    if (!pick || c->hw_max_freq_khz == pick) cpus.push_back(static_cast<int>(c->cpu));
+  }
+  return cpus;
+}
+
 bool IsHot(const DeviceState& state, double threshold_c, std::string* why) {
   const ThermalZoneState* hottest = nullptr;
   for (const auto& zone : state.thermal_zones) {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <string>
 
+#include "agent/base/result.h"
 #include "agent/protocol/types.h"
 
 namespace dfarm::agent {
@@ -34,6 +35,13 @@ DeviceState CollectDeviceState(
 // The window the agent reads cpu_busy_pct over before each job and for a
 // DeviceStateRequest.
 inline constexpr std::chrono::milliseconds kBusyWindow{100};
+
+// The CPUs `spec` names on a device in `state` (its cpus and their
+// hw_max_freq_khz): "big" the online CPUs of the highest cpuinfo_max_freq,
+// "little" those of the lowest (all CPUs when none reports a frequency),
+// else a list of CPU numbers and ranges, "0-3,6", each below 1024. Errors
+// name the fault ("cpu_affinity 'big': the device lists no CPU").
+Result<std::vector<int>> ResolveCpuAffinity(const std::string& spec, const DeviceState& state);
 
 // Whether state shows a thermal zone above threshold_c. When it does and why
 // is not null, *why names the hottest zone ("thermal zone 3 (cpu-thermal) at

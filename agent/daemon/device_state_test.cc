@@ -145,6 +145,26 @@ TEST(AgentDeviceStateTest, BusyShareNeedsTwoReadingsThatMove) {
   EXPECT_EQ(CollectDeviceState("/").cpu_busy_pct, std::nullopt);
 }
 
+// The fake tree: cpu0 at most 1.8 GHz, cpu1 2.4 GHz, cpu2 offline.
+TEST(AgentDeviceStateTest, CpuAffinityBigLittleAndLists) {
+  TempDir dir;
+  WriteFakeTree(dir.path());
+  const DeviceState s = CollectDeviceState(dir.path());
+  EXPECT_THAT(*ResolveCpuAffinity("big", s), ::testing::ElementsAre(1));
+  EXPECT_THAT(*ResolveCpuAffinity("little", s), ::testing::ElementsAre(0));
+  EXPECT_THAT(*ResolveCpuAffinity("3,0-1,1", s), ::testing::ElementsAre(0, 1, 3));
+  EXPECT_EQ(ResolveCpuAffinity("fast", s).message(),
+            "cpu_affinity 'fast': expected big, little or CPU numbers and ranges such as 0-3,6");
+  EXPECT_FALSE(ResolveCpuAffinity("3-1", s).ok());
+  EXPECT_FALSE(ResolveCpuAffinity("5000", s).ok());
+  EXPECT_EQ(ResolveCpuAffinity("big", DeviceState{}).message(),
+            "cpu_affinity 'big': the device lists no CPU");
+  // No frequencies known: every online CPU.
+  DeviceState plain;
+  plain.cpus = {CpuState{0}, CpuState{1}};
+  EXPECT_THAT(*ResolveCpuAffinity("little", plain), ::testing::ElementsAre(0, 1));
+}
+
 TEST(AgentDeviceStateTest, GarbageValuesAreAbsentFields) {
   TempDir dir;
   Put(dir.path(), "sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq", "fast");
@@ -395,6 +415,23 @@ TEST_F(AgentDeviceStateSupervisorTest, StateIsSampledWhileTheRunnerRuns) {
   options.sample_interval_ms = 0;
   Supervisor quiet(store_.get(), options);
   EXPECT_TRUE(quiet.Run(Job(script + "# again\n")).state_during.empty());
+}
+
+// RunJob.cpu_affinity "0": the runner finds itself allowed on CPU 0 only.
+TEST_F(AgentDeviceStateSupervisorTest, TheRunnerIsPinnedToTheCpusAsked) {
+  SupervisorOptions options;
+  options.device_state_root = root_;
+  Supervisor sup(store_.get(), options);
+  JobSpec job =
+      Job(std::string(testing::kOkRunner) + "grep Cpus_allowed_list /proc/self/status >&2\n");
+  job.cpu_affinity = "0";
+  JobResult r = sup.Run(job);
+  ASSERT_EQ(r.status, "ok") << r.error << r.stderr_tail;
+  EXPECT_THAT(r.stderr_tail, HasSubstr("Cpus_allowed_list:\t0\n"));
+  job.cpu_affinity = "fast";
+  r = sup.Run(job);
+  EXPECT_EQ(r.status, "infra");
+  EXPECT_THAT(r.error, HasSubstr("invalid job: cpu_affinity 'fast'"));
 }
 
 TEST_F(AgentDeviceStateSupervisorTest, CrashedRunnerStillGetsSnapshots) {

@@ -785,7 +785,8 @@ bool Server::ProtocolSession::OnRunJob(uint64_t id, const wire::Frame& frame) {
            (job.plugin_sha256.empty() ? "" : ", plugin " + job.plugin_sha256.substr(0, 12)) +
            (job.input_set_sha256s.empty()
                 ? ""
-                : ", " + std::to_string(job.input_set_sha256s.size()) + " input sets"));
+                : ", " + std::to_string(job.input_set_sha256s.size()) + " input sets") +
+           (job.cpu_affinity.empty() ? "" : ", cpus " + job.cpu_affinity.substr(0, 64)));
   job_running_ = true;
   cancel_job_ = false;
   cancelled_by_host_ = false;

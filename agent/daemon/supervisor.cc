@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -396,6 +397,7 @@ struct Supervisor::Launch {
   std::string exec_path;
   std::optional<std::vector<std::string>> env;  // the runner's environment; unset: the agent's
   bool merge_stderr = false;                    // stderr into the stdout pipe (tools)
+  std::vector<int> cpus;                        // pin the runner to these CPUs; empty: don't
 };
 
 // The pipes of a runner child: its stdout, its stderr, and the exec-status
@@ -424,8 +426,15 @@ namespace {
 // the pid of the agent that forked it.
 // envp null: the agent's environment.
 [[noreturn]] void ExecRunner(pid_t agent, const char* path, char* const* argv, char* const* envp,
-                             int dev_null, int out_w, int err_w, int exec_w) {
+                             int dev_null, int out_w, int err_w, int exec_w,
+                             const cpu_set_t* cpus) {
   ::setsid();  // own process group: a timeout kills the runner and its children
+  if (cpus != nullptr && ::sched_setaffinity(0, sizeof(cpu_set_t), cpus) != 0) {
+    int err = errno;
+    ssize_t ignored = ::write(exec_w, &err, sizeof err);
+    (void)ignored;
+    ::_exit(127);
+  }
   // Dies with the agent's thread that started it (it waits for the runner),
   // also under a --runner-prefix (qemu-user runs the runner in its own
   // process, and the setting survives exec). An agent that died before the
@@ -678,12 +687,16 @@ Result<int> Supervisor::Spawn(Launch& launch, ChildPipes* pipes) {
   }
   const int err_w = launch.merge_stderr ? pipes->out_w.get() : pipes->err_w.get();
   const char* path = launch.exec_path.c_str();
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  for (int c : launch.cpus) CPU_SET(c, &cpus);
   const pid_t agent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) return MakeError(std::string("cannot fork the runner: ") + strerror(errno));
   if (pid == 0) {
     ExecRunner(agent, path, argv.data(), launch.env ? envp.data() : nullptr, pipes->dev_null.get(),
-               pipes->out_w.get(), err_w, pipes->exec_w.get());
+               pipes->out_w.get(), err_w, pipes->exec_w.get(),
+               launch.cpus.empty() ? nullptr : &cpus);
   }
   // Best effort: without its record the runner still dies with the agent;
   // only what it starts itself could be left behind.
@@ -747,6 +760,13 @@ JobResult Supervisor::RunUnpacked(const JobSpec& job, const std::atomic<bool>* c
   std::optional<DeviceState> state_before;
   if (options_.record_device_state) {
     state_before = CollectDeviceState(options_.device_state_root, kBusyWindow);
+  }
+  if (!job.cpu_affinity.empty()) {
+    auto cpus = ResolveCpuAffinity(
+        job.cpu_affinity,
+        state_before ? *state_before : CollectDeviceState(options_.device_state_root));
+    if (!cpus) return Infra("invalid job: " + cpus.message());
+    launch->cpus = std::move(*cpus);
   }
   auto start = Clock::now();
   auto pid = Spawn(*launch, &*pipes);

@@ -49,11 +49,15 @@ inline constexpr std::string_view kFeatureProfile = "profile";
 // (--accuracy-reference layers, the culprit finder's). A host sends it only to
 // an agent that lists this feature (an older agent refuses the job).
 inline constexpr std::string_view kFeatureLayerErrors = "layer_errors";
+// RunJob.cpu_affinity: the agent pins the runner to those CPUs. A host sends
+// it only to an agent that lists this feature (an older one would drop it
+// and run the job unpinned).
+inline constexpr std::string_view kFeatureCpuAffinity = "cpu_affinity";
 inline constexpr std::string_view kKnownFeatures[] = {
-    kFeatureArtifacts,   kFeatureRunJob,     kFeatureAuthHmac, kFeatureHeartbeat,
-    kFeaturePutResume,   kFeaturePlugin,     kFeatureCancel,   kFeatureProgress,
-    kFeatureDeviceState, kFeatureInputs,     kFeatureBundles,  kFeatureRunnerKinds,
-    kFeatureProfile,     kFeatureLayerErrors};
+    kFeatureArtifacts,   kFeatureRunJob,      kFeatureAuthHmac,   kFeatureHeartbeat,
+    kFeaturePutResume,   kFeaturePlugin,      kFeatureCancel,     kFeatureProgress,
+    kFeatureDeviceState, kFeatureInputs,      kFeatureBundles,    kFeatureRunnerKinds,
+    kFeatureProfile,     kFeatureLayerErrors, kFeatureCpuAffinity};
 
 // Whether `features` (one side's list from hello) names `feature`.
 inline bool HasFeature(const std::vector<std::string>& features, std::string_view feature) {

@@ -73,9 +73,11 @@ flatbuffers::Offset<wire::RunJob> BuildRunJob(flatbuffers::FlatBufferBuilder& fb
   if (!job.input_set_sha256s.empty()) inputs = fbb.CreateVectorOfStrings(job.input_set_sha256s);
   flatbuffers::Offset<flatbuffers::String> kind;
   if (!job.runner_kind.empty()) kind = fbb.CreateString(job.runner_kind);
+  flatbuffers::Offset<flatbuffers::String> affinity;
+  if (!job.cpu_affinity.empty()) affinity = fbb.CreateString(job.cpu_affinity);
   return wire::CreateRunJob(fbb, runner, model, delegate, options, job.num_threads, job.warmup_runs,
                             job.num_runs, job.timeout_ms, plugin, accuracy, inputs, kind,
-                            job.profile);
+                            job.profile, affinity);
 }
 
 JobSpec ReadRunJob(const wire::RunJob& msg) {
@@ -95,6 +97,7 @@ JobSpec ReadRunJob(const wire::RunJob& msg) {
   }
   job.runner_kind = Str(msg.runner_kind());
   job.profile = msg.profile();
+  job.cpu_affinity = Str(msg.cpu_affinity());
   return job;
 }
 

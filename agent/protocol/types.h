@@ -63,6 +63,11 @@ struct JobSpec {
   // --profile: per-node and per-op-type times in its JSON). Runners of kind
   // "dfarm" only; a host sends true only to an agent that lists "profile".
   bool profile = false;
+  // Feature "cpu_affinity" (issue 18): the CPUs the runner is pinned to,
+  // "big" (the CPUs of the highest cpuinfo_max_freq), "little" (the lowest)
+  // or a list "0-3,6"; "" runs it wherever the kernel likes. A host sends it
+  // only to an agent that lists "cpu_affinity".
+  std::string cpu_affinity;
 };
 
 // One CPU's cpufreq state (/sys/devices/system/cpu/cpuN). Unset: unreadable.

@@ -112,5 +112,25 @@ TEST_F(NoiseE2eTest, ABusyDeviceFlagsTheJobNoisy) {
   EXPECT_EQ(json::parse(report.out)["jobs"][0]["noisy"], true);
 }
 
+// benchmark.cpu_affinity reaches the local agent, which pins the runner (the
+// agent's own test checks the CPU mask); an impossible CPU fails the job.
+TEST_F(NoiseE2eTest, PinnedJobsRunAndAnUnknownCpuIsRefused) {
+  for (const auto& [affinity, status] :
+       {std::pair{"0", "ok"}, std::pair{"big", "ok"}, std::pair{"1000", "infra"}}) {
+    json spec = json::object();
+    spec["models"] = json::array({model_});
+    spec["devices"] = json::array({"local"});
+    spec["benchmark"] = {{"warmup_runs", 0}, {"num_runs", 2}, {"cpu_affinity", affinity}};
+    spec["scheduler"] = {{"retries", 0}};
+    std::ofstream(dir_ / "spec.json") << spec.dump();
+    Outcome sweep = Dfarm({"sweep", (dir_ / "spec.json").string(), "--db", db_, "--agent-store",
+                           (dir_ / "agent-store").string()});
+    Outcome show = Dfarm({"show", "last", "--db", db_, "--json"});
+    ASSERT_EQ(show.code, 0) << show.err;
+    const json job = json::parse(show.out)["jobs"][0];
+    EXPECT_EQ(job["status"], status) << affinity << ": " << job.dump(2) << sweep.err;
+  }
+}
+
 }  // namespace
 }  // namespace dfarm::e2e
