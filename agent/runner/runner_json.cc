@@ -354,6 +354,19 @@ json PlacementJson(const JobPlacement& placement) {
   return {{"partitions", placement.partitions}, {"nodes", std::move(nodes)}};
 }
 
+json LayerErrorJson(const LayerError& l) {
+  json entry = json::object();
+  entry["node"] = l.node;
+  entry["op"] = l.op;
+  entry["delegate"] = l.delegate;
+  if (l.partition >= 0) entry["partition"] = l.partition;
+  entry["tensor"] = l.tensor;
+  entry["name"] = l.name;
+  entry["max_abs_error"] = l.max_abs_error;
+  entry["mean_abs_error"] = l.mean_abs_error;
+  return entry;
+}
+
 json AccuracyJson(const Accuracy& accuracy) {
   json outputs = json::array();
   for (const OutputAccuracy& a : accuracy.outputs) outputs.push_back(OutputAccuracyJson(a));
@@ -361,18 +374,7 @@ json AccuracyJson(const Accuracy& accuracy) {
   if (accuracy.sets) out["sets"] = *accuracy.sets;
   if (!accuracy.layers.empty()) {
     json layers = json::array();
-    for (const runner::LayerError& l : accuracy.layers) {
-      json entry = json::object();
-      entry["node"] = l.node;
-      entry["op"] = l.op;
-      entry["delegate"] = l.delegate;
-      if (l.partition >= 0) entry["partition"] = l.partition;
-      entry["tensor"] = l.tensor;
-      entry["name"] = l.name;
-      entry["max_abs_error"] = l.max_abs_error;
-      entry["mean_abs_error"] = l.mean_abs_error;
-      layers.push_back(std::move(entry));
-    }
+    for (const runner::LayerError& l : accuracy.layers) layers.push_back(LayerErrorJson(l));
     out["layers"] = std::move(layers);
   }
   return out;

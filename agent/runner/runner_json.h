@@ -110,6 +110,8 @@ nlohmann::json MetricsJson(const Metrics& metrics);
 nlohmann::json PlacementJson(const JobPlacement& placement);
 // "accuracy": {"reference":…,"outputs":[{"index",…}]}.
 nlohmann::json AccuracyJson(const Accuracy& accuracy);
+// One entry of "accuracy.layers" (`partition` only for a delegated partition).
+nlohmann::json LayerErrorJson(const LayerError& layer);
 
 // Reads a runner document. Fails, with a message beginning "runner JSON",
 // when the text is not a JSON object or "status", "error" or a "metrics"

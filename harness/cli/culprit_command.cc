@@ -23,19 +23,6 @@ struct CulpritCommandOptions {
   bool json = false;
 };
 
-nlohmann::json LayerJson(const runner_json::LayerError& l) {
-  nlohmann::json j = nlohmann::json::object();
-  j["node"] = l.node;
-  j["op"] = l.op;
-  j["delegate"] = l.delegate;
-  if (l.partition >= 0) j["partition"] = l.partition;
-  j["tensor"] = l.tensor;
-  j["name"] = l.name;
-  j["max_abs_error"] = l.max_abs_error;
-  j["mean_abs_error"] = l.mean_abs_error;
-  return j;
-}
-
 nlohmann::json ResultJson(const harness::CulpritResult& r, const CulpritCommandOptions& o) {
   nlohmann::json j = nlohmann::json::object();
   j["run"] = r.run_id;
@@ -58,7 +45,8 @@ nlohmann::json ResultJson(const harness::CulpritResult& r, const CulpritCommandO
   }
   j["steps"] = std::move(steps);
   nlohmann::json layers = nlohmann::json::array();
-  for (const runner_json::LayerError& l : r.layers) layers.push_back(LayerJson(l));
+  for (const runner_json::LayerError& l : r.layers)
+    layers.push_back(runner_json::LayerErrorJson(l));
   j["layers"] = std::move(layers);
   return j;
 }
