@@ -81,6 +81,12 @@ int Culprit(const CulpritCommandOptions& o, Context& ctx) {
   harness::ProviderOptions po = harness::DefaultProviderOptions();
   po.agent_store = o.agent_store;
   po.token_file = o.token_file;
+  // The run's devices keep their spec token files (as `sweep --resume`).
+  if (auto run_row = (*store)->GetRun(*run)) {
+    if (auto spec = harness::ParseSpec(run_row->spec_json, "run " + std::to_string(*run))) {
+      po.device_token_files = spec->device_token_files;
+    }
+  }
   auto provider = harness::MakeDeviceProvider(po);
   harness::SweepOptions so;
   const char* runner = std::getenv("DFARM_RUNNER");
