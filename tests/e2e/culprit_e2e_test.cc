@@ -121,7 +121,9 @@ class CulpritE2eTest : public ::testing::Test {
 TEST_F(CulpritE2eTest, FindsThePlantedNodeInAboutLog2Runs) {
   const std::string model = ChainModel();
   int64_t run_id = 0;
-  const int64_t job = SweepJob(model, {{"perturb_node", "37"}}, &run_id);
+  json perturb = json::object();
+  perturb["perturb_node"] = "37";
+  const int64_t job = SweepJob(model, perturb, &run_id);
   ASSERT_GT(job, 0);
   Outcome o = Culprit(run_id, job);
   ASSERT_EQ(o.code, 0) << o.out << o.err;

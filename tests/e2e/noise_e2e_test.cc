@@ -77,7 +77,9 @@ TEST_F(NoiseE2eTest, ABusyDeviceFlagsTheJobNoisy) {
   json spec = json::object();
   spec["name"] = "noise";
   spec["models"] = json::array({model_});
-  spec["delegates"] = json::array({json{{"name", "cpu"}}});
+  json cpu = json::object();
+  cpu["name"] = "cpu";
+  spec["delegates"] = json::array({cpu});
   spec["devices"] = json::array({"local"});
   spec["benchmark"] = {{"warmup_runs", 0}, {"num_runs", 3}};
   spec["cooldown"] = {{"max_cpu_busy_pct", 20}, {"max_wait_s", 1}};
@@ -121,7 +123,8 @@ TEST_F(NoiseE2eTest, PinnedJobsRunAndAnUnknownCpuIsRefused) {
     spec["models"] = json::array({model_});
     spec["devices"] = json::array({"local"});
     spec["benchmark"] = {{"warmup_runs", 0}, {"num_runs", 2}, {"cpu_affinity", affinity}};
-    spec["scheduler"] = {{"retries", 0}};
+    spec["scheduler"] = json::object();
+    spec["scheduler"]["retries"] = 0;
     std::ofstream(dir_ / "spec.json") << spec.dump();
     Outcome sweep = Dfarm({"sweep", (dir_ / "spec.json").string(), "--db", db_, "--agent-store",
                            (dir_ / "agent-store").string()});
