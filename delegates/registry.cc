@@ -37,7 +37,7 @@ void AddReferenceKernels(runtime::OpResolver& resolver) { resolver.AddAllReferen
 
 // The CPU comes last: delegates claim nodes, the reference kernels run the rest.
 constexpr std::array kDelegates = {
-    RegisteredDelegate{"cpu", "reference kernels of runtime/ (single-threaded)", kNoOptions,
+    RegisteredDelegate{"cpu", "kernels of runtime/ (--num-threads threads)", kNoOptions,
                        &AddReferenceKernels},
     RegisteredDelegate{
         "external",
