@@ -54,7 +54,7 @@ Interpreter::Interpreter(const Model& model, const OpResolver& resolver,
       arena_(nullptr, &FreeArena),
       threadpool_(options.num_threads),
       scratch_(nullptr, &FreeArena) {
-  context_.threadpool = threadpool_.get() != nullptr ? &threadpool_ : nullptr;
+  context_.threadpool = threadpool_.threads() > 1 ? &threadpool_ : nullptr;
   context_.num_threads = threadpool_.threads();
   const tflite::SubGraph* graph = model.subgraph();
   const uint32_t num_tensors = graph->tensors() != nullptr ? graph->tensors()->size() : 0;

@@ -31,7 +31,7 @@ struct InterpreterOptions {
   size_t max_arena_bytes = size_t{4} << 30;
   // Threads our kernels may use in Invoke() (the calling one included);
   // values below 1 count as 1. Results do not depend on it (see
-  // kernels/parallel.h). Without pthreadpool in the build it is always 1.
+  // kernels/parallel.h).
   int num_threads = 1;
 };
 

@@ -347,9 +347,7 @@ TEST(InterpreterTest, ThreadsAndSharedScratch) {
   options.num_threads = 3;
   Interpreter three(*model, resolver, options);
   ASSERT_TRUE(three.AllocateTensors().ok());
-#ifdef DFARM_HAVE_PTHREADPOOL
   EXPECT_EQ(three.num_threads(), 3);
-#endif
   // One part per thread, each for the largest request (the conv's chunks are
   // a third of the pixels here).
   largest = 0;

@@ -1,74 +1,128 @@
 #include "runtime/kernels/parallel.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <string>
 #include <thread>
-
-#ifdef DFARM_HAVE_PTHREADPOOL
-#include <pthreadpool.h>
-#endif
+#include <vector>
 
 namespace dfarm::runtime {
 
-#ifdef DFARM_HAVE_PTHREADPOOL
-namespace {
+// How long a worker keeps looking for the next task set before it sleeps.
+constexpr std::chrono::microseconds kWorkerSpin{200};
 
-// One RunTasks() call, as pthreadpool's task argument.
-struct Dispatch {
-  void (*task)(void*, size_t, int);
-  void* arg;
-  const ThreadPool* pool;
-  std::thread::id caller;
+struct ThreadPool::State {
+  std::mutex mutex;
+  std::condition_variable wake;  // a new task set, or stop
+  // Changed under `mutex`; read without it while spinning.
+  std::atomic<uint64_t> generation{0};
+  bool stop = false;
+  // The current task set; `next` is the first unclaimed task. Under `mutex`.
+  void (*task)(void*, size_t, int) = nullptr;
+  void* arg = nullptr;
+  size_t tasks = 0;
+  size_t next = 0;
+  std::atomic<size_t> done{0};  // tasks of the current set finished
+  std::vector<std::thread> workers;
+
+  // Claims the next task of set `gen`: false when the set changed or has
+  // none left. A task is claimed under the mutex, so a worker that saw an
+  // older set never runs a task with the wrong function or argument.
+  bool Claim(uint64_t gen, size_t* t, void (**fn)(void*, size_t, int), void** a) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (generation.load(std::memory_order_relaxed) != gen || next >= tasks) return false;
+    *t = next++;
+    *fn = task;
+    *a = arg;
+    return true;
+  }
+
+  // Runs tasks of set `gen` until none is left.
+  void Drain(uint64_t gen, int slot) {
+    size_t t = 0;
+    void (*fn)(void*, size_t, int) = nullptr;
+    void* a = nullptr;
+    while (Claim(gen, &t, &fn, &a)) {
+      fn(a, t, slot);
+      done.fetch_add(1, std::memory_order_acq_rel);
+    }
+  }
 };
 
-// The slot of the thread running it: 0 for the caller, a fixed one per
-// worker thread (a worker serves one pool for its whole life).
-void RunWithSlot(void* dispatch, size_t t) {
-  const Dispatch& d = *static_cast<const Dispatch*>(dispatch);
-  int slot = 0;
-  if (std::this_thread::get_id() != d.caller) {
-    thread_local const ThreadPool* slot_pool = nullptr;
-    thread_local int worker_slot = 0;
-    if (slot_pool != d.pool) {
-      slot_pool = d.pool;
-      worker_slot = d.pool->NextWorkerSlot();
-    }
-    slot = worker_slot;
-  }
-  d.task(d.arg, t, slot);
-}
-
-}  // namespace
-#endif  // DFARM_HAVE_PTHREADPOOL
-
-void RunTasks(const ExecutionContext* context, size_t tasks, void (*task)(void*, size_t, int),
-              void* arg) {
-#ifdef DFARM_HAVE_PTHREADPOOL
-  if (context != nullptr && context->threadpool != nullptr &&
-      context->threadpool->get() != nullptr && tasks > 1) {
-    Dispatch d{task, arg, context->threadpool, std::this_thread::get_id()};
-    pthreadpool_parallelize_1d(context->threadpool->get(), &RunWithSlot, &d, tasks, 0);
-    return;
-  }
-#else
-  (void)context;
-#endif
-  for (size_t t = 0; t < tasks; ++t) task(arg, t, 0);
-}
-
 ThreadPool::ThreadPool(int threads) {
-#ifdef DFARM_HAVE_PTHREADPOOL
-  if (threads > 1) pool_ = pthreadpool_create(static_cast<size_t>(threads));
-  if (pool_ != nullptr) threads_ = static_cast<int>(pthreadpool_get_threads_count(pool_));
-#else
-  (void)threads;
-#endif
+  if (threads <= 1) return;
+  state_ = std::make_unique<State>();
+  for (int slot = 1; slot < threads; ++slot) {
+    state_->workers.emplace_back([this, slot] { Work(slot); });
+  }
+  threads_ = threads;
 }
 
 ThreadPool::~ThreadPool() {
-#ifdef DFARM_HAVE_PTHREADPOOL
-  if (pool_ != nullptr) pthreadpool_destroy(pool_);
-#endif
+  if (!state_) return;
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->stop = true;
+  }
+  state_->wake.notify_all();
+  for (std::thread& w : state_->workers) w.join();
+}
+
+void ThreadPool::Work(int slot) const {
+  State& s = *state_;
+  uint64_t seen = 0;
+  for (;;) {
+    // Spin briefly for the next set (ops follow each other within an
+    // Invoke), then sleep until one comes.
+    const auto spin_until = std::chrono::steady_clock::now() + kWorkerSpin;
+    while (s.generation.load(std::memory_order_acquire) == seen &&
+           std::chrono::steady_clock::now() < spin_until) {
+      std::this_thread::yield();
+    }
+    {
+      std::unique_lock<std::mutex> lock(s.mutex);
+      s.wake.wait(lock,
+                  [&] { return s.stop || s.generation.load(std::memory_order_relaxed) != seen; });
+      if (s.stop) return;
+      seen = s.generation.load(std::memory_order_relaxed);
+    }
+    s.Drain(seen, slot);
+  }
+}
+
+void ThreadPool::Run(size_t tasks, void (*task)(void*, size_t, int), void* arg) const {
+  if (!state_ || tasks <= 1) {
+    for (size_t t = 0; t < tasks; ++t) task(arg, t, 0);
+    return;
+  }
+  State& s = *state_;
+  uint64_t gen = 0;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.task = task;
+    s.arg = arg;
+    s.tasks = tasks;
+    s.next = 0;
+    s.done.store(0, std::memory_order_relaxed);
+    gen = s.generation.load(std::memory_order_relaxed) + 1;
+    s.generation.store(gen, std::memory_order_release);
+  }
+  s.wake.notify_all();
+  s.Drain(gen, 0);
+  // Every task is claimed; wait for the ones a worker is still running.
+  while (s.done.load(std::memory_order_acquire) < tasks) std::this_thread::yield();
+}
+
+void RunTasks(const ExecutionContext* context, size_t tasks, void (*task)(void*, size_t, int),
+              void* arg) {
+  if (context != nullptr && context->threadpool != nullptr) {
+    context->threadpool->Run(tasks, task, arg);
+    return;
+  }
+  for (size_t t = 0; t < tasks; ++t) task(arg, t, 0);
 }
 
 Status CheckScratch(const Node& node) {

@@ -76,10 +76,43 @@ TEST(TaskCountTest, AFewTasksPerThreadAtMostOnePerUnit) {
 
 TEST(ThreadPoolTest, OneThreadHasNoPool) {
   ThreadPool one(1);
-  EXPECT_EQ(one.get(), nullptr);
   EXPECT_EQ(one.threads(), 1);
+  size_t ran = 0;
+  one.Run(
+      3, [](void* n, size_t, int slot) { *static_cast<size_t*>(n) += slot == 0 ? 1 : 100; }, &ran);
+  EXPECT_EQ(ran, 3u);
   ThreadPool none(0);
   EXPECT_EQ(none.threads(), 1);
+}
+
+// More threads than this machine has cores, thousands of small task sets in
+// a row (as an Invoke's ops): every task runs exactly once, each set is
+// complete when Run() returns, and a task never sees another set's argument.
+TEST(ThreadPoolTest, ManySetsOnMoreThreadsThanCores) {
+  ThreadPool pool(8);
+  ASSERT_EQ(pool.threads(), 8);
+  struct Set {
+    std::vector<std::atomic<int>> runs = std::vector<std::atomic<int>>(16);
+    int id = 0;
+    std::atomic<int> wrong{0};
+  };
+  for (int id = 0; id < 3000; ++id) {
+    Set set;
+    set.id = id;
+    const size_t tasks = 1 + static_cast<size_t>(id % 16);
+    pool.Run(
+        tasks,
+        [](void* arg, size_t t, int slot) {
+          Set& s = *static_cast<Set*>(arg);
+          if (slot < 0 || slot >= 8) ++s.wrong;
+          ++s.runs[t];
+        },
+        &set);
+    for (size_t t = 0; t < 16; ++t) {
+      ASSERT_EQ(set.runs[t].load(), t < tasks ? 1 : 0) << "set " << id << " task " << t;
+    }
+    ASSERT_EQ(set.wrong.load(), 0);
+  }
 }
 
 TEST(CheckScratchTest, RefusesANodeWithoutItsScratch) {
