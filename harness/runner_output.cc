@@ -6,24 +6,6 @@
 #include "agent/runner/runner_json.h"
 
 namespace dfarm::harness {
-namespace {
-
-// The runner document's profile section as the store keeps it.
-store::JobProfile ToStoreProfile(const runner_json::ProfileSection& p) {
-  store::JobProfile out;
-  out.runs = p.runs;
-  for (const runner_json::ProfileNodeEntry& n : p.nodes) {
-    out.nodes.push_back(
-        store::ProfileNode{n.index, n.op, n.delegate, n.partition, n.nodes, n.mean_us});
-  }
-  for (const runner_json::OpProfileEntry& o : p.by_op) {
-    out.by_op.push_back(store::ProfileOp{o.op, o.count, o.total_us, o.pct});
-  }
-  return out;
-}
-
-}  // namespace
-
 Result<RunnerOutput> ParseRunnerJson(const std::string& text) {
   auto doc = runner_json::ParseRunnerJson(text);
   if (!doc) return doc.error();
@@ -41,7 +23,7 @@ Result<RunnerOutput> ParseRunnerJson(const std::string& text) {
     out.runtime_kind = std::move(doc->runtime->kind);
     out.runtime_version = std::move(doc->runtime->version);
   }
-  if (doc->profile) out.profile = ToStoreProfile(*doc->profile);
+  out.profile = std::move(doc->profile);
   return out;
 }
 

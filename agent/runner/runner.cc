@@ -120,11 +120,11 @@ JobPlacement PlacementOf(const runtime::Placement& placement) {
   return out;
 }
 
-runner_json::ProfileSection ProfileDocument(const Profile& p) {
-  runner_json::ProfileSection out;
+runner_json::JobProfile ProfileDocument(const Profile& p) {
+  runner_json::JobProfile out;
   out.runs = p.runs;
   for (const NodeProfile& n : p.nodes) {
-    runner_json::ProfileNodeEntry node{n.index, n.op, n.delegate, std::nullopt, {}, n.mean_us};
+    runner_json::ProfileNode node{n.index, n.op, n.delegate, std::nullopt, {}, n.mean_us};
     if (n.partition >= 0) {
       node.partition = n.partition;
       node.nodes.assign(n.nodes.begin(), n.nodes.end());

@@ -50,24 +50,6 @@ json OutputAccuracyJson(const OutputAccuracy& a) {
   return o;
 }
 
-json ProfileJson(const ProfileSection& p) {
-  json nodes = json::array();
-  for (const ProfileNodeEntry& n : p.nodes) {
-    json node = {
-        {"index", n.index}, {"op", n.op}, {"delegate", n.delegate}, {"mean_us", n.mean_us}};
-    if (n.partition) {
-      node["partition"] = *n.partition;
-      node["nodes"] = n.nodes;
-    }
-    nodes.push_back(std::move(node));
-  }
-  json by_op = json::array();
-  for (const OpProfileEntry& o : p.by_op) {
-    by_op.push_back({{"op", o.op}, {"count", o.count}, {"total_us", o.total_us}, {"pct", o.pct}});
-  }
-  return {{"runs", p.runs}, {"nodes", std::move(nodes)}, {"by_op", std::move(by_op)}};
-}
-
 // ---- Reading ----
 
 std::string String(const json& o, const char* key, const char* fallback = "") {
@@ -200,15 +182,15 @@ OutputAccuracy ParseOutputAccuracy(const json& o) {
   return a;
 }
 
-std::optional<ProfileSection> ParseProfile(const json& doc) {
+std::optional<JobProfile> ParseProfile(const json& doc) {
   if (!doc.contains("profile") || !doc["profile"].is_object()) return std::nullopt;
   const json& p = doc["profile"];
-  ProfileSection out;
+  JobProfile out;
   out.runs = Integer(p, "runs").value_or(0);
   if (p.contains("nodes") && p["nodes"].is_array()) {
     for (const json& n : p["nodes"]) {
       if (!n.is_object()) continue;
-      ProfileNodeEntry node;
+      ProfileNode node;
       node.index = Integer(n, "index").value_or(0);
       node.op = String(n, "op");
       node.delegate = String(n, "delegate");
@@ -352,6 +334,24 @@ json PlacementJson(const JobPlacement& placement) {
     nodes.push_back(std::move(node));
   }
   return {{"partitions", placement.partitions}, {"nodes", std::move(nodes)}};
+}
+
+json ProfileJson(const JobProfile& p) {
+  json nodes = json::array();
+  for (const ProfileNode& n : p.nodes) {
+    json node = {
+        {"index", n.index}, {"op", n.op}, {"delegate", n.delegate}, {"mean_us", n.mean_us}};
+    if (n.partition) {
+      node["partition"] = *n.partition;
+      node["nodes"] = n.nodes;
+    }
+    nodes.push_back(std::move(node));
+  }
+  json by_op = json::array();
+  for (const ProfileOp& o : p.by_op) {
+    by_op.push_back({{"op", o.op}, {"count", o.count}, {"total_us", o.total_us}, {"pct", o.pct}});
+  }
+  return {{"runs", p.runs}, {"nodes", std::move(nodes)}, {"by_op", std::move(by_op)}};
 }
 
 json LayerErrorJson(const LayerError& l) {

@@ -26,11 +26,14 @@ namespace dfarm::runner_json {
 // The measured values (runner_values.h), under the names the document uses.
 using runner::Accuracy;
 using runner::JobPlacement;
+using runner::JobProfile;
 using runner::LayerError;
 using runner::Metrics;
 using runner::Number;
 using runner::OutputAccuracy;
 using runner::PlacementNode;
+using runner::ProfileNode;
+using runner::ProfileOp;
 using runner::ToDouble;
 
 // An entry of "inputs" / "outputs" (a runtime::Tensor's name, dtype and shape).
@@ -43,28 +46,6 @@ struct TensorEntry {
   // measured run (issue 15: a health check's known outputs); unset for inputs
   // and in documents from runners before it.
   std::optional<std::string> sha256;
-};
-
-// "profile": the document's form of the runner's runner::Profile
-// (profile.h), which carries runtime types.
-struct ProfileNodeEntry {
-  int64_t index = 0;
-  std::string op;
-  std::string delegate;
-  std::optional<int64_t> partition;  // a delegated partition: then `nodes` is written too
-  std::vector<int64_t> nodes;
-  double mean_us = 0;
-};
-struct OpProfileEntry {
-  std::string op;
-  int64_t count = 0;
-  double total_us = 0;
-  double pct = 0;
-};
-struct ProfileSection {
-  int64_t runs = 0;
-  std::vector<ProfileNodeEntry> nodes;
-  std::vector<OpProfileEntry> by_op;
 };
 
 // "runtime" (issue 16): the runtime that ran the job, "dfarm" (dfarm-runner,
@@ -90,8 +71,8 @@ struct Document {
   std::vector<TensorEntry> inputs;
   std::vector<TensorEntry> outputs;
   std::optional<JobPlacement> placement;
-  std::optional<Accuracy> accuracy;       // only with --accuracy-reference
-  std::optional<ProfileSection> profile;  // only with --profile
+  std::optional<Accuracy> accuracy;   // only with --accuracy-reference
+  std::optional<JobProfile> profile;  // only with --profile
 };
 
 // True when `doc` is an ok document (status "ok").
@@ -110,6 +91,9 @@ nlohmann::json MetricsJson(const Metrics& metrics);
 nlohmann::json PlacementJson(const JobPlacement& placement);
 // "accuracy": {"reference":…,"outputs":[{"index",…}]}.
 nlohmann::json AccuracyJson(const Accuracy& accuracy);
+// "profile": {"runs","nodes":[{"index","op","delegate","partition"?,"nodes"?,
+// "mean_us"}],"by_op":[{"op","count","total_us","pct"}]}.
+nlohmann::json ProfileJson(const JobProfile& profile);
 // One entry of "accuracy.layers" (`partition` only for a delegated partition).
 nlohmann::json LayerErrorJson(const LayerError& layer);
 

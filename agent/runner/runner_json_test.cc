@@ -52,7 +52,7 @@ Document FullDocument() {
   q.reference_inf_count = 2;
   q.max_abs_error_lsb = Number(int64_t{3});
   d.accuracy = Accuracy{"cpu", {scores, q}};
-  d.profile = ProfileSection{
+  d.profile = JobProfile{
       5,
       {{0, "CONV_2D", "cpu", std::nullopt, {}, 10.5}, {1, "DELEGATE", "xnnpack", 0, {1, 2}, 3}},
       {{"CONV_2D", 1, 10.5, 77.5}, {"DELEGATE", 1, 3, 22.5}}};

@@ -119,6 +119,30 @@ struct OutputAccuracy {
   double reference_max = 0;
 };
 
+// "profile" (--profile, spec benchmark.profile): the document's and the
+// store's form of the runner's runner::Profile (profile.h, which carries
+// runtime types). One step of the interpreter is a node, or a delegated
+// partition timed as a whole.
+struct ProfileNode {
+  int64_t index = 0;                 // the node (a partition's first node)
+  std::string op;                    // "CONV_2D"; "DELEGATE" for a delegated partition
+  std::string delegate;              // "cpu" or the delegate's name
+  std::optional<int64_t> partition;  // a delegated partition: then `nodes` is written too
+  std::vector<int64_t> nodes;        // a partition's nodes; empty otherwise
+  double mean_us = 0;                // the step's mean over the profile's runs
+};
+struct ProfileOp {
+  std::string op;
+  int64_t count = 0;    // steps (or ops) of this type
+  double total_us = 0;  // their time in one run
+  double pct = 0;       // share of the run's time, 0..100
+};
+struct JobProfile {
+  int64_t runs = 0;                // runs the times are the mean of
+  std::vector<ProfileNode> nodes;  // in execution order
+  std::vector<ProfileOp> by_op;    // by descending total_us
+};
+
 // One entry of "accuracy.layers" (--accuracy-reference layers, issue 18): a
 // tensor a step of the job's run wrote (a CPU node's outputs; a delegated
 // partition's outputs, at its first node), compared with the same tensor in

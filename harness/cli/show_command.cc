@@ -180,39 +180,6 @@ json JobJson(store::Store& store, const store::JobRow& j) {
           {"runner_sha256", j.runner_sha256}};
 }
 
-// A job's per-op profile in the runner's keys (docs/CONTRACTS.md):
-// {"runs","by_op":[{"op","count","total_us","pct"}],
-//  "nodes":[{"index","op","delegate","partition"?,"nodes"?,"mean_us"}]}.
-json ProfileJson(const store::JobProfile& p) {
-  json by_op = json::array();
-  for (const store::ProfileOp& o : p.by_op) {
-    json entry = json::object();
-    entry["op"] = o.op;
-    entry["count"] = o.count;
-    entry["total_us"] = o.total_us;
-    entry["pct"] = o.pct;
-    by_op.push_back(std::move(entry));
-  }
-  json nodes = json::array();
-  for (const store::ProfileNode& n : p.nodes) {
-    json entry = json::object();
-    entry["index"] = n.index;
-    entry["op"] = n.op;
-    entry["delegate"] = n.delegate;
-    if (n.partition) {
-      entry["partition"] = *n.partition;
-      entry["nodes"] = n.nodes;
-    }
-    entry["mean_us"] = n.mean_us;
-    nodes.push_back(std::move(entry));
-  }
-  json out = json::object();
-  out["runs"] = p.runs;
-  out["by_op"] = std::move(by_op);
-  out["nodes"] = std::move(nodes);
-  return out;
-}
-
 // The job's telemetry rows in time order (before, the samples taken while
 // the runner ran, after); unread figures are absent.
 json TelemetryJson(std::vector<store::TelemetryRow> rows) {
@@ -262,7 +229,7 @@ int AddJobDetailJson(store::Store& store, const store::JobRow& j, json& job, Con
   if (!profile) {
     return ctx.Fail(profile.error());
   }
-  if (*profile) job["profile"] = ProfileJson(**profile);
+  if (*profile) job["profile"] = runner_json::ProfileJson(**profile);
   return kExitOk;
 }
 

@@ -154,27 +154,10 @@ struct JobRow {
 };
 
 // A job's per-op profile (schema v14): the runner's --profile section (spec
-// benchmark.profile), kept as the runner reported it. One step of the
-// interpreter is a node, or a delegated partition timed as a whole.
-struct ProfileNode {
-  int64_t index = 0;                 // the node (a partition's first node)
-  std::string op;                    // "CONV_2D"; "DELEGATE" for a delegated partition
-  std::string delegate;              // "cpu" or the delegate's name
-  std::optional<int64_t> partition;  // set for a delegated partition
-  std::vector<int64_t> nodes;        // a partition's nodes; empty otherwise
-  double mean_us = 0;                // the step's mean over the profile's runs
-};
-struct ProfileOp {
-  std::string op;
-  int64_t count = 0;    // steps (or ops) of this type
-  double total_us = 0;  // their time in one run
-  double pct = 0;       // share of the run's time, 0..100
-};
-struct JobProfile {
-  int64_t runs = 0;                // runs the times are the mean of
-  std::vector<ProfileNode> nodes;  // in execution order
-  std::vector<ProfileOp> by_op;    // as the runner listed them: by descending total_us
-};
+// benchmark.profile), kept as the runner reported it (runner_values.h).
+using runner::JobProfile;
+using runner::ProfileNode;
+using runner::ProfileOp;
 
 // What RecordJobResult stores for one finished job.
 struct JobOutcome {
