@@ -8,6 +8,7 @@
 #include <deque>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -97,16 +98,21 @@ std::optional<double> MeanBatteryPowerW(const std::vector<const agent::DeviceSta
   return sum / n;
 }
 
+// The hottest thermal zone's temperature; unset without one.
+std::optional<double> HottestC(const agent::DeviceState& state) {
+  std::optional<double> hottest;
+  for (const agent::ThermalZoneState& z : state.thermal_zones) {
+    if (z.temp_c && (!hottest || *z.temp_c > *hottest)) hottest = z.temp_c;
+  }
+  return hottest;
+}
+
 // One device state as the store's telemetry row of `phase`.
 store::TelemetryRow TelemetryOf(const std::string& phase, const agent::DeviceState& state) {
   store::TelemetryRow t;
   t.phase = phase;
   t.unix_ms = state.unix_ms;
-  for (const agent::ThermalZoneState& z : state.thermal_zones) {
-    if (z.temp_c && (!t.hottest_temp_c || *z.temp_c > *t.hottest_temp_c)) {
-      t.hottest_temp_c = z.temp_c;
-    }
-  }
+  t.hottest_temp_c = HottestC(state);
   t.load_avg_1m = state.load_avg_1m;
   t.battery_temp_c = state.battery_temp_c;
   if (state.battery_level_pct) t.battery_level_pct = *state.battery_level_pct;
@@ -854,22 +860,31 @@ Result<void> CheckDeviceTakesPlugins(const std::vector<std::string>& features,
                    "', so it cannot load external delegate plugins (update dfarm-agent there)");
 }
 
+namespace {
+
+// Fails, naming the device, the feature and the spec key that needs it, when
+// the agent's features lack `feature`.
+Result<void> RequireSpecFeature(const std::vector<std::string>& features, const std::string& device,
+                                std::string_view feature, const std::string& cannot,
+                                const std::string& spec_key) {
+  if (agent::HasFeature(features, feature)) return Ok();
+  return MakeError("device '" + device + "': its dfarm-agent does not speak feature '" +
+                   std::string(feature) + "', so it cannot " + cannot + " (spec " + spec_key +
+                   "): update dfarm-agent there, or leave out " + spec_key);
+}
+
+}  // namespace
+
 Result<void> CheckDeviceTakesProfile(const std::vector<std::string>& features,
                                      const std::string& device) {
-  if (agent::HasFeature(features, agent::kFeatureProfile)) return Ok();
-  return MakeError("device '" + device + "': its dfarm-agent does not speak feature '" +
-                   std::string(agent::kFeatureProfile) +
-                   "', so it cannot profile jobs (spec benchmark.profile): update dfarm-agent "
-                   "there, or leave out benchmark.profile");
+  return RequireSpecFeature(features, device, agent::kFeatureProfile, "profile jobs",
+                            "benchmark.profile");
 }
 
 Result<void> CheckDeviceTakesAffinity(const std::vector<std::string>& features,
                                       const std::string& device) {
-  if (agent::HasFeature(features, agent::kFeatureCpuAffinity)) return Ok();
-  return MakeError("device '" + device + "': its dfarm-agent does not speak feature '" +
-                   std::string(agent::kFeatureCpuAffinity) +
-                   "', so it cannot pin runners to CPUs (spec benchmark.cpu_affinity): update "
-                   "dfarm-agent there, or leave out benchmark.cpu_affinity");
+  return RequireSpecFeature(features, device, agent::kFeatureCpuAffinity, "pin runners to CPUs",
+                            "benchmark.cpu_affinity");
 }
 
 store::JobOutcome ClassifyJobResult(const agent::JobResult& r) {
@@ -995,7 +1010,8 @@ namespace {
 
 // One rule of the cooldown: a reading the device gives and its limit.
 struct CooldownRule {
-  const char* name;  // "temperature", "load"
+  const char* name;   // "temperature", "load"
+  bool load = false;  // the load rule (whose failure makes the job noisy)
   double limit = 0;
   std::function<Result<std::optional<double>>()> read;
   const char* absent;  // why there is no reading when the device gives none
@@ -1005,10 +1021,10 @@ struct CooldownRule {
   // "90.0 C > 50.0 C" / "CPUs 87% busy > 50%".
   std::string Excess() const {
     char text[96];
-    if (std::string_view(name) == "temperature") {
-      std::snprintf(text, sizeof text, "device still at %.1f C > %.1f C", *last, limit);
-    } else {
+    if (load) {
       std::snprintf(text, sizeof text, "CPUs %.0f%% busy > %.0f%%", *last, limit);
+    } else {
+      std::snprintf(text, sizeof text, "device still at %.1f C > %.1f C", *last, limit);
     }
     return text;
   }
@@ -1062,11 +1078,11 @@ CooldownOutcome WaitForCooldown(const CooldownSpec& spec, const CooldownSource& 
   if (spec.pause_ms > 0) source.sleep(std::chrono::milliseconds(spec.pause_ms));
   std::vector<CooldownRule> rules;
   if (spec.max_temp_c > 0) {
-    rules.push_back(
-        {"temperature", spec.max_temp_c, source.hottest_c, "the device exposes no thermal zone"});
+    rules.push_back({"temperature", false, spec.max_temp_c, source.hottest_c,
+                     "the device exposes no thermal zone"});
   }
   if (spec.max_cpu_busy_pct > 0) {
-    rules.push_back({"load", spec.max_cpu_busy_pct, source.busy_pct,
+    rules.push_back({"load", true, spec.max_cpu_busy_pct, source.busy_pct,
                      "the agent reports no CPU busy share (update dfarm-agent)"});
   }
   const auto limit = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -1080,7 +1096,7 @@ CooldownOutcome WaitForCooldown(const CooldownSpec& spec, const CooldownSource& 
       for (const CooldownRule& r : rules) {
         if (!r.active || !r.last || *r.last <= r.limit) continue;
         excess += (excess.empty() ? "" : " and ") + r.Excess();
-        out.noisy = out.noisy || std::string_view(r.name) == "load";
+        out.noisy = out.noisy || r.load;
       }
       AddNote(&out.note, (out.noisy ? "noisy: " : "") + excess + " after waiting " +
                              std::to_string(spec.max_wait_s) + " s to cool down; ran anyway");
@@ -1090,7 +1106,7 @@ CooldownOutcome WaitForCooldown(const CooldownSpec& spec, const CooldownSource& 
     source.sleep(std::min(kCooldownPoll, std::max(left, std::chrono::milliseconds(1))));
   }
   for (const CooldownRule& r : rules) {
-    (std::string_view(r.name) == "load" ? out.last_busy_pct : out.last_temp_c) = r.last;
+    (r.load ? out.last_busy_pct : out.last_temp_c) = r.last;
   }
   out.waited_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(source.now() - start).count();
@@ -1107,18 +1123,24 @@ CooldownSource AgentCooldownSource(agent::AgentClient& client, const std::atomic
           std::chrono::milliseconds(50), end - std::chrono::steady_clock::now()));
     }
   };
-  source.hottest_c = [&client]() -> Result<std::optional<double>> {
+  // One DeviceStateRequest per poll (the agent reads the busy share over
+  // 100 ms): WaitForCooldown asks for the temperature first, and the load
+  // rule takes the state that reading fetched; alone, it asks itself.
+  auto fetched = std::make_shared<std::optional<agent::DeviceState>>();
+  source.hottest_c = [&client, fetched]() -> Result<std::optional<double>> {
     auto state = client.QueryDeviceState();
     if (!state) return state.error();
-    std::optional<double> hottest;
-    for (const agent::ThermalZoneState& z : state->thermal_zones) {
-      if (z.temp_c && (!hottest || *z.temp_c > *hottest)) hottest = z.temp_c;
-    }
-    return hottest;
+    *fetched = *state;
+    return HottestC(*state);
   };
-  source.busy_pct = [&client]() -> Result<std::optional<double>> {
-    auto state = client.QueryDeviceState();
-    if (!state) return state.error();
+  source.busy_pct = [&client, fetched]() -> Result<std::optional<double>> {
+    std::optional<agent::DeviceState> state;
+    state.swap(*fetched);
+    if (!state) {
+      auto asked = client.QueryDeviceState();
+      if (!asked) return asked.error();
+      state = std::move(*asked);
+    }
     return state->cpu_busy_pct;
   };
   source.cancelled = [cancel] { return cancel && cancel->load(); };
