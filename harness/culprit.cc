@@ -9,7 +9,8 @@
 #include "agent/protocol/features.h"
 #include "agent/runner/runner_json.h"
 #include "delegates/delegate_options.h"
-#include "harness/matrix.h"  // Sha256OfFile
+#include "harness/matrix.h"     // Sha256OfFile
+#include "harness/scheduler.h"  // CheckDeviceTakesPlugins
 
 namespace dfarm::harness {
 namespace {
@@ -20,7 +21,6 @@ namespace fs = std::filesystem;
 struct Target {
   store::JobRow row;
   DelegateSpec delegate;  // the plugin option holds its host path
-  std::string plugin_sha256;
   std::string runner_path;
   std::vector<int64_t> candidates;     // the nodes the job delegated, in index order
   std::map<int64_t, std::string> ops;  // by node index, from the job's placement
@@ -123,11 +123,6 @@ Result<Target> LoadTarget(const CulpritOptions& o, store::Store& store, const Sw
   if (auto r = CheckSame("model", t.row.model_path, t.row.model_sha256, o.run_id); !r) {
     return r.error();
   }
-  if (const std::string plugin = t.delegate.PluginPath(); !plugin.empty()) {
-    auto sha = Sha256OfFile(plugin);
-    if (!sha) return MakeError("delegate plugin " + sha.message());
-    t.plugin_sha256 = *sha;
-  }
   auto runner = JobRunnerPath(*spec, sweep, t.row);
   if (!runner) return runner.error();
   t.runner_path = std::move(*runner);
@@ -156,18 +151,16 @@ Result<Device> OpenDevice(const Target& t, const CulpritOptions& o, DeviceProvid
     }
     return Ok();
   };
+  const std::vector<std::string>& features = client.device().features;
+  const std::string plugin = t.delegate.PluginPath();
+  if (!plugin.empty()) {
+    if (auto r = CheckDeviceTakesPlugins(features, device); !r) return r.error();
+  }
   std::string model_sha, plugin_sha;
   if (auto r = push("runner", t.runner_path, &d.base.runner_sha256); !r) return r.error();
   if (auto r = push("model", t.row.model_path, &model_sha); !r) return r.error();
-  if (!t.plugin_sha256.empty()) {
-    if (auto r = push("delegate plugin", t.delegate.PluginPath(), &plugin_sha); !r) {
-      return r.error();
-    }
-  }
-  const std::vector<std::string>& features = client.device().features;
-  if (!t.plugin_sha256.empty() && !agent::HasFeature(features, agent::kFeaturePlugin)) {
-    return MakeError("the agent of device '" + device +
-                     "' cannot load delegate plugins (no feature 'plugin'): update it");
+  if (!plugin.empty()) {
+    if (auto r = push("delegate plugin", plugin, &plugin_sha); !r) return r.error();
   }
   d.layers = agent::HasFeature(features, agent::kFeatureLayerErrors);
   d.base.model_sha256 = model_sha;
