@@ -334,8 +334,7 @@ void EvalDirect(const Conv2DData& d, const Node& node, int64_t pixels) {
       if (r.size() <= 0) return;
       bias_rows(r.begin, r.end);
       d.gemm.Run(r.size(), out_c, depth, {in + r.begin * depth, depth, false}, filter,
-                 out + r.begin * out_c, out_c,
-                 node.context != nullptr ? node.context->ThreadScratch(slot) : nullptr);
+                 out + r.begin * out_c, out_c, NodeScratch(node, slot));
       clamp_rows(r.begin, r.end);
     });
     return;
@@ -362,15 +361,14 @@ Status Eval(Node& node) {
   // single chunk splits its products instead.
   const int64_t chunks = (pixels + d.chunk_rows - 1) / d.chunk_rows;
   if (chunks == 1) {
-    EvalPixels(d, node, 0, pixels,
-               node.context != nullptr ? node.context->ThreadScratch(0) : nullptr,
+    EvalPixels(d, node, 0, pixels, NodeScratch(node, 0),
                NumThreads(node) > 1 ? node.context : nullptr);
     return Status::Ok();
   }
   ParallelFor(node.context, static_cast<size_t>(chunks), [&](size_t t, int slot) {
     const int64_t first = static_cast<int64_t>(t) * d.chunk_rows;
-    EvalPixels(d, node, first, std::min(pixels, first + d.chunk_rows),
-               node.context != nullptr ? node.context->ThreadScratch(slot) : nullptr, nullptr);
+    EvalPixels(d, node, first, std::min(pixels, first + d.chunk_rows), NodeScratch(node, slot),
+               nullptr);
   });
   return Status::Ok();
 }

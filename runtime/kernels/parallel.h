@@ -55,6 +55,12 @@ inline int NumThreads(const Node& node) {
   return node.context != nullptr ? node.context->num_threads : 1;
 }
 
+// Part `slot` of the node's scratch (ExecutionContext::ThreadScratch); null
+// without a context (then the node asked for none: CheckScratch).
+inline std::byte* NodeScratch(const Node& node, int slot) {
+  return node.context != nullptr ? node.context->ThreadScratch(slot) : nullptr;
+}
+
 // InvalidArgument when the node asked for scratch (scratch_bytes) but has
 // none: it runs outside an interpreter, or before its AllocateTensors().
 Status CheckScratch(const Node& node);
