@@ -161,7 +161,8 @@ TEST(AgentDeviceStateTest, CpuAffinityBigLittleAndLists) {
             "cpu_affinity 'big': the device lists no CPU");
   // No frequencies known: every online CPU.
   DeviceState plain;
-  plain.cpus = {CpuState{0}, CpuState{1}};
+  plain.cpus.resize(2);
+  plain.cpus[1].cpu = 1;
   EXPECT_THAT(*ResolveCpuAffinity("little", plain), ::testing::ElementsAre(0, 1));
 }
 

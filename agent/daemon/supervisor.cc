@@ -509,7 +509,7 @@ enum class WaitEnd { kExited, kTimedOut, kCancelled };
 // its process group id cannot be reused before the stragglers it left there
 // are killed), the deadline passes or *cancel becomes true (cancel may be null).
 // Calls `sample` every `interval` while the runner runs (interval 0: never),
-// doubling the interval when `sample` returns false (it is full).
+// until `sample` returns false (it is full).
 struct Sampler {
   std::chrono::milliseconds interval{0};
   std::function<bool()> sample;
@@ -526,8 +526,7 @@ struct Sampler {
   }
   void Tick() {
     if (next == Clock::time_point::max() || Clock::now() < next) return;
-    if (!sample()) interval *= 2;
-    next = Clock::now() + interval;
+    next = sample() ? Clock::now() + interval : Clock::time_point::max();
   }
 };
 

@@ -36,8 +36,7 @@ struct SupervisorOptions {
   bool record_device_state = true;
   std::string device_state_root = "/";
   // While a runner runs, the device state is sampled this often into
-  // JobResult::state_during (0: never); the interval doubles whenever
-  // kMaxStateSamples would be passed.
+  // JobResult::state_during (0: never), up to kMaxStateSamples samples.
   uint32_t sample_interval_ms = 1000;
   // A job whose state_before shows a thermal zone above this is flagged started_hot.
   double hot_threshold_c = kDefaultHotThresholdC;

@@ -130,8 +130,8 @@ struct JobResult {
   std::vector<DeviceState> state_during;
 };
 
-// The most state_during samples a JobResult carries (the agent doubles its
-// interval rather than go past it).
+// The most state_during samples a JobResult carries: the agent stops
+// sampling a job there (600 s at the default interval).
 inline constexpr size_t kMaxStateSamples = 600;
 
 // A JobProgress frame (feature "progress"): phase "starting", "running" or
