@@ -283,36 +283,4 @@ Status DelegationPlan::InvokePartition(int partition) {
                       std::to_string(partition));
 }
 
-tflite::ActivationFunctionType FusedActivation(const Node& node) {
-  using tflite::ActivationFunctionType;
-  if (node.op == nullptr) return ActivationFunctionType::NONE;
-  auto of = [](const auto* options) {
-    return options != nullptr ? options->fused_activation_function() : ActivationFunctionType::NONE;
-  };
-  switch (node.op->builtin_options_type()) {
-    case tflite::BuiltinOptions::AddOptions:
-      return of(node.options<tflite::AddOptions>());
-    case tflite::BuiltinOptions::SubOptions:
-      return of(node.options<tflite::SubOptions>());
-    case tflite::BuiltinOptions::MulOptions:
-      return of(node.options<tflite::MulOptions>());
-    case tflite::BuiltinOptions::DivOptions:
-      return of(node.options<tflite::DivOptions>());
-    case tflite::BuiltinOptions::Conv2DOptions:
-      return of(node.options<tflite::Conv2DOptions>());
-    case tflite::BuiltinOptions::TransposeConvOptions:
-      return of(node.options<tflite::TransposeConvOptions>());
-    case tflite::BuiltinOptions::DepthwiseConv2DOptions:
-      return of(node.options<tflite::DepthwiseConv2DOptions>());
-    case tflite::BuiltinOptions::FullyConnectedOptions:
-      return of(node.options<tflite::FullyConnectedOptions>());
-    case tflite::BuiltinOptions::Pool2DOptions:
-      return of(node.options<tflite::Pool2DOptions>());
-    case tflite::BuiltinOptions::ConcatenationOptions:
-      return of(node.options<tflite::ConcatenationOptions>());
-    default:
-      return ActivationFunctionType::NONE;
-  }
-}
-
 }  // namespace dfarm::runtime

@@ -90,6 +90,12 @@ class Delegate {
   // A kernel for one partition; the interpreter owns it and calls Init().
   virtual std::unique_ptr<DelegateKernel> CreateKernel() = 0;
 
+  // The delegate's own figures, by name, read after AllocateTensors() (the
+  // runner's "delegate_stats"): e.g. the gpu delegate's programs_compiled,
+  // programs_loaded (from its serialization cache) and compile_us. Empty by
+  // default.
+  virtual std::vector<std::pair<std::string, double>> Stats() const { return {}; }
+
  private:
   std::string name_;
   DelegatePartitionOptions options_;
@@ -166,10 +172,5 @@ class DelegationPlan {
   Placement placement_;
   std::string label_;
 };
-
-// The fused activation of a node whose options carry one (ADD, SUB, MUL,
-// DIV, CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV, FULLY_CONNECTED, pooling,
-// CONCATENATION); NONE otherwise.
-tflite::ActivationFunctionType FusedActivation(const Node& node);
 
 }  // namespace dfarm::runtime

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "runtime/kernels/kernel_util.h"
 #include "runtime/memory_planner.h"
 
 namespace dfarm::runtime {
@@ -148,6 +149,7 @@ Status Interpreter::AllocateOnce() {
       delegation_.Build(nodes_, outputs_, GuardedDelegates(), "model '" + model_.name() + "'"));
   plan_ = delegation_.order();
   DFARM_RETURN_IF_ERROR(ResolveKernels());
+  FoldNodes();
   // Kernels size scratch from tensor shapes in Prepare, before the arena is
   // planned: a tensor over the arena limit is refused first.
   for (const Tensor& t : tensors_) {
@@ -198,10 +200,150 @@ Status Interpreter::ResolveKernels() {
   return Status::Ok();
 }
 
+namespace {
+
+// Whether `pad` (a PAD node) pads a float input of rank `rank` by constant
+// amounts in [0, 2^24] only along dimensions whose bit is set in `dims`
+// (bit i: dimension i): then `amounts` gets before, after of each of them,
+// in order.
+bool PadsOnly(const Node& pad, int rank, unsigned dims, int* amounts) {
+  if (pad.inputs.size() != 2 || pad.inputs[0] == nullptr || pad.inputs[1] == nullptr) return false;
+  const Tensor& in = *pad.inputs[0];
+  const Tensor& paddings = *pad.inputs[1];
+  if (in.dtype != DType::kFloat32 || in.rank() != rank || !paddings.has_static_value() ||
+      paddings.shape != std::vector<int32_t>{rank, 2} ||
+      (paddings.dtype != DType::kInt32 && paddings.dtype != DType::kInt64)) {
+    return false;
+  }
+  for (int i = 0; i < 2 * rank; ++i) {
+    const int64_t v = paddings.dtype == DType::kInt32 ? paddings.data_as<int32_t>()[i]
+                                                      : paddings.data_as<int64_t>()[i];
+    const bool folded = (dims >> (i / 2)) & 1u;
+    if (!folded && v != 0) return false;
+    if (folded && (v < 0 || v > (int64_t{1} << 24))) return false;
+    if (folded) *amounts++ = static_cast<int>(v);
+  }
+  return true;
+}
+
+// Who writes and reads each tensor, for FoldNodes().
+struct FoldIndex {
+  std::vector<int> readers;   // nodes reading it, +1 for a model output
+  std::vector<int> producer;  // the node writing it, or -1
+  std::vector<int> reader;    // the last node reading it, or -1
+};
+
+}  // namespace
+
+bool Interpreter::FoldableNode(const Node& n) const {
+  return !n.folded && n.folded_into < 0 && delegation_.PartitionOf(n.index) < 0 &&
+         n.registration != nullptr;
+}
+
+// A float tensor one node writes and one node or the model's outputs read
+// (FoldIndex::readers == 1), not a variable.
+bool Interpreter::PrivateFloat(const Tensor* t, const std::vector<int>& readers,
+                               const std::vector<int>& producer) const {
+  return t != nullptr && t->dtype == DType::kFloat32 && readers[t->index] == 1 &&
+         producer[t->index] >= 0 && !model_.subgraph()->tensors()->Get(t->index)->is_variable();
+}
+
+void Interpreter::FoldNodes() {
+  FoldIndex ix;
+  ix.readers.assign(tensors_.size(), 0);
+  ix.producer.assign(tensors_.size(), -1);
+  ix.reader.assign(tensors_.size(), -1);
+  for (const Node& node : nodes_) {
+    for (const Tensor* t : node.inputs) {
+      if (t != nullptr) ++ix.readers[t->index], ix.reader[t->index] = node.index;
+    }
+    for (const Tensor* t : node.outputs) ix.producer[t->index] = node.index;
+  }
+  for (const Tensor* t : outputs_) ++ix.readers[t->index];  // a model output stays written
+  for (Node& node : nodes_) {
+    if (!FoldableNode(node) || node.outputs.size() != 1) continue;
+    if (options_.fold_activations) FoldActivation(node, ix.readers, ix.producer);
+    // readers == 1 with a reading node: no model output (that counts too).
+    if (options_.fold_pads && node.code == tflite::BuiltinOperator::PAD &&
+        PrivateFloat(node.outputs[0], ix.readers, ix.producer) &&
+        ix.reader[node.outputs[0]->index] >= 0) {
+      FoldPad(node, nodes_[ix.reader[node.outputs[0]->index]]);
+    }
+  }
+  plan_.erase(
+      std::remove_if(plan_.begin(), plan_.end(), [&](int n) { return nodes_[n].folded_into >= 0; }),
+      plan_.end());
+}
+
+void Interpreter::FoldActivation(Node& act, const std::vector<int>& readers,
+                                 std::vector<int>& producer) {
+  using Op = tflite::BuiltinOperator;
+  using Act = tflite::ActivationFunctionType;
+  Act activation = Act::NONE;
+  if (act.code == Op::RELU) activation = Act::RELU;
+  if (act.code == Op::RELU6) activation = Act::RELU6;
+  if (act.code == Op::RELU_N1_TO_1) activation = Act::RELU_N1_TO_1;
+  if (activation == Act::NONE || act.inputs.size() != 1 ||
+      !PrivateFloat(act.inputs[0], readers, producer) || act.outputs[0]->dtype != DType::kFloat32 ||
+      model_.subgraph()->tensors()->Get(act.outputs[0]->index)->is_variable()) {
+    return;
+  }
+  Node& prev = nodes_[producer[act.inputs[0]->index]];
+  if (!FoldableNode(prev) || !prev.registration->applies_folded_activation ||
+      prev.outputs.size() != 1 || prev.folded_activation != Act::NONE ||
+      FusedActivation(prev) != Act::NONE) {
+    return;
+  }
+  prev.outputs[0] = act.outputs[0];
+  prev.folded_activation = activation;
+  producer[act.outputs[0]->index] = prev.index;
+  act.folded_into = prev.index;
+}
+
+void Interpreter::FoldPad(Node& pad, Node& next) {
+  if (!FoldableNode(next)) return;
+  const Tensor* padded = pad.outputs[0];
+  // Height and width of a 4-D input, into a conv's padding.
+  int amounts[4];
+  if (next.registration->applies_folded_pad && !next.inputs.empty() && next.inputs[0] == padded &&
+      PadsOnly(pad, 4, 0b0110u, amounts) &&
+      std::all_of(next.folded_pad, next.folded_pad + 4, [](int p) { return p == 0; })) {
+    next.inputs[0] = pad.inputs[0];
+    std::copy(amounts, amounts + 4, next.folded_pad);
+    pad.folded_into = next.index;
+    return;
+  }
+  // The last dimension, into an ADD whose other input has the padded shape.
+  const int rank = pad.inputs.empty() || pad.inputs[0] == nullptr ? 0 : pad.inputs[0]->rank();
+  if (!next.registration->applies_folded_channel_pad || next.inputs.size() != 2 ||
+      next.folded_channel_pad[0] >= 0 || rank < 1 ||
+      !PadsOnly(pad, rank, 1u << (rank - 1), amounts)) {
+    return;
+  }
+  const int k = next.inputs[0] == padded ? 0 : 1;
+  const Tensor* other = next.inputs[1 - k];
+  if (next.inputs[k] != padded || other == nullptr || other->dtype != DType::kFloat32 ||
+      DeclaredShapeIsOpen(*other) || other->shape.size() != static_cast<size_t>(rank)) {
+    return;
+  }
+  // The other input has the padded shape (in int64: a corrupt model's
+  // dimension plus the padding may not fit int32).
+  for (int d = 0; d < rank; ++d) {
+    const int64_t padded_dim =
+        int64_t{pad.inputs[0]->shape[d]} + (d == rank - 1 ? int64_t{amounts[0]} + amounts[1] : 0);
+    if (other->shape[d] != padded_dim) return;
+  }
+  next.inputs[k] = pad.inputs[0];
+  next.folded_channel_pad[0] = k;
+  next.folded_channel_pad[1] = amounts[0];
+  next.folded_channel_pad[2] = amounts[1];
+  pad.folded_into = next.index;
+}
+
 Status Interpreter::PrepareNodes() {
   size_t scratch = 0;  // the largest per-thread request so far
   for (Node& node : nodes_) {
-    if (delegation_.PartitionOf(node.index) >= 0) continue;
+    if (delegation_.PartitionOf(node.index) >= 0 || node.folded_into >= 0) continue;
     DFARM_RETURN_IF_ERROR(node.registration->prepare(node).WithPrefix(NodeLabel(node)));
     for (const Tensor* out : node.outputs) DFARM_RETURN_IF_ERROR(CheckTensorFits(*out));
     scratch = std::max(scratch, node.scratch_bytes);

@@ -33,6 +33,24 @@ struct InterpreterOptions {
   // values below 1 count as 1. Results do not depend on it (see
   // kernels/parallel.h).
   int num_threads = 1;
+  // Folds a float RELU, RELU6 or RELU_N1_TO_1 into the CONV_2D,
+  // DEPTHWISE_CONV_2D, ADD, SUB, MUL or DIV before it when it is the only
+  // reader of that node's output (which is no model output): the node writes
+  // the activation's output and the activation node is skipped, one pass
+  // over the tensor fewer (TensorFlow Lite's converter fuses the same
+  // pairs). The same bits either way; the skipped intermediate gets no
+  // storage. See FoldNodes().
+  bool fold_activations = true;
+  // Folds a float PAD of height and width only (constant paddings) into the
+  // CONV_2D or DEPTHWISE_CONV_2D that is the only reader of its output: the
+  // conv reads the PAD's input and counts the zeros in its own padding
+  // (Node::folded_pad), one copy of the tensor fewer. The taps on the zeros
+  // are skipped instead of added, so an output can differ only in the sign
+  // of a zero. A float PAD of the last dimension only goes the same way
+  // into an ADD whose other input has the padded shape
+  // (Node::folded_channel_pad; the ADD adds 0.0f there, as on the PAD's
+  // zeros: the same bits). See FoldNodes().
+  bool fold_pads = true;
 };
 
 class Interpreter {
@@ -109,7 +127,8 @@ class Interpreter {
   // Threads the kernels run on: options.num_threads, or 1 where the build
   // has no thread pool.
   int num_threads() const { return context_.num_threads; }
-  // Number of nodes Invoke() runs (nodes_size() minus the folded ones).
+  // Number of nodes Invoke() runs (nodes_size() minus the folded ones and
+  // the activations and PADs folded into a neighbour: Node::folded_into).
   size_t invoked_nodes_size() const { return plan_.size(); }
 
   const Model& model() const { return model_; }
@@ -122,6 +141,21 @@ class Interpreter {
   // is known only at Prepare when the model has one (see open_shapes_).
   std::vector<Delegate*> GuardedDelegates();
   Status ResolveKernels();
+  // InterpreterOptions::fold_activations and fold_pads, after
+  // ResolveKernels(): sets Node::folded_activation / folded_pad and
+  // folded_into, rewires the node's output to the activation's (its input
+  // to the PAD's) and drops the folded node from plan_.
+  void FoldNodes();
+  // Whether `node` runs on the CPU with a kernel, not folded away.
+  bool FoldableNode(const Node& node) const;
+  bool PrivateFloat(const Tensor* t, const std::vector<int>& readers,
+                    const std::vector<int>& producer) const;
+  // `act` (any node) into the node writing its input, when it is a foldable
+  // activation; `producer` follows the rewiring.
+  void FoldActivation(Node& act, const std::vector<int>& readers, std::vector<int>& producer);
+  // `pad` (a PAD whose output only `next` reads) into `next`, when `next`
+  // can take its zeros (folded_pad, folded_channel_pad).
+  void FoldPad(Node& pad, Node& next);
   Status PrepareNodes();
   // Unsupported when `tensor` alone exceeds options_.max_arena_bytes.
   Status CheckTensorFits(const Tensor& tensor) const;

@@ -125,6 +125,294 @@ TEST(InterpreterTest, FoldsConstantSubgraphs) {
   EXPECT_THAT(runner.Output(0), ElementsAre(1.25f, -3.0f));
 }
 
+// Loads `b`'s model with every reference kernel, folding activations and
+// pads or not.
+struct Loaded {
+  std::unique_ptr<Model> model;
+  OpResolver resolver;
+  std::unique_ptr<Interpreter> interpreter;
+};
+std::unique_ptr<Loaded> Load(const ModelBuilder& b, bool fold) {
+  auto loaded = std::make_unique<Loaded>();
+  if (!Model::FromBuffer("fold.tflite", b.Build(), &loaded->model).ok()) return nullptr;
+  loaded->resolver.AddAllReferenceOps();
+  InterpreterOptions options;
+  options.fold_activations = fold;
+  options.fold_pads = fold;
+  loaded->interpreter = std::make_unique<Interpreter>(*loaded->model, loaded->resolver, options);
+  if (!loaded->interpreter->AllocateTensors().ok()) return nullptr;
+  return loaded;
+}
+
+// Loads `b` folded (*folded) and plain (*plain); both must load.
+void LoadBoth(const ModelBuilder& b, std::unique_ptr<Loaded>* folded,
+              std::unique_ptr<Loaded>* plain) {
+  *folded = Load(b, true);
+  *plain = Load(b, false);
+  ASSERT_NE(*folded, nullptr);
+  ASSERT_NE(*plain, nullptr);
+}
+
+// Runs both interpreters on the same input (values spread over [-8, 8], so
+// every clamp bites) and expects every output to be bit-identical (or, with
+// `zero_sign_may_differ`, equal as floats: +0 == -0).
+void ExpectSameOutputs(Interpreter& folded, Interpreter& plain, bool zero_sign_may_differ = false) {
+  ASSERT_EQ(folded.inputs().size(), plain.inputs().size());
+  for (size_t i = 0; i < folded.inputs().size(); ++i) {
+    Tensor* a = folded.inputs()[i];
+    Tensor* b = plain.inputs()[i];
+    ASSERT_EQ(a->bytes, b->bytes);
+    float* values = reinterpret_cast<float*>(a->data);
+    for (size_t k = 0; k < a->bytes / sizeof(float); ++k) {
+      values[k] = static_cast<float>((k * 37) % 161) * 0.1f - 8.0f;
+    }
+    std::memcpy(b->data, a->data, a->bytes);
+  }
+  ASSERT_TRUE(folded.Invoke().ok());
+  ASSERT_TRUE(plain.Invoke().ok());
+  for (size_t i = 0; i < folded.outputs().size(); ++i) {
+    const Tensor* a = folded.outputs()[i];
+    const Tensor* b = plain.outputs()[i];
+    ASSERT_EQ(a->bytes, b->bytes);
+    if (!zero_sign_may_differ) {
+      EXPECT_EQ(std::memcmp(a->data, b->data, a->bytes), 0) << "output " << i;
+      continue;
+    }
+    for (size_t k = 0; k < a->bytes / sizeof(float); ++k) {
+      ASSERT_EQ(a->data_as<float>()[k], b->data_as<float>()[k]) << "output " << i << " at " << k;
+    }
+  }
+}
+
+// in -> CONV_2D -> RELU6 -> ADD(., c) -> RELU -> DEPTHWISE -> RELU_N1_TO_1 -> out:
+// each activation is its input's only reader, so all three fold.
+TEST(InterpreterTest, FoldsActivationsIntoTheNodeBeforeThemBitForBit) {
+  ModelBuilder b;
+  int in = b.AddTensor(tfl::TensorType::FLOAT32, {1, 6, 6, 3}, "in");
+  std::vector<float> w(4 * 3 * 3 * 3);
+  for (size_t k = 0; k < w.size(); ++k) w[k] = static_cast<float>(k % 7) * 0.3f - 0.9f;
+  int filter = b.AddConstFloat32({4, 3, 3, 3}, w, "filter");
+  int bias = b.AddConstFloat32({4}, {0.5f, -0.5f, 1.0f, 0.0f}, "bias");
+  int conv = b.AddTensor(tfl::TensorType::FLOAT32, {1, 6, 6, 4}, "conv");
+  testing::Conv2DParams conv_params;
+  conv_params.padding = tfl::Padding::SAME;
+  b.AddConv2D(in, filter, bias, conv, conv_params);
+  int relu6 = b.AddTensor(tfl::TensorType::FLOAT32, {1, 6, 6, 4}, "relu6");
+  b.AddUnary(tfl::BuiltinOperator::RELU6, conv, relu6);
+  int c = b.AddConstFloat32({4}, {-3.0f, 1.0f, -1.0f, 0.25f}, "c");
+  int sum = b.AddTensor(tfl::TensorType::FLOAT32, {1, 6, 6, 4}, "sum");
+  b.AddAdd(relu6, c, sum);
+  int relu = b.AddTensor(tfl::TensorType::FLOAT32, {1, 6, 6, 4}, "relu");
+  b.AddUnary(tfl::BuiltinOperator::RELU, sum, relu);
+  int dw_filter = b.AddConstFloat32({1, 3, 3, 4}, std::vector<float>(36, -0.2f), "dw_filter");
+  int dw = b.AddTensor(tfl::TensorType::FLOAT32, {1, 6, 6, 4}, "dw");
+  testing::DepthwiseConv2DParams dw_params;
+  dw_params.padding = tfl::Padding::SAME;
+  b.AddDepthwiseConv2D(relu, dw_filter, -1, dw, dw_params);
+  int out = b.AddTensor(tfl::TensorType::FLOAT32, {1, 6, 6, 4}, "out");
+  b.AddUnary(tfl::BuiltinOperator::RELU_N1_TO_1, dw, out);
+  b.SetInputs({in});
+  b.SetOutputs({out});
+
+  std::unique_ptr<Loaded> folded, plain;
+  ASSERT_NO_FATAL_FAILURE(LoadBoth(b, &folded, &plain));
+  const Interpreter& it = *folded->interpreter;
+  EXPECT_EQ(plain->interpreter->invoked_nodes_size(), 6u);
+  EXPECT_EQ(it.invoked_nodes_size(), 3u);
+  using Act = tfl::ActivationFunctionType;
+  EXPECT_EQ(it.node(0).folded_activation, Act::RELU6);
+  EXPECT_EQ(it.node(1).folded_into, 0);
+  EXPECT_EQ(it.node(2).folded_activation, Act::RELU);
+  EXPECT_EQ(it.node(3).folded_into, 2);
+  EXPECT_EQ(it.node(4).folded_activation, Act::RELU_N1_TO_1);
+  EXPECT_EQ(it.node(5).folded_into, 4);
+  EXPECT_EQ(it.node(0).outputs[0]->index, relu6);
+  for (size_t i = 0; i < plain->interpreter->nodes_size(); ++i) {
+    EXPECT_EQ(plain->interpreter->node(i).folded_into, -1);
+    EXPECT_EQ(plain->interpreter->node(i).folded_activation, Act::NONE);
+  }
+  ExpectSameOutputs(*folded->interpreter, *plain->interpreter);
+  ExpectSameOutputs(*folded->interpreter, *plain->interpreter);  // and again
+}
+
+// An activation stays a node of its own when its input has another reader,
+// is a model output, or comes from a node that already has an activation
+// or whose kernel does not apply one (here MAX_POOL_2D).
+TEST(InterpreterTest, ActivationsThatCannotFoldStayNodes) {
+  ModelBuilder b;
+  int in = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 2}, "in");
+  int c = b.AddConstFloat32({2}, {1.0f, -2.0f}, "c");
+  int shared = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 2}, "shared");
+  b.AddAdd(in, c, shared);  // node 0
+  int r0 = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 2}, "r0");
+  b.AddUnary(tfl::BuiltinOperator::RELU, shared, r0);  // 1: shared has two readers
+  int both = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 2}, "both");
+  b.AddAdd(shared, r0, both);  // 2
+  int visible = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 2}, "visible");
+  b.AddAdd(both, c, visible);  // 3
+  int r1 = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 2}, "r1");
+  b.AddUnary(tfl::BuiltinOperator::RELU6, visible, r1);  // 4: visible is an output
+  int fused = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 2}, "fused");
+  b.AddAdd(r1, c, fused, tfl::ActivationFunctionType::RELU_N1_TO_1);  // 5
+  int r2 = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 2}, "r2");
+  b.AddUnary(tfl::BuiltinOperator::RELU6, fused, r2);  // 6: ADD has its own
+  int pooled = b.AddTensor(tfl::TensorType::FLOAT32, {1, 2, 2, 2}, "pooled");
+  testing::Pool2DParams pool;
+  pool.filter_h = pool.filter_w = pool.stride_h = pool.stride_w = 2;
+  b.AddPool2D(tfl::BuiltinOperator::MAX_POOL_2D, r2, pooled, pool);  // 7
+  int out = b.AddTensor(tfl::TensorType::FLOAT32, {1, 2, 2, 2}, "out");
+  b.AddUnary(tfl::BuiltinOperator::RELU, pooled, out);  // 8: pooling applies none
+  b.SetInputs({in});
+  b.SetOutputs({visible, out});
+
+  std::unique_ptr<Loaded> folded, plain;
+  ASSERT_NO_FATAL_FAILURE(LoadBoth(b, &folded, &plain));
+  const Interpreter& it = *folded->interpreter;
+  EXPECT_EQ(it.invoked_nodes_size(), it.nodes_size());
+  for (size_t i = 0; i < it.nodes_size(); ++i) {
+    EXPECT_EQ(it.node(i).folded_into, -1) << "node " << i;
+    EXPECT_EQ(it.node(i).folded_activation, tfl::ActivationFunctionType::NONE) << "node " << i;
+  }
+  ExpectSameOutputs(*folded->interpreter, *plain->interpreter);
+}
+
+// in -> PAD(h 1,1 w 1,1) -> DEPTHWISE 3x3 VALID -> PAD(h 0,1 w 0,1) -> CONV
+// 3x3 stride 2 VALID -> PAD(h 2,0 w 1,3) -> DEPTHWISE 3x3 stride 2 SAME -> out:
+// each PAD's zeros become its conv's padding, and the PADs leave the plan.
+TEST(InterpreterTest, FoldsPadsIntoTheConvAfterThem) {
+  ModelBuilder b;
+  int in = b.AddTensor(tfl::TensorType::FLOAT32, {2, 9, 7, 4}, "in");
+  auto pad = [&](int x, std::vector<int32_t> amounts, std::vector<int32_t> shape) {
+    int paddings = b.AddConstInt32({4, 2}, amounts);
+    int out = b.AddTensor(tfl::TensorType::FLOAT32, shape);
+    b.AddPad(x, paddings, out);
+    return out;
+  };
+  std::vector<float> w(3 * 3 * 4 * 4);
+  for (size_t k = 0; k < w.size(); ++k) w[k] = static_cast<float>(k % 11) * 0.17f - 0.8f;
+  int p0 = pad(in, {0, 0, 1, 1, 1, 1, 0, 0}, {2, 11, 9, 4});
+  int dw_filter = b.AddConstFloat32({1, 3, 3, 4}, std::vector<float>(w.begin(), w.begin() + 36));
+  int dw_bias = b.AddConstFloat32({4}, {0.5f, -0.5f, 0.0f, 1.0f});
+  int dw = b.AddTensor(tfl::TensorType::FLOAT32, {2, 9, 7, 4}, "dw");
+  b.AddDepthwiseConv2D(p0, dw_filter, dw_bias, dw, testing::DepthwiseConv2DParams{});
+  int p1 = pad(dw, {0, 0, 0, 1, 0, 1, 0, 0}, {2, 10, 8, 4});
+  int conv_filter = b.AddConstFloat32({4, 3, 3, 4}, w);
+  int conv = b.AddTensor(tfl::TensorType::FLOAT32, {2, 4, 3, 4}, "conv");
+  testing::Conv2DParams conv_params;
+  conv_params.stride_h = conv_params.stride_w = 2;
+  b.AddConv2D(p1, conv_filter, -1, conv, conv_params);
+  int p2 = pad(conv, {0, 0, 2, 0, 1, 3, 0, 0}, {2, 6, 7, 4});
+  int out = b.AddTensor(tfl::TensorType::FLOAT32, {2, 3, 4, 4}, "out");
+  testing::DepthwiseConv2DParams same;
+  same.padding = tfl::Padding::SAME;
+  same.stride_h = same.stride_w = 2;
+  b.AddDepthwiseConv2D(p2, dw_filter, -1, out, same);
+  b.SetInputs({in});
+  b.SetOutputs({out});
+
+  std::unique_ptr<Loaded> folded, plain;
+  ASSERT_NO_FATAL_FAILURE(LoadBoth(b, &folded, &plain));
+  const Interpreter& it = *folded->interpreter;
+  EXPECT_EQ(plain->interpreter->invoked_nodes_size(), 6u);
+  EXPECT_EQ(it.invoked_nodes_size(), 3u);
+  EXPECT_EQ(it.node(0).folded_into, 1);
+  EXPECT_THAT(it.node(1).folded_pad, ElementsAre(1, 1, 1, 1));
+  EXPECT_EQ(it.node(1).inputs[0]->index, in);
+  EXPECT_EQ(it.node(2).folded_into, 3);
+  EXPECT_THAT(it.node(3).folded_pad, ElementsAre(0, 1, 0, 1));
+  EXPECT_EQ(it.node(4).folded_into, 5);
+  EXPECT_THAT(it.node(5).folded_pad, ElementsAre(2, 0, 1, 3));
+  EXPECT_THAT(plain->interpreter->node(5).folded_pad, ElementsAre(0, 0, 0, 0));
+  ExpectSameOutputs(*folded->interpreter, *plain->interpreter, /*zero_sign_may_differ=*/true);
+}
+
+// BlazeFace's residual blocks: x -> PAD(channels 0,3) -> ADD(conv, .) and
+// ADD(., PAD(channels 2,1)): each PAD becomes zeros the ADD adds, either
+// side, with its activation folded too; the same bits.
+TEST(InterpreterTest, FoldsChannelPadsIntoTheAddAfterThem) {
+  ModelBuilder b;
+  int in = b.AddTensor(tfl::TensorType::FLOAT32, {1, 5, 3, 2}, "in");
+  std::vector<float> w(5 * 2);
+  for (size_t k = 0; k < w.size(); ++k) w[k] = static_cast<float>(k) * 0.3f - 1.4f;
+  int filter = b.AddConstFloat32({5, 1, 1, 2}, w);
+  int conv = b.AddTensor(tfl::TensorType::FLOAT32, {1, 5, 3, 5}, "conv");
+  b.AddConv2D(in, filter, -1, conv, testing::Conv2DParams{});  // 0
+  int after = b.AddConstInt32({4, 2}, {0, 0, 0, 0, 0, 0, 0, 3});
+  int wide = b.AddTensor(tfl::TensorType::FLOAT32, {1, 5, 3, 5}, "wide");
+  b.AddPad(in, after, wide);  // 1: into ADD 2 as its rhs
+  int sum = b.AddTensor(tfl::TensorType::FLOAT32, {1, 5, 3, 5}, "sum");
+  b.AddAdd(conv, wide, sum);  // 2
+  int relu = b.AddTensor(tfl::TensorType::FLOAT32, {1, 5, 3, 5}, "relu");
+  b.AddUnary(tfl::BuiltinOperator::RELU, sum, relu);  // 3: into ADD 2
+  int both = b.AddConstInt32({4, 2}, {0, 0, 0, 0, 0, 0, 2, 1});
+  int wide2 = b.AddTensor(tfl::TensorType::FLOAT32, {1, 5, 3, 5}, "wide2");
+  b.AddPad(in, both, wide2);  // 4: into ADD 5 as its lhs
+  int out = b.AddTensor(tfl::TensorType::FLOAT32, {1, 5, 3, 5}, "out");
+  b.AddAdd(wide2, relu, out);  // 5
+  b.SetInputs({in});
+  b.SetOutputs({out});
+
+  std::unique_ptr<Loaded> folded, plain;
+  ASSERT_NO_FATAL_FAILURE(LoadBoth(b, &folded, &plain));
+  const Interpreter& it = *folded->interpreter;
+  EXPECT_EQ(it.invoked_nodes_size(), 3u);
+  EXPECT_EQ(it.node(1).folded_into, 2);
+  EXPECT_THAT(it.node(2).folded_channel_pad, ElementsAre(1, 0, 3));
+  EXPECT_EQ(it.node(2).inputs[1]->index, in);
+  EXPECT_EQ(it.node(3).folded_into, 2);
+  EXPECT_EQ(it.node(4).folded_into, 5);
+  EXPECT_THAT(it.node(5).folded_channel_pad, ElementsAre(0, 2, 1));
+  EXPECT_THAT(plain->interpreter->node(2).folded_channel_pad, ElementsAre(-1, 0, 0));
+  ExpectSameOutputs(*folded->interpreter, *plain->interpreter);
+}
+
+// A PAD stays a node when it pads channels before a conv, when its output
+// has another reader, when the op after it does not pad (MAX_POOL_2D), or
+// when it pads channels before an ADD that broadcasts its other input, or
+// when no node reads it (a model output).
+TEST(InterpreterTest, PadsThatCannotFoldStayNodes) {
+  ModelBuilder b;
+  int in = b.AddTensor(tfl::TensorType::FLOAT32, {1, 6, 6, 2}, "in");
+  int channel_pads = b.AddConstInt32({4, 2}, {0, 0, 0, 0, 0, 0, 0, 2});
+  int wide = b.AddTensor(tfl::TensorType::FLOAT32, {1, 6, 6, 4}, "wide");
+  b.AddPad(in, channel_pads, wide);  // 0: channels
+  int filter = b.AddConstFloat32({1, 3, 3, 4}, std::vector<float>(36, 0.25f));
+  int dw = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 4}, "dw");
+  b.AddDepthwiseConv2D(wide, filter, -1, dw, testing::DepthwiseConv2DParams{});  // 1
+  int spatial = b.AddConstInt32({4, 2}, {0, 0, 1, 1, 1, 1, 0, 0});
+  int padded = b.AddTensor(tfl::TensorType::FLOAT32, {1, 6, 6, 4}, "padded");
+  b.AddPad(dw, spatial, padded);  // 2: read twice
+  int dw2 = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 4}, "dw2");
+  b.AddDepthwiseConv2D(padded, filter, -1, dw2, testing::DepthwiseConv2DParams{});  // 3
+  int pooled = b.AddTensor(tfl::TensorType::FLOAT32, {1, 3, 3, 4}, "pooled");
+  testing::Pool2DParams pool;
+  pool.filter_h = pool.filter_w = pool.stride_h = pool.stride_w = 2;
+  b.AddPool2D(tfl::BuiltinOperator::MAX_POOL_2D, padded, pooled, pool);  // 4
+  int padded2 = b.AddTensor(tfl::TensorType::FLOAT32, {1, 6, 6, 4}, "padded2");
+  b.AddPad(dw2, spatial, padded2);  // 5: before a pool
+  int out = b.AddTensor(tfl::TensorType::FLOAT32, {1, 3, 3, 4}, "out");
+  b.AddPool2D(tfl::BuiltinOperator::MAX_POOL_2D, padded2, out, pool);  // 6
+  int wide2 = b.AddTensor(tfl::TensorType::FLOAT32, {1, 6, 6, 4}, "wide2");
+  b.AddPad(in, channel_pads, wide2);  // 7: into an ADD that broadcasts
+  int bias = b.AddConstFloat32({4}, {1, 2, 3, 4});
+  int biased = b.AddTensor(tfl::TensorType::FLOAT32, {1, 6, 6, 4}, "biased");
+  b.AddAdd(wide2, bias, biased);  // 8
+  int lone = b.AddTensor(tfl::TensorType::FLOAT32, {1, 8, 8, 2}, "lone");
+  b.AddPad(in, spatial, lone);  // 9: read by no node, a model output
+  b.SetInputs({in});
+  b.SetOutputs({pooled, out, biased, lone});
+
+  std::unique_ptr<Loaded> folded, plain;
+  ASSERT_NO_FATAL_FAILURE(LoadBoth(b, &folded, &plain));
+  const Interpreter& it = *folded->interpreter;
+  EXPECT_EQ(it.invoked_nodes_size(), it.nodes_size());
+  for (size_t i = 0; i < it.nodes_size(); ++i) {
+    EXPECT_EQ(it.node(i).folded_into, -1) << "node " << i;
+    EXPECT_THAT(it.node(i).folded_pad, ElementsAre(0, 0, 0, 0)) << "node " << i;
+  }
+  ExpectSameOutputs(*folded->interpreter, *plain->interpreter);
+}
+
 TEST(InterpreterTest, OutputsDeclaredEmptyAreSizedAtPrepareBeforeTheArena) {
   // in [1,2,3] -> RESHAPE(shape [3,-1]) -> r [] -> ADD(r, r) -> sum []: ADD
   // sizes sum from r's computed shape, and the arena holds both sizes.
@@ -152,6 +440,37 @@ TEST(InterpreterTest, OutputsDeclaredEmptyAreSizedAtPrepareBeforeTheArena) {
   ASSERT_TRUE(runner.SetInput(0, std::vector<float>{1, 2, 3, 4, 5, 6}));
   ASSERT_TRUE(runner.Invoke().ok());
   EXPECT_THAT(runner.Output(0), ElementsAre(2, 4, 6, 8, 10, 12));
+}
+
+TEST(InterpreterTest, ActivationPadAndQuantizeSizeOutputsDeclaredEmpty) {
+  // in [1,2,2] -> RELU -> a [] -> PAD(last dim 1,0) -> p [] -> RELU6 -> q []
+  // -> QUANTIZE (int8, scale 0.5) -> out []: each op sizes its output.
+  ModelBuilder b;
+  int in = b.AddTensor(tfl::TensorType::FLOAT32, {1, 2, 2}, "in");
+  int a = b.AddTensor(tfl::TensorType::FLOAT32, {}, "a");
+  int paddings = b.AddConstInt32({3, 2}, {0, 0, 0, 0, 1, 0}, "paddings");
+  int p = b.AddTensor(tfl::TensorType::FLOAT32, {}, "p");
+  int q = b.AddTensor(tfl::TensorType::FLOAT32, {}, "q");
+  int out = b.AddTensor(tfl::TensorType::INT8, {}, "out");
+  b.SetQuantization(out, 0.5f, 0);
+  b.AddUnary(tfl::BuiltinOperator::RELU, in, a);
+  b.AddPad(a, paddings, p);
+  b.AddUnary(tfl::BuiltinOperator::RELU6, p, q);
+  b.AddOperator(tfl::BuiltinOperator::QUANTIZE, {q}, {out});
+  b.SetInputs({in});
+  b.SetOutputs({out});
+  GraphRunner runner;
+  Status s = runner.Init(b);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const Interpreter& interpreter = runner.interpreter();
+  EXPECT_THAT(interpreter.tensor(a).shape, ElementsAre(1, 2, 2));
+  for (int t : {p, q, out}) {
+    EXPECT_THAT(interpreter.tensor(t).shape, ElementsAre(1, 2, 3)) << "tensor " << t;
+    EXPECT_TRUE(interpreter.tensor(t).shape_set_by_op) << "tensor " << t;
+  }
+  ASSERT_TRUE(runner.SetInput(0, std::vector<float>{-1, 2.5f, 9, 0.75f}));
+  ASSERT_TRUE(runner.Invoke().ok());
+  EXPECT_THAT(runner.Output<int8_t>(0), ElementsAre(0, 0, 5, 0, 12, 2));
 }
 
 TEST(InterpreterTest, FoldedOutputDeclaredEmptyGetsItsComputedSize) {
@@ -436,14 +755,36 @@ TEST_F(FaceDetectionTest, ShapesAndSanity) {
   EXPECT_THAT(interpreter_->outputs()[0]->shape, ElementsAre(1, 896, 16));
   EXPECT_THAT(interpreter_->outputs()[1]->shape, ElementsAre(1, 896, 1));
   // Every DEQUANTIZE is of constant fp16 weights, so all of them fold.
+  // Every RELU follows a CONV_2D or ADD that is its only reader, so each
+  // is folded into that node's epilogue; every PAD widens the channels of
+  // one input of an ADD, so each is folded into that ADD.
   size_t dequantize = 0;
+  size_t relu = 0;
+  size_t pad = 0;
   for (size_t i = 0; i < interpreter_->nodes_size(); ++i) {
-    if (interpreter_->node(i).op_name == "DEQUANTIZE") {
+    const Node& node = interpreter_->node(i);
+    if (node.op_name == "DEQUANTIZE") {
       ++dequantize;
-      EXPECT_TRUE(interpreter_->node(i).folded);
+      EXPECT_TRUE(node.folded);
+    }
+    if (node.op_name == "PAD") {
+      ++pad;
+      ASSERT_GE(node.folded_into, 0) << "node " << i;
+      const Node& add = interpreter_->node(node.folded_into);
+      EXPECT_EQ(add.op_name, "ADD");
+      EXPECT_GE(add.folded_channel_pad[0], 0);
+    }
+    if (node.op_name == "RELU") {
+      ++relu;
+      ASSERT_GE(node.folded_into, 0) << "node " << i;
+      EXPECT_EQ(interpreter_->node(node.folded_into).folded_activation,
+                tflite::ActivationFunctionType::RELU);
     }
   }
-  EXPECT_EQ(interpreter_->invoked_nodes_size(), interpreter_->nodes_size() - dequantize);
+  EXPECT_GT(relu, 0u);
+  EXPECT_GT(pad, 0u);
+  EXPECT_EQ(interpreter_->invoked_nodes_size(),
+            interpreter_->nodes_size() - dequantize - relu - pad);
 
   // A flat grey image holds no face: finite outputs, boxes of image scale
   // (the model's regressors are in input pixels), and low face scores.

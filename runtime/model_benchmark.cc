@@ -5,9 +5,10 @@
 // after AllocateTensors() outside the timed loop. Counters: arena_bytes
 // (folded part included), persistent_bytes, scratch_bytes, invoked_nodes,
 // model_bytes.
-// BM_Gemm/MxNxK/{simd,generic}: one Gemm::Run() of the im2col shapes the
-// corpus uses, with the AVX2/FMA kernel where the CPU has it and with Eigen's
-// portable one; counter GFLOPS.
+// BM_Gemm/MxNxK/{simd,simd_packed,generic}: one Gemm::Run() of the im2col
+// and 1x1 shapes the corpus uses, with the AVX2/FMA kernel where the CPU has
+// it (packing B per call, or B packed once with a bias + clamp epilogue, as
+// CONV_2D runs) and with Eigen's portable one; counter GFLOPS.
 // Usage: dfarm_model_benchmark [--models_dir=DIR] [benchmark flags]
 // A model that fails to load or allocate is reported as a skipped benchmark
 // with its error message.
@@ -21,6 +22,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "runtime/interpreter.h"
@@ -106,18 +108,27 @@ int RegisterModels(const std::filesystem::path& dir) {
 namespace dfarm::runtime {
 namespace {
 
-void BM_Gemm(benchmark::State& state, int64_t m, int64_t n, int64_t k, bool generic) {
+// How BM_Gemm runs a product: Eigen's kernel, ours packing B on every call,
+// or ours with B packed once and a bias + clamp epilogue (as CONV_2D runs).
+enum class GemmMode { kGeneric, kSimd, kSimdPacked };
+
+void BM_Gemm(benchmark::State& state, int64_t m, int64_t n, int64_t k, GemmMode mode) {
   // A [m, k] row-major times the filter layout [n, k] (read transposed).
-  std::vector<float> a(m * k, 0.5f), b(n * k, 0.25f), c(m * n, 0.0f);
+  std::vector<float> a(m * k, 0.5f), b(n * k, 0.25f), c(m * n, 0.0f), bias(n, 0.125f);
   Gemm gemm;
-  gemm.set_generic_only(generic);
+  gemm.set_generic_only(mode == GemmMode::kGeneric);
   gemm.Plan(m, n, k);
+  GemmEpilogue epilogue;
+  if (mode == GemmMode::kSimdPacked) {
+    gemm.SetConstantB({b.data(), k, true});
+    epilogue = {bias.data(), 0.0f, 6.0f};
+  }
   std::vector<float> workspace(gemm.workspace_bytes() / sizeof(float) + 16);
   // 64-byte aligned start inside the vector.
   auto* ws = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(workspace.data()) + 63) &
                                           ~uintptr_t{63});
   for (auto _ : state) {
-    gemm.Run(m, n, k, {a.data(), k, false}, {b.data(), k, true}, c.data(), n, ws);
+    gemm.Run(m, n, k, {a.data(), k, false}, {b.data(), k, true}, c.data(), n, epilogue, ws);
     benchmark::DoNotOptimize(c.data());
   }
   state.counters["GFLOPS"] = benchmark::Counter(
@@ -125,12 +136,18 @@ void BM_Gemm(benchmark::State& state, int64_t m, int64_t n, int64_t k, bool gene
 }
 
 void RegisterGemms() {
-  const int64_t shapes[][3] = {{910, 32, 288}, {4096, 64, 64}, {1024, 128, 1152}, {1, 1000, 1280}};
+  // im2col and 1x1 shapes of the corpus (face_detection: 96x96 3x3x3 -> 32,
+  // 96x96 8 -> 32, 48x48 64 -> 48, 6x6 96 -> 384), and a classifier's GEMV.
+  const int64_t shapes[][3] = {{910, 32, 288}, {4096, 64, 64}, {1024, 128, 1152}, {1, 1000, 1280},
+                               {9216, 32, 27}, {9216, 32, 8},  {2304, 48, 64},    {36, 384, 96}};
+  const std::pair<GemmMode, const char*> modes[] = {{GemmMode::kSimd, "simd"},
+                                                    {GemmMode::kSimdPacked, "simd_packed"},
+                                                    {GemmMode::kGeneric, "generic"}};
   for (const auto& s : shapes) {
-    for (bool generic : {false, true}) {
+    for (const auto& [mode, label] : modes) {
       const std::string name = "BM_Gemm/" + std::to_string(s[0]) + "x" + std::to_string(s[1]) +
-                               "x" + std::to_string(s[2]) + (generic ? "/generic" : "/simd");
-      benchmark::RegisterBenchmark(name.c_str(), BM_Gemm, s[0], s[1], s[2], generic);
+                               "x" + std::to_string(s[2]) + "/" + label;
+      benchmark::RegisterBenchmark(name.c_str(), BM_Gemm, s[0], s[1], s[2], mode);
     }
   }
 }

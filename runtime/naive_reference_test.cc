@@ -64,6 +64,11 @@ class NaiveEvaluator {
   bool Run(const std::map<int, Values>& inputs) {
     values_ = inputs;
     for (size_t i = 0; i < it_.nodes_size(); ++i) {
+      // An activation the interpreter folded into the node before it is
+      // applied there (Node::folded_activation): that node's output is
+      // already the activation's. A PAD folded into the conv or ADD after
+      // it is applied there (Node::folded_pad, folded_channel_pad).
+      if (it_.node(i).folded_into >= 0) continue;
       if (!Eval(it_.node(i))) return false;
     }
     return true;
@@ -258,8 +263,11 @@ class NaiveEvaluator {
         const int H = in_t.shape[1], W = in_t.shape[2], C = in_t.shape[3];
         const int KH = f_t.shape[1], KW = f_t.shape[2];
         const int OH = os[1], OW = os[2], OC = os[3];
-        const int pt = PadBefore(padding, H, OH, KH, sh, dh);
-        const int pl = PadBefore(padding, W, OW, KW, sw, dw);
+        // A PAD folded into the node (Node::folded_pad) widens the input
+        // its window sees by zeros; the PAD node itself is skipped.
+        const int* fp = node.folded_pad;
+        const int pt = PadBefore(padding, H + fp[0] + fp[1], OH, KH, sh, dh) + fp[0];
+        const int pl = PadBefore(padding, W + fp[2] + fp[3], OW, KW, sw, dw) + fp[2];
         for (int n = 0; n < os[0]; ++n)
           for (int oy = 0; oy < OH; ++oy)
             for (int ox = 0; ox < OW; ++ox)
@@ -310,25 +318,37 @@ class NaiveEvaluator {
       }
       case Op::ADD:
       case Op::MUL: {
-        const Tensor& a_t = *node.inputs[0];
-        const Tensor& b_t = *node.inputs[1];
-        const Values& a = In(node, 0);
-        const Values& b = In(node, 1);
-        auto at = [&](const Tensor& t, const Values& v, const std::vector<int64_t>& i) {
-          std::vector<int64_t> s = Strides(t.shape);
-          int64_t flat = 0;
-          for (int d = 0; d < t.rank(); ++d) {
-            int64_t id = i[i.size() - t.rank() + d];
-            flat += (t.shape[d] == 1 ? 0 : id) * s[d];
+        std::vector<int32_t> shapes[2] = {node.inputs[0]->shape, node.inputs[1]->shape};
+        Values values[2] = {In(node, 0), In(node, 1)};
+        // A PAD of the last dimension folded into the ADD
+        // (Node::folded_channel_pad): pad that input here.
+        if (const int k = node.folded_channel_pad[0]; k >= 0) {
+          const int before = node.folded_channel_pad[1], after = node.folded_channel_pad[2];
+          const int64_t c = shapes[k].back(), padded_c = c + before + after;
+          Values padded(values[k].size() / c * padded_c, 0.0);
+          for (size_t e = 0; e < values[k].size(); ++e) {
+            padded[e / c * padded_c + before + e % c] = values[k][e];
           }
-          return v[flat];
+          values[k] = std::move(padded);
+          shapes[k].back() = static_cast<int32_t>(padded_c);
+        }
+        auto at = [&](int input, const std::vector<int64_t>& i) {
+          const std::vector<int32_t>& shape = shapes[input];
+          std::vector<int64_t> s = Strides(shape);
+          const int rank = static_cast<int>(shape.size());
+          int64_t flat = 0;
+          for (int d = 0; d < rank; ++d) {
+            int64_t id = i[i.size() - rank + d];
+            flat += (shape[d] == 1 ? 0 : id) * s[d];
+          }
+          return values[input][flat];
         };
         tflite::ActivationFunctionType act =
             node.code == Op::ADD ? node.options<tflite::AddOptions>()->fused_activation_function()
                                  : node.options<tflite::MulOptions>()->fused_activation_function();
         for (int64_t k = 0; k < static_cast<int64_t>(out.size()); ++k) {
           std::vector<int64_t> i = Unravel(k, os);
-          double x = at(a_t, a, i), y = at(b_t, b, i);
+          double x = at(0, i), y = at(1, i);
           out[k] = Activate(node.code == Op::ADD ? x + y : x * y, act);
         }
         break;
@@ -375,6 +395,7 @@ class NaiveEvaluator {
         ADD_FAILURE() << "the naive evaluator lacks " << node.op_name;
         return false;
     }
+    for (double& v : out) v = Activate(v, node.folded_activation);
     values_[out_t.index] = std::move(out);
     return true;
   }

@@ -1,10 +1,10 @@
 #include "delegates/xnnpack/xnnpack_nodes.h"
 
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <string>
 
+#include "delegates/node_params.h"
 #include "runtime/delegate.h"
 #include "runtime/kernels/window.h"
 
@@ -19,12 +19,6 @@ namespace tfl = ::dfarm::tflite;
 using Op = tfl::BuiltinOperator;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
-
-Status Unsupported(const Node& node, const std::string& why) {
-  return Status::Unsupported(node.op_name + " " + why);
-}
-
-std::string Dims(const Tensor& t) { return runtime::ShapeToString(t.shape); }
 
 Status Define(xnn_status s, const Node& node, const char* what) {
   if (s == xnn_status_success) return Status::Ok();
@@ -227,89 +221,8 @@ Status DefineBias(const Node& node, Kind kind, const Tensor* bias, const Tensor&
       node, "a bias");
 }
 
-Status CheckArity(const Node& node, size_t min_inputs, size_t max_inputs, size_t outputs) {
-  if (node.inputs.size() < min_inputs || node.inputs.size() > max_inputs ||
-      node.outputs.size() != outputs) {
-    return Unsupported(node, "with " + std::to_string(node.inputs.size()) + " inputs and " +
-                                 std::to_string(node.outputs.size()) + " outputs");
-  }
-  return Status::Ok();
-}
-
-// A parameter tensor's int32/int64 values, which must be in the model.
-Status ReadInts(const Node& node, const Tensor* t, const char* what, std::vector<int64_t>* out) {
-  if (t == nullptr || t->allocation != runtime::Allocation::kConstant || t->data == nullptr) {
-    return Unsupported(node, std::string("with a non-constant ") + what);
-  }
-  out->clear();
-  const int64_t n = t->num_elements();
-  if (t->dtype == DType::kInt32) {
-    for (int64_t i = 0; i < n; ++i) out->push_back(t->data_as<int32_t>()[i]);
-  } else if (t->dtype == DType::kInt64) {
-    for (int64_t i = 0; i < n; ++i) out->push_back(t->data_as<int64_t>()[i]);
-  } else {
-    return Unsupported(node, std::string("with a ") + runtime::DTypeName(t->dtype) + " " + what);
-  }
-  return Status::Ok();
-}
-
-Status ActivationRange(const Node& node, float* lo, float* hi) {
-  switch (runtime::FusedActivation(node)) {
-    case tfl::ActivationFunctionType::NONE:
-      *lo = -kInf, *hi = kInf;
-      return Status::Ok();
-    case tfl::ActivationFunctionType::RELU:
-      *lo = 0.0f, *hi = kInf;
-      return Status::Ok();
-    case tfl::ActivationFunctionType::RELU_N1_TO_1:
-      *lo = -1.0f, *hi = 1.0f;
-      return Status::Ok();
-    case tfl::ActivationFunctionType::RELU6:
-      *lo = 0.0f, *hi = 6.0f;
-      return Status::Ok();
-    default:
-      return Unsupported(node,
-                         std::string("with fused activation ") +
-                             tfl::EnumNameActivationFunctionType(runtime::FusedActivation(node)));
-  }
-}
-
 std::vector<size_t> SizeDims(const std::vector<int32_t>& shape) {
   return std::vector<size_t>(shape.begin(), shape.end());
-}
-
-// Explicit padding of one spatial dimension, as TFLite computes it (the
-// CPU kernels' runtime::ComputeWindowDim): SAME pads (out-1)*stride +
-// effective_kernel - in in total, the extra one at the end (bottom/right);
-// VALID pads nothing. Geometry that does not fit int32 is declined; the CPU
-// kernel's Prepare then refuses the model with the same reason.
-struct Pads {
-  uint32_t before = 0, after = 0;
-};
-Status SpatialPadding(const Node& node, tfl::Padding padding, runtime::WindowAxis axis,
-                      const char* kernel_name, int in, int out, int kernel, int stride,
-                      int dilation, Pads* pads) {
-  runtime::WindowDim dim{};
-  if (Status s =
-          runtime::ComputeWindowDim(padding, axis, kernel_name, in, kernel, stride, dilation, &dim);
-      !s.ok()) {
-    return Unsupported(node, "whose window does not fit int32: " + s.message());
-  }
-  // VALID's size before ComputeWindowDim clamps it at 0 (an input smaller
-  // than the window is declined, as it always was).
-  const int64_t effective = (static_cast<int64_t>(kernel) - 1) * dilation + 1;
-  const int64_t expected =
-      padding == tfl::Padding::SAME ? dim.out : (in - effective + stride) / stride;
-  if (out != expected) {
-    return Unsupported(node, "whose output size " + std::to_string(out) + " is not the " +
-                                 (padding == tfl::Padding::SAME ? "SAME" : "VALID") + " size " +
-                                 std::to_string(expected));
-  }
-  if (padding == tfl::Padding::SAME) {
-    pads->before = static_cast<uint32_t>(dim.pad_before);
-    pads->after = static_cast<uint32_t>(dim.pad_after);
-  }
-  return Status::Ok();
 }
 
 Status VisitBinary(const Node& node, SubgraphBuild* b) {
@@ -451,21 +364,10 @@ Status VisitConv(const Node& node, SubgraphBuild* b) {
   if (in->rank() != 4 || filter->rank() != 4 || out->rank() != 4) {
     return Unsupported(node, "with input " + Dims(*in) + ", filter " + Dims(*filter));
   }
-  tfl::Padding padding = tfl::Padding::VALID;
-  int sh = 1, sw = 1, dh = 1, dw = 1;
-  if (depthwise) {
-    const auto* o = node.options<tfl::DepthwiseConv2DOptions>();
-    if (o == nullptr) return Unsupported(node, "without DepthwiseConv2DOptions");
-    padding = o->padding(), sh = o->stride_h(), sw = o->stride_w();
-    dh = o->dilation_h_factor(), dw = o->dilation_w_factor();
-  } else {
-    const auto* o = node.options<tfl::Conv2DOptions>();
-    if (o == nullptr) return Unsupported(node, "without Conv2DOptions");
-    padding = o->padding(), sh = o->stride_h(), sw = o->stride_w();
-    dh = o->dilation_h_factor(), dw = o->dilation_w_factor();
-  }
-  if (sh < 1 || sw < 1 || dh < 1 || dw < 1)
-    return Unsupported(node, "with a stride or dilation < 1");
+  ConvParams c;
+  DFARM_RETURN_IF_ERROR(ReadConvParams(node, &c));
+  const tfl::Padding padding = c.padding;
+  const int sh = c.sh, sw = c.sw, dh = c.dh, dw = c.dw;
   const int kh = filter->shape[1], kw = filter->shape[2];
   const int cin = in->shape[3], cout = out->shape[3];
   if (in->shape[0] != out->shape[0]) return Unsupported(node, "whose output batch differs");
@@ -486,10 +388,14 @@ Status VisitConv(const Node& node, SubgraphBuild* b) {
         node, "with bias " + Dims(*bias) + " for " + std::to_string(cout) + " output channels");
   }
   Pads ph, pw;
-  DFARM_RETURN_IF_ERROR(SpatialPadding(node, padding, runtime::WindowAxis::kHeight, "filter height",
-                                       in->shape[1], out->shape[1], kh, sh, dh, &ph));
-  DFARM_RETURN_IF_ERROR(SpatialPadding(node, padding, runtime::WindowAxis::kWidth, "filter width",
-                                       in->shape[2], out->shape[2], kw, sw, dw, &pw));
+  DFARM_RETURN_IF_ERROR(SpatialPadding(node,
+                                       {padding, runtime::WindowAxis::kHeight, "filter height",
+                                        in->shape[1], out->shape[1], kh, sh, dh},
+                                       /*empty_ok=*/true, &ph));
+  DFARM_RETURN_IF_ERROR(SpatialPadding(node,
+                                       {padding, runtime::WindowAxis::kWidth, "filter width",
+                                        in->shape[2], out->shape[2], kw, sw, dw},
+                                       /*empty_ok=*/true, &pw));
   float lo = -kInf, hi = kInf;
   DFARM_RETURN_IF_ERROR(ActivationRange(node, &lo, &hi));
   if (b == nullptr) return Status::Ok();
@@ -523,14 +429,9 @@ Status VisitTransposeConv(const Node& node, SubgraphBuild* b) {
   if (mediapipe) {
     DFARM_RETURN_IF_ERROR(CheckArity(node, 3, 3, 1));
     in = node.inputs[0], filter = node.inputs[1], bias = node.inputs[2];
-    const auto* opts = node.op->custom_options();
-    if (opts == nullptr || opts->size() < 12)
-      return Unsupported(node, "without its 3 int32 options");
-    int32_t v[3];
-    std::memcpy(v, opts->data(), sizeof(v));
-    if (v[0] != 1 && v[0] != 2) return Unsupported(node, "with padding " + std::to_string(v[0]));
-    padding = v[0] == 1 ? tfl::Padding::SAME : tfl::Padding::VALID;
-    sw = v[1], sh = v[2];
+    ConvParams c;
+    DFARM_RETURN_IF_ERROR(ReadTransposeBiasOptions(node, &c));
+    padding = c.padding, sh = c.sh, sw = c.sw;
   } else {
     DFARM_RETURN_IF_ERROR(CheckArity(node, 3, 4, 1));
     filter = node.inputs[1], in = node.inputs[2];
@@ -582,8 +483,8 @@ Status VisitTransposeConv(const Node& node, SubgraphBuild* b) {
       total = 0;
     }
     const int64_t before = padding == tfl::Padding::SAME ? total / 2 : 0;
-    p[d].before = static_cast<uint32_t>(before);
-    p[d].after = static_cast<uint32_t>(total - before);
+    p[d].before = static_cast<int32_t>(before);
+    p[d].after = static_cast<int32_t>(total - before);
   }
   if (b == nullptr) return Status::Ok();
   uint32_t i = 0, f = 0, bi = XNN_INVALID_VALUE_ID, o = 0;
@@ -660,12 +561,14 @@ Status VisitPool(const Node& node, SubgraphBuild* b) {
                                  " input (larger than the input; the CPU kernel clamps it)");
   }
   Pads ph, pw;
-  DFARM_RETURN_IF_ERROR(SpatialPadding(node, o->padding(), runtime::WindowAxis::kHeight,
-                                       "filter_height", in->shape[1], out->shape[1], fh, sh, 1,
-                                       &ph));
-  DFARM_RETURN_IF_ERROR(SpatialPadding(node, o->padding(), runtime::WindowAxis::kWidth,
-                                       "filter_width", in->shape[2], out->shape[2], fw, sw, 1,
-                                       &pw));
+  DFARM_RETURN_IF_ERROR(SpatialPadding(node,
+                                       {o->padding(), runtime::WindowAxis::kHeight, "filter_height",
+                                        in->shape[1], out->shape[1], fh, sh, 1},
+                                       /*empty_ok=*/true, &ph));
+  DFARM_RETURN_IF_ERROR(SpatialPadding(node,
+                                       {o->padding(), runtime::WindowAxis::kWidth, "filter_width",
+                                        in->shape[2], out->shape[2], fw, sw, 1},
+                                       /*empty_ok=*/true, &pw));
   float lo = -kInf, hi = kInf;
   DFARM_RETURN_IF_ERROR(ActivationRange(node, &lo, &hi));
   if (b == nullptr) return Status::Ok();
@@ -697,7 +600,7 @@ Status VisitMean(const Node& node, SubgraphBuild* b) {
                                           256.0));
   }
   std::vector<int64_t> axes;
-  DFARM_RETURN_IF_ERROR(ReadInts(node, node.inputs[1], "axes", &axes));
+  DFARM_RETURN_IF_ERROR(ReadInts(node, node.inputs[1], "axes", /*folded_ok=*/false, &axes));
   const bool hw =
       axes.size() == 2 && ((axes[0] == 1 && axes[1] == 2) || (axes[0] == 2 && axes[1] == 1));
   if (in->rank() != 4 || !hw) {
@@ -734,7 +637,7 @@ Status VisitPad(const Node& node, SubgraphBuild* b) {
   DFARM_RETURN_IF_ERROR(CommonKind(node, {in, out}, &kind));
   DFARM_RETURN_IF_ERROR(CheckSameQuantization(node, kind, *in, *out));
   std::vector<int64_t> pads;
-  DFARM_RETURN_IF_ERROR(ReadInts(node, node.inputs[1], "paddings", &pads));
+  DFARM_RETURN_IF_ERROR(ReadInts(node, node.inputs[1], "paddings", /*folded_ok=*/false, &pads));
   if (pads.size() != 2 * static_cast<size_t>(in->rank())) {
     return Unsupported(node, "with " + std::to_string(pads.size()) + " paddings for " + Dims(*in));
   }

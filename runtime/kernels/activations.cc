@@ -33,7 +33,7 @@ tflite::ActivationFunctionType ActivationOf(tflite::BuiltinOperator code) {
 Status Prepare(Node& node) {
   DFARM_RETURN_IF_ERROR(CheckArity(node, 1, 1, 1));
   const Tensor& input = *node.inputs[0];
-  const Tensor& output = *node.outputs[0];
+  Tensor& output = *node.outputs[0];
   DFARM_RETURN_IF_ERROR(CheckOutputShape(output, input.shape));
   if (input.dtype == DType::kFloat32) return CheckFloat32(&output, "output");
   if (input.dtype != DType::kInt8 && input.dtype != DType::kUint8) {

@@ -22,7 +22,13 @@ namespace {
 constexpr int kMaxRank = 6;
 
 struct BinaryData : OpData {
-  enum class Kind { kSameShape, kScalarLhs, kScalarRhs, kBroadcast } kind = Kind::kSameShape;
+  enum class Kind {
+    kSameShape,
+    kScalarLhs,
+    kScalarRhs,
+    kBroadcast,
+    kChannelPadded,  // Node::folded_channel_pad: float only
+  } kind = Kind::kSameShape;
   ActivationRange activation{};
   // Quantized: offsets are -zero_point for inputs, +zero_point for the output.
   int32_t lhs_offset = 0, rhs_offset = 0, output_offset = 0;
@@ -37,6 +43,10 @@ struct BinaryData : OpData {
   std::array<int64_t, kMaxRank> dims{};
   std::array<int64_t, kMaxRank> lhs_strides{};
   std::array<int64_t, kMaxRank> rhs_strides{};
+  // kChannelPadded: the padded input (0 or 1), its channels and where they
+  // start among the output's `channels`.
+  int padded_input = -1;
+  int64_t padded_channels = 0, pad_before = 0, channels = 0;
 };
 
 // Right-aligned element strides of `shape` within `rank` dims, 0 where size 1.
@@ -48,28 +58,6 @@ std::array<int64_t, kMaxRank> BroadcastStrides(const std::vector<int32_t>& shape
     stride *= shape[i];
   }
   return strides;
-}
-
-// The fused activation of the node's options (NONE for ops without one).
-tflite::ActivationFunctionType FusedActivation(const Node& node) {
-  using Op = tflite::BuiltinOperator;
-  switch (node.code) {
-    case Op::ADD:
-      if (const auto* o = node.options<tflite::AddOptions>()) return o->fused_activation_function();
-      break;
-    case Op::SUB:
-      if (const auto* o = node.options<tflite::SubOptions>()) return o->fused_activation_function();
-      break;
-    case Op::MUL:
-      if (const auto* o = node.options<tflite::MulOptions>()) return o->fused_activation_function();
-      break;
-    case Op::DIV:
-      if (const auto* o = node.options<tflite::DivOptions>()) return o->fused_activation_function();
-      break;
-    default:
-      break;
-  }
-  return tflite::ActivationFunctionType::NONE;
 }
 
 bool SameQuantization(const Tensor& a, const Tensor& b) {
@@ -99,7 +87,7 @@ Status PrepareQuantized(const Node& node, BinaryData* d) {
   DFARM_RETURN_IF_ERROR(CheckQuantizedPerTensor(rhs, "input 1"));
   DFARM_RETURN_IF_ERROR(CheckQuantizedPerTensor(output, "output"));
   DFARM_RETURN_IF_ERROR(
-      CalculateActivationRangeQuantized(FusedActivation(node), output, &d->act_min, &d->act_max));
+      CalculateActivationRangeQuantized(NodeActivation(node), output, &d->act_min, &d->act_max));
   d->lhs_offset = -ZeroPoint(lhs);
   d->rhs_offset = -ZeroPoint(rhs);
   d->output_offset = ZeroPoint(output);
@@ -150,6 +138,35 @@ Status PrepareQuantized(const Node& node, BinaryData* d) {
   }
 }
 
+// Node::folded_channel_pad: the other input has the output's shape, the
+// padded one the same but for the last dimension.
+Status PrepareChannelPadded(Node& node, BinaryData* d) {
+  const int k = node.folded_channel_pad[0];
+  const Tensor& padded = *node.inputs[k];
+  const Tensor& other = *node.inputs[1 - k];
+  const int64_t before = node.folded_channel_pad[1], after = node.folded_channel_pad[2];
+  if (padded.shape.empty() || other.dtype != DType::kFloat32 ||
+      other.shape.size() != padded.shape.size()) {
+    return Status::Error("a PAD folded into the op needs float32 inputs of one rank, 1 or more");
+  }
+  for (size_t i = 0; i < padded.shape.size(); ++i) {
+    const int64_t want =
+        int64_t{padded.shape[i]} + (i + 1 == padded.shape.size() ? before + after : 0);
+    if (other.shape[i] != want) {
+      return Status::Error("input " + std::to_string(k) + " " + ShapeToString(padded.shape) +
+                           " padded by the folded PAD does not match input " +
+                           std::to_string(1 - k) + " " + ShapeToString(other.shape));
+    }
+  }
+  DFARM_RETURN_IF_ERROR(CheckOutputShape(*node.outputs[0], other.shape));
+  d->kind = BinaryData::Kind::kChannelPadded;
+  d->padded_input = k;
+  d->padded_channels = padded.shape.back();
+  d->pad_before = before;
+  d->channels = other.shape.back();
+  return Status::Ok();
+}
+
 Status Prepare(Node& node) {
   DFARM_RETURN_IF_ERROR(CheckArity(node, 2, 2, 1));
   const Tensor* lhs = node.inputs[0];
@@ -162,7 +179,7 @@ Status Prepare(Node& node) {
   }
   auto data = std::make_unique<BinaryData>();
   if (lhs->dtype == DType::kFloat32) {
-    DFARM_RETURN_IF_ERROR(GetActivationRange(FusedActivation(node), &data->activation));
+    DFARM_RETURN_IF_ERROR(GetActivationRange(NodeActivation(node), &data->activation));
   } else if (lhs->dtype == DType::kInt8 || lhs->dtype == DType::kUint8) {
     DFARM_RETURN_IF_ERROR(PrepareQuantized(node, data.get()));
   } else {
@@ -170,6 +187,11 @@ Status Prepare(Node& node) {
                                " inputs are not supported (float32, int8, uint8)");
   }
 
+  if (node.folded_channel_pad[0] >= 0) {
+    DFARM_RETURN_IF_ERROR(PrepareChannelPadded(node, data.get()));
+    node.data = std::move(data);
+    return Status::Ok();
+  }
   const int rank = std::max(lhs->rank(), rhs->rank());
   if (rank > kMaxRank) {
     return Status::Unsupported("broadcasting over " + std::to_string(rank) +
@@ -287,6 +309,39 @@ struct PreluOp {
   }
 };
 
+// Rows [row_begin, row_end) of a kBroadcast (a row: the last dimension),
+// an odometer over the outer kMaxRank-1 dims started at row_begin.
+template <typename T, typename F>
+void BroadcastRows(const BinaryData& d, const T* __restrict a, const T* __restrict b,
+                   T* __restrict out, int64_t row_begin, int64_t row_end, F f) {
+  if (row_begin >= row_end) return;
+  constexpr int kLast = kMaxRank - 1;
+  std::array<int64_t, kMaxRank> index{};
+  const int64_t inner = d.dims[kLast];
+  const int64_t ls = d.lhs_strides[kLast], rs = d.rhs_strides[kLast];
+  int64_t lhs_offset = 0, rhs_offset = 0;
+  for (int64_t rest = row_begin, dim = kLast - 1; dim >= 0; --dim) {
+    index[dim] = rest % d.dims[dim];
+    rest /= d.dims[dim];
+    lhs_offset += index[dim] * d.lhs_strides[dim];
+    rhs_offset += index[dim] * d.rhs_strides[dim];
+  }
+  for (int64_t row = row_begin; row < row_end; ++row) {
+    const T* pa = a + lhs_offset;
+    const T* pb = b + rhs_offset;
+    T* po = out + row * inner;
+    for (int64_t i = 0; i < inner; ++i) po[i] = f(pa[i * ls], pb[i * rs]);
+    for (int dim = kLast - 1; dim >= 0; --dim) {
+      lhs_offset += d.lhs_strides[dim];
+      rhs_offset += d.rhs_strides[dim];
+      if (++index[dim] < d.dims[dim]) break;
+      lhs_offset -= d.lhs_strides[dim] * d.dims[dim];
+      rhs_offset -= d.rhs_strides[dim] * d.dims[dim];
+      index[dim] = 0;
+    }
+  }
+}
+
 // out[i] = f(a[...], b[...]) over the broadcast described by `d`.
 template <typename T, typename F>
 void Broadcast(const BinaryData& d, const T* __restrict a, const T* __restrict b, T* __restrict out,
@@ -305,27 +360,36 @@ void Broadcast(const BinaryData& d, const T* __restrict a, const T* __restrict b
       for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], s);
       break;
     }
-    case BinaryData::Kind::kBroadcast: {
-      // Odometer over the outer kMaxRank-1 dims; the last dim is a tight loop.
-      constexpr int kLast = kMaxRank - 1;
-      std::array<int64_t, kMaxRank> index{};
-      const int64_t inner = d.dims[kLast];
-      const int64_t ls = d.lhs_strides[kLast], rs = d.rhs_strides[kLast];
-      int64_t lhs_offset = 0, rhs_offset = 0;
-      for (int64_t o = 0; o < n; o += inner) {
-        const T* pa = a + lhs_offset;
-        const T* pb = b + rhs_offset;
-        for (int64_t i = 0; i < inner; ++i) out[o + i] = f(pa[i * ls], pb[i * rs]);
-        for (int dim = kLast - 1; dim >= 0; --dim) {
-          lhs_offset += d.lhs_strides[dim];
-          rhs_offset += d.rhs_strides[dim];
-          if (++index[dim] < d.dims[dim]) break;
-          lhs_offset -= d.lhs_strides[dim] * d.dims[dim];
-          rhs_offset -= d.rhs_strides[dim] * d.dims[dim];
-          index[dim] = 0;
-        }
-      }
+    case BinaryData::Kind::kBroadcast:
+      BroadcastRows(d, a, b, out, 0, n / std::max<int64_t>(d.dims[kMaxRank - 1], 1), f);
       break;
+    case BinaryData::Kind::kChannelPadded:  // float only: EvalChannelPadded()
+      break;
+  }
+}
+
+// Rows [row_begin, row_end) (of d.channels) of f(lhs, rhs) where input
+// d.padded_input reads zeros outside its channels: f(x, 0.0f) there, the
+// value TFLite computes on the PAD's zeros.
+template <typename F>
+void ChannelPaddedRows(const BinaryData& d, const float* a, const float* b, float* out,
+                       int64_t row_begin, int64_t row_end, F f) {
+  const bool lhs_padded = d.padded_input == 0;
+  const float* full = lhs_padded ? b : a;
+  const float* part = lhs_padded ? a : b;
+  const int64_t c = d.channels, pc = d.padded_channels, lo = d.pad_before, hi = lo + pc;
+  for (int64_t row = row_begin; row < row_end; ++row) {
+    const float* __restrict x = full + row * c;
+    const float* __restrict y = part + row * pc;
+    float* __restrict o = out + row * c;
+    if (lhs_padded) {
+      for (int64_t i = 0; i < lo; ++i) o[i] = f(0.0f, x[i]);
+      for (int64_t i = lo; i < hi; ++i) o[i] = f(y[i - lo], x[i]);
+      for (int64_t i = hi; i < c; ++i) o[i] = f(0.0f, x[i]);
+    } else {
+      for (int64_t i = 0; i < lo; ++i) o[i] = f(x[i], 0.0f);
+      for (int64_t i = lo; i < hi; ++i) o[i] = f(x[i], y[i - lo]);
+      for (int64_t i = hi; i < c; ++i) o[i] = f(x[i], 0.0f);
     }
   }
 }
@@ -348,8 +412,22 @@ Status Eval(Node& node) {
       const float* a = node.inputs[0]->data_as<float>();
       const float* b = node.inputs[1]->data_as<float>();
       float* out = node.outputs[0]->data_as<float>();
-      if (d.kind == BinaryData::Kind::kBroadcast) {
-        Broadcast<float>(d, a, b, out, n, f);
+      if (d.kind == BinaryData::Kind::kBroadcast || d.kind == BinaryData::Kind::kChannelPadded) {
+        // Whole rows (the last dimension) across the threads.
+        const bool padded = d.kind == BinaryData::Kind::kChannelPadded;
+        const int64_t inner = std::max<int64_t>(padded ? d.channels : d.dims[kMaxRank - 1], 1);
+        const int64_t rows = n / inner;
+        const int tasks =
+            static_cast<int>(TaskCount(n >= kMinParallelElements ? rows : 1, NumThreads(node)));
+        ParallelFor(node.context, static_cast<size_t>(tasks), [&](size_t t, int) {
+          const Range r = SplitRange(rows, tasks, static_cast<int>(t));
+          if (r.size() <= 0) return;
+          if (padded) {
+            ChannelPaddedRows(d, a, b, out, r.begin, r.end, f);
+          } else {
+            BroadcastRows<float>(d, a, b, out, r.begin, r.end, f);
+          }
+        });
         return Status::Ok();
       }
       // Same shape or a scalar side: contiguous ranges across the threads.
@@ -382,22 +460,28 @@ Status Eval(Node& node) {
 }  // namespace
 
 const OpRegistration* RegisterAdd() {
-  static const OpRegistration registration = {&Prepare, &Eval<AddOp>};
+  static const OpRegistration registration = {&Prepare, &Eval<AddOp>,
+                                              /*applies_folded_activation=*/true,
+                                              /*applies_folded_pad=*/false,
+                                              /*applies_folded_channel_pad=*/true};
   return &registration;
 }
 
 const OpRegistration* RegisterSub() {
-  static const OpRegistration registration = {&Prepare, &Eval<SubOp>};
+  static const OpRegistration registration = {&Prepare, &Eval<SubOp>,
+                                              /*applies_folded_activation=*/true};
   return &registration;
 }
 
 const OpRegistration* RegisterMul() {
-  static const OpRegistration registration = {&Prepare, &Eval<MulOp>};
+  static const OpRegistration registration = {&Prepare, &Eval<MulOp>,
+                                              /*applies_folded_activation=*/true};
   return &registration;
 }
 
 const OpRegistration* RegisterDiv() {
-  static const OpRegistration registration = {&Prepare, &Eval<DivOp>};
+  static const OpRegistration registration = {&Prepare, &Eval<DivOp>,
+                                              /*applies_folded_activation=*/true};
   return &registration;
 }
 

@@ -1,6 +1,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <memory>
+
+#include "runtime/interpreter.h"
+#include "runtime/model.h"
+#include "runtime/op_resolver.h"
 #include "tests/model_builder/graph_runner.h"
 
 namespace dfarm::testing {
@@ -49,6 +54,42 @@ TEST(BinaryTest, MulBroadcastsPerChannel) {
   EXPECT_THAT(RunBinary(Op::MUL, {1, 2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8}, {1, 1, 1, 2}, {10, -1},
                         {1, 2, 2, 2}),
               ElementsAreArray({10.0f, -2.0f, 30.0f, -4.0f, 50.0f, -6.0f, 70.0f, -8.0f}));
+}
+
+TEST(BinaryTest, BroadcastSplitAcrossThreadsGivesEveryElement) {
+  // [2,30,20,16] * [1,30,1,16] on 3 threads (rows of the last dimension as
+  // tasks, each starting its odometer mid-tensor), element by element.
+  ModelBuilder b;
+  int a = b.AddTensor(tfl::TensorType::FLOAT32, {2, 30, 20, 16});
+  int c = b.AddTensor(tfl::TensorType::FLOAT32, {1, 30, 1, 16});
+  int o = b.AddTensor(tfl::TensorType::FLOAT32, {2, 30, 20, 16});
+  b.AddBinary(Op::MUL, a, c, o, Act::NONE);
+  b.SetInputs({a, c});
+  b.SetOutputs({o});
+  std::unique_ptr<runtime::Model> model;
+  ASSERT_TRUE(runtime::Model::FromBuffer("mul.tflite", b.Build(), &model).ok());
+  runtime::OpResolver resolver;
+  resolver.AddAllReferenceOps();
+  runtime::InterpreterOptions options;
+  options.num_threads = 3;
+  runtime::Interpreter interpreter(*model, resolver, options);
+  ASSERT_TRUE(interpreter.AllocateTensors().ok());
+  float* lhs = interpreter.inputs()[0]->data_as<float>();
+  float* rhs = interpreter.inputs()[1]->data_as<float>();
+  for (int i = 0; i < 2 * 30 * 20 * 16; ++i) lhs[i] = static_cast<float>(i % 97);
+  for (int i = 0; i < 30 * 16; ++i) rhs[i] = static_cast<float>(i) * 0.5f;
+  ASSERT_TRUE(interpreter.Invoke().ok());
+  const float* out = interpreter.outputs()[0]->data_as<float>();
+  for (int n = 0; n < 2; ++n) {
+    for (int y = 0; y < 30; ++y) {
+      for (int x = 0; x < 20; ++x) {
+        for (int ch = 0; ch < 16; ++ch) {
+          const int i = ((n * 30 + y) * 20 + x) * 16 + ch;
+          ASSERT_EQ(out[i], lhs[i] * rhs[y * 16 + ch]) << n << "," << y << "," << x << "," << ch;
+        }
+      }
+    }
+  }
 }
 
 TEST(BinaryTest, MulWithRelu6) {

@@ -109,6 +109,7 @@ void PlanGemmPath(const Tensor& input, const Tensor& filter, const WindowDim& h,
         (static_cast<size_t>(data->chunk_rows * depth) * sizeof(float) + 63) & ~size_t{63};
   }
   data->gemm.Plan(data->chunk_rows, filter.shape[0] / data->groups, depth);
+  if (data->groups == 1) data->gemm.SetConstantB({filter.data_as<float>(), depth, true});
   node.scratch_bytes = data->patch_bytes + data->gemm.workspace_bytes();
 }
 
@@ -148,15 +149,11 @@ Status PrepareImpl(Node& node, bool reference) {
   data->dilation_w = options->dilation_w_factor();
   DFARM_RETURN_IF_ERROR(CheckWindowParams(options->padding(), data->stride_h, data->stride_w,
                                           data->dilation_h, data->dilation_w));
-  DFARM_RETURN_IF_ERROR(
-      GetActivationRange(options->fused_activation_function(), &data->activation));
+  DFARM_RETURN_IF_ERROR(GetActivationRange(NodeActivation(node), &data->activation));
   WindowDim h, w;
-  DFARM_RETURN_IF_ERROR(ComputeWindowDim(options->padding(), WindowAxis::kHeight, "filter height",
-                                         input->shape[1], k_h, data->stride_h, data->dilation_h,
-                                         &h));
-  DFARM_RETURN_IF_ERROR(ComputeWindowDim(options->padding(), WindowAxis::kWidth, "filter width",
-                                         input->shape[2], k_w, data->stride_w, data->dilation_w,
-                                         &w));
+  DFARM_RETURN_IF_ERROR(ComputeConvWindow(node, options->padding(), *input, k_h, k_w,
+                                          data->stride_h, data->stride_w, data->dilation_h,
+                                          data->dilation_w, &h, &w));
   const int32_t computed[] = {input->shape[0], h.out, w.out, out_c};
   DFARM_RETURN_IF_ERROR(CheckOutputShape(*output, computed));
   data->pad_top = h.pad_before;
@@ -171,7 +168,7 @@ Status PrepareImpl(Node& node, bool reference) {
   if (quantized) {
     data->quantized = true;
     DFARM_RETURN_IF_ERROR(PrepareQuantizedConv(*input, *filter, bias, *output, out_c, 0,
-                                               options->fused_activation_function(), &data->quant));
+                                               NodeActivation(node), &data->quant));
     // TFLite 2.9 computes quantized CONV_2D with its optimized GEMM (ruy).
     data->quant.round_half_up = true;
   } else {
@@ -192,28 +189,43 @@ Status PrepareReference(Node& node) { return PrepareImpl(node, /*reference=*/tru
 
 // Writes the im2col rows of output pixels [first, first + rows): row r holds
 // the KH x KW x `channels` window (input channels from `first_channel`) of
-// pixel first + r, zeros where it leaves the input.
+// pixel first + r, zeros where it leaves the input. Without groups or
+// dilation a window row inside the input is one contiguous copy.
 void Im2Col(const Conv2DData& d, const Tensor& input, int out_h, int out_w, int64_t first,
             int64_t rows, int first_channel, int channels, float* patches) {
   const int in_h = input.shape[1], in_w = input.shape[2], in_c = input.shape[3];
   const float* in = input.data_as<float>() + first_channel;
-  const size_t pixel_bytes = static_cast<size_t>(channels) * sizeof(float);
+  const int64_t pixel_floats = channels;
+  const bool contiguous = channels == in_c && d.dilation_w == 1;
+  const int64_t row_floats = pixel_floats * d.kernel_w;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t p = first + r;
     const int ox = static_cast<int>(p % out_w);
     const int oy = static_cast<int>((p / out_w) % out_h);
     const int64_t n = p / (static_cast<int64_t>(out_w) * out_h);
     const int iy0 = oy * d.stride_h - d.pad_top, ix0 = ox * d.stride_w - d.pad_left;
+    const bool x_inside = ix0 >= 0 && ix0 + (d.kernel_w - 1) * d.dilation_w < in_w;
     for (int ky = 0; ky < d.kernel_h; ++ky) {
       const int iy = iy0 + ky * d.dilation_h;
+      if (iy < 0 || iy >= in_h) {
+        std::fill_n(patches, row_floats, 0.0f);
+        patches += row_floats;
+        continue;
+      }
+      const float* in_row = in + (n * in_h + iy) * in_w * in_c;
+      if (contiguous && x_inside) {
+        std::copy_n(in_row + static_cast<int64_t>(ix0) * in_c, row_floats, patches);
+        patches += row_floats;
+        continue;
+      }
       for (int kx = 0; kx < d.kernel_w; ++kx) {
         const int ix = ix0 + kx * d.dilation_w;
-        if (iy < 0 || iy >= in_h || ix < 0 || ix >= in_w) {
-          std::memset(patches, 0, pixel_bytes);
+        if (ix < 0 || ix >= in_w) {
+          std::fill_n(patches, pixel_floats, 0.0f);
         } else {
-          std::memcpy(patches, in + ((n * in_h + iy) * in_w + ix) * in_c, pixel_bytes);
+          std::copy_n(in_row + static_cast<int64_t>(ix) * in_c, pixel_floats, patches);
         }
-        patches += channels;
+        patches += pixel_floats;
       }
     }
   }
@@ -269,10 +281,10 @@ Status EvalQuantized(Node& node) {
 }
 
 // The im2col output pixels [first, end) of the float GEMM path with
-// `scratch` (the node's scratch_bytes): bias, products, activation. The
-// products run on this thread, or, given `split` (a single chunk on several
-// threads), split across the context's threads by the GEMM, each on its
-// thread's scratch part past the patches.
+// `scratch` (the node's scratch_bytes); the GEMM adds the bias and clamps.
+// The products run on this thread, or, given `split` (a single chunk on
+// several threads), split across the context's threads by the GEMM, each on
+// its thread's scratch part past the patches.
 void EvalPixels(const Conv2DData& d, const Node& node, int64_t first, int64_t end,
                 std::byte* scratch, const ExecutionContext* split) {
   const Tensor& input = *node.inputs[0];
@@ -282,9 +294,6 @@ void EvalPixels(const Conv2DData& d, const Node& node, int64_t first, int64_t en
   const int filter_c = in_c / d.groups, group_out = out_c / d.groups;
   const int64_t depth = static_cast<int64_t>(d.kernel_h) * d.kernel_w * filter_c;
   float* out = output.data_as<float>();
-  for (int64_t p = first; p < end; ++p) {
-    std::memcpy(out + p * out_c, d.bias.data(), out_c * sizeof(float));
-  }
   const float* filter_data = node.inputs[1]->data_as<float>();
   float* patches = reinterpret_cast<float*>(scratch);
   for (int64_t chunk = first; chunk < end; chunk += d.chunk_rows) {
@@ -293,38 +302,30 @@ void EvalPixels(const Conv2DData& d, const Node& node, int64_t first, int64_t en
       Im2Col(d, input, out_h, out_w, chunk, rows, g * filter_c, filter_c, patches);
       const GemmOperand filter{filter_data + static_cast<int64_t>(g) * group_out * depth, depth,
                                /*transposed=*/true};
+      const GemmEpilogue epilogue{d.bias.data() + static_cast<int64_t>(g) * group_out,
+                                  d.activation.min, d.activation.max};
       float* c = out + chunk * out_c + static_cast<int64_t>(g) * group_out;
       if (split != nullptr) {
-        d.gemm.RunParallel(rows, group_out, depth, {patches, depth, false}, filter, c, out_c, split,
-                           d.patch_bytes);
+        d.gemm.RunParallel(rows, group_out, depth, {patches, depth, false}, filter, c, out_c,
+                           epilogue, split, d.patch_bytes);
       } else {
-        d.gemm.Run(rows, group_out, depth, {patches, depth, false}, filter, c, out_c,
+        d.gemm.Run(rows, group_out, depth, {patches, depth, false}, filter, c, out_c, epilogue,
                    scratch + d.patch_bytes);
       }
     }
   }
-  const ActivationRange act = d.activation;
-  for (int64_t i = first * out_c; i < end * out_c; ++i) out[i] = Clamp(out[i], act);
 }
 
-// The 1x1 stride-1 product on the input itself. Many pixels: tasks of
-// whole pixel ranges (bias, product, activation while the rows are in
-// cache); few (fewer than the channels): the GEMM splits the channels.
+// The 1x1 stride-1 product on the input itself (bias and activation in the
+// GEMM). Many pixels: tasks of whole pixel ranges; few (fewer than the
+// channels): the GEMM splits the channels.
 void EvalDirect(const Conv2DData& d, const Node& node, int64_t pixels) {
   const int64_t depth = node.inputs[0]->shape[3];
   const int out_c = node.outputs[0]->shape[3];
   const float* in = node.inputs[0]->data_as<float>();
   const GemmOperand filter{node.inputs[1]->data_as<float>(), depth, /*transposed=*/true};
   float* out = node.outputs[0]->data_as<float>();
-  const ActivationRange act = d.activation;
-  auto bias_rows = [&](int64_t begin, int64_t end) {
-    for (int64_t p = begin; p < end; ++p) {
-      std::memcpy(out + p * out_c, d.bias.data(), out_c * sizeof(float));
-    }
-  };
-  auto clamp_rows = [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin * out_c; i < end * out_c; ++i) out[i] = Clamp(out[i], act);
-  };
+  const GemmEpilogue epilogue{d.bias.data(), d.activation.min, d.activation.max};
   const int threads = NumThreads(node);
   const bool by_pixels = pixels >= out_c && pixels >= 2 * kMinTaskRows;
   if (threads <= 1 || by_pixels) {
@@ -332,16 +333,13 @@ void EvalDirect(const Conv2DData& d, const Node& node, int64_t pixels) {
     ParallelFor(node.context, static_cast<size_t>(tasks), [&](size_t t, int slot) {
       const Range r = SplitRange(pixels, tasks, static_cast<int>(t), 12);
       if (r.size() <= 0) return;
-      bias_rows(r.begin, r.end);
       d.gemm.Run(r.size(), out_c, depth, {in + r.begin * depth, depth, false}, filter,
-                 out + r.begin * out_c, out_c, NodeScratch(node, slot));
-      clamp_rows(r.begin, r.end);
+                 out + r.begin * out_c, out_c, epilogue, NodeScratch(node, slot));
     });
     return;
   }
-  bias_rows(0, pixels);
-  d.gemm.RunParallel(pixels, out_c, depth, {in, depth, false}, filter, out, out_c, node.context, 0);
-  clamp_rows(0, pixels);
+  d.gemm.RunParallel(pixels, out_c, depth, {in, depth, false}, filter, out, out_c, epilogue,
+                     node.context, 0);
 }
 
 Status Eval(Node& node) {
@@ -422,12 +420,16 @@ Status EvalReference(Node& node) {
 }  // namespace
 
 const OpRegistration* RegisterConv2D() {
-  static const OpRegistration registration = {&Prepare, &Eval};
+  static const OpRegistration registration = {&Prepare, &Eval,
+                                              /*applies_folded_activation=*/true,
+                                              /*applies_folded_pad=*/true};
   return &registration;
 }
 
 const OpRegistration* RegisterConv2DReference() {
-  static const OpRegistration registration = {&PrepareReference, &EvalReference};
+  static const OpRegistration registration = {&PrepareReference, &EvalReference,
+                                              /*applies_folded_activation=*/true,
+                                              /*applies_folded_pad=*/true};
   return &registration;
 }
 

@@ -65,15 +65,11 @@ Status Prepare(Node& node) {
   data->multiplier = out_c / in_c;
   DFARM_RETURN_IF_ERROR(CheckWindowParams(options->padding(), data->stride_h, data->stride_w,
                                           data->dilation_h, data->dilation_w));
-  DFARM_RETURN_IF_ERROR(
-      GetActivationRange(options->fused_activation_function(), &data->activation));
+  DFARM_RETURN_IF_ERROR(GetActivationRange(NodeActivation(node), &data->activation));
   WindowDim h, w;
-  DFARM_RETURN_IF_ERROR(ComputeWindowDim(options->padding(), WindowAxis::kHeight, "filter height",
-                                         input->shape[1], filter->shape[1], data->stride_h,
-                                         data->dilation_h, &h));
-  DFARM_RETURN_IF_ERROR(ComputeWindowDim(options->padding(), WindowAxis::kWidth, "filter width",
-                                         input->shape[2], filter->shape[2], data->stride_w,
-                                         data->dilation_w, &w));
+  DFARM_RETURN_IF_ERROR(ComputeConvWindow(node, options->padding(), *input, filter->shape[1],
+                                          filter->shape[2], data->stride_h, data->stride_w,
+                                          data->dilation_h, data->dilation_w, &h, &w));
   const int32_t computed[] = {input->shape[0], h.out, w.out, out_c};
   DFARM_RETURN_IF_ERROR(CheckOutputShape(*output, computed));
   data->pad_top = h.pad_before;
@@ -81,7 +77,7 @@ Status Prepare(Node& node) {
   if (quantized) {
     data->quantized = true;
     DFARM_RETURN_IF_ERROR(PrepareQuantizedConv(*input, *filter, bias, *output, out_c, 3,
-                                               options->fused_activation_function(), &data->quant));
+                                               NodeActivation(node), &data->quant));
   } else {
     data->fast = PlanDepthwiseFloat(*input, *filter, *output, data->stride_h, data->stride_w,
                                     data->dilation_h, data->dilation_w, data->pad_top,
@@ -216,12 +212,16 @@ Status Eval(Node& node) {
 }  // namespace
 
 const OpRegistration* RegisterDepthwiseConv2D() {
-  static const OpRegistration registration = {&Prepare, &Eval};
+  static const OpRegistration registration = {&Prepare, &Eval,
+                                              /*applies_folded_activation=*/true,
+                                              /*applies_folded_pad=*/true};
   return &registration;
 }
 
 const OpRegistration* RegisterDepthwiseConv2DReference() {
-  static const OpRegistration registration = {&Prepare, &EvalReference};
+  static const OpRegistration registration = {&Prepare, &EvalReference,
+                                              /*applies_folded_activation=*/true,
+                                              /*applies_folded_pad=*/true};
   return &registration;
 }
 

@@ -151,7 +151,7 @@ DFARM_DW_INLINE void ScalarBlock(const float* x, const float* w, const float* bi
 }
 
 // All channels of P adjacent output pixels: blocks of 16 and 8 channels, then
-// single channels.
+// the last 8 again for a remainder (single channels below 8 channels).
 template <int P, int KH, int KW>
 DFARM_DW_INLINE void Pixels(const float* x, const float* w, const float* bias, float* out,
                             int taps_h, int taps_w, const Steps& s) {
@@ -165,6 +165,14 @@ DFARM_DW_INLINE void Pixels(const float* x, const float* w, const float* bias, f
     VecBlock<P, 1, KH, KW>(x + c, w + c, bias != nullptr ? bias + c : nullptr, out + c, taps_h,
                            taps_w, s);
     c += 8;
+  }
+  if (c < channels && channels >= 8) {
+    // The last channels as one block of the last 8 (overlapping the block
+    // before it: each lane's sum is the same, so the rewrite is identical).
+    c = channels - 8;
+    VecBlock<P, 1, KH, KW>(x + c, w + c, bias != nullptr ? bias + c : nullptr, out + c, taps_h,
+                           taps_w, s);
+    c = channels;
   }
   for (; c < channels; ++c) {
     for (int p = 0; p < P; ++p) {
@@ -272,6 +280,8 @@ DFARM_DW_CLONES void RunDispatch(const DepthwiseFloatPlan& plan, const float* in
 
 // Outputs below which a node stays on one thread.
 constexpr int64_t kMinParallelOutputs = 4096;
+// Rows per thread up to which each output row is a task of its own.
+constexpr int64_t kRowTasksPerThread = 8;
 
 // [begin, end) of the outputs along one axis whose window [o*stride - pad,
 // o*stride - pad + kernel) lies inside [0, in); begin <= end <= out.
@@ -334,7 +344,10 @@ void RunDepthwiseFloat(const DepthwiseFloatPlan& plan, const float* input, const
     RunDispatch(plan, input, filter, bias, output, 0, rows);
     return;
   }
-  const int tasks = static_cast<int>(TaskCount(rows, threads));
+  // Few rows (the late, wide layers: 14 or 7 of them) go one row a task, so
+  // that the threads' shares differ by a row at most.
+  const int tasks =
+      static_cast<int>(rows <= kRowTasksPerThread * threads ? rows : TaskCount(rows, threads));
   ParallelFor(context, static_cast<size_t>(tasks), [&](size_t t, int) {
     const Range r = SplitRange(rows, tasks, static_cast<int>(t));
     if (r.size() > 0) RunDispatch(plan, input, filter, bias, output, r.begin, r.end);

@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
+#include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/parallel.h"
 #include "runtime/kernels/quant_util.h"
 
@@ -59,89 +61,142 @@ bool CpuHasAvx2Fma() {
   return has;
 }
 
+bool CpuHasAvx512() {
+  static const bool has = __builtin_cpu_supports("avx512f");
+  return has;
+}
+
 int64_t RoundUp(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
-// C[mr x nr] += Apanel (kc x 6) * Bpanel (kc x 16); mr <= 6, nr <= 16.
-__attribute__((target("avx2,fma"))) void MicroKernel(int64_t kc, const float* a, const float* b,
-                                                     float* c, int64_t ldc, int64_t mr,
-                                                     int64_t nr) {
-  // Twelve named accumulators (an array would live on the stack).
+// The AVX-512 tile: 12 rows x 16 columns (one zmm register per row), on the
+// same 16-column B panels; every element's sum is the same chain of FMAs as
+// in the AVX2 kernels, so both give the same bits.
+constexpr int64_t kMr512 = 12;
+
+// What a micro tile does with C after its product: add C's old values (or
+// the bias, on the first depth block of a product with one) and, on the
+// last depth block, clamp.
+struct TileEpilogue {
+  const float* bias = nullptr;  // at the tile's first column; null: add C
+  bool clamp = false;
+  float min = 0.0f, max = 0.0f;
+};
+
+// Lanes [0, count) of an 8-float vector, count in [0, 8].
+__attribute__((target("avx2,fma"))) inline __m256i LaneMask(int64_t count) {
+  static const int32_t kMask[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kMask + 8 - count));
+}
+
+// Stores one 8-column vector of a tile row: acc plus C (or the bias),
+// clamped when asked; only `cols` (<= 8) columns.
+__attribute__((target("avx2,fma"))) inline void StoreVector(__m256 acc, float* c, int64_t cols,
+                                                            const float* bias,
+                                                            const TileEpilogue& e) {
+  if (cols >= 8) {
+    acc = _mm256_add_ps(bias != nullptr ? _mm256_loadu_ps(bias) : _mm256_loadu_ps(c), acc);
+    if (e.clamp) {
+      acc = _mm256_min_ps(_mm256_set1_ps(e.max), _mm256_max_ps(_mm256_set1_ps(e.min), acc));
+    }
+    _mm256_storeu_ps(c, acc);
+    return;
+  }
+  if (cols <= 0) return;
+  const __m256i mask = LaneMask(cols);
+  acc = _mm256_add_ps(_mm256_maskload_ps(bias != nullptr ? bias : c, mask), acc);
+  if (e.clamp) {
+    acc = _mm256_min_ps(_mm256_set1_ps(e.max), _mm256_max_ps(_mm256_set1_ps(e.min), acc));
+  }
+  _mm256_maskstore_ps(c, mask, acc);
+}
+
+// A 6 x (8 * kVectors) tile of C (mr <= 6 rows, nr <= 8 * kVectors columns
+// kept) from a kc-deep product of A and a packed 16-column panel of B. A is
+// a packed 6-row panel (element (r, p) at a[p * 6 + r]) when kPackedA, else
+// row-major with stride lda (rows past mr read row mr - 1, results dropped).
+template <bool kPackedA, int kVectors>
+__attribute__((target("avx2,fma"))) void MicroKernel(int64_t kc, const float* a, int64_t lda,
+                                                     const float* b, float* c, int64_t ldc,
+                                                     int64_t mr, int64_t nr,
+                                                     const TileEpilogue& e) {
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
   __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  const float* a0 = a;
+  const float* a1 = a;
+  const float* a2 = a;
+  const float* a3 = a;
+  const float* a4 = a;
+  const float* a5 = a;
+  if (!kPackedA) {
+    a1 = a + std::min<int64_t>(1, mr - 1) * lda;
+    a2 = a + std::min<int64_t>(2, mr - 1) * lda;
+    a3 = a + std::min<int64_t>(3, mr - 1) * lda;
+    a4 = a + std::min<int64_t>(4, mr - 1) * lda;
+    a5 = a + std::min<int64_t>(5, mr - 1) * lda;
+  }
   for (int64_t p = 0; p < kc; ++p) {
     const __m256 b0 = _mm256_loadu_ps(b + p * kNr);
-    const __m256 b1 = _mm256_loadu_ps(b + p * kNr + 8);
-    const float* ap = a + p * kMr;
-    __m256 av = _mm256_broadcast_ss(ap + 0);
-    c00 = _mm256_fmadd_ps(av, b0, c00);
-    c01 = _mm256_fmadd_ps(av, b1, c01);
-    av = _mm256_broadcast_ss(ap + 1);
-    c10 = _mm256_fmadd_ps(av, b0, c10);
-    c11 = _mm256_fmadd_ps(av, b1, c11);
-    av = _mm256_broadcast_ss(ap + 2);
-    c20 = _mm256_fmadd_ps(av, b0, c20);
-    c21 = _mm256_fmadd_ps(av, b1, c21);
-    av = _mm256_broadcast_ss(ap + 3);
-    c30 = _mm256_fmadd_ps(av, b0, c30);
-    c31 = _mm256_fmadd_ps(av, b1, c31);
-    av = _mm256_broadcast_ss(ap + 4);
-    c40 = _mm256_fmadd_ps(av, b0, c40);
-    c41 = _mm256_fmadd_ps(av, b1, c41);
-    av = _mm256_broadcast_ss(ap + 5);
-    c50 = _mm256_fmadd_ps(av, b0, c50);
-    c51 = _mm256_fmadd_ps(av, b1, c51);
+    const __m256 b1 = kVectors == 2 ? _mm256_loadu_ps(b + p * kNr + 8) : b0;
+    __m256 av;
+#define DFARM_GEMM_ROW(R, ACC0, ACC1)                                                   \
+  av = kPackedA ? _mm256_broadcast_ss(a + p * kMr + R) : _mm256_broadcast_ss(a##R + p); \
+  ACC0 = _mm256_fmadd_ps(av, b0, ACC0);                                                 \
+  if (kVectors == 2) ACC1 = _mm256_fmadd_ps(av, b1, ACC1);
+    DFARM_GEMM_ROW(0, c00, c01)
+    DFARM_GEMM_ROW(1, c10, c11)
+    DFARM_GEMM_ROW(2, c20, c21)
+    DFARM_GEMM_ROW(3, c30, c31)
+    DFARM_GEMM_ROW(4, c40, c41)
+    DFARM_GEMM_ROW(5, c50, c51)
+#undef DFARM_GEMM_ROW
   }
   const __m256 acc[kMr][2] = {{c00, c01}, {c10, c11}, {c20, c21},
                               {c30, c31}, {c40, c41}, {c50, c51}};
-  if (mr == kMr && nr == kNr) {
-    for (int r = 0; r < kMr; ++r) {
-      float* row = c + r * ldc;
-      _mm256_storeu_ps(row, _mm256_add_ps(_mm256_loadu_ps(row), acc[r][0]));
-      _mm256_storeu_ps(row + 8, _mm256_add_ps(_mm256_loadu_ps(row + 8), acc[r][1]));
-    }
-    return;
-  }
-  alignas(32) float tile[kMr * kNr];
-  for (int r = 0; r < kMr; ++r) {
-    _mm256_store_ps(tile + r * kNr, acc[r][0]);
-    _mm256_store_ps(tile + r * kNr + 8, acc[r][1]);
-  }
   for (int64_t r = 0; r < mr; ++r) {
-    for (int64_t j = 0; j < nr; ++j) c[r * ldc + j] += tile[r * kNr + j];
+    float* row = c + r * ldc;
+    StoreVector(acc[r][0], row, nr, e.bias, e);
+    if (kVectors == 2) {
+      StoreVector(acc[r][1], row + 8, nr - 8, e.bias != nullptr ? e.bias + 8 : nullptr, e);
+    }
   }
 }
 
-// Rows [i0, i0 + mc) x depth [p0, p0 + kc) of A into 6-row panels (p-major).
+// Rows [i0, i0 + mc) x depth [p0, p0 + kc) of a transposed A into 6-row
+// panels (p-major); a row-major A is read in place by the micro kernel.
 void PackA(const GemmOperand& a, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* out) {
   for (int64_t ir = 0; ir < mc; ir += kMr) {
     const int64_t rows = std::min(kMr, mc - ir);
-    if (a.transposed) {
-      for (int64_t p = 0; p < kc; ++p) {
-        const float* col = a.data + (p0 + p) * a.stride + i0 + ir;
-        for (int64_t r = 0; r < kMr; ++r) out[p * kMr + r] = r < rows ? col[r] : 0.0f;
-      }
-    } else {
-      for (int64_t r = 0; r < kMr; ++r) {
-        const float* row = a.data + (i0 + ir + r) * a.stride + p0;
-        for (int64_t p = 0; p < kc; ++p) out[p * kMr + r] = r < rows ? row[p] : 0.0f;
-      }
+    for (int64_t p = 0; p < kc; ++p) {
+      const float* col = a.data + (p0 + p) * a.stride + i0 + ir;
+      for (int64_t r = 0; r < kMr; ++r) out[p * kMr + r] = r < rows ? col[r] : 0.0f;
     }
     out += kc * kMr;
   }
 }
 
-// Depth [p0, p0 + kc) x all n columns of B into 16-column panels (p-major).
-void PackB(const GemmOperand& b, int64_t n, int64_t p0, int64_t kc, float* out) {
+// Depth [p0, p0 + kc) x columns [j0, j0 + n) of B into 16-column panels
+// (p-major), zeros past n.
+void PackB(const GemmOperand& b, int64_t j0, int64_t n, int64_t p0, int64_t kc, float* out) {
   for (int64_t jr = 0; jr < n; jr += kNr) {
     const int64_t cols = std::min(kNr, n - jr);
     if (!b.transposed && cols == kNr) {
       for (int64_t p = 0; p < kc; ++p) {
-        std::memcpy(out + p * kNr, b.data + (p0 + p) * b.stride + jr, kNr * sizeof(float));
+        std::memcpy(out + p * kNr, b.data + (p0 + p) * b.stride + j0 + jr, kNr * sizeof(float));
+      }
+    } else if (b.transposed) {
+      // Column j of B is row j of b.data: read each contiguously.
+      for (int64_t j = 0; j < kNr; ++j) {
+        if (j < cols) {
+          const float* src = b.data + (j0 + jr + j) * b.stride + p0;
+          for (int64_t p = 0; p < kc; ++p) out[p * kNr + j] = src[p];
+        } else {
+          for (int64_t p = 0; p < kc; ++p) out[p * kNr + j] = 0.0f;
+        }
       }
     } else {
       for (int64_t p = 0; p < kc; ++p) {
         for (int64_t j = 0; j < kNr; ++j) {
-          out[p * kNr + j] = j < cols ? At(b, p0 + p, jr + j) : 0.0f;
+          out[p * kNr + j] = j < cols ? b.data[(p0 + p) * b.stride + j0 + jr + j] : 0.0f;
         }
       }
     }
@@ -149,19 +204,108 @@ void PackB(const GemmOperand& b, int64_t n, int64_t p0, int64_t kc, float* out) 
   }
 }
 
-void RunAvx2(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOperand& b, float* c,
-             int64_t ldc, float* packed_a, float* packed_b) {
+// A 12 x 16 tile of C (mr <= 12 rows, nr <= 16 columns kept) from a
+// kc-deep product of a row-major A (stride lda; rows past mr read row
+// mr - 1, results dropped) and a packed 16-column panel of B.
+__attribute__((target("avx512f"))) void MicroKernel512(int64_t kc, const float* a, int64_t lda,
+                                                       const float* b, float* c, int64_t ldc,
+                                                       int64_t mr, int64_t nr,
+                                                       const TileEpilogue& e) {
+  const float* rows[kMr512];
+  for (int64_t r = 0; r < kMr512; ++r) rows[r] = a + std::min(r, mr - 1) * lda;
+  const float *a0 = rows[0], *a1 = rows[1], *a2 = rows[2], *a3 = rows[3], *a4 = rows[4];
+  const float *a5 = rows[5], *a6 = rows[6], *a7 = rows[7], *a8 = rows[8], *a9 = rows[9];
+  const float *a10 = rows[10], *a11 = rows[11];
+  __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0;
+  __m512 c6 = c0, c7 = c0, c8 = c0, c9 = c0, c10 = c0, c11 = c0;
+  for (int64_t p = 0; p < kc; ++p) {
+    const __m512 bv = _mm512_loadu_ps(b + p * kNr);
+    c0 = _mm512_fmadd_ps(_mm512_set1_ps(a0[p]), bv, c0);
+    c1 = _mm512_fmadd_ps(_mm512_set1_ps(a1[p]), bv, c1);
+    c2 = _mm512_fmadd_ps(_mm512_set1_ps(a2[p]), bv, c2);
+    c3 = _mm512_fmadd_ps(_mm512_set1_ps(a3[p]), bv, c3);
+    c4 = _mm512_fmadd_ps(_mm512_set1_ps(a4[p]), bv, c4);
+    c5 = _mm512_fmadd_ps(_mm512_set1_ps(a5[p]), bv, c5);
+    c6 = _mm512_fmadd_ps(_mm512_set1_ps(a6[p]), bv, c6);
+    c7 = _mm512_fmadd_ps(_mm512_set1_ps(a7[p]), bv, c7);
+    c8 = _mm512_fmadd_ps(_mm512_set1_ps(a8[p]), bv, c8);
+    c9 = _mm512_fmadd_ps(_mm512_set1_ps(a9[p]), bv, c9);
+    c10 = _mm512_fmadd_ps(_mm512_set1_ps(a10[p]), bv, c10);
+    c11 = _mm512_fmadd_ps(_mm512_set1_ps(a11[p]), bv, c11);
+  }
+  const __m512 acc[kMr512] = {c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11};
+  const __mmask16 mask = static_cast<__mmask16>(nr >= 16 ? 0xFFFF : (1u << nr) - 1);
+  const __m512 lo = _mm512_set1_ps(e.min), hi = _mm512_set1_ps(e.max);
+  for (int64_t r = 0; r < mr; ++r) {
+    float* row = c + r * ldc;
+    __m512 v = _mm512_add_ps(
+        _mm512_maskz_loadu_ps(mask, e.bias != nullptr ? e.bias : static_cast<const float*>(row)),
+        acc[r]);
+    if (e.clamp) v = _mm512_min_ps(hi, _mm512_max_ps(lo, v));
+    _mm512_mask_storeu_ps(row, mask, v);
+  }
+}
+
+// One micro tile, the kernel picked by A's layout and the tile's width.
+void RunTile(bool packed_a, int64_t kc, const float* a, int64_t lda, const float* b, float* c,
+             int64_t ldc, int64_t mr, int64_t nr, const TileEpilogue& e) {
+  if (packed_a) {
+    if (nr > 8) {
+      MicroKernel<true, 2>(kc, a, lda, b, c, ldc, mr, nr, e);
+    } else {
+      MicroKernel<true, 1>(kc, a, lda, b, c, ldc, mr, nr, e);
+    }
+  } else if (nr > 8) {
+    MicroKernel<false, 2>(kc, a, lda, b, c, ldc, mr, nr, e);
+  } else {
+    MicroKernel<false, 1>(kc, a, lda, b, c, ldc, mr, nr, e);
+  }
+}
+
+// Columns [col0, col0 + n) of B; `constant_b`: SetConstantB()'s panels of the
+// whole B (n_padded columns), else packed here per depth block into packed_b;
+// `avx512`: 12-row AVX-512 tiles for a row-major A.
+void RunAvx2(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOperand& b,
+             int64_t col0, const float* constant_b, int64_t n_padded, float* c, int64_t ldc,
+             const GemmEpilogue& epilogue, bool has_epilogue, bool avx512, float* packed_a,
+             float* packed_b) {
   for (int64_t p0 = 0; p0 < k; p0 += kKc) {
     const int64_t kc = std::min(kKc, k - p0);
-    PackB(b, n, p0, kc, packed_b);
+    const float* panels;
+    if (constant_b != nullptr) {
+      panels = constant_b + p0 * n_padded + (col0 / kNr) * kc * kNr;
+    } else {
+      PackB(b, col0, n, p0, kc, packed_b);
+      panels = packed_b;
+    }
+    TileEpilogue e;
+    e.clamp = has_epilogue && p0 + kc >= k;
+    e.min = epilogue.min;
+    e.max = epilogue.max;
+    const bool with_bias = p0 == 0 && epilogue.bias != nullptr;
     for (int64_t i0 = 0; i0 < m; i0 += kMc) {
       const int64_t mc = std::min(kMc, m - i0);
-      PackA(a, i0, mc, p0, kc, packed_a);
+      if (a.transposed) PackA(a, i0, mc, p0, kc, packed_a);
       for (int64_t jr = 0; jr < n; jr += kNr) {
-        const float* bp = packed_b + (jr / kNr) * kc * kNr;
+        const float* bp = panels + (jr / kNr) * kc * kNr;
+        e.bias = with_bias ? epilogue.bias + col0 + jr : nullptr;
+        const int64_t nr = std::min(kNr, n - jr);
+        if (avx512 && !a.transposed) {
+          for (int64_t ir = 0; ir < mc; ir += kMr512) {
+            MicroKernel512(kc, a.data + (i0 + ir) * a.stride + p0, a.stride, bp,
+                           c + (i0 + ir) * ldc + jr, ldc, std::min(kMr512, mc - ir), nr, e);
+          }
+          continue;
+        }
         for (int64_t ir = 0; ir < mc; ir += kMr) {
-          MicroKernel(kc, packed_a + (ir / kMr) * kc * kMr, bp, c + (i0 + ir) * ldc + jr, ldc,
-                      std::min(kMr, mc - ir), std::min(kNr, n - jr));
+          const int64_t mr = std::min(kMr, mc - ir);
+          float* tile = c + (i0 + ir) * ldc + jr;
+          if (a.transposed) {
+            RunTile(true, kc, packed_a + (ir / kMr) * kc * kMr, 0, bp, tile, ldc, mr, nr, e);
+          } else {
+            RunTile(false, kc, a.data + (i0 + ir) * a.stride + p0, a.stride, bp, tile, ldc, mr, nr,
+                    e);
+          }
         }
       }
     }
@@ -180,6 +324,8 @@ size_t AlignUp64(size_t bytes) { return (bytes + 63) & ~size_t{63}; }
 constexpr int64_t kMinParallelMacs = int64_t{1} << 16;
 // Multiply-adds below which a product is not cut into more tasks.
 constexpr int64_t kMinTaskMacs = int64_t{1} << 18;
+// Column panels per task below which a column split has one task a thread.
+constexpr int64_t kMinPanelsPerTask = 4;
 
 }  // namespace
 
@@ -199,6 +345,9 @@ void Gemm::Plan(int64_t m, int64_t n, int64_t k) {
   kc_ = kc;
   mc_ = mc;
   nc_ = nc;
+  plan_n_ = n;
+  plan_k_ = k;
+  packed_b_.clear();
   gemv_ = m <= 1;
   if (gemv_) {
     workspace_bytes_ = 0;  // Eigen's GEMV reads both operands in place
@@ -216,9 +365,64 @@ void Gemm::Plan(int64_t m, int64_t n, int64_t k) {
   workspace_bytes_ = AlignUp64(kc * mc * sizeof(float)) + AlignUp64(kc * nc * sizeof(float));
 }
 
+void Gemm::SetConstantB(GemmOperand b) {
+  packed_b_.clear();
+#ifdef DFARM_GEMM_AVX2
+  if (!UsesAvx2() || gemv_) return;
+  const int64_t n_padded = RoundUp(plan_n_, kNr);
+  packed_b_.resize(static_cast<size_t>(n_padded * plan_k_));
+  for (int64_t p0 = 0; p0 < plan_k_; p0 += kKc) {
+    PackB(b, 0, plan_n_, p0, std::min(kKc, plan_k_ - p0), packed_b_.data() + p0 * n_padded);
+  }
+#else
+  (void)b;
+#endif
+}
+
 void Gemm::Run(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, float* c,
-               int64_t c_stride, std::byte* workspace) const {
-  if (m <= 0 || n <= 0 || k <= 0) return;
+               int64_t c_stride, const GemmEpilogue& epilogue, std::byte* workspace) const {
+  RunColumns(m, n, k, a, b, 0, c, c_stride, epilogue, workspace);
+}
+
+void Gemm::RunColumns(int64_t m, int64_t n, int64_t k, const GemmOperand& a,
+                      const GemmOperand& full_b, int64_t col0, float* c, int64_t c_stride,
+                      const GemmEpilogue& epilogue, std::byte* workspace) const {
+  if (m <= 0 || n <= 0) return;
+  const bool has_epilogue = epilogue.bias != nullptr ||
+                            epilogue.min != -std::numeric_limits<float>::infinity() ||
+                            epilogue.max != std::numeric_limits<float>::infinity();
+#ifdef DFARM_GEMM_AVX2
+  if (!gemv_ && k > 0 && UsesAvx2()) {
+    float* const ws = reinterpret_cast<float*>(workspace);
+    const int64_t depth = std::min(k, kKc);
+    const size_t a_bytes =
+        a.transposed ? AlignUp64(std::min(RoundUp(m, kMr), kMc) * depth * sizeof(float)) : 0;
+    const float* constant_b = packed_b_.empty() ? nullptr : packed_b_.data();
+    RunAvx2(m, n, k, a, full_b, col0, constant_b, RoundUp(plan_n_, kNr), c, c_stride, epilogue,
+            has_epilogue, avx512_ && CpuHasAvx512(), ws, ws + a_bytes / sizeof(float));
+    return;
+  }
+#endif
+  // Eigen: the bias written first, the product added, then the clamp.
+  if (epilogue.bias != nullptr) {
+    for (int64_t i = 0; i < m; ++i) {
+      std::memcpy(c + i * c_stride, epilogue.bias + col0, n * sizeof(float));
+    }
+  }
+  const GemmOperand b{full_b.transposed ? full_b.data + col0 * full_b.stride : full_b.data + col0,
+                      full_b.stride, full_b.transposed};
+  if (k > 0) RunEigen(m, n, k, a, b, c, c_stride, workspace);
+  if (has_epilogue) {
+    const ActivationRange range{epilogue.min, epilogue.max};
+    for (int64_t i = 0; i < m; ++i) {
+      float* row = c + i * c_stride;
+      for (int64_t j = 0; j < n; ++j) row[j] = std::min(std::max(row[j], range.min), range.max);
+    }
+  }
+}
+
+void Gemm::RunEigen(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOperand& b,
+                    float* c, int64_t c_stride, std::byte* workspace) const {
   if (gemv_) {
     // A row vector times B: Eigen's GEMV reads B in place (no packing). Only
     // for a 1-row plan: one row of a larger plan (an im2col chunk's last)
@@ -239,14 +443,6 @@ void Gemm::Run(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, fl
     return;
   }
   float* const ws = reinterpret_cast<float*>(workspace);
-#ifdef DFARM_GEMM_AVX2
-  if (UsesAvx2()) {
-    const int64_t depth = std::min(k, kKc);
-    const size_t a_bytes = AlignUp64(std::min(RoundUp(m, kMr), kMc) * depth * sizeof(float));
-    RunAvx2(m, n, k, a, b, c, c_stride, ws, ws + a_bytes / sizeof(float));
-    return;
-  }
-#endif
   const size_t a_bytes = AlignUp64(kc_ * mc_ * sizeof(float));
   FixedBlocking blocking(kc_, mc_, nc_, ws, ws + a_bytes / sizeof(float));
   if (!a.transposed && !b.transposed) {
@@ -261,8 +457,8 @@ void Gemm::Run(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, fl
 }
 
 void Gemm::RunParallel(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, float* c,
-                       int64_t c_stride, const ExecutionContext* context,
-                       size_t workspace_offset) const {
+                       int64_t c_stride, const GemmEpilogue& epilogue,
+                       const ExecutionContext* context, size_t workspace_offset) const {
   const int threads = context != nullptr ? context->num_threads : 1;
   auto workspace = [&](int t) {
     return context != nullptr && context->scratch != nullptr
@@ -270,17 +466,27 @@ void Gemm::RunParallel(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOpera
                : nullptr;
   };
   if (threads <= 1 || m * n * k < kMinParallelMacs) {
-    Run(m, n, k, a, b, c, c_stride, workspace(0));
+    RunColumns(m, n, k, a, b, 0, c, c_stride, epilogue, workspace(0));
     return;
   }
   // Rows or columns (whole 16-column panels), whichever packs less again:
-  // every row task packs all of B (k x n), every column task all of A
-  // (m x k); both keep each element's summation as Run()'s.
-  const bool split_rows = m >= 2 * kRowAlign * threads && (m >= n || n < 2 * kColumnAlign);
+  // every row task packs all of B (k x n) unless it is packed once already
+  // (SetConstantB), every column task all of A (m x k); both keep each
+  // element's summation as Run()'s. Rows also keep each thread on the
+  // pixels it wrote in the op before, and reads in the op after (a
+  // depthwise conv splits by rows too).
+  const bool split_rows =
+      m >= 2 * kRowAlign * threads &&
+      ((!packed_b_.empty() && m >= 4 * kRowAlign * threads) || m >= n || n < 2 * kColumnAlign);
   const int64_t units = split_rows ? m / (2 * kRowAlign) : (n + kColumnAlign - 1) / kColumnAlign;
-  // No more tasks than kMinTaskMacs of work each (but one per thread).
-  const int tasks = static_cast<int>(
-      std::min(TaskCount(units, threads), std::max<int64_t>(threads, m * n * k / kMinTaskMacs)));
+  // No more tasks than kMinTaskMacs of work each (but one per thread). A
+  // column task packs all of A, which costs about as much as multiplying it
+  // by a few panels: with few panels, one task per thread.
+  const int64_t most = split_rows || units >= kMinPanelsPerTask * kTasksPerThread * threads
+                           ? m * n * k / kMinTaskMacs
+                           : threads;
+  const int tasks =
+      static_cast<int>(std::min(TaskCount(units, threads), std::max<int64_t>(threads, most)));
   ParallelFor(context, static_cast<size_t>(tasks), [&](size_t t, int slot) {
     const int part = static_cast<int>(t);
     if (split_rows) {
@@ -288,13 +494,12 @@ void Gemm::RunParallel(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOpera
       if (r.size() <= 0) return;
       const GemmOperand sub_a{a.transposed ? a.data + r.begin : a.data + r.begin * a.stride,
                               a.stride, a.transposed};
-      Run(r.size(), n, k, sub_a, b, c + r.begin * c_stride, c_stride, workspace(slot));
+      RunColumns(r.size(), n, k, sub_a, b, 0, c + r.begin * c_stride, c_stride, epilogue,
+                 workspace(slot));
     } else {
       const Range r = SplitRange(n, tasks, part, kColumnAlign);
       if (r.size() <= 0) return;
-      const GemmOperand sub_b{b.transposed ? b.data + r.begin * b.stride : b.data + r.begin,
-                              b.stride, b.transposed};
-      Run(m, r.size(), k, a, sub_b, c + r.begin, c_stride, workspace(slot));
+      RunColumns(m, r.size(), k, a, b, r.begin, c + r.begin, c_stride, epilogue, workspace(slot));
     }
   });
 }

@@ -1,18 +1,24 @@
 // The float GEMM used by CONV_2D, FULLY_CONNECTED, BATCH_MATMUL and the
 // transposed convolutions: C[m,n] += A[m,k] * B[k,n] on a packing workspace
 // the caller lends (the interpreter's shared scratch, ExecutionContext), so
-// Run() allocates nothing and a Gemm holds no buffer. On x86-64 CPUs with AVX2
-// and FMA (checked at run time) a blocked kernel of ours with a 6x16 register
-// tile runs; elsewhere Eigen's cache-blocked product (GEBP) with our
+// Run() allocates nothing. On x86-64 CPUs with AVX2 and FMA (checked at run
+// time) a blocked kernel of ours with a 6x16 register tile runs (12x16 with
+// AVX-512 where the CPU has it, for a row-major A: the same FMA chain per
+// element, so the same bits); elsewhere Eigen's cache-blocked product (GEBP) with our
 // workspace as its blocking buffers; a product planned for 1 row is Eigen's
 // GEMV.
 // RunParallel() splits the rows (or, for few rows, the columns) of C across
 // the context's threads; each element of C is computed by one thread in the
 // same order as by Run(), so the result does not depend on the thread count.
+// A constant B (a filter, weights) may be packed once at Prepare
+// (SetConstantB(); the Gemm then owns that copy), and a GemmEpilogue (bias,
+// clamp) is applied while C's tile is in registers, so a convolution makes
+// one pass over its output.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "runtime/kernels/kernel.h"
@@ -26,6 +32,15 @@ struct GemmOperand {
   const float* data = nullptr;
   int64_t stride = 0;
   bool transposed = false;
+};
+
+// What a product does with C: without a bias C += A·B; with one,
+// C = bias + A·B (C's old values are not read). Then each element is clamped
+// to [min, max] (a fused activation; NaN passes as in Clamp()).
+struct GemmEpilogue {
+  const float* bias = nullptr;  // [n] (the columns of the call), or null
+  float min = -std::numeric_limits<float>::infinity();
+  float max = std::numeric_limits<float>::infinity();
 };
 
 class Gemm {
@@ -43,7 +58,12 @@ class Gemm {
   // workspace_bytes() bytes, 64-byte aligned, used only during the call.
   // Allocates nothing; c must not alias a or b.
   void Run(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, float* c,
-           int64_t c_stride, std::byte* workspace) const;
+           int64_t c_stride, std::byte* workspace) const {
+    Run(m, n, k, a, b, c, c_stride, GemmEpilogue{}, workspace);
+  }
+  // The same with an epilogue (bias, clamp).
+  void Run(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, float* c,
+           int64_t c_stride, const GemmEpilogue& epilogue, std::byte* workspace) const;
 
   // The same product split across `context`'s threads (one thread when it is
   // null or the product is small); thread t's workspace is
@@ -51,20 +71,49 @@ class Gemm {
   // scratch_bytes must cover workspace_offset + workspace_bytes().
   void RunParallel(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, float* c,
                    int64_t c_stride, const ExecutionContext* context,
+                   size_t workspace_offset) const {
+    RunParallel(m, n, k, a, b, c, c_stride, GemmEpilogue{}, context, workspace_offset);
+  }
+  void RunParallel(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, float* c,
+                   int64_t c_stride, const GemmEpilogue& epilogue, const ExecutionContext* context,
                    size_t workspace_offset) const;
+
+  // Packs B (k x n, the planned n and k) once, when the AVX2/FMA kernel runs
+  // (else it does nothing); later Run() / RunParallel() calls must pass this
+  // same operand with the planned n and k (their rows of A and C vary) and
+  // read the packed copy, which this Gemm owns. Call it after Plan(), from
+  // Prepare() (it allocates).
+  void SetConstantB(GemmOperand b);
 
   // Uses Eigen's portable kernel even where the AVX2/FMA one would run (so
   // tests cover both on an AVX2 machine). Call it before Plan().
   void set_generic_only(bool generic_only) { generic_only_ = generic_only; }
+  // Whether a row-major A may take the AVX-512 kernel (12x16 tiles) where
+  // the CPU has it (default); false keeps the AVX2/FMA one, so tests can
+  // check that both give the same bits.
+  void set_avx512(bool avx512) { avx512_ = avx512; }
 
  private:
   bool UsesAvx2() const;
+  // Columns [col0, col0 + n) of B (the whole operand b) into C's columns
+  // [0, n) at c; the epilogue's bias is the whole operand's.
+  void RunColumns(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOperand& b,
+                  int64_t col0, float* c, int64_t c_stride, const GemmEpilogue& epilogue,
+                  std::byte* workspace) const;
+  // Eigen's GEMV or GEBP (C += A·B).
+  void RunEigen(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOperand& b,
+                float* c, int64_t c_stride, std::byte* workspace) const;
 
   bool generic_only_ = false;
+  bool avx512_ = true;
   bool gemv_ = false;  // planned for one row: Eigen's GEMV
   // Eigen's blocking of the column-major (transposed) problem.
   int64_t kc_ = 0, mc_ = 0, nc_ = 0;
   size_t workspace_bytes_ = 0;
+  // SetConstantB(): the packed panels (per depth block, 16-column panels
+  // padded with zeros) and the planned sizes.
+  std::vector<float> packed_b_;
+  int64_t plan_n_ = 0, plan_k_ = 0;
 };
 
 // The same product as three plain loops (the reference the tests compare with).

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -183,6 +184,76 @@ TEST(GemmTest, RunParallelMatchesRunBitForBit) {
                        &context, 0);
       EXPECT_EQ(std::memcmp(c1.data(), c3.data(), c1.size() * sizeof(float)), 0)
           << d.m << "x" << d.n << "x" << d.k << (generic ? " generic" : " simd");
+    }
+  }
+}
+
+TEST(GemmTest, EpilogueAndConstantBMatchPlainSums) {
+  // C = clamp(bias + A·B) with B packed once (SetConstantB), against the
+  // plain sums; narrow and masked column tails, several depth blocks; the
+  // 3-thread product (rows or columns split) gives Run()'s bits.
+  runtime::ThreadPool pool(3);
+  std::mt19937 rng(9);
+  struct Dims {
+    int64_t m, n, k;
+  };
+  for (const Dims& d : std::vector<Dims>{{97, 24, 75},
+                                         {64, 5, 9},
+                                         {13, 40, 600},
+                                         {4, 96, 96},
+                                         {300, 28, 24},
+                                         {1, 20, 30},
+                                         {150, 33, 700}}) {
+    for (bool generic : {false, true}) {
+      const std::string what = std::to_string(d.m) + "x" + std::to_string(d.n) + "x" +
+                               std::to_string(d.k) + (generic ? " generic" : " simd");
+      runtime::Gemm gemm;
+      gemm.set_generic_only(generic);
+      gemm.Plan(d.m, d.n, d.k);
+      std::vector<float> a = RandomValues(rng, d.m * d.k), b = RandomValues(rng, d.n * d.k);
+      std::vector<float> bias = RandomValues(rng, d.n);
+      const GemmOperand b_op{b.data(), d.k, true};
+      gemm.SetConstantB(b_op);
+      const runtime::GemmEpilogue epilogue{bias.data(), -0.5f, 2.0f};
+      const size_t stride = (gemm.workspace_bytes() + 63) & ~size_t{63};
+      std::unique_ptr<std::byte, decltype(&std::free)> scratch(
+          static_cast<std::byte*>(std::aligned_alloc(64, 3 * stride + 64)), &std::free);
+      // C's old values must not be read when there is a bias.
+      std::vector<float> c1(d.m * d.n, std::numeric_limits<float>::quiet_NaN()), c3 = c1;
+      gemm.Run(d.m, d.n, d.k, {a.data(), d.k, false}, b_op, c1.data(), d.n, epilogue,
+               scratch.get());
+      std::vector<float> expected(d.m * d.n, 0.0f), scale(d.m * d.n, 0.0f);
+      for (int64_t i = 0; i < d.m; ++i) {
+        for (int64_t j = 0; j < d.n; ++j) {
+          double sum = bias[j], abs_sum = std::fabs(bias[j]);
+          for (int64_t p = 0; p < d.k; ++p) {
+            sum += static_cast<double>(a[i * d.k + p]) * b[j * d.k + p];
+            abs_sum += std::fabs(static_cast<double>(a[i * d.k + p]) * b[j * d.k + p]);
+          }
+          expected[i * d.n + j] = std::clamp(static_cast<float>(sum), -0.5f, 2.0f);
+          scale[i * d.n + j] = static_cast<float>(abs_sum);
+        }
+      }
+      ExpectClose(c1, expected, scale, what);
+      // The AVX2 kernel where AVX-512 would run: the same bits.
+      runtime::Gemm avx2;
+      avx2.set_generic_only(generic);
+      avx2.set_avx512(false);
+      avx2.Plan(d.m, d.n, d.k);
+      avx2.SetConstantB(b_op);
+      std::vector<float> c2(d.m * d.n, std::numeric_limits<float>::quiet_NaN());
+      avx2.Run(d.m, d.n, d.k, {a.data(), d.k, false}, b_op, c2.data(), d.n, epilogue,
+               scratch.get());
+      EXPECT_EQ(std::memcmp(c1.data(), c2.data(), c1.size() * sizeof(float)), 0)
+          << what << ": AVX2 and AVX-512 kernels differ";
+      runtime::ExecutionContext context;
+      context.threadpool = &pool;
+      context.num_threads = pool.threads();
+      context.scratch = scratch.get();
+      context.scratch_stride = stride;
+      gemm.RunParallel(d.m, d.n, d.k, {a.data(), d.k, false}, b_op, c3.data(), d.n, epilogue,
+                       &context, 0);
+      EXPECT_EQ(std::memcmp(c1.data(), c3.data(), c1.size() * sizeof(float)), 0) << what;
     }
   }
 }
@@ -385,7 +456,14 @@ TEST(GemmKernelsTest, TransposeConvMatchesReference) {
   const Case cases[] = {{1, 4, 4, 3, 2, 3, 3, 2, tfl::Padding::SAME, Act::NONE},
                         {2, 5, 3, 4, 5, 2, 2, 2, tfl::Padding::VALID, Act::RELU},
                         {1, 6, 6, 2, 3, 3, 3, 1, tfl::Padding::SAME, Act::RELU6},
-                        {1, 30, 30, 8, 8, 4, 4, 2, tfl::Padding::SAME, Act::NONE}};
+                        {1, 30, 30, 8, 8, 4, 4, 2, tfl::Padding::SAME, Act::NONE},
+                        // Several GEMM chunks, overlapping windows split by output rows.
+                        {1, 40, 40, 4, 40, 3, 3, 2, tfl::Padding::SAME, Act::RELU},
+                        // selfie_segmentation's last op: one output channel,
+                        // 2x2 blocks side by side; then two batches whose
+                        // SAME window crops the border, split by rows.
+                        {1, 64, 64, 16, 1, 2, 2, 2, tfl::Padding::SAME, Act::NONE},
+                        {2, 33, 17, 5, 3, 3, 3, 2, tfl::Padding::SAME, Act::NONE}};
   for (const Case& c : cases) {
     // The output size the padding implies (TFLite's inverse of the window).
     const int oh = c.padding == tfl::Padding::SAME ? c.h * c.stride : (c.h - 1) * c.stride + c.kh;

@@ -54,6 +54,25 @@ struct Node {
   const OpRegistration* registration = nullptr;
   std::unique_ptr<OpData> data;  // owned; set by Prepare()
   bool folded = false;           // evaluated once in AllocateTensors()
+  // A float RELU, RELU6 or RELU_N1_TO_1 the interpreter folded into this node
+  // (it was the only reader of this node's output, which the node now writes
+  // in its place); NONE when none. Set only where the registration says
+  // applies_folded_activation; kernels read it through NodeActivation().
+  tflite::ActivationFunctionType folded_activation = tflite::ActivationFunctionType::NONE;
+  // Zeros a float PAD the interpreter folded into this node adds around its
+  // input's height and width: top, bottom, left, right. The node's input is
+  // then the PAD's input. Set only where the registration says
+  // applies_folded_pad; kernels read it through ComputeConvWindow().
+  int folded_pad[4] = {0, 0, 0, 0};
+  // A float PAD of the last dimension only the interpreter folded into this
+  // ADD: input folded_channel_pad[0] (0 or 1; -1 when none) is the PAD's
+  // input, which the ADD reads as if padded by folded_channel_pad[1] zeros
+  // before and [2] after. Set only where the registration says
+  // applies_folded_channel_pad.
+  int folded_channel_pad[3] = {-1, 0, 0};
+  // The node that runs this activation or PAD node's work (folded_activation,
+  // folded_pad, folded_channel_pad), or -1: Invoke() skips a node folded so.
+  int folded_into = -1;
   // Bytes of the shared scratch each thread of Eval() uses, set by Prepare()
   // (ExecutionContext::ThreadScratch); 0 when Eval() needs none.
   size_t scratch_bytes = 0;
@@ -84,6 +103,14 @@ struct OpRegistration {
   // Computes the outputs. Must not allocate; may use node.context's thread
   // pool and its scratch (node.scratch_bytes per thread).
   Status (*eval)(Node& node);
+  // Whether the kernel applies Node::folded_activation when its own fused
+  // activation is NONE (the interpreter folds a following RELU into it).
+  bool applies_folded_activation = false;
+  // Whether the kernel pads its input by Node::folded_pad (the interpreter
+  // folds a float PAD of height and width before it into it).
+  bool applies_folded_pad = false;
+  // Whether the kernel reads an input padded by Node::folded_channel_pad.
+  bool applies_folded_channel_pad = false;
 };
 
 }  // namespace dfarm::runtime

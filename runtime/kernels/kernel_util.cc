@@ -202,6 +202,38 @@ Status GetActivationRange(tflite::ActivationFunctionType activation, ActivationR
   }
 }
 
+tflite::ActivationFunctionType FusedActivation(const Node& node) {
+  using tflite::ActivationFunctionType;
+  if (node.op == nullptr) return ActivationFunctionType::NONE;
+  auto of = [](const auto* options) {
+    return options != nullptr ? options->fused_activation_function() : ActivationFunctionType::NONE;
+  };
+  switch (node.op->builtin_options_type()) {
+    case tflite::BuiltinOptions::AddOptions:
+      return of(node.options<tflite::AddOptions>());
+    case tflite::BuiltinOptions::SubOptions:
+      return of(node.options<tflite::SubOptions>());
+    case tflite::BuiltinOptions::MulOptions:
+      return of(node.options<tflite::MulOptions>());
+    case tflite::BuiltinOptions::DivOptions:
+      return of(node.options<tflite::DivOptions>());
+    case tflite::BuiltinOptions::Conv2DOptions:
+      return of(node.options<tflite::Conv2DOptions>());
+    case tflite::BuiltinOptions::TransposeConvOptions:
+      return of(node.options<tflite::TransposeConvOptions>());
+    case tflite::BuiltinOptions::DepthwiseConv2DOptions:
+      return of(node.options<tflite::DepthwiseConv2DOptions>());
+    case tflite::BuiltinOptions::FullyConnectedOptions:
+      return of(node.options<tflite::FullyConnectedOptions>());
+    case tflite::BuiltinOptions::Pool2DOptions:
+      return of(node.options<tflite::Pool2DOptions>());
+    case tflite::BuiltinOptions::ConcatenationOptions:
+      return of(node.options<tflite::ConcatenationOptions>());
+    default:
+      return ActivationFunctionType::NONE;
+  }
+}
+
 Status ComputeWindowDim(tflite::Padding padding, WindowAxis axis, const char* filter_name, int in,
                         int filter, int stride, int dilation, WindowDim* dim_out) {
   constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
@@ -233,6 +265,29 @@ Status ComputeWindowDim(tflite::Padding padding, WindowAxis axis, const char* fi
   const int64_t pad_total = std::max<int64_t>(padded - in, 0);
   *dim_out = {static_cast<int>(out), static_cast<int>(pad_total / 2),
               static_cast<int>(pad_total - pad_total / 2)};
+  return Status::Ok();
+}
+
+Status ComputeConvWindow(const Node& node, tflite::Padding padding, const Tensor& input,
+                         int filter_h, int filter_w, int stride_h, int stride_w, int dilation_h,
+                         int dilation_w, WindowDim* h, WindowDim* w) {
+  const int* pad = node.folded_pad;
+  const int64_t in_h = int64_t{input.shape[1]} + pad[0] + pad[1];
+  const int64_t in_w = int64_t{input.shape[2]} + pad[2] + pad[3];
+  if (in_h > std::numeric_limits<int32_t>::max() || in_w > std::numeric_limits<int32_t>::max()) {
+    return Status::Error("the input padded by the folded PAD is " + std::to_string(in_h) + "x" +
+                         std::to_string(in_w) + ", over 2^31 - 1");
+  }
+  DFARM_RETURN_IF_ERROR(ComputeWindowDim(padding, WindowAxis::kHeight, "filter height",
+                                         static_cast<int>(in_h), filter_h, stride_h, dilation_h,
+                                         h));
+  DFARM_RETURN_IF_ERROR(ComputeWindowDim(padding, WindowAxis::kWidth, "filter width",
+                                         static_cast<int>(in_w), filter_w, stride_w, dilation_w,
+                                         w));
+  h->pad_before += pad[0];
+  h->pad_after += pad[1];
+  w->pad_before += pad[2];
+  w->pad_after += pad[3];
   return Status::Ok();
 }
 

@@ -73,6 +73,25 @@ struct ActivationRange {
 };
 Status GetActivationRange(tflite::ActivationFunctionType activation, ActivationRange* range_out);
 
+// The height (h) and width (w) windows of a CONV_2D or DEPTHWISE_CONV_2D
+// node over its input: ComputeWindowDim() on the input padded by
+// Node::folded_pad, whose zeros then count in pad_before and pad_after.
+Status ComputeConvWindow(const Node& node, tflite::Padding padding, const Tensor& input,
+                         int filter_h, int filter_w, int stride_h, int stride_w, int dilation_h,
+                         int dilation_w, WindowDim* h, WindowDim* w);
+
+// The fused activation of a node whose options carry one (ADD, SUB, MUL,
+// DIV, CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV, FULLY_CONNECTED, pooling,
+// CONCATENATION); NONE otherwise.
+tflite::ActivationFunctionType FusedActivation(const Node& node);
+
+// The activation a kernel applies: the fused one, or when that is NONE the
+// one the interpreter folded into the node (Node::folded_activation).
+inline tflite::ActivationFunctionType NodeActivation(const Node& node) {
+  const tflite::ActivationFunctionType declared = FusedActivation(node);
+  return declared != tflite::ActivationFunctionType::NONE ? declared : node.folded_activation;
+}
+
 inline float Clamp(float v, ActivationRange r) { return std::min(std::max(v, r.min), r.max); }
 
 // Validates the padding mode and that strides and dilations are positive.

@@ -25,6 +25,10 @@ struct PadData : OpData {
   // PADV2: the padding value's bytes (one element); all zero for PAD.
   std::array<std::byte, 8> fill{};
   bool zero_fill = true;
+  // Only the last dimension is padded (as the face detectors pad channels):
+  // each output row is the padding before, the input row and the padding
+  // after, written in one pass.
+  bool last_dim_only = false;
 };
 
 // What the padding is filled with: PADV2's one-element constant `value`
@@ -68,10 +72,10 @@ Status CheckPaddings(const Tensor& paddings, int rank) {
   return Status::Ok();
 }
 
-// Reads the paddings (each in [0, 2^24]), checks the output shape, and sets
-// the right-aligned in_dims, before and out_strides.
-Status ComputeLayout(const Tensor& input, const Tensor& paddings, const Tensor& output,
-                     PadData* data) {
+// Reads the paddings (each in [0, 2^24]), checks the output shape (sets it
+// when declared open), and sets the right-aligned in_dims, before and
+// out_strides.
+Status ComputeLayout(const Tensor& input, const Tensor& paddings, Tensor& output, PadData* data) {
   const int rank = input.rank();
   data->in_dims.fill(1);
   std::array<int64_t, kMaxRank> out_dims;
@@ -94,6 +98,10 @@ Status ComputeLayout(const Tensor& input, const Tensor& paddings, const Tensor& 
     computed[i] = static_cast<int32_t>(out_dims[d]);
   }
   DFARM_RETURN_IF_ERROR(CheckOutputShape(output, computed));
+  data->last_dim_only = data->in_dims[kMaxRank - 1] > 0;
+  for (int d = 0; d < kMaxRank - 1; ++d) {
+    data->last_dim_only = data->last_dim_only && out_dims[d] == data->in_dims[d];
+  }
   int64_t stride = 1;
   for (int d = kMaxRank - 1; d >= 0; --d) {
     data->out_strides[d] = stride;
@@ -167,13 +175,47 @@ void CopyRows(const PadData& d, const std::byte* in, std::byte* out, size_t elem
   }
 }
 
+// `count` elements of the padding value at `out`.
+void Fill(const PadData& d, std::byte* out, int64_t count, size_t element) {
+  if (d.zero_fill) {
+    std::memset(out, 0, static_cast<size_t>(count) * element);
+    return;
+  }
+  for (int64_t i = 0; i < count; ++i) std::memcpy(out + i * element, d.fill.data(), element);
+}
+
+// Output rows [begin, end) of a last-dimension-only pad.
+void PadRows(const PadData& d, const std::byte* in, std::byte* out, size_t element, int64_t begin,
+             int64_t end) {
+  constexpr int kLast = kMaxRank - 1;
+  const int64_t in_row = d.in_dims[kLast], out_row = d.out_strides[kLast - 1];
+  const int64_t before = d.before[kLast], after = out_row - before - in_row;
+  for (int64_t r = begin; r < end; ++r) {
+    std::byte* o = out + static_cast<size_t>(r * out_row) * element;
+    Fill(d, o, before, element);
+    std::memcpy(o + before * element, in + static_cast<size_t>(r * in_row) * element,
+                static_cast<size_t>(in_row) * element);
+    Fill(d, o + (before + in_row) * element, after, element);
+  }
+}
+
 Status Eval(Node& node) {
   const PadData& d = *node.data_as<PadData>();
   const Tensor& input = *node.inputs[0];
   Tensor& output = *node.outputs[0];
   const size_t element = DTypeSize(input.dtype);
-  // Fill, then copy the rows: both in contiguous ranges across the threads.
   const int64_t elements = output.num_elements();
+  if (d.last_dim_only) {
+    const int64_t rows = input.num_elements() / d.in_dims[kMaxRank - 1];
+    const int tasks =
+        static_cast<int>(TaskCount(elements >= kMinParallelElements ? rows : 1, NumThreads(node)));
+    ParallelFor(node.context, static_cast<size_t>(tasks), [&](size_t t, int) {
+      const Range r = SplitRange(rows, tasks, static_cast<int>(t));
+      if (r.size() > 0) PadRows(d, input.data, output.data, element, r.begin, r.end);
+    });
+    return Status::Ok();
+  }
+  // Fill, then copy the rows: both in contiguous ranges across the threads.
   ParallelRanges(node, elements, kMinParallelElements, [&](int64_t begin, int64_t end) {
     if (d.zero_fill) {
       std::memset(output.data + begin * element, 0, (end - begin) * element);

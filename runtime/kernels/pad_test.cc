@@ -58,6 +58,25 @@ TEST(PadTest, NegativePaddingIsAnError) {
   EXPECT_THAT(status.message(), HasSubstr("padding of dimension 0 is -1,0"));
 }
 
+TEST(PadV2Test, LastDimensionBeforeAndAfterOnEveryRow) {
+  // [1,3,1,2] -> [1,3,1,4]: one value before and one after each row.
+  ModelBuilder b;
+  int in = b.AddTensor(tfl::TensorType::FLOAT32, {1, 3, 1, 2});
+  int pads = b.AddConstInt32({4, 2}, {0, 0, 0, 0, 0, 0, 1, 1});
+  int value = b.AddConstFloat32({}, {9.0f});
+  int o = b.AddTensor(tfl::TensorType::FLOAT32, {1, 3, 1, 4});
+  b.AddOperator(tfl::BuiltinOperator::PADV2, {in, pads, value}, {o});
+  b.SetInputs({in});
+  b.SetOutputs({o});
+  GraphRunner runner;
+  runtime::Status status = runner.Init(b);
+  ASSERT_TRUE(status.ok()) << status.message();
+  ASSERT_TRUE(runner.SetInput(0, std::vector<float>{1, 2, 3, 4, 5, 6}));
+  ASSERT_TRUE(runner.Invoke().ok());
+  EXPECT_THAT(runner.Output(0), ElementsAreArray({9.0f, 1.0f, 2.0f, 9.0f, 9.0f, 3.0f, 4.0f, 9.0f,
+                                                  9.0f, 5.0f, 6.0f, 9.0f}));
+}
+
 TEST(PadV2Test, PadsWithTheConstantValue) {
   ModelBuilder b;
   int in = b.AddTensor(tfl::TensorType::FLOAT32, {2});

@@ -20,21 +20,34 @@ struct ThreadPool::State {
   // Changed under `mutex`; read without it while spinning.
   std::atomic<uint64_t> generation{0};
   bool stop = false;
-  // The current task set; `next` is the first unclaimed task. Under `mutex`.
+  // The current task set. Thread slot s owns the tasks [begin[s], end[s])
+  // (a contiguous share, the same part of every op's work, so each thread
+  // finds in its own cache what it wrote in the op before), takes its own
+  // from the front and, when none are left, steals from the back of the
+  // largest share left. Under `mutex`.
   void (*task)(void*, size_t, int) = nullptr;
   void* arg = nullptr;
-  size_t tasks = 0;
-  size_t next = 0;
-  std::atomic<size_t> done{0};  // tasks of the current set finished
+  std::vector<size_t> begin, end;  // one per thread slot, sized once
+  std::atomic<size_t> done{0};     // tasks of the current set finished
   std::vector<std::thread> workers;
 
-  // Claims the next task of set `gen`: false when the set changed or has
-  // none left. A task is claimed under the mutex, so a worker that saw an
-  // older set never runs a task with the wrong function or argument.
-  bool Claim(uint64_t gen, size_t* t, void (**fn)(void*, size_t, int), void** a) {
+  // Claims a task of set `gen` for thread `slot`: false when the set
+  // changed or has none left. A task is claimed under the mutex, so a
+  // worker that saw an older set never runs a task with the wrong function
+  // or argument.
+  bool Claim(uint64_t gen, int slot, size_t* t, void (**fn)(void*, size_t, int), void** a) {
     std::lock_guard<std::mutex> lock(mutex);
-    if (generation.load(std::memory_order_relaxed) != gen || next >= tasks) return false;
-    *t = next++;
+    if (generation.load(std::memory_order_relaxed) != gen) return false;
+    if (begin[slot] < end[slot]) {
+      *t = begin[slot]++;
+    } else {
+      size_t victim = 0, left = 0;
+      for (size_t v = 0; v < begin.size(); ++v) {
+        if (end[v] - begin[v] > left) victim = v, left = end[v] - begin[v];
+      }
+      if (left == 0) return false;
+      *t = --end[victim];
+    }
     *fn = task;
     *a = arg;
     return true;
@@ -45,7 +58,7 @@ struct ThreadPool::State {
     size_t t = 0;
     void (*fn)(void*, size_t, int) = nullptr;
     void* a = nullptr;
-    while (Claim(gen, &t, &fn, &a)) {
+    while (Claim(gen, slot, &t, &fn, &a)) {
       fn(a, t, slot);
       done.fetch_add(1, std::memory_order_acq_rel);
     }
@@ -55,6 +68,8 @@ struct ThreadPool::State {
 ThreadPool::ThreadPool(int threads) {
   if (threads <= 1) return;
   state_ = std::make_unique<State>();
+  state_->begin.assign(static_cast<size_t>(threads), 0);
+  state_->end.assign(static_cast<size_t>(threads), 0);
   for (int slot = 1; slot < threads; ++slot) {
     state_->workers.emplace_back([this, slot] { Work(slot); });
   }
@@ -104,8 +119,11 @@ void ThreadPool::Run(size_t tasks, void (*task)(void*, size_t, int), void* arg) 
     std::lock_guard<std::mutex> lock(s.mutex);
     s.task = task;
     s.arg = arg;
-    s.tasks = tasks;
-    s.next = 0;
+    const size_t threads = s.begin.size();
+    for (size_t slot = 0; slot < threads; ++slot) {
+      s.begin[slot] = slot * tasks / threads;
+      s.end[slot] = (slot + 1) * tasks / threads;
+    }
     s.done.store(0, std::memory_order_relaxed);
     gen = s.generation.load(std::memory_order_relaxed) + 1;
     s.generation.store(gen, std::memory_order_release);

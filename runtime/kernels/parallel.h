@@ -1,7 +1,9 @@
 // Splitting a kernel's work across the interpreter's threads
 // (ExecutionContext). Work is cut into a few contiguous tasks per thread
 // (kTasksPerThread, so that an idle thread takes over the tasks of one the
-// OS has descheduled), each task using the scratch
+// OS has descheduled); thread i first runs its own contiguous share of the
+// tasks (the same part of every op, so data it wrote stays in its cache),
+// then steals from the others' back ends. Each task uses the scratch
 // part of the thread that runs it, and every output element is computed by
 // one task in the same order as on one thread, so the results do not depend
 // on the number of threads (bit for bit).

@@ -67,6 +67,22 @@ TEST(ParallelForTest, RunsEveryTaskOnce) {
   EXPECT_EQ(order, (std::vector<size_t>{0, 1, 2, 3}));
 }
 
+TEST(ParallelForTest, EveryTaskOnceWhateverTheSharesAndSteals) {
+  // Fewer tasks than threads (empty shares), uneven shares, many tasks: each
+  // thread takes its own share first and steals the rest from the others.
+  ThreadPool pool(3);
+  ExecutionContext context;
+  context.threadpool = &pool;
+  context.num_threads = pool.threads();
+  for (size_t count : {2, 3, 4, 7, 64}) {
+    for (int round = 0; round < 20; ++round) {
+      std::vector<std::atomic<int>> runs(count);
+      ParallelFor(&context, count, [&](size_t t, int) { ++runs[t]; });
+      for (size_t t = 0; t < count; ++t) ASSERT_EQ(runs[t].load(), 1) << count << " tasks, " << t;
+    }
+  }
+}
+
 TEST(TaskCountTest, AFewTasksPerThreadAtMostOnePerUnit) {
   EXPECT_EQ(TaskCount(100, 1), 1);
   EXPECT_EQ(TaskCount(100, 2), 2 * kTasksPerThread);

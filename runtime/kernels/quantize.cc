@@ -18,7 +18,7 @@ struct QuantizeData : OpData {
 Status Prepare(Node& node) {
   DFARM_RETURN_IF_ERROR(CheckArity(node, 1, 1, 1));
   const Tensor& input = *node.inputs[0];
-  const Tensor& output = *node.outputs[0];
+  Tensor& output = *node.outputs[0];
   DFARM_RETURN_IF_ERROR(CheckOutputShape(output, input.shape));
   DFARM_RETURN_IF_ERROR(CheckQuantizedPerTensor(output, "output"));
   auto data = std::make_unique<QuantizeData>();

@@ -2,15 +2,16 @@
 // values before Invoke(); negative axes count from the end, repeats are
 // ignored), with ReducerOptions.keep_dims. float32: as in TFLite, the sums are
 // accumulated in float32 and MEAN divides by the reduced element count.
-// int8/uint8: as TFLite's QuantizedMeanOrSum, an int32 sum of the quantized
-// values, minus zero_point * count, times the multiplier input_scale /
-// output_scale (MEAN: folded with 1 / count into the fixed-point multiplier);
-// REDUCE_MAX takes the max of the quantized values (input and output must
-// then share scale and zero point).
+// int8/uint8: an int32 sum of the quantized values; SUM as TFLite's
+// QuantizedMeanOrSum (minus zero_point * count, times the multiplier
+// input_scale / output_scale), MEAN as TensorFlow Lite 2.9's builtin kernel
+// (MeanOfSums()); REDUCE_MAX takes the max of the quantized values (input
+// and output must then share scale and zero point).
 #include <algorithm>
 #include <array>
-#include <bit>
+#include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "runtime/kernels/kernel_util.h"
@@ -28,13 +29,17 @@ struct ReduceData : OpData {
   std::array<int64_t, kMaxRank> in_dims{};
   std::array<int64_t, kMaxRank> out_strides{};
   int64_t reduced_count = 1;
+  // MEAN of a 4-D input over axes exactly {1, 2} with keep_dims: TFLite 2.9
+  // runs it through its own kernel (MeanOfSums()).
+  bool mean_hw_4d = false;
+  int32_t mean_bias = 0;  // uint8 mean_hw_4d: zp_out - (int)(zp_in * s_in / s_out)
   // Quantized: the requantizing multiplier and the int32 accumulators.
   int32_t multiplier = 0;
   int shift = 0;
   std::vector<int32_t> accumulators;
 };
 
-// TFLite's multiplier for a quantized MEAN or SUM (reduce.h, QuantizedMeanOrSum).
+// The quantized parameters of MEAN, SUM (TFLite's multiplier, reduce.h) and REDUCE_MAX.
 Status PrepareQuantized(const Node& node, ReduceData* d) {
   const Tensor& input = *node.inputs[0];
   const Tensor& output = *node.outputs[0];
@@ -48,26 +53,31 @@ Status PrepareQuantized(const Node& node, ReduceData* d) {
     }
     return Status::Ok();
   }
+  if (d->reduced_count > (int64_t{1} << 23)) {
+    return Status::Unsupported("reducing " + std::to_string(d->reduced_count) +
+                               " elements into one is not supported (int32 sum)");
+  }
+  d->accumulators.resize(static_cast<size_t>(output.num_elements()));
+  if (node.code == tflite::BuiltinOperator::MEAN) {
+    // MeanOfSums(): uint8 over H,W in fixed point, the rest in float.
+    if (input.dtype == DType::kUint8 && d->mean_hw_4d) {
+      const float count = static_cast<float>(d->reduced_count);
+      QuantizeMultiplier(static_cast<double>(input.scale / (count * output.scale)), &d->multiplier,
+                         &d->shift);
+      if (d->shift < -31 || d->shift > 30) {
+        return Status::Unsupported("MEAN's multiplier s_in / (count * s_out) is out of range");
+      }
+      d->mean_bias = ZeroPoint(output) - static_cast<int32_t>(static_cast<float>(ZeroPoint(input)) *
+                                                              input.scale / output.scale);
+    }
+    return Status::Ok();
+  }
   const double real_multiplier = static_cast<double>(input.scale) / output.scale;
   QuantizeMultiplier(real_multiplier, &d->multiplier, &d->shift);
   if (d->shift > 30) {
     return Status::Unsupported("input scale / output scale " + std::to_string(real_multiplier) +
                                " is too large");
   }
-  if (d->reduced_count > (int64_t{1} << 23)) {
-    return Status::Unsupported("reducing " + std::to_string(d->reduced_count) +
-                               " elements into one is not supported (int32 sum)");
-  }
-  if (node.code == tflite::BuiltinOperator::MEAN && d->reduced_count > 0) {
-    const uint64_t count = static_cast<uint64_t>(d->reduced_count);
-    int shift = 63 - std::countl_zero(count);
-    shift = std::min(shift, 32);
-    shift = std::min(shift, 31 + d->shift);
-    d->multiplier =
-        static_cast<int32_t>((static_cast<int64_t>(d->multiplier) << shift) / d->reduced_count);
-    d->shift -= shift;
-  }
-  d->accumulators.resize(static_cast<size_t>(output.num_elements()));
   return Status::Ok();
 }
 
@@ -95,8 +105,11 @@ Status Prepare(Node& node) {
   }
   const auto* options = node.options<tflite::ReducerOptions>();
   const bool keep_dims = options != nullptr && options->keep_dims();
+  const bool axes_hw =
+      axes.size() == 2 && ((axes[0] == 1 && axes[1] == 2) || (axes[0] == 2 && axes[1] == 1));
 
   auto data = std::make_unique<ReduceData>();
+  data->mean_hw_4d = keep_dims && rank == 4 && axes_hw;
   data->in_dims.fill(1);
   std::vector<int32_t> computed;
   std::array<int64_t, kMaxRank> out_dims;
@@ -155,6 +168,40 @@ void Accumulate(const ReduceData& d, const In* in, int64_t in_n, Acc* out) {
   }
 }
 
+// A quantized MEAN from the int32 sums of the raw values, as TensorFlow Lite
+// 2.9's builtin kernel (checked bit for bit in tests/tflite): a uint8 4-D
+// mean over H and W kept as dims in fixed point, sum * (s_in / (count *
+// s_out)) + mean_bias; otherwise, with the input's scale and zero point on
+// the output, the integer mean (truncated; rounded for int8 over H,W);
+// otherwise in float32, round(sum / count * scale + bias) + zp_out with
+// scale = s_in / s_out and bias = -zp_in * scale; saturated.
+template <typename T>
+void MeanOfSums(const ReduceData& d, const int32_t* acc, int32_t count, const Tensor& input,
+                const Tensor& output, T* out) {
+  const int64_t out_n = output.num_elements();
+  const int32_t in_zp = ZeroPoint(input), out_zp = ZeroPoint(output);
+  const bool same = input.scale == output.scale && in_zp == out_zp;
+  const float scale = input.scale / output.scale;
+  const float bias = -static_cast<float>(in_zp) * scale;
+  for (int64_t i = 0; i < out_n; ++i) {
+    if (std::is_same_v<T, uint8_t> && d.mean_hw_4d) {
+      const int32_t q = MultiplyByQuantizedMultiplier(acc[i], d.multiplier, d.shift) + d.mean_bias;
+      out[i] = static_cast<T>(std::clamp<int32_t>(q, 0, 255));
+      continue;
+    }
+    const float mean = static_cast<float>(acc[i]) / static_cast<float>(count);
+    if (same && !d.mean_hw_4d) {
+      out[i] = static_cast<T>(acc[i] / count);
+      continue;
+    }
+    float r =
+        same ? std::round(mean) : std::round(mean * scale + bias) + static_cast<float>(out_zp);
+    r = std::min(r, static_cast<float>(std::numeric_limits<T>::max()));
+    r = std::max(r, static_cast<float>(std::numeric_limits<T>::min()));
+    out[i] = static_cast<T>(r);
+  }
+}
+
 template <Kind kKind, typename T>
 void EvalQuantized(ReduceData& d, const Tensor& input, Tensor& output) {
   const int64_t out_n = output.num_elements();
@@ -173,6 +220,10 @@ void EvalQuantized(ReduceData& d, const Tensor& input, Tensor& output) {
     const int32_t in_zp = ZeroPoint(input);
     const int32_t out_zp = ZeroPoint(output);
     const int32_t count = static_cast<int32_t>(d.reduced_count);
+    if constexpr (kKind == Kind::kMean) {
+      MeanOfSums(d, acc, count, input, output, out);
+      return;
+    }
     for (int64_t i = 0; i < out_n; ++i) {
       const int32_t shifted_sum = acc[i] - in_zp * count;
       const int32_t q = MultiplyByQuantizedMultiplier(shifted_sum, d.multiplier, d.shift) + out_zp;

@@ -18,6 +18,7 @@
 
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/kernels.h"
+#include "runtime/kernels/parallel.h"
 #include "runtime/kernels/quant_util.h"
 
 namespace dfarm::runtime {
@@ -211,14 +212,18 @@ Status Eval(Node& node) {
     EvalQuantized<kBilinear, uint8_t>(d, input, output);
     return Status::Ok();
   }
-  const int batches = input.shape[0], in_h = input.shape[1], in_w = input.shape[2];
+  const int in_h = input.shape[1], in_w = input.shape[2];
   const int channels = input.shape[3];
   const int out_h = output.shape[1], out_w = output.shape[2];
   const float* in = input.data_as<float>();
-  float* __restrict out = output.data_as<float>();
-  for (int n = 0; n < batches; ++n) {
-    const float* image = in + static_cast<size_t>(n) * in_h * in_w * channels;
-    for (int oy = 0; oy < out_h; ++oy) {
+  float* const out_data = output.data_as<float>();
+  // Output rows (over batches) as tasks across the threads; each element is
+  // computed alone, so the split changes no bit.
+  auto rows = [&](int64_t row_begin, int64_t row_end) {
+    float* __restrict out = out_data + row_begin * out_w * channels;
+    for (int64_t row = row_begin; row < row_end; ++row) {
+      const int n = static_cast<int>(row / out_h), oy = static_cast<int>(row % out_h);
+      const float* image = in + static_cast<size_t>(n) * in_h * in_w * channels;
       const float* row0 = image + static_cast<size_t>(d.rows.lower[oy]) * in_w * channels;
       const float* row1 = image + static_cast<size_t>(d.rows.upper[oy]) * in_w * channels;
       const float fy = d.rows.frac[oy];
@@ -240,7 +245,14 @@ Status Eval(Node& node) {
         out += channels;
       }
     }
-  }
+  };
+  const int64_t out_rows = static_cast<int64_t>(input.shape[0]) * out_h;
+  const bool split = output.num_elements() >= kMinParallelElements;
+  const int tasks = static_cast<int>(TaskCount(split ? out_rows : 1, NumThreads(node)));
+  ParallelFor(node.context, static_cast<size_t>(tasks), [&](size_t t, int) {
+    const Range r = SplitRange(out_rows, tasks, static_cast<int>(t));
+    if (r.size() > 0) rows(r.begin, r.end);
+  });
   return Status::Ok();
 }
 

@@ -43,6 +43,7 @@ struct TransposeConvData : OpData {
   ActivationRange activation{};
   // GEMM path (empty packed_filter: the plain loops run instead).
   std::vector<float> packed_filter;  // [KH][KW][Cout][Cin]
+  std::vector<float> zeros;          // [KH*KW*Cout]: the GEMM's bias (columns overwritten)
   int64_t chunk_rows = 0;            // input pixels per GEMM
   size_t columns_bytes = 0;          // scratch: [chunk_rows, KH*KW*Cout], then the GEMM's
   Gemm gemm;
@@ -56,8 +57,8 @@ struct TransposeConvData : OpData {
 constexpr int64_t kChunkFloats = 128 * 1024;
 
 // Sets up the GEMM path when the filter is constant (allocates) and the
-// node's scratch (one thread: the scatter of overlapping windows adds into
-// shared outputs).
+// node's scratch: thread 0's part holds the columns, every thread's part
+// (past columns_bytes) its GEMM workspace.
 void PlanGemm(TransposeConvData& d, Node& node) {
   if (!d.filter->has_static_value()) return;
   const int out_c = d.filter->shape[0], k_h = d.filter->shape[1], k_w = d.filter->shape[2];
@@ -81,6 +82,8 @@ void PlanGemm(TransposeConvData& d, Node& node) {
       std::min<int64_t>(pixels, std::max<int64_t>(16, kChunkFloats / std::max<int64_t>(cols, 1)));
   d.columns_bytes = (static_cast<size_t>(d.chunk_rows * cols) * sizeof(float) + 63) & ~size_t{63};
   d.gemm.Plan(d.chunk_rows, cols, in_c);
+  d.gemm.SetConstantB({d.packed_filter.data(), in_c, /*transposed=*/true});
+  d.zeros.assign(static_cast<size_t>(cols), 0.0f);
   node.scratch_bytes = d.columns_bytes + d.gemm.workspace_bytes();
 }
 
@@ -333,6 +336,108 @@ Status EvalQuantized(Node& node) {
   return Status::Ok();
 }
 
+// Adds the chunk's columns (input pixels [first, first + rows)) into the
+// output rows [row_begin, row_end) (rows counted over batches), input pixel
+// by input pixel: each output element gets its terms in the same order
+// whatever the split.
+void ScatterRows(const TransposeConvData& d, Tensor& output, const float* columns, int64_t first,
+                 int64_t rows, int64_t row_begin, int64_t row_end) {
+  const int in_h = d.input->shape[1], in_w = d.input->shape[2];
+  const int k_h = d.filter->shape[1], k_w = d.filter->shape[2];
+  const int out_h = output.shape[1], out_w = output.shape[2], out_c = output.shape[3];
+  const int64_t cols = static_cast<int64_t>(k_h) * k_w * out_c;
+  float* out = output.data_as<float>();
+  // Input row by input row: a row none of whose pixels reach [row_begin,
+  // row_end) is skipped whole (each task sees every row of the chunk).
+  for (int64_t p = first; p < first + rows;) {
+    const int ix0 = static_cast<int>(p % in_w);
+    const int iy = static_cast<int>((p / in_w) % in_h);
+    const int64_t n = p / (static_cast<int64_t>(in_w) * in_h);
+    const int64_t row_start = p - ix0;  // the pixel at ix 0
+    const int64_t row_stop = std::min(first + rows, row_start + in_w);
+    const int64_t top = n * out_h + static_cast<int64_t>(iy) * d.stride_h - d.pad_top;
+    if (top + k_h <= row_begin || top >= row_end) {
+      p = row_stop;
+      continue;
+    }
+    for (; p < row_stop; ++p) {
+      const int ix = static_cast<int>(p - row_start);
+      // Pixel ix's k_w window positions are contiguous in the output row:
+      // kx in [kx0, kx1) lands inside it.
+      const int ox0 = ix * d.stride_w - d.pad_left;
+      const int kx0 = std::max(0, -ox0), kx1 = std::min(k_w, out_w - ox0);
+      if (kx0 >= kx1) continue;
+      const int64_t span = static_cast<int64_t>(kx1 - kx0) * out_c;
+      for (int ky = 0; ky < k_h; ++ky) {
+        const int oy = iy * d.stride_h - d.pad_top + ky;
+        const int64_t row = n * out_h + oy;
+        if (oy < 0 || oy >= out_h || row < row_begin || row >= row_end) continue;
+        const float* __restrict col =
+            columns + (p - first) * cols + (static_cast<int64_t>(ky) * k_w + kx0) * out_c;
+        float* __restrict acc = out + (row * out_w + ox0 + kx0) * out_c;
+        for (int64_t i = 0; i < span; ++i) acc[i] += col[i];
+      }
+    }
+  }
+}
+
+// The float GEMM path: per chunk of input pixels, the columns by a GEMM
+// split across the threads, then the scatter split by output rows; bias
+// first and the activation last, by output rows too.
+Status EvalFloat(Node& node) {
+  const TransposeConvData& d = *node.data_as<TransposeConvData>();
+  DFARM_RETURN_IF_ERROR(CheckScratch(node));
+  float* columns = reinterpret_cast<float*>(node.context->ThreadScratch(0));
+  const Tensor& input = *d.input;
+  Tensor& output = *node.outputs[0];
+  const int in_c = input.shape[3];
+  const int out_h = output.shape[1], out_w = output.shape[2], out_c = output.shape[3];
+  const float* in = input.data_as<float>();
+  const float* bias = d.bias != nullptr ? d.bias->data_as<float>() : nullptr;
+  float* out = output.data_as<float>();
+  const int64_t out_rows = static_cast<int64_t>(output.shape[0]) * out_h;
+  const int64_t row_floats = static_cast<int64_t>(out_w) * out_c;
+  const int tasks = static_cast<int>(
+      TaskCount(out_rows * row_floats >= kMinParallelElements ? out_rows : 1, NumThreads(node)));
+  auto by_rows = [&](auto&& f) {
+    ParallelFor(node.context, static_cast<size_t>(tasks), [&](size_t t, int) {
+      const Range r = SplitRange(out_rows, tasks, static_cast<int>(t));
+      if (r.size() > 0) f(r.begin, r.end);
+    });
+  };
+  by_rows([&](int64_t begin, int64_t end) {
+    float* __restrict px = out + begin * row_floats;
+    if (bias == nullptr) {
+      std::fill(px, px + (end - begin) * row_floats, 0.0f);
+      return;
+    }
+    for (int64_t p = begin * out_w; p < end * out_w; ++p, px += out_c) {
+      for (int oc = 0; oc < out_c; ++oc) px[oc] = bias[oc];
+    }
+  });
+  const int64_t cols = static_cast<int64_t>(d.filter->shape[1]) * d.filter->shape[2] * out_c;
+  const int64_t in_pixels = static_cast<int64_t>(input.shape[0]) * input.shape[1] * input.shape[2];
+  const GemmEpilogue overwrite{d.zeros.data()};
+  for (int64_t first = 0; first < in_pixels; first += d.chunk_rows) {
+    const int64_t rows = std::min(d.chunk_rows, in_pixels - first);
+    d.gemm.RunParallel(rows, cols, in_c, {in + first * in_c, in_c, false},
+                       {d.packed_filter.data(), in_c, /*transposed=*/true}, columns, cols,
+                       overwrite, node.context, d.columns_bytes);
+    by_rows([&](int64_t begin, int64_t end) {
+      ScatterRows(d, output, columns, first, rows, begin, end);
+    });
+  }
+  const ActivationRange act = d.activation;
+  if (act.min == -std::numeric_limits<float>::infinity() &&
+      act.max == std::numeric_limits<float>::infinity()) {
+    return Status::Ok();  // no activation: the clamp changes nothing
+  }
+  by_rows([&](int64_t begin, int64_t end) {
+    for (int64_t i = begin * row_floats; i < end * row_floats; ++i) out[i] = Clamp(out[i], act);
+  });
+  return Status::Ok();
+}
+
 Status Eval(Node& node) {
   TransposeConvData& d = *node.data_as<TransposeConvData>();
   if (d.quantized) {
@@ -340,53 +445,7 @@ Status Eval(Node& node) {
                                           : EvalQuantized<uint8_t>(node);
   }
   if (d.packed_filter.empty()) return EvalReference(node);
-  DFARM_RETURN_IF_ERROR(CheckScratch(node));
-  float* columns = reinterpret_cast<float*>(node.context->ThreadScratch(0));
-  std::byte* workspace = node.context->ThreadScratch(0) + d.columns_bytes;
-  const Tensor& input = *d.input;
-  Tensor& output = *node.outputs[0];
-  const int in_h = input.shape[1], in_w = input.shape[2], in_c = input.shape[3];
-  const int k_h = d.filter->shape[1], k_w = d.filter->shape[2];
-  const int out_h = output.shape[1], out_w = output.shape[2], out_c = output.shape[3];
-  const float* in = input.data_as<float>();
-  const float* bias = d.bias != nullptr ? d.bias->data_as<float>() : nullptr;
-  float* out = output.data_as<float>();
-  const int64_t out_pixels = static_cast<int64_t>(output.shape[0]) * out_h * out_w;
-  for (int64_t p = 0; p < out_pixels; ++p) {
-    float* px = out + p * out_c;
-    if (bias != nullptr) {
-      std::memcpy(px, bias, out_c * sizeof(float));
-    } else {
-      std::fill(px, px + out_c, 0.0f);
-    }
-  }
-  const int64_t cols = static_cast<int64_t>(k_h) * k_w * out_c;
-  const int64_t in_pixels = static_cast<int64_t>(input.shape[0]) * in_h * in_w;
-  for (int64_t first = 0; first < in_pixels; first += d.chunk_rows) {
-    const int64_t rows = std::min(d.chunk_rows, in_pixels - first);
-    std::fill(columns, columns + rows * cols, 0.0f);
-    d.gemm.Run(rows, cols, in_c, {in + first * in_c, in_c, false},
-               {d.packed_filter.data(), in_c, /*transposed=*/true}, columns, cols, workspace);
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t p = first + r;
-      const int ix = static_cast<int>(p % in_w);
-      const int iy = static_cast<int>((p / in_w) % in_h);
-      const int64_t n = p / (static_cast<int64_t>(in_w) * in_h);
-      const float* col = columns + r * cols;
-      for (int ky = 0; ky < k_h; ++ky) {
-        const int oy = iy * d.stride_h - d.pad_top + ky;
-        for (int kx = 0; kx < k_w; ++kx, col += out_c) {
-          const int ox = ix * d.stride_w - d.pad_left + kx;
-          if (oy < 0 || oy >= out_h || ox < 0 || ox >= out_w) continue;
-          float* __restrict acc = out + ((n * out_h + oy) * out_w + ox) * out_c;
-          for (int oc = 0; oc < out_c; ++oc) acc[oc] += col[oc];
-        }
-      }
-    }
-  }
-  const ActivationRange act = d.activation;
-  for (int64_t i = 0; i < out_pixels * out_c; ++i) out[i] = Clamp(out[i], act);
-  return Status::Ok();
+  return EvalFloat(node);
 }
 
 }  // namespace

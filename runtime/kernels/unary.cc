@@ -11,6 +11,7 @@
 
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/kernels.h"
+#include "runtime/kernels/parallel.h"
 #include "runtime/kernels/quant_util.h"
 
 namespace dfarm::runtime {
@@ -267,10 +268,15 @@ Status Eval(Node& node) {
     return Status::Ok();
   }
   const float alpha = d.alpha;
-  const float* __restrict in = node.inputs[0]->data_as<float>();
-  float* __restrict out = node.outputs[0]->data_as<float>();
-  const int64_t n = node.inputs[0]->num_elements();
-  for (int64_t i = 0; i < n; ++i) out[i] = Op::Apply(in[i], alpha);
+  const float* in = node.inputs[0]->data_as<float>();
+  float* out = node.outputs[0]->data_as<float>();
+  // Elements are independent: contiguous ranges across the threads.
+  ParallelRanges(node, node.inputs[0]->num_elements(), kMinParallelElements,
+                 [in, out, alpha](int64_t begin, int64_t end) {
+                   const float* __restrict x = in;
+                   float* __restrict y = out;
+                   for (int64_t i = begin; i < end; ++i) y[i] = Op::Apply(x[i], alpha);
+                 });
   return Status::Ok();
 }
 

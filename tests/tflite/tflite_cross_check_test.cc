@@ -536,6 +536,30 @@ std::vector<QuantGraph> Graphs() {
     m.b().AddReducer(Op::MEAN, cat, axes, mean, true);
     out.push_back(m.Finish("int8 pad+resize_bilinear+concatenation+mean", {cat, mean}));
   }
+  for (const auto type : {I8, U8}) {
+    // MEAN's paths in TFLite 2.9: a 4-D mean over H,W kept as dims, on the
+    // input's quantization or another; the general mean, on the same
+    // quantization (an integer mean) or another; negative axes.
+    const bool i8 = type == I8;
+    const int zp = i8 ? -3 : 130;
+    Maker m(i8 ? 17 : 18);
+    const int in = m.In(type, {2, 5, 7, 6}, 0.05f, zp);
+    const int hw = m.b().AddConstInt32({2}, {1, 2});
+    const int hw_same = m.Act(type, {2, 1, 1, 6}, 0.05f, zp);
+    m.b().AddReducer(Op::MEAN, in, hw, hw_same, true);
+    const int hw_other = m.Act(type, {2, 1, 1, 6}, 0.02f, zp + 9);
+    m.b().AddReducer(Op::MEAN, in, hw, hw_other, true);
+    const int hw_flat = m.Act(type, {2, 6}, 0.05f, zp);
+    m.b().AddReducer(Op::MEAN, in, hw, hw_flat, false);
+    const int last = m.b().AddConstInt32({2}, {-1, 1});
+    const int last_same = m.Act(type, {2, 1, 7, 1}, 0.05f, zp);
+    m.b().AddReducer(Op::MEAN, in, last, last_same, true);
+    const int last_other = m.Act(type, {2, 7}, 0.03f, zp - 5);
+    m.b().AddReducer(Op::MEAN, in, last, last_other, false);
+    out.push_back(
+        m.Finish(std::string(i8 ? "int8" : "uint8") + " mean: H,W, general, same or other",
+                 {hw_same, hw_other, hw_flat, last_same, last_other}));
+  }
   {
     // float -> QUANTIZE int8 -> QUANTIZE int8 (requantize) -> DEQUANTIZE.
     Maker m(14);
