@@ -1,6 +1,7 @@
 // The names of the built-in delegates, the one list of them:
 // delegates/registry.cc registers these (static_asserts that it registers
-// no other; "xnnpack" only when the build found XNNPACK), and the harness
+// no other; "xnnpack" only when the build found XNNPACK, "gpu" only when it
+// found the OpenCL headers), and the harness
 // checks a spec's delegate names against it without linking the delegates.
 // A plugin is not a name of its own: it is "external" with a `path` option.
 #pragma once
@@ -11,7 +12,7 @@
 
 namespace dfarm::delegates {
 
-inline constexpr std::array<std::string_view, 3> kBuiltinDelegateNames = {"cpu", "xnnpack",
+inline constexpr std::array<std::string_view, 4> kBuiltinDelegateNames = {"cpu", "xnnpack", "gpu",
                                                                           "external"};
 
 constexpr bool IsBuiltinDelegateName(std::string_view name) {
@@ -21,7 +22,7 @@ constexpr bool IsBuiltinDelegateName(std::string_view name) {
   return false;
 }
 
-// "cpu, xnnpack, external", for messages.
+// "cpu, xnnpack, gpu, external", for messages.
 inline std::string BuiltinDelegateNamesList() {
   std::string list;
   for (std::string_view name : kBuiltinDelegateNames) {

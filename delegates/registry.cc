@@ -10,6 +10,9 @@
 #ifdef DFARM_HAVE_XNNPACK
 #include "delegates/xnnpack/xnnpack_delegate.h"
 #endif
+#ifdef DFARM_HAVE_OPENCL
+#include "delegates/gpu/gpu_delegate.h"
+#endif
 
 namespace dfarm::delegates {
 namespace {
@@ -32,6 +35,13 @@ constexpr const char* kXnnpackOptions[] = {"threads",
                                            "last_delegate_node_index",
                                            nullptr};
 #endif
+#ifdef DFARM_HAVE_OPENCL
+constexpr const char* kGpuOptions[] = {"precision_loss_allowed",   "inference_preference",
+                                       "serialization_dir",        "model_token",
+                                       "max_delegated_partitions", "min_nodes_per_partition",
+                                       "require_full_delegation",  "first_delegate_node_index",
+                                       "last_delegate_node_index", nullptr};
+#endif
 
 void AddReferenceKernels(runtime::OpResolver& resolver) { resolver.AddAllReferenceOps(); }
 
@@ -50,10 +60,18 @@ constexpr std::array kDelegates = {
         "XNNPACK (libxnnpack; float32, fp16, int8/uint8): threads (default 1), fp16 (true/false)",
         kXnnpackOptions, &AddReferenceKernels, &CreateXnnpackDelegate},
 #endif
+#ifdef DFARM_HAVE_OPENCL
+    RegisteredDelegate{
+        "gpu",
+        "OpenCL (float32): precision_loss_allowed (fp16 storage, true/false), "
+        "inference_preference (fast_single_answer|sustained_speed), serialization_dir + "
+        "model_token (compiled-program cache)",
+        kGpuOptions, &AddReferenceKernels, &CreateGpuDelegate},
+#endif
 };
 
 // kDelegates registers the built-in delegates of delegate_names.h, each
-// once, and (XNNPACK aside) all of them.
+// once, and (XNNPACK and gpu aside) all of them.
 constexpr bool RegistersOnlyBuiltinNames() {
   for (size_t i = 0; i < kDelegates.size(); ++i) {
     if (!IsBuiltinDelegateName(kDelegates[i].name)) return false;
@@ -64,10 +82,16 @@ constexpr bool RegistersOnlyBuiltinNames() {
   return true;
 }
 #ifdef DFARM_HAVE_XNNPACK
-constexpr size_t kBuiltinsLeftOut = 0;
+constexpr size_t kXnnpackLeftOut = 0;
 #else
-constexpr size_t kBuiltinsLeftOut = 1;  // xnnpack
+constexpr size_t kXnnpackLeftOut = 1;
 #endif
+#ifdef DFARM_HAVE_OPENCL
+constexpr size_t kGpuLeftOut = 0;
+#else
+constexpr size_t kGpuLeftOut = 1;  // no OpenCL headers
+#endif
+constexpr size_t kBuiltinsLeftOut = kXnnpackLeftOut + kGpuLeftOut;
 static_assert(RegistersOnlyBuiltinNames() &&
                   kDelegates.size() + kBuiltinsLeftOut == kBuiltinDelegateNames.size(),
               "kDelegates and kBuiltinDelegateNames (delegates/delegate_names.h) disagree");

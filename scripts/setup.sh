@@ -18,6 +18,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev
   libxnnpack-dev libpthreadpool-dev libeigen3-dev
+  pocl-opencl-icd ocl-icd-libopencl1 opencl-c-headers clinfo
   libarmnn-dev libarmnntfliteparser-dev libarmnn-cpuref-backend22
   libusb-1.0-0-dev adb
   qemu-user g++-aarch64-linux-gnu

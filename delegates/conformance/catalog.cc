@@ -641,26 +641,28 @@ std::vector<ConformanceCase> Catalog() {
 
 std::vector<PartitionCase> PartitionCatalog() {
   std::vector<PartitionCase> cases;
-  // x -> ADD -> TANH -> ADD -> TANH -> ADD -> out: each ADD is cut off from
-  // the next by a TANH, so 3 partitions of 1 node.
+  // x -> ADD -> EXP -> ADD -> EXP -> ADD -> out: each ADD is cut off from
+  // the next by an EXP, so 3 partitions of 1 node. The later ADDs add x (not
+  // their input twice), which keeps the values inside float16's range.
   {
     ModelBuilder b;
-    int t = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4}, "x");
-    b.SetInputs({t});
+    const int x = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4}, "x");
+    int t = x;
+    b.SetInputs({x});
     for (int i = 0; i < 5; ++i) {
       const int next = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4});
       if (i % 2 == 0) {
-        b.AddAdd(t, t, next);
+        b.AddAdd(t, i == 0 ? t : x, next);
       } else {
-        b.AddUnary(Op::TANH, t, next);
+        b.AddUnary(Op::EXP, t, next);
       }
       t = next;
     }
     b.SetOutputs({t});
-    cases.push_back({"ADD TANH ADD TANH ADD", b.Build(), 3, 3});
+    cases.push_back({"ADD EXP ADD EXP ADD", b.Build(), 3, 3});
   }
-  // x -> ADD -> ADD -> TANH -> ADD -> ADD -> out, and a side branch
-  // ADD(x, x) read only by the last ADD: it has no path through the TANH, so
+  // x -> ADD -> ADD -> EXP -> ADD -> ADD -> out, and a side branch
+  // ADD(x, x) read only by the last ADD: it has no path through the EXP, so
   // it joins the first partition: {ADD, ADD, ADD(x,x)} and {ADD, ADD}.
   {
     ModelBuilder b;
@@ -673,13 +675,13 @@ std::vector<PartitionCase> PartitionCatalog() {
     const int out = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4}, "out");
     b.AddAdd(x, x, t1);
     b.AddAdd(t1, t1, t2);
-    b.AddUnary(Op::TANH, t2, t3);
+    b.AddUnary(Op::EXP, t2, t3);
     b.AddAdd(x, x, side);
     b.AddAdd(t3, t3, t4);
     b.AddAdd(t4, side, out);
     b.SetInputs({x});
     b.SetOutputs({out});
-    cases.push_back({"ADD ADD TANH ADD ADD + side ADD", b.Build(), 2, 5});
+    cases.push_back({"ADD ADD EXP ADD ADD + side ADD", b.Build(), 2, 5});
   }
   return cases;
 }

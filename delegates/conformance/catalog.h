@@ -34,7 +34,7 @@ inline constexpr double kQuantizedSteps = 2.0;
 std::vector<ConformanceCase> Catalog();
 
 // Models for the partition check: float ADDs of two run-time tensors (claimed by the delegates
-// under test) alternating with TANH (claimed by none of them), with the number of delegated
+// under test) alternating with EXP (claimed by none of them), with the number of delegated
 // partitions worked out by hand.
 struct PartitionCase {
   std::string name;

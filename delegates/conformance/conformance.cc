@@ -99,9 +99,12 @@ std::string DelegateUnderTest::Label() const {
 
 Tolerance DelegateUnderTest::DefaultTolerance() const {
   for (const auto& [key, value] : options) {
-    if (key == "fp16" && (value == "true" || value == "1")) return kFloat16Tolerance;
+    const bool on = value == "true" || value == "1";
+    if (on && (key == "fp16" || (name == "gpu" && key == "precision_loss_allowed"))) {
+      return kFloat16Tolerance;
+    }
   }
-  return kFloat32Tolerance;
+  return name == "gpu" ? kGpuFloat32Tolerance : kFloat32Tolerance;
 }
 
 bool ParseDelegateSpec(const std::string& spec, DelegateUnderTest* out, bool* old_syntax) {

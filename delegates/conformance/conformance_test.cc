@@ -95,8 +95,24 @@ TEST(ConformanceTest, MismatchBeyondToleranceFails) {
 
 TEST(ConformanceTest, UnknownDelegateIsAFailure) {
   std::ostringstream os;
-  EXPECT_GT(RunAll({{"gpu", {}}}, os), 0);
-  EXPECT_THAT(os.str(), HasSubstr("unknown delegate 'gpu'"));
+  EXPECT_GT(RunAll({{"tpu", {}}}, os), 0);
+  EXPECT_THAT(os.str(), HasSubstr("unknown delegate 'tpu'"));
+}
+
+// The gpu delegate is judged at 1e-4 in float32 and at the float16
+// tolerance with precision_loss_allowed (xnnpack's fp16 spelling too).
+TEST(ConformanceTest, DefaultToleranceFollowsTheDelegateAndPrecision) {
+  DelegateUnderTest d;
+  ASSERT_TRUE(ParseDelegateSpec("gpu", &d));
+  EXPECT_EQ(d.DefaultTolerance().abs, kGpuFloat32Tolerance.abs);
+  ASSERT_TRUE(ParseDelegateSpec("gpu:precision_loss_allowed:true", &d));
+  EXPECT_EQ(d.DefaultTolerance().abs, kFloat16Tolerance.abs);
+  ASSERT_TRUE(ParseDelegateSpec("gpu:precision_loss_allowed:false", &d));
+  EXPECT_EQ(d.DefaultTolerance().abs, kGpuFloat32Tolerance.abs);
+  ASSERT_TRUE(ParseDelegateSpec("xnnpack:fp16:true", &d));
+  EXPECT_EQ(d.DefaultTolerance().abs, kFloat16Tolerance.abs);
+  ASSERT_TRUE(ParseDelegateSpec("xnnpack", &d));
+  EXPECT_EQ(d.DefaultTolerance().abs, kFloat32Tolerance.abs);
 }
 
 #ifdef DFARM_HAVE_XNNPACK

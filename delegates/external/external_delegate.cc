@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "delegates/registry.h"
+#include "runtime/kernels/kernel_util.h"
 
 namespace dfarm::delegates {
 namespace {

@@ -1,0 +1,378 @@
+#include "delegates/gpu/gpu_delegate.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "delegates/conformance/conformance.h"
+#include "delegates/gpu/opencl_api.h"
+#include "delegates/registry.h"
+#include "runtime/interpreter.h"
+#include "runtime/model.h"
+#include "runtime/op_resolver.h"
+#include "tests/model_builder/model_builder.h"
+
+namespace dfarm::delegates {
+namespace {
+
+using ::dfarm::testing::ModelBuilder;
+using ::testing::HasSubstr;
+namespace tfl = ::dfarm::tflite;
+using runtime::Status;
+using runtime::StatusCode;
+
+// The float16 tolerance of a whole corpus model with
+// precision_loss_allowed, per output: |gpu - cpu| <= kFp16ModelRelative *
+// max|cpu| of that output. Float16 keeps 11 significant bits (2^-11
+// relative rounding); a value is rounded at every one of the ~100-200
+// layers and the errors add up, so a few per cent of the output's range is
+// what fp16 storage costs (TFLite's GPU delegate shows the same order).
+constexpr double kFp16ModelRelative = 0.02;
+
+// A gpu delegate, or null when this machine has no OpenCL (the caller skips).
+std::unique_ptr<runtime::Delegate> MakeGpu(DelegateOptions options, Status* status) {
+  std::unique_ptr<runtime::Delegate> d;
+  *status = CreateGpuDelegate(options, &d);
+  return d;
+}
+
+#define GPU_OR_SKIP(var, options)                                           \
+  Status var##_status;                                                      \
+  std::unique_ptr<runtime::Delegate> var = MakeGpu(options, &var##_status); \
+  if (var##_status.code() == StatusCode::kUnsupported) {                    \
+    GTEST_SKIP() << "no OpenCL device: " << var##_status.message();         \
+  }                                                                         \
+  ASSERT_TRUE(var##_status.ok()) << var##_status.message();                 \
+  ASSERT_NE(var, nullptr)
+
+struct RunResult {
+  Status status;
+  std::vector<std::vector<float>> outputs;
+  runtime::Placement placement;
+};
+
+// Runs `model` once on seeded inputs in [-1, 1] with `delegate` (null: the
+// reference kernels).
+RunResult RunModel(const runtime::Model& model, runtime::Delegate* delegate) {
+  RunResult r;
+  runtime::OpResolver resolver;
+  resolver.AddAllReferenceOps();
+  runtime::Interpreter interpreter(model, resolver);
+  if (delegate != nullptr) interpreter.AddDelegate(delegate);
+  r.status = interpreter.AllocateTensors();
+  if (!r.status.ok()) return r;
+  r.placement = interpreter.placement();
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (runtime::Tensor* t : interpreter.inputs()) {
+    for (int64_t i = 0; i < t->num_elements(); ++i) t->data_as<float>()[i] = u(rng);
+  }
+  r.status = interpreter.Invoke();
+  for (const runtime::Tensor* t : interpreter.outputs()) {
+    r.outputs.emplace_back(t->data_as<float>(), t->data_as<float>() + t->num_elements());
+  }
+  return r;
+}
+
+std::unique_ptr<runtime::Model> Load(const ModelBuilder& b) {
+  std::vector<uint8_t> bytes = b.Build();
+  std::unique_ptr<runtime::Model> model;
+  Status s = runtime::Model::FromBuffer("test.tflite", bytes, &model);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return model;
+}
+
+// x -> CONV_2D 3x3 -> ADD(., x broadcast) -> LOGISTIC -> out.
+std::unique_ptr<runtime::Model> SmallModel() {
+  ModelBuilder b;
+  const int x = b.AddTensor(tfl::TensorType::FLOAT32, {1, 6, 6, 3}, "x");
+  std::vector<float> w(4 * 3 * 3 * 3), bias = {0.1f, -0.2f, 0.3f, 0.0f};
+  for (size_t i = 0; i < w.size(); ++i) w[i] = std::sin(static_cast<float>(i));
+  const int filter = b.AddConstFloat32({4, 3, 3, 3}, w);
+  const int bi = b.AddConstFloat32({4}, bias);
+  const int conv = b.AddTensor(tfl::TensorType::FLOAT32, {1, 6, 6, 4});
+  testing::Conv2DParams params;
+  params.padding = tfl::Padding::SAME;
+  b.AddConv2D(x, filter, bi, conv, params);
+  const int sum = b.AddTensor(tfl::TensorType::FLOAT32, {1, 6, 6, 4});
+  b.AddAdd(conv, conv, sum);
+  const int out = b.AddTensor(tfl::TensorType::FLOAT32, {1, 6, 6, 4}, "out");
+  b.AddUnary(tfl::BuiltinOperator::LOGISTIC, sum, out);
+  b.SetInputs({x});
+  b.SetOutputs({out});
+  return Load(b);
+}
+
+double Stat(const runtime::Delegate& d, const std::string& name) {
+  for (const auto& [key, value] : d.Stats()) {
+    if (key == name) return value;
+  }
+  ADD_FAILURE() << "no stat " << name;
+  return -1;
+}
+
+void ExpectNear(const std::vector<std::vector<float>>& got,
+                const std::vector<std::vector<float>>& want, double abs, double rel) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t o = 0; o < got.size(); ++o) {
+    ASSERT_EQ(got[o].size(), want[o].size());
+    int bad = 0;
+    for (size_t i = 0; i < got[o].size(); ++i) {
+      const double tol = abs + rel * std::fabs(want[o][i]);
+      if (!(std::fabs(got[o][i] - want[o][i]) <= tol) && bad++ < 3) {
+        ADD_FAILURE() << "output " << o << " element " << i << ": " << got[o][i] << ", reference "
+                      << want[o][i];
+      }
+    }
+  }
+}
+
+// Runs every corpus model on gpu with `options`: one partition holding every
+// node that is not folded; `check` compares the outputs with the reference.
+template <typename Check>
+void RunCorpus(const DelegateOptions& options, Check check) {
+  const std::filesystem::path dir = DFARM_MODELS_DIR;
+  if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << "no models folder " << dir;
+  GPU_OR_SKIP(d, options);
+  int models = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".tflite") continue;
+    ++models;
+    const std::string name = entry.path().filename().string();
+    SCOPED_TRACE(name);
+    std::unique_ptr<runtime::Model> model;
+    Status s = runtime::Model::Load(entry.path().string(), &model);
+    ASSERT_TRUE(s.ok()) << s.message();
+    RunResult ref = RunModel(*model, nullptr);
+    RunResult got = RunModel(*model, d.get());
+    ASSERT_TRUE(ref.status.ok()) << ref.status.message();
+    ASSERT_TRUE(got.status.ok()) << got.status.message();
+    for (const runtime::NodePlacement& n : got.placement.nodes) {
+      EXPECT_TRUE(n.folded || n.delegate == "gpu")
+          << "node " << n.node << " " << n.op << ": " << n.reason;
+    }
+    EXPECT_EQ(got.placement.partitions, 1);
+    check(name, got.outputs, ref.outputs);
+  }
+  if (models == 0) GTEST_SKIP() << "no .tflite files in " << dir;
+}
+
+TEST(GpuDelegateTest, CorpusModelsRunAsOnePartitionAndMatchTheReference) {
+  RunCorpus({}, [](const std::string&, const auto& got, const auto& ref) {
+    ExpectNear(got, ref, 1e-4, 1e-4);
+  });
+}
+
+TEST(GpuDelegateTest, CorpusModelsInFp16StayWithinTheDocumentedTolerance) {
+  RunCorpus({{"precision_loss_allowed", "true"}},
+            [](const std::string& name, const auto& got, const auto& ref) {
+              for (size_t o = 0; o < ref.size(); ++o) {
+                double range = 0, err = 0;
+                for (size_t i = 0; i < ref[o].size(); ++i) {
+                  range = std::max(range, std::fabs(double{ref[o][i]}));
+                  err = std::max(err, std::fabs(double{got[o][i]} - ref[o][i]));
+                }
+                EXPECT_LE(err, kFp16ModelRelative * std::max(range, 1e-3))
+                    << name << " output " << o << " range " << range;
+                // Printed for the notes: what fp16 costs per output.
+                std::printf("fp16 %s output %zu: max abs error %.3g (range %.3g)\n", name.c_str(),
+                            o, err, range);
+              }
+            });
+}
+
+// The fixture's temporary serialization folder, removed afterwards.
+class GpuSerializationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/dfarm_gpu_cache_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  DelegateOptions Options() const { return {{"serialization_dir", dir_}, {"model_token", "m1"}}; }
+  std::vector<std::filesystem::path> Files() const {
+    std::vector<std::filesystem::path> files;
+    for (const auto& e : std::filesystem::directory_iterator(dir_)) files.push_back(e.path());
+    return files;
+  }
+
+  std::string dir_;
+};
+
+TEST_F(GpuSerializationTest, CompilesThenLoadsThenRecompilesACorruptFile) {
+  std::unique_ptr<runtime::Model> model = SmallModel();
+  RunResult ref = RunModel(*model, nullptr);
+  ASSERT_TRUE(ref.status.ok());
+  // First start: an empty folder, a fresh process-level cache.
+  gpu::ClearProgramCacheForTesting();
+  GPU_OR_SKIP(first, Options());
+  RunResult got = RunModel(*model, first.get());
+  ASSERT_TRUE(got.status.ok()) << got.status.message();
+  ExpectNear(got.outputs, ref.outputs, 1e-4, 1e-4);
+  EXPECT_EQ(Stat(*first, "programs_compiled"), 1);
+  EXPECT_EQ(Stat(*first, "programs_loaded"), 0);
+  EXPECT_GT(Stat(*first, "compile_us"), 0);
+  ASSERT_EQ(Files().size(), 1u);
+  EXPECT_THAT(Files()[0].filename().string(), ::testing::StartsWith("m1-"));
+
+  // Second start, as a new process: loads the binary, compiles nothing.
+  gpu::ClearProgramCacheForTesting();
+  GPU_OR_SKIP(second, Options());
+  got = RunModel(*model, second.get());
+  ASSERT_TRUE(got.status.ok()) << got.status.message();
+  ExpectNear(got.outputs, ref.outputs, 1e-4, 1e-4);
+  EXPECT_EQ(Stat(*second, "programs_loaded"), 1);
+  EXPECT_EQ(Stat(*second, "programs_compiled"), 0);
+
+  // Corrupt files are ignored and recompiled: a foreign header, then the
+  // right header over a garbage binary.
+  const std::filesystem::path file = Files()[0];
+  std::string bytes;
+  {
+    std::ifstream in(file, std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    bytes = s.str();
+  }
+  const size_t header_end = bytes.find("\nsource ") + 26;  // "\nsource " + 16 hex + "\n"
+  ASSERT_LT(header_end, bytes.size());
+  const std::string corrupt[] = {"garbage", bytes.substr(0, header_end) + std::string(64, 'x')};
+  for (const std::string& content : corrupt) {
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << content;
+    gpu::ClearProgramCacheForTesting();
+    GPU_OR_SKIP(third, Options());
+    got = RunModel(*model, third.get());
+    ASSERT_TRUE(got.status.ok()) << got.status.message();
+    ExpectNear(got.outputs, ref.outputs, 1e-4, 1e-4);
+    EXPECT_EQ(Stat(*third, "programs_compiled"), 1);
+    EXPECT_EQ(Stat(*third, "programs_loaded"), 0);
+  }
+  // ... and rewritten: the next start loads again.
+  gpu::ClearProgramCacheForTesting();
+  GPU_OR_SKIP(fourth, Options());
+  ASSERT_TRUE(RunModel(*model, fourth.get()).status.ok());
+  EXPECT_EQ(Stat(*fourth, "programs_loaded"), 1);
+}
+
+TEST(GpuDelegateTest, ASecondDelegateReusesTheProgramInProcess) {
+  std::unique_ptr<runtime::Model> model = SmallModel();
+  GPU_OR_SKIP(first, DelegateOptions{});
+  ASSERT_TRUE(RunModel(*model, first.get()).status.ok());
+  EXPECT_EQ(Stat(*first, "programs_compiled") + Stat(*first, "programs_reused"), 1);
+  GPU_OR_SKIP(second, DelegateOptions{});
+  ASSERT_TRUE(RunModel(*model, second.get()).status.ok());
+  EXPECT_EQ(Stat(*second, "programs_reused"), 1);
+  EXPECT_EQ(Stat(*second, "programs_compiled"), 0);
+  EXPECT_EQ(Stat(*second, "programs_loaded"), 0);
+  EXPECT_EQ(Stat(*second, "fp16"), 0);
+}
+
+TEST(GpuDelegateTest, BadOptionValuesAreErrorsNamingThem) {
+  const std::pair<DelegateOptions, std::string> cases[] = {
+      {{{"precision_loss_allowed", "maybe"}}, "'precision_loss_allowed' has value 'maybe'"},
+      {{{"inference_preference", "fastest"}}, "'inference_preference' has value 'fastest'"},
+      {{{"serialization_dir", ""}}, "'serialization_dir' is empty"},
+      {{{"max_delegated_partitions", "-1"}}, "'max_delegated_partitions' has value '-1'"},
+  };
+  for (const auto& [options, message] : cases) {
+    std::unique_ptr<runtime::Delegate> d;
+    const Status s = CreateGpuDelegate(options, &d);
+    EXPECT_EQ(s.code(), StatusCode::kError) << message;
+    EXPECT_THAT(s.message(), HasSubstr(message));
+  }
+  const RegisteredDelegate* entry = nullptr;
+  ASSERT_TRUE(FindDelegate("gpu", &entry).ok());
+  const Status s = CheckDelegateOptions(*entry, {{"fp16", "true"}});
+  EXPECT_THAT(s.message(), HasSubstr("delegate 'gpu' has no option 'fp16'"));
+  EXPECT_TRUE(CheckDelegateOptions(*entry, {{"precision_loss_allowed", "true"},
+                                            {"inference_preference", "sustained_speed"},
+                                            {"serialization_dir", "/tmp"},
+                                            {"model_token", "t"}})
+                  .ok());
+}
+
+TEST(GpuDelegateTest, SustainedSpeedTakesLargerWorkGroups) {
+  GPU_OR_SKIP(fast, DelegateOptions{});
+  GPU_OR_SKIP(sustained, (DelegateOptions{{"inference_preference", "sustained_speed"}}));
+  EXPECT_LE(Stat(*fast, "work_group_size"), 64);
+  EXPECT_GE(Stat(*sustained, "work_group_size"), Stat(*fast, "work_group_size"));
+  std::unique_ptr<runtime::Model> model = SmallModel();
+  RunResult ref = RunModel(*model, nullptr);
+  RunResult got = RunModel(*model, sustained.get());
+  ASSERT_TRUE(got.status.ok()) << got.status.message();
+  ExpectNear(got.outputs, ref.outputs, 1e-4, 1e-4);
+}
+
+// An op outside the list stays on the CPU with the reason in the placement,
+// and splits the graph.
+TEST(GpuDelegateTest, UnsupportedOpFallsBackWithReason) {
+  ModelBuilder b;
+  const int x = b.AddTensor(tfl::TensorType::FLOAT32, {1, 8}, "x");
+  const int t1 = b.AddTensor(tfl::TensorType::FLOAT32, {1, 8});
+  const int t2 = b.AddTensor(tfl::TensorType::FLOAT32, {1, 8});
+  const int out = b.AddTensor(tfl::TensorType::FLOAT32, {1, 8}, "out");
+  b.AddAdd(x, x, t1);
+  b.AddUnary(tfl::BuiltinOperator::EXP, t1, t2);
+  b.AddAdd(t2, x, out);
+  b.SetInputs({x});
+  b.SetOutputs({out});
+  std::unique_ptr<runtime::Model> model = Load(b);
+  GPU_OR_SKIP(d, DelegateOptions{});
+  RunResult ref = RunModel(*model, nullptr);
+  RunResult got = RunModel(*model, d.get());
+  ASSERT_TRUE(got.status.ok()) << got.status.message();
+  EXPECT_EQ(got.placement.partitions, 2);
+  ASSERT_EQ(got.placement.nodes.size(), 3u);
+  EXPECT_EQ(got.placement.nodes[1].delegate, "cpu");
+  EXPECT_EQ(got.placement.nodes[1].reason, "gpu: EXP is not supported by the gpu delegate");
+  ExpectNear(got.outputs, ref.outputs, 1e-4, 1e-4);
+}
+
+TEST(GpuDelegateTest, PassesTheConformanceCatalogInBothPrecisions) {
+  GPU_OR_SKIP(probe, DelegateOptions{});
+  std::ostringstream os;
+  const int failures =
+      conformance::RunAll({{"gpu", {}}, {"gpu", {{"precision_loss_allowed", "true"}}}}, os);
+  EXPECT_EQ(failures, 0) << os.str();
+  EXPECT_THAT(os.str(), HasSubstr("gpu: claimed 61 of"));
+}
+
+TEST(OpenClApiTest, ListsTheDeviceTheDelegateRunsOn) {
+  GPU_OR_SKIP(d, DelegateOptions{});
+  std::vector<gpu::OpenClDeviceInfo> devices;
+  std::string error;
+  ASSERT_TRUE(gpu::ListOpenClDevices(&devices, &error)) << error;
+  ASSERT_FALSE(devices.empty());
+  for (const gpu::OpenClDeviceInfo& info : devices) {
+    EXPECT_FALSE(info.platform.empty());
+    EXPECT_FALSE(info.name.empty());
+    EXPECT_THAT(info.opencl_version, ::testing::StartsWith("OpenCL "));
+    EXPECT_GT(info.compute_units, 0u);
+    EXPECT_GT(info.global_memory_bytes, 0u);
+  }
+}
+
+TEST(OpenClApiTest, CandidatesPutTheOverrideFirstThenTheLoaderThenAndroid) {
+  setenv("DFARM_OPENCL_LIBRARY", "/opt/x/libOpenCL.so", 1);
+  const std::vector<std::string> names = gpu::OpenClLibraryCandidates();
+  unsetenv("DFARM_OPENCL_LIBRARY");
+  ASSERT_EQ(names.size(), 5u);
+  EXPECT_EQ(names[0], "/opt/x/libOpenCL.so");
+  EXPECT_EQ(names[1], "libOpenCL.so.1");
+  EXPECT_EQ(names[2], "libOpenCL.so");
+  EXPECT_EQ(names[3], "/vendor/lib64/libOpenCL.so");
+  EXPECT_EQ(names[4], "/system/vendor/lib64/libOpenCL.so");
+}
+
+}  // namespace
+}  // namespace dfarm::delegates
