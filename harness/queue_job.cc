@@ -56,6 +56,7 @@ std::string EncodePayload(const SweepJob& job,
   if (!job.benchmark.cpu_affinity.empty()) {
     doc["benchmark"]["cpu_affinity"] = job.benchmark.cpu_affinity;
   }
+  if (job.benchmark.sustained_s > 0) doc["benchmark"]["sustained_s"] = job.benchmark.sustained_s;
   if (!job.plugin_sha256.empty()) {
     std::string file = job.delegate.PluginPath();
     const size_t slash = file.rfind('/');
@@ -110,6 +111,7 @@ Result<SweepJob> Decode(const store::JobRow& row, const std::string& abi, const 
   job.benchmark.accuracy_reference = b.at("accuracy_reference").get<std::string>();
   job.benchmark.profile = b.value("profile", false);
   job.benchmark.cpu_affinity = b.value("cpu_affinity", std::string());
+  job.benchmark.sustained_s = b.value("sustained_s", 0.0);
   job.runner = doc.at("runner").get<std::string>();
   if (!row.runner_kind.empty()) job.runner_kind = row.runner_kind;
   const json& builds = doc.at("runner_builds");

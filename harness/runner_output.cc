@@ -24,6 +24,7 @@ Result<RunnerOutput> ParseRunnerJson(const std::string& text) {
     out.runtime_version = std::move(doc->runtime->version);
   }
   out.profile = std::move(doc->profile);
+  out.sustained = std::move(doc->sustained);
   return out;
 }
 

@@ -28,6 +28,8 @@ struct RunnerOutput {
   std::string runtime_version;
   // The document's "profile" (dfarm-runner --profile); unset when absent.
   std::optional<store::JobProfile> profile;
+  // The document's "sustained" curve (--sustained-secs); unset when absent.
+  std::optional<store::JobSustained> sustained;
 };
 
 // Reads a runner document (runner_json::ParseRunnerJson): fails with a

@@ -19,6 +19,7 @@
 #include "agent/protocol/features.h"
 #include "agent/protocol/runner_kinds.h"
 #include "harness/benchmark_log.h"  // ToolRunnerOutput
+#include "harness/device_row.h"
 #include "harness/matrix.h"
 #include "harness/sweep.h"
 
@@ -46,6 +47,11 @@ std::string Label(const SweepJob& job, const std::string& device) {
                   job.benchmark.num_threads, device);
 }
 
+// Spec benchmark.sustained_s in whole milliseconds (0: off).
+uint32_t SustainedMs(const BenchmarkSpec& b) {
+  return static_cast<uint32_t>(std::llround(b.sustained_s * 1000));
+}
+
 // The wire form of a scheduled job: the one conversion from the host's job to
 // what the agent runs (runner_sha256: the runner pushed over this connection;
 // features: the agent's, from hello).
@@ -66,6 +72,10 @@ agent::JobSpec ToJobSpec(const SweepJob& job, const std::string& runner_sha256,
   if (agent::HasFeature(features, agent::kFeatureCpuAffinity)) {
     spec.cpu_affinity = job.benchmark.cpu_affinity;
   }
+  // CheckDeviceTakesSustained refuses a sustained job where it is missing.
+  if (agent::HasFeature(features, agent::kFeatureSustained)) {
+    spec.sustained_ms = SustainedMs(job.benchmark);
+  }
   spec.model_sha256 = job.model_sha256;
   spec.delegate = job.delegate.name;
   spec.delegate_options = job.delegate.AgentOptionsString();
@@ -74,7 +84,7 @@ agent::JobSpec ToJobSpec(const SweepJob& job, const std::string& runner_sha256,
   spec.num_threads = job.benchmark.num_threads;
   spec.warmup_runs = job.benchmark.warmup_runs;
   spec.num_runs = job.benchmark.num_runs;
-  spec.timeout_ms = job.benchmark.timeout_s * 1000;
+  spec.timeout_ms = job.benchmark.timeout_s * 1000 + SustainedMs(job.benchmark);
   // cpu against the cpu reference says nothing: only other delegates compare.
   // benchmark_model cannot compare outputs at all (inference_diff always
   // does): the spec's reference, "cpu" by default, does not apply to it.
@@ -395,15 +405,7 @@ class Scheduler {
     auto session = ctx_.devices->Open(w.device);
     if (!session) return session.message();
     const agent::DeviceInfo& info = (*session)->client().device();
-    store::DeviceRow row;
-    row.name = w.device;
-    row.abi = info.abi;
-    row.os = info.os;
-    row.cpu = info.cpu;
-    row.cores = info.cores;
-    row.memory_bytes = static_cast<int64_t>(info.memory_bytes);
-    row.hostname = info.hostname;
-    row.agent_version = info.agent_version;
+    store::DeviceRow row = DeviceRowOf(w.device, info);
     row.node = ctx_.node_name;
     if (auto t = ctx_.device_tags.find(w.device); t != ctx_.device_tags.end()) row.tags = t->second;
     if (auto r = store.UpsertDevice(row); !r) return r.error();
@@ -500,6 +502,9 @@ class Scheduler {
     if (takes && job.benchmark.profile) takes = CheckDeviceTakesProfile(features, w.device);
     if (takes && !job.benchmark.cpu_affinity.empty()) {
       takes = CheckDeviceTakesAffinity(features, w.device);
+    }
+    if (takes && job.benchmark.sustained_s > 0) {
+      takes = CheckDeviceTakesSustained(features, w.device);
     }
     if (!takes) {
       store::JobOutcome o;
@@ -887,6 +892,12 @@ Result<void> CheckDeviceTakesAffinity(const std::vector<std::string>& features,
                             "benchmark.cpu_affinity");
 }
 
+Result<void> CheckDeviceTakesSustained(const std::vector<std::string>& features,
+                                       const std::string& device) {
+  return RequireSpecFeature(features, device, agent::kFeatureSustained,
+                            "run jobs in sustained mode", "benchmark.sustained_s");
+}
+
 store::JobOutcome ClassifyJobResult(const agent::JobResult& r) {
   return ClassifyJobResultOfKind(r, agent::kRunnerKindDfarm);
 }
@@ -940,6 +951,7 @@ store::JobOutcome ClassifyJobResultOfKind(const agent::JobResult& r, std::string
     o.accuracy = parsed->accuracy;
     o.runner_version = parsed->runtime_version;
     o.profile = parsed->profile;
+    o.sustained = parsed->sustained;
   }
   // The agent classifies the job (Supervisor::ClassifyExit); what follows
   // validates what arrived over the wire.

@@ -141,6 +141,11 @@ store::JobOutcome ClassifyJobResult(const agent::JobResult& r);
 Result<void> CheckDeviceTakesAffinity(const std::vector<std::string>& features,
                                       const std::string& device);
 
+// Fails, naming the device and the feature, when its agent has no sustained
+// mode (spec benchmark.sustained_s; feature "sustained"): recorded `infra`.
+Result<void> CheckDeviceTakesSustained(const std::vector<std::string>& features,
+                                       const std::string& device);
+
 // The estimated energy of one inference in millijoules: the mean battery
 // power |current_now| x voltage_now over the samples taken while the runner
 // ran (else the before/after readings) times `mean_us`. Unset when no

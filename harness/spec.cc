@@ -251,10 +251,11 @@ class Parser {
       if (const std::string& name = expanded->front().name;
           !unknown_name && !delegates::IsBuiltinDelegateName(name) &&
           !(HasToolRunner(doc) && agent::IsToolDelegateName(name))) {
-        unknown_name = Fail(
-            ds[i].is_object() ? where + ".name" : where,
-            "unknown delegate '" + name + "'; known: " + delegates::BuiltinDelegateNamesList() +
-                " (and gpu, nnapi, hexagon for a benchmark_model or inference_diff runner)");
+        unknown_name =
+            Fail(ds[i].is_object() ? where + ".name" : where,
+                 "unknown delegate '" + name +
+                     "'; known: " + delegates::BuiltinDelegateNamesList() + " (and " +
+                     ToolOnlyDelegateNames() + " for a benchmark_model or inference_diff runner)");
       }
       for (DelegateSpec& d : *expanded) {
         std::string id = d.name + "|" + d.OptionsString();
@@ -270,8 +271,18 @@ class Parser {
     return Ok();
   }
 
+  // "nnapi, hexagon": the tool delegates that are not also ours.
+  static std::string ToolOnlyDelegateNames() {
+    std::string names;
+    for (std::string_view name : agent::kToolDelegateNames) {
+      if (delegates::IsBuiltinDelegateName(name)) continue;
+      names += (names.empty() ? "" : ", ") + std::string(name);
+    }
+    return names;
+  }
+
   // A "runners" entry of a tool kind (benchmark_model, inference_diff), whose
-  // delegates (gpu, nnapi, hexagon) a spec may then name.
+  // delegates (nnapi, hexagon; gpu is ours too) a spec may then name.
   static bool HasToolRunner(const json& doc) {
     if (!doc.contains("runners") || !doc["runners"].is_array()) return false;
     for (const json& r : doc["runners"]) {
@@ -423,7 +434,7 @@ class Parser {
     if (auto r =
             CheckKeys(b, "benchmark",
                       {"warmup_runs", "num_runs", "num_threads", "timeout_s", "accuracy_reference",
-                       "repeats", "order_seed", "profile", "cpu_affinity"});
+                       "repeats", "order_seed", "profile", "cpu_affinity", "sustained_s"});
         !r) {
       return r.error();
     }
@@ -450,6 +461,7 @@ class Parser {
       spec.benchmark.accuracy_reference = a.get<std::string>();
     }
     if (auto r = ParseCpuAffinity(b, spec); !r) return r.error();
+    if (auto r = ParseSustained(b, spec); !r) return r.error();
     return ParseProfile(b, spec);
   }
 
@@ -464,6 +476,34 @@ class Parser {
                   "expected \"big\", \"little\" or a CPU list such as \"0-3,6\", got " + a.dump());
     }
     spec.benchmark.cpu_affinity = a.get<std::string>();
+    return Ok();
+  }
+
+  // benchmark.sustained_s: seconds of sustained mode, for runners that speak
+  // our contract (dfarm, tflite). Runners are parsed before.
+  Result<void> ParseSustained(const json& b, SweepSpec& spec) const {
+    if (!b.contains("sustained_s")) return Ok();
+    const json& v = b["sustained_s"];
+    constexpr double kMaxS = agent::kMaxSustainedMs / 1000.0;
+    if (!v.is_number() || v.get<double>() < 0.1 || v.get<double>() > kMaxS) {
+      return Fail("benchmark.sustained_s", "expected seconds from 0.1 to " +
+                                               std::to_string(static_cast<int>(kMaxS)) + ", got " +
+                                               v.dump());
+    }
+    spec.benchmark.sustained_s = v.get<double>();
+    if (spec.benchmark.timeout_s + spec.benchmark.sustained_s > kMaxTimeoutS) {
+      return Fail("benchmark.sustained_s",
+                  "with timeout_s " + std::to_string(spec.benchmark.timeout_s) +
+                      " a job may take longer than the agent's limit of " +
+                      std::to_string(kMaxTimeoutS) + " s; lower one of them");
+    }
+    for (const RunnerSpec& r : spec.runners) {
+      if (agent::SpeaksRunnerContract(r.kind)) continue;
+      return Fail("benchmark.sustained_s",
+                  "runner '" + r.name + "' is of kind '" + r.kind +
+                      "', which has no sustained mode (only kinds \"dfarm\" and \"tflite\"); "
+                      "leave out benchmark.sustained_s or that runner");
+    }
     return Ok();
   }
 
@@ -982,6 +1022,7 @@ std::string SweepSpec::ToJson() const {
       {"order_seed", benchmark.order_seed}};
   if (benchmark.profile) doc["benchmark"]["profile"] = true;
   if (!benchmark.cpu_affinity.empty()) doc["benchmark"]["cpu_affinity"] = benchmark.cpu_affinity;
+  if (benchmark.sustained_s > 0) doc["benchmark"]["sustained_s"] = benchmark.sustained_s;
   doc["scheduler"] = {{"retries", scheduler.retries},
                       {"backoff_ms", scheduler.backoff_ms},
                       {"quarantine_after", scheduler.quarantine_after},

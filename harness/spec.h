@@ -66,6 +66,10 @@ struct BenchmarkSpec {
   // highest maximum frequency), "little" ones, or a CPU list "0-3,6"; "" (the
   // default) leaves it to the kernel. The device's agent resolves it.
   std::string cpu_affinity;
+  // Spec "sustained_s" (issue 18): sustained mode, the measured runs go on
+  // for this many seconds (0.1..43200) and the store keeps the latency curve;
+  // 0 (the default): off. The job's timeout is timeout_s plus this.
+  double sustained_s = 0;
 };
 
 // Cooldown before each job on a device (spec "cooldown"): a fixed pause,

@@ -205,10 +205,12 @@ TEST_F(SpecTest, DevicesAndDelegates) {
 TEST_F(SpecTest, UnknownDelegateNamesAreErrors) {
   EXPECT_EQ(Error(R"({"models":["../models/a.tflite"],"delegates":["cpu",{"name":"xnnpak"}]})"),
             "spec '" + (dir_.path() / "specs/q.json").string() +
-                "': delegates[1].name: unknown delegate 'xnnpak'; known: cpu, xnnpack, external "
-                "(and gpu, nnapi, hexagon for a benchmark_model or inference_diff runner)");
-  EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"delegates":["gpu"]})"),
-              HasSubstr("delegates[0]: unknown delegate 'gpu'; known: cpu, xnnpack, external"));
+                "': delegates[1].name: unknown delegate 'xnnpak'; known: cpu, xnnpack, gpu, "
+                "external (and nnapi, hexagon for a benchmark_model or inference_diff runner)");
+  EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"delegates":["nnapi"]})"),
+              HasSubstr("delegates[0]: unknown delegate 'nnapi'; known: cpu, xnnpack, gpu"));
+  // gpu is ours (delegates/gpu), with or without a tool runner.
+  EXPECT_TRUE(Parse(R"({"models":["../models/a.tflite"],"delegates":["gpu"]})").ok());
   // The first unknown name is reported, after the entries' own errors.
   EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"delegates":["a","b"]})"),
               HasSubstr("delegates[0]: unknown delegate 'a'"));
@@ -377,10 +379,10 @@ TEST_F(SpecTest, RunnerKindsAndDefaultBuilds) {
   EXPECT_EQ(again->runners[1].kind, "tflite");
   EXPECT_TRUE(again->runners[1].builds.empty());
   EXPECT_EQ(again->runners[2].builds, spec->runners[2].builds);
-  // Without a tool runner, gpu is not a delegate of ours.
-  EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"delegates":["gpu"],
+  // Without a tool runner, nnapi is not a delegate of ours.
+  EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"delegates":["nnapi"],
       "runners":[{"name":"tflite","kind":"tflite"}]})"),
-              HasSubstr("unknown delegate 'gpu'"));
+              HasSubstr("unknown delegate 'nnapi'"));
 }
 
 TEST_F(SpecTest, RunnerErrorsNameTheField) {
@@ -401,8 +403,8 @@ TEST_F(SpecTest, RunnerErrorsNameTheField) {
                         "benchmark_model, inference_diff)"));
   EXPECT_THAT(Error(m + R"([{"name":"a","kind":1}]})"),
               HasSubstr("runners[0].kind: expected a string, got an integer"));
-  EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"delegates":["gpu"]})"),
-              HasSubstr("unknown delegate 'gpu'"));
+  EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"delegates":["hexagon"]})"),
+              HasSubstr("unknown delegate 'hexagon'"));
   EXPECT_THAT(Error(m + R"([{"name":"a","builds":{}}]})"),
               HasSubstr("runners[0].builds: is empty"));
   EXPECT_THAT(Error(m + R"([{"name":"a","builds":{"x86_64":"../builds/nope"}}]})"),
@@ -601,6 +603,26 @@ TEST_F(SpecTest, CpuAffinity) {
                         "as \"0-3,6\", got \"fast\""));
   EXPECT_THAT(Error(m + R"(3}})"), HasSubstr("benchmark.cpu_affinity"));
   EXPECT_THAT(Error(m + R"("0-"}})"), HasSubstr("benchmark.cpu_affinity"));
+}
+
+TEST_F(SpecTest, SustainedSeconds) {
+  const std::string m = R"({"models":["../models/a.tflite"],"benchmark":{"sustained_s":)";
+  auto spec = Parse(m + "90.5}}");
+  ASSERT_TRUE(spec.ok()) << spec.message();
+  EXPECT_DOUBLE_EQ(spec->benchmark.sustained_s, 90.5);
+  auto again = ParseSpec(spec->ToJson(), "stored-sustained");
+  ASSERT_TRUE(again.ok()) << again.message();
+  EXPECT_DOUBLE_EQ(again->benchmark.sustained_s, 90.5);
+  EXPECT_DOUBLE_EQ(Parse(R"({"models":["../models/a.tflite"]})")->benchmark.sustained_s, 0);
+  EXPECT_THAT(Error(m + "0}}"),
+              HasSubstr("benchmark.sustained_s: expected seconds from 0.1 to 43200, got 0"));
+  EXPECT_THAT(Error(m + R"("1m"}})"), HasSubstr("benchmark.sustained_s"));
+  EXPECT_THAT(Error(m + R"(43200,"timeout_s":86400}})"),
+              HasSubstr("a job may take longer than the agent's limit"));
+  EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"runners":[{"name":"bm",)"
+                    R"("kind":"benchmark_model","builds":{"x86_64":"/bin/true"}}],)"
+                    R"("benchmark":{"sustained_s":5}})"),
+              HasSubstr("which has no sustained mode"));
 }
 
 TEST_F(SpecTest, QemuDeviceName) {

@@ -70,10 +70,14 @@ li code, td code { background: #f3f3f3; padding: 0 .3em; }
 table.heat td.hc { text-align: center; min-width: 7.5em; }
 table.heat td.hc b { font-size: 1.15em; }
 table.heat td.hc small { display: block; }
+table.heat th small { display: block; font-weight: 400; max-width: 18em; color: #555; }
 .fail { background: repeating-linear-gradient(45deg, #fbd3cf, #fbd3cf 6px, #fff 6px, #fff 12px);
   color: #8d1a12; font-weight: 600; }
 td.none { color: #aaa; text-align: center; }
 td.op { white-space: nowrap; }
+table.init tr.first td { border-top: 2px solid #888; }
+table.init td.cost { white-space: nowrap; font-variant-numeric: tabular-nums; }
+.dim { color: #777; }
 .badge { display: inline-block; padding: 0 .5em; border-radius: 3px; font-weight: 600;
   font-size: .85em; }
 .v-pass, .v-improved { background: #d8f0dc; color: #17692b; }
@@ -222,7 +226,11 @@ void Heatmap(std::ostringstream& h, const RunReport& report, const std::vector<C
   }
   h << " <span class=\"fail\" style=\"width:auto;padding:.1em .5em\">failed</span></p>\n"
     << "<table class=\"heat\">\n<thead><tr><th>model</th><th>delegate config</th>";
-  for (const std::string& d : matrix.devices) h << "<th>" << Esc(d) << "</th>";
+  for (const std::string& d : matrix.devices) {
+    // Issue 19: the device's GPU (OpenCL), when its agent reported one.
+    const std::string gpu = GpuDeviceLabel(report, d);
+    h << "<th>" << Esc(d) << (gpu.empty() ? "" : "<br><small>" + Esc(gpu) + "</small>") << "</th>";
+  }
   h << "</tr></thead>\n<tbody>\n";
   const auto& rows = matrix.rows;
   for (size_t r = 0; r < rows.size(); ++r) {
@@ -376,9 +384,11 @@ std::string RenderHtml(const RunReport& report) {
   if (report.comparison) ComparisonSection(h, *report.comparison);
   if (!cells.empty()) Heatmap(h, report, cells);
   Distributions(h, report, cells);
+  DelegateInitSection(h, report, cells);
   AccuracySection(h, report, cells);
   PlacementSection(h, report, cells);
   ProfileSection(h, report, cells);
+  SustainedSection(h, report, cells);
   JobsSection(h, report, cells);
   EnvironmentSection(h, report);
   FailuresSection(h, report);

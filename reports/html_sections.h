@@ -23,6 +23,16 @@ void PlacementSection(std::ostringstream& h, const RunReport& report,
 // The top op types of each profiled cell (spec benchmark.profile); nothing
 // when the run has no profile.
 void ProfileSection(std::ostringstream& h, const RunReport& report, const std::vector<Cell>& cells);
+// Sustained-mode jobs (spec benchmark.sustained_s; sustained.cc): first and
+// last window, change, temperature and the curve; nothing when the run has
+// none.
+void SustainedSection(std::ostringstream& h, const RunReport& report,
+                      const std::vector<Cell>& cells);
+// Delegate init and fp16 cost (issue 19; delegate_init.cc): per model, each
+// cell's latency, first inference, cold and warm init, worst error and the
+// accuracy cost of reduced precision; nothing when the run has none.
+void DelegateInitSection(std::ostringstream& h, const RunReport& report,
+                         const std::vector<Cell>& cells);
 // Every job (in cell order, by trial) with its noise flags: the load and
 // temperature before it, hot, throttled.
 void JobsSection(std::ostringstream& h, const RunReport& report, const std::vector<Cell>& cells);

@@ -180,6 +180,64 @@ void ProfileTable(std::ostringstream& md, const RunReport& report, const std::ve
   }
 }
 
+// Sustained-mode jobs (spec benchmark.sustained_s): the curve in brief.
+void SustainedTable(std::ostringstream& md, const RunReport& report,
+                    const std::vector<Cell>& cells) {
+  if (report.sustained.empty()) return;
+  md << "\n## Sustained\n\nLatency over time (`benchmark.sustained_s`): the p50 of the first "
+        "and last time windows; a rise with the temperature is thermal throttling. `dfarm show "
+        "RUN --job ID --json` has every window.\n\n| job | device | time | p50 first | p50 last "
+        "| change | slowest | temperature |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | --- "
+        "|\n";
+  for (const Cell& cell : cells) {
+    for (size_t i : cell.jobs) {
+      const store::JobRow& j = report.jobs[i];
+      auto s = SummarizeSustained(report, j);
+      if (!s) continue;
+      md << "| " << Md(CellLabel(j)) << " #" << j.id << " | " << Md(j.device) << " | "
+         << Fixed(s->secs, 1) << " s | " << Ms(s->first_p50_us) << " ms | " << Ms(s->last_p50_us)
+         << " ms | " << (s->change_pct >= 0 ? "+" : "") << Fixed(s->change_pct, 1) << "% | "
+         << Ms(s->slowest_p50_us) << " ms at " << Fixed(s->slowest_t_s, 1) << " s | "
+         << (s->peak_temp_c ? Fixed(*s->start_temp_c, 1) + " → " + Fixed(*s->peak_temp_c, 1) + " °C"
+                            : std::string("–"))
+         << " |\n";
+    }
+  }
+}
+
+// Delegate init and fp16 cost (issue 19; delegate_init.cc), per model.
+void DelegateInitTable(std::ostringstream& md, const RunReport& report,
+                       const std::vector<Cell>& cells) {
+  const std::vector<InitCell> rows = DelegateInitCells(report, cells);
+  if (rows.empty()) return;
+  auto ms = [](const std::optional<double>& us) { return us ? Ms(*us) : std::string("–"); };
+  md << "\n## Delegate init and fp16 cost\n\nPer model: mean latency, first inference, init "
+        "with program compilation (cold) and from the serialized cache (warm), in ms (means over "
+        "the ok trials); the worst max abs error against the reference; for a reduced-precision "
+        "cell (`precision_loss_allowed`) the error it adds over the same delegate without it, "
+        "per output.\n\n";
+  for (const auto& [device, gpu] : SectionGpus(rows)) {
+    md << "OpenCL device of **" << Md(device) << "**: " << Md(gpu) << "\n\n";
+  }
+  md << "| model | delegate | device | mean | first inference | init | cold init | warm init | "
+        "max abs error | fp16 cost |\n| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: "
+        "| --- |\n";
+  for (const InitCell& c : rows) {
+    std::string cost = c.reduced_precision ? "no fp32 twin or no comparison" : "–";
+    if (!c.costs.empty()) cost.clear();
+    for (const OutputCost& o : c.costs) {
+      cost += (cost.empty() ? "" : "; ") +
+              Md(o.name.empty() ? "#" + std::to_string(o.index) : o.name) + ": " +
+              (o.cost >= 0 ? "+" : "") + Sig(o.cost) + " (" + Sig(o.fp16_max_abs_error) + " vs " +
+              Sig(o.fp32_max_abs_error) + ")";
+    }
+    md << "| " << Md(c.model) << " | " << Md(c.config) << " | " << Md(c.device) << " | "
+       << ms(c.mean_us) << " | " << ms(c.first_us) << " | " << ms(c.init_us) << " | "
+       << ms(c.init_cold_us) << " | " << ms(c.init_warm_us) << " | "
+       << (c.max_abs_error ? Sig(*c.max_abs_error) : "–") << " | " << cost << " |\n";
+  }
+}
+
 void Warnings(std::ostringstream& md, const RunReport& report) {
   size_t flagged = 0;
   for (const store::JobRow& j : report.jobs) flagged += DeviceStateFlags(j).empty() ? 0 : 1;
@@ -221,7 +279,9 @@ std::string RenderMarkdown(const RunReport& report) {
     CellTable(md, report, cells);
   }
   JobTable(md, report, cells);
+  DelegateInitTable(md, report, cells);
   ProfileTable(md, report, cells);
+  SustainedTable(md, report, cells);
   Warnings(md, report);
   Failures(md, report);
   return md.str();

@@ -378,6 +378,9 @@ Result<RunReport> LoadRunReport(store::Store& store, int64_t run_id) {
   auto profiles = store.ListRunProfiles(run_id);
   if (!profiles) return profiles.error();
   r.profiles = std::move(*profiles);
+  auto sustained = store.ListRunSustained(run_id);
+  if (!sustained) return sustained.error();
+  r.sustained = std::move(*sustained);
   return r;
 }
 

@@ -80,6 +80,9 @@ struct RunReport {
   // Per-op profiles (spec benchmark.profile; store ListRunProfiles): runs and
   // by_op of each profiled job, by job id; absent for the others.
   std::map<int64_t, store::JobProfile> profiles{};
+  // Sustained-mode curves (spec benchmark.sustained_s; store
+  // ListRunSustained), by job id; absent for the other jobs.
+  std::map<int64_t, store::JobSustained> sustained{};
 };
 
 // Reads a run, its jobs, their accuracy, samples (summarised), telemetry,
@@ -114,6 +117,69 @@ size_t CellProfiledTrials(const RunReport& report, const Cell& cell);
 // "CONV_2D 62.1%, DELEGATE 30.0%, ADD 5.2%": the first `n` of `ops` (in
 // their order); empty when there are none.
 std::string TopOpsLabel(const std::vector<store::ProfileOp>& ops, size_t n = 3);
+
+// A sustained-mode job's curve in brief (sustained.cc): the p50 of its first
+// and last windows, the change between them, the slowest window, and the
+// hottest thermal zone at the first reading and at its peak (unset without
+// thermal readings).
+struct SustainedSummary {
+  double secs = 0;
+  double window_ms = 0;
+  size_t windows = 0;
+  double first_p50_us = 0;
+  double last_p50_us = 0;
+  double change_pct = 0;  // last vs first window, percent
+  double slowest_p50_us = 0;
+  double slowest_t_s = 0;  // the slowest window's start
+  std::optional<double> start_temp_c;
+  std::optional<double> peak_temp_c;
+};
+// Unset for a job without a curve (or with no window).
+std::optional<SustainedSummary> SummarizeSustained(const RunReport& report,
+                                                   const store::JobRow& job);
+// The curve alone (no temperatures: start/peak unset); unset with no window.
+std::optional<SustainedSummary> SummarizeCurve(const store::JobSustained& curve);
+// A job's hottest thermal zone over time from its telemetry rows (before,
+// during..., after; any order): (seconds after the first reading, C), rows
+// without a temperature left out.
+std::vector<std::pair<double, double>> HottestZoneOverTime(std::vector<store::TelemetryRow> rows);
+
+// Issue 19 (delegate_init.cc): "Delegate init and fp16 cost". The GPU of a
+// device as its agent reported it (store::OpenClDeviceLabel of the run's
+// DeviceRow): "NAME (driver V)", empty when it has no OpenCL device.
+std::string GpuDeviceLabel(const RunReport& report, const std::string& device);
+// True when the job's delegate options ask for reduced precision:
+// precision_loss_allowed (gpu) or fp16 (xnnpack) set to true or 1.
+bool IsReducedPrecision(const store::JobRow& job);
+// One output's accuracy cost of reduced precision: the worst max abs error
+// against the reference over the fp16 cell's trials and over its twin's (the
+// same delegate, model, device, threads and runner without the option).
+struct OutputCost {
+  int64_t index = 0;
+  std::string name;
+  double fp16_max_abs_error = 0;
+  double fp32_max_abs_error = 0;
+  double cost = 0;  // fp16 - fp32
+};
+// One cell of the section: figures are means over the cell's ok trials;
+// cold and warm init over the trials that measured them.
+struct InitCell {
+  size_t cell = 0;  // index into the cells given
+  std::string model;
+  std::string config;  // ConfigLabel
+  std::string device;
+  std::string gpu;  // GpuDeviceLabel, "" for none
+  std::optional<double> mean_us, first_us, init_us, init_cold_us, init_warm_us;
+  std::optional<double> max_abs_error;  // worst output, worst trial
+  bool reduced_precision = false;
+  std::optional<size_t> twin;     // the cell without reduced precision, when there is one
+  std::vector<OutputCost> costs;  // per output; empty without a twin or comparisons
+};
+// Every cell of each model that has a cell with a cold or warm init or
+// reduced precision, in cell order; empty when the run has none.
+std::vector<InitCell> DelegateInitCells(const RunReport& report, const std::vector<Cell>& cells);
+// (device, GPU) of the devices of `rows` that have an OpenCL device, by name.
+std::vector<std::pair<std::string, std::string>> SectionGpus(const std::vector<InitCell>& rows);
 
 // "noisy", "hot", "throttled" joined by ", " ("hot, throttled"), or empty
 // when the job was flagged none of them.

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -408,11 +409,64 @@ TEST_F(StoreReportTest, ProfilesShowTheTopOpsPerCell) {
   auto rows = nlohmann::json::parse(RenderJson(r))["jobs"];
   EXPECT_TRUE(rows[0]["top_ops"].is_null());
   EXPECT_EQ(rows[2]["top_ops"], "DELEGATE 56.2%, <CONV> 37.5%, ADD 6.2%");
-  EXPECT_EQ(TableColumns().back(), "top_ops");
+  // Added at the end in its time; issue 19's keys come after it.
+  const std::vector<std::string>& columns = TableColumns();
+  EXPECT_LT(std::find(columns.begin(), columns.end(), "top_ops"),
+            std::find(columns.begin(), columns.end(), "init_cold_us"));
+  EXPECT_NE(std::find(columns.begin(), columns.end(), "init_cold_us"), columns.end());
   const std::string html = RenderHtml(r);
   EXPECT_NE(html.find("<h2>Profiles</h2>"), std::string::npos);
   EXPECT_NE(html.find("<b>&lt;CONV&gt;</b>"), std::string::npos);
   EXPECT_EQ(html.find("<CONV>"), std::string::npos);
+}
+
+// Sustained mode: a job's curve in brief (first, last, slowest window, the
+// hottest zone from its telemetry) in the Markdown and HTML reports, the
+// HTML with the latency and temperature curves; a run without has neither.
+TEST_F(StoreReportTest, SustainedJobsShowTheirCurve) {
+  EXPECT_EQ(RenderMarkdown(Load()).find("## Sustained"), std::string::npos);
+  EXPECT_EQ(RenderHtml(Load()).find("<h2>Sustained</h2>"), std::string::npos);
+  store::JobOutcome o;
+  o.status = "ok";
+  o.metrics = store::JobMetrics{};
+  store::JobSustained curve;
+  curve.secs = 60;
+  curve.window_ms = 500;
+  for (int i = 0; i < 120; ++i) {
+    const double p50 = i < 40 ? 8000 : 8000 + (i - 40) * 25.0;  // throttles after 20 s
+    curve.windows.push_back({i * 500.0, 50, p50 + 10, p50, p50 + 900});
+  }
+  o.sustained = curve;
+  for (int k = 0; k <= 6; ++k) {
+    store::TelemetryRow t;
+    t.phase = k == 0 ? "before" : k == 6 ? "after" : "during:000" + std::to_string(k);
+    t.unix_ms = 1'700'000'000'000 + k * 10'000;
+    t.hottest_temp_c = 40.0 + k * 5;
+    o.telemetry.push_back(t);
+  }
+  ASSERT_TRUE(store_->RecordJobResult(ids_[0], o).ok());
+  RunReport r = Load();
+  auto s = SummarizeSustained(r, r.jobs[0]);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->windows, 120u);
+  EXPECT_DOUBLE_EQ(s->first_p50_us, 8000);
+  EXPECT_DOUBLE_EQ(s->last_p50_us, 8000 + 79 * 25.0);
+  EXPECT_NEAR(s->change_pct, 24.6875, 1e-9);
+  EXPECT_DOUBLE_EQ(s->slowest_t_s, 59.5);
+  EXPECT_EQ(s->start_temp_c, std::optional<double>(40));
+  EXPECT_EQ(s->peak_temp_c, std::optional<double>(70));
+  EXPECT_FALSE(SummarizeSustained(r, r.jobs[1]).has_value());
+  const std::string md = RenderMarkdown(r);
+  EXPECT_NE(md.find("## Sustained"), std::string::npos) << md;
+  EXPECT_NE(
+      md.find(" | 60.0 s | 8.00 ms | 9.97 ms | +24.7% | 9.97 ms at 59.5 s | 40.0 → 70.0 °C |"),
+      std::string::npos)
+      << md;
+  const std::string html = RenderHtml(r);
+  EXPECT_NE(html.find("<h2>Sustained</h2>"), std::string::npos);
+  EXPECT_NE(html.find("stroke=\"#1f5fa8\""), std::string::npos);  // latency
+  EXPECT_NE(html.find("stroke=\"#d9822b\""), std::string::npos);  // temperature
+  if (const char* out = std::getenv("DFARM_SUSTAINED_HTML")) std::ofstream(out) << html;
 }
 
 // A failed or partial run never shows green: failed jobs or a failed run are

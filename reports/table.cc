@@ -143,6 +143,12 @@ Row JobTableRow(const RunReport& report, const store::JobRow& j) {
   row["top_ops"] = profile == report.profiles.end()
                        ? nlohmann::ordered_json(nullptr)
                        : nlohmann::ordered_json(TopOpsLabel(profile->second.by_op));
+  // Issue 19: cold and warm init (null when the runner gave none) and the
+  // device's GPU as its agent reported it ("" without OpenCL).
+  auto optional = [](const std::optional<double>& v) { return v ? Real(*v) : Row(nullptr); };
+  row["init_cold_us"] = j.metrics ? optional(j.metrics->init_cold_us) : Row(nullptr);
+  row["init_warm_us"] = j.metrics ? optional(j.metrics->init_warm_us) : Row(nullptr);
+  row["gpu_device"] = GpuDeviceLabel(report, j.device);
   return row;
 }
 

@@ -583,5 +583,54 @@ TEST_F(AgentSessionTest, HelloDescribesTheDevice) {
   EXPECT_EQ(d.properties, local.properties);  // empty off Android
 }
 
+// Issue 19: the OpenCL devices travel in HelloReply (old replies: none).
+TEST(DeviceInfoTest, OpenClDevicesRoundTrip) {
+  DeviceInfo info;
+  info.opencl_devices = {{"QUALCOMM Snapdragon(TM)", "QUALCOMM Adreno(TM) 740", "QUALCOMM",
+                          "OpenCL 3.0 QUALCOMM build: 0800.22", "OpenCL 3.0 Adreno(TM) 740", true,
+                          true, 6, uint64_t{3} << 32},
+                         {"Portable Computing Language", "cpu", "GenuineIntel", "5.0",
+                          "OpenCL 3.0 PoCL", false, false, 2, 1 << 30}};
+  flatbuffers::FlatBufferBuilder fbb;
+  FinishFrame(fbb, 1, BuildHelloReply(fbb, info, nullptr));
+  auto frame = VerifyFrame(fbb.GetBufferPointer(), fbb.GetSize());
+  ASSERT_TRUE(frame.ok()) << frame.message();
+  DeviceInfo back = ReadHelloReply(*(*frame)->body_as_HelloReply());
+  ASSERT_EQ(back.opencl_devices.size(), 2u);
+  const OpenClDeviceInfo& gpu = back.opencl_devices[0];
+  EXPECT_EQ(gpu.name, "QUALCOMM Adreno(TM) 740");
+  EXPECT_EQ(gpu.driver_version, "OpenCL 3.0 QUALCOMM build: 0800.22");
+  EXPECT_TRUE(gpu.fp16);
+  EXPECT_TRUE(gpu.gpu);
+  EXPECT_EQ(gpu.compute_units, 6u);
+  EXPECT_EQ(gpu.global_memory_bytes, uint64_t{3} << 32);
+  EXPECT_EQ(back.opencl_devices[1].platform, "Portable Computing Language");
+  EXPECT_FALSE(back.opencl_devices[1].fp16);
+}
+
+// The real agent lists the OpenCL devices of this machine at hello: with
+// pocl installed (CI), at least one, each with a name; without an OpenCL
+// library, none and no error.
+TEST_F(AgentSessionTest, HelloListsTheOpenClDevices) {
+  StartAgent();
+  auto client = Connect("");
+  ASSERT_TRUE(client.ok()) << client.message();
+  const std::vector<OpenClDeviceInfo>& seen = (*client)->device().opencl_devices;
+  const std::vector<OpenClDeviceInfo> local = CollectOpenClDevices();
+  ASSERT_EQ(seen.size(), local.size());
+  for (size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_FALSE(seen[i].name.empty());
+    EXPECT_EQ(seen[i].name, local[i].name);
+    EXPECT_EQ(seen[i].driver_version, local[i].driver_version);
+    EXPECT_FALSE(seen[i].platform.empty());
+    EXPECT_GT(seen[i].compute_units, 0u);
+  }
+#ifdef DFARM_HAVE_OPENCL
+  if (::access("/etc/OpenCL/vendors/pocl.icd", R_OK) == 0) {
+    EXPECT_GE(seen.size(), 1u) << "pocl is installed, but the agent lists no OpenCL device";
+  }
+#endif
+}
+
 }  // namespace
 }  // namespace dfarm::agent

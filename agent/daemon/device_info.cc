@@ -9,6 +9,10 @@
 #include <map>
 #include <thread>
 
+#ifdef DFARM_HAVE_OPENCL
+#include "delegates/gpu/opencl_api.h"
+#endif
+
 namespace dfarm::agent {
 
 #ifndef DFARM_VERSION
@@ -137,7 +141,22 @@ DeviceInfo CollectDeviceInfo() {
       info.os_release = ParseOsRelease(ReadSmallFile("/usr/lib/os-release"));
     }
   }
+  info.opencl_devices = CollectOpenClDevices();
   return info;
+}
+
+std::vector<OpenClDeviceInfo> CollectOpenClDevices() {
+  std::vector<OpenClDeviceInfo> out;
+#ifdef DFARM_HAVE_OPENCL
+  std::vector<delegates::gpu::OpenClDeviceInfo> devices;
+  std::string error;
+  if (!delegates::gpu::ListOpenClDevices(&devices, &error)) return out;  // no OpenCL: none
+  for (const delegates::gpu::OpenClDeviceInfo& d : devices) {
+    out.push_back({d.platform, d.name, d.vendor, d.driver_version, d.opencl_version, d.fp16, d.gpu,
+                   d.compute_units, d.global_memory_bytes});
+  }
+#endif
+  return out;
 }
 
 }  // namespace dfarm::agent

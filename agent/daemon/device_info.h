@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "agent/protocol/types.h"
 
@@ -10,6 +11,11 @@ namespace dfarm::agent {
 // Fills everything but protocol_version and features. Never fails: a field
 // that cannot be read is left empty (or 0).
 DeviceInfo CollectDeviceInfo();
+
+// The OpenCL devices of every platform (ListOpenClDevices, dlopen'ed): empty
+// when the build has no OpenCL headers, the device no OpenCL library, or the
+// platforms cannot be listed. Never fails.
+std::vector<OpenClDeviceInfo> CollectOpenClDevices();
 
 // Android-style ABI name for a uname machine: x86_64 -> "x86_64",
 // aarch64 -> "arm64-v8a", armv7l -> "armeabi-v7a", i686 -> "x86"; others as is.

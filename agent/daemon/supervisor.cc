@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <limits>
@@ -106,6 +107,34 @@ Result<std::string> FindInPath(const std::string& word) {
   return MakeError("runner prefix: '" + word + "' was not found in PATH");
 }
 
+// 1500 -> "1.5": milliseconds as the runner's seconds flags take them.
+std::string FormatSeconds(uint32_t ms) {
+  std::string text = std::to_string(ms / 1000);
+  if (ms % 1000 != 0) {
+    char frac[8];
+    std::snprintf(frac, sizeof frac, ".%03u", ms % 1000);
+    text += frac;
+  }
+  return text;
+}
+
+// RunJob.sustained_ms: a runner that speaks our contract, and time left
+// before the timeout.
+Result<void> CheckSustained(const JobSpec& job) {
+  if (job.sustained_ms == 0) return Ok();
+  if (!SpeaksRunnerContract(job.runner_kind)) {
+    return MakeError("invalid job: runners of kind '" + OneLine(job.runner_kind, 80) +
+                     "' have no sustained mode (RunJob.sustained_ms is for kinds 'dfarm' and "
+                     "'tflite')");
+  }
+  if (job.sustained_ms > kMaxSustainedMs || job.sustained_ms >= job.timeout_ms) {
+    return MakeError("invalid job: sustained_ms " + std::to_string(job.sustained_ms) +
+                     " must be below timeout_ms " + std::to_string(job.timeout_ms) +
+                     " and at most " + std::to_string(kMaxSustainedMs));
+  }
+  return Ok();
+}
+
 // A bad spec is the host's fault; reported as infra with the field named.
 // The limits are agent/protocol/job_limits.h, which the host's spec parser
 // checks too.
@@ -172,7 +201,7 @@ Result<void> CheckSpec(const JobSpec& job, uint32_t max_timeout_ms) {
     return MakeError("invalid job: timeout_ms " + std::to_string(job.timeout_ms) +
                      " is not in 1.." + std::to_string(max_timeout_ms));
   }
-  return Ok();
+  return CheckSustained(job);
 }
 
 // The line of a tool's log that says why it failed: the last one that starts
@@ -269,6 +298,10 @@ std::vector<std::string> Supervisor::RunnerArgs(const JobSpec& job, const std::s
     args.push_back(dir);
   }
   if (job.profile) args.push_back("--profile");
+  if (job.sustained_ms > 0) {
+    args.push_back("--sustained-secs");
+    args.push_back(FormatSeconds(job.sustained_ms));
+  }
   args.push_back("--json");
   return args;
 }
@@ -426,10 +459,11 @@ namespace {
 // the pid of the agent that forked it.
 // envp null: the agent's environment.
 [[noreturn]] void ExecRunner(pid_t agent, const char* path, char* const* argv, char* const* envp,
-                             int dev_null, int out_w, int err_w, int exec_w,
-                             const cpu_set_t* cpus) {
+                             int dev_null, int out_w, int err_w, int exec_w, const cpu_set_t* cpus,
+                             const char* work_dir) {
   ::setsid();  // own process group: a timeout kills the runner and its children
-  if (cpus != nullptr && ::sched_setaffinity(0, sizeof(cpu_set_t), cpus) != 0) {
+  if ((cpus != nullptr && ::sched_setaffinity(0, sizeof(cpu_set_t), cpus) != 0) ||
+      ::chdir(work_dir) != 0) {
     int err = errno;
     ssize_t ignored = ::write(exec_w, &err, sizeof err);
     (void)ignored;
@@ -566,6 +600,8 @@ WaitEnd WaitForRunner(pid_t pid, Clock::time_point deadline, const std::atomic<b
 
 std::string Supervisor::InputsFolder() const { return store_->root() + "/inputs"; }
 
+std::string Supervisor::WorkFolder() const { return store_->root() + "/work"; }
+
 Result<std::vector<std::string>> Supervisor::UnpackInputSets(const JobSpec& job) const {
   std::vector<std::string> dirs;
   if (job.input_set_sha256s.empty()) return dirs;
@@ -685,7 +721,19 @@ Result<int> Supervisor::Spawn(Launch& launch, ChildPipes* pipes) {
     envp.push_back(nullptr);
   }
   const int err_w = launch.merge_stderr ? pipes->out_w.get() : pipes->err_w.get();
-  const char* path = launch.exec_path.c_str();
+  // A relative program (a --runner-prefix found beside the agent) still
+  // names the same file from the job's working directory.
+  std::error_code ec;
+  const std::string exec_path = launch.exec_path.find('/') != std::string::npos
+                                    ? std::filesystem::absolute(launch.exec_path, ec).string()
+                                    : launch.exec_path;
+  const char* path = exec_path.c_str();
+  const std::string work_dir = WorkFolder();
+  std::filesystem::remove_all(work_dir, ec);  // the previous job's files
+  if (::mkdir(work_dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return MakeError("cannot create the job's working directory '" + work_dir +
+                     "': " + strerror(errno));
+  }
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
   for (int c : launch.cpus) CPU_SET(c, &cpus);
@@ -695,7 +743,7 @@ Result<int> Supervisor::Spawn(Launch& launch, ChildPipes* pipes) {
   if (pid == 0) {
     ExecRunner(agent, path, argv.data(), launch.env ? envp.data() : nullptr, pipes->dev_null.get(),
                pipes->out_w.get(), err_w, pipes->exec_w.get(),
-               launch.cpus.empty() ? nullptr : &cpus);
+               launch.cpus.empty() ? nullptr : &cpus, work_dir.c_str());
   }
   // Best effort: without its record the runner still dies with the agent;
   // only what it starts itself could be left behind.
@@ -783,7 +831,12 @@ JobResult Supervisor::RunUnpacked(const JobSpec& job, const std::atomic<bool>* c
   std::vector<DeviceState> during;
   Sampler sampler;
   if (options_.record_device_state) {
-    sampler.interval = std::chrono::milliseconds(options_.sample_interval_ms);
+    // A long (sustained) job: samples spread over all of it.
+    sampler.interval = std::chrono::milliseconds(std::max<uint64_t>(
+        options_.sample_interval_ms,
+        options_.sample_interval_ms == 0
+            ? 0
+            : (uint64_t{job.sustained_ms} + kMaxStateSamples - 1) / kMaxStateSamples));
     sampler.sample = [this, &during] {
       if (during.size() >= kMaxStateSamples) return false;
       during.push_back(CollectDeviceState(options_.device_state_root));

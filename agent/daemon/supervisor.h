@@ -115,6 +115,10 @@ class Supervisor {
   // <store>/inputs: the running job's unpacked input sets (set_<k>/input_<i>.bin),
   // made before it starts and removed when it ends.
   std::string InputsFolder() const;
+  // The runner's working directory, <store>/work, emptied before each job
+  // (issue 19): a relative path a runner writes (the gpu delegate's
+  // serialization_dir) starts fresh with every job.
+  std::string WorkFolder() const;
   // Unpacks each of job.input_set_sha256s into InputsFolder()/set_<k>; returns the folders.
   Result<std::vector<std::string>> UnpackInputSets(const JobSpec& job) const;
 

@@ -66,6 +66,21 @@ TEST_F(SupervisorTest, OkRunner) {
   EXPECT_GT(r.wall_ms, 0);
 }
 
+// Issue 19: each job runs in <store>/work, emptied before it starts, so a
+// relative path a runner writes (a delegate's serialization_dir) is fresh.
+TEST_F(SupervisorTest, EachJobStartsInAnEmptyWorkingDirectory) {
+  Supervisor sup(store_.get());
+  const std::string script =
+      "#!/bin/sh\necho \"cwd=$(pwd) files=$(ls -A | wc -l)\" >&2\nmkdir cache && touch "
+      "cache/programs\n" +
+      std::string(testing::kOkRunner).substr(std::string("#!/bin/sh\n").size());
+  for (int k = 0; k < 2; ++k) {
+    JobResult r = sup.Run(Job(script));
+    EXPECT_EQ(r.status, "ok") << r.error << r.stderr_tail;
+    EXPECT_THAT(r.stderr_tail, HasSubstr("cwd=" + store_->root() + "/work files=0"));
+  }
+}
+
 TEST_F(SupervisorTest, SegfaultIsCrashedAndNextJobRuns) {
   Supervisor sup(store_.get());
   JobResult r = sup.Run(Job("#!/bin/sh\necho 'about to die' >&2\nkill -SEGV $$\n"));
@@ -188,6 +203,32 @@ TEST_F(SupervisorTest, ProfileOnlyForDfarmRunners) {
   r = sup.Run(job);
   EXPECT_EQ(r.status, "infra");
   EXPECT_THAT(r.error, HasSubstr("runners of kind 'tflite' cannot profile"));
+}
+
+// RunJob.sustained_ms is --sustained-secs (our contract's runners only), and
+// it must end before the timeout.
+TEST_F(SupervisorTest, SustainedModeIsPassedInSeconds) {
+  Supervisor sup(store_.get());
+  JobSpec job = Job(testing::kOkRunner);
+  job.sustained_ms = 1500;
+  EXPECT_EQ(Supervisor::RunnerArgs(job, "/m", "", {}),
+            (std::vector<std::string>{"--model", "/m", "--delegate", "cpu", "--num-threads", "1",
+                                      "--warmup-runs", "1", "--num-runs", "3", "--sustained-secs",
+                                      "1.500", "--json"}));
+  job.sustained_ms = 2000;
+  JobResult r = sup.Run(job);
+  EXPECT_EQ(r.status, "ok") << r.error;
+  EXPECT_THAT(r.stderr_tail, HasSubstr("--sustained-secs 2 --json"));
+  job.sustained_ms = job.timeout_ms;
+  r = sup.Run(job);
+  EXPECT_EQ(r.status, "infra");
+  EXPECT_THAT(r.error, HasSubstr("sustained_ms " + std::to_string(job.timeout_ms) +
+                                 " must be below timeout_ms"));
+  job.sustained_ms = 10;
+  job.runner_kind = "benchmark_model";
+  r = sup.Run(job);
+  EXPECT_EQ(r.status, "infra");
+  EXPECT_THAT(r.error, HasSubstr("have no sustained mode"));
 }
 
 TEST_F(SupervisorTest, PluginIsPassedAsItsStorePath) {

@@ -53,11 +53,14 @@ inline constexpr std::string_view kFeatureLayerErrors = "layer_errors";
 // it only to an agent that lists this feature (an older one would drop it
 // and run the job unpinned).
 inline constexpr std::string_view kFeatureCpuAffinity = "cpu_affinity";
+// RunJob.sustained_ms: sustained mode. A host sends it only to an agent that
+// lists this feature (an older one would drop it and run num_runs runs).
+inline constexpr std::string_view kFeatureSustained = "sustained";
 inline constexpr std::string_view kKnownFeatures[] = {
-    kFeatureArtifacts,   kFeatureRunJob,      kFeatureAuthHmac,   kFeatureHeartbeat,
-    kFeaturePutResume,   kFeaturePlugin,      kFeatureCancel,     kFeatureProgress,
-    kFeatureDeviceState, kFeatureInputs,      kFeatureBundles,    kFeatureRunnerKinds,
-    kFeatureProfile,     kFeatureLayerErrors, kFeatureCpuAffinity};
+    kFeatureArtifacts,   kFeatureRunJob,      kFeatureAuthHmac,    kFeatureHeartbeat,
+    kFeaturePutResume,   kFeaturePlugin,      kFeatureCancel,      kFeatureProgress,
+    kFeatureDeviceState, kFeatureInputs,      kFeatureBundles,     kFeatureRunnerKinds,
+    kFeatureProfile,     kFeatureLayerErrors, kFeatureCpuAffinity, kFeatureSustained};
 
 // Whether `features` (one side's list from hello) names `feature`.
 inline bool HasFeature(const std::vector<std::string>& features, std::string_view feature) {

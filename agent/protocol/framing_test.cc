@@ -66,18 +66,20 @@ TEST(FramingTest, RoundTripsAJob) {
   EXPECT_EQ(back.timeout_ms, 5000u);
 }
 
-// RunJob.profile (feature "profile") round trips; false is the default an
-// older host's frame reads as.
+// RunJob.profile (feature "profile") and sustained_ms (feature "sustained")
+// round trip; false and 0 are the defaults an older host's frame reads as.
 TEST(FramingTest, RoundTripsAProfileJob) {
   SocketPair sp;
   JobSpec job;
   job.runner_sha256 = std::string(64, 'a');
   job.model_sha256 = std::string(64, 'b');
   job.profile = true;
+  job.sustained_ms = 90000;
   flatbuffers::FlatBufferBuilder fbb;
   FinishFrame(fbb, 45, BuildRunJob(fbb, job));
   ASSERT_TRUE(WriteFrame(sp.a.get(), fbb).ok());
   job.profile = false;
+  job.sustained_ms = 0;
   flatbuffers::FlatBufferBuilder plain;
   FinishFrame(plain, 46, BuildRunJob(plain, job));
   ASSERT_TRUE(WriteFrame(sp.a.get(), plain).ok());
@@ -86,9 +88,11 @@ TEST(FramingTest, RoundTripsAProfileJob) {
   ASSERT_TRUE(got.ok()) << got.message();
   ASSERT_EQ(got->frame()->body_type(), wire::Body::RunJob);
   EXPECT_TRUE(ReadRunJob(*got->frame()->body_as_RunJob()).profile);
+  EXPECT_EQ(ReadRunJob(*got->frame()->body_as_RunJob()).sustained_ms, 90000u);
   got = ReadFrame(sp.b.get(), std::chrono::milliseconds(5000));
   ASSERT_TRUE(got.ok()) << got.message();
   EXPECT_FALSE(ReadRunJob(*got->frame()->body_as_RunJob()).profile);
+  EXPECT_EQ(ReadRunJob(*got->frame()->body_as_RunJob()).sustained_ms, 0u);
 }
 
 TEST(FramingTest, RoundTripsAPluginJob) {

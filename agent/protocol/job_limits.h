@@ -24,6 +24,8 @@ inline constexpr uint32_t kMaxWarmupRuns = 10'000'000;
 // JobSpec::timeout_ms in 1..the agent's maximum; this one unless the agent
 // was started with another (SupervisorOptions::max_timeout_ms).
 inline constexpr uint32_t kDefaultMaxTimeoutMs = 24u * 3600 * 1000;
+// JobSpec::sustained_ms: 0 (off) or 1..kMaxSustainedMs, and below timeout_ms.
+inline constexpr uint32_t kMaxSustainedMs = 12u * 3600 * 1000;
 
 constexpr bool IsDelegateNameChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||

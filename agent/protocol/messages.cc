@@ -31,9 +31,16 @@ flatbuffers::Offset<wire::HelloReply> BuildHelloReply(flatbuffers::FlatBufferBui
     props.push_back(wire::CreatePropertyDirect(fbb, key.c_str(), value.c_str()));
   }
   auto properties = fbb.CreateVector(props);
+  std::vector<flatbuffers::Offset<wire::OpenClDevice>> cl;
+  for (const OpenClDeviceInfo& d : info.opencl_devices) {
+    cl.push_back(wire::CreateOpenClDeviceDirect(
+        fbb, d.platform.c_str(), d.name.c_str(), d.vendor.c_str(), d.driver_version.c_str(),
+        d.opencl_version.c_str(), d.fp16, d.gpu, d.compute_units, d.global_memory_bytes));
+  }
+  auto opencl_devices = fbb.CreateVector(cl);
   return wire::CreateHelloReply(fbb, info.protocol_version, features, agent_version, os, abi, cpu,
                                 info.cores, info.memory_bytes, hostname, challenge, os_release,
-                                kernel_version, freqs, properties);
+                                kernel_version, freqs, properties, opencl_devices);
 }
 
 DeviceInfo ReadHelloReply(const wire::HelloReply& reply) {
@@ -54,6 +61,13 @@ DeviceInfo ReadHelloReply(const wire::HelloReply& reply) {
   }
   if (const auto* props = reply.properties()) {
     for (const auto* p : *props) info.properties[Str(p->key())] = Str(p->value());
+  }
+  if (const auto* cl = reply.opencl_devices()) {
+    for (const auto* d : *cl) {
+      info.opencl_devices.push_back({Str(d->platform()), Str(d->name()), Str(d->vendor()),
+                                     Str(d->driver_version()), Str(d->opencl_version()), d->fp16(),
+                                     d->gpu(), d->compute_units(), d->global_memory_bytes()});
+    }
   }
   return info;
 }
@@ -77,7 +91,7 @@ flatbuffers::Offset<wire::RunJob> BuildRunJob(flatbuffers::FlatBufferBuilder& fb
   if (!job.cpu_affinity.empty()) affinity = fbb.CreateString(job.cpu_affinity);
   return wire::CreateRunJob(fbb, runner, model, delegate, options, job.num_threads, job.warmup_runs,
                             job.num_runs, job.timeout_ms, plugin, accuracy, inputs, kind,
-                            job.profile, affinity);
+                            job.profile, affinity, job.sustained_ms);
 }
 
 JobSpec ReadRunJob(const wire::RunJob& msg) {
@@ -98,6 +112,7 @@ JobSpec ReadRunJob(const wire::RunJob& msg) {
   job.runner_kind = Str(msg.runner_kind());
   job.profile = msg.profile();
   job.cpu_affinity = Str(msg.cpu_affinity());
+  job.sustained_ms = msg.sustained_ms();
   return job;
 }
 

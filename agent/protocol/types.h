@@ -11,6 +11,19 @@
 
 namespace dfarm::agent {
 
+// One OpenCL device the agent sees (HelloReply.opencl_devices, issue 19).
+struct OpenClDeviceInfo {
+  std::string platform;  // "Portable Computing Language"
+  std::string name;
+  std::string vendor;
+  std::string driver_version;
+  std::string opencl_version;  // "OpenCL 3.0 PoCL ..."
+  bool fp16 = false;           // cl_khr_fp16
+  bool gpu = false;            // CL_DEVICE_TYPE_GPU
+  uint32_t compute_units = 0;
+  uint64_t global_memory_bytes = 0;
+};
+
 // What the agent says about its device at hello.
 struct DeviceInfo {
   std::string agent_version;
@@ -29,6 +42,10 @@ struct DeviceInfo {
   // Android properties read with getprop (ro.product.model, ro.soc.model,
   // ro.build.fingerprint, ro.build.version.sdk, ...); empty elsewhere.
   std::map<std::string, std::string> properties;
+  // Every OpenCL device of every platform, listed once when the agent
+  // starts; empty without an OpenCL library (never an error) and from
+  // agents before issue 19.
+  std::vector<OpenClDeviceInfo> opencl_devices;
 };
 
 // One benchmark job. Artifacts are named only by sha256; the agent resolves
@@ -68,6 +85,10 @@ struct JobSpec {
   // or a list "0-3,6"; "" runs it wherever the kernel likes. A host sends it
   // only to an agent that lists "cpu_affinity".
   std::string cpu_affinity;
+  // Feature "sustained" (issue 18): the measured runs go on for this many ms
+  // (the runner's --sustained-secs) and the result has a latency curve; 0:
+  // off. Runner kinds "dfarm" and "tflite" only; below timeout_ms.
+  uint32_t sustained_ms = 0;
 };
 
 // One CPU's cpufreq state (/sys/devices/system/cpu/cpuN). Unset: unreadable.

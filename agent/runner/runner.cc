@@ -1,20 +1,29 @@
 #include "agent/runner/runner.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <ostream>
 #include <string_view>
 
 #include "agent/base/sha256.h"
+#include "agent/base/subprocess.h"
+#include "agent/base/unique_fd.h"
 #include "agent/runner/layer_errors.h"
 #include "agent/runner/metrics.h"
 #include "agent/runner/runner_json.h"
 #include "agent/runner/tensor_files.h"
+#include "delegates/delegate_options.h"
 #include "delegates/registry.h"
 #include "runtime/interpreter.h"
 #include "runtime/model.h"
@@ -64,6 +73,7 @@ class FaultTrackingDelegate : public runtime::Delegate {
     }
     return std::make_unique<Kernel>(std::move(kernel), this);
   }
+  std::vector<std::pair<std::string, double>> Stats() const override { return inner_->Stats(); }
   bool faulted() const { return faulted_; }
 
  private:
@@ -157,6 +167,8 @@ runner_json::Document ToDocument(const RunOutcome& r) {
   doc.placement = r.placement;
   doc.accuracy = r.accuracy;
   if (r.profile) doc.profile = ProfileDocument(*r.profile);
+  doc.sustained = r.sustained;
+  doc.delegate_stats = r.delegate_stats;
   return doc;
 }
 
@@ -204,6 +216,43 @@ bool AcceptsOption(const delegates::RegisteredDelegate& delegate, std::string_vi
     if (key == *k) return true;
   }
   return false;
+}
+
+// A figure of the delegate's stats by name; 0 when it has none.
+double StatOf(const DelegateStats& stats, std::string_view name) {
+  for (const auto& [key, value] : stats) {
+    if (key == name) return value;
+  }
+  return 0;
+}
+
+// Whether the delegate options name `key`.
+bool HasOption(const RunnerOptions& options, std::string_view key) {
+  return std::any_of(options.delegate_options.begin(), options.delegate_options.end(),
+                     [&](const auto& kv) { return kv.first == key; });
+}
+
+// Creates the delegate's serialization_dir when it is missing (the agent
+// runs each job in a fresh working directory, where a relative one is not
+// there yet); a failure is only noted, the delegate then compiles.
+void PrepareSerializationDir(const RunnerOptions& options, std::ostream& log) {
+  for (const auto& [key, value] : options.delegate_options) {
+    if (key != "serialization_dir" || value.empty()) continue;
+    std::error_code ec;
+    std::filesystem::create_directories(value, ec);
+    if (ec)
+      log << "note: cannot create serialization_dir '" << value << "': " << ec.message() << "\n";
+  }
+}
+
+// An init that compiled programs is cold; one that only loaded them from the
+// serialization cache is warm; others (no programs) are neither.
+void ClassifyInit(const DelegateStats& stats, double init_us, Metrics* metrics) {
+  if (StatOf(stats, "programs_compiled") > 0) {
+    metrics->init_cold_us = init_us;
+  } else if (StatOf(stats, "programs_loaded") > 0) {
+    metrics->init_warm_us = init_us;
+  }
 }
 
 }  // namespace
@@ -304,6 +353,10 @@ bool LoadAndPrepare(const RunnerOptions& options, Job* job, RunOutcome* outcome)
   }
   outcome->placement = PlacementOf(interpreter.placement());
   outcome->metrics.init_us = MicrosSince(init_start);
+  if (job->runtime_delegate != nullptr) {
+    outcome->delegate_stats = job->runtime_delegate->Stats();
+    ClassifyInit(outcome->delegate_stats, outcome->metrics.init_us, &outcome->metrics);
+  }
   outcome->metrics.arena_bytes = static_cast<int64_t>(interpreter.arena_bytes());
   outcome->inputs = Summaries(interpreter.inputs());
   outcome->outputs = Summaries(interpreter.outputs());
@@ -398,6 +451,110 @@ bool CompareWithReference(const RunnerOptions& options, const Job& job, RunOutco
   return !layers || CompareLayersOnFirstSet(options, job, reference, outcome);
 }
 
+// The runner's own program, to start it again (Linux; qemu-user maps it too).
+constexpr const char* kSelfExe = "/proc/self/exe";
+
+// The words that start this runner again. Usually /proc/self/exe; when the
+// runner was started through a dynamic loader (a runner bundle:
+// "ld-linux-x86-64.so.2 --library-path DIR dfarm-runner ..."), /proc/self/exe
+// is the loader, so its options and the runner's path (from
+// /proc/self/cmdline) follow it.
+std::vector<std::string> SelfCommand() {
+  std::error_code ec;
+  const std::string exe = std::filesystem::read_symlink(kSelfExe, ec).filename().string();
+  if (ec || exe.rfind("ld-", 0) != 0) return {kSelfExe};
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> cmdline;
+  for (std::string word; std::getline(in, word, '\0');) cmdline.push_back(word);
+  // The loader's options that take a value (glibc's and musl's ld.so).
+  static const char* const kWithValue[] = {
+      "--library-path",     "--argv0", "--preload", "--audit", "--glibc-hwcaps-prepend",
+      "--glibc-hwcaps-mask"};
+  std::vector<std::string> out = {kSelfExe};
+  size_t i = 1;
+  for (; i < cmdline.size() && cmdline[i].rfind("--", 0) == 0; ++i) {
+    out.push_back(cmdline[i]);
+    const bool with_value =
+        std::find(std::begin(kWithValue), std::end(kWithValue), cmdline[i]) != std::end(kWithValue);
+    if (with_value && i + 1 < cmdline.size()) out.push_back(cmdline[++i]);
+  }
+  if (i < cmdline.size()) out.push_back(cmdline[i]);  // the runner itself
+  return out;
+}
+
+// Runs `argv` and returns its standard output; the exit status is ignored
+// (the document says how it went).
+Result<std::string> OutputOf(const std::vector<std::string>& argv) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return MakeError(std::string("pipe: ") + std::strerror(errno));
+  UniqueFd read_end(fds[0]);
+  UniqueFd write_end(fds[1]);
+  // Its stderr (the report text of an init alone) would only confuse ours.
+  UniqueFd null(::open("/dev/null", O_WRONLY | O_CLOEXEC));
+  SpawnOptions spawn;
+  spawn.stdout_fd = write_end.get();
+  spawn.stderr_fd = null.get();
+  spawn.terminate_with_parent = true;
+  Result<pid_t> pid = SpawnProcess(argv, spawn);
+  write_end.reset();
+  if (!pid.ok()) return MakeError(pid.message());
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(read_end.get(), buf, sizeof(buf))) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ReapProcess(*pid, std::chrono::seconds(5));
+  return out;
+}
+
+// serialization_dir: once the job is measured, the runner starts itself
+// again with the same model, delegate and options (--init-only): a second
+// start of the delegate, which reads the cache the first one wrote (a fresh
+// process, as a user's next start: no program kept in this one). Its init is
+// init_warm_us when it loaded every program and compiled none. Leaves the
+// outcome's status alone: a failed second start only leaves no figure.
+void MeasureWarmInit(const RunnerOptions& options, std::ostream& log, RunOutcome* outcome) {
+  if (outcome->metrics.init_warm_us) return;  // the first init was warm already
+  std::vector<std::string> argv = SelfCommand();
+  const std::vector<std::string> args = {"--model",
+                                         options.model,
+                                         "--delegate",
+                                         options.delegate,
+                                         "--delegate-options",
+                                         delegates::FormatDelegateOptions(options.delegate_options),
+                                         "--num-threads",
+                                         std::to_string(options.num_threads),
+                                         "--init-only",
+                                         "--json"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  Result<std::string> out = OutputOf(argv);
+  Result<runner_json::Document> doc =
+      out.ok() ? runner_json::ParseRunnerJson(*out) : MakeError(out.message());
+  if (!doc.ok() || !runner_json::IsOk(*doc) || !doc->metrics) {
+    log << "note: the second start (warm init, serialization_dir) failed: "
+        << (doc.ok() ? doc->error : doc.message()) << "\n";
+    return;
+  }
+  Metrics second;
+  ClassifyInit(doc->delegate_stats, doc->metrics->init_us, &second);
+  if (second.init_warm_us) {
+    outcome->metrics.init_warm_us = second.init_warm_us;
+  } else {
+    log << "note: the second start did not load from serialization_dir (compiled "
+        << StatOf(doc->delegate_stats, "programs_compiled") << " program(s), loaded "
+        << StatOf(doc->delegate_stats, "programs_loaded") << "); no init_warm_us\n";
+  }
+}
+
+// --init-only: the init alone.
+RunOutcome InitOnly(const RunnerOptions& options, std::ostream& log, RunOutcome outcome) {
+  Job job;
+  if (ChooseDelegate(options, log, &job, &outcome)) LoadAndPrepare(options, &job, &outcome);
+  return outcome;
+}
+
 }  // namespace
 
 std::vector<TensorSummary> Summaries(const std::vector<runtime::Tensor*>& tensors) {
@@ -472,6 +629,11 @@ bool MeasureInvokes(const RunnerOptions& options, const std::function<bool()>& i
   if (options.warmup_runs > 0) {
     outcome->metrics.warmup_mean_us = warmup_total / options.warmup_runs;
   }
+  if (options.sustained_secs > 0) {
+    if (!MeasureSustained(options.sustained_secs, timed, outcome)) return false;
+    outcome->metrics.peak_rss_bytes = static_cast<int64_t>(PeakRssBytes().value_or(0));
+    return true;
+  }
   outcome->samples_us.reserve(options.num_runs);
   const Clock::time_point steady_start = Clock::now();
   const std::chrono::duration<double> min_duration(options.min_secs);
@@ -511,7 +673,9 @@ RunOutcome Run(const RunnerOptions& options, std::ostream& log) {
   outcome.runtime_version = DFARM_VERSION;
   outcome.num_threads = options.num_threads;
   Job job;
+  if (options.init_only) return InitOnly(options, log, std::move(outcome));
   if (!ChooseDelegate(options, log, &job, &outcome)) return outcome;
+  PrepareSerializationDir(options, log);
   if (!LoadAndPrepare(options, &job, &outcome)) return outcome;
   if (Result<void> r = SetInputs(options, job.interpreter->inputs()); !r.ok()) {
     Failed(&outcome, RunnerStatus::kModelError, r.message());
@@ -529,6 +693,7 @@ RunOutcome Run(const RunnerOptions& options, std::ostream& log) {
     return outcome;
   }
   if (options.profile && !ProfileSteps(options, job, &outcome)) return outcome;
+  if (HasOption(options, "serialization_dir")) MeasureWarmInit(options, log, &outcome);
   return outcome;
 }
 
@@ -552,9 +717,22 @@ std::string ReportText(const RunOutcome& r, const std::string& program) {
   const Metrics& m = r.metrics;
   s += "init " + Ms(m.init_us) + ", first run " + Ms(m.first_us) + ", warmup mean " +
        Ms(m.warmup_mean_us) + "\n";
-  s += std::to_string(r.samples_us.size()) + " runs: mean " + Ms(m.mean_us) + " (std " +
-       Ms(m.std_us) + "), min " + Ms(m.min_us) + ", max " + Ms(m.max_us) + ", p50 " + Ms(m.p50_us) +
-       ", p90 " + Ms(m.p90_us) + ", p99 " + Ms(m.p99_us) + "\n";
+  if (m.init_cold_us || m.init_warm_us) {
+    s += "init cold " + (m.init_cold_us ? Ms(*m.init_cold_us) : std::string("-")) + ", warm " +
+         (m.init_warm_us ? Ms(*m.init_warm_us) : std::string("-")) + "\n";
+  }
+  if (!r.delegate_stats.empty()) {
+    s += "delegate stats:";
+    for (const auto& [name, value] : r.delegate_stats) {
+      char buf[96];
+      std::snprintf(buf, sizeof(buf), " %s %g", name.c_str(), value);
+      s += buf;
+    }
+    s += "\n";
+  }
+  s += std::to_string(m.num_runs) + " runs: mean " + Ms(m.mean_us) + " (std " + Ms(m.std_us) +
+       "), min " + Ms(m.min_us) + ", max " + Ms(m.max_us) + ", p50 " + Ms(m.p50_us) + ", p90 " +
+       Ms(m.p90_us) + ", p99 " + Ms(m.p99_us) + "\n";
   if (r.placement && (r.placement->partitions > 0 || r.delegate != "cpu")) {
     size_t delegated = 0;
     std::string fallbacks;
@@ -576,6 +754,18 @@ std::string ReportText(const RunOutcome& r, const std::string& program) {
   }
   s += "\n";
   if (r.accuracy) s += AccuracyText(*r.accuracy);
+  if (r.sustained && !r.sustained->windows.empty()) {
+    const SustainedWindow& first = r.sustained->windows.front();
+    const SustainedWindow& last = r.sustained->windows.back();
+    char buf[200];
+    std::snprintf(buf, sizeof(buf),
+                  "sustained %.1f s in %zu window(s) of %.0f ms: p50 %.3f ms at first, %.3f ms "
+                  "at last (%+.1f%%)\n",
+                  r.sustained->secs, r.sustained->windows.size(), r.sustained->window_ms,
+                  first.p50_us / 1000, last.p50_us / 1000,
+                  first.p50_us > 0 ? (last.p50_us / first.p50_us - 1) * 100 : 0.0);
+    s += buf;
+  }
   if (r.profile) {
     s += "profile over " + std::to_string(r.profile->runs) + " run(s), by op type:\n";
     for (const OpProfile& o : r.profile->by_op) {

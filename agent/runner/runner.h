@@ -61,6 +61,11 @@ struct RunOutcome {
   std::optional<Accuracy> accuracy;
   // --profile: per-step timing after the measured runs.
   std::optional<Profile> profile;
+  // --sustained-secs: the latency curve of the measured runs.
+  std::optional<JobSustained> sustained;
+  // The delegate's Stats() after AllocateTensors() (issue 19); empty for
+  // kernels only and delegates without figures.
+  DelegateStats delegate_stats;
 };
 
 // Runs one job; never throws. Progress notes go to `log`.
@@ -96,6 +101,14 @@ Result<uint32_t> DelegateThreads(const RunnerOptions& options);
 // records the failure in the outcome and returns false, which ends this.
 bool MeasureInvokes(const RunnerOptions& options, const std::function<bool()>& invoke,
                     RunOutcome* outcome);
+
+// Sustained mode's measured runs (MeasureInvokes with --sustained-secs): runs
+// until `secs` seconds have passed, at least once, and fills the curve. The
+// mean, std, min and max are over every run; samples_us keeps every k-th run
+// (k a power of two, at most kMaxSustainedSamples kept), and the percentiles
+// are over those.
+inline constexpr size_t kMaxSustainedSamples = 20000;
+bool MeasureSustained(double secs, const std::function<bool(double*)>& timed, RunOutcome* outcome);
 
 // Name, dtype and shape of each tensor, in order.
 std::vector<TensorSummary> Summaries(const std::vector<runtime::Tensor*>& tensors);

@@ -101,6 +101,18 @@ Metrics ParseMetrics(const json& m) {
   out.num_runs = Count(m, "num_runs");
   out.peak_rss_bytes = Count(m, "peak_rss_bytes");
   out.arena_bytes = Count(m, "arena_bytes");
+  if (m.contains("init_cold_us")) out.init_cold_us = m["init_cold_us"].get<double>();
+  if (m.contains("init_warm_us")) out.init_warm_us = m["init_warm_us"].get<double>();
+  return out;
+}
+
+// "delegate_stats": an object of numbers; other values are skipped.
+runner::DelegateStats ParseDelegateStats(const json& doc) {
+  runner::DelegateStats out;
+  if (!doc.contains("delegate_stats") || !doc["delegate_stats"].is_object()) return out;
+  for (const auto& [key, value] : doc["delegate_stats"].items()) {
+    if (value.is_number()) out.emplace_back(key, value.get<double>());
+  }
   return out;
 }
 
@@ -214,6 +226,23 @@ std::optional<JobProfile> ParseProfile(const json& doc) {
   return out;
 }
 
+// Malformed windows are left out; a window with no run is not a window.
+std::optional<JobSustained> ParseSustained(const json& doc) {
+  if (!doc.contains("sustained") || !doc["sustained"].is_object()) return std::nullopt;
+  const json& s = doc["sustained"];
+  JobSustained out;
+  out.secs = Real(s, "secs");
+  out.window_ms = Real(s, "window_ms");
+  if (s.contains("windows") && s["windows"].is_array()) {
+    for (const json& w : s["windows"]) {
+      if (!w.is_object() || Count(w, "runs") <= 0) continue;
+      out.windows.push_back({Real(w, "t_ms"), Count(w, "runs"), Real(w, "mean_us"),
+                             Real(w, "p50_us"), Real(w, "max_us")});
+    }
+  }
+  return out;
+}
+
 Result<std::optional<Accuracy>> AccuracyOf(const json& doc) {
   if (!doc.contains("accuracy")) return std::optional<Accuracy>();
   const json& acc = doc["accuracy"];
@@ -282,6 +311,8 @@ Document ParseDocument(const json& doc) {
   if (doc.contains("placement")) out.placement = ParsePlacement(doc["placement"]);
   if (auto accuracy = AccuracyOf(doc)) out.accuracy = std::move(*accuracy);
   out.profile = ParseProfile(doc);
+  out.sustained = ParseSustained(doc);
+  out.delegate_stats = ParseDelegateStats(doc);
   return out;
 }
 
@@ -308,6 +339,8 @@ json ToJson(const Document& doc) {
   if (doc.placement) out["placement"] = PlacementJson(*doc.placement);
   if (doc.accuracy) out["accuracy"] = AccuracyJson(*doc.accuracy);
   if (doc.profile) out["profile"] = ProfileJson(*doc.profile);
+  if (doc.sustained) out["sustained"] = SustainedJson(*doc.sustained);
+  if (!doc.delegate_stats.empty()) out["delegate_stats"] = DelegateStatsJson(doc.delegate_stats);
   return out;
 }
 
@@ -316,12 +349,21 @@ std::string WriteRunnerJson(const Document& doc) {
 }
 
 json MetricsJson(const Metrics& m) {
-  return {
+  json out = {
       {"init_us", m.init_us},        {"first_us", m.first_us}, {"warmup_mean_us", m.warmup_mean_us},
       {"mean_us", m.mean_us},        {"std_us", m.std_us},     {"min_us", m.min_us},
       {"max_us", m.max_us},          {"p50_us", m.p50_us},     {"p90_us", m.p90_us},
       {"p99_us", m.p99_us},          {"num_runs", m.num_runs}, {"peak_rss_bytes", m.peak_rss_bytes},
       {"arena_bytes", m.arena_bytes}};
+  if (m.init_cold_us) out["init_cold_us"] = *m.init_cold_us;
+  if (m.init_warm_us) out["init_warm_us"] = *m.init_warm_us;
+  return out;
+}
+
+json DelegateStatsJson(const runner::DelegateStats& stats) {
+  json out = json::object();
+  for (const auto& [name, value] : stats) out[name] = value;
+  return out;
 }
 
 json PlacementJson(const JobPlacement& placement) {
@@ -352,6 +394,24 @@ json ProfileJson(const JobProfile& p) {
     by_op.push_back({{"op", o.op}, {"count", o.count}, {"total_us", o.total_us}, {"pct", o.pct}});
   }
   return {{"runs", p.runs}, {"nodes", std::move(nodes)}, {"by_op", std::move(by_op)}};
+}
+
+json SustainedJson(const JobSustained& s) {
+  json windows = json::array();
+  for (const SustainedWindow& w : s.windows) {
+    json entry = json::object();
+    entry["t_ms"] = w.t_ms;
+    entry["runs"] = w.runs;
+    entry["mean_us"] = w.mean_us;
+    entry["p50_us"] = w.p50_us;
+    entry["max_us"] = w.max_us;
+    windows.push_back(std::move(entry));
+  }
+  json out = json::object();
+  out["secs"] = s.secs;
+  out["window_ms"] = s.window_ms;
+  out["windows"] = std::move(windows);
+  return out;
 }
 
 json LayerErrorJson(const LayerError& l) {

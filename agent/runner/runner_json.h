@@ -27,6 +27,7 @@ namespace dfarm::runner_json {
 using runner::Accuracy;
 using runner::JobPlacement;
 using runner::JobProfile;
+using runner::JobSustained;
 using runner::LayerError;
 using runner::Metrics;
 using runner::Number;
@@ -34,6 +35,7 @@ using runner::OutputAccuracy;
 using runner::PlacementNode;
 using runner::ProfileNode;
 using runner::ProfileOp;
+using runner::SustainedWindow;
 using runner::ToDouble;
 
 // An entry of "inputs" / "outputs" (a runtime::Tensor's name, dtype and shape).
@@ -71,8 +73,10 @@ struct Document {
   std::vector<TensorEntry> inputs;
   std::vector<TensorEntry> outputs;
   std::optional<JobPlacement> placement;
-  std::optional<Accuracy> accuracy;   // only with --accuracy-reference
-  std::optional<JobProfile> profile;  // only with --profile
+  std::optional<Accuracy> accuracy;       // only with --accuracy-reference
+  std::optional<JobProfile> profile;      // only with --profile
+  std::optional<JobSustained> sustained;  // only with --sustained-secs
+  runner::DelegateStats delegate_stats;   // the delegate's Stats(); empty: no key
 };
 
 // True when `doc` is an ok document (status "ok").
@@ -85,8 +89,11 @@ std::string WriteRunnerJson(const Document& doc);
 
 // The sections of the document, for the host commands that write stored
 // values in the runner's keys (`dfarm show --json`):
-// "metrics": {"init_us",…,"arena_bytes"}.
+// "metrics": {"init_us",…,"arena_bytes"[,"init_cold_us"][,"init_warm_us"]}.
 nlohmann::json MetricsJson(const Metrics& metrics);
+// "delegate_stats": {"programs_compiled":…,…}, in the stats' order of names
+// as nlohmann sorts them (an object).
+nlohmann::json DelegateStatsJson(const runner::DelegateStats& stats);
 // "placement": {"partitions":…,"nodes":[{"index","op","delegate",…}]}.
 nlohmann::json PlacementJson(const JobPlacement& placement);
 // "accuracy": {"reference":…,"outputs":[{"index",…}]}.
@@ -94,6 +101,8 @@ nlohmann::json AccuracyJson(const Accuracy& accuracy);
 // "profile": {"runs","nodes":[{"index","op","delegate","partition"?,"nodes"?,
 // "mean_us"}],"by_op":[{"op","count","total_us","pct"}]}.
 nlohmann::json ProfileJson(const JobProfile& profile);
+// "sustained": {"secs","window_ms","windows":[{"t_ms","runs","mean_us","p50_us","max_us"}]}.
+nlohmann::json SustainedJson(const JobSustained& sustained);
 // One entry of "accuracy.layers" (`partition` only for a delegated partition).
 nlohmann::json LayerErrorJson(const LayerError& layer);
 

@@ -10,6 +10,7 @@ namespace dfarm::runner_json {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 Document FullDocument() {
   Document d;
@@ -89,6 +90,29 @@ TEST(RunnerJsonTest, RoundTripKeepsEveryByte) {
   EXPECT_FALSE(d.accuracy->outputs[1].snr_db.has_value());  // unset: no key
   ASSERT_TRUE(d.profile);
   EXPECT_EQ(d.profile->nodes[1].nodes, (std::vector<int64_t>{1, 2}));
+}
+
+// Issue 19: delegate_stats and the cold/warm init round trip; absent ones
+// write no key.
+TEST(RunnerJsonTest, DelegateStatsAndColdWarmInitRoundTrip) {
+  Document d = FullDocument();
+  d.metrics->init_cold_us = 5000.5;
+  d.metrics->init_warm_us = 800.25;
+  d.delegate_stats = {{"programs_compiled", 3}, {"compile_us", 4200.5}};
+  const std::string text = WriteRunnerJson(d);
+  EXPECT_THAT(text, HasSubstr(R"("delegate_stats":{"compile_us":4200.5,"programs_compiled":3.0})"));
+  EXPECT_THAT(text, HasSubstr(R"("init_cold_us":5000.5,"init_us":1234.5,"init_warm_us":800.25)"));
+  auto parsed = ParseRunnerJson(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.message();
+  EXPECT_EQ(WriteRunnerJson(*parsed), text);
+  EXPECT_EQ(parsed->metrics->init_cold_us, std::optional<double>(5000.5));
+  EXPECT_EQ(parsed->metrics->init_warm_us, std::optional<double>(800.25));
+  ASSERT_EQ(parsed->delegate_stats.size(), 2u);
+  const std::string plain = WriteRunnerJson(FullDocument());
+  EXPECT_THAT(plain, Not(HasSubstr("delegate_stats")));
+  EXPECT_THAT(plain, Not(HasSubstr("init_cold_us")));
+  EXPECT_FALSE(ParseRunnerJson(plain)->metrics->init_warm_us.has_value());
+  EXPECT_FALSE(ParseRunnerJson(R"({"status":"ok","metrics":{"init_cold_us":"x"}})").ok());
 }
 
 TEST(RunnerJsonTest, WritesTheContractsKeys) {

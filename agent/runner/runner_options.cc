@@ -62,6 +62,10 @@ void AddFlags(CLI::App& app, RunnerOptions& o, std::string& delegate_options,
                  "Measured runs go on until --num-runs runs and this many seconds are done")
       ->check(AtLeast(0, "NONNEGATIVE"))
       ->capture_default_str();
+  app.add_option("--sustained-secs", o.sustained_secs,
+                 "Sustained mode: measured runs go on for this many seconds (not --num-runs), "
+                 "and the JSON's \"sustained\" gives the latency curve in time windows")
+      ->check(CLI::Range(0.0, 86400.0));
   app.add_option("--accuracy-reference", o.accuracy_reference,
                  "Compare the outputs with this reference on the same inputs ('cpu': the "
                  "single-thread reference kernels; 'layers': 'cpu', then every tensor written "
@@ -86,6 +90,9 @@ void AddFlags(CLI::App& app, RunnerOptions& o, std::string& delegate_options,
              "benchmark_model's flag spellings are accepted too: --graph, --num_runs, "
              "--warmup_runs, --num_threads, --use_xnnpack, --enable_op_profiling.\n");
   app.add_flag("--json", o.json, "Print one JSON document on stdout (human text goes to stderr)");
+  app.add_flag("--init-only", o.init_only,
+               "Load the model and prepare the delegate only: init_us and delegate_stats (the "
+               "runner's own second start with serialization_dir)");
 }
 
 }  // namespace

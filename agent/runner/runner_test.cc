@@ -235,10 +235,13 @@ TEST_F(RunnerTest, OutputsCarryTheSha256OfTheirBytes) {
 
 TEST_F(RunnerTest, ExitCodes) {
   std::string model = SmallModel();
-  Process p = RunRunner({"--model", model, "--delegate", "gpu", "--json"});
+  Process p = RunRunner({"--model", model, "--delegate", "npu", "--json"});
   EXPECT_EQ(p.exit_code, 3);
-  EXPECT_EQ(nlohmann::json::parse(p.out), nlohmann::json::parse(R"json({"status":"delegate_error",
-                                      "error":"unknown delegate 'gpu' (available: cpu, external, xnnpack)"})json"));
+  const nlohmann::json doc = nlohmann::json::parse(p.out);
+  EXPECT_EQ(doc["status"], "delegate_error");
+  // The available list depends on the build (xnnpack, gpu: when found).
+  EXPECT_THAT(doc["error"].get<std::string>(),
+              MatchesRegex("unknown delegate 'npu' \\(available: cpu, external.*\\)"));
 
   p = RunRunner({"--model", model, "--bogus-flag", "--json"});
   EXPECT_EQ(p.exit_code, 2);
@@ -787,6 +790,106 @@ TEST_F(RunnerTest, BadAccuracyReferenceIsAUsageError) {
   Process p = RunRunner({"--model", SmallModel(), "--json", "--accuracy-reference", "gpu"});
   EXPECT_EQ(p.exit_code, 2);
   EXPECT_EQ(nlohmann::json::parse(p.out)["status"], "usage_error");
+}
+
+// --sustained-secs: the runs go on for the time asked, not --num-runs, and
+// the curve's windows hold every run.
+TEST_F(RunnerTest, SustainedModeGivesTheCurve) {
+  const std::string model = SmallModel();
+  Process p = RunRunner({"--model", model, "--json", "--num-runs", "3", "--sustained-secs", "0.4"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  const nlohmann::json doc = nlohmann::json::parse(p.out);
+  const nlohmann::json& s = doc["sustained"];
+  EXPECT_DOUBLE_EQ(s["secs"].get<double>(), 0.4);
+  EXPECT_DOUBLE_EQ(s["window_ms"].get<double>(), 100);
+  ASSERT_GE(s["windows"].size(), 3u);
+  int64_t runs = 0;
+  for (const nlohmann::json& w : s["windows"]) {
+    runs += w["runs"].get<int64_t>();
+    EXPECT_LE(w["p50_us"].get<double>(), w["max_us"].get<double>());
+  }
+  EXPECT_EQ(runs, doc["metrics"]["num_runs"].get<int64_t>());
+  EXPECT_GT(runs, 3);
+  EXPECT_THAT(p.err, HasSubstr("sustained 0.4 s in "));
+  // Without it: no section.
+  p = RunRunner({"--model", model, "--json", "--num-runs", "3"});
+  EXPECT_FALSE(nlohmann::json::parse(p.out).contains("sustained"));
+  p = RunRunner({"--model", model, "--sustained-secs", "-1"});
+  EXPECT_EQ(p.exit_code, 2) << p.err;
+}
+
+// Issue 19: the gpu delegate's stats and the cold/warm init split. The first
+// start with a serialization_dir compiles (init_us is init_cold_us) and the
+// runner's own second start loads from the cache it wrote (init_warm_us); a
+// later job with the same directory starts warm (init_us is init_warm_us).
+TEST_F(RunnerTest, GpuDelegateStatsAndColdWarmInit) {
+  const std::string model = SmallModel();
+  const std::string cache = (dir_ / "cache").string();  // made by the runner
+  auto run = [&](const std::string& options) {
+    Process p = RunRunner({"--model", model, "--delegate", "gpu", "--delegate-options", options,
+                           "--json", "--num-runs", "2"});
+    return nlohmann::json::parse(p.out.empty() ? "{}" : p.out);
+  };
+  nlohmann::json cold = run("serialization_dir:" + cache + ";model_token:small");
+  const std::string error = cold.value("error", "");
+  if (error.find("no OpenCL") != std::string::npos) GTEST_SKIP() << error;
+  ASSERT_EQ(cold["status"], "ok") << cold.dump();
+  const nlohmann::json& stats = cold["delegate_stats"];
+  ASSERT_TRUE(stats.is_object()) << cold.dump();
+  EXPECT_GE(stats["programs_compiled"].get<double>(), 1);
+  EXPECT_EQ(stats["programs_loaded"].get<double>(), 0);
+  const nlohmann::json& m = cold["metrics"];
+  EXPECT_EQ(m["init_cold_us"], m["init_us"]);
+  ASSERT_TRUE(m.contains("init_warm_us")) << m.dump();
+  EXPECT_GT(m["init_warm_us"].get<double>(), 0);
+  EXPECT_TRUE(m.contains("first_us"));
+  EXPECT_FALSE(fs::is_empty(cache));
+
+  nlohmann::json warm = run("serialization_dir:" + cache + ";model_token:small");
+  ASSERT_EQ(warm["status"], "ok") << warm.dump();
+  EXPECT_EQ(warm["delegate_stats"]["programs_compiled"].get<double>(), 0);
+  EXPECT_GE(warm["delegate_stats"]["programs_loaded"].get<double>(), 1);
+  EXPECT_EQ(warm["metrics"]["init_warm_us"], warm["metrics"]["init_us"]);
+  EXPECT_FALSE(warm["metrics"].contains("init_cold_us"));
+
+  // No serialization_dir: cold only, no second start.
+  nlohmann::json plain = run("precision_loss_allowed:true");
+  ASSERT_EQ(plain["status"], "ok") << plain.dump();
+  EXPECT_TRUE(plain["metrics"].contains("init_cold_us"));
+  EXPECT_FALSE(plain["metrics"].contains("init_warm_us"));
+  EXPECT_EQ(plain["delegate_stats"]["fp16"].get<double>(), 1);
+
+  // The cpu path has no delegate and no figures.
+  Process p = RunRunner({"--model", model, "--json", "--num-runs", "2"});
+  const nlohmann::json cpu = nlohmann::json::parse(p.out);
+  EXPECT_FALSE(cpu.contains("delegate_stats"));
+  EXPECT_FALSE(cpu["metrics"].contains("init_cold_us"));
+  EXPECT_FALSE(cpu["metrics"].contains("init_warm_us"));
+}
+
+// A runner started through the dynamic loader (as a runner bundle starts it)
+// makes its warm second start through the same loader.
+TEST_F(RunnerTest, GpuWarmInitThroughTheLoader) {
+  const char* loader = "/lib64/ld-linux-x86-64.so.2";
+  if (::access(loader, X_OK) != 0) GTEST_SKIP() << loader << " is absent";
+  const std::string model = SmallModel();
+  std::string cmd =
+      std::string("'") + loader + "' --library-path /usr/lib/x86_64-linux-gnu '" +
+      DFARM_BINARY_DIR + "/bin/dfarm-runner' --model '" + model +
+      "' --delegate gpu --delegate-options 'serialization_dir:" + (dir_ / "cache").string() +
+      "' --json --num-runs 2 2>/dev/null";
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+  ::pclose(pipe);
+  const nlohmann::json doc = nlohmann::json::parse(out.empty() ? "{}" : out);
+  const std::string error = doc.value("error", "");
+  if (error.find("no OpenCL") != std::string::npos) GTEST_SKIP() << error;
+  ASSERT_EQ(doc.value("status", ""), "ok") << out;
+  EXPECT_TRUE(doc["metrics"].contains("init_cold_us")) << out;
+  EXPECT_TRUE(doc["metrics"].contains("init_warm_us")) << out;
 }
 
 }  // namespace

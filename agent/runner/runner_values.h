@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -33,6 +34,13 @@ struct LatencyStats {
 //   first_us        the first Invoke()
 //   warmup_mean_us  mean of the warmup_runs Invoke()s after the first (0 when none)
 // and the statistics cover the num_runs measured Invoke()s that follow.
+// init_cold_us / init_warm_us (issue 19) split init for a delegate that
+// compiles programs (gpu): cold is an init that compiled them (the first
+// init_us, when the delegate's stats count programs_compiled > 0), warm one
+// that loaded every program from its serialization cache (programs_loaded > 0,
+// programs_compiled 0: the first init_us, or a second init the runner makes
+// after the timed runs when the options carry serialization_dir). Unset when
+// the job has no such figure.
 struct Metrics : LatencyStats {
   double init_us = 0;
   double first_us = 0;
@@ -40,7 +48,14 @@ struct Metrics : LatencyStats {
   int64_t num_runs = 0;
   int64_t peak_rss_bytes = 0;  // the process's peak resident set; 0 when unknown
   int64_t arena_bytes = 0;     // the interpreter's tensor arena
+  std::optional<double> init_cold_us = std::nullopt;
+  std::optional<double> init_warm_us = std::nullopt;
 };
+
+// "delegate_stats" (issue 19): the delegate's own figures by name
+// (runtime::Delegate::Stats() after AllocateTensors()), in its order; empty
+// (no key in the document) when the delegate has none.
+using DelegateStats = std::vector<std::pair<std::string, double>>;
 
 // Where one node of the model ran (an entry of "placement.nodes").
 struct PlacementNode {
@@ -141,6 +156,22 @@ struct JobProfile {
   int64_t runs = 0;                // runs the times are the mean of
   std::vector<ProfileNode> nodes;  // in execution order
   std::vector<ProfileOp> by_op;    // by descending total_us
+};
+
+// "sustained" (--sustained-secs, spec benchmark.sustained_s, issue 18): the
+// latency curve of a sustained-mode job, the measured runs cut into windows
+// of equal length by the time each run started.
+struct SustainedWindow {
+  double t_ms = 0;     // the window's start, ms after the first measured run
+  int64_t runs = 0;    // runs that started in it (windows without runs are left out)
+  double mean_us = 0;  // their latency
+  double p50_us = 0;
+  double max_us = 0;
+};
+struct JobSustained {
+  double secs = 0;                       // how long the measured runs went on, as asked
+  double window_ms = 0;                  // the windows' length
+  std::vector<SustainedWindow> windows;  // in time order
 };
 
 // One entry of "accuracy.layers" (--accuracy-reference layers, issue 18): a

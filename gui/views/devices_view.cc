@@ -4,6 +4,7 @@
 #include <QItemSelectionModel>
 #include <QLabel>
 #include <QSplitter>
+#include <QStringList>
 #include <QTableView>
 #include <QVBoxLayout>
 
@@ -65,6 +66,9 @@ QVariant DevicesModel::data(const QModelIndex& index, int role) const {
   const store::DeviceRow& d = m_devices[static_cast<size_t>(index.row())];
   if (role == NameRole) return Q(d.name);
   if (role == Qt::ForegroundRole && index.column() == StateColumn) return StateColour(d.state);
+  if (role == Qt::ToolTipRole && index.column() == OpenClColumn && !d.opencl.empty()) {
+    return plainToolTip(openClText(d.opencl, true));
+  }
   if (role == Qt::ToolTipRole) return plainToolTip(data(index, Qt::DisplayRole).toString());
   if (role == SortRole) {
     if (index.column() == CoresColumn) return QVariant::fromValue<qint64>(d.cores);
@@ -97,9 +101,29 @@ QVariant DevicesModel::data(const QModelIndex& index, int role) const {
       return Q(d.last_seen);
     case ReasonColumn:
       return Q(d.state_reason);
+    case OpenClColumn:
+      return openClText(d.opencl, false);
     default:
       return {};
   }
+}
+
+// "Adreno (TM) 740 (driver 0800.22), fp16; ..." on one line, or one device
+// per line with vendor, OpenCL version and compute units for the tooltip.
+QString DevicesModel::openClText(const std::vector<store::OpenClDevice>& devices, bool detailed) {
+  QStringList parts;
+  for (const store::OpenClDevice& c : devices) {
+    QString text = Q(c.name) + " (" + tr("driver %1").arg(Q(c.driver_version)) + ")";
+    if (c.gpu) text += ", GPU";
+    if (c.fp16) text += ", fp16";
+    if (detailed) {
+      text += QString(", %1, %2, %3 compute units")
+                  .arg(Q(c.vendor), Q(c.opencl_version))
+                  .arg(c.compute_units);
+    }
+    parts << text;
+  }
+  return parts.join(detailed ? "\n" : "; ");
 }
 
 QVariant DevicesModel::headerData(int section, Qt::Orientation orientation, int role) const {
@@ -125,6 +149,8 @@ QVariant DevicesModel::headerData(int section, Qt::Orientation orientation, int 
       return tr("Last seen (UTC)");
     case ReasonColumn:
       return tr("Quarantine reason");
+    case OpenClColumn:
+      return tr("OpenCL");
     default:
       return {};
   }

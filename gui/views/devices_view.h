@@ -25,6 +25,7 @@ class DevicesModel : public QAbstractTableModel {
     AbiColumn,
     OsColumn,
     CpuColumn,
+    OpenClColumn,  // issue 19: the OpenCL devices its agent saw
     CoresColumn,
     MemoryColumn,
     AgentColumn,
@@ -44,6 +45,10 @@ class DevicesModel : public QAbstractTableModel {
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
   QVariant headerData(int section, Qt::Orientation orientation,
                       int role = Qt::DisplayRole) const override;
+  // The OpenCL column's text: "NAME (driver V), GPU, fp16" joined by "; ";
+  // detailed (the tooltip): one device per line with vendor, version and
+  // compute units.
+  static QString openClText(const std::vector<store::OpenClDevice>& devices, bool detailed);
 
  private:
   std::vector<store::DeviceRow> m_devices;

@@ -69,6 +69,9 @@ Result<JobData> loadJob(store::Store& store, qint64 jobId) {
   auto telemetry = store.GetTelemetry(jobId);
   if (!telemetry) return telemetry.error();
   d.telemetry = std::move(*telemetry);
+  auto sustained = store.ListRunSustained(d.job.run_id);
+  if (!sustained) return sustained.error();
+  if (auto it = sustained->find(jobId); it != sustained->end()) d.sustained = it->second;
   return d;
 }
 

@@ -22,6 +22,7 @@ struct JobData {
   std::optional<store::JobPlacement> placement;
   std::optional<store::JobProfile> profile;  // spec benchmark.profile only
   std::vector<store::TelemetryRow> telemetry;
+  std::optional<store::JobSustained> sustained;  // spec benchmark.sustained_s only
 };
 
 // Reads everything of job `jobId` (blocking). kNotFound names the job.

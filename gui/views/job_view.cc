@@ -17,6 +17,7 @@
 #include <algorithm>
 
 #include "gui/store_loader.h"
+#include "reports/report.h"
 
 namespace dfarm::gui {
 namespace {
@@ -249,6 +250,16 @@ void JobView::showHeader(const JobData& d) {
              .arg(j.metrics->mean_us / 1000, 0, 'f', 3)
              .arg(j.metrics->num_runs)
              .arg(j.metrics->peak_rss_bytes / (1024.0 * 1024.0), 0, 'f', 1);
+    // Issue 19: a delegate that compiles programs (gpu) splits init.
+    if (j.metrics->init_cold_us || j.metrics->init_warm_us) {
+      auto ms = [](const std::optional<double>& us) {
+        return us ? QString::number(*us / 1000, 'f', 2) + " ms" : QString("–");
+      };
+      h += QString(
+               "<br>delegate init: cold (compiling) <b>%1</b>, warm (serialized cache) "
+               "<b>%2</b>")
+               .arg(ms(j.metrics->init_cold_us), ms(j.metrics->init_warm_us));
+    }
   }
   if (!j.error.empty()) h += "<br><span style='color:darkred'>" + esc(j.error) + "</span>";
   m_header->setText(h);
@@ -315,8 +326,62 @@ void JobView::buildHistogram(const JobData& d) {
   y->setTickCount(6);
 }
 
+void JobView::buildSustainedTimeline(const JobData& d) {
+  const store::JobSustained& c = *d.sustained;
+  m_timeline->setTitle(tr("Latency over time (sustained %1 s)").arg(c.secs, 0, 'f', 1));
+  m_timeline->setTitleBrush(QPalette().text());
+  auto* x = new QValueAxis;
+  x->setTitleText(tr("time since the first measured run (s)"));
+  auto* y = new QValueAxis;
+  y->setTitleText(tr("p50 (ms)"));
+  y->setTruncateLabels(false);  // Qt Charts 6.4 elides them to "..." here
+  auto* p50 = new QLineSeries;
+  p50->setName(tr("p50 latency per %1 ms window").arg(c.window_ms, 0, 'f', 0));
+  double lo = c.windows.front().p50_us / 1000, hi = lo, t_max = c.secs;
+  for (const store::SustainedWindow& w : c.windows) {
+    const double t = (w.t_ms + c.window_ms / 2) / 1000;
+    p50->append(t, w.p50_us / 1000);
+    lo = std::min(lo, w.p50_us / 1000);
+    hi = std::max(hi, w.p50_us / 1000);
+    t_max = std::max(t_max, t);
+  }
+  // The range before the axis joins the chart: set after, Qt Charts keeps
+  // the label width of the old range and elides the labels.
+  const double pad = hi > lo ? (hi - lo) * 0.1 : hi * 0.05 + 0.001;
+  y->setRange(std::max(0.0, lo - pad), hi + pad);
+  y->applyNiceNumbers();
+  y->setLabelFormat(hi + pad >= 10 ? "%.1f" : "%.3f");
+  m_timeline->addAxis(x, Qt::AlignBottom);
+  m_timeline->addAxis(y, Qt::AlignLeft);
+  attach(m_timeline, p50, x, y);
+  auto* temp = new QLineSeries;
+  temp->setName(tr("hottest thermal zone (C)"));
+  for (const auto& [t, celsius] : reports::HottestZoneOverTime(d.telemetry)) {
+    temp->append(t, celsius);
+    t_max = std::max(t_max, t);
+  }
+  if (temp->count() >= 2) {
+    auto* axis = new QValueAxis;
+    axis->setTitleText(tr("C"));
+    axis->setTruncateLabels(false);
+    m_timeline->addAxis(axis, Qt::AlignRight);
+    QPen pen(QColor(217, 130, 43));
+    pen.setStyle(Qt::DashLine);
+    temp->setPen(pen);
+    attach(m_timeline, temp, x, axis);
+    axis->applyNiceNumbers();
+  } else {
+    delete temp;
+  }
+  x->setRange(0, t_max);
+}
+
 void JobView::buildTimeline(const JobData& d) {
   clearChart(m_timeline);
+  if (d.sustained && !d.sustained->windows.empty()) {
+    buildSustainedTimeline(d);
+    return;
+  }
   QString title = tr("Samples in run order");
   if (d.job.started_hot) title += tr(" - started hot");
   if (d.job.throttled) title += tr(" - throttled");
@@ -330,6 +395,7 @@ void JobView::buildTimeline(const JobData& d) {
   x->setLabelFormat("%d");
   auto* y = new QValueAxis;
   y->setTitleText(tr("latency (ms)"));
+  y->setTruncateLabels(false);  // Qt Charts 6.4 elides them to "..." on narrow ranges
   m_timeline->addAxis(x, Qt::AlignBottom);
   m_timeline->addAxis(y, Qt::AlignLeft);
   const size_t n = d.samples_us.size();

@@ -47,6 +47,9 @@ class JobView : public View {
   void showData(const Result<JobData>& data);
   void showHeader(const JobData& d);
   void showProfile(const JobData& d);
+  // A sustained-mode job's timeline: p50 per time window, and the hottest
+  // thermal zone on a second axis.
+  void buildSustainedTimeline(const JobData& d);
   void buildHistogram(const JobData& d);
   void buildTimeline(const JobData& d);
 

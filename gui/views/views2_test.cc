@@ -43,6 +43,8 @@ store::JobOutcome Ok(double p50_us) {
   ok.wall_ms = 500;
   store::JobMetrics m;
   m.init_us = 2000;
+  m.init_cold_us = 2000;  // issue 19: a delegate that compiled, then loaded its programs
+  m.init_warm_us = 300;
   m.first_us = p50_us * 4;
   m.warmup_mean_us = p50_us * 1.3;
   m.mean_us = p50_us * 1.02;
@@ -246,6 +248,55 @@ TEST_F(Views2Test, TrendViewDrawsTheCellAndAClickOpensTheRun) {
   EXPECT_EQ(view.model()->rowCount(), 0);
 }
 
+// A sustained-mode job's timeline is its p50 curve over time, with the
+// hottest thermal zone on a second axis.
+TEST_F(Views2Test, JobViewDrawsASustainedCurveWithTheTemperature) {
+  int64_t job = 0;
+  {
+    auto s = store::OpenSqliteStore(db_.toStdString());
+    ASSERT_TRUE(s.ok()) << s.message();
+    auto id = (*s)->AddJob(runs_[0], CellJob("cpu", 1));
+    ASSERT_TRUE(id.ok()) << id.message();
+    job = *id;
+    store::JobOutcome o = Ok(9000);
+    store::JobSustained curve;
+    curve.secs = 30;
+    curve.window_ms = 250;
+    for (int i = 0; i < 120; ++i) curve.windows.push_back({i * 250.0, 20, 9000, 9000.0 + i, 9900});
+    o.sustained = curve;
+    o.telemetry.clear();
+    for (int k = 0; k < 4; ++k) {
+      store::TelemetryRow t;
+      t.phase = k == 0 ? "before" : k == 3 ? "after" : "during:000" + std::to_string(k);
+      t.unix_ms = 1'700'000'000'000 + k * 10'000;
+      t.hottest_temp_c = 40.0 + k * 8;
+      o.telemetry.push_back(t);
+    }
+    auto recorded = (*s)->RecordJobResult(job, o);
+    ASSERT_TRUE(recorded.ok()) << recorded.message();
+  }
+  JobView view;
+  view.resize(1300, 800);
+  view.setDatabase(db_);
+  view.showJob(job);
+  ASSERT_TRUE(WaitReady(view));
+  EXPECT_EQ(view.timelineChart()->title(), "Latency over time (sustained 30.0 s)");
+  const QList<QAbstractSeries*> series = view.timelineChart()->series();
+  ASSERT_EQ(series.size(), 2);
+  auto* p50 = qobject_cast<QLineSeries*>(series[0]);
+  ASSERT_NE(p50, nullptr);
+  EXPECT_EQ(p50->count(), 120);
+  EXPECT_DOUBLE_EQ(p50->at(119).y(), 9.119);
+  auto* temp = qobject_cast<QLineSeries*>(series[1]);
+  ASSERT_NE(temp, nullptr);
+  ASSERT_EQ(temp->count(), 4);
+  EXPECT_DOUBLE_EQ(temp->at(3).x(), 30);  // in time order, from the first reading
+  EXPECT_DOUBLE_EQ(temp->at(3).y(), 64);
+  if (const char* dir = std::getenv("QV2_SHOT_DIR")) {
+    view.grab().save(QString(dir) + "/qv2_job_sustained.png");
+  }
+}
+
 TEST_F(Views2Test, JobViewShowsEveryPartOfAJob) {
   JobView view;
   view.resize(1300, 800);
@@ -265,6 +316,10 @@ TEST_F(Views2Test, JobViewShowsEveryPartOfAJob) {
   EXPECT_TRUE(header.contains("face.tflite")) << header.toStdString();
   EXPECT_TRUE(header.contains(QString(64, 'c'))) << header.toStdString();  // runner build
   EXPECT_TRUE(header.contains("runner <b>main</b>")) << header.toStdString();
+  EXPECT_TRUE(
+      header.contains("cold (compiling) <b>2.00 ms</b>, warm (serialized cache) "
+                      "<b>0.30 ms</b>"))
+      << header.toStdString();
   EXPECT_EQ(view.stderrText(), "");  // an ok job shows no stderr
 
   const auto* acc = view.accuracyModel();

@@ -103,6 +103,8 @@ class ViewsTest : public testing::Test {
     d.name = "pixel7";
     d.abi = "arm64-v8a";
     d.os = "Android 14";
+    d.opencl.push_back(store::OpenClDevice{"ARM Platform", "Mali-G710", "ARM", "v1.r38p1",
+                                           "OpenCL 3.0", true, true, 7, int64_t{8} << 30});
     ASSERT_TRUE(store_->UpsertDevice(d).ok());
     ASSERT_TRUE(store_->SetDeviceState("pixel7", store::kDeviceOk, "").ok());
     ASSERT_TRUE(
@@ -369,6 +371,13 @@ TEST_F(ViewsTest, DevicesViewListsDevicesAndTheirHistory) {
   EXPECT_EQ(view.model()->index(1, DevicesModel::StateColumn).data().toString(), "quarantined");
   EXPECT_EQ(view.model()->index(1, DevicesModel::ReasonColumn).data().toString(),
             "3 infra failures in a row");
+  // Issue 19: the OpenCL devices its agent saw; the tooltip has the details.
+  EXPECT_EQ(view.model()->index(1, DevicesModel::OpenClColumn).data().toString(),
+            "Mali-G710 (driver v1.r38p1), GPU, fp16");
+  const QString tip =
+      view.model()->index(1, DevicesModel::OpenClColumn).data(Qt::ToolTipRole).toString();
+  EXPECT_TRUE(tip.contains("ARM, OpenCL 3.0, 7 compute units")) << tip.toStdString();
+  EXPECT_EQ(view.model()->index(0, DevicesModel::OpenClColumn).data().toString(), "");
   ASSERT_TRUE(view.selectDevice("pixel7"));
   ASSERT_TRUE(QTest::qWaitFor([&] { return view.eventsModel()->rowCount() == 2; }, 20000));
   EXPECT_EQ(view.eventsModel()->index(1, DeviceEventsModel::StateColumn).data().toString(),

@@ -212,6 +212,64 @@ TEST(CliTest, AgentTextIsPrintedSafely) {
   EXPECT_EQ(nlohmann::json::parse(o.out)["jobs"][0]["error"].get<std::string>(), hostile);
 }
 
+// Issue 19: `devices` lists a device's OpenCL devices (as last seen), and
+// `show` names the GPU of the device that ran a job, its cold/warm init and
+// the delegate's stats from the runner's document.
+TEST(CliTest, DevicesAndShowNameTheGpuAndTheInitSplit) {
+  harness::TempDir dir;
+  std::string db = (dir.path() / "x.db").string();
+  const std::string device = "tcp://127.0.0.1:1";  // refuses: shown as last seen
+  {
+    auto store = store::OpenSqliteStore(db);
+    ASSERT_TRUE(store.ok());
+    store::DeviceRow row;
+    row.name = device;
+    row.abi = "arm64-v8a";
+    row.opencl.push_back(store::OpenClDevice{"QUALCOMM Snapdragon(TM)", "QUALCOMM Adreno(TM) 740",
+                                             "QUALCOMM", "0800.22", "OpenCL 3.0 Adreno(TM) 740",
+                                             true, true, 6, int64_t{1} << 32});
+    ASSERT_TRUE((*store)->UpsertDevice(row).ok());
+    auto run = (*store)->CreateRun("r", R"({"name":"r"})");
+    ASSERT_TRUE(run.ok());
+    store::JobRow j;
+    j.model = "m.tflite";
+    j.delegate = "gpu";
+    j.device = device;
+    auto id = (*store)->AddJob(*run, j);
+    ASSERT_TRUE(id.ok());
+    store::JobOutcome r;
+    r.status = "ok";
+    r.metrics = store::JobMetrics{};
+    r.metrics->init_us = 90000;
+    r.metrics->init_cold_us = 90000;
+    r.metrics->init_warm_us = 12000;
+    r.metrics->first_us = 4000;
+    r.runner_json =
+        R"({"status":"ok","delegate_stats":{"programs_compiled":3.0,"programs_loaded":0.0}})";
+    ASSERT_TRUE((*store)->RecordJobResult(*id, r).ok());
+    ASSERT_TRUE((*store)->FinishRun(*run, "finished").ok());
+  }
+  Outcome o = Call({"devices", "--db", db, "--device", device});
+  EXPECT_THAT(o.out, HasSubstr("  opencl: QUALCOMM Adreno(TM) 740, QUALCOMM, driver 0800.22, "
+                               "OpenCL 3.0 Adreno(TM) 740, gpu, fp16, 6 compute units\n"));
+  o = Call({"devices", "--db", db, "--device", device, "--json"});
+  const nlohmann::json devices = nlohmann::json::parse(o.out)["devices"];
+  ASSERT_EQ(devices.size(), 1u) << o.out;
+  EXPECT_EQ(devices[0]["opencl"][0]["name"], "QUALCOMM Adreno(TM) 740");
+  EXPECT_EQ(devices[0]["opencl"][0]["fp16"], true);
+  o = Call({"show", "1", "--job", "1", "--db", db});
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_THAT(o.out, HasSubstr("gpu (OpenCL): QUALCOMM Adreno(TM) 740 (driver 0800.22)\n"));
+  EXPECT_THAT(o.out, HasSubstr("init 90.00 ms (cold 90.00 ms, warm 12.00 ms), first inference "
+                               "4.00 ms"));
+  EXPECT_THAT(o.out, HasSubstr("delegate stats: programs_compiled 3 programs_loaded 0\n"));
+  o = Call({"show", "1", "--job", "1", "--db", db, "--json"});
+  const nlohmann::json job = nlohmann::json::parse(o.out)["jobs"][0];
+  EXPECT_EQ(job["gpu_device"], "QUALCOMM Adreno(TM) 740 (driver 0800.22)");
+  EXPECT_EQ(job["metrics"]["init_warm_us"], 12000.0);
+  EXPECT_EQ(job["delegate_stats"]["programs_compiled"], 3.0);
+}
+
 // An error can quote a device (a sweep's "device 'x': ..."): printed safely.
 TEST(CliTest, ErrorsArePrintedSafely) {
   std::ostringstream out, err;

@@ -1,13 +1,17 @@
-// dfarm culprit RUN --job ID [--db FILE] [--max-abs-error X] [--max-abs-error-lsb N] [--json]
+// dfarm culprit RUN (--job ID | --model M --delegate D [--device X]) [--db FILE]
+//              [--max-abs-error X] [--max-abs-error-lsb N] [--json]
 //
 // Which node's delegation pushes a job's outputs past the threshold: the job
 // runs again on its device with its delegate restricted to ever fewer of the
 // nodes it delegated (bisection, harness/culprit.h).
 #include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "harness/cli/commands.h"
 #include "harness/culprit.h"
+#include "reports/report.h"
 
 namespace dfarm::cli {
 namespace {
@@ -16,6 +20,10 @@ struct CulpritCommandOptions {
   std::string db;
   std::string run;
   int64_t job = 0;
+  // Or a cell: its ok trial with the largest output error.
+  std::string model;
+  std::string delegate;
+  std::string device;
   double max_abs_error = 2e-3;
   double max_abs_error_lsb = 2;
   std::string agent_store;
@@ -72,6 +80,36 @@ void PrintText(const harness::CulpritResult& r, std::ostream& out) {
   }
 }
 
+// The job of --model/--delegate[/--device]: of the run's ok jobs that match
+// (the model by file name), the one whose outputs are furthest from the
+// reference (largest max_abs_error; the first such when none was compared).
+Result<int64_t> PickCellJob(store::Store& store, int64_t run, const CulpritCommandOptions& o) {
+  auto jobs = store.ListJobs(run);
+  if (!jobs) return jobs.error();
+  std::optional<int64_t> pick;
+  double worst = -1;
+  for (const store::JobRow& j : *jobs) {
+    if (j.status != store::kJobOk || j.delegate != o.delegate) continue;
+    if (j.model != o.model && std::filesystem::path(o.model).filename() != j.model) continue;
+    if (!o.device.empty() && j.device != o.device) continue;
+    auto accuracy = store.GetAccuracy(j.id);
+    if (!accuracy) return accuracy.error();
+    const double error = *accuracy ? reports::MaxAbsError(**accuracy).value_or(-1) : -1;
+    if (!pick || error > worst) {
+      pick = j.id;
+      worst = error;
+    }
+  }
+  if (!pick) {
+    return MakeError(ErrorKind::kInvalidInput,
+                     "run " + std::to_string(run) + " has no ok job of model '" + o.model +
+                         "' on delegate '" + o.delegate + "'" +
+                         (o.device.empty() ? "" : " on device '" + o.device + "'") +
+                         " (dfarm show " + std::to_string(run) + " lists its jobs)");
+  }
+  return *pick;
+}
+
 int Culprit(const CulpritCommandOptions& o, Context& ctx) {
   auto store = OpenExistingStore(o.db);
   if (!store) return ctx.Fail(store.error());
@@ -95,6 +133,11 @@ int Culprit(const CulpritCommandOptions& o, Context& ctx) {
   harness::CulpritOptions co;
   co.run_id = *run;
   co.job_id = o.job;
+  if (co.job_id == 0) {
+    auto job = PickCellJob(**store, *run, o);
+    if (!job) return ctx.Fail(job.error());
+    co.job_id = *job;
+  }
   co.max_abs_error = o.max_abs_error;
   co.max_abs_error_lsb = o.max_abs_error_lsb;
   auto result = harness::FindCulprit(co, **store, *provider, so);
@@ -115,7 +158,17 @@ void AddCulpritCommand(CLI::App& app, Context& ctx) {
       "culprit", "Find the first node whose delegation pushes a job's outputs past a threshold");
   AddDbOption(*cmd, o->db);
   cmd->add_option("RUN", o->run, "run id, 'last' or tag:NAME")->required();
-  cmd->add_option("--job", o->job, "the job (an id from 'dfarm show RUN')")->required();
+  CLI::Option* job = cmd->add_option("--job", o->job, "the job (an id from 'dfarm show RUN')");
+  CLI::Option* model =
+      cmd->add_option("--model", o->model, "or a cell: its model (file name) ...")->excludes(job);
+  CLI::Option* delegate =
+      cmd->add_option("--delegate", o->delegate, "... and delegate; its worst ok trial is taken")
+          ->excludes(job);
+  cmd->add_option("--device", o->device, "... and device, when the run has several")
+      ->excludes(job)
+      ->needs(model);
+  model->needs(delegate);
+  delegate->needs(model);
   cmd->add_option("--max-abs-error", o->max_abs_error,
                   "an output fails above this absolute error (the gate's default)")
       ->capture_default_str();
@@ -131,10 +184,20 @@ void AddCulpritCommand(CLI::App& app, Context& ctx) {
       "options, delegating only the nodes up to an index (first_delegate_node_index / "
       "last_delegate_node_index), and bisects: about log2(N) runs for N delegated nodes. The "
       "run at the culprit compares every layer with the CPU reference (per-layer error). "
-      "Nothing is recorded in the database.\nExit codes: 0 culprit found, 1 the outputs pass "
+      "Nothing is recorded in the database. A cell (--model, --delegate, --device) stands for "
+      "its ok trial with the largest output error.\nExit codes: 0 culprit found, 1 the outputs "
+      "pass "
       "with every node delegated (no culprit), 2 usage error (unknown run or job, a cpu job), "
       "3 device or database error, or a model/plugin/runner that changed since the run.");
-  cmd->callback([o, &ctx] { ctx.exit_code = Culprit(*o, ctx); });
+  cmd->callback([o, &ctx, job, model] {
+    if (job->count() == 0 && model->count() == 0) {
+      ctx.exit_code = ctx.Fail(MakeError(ErrorKind::kInvalidInput,
+                                         "dfarm culprit: give --job ID, or a cell with --model "
+                                         "and --delegate (and --device)"));
+      return;
+    }
+    ctx.exit_code = Culprit(*o, ctx);
+  });
 }
 
 }  // namespace dfarm::cli

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "harness/cli/commands.h"
+#include "harness/device_row.h"
 #include "harness/devices.h"
 #include "harness/spec.h"
 #include "harness/terminal_text.h"
@@ -172,6 +173,11 @@ json DeviceEntry(const std::string& name, const Known& known, const AdbRows& adb
   if (row && !row->state.empty()) entry["health"] = row->state;
   entry["state"] = state;
   if (!why.empty()) entry["reason"] = why;
+  // Issue 19: the OpenCL devices its agent sees (or saw last), in the store's one text form.
+  const std::vector<store::OpenClDevice> opencl =
+      info ? harness::OpenClDevicesOf(*info)
+           : (row ? row->opencl : std::vector<store::OpenClDevice>{});
+  entry["opencl"] = opencl.empty() ? json::array() : json::parse(store::OpenClDevicesJson(opencl));
   if (info) {
     entry.update({{"abi", info->abi},
                   {"os", info->os},
@@ -210,6 +216,15 @@ void PrintDeviceLine(const json& entry, Context& ctx) {
   if (entry.contains("node")) ctx.out << "\tnode " << text("node");
   if (entry.contains("reason")) ctx.out << "\t" << text("reason");
   ctx.out << "\n";
+  for (const json& d : entry["opencl"]) {
+    // "  opencl: NAME, VENDOR, driver V, OpenCL 3.0 ..., fp16, 6 compute units"
+    ctx.out << "  opencl: " << harness::TerminalSafe(d["name"].get<std::string>()) << ", "
+            << harness::TerminalSafe(d["vendor"].get<std::string>()) << ", driver "
+            << harness::TerminalSafe(d["driver_version"].get<std::string>()) << ", "
+            << harness::TerminalSafe(d["opencl_version"].get<std::string>())
+            << (d["gpu"].get<bool>() ? ", gpu" : "") << (d["fp16"].get<bool>() ? ", fp16" : "")
+            << ", " << d["compute_units"].get<int64_t>() << " compute units\n";
+  }
   if (entry.contains("history")) {
     for (const json& e : entry["history"]) {
       ctx.out << "  " << harness::TerminalSafe(e["at"].get<std::string>()) << "\t"

@@ -2,7 +2,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "agent/runner/runner_json.h"
 #include "harness/cli/commands.h"
@@ -78,6 +80,79 @@ int ShowProfile(store::Store& store, const store::JobRow& j, Context& ctx) {
   return kExitOk;
 }
 
+// A sustained-mode job's curve (spec benchmark.sustained_s), unset for
+// other jobs.
+Result<std::optional<store::JobSustained>> SustainedOf(store::Store& store,
+                                                       const store::JobRow& j) {
+  auto curves = store.ListRunSustained(j.run_id);
+  if (!curves) return curves.error();
+  auto it = curves->find(j.id);
+  if (it == curves->end()) return std::optional<store::JobSustained>();
+  return std::optional<store::JobSustained>(std::move(it->second));
+}
+
+// The sustained curve in one line: first and last window, the slowest one.
+int ShowSustained(store::Store& store, const store::JobRow& j, Context& ctx) {
+  auto curve = SustainedOf(store, j);
+  if (!curve) return ctx.Fail(curve.error());
+  if (!*curve) return kExitOk;
+  const std::optional<reports::SustainedSummary> s = reports::SummarizeCurve(**curve);
+  if (!s) return kExitOk;
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "sustained %.1f s, %zu window(s) of %.0f ms: p50 %s ms at first, %s ms at last "
+                "(%+.1f%%), slowest %s ms at %.1f s\n\n",
+                s->secs, s->windows, s->window_ms, Ms(s->first_p50_us).c_str(),
+                Ms(s->last_p50_us).c_str(), s->change_pct, Ms(s->slowest_p50_us).c_str(),
+                s->slowest_t_s);
+  ctx.out << line;
+  return kExitOk;
+}
+
+// The GPU (first OpenCL device, GPUs first) of each device by name, as its
+// agent reported it (issue 19); devices without one are left out.
+std::map<std::string, std::string> GpuDevices(store::Store& store) {
+  std::map<std::string, std::string> out;
+  auto devices = store.ListDevices();
+  if (!devices) return out;  // a description only: never fails the command
+  for (const store::DeviceRow& d : *devices) {
+    std::string label = store::OpenClDeviceLabel(d.opencl);
+    if (!label.empty()) out[d.name] = std::move(label);
+  }
+  return out;
+}
+
+// The delegate's own figures from the stored runner document (empty when
+// it had none).
+runner::DelegateStats DelegateStatsOf(store::Store& store, const store::JobRow& j) {
+  auto detail = store.GetJobDetail(j.id);
+  if (!detail) return {};
+  auto doc = runner_json::ParseRunnerJson(detail->runner_json);
+  return doc ? doc->delegate_stats : runner::DelegateStats{};
+}
+
+// Issue 19: the device's GPU, the init split and the delegate's stats.
+void ShowInitAndGpu(store::Store& store, const store::JobRow& j, Context& ctx) {
+  const std::map<std::string, std::string> gpus = GpuDevices(store);
+  if (auto it = gpus.find(j.device); it != gpus.end()) {
+    ctx.out << "gpu (OpenCL): " << harness::TerminalSafe(it->second) << "\n";
+  }
+  if (j.metrics) {
+    const store::JobMetrics& m = *j.metrics;
+    ctx.out << "init " << Ms(m.init_us) << " ms (cold "
+            << (m.init_cold_us ? Ms(*m.init_cold_us) + " ms" : std::string("-")) << ", warm "
+            << (m.init_warm_us ? Ms(*m.init_warm_us) + " ms" : std::string("-"))
+            << "), first inference " << Ms(m.first_us) << " ms, mean " << Ms(m.mean_us) << " ms\n";
+  }
+  const runner::DelegateStats stats = DelegateStatsOf(store, j);
+  if (stats.empty()) return;
+  ctx.out << "delegate stats:";
+  for (const auto& [name, value] : stats) {
+    ctx.out << " " << harness::TerminalSafe(name) << " " << Figure(value);
+  }
+  ctx.out << "\n";
+}
+
 // The human drill-down of one job: its nodes and the device state flags.
 int ShowJob(store::Store& store, const store::RunRow& run, const std::vector<store::JobRow>& jobs,
             int64_t job_id, Context& ctx) {
@@ -94,6 +169,7 @@ int ShowJob(store::Store& store, const store::RunRow& run, const std::vector<sto
       ctx.out << "WARNING device " << flags
               << (j.state_note.empty() ? "" : ": " + harness::TerminalSafe(j.state_note)) << "\n";
     }
+    ShowInitAndGpu(store, j, ctx);
     auto accuracy = store.GetAccuracy(j.id);
     if (!accuracy) {
       return ctx.Fail(accuracy.error());
@@ -113,6 +189,7 @@ int ShowJob(store::Store& store, const store::RunRow& run, const std::vector<sto
       ctx.out << "\n";
     }
     if (int code = ShowProfile(store, j, ctx); code != kExitOk) return code;
+    if (int code = ShowSustained(store, j, ctx); code != kExitOk) return code;
     auto placement = store.GetPlacement(j.id);
     if (!placement) {
       return ctx.Fail(placement.error());
@@ -230,6 +307,14 @@ int AddJobDetailJson(store::Store& store, const store::JobRow& j, json& job, Con
     return ctx.Fail(profile.error());
   }
   if (*profile) job["profile"] = runner_json::ProfileJson(**profile);
+  // Only for a sustained-mode job (spec benchmark.sustained_s).
+  auto sustained = SustainedOf(store, j);
+  if (!sustained) return ctx.Fail(sustained.error());
+  if (*sustained) job["sustained"] = runner_json::SustainedJson(**sustained);
+  // The delegate's own figures (issue 19), as the runner reported them.
+  if (runner::DelegateStats stats = DelegateStatsOf(store, j); !stats.empty()) {
+    job["delegate_stats"] = runner_json::DelegateStatsJson(stats);
+  }
   return kExitOk;
 }
 
@@ -247,9 +332,13 @@ int PrintJson(store::Store& store, const store::RunRow& run, const std::vector<s
                 {"tags", run.tags},
                 {"parent_run_id", run.parent_run_id}};
   doc["jobs"] = json::array();
+  const std::map<std::string, std::string> gpus = GpuDevices(store);
   for (const store::JobRow& j : jobs) {
     if (job_id != 0 && j.id != job_id) continue;
     json job = JobJson(store, j);
+    // Issue 19: the device's OpenCL device ("NAME (driver V)"), null without one.
+    auto gpu = gpus.find(j.device);
+    job["gpu_device"] = gpu != gpus.end() ? json(gpu->second) : json(nullptr);
     if (job_id != 0) {
       if (int code = AddJobDetailJson(store, j, job, ctx); code != kExitOk) return code;
     }

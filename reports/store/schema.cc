@@ -306,6 +306,32 @@ CREATE TABLE job_profile_nodes(
 ALTER TABLE results ADD COLUMN noisy INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE results ADD COLUMN energy_mj REAL;
 )sql",
+    // v16 (issue 18): sustained mode (spec benchmark.sustained_s, the
+    // runner's --sustained-secs): results.sustained_s and
+    // sustained_window_ms (NULL for other jobs), and the latency curve of
+    // one job, one row per time window (t_ms: the window's start after the
+    // first measured run; runs: the runs that started in it).
+    R"sql(
+ALTER TABLE results ADD COLUMN sustained_s REAL;
+ALTER TABLE results ADD COLUMN sustained_window_ms REAL;
+CREATE TABLE job_sustained(
+  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  idx INTEGER NOT NULL,
+  t_ms REAL NOT NULL,
+  runs INTEGER NOT NULL,
+  mean_us REAL NOT NULL,
+  p50_us REAL NOT NULL,
+  max_us REAL NOT NULL,
+  PRIMARY KEY(job_id, idx)) WITHOUT ROWID;
+)sql",
+    // v17 (issue 19): a delegate's cold and warm init (the runner's
+    // metrics.init_cold_us / init_warm_us, NULL when it reported none), and
+    // the OpenCL devices an agent saw (a JSON list, '' before it).
+    R"sql(
+ALTER TABLE results ADD COLUMN init_cold_us REAL;
+ALTER TABLE results ADD COLUMN init_warm_us REAL;
+ALTER TABLE devices ADD COLUMN opencl TEXT NOT NULL DEFAULT '';
+)sql",
 };
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));

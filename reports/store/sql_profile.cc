@@ -147,6 +147,55 @@ Result<std::optional<JobProfile>> ReadProfile(Conn& db, int64_t job_id) {
   return std::optional<JobProfile>(std::move(profile));
 }
 
+Result<void> ReplaceSustained(Conn& db, int64_t job_id,
+                              const std::optional<JobSustained>& sustained) {
+  if (auto r = DeleteRows(db, "job_sustained", job_id); !r) return r;
+  auto s = Stmt::Prepare(
+      db, "UPDATE results SET sustained_s = ?, sustained_window_ms = ? WHERE job_id = ?");
+  if (!s) return s.error();
+  if (sustained) {
+    s->Bind(1, Finite(sustained->secs)).Bind(2, Finite(sustained->window_ms));
+  } else {
+    s->BindNull(1).BindNull(2);
+  }
+  s->Bind(3, job_id);
+  if (auto r = s->Run(); !r) return r;
+  if (!sustained) return Ok();
+  std::vector<std::vector<Column>> rows;
+  for (size_t i = 0; i < sustained->windows.size(); ++i) {
+    const SustainedWindow& w = sustained->windows[i];
+    rows.push_back({{"idx", i},
+                    {"t_ms", Finite(w.t_ms)},
+                    {"runs", w.runs},
+                    {"mean_us", Finite(w.mean_us)},
+                    {"p50_us", Finite(w.p50_us)},
+                    {"max_us", Finite(w.max_us)}});
+  }
+  return InsertRows(db, "job_sustained", job_id, rows);
+}
+
+Result<std::map<int64_t, JobSustained>> ReadRunSustained(Conn& db, int64_t run_id) {
+  std::map<int64_t, JobSustained> out;
+  auto s = Stmt::Prepare(db,
+                         "SELECT r.job_id, r.sustained_s, r.sustained_window_ms, w.t_ms, w.runs, "
+                         "w.mean_us, w.p50_us, w.max_us FROM results r JOIN jobs j ON j.id = "
+                         "r.job_id LEFT JOIN job_sustained w ON w.job_id = r.job_id WHERE "
+                         "j.run_id = ? AND r.sustained_s IS NOT NULL ORDER BY r.job_id, w.idx");
+  if (!s) return s.error();
+  s->Bind(1, run_id);
+  for (;;) {
+    auto row = s->Step();
+    if (!row) return row.error();
+    if (!*row) return out;
+    JobSustained& curve = out[s->Int(0)];
+    curve.secs = s->Double(1);
+    curve.window_ms = s->Double(2);
+    if (s->IsNull(3)) continue;  // a curve without windows
+    curve.windows.push_back(
+        SustainedWindow{s->Double(3), s->Int(4), s->Double(5), s->Double(6), s->Double(7)});
+  }
+}
+
 Result<std::map<int64_t, JobProfile>> ReadRunProfiles(Conn& db, int64_t run_id) {
   std::map<int64_t, JobProfile> out;
   if (auto r = ReadOps(db, "JOIN jobs j ON j.id = p.job_id WHERE j.run_id = ?", run_id, &out); !r) {

@@ -1,7 +1,7 @@
-// Per-op profiles of the store (schema v14) over the SQL layer: what
-// RecordJobResult writes of a JobOutcome's profile and what GetProfile and
-// ListRunProfiles read. SqlStore's methods call these; errors are raw (the
-// store names itself). Internal to reports/store.
+// Per-op profiles (schema v14) and sustained-mode curves (v16) of the store
+// over the SQL layer: what RecordJobResult writes of a JobOutcome's profile
+// and curve, and what GetProfile, ListRunProfiles and ListRunSustained read. SqlStore's methods
+// call these; errors are raw (the store names itself). Internal to reports/store.
 #pragma once
 
 #include <cstdint>
@@ -22,5 +22,13 @@ Result<void> ReplaceProfile(Conn& db, int64_t job_id, const std::optional<JobPro
 Result<std::optional<JobProfile>> ReadProfile(Conn& db, int64_t job_id);
 // Every profiled job of the run: runs and by_op, by job id.
 Result<std::map<int64_t, JobProfile>> ReadRunProfiles(Conn& db, int64_t run_id);
+
+// Schema v16, in RecordJobResult's transaction (after the results row):
+// replaces the job's sustained curve (none when unset) and sets
+// results.sustained_s / sustained_window_ms.
+Result<void> ReplaceSustained(Conn& db, int64_t job_id,
+                              const std::optional<JobSustained>& sustained);
+// The sustained curves of the run's jobs, by job id.
+Result<std::map<int64_t, JobSustained>> ReadRunSustained(Conn& db, int64_t run_id);
 
 }  // namespace dfarm::store::sql

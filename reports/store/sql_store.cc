@@ -50,7 +50,8 @@ std::string JobColumns(Dialect d) {
          "coalesce(r.threads_used, 0), "
          "(SELECT count(*) FROM placement p WHERE p.job_id = j.id AND p.folded <> 0), "
          "j.trial, j.runner, j.runner_sha256, j.target, j.payload, j.claimed_by, j.claim_id, "
-         "j.runner_kind, j.runner_version, coalesce(r.noisy, 0), r.energy_mj "
+         "j.runner_kind, j.runner_version, coalesce(r.noisy, 0), r.energy_mj, "
+         "r.init_cold_us, r.init_warm_us "
          "FROM jobs j LEFT JOIN results r ON r.job_id = j.id ";
 }
 
@@ -84,6 +85,8 @@ JobRow ReadJob(const Stmt& s) {
     m.peak_rss_bytes = s.Int(23);
     m.arena_bytes = s.Int(24);
     m.threads_used = s.Int(35);
+    if (!s.IsNull(48)) m.init_cold_us = s.Double(48);
+    if (!s.IsNull(49)) m.init_warm_us = s.Double(49);
     j.metrics = m;
   }
   j.num_threads = static_cast<uint32_t>(s.Int(25));
@@ -193,6 +196,8 @@ std::vector<Column> ResultColumns(int64_t job_id, const JobOutcome& o) {
       {"num_runs", metric(&JobMetrics::num_runs)},
       {"peak_rss_bytes", metric(&JobMetrics::peak_rss_bytes)},
       {"arena_bytes", metric(&JobMetrics::arena_bytes)},
+      {"init_cold_us", m && m->init_cold_us ? Value(*m->init_cold_us) : Value()},
+      {"init_warm_us", m && m->init_warm_us ? Value(*m->init_warm_us) : Value()},
       {"exit_code", o.exit_code},
       {"signal", o.signal},
       {"runner_json", o.runner_json},
@@ -625,6 +630,9 @@ class SqlStore final : public Store {
     if (auto r = sql::ReplaceProfile(*db_, job_id, o.profile); !r) {
       return Fail("record profile", r);
     }
+    if (auto r = sql::ReplaceSustained(*db_, job_id, o.sustained); !r) {
+      return Fail("record sustained curve", r);
+    }
     if (auto r = sql::AfterJobRecorded(*db_, job_id, o.claim_id); !r) {
       return Fail("record job result", r);
     }
@@ -783,18 +791,26 @@ class SqlStore final : public Store {
     return p;
   }
 
+  Result<std::map<int64_t, JobSustained>> ListRunSustained(int64_t run_id) override {
+    auto p = sql::ReadRunSustained(*db_, run_id);
+    if (!p) return Fail("read the sustained curves of run", p);
+    return p;
+  }
+
   Result<void> UpsertDevice(const DeviceRow& d) override {
     auto s = Prepare(
         "INSERT INTO devices(name, abi, os, cpu, cores, memory_bytes, hostname, agent_version, "
-        "last_seen, node, tags) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO "
-        "UPDATE SET abi = excluded.abi, os = excluded.os, cpu = excluded.cpu, cores = "
-        "excluded.cores, memory_bytes = excluded.memory_bytes, hostname = excluded.hostname, "
-        "agent_version = excluded.agent_version, last_seen = excluded.last_seen, node = "
-        "excluded.node, tags = excluded.tags");
+        "last_seen, node, tags, opencl) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON "
+        "CONFLICT(name) DO UPDATE SET abi = excluded.abi, os = excluded.os, cpu = excluded.cpu, "
+        "cores = excluded.cores, memory_bytes = excluded.memory_bytes, hostname = "
+        "excluded.hostname, agent_version = excluded.agent_version, last_seen = "
+        "excluded.last_seen, node = excluded.node, tags = excluded.tags, opencl = "
+        "excluded.opencl");
     if (!s) return s.error();
     s->Bind(1, d.name).Bind(2, d.abi).Bind(3, d.os).Bind(4, d.cpu).Bind(5, d.cores);
     s->Bind(6, d.memory_bytes).Bind(7, d.hostname).Bind(8, d.agent_version);
     s->Bind(9, NowIso8601()).Bind(10, d.node).Bind(11, sql::JoinComma(d.tags));
+    s->Bind(12, OpenClDevicesJson(d.opencl));
     if (auto r = s->Run(); !r) return Fail("record device '" + d.name + "'", r);
     return Ok();
   }
@@ -1137,8 +1153,8 @@ class SqlStore final : public Store {
   // Every device by name, or only the one named `only` (when not empty).
   Result<std::vector<DeviceRow>> ReadDevices(const std::string& only) {
     auto s = Prepare(std::string("SELECT name, abi, os, cpu, cores, memory_bytes, hostname, "
-                                 "agent_version, last_seen, state, state_reason, node, tags FROM "
-                                 "devices ") +
+                                 "agent_version, last_seen, state, state_reason, node, tags, "
+                                 "opencl FROM devices ") +
                      (only.empty() ? "" : "WHERE name = ? ") + "ORDER BY name");
     if (!s) return s.error();
     if (!only.empty()) s->Bind(1, only);
@@ -1149,7 +1165,8 @@ class SqlStore final : public Store {
       if (!*row) break;
       devices.push_back(DeviceRow{s->Text(0), s->Text(1), s->Text(2), s->Text(3), s->Int(4),
                                   s->Int(5), s->Text(6), s->Text(7), s->Text(8), s->Text(9),
-                                  s->Text(10), s->Text(11), sql::SplitComma(s->Text(12))});
+                                  s->Text(10), s->Text(11), sql::SplitComma(s->Text(12)),
+                                  ParseOpenClDevices(s->Text(13))});
     }
     return devices;
   }

@@ -158,6 +158,10 @@ struct JobRow {
 using runner::JobProfile;
 using runner::ProfileNode;
 using runner::ProfileOp;
+// A sustained-mode job's latency curve (schema v16), as the runner reported
+// it (runner_values.h).
+using runner::JobSustained;
+using runner::SustainedWindow;
 
 // What RecordJobResult stores for one finished job.
 struct JobOutcome {
@@ -197,6 +201,8 @@ struct JobOutcome {
   std::string runner_version;
   // Schema v14: the job's per-op profile; unset when it was not profiled.
   std::optional<JobProfile> profile;
+  // Schema v16: the sustained-mode curve; unset for other jobs.
+  std::optional<JobSustained> sustained;
 };
 
 // The raw evidence behind one job, for drill-down.
@@ -215,6 +221,29 @@ struct JobDetail {
   std::string state_note;
 };
 
+// One OpenCL device an agent reported (issue 19; the protocol's OpenClDevice).
+struct OpenClDevice {
+  std::string platform;  // "Portable Computing Language"
+  std::string name;      // "cpu-haswell-AMD EPYC ...", "Adreno (TM) 740"
+  std::string vendor;
+  std::string driver_version;
+  std::string opencl_version;  // "OpenCL 3.0 PoCL ..."
+  bool fp16 = false;           // cl_khr_fp16
+  bool gpu = false;            // CL_DEVICE_TYPE_GPU
+  int64_t compute_units = 0;
+  int64_t global_memory_bytes = 0;
+};
+
+// The one text form of a device's OpenCL list (devices.opencl, `dfarm
+// devices --json`): a JSON array of objects with the fields' names; "" for an
+// empty list. ParseOpenClDevices reads it back; unreadable text is an empty
+// list.
+std::string OpenClDevicesJson(const std::vector<OpenClDevice>& devices);
+std::vector<OpenClDevice> ParseOpenClDevices(const std::string& text);
+// "NAME (driver VERSION)" of the first device (GPUs first), "" when none:
+// what reports and `dfarm show` name as the job's GPU.
+std::string OpenClDeviceLabel(const std::vector<OpenClDevice>& devices);
+
 // What a device said about itself when the harness last reached it.
 struct DeviceRow {
   std::string name;  // "local", "tcp://10.0.0.7:7000", adb serial
@@ -232,6 +261,9 @@ struct DeviceRow {
   // and its tags (--device URI --tag, or the spec's device_tags), sorted.
   std::string node;
   std::vector<std::string> tags;
+  // Schema v17 (issue 19): the OpenCL devices its agent saw; empty when none
+  // (or an agent before it).
+  std::vector<OpenClDevice> opencl;
 };
 
 // Which runs ListRunSummaries returns; an empty field does not filter.
@@ -458,6 +490,9 @@ class Store {
   // query: runs and by_op only (nodes left empty; GetProfile has them). For
   // reports' per-cell top ops. Empty when none.
   virtual Result<std::map<int64_t, JobProfile>> ListRunProfiles(int64_t run_id) = 0;
+  // The sustained-mode curves of a run's jobs that have one (schema v16), by
+  // job id, windows in time order. Empty when none.
+  virtual Result<std::map<int64_t, JobSustained>> ListRunSustained(int64_t run_id) = 0;
 
   // Records what the device said at hello; leaves state and state_reason as they are.
   virtual Result<void> UpsertDevice(const DeviceRow& device) = 0;

@@ -873,6 +873,45 @@ TEST_P(StoreTest, RunnerKindAndVersion) {
   EXPECT_EQ(other->runner_version, "");
 }
 
+// Schema v16: a sustained job's curve round trips, windows in order (more
+// than one statement inserts); rerecording without one removes it.
+TEST_P(StoreTest, SustainedCurveRoundTrip) {
+  auto store = Open();
+  auto run = store->CreateRun("r", "{}");
+  ASSERT_TRUE(run.ok());
+  auto ids = store->AddJobs(*run, {MakeJob("m.tflite"), MakeJob("n.tflite")});
+  ASSERT_TRUE(ids.ok()) << ids.message();
+  JobOutcome o;
+  o.status = "ok";
+  JobSustained curve;
+  curve.secs = 60;
+  curve.window_ms = 500;
+  for (int64_t i = 0; i < 300; ++i) {
+    curve.windows.push_back(SustainedWindow{i * 500.0, 10 + i, 1000.0 + i, 990.0 + i, 1500.0 + i});
+  }
+  o.sustained = curve;
+  ASSERT_TRUE(store->RecordJobResult((*ids)[0], o).ok());
+  o.sustained.reset();
+  ASSERT_TRUE(store->RecordJobResult((*ids)[1], o).ok());
+  auto all = store->ListRunSustained(*run);
+  ASSERT_TRUE(all.ok()) << all.message();
+  ASSERT_EQ(all->size(), 1u);
+  const JobSustained& got = all->at((*ids)[0]);
+  EXPECT_DOUBLE_EQ(got.secs, 60);
+  EXPECT_DOUBLE_EQ(got.window_ms, 500);
+  ASSERT_EQ(got.windows.size(), 300u);
+  EXPECT_DOUBLE_EQ(got.windows[299].t_ms, 299 * 500.0);
+  EXPECT_EQ(got.windows[299].runs, 309);
+  EXPECT_DOUBLE_EQ(got.windows[7].mean_us, 1007);
+  EXPECT_DOUBLE_EQ(got.windows[7].p50_us, 997);
+  EXPECT_DOUBLE_EQ(got.windows[7].max_us, 1507);
+  // Rerecorded without a curve: gone.
+  ASSERT_TRUE(store->RecordJobResult((*ids)[0], o).ok());
+  all = store->ListRunSustained(*run);
+  ASSERT_TRUE(all.ok()) << all.message();
+  EXPECT_TRUE(all->empty());
+}
+
 // Schema v14: a job's per-op profile round trips (partition and its nodes,
 // by_op in the runner's order); a job without one has none; a rerecorded
 // result replaces it; a run's profiles come in one call.
@@ -1281,6 +1320,101 @@ TEST_P(StoreTest, DeviceStatesLeaveEvents) {
   ASSERT_TRUE(devices.ok());
   EXPECT_EQ(devices->size(), 2u);
   EXPECT_TRUE(store->ListDeviceEvents("nobody")->empty());
+}
+
+// Schema v17 (issue 19): cold/warm init and a device's OpenCL list round
+// trip; a job without them reads NULL, a device without them an empty list.
+TEST_P(StoreTest, InitColdWarmAndOpenClDevicesRoundTrip) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  auto run = store->CreateRun("r", "{}");
+  ASSERT_TRUE(run.ok());
+  auto ids = store->AddJobs(*run, {MakeJob("m.tflite"), MakeJob("n.tflite")});
+  ASSERT_TRUE(ids.ok()) << ids.message();
+  JobOutcome o;
+  o.status = "ok";
+  o.metrics = JobMetrics{};
+  o.metrics->mean_us = 10;
+  o.metrics->init_cold_us = 7500.5;
+  o.metrics->init_warm_us = 1200.25;
+  ASSERT_TRUE(store->RecordJobResult((*ids)[0], o).ok());
+  o.metrics->init_cold_us.reset();
+  o.metrics->init_warm_us.reset();
+  ASSERT_TRUE(store->RecordJobResult((*ids)[1], o).ok());
+  auto a = store->GetJob((*ids)[0]);
+  auto b = store->GetJob((*ids)[1]);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(a->metrics && b->metrics);
+  EXPECT_EQ(a->metrics->init_cold_us, std::optional<double>(7500.5));
+  EXPECT_EQ(a->metrics->init_warm_us, std::optional<double>(1200.25));
+  EXPECT_EQ(b->metrics->init_cold_us, std::nullopt);
+  EXPECT_EQ(b->metrics->init_warm_us, std::nullopt);
+
+  DeviceRow d;
+  d.name = "phone";
+  d.opencl.push_back(OpenClDevice{"QUALCOMM Snapdragon(TM)", "QUALCOMM Adreno(TM) 740", "QUALCOMM",
+                                  "OpenCL 3.0 QUALCOMM build: 0800.22", "OpenCL 3.0 Adreno(TM) 740",
+                                  true, true, 6, int64_t{3} << 32});
+  d.opencl.push_back(OpenClDevice{"Portable Computing Language", "cpu-x86-64", "GenuineIntel",
+                                  "5.0", "OpenCL 3.0 PoCL", false, false, 2, 1 << 30});
+  ASSERT_TRUE(store->UpsertDevice(d).ok());
+  DeviceRow plain;
+  plain.name = "board";
+  ASSERT_TRUE(store->UpsertDevice(plain).ok());
+  auto devices = store->ListDevices();
+  ASSERT_TRUE(devices.ok()) << devices.message();
+  ASSERT_EQ(devices->size(), 2u);
+  EXPECT_TRUE((*devices)[0].opencl.empty());  // "board"
+  const std::vector<OpenClDevice>& cl = (*devices)[1].opencl;
+  ASSERT_EQ(cl.size(), 2u);
+  EXPECT_EQ(cl[0].name, "QUALCOMM Adreno(TM) 740");
+  EXPECT_EQ(cl[0].driver_version, "OpenCL 3.0 QUALCOMM build: 0800.22");
+  EXPECT_TRUE(cl[0].fp16);
+  EXPECT_TRUE(cl[0].gpu);
+  EXPECT_EQ(cl[0].compute_units, 6);
+  EXPECT_EQ(cl[0].global_memory_bytes, int64_t{3} << 32);
+  EXPECT_FALSE(cl[1].gpu);
+  EXPECT_EQ(OpenClDeviceLabel(cl),
+            "QUALCOMM Adreno(TM) 740 (driver OpenCL 3.0 QUALCOMM build: 0800.22)");
+  EXPECT_EQ(OpenClDeviceLabel({}), "");
+}
+
+// A v16 file (before issue 19) migrates: its results read no cold/warm init
+// and its devices no OpenCL list, and it takes both afterwards.
+TEST_F(SqliteStoreTest, MigratesVersion16) {
+  ASSERT_GE(CurrentSchemaVersion(), 17);
+  ASSERT_TRUE(CreateSqliteStoreAtVersionForTesting(path_, 16).ok());
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    const char* rows =
+        "INSERT INTO runs(id, name, created_at, spec_json, status) VALUES(1, 'old', 't', '{}', "
+        "'finished');"
+        "INSERT INTO jobs(run_id, job_key, model, model_path, model_sha256, delegate, device, "
+        "status, num_threads) VALUES(1, 'k', 'm', '/m', 's', 'gpu', 'local', 'ok', 1);"
+        "INSERT INTO results(job_id, init_us, mean_us, exit_code, signal, runner_json, "
+        "stderr_tail, finished_at) VALUES(1, 900, 5.5, 0, 0, '{}', '', 't');"
+        "INSERT INTO devices(name, abi, os, cpu, cores, memory_bytes, hostname, agent_version, "
+        "last_seen) VALUES('local', 'x86_64', 'Linux', 'cpu', 2, 1, 'h', '1', 't');";
+    ASSERT_EQ(sqlite3_exec(db, rows, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+    sqlite3_close(db);
+  }
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  auto job = store->GetJob(1);
+  ASSERT_TRUE(job.ok()) << job.message();
+  ASSERT_TRUE(job->metrics.has_value());
+  EXPECT_DOUBLE_EQ(job->metrics->init_us, 900);
+  EXPECT_EQ(job->metrics->init_cold_us, std::nullopt);
+  EXPECT_EQ(job->metrics->init_warm_us, std::nullopt);
+  auto devices = store->ListDevices();
+  ASSERT_TRUE(devices.ok()) << devices.message();
+  ASSERT_EQ(devices->size(), 1u);
+  EXPECT_TRUE((*devices)[0].opencl.empty());
+  DeviceRow d = (*devices)[0];
+  d.opencl.push_back(OpenClDevice{"p", "gpu0", "v", "1.0", "OpenCL 1.2", true, true, 4, 1 << 20});
+  ASSERT_TRUE(store->UpsertDevice(d).ok());
+  EXPECT_EQ(store->ListDevices()->at(0).opencl.at(0).name, "gpu0");
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StoreTest, DFARM_BOTH_BACKENDS, BackendName);

@@ -99,15 +99,18 @@ class CulpritE2eTest : public ::testing::Test {
   }
 
   Outcome Culprit(int64_t run_id, int64_t job_id, bool json_out = true) {
-    std::vector<std::string> argv = {(BinDir() / "dfarm").string(),
-                                     "culprit",
-                                     std::to_string(run_id),
-                                     "--job",
-                                     std::to_string(job_id),
-                                     "--db",
-                                     db_,
-                                     "--agent-store",
-                                     AgentStore()};
+    return CulpritOf(run_id, {"--job", std::to_string(job_id)}, json_out);
+  }
+
+  // `which`: --job ID, or a cell's --model/--delegate/--device.
+  Outcome CulpritOf(int64_t run_id, const std::vector<std::string>& which, bool json_out) {
+    std::vector<std::string> argv = {(BinDir() / "dfarm").string(), "culprit",
+                                     std::to_string(run_id)};
+    argv.insert(argv.end(), which.begin(), which.end());
+    for (const std::string& a :
+         {std::string("--db"), db_, std::string("--agent-store"), AgentStore()}) {
+      argv.push_back(a);
+    }
     if (json_out) argv.push_back("--json");
     return RunToEnd(argv, dir_ / "culprit.out", dir_ / "culprit.err");
   }
@@ -144,10 +147,18 @@ TEST_F(CulpritE2eTest, FindsThePlantedNodeInAboutLog2Runs) {
     if (node < 30) EXPECT_EQ(err, 0) << l;
     if (node > 37) EXPECT_NEAR(err, 0.05, 1e-5) << l;
   }
-  // The text form names the node too.
-  Outcome text = Culprit(run_id, job, false);
+  // The text form names the node too; a cell stands for its worst trial.
+  Outcome text = CulpritOf(
+      run_id, {"--model", "chain70.tflite", "--delegate", "external", "--device", "local"}, false);
   EXPECT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("job " + std::to_string(job) + ":"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("culprit: node 37 (SUB)"), std::string::npos) << text.out;
+  Outcome none = CulpritOf(run_id, {"--model", "chain70.tflite", "--delegate", "xnnpack"}, false);
+  EXPECT_EQ(none.code, 2);
+  EXPECT_NE(none.err.find("has no ok job of model 'chain70.tflite' on delegate 'xnnpack'"),
+            std::string::npos)
+      << none.err;
+  EXPECT_EQ(CulpritOf(run_id, {}, false).code, 2);
 }
 
 TEST_F(CulpritE2eTest, ACorrectDelegateHasNoCulprit) {

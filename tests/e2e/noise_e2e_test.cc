@@ -135,5 +135,49 @@ TEST_F(NoiseE2eTest, PinnedJobsRunAndAnUnknownCpuIsRefused) {
   }
 }
 
+// benchmark.sustained_s: the job runs for the time asked and its latency
+// curve reaches the store, `dfarm show --job` (text and JSON) and the
+// Markdown and HTML reports; the timeout is the spec's plus that time.
+TEST_F(NoiseE2eTest, SustainedModeStoresTheCurve) {
+  json spec = json::object();
+  spec["models"] = json::array({model_});
+  spec["devices"] = json::array({"local"});
+  spec["benchmark"] = {{"warmup_runs", 1}, {"num_runs", 2}, {"timeout_s", 1}, {"sustained_s", 1.5}};
+  std::ofstream(dir_ / "spec.json") << spec.dump();
+  Outcome sweep = Dfarm({"sweep", (dir_ / "spec.json").string(), "--db", db_, "--agent-store",
+                         (dir_ / "agent-store").string()});
+  ASSERT_EQ(sweep.code, 0) << sweep.err;
+  Outcome show = Dfarm({"show", "last", "--db", db_, "--json"});
+  ASSERT_EQ(show.code, 0) << show.err;
+  const std::string id = std::to_string(json::parse(show.out)["jobs"][0]["id"].get<int64_t>());
+  Outcome drill = Dfarm({"show", "last", "--job", id, "--db", db_, "--json"});
+  ASSERT_EQ(drill.code, 0) << drill.err;
+  const json job = json::parse(drill.out)["jobs"][0];
+  ASSERT_EQ(job["status"], "ok") << job.dump(2);
+  const json& curve = job["sustained"];
+  EXPECT_DOUBLE_EQ(curve["secs"].get<double>(), 1.5);
+  EXPECT_DOUBLE_EQ(curve["window_ms"].get<double>(), 100);
+  ASSERT_GE(curve["windows"].size(), 10u) << curve.dump();
+  int64_t runs = 0;
+  for (const json& w : curve["windows"]) runs += w["runs"].get<int64_t>();
+  EXPECT_EQ(runs, job["metrics"]["num_runs"].get<int64_t>());
+  EXPECT_GT(runs, 2);  // the time, not num_runs
+  // Sampled while it ran (the agent's 1 s interval).
+  bool during = false;
+  for (const json& t : job["telemetry"]) {
+    during |= t["phase"].get<std::string>().rfind("during:", 0) == 0;
+  }
+  EXPECT_TRUE(during) << job["telemetry"].dump();
+  Outcome text = Dfarm({"show", "last", "--job", id, "--db", db_});
+  EXPECT_NE(text.out.find("sustained 1.5 s, "), std::string::npos) << text.out;
+  Outcome md = Dfarm({"report", "last", "--db", db_, "--format", "md", "-o", "-"});
+  ASSERT_EQ(md.code, 0) << md.err;
+  EXPECT_NE(md.out.find("## Sustained"), std::string::npos) << md.out;
+  Outcome html = Dfarm({"report", "last", "--db", db_, "--format", "html", "-o", "-"});
+  ASSERT_EQ(html.code, 0) << html.err;
+  EXPECT_NE(html.out.find("<h2>Sustained</h2>"), std::string::npos);
+  EXPECT_NE(html.out.find("<polyline"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace dfarm::e2e
