@@ -5,16 +5,22 @@
 // after AllocateTensors() outside the timed loop. Counters: arena_bytes
 // (folded part included), persistent_bytes, scratch_bytes, invoked_nodes,
 // model_bytes.
-// BM_Gemm/MxNxK/{simd,simd_packed,generic}: one Gemm::Run() of the im2col
-// and 1x1 shapes the corpus uses, with the AVX2/FMA kernel where the CPU has
-// it (packing B per call, or B packed once with a bias + clamp epilogue, as
-// CONV_2D runs) and with Eigen's portable one; counter GFLOPS.
+// BM_Gemm/MxNxK/{simd,simd_packed,generic}/threads:T: one
+// Gemm::RunParallel() of the im2col and 1x1 shapes the corpus uses on T
+// threads, with the AVX2/FMA kernel where the CPU has it (packing B per
+// call, or B packed once with a bias + clamp epilogue, as CONV_2D runs) and
+// with Eigen's portable one; counter GFLOPS.
+// BM_Depthwise/HxWxC/strideS/threads:T: one 3x3 RunDepthwiseFloat().
+// BM_PoolRun/gap_us:G: one ThreadPool::Run() (2 threads, tiny tasks), right
+// after the last (G 0) or after G µs on the calling thread alone.
 // Usage: dfarm_model_benchmark [--models_dir=DIR] [benchmark flags]
 // A model that fails to load or allocate is reported as a skipped benchmark
 // with its error message.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -26,7 +32,9 @@
 #include <vector>
 
 #include "runtime/interpreter.h"
+#include "runtime/kernels/depthwise_conv_float.h"
 #include "runtime/kernels/gemm.h"
+#include "runtime/kernels/parallel.h"
 #include "runtime/model.h"
 #include "runtime/op_resolver.h"
 
@@ -123,12 +131,21 @@ void BM_Gemm(benchmark::State& state, int64_t m, int64_t n, int64_t k, GemmMode 
     gemm.SetConstantB({b.data(), k, true});
     epilogue = {bias.data(), 0.0f, 6.0f};
   }
-  std::vector<float> workspace(gemm.workspace_bytes() / sizeof(float) + 16);
-  // 64-byte aligned start inside the vector.
+  // One 64-byte aligned workspace part per thread.
+  const int threads = static_cast<int>(state.range(0));
+  const size_t stride = (gemm.workspace_bytes() + 63) / 64 * 64;
+  std::vector<std::byte> workspace(stride * threads + 64);
   auto* ws = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(workspace.data()) + 63) &
                                           ~uintptr_t{63});
+  ThreadPool pool(threads);
+  ExecutionContext context;
+  context.threadpool = threads > 1 ? &pool : nullptr;
+  context.num_threads = threads;
+  context.scratch = ws;
+  context.scratch_stride = stride;
   for (auto _ : state) {
-    gemm.Run(m, n, k, {a.data(), k, false}, {b.data(), k, true}, c.data(), n, epilogue, ws);
+    gemm.RunParallel(m, n, k, {a.data(), k, false}, {b.data(), k, true}, c.data(), n, epilogue,
+                     &context, 0);
     benchmark::DoNotOptimize(c.data());
   }
   state.counters["GFLOPS"] = benchmark::Counter(
@@ -139,7 +156,8 @@ void RegisterGemms() {
   // im2col and 1x1 shapes of the corpus (face_detection: 96x96 3x3x3 -> 32,
   // 96x96 8 -> 32, 48x48 64 -> 48, 6x6 96 -> 384), and a classifier's GEMV.
   const int64_t shapes[][3] = {{910, 32, 288}, {4096, 64, 64}, {1024, 128, 1152}, {1, 1000, 1280},
-                               {9216, 32, 27}, {9216, 32, 8},  {2304, 48, 64},    {36, 384, 96}};
+                               {9216, 32, 27}, {9216, 32, 8},  {2304, 48, 64},    {36, 384, 96},
+                               {2304, 16, 48}, {144, 128, 96}, {36, 96, 384}};
   const std::pair<GemmMode, const char*> modes[] = {{GemmMode::kSimd, "simd"},
                                                     {GemmMode::kSimdPacked, "simd_packed"},
                                                     {GemmMode::kGeneric, "generic"}};
@@ -147,10 +165,84 @@ void RegisterGemms() {
     for (const auto& [mode, label] : modes) {
       const std::string name = "BM_Gemm/" + std::to_string(s[0]) + "x" + std::to_string(s[1]) +
                                "x" + std::to_string(s[2]) + "/" + label;
-      benchmark::RegisterBenchmark(name.c_str(), BM_Gemm, s[0], s[1], s[2], mode);
+      benchmark::RegisterBenchmark(name.c_str(), BM_Gemm, s[0], s[1], s[2], mode)
+          ->ArgName("threads")
+          ->Arg(1)
+          ->Arg(2)
+          ->UseRealTime();
     }
   }
 }
+
+// One 3x3 SAME depthwise conv (RunDepthwiseFloat) of an HxWxC input at
+// `stride`, on 1 or 2 threads.
+void BM_Depthwise(benchmark::State& state, int h, int w, int c, int stride) {
+  DepthwiseFloatParams p;
+  p.batches = 1, p.in_h = h, p.in_w = w, p.in_c = c, p.out_c = c;
+  p.out_h = (h + stride - 1) / stride, p.out_w = (w + stride - 1) / stride;
+  p.kernel_h = p.kernel_w = 3, p.stride_h = p.stride_w = stride;
+  p.pad_top = p.pad_left = stride == 1 ? 1 : 0;
+  p.act_min = 0.0f, p.act_max = 6.0f;
+  const DepthwiseFloatPlan plan = PlanDepthwiseFloat(p);
+  if (!plan.covered()) {
+    state.SkipWithError("not covered by the fast kernel");
+    return;
+  }
+  std::vector<float> in(static_cast<size_t>(h) * w * c, 0.5f), filter(9 * c, 0.25f),
+      bias(c, 0.125f), out(static_cast<size_t>(p.out_h) * p.out_w * c);
+  const int threads = static_cast<int>(state.range(0));
+  ThreadPool pool(threads);
+  ExecutionContext context;
+  context.threadpool = threads > 1 ? &pool : nullptr;
+  context.num_threads = threads;
+  for (auto _ : state) {
+    RunDepthwiseFloat(plan, in.data(), filter.data(), bias.data(), out.data(), &context);
+    benchmark::DoNotOptimize(out.data());
+  }
+}
+
+void RegisterDepthwise() {
+  // face_detection_full_range's: 96x96 at 32 and 8 channels, 48x48x48, and
+  // the late 12x12 and 6x6 layers.
+  const int shapes[][4] = {{96, 96, 32, 1},  {96, 96, 32, 2}, {96, 96, 8, 1}, {48, 48, 48, 1},
+                           {12, 12, 128, 1}, {6, 6, 128, 1},  {6, 6, 384, 1}, {12, 12, 48, 1}};
+  for (const auto& s : shapes) {
+    const std::string name = "BM_Depthwise/" + std::to_string(s[0]) + "x" + std::to_string(s[1]) +
+                             "x" + std::to_string(s[2]) + "/stride" + std::to_string(s[3]);
+    benchmark::RegisterBenchmark(name.c_str(), BM_Depthwise, s[0], s[1], s[2], s[3])
+        ->ArgName("threads")
+        ->Arg(1)
+        ->Arg(2)
+        ->UseRealTime();
+  }
+}
+
+// The cost of one parallel region: ThreadPool::Run over 2 threads x
+// kTasksPerThread tiny tasks, back to back (`gap_us` 0: the worker is
+// spinning) or after `gap_us` of work on the calling thread alone (as
+// between two parallel ops; past the worker's spin it sleeps).
+void BM_PoolRun(benchmark::State& state) {
+  const auto gap = std::chrono::microseconds(state.range(0));
+  ThreadPool pool(2);
+  std::atomic<int64_t> sink{0};
+  auto task = [](void* arg, size_t t, int) {
+    static_cast<std::atomic<int64_t>*>(arg)->fetch_add(static_cast<int64_t>(t) + 1,
+                                                       std::memory_order_relaxed);
+  };
+  for (auto _ : state) {
+    if (gap.count() > 0) {
+      const auto until = std::chrono::steady_clock::now() + gap;
+      while (std::chrono::steady_clock::now() < until) {
+      }
+    }
+    const auto start = std::chrono::steady_clock::now();
+    pool.Run(2 * kTasksPerThread, task, &sink);
+    state.SetIterationTime(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  benchmark::DoNotOptimize(sink.load());
+}
+BENCHMARK(BM_PoolRun)->ArgName("gap_us")->Arg(0)->Arg(50)->Arg(500)->UseManualTime();
 
 }  // namespace
 }  // namespace dfarm::runtime
@@ -175,6 +267,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   dfarm::runtime::RegisterGemms();
+  dfarm::runtime::RegisterDepthwise();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

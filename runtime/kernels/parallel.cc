@@ -14,52 +14,84 @@ namespace dfarm::runtime {
 // How long a worker keeps looking for the next task set before it sleeps.
 constexpr std::chrono::microseconds kWorkerSpin{200};
 
+// A hint to the CPU that this thread is spinning (x86 PAUSE).
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// Thread slot s's share of the current task set, [begin, end), packed in one
+// word (begin in the high half) so that a claim is one compare-and-swap: the
+// owner takes from the front, a thief from the back. On its own cache line.
+struct alignas(64) Share {
+  std::atomic<uint64_t> word{0};
+
+  static uint64_t Pack(uint64_t begin, uint64_t end) { return begin << 32 | end; }
+  static uint64_t Begin(uint64_t w) { return w >> 32; }
+  static uint64_t End(uint64_t w) { return w & 0xffffffffu; }
+};
+
+// Task sets are at most this many tasks (Run() cuts larger ones).
+constexpr size_t kMaxTasksPerSet = size_t{1} << 31;
+
 struct ThreadPool::State {
   std::mutex mutex;
   std::condition_variable wake;  // a new task set, or stop
-  // Changed under `mutex`; read without it while spinning.
+  // Bumped (under `mutex`) for every task set; workers wait for a change.
   std::atomic<uint64_t> generation{0};
-  bool stop = false;
-  // The current task set. Thread slot s owns the tasks [begin[s], end[s])
-  // (a contiguous share, the same part of every op's work, so each thread
-  // finds in its own cache what it wrote in the op before), takes its own
-  // from the front and, when none are left, steals from the back of the
-  // largest share left. Under `mutex`.
+  bool stop = false;  // under `mutex`
+  // The current task set: written by Run() before the shares are
+  // published, read by a thread only after it claimed a task of the set.
   void (*task)(void*, size_t, int) = nullptr;
   void* arg = nullptr;
-  std::vector<size_t> begin, end;  // one per thread slot, sized once
-  std::atomic<size_t> done{0};     // tasks of the current set finished
+  // Thread slot s owns a contiguous share (the same part of every op's work,
+  // so each thread finds in its own cache what it wrote in the op before),
+  // takes its own from the front and, when none are left, steals from the
+  // back of the largest share left. Claims are lock-free: a thread that
+  // read a share of an older set and claims from a newer one with the same
+  // bounds runs that newer set's task with the newer set's function, which
+  // it reads after the claim.
+  std::unique_ptr<Share[]> shares;
+  size_t slots = 0;
+  std::atomic<size_t> done{0};  // tasks of the current set finished
   std::vector<std::thread> workers;
 
-  // Claims a task of set `gen` for thread `slot`: false when the set
-  // changed or has none left. A task is claimed under the mutex, so a
-  // worker that saw an older set never runs a task with the wrong function
-  // or argument.
-  bool Claim(uint64_t gen, int slot, size_t* t, void (**fn)(void*, size_t, int), void** a) {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (generation.load(std::memory_order_relaxed) != gen) return false;
-    if (begin[slot] < end[slot]) {
-      *t = begin[slot]++;
-    } else {
-      size_t victim = 0, left = 0;
-      for (size_t v = 0; v < begin.size(); ++v) {
-        if (end[v] - begin[v] > left) victim = v, left = end[v] - begin[v];
+  // Claims a task for thread `slot`: false when no task is left.
+  bool Claim(int slot, size_t* t) {
+    Share& own = shares[static_cast<size_t>(slot)];
+    uint64_t w = own.word.load(std::memory_order_acquire);
+    while (Share::Begin(w) < Share::End(w)) {
+      if (own.word.compare_exchange_weak(w, Share::Pack(Share::Begin(w) + 1, Share::End(w)),
+                                         std::memory_order_acq_rel)) {
+        *t = Share::Begin(w);
+        return true;
+      }
+    }
+    for (;;) {
+      size_t victim = 0;
+      uint64_t left = 0, vw = 0;
+      for (size_t v = 0; v < slots; ++v) {
+        const uint64_t x = shares[v].word.load(std::memory_order_acquire);
+        const uint64_t n = Share::End(x) > Share::Begin(x) ? Share::End(x) - Share::Begin(x) : 0;
+        if (n > left) victim = v, left = n, vw = x;
       }
       if (left == 0) return false;
-      *t = --end[victim];
+      if (shares[victim].word.compare_exchange_weak(
+              vw, Share::Pack(Share::Begin(vw), Share::End(vw) - 1), std::memory_order_acq_rel)) {
+        *t = Share::End(vw) - 1;
+        return true;
+      }
     }
-    *fn = task;
-    *a = arg;
-    return true;
   }
 
-  // Runs tasks of set `gen` until none is left.
-  void Drain(uint64_t gen, int slot) {
+  // Runs tasks of the current set until none is left.
+  void Drain(int slot) {
     size_t t = 0;
-    void (*fn)(void*, size_t, int) = nullptr;
-    void* a = nullptr;
-    while (Claim(gen, slot, &t, &fn, &a)) {
-      fn(a, t, slot);
+    while (Claim(slot, &t)) {
+      task(arg, t, slot);
       done.fetch_add(1, std::memory_order_acq_rel);
     }
   }
@@ -68,8 +100,8 @@ struct ThreadPool::State {
 ThreadPool::ThreadPool(int threads) {
   if (threads <= 1) return;
   state_ = std::make_unique<State>();
-  state_->begin.assign(static_cast<size_t>(threads), 0);
-  state_->end.assign(static_cast<size_t>(threads), 0);
+  state_->slots = static_cast<size_t>(threads);
+  state_->shares = std::make_unique<Share[]>(state_->slots);
   for (int slot = 1; slot < threads; ++slot) {
     state_->workers.emplace_back([this, slot] { Work(slot); });
   }
@@ -93,18 +125,22 @@ void ThreadPool::Work(int slot) const {
     // Spin briefly for the next set (ops follow each other within an
     // Invoke), then sleep until one comes.
     const auto spin_until = std::chrono::steady_clock::now() + kWorkerSpin;
-    while (s.generation.load(std::memory_order_acquire) == seen &&
-           std::chrono::steady_clock::now() < spin_until) {
-      std::this_thread::yield();
+    for (int i = 1; s.generation.load(std::memory_order_acquire) == seen; ++i) {
+      if (i % 64 == 0) {
+        if (std::chrono::steady_clock::now() >= spin_until) break;
+        std::this_thread::yield();
+      } else {
+        CpuRelax();
+      }
     }
-    {
+    if (s.generation.load(std::memory_order_acquire) == seen) {
       std::unique_lock<std::mutex> lock(s.mutex);
       s.wake.wait(lock,
                   [&] { return s.stop || s.generation.load(std::memory_order_relaxed) != seen; });
       if (s.stop) return;
-      seen = s.generation.load(std::memory_order_relaxed);
     }
-    s.Drain(seen, slot);
+    seen = s.generation.load(std::memory_order_acquire);
+    s.Drain(slot);
   }
 }
 
@@ -114,24 +150,46 @@ void ThreadPool::Run(size_t tasks, void (*task)(void*, size_t, int), void* arg) 
     return;
   }
   State& s = *state_;
-  uint64_t gen = 0;
+  if (tasks > kMaxTasksPerSet) {  // never in practice: in sets of kMaxTasksPerSet
+    struct Offset {
+      void (*task)(void*, size_t, int);
+      void* arg;
+      size_t first;
+    };
+    for (size_t first = 0; first < tasks; first += kMaxTasksPerSet) {
+      Offset o{task, arg, first};
+      Run(
+          std::min(kMaxTasksPerSet, tasks - first),
+          [](void* a, size_t t, int slot) {
+            const Offset& o = *static_cast<Offset*>(a);
+            o.task(o.arg, o.first + t, slot);
+          },
+          &o);
+    }
+    return;
+  }
+  // Every task of the last set is done, so no thread reads these now.
+  s.task = task;
+  s.arg = arg;
+  s.done.store(0, std::memory_order_relaxed);
+  for (size_t slot = 0; slot < s.slots; ++slot) {
+    s.shares[slot].word.store(Share::Pack(slot * tasks / s.slots, (slot + 1) * tasks / s.slots),
+                              std::memory_order_release);
+  }
   {
     std::lock_guard<std::mutex> lock(s.mutex);
-    s.task = task;
-    s.arg = arg;
-    const size_t threads = s.begin.size();
-    for (size_t slot = 0; slot < threads; ++slot) {
-      s.begin[slot] = slot * tasks / threads;
-      s.end[slot] = (slot + 1) * tasks / threads;
-    }
-    s.done.store(0, std::memory_order_relaxed);
-    gen = s.generation.load(std::memory_order_relaxed) + 1;
-    s.generation.store(gen, std::memory_order_release);
+    s.generation.fetch_add(1, std::memory_order_acq_rel);
   }
   s.wake.notify_all();
-  s.Drain(gen, 0);
+  s.Drain(0);
   // Every task is claimed; wait for the ones a worker is still running.
-  while (s.done.load(std::memory_order_acquire) < tasks) std::this_thread::yield();
+  for (int i = 1; s.done.load(std::memory_order_acquire) < tasks; ++i) {
+    if (i % 64 == 0) {
+      std::this_thread::yield();
+    } else {
+      CpuRelax();
+    }
+  }
 }
 
 void RunTasks(const ExecutionContext* context, size_t tasks, void (*task)(void*, size_t, int),

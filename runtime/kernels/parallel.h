@@ -29,8 +29,12 @@ constexpr int kTasksPerThread = 2;
 // against 1.2 ms), Run() returns as soon as every task is done: a worker
 // that wakes late finds nothing left and sleeps again. Workers spin for a
 // short while after a task set (the next op comes quickly within an
-// Invoke) and then sleep on a condition variable. Not reentrant: one thread
-// calls Run() at a time. With threads <= 1 there are no workers.
+// Invoke) and then sleep on a condition variable. A task is claimed with
+// one compare-and-swap on its thread's share (no lock: 12 one-row tasks of
+// a 12x12x128 depthwise conv took 6.6 µs on 2 threads with a mutex per
+// claim, 5.2 µs without; BM_PoolRun, BM_Depthwise in model_benchmark.cc).
+// Not reentrant: one thread calls Run() at a time. With threads <= 1 there
+// are no workers.
 class ThreadPool {
  public:
   explicit ThreadPool(int threads = 1);
