@@ -48,7 +48,22 @@ typedef float store_t;
 
 float act(float v, __global const int* p, int k) { return clamp(v, PF(k), PF(k + 1)); }
 
-// p: n, op, lo, hi, out dims[4] (8..), a strides[4] (8..), b strides[4] (12..)
+// binary's and binary_flat's op p[1]: ADD, SUB, MUL, DIV, MAXIMUM, MINIMUM,
+// SQUARED_DIFFERENCE, PRELU (y the slope).
+float binop(int op, float x, float y) {
+  switch (op) {
+    case 0: return x + y;
+    case 1: return x - y;
+    case 2: return x * y;
+    case 3: return x / y;
+    case 4: return fmax(x, y);
+    case 5: return fmin(x, y);
+    case 6: return (x - y) * (x - y);
+    default: return x >= 0.0f ? x : x * y;  // PRELU
+  }
+}
+
+// p: n, op, lo, hi, out dims[4] (4..), a strides[4] (8..), b strides[4] (12..)
 __kernel void binary(ARGS) {
   HEAD
   int r = i, ia = 0, ib = 0;
@@ -59,36 +74,14 @@ __kernel void binary(ARGS) {
     ib += x * p[12 + d];
   }
   const float x = LD(a, ia), y = LD(b, ib);
-  float v;
-  switch (p[1]) {
-    case 0: v = x + y; break;
-    case 1: v = x - y; break;
-    case 2: v = x * y; break;
-    case 3: v = x / y; break;
-    case 4: v = fmax(x, y); break;
-    case 5: v = fmin(x, y); break;
-    case 6: v = (x - y) * (x - y); break;
-    default: v = x >= 0.0f ? x : x * y; break;  // PRELU
-  }
-  ST(out, i, act(v, p, 2));
+  ST(out, i, act(binop(p[1], x, y), p, 2));
 }
 
 // binary where a, b and out have the same shape (no broadcast). Parameters as binary's.
 __kernel void binary_flat(ARGS) {
   HEAD
   const float x = LD(a, i), y = LD(b, i);
-  float v;
-  switch (p[1]) {
-    case 0: v = x + y; break;
-    case 1: v = x - y; break;
-    case 2: v = x * y; break;
-    case 3: v = x / y; break;
-    case 4: v = fmax(x, y); break;
-    case 5: v = fmin(x, y); break;
-    case 6: v = (x - y) * (x - y); break;
-    default: v = x >= 0.0f ? x : x * y; break;  // PRELU
-  }
-  ST(out, i, act(v, p, 2));
+  ST(out, i, act(binop(p[1], x, y), p, 2));
 }
 
 
