@@ -260,9 +260,14 @@ void Interpreter::FoldNodes() {
     for (const Tensor* t : node.outputs) ix.producer[t->index] = node.index;
   }
   for (const Tensor* t : outputs_) ++ix.readers[t->index];  // a model output stays written
+  std::vector<int> step(nodes_.size(), -1);
+  for (size_t i = 0; i < plan_.size(); ++i) step[plan_[i]] = static_cast<int>(i);
   for (Node& node : nodes_) {
     if (!FoldableNode(node) || node.outputs.size() != 1) continue;
     if (options_.fold_activations) FoldActivation(node, ix.readers, ix.producer);
+    if (options_.fold_adds && node.code == tflite::BuiltinOperator::ADD) {
+      FoldAdd(node, ix.readers, ix.producer, step);
+    }
     // readers == 1 with a reading node: no model output (that counts too).
     if (options_.fold_pads && node.code == tflite::BuiltinOperator::PAD &&
         PrivateFloat(node.outputs[0], ix.readers, ix.producer) &&
@@ -338,6 +343,45 @@ void Interpreter::FoldPad(Node& pad, Node& next) {
   next.folded_channel_pad[1] = amounts[0];
   next.folded_channel_pad[2] = amounts[1];
   pad.folded_into = next.index;
+}
+
+void Interpreter::FoldAdd(Node& add, const std::vector<int>& readers, std::vector<int>& producer,
+                          const std::vector<int>& step) {
+  const Tensor* out = add.outputs[0];
+  if (add.inputs.size() != 2 || out->dtype != DType::kFloat32 || DeclaredShapeIsOpen(*out) ||
+      out->rank() != 4 || model_.subgraph()->tensors()->Get(out->index)->is_variable()) {
+    return;
+  }
+  for (int k = 0; k < 2; ++k) {
+    Tensor* result = add.inputs[k];
+    Tensor* other = add.inputs[1 - k];
+    if (!PrivateFloat(result, readers, producer) || result->shape != out->shape ||
+        other == nullptr || other == result || other->dtype != DType::kFloat32 ||
+        DeclaredShapeIsOpen(*other) ||
+        model_.subgraph()->tensors()->Get(other->index)->is_variable()) {
+      continue;
+    }
+    // The other input: the output's shape, or read through a folded channel pad.
+    const bool padded = add.folded_channel_pad[0] == 1 - k;
+    if (add.folded_channel_pad[0] == k || (!padded && other->shape != out->shape)) continue;
+    Node& prev = nodes_[producer[result->index]];
+    const int made = producer[other->index];  // -1: a constant or model input
+    if (!FoldableNode(prev) || !prev.registration->applies_folded_add || prev.outputs.size() != 1 ||
+        prev.folded_activation != tflite::ActivationFunctionType::NONE ||
+        FusedActivation(prev) != tflite::ActivationFunctionType::NONE ||
+        prev.folded_addend != nullptr || (made >= 0 && step[made] >= step[prev.index])) {
+      continue;
+    }
+    const int before = padded ? add.folded_channel_pad[1] : 0;
+    prev.outputs[0] = add.outputs[0];
+    prev.folded_addend = other;
+    prev.folded_addend_channels[0] = before;
+    prev.folded_addend_channels[1] = before + other->shape[3];
+    prev.folded_activation = NodeActivation(add);
+    producer[out->index] = prev.index;
+    add.folded_into = prev.index;
+    return;
+  }
 }
 
 Status Interpreter::PrepareNodes() {
@@ -451,6 +495,7 @@ void Interpreter::Lifetimes(std::vector<int>* first_out, std::vector<int>* last_
     const int p = delegation_.PartitionOf(node.index);
     const int lo = p >= 0 ? partition_first[p] : step, hi = p >= 0 ? partition_last[p] : step;
     for (Tensor* t : node.inputs) touch(t, lo), touch(t, hi);
+    touch(node.folded_addend, lo), touch(node.folded_addend, hi);
     for (Tensor* t : node.outputs) touch(t, lo), touch(t, hi);
   }
   for (Tensor* t : outputs_) touch(t, last_step);

@@ -51,6 +51,15 @@ struct InterpreterOptions {
   // (Node::folded_channel_pad; the ADD adds 0.0f there, as on the PAD's
   // zeros: the same bits). See FoldNodes().
   bool fold_pads = true;
+  // Folds a float ADD of two same-shape inputs (or one read through a folded
+  // channel pad, see fold_pads) into the CONV_2D writing one of them when
+  // the ADD is that output's only reader and the conv has no activation of
+  // its own: the conv adds the other input to its result as it writes it
+  // (Node::folded_addend) and writes the ADD's output, taking the ADD's
+  // activation; a residual block's sum is then no pass over memory of its
+  // own. The other input must be computed before the conv runs. The same
+  // bits. See FoldNodes().
+  bool fold_adds = true;
 };
 
 class Interpreter {
@@ -141,10 +150,11 @@ class Interpreter {
   // is known only at Prepare when the model has one (see open_shapes_).
   std::vector<Delegate*> GuardedDelegates();
   Status ResolveKernels();
-  // InterpreterOptions::fold_activations and fold_pads, after
-  // ResolveKernels(): sets Node::folded_activation / folded_pad and
-  // folded_into, rewires the node's output to the activation's (its input
-  // to the PAD's) and drops the folded node from plan_.
+  // InterpreterOptions::fold_activations, fold_pads and fold_adds, after
+  // ResolveKernels(): sets Node::folded_activation / folded_pad /
+  // folded_addend and folded_into, rewires the node's output to the
+  // activation's or ADD's (its input to the PAD's) and drops the folded
+  // node from plan_.
   void FoldNodes();
   // Whether `node` runs on the CPU with a kernel, not folded away.
   bool FoldableNode(const Node& node) const;
@@ -156,6 +166,11 @@ class Interpreter {
   // `pad` (a PAD whose output only `next` reads) into `next`, when `next`
   // can take its zeros (folded_pad, folded_channel_pad).
   void FoldPad(Node& pad, Node& next);
+  // `add` (an ADD) into the node writing one of its inputs, when that node
+  // applies_folded_add and the other input is computed before it (`step`:
+  // each node's position in plan_); `producer` follows the rewiring.
+  void FoldAdd(Node& add, const std::vector<int>& readers, std::vector<int>& producer,
+               const std::vector<int>& step);
   Status PrepareNodes();
   // Unsupported when `tensor` alone exceeds options_.max_arena_bytes.
   Status CheckTensorFits(const Tensor& tensor) const;

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <random>
 
+#include "runtime/kernels/gemm.h"
 #include "tests/model_builder/graph_runner.h"
 #include "tests/model_builder/model_builder.h"
 
@@ -139,6 +140,7 @@ std::unique_ptr<Loaded> Load(const ModelBuilder& b, bool fold) {
   InterpreterOptions options;
   options.fold_activations = fold;
   options.fold_pads = fold;
+  options.fold_adds = fold;
   loaded->interpreter = std::make_unique<Interpreter>(*loaded->model, loaded->resolver, options);
   if (!loaded->interpreter->AllocateTensors().ok()) return nullptr;
   return loaded;
@@ -328,7 +330,9 @@ TEST(InterpreterTest, FoldsPadsIntoTheConvAfterThem) {
 
 // BlazeFace's residual blocks: x -> PAD(channels 0,3) -> ADD(conv, .) and
 // ADD(., PAD(channels 2,1)): each PAD becomes zeros the ADD adds, either
-// side, with its activation folded too; the same bits.
+// side, with its activation folded too; the same bits. The first ADD goes on
+// into the conv (fold_adds), its padded input the conv's addend over
+// channels [0, 2); the second cannot (the conv has an activation now).
 TEST(InterpreterTest, FoldsChannelPadsIntoTheAddAfterThem) {
   ModelBuilder b;
   int in = b.AddTensor(tfl::TensorType::FLOAT32, {1, 5, 3, 2}, "in");
@@ -355,15 +359,130 @@ TEST(InterpreterTest, FoldsChannelPadsIntoTheAddAfterThem) {
   std::unique_ptr<Loaded> folded, plain;
   ASSERT_NO_FATAL_FAILURE(LoadBoth(b, &folded, &plain));
   const Interpreter& it = *folded->interpreter;
-  EXPECT_EQ(it.invoked_nodes_size(), 3u);
+  EXPECT_EQ(it.invoked_nodes_size(), 2u);
   EXPECT_EQ(it.node(1).folded_into, 2);
   EXPECT_THAT(it.node(2).folded_channel_pad, ElementsAre(1, 0, 3));
   EXPECT_EQ(it.node(2).inputs[1]->index, in);
-  EXPECT_EQ(it.node(3).folded_into, 2);
+  EXPECT_EQ(it.node(2).folded_into, 0);
+  ASSERT_NE(it.node(0).folded_addend, nullptr);
+  EXPECT_EQ(it.node(0).folded_addend->index, in);
+  EXPECT_THAT(it.node(0).folded_addend_channels, ElementsAre(0, 2));
+  EXPECT_EQ(it.node(3).folded_into, 0);
+  EXPECT_EQ(it.node(0).folded_activation, tfl::ActivationFunctionType::RELU);
+  EXPECT_EQ(it.node(0).outputs[0]->index, relu);
   EXPECT_EQ(it.node(4).folded_into, 5);
   EXPECT_THAT(it.node(5).folded_channel_pad, ElementsAre(0, 2, 1));
   EXPECT_THAT(plain->interpreter->node(2).folded_channel_pad, ElementsAre(-1, 0, 0));
   ExpectSameOutputs(*folded->interpreter, *plain->interpreter);
+}
+
+// Residual blocks: an ADD goes into the CONV_2D writing one of its inputs
+// when the other input is ready before that conv and the conv has no
+// activation of its own (it then takes the ADD's, and a RELU after it).
+// 1x1 (the input itself), 3x3 grouped (im2col), the conv on either side,
+// an addend read through a folded channel pad (channels [3, 15) of 20);
+// the same bits as the plain plan, with the GEMM kernels (1 and 3 threads)
+// and with the plain-loop reference conv.
+TEST(InterpreterTest, FoldsResidualAddsIntoTheConvBeforeThem) {
+  ModelBuilder b;
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
+  auto weights = [&](std::vector<int32_t> shape) {
+    size_t n = 1;
+    for (int32_t d : shape) n *= static_cast<size_t>(d);
+    std::vector<float> w(n);
+    for (float& x : w) x = dist(rng);
+    return b.AddConstFloat32(shape, w);
+  };
+  auto act = [](tfl::ActivationFunctionType a) {
+    testing::Conv2DParams p;
+    p.activation = a;
+    return p;
+  };
+  using A = tfl::ActivationFunctionType;
+  const std::vector<int32_t> shape{1, 7, 5, 20};
+  auto tensor = [&](const char* name) {
+    return b.AddTensor(tfl::TensorType::FLOAT32, shape, name);
+  };
+  int in = b.AddTensor(tfl::TensorType::FLOAT32, {1, 7, 5, 12}, "in");
+  int res = tensor("res");
+  b.AddConv2D(in, weights({20, 1, 1, 12}), weights({20}), res, act(A::RELU));  // 0
+  int c1 = tensor("c1");
+  testing::Conv2DParams same;
+  same.padding = tfl::Padding::SAME;
+  b.AddConv2D(res, weights({20, 3, 3, 10}), weights({20}), c1, same);  // 1: 2 groups
+  int s1 = tensor("s1");
+  b.AddAdd(res, c1, s1);  // 2: into 1, res the addend
+  int r1 = tensor("r1");
+  b.AddUnary(tfl::BuiltinOperator::RELU, s1, r1);  // 3: into 1
+  int c2 = tensor("c2");
+  b.AddConv2D(r1, weights({20, 1, 1, 20}), -1, c2, act(A::NONE));  // 4
+  int s2 = tensor("s2");
+  b.AddAdd(c2, r1, s2, A::RELU6);  // 5: into 4, with its RELU6
+  int c3 = tensor("c3");
+  b.AddConv2D(s2, weights({20, 1, 1, 20}), weights({20}), c3, act(A::NONE));  // 6
+  int late = tensor("late");
+  b.AddConv2D(s2, weights({20, 3, 3, 20}), weights({20}), late, same);  // 7
+  int s3 = tensor("s3");
+  b.AddAdd(c3, late, s3);  // 8: c3 comes first, so into 7 (late), c3 its addend
+  int c4 = tensor("c4");
+  b.AddConv2D(s3, weights({20, 1, 1, 20}), -1, c4, act(A::RELU));  // 9
+  int s4 = tensor("s4");
+  b.AddAdd(c4, s3, s4);  // 10: stays (conv 9 has an activation)
+  int c5 = tensor("c5");
+  b.AddConv2D(s4, weights({20, 1, 1, 20}), -1, c5, act(A::NONE));  // 11
+  int wide = tensor("wide");
+  b.AddPad(in, b.AddConstInt32({4, 2}, {0, 0, 0, 0, 0, 0, 3, 5}), wide);  // 12: into 13
+  int out = tensor("out");
+  b.AddAdd(wide, c5, out);  // 13: into 11, in its addend over channels [3, 15)
+  b.SetInputs({in});
+  b.SetOutputs({out});
+
+  for (int threads : {1, 3}) {
+    for (bool reference : {false, true}) {
+      SCOPED_TRACE("threads " + std::to_string(threads) + (reference ? " reference" : ""));
+      std::unique_ptr<Model> model;
+      ASSERT_TRUE(Model::FromBuffer("fold.tflite", b.Build(), &model).ok());
+      OpResolver resolver;
+      resolver.AddAllReferenceOps();
+      if (reference) resolver.AddBuiltin(tfl::BuiltinOperator::CONV_2D, RegisterConv2DReference());
+      InterpreterOptions options;
+      options.num_threads = threads;
+      Interpreter folded(*model, resolver, options);
+      options.fold_adds = false;
+      Interpreter plain(*model, resolver, options);
+      ASSERT_TRUE(folded.AllocateTensors().ok());
+      ASSERT_TRUE(plain.AllocateTensors().ok());
+      EXPECT_EQ(plain.invoked_nodes_size(), 12u);  // the RELU and the PAD fold
+      EXPECT_EQ(folded.invoked_nodes_size(), 8u);
+      EXPECT_EQ(folded.node(2).folded_into, 1);
+      ASSERT_NE(folded.node(1).folded_addend, nullptr);
+      EXPECT_EQ(folded.node(1).folded_addend->index, res);
+      EXPECT_THAT(folded.node(1).folded_addend_channels, ElementsAre(0, 20));
+      EXPECT_EQ(folded.node(3).folded_into, 1);
+      EXPECT_EQ(folded.node(1).folded_activation, A::RELU);
+      EXPECT_EQ(folded.node(1).outputs[0]->index, r1);
+      EXPECT_EQ(folded.node(5).folded_into, 4);
+      EXPECT_EQ(folded.node(4).folded_activation, A::RELU6);
+      EXPECT_EQ(folded.node(4).folded_addend->index, r1);
+      EXPECT_EQ(folded.node(8).folded_into, 7);
+      EXPECT_EQ(folded.node(6).folded_addend, nullptr);
+      ASSERT_NE(folded.node(7).folded_addend, nullptr);
+      EXPECT_EQ(folded.node(7).folded_addend->index, c3);
+      EXPECT_EQ(folded.node(10).folded_into, -1);
+      EXPECT_EQ(folded.node(9).folded_addend, nullptr);
+      EXPECT_EQ(folded.node(13).folded_into, 11);
+      ASSERT_NE(folded.node(11).folded_addend, nullptr);
+      EXPECT_EQ(folded.node(11).folded_addend->index, in);
+      EXPECT_THAT(folded.node(11).folded_addend_channels, ElementsAre(3, 15));
+      EXPECT_EQ(folded.node(11).outputs[0]->index, out);
+      for (size_t i = 0; i < plain.nodes_size(); ++i) {
+        EXPECT_EQ(plain.node(i).folded_addend, nullptr);
+      }
+      ExpectSameOutputs(folded, plain);
+      ExpectSameOutputs(folded, plain);  // and again
+    }
+  }
 }
 
 // A PAD stays a node when it pads channels before a conv, when its output
@@ -761,6 +880,7 @@ TEST_F(FaceDetectionTest, ShapesAndSanity) {
   size_t dequantize = 0;
   size_t relu = 0;
   size_t pad = 0;
+  size_t add = 0;
   for (size_t i = 0; i < interpreter_->nodes_size(); ++i) {
     const Node& node = interpreter_->node(i);
     if (node.op_name == "DEQUANTIZE") {
@@ -770,9 +890,15 @@ TEST_F(FaceDetectionTest, ShapesAndSanity) {
     if (node.op_name == "PAD") {
       ++pad;
       ASSERT_GE(node.folded_into, 0) << "node " << i;
-      const Node& add = interpreter_->node(node.folded_into);
-      EXPECT_EQ(add.op_name, "ADD");
-      EXPECT_GE(add.folded_channel_pad[0], 0);
+      const Node& into = interpreter_->node(node.folded_into);
+      EXPECT_EQ(into.op_name, "ADD");
+      EXPECT_GE(into.folded_channel_pad[0], 0);
+    }
+    if (node.op_name == "ADD" && node.folded_into >= 0) {
+      ++add;
+      const Node& conv = interpreter_->node(node.folded_into);
+      EXPECT_EQ(conv.op_name, "CONV_2D");
+      EXPECT_NE(conv.folded_addend, nullptr);
     }
     if (node.op_name == "RELU") {
       ++relu;
@@ -783,8 +909,9 @@ TEST_F(FaceDetectionTest, ShapesAndSanity) {
   }
   EXPECT_GT(relu, 0u);
   EXPECT_GT(pad, 0u);
+  EXPECT_GT(add, 0u);
   EXPECT_EQ(interpreter_->invoked_nodes_size(),
-            interpreter_->nodes_size() - dequantize - relu - pad);
+            interpreter_->nodes_size() - dequantize - relu - pad - add);
 
   // A flat grey image holds no face: finite outputs, boxes of image scale
   // (the model's regressors are in input pixels), and low face scores.

@@ -67,7 +67,8 @@ class NaiveEvaluator {
       // An activation the interpreter folded into the node before it is
       // applied there (Node::folded_activation): that node's output is
       // already the activation's. A PAD folded into the conv or ADD after
-      // it is applied there (Node::folded_pad, folded_channel_pad).
+      // it is applied there (Node::folded_pad, folded_channel_pad), an ADD
+      // folded into the conv before it there (Node::folded_addend).
       if (it_.node(i).folded_into >= 0) continue;
       if (!Eval(it_.node(i))) return false;
     }
@@ -76,8 +77,8 @@ class NaiveEvaluator {
   const Values& value(int tensor) { return values_.at(tensor); }
 
  private:
-  const Values& In(const Node& node, int i) {
-    const Tensor& t = *node.inputs[i];
+  const Values& In(const Node& node, int i) { return Of(*node.inputs[i]); }
+  const Values& Of(const Tensor& t) {
     auto it = values_.find(t.index);
     if (it != values_.end()) return it->second;
     Values v(t.num_elements());  // a constant
@@ -394,6 +395,17 @@ class NaiveEvaluator {
       default:
         ADD_FAILURE() << "the naive evaluator lacks " << node.op_name;
         return false;
+    }
+    // An ADD folded into the node (Node::folded_addend) adds its other
+    // input, over the channels it covers, before the node's activation.
+    if (const Tensor* addend = node.folded_addend; addend != nullptr) {
+      const Values& add = Of(*addend);
+      const int oc = os.back(), begin = node.folded_addend_channels[0];
+      const int end = node.folded_addend_channels[1];
+      for (size_t k = 0; k < out.size(); ++k) {
+        const int c = static_cast<int>(k % oc);
+        if (c >= begin && c < end) out[k] += add[k / oc * (end - begin) + (c - begin)];
+      }
     }
     for (double& v : out) v = Activate(v, node.folded_activation);
     values_[out_t.index] = std::move(out);

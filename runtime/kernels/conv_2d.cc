@@ -13,8 +13,10 @@
 // interpreter's shared scratch, sized in Prepare() (grouped: one GEMM per
 // group over the group's channels). With several threads the chunks are
 // tasks (a few per thread), each on its thread's chunk buffer and GEMM
-// workspace (the float path; results as on one thread). RegisterConv2DReference()
-// keeps the plain loops.
+// workspace (the float path; results as on one thread). An ADD the
+// interpreter folded into the conv (Node::folded_addend) is added in the
+// GEMM's epilogue, before the activation. RegisterConv2DReference() keeps
+// the plain loops.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -44,6 +46,8 @@ struct Conv2DData : OpData {
   int64_t chunk_rows = 0;
   size_t patch_bytes = 0;
   Gemm gemm;
+  // Node::folded_addend's output channels [addend_begin, addend_end).
+  int addend_begin = 0, addend_end = 0;
   // int8 / uint8 path (TFLite's integer arithmetic, plain loops).
   bool quantized = false;
   QuantizedConvParams quant;
@@ -131,6 +135,39 @@ void PackReferenceFilter(const Tensor& filter, Conv2DData* data) {
   }
 }
 
+// A folded ADD's addend (Node::folded_addend): float, the output's shape but
+// for the channels it covers; only on the float path.
+Status CheckFoldedAddend(const Node& node, const Tensor& output, bool quantized) {
+  const Tensor* addend = node.folded_addend;
+  if (addend == nullptr) return Status::Ok();
+  if (quantized) return Status::Error("a folded ADD needs a float convolution");
+  DFARM_RETURN_IF_ERROR(CheckFloat32(addend, "folded ADD's addend"));
+  const int begin = node.folded_addend_channels[0], end = node.folded_addend_channels[1];
+  const int out_c = output.shape[3];
+  if (addend->rank() != 4 || begin < 0 || begin > end || end > out_c ||
+      addend->shape[0] != output.shape[0] || addend->shape[1] != output.shape[1] ||
+      addend->shape[2] != output.shape[2] || addend->shape[3] != end - begin) {
+    return Status::Error("folded ADD's addend " + ShapeToString(addend->shape) +
+                         " does not match output " + ShapeToString(output.shape) +
+                         " at channels [" + std::to_string(begin) + ", " + std::to_string(end) +
+                         ")");
+  }
+  return Status::Ok();
+}
+
+// The GEMM epilogue over the whole output: bias, the folded ADD's addend
+// (when any), the activation.
+GemmEpilogue OutputEpilogue(const Conv2DData& d, const Node& node) {
+  GemmEpilogue e{d.bias.data(), d.activation.min, d.activation.max};
+  if (node.folded_addend != nullptr) {
+    e.addend = node.folded_addend->data_as<float>();
+    e.addend_stride = d.addend_end - d.addend_begin;
+    e.addend_begin = d.addend_begin;
+    e.addend_end = d.addend_end;
+  }
+  return e;
+}
+
 Status PrepareImpl(Node& node, bool reference) {
   DFARM_RETURN_IF_ERROR(CheckArity(node, 2, 3, 1));
   const tflite::Conv2DOptions* options = node.options<tflite::Conv2DOptions>();
@@ -165,6 +202,9 @@ Status PrepareImpl(Node& node, bool reference) {
   if (!filter->has_static_value() || (bias != nullptr && !bias->has_static_value())) {
     return Status::Unsupported("a filter or bias computed at run time is not supported");
   }
+  DFARM_RETURN_IF_ERROR(CheckFoldedAddend(node, *output, quantized));
+  data->addend_begin = node.folded_addend_channels[0];
+  data->addend_end = node.folded_addend_channels[1];
   if (quantized) {
     data->quantized = true;
     DFARM_RETURN_IF_ERROR(PrepareQuantizedConv(*input, *filter, bias, *output, out_c, 0,
@@ -296,14 +336,18 @@ void EvalPixels(const Conv2DData& d, const Node& node, int64_t first, int64_t en
   float* out = output.data_as<float>();
   const float* filter_data = node.inputs[1]->data_as<float>();
   float* patches = reinterpret_cast<float*>(scratch);
+  const GemmEpilogue whole = OutputEpilogue(d, node);
   for (int64_t chunk = first; chunk < end; chunk += d.chunk_rows) {
     const int64_t rows = std::min(d.chunk_rows, end - chunk);
     for (int g = 0; g < d.groups; ++g) {
       Im2Col(d, input, out_h, out_w, chunk, rows, g * filter_c, filter_c, patches);
       const GemmOperand filter{filter_data + static_cast<int64_t>(g) * group_out * depth, depth,
                                /*transposed=*/true};
-      const GemmEpilogue epilogue{d.bias.data() + static_cast<int64_t>(g) * group_out,
-                                  d.activation.min, d.activation.max};
+      // This group's columns: the bias and addend channels shifted by it.
+      GemmEpilogue epilogue = whole.FromRow(chunk);
+      epilogue.bias += static_cast<int64_t>(g) * group_out;
+      epilogue.addend_begin -= static_cast<int64_t>(g) * group_out;
+      epilogue.addend_end -= static_cast<int64_t>(g) * group_out;
       float* c = out + chunk * out_c + static_cast<int64_t>(g) * group_out;
       if (split != nullptr) {
         d.gemm.RunParallel(rows, group_out, depth, {patches, depth, false}, filter, c, out_c,
@@ -325,7 +369,7 @@ void EvalDirect(const Conv2DData& d, const Node& node, int64_t pixels) {
   const float* in = node.inputs[0]->data_as<float>();
   const GemmOperand filter{node.inputs[1]->data_as<float>(), depth, /*transposed=*/true};
   float* out = node.outputs[0]->data_as<float>();
-  const GemmEpilogue epilogue{d.bias.data(), d.activation.min, d.activation.max};
+  const GemmEpilogue epilogue = OutputEpilogue(d, node);
   const int threads = NumThreads(node);
   const bool by_pixels = pixels >= out_c && pixels >= 2 * kMinTaskRows;
   if (threads <= 1 || by_pixels) {
@@ -334,7 +378,7 @@ void EvalDirect(const Conv2DData& d, const Node& node, int64_t pixels) {
       const Range r = SplitRange(pixels, tasks, static_cast<int>(t), 12);
       if (r.size() <= 0) return;
       d.gemm.Run(r.size(), out_c, depth, {in + r.begin * depth, depth, false}, filter,
-                 out + r.begin * out_c, out_c, epilogue, NodeScratch(node, slot));
+                 out + r.begin * out_c, out_c, epilogue.FromRow(r.begin), NodeScratch(node, slot));
     });
     return;
   }
@@ -384,6 +428,9 @@ Status EvalReference(Node& node) {
   const float* filter = d.packed_filter.data();
   const int filter_c = in_c / d.groups, group_out = out_c / d.groups;
   const size_t tap_stride = static_cast<size_t>(filter_c) * out_c;
+  const float* addend =
+      node.folded_addend != nullptr ? node.folded_addend->data_as<float>() : nullptr;
+  const int addend_c = d.addend_end - d.addend_begin;
 
   for (int n = 0; n < batches; ++n) {
     for (int oy = 0; oy < out_h; ++oy) {
@@ -410,6 +457,13 @@ Status EvalReference(Node& node) {
             }
           }
         }
+        if (addend != nullptr) {
+          const float* add =
+              addend + ((static_cast<size_t>(n) * out_h + oy) * out_w + ox) * addend_c;
+          for (int oc = 0; oc < out_c; ++oc) {
+            acc[oc] += oc >= d.addend_begin && oc < d.addend_end ? add[oc - d.addend_begin] : 0.0f;
+          }
+        }
         for (int oc = 0; oc < out_c; ++oc) acc[oc] = Clamp(acc[oc], d.activation);
       }
     }
@@ -420,16 +474,22 @@ Status EvalReference(Node& node) {
 }  // namespace
 
 const OpRegistration* RegisterConv2D() {
-  static const OpRegistration registration = {&Prepare, &Eval,
+  static const OpRegistration registration = {&Prepare,
+                                              &Eval,
                                               /*applies_folded_activation=*/true,
-                                              /*applies_folded_pad=*/true};
+                                              /*applies_folded_pad=*/true,
+                                              /*applies_folded_channel_pad=*/false,
+                                              /*applies_folded_add=*/true};
   return &registration;
 }
 
 const OpRegistration* RegisterConv2DReference() {
-  static const OpRegistration registration = {&PrepareReference, &EvalReference,
+  static const OpRegistration registration = {&PrepareReference,
+                                              &EvalReference,
                                               /*applies_folded_activation=*/true,
-                                              /*applies_folded_pad=*/true};
+                                              /*applies_folded_pad=*/true,
+                                              /*applies_folded_channel_pad=*/false,
+                                              /*applies_folded_add=*/true};
   return &registration;
 }
 

@@ -80,6 +80,17 @@ struct TileEpilogue {
   const float* bias = nullptr;  // at the tile's first column; null: add C
   bool clamp = false;
   float min = 0.0f, max = 0.0f;
+  // On the last depth block, GemmEpilogue::addend's row of the tile's first
+  // row (null: none), its stride, and the tile columns [addend_lo,
+  // addend_hi) it has values for: tile column x adds addend[x - addend_lo].
+  const float* addend = nullptr;
+  int64_t addend_stride = 0;
+  int64_t addend_lo = 0, addend_hi = 0;
+
+  // Addend value of tile row r, column x: 0.0f outside the addend's columns.
+  float AddendAt(int64_t r, int64_t x) const {
+    return x >= addend_lo && x < addend_hi ? addend[r * addend_stride + x - addend_lo] : 0.0f;
+  }
 };
 
 // Lanes [0, count) of an 8-float vector, count in [0, 8].
@@ -88,13 +99,35 @@ __attribute__((target("avx2,fma"))) inline __m256i LaneMask(int64_t count) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kMask + 8 - count));
 }
 
-// Stores one 8-column vector of a tile row: acc plus C (or the bias),
-// clamped when asked; only `cols` (<= 8) columns.
+// `acc` (tile row r, columns [x0, x0 + 8), `cols` of them kept) plus the
+// addend's values there (0.0f in the lanes it has none for).
+__attribute__((target("avx2,fma"))) inline __m256 AddAddend(__m256 acc, int64_t r, int64_t x0,
+                                                            int64_t cols, const TileEpilogue& e) {
+  // Lanes [lo, hi) have addend values.
+  const int64_t lo = std::max<int64_t>(e.addend_lo - x0, 0);
+  const int64_t hi = std::min(e.addend_hi - x0, std::min<int64_t>(cols, 8));
+  if (hi <= lo) return _mm256_add_ps(acc, _mm256_setzero_ps());
+  if (lo == 0) {  // from the addend's element of column x0 on
+    const float* src = e.addend + r * e.addend_stride + x0 - e.addend_lo;
+    return _mm256_add_ps(acc,
+                         hi == 8 ? _mm256_loadu_ps(src) : _mm256_maskload_ps(src, LaneMask(hi)));
+  }
+  alignas(32) float v[8];  // the addend starts inside the vector (a channel pad)
+  for (int64_t x = 0; x < 8; ++x) v[x] = x < cols ? e.AddendAt(r, x0 + x) : 0.0f;
+  return _mm256_add_ps(acc, _mm256_load_ps(v));
+}
+
+// Stores one 8-column vector of a tile row (row r, columns from x0): acc
+// plus C (or the bias), plus the addend (kAddend), clamped when asked; only
+// `cols` (<= 8) columns.
+template <bool kAddend>
 __attribute__((target("avx2,fma"))) inline void StoreVector(__m256 acc, float* c, int64_t cols,
                                                             const float* bias,
-                                                            const TileEpilogue& e) {
+                                                            const TileEpilogue& e, int64_t r,
+                                                            int64_t x0) {
   if (cols >= 8) {
     acc = _mm256_add_ps(bias != nullptr ? _mm256_loadu_ps(bias) : _mm256_loadu_ps(c), acc);
+    if constexpr (kAddend) acc = AddAddend(acc, r, x0, cols, e);
     if (e.clamp) {
       acc = _mm256_min_ps(_mm256_set1_ps(e.max), _mm256_max_ps(_mm256_set1_ps(e.min), acc));
     }
@@ -104,6 +137,7 @@ __attribute__((target("avx2,fma"))) inline void StoreVector(__m256 acc, float* c
   if (cols <= 0) return;
   const __m256i mask = LaneMask(cols);
   acc = _mm256_add_ps(_mm256_maskload_ps(bias != nullptr ? bias : c, mask), acc);
+  if constexpr (kAddend) acc = AddAddend(acc, r, x0, cols, e);
   if (e.clamp) {
     acc = _mm256_min_ps(_mm256_set1_ps(e.max), _mm256_max_ps(_mm256_set1_ps(e.min), acc));
   }
@@ -114,11 +148,13 @@ __attribute__((target("avx2,fma"))) inline void StoreVector(__m256 acc, float* c
 // kept) from a kc-deep product of A and a packed 16-column panel of B. A is
 // a packed 6-row panel (element (r, p) at a[p * 6 + r]) when kPackedA, else
 // row-major with stride lda (rows past mr read row mr - 1, results dropped).
-template <bool kPackedA, int kVectors>
+// kAddend: e.addend is set (a template argument, so that the common
+// epilogue has no test for it).
+template <bool kPackedA, int kVectors, bool kAddend>
 __attribute__((target("avx2,fma"))) void MicroKernel(int64_t kc, const float* a, int64_t lda,
                                                      const float* b, float* c, int64_t ldc,
                                                      int64_t mr, int64_t nr,
-                                                     const TileEpilogue& e) {
+                                                     const TileEpilogue& epilogue) {
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
   __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
   const float* a0 = a;
@@ -150,13 +186,17 @@ __attribute__((target("avx2,fma"))) void MicroKernel(int64_t kc, const float* a,
     DFARM_GEMM_ROW(5, c50, c51)
 #undef DFARM_GEMM_ROW
   }
+  // A copy the stores to C cannot alias, so its fields stay in registers
+  // (taken after the product, which needs every register).
+  const TileEpilogue e = epilogue;
   const __m256 acc[kMr][2] = {{c00, c01}, {c10, c11}, {c20, c21},
                               {c30, c31}, {c40, c41}, {c50, c51}};
   for (int64_t r = 0; r < mr; ++r) {
     float* row = c + r * ldc;
-    StoreVector(acc[r][0], row, nr, e.bias, e);
+    StoreVector<kAddend>(acc[r][0], row, nr, e.bias, e, r, 0);
     if (kVectors == 2) {
-      StoreVector(acc[r][1], row + 8, nr - 8, e.bias != nullptr ? e.bias + 8 : nullptr, e);
+      StoreVector<kAddend>(acc[r][1], row + 8, nr - 8, e.bias != nullptr ? e.bias + 8 : nullptr, e,
+                           r, 8);
     }
   }
 }
@@ -206,11 +246,13 @@ void PackB(const GemmOperand& b, int64_t j0, int64_t n, int64_t p0, int64_t kc, 
 
 // A 12 x 16 tile of C (mr <= 12 rows, nr <= 16 columns kept) from a
 // kc-deep product of a row-major A (stride lda; rows past mr read row
-// mr - 1, results dropped) and a packed 16-column panel of B.
+// mr - 1, results dropped) and a packed 16-column panel of B. kAddend as
+// MicroKernel's.
+template <bool kAddend>
 __attribute__((target("avx512f"))) void MicroKernel512(int64_t kc, const float* a, int64_t lda,
                                                        const float* b, float* c, int64_t ldc,
                                                        int64_t mr, int64_t nr,
-                                                       const TileEpilogue& e) {
+                                                       const TileEpilogue& epilogue) {
   const float* rows[kMr512];
   for (int64_t r = 0; r < kMr512; ++r) rows[r] = a + std::min(r, mr - 1) * lda;
   const float *a0 = rows[0], *a1 = rows[1], *a2 = rows[2], *a3 = rows[3], *a4 = rows[4];
@@ -233,6 +275,7 @@ __attribute__((target("avx512f"))) void MicroKernel512(int64_t kc, const float* 
     c10 = _mm512_fmadd_ps(_mm512_set1_ps(a10[p]), bv, c10);
     c11 = _mm512_fmadd_ps(_mm512_set1_ps(a11[p]), bv, c11);
   }
+  const TileEpilogue e = epilogue;  // as in MicroKernel
   const __m512 acc[kMr512] = {c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11};
   const __mmask16 mask = static_cast<__mmask16>(nr >= 16 ? 0xFFFF : (1u << nr) - 1);
   const __m512 lo = _mm512_set1_ps(e.min), hi = _mm512_set1_ps(e.max);
@@ -241,24 +284,48 @@ __attribute__((target("avx512f"))) void MicroKernel512(int64_t kc, const float* 
     __m512 v = _mm512_add_ps(
         _mm512_maskz_loadu_ps(mask, e.bias != nullptr ? e.bias : static_cast<const float*>(row)),
         acc[r]);
+    if constexpr (kAddend) {
+      // Lanes [first, end) have addend values, read from its element of
+      // column `first` on.
+      const int64_t first = std::max<int64_t>(e.addend_lo, 0);
+      const int64_t end = std::min(e.addend_hi, std::min<int64_t>(nr, 16));
+      __m512 add = _mm512_setzero_ps();
+      if (first < end) {
+        const float* src = e.addend + r * e.addend_stride + first - e.addend_lo;
+        const auto lanes = static_cast<__mmask16>(((1u << (end - first)) - 1) << first);
+        add = first == 0 ? _mm512_maskz_loadu_ps(lanes, src)
+                         : _mm512_maskz_expandloadu_ps(lanes, src);
+      }
+      v = _mm512_add_ps(v, add);
+    }
     if (e.clamp) v = _mm512_min_ps(hi, _mm512_max_ps(lo, v));
     _mm512_mask_storeu_ps(row, mask, v);
   }
 }
 
 // One micro tile, the kernel picked by A's layout and the tile's width.
-void RunTile(bool packed_a, int64_t kc, const float* a, int64_t lda, const float* b, float* c,
-             int64_t ldc, int64_t mr, int64_t nr, const TileEpilogue& e) {
+template <bool kAddend>
+void RunTileWith(bool packed_a, int64_t kc, const float* a, int64_t lda, const float* b, float* c,
+                 int64_t ldc, int64_t mr, int64_t nr, const TileEpilogue& e) {
   if (packed_a) {
     if (nr > 8) {
-      MicroKernel<true, 2>(kc, a, lda, b, c, ldc, mr, nr, e);
+      MicroKernel<true, 2, kAddend>(kc, a, lda, b, c, ldc, mr, nr, e);
     } else {
-      MicroKernel<true, 1>(kc, a, lda, b, c, ldc, mr, nr, e);
+      MicroKernel<true, 1, kAddend>(kc, a, lda, b, c, ldc, mr, nr, e);
     }
   } else if (nr > 8) {
-    MicroKernel<false, 2>(kc, a, lda, b, c, ldc, mr, nr, e);
+    MicroKernel<false, 2, kAddend>(kc, a, lda, b, c, ldc, mr, nr, e);
   } else {
-    MicroKernel<false, 1>(kc, a, lda, b, c, ldc, mr, nr, e);
+    MicroKernel<false, 1, kAddend>(kc, a, lda, b, c, ldc, mr, nr, e);
+  }
+}
+
+void RunTile(bool packed_a, int64_t kc, const float* a, int64_t lda, const float* b, float* c,
+             int64_t ldc, int64_t mr, int64_t nr, const TileEpilogue& e) {
+  if (e.addend != nullptr) {
+    RunTileWith<true>(packed_a, kc, a, lda, b, c, ldc, mr, nr, e);
+  } else {
+    RunTileWith<false>(packed_a, kc, a, lda, b, c, ldc, mr, nr, e);
   }
 }
 
@@ -279,9 +346,12 @@ void RunAvx2(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOp
       panels = packed_b;
     }
     TileEpilogue e;
-    e.clamp = has_epilogue && p0 + kc >= k;
+    const bool last = p0 + kc >= k;
+    e.clamp = has_epilogue && last;
     e.min = epilogue.min;
     e.max = epilogue.max;
+    e.addend_stride = epilogue.addend_stride;
+    const bool with_addend = last && epilogue.addend != nullptr;
     const bool with_bias = p0 == 0 && epilogue.bias != nullptr;
     for (int64_t i0 = 0; i0 < m; i0 += kMc) {
       const int64_t mc = std::min(kMc, m - i0);
@@ -289,16 +359,30 @@ void RunAvx2(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOp
       for (int64_t jr = 0; jr < n; jr += kNr) {
         const float* bp = panels + (jr / kNr) * kc * kNr;
         e.bias = with_bias ? epilogue.bias + col0 + jr : nullptr;
+        e.addend_lo = epilogue.addend_begin - (col0 + jr);
+        e.addend_hi = epilogue.addend_end - (col0 + jr);
+        // The addend row of tile row `row` of this block.
+        auto addend_row = [&](int64_t row) {
+          return with_addend ? epilogue.addend + (i0 + row) * epilogue.addend_stride : nullptr;
+        };
         const int64_t nr = std::min(kNr, n - jr);
         if (avx512 && !a.transposed) {
           for (int64_t ir = 0; ir < mc; ir += kMr512) {
-            MicroKernel512(kc, a.data + (i0 + ir) * a.stride + p0, a.stride, bp,
-                           c + (i0 + ir) * ldc + jr, ldc, std::min(kMr512, mc - ir), nr, e);
+            e.addend = addend_row(ir);
+            const float* tile_a = a.data + (i0 + ir) * a.stride + p0;
+            float* tile = c + (i0 + ir) * ldc + jr;
+            const int64_t mr = std::min(kMr512, mc - ir);
+            if (with_addend) {
+              MicroKernel512<true>(kc, tile_a, a.stride, bp, tile, ldc, mr, nr, e);
+            } else {
+              MicroKernel512<false>(kc, tile_a, a.stride, bp, tile, ldc, mr, nr, e);
+            }
           }
           continue;
         }
         for (int64_t ir = 0; ir < mc; ir += kMr) {
           const int64_t mr = std::min(kMr, mc - ir);
+          e.addend = addend_row(ir);
           float* tile = c + (i0 + ir) * ldc + jr;
           if (a.transposed) {
             RunTile(true, kc, packed_a + (ir / kMr) * kc * kMr, 0, bp, tile, ldc, mr, nr, e);
@@ -314,8 +398,9 @@ void RunAvx2(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOp
 #endif  // DFARM_GEMM_AVX2
 
 // RunParallel()'s split: rows in multiples of both register tiles' heights
-// (ours 6, Eigen's 4), columns in whole 16-column panels.
-constexpr int64_t kRowAlign = 12, kColumnAlign = 16;
+// (ours 6, Eigen's 4), or of ours alone where only ours runs; columns in
+// whole 16-column panels.
+constexpr int64_t kRowAlign = 12, kOwnRowAlign = 6, kColumnAlign = 16;
 
 size_t AlignUp64(size_t bytes) { return (bytes + 63) & ~size_t{63}; }
 
@@ -388,7 +473,7 @@ void Gemm::RunColumns(int64_t m, int64_t n, int64_t k, const GemmOperand& a,
                       const GemmOperand& full_b, int64_t col0, float* c, int64_t c_stride,
                       const GemmEpilogue& epilogue, std::byte* workspace) const {
   if (m <= 0 || n <= 0) return;
-  const bool has_epilogue = epilogue.bias != nullptr ||
+  const bool has_epilogue = epilogue.bias != nullptr || epilogue.addend != nullptr ||
                             epilogue.min != -std::numeric_limits<float>::infinity() ||
                             epilogue.max != std::numeric_limits<float>::infinity();
 #ifdef DFARM_GEMM_AVX2
@@ -416,6 +501,15 @@ void Gemm::RunColumns(int64_t m, int64_t n, int64_t k, const GemmOperand& a,
     const ActivationRange range{epilogue.min, epilogue.max};
     for (int64_t i = 0; i < m; ++i) {
       float* row = c + i * c_stride;
+      if (epilogue.addend != nullptr) {
+        const float* add = epilogue.addend + i * epilogue.addend_stride;
+        for (int64_t j = 0; j < n; ++j) {
+          const int64_t col = col0 + j;
+          row[j] += col >= epilogue.addend_begin && col < epilogue.addend_end
+                        ? add[col - epilogue.addend_begin]
+                        : 0.0f;
+        }
+      }
       for (int64_t j = 0; j < n; ++j) row[j] = std::min(std::max(row[j], range.min), range.max);
     }
   }
@@ -474,11 +568,23 @@ void Gemm::RunParallel(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOpera
   // (SetConstantB), every column task all of A (m x k); both keep each
   // element's summation as Run()'s. Rows also keep each thread on the
   // pixels it wrote in the op before, and reads in the op after (a
-  // depthwise conv splits by rows too).
+  // depthwise conv splits by rows too). With B packed once, our kernel
+  // splits even a few rows (6x6 pixels) when they make the same whole
+  // 6-row tiles on every thread: one range per thread, each thread's the
+  // rows of the ADD folded in (its addend) and of the op after that it
+  // wrote or reads (face_detection_full_range on 2 threads: 4% faster than
+  // splitting the columns there; 7x7 pixels split 30/19 went 10% slower).
+  const bool own_tiles = UsesAvx2() && !gemv_ && !packed_b_.empty();
+  const bool few_rows =
+      own_tiles && m < 4 * kRowAlign * threads && m % (kOwnRowAlign * threads) == 0;
   const bool split_rows =
-      m >= 2 * kRowAlign * threads &&
-      ((!packed_b_.empty() && m >= 4 * kRowAlign * threads) || m >= n || n < 2 * kColumnAlign);
-  const int64_t units = split_rows ? m / (2 * kRowAlign) : (n + kColumnAlign - 1) / kColumnAlign;
+      few_rows ||
+      (m >= 2 * kRowAlign * threads &&
+       ((!packed_b_.empty() && m >= 4 * kRowAlign * threads) || m >= n || n < 2 * kColumnAlign));
+  const int64_t row_align = few_rows ? kOwnRowAlign : kRowAlign;
+  const int64_t units = few_rows     ? threads
+                        : split_rows ? m / (2 * kRowAlign)
+                                     : (n + kColumnAlign - 1) / kColumnAlign;
   // No more tasks than kMinTaskMacs of work each (but one per thread). A
   // column task packs all of A, which costs about as much as multiplying it
   // by a few panels: with few panels, one task per thread.
@@ -490,12 +596,12 @@ void Gemm::RunParallel(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOpera
   ParallelFor(context, static_cast<size_t>(tasks), [&](size_t t, int slot) {
     const int part = static_cast<int>(t);
     if (split_rows) {
-      const Range r = SplitRange(m, tasks, part, kRowAlign);
+      const Range r = SplitRange(m, tasks, part, row_align);
       if (r.size() <= 0) return;
       const GemmOperand sub_a{a.transposed ? a.data + r.begin : a.data + r.begin * a.stride,
                               a.stride, a.transposed};
-      RunColumns(r.size(), n, k, sub_a, b, 0, c + r.begin * c_stride, c_stride, epilogue,
-                 workspace(slot));
+      RunColumns(r.size(), n, k, sub_a, b, 0, c + r.begin * c_stride, c_stride,
+                 epilogue.FromRow(r.begin), workspace(slot));
     } else {
       const Range r = SplitRange(n, tasks, part, kColumnAlign);
       if (r.size() <= 0) return;

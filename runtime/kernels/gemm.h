@@ -41,6 +41,23 @@ struct GemmEpilogue {
   const float* bias = nullptr;  // [n] (the columns of the call), or null
   float min = -std::numeric_limits<float>::infinity();
   float max = std::numeric_limits<float>::infinity();
+  // A float ADD folded into the product (Node::folded_addend), applied after
+  // the bias and before the clamp: element (i, j) of C gets
+  // addend[i * addend_stride + j - addend_begin] added when addend_begin <= j
+  // < addend_end (columns counted as the bias's), +0.0f elsewhere (an ADD's
+  // folded channel padding): the bits of a separate ADD of the product.
+  // Null: nothing added. Must not alias C.
+  const float* addend = nullptr;
+  int64_t addend_stride = 0;
+  int64_t addend_begin = 0, addend_end = 0;
+
+  // This epilogue for the product's rows from `row` on (the addend moved
+  // down with C).
+  GemmEpilogue FromRow(int64_t row) const {
+    GemmEpilogue e = *this;
+    if (e.addend != nullptr) e.addend += row * addend_stride;
+    return e;
+  }
 };
 
 class Gemm {

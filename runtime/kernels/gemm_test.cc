@@ -330,6 +330,76 @@ int OutDim(tfl::Padding padding, int in, int k, int stride, int dilation) {
                                        : (in - effective + stride) / stride;
 }
 
+TEST(GemmTest, AddendGivesTheBitsOfASeparateAdd) {
+  // clamp(bias + A·B + addend) in one product (a folded ADD) against the
+  // product without clamp, then the ADD and the clamp: every kernel (AVX-512,
+  // AVX2, generic), the addend over all columns or some (0.0f added to the
+  // rest), with a wider row stride; 3 threads (rows or columns split) too.
+  runtime::ThreadPool pool(3);
+  std::mt19937 rng(21);
+  struct Dims {
+    int64_t m, n, k;
+  };
+  for (const Dims& d : std::vector<Dims>{{97, 24, 75},
+                                         {36, 96, 384},
+                                         {13, 40, 600},
+                                         {300, 28, 24},
+                                         {1, 20, 30},
+                                         {150, 33, 700}}) {
+    for (int kernel = 0; kernel < 3; ++kernel) {
+      for (bool partial : {false, true}) {
+        const std::string what = std::to_string(d.m) + "x" + std::to_string(d.n) + "x" +
+                                 std::to_string(d.k) + " kernel " + std::to_string(kernel) +
+                                 (partial ? " partial" : " full");
+        runtime::Gemm gemm;
+        gemm.set_generic_only(kernel == 2);
+        gemm.set_avx512(kernel == 0);
+        gemm.Plan(d.m, d.n, d.k);
+        std::vector<float> a = RandomValues(rng, d.m * d.k), b = RandomValues(rng, d.n * d.k);
+        std::vector<float> bias = RandomValues(rng, d.n);
+        const GemmOperand b_op{b.data(), d.k, true};
+        gemm.SetConstantB(b_op);
+        const int64_t begin = partial ? std::min<int64_t>(3, d.n) : 0;
+        const int64_t end = partial ? std::max(begin, d.n - 5) : d.n;
+        const int64_t stride = end - begin + 7;
+        std::vector<float> addend = RandomValues(rng, d.m * stride);
+        addend[0] = -0.0f;  // -0.0f + 0.0f is +0.0f: both ways
+        const size_t ws = (gemm.workspace_bytes() + 63) & ~size_t{63};
+        std::unique_ptr<std::byte, decltype(&std::free)> scratch(
+            static_cast<std::byte*>(std::aligned_alloc(64, 3 * ws + 64)), &std::free);
+        std::vector<float> product(d.m * d.n);
+        gemm.Run(d.m, d.n, d.k, {a.data(), d.k, false}, b_op, product.data(), d.n,
+                 runtime::GemmEpilogue{bias.data()}, scratch.get());
+        std::vector<float> expected(d.m * d.n);
+        for (int64_t i = 0; i < d.m; ++i) {
+          for (int64_t j = 0; j < d.n; ++j) {
+            const float add = j >= begin && j < end ? addend[i * stride + j - begin] : 0.0f;
+            expected[i * d.n + j] = std::clamp(product[i * d.n + j] + add, -0.5f, 2.0f);
+          }
+        }
+        runtime::GemmEpilogue epilogue{bias.data(), -0.5f, 2.0f};
+        epilogue.addend = addend.data();
+        epilogue.addend_stride = stride;
+        epilogue.addend_begin = begin;
+        epilogue.addend_end = end;
+        std::vector<float> c1(d.m * d.n, std::numeric_limits<float>::quiet_NaN()), c3 = c1;
+        gemm.Run(d.m, d.n, d.k, {a.data(), d.k, false}, b_op, c1.data(), d.n, epilogue,
+                 scratch.get());
+        EXPECT_EQ(std::memcmp(c1.data(), expected.data(), c1.size() * sizeof(float)), 0) << what;
+        runtime::ExecutionContext context;
+        context.threadpool = &pool;
+        context.num_threads = pool.threads();
+        context.scratch = scratch.get();
+        context.scratch_stride = ws;
+        gemm.RunParallel(d.m, d.n, d.k, {a.data(), d.k, false}, b_op, c3.data(), d.n, epilogue,
+                         &context, 0);
+        EXPECT_EQ(std::memcmp(c3.data(), expected.data(), c3.size() * sizeof(float)), 0)
+            << what << " on 3 threads";
+      }
+    }
+  }
+}
+
 TEST(GemmKernelsTest, Conv2DMatchesReference) {
   std::mt19937 rng(11);
   struct Case {

@@ -70,8 +70,19 @@ struct Node {
   // before and [2] after. Set only where the registration says
   // applies_folded_channel_pad.
   int folded_channel_pad[3] = {-1, 0, 0};
-  // The node that runs this activation or PAD node's work (folded_activation,
-  // folded_pad, folded_channel_pad), or -1: Invoke() skips a node folded so.
+  // A float ADD the interpreter folded into this node (this node's output
+  // was one input of the ADD and read by nothing else): the ADD's other
+  // input, which the node adds to its result before its activation (then
+  // folded_activation is the ADD's), writing the ADD's output. The addend
+  // covers output channels [folded_addend_channels[0], [1]) (fewer than all
+  // when the ADD read it through a folded channel pad); 0.0f is added to the
+  // others. Null when none. Set only where the registration says
+  // applies_folded_add.
+  Tensor* folded_addend = nullptr;
+  int folded_addend_channels[2] = {0, 0};
+  // The node that runs this activation, PAD or ADD node's work
+  // (folded_activation, folded_pad, folded_channel_pad, folded_addend), or
+  // -1: Invoke() skips a node folded so.
   int folded_into = -1;
   // Bytes of the shared scratch each thread of Eval() uses, set by Prepare()
   // (ExecutionContext::ThreadScratch); 0 when Eval() needs none.
@@ -111,6 +122,9 @@ struct OpRegistration {
   bool applies_folded_pad = false;
   // Whether the kernel reads an input padded by Node::folded_channel_pad.
   bool applies_folded_channel_pad = false;
+  // Whether the kernel adds Node::folded_addend to its result (the
+  // interpreter folds a float ADD after it into it).
+  bool applies_folded_add = false;
 };
 
 }  // namespace dfarm::runtime
