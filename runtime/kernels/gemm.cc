@@ -253,28 +253,56 @@ __attribute__((target("avx512f"))) void MicroKernel512(int64_t kc, const float* 
                                                        const float* b, float* c, int64_t ldc,
                                                        int64_t mr, int64_t nr,
                                                        const TileEpilogue& epilogue) {
-  const float* rows[kMr512];
-  for (int64_t r = 0; r < kMr512; ++r) rows[r] = a + std::min(r, mr - 1) * lda;
-  const float *a0 = rows[0], *a1 = rows[1], *a2 = rows[2], *a3 = rows[3], *a4 = rows[4];
-  const float *a5 = rows[5], *a6 = rows[6], *a7 = rows[7], *a8 = rows[8], *a9 = rows[9];
-  const float *a10 = rows[10], *a11 = rows[11];
   __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0;
   __m512 c6 = c0, c7 = c0, c8 = c0, c9 = c0, c10 = c0, c11 = c0;
-  for (int64_t p = 0; p < kc; ++p) {
-    const __m512 bv = _mm512_loadu_ps(b + p * kNr);
-    c0 = _mm512_fmadd_ps(_mm512_set1_ps(a0[p]), bv, c0);
-    c1 = _mm512_fmadd_ps(_mm512_set1_ps(a1[p]), bv, c1);
-    c2 = _mm512_fmadd_ps(_mm512_set1_ps(a2[p]), bv, c2);
-    c3 = _mm512_fmadd_ps(_mm512_set1_ps(a3[p]), bv, c3);
-    c4 = _mm512_fmadd_ps(_mm512_set1_ps(a4[p]), bv, c4);
-    c5 = _mm512_fmadd_ps(_mm512_set1_ps(a5[p]), bv, c5);
-    c6 = _mm512_fmadd_ps(_mm512_set1_ps(a6[p]), bv, c6);
-    c7 = _mm512_fmadd_ps(_mm512_set1_ps(a7[p]), bv, c7);
-    c8 = _mm512_fmadd_ps(_mm512_set1_ps(a8[p]), bv, c8);
-    c9 = _mm512_fmadd_ps(_mm512_set1_ps(a9[p]), bv, c9);
-    c10 = _mm512_fmadd_ps(_mm512_set1_ps(a10[p]), bv, c10);
-    c11 = _mm512_fmadd_ps(_mm512_set1_ps(a11[p]), bv, c11);
+  __m512 bv;
+#define DFARM_GEMM_ROW512(A, C) C = _mm512_fmadd_ps(_mm512_set1_ps(A), bv, C)
+  if (mr == kMr512) {
+    // A whole tile: its rows read from three pointers at 1, 2 and 3 row
+    // strides (twelve row pointers do not fit the registers: they spill
+    // inside the loop). The same FMAs in the same order.
+    const float* q0 = a;
+    const float* q4 = a + 4 * lda;
+    const float* q8 = a + 8 * lda;
+    const int64_t s2 = 2 * lda, s3 = 3 * lda;
+    for (int64_t p = 0; p < kc; ++p, ++q0, ++q4, ++q8) {
+      bv = _mm512_loadu_ps(b + p * kNr);
+      DFARM_GEMM_ROW512(q0[0], c0);
+      DFARM_GEMM_ROW512(q0[lda], c1);
+      DFARM_GEMM_ROW512(q0[s2], c2);
+      DFARM_GEMM_ROW512(q0[s3], c3);
+      DFARM_GEMM_ROW512(q4[0], c4);
+      DFARM_GEMM_ROW512(q4[lda], c5);
+      DFARM_GEMM_ROW512(q4[s2], c6);
+      DFARM_GEMM_ROW512(q4[s3], c7);
+      DFARM_GEMM_ROW512(q8[0], c8);
+      DFARM_GEMM_ROW512(q8[lda], c9);
+      DFARM_GEMM_ROW512(q8[s2], c10);
+      DFARM_GEMM_ROW512(q8[s3], c11);
+    }
+  } else {
+    const float* rows[kMr512];
+    for (int64_t r = 0; r < kMr512; ++r) rows[r] = a + std::min(r, mr - 1) * lda;
+    const float *a0 = rows[0], *a1 = rows[1], *a2 = rows[2], *a3 = rows[3], *a4 = rows[4];
+    const float *a5 = rows[5], *a6 = rows[6], *a7 = rows[7], *a8 = rows[8], *a9 = rows[9];
+    const float *a10 = rows[10], *a11 = rows[11];
+    for (int64_t p = 0; p < kc; ++p) {
+      bv = _mm512_loadu_ps(b + p * kNr);
+      DFARM_GEMM_ROW512(a0[p], c0);
+      DFARM_GEMM_ROW512(a1[p], c1);
+      DFARM_GEMM_ROW512(a2[p], c2);
+      DFARM_GEMM_ROW512(a3[p], c3);
+      DFARM_GEMM_ROW512(a4[p], c4);
+      DFARM_GEMM_ROW512(a5[p], c5);
+      DFARM_GEMM_ROW512(a6[p], c6);
+      DFARM_GEMM_ROW512(a7[p], c7);
+      DFARM_GEMM_ROW512(a8[p], c8);
+      DFARM_GEMM_ROW512(a9[p], c9);
+      DFARM_GEMM_ROW512(a10[p], c10);
+      DFARM_GEMM_ROW512(a11[p], c11);
+    }
   }
+#undef DFARM_GEMM_ROW512
   const TileEpilogue e = epilogue;  // as in MicroKernel
   const __m512 acc[kMr512] = {c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11};
   const __mmask16 mask = static_cast<__mmask16>(nr >= 16 ? 0xFFFF : (1u << nr) - 1);
