@@ -1,6 +1,7 @@
 // Helpers for end-to-end tests that start the real binaries as child
 // processes: dfarm (in the background, to kill it mid-sweep), dfarm-agent on
-// 127.0.0.1 with a free port, and raw SQL counts over a store file.
+// 127.0.0.1 with a free port, and raw SQL counts over a store file. Slurp()
+// and Outcome come from e2e_shell.h.
 #pragma once
 
 #include <fcntl.h>
@@ -26,19 +27,13 @@
 #include "agent/base/subprocess.h"
 #include "agent/base/unique_fd.h"
 #include "agent/client/agent_process.h"
+#include "tests/e2e/e2e_shell.h"
 
 namespace dfarm::e2e {
 
 namespace fs = std::filesystem;
 
 inline fs::path BinDir() { return fs::path(DFARM_BINARY_DIR) / "bin"; }
-
-inline std::string Slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // A child process; killed (SIGKILL) and reaped on destruction if still there.
 class Child {
@@ -93,15 +88,6 @@ class Child {
 
  private:
   pid_t pid_ = -1;
-};
-
-// How a program that ran to the end ended: its exit code (-1 when it did
-// not exit normally) and what it printed.
-struct Outcome {
-  int code = -1;
-  std::string out;
-  std::string err;
-  std::string all() const { return out + err; }
 };
 
 // Runs argv to the end with stdout/stderr in out_file/err_file, and reads

@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/e2e/e2e_shell.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -28,18 +30,8 @@ using nlohmann::json;
 
 const char kModel[] = "face_detection_short_range.tflite";
 
-struct Outcome {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using dfarm::e2e::Outcome;
+using dfarm::e2e::Slurp;
 
 // The latency verdict of a cell in `dfarm gate --format json`.
 std::string LatencyVerdict(const json& cell) {
@@ -80,22 +72,11 @@ class GateE2eTest : public ::testing::Test {
   }
 
   // Runs `command` (a shell line) in the test's folder; stdout and stderr to files.
-  Outcome Shell(const std::string& command) {
-    std::string cmd = "cd '" + dir_.string() + "' && " + command + " >'" +
-                      (dir_ / "stdout").string() + "' 2>'" + (dir_ / "stderr").string() + "'";
-    int status = std::system(cmd.c_str());
-    Outcome o;
-    o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    o.out = Slurp(dir_ / "stdout");
-    o.err = Slurp(dir_ / "stderr");
-    return o;
-  }
+  Outcome Shell(const std::string& command) { return dfarm::e2e::RunShell(dir_, command); }
 
   // Runs bin/dfarm with `args` (each single-quoted; test paths hold no quotes) on the test's db.
   Outcome Dfarm(const std::vector<std::string>& args) {
-    std::string cmd = "'" + (bin_ / "dfarm").string() + "'";
-    for (const std::string& a : args) cmd += " '" + a + "'";
-    return Shell(cmd + " --db '" + db_ + "'");
+    return Shell(dfarm::e2e::QuotedCommand(bin_ / "dfarm", args) + " --db '" + db_ + "'");
   }
 
   // A spec over the model on `local`, five trials per cell.

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/e2e/e2e_shell.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -26,18 +28,8 @@ using ::testing::HasSubstr;
 const std::vector<std::string> kModels = {"selfie_segmentation.tflite",
                                           "hand_landmark_lite.tflite"};
 
-struct Outcome {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using dfarm::e2e::Outcome;
+using dfarm::e2e::Slurp;
 
 class GpuSweepE2eTest : public ::testing::Test {
  protected:
@@ -50,12 +42,7 @@ class GpuSweepE2eTest : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   Outcome Dfarm(const std::vector<std::string>& args) {
-    std::string cmd = "cd '" + dir_.string() + "' && '" + (bin_ / "dfarm").string() + "'";
-    for (const std::string& a : args) cmd += " '" + a + "'";
-    cmd += " >'" + (dir_ / "stdout").string() + "' 2>'" + (dir_ / "stderr").string() + "'";
-    const int status = std::system(cmd.c_str());
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, Slurp(dir_ / "stdout"),
-            Slurp(dir_ / "stderr")};
+    return dfarm::e2e::RunShell(dir_, dfarm::e2e::QuotedCommand(bin_ / "dfarm", args));
   }
 
   fs::path bin_, dir_;

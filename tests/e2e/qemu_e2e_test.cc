@@ -61,21 +61,11 @@ class QemuE2eTest : public ::testing::Test {
     if (!dir_.empty() && !std::getenv("DFARM_KEEP_TEST_DIR")) fs::remove_all(dir_);
   }
 
-  struct Outcome {
-    int code = -1;
-    std::string out, err;
-  };
   Outcome Dfarm(const std::vector<std::string>& args) {
     std::vector<std::string> all = {(BinDir() / "dfarm").string()};
     all.insert(all.end(), args.begin(), args.end());
     all.insert(all.end(), {"--db", db_, "--agent-store", (dir_ / "store").string()});
-    Child c = Child::Spawn(all, (dir_ / "out").string(), (dir_ / "err").string());
-    int status = c.Wait();
-    Outcome o;
-    o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    o.out = Slurp(dir_ / "out");
-    o.err = Slurp(dir_ / "err");
-    return o;
+    return RunToEnd(all, dir_ / "out", dir_ / "err");
   }
 
   // One elementwise op (ADD or SUB) of an input and a constant.

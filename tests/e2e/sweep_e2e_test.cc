@@ -15,6 +15,7 @@
 #include <string>
 
 #include "reports/store/store.h"
+#include "tests/e2e/e2e_shell.h"
 
 namespace {
 
@@ -23,18 +24,8 @@ using nlohmann::json;
 
 const std::string kModel = "face_detection_short_range.tflite";
 
-struct Outcome {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using dfarm::e2e::Outcome;
+using dfarm::e2e::Slurp;
 
 class SweepE2eTest : public ::testing::Test {
  protected:
@@ -58,15 +49,7 @@ class SweepE2eTest : public ::testing::Test {
 
   // Runs bin/dfarm with `args` (each single-quoted; test paths hold no quotes).
   Outcome Dfarm(const std::vector<std::string>& args) {
-    std::string cmd = "cd '" + dir_.string() + "' && '" + (bin_ / "dfarm").string() + "'";
-    for (const std::string& a : args) cmd += " '" + a + "'";
-    cmd += " >'" + (dir_ / "stdout").string() + "' 2>'" + (dir_ / "stderr").string() + "'";
-    int status = std::system(cmd.c_str());
-    Outcome o;
-    o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    o.out = Slurp(dir_ / "stdout");
-    o.err = Slurp(dir_ / "stderr");
-    return o;
+    return dfarm::e2e::RunShell(dir_, dfarm::e2e::QuotedCommand(bin_ / "dfarm", args));
   }
 
   std::string WriteSpec(const std::string& model_path) {

@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/e2e/e2e_shell.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -41,18 +43,8 @@ constexpr double kXnnpackPeakMeanUs = 56265.8;
 constexpr double kDiffMeanUs = 7281.64;
 constexpr double kDiffMeanAbsError = 1.96277e-05;
 
-struct Outcome {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using dfarm::e2e::Outcome;
+using dfarm::e2e::Slurp;
 
 bool Has(const json& args, const std::string& arg) {
   for (const json& a : args) {
@@ -104,15 +96,7 @@ class ToolRunnerE2eTest : public ::testing::Test {
 
   // Runs bin/dfarm with `args` (each single-quoted; test paths hold no quotes).
   Outcome Dfarm(const std::vector<std::string>& args) {
-    std::string cmd = "cd '" + dir_.string() + "' && '" + (bin_ / "dfarm").string() + "'";
-    for (const std::string& a : args) cmd += " '" + a + "'";
-    cmd += " >'" + (dir_ / "stdout").string() + "' 2>'" + (dir_ / "stderr").string() + "'";
-    const int status = std::system(cmd.c_str());
-    Outcome o;
-    o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    o.out = Slurp(dir_ / "stdout");
-    o.err = Slurp(dir_ / "stderr");
-    return o;
+    return dfarm::e2e::RunShell(dir_, dfarm::e2e::QuotedCommand(bin_ / "dfarm", args));
   }
 
   // Sweeps `spec` on local; returns the run id (0 after a failed assertion).
