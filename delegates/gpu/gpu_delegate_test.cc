@@ -315,6 +315,36 @@ TEST(GpuDelegateTest, SustainedSpeedTakesLargerWorkGroups) {
 
 // An op outside the list stays on the CPU with the reason in the placement,
 // and splits the graph.
+// FULLY_CONNECTED reads its weights [units, depth] in place when they are
+// computed at run time (a model input here), moved to [depth, units] when
+// constant: both match the reference.
+TEST(GpuDelegateTest, FullyConnectedWeightsInEitherLayoutMatchTheReference) {
+  GPU_OR_SKIP(d, {});
+  for (bool constant : {false, true}) {
+    SCOPED_TRACE(constant ? "constant weights" : "weights at run time");
+    ModelBuilder b;
+    const int x = b.AddTensor(tfl::TensorType::FLOAT32, {3, 8}, "x");
+    std::vector<float> values(5 * 8);
+    for (size_t i = 0; i < values.size(); ++i) values[i] = std::cos(static_cast<float>(i));
+    const int w = constant ? b.AddConstFloat32({5, 8}, values)
+                           : b.AddTensor(tfl::TensorType::FLOAT32, {5, 8}, "w");
+    const int bias = b.AddConstFloat32({5}, {0.5f, -0.25f, 0.0f, 1.0f, -1.0f});
+    const int out = b.AddTensor(tfl::TensorType::FLOAT32, {3, 5}, "out");
+    b.AddFullyConnected(x, w, bias, out, tfl::ActivationFunctionType::RELU);
+    b.SetInputs(constant ? std::vector<int>{x} : std::vector<int>{x, w});
+    b.SetOutputs({out});
+    std::unique_ptr<runtime::Model> model = Load(b);
+    ASSERT_NE(model, nullptr);
+    RunResult ref = RunModel(*model, nullptr);
+    RunResult got = RunModel(*model, d.get());
+    ASSERT_TRUE(ref.status.ok()) << ref.status.message();
+    ASSERT_TRUE(got.status.ok()) << got.status.message();
+    ASSERT_EQ(got.placement.nodes.size(), 1u);
+    EXPECT_EQ(got.placement.nodes[0].delegate, "gpu");
+    ExpectNear(got.outputs, ref.outputs, 1e-5, 1e-5);
+  }
+}
+
 TEST(GpuDelegateTest, UnsupportedOpFallsBackWithReason) {
   ModelBuilder b;
   const int x = b.AddTensor(tfl::TensorType::FLOAT32, {1, 8}, "x");

@@ -249,21 +249,16 @@ __kernel void transpose_conv_hwio(ARGS) {
   ST(out, i, act((float)sum, p, 1));
 }
 
-// b weights [depth, units] (Launch::b_layout). Parameters as fully_connected's.
-__kernel void fully_connected_t(ARGS) {
-  HEAD
-  const int units = p[3], depth = p[4], u = i % units, row = i / units;
-  acc_t sum = p[5] ? (acc_t)LD(c, u) : (acc_t)0;
-  for (int k = 0; k < depth; ++k) sum += (acc_t)LD(a, row * depth + k) * (acc_t)LD(b, k * units + u);
-  ST(out, i, act((float)sum, p, 1));
-}
-
-// b weights [units, depth]. p: n, lo, hi, units, depth, has_bias
+// b weights: unit u's k-th at u * p[6] + k * p[7] ([units, depth]: depth, 1;
+// moved to [depth, units] (Launch::b_layout): 1, units).
+// p: n, lo, hi, units, depth, has_bias, unit stride, depth stride
 __kernel void fully_connected(ARGS) {
   HEAD
   const int units = p[3], depth = p[4], u = i % units, row = i / units;
   acc_t sum = p[5] ? (acc_t)LD(c, u) : (acc_t)0;
-  for (int k = 0; k < depth; ++k) sum += (acc_t)LD(a, row * depth + k) * (acc_t)LD(b, u * depth + k);
+  for (int k = 0; k < depth; ++k) {
+    sum += (acc_t)LD(a, row * depth + k) * (acc_t)LD(b, u * p[6] + k * p[7]);
+  }
   ST(out, i, act((float)sum, p, 1));
 }
 

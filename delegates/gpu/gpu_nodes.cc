@@ -367,8 +367,9 @@ Status VisitFullyConnected(const Node& node, GraphBuild* b) {
   DFARM_RETURN_IF_ERROR(ActivationRange(node, &lo, &hi));
   if (b == nullptr) return Status::Ok();
   const bool transposed = w.has_static_value();
-  Add(b, transposed ? "fully_connected_t" : "fully_connected", &in, &w, bias, &out,
-      {Count(out), Bits(lo), Bits(hi), units, depth, bias != nullptr ? 1 : 0});
+  Add(b, "fully_connected", &in, &w, bias, &out,
+      {Count(out), Bits(lo), Bits(hi), units, depth, bias != nullptr ? 1 : 0,
+       transposed ? 1 : depth, transposed ? units : 1});
   b->launches.back().b_layout = transposed ? 1 : 0;
   return Status::Ok();
 }
