@@ -126,24 +126,31 @@ TEST(InterpreterTest, FoldsConstantSubgraphs) {
   EXPECT_THAT(runner.Output(0), ElementsAre(1.25f, -3.0f));
 }
 
-// Loads `b`'s model with every reference kernel, folding activations and
-// pads or not.
+// Loads `b`'s model with every reference kernel (CONV_2D's replaced by
+// `conv` when given) and `options`; null when it does not load.
 struct Loaded {
   std::unique_ptr<Model> model;
   OpResolver resolver;
   std::unique_ptr<Interpreter> interpreter;
 };
-std::unique_ptr<Loaded> Load(const ModelBuilder& b, bool fold) {
+std::unique_ptr<Loaded> Load(const ModelBuilder& b, const InterpreterOptions& options,
+                             const OpRegistration* conv = nullptr) {
   auto loaded = std::make_unique<Loaded>();
   if (!Model::FromBuffer("fold.tflite", b.Build(), &loaded->model).ok()) return nullptr;
   loaded->resolver.AddAllReferenceOps();
+  if (conv != nullptr) loaded->resolver.AddBuiltin(tfl::BuiltinOperator::CONV_2D, conv);
+  loaded->interpreter = std::make_unique<Interpreter>(*loaded->model, loaded->resolver, options);
+  if (!loaded->interpreter->AllocateTensors().ok()) return nullptr;
+  return loaded;
+}
+
+// Loads `b` folding activations, pads and ADDs, or none of them.
+std::unique_ptr<Loaded> Load(const ModelBuilder& b, bool fold) {
   InterpreterOptions options;
   options.fold_activations = fold;
   options.fold_pads = fold;
   options.fold_adds = fold;
-  loaded->interpreter = std::make_unique<Interpreter>(*loaded->model, loaded->resolver, options);
-  if (!loaded->interpreter->AllocateTensors().ok()) return nullptr;
-  return loaded;
+  return Load(b, options);
 }
 
 // Loads `b` folded (*folded) and plain (*plain); both must load.
@@ -441,18 +448,16 @@ TEST(InterpreterTest, FoldsResidualAddsIntoTheConvBeforeThem) {
   for (int threads : {1, 3}) {
     for (bool reference : {false, true}) {
       SCOPED_TRACE("threads " + std::to_string(threads) + (reference ? " reference" : ""));
-      std::unique_ptr<Model> model;
-      ASSERT_TRUE(Model::FromBuffer("fold.tflite", b.Build(), &model).ok());
-      OpResolver resolver;
-      resolver.AddAllReferenceOps();
-      if (reference) resolver.AddBuiltin(tfl::BuiltinOperator::CONV_2D, RegisterConv2DReference());
+      const OpRegistration* conv = reference ? RegisterConv2DReference() : nullptr;
       InterpreterOptions options;
       options.num_threads = threads;
-      Interpreter folded(*model, resolver, options);
+      std::unique_ptr<Loaded> folded_model = Load(b, options, conv);
       options.fold_adds = false;
-      Interpreter plain(*model, resolver, options);
-      ASSERT_TRUE(folded.AllocateTensors().ok());
-      ASSERT_TRUE(plain.AllocateTensors().ok());
+      std::unique_ptr<Loaded> plain_model = Load(b, options, conv);
+      ASSERT_NE(folded_model, nullptr);
+      ASSERT_NE(plain_model, nullptr);
+      Interpreter& folded = *folded_model->interpreter;
+      Interpreter& plain = *plain_model->interpreter;
       EXPECT_EQ(plain.invoked_nodes_size(), 12u);  // the RELU and the PAD fold
       EXPECT_EQ(folded.invoked_nodes_size(), 8u);
       EXPECT_EQ(folded.node(2).folded_into, 1);

@@ -62,6 +62,30 @@ struct Workspace {
   std::byte* block;
 };
 
+// `gemm`'s workspace as planned for each of `pool`'s threads, and the
+// context that lends it to RunParallel(); thread 0's part serves Run().
+class PoolScratch {
+ public:
+  PoolScratch(const runtime::ThreadPool& pool, const runtime::Gemm& gemm)
+      : block_(static_cast<std::byte*>(
+                   std::aligned_alloc(64, static_cast<size_t>(pool.threads()) * Stride(gemm) + 64)),
+               &std::free) {
+    context_.threadpool = &pool;
+    context_.num_threads = pool.threads();
+    context_.scratch = block_.get();
+    context_.scratch_stride = Stride(gemm);
+  }
+  std::byte* get() const { return block_.get(); }
+  const runtime::ExecutionContext* context() const { return &context_; }
+
+ private:
+  static size_t Stride(const runtime::Gemm& gemm) {
+    return (gemm.workspace_bytes() + 63) & ~size_t{63};
+  }
+  std::unique_ptr<std::byte, decltype(&std::free)> block_;
+  runtime::ExecutionContext context_;
+};
+
 std::vector<float> RandomValues(std::mt19937& rng, size_t n) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<float> v(n);
@@ -168,20 +192,13 @@ TEST(GemmTest, RunParallelMatchesRunBitForBit) {
       runtime::Gemm gemm;
       gemm.set_generic_only(generic);
       gemm.Plan(d.m, d.n, d.k);
-      const size_t stride = (gemm.workspace_bytes() + 63) & ~size_t{63};
-      std::unique_ptr<std::byte, decltype(&std::free)> scratch(
-          static_cast<std::byte*>(std::aligned_alloc(64, 3 * stride + 64)), &std::free);
-      runtime::ExecutionContext context;
-      context.threadpool = &pool;
-      context.num_threads = pool.threads();
-      context.scratch = scratch.get();
-      context.scratch_stride = stride;
+      const PoolScratch scratch(pool, gemm);
       std::vector<float> a = RandomValues(rng, d.m * d.k), b = RandomValues(rng, d.n * d.k);
       std::vector<float> c1 = RandomValues(rng, d.m * d.n), c3 = c1;
       gemm.Run(d.m, d.n, d.k, {a.data(), d.k, false}, {b.data(), d.k, true}, c1.data(), d.n,
                scratch.get());
       gemm.RunParallel(d.m, d.n, d.k, {a.data(), d.k, false}, {b.data(), d.k, true}, c3.data(), d.n,
-                       &context, 0);
+                       scratch.context(), 0);
       EXPECT_EQ(std::memcmp(c1.data(), c3.data(), c1.size() * sizeof(float)), 0)
           << d.m << "x" << d.n << "x" << d.k << (generic ? " generic" : " simd");
     }
@@ -215,9 +232,7 @@ TEST(GemmTest, EpilogueAndConstantBMatchPlainSums) {
       const GemmOperand b_op{b.data(), d.k, true};
       gemm.SetConstantB(b_op);
       const runtime::GemmEpilogue epilogue{bias.data(), -0.5f, 2.0f};
-      const size_t stride = (gemm.workspace_bytes() + 63) & ~size_t{63};
-      std::unique_ptr<std::byte, decltype(&std::free)> scratch(
-          static_cast<std::byte*>(std::aligned_alloc(64, 3 * stride + 64)), &std::free);
+      const PoolScratch scratch(pool, gemm);
       // C's old values must not be read when there is a bias.
       std::vector<float> c1(d.m * d.n, std::numeric_limits<float>::quiet_NaN()), c3 = c1;
       gemm.Run(d.m, d.n, d.k, {a.data(), d.k, false}, b_op, c1.data(), d.n, epilogue,
@@ -246,13 +261,8 @@ TEST(GemmTest, EpilogueAndConstantBMatchPlainSums) {
                scratch.get());
       EXPECT_EQ(std::memcmp(c1.data(), c2.data(), c1.size() * sizeof(float)), 0)
           << what << ": AVX2 and AVX-512 kernels differ";
-      runtime::ExecutionContext context;
-      context.threadpool = &pool;
-      context.num_threads = pool.threads();
-      context.scratch = scratch.get();
-      context.scratch_stride = stride;
       gemm.RunParallel(d.m, d.n, d.k, {a.data(), d.k, false}, b_op, c3.data(), d.n, epilogue,
-                       &context, 0);
+                       scratch.context(), 0);
       EXPECT_EQ(std::memcmp(c1.data(), c3.data(), c1.size() * sizeof(float)), 0) << what;
     }
   }
@@ -364,9 +374,7 @@ TEST(GemmTest, AddendGivesTheBitsOfASeparateAdd) {
         const int64_t stride = end - begin + 7;
         std::vector<float> addend = RandomValues(rng, d.m * stride);
         addend[0] = -0.0f;  // -0.0f + 0.0f is +0.0f: both ways
-        const size_t ws = (gemm.workspace_bytes() + 63) & ~size_t{63};
-        std::unique_ptr<std::byte, decltype(&std::free)> scratch(
-            static_cast<std::byte*>(std::aligned_alloc(64, 3 * ws + 64)), &std::free);
+        const PoolScratch scratch(pool, gemm);
         std::vector<float> product(d.m * d.n);
         gemm.Run(d.m, d.n, d.k, {a.data(), d.k, false}, b_op, product.data(), d.n,
                  runtime::GemmEpilogue{bias.data()}, scratch.get());
@@ -386,13 +394,8 @@ TEST(GemmTest, AddendGivesTheBitsOfASeparateAdd) {
         gemm.Run(d.m, d.n, d.k, {a.data(), d.k, false}, b_op, c1.data(), d.n, epilogue,
                  scratch.get());
         EXPECT_EQ(std::memcmp(c1.data(), expected.data(), c1.size() * sizeof(float)), 0) << what;
-        runtime::ExecutionContext context;
-        context.threadpool = &pool;
-        context.num_threads = pool.threads();
-        context.scratch = scratch.get();
-        context.scratch_stride = ws;
         gemm.RunParallel(d.m, d.n, d.k, {a.data(), d.k, false}, b_op, c3.data(), d.n, epilogue,
-                         &context, 0);
+                         scratch.context(), 0);
         EXPECT_EQ(std::memcmp(c3.data(), expected.data(), c3.size() * sizeof(float)), 0)
             << what << " on 3 threads";
       }
