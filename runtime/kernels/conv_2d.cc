@@ -46,8 +46,6 @@ struct Conv2DData : OpData {
   int64_t chunk_rows = 0;
   size_t patch_bytes = 0;
   Gemm gemm;
-  // Node::folded_addend's output channels [addend_begin, addend_end).
-  int addend_begin = 0, addend_end = 0;
   // int8 / uint8 path (TFLite's integer arithmetic, plain loops).
   bool quantized = false;
   QuantizedConvParams quant;
@@ -161,9 +159,9 @@ GemmEpilogue OutputEpilogue(const Conv2DData& d, const Node& node) {
   GemmEpilogue e{d.bias.data(), d.activation.min, d.activation.max};
   if (node.folded_addend != nullptr) {
     e.addend = node.folded_addend->data_as<float>();
-    e.addend_stride = d.addend_end - d.addend_begin;
-    e.addend_begin = d.addend_begin;
-    e.addend_end = d.addend_end;
+    e.addend_begin = node.folded_addend_channels[0];
+    e.addend_end = node.folded_addend_channels[1];
+    e.addend_stride = e.addend_end - e.addend_begin;
   }
   return e;
 }
@@ -203,8 +201,6 @@ Status PrepareImpl(Node& node, bool reference) {
     return Status::Unsupported("a filter or bias computed at run time is not supported");
   }
   DFARM_RETURN_IF_ERROR(CheckFoldedAddend(node, *output, quantized));
-  data->addend_begin = node.folded_addend_channels[0];
-  data->addend_end = node.folded_addend_channels[1];
   if (quantized) {
     data->quantized = true;
     DFARM_RETURN_IF_ERROR(PrepareQuantizedConv(*input, *filter, bias, *output, out_c, 0,
@@ -430,7 +426,8 @@ Status EvalReference(Node& node) {
   const size_t tap_stride = static_cast<size_t>(filter_c) * out_c;
   const float* addend =
       node.folded_addend != nullptr ? node.folded_addend->data_as<float>() : nullptr;
-  const int addend_c = d.addend_end - d.addend_begin;
+  const int addend_begin = node.folded_addend_channels[0];
+  const int addend_end = node.folded_addend_channels[1];
 
   for (int n = 0; n < batches; ++n) {
     for (int oy = 0; oy < out_h; ++oy) {
@@ -458,10 +455,10 @@ Status EvalReference(Node& node) {
           }
         }
         if (addend != nullptr) {
-          const float* add =
-              addend + ((static_cast<size_t>(n) * out_h + oy) * out_w + ox) * addend_c;
+          const float* add = addend + ((static_cast<size_t>(n) * out_h + oy) * out_w + ox) *
+                                          (addend_end - addend_begin);
           for (int oc = 0; oc < out_c; ++oc) {
-            acc[oc] += oc >= d.addend_begin && oc < d.addend_end ? add[oc - d.addend_begin] : 0.0f;
+            acc[oc] += oc >= addend_begin && oc < addend_end ? add[oc - addend_begin] : 0.0f;
           }
         }
         for (int oc = 0; oc < out_c; ++oc) acc[oc] = Clamp(acc[oc], d.activation);
