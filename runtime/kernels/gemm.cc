@@ -244,6 +244,41 @@ void PackB(const GemmOperand& b, int64_t j0, int64_t n, int64_t p0, int64_t kc, 
   }
 }
 
+// Rows [0, mr) of an AVX-512 tile's accumulators `acc` into C: plus C (or
+// the bias), plus the addend (kAddend), clamped when asked; nr <= 16 columns.
+template <bool kAddend>
+__attribute__((target("avx512f"), always_inline)) inline void StoreTile512(
+    const __m512* acc, float* c, int64_t ldc, int64_t mr, int64_t nr,
+    const TileEpilogue& epilogue) {
+  const TileEpilogue e = epilogue;  // as in MicroKernel
+  const __mmask16 mask = static_cast<__mmask16>(nr >= 16 ? 0xFFFF : (1u << nr) - 1);
+  const __m512 lo = _mm512_set1_ps(e.min), hi = _mm512_set1_ps(e.max);
+  for (int64_t r = 0; r < mr; ++r) {
+    float* row = c + r * ldc;
+    __m512 v = _mm512_add_ps(
+        _mm512_maskz_loadu_ps(mask, e.bias != nullptr ? e.bias : static_cast<const float*>(row)),
+        acc[r]);
+    if constexpr (kAddend) {
+      // Lanes [first, end) have addend values, read from its element of
+      // column `first` on.
+      const int64_t first = std::max<int64_t>(e.addend_lo, 0);
+      const int64_t end = std::min(e.addend_hi, std::min<int64_t>(nr, 16));
+      __m512 add = _mm512_setzero_ps();
+      if (first < end) {
+        const float* src = e.addend + r * e.addend_stride + first - e.addend_lo;
+        const auto lanes = static_cast<__mmask16>(((1u << (end - first)) - 1) << first);
+        add = first == 0 ? _mm512_maskz_loadu_ps(lanes, src)
+                         : _mm512_maskz_expandloadu_ps(lanes, src);
+      }
+      v = _mm512_add_ps(v, add);
+    }
+    // The all-lanes maskz forms: the same vminps/vmaxps, without the plain
+    // forms' undefined source that GCC 12 warns about once inlined here.
+    if (e.clamp) v = _mm512_maskz_min_ps(0xFFFF, hi, _mm512_maskz_max_ps(0xFFFF, lo, v));
+    _mm512_mask_storeu_ps(row, mask, v);
+  }
+}
+
 // A 12 x 16 tile of C (mr <= 12 rows, nr <= 16 columns kept) from a
 // kc-deep product of a row-major A (stride lda; rows past mr read row
 // mr - 1, results dropped) and a packed 16-column panel of B. kAddend as
@@ -303,32 +338,36 @@ __attribute__((target("avx512f"))) void MicroKernel512(int64_t kc, const float* 
     }
   }
 #undef DFARM_GEMM_ROW512
-  const TileEpilogue e = epilogue;  // as in MicroKernel
   const __m512 acc[kMr512] = {c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11};
-  const __mmask16 mask = static_cast<__mmask16>(nr >= 16 ? 0xFFFF : (1u << nr) - 1);
-  const __m512 lo = _mm512_set1_ps(e.min), hi = _mm512_set1_ps(e.max);
-  for (int64_t r = 0; r < mr; ++r) {
-    float* row = c + r * ldc;
-    __m512 v = _mm512_add_ps(
-        _mm512_maskz_loadu_ps(mask, e.bias != nullptr ? e.bias : static_cast<const float*>(row)),
-        acc[r]);
-    if constexpr (kAddend) {
-      // Lanes [first, end) have addend values, read from its element of
-      // column `first` on.
-      const int64_t first = std::max<int64_t>(e.addend_lo, 0);
-      const int64_t end = std::min(e.addend_hi, std::min<int64_t>(nr, 16));
-      __m512 add = _mm512_setzero_ps();
-      if (first < end) {
-        const float* src = e.addend + r * e.addend_stride + first - e.addend_lo;
-        const auto lanes = static_cast<__mmask16>(((1u << (end - first)) - 1) << first);
-        add = first == 0 ? _mm512_maskz_loadu_ps(lanes, src)
-                         : _mm512_maskz_expandloadu_ps(lanes, src);
-      }
-      v = _mm512_add_ps(v, add);
-    }
-    if (e.clamp) v = _mm512_min_ps(hi, _mm512_max_ps(lo, v));
-    _mm512_mask_storeu_ps(row, mask, v);
+  StoreTile512<kAddend>(acc, c, ldc, mr, nr, epilogue);
+}
+
+// The same for a tile of at most 6 rows (a row range's last, or each of a
+// few rows split across threads): half the FMAs of a 12-row tile that
+// drops half its rows. Rows past mr read row mr - 1, results dropped.
+template <bool kAddend>
+__attribute__((target("avx512f"))) void MicroKernel512Half(int64_t kc, const float* a, int64_t lda,
+                                                           const float* b, float* c, int64_t ldc,
+                                                           int64_t mr, int64_t nr,
+                                                           const TileEpilogue& epilogue) {
+  __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0;
+  const float* a0 = a;
+  const float* a1 = a + std::min<int64_t>(1, mr - 1) * lda;
+  const float* a2 = a + std::min<int64_t>(2, mr - 1) * lda;
+  const float* a3 = a + std::min<int64_t>(3, mr - 1) * lda;
+  const float* a4 = a + std::min<int64_t>(4, mr - 1) * lda;
+  const float* a5 = a + std::min<int64_t>(5, mr - 1) * lda;
+  for (int64_t p = 0; p < kc; ++p) {
+    const __m512 bv = _mm512_loadu_ps(b + p * kNr);
+    c0 = _mm512_fmadd_ps(_mm512_set1_ps(a0[p]), bv, c0);
+    c1 = _mm512_fmadd_ps(_mm512_set1_ps(a1[p]), bv, c1);
+    c2 = _mm512_fmadd_ps(_mm512_set1_ps(a2[p]), bv, c2);
+    c3 = _mm512_fmadd_ps(_mm512_set1_ps(a3[p]), bv, c3);
+    c4 = _mm512_fmadd_ps(_mm512_set1_ps(a4[p]), bv, c4);
+    c5 = _mm512_fmadd_ps(_mm512_set1_ps(a5[p]), bv, c5);
   }
+  const __m512 acc[kMr] = {c0, c1, c2, c3, c4, c5};
+  StoreTile512<kAddend>(acc, c, ldc, mr, nr, epilogue);
 }
 
 // One micro tile, the kernel picked by A's layout and the tile's width.
@@ -400,7 +439,13 @@ void RunAvx2(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOp
             const float* tile_a = a.data + (i0 + ir) * a.stride + p0;
             float* tile = c + (i0 + ir) * ldc + jr;
             const int64_t mr = std::min(kMr512, mc - ir);
-            if (with_addend) {
+            if (mr <= kMr) {
+              if (with_addend) {
+                MicroKernel512Half<true>(kc, tile_a, a.stride, bp, tile, ldc, mr, nr, e);
+              } else {
+                MicroKernel512Half<false>(kc, tile_a, a.stride, bp, tile, ldc, mr, nr, e);
+              }
+            } else if (with_addend) {
               MicroKernel512<true>(kc, tile_a, a.stride, bp, tile, ldc, mr, nr, e);
             } else {
               MicroKernel512<false>(kc, tile_a, a.stride, bp, tile, ldc, mr, nr, e);

@@ -207,14 +207,16 @@ TEST(GemmTest, RunParallelMatchesRunBitForBit) {
 
 TEST(GemmTest, EpilogueAndConstantBMatchPlainSums) {
   // C = clamp(bias + A·B) with B packed once (SetConstantB), against the
-  // plain sums; narrow and masked column tails, several depth blocks; the
-  // 3-thread product (rows or columns split) gives Run()'s bits.
+  // plain sums; narrow and masked column tails, several depth blocks; last
+  // row tiles of 1 to 6 rows and of 8 (AVX-512's two partial-tile kernels);
+  // the 3-thread product (rows or columns split) gives Run()'s bits.
   runtime::ThreadPool pool(3);
   std::mt19937 rng(9);
   struct Dims {
     int64_t m, n, k;
   };
   for (const Dims& d : std::vector<Dims>{{97, 24, 75},
+                                         {20, 40, 30},
                                          {64, 5, 9},
                                          {13, 40, 600},
                                          {4, 96, 96},
