@@ -369,7 +369,9 @@ void Interpreter::FoldAdd(Node& add, const std::vector<int>& readers, std::vecto
     if (!FoldableNode(prev) || !prev.registration->applies_folded_add || prev.outputs.size() != 1 ||
         prev.folded_activation != tflite::ActivationFunctionType::NONE ||
         FusedActivation(prev) != tflite::ActivationFunctionType::NONE ||
-        prev.folded_addend != nullptr || (made >= 0 && step[made] >= step[prev.index])) {
+        prev.folded_addend != nullptr || (made >= 0 && step[made] >= step[prev.index]) ||
+        (NodeActivation(add) != tflite::ActivationFunctionType::NONE &&
+         !prev.registration->applies_folded_activation)) {
       continue;
     }
     const int before = padded ? add.folded_channel_pad[1] : 0;

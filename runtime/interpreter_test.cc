@@ -490,6 +490,97 @@ TEST(InterpreterTest, FoldsResidualAddsIntoTheConvBeforeThem) {
   }
 }
 
+// BlazeFace's FPN merge, ADD(RELU(conv), RESIZE_BILINEAR(x)), folds into
+// the resize, whose addend (the conv's output) is computed before it; so does
+// an ADD with a fused activation (the resize clamps), one of a nearest-
+// neighbour resize, one whose addend is read through a channel PAD, and a
+// RELU after the resize. The bits equal the separate ops' at 1 and 3 threads.
+TEST(InterpreterTest, FoldsAddsIntoTheResizeBeforeThem) {
+  ModelBuilder b;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
+  auto weights = [&](std::vector<int32_t> shape) {
+    size_t n = 1;
+    for (int32_t d : shape) n *= static_cast<size_t>(d);
+    std::vector<float> w(n);
+    for (float& x : w) x = dist(rng);
+    return b.AddConstFloat32(shape, w);
+  };
+  using A = tfl::ActivationFunctionType;
+  using Op = tfl::BuiltinOperator;
+  testing::Conv2DParams relu;
+  relu.activation = A::RELU;
+  const std::vector<int32_t> big{1, 20, 18, 16};
+  auto tensor = [&](const char* name, std::vector<int32_t> shape) {
+    return b.AddTensor(tfl::TensorType::FLOAT32, shape, name);
+  };
+  int in = tensor("in", big);
+  int small = tensor("small", {1, 10, 9, 16});
+  int size = b.AddConstInt32({2}, {20, 18});
+  b.AddPool2D(Op::MAX_POOL_2D, in, small, [] {
+    testing::Pool2DParams p;
+    p.filter_h = p.filter_w = p.stride_h = p.stride_w = 2;
+    return p;
+  }());  // 0
+  int lateral = tensor("lateral", big);
+  b.AddConv2D(in, weights({16, 1, 1, 16}), weights({16}), lateral, relu);  // 1
+  int up = tensor("up", big);
+  b.AddResize(Op::RESIZE_BILINEAR, small, size, up, false, true);  // 2
+  int merged = tensor("merged", big);
+  b.AddAdd(lateral, up, merged);  // 3: into 2, lateral the addend
+  int up2 = tensor("up2", big);
+  b.AddResize(Op::RESIZE_NEAREST_NEIGHBOR, small, size, up2, false, false);  // 4
+  int merged2 = tensor("merged2", big);
+  b.AddAdd(up2, merged, merged2, A::RELU6);  // 5: into 4, which clamps
+  int narrow = tensor("narrow", {1, 20, 18, 10});
+  b.AddConv2D(merged2, weights({10, 1, 1, 16}), -1, narrow, relu);  // 6
+  int wide = tensor("wide", big);
+  b.AddPad(narrow, b.AddConstInt32({4, 2}, {0, 0, 0, 0, 0, 0, 2, 4}), wide);  // 7: into 9
+  int up3 = tensor("up3", big);
+  b.AddResize(Op::RESIZE_BILINEAR, small, size, up3, true, false);  // 8
+  int merged3 = tensor("merged3", big);
+  b.AddAdd(wide, up3, merged3);  // 9: into 8, over channels [2, 12)
+  int up4 = tensor("up4", big);
+  b.AddResize(Op::RESIZE_BILINEAR, small, size, up4, false, false);  // 10
+  int r4 = tensor("r4", big);
+  b.AddUnary(Op::RELU, up4, r4);  // 11: into 10
+  int out = tensor("out", big);
+  b.AddAdd(merged3, r4, out);  // 12: stays (10 has an activation)
+  b.SetInputs({in});
+  b.SetOutputs({out});
+
+  for (int threads : {1, 3}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    InterpreterOptions options;
+    options.num_threads = threads;
+    std::unique_ptr<Loaded> folded_model = Load(b, options);
+    options.fold_adds = false;
+    std::unique_ptr<Loaded> plain_model = Load(b, options);
+    ASSERT_NE(folded_model, nullptr);
+    ASSERT_NE(plain_model, nullptr);
+    Interpreter& folded = *folded_model->interpreter;
+    Interpreter& plain = *plain_model->interpreter;
+    EXPECT_EQ(plain.invoked_nodes_size(), 11u);  // the PAD and the RELU fold
+    EXPECT_EQ(folded.invoked_nodes_size(), 8u);
+    EXPECT_EQ(folded.node(3).folded_into, 2);
+    ASSERT_NE(folded.node(2).folded_addend, nullptr);
+    EXPECT_EQ(folded.node(2).folded_addend->index, lateral);
+    EXPECT_EQ(folded.node(5).folded_into, 4);
+    EXPECT_EQ(folded.node(4).folded_activation, A::RELU6);
+    ASSERT_NE(folded.node(4).folded_addend, nullptr);
+    EXPECT_EQ(folded.node(4).folded_addend->index, merged);
+    EXPECT_EQ(folded.node(9).folded_into, 8);
+    ASSERT_NE(folded.node(8).folded_addend, nullptr);
+    EXPECT_EQ(folded.node(8).folded_addend->index, narrow);
+    EXPECT_THAT(folded.node(8).folded_addend_channels, ElementsAre(2, 12));
+    EXPECT_EQ(folded.node(11).folded_into, 10);
+    EXPECT_EQ(folded.node(10).folded_activation, A::RELU);
+    EXPECT_EQ(folded.node(12).folded_into, -1);
+    ExpectSameOutputs(folded, plain);
+    ExpectSameOutputs(folded, plain);  // and again
+  }
+}
+
 // A PAD stays a node when it pads channels before a conv, when its output
 // has another reader, when the op after it does not pad (MAX_POOL_2D), or
 // when it pads channels before an ADD that broadcasts its other input, or

@@ -133,26 +133,6 @@ void PackReferenceFilter(const Tensor& filter, Conv2DData* data) {
   }
 }
 
-// A folded ADD's addend (Node::folded_addend): float, the output's shape but
-// for the channels it covers; only on the float path.
-Status CheckFoldedAddend(const Node& node, const Tensor& output, bool quantized) {
-  const Tensor* addend = node.folded_addend;
-  if (addend == nullptr) return Status::Ok();
-  if (quantized) return Status::Error("a folded ADD needs a float convolution");
-  DFARM_RETURN_IF_ERROR(CheckFloat32(addend, "folded ADD's addend"));
-  const int begin = node.folded_addend_channels[0], end = node.folded_addend_channels[1];
-  const int out_c = output.shape[3];
-  if (addend->rank() != 4 || begin < 0 || begin > end || end > out_c ||
-      addend->shape[0] != output.shape[0] || addend->shape[1] != output.shape[1] ||
-      addend->shape[2] != output.shape[2] || addend->shape[3] != end - begin) {
-    return Status::Error("folded ADD's addend " + ShapeToString(addend->shape) +
-                         " does not match output " + ShapeToString(output.shape) +
-                         " at channels [" + std::to_string(begin) + ", " + std::to_string(end) +
-                         ")");
-  }
-  return Status::Ok();
-}
-
 // The GEMM epilogue over the whole output: bias, the folded ADD's addend
 // (when any), the activation.
 GemmEpilogue OutputEpilogue(const Conv2DData& d, const Node& node) {

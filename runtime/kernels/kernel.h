@@ -123,7 +123,8 @@ struct OpRegistration {
   // Whether the kernel reads an input padded by Node::folded_channel_pad.
   bool applies_folded_channel_pad = false;
   // Whether the kernel adds Node::folded_addend to its result (the
-  // interpreter folds a float ADD after it into it).
+  // interpreter folds a float ADD after it into it: CONV_2D, the resizes).
+  // The ADD's own activation folds only where applies_folded_activation.
   bool applies_folded_add = false;
 };
 

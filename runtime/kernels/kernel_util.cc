@@ -178,6 +178,24 @@ Status CheckOutputShape(const Tensor& output, std::span<const int32_t> computed)
   return Status::Ok();
 }
 
+Status CheckFoldedAddend(const Node& node, const Tensor& output, bool quantized) {
+  const Tensor* addend = node.folded_addend;
+  if (addend == nullptr) return Status::Ok();
+  if (quantized) return Status::Error("a folded ADD needs a float kernel");
+  DFARM_RETURN_IF_ERROR(CheckFloat32(addend, "folded ADD's addend"));
+  const int begin = node.folded_addend_channels[0], end = node.folded_addend_channels[1];
+  const int out_c = output.shape[3];
+  if (addend->rank() != 4 || begin < 0 || begin > end || end > out_c ||
+      addend->shape[0] != output.shape[0] || addend->shape[1] != output.shape[1] ||
+      addend->shape[2] != output.shape[2] || addend->shape[3] != end - begin) {
+    return Status::Error("folded ADD's addend " + ShapeToString(addend->shape) +
+                         " does not match output " + ShapeToString(output.shape) +
+                         " at channels [" + std::to_string(begin) + ", " + std::to_string(end) +
+                         ")");
+  }
+  return Status::Ok();
+}
+
 Status GetActivationRange(tflite::ActivationFunctionType activation, ActivationRange* range_out) {
   constexpr float kInf = std::numeric_limits<float>::infinity();
   switch (activation) {

@@ -66,6 +66,12 @@ struct StridedData : OpData {
 };
 Status EvalStrided(Node& node);
 
+// A float ADD the interpreter folded into the node (Node::folded_addend,
+// when any): the addend is float, of the output's shape but for the channels
+// it covers, and `quantized` (the node's own path) is false. Error naming
+// both shapes otherwise. For the Prepare of a kernel that applies_folded_add.
+Status CheckFoldedAddend(const Node& node, const Tensor& output, bool quantized);
+
 // Clamp bounds for a fused activation; Unsupported for TANH and SIGN_BIT.
 struct ActivationRange {
   float min;

@@ -12,6 +12,9 @@
 // int8 and uint8 (input and output sharing scale and zero point): nearest
 // copies the values; bilinear follows TFLite's ResizeBilinearInteger, with
 // positions in 10-bit fixed point and the result rounded half away from zero.
+// A float ADD and activation the interpreter folds into the resize
+// (Node::folded_addend, folded_activation) are applied to each output row
+// as it is written (the FPN merges of BlazeFace, ADD(conv, RESIZE_BILINEAR)).
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -37,6 +40,10 @@ struct IntTaps {
 struct ResizeData : OpData {
   Taps rows, cols;
   IntTaps int_rows, int_cols;
+  // Float: the activation folded into the node (Node::folded_activation; a
+  // folded ADD's), applied after the folded ADD's addend when `clamp`.
+  ActivationRange activation{};
+  bool clamp = false;
 };
 
 // TFLite's ResizeBilinearInteger scale and ComputeInterpolationValuesInteger.
@@ -140,7 +147,10 @@ Status Prepare(Node& node) {
   if (input->shape[1] <= 0 || input->shape[2] <= 0) {
     return Status::Error("input " + ShapeToString(input->shape) + " is empty");
   }
+  DFARM_RETURN_IF_ERROR(CheckFoldedAddend(node, *output, quantized));
   auto data = std::make_unique<ResizeData>();
+  DFARM_RETURN_IF_ERROR(GetActivationRange(NodeActivation(node), &data->activation));
+  data->clamp = NodeActivation(node) != tflite::ActivationFunctionType::NONE;
   auto taps = kBilinear ? &BilinearTaps : &NearestTaps;
   data->rows = taps(input->shape[1], computed[1], align_corners, half_pixel_centers);
   data->cols = taps(input->shape[2], computed[2], align_corners, half_pixel_centers);
@@ -199,6 +209,68 @@ void EvalQuantized(const ResizeData& d, const Tensor& input, Tensor& output) {
   }
 }
 
+// Output row `row` (over batches; `pixels` pixels at `out`) plus the folded
+// ADD's addend when `add` (Node::folded_addend: its channels' values, 0.0f
+// added to the others as by a separate ADD of a channel-padded input), then
+// clamped to the folded activation: the bits of the separate ADD and
+// activation.
+void AddAndClamp(const Node& node, const ResizeData& d, int64_t row, float* __restrict out,
+                 int pixels, bool add) {
+  const int channels = node.outputs[0]->shape[3];
+  if (add) {
+    const int begin = node.folded_addend_channels[0], end = node.folded_addend_channels[1];
+    const int width = end - begin;
+    const float* src = node.folded_addend->data_as<float>() + row * pixels * width;
+    for (int x = 0; x < pixels; ++x, src += width) {
+      float* px = out + static_cast<size_t>(x) * channels;
+      for (int c = 0; c < channels; ++c) px[c] += c >= begin && c < end ? src[c - begin] : 0.0f;
+    }
+  }
+  if (!d.clamp) return;
+  for (int64_t i = 0; i < int64_t{pixels} * channels; ++i) out[i] = Clamp(out[i], d.activation);
+}
+
+// Float output rows [row_begin, row_end) (over batches). kAdd: plus `add`,
+// a folded ADD's addend over all channels (laid out as the output), as each
+// element is written.
+template <bool kBilinear, bool kAdd>
+void ResizeRows(const ResizeData& d, const Tensor& input, Tensor& output, const float* add,
+                int64_t row_begin, int64_t row_end) {
+  const int in_h = input.shape[1], in_w = input.shape[2];
+  const int channels = input.shape[3];
+  const int out_h = output.shape[1], out_w = output.shape[2];
+  const float* in = input.data_as<float>();
+  const size_t row_floats = static_cast<size_t>(out_w) * channels;
+  float* __restrict out = output.data_as<float>() + row_begin * row_floats;
+  if constexpr (kAdd) add += row_begin * row_floats;
+  for (int64_t row = row_begin; row < row_end; ++row) {
+    const int n = static_cast<int>(row / out_h), oy = static_cast<int>(row % out_h);
+    const float* image = in + static_cast<size_t>(n) * in_h * in_w * channels;
+    const float* row0 = image + static_cast<size_t>(d.rows.lower[oy]) * in_w * channels;
+    const float* row1 = image + static_cast<size_t>(d.rows.upper[oy]) * in_w * channels;
+    const float fy = d.rows.frac[oy];
+    for (int ox = 0; ox < out_w; ++ox) {
+      const float* p00 = row0 + static_cast<size_t>(d.cols.lower[ox]) * channels;
+      if constexpr (kBilinear) {
+        const float* p01 = row0 + static_cast<size_t>(d.cols.upper[ox]) * channels;
+        const float* p10 = row1 + static_cast<size_t>(d.cols.lower[ox]) * channels;
+        const float* p11 = row1 + static_cast<size_t>(d.cols.upper[ox]) * channels;
+        const float fx = d.cols.frac[ox];
+        const float w00 = (1.0f - fy) * (1.0f - fx), w01 = (1.0f - fy) * fx;
+        const float w10 = fy * (1.0f - fx), w11 = fy * fx;
+        for (int c = 0; c < channels; ++c) {
+          const float v = p00[c] * w00 + p10[c] * w10 + p01[c] * w01 + p11[c] * w11;
+          out[c] = kAdd ? v + add[c] : v;
+        }
+      } else {
+        for (int c = 0; c < channels; ++c) out[c] = kAdd ? p00[c] + add[c] : p00[c];
+      }
+      out += channels;
+      if constexpr (kAdd) add += channels;
+    }
+  }
+}
+
 template <bool kBilinear>
 Status Eval(Node& node) {
   const ResizeData& d = *node.data_as<ResizeData>();
@@ -212,41 +284,29 @@ Status Eval(Node& node) {
     EvalQuantized<kBilinear, uint8_t>(d, input, output);
     return Status::Ok();
   }
-  const int in_h = input.shape[1], in_w = input.shape[2];
-  const int channels = input.shape[3];
-  const int out_h = output.shape[1], out_w = output.shape[2];
-  const float* in = input.data_as<float>();
-  float* const out_data = output.data_as<float>();
+  const int out_w = output.shape[2];
+  const size_t row_floats = static_cast<size_t>(out_w) * output.shape[3];
+  // A folded ADD's addend over all channels is added as each element is
+  // written; over some (a channel pad), after each row, with the activation.
+  const Tensor* addend = node.folded_addend;
+  const bool inline_add = addend != nullptr && node.folded_addend_channels[0] == 0 &&
+                          node.folded_addend_channels[1] == output.shape[3];
+  const bool row_add = addend != nullptr && !inline_add;
+  const bool row_pass = row_add || d.clamp;
   // Output rows (over batches) as tasks across the threads; each element is
   // computed alone, so the split changes no bit.
   auto rows = [&](int64_t row_begin, int64_t row_end) {
-    float* __restrict out = out_data + row_begin * out_w * channels;
+    if (inline_add) {
+      ResizeRows<kBilinear, true>(d, input, output, addend->data_as<float>(), row_begin, row_end);
+    } else {
+      ResizeRows<kBilinear, false>(d, input, output, nullptr, row_begin, row_end);
+    }
+    if (!row_pass) return;
     for (int64_t row = row_begin; row < row_end; ++row) {
-      const int n = static_cast<int>(row / out_h), oy = static_cast<int>(row % out_h);
-      const float* image = in + static_cast<size_t>(n) * in_h * in_w * channels;
-      const float* row0 = image + static_cast<size_t>(d.rows.lower[oy]) * in_w * channels;
-      const float* row1 = image + static_cast<size_t>(d.rows.upper[oy]) * in_w * channels;
-      const float fy = d.rows.frac[oy];
-      for (int ox = 0; ox < out_w; ++ox) {
-        const float* p00 = row0 + static_cast<size_t>(d.cols.lower[ox]) * channels;
-        if constexpr (kBilinear) {
-          const float* p01 = row0 + static_cast<size_t>(d.cols.upper[ox]) * channels;
-          const float* p10 = row1 + static_cast<size_t>(d.cols.lower[ox]) * channels;
-          const float* p11 = row1 + static_cast<size_t>(d.cols.upper[ox]) * channels;
-          const float fx = d.cols.frac[ox];
-          const float w00 = (1.0f - fy) * (1.0f - fx), w01 = (1.0f - fy) * fx;
-          const float w10 = fy * (1.0f - fx), w11 = fy * fx;
-          for (int c = 0; c < channels; ++c) {
-            out[c] = p00[c] * w00 + p10[c] * w10 + p01[c] * w01 + p11[c] * w11;
-          }
-        } else {
-          for (int c = 0; c < channels; ++c) out[c] = p00[c];
-        }
-        out += channels;
-      }
+      AddAndClamp(node, d, row, output.data_as<float>() + row * row_floats, out_w, row_add);
     }
   };
-  const int64_t out_rows = static_cast<int64_t>(input.shape[0]) * out_h;
+  const int64_t out_rows = static_cast<int64_t>(input.shape[0]) * output.shape[1];
   const bool split = output.num_elements() >= kMinParallelElements;
   const int tasks = static_cast<int>(TaskCount(split ? out_rows : 1, NumThreads(node)));
   ParallelFor(node.context, static_cast<size_t>(tasks), [&](size_t t, int) {
@@ -259,12 +319,22 @@ Status Eval(Node& node) {
 }  // namespace
 
 const OpRegistration* RegisterResizeBilinear() {
-  static const OpRegistration registration = {&Prepare<true>, &Eval<true>};
+  static const OpRegistration registration = {&Prepare<true>,
+                                              &Eval<true>,
+                                              /*applies_folded_activation=*/true,
+                                              /*applies_folded_pad=*/false,
+                                              /*applies_folded_channel_pad=*/false,
+                                              /*applies_folded_add=*/true};
   return &registration;
 }
 
 const OpRegistration* RegisterResizeNearestNeighbor() {
-  static const OpRegistration registration = {&Prepare<false>, &Eval<false>};
+  static const OpRegistration registration = {&Prepare<false>,
+                                              &Eval<false>,
+                                              /*applies_folded_activation=*/true,
+                                              /*applies_folded_pad=*/false,
+                                              /*applies_folded_channel_pad=*/false,
+                                              /*applies_folded_add=*/true};
   return &registration;
 }
 
