@@ -244,38 +244,61 @@ void PackB(const GemmOperand& b, int64_t j0, int64_t n, int64_t p0, int64_t kc, 
   }
 }
 
-// Rows [0, mr) of an AVX-512 tile's accumulators `acc` into C: plus C (or
-// the bias), plus the addend (kAddend), clamped when asked; nr <= 16 columns.
-template <bool kAddend>
-__attribute__((target("avx512f"), always_inline)) inline void StoreTile512(
-    const __m512* acc, float* c, int64_t ldc, int64_t mr, int64_t nr,
-    const TileEpilogue& epilogue) {
-  const TileEpilogue e = epilogue;  // as in MicroKernel
-  const __mmask16 mask = static_cast<__mmask16>(nr >= 16 ? 0xFFFF : (1u << nr) - 1);
+// StoreTile512() with its per-tile choices as template arguments (kBias:
+// add the bias, loaded once, else C's old values; kClamp), so that the
+// unrolled rows test only the row count and `acc` stays in registers.
+template <bool kAddend, bool kBias, bool kClamp, int kRows>
+__attribute__((target("avx512f"), always_inline)) inline void StoreRows512(
+    const __m512 (&acc)[kRows], float* c, int64_t ldc, int64_t mr, int64_t nr, __mmask16 mask,
+    const TileEpilogue& e) {
   const __m512 lo = _mm512_set1_ps(e.min), hi = _mm512_set1_ps(e.max);
-  for (int64_t r = 0; r < mr; ++r) {
+  const __m512 bias = kBias ? _mm512_maskz_loadu_ps(mask, e.bias) : _mm512_setzero_ps();
+  // Addend lanes [first, end) have values, read from its element of column
+  // `first` on (expanded into place when first > 0: a channel pad).
+  const int64_t first = kAddend ? std::max<int64_t>(e.addend_lo, 0) : 0;
+  const int64_t end = kAddend ? std::min(e.addend_hi, std::min<int64_t>(nr, 16)) : 0;
+  const auto lanes =
+      first < end ? static_cast<__mmask16>(((1u << (end - first)) - 1) << first) : __mmask16{0};
+  const float* src = kAddend ? e.addend + first - e.addend_lo : nullptr;
+#pragma GCC unroll 12
+  for (int r = 0; r < kRows; ++r) {
+    if (r >= mr) break;
     float* row = c + r * ldc;
-    __m512 v = _mm512_add_ps(
-        _mm512_maskz_loadu_ps(mask, e.bias != nullptr ? e.bias : static_cast<const float*>(row)),
-        acc[r]);
+    __m512 v = _mm512_add_ps(kBias ? bias : _mm512_maskz_loadu_ps(mask, row), acc[r]);
     if constexpr (kAddend) {
-      // Lanes [first, end) have addend values, read from its element of
-      // column `first` on.
-      const int64_t first = std::max<int64_t>(e.addend_lo, 0);
-      const int64_t end = std::min(e.addend_hi, std::min<int64_t>(nr, 16));
       __m512 add = _mm512_setzero_ps();
-      if (first < end) {
-        const float* src = e.addend + r * e.addend_stride + first - e.addend_lo;
-        const auto lanes = static_cast<__mmask16>(((1u << (end - first)) - 1) << first);
-        add = first == 0 ? _mm512_maskz_loadu_ps(lanes, src)
-                         : _mm512_maskz_expandloadu_ps(lanes, src);
+      if (lanes != 0) {
+        const float* at = src + r * e.addend_stride;
+        add =
+            first == 0 ? _mm512_maskz_loadu_ps(lanes, at) : _mm512_maskz_expandloadu_ps(lanes, at);
       }
       v = _mm512_add_ps(v, add);
     }
     // The all-lanes maskz forms: the same vminps/vmaxps, without the plain
     // forms' undefined source that GCC 12 warns about once inlined here.
-    if (e.clamp) v = _mm512_maskz_min_ps(0xFFFF, hi, _mm512_maskz_max_ps(0xFFFF, lo, v));
+    if constexpr (kClamp) v = _mm512_maskz_min_ps(0xFFFF, hi, _mm512_maskz_max_ps(0xFFFF, lo, v));
     _mm512_mask_storeu_ps(row, mask, v);
+  }
+}
+
+// Rows [0, mr) of an AVX-512 tile's accumulators `acc` into C: plus C (or
+// the bias), plus the addend (kAddend), clamped when asked; nr <= 16 columns.
+template <bool kAddend, int kRows>
+__attribute__((target("avx512f"), always_inline)) inline void StoreTile512(
+    const __m512 (&acc)[kRows], float* c, int64_t ldc, int64_t mr, int64_t nr,
+    const TileEpilogue& epilogue) {
+  const TileEpilogue e = epilogue;  // as in MicroKernel
+  const __mmask16 mask = static_cast<__mmask16>(nr >= 16 ? 0xFFFF : (1u << nr) - 1);
+  if (e.bias != nullptr) {
+    if (e.clamp) {
+      StoreRows512<kAddend, true, true>(acc, c, ldc, mr, nr, mask, e);
+    } else {
+      StoreRows512<kAddend, true, false>(acc, c, ldc, mr, nr, mask, e);
+    }
+  } else if (e.clamp) {
+    StoreRows512<kAddend, false, true>(acc, c, ldc, mr, nr, mask, e);
+  } else {
+    StoreRows512<kAddend, false, false>(acc, c, ldc, mr, nr, mask, e);
   }
 }
 
@@ -339,7 +362,7 @@ __attribute__((target("avx512f"))) void MicroKernel512(int64_t kc, const float* 
   }
 #undef DFARM_GEMM_ROW512
   const __m512 acc[kMr512] = {c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11};
-  StoreTile512<kAddend>(acc, c, ldc, mr, nr, epilogue);
+  StoreTile512<kAddend, kMr512>(acc, c, ldc, mr, nr, epilogue);
 }
 
 // The same for a tile of at most 6 rows (a row range's last, or each of a
@@ -367,7 +390,7 @@ __attribute__((target("avx512f"))) void MicroKernel512Half(int64_t kc, const flo
     c5 = _mm512_fmadd_ps(_mm512_set1_ps(a5[p]), bv, c5);
   }
   const __m512 acc[kMr] = {c0, c1, c2, c3, c4, c5};
-  StoreTile512<kAddend>(acc, c, ldc, mr, nr, epilogue);
+  StoreTile512<kAddend, kMr>(acc, c, ldc, mr, nr, epilogue);
 }
 
 // One micro tile, the kernel picked by A's layout and the tile's width.
@@ -664,8 +687,10 @@ void Gemm::RunParallel(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOpera
   const int64_t most = split_rows || units >= kMinPanelsPerTask * kTasksPerThread * threads
                            ? m * n * k / kMinTaskMacs
                            : threads;
-  const int tasks =
-      static_cast<int>(std::min(TaskCount(units, threads), std::max<int64_t>(threads, most)));
+  // A whole number of tasks per thread: 3 tasks of a 12x12-pixel product on
+  // 2 threads left one thread a task idle (1.2x over 1 thread).
+  const int tasks = static_cast<int>(
+      std::min(TaskCount(units, threads), std::max<int64_t>(threads, most / threads * threads)));
   ParallelFor(context, static_cast<size_t>(tasks), [&](size_t t, int slot) {
     const int part = static_cast<int>(t);
     if (split_rows) {
