@@ -115,6 +115,49 @@ void EvalQuantized(const PoolData& d, const Tensor& input, Tensor& output) {
   }
 }
 
+// One output pixel's channels from K taps (each the input at one cell of the
+// window, in row-major order): the max of -infinity and the taps, or their
+// sum times `scale`, then the clamp, per channel in registers. The same
+// operations in the same order as the general loop below.
+template <bool kMax, int K>
+void PoolTaps(const float* const (&taps)[K], int channels, float scale, ActivationRange activation,
+              float* __restrict out) {
+  for (int c = 0; c < channels; ++c) {
+    float v = kMax ? -std::numeric_limits<float>::infinity() : 0.0f;
+    for (int k = 0; k < K; ++k) {
+      if constexpr (kMax) {
+        v = taps[k][c] > v ? taps[k][c] : v;
+      } else {
+        v += taps[k][c];
+      }
+    }
+    if constexpr (!kMax) v *= scale;
+    out[c] = Clamp(v, activation);
+  }
+}
+
+// A 2x2 or 3x3 window wholly inside the input (its top-left cell at
+// `window`) by PoolTaps(); false for other windows.
+template <bool kMax>
+bool PoolFullWindow(const PoolData& d, const float* window, int in_w, int channels,
+                    float* __restrict out) {
+  const size_t row = static_cast<size_t>(in_w) * channels;
+  if (d.filter_h == 2 && d.filter_w == 2) {
+    const float* const taps[4] = {window, window + channels, window + row, window + row + channels};
+    PoolTaps<kMax, 4>(taps, channels, 1.0f / 4.0f, d.activation, out);
+    return true;
+  }
+  if (d.filter_h == 3 && d.filter_w == 3) {
+    const float* const taps[9] = {
+        window,           window + channels,           window + 2 * channels,
+        window + row,     window + row + channels,     window + row + 2 * channels,
+        window + 2 * row, window + 2 * row + channels, window + 2 * row + 2 * channels};
+    PoolTaps<kMax, 9>(taps, channels, 1.0f / 9.0f, d.activation, out);
+    return true;
+  }
+  return false;
+}
+
 template <bool kMax>
 Status Eval(Node& node) {
   const PoolData& d = *node.data_as<PoolData>();
@@ -148,6 +191,12 @@ Status Eval(Node& node) {
         const int kx0 = std::max(0, -ix0), kx1 = std::min(d.filter_w, in_w - ix0);
         float* __restrict acc =
             out + ((static_cast<size_t>(n) * out_h + oy) * out_w + ox) * channels;
+        if (ky1 - ky0 == d.filter_h && kx1 - kx0 == d.filter_w &&
+            PoolFullWindow<kMax>(
+                d, in + ((static_cast<size_t>(n) * in_h + iy0) * in_w + ix0) * channels, in_w,
+                channels, acc)) {
+          continue;
+        }
         const float init = kMax ? -std::numeric_limits<float>::infinity() : 0.0f;
         for (int c = 0; c < channels; ++c) acc[c] = init;
         int count = 0;

@@ -2,7 +2,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <limits>
 #include <numeric>
 
 #include "tests/model_builder/graph_runner.h"
@@ -65,6 +68,65 @@ TEST(MaxPool2DTest, FusedRelu) {
   p.activation = tfl::ActivationFunctionType::RELU;
   EXPECT_THAT(RunPool(tfl::BuiltinOperator::MAX_POOL_2D, Iota16(-1), {1, 4, 4, 1}, {1, 2, 2, 1}, p),
               ElementsAre(0, 0, 0, 0));
+}
+
+// 2x2 and 3x3 windows, max and average, with and without padding (whole
+// windows take their own loop, edge windows the general one), 20 channels
+// (two 8-channel vectors and a tail), NaN, -0.0 and a RELU6: each output has
+// the bits of the plain per-cell loop written here.
+TEST(Pool2DTest, WholeAndEdgeWindowsMatchAPlainLoopBitForBit) {
+  const int h = 7, w = 6, c = 20;
+  std::vector<float> input(h * w * c);
+  for (size_t i = 0; i < input.size(); ++i) {
+    input[i] = static_cast<float>((i * 7919) % 23) * 0.37f - 4.0f;
+  }
+  input[5] = std::nanf("");
+  input[c + 6] = -0.0f;
+  input[3 * w * c + 2 * c + 7] = std::nanf("");
+  for (tfl::BuiltinOperator code :
+       {tfl::BuiltinOperator::MAX_POOL_2D, tfl::BuiltinOperator::AVERAGE_POOL_2D}) {
+    for (int k : {2, 3}) {
+      for (tfl::Padding padding : {tfl::Padding::VALID, tfl::Padding::SAME}) {
+        Pool2DParams p;
+        p.filter_h = p.filter_w = k;
+        p.stride_h = 1;
+        p.stride_w = 2;
+        p.padding = padding;
+        p.activation = tfl::ActivationFunctionType::RELU6;
+        const bool same = padding == tfl::Padding::SAME;
+        const int out_h = same ? h : h - k + 1, out_w = same ? (w + 1) / 2 : (w - k) / 2 + 1;
+        const int pad_top = same ? (k - 1) / 2 : 0;
+        const int pad_left = same ? std::max((out_w - 1) * 2 + k - w, 0) / 2 : 0;
+        SCOPED_TRACE(std::to_string(k) + "x" + std::to_string(k) + (same ? " SAME " : " VALID ") +
+                     std::to_string(static_cast<int>(code)));
+        const std::vector<float> got = RunPool(code, input, {1, h, w, c}, {1, out_h, out_w, c}, p);
+        ASSERT_EQ(got.size(), static_cast<size_t>(out_h * out_w * c));
+        for (int oy = 0; oy < out_h; ++oy) {
+          for (int ox = 0; ox < out_w; ++ox) {
+            for (int ch = 0; ch < c; ++ch) {
+              const bool max = code == tfl::BuiltinOperator::MAX_POOL_2D;
+              float v = max ? -std::numeric_limits<float>::infinity() : 0.0f;
+              int count = 0;
+              for (int ky = 0; ky < k; ++ky) {
+                for (int kx = 0; kx < k; ++kx) {
+                  const int y = oy - pad_top + ky, x = ox * 2 - pad_left + kx;
+                  if (y < 0 || y >= h || x < 0 || x >= w) continue;
+                  const float px = input[(y * w + x) * c + ch];
+                  v = max ? (px > v ? px : v) : v + px;
+                  ++count;
+                }
+              }
+              if (!max) v *= 1.0f / static_cast<float>(count);
+              v = std::min(std::max(v, 0.0f), 6.0f);
+              const float actual = got[(oy * out_w + ox) * c + ch];
+              EXPECT_EQ(std::memcmp(&actual, &v, sizeof v), 0)
+                  << "at " << oy << "," << ox << "," << ch << ": " << actual << " vs " << v;
+            }
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST(AveragePool2DTest, SameCountsOnlyRealCells) {
