@@ -165,6 +165,16 @@ void LoadBoth(const ModelBuilder& b, std::unique_ptr<Loaded>* folded,
 // Runs both interpreters on the same input (values spread over [-8, 8], so
 // every clamp bites) and expects every output to be bit-identical (or, with
 // `zero_sign_may_differ`, equal as floats: +0 == -0).
+// A constant float tensor of `shape` with values drawn from [-0.5, 0.5).
+int RandomConst(ModelBuilder& b, std::mt19937& rng, const std::vector<int32_t>& shape) {
+  std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
+  size_t n = 1;
+  for (int32_t d : shape) n *= static_cast<size_t>(d);
+  std::vector<float> w(n);
+  for (float& x : w) x = dist(rng);
+  return b.AddConstFloat32(shape, w);
+}
+
 void ExpectSameOutputs(Interpreter& folded, Interpreter& plain, bool zero_sign_may_differ = false) {
   ASSERT_EQ(folded.inputs().size(), plain.inputs().size());
   for (size_t i = 0; i < folded.inputs().size(); ++i) {
@@ -393,14 +403,7 @@ TEST(InterpreterTest, FoldsChannelPadsIntoTheAddAfterThem) {
 TEST(InterpreterTest, FoldsResidualAddsIntoTheConvBeforeThem) {
   ModelBuilder b;
   std::mt19937 rng(3);
-  std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
-  auto weights = [&](std::vector<int32_t> shape) {
-    size_t n = 1;
-    for (int32_t d : shape) n *= static_cast<size_t>(d);
-    std::vector<float> w(n);
-    for (float& x : w) x = dist(rng);
-    return b.AddConstFloat32(shape, w);
-  };
+  auto weights = [&](std::vector<int32_t> shape) { return RandomConst(b, rng, shape); };
   auto act = [](tfl::ActivationFunctionType a) {
     testing::Conv2DParams p;
     p.activation = a;
@@ -498,14 +501,7 @@ TEST(InterpreterTest, FoldsResidualAddsIntoTheConvBeforeThem) {
 TEST(InterpreterTest, FoldsAddsIntoTheResizeBeforeThem) {
   ModelBuilder b;
   std::mt19937 rng(5);
-  std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
-  auto weights = [&](std::vector<int32_t> shape) {
-    size_t n = 1;
-    for (int32_t d : shape) n *= static_cast<size_t>(d);
-    std::vector<float> w(n);
-    for (float& x : w) x = dist(rng);
-    return b.AddConstFloat32(shape, w);
-  };
+  auto weights = [&](std::vector<int32_t> shape) { return RandomConst(b, rng, shape); };
   using A = tfl::ActivationFunctionType;
   using Op = tfl::BuiltinOperator;
   testing::Conv2DParams relu;
