@@ -126,6 +126,38 @@ class GateE2eTest : public ::testing::Test {
     return nullptr;
   }
 
+  // A one-cell spec whose runner "main" is the build `runner` in bin/.
+  json RunnerSpec(const std::string& runner) const {
+    json s = Spec({{{"name", "cpu"}}}, 30);
+    s["runners"] = {{{"name", "main"}, {"builds", {{"x86_64", (bin_ / runner).string()}}}}};
+    return s;
+  }
+
+  // Gates `candidate` against `baseline`; while the latency verdict is
+  // `unknown`, up to three rounds of `--rerun-unknown`, each adding 5 trials.
+  // No round may say `pass`. Sets *code to the last gate's exit status.
+  json GateWithReruns(const std::string& candidate, const std::string& baseline, int* code) {
+    json doc = GateJson(candidate, baseline, code);
+    if (doc.value("cells", json::array()).size() != 1u) {
+      ADD_FAILURE() << doc.dump(2);
+      return doc;
+    }
+    EXPECT_NE(LatencyVerdict(doc["cells"][0]), "pass") << doc.dump(2);
+    for (int round = 0; round < 3 && LatencyVerdict(doc["cells"][0]) == "unknown"; ++round) {
+      Outcome o = Dfarm({"gate", candidate, "--baseline", baseline, "--rerun-unknown",
+                         std::to_string(5 * (round + 1)), "--agent-store", AgentStore(), "--format",
+                         "json", "-o", "-"});
+      *code = o.code;
+      doc = json::parse(o.out, nullptr, false);
+      if (!doc.is_object() || !doc.contains("cells") || doc["cells"].size() != 1u) {
+        ADD_FAILURE() << o.out << o.err;
+        return doc;
+      }
+      EXPECT_NE(LatencyVerdict(doc["cells"][0]), "pass") << doc.dump(2);
+    }
+    return doc;
+  }
+
   std::string AgentStore() const { return (dir_ / "agent-store").string(); }
   std::string Id(int64_t run) const { return std::to_string(run); }
 
@@ -232,16 +264,11 @@ TEST_F(GateE2eTest, PerturbingPluginFailsNamingTheOutput) {
 // Runner "main" is dfarm-runner in the baseline and dfarm-runner-slow (25%
 // slower per invocation) in the candidate: one cell (matched by runner name,
 // though the builds' sha256 differ), latency regressed. On a loaded machine
-// the gate may first say `unknown` (never pass); then `--rerun-unknown 5`
-// adds trials, as CI would, and the verdict must be `regressed`.
+// the gate may first say `unknown` (never pass); then `--rerun-unknown` adds
+// candidate trials, as CI would, and the verdict must be `regressed`.
 TEST_F(GateE2eTest, SlowedRunnerIsRegressedOnLatency) {
-  auto spec = [&](const std::string& runner) {
-    json s = Spec({{{"name", "cpu"}}}, 30);
-    s["runners"] = {{{"name", "main"}, {"builds", {{"x86_64", (bin_ / runner).string()}}}}};
-    return s;
-  };
-  int64_t baseline = Sweep(spec("dfarm-runner"), "fast");
-  int64_t candidate = Sweep(spec("dfarm-runner-slow"), "slow");
+  int64_t baseline = Sweep(RunnerSpec("dfarm-runner"), "fast");
+  int64_t candidate = Sweep(RunnerSpec("dfarm-runner-slow"), "slow");
   ASSERT_GT(baseline, 0);
   ASSERT_GT(candidate, 0);
   // The two runs ran different builds under one runner name.
@@ -262,27 +289,27 @@ TEST_F(GateE2eTest, SlowedRunnerIsRegressedOnLatency) {
   ASSERT_EQ(tag.code, 0) << tag.err;
 
   int code = -1;
-  json doc = GateJson("last", "tag:release", &code);
-  ASSERT_EQ(doc.value("cells", json::array()).size(), 1u) << doc.dump(2);
-  std::string first_verdict = LatencyVerdict(doc["cells"][0]);
-  EXPECT_TRUE(first_verdict == "regressed" || first_verdict == "unknown") << doc.dump(2);
-  // A burst of noise on a shared machine can leave it unknown after one
-  // rerun too: up to three rounds, each adding 5 trials (never a pass).
-  for (int round = 0; round < 3 && LatencyVerdict(doc["cells"][0]) == "unknown"; ++round) {
-    Outcome o = Dfarm({"gate", Id(candidate), "--baseline", "tag:release", "--rerun-unknown",
-                       std::to_string(5 * (round + 1)), "--agent-store", AgentStore(), "--format",
-                       "json", "-o", "-"});
-    code = o.code;
-    doc = json::parse(o.out, nullptr, false);
-    ASSERT_TRUE(doc.is_object() && doc.contains("cells")) << o.out << o.err;
-    ASSERT_EQ(doc["cells"].size(), 1u) << doc.dump(2);
-    EXPECT_NE(LatencyVerdict(doc["cells"][0]), "pass") << doc.dump(2);
+  json doc = GateWithReruns("last", "tag:release", &code);
+  ASSERT_FALSE(HasFailure());
+  // Reruns add candidate trials only: a baseline whose 5 trials a burst of
+  // load slowed (seen on CI: 1.44 ms against a usual 0.9 ms) can leave the
+  // verdict unknown. Then a fresh pair of sweeps, up to twice more; a gate
+  // that never sees the slowdown still fails.
+  std::string history;
+  for (int pair = 2; pair <= 3 && LatencyVerdict(doc["cells"][0]) == "unknown"; ++pair) {
+    const std::string n = std::to_string(pair);
+    history.append("before pair ").append(n).append(": ").append(doc["cells"][0].dump(2));
+    baseline = Sweep(RunnerSpec("dfarm-runner"), std::string("fast-").append(n));
+    candidate = Sweep(RunnerSpec("dfarm-runner-slow"), std::string("slow-").append(n));
+    ASSERT_GT(baseline, 0);
+    ASSERT_GT(candidate, 0);
+    doc = GateWithReruns(Id(candidate), Id(baseline), &code);
+    ASSERT_FALSE(HasFailure());
   }
-  EXPECT_EQ(code, 1) << doc.dump(2);
+  EXPECT_EQ(code, 1) << history << "\n" << doc.dump(2);
   const json& cell = doc["cells"][0];
   EXPECT_EQ(cell.value("runner", ""), "main") << cell.dump(2);
-  EXPECT_EQ(LatencyVerdict(cell), "regressed") << "first: " << first_verdict << "\n"
-                                               << cell.dump(2);
+  EXPECT_EQ(LatencyVerdict(cell), "regressed") << history << cell.dump(2);
   EXPECT_EQ(cell.value("verdict", ""), "regressed") << cell.dump(2);
   EXPECT_GT(cell.value("latency", json::object()).value("ratio", 0.0), 1.1) << cell.dump(2);
 }
