@@ -182,6 +182,57 @@ DFARM_DW_INLINE void Pixels(const float* x, const float* w, const float* bias, f
   }
 }
 
+// The interior columns [ox, ox_end) of an interior output row, P output
+// pixels at a time, 8 channels at a time (the last 8 again for a remainder;
+// channels >= 8; all channels of a group before the next group, so that
+// its inputs are read from memory once): x is the input at the first
+// pixel's first tap (row and column), w the filter, out the first pixel's
+// output. For each filter row
+// the KW taps are loaded once and each input column of the group once; a
+// column serves every pixel whose window holds it (tap kx = j - SW*p of
+// pixel p for column j), so a group of P pixels loads KH*(SW*(P-1)+KW)
+// inputs for its KH*KW*P products. Each output is bias + taps in row-major
+// order, as the plain loops add them. Returns the first column not done.
+template <int P, int KH, int KW, int SW>
+DFARM_DW_INLINE int InteriorGroups(const float* x, const float* w, const float* bias, float* out,
+                                   int ox, int ox_end, const Steps& s) {
+  constexpr int kColumns = SW * (P - 1) + KW;
+  const int groups = (ox_end - ox) / P;
+  if (groups <= 0) return ox;
+  const ptrdiff_t channels = s.col;
+  const Vec8 lo = Splat(s.lo), hi = Splat(s.hi);
+  for (int g = 0; g < groups; ++g, x += P * SW * channels, out += P * channels) {
+    for (ptrdiff_t c = 0; c < channels; c += 8) {
+      if (c + 8 > channels) c = channels - 8;  // overlaps the block before: same sums
+      const Vec8 b = bias != nullptr ? Load(bias + c) : Splat(0.0f);
+      const float* xg = x + c;
+      float* og = out + c;
+      Vec8 acc[P];
+      DFARM_DW_UNROLL
+      for (int p = 0; p < P; ++p) acc[p] = b;
+      DFARM_DW_UNROLL
+      for (int ky = 0; ky < KH; ++ky) {
+        Vec8 wt[KW];
+        DFARM_DW_UNROLL
+        for (int kx = 0; kx < KW; ++kx) wt[kx] = Load(w + ky * s.filter_row + kx * channels + c);
+        const float* xr = xg + ky * s.row;
+        DFARM_DW_UNROLL
+        for (int j = 0; j < kColumns; ++j) {
+          const Vec8 xj = Load(xr + j * channels);
+          DFARM_DW_UNROLL
+          for (int p = 0; p < P; ++p) {
+            const int kx = j - SW * p;
+            if (kx >= 0 && kx < KW) acc[p] += xj * wt[kx];
+          }
+        }
+      }
+      DFARM_DW_UNROLL
+      for (int p = 0; p < P; ++p) Store(og + p * channels, ClampVec(acc[p], lo, hi));
+    }
+  }
+  return ox + groups * P;
+}
+
 // Output pixel ox of a row whose taps_h tap rows (TH of them when TH > 0)
 // start at input row x_row and filter row w, with the tap columns clipped to
 // the input.
@@ -209,6 +260,15 @@ DFARM_DW_INLINE void RowSpans(const DepthwiseFloatPlan& plan, const Steps& s, co
   int ox = 0;
   for (; ox < plan.ox_begin; ++ox) {
     ClippedColumn<TH, KW>(p, s, x_row, w, bias, out_row + ox * s.col, taps_h, ox);
+  }
+  if constexpr (TH > 0) {
+    if (s.col >= 8 && p.stride_w <= 2) {
+      const float* x = x_row + (ox * s.pixel - p.pad_left * s.col);
+      ox = p.stride_w == 1 ? InteriorGroups<kGroup, TH, KW, 1>(x, w, bias, out_row + ox * s.col, ox,
+                                                               plan.ox_end, s)
+                           : InteriorGroups<kGroup, TH, KW, 2>(x, w, bias, out_row + ox * s.col, ox,
+                                                               plan.ox_end, s);
+    }
   }
   for (; ox + kGroup <= plan.ox_end; ox += kGroup) {
     Pixels<kGroup, TH, KW>(x_row + (ox * s.pixel - p.pad_left * s.col), w, bias,

@@ -3,9 +3,11 @@
 // VALID padding, any fused activation range. The output is split into an
 // interior, where every tap lies inside the input and the loops have no bounds
 // checks, and a border with clipped tap ranges. The interior runs 4 output
-// pixels x 16 (or 8) channels at a time with the accumulators in registers
-// over all taps (GCC generic vectors, no intrinsics; on x86-64 with GCC an
-// AVX2+FMA clone is picked at load). Each output sums bias + x*w over the
+// pixels x 8 channels at a time with the accumulators in registers over all
+// taps; with strides of 1 and 2 each input column is loaded once per group
+// and filter row and serves every pixel whose window holds it (GCC generic
+// vectors, no intrinsics; on x86-64 with GCC an AVX2+FMA clone is picked at
+// load). Each output sums bias + x*w over the
 // in-bounds taps in the plain loops' order (depthwise_conv_2d.cc); with FMA
 // each step rounds once instead of twice, so results match the plain loops
 // within float rounding (bitwise where the target has no FMA contraction).
