@@ -267,8 +267,17 @@ inline std::string CheckRunInvariants(const std::string& db, int64_t run_id, con
           << "\n";
     }
   }
+  // Two scans in a row must come back empty: a scan that reads a process's
+  // command line while it execs sees an empty one, and misses it.
   std::vector<std::string> stray;
-  WaitFor([&] { return (stray = StrayProcesses(dir, keep)).empty(); }, std::chrono::seconds(3));
+  int empty_scans = 0;
+  WaitFor(
+      [&] {
+        stray = StrayProcesses(dir, keep);
+        empty_scans = stray.empty() ? empty_scans + 1 : 0;
+        return empty_scans >= 2;
+      },
+      std::chrono::seconds(3));
   for (const std::string& s : stray) bad << "stray process " << s << "\n";
   return bad.str();
 }

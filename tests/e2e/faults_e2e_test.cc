@@ -456,6 +456,17 @@ TEST_F(FaultsE2eTest, CheckRunInvariantsSeesWhatIsWrong) {
   fs::copy_file("/bin/sleep", dir_ / "sleep");
   const std::string sleeper = (dir_ / "sleep").string();
   ASSERT_EQ(std::system(("/bin/sh -c '" + sleeper + " 30 >/dev/null 2>&1 &'").c_str()), 0);
+  // Until the orphan has exec'd the copy, its command line is the shell's,
+  // and a scan that reads it mid-exec sees none (CI saw the checker miss it).
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        for (const std::string& s : StrayProcesses(dir_, {})) {
+          if (s.find("): " + sleeper + " 30") != std::string::npos) return true;
+        }
+        return false;
+      },
+      std::chrono::seconds(5)))
+      << "the orphan " << sleeper << " did not start";
 
   const std::string bad = CheckRunInvariants(db_, 1, dir_);
   for (const std::string& pid_line : StrayProcesses(dir_, {})) {
