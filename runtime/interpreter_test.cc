@@ -144,27 +144,26 @@ std::unique_ptr<Loaded> Load(const ModelBuilder& b, const InterpreterOptions& op
   return loaded;
 }
 
-// Loads `b` folding activations, pads and ADDs, or none of them.
-std::unique_ptr<Loaded> Load(const ModelBuilder& b, bool fold) {
-  InterpreterOptions options;
-  options.fold_activations = fold;
-  options.fold_pads = fold;
-  options.fold_adds = fold;
-  return Load(b, options);
-}
-
-// Loads `b` folded (*folded) and plain (*plain); both must load.
-void LoadBoth(const ModelBuilder& b, std::unique_ptr<Loaded>* folded,
-              std::unique_ptr<Loaded>* plain) {
-  *folded = Load(b, true);
-  *plain = Load(b, false);
+// Loads `b` with `with` (*folded) and with `without` (*plain), CONV_2D's
+// kernel `conv` (null: the default) in both; both must load.
+void LoadBoth(const ModelBuilder& b, const InterpreterOptions& with,
+              const InterpreterOptions& without, const OpRegistration* conv,
+              std::unique_ptr<Loaded>* folded, std::unique_ptr<Loaded>* plain) {
+  *folded = Load(b, with, conv);
+  *plain = Load(b, without, conv);
   ASSERT_NE(*folded, nullptr);
   ASSERT_NE(*plain, nullptr);
 }
 
-// Runs both interpreters on the same input (values spread over [-8, 8], so
-// every clamp bites) and expects every output to be bit-identical (or, with
-// `zero_sign_may_differ`, equal as floats: +0 == -0).
+// Loads `b` folding activations, pads and ADDs (*folded) and none of them
+// (*plain); both must load.
+void LoadBoth(const ModelBuilder& b, std::unique_ptr<Loaded>* folded,
+              std::unique_ptr<Loaded>* plain) {
+  InterpreterOptions none;
+  none.fold_activations = none.fold_pads = none.fold_adds = false;
+  LoadBoth(b, InterpreterOptions{}, none, nullptr, folded, plain);
+}
+
 // A constant float tensor of `shape` with values drawn from [-0.5, 0.5).
 int RandomConst(ModelBuilder& b, std::mt19937& rng, const std::vector<int32_t>& shape) {
   std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
@@ -175,6 +174,9 @@ int RandomConst(ModelBuilder& b, std::mt19937& rng, const std::vector<int32_t>& 
   return b.AddConstFloat32(shape, w);
 }
 
+// Runs both interpreters on the same input (values spread over [-8, 8], so
+// every clamp bites) and expects every output to be bit-identical (or, with
+// `zero_sign_may_differ`, equal as floats: +0 == -0).
 void ExpectSameOutputs(Interpreter& folded, Interpreter& plain, bool zero_sign_may_differ = false) {
   ASSERT_EQ(folded.inputs().size(), plain.inputs().size());
   for (size_t i = 0; i < folded.inputs().size(); ++i) {
@@ -454,11 +456,11 @@ TEST(InterpreterTest, FoldsResidualAddsIntoTheConvBeforeThem) {
       const OpRegistration* conv = reference ? RegisterConv2DReference() : nullptr;
       InterpreterOptions options;
       options.num_threads = threads;
-      std::unique_ptr<Loaded> folded_model = Load(b, options, conv);
-      options.fold_adds = false;
-      std::unique_ptr<Loaded> plain_model = Load(b, options, conv);
-      ASSERT_NE(folded_model, nullptr);
-      ASSERT_NE(plain_model, nullptr);
+      InterpreterOptions no_add_folds = options;
+      no_add_folds.fold_adds = false;
+      std::unique_ptr<Loaded> folded_model, plain_model;
+      ASSERT_NO_FATAL_FAILURE(
+          LoadBoth(b, options, no_add_folds, conv, &folded_model, &plain_model));
       Interpreter& folded = *folded_model->interpreter;
       Interpreter& plain = *plain_model->interpreter;
       EXPECT_EQ(plain.invoked_nodes_size(), 12u);  // the RELU and the PAD fold
@@ -549,11 +551,11 @@ TEST(InterpreterTest, FoldsAddsIntoTheResizeBeforeThem) {
     SCOPED_TRACE("threads " + std::to_string(threads));
     InterpreterOptions options;
     options.num_threads = threads;
-    std::unique_ptr<Loaded> folded_model = Load(b, options);
-    options.fold_adds = false;
-    std::unique_ptr<Loaded> plain_model = Load(b, options);
-    ASSERT_NE(folded_model, nullptr);
-    ASSERT_NE(plain_model, nullptr);
+    InterpreterOptions no_add_folds = options;
+    no_add_folds.fold_adds = false;
+    std::unique_ptr<Loaded> folded_model, plain_model;
+    ASSERT_NO_FATAL_FAILURE(
+        LoadBoth(b, options, no_add_folds, nullptr, &folded_model, &plain_model));
     Interpreter& folded = *folded_model->interpreter;
     Interpreter& plain = *plain_model->interpreter;
     EXPECT_EQ(plain.invoked_nodes_size(), 11u);  // the PAD and the RELU fold
