@@ -144,6 +144,12 @@ __attribute__((target("avx2,fma"))) inline void StoreVector(__m256 acc, float* c
   _mm256_maskstore_ps(c, mask, acc);
 }
 
+// Row r of a row-major tile of A (stride lda) with mr rows kept: rows past
+// mr read row mr - 1, whose results the store drops.
+inline const float* TileRow(const float* a, int64_t lda, int64_t r, int64_t mr) {
+  return a + std::min(r, mr - 1) * lda;
+}
+
 // A 6 x (8 * kVectors) tile of C (mr <= 6 rows, nr <= 8 * kVectors columns
 // kept) from a kc-deep product of A and a packed 16-column panel of B. A is
 // a packed 6-row panel (element (r, p) at a[p * 6 + r]) when kPackedA, else
@@ -157,19 +163,10 @@ __attribute__((target("avx2,fma"))) void MicroKernel(int64_t kc, const float* a,
                                                      const TileEpilogue& epilogue) {
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
   __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-  const float* a0 = a;
-  const float* a1 = a;
-  const float* a2 = a;
-  const float* a3 = a;
-  const float* a4 = a;
-  const float* a5 = a;
-  if (!kPackedA) {
-    a1 = a + std::min<int64_t>(1, mr - 1) * lda;
-    a2 = a + std::min<int64_t>(2, mr - 1) * lda;
-    a3 = a + std::min<int64_t>(3, mr - 1) * lda;
-    a4 = a + std::min<int64_t>(4, mr - 1) * lda;
-    a5 = a + std::min<int64_t>(5, mr - 1) * lda;
-  }
+  // Unused with a packed A.
+  const float *a0 = a, *a1 = TileRow(a, lda, 1, mr), *a2 = TileRow(a, lda, 2, mr);
+  const float *a3 = TileRow(a, lda, 3, mr), *a4 = TileRow(a, lda, 4, mr);
+  const float* a5 = TileRow(a, lda, 5, mr);
   for (int64_t p = 0; p < kc; ++p) {
     const __m256 b0 = _mm256_loadu_ps(b + p * kNr);
     const __m256 b1 = kVectors == 2 ? _mm256_loadu_ps(b + p * kNr + 8) : b0;
@@ -340,7 +337,7 @@ __attribute__((target("avx512f"))) void MicroKernel512(int64_t kc, const float* 
     }
   } else {
     const float* rows[kMr512];
-    for (int64_t r = 0; r < kMr512; ++r) rows[r] = a + std::min(r, mr - 1) * lda;
+    for (int64_t r = 0; r < kMr512; ++r) rows[r] = TileRow(a, lda, r, mr);
     const float *a0 = rows[0], *a1 = rows[1], *a2 = rows[2], *a3 = rows[3], *a4 = rows[4];
     const float *a5 = rows[5], *a6 = rows[6], *a7 = rows[7], *a8 = rows[8], *a9 = rows[9];
     const float *a10 = rows[10], *a11 = rows[11];
@@ -374,12 +371,9 @@ __attribute__((target("avx512f"))) void MicroKernel512Half(int64_t kc, const flo
                                                            int64_t mr, int64_t nr,
                                                            const TileEpilogue& epilogue) {
   __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0;
-  const float* a0 = a;
-  const float* a1 = a + std::min<int64_t>(1, mr - 1) * lda;
-  const float* a2 = a + std::min<int64_t>(2, mr - 1) * lda;
-  const float* a3 = a + std::min<int64_t>(3, mr - 1) * lda;
-  const float* a4 = a + std::min<int64_t>(4, mr - 1) * lda;
-  const float* a5 = a + std::min<int64_t>(5, mr - 1) * lda;
+  const float *a0 = a, *a1 = TileRow(a, lda, 1, mr), *a2 = TileRow(a, lda, 2, mr);
+  const float *a3 = TileRow(a, lda, 3, mr), *a4 = TileRow(a, lda, 4, mr);
+  const float* a5 = TileRow(a, lda, 5, mr);
   for (int64_t p = 0; p < kc; ++p) {
     const __m512 bv = _mm512_loadu_ps(b + p * kNr);
     c0 = _mm512_fmadd_ps(_mm512_set1_ps(a0[p]), bv, c0);
@@ -419,9 +413,9 @@ void RunTile(bool packed_a, int64_t kc, const float* a, int64_t lda, const float
   }
 }
 
-// Depth below which tiles skip PrefetchTileA(): their A is mostly what the
-// op before just wrote, and a tile this shallow leaves the prefetch little
-// time (AVX2, 2 threads: face_detection_full_range's 96x96 convs of depth
+// Depth below which PrefetchTileA() does nothing: a tile this shallow
+// mostly reads what the op before just wrote, and leaves the prefetch
+// little time (AVX2, 2 threads: face_detection_full_range's 96x96 convs of depth
 // 8 and 32 read 3-4 µs slower with it, near the noise; no gain seen).
 constexpr int64_t kPrefetchMinDepth = 64;
 
@@ -433,6 +427,7 @@ constexpr int64_t kPrefetchMinDepth = 64;
 // range's 48x48x64 -> 48 conv), the later panels find it in the cache.
 void PrefetchTileA(const GemmOperand& a, int64_t row, int64_t end, int64_t rows, int64_t p0,
                    int64_t kc) {
+  if (kc < kPrefetchMinDepth) return;
   for (const int64_t last = std::min(row + rows, end); row < last; ++row) {
     const float* r = a.data + row * a.stride + p0;
     for (int64_t q = 0; q < kc; q += 16) __builtin_prefetch(r + q);
@@ -480,9 +475,7 @@ void RunAvx2(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOp
           for (int64_t ir = 0; ir < mc; ir += kMr512) {
             e.addend = addend_row(ir);
             const float* tile_a = a.data + (i0 + ir) * a.stride + p0;
-            if (jr == 0 && kc >= kPrefetchMinDepth) {
-              PrefetchTileA(a, i0 + ir + 2 * kMr512, i0 + mc, kMr512, p0, kc);
-            }
+            if (jr == 0) PrefetchTileA(a, i0 + ir + 2 * kMr512, i0 + mc, kMr512, p0, kc);
             float* tile = c + (i0 + ir) * ldc + jr;
             const int64_t mr = std::min(kMr512, mc - ir);
             if (mr <= kMr) {
@@ -503,9 +496,7 @@ void RunAvx2(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOp
           const int64_t mr = std::min(kMr, mc - ir);
           e.addend = addend_row(ir);
           float* tile = c + (i0 + ir) * ldc + jr;
-          if (!a.transposed && jr == 0 && kc >= kPrefetchMinDepth) {
-            PrefetchTileA(a, i0 + ir + 2 * kMr, i0 + mc, kMr, p0, kc);
-          }
+          if (!a.transposed && jr == 0) PrefetchTileA(a, i0 + ir + 2 * kMr, i0 + mc, kMr, p0, kc);
           if (a.transposed) {
             RunTile(true, kc, packed_a + (ir / kMr) * kc * kMr, 0, bp, tile, ldc, mr, nr, e);
           } else {
