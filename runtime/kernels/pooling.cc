@@ -6,6 +6,7 @@
 // requires); the average is the integer sum divided by the count, rounded
 // half away from zero; then the fused activation's clamp.
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 #include "runtime/kernels/kernel_util.h"
@@ -158,6 +159,85 @@ bool PoolFullWindow(const PoolData& d, const float* window, int in_w, int channe
   return false;
 }
 
+// The part of a window inside the input: `rows` x `cols` cells.
+struct WindowCells {
+  int rows, cols;
+};
+
+#if defined(__GNUC__)
+// Four floats: one SSE2 or NEON register (GCC and clang lower it).
+typedef float PoolVec __attribute__((vector_size(16)));
+constexpr int kPoolBlock = 16;  // channels a block keeps in four registers
+
+// Channels [0, 16) from `window` on (the input at the first cell of the
+// window inside it, and the block's first channel) of one output pixel: the same operations in
+// the same order per channel as the loop in PoolWindow(), with the running
+// max or sum in registers over all cells (a large window, e.g. a global
+// average pool over 128x128 pixels, no longer stores and reloads it per cell).
+template <bool kMax>
+void PoolBlock(const float* window, size_t row, int channels, WindowCells w, float scale,
+               ActivationRange activation, float* __restrict out) {
+  constexpr int kVecs = kPoolBlock / 4;
+  const float first = kMax ? -std::numeric_limits<float>::infinity() : 0.0f;
+  PoolVec acc[kVecs];
+  for (int v = 0; v < kVecs; ++v) acc[v] = PoolVec{first, first, first, first};
+  for (int ky = 0; ky < w.rows; ++ky) {
+    const float* px = window + ky * row;
+    for (int kx = 0; kx < w.cols; ++kx, px += channels) {
+      for (int v = 0; v < kVecs; ++v) {
+        PoolVec x;
+        std::memcpy(&x, px + 4 * v, sizeof(x));
+        if constexpr (kMax) {
+          acc[v] = x > acc[v] ? x : acc[v];
+        } else {
+          acc[v] += x;
+        }
+      }
+    }
+  }
+  float sums[kPoolBlock];
+  std::memcpy(sums, acc, sizeof(sums));
+  for (int c = 0; c < kPoolBlock; ++c) {
+    out[c] = Clamp(kMax ? sums[c] : sums[c] * scale, activation);
+  }
+}
+#else
+constexpr int kPoolBlock = 0;
+#endif
+
+// One output pixel's channels over the cells `w` of its window inside the
+// input (`window`: the first of them; unused when there are none): the max of -infinity and the
+// cells, or their sum times 1 / count, then the clamp; blocks of kPoolBlock
+// channels by PoolBlock(), the rest one channel at a time in `out`.
+template <bool kMax>
+void PoolWindow(const PoolData& d, const float* window, int in_w, int channels, WindowCells w,
+                float* __restrict out) {
+  const size_t row = static_cast<size_t>(in_w) * channels;
+  const int count = w.rows * w.cols;
+  const float scale = count > 0 ? 1.0f / static_cast<float>(count) : 0.0f;
+  int c0 = 0;
+#if defined(__GNUC__)
+  for (; c0 + kPoolBlock <= channels; c0 += kPoolBlock) {
+    PoolBlock<kMax>(window + c0, row, channels, w, scale, d.activation, out + c0);
+  }
+#endif
+  const float init = kMax ? -std::numeric_limits<float>::infinity() : 0.0f;
+  for (int c = c0; c < channels; ++c) out[c] = init;
+  for (int ky = 0; ky < w.rows; ++ky) {
+    for (int kx = 0; kx < w.cols; ++kx) {
+      const float* __restrict px = window + ky * row + static_cast<size_t>(kx) * channels;
+      if constexpr (kMax) {
+        for (int c = c0; c < channels; ++c) out[c] = px[c] > out[c] ? px[c] : out[c];
+      } else {
+        for (int c = c0; c < channels; ++c) out[c] += px[c];
+      }
+    }
+  }
+  for (int c = c0; c < channels; ++c) {
+    out[c] = Clamp(kMax ? out[c] : out[c] * scale, d.activation);
+  }
+}
+
 template <bool kMax>
 Status Eval(Node& node) {
   const PoolData& d = *node.data_as<PoolData>();
@@ -197,28 +277,12 @@ Status Eval(Node& node) {
                 channels, acc)) {
           continue;
         }
-        const float init = kMax ? -std::numeric_limits<float>::infinity() : 0.0f;
-        for (int c = 0; c < channels; ++c) acc[c] = init;
-        int count = 0;
-        for (int ky = ky0; ky < ky1; ++ky) {
-          const int iy = iy0 + ky;
-          for (int kx = kx0; kx < kx1; ++kx) {
-            const int ix = ix0 + kx;
-            const float* __restrict px =
-                in + ((static_cast<size_t>(n) * in_h + iy) * in_w + ix) * channels;
-            if constexpr (kMax) {
-              for (int c = 0; c < channels; ++c) acc[c] = px[c] > acc[c] ? px[c] : acc[c];
-            } else {
-              for (int c = 0; c < channels; ++c) acc[c] += px[c];
-            }
-            ++count;
-          }
-        }
-        if constexpr (!kMax) {
-          const float scale = count > 0 ? 1.0f / static_cast<float>(count) : 0.0f;
-          for (int c = 0; c < channels; ++c) acc[c] *= scale;
-        }
-        for (int c = 0; c < channels; ++c) acc[c] = Clamp(acc[c], d.activation);
+        const WindowCells cells{std::max(0, ky1 - ky0), std::max(0, kx1 - kx0)};
+        const float* window =
+            cells.rows * cells.cols == 0
+                ? in
+                : in + ((static_cast<size_t>(n) * in_h + iy0 + ky0) * in_w + ix0 + kx0) * channels;
+        PoolWindow<kMax>(d, window, in_w, channels, cells, acc);
       }
     }
   };

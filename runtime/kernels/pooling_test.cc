@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <utility>
 
 #include "tests/model_builder/graph_runner.h"
 
@@ -71,9 +72,10 @@ TEST(MaxPool2DTest, FusedRelu) {
 }
 
 // 2x2 and 3x3 windows, max and average, with and without padding (whole
-// windows take their own loop, edge windows the general one), 20 channels
-// (two 8-channel vectors and a tail), NaN, -0.0 and a RELU6: each output has
-// the bits of the plain per-cell loop written here.
+// windows take their own loop, edge windows the general one), 4x4, 5x5 and
+// the whole 7x6 input (the general loop: blocks of 16 channels in registers),
+// 20 channels (a 16-channel block and a tail), NaN, -0.0 and a RELU6: each
+// output has the bits of the plain per-cell loop written here.
 TEST(Pool2DTest, WholeAndEdgeWindowsMatchAPlainLoopBitForBit) {
   const int h = 7, w = 6, c = 20;
   std::vector<float> input(h * w * c);
@@ -85,19 +87,20 @@ TEST(Pool2DTest, WholeAndEdgeWindowsMatchAPlainLoopBitForBit) {
   input[3 * w * c + 2 * c + 7] = std::nanf("");
   for (tfl::BuiltinOperator code :
        {tfl::BuiltinOperator::MAX_POOL_2D, tfl::BuiltinOperator::AVERAGE_POOL_2D}) {
-    for (int k : {2, 3}) {
+    for (auto [kh, kw] : {std::pair{2, 2}, {3, 3}, {4, 4}, {5, 5}, {h, w}}) {
       for (tfl::Padding padding : {tfl::Padding::VALID, tfl::Padding::SAME}) {
         Pool2DParams p;
-        p.filter_h = p.filter_w = k;
+        p.filter_h = kh;
+        p.filter_w = kw;
         p.stride_h = 1;
         p.stride_w = 2;
         p.padding = padding;
         p.activation = tfl::ActivationFunctionType::RELU6;
         const bool same = padding == tfl::Padding::SAME;
-        const int out_h = same ? h : h - k + 1, out_w = same ? (w + 1) / 2 : (w - k) / 2 + 1;
-        const int pad_top = same ? (k - 1) / 2 : 0;
-        const int pad_left = same ? std::max((out_w - 1) * 2 + k - w, 0) / 2 : 0;
-        SCOPED_TRACE(std::to_string(k) + "x" + std::to_string(k) + (same ? " SAME " : " VALID ") +
+        const int out_h = same ? h : h - kh + 1, out_w = same ? (w + 1) / 2 : (w - kw) / 2 + 1;
+        const int pad_top = same ? (kh - 1) / 2 : 0;
+        const int pad_left = same ? std::max((out_w - 1) * 2 + kw - w, 0) / 2 : 0;
+        SCOPED_TRACE(std::to_string(kh) + "x" + std::to_string(kw) + (same ? " SAME " : " VALID ") +
                      std::to_string(static_cast<int>(code)));
         const std::vector<float> got = RunPool(code, input, {1, h, w, c}, {1, out_h, out_w, c}, p);
         ASSERT_EQ(got.size(), static_cast<size_t>(out_h * out_w * c));
@@ -107,8 +110,8 @@ TEST(Pool2DTest, WholeAndEdgeWindowsMatchAPlainLoopBitForBit) {
               const bool max = code == tfl::BuiltinOperator::MAX_POOL_2D;
               float v = max ? -std::numeric_limits<float>::infinity() : 0.0f;
               int count = 0;
-              for (int ky = 0; ky < k; ++ky) {
-                for (int kx = 0; kx < k; ++kx) {
+              for (int ky = 0; ky < kh; ++ky) {
+                for (int kx = 0; kx < kw; ++kx) {
                   const int y = oy - pad_top + ky, x = ox * 2 - pad_left + kx;
                   if (y < 0 || y >= h || x < 0 || x >= w) continue;
                   const float px = input[(y * w + x) * c + ch];
