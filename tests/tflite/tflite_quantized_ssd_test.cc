@@ -3,12 +3,16 @@
 // RELU6 at stride 1 and 2, one with depth multiplier 2, 1x1 projection),
 // residual ADDs of differently scaled inputs, an average pool, box and class
 // heads RESHAPEd and CONCATENATEd from differently scaled inputs, LOGISTIC
-// scores. Built twice, uint8 (per-tensor weights, as TF1's quantized SSDs)
-// and int8 (per-channel weights), with seeded weights and scales in the
+// scores, and TFLite_Detection_PostProcess at the end (its four outputs
+// declared [], as converters write them; uint8 box encodings, scores and
+// anchors as TF1's quantized SSDs take them, int8 ones DEQUANTIZEd to float
+// first, as TFLite 2.9's kernel takes only uint8 or float). Built twice, uint8 (per-tensor weights,
+// as TF1's quantized SSDs) and int8 (per-channel weights), with seeded weights and scales in the
 // ranges real converters write. Every intermediate tensor is also a model
 // output, so a difference is traced to the first layer that makes it. Our
 // reference kernels must match TensorFlow Lite 2.9's builtin kernels bit for
-// bit. Skips, naming the path, when TFLite's library is absent.
+// bit, the detections included (shapes, count, and every box, class and
+// score up to the count). Skips, naming the path, when TFLite's library is absent.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,6 +23,7 @@
 #include <vector>
 
 #include "agent/runner/tflite_c.h"
+#include "flatbuffers/flexbuffers.h"
 #include "runtime/interpreter.h"
 #include "runtime/model.h"
 #include "runtime/op_resolver.h"
@@ -50,8 +55,30 @@ struct Feature {
 struct Network {
   std::vector<uint8_t> model;
   std::vector<uint8_t> input;
-  std::vector<std::string> names;  // per output
+  std::vector<std::string> names;  // per quantized output
+  bool detections = false;         // then 4 float32 outputs follow: boxes, classes, scores, count
 };
+
+// TFLite_Detection_PostProcess's options: 3 classes after the background
+// column, regular or fast NMS.
+std::vector<uint8_t> DetectionOptions(bool regular_nms) {
+  flexbuffers::Builder fbb;
+  fbb.Map([&] {
+    fbb.Int("max_detections", 20);
+    fbb.Int("max_classes_per_detection", 1);
+    fbb.Int("detections_per_class", 5);
+    fbb.Bool("use_regular_nms", regular_nms);
+    fbb.Float("nms_score_threshold", 0.6f);
+    fbb.Float("nms_iou_threshold", 0.45f);
+    fbb.Int("num_classes", 3);
+    fbb.Float("y_scale", 10.0f);
+    fbb.Float("x_scale", 10.0f);
+    fbb.Float("h_scale", 5.0f);
+    fbb.Float("w_scale", 5.0f);
+  });
+  fbb.Finish();
+  return fbb.GetBuffer();
+}
 
 // Writes the network. Scales and zero points are chosen in uint8 terms; the
 // int8 variant holds the same real ranges with zero points moved by -128.
@@ -195,10 +222,59 @@ class SsdMaker {
     return out;
   }
 
-  // Every activation but the input is an output, in creation order.
+  // TFLite_Detection_PostProcess of `boxes` [1,N,4] and `scores` [1,N,4]
+  // with one anchor (y, x, h, w) per box: `anchors` lists each feature map's
+  // side and anchors per cell, as Heads() made them. uint8: the quantized
+  // tensors and uint8 anchors (scale 1/255) go in directly; int8: DEQUANTIZE
+  // to float first, float anchors. Its four outputs are declared [] and
+  // become the model's last outputs.
+  void PostProcess(const Feature& boxes, const Feature& scores,
+                   const std::vector<std::pair<int, int>>& anchors, bool regular_nms) {
+    std::vector<float> yxhw;
+    for (auto [side, per_cell] : anchors) {
+      for (int cell = 0; cell < side * side; ++cell) {
+        for (int a = 0; a < per_cell; ++a) {
+          const float size = 0.1f + 0.6f * static_cast<float>(a + 1) / static_cast<float>(per_cell);
+          const float aspect = a % 2 == 0 ? 1.0f : 2.0f;
+          yxhw.insert(yxhw.end(), {(static_cast<float>(cell / side) + 0.5f) / side,
+                                   (static_cast<float>(cell % side) + 0.5f) / side,
+                                   size / std::sqrt(aspect), size * std::sqrt(aspect)});
+        }
+      }
+    }
+    const int n = boxes.shape[1];
+    EXPECT_EQ(yxhw.size(), static_cast<size_t>(n) * 4) << "one anchor per box";
+    int box_in = boxes.tensor, score_in = scores.tensor, anchor_in = -1;
+    if (!int8_) {
+      std::vector<uint8_t> q;
+      for (float v : yxhw)
+        q.push_back(static_cast<uint8_t>(std::clamp(std::lround(v * 255), 0L, 255L)));
+      anchor_in = b_.AddConstUint8({n, 4}, q, "anchors");
+      b_.SetQuantization(anchor_in, 1.0f / 255, 0);
+    } else {
+      box_in = b_.AddTensor(tfl::TensorType::FLOAT32, boxes.shape, "boxes/dequantize");
+      b_.AddOperator(tfl::BuiltinOperator::DEQUANTIZE, {boxes.tensor}, {box_in});
+      score_in = b_.AddTensor(tfl::TensorType::FLOAT32, scores.shape, "scores/dequantize");
+      b_.AddOperator(tfl::BuiltinOperator::DEQUANTIZE, {scores.tensor}, {score_in});
+      anchor_in = b_.AddConstFloat32({n, 4}, yxhw, "anchors");
+    }
+    std::vector<int32_t> out;
+    for (const char* name :
+         {"detection_boxes", "detection_classes", "detection_scores", "num_detections"}) {
+      out.push_back(b_.AddTensor(tfl::TensorType::FLOAT32, {}, name));
+      detection_outputs_.push_back(out.back());
+    }
+    b_.AddCustomOperator("TFLite_Detection_PostProcess", {box_in, score_in, anchor_in}, out,
+                         DetectionOptions(regular_nms));
+  }
+
+  // Every activation but the input is an output, in creation order; then
+  // the post-process's four, if any.
   Network Finish() {
-    b_.SetOutputs(outputs_);
-    return {b_.Build(), input_, names_};
+    std::vector<int32_t> outputs = outputs_;
+    outputs.insert(outputs.end(), detection_outputs_.begin(), detection_outputs_.end());
+    b_.SetOutputs(outputs);
+    return {b_.Build(), input_, names_, !detection_outputs_.empty()};
   }
 
  private:
@@ -299,6 +375,7 @@ class SsdMaker {
   ModelBuilder b_;
   std::vector<uint8_t> input_;
   std::vector<int32_t> outputs_;
+  std::vector<int32_t> detection_outputs_;
   std::vector<std::string> names_;
 };
 
@@ -354,9 +431,11 @@ Network BuildSsd(bool int8, uint32_t seed) {
   Heads(m, feature_b, 6, 4, "head_b", &boxes, &scores);
   Heads(m, feature_c, 6, 4, "head_c", &boxes, &scores);
   Heads(m, feature_d, 6, 4, "head_d", &boxes, &scores, /*linear=*/true);
-  m.Concat(boxes, "boxes");
+  Feature box_encodings = m.Concat(boxes, "boxes");
   Feature logits = m.Concat(scores, "class_logits");
-  m.Logistic(logits, "scores");
+  Feature class_scores = m.Logistic(logits, "scores");
+  m.PostProcess(box_encodings, class_scores, {{12, 3}, {6, 6}, {3, 6}, {2, 6}},
+                /*regular_nms=*/seed % 2 == 0);
   return m.Finish();
 }
 
@@ -372,8 +451,14 @@ Network BuildGemmOps(bool int8, uint32_t seed) {
   return m.Finish();
 }
 
-// Each output's quantized codes, widened to int.
+// Each quantized output's codes, widened to int; the post-process's float
+// outputs and their shapes apart.
 using Codes = std::vector<std::vector<int>>;
+struct Outputs {
+  Codes codes;
+  std::vector<std::vector<float>> detections;
+  std::vector<std::vector<int32_t>> detection_shapes;
+};
 
 template <typename T>
 std::vector<int> Widen(const void* data, size_t n) {
@@ -381,7 +466,20 @@ std::vector<int> Widen(const void* data, size_t n) {
   return std::vector<int>(p, p + n);
 }
 
-runtime::Status RunOurs(const Network& net, Codes* out) {
+// Files output `bytes` (of type int8, uint8 or float32) into `out`.
+void Collect(bool is_float, bool is_int8, const void* data, size_t bytes,
+             std::vector<int32_t> shape, Outputs* out) {
+  if (is_float) {
+    std::vector<float> v(bytes / sizeof(float));
+    std::memcpy(v.data(), data, v.size() * sizeof(float));
+    out->detections.push_back(std::move(v));
+    out->detection_shapes.push_back(std::move(shape));
+  } else {
+    out->codes.push_back(is_int8 ? Widen<int8_t>(data, bytes) : Widen<uint8_t>(data, bytes));
+  }
+}
+
+runtime::Status RunOurs(const Network& net, Outputs* out) {
   std::unique_ptr<runtime::Model> model;
   DFARM_RETURN_IF_ERROR(runtime::Model::FromBuffer("ssd.tflite", net.model, &model));
   runtime::OpResolver resolver;
@@ -393,14 +491,13 @@ runtime::Status RunOurs(const Network& net, Codes* out) {
   std::memcpy(in->data, net.input.data(), in->bytes);
   DFARM_RETURN_IF_ERROR(interpreter.Invoke());
   for (const runtime::Tensor* t : interpreter.outputs()) {
-    const size_t n = static_cast<size_t>(t->num_elements());
-    out->push_back(t->dtype == runtime::DType::kInt8 ? Widen<int8_t>(t->data, n)
-                                                     : Widen<uint8_t>(t->data, n));
+    Collect(t->dtype == runtime::DType::kFloat32, t->dtype == runtime::DType::kInt8, t->data,
+            t->bytes, t->shape, out);
   }
   return runtime::Status::Ok();
 }
 
-bool RunTflite(const Network& net, Codes* out, std::string* error) {
+bool RunTflite(const Network& net, Outputs* out, std::string* error) {
   std::unique_ptr<Interpreter> in = Tflite()->Create(net.model, 1, 0, error);
   if (in == nullptr) return false;
   if (!in->SetInput(0, net.input)) {
@@ -413,10 +510,40 @@ bool RunTflite(const Network& net, Codes* out, std::string* error) {
   }
   for (size_t o = 0; o < in->num_outputs(); ++o) {
     const TensorData t = in->Output(o);
-    out->push_back(t.type == CType::kInt8 ? Widen<int8_t>(t.bytes.data(), t.bytes.size())
-                                          : Widen<uint8_t>(t.bytes.data(), t.bytes.size()));
+    Collect(t.type == CType::kFloat32, t.type == CType::kInt8, t.bytes.data(), t.bytes.size(),
+            t.shape, out);
   }
   return true;
+}
+
+// The post-process's outputs: the shapes TFLite computed, the count, and
+// every box, class and score up to the count, bit for bit (rows past it are
+// padding TFLite leaves unspecified). Returns the number of detections.
+int CompareDetections(const Outputs& ours, const Outputs& want) {
+  EXPECT_EQ(ours.detection_shapes, want.detection_shapes);
+  if (want.detections.size() != 4 || ours.detections.size() != 4 ||
+      want.detections[3].size() != 1 || ours.detections[3].size() != 1) {
+    ADD_FAILURE() << "expected 4 detection outputs, the last a count";
+    return 0;
+  }
+  const float count = want.detections[3][0];
+  EXPECT_EQ(ours.detections[3][0], count) << "num_detections";
+  const size_t rows = static_cast<size_t>(count);
+  const size_t widths[] = {4, 1, 1};
+  for (size_t o = 0; o < 3; ++o) {
+    const size_t n = std::min(rows * widths[o], want.detections[o].size());
+    if (ours.detections[o].size() < n) {
+      ADD_FAILURE() << "detection output " << o << " has " << ours.detections[o].size()
+                    << " values, TFLite's " << want.detections[o].size();
+      continue;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const float a = ours.detections[o][i], b = want.detections[o][i];
+      EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0)
+          << "detection output " << o << " [" << i << "]: ours " << a << ", TFLite " << b;
+    }
+  }
+  return static_cast<int>(count);
 }
 
 // Compares layer by layer; prints each differing layer (the first one is
@@ -455,19 +582,29 @@ int CompareLayers(const Network& net, const Codes& ours, const Codes& want) {
 
 void ExpectBitExact(bool int8, Network (*build)(bool int8, uint32_t seed) = &BuildSsd) {
   REQUIRE_TFLITE();
+  int detections = 0;
   for (uint32_t seed : {1u, 2u, 3u}) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     const Network net = build(int8, seed);
-    Codes want, ours;
+    Outputs want, ours;
     std::string error;
     ASSERT_TRUE(RunTflite(net, &want, &error)) << error;
     const runtime::Status s = RunOurs(net, &ours);
     ASSERT_TRUE(s.ok()) << s.message();
     std::printf("%s %s, seed %u, %zu layers compared:\n", int8 ? "int8" : "uint8",
                 build == &BuildSsd ? "SSD" : "GEMM ops", seed, net.names.size());
-    const int worst = CompareLayers(net, ours, want);
+    const int worst = CompareLayers(net, ours.codes, want.codes);
     std::printf("  max difference %d steps\n", worst);
     EXPECT_EQ(worst, 0) << "reference kernels differ from TFLite 2.9 (first layer listed above)";
+    ASSERT_EQ(want.detections.size(), net.detections ? 4u : 0u);
+    if (net.detections) {
+      const int count = CompareDetections(ours, want);
+      std::printf("  %d detections, the same bits\n", count);
+      detections += count;
+    }
+  }
+  if (build == &BuildSsd) {
+    EXPECT_GE(detections, 6) << "the seeds should give detections to compare";
   }
 }
 
