@@ -736,14 +736,6 @@ void ReferenceGemm(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b
   }
 }
 
-int32_t QuantizedConvParams::Requantize(int32_t acc, int channel) const {
-  int32_t v = round_half_up
-                  ? MultiplyByQuantizedMultiplierHalfUp(acc, multipliers[channel], shifts[channel])
-                  : MultiplyByQuantizedMultiplier(acc, multipliers[channel], shifts[channel]);
-  v += output_offset;
-  return std::min(std::max(v, act_min), act_max);
-}
-
 Status PrepareQuantizedConv(const Tensor& input, const Tensor& filter, const Tensor* bias,
                             const Tensor& output, int channels, int channel_dim,
                             tflite::ActivationFunctionType activation,

@@ -16,12 +16,14 @@
 // one pass over its output.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <vector>
 
 #include "runtime/kernels/kernel.h"
+#include "runtime/kernels/quant_util.h"
 
 namespace dfarm::runtime {
 
@@ -159,7 +161,14 @@ struct QuantizedConvParams {
   // its own loops) keep rounding away from zero.
   bool round_half_up = false;
 
-  int32_t Requantize(int32_t acc, int channel) const;
+  int32_t Requantize(int32_t acc, int channel) const {
+    int32_t v =
+        round_half_up
+            ? MultiplyByQuantizedMultiplierHalfUp(acc, multipliers[channel], shifts[channel])
+            : MultiplyByQuantizedMultiplier(acc, multipliers[channel], shifts[channel]);
+    v += output_offset;
+    return std::min(std::max(v, act_min), act_max);
+  }
 };
 
 // Checks the dtypes and quantization of a quantized conv / matmul: input and

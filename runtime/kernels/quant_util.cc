@@ -35,40 +35,6 @@ bool QuantizeMultiplierSmallerThanOneExp(double double_multiplier, int32_t* quan
   return true;
 }
 
-int32_t SaturatingRoundingDoublingHighMul(int32_t a, int32_t b) {
-  const bool overflow = a == b && a == std::numeric_limits<int32_t>::min();
-  const int64_t ab = static_cast<int64_t>(a) * static_cast<int64_t>(b);
-  const int32_t nudge = ab >= 0 ? (1 << 30) : (1 - (1 << 30));
-  const int32_t ab_x2_high32 = static_cast<int32_t>((ab + nudge) / (1LL << 31));
-  return overflow ? std::numeric_limits<int32_t>::max() : ab_x2_high32;
-}
-
-int32_t RoundingDivideByPOT(int32_t x, int exponent) {
-  const int32_t mask = static_cast<int32_t>((1LL << exponent) - 1);
-  const int32_t remainder = x & mask;
-  const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
-  return (x >> exponent) + (remainder > threshold ? 1 : 0);
-}
-
-int32_t MultiplyByQuantizedMultiplier(int32_t x, int32_t quantized_multiplier, int shift) {
-  const int left_shift = shift > 0 ? shift : 0;
-  const int right_shift = shift > 0 ? 0 : -shift;
-  const int32_t shifted = static_cast<int32_t>(static_cast<uint32_t>(x) << left_shift);
-  return RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(shifted, quantized_multiplier),
-                             right_shift);
-}
-
-int32_t MultiplyByQuantizedMultiplierHalfUp(int32_t x, int32_t quantized_multiplier, int shift) {
-  const int left_shift = shift > 0 ? shift : 0;
-  const int right_shift = shift > 0 ? 0 : -shift;
-  const int32_t shifted = static_cast<int32_t>(static_cast<uint32_t>(x) << left_shift);
-  const int32_t high = SaturatingRoundingDoublingHighMul(shifted, quantized_multiplier);
-  if (right_shift == 0) return high;
-  // In 64 bits, so that adding the half cannot overflow.
-  return static_cast<int32_t>((static_cast<int64_t>(high) + (int64_t{1} << (right_shift - 1))) >>
-                              right_shift);
-}
-
 bool QuantizedRange(DType dtype, int32_t* min_out, int32_t* max_out) {
   switch (dtype) {
     case DType::kInt8:

@@ -29,16 +29,34 @@ bool QuantizeMultiplierSmallerThanOneExp(double double_multiplier, int32_t* quan
 
 // gemmlowp's SaturatingRoundingDoublingHighMul: round(a * b / 2^31),
 // saturating the one overflow case (INT32_MIN * INT32_MIN).
-int32_t SaturatingRoundingDoublingHighMul(int32_t a, int32_t b);
+inline int32_t SaturatingRoundingDoublingHighMul(int32_t a, int32_t b) {
+  const bool overflow = a == b && a == std::numeric_limits<int32_t>::min();
+  const int64_t ab = static_cast<int64_t>(a) * static_cast<int64_t>(b);
+  const int32_t nudge = ab >= 0 ? (1 << 30) : (1 - (1 << 30));
+  const int32_t ab_x2_high32 = static_cast<int32_t>((ab + nudge) / (1LL << 31));
+  return overflow ? std::numeric_limits<int32_t>::max() : ab_x2_high32;
+}
 
 // gemmlowp's RoundingDivideByPOT: x / 2^exponent rounded to nearest, ties away
 // from zero; exponent in [0, 31].
-int32_t RoundingDivideByPOT(int32_t x, int exponent);
+inline int32_t RoundingDivideByPOT(int32_t x, int exponent) {
+  const int32_t mask = static_cast<int32_t>((1LL << exponent) - 1);
+  const int32_t remainder = x & mask;
+  const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+  return (x >> exponent) + (remainder > threshold ? 1 : 0);
+}
 
 // x * M, M given by QuantizeMultiplier(): a left shift by max(shift, 0), the
 // doubling high multiply, then a rounding right shift by max(-shift, 0).
-// The left shift wraps like TFLite's int32 arithmetic.
-int32_t MultiplyByQuantizedMultiplier(int32_t x, int32_t quantized_multiplier, int shift);
+// The left shift wraps like TFLite's int32 arithmetic. Inline (with the two
+// above): kernels requantize every output with it.
+inline int32_t MultiplyByQuantizedMultiplier(int32_t x, int32_t quantized_multiplier, int shift) {
+  const int left_shift = shift > 0 ? shift : 0;
+  const int right_shift = shift > 0 ? 0 : -shift;
+  const int32_t shifted = static_cast<int32_t>(static_cast<uint32_t>(x) << left_shift);
+  return RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(shifted, quantized_multiplier),
+                             right_shift);
+}
 
 // MultiplyByQuantizedMultiplier() as TFLite's optimized GEMM computes it
 // (ruy's x86-64 AVX-or-above and arm64 kernels, which TFLite 2.9 runs for
@@ -46,7 +64,17 @@ int32_t MultiplyByQuantizedMultiplier(int32_t x, int32_t quantized_multiplier, i
 // high multiply (whose halves already round upward), but the rounding right
 // shift takes halves upward (toward +infinity) instead of away from zero.
 // Differs by one only where that shift meets a negative exact half.
-int32_t MultiplyByQuantizedMultiplierHalfUp(int32_t x, int32_t quantized_multiplier, int shift);
+inline int32_t MultiplyByQuantizedMultiplierHalfUp(int32_t x, int32_t quantized_multiplier,
+                                                   int shift) {
+  const int left_shift = shift > 0 ? shift : 0;
+  const int right_shift = shift > 0 ? 0 : -shift;
+  const int32_t shifted = static_cast<int32_t>(static_cast<uint32_t>(x) << left_shift);
+  const int32_t high = SaturatingRoundingDoublingHighMul(shifted, quantized_multiplier);
+  if (right_shift == 0) return high;
+  // In 64 bits, so that adding the half cannot overflow.
+  return static_cast<int32_t>((static_cast<int64_t>(high) + (int64_t{1} << (right_shift - 1))) >>
+                              right_shift);
+}
 
 // TFLite's variant for a multiplier below one (left_shift <= 0), used by
 // ADD/SUB: RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x, m), -left_shift).
