@@ -25,6 +25,7 @@
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/kernels/parallel.h"
+#include "runtime/kernels/quantized_gemm.h"
 
 namespace dfarm::runtime {
 namespace {
@@ -46,9 +47,12 @@ struct Conv2DData : OpData {
   int64_t chunk_rows = 0;
   size_t patch_bytes = 0;
   Gemm gemm;
-  // int8 / uint8 path (TFLite's integer arithmetic, plain loops).
+  // int8 / uint8 path (TFLite's integer arithmetic): ungrouped convs on the
+  // integer GEMM (quantized_gemm.h) with the filter packed at Prepare
+  // (qweights.rows > 0), others and the reference kernel in plain loops.
   bool quantized = false;
   QuantizedConvParams quant;
+  QuantizedWeights qweights;
 };
 
 // Patch-matrix floats per im2col chunk (about 512 KiB), at least 16 rows.
@@ -116,6 +120,20 @@ void PlanGemmPath(const Tensor& input, const Tensor& filter, const WindowDim& h,
 }
 
 // The reference path: the OHWI filter repacked to [KH][KW][Cin/G][Cout].
+// The quantized filter [Cout][KH][KW][Cin] as the integer GEMM's int16
+// weights; per thread, the scratch holds one tile of im2col rows.
+void PackQuantizedFilter(const Tensor& filter, Conv2DData* data, Node& node) {
+  const int64_t rows = filter.shape[0];
+  const int64_t depth = static_cast<int64_t>(filter.shape[1]) * filter.shape[2] * filter.shape[3];
+  data->qweights =
+      filter.dtype == DType::kInt8
+          ? PackQuantizedWeights(filter.data_as<int8_t>(), rows, depth, data->quant.filter_offsets)
+          : PackQuantizedWeights(filter.data_as<uint8_t>(), rows, depth,
+                                 data->quant.filter_offsets);
+  node.scratch_bytes =
+      static_cast<size_t>(kQuantizedTileRows * data->qweights.stride) * sizeof(int16_t);
+}
+
 void PackReferenceFilter(const Tensor& filter, Conv2DData* data) {
   const int out_c = filter.shape[0], k_h = filter.shape[1], k_w = filter.shape[2];
   const int filter_c = filter.shape[3];
@@ -187,6 +205,7 @@ Status PrepareImpl(Node& node, bool reference) {
                                                NodeActivation(node), &data->quant));
     // TFLite 2.9 computes quantized CONV_2D with its optimized GEMM (ruy).
     data->quant.round_half_up = true;
+    if (!reference && data->groups == 1) PackQuantizedFilter(*filter, data.get(), node);
   } else {
     data->bias.assign(out_c, 0.0f);
     if (bias != nullptr) std::memcpy(data->bias.data(), bias->data, out_c * sizeof(float));
@@ -296,6 +315,70 @@ Status EvalQuantized(Node& node) {
   return Status::Ok();
 }
 
+// The im2col rows of output pixels [first, first + rows) for the integer
+// GEMM: each window's values plus the input offset as int16, 0 (a tap that
+// contributes nothing, as the plain loops skip it) where it leaves the input,
+// rows `stride` apart and zero past the depth.
+template <typename T>
+void QuantizedIm2Col(const Conv2DData& d, const Tensor& input, int out_h, int out_w, int64_t first,
+                     int64_t rows, int64_t stride, int16_t* patches) {
+  const int in_h = input.shape[1], in_w = input.shape[2], in_c = input.shape[3];
+  const T* in = input.data_as<T>();
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t p = first + r;
+    const int ox = static_cast<int>(p % out_w);
+    const int oy = static_cast<int>((p / out_w) % out_h);
+    const int64_t n = p / (static_cast<int64_t>(out_w) * out_h);
+    const int iy0 = oy * d.stride_h - d.pad_top, ix0 = ox * d.stride_w - d.pad_left;
+    int16_t* row = patches + r * stride;
+    int16_t* dst = row;
+    for (int ky = 0; ky < d.kernel_h; ++ky) {
+      const int iy = iy0 + ky * d.dilation_h;
+      for (int kx = 0; kx < d.kernel_w; ++kx, dst += in_c) {
+        const int ix = ix0 + kx * d.dilation_w;
+        if (iy < 0 || iy >= in_h || ix < 0 || ix >= in_w) {
+          std::fill_n(dst, in_c, int16_t{0});
+        } else {
+          WidenWithOffset(in + ((n * in_h + iy) * in_w + ix) * in_c, in_c, d.quant.input_offset,
+                          dst);
+        }
+      }
+    }
+    std::fill(dst, row + stride, int16_t{0});
+  }
+}
+
+// Products below this many multiply-adds stay on one thread.
+constexpr int64_t kMinParallelQuantizedMacs = int64_t{1} << 16;
+
+// The quantized conv on the integer GEMM: tiles of kQuantizedTileRows
+// output pixels, im2col'd into the running thread's scratch, each pixel's
+// channels computed by one task (integer sums: the bits of the plain loops).
+template <typename T>
+Status EvalQuantizedGemm(Node& node) {
+  DFARM_RETURN_IF_ERROR(CheckScratch(node));
+  const Conv2DData& d = *node.data_as<Conv2DData>();
+  const Tensor& input = *node.inputs[0];
+  Tensor& output = *node.outputs[0];
+  const int out_h = output.shape[1], out_w = output.shape[2], out_c = output.shape[3];
+  const int64_t pixels = static_cast<int64_t>(output.shape[0]) * out_h * out_w;
+  const int64_t tiles = (pixels + kQuantizedTileRows - 1) / kQuantizedTileRows;
+  const bool split = pixels * out_c * d.qweights.depth >= kMinParallelQuantizedMacs;
+  const int tasks = static_cast<int>(split ? TaskCount(tiles, NumThreads(node)) : 1);
+  T* out = output.data_as<T>();
+  ParallelFor(node.context, static_cast<size_t>(tasks), [&](size_t t, int slot) {
+    const Range r = SplitRange(tiles, tasks, static_cast<int>(t));
+    auto* patches = reinterpret_cast<int16_t*>(NodeScratch(node, slot));
+    for (int64_t tile = r.begin; tile < r.end; ++tile) {
+      const int64_t first = tile * kQuantizedTileRows;
+      const int64_t rows = std::min(kQuantizedTileRows, pixels - first);
+      QuantizedIm2Col<T>(d, input, out_h, out_w, first, rows, d.qweights.stride, patches);
+      QuantizedGemmTile<T>(patches, rows, d.qweights, d.quant, out + first * out_c, out_c);
+    }
+  });
+  return Status::Ok();
+}
+
 // The im2col output pixels [first, end) of the float GEMM path with
 // `scratch` (the node's scratch_bytes); the GEMM adds the bias and clamps.
 // The products run on this thread, or, given `split` (a single chunk on
@@ -365,8 +448,11 @@ void EvalDirect(const Conv2DData& d, const Node& node, int64_t pixels) {
 Status Eval(Node& node) {
   const Conv2DData& d = *node.data_as<Conv2DData>();
   if (d.quantized) {
-    return node.inputs[0]->dtype == DType::kInt8 ? EvalQuantized<int8_t>(node)
-                                                 : EvalQuantized<uint8_t>(node);
+    const bool int8 = node.inputs[0]->dtype == DType::kInt8;
+    if (d.qweights.rows > 0) {
+      return int8 ? EvalQuantizedGemm<int8_t>(node) : EvalQuantizedGemm<uint8_t>(node);
+    }
+    return int8 ? EvalQuantized<int8_t>(node) : EvalQuantized<uint8_t>(node);
   }
   DFARM_RETURN_IF_ERROR(CheckScratch(node));
   const Tensor& output = *node.outputs[0];

@@ -6,17 +6,23 @@
 // along dim 3) and uint8 (per-tensor) with int32 bias use TFLite's integer
 // arithmetic (reference_integer_ops::DepthwiseConvPerChannel).
 // Float 3x3/5x5 nodes with multiplier 1 and no dilation run the fast kernel
-// of depthwise_conv_float.h; RegisterDepthwiseConv2DReference() keeps the
-// plain loops for every node.
+// of depthwise_conv_float.h, quantized nodes with a constant filter
+// EvalQuantizedFast() (channels innermost, threads by output rows);
+// RegisterDepthwiseConv2DReference() keeps the plain loops for every node.
 #include <cstring>
+#include <vector>
 
 #include "runtime/kernels/depthwise_conv_float.h"
 #include "runtime/kernels/gemm.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/kernels.h"
+#include "runtime/kernels/parallel.h"
 
 namespace dfarm::runtime {
 namespace {
+
+// Multiply-adds below which a quantized node stays on one thread.
+constexpr int64_t kMinParallelQuantizedTaps = int64_t{1} << 15;
 
 struct DepthwiseData : OpData {
   int stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
@@ -25,6 +31,9 @@ struct DepthwiseData : OpData {
   ActivationRange activation{};
   bool quantized = false;
   QuantizedConvParams quant;
+  // Quantized, constant filter: [KH*KW][Cout] with each channel's filter
+  // offset added (EvalQuantizedRows); empty when the plain loops run.
+  std::vector<int16_t> qfilter;
   DepthwiseFloatPlan fast;  // covered() when the fast float kernel runs the node
 };
 
@@ -78,6 +87,17 @@ Status Prepare(Node& node) {
     data->quantized = true;
     DFARM_RETURN_IF_ERROR(PrepareQuantizedConv(*input, *filter, bias, *output, out_c, 3,
                                                NodeActivation(node), &data->quant));
+    if (filter->has_static_value()) {
+      const int64_t taps = static_cast<int64_t>(filter->shape[1]) * filter->shape[2];
+      data->qfilter.resize(static_cast<size_t>(taps * out_c));
+      for (int64_t i = 0; i < taps * out_c; ++i) {
+        const int32_t w = filter->dtype == DType::kInt8 ? filter->data_as<int8_t>()[i]
+                                                        : filter->data_as<uint8_t>()[i];
+        data->qfilter[i] = static_cast<int16_t>(w + data->quant.filter_offsets[i % out_c]);
+      }
+      // Per thread: one output pixel's int32 sums.
+      node.scratch_bytes = static_cast<size_t>(out_c) * sizeof(int32_t);
+    }
   } else {
     data->fast = PlanDepthwiseFloat(*input, *filter, *output, data->stride_h, data->stride_w,
                                     data->dilation_h, data->dilation_w, data->pad_top,
@@ -129,6 +149,82 @@ Status EvalQuantized(Node& node) {
       }
     }
   }
+  return Status::Ok();
+}
+
+// Output rows [row_begin, row_end) (batch * out_h + oy) of a quantized node
+// with a packed filter (DepthwiseData::qfilter): per pixel, every channel's
+// int32 sum in `acc`, tap by tap with the channels innermost (so the loop
+// vectorizes), then the bias and the requantization. Integer sums: the bits
+// of EvalQuantized()'s loops.
+template <typename T>
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+void EvalQuantizedRows(const DepthwiseData& d, const Node& node, int64_t row_begin,
+                       int64_t row_end, int32_t* __restrict acc) {
+  const QuantizedConvParams& q = d.quant;
+  const Tensor& input = *node.inputs[0];
+  const Tensor& output = *node.outputs[0];
+  const int in_h = input.shape[1], in_w = input.shape[2], in_c = input.shape[3];
+  const int k_h = node.inputs[1]->shape[1], k_w = node.inputs[1]->shape[2];
+  const int out_h = output.shape[1], out_w = output.shape[2], out_c = output.shape[3];
+  const int multiplier = d.multiplier;
+  const int32_t input_offset = q.input_offset;
+  const T* in = input.data_as<T>();
+  T* out = node.outputs[0]->data_as<T>();
+  for (int64_t row = row_begin; row < row_end; ++row) {
+    const int64_t n = row / out_h;
+    const int oy = static_cast<int>(row % out_h);
+    const int iy0 = oy * d.stride_h - d.pad_top;
+    for (int ox = 0; ox < out_w; ++ox) {
+      const int ix0 = ox * d.stride_w - d.pad_left;
+      std::memcpy(acc, q.bias.data(), static_cast<size_t>(out_c) * sizeof(int32_t));
+      for (int ky = 0; ky < k_h; ++ky) {
+        const int iy = iy0 + ky * d.dilation_h;
+        if (iy < 0 || iy >= in_h) continue;
+        for (int kx = 0; kx < k_w; ++kx) {
+          const int ix = ix0 + kx * d.dilation_w;
+          if (ix < 0 || ix >= in_w) continue;
+          const T* __restrict px = in + ((n * in_h + iy) * in_w + ix) * in_c;
+          const int16_t* __restrict w =
+              d.qfilter.data() + (static_cast<size_t>(ky) * k_w + kx) * out_c;
+          if (multiplier == 1) {
+            for (int c = 0; c < out_c; ++c) {
+              acc[c] += static_cast<int32_t>(w[c]) * (static_cast<int32_t>(px[c]) + input_offset);
+            }
+          } else {
+            for (int c = 0; c < in_c; ++c) {
+              const int32_t x = static_cast<int32_t>(px[c]) + input_offset;
+              for (int m = 0; m < multiplier; ++m) {
+                acc[c * multiplier + m] += static_cast<int32_t>(w[c * multiplier + m]) * x;
+              }
+            }
+          }
+        }
+      }
+      T* o = out + ((n * out_h + oy) * out_w + ox) * out_c;
+      for (int c = 0; c < out_c; ++c) o[c] = static_cast<T>(q.Requantize(acc[c], c));
+    }
+  }
+}
+
+// The quantized node on EvalQuantizedRows(), whole output rows a task.
+template <typename T>
+Status EvalQuantizedFast(Node& node) {
+  DFARM_RETURN_IF_ERROR(CheckScratch(node));
+  const DepthwiseData& d = *node.data_as<DepthwiseData>();
+  const Tensor& output = *node.outputs[0];
+  const int64_t rows = static_cast<int64_t>(output.shape[0]) * output.shape[1];
+  const int64_t work = static_cast<int64_t>(output.num_elements()) * node.inputs[1]->shape[1] *
+                       node.inputs[1]->shape[2];
+  const int tasks =
+      static_cast<int>(work >= kMinParallelQuantizedTaps ? TaskCount(rows, NumThreads(node)) : 1);
+  ParallelFor(node.context, static_cast<size_t>(tasks), [&](size_t t, int slot) {
+    const Range r = SplitRange(rows, tasks, static_cast<int>(t));
+    auto* acc = reinterpret_cast<int32_t*>(NodeScratch(node, slot));
+    if (r.size() > 0) EvalQuantizedRows<T>(d, node, r.begin, r.end, acc);
+  });
   return Status::Ok();
 }
 
@@ -201,6 +297,10 @@ Status EvalReference(Node& node) {
 
 Status Eval(Node& node) {
   const DepthwiseData& d = *node.data_as<DepthwiseData>();
+  if (d.quantized && !d.qfilter.empty()) {
+    return node.inputs[0]->dtype == DType::kInt8 ? EvalQuantizedFast<int8_t>(node)
+                                                 : EvalQuantizedFast<uint8_t>(node);
+  }
   if (!d.fast.covered()) return EvalReference(node);
   const Tensor* bias = node.inputs.size() > 2 ? node.inputs[2] : nullptr;
   RunDepthwiseFloat(d.fast, node.inputs[0]->data_as<float>(), node.inputs[1]->data_as<float>(),

@@ -5,13 +5,16 @@
 // and uint8 (per-tensor) with int32 bias use TFLite's integer arithmetic.
 // The output is one GEMM, input [B, K] x weights^T (weights [N, K] already is
 // the transposed right operand), split across the interpreter's threads;
+// quantized with constant weights, the integer GEMM (quantized_gemm.h);
 // RegisterFullyConnectedReference() keeps the plain loops.
+#include <algorithm>
 #include <cstring>
 
 #include "runtime/kernels/gemm.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/kernels/parallel.h"
+#include "runtime/kernels/quantized_gemm.h"
 
 namespace dfarm::runtime {
 namespace {
@@ -23,6 +26,8 @@ struct FullyConnectedData : OpData {
   Gemm gemm;
   bool quantized = false;  // int8 / uint8: TFLite's integer arithmetic
   QuantizedConvParams quant;
+  // Quantized, constant weights: packed for the integer GEMM (rows > 0).
+  QuantizedWeights qweights;
 };
 
 Status Prepare(Node& node) {
@@ -85,6 +90,16 @@ Status Prepare(Node& node) {
                                                &data->quant));
     // TFLite 2.9 computes quantized FULLY_CONNECTED with its optimized GEMM (ruy).
     data->quant.round_half_up = true;
+    if (weights->has_static_value()) {
+      data->qweights = weights->dtype == DType::kInt8
+                           ? PackQuantizedWeights(weights->data_as<int8_t>(), data->units,
+                                                  data->depth, data->quant.filter_offsets)
+                           : PackQuantizedWeights(weights->data_as<uint8_t>(), data->units,
+                                                  data->depth, data->quant.filter_offsets);
+      // Per thread: one tile of input rows as int16.
+      node.scratch_bytes =
+          static_cast<size_t>(kQuantizedTileRows * data->qweights.stride) * sizeof(int16_t);
+    }
     node.data = std::move(data);
     return Status::Ok();
   }
@@ -120,11 +135,44 @@ Status EvalQuantized(Node& node) {
   return Status::Ok();
 }
 
+// The quantized product on the integer GEMM: tiles of kQuantizedTileRows
+// input rows, widened into the running thread's scratch.
+template <typename T>
+Status EvalQuantizedGemm(Node& node) {
+  DFARM_RETURN_IF_ERROR(CheckScratch(node));
+  const FullyConnectedData& d = *node.data_as<FullyConnectedData>();
+  const T* in = node.inputs[0]->data_as<T>();
+  T* out = node.outputs[0]->data_as<T>();
+  const int64_t tiles = (d.batches + kQuantizedTileRows - 1) / kQuantizedTileRows;
+  const int tasks = static_cast<int>(TaskCount(tiles, NumThreads(node)));
+  ParallelFor(node.context, static_cast<size_t>(tasks), [&](size_t t, int slot) {
+    const Range r = SplitRange(tiles, tasks, static_cast<int>(t));
+    auto* rows = reinterpret_cast<int16_t*>(NodeScratch(node, slot));
+    for (int64_t tile = r.begin; tile < r.end; ++tile) {
+      const int64_t first = tile * kQuantizedTileRows;
+      const int64_t count = std::min(kQuantizedTileRows, d.batches - first);
+      for (int64_t b = 0; b < count; ++b) {
+        int16_t* row = rows + b * d.qweights.stride;
+        WidenWithOffset(in + (first + b) * d.depth, d.depth, d.quant.input_offset, row);
+        std::fill(row + d.depth, row + d.qweights.stride, int16_t{0});
+      }
+      QuantizedGemmTile(rows, count, d.qweights, d.quant, out + first * d.units, d.units);
+    }
+  });
+  return Status::Ok();
+}
+
+template <typename T>
+Status EvalQuantizedAny(Node& node) {
+  return node.data_as<FullyConnectedData>()->qweights.rows > 0 ? EvalQuantizedGemm<T>(node)
+                                                               : EvalQuantized<T>(node);
+}
+
 Status Eval(Node& node) {
   const FullyConnectedData& d = *node.data_as<FullyConnectedData>();
   if (d.quantized) {
-    return node.inputs[0]->dtype == DType::kInt8 ? EvalQuantized<int8_t>(node)
-                                                 : EvalQuantized<uint8_t>(node);
+    return node.inputs[0]->dtype == DType::kInt8 ? EvalQuantizedAny<int8_t>(node)
+                                                 : EvalQuantizedAny<uint8_t>(node);
   }
   DFARM_RETURN_IF_ERROR(CheckScratch(node));
   const float* in = node.inputs[0]->data_as<float>();
@@ -147,7 +195,10 @@ Status Eval(Node& node) {
 }
 
 Status EvalReference(Node& node) {
-  if (node.data_as<FullyConnectedData>()->quantized) return Eval(node);
+  if (node.data_as<FullyConnectedData>()->quantized) {
+    return node.inputs[0]->dtype == DType::kInt8 ? EvalQuantized<int8_t>(node)
+                                                 : EvalQuantized<uint8_t>(node);
+  }
   const FullyConnectedData& d = *node.data_as<FullyConnectedData>();
   const float* in = node.inputs[0]->data_as<float>();
   const float* w = node.inputs[1]->data_as<float>();

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/kernels/depthwise_conv_float.h"
+#include "runtime/kernels/gemm.h"
 #include "tests/model_builder/graph_runner.h"
 
 namespace dfarm::testing {
@@ -374,6 +376,212 @@ TEST(QuantizedConvTest, Conv2DMatchesDequantizedMath) {
                              std::to_string(c.groups));
     }
   }
+}
+
+// Output 0 of `b` (input 0 set to `input`) with `threads` threads; with
+// `plain_loops`, CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED are the
+// plain-loop kernels.
+std::vector<int32_t> RunQuantizedWith(ModelBuilder& b, const QTensor& input, bool is_int8,
+                                      int threads, bool plain_loops) {
+  std::unique_ptr<runtime::Model> model;
+  runtime::Status status = runtime::Model::FromBuffer("test.tflite", b.Build(), &model);
+  EXPECT_TRUE(status.ok()) << status.message();
+  if (!status.ok()) return {};
+  runtime::OpResolver resolver;
+  resolver.AddAllReferenceOps();
+  if (plain_loops) {
+    resolver.AddBuiltin(tfl::BuiltinOperator::CONV_2D, runtime::RegisterConv2DReference());
+    resolver.AddBuiltin(tfl::BuiltinOperator::FULLY_CONNECTED,
+                        runtime::RegisterFullyConnectedReference());
+    resolver.AddBuiltin(tfl::BuiltinOperator::DEPTHWISE_CONV_2D,
+                        runtime::RegisterDepthwiseConv2DReference());
+  }
+  runtime::InterpreterOptions options;
+  options.num_threads = threads;
+  runtime::Interpreter interpreter(*model, resolver, options);
+  status = interpreter.AllocateTensors();
+  EXPECT_TRUE(status.ok()) << status.message();
+  if (!status.ok()) return {};
+  runtime::Tensor* in = interpreter.inputs()[0];
+  EXPECT_EQ(in->bytes, input.q.size());
+  if (in->bytes != input.q.size()) return {};
+  for (size_t i = 0; i < input.q.size(); ++i) {
+    if (is_int8) {
+      in->data_as<int8_t>()[i] = static_cast<int8_t>(input.q[i]);
+    } else {
+      in->data_as<uint8_t>()[i] = static_cast<uint8_t>(input.q[i]);
+    }
+  }
+  status = interpreter.Invoke();
+  EXPECT_TRUE(status.ok()) << status.message();
+  const runtime::Tensor* out = interpreter.outputs()[0];
+  std::vector<int32_t> values(out->bytes);
+  for (size_t i = 0; i < values.size(); ++i) {
+    values[i] = is_int8 ? out->data_as<int8_t>()[i] : out->data_as<uint8_t>()[i];
+  }
+  return values;
+}
+
+// CONV_2D and FULLY_CONNECTED on the integer GEMM (quantized_gemm.h) give
+// the plain loops' codes exactly, on 1 and 3 threads: depths that are and
+// are not multiples of 16, channel counts odd and even, pixel counts not a
+// multiple of the 4-pixel tile, padding, stride 2, dilation, a batch of 2,
+// zero points across the range, a RELU6.
+TEST(QuantizedConvTest, IntegerGemmMatchesPlainLoopsBitForBit) {
+  std::mt19937 rng(33);
+  const ConvCase cases[] = {{1, 7, 9, 5, 7, 3, 3, 1, 1, tfl::Padding::SAME, Act::NONE},
+                            {2, 9, 8, 16, 9, 3, 3, 2, 1, tfl::Padding::SAME, Act::RELU6},
+                            {1, 6, 5, 20, 33, 1, 1, 1, 1, tfl::Padding::VALID, Act::NONE},
+                            {1, 11, 10, 3, 16, 3, 3, 1, 2, tfl::Padding::VALID, Act::RELU},
+                            {1, 13, 13, 37, 24, 5, 5, 2, 1, tfl::Padding::SAME, Act::NONE},
+                            {1, 1, 1, 300, 5, 1, 1, 1, 1, tfl::Padding::VALID, Act::NONE}};
+  int compared = 0;
+  for (bool is_int8 : {true, false}) {
+    for (const ConvCase& c : cases) {
+      // Zero points around the middle of the range (so that sums spread
+      // around the output's), 20 codes either way.
+      std::uniform_int_distribution<int> zp(is_int8 ? -20 : 108, is_int8 ? 20 : 148);
+      QTensor input = Random(rng, {c.n, c.h, c.w, c.cin}, is_int8, 0.05f, zp(rng));
+      QTensor filter = is_int8 ? RandomPerChannel(rng, {c.cout, c.kh, c.kw, c.cin}, 0)
+                               : Random(rng, {c.cout, c.kh, c.kw, c.cin}, false, 0.01f, zp(rng));
+      const int oh = OutDim(c.padding, c.h, c.kh, c.stride, c.dilation);
+      const int ow = OutDim(c.padding, c.w, c.kw, c.stride, c.dilation);
+      ModelBuilder b;
+      int in = AddQuantized(b, input, is_int8, false, "input");
+      int f = AddQuantized(b, filter, is_int8, true, "filter");
+      int bi = b.AddConstInt32({c.cout}, RandomBias(rng, c.cout), "bias");
+      int out = b.AddTensor(is_int8 ? tfl::TensorType::INT8 : tfl::TensorType::UINT8,
+                            {c.n, oh, ow, c.cout}, "output");
+      // An output scale that spreads the sums over the codes (+-2 RMS): about
+      // 74 RMS codes of input and weights, scales 0.05 and about 0.01.
+      const double sum_rms = 0.05 * 74 * 0.01 * 74 * std::sqrt(c.kh * c.kw * c.cin);
+      b.SetQuantization(out, static_cast<float>(4 * sum_rms / 255), zp(rng));
+      Conv2DParams params;
+      params.padding = c.padding;
+      params.stride_h = params.stride_w = c.stride;
+      params.dilation_h = params.dilation_w = c.dilation;
+      params.activation = c.act;
+      b.AddConv2D(in, f, bi, out, params);
+      b.SetInputs({in});
+      b.SetOutputs({out});
+      const std::string what = std::string(is_int8 ? "int8" : "uint8") + " conv " +
+                               std::to_string(c.h) + "x" + std::to_string(c.w) + "x" +
+                               std::to_string(c.cin) + " k" + std::to_string(c.kh) + " -> " +
+                               std::to_string(c.cout);
+      const std::vector<int32_t> want = RunQuantizedWith(b, input, is_int8, 1, true);
+      ASSERT_EQ(want.size(), static_cast<size_t>(c.n * oh * ow * c.cout)) << what;
+      std::vector<bool> seen(256, false);
+      for (int32_t v : want) seen[v & 255] = true;
+      const int64_t codes = std::count(seen.begin(), seen.end(), true);
+      EXPECT_GE(codes, std::min<int64_t>(10, static_cast<int64_t>(want.size()) / 2))
+          << what << ": too few codes";
+      for (int threads : {1, 3}) {
+        EXPECT_EQ(RunQuantizedWith(b, input, is_int8, threads, false), want)
+            << what << ", " << threads << " threads";
+        ++compared;
+      }
+    }
+  }
+  EXPECT_EQ(compared, 24);
+}
+
+// DEPTHWISE_CONV_2D's channel-innermost quantized loops give the plain
+// loops' codes exactly, on 1 and 3 threads: multipliers 1 and 2, 3x3 and
+// 5x5, stride 2, dilation, padding, a batch of 2, odd channel counts.
+TEST(QuantizedConvTest, DepthwiseFastLoopsMatchPlainLoopsBitForBit) {
+  std::mt19937 rng(34);
+  struct Case {
+    int n, h, w, cin, multiplier, k, stride, dilation;
+    tfl::Padding padding;
+    Act act;
+  };
+  const Case cases[] = {{1, 20, 18, 24, 1, 3, 1, 1, tfl::Padding::SAME, Act::RELU6},
+                        {2, 17, 19, 13, 2, 3, 2, 1, tfl::Padding::SAME, Act::NONE},
+                        {1, 21, 21, 8, 1, 5, 2, 1, tfl::Padding::VALID, Act::RELU},
+                        {1, 16, 16, 7, 3, 3, 1, 2, tfl::Padding::SAME, Act::NONE}};
+  int compared = 0;
+  for (bool is_int8 : {true, false}) {
+    for (const Case& c : cases) {
+      const int cout = c.cin * c.multiplier;
+      std::uniform_int_distribution<int> zp(is_int8 ? -20 : 108, is_int8 ? 20 : 148);
+      QTensor input = Random(rng, {c.n, c.h, c.w, c.cin}, is_int8, 0.05f, zp(rng));
+      QTensor filter = is_int8 ? RandomPerChannel(rng, {1, c.k, c.k, cout}, 3)
+                               : Random(rng, {1, c.k, c.k, cout}, false, 0.01f, zp(rng));
+      const int oh = OutDim(c.padding, c.h, c.k, c.stride, c.dilation);
+      const int ow = OutDim(c.padding, c.w, c.k, c.stride, c.dilation);
+      ModelBuilder b;
+      int in = AddQuantized(b, input, is_int8, false, "input");
+      int f = AddQuantized(b, filter, is_int8, true, "filter");
+      int bi = b.AddConstInt32({cout}, RandomBias(rng, cout), "bias");
+      int out = b.AddTensor(is_int8 ? tfl::TensorType::INT8 : tfl::TensorType::UINT8,
+                            {c.n, oh, ow, cout}, "output");
+      const double sum_rms = 0.05 * 74 * 0.01 * 74 * c.k;  // sqrt(k * k) taps
+      b.SetQuantization(out, static_cast<float>(4 * sum_rms / 255), zp(rng));
+      DepthwiseConv2DParams params;
+      params.padding = c.padding;
+      params.stride_h = params.stride_w = c.stride;
+      params.dilation_h = params.dilation_w = c.dilation;
+      params.depth_multiplier = c.multiplier;
+      params.activation = c.act;
+      b.AddDepthwiseConv2D(in, f, bi, out, params);
+      b.SetInputs({in});
+      b.SetOutputs({out});
+      const std::string what = std::string(is_int8 ? "int8" : "uint8") + " depthwise " +
+                               std::to_string(c.h) + "x" + std::to_string(c.w) + "x" +
+                               std::to_string(c.cin) + " x" + std::to_string(c.multiplier) + " k" +
+                               std::to_string(c.k);
+      const std::vector<int32_t> want = RunQuantizedWith(b, input, is_int8, 1, true);
+      ASSERT_EQ(want.size(), static_cast<size_t>(c.n * oh * ow * cout)) << what;
+      std::vector<bool> seen(256, false);
+      for (int32_t v : want) seen[v & 255] = true;
+      EXPECT_GE(std::count(seen.begin(), seen.end(), true), 10) << what << ": too few codes";
+      for (int threads : {1, 3}) {
+        EXPECT_EQ(RunQuantizedWith(b, input, is_int8, threads, false), want)
+            << what << ", " << threads << " threads";
+        ++compared;
+      }
+    }
+  }
+  EXPECT_EQ(compared, 16);
+}
+
+// FULLY_CONNECTED on the integer GEMM gives the plain loops' codes exactly,
+// on 1 and 3 threads: 1 to 9 rows (partial 4-row tiles), depths around the
+// 16-value alignment, unit counts odd and even.
+TEST(QuantizedConvTest, FullyConnectedIntegerGemmMatchesPlainLoopsBitForBit) {
+  std::mt19937 rng(35);
+  const int shapes[][3] = {{1, 300, 10}, {3, 7, 33}, {9, 64, 1}, {6, 17, 16}};
+  int compared = 0;
+  for (bool is_int8 : {true, false}) {
+    for (const auto& shape : shapes) {
+      const int rows = shape[0], depth = shape[1], units = shape[2];
+      std::uniform_int_distribution<int> zp(is_int8 ? -20 : 108, is_int8 ? 20 : 148);
+      QTensor input = Random(rng, {rows, depth}, is_int8, 0.05f, zp(rng));
+      QTensor weights = Random(rng, {units, depth}, is_int8, 0.01f, is_int8 ? 0 : zp(rng));
+      ModelBuilder b;
+      int in = AddQuantized(b, input, is_int8, false, "input");
+      int w = AddQuantized(b, weights, is_int8, true, "weights");
+      int bi = b.AddConstInt32({units}, RandomBias(rng, units), "bias");
+      int out = b.AddTensor(is_int8 ? tfl::TensorType::INT8 : tfl::TensorType::UINT8, {rows, units},
+                            "output");
+      const double sum_rms = 0.05 * 74 * 0.01 * 74 * std::sqrt(depth);
+      b.SetQuantization(out, static_cast<float>(4 * sum_rms / 255), zp(rng));
+      b.AddFullyConnected(in, w, bi, out);
+      b.SetInputs({in});
+      b.SetOutputs({out});
+      const std::string what = std::string(is_int8 ? "int8" : "uint8") + " fully connected " +
+                               std::to_string(rows) + "x" + std::to_string(depth) + " -> " +
+                               std::to_string(units);
+      const std::vector<int32_t> want = RunQuantizedWith(b, input, is_int8, 1, true);
+      ASSERT_EQ(want.size(), static_cast<size_t>(rows * units)) << what;
+      for (int threads : {1, 3}) {
+        EXPECT_EQ(RunQuantizedWith(b, input, is_int8, threads, false), want)
+            << what << ", " << threads << " threads";
+        ++compared;
+      }
+    }
+  }
+  EXPECT_EQ(compared, 16);
 }
 
 TEST(QuantizedConvTest, DepthwiseConv2DMatchesDequantizedMath) {

@@ -1,0 +1,56 @@
+// The integer product behind the quantized CONV_2D and FULLY_CONNECTED
+// kernels (issue 17): for activation rows x and weight rows w,
+//   acc[p][c] = sum_k x[p][k] * w[c][k]
+// on int16 operands (activations with the input offset added, weights with
+// their filter offset: both within [-255, 255]), summed in int32, then the
+// bias and TFLite's requantization (QuantizedConvParams). Integer sums do
+// not depend on their order, so the results have the bits of the plain
+// loops (RegisterConv2DReference(), RegisterFullyConnectedReference()).
+// With AVX2 (picked at run time) a tile of 4 rows x 2 channels runs on
+// VPMADDWD, 16 products an instruction; elsewhere plain loops.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/kernels/gemm.h"
+
+namespace dfarm::runtime {
+
+// Depth of a packed row, rounded up (zeros past the real depth).
+constexpr int64_t kQuantizedDepthAlign = 16;
+// Activation rows QuantizedGemmTile() takes at most.
+constexpr int64_t kQuantizedTileRows = 4;
+
+inline int64_t QuantizedPackedDepth(int64_t depth) {
+  return (depth + kQuantizedDepthAlign - 1) / kQuantizedDepthAlign * kQuantizedDepthAlign;
+}
+
+// Constant weights [rows][depth] (int8 or uint8) as int16 with the row's
+// filter offset added, rows of QuantizedPackedDepth(depth), zero padded.
+// `simd`: QuantizedGemmTile() takes the AVX2 kernel (set where the CPU has
+// it; tests clear it to check the plain loops against it).
+struct QuantizedWeights {
+  int64_t rows = 0, depth = 0, stride = 0;
+  std::vector<int16_t> data;
+  bool simd = false;
+};
+template <typename T>
+QuantizedWeights PackQuantizedWeights(const T* w, int64_t rows, int64_t depth,
+                                      const std::vector<int32_t>& filter_offsets);
+
+// Whether this CPU runs the AVX2 kernel.
+bool QuantizedGemmHasSimd();
+
+// out[i] = x[i] + offset as int16, for i < n.
+template <typename T>
+void WidenWithOffset(const T* x, int64_t n, int32_t offset, int16_t* out);
+
+// Rows [0, rows) (1 <= rows <= kQuantizedTileRows) of x, each w.stride
+// int16 apart and zero past w.depth, times every row of w: writes
+// out[p * out_stride + c] = q.Requantize(acc + q.bias[c], c) as T.
+template <typename T>
+void QuantizedGemmTile(const int16_t* x, int64_t rows, const QuantizedWeights& w,
+                       const QuantizedConvParams& q, T* out, int64_t out_stride);
+
+}  // namespace dfarm::runtime
