@@ -3,6 +3,10 @@
 // delegate at 1 and 2 threads (agent/runner/tflite_c.h),
 // to set beside dfarm_xnnpack_benchmark (ours: reference, plain loops,
 // xnnpack 1 and 2 threads) on the same machine.
+// BM_QuantizedSsd/{uint8,int8}/...: the deep quantized SSD-like network of
+// tests/tflite/quantized_ssd.h (96x96 input) on TFLite's builtin kernels
+// (ruy) and on ours (the integer GEMM, and the plain loops for CONV_2D and
+// FULLY_CONNECTED), 1 and 2 threads: quantized models are not in the corpus.
 // Usage: dfarm_tflite_benchmark [benchmark flags]; $DFARM_TFLITE_LIB overrides the library.
 #include <benchmark/benchmark.h>
 
@@ -15,6 +19,11 @@
 #include <random>
 
 #include "agent/runner/tflite_c.h"
+#include "runtime/interpreter.h"
+#include "runtime/kernels/gemm.h"
+#include "runtime/model.h"
+#include "runtime/op_resolver.h"
+#include "tests/tflite/quantized_ssd.h"
 
 namespace dfarm::runner::tflite {
 namespace {
@@ -50,6 +59,79 @@ void BM_TfliteInvoke(benchmark::State& state, const Library* lib, const std::str
   }
 }
 
+// The quantized SSD on TFLite's builtin kernels.
+void BM_TfliteQuantizedSsd(benchmark::State& state, const Library* lib, bool int8, int threads) {
+  const tflite_test::Network net = tflite_test::BuildSsd(int8, 1);
+  std::string error;
+  std::unique_ptr<Interpreter> interpreter = lib->Create(net.model, threads, 0, &error);
+  if (interpreter == nullptr || !interpreter->SetInput(0, net.input)) {
+    state.SkipWithError(interpreter == nullptr ? error.c_str() : "cannot set the input");
+    return;
+  }
+  for (auto _ : state) {
+    if (!interpreter->Invoke()) {
+      state.SkipWithError(interpreter->last_error().c_str());
+      return;
+    }
+  }
+}
+
+// The quantized SSD on ours; `plain_loops`: CONV_2D and FULLY_CONNECTED on
+// their plain-loop kernels.
+void BM_OursQuantizedSsd(benchmark::State& state, bool int8, int threads, bool plain_loops) {
+  const tflite_test::Network net = tflite_test::BuildSsd(int8, 1);
+  std::unique_ptr<runtime::Model> model;
+  runtime::Status status = runtime::Model::FromBuffer("ssd.tflite", net.model, &model);
+  runtime::OpResolver resolver;
+  resolver.AddAllReferenceOps();
+  if (plain_loops) {
+    resolver.AddBuiltin(dfarm::tflite::BuiltinOperator::CONV_2D,
+                        runtime::RegisterConv2DReference());
+    resolver.AddBuiltin(dfarm::tflite::BuiltinOperator::FULLY_CONNECTED,
+                        runtime::RegisterFullyConnectedReference());
+  }
+  runtime::InterpreterOptions options;
+  options.num_threads = threads;
+  std::unique_ptr<runtime::Interpreter> interpreter;
+  if (status.ok()) {
+    interpreter = std::make_unique<runtime::Interpreter>(*model, resolver, options);
+    status = interpreter->AllocateTensors();
+  }
+  if (!status.ok()) {
+    state.SkipWithError(status.message().c_str());
+    return;
+  }
+  std::memcpy(interpreter->inputs()[0]->data, net.input.data(), net.input.size());
+  for (auto _ : state) {
+    status = interpreter->Invoke();
+    if (!status.ok()) {
+      state.SkipWithError(status.message().c_str());
+      return;
+    }
+  }
+}
+
+void RegisterQuantizedSsd(const Library* lib) {
+  for (bool int8 : {false, true}) {
+    const std::string prefix = std::string("BM_QuantizedSsd/") + (int8 ? "int8" : "uint8");
+    for (int threads : {1, 2}) {
+      const std::string t = "_threads:" + std::to_string(threads);
+      benchmark::RegisterBenchmark((prefix + "/tflite_builtin" + t).c_str(), BM_TfliteQuantizedSsd,
+                                   lib, int8, threads)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+      benchmark::RegisterBenchmark((prefix + "/ours" + t).c_str(), BM_OursQuantizedSsd, int8,
+                                   threads, false)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+    }
+    benchmark::RegisterBenchmark((prefix + "/ours_plain_loops_threads:1").c_str(),
+                                 BM_OursQuantizedSsd, int8, 1, true)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+  }
+}
+
 }  // namespace
 }  // namespace dfarm::runner::tflite
 
@@ -80,6 +162,7 @@ int main(int argc, char** argv) {
       }
     }
   }
+  RegisterQuantizedSsd(lib.get());
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
