@@ -121,7 +121,8 @@ void PlanGemmPath(const Tensor& input, const Tensor& filter, const WindowDim& h,
 
 // The reference path: the OHWI filter repacked to [KH][KW][Cin/G][Cout].
 // The quantized filter [Cout][KH][KW][Cin] as the integer GEMM's int16
-// weights; per thread, the scratch holds one tile of im2col rows.
+// weights; per thread, the scratch holds one tile of im2col rows and its
+// int32 sums.
 void PackQuantizedFilter(const Tensor& filter, Conv2DData* data, Node& node) {
   const int64_t rows = filter.shape[0];
   const int64_t depth = static_cast<int64_t>(filter.shape[1]) * filter.shape[2] * filter.shape[3];
@@ -131,7 +132,8 @@ void PackQuantizedFilter(const Tensor& filter, Conv2DData* data, Node& node) {
           : PackQuantizedWeights(filter.data_as<uint8_t>(), rows, depth,
                                  data->quant.filter_offsets);
   node.scratch_bytes =
-      static_cast<size_t>(kQuantizedTileRows * data->qweights.stride) * sizeof(int16_t);
+      static_cast<size_t>(kQuantizedTileRows * data->qweights.stride) * sizeof(int16_t) +
+      static_cast<size_t>(QuantizedSumsSize(data->qweights)) * sizeof(int32_t);
 }
 
 void PackReferenceFilter(const Tensor& filter, Conv2DData* data) {
@@ -369,11 +371,12 @@ Status EvalQuantizedGemm(Node& node) {
   ParallelFor(node.context, static_cast<size_t>(tasks), [&](size_t t, int slot) {
     const Range r = SplitRange(tiles, tasks, static_cast<int>(t));
     auto* patches = reinterpret_cast<int16_t*>(NodeScratch(node, slot));
+    auto* sums = reinterpret_cast<int32_t*>(patches + kQuantizedTileRows * d.qweights.stride);
     for (int64_t tile = r.begin; tile < r.end; ++tile) {
       const int64_t first = tile * kQuantizedTileRows;
       const int64_t rows = std::min(kQuantizedTileRows, pixels - first);
       QuantizedIm2Col<T>(d, input, out_h, out_w, first, rows, d.qweights.stride, patches);
-      QuantizedGemmTile<T>(patches, rows, d.qweights, d.quant, out + first * out_c, out_c);
+      QuantizedGemmTile<T>(patches, rows, d.qweights, d.quant, sums, out + first * out_c, out_c);
     }
   });
   return Status::Ok();

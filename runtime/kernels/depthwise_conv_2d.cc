@@ -9,6 +9,7 @@
 // of depthwise_conv_float.h, quantized nodes with a constant filter
 // EvalQuantizedFast() (channels innermost, threads by output rows);
 // RegisterDepthwiseConv2DReference() keeps the plain loops for every node.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/kernels/parallel.h"
+#include "runtime/kernels/quantized_gemm.h"
 
 namespace dfarm::runtime {
 namespace {
@@ -155,14 +157,15 @@ Status EvalQuantized(Node& node) {
 // Output rows [row_begin, row_end) (batch * out_h + oy) of a quantized node
 // with a packed filter (DepthwiseData::qfilter): per pixel, every channel's
 // int32 sum in `acc`, tap by tap with the channels innermost (so the loop
-// vectorizes), then the bias and the requantization. Integer sums: the bits
-// of EvalQuantized()'s loops.
+// vectorizes), then the bias and the requantization (RequantizeRow()).
+// Integer sums: the bits of EvalQuantized()'s loops.
 template <typename T>
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
 __attribute__((target_clones("avx2", "default")))
 #endif
 void EvalQuantizedRows(const DepthwiseData& d, const Node& node, int64_t row_begin,
                        int64_t row_end, int32_t* __restrict acc) {
+  const bool simd = QuantizedGemmHasSimd();
   const QuantizedConvParams& q = d.quant;
   const Tensor& input = *node.inputs[0];
   const Tensor& output = *node.outputs[0];
@@ -179,7 +182,7 @@ void EvalQuantizedRows(const DepthwiseData& d, const Node& node, int64_t row_beg
     const int iy0 = oy * d.stride_h - d.pad_top;
     for (int ox = 0; ox < out_w; ++ox) {
       const int ix0 = ox * d.stride_w - d.pad_left;
-      std::memcpy(acc, q.bias.data(), static_cast<size_t>(out_c) * sizeof(int32_t));
+      std::fill_n(acc, out_c, 0);
       for (int ky = 0; ky < k_h; ++ky) {
         const int iy = iy0 + ky * d.dilation_h;
         if (iy < 0 || iy >= in_h) continue;
@@ -204,7 +207,7 @@ void EvalQuantizedRows(const DepthwiseData& d, const Node& node, int64_t row_beg
         }
       }
       T* o = out + ((n * out_h + oy) * out_w + ox) * out_c;
-      for (int c = 0; c < out_c; ++c) o[c] = static_cast<T>(q.Requantize(acc[c], c));
+      RequantizeRow(acc, out_c, q, simd, o);
     }
   }
 }

@@ -96,9 +96,10 @@ Status Prepare(Node& node) {
                                                   data->depth, data->quant.filter_offsets)
                            : PackQuantizedWeights(weights->data_as<uint8_t>(), data->units,
                                                   data->depth, data->quant.filter_offsets);
-      // Per thread: one tile of input rows as int16.
+      // Per thread: one tile of input rows as int16, and its int32 sums.
       node.scratch_bytes =
-          static_cast<size_t>(kQuantizedTileRows * data->qweights.stride) * sizeof(int16_t);
+          static_cast<size_t>(kQuantizedTileRows * data->qweights.stride) * sizeof(int16_t) +
+          static_cast<size_t>(QuantizedSumsSize(data->qweights)) * sizeof(int32_t);
     }
     node.data = std::move(data);
     return Status::Ok();
@@ -148,6 +149,7 @@ Status EvalQuantizedGemm(Node& node) {
   ParallelFor(node.context, static_cast<size_t>(tasks), [&](size_t t, int slot) {
     const Range r = SplitRange(tiles, tasks, static_cast<int>(t));
     auto* rows = reinterpret_cast<int16_t*>(NodeScratch(node, slot));
+    auto* sums = reinterpret_cast<int32_t*>(rows + kQuantizedTileRows * d.qweights.stride);
     for (int64_t tile = r.begin; tile < r.end; ++tile) {
       const int64_t first = tile * kQuantizedTileRows;
       const int64_t count = std::min(kQuantizedTileRows, d.batches - first);
@@ -156,7 +158,7 @@ Status EvalQuantizedGemm(Node& node) {
         WidenWithOffset(in + (first + b) * d.depth, d.depth, d.quant.input_offset, row);
         std::fill(row + d.depth, row + d.qweights.stride, int16_t{0});
       }
-      QuantizedGemmTile(rows, count, d.qweights, d.quant, out + first * d.units, d.units);
+      QuantizedGemmTile(rows, count, d.qweights, d.quant, sums, out + first * d.units, d.units);
     }
   });
   return Status::Ok();

@@ -68,9 +68,90 @@ __attribute__((target("avx2"))) void DotTileAvx2(const int16_t* const (&x)[kQuan
   _mm_storeu_si128(reinterpret_cast<__m128i*>(sums), s0);
   _mm_storeu_si128(reinterpret_cast<__m128i*>(sums + 4), s1);
 }
+
+__attribute__((target("avx2"))) inline __m256i LoadI32(const int32_t* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+// The doubling high multiply of the even 32-bit lanes of a and b, in the
+// low half of each 64-bit lane: the 64-bit product, the nudge, then a
+// division by 2^31 that truncates, whose 32 result bits are bits 31..62 of
+// the sum (so a logical shift gives them).
+__attribute__((target("avx2"))) inline __m256i HighHalf(__m256i a, __m256i b) {
+  const __m256i zero = _mm256_setzero_si256();
+  const __m256i ab = _mm256_mul_epi32(a, b);  // signed 64-bit
+  const __m256i negative = _mm256_cmpgt_epi64(zero, ab);
+  const __m256i nudge = _mm256_blendv_epi8(_mm256_set1_epi64x(int64_t{1} << 30),
+                                           _mm256_set1_epi64x(1 - (int64_t{1} << 30)), negative);
+  __m256i sum = _mm256_add_epi64(ab, nudge);
+  // The division truncates: a negative sum first gets 2^31 - 1 added.
+  const __m256i sum_negative = _mm256_cmpgt_epi64(zero, sum);
+  sum = _mm256_add_epi64(
+      sum, _mm256_and_si256(sum_negative, _mm256_set1_epi64x((int64_t{1} << 31) - 1)));
+  return _mm256_srli_epi64(sum, 31);
+}
+
+// Requantize() of 8 channels from `c` on: x = acc + bias, shifted left by
+// max(shift, 0); the doubling high multiply (HighHalf() of the even and
+// the odd lanes); then the rounding right shift by max(-shift, 0), halves up
+// ((t >> 1) + (t & 1) with t = high >> (shift - 1)) or away from zero
+// (RoundingDivideByPOT), the output offset and the clamp. The multiplier
+// is never negative (QuantizeMultiplier), so the one saturating case of
+// the high multiply (both INT32_MIN) cannot occur.
+__attribute__((target("avx2"))) void Requantize8(const int32_t* acc, int64_t c,
+                                                 const QuantizedConvParams& q, int32_t* out) {
+  const __m256i zero = _mm256_setzero_si256();
+  const __m256i one = _mm256_set1_epi32(1);
+  const __m256i x = _mm256_add_epi32(LoadI32(acc + c), LoadI32(q.bias.data() + c));
+  const __m256i shift = LoadI32(q.shifts.data() + c);
+  const __m256i left = _mm256_max_epi32(shift, zero);
+  const __m256i right = _mm256_max_epi32(_mm256_sub_epi32(zero, shift), zero);
+  const __m256i shifted = _mm256_sllv_epi32(x, left);
+  const __m256i m = LoadI32(q.multipliers.data() + c);
+  const __m256i even = HighHalf(shifted, m);
+  const __m256i odd = HighHalf(_mm256_srli_epi64(shifted, 32), _mm256_srli_epi64(m, 32));
+  const __m256i high = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
+  __m256i v;
+  if (q.round_half_up) {
+    const __m256i t = _mm256_srav_epi32(high, _mm256_max_epi32(_mm256_sub_epi32(right, one), zero));
+    const __m256i rounded = _mm256_add_epi32(_mm256_srai_epi32(t, 1), _mm256_and_si256(t, one));
+    v = _mm256_blendv_epi8(rounded, high, _mm256_cmpeq_epi32(right, zero));
+  } else {
+    const __m256i mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, right), one);
+    const __m256i remainder = _mm256_and_si256(high, mask);
+    const __m256i threshold = _mm256_add_epi32(
+        _mm256_srai_epi32(mask, 1), _mm256_and_si256(_mm256_cmpgt_epi32(zero, high), one));
+    v = _mm256_add_epi32(_mm256_srav_epi32(high, right),
+                         _mm256_and_si256(_mm256_cmpgt_epi32(remainder, threshold), one));
+  }
+  v = _mm256_add_epi32(v, _mm256_set1_epi32(q.output_offset));
+  v = _mm256_min_epi32(_mm256_max_epi32(v, _mm256_set1_epi32(q.act_min)),
+                       _mm256_set1_epi32(q.act_max));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), v);
+}
 #endif
 
 }  // namespace
+
+template <typename T>
+void RequantizeRow(const int32_t* acc, int64_t channels, const QuantizedConvParams& q, bool simd,
+                   T* out) {
+  int64_t c = 0;
+#ifdef DFARM_QGEMM_AVX2
+  if (simd) {
+    int32_t v[8];
+    for (; c + 8 <= channels; c += 8) {
+      Requantize8(acc, c, q, v);
+      for (int i = 0; i < 8; ++i) out[c + i] = static_cast<T>(v[i]);
+    }
+  }
+#else
+  (void)simd;
+#endif
+  for (; c < channels; ++c) {
+    out[c] = static_cast<T>(q.Requantize(acc[c] + q.bias[c], static_cast<int>(c)));
+  }
+}
 
 bool QuantizedGemmHasSimd() {
 #ifdef DFARM_QGEMM_AVX2
@@ -104,40 +185,40 @@ void WidenWithOffset(const T* x, int64_t n, int32_t offset, int16_t* out) {
 
 template <typename T>
 void QuantizedGemmTile(const int16_t* x, int64_t rows, const QuantizedWeights& w,
-                       const QuantizedConvParams& q, T* out, int64_t out_stride) {
+                       const QuantizedConvParams& q, int32_t* sums, T* out, int64_t out_stride) {
   // Rows past `rows` read the last one again; their sums are dropped.
   const int16_t* xs[kQuantizedTileRows];
   for (int64_t p = 0; p < kQuantizedTileRows; ++p) xs[p] = x + std::min(p, rows - 1) * w.stride;
   for (int64_t c = 0; c < w.rows; c += kTileChannels) {
     const int16_t* ws[kTileChannels] = {w.data.data() + c * w.stride,
                                         w.data.data() + std::min(c + 1, w.rows - 1) * w.stride};
-    int32_t sums[kQuantizedTileRows * kTileChannels];
+    int32_t tile[kQuantizedTileRows * kTileChannels];
 #ifdef DFARM_QGEMM_AVX2
     if (w.simd) {
-      DotTileAvx2(xs, ws, w.stride, sums);
+      DotTileAvx2(xs, ws, w.stride, tile);
     } else {
-      DotTilePlain(xs, ws, w.stride, sums);
+      DotTilePlain(xs, ws, w.stride, tile);
     }
 #else
-    DotTilePlain(xs, ws, w.stride, sums);
+    DotTilePlain(xs, ws, w.stride, tile);
 #endif
     const int64_t channels = std::min(kTileChannels, w.rows - c);
     for (int64_t p = 0; p < rows; ++p) {
-      for (int64_t j = 0; j < channels; ++j) {
-        const int ch = static_cast<int>(c + j);
-        out[p * out_stride + ch] =
-            static_cast<T>(q.Requantize(sums[p * kTileChannels + j] + q.bias[ch], ch));
-      }
+      for (int64_t j = 0; j < channels; ++j) sums[p * w.rows + c + j] = tile[p * kTileChannels + j];
     }
+  }
+  for (int64_t p = 0; p < rows; ++p) {
+    RequantizeRow(sums + p * w.rows, w.rows, q, w.simd, out + p * out_stride);
   }
 }
 
-#define DFARM_QGEMM_INSTANTIATE(T)                                                     \
-  template QuantizedWeights PackQuantizedWeights<T>(const T*, int64_t, int64_t,        \
-                                                    const std::vector<int32_t>&);      \
-  template void WidenWithOffset<T>(const T*, int64_t, int32_t, int16_t*);              \
-  template void QuantizedGemmTile<T>(const int16_t*, int64_t, const QuantizedWeights&, \
-                                     const QuantizedConvParams&, T*, int64_t);
+#define DFARM_QGEMM_INSTANTIATE(T)                                                       \
+  template QuantizedWeights PackQuantizedWeights<T>(const T*, int64_t, int64_t,          \
+                                                    const std::vector<int32_t>&);        \
+  template void WidenWithOffset<T>(const T*, int64_t, int32_t, int16_t*);                \
+  template void QuantizedGemmTile<T>(const int16_t*, int64_t, const QuantizedWeights&,   \
+                                     const QuantizedConvParams&, int32_t*, T*, int64_t); \
+  template void RequantizeRow<T>(const int32_t*, int64_t, const QuantizedConvParams&, bool, T*);
 DFARM_QGEMM_INSTANTIATE(int8_t)
 DFARM_QGEMM_INSTANTIATE(uint8_t)
 #undef DFARM_QGEMM_INSTANTIATE

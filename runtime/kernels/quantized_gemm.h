@@ -48,9 +48,17 @@ void WidenWithOffset(const T* x, int64_t n, int32_t offset, int16_t* out);
 
 // Rows [0, rows) (1 <= rows <= kQuantizedTileRows) of x, each w.stride
 // int16 apart and zero past w.depth, times every row of w: writes
-// out[p * out_stride + c] = q.Requantize(acc + q.bias[c], c) as T.
+// out[p * out_stride + c] = q.Requantize(acc + q.bias[c], c) as T. `sums`:
+// QuantizedSumsSize(w) int32 of workspace.
 template <typename T>
 void QuantizedGemmTile(const int16_t* x, int64_t rows, const QuantizedWeights& w,
-                       const QuantizedConvParams& q, T* out, int64_t out_stride);
+                       const QuantizedConvParams& q, int32_t* sums, T* out, int64_t out_stride);
+inline int64_t QuantizedSumsSize(const QuantizedWeights& w) { return kQuantizedTileRows * w.rows; }
+
+// out[c] = q.Requantize(acc[c] + q.bias[c], c) for c < channels, 8 channels
+// at a time on AVX2 where `simd` (the same integer steps: the same codes).
+template <typename T>
+void RequantizeRow(const int32_t* acc, int64_t channels, const QuantizedConvParams& q, bool simd,
+                   T* out);
 
 }  // namespace dfarm::runtime

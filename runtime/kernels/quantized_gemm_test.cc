@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -74,7 +76,8 @@ TEST(QuantizedGemmTest, SimdAndPlainLoopsGiveTheSums) {
           if (simd && !QuantizedGemmHasSimd()) continue;
           packed.simd = simd;
           std::vector<int8_t> got(static_cast<size_t>(rows * channels), 99);
-          QuantizedGemmTile(x.data(), rows, packed, q, got.data(), channels);
+          std::vector<int32_t> sums(static_cast<size_t>(QuantizedSumsSize(packed)));
+          QuantizedGemmTile(x.data(), rows, packed, q, sums.data(), got.data(), channels);
           EXPECT_EQ(got, want) << what << (simd ? ", AVX2" : ", plain loops");
           ++compared;
         }
@@ -82,6 +85,63 @@ TEST(QuantizedGemmTest, SimdAndPlainLoopsGiveTheSums) {
     }
   }
   EXPECT_GE(compared, 72);
+}
+
+// RequantizeRow()'s 8-channel AVX2 path against Requantize(), both
+// roundings, int8 and uint8: random sums over the whole int32 range and
+// small ones (exact halves included: multiplier 2^30 with right shifts),
+// -1 (where the high multiply's division truncates a sum of 1 - 2^31),
+// multipliers from QuantizeMultiplier with left and right shifts, a channel
+// count that leaves a tail.
+TEST(QuantizedGemmTest, RequantizeRowMatchesRequantize) {
+  if (!QuantizedGemmHasSimd()) GTEST_SKIP() << "no AVX2 on this CPU";
+  std::mt19937 rng(6);
+  constexpr int kChannels = 29;
+  std::uniform_real_distribution<double> log_multiplier(-12.0, 3.0);
+  std::uniform_int_distribution<int32_t> any(std::numeric_limits<int32_t>::min(),
+                                             std::numeric_limits<int32_t>::max());
+  std::uniform_int_distribution<int32_t> small(-5000, 5000);
+  int compared = 0;
+  for (int round = 0; round < 200; ++round) {
+    QuantizedConvParams q;
+    q.round_half_up = round % 2 == 0;
+    q.output_offset = small(rng) % 100;
+    q.act_min = round % 3 == 0 ? -128 : 0;
+    q.act_max = round % 3 == 0 ? 127 : 255;
+    for (int c = 0; c < kChannels; ++c) {
+      int32_t m = 0;
+      int shift = 0;
+      if (c % 7 == 3) {
+        m = int32_t{1} << 30;  // 0.5: exact halves after the right shift
+        shift = -(c % 5) - 1;
+      } else {
+        QuantizeMultiplier(std::exp2(log_multiplier(rng)), &m, &shift);
+      }
+      q.multipliers.push_back(m);
+      q.shifts.push_back(shift);
+      q.bias.push_back(small(rng));
+    }
+    std::vector<int32_t> acc(kChannels);
+    for (int c = 0; c < kChannels; ++c) acc[c] = round % 4 == 1 ? any(rng) : small(rng) * 16;
+    if (round % 4 >= 2) {  // both roundings
+      // x = -1 times 0.5: the high multiply's sum is 1 - 2^31 and
+      // its truncating division must give 0, not -1.
+      for (int c = 0; c < kChannels; ++c) acc[c] = -1 - q.bias[c];
+    }
+    std::vector<int8_t> got8(kChannels), want8(kChannels);
+    std::vector<uint8_t> got_u8(kChannels), want_u8(kChannels);
+    RequantizeRow(acc.data(), kChannels, q, true, got8.data());
+    RequantizeRow(acc.data(), kChannels, q, true, got_u8.data());
+    for (int c = 0; c < kChannels; ++c) {
+      const int32_t v = q.Requantize(acc[c] + q.bias[c], c);
+      want8[c] = static_cast<int8_t>(v);
+      want_u8[c] = static_cast<uint8_t>(v);
+    }
+    ASSERT_EQ(got8, want8) << "round " << round;
+    ASSERT_EQ(got_u8, want_u8) << "round " << round;
+    compared += kChannels;
+  }
+  EXPECT_EQ(compared, 200 * kChannels);
 }
 
 }  // namespace
