@@ -1,6 +1,8 @@
 #include "runtime/kernels/quantized_gemm.h"
 
 #include <algorithm>
+#include <cstring>
+#include <type_traits>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -13,15 +15,18 @@ namespace {
 // Channels a tile computes at once.
 constexpr int64_t kTileChannels = 2;
 
-// sums[p * 2 + c] = x_p . w_c over `depth` int16 (a multiple of
-// kQuantizedDepthAlign), for 4 rows x_p and 2 rows w_c.
+// sums[p * 2 + c] = x_p . (w_c + offset_c) over `depth` (a multiple of
+// kQuantizedDepthAlign), for 4 rows x_p and 2 weight rows w_c of type W.
+template <typename W>
 void DotTilePlain(const int16_t* const (&x)[kQuantizedTileRows],
-                  const int16_t* const (&w)[kTileChannels], int64_t depth, int32_t* sums) {
+                  const uint8_t* const (&w)[kTileChannels], const int16_t (&offset)[kTileChannels],
+                  int64_t depth, int32_t* sums) {
   for (int64_t p = 0; p < kQuantizedTileRows; ++p) {
     for (int64_t c = 0; c < kTileChannels; ++c) {
+      const W* row = reinterpret_cast<const W*>(w[c]);
       int32_t acc = 0;
       for (int64_t k = 0; k < depth; ++k) {
-        acc += static_cast<int32_t>(x[p][k]) * static_cast<int32_t>(w[c][k]);
+        acc += static_cast<int32_t>(x[p][k]) * (static_cast<int32_t>(row[k]) + offset[c]);
       }
       sums[p * kTileChannels + c] = acc;
     }
@@ -34,18 +39,30 @@ bool CpuHasAvx2() {
   return has;
 }
 
-// The same sums on AVX2: VPMADDWD multiplies 16 int16 pairs and adds
+// The same sums on AVX2: 16 weights widened to int16 with their row's
+// offset added, then VPMADDWD multiplies 16 int16 pairs and adds
 // neighbouring products into 8 int32 lanes (|x|, |w| <= 255, so a pair sums
 // to at most 130050), one accumulator per (row, channel); the 8 lanes of
 // each are added at the end.
+template <bool kInt8>
+__attribute__((target("avx2"))) inline __m256i LoadWeights16(const uint8_t* w, __m256i offset) {
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w));
+  return _mm256_add_epi16(kInt8 ? _mm256_cvtepi8_epi16(bytes) : _mm256_cvtepu8_epi16(bytes),
+                          offset);
+}
+
+template <bool kInt8>
 __attribute__((target("avx2"))) void DotTileAvx2(const int16_t* const (&x)[kQuantizedTileRows],
-                                                 const int16_t* const (&w)[kTileChannels],
+                                                 const uint8_t* const (&w)[kTileChannels],
+                                                 const int16_t (&offset)[kTileChannels],
                                                  int64_t depth, int32_t* sums) {
+  const __m256i offset0 = _mm256_set1_epi16(offset[0]);
+  const __m256i offset1 = _mm256_set1_epi16(offset[1]);
   __m256i a00 = _mm256_setzero_si256(), a01 = a00, a10 = a00, a11 = a00;
   __m256i a20 = a00, a21 = a00, a30 = a00, a31 = a00;
   for (int64_t k = 0; k < depth; k += kQuantizedDepthAlign) {
-    const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[0] + k));
-    const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[1] + k));
+    const __m256i w0 = LoadWeights16<kInt8>(w[0] + k, offset0);
+    const __m256i w1 = LoadWeights16<kInt8>(w[1] + k, offset1);
     __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[0] + k));
     a00 = _mm256_add_epi32(a00, _mm256_madd_epi16(v, w0));
     a01 = _mm256_add_epi32(a01, _mm256_madd_epi16(v, w1));
@@ -169,10 +186,11 @@ QuantizedWeights PackQuantizedWeights(const T* w, int64_t rows, int64_t depth,
   packed.depth = depth;
   packed.stride = QuantizedPackedDepth(depth);
   packed.data.assign(static_cast<size_t>(rows * packed.stride), 0);
+  packed.is_int8 = std::is_same_v<T, int8_t>;
   packed.simd = QuantizedGemmHasSimd();
   for (int64_t r = 0; r < rows; ++r) {
-    WidenWithOffset(w + r * depth, depth, filter_offsets[r],
-                    packed.data.data() + r * packed.stride);
+    std::memcpy(packed.data.data() + r * packed.stride, w + r * depth, static_cast<size_t>(depth));
+    packed.offsets.push_back(static_cast<int16_t>(filter_offsets[r]));
   }
   return packed;
 }
@@ -190,17 +208,29 @@ void QuantizedGemmTile(const int16_t* x, int64_t rows, const QuantizedWeights& w
   const int16_t* xs[kQuantizedTileRows];
   for (int64_t p = 0; p < kQuantizedTileRows; ++p) xs[p] = x + std::min(p, rows - 1) * w.stride;
   for (int64_t c = 0; c < w.rows; c += kTileChannels) {
-    const int16_t* ws[kTileChannels] = {w.data.data() + c * w.stride,
-                                        w.data.data() + std::min(c + 1, w.rows - 1) * w.stride};
+    const int64_t c1 = std::min(c + 1, w.rows - 1);
+    const uint8_t* ws[kTileChannels] = {w.data.data() + c * w.stride,
+                                        w.data.data() + c1 * w.stride};
+    const int16_t offsets[kTileChannels] = {w.offsets[c], w.offsets[c1]};
     int32_t tile[kQuantizedTileRows * kTileChannels];
 #ifdef DFARM_QGEMM_AVX2
     if (w.simd) {
-      DotTileAvx2(xs, ws, w.stride, tile);
+      if (w.is_int8) {
+        DotTileAvx2<true>(xs, ws, offsets, w.stride, tile);
+      } else {
+        DotTileAvx2<false>(xs, ws, offsets, w.stride, tile);
+      }
+    } else if (w.is_int8) {
+      DotTilePlain<int8_t>(xs, ws, offsets, w.stride, tile);
     } else {
-      DotTilePlain(xs, ws, w.stride, tile);
+      DotTilePlain<uint8_t>(xs, ws, offsets, w.stride, tile);
     }
 #else
-    DotTilePlain(xs, ws, w.stride, tile);
+    if (w.is_int8) {
+      DotTilePlain<int8_t>(xs, ws, offsets, w.stride, tile);
+    } else {
+      DotTilePlain<uint8_t>(xs, ws, offsets, w.stride, tile);
+    }
 #endif
     const int64_t channels = std::min(kTileChannels, w.rows - c);
     for (int64_t p = 0; p < rows; ++p) {

@@ -26,13 +26,17 @@ inline int64_t QuantizedPackedDepth(int64_t depth) {
   return (depth + kQuantizedDepthAlign - 1) / kQuantizedDepthAlign * kQuantizedDepthAlign;
 }
 
-// Constant weights [rows][depth] (int8 or uint8) as int16 with the row's
-// filter offset added, rows of QuantizedPackedDepth(depth), zero padded.
-// `simd`: QuantizedGemmTile() takes the AVX2 kernel (set where the CPU has
-// it; tests clear it to check the plain loops against it).
+// Constant weights [rows][depth] (int8 or uint8): their own bytes, rows
+// QuantizedPackedDepth(depth) apart (the padding's products meet the
+// activations' zero padding), and each row's filter offset, added as the
+// kernel widens them to int16 (so the copy is no larger than the weights,
+// as TFLite's packed ones). `simd`: QuantizedGemmTile() takes the AVX2
+// kernel (set where the CPU has it; tests clear it to check the plain loops).
 struct QuantizedWeights {
   int64_t rows = 0, depth = 0, stride = 0;
-  std::vector<int16_t> data;
+  std::vector<uint8_t> data;
+  std::vector<int16_t> offsets;
+  bool is_int8 = false;
   bool simd = false;
 };
 template <typename T>

@@ -1,7 +1,7 @@
 // The integer GEMM of the quantized conv kernels (quantized_gemm.h): the
 // AVX2 kernel and the plain loops against sums written here, for depths
 // around the 16-value alignment, 1 to 4 rows, odd and even channel counts,
-// operands at the ends of [-255, 255].
+// int8 and uint8 weights, operands at the ends of [-255, 255].
 #include "runtime/kernels/quantized_gemm.h"
 
 #include <gtest/gtest.h>
@@ -42,13 +42,20 @@ TEST(QuantizedGemmTest, SimdAndPlainLoopsGiveTheSums) {
   std::uniform_int_distribution<int> code(0, 255);
   int compared = 0;
   for (int64_t depth : {1, 15, 16, 17, 48, 300}) {
-    for (int64_t channels : {1, 2, 5}) {
+    for (int64_t channels : {1, 2, 5, 12}) {
+      const bool int8 = channels % 2 == 0;  // int8 or uint8 weights
       const QuantizedConvParams q = Params(static_cast<int>(channels), rng);
       std::vector<uint8_t> w(static_cast<size_t>(channels * depth));
       for (uint8_t& v : w) v = static_cast<uint8_t>(code(rng));
-      w[0] = 0;  // with offset -128 or 0: the ends of the weights' range
-      w[w.size() - 1] = 255;
-      QuantizedWeights packed = PackQuantizedWeights(w.data(), channels, depth, q.filter_offsets);
+      w[0] = int8 ? 0x80 : 0;  // with offset -128 or 0: the ends of the weights' range
+      w[w.size() - 1] = int8 ? 0x7f : 255;
+      QuantizedWeights packed =
+          int8 ? PackQuantizedWeights(reinterpret_cast<const int8_t*>(w.data()), channels, depth,
+                                      q.filter_offsets)
+               : PackQuantizedWeights(w.data(), channels, depth, q.filter_offsets);
+      auto weight = [&](int64_t i) {
+        return int8 ? static_cast<int32_t>(static_cast<int8_t>(w[i])) : static_cast<int32_t>(w[i]);
+      };
       ASSERT_EQ(packed.stride % kQuantizedDepthAlign, 0);
       for (int64_t rows = 1; rows <= kQuantizedTileRows; ++rows) {
         std::vector<int16_t> x(static_cast<size_t>(kQuantizedTileRows * packed.stride), 0);
@@ -64,7 +71,7 @@ TEST(QuantizedGemmTest, SimdAndPlainLoopsGiveTheSums) {
             int32_t acc = 0;
             for (int64_t k = 0; k < depth; ++k) {
               acc += static_cast<int32_t>(x[p * packed.stride + k]) *
-                     (static_cast<int32_t>(w[c * depth + k]) + q.filter_offsets[c]);
+                     (weight(c * depth + k) + q.filter_offsets[c]);
             }
             want[p * channels + c] =
                 static_cast<int8_t>(q.Requantize(acc + q.bias[c], static_cast<int>(c)));
@@ -84,7 +91,7 @@ TEST(QuantizedGemmTest, SimdAndPlainLoopsGiveTheSums) {
       }
     }
   }
-  EXPECT_GE(compared, 72);
+  EXPECT_EQ(compared, 6 * 4 * 4 * (QuantizedGemmHasSimd() ? 2 : 1));
 }
 
 // RequantizeRow()'s 8-channel AVX2 path against Requantize(), both
