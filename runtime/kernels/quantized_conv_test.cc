@@ -422,6 +422,27 @@ std::vector<int32_t> RunQuantizedWith(ModelBuilder& b, const QTensor& input, boo
   return values;
 }
 
+// Runs `b` on the plain loops (1 thread) and on the fast kernels (1 and 3
+// threads): the same `outputs` codes, and enough distinct ones among them
+// (10, or half the outputs) that saturation hides nothing. Returns the
+// fast runs compared.
+int ExpectFastMatchesPlain(ModelBuilder& b, const QTensor& input, bool is_int8, int outputs,
+                           const std::string& what) {
+  const std::vector<int32_t> want = RunQuantizedWith(b, input, is_int8, 1, true);
+  EXPECT_EQ(want.size(), static_cast<size_t>(outputs)) << what;
+  std::vector<bool> seen(256, false);
+  for (int32_t v : want) seen[v & 255] = true;
+  EXPECT_GE(std::count(seen.begin(), seen.end(), true), std::min(10, outputs / 2))
+      << what << ": too few codes";
+  int compared = 0;
+  for (int threads : {1, 3}) {
+    EXPECT_EQ(RunQuantizedWith(b, input, is_int8, threads, false), want)
+        << what << ", " << threads << " threads";
+    ++compared;
+  }
+  return compared;
+}
+
 // CONV_2D and FULLY_CONNECTED on the integer GEMM (quantized_gemm.h) give
 // the plain loops' codes exactly, on 1 and 3 threads: depths that are and
 // are not multiples of 16, channel counts odd and even, pixel counts not a
@@ -468,40 +489,30 @@ TEST(QuantizedConvTest, IntegerGemmMatchesPlainLoopsBitForBit) {
                                std::to_string(c.h) + "x" + std::to_string(c.w) + "x" +
                                std::to_string(c.cin) + " k" + std::to_string(c.kh) + " -> " +
                                std::to_string(c.cout);
-      const std::vector<int32_t> want = RunQuantizedWith(b, input, is_int8, 1, true);
-      ASSERT_EQ(want.size(), static_cast<size_t>(c.n * oh * ow * c.cout)) << what;
-      std::vector<bool> seen(256, false);
-      for (int32_t v : want) seen[v & 255] = true;
-      const int64_t codes = std::count(seen.begin(), seen.end(), true);
-      EXPECT_GE(codes, std::min<int64_t>(10, static_cast<int64_t>(want.size()) / 2))
-          << what << ": too few codes";
-      for (int threads : {1, 3}) {
-        EXPECT_EQ(RunQuantizedWith(b, input, is_int8, threads, false), want)
-            << what << ", " << threads << " threads";
-        ++compared;
-      }
+      compared += ExpectFastMatchesPlain(b, input, is_int8, c.n * oh * ow * c.cout, what);
     }
   }
   EXPECT_EQ(compared, 24);
 }
+
+struct DepthwiseCase {
+  int n, h, w, cin, multiplier, k, stride, dilation;
+  tfl::Padding padding;
+  Act act;
+};
 
 // DEPTHWISE_CONV_2D's channel-innermost quantized loops give the plain
 // loops' codes exactly, on 1 and 3 threads: multipliers 1 and 2, 3x3 and
 // 5x5, stride 2, dilation, padding, a batch of 2, odd channel counts.
 TEST(QuantizedConvTest, DepthwiseFastLoopsMatchPlainLoopsBitForBit) {
   std::mt19937 rng(34);
-  struct Case {
-    int n, h, w, cin, multiplier, k, stride, dilation;
-    tfl::Padding padding;
-    Act act;
-  };
-  const Case cases[] = {{1, 20, 18, 24, 1, 3, 1, 1, tfl::Padding::SAME, Act::RELU6},
-                        {2, 17, 19, 13, 2, 3, 2, 1, tfl::Padding::SAME, Act::NONE},
-                        {1, 21, 21, 8, 1, 5, 2, 1, tfl::Padding::VALID, Act::RELU},
-                        {1, 16, 16, 7, 3, 3, 1, 2, tfl::Padding::SAME, Act::NONE}};
+  const DepthwiseCase cases[] = {{1, 20, 18, 24, 1, 3, 1, 1, tfl::Padding::SAME, Act::RELU6},
+                                 {2, 17, 19, 13, 2, 3, 2, 1, tfl::Padding::SAME, Act::NONE},
+                                 {1, 21, 21, 8, 1, 5, 2, 1, tfl::Padding::VALID, Act::RELU},
+                                 {1, 16, 16, 7, 3, 3, 1, 2, tfl::Padding::SAME, Act::NONE}};
   int compared = 0;
   for (bool is_int8 : {true, false}) {
-    for (const Case& c : cases) {
+    for (const DepthwiseCase& c : cases) {
       const int cout = c.cin * c.multiplier;
       std::uniform_int_distribution<int> zp(is_int8 ? -20 : 108, is_int8 ? 20 : 148);
       QTensor input = Random(rng, {c.n, c.h, c.w, c.cin}, is_int8, 0.05f, zp(rng));
@@ -530,16 +541,7 @@ TEST(QuantizedConvTest, DepthwiseFastLoopsMatchPlainLoopsBitForBit) {
                                std::to_string(c.h) + "x" + std::to_string(c.w) + "x" +
                                std::to_string(c.cin) + " x" + std::to_string(c.multiplier) + " k" +
                                std::to_string(c.k);
-      const std::vector<int32_t> want = RunQuantizedWith(b, input, is_int8, 1, true);
-      ASSERT_EQ(want.size(), static_cast<size_t>(c.n * oh * ow * cout)) << what;
-      std::vector<bool> seen(256, false);
-      for (int32_t v : want) seen[v & 255] = true;
-      EXPECT_GE(std::count(seen.begin(), seen.end(), true), 10) << what << ": too few codes";
-      for (int threads : {1, 3}) {
-        EXPECT_EQ(RunQuantizedWith(b, input, is_int8, threads, false), want)
-            << what << ", " << threads << " threads";
-        ++compared;
-      }
+      compared += ExpectFastMatchesPlain(b, input, is_int8, c.n * oh * ow * cout, what);
     }
   }
   EXPECT_EQ(compared, 16);
@@ -572,13 +574,7 @@ TEST(QuantizedConvTest, FullyConnectedIntegerGemmMatchesPlainLoopsBitForBit) {
       const std::string what = std::string(is_int8 ? "int8" : "uint8") + " fully connected " +
                                std::to_string(rows) + "x" + std::to_string(depth) + " -> " +
                                std::to_string(units);
-      const std::vector<int32_t> want = RunQuantizedWith(b, input, is_int8, 1, true);
-      ASSERT_EQ(want.size(), static_cast<size_t>(rows * units)) << what;
-      for (int threads : {1, 3}) {
-        EXPECT_EQ(RunQuantizedWith(b, input, is_int8, threads, false), want)
-            << what << ", " << threads << " threads";
-        ++compared;
-      }
+      compared += ExpectFastMatchesPlain(b, input, is_int8, rows * units, what);
     }
   }
   EXPECT_EQ(compared, 16);
@@ -586,16 +582,11 @@ TEST(QuantizedConvTest, FullyConnectedIntegerGemmMatchesPlainLoopsBitForBit) {
 
 TEST(QuantizedConvTest, DepthwiseConv2DMatchesDequantizedMath) {
   std::mt19937 rng(22);
-  struct Case {
-    int n, h, w, cin, multiplier, k, stride, dilation;
-    tfl::Padding padding;
-    Act act;
-  };
-  const Case cases[] = {{1, 6, 6, 4, 1, 3, 1, 1, tfl::Padding::SAME, Act::NONE},
-                        {2, 7, 5, 3, 2, 3, 2, 1, tfl::Padding::VALID, Act::RELU},
-                        {1, 8, 8, 2, 3, 3, 1, 2, tfl::Padding::SAME, Act::RELU6}};
+  const DepthwiseCase cases[] = {{1, 6, 6, 4, 1, 3, 1, 1, tfl::Padding::SAME, Act::NONE},
+                                 {2, 7, 5, 3, 2, 3, 2, 1, tfl::Padding::VALID, Act::RELU},
+                                 {1, 8, 8, 2, 3, 3, 1, 2, tfl::Padding::SAME, Act::RELU6}};
   for (bool is_int8 : {true, false}) {
-    for (const Case& c : cases) {
+    for (const DepthwiseCase& c : cases) {
       const int cout = c.cin * c.multiplier;
       QTensor input = Random(rng, {c.n, c.h, c.w, c.cin}, is_int8, 0.04f, is_int8 ? -7 : 125);
       QTensor filter = is_int8 ? RandomPerChannel(rng, {1, c.k, c.k, cout}, 3)

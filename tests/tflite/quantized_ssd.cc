@@ -29,27 +29,6 @@ struct Feature {
   int source = -1;  // RESHAPE's input, which shares the quantization
 };
 
-// TFLite_Detection_PostProcess's options: 3 classes after the background
-// column, regular or fast NMS.
-std::vector<uint8_t> DetectionOptions(bool regular_nms) {
-  flexbuffers::Builder fbb;
-  fbb.Map([&] {
-    fbb.Int("max_detections", 20);
-    fbb.Int("max_classes_per_detection", 1);
-    fbb.Int("detections_per_class", 5);
-    fbb.Bool("use_regular_nms", regular_nms);
-    fbb.Float("nms_score_threshold", 0.6f);
-    fbb.Float("nms_iou_threshold", 0.45f);
-    fbb.Int("num_classes", 3);
-    fbb.Float("y_scale", 10.0f);
-    fbb.Float("x_scale", 10.0f);
-    fbb.Float("h_scale", 5.0f);
-    fbb.Float("w_scale", 5.0f);
-  });
-  fbb.Finish();
-  return fbb.GetBuffer();
-}
-
 // Writes the network. Scales and zero points are chosen in uint8 terms; the
 // int8 variant holds the same real ranges with zero points moved by -128.
 class SsdMaker {
@@ -237,7 +216,12 @@ class SsdMaker {
       detection_outputs_.push_back(out.back());
     }
     b_.AddCustomOperator("TFLite_Detection_PostProcess", {box_in, score_in, anchor_in}, out,
-                         DetectionOptions(regular_nms));
+                         DetectionOptions({.max_detections = 20,
+                                           .detections_per_class = 5,
+                                           .num_classes = 3,
+                                           .score_threshold = 0.6f,
+                                           .iou_threshold = 0.45f,
+                                           .regular_nms = regular_nms}));
   }
 
   // Every activation but the input is an output, in creation order; then
@@ -423,6 +407,25 @@ Network BuildGemmOps(bool int8, uint32_t seed) {
   m.TransposeConv(x, 8, "transpose_conv");     // 96x96x8
   if (int8) m.BatchMatMul(m.Reshape(x, {1, 48 * 48, 16}, "rows"), 32, "batch_matmul");
   return m.Finish();
+}
+
+std::vector<uint8_t> DetectionOptions(const DetectionSpec& spec) {
+  flexbuffers::Builder fbb;
+  fbb.Map([&] {
+    fbb.Int("max_detections", spec.max_detections);
+    fbb.Int("max_classes_per_detection", 1);
+    fbb.Int("detections_per_class", spec.detections_per_class);
+    fbb.Bool("use_regular_nms", spec.regular_nms);
+    fbb.Float("nms_score_threshold", spec.score_threshold);
+    fbb.Float("nms_iou_threshold", spec.iou_threshold);
+    fbb.Int("num_classes", spec.num_classes);
+    fbb.Float("y_scale", 10.0f);
+    fbb.Float("x_scale", 10.0f);
+    fbb.Float("h_scale", 5.0f);
+    fbb.Float("w_scale", 5.0f);
+  });
+  fbb.Finish();
+  return fbb.GetBuffer();
 }
 
 }  // namespace dfarm::tflite_test

@@ -30,6 +30,18 @@ struct Network {
   bool detections = false;         // then 4 float32 outputs follow: boxes, classes, scores, count
 };
 
+// TFLite_Detection_PostProcess's custom_options (a flexbuffer map): one
+// class per detection, box scales y/x 10 and h/w 5, and these.
+struct DetectionSpec {
+  int max_detections = 10;
+  int detections_per_class = 5;
+  int num_classes = 1;  // without the background column
+  float score_threshold = 0.5f;
+  float iou_threshold = 0.5f;
+  bool regular_nms = false;
+};
+std::vector<uint8_t> DetectionOptions(const DetectionSpec& spec);
+
 // The SSD network on a 96x96x3 input; fast NMS on odd seeds, regular NMS
 // on even ones.
 Network BuildSsd(bool int8, uint32_t seed);

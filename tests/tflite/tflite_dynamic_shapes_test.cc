@@ -20,11 +20,11 @@
 #include <sstream>
 
 #include "agent/runner/tflite_c.h"
-#include "flatbuffers/flexbuffers.h"
 #include "runtime/interpreter.h"
 #include "runtime/model.h"
 #include "runtime/op_resolver.h"
 #include "tests/model_builder/model_builder.h"
+#include "tests/tflite/quantized_ssd.h"
 #include "tests/tflite/tflite_test_util.h"
 
 namespace dfarm::testing {
@@ -36,6 +36,7 @@ using runner::tflite::DefaultLibraryPath;
 using runner::tflite::Library;
 using ::testing::ElementsAre;
 
+using ::dfarm::tflite_test::DetectionOptions;
 using ::dfarm::tflite_test::Tflite;
 
 constexpr int kBoxes = 12;
@@ -55,25 +56,6 @@ struct DetectorSpec {
            (uint8_boxes ? "_uint8_boxes" : "_float_boxes") + (regular_nms ? "_regular" : "_fast");
   }
 };
-
-std::vector<uint8_t> DetectionOptions(bool regular_nms) {
-  flexbuffers::Builder fbb;
-  fbb.Map([&] {
-    fbb.Int("max_detections", kMaxDetections);
-    fbb.Int("max_classes_per_detection", 1);
-    fbb.Int("detections_per_class", 3);
-    fbb.Bool("use_regular_nms", regular_nms);
-    fbb.Float("nms_score_threshold", 0.3f);
-    fbb.Float("nms_iou_threshold", 0.5f);
-    fbb.Int("num_classes", kClasses);
-    fbb.Float("y_scale", 10.0f);
-    fbb.Float("x_scale", 10.0f);
-    fbb.Float("h_scale", 5.0f);
-    fbb.Float("w_scale", 5.0f);
-  });
-  fbb.Finish();
-  return fbb.GetBuffer();
-}
 
 std::vector<float> Uniform(size_t n, float lo, float hi, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -166,7 +148,12 @@ std::vector<uint8_t> Detector(const DetectorSpec& spec) {
     if (!empty && !outputs[i].second.empty()) b.SetShapeSignature(out.back(), outputs[i].second);
   }
   b.AddCustomOperator("TFLite_Detection_PostProcess", {enc, scores, anchors}, out,
-                      DetectionOptions(spec.regular_nms));
+                      DetectionOptions({.max_detections = kMaxDetections,
+                                        .detections_per_class = 3,
+                                        .num_classes = kClasses,
+                                        .score_threshold = 0.3f,
+                                        .iou_threshold = 0.5f,
+                                        .regular_nms = spec.regular_nms}));
   b.SetInputs({in});
   b.SetOutputs(out);
   return b.Build();
