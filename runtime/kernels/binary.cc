@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <type_traits>
 
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/kernels.h"
@@ -36,6 +37,9 @@ struct BinaryData : OpData {
   int32_t lhs_multiplier = 0, rhs_multiplier = 0, output_multiplier = 0;
   int lhs_shift = 0, rhs_shift = 0, output_shift = 0;
   int32_t act_min = 0, act_max = 0;
+  // ADD/SUB: each input byte's value on the common scale (Rescaled()), by
+  // the byte (an int8 value's two's complement), computed once at Prepare.
+  std::array<int32_t, 256> lhs_rescaled{}, rhs_rescaled{};
   // A multiplier left shift that MultiplyByQuantizedMultiplier() handles.
   static bool ShiftOk(int shift) { return shift <= 30; }
   // kBroadcast: output dims and element strides of each input (0 where the
@@ -66,6 +70,22 @@ bool SameQuantization(const Tensor& a, const Tensor& b) {
 
 // TFLite's quantized parameters of the op (add.cc, sub.cc, mul.cc, prelu.cc,
 // maximum_minimum.cc).
+// TFLite's ADD/SUB input rescaling, (offset + q) << 20 times the input's
+// multiplier below one, for every 8-bit value q (by its byte).
+int32_t RescaleInput(int32_t q, int32_t offset, int left_shift, int32_t multiplier, int shift) {
+  return MultiplyByQuantizedMultiplierSmallerThanOneExp((offset + q) * (1 << left_shift),
+                                                        multiplier, shift);
+}
+void FillRescaledTables(bool int8, BinaryData* d) {
+  for (int byte = 0; byte < 256; ++byte) {
+    const int32_t q = int8 ? static_cast<int8_t>(byte) : byte;
+    d->lhs_rescaled[byte] =
+        RescaleInput(q, d->lhs_offset, d->left_shift, d->lhs_multiplier, d->lhs_shift);
+    d->rhs_rescaled[byte] =
+        RescaleInput(q, d->rhs_offset, d->left_shift, d->rhs_multiplier, d->rhs_shift);
+  }
+}
+
 Status PrepareQuantized(const Node& node, BinaryData* d) {
   using Op = tflite::BuiltinOperator;
   const Tensor& lhs = *node.inputs[0];
@@ -112,6 +132,7 @@ Status PrepareQuantized(const Node& node, BinaryData* d) {
       if (!QuantizeMultiplierSmallerThanOneExp(out_m, &d->output_multiplier, &d->output_shift)) {
         return too_large("output", out_m);
       }
+      FillRescaledTables(lhs.dtype == DType::kInt8, d);
       return Status::Ok();
     }
     case Op::MUL: {
@@ -237,12 +258,11 @@ int32_t Clamp32(int32_t v, const BinaryData& d) {
 struct AddOp {
   static constexpr bool kQuantized = true;
   static float Apply(float a, float b) { return a + b; }
-  // Both inputs on the common scale, shifted left by 20 bits.
+  // Both inputs on the common scale, shifted left by 20 bits: the tables
+  // RescaleInput() filled at Prepare.
   static void Rescaled(const BinaryData& d, int32_t a, int32_t b, int32_t* sa, int32_t* sb) {
-    const int32_t shifted_a = (d.lhs_offset + a) * (1 << d.left_shift);
-    const int32_t shifted_b = (d.rhs_offset + b) * (1 << d.left_shift);
-    *sa = MultiplyByQuantizedMultiplierSmallerThanOneExp(shifted_a, d.lhs_multiplier, d.lhs_shift);
-    *sb = MultiplyByQuantizedMultiplierSmallerThanOneExp(shifted_b, d.rhs_multiplier, d.rhs_shift);
+    *sa = d.lhs_rescaled[static_cast<uint8_t>(a)];
+    *sb = d.rhs_rescaled[static_cast<uint8_t>(b)];
   }
   static int32_t Quantized(const BinaryData& d, int32_t a, int32_t b) {
     int32_t sa = 0, sb = 0;
@@ -394,11 +414,44 @@ void ChannelPaddedRows(const BinaryData& d, const float* a, const float* b, floa
   }
 }
 
+// out = f(lhs, rhs) over the node's elements, across its threads: whole
+// rows (the last dimension) of a broadcast or channel-padded op, contiguous
+// ranges otherwise; each element as on one thread.
+template <typename T, typename F>
+void RunElementwise(const BinaryData& d, const Node& node, const T* a, const T* b, T* out,
+                    int64_t n, F f) {
+  if (d.kind == BinaryData::Kind::kBroadcast || d.kind == BinaryData::Kind::kChannelPadded) {
+    const bool padded = d.kind == BinaryData::Kind::kChannelPadded;
+    const int64_t inner = std::max<int64_t>(padded ? d.channels : d.dims[kMaxRank - 1], 1);
+    const int64_t rows = n / inner;
+    const int tasks =
+        static_cast<int>(TaskCount(n >= kMinParallelElements ? rows : 1, NumThreads(node)));
+    ParallelFor(node.context, static_cast<size_t>(tasks), [&](size_t t, int) {
+      const Range r = SplitRange(rows, tasks, static_cast<int>(t));
+      if (r.size() <= 0) return;
+      if constexpr (std::is_same_v<T, float>) {
+        if (padded) {
+          ChannelPaddedRows(d, a, b, out, r.begin, r.end, f);
+          return;
+        }
+      }
+      BroadcastRows<T>(d, a, b, out, r.begin, r.end, f);
+    });
+    return;
+  }
+  const bool scalar_a = d.kind == BinaryData::Kind::kScalarLhs;
+  const bool scalar_b = d.kind == BinaryData::Kind::kScalarRhs;
+  ParallelRanges(node, n, kMinParallelElements, [&](int64_t begin, int64_t end) {
+    Broadcast<T>(d, scalar_a ? a : a + begin, scalar_b ? b : b + begin, out + begin, end - begin,
+                 f);
+  });
+}
+
 template <typename Op, typename T>
 void EvalQuantized(const BinaryData& d, Node& node) {
-  Broadcast<T>(d, node.inputs[0]->data_as<T>(), node.inputs[1]->data_as<T>(),
-               node.outputs[0]->data_as<T>(), node.outputs[0]->num_elements(),
-               [&d](T a, T b) { return static_cast<T>(Op::Quantized(d, a, b)); });
+  RunElementwise<T>(d, node, node.inputs[0]->data_as<T>(), node.inputs[1]->data_as<T>(),
+                    node.outputs[0]->data_as<T>(), node.outputs[0]->num_elements(),
+                    [&d](T a, T b) { return static_cast<T>(Op::Quantized(d, a, b)); });
 }
 
 template <typename Op>
@@ -412,31 +465,7 @@ Status Eval(Node& node) {
       const float* a = node.inputs[0]->data_as<float>();
       const float* b = node.inputs[1]->data_as<float>();
       float* out = node.outputs[0]->data_as<float>();
-      if (d.kind == BinaryData::Kind::kBroadcast || d.kind == BinaryData::Kind::kChannelPadded) {
-        // Whole rows (the last dimension) across the threads.
-        const bool padded = d.kind == BinaryData::Kind::kChannelPadded;
-        const int64_t inner = std::max<int64_t>(padded ? d.channels : d.dims[kMaxRank - 1], 1);
-        const int64_t rows = n / inner;
-        const int tasks =
-            static_cast<int>(TaskCount(n >= kMinParallelElements ? rows : 1, NumThreads(node)));
-        ParallelFor(node.context, static_cast<size_t>(tasks), [&](size_t t, int) {
-          const Range r = SplitRange(rows, tasks, static_cast<int>(t));
-          if (r.size() <= 0) return;
-          if (padded) {
-            ChannelPaddedRows(d, a, b, out, r.begin, r.end, f);
-          } else {
-            BroadcastRows<float>(d, a, b, out, r.begin, r.end, f);
-          }
-        });
-        return Status::Ok();
-      }
-      // Same shape or a scalar side: contiguous ranges across the threads.
-      const bool scalar_a = d.kind == BinaryData::Kind::kScalarLhs;
-      const bool scalar_b = d.kind == BinaryData::Kind::kScalarRhs;
-      ParallelRanges(node, n, kMinParallelElements, [&](int64_t begin, int64_t end) {
-        Broadcast<float>(d, scalar_a ? a : a + begin, scalar_b ? b : b + begin, out + begin,
-                         end - begin, f);
-      });
+      RunElementwise<float>(d, node, a, b, out, n, f);
       return Status::Ok();
     }
     case DType::kInt8:

@@ -580,6 +580,45 @@ TEST(QuantizedConvTest, FullyConnectedIntegerGemmMatchesPlainLoopsBitForBit) {
   EXPECT_EQ(compared, 16);
 }
 
+// Quantized ADD (its per-input tables), SUB and MUL across threads: same
+// shapes, a per-channel broadcast and a scalar, large enough to split; the
+// codes on 3 threads are those on 1.
+TEST(QuantizedConvTest, BinaryOpsGiveTheSameCodesOnAnyThreadCount) {
+  std::mt19937 rng(36);
+  const std::vector<int32_t> shape = {1, 40, 40, 16};
+  const std::vector<std::vector<int32_t>> rhs_shapes = {shape, {1, 1, 1, 16}, {1}};
+  int compared = 0;
+  for (bool is_int8 : {true, false}) {
+    for (tfl::BuiltinOperator code :
+         {tfl::BuiltinOperator::ADD, tfl::BuiltinOperator::SUB, tfl::BuiltinOperator::MUL}) {
+      for (const std::vector<int32_t>& rhs_shape : rhs_shapes) {
+        std::uniform_int_distribution<int> zp(is_int8 ? -20 : 108, is_int8 ? 20 : 148);
+        QTensor lhs = Random(rng, shape, is_int8, 0.05f, zp(rng));
+        QTensor rhs = Random(rng, rhs_shape, is_int8, 0.03f, zp(rng));
+        ModelBuilder b;
+        int l = AddQuantized(b, lhs, is_int8, false, "lhs");
+        int r = AddQuantized(b, rhs, is_int8, true, "rhs");
+        int out =
+            b.AddTensor(is_int8 ? tfl::TensorType::INT8 : tfl::TensorType::UINT8, shape, "output");
+        b.SetQuantization(out, code == tfl::BuiltinOperator::MUL ? 0.2f : 0.06f, zp(rng));
+        b.AddBinary(code, l, r, out);
+        b.SetInputs({l});
+        b.SetOutputs({out});
+        const std::vector<int32_t> one = RunQuantizedWith(b, lhs, is_int8, 1, false);
+        ASSERT_EQ(one.size(), lhs.q.size());
+        std::vector<bool> seen(256, false);
+        for (int32_t v : one) seen[v & 255] = true;
+        EXPECT_GE(std::count(seen.begin(), seen.end(), true), 30);
+        EXPECT_EQ(RunQuantizedWith(b, lhs, is_int8, 3, false), one)
+            << (is_int8 ? "int8 " : "uint8 ") << static_cast<int>(code) << " rhs rank "
+            << rhs_shape.size();
+        ++compared;
+      }
+    }
+  }
+  EXPECT_EQ(compared, 18);
+}
+
 TEST(QuantizedConvTest, DepthwiseConv2DMatchesDequantizedMath) {
   std::mt19937 rng(22);
   const DepthwiseCase cases[] = {{1, 6, 6, 4, 1, 3, 1, 1, tfl::Padding::SAME, Act::NONE},

@@ -105,8 +105,10 @@ TEST(QuantizedGemmTest, RequantizeRowMatchesRequantize) {
   std::mt19937 rng(6);
   constexpr int kChannels = 29;
   std::uniform_real_distribution<double> log_multiplier(-12.0, 3.0);
-  std::uniform_int_distribution<int32_t> any(std::numeric_limits<int32_t>::min(),
-                                             std::numeric_limits<int32_t>::max());
+  // Sums over the int32 range, with room for the bias (acc + bias must not
+  // overflow: UBSan).
+  std::uniform_int_distribution<int32_t> any(std::numeric_limits<int32_t>::min() + 5000,
+                                             std::numeric_limits<int32_t>::max() - 5000);
   std::uniform_int_distribution<int32_t> small(-5000, 5000);
   int compared = 0;
   for (int round = 0; round < 200; ++round) {
