@@ -8,6 +8,7 @@
 // (ruy) and on ours (the integer GEMM, and the plain loops for CONV_2D and
 // FULLY_CONNECTED), 1 and 2 threads: quantized models are not in the corpus.
 // Usage: dfarm_tflite_benchmark [benchmark flags]; $DFARM_TFLITE_LIB overrides the library.
+// dfarm_tflite_benchmark --write_quantized_ssd=DIR writes the quantized SSD models and exits.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -17,6 +18,8 @@
 #include <fstream>
 #include <iterator>
 #include <random>
+#include <string>
+#include <string_view>
 
 #include "agent/runner/tflite_c.h"
 #include "runtime/interpreter.h"
@@ -137,6 +140,27 @@ void RegisterQuantizedSsd(const Library* lib) {
 
 int main(int argc, char** argv) {
   using namespace dfarm::runner::tflite;
+  // --write_quantized_ssd=DIR: writes the two quantized SSD networks as
+  // DIR/quantized_ssd_{uint8,int8}.tflite (for dfarm-runner and
+  // dfarm-tflite-runner) and exits.
+  constexpr std::string_view kWriteFlag = "--write_quantized_ssd=";
+  if (argc == 2 && std::string_view(argv[1]).starts_with(kWriteFlag)) {
+    const std::filesystem::path out_dir(argv[1] + kWriteFlag.size());
+    for (bool int8 : {false, true}) {
+      const std::filesystem::path path =
+          out_dir / (std::string("quantized_ssd_") + (int8 ? "int8" : "uint8") + ".tflite");
+      const dfarm::tflite_test::Network net = dfarm::tflite_test::BuildSsd(int8, 1);
+      std::ofstream out(path, std::ios::binary);
+      out.write(reinterpret_cast<const char*>(net.model.data()),
+                static_cast<std::streamsize>(net.model.size()));
+      if (!out) {
+        std::fprintf(stderr, "dfarm_tflite_benchmark: cannot write %s\n", path.c_str());
+        return 1;
+      }
+      std::printf("%s\n", path.c_str());
+    }
+    return 0;
+  }
   std::string error;
   std::unique_ptr<Library> lib = Library::Load(DefaultLibraryPath(DFARM_TFLITE_LIB), &error);
   if (lib == nullptr) {
