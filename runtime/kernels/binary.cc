@@ -68,8 +68,6 @@ bool SameQuantization(const Tensor& a, const Tensor& b) {
   return a.scale == b.scale && a.zero_point == b.zero_point;
 }
 
-// TFLite's quantized parameters of the op (add.cc, sub.cc, mul.cc, prelu.cc,
-// maximum_minimum.cc).
 // TFLite's ADD/SUB input rescaling, (offset + q) << 20 times the input's
 // multiplier below one, for every 8-bit value q (by its byte).
 int32_t RescaleInput(int32_t q, int32_t offset, int left_shift, int32_t multiplier, int shift) {
@@ -86,6 +84,8 @@ void FillRescaledTables(bool int8, BinaryData* d) {
   }
 }
 
+// TFLite's quantized parameters of the op (add.cc, sub.cc, mul.cc, prelu.cc,
+// maximum_minimum.cc).
 Status PrepareQuantized(const Node& node, BinaryData* d) {
   using Op = tflite::BuiltinOperator;
   const Tensor& lhs = *node.inputs[0];

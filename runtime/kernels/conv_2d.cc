@@ -119,23 +119,15 @@ void PlanGemmPath(const Tensor& input, const Tensor& filter, const WindowDim& h,
   node.scratch_bytes = data->patch_bytes + data->gemm.workspace_bytes();
 }
 
-// The reference path: the OHWI filter repacked to [KH][KW][Cin/G][Cout].
-// The quantized filter [Cout][KH][KW][Cin] as the integer GEMM's int16
-// weights; per thread, the scratch holds one tile of im2col rows and its
-// int32 sums.
+// The quantized filter [Cout][KH][KW][Cin] packed for the integer GEMM,
+// and the thread scratch its tiles need.
 void PackQuantizedFilter(const Tensor& filter, Conv2DData* data, Node& node) {
-  const int64_t rows = filter.shape[0];
   const int64_t depth = static_cast<int64_t>(filter.shape[1]) * filter.shape[2] * filter.shape[3];
-  data->qweights =
-      filter.dtype == DType::kInt8
-          ? PackQuantizedWeights(filter.data_as<int8_t>(), rows, depth, data->quant.filter_offsets)
-          : PackQuantizedWeights(filter.data_as<uint8_t>(), rows, depth,
-                                 data->quant.filter_offsets);
-  node.scratch_bytes =
-      static_cast<size_t>(kQuantizedTileRows * data->qweights.stride) * sizeof(int16_t) +
-      static_cast<size_t>(QuantizedSumsSize(data->qweights)) * sizeof(int32_t);
+  data->qweights = PackQuantizedWeights(filter, filter.shape[0], depth, data->quant.filter_offsets);
+  node.scratch_bytes = QuantizedScratchBytes(data->qweights);
 }
 
+// The reference path: the OHWI filter repacked to [KH][KW][Cin/G][Cout].
 void PackReferenceFilter(const Tensor& filter, Conv2DData* data) {
   const int out_c = filter.shape[0], k_h = filter.shape[1], k_w = filter.shape[2];
   const int filter_c = filter.shape[3];
@@ -370,13 +362,13 @@ Status EvalQuantizedGemm(Node& node) {
   T* out = output.data_as<T>();
   ParallelFor(node.context, static_cast<size_t>(tasks), [&](size_t t, int slot) {
     const Range r = SplitRange(tiles, tasks, static_cast<int>(t));
-    auto* patches = reinterpret_cast<int16_t*>(NodeScratch(node, slot));
-    auto* sums = reinterpret_cast<int32_t*>(patches + kQuantizedTileRows * d.qweights.stride);
+    const QuantizedScratchParts scratch = QuantizedScratch(NodeScratch(node, slot), d.qweights);
     for (int64_t tile = r.begin; tile < r.end; ++tile) {
       const int64_t first = tile * kQuantizedTileRows;
       const int64_t rows = std::min(kQuantizedTileRows, pixels - first);
-      QuantizedIm2Col<T>(d, input, out_h, out_w, first, rows, d.qweights.stride, patches);
-      QuantizedGemmTile<T>(patches, rows, d.qweights, d.quant, sums, out + first * out_c, out_c);
+      QuantizedIm2Col<T>(d, input, out_h, out_w, first, rows, d.qweights.stride, scratch.rows);
+      QuantizedGemmTile<T>(scratch.rows, rows, d.qweights, d.quant, scratch.sums,
+                           out + first * out_c, out_c);
     }
   });
   return Status::Ok();

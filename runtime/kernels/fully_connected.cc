@@ -91,15 +91,9 @@ Status Prepare(Node& node) {
     // TFLite 2.9 computes quantized FULLY_CONNECTED with its optimized GEMM (ruy).
     data->quant.round_half_up = true;
     if (weights->has_static_value()) {
-      data->qweights = weights->dtype == DType::kInt8
-                           ? PackQuantizedWeights(weights->data_as<int8_t>(), data->units,
-                                                  data->depth, data->quant.filter_offsets)
-                           : PackQuantizedWeights(weights->data_as<uint8_t>(), data->units,
-                                                  data->depth, data->quant.filter_offsets);
-      // Per thread: one tile of input rows as int16, and its int32 sums.
-      node.scratch_bytes =
-          static_cast<size_t>(kQuantizedTileRows * data->qweights.stride) * sizeof(int16_t) +
-          static_cast<size_t>(QuantizedSumsSize(data->qweights)) * sizeof(int32_t);
+      data->qweights =
+          PackQuantizedWeights(*weights, data->units, data->depth, data->quant.filter_offsets);
+      node.scratch_bytes = QuantizedScratchBytes(data->qweights);
     }
     node.data = std::move(data);
     return Status::Ok();
@@ -148,17 +142,17 @@ Status EvalQuantizedGemm(Node& node) {
   const int tasks = static_cast<int>(TaskCount(tiles, NumThreads(node)));
   ParallelFor(node.context, static_cast<size_t>(tasks), [&](size_t t, int slot) {
     const Range r = SplitRange(tiles, tasks, static_cast<int>(t));
-    auto* rows = reinterpret_cast<int16_t*>(NodeScratch(node, slot));
-    auto* sums = reinterpret_cast<int32_t*>(rows + kQuantizedTileRows * d.qweights.stride);
+    const QuantizedScratchParts scratch = QuantizedScratch(NodeScratch(node, slot), d.qweights);
     for (int64_t tile = r.begin; tile < r.end; ++tile) {
       const int64_t first = tile * kQuantizedTileRows;
       const int64_t count = std::min(kQuantizedTileRows, d.batches - first);
       for (int64_t b = 0; b < count; ++b) {
-        int16_t* row = rows + b * d.qweights.stride;
+        int16_t* row = scratch.rows + b * d.qweights.stride;
         WidenWithOffset(in + (first + b) * d.depth, d.depth, d.quant.input_offset, row);
         std::fill(row + d.depth, row + d.qweights.stride, int16_t{0});
       }
-      QuantizedGemmTile(rows, count, d.qweights, d.quant, sums, out + first * d.units, d.units);
+      QuantizedGemmTile(scratch.rows, count, d.qweights, d.quant, scratch.sums,
+                        out + first * d.units, d.units);
     }
   });
   return Status::Ok();

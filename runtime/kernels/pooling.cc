@@ -170,10 +170,11 @@ typedef float PoolVec __attribute__((vector_size(16)));
 constexpr int kPoolBlock = 16;  // channels a block keeps in four registers
 
 // Channels [0, 16) from `window` on (the input at the first cell of the
-// window inside it, and the block's first channel) of one output pixel: the same operations in
-// the same order per channel as the loop in PoolWindow(), with the running
-// max or sum in registers over all cells (a large window, e.g. a global
-// average pool over 128x128 pixels, no longer stores and reloads it per cell).
+// window inside it, and the block's first channel) of one output pixel: the
+// same operations in the same order per channel as the loop in
+// PoolWindow(), with the running max or sum in registers over all cells (a
+// large window, e.g. a global average pool over 128x128 pixels, no longer
+// stores and reloads it per cell).
 template <bool kMax>
 void PoolBlock(const float* window, size_t row, int channels, WindowCells w, float scale,
                ActivationRange activation, float* __restrict out) {
@@ -206,9 +207,10 @@ constexpr int kPoolBlock = 0;
 #endif
 
 // One output pixel's channels over the cells `w` of its window inside the
-// input (`window`: the first of them; unused when there are none): the max of -infinity and the
-// cells, or their sum times 1 / count, then the clamp; blocks of kPoolBlock
-// channels by PoolBlock(), the rest one channel at a time in `out`.
+// input (`window`: the first of them; unused when there are none): the max
+// of -infinity and the cells, or their sum times 1 / count, then the clamp;
+// blocks of kPoolBlock channels by PoolBlock(), the rest one channel at a
+// time in `out`.
 template <bool kMax>
 void PoolWindow(const PoolData& d, const float* window, int in_w, int channels, WindowCells w,
                 float* __restrict out) {

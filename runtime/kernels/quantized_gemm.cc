@@ -148,6 +148,27 @@ __attribute__((target("avx2"))) void Requantize8(const int32_t* acc, int64_t c,
 }
 #endif
 
+// DotTileAvx2() where w.simd, else DotTilePlain(), for w's weight type.
+void DotTile(const QuantizedWeights& w, const int16_t* const (&x)[kQuantizedTileRows],
+             const uint8_t* const (&rows)[kTileChannels], const int16_t (&offset)[kTileChannels],
+             int32_t* sums) {
+#ifdef DFARM_QGEMM_AVX2
+  if (w.simd) {
+    if (w.is_int8) {
+      DotTileAvx2<true>(x, rows, offset, w.stride, sums);
+    } else {
+      DotTileAvx2<false>(x, rows, offset, w.stride, sums);
+    }
+    return;
+  }
+#endif
+  if (w.is_int8) {
+    DotTilePlain<int8_t>(x, rows, offset, w.stride, sums);
+  } else {
+    DotTilePlain<uint8_t>(x, rows, offset, w.stride, sums);
+  }
+}
+
 }  // namespace
 
 template <typename T>
@@ -195,6 +216,13 @@ QuantizedWeights PackQuantizedWeights(const T* w, int64_t rows, int64_t depth,
   return packed;
 }
 
+QuantizedWeights PackQuantizedWeights(const Tensor& weights, int64_t rows, int64_t depth,
+                                      const std::vector<int32_t>& filter_offsets) {
+  return weights.dtype == DType::kInt8
+             ? PackQuantizedWeights(weights.data_as<int8_t>(), rows, depth, filter_offsets)
+             : PackQuantizedWeights(weights.data_as<uint8_t>(), rows, depth, filter_offsets);
+}
+
 template <typename T>
 void WidenWithOffset(const T* x, int64_t n, int32_t offset, int16_t* out) {
   for (int64_t i = 0; i < n; ++i)
@@ -213,25 +241,7 @@ void QuantizedGemmTile(const int16_t* x, int64_t rows, const QuantizedWeights& w
                                         w.data.data() + c1 * w.stride};
     const int16_t offsets[kTileChannels] = {w.offsets[c], w.offsets[c1]};
     int32_t tile[kQuantizedTileRows * kTileChannels];
-#ifdef DFARM_QGEMM_AVX2
-    if (w.simd) {
-      if (w.is_int8) {
-        DotTileAvx2<true>(xs, ws, offsets, w.stride, tile);
-      } else {
-        DotTileAvx2<false>(xs, ws, offsets, w.stride, tile);
-      }
-    } else if (w.is_int8) {
-      DotTilePlain<int8_t>(xs, ws, offsets, w.stride, tile);
-    } else {
-      DotTilePlain<uint8_t>(xs, ws, offsets, w.stride, tile);
-    }
-#else
-    if (w.is_int8) {
-      DotTilePlain<int8_t>(xs, ws, offsets, w.stride, tile);
-    } else {
-      DotTilePlain<uint8_t>(xs, ws, offsets, w.stride, tile);
-    }
-#endif
+    DotTile(w, xs, ws, offsets, tile);
     const int64_t channels = std::min(kTileChannels, w.rows - c);
     for (int64_t p = 0; p < rows; ++p) {
       for (int64_t j = 0; j < channels; ++j) sums[p * w.rows + c + j] = tile[p * kTileChannels + j];

@@ -10,6 +10,7 @@
 // VPMADDWD, 16 products an instruction; elsewhere plain loops.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -42,6 +43,9 @@ struct QuantizedWeights {
 template <typename T>
 QuantizedWeights PackQuantizedWeights(const T* w, int64_t rows, int64_t depth,
                                       const std::vector<int32_t>& filter_offsets);
+// The same from a constant int8 or uint8 tensor's values.
+QuantizedWeights PackQuantizedWeights(const Tensor& weights, int64_t rows, int64_t depth,
+                                      const std::vector<int32_t>& filter_offsets);
 
 // Whether this CPU runs the AVX2 kernel.
 bool QuantizedGemmHasSimd();
@@ -58,6 +62,22 @@ template <typename T>
 void QuantizedGemmTile(const int16_t* x, int64_t rows, const QuantizedWeights& w,
                        const QuantizedConvParams& q, int32_t* sums, T* out, int64_t out_stride);
 inline int64_t QuantizedSumsSize(const QuantizedWeights& w) { return kQuantizedTileRows * w.rows; }
+
+// A thread's scratch for QuantizedGemmTile() with `w`: one tile of
+// activation rows, then their int32 sums. QuantizedScratchBytes() is what a
+// kernel asks for (Node::scratch_bytes), QuantizedScratch() splits it.
+struct QuantizedScratchParts {
+  int16_t* rows;
+  int32_t* sums;
+};
+inline size_t QuantizedScratchBytes(const QuantizedWeights& w) {
+  return static_cast<size_t>(kQuantizedTileRows * w.stride) * sizeof(int16_t) +
+         static_cast<size_t>(QuantizedSumsSize(w)) * sizeof(int32_t);
+}
+inline QuantizedScratchParts QuantizedScratch(std::byte* scratch, const QuantizedWeights& w) {
+  auto* rows = reinterpret_cast<int16_t*>(scratch);
+  return {rows, reinterpret_cast<int32_t*>(rows + kQuantizedTileRows * w.stride)};
+}
 
 // out[c] = q.Requantize(acc[c] + q.bias[c], c) for c < channels, 8 channels
 // at a time on AVX2 where `simd` (the same integer steps: the same codes).
