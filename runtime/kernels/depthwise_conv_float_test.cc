@@ -24,6 +24,7 @@
 #include "runtime/kernels/parallel.h"
 #include "runtime/model.h"
 #include "runtime/op_resolver.h"
+#include "tests/model_builder/graph_runner.h"
 #include "tests/model_builder/model_builder.h"
 
 namespace dfarm::testing {
@@ -240,27 +241,19 @@ TEST(DepthwiseConvFloatTest, InteriorRanges) {
 // Output of a one-node DEPTHWISE_CONV_2D model on `input`, with the default
 // kernel or (reference) the plain loops.
 std::vector<float> RunOp(const ModelBuilder& b, const std::vector<float>& input, bool reference) {
-  std::unique_ptr<runtime::Model> model;
-  runtime::Status status = runtime::Model::FromBuffer("test.tflite", b.Build(), &model);
-  EXPECT_TRUE(status.ok()) << status.message();
-  if (!status.ok()) return {};
-  runtime::OpResolver resolver;
-  resolver.AddAllReferenceOps();
+  KernelOverrides overrides;
   if (reference) {
-    resolver.AddBuiltin(tfl::BuiltinOperator::DEPTHWISE_CONV_2D,
-                        runtime::RegisterDepthwiseConv2DReference());
+    overrides = {
+        {tfl::BuiltinOperator::DEPTHWISE_CONV_2D, runtime::RegisterDepthwiseConv2DReference()}};
   }
-  runtime::Interpreter interpreter(*model, resolver);
-  status = interpreter.AllocateTensors();
+  GraphRunner runner;
+  runtime::Status status = runner.Init(b, {}, overrides);
   EXPECT_TRUE(status.ok()) << status.message();
   if (!status.ok()) return {};
-  runtime::Tensor* in = interpreter.inputs()[0];
-  EXPECT_EQ(in->bytes, input.size() * sizeof(float));
-  std::memcpy(in->data, input.data(), std::min(in->bytes, input.size() * sizeof(float)));
-  status = interpreter.Invoke();
+  EXPECT_TRUE(runner.SetInput(0, input)) << "input size";
+  status = runner.Invoke();
   EXPECT_TRUE(status.ok()) << status.message();
-  const runtime::Tensor* out = interpreter.outputs()[0];
-  return std::vector<float>(out->data_as<float>(), out->data_as<float>() + out->bytes / 4);
+  return runner.Output<float>(0);
 }
 
 TEST(DepthwiseConvFloatTest, OpMatchesReferenceKernel) {

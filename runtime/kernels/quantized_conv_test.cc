@@ -136,11 +136,22 @@ std::vector<int32_t> Quantize(const std::vector<double>& real, OutputQuant out, 
   return q;
 }
 
-// Runs a built model with its quantized inputs and returns output 0.
+// Runs a built model with its quantized inputs and returns output 0, on
+// `threads` threads; with `plain_loops`, CONV_2D, DEPTHWISE_CONV_2D and
+// FULLY_CONNECTED are the plain-loop kernels.
 std::vector<int32_t> RunQuantized(ModelBuilder& b, const std::vector<const QTensor*>& inputs,
-                                  bool is_int8) {
+                                  bool is_int8, int threads = 1, bool plain_loops = false) {
+  runtime::InterpreterOptions options;
+  options.num_threads = threads;
+  KernelOverrides overrides;
+  if (plain_loops) {
+    overrides = {
+        {tfl::BuiltinOperator::CONV_2D, runtime::RegisterConv2DReference()},
+        {tfl::BuiltinOperator::FULLY_CONNECTED, runtime::RegisterFullyConnectedReference()},
+        {tfl::BuiltinOperator::DEPTHWISE_CONV_2D, runtime::RegisterDepthwiseConv2DReference()}};
+  }
   GraphRunner runner;
-  runtime::Status status = runner.Init(b);
+  runtime::Status status = runner.Init(b, options, overrides);
   EXPECT_TRUE(status.ok()) << status.message();
   if (!status.ok()) return {};
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -378,57 +389,13 @@ TEST(QuantizedConvTest, Conv2DMatchesDequantizedMath) {
   }
 }
 
-// Output 0 of `b` (input 0 set to `input`) with `threads` threads; with
-// `plain_loops`, CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED are the
-// plain-loop kernels.
-std::vector<int32_t> RunQuantizedWith(ModelBuilder& b, const QTensor& input, bool is_int8,
-                                      int threads, bool plain_loops) {
-  std::unique_ptr<runtime::Model> model;
-  runtime::Status status = runtime::Model::FromBuffer("test.tflite", b.Build(), &model);
-  EXPECT_TRUE(status.ok()) << status.message();
-  if (!status.ok()) return {};
-  runtime::OpResolver resolver;
-  resolver.AddAllReferenceOps();
-  if (plain_loops) {
-    resolver.AddBuiltin(tfl::BuiltinOperator::CONV_2D, runtime::RegisterConv2DReference());
-    resolver.AddBuiltin(tfl::BuiltinOperator::FULLY_CONNECTED,
-                        runtime::RegisterFullyConnectedReference());
-    resolver.AddBuiltin(tfl::BuiltinOperator::DEPTHWISE_CONV_2D,
-                        runtime::RegisterDepthwiseConv2DReference());
-  }
-  runtime::InterpreterOptions options;
-  options.num_threads = threads;
-  runtime::Interpreter interpreter(*model, resolver, options);
-  status = interpreter.AllocateTensors();
-  EXPECT_TRUE(status.ok()) << status.message();
-  if (!status.ok()) return {};
-  runtime::Tensor* in = interpreter.inputs()[0];
-  EXPECT_EQ(in->bytes, input.q.size());
-  if (in->bytes != input.q.size()) return {};
-  for (size_t i = 0; i < input.q.size(); ++i) {
-    if (is_int8) {
-      in->data_as<int8_t>()[i] = static_cast<int8_t>(input.q[i]);
-    } else {
-      in->data_as<uint8_t>()[i] = static_cast<uint8_t>(input.q[i]);
-    }
-  }
-  status = interpreter.Invoke();
-  EXPECT_TRUE(status.ok()) << status.message();
-  const runtime::Tensor* out = interpreter.outputs()[0];
-  std::vector<int32_t> values(out->bytes);
-  for (size_t i = 0; i < values.size(); ++i) {
-    values[i] = is_int8 ? out->data_as<int8_t>()[i] : out->data_as<uint8_t>()[i];
-  }
-  return values;
-}
-
 // Runs `b` on the plain loops (1 thread) and on the fast kernels (1 and 3
 // threads): the same `outputs` codes, and enough distinct ones among them
 // (10, or half the outputs) that saturation hides nothing. Returns the
 // fast runs compared.
 int ExpectFastMatchesPlain(ModelBuilder& b, const QTensor& input, bool is_int8, int outputs,
                            const std::string& what) {
-  const std::vector<int32_t> want = RunQuantizedWith(b, input, is_int8, 1, true);
+  const std::vector<int32_t> want = RunQuantized(b, {&input}, is_int8, 1, true);
   EXPECT_EQ(want.size(), static_cast<size_t>(outputs)) << what;
   std::vector<bool> seen(256, false);
   for (int32_t v : want) seen[v & 255] = true;
@@ -436,7 +403,7 @@ int ExpectFastMatchesPlain(ModelBuilder& b, const QTensor& input, bool is_int8, 
       << what << ": too few codes";
   int compared = 0;
   for (int threads : {1, 3}) {
-    EXPECT_EQ(RunQuantizedWith(b, input, is_int8, threads, false), want)
+    EXPECT_EQ(RunQuantized(b, {&input}, is_int8, threads), want)
         << what << ", " << threads << " threads";
     ++compared;
   }
@@ -604,12 +571,12 @@ TEST(QuantizedConvTest, BinaryOpsGiveTheSameCodesOnAnyThreadCount) {
         b.AddBinary(code, l, r, out);
         b.SetInputs({l});
         b.SetOutputs({out});
-        const std::vector<int32_t> one = RunQuantizedWith(b, lhs, is_int8, 1, false);
+        const std::vector<int32_t> one = RunQuantized(b, {&lhs}, is_int8);
         ASSERT_EQ(one.size(), lhs.q.size());
         std::vector<bool> seen(256, false);
         for (int32_t v : one) seen[v & 255] = true;
         EXPECT_GE(std::count(seen.begin(), seen.end(), true), 30);
-        EXPECT_EQ(RunQuantizedWith(b, lhs, is_int8, 3, false), one)
+        EXPECT_EQ(RunQuantized(b, {&lhs}, is_int8, 3), one)
             << (is_int8 ? "int8 " : "uint8 ") << static_cast<int>(code) << " rhs rank "
             << rhs_shape.size();
         ++compared;

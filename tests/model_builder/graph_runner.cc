@@ -2,11 +2,14 @@
 
 namespace dfarm::testing {
 
-runtime::Status GraphRunner::Init(const ModelBuilder& builder) {
+runtime::Status GraphRunner::Init(const ModelBuilder& builder,
+                                  const runtime::InterpreterOptions& options,
+                                  const KernelOverrides& overrides) {
   std::vector<uint8_t> bytes = builder.Build();
   DFARM_RETURN_IF_ERROR(runtime::Model::FromBuffer("test.tflite", bytes, &model_));
   resolver_.AddAllReferenceOps();
-  interpreter_ = std::make_unique<runtime::Interpreter>(*model_, resolver_);
+  for (const auto& [code, registration] : overrides) resolver_.AddBuiltin(code, registration);
+  interpreter_ = std::make_unique<runtime::Interpreter>(*model_, resolver_, options);
   return interpreter_->AllocateTensors();
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "runtime/interpreter.h"
@@ -14,10 +15,17 @@
 
 namespace dfarm::testing {
 
+// Builtin kernels to take instead of the resolver's defaults (tests compare
+// a fast kernel with its plain-loop Register*Reference()).
+using KernelOverrides =
+    std::vector<std::pair<tfl::BuiltinOperator, const runtime::OpRegistration*>>;
+
 class GraphRunner {
  public:
-  // Builds the model, loads it (as "test.tflite") and calls AllocateTensors().
-  runtime::Status Init(const ModelBuilder& builder);
+  // Builds the model, loads it (as "test.tflite") with every kernel (and
+  // `overrides`) under `options`, and calls AllocateTensors().
+  runtime::Status Init(const ModelBuilder& builder, const runtime::InterpreterOptions& options = {},
+                       const KernelOverrides& overrides = {});
 
   // Copies `values` into input `index`; their size must match the tensor's.
   template <typename T>
