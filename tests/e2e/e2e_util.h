@@ -220,15 +220,37 @@ inline std::vector<std::string> StrayProcesses(const fs::path& dir, const std::s
 // - results rows only for finished jobs, one for each job that ended ok;
 // - no wrong `ok`: an ok job has metrics (mean, num_runs, its samples) and the
 //   model sha256 of the file it names;
+// - no job left non-terminal in a run recorded finished or failed;
+// - with `healthy` (the test's devices and runners were sound, whatever it did
+//   to the farm around them), no wrong failure: no job ended infra, crashed or
+//   timeout;
 // - no stray process naming `dir` (see StrayProcesses) once 3 s have passed.
 inline std::string CheckRunInvariants(const std::string& db, int64_t run_id, const fs::path& dir,
-                                      const std::set<pid_t>& keep = {}, bool cancelled = false) {
+                                      const std::set<pid_t>& keep = {}, bool cancelled = false,
+                                      bool healthy = false) {
   std::ostringstream bad;
   const std::string run = "j.run_id = " + std::to_string(run_id);
   const std::string final_or = cancelled ? std::string(kFinal).insert(1, "'queued',") : kFinal;
   for (const auto& row : QueryRows(db, "SELECT j.id, j.job_key, j.status FROM jobs j WHERE " + run +
                                            " AND j.status NOT IN " + final_or)) {
     bad << "job " << row[0] << " (" << row[1] << ") is '" << row[2] << "', not terminal\n";
+  }
+  for (const auto& row : QueryRows(db,
+                                   "SELECT r.status, j.id, j.status FROM runs r JOIN jobs j ON "
+                                   "j.run_id = r.id WHERE r.id = " +
+                                       std::to_string(run_id) +
+                                       " AND r.status IN ('finished', 'failed') AND j.status "
+                                       "NOT IN " +
+                                       kFinal)) {
+    bad << "run " << run_id << " is '" << row[0] << "' yet job " << row[1] << " is '" << row[2]
+        << "'\n";
+  }
+  if (healthy) {
+    for (const auto& row : QueryRows(db, "SELECT j.id, j.status, j.error FROM jobs j WHERE " + run +
+                                             " AND j.status IN ('infra', 'crashed', 'timeout')")) {
+      bad << "wrong failure: job " << row[0] << " is '" << row[1] << "' on a healthy device and "
+          << "runner: " << row[2] << "\n";
+    }
   }
   for (const auto& row :
        QueryRows(db, "SELECT j.job_key, j.moved_from, count(*) FROM jobs j WHERE " + run +

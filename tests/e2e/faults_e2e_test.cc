@@ -243,7 +243,7 @@ TEST_F(FaultsE2eTest, ConnectionCutMidUploadIsRePushed) {
   EXPECT_EQ(s["ok"], 2);
   EXPECT_GE(proxy.connections(), 2);
   EXPECT_GE(s["bytes_pushed"].get<uint64_t>(), fs::file_size(face_));
-  EXPECT_EQ(CheckRunInvariants(db_, 1, dir_, {a.process->pid()}), "");
+  EXPECT_EQ(CheckRunInvariants(db_, 1, dir_, {a.process->pid()}, false, /*healthy=*/true), "");
 }
 
 // A proxy that stops forwarding while a job runs: the host's heartbeat gives
@@ -347,7 +347,7 @@ TEST_F(FaultsE2eTest, TwoResumesAtOnceOneWins) {
   EXPECT_EQ(QueryInt(db_, "SELECT count(*) FROM runs"), 1);
   EXPECT_EQ(QueryInt(db_, "SELECT count(*) FROM results"), 8);
   EXPECT_LE(QueryInt(db_, "SELECT sum(attempts) FROM jobs"), 9);
-  EXPECT_EQ(CheckRunInvariants(db_, 1, dir_), "");
+  EXPECT_EQ(CheckRunInvariants(db_, 1, dir_, {}, false, /*healthy=*/true), "");
 }
 
 // A runner that exits 0 and prints nothing (DFARM_RUNNER, a shell script) did
@@ -478,6 +478,21 @@ TEST_F(FaultsE2eTest, CheckRunInvariantsSeesWhatIsWrong) {
   EXPECT_NE(bad.find("is 'running', not terminal"), std::string::npos) << bad;
   EXPECT_NE(bad.find("stray process"), std::string::npos) << bad;
   EXPECT_NE(bad.find(sleeper), std::string::npos) << bad;
+  EXPECT_NE(bad.find("run 1 is 'finished' yet job 3 is 'running'"), std::string::npos) << bad;
+  EXPECT_EQ(bad.find("wrong failure"), std::string::npos) << bad;
+
+  // A healthy run's infra job is a wrong failure; a run that allows faults has none.
+  ASSERT_EQ(sqlite3_open(db_.c_str(), &h), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(h, "UPDATE jobs SET status = 'infra', error = 'cut' WHERE id = 3", nullptr,
+                         nullptr, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(h);
+  sqlite3_close(h);
+  EXPECT_EQ(CheckRunInvariants(db_, 1, dir_).find("wrong failure"), std::string::npos);
+  const std::string wrong = CheckRunInvariants(db_, 1, dir_, {}, false, /*healthy=*/true);
+  EXPECT_NE(wrong.find("wrong failure: job 3 is 'infra' on a healthy device and runner: cut"),
+            std::string::npos)
+      << wrong;
 }
 
 // A runner that hangs (a shell script whose child sleeps) past the job's 1 s
