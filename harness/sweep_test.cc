@@ -125,7 +125,7 @@ class FakeProvider : public DeviceProvider {
 };
 
 constexpr const char* kOkJson =
-    R"({"status":"ok","model":"a.tflite","delegate":"cpu","num_threads":2,"threads_used":1,
+    R"({"status":"ok","delegate":"cpu","num_threads":2,"threads_used":1,
         "metrics":{"init_us":100,"first_us":2000,"warmup_mean_us":1500,"mean_us":1234.5,
                    "std_us":10,"min_us":1200,"max_us":1300,"p50_us":1230,"p90_us":1280,
                    "p99_us":1299,"num_runs":3,"peak_rss_bytes":1048576,"arena_bytes":4096},
@@ -416,7 +416,7 @@ TEST(RunnerJsonTest, Parses) {
 }
 
 constexpr const char* kPlacedJson =
-    R"({"status":"ok","metrics":{"mean_us":10,"num_runs":1},"samples_us":[10],
+    R"({"status":"ok","metrics":{"mean_us":10,"num_runs":3},"samples_us":[10,10,10],
         "placement":{"partitions":1,"nodes":[
           {"index":1,"op":"ADD","delegate":"example","partition":0},
           {"index":0,"op":"CONV_2D","delegate":"cpu","reason":"example: no CONV_2D"},
