@@ -1222,6 +1222,25 @@ DeviceSelector Selector(const std::string& abi, const std::vector<std::string>& 
   return s;
 }
 
+// A selector counts as one device when the spec is read; once it has
+// matched 60 devices the sweep counts again and refuses, storing nothing.
+TEST_F(SweepTest, MatrixPastTheJobLimitAfterSelectorsIsRefused) {
+  spec_.devices = {};
+  spec_.device_selectors = {Selector("", {"lab"})};
+  for (int i = 0; i < 60; ++i)
+    spec_.device_tags["tcp://127.0.0.1:" + std::to_string(7100 + i)] = {"lab"};
+  spec_.benchmark.repeats = 1000;
+  auto s = RunSweep(spec_, *store_, devices_, options_);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().kind, ErrorKind::kInvalidInput);
+  EXPECT_THAT(s.message(),
+              HasSubstr("sweep 't': the matrix has 120000 jobs (devices 60 x runners 1 "
+                        "x models 2 x delegates 1 x num_threads 1 x repeats 1000)"));
+  auto runs = store_->ListRuns();
+  ASSERT_TRUE(runs.ok());
+  EXPECT_TRUE(runs->empty());
+}
+
 TEST_F(SweepTest, SelectorsPickDevicesByAbiAndTags) {
   spec_.devices = {};
   spec_.device_selectors = {Selector("arm64-v8a", {})};
