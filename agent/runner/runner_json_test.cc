@@ -268,8 +268,8 @@ TEST(RunnerJsonTest, WrongTypes) {
 // A runner is the user's program: a document nested past the bound is
 // refused before it is parsed.
 TEST(RunnerJsonTest, DeepDocumentsAreRefused) {
-  const std::string deep = R"({"status":"ok","x":)" + std::string(100000, '[') +
-                           std::string(100000, ']') + "}";
+  const std::string deep =
+      R"({"status":"ok","x":)" + std::string(100000, '[') + std::string(100000, ']') + "}";
   auto doc = ParseRunnerJson(deep);
   ASSERT_FALSE(doc.ok());
   EXPECT_EQ(doc.message(), "runner JSON: nested deeper than 64 levels");
