@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <utility>
@@ -142,6 +143,37 @@ std::vector<SweepJob> RepeatCells(const std::vector<SweepJob>& cells, uint32_t r
 }
 
 }  // namespace
+
+std::vector<MatrixAxis> MatrixAxes(const SweepSpec& spec, uint64_t devices, uint64_t runners) {
+  return {{"devices", devices},
+          {"runners", runners},
+          {"models", spec.models.size()},
+          {"delegates", spec.delegates.size()},
+          {"num_threads", spec.num_threads.empty() ? 1 : spec.num_threads.size()},
+          {"repeats", std::max<uint64_t>(spec.benchmark.repeats, 1)}};
+}
+
+std::string MatrixAxesText(const std::vector<MatrixAxis>& axes) {
+  std::string text;
+  for (const MatrixAxis& a : axes) {
+    text += (text.empty() ? "" : " x ") + std::string(a.name) + " " + std::to_string(a.size);
+  }
+  return text;
+}
+
+Result<uint64_t> CountMatrixJobs(const std::vector<MatrixAxis>& axes, uint64_t max_jobs) {
+  uint64_t jobs = 1;
+  bool overflow = false;
+  for (const MatrixAxis& a : axes) {
+    if (a.size == 0) return uint64_t{0};
+    overflow = overflow || __builtin_mul_overflow(jobs, a.size, &jobs);
+  }
+  if (!overflow && jobs <= max_jobs) return jobs;
+  return MakeError(ErrorKind::kInvalidInput,
+                   "the matrix has " + (overflow ? "at least 2^64" : std::to_string(jobs)) +
+                       " jobs (" + MatrixAxesText(axes) + "), more than " +
+                       std::to_string(max_jobs) + " per sweep; shorten an axis or split the sweep");
+}
 
 std::vector<SweepJob> ExpandMatrix(const SweepSpec& spec,
                                    const std::vector<std::string>& model_sha256s,

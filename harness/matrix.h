@@ -105,6 +105,29 @@ std::vector<SweepJob> ExpandMatrix(const SweepSpec& spec,
                                    const DeviceRunnerBuilds& runner_builds = {},
                                    const std::vector<std::string>& devices = {});
 
+// The most jobs one sweep expands into (docs/CONTRACTS.md, "Sweep spec"): a
+// matrix past it is refused before anything is expanded or stored.
+inline constexpr uint64_t kMaxSweepJobs = 100000;
+
+// One axis of the matrix: its name as the spec calls it, and its length.
+struct MatrixAxis {
+  const char* name;
+  uint64_t size;
+};
+
+// The axes of `spec`'s matrix when it runs on `devices` devices with `runners`
+// runtime builds each: devices, runners, models, delegates (configurations,
+// options expanded), num_threads, repeats. ExpandMatrix gives their product.
+std::vector<MatrixAxis> MatrixAxes(const SweepSpec& spec, uint64_t devices, uint64_t runners);
+
+// "devices 2 x runners 1 x models 3 x delegates 4 x num_threads 1 x repeats 1".
+std::string MatrixAxesText(const std::vector<MatrixAxis>& axes);
+
+// The product of `axes` (overflow-safe). Fails (kInvalidInput) when it is
+// above `max_jobs`, naming the count (or "at least 2^64") and the axes.
+Result<uint64_t> CountMatrixJobs(const std::vector<MatrixAxis>& axes,
+                                 uint64_t max_jobs = kMaxSweepJobs);
+
 // The order ExpandMatrix gives `cells` jobs of one trial round: a
 // permutation of 0..cells-1 from a portable generator seeded by (seed,
 // round), the same on every platform and build.

@@ -37,6 +37,45 @@ TEST(MatrixTest, ExpandsEveryCellInOrder) {
   EXPECT_EQ(keys.size(), 8u);
 }
 
+// The size of the matrix comes from its axes, without expanding it.
+TEST(MatrixTest, CountsJobsFromTheAxes) {
+  SweepSpec spec = TwoByTwoByTwo();
+  spec.num_threads = {1, 2, 4};
+  spec.benchmark.repeats = 5;
+  auto axes = MatrixAxes(spec, spec.devices.size(), 3);
+  auto n = CountMatrixJobs(axes);
+  ASSERT_TRUE(n.ok()) << n.message();
+  EXPECT_EQ(*n, 2u * 3 * 2 * 2 * 3 * 5);
+  EXPECT_EQ(MatrixAxesText(axes),
+            "devices 2 x runners 3 x models 2 x delegates 2 x num_threads 3 x repeats 5");
+  EXPECT_EQ(ExpandMatrix(spec, {"aaaa", "bbbb"}).size(), 2u * 2 * 2 * 3 * 5);  // one runner
+  auto over = CountMatrixJobs(axes, 359);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.error().kind, ErrorKind::kInvalidInput);
+  EXPECT_EQ(over.message(),
+            "the matrix has 360 jobs (devices 2 x runners 3 x models 2 x delegates 2 x "
+            "num_threads 3 x repeats 5), more than 359 per sweep; shorten an axis or split the "
+            "sweep");
+  EXPECT_TRUE(CountMatrixJobs(axes, 360).ok());
+}
+
+// A product past 2^64 is refused, not wrapped around to a small count.
+TEST(MatrixTest, CountPastTwoToTheSixtyFourIsRefused) {
+  const uint64_t big = uint64_t{1} << 32;
+  auto wrapped = CountMatrixJobs({{"devices", big}, {"models", big}, {"repeats", 1}}, UINT64_MAX);
+  ASSERT_FALSE(wrapped.ok());
+  EXPECT_EQ(wrapped.message(),
+            "the matrix has at least 2^64 jobs (devices 4294967296 x models 4294967296 x "
+            "repeats 1), more than 18446744073709551615 per sweep; shorten an axis or "
+            "split the sweep");
+  auto just = CountMatrixJobs({{"devices", big - 1}, {"models", big + 1}}, UINT64_MAX);
+  ASSERT_TRUE(just.ok()) << just.message();
+  EXPECT_EQ(*just, UINT64_MAX);
+  auto zero = CountMatrixJobs({{"devices", 0}, {"models", UINT64_MAX}, {"repeats", 2}});
+  ASSERT_TRUE(zero.ok());
+  EXPECT_EQ(*zero, 0u);
+}
+
 TEST(MatrixTest, KeysAreDeterministic) {
   auto a = ExpandMatrix(TwoByTwoByTwo(), {"aaaa", "bbbb"});
   auto b = ExpandMatrix(TwoByTwoByTwo(), {"aaaa", "bbbb"});

@@ -18,6 +18,9 @@ namespace dfarm::harness {
 struct RunnerOutput {
   std::string status;
   std::string error;
+  // The model's file name as the runner reports it (the document's "model");
+  // empty when it reports none.
+  std::string model;
   std::optional<store::JobMetrics> metrics;
   std::vector<double> samples_us;
   std::optional<store::JobPlacement> placement;
@@ -36,5 +39,26 @@ struct RunnerOutput {
 // message when the text is not a JSON object; a malformed "placement" or
 // "accuracy" is left unset (the rest still counts).
 Result<RunnerOutput> ParseRunnerJson(const std::string& text);
+
+// What a job asked of its runner, to check the runner's report against.
+struct RunnerExpectation {
+  // The runner's kind (agent/protocol/runner_kinds.h): run counts and model
+  // names are checked only for kinds that speak the dfarm-runner contract; a
+  // tool's log may legitimately count other runs (--min_secs, --max_secs)
+  // and name a copy of the model.
+  std::string kind = "dfarm";
+  uint32_t num_runs = 0;     // measured runs asked for; 0: not checked
+  bool sustained = false;    // sustained mode: the runner's clock sets the count
+  std::string model_file;    // the user's model file name, "face.tflite"
+  std::string model_sha256;  // its content: the file name the agent gives the runner
+};
+
+// Why an ok report cannot be true, naming the field and its value ("metrics.mean_us
+// is -5"): a latency figure or sample that is not a finite number >= 0, a
+// negative memory figure or run count, fewer measured runs than `job` asked
+// for (or samples that disagree with the run count), a model other than the
+// job's. Empty when nothing is implausible. Only the dfarm-runner contract
+// fixes the run count and the model name: see RunnerExpectation::kind.
+std::string ImplausibleReport(const RunnerOutput& out, const RunnerExpectation& job);
 
 }  // namespace dfarm::harness

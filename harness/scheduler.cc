@@ -129,8 +129,8 @@ store::TelemetryRow TelemetryOf(const std::string& phase, const agent::DeviceSta
   return t;
 }
 
-// ClassifyJobResult for a job of runner kind `kind` (defined below it).
-store::JobOutcome ClassifyJobResultOfKind(const agent::JobResult& r, std::string_view kind);
+// ClassifyJobResult for a job that asked its runner for `job` (defined below it).
+store::JobOutcome ClassifyJobResultFor(const agent::JobResult& r, const RunnerExpectation& job);
 
 struct Worker {
   explicit Worker(std::string d) : device(std::move(d)) {}
@@ -649,7 +649,7 @@ class Scheduler {
       c.session.reset();  // reconnect (restarting a local agent) for the next attempt
       return AttemptEnd{"device '" + w.device + "': " + result.message(), {}};
     }
-    store::JobOutcome outcome = ClassifyJobResultOfKind(*result, job.runner_kind);
+    store::JobOutcome outcome = ClassifyJobResult(*result, job);
     if (!cool.note.empty()) {
       outcome.state_note =
           outcome.state_note.empty() ? cool.note : outcome.state_note + "; " + cool.note;
@@ -899,7 +899,33 @@ Result<void> CheckDeviceTakesSustained(const std::vector<std::string>& features,
 }
 
 store::JobOutcome ClassifyJobResult(const agent::JobResult& r) {
-  return ClassifyJobResultOfKind(r, agent::kRunnerKindDfarm);
+  return ClassifyJobResultFor(r, RunnerExpectation{});
+}
+
+std::string NameModelFile(std::string text, const std::string& sha256, const std::string& file) {
+  if (sha256.empty() || file.empty()) return text;
+  for (size_t at = text.find(sha256); at != std::string::npos; at = text.find(sha256, at)) {
+    size_t start = at;
+    if (at > 0 && text[at - 1] == '/') {  // a path ending in the hash: the whole path
+      const size_t before = text.find_last_of(" '\"(", at);
+      start = before == std::string::npos ? 0 : before + 1;
+    }
+    text.replace(start, at + sha256.size() - start, file);
+    at = start + file.size();
+  }
+  return text;
+}
+
+store::JobOutcome ClassifyJobResult(const agent::JobResult& r, const SweepJob& job) {
+  RunnerExpectation expect;
+  expect.kind = job.runner_kind;
+  expect.num_runs = job.benchmark.num_runs;
+  expect.sustained = job.benchmark.sustained_s > 0;
+  expect.model_file = job.model.file;
+  expect.model_sha256 = job.model_sha256;
+  store::JobOutcome o = ClassifyJobResultFor(r, expect);
+  o.error = NameModelFile(std::move(o.error), job.model_sha256, job.model.file);
+  return o;
 }
 
 namespace {
@@ -911,7 +937,8 @@ Result<RunnerOutput> ReadRunnerOutput(const agent::JobResult& r, std::string_vie
   return ToolRunnerOutput(kind, r.runner_json);
 }
 
-store::JobOutcome ClassifyJobResultOfKind(const agent::JobResult& r, std::string_view kind) {
+store::JobOutcome ClassifyJobResultFor(const agent::JobResult& r, const RunnerExpectation& job) {
+  const std::string_view kind = job.kind;
   store::JobOutcome o;
   o.status = r.status;
   o.error = OneLine(r.error);
@@ -952,6 +979,20 @@ store::JobOutcome ClassifyJobResultOfKind(const agent::JobResult& r, std::string
     o.runner_version = parsed->runtime_version;
     o.profile = parsed->profile;
     o.sustained = parsed->sustained;
+    // A runner is a program the user brings: its "ok" must be possible, and
+    // no figure of an impossible one is kept.
+    if (o.status == store::kJobOk) {
+      if (std::string why = ImplausibleReport(*parsed, job); !why.empty()) {
+        o.status = JobStatusName(JobStatus::kCrashed);
+        o.error = "runner reported ok, but its report is implausible: " + OneLine(why);
+        o.metrics.reset();
+        o.energy_mj.reset();
+        o.samples_us.clear();
+        o.accuracy.reset();
+        o.profile.reset();
+        o.sustained.reset();
+      }
+    }
   }
   // The agent classifies the job (Supervisor::ClassifyExit); what follows
   // validates what arrived over the wire.

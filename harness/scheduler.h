@@ -134,6 +134,18 @@ Result<void> CheckDeviceTakesProfile(const std::vector<std::string>& features,
 // The runner's placement and the agent's device state (as DeviceStateToJson)
 // and flags are kept too.
 store::JobOutcome ClassifyJobResult(const agent::JobResult& r);
+// The same for `job`, whose runner's "ok" must also be plausible
+// (ImplausibleReport against what the job asked for: its runner kind, runs,
+// sustained mode and model); an implausible one becomes "crashed", the
+// error naming the field and its value.
+// Its error names the job's model by the user's file name (NameModelFile).
+store::JobOutcome ClassifyJobResult(const agent::JobResult& r, const SweepJob& job);
+
+// `text` with the model named as the user knows it: the agent hands a runner
+// the model as an artifact named by its sha256, so the runner's and the
+// runtime's messages name "/.../artifacts/<sha256>" or "<sha256>"; each such
+// path or hash becomes `file` ("face.tflite"). Unchanged when either is empty.
+std::string NameModelFile(std::string text, const std::string& sha256, const std::string& file);
 
 // Fails, naming the device and the feature, when its agent cannot pin a
 // runner to CPUs (spec benchmark.cpu_affinity; feature "cpu_affinity"). The

@@ -328,6 +328,61 @@ TEST(RunnerAccuracyTest, ParsesTheRunnersSection) {
   EXPECT_THAT(bad.message(), HasSubstr("accuracy.outputs[0]"));
 }
 
+// A runner's "ok" that cannot be true is recorded crashed, naming the field.
+TEST(ClassifyJobResultTest, AnImplausibleOkIsCrashed) {
+  SweepJob job;
+  job.model.file = "face.tflite";
+  job.model_sha256 = std::string(64, 'b');
+  job.benchmark.num_runs = 2;
+  agent::JobResult r;
+  r.status = "ok";
+  r.runner_json = R"({"status":"ok","model":")" + job.model_sha256 +
+                  R"(","metrics":{"mean_us":10,"num_runs":2},"samples_us":[10,10]})";
+  EXPECT_EQ(ClassifyJobResult(r, job).status, "ok");
+  for (const auto& [json, field] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"status":"ok","metrics":{"mean_us":-10,"num_runs":2},"samples_us":[10,10]})",
+            "metrics.mean_us is -10"},
+           {R"({"status":"ok","metrics":{"mean_us":10,"num_runs":1},"samples_us":[10]})",
+            "metrics.num_runs is 1, but the job asked for 2 runs"},
+           {R"({"status":"ok","metrics":{"mean_us":10,"num_runs":2,"peak_rss_bytes":-1},)"
+            R"("samples_us":[10,10]})",
+            "metrics.peak_rss_bytes is -1"},
+           {R"({"status":"ok","model":"cat.tflite","metrics":{"mean_us":10,"num_runs":2},)"
+            R"("samples_us":[10,10]})",
+            "model is 'cat.tflite', but the job ran 'face.tflite'"}}) {
+    r.runner_json = json;
+    store::JobOutcome o = ClassifyJobResult(r, job);
+    EXPECT_EQ(o.status, "crashed") << json;
+    EXPECT_FALSE(o.metrics.has_value()) << json;  // nothing of it is kept
+    EXPECT_TRUE(o.samples_us.empty()) << json;
+    EXPECT_THAT(o.error, HasSubstr("runner reported ok, but its report is implausible: " + field));
+  }
+}
+
+// The runner gets the model as an artifact named by its sha256: errors name
+// the user's file instead.
+TEST(ClassifyJobResultTest, ErrorsNameTheModelFile) {
+  const std::string sha(64, 'c');
+  EXPECT_EQ(NameModelFile("failed to load model '/tmp/s/artifacts/" + sha + "': bad magic", sha,
+                          "face.tflite"),
+            "failed to load model 'face.tflite': bad magic");
+  EXPECT_EQ(NameModelFile("model '" + sha + "' tensor 3; model " + sha, sha, "face.tflite"),
+            "model 'face.tflite' tensor 3; model face.tflite");
+  EXPECT_EQ(NameModelFile("model 'x' failed", sha, "face.tflite"), "model 'x' failed");
+  SweepJob job;
+  job.model.file = "face.tflite";
+  job.model_sha256 = sha;
+  agent::JobResult r;
+  r.status = "model_error";
+  r.exit_code = 1;
+  r.runner_json =
+      R"({"status":"model_error","error":"model ')" + sha + R"(' tensor 17 refers to buffer 90"})";
+  r.error = "runner: model '" + sha + "' tensor 17 refers to buffer 90";
+  store::JobOutcome o = ClassifyJobResult(r, job);
+  EXPECT_EQ(o.status, "model_error");
+  EXPECT_EQ(o.error, "runner: model 'face.tflite' tensor 17 refers to buffer 90");
+}
+
 TEST(RunnerAccuracyTest, ClassifiedResultsCarryIt) {
   agent::JobResult r;
   r.status = "ok";
@@ -397,6 +452,7 @@ TEST(SchedulerCancelTest, CancelledJobsStayQueuedAndResumeFinishesThem) {
     jobs[i].model_sha256 = *model_sha;
     jobs[i].delegate.name = "cpu";
     jobs[i].benchmark.timeout_s = 120;
+    jobs[i].benchmark.num_runs = 3;  // what kOkRunner reports
   }
 
   ProviderOptions popts = DefaultProviderOptions();

@@ -14,12 +14,14 @@
 #include <set>
 #include <sstream>
 
+#include "agent/base/json_input.h"
 #include "agent/protocol/auth.h"
 #include "agent/protocol/job_limits.h"
 #include "agent/protocol/runner_kinds.h"
 #include "delegates/delegate_names.h"
 #include "delegates/delegate_options.h"
 #include "harness/device_uri.h"
+#include "harness/matrix.h"
 #include "harness/terminal_text.h"
 
 namespace dfarm::harness {
@@ -57,6 +59,11 @@ bool IsPlainName(const std::string& s) {
              std::string::npos;
 }
 
+// A value as a message quotes it: compact JSON, cut short (json_input.h).
+std::string Quoted(const json& v) {
+  return Abbreviated(v.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
 const char* TypeName(const json& v) {
   if (v.is_number_integer() || v.is_number_unsigned()) return "an integer";
   if (v.is_number_float()) return "a number";
@@ -81,7 +88,7 @@ class Parser {
       if (!known) {
         std::string list;
         for (const char* a : allowed) list += std::string(list.empty() ? "" : ", ") + a;
-        return Fail("", "unknown key '" + key + "' " +
+        return Fail("", "unknown key '" + Abbreviated(key) + "' " +
                             (where.empty() ? "at top level" : "in " + where) + " (expected " +
                             list + ")");
       }
@@ -137,7 +144,20 @@ class Parser {
           &Parser::ParseBenchmark, &Parser::ParseScheduler}) {
       if (auto r = (this->*section)(*doc, spec); !r) return r.error();
     }
+    if (auto r = CheckMatrixSize(spec); !r) return r.error();
     return spec;
+  }
+
+  // The matrix's job count, refused past kMaxSweepJobs before anything is
+  // expanded. A device selector counts as one device (the sweep counts again
+  // once it has matched them: PlanSweep).
+  Result<void> CheckMatrixSize(const SweepSpec& spec) const {
+    const uint64_t devices = spec.devices.size() + spec.device_selectors.size();
+    const uint64_t runners = std::max<size_t>(spec.runners.size(), 1);
+    if (auto n = CountMatrixJobs(MatrixAxes(spec, devices, runners)); !n) {
+      return Fail("", n.message());
+    }
+    return Ok();
   }
 
  private:
@@ -146,11 +166,13 @@ class Parser {
 
   // The JSON object with only the known top-level keys.
   Result<json> ParseDocument(const std::string& text) const {
+    if (auto r = CheckJsonNesting(text, "spec '" + spec_path_ + "'"); !r) return r.error();
     json doc;
     try {
       doc = json::parse(text);
     } catch (const json::parse_error& e) {
-      return Fail("", std::string("invalid JSON: ") + e.what());
+      // The parser's message quotes the token it stopped in: a long one is cut.
+      return Fail("", "invalid JSON: " + Abbreviated(e.what(), 2 * kMaxQuotedChars));
     }
     if (!doc.is_object()) {
       return Fail("", std::string("expected a JSON object, got ") + TypeName(doc));
@@ -226,8 +248,9 @@ class Parser {
     if (p.is_relative()) p = SpecFolder() / p;
     p = p.lexically_normal();
     std::error_code ec;
-    if (!fs::exists(p, ec)) return Fail(where, "file '" + given + "' does not exist");
-    if (!fs::is_regular_file(p, ec)) return Fail(where, "'" + given + "' is not a regular file");
+    if (!fs::exists(p, ec)) return Fail(where, "file '" + Abbreviated(given) + "' does not exist");
+    if (!fs::is_regular_file(p, ec))
+      return Fail(where, "'" + Abbreviated(given) + "' is not a regular file");
     return ModelSpec{p.string(), p.filename().string(), {}};
   }
 
@@ -253,9 +276,13 @@ class Parser {
           !(HasToolRunner(doc) && agent::IsToolDelegateName(name))) {
         unknown_name =
             Fail(ds[i].is_object() ? where + ".name" : where,
-                 "unknown delegate '" + name +
+                 "unknown delegate '" + Abbreviated(name) +
                      "'; known: " + delegates::BuiltinDelegateNamesList() + " (and " +
                      ToolOnlyDelegateNames() + " for a benchmark_model or inference_diff runner)");
+      }
+      if (spec.delegates.size() + expanded->size() > kMaxSweepJobs) {
+        return Fail(where, "brings the delegate configurations past " +
+                               std::to_string(kMaxSweepJobs) + ", the most jobs of one sweep");
       }
       for (DelegateSpec& d : *expanded) {
         std::string id = d.name + "|" + d.OptionsString();
@@ -417,7 +444,7 @@ class Parser {
     }
     const double v = t.get<double>();
     if (!(v >= 0.0 && v <= max)) {
-      return Fail(field, t.dump() + " is out of range [0, " +
+      return Fail(field, Quoted(t) + " is out of range [0, " +
                              std::to_string(static_cast<int>(max)) + "] (" + zero_means + ")");
     }
     *out = v;
@@ -456,7 +483,7 @@ class Parser {
       const json& a = b["accuracy_reference"];
       if (!a.is_string() || (a.get<std::string>() != "cpu" && a.get<std::string>() != "none")) {
         return Fail("benchmark.accuracy_reference",
-                    "expected \"cpu\" or \"none\", got " + a.dump());
+                    "expected \"cpu\" or \"none\", got " + Quoted(a));
       }
       spec.benchmark.accuracy_reference = a.get<std::string>();
     }
@@ -473,7 +500,7 @@ class Parser {
     if (!a.is_string() ||
         (a != "big" && a != "little" && !std::regex_match(a.get<std::string>(), kList))) {
       return Fail("benchmark.cpu_affinity",
-                  "expected \"big\", \"little\" or a CPU list such as \"0-3,6\", got " + a.dump());
+                  "expected \"big\", \"little\" or a CPU list such as \"0-3,6\", got " + Quoted(a));
     }
     spec.benchmark.cpu_affinity = a.get<std::string>();
     return Ok();
@@ -488,7 +515,7 @@ class Parser {
     if (!v.is_number() || v.get<double>() < 0.1 || v.get<double>() > kMaxS) {
       return Fail("benchmark.sustained_s", "expected seconds from 0.1 to " +
                                                std::to_string(static_cast<int>(kMaxS)) + ", got " +
-                                               v.dump());
+                                               Quoted(v));
     }
     spec.benchmark.sustained_s = v.get<double>();
     if (spec.benchmark.timeout_s + spec.benchmark.sustained_s > kMaxTimeoutS) {

@@ -665,6 +665,51 @@ TEST_F(SpecTest, RepeatsAndOrderSeed) {
               HasSubstr("benchmark.order_seed: -1 is out of range"));
 }
 
+// The matrix's size is known from the spec: past kMaxSweepJobs it is refused
+// at once, naming the count and the axes that multiply to it.
+TEST_F(SpecTest, MatrixPastTheJobLimitIsRefused) {
+  std::string message = Error(R"({"models":["../models/a.tflite","../models/b.tflite"],
+      "delegates":[{"name":"xnnpack","options":{"threads":[1,2,3,4,5,6,7,8,9,10]}}],
+      "benchmark":{"num_threads":[1,2,3,4,5,6,7,8],"repeats":1000}})");
+  EXPECT_THAT(message, HasSubstr("spec '"));
+  EXPECT_THAT(message, HasSubstr("160000 jobs"));
+  EXPECT_THAT(message, HasSubstr("devices 1 x runners 1 x models 2 x delegates 10 x "
+                                 "num_threads 8 x repeats 1000"));
+  EXPECT_THAT(message, HasSubstr("more than 100000"));
+  // Each device selector counts as one device here (the sweep counts again
+  // once it has matched them).
+  EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],
+      "devices":["local","local:b",{"abi":"x86_64"}],
+      "delegates":[{"name":"xnnpack","options":{"threads":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34]}}],
+      "benchmark":{"repeats":1000}})"),
+              HasSubstr("102000 jobs (devices 3 x runners 1 x models 1 x delegates 34"));
+  // At the limit: accepted.
+  auto at = Parse(R"({"models":["../models/a.tflite","../models/b.tflite"],
+      "delegates":[{"name":"xnnpack","options":{"threads":[1,2,3,4,5]}}],
+      "benchmark":{"num_threads":[1,2,3,4,5,6,7,8,9,10],"repeats":1000}})");
+  EXPECT_TRUE(at.ok()) << at.message();
+}
+
+// Nesting is bounded before parsing; quoted values are cut short.
+TEST_F(SpecTest, DeepOrLongDocumentsGiveShortErrors) {
+  for (size_t depth : {100000u, 5000u}) {
+    std::string deep = R"({"models":)" + std::string(depth, '[') + std::string(depth, ']') + "}";
+    std::string message = Error(deep);
+    EXPECT_THAT(message, HasSubstr("q.json': nested deeper than 64 levels"));
+    EXPECT_LT(message.size(), 300u) << message.substr(0, 300);
+  }
+  const std::string huge(60000, 'x');
+  for (const std::string& text :
+       {R"({"models":["../models/a.tflite"],")" + huge + R"(":1})",
+        R"({"models":["../models/a.tflite"],"benchmark":{"accuracy_reference":")" + huge + R"("}})",
+        R"({"models":["../models/a.tflite"],"benchmark":{"cpu_affinity":")" + huge + R"("}})",
+        R"({"models":[")" + huge}) {
+    std::string message = Error(text);
+    EXPECT_THAT(message, HasSubstr("q.json'"));
+    EXPECT_LT(message.size(), 400u) << message.substr(0, 400);
+  }
+}
+
 // benchmark.profile: a bool (default false), kept in the stored spec only
 // when true; refused, naming the field and the runner, with a runner of a
 // kind that has no --profile.

@@ -409,6 +409,10 @@ Result<SweepPlan> PlanSweep(const SweepSpec& spec, store::Store& store, DevicePr
   for (const ResolvedDevice& d : *resolved) plan.devices.push_back(d.name);
   auto builds = PlanRunnerBuilds(runners, *resolved, !spec.runners.empty(), &plan.missing);
   if (!builds) return builds.error();
+  // Selectors may have matched several devices each: the spec's count again.
+  if (auto n = CountMatrixJobs(MatrixAxes(spec, plan.devices.size(), runners.size())); !n) {
+    return MakeError(ErrorKind::kInvalidInput, "sweep '" + spec.name + "': " + n.message());
+  }
   plan.jobs = ExpandMatrix(spec, *hashes, *plugins, *builds, plan.devices);
   auto inputs = PrepareModelInputs(spec, options);
   if (!inputs) return inputs.error();

@@ -125,7 +125,7 @@ class FakeProvider : public DeviceProvider {
 };
 
 constexpr const char* kOkJson =
-    R"({"status":"ok","model":"a.tflite","delegate":"cpu","num_threads":2,"threads_used":1,
+    R"({"status":"ok","delegate":"cpu","num_threads":2,"threads_used":1,
         "metrics":{"init_us":100,"first_us":2000,"warmup_mean_us":1500,"mean_us":1234.5,
                    "std_us":10,"min_us":1200,"max_us":1300,"p50_us":1230,"p90_us":1280,
                    "p99_us":1299,"num_runs":3,"peak_rss_bytes":1048576,"arena_bytes":4096},
@@ -416,7 +416,7 @@ TEST(RunnerJsonTest, Parses) {
 }
 
 constexpr const char* kPlacedJson =
-    R"({"status":"ok","metrics":{"mean_us":10,"num_runs":1},"samples_us":[10],
+    R"({"status":"ok","metrics":{"mean_us":10,"num_runs":3},"samples_us":[10,10,10],
         "placement":{"partitions":1,"nodes":[
           {"index":1,"op":"ADD","delegate":"example","partition":0},
           {"index":0,"op":"CONV_2D","delegate":"cpu","reason":"example: no CONV_2D"},
@@ -1220,6 +1220,25 @@ DeviceSelector Selector(const std::string& abi, const std::vector<std::string>& 
   s.abi = abi;
   s.tags = tags;
   return s;
+}
+
+// A selector counts as one device when the spec is read; once it has
+// matched 60 devices the sweep counts again and refuses, storing nothing.
+TEST_F(SweepTest, MatrixPastTheJobLimitAfterSelectorsIsRefused) {
+  spec_.devices = {};
+  spec_.device_selectors = {Selector("", {"lab"})};
+  for (int i = 0; i < 60; ++i)
+    spec_.device_tags["tcp://127.0.0.1:" + std::to_string(7100 + i)] = {"lab"};
+  spec_.benchmark.repeats = 1000;
+  auto s = RunSweep(spec_, *store_, devices_, options_);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().kind, ErrorKind::kInvalidInput);
+  EXPECT_THAT(s.message(),
+              HasSubstr("sweep 't': the matrix has 120000 jobs (devices 60 x runners 1 "
+                        "x models 2 x delegates 1 x num_threads 1 x repeats 1000)"));
+  auto runs = store_->ListRuns();
+  ASSERT_TRUE(runs.ok());
+  EXPECT_TRUE(runs->empty());
 }
 
 TEST_F(SweepTest, SelectorsPickDevicesByAbiAndTags) {

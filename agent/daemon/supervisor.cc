@@ -23,6 +23,7 @@
 #include <optional>
 #include <string_view>
 
+#include "agent/base/json_input.h"
 #include "agent/base/sha256.h"
 #include "agent/base/unique_fd.h"
 #include "agent/daemon/tool_args.h"
@@ -312,7 +313,11 @@ void Supervisor::Classify(int exit_code, int signal, const std::string& stdout_t
   result->exit_code = exit_code;
   result->signal = signal;
   std::string json_status, json_error;
-  auto doc = nlohmann::json::parse(stdout_text, nullptr, /*allow_exceptions=*/false);
+  // A document nested past the limit is as unreadable as no document.
+  nlohmann::json doc;
+  if (CheckJsonNesting(stdout_text, "runner JSON")) {
+    doc = nlohmann::json::parse(stdout_text, nullptr, /*allow_exceptions=*/false);
+  }
   if (doc.is_object()) {
     if (auto it = doc.find("status"); it != doc.end() && it->is_string()) json_status = *it;
     if (auto it = doc.find("error"); it != doc.end() && it->is_string()) json_error = *it;

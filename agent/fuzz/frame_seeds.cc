@@ -9,6 +9,7 @@
 #include "agent/protocol/framing.h"
 #include "agent/protocol/messages.h"
 #include "agent/protocol/status.h"
+#include "agent/protocol/testing/misaligned_frames.h"
 
 namespace dfarm::agent {
 namespace {
@@ -47,6 +48,12 @@ std::vector<std::pair<std::string, std::string>> Seeds() {
     info.properties["ro.product.model"] = "Pixel";
     std::vector<uint8_t> challenge(32, 7);
     seeds.emplace_back("hello_reply", Frame(1, fbb, BuildHelloReply(fbb, info, &challenge)));
+  }
+  {
+    // A [ulong] whose elements are 4 bytes off the 8-byte boundary (verifies).
+    flatbuffers::FlatBufferBuilder fbb;
+    testing::BuildMisalignedHelloReply(fbb, {1800000, 2400000});
+    seeds.emplace_back("hello_reply_misaligned_ulongs", Prefixed(fbb));
   }
   {
     flatbuffers::FlatBufferBuilder fbb;

@@ -8,6 +8,7 @@
 
 #include "agent/base/unique_fd.h"
 #include "agent/protocol/messages.h"
+#include "agent/protocol/testing/misaligned_frames.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -151,6 +152,28 @@ TEST(FramingTest, RoundTripsAFullSizeChunk) {
   EXPECT_EQ(chunk->offset(), 123u);
   ASSERT_EQ(chunk->data()->size(), data.size());
   EXPECT_TRUE(std::equal(data.begin(), data.end(), chunk->data()->begin()));
+}
+
+// A peer's [ulong] may start 4 bytes off the 8-byte boundary (the verifier
+// checks only the length prefix): the values still read back exactly. Under
+// UBSan (the frame fuzzer's build) a plain 8-byte load here is an error.
+TEST(FramingTest, ReadsAMisalignedUlongVector) {
+  const std::vector<uint64_t> freqs = {1800000, 2400000, 0xfedcba9876543210ull};
+  flatbuffers::FlatBufferBuilder fbb;
+  testing::BuildMisalignedHelloReply(fbb, freqs);
+  // An 8-byte aligned copy, as ReadFrame keeps a frame (VerifyFrame's contract).
+  std::vector<uint64_t> storage((fbb.GetSize() + 7) / 8);
+  std::memcpy(storage.data(), fbb.GetBufferPointer(), fbb.GetSize());
+  const auto* bytes = reinterpret_cast<const uint8_t*>(storage.data());
+  auto frame = VerifyFrame(bytes, fbb.GetSize());
+  ASSERT_TRUE(frame.ok()) << frame.message();
+  const wire::HelloReply* reply = (*frame)->body_as_HelloReply();
+  ASSERT_NE(reply, nullptr);
+  ASSERT_NE(reply->core_max_freq_khz(), nullptr);
+  ASSERT_EQ((reply->core_max_freq_khz()->Data() - bytes) % 8, 4) << "the elements are aligned";
+  DeviceInfo info = ReadHelloReply(*reply);
+  EXPECT_EQ(info.core_max_freq_khz, freqs);
+  EXPECT_EQ(info.memory_bytes, uint64_t{1} << 33);
 }
 
 TEST(FramingTest, CleanCloseIsEof) {

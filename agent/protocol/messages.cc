@@ -1,8 +1,33 @@
 #include "agent/protocol/messages.h"
 
+#include <cstring>
 #include <optional>
+#include <type_traits>
 
 namespace dfarm::agent {
+
+namespace {
+
+// The elements of a vector of scalars, loaded one by one with memcpy: the
+// verifier checks a vector's length prefix for 4-byte alignment, not its
+// elements, so a peer's [ulong], [long] or [double] may start 4 bytes off the
+// 8-byte boundary a plain load needs.
+template <typename T>
+std::vector<T> Scalars(const flatbuffers::Vector<T>* v) {
+  static_assert(std::is_arithmetic_v<T>);
+  std::vector<T> out;
+  if (v == nullptr) return out;
+  out.reserve(v->size());
+  const uint8_t* p = v->Data();
+  for (flatbuffers::uoffset_t i = 0; i < v->size(); ++i, p += sizeof(T)) {
+    T little;
+    std::memcpy(&little, p, sizeof(T));
+    out.push_back(flatbuffers::EndianScalar(little));
+  }
+  return out;
+}
+
+}  // namespace
 
 std::vector<std::string> Strings(
     const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>* v) {
@@ -56,9 +81,7 @@ DeviceInfo ReadHelloReply(const wire::HelloReply& reply) {
   info.hostname = Str(reply.hostname());
   info.os_release = Str(reply.os_release());
   info.kernel_version = Str(reply.kernel_version());
-  if (const auto* freqs = reply.core_max_freq_khz()) {
-    info.core_max_freq_khz.assign(freqs->begin(), freqs->end());
-  }
+  info.core_max_freq_khz = Scalars(reply.core_max_freq_khz());
   if (const auto* props = reply.properties()) {
     for (const auto* p : *props) info.properties[Str(p->key())] = Str(p->value());
   }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "agent/base/json_input.h"
 #include "agent/protocol/status.h"
 
 namespace dfarm::runner_json {
@@ -441,6 +442,7 @@ json AccuracyJson(const Accuracy& accuracy) {
 }
 
 Result<Document> ParseRunnerJson(std::string_view text) {
+  if (auto r = CheckJsonNesting(text, "runner JSON"); !r) return r.error();
   try {
     json doc = json::parse(text);
     if (!doc.is_object()) return MakeError("runner JSON is not an object");
@@ -451,6 +453,7 @@ Result<Document> ParseRunnerJson(std::string_view text) {
 }
 
 Result<std::optional<Accuracy>> ParseRunnerAccuracy(std::string_view text) {
+  if (auto r = CheckJsonNesting(text, "runner JSON"); !r) return r.error();
   try {
     json doc = json::parse(text);
     if (!doc.is_object()) return MakeError("runner JSON is not an object");

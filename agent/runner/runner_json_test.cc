@@ -265,6 +265,19 @@ TEST(RunnerJsonTest, WrongTypes) {
   EXPECT_FALSE(lenient->profile);
 }
 
+// A runner is the user's program: a document nested past the bound is
+// refused before it is parsed.
+TEST(RunnerJsonTest, DeepDocumentsAreRefused) {
+  const std::string deep =
+      R"({"status":"ok","x":)" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  auto doc = ParseRunnerJson(deep);
+  ASSERT_FALSE(doc.ok());
+  EXPECT_EQ(doc.message(), "runner JSON: nested deeper than 64 levels");
+  auto accuracy = ParseRunnerAccuracy(deep);
+  ASSERT_FALSE(accuracy.ok());
+  EXPECT_EQ(accuracy.message(), "runner JSON: nested deeper than 64 levels");
+}
+
 TEST(RunnerJsonTest, ParseRunnerAccuracyNamesTheFault) {
   auto none = ParseRunnerAccuracy(R"({"status":"ok"})");
   ASSERT_TRUE(none.ok());

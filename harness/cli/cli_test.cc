@@ -212,6 +212,34 @@ TEST(CliTest, AgentTextIsPrintedSafely) {
   EXPECT_EQ(nlohmann::json::parse(o.out)["jobs"][0]["error"].get<std::string>(), hostile);
 }
 
+// A run's name is the user's (spec "name", --run-name) and a model's file
+// name may hold anything: `runs` and `show` print them escaped, one line each.
+TEST(CliTest, RunAndModelNamesArePrintedSafely) {
+  harness::TempDir dir;
+  std::string db = (dir.path() / "x.db").string();
+  {
+    auto store = store::OpenSqliteStore(db);
+    ASSERT_TRUE(store.ok());
+    auto run = (*store)->CreateRun("clear\x1b[2J\nme", R"({"name":"r"})");
+    ASSERT_TRUE(run.ok());
+    store::JobRow j;
+    j.model = "m\x1b]0;pwned\x07.tflite";
+    j.delegate = "cpu";
+    j.device = "local";
+    ASSERT_TRUE((*store)->AddJob(*run, j).ok());
+    ASSERT_TRUE((*store)->FinishRun(*run, "finished").ok());
+  }
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"runs", "--db", db}, {"show", "1", "--db", db}}) {
+    Outcome o = Call(args);
+    EXPECT_EQ(o.code, 0) << o.err;
+    EXPECT_EQ(o.out.find('\x1b'), std::string::npos) << o.out;
+    EXPECT_EQ(o.out.find('\x07'), std::string::npos) << o.out;
+    EXPECT_THAT(o.out, HasSubstr("clear\\x1b[2J\\x0ame")) << o.out;
+  }
+  EXPECT_THAT(Call({"show", "1", "--db", db}).out, HasSubstr("m\\x1b]0;pwned\\x07.tflite"));
+}
+
 // Issue 19: `devices` lists a device's OpenCL devices (as last seen), and
 // `show` names the GPU of the device that ran a job, its cold/warm init and
 // the delegate's stats from the runner's document.

@@ -157,6 +157,19 @@ TEST_F(GateCommandTest, UsageAndDataErrorsExit2) {
   EXPECT_THAT(p.err, HasSubstr(bad_policy));
 }
 
+// A deeply nested policy is a short usage error (100,000 levels overflowed
+// the stack; 5,000 printed the document as one 60 KB line).
+TEST_F(GateCommandTest, DeeplyNestedPolicyIsAShortUsageError) {
+  for (size_t depth : {100000u, 5000u}) {
+    const std::string policy =
+        dir_.Write("deep.json", std::string(depth, '[') + std::string(depth, ']'));
+    Outcome o = Call({"gate", "2", "--baseline", "1", "--db", Db(), "--policy", policy});
+    EXPECT_EQ(o.code, kExitUsage) << depth;
+    EXPECT_THAT(o.err, HasSubstr("nested deeper than 64 levels"));
+    EXPECT_LT(o.err.size(), 300u) << o.err.substr(0, 300);
+  }
+}
+
 TEST_F(GateCommandTest, UnreadableDatabaseExits3) {
   const std::string junk = dir_.Write("junk.db", "this is not a database, not at all......");
   Outcome o = Call({"gate", "2", "--baseline", "1", "--db", junk});

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "harness/cli/commands.h"
+#include "harness/terminal_text.h"
 
 namespace dfarm::cli {
 namespace {
@@ -20,7 +21,7 @@ struct RunsOptions {
 std::string TagsText(const std::vector<std::string>& tags) {
   if (tags.empty()) return "";
   std::string s;
-  for (const std::string& t : tags) s += (s.empty() ? "" : ", ") + t;
+  for (const std::string& t : tags) s += (s.empty() ? "" : ", ") + harness::TerminalSafe(t);
   return " [" + s + "]";
 }
 
@@ -64,7 +65,7 @@ int Run(const RunsOptions& o, Context& ctx) {
     const int64_t total = s ? s->jobs : 0;
     const int64_t ok = s && s->by_status.count(store::kJobOk) ? s->by_status.at(store::kJobOk) : 0;
     ctx.out << r.id << "\t" << r.created_at << "\t" << r.status << "\t" << ok << "/" << total
-            << " ok\t" << r.name << TagsText(r.tags) << "\n";
+            << " ok\t" << harness::TerminalSafe(r.name) << TagsText(r.tags) << "\n";
   }
   return kExitOk;
 }

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "agent/base/json_input.h"
 #include "agent/runner/runner_json.h"
 #include "harness/cli/commands.h"
 #include "harness/terminal_text.h"
@@ -35,7 +36,7 @@ json PlacementSummaryJson(const store::JobRow& j) {
 
 // A stored device-state object, or null (unset, or unreadable text).
 json StateJson(const std::optional<std::string>& text) {
-  if (!text) return nullptr;
+  if (!text || !CheckJsonNesting(*text, "device state")) return nullptr;
   json doc = json::parse(*text, nullptr, /*allow_exceptions=*/false);
   return doc.is_discarded() ? json(nullptr) : doc;
 }
@@ -403,10 +404,12 @@ int PrintTable(store::Store& store, const store::RunRow& run, std::vector<store:
   const bool trials = HasTrials(run, jobs);
   const bool runners = HasSeveralRunners(jobs);
   const reports::RunReport report{run, std::move(jobs), std::move(*accuracy)};
-  ctx.out << "run " << run.id << " '" << run.name << "' " << run.status << ", created "
-          << run.created_at;
+  // Names are the user's (a spec's "name", --run-name, a model's file name)
+  // and may hold anything: printed safely, like the agent's text.
+  ctx.out << "run " << run.id << " '" << harness::TerminalSafe(run.name) << "' " << run.status
+          << ", created " << run.created_at;
   if (!run.finished_at.empty()) ctx.out << ", finished " << run.finished_at;
-  for (const std::string& t : run.tags) ctx.out << ", tag " << t;
+  for (const std::string& t : run.tags) ctx.out << ", tag " << harness::TerminalSafe(t);
   ctx.out << "\n\nJOB" << (trials ? "\tTRIAL" : "") << (runners ? "\tRUNNER" : "")
           << "\tMODEL\tDELEGATE\tDEVICE\tSTATUS\tMEAN_MS\tP90_MS\tPEAK_RSS_MIB\tPLACEMENT"
              "\tDEVICE_STATE\tMAX_ERR_VS_CPU\n";
@@ -414,7 +417,9 @@ int PrintTable(store::Store& store, const store::RunRow& run, std::vector<store:
     ctx.out << j.id;
     if (trials) ctx.out << "\t" << j.trial;
     if (runners) ctx.out << "\t" << harness::TerminalSafe(RunnerLabel(j));
-    ctx.out << "\t" << j.model << "\t" << TableDelegate(j) << "\t" << j.device << "\t" << j.status;
+    ctx.out << "\t" << harness::TerminalSafe(j.model) << "\t"
+            << harness::TerminalSafe(TableDelegate(j)) << "\t" << harness::TerminalSafe(j.device)
+            << "\t" << j.status;
     if (j.metrics) {
       char rss[32];
       std::snprintf(rss, sizeof rss, "%.1f",

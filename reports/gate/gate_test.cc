@@ -492,6 +492,43 @@ TEST(PolicyTest, UnknownKeysAndBadValuesNameTheKeyAndFile) {
   EXPECT_FALSE(LoadPolicy("/nonexistent/policy.json"));
 }
 
+// A deep document is a short usage error naming the file, at any depth
+// (100,000 levels overflowed the stack; 5,000 quoted the document whole).
+TEST(PolicyTest, DeeplyNestedPolicyIsAShortUsageError) {
+  for (size_t depth : {100000u, 5000u, 65u}) {
+    for (const auto& [open, close] : {std::pair{"[", "]"}, std::pair{"{\"a\":", "}"}}) {
+      std::string text;
+      for (size_t i = 0; i < depth; ++i) text += open;
+      text += "1";
+      for (size_t i = 0; i < depth; ++i) text += close;
+      auto r = ParsePolicy(text, "deep.json");
+      ASSERT_FALSE(r) << depth;
+      EXPECT_EQ(r.error().kind, ErrorKind::kInvalidInput);
+      EXPECT_EQ(r.message(), "policy 'deep.json': nested deeper than 64 levels");
+    }
+  }
+  // 64 levels parse (and then fail on what they hold, briefly).
+  std::string ok = std::string(64, '[') + std::string(64, ']');
+  auto r = ParsePolicy(ok, "deep.json");
+  ASSERT_FALSE(r);
+  EXPECT_LT(r.message().size(), 300u) << r.message();
+}
+
+// A value quoted in a message is cut to its first 80 characters.
+TEST(PolicyTest, QuotedValuesAreAbbreviated) {
+  const std::string huge(60000, 'x');
+  for (const std::string& text :
+       {"{\"latency\": {\"alpha\": \"" + huge + "\"}}", "{\"latency\": [\"" + huge + "\"]}",
+        "{\"accuracy\": \"" + huge + "\"}", "{\"device_classes\": {\"c\": \"" + huge + "\"}}",
+        "{\"" + huge + "\": 1}", "[\"" + huge + "\"]"}) {
+    auto r = ParsePolicy(text, "long.json");
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().kind, ErrorKind::kInvalidInput);
+    EXPECT_LT(r.message().size(), 300u) << r.message().substr(0, 300);
+    EXPECT_THAT(r.message(), HasSubstr("long.json"));
+  }
+}
+
 TEST(PolicyTest, FieldsOverrideDefaultsAndRoundTrip) {
   auto r = ParsePolicy(R"({"latency": {"min_effect": 0.1, "seed": 7},
                            "accuracy": [{"model": "face*", "output": "scores",

@@ -6,10 +6,17 @@
 #include <set>
 #include <sstream>
 
+#include "agent/base/json_input.h"
+
 namespace dfarm::gate {
 namespace {
 
 using nlohmann::json;
+
+// A value as a message quotes it: compact JSON, cut short (json_input.h).
+std::string Quoted(const json& v) {
+  return Abbreviated(v.dump(-1, ' ', false, json::error_handler_t::replace));
+}
 
 // Reads the members of one JSON object, refusing keys it does not know.
 class ObjectReader {
@@ -80,18 +87,21 @@ class ObjectReader {
   Result<void> CheckUnknown() const {
     std::string unknown;
     for (const auto& [key, value] : object_.items()) {
-      if (known_.count(key) == 0) unknown += (unknown.empty() ? "'" : ", '") + key + "'";
+      if (known_.count(key) == 0) {
+        unknown += (unknown.empty() ? "'" : ", '") + Abbreviated(key) + "'";
+      }
     }
     if (unknown.empty()) return {};
     std::string list;
     for (const auto& k : known_) list += (list.empty() ? "" : ", ") + k;
-    return MakeError(ErrorKind::kInvalidInput, "policy '" + path_ + "': unknown key " + unknown +
+    return MakeError(ErrorKind::kInvalidInput, "policy '" + path_ + "': unknown key " +
+                                                   Abbreviated(unknown, 2 * kMaxQuotedChars) +
                                                    " in " + where_ + " (known: " + list + ")");
   }
 
   Error Bad(const std::string& key, const std::string& why, const json& v) const {
     return MakeError(ErrorKind::kInvalidInput, "policy '" + path_ + "': " + where_ + "." + key +
-                                                   " " + why + ", got " + v.dump());
+                                                   " " + why + ", got " + Quoted(v));
   }
 
  private:
@@ -109,7 +119,7 @@ class ObjectReader {
 
 Error NotObject(const std::string& path, const std::string& where, const json& v) {
   return MakeError(ErrorKind::kInvalidInput,
-                   "policy '" + path + "': " + where + " must be an object, got " + v.dump());
+                   "policy '" + path + "': " + where + " must be an object, got " + Quoted(v));
 }
 
 Result<void> ParseLatency(const json& j, const std::string& path, LatencyPolicy& p) {
@@ -174,13 +184,14 @@ Result<void> ParseDeviceClasses(const json& j, const std::string& path, Policy& 
   for (const auto& [name, globs] : j.items()) {
     if (!globs.is_array() || globs.empty()) {
       return MakeError(ErrorKind::kInvalidInput,
-                       "policy '" + path + "': device_classes." + name +
-                           " must be a non-empty list of device-name globs, got " + globs.dump());
+                       "policy '" + path + "': device_classes." + Abbreviated(name) +
+                           " must be a non-empty list of device-name globs, got " + Quoted(globs));
     }
     for (const auto& g : globs) {
       if (!g.is_string()) {
-        return MakeError(ErrorKind::kInvalidInput, "policy '" + path + "': device_classes." + name +
-                                                       " holds a non-string " + g.dump());
+        return MakeError(ErrorKind::kInvalidInput, "policy '" + path + "': device_classes." +
+                                                       Abbreviated(name) + " holds a non-string " +
+                                                       Quoted(g));
       }
       p.device_classes[name].push_back(g.get<std::string>());
     }
@@ -197,8 +208,9 @@ Result<void> ParseSections(const json& doc, const std::string& path, Policy& p) 
   if (auto r = top.Bool("accuracy_defaults", keep_defaults); !r) return r;
   if (const json* v = top.Get("accuracy")) {
     if (!v->is_array()) {
-      return MakeError(ErrorKind::kInvalidInput,
-                       "policy '" + path + "': accuracy must be a list of rules, got " + v->dump());
+      return MakeError(
+          ErrorKind::kInvalidInput,
+          "policy '" + path + "': accuracy must be a list of rules, got " + Quoted(*v));
     }
     std::vector<AccuracyRule> rules;
     for (size_t i = 0; i < v->size(); ++i) {
@@ -263,6 +275,9 @@ Policy DefaultPolicy() {
 }
 
 Result<Policy> ParsePolicy(const std::string& json_text, const std::string& path_for_messages) {
+  if (auto r = CheckJsonNesting(json_text, "policy '" + path_for_messages + "'"); !r) {
+    return r.error();
+  }
   json doc = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) {
     return MakeError(ErrorKind::kInvalidInput,

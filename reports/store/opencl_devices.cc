@@ -2,6 +2,7 @@
 // `dfarm devices --json` and whoever shows it.
 #include <nlohmann/json.hpp>
 
+#include "agent/base/json_input.h"
 #include "reports/store/store.h"
 
 namespace dfarm::store {
@@ -29,6 +30,7 @@ std::string OpenClDevicesJson(const std::vector<OpenClDevice>& devices) {
 
 std::vector<OpenClDevice> ParseOpenClDevices(const std::string& text) {
   std::vector<OpenClDevice> out;
+  if (!CheckJsonNesting(text, "OpenCL devices")) return out;
   json list = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!list.is_array()) return out;
   for (const json& e : list) {
