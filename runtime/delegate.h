@@ -84,7 +84,11 @@ class Delegate {
   // Whether the delegate can run `node` (op, dtypes, shapes, params): Ok, or
   // kUnsupported with a reason naming what it lacks ("DEQUANTIZE from float16
   // is not supported"); any other code is a failure. Tensors have no arena
-  // storage yet; constant ones hold their data.
+  // storage yet; constant ones hold their data. The Interpreter asks only
+  // about nodes the resolver's kernel has prepared without error (shapes
+  // and element counts checked; a node without a kernel, or whose kernel
+  // answered kUnsupported, is the delegate's alone to check) and none with
+  // an empty tensor (see Interpreter::AllocateTensors()).
   virtual Status CheckNode(const Node& node) const = 0;
 
   // A kernel for one partition; the interpreter owns it and calls Init().

@@ -87,6 +87,7 @@ class FakeDelegate : public Delegate {
       : Delegate(std::move(name), options), ops_(std::move(ops)) {}
 
   Status CheckNode(const Node& node) const override {
+    ++checked;
     if (fail_check_) return Status::Error("the device went away");
     if (ops_.count(node.code) == 0) {
       return Status::Unsupported(node.op_name + " is not supported");
@@ -104,6 +105,7 @@ class FakeDelegate : public Delegate {
   }
 
   Counters counters;
+  mutable int checked = 0;  // CheckNode() calls
   bool fail_check_ = false;
 
  private:
@@ -378,6 +380,69 @@ TEST_F(DelegateTest, NodesTouchingATensorSizedAtPrepareStayOnTheCpu) {
             "fake: tensor 2 't0' is declared [] and sized only at Prepare");
   EXPECT_THAT(interpreter_->tensor(t0).shape, ElementsAre(4));
   EXPECT_THAT(Run(kInput), ElementsAre(1.0f, 1.0f, 1.5f, 5.0f));
+}
+
+TEST_F(DelegateTest, NodesOurKernelsRefuseAreNeverOffered) {
+  // x [2,3] -> RESHAPE -> out declared [4,4]: our kernel refuses it before
+  // the delegate that claims RESHAPE is asked (a delegate trusting the
+  // declared shape would read 16 floats of a 6-float input).
+  ModelBuilder b;
+  int x = b.AddTensor(tfl::TensorType::FLOAT32, {2, 3}, "x");
+  int out = b.AddTensor(tfl::TensorType::FLOAT32, {4, 4}, "out");
+  b.AddReshape(x, out, {4, 4});
+  b.SetInputs({x});
+  b.SetOutputs({out});
+  FakeDelegate fake("fake", {tfl::BuiltinOperator::RESHAPE});
+  Status s = Load(b, {&fake});
+  EXPECT_EQ(s.code(), StatusCode::kError);
+  EXPECT_EQ(s.message(),
+            "model 'test.tflite' node 0 (RESHAPE): cannot reshape [2,3] (6 elements) to [4,4]");
+  EXPECT_EQ(fake.checked, 0);
+  EXPECT_EQ(fake.counters.init, 0);
+}
+
+TEST_F(DelegateTest, NodesWithAnEmptyTensorStayOnTheCpu) {
+  // ADD of two [2,0,3] tensors: TFLite's result is empty, and so is ours;
+  // no delegate is offered it (XNNPACK aborts on a dimension 0).
+  ModelBuilder b;
+  int x = b.AddTensor(tfl::TensorType::FLOAT32, {2, 0, 3}, "x");
+  int out = b.AddTensor(tfl::TensorType::FLOAT32, {2, 0, 3}, "out");
+  b.AddAdd(x, x, out);
+  b.SetInputs({x});
+  b.SetOutputs({out});
+  FakeDelegate fake("fake", {tfl::BuiltinOperator::ADD});
+  Status s = Load(b, {&fake});
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_THAT(Where(), ElementsAre("ADD@cpu"));
+  EXPECT_EQ(interpreter_->placement().nodes[0].reason,
+            "fake: tensor 0 'x' [2,0,3] is empty; no delegate is offered an empty tensor");
+  EXPECT_EQ(fake.checked, 0);
+  EXPECT_TRUE(Run({}).empty());
+}
+
+Status PrepareUnsupported(Node&) { return Status::Unsupported("no such ADD here"); }
+Status EvalNothing(Node&) { return Status::Ok(); }
+
+TEST_F(DelegateTest, NodeOurKernelDeclinesMayStillBeDelegated) {
+  // Our ADD answers kUnsupported at Prepare: the delegate may take the node;
+  // without it, that answer is the interpreter's.
+  static const OpRegistration kDeclines = {&PrepareUnsupported, &EvalNothing};
+  bytes_ = AlternatingChain().Build();
+  ASSERT_TRUE(Model::FromBuffer("test.tflite", bytes_, &model_).ok());
+  resolver_.AddAllReferenceOps();
+  resolver_.AddBuiltin(tfl::BuiltinOperator::ADD, &kDeclines);
+  FakeDelegate add("fake", {tfl::BuiltinOperator::ADD});
+  interpreter_ = std::make_unique<Interpreter>(*model_, resolver_);
+  interpreter_->AddDelegate(&add);
+  ASSERT_TRUE(interpreter_->AllocateTensors().ok());
+  EXPECT_THAT(Where(),
+              ElementsAre("ADD@fake#0", "RELU@cpu", "ADD@fake#1", "RELU@cpu", "ADD@fake#2"));
+  EXPECT_EQ(Run(kInput), Reference(AlternatingChain(), kInput));
+
+  Interpreter alone(*model_, resolver_);
+  Status s = alone.AllocateTensors();
+  EXPECT_EQ(s.code(), StatusCode::kUnsupported);
+  EXPECT_EQ(s.message(), "model 'test.tflite' node 0 (ADD): no such ADD here");
 }
 
 }  // namespace

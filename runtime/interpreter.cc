@@ -16,26 +16,41 @@ void FreeArena(std::byte* p) { std::free(p); }
 
 size_t AlignUp(size_t n) { return (n + kArenaAlignment - 1) & ~(kArenaAlignment - 1); }
 
-// Offers `inner` only the nodes whose tensors have known shapes before
-// Prepare: a delegate checks a node against its tensors' shapes before our
-// kernels size the open ones (declared [] or -1, written by an op), so such
-// nodes stay on the CPU (kUnsupported, with the reason in the placement).
-class KnownShapesOnly final : public Delegate {
+// Ok when delegates may be offered `node`: every tensor it reads or writes
+// has the shape the model declares (none declared [] or with -1 in
+// shape_signature, `open` by tensor index, and sized by our kernels'
+// Prepare) and holds an element (XNNPACK aborts on a dimension 0; our
+// kernels give the empty result, as TFLite does). Else kUnsupported naming
+// the tensor: the node stays on the CPU, the reason in the placement.
+Status OfferableToDelegates(const Node& node, const std::vector<bool>& open) {
+  for (const std::vector<Tensor*>* tensors : {&node.inputs, &node.outputs}) {
+    for (const Tensor* t : *tensors) {
+      if (t == nullptr) continue;
+      const std::string who = "tensor " + std::to_string(t->index) + " '" + t->name + "'";
+      if (open[t->index]) {
+        const std::vector<int32_t> declared =
+            t->shape_signature.empty() ? std::vector<int32_t>{} : t->shape_signature;
+        return Status::Unsupported(who + " is declared " + ShapeToString(declared) +
+                                   " and sized only at Prepare");
+      }
+      if (t->num_elements() == 0) {
+        return Status::Unsupported(who + " " + ShapeToString(t->shape) +
+                                   " is empty; no delegate is offered an empty tensor");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// Offers `inner` only the nodes OfferableToDelegates() admits.
+class OfferableNodesOnly final : public Delegate {
  public:
   // Keeps both pointers; `open` is indexed by tensor.
-  KnownShapesOnly(Delegate* inner, const std::vector<bool>* open)
+  OfferableNodesOnly(Delegate* inner, const std::vector<bool>* open)
       : Delegate(inner->name(), inner->options()), inner_(inner), open_(open) {}
 
   Status CheckNode(const Node& node) const override {
-    for (const std::vector<Tensor*>* tensors : {&node.inputs, &node.outputs}) {
-      for (const Tensor* t : *tensors) {
-        if (t != nullptr && (*open_)[t->index]) {
-          return Status::Unsupported("tensor " + std::to_string(t->index) + " '" + t->name +
-                                     "' is declared " + ShapeToString(t->shape) +
-                                     " and sized only at Prepare");
-        }
-      }
-    }
+    DFARM_RETURN_IF_ERROR(OfferableToDelegates(node, *open_));
     return inner_->CheckNode(node);
   }
   std::unique_ptr<DelegateKernel> CreateKernel() override { return inner_->CreateKernel(); }
@@ -145,56 +160,80 @@ Status Interpreter::AllocateOnce() {
         "Interpreter");
   }
   MarkFolded();
-  DFARM_RETURN_IF_ERROR(
-      delegation_.Build(nodes_, outputs_, GuardedDelegates(), "model '" + model_.name() + "'"));
-  plan_ = delegation_.order();
+  MarkOpenShapes();
   DFARM_RETURN_IF_ERROR(ResolveKernels());
-  FoldNodes();
   // Kernels size scratch from tensor shapes in Prepare, before the arena is
   // planned: a tensor over the arena limit is refused first.
   for (const Tensor& t : tensors_) {
     if (t.allocation != Allocation::kConstant) DFARM_RETURN_IF_ERROR(CheckTensorFits(t));
   }
+  // Every node is checked by our kernels' Prepare before any delegate sees
+  // it: a delegate is offered only shapes, element counts and parameters
+  // the CPU path accepts.
   DFARM_RETURN_IF_ERROR(PrepareNodes());
+  DFARM_RETURN_IF_ERROR(
+      delegation_.Build(nodes_, outputs_, GuardedDelegates(), "model '" + model_.name() + "'"));
+  plan_ = delegation_.order();
+  DFARM_RETURN_IF_ERROR(KeepCpuNodes());
+  FoldNodes();
+  DFARM_RETURN_IF_ERROR(PrepareFoldedInto());
   DFARM_RETURN_IF_ERROR(Plan());
   return delegation_.Prepare();
 }
 
-std::vector<Delegate*> Interpreter::GuardedDelegates() {
+void Interpreter::MarkOpenShapes() {
   open_shapes_.assign(tensors_.size(), false);
-  bool any = false;
   for (const Node& node : nodes_) {
     for (const Tensor* t : node.outputs) {
       open_shapes_[t->index] = t->allocation != Allocation::kConstant && DeclaredShapeIsOpen(*t);
-      any = any || open_shapes_[t->index];
     }
   }
-  if (!any) return delegates_;
+}
+
+std::vector<Delegate*> Interpreter::GuardedDelegates() {
   std::vector<Delegate*> guarded;
   for (Delegate* d : delegates_) {
-    guarded_delegates_.push_back(std::make_unique<KnownShapesOnly>(d, &open_shapes_));
+    guarded_delegates_.push_back(std::make_unique<OfferableNodesOnly>(d, &open_shapes_));
     guarded.push_back(guarded_delegates_.back().get());
   }
   return guarded;
 }
 
+bool Interpreter::MustRunOnCpu(const Node& node) const {
+  return delegates_.empty() || node.folded || !OfferableToDelegates(node, open_shapes_).ok();
+}
+
 Status Interpreter::ResolveKernels() {
+  cpu_status_.assign(nodes_.size(), Status::Ok());
   for (Node& node : nodes_) {
-    if (delegation_.PartitionOf(node.index) >= 0) continue;
     const bool custom = node.code == tflite::BuiltinOperator::CUSTOM;
     node.registration =
         custom ? resolver_.FindCustom(node.op_name) : resolver_.FindBuiltin(node.code);
+    Status& why = cpu_status_[node.index];
     if (node.registration == nullptr) {
-      return Status::Unsupported(NodeLabel(node) + ": op " + (custom ? "(custom) " : "") +
-                                 "is not supported (no kernel registered)");
+      why = Status::Unsupported(NodeLabel(node) + ": op " + (custom ? "(custom) " : "") +
+                                "is not supported (no kernel registered)");
     }
     for (const Tensor* in : node.inputs) {
-      if (in != nullptr && in->sparsity != nullptr &&
+      if (why.ok() && in != nullptr && in->sparsity != nullptr &&
           node.code != tflite::BuiltinOperator::DENSIFY) {
-        return Status::Unsupported(NodeLabel(node) + ": input tensor " + std::to_string(in->index) +
-                                   " '" + in->name +
-                                   "' is sparse; only DENSIFY reads sparse tensors");
+        why =
+            Status::Unsupported(NodeLabel(node) + ": input tensor " + std::to_string(in->index) +
+                                " '" + in->name + "' is sparse; only DENSIFY reads sparse tensors");
       }
+    }
+    if (!why.ok() && MustRunOnCpu(node)) return why;
+  }
+  return Status::Ok();
+}
+
+Status Interpreter::KeepCpuNodes() {
+  for (Node& node : nodes_) {
+    if (delegation_.PartitionOf(node.index) >= 0) {
+      node.data.reset();  // our kernel does not run it
+      node.scratch_bytes = 0;
+    } else if (!cpu_status_[node.index].ok()) {
+      return cpu_status_[node.index];
     }
   }
   return Status::Ok();
@@ -328,7 +367,7 @@ void Interpreter::FoldPad(Node& pad, Node& next) {
   const int k = next.inputs[0] == padded ? 0 : 1;
   const Tensor* other = next.inputs[1 - k];
   if (next.inputs[k] != padded || other == nullptr || other->dtype != DType::kFloat32 ||
-      DeclaredShapeIsOpen(*other) || other->shape.size() != static_cast<size_t>(rank)) {
+      OpenShape(*other) || other->shape.size() != static_cast<size_t>(rank)) {
     return;
   }
   // The other input has the padded shape (in int64: a corrupt model's
@@ -348,16 +387,16 @@ void Interpreter::FoldPad(Node& pad, Node& next) {
 void Interpreter::FoldAdd(Node& add, const std::vector<int>& readers, std::vector<int>& producer,
                           const std::vector<int>& step) {
   const Tensor* out = add.outputs[0];
-  if (add.inputs.size() != 2 || out->dtype != DType::kFloat32 || DeclaredShapeIsOpen(*out) ||
+  if (add.inputs.size() != 2 || out->dtype != DType::kFloat32 || OpenShape(*out) ||
       out->rank() != 4 || model_.subgraph()->tensors()->Get(out->index)->is_variable()) {
     return;
   }
   for (int k = 0; k < 2; ++k) {
     Tensor* result = add.inputs[k];
     Tensor* other = add.inputs[1 - k];
-    if (!PrivateFloat(result, readers, producer) || result->shape != out->shape ||
-        other == nullptr || other == result || other->dtype != DType::kFloat32 ||
-        DeclaredShapeIsOpen(*other) ||
+    if (!PrivateFloat(result, readers, producer) || OpenShape(*result) ||
+        result->shape != out->shape || other == nullptr || other == result ||
+        other->dtype != DType::kFloat32 || OpenShape(*other) ||
         model_.subgraph()->tensors()->Get(other->index)->is_variable()) {
       continue;
     }
@@ -386,18 +425,47 @@ void Interpreter::FoldAdd(Node& add, const std::vector<int>& readers, std::vecto
   }
 }
 
+Status Interpreter::PrepareNode(Node& node) {
+  node.data.reset();
+  node.scratch_bytes = 0;
+  DFARM_RETURN_IF_ERROR(node.registration->prepare(node).WithPrefix(NodeLabel(node)));
+  for (const Tensor* out : node.outputs) DFARM_RETURN_IF_ERROR(CheckTensorFits(*out));
+  return Status::Ok();
+}
+
 Status Interpreter::PrepareNodes() {
-  size_t scratch = 0;  // the largest per-thread request so far
   for (Node& node : nodes_) {
-    if (delegation_.PartitionOf(node.index) >= 0 || node.folded_into >= 0) continue;
-    DFARM_RETURN_IF_ERROR(node.registration->prepare(node).WithPrefix(NodeLabel(node)));
-    for (const Tensor* out : node.outputs) DFARM_RETURN_IF_ERROR(CheckTensorFits(*out));
-    scratch = std::max(scratch, node.scratch_bytes);
+    if (!cpu_status_[node.index].ok()) continue;
+    if (Status s = PrepareNode(node); !s.ok()) {
+      // Our kernel lacks what the node needs (kUnsupported), but a delegate
+      // may have it: the node fails only if it is left to the CPU.
+      if (s.code() != StatusCode::kUnsupported || MustRunOnCpu(node)) return s;
+      cpu_status_[node.index] = s;
+      node.data.reset();
+      continue;
+    }
     if (node.folded) {
       for (Tensor* out : node.outputs) DFARM_RETURN_IF_ERROR(AllocatePersistent(out));
-      DFARM_RETURN_IF_ERROR(EnsureScratch(scratch));
+      DFARM_RETURN_IF_ERROR(EnsureScratch(node.scratch_bytes));
       DFARM_RETURN_IF_ERROR(node.registration->eval(node).WithPrefix(NodeLabel(node)));
     }
+  }
+  return Status::Ok();
+}
+
+Status Interpreter::PrepareFoldedInto() {
+  std::vector<bool> again(nodes_.size(), false);
+  for (Node& node : nodes_) {
+    if (node.folded_into < 0) continue;
+    again[node.folded_into] = true;
+    node.data.reset();  // it runs inside the node it was folded into
+    node.scratch_bytes = 0;
+  }
+  size_t scratch = 0;  // the largest per-thread request of a node Invoke() runs
+  for (Node& node : nodes_) {
+    if (delegation_.PartitionOf(node.index) >= 0 || node.folded_into >= 0) continue;
+    if (again[node.index]) DFARM_RETURN_IF_ERROR(PrepareNode(node));
+    if (!node.folded) scratch = std::max(scratch, node.scratch_bytes);
   }
   return EnsureScratch(scratch);
 }

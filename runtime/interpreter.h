@@ -73,8 +73,16 @@ class Interpreter {
   // Resolves every node's kernel (Unsupported naming the op and node when one
   // is missing, or a tensor has a dtype we lack), prepares every node in
   // execution order, evaluating the nodes whose inputs are all constant once,
-  // here ("folding", e.g. a DEQUANTIZE of float16 weights), then plans and
-  // allocates the arena. Calling it again returns the first call's status.
+  // here ("folding", e.g. a DEQUANTIZE of float16 weights), then lets the
+  // delegates claim nodes, and plans and allocates the arena. Calling it
+  // again returns the first call's status.
+  //
+  // Every node is prepared before any delegate sees it, the nodes a delegate
+  // will run included, so a delegate is offered only what our kernels accept
+  // (shapes, element counts, parameters): a model our kernels refuse
+  // (kError) is refused whatever the delegates. Only where our kernel is
+  // missing or answers kUnsupported may a delegate still take the node (it
+  // then checks the node alone); left to the CPU, the node fails so.
   //
   // Prepare comes first because an op may size its outputs there, as in
   // TensorFlow Lite, where the model declares them [] or with -1 dimensions
@@ -93,8 +101,9 @@ class Interpreter {
   // Adds a delegate, before AllocateTensors(); delegates claim nodes in the
   // order they were added, the resolver's kernels run the rest (see
   // runtime/delegate.h). Nodes reading or writing a tensor that only an op's
-  // Prepare sizes (declared [] or with -1 dimensions) are not offered. Keeps
-  // the pointer: the delegate must outlive the interpreter.
+  // Prepare sizes (declared [] or with -1 dimensions) or an empty one (a
+  // dimension 0) are not offered. Keeps the pointer: the delegate must
+  // outlive the interpreter.
   void AddDelegate(Delegate* delegate) { delegates_.push_back(delegate); }
 
   // Where each node runs, set by a successful AllocateTensors() (every node on
@@ -146,16 +155,30 @@ class Interpreter {
   std::string NodeLabel(const Node& node) const;
   Status AllocateOnce();
   void MarkFolded();
-  // delegates_, each wrapped to refuse nodes touching a tensor whose shape
-  // is known only at Prepare when the model has one (see open_shapes_).
+  // Sets open_shapes_ from the declared shapes, before any Prepare.
+  void MarkOpenShapes();
+  // delegates_, each wrapped to refuse the nodes OfferableToDelegates()
+  // refuses (in interpreter.cc).
   std::vector<Delegate*> GuardedDelegates();
+  // Whether no delegate can take `node`: none was added, it is folded, or
+  // the wrappers of GuardedDelegates() refuse it.
+  bool MustRunOnCpu(const Node& node) const;
+  // Sets every node's registration; a node our kernels cannot run (no
+  // kernel, a sparse input) gets the reason in cpu_status_, an error when it
+  // must run on the CPU.
   Status ResolveKernels();
+  // After delegation: drops the delegated nodes' OpData; the first CPU node
+  // our kernels cannot run (cpu_status_) is the error.
+  Status KeepCpuNodes();
   // InterpreterOptions::fold_activations, fold_pads and fold_adds, after
   // ResolveKernels(): sets Node::folded_activation / folded_pad /
   // folded_addend and folded_into, rewires the node's output to the
   // activation's or ADD's (its input to the PAD's) and drops the folded
   // node from plan_.
   void FoldNodes();
+  // Whether the model leaves `t`'s shape to an op (declared [] or with -1 in
+  // shape_signature), even once Prepare has sized it.
+  bool OpenShape(const Tensor& t) const { return open_shapes_[t.index] || DeclaredShapeIsOpen(t); }
   // Whether `node` runs on the CPU with a kernel, not folded away.
   bool FoldableNode(const Node& node) const;
   bool PrivateFloat(const Tensor* t, const std::vector<int>& readers,
@@ -171,7 +194,17 @@ class Interpreter {
   // each node's position in plan_); `producer` follows the rewiring.
   void FoldAdd(Node& add, const std::vector<int>& readers, std::vector<int>& producer,
                const std::vector<int>& step);
+  // Prepares `node` afresh (OpData, scratch_bytes, output shapes) and checks
+  // its outputs fit the arena.
+  Status PrepareNode(Node& node);
+  // Prepares every node our kernels can run, in order, evaluating the folded
+  // ones; a kUnsupported Prepare of a node a delegate may take goes to
+  // cpu_status_ instead.
   Status PrepareNodes();
+  // After FoldNodes(): prepares again each node another was folded into,
+  // drops the folded nodes' OpData and sizes the shared scratch for the
+  // nodes Invoke() runs on the CPU.
+  Status PrepareFoldedInto();
   // Unsupported when `tensor` alone exceeds options_.max_arena_bytes.
   Status CheckTensorFits(const Tensor& tensor) const;
   // Gives `tensor` its own zeroed block of tensor->bytes, counted in
@@ -194,7 +227,8 @@ class Interpreter {
   std::vector<int> plan_;  // node indices Invoke() runs
   std::vector<Delegate*> delegates_;
   std::vector<std::unique_ptr<Delegate>> guarded_delegates_;
-  std::vector<bool> open_shapes_;  // by tensor: declared [] or -1, written by an op
+  std::vector<bool> open_shapes_;   // by tensor: declared [] or -1, written by an op
+  std::vector<Status> cpu_status_;  // by node: why our kernels cannot run it, or Ok
   DelegationPlan delegation_;
   Status setup_status_;  // a fault found while building tensors or allocating
   using Block = std::unique_ptr<std::byte[], void (*)(std::byte*)>;

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/model_builder/crafted_models.h"
 #include "tests/model_builder/model_builder.h"
 
 namespace dfarm::testing {
@@ -365,6 +366,46 @@ TEST_F(RunnerTest, CraftedPoolWindowIsAModelErrorWithinSeconds) {
                 HasSubstr("node 0 (MAX_POOL_2D): filter_height 2147483647 with stride_h 1 makes "
                           "the padded input height overflow"))
         << delegate;
+  }
+}
+
+TEST_F(RunnerTest, CraftedShapesAreModelErrorsOrEmptyResultsOnEveryDelegate) {
+  // Each crafted model (tests/model_builder/crafted_models.h) gives the CPU
+  // path's answer on every delegate: model_error naming the node, or, for an
+  // empty tensor, status ok with an empty output; never a crash (an empty
+  // ADD aborted in XNNPACK, a RESHAPE to a larger declared shape read out of
+  // bounds there).
+  const std::vector<std::vector<std::string>> delegates = {
+      {"--delegate", "cpu"},
+      {"--delegate", "xnnpack"},
+      {"--delegate", "gpu"},
+      {"--delegate", "external", "--delegate-options",
+       "path:" + PluginPath("dfarm_example_delegate")}};
+  for (CraftedModel& crafted : CraftedShapeModels()) {
+    const fs::path model = dir_ / (crafted.name + ".tflite");
+    ASSERT_TRUE(crafted.builder.WriteFile(model.string()));
+    for (const std::vector<std::string>& delegate : delegates) {
+      SCOPED_TRACE(crafted.name + " on " + delegate[1]);
+      std::vector<std::string> args = {"--model", model.string(), "--json", "--num-runs", "1"};
+      args.insert(args.end(), delegate.begin(), delegate.end());
+      Process r = RunRunner(args, 60);
+      ASSERT_NE(r.exit_code, -1) << r.err;
+      ASSERT_NE(r.exit_code, 137) << r.err;
+      nlohmann::json doc = nlohmann::json::parse(r.out, nullptr, false);
+      ASSERT_FALSE(doc.is_discarded()) << "exit " << r.exit_code << ": " << r.err;
+      if (delegate[1] == "gpu" && doc["status"] == "unsupported" &&
+          doc.value("error", "").find("OpenCL") != std::string::npos) {
+        continue;  // no OpenCL device here
+      }
+      if (crafted.error.empty()) {
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+        EXPECT_EQ(doc["status"], "ok") << r.out;
+        continue;
+      }
+      EXPECT_EQ(r.exit_code, 1) << r.err;
+      EXPECT_EQ(doc["status"], "model_error") << r.out;
+      EXPECT_THAT(doc.value("error", ""), HasSubstr(crafted.error));
+    }
   }
 }
 

@@ -129,7 +129,10 @@ typedef struct DfarmDelegatePluginApi {
   void (*destroy)(DfarmPluginDelegate* delegate);
 
   /* OK when the plugin runs `node` (op, dtypes, shapes, activation);
-   * UNSUPPORTED, with a reason reported, when not. */
+   * UNSUPPORTED, with a reason reported, when not. The runtime's reference
+   * kernel has accepted the node's shapes and parameters first, where it has
+   * one (not for a custom op of the plugin's own), and offers no node with
+   * an empty tensor (a dimension 0). */
   DfarmPluginStatus (*supports_node)(DfarmPluginDelegate* delegate, const DfarmPluginNode* node);
 
   /* A kernel for one partition of supported nodes; tensors have no data yet

@@ -18,6 +18,7 @@
 #include "runtime/interpreter.h"
 #include "runtime/model.h"
 #include "runtime/op_resolver.h"
+#include "tests/model_builder/crafted_models.h"
 #include "tests/model_builder/model_builder.h"
 
 namespace dfarm::delegates {
@@ -366,6 +367,30 @@ TEST(GpuDelegateTest, UnsupportedOpFallsBackWithReason) {
   EXPECT_EQ(got.placement.nodes[1].delegate, "cpu");
   EXPECT_EQ(got.placement.nodes[1].reason, "gpu: EXP is not supported by the gpu delegate");
   ExpectNear(got.outputs, ref.outputs, 1e-4, 1e-4);
+}
+
+TEST(GpuDelegateTest, CraftedShapesAreCheckedBeforeTheGpuSeesThem) {
+  // As on xnnpack: a shape the CPU path refuses is the same model error, and
+  // a node with an empty tensor stays on the CPU (TFLite's empty result).
+  GPU_OR_SKIP(d, DelegateOptions{});
+  for (testing::CraftedModel& crafted : testing::CraftedShapeModels()) {
+    SCOPED_TRACE(crafted.name);
+    std::unique_ptr<runtime::Model> model = Load(crafted.builder);
+    RunResult cpu = RunModel(*model, nullptr);
+    RunResult got = RunModel(*model, d.get());
+    if (!crafted.error.empty()) {
+      EXPECT_EQ(cpu.status.code(), StatusCode::kError) << cpu.status.message();
+      EXPECT_THAT(cpu.status.message(), HasSubstr(crafted.error));
+      EXPECT_EQ(got.status.code(), StatusCode::kError) << got.status.message();
+      EXPECT_EQ(got.status.message(), cpu.status.message());
+      continue;
+    }
+    ASSERT_TRUE(got.status.ok()) << got.status.message();
+    EXPECT_EQ(got.placement.nodes[0].delegate, "cpu");
+    EXPECT_THAT(got.placement.nodes[0].reason, HasSubstr("is empty"));
+    ASSERT_EQ(got.outputs.size(), 1u);
+    EXPECT_TRUE(got.outputs[0].empty());
+  }
 }
 
 TEST(GpuDelegateTest, PassesTheConformanceCatalogInBothPrecisions) {

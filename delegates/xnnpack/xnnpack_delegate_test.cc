@@ -14,6 +14,7 @@
 #include "runtime/interpreter.h"
 #include "runtime/model.h"
 #include "runtime/op_resolver.h"
+#include "tests/model_builder/crafted_models.h"
 #include "tests/model_builder/model_builder.h"
 
 namespace dfarm::delegates {
@@ -410,6 +411,34 @@ TEST(XnnpackDelegateTest, PoolWindowLargerThanItsInputIsLeftToTheCpu) {
   ASSERT_TRUE(got.status.ok()) << got.status.message();
   EXPECT_EQ(got.placement.nodes[0].delegate, "cpu");
   ExpectNear(got.outputs, ref.outputs, 0.0, 0.0, "huge window");
+}
+
+TEST(XnnpackDelegateTest, CraftedShapesAreCheckedBeforeXnnpackSeesThem) {
+  // Our kernels' Prepare checks every node before a delegate is offered it:
+  // a shape the CPU path refuses is the same model error here (XNNPACK
+  // trusted the declared shapes: out-of-bounds reads and writes), and a node
+  // with an empty tensor (XNNPACK aborts) stays on the CPU, which gives
+  // TFLite's empty result.
+  for (testing::CraftedModel& crafted : testing::CraftedShapeModels()) {
+    SCOPED_TRACE(crafted.name);
+    auto model = Load(crafted.builder, crafted.name + ".tflite");
+    auto d = MakeXnnpack();
+    RunResult cpu = RunModel(*model, nullptr);
+    RunResult got = RunModel(*model, d.get());
+    if (!crafted.error.empty()) {
+      EXPECT_EQ(cpu.status.code(), StatusCode::kError) << cpu.status.message();
+      EXPECT_THAT(cpu.status.message(), HasSubstr(crafted.error));
+      EXPECT_EQ(got.status.code(), StatusCode::kError) << got.status.message();
+      EXPECT_EQ(got.status.message(), cpu.status.message());
+      continue;
+    }
+    ASSERT_TRUE(cpu.status.ok()) << cpu.status.message();
+    ASSERT_TRUE(got.status.ok()) << got.status.message();
+    EXPECT_EQ(got.placement.nodes[0].delegate, "cpu");
+    EXPECT_THAT(got.placement.nodes[0].reason, HasSubstr("is empty"));
+    ASSERT_EQ(got.outputs.size(), 1u);
+    EXPECT_TRUE(got.outputs[0].empty());
+  }
 }
 
 TEST(XnnpackDelegateTest, BadOptionsAreErrorsNamingTheOption) {

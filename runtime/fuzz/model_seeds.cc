@@ -1,5 +1,7 @@
 // Writes a seed corpus for model_fuzzer into a folder: small models from
-// tests/model_builder, one per op family, each small enough to be invoked.
+// tests/model_builder, one per op family, each small enough to be invoked,
+// and the crafted models of tests/model_builder/crafted_models.h (shapes a
+// delegate must never be offered), kept as regression seeds.
 // The real corpus models are copied beside them by the fuzz-model target.
 // Usage: dfarm_model_fuzzer_seeds DIR (created when missing)
 #include <cstdio>
@@ -9,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "tests/model_builder/crafted_models.h"
 #include "tests/model_builder/model_builder.h"
 
 namespace dfarm::testing {
@@ -155,6 +158,9 @@ std::vector<std::pair<std::string, ModelBuilder>> Seeds() {
     b.SetInputs({in, x});
     b.SetOutputs({out, flat});
     seeds.emplace_back("custom_and_unary", std::move(b));
+  }
+  for (CraftedModel& crafted : CraftedShapeModels()) {
+    seeds.emplace_back("crafted_" + crafted.name, std::move(crafted.builder));
   }
   return seeds;
 }

@@ -1,8 +1,11 @@
-// RESHAPE: any dtype; the output's shape is the model's declared one (the
-// shape input or new_shape option must agree on the element count), or,
+// RESHAPE: any dtype; the output's shape is the model's declared one, or,
 // when the model leaves it to the op (declared [] or -1 in shape_signature),
 // the one TFLite computes: the shape input when it is a vector (static
 // values), else new_shape ([0] meaning a scalar), one -1 taking the rest.
+// Either way the requested shape, when the node has one with static values,
+// must hold the input's element count, as TFLite requires ("Cannot
+// reshape"): a new_shape of [2147483647,2147483647] is an error even where
+// the declared output shape fits the input.
 // SQUEEZE (drops the size-1 dims in squeeze_dims, or all of them) and
 // EXPAND_DIMS (inserts a 1 at the axis of input 1) copy the same way, after
 // checking the declared shape against the one they compute.
@@ -17,11 +20,19 @@ namespace dfarm::runtime {
 namespace {
 
 // The shape requested by the shape input or the new_shape option, -1 kept;
-// false in found_out when the node has neither.
-Status RequestedShape(const Node& node, std::vector<int64_t>* shape_out, bool* found_out) {
+// false in found_out when the node has neither, or (unless `required`) only
+// a shape input computed at run time.
+Status RequestedShape(const Node& node, bool required, std::vector<int64_t>* shape_out,
+                      bool* found_out) {
   *found_out = true;
   const Tensor* shape = node.inputs.size() == 2 ? node.inputs[1] : nullptr;
-  if (shape != nullptr && shape->rank() == 1) return ReadStaticInts(shape, "shape", shape_out);
+  if (shape != nullptr && shape->rank() == 1) {
+    if (!required && !shape->has_static_value()) {
+      *found_out = false;
+      return Status::Ok();
+    }
+    return ReadStaticInts(shape, "shape", shape_out);
+  }
   const auto* options = node.options<tflite::ReshapeOptions>();
   if (options == nullptr || options->new_shape() == nullptr) {
     *found_out = false;
@@ -32,11 +43,12 @@ Status RequestedShape(const Node& node, std::vector<int64_t>* shape_out, bool* f
   return Status::Ok();
 }
 
-// The output shape TFLite computes; the declared one when nothing requests one.
-Status ComputeReshape(const Node& node, std::vector<int32_t>* computed_out) {
+// The output shape TFLite computes; the declared one when nothing requests
+// one (see RequestedShape; `required`: the output is open).
+Status ComputeReshape(const Node& node, bool required, std::vector<int32_t>* computed_out) {
   std::vector<int64_t> requested;
   bool found = false;
-  DFARM_RETURN_IF_ERROR(RequestedShape(node, &requested, &found));
+  DFARM_RETURN_IF_ERROR(RequestedShape(node, required, &requested, &found));
   if (!found) {
     *computed_out = node.outputs[0]->shape;
     return Status::Ok();
@@ -54,13 +66,22 @@ Status ComputeReshape(const Node& node, std::vector<int32_t>* computed_out) {
       known = d == 0 || known <= kMaxTensorElements / d ? known * d : kMaxTensorElements + 1;
     }
   }
-  const int64_t elements = node.inputs[0]->num_elements();
+  const Tensor& input = *node.inputs[0];
+  const int64_t elements = input.num_elements();
   if (stretch >= 0) {
     if (known == 0 || elements % known != 0) {
       return Status::Error("cannot fill the -1 of the requested shape: " +
                            std::to_string(elements) + " elements by " + std::to_string(known));
     }
     requested[stretch] = elements / known;
+  } else if (known != elements) {
+    std::vector<int32_t> shown(requested.begin(), requested.end());
+    return Status::Error("cannot reshape " + ShapeToString(input.shape) + " (" +
+                         std::to_string(elements) + " elements) to the requested shape " +
+                         ShapeToString(shown) + " (" +
+                         (known > kMaxTensorElements ? "over " + std::to_string(kMaxTensorElements)
+                                                     : std::to_string(known)) +
+                         " elements)");
   }
   computed_out->assign(requested.begin(), requested.end());
   return Status::Ok();
@@ -74,9 +95,10 @@ Status Prepare(Node& node) {
     return Status::Error(std::string("output dtype ") + DTypeName(output->dtype) +
                          " differs from input dtype " + DTypeName(input->dtype));
   }
-  if (DeclaredShapeIsOpen(*output)) {
-    std::vector<int32_t> computed;
-    DFARM_RETURN_IF_ERROR(ComputeReshape(node, &computed));
+  const bool open = DeclaredShapeIsOpen(*output);
+  std::vector<int32_t> computed;
+  if (open) {
+    DFARM_RETURN_IF_ERROR(ComputeReshape(node, /*required=*/true, &computed));
     DFARM_RETURN_IF_ERROR(CheckOutputShape(*output, computed));
   }
   if (output->num_elements() != input->num_elements()) {
@@ -84,6 +106,8 @@ Status Prepare(Node& node) {
                          std::to_string(input->num_elements()) + " elements) to " +
                          ShapeToString(output->shape));
   }
+  // The declared shape wins, but a request TFLite would refuse is refused.
+  if (!open) return ComputeReshape(node, /*required=*/false, &computed);
   return Status::Ok();
 }
 

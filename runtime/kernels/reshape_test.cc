@@ -1,6 +1,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "tests/model_builder/graph_runner.h"
 
 namespace dfarm::testing {
@@ -35,6 +39,28 @@ TEST(ReshapeTest, ElementCountMismatchIsAnError) {
   runtime::Status status = runner.Init(b);
   EXPECT_EQ(status.code(), runtime::StatusCode::kError);
   EXPECT_THAT(status.message(), HasSubstr("cannot reshape [2,3] (6 elements) to [4]"));
+}
+
+TEST(ReshapeTest, RequestedShapeMustHoldTheInputEvenWhenTheDeclaredOneDoes) {
+  // The output is declared [6], which fits the input; TFLite reshapes by
+  // new_shape and refuses both requests.
+  for (const auto& [new_shape, message] : std::vector<std::pair<std::vector<int32_t>, std::string>>{
+           {{2147483647, 2147483647},
+            "cannot reshape [2,3] (6 elements) to the requested shape "
+            "[2147483647,2147483647] (over 1099511627776 elements)"},
+           {{3, 3}, "cannot reshape [2,3] (6 elements) to the requested shape [3,3] (9 elements)"},
+           {{-1, 4}, "cannot fill the -1 of the requested shape: 6 elements by 4"}}) {
+    ModelBuilder b;
+    int in = b.AddTensor(tfl::TensorType::FLOAT32, {2, 3});
+    int out = b.AddTensor(tfl::TensorType::FLOAT32, {6});
+    b.AddReshape(in, out, new_shape);
+    b.SetInputs({in});
+    b.SetOutputs({out});
+    GraphRunner runner;
+    runtime::Status status = runner.Init(b);
+    EXPECT_EQ(status.code(), runtime::StatusCode::kError);
+    EXPECT_THAT(status.message(), HasSubstr(message));
+  }
 }
 
 // in [2,3] -> RESHAPE by a constant shape input `shape` -> out, declared
