@@ -358,24 +358,26 @@ class SqlStore final : public Store {
     return ids;
   }
 
-  Result<void> MarkJobRunning(int64_t job_id) override {
-    auto s =
-        Prepare("UPDATE jobs SET status = ?, started_at = ?, attempts = attempts + 1 WHERE id = ?");
+  Result<void> MarkJobRunning(int64_t job_id, int64_t claim_id) override {
+    auto s = Prepare(
+        "UPDATE jobs SET status = ?, started_at = ?, attempts = attempts + 1 WHERE id = ? AND " +
+        sql::HeldBy(claim_id));
     if (!s) return s.error();
     s->Bind(1, std::string(kJobRunning)).Bind(2, NowIso8601()).Bind(3, job_id);
     if (auto r = s->Run(); !r) return Fail("mark job running", r);
-    return ExpectChanged("job", job_id);
+    return ExpectHeld(job_id, claim_id, "not marked running");
   }
 
   Result<void> MoveJob(int64_t job_id, const std::string& device,
                        const std::string& job_key) override {
     auto s = Prepare(
         "UPDATE jobs SET moved_from = CASE WHEN moved_from = '' THEN device ELSE moved_from END, "
-        "device = ?, job_key = ? WHERE id = ?");
+        "device = ?, job_key = ? WHERE id = ? AND " +
+        sql::HeldBy(0));
     if (!s) return s.error();
     s->Bind(1, device).Bind(2, job_key).Bind(3, job_id);
     if (auto r = s->Run(); !r) return Fail("move job", r);
-    return ExpectChanged("job", job_id);
+    return ExpectHeld(job_id, 0, "not moved");
   }
 
   Result<void> ReopenRun(int64_t run_id) override {
@@ -461,8 +463,8 @@ class SqlStore final : public Store {
   }
 
   Result<void> RequeueJob(int64_t job_id) override {
-    auto s = Prepare(
-        "UPDATE jobs SET status = ?, claimed_by = '', lease_until = 0 WHERE id = ? AND status = ?");
+    auto s =
+        Prepare("UPDATE jobs SET status = ? WHERE id = ? AND status = ? AND " + sql::HeldBy(0));
     if (!s) return s.error();
     s->Bind(1, std::string(kJobQueued)).Bind(2, job_id).Bind(3, std::string(kJobRunning));
     if (auto r = s->Run(); !r) return Fail("requeue job", r);
@@ -570,21 +572,19 @@ class SqlStore final : public Store {
     }
     auto tx = Transaction::Begin(*db_);
     if (!tx) return Fail("record job result", tx);
-    if (o.claim_id > 0) {
-      if (auto r = sql::CheckClaim(*db_, job_id, o.claim_id); !r) {
-        if (r.error().kind == ErrorKind::kConflict) return r;
-        return Fail("record job result", r);
-      }
-    }
     {
+      // The first write: it locks the job (PostgreSQL), so the claim holds
+      // until the commit. Without a claim, a job of a sweep's own run, whose
+      // result may be recorded again (replaced).
       auto s = Prepare(
           "UPDATE jobs SET status = ?, error = ?, wall_ms = ?, "
-          "runner_version = coalesce(nullif(?, ''), runner_version) WHERE id = ?");
+          "runner_version = coalesce(nullif(?, ''), runner_version) WHERE id = ? AND " +
+          (o.claim_id > 0 ? sql::HeldBy(o.claim_id) : sql::Unclaimed()));
       if (!s) return s.error();
       s->Bind(1, o.status).Bind(2, o.error).Bind(3, o.wall_ms).Bind(4, o.runner_version);
       s->Bind(5, job_id);
       if (auto r = s->Run(); !r) return Fail("record job result", r);
-      if (auto r = ExpectChanged("job", job_id); !r) return r;
+      if (auto r = ExpectHeld(job_id, o.claim_id, "result dropped"); !r) return r;
     }
     {
       auto del = Prepare("DELETE FROM results WHERE job_id = ?");
@@ -1243,6 +1243,15 @@ class SqlStore final : public Store {
   template <typename R>
   Error Fail(const std::string& what, const R& r) {
     return MakeError("store '" + path_ + "': cannot " + what + ": " + r.message());
+  }
+
+  // After a statement guarded by sql::HeldBy(claim_id): kConflict (naming
+  // the job's state) when it changed nothing.
+  Result<void> ExpectHeld(int64_t job_id, int64_t claim_id, const std::string& action) {
+    if (db_->Changes() > 0) return Ok();
+    Error e = sql::NotHeld(*db_, job_id, claim_id, action);
+    if (e.kind == ErrorKind::kConflict) return e;
+    return MakeError(e.kind, "store '" + path_ + "': " + e.message);
   }
 
   Result<void> ExpectChanged(const char* what, int64_t id) {

@@ -194,7 +194,8 @@ struct JobOutcome {
   // A claimed job (ClaimJob): the claim_id it was claimed under. The result
   // is recorded only while that claim holds (else an ErrorKind::kConflict
   // error, nothing recorded: the lease expired and the job went back to the
-  // queue). 0: a job of a run its sweep runs itself.
+  // queue). 0: a job of a run its sweep runs itself (one no claim ever held:
+  // else kConflict).
   int64_t claim_id = 0;
   // Schema v13: the version the runner reported (its --json "runtime"); ""
   // keeps what the job has.
@@ -427,16 +428,27 @@ class Store {
   virtual Result<int64_t> AddJob(int64_t run_id, const JobRow& job) = 0;
   virtual Result<std::vector<int64_t>> AddJobs(int64_t run_id, const std::vector<JobRow>& jobs) = 0;
 
+  // A job's state changes only under its claim. claim_id > 0 (ClaimJob's):
+  // while that claim holds the running job. claim_id 0 (a job of a run its
+  // sweep runs itself): while the job is unclaimed and queued or running.
+  // Otherwise nothing changes and the call fails with ErrorKind::kConflict,
+  // naming the job's state now: the caller has lost the job (its lease
+  // expired, another node may have finished it) and must stop working on it,
+  // never retry it. No such job: an error of another kind.
+  //
   // Sets status "running" and started_at, and counts one more attempt.
-  virtual Result<void> MarkJobRunning(int64_t job_id) = 0;
+  virtual Result<void> MarkJobRunning(int64_t job_id, int64_t claim_id) = 0;
 
   // A job that moves to another device (its device was quarantined): sets
-  // device and job_key, and moved_from to the device it was planned on.
+  // device and job_key, and moved_from to the device it was planned on. A
+  // job of a sweep's own run only (claim_id 0, as above).
   virtual Result<void> MoveJob(int64_t job_id, const std::string& device,
                                const std::string& job_key) = 0;
 
   // Stores a job's final status, metrics, samples and raw runner output in
-  // one transaction, committed before returning.
+  // one transaction, committed before returning; under outcome.claim_id (as
+  // above), except that a job of a sweep's own run (claim 0, never claimed)
+  // may be recorded again: the new result replaces the old one.
   virtual Result<void> RecordJobResult(int64_t job_id, const JobOutcome& outcome) = 0;
 
   // Sets a run's final status (kRunFinished/kRunFailed/kRunCancelled) and finished_at = now.
@@ -460,7 +472,9 @@ class Store {
   // (host path, sha256) of the run's runtime builds, by path.
   virtual Result<std::vector<std::pair<std::string, std::string>>> ListRunRunners(
       int64_t run_id) = 0;
-  // Sets a job that was started but not finished (cancelled) back to "queued".
+  // Sets a running job of a sweep's own run (claim_id 0) that was started
+  // but not finished (cancelled) back to "queued"; any other job is left as
+  // it is (a claimed job goes back with ReleaseClaim).
   virtual Result<void> RequeueJob(int64_t job_id) = 0;
   // The job's accuracy, outputs by index; unset when it has none. Error: no such job.
   virtual Result<std::optional<Accuracy>> GetAccuracy(int64_t job_id) = 0;

@@ -52,7 +52,7 @@ TEST_P(StoreTest, RoundTripAndReopen) {
     ASSERT_TRUE(added.ok()) << added.message();
     ids = *added;
     ASSERT_EQ(ids.size(), 2u);
-    ASSERT_TRUE(store->MarkJobRunning(ids[0]).ok());
+    ASSERT_TRUE(store->MarkJobRunning(ids[0], 0).ok());
 
     JobOutcome ok;
     ok.status = "ok";
@@ -139,7 +139,7 @@ TEST_P(StoreTest, ErrorsNameTheThing) {
   auto run = store->GetRun(42);
   ASSERT_FALSE(run.ok());
   EXPECT_NE(run.message().find("no run 42"), std::string::npos);
-  EXPECT_FALSE(store->MarkJobRunning(7).ok());
+  EXPECT_FALSE(store->MarkJobRunning(7, 0).ok());
   JobOutcome o;
   o.status = "queued";
   EXPECT_FALSE(store->RecordJobResult(1, o).ok());
@@ -171,8 +171,8 @@ TEST_P(StoreTest, SchedulerColumns) {
   j.num_threads = 4;
   auto id = store->AddJob(*run, j);
   ASSERT_TRUE(id.ok()) << id.message();
-  ASSERT_TRUE(store->MarkJobRunning(*id).ok());
-  ASSERT_TRUE(store->MarkJobRunning(*id).ok());
+  ASSERT_TRUE(store->MarkJobRunning(*id, 0).ok());
+  ASSERT_TRUE(store->MarkJobRunning(*id, 0).ok());
   ASSERT_TRUE(store->MoveJob(*id, "local:b", "key2").ok());
   ASSERT_TRUE(store->MoveJob(*id, "local:c", "key3").ok());  // keeps the first planned device
   auto got = store->GetJob(*id);
@@ -630,7 +630,7 @@ TEST_P(StoreTest, RunRunnerAndRequeue) {
 
   auto job = store->AddJob(*run, MakeJob("m"));
   ASSERT_TRUE(job.ok());
-  ASSERT_TRUE(store->MarkJobRunning(*job).ok());
+  ASSERT_TRUE(store->MarkJobRunning(*job, 0).ok());
   ASSERT_TRUE(store->RequeueJob(*job).ok());
   EXPECT_EQ(store->GetJob(*job)->status, kJobQueued);
   EXPECT_EQ(store->GetJob(*job)->attempts, 1);
