@@ -1318,11 +1318,11 @@ std::string RedactUrl(const std::string& where) {
   return where.substr(0, colon) + ":***" + where.substr(at);
 }
 
-Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) {
+Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path, SqliteSync sync) {
   auto fail = [&](const std::string& why) -> Error {
     return MakeError("cannot open store '" + path + "': " + why);
   };
-  auto db = sql::OpenSqlite(path);
+  auto db = sql::OpenSqlite(path, sync);
   if (!db) return fail(db.message());
   if (auto r = sql::Migrate(**db, sql::SchemaVersion()); !r) return fail(r.message());
   return std::unique_ptr<Store>(std::make_unique<SqlStore>(path, std::move(*db)));

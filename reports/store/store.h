@@ -611,6 +611,9 @@ inline constexpr int64_t kRunClaimStaleSeconds = 600;
 // How often a sweep renews its claim (RefreshRunClaim) while it runs.
 inline constexpr int64_t kRunClaimRefreshSeconds = 60;
 
+// How a SQLite store syncs its commits (OpenSqliteStore).
+enum class SqliteSync { kNormal, kFull };
+
 // Opens the store at `where`: a PostgreSQL URL (IsPostgresUrl) or a SQLite
 // file, and migrates it to the current schema.
 Result<std::unique_ptr<Store>> OpenStore(const std::string& where);
@@ -624,7 +627,12 @@ Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& url);
 // Opens (creating if absent) the SQLite database at `path` and migrates it to
 // the current schema. Fails with a message naming the file when it cannot be
 // opened, is not a DelegateFarm database, or is newer than this build.
-Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path);
+// `sync` kFull (what every command uses): each commit is fsynced (PRAGMA
+// synchronous = FULL in WAL mode), so a recorded result survives an OS crash
+// or power loss. kNormal syncs only at checkpoints (such a crash may lose the
+// latest commits); the store benchmark measures what FULL costs.
+Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
+                                               SqliteSync sync = SqliteSync::kFull);
 
 // Creates the database at `path` with only the first `version` migrations
 // applied, as an older build left it (for migration tests).

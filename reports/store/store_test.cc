@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "reports/store/sql.h"
 #include "reports/store/store_test_fixture.h"
 
 namespace dfarm::store {
@@ -37,6 +38,28 @@ TEST_F(SqliteStoreTest, MigratesEmptyFile) {
   EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "wal");
   sqlite3_finalize(st);
   sqlite3_close(db);
+}
+
+// Every SQLite connection of the store (sql::OpenSqlite opens them all)
+// fsyncs each commit: PRAGMA synchronous is per connection, so it is read on
+// the connection the store would use. 2 = FULL, 1 = NORMAL.
+TEST_F(SqliteStoreTest, CommitsAreSyncedToDisk) {
+  auto pragma = [](sql::Conn& db, const char* name) {
+    auto s = sql::Stmt::Prepare(db, std::string("PRAGMA ") + name);
+    EXPECT_TRUE(s.ok()) << s.message();
+    if (!s.ok()) return std::string();
+    auto row = s->Step();
+    EXPECT_TRUE(row.ok() && *row);
+    return s->Text(0);
+  };
+  auto full = sql::OpenSqlite(path_);
+  ASSERT_TRUE(full.ok()) << full.message();
+  EXPECT_EQ(pragma(**full, "synchronous"), "2");
+  EXPECT_EQ(pragma(**full, "journal_mode"), "wal");
+  auto normal = sql::OpenSqlite(path_, SqliteSync::kNormal);
+  ASSERT_TRUE(normal.ok()) << normal.message();
+  EXPECT_EQ(pragma(**normal, "synchronous"), "1");
+  EXPECT_NE(Open(), nullptr);
 }
 
 TEST_P(StoreTest, RoundTripAndReopen) {
