@@ -345,6 +345,26 @@ TEST_P(QueueTest, NodesRegisterHeartbeatAndList) {
   EXPECT_EQ((*nodes)[1].state, kNodeRunning);
 }
 
+// A node registering again under a name (its predecessor died) holds no
+// claim: the predecessor's jobs go back to the queue at the next reap (the
+// new node reaps before its first heartbeat), not when their leases would
+// have ended.
+TEST_P(QueueTest, RegisteringEndsThePredecessorsLeases) {
+  NodeRow n{"n1", "host", 42, NowIso8601(), 0, 0, "", {"pc"}};
+  ASSERT_TRUE(store_->RegisterNode(n).ok());
+  auto ids = QueueRun({Targeted(kTargetAny), Targeted(kTargetAny)});
+  ASSERT_EQ(Claim("n1", Pc(), 600), ids[0]);
+  ASSERT_EQ(Claim("n2", Pc(), 600), ids[1]);  // another node's: kept
+  EXPECT_TRUE(store_->ReapExpiredClaims(3)->empty());
+  n.pid = 43;
+  ASSERT_TRUE(store_->RegisterNode(n).ok());
+  EXPECT_EQ(*store_->ReapExpiredClaims(3), std::vector<int64_t>{ids[0]});
+  EXPECT_EQ(*store_->NodeHeartbeat("n1", kNodeRunning, 600), 0);
+  EXPECT_EQ(store_->GetJob(ids[0])->status, kJobQueued);
+  EXPECT_EQ(store_->ListJobClaims(ids[0])->at(0).outcome, kClaimReaped);
+  EXPECT_EQ(store_->GetJob(ids[1])->claimed_by, "n2");
+}
+
 std::string WriteRandomFile(const std::filesystem::path& path, size_t size) {
   std::mt19937_64 rng(size);
   std::string bytes(size, '\0');

@@ -61,14 +61,31 @@ Result<void> SetRunMode(Conn& db, int64_t run_id, const std::string& mode) {
 }
 
 Result<void> RegisterNode(Conn& db, const NodeRow& n) {
-  return RunWith(db,
-                 "INSERT INTO nodes(name, host, pid, started_at, heartbeat_unix, state, devices) "
-                 "VALUES(?, ?, ?, ?, " +
-                     NowUnixSql(db.dialect()) +
-                     ", ?, ?) ON CONFLICT(name) DO UPDATE SET host = excluded.host, pid = "
-                     "excluded.pid, started_at = excluded.started_at, heartbeat_unix = "
-                     "excluded.heartbeat_unix, state = excluded.state, devices = excluded.devices",
-                 {n.name, n.host, n.pid, n.started_at, kNodeRunning, JoinComma(n.devices)});
+  auto tx = Transaction::Begin(db);
+  if (!tx) return tx.error();
+  if (auto r =
+          RunWith(db,
+                  "INSERT INTO nodes(name, host, pid, started_at, heartbeat_unix, state, devices) "
+                  "VALUES(?, ?, ?, ?, " +
+                      NowUnixSql(db.dialect()) +
+                      ", ?, ?) ON CONFLICT(name) DO UPDATE SET host = excluded.host, pid = "
+                      "excluded.pid, started_at = excluded.started_at, heartbeat_unix = "
+                      "excluded.heartbeat_unix, state = excluded.state, devices = excluded.devices",
+                  {n.name, n.host, n.pid, n.started_at, kNodeRunning, JoinComma(n.devices)});
+      !r) {
+    return r;
+  }
+  // A node that registers holds no claim yet: the jobs still claimed under
+  // its name are a dead predecessor's, whose leases end now (else this
+  // node's heartbeat would renew them forever).
+  if (auto r = RunWith(db,
+                       "UPDATE jobs SET lease_until = 0 WHERE claimed_by = ? AND status = ? AND "
+                       "lease_until > 0",
+                       {n.name, kJobRunning});
+      !r) {
+    return r;
+  }
+  return tx->Commit();
 }
 
 Result<int64_t> NodeHeartbeat(Conn& db, const std::string& node, const std::string& state,

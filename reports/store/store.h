@@ -562,7 +562,9 @@ class Store {
   //
   // Sets a run's mode (kRunModeQueue: nodes claim its jobs).
   virtual Result<void> SetRunMode(int64_t run_id, const std::string& mode) = 0;
-  // Registers (or re-registers) a node, state running, heartbeat now.
+  // Registers (or re-registers) a node, state running, heartbeat now. A
+  // registering node holds no claim: the jobs still claimed under its name
+  // (a dead predecessor's) get their leases ended, for ReapExpiredClaims.
   virtual Result<void> RegisterNode(const NodeRow& node) = 0;
   // The node's heartbeat: heartbeat now, its state, and the lease of every
   // job it holds renewed to now + lease_s. Returns the jobs it holds.
