@@ -1309,13 +1309,30 @@ bool IsPostgresUrl(const std::string& where) {
 
 std::string RedactUrl(const std::string& where) {
   if (!IsPostgresUrl(where)) return where;
-  const size_t scheme = where.find("://") + 3;
-  const size_t at = where.find('@', scheme);
-  const size_t slash = where.find('/', scheme);
-  if (at == std::string::npos || (slash != std::string::npos && at > slash)) return where;
-  const size_t colon = where.find(':', scheme);
-  if (colon == std::string::npos || colon > at) return where;
-  return where.substr(0, colon) + ":***" + where.substr(at);
+  const size_t question = where.find('?');
+  std::string base = where.substr(0, question);
+  // The userinfo's password: postgresql://USER:PASSWORD@HOST...
+  const size_t scheme = base.find("://") + 3;
+  const size_t at = base.find('@', scheme);
+  const size_t colon = base.find(':', scheme);
+  if (at != std::string::npos && at < base.find('/', scheme) && colon < at) {
+    base = base.substr(0, colon) + ":***" + base.substr(at);
+  }
+  if (question == std::string::npos) return base;
+  // The query's: ...?password=PASSWORD&sslpassword=PASSPHRASE (libpq's keys).
+  std::string query;
+  size_t start = question + 1;
+  for (;;) {
+    size_t end = where.find('&', start);
+    if (end == std::string::npos) end = where.size();
+    std::string item = where.substr(start, end - start);
+    const std::string key = item.substr(0, item.find('='));
+    if (key != item && (key == "password" || key == "sslpassword")) item = key + "=***";
+    query += (start == question + 1 ? "" : "&") + item;
+    if (end == where.size()) break;
+    start = end + 1;
+  }
+  return base + "?" + query;
 }
 
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path, SqliteSync sync) {

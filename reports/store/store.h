@@ -621,7 +621,8 @@ enum class SqliteSync { kNormal, kFull };
 Result<std::unique_ptr<Store>> OpenStore(const std::string& where);
 // "postgresql://..." or "postgres://...".
 bool IsPostgresUrl(const std::string& where);
-// `where` with a URL's password replaced by "***", for messages.
+// `where` with a URL's passwords replaced by "***", for messages: the
+// userinfo's (USER:PASSWORD@) and the query's password= and sslpassword=.
 std::string RedactUrl(const std::string& where);
 // Connects to PostgreSQL (libpq URL) and migrates the database.
 Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& url);

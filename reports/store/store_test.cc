@@ -62,6 +62,33 @@ TEST_F(SqliteStoreTest, CommitsAreSyncedToDisk) {
   EXPECT_NE(Open(), nullptr);
 }
 
+TEST(RedactUrlTest, HidesEveryPassword) {
+  EXPECT_EQ(RedactUrl("postgresql://dfarm:secret@db:5432/farm"),
+            "postgresql://dfarm:***@db:5432/farm");
+  EXPECT_EQ(RedactUrl("postgresql://dfarm@db/farm?password=secret"),
+            "postgresql://dfarm@db/farm?password=***");
+  EXPECT_EQ(RedactUrl("postgres://db/farm?user=u&password=s%40cret&sslmode=require"),
+            "postgres://db/farm?user=u&password=***&sslmode=require");
+  EXPECT_EQ(RedactUrl("postgresql://u:one@db/farm?sslpassword=two&password=three"),
+            "postgresql://u:***@db/farm?sslpassword=***&password=***");
+  EXPECT_EQ(RedactUrl("postgresql://db?password=a@b:c"), "postgresql://db?password=***");
+  EXPECT_EQ(RedactUrl("postgresql://db/farm?application_name=password"),
+            "postgresql://db/farm?application_name=password");
+  EXPECT_EQ(RedactUrl("postgresql://u@db/farm"), "postgresql://u@db/farm");
+  EXPECT_EQ(RedactUrl("farm.db"), "farm.db");
+}
+
+// The message of a store that cannot be reached names it without its password.
+TEST(RedactUrlTest, AnUnreachableDatabaseIsNamedWithoutItsPassword) {
+  auto opened =
+      OpenStore("postgresql://dfarm:s3cr3tA@127.0.0.1:1/farm?password=s3cr3tB&connect_timeout=5");
+  ASSERT_FALSE(opened.ok());
+  EXPECT_NE(opened.message().find("'postgresql://dfarm:***@127.0.0.1:1/farm?password=***&"),
+            std::string::npos)
+      << opened.message();
+  EXPECT_EQ(opened.message().find("s3cr3t"), std::string::npos) << opened.message();
+}
+
 TEST_P(StoreTest, RoundTripAndReopen) {
   int64_t run_id = 0;
   std::vector<int64_t> ids;
