@@ -1,12 +1,19 @@
 #include "harness/node.h"
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <condition_variable>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "agent/base/sha256.h"
@@ -25,10 +32,61 @@ std::string HostName() {
   return name;
 }
 
-// Whether node row `n` belongs to a process that is still alive, as far as
-// its heartbeat tells (two leases without one: gone).
-bool Alive(const store::NodeRow& n, int64_t lease_s) {
-  return n.state != store::kNodeStopped && n.heartbeat_age_s <= 2 * lease_s;
+// Unix seconds of an ISO-8601 UTC time ("2024-05-01T12:34:56Z"); unset
+// when it is not one.
+std::optional<int64_t> ParseIsoUtc(const std::string& text) {
+  std::tm tm{};
+  const char* end = ::strptime(text.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  if (end == nullptr || *end != 0) return std::nullopt;
+  return static_cast<int64_t>(::timegm(&tm));
+}
+
+// Unix seconds when process `pid` of this host started (Linux /proc); unset
+// when unknown.
+std::optional<int64_t> ProcessStartUnix(int64_t pid) {
+  std::ifstream stat_file("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(stat_file)), {});
+  const size_t comm_end = stat.rfind(')');  // the command name may hold spaces
+  if (comm_end == std::string::npos) return std::nullopt;
+  std::istringstream fields(stat.substr(comm_end + 1));
+  std::string field;
+  int64_t ticks = -1;
+  for (int k = 3; k <= 22 && fields >> field; ++k) {
+    if (k == 22) ticks = std::strtoll(field.c_str(), nullptr, 10);  // starttime
+  }
+  std::ifstream boot_file("/proc/stat");
+  std::string key;
+  int64_t boot = -1;
+  while (boot_file >> key) {
+    if (key == "btime") {
+      boot_file >> boot;
+      break;
+    }
+  }
+  const long hz = ::sysconf(_SC_CLK_TCK);
+  if (ticks < 0 || boot < 0 || hz <= 0) return std::nullopt;
+  return boot + ticks / hz;
+}
+
+// Whether node row `n` was left by a process of this host that is gone: its
+// pid exists no more, or belongs to a process started after `n` registered
+// (the pid was reused; a 2 s margin for the boot time's rounding). Such a
+// node is dead however recent its heartbeat: a node restarted after a crash
+// takes its name over at once.
+bool DeadOnThisHost(const store::NodeRow& n, const std::string& host) {
+  if (n.host != host || n.pid <= 0 || n.pid == ::getpid()) return false;
+  if (::kill(static_cast<pid_t>(n.pid), 0) != 0 && errno == ESRCH) return true;
+  const std::optional<int64_t> registered = ParseIsoUtc(n.started_at);
+  const std::optional<int64_t> started = ProcessStartUnix(n.pid);
+  return registered && started && *started > *registered + 2;
+}
+
+// Whether node row `n` belongs to a process that is still alive: as far as
+// its heartbeat tells (two leases without one: gone), unless it ran on this
+// host and its process is gone.
+bool Alive(const store::NodeRow& n, int64_t lease_s, const std::string& host) {
+  return n.state != store::kNodeStopped && n.heartbeat_age_s <= 2 * lease_s &&
+         !DeadOnThisHost(n, host);
 }
 
 // Fails when `name`, or one of `devices`, belongs to another live node.
@@ -38,7 +96,7 @@ Result<void> CheckFree(store::Store& store, const std::string& name,
   if (!nodes) return nodes.error();
   const std::string host = HostName();
   for (const store::NodeRow& n : *nodes) {
-    if (!Alive(n, lease_s)) continue;
+    if (!Alive(n, lease_s, host)) continue;
     if (n.name == name && !(n.host == host && n.pid == ::getpid())) {
       return MakeError(ErrorKind::kInvalidInput,
                        "node name '" + name + "' is in use by pid " + std::to_string(n.pid) +
@@ -223,6 +281,9 @@ Result<NodeSummary> RunNode(const NodeOptions& o) {
   row.started_at = store::NowIso8601();
   row.devices = o.devices;
   if (auto r = main.RegisterNode(row); !r) return r.error();
+  // What a dead predecessor of the same name held went back to the queue
+  // (RegisterNode ended its leases): claimable at once, here or elsewhere.
+  if (auto r = main.ReapExpiredClaims(o.max_claims); !r) return r.error();
   if (o.log) {
     *o.log << "node " << name << ": serving " << o.devices.size() << " device(s), lease "
            << o.lease_s << " s" << std::endl;

@@ -494,7 +494,7 @@ class Scheduler {
     if (!c.session) {
       auto reached = Connect(w, store, c);
       if (!reached) return reached.error();
-      if (!reached->empty()) return NotStarted(store, job, *reached);
+      if (!reached->empty()) return NotStarted(w, store, job, *reached);
     }
     const std::vector<std::string>& features = c.session->client().device().features;
     Result<void> takes =
@@ -518,7 +518,7 @@ class Scheduler {
       if (!runner) return runner.error();
       if (!runner->empty()) {
         c.session.reset();  // the connection's state is unknown now
-        return NotStarted(store, job, *runner);
+        return NotStarted(w, store, job, *runner);
       }
       c.runner_path = RunnerFor(job);
       c.runner_unsure = false;
@@ -526,7 +526,7 @@ class Scheduler {
     auto model =
         PushOnce(w, store, c, "model", "model", job.model.path, job.model.file, job.model_sha256);
     if (!model) return model.error();
-    if (!model->empty()) return NotStarted(store, job, *model);
+    if (!model->empty()) return NotStarted(w, store, job, *model);
     if (!job.plugin_sha256.empty()) {
       if (auto r = CheckDeviceTakesPlugins(c.session->client().device().features, w.device); !r) {
         // Retrying cannot help, and the device still serves other jobs.
@@ -540,7 +540,7 @@ class Scheduler {
       auto pushed =
           PushOnce(w, store, c, "plugin", "delegate plugin", plugin, plugin, job.plugin_sha256);
       if (!pushed) return pushed.error();
-      if (!pushed->empty()) return NotStarted(store, job, *pushed);
+      if (!pushed->empty()) return NotStarted(w, store, job, *pushed);
     }
     if (!job.input_set_sha256s.empty()) {
       auto pushed = PushInputSets(w, store, c, job);
@@ -583,7 +583,7 @@ class Scheduler {
                    job.model.file + " input set " + std::to_string(k), job.input_set_sha256s[k]);
       if (!pushed) return pushed.error();
       if (!pushed->empty()) {
-        auto ended = NotStarted(store, job, *pushed);
+        auto ended = NotStarted(w, store, job, *pushed);
         if (!ended) return ended.error();
         return std::optional<AttemptEnd>(std::move(*ended));
       }
@@ -594,9 +594,25 @@ class Scheduler {
   // An attempt that ended `infra` before the job reached the device (no
   // connection, a failed push) is still an attempt: jobs.attempts counts it,
   // as the error's "(after N attempts)" does.
-  Result<AttemptEnd> NotStarted(store::Store& store, const SweepJob& job, std::string infra) {
-    if (auto r = store.MarkJobRunning(job.id); !r) return r.error();
+  Result<AttemptEnd> NotStarted(Worker& w, store::Store& store, const SweepJob& job,
+                                std::string infra) {
+    auto held = MarkRunning(w, store, job);
+    if (!held) return held.error();
+    if (!*held) return AttemptEnd{};
     return AttemptEnd{std::move(infra), {}};
+  }
+
+  // Marks `job` running under its claim (store::Store::MarkJobRunning).
+  // False, with a note, when the job is no longer this worker's (its claim
+  // was lost: the lease expired while this node was stopped or cut off, and
+  // the job went back to the queue, maybe finished elsewhere): the worker
+  // drops it and never tries it again. An error is a store failure.
+  Result<bool> MarkRunning(Worker& w, store::Store& store, const SweepJob& job) {
+    auto r = store.MarkJobRunning(job.id, job.claim_id);
+    if (r) return true;
+    if (r.error().kind != ErrorKind::kConflict) return r.error();
+    if (ctx_.progress) ctx_.progress->Note("dropping " + Label(job, w.device) + ": " + r.message());
+    return false;
   }
 
   // Pushes the artifact at `path` unless this connection already did (`kind`
@@ -626,7 +642,9 @@ class Scheduler {
   // Runs the job on the connected device and records what it came to.
   Result<AttemptEnd> RunOnDevice(Worker& w, store::Store& store, Connection& c, const SweepJob& job,
                                  const CooldownOutcome& cool) {
-    if (auto r = store.MarkJobRunning(job.id); !r) return r.error();
+    auto held = MarkRunning(w, store, job);
+    if (!held) return held.error();
+    if (!*held) return AttemptEnd{};
     const std::string label = Label(job, w.device);
     if (ctx_.progress) ctx_.progress->JobStarted(label);
     agent::RunJobOptions run_options;

@@ -71,11 +71,12 @@ struct SchedulerContext {
   // said at hello): a claimed job (id, claim_id, runner_path set), or nothing,
   // then it calls wait_for_work() and asks again, until *drain (finish the job
   // in hand, claim no more) or cancel. Each job pushes its own runner build.
-  // Results are recorded under the job's claim; a claim that was lost (its
-  // lease expired and the job went back to the queue) drops the result with
-  // a note. A job that runs out of attempts goes back to the queue (another
-  // device may take it) until it was claimed max_claims times, then is
-  // recorded infra. `jobs` given to RunJobs may be empty.
+  // Every state change of a job is made under its claim; a claim that was
+  // lost (its lease expired and the job went back to the queue) drops the
+  // result with a note, and a worker that finds its claim lost before an
+  // attempt (store::Store::MarkJobRunning) drops the job and never retries it. A job that runs out
+  // of attempts goes back to the queue (another device may take it) until it was claimed max_claims
+  // times, then is recorded infra. `jobs` given to RunJobs may be empty.
   std::function<Result<std::optional<SweepJob>>(store::Store& store, const std::string& device,
                                                 const agent::DeviceInfo& info)>
       claim;

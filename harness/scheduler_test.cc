@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cmath>
 #include <filesystem>
+#include <sstream>
 #include <thread>
 
 #include "agent/runner/runner_json.h"
@@ -18,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "harness/devices.h"
 #include "harness/matrix.h"
+#include "harness/queue_job.h"
 #include "reports/store/store.h"
 
 namespace dfarm::harness {
@@ -26,6 +28,7 @@ namespace {
 using std::chrono::milliseconds;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using Clock = std::chrono::steady_clock;
 
 // A clock that moves only when the rule sleeps, and a list of readings.
@@ -506,6 +509,106 @@ TEST(SchedulerCancelTest, CancelledJobsStayQueuedAndResumeFinishesThem) {
   ASSERT_TRUE(listed.ok());
   EXPECT_EQ((*listed)[0].status, store::kJobOk) << (*listed)[0].error;
   EXPECT_EQ((*listed)[1].status, store::kJobOk) << (*listed)[1].error;
+}
+
+// Node mode: a node stopped past its lease (SIGSTOP) wakes up to a claim it
+// lost: the reaper gave the job back and another node finished it. Its
+// worker drops the job at its attempt (MarkJobRunning under the claim),
+// never runs nor retries it, and the finished job and run stay finished.
+TEST(SchedulerClaimTest, ALostClaimIsDroppedNeverRetried) {
+  agent::testing::TempDir dir;
+  agent::testing::TestAgent agent(
+      {"--listen", "127.0.0.1:0", "--store", dir.path() + "/agent-store"},
+      dir.path() + "/agent.log");
+  uint16_t port = agent.ReadPort();
+  ASSERT_GT(port, 0);
+  const std::string device = "tcp://127.0.0.1:" + std::to_string(port);
+  const std::string ran = dir.path() + "/ran";
+  const std::string runner = dir.path() + "/dfarm-runner";
+  agent::testing::WriteFile(runner, "#!/bin/sh\necho x >> " + ran + "\nexit 3\n");
+  const std::string model = dir.path() + "/m.tflite";
+  agent::testing::WriteFile(model, "model bytes");
+  auto model_sha = Sha256OfFile(model);
+  ASSERT_TRUE(model_sha.ok());
+
+  const std::string db = dir.path() + "/x.db";
+  auto store = store::OpenSqliteStore(db);
+  ASSERT_TRUE(store.ok()) << store.message();
+  auto run = (*store)->CreateRun("farm", "{}");
+  ASSERT_TRUE(run.ok());
+  ASSERT_TRUE((*store)->SetRunMode(*run, store::kRunModeQueue).ok());
+  store::JobRow row;
+  row.job_key = "k";
+  row.model = "m.tflite";
+  row.model_path = model;
+  row.model_sha256 = *model_sha;
+  row.delegate = "cpu";
+  row.device = device;
+  row.target = store::kTargetAny;
+  auto id = (*store)->AddJob(*run, row);
+  ASSERT_TRUE(id.ok());
+
+  ProviderOptions popts = DefaultProviderOptions();
+  auto provider = MakeDeviceProvider(popts);
+  std::atomic<bool> drain{false};
+  std::ostringstream log;
+  Progress progress(&log, false, 0, 0);
+  SchedulerContext ctx;
+  ctx.devices = provider.get();
+  ctx.open_store = [&] { return store::OpenSqliteStore(db); };
+  ctx.drain = &drain;
+  ctx.progress = &progress;
+  ctx.policy.retries = 3;
+  ctx.wait_for_work = [] {};
+  int asked = 0;
+  std::string lost;  // why node a's claim is lost, as the test saw it happen
+  ctx.claim = [&](store::Store& s, const std::string& dev,
+                  const agent::DeviceInfo& info) -> Result<std::optional<SweepJob>> {
+    if (asked++ > 0) {
+      drain = true;
+      return std::optional<SweepJob>();
+    }
+    const store::DeviceTraits traits = TraitsOf(dev, info, {});
+    auto a = s.ClaimJob("a", traits, -1);  // a lease already over: node a is stopped
+    if (!a || !*a) return MakeError("node a claimed nothing");
+    auto reaped = s.ReapExpiredClaims(3);
+    if (!reaped || reaped->size() != 1) return MakeError("nothing reaped");
+    auto b = s.ClaimJob("b", traits, 60);
+    if (!b || !*b || (*b)->claim_id != 2) return MakeError("node b claimed nothing");
+    store::JobOutcome ok;
+    ok.status = store::kJobOk;
+    ok.exit_code = 0;
+    ok.claim_id = 2;
+    if (auto r = s.RecordJobResult((*b)->id, ok); !r) return r.error();
+    SweepJob job;  // node a wakes up with its claim 1
+    job.id = (*a)->id;
+    job.claim_id = (*a)->claim_id;
+    job.device = dev;
+    job.model = ModelSpec{model, "m.tflite"};
+    job.model_sha256 = *model_sha;
+    job.delegate.name = "cpu";
+    job.benchmark.timeout_s = 60;
+    job.runner_path = runner;
+    return std::optional<SweepJob>(std::move(job));
+  };
+  auto stats = RunJobs(ctx, {device}, {});
+  progress.Finish();
+  ASSERT_TRUE(stats.ok()) << stats.message();
+  EXPECT_EQ(asked, 2);
+  EXPECT_FALSE(std::filesystem::exists(ran)) << "the runner ran: " << log.str();
+  auto job = (*store)->GetJob(*id);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->status, store::kJobOk) << log.str();
+  EXPECT_EQ(job->attempts, 0);
+  EXPECT_EQ(job->claimed_by, "");
+  EXPECT_EQ((*store)->GetRun(*run)->status, store::kRunFinished);
+  auto claims = (*store)->ListJobClaims(*id);
+  ASSERT_TRUE(claims.ok());
+  ASSERT_EQ(claims->size(), 2u);
+  EXPECT_EQ((*claims)[0].outcome, store::kClaimReaped);
+  EXPECT_EQ((*claims)[1].outcome, store::kClaimFinished);
+  EXPECT_THAT(log.str(), HasSubstr("is no longer held by claim 1"));
+  EXPECT_THAT(log.str(), Not(HasSubstr("retrying")));
 }
 
 // The local agent refuses a store its group or others can write; dfarm

@@ -688,7 +688,7 @@ TEST_F(SweepTest, ResumeRunsOnlyPendingJobs) {
   ASSERT_EQ(first->ok, 1u);
   // A job left "running" by a killed dfarm has no result: it runs again.
   auto jobs = store_->ListJobs(first->run_id);
-  ASSERT_TRUE(store_->MarkJobRunning((*jobs)[1].id).ok());
+  ASSERT_TRUE(store_->MarkJobRunning((*jobs)[1].id, 0).ok());
 
   cancel = false;
   options_.cancel = nullptr;

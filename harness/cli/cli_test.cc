@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -238,6 +239,35 @@ TEST(CliTest, RunAndModelNamesArePrintedSafely) {
     EXPECT_THAT(o.out, HasSubstr("clear\\x1b[2J\\x0ame")) << o.out;
   }
   EXPECT_THAT(Call({"show", "1", "--db", db}).out, HasSubstr("m\\x1b]0;pwned\\x07.tflite"));
+}
+
+// `devices --db` with a database it cannot open or read says so, naming the
+// database without its password, and exits 3 (database trouble), before
+// trying any device.
+TEST(CliTest, DevicesFailsOnADatabaseItCannotRead) {
+  harness::TempDir dir;
+  const std::string unreachable =
+      "postgresql://dfarm:s3cr3tA@127.0.0.1:1/farm?password=s3cr3tB&connect_timeout=5";
+  const std::string device = "tcp://127.0.0.1:1";
+  Outcome o = Call({"devices", "--db", unreachable, "--device", device});
+  EXPECT_EQ(o.code, kExitInfra) << o.err;
+  EXPECT_THAT(o.err, HasSubstr("dfarm: error: cannot open store "
+                               "'postgresql://dfarm:***@127.0.0.1:1/farm?password=***&"));
+  EXPECT_THAT(o.err + o.out, Not(HasSubstr("s3cr3t")));
+  EXPECT_THAT(o.err, Not(HasSubstr("no device is online")));
+  EXPECT_EQ(o.out, "");
+
+  const std::string garbage = (dir.path() / "garbage.db").string();
+  std::ofstream(garbage) << std::string(8192, 'x');
+  o = Call({"devices", "--db", garbage, "--device", device, "--json"});
+  EXPECT_EQ(o.code, kExitInfra) << o.err;
+  EXPECT_THAT(o.err, HasSubstr("cannot open store '" + garbage + "'"));
+  EXPECT_EQ(o.out, "");
+
+  // No database yet (the default dfarm.db before any sweep): no error.
+  o = Call({"devices", "--db", (dir.path() / "none.db").string(), "--device", device});
+  EXPECT_EQ(o.code, kExitInfra) << o.err;
+  EXPECT_THAT(o.err, HasSubstr("no device is online"));
 }
 
 // Issue 19: `devices` lists a device's OpenCL devices (as last seen), and

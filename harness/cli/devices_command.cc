@@ -60,26 +60,29 @@ void AddName(std::vector<std::string>& names, const std::string& name) {
   if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
 }
 
-Known ReadStore(const std::string& db) {
+// What the store at `db` knows; nothing when `db` is a file that does not
+// exist (the default dfarm.db before any sweep). An error, naming the
+// database (its password hidden): it cannot be opened or read.
+Result<Known> ReadStore(const std::string& db) {
   Known k;
   std::error_code ec;
   if (db.empty() || (!store::IsPostgresUrl(db) && !std::filesystem::exists(db, ec))) return k;
   auto store = store::OpenStore(db);
-  if (!store) return k;
-  if (auto nodes = (*store)->ListNodes(); nodes) {
-    for (store::NodeRow& n : *nodes) k.nodes[n.name] = std::move(n);
-  }
-  if (auto rows = (*store)->ListDevices(); rows) {
-    for (store::DeviceRow& r : *rows) k.rows[r.name] = std::move(r);
-  }
-  if (auto runs = (*store)->ListRuns(); runs) {
-    for (const store::RunRow& run : *runs) {
-      if (run.status != store::kRunRunning) continue;
-      auto jobs = (*store)->ListJobs(run.id);
-      if (!jobs) continue;
-      for (const store::JobRow& j : *jobs) {
-        if (j.status == store::kJobRunning) k.busy.insert(j.device);
-      }
+  if (!store) return store.error();
+  auto nodes = (*store)->ListNodes();
+  if (!nodes) return nodes.error();
+  for (store::NodeRow& n : *nodes) k.nodes[n.name] = std::move(n);
+  auto rows = (*store)->ListDevices();
+  if (!rows) return rows.error();
+  for (store::DeviceRow& r : *rows) k.rows[r.name] = std::move(r);
+  auto runs = (*store)->ListRuns();
+  if (!runs) return runs.error();
+  for (const store::RunRow& run : *runs) {
+    if (run.status != store::kRunRunning) continue;
+    auto jobs = (*store)->ListJobs(run.id);
+    if (!jobs) return jobs.error();
+    for (const store::JobRow& j : *jobs) {
+      if (j.status == store::kJobRunning) k.busy.insert(j.device);
     }
   }
   return k;
@@ -289,7 +292,9 @@ int Run(const DevicesOptions& o, Context& ctx) {
   po.token_file = o.token_file;
   po.connect_timeout = std::chrono::milliseconds(5000);
   auto provider = harness::MakeDeviceProvider(po);
-  const Known known = ReadStore(o.db);
+  auto read = ReadStore(o.db);
+  if (!read) return ctx.Fail(read.error());
+  const Known& known = *read;
   std::vector<std::string> names;
   if (int code = DeviceNames(o, *provider, known, names, ctx); code != kExitOk) return code;
   const AdbRows adb = ReadAdb(o.devices.empty() ? &names : nullptr);
@@ -368,7 +373,8 @@ void AddDevicesCommand(CLI::App& app, Context& ctx) {
       "their nodes report them (not reached from here), after the nodes themselves. "
       "Exit codes: 0 some device is usable (online, busy or quarantined) or the state was set, "
       "2 usage error (a bad --device or --token-file, an unknown device to --release), 3 no "
-      "device is online, database error.");
+      "device is online, or the database (a PostgreSQL URL, or a file that exists) cannot be "
+      "opened or read.");
   cmd->callback([o, &ctx] { ctx.exit_code = Run(*o, ctx); });
 }
 

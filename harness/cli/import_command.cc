@@ -121,7 +121,7 @@ int Import(const ImportOptions& o, Context& ctx) {
   auto job_id = s.AddJob(*run, *job);
   if (!job_id) return ctx.Fail(job_id.error());
   const store::JobOutcome outcome = OutcomeOf(*log, *text, job->num_threads);
-  if (auto r = s.MarkJobRunning(*job_id); !r) return ctx.Fail(r.error());
+  if (auto r = s.MarkJobRunning(*job_id, 0); !r) return ctx.Fail(r.error());
   if (auto r = s.RecordJobResult(*job_id, outcome); !r) return ctx.Fail(r.error());
   if (auto r = s.FinishRun(*run, store::kRunFinished); !r) return ctx.Fail(r.error());
   if (o.json) {

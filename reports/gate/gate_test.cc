@@ -69,7 +69,7 @@ class GateTest : public ::testing::Test {
           j.model + j.delegate + j.options + j.device + j.runner + std::to_string(j.trial);
       auto id = store_->AddJob(*run, row);
       EXPECT_TRUE(id) << id.message();
-      EXPECT_TRUE(store_->MarkJobRunning(*id));
+      EXPECT_TRUE(store_->MarkJobRunning(*id, 0));
       store::JobOutcome out;
       out.status = j.status;
       out.error = j.status == "ok" ? "" : "runner killed by signal 11 (SIGSEGV)";

@@ -210,6 +210,92 @@ TEST_P(QueueTest, AJobLostMaxClaimsTimesIsRecordedInfra) {
   EXPECT_EQ(store_->GetRun(run)->status, kRunFinished);  // its last job ended
 }
 
+// A node paused past its lease wakes up after another node finished its
+// job: every state change it tries under its old claim fails with kConflict
+// and leaves the finished job (and its run) as they are.
+TEST_P(QueueTest, ALostClaimChangesNothing) {
+  int64_t run = 0;
+  auto ids = QueueRun({Targeted(kTargetAny)}, &run);
+  ASSERT_EQ(Claim("n1", Pc(), -1), ids[0]);  // a lease already over
+  ASSERT_TRUE(store_->MarkJobRunning(ids[0], 1).ok());
+  EXPECT_EQ(store_->MarkJobRunning(ids[0], 2).error().kind, ErrorKind::kConflict);
+  EXPECT_EQ(store_->MarkJobRunning(ids[0], 0).error().kind, ErrorKind::kConflict);
+  ASSERT_EQ(*store_->ReapExpiredClaims(3), std::vector<int64_t>{ids[0]});
+  // Reaped, queued again: the old claim no longer holds it.
+  EXPECT_EQ(store_->MarkJobRunning(ids[0], 1).error().kind, ErrorKind::kConflict);
+  EXPECT_EQ(store_->GetJob(ids[0])->status, kJobQueued);
+  ASSERT_EQ(Claim("n2", Phone()), ids[0]);
+  ASSERT_TRUE(store_->MarkJobRunning(ids[0], 2).ok());
+  ASSERT_TRUE(store_->RecordJobResult(ids[0], Ok(2)).ok());
+  ASSERT_EQ(store_->GetRun(run)->status, kRunFinished);
+  const JobRow done = *store_->GetJob(ids[0]);
+
+  auto late = store_->MarkJobRunning(ids[0], 1);
+  ASSERT_FALSE(late.ok());
+  EXPECT_EQ(late.error().kind, ErrorKind::kConflict);
+  EXPECT_NE(late.message().find("job " + std::to_string(ids[0]) + " is no longer held by claim 1"),
+            std::string::npos)
+      << late.message();
+  EXPECT_NE(late.message().find("it is ok"), std::string::npos) << late.message();
+  EXPECT_EQ(store_->MarkJobRunning(ids[0], 2).error().kind, ErrorKind::kConflict);
+  EXPECT_EQ(store_->MarkJobRunning(ids[0], 0).error().kind, ErrorKind::kConflict);
+  EXPECT_EQ(store_->RecordJobResult(ids[0], Ok(1)).error().kind, ErrorKind::kConflict);
+  EXPECT_EQ(store_->RecordJobResult(ids[0], Ok(2)).error().kind, ErrorKind::kConflict);
+  auto unclaimed = store_->RecordJobResult(ids[0], Ok(0));
+  ASSERT_FALSE(unclaimed.ok());
+  EXPECT_EQ(unclaimed.error().kind, ErrorKind::kConflict);
+  EXPECT_NE(unclaimed.message().find("is a job of the farm's queue"), std::string::npos)
+      << unclaimed.message();
+  EXPECT_EQ(store_->MoveJob(ids[0], "elsewhere", "k").error().kind, ErrorKind::kConflict);
+  EXPECT_TRUE(store_->RequeueJob(ids[0]).ok());  // nothing to requeue
+  EXPECT_FALSE(*store_->ReleaseClaim(ids[0], 1));
+  EXPECT_FALSE(*store_->ReleaseClaim(ids[0], 2));
+  EXPECT_TRUE(store_->ReapExpiredClaims(1)->empty());
+
+  const JobRow after = *store_->GetJob(ids[0]);
+  EXPECT_EQ(after.status, kJobOk);
+  EXPECT_EQ(after.attempts, done.attempts);
+  EXPECT_EQ(after.device, done.device);
+  EXPECT_EQ(after.claimed_by, "");
+  EXPECT_EQ(after.claim_id, 2);
+  EXPECT_EQ(store_->GetRun(run)->status, kRunFinished);
+  auto claims = store_->ListJobClaims(ids[0]);
+  ASSERT_EQ(claims->size(), 2u);
+  EXPECT_EQ((*claims)[0].outcome, kClaimReaped);
+  EXPECT_EQ((*claims)[1].outcome, kClaimFinished);
+  EXPECT_EQ(store_->MarkJobRunning(ids[0] + 100, 1).error().kind, ErrorKind::kNotFound);
+}
+
+// The jobs of a run its sweep runs itself (claim 0) change only while
+// pending: a finished job is never set running, requeued or moved (its
+// result may be recorded again: it replaces the old one).
+TEST_P(QueueTest, AFinishedJobOfASweepStaysFinished) {
+  auto run = store_->CreateRun("own", "{}");
+  ASSERT_TRUE(run.ok());
+  auto ids = store_->AddJobs(*run, {MakeJob("a.tflite"), MakeJob("b.tflite")});
+  ASSERT_TRUE(ids.ok());
+  ASSERT_TRUE(store_->MarkJobRunning((*ids)[0], 0).ok());
+  EXPECT_EQ(store_->MarkJobRunning((*ids)[0], 1).error().kind, ErrorKind::kConflict);
+  ASSERT_TRUE(store_->MarkJobRunning((*ids)[0], 0).ok());  // a retry
+  ASSERT_TRUE(store_->RecordJobResult((*ids)[0], Ok(0)).ok());
+  ASSERT_TRUE(store_->RecordJobResult((*ids)[1], Ok(0)).ok());  // never started
+  for (int64_t id : *ids) {
+    auto again = store_->MarkJobRunning(id, 0);
+    ASSERT_FALSE(again.ok());
+    EXPECT_EQ(again.error().kind, ErrorKind::kConflict);
+    EXPECT_NE(again.message().find("is not pending (it is ok)"), std::string::npos)
+        << again.message();
+    EXPECT_EQ(store_->MoveJob(id, "elsewhere", "k").error().kind, ErrorKind::kConflict);
+    EXPECT_TRUE(store_->RequeueJob(id).ok());
+    const JobRow j = *store_->GetJob(id);
+    EXPECT_EQ(j.status, kJobOk);
+    EXPECT_EQ(j.device, "local");
+    EXPECT_EQ(j.moved_from, "");
+  }
+  EXPECT_EQ(store_->GetJob((*ids)[0])->attempts, 2);
+  EXPECT_EQ(store_->GetJob((*ids)[1])->attempts, 0);
+}
+
 TEST_P(QueueTest, ReleaseClaimPutsItBack) {
   auto ids = QueueRun({Targeted(kTargetAny)});
   ASSERT_EQ(Claim("n1", Pc()), ids[0]);
@@ -257,6 +343,26 @@ TEST_P(QueueTest, NodesRegisterHeartbeatAndList) {
   ASSERT_EQ(nodes->size(), 2u);
   EXPECT_EQ((*nodes)[1].devices, std::vector<std::string>{"d2"});
   EXPECT_EQ((*nodes)[1].state, kNodeRunning);
+}
+
+// A node registering again under a name (its predecessor died) holds no
+// claim: the predecessor's jobs go back to the queue at the next reap (the
+// new node reaps before its first heartbeat), not when their leases would
+// have ended.
+TEST_P(QueueTest, RegisteringEndsThePredecessorsLeases) {
+  NodeRow n{"n1", "host", 42, NowIso8601(), 0, 0, "", {"pc"}};
+  ASSERT_TRUE(store_->RegisterNode(n).ok());
+  auto ids = QueueRun({Targeted(kTargetAny), Targeted(kTargetAny)});
+  ASSERT_EQ(Claim("n1", Pc(), 600), ids[0]);
+  ASSERT_EQ(Claim("n2", Pc(), 600), ids[1]);  // another node's: kept
+  EXPECT_TRUE(store_->ReapExpiredClaims(3)->empty());
+  n.pid = 43;
+  ASSERT_TRUE(store_->RegisterNode(n).ok());
+  EXPECT_EQ(*store_->ReapExpiredClaims(3), std::vector<int64_t>{ids[0]});
+  EXPECT_EQ(*store_->NodeHeartbeat("n1", kNodeRunning, 600), 0);
+  EXPECT_EQ(store_->GetJob(ids[0])->status, kJobQueued);
+  EXPECT_EQ(store_->ListJobClaims(ids[0])->at(0).outcome, kClaimReaped);
+  EXPECT_EQ(store_->GetJob(ids[1])->claimed_by, "n2");
 }
 
 std::string WriteRandomFile(const std::filesystem::path& path, size_t size) {

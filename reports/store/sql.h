@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "agent/base/result.h"
+#include "reports/store/store.h"  // SqliteSync
 
 namespace dfarm::store::sql {
 
@@ -168,8 +169,9 @@ class Transaction {
 };
 
 // Opens a SQLite database file (created when absent), WAL mode, foreign keys
-// on, a 10 s busy timeout.
-Result<std::unique_ptr<Conn>> OpenSqlite(const std::string& path);
+// on, a 10 s busy timeout, commits synced as `sync` says.
+Result<std::unique_ptr<Conn>> OpenSqlite(const std::string& path,
+                                         SqliteSync sync = SqliteSync::kFull);
 // Connects to PostgreSQL at a libpq URL ("postgresql://user@host:port/db").
 Result<std::unique_ptr<Conn>> OpenPostgres(const std::string& url);
 

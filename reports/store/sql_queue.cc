@@ -61,14 +61,31 @@ Result<void> SetRunMode(Conn& db, int64_t run_id, const std::string& mode) {
 }
 
 Result<void> RegisterNode(Conn& db, const NodeRow& n) {
-  return RunWith(db,
-                 "INSERT INTO nodes(name, host, pid, started_at, heartbeat_unix, state, devices) "
-                 "VALUES(?, ?, ?, ?, " +
-                     NowUnixSql(db.dialect()) +
-                     ", ?, ?) ON CONFLICT(name) DO UPDATE SET host = excluded.host, pid = "
-                     "excluded.pid, started_at = excluded.started_at, heartbeat_unix = "
-                     "excluded.heartbeat_unix, state = excluded.state, devices = excluded.devices",
-                 {n.name, n.host, n.pid, n.started_at, kNodeRunning, JoinComma(n.devices)});
+  auto tx = Transaction::Begin(db);
+  if (!tx) return tx.error();
+  if (auto r =
+          RunWith(db,
+                  "INSERT INTO nodes(name, host, pid, started_at, heartbeat_unix, state, devices) "
+                  "VALUES(?, ?, ?, ?, " +
+                      NowUnixSql(db.dialect()) +
+                      ", ?, ?) ON CONFLICT(name) DO UPDATE SET host = excluded.host, pid = "
+                      "excluded.pid, started_at = excluded.started_at, heartbeat_unix = "
+                      "excluded.heartbeat_unix, state = excluded.state, devices = excluded.devices",
+                  {n.name, n.host, n.pid, n.started_at, kNodeRunning, JoinComma(n.devices)});
+      !r) {
+    return r;
+  }
+  // A node that registers holds no claim yet: the jobs still claimed under
+  // its name are a dead predecessor's, whose leases end now (else this
+  // node's heartbeat would renew them forever).
+  if (auto r = RunWith(db,
+                       "UPDATE jobs SET lease_until = 0 WHERE claimed_by = ? AND status = ? AND "
+                       "lease_until > 0",
+                       {n.name, kJobRunning});
+      !r) {
+    return r;
+  }
+  return tx->Commit();
 }
 
 Result<int64_t> NodeHeartbeat(Conn& db, const std::string& node, const std::string& state,
@@ -164,14 +181,15 @@ Result<std::optional<int64_t>> ClaimJob(Conn& db, const std::string& node,
     if (auto r = tx->Commit(); !r) return r.error();
     return std::optional<int64_t>();
   }
-  auto u =
-      Stmt::Prepare(db,
-                    "UPDATE jobs SET status = ?, claimed_by = ?, claim_id = claim_id + 1, "
-                    "lease_until = " +
-                        now + " + ?, device = ?, started_at = ? WHERE id = ? RETURNING claim_id");
+  auto u = Stmt::Prepare(db,
+                         "UPDATE jobs SET status = ?, claimed_by = ?, claim_id = claim_id + 1, "
+                         "lease_until = " +
+                             now +
+                             " + ?, device = ?, started_at = ? WHERE id = ? AND status = ? "
+                             "RETURNING claim_id");
   if (!u) return u.error();
   u->Bind(1, kJobRunning).Bind(2, node).Bind(3, lease_s).Bind(4, device.name);
-  u->Bind(5, NowIso8601()).Bind(6, *chosen);
+  u->Bind(5, NowIso8601()).Bind(6, *chosen).Bind(7, kJobQueued);
   auto updated = u->Step();
   if (!updated) return updated.error();
   if (!*updated) return MakeError("job " + std::to_string(*chosen) + " vanished while claimed");
@@ -233,31 +251,35 @@ Result<std::vector<int64_t>> ReapExpiredClaims(Conn& db, int64_t max_claims) {
   std::vector<int64_t> ids;
   std::vector<int64_t> failed;  // recorded infra: their runs may be done
   bool requeued = false;
+  // Each under the claim it read: a job that changed since is left alone.
+  const std::string held = " WHERE id = ? AND claim_id = ? AND status = ? AND claimed_by <> ''";
   for (const Expired& e : expired) {
-    if (auto r = EndClaim(db, e.id, e.claim_id, kClaimReaped); !r) return r.error();
     if (e.claim_id >= max_claims) {
       const std::string why = "lost " + std::to_string(e.claim_id) +
                               " times: the node running it stopped renewing its lease (last: '" +
                               e.node + "')";
-      if (auto r =
-              RunWith(db,
-                      "UPDATE jobs SET status = ?, error = ?, claimed_by = '', lease_until = 0 "
-                      "WHERE id = ?",
-                      {kJobInfra, why, e.id});
+      if (auto r = RunWith(db,
+                           "UPDATE jobs SET status = ?, error = ?, claimed_by = '', "
+                           "lease_until = 0" +
+                               held,
+                           {kJobInfra, why, e.id, e.claim_id, kJobRunning});
           !r) {
         return r.error();
       }
+      if (db.Changes() == 0) continue;
       if (auto r = InsertInfraResult(db, e.id); !r) return r.error();
       failed.push_back(e.id);
     } else {
-      if (auto r = RunWith(
-              db, "UPDATE jobs SET status = ?, claimed_by = '', lease_until = 0 WHERE id = ?",
-              {kJobQueued, e.id});
+      if (auto r =
+              RunWith(db, "UPDATE jobs SET status = ?, claimed_by = '', lease_until = 0" + held,
+                      {kJobQueued, e.id, e.claim_id, kJobRunning});
           !r) {
         return r.error();
       }
+      if (db.Changes() == 0) continue;
       requeued = true;
     }
+    if (auto r = EndClaim(db, e.id, e.claim_id, kClaimReaped); !r) return r.error();
     ids.push_back(e.id);
   }
   if (requeued) {
@@ -285,31 +307,52 @@ Result<std::vector<JobClaimRow>> ListJobClaims(Conn& db, int64_t job_id) {
   }
 }
 
-Result<void> CheckClaim(Conn& db, int64_t job_id, int64_t claim_id) {
-  auto s = Stmt::Prepare(
-      db, "SELECT claim_id, status, claimed_by FROM jobs WHERE id = ?" + ForUpdate(db.dialect()));
+std::string HeldBy(int64_t claim_id) {
+  if (claim_id > 0) {
+    return "claim_id = " + std::to_string(claim_id) + " AND status = '" + kJobRunning +
+           "' AND claimed_by <> ''";
+  }
+  return std::string("claim_id = 0 AND claimed_by = '' AND status IN ('") + kJobQueued + "', '" +
+         kJobRunning + "')";
+}
+
+std::string Unclaimed() { return "claim_id = 0 AND claimed_by = ''"; }
+
+Error NotHeld(Conn& db, int64_t job_id, int64_t claim_id, const std::string& action) {
+  const std::string job = "job " + std::to_string(job_id);
+  auto s = Stmt::Prepare(db, "SELECT status, claim_id, claimed_by FROM jobs WHERE id = ?");
   if (!s) return s.error();
   s->Bind(1, job_id);
   auto row = s->Step();
   if (!row) return row.error();
-  if (!*row) return MakeError(ErrorKind::kNotFound, "no job " + std::to_string(job_id));
-  const int64_t holder = s->Int(0);
-  const std::string status = s->Text(1);
+  if (!*row) return MakeError(ErrorKind::kNotFound, "no " + job);
+  const std::string status = s->Text(0);
+  const int64_t holder = s->Int(1);
   const std::string node = s->Text(2);
-  if (auto r = s->Run(); !r) return r;
-  if (holder != claim_id || status != kJobRunning || node.empty()) {
-    return MakeError(ErrorKind::kConflict,
-                     "job " + std::to_string(job_id) + " is no longer held by claim " +
-                         std::to_string(claim_id) +
-                         " (its lease expired and it went back to the queue): result dropped");
+  (void)s->Run();
+  std::string now = "it is " + status;
+  if (!node.empty()) now += " under claim " + std::to_string(holder) + " of node '" + node + "'";
+  if (claim_id > 0) {
+    return MakeError(ErrorKind::kConflict, job + " is no longer held by claim " +
+                                               std::to_string(claim_id) + " (" + now +
+                                               "; the lease expired or the job was given "
+                                               "back): " +
+                                               action);
   }
-  return Ok();
+  if (holder > 0) {
+    return MakeError(ErrorKind::kConflict, job + " is a job of the farm's queue, claimed " +
+                                               std::to_string(holder) + " time(s) (" + now +
+                                               "): " + action + " without its claim");
+  }
+  return MakeError(ErrorKind::kConflict, job + " is not pending (" + now + "): " + action);
 }
 
 Result<void> AfterJobRecorded(Conn& db, int64_t job_id, int64_t claim_id) {
   if (claim_id > 0) {
-    if (auto r =
-            RunWith(db, "UPDATE jobs SET claimed_by = '', lease_until = 0 WHERE id = ?", {job_id});
+    if (auto r = RunWith(db,
+                         "UPDATE jobs SET claimed_by = '', lease_until = 0 WHERE id = ? AND "
+                         "claim_id = ?",
+                         {job_id, claim_id});
         !r) {
       return r;
     }

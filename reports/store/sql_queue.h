@@ -27,9 +27,19 @@ Result<bool> ReleaseClaim(Conn& db, int64_t job_id, int64_t claim_id);
 Result<std::vector<int64_t>> ReapExpiredClaims(Conn& db, int64_t max_claims);
 Result<std::vector<JobClaimRow>> ListJobClaims(Conn& db, int64_t job_id);
 
-// In RecordJobResult's transaction, before anything is written: locks the
-// job and checks that claim_id still holds it (kConflict when not).
-Result<void> CheckClaim(Conn& db, int64_t job_id, int64_t claim_id);
+// The condition under which claim `claim_id` may change job `id` (a WHERE
+// clause of `jobs`, no bind parameters): a claim (> 0) while it holds the
+// running job; 0 (a job of a run its sweep runs itself) while the job is
+// unclaimed and pending (queued or running).
+std::string HeldBy(int64_t claim_id);
+// A job no claim ever held (a job of a run its sweep runs itself), in any
+// status: a WHERE clause of `jobs` like HeldBy.
+std::string Unclaimed();
+// Why a statement guarded by HeldBy(claim_id) changed no row of job
+// `job_id`, as an error: kNotFound without such a job, else kConflict naming
+// its status and holder now. `action` names what was refused ("not marked
+// running").
+Error NotHeld(Conn& db, int64_t job_id, int64_t claim_id, const std::string& action);
 // In RecordJobResult's transaction, after the job's row is written: ends
 // the claim "finished" (when claim_id > 0).
 Result<void> AfterJobRecorded(Conn& db, int64_t job_id, int64_t claim_id);

@@ -358,24 +358,26 @@ class SqlStore final : public Store {
     return ids;
   }
 
-  Result<void> MarkJobRunning(int64_t job_id) override {
-    auto s =
-        Prepare("UPDATE jobs SET status = ?, started_at = ?, attempts = attempts + 1 WHERE id = ?");
+  Result<void> MarkJobRunning(int64_t job_id, int64_t claim_id) override {
+    auto s = Prepare(
+        "UPDATE jobs SET status = ?, started_at = ?, attempts = attempts + 1 WHERE id = ? AND " +
+        sql::HeldBy(claim_id));
     if (!s) return s.error();
     s->Bind(1, std::string(kJobRunning)).Bind(2, NowIso8601()).Bind(3, job_id);
     if (auto r = s->Run(); !r) return Fail("mark job running", r);
-    return ExpectChanged("job", job_id);
+    return ExpectHeld(job_id, claim_id, "not marked running");
   }
 
   Result<void> MoveJob(int64_t job_id, const std::string& device,
                        const std::string& job_key) override {
     auto s = Prepare(
         "UPDATE jobs SET moved_from = CASE WHEN moved_from = '' THEN device ELSE moved_from END, "
-        "device = ?, job_key = ? WHERE id = ?");
+        "device = ?, job_key = ? WHERE id = ? AND " +
+        sql::HeldBy(0));
     if (!s) return s.error();
     s->Bind(1, device).Bind(2, job_key).Bind(3, job_id);
     if (auto r = s->Run(); !r) return Fail("move job", r);
-    return ExpectChanged("job", job_id);
+    return ExpectHeld(job_id, 0, "not moved");
   }
 
   Result<void> ReopenRun(int64_t run_id) override {
@@ -461,8 +463,8 @@ class SqlStore final : public Store {
   }
 
   Result<void> RequeueJob(int64_t job_id) override {
-    auto s = Prepare(
-        "UPDATE jobs SET status = ?, claimed_by = '', lease_until = 0 WHERE id = ? AND status = ?");
+    auto s =
+        Prepare("UPDATE jobs SET status = ? WHERE id = ? AND status = ? AND " + sql::HeldBy(0));
     if (!s) return s.error();
     s->Bind(1, std::string(kJobQueued)).Bind(2, job_id).Bind(3, std::string(kJobRunning));
     if (auto r = s->Run(); !r) return Fail("requeue job", r);
@@ -570,21 +572,19 @@ class SqlStore final : public Store {
     }
     auto tx = Transaction::Begin(*db_);
     if (!tx) return Fail("record job result", tx);
-    if (o.claim_id > 0) {
-      if (auto r = sql::CheckClaim(*db_, job_id, o.claim_id); !r) {
-        if (r.error().kind == ErrorKind::kConflict) return r;
-        return Fail("record job result", r);
-      }
-    }
     {
+      // The first write: it locks the job (PostgreSQL), so the claim holds
+      // until the commit. Without a claim, a job of a sweep's own run, whose
+      // result may be recorded again (replaced).
       auto s = Prepare(
           "UPDATE jobs SET status = ?, error = ?, wall_ms = ?, "
-          "runner_version = coalesce(nullif(?, ''), runner_version) WHERE id = ?");
+          "runner_version = coalesce(nullif(?, ''), runner_version) WHERE id = ? AND " +
+          (o.claim_id > 0 ? sql::HeldBy(o.claim_id) : sql::Unclaimed()));
       if (!s) return s.error();
       s->Bind(1, o.status).Bind(2, o.error).Bind(3, o.wall_ms).Bind(4, o.runner_version);
       s->Bind(5, job_id);
       if (auto r = s->Run(); !r) return Fail("record job result", r);
-      if (auto r = ExpectChanged("job", job_id); !r) return r;
+      if (auto r = ExpectHeld(job_id, o.claim_id, "result dropped"); !r) return r;
     }
     {
       auto del = Prepare("DELETE FROM results WHERE job_id = ?");
@@ -1245,6 +1245,15 @@ class SqlStore final : public Store {
     return MakeError("store '" + path_ + "': cannot " + what + ": " + r.message());
   }
 
+  // After a statement guarded by sql::HeldBy(claim_id): kConflict (naming
+  // the job's state) when it changed nothing.
+  Result<void> ExpectHeld(int64_t job_id, int64_t claim_id, const std::string& action) {
+    if (db_->Changes() > 0) return Ok();
+    Error e = sql::NotHeld(*db_, job_id, claim_id, action);
+    if (e.kind == ErrorKind::kConflict) return e;
+    return MakeError(e.kind, "store '" + path_ + "': " + e.message);
+  }
+
   Result<void> ExpectChanged(const char* what, int64_t id) {
     if (db_->Changes() == 0) {
       return MakeError("no " + std::string(what) + " " + std::to_string(id) + " in '" + path_ +
@@ -1300,20 +1309,37 @@ bool IsPostgresUrl(const std::string& where) {
 
 std::string RedactUrl(const std::string& where) {
   if (!IsPostgresUrl(where)) return where;
-  const size_t scheme = where.find("://") + 3;
-  const size_t at = where.find('@', scheme);
-  const size_t slash = where.find('/', scheme);
-  if (at == std::string::npos || (slash != std::string::npos && at > slash)) return where;
-  const size_t colon = where.find(':', scheme);
-  if (colon == std::string::npos || colon > at) return where;
-  return where.substr(0, colon) + ":***" + where.substr(at);
+  const size_t question = where.find('?');
+  std::string base = where.substr(0, question);
+  // The userinfo's password: postgresql://USER:PASSWORD@HOST...
+  const size_t scheme = base.find("://") + 3;
+  const size_t at = base.find('@', scheme);
+  const size_t colon = base.find(':', scheme);
+  if (at != std::string::npos && at < base.find('/', scheme) && colon < at) {
+    base = base.substr(0, colon) + ":***" + base.substr(at);
+  }
+  if (question == std::string::npos) return base;
+  // The query's: ...?password=PASSWORD&sslpassword=PASSPHRASE (libpq's keys).
+  std::string query;
+  size_t start = question + 1;
+  for (;;) {
+    size_t end = where.find('&', start);
+    if (end == std::string::npos) end = where.size();
+    std::string item = where.substr(start, end - start);
+    const std::string key = item.substr(0, item.find('='));
+    if (key != item && (key == "password" || key == "sslpassword")) item = key + "=***";
+    query += (start == question + 1 ? "" : "&") + item;
+    if (end == where.size()) break;
+    start = end + 1;
+  }
+  return base + "?" + query;
 }
 
-Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) {
+Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path, SqliteSync sync) {
   auto fail = [&](const std::string& why) -> Error {
     return MakeError("cannot open store '" + path + "': " + why);
   };
-  auto db = sql::OpenSqlite(path);
+  auto db = sql::OpenSqlite(path, sync);
   if (!db) return fail(db.message());
   if (auto r = sql::Migrate(**db, sql::SchemaVersion()); !r) return fail(r.message());
   return std::unique_ptr<Store>(std::make_unique<SqlStore>(path, std::move(*db)));

@@ -110,7 +110,7 @@ class SqliteConn final : public Conn {
 
 }  // namespace
 
-Result<std::unique_ptr<Conn>> OpenSqlite(const std::string& path) {
+Result<std::unique_ptr<Conn>> OpenSqlite(const std::string& path, SqliteSync sync) {
   sqlite3* raw = nullptr;
   int rc =
       sqlite3_open_v2(path.c_str(), &raw,
@@ -119,10 +119,12 @@ Result<std::unique_ptr<Conn>> OpenSqlite(const std::string& path) {
   if (rc != SQLITE_OK) return MakeError(raw ? sqlite3_errmsg(raw) : "out of memory");
   sqlite3_extended_result_codes(raw, 1);
   sqlite3_busy_timeout(raw, 10000);
-  // WAL so the dashboard can read while a sweep writes; NORMAL sync is durable
-  // across application crashes, which is what "committed at once" needs here.
-  if (auto r = conn->Exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; "
-                          "PRAGMA foreign_keys = ON;");
+  // WAL so the dashboard can read while a sweep writes. FULL fsyncs the WAL
+  // at every commit: a result the store returned from survives an OS crash
+  // or a power loss, not only a crash of dfarm (NORMAL's promise).
+  const char* synchronous = sync == SqliteSync::kFull ? "FULL" : "NORMAL";
+  if (auto r = conn->Exec(std::string("PRAGMA journal_mode = WAL; PRAGMA synchronous = ") +
+                          synchronous + "; PRAGMA foreign_keys = ON;");
       !r) {
     return r.error();
   }

@@ -194,7 +194,8 @@ struct JobOutcome {
   // A claimed job (ClaimJob): the claim_id it was claimed under. The result
   // is recorded only while that claim holds (else an ErrorKind::kConflict
   // error, nothing recorded: the lease expired and the job went back to the
-  // queue). 0: a job of a run its sweep runs itself.
+  // queue). 0: a job of a run its sweep runs itself (one no claim ever held:
+  // else kConflict).
   int64_t claim_id = 0;
   // Schema v13: the version the runner reported (its --json "runtime"); ""
   // keeps what the job has.
@@ -427,16 +428,27 @@ class Store {
   virtual Result<int64_t> AddJob(int64_t run_id, const JobRow& job) = 0;
   virtual Result<std::vector<int64_t>> AddJobs(int64_t run_id, const std::vector<JobRow>& jobs) = 0;
 
+  // A job's state changes only under its claim. claim_id > 0 (ClaimJob's):
+  // while that claim holds the running job. claim_id 0 (a job of a run its
+  // sweep runs itself): while the job is unclaimed and queued or running.
+  // Otherwise nothing changes and the call fails with ErrorKind::kConflict,
+  // naming the job's state now: the caller has lost the job (its lease
+  // expired, another node may have finished it) and must stop working on it,
+  // never retry it. No such job: an error of another kind.
+  //
   // Sets status "running" and started_at, and counts one more attempt.
-  virtual Result<void> MarkJobRunning(int64_t job_id) = 0;
+  virtual Result<void> MarkJobRunning(int64_t job_id, int64_t claim_id) = 0;
 
   // A job that moves to another device (its device was quarantined): sets
-  // device and job_key, and moved_from to the device it was planned on.
+  // device and job_key, and moved_from to the device it was planned on. A
+  // job of a sweep's own run only (claim_id 0, as above).
   virtual Result<void> MoveJob(int64_t job_id, const std::string& device,
                                const std::string& job_key) = 0;
 
   // Stores a job's final status, metrics, samples and raw runner output in
-  // one transaction, committed before returning.
+  // one transaction, committed before returning; under outcome.claim_id (as
+  // above), except that a job of a sweep's own run (claim 0, never claimed)
+  // may be recorded again: the new result replaces the old one.
   virtual Result<void> RecordJobResult(int64_t job_id, const JobOutcome& outcome) = 0;
 
   // Sets a run's final status (kRunFinished/kRunFailed/kRunCancelled) and finished_at = now.
@@ -460,7 +472,9 @@ class Store {
   // (host path, sha256) of the run's runtime builds, by path.
   virtual Result<std::vector<std::pair<std::string, std::string>>> ListRunRunners(
       int64_t run_id) = 0;
-  // Sets a job that was started but not finished (cancelled) back to "queued".
+  // Sets a running job of a sweep's own run (claim_id 0) that was started
+  // but not finished (cancelled) back to "queued"; any other job is left as
+  // it is (a claimed job goes back with ReleaseClaim).
   virtual Result<void> RequeueJob(int64_t job_id) = 0;
   // The job's accuracy, outputs by index; unset when it has none. Error: no such job.
   virtual Result<std::optional<Accuracy>> GetAccuracy(int64_t job_id) = 0;
@@ -548,7 +562,9 @@ class Store {
   //
   // Sets a run's mode (kRunModeQueue: nodes claim its jobs).
   virtual Result<void> SetRunMode(int64_t run_id, const std::string& mode) = 0;
-  // Registers (or re-registers) a node, state running, heartbeat now.
+  // Registers (or re-registers) a node, state running, heartbeat now. A
+  // registering node holds no claim: the jobs still claimed under its name
+  // (a dead predecessor's) get their leases ended, for ReapExpiredClaims.
   virtual Result<void> RegisterNode(const NodeRow& node) = 0;
   // The node's heartbeat: heartbeat now, its state, and the lease of every
   // job it holds renewed to now + lease_s. Returns the jobs it holds.
@@ -597,12 +613,16 @@ inline constexpr int64_t kRunClaimStaleSeconds = 600;
 // How often a sweep renews its claim (RefreshRunClaim) while it runs.
 inline constexpr int64_t kRunClaimRefreshSeconds = 60;
 
+// How a SQLite store syncs its commits (OpenSqliteStore).
+enum class SqliteSync { kNormal, kFull };
+
 // Opens the store at `where`: a PostgreSQL URL (IsPostgresUrl) or a SQLite
 // file, and migrates it to the current schema.
 Result<std::unique_ptr<Store>> OpenStore(const std::string& where);
 // "postgresql://..." or "postgres://...".
 bool IsPostgresUrl(const std::string& where);
-// `where` with a URL's password replaced by "***", for messages.
+// `where` with a URL's passwords replaced by "***", for messages: the
+// userinfo's (USER:PASSWORD@) and the query's password= and sslpassword=.
 std::string RedactUrl(const std::string& where);
 // Connects to PostgreSQL (libpq URL) and migrates the database.
 Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& url);
@@ -610,7 +630,12 @@ Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& url);
 // Opens (creating if absent) the SQLite database at `path` and migrates it to
 // the current schema. Fails with a message naming the file when it cannot be
 // opened, is not a DelegateFarm database, or is newer than this build.
-Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path);
+// `sync` kFull (what every command uses): each commit is fsynced (PRAGMA
+// synchronous = FULL in WAL mode), so a recorded result survives an OS crash
+// or power loss. kNormal syncs only at checkpoints (such a crash may lose the
+// latest commits); the store benchmark measures what FULL costs.
+Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
+                                               SqliteSync sync = SqliteSync::kFull);
 
 // Creates the database at `path` with only the first `version` migrations
 // applied, as an older build left it (for migration tests).

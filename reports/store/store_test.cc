@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "reports/store/sql.h"
 #include "reports/store/store_test_fixture.h"
 
 namespace dfarm::store {
@@ -39,6 +40,55 @@ TEST_F(SqliteStoreTest, MigratesEmptyFile) {
   sqlite3_close(db);
 }
 
+// Every SQLite connection of the store (sql::OpenSqlite opens them all)
+// fsyncs each commit: PRAGMA synchronous is per connection, so it is read on
+// the connection the store would use. 2 = FULL, 1 = NORMAL.
+TEST_F(SqliteStoreTest, CommitsAreSyncedToDisk) {
+  auto pragma = [](sql::Conn& db, const char* name) {
+    auto s = sql::Stmt::Prepare(db, std::string("PRAGMA ") + name);
+    EXPECT_TRUE(s.ok()) << s.message();
+    if (!s.ok()) return std::string();
+    auto row = s->Step();
+    EXPECT_TRUE(row.ok() && *row);
+    return s->Text(0);
+  };
+  auto full = sql::OpenSqlite(path_);
+  ASSERT_TRUE(full.ok()) << full.message();
+  EXPECT_EQ(pragma(**full, "synchronous"), "2");
+  EXPECT_EQ(pragma(**full, "journal_mode"), "wal");
+  auto normal = sql::OpenSqlite(path_, SqliteSync::kNormal);
+  ASSERT_TRUE(normal.ok()) << normal.message();
+  EXPECT_EQ(pragma(**normal, "synchronous"), "1");
+  EXPECT_NE(Open(), nullptr);
+}
+
+TEST(RedactUrlTest, HidesEveryPassword) {
+  EXPECT_EQ(RedactUrl("postgresql://dfarm:secret@db:5432/farm"),
+            "postgresql://dfarm:***@db:5432/farm");
+  EXPECT_EQ(RedactUrl("postgresql://dfarm@db/farm?password=secret"),
+            "postgresql://dfarm@db/farm?password=***");
+  EXPECT_EQ(RedactUrl("postgres://db/farm?user=u&password=s%40cret&sslmode=require"),
+            "postgres://db/farm?user=u&password=***&sslmode=require");
+  EXPECT_EQ(RedactUrl("postgresql://u:one@db/farm?sslpassword=two&password=three"),
+            "postgresql://u:***@db/farm?sslpassword=***&password=***");
+  EXPECT_EQ(RedactUrl("postgresql://db?password=a@b:c"), "postgresql://db?password=***");
+  EXPECT_EQ(RedactUrl("postgresql://db/farm?application_name=password"),
+            "postgresql://db/farm?application_name=password");
+  EXPECT_EQ(RedactUrl("postgresql://u@db/farm"), "postgresql://u@db/farm");
+  EXPECT_EQ(RedactUrl("farm.db"), "farm.db");
+}
+
+// The message of a store that cannot be reached names it without its password.
+TEST(RedactUrlTest, AnUnreachableDatabaseIsNamedWithoutItsPassword) {
+  auto opened =
+      OpenStore("postgresql://dfarm:s3cr3tA@127.0.0.1:1/farm?password=s3cr3tB&connect_timeout=5");
+  ASSERT_FALSE(opened.ok());
+  EXPECT_NE(opened.message().find("'postgresql://dfarm:***@127.0.0.1:1/farm?password=***&"),
+            std::string::npos)
+      << opened.message();
+  EXPECT_EQ(opened.message().find("s3cr3t"), std::string::npos) << opened.message();
+}
+
 TEST_P(StoreTest, RoundTripAndReopen) {
   int64_t run_id = 0;
   std::vector<int64_t> ids;
@@ -52,7 +102,7 @@ TEST_P(StoreTest, RoundTripAndReopen) {
     ASSERT_TRUE(added.ok()) << added.message();
     ids = *added;
     ASSERT_EQ(ids.size(), 2u);
-    ASSERT_TRUE(store->MarkJobRunning(ids[0]).ok());
+    ASSERT_TRUE(store->MarkJobRunning(ids[0], 0).ok());
 
     JobOutcome ok;
     ok.status = "ok";
@@ -139,7 +189,7 @@ TEST_P(StoreTest, ErrorsNameTheThing) {
   auto run = store->GetRun(42);
   ASSERT_FALSE(run.ok());
   EXPECT_NE(run.message().find("no run 42"), std::string::npos);
-  EXPECT_FALSE(store->MarkJobRunning(7).ok());
+  EXPECT_FALSE(store->MarkJobRunning(7, 0).ok());
   JobOutcome o;
   o.status = "queued";
   EXPECT_FALSE(store->RecordJobResult(1, o).ok());
@@ -171,8 +221,8 @@ TEST_P(StoreTest, SchedulerColumns) {
   j.num_threads = 4;
   auto id = store->AddJob(*run, j);
   ASSERT_TRUE(id.ok()) << id.message();
-  ASSERT_TRUE(store->MarkJobRunning(*id).ok());
-  ASSERT_TRUE(store->MarkJobRunning(*id).ok());
+  ASSERT_TRUE(store->MarkJobRunning(*id, 0).ok());
+  ASSERT_TRUE(store->MarkJobRunning(*id, 0).ok());
   ASSERT_TRUE(store->MoveJob(*id, "local:b", "key2").ok());
   ASSERT_TRUE(store->MoveJob(*id, "local:c", "key3").ok());  // keeps the first planned device
   auto got = store->GetJob(*id);
@@ -630,7 +680,7 @@ TEST_P(StoreTest, RunRunnerAndRequeue) {
 
   auto job = store->AddJob(*run, MakeJob("m"));
   ASSERT_TRUE(job.ok());
-  ASSERT_TRUE(store->MarkJobRunning(*job).ok());
+  ASSERT_TRUE(store->MarkJobRunning(*job, 0).ok());
   ASSERT_TRUE(store->RequeueJob(*job).ok());
   EXPECT_EQ(store->GetJob(*job)->status, kJobQueued);
   EXPECT_EQ(store->GetJob(*job)->attempts, 1);
