@@ -147,6 +147,99 @@ TEST_F(OrphanTest, RestartedAgentKillsWhatADeadOneLeftBehind) {
               ::testing::HasSubstr("left behind 1 process(es); killed " + std::to_string(child)));
 }
 
+// A process that left the runner's session (setsid) is not in the session the
+// restarted agent searches; it carries the job's mark in its environment.
+TEST_F(OrphanTest, RestartedAgentKillsASetsidProcessADeadOneLeftBehind) {
+  ASSERT_NO_FATAL_FAILURE(StartAgent());
+  const std::string pid_file = dir_.path() + "/escaped.pid";
+  std::thread job = RunInBackground("#!/bin/sh\nsetsid sh -c 'echo $$ > " + pid_file + ".tmp; mv " +
+                                    pid_file + ".tmp " + pid_file +
+                                    "; exec sleep 300' </dev/null >/dev/null 2>&1 &\necho $$ > " +
+                                    dir_.path() + "/runner.pid\nwait\n");
+  pid_t runner = ReadPid("runner.pid"), escaped = ReadPid("escaped.pid");
+  ASSERT_GT(runner, 0) << testing::ReadFile(log_path());
+  ASSERT_GT(escaped, 0);
+
+  agent_->Kill();  // SIGKILL: no job end, no clean-up by this agent
+  if (job.joinable()) job.join();
+  EXPECT_TRUE(GoneWithin(runner, milliseconds(2000))) << "runner " << runner;
+  ASSERT_FALSE(ProcessGone(escaped));
+
+  ASSERT_NO_FATAL_FAILURE(StartAgent());  // the same store
+  EXPECT_TRUE(GoneWithin(escaped, milliseconds(2000)))
+      << "process " << escaped << " (setsid) of a dead agent's job survived a restarted agent\n"
+      << testing::ReadFile(log_path());
+}
+
+// One agent per store: a second agent started on the store of a live one
+// (`dfarm devices` in another terminal while a sweep runs) refuses at once
+// with exit code 3, naming the store and the holder, before it touches the
+// store; the first agent's runner is never killed and its job ends ok.
+TEST_F(OrphanTest, SecondAgentOnAStoreInUseRefusesAndKillsNothing) {
+  ASSERT_NO_FATAL_FAILURE(StartAgent());
+  const std::string release = dir_.path() + "/release";
+  ConnectOptions options;
+  options.timeout = kTimeout;
+  auto client = AgentClient::Connect("127.0.0.1", port_, options);
+  ASSERT_TRUE(client.ok()) << client.message();
+  JobSpec job;
+  job.runner_sha256 =
+      Put(**client, "runner.sh",
+          "#!/bin/sh\necho $$ > " + dir_.path() + "/runner.pid\nwhile [ ! -e " + release +
+              " ]; do sleep 0.02; done\n" + std::string(testing::kOkRunner).substr(10));
+  job.model_sha256 = Put(**client, "m", "model");
+  job.timeout_ms = 120000;
+  Result<JobResult> result = MakeError("not run");
+  std::thread run([&] { result = (*client)->RunJob(job); });
+  pid_t runner = ReadPid("runner.pid");
+  ASSERT_GT(runner, 0) << testing::ReadFile(log_path());
+
+  const std::string second_log = dir_.path() + "/second.log";
+  TestAgent second({"--listen", "127.0.0.1:0", "--store", dir_.path() + "/store"}, second_log);
+  EXPECT_EQ(second.ReadPort(), 0) << "a second agent serves a store in use";
+  int status = second.WaitExit(kTimeout);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 3) << status;
+  EXPECT_THAT(testing::ReadFile(second_log),
+              ::testing::HasSubstr("artifact store '" + dir_.path() +
+                                   "/store' is in use by another dfarm-agent (pid " +
+                                   std::to_string(agent_->pid()) + ")"));
+  EXPECT_FALSE(ProcessGone(runner)) << "the second agent killed the first one's runner";
+
+  testing::WriteFile(release, "");
+  run.join();
+  ASSERT_TRUE(result.ok()) << result.message();
+  EXPECT_EQ(result->status, "ok") << result->error;
+}
+
+// A process the runner started that left the job's session (setsid) and
+// outlived the runner: it is killed when the job ends, before the result is
+// sent, so nothing of the job is left when RunJob returns.
+TEST_F(OrphanTest, SetsidGrandchildDiesWithItsJob) {
+  ASSERT_NO_FATAL_FAILURE(StartAgent());
+  ConnectOptions options;
+  options.timeout = kTimeout;
+  auto client = AgentClient::Connect("127.0.0.1", port_, options);
+  ASSERT_TRUE(client.ok()) << client.message();
+  const std::string pid_file = dir_.path() + "/escaped.pid";
+  JobSpec job;
+  job.runner_sha256 =
+      Put(**client, "runner.sh",
+          "#!/bin/sh\nsetsid sh -c 'echo $$ > " + pid_file + ".tmp; mv " + pid_file + ".tmp " +
+              pid_file + "; exec sleep 1000' </dev/null >/dev/null 2>&1 &\nwhile [ ! -s " +
+              pid_file + " ]; do sleep 0.01; done\n" + std::string(testing::kOkRunner).substr(10));
+  job.model_sha256 = Put(**client, "m", "model");
+  auto r = (*client)->RunJob(job);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->status, "ok") << r->error;
+  pid_t escaped = ReadPid("escaped.pid");
+  ASSERT_GT(escaped, 0);
+  EXPECT_TRUE(ProcessGone(escaped))
+      << "process " << escaped << " that the job started (setsid) outlived it\n"
+      << testing::ReadFile(log_path());
+  EXPECT_THAT(testing::ReadFile(log_path()),
+              ::testing::HasSubstr("killed " + std::to_string(escaped)));
+}
+
 // The qemu-arm64 device's set-up: the aarch64 agent under qemu-user runs the
 // aarch64 runner through the same qemu (--runner-prefix). The death signal
 // must reach that runner too. Skipped without the cross build or qemu.

@@ -88,12 +88,17 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
     addr = *parsed;
   }
   if (options.store_dir.empty()) return MakeError("no artifact store folder given (--store)");
+  // Before the store is touched: opening it removes upload temp files, and
+  // the leftover reaper kills runners, which only a dead agent's may be.
+  auto lock = StoreLock::Acquire(options.store_dir);
+  if (!lock) return lock.error();
   auto store = ArtifactStore::Open(options.store_dir, options.max_artifact_bytes);
   if (!store) return store.error();
   (*store)->SetQuota(options.quota_bytes);
   (*store)->SetLog(AgentLog);
 
   std::unique_ptr<Server> server(new Server());
+  server->store_lock_.emplace(std::move(*lock));
   server->options_ = options;
   server->token_ = std::move(token);
   server->throttle_ = std::make_unique<AuthThrottle>(options.auth_failure_delay);
