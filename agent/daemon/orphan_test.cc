@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -145,6 +147,30 @@ TEST_F(OrphanTest, RestartedAgentKillsWhatADeadOneLeftBehind) {
       << testing::ReadFile(log_path());
   EXPECT_THAT(testing::ReadFile(log_path()),
               ::testing::HasSubstr("left behind 1 process(es); killed " + std::to_string(child)));
+}
+
+// An agent that holds the store but is stopping (SIGTERM, its host gone) is
+// waited for: a successor started meanwhile (dfarm restarted after a crash)
+// takes the store once it is free, instead of refusing.
+TEST_F(OrphanTest, SuccessorWaitsForAStoppingAgent) {
+  const std::string store = dir_.path() + "/store";
+  ASSERT_EQ(::mkdir(store.c_str(), 0700), 0);
+  UniqueFd held(::open((store + "/agent.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  ASSERT_TRUE(held);
+  ASSERT_EQ(::flock(held.get(), LOCK_EX | LOCK_NB), 0);
+  const std::string line = "99999 stopping\n";
+  ASSERT_EQ(::write(held.get(), line.data(), line.size()), static_cast<ssize_t>(line.size()));
+  agent_ = std::make_unique<TestAgent>(
+      std::vector<std::string>{"--listen", "127.0.0.1:0", "--store", store}, log_path());
+  bool waiting = false;
+  for (int i = 0; i < 1000 && !waiting; ++i) {
+    waiting = testing::ReadFile(log_path()).find("which is stopping; waiting") != std::string::npos;
+    if (!waiting) std::this_thread::sleep_for(milliseconds(10));
+  }
+  ASSERT_TRUE(waiting) << testing::ReadFile(log_path());
+  held.reset();  // the stopping agent ends
+  port_ = agent_->ReadPort();
+  EXPECT_GT(port_, 0) << testing::ReadFile(log_path());
 }
 
 // A process that left the runner's session (setsid) is not in the session the
