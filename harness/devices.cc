@@ -249,9 +249,10 @@ class Provider final : public DeviceProvider {
       if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == agent::kAgentExitStoreInUse) {
         // Another dfarm's agent runs on this store (a sweep in another
         // terminal): it keeps its device, and this dfarm hears why it cannot.
-        return MakeError("device '" + name + "' is busy: another dfarm-agent is using its store '" +
-                         store_dir + "' (another dfarm running a sweep?); wait for it to end" +
-                         report);
+        return MakeError(ErrorKind::kConflict,
+                         "device '" + name + "' is busy: another dfarm-agent is using its store '" +
+                             store_dir + "' (another dfarm running a sweep?); wait for it to end" +
+                             report);
       }
       return MakeError("device '" + name + "': " + client.message() + report);
     }

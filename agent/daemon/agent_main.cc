@@ -34,7 +34,8 @@ constexpr const char* kExitCodesHelp =
     "  1  could not start (store folder, listen address, token file, stdio)\n"
     "  2  command-line error (also: a TCP listener with neither --token-file nor --insecure)\n"
     "  3  the store is in use: another dfarm-agent, alive, holds --store's lock\n"
-    "     (DIR/agent.lock); one agent per store, the second refuses at once\n";
+    "     (DIR/agent.lock); one agent per store: a second one refuses at once, or\n"
+    "     waits (up to 30 s) while the holder is stopping\n";
 
 Server* g_server = nullptr;
 
