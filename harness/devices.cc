@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -243,7 +244,17 @@ class Provider final : public DeviceProvider {
     int stream = (*process)->TakeStream().release();
     auto client = agent::AgentClient::ConnectFds(stream, stream, "stdio:" + agent_path, connect);
     if (!client) {
-      return MakeError("device '" + name + "': " + client.message() + (*process)->ExitReport());
+      std::string report = (*process)->ExitReport();
+      const int status = (*process)->wait_status();
+      if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == agent::kAgentExitStoreInUse) {
+        // Another dfarm's agent runs on this store (a sweep in another
+        // terminal): it keeps its device, and this dfarm hears why it cannot.
+        return MakeError(ErrorKind::kConflict,
+                         "device '" + name + "' is busy: another dfarm-agent is using its store '" +
+                             store_dir + "' (another dfarm running a sweep?); wait for it to end" +
+                             report);
+      }
+      return MakeError("device '" + name + "': " + client.message() + report);
     }
     return std::unique_ptr<DeviceSession>(
         std::make_unique<AgentSession>(name, std::move(*process), std::move(*client)));

@@ -31,6 +31,8 @@ class DeviceProvider {
   // Devices this provider can list without being told about them ("local").
   virtual std::vector<std::string> KnownDevices() const = 0;
   // Connects to `name`; the error names the device and why it is unreachable.
+  // ErrorKind::kConflict: a local or qemu-arm64 device whose agent store
+  // another live agent holds (another dfarm's sweep): busy, not broken.
   virtual Result<std::unique_ptr<DeviceSession>> Open(const std::string& name) = 0;
   // The ABI `name`'s agent reports, when the provider knows it without
   // asking the agent ("local": this host's, "qemu-arm64": "arm64-v8a"), else

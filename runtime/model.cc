@@ -1,5 +1,9 @@
 #include "runtime/model.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -84,9 +88,23 @@ Status Model::Load(const std::string& path, std::unique_ptr<Model>* model_out) {
   if (std::filesystem::is_directory(path, ec)) {
     return Status::Error(prefix + ": '" + path + "' is a directory");
   }
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
+  // O_NONBLOCK: a FIFO opens at once instead of waiting for a writer, and is
+  // refused by its type below; reads from the regular file then block as usual.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
     return Status::Error(prefix + ": cannot open '" + path + "': " + std::strerror(errno));
+  }
+  struct stat st;
+  int flags = -1;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (flags = ::fcntl(fd, F_GETFL)) < 0 ||
+      ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    ::close(fd);
+    return Status::Error(prefix + ": '" + path + "' is not a regular file");
+  }
+  std::FILE* f = ::fdopen(fd, "rb");
+  if (f == nullptr) {
+    ::close(fd);
+    return Status::Error(prefix + ": cannot read '" + path + "': " + std::strerror(errno));
   }
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(f, &std::fclose);
   long size = -1;

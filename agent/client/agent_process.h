@@ -26,6 +26,10 @@
 
 namespace dfarm::agent {
 
+// dfarm-agent's exit code when another live agent holds its store's lock
+// (one agent per store; see agent/daemon/store_lock.h).
+inline constexpr int kAgentExitStoreInUse = 3;
+
 // How the agent child and we talk.
 enum class AgentTransport {
   kListen,  // --listen 127.0.0.1:0; the port comes from its "listening on" line
@@ -73,6 +77,8 @@ class AgentProcess {
   // Stops the agent (Stop(grace)) and says how it ended, for an error
   // message: " (it exited with code 1); its stderr ends: LINE".
   std::string ExitReport(std::chrono::milliseconds grace = std::chrono::milliseconds(500));
+  // The agent's wait status once it was reaped (Stop, ExitReport), else -1.
+  int wait_status() const { return reaped_ ? wait_status_ : -1; }
 
  private:
   AgentProcess(pid_t pid, UniqueFd out, UniqueFd err, UniqueFd log);

@@ -62,6 +62,7 @@ TEST(AgentCliTest, HelpExitsZeroAndListsTheExitCodes) {
   EXPECT_THAT(o.output, HasSubstr("--store"));
   EXPECT_THAT(o.output, HasSubstr("Exit codes:"));
   EXPECT_THAT(o.output, HasSubstr("2  command-line error"));
+  EXPECT_THAT(o.output, HasSubstr("3  the store is in use"));
 }
 
 TEST(AgentCliTest, ATcpListenerWithoutTokenOrInsecureIsAUsageError) {

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "agent/daemon/descendants.h"
 #include "agent/daemon/server.h"
 
 namespace {
@@ -25,12 +26,16 @@ using dfarm::agent::ServerOptions;
 constexpr int kExitOk = 0;           // stopped by SIGTERM/SIGINT, or the stdio peer closed
 constexpr int kExitCannotStart = 1;  // bad store, listen address, token file or stdio
 constexpr int kExitUsage = 2;        // command-line error
+constexpr int kExitStoreInUse = 3;   // another agent holds the store (StoreLock)
 
 constexpr const char* kExitCodesHelp =
     "Exit codes:\n"
     "  0  stopped (SIGTERM or SIGINT; with --stdio, the host closed the stream)\n"
     "  1  could not start (store folder, listen address, token file, stdio)\n"
-    "  2  command-line error (also: a TCP listener with neither --token-file nor --insecure)\n";
+    "  2  command-line error (also: a TCP listener with neither --token-file nor --insecure)\n"
+    "  3  the store is in use: another dfarm-agent, alive, holds --store's lock\n"
+    "     (DIR/agent.lock); one agent per store: a second one refuses at once, or\n"
+    "     waits (up to 30 s) while the holder is stopping\n";
 
 Server* g_server = nullptr;
 
@@ -87,7 +92,9 @@ std::optional<int> ParseCommandLine(int argc, char** argv, ServerOptions* option
                  "authentication) this long after it opened")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{3'600'000}));
-  app.add_option("--store", options->store_dir, "folder of the artifact store (created if missing)")
+  app.add_option("--store", options->store_dir,
+                 "folder of the artifact store (created if missing); one agent per store: "
+                 "a second agent on a store in use exits with code 3")
       ->required();
   app.add_option("--max-artifact-mib", max_artifact_mib, "largest artifact accepted, in MiB")
       ->capture_default_str();
@@ -193,11 +200,21 @@ int main(int argc, char** argv) {
 
   // Writes to a closed peer are errors on the call, never a signal.
   ::signal(SIGPIPE, SIG_IGN);
+  // Whatever a runner starts stays below the agent, even after setsid and
+  // its parent's death, and is killed when its job ends.
+  if (auto r = dfarm::agent::BecomeSubreaper(); r) {
+    options.supervisor.kill_descendants = true;
+  } else {
+    std::fprintf(stderr,
+                 "dfarm-agent: %s; what a runner starts outside its process group may outlive "
+                 "its job\n",
+                 r.message().c_str());
+  }
 
   auto server = Server::Create(options);
   if (!server) {
     std::fprintf(stderr, "dfarm-agent: %s\n", server.message().c_str());
-    return kExitCannotStart;
+    return server.error().kind == dfarm::ErrorKind::kConflict ? kExitStoreInUse : kExitCannotStart;
   }
   InstallStopHandlers(server->get());
   int exit_code = options.stdio ? ServeStdio(server->get()) : ServeTcp(server->get(), insecure);

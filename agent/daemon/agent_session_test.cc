@@ -422,8 +422,10 @@ class ResumeTest : public AgentSessionTest {
   }
 
   // A host that starts the upload, sends the first `chunks` chunks of
-  // 100000 bytes, makes sure the agent has read them (Ping/Pong) and hangs up.
-  void UploadPartly(int chunks) {
+  // 100000 bytes, makes sure the agent has read them (Ping/Pong) and hangs up;
+  // or, with `stalled`, keeps the connection open there and sends nothing more
+  // (a half-open connection: the host has given up, the agent does not know).
+  void UploadPartly(int chunks, UniqueFd* stalled = nullptr) {
     UniqueFd raw = RawConnect(port_);
     RawHello(raw.get(), {"artifacts", "heartbeat", "put_resume"});
     flatbuffers::FlatBufferBuilder begin;
@@ -444,6 +446,7 @@ class ResumeTest : public AgentSessionTest {
     got = ReadFrame(raw.get(), kTimeout);
     ASSERT_TRUE(got.ok() && !got->eof);
     ASSERT_EQ(got->frame()->body_type(), wire::Body::Pong);
+    if (stalled) *stalled = std::move(raw);
   }
 
   void ExpectResumedAt(uint64_t offset) {
@@ -474,6 +477,32 @@ TEST_F(ResumeTest, KilledAgentLosesNothing) {
   agent_->Kill();
   StartAgent();  // same store
   ExpectResumedAt(100'000);
+}
+
+// A runner upload stalls mid-way on a half-open connection; the host pushes
+// the runner again on a new connection and runs a job with it at once. The
+// job must run, not end infra because the stalled upload still holds the
+// installed runner open for writing (ETXTBSY) until its connection times out.
+TEST_F(ResumeTest, StalledUploadDoesNotBlockTheRunnerItUploaded) {
+  bytes_ = testing::kOkRunner;
+  while (bytes_.size() < 250'000) bytes_ += "# " + std::string(98, 'x') + "\n";
+  sha_ = testing::HashOf(bytes_);
+  path_ = WriteTemp("runner.sh", bytes_);
+  StartAgent();
+  UniqueFd stalled;
+  UploadPartly(2, &stalled);
+  ASSERT_TRUE(stalled);
+  auto client = Connect("");
+  ASSERT_TRUE(client.ok()) << client.message();
+  JobSpec job;
+  auto sent = (*client)->PutArtifact(path_, &job.runner_sha256);
+  ASSERT_TRUE(sent.ok()) << sent.message();
+  EXPECT_EQ(*sent, bytes_.size() - 200'000);  // resumed where the stalled upload was
+  ASSERT_TRUE((*client)->PutArtifact(WriteTemp("m.tflite", "model"), &job.model_sha256).ok());
+  auto r = (*client)->RunJob(job);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->status, "ok") << r->error;
+  EXPECT_TRUE(stalled);  // the stalled connection was open all along
 }
 
 // --- (d) stdio transport ------------------------------------------------------

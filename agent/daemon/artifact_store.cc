@@ -76,6 +76,16 @@ Result<void> OpenPrivateDir(const std::string& dir, bool tighten) {
   return Ok();
 }
 
+// Removes whatever is at path: a file, a link, or a folder with all it holds
+// (something planted under an artifact's name). True when nothing is left.
+bool RemoveEntry(const std::string& path) {
+  if (::unlink(path.c_str()) == 0 || errno == ENOENT) return true;
+  std::error_code ec;
+  fs::remove_all(path, ec);
+  struct stat st;
+  return ::lstat(path.c_str(), &st) != 0 && errno == ENOENT;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ArtifactStore>> ArtifactStore::Open(const std::string& root,
@@ -167,7 +177,7 @@ void ArtifactStore::DeleteCorrupt(const std::string& sha256, const FileKey& key,
     std::string path = ArtifactPath(sha256);
     struct stat st;
     if (::lstat(path.c_str(), &st) != 0 || !(KeyOf(st) == key)) return;  // replaced meanwhile
-    if (::unlink(path.c_str()) != 0) return;
+    if (!RemoveEntry(path)) return;
     std::lock_guard<std::mutex> vlock(verified_mutex_);
     ForgetLocked(sha256);
   }
@@ -180,16 +190,23 @@ void ArtifactStore::DeleteCorrupt(const std::string& sha256, const FileKey& key,
   }
 }
 
+std::string ArtifactStore::MissingMessage(const std::string& sha256) const {
+  std::string missing = "artifact " + sha256 + " is not in the store";
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = evicted_.find(sha256);
+  if (it == evicted_.end()) return missing;
+  return missing + ": " + it->second + "; raise the agent's store quota (dfarm-agent --quota-mib)";
+}
+
 Result<void> ArtifactStore::Verify(const std::string& sha256) const {
   const std::string path = ArtifactPath(sha256);
-  const std::string missing = "artifact " + sha256 + " is not in the store";
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   struct stat st;
   if (!fd) {
-    if (errno == ENOENT) return MakeError(missing);
+    if (errno == ENOENT) return MakeError(MissingMessage(sha256));
     if (errno == ELOOP && ::lstat(path.c_str(), &st) == 0) {
       DeleteCorrupt(sha256, KeyOf(st), "it is a symbolic link");
-      return MakeError(missing);
+      return MakeError(MissingMessage(sha256));
     }
     return MakeError("cannot read artifact " + sha256 + ": " + Errno());
   }
@@ -198,7 +215,7 @@ Result<void> ArtifactStore::Verify(const std::string& sha256) const {
   const FileKey key = KeyOf(st);
   if (!S_ISREG(st.st_mode)) {
     DeleteCorrupt(sha256, key, "it is not a regular file");
-    return MakeError(missing);
+    return MakeError(MissingMessage(sha256));
   }
   if (KnownGood(sha256, key)) return Ok();
   verify_hashes_.fetch_add(1);
@@ -217,7 +234,7 @@ Result<void> ArtifactStore::Verify(const std::string& sha256) const {
   if (actual != sha256 || read_bytes != key.size) {
     DeleteCorrupt(sha256, key,
                   "its " + std::to_string(read_bytes) + " bytes hash to " + Short(actual));
-    return MakeError(missing);
+    return MakeError(MissingMessage(sha256));
   }
   RememberGood(sha256, key);
   return Ok();
@@ -361,8 +378,14 @@ Result<void> ArtifactStore::ReserveLocked(const std::string& sha256, uint64_t ne
     if (::unlink(c.path.c_str()) != 0) continue;
     used -= std::min(used, c.bytes);
     if (fs::path(c.path).parent_path().filename() == "artifacts") {
+      const std::string name = fs::path(c.path).filename().string();
+      if (evicted_.size() >= kMaxEvictedRemembered) evicted_.erase(evicted_.begin());
+      evicted_[name] = "the store quota of " + std::to_string(quota_bytes_) +
+                       " bytes evicted it (" + std::to_string(c.bytes) +
+                       " bytes, least recently used) to make room for " + "artifact " +
+                       Short(sha256) + " (" + std::to_string(need) + " bytes)";
       std::lock_guard<std::mutex> vlock(verified_mutex_);
-      ForgetLocked(fs::path(c.path).filename().string());
+      ForgetLocked(name);
     }
   }
   if (used + outstanding + need > quota_bytes_) {
@@ -398,6 +421,25 @@ Result<std::unique_ptr<ArtifactStore::Upload>> ArtifactStore::BeginUpload(const 
   return up;
 }
 
+// The partial file at path, opened read-write (created when missing). Anything
+// else under its name (a folder, a FIFO, a link) is removed and a file made.
+Result<UniqueFd> ArtifactStore::OpenPartial(const std::string& path) {
+  const int flags = O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
+  UniqueFd fd(::open(path.c_str(), flags, 0600));
+  struct stat st;
+  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    fd.reset();
+    RemoveEntry(path);
+    fd.reset(::open(path.c_str(), flags | O_EXCL, 0600));
+    if (!fd) return MakeError("cannot open partial upload '" + path + "': " + Errno());
+  }
+  int fl = ::fcntl(fd.get(), F_GETFL);
+  if (fl < 0 || ::fcntl(fd.get(), F_SETFL, fl & ~O_NONBLOCK) != 0) {
+    return MakeError("cannot open partial upload '" + path + "': " + Errno());
+  }
+  return fd;
+}
+
 Result<std::unique_ptr<ArtifactStore::Upload>> ArtifactStore::ResumeUpload(
     const std::string& sha256, uint64_t size) {
   if (auto r = CheckUpload(sha256, size); !r) return r.error();
@@ -410,8 +452,9 @@ Result<std::unique_ptr<ArtifactStore::Upload>> ArtifactStore::ResumeUpload(
   std::unique_ptr<Upload> up;  // declared first: destroyed (and locking) after the lock is gone
   std::lock_guard<std::mutex> lock(mutex_);
   std::string path = PartialPath(sha256);
-  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-  if (!fd) return MakeError("cannot open partial upload '" + path + "': " + Errno());
+  auto opened = OpenPartial(path);
+  if (!opened) return opened.error();
+  UniqueFd fd = std::move(*opened);
   struct stat st;
   if (::fstat(fd.get(), &st) == 0 && static_cast<uint64_t>(st.st_size) > size &&
       ::ftruncate(fd.get(), 0) != 0) {  // longer than announced: stale
@@ -430,7 +473,10 @@ Result<std::unique_ptr<ArtifactStore::Upload>> ArtifactStore::ResumeUpload(
   }
   // On failure the partial file stays: the upload may be retried later.
   if (auto r = ReserveLocked(sha256, size - up->received_); !r) return r.error();
-  partial_owner_[sha256] = up.get();  // a newer upload takes over from an older one
+  // A newer upload takes over from an older one, whose descriptor is closed
+  // now: it must not outlive the rename of this file into place.
+  if (auto it = partial_owner_.find(sha256); it != partial_owner_.end()) it->second->fd_.reset();
+  partial_owner_[sha256] = up.get();
   active_.insert(up.get());
   TouchPath(path);
   return up;
@@ -558,6 +604,10 @@ Result<void> ArtifactStore::Upload::CommitLocked() {
     return MakeError("cannot fsync artifact " + Short(sha256_) + ": " + why);
   }
   std::string final_path = store_->ArtifactPath(sha256_);
+  struct stat in_place;
+  if (::lstat(final_path.c_str(), &in_place) == 0 && S_ISDIR(in_place.st_mode)) {
+    RemoveEntry(final_path);  // a folder planted under the name: rename cannot replace it
+  }
   if (::rename(temp_path_.c_str(), final_path.c_str()) != 0) {
     std::string why = Errno();
     DiscardLocked(/*keep_data=*/false);
@@ -566,6 +616,7 @@ Result<void> ArtifactStore::Upload::CommitLocked() {
   fd_.reset();
   done_ = true;
   store_->active_.erase(this);
+  store_->evicted_.erase(sha256_);
   if (resumable_) store_->partial_owner_.erase(sha256_);
   store_->TouchPath(final_path);
   struct stat st;

@@ -17,9 +17,10 @@
 //
 // The store checks itself: before an artifact is reported present (Has) or
 // handed out to be executed or loaded (PathOf), its bytes are hashed and
-// compared with its name. A file that does not match (corrupt, truncated,
-// planted) is deleted, logged once and reported missing, so the host pushes it
-// again. A check is remembered by the file's (inode, size, mtime, ctime), in
+// compared with its name. Anything there that does not match (corrupt,
+// truncated, planted; a folder, a FIFO or a link under the name) is deleted
+// (a folder with what it holds), logged once and reported missing, so the host
+// pushes it again. A check is remembered by the file's (inode, size, mtime, ctime), in
 // memory and in <root>/verified/<sha256>, so an unchanged artifact is hashed
 // once, not once per sweep. The store is private to the agent's user: folders
 // 0700, artifacts 0600 (0700 for runners).
@@ -63,6 +64,8 @@ class ArtifactStore {
 
   // The path of a stored, verified artifact (as Has), or an error naming the
   // sha256 when the name is invalid or the artifact is missing or was corrupt.
+  // For an artifact the quota evicted, the error says so: the quota, what the
+  // room was made for, and to raise the agent's quota.
   Result<std::string> PathOf(const std::string& sha256) const;
 
   // Makes a stored artifact executable by this user only (0700), for runner builds.
@@ -131,7 +134,11 @@ class ArtifactStore {
   // artifact is already stored, in which case Commit() just succeeds). The
   // partial file survives the Upload unless the upload failed (size or hash
   // mismatch, disk error). A newer ResumeUpload of the same sha256 takes the
-  // partial file over; the older Upload's later calls then fail.
+  // partial file over and closes the older Upload's file descriptor at once
+  // (the older one may sit on a half-open connection for a long time); the
+  // older Upload's later calls then fail. So once an artifact is in place, no
+  // upload holds it open for writing, and executing it cannot fail with
+  // ETXTBSY.
   Result<std::unique_ptr<Upload>> ResumeUpload(const std::string& sha256, uint64_t size);
 
   // Convenience for tests and local use: one-shot upload of bytes.
@@ -163,6 +170,9 @@ class ArtifactStore {
   void Restamp(const std::string& sha256, const FileKey& before) const;
   void DeleteCorrupt(const std::string& sha256, const FileKey& key, const std::string& why) const;
   Result<void> CheckUpload(const std::string& sha256, uint64_t size) const;
+  static Result<UniqueFd> OpenPartial(const std::string& path);
+  // "artifact SHA is not in the store", and why when the quota evicted it.
+  std::string MissingMessage(const std::string& sha256) const;
   // Makes room for `need` more bytes under the quota (mutex_ held), evicting
   // unpinned artifacts and unowned partial files, least recently used first.
   Result<void> ReserveLocked(const std::string& sha256, uint64_t need);
@@ -173,9 +183,13 @@ class ArtifactStore {
   mutable std::mutex mutex_;  // guards everything below and all upload I/O
   uint64_t quota_bytes_ = 0;
   std::map<std::string, int> pins_;
-  std::set<const Upload*> active_;                      // unfinished uploads
-  std::map<std::string, const Upload*> partial_owner_;  // sha256 -> resumable upload
-  std::atomic<int64_t> last_touch_ns_{0};               // keeps touch times strictly increasing
+  std::set<const Upload*> active_;                // unfinished uploads
+  std::map<std::string, Upload*> partial_owner_;  // sha256 -> resumable upload
+  // Artifacts the quota evicted (and not stored again since) -> why, for the
+  // "not in the store" message; the oldest names are forgotten past the cap.
+  static constexpr size_t kMaxEvictedRemembered = 1024;
+  std::map<std::string, std::string> evicted_;
+  std::atomic<int64_t> last_touch_ns_{0};  // keeps touch times strictly increasing
 
   // Lock order: mutex_, then verified_mutex_. Hashing happens under neither.
   mutable std::mutex verified_mutex_;

@@ -1,8 +1,11 @@
 #include "agent/daemon/artifact_store.h"
 
+#include <spawn.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <vector>
 
@@ -238,6 +241,71 @@ TEST(ArtifactStoreResumeTest, NewerUploadTakesOver) {
   ASSERT_TRUE((*new_up)->Write(500, U8(bytes, 500), 1500).ok());
   ASSERT_TRUE((*new_up)->Commit().ok());
   EXPECT_EQ(ReadFile(*(*store)->PathOf(sha)), bytes);
+}
+
+// An older upload stalled on a half-open connection while a newer one of the
+// same runner finished: the installed runner must be executable at once, not
+// refused with ETXTBSY because the older upload still holds it open for writing.
+TEST(ArtifactStoreResumeTest, TakenOverUploadHoldsNoWritableFdOnTheArtifact) {
+  TempDir dir;
+  auto store = ArtifactStore::Open(dir.path());
+  ASSERT_TRUE(store.ok());
+  std::string bytes = "#!/bin/sh\nexit 0\n";
+  while (bytes.size() < 4000) bytes += "# " + std::string(60, 'x') + "\n";
+  std::string sha = HashOf(bytes);
+  auto stalled = (*store)->ResumeUpload(sha, bytes.size());
+  ASSERT_TRUE(stalled.ok());
+  ASSERT_TRUE((*stalled)->Write(0, U8(bytes), 1000).ok());
+  auto newer = (*store)->ResumeUpload(sha, bytes.size());
+  ASSERT_TRUE(newer.ok());
+  ASSERT_EQ((*newer)->bytes_received(), 1000u);
+  ASSERT_TRUE((*newer)->Write(1000, U8(bytes, 1000), bytes.size() - 1000).ok());
+  ASSERT_TRUE((*newer)->Commit().ok());
+  ASSERT_TRUE((*store)->MakeExecutable(sha).ok());
+  std::string path = *(*store)->PathOf(sha);
+  // The stalled upload is still alive (its connection has not timed out).
+  char* argv[] = {path.data(), nullptr};
+  pid_t pid = 0;
+  int err = ::posix_spawn(&pid, path.c_str(), nullptr, nullptr, argv, environ);
+  ASSERT_EQ(err, 0) << "cannot execute the stored runner: " << strerror(err);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  auto late = (*stalled)->Write(1000, U8(bytes, 1000), 10);
+  ASSERT_FALSE(late.ok());
+  EXPECT_THAT(late.message(), HasSubstr("taken over by a newer upload"));
+}
+
+// A folder planted under an artifact's name is removed (with what it holds)
+// and the artifact stored, however it is uploaded.
+TEST(ArtifactStoreIntegrityTest, PlantedFolderIsRemovedAndTheArtifactStored) {
+  TempDir dir;
+  auto store = ArtifactStore::Open(dir.path());
+  ASSERT_TRUE(store.ok());
+  std::string bytes = Pattern(3000);
+  std::string sha = HashOf(bytes);
+  const std::string path = (*store)->root() + "/artifacts/" + sha;
+  for (bool resumable : {false, true}) {
+    ASSERT_EQ(::mkdir(path.c_str(), 0700), 0);
+    testing::WriteFile(path + "/inside", "planted");
+    EXPECT_FALSE((*store)->Has(sha));
+    EXPECT_FALSE(std::filesystem::exists(path)) << "the planted folder is still there";
+    ASSERT_EQ(::mkdir(path.c_str(), 0700), 0);  // planted again, now in the upload's way
+    auto up = resumable ? (*store)->ResumeUpload(sha, bytes.size())
+                        : (*store)->BeginUpload(sha, bytes.size());
+    ASSERT_TRUE(up.ok()) << up.message();
+    ASSERT_TRUE((*up)->Write(0, U8(bytes), bytes.size()).ok());
+    auto committed = (*up)->Commit();
+    ASSERT_TRUE(committed.ok()) << committed.message();
+    EXPECT_TRUE((*store)->Has(sha));
+    EXPECT_EQ(ReadFile(path), bytes);
+    ASSERT_EQ(::unlink(path.c_str()), 0);
+  }
+  // A folder under a partial upload's name is replaced by a fresh partial file.
+  ASSERT_EQ(::mkdir(((*store)->root() + "/partial/" + sha).c_str(), 0700), 0);
+  auto up = (*store)->ResumeUpload(sha, bytes.size());
+  ASSERT_TRUE(up.ok()) << up.message();
+  EXPECT_EQ((*up)->bytes_received(), 0u);
 }
 
 // Issue 12, defect 1: the store hashes what it holds before it says it has it.

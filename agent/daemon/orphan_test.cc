@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -145,6 +147,123 @@ TEST_F(OrphanTest, RestartedAgentKillsWhatADeadOneLeftBehind) {
       << testing::ReadFile(log_path());
   EXPECT_THAT(testing::ReadFile(log_path()),
               ::testing::HasSubstr("left behind 1 process(es); killed " + std::to_string(child)));
+}
+
+// An agent that holds the store but is stopping (SIGTERM, its host gone) is
+// waited for: a successor started meanwhile (dfarm restarted after a crash)
+// takes the store once it is free, instead of refusing.
+TEST_F(OrphanTest, SuccessorWaitsForAStoppingAgent) {
+  const std::string store = dir_.path() + "/store";
+  ASSERT_EQ(::mkdir(store.c_str(), 0700), 0);
+  UniqueFd held(::open((store + "/agent.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  ASSERT_TRUE(held);
+  ASSERT_EQ(::flock(held.get(), LOCK_EX | LOCK_NB), 0);
+  const std::string line = "99999 stopping\n";
+  ASSERT_EQ(::write(held.get(), line.data(), line.size()), static_cast<ssize_t>(line.size()));
+  agent_ = std::make_unique<TestAgent>(
+      std::vector<std::string>{"--listen", "127.0.0.1:0", "--store", store}, log_path());
+  bool waiting = false;
+  for (int i = 0; i < 1000 && !waiting; ++i) {
+    waiting = testing::ReadFile(log_path()).find("which is stopping; waiting") != std::string::npos;
+    if (!waiting) std::this_thread::sleep_for(milliseconds(10));
+  }
+  ASSERT_TRUE(waiting) << testing::ReadFile(log_path());
+  held.reset();  // the stopping agent ends
+  port_ = agent_->ReadPort();
+  EXPECT_GT(port_, 0) << testing::ReadFile(log_path());
+}
+
+// A process that left the runner's session (setsid) is not in the session the
+// restarted agent searches; it carries the job's mark in its environment.
+TEST_F(OrphanTest, RestartedAgentKillsASetsidProcessADeadOneLeftBehind) {
+  ASSERT_NO_FATAL_FAILURE(StartAgent());
+  const std::string pid_file = dir_.path() + "/escaped.pid";
+  std::thread job = RunInBackground("#!/bin/sh\nsetsid sh -c 'echo $$ > " + pid_file + ".tmp; mv " +
+                                    pid_file + ".tmp " + pid_file +
+                                    "; exec sleep 300' </dev/null >/dev/null 2>&1 &\necho $$ > " +
+                                    dir_.path() + "/runner.pid\nwait\n");
+  pid_t runner = ReadPid("runner.pid"), escaped = ReadPid("escaped.pid");
+  ASSERT_GT(runner, 0) << testing::ReadFile(log_path());
+  ASSERT_GT(escaped, 0);
+
+  agent_->Kill();  // SIGKILL: no job end, no clean-up by this agent
+  if (job.joinable()) job.join();
+  EXPECT_TRUE(GoneWithin(runner, milliseconds(2000))) << "runner " << runner;
+  ASSERT_FALSE(ProcessGone(escaped));
+
+  ASSERT_NO_FATAL_FAILURE(StartAgent());  // the same store
+  EXPECT_TRUE(GoneWithin(escaped, milliseconds(2000)))
+      << "process " << escaped << " (setsid) of a dead agent's job survived a restarted agent\n"
+      << testing::ReadFile(log_path());
+}
+
+// One agent per store: a second agent started on the store of a live one
+// (`dfarm devices` in another terminal while a sweep runs) refuses at once
+// with exit code 3, naming the store and the holder, before it touches the
+// store; the first agent's runner is never killed and its job ends ok.
+TEST_F(OrphanTest, SecondAgentOnAStoreInUseRefusesAndKillsNothing) {
+  ASSERT_NO_FATAL_FAILURE(StartAgent());
+  const std::string release = dir_.path() + "/release";
+  ConnectOptions options;
+  options.timeout = kTimeout;
+  auto client = AgentClient::Connect("127.0.0.1", port_, options);
+  ASSERT_TRUE(client.ok()) << client.message();
+  JobSpec job;
+  job.runner_sha256 =
+      Put(**client, "runner.sh",
+          "#!/bin/sh\necho $$ > " + dir_.path() + "/runner.pid\nwhile [ ! -e " + release +
+              " ]; do sleep 0.02; done\n" + std::string(testing::kOkRunner).substr(10));
+  job.model_sha256 = Put(**client, "m", "model");
+  job.timeout_ms = 120000;
+  Result<JobResult> result = MakeError("not run");
+  std::thread run([&] { result = (*client)->RunJob(job); });
+  pid_t runner = ReadPid("runner.pid");
+  ASSERT_GT(runner, 0) << testing::ReadFile(log_path());
+
+  const std::string second_log = dir_.path() + "/second.log";
+  TestAgent second({"--listen", "127.0.0.1:0", "--store", dir_.path() + "/store"}, second_log);
+  EXPECT_EQ(second.ReadPort(), 0) << "a second agent serves a store in use";
+  int status = second.WaitExit(kTimeout);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 3) << status;
+  EXPECT_THAT(testing::ReadFile(second_log),
+              ::testing::HasSubstr("artifact store '" + dir_.path() +
+                                   "/store' is in use by another dfarm-agent (pid " +
+                                   std::to_string(agent_->pid()) + ")"));
+  EXPECT_FALSE(ProcessGone(runner)) << "the second agent killed the first one's runner";
+
+  testing::WriteFile(release, "");
+  run.join();
+  ASSERT_TRUE(result.ok()) << result.message();
+  EXPECT_EQ(result->status, "ok") << result->error;
+}
+
+// A process the runner started that left the job's session (setsid) and
+// outlived the runner: it is killed when the job ends, before the result is
+// sent, so nothing of the job is left when RunJob returns.
+TEST_F(OrphanTest, SetsidGrandchildDiesWithItsJob) {
+  ASSERT_NO_FATAL_FAILURE(StartAgent());
+  ConnectOptions options;
+  options.timeout = kTimeout;
+  auto client = AgentClient::Connect("127.0.0.1", port_, options);
+  ASSERT_TRUE(client.ok()) << client.message();
+  const std::string pid_file = dir_.path() + "/escaped.pid";
+  JobSpec job;
+  job.runner_sha256 =
+      Put(**client, "runner.sh",
+          "#!/bin/sh\nsetsid sh -c 'echo $$ > " + pid_file + ".tmp; mv " + pid_file + ".tmp " +
+              pid_file + "; exec sleep 1000' </dev/null >/dev/null 2>&1 &\nwhile [ ! -s " +
+              pid_file + " ]; do sleep 0.01; done\n" + std::string(testing::kOkRunner).substr(10));
+  job.model_sha256 = Put(**client, "m", "model");
+  auto r = (*client)->RunJob(job);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->status, "ok") << r->error;
+  pid_t escaped = ReadPid("escaped.pid");
+  ASSERT_GT(escaped, 0);
+  EXPECT_TRUE(ProcessGone(escaped))
+      << "process " << escaped << " that the job started (setsid) outlived it\n"
+      << testing::ReadFile(log_path());
+  EXPECT_THAT(testing::ReadFile(log_path()),
+              ::testing::HasSubstr("killed " + std::to_string(escaped)));
 }
 
 // The qemu-arm64 device's set-up: the aarch64 agent under qemu-user runs the

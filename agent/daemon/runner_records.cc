@@ -68,13 +68,43 @@ std::vector<pid_t> SessionMembers(pid_t session, uint64_t start_ticks) {
   return pids;
 }
 
+// Live processes of this user (not this one) whose environment holds
+// kJobMarkVariable=mark.
+std::vector<pid_t> MarkedProcesses(const std::string& mark) {
+  std::vector<pid_t> pids;
+  if (mark.empty()) return pids;
+  const std::string entry = std::string(kJobMarkVariable) + "=" + mark;
+  std::error_code ec;
+  for (const auto& dir : fs::directory_iterator("/proc", ec)) {
+    const std::string name = dir.path().filename().string();
+    if (!IsNumber(name)) continue;
+    pid_t pid = static_cast<pid_t>(std::stol(name));
+    if (pid == ::getpid() || !OwnedByUs(pid)) continue;
+    std::ifstream in(dir.path() / "environ", std::ios::binary);
+    std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (size_t pos = 0; pos < env.size();) {
+      size_t end = env.find('\0', pos);
+      if (end == std::string::npos) end = env.size();
+      if (env.compare(pos, end - pos, entry) == 0) {
+        auto stat = ReadProcStat(pid);
+        if (stat && stat->state != 'Z') pids.push_back(pid);
+        break;
+      }
+      pos = end + 1;
+    }
+  }
+  return pids;
+}
+
 struct Record {
   ProcessStamp runner, agent;
+  std::string mark;  // the job's DFARM_JOB_MARK; empty in records of older agents
 };
 
 std::string FormatRecord(const Record& r) {
   return "runner " + std::to_string(r.runner.pid) + " " + std::to_string(r.runner.start_ticks) +
-         " agent " + std::to_string(r.agent.pid) + " " + std::to_string(r.agent.start_ticks) + "\n";
+         " agent " + std::to_string(r.agent.pid) + " " + std::to_string(r.agent.start_ticks) +
+         (r.mark.empty() ? "" : " mark " + r.mark) + "\n";
 }
 
 std::optional<Record> ParseRecord(const std::string& text) {
@@ -87,6 +117,8 @@ std::optional<Record> ParseRecord(const std::string& text) {
       r.agent.pid <= 0) {
     return std::nullopt;
   }
+  std::string mark_word;
+  if (in >> mark_word >> r.mark && mark_word != "mark") r.mark.clear();
   return r;
 }
 
@@ -111,7 +143,7 @@ std::string RunnerRecords::PathOf(pid_t runner) const {
   return dir_ + "/" + std::to_string(runner);
 }
 
-Result<void> RunnerRecords::Add(pid_t runner) {
+Result<void> RunnerRecords::Add(pid_t runner, const std::string& mark) {
   auto stamp = StampOf(runner);
   if (!stamp) return MakeError("cannot record runner " + std::to_string(runner) + ": it is gone");
   if (!agent_) return MakeError("cannot record runner: this agent's /proc/self/stat is unreadable");
@@ -119,7 +151,7 @@ Result<void> RunnerRecords::Add(pid_t runner) {
     return MakeError("cannot create the run folder '" + dir_ + "': " + strerror(errno));
   }
   const std::string path = PathOf(runner), temp = path + ".tmp";
-  const std::string text = FormatRecord({*stamp, *agent_});
+  const std::string text = FormatRecord({*stamp, *agent_, mark});
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return MakeError("cannot write '" + temp + "': " + strerror(errno));
   bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
@@ -164,8 +196,12 @@ Result<std::vector<std::string>> RunnerRecords::ReapLeftovers() {
           std::find(killed.begin(), killed.end(), now->pid) == killed.end()) {
         killed.push_back(now->pid);  // killed before its setsid()
       }
-      for (pid_t pid : killed) ::kill(pid, SIGKILL);
     }
+    // Marked processes are the job's whatever their session (setsid) or pid.
+    for (pid_t pid : MarkedProcesses(record->mark)) {
+      if (std::find(killed.begin(), killed.end(), pid) == killed.end()) killed.push_back(pid);
+    }
+    for (pid_t pid : killed) ::kill(pid, SIGKILL);
     std::string who = "runner " + std::to_string(record->runner.pid) + " of agent " +
                       std::to_string(record->agent.pid) + ", which is gone,";
     lines.push_back(killed.empty() ? who + " left nothing behind"

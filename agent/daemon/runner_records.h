@@ -8,8 +8,11 @@
 // before that signal was armed. A record names the runner and the agent by
 // pid and start time (/proc/PID/stat), so a pid the kernel has since given
 // to another process is never killed, and a record of an agent that still
-// runs (two agents on one store) is left alone. A record is one line:
-// "runner PID START_TICKS agent PID START_TICKS".
+// runs is left alone (but see StoreLock: the reaper runs only with the store's
+// lock held, so every recorded agent is dead). A record is one line:
+// "runner PID START_TICKS agent PID START_TICKS [mark MARK]": MARK is the
+// value of DFARM_JOB_MARK in the environment of the job's processes, which
+// finds those that left the runner's session (setsid) too.
 #pragma once
 
 #include <sys/types.h>
@@ -17,6 +20,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "agent/base/result.h"
@@ -30,6 +34,9 @@ struct ProcessStamp {
   bool operator==(const ProcessStamp&) const = default;
 };
 
+// The environment variable that marks every process of one job.
+inline constexpr std::string_view kJobMarkVariable = "DFARM_JOB_MARK";
+
 // The stamp of process pid now, or nothing when there is none.
 std::optional<ProcessStamp> StampOf(pid_t pid);
 
@@ -41,16 +48,19 @@ class RunnerRecords {
 
   const std::string& dir() const { return dir_; }
 
-  // Records a runner this agent just started (its stamp is read now). The
-  // error names the file; the runner keeps running either way.
-  Result<void> Add(pid_t runner);
+  // Records a runner this agent just started (its stamp is read now) and the
+  // job mark its environment holds (may be empty). The error names the file;
+  // the runner keeps running either way.
+  Result<void> Add(pid_t runner, const std::string& mark = "");
   // Forgets a runner that ended (was reaped).
   void Remove(pid_t runner);
 
   // For each record of an agent that no longer runs: SIGKILL to its runner
   // when the pid still is that runner, and to every process of the runner's
   // session (it called setsid) started no earlier than the runner and owned
-  // by this user; then the record is removed. Records of live agents stay.
+  // by this user, and to every process of this user whose environment holds
+  // the record's job mark; then the record is removed. Records of live agents
+  // stay. Call it with the store's lock held (StoreLock).
   // Returns one line per record handled, for the log. Fails only when dir
   // cannot be created.
   Result<std::vector<std::string>> ReapLeftovers();

@@ -88,12 +88,17 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
     addr = *parsed;
   }
   if (options.store_dir.empty()) return MakeError("no artifact store folder given (--store)");
+  // Before the store is touched: opening it removes upload temp files, and
+  // the leftover reaper kills runners, which only a dead agent's may be.
+  auto lock = StoreLock::Acquire(options.store_dir, AgentLog);
+  if (!lock) return lock.error();
   auto store = ArtifactStore::Open(options.store_dir, options.max_artifact_bytes);
   if (!store) return store.error();
   (*store)->SetQuota(options.quota_bytes);
   (*store)->SetLog(AgentLog);
 
   std::unique_ptr<Server> server(new Server());
+  server->store_lock_.emplace(std::move(*lock));
   server->options_ = options;
   server->token_ = std::move(token);
   server->throttle_ = std::make_unique<AuthThrottle>(options.auth_failure_delay);
@@ -153,6 +158,7 @@ std::string Server::address() const {
 }
 
 void Server::Stop() {
+  if (store_lock_) store_lock_->MarkStopping();
   char c = 'x';
   ssize_t ignored = ::write(stop_write_.get(), &c, 1);
   (void)ignored;
@@ -468,6 +474,9 @@ void Server::ProtocolSession::Serve() {
     last_rx_ = Clock::now();
     if (!Handle(*received->frame())) break;
   }
+  // The stdio agent ends with its one connection: a successor on the store
+  // (its host restarted) waits for the lock from now on instead of refusing.
+  if (server_->options_.stdio && server_->store_lock_) server_->store_lock_->MarkStopping();
   if (job_thread_.joinable()) {
     cancel_job_ = true;  // nobody is left to read its result
     job_thread_.join();

@@ -10,12 +10,14 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "agent/base/result.h"
 #include "agent/base/unique_fd.h"
 #include "agent/daemon/artifact_store.h"
+#include "agent/daemon/store_lock.h"
 #include "agent/daemon/supervisor.h"
 #include "agent/protocol/auth.h"
 #include "agent/protocol/types.h"
@@ -63,7 +65,10 @@ Result<ListenAddress> ParseListenAddress(const std::string& text, bool have_toke
 
 class Server {
  public:
-  // Opens the store and binds the listening socket; Serve() then accepts.
+  // Locks the store (StoreLock: one agent per store, held until the server
+  // is destroyed), opens it, kills what a dead predecessor's runners left
+  // and binds the listening socket; Serve() then accepts. Fails with
+  // ErrorKind::kConflict when another agent holds the store.
   static Result<std::unique_ptr<Server>> Create(const ServerOptions& options);
   ~Server();
 
@@ -118,6 +123,8 @@ class Server {
   bool SleepUnlessStopped(std::chrono::milliseconds d);
   void ReapFinished(bool all);
 
+  // Declared first: released last, after the supervisor has stopped the runners.
+  std::optional<StoreLock> store_lock_;
   ServerOptions options_;
   std::string token_;  // empty: no authentication
   std::unique_ptr<AuthThrottle> throttle_;

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <string>
 #include <vector>
 
@@ -232,6 +233,49 @@ TEST_F(StoreIntegrityTest, QuotaKeepsTheConnectionsRunner) {
   auto have = client->Have({testing::HashOf(m1), job.model_sha256, job.runner_sha256});
   ASSERT_TRUE(have.ok()) << have.message();
   EXPECT_EQ(*have, (std::vector<bool>{false, true, true}));
+}
+
+// A folder planted under an artifact's name (with a file in it) is not that
+// artifact: it is removed, and the artifact is pushed and runs, every time.
+TEST_F(StoreIntegrityTest, PlantedFolderUnderAnArtifactNameIsRemoved) {
+  ASSERT_TRUE(StartAgent()) << log();
+  const std::string model = Pattern(100'000, 5);
+  const std::string sha = testing::HashOf(model);
+  ASSERT_EQ(::mkdir((store() + "/artifacts").c_str(), 0700) == 0 || errno == EEXIST, true);
+  ASSERT_EQ(::mkdir(stored(sha).c_str(), 0700), 0);
+  testing::WriteFile(stored(sha) + "/inside", "planted");
+  auto client = Connect();
+  ASSERT_TRUE(client);
+  JobSpec job;
+  job.runner_sha256 = Put(*client, "ok.sh", testing::kOkRunner);
+  uint64_t sent = 0;
+  job.model_sha256 = Put(*client, "m.tflite", model, &sent);
+  EXPECT_EQ(job.model_sha256, sha);
+  EXPECT_EQ(sent, model.size());
+  EXPECT_TRUE(testing::ReadFile(stored(sha)) == model) << "the stored bytes differ";
+  auto r = client->RunJob(job);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->status, "ok") << r->error;
+  EXPECT_THAT(log(), HasSubstr("is corrupt: it is not a regular file"));
+}
+
+// A runner the quota evicted before its first job (the model pushed after it
+// needed the room): the job's error names the quota and the fix, not just
+// "not in the store".
+TEST_F(StoreIntegrityTest, RunnerEvictedByTheQuotaIsNamedInTheError) {
+  ASSERT_TRUE(StartAgent({"--quota-mib", "1"})) << log();
+  auto client = Connect();
+  ASSERT_TRUE(client);
+  JobSpec job;
+  job.runner_sha256 = Put(*client, "ok.sh", PaddedRunner(300'000));
+  job.model_sha256 = Put(*client, "m.tflite", Pattern(800'000, 3));
+  auto r = client->RunJob(job);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r->status, "infra");
+  EXPECT_THAT(r->error, HasSubstr("artifact " + job.runner_sha256 + " is not in the store"));
+  EXPECT_THAT(r->error, HasSubstr("the store quota of 1048576 bytes evicted it"));
+  EXPECT_THAT(r->error, HasSubstr("to make room for artifact " + job.model_sha256.substr(0, 12)));
+  EXPECT_THAT(r->error, HasSubstr("raise the agent's store quota (dfarm-agent --quota-mib)"));
 }
 
 }  // namespace

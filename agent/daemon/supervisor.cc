@@ -26,6 +26,7 @@
 #include "agent/base/json_input.h"
 #include "agent/base/sha256.h"
 #include "agent/base/unique_fd.h"
+#include "agent/daemon/descendants.h"
 #include "agent/daemon/tool_args.h"
 #include "agent/protocol/bundle.h"
 #include "agent/protocol/input_set.h"
@@ -236,6 +237,27 @@ std::vector<std::string> EnvWithLibraryPath(const std::string& lib_dir) {
   return env;
 }
 
+// env (or, when unset, the agent's environment) with DFARM_JOB_MARK=mark in
+// place of any mark it had: every process of the job inherits it unless it
+// clears its environment, so an agent started after this one died finds them
+// (RunnerRecords).
+std::vector<std::string> EnvWithJobMark(const std::optional<std::vector<std::string>>& env,
+                                        const std::string& mark) {
+  std::vector<std::string> out;
+  auto keep = [&](std::string_view entry) {
+    if (entry.substr(0, kJobMarkVariable.size() + 1) != std::string(kJobMarkVariable) + "=") {
+      out.emplace_back(entry);
+    }
+  };
+  if (env) {
+    for (const std::string& e : *env) keep(e);
+  } else {
+    for (char** e = environ; *e != nullptr; ++e) keep(*e);
+  }
+  out.push_back(std::string(kJobMarkVariable) + "=" + mark);
+  return out;
+}
+
 void SetNonBlocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
 // Reads what is available from *fd into sink; closes *fd at EOF or error.
@@ -254,12 +276,22 @@ void Pump(UniqueFd* fd, const std::function<void(const char*, size_t)>& sink) {
   }
 }
 
+// This agent's part of its job marks: its pid and the time it started, so no
+// two agents (also on other stores, or across reboots) mark jobs alike.
+std::string JobMarkPrefix() {
+  timespec now;
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  return std::to_string(::getpid()) + "." + std::to_string(now.tv_sec) + "." +
+         std::to_string(now.tv_nsec);
+}
+
 }  // namespace
 
 Supervisor::Supervisor(ArtifactStore* store, SupervisorOptions options)
     : store_(store),
       options_(options),
       runner_records_(store->root() + "/run"),
+      job_mark_prefix_(JobMarkPrefix()),
       bundles_(store->root()) {}
 
 std::vector<std::string> Supervisor::PruneBundles() {
@@ -720,11 +752,11 @@ Result<int> Supervisor::Spawn(Launch& launch, ChildPipes* pipes) {
   std::vector<char*> argv;
   for (auto& a : launch.args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  const std::string mark = job_mark_prefix_ + "." + std::to_string(++jobs_started_);
+  std::vector<std::string> env = EnvWithJobMark(launch.env, mark);
   std::vector<char*> envp;
-  if (launch.env) {
-    for (auto& e : *launch.env) envp.push_back(e.data());
-    envp.push_back(nullptr);
-  }
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
   const int err_w = launch.merge_stderr ? pipes->out_w.get() : pipes->err_w.get();
   // A relative program (a --runner-prefix found beside the agent) still
   // names the same file from the job's working directory.
@@ -746,13 +778,12 @@ Result<int> Supervisor::Spawn(Launch& launch, ChildPipes* pipes) {
   pid_t pid = ::fork();
   if (pid < 0) return MakeError(std::string("cannot fork the runner: ") + strerror(errno));
   if (pid == 0) {
-    ExecRunner(agent, path, argv.data(), launch.env ? envp.data() : nullptr, pipes->dev_null.get(),
-               pipes->out_w.get(), err_w, pipes->exec_w.get(),
-               launch.cpus.empty() ? nullptr : &cpus, work_dir.c_str());
+    ExecRunner(agent, path, argv.data(), envp.data(), pipes->dev_null.get(), pipes->out_w.get(),
+               err_w, pipes->exec_w.get(), launch.cpus.empty() ? nullptr : &cpus, work_dir.c_str());
   }
   // Best effort: without its record the runner still dies with the agent;
   // only what it starts itself could be left behind.
-  (void)runner_records_.Add(pid);
+  (void)runner_records_.Add(pid, mark);
   {
     std::lock_guard<std::mutex> lock(pid_mutex_);
     running_pgid_ = pid;
@@ -768,6 +799,16 @@ int Supervisor::KillAndReap(int pid, bool kill_group) {
   if (kill_group) ::kill(-pid, SIGKILL);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (options_.kill_descendants) {
+    // What left the runner's process group (setsid) and was adopted by us.
+    std::vector<pid_t> left = KillDescendants();
+    if (!left.empty() && options_.log) {
+      std::string pids;
+      for (pid_t p : left) pids += (pids.empty() ? "" : ", ") + std::to_string(p);
+      options_.log("runner " + std::to_string(pid) + " left " + std::to_string(left.size()) +
+                   " process(es) behind outside its process group; killed " + pids);
+    }
   }
   runner_records_.Remove(pid);
   std::lock_guard<std::mutex> lock(pid_mutex_);

@@ -49,6 +49,11 @@ struct SupervisorOptions {
   // (dfarm-agent --bundle-prefix), e.g. {"qemu-aarch64"}: a bundle brings its
   // own libc, so qemu-user needs no -L sysroot. Empty: runner_prefix is used.
   std::vector<std::string> bundle_prefix;
+  // After each job, kill every process left below this one (KillDescendants):
+  // what the runner started outside its process group, adopted by this
+  // process as their subreaper (BecomeSubreaper). Only for a process whose
+  // children are all the supervisor's runners (dfarm-agent's main sets it).
+  bool kill_descendants = false;
   // Where the supervisor logs what it cleans up (removed bundles); may be empty.
   std::function<void(const std::string&)> log;
 };
@@ -158,9 +163,12 @@ class Supervisor {
   ArtifactStore* store_;
   SupervisorOptions options_;
   RunnerRecords runner_records_;  // <store>/run
-  RunnerBundles bundles_;         // <store>/bundles; used with job_mutex_ held
-  std::timed_mutex job_mutex_;    // one job at a time
-  std::mutex pid_mutex_;          // guards running_pgid_ and shut_down_
+  // Each job's processes carry DFARM_JOB_MARK=<prefix>.<n> (kJobMarkVariable).
+  std::string job_mark_prefix_;
+  uint64_t jobs_started_ = 0;   // with job_mutex_ held
+  RunnerBundles bundles_;       // <store>/bundles; used with job_mutex_ held
+  std::timed_mutex job_mutex_;  // one job at a time
+  std::mutex pid_mutex_;        // guards running_pgid_ and shut_down_
   int running_pgid_ = 0;
   bool shut_down_ = false;
 };

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "agent/base/regular_file.h"
 #include "agent/base/unique_fd.h"
 
 namespace dfarm::agent {
@@ -47,16 +48,18 @@ Result<void> CheckTokenFileIsPrivate(const std::string& path, const struct stat&
 }  // namespace
 
 Result<std::string> ReadTokenFile(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  // A FIFO or device is refused by its type, without blocking in open().
+  auto fd = OpenRegularFile(path, "token file");
+  if (!fd) return fd.error();
   struct stat st;
-  if (!fd || ::fstat(fd.get(), &st) != 0) {
+  if (::fstat(fd->get(), &st) != 0) {
     return MakeError("cannot read token file '" + path + "': " + strerror(errno));
   }
   if (auto r = CheckTokenFileIsPrivate(path, st); !r) return r.error();
   std::string token;
   char buf[4096];
   for (;;) {
-    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    ssize_t n = ::read(fd->get(), buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return MakeError("cannot read token file '" + path + "': " + strerror(errno));
     if (n == 0) break;

@@ -1,7 +1,10 @@
 #include "agent/protocol/auth.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <future>
 #include <thread>
 
 #include "agent/protocol/protocol.h"
@@ -97,6 +100,24 @@ TEST(AuthTest, TokenFileMustBePrivateAndLongEnough) {
   token = ReadTokenFile(dir.path());
   ASSERT_FALSE(token.ok());
   EXPECT_THAT(token.message(), HasSubstr("is not a regular file"));
+}
+
+// A FIFO named as the token file (by mistake or by someone else) is refused
+// at once; opening it must not wait for a writer.
+TEST(AuthTest, FifoTokenFileIsRefusedWithoutBlocking) {
+  testing::TempDir dir;
+  const std::string path = dir.path() + "/token";
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  auto read = std::async(std::launch::async, [&] { return ReadTokenFile(path); });
+  if (read.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+    // Hung in open(): unblock it with a writer so the test can end.
+    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) ::close(fd);
+    FAIL() << "ReadTokenFile blocked on a FIFO";
+  }
+  auto token = read.get();
+  ASSERT_FALSE(token.ok());
+  EXPECT_EQ(token.message(), "token file '" + path + "' is not a regular file (it is a FIFO)");
 }
 
 TEST(AuthThrottleTest, DelayGrowsPerAddressAndSuccessClearsIt) {

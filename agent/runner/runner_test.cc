@@ -2,6 +2,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -150,6 +151,19 @@ TEST_F(RunnerTest, MissingInputFile) {
   Process p = RunRunner({"--model", model, "--inputs", (dir_ / "in").string()});
   EXPECT_EQ(p.exit_code, 1);
   EXPECT_THAT(p.err, HasSubstr("input_1.bin' is missing (expected 4 bytes for input 1 'offset'"));
+}
+
+// A FIFO given as --model is refused as a model_error at once; opening it must
+// not wait for a writer (the 30 s kill is only a guard against a hang).
+TEST_F(RunnerTest, FifoModelIsRefusedWithoutBlocking) {
+  const std::string fifo = (dir_ / "model.tflite").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  Process p = RunRunner({"--model", fifo, "--json"}, 30);
+  ASSERT_NE(p.exit_code, 137) << "dfarm-runner blocked on a FIFO given as --model";
+  EXPECT_EQ(p.exit_code, 1) << p.err;
+  EXPECT_THAT(p.err, HasSubstr("'" + fifo + "' is not a regular file"));
+  nlohmann::json doc = nlohmann::json::parse(p.out);
+  EXPECT_EQ(doc["status"], "model_error");
 }
 
 TEST_F(RunnerTest, JsonDocument) {

@@ -1,6 +1,9 @@
 #include "agent/runner/tensor_files.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -9,6 +12,7 @@
 #include <random>
 #include <system_error>
 
+#include "agent/base/regular_file.h"
 #include "runtime/fp16.h"
 
 namespace dfarm::runner {
@@ -122,9 +126,14 @@ Result<void> LoadInputs(const std::vector<runtime::Tensor*>& inputs, const std::
                        " bytes, expected " + std::to_string(t.bytes) + " bytes for " +
                        Describe(t, i, "input"));
     }
-    std::ifstream in(path, std::ios::binary);
-    if (!in.read(reinterpret_cast<char*>(t.data), static_cast<std::streamsize>(t.bytes))) {
-      return MakeError("cannot read input file '" + path + "'");
+    auto fd = OpenRegularFile(path, "input file");  // never blocks on a FIFO
+    if (!fd) return fd.error();
+    size_t done = 0;
+    while (done < t.bytes) {
+      ssize_t n = ::read(fd->get(), reinterpret_cast<char*>(t.data) + done, t.bytes - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return MakeError("cannot read input file '" + path + "'");
+      done += static_cast<size_t>(n);
     }
   }
   return Ok();

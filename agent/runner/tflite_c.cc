@@ -1,6 +1,7 @@
 #include "agent/runner/tflite_c.h"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -358,6 +359,12 @@ namespace {
 bool AddExternalDelegate(const InterpreterConfig& config, Interpreter::State* state,
                          CreateInfo* info) {
   auto plugin = std::make_unique<Plugin>();
+  // dlopen() of a FIFO would wait for a writer: refuse anything but a file.
+  struct stat st;
+  if (::stat(config.plugin_path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    info->error = "cannot load delegate plugin '" + config.plugin_path + "': not a regular file";
+    return false;
+  }
   plugin->handle = ::dlopen(config.plugin_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (plugin->handle == nullptr) {
     info->error = "cannot load delegate plugin '" + config.plugin_path + "': " + ::dlerror();

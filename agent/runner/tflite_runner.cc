@@ -11,6 +11,7 @@
 #include <regex>
 #include <system_error>
 
+#include "agent/base/regular_file.h"
 #include "agent/runner/accuracy.h"
 #include "agent/runner/tensor_files.h"
 
@@ -193,13 +194,13 @@ struct Job {
 
 Result<std::vector<uint8_t>> ReadModel(const std::string& path) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
+  if (!std::filesystem::exists(path, ec)) {
     return MakeError("failed to load model '" + path + "': no such file");
   }
-  std::ifstream in(path, std::ios::binary);
-  std::vector<uint8_t> bytes(std::istreambuf_iterator<char>(in), {});
-  if (!in.good() && !in.eof()) return MakeError("failed to load model '" + path + "': read error");
-  return bytes;
+  // Never blocks: a FIFO is refused as not a regular file.
+  auto bytes = ReadRegularFile(path, "file", uint64_t{1} << 31);
+  if (!bytes) return MakeError("failed to load model '" + path + "': " + bytes.message());
+  return std::vector<uint8_t>(bytes->begin(), bytes->end());
 }
 
 // Reads the model and builds the interpreter with its delegate and tensors

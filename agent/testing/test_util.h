@@ -100,6 +100,8 @@ class TestAgent {
   }
   ~TestAgent() { Kill(); }
 
+  pid_t pid() const { return pid_; }
+
   // The first stdout line, read byte by byte (the agent flushes it).
   std::string ReadLine() {
     std::string line;
@@ -128,6 +130,22 @@ class TestAgent {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
+    return -1;
+  }
+
+  // Waits for the agent to exit by itself; its wait status, or -1 (and the
+  // agent is killed) when it still runs after `within`.
+  int WaitExit(std::chrono::milliseconds within) {
+    for (auto end = std::chrono::steady_clock::now() + within;;) {
+      int status;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return status;
+      }
+      if (std::chrono::steady_clock::now() >= end) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    Kill();
     return -1;
   }
 

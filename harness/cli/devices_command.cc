@@ -165,7 +165,8 @@ json DeviceEntry(const std::string& name, const Known& known, const AdbRows& adb
       info = (*session)->client().device();
       state = "online";
     } else {
-      state = "offline";
+      // Another dfarm's agent holds the device (its store's lock): busy, not offline.
+      state = session.error().kind == ErrorKind::kConflict ? "busy" : "offline";
       why = session.message();
     }
   }

@@ -367,6 +367,45 @@ TEST_F(FaultsE2eTest, SilentExitZeroRunnerIsCrashedNotOk) {
   EXPECT_EQ(CheckRunInvariants(db_, 1, dir_), "");
 }
 
+// `dfarm devices` in another terminal (another database) while a sweep's job
+// runs on `local`: its agent refuses the store the sweep's agent holds, the
+// device is reported busy, nothing of the sweep is touched and every job of
+// the sweep ends ok. The runner waits for a file, so the job is surely running.
+TEST_F(FaultsE2eTest, DevicesBesideASweepSeesBusyAndTouchesNothing) {
+  const fs::path release = dir_ / "release";
+  fs::path runner = dir_ / "waiting-runner.sh";
+  std::ofstream(runner) << "#!/bin/sh\nwhile [ ! -e " << release.string()
+                        << " ]; do sleep 0.02; done\nexec " << (BinDir() / "dfarm-runner").string()
+                        << " \"$@\"\n";
+  fs::permissions(runner, fs::perms::owner_all);
+  std::string spec = WriteSpec({{"name", "beside"},
+                                {"models", {AddModel()}},
+                                {"devices", {"local"}},
+                                {"benchmark", {{"num_runs", 3}, {"num_threads", {1, 2}}}}});
+  Child dfarm =
+      Child::Spawn(DfarmArgs({"sweep", spec, "--json"}, {"DFARM_RUNNER=" + runner.string()}),
+                   (dir_ / "out").string(), (dir_ / "err").string());
+  ASSERT_TRUE(WaitFor([&] { return Count("status = 'running'") >= 1; }, std::chrono::seconds(30)))
+      << Slurp(dir_ / "err");
+
+  std::vector<std::string> devices = DfarmArgs({"devices", "--device", "local", "--json"});
+  devices[devices.size() - 3] = (dir_ / "other.db").string();  // --db: another terminal's
+  Outcome seen = RunToEnd(devices, dir_ / "devices.out", dir_ / "devices.err");
+  json d = json::parse(seen.out, nullptr, false);
+  ASSERT_TRUE(d.is_object()) << seen.out << seen.err;
+  ASSERT_EQ(d["devices"].size(), 1u) << seen.out;
+  EXPECT_EQ(d["devices"][0]["state"], "busy") << seen.out;
+  EXPECT_NE(d["devices"][0].value("reason", "").find("is in use by another dfarm-agent"),
+            std::string::npos)
+      << seen.out;
+
+  std::ofstream(release) << "";
+  Outcome o = Finish(dfarm, "out", "err");
+  EXPECT_EQ(o.code, 0) << o.out << o.err;
+  EXPECT_EQ(Count("status = 'ok'"), 2) << o.err;
+  EXPECT_EQ(CheckRunInvariants(db_, 1, dir_), "");
+}
+
 // The database on a full filesystem: the sweep fails cleanly (exit 3, the
 // database named), the run recorded before stays readable and whole.
 TEST_F(FaultsE2eTest, DatabaseOnAFullFilesystemFailsCleanly) {

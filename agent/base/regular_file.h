@@ -1,0 +1,27 @@
+// Opening a file a user named (a model, a plugin, input tensors, a token
+// file) for reading without ever blocking: a FIFO, a device or a socket given
+// where a file belongs is refused with "... is not a regular file" at once,
+// instead of hanging in open() or read() for a writer that never comes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "agent/base/result.h"
+#include "agent/base/unique_fd.h"
+
+namespace dfarm {
+
+// Opens path read-only (O_CLOEXEC) and checks that it is a regular file; the
+// returned descriptor is blocking again. what names the file in messages
+// ("model", "token file"): "WHAT 'PATH' is not a regular file (it is a
+// FIFO)", or
+// "cannot read WHAT 'PATH': REASON".
+Result<UniqueFd> OpenRegularFile(const std::string& path, const std::string& what);
+
+// Reads a whole regular file (OpenRegularFile), refusing one over max_bytes:
+// "WHAT 'PATH' is over N bytes".
+Result<std::string> ReadRegularFile(const std::string& path, const std::string& what,
+                                    uint64_t max_bytes);
+
+}  // namespace dfarm
