@@ -402,7 +402,7 @@ class Scheduler {
   // Opens the device, records it, pushes the runner. Returns why the device
   // cannot be used (empty when it can); an error is a store failure.
   Result<std::string> Connect(Worker& w, store::Store& store, Connection& s) {
-    auto session = ctx_.devices->Open(w.device);
+    auto session = OpenWhenFree(w);
     if (!session) return session.message();
     const agent::DeviceInfo& info = (*session)->client().device();
     store::DeviceRow row = DeviceRowOf(w.device, info);
@@ -426,6 +426,21 @@ class Scheduler {
     s.pushed.clear();
     s.runner_unsure = false;
     return std::string();
+  }
+
+  // Opens the device; while another dfarm holds it (ErrorKind::kConflict: its
+  // agent's store is locked by a live agent) waits for it, noted once, until
+  // it is free or the sweep is cancelled. A device busy with someone else's
+  // benchmark is not broken: no attempt is spent and nothing is recorded.
+  Result<std::unique_ptr<DeviceSession>> OpenWhenFree(Worker& w) {
+    bool noted = false;
+    for (;;) {
+      auto session = ctx_.devices->Open(w.device);
+      if (session || session.error().kind != ErrorKind::kConflict || Cancelled()) return session;
+      if (!noted && ctx_.progress) ctx_.progress->Note(session.message() + "; waiting for it");
+      noted = true;
+      SleepUnlessCancelled(std::chrono::milliseconds(1000));
+    }
   }
 
   // Pushes the runner unless the agent has it (PutArtifact asks first).

@@ -370,7 +370,9 @@ TEST_F(FaultsE2eTest, SilentExitZeroRunnerIsCrashedNotOk) {
 // `dfarm devices` in another terminal (another database) while a sweep's job
 // runs on `local`: its agent refuses the store the sweep's agent holds, the
 // device is reported busy, nothing of the sweep is touched and every job of
-// the sweep ends ok. The runner waits for a file, so the job is surely running.
+// the sweep ends ok. A second sweep there (another database too) waits for the
+// device and then runs: no attempt spent, no job of it infra. The runner waits
+// for a file, so the first sweep's job is surely running meanwhile.
 TEST_F(FaultsE2eTest, DevicesBesideASweepSeesBusyAndTouchesNothing) {
   const fs::path release = dir_ / "release";
   fs::path runner = dir_ / "waiting-runner.sh";
@@ -399,11 +401,27 @@ TEST_F(FaultsE2eTest, DevicesBesideASweepSeesBusyAndTouchesNothing) {
             std::string::npos)
       << seen.out;
 
+  std::vector<std::string> second = DfarmArgs({"sweep", spec, "--json"});
+  const std::string second_db = (dir_ / "second.db").string();
+  second[second.size() - 3] = second_db;
+  Child waiting = Child::Spawn(second, (dir_ / "out2").string(), (dir_ / "err2").string());
+  ASSERT_TRUE(
+      WaitFor([&] { return Slurp(dir_ / "err2").find("waiting for it") != std::string::npos; },
+              std::chrono::seconds(60)))
+      << Slurp(dir_ / "err2");
+  EXPECT_NE(Slurp(dir_ / "err2").find("device 'local' is busy"), std::string::npos)
+      << Slurp(dir_ / "err2");
+
   std::ofstream(release) << "";
   Outcome o = Finish(dfarm, "out", "err");
   EXPECT_EQ(o.code, 0) << o.out << o.err;
   EXPECT_EQ(Count("status = 'ok'"), 2) << o.err;
-  EXPECT_EQ(CheckRunInvariants(db_, 1, dir_), "");
+  EXPECT_EQ(CheckRunInvariants(db_, 1, dir_, {waiting.pid()}, false, /*healthy=*/true), "");
+  Outcome after = Finish(waiting, "out2", "err2");
+  EXPECT_EQ(after.code, 0) << after.out << after.err;
+  EXPECT_EQ(QueryInt(second_db, "SELECT count(*) FROM jobs WHERE status = 'ok'"), 2) << after.err;
+  EXPECT_EQ(QueryInt(second_db, "SELECT sum(attempts) FROM jobs"), 2) << after.err;
+  EXPECT_EQ(CheckRunInvariants(second_db, 1, dir_, {}, false, /*healthy=*/true), "");
 }
 
 // The database on a full filesystem: the sweep fails cleanly (exit 3, the
