@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "agent/base/regular_file.h"
 #include "agent/base/sha256.h"
 #include "harness/input_sets.h"
 #include "harness/queue_job.h"
@@ -44,8 +45,7 @@ std::optional<int64_t> ParseIsoUtc(const std::string& text) {
 // Unix seconds when process `pid` of this host started (Linux /proc); unset
 // when unknown.
 std::optional<int64_t> ProcessStartUnix(int64_t pid) {
-  std::ifstream stat_file("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(stat_file)), {});
+  const std::string stat = ReadProcFile("/proc/" + std::to_string(pid) + "/stat");
   const size_t comm_end = stat.rfind(')');  // the command name may hold spaces
   if (comm_end == std::string::npos) return std::nullopt;
   std::istringstream fields(stat.substr(comm_end + 1));

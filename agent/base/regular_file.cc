@@ -51,4 +51,9 @@ Result<std::string> ReadRegularFile(const std::string& path, const std::string& 
   return bytes;
 }
 
+std::string ReadProcFile(const std::string& path) {
+  auto text = ReadRegularFile(path, "file", 1 << 20);
+  return text ? std::move(*text) : std::string();
+}
+
 }  // namespace dfarm

@@ -24,4 +24,10 @@ Result<UniqueFd> OpenRegularFile(const std::string& path, const std::string& wha
 Result<std::string> ReadRegularFile(const std::string& path, const std::string& what,
                                     uint64_t max_bytes);
 
+// The text of a kernel file such as /proc/PID/stat or /proc/PID/environ, up
+// to 1 MiB; "" when it cannot be read (the process is gone: ESRCH mid-read,
+// no such file). Never throws, unlike reading an ifstream through
+// istreambuf_iterator, whose read error escapes as std::ios_base::failure.
+std::string ReadProcFile(const std::string& path);
+
 }  // namespace dfarm

@@ -8,12 +8,13 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 #include <string>
 #include <thread>
+
+#include "agent/base/regular_file.h"
 
 namespace dfarm::agent {
 namespace {
@@ -32,8 +33,7 @@ std::map<pid_t, ProcEntry> ProcessTable() {
   for (const auto& entry : fs::directory_iterator("/proc", ec)) {
     const std::string name = entry.path().filename().string();
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(entry.path() / "stat");
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string text = ReadProcFile((entry.path() / "stat").string());
     size_t paren = text.rfind(')');  // comm may hold spaces and ')'
     if (paren == std::string::npos) continue;
     std::istringstream fields(text.substr(paren + 1));

@@ -9,8 +9,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
+
+#include "agent/base/regular_file.h"
 
 namespace dfarm::agent {
 namespace {
@@ -25,8 +26,7 @@ struct ProcStat {
 };
 
 std::optional<ProcStat> ReadProcStat(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = ReadProcFile("/proc/" + std::to_string(pid) + "/stat");
   // "pid (comm) state ppid pgrp session ..."; comm may hold spaces and ')'.
   size_t paren = text.rfind(')');
   if (paren == std::string::npos) return std::nullopt;
@@ -80,8 +80,7 @@ std::vector<pid_t> MarkedProcesses(const std::string& mark) {
     if (!IsNumber(name)) continue;
     pid_t pid = static_cast<pid_t>(std::stol(name));
     if (pid == ::getpid() || !OwnedByUs(pid)) continue;
-    std::ifstream in(dir.path() / "environ", std::ios::binary);
-    std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string env = ReadProcFile((dir.path() / "environ").string());
     for (size_t pos = 0; pos < env.size();) {
       size_t end = env.find('\0', pos);
       if (end == std::string::npos) end = env.size();
@@ -176,9 +175,7 @@ Result<std::vector<std::string>> RunnerRecords::ReapLeftovers() {
   for (const auto& entry : fs::directory_iterator(dir_, ec)) {
     const std::string name = entry.path().filename().string();
     if (!IsNumber(name)) continue;
-    std::ifstream in(entry.path());
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    auto record = ParseRecord(text);
+    auto record = ParseRecord(ReadProcFile(entry.path().string()));
     if (!record) {
       lines.push_back("removed the unreadable runner record '" + entry.path().string() + "'");
       fs::remove(entry.path(), ec);
