@@ -36,27 +36,12 @@ trap cleanup EXIT
 RANDOM=$SEED
 say() { echo "$(date -u +%T.%N | cut -c1-12) $*" >>"$LOG"; }
 
-start_agent() {  # i [port]
-  local i=$1 listen="127.0.0.1:${2:-0}"
-  for _ in $(seq 50); do
-    "$BIN/dfarm-agent" --listen "$listen" --insecure --store "$TMP/store-$i" \
-      >"$TMP/port-$i" 2>>"$TMP/agent-$i.log" &
-    AGENT[i]=$!
-    for _ in $(seq 100); do grep -qs listening "$TMP/port-$i" && break; sleep 0.02; done
-    grep -qs listening "$TMP/port-$i" && break
-    sleep 0.1  # the old port not free yet
-  done
-  PORT[i]=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$TMP/port-$i")
-}
+source "$(dirname "${BASH_SOURCE[0]}")/soak_lib.sh"
 for i in $(seq 0 $((N - 1))); do start_agent "$i"; done
 
 "$BIN/dfarm_soak_model" "$TMP/soak.tflite"
 MODEL_SHA=$(sha256sum "$TMP/soak.tflite" | cut -d' ' -f1)
-CONFIGS=$((JOBS / 200))
-DELEGATES='{"name":"cpu"}'
-if ((CONFIGS > 1)); then
-  DELEGATES+=",{\"name\":\"xnnpack\",\"options\":{\"max_delegated_partitions\":[$(seq -s, 1 $((CONFIGS - 1)))]}}"
-fi
+DELEGATES=$(soak_delegates "$JOBS")
 DEVS=$(for i in $(seq 0 $((N - 1))); do printf '"tcp://127.0.0.1:%s",' "${PORT[i]}"; done)
 cat >"$TMP/spec.json" <<JSON
 {"name":"soak","models":["$TMP/soak.tflite"],"delegates":[$DELEGATES],"devices":[${DEVS%,}],
