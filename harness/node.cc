@@ -9,11 +9,9 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <mutex>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <thread>
 
 #include "agent/base/regular_file.h"
@@ -45,15 +43,8 @@ std::optional<int64_t> ParseIsoUtc(const std::string& text) {
 // Unix seconds when process `pid` of this host started (Linux /proc); unset
 // when unknown.
 std::optional<int64_t> ProcessStartUnix(int64_t pid) {
-  const std::string stat = ReadProcFile("/proc/" + std::to_string(pid) + "/stat");
-  const size_t comm_end = stat.rfind(')');  // the command name may hold spaces
-  if (comm_end == std::string::npos) return std::nullopt;
-  std::istringstream fields(stat.substr(comm_end + 1));
-  std::string field;
-  int64_t ticks = -1;
-  for (int k = 3; k <= 22 && fields >> field; ++k) {
-    if (k == 22) ticks = std::strtoll(field.c_str(), nullptr, 10);  // starttime
-  }
+  const std::optional<ProcStat> stat = ReadProcStat(pid);
+  const int64_t ticks = stat ? static_cast<int64_t>(stat->start_ticks) : -1;
   std::ifstream boot_file("/proc/stat");
   std::string key;
   int64_t boot = -1;

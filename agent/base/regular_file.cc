@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <sstream>
 
 namespace dfarm {
 
@@ -54,6 +55,21 @@ Result<std::string> ReadRegularFile(const std::string& path, const std::string& 
 std::string ReadProcFile(const std::string& path) {
   auto text = ReadRegularFile(path, "file", 1 << 20);
   return text ? std::move(*text) : std::string();
+}
+
+std::optional<ProcStat> ReadProcStat(int64_t pid) {
+  const std::string text = ReadProcFile("/proc/" + std::to_string(pid) + "/stat");
+  // "pid (comm) state ppid pgrp session ..."; comm may hold spaces and ')'.
+  const size_t paren = text.rfind(')');
+  if (paren == std::string::npos) return std::nullopt;
+  std::istringstream fields(text.substr(paren + 1));
+  ProcStat stat;
+  std::string skip;
+  fields >> stat.state >> stat.ppid >> skip >> stat.session;  // fields 3-6
+  for (int i = 7; i < 22; ++i) fields >> skip;
+  fields >> stat.start_ticks;  // field 22
+  if (!fields) return std::nullopt;
+  return stat;
 }
 
 }  // namespace dfarm

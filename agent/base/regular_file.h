@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "agent/base/result.h"
@@ -29,5 +30,16 @@ Result<std::string> ReadRegularFile(const std::string& path, const std::string& 
 // no such file). Never throws, unlike reading an ifstream through
 // istreambuf_iterator, whose read error escapes as std::ios_base::failure.
 std::string ReadProcFile(const std::string& path);
+
+// The fields of /proc/PID/stat that tell who a process is and where it hangs.
+struct ProcStat {
+  char state = '?';  // 'R', 'S', 'Z' (a zombie), ...
+  int ppid = 0;
+  int session = 0;
+  uint64_t start_ticks = 0;  // field 22: clock ticks after boot
+};
+
+// /proc/PID/stat parsed; unset when the process is gone or the file is not one.
+std::optional<ProcStat> ReadProcStat(int64_t pid);
 
 }  // namespace dfarm

@@ -10,7 +10,6 @@
 #include <filesystem>
 #include <map>
 #include <set>
-#include <sstream>
 #include <string>
 #include <thread>
 
@@ -33,12 +32,8 @@ std::map<pid_t, ProcEntry> ProcessTable() {
   for (const auto& entry : fs::directory_iterator("/proc", ec)) {
     const std::string name = entry.path().filename().string();
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const std::string text = ReadProcFile((entry.path() / "stat").string());
-    size_t paren = text.rfind(')');  // comm may hold spaces and ')'
-    if (paren == std::string::npos) continue;
-    std::istringstream fields(text.substr(paren + 1));
-    ProcEntry e;
-    if (fields >> e.state >> e.ppid) table[static_cast<pid_t>(std::stol(name))] = e;
+    const pid_t pid = static_cast<pid_t>(std::stol(name));
+    if (auto stat = ReadProcStat(pid)) table[pid] = ProcEntry{stat->ppid, stat->state};
   }
   return table;
 }

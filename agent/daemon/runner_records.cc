@@ -18,29 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The fields of /proc/PID/stat that tell who a process is.
-struct ProcStat {
-  char state = '?';
-  pid_t session = 0;
-  uint64_t start_ticks = 0;
-};
-
-std::optional<ProcStat> ReadProcStat(pid_t pid) {
-  const std::string text = ReadProcFile("/proc/" + std::to_string(pid) + "/stat");
-  // "pid (comm) state ppid pgrp session ..."; comm may hold spaces and ')'.
-  size_t paren = text.rfind(')');
-  if (paren == std::string::npos) return std::nullopt;
-  std::istringstream fields(text.substr(paren + 1));
-  ProcStat stat;
-  std::string skip;
-  fields >> stat.state;
-  fields >> skip >> skip >> stat.session;  // ppid, pgrp, session (fields 4-6)
-  for (int i = 7; i < 22; ++i) fields >> skip;
-  fields >> stat.start_ticks;  // field 22
-  if (!fields) return std::nullopt;
-  return stat;
-}
-
 bool IsNumber(const std::string& s) {
   return !s.empty() && s.size() < 12 && s.find_first_not_of("0123456789") == std::string::npos;
 }
