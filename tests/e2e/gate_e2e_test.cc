@@ -4,7 +4,7 @@
 // - xnnpack fp16 against an fp32 baseline fails on accuracy, naming the output;
 // - a plugin that perturbs one op (delegates/external/testing/perturb_plugin.c)
 //   fails on accuracy, naming the output;
-// - a slowed runner build (dfarm-runner-slow, 25% slower) under the same
+// - a slowed runner build (dfarm-runner-slow, 3x slower) under the same
 //   runner name is `regressed` on latency;
 // - the JUnit file is read back by python3-junitparser;
 // - docs/examples/ci-gate.sh, the README's CI snippet, works as written.
@@ -261,8 +261,8 @@ TEST_F(GateE2eTest, PerturbingPluginFailsNamingTheOutput) {
   EXPECT_TRUE(names_output) << cell->dump(2);
 }
 
-// Runner "main" is dfarm-runner in the baseline and dfarm-runner-slow (25%
-// slower per invocation) in the candidate: one cell (matched by runner name,
+// Runner "main" is dfarm-runner in the baseline and dfarm-runner-slow (3x
+// as slow per invocation) in the candidate: one cell (matched by runner name,
 // though the builds' sha256 differ), latency regressed. On a loaded machine
 // the gate may first say `unknown` (never pass); then `--rerun-unknown` adds
 // candidate trials, as CI would, and the verdict must be `regressed`.
