@@ -120,7 +120,7 @@ struct RunnerSpec {
 };
 
 // A device entry that is not a URI (spec "devices": [{"abi":"arm64-v8a"}]):
-// it matches every candidate device (harness/README.md, "Device selectors")
+// it matches every candidate device (docs/CONTRACTS.md, "Sweep spec")
 // whose agent reports `abi` (when set) and whose tags hold every one of `tags`.
 // The same selector, on a farm (--db postgresql://), picks among the devices
 // of every node when a node claims the job (store::TargetSelector). "os" and

@@ -113,10 +113,10 @@ Result<SweepSummary> RunSweep(const SweepSpec& spec, store::Store& store, Device
 Result<SweepSummary> ResumeSweep(int64_t run_id, store::Store& store, DeviceProvider& devices,
                                  const SweepOptions& options);
 
-// A sweep on a farm (a shared PostgreSQL database; docs: harness/README.md,
-// "A farm of hosts"): the spec's jobs are queued for `dfarm node` processes
-// instead of run here. Every file a job needs (models, plugins, input sets,
-// each runner build) goes into the database by sha256 (Store::PutBlob); each
+// A sweep on a farm (a shared PostgreSQL database; docs/farm.md): the spec's
+// jobs are queued for `dfarm node` processes instead of run here. Every file a
+// job needs (models, plugins, input sets, each runner build) goes into the
+// database by sha256 (Store::PutBlob); each
 // job carries its payload (queue_job.h) and target: a spec device is that
 // device of whichever node serves it, "any" any device, a selector any
 // device that matches it when a node claims the job. Returns the run's id

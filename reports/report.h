@@ -219,7 +219,7 @@ enum class RunHealth { kGreen, kAmber, kRed };
 RunHealth HealthOf(const RunReport& report);
 
 // kJson: {"run":{...},"jobs":[rows]}; kCsv: a header and one row per job
-// (docs/CONTRACTS.md, "Report rows"). JUnit is rendered by the gate.
+// (docs/CONTRACTS.md, "Reports"). JUnit is rendered by the gate.
 enum class Format { kMarkdown, kHtml, kJson, kCsv };
 
 // "md"/"markdown", "html", "json" or "csv"; the error lists the formats.

@@ -1,6 +1,6 @@
 // One flat row per job for scripts and spreadsheets: JSON ({"run":{...},
 // "jobs":[rows]}) and CSV (RFC 4180). The columns are a contract
-// (docs/CONTRACTS.md, "Report rows"): add at the end, never rename.
+// (docs/CONTRACTS.md, "Reports"): add at the end, never rename.
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <sstream>

@@ -1,4 +1,4 @@
-// A runner bundle as one artifact (docs/CONTRACTS.md, "Runner bundles"): an
+// A runner bundle as one artifact (docs/CONTRACTS.md, "Runner kinds and bundles"): an
 // executable plus the shared libraries it needs and, optionally, the dynamic
 // loader to start it with, packed into one file that travels to a device by
 // one sha256 like any runner build. The agent unpacks a bundle once into its
