@@ -1,4 +1,4 @@
-# Install rules (issue 20): `cmake --install build --prefix P` lays out
+# Install rules: `cmake --install build --prefix P` lays out
 #   P/bin/                    dfarm, dfarm-agent, dfarm-runner, dfarm-tflite-runner,
 #                             dfarm-conformance (built with the tests), dfarm-dashboard (GUI)
 #   P/lib/dfarm/plugins/      the example delegate plugin (GNUInstallDirs' LIBDIR)

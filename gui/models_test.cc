@@ -83,7 +83,7 @@ class DashboardTest : public testing::Test {
 };
 
 // Text in the database comes from agents: a tooltip that looks like HTML is
-// shown as written, not rendered (issue 12, strings from an agent).
+// shown as written, not rendered (strings from an agent).
 TEST(ToolTipTest, RichLookingTextIsEscaped) {
   EXPECT_EQ(plainToolTip("runner killed by signal 11 (SIGSEGV)"),
             "runner killed by signal 11 (SIGSEGV)");

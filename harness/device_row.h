@@ -15,7 +15,7 @@ namespace dfarm::harness {
 // and last_seen are left for the caller.
 store::DeviceRow DeviceRowOf(const std::string& name, const agent::DeviceInfo& info);
 
-// The agent's OpenCL devices (issue 19) in the store's form.
+// The agent's OpenCL devices in the store's form.
 std::vector<store::OpenClDevice> OpenClDevicesOf(const agent::DeviceInfo& info);
 
 }  // namespace dfarm::harness

@@ -1,4 +1,4 @@
-// Device health for `dfarm node` (issue 15): a health check runs a known
+// Device health for `dfarm node`: a health check runs a known
 // model with known outputs on a device, on a schedule and after a
 // quarantine, and puts the device back ("ok") or keeps it out
 // ("quarantined"), recording why in the store's devices row and its history

@@ -38,7 +38,7 @@ TEST(ProgressTest, TerminalLineNamesTheLongestRunningJobAndItsPhase) {
 }
 
 // What an agent says (job errors, notes, phases) reaches the terminal with
-// its control characters escaped, on one line, bounded (issue 12, defect 10).
+// its control characters escaped, on one line, bounded.
 TEST(ProgressTest, AgentTextIsPrintedSafely) {
   const std::string hostile = "\x1b[2Jline\nnext" + std::string(100 * 1024, 'e');
   std::ostringstream plain;

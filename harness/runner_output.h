@@ -25,7 +25,7 @@ struct RunnerOutput {
   std::vector<double> samples_us;
   std::optional<store::JobPlacement> placement;
   std::optional<store::Accuracy> accuracy;  // unset when absent or malformed
-  // The document's "runtime" object (issue 16): {"kind":"dfarm"|"tflite",
+  // The document's "runtime" object: {"kind":"dfarm"|"tflite",
   // "version":"..."}; empty when absent (older runners) or malformed.
   std::string runtime_kind;
   std::string runtime_version;

@@ -613,7 +613,7 @@ TEST(SchedulerClaimTest, ALostClaimIsDroppedNeverRetried) {
 
 // The local agent refuses a store its group or others can write; dfarm
 // creates that store (and the folders above it it creates) 0700, so that
-// under umask 002 the agent still takes the store made for it (issue 12).
+// under umask 002 the agent still takes the store made for it.
 TEST(LocalDeviceTest, UnderUmask002TheAgentTakesTheStoreMadeForIt) {
   agent::testing::TempDir dir;
   ProviderOptions popts = DefaultProviderOptions();

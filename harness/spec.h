@@ -62,11 +62,11 @@ struct BenchmarkSpec {
   // --profile; the store keeps per-node and per-op-type times). Runners of
   // kind "dfarm" only.
   bool profile = false;
-  // Spec "cpu_affinity" (issue 18): pin every runner to "big" cores (the
+  // Spec "cpu_affinity": pin every runner to "big" cores (the
   // highest maximum frequency), "little" ones, or a CPU list "0-3,6"; "" (the
   // default) leaves it to the kernel. The device's agent resolves it.
   std::string cpu_affinity;
-  // Spec "sustained_s" (issue 18): sustained mode, the measured runs go on
+  // Spec "sustained_s": sustained mode, the measured runs go on
   // for this many seconds (0.1..43200) and the store keeps the latency curve;
   // 0 (the default): off. The job's timeout is timeout_s plus this.
   double sustained_s = 0;
@@ -82,7 +82,7 @@ struct CooldownSpec {
   uint32_t max_wait_s = 300;
   // Also wait until the device's CPUs are at most this busy (the agent's
   // cpu_busy_pct, 0..100; 0: no load rule); a job that starts busier after
-  // max_wait_s is flagged noisy (issue 18).
+  // max_wait_s is flagged noisy.
   double max_cpu_busy_pct = 0.0;
 };
 

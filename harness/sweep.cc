@@ -269,7 +269,7 @@ Result<SweepSummary> CloseRun(int64_t run_id, const SchedulerStats& stats, bool 
 // progress line's counts. `jobs` is taken by rvalue reference, not by value:
 // a by-value vector is moved from while the call's arguments are evaluated,
 // in an order C++ leaves open, so a count taken from it in the same call read
-// 0 with clang ("[3/2]", issue 12 defect 11); bound by reference it is moved
+// 0 with clang ("[3/2]"); bound by reference it is moved
 // only in here.
 Result<SweepSummary> Schedule(int64_t run_id, const SweepSpec& spec,
                               std::vector<std::string> devices, std::vector<SweepJob>&& jobs,

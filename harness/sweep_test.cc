@@ -285,7 +285,7 @@ TEST_F(SweepTest, UnreachableDeviceFailsTheRun) {
 }
 
 // An attempt that could not connect is an attempt: jobs.attempts counts it
-// as the error's "(after 3 attempts)" does (issue 12, defect 13).
+// as the error's "(after 3 attempts)" does.
 TEST_F(SweepTest, RefusedConnectsCountAsAttempts) {
   spec_.devices = {"tcp://127.0.0.1:1"};
   auto s = RunSweep(spec_, *store_, devices_, options_);
@@ -302,7 +302,7 @@ TEST_F(SweepTest, RefusedConnectsCountAsAttempts) {
 
 // After an attempt that ended infra the connection no longer trusts what it
 // pushed: the agent may have dropped the model (quota, a corrupt blob), so
-// the retry asks it again and pushes what it lacks (issue 12, follow-up).
+// the retry asks it again and pushes what it lacks.
 TEST_F(SweepTest, AnInfraAttemptForgetsWhatWasPushed) {
   spec_.models = {{a_, "a.tflite"}};
   int runs = 0;

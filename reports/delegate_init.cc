@@ -1,4 +1,4 @@
-// "Delegate init and fp16 cost" (issue 19): a delegate's cold and warm init,
+// "Delegate init and fp16 cost": a delegate's cold and warm init,
 // its first inference apart from steady state, and what reduced precision
 // costs in accuracy, per model. The data here; markdown.cc and the HTML
 // section below draw it.

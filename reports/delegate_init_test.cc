@@ -1,4 +1,4 @@
-// "Delegate init and fp16 cost" (issue 19): the cells, the fp16 twin and its
+// "Delegate init and fp16 cost": the cells, the fp16 twin and its
 // per-output cost, the report rows' keys, and both renderers.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -227,7 +227,7 @@ void Heatmap(std::ostringstream& h, const RunReport& report, const std::vector<C
   h << " <span class=\"fail\" style=\"width:auto;padding:.1em .5em\">failed</span></p>\n"
     << "<table class=\"heat\">\n<thead><tr><th>model</th><th>delegate config</th>";
   for (const std::string& d : matrix.devices) {
-    // Issue 19: the device's GPU (OpenCL), when its agent reported one.
+    // The device's GPU (OpenCL), when its agent reported one.
     const std::string gpu = GpuDeviceLabel(report, d);
     h << "<th>" << Esc(d) << (gpu.empty() ? "" : "<br><small>" + Esc(gpu) + "</small>") << "</th>";
   }

@@ -28,7 +28,7 @@ void ProfileSection(std::ostringstream& h, const RunReport& report, const std::v
 // none.
 void SustainedSection(std::ostringstream& h, const RunReport& report,
                       const std::vector<Cell>& cells);
-// Delegate init and fp16 cost (issue 19; delegate_init.cc): per model, each
+// Delegate init and fp16 cost (delegate_init.cc): per model, each
 // cell's latency, first inference, cold and warm init, worst error and the
 // accuracy cost of reduced precision; nothing when the run has none.
 void DelegateInitSection(std::ostringstream& h, const RunReport& report,

@@ -205,7 +205,7 @@ void SustainedTable(std::ostringstream& md, const RunReport& report,
   }
 }
 
-// Delegate init and fp16 cost (issue 19; delegate_init.cc), per model.
+// Delegate init and fp16 cost (delegate_init.cc), per model.
 void DelegateInitTable(std::ostringstream& md, const RunReport& report,
                        const std::vector<Cell>& cells) {
   const std::vector<InitCell> rows = DelegateInitCells(report, cells);

@@ -144,7 +144,7 @@ std::optional<SustainedSummary> SummarizeCurve(const store::JobSustained& curve)
 // without a temperature left out.
 std::vector<std::pair<double, double>> HottestZoneOverTime(std::vector<store::TelemetryRow> rows);
 
-// Issue 19 (delegate_init.cc): "Delegate init and fp16 cost". The GPU of a
+// delegate_init.cc: "Delegate init and fp16 cost". The GPU of a
 // device as its agent reported it (store::OpenClDeviceLabel of the run's
 // DeviceRow): "NAME (driver V)", empty when it has no OpenCL device.
 std::string GpuDeviceLabel(const RunReport& report, const std::string& device);

@@ -409,7 +409,7 @@ TEST_F(StoreReportTest, ProfilesShowTheTopOpsPerCell) {
   auto rows = nlohmann::json::parse(RenderJson(r))["jobs"];
   EXPECT_TRUE(rows[0]["top_ops"].is_null());
   EXPECT_EQ(rows[2]["top_ops"], "DELEGATE 56.2%, <CONV> 37.5%, ADD 6.2%");
-  // Added at the end in its time; issue 19's keys come after it.
+  // top_ops comes before init_cold_us, init_warm_us and gpu_device.
   const std::vector<std::string>& columns = TableColumns();
   EXPECT_LT(std::find(columns.begin(), columns.end(), "top_ops"),
             std::find(columns.begin(), columns.end(), "init_cold_us"));
@@ -544,7 +544,7 @@ TEST(ReportsTest, ComparisonShowsVerdictsAndDeltas) {
   EXPECT_NE(html.find("1 within thresholds"), std::string::npos);
 }
 
-// Issue 12 left control characters in Markdown cells: a name with an escape
+// No control characters in Markdown cells: a name with an escape
 // sequence, a bell, CR/LF or a C1 control must not reach the comment.
 TEST(ReportsTest, MarkdownStripsControlCharacters) {
   RunReport r = Sample();

@@ -138,12 +138,12 @@ Row JobTableRow(const RunReport& report, const store::JobRow& j) {
   row["state_note"] = j.state_note;
   AddTelemetry(row, report, j);
   AddAccuracy(row, report, j);
-  // Per-op profiles (issue 18): "CONV_2D 62.1%, DELEGATE 30.0%, ADD 5.2%".
+  // Per-op profiles: "CONV_2D 62.1%, DELEGATE 30.0%, ADD 5.2%".
   auto profile = report.profiles.find(j.id);
   row["top_ops"] = profile == report.profiles.end()
                        ? nlohmann::ordered_json(nullptr)
                        : nlohmann::ordered_json(TopOpsLabel(profile->second.by_op));
-  // Issue 19: cold and warm init (null when the runner gave none) and the
+  // Cold and warm init (null when the runner gave none) and the
   // device's GPU as its agent reported it ("" without OpenCL).
   auto optional = [](const std::optional<double>& v) { return v ? Real(*v) : Row(nullptr); };
   row["init_cold_us"] = j.metrics ? optional(j.metrics->init_cold_us) : Row(nullptr);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Fails when a production C++ function body is longer than the limit (issue 11:
-no production function over 120 lines outside generated code and tables).
+"""Fails when a production C++ function body is longer than the limit
+(no production function over 120 lines outside generated code and tables).
 
 Reads every tracked .cc/.h file under the code folders except tests
 (*_test.cc, *_benchmark.cc, testing/, fuzz/) and the files named in

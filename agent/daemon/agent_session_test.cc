@@ -612,7 +612,7 @@ TEST_F(AgentSessionTest, HelloDescribesTheDevice) {
   EXPECT_EQ(d.properties, local.properties);  // empty off Android
 }
 
-// Issue 19: the OpenCL devices travel in HelloReply (old replies: none).
+// The OpenCL devices travel in HelloReply (old replies: none).
 TEST(DeviceInfoTest, OpenClDevicesRoundTrip) {
   DeviceInfo info;
   info.opencl_devices = {{"QUALCOMM Snapdragon(TM)", "QUALCOMM Adreno(TM) 740", "QUALCOMM",

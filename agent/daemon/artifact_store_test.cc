@@ -144,7 +144,7 @@ TEST(ArtifactStoreTest, MakeExecutable) {
   ASSERT_TRUE((*store)->MakeExecutable(sha).ok());
   struct stat st;
   ASSERT_EQ(::stat((*(*store)->PathOf(sha)).c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0700u);  // executable by the agent's user only (issue 12)
+  EXPECT_EQ(st.st_mode & 0777, 0700u);  // executable by the agent's user only
 }
 
 }  // namespace
@@ -308,7 +308,7 @@ TEST(ArtifactStoreIntegrityTest, PlantedFolderIsRemovedAndTheArtifactStored) {
   EXPECT_EQ((*up)->bytes_received(), 0u);
 }
 
-// Issue 12, defect 1: the store hashes what it holds before it says it has it.
+// The store hashes what it holds before it says it has it.
 TEST(ArtifactStoreIntegrityTest, CorruptOrTruncatedArtifactIsDeletedAndMissing) {
   TempDir dir;
   auto store = ArtifactStore::Open(dir.path());
@@ -381,7 +381,7 @@ TEST(ArtifactStoreIntegrityTest, LinkUnderAnArtifactNameIsRefused) {
   EXPECT_FALSE(std::filesystem::is_symlink(link));
 }
 
-// Issue 12, defect 8: the store is private, and one others can write is refused.
+// The store is private, and one others can write is refused.
 TEST(ArtifactStorePermissionsTest, CreatedPrivateAndOpenFoldersRefused) {
   TempDir dir;
   auto mode = [](const std::string& path) {

@@ -1,4 +1,4 @@
-// The device state recorded beside every job (issue 5): CPU frequencies and
+// The device state recorded beside every job: CPU frequencies and
 // governors, thermal zone temperatures, load average and, on Android, the
 // battery, read from sysfs/procfs before and after the runner. Nothing here
 // fails: a file that is missing or unparsable is an unset field.

@@ -1,4 +1,4 @@
-// Idle connections must not lock anyone out (issue 12, defect 6): a peer
+// Idle connections must not lock anyone out: a peer
 // that connects and says nothing is closed after the hello deadline, also on
 // a loopback listener without a token, and connections that have not
 // completed hello cannot take the slots of those that did.

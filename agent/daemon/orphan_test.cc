@@ -1,4 +1,4 @@
-// A runner must not outlive its agent (issue 12, defect 2). With the real
+// A runner must not outlive its agent. With the real
 // dfarm-agent: SIGKILL it while a job runs and the runner dies with it; what
 // the runner started itself (not covered by its parent-death signal) is
 // killed by the next agent started on the same store.

@@ -1,4 +1,4 @@
-// End to end, with the real dfarm-agent binary (issue 16): features
+// End to end, with the real dfarm-agent binary: features
 // "bundles" and "runner_kinds" at hello, a runner kind refused from a host
 // that did not negotiate it, and a bundled benchmark_model stand-in run
 // through its bundled "loader" under --bundle-prefix.
@@ -116,7 +116,7 @@ TEST_F(RunnerKindsE2eTest, AHostWithoutRunnerKindsCannotSendAKind) {
   sa.sin_port = htons(port_);
   sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   ASSERT_EQ(::connect(raw.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
-  {  // a host before issue 16
+  {  // a host without features "bundles" and "runner_kinds"
     flatbuffers::FlatBufferBuilder fbb;
     auto f = fbb.CreateVectorOfStrings({"artifacts", "run_job", "plugin", "inputs"});
     FinishFrame(fbb, 1, wire::CreateHello(fbb, kProtocolVersion, f));

@@ -441,7 +441,7 @@ class Server::ProtocolSession {
 
   // The runner and plugins this connection's jobs named, pinned until it
   // closes: the host pushes them once per connection and never asks again, so
-  // a quota eviction must not take them between its jobs (issue 12, defect 9).
+  // a quota eviction must not take them between its jobs.
   static constexpr size_t kMaxKeptArtifacts = 64;
   std::map<std::string, std::unique_ptr<ArtifactPin>> kept_;
 };

@@ -2,7 +2,7 @@
 // checks what it holds before it reports it present or runs it (a corrupt or
 // truncated blob is pushed again, a planted file is never executed), refuses a
 // store or token file that others can reach, and keeps a connection's runner
-// under a quota (issue 12, defects 1, 8 and 9).
+// under a quota.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -87,7 +87,7 @@ class StoreIntegrityTest : public ::testing::Test {
   uint16_t port_ = 0;
 };
 
-// Defect 1: 64 flipped bytes in a stored model. The next sweep (a new
+// 64 flipped bytes in a stored model. The next sweep (a new
 // connection) must hear "missing", push the model again and run on good bytes.
 TEST_F(StoreIntegrityTest, CorruptModelIsReportedMissingAndPushedAgain) {
   ASSERT_TRUE(StartAgent()) << log();
@@ -125,7 +125,7 @@ TEST_F(StoreIntegrityTest, CorruptModelIsReportedMissingAndPushedAgain) {
   EXPECT_EQ(text.find(" is corrupt"), text.rfind(" is corrupt")) << text;
 }
 
-// Defect 1: a truncated runner is pushed again, and the job then runs.
+// A truncated runner is pushed again, and the job then runs.
 TEST_F(StoreIntegrityTest, TruncatedRunnerIsPushedAgain) {
   ASSERT_TRUE(StartAgent()) << log();
   JobSpec job;
@@ -149,7 +149,7 @@ TEST_F(StoreIntegrityTest, TruncatedRunnerIsPushedAgain) {
   EXPECT_EQ(r->status, "ok") << r->error;
 }
 
-// Defect 1: a file planted under an artifact's name whose bytes do not hash to
+// A file planted under an artifact's name whose bytes do not hash to
 // that name is deleted, never executed; the job is infra ("not in the store").
 TEST_F(StoreIntegrityTest, PlantedRunnerIsNotExecuted) {
   ASSERT_TRUE(StartAgent()) << log();
@@ -169,7 +169,7 @@ TEST_F(StoreIntegrityTest, PlantedRunnerIsNotExecuted) {
   EXPECT_NE(::access(stored(job.runner_sha256).c_str(), F_OK), 0) << "the planted file is kept";
 }
 
-// Defect 8: what the agent creates is private to its user.
+// What the agent creates is private to its user.
 TEST_F(StoreIntegrityTest, StoreAndArtifactsArePrivate) {
   ASSERT_TRUE(StartAgent()) << log();
   auto client = Connect();
@@ -186,7 +186,7 @@ TEST_F(StoreIntegrityTest, StoreAndArtifactsArePrivate) {
   EXPECT_EQ(ModeOf(stored(job.runner_sha256)), 0700u);
 }
 
-// Defect 8: a store others can write is refused, naming the folder and the fix.
+// A store others can write is refused, naming the folder and the fix.
 TEST_F(StoreIntegrityTest, StoreOthersCanWriteIsRefused) {
   ASSERT_EQ(::mkdir(store().c_str(), 0700), 0);
   ASSERT_EQ(::chmod(store().c_str(), 01777), 0);
@@ -195,7 +195,7 @@ TEST_F(StoreIntegrityTest, StoreOthersCanWriteIsRefused) {
                                "' is writable by others (mode 1777); chmod 700 " + store()));
 }
 
-// Defect 8: a token file others can read, and a 16-byte token, are refused.
+// A token file others can read, and a 16-byte token, are refused.
 TEST_F(StoreIntegrityTest, TokenFileOthersCanReadIsRefused) {
   std::string token = WriteTemp("token", std::string(40, 't') + "\n");
   ASSERT_EQ(::chmod(token.c_str(), 0644), 0);
@@ -211,7 +211,7 @@ TEST_F(StoreIntegrityTest, SixteenByteTokenIsRefused) {
   EXPECT_THAT(log(), HasSubstr("holds 16 bytes; a token needs at least 32"));
 }
 
-// Defect 9: under a quota, pushing the next model evicts the previous model,
+// Under a quota, pushing the next model evicts the previous model,
 // never the runner this connection runs its jobs with (the host pushes the
 // runner once per connection and does not ask again).
 TEST_F(StoreIntegrityTest, QuotaKeepsTheConnectionsRunner) {

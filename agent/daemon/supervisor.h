@@ -121,7 +121,7 @@ class Supervisor {
   // made before it starts and removed when it ends.
   std::string InputsFolder() const;
   // The runner's working directory, <store>/work, emptied before each job
-  // (issue 19): a relative path a runner writes (the gpu delegate's
+  // so a relative path a runner writes (the gpu delegate's
   // serialization_dir) starts fresh with every job.
   std::string WorkFolder() const;
   // Unpacks each of job.input_set_sha256s into InputsFolder()/set_<k>; returns the folders.

@@ -66,7 +66,7 @@ TEST_F(SupervisorTest, OkRunner) {
   EXPECT_GT(r.wall_ms, 0);
 }
 
-// Issue 19: each job runs in <store>/work, emptied before it starts, so a
+// Each job runs in <store>/work, emptied before it starts, so a
 // relative path a runner writes (a delegate's serialization_dir) is fresh.
 TEST_F(SupervisorTest, EachJobStartsInAnEmptyWorkingDirectory) {
   Supervisor sup(store_.get());

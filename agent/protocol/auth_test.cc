@@ -73,7 +73,7 @@ TEST(AuthTest, TokenFile) {
   EXPECT_THAT(token.message(), HasSubstr("cannot read token file"));
 }
 
-// Issue 12, defect 8: a token others can read or write, or a 16-byte one, is refused.
+// A token others can read or write, or a 16-byte one, is refused.
 TEST(AuthTest, TokenFileMustBePrivateAndLongEnough) {
   testing::TempDir dir;
   std::string path = dir.path() + "/token";

@@ -11,7 +11,7 @@
 
 namespace dfarm::agent {
 
-// One OpenCL device the agent sees (HelloReply.opencl_devices, issue 19).
+// One OpenCL device the agent sees (HelloReply.opencl_devices).
 struct OpenClDeviceInfo {
   std::string platform;  // "Portable Computing Language"
   std::string name;
@@ -44,7 +44,7 @@ struct DeviceInfo {
   std::map<std::string, std::string> properties;
   // Every OpenCL device of every platform, listed once when the agent
   // starts; empty without an OpenCL library (never an error) and from
-  // agents before issue 19.
+  // older agents.
   std::vector<OpenClDeviceInfo> opencl_devices;
 };
 
@@ -80,12 +80,12 @@ struct JobSpec {
   // --profile: per-node and per-op-type times in its JSON). Runners of kind
   // "dfarm" only; a host sends true only to an agent that lists "profile".
   bool profile = false;
-  // Feature "cpu_affinity" (issue 18): the CPUs the runner is pinned to,
+  // Feature "cpu_affinity": the CPUs the runner is pinned to,
   // "big" (the CPUs of the highest cpuinfo_max_freq), "little" (the lowest)
   // or a list "0-3,6"; "" runs it wherever the kernel likes. A host sends it
   // only to an agent that lists "cpu_affinity".
   std::string cpu_affinity;
-  // Feature "sustained" (issue 18): the measured runs go on for this many ms
+  // Feature "sustained": the measured runs go on for this many ms
   // (the runner's --sustained-secs) and the result has a latency curve; 0:
   // off. Runner kinds "dfarm" and "tflite" only; below timeout_ms.
   uint32_t sustained_ms = 0;
@@ -127,7 +127,7 @@ struct DeviceState {
   std::optional<int64_t> battery_voltage_uv;  // voltage_now, microvolts
 };
 
-// Failure classes of a job (issue 5): ok, model_error, delegate_error,
+// Failure classes of a job: ok, model_error, delegate_error,
 // unsupported, crashed, timeout, infra.
 struct JobResult {
   std::string status;       // one of the classes above
@@ -146,7 +146,7 @@ struct JobResult {
   bool throttled = false;    // a CPU's scaling_max_freq below its cpuinfo_max_freq, before or after
   double hot_threshold_c = 0;  // the agent's threshold (dfarm-agent --hot-threshold-c)
   std::string state_note;      // one line naming why the job is flagged; empty when not
-  // Sampled while the runner ran (issue 18), in time order; empty when the
+  // Sampled while the runner ran, in time order; empty when the
   // job was shorter than the agent's sample interval.
   std::vector<DeviceState> state_during;
 };

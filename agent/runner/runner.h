@@ -38,7 +38,7 @@ struct RunOutcome {
   std::string error;  // one line when status != kOk
   std::string model;  // the model's file name
   std::string delegate;
-  // The runtime that ran the job (issue 16): "dfarm" (dfarm-runner, version
+  // The runtime that ran the job: "dfarm" (dfarm-runner, version
   // DFARM_VERSION) or "tflite" (dfarm-tflite-runner, TfLiteVersion()).
   std::string runtime = "dfarm";
   std::string runtime_version;
@@ -63,7 +63,7 @@ struct RunOutcome {
   std::optional<Profile> profile;
   // --sustained-secs: the latency curve of the measured runs.
   std::optional<JobSustained> sustained;
-  // The delegate's Stats() after AllocateTensors() (issue 19); empty for
+  // The delegate's Stats() after AllocateTensors(); empty for
   // kernels only and delegates without figures.
   DelegateStats delegate_stats;
 };

@@ -45,12 +45,12 @@ struct TensorEntry {
   std::string dtype;  // "float32"
   std::vector<int64_t> shape;
   // Outputs only: lowercase hex sha256 of the tensor's bytes after the last
-  // measured run (issue 15: a health check's known outputs); unset for inputs
-  // and in documents from runners before it.
+  // measured run (a health check's known outputs); unset for inputs
+  // and in documents from older runners.
   std::optional<std::string> sha256;
 };
 
-// "runtime" (issue 16): the runtime that ran the job, "dfarm" (dfarm-runner,
+// "runtime": the runtime that ran the job, "dfarm" (dfarm-runner,
 // its release) or "tflite" (dfarm-tflite-runner, TensorFlow Lite's
 // TfLiteVersion()); unset in documents from runners before it.
 struct RuntimeEntry {

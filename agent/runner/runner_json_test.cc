@@ -92,7 +92,7 @@ TEST(RunnerJsonTest, RoundTripKeepsEveryByte) {
   EXPECT_EQ(d.profile->nodes[1].nodes, (std::vector<int64_t>{1, 2}));
 }
 
-// Issue 19: delegate_stats and the cold/warm init round trip; absent ones
+// delegate_stats and the cold/warm init round trip; absent ones
 // write no key.
 TEST(RunnerJsonTest, DelegateStatsAndColdWarmInitRoundTrip) {
   Document d = FullDocument();

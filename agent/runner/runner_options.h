@@ -22,7 +22,7 @@ struct RunnerOptions {
   // The measured runs go on until both num_runs runs and min_secs seconds
   // are done (like benchmark_model's --min_secs); 0: num_runs runs only.
   double min_secs = 0;
-  // Sustained mode (issue 18): the measured runs go on for this many seconds
+  // Sustained mode: the measured runs go on for this many seconds
   // (--num-runs is then not a count), and the job's "sustained" section gives
   // the latency curve in windows; 0: off.
   double sustained_secs = 0;
@@ -37,7 +37,7 @@ struct RunnerOptions {
   std::vector<std::string> inputs_dirs;
   std::string dump_outputs_dir;  // empty: no dump
   bool json = false;
-  // --init-only (internal, issue 19): load and AllocateTensors() only, then
+  // --init-only (internal): load and AllocateTensors() only, then
   // report init_us and the delegate's stats; the runner starts itself so for
   // a delegate's second start (init_warm_us, serialization_dir).
   bool init_only = false;

@@ -217,7 +217,7 @@ TEST_F(RunnerTest, SeededRandomInputsAreReproducible) {
   }
 }
 
-// Issue 15: each output carries the sha256 of its bytes after the last
+// Each output carries the sha256 of its bytes after the last
 // measured run: the dumped bytes', the same for the same seed, else not.
 TEST_F(RunnerTest, OutputsCarryTheSha256OfTheirBytes) {
   std::string model = SmallModel();
@@ -873,7 +873,7 @@ TEST_F(RunnerTest, SustainedModeGivesTheCurve) {
   EXPECT_EQ(p.exit_code, 2) << p.err;
 }
 
-// Issue 19: the gpu delegate's stats and the cold/warm init split. The first
+// The gpu delegate's stats and the cold/warm init split. The first
 // start with a serialization_dir compiles (init_us is init_cold_us) and the
 // runner's own second start loads from the cache it wrote (init_warm_us); a
 // later job with the same directory starts warm (init_us is init_warm_us).

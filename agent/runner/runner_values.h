@@ -34,7 +34,7 @@ struct LatencyStats {
 //   first_us        the first Invoke()
 //   warmup_mean_us  mean of the warmup_runs Invoke()s after the first (0 when none)
 // and the statistics cover the num_runs measured Invoke()s that follow.
-// init_cold_us / init_warm_us (issue 19) split init for a delegate that
+// init_cold_us / init_warm_us split init for a delegate that
 // compiles programs (gpu): cold is an init that compiled them (the first
 // init_us, when the delegate's stats count programs_compiled > 0), warm one
 // that loaded every program from its serialization cache (programs_loaded > 0,
@@ -52,7 +52,7 @@ struct Metrics : LatencyStats {
   std::optional<double> init_warm_us = std::nullopt;
 };
 
-// "delegate_stats" (issue 19): the delegate's own figures by name
+// "delegate_stats": the delegate's own figures by name
 // (runtime::Delegate::Stats() after AllocateTensors()), in its order; empty
 // (no key in the document) when the delegate has none.
 using DelegateStats = std::vector<std::pair<std::string, double>>;
@@ -158,7 +158,7 @@ struct JobProfile {
   std::vector<ProfileOp> by_op;    // by descending total_us
 };
 
-// "sustained" (--sustained-secs, spec benchmark.sustained_s, issue 18): the
+// "sustained" (--sustained-secs, spec benchmark.sustained_s): the
 // latency curve of a sustained-mode job, the measured runs cut into windows
 // of equal length by the time each run started.
 struct SustainedWindow {
@@ -174,7 +174,7 @@ struct JobSustained {
   std::vector<SustainedWindow> windows;  // in time order
 };
 
-// One entry of "accuracy.layers" (--accuracy-reference layers, issue 18): a
+// One entry of "accuracy.layers" (--accuracy-reference layers): a
 // tensor a step of the job's run wrote (a CPU node's outputs; a delegated
 // partition's outputs, at its first node), compared with the same tensor in
 // the reference run on the same inputs (input set 0), dequantized.

@@ -1,4 +1,4 @@
-// Sustained mode (--sustained-secs, issue 18): the measured runs over a fixed
+// Sustained mode (--sustained-secs): the measured runs over a fixed
 // time and their latency curve in windows.
 #include <algorithm>
 #include <chrono>

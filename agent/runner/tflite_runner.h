@@ -1,4 +1,4 @@
-// dfarm-tflite-runner (issue 16): dfarm-runner's job contract (its command
+// dfarm-tflite-runner: dfarm-runner's job contract (its command
 // line, --json document and exit codes; docs/CONTRACTS.md) on TensorFlow
 // Lite's own C library, libtensorflowlite_c.so, loaded at run time
 // (tflite_c.h). It measures, summarizes and reports with dfarm-runner's code

@@ -23,7 +23,7 @@ inline constexpr Tolerance kFloat32Tolerance{1e-5, 1e-5};
 // precision_loss_allowed=true): 1e-2 + 1e-2, about ten half-precision steps
 // (2^-10 relative) on the catalog's values in [-1, 1] for one op.
 inline constexpr Tolerance kFloat16Tolerance{1e-2, 1e-2};
-// The gpu delegate in float32 (issue 19): 1e-4 + 1e-4. OpenCL's exp, tanh and
+// The gpu delegate in float32: 1e-4 + 1e-4. OpenCL's exp, tanh and
 // division may differ from the host's by a few ulps, and a device may
 // contract a*b+c into fma.
 inline constexpr Tolerance kGpuFloat32Tolerance{1e-4, 1e-4};

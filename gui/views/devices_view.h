@@ -25,7 +25,7 @@ class DevicesModel : public QAbstractTableModel {
     AbiColumn,
     OsColumn,
     CpuColumn,
-    OpenClColumn,  // issue 19: the OpenCL devices its agent saw
+    OpenClColumn,  // the OpenCL devices its agent saw
     CoresColumn,
     MemoryColumn,
     AgentColumn,

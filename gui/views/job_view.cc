@@ -250,7 +250,7 @@ void JobView::showHeader(const JobData& d) {
              .arg(j.metrics->mean_us / 1000, 0, 'f', 3)
              .arg(j.metrics->num_runs)
              .arg(j.metrics->peak_rss_bytes / (1024.0 * 1024.0), 0, 'f', 1);
-    // Issue 19: a delegate that compiles programs (gpu) splits init.
+    // A delegate that compiles programs (gpu) splits init.
     if (j.metrics->init_cold_us || j.metrics->init_warm_us) {
       auto ms = [](const std::optional<double>& us) {
         return us ? QString::number(*us / 1000, 'f', 2) + " ms" : QString("–");

@@ -43,7 +43,7 @@ store::JobOutcome Ok(double p50_us) {
   ok.wall_ms = 500;
   store::JobMetrics m;
   m.init_us = 2000;
-  m.init_cold_us = 2000;  // issue 19: a delegate that compiled, then loaded its programs
+  m.init_cold_us = 2000;  // a delegate that compiled, then loaded its programs
   m.init_warm_us = 300;
   m.first_us = p50_us * 4;
   m.warmup_mean_us = p50_us * 1.3;

@@ -371,7 +371,7 @@ TEST_F(ViewsTest, DevicesViewListsDevicesAndTheirHistory) {
   EXPECT_EQ(view.model()->index(1, DevicesModel::StateColumn).data().toString(), "quarantined");
   EXPECT_EQ(view.model()->index(1, DevicesModel::ReasonColumn).data().toString(),
             "3 infra failures in a row");
-  // Issue 19: the OpenCL devices its agent saw; the tooltip has the details.
+  // The OpenCL devices its agent saw; the tooltip has the details.
   EXPECT_EQ(view.model()->index(1, DevicesModel::OpenClColumn).data().toString(),
             "Mali-G710 (driver v1.r38p1), GPU, fp16");
   const QString tip =

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Soak benchmark (issue 12; not run in CI): JOBS jobs over 8 tcp agents while
+# Soak benchmark (not run in CI): JOBS jobs over 8 tcp agents while
 # random faults are injected, then the database is checked.
 #   harness/bench/soak.sh [JOBS] [SEED] [FAULT_EVERY_S]
 # JOBS (default 10000) must be a multiple of 200: 8 devices x 25 num_threads x

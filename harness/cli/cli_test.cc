@@ -136,7 +136,7 @@ TEST(CliTest, PluginSpecWithAMissingPluginExits2) {
 }
 
 // What an agent would refuse is a spec error (exit 2) before any job runs,
-// not jobs that end infra on a device and quarantine it (issue 12, defect 5).
+// not jobs that end infra on a device and quarantine it.
 TEST(CliTest, OptionsAnAgentWouldRefuseExit2) {
   harness::TempDir dir;
   dir.Write("m.tflite", "model");
@@ -158,7 +158,7 @@ TEST(CliTest, OptionsAnAgentWouldRefuseExit2) {
 }
 
 // What an agent said (device info, job errors, state notes) is printed
-// without escape sequences, on one line, bounded (issue 12, defect 10); the
+// without escape sequences, on one line, bounded; the
 // store keeps it as it arrived and --json carries it whole.
 TEST(CliTest, AgentTextIsPrintedSafely) {
   harness::TempDir dir;
@@ -270,7 +270,7 @@ TEST(CliTest, DevicesFailsOnADatabaseItCannotRead) {
   EXPECT_THAT(o.err, HasSubstr("no device is online"));
 }
 
-// Issue 19: `devices` lists a device's OpenCL devices (as last seen), and
+// `devices` lists a device's OpenCL devices (as last seen), and
 // `show` names the GPU of the device that ran a job, its cold/warm init and
 // the delegate's stats from the runner's document.
 TEST(CliTest, DevicesAndShowNameTheGpuAndTheInitSplit) {

@@ -177,7 +177,7 @@ json DeviceEntry(const std::string& name, const Known& known, const AdbRows& adb
   if (row && !row->state.empty()) entry["health"] = row->state;
   entry["state"] = state;
   if (!why.empty()) entry["reason"] = why;
-  // Issue 19: the OpenCL devices its agent sees (or saw last), in the store's one text form.
+  // The OpenCL devices its agent sees (or saw last), in the store's one text form.
   const std::vector<store::OpenClDevice> opencl =
       info ? harness::OpenClDevicesOf(*info)
            : (row ? row->opencl : std::vector<store::OpenClDevice>{});

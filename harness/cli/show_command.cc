@@ -111,7 +111,7 @@ int ShowSustained(store::Store& store, const store::JobRow& j, Context& ctx) {
 }
 
 // The GPU (first OpenCL device, GPUs first) of each device by name, as its
-// agent reported it (issue 19); devices without one are left out.
+// agent reported it; devices without one are left out.
 std::map<std::string, std::string> GpuDevices(store::Store& store) {
   std::map<std::string, std::string> out;
   auto devices = store.ListDevices();
@@ -132,7 +132,7 @@ runner::DelegateStats DelegateStatsOf(store::Store& store, const store::JobRow& 
   return doc ? doc->delegate_stats : runner::DelegateStats{};
 }
 
-// Issue 19: the device's GPU, the init split and the delegate's stats.
+// The device's GPU, the init split and the delegate's stats.
 void ShowInitAndGpu(store::Store& store, const store::JobRow& j, Context& ctx) {
   const std::map<std::string, std::string> gpus = GpuDevices(store);
   if (auto it = gpus.find(j.device); it != gpus.end()) {
@@ -218,7 +218,7 @@ int ShowJob(store::Store& store, const store::RunRow& run, const std::vector<sto
 }
 
 // The run's job entry of `show --json` (the summary every job has).
-// A job's runner (issue 16): the spec's runner name ("" for the default
+// A job's runner: the spec's runner name ("" for the default
 // runner), its kind ("dfarm" for jobs before schema 13), the build's sha256
 // and the version the runner reported ("" when none).
 json RunnerJson(const store::JobRow& j) {
@@ -312,7 +312,7 @@ int AddJobDetailJson(store::Store& store, const store::JobRow& j, json& job, Con
   auto sustained = SustainedOf(store, j);
   if (!sustained) return ctx.Fail(sustained.error());
   if (*sustained) job["sustained"] = runner_json::SustainedJson(**sustained);
-  // The delegate's own figures (issue 19), as the runner reported them.
+  // The delegate's own figures, as the runner reported them.
   if (runner::DelegateStats stats = DelegateStatsOf(store, j); !stats.empty()) {
     job["delegate_stats"] = runner_json::DelegateStatsJson(stats);
   }
@@ -337,7 +337,7 @@ int PrintJson(store::Store& store, const store::RunRow& run, const std::vector<s
   for (const store::JobRow& j : jobs) {
     if (job_id != 0 && j.id != job_id) continue;
     json job = JobJson(store, j);
-    // Issue 19: the device's OpenCL device ("NAME (driver V)"), null without one.
+    // The device's OpenCL device ("NAME (driver V)"), null without one.
     auto gpu = gpus.find(j.device);
     job["gpu_device"] = gpu != gpus.end() ? json(gpu->second) : json(nullptr);
     if (job_id != 0) {

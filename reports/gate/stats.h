@@ -2,7 +2,7 @@
 // a bootstrap interval, the Benjamini-Hochberg correction and change points in
 // a series. Pure functions of their arguments (the bootstrap is seeded), no I/O,
 // nothing of DelegateFarm below them, so each is tested on synthetic data in
-// stats_test.cc (the calibration tests of issue 13).
+// stats_test.cc (the calibration tests).
 #pragma once
 
 #include <cstddef>

@@ -133,7 +133,7 @@ TEST(Bootstrap, DegenerateInputsGiveNaN) {
 }
 
 // ---------------------------------------------------------------------------
-// Calibration (issue 13, "Done when"). The synthetic benchmark: a cell side is
+// Calibration. The synthetic benchmark: a cell side is
 // `trials` independent trials of `samples` samples each. A trial's level is
 // mean * (1 + jitter * N(0, 1)): run-to-run noise (a fresh process, another
 // memory layout, another moment on a shared machine). Its samples are that

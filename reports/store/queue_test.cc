@@ -1,4 +1,4 @@
-// The distributed queue of the store (schema v11) on both backends: claims,
+// The distributed queue of the store on both backends: claims,
 // targets, leases and the reaper, nodes, blobs; and the text and numbers the
 // two backends must keep alike.
 #include <gtest/gtest.h>

@@ -63,7 +63,7 @@ CREATE TABLE samples(
   value_us REAL NOT NULL,
   PRIMARY KEY(job_id, idx)) WITHOUT ROWID;
 )sql",
-    // v2 (issue 6): per-job thread count, attempts and failover, device state,
+    // v2: per-job thread count, attempts and failover, device state,
     // an index for the scheduler's and dashboard's "pending jobs of a run".
     R"sql(
 ALTER TABLE jobs ADD COLUMN num_threads INTEGER NOT NULL DEFAULT 0;
@@ -74,7 +74,7 @@ ALTER TABLE devices ADD COLUMN state_reason TEXT NOT NULL DEFAULT '';
 CREATE INDEX jobs_by_run_status ON jobs(run_id, status);
 CREATE INDEX jobs_by_device ON jobs(device);
 )sql",
-    // v3 (issue 7): where each node ran (the runner's "placement"; partitions
+    // v3: where each node ran (the runner's "placement"; partitions
     // NULL when it reported none) and the device state the agent read around
     // the runner (JSON objects, NULL when unread), with its hot/throttled flags.
     R"sql(
@@ -95,7 +95,7 @@ CREATE TABLE placement(
   reason TEXT NOT NULL DEFAULT '',
   PRIMARY KEY(job_id, node_index)) WITHOUT ROWID;
 )sql",
-    // v4 (issues 5, 6): per-output accuracy against the reference, the
+    // v4: per-output accuracy against the reference, the
     // artifacts pushed, the owner of a run (resume lock) and its runtime
     // build, and indexes for the dashboard (runs by time, results by
     // model + delegate across runs).
@@ -149,7 +149,7 @@ CREATE INDEX jobs_by_model_delegate ON jobs(model_sha256, delegate, delegate_opt
     R"sql(
 ALTER TABLE results ADD COLUMN threads_used INTEGER;
 )sql",
-    // v6 (issue 13): independent trials of a cell (benchmark.repeats), the
+    // v6: independent trials of a cell (benchmark.repeats), the
     // runner name and build of each job, the run a rerun was made from, and
     // run tags (baselines).
     R"sql(
@@ -163,7 +163,7 @@ CREATE TABLE run_tags(
   tagged_at TEXT);
 CREATE INDEX run_tags_by_run ON run_tags(run_id);
 )sql",
-    // v7 (issue 13): accuracy over several input sets (spec model "inputs"):
+    // v7: accuracy over several input sets (spec model "inputs"):
     // how many sets the figures cover (the runner's accuracy.sets, the same
     // on every output row of a job) and the fraction of sets whose top-1 /
     // top-5 agreed; NULL for runs on seeded random inputs.
@@ -172,14 +172,14 @@ ALTER TABLE output_accuracy ADD COLUMN input_sets INTEGER;
 ALTER TABLE output_accuracy ADD COLUMN top1_agreement REAL;
 ALTER TABLE output_accuracy ADD COLUMN top5_agreement REAL;
 )sql",
-    // v8 (issue 13): signal to error of each output in decibels (the
+    // v8: signal to error of each output in decibels (the
     // runner's snr_db and psnr_db); NULL when the runner reported none (no
     // finite figure, or a runner before them).
     R"sql(
 ALTER TABLE output_accuracy ADD COLUMN snr_db REAL;
 ALTER TABLE output_accuracy ADD COLUMN psnr_db REAL;
 )sql",
-    // v9 (issue 14): the history of device states (every SetDeviceState),
+    // v9: the history of device states (every SetDeviceState),
     // and indexes for the dashboard's runs filters: "runs with a job on this
     // device / of this model / with this delegate" is one index probe per run.
     R"sql(
@@ -195,14 +195,14 @@ CREATE INDEX jobs_by_delegate_run ON jobs(delegate, run_id);
 CREATE INDEX jobs_by_model_run ON jobs(model, run_id);
 CREATE INDEX jobs_by_model_sha256_run ON jobs(model_sha256, run_id);
 )sql",
-    // v10 (issue 14): the cells of the matrix (ListCells) and one cell's jobs
+    // v10: the cells of the matrix (ListCells) and one cell's jobs
     // in run and trial order (ListCellJobs) from one covering index, without
     // reading the jobs table.
     R"sql(
 CREATE INDEX jobs_by_cell ON jobs(model_sha256, delegate, delegate_options, device, runner,
   num_threads, run_id, trial);
 )sql",
-    // v11 (issue 15): the distributed farm. A run of mode "queue" is run by
+    // v11: the distributed farm. A run of mode "queue" is run by
     // `dfarm node` processes: its jobs carry what a node needs (payload, the
     // artifacts in blobs) and where they may run (target: "" = the job's
     // device, "any", or a selector as JSON); a node claims a job (claimed_by,
@@ -248,7 +248,7 @@ CREATE TABLE blob_chunks(
 ALTER TABLE devices ADD COLUMN node TEXT NOT NULL DEFAULT '';
 ALTER TABLE devices ADD COLUMN tags TEXT NOT NULL DEFAULT '';
 )sql",
-    // v12 (issue 15): device health. The known outputs of a health model
+    // v12: device health. The known outputs of a health model
     // for one runner build (the sha256 of each output, joined by ","), as
     // the first device that ran the check recorded them; the check compares
     // every later run with them (harness/health.h).
@@ -261,14 +261,14 @@ CREATE TABLE health_golden(
   recorded_at TEXT NOT NULL,
   PRIMARY KEY(model_sha256, runner_sha256)) WITHOUT ROWID;
 )sql",
-    // v13 (issue 16): runner identity. The kind of the runner a job ran
+    // v13: runner identity. The kind of the runner a job ran
     // ("dfarm", "tflite", "benchmark_model", "inference_diff"; '' in older
     // runs) and the version string it reported ('' when it reported none).
     R"sql(
 ALTER TABLE jobs ADD COLUMN runner_kind TEXT NOT NULL DEFAULT '';
 ALTER TABLE jobs ADD COLUMN runner_version TEXT NOT NULL DEFAULT '';
 )sql",
-    // v14 (issue 18): per-op profiles (spec benchmark.profile, the runner's
+    // v14: per-op profiles (spec benchmark.profile, the runner's
     // --profile). job_profiles: one row per profiled job with the runs the
     // times are the mean of; job_profile_ops: the time per op type as the
     // runner listed it (idx: its order); job_profile_nodes: one row per
@@ -297,7 +297,7 @@ CREATE TABLE job_profile_nodes(
   mean_us REAL NOT NULL,
   PRIMARY KEY(job_id, step)) WITHOUT ROWID;
 )sql",
-    // v15 (issue 18): noise control. noisy: the job started after the
+    // v15: noise control. noisy: the job started after the
     // cooldown's load rule gave up (the device's CPUs busier than the
     // spec's max_cpu_busy_pct); the readings are in state_note. energy_mj:
     // the estimated energy of one inference (battery power while the runner
@@ -306,7 +306,7 @@ CREATE TABLE job_profile_nodes(
 ALTER TABLE results ADD COLUMN noisy INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE results ADD COLUMN energy_mj REAL;
 )sql",
-    // v16 (issue 18): sustained mode (spec benchmark.sustained_s, the
+    // v16: sustained mode (spec benchmark.sustained_s, the
     // runner's --sustained-secs): results.sustained_s and
     // sustained_window_ms (NULL for other jobs), and the latency curve of
     // one job, one row per time window (t_ms: the window's start after the
@@ -324,7 +324,7 @@ CREATE TABLE job_sustained(
   max_us REAL NOT NULL,
   PRIMARY KEY(job_id, idx)) WITHOUT ROWID;
 )sql",
-    // v17 (issue 19): a delegate's cold and warm init (the runner's
+    // v17: a delegate's cold and warm init (the runner's
     // metrics.init_cold_us / init_warm_us, NULL when it reported none), and
     // the OpenCL devices an agent saw (a JSON list, '' before it).
     R"sql(

@@ -1,4 +1,4 @@
-// Per-op profiles (schema v14) and sustained-mode curves (v16) of the store
+// Per-op profiles and sustained-mode curves of the store
 // over the SQL layer: what RecordJobResult writes of a JobOutcome's profile
 // and curve, and what GetProfile, ListRunProfiles and ListRunSustained read. SqlStore's methods
 // call these; errors are raw (the store names itself). Internal to reports/store.

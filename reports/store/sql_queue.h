@@ -1,4 +1,4 @@
-// The distributed queue of the store (schema v11) over the SQL layer: node
+// The distributed queue of the store over the SQL layer: node
 // registry, claims with leases, the reaper, and content-addressed blobs.
 // SqlStore's queue methods call these; errors are raw (the store names
 // itself). Internal to reports/store.

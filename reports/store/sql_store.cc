@@ -905,7 +905,7 @@ class SqlStore final : public Store {
   Result<std::vector<JobRow>> ListCellJobs(const CellKeyQuery& c) override {
     // INDEXED BY: without ANALYZE statistics the planner would take the
     // narrower jobs_by_model_sha256_run and read every job of the model;
-    // jobs_by_cell (schema v10) holds the cell's jobs in run and trial order.
+    // jobs_by_cell holds the cell's jobs in run and trial order.
     std::string sql = "SELECT " + JobColumns(dialect()) + kCellJobsWhere;
     if (dialect() == Dialect::kSqlite) {
       const std::string from = "FROM jobs j ";
@@ -955,7 +955,7 @@ class SqlStore final : public Store {
       where.push_back("j.num_threads = ?");
       binds.push_back(std::to_string(*f.num_threads));
     }
-    // The inner query reads only the covering index jobs_by_cell (schema v10)
+    // The inner query reads only the covering index jobs_by_cell
     // when nothing filters; the model's file name is one lookup per cell.
     std::string sql =
         "SELECT c.*, (SELECT m.model FROM jobs m WHERE m.id = c.newest) FROM (SELECT "

@@ -52,7 +52,7 @@ using runner::OutputAccuracy;
 using runner::PlacementNode;
 
 // A job's metrics: the runner's, and the threads the delegate ran with (the
-// runner's threads_used, schema v5; 0 when the runner did not report it).
+// runner's threads_used; 0 when the runner did not report it).
 struct JobMetrics : runner::Metrics {
   int64_t threads_used = 0;
 };
@@ -90,7 +90,7 @@ struct RunRow {
 
 inline constexpr const char* kRunModeQueue = "queue";
 
-// The device's telemetry beside one job (schema v4), from the agent's
+// The device's telemetry beside one job, from the agent's
 // snapshots: queryable figures of state_before/state_after.
 struct TelemetryRow {
   std::string phase;  // "before" | "after"
@@ -101,7 +101,7 @@ struct TelemetryRow {
   std::optional<int64_t> battery_level_pct;
 };
 
-// An artifact a sweep pushed (schema v4): the first time the store saw it.
+// An artifact a sweep pushed: the first time the store saw it.
 struct ArtifactRow {
   std::string sha256;
   std::string kind;  // "runner" | "model" | "plugin" | "inputs"
@@ -132,8 +132,8 @@ struct JobRow {
   std::optional<PlacementSummary> placement;
   bool started_hot = false;  // the agent saw a thermal zone above its threshold before the job
   bool throttled = false;    // a CPU ran below its hardware maximum before or after the job
-  bool noisy = false;        // schema v15: started with the CPUs busier than the cooldown allows
-  // Schema v15: estimated energy of one inference in millijoules (battery
+  bool noisy = false;        // started with the CPUs busier than the cooldown allows
+  // Estimated energy of one inference in millijoules (battery
   // power while the runner ran x mean latency); unset without battery figures.
   std::optional<double> energy_mj;
   std::string state_note;  // one line naming why the job is flagged; empty when not
@@ -153,12 +153,12 @@ struct JobRow {
   std::string runner_version;
 };
 
-// A job's per-op profile (schema v14): the runner's --profile section (spec
+// A job's per-op profile: the runner's --profile section (spec
 // benchmark.profile), kept as the runner reported it (runner_values.h).
 using runner::JobProfile;
 using runner::ProfileNode;
 using runner::ProfileOp;
-// A sustained-mode job's latency curve (schema v16), as the runner reported
+// A sustained-mode job's latency curve, as the runner reported
 // it (runner_values.h).
 using runner::JobSustained;
 using runner::SustainedWindow;
@@ -183,8 +183,8 @@ struct JobOutcome {
   std::optional<std::string> state_after_json;
   bool started_hot = false;
   bool throttled = false;
-  bool noisy = false;               // schema v15: the cooldown's load rule gave up (harness)
-  std::optional<double> energy_mj;  // schema v15: estimated, per inference (harness)
+  bool noisy = false;               // the cooldown's load rule gave up (harness)
+  std::optional<double> energy_mj;  // estimated, per inference (harness)
   double hot_threshold_c = 0;       // the agent's threshold; 0 when it reported none
   std::string state_note;
   // Schema v4: per-output accuracy (unset when the runner compared none).
@@ -222,7 +222,7 @@ struct JobDetail {
   std::string state_note;
 };
 
-// One OpenCL device an agent reported (issue 19; the protocol's OpenClDevice).
+// One OpenCL device an agent reported (the protocol's OpenClDevice).
 struct OpenClDevice {
   std::string platform;  // "Portable Computing Language"
   std::string name;      // "cpu-haswell-AMD EPYC ...", "Adreno (TM) 740"
@@ -262,8 +262,8 @@ struct DeviceRow {
   // and its tags (--device URI --tag, or the spec's device_tags), sorted.
   std::string node;
   std::vector<std::string> tags;
-  // Schema v17 (issue 19): the OpenCL devices its agent saw; empty when none
-  // (or an agent before it).
+  // The OpenCL devices its agent saw; empty when none (or an agent that
+  // does not list them).
   std::vector<OpenClDevice> opencl;
 };
 
@@ -323,7 +323,7 @@ struct CellRow {
   uint32_t num_threads = 0;
 };
 
-// A state a device was put in (schema v9), written by every SetDeviceState.
+// A state a device was put in, written by every SetDeviceState.
 struct DeviceEvent {
   std::string name;
   std::string at;  // ISO-8601 UTC
@@ -336,7 +336,7 @@ struct DeviceEvent {
 inline constexpr const char* kDeviceOk = "ok";
 inline constexpr const char* kDeviceQuarantined = "quarantined";
 
-// The known outputs of a health model for one runner build (schema v12):
+// The known outputs of a health model for one runner build:
 // what the first device that passed the check recorded (harness/health.h).
 struct HealthGolden {
   std::string model_sha256;
@@ -346,7 +346,7 @@ struct HealthGolden {
   std::string recorded_at;  // ISO-8601 UTC
 };
 
-// A host of the farm running `dfarm node` (schema v11).
+// A host of the farm running `dfarm node`.
 struct NodeRow {
   std::string name;  // unique in the database: --name, else "<host>:<pid>"
   std::string host;
@@ -400,7 +400,7 @@ Result<TargetSelector> ParseTarget(
 // Whether a job with `target` and planned device `job_device` may run on `d`.
 bool TargetMatches(const std::string& target, const std::string& job_device, const DeviceTraits& d);
 
-// One claim of a job (schema v11) and how it ended.
+// One claim of a job and how it ended.
 struct JobClaimRow {
   int64_t claim_id = 0;
   std::string node;
@@ -463,7 +463,7 @@ class Store {
   // dfarm on another host does not take a long sweep for abandoned. Returns
   // false, changing nothing, when this process does not own the run.
   virtual Result<bool> RefreshRunClaim(int64_t run_id) = 0;
-  // The runtime builds a run uses, by their path on the host (schema v4): a
+  // The runtime builds a run uses, by their path on the host: a
   // path not recorded yet gets sha256; replace overwrites a recorded one.
   // Returns the sha256 recorded for host_path afterwards (atomically), so a
   // caller sees whether the file at that path changed since the run began.
@@ -496,7 +496,7 @@ class Store {
   // result yet, a failed job, a runner before placement). Error: no such job.
   virtual Result<std::optional<JobPlacement>> GetPlacement(int64_t job_id) = 0;
 
-  // A job's per-op profile (schema v14): runs, nodes in execution order and
+  // A job's per-op profile: runs, nodes in execution order and
   // by_op as recorded; unset when the job has none (not profiled, no result
   // yet, failed). Error: no such job.
   virtual Result<std::optional<JobProfile>> GetProfile(int64_t job_id) = 0;
@@ -504,7 +504,7 @@ class Store {
   // query: runs and by_op only (nodes left empty; GetProfile has them). For
   // reports' per-cell top ops. Empty when none.
   virtual Result<std::map<int64_t, JobProfile>> ListRunProfiles(int64_t run_id) = 0;
-  // The sustained-mode curves of a run's jobs that have one (schema v16), by
+  // The sustained-mode curves of a run's jobs that have one, by
   // job id, windows in time order. Empty when none.
   virtual Result<std::map<int64_t, JobSustained>> ListRunSustained(int64_t run_id) = 0;
 
@@ -519,7 +519,7 @@ class Store {
   // The states device `name` was put in, oldest first; empty when none
   // (states set before schema v9 have no event).
   virtual Result<std::vector<DeviceEvent>> ListDeviceEvents(const std::string& name) = 0;
-  // Health checks' known outputs (schema v12). Records `outputs` for (model,
+  // Health checks' known outputs. Records `outputs` for (model,
   // runner) unless some are recorded already (atomically on both backends:
   // the first device to record them defines them), then returns the ones
   // recorded.
@@ -545,7 +545,7 @@ class Store {
   // `dfarm regressions` walks them).
   virtual Result<std::vector<CellRow>> ListCells(const CellFilter& filter = {}) = 0;
 
-  // Tags (schema v6): names for runs, such as a release baseline. Puts tag
+  // Tags: names for runs, such as a release baseline. Puts tag
   // `name` on run_id. A name already on another run: kInvalidInput error
   // naming that run, unless move (then it moves). Names: [A-Za-z0-9_.-]{1,64}
   // (else kInvalidInput). No such run: kNotFound.
@@ -557,7 +557,7 @@ class Store {
   // Links run_id to the run it was made from (0 clears it). kNotFound: no such run.
   virtual Result<void> SetRunParent(int64_t run_id, int64_t parent_run_id) = 0;
 
-  // The distributed queue (schema v11; both backends, for PostgreSQL's
+  // The distributed queue (both backends, for PostgreSQL's
   // many hosts above all). Times are the database's clock.
   //
   // Sets a run's mode (kRunModeQueue: nodes claim its jobs).

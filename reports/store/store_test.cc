@@ -458,7 +458,7 @@ TEST_F(SqliteStoreTest, MigratesPreviousVersion) {
   EXPECT_TRUE(again->started_hot);
 }
 
-// --- schema v4: accuracy, artifacts, run owner and runner ---------------------
+// --- accuracy, artifacts, run owner and runner ---------------------------------
 
 TEST_P(StoreTest, AccuracyRoundTripKeepsNullsAndOrder) {
   auto store = Open();
@@ -585,7 +585,7 @@ TEST_P(StoreTest, AccuracyOverInputSetsRoundTrips) {
   EXPECT_FALSE((*got)->outputs[0].top1_agreement.has_value());
 }
 
-// snr_db and psnr_db (schema v8) are kept as reported; unset ones read back unset.
+// snr_db and psnr_db are kept as reported; unset ones read back unset.
 TEST_P(StoreTest, AccuracyDecibelsRoundTrip) {
   auto store = Open();
   ASSERT_NE(store, nullptr);
@@ -839,7 +839,7 @@ TEST_F(SqliteStoreTest, RefusesUnknownTestVersion) {
   EXPECT_FALSE(CreateSqliteStoreAtVersionForTesting(path_, CurrentSchemaVersion() + 1).ok());
 }
 
-// --- schema v6: trials, runner of a job, run parent, tags ---------------------
+// --- trials, runner of a job, run parent, tags ---------------------------------
 
 TEST_F(SqliteStoreTest, MigratesVersion5WithV6Defaults) {
   ASSERT_TRUE(CreateSqliteStoreAtVersionForTesting(path_, 5).ok());
@@ -1113,7 +1113,7 @@ TEST_P(StoreTest, TagsGoWithADeletedRunAndParentLinks) {
   EXPECT_FALSE(store->FindTag("gone")->has_value());
 }
 
-// Issue 14: the dashboard's queries.
+// The dashboard's queries.
 
 // Runs with jobs of two devices, two models and two delegates; one run's jobs
 // get a result, another has none.
@@ -1372,7 +1372,7 @@ TEST_P(StoreTest, DeviceStatesLeaveEvents) {
   EXPECT_TRUE(store->ListDeviceEvents("nobody")->empty());
 }
 
-// Schema v17 (issue 19): cold/warm init and a device's OpenCL list round
+// Cold/warm init and a device's OpenCL list round
 // trip; a job without them reads NULL, a device without them an empty list.
 TEST_P(StoreTest, InitColdWarmAndOpenClDevicesRoundTrip) {
   auto store = Open();
@@ -1429,7 +1429,7 @@ TEST_P(StoreTest, InitColdWarmAndOpenClDevicesRoundTrip) {
   EXPECT_EQ(OpenClDeviceLabel({}), "");
 }
 
-// A v16 file (before issue 19) migrates: its results read no cold/warm init
+// A v16 file migrates: its results read no cold/warm init
 // and its devices no OpenCL list, and it takes both afterwards.
 TEST_F(SqliteStoreTest, MigratesVersion16) {
   ASSERT_GE(CurrentSchemaVersion(), 17);

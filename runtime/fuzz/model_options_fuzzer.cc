@@ -5,8 +5,8 @@
 // options (strides, dilations, filter sizes, padding, activation, depth
 // multiplier, the transpose-conv output shape), each drawn often from the
 // extremes (0, -1, 2^31-1, -2^31, 2^30, ...). The byte-level model fuzzer
-// rarely writes such a value into a valid options table (it missed the window
-// overflows and the pooling hang of issue 12 in 4 minutes); here every input
+// rarely writes such a value into a valid options table (in 4 minutes it missed
+// known window overflows and a pooling hang); here every input
 // is a valid model. The model then goes through the loader fuzzer's run step
 // (run_model.h). Built only with -DDFARM_BUILD_FUZZERS=ON and clang; see
 // README.md here.

@@ -1,5 +1,5 @@
 // The integer product behind the quantized CONV_2D and FULLY_CONNECTED
-// kernels (issue 17): for activation rows x and weight rows w,
+// kernels: for activation rows x and weight rows w,
 //   acc[p][c] = sum_k x[p][k] * w[c][k]
 // on int16 operands (activations with the input offset added, weights with
 // their filter offset: both within [-255, 255]), summed in int32, then the

@@ -20,8 +20,9 @@
 // DFARM_STANDIN_ARGV_LOG, when set, names a file that each run appends its
 // arguments to (argv[1..]), one JSON array a line, for the tests to read.
 // DFARM_STANDIN_FAIL_XNNPACK=1 makes a benchmark_model run with
-// --use_xnnpack=true print the recorded failure of issue 56166 ("Failed to
-// apply XNNPACK delegate.") and exit 1, as the tool did.
+// --use_xnnpack=true print the recorded failure of tensorflow/tensorflow
+// issue 56166 ("Failed to apply XNNPACK delegate.") and exit 1, as the tool
+// did.
 #include <unistd.h>
 
 #include <cstdio>

@@ -1,4 +1,4 @@
-// The culprit finder end to end (issue 18): a sweep runs a 70-node model on
+// The culprit finder end to end: a sweep runs a 70-node model on
 // libdfarm_perturb_delegate.so with one planted bad node; `dfarm culprit`
 // re-runs it on the local agent with the delegate restricted to node ranges
 // and must name that node in about log2(N) runs, with the per-layer error

@@ -213,7 +213,7 @@ inline std::vector<std::string> StrayProcesses(const fs::path& dir, const std::s
   return stray;
 }
 
-// The invariants every fault test ends with (issue 12), as a list of what is
+// The invariants every fault test ends with, as a list of what is
 // broken (empty: all hold) for run `run_id` in store `db`:
 // - every job is in exactly one terminal state (or still queued when the run
 //   was cancelled), and no job was recorded twice (same key, same move);

@@ -1,4 +1,4 @@
-// A farm on a real PostgreSQL server (issue 15, "Done when"): three real
+// A farm on a real PostgreSQL server: three real
 // `dfarm node` processes, each serving four real dfarm-agent processes and,
 // where the machine allows it (root, `ip`, `nsenter`), each in a network
 // namespace of its own that reaches the server over a veth pair (else all on

@@ -1,4 +1,4 @@
-// Fault injection over real processes (issue 12; CTest label e2e-faults, which
+// Fault injection over real processes (CTest label e2e-faults, which
 // `ctest -L faults` selects): the real dfarm, dfarm-agent and dfarm-runner with
 // a connection stalled or cut by a proxy, an agent stopped mid-job, two resumes
 // of one run at once, a runner that exits 0 and says nothing, and the database

@@ -1,4 +1,4 @@
-// The release gate on real runs (issue 13): real `dfarm sweep`s on the local
+// The release gate on real runs: real `dfarm sweep`s on the local
 // device with `benchmark.repeats` 5, then `dfarm gate` as CI calls it.
 // - the same sweep twice passes (no cell regressed);
 // - xnnpack fp16 against an fp32 baseline fails on accuracy, naming the output;
@@ -277,7 +277,7 @@ TEST_F(GateE2eTest, SlowedRunnerIsRegressedOnLatency) {
     json shown = json::parse(Dfarm({"show", Id(run), "--json"}).out, nullptr, false);
     ASSERT_TRUE(shown.is_object() && shown.contains("jobs")) << shown;
     for (const json& job : shown["jobs"]) {
-      ASSERT_TRUE(job["runner"].is_object()) << job;  // issue 16: {name, kind, sha256, version}
+      ASSERT_TRUE(job["runner"].is_object()) << job;  // {name, kind, sha256, version}
       EXPECT_EQ(job["runner"].value("name", ""), "main");
       EXPECT_EQ(job["runner"].value("kind", ""), "dfarm");
       EXPECT_EQ(job["runner"].value("sha256", ""), job.value("runner_sha256", ""));

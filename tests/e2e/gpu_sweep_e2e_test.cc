@@ -1,4 +1,4 @@
-// Issue 19, end to end: the real `dfarm sweep` over cpu, xnnpack, gpu and gpu
+// End to end: the real `dfarm sweep` over cpu, xnnpack, gpu and gpu
 // with precision_loss_allowed on two corpus models, through the real agent
 // (its `local` device) and the real protocol. The report's "Delegate init
 // and fp16 cost" section has a cold and a warm init for every gpu cell and an

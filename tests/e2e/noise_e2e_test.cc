@@ -1,4 +1,4 @@
-// Noise control end to end (issue 18): a sweep whose spec asks for quiet CPUs
+// Noise control end to end: a sweep whose spec asks for quiet CPUs
 // (cooldown.max_cpu_busy_pct) runs while this test keeps every CPU busy; the
 // job waits max_wait_s, runs anyway and is flagged noisy with the reading,
 // in `dfarm show` (text and --json) and the JSON report.

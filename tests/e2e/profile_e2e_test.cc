@@ -1,4 +1,4 @@
-// Per-op profiles in a sweep (issue 18), end to end: a spec's
+// Per-op profiles in a sweep, end to end: a spec's
 // benchmark.profile makes every dfarm-runner job of the sweep also profile
 // (--profile through the real dfarm-agent); the store keeps the times per
 // node and per op type, `dfarm show --job ID --json` gives them as the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The reports as their consumers read them (issue 13): a real small sweep on
+# The reports as their consumers read them: a real small sweep on
 # `local` (2 models x cpu, xnnpack, xnnpack fp16 and a plugin that cannot
 # load, 2 trials each), then
 #   screenshot BIN MODELS OUT  the HTML report rendered by headless Chromium;

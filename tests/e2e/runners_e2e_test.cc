@@ -1,4 +1,4 @@
-// Our runtime and TensorFlow Lite side by side (issue 16), end to end: one
+// Our runtime and TensorFlow Lite side by side, end to end: one
 // sweep holds our runner ({"name":"ours"}, default builds) and TensorFlow
 // Lite's ({"name":"tflite","kind":"tflite"}), two real models x {cpu,
 // xnnpack}, on `local` and on `qemu-arm64` (the arm64 runners travel as

@@ -139,7 +139,7 @@ TEST_F(SweepE2eTest, SweepShowReport) {
   EXPECT_EQ(json::parse(again.out, nullptr, false)["bytes_pushed"], 0);
 }
 
-// benchmark.repeats 3 (issue 13): each cell runs as 3 jobs, a fresh runner
+// benchmark.repeats 3: each cell runs as 3 jobs, a fresh runner
 // each, stored with trials 0..2 and the runner build; a tag names the run.
 TEST_F(SweepE2eTest, RepeatsStoreOneOkJobPerTrial) {
   if (!fs::exists(model_)) GTEST_SKIP() << model_ << " is absent (run scripts/setup.sh)";

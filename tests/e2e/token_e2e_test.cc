@@ -1,4 +1,4 @@
-// Remote agents with a token (issue 15, "Tokens on the host side"): a real
+// Remote agents with a token: a real
 // dfarm-agent on 127.0.0.1 with --token-file, reached by the real `dfarm
 // devices` and `dfarm sweep` with the token given by --token-file,
 // DFARM_TOKEN_FILE or the spec's {"uri", "token_file"}; without one, with a

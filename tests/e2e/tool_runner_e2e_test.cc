@@ -1,4 +1,4 @@
-// Runner kinds (issue 16) end to end: a sweep on `local` whose runners are
+// Runner kinds end to end: a sweep on `local` whose runners are
 // our dfarm-runner and Google's benchmark_model / inference_diff, here the
 // test-only stand-ins (benchmark_model_standin.cc) that take the tools' flags
 // and print their recorded real output. The agent maps each job to the
@@ -225,7 +225,8 @@ TEST_F(ToolRunnerE2eTest, BenchmarkModelBesideOurRunner) {
 }
 
 // A failed run: the tool exits 1 with "Failed to apply XNNPACK delegate."
-// (the recording of issue 56166); the job takes the failure line's class.
+// (the recording of tensorflow/tensorflow issue 56166); the job takes the
+// failure line's class.
 TEST_F(ToolRunnerE2eTest, BenchmarkModelFailureIsItsClass) {
   if (!fs::exists(model_)) GTEST_SKIP() << model_ << " is absent (run scripts/setup.sh)";
   ::setenv("DFARM_STANDIN_FAIL_XNNPACK", "1", 1);

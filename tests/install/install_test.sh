@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the build into a temporary prefix and checks that the installed
-# tree works on its own (issue 20): its files (programs, man pages, shell
+# tree works on its own: its files (programs, man pages, shell
 # completions, systemd units, the plugin SDK), then a sweep on `local` run by
 # the installed dfarm with no DFARM_* overrides and no build folder on PATH.
 #

@@ -1,5 +1,5 @@
 // A deep quantized network shaped like SSD MobileNet v2, written with
-// tests/model_builder (issue 17), for the TensorFlow Lite cross-check
+// tests/model_builder, for the TensorFlow Lite cross-check
 // (tflite_quantized_ssd_test.cc) and the benchmark beside TFLite's
 // (tflite_benchmark.cc): a stem convolution, inverted residual blocks (1x1
 // expand RELU6, 3x3 depthwise RELU6 at stride 1 and 2, one with depth

@@ -620,7 +620,7 @@ std::vector<QuantGraph> Graphs() {
 }  // namespace graphs
 
 // Quantized graphs end to end: our reference kernels bit-exact with TFLite's
-// builtin kernels (issue 17); our xnnpack delegate within kQuantizedSteps wherever it
+// builtin kernels; our xnnpack delegate within kQuantizedSteps wherever it
 // claims nodes (graphs it leaves wholly to the CPU are not compared again).
 TEST(TfliteCrossCheckTest, QuantizedGraphsMatchTensorFlowLite) {
   REQUIRE_TFLITE();

@@ -1,4 +1,4 @@
-// Outputs the model leaves to the op to size (issue 17): a small SSD-like
+// Outputs the model leaves to the op to size: a small SSD-like
 // detector, float and uint8 layers ending in TFLite_Detection_PostProcess,
 // whose four outputs are declared [] (as TFLite's converter writes them) or
 // with -1 rows in shape_signature. It must load in ours and in TensorFlow

@@ -1,4 +1,4 @@
-// The deep quantized SSD-like network (quantized_ssd.h, issue 17), uint8 and
+// The deep quantized SSD-like network (quantized_ssd.h), uint8 and
 // int8, 3 seeds: our kernels must match TensorFlow Lite 2.9's builtin
 // kernels bit for bit on every layer (every activation is a model output, so
 // a difference prints the first layer that makes it) and on the detections

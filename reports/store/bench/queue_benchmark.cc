@@ -1,4 +1,4 @@
-// dfarm_queue_benchmark: the distributed queue (issue 15) at farm scale
+// dfarm_queue_benchmark: the distributed queue at farm scale
 // against one PostgreSQL server. Not a ctest: run it by hand.
 //
 //   dfarm_queue_benchmark --nodes 100 --agents 10 --jobs 20000 --job-ms 0 [--db URL] [--json]
