@@ -237,8 +237,8 @@ Result<fs::path> TemplateData(const std::string& bindir, const ServerUser& user)
     return init.error();
   }
   fs::rename(building, dir, ec);
-  if (ec) return MakeError("cannot rename '" + building + "' to '" + dir.string() + "': " +
-                           ec.message());
+  if (ec)
+    return MakeError("cannot rename '" + building + "' to '" + dir.string() + "': " + ec.message());
   return data;
 }
 
@@ -247,9 +247,9 @@ Result<void> CopyTemplate(const std::string& bindir, const ServerUser& user,
                           const std::string& dir) {
   Result<fs::path> data = TemplateData(bindir, user);
   if (!data) return data.error();
-  return RunToEnd({"cp", "-a", data->string(), dir + "/data"}, true, dir + "/initdb.log",
-                  "copying the initialized data folder '" + data->string() +
-                      "' (remove it if it is damaged)");
+  return RunToEnd(
+      {"cp", "-a", data->string(), dir + "/data"}, true, dir + "/initdb.log",
+      "copying the initialized data folder '" + data->string() + "' (remove it if it is damaged)");
 }
 
 // A port nobody listened on a moment ago; the server may still lose it to
