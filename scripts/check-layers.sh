@@ -41,28 +41,41 @@ is_test() {
   return 1
 }
 
-violations=0
-checked=0
+list_files() {
+  git ls-files --cached --others --exclude-standard -- '*.h' '*.cc' '*.inc' 2>/dev/null ||
+    find . -name '*.h' -o -name '*.cc' -o -name '*.inc' | sed 's#^\./##'
+}
+
+# The layered production files and their layers.
+declare -A LAYER_OF=()
 while IFS= read -r file; do
   is_test "$file" && continue
   layer="$(layer_of "$file")"
-  [ -n "$layer" ] || continue
-  checked=$((checked + 1))
-  while IFS=: read -r line inc; do
-    target="$(sed -E 's/.*#include "([^"]+)".*/\1/' <<<"$inc")"
-    # Only our own folders are layered (not generated or third-party paths).
-    case "$target" in runtime/* | delegates/* | agent/* | reports/* | harness/* | gui/* | tests/*) ;; *) continue ;; esac
-    ok=0
-    for a in ${ALLOWED[$layer]}; do
-      if [[ "$target" == "$a"* ]]; then ok=1; break; fi
-    done
-    if [ "$ok" = 0 ]; then
-      echo "$file:$line: include \"$target\" ($layer may use: ${ALLOWED[$layer]})"
-      violations=$((violations + 1))
-    fi
-  done < <(grep -n '^[[:space:]]*#[[:space:]]*include "' "$file" | sed -E 's/^([0-9]+):/\1:/')
-done < <(git ls-files --cached --others --exclude-standard -- '*.h' '*.cc' '*.inc' 2>/dev/null ||
-         find . -name '*.h' -o -name '*.cc' -o -name '*.inc' | sed 's#^\./##')
+  [ -n "$layer" ] && LAYER_OF[$file]="$layer"
+done < <(list_files)
+
+violations=0
+# Every include line of those files, read by one grep: FILE:LINE:TEXT.
+while IFS= read -r hit; do
+  file="${hit%%:*}"
+  rest="${hit#*:}"
+  line="${rest%%:*}"
+  [[ "${rest#*:}" =~ \"([^\"]+)\" ]] || continue
+  target="${BASH_REMATCH[1]}"
+  # Only our own folders are layered (not generated or third-party paths).
+  case "$target" in runtime/* | delegates/* | agent/* | reports/* | harness/* | gui/* | tests/*) ;; *) continue ;; esac
+  layer="${LAYER_OF[$file]}"
+  ok=0
+  for a in ${ALLOWED[$layer]}; do
+    if [[ "$target" == "$a"* ]]; then ok=1; break; fi
+  done
+  if [ "$ok" = 0 ]; then
+    echo "$file:$line: include \"$target\" ($layer may use: ${ALLOWED[$layer]})"
+    violations=$((violations + 1))
+  fi
+done < <(printf '%s\0' "${!LAYER_OF[@]}" |
+  xargs -0 -r grep -Hn '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' || true)
+checked=${#LAYER_OF[@]}
 
 if [ "$violations" -gt 0 ]; then
   echo "check-layers: $violations include(s) run against the layers (README.md, Layers)" >&2
