@@ -4,12 +4,8 @@
 // and how a node turns it back into a SweepJob with its files fetched by
 // sha256 from the database (store::Store::GetBlob).
 //
-// Payload (JSON object, "v": 1):
-//   {"v":1, "model":{"file","sha256"}, "delegate":{"name","options":{k:v}},
-//    "plugin":{"file","sha256"} (when the delegate names one; its path option
-//    is left out of "options"), "inputs":[sha256,...],
-//    "benchmark":{"warmup_runs","num_runs","num_threads","timeout_s",
-//    "accuracy_reference"}, "runner":NAME, "runner_builds":{ABI: sha256}}
+// The payload's keys are a contract: docs/CONTRACTS.md, "Queue payload"
+// (checked by queue_job_test.cc).
 #pragma once
 
 #include <functional>
