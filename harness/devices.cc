@@ -5,11 +5,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <initializer_list>
 #include <map>
 #include <mutex>
 #include <system_error>
@@ -18,11 +20,8 @@
 #include "agent/base/unique_fd.h"
 #include "agent/client/agent_process.h"
 #include "agent/protocol/auth.h"
-#include "harness/adb/device_name.h"
-#include "harness/device_uri.h"
-#ifdef DFARM_HAVE_ADB
 #include "harness/adb/adb_provider.h"
-#endif
+#include "harness/device_uri.h"
 #include "harness/runner_builds.h"  // Arm64ProgramOf
 #include "harness/spec.h"
 
@@ -92,93 +91,131 @@ class AgentSession final : public DeviceSession {
   std::unique_ptr<agent::AgentClient> client_;
 };
 
-class Provider final : public DeviceProvider {
+// Starts a dfarm-agent as our child on a socketpair and connects to it: the
+// local, local:NAME and qemu-arm64 devices.
+class ChildAgentStarter {
  public:
-  explicit Provider(ProviderOptions options) : options_(std::move(options)) {
-#ifdef DFARM_HAVE_ADB
-    adb_ = adb::MakeAdbProvider(options_);
-#endif
+  explicit ChildAgentStarter(const ProviderOptions& options) : options_(options) {}
+
+  Result<std::unique_ptr<DeviceSession>> Open(const std::string& name, const std::string& store_dir,
+                                              const std::string& agent_path,
+                                              const std::vector<std::string>& prefix = {},
+                                              const std::vector<std::string>& extra_args = {}) {
+    if (auto made = CreatePrivateDirectories(store_dir); !made) {
+      return MakeError("device '" + name + "': cannot create agent store '" + store_dir +
+                       "': " + made.message());
+    }
+    // The agent speaks to us alone, on a socketpair: a port on 127.0.0.1
+    // would let any local process run code as this user.
+    agent::AgentProcessOptions start;
+    start.agent_binary = agent_path;
+    start.transport = agent::AgentTransport::kStdio;
+    start.store_dir = store_dir;
+    start.prefix = prefix;
+    start.extra_args = extra_args;
+    auto process = agent::AgentProcess::Start(start);
+    if (!process) return MakeError("device '" + name + "': " + process.message());
+    agent::ConnectOptions connect;
+    connect.timeout = options_.connect_timeout;
+    int stream = (*process)->TakeStream().release();
+    auto client = agent::AgentClient::ConnectFds(stream, stream, "stdio:" + agent_path, connect);
+    if (!client) {
+      std::string report = (*process)->ExitReport();
+      const int status = (*process)->wait_status();
+      if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == agent::kAgentExitStoreInUse) {
+        // Another dfarm's agent runs on this store (a sweep in another
+        // terminal): it keeps its device, and this dfarm hears why it cannot.
+        return MakeError(ErrorKind::kConflict,
+                         "device '" + name + "' is busy: another dfarm-agent is using its store '" +
+                             store_dir + "' (another dfarm running a sweep?); wait for it to end" +
+                             report);
+      }
+      return MakeError("device '" + name + "': " + client.message() + report);
+    }
+    return std::unique_ptr<DeviceSession>(
+        std::make_unique<AgentSession>(name, std::move(*process), std::move(*client)));
   }
 
-  std::vector<std::string> KnownDevices() const override {
-    std::vector<std::string> known = {"local"};
-    if (QemuArm64Available(options_)) known.push_back(kQemuArm64Device);
-    return known;
+  // agent_store without trailing slashes, for the stores beside it.
+  std::string StoreBase() const {
+    std::string base = options_.agent_store;
+    while (base.size() > 1 && base.back() == '/') base.pop_back();
+    return base;
   }
 
+  const ProviderOptions& options() const { return options_; }
+
+ private:
+  ProviderOptions options_;
+};
+
+bool IsKind(const std::string& name, std::initializer_list<DeviceUri::Kind> kinds) {
+  auto uri = ParseDeviceUri(name);
+  return uri && std::find(kinds.begin(), kinds.end(), uri->kind) != kinds.end();
+}
+
+// "local" and "local:NAME": this host's agent as our child.
+class LocalProvider final : public DeviceProvider {
+ public:
+  explicit LocalProvider(const ProviderOptions& options) : agents_(options) {}
+
+  bool Serves(const std::string& name) const override {
+    return IsKind(name, {DeviceUri::Kind::kLocal, DeviceUri::Kind::kLocalNamed});
+  }
+  std::vector<std::string> KnownDevices() const override { return {"local"}; }
   std::string KnownAbi(const std::string& name) const override {
-    auto uri = ParseDeviceUri(name);
-    if (!uri) return {};
-    if (uri->kind == DeviceUri::Kind::kQemuArm64) return kArm64Abi;
-    if (uri->is_local()) return HostAbi();
-    return {};
+    return Serves(name) ? HostAbi() : std::string();
   }
 
   Result<std::unique_ptr<DeviceSession>> Open(const std::string& name) override {
-    if (adb::IsAdbDeviceName(name) && !adb_) {
-      return MakeError("device '" + name +
-                       "': this dfarm was built without adb support (libusb-1.0-0-dev)");
-    }
     auto uri = ParseDeviceUri(name);
     if (!uri) return uri.error();
-    switch (uri->kind) {
-      case DeviceUri::Kind::kLocal:
-        return OpenLocal(name, options_.agent_store);
-      case DeviceUri::Kind::kLocalNamed: {
-        std::string base = options_.agent_store;
-        while (base.size() > 1 && base.back() == '/') base.pop_back();
-        return OpenLocal(name, base + "-" + uri->name);
-      }
-      case DeviceUri::Kind::kQemuArm64:
-        return OpenQemu(name);
-      case DeviceUri::Kind::kTcp:
-        return OpenTcp(*uri);
-      case DeviceUri::Kind::kAdb:
-      case DeviceUri::Kind::kAdbAny:
-        return adb_->Open(name);
-    }
-    return MakeError("unknown device '" + name + "'");  // not reached: the switch is exhaustive
+    const std::string store = uri->kind == DeviceUri::Kind::kLocalNamed
+                                  ? agents_.StoreBase() + "-" + uri->name
+                                  : agents_.options().agent_store;
+    return agents_.Open(name, store, agents_.options().agent_path);
   }
 
  private:
-  // An agent started elsewhere, at uri.host:uri.port, with the device's
-  // token when one is given (TokenFileFor).
-  Result<std::unique_ptr<DeviceSession>> OpenTcp(const DeviceUri& uri) {
-    agent::ConnectOptions connect;
-    connect.timeout = options_.connect_timeout;
-    const std::string token_file = TokenFileFor(options_, uri.text);
-    if (!token_file.empty()) {
-      auto token = agent::ReadTokenFile(token_file);
-      if (!token) return MakeError("device '" + uri.text + "': " + token.message());
-      connect.token = std::move(*token);
-    }
-    auto client = agent::AgentClient::Connect(uri.host, uri.port, connect);
-    if (!client) return MakeError(TcpConnectError(uri.text, token_file, client.message()));
-    return std::unique_ptr<DeviceSession>(
-        std::make_unique<AgentSession>(uri.text, nullptr, std::move(*client)));
+  ChildAgentStarter agents_;
+};
+
+// "qemu-arm64": the aarch64 agent under qemu-user. The agent cannot exec an
+// aarch64 runner by itself (no binfmt_misc here), so it runs the runner
+// through the same qemu (dfarm-agent --runner-prefix); a runner bundle brings
+// its own loader and libraries, so it runs through qemu with no sysroot
+// (--bundle-prefix), as on a device whose libc it must not need. An agent
+// built before --bundle-prefix is started without it.
+class QemuProvider final : public DeviceProvider {
+ public:
+  explicit QemuProvider(const ProviderOptions& options) : agents_(options) {}
+
+  bool Serves(const std::string& name) const override {
+    return IsKind(name, {DeviceUri::Kind::kQemuArm64});
+  }
+  std::vector<std::string> KnownDevices() const override {
+    if (QemuArm64Available(agents_.options())) return {kQemuArm64Device};
+    return {};
+  }
+  std::string KnownAbi(const std::string& name) const override {
+    return Serves(name) ? kArm64Abi : std::string();
   }
 
-  // The aarch64 agent under qemu-user. The agent cannot exec an aarch64
-  // runner by itself (no binfmt_misc here), so it runs the runner through the
-  // same qemu (dfarm-agent --runner-prefix); a runner bundle brings its own
-  // loader and libraries, so it runs through qemu with no sysroot
-  // (--bundle-prefix), as on a device whose libc it must not need. An agent
-  // built before --bundle-prefix is started without it.
-  Result<std::unique_ptr<DeviceSession>> OpenQemu(const std::string& name) {
-    if (auto available = QemuArm64Available(options_); !available) {
+  Result<std::unique_ptr<DeviceSession>> Open(const std::string& name) override {
+    const ProviderOptions& o = agents_.options();
+    if (auto available = QemuArm64Available(o); !available) {
       return MakeError("device '" + name + "' is unavailable: " + available.message());
     }
-    std::string qemu = FindProgram(options_.qemu_path);
-    std::vector<std::string> prefix = {qemu, "-L", options_.qemu_sysroot};
-    std::string base = options_.agent_store;
-    while (base.size() > 1 && base.back() == '/') base.pop_back();
-    std::vector<std::string> args = {"--runner-prefix", qemu + " -L " + options_.qemu_sysroot};
-    if (AgentHelpLists(prefix, options_.arm64_agent_path, "--bundle-prefix")) {
+    std::string qemu = FindProgram(o.qemu_path);
+    std::vector<std::string> prefix = {qemu, "-L", o.qemu_sysroot};
+    std::vector<std::string> args = {"--runner-prefix", qemu + " -L " + o.qemu_sysroot};
+    if (AgentHelpLists(prefix, o.arm64_agent_path, "--bundle-prefix")) {
       args.insert(args.end(), {"--bundle-prefix", qemu});
     }
-    return OpenLocal(name, base + "-" + name, options_.arm64_agent_path, prefix, args);
+    return agents_.Open(name, agents_.StoreBase() + "-" + name, o.arm64_agent_path, prefix, args);
   }
 
+ private:
   // Whether `agent --help`, run under `prefix`, lists `flag`; asked once per
   // agent file (and its modification time).
   bool AgentHelpLists(const std::vector<std::string>& prefix, const std::string& agent,
@@ -215,56 +252,94 @@ class Provider final : public DeviceProvider {
     return text;
   }
 
-  Result<std::unique_ptr<DeviceSession>> OpenLocal(const std::string& name,
-                                                   const std::string& store_dir) {
-    return OpenLocal(name, store_dir, options_.agent_path, {}, {});
-  }
-
-  Result<std::unique_ptr<DeviceSession>> OpenLocal(const std::string& name,
-                                                   const std::string& store_dir,
-                                                   const std::string& agent_path,
-                                                   const std::vector<std::string>& prefix,
-                                                   const std::vector<std::string>& extra_args) {
-    if (auto made = CreatePrivateDirectories(store_dir); !made) {
-      return MakeError("device '" + name + "': cannot create agent store '" + store_dir +
-                       "': " + made.message());
-    }
-    // The agent speaks to us alone, on a socketpair: a port on 127.0.0.1
-    // would let any local process run code as this user.
-    agent::AgentProcessOptions start;
-    start.agent_binary = agent_path;
-    start.transport = agent::AgentTransport::kStdio;
-    start.store_dir = store_dir;
-    start.prefix = prefix;
-    start.extra_args = extra_args;
-    auto process = agent::AgentProcess::Start(start);
-    if (!process) return MakeError("device '" + name + "': " + process.message());
-    agent::ConnectOptions connect;
-    connect.timeout = options_.connect_timeout;
-    int stream = (*process)->TakeStream().release();
-    auto client = agent::AgentClient::ConnectFds(stream, stream, "stdio:" + agent_path, connect);
-    if (!client) {
-      std::string report = (*process)->ExitReport();
-      const int status = (*process)->wait_status();
-      if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == agent::kAgentExitStoreInUse) {
-        // Another dfarm's agent runs on this store (a sweep in another
-        // terminal): it keeps its device, and this dfarm hears why it cannot.
-        return MakeError(ErrorKind::kConflict,
-                         "device '" + name + "' is busy: another dfarm-agent is using its store '" +
-                             store_dir + "' (another dfarm running a sweep?); wait for it to end" +
-                             report);
-      }
-      return MakeError("device '" + name + "': " + client.message() + report);
-    }
-    return std::unique_ptr<DeviceSession>(
-        std::make_unique<AgentSession>(name, std::move(*process), std::move(*client)));
-  }
-
-  ProviderOptions options_;
-  std::unique_ptr<DeviceProvider> adb_;  // null when built without adb support
+  ChildAgentStarter agents_;
   std::mutex help_mu_;
   std::map<std::string, bool> help_lists_;  // AgentHelpLists' answers
 };
+
+// "tcp://HOST:PORT": an agent started elsewhere, with the device's token
+// when one is given (TokenFileFor).
+class TcpProvider final : public DeviceProvider {
+ public:
+  explicit TcpProvider(const ProviderOptions& options) : options_(options) {}
+
+  bool Serves(const std::string& name) const override {
+    return IsKind(name, {DeviceUri::Kind::kTcp});
+  }
+  std::vector<std::string> KnownDevices() const override { return {}; }
+
+  Result<std::unique_ptr<DeviceSession>> Open(const std::string& name) override {
+    auto uri = ParseDeviceUri(name);
+    if (!uri) return uri.error();
+    agent::ConnectOptions connect;
+    connect.timeout = options_.connect_timeout;
+    const std::string token_file = TokenFileFor(options_, uri->text);
+    if (!token_file.empty()) {
+      auto token = agent::ReadTokenFile(token_file);
+      if (!token) return MakeError("device '" + uri->text + "': " + token.message());
+      connect.token = std::move(*token);
+    }
+    auto client = agent::AgentClient::Connect(uri->host, uri->port, connect);
+    if (!client) return MakeError(TcpConnectError(uri->text, token_file, client.message()));
+    return std::unique_ptr<DeviceSession>(
+        std::make_unique<AgentSession>(uri->text, nullptr, std::move(*client)));
+  }
+
+ private:
+  ProviderOptions options_;
+};
+
+// Every row's provider; a name goes to the first that serves it.
+class AllProviders final : public DeviceProvider {
+ public:
+  explicit AllProviders(const ProviderOptions& options) {
+    for (const ProviderRow& row : ProviderTable()) providers_.push_back(row.make(options));
+  }
+
+  std::vector<std::string> KnownDevices() const override {
+    std::vector<std::string> all;
+    for (const auto& p : providers_) {
+      for (std::string& d : p->KnownDevices()) all.push_back(std::move(d));
+    }
+    return all;
+  }
+  std::vector<ListedDevice> List() const override {
+    std::vector<ListedDevice> all;
+    for (const auto& p : providers_) {
+      for (ListedDevice& d : p->List()) all.push_back(std::move(d));
+    }
+    return all;
+  }
+  std::string KnownAbi(const std::string& name) const override {
+    const DeviceProvider* p = For(name);
+    return p ? p->KnownAbi(name) : std::string();
+  }
+  Result<std::unique_ptr<DeviceSession>> Open(const std::string& name) override {
+    if (DeviceProvider* p = For(name)) return p->Open(name);
+    auto uri = ParseDeviceUri(name);
+    if (!uri) return uri.error();
+    return MakeError("device '" + name + "': no provider serves it");
+  }
+
+ private:
+  DeviceProvider* For(const std::string& name) const {
+    for (const auto& p : providers_) {
+      if (p->Serves(name)) return p.get();
+    }
+    return nullptr;
+  }
+
+  std::vector<std::unique_ptr<DeviceProvider>> providers_;
+};
+
+template <typename P>
+std::unique_ptr<DeviceProvider> Make(const ProviderOptions& options) {
+  return std::make_unique<P>(options);
+}
+
+std::unique_ptr<DeviceProvider> MakeAdb(const ProviderOptions& options) {
+  return adb::MakeAdbProvider(options);
+}
 
 }  // namespace
 
@@ -341,8 +416,18 @@ ProviderOptions DefaultProviderOptions() {
   return o;
 }
 
+const std::vector<ProviderRow>& ProviderTable() {
+  static const std::vector<ProviderRow> table = {
+      {"local", Make<LocalProvider>},
+      {"qemu-arm64", Make<QemuProvider>},
+      {"tcp", Make<TcpProvider>},
+      {"adb", MakeAdb},
+  };
+  return table;
+}
+
 std::unique_ptr<DeviceProvider> MakeDeviceProvider(const ProviderOptions& options) {
-  return std::make_unique<Provider>(options);
+  return std::make_unique<AllProviders>(options);
 }
 
 }  // namespace dfarm::harness

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agent/base/result.h"
@@ -25,11 +26,34 @@ class DeviceSession {
   virtual agent::AgentClient& client() = 0;
 };
 
+// A device a provider lists without being told about it, with what the
+// provider knows of its state without asking its agent.
+struct ListedDevice {
+  std::string name;
+  // "": ask its agent (open it); else "unauthorized" or "offline" (a phone
+  // adb lists but cannot reach), with what to do about it in `reason`.
+  std::string state;
+  std::string reason;
+};
+
 class DeviceProvider {
  public:
   virtual ~DeviceProvider() = default;
+  // Whether `name` is one of this provider's devices (its URI kind); a
+  // provider used alone serves every name. (optional)
+  virtual bool Serves(const std::string& name) const {
+    (void)name;
+    return true;
+  }
   // Devices this provider can list without being told about them ("local").
   virtual std::vector<std::string> KnownDevices() const = 0;
+  // KnownDevices() with their state, plus devices it sees that cannot run a
+  // job now (`dfarm devices`). (optional)
+  virtual std::vector<ListedDevice> List() const {
+    std::vector<ListedDevice> listed;
+    for (std::string& name : KnownDevices()) listed.push_back({std::move(name), "", ""});
+    return listed;
+  }
   // Connects to `name`; the error names the device and why it is unreachable.
   // ErrorKind::kConflict: a local or qemu-arm64 device whose agent store
   // another live agent holds (another dfarm's sweep): busy, not broken.
@@ -85,12 +109,24 @@ std::string TokenFileFor(const ProviderOptions& options, const std::string& devi
 // not (no qemu-aarch64, no cross-built agent, no sysroot).
 Result<void> QemuArm64Available(const ProviderOptions& options);
 
-// The provider for "local" (the agent as a child process speaking over a
-// socketpair on its stdin/stdout, never a TCP port; store agent_store),
-// "local:NAME" (another child agent, store agent_store-NAME), "tcp://HOST:PORT"
-// and "qemu-arm64" (the aarch64 agent under qemu-user, store
-// agent_store-qemu-arm64). KnownDevices() lists "local", and "qemu-arm64" when
-// it is available.
+// The device providers, one row each; a new kind of device is its provider
+// (its own file or folder) plus its row in ProviderTable() (devices.cc):
+//   local       "local" (the agent as a child process speaking over a
+//               socketpair on its stdin/stdout, never a TCP port; store
+//               agent_store) and "local:NAME" (store agent_store-NAME)
+//   qemu-arm64  "qemu-arm64": the aarch64 agent under qemu-user (store
+//               agent_store-qemu-arm64); listed when it is available
+//   tcp         "tcp://HOST:PORT": an agent started elsewhere
+//   adb         "adb", "adb:SERIAL": a phone through the adb server (adb/)
+struct ProviderRow {
+  const char* name;
+  std::unique_ptr<DeviceProvider> (*make)(const ProviderOptions& options);
+};
+const std::vector<ProviderRow>& ProviderTable();
+
+// Every provider of ProviderTable() as one: Open() and KnownAbi() go to the
+// provider that serves the name; KnownDevices() and List() join theirs in
+// table order.
 std::unique_ptr<DeviceProvider> MakeDeviceProvider(const ProviderOptions& options);
 
 }  // namespace dfarm::harness

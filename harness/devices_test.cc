@@ -13,11 +13,13 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agent/testing/test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "harness/spec.h"
 
 namespace dfarm::harness {
 namespace {
@@ -159,6 +161,47 @@ TEST(TokenFileForTest, PerDeviceWinsAndOnlyTcpGetsTheGlobalOne) {
   }
   o.token_file.clear();
   EXPECT_EQ(TokenFileFor(o, "tcp://10.0.0.8:7000"), "");
+}
+
+}  // namespace
+}  // namespace dfarm::harness
+
+namespace dfarm::harness {
+namespace {
+
+// Each kind of device URI is served by exactly one row of the provider
+// table, and the providers as one list `local` first and open nothing they
+// do not serve.
+TEST(ProviderTableTest, EveryDeviceUriHasExactlyOneProvider) {
+  ProviderOptions options;
+  options.agent_path = "/nonexistent/dfarm-agent";
+  options.arm64_agent_path = "/nonexistent/dfarm-agent-arm64";
+  std::vector<std::pair<std::string, std::unique_ptr<DeviceProvider>>> providers;
+  for (const ProviderRow& row : ProviderTable())
+    providers.emplace_back(row.name, row.make(options));
+  std::set<std::string> names;
+  for (const auto& [name, p] : providers) names.insert(name);
+  EXPECT_EQ(names, (std::set<std::string>{"local", "qemu-arm64", "tcp", "adb"}));
+  for (const std::string uri : {"local", "local:b", "qemu-arm64", "tcp://127.0.0.1:7000",
+                                "tcp://[::1]:7000", "adb", "adb:0123456789ABCDEF"}) {
+    std::vector<std::string> serving;
+    for (const auto& [name, p] : providers) {
+      if (p->Serves(uri)) serving.push_back(name);
+    }
+    EXPECT_EQ(serving.size(), 1u) << uri << " is served by " << ::testing::PrintToString(serving);
+  }
+  for (const auto& [name, p] : providers) EXPECT_FALSE(p->Serves("nonsense://x")) << name;
+  auto all = MakeDeviceProvider(options);
+  std::vector<ListedDevice> listed = all->List();
+  ASSERT_FALSE(listed.empty());
+  EXPECT_EQ(listed.front().name, "local");
+  EXPECT_EQ(listed.front().state, "");  // ask its agent
+  EXPECT_EQ(all->KnownAbi("qemu-arm64"), kArm64Abi);
+  EXPECT_EQ(all->KnownAbi("local:b"), HostAbi());
+  EXPECT_EQ(all->KnownAbi("tcp://127.0.0.1:7000"), "");
+  auto bad = all->Open("nonsense://x");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.message(), HasSubstr("nonsense://x"));
 }
 
 }  // namespace

@@ -60,6 +60,23 @@ class AdbProvider final : public DeviceProvider {
   explicit AdbProvider(AdbProviderOptions options)
       : options_(std::move(options)), client_(options_.server, options_.connect_timeout) {}
 
+  bool Serves(const std::string& name) const override { return IsAdbDeviceName(name); }
+
+  // Every device the adb server lists (a running server only: one started
+  // just to list would outlive dfarm on its port), and USB phones it does
+  // not list, with their state and what to do; an online one is asked.
+  std::vector<ListedDevice> List() const override {
+    std::vector<ListedDevice> out;
+    if (!options_.config_error.empty()) return out;
+    auto listed = ListAdbDevices(options_.server, /*start_server=*/false);
+    if (!listed) return out;
+    for (AdbDeviceListing& e : *listed) {
+      out.push_back(
+          {std::move(e.name), e.state == "online" ? "" : e.state, std::move(e.description)});
+    }
+    return out;
+  }
+
   std::vector<std::string> KnownDevices() const override {
     AdbClient client(options_.server, options_.connect_timeout);
     std::vector<std::string> names;

@@ -1,6 +1,8 @@
 #include "harness/adb/usb_discovery.h"
 
+#ifdef DFARM_HAVE_LIBUSB
 #include <libusb.h>
+#endif
 
 #include <algorithm>
 #include <cstdio>
@@ -42,6 +44,7 @@ std::string Hex4(uint16_t v) {
   return b;
 }
 
+#ifdef DFARM_HAVE_LIBUSB
 struct ContextDeleter {
   void operator()(libusb_context* c) const { libusb_exit(c); }
 };
@@ -62,6 +65,7 @@ std::string ReadString(libusb_device_handle* h, uint8_t index) {
   if (n <= 0) return {};
   return std::string(reinterpret_cast<char*>(buf), static_cast<size_t>(n));
 }
+#endif  // DFARM_HAVE_LIBUSB
 
 }  // namespace
 
@@ -134,6 +138,10 @@ std::vector<UsbPhone> MatchUsbPhones(const std::vector<UsbDeviceInfo>& usb,
 
 Result<std::vector<UsbDeviceInfo>> EnumerateUsb() {
   std::vector<UsbDeviceInfo> out;
+#ifndef DFARM_HAVE_LIBUSB
+  // Built without libusb (libusb-1.0-0-dev): no USB to read, as in a container.
+  return out;
+#else
   libusb_context* raw_ctx = nullptr;
   int rc = libusb_init(&raw_ctx);
   // No usbfs (a container, a machine without USB): nothing to list.
@@ -185,6 +193,7 @@ Result<std::vector<UsbDeviceInfo>> EnumerateUsb() {
     out.push_back(std::move(d));
   }
   return out;
+#endif  // DFARM_HAVE_LIBUSB
 }
 
 }  // namespace dfarm::harness::adb

@@ -17,10 +17,6 @@
 #include "harness/devices.h"
 #include "harness/spec.h"
 #include "harness/terminal_text.h"
-#ifdef DFARM_HAVE_ADB
-#include "harness/adb/adb_client.h"
-#include "harness/adb/adb_provider.h"
-#endif
 
 namespace dfarm::cli {
 namespace {
@@ -53,8 +49,8 @@ struct Known {
   std::map<std::string, store::NodeRow> nodes;  // a farm's nodes, by name
 };
 
-// Device name -> (state, what to do), as adb (or USB) says.
-using AdbRows = std::map<std::string, std::pair<std::string, std::string>>;
+// Device name -> (state, what to do), as its provider says (adb, USB).
+using ListedStates = std::map<std::string, std::pair<std::string, std::string>>;
 
 void AddName(std::vector<std::string>& names, const std::string& name) {
   if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
@@ -88,13 +84,12 @@ Result<Known> ReadStore(const std::string& db) {
   return k;
 }
 
-// The devices to list, in order: --device as given, else the provider's
-// (`local`) and the store's. Returns the exit code (kExitOk, or after
-// ctx.Fail on a bad --device).
-int DeviceNames(const DevicesOptions& o, harness::DeviceProvider& provider, const Known& known,
-                std::vector<std::string>& names, Context& ctx) {
+// The devices to list, in order: --device as given, else those `names`
+// already holds (what the providers list: `local`, phones adb lists) and the
+// store's. Returns the exit code (kExitOk, or after ctx.Fail on a bad --device).
+int DeviceNames(const DevicesOptions& o, const Known& known, std::vector<std::string>& names,
+                Context& ctx) {
   if (o.devices.empty()) {
-    for (const std::string& d : provider.KnownDevices()) AddName(names, d);
     for (const auto& [name, row] : known.rows) {
       if (harness::CheckDeviceName(name).ok()) AddName(names, name);
     }
@@ -110,30 +105,22 @@ int DeviceNames(const DevicesOptions& o, harness::DeviceProvider& provider, cons
   return kExitOk;
 }
 
-// What the adb server (and USB) shows, by name: its state and what to do
-// about it. A running server only, never one started just to list (it would
-// outlive dfarm on 5037). With `add_to` set, the devices join that list.
-AdbRows ReadAdb(std::vector<std::string>* add_to) {
-  AdbRows rows;
-#ifdef DFARM_HAVE_ADB
-  if (auto server = harness::adb::ServerAddressFromEnv(); server) {
-    if (auto listed = harness::adb::ListAdbDevices(*server, /*start_server=*/false); listed) {
-      for (const harness::adb::AdbDeviceListing& e : *listed) {
-        rows[e.name] = {e.state, e.description};
-        if (add_to) AddName(*add_to, e.name);
-      }
-    }
+// What the providers list, by name: a state they know without asking the
+// agent (a phone adb cannot reach) and what to do about it. With `add_to`
+// set, the listed devices join that list.
+ListedStates ReadListed(const harness::DeviceProvider& provider, std::vector<std::string>* add_to) {
+  ListedStates states;
+  for (const harness::ListedDevice& d : provider.List()) {
+    if (!d.state.empty()) states[d.name] = {d.state, d.reason};
+    if (add_to) AddName(*add_to, d.name);
   }
-#else
-  (void)add_to;
-#endif
-  return rows;
+  return states;
 }
 
 // One device's entry of `devices --json`: its state (as adb says, busy in a
 // running sweep, or from a hello to its agent; quarantined as the store
 // says), the reason, and what its agent reports (or reported last).
-json DeviceEntry(const std::string& name, const Known& known, const AdbRows& adb,
+json DeviceEntry(const std::string& name, const Known& known, const ListedStates& listed,
                  harness::DeviceProvider& provider) {
   json entry = {{"name", name}};
   auto known_row = known.rows.find(name);
@@ -153,7 +140,7 @@ json DeviceEntry(const std::string& name, const Known& known, const AdbRows& adb
                : "lost (no heartbeat for " + std::to_string(node->second.heartbeat_age_s) + " s)");
     }
     if (!row->tags.empty()) entry["tags"] = row->tags;
-  } else if (auto it = adb.find(name); it != adb.end() && it->second.first != "online") {
+  } else if (auto it = listed.find(name); it != listed.end()) {
     state = it->second.first;  // unauthorized or offline, as adb (or USB) says
     why = it->second.second;   // what to do about it
   } else if (known.busy.count(name)) {
@@ -297,8 +284,8 @@ int Run(const DevicesOptions& o, Context& ctx) {
   if (!read) return ctx.Fail(read.error());
   const Known& known = *read;
   std::vector<std::string> names;
-  if (int code = DeviceNames(o, *provider, known, names, ctx); code != kExitOk) return code;
-  const AdbRows adb = ReadAdb(o.devices.empty() ? &names : nullptr);
+  const ListedStates listed = ReadListed(*provider, o.devices.empty() ? &names : nullptr);
+  if (int code = DeviceNames(o, known, names, ctx); code != kExitOk) return code;
 
   json list = json::array();
   size_t usable = 0;
@@ -318,7 +305,7 @@ int Run(const DevicesOptions& o, Context& ctx) {
     }
   }
   for (const std::string& name : names) {
-    json entry = DeviceEntry(name, known, adb, *provider);
+    json entry = DeviceEntry(name, known, listed, *provider);
     if (history_store) {
       auto events = history_store->ListDeviceEvents(name);
       if (!events) return ctx.Fail(events.error());
