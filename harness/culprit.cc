@@ -9,8 +9,9 @@
 #include "agent/protocol/features.h"
 #include "agent/runner/runner_json.h"
 #include "delegates/delegate_options.h"
-#include "harness/matrix.h"     // Sha256OfFile
-#include "harness/scheduler.h"  // CheckDeviceTakesPlugins
+#include "harness/job_features.h"
+#include "harness/matrix.h"  // Sha256OfFile
+#include "harness/scheduler.h"
 
 namespace dfarm::harness {
 namespace {
@@ -153,9 +154,9 @@ Result<Device> OpenDevice(const Target& t, const CulpritOptions& o, DeviceProvid
   };
   const std::vector<std::string>& features = client.device().features;
   const std::string plugin = t.delegate.PluginPath();
-  if (!plugin.empty()) {
-    if (auto r = CheckDeviceTakesPlugins(features, device); !r) return r.error();
-  }
+  SweepJob needs;  // what these runs ask of the agent: its plugin and runner
+  needs.plugin_sha256 = plugin.empty() ? "" : "plugin";
+  if (auto r = CheckDeviceTakesJob(features, device, needs, t.runner_path); !r) return r.error();
   std::string model_sha, plugin_sha;
   if (auto r = push("runner", t.runner_path, &d.base.runner_sha256); !r) return r.error();
   if (auto r = push("model", t.row.model_path, &model_sha); !r) return r.error();

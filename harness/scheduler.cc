@@ -26,21 +26,6 @@
 namespace dfarm::harness {
 namespace {
 
-std::string LastLine(std::string text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) {
-    text.pop_back();
-  }
-  size_t nl = text.rfind('\n');
-  return nl == std::string::npos ? text : text.substr(nl + 1);
-}
-
-std::string OneLine(std::string s) {
-  for (char& c : s) {
-    if (c == '\n' || c == '\r') c = ' ';
-  }
-  return s;
-}
-
 std::string Label(const SweepJob& job, const std::string& device) {
   return JobLabel(job.model.file, job.delegate.name,
                   job.delegate.options.empty() ? "" : job.delegate.ShownOptionsString(),
@@ -60,19 +45,19 @@ agent::JobSpec ToJobSpec(const SweepJob& job, const std::string& runner_sha256,
   agent::JobSpec spec;
   spec.runner_sha256 = runner_sha256;
   // "" is dfarm-runner's contract, which "tflite" speaks too: an agent
-  // without "runner_kinds" runs it the same (CheckDeviceTakesRunner refuses
+  // without "runner_kinds" runs it the same (CheckDeviceTakesJob refuses
   // the tool kinds there).
   if (job.runner_kind != agent::kRunnerKindDfarm &&
       agent::HasFeature(features, agent::kFeatureRunnerKinds)) {
     spec.runner_kind = job.runner_kind;
   }
-  // CheckDeviceTakesProfile refuses a profile job where the feature is missing.
+  // CheckDeviceTakesJob refuses a profile job where the feature is missing.
   spec.profile = job.benchmark.profile && agent::HasFeature(features, agent::kFeatureProfile);
-  // CheckDeviceTakesAffinity refuses a pinned job where the feature is missing.
+  // CheckDeviceTakesJob refuses a pinned job where the feature is missing.
   if (agent::HasFeature(features, agent::kFeatureCpuAffinity)) {
     spec.cpu_affinity = job.benchmark.cpu_affinity;
   }
-  // CheckDeviceTakesSustained refuses a sustained job where it is missing.
+  // CheckDeviceTakesJob refuses a sustained job where it is missing.
   if (agent::HasFeature(features, agent::kFeatureSustained)) {
     spec.sustained_ms = SustainedMs(job.benchmark);
   }
@@ -94,43 +79,6 @@ agent::JobSpec ToJobSpec(const SweepJob& job, const std::string& runner_sha256,
   }
   return spec;
 }
-
-std::optional<double> MeanBatteryPowerW(const std::vector<const agent::DeviceState*>& states) {
-  double sum = 0;
-  int n = 0;
-  for (const agent::DeviceState* s : states) {
-    if (!s->battery_current_ua || !s->battery_voltage_uv) continue;
-    sum += std::fabs(static_cast<double>(*s->battery_current_ua)) * 1e-6 *
-           static_cast<double>(*s->battery_voltage_uv) * 1e-6;
-    ++n;
-  }
-  if (n == 0) return std::nullopt;
-  return sum / n;
-}
-
-// The hottest thermal zone's temperature; unset without one.
-std::optional<double> HottestC(const agent::DeviceState& state) {
-  std::optional<double> hottest;
-  for (const agent::ThermalZoneState& z : state.thermal_zones) {
-    if (z.temp_c && (!hottest || *z.temp_c > *hottest)) hottest = z.temp_c;
-  }
-  return hottest;
-}
-
-// One device state as the store's telemetry row of `phase`.
-store::TelemetryRow TelemetryOf(const std::string& phase, const agent::DeviceState& state) {
-  store::TelemetryRow t;
-  t.phase = phase;
-  t.unix_ms = state.unix_ms;
-  t.hottest_temp_c = HottestC(state);
-  t.load_avg_1m = state.load_avg_1m;
-  t.battery_temp_c = state.battery_temp_c;
-  if (state.battery_level_pct) t.battery_level_pct = *state.battery_level_pct;
-  return t;
-}
-
-// ClassifyJobResult for a job that asked its runner for `job` (defined below it).
-store::JobOutcome ClassifyJobResultFor(const agent::JobResult& r, const RunnerExpectation& job);
 
 struct Worker {
   explicit Worker(std::string d) : device(std::move(d)) {}
@@ -512,16 +460,7 @@ class Scheduler {
       if (!reached->empty()) return NotStarted(w, store, job, *reached);
     }
     const std::vector<std::string>& features = c.session->client().device().features;
-    Result<void> takes =
-        CheckDeviceTakesRunner(features, w.device, job.runner_kind, RunnerFor(job));
-    if (takes && job.benchmark.profile) takes = CheckDeviceTakesProfile(features, w.device);
-    if (takes && !job.benchmark.cpu_affinity.empty()) {
-      takes = CheckDeviceTakesAffinity(features, w.device);
-    }
-    if (takes && job.benchmark.sustained_s > 0) {
-      takes = CheckDeviceTakesSustained(features, w.device);
-    }
-    if (!takes) {
+    if (Result<void> takes = CheckDeviceTakesJob(features, w.device, job, RunnerFor(job)); !takes) {
       store::JobOutcome o;
       o.status = store::kJobInfra;
       o.error = takes.message();
@@ -543,14 +482,6 @@ class Scheduler {
     if (!model) return model.error();
     if (!model->empty()) return NotStarted(w, store, job, *model);
     if (!job.plugin_sha256.empty()) {
-      if (auto r = CheckDeviceTakesPlugins(c.session->client().device().features, w.device); !r) {
-        // Retrying cannot help, and the device still serves other jobs.
-        store::JobOutcome o;
-        o.status = store::kJobInfra;
-        o.error = r.message();
-        if (auto rec = Record(w, store, job, o); !rec) return rec.error();
-        return AttemptEnd{};
-      }
       const std::string plugin = job.delegate.PluginPath();
       auto pushed =
           PushOnce(w, store, c, "plugin", "delegate plugin", plugin, plugin, job.plugin_sha256);
@@ -869,369 +800,6 @@ class Scheduler {
 };
 
 }  // namespace
-
-Result<void> CheckDeviceTakesRunner(const std::vector<std::string>& features,
-                                    const std::string& device, const std::string& kind,
-                                    const std::string& runner_path) {
-  auto refuse = [&](std::string_view feature, const std::string& what) {
-    return MakeError("device '" + device + "': its dfarm-agent does not speak feature '" +
-                     std::string(feature) + "', so it cannot run " + what +
-                     " (update dfarm-agent there)");
-  };
-  if (!agent::SpeaksRunnerContract(kind) &&
-      !agent::HasFeature(features, agent::kFeatureRunnerKinds)) {
-    return refuse(agent::kFeatureRunnerKinds, "runners of kind '" + kind + "'");
-  }
-  if (!agent::HasFeature(features, agent::kFeatureBundles) && agent::IsBundleFile(runner_path)) {
-    return refuse(agent::kFeatureBundles, "the runner bundle '" + runner_path + "'");
-  }
-  return Ok();
-}
-
-Result<void> CheckDeviceTakesPlugins(const std::vector<std::string>& features,
-                                     const std::string& device) {
-  if (agent::HasFeature(features, agent::kFeaturePlugin)) {
-    return Ok();
-  }
-  return MakeError("device '" + device + "': its dfarm-agent does not speak feature '" +
-                   std::string(agent::kFeaturePlugin) +
-                   "', so it cannot load external delegate plugins (update dfarm-agent there)");
-}
-
-namespace {
-
-// Fails, naming the device, the feature and the spec key that needs it, when
-// the agent's features lack `feature`.
-Result<void> RequireSpecFeature(const std::vector<std::string>& features, const std::string& device,
-                                std::string_view feature, const std::string& cannot,
-                                const std::string& spec_key) {
-  if (agent::HasFeature(features, feature)) return Ok();
-  return MakeError("device '" + device + "': its dfarm-agent does not speak feature '" +
-                   std::string(feature) + "', so it cannot " + cannot + " (spec " + spec_key +
-                   "): update dfarm-agent there, or leave out " + spec_key);
-}
-
-}  // namespace
-
-Result<void> CheckDeviceTakesProfile(const std::vector<std::string>& features,
-                                     const std::string& device) {
-  return RequireSpecFeature(features, device, agent::kFeatureProfile, "profile jobs",
-                            "benchmark.profile");
-}
-
-Result<void> CheckDeviceTakesAffinity(const std::vector<std::string>& features,
-                                      const std::string& device) {
-  return RequireSpecFeature(features, device, agent::kFeatureCpuAffinity, "pin runners to CPUs",
-                            "benchmark.cpu_affinity");
-}
-
-Result<void> CheckDeviceTakesSustained(const std::vector<std::string>& features,
-                                       const std::string& device) {
-  return RequireSpecFeature(features, device, agent::kFeatureSustained,
-                            "run jobs in sustained mode", "benchmark.sustained_s");
-}
-
-store::JobOutcome ClassifyJobResult(const agent::JobResult& r) {
-  return ClassifyJobResultFor(r, RunnerExpectation{});
-}
-
-std::string NameModelFile(std::string text, const std::string& sha256, const std::string& file) {
-  if (sha256.empty() || file.empty()) return text;
-  for (size_t at = text.find(sha256); at != std::string::npos; at = text.find(sha256, at)) {
-    size_t start = at;
-    if (at > 0 && text[at - 1] == '/') {  // a path ending in the hash: the whole path
-      const size_t before = text.find_last_of(" '\"(", at);
-      start = before == std::string::npos ? 0 : before + 1;
-    }
-    text.replace(start, at + sha256.size() - start, file);
-    at = start + file.size();
-  }
-  return text;
-}
-
-store::JobOutcome ClassifyJobResult(const agent::JobResult& r, const SweepJob& job) {
-  RunnerExpectation expect;
-  expect.kind = job.runner_kind;
-  expect.num_runs = job.benchmark.num_runs;
-  expect.sustained = job.benchmark.sustained_s > 0;
-  expect.model_file = job.model.file;
-  expect.model_sha256 = job.model_sha256;
-  store::JobOutcome o = ClassifyJobResultFor(r, expect);
-  o.error = NameModelFile(std::move(o.error), job.model_sha256, job.model.file);
-  return o;
-}
-
-namespace {
-
-// What a job's runner printed, read by its kind: a tool's log
-// (ToolRunnerOutput), else the runner document.
-Result<RunnerOutput> ReadRunnerOutput(const agent::JobResult& r, std::string_view kind) {
-  if (agent::SpeaksRunnerContract(kind)) return ParseRunnerJson(r.runner_json);
-  return ToolRunnerOutput(kind, r.runner_json);
-}
-
-store::JobOutcome ClassifyJobResultFor(const agent::JobResult& r, const RunnerExpectation& job) {
-  const std::string_view kind = job.kind;
-  store::JobOutcome o;
-  o.status = r.status;
-  o.error = OneLine(r.error);
-  o.exit_code = r.exit_code;
-  o.signal = r.signal;
-  o.wall_ms = r.wall_ms;
-  o.runner_json = r.runner_json;
-  o.stderr_tail = r.stderr_tail;
-  if (r.state_before) o.state_before_json = DeviceStateToJson(*r.state_before);
-  if (r.state_after) o.state_after_json = DeviceStateToJson(*r.state_after);
-  for (const auto& [phase, state] :
-       {std::pair{"before", &r.state_before}, std::pair{"after", &r.state_after}}) {
-    if (*state) o.telemetry.push_back(TelemetryOf(phase, **state));
-  }
-  for (size_t i = 0; i < r.state_during.size(); ++i) {
-    o.telemetry.push_back(TelemetryOf(DuringPhase(i), r.state_during[i]));
-  }
-  o.started_hot = r.started_hot;
-  o.throttled = r.throttled;
-  o.hot_threshold_c = r.hot_threshold_c;
-  o.state_note = OneLine(r.state_note);
-  auto parsed = ReadRunnerOutput(r, kind);
-  if (parsed && !agent::SpeaksRunnerContract(kind) && parsed->status != store::kJobOk &&
-      (o.status == store::kJobOk ||
-       (o.status == JobStatusName(JobStatus::kCrashed) && r.signal == 0))) {
-    // A tool exits 1 for every failure (the agent says crashed, or ok when it
-    // exited 0 anyway); its failure line says what failed (BenchmarkLogStatus).
-    o.status = parsed->status;
-    o.error = OneLine(parsed->error);
-  }
-  if (parsed) {
-    o.metrics = parsed->metrics;
-    if (o.metrics) o.energy_mj = EnergyPerInferenceMj(r, o.metrics->mean_us);
-    o.samples_us = parsed->samples_us;
-    o.placement = parsed->placement;
-    if (o.error.empty()) o.error = OneLine(parsed->error);
-    o.accuracy = parsed->accuracy;
-    o.runner_version = parsed->runtime_version;
-    o.profile = parsed->profile;
-    o.sustained = parsed->sustained;
-    // A runner is a program the user brings: its "ok" must be possible, and
-    // no figure of an impossible one is kept.
-    if (o.status == store::kJobOk) {
-      if (std::string why = ImplausibleReport(*parsed, job); !why.empty()) {
-        o.status = JobStatusName(JobStatus::kCrashed);
-        o.error = "runner reported ok, but its report is implausible: " + OneLine(why);
-        o.metrics.reset();
-        o.energy_mj.reset();
-        o.samples_us.clear();
-        o.accuracy.reset();
-        o.profile.reset();
-        o.sustained.reset();
-      }
-    }
-  }
-  // The agent classifies the job (Supervisor::ClassifyExit); what follows
-  // validates what arrived over the wire.
-  if (!store::IsFinalJobStatus(o.status)) {
-    o.error = "agent reported unknown job status '" + o.status + "'" +
-              (o.error.empty() ? "" : ": " + o.error);
-    o.status = "infra";
-  } else if (o.status == store::kJobOk && !o.metrics) {
-    // A guard for agents built before the agent refused an unmeasured "ok"
-    // itself (same check, same messages): a current agent never sends one,
-    // and an "ok" the store keeps must have metrics for every report.
-    o.status = "crashed";
-    o.error = parsed ? "runner reported ok without metrics"
-              : agent::SpeaksRunnerContract(kind)
-                  ? "runner reported ok but its JSON is unreadable: " + parsed.message()
-                  : "runner of kind '" + std::string(kind) +
-                        "' exited 0 but its log is unreadable: " + parsed.message();
-  }
-  // A failure without an error line still names something.
-  if (o.status != store::kJobOk && o.error.empty()) {
-    o.error = OneLine(LastLine(r.stderr_tail));
-    if (o.error.empty()) {
-      o.error = r.signal ? "runner killed by signal " + std::to_string(r.signal)
-                         : "runner exited with code " + std::to_string(r.exit_code);
-    }
-  }
-  return o;
-}
-
-}  // namespace
-
-std::string DeviceStateToJson(const agent::DeviceState& state) {
-  using nlohmann::json;
-  auto put = [](json& obj, const char* key, const auto& value) {
-    if (value) obj[key] = *value;
-  };
-  json doc = json::object();
-  doc["unix_ms"] = state.unix_ms;
-  doc["cpus"] = json::array();
-  for (const agent::CpuState& c : state.cpus) {
-    json cpu = {{"cpu", c.cpu}};
-    put(cpu, "online", c.online);
-    put(cpu, "cur_freq_khz", c.cur_freq_khz);
-    put(cpu, "max_freq_khz", c.max_freq_khz);
-    put(cpu, "hw_max_freq_khz", c.hw_max_freq_khz);
-    if (!c.governor.empty()) cpu["governor"] = c.governor;
-    doc["cpus"].push_back(std::move(cpu));
-  }
-  doc["thermal_zones"] = json::array();
-  for (const agent::ThermalZoneState& z : state.thermal_zones) {
-    json zone = {{"zone", z.zone}, {"type", z.type}};
-    put(zone, "temp_c", z.temp_c);
-    doc["thermal_zones"].push_back(std::move(zone));
-  }
-  put(doc, "load_avg_1m", state.load_avg_1m);
-  put(doc, "load_avg_5m", state.load_avg_5m);
-  put(doc, "load_avg_15m", state.load_avg_15m);
-  put(doc, "battery_level_pct", state.battery_level_pct);
-  put(doc, "battery_temp_c", state.battery_temp_c);
-  put(doc, "battery_current_ua", state.battery_current_ua);
-  put(doc, "cpu_busy_pct", state.cpu_busy_pct);
-  put(doc, "battery_voltage_uv", state.battery_voltage_uv);
-  // Invalid UTF-8 in a zone type is replaced rather than thrown on.
-  return doc.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-namespace {
-
-// One rule of the cooldown: a reading the device gives and its limit.
-struct CooldownRule {
-  const char* name;   // "temperature", "load"
-  bool load = false;  // the load rule (whose failure makes the job noisy)
-  double limit = 0;
-  std::function<Result<std::optional<double>>()> read;
-  const char* absent;  // why there is no reading when the device gives none
-  bool active = true;  // false once skipped
-  std::optional<double> last;
-
-  // "90.0 C > 50.0 C" / "CPUs 87% busy > 50%".
-  std::string Excess() const {
-    char text[96];
-    if (load) {
-      std::snprintf(text, sizeof text, "CPUs %.0f%% busy > %.0f%%", *last, limit);
-    } else {
-      std::snprintf(text, sizeof text, "device still at %.1f C > %.1f C", *last, limit);
-    }
-    return text;
-  }
-};
-
-void AddNote(std::string* note, const std::string& line) {
-  *note += (note->empty() ? "" : "; ") + line;
-}
-
-// Reads each active rule once; false when one is over its limit. A rule the
-// device cannot answer is skipped from then on, with a note.
-bool RulesPass(std::vector<CooldownRule>& rules, CooldownOutcome* out) {
-  bool pass = true;
-  for (CooldownRule& r : rules) {
-    if (!r.active) continue;
-    auto v = r.read ? r.read() : Result<std::optional<double>>(std::optional<double>());
-    if (!v || !*v) {
-      AddNote(&out->note, std::string("cooldown ") + r.name +
-                              " rule skipped: " + (v ? r.absent : v.message().c_str()));
-      r.active = false;
-      continue;
-    }
-    out->checked = true;
-    r.last = **v;
-    pass = pass && **v <= r.limit;
-  }
-  return pass;
-}
-
-}  // namespace
-
-std::optional<double> EnergyPerInferenceMj(const agent::JobResult& r, double mean_us) {
-  std::vector<const agent::DeviceState*> states;
-  for (const agent::DeviceState& s : r.state_during) states.push_back(&s);
-  auto power = MeanBatteryPowerW(states);
-  if (!power) {
-    states.clear();
-    for (const auto* s : {&r.state_before, &r.state_after}) {
-      if (*s) states.push_back(&**s);
-    }
-    power = MeanBatteryPowerW(states);
-  }
-  if (!power || !(mean_us > 0)) return std::nullopt;
-  return *power * mean_us * 1e-3;  // W x us = uJ; / 1000: mJ
-}
-
-CooldownOutcome WaitForCooldown(const CooldownSpec& spec, const CooldownSource& source) {
-  CooldownOutcome out;
-  const auto start = source.now();
-  auto cancelled = [&] { return source.cancelled && source.cancelled(); };
-  if (spec.pause_ms > 0) source.sleep(std::chrono::milliseconds(spec.pause_ms));
-  std::vector<CooldownRule> rules;
-  if (spec.max_temp_c > 0) {
-    rules.push_back({"temperature", false, spec.max_temp_c, source.hottest_c,
-                     "the device exposes no thermal zone"});
-  }
-  if (spec.max_cpu_busy_pct > 0) {
-    rules.push_back({"load", true, spec.max_cpu_busy_pct, source.busy_pct,
-                     "the agent reports no CPU busy share (update dfarm-agent)"});
-  }
-  const auto limit = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-      std::chrono::seconds(spec.max_wait_s));
-  const auto wait_start = source.now();
-  while (!rules.empty() && !cancelled() && !RulesPass(rules, &out)) {
-    const auto waited = source.now() - wait_start;
-    if (waited >= limit) {
-      out.gave_up = true;
-      std::string excess;
-      for (const CooldownRule& r : rules) {
-        if (!r.active || !r.last || *r.last <= r.limit) continue;
-        excess += (excess.empty() ? "" : " and ") + r.Excess();
-        out.noisy = out.noisy || r.load;
-      }
-      AddNote(&out.note, (out.noisy ? "noisy: " : "") + excess + " after waiting " +
-                             std::to_string(spec.max_wait_s) + " s to cool down; ran anyway");
-      break;
-    }
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(limit - waited);
-    source.sleep(std::min(kCooldownPoll, std::max(left, std::chrono::milliseconds(1))));
-  }
-  for (const CooldownRule& r : rules) {
-    (r.load ? out.last_busy_pct : out.last_temp_c) = r.last;
-  }
-  out.waited_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(source.now() - start).count();
-  return out;
-}
-
-CooldownSource AgentCooldownSource(agent::AgentClient& client, const std::atomic<bool>* cancel) {
-  CooldownSource source;
-  source.now = [] { return std::chrono::steady_clock::now(); };
-  source.sleep = [cancel](std::chrono::milliseconds d) {
-    auto end = std::chrono::steady_clock::now() + d;
-    while (std::chrono::steady_clock::now() < end && !(cancel && cancel->load())) {
-      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
-          std::chrono::milliseconds(50), end - std::chrono::steady_clock::now()));
-    }
-  };
-  // One DeviceStateRequest per poll (the agent reads the busy share over
-  // 100 ms): WaitForCooldown asks for the temperature first, and the load
-  // rule takes the state that reading fetched; alone, it asks itself.
-  auto fetched = std::make_shared<std::optional<agent::DeviceState>>();
-  source.hottest_c = [&client, fetched]() -> Result<std::optional<double>> {
-    auto state = client.QueryDeviceState();
-    if (!state) return state.error();
-    *fetched = *state;
-    return HottestC(*state);
-  };
-  source.busy_pct = [&client, fetched]() -> Result<std::optional<double>> {
-    std::optional<agent::DeviceState> state;
-    state.swap(*fetched);
-    if (!state) {
-      auto asked = client.QueryDeviceState();
-      if (!asked) return asked.error();
-      state = std::move(*asked);
-    }
-    return state->cpu_busy_pct;
-  };
-  source.cancelled = [cancel] { return cancel && cancel->load(); };
-  return source;
-}
 
 Result<SchedulerStats> RunJobs(const SchedulerContext& ctx, const std::vector<std::string>& devices,
                                std::vector<SweepJob> jobs) {

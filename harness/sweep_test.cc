@@ -873,8 +873,10 @@ TEST_F(SweepTest, PluginJobOnAnAgentWithoutThePluginFeatureIsInfra) {
   EXPECT_THAT((*jobs)[0].error, ::testing::Not(HasSubstr("attempts")));  // not retried
   EXPECT_EQ((*jobs)[1].status, "ok");
 
-  EXPECT_TRUE(CheckDeviceTakesPlugins({"run_job", "plugin"}, "d").ok());
-  EXPECT_EQ(CheckDeviceTakesPlugins({"run_job"}, "tcp://127.0.0.1:9").message(),
+  SweepJob with_plugin;
+  with_plugin.plugin_sha256 = std::string(64, 'p');
+  EXPECT_TRUE(CheckDeviceTakesJob({"run_job", "plugin"}, "d", with_plugin, "").ok());
+  EXPECT_EQ(CheckDeviceTakesJob({"run_job"}, "tcp://127.0.0.1:9", with_plugin, "").message(),
             "device 'tcp://127.0.0.1:9': its dfarm-agent does not speak feature 'plugin', so it "
             "cannot load external delegate plugins (update dfarm-agent there)");
 }
@@ -964,16 +966,21 @@ TEST_F(SweepTest, RunnerKindsAndBundlesNeedTheirFeatures) {
   const std::string exe = dir_.Write("prog", "#!/bin/sh\n");
   ASSERT_TRUE(agent::PackBundleFile({"bin/prog", "", "lib"}, {{"bin/prog", 0755, exe}}, bundle));
   const std::vector<std::string> old_agent = {"run_job", "plugin"};
-  EXPECT_TRUE(CheckDeviceTakesRunner(old_agent, "d", "dfarm", exe).ok());
-  EXPECT_TRUE(CheckDeviceTakesRunner(old_agent, "d", "tflite", exe).ok());  // our contract
-  EXPECT_EQ(CheckDeviceTakesRunner(old_agent, "adb:X", "benchmark_model", exe).message(),
+  auto of_kind = [](const std::string& kind) {
+    SweepJob job;
+    job.runner_kind = kind;
+    return job;
+  };
+  EXPECT_TRUE(CheckDeviceTakesJob(old_agent, "d", of_kind("dfarm"), exe).ok());
+  EXPECT_TRUE(CheckDeviceTakesJob(old_agent, "d", of_kind("tflite"), exe).ok());  // our contract
+  EXPECT_EQ(CheckDeviceTakesJob(old_agent, "adb:X", of_kind("benchmark_model"), exe).message(),
             "device 'adb:X': its dfarm-agent does not speak feature 'runner_kinds', so it cannot "
             "run runners of kind 'benchmark_model' (update dfarm-agent there)");
-  EXPECT_THAT(CheckDeviceTakesRunner(old_agent, "d", "dfarm", bundle).message(),
+  EXPECT_THAT(CheckDeviceTakesJob(old_agent, "d", of_kind("dfarm"), bundle).message(),
               HasSubstr("does not speak feature 'bundles', so it cannot run the runner bundle"));
-  EXPECT_TRUE(
-      CheckDeviceTakesRunner({"run_job", "runner_kinds", "bundles"}, "d", "inference_diff", bundle)
-          .ok());
+  EXPECT_TRUE(CheckDeviceTakesJob({"run_job", "runner_kinds", "bundles"}, "d",
+                                  of_kind("inference_diff"), bundle)
+                  .ok());
 }
 
 // A model's input sets are packed, pushed once per device and named in the
