@@ -14,6 +14,7 @@
 #include <fstream>
 #include <memory>
 #include <ostream>
+#include <random>
 #include <string_view>
 
 #include "agent/base/sha256.h"
@@ -37,6 +38,20 @@ using Clock = std::chrono::steady_clock;
 double MicrosSince(Clock::time_point start) {
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
 }
+
+#ifdef DFARM_TEST_COUNTED_CLOCK
+// Test only (dfarm-runner-counted, dfarm-runner-slow: agent/runner/CMakeLists.txt):
+// a timed invocation lasts its Invoke() calls x 1000 us, each within a random
+// +-1%, not the clock's time: latency verdicts in tests that do not depend on
+// how busy the machine is.
+uint64_t counted_invokes = 0;
+
+double CountedMicros(uint64_t invokes) {
+  static std::mt19937_64 rng{std::random_device{}()};
+  std::uniform_real_distribution<double> jitter(0.99, 1.01);
+  return static_cast<double>(invokes) * 1000.0 * jitter(rng);
+}
+#endif
 
 // Runtime faults: the model or its data (model_error), a feature we lack
 // (unsupported), a broken precondition (internal_error).
@@ -368,16 +383,18 @@ bool Measure(const RunnerOptions& options, const Job& job, RunOutcome* outcome) 
   return MeasureInvokes(
       options,
       [&] {
-#ifdef DFARM_TEST_SLOWDOWN
-        const Clock::time_point start = Clock::now();
-#endif
         runtime::Status s = job.interpreter->Invoke();
+#ifdef DFARM_TEST_COUNTED_CLOCK
+        ++counted_invokes;
+#endif
 #ifdef DFARM_TEST_SLOWDOWN
-        // Test only: dfarm-runner-slow (agent/runner/CMakeLists.txt) busy-waits a fixed
-        // fraction of each invocation's time, a known latency regression for
-        // tests/e2e/gate_e2e_test.cc.
-        const double spin_until_us = MicrosSince(start) * (1.0 + (DFARM_TEST_SLOWDOWN));
-        while (MicrosSince(start) < spin_until_us) {
+        // Test only: dfarm-runner-slow (agent/runner/CMakeLists.txt) invokes the
+        // model DFARM_TEST_SLOWDOWN more times inside each timed invocation:
+        // a known latency regression in counted work, however busy the machine,
+        // for tests/e2e/gate_e2e_test.cc.
+        for (int extra = 0; s.ok() && extra < (DFARM_TEST_SLOWDOWN); ++extra) {
+          s = job.interpreter->Invoke();
+          ++counted_invokes;
         }
 #endif
         return s.ok() || Failed(outcome, job.Classify(s), s.message());
@@ -615,8 +632,15 @@ bool MeasureInvokes(const RunnerOptions& options, const std::function<bool()>& i
                     RunOutcome* outcome) {
   auto timed = [&](double* us_out) {
     const Clock::time_point start = Clock::now();
+#ifdef DFARM_TEST_COUNTED_CLOCK
+    const uint64_t before = counted_invokes;
+    const bool ok = invoke();
+    *us_out = CountedMicros(counted_invokes - before);
+    (void)start;
+#else
     const bool ok = invoke();
     *us_out = MicrosSince(start);
+#endif
     return ok;
   };
   if (!timed(&outcome->metrics.first_us)) return false;

@@ -1,10 +1,12 @@
 // The release gate on real runs: real `dfarm sweep`s on the local
-// device with `benchmark.repeats` 5, then `dfarm gate` as CI calls it.
+// device with `benchmark.repeats` 5, then `dfarm gate` as CI calls it. The
+// runner is dfarm-runner-counted, whose latency is counted work (1000 us per
+// Invoke(), +-1%), so no verdict depends on how busy the machine is.
 // - the same sweep twice passes (no cell regressed);
 // - xnnpack fp16 against an fp32 baseline fails on accuracy, naming the output;
 // - a plugin that perturbs one op (delegates/external/testing/perturb_plugin.c)
 //   fails on accuracy, naming the output;
-// - a slowed runner build (dfarm-runner-slow, 3x slower) under the same
+// - a slowed runner build (dfarm-runner-slow, 3x the work) under the same
 //   runner name is `regressed` on latency;
 // - the JUnit file is read back by python3-junitparser;
 // - docs/examples/ci-gate.sh, the README's CI snippet, works as written.
@@ -55,7 +57,8 @@ class GateE2eTest : public ::testing::Test {
   void SetUp() override {
     model_ = fs::path(DFARM_MODELS_DIR) / kModel;
     bin_ = fs::path(DFARM_BINARY_DIR) / "bin";
-    for (const char* exe : {"dfarm", "dfarm-agent", "dfarm-runner", "dfarm-runner-slow"}) {
+    for (const char* exe :
+         {"dfarm", "dfarm-agent", "dfarm-runner", "dfarm-runner-counted", "dfarm-runner-slow"}) {
       ASSERT_TRUE(fs::exists(bin_ / exe)) << (bin_ / exe) << " is not built";
     }
     if (!fs::exists(model_)) GTEST_SKIP() << model_ << " is absent (run scripts/setup.sh)";
@@ -80,13 +83,19 @@ class GateE2eTest : public ::testing::Test {
   }
 
   // A spec over the model on `local`, five trials per cell.
+  // Runner "main" is dfarm-runner-counted (dfarm-runner whose latency is
+  // counted work, agent/runner/CMakeLists.txt): latency verdicts that do not
+  // depend on how busy the machine is.
   json Spec(const json& delegates, int num_runs = 15) const {
-    return {{"name", "gate-e2e"},
-            {"models", {model_.string()}},
-            {"delegates", delegates},
-            {"devices", {"local"}},
-            {"benchmark",
-             {{"warmup_runs", 1}, {"num_runs", num_runs}, {"repeats", 5}, {"timeout_s", 120}}}};
+    return {
+        {"name", "gate-e2e"},
+        {"models", {model_.string()}},
+        {"delegates", delegates},
+        {"devices", {"local"}},
+        {"runners",
+         {{{"name", "main"}, {"builds", {{"x86_64", (bin_ / "dfarm-runner-counted").string()}}}}}},
+        {"benchmark",
+         {{"warmup_runs", 1}, {"num_runs", num_runs}, {"repeats", 5}, {"timeout_s", 120}}}};
   }
 
   // Sweeps `spec`; returns the run id, 0 (with a test failure) when the sweep did not end ok.
@@ -129,7 +138,7 @@ class GateE2eTest : public ::testing::Test {
   // A one-cell spec whose runner "main" is the build `runner` in bin/.
   json RunnerSpec(const std::string& runner) const {
     json s = Spec({{{"name", "cpu"}}}, 30);
-    s["runners"] = {{{"name", "main"}, {"builds", {{"x86_64", (bin_ / runner).string()}}}}};
+    s["runners"][0]["builds"]["x86_64"] = (bin_ / runner).string();
     return s;
   }
 
@@ -165,10 +174,8 @@ class GateE2eTest : public ::testing::Test {
   std::string db_;
 };
 
-// The same sweep twice: noise alone must not fail the gate. A shared 2-core CI
-// machine can slow down as a whole between two sweeps (both cells ~9% slower,
-// tight intervals: a neighbour, not noise the trials can see), which the gate
-// rightly reports. So up to three candidate sweeps: one must pass cleanly. A gate
+// The same sweep twice: noise alone (the counted runner's +-1%) must not fail
+// the gate. Up to three candidate sweeps, one of which must pass cleanly: a gate
 // that flags identical sweeps every time still fails this test.
 TEST_F(GateE2eTest, SameSweepTwicePasses) {
   json spec = Spec({{{"name", "cpu"}}, {{"name", "xnnpack"}}});
@@ -261,13 +268,13 @@ TEST_F(GateE2eTest, PerturbingPluginFailsNamingTheOutput) {
   EXPECT_TRUE(names_output) << cell->dump(2);
 }
 
-// Runner "main" is dfarm-runner in the baseline and dfarm-runner-slow (3x
-// as slow per invocation) in the candidate: one cell (matched by runner name,
+// Runner "main" is dfarm-runner-counted in the baseline and dfarm-runner-slow
+// (3x the counted work per invocation) in the candidate: one cell (matched by runner name,
 // though the builds' sha256 differ), latency regressed. On a loaded machine
 // the gate may first say `unknown` (never pass); then `--rerun-unknown` adds
 // candidate trials, as CI would, and the verdict must be `regressed`.
 TEST_F(GateE2eTest, SlowedRunnerIsRegressedOnLatency) {
-  int64_t baseline = Sweep(RunnerSpec("dfarm-runner"), "fast");
+  int64_t baseline = Sweep(RunnerSpec("dfarm-runner-counted"), "fast");
   int64_t candidate = Sweep(RunnerSpec("dfarm-runner-slow"), "slow");
   ASSERT_GT(baseline, 0);
   ASSERT_GT(candidate, 0);
@@ -299,7 +306,7 @@ TEST_F(GateE2eTest, SlowedRunnerIsRegressedOnLatency) {
   for (int pair = 2; pair <= 3 && LatencyVerdict(doc["cells"][0]) == "unknown"; ++pair) {
     const std::string n = std::to_string(pair);
     history.append("before pair ").append(n).append(": ").append(doc["cells"][0].dump(2));
-    baseline = Sweep(RunnerSpec("dfarm-runner"), std::string("fast-").append(n));
+    baseline = Sweep(RunnerSpec("dfarm-runner-counted"), std::string("fast-").append(n));
     candidate = Sweep(RunnerSpec("dfarm-runner-slow"), std::string("slow-").append(n));
     ASSERT_GT(baseline, 0);
     ASSERT_GT(candidate, 0);
@@ -391,11 +398,9 @@ TEST_F(GateE2eTest, CiExampleScriptWorksAsWritten) {
   ASSERT_EQ(first.code, 0) << first.err;
   Outcome tag = Shell(env + "dfarm tag last release");
   ASSERT_EQ(tag.code, 0) << tag.err;
-  // Every commit: the script, as written. The same build as the baseline must pass; as in
-  // SameSweepTwicePasses, a shared CI machine (here also running sanitized builds beside
-  // it) can slow down as a whole for one sweep, which the gate rightly reports as a
-  // regression. So up to three runs of the script (each a retried CI job, the tag moving
-  // to its new run): one must pass. A gate that fails identical builds every time fails.
+  // Every commit: the script, as written. The same build as the baseline must pass
+  // (up to three runs of the script, each a retried CI job, the tag moving to its new
+  // run); a gate that fails identical builds every time fails.
   auto same_build_passes = [&](const std::string& sha) {
     std::string attempts;
     for (int attempt = 1; attempt <= 3; ++attempt) {
