@@ -422,8 +422,9 @@ TEST_F(ViewsTest, MatrixOfAThousandJobs) {
   std::printf("matrix_load_paint_ms %lld (1000 jobs, %d rows x %d devices)\n",
               static_cast<long long>(ms), view.model()->rowCount(),
               view.model()->columnCount() - 2);
+  // How fast is build/bin/dfarm_dashboard_benchmark's to say (matrix_paint_ms):
+  // a test's verdict must not depend on how busy the machine is.
   EXPECT_EQ(view.model()->rowCount(), 50);
-  EXPECT_LT(ms, 5000);
 }
 
 // Renders each view on the database DFARM_VIEWS_DB into PNGs under
