@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -497,7 +498,16 @@ namespace {
 // envp null: the agent's environment.
 [[noreturn]] void ExecRunner(pid_t agent, const char* path, char* const* argv, char* const* envp,
                              int dev_null, int out_w, int err_w, int exec_w, const cpu_set_t* cpus,
-                             const char* work_dir) {
+                             const char* work_dir, int go_r, int go_w) {
+  // Nothing runs before the agent has recorded this runner (RunnerRecords): it
+  // sends one byte once the record is written; EOF means it died first.
+  ::close(go_w);
+  char go = 0;
+  ssize_t got;
+  do {
+    got = ::read(go_r, &go, 1);
+  } while (got < 0 && errno == EINTR);
+  if (got != 1) ::_exit(127);
   ::setsid();  // own process group: a timeout kills the runner and its children
   if ((cpus != nullptr && ::sched_setaffinity(0, sizeof(cpu_set_t), cpus) != 0) ||
       ::chdir(work_dir) != 0) {
@@ -775,15 +785,28 @@ Result<int> Supervisor::Spawn(Launch& launch, ChildPipes* pipes) {
   CPU_ZERO(&cpus);
   for (int c : launch.cpus) CPU_SET(c, &cpus);
   const pid_t agent = ::getpid();
+  int go[2];  // a socket pair, so that the byte to a runner already gone raises no SIGPIPE
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, go) != 0) {
+    return MakeError(std::string("cannot make the runner's start socket: ") + strerror(errno));
+  }
+  UniqueFd go_r(go[0]), go_w(go[1]);
   pid_t pid = ::fork();
   if (pid < 0) return MakeError(std::string("cannot fork the runner: ") + strerror(errno));
   if (pid == 0) {
     ExecRunner(agent, path, argv.data(), envp.data(), pipes->dev_null.get(), pipes->out_w.get(),
-               err_w, pipes->exec_w.get(), launch.cpus.empty() ? nullptr : &cpus, work_dir.c_str());
+               err_w, pipes->exec_w.get(), launch.cpus.empty() ? nullptr : &cpus, work_dir.c_str(),
+               go_r.get(), go_w.get());
   }
+  go_r.reset();
   // Best effort: without its record the runner still dies with the agent;
-  // only what it starts itself could be left behind.
+  // only what it starts itself could be left behind. The runner waits for
+  // the record (ExecRunner), so an agent killed now leaves nothing unrecorded.
   (void)runner_records_.Add(pid, mark);
+  ssize_t sent;
+  do {
+    sent = ::send(go_w.get(), "g", 1, MSG_NOSIGNAL);
+  } while (sent < 0 && errno == EINTR);
+  go_w.reset();
   {
     std::lock_guard<std::mutex> lock(pid_mutex_);
     running_pgid_ = pid;
