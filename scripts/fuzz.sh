@@ -43,7 +43,7 @@ args_of() {
     frame) echo "$OUTDIR/frame_seeds -max_len=65536" ;;
     session) echo "$OUTDIR/frame_seeds -max_len=65536 -timeout=30 -close_fd_mask=2" ;;
     model) echo "$OUTDIR/model_seeds -max_len=8388608 -timeout=30" ;;
-    model_options) echo "-max_len=512 -timeout=10" ;;
+    model_options) echo "$ROOT/runtime/fuzz/seeds/model_options -max_len=512 -timeout=10" ;;
     *) echo "fuzz.sh: unknown fuzzer $1 (${ALL[*]})" >&2; return 1 ;;
   esac
 }

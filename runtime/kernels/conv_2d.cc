@@ -442,6 +442,9 @@ void EvalDirect(const Conv2DData& d, const Node& node, int64_t pixels) {
 
 Status Eval(Node& node) {
   const Conv2DData& d = *node.data_as<Conv2DData>();
+  // An empty output (a batch or an output side of 0) has nothing to compute
+  // (and its chunks of 0 pixels would divide by zero).
+  if (node.outputs[0]->num_elements() == 0) return Status::Ok();
   if (d.quantized) {
     const bool int8 = node.inputs[0]->dtype == DType::kInt8;
     if (d.qweights.rows > 0) {

@@ -98,6 +98,21 @@ TEST(Conv2DTest, ValidOhwiLayoutWithBias) {
   EXPECT_THAT(RunConv(c), Pointwise(FloatNear(1e-6), {5.5f, -1.0f}));
 }
 
+// A batch of 0 gives an empty output: nothing to compute, and no division by
+// its 0 pixels (the model_options fuzzer's input
+// runtime/fuzz/seeds/model_options/conv_empty_output_div_by_zero), on the
+// GEMM path and on the plain loops, with extreme strides and dilations.
+TEST(Conv2DTest, EmptyBatchComputesNothing) {
+  for (int big : {1, 2147483647}) {
+    Conv2DParams p;
+    p.padding = tfl::Padding::SAME;
+    p.stride_h = p.stride_w = p.dilation_h = p.dilation_w = big;
+    ConvCase c{{0, 1, 1, 1}, {}, {1, 1, 1, 1}, {1}, {}, {0, 1, 1, 1}, p};
+    EXPECT_TRUE(RunConv(c).empty()) << big;
+    EXPECT_TRUE(RunConvReference(c).empty()) << big;
+  }
+}
+
 TEST(Conv2DTest, SameStride2PadsAfterOnly) {
   // in 4x4 (1..16), 3x3 ones, stride 2: out = ceil(4/2) = 2, pad_total =
   // (2-1)*2 + 3 - 4 = 1, pad_before = 0: windows rows/cols {0..2} and {2,3}.
