@@ -20,6 +20,7 @@
 #include "agent/base/result.h"
 #include "agent/protocol/status.h"
 #include "agent/runner/runner_values.h"
+#include "reports/store/cell.h"
 
 namespace dfarm::store {
 
