@@ -376,7 +376,7 @@ double TrendQueryMs(const std::string& path) {
     std::cerr << "trend query: " << store.error().message << "\n";
     return -1;
   }
-  store::CellKeyQuery cell;
+  store::Cell cell;
   cell.model_sha256 = ModelSha(2);
   cell.delegate = "xnnpack";
   cell.delegate_options = "fp16:true";

@@ -34,7 +34,7 @@ MatrixCell MakeCell(const reports::RunReport& report, const reports::Cell& cell)
   MatrixCell m;
   m.present = true;
   const store::JobRow& first = report.jobs[cell.jobs.front()];
-  m.label = reports::CellLabel(first);
+  m.cell = store::CellOf(first);
   m.first_job = first.id;
   m.trials = cell.jobs.size();
   m.is_cpu = first.delegate == "cpu" && first.delegate_options.empty();
@@ -54,9 +54,6 @@ MatrixCell MakeCell(const reports::RunReport& report, const reports::Cell& cell)
   }
   m.median_us = reports::CellMedianUs(report, cell);
   m.speedup = reports::SpeedupVsCpu(report, report.cells, cell);
-  m.ref =
-      CellRef{Q(first.model),  Q(first.model_sha256), Q(first.delegate), Q(first.delegate_options),
-              Q(first.device), Q(first.runner),       first.num_threads};
   return m;
 }
 
@@ -183,10 +180,9 @@ void MatrixModel::setGate(const MatrixGate& gate) {
   for (auto& line : m_data.cells) {
     for (MatrixCell& c : line) {
       if (!c.present) continue;
-      const CellRef& r = c.ref;
-      auto it = by_key.find(GateKey(r.modelSha256.toStdString(), r.model.toStdString(),
-                                    r.delegate.toStdString(), r.delegateOptions.toStdString(),
-                                    r.numThreads, r.runner.toStdString(), r.device.toStdString()));
+      const store::Cell& r = c.cell;
+      auto it = by_key.find(GateKey(r.model_sha256, r.model, r.delegate, r.delegate_options,
+                                    r.num_threads, r.runner, r.device));
       c.verdict = it == by_key.end() ? "" : it->second.first;
       c.verdict_detail = it == by_key.end() ? "" : it->second.second;
     }
@@ -282,7 +278,7 @@ QVariant MatrixModel::cellData(const MatrixCell& c, int role) const {
       return QColor(0x22, 0x22, 0x22);
     }
     case Qt::ToolTipRole: {
-      QStringList lines{Q(c.label)};
+      QStringList lines{Q(c.cell.Label())};
       lines << tr("median: %1").arg(c.median_us ? formatMs(*c.median_us) + " ms" : tr("n/a"));
       if (c.speedup && !c.is_cpu) lines << tr("speed-up vs cpu: %1×").arg(*c.speedup, 0, 'f', 2);
       lines << tr("trials ok: %1 of %2").arg(c.ok).arg(c.trials);
@@ -524,7 +520,7 @@ void MatrixView::activateCell(const QModelIndex& index) {
 }
 
 void MatrixView::trendOfCell(const QModelIndex& index) {
-  if (const MatrixCell* c = m_model->cellAt(index)) emit openCell(c->ref);
+  if (const MatrixCell* c = m_model->cellAt(index)) emit openCell(c->cell);
 }
 
 void MatrixView::contextMenu(const QPoint& pos) {
