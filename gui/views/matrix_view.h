@@ -44,11 +44,12 @@ struct MatrixData {
   std::vector<std::vector<MatrixCell>> cells;             // [row][device]
 };
 
-// The gate's verdicts for a run, by cell key (reports::CellKey).
+// The gate's verdicts for a run: (cell, (verdict, detail)), cells as the gate
+// keys them (the device's class, which the default policy leaves the device).
 struct MatrixGate {
   int64_t baseline_run = 0;  // 0: none found
   std::string note;          // "no baseline", an error, or "vs run N (tag baseline)"
-  std::vector<std::pair<std::string, std::pair<std::string, std::string>>> verdicts;
+  std::vector<std::pair<store::Cell, std::pair<std::string, std::string>>> verdicts;
 };
 
 // Reads a run's matrix (blocking: call it off the GUI thread).
