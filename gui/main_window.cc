@@ -36,27 +36,9 @@ V* as(View* view) {
   return static_cast<V*>(view);
 }
 
-bool sameCell(const CellRef& a, const CellRef& b) {
-  return a.model == b.model && a.modelSha256 == b.modelSha256 && a.delegate == b.delegate &&
-         a.delegateOptions == b.delegateOptions && a.device == b.device && a.runner == b.runner &&
-         a.numThreads == b.numThreads;
-}
-
 bool sameLocation(const Location& a, const Location& b) {
   return a.page == b.page && a.runId == b.runId && a.baselineId == b.baselineId &&
-         a.jobId == b.jobId && sameCell(a.cell, b.cell);
-}
-
-CellRef cellOf(const store::JobRow& job) {
-  CellRef cell;
-  cell.model = QString::fromStdString(job.model);
-  cell.modelSha256 = QString::fromStdString(job.model_sha256);
-  cell.delegate = QString::fromStdString(job.delegate);
-  cell.delegateOptions = QString::fromStdString(job.delegate_options);
-  cell.device = QString::fromStdString(job.device);
-  cell.runner = QString::fromStdString(job.runner);
-  cell.numThreads = job.num_threads;
-  return cell;
+         a.jobId == b.jobId && a.cell == b.cell;
 }
 
 // The newest run's location for page (see MainWindow::goToPage).
@@ -87,7 +69,7 @@ Result<Location> ResolveNewest(store::Store& store, Page page, const std::string
                        "run " + std::to_string(where.runId) + " in '" + db + "' has no jobs");
     }
     where.jobId = jobs->front().id;
-    where.cell = cellOf(jobs->front());
+    where.cell = store::CellOf(jobs->front());
   }
   return where;
 }
@@ -124,14 +106,14 @@ bool Location::valid() const {
     case Page::Job:
       return jobId > 0;
     case Page::Trend:
-      return !cell.model.isEmpty();
+      return !cell.model.empty();
   }
   return false;
 }
 
 MainWindow::MainWindow(QWidget* parent)
     : QMainWindow(parent), m_watcher(new DatabaseWatcher(this)) {
-  qRegisterMetaType<dfarm::gui::CellRef>();
+  qRegisterMetaType<dfarm::store::Cell>();
   qRegisterMetaType<dfarm::gui::Page>();
   setWindowTitle(tr("DelegateFarm dashboard"));
   resize(1440, 900);
@@ -188,7 +170,7 @@ void MainWindow::buildViews() {
       where.jobId = jobId;
       go(where);
     });
-    connect(v, &View::openCell, this, [this](const CellRef& cell) {
+    connect(v, &View::openCell, this, [this](const store::Cell& cell) {
       Location where;
       where.page = Page::Trend;
       where.cell = cell;

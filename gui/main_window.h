@@ -36,7 +36,7 @@ struct Location {
   qint64 runId = 0;       // Matrix: the run; Compare: the candidate
   qint64 baselineId = 0;  // Compare
   qint64 jobId = 0;       // Job
-  CellRef cell;           // Trend
+  store::Cell cell;       // Trend
   bool valid() const;     // a page that needs an id has one
 };
 

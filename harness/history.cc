@@ -12,22 +12,9 @@
 namespace dfarm::harness {
 namespace {
 
-CellKey KeyOf(const store::CellRow& cell) {
-  CellKey key;
-  key.model = cell.model;
-  key.model_sha256 = cell.model_sha256;
-  key.delegate = cell.delegate;
-  key.delegate_options = cell.delegate_options;
-  key.num_threads = cell.num_threads;
-  key.runner = cell.runner;
-  key.device = cell.device;
-  return key;
-}
-
-CellHistory MakeHistory(const store::CellRow& cell, reports::CellSeries series,
-                        HistoryMetric metric) {
+CellHistory MakeHistory(const store::Cell& cell, reports::CellSeries series, HistoryMetric metric) {
   CellHistory h;
-  h.cell = KeyOf(cell);
+  h.cell = cell;
   h.metric = metric;
   h.points = std::move(series.points);
   h.changes = std::move(series.changes);
@@ -65,16 +52,16 @@ std::string QueryText(const CellQuery& q) {
 
 // " label (N runs); ..." for `cells`, N its points of `metric` (the error
 // path reads their jobs).
-Result<std::string> ListCellsText(store::Store& store, const std::vector<store::CellRow>& cells,
+Result<std::string> ListCellsText(store::Store& store, const std::vector<store::Cell>& cells,
                                   HistoryMetric metric) {
   auto runs = reports::LoadRunsById(store);
   if (!runs) return runs.error();
   std::string s;
-  for (const store::CellRow& cell : cells) {
-    auto series = reports::LoadCellSeries(store, reports::CellKeyOf(cell), *runs, metric);
+  for (const store::Cell& cell : cells) {
+    auto series = reports::LoadCellSeries(store, cell, *runs, metric);
     if (!series) return series.error();
-    s += (s.empty() ? " " : "; ") + KeyOf(cell).Label() + " (" +
-         std::to_string(series->points.size()) + " runs)";
+    s += (s.empty() ? " " : "; ") + cell.Label() + " (" + std::to_string(series->points.size()) +
+         " runs)";
   }
   return s;
 }
@@ -84,7 +71,7 @@ Result<std::string> ListModels(store::Store& store) {
   auto cells = store.ListCells({});
   if (!cells) return cells.error();
   std::set<std::string> models;
-  for (const store::CellRow& c : *cells) {
+  for (const store::Cell& c : *cells) {
     models.insert(c.model + " (" + c.model_sha256.substr(0, 12) + ")");
   }
   std::string s;
@@ -93,14 +80,6 @@ Result<std::string> ListModels(store::Store& store) {
 }
 
 }  // namespace
-
-std::string CellKey::Label() const {
-  std::string s = model + " (" + model_sha256.substr(0, 8) + ") " + delegate;
-  if (!delegate_options.empty()) s += "[" + delegate_options + "]";
-  s += " x" + std::to_string(num_threads) + " @" + device;
-  if (!runner.empty()) s += " runner " + runner;
-  return s;
-}
 
 Result<CellHistory> LoadCellHistory(store::Store& store, const CellQuery& query,
                                     HistoryMetric metric,
@@ -142,8 +121,8 @@ Result<CellHistory> LoadCellHistory(store::Store& store, const CellQuery& query,
   }
   auto runs = reports::LoadRunsById(store);
   if (!runs) return runs.error();
-  const store::CellRow& cell = matching->front();
-  auto series = reports::LoadCellSeries(store, reports::CellKeyOf(cell), *runs, metric, options);
+  const store::Cell& cell = matching->front();
+  auto series = reports::LoadCellSeries(store, cell, *runs, metric, options);
   if (!series) return series.error();
   return MakeHistory(cell, std::move(*series), metric);
 }
@@ -156,23 +135,15 @@ Result<std::vector<CellHistory>> FindStepChanges(store::Store& store, const std:
   auto runs = reports::LoadRunsById(store);
   if (!runs) return runs.error();
   std::vector<CellHistory> out;
-  for (const store::CellRow& cell : *cells) {
-    auto series = reports::LoadCellSeries(store, reports::CellKeyOf(cell), *runs, metric, options);
+  for (const store::Cell& cell : *cells) {
+    auto series = reports::LoadCellSeries(store, cell, *runs, metric, options);
     if (!series) return series.error();
     CellHistory h = MakeHistory(cell, std::move(*series), metric);
     // ISO-8601 UTC strings order as their times; a date prefix compares as its day's start.
     std::erase_if(h.changes, [&](const HistoryChange& c) { return c.created_at < since; });
     if (!h.changes.empty()) out.push_back(std::move(h));
   }
-  // CellKey's order past the model's file name, as before the store listed cells.
-  auto rank = [](const CellKey& k) {
-    return std::tie(k.model_sha256, k.delegate, k.delegate_options, k.num_threads, k.runner,
-                    k.device);
-  };
-  std::stable_sort(out.begin(), out.end(), [&](const CellHistory& a, const CellHistory& b) {
-    return rank(a.cell) < rank(b.cell);
-  });
-  return out;
+  return out;  // in Cell order, as ListCells lists them
 }
 
 std::vector<CellChange> FlattenChanges(const std::vector<CellHistory>& cells) {

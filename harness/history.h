@@ -1,9 +1,9 @@
 // History over runs: one cell's metric run by run, with the step changes
 // found in it (`dfarm history`), and the step changes of every cell
-// (`dfarm regressions`). A cell is all the trials of one (model sha256,
-// delegate, delegate options, threads, runner, device); its point in a run is
-// the median over that run's ok trials. Change points come from
-// stats::DetectChangePoints (reports/gate/stats.h), through reports/history.h.
+// (`dfarm regressions`). A cell is a store::Cell (reports/store/cell.h); its
+// point in a run is the median over that run's ok trials. Change points come
+// from stats::DetectChangePoints (reports/gate/stats.h), through
+// reports/history.h.
 #pragma once
 
 #include <cstddef>
@@ -25,38 +25,18 @@ using reports::HistoryMetric;
 using reports::HistoryMetricName;
 using reports::ParseHistoryMetric;
 
-struct CellKey {
-  std::string model;  // file name of the newest job of the cell
-  std::string model_sha256;
-  std::string delegate;
-  std::string delegate_options;  // "k1:v1;k2:v2", keys sorted
-  uint32_t num_threads = 0;
-  std::string runner;  // "" = the default runner
-  std::string device;
-
-  // "mobilenet.tflite (1a2b3c4d) xnnpack[fp16:true] x4 @local runner main"
-  std::string Label() const;
-  auto operator<=>(const CellKey&) const = default;
-};
-
-// Which cell `dfarm history` shows. model: a file name, a path (a file that
-// exists is matched by its sha256, else by its file name) or a sha256 (or a
-// prefix of at least 8 hex digits). Unset fields match anything, but the
-// result must be one cell.
-struct CellQuery {
-  std::string model;
-  std::string delegate;
-  std::optional<std::string> delegate_options;  // "k:v;..", any order
-  std::optional<std::string> device;
-  std::optional<uint32_t> num_threads;
-  std::optional<std::string> runner;
-};
+// Which cell `dfarm history` shows: a store::CellFilter, read more loosely
+// than the store does. model: a file name, a path (a file that exists is
+// matched by its sha256, else by its file name) or a sha256 (or a prefix of
+// at least 8 hex digits); delegate_options: "k:v;..", keys in any order.
+// Unset fields match anything, but the result must be one cell.
+using CellQuery = store::CellFilter;
 
 using reports::HistoryChange;  // run_id, created_at, index, before, after, change_pct, regression
 using reports::HistoryPoint;   // run_id, created_at, tags, value, trials, trial_values
 
 struct CellHistory {
-  CellKey cell;
+  store::Cell cell;
   HistoryMetric metric = HistoryMetric::kP50;
   std::vector<HistoryPoint> points;  // oldest run first
   std::vector<HistoryChange> changes;

@@ -45,20 +45,20 @@ std::vector<std::pair<std::string, std::string>> OptionEntries(const std::string
   return out;
 }
 
-// The job's cell key with the precision options left out, so that a cell
-// and its reduced-precision twin match.
-std::string TwinKey(const store::JobRow& job) {
-  store::JobRow copy = job;
+// The cell with the precision options left out, so that a cell and its
+// reduced-precision twin match.
+store::Cell TwinOf(const store::Cell& cell) {
+  store::Cell twin = cell;
   std::vector<std::pair<std::string, std::string>> kept;
-  for (auto& [key, value] : OptionEntries(job.delegate_options)) {
+  for (auto& [key, value] : OptionEntries(cell.delegate_options)) {
     if (!IsPrecisionKey(key)) kept.emplace_back(key, value);
   }
   std::sort(kept.begin(), kept.end());
-  copy.delegate_options.clear();
+  twin.delegate_options.clear();
   for (const auto& [key, value] : kept) {
-    copy.delegate_options += (copy.delegate_options.empty() ? "" : ";") + key + ":" + value;
+    twin.delegate_options += (twin.delegate_options.empty() ? "" : ";") + key + ":" + value;
   }
-  return CellKey(copy);
+  return twin;
 }
 
 // Mean of the present values; unset when none.
@@ -75,7 +75,7 @@ struct Mean {
 
 // The worst max abs error of each output over the cell's trials.
 std::map<int64_t, std::pair<std::string, double>> WorstByOutput(const RunReport& report,
-                                                                const Cell& cell) {
+                                                                const CellGroup& cell) {
   std::map<int64_t, std::pair<std::string, double>> out;
   for (size_t i : cell.jobs) {
     auto it = report.accuracy.find(report.jobs[i].id);
@@ -89,13 +89,13 @@ std::map<int64_t, std::pair<std::string, double>> WorstByOutput(const RunReport&
   return out;
 }
 
-InitCell MakeInitCell(const RunReport& report, const std::vector<Cell>& cells, size_t index) {
-  const Cell& cell = cells[index];
+InitCell MakeInitCell(const RunReport& report, const std::vector<CellGroup>& cells, size_t index) {
+  const CellGroup& cell = cells[index];
   const store::JobRow& first = report.jobs[cell.jobs.front()];
   InitCell out;
   out.cell = index;
-  out.model = first.model;
-  out.config = ConfigLabel(first);
+  out.model = cell.cell.model;
+  out.config = store::ConfigLabel(cell.cell);
   out.device = first.device;
   out.gpu = GpuDeviceLabel(report, first.device);
   out.reduced_precision = IsReducedPrecision(first);
@@ -121,11 +121,11 @@ InitCell MakeInitCell(const RunReport& report, const std::vector<Cell>& cells, s
 }
 
 // Fills the twin and the per-output cost of a reduced-precision cell.
-void AddCost(const RunReport& report, const std::vector<Cell>& cells, InitCell& c) {
-  const std::string key = TwinKey(report.jobs[cells[c.cell].jobs.front()]);
+void AddCost(const RunReport& report, const std::vector<CellGroup>& cells, InitCell& c) {
+  const store::Cell twin = TwinOf(cells[c.cell].cell);
   for (size_t k = 0; k < cells.size(); ++k) {
     const store::JobRow& other = report.jobs[cells[k].jobs.front()];
-    if (k == c.cell || IsReducedPrecision(other) || TwinKey(other) != key) continue;
+    if (k == c.cell || IsReducedPrecision(other) || TwinOf(cells[k].cell) != twin) continue;
     c.twin = k;
     const auto fp32 = WorstByOutput(report, cells[k]);
     for (const auto& [output, worst] : WorstByOutput(report, cells[c.cell])) {
@@ -165,7 +165,8 @@ bool IsReducedPrecision(const store::JobRow& job) {
   return false;
 }
 
-std::vector<InitCell> DelegateInitCells(const RunReport& report, const std::vector<Cell>& cells) {
+std::vector<InitCell> DelegateInitCells(const RunReport& report,
+                                        const std::vector<CellGroup>& cells) {
   std::set<std::string> models;  // models with a cell worth the section
   std::vector<InitCell> all;
   for (size_t k = 0; k < cells.size(); ++k) {
@@ -184,7 +185,7 @@ std::vector<InitCell> DelegateInitCells(const RunReport& report, const std::vect
 }
 
 void DelegateInitSection(std::ostringstream& h, const RunReport& report,
-                         const std::vector<Cell>& cells) {
+                         const std::vector<CellGroup>& cells) {
   const std::vector<InitCell> rows = DelegateInitCells(report, cells);
   if (rows.empty()) return;
   h << "<h2>Delegate init and fp16 cost</h2>\n<p>Per model: mean latency, the first inference "

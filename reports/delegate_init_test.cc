@@ -73,14 +73,14 @@ RunReport GpuRun() {
 
 TEST(DelegateInitTest, CellsTwinsAndPerOutputCost) {
   const RunReport r = GpuRun();
-  const std::vector<Cell> cells = GroupCells(r.jobs);
+  const std::vector<CellGroup> cells = GroupCells(r.jobs);
   const std::vector<InitCell> rows = DelegateInitCells(r, cells);
   ASSERT_EQ(rows.size(), 4u);  // every cell of the model
   const InitCell* fp16 = nullptr;
   const InitCell* fp32 = nullptr;
   for (const InitCell& c : rows) {
     if (c.reduced_precision) fp16 = &c;
-    if (c.config.rfind("gpu (serialization", 0) == 0) fp32 = &c;
+    if (c.config.rfind("gpu[serialization", 0) == 0) fp32 = &c;
   }
   ASSERT_NE(fp16, nullptr);
   ASSERT_NE(fp32, nullptr);

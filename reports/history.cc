@@ -136,23 +136,12 @@ Result<CellSeries> BuildCellSeries(store::Store& store, const std::vector<store:
   return series;
 }
 
-Result<CellSeries> LoadCellSeries(store::Store& store, const store::CellKeyQuery& cell,
+Result<CellSeries> LoadCellSeries(store::Store& store, const store::Cell& cell,
                                   const RunsById& runs, HistoryMetric metric,
                                   const stats::ChangePointOptions& options) {
   auto jobs = store.ListCellJobs(cell);
   if (!jobs) return jobs.error();
   return BuildCellSeries(store, *jobs, runs, metric, options);
-}
-
-store::CellKeyQuery CellKeyOf(const store::CellRow& cell) {
-  store::CellKeyQuery q;
-  q.model_sha256 = cell.model_sha256;
-  q.delegate = cell.delegate;
-  q.delegate_options = cell.delegate_options;
-  q.device = cell.device;
-  q.runner = cell.runner;
-  q.num_threads = cell.num_threads;
-  return q;
 }
 
 }  // namespace dfarm::reports

@@ -1,9 +1,9 @@
 // One cell's metric over runs: the series `dfarm history`, `dfarm regressions`
-// and the dashboard's trend view all draw, built in one place. A cell is all
-// the trials of one (model sha256, delegate, delegate options, threads,
-// runner, device) (Store::ListCells); its point in a run is the median over
-// that run's ok trials with a value (Store::ListCellJobs); step changes come
-// from stats::DetectChangePoints (reports/gate/stats.h) over the medians.
+// and the dashboard's trend view all draw, built in one place. A cell is a
+// store::Cell (reports/store/cell.h; Store::ListCells lists them); its point
+// in a run is the median over that run's ok trials with a value
+// (Store::ListCellJobs); step changes come from stats::DetectChangePoints
+// (reports/gate/stats.h) over the medians.
 #pragma once
 
 #include <cstddef>
@@ -70,11 +70,8 @@ Result<CellSeries> BuildCellSeries(store::Store& store, const std::vector<store:
                                    const stats::ChangePointOptions& options = {});
 
 // Store::ListCellJobs of `cell`, then BuildCellSeries.
-Result<CellSeries> LoadCellSeries(store::Store& store, const store::CellKeyQuery& cell,
+Result<CellSeries> LoadCellSeries(store::Store& store, const store::Cell& cell,
                                   const RunsById& runs, HistoryMetric metric,
                                   const stats::ChangePointOptions& options = {});
-
-// The key of a cell ListCells returned, to read its jobs.
-store::CellKeyQuery CellKeyOf(const store::CellRow& cell);
 
 }  // namespace dfarm::reports

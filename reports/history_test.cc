@@ -56,7 +56,7 @@ class HistorySeriesTest : public ::testing::Test {
     }
   }
 
-  store::CellKeyQuery Cell() const { return {std::string(64, 'c'), "cpu", "", "local", "", 2}; }
+  store::Cell Cell() const { return {std::string(64, 'c'), "cpu", "", 2, "", "local", "m.tflite"}; }
 
   fs::path dir_;
   std::unique_ptr<store::Store> store_;
@@ -94,7 +94,7 @@ TEST_F(HistorySeriesTest, OnePointPerRunWithTrialsTagsAndTheStep) {
   ASSERT_TRUE(rss.ok());
   EXPECT_TRUE(rss->points.empty());
   EXPECT_EQ(rss->jobs, 12 * 4 + 2);
-  auto none = LoadCellSeries(*store_, {std::string(64, 'd'), "cpu", "", "local", "", 2}, *runs,
+  auto none = LoadCellSeries(*store_, {std::string(64, 'd'), "cpu", "", 2, "", "local", ""}, *runs,
                              HistoryMetric::kP50);
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(none->jobs, 0);

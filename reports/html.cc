@@ -103,10 +103,10 @@ const char* StatusClass(const std::string& status) {
   return "st st-fail";
 }
 
-const CellVerdict* VerdictOf(const RunReport& report, const Cell& cell) {
+const CellVerdict* VerdictOf(const RunReport& report, const CellGroup& cell) {
   if (!report.comparison) return nullptr;
   for (const CellVerdict& v : report.comparison->cells) {
-    if (v.key == cell.key) return &v;
+    if (v.cell == cell.cell) return &v;
   }
   return nullptr;
 }
@@ -179,8 +179,8 @@ void Summary(std::ostringstream& h, const RunReport& report) {
   h << "</dl>\n";
 }
 
-void HeatCell(std::ostringstream& h, const RunReport& report, const std::vector<Cell>& cells,
-              const Cell& cell) {
+void HeatCell(std::ostringstream& h, const RunReport& report, const std::vector<CellGroup>& cells,
+              const CellGroup& cell) {
   const store::JobRow& first = report.jobs[cell.jobs.front()];
   size_t ok = 0;
   std::string bad;
@@ -194,7 +194,7 @@ void HeatCell(std::ostringstream& h, const RunReport& report, const std::vector<
   const CellVerdict* v = VerdictOf(report, cell);
   const std::string verdict = v ? "<br>" + Badge(v->verdict) : "";
   if (ok == 0) {
-    h << "<td class=\"hc fail\" title=\"" << Esc(CellLabel(first)) << "\">" << Esc(bad) << verdict
+    h << "<td class=\"hc fail\" title=\"" << Esc(cell.cell.Label()) << "\">" << Esc(bad) << verdict
       << "</td>";
     return;
   }
@@ -204,7 +204,7 @@ void HeatCell(std::ostringstream& h, const RunReport& report, const std::vector<
   auto [bg, fg] = speedup && !is_cpu ? SpeedupColours(*speedup)
                                      : std::pair<std::string, std::string>{"#eeeeee", "#222"};
   h << "<td class=\"hc\" style=\"background:" << bg << ";color:" << fg << "\" title=\""
-    << Esc(CellLabel(first)) << "\"><b>"
+    << Esc(cell.cell.Label()) << "\"><b>"
     << (is_cpu    ? "cpu ref"
         : speedup ? Fixed(*speedup, 2) + "&times;"
                   : "n/a")
@@ -214,8 +214,8 @@ void HeatCell(std::ostringstream& h, const RunReport& report, const std::vector<
   h << verdict << "</td>";
 }
 
-void Heatmap(std::ostringstream& h, const RunReport& report, const std::vector<Cell>& cells) {
-  const CellMatrix matrix = LayoutMatrix(report, cells);
+void Heatmap(std::ostringstream& h, const RunReport& report, const std::vector<CellGroup>& cells) {
+  const CellMatrix matrix = LayoutMatrix(cells);
   h << "<h2>Speed-up vs cpu</h2>\n<p>Median latency of the cpu cell of the same model, device, "
        "threads and runner divided by the cell's (pooled samples of all trials).</p>\n"
        "<p class=\"legend\">";
@@ -269,11 +269,10 @@ std::string Coord(double v) { return Fixed(v, 1); }
 
 // One SVG per model: a box plot per cell (box p25-p75, line p50, whiskers
 // p5-p95, dots min and max), milliseconds on a shared axis.
-void DistributionChart(std::ostringstream& h, const RunReport& report,
-                       const std::vector<const Cell*>& cells) {
+void DistributionChart(std::ostringstream& h, const std::vector<const CellGroup*>& cells) {
   constexpr double kLabelW = 480, kPlotW = 560, kRowH = 26, kTop = 8, kAxisH = 30;
   double axis_max = 0, p95_max = 0;
-  for (const Cell* c : cells) {
+  for (const CellGroup* c : cells) {
     axis_max = std::max(axis_max, c->latency.max);
     p95_max = std::max(p95_max, c->latency.p95);
   }
@@ -293,10 +292,10 @@ void DistributionChart(std::ostringstream& h, const RunReport& report,
   }
   h << "<text x=\"" << kLabelW + kPlotW + 30 << "\" y=\"" << bottom + 16 << "\">ms</text>\n";
   for (size_t r = 0; r < cells.size(); ++r) {
-    const Cell& c = *cells[r];
+    const CellGroup& c = *cells[r];
     const SampleSummary& s = c.latency;
     const double cy = kTop + kRowH * (static_cast<double>(r) + 0.5);
-    std::string label = CellLabel(report.jobs[c.jobs.front()]);
+    std::string label = c.cell.Label();
     if (label.size() > 74) label = label.substr(0, 72) + "…";
     h << "<text x=\"" << kLabelW - 8 << "\" y=\"" << cy + 4 << "\" text-anchor=\"end\">"
       << Esc(label) << "</text>\n";
@@ -315,10 +314,11 @@ void DistributionChart(std::ostringstream& h, const RunReport& report,
   h << "</svg>\n";
 }
 
-void Distributions(std::ostringstream& h, const RunReport& report, const std::vector<Cell>& cells) {
+void Distributions(std::ostringstream& h, const RunReport& report,
+                   const std::vector<CellGroup>& cells) {
   std::vector<std::string> models;
-  std::map<std::string, std::vector<const Cell*>> by_model;
-  for (const Cell& c : cells) {
+  std::map<std::string, std::vector<const CellGroup*>> by_model;
+  for (const CellGroup& c : cells) {
     if (c.latency.count == 0) continue;
     const std::string& m = report.jobs[c.jobs.front()].model;
     if (!by_model.count(m)) models.push_back(m);
@@ -334,7 +334,7 @@ void Distributions(std::ostringstream& h, const RunReport& report, const std::ve
        "</p>\n";
   for (const std::string& m : models) {
     h << "<h3>" << Esc(m) << "</h3>\n";
-    DistributionChart(h, report, by_model[m]);
+    DistributionChart(h, by_model[m]);
   }
 }
 
@@ -345,7 +345,7 @@ void ComparisonSection(std::ostringstream& h, const Comparison& c) {
        "<th>candidate ms</th><th>change</th><th>95% CI of the ratio</th><th>p / q</th>"
        "<th>trials</th><th>findings</th></tr></thead>\n<tbody>\n";
   for (const CellVerdict& v : c.cells) {
-    h << "<tr><td>" << Esc(v.label) << "</td><td>" << Badge(v.verdict) << "</td><td>"
+    h << "<tr><td>" << Esc(v.cell.Label()) << "</td><td>" << Badge(v.verdict) << "</td><td>"
       << Esc(v.latency_verdict) << (v.within_run_only ? " (within-run)" : "") << "</td>";
     if (v.ratio > 0) {
       h << "<td class=\"num\">" << Ms(v.baseline_median_us) << "</td><td class=\"num\">"
@@ -375,7 +375,8 @@ std::string HtmlEscape(const std::string& s) { return Esc(s); }
 const char* HtmlStatusClass(const std::string& status) { return StatusClass(status); }
 
 std::string RenderHtml(const RunReport& report) {
-  const std::vector<Cell> cells = report.cells.empty() ? GroupCells(report.jobs) : report.cells;
+  const std::vector<CellGroup> cells =
+      report.cells.empty() ? GroupCells(report.jobs) : report.cells;
   std::ostringstream h;
   h << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
     << "<title>DelegateFarm run " << report.run.id << ": " << Esc(report.run.name)

@@ -36,7 +36,7 @@ std::string Agree(const std::optional<bool>& v) {
   return *v ? "yes" : "<span class=\"st-fail\">no</span>";
 }
 
-std::map<int64_t, OutputWorst> CellOutputs(const RunReport& report, const Cell& cell,
+std::map<int64_t, OutputWorst> CellOutputs(const RunReport& report, const CellGroup& cell,
                                            std::string& reference) {
   std::map<int64_t, OutputWorst> outputs;
   for (size_t i : cell.jobs) {
@@ -111,10 +111,10 @@ std::string TelemetryText(const RunReport& report, const store::JobRow& j) {
 }  // namespace
 
 void AccuracySection(std::ostringstream& h, const RunReport& report,
-                     const std::vector<Cell>& cells) {
+                     const std::vector<CellGroup>& cells) {
   h << "<h2>Accuracy</h2>\n";
   bool any = false;
-  for (const Cell& cell : cells) {
+  for (const CellGroup& cell : cells) {
     std::string reference;
     auto outputs = CellOutputs(report, cell, reference);
     if (outputs.empty()) continue;
@@ -126,7 +126,7 @@ void AccuracySection(std::ostringstream& h, const RunReport& report,
            "<th>top-5</th></tr></thead>\n<tbody>\n";
       any = true;
     }
-    const std::string label = HtmlEscape(CellLabel(report.jobs[cell.jobs.front()]));
+    const std::string label = HtmlEscape(cell.cell.Label());
     for (const auto& [index, w] : outputs) {
       const bool nonfinite = w.nan + w.inf > w.ref_nan + w.ref_inf;
       h << "<tr><td>" << label << "</td><td>" << HtmlEscape(reference) << "</td><td>"
@@ -146,12 +146,12 @@ void AccuracySection(std::ostringstream& h, const RunReport& report,
 }
 
 void PlacementSection(std::ostringstream& h, const RunReport& report,
-                      const std::vector<Cell>& cells) {
+                      const std::vector<CellGroup>& cells) {
   h << "<h2>Placement</h2>\n<p>Nodes run by the delegate (blue), real CPU fallbacks (orange), "
        "constants folded once at load (grey, not fallbacks); a cpu cell's nodes in "
        "slate.</p>\n<table>\n<thead><tr>"
        "<th>cell</th><th>placement</th><th></th></tr></thead>\n<tbody>\n";
-  for (const Cell& cell : cells) {
+  for (const CellGroup& cell : cells) {
     const store::JobRow* placed = nullptr;
     for (size_t i : cell.jobs) {
       if (report.jobs[i].placement) {
@@ -159,7 +159,7 @@ void PlacementSection(std::ostringstream& h, const RunReport& report,
         break;
       }
     }
-    h << "<tr><td>" << HtmlEscape(CellLabel(report.jobs[cell.jobs.front()])) << "</td>";
+    h << "<tr><td>" << HtmlEscape(cell.cell.Label()) << "</td>";
     if (placed == nullptr) {
       h << "<td>" << kDash << "</td><td></td></tr>\n";
       continue;
@@ -195,7 +195,7 @@ std::string OpsBar(const std::vector<store::ProfileOp>& ops) {
 }  // namespace
 
 void ProfileSection(std::ostringstream& h, const RunReport& report,
-                    const std::vector<Cell>& cells) {
+                    const std::vector<CellGroup>& cells) {
   if (report.profiles.empty()) return;
   h << "<h2>Profiles</h2>\n<p>Time per op type in one run (<code>benchmark.profile</code>), "
        "averaged over a cell's profiled trials: the top "
@@ -204,12 +204,12 @@ void ProfileSection(std::ostringstream& h, const RunReport& report,
        "lists every op type and node.</p>\n<table>\n<thead><tr><th>cell</th><th>trials</th>";
   for (size_t k = 0; k < kTopOps; ++k) h << "<th>op " << k + 1 << "</th>";
   h << "<th></th></tr></thead>\n<tbody>\n";
-  for (const Cell& cell : cells) {
+  for (const CellGroup& cell : cells) {
     const size_t trials = CellProfiledTrials(report, cell);
     if (trials == 0) continue;
     const std::vector<store::ProfileOp> ops = CellProfileOps(report, cell);
-    h << "<tr><td>" << HtmlEscape(CellLabel(report.jobs[cell.jobs.front()]))
-      << "</td><td class=\"num\">" << trials << "</td>";
+    h << "<tr><td>" << HtmlEscape(cell.cell.Label()) << "</td><td class=\"num\">" << trials
+      << "</td>";
     for (size_t k = 0; k < kTopOps; ++k) {
       if (k >= ops.size()) {
         h << "<td>" << kDash << "</td>";
@@ -255,7 +255,8 @@ void JobRowHtml(std::ostringstream& h, const RunReport& report, const store::Job
 
 }  // namespace
 
-void JobsSection(std::ostringstream& h, const RunReport& report, const std::vector<Cell>& cells) {
+void JobsSection(std::ostringstream& h, const RunReport& report,
+                 const std::vector<CellGroup>& cells) {
   // A big run lists only the jobs that need a look (not ok, flagged, busy): the
   // file stays small; every job is in `--format csv`.
   const bool all = report.jobs.size() <= kMaxJobRows;
@@ -275,7 +276,7 @@ void JobsSection(std::ostringstream& h, const RunReport& report, const std::vect
   for (const store::DeviceRow& d : report.devices) {
     busy_load[d.name] = std::max(1.0, 0.5 * static_cast<double>(d.cores));
   }
-  for (const Cell& cell : cells) {
+  for (const CellGroup& cell : cells) {
     for (size_t i : cell.jobs) {
       const store::JobRow& j = report.jobs[i];
       auto limit = busy_load.find(j.device);

@@ -17,25 +17,27 @@ std::string HtmlEscape(const std::string& s);
 const char* HtmlStatusClass(const std::string& status);
 
 void AccuracySection(std::ostringstream& h, const RunReport& report,
-                     const std::vector<Cell>& cells);
+                     const std::vector<CellGroup>& cells);
 void PlacementSection(std::ostringstream& h, const RunReport& report,
-                      const std::vector<Cell>& cells);
+                      const std::vector<CellGroup>& cells);
 // The top op types of each profiled cell (spec benchmark.profile); nothing
 // when the run has no profile.
-void ProfileSection(std::ostringstream& h, const RunReport& report, const std::vector<Cell>& cells);
+void ProfileSection(std::ostringstream& h, const RunReport& report,
+                    const std::vector<CellGroup>& cells);
 // Sustained-mode jobs (spec benchmark.sustained_s; sustained.cc): first and
 // last window, change, temperature and the curve; nothing when the run has
 // none.
 void SustainedSection(std::ostringstream& h, const RunReport& report,
-                      const std::vector<Cell>& cells);
+                      const std::vector<CellGroup>& cells);
 // Delegate init and fp16 cost (delegate_init.cc): per model, each
 // cell's latency, first inference, cold and warm init, worst error and the
 // accuracy cost of reduced precision; nothing when the run has none.
 void DelegateInitSection(std::ostringstream& h, const RunReport& report,
-                         const std::vector<Cell>& cells);
+                         const std::vector<CellGroup>& cells);
 // Every job (in cell order, by trial) with its noise flags: the load and
 // temperature before it, hot, throttled.
-void JobsSection(std::ostringstream& h, const RunReport& report, const std::vector<Cell>& cells);
+void JobsSection(std::ostringstream& h, const RunReport& report,
+                 const std::vector<CellGroup>& cells);
 void EnvironmentSection(std::ostringstream& h, const RunReport& report);
 void FailuresSection(std::ostringstream& h, const RunReport& report);
 

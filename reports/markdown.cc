@@ -84,7 +84,7 @@ void VerdictTable(std::ostringstream& md, const Comparison& c) {
   md << "## Verdicts\n\n| cell | verdict | baseline ms | candidate ms | change | 95% CI | q | "
         "findings |\n| --- | --- | ---: | ---: | ---: | --- | ---: | --- |\n";
   for (const CellVerdict& v : c.cells) {
-    md << "| " << Md(v.label) << " | **" << Md(v.verdict) << "** | ";
+    md << "| " << Md(v.cell.Label()) << " | **" << Md(v.verdict) << "** | ";
     if (v.baseline_trials > 0 && v.candidate_trials > 0 && v.ratio > 0) {
       md << Ms(v.baseline_median_us) << " | " << Ms(v.candidate_median_us) << " | "
          << Percent(v.ratio) << " | " << Percent(v.ci_low) << " … " << Percent(v.ci_high) << " | "
@@ -103,11 +103,11 @@ void VerdictTable(std::ostringstream& md, const Comparison& c) {
   md << "\n";
 }
 
-void CellTable(std::ostringstream& md, const RunReport& report, const std::vector<Cell>& cells) {
+void CellTable(std::ostringstream& md, const RunReport& report,
+               const std::vector<CellGroup>& cells) {
   md << "## Cells\n\n| cell | status | p50 ms | vs cpu | max abs error vs cpu | placement |\n"
         "| --- | --- | ---: | ---: | ---: | --- |\n";
-  for (const Cell& cell : cells) {
-    const store::JobRow& first = report.jobs[cell.jobs.front()];
+  for (const CellGroup& cell : cells) {
     size_t ok = 0;
     std::string status, accuracy, placement;
     for (size_t i : cell.jobs) {
@@ -126,7 +126,7 @@ void CellTable(std::ostringstream& md, const RunReport& report, const std::vecto
     }
     auto median = CellMedianUs(report, cell);
     auto speedup = SpeedupVsCpu(report, cells, cell);
-    md << "| " << Md(CellLabel(first)) << " | " << Md(status) << " | "
+    md << "| " << Md(cell.cell.Label()) << " | " << Md(status) << " | "
        << (median ? Ms(*median) : "–") << " | " << (speedup ? Fixed(*speedup, 2) + "×" : "–")
        << " | " << (accuracy.empty() ? "–" : Md(accuracy)) << " | "
        << (placement.empty() ? "–" : Md(placement)) << " |\n";
@@ -134,7 +134,8 @@ void CellTable(std::ostringstream& md, const RunReport& report, const std::vecto
   md << "\n";
 }
 
-void JobTable(std::ostringstream& md, const RunReport& report, const std::vector<Cell>& cells) {
+void JobTable(std::ostringstream& md, const RunReport& report,
+              const std::vector<CellGroup>& cells) {
   md << "## Jobs\n\n<details><summary>" << report.jobs.size()
      << " jobs: metrics, placement, accuracy, device state</summary>\n\n";
   md << "| model | delegate | device | trial | status | init ms | first ms | mean ms | p50 ms | "
@@ -142,7 +143,7 @@ void JobTable(std::ostringstream& md, const RunReport& report, const std::vector
   md << "| --- | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | "
         "---: | --- |\n";
   std::vector<size_t> order;  // cell order, by trial
-  for (const Cell& cell : cells) order.insert(order.end(), cell.jobs.begin(), cell.jobs.end());
+  for (const CellGroup& cell : cells) order.insert(order.end(), cell.jobs.begin(), cell.jobs.end());
   for (size_t i : order) {
     const store::JobRow& j = report.jobs[i];
     md << "| " << Md(j.model) << " | " << Md(DelegateLabel(j)) << " | " << Md(j.device) << " | "
@@ -166,35 +167,36 @@ void JobTable(std::ostringstream& md, const RunReport& report, const std::vector
 }
 
 // The top op types of each profiled cell (spec benchmark.profile).
-void ProfileTable(std::ostringstream& md, const RunReport& report, const std::vector<Cell>& cells) {
+void ProfileTable(std::ostringstream& md, const RunReport& report,
+                  const std::vector<CellGroup>& cells) {
   if (report.profiles.empty()) return;
   md << "\n## Profiles\n\nTime per op type in one run (`benchmark.profile`), the top 3 of "
         "each profiled cell; `dfarm show RUN --job ID` has every op type and node.\n\n"
         "| cell | profiled trials | top op types |\n| --- | ---: | --- |\n";
-  for (const Cell& cell : cells) {
+  for (const CellGroup& cell : cells) {
     const size_t trials = CellProfiledTrials(report, cell);
     if (trials == 0) continue;
     const std::string top = TopOpsLabel(CellProfileOps(report, cell));
-    md << "| " << Md(CellLabel(report.jobs[cell.jobs.front()])) << " | " << trials << " | "
-       << (top.empty() ? "–" : Md(top)) << " |\n";
+    md << "| " << Md(cell.cell.Label()) << " | " << trials << " | " << (top.empty() ? "–" : Md(top))
+       << " |\n";
   }
 }
 
 // Sustained-mode jobs (spec benchmark.sustained_s): the curve in brief.
 void SustainedTable(std::ostringstream& md, const RunReport& report,
-                    const std::vector<Cell>& cells) {
+                    const std::vector<CellGroup>& cells) {
   if (report.sustained.empty()) return;
   md << "\n## Sustained\n\nLatency over time (`benchmark.sustained_s`): the p50 of the first "
         "and last time windows; a rise with the temperature is thermal throttling. `dfarm show "
         "RUN --job ID --json` has every window.\n\n| job | device | time | p50 first | p50 last "
         "| change | slowest | temperature |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | --- "
         "|\n";
-  for (const Cell& cell : cells) {
+  for (const CellGroup& cell : cells) {
     for (size_t i : cell.jobs) {
       const store::JobRow& j = report.jobs[i];
       auto s = SummarizeSustained(report, j);
       if (!s) continue;
-      md << "| " << Md(CellLabel(j)) << " #" << j.id << " | " << Md(j.device) << " | "
+      md << "| " << Md(store::CellOf(j).Label()) << " #" << j.id << " | " << Md(j.device) << " | "
          << Fixed(s->secs, 1) << " s | " << Ms(s->first_p50_us) << " ms | " << Ms(s->last_p50_us)
          << " ms | " << (s->change_pct >= 0 ? "+" : "") << Fixed(s->change_pct, 1) << "% | "
          << Ms(s->slowest_p50_us) << " ms at " << Fixed(s->slowest_t_s, 1) << " s | "
@@ -207,7 +209,7 @@ void SustainedTable(std::ostringstream& md, const RunReport& report,
 
 // Delegate init and fp16 cost (delegate_init.cc), per model.
 void DelegateInitTable(std::ostringstream& md, const RunReport& report,
-                       const std::vector<Cell>& cells) {
+                       const std::vector<CellGroup>& cells) {
   const std::vector<InitCell> rows = DelegateInitCells(report, cells);
   if (rows.empty()) return;
   auto ms = [](const std::optional<double>& us) { return us ? Ms(*us) : std::string("–"); };
@@ -272,7 +274,8 @@ void Failures(std::ostringstream& md, const RunReport& report) {
 std::string RenderMarkdown(const RunReport& report) {
   std::ostringstream md;
   Summary(md, report);
-  const std::vector<Cell> cells = report.cells.empty() ? GroupCells(report.jobs) : report.cells;
+  const std::vector<CellGroup> cells =
+      report.cells.empty() ? GroupCells(report.jobs) : report.cells;
   if (report.comparison) {
     VerdictTable(md, *report.comparison);
   } else {

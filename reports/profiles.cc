@@ -8,7 +8,7 @@
 
 namespace dfarm::reports {
 
-std::vector<store::ProfileOp> CellProfileOps(const RunReport& report, const Cell& cell) {
+std::vector<store::ProfileOp> CellProfileOps(const RunReport& report, const CellGroup& cell) {
   std::map<std::string, store::ProfileOp> sums;
   std::vector<std::string> order;  // first appearance, for equal totals
   size_t trials = 0;
@@ -35,7 +35,7 @@ std::vector<store::ProfileOp> CellProfileOps(const RunReport& report, const Cell
   return out;
 }
 
-size_t CellProfiledTrials(const RunReport& report, const Cell& cell) {
+size_t CellProfiledTrials(const RunReport& report, const CellGroup& cell) {
   size_t n = 0;
   for (size_t i : cell.jobs) n += report.profiles.count(report.jobs[i].id);
   return n;

@@ -161,7 +161,7 @@ std::string Tail(const std::string& text, size_t max_lines, size_t max_chars) {
 // Samples (summarised, per job and pooled per cell), telemetry and stderr tails.
 Result<void> LoadJobEvidence(store::Store& store, RunReport& r) {
   r.cells = GroupCells(r.jobs);
-  for (Cell& cell : r.cells) {
+  for (CellGroup& cell : r.cells) {
     std::vector<double> pooled;
     for (size_t i : cell.jobs) {
       const store::JobRow& j = r.jobs[i];
@@ -221,78 +221,41 @@ SampleSummary Summarize(std::vector<double> samples_us) {
   return s;
 }
 
-std::string CellKey(const store::JobRow& job) {
-  return job.model_sha256 + "|" + job.model + "|" + job.delegate + "|" + job.delegate_options +
-         "|" + std::to_string(job.num_threads) + "|" + job.runner + "|" + job.device;
-}
-
-std::vector<Cell> GroupCells(const std::vector<store::JobRow>& jobs) {
-  std::vector<Cell> cells;
-  std::map<std::string, size_t> index;
+std::vector<CellGroup> GroupCells(const std::vector<store::JobRow>& jobs) {
+  std::vector<CellGroup> cells;
+  std::map<store::Cell, size_t> index;
   for (size_t i = 0; i < jobs.size(); ++i) {
-    std::string key = CellKey(jobs[i]);
-    auto [it, added] = index.emplace(key, cells.size());
-    if (added) cells.push_back(Cell{std::move(key), {}, {}});
+    store::Cell cell = store::CellOf(jobs[i]);
+    auto [it, added] = index.emplace(cell, cells.size());
+    if (added) cells.push_back(CellGroup{cell, {}, {}});
+    cells[it->second].cell.model = cell.model;  // the newest job's (jobs are in id order)
     cells[it->second].jobs.push_back(i);
   }
   // Trials run shuffled: list cells by model, the cpu reference first, then
-  // delegate, options, threads, runner and device; a cell's jobs by trial.
-  auto order = [&](const Cell& c) {
-    const store::JobRow& j = jobs[c.jobs.front()];
-    return std::make_tuple(j.model, j.model_sha256, j.delegate != "cpu", j.delegate,
-                           j.delegate_options, j.num_threads, j.runner, j.device);
+  // in Cell order (delegate, options, threads, runner, device); a cell's jobs
+  // by trial.
+  auto order = [](const CellGroup& c) {
+    return std::tuple<const std::string&, const std::string&, bool, const store::Cell&>(
+        c.cell.model, c.cell.model_sha256, c.cell.delegate != "cpu", c.cell);
   };
   std::stable_sort(cells.begin(), cells.end(),
-                   [&](const Cell& a, const Cell& b) { return order(a) < order(b); });
-  for (Cell& c : cells) {
+                   [&](const CellGroup& a, const CellGroup& b) { return order(a) < order(b); });
+  for (CellGroup& c : cells) {
     std::stable_sort(c.jobs.begin(), c.jobs.end(),
                      [&](size_t a, size_t b) { return jobs[a].trial < jobs[b].trial; });
   }
   return cells;
 }
 
-namespace {
-
-// " [runner NAME]" (with its kind when that is not dfarm and not the name)
-// for a spec's own runner; "" for the default runner.
-std::string RunnerTag(const store::JobRow& job) {
-  if (job.runner.empty()) return "";
-  std::string tag = " [runner ";
-  tag += job.runner;
-  if (!job.runner_kind.empty() && job.runner_kind != "dfarm" && job.runner_kind != job.runner) {
-    tag += ": ";
-    tag += job.runner_kind;
-  }
-  tag += "]";
-  return tag;
-}
-
-}  // namespace
-
-std::string CellLabel(const store::JobRow& job) {
-  std::string label = job.model + " " + DelegateLabel(job);
-  if (job.num_threads > 0) label += " x" + std::to_string(job.num_threads);
-  label += " @" + job.device;
-  label += RunnerTag(job);
-  return label;
-}
-
-std::string ConfigLabel(const store::JobRow& job) {
-  std::string label = DelegateLabel(job);
-  if (job.num_threads > 0) label += " x" + std::to_string(job.num_threads);
-  label += RunnerTag(job);
-  return label;
-}
-
-CellMatrix LayoutMatrix(const RunReport& report, const std::vector<Cell>& cells) {
+CellMatrix LayoutMatrix(const std::vector<CellGroup>& cells) {
   CellMatrix m;
   std::map<std::string, size_t> column;
   std::map<std::pair<std::string, std::string>, size_t> row_of;
   for (size_t i = 0; i < cells.size(); ++i) {
-    const store::JobRow& j = report.jobs[cells[i].jobs.front()];
-    auto [col, new_device] = column.emplace(j.device, m.devices.size());
-    if (new_device) m.devices.push_back(j.device);
-    std::pair<std::string, std::string> key{j.model, ConfigLabel(j)};
+    const store::Cell& c = cells[i].cell;
+    auto [col, new_device] = column.emplace(c.device, m.devices.size());
+    if (new_device) m.devices.push_back(c.device);
+    std::pair<std::string, std::string> key{c.model, store::ConfigLabel(c)};
     auto [row, new_row] = row_of.emplace(key, m.rows.size());
     if (new_row) m.rows.push_back(MatrixRow{key.first, key.second, {}});
     std::vector<int>& by_device = m.rows[row->second].cells;
@@ -314,7 +277,7 @@ std::pair<std::string, std::string> SpeedupColours(double speedup) {
   return {bg, t > 0.55 ? "#fff" : "#222"};
 }
 
-std::optional<double> CellMedianUs(const RunReport& report, const Cell& cell) {
+std::optional<double> CellMedianUs(const RunReport& report, const CellGroup& cell) {
   if (cell.latency.count > 0) return cell.latency.p50;
   std::vector<double> p50s;
   for (size_t i : cell.jobs) {
@@ -328,18 +291,15 @@ std::optional<double> CellMedianUs(const RunReport& report, const Cell& cell) {
   return Summarize(std::move(p50s)).p50;
 }
 
-std::optional<double> SpeedupVsCpu(const RunReport& report, const std::vector<Cell>& cells,
-                                   const Cell& cell) {
-  const store::JobRow& j = report.jobs[cell.jobs.front()];
+std::optional<double> SpeedupVsCpu(const RunReport& report, const std::vector<CellGroup>& cells,
+                                   const CellGroup& cell) {
   auto mine = CellMedianUs(report, cell);
   if (!mine || *mine <= 0) return std::nullopt;
-  for (const Cell& other : cells) {
-    const store::JobRow& c = report.jobs[other.jobs.front()];
-    if (c.delegate != "cpu" || !c.delegate_options.empty() || c.model_sha256 != j.model_sha256 ||
-        c.model != j.model || c.device != j.device || c.num_threads != j.num_threads ||
-        c.runner != j.runner) {
-      continue;
-    }
+  store::Cell cpu_cell = cell.cell;  // the same cell on the cpu delegate, without options
+  cpu_cell.delegate = "cpu";
+  cpu_cell.delegate_options.clear();
+  for (const CellGroup& other : cells) {
+    if (other.cell != cpu_cell) continue;
     auto cpu = CellMedianUs(report, other);
     if (!cpu) return std::nullopt;
     return *cpu / *mine;

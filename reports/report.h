@@ -24,28 +24,23 @@ struct SampleSummary {
 // Quantiles of `samples_us` (any order); count 0 for none.
 SampleSummary Summarize(std::vector<double> samples_us);
 
-// All the trials of one configuration on one device: equal model_sha256,
-// delegate, delegate_options, num_threads, runner and device.
-struct Cell {
-  std::string key;           // those fields joined, for matching
-  std::vector<size_t> jobs;  // indices into RunReport::jobs, in job order
+// The trials of one cell of a run (store::Cell, reports/store/cell.h), which
+// names it: Label() wherever a report shows the cell.
+struct CellGroup {
+  store::Cell cell;          // model: the file name of the cell's newest job
+  std::vector<size_t> jobs;  // indices into RunReport::jobs, in trial order
   // The pooled samples of the cell's ok trials (count 0 without any).
   SampleSummary latency;
 };
-// The cell key of a job (Cell::key).
-std::string CellKey(const store::JobRow& job);
-// The cells of `jobs` in the order their first job appears (latency unset).
-std::vector<Cell> GroupCells(const std::vector<store::JobRow>& jobs);
-// "face.tflite xnnpack (fp16:true) x2 @local [runner main]": model, delegate
-// with options, threads, device and (when not the default) runner.
-std::string CellLabel(const store::JobRow& job);
+// The cells of `jobs` (latency unset), by model file name, the model's cpu
+// cells first, then in Cell order.
+std::vector<CellGroup> GroupCells(const std::vector<store::JobRow>& jobs);
 
 // One cell's verdict from the release gate (`--baseline`), as the
 // renderers show it. The gate's own types stay in reports/gate: the CLI
 // converts its CellResult into this.
 struct CellVerdict {
-  std::string key;      // CellKey of the candidate's cell ("" for a missing one)
-  std::string label;    // the gate's cell label
+  store::Cell cell;     // the gate's cell (device: its device class, if any)
   std::string verdict;  // "pass", "improved", "regressed", "unknown", "fail", "new", "missing"
   std::string latency_verdict;
   double baseline_median_us = 0, candidate_median_us = 0, ratio = 0, ci_low = 0, ci_high = 0;
@@ -70,7 +65,7 @@ struct RunReport {
   // id; jobs without a comparison are absent.
   std::map<int64_t, store::Accuracy> accuracy;
   // Filled by LoadRunReport (renderers cope with them empty):
-  std::vector<Cell> cells{};                   // GroupCells(jobs) with latency
+  std::vector<CellGroup> cells{};              // GroupCells(jobs) with latency
   std::map<int64_t, SampleSummary> samples{};  // each job's own samples, by job id
   std::map<int64_t, std::vector<store::TelemetryRow>> telemetry{};  // by job id
   std::map<int64_t, std::string> stderr_tails{};  // failed jobs' runner stderr (last lines)
@@ -111,9 +106,9 @@ std::optional<double> MaxAbsError(const store::Accuracy& accuracy);
 // total_us and pct averaged over the cell's profiled trials (count as the
 // first trial that has the op lists it), largest total first; empty when no
 // trial of the cell has a profile.
-std::vector<store::ProfileOp> CellProfileOps(const RunReport& report, const Cell& cell);
+std::vector<store::ProfileOp> CellProfileOps(const RunReport& report, const CellGroup& cell);
 // The number of the cell's trials with a profile.
-size_t CellProfiledTrials(const RunReport& report, const Cell& cell);
+size_t CellProfiledTrials(const RunReport& report, const CellGroup& cell);
 // "CONV_2D 62.1%, DELEGATE 30.0%, ADD 5.2%": the first `n` of `ops` (in
 // their order); empty when there are none.
 std::string TopOpsLabel(const std::vector<store::ProfileOp>& ops, size_t n = 3);
@@ -166,7 +161,7 @@ struct OutputCost {
 struct InitCell {
   size_t cell = 0;  // index into the cells given
   std::string model;
-  std::string config;  // ConfigLabel
+  std::string config;  // store::ConfigLabel
   std::string device;
   std::string gpu;  // GpuDeviceLabel, "" for none
   std::optional<double> mean_us, first_us, init_us, init_cold_us, init_warm_us;
@@ -177,7 +172,8 @@ struct InitCell {
 };
 // Every cell of each model that has a cell with a cold or warm init or
 // reduced precision, in cell order; empty when the run has none.
-std::vector<InitCell> DelegateInitCells(const RunReport& report, const std::vector<Cell>& cells);
+std::vector<InitCell> DelegateInitCells(const RunReport& report,
+                                        const std::vector<CellGroup>& cells);
 // (device, GPU) of the devices of `rows` that have an OpenCL device, by name.
 std::vector<std::pair<std::string, std::string>> SectionGpus(const std::vector<InitCell>& rows);
 
@@ -185,12 +181,10 @@ std::vector<std::pair<std::string, std::string>> SectionGpus(const std::vector<I
 // when the job was flagged none of them.
 std::string DeviceStateFlags(const store::JobRow& job);
 
-// A job's delegate configuration as a matrix row names it: delegate with
-// options, threads and (when not the default) runner: "xnnpack (fp16:true) x2".
-std::string ConfigLabel(const store::JobRow& job);
 // The run's matrix as the HTML heatmap and the dashboard lay it out: one row
-// per (model, ConfigLabel) in the order of `cells`, devices as columns in first
-// appearance order; each row's index into `cells` per device, -1 for none.
+// per (model, store::ConfigLabel) in the order of `cells`, devices as columns
+// in first appearance order; each row's index into `cells` per device, -1 for
+// none.
 struct MatrixRow {
   std::string model;
   std::string config;
@@ -200,18 +194,18 @@ struct CellMatrix {
   std::vector<std::string> devices;
   std::vector<MatrixRow> rows;
 };
-CellMatrix LayoutMatrix(const RunReport& report, const std::vector<Cell>& cells);
+CellMatrix LayoutMatrix(const std::vector<CellGroup>& cells);
 // Background and text colour ("#rrggbb") of a speed-up: blue when faster than
 // cpu, orange when slower, white near 1 (log2 scale, saturating at 4x).
 std::pair<std::string, std::string> SpeedupColours(double speedup);
 
 // The median latency of a cell (its pooled samples' p50, else the median of
 // its ok trials' p50); unset when no trial is ok.
-std::optional<double> CellMedianUs(const RunReport& report, const Cell& cell);
+std::optional<double> CellMedianUs(const RunReport& report, const CellGroup& cell);
 // The cell's latency speed-up against the cpu cell of the same model, device,
 // threads and runner (cpu median / this median); unset without both.
-std::optional<double> SpeedupVsCpu(const RunReport& report, const std::vector<Cell>& cells,
-                                   const Cell& cell);
+std::optional<double> SpeedupVsCpu(const RunReport& report, const std::vector<CellGroup>& cells,
+                                   const CellGroup& cell);
 
 // A run is "green" only when it finished, every job is ok and, with a
 // baseline, the gate passed.

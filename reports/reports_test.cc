@@ -325,7 +325,7 @@ TEST_F(StoreReportTest, LoadGroupsTrialsIntoCells) {
   EXPECT_NE(r.stderr_tails[ids_[4]].find("Segmentation fault"), std::string::npos);
   ASSERT_EQ(r.devices.size(), 1u);
   EXPECT_EQ(r.runner_builds.size(), 1u);
-  EXPECT_EQ(CellLabel(r.jobs[0]), "m,1.tflite cpu x1 @local [runner main]");
+  EXPECT_EQ(store::CellOf(r.jobs[0]).Label(), "m,1.tflite (abc) cpu x1 @local (runner main)");
 }
 
 TEST_F(StoreReportTest, HtmlShowsEverySection) {
@@ -400,7 +400,7 @@ TEST_F(StoreReportTest, ProfilesShowTheTopOpsPerCell) {
 
   const std::string md = RenderMarkdown(r);
   EXPECT_NE(md.find("## Profiles"), std::string::npos) << md;
-  EXPECT_NE(md.find("| m,1.tflite xnnpack x1 @local \\[runner main\\] | 2 | DELEGATE 53.1%, "
+  EXPECT_NE(md.find("| m,1.tflite (abc) xnnpack x1 @local (runner main) | 2 | DELEGATE 53.1%, "
                     "\\<CONV\\> 41.0%, ADD 5.9% |"),
             std::string::npos)
       << md;
@@ -512,8 +512,8 @@ TEST(ReportsTest, ComparisonShowsVerdictsAndDeltas) {
   c.baseline_name = "release-1.2";
   c.passed = false;
   CellVerdict v;
-  v.key = CellKey(r.jobs[0]);
-  v.label = "cell | one";
+  v.cell = store::CellOf(r.jobs[0]);
+  v.cell.model = "cell | one";
   v.verdict = "regressed";
   v.latency_verdict = "regressed";
   v.baseline_median_us = 10000;
@@ -530,7 +530,8 @@ TEST(ReportsTest, ComparisonShowsVerdictsAndDeltas) {
   r.comparison = c;
   std::string md = RenderMarkdown(r);
   EXPECT_LT(md.find("## Verdicts"), md.find("## Jobs"));  // the verdict table comes first
-  EXPECT_NE(md.find("| cell \\| one | **regressed** | 10.00 | 12.00 | +20.0% |"), std::string::npos)
+  EXPECT_NE(md.find("| cell \\| one cpu @local | **regressed** | 10.00 | 12.00 | +20.0% |"),
+            std::string::npos)
       << md;
   EXPECT_NE(md.find("gate against run 3 (release-1.2): **failed**"), std::string::npos) << md;
   EXPECT_NE(md.find("within-run"), std::string::npos);
@@ -585,7 +586,7 @@ TEST(ReportsTest, BigRunsKeepTheHtmlSmall) {
     }
   }
   r.cells = GroupCells(r.jobs);
-  for (Cell& c : r.cells) {
+  for (CellGroup& c : r.cells) {
     std::vector<double> samples(100000);
     for (size_t i = 0; i < samples.size(); ++i) samples[i] = 1000 + static_cast<double>(i % 977);
     c.latency = Summarize(samples);

@@ -147,7 +147,7 @@ std::optional<SustainedSummary> SummarizeSustained(const RunReport& report,
 }
 
 void SustainedSection(std::ostringstream& h, const RunReport& report,
-                      const std::vector<Cell>& cells) {
+                      const std::vector<CellGroup>& cells) {
   if (report.sustained.empty()) return;
   h << "<h2>Sustained</h2>\n<p>Latency over time (<code>benchmark.sustained_s</code>): the p50 "
        "of each time window (blue) and the device's hottest thermal zone (orange, dashed, its "
@@ -156,7 +156,7 @@ void SustainedSection(std::ostringstream& h, const RunReport& report,
        "has every window.</p>\n<table>\n<thead><tr><th>job</th><th>time</th><th>p50 first</th>"
        "<th>p50 last</th><th>change</th><th>slowest</th><th>temperature</th><th>curve</th></tr>"
        "</thead>\n<tbody>\n";
-  for (const Cell& cell : cells) {
+  for (const CellGroup& cell : cells) {
     for (size_t i : cell.jobs) {
       const store::JobRow& j = report.jobs[i];
       auto curve = report.sustained.find(j.id);
@@ -166,7 +166,7 @@ void SustainedSection(std::ostringstream& h, const RunReport& report,
       if (!s) continue;
       const double change = s->change_pct;
       const char* kNum = "<td class=\"num\" style=\"white-space:nowrap\">";
-      h << "<tr><td>" << HtmlEscape(CellLabel(j)) << " #" << j.id << "</td>" << kNum
+      h << "<tr><td>" << HtmlEscape(store::CellOf(j).Label()) << " #" << j.id << "</td>" << kNum
         << Fixed(s->secs, 1) << " s</td>" << kNum << Ms(s->first_p50_us) << " ms</td>" << kNum
         << Ms(s->last_p50_us) << " ms</td><td class=\"num\""
         << (change > 5 ? " style=\"color:#b00\"" : "") << ">" << (change >= 0 ? "+" : "")

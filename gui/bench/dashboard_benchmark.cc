@@ -376,7 +376,7 @@ double TrendQueryMs(const std::string& path) {
     std::cerr << "trend query: " << store.error().message << "\n";
     return -1;
   }
-  store::CellKeyQuery cell;
+  store::Cell cell;
   cell.model_sha256 = ModelSha(2);
   cell.delegate = "xnnpack";
   cell.delegate_options = "fp16:true";
@@ -431,10 +431,11 @@ double MatrixPaintMs(const std::string& path, int64_t run_id) {
   if (!store) return -1;
   auto report = reports::LoadRunReport(**store, run_id);
   if (!report) return -1;
-  const std::vector<reports::Cell> cells = reports::GroupCells(report->jobs);
-  const reports::CellMatrix matrix = reports::LayoutMatrix(*report, cells);
+  const std::vector<reports::CellGroup> cells = reports::GroupCells(report->jobs);
+  const reports::CellMatrix matrix = reports::LayoutMatrix(cells);
   size_t medians = 0;
-  for (const reports::Cell& c : cells) medians += reports::CellMedianUs(*report, c).has_value();
+  for (const reports::CellGroup& c : cells)
+    medians += reports::CellMedianUs(*report, c).has_value();
   std::cerr << "matrix: no MatrixView; store read + cell aggregation (" << cells.size()
             << " cells, " << medians << " with a median, " << matrix.rows.size() << " rows)\n";
   return Ms(t0);

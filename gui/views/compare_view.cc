@@ -80,7 +80,7 @@ void CompareModel::setCells(std::vector<gate::CellResult> cells) {
   const bool same = cells.size() == m_cells.size() &&
                     std::equal(cells.begin(), cells.end(), m_cells.begin(),
                                [](const gate::CellResult& a, const gate::CellResult& b) {
-                                 return a.label == b.label;
+                                 return a.cell == b.cell;
                                });
   if (!same) beginResetModel();
   m_cells = std::move(cells);
@@ -102,7 +102,7 @@ int CompareModel::columnCount(const QModelIndex& parent) const {
 QVariant CompareModel::display(const gate::CellResult& c, int column) const {
   switch (column) {
     case CellColumn:
-      return Q(c.label);
+      return Q(c.cell.Label());
     case VerdictColumn:
       return QString::fromLatin1(gate::VerdictName(c.verdict));
     case BaselineColumn:
@@ -167,7 +167,7 @@ QVariant CompareModel::data(const QModelIndex& index, int role) const {
                  ? QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter)
                  : QVariant();
     case Qt::ToolTipRole: {
-      QStringList lines{Q(c.label)};
+      QStringList lines{Q(c.cell.Label())};
       for (const gate::Finding& f : c.findings) {
         lines << QStringLiteral("%1 %2").arg(f.fails ? "✗" : "✓", Q(f.message));
       }

@@ -23,18 +23,11 @@ namespace {
 
 QString Q(const std::string& s) { return QString::fromStdString(s); }
 
-std::string GateKey(const std::string& sha, const std::string& model, const std::string& delegate,
-                    const std::string& options, uint32_t threads, const std::string& runner,
-                    const std::string& device) {
-  return sha + "|" + model + "|" + delegate + "|" + options + "|" + std::to_string(threads) + "|" +
-         runner + "|" + device;
-}
-
-MatrixCell MakeCell(const reports::RunReport& report, const reports::Cell& cell) {
+MatrixCell MakeCell(const reports::RunReport& report, const reports::CellGroup& cell) {
   MatrixCell m;
   m.present = true;
   const store::JobRow& first = report.jobs[cell.jobs.front()];
-  m.label = reports::CellLabel(first);
+  m.cell = cell.cell;
   m.first_job = first.id;
   m.trials = cell.jobs.size();
   m.is_cpu = first.delegate == "cpu" && first.delegate_options.empty();
@@ -54,9 +47,6 @@ MatrixCell MakeCell(const reports::RunReport& report, const reports::Cell& cell)
   }
   m.median_us = reports::CellMedianUs(report, cell);
   m.speedup = reports::SpeedupVsCpu(report, report.cells, cell);
-  m.ref =
-      CellRef{Q(first.model),  Q(first.model_sha256), Q(first.delegate), Q(first.delegate_options),
-              Q(first.device), Q(first.runner),       first.num_threads};
   return m;
 }
 
@@ -83,7 +73,7 @@ QString Sci(double v) { return QString::number(v, 'g', 2); }
 Result<MatrixData> ReadMatrix(store::Store& store, int64_t runId) {
   auto report = reports::LoadRunReport(store, runId);
   if (!report) return report.error();
-  const reports::CellMatrix layout = reports::LayoutMatrix(*report, report->cells);
+  const reports::CellMatrix layout = reports::LayoutMatrix(report->cells);
   MatrixData d;
   d.run = report->run;
   d.devices = layout.devices;
@@ -139,9 +129,7 @@ Result<MatrixGate> ReadMatrixGate(store::Store& store, const store::RunRow& run)
                                                    .arg(c.q_value, 0, 'g', 2)
                                                    .toStdString();
     }
-    g.verdicts.push_back({GateKey(c.model_sha256, c.model, c.delegate, c.delegate_options,
-                                  c.num_threads, c.runner, c.device),
-                          {gate::VerdictName(c.verdict), detail}});
+    g.verdicts.push_back({c.cell, {gate::VerdictName(c.verdict), detail}});
   }
   return g;
 }
@@ -178,17 +166,14 @@ void MatrixModel::setMatrix(MatrixData data) {
 }
 
 void MatrixModel::setGate(const MatrixGate& gate) {
-  std::map<std::string, std::pair<std::string, std::string>> by_key(gate.verdicts.begin(),
-                                                                    gate.verdicts.end());
+  std::map<store::Cell, std::pair<std::string, std::string>> by_cell(gate.verdicts.begin(),
+                                                                     gate.verdicts.end());
   for (auto& line : m_data.cells) {
     for (MatrixCell& c : line) {
       if (!c.present) continue;
-      const CellRef& r = c.ref;
-      auto it = by_key.find(GateKey(r.modelSha256.toStdString(), r.model.toStdString(),
-                                    r.delegate.toStdString(), r.delegateOptions.toStdString(),
-                                    r.numThreads, r.runner.toStdString(), r.device.toStdString()));
-      c.verdict = it == by_key.end() ? "" : it->second.first;
-      c.verdict_detail = it == by_key.end() ? "" : it->second.second;
+      auto it = by_cell.find(c.cell);
+      c.verdict = it == by_cell.end() ? "" : it->second.first;
+      c.verdict_detail = it == by_cell.end() ? "" : it->second.second;
     }
   }
   updateAll();
@@ -282,7 +267,7 @@ QVariant MatrixModel::cellData(const MatrixCell& c, int role) const {
       return QColor(0x22, 0x22, 0x22);
     }
     case Qt::ToolTipRole: {
-      QStringList lines{Q(c.label)};
+      QStringList lines{Q(c.cell.Label())};
       lines << tr("median: %1").arg(c.median_us ? formatMs(*c.median_us) + " ms" : tr("n/a"));
       if (c.speedup && !c.is_cpu) lines << tr("speed-up vs cpu: %1×").arg(*c.speedup, 0, 'f', 2);
       lines << tr("trials ok: %1 of %2").arg(c.ok).arg(c.trials);
@@ -524,7 +509,7 @@ void MatrixView::activateCell(const QModelIndex& index) {
 }
 
 void MatrixView::trendOfCell(const QModelIndex& index) {
-  if (const MatrixCell* c = m_model->cellAt(index)) emit openCell(c->ref);
+  if (const MatrixCell* c = m_model->cellAt(index)) emit openCell(c->cell);
 }
 
 void MatrixView::contextMenu(const QPoint& pos) {

@@ -26,14 +26,13 @@ namespace dfarm::gui {
 // One cell of the matrix, as value types.
 struct MatrixCell {
   bool present = false;
-  std::string label;  // reports::CellLabel of its first job
+  store::Cell cell;  // its first job's (Label() heads the tooltip; the trend opens it)
   size_t trials = 0, ok = 0;
   std::string bad;      // the first status of a trial that is not ok ("" when all are)
   std::string error;    // that trial's error line
   bool is_cpu = false;  // the cpu reference of its model and device
   std::optional<double> median_us, speedup, max_abs_error;
   int64_t first_job = 0;
-  CellRef ref;
   std::string verdict;  // gate verdict ("" before the gate ran or without one)
   std::string verdict_detail;
 };
@@ -45,11 +44,12 @@ struct MatrixData {
   std::vector<std::vector<MatrixCell>> cells;             // [row][device]
 };
 
-// The gate's verdicts for a run, by cell key (reports::CellKey).
+// The gate's verdicts for a run: (cell, (verdict, detail)), cells as the gate
+// keys them (the device's class, which the default policy leaves the device).
 struct MatrixGate {
   int64_t baseline_run = 0;  // 0: none found
   std::string note;          // "no baseline", an error, or "vs run N (tag baseline)"
-  std::vector<std::pair<std::string, std::pair<std::string, std::string>>> verdicts;
+  std::vector<std::pair<store::Cell, std::pair<std::string, std::string>>> verdicts;
 };
 
 // Reads a run's matrix (blocking: call it off the GUI thread).
@@ -120,7 +120,7 @@ class MatrixView : public View {
   QTableView* table() const { return m_table; }
   QComboBox* colourSwitch() const { return m_colourSwitch; }
   QString gateNote() const { return m_gateNote; }
-  // The cell's CellRef and job (what the context menu and a click emit).
+  // The cell and its first job (what the context menu and a click emit).
   void activateCell(const QModelIndex& index);
   void trendOfCell(const QModelIndex& index);
 

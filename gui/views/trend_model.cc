@@ -7,17 +7,6 @@
 #include "gui/format.h"
 
 namespace dfarm::gui {
-namespace {
-
-QString cellLabel(const CellRef& c) {
-  QString s = c.model + " " + c.delegate;
-  if (!c.delegateOptions.isEmpty()) s += "[" + c.delegateOptions + "]";
-  s += QString(" x%1 @").arg(c.numThreads) + c.device;
-  if (!c.runner.isEmpty()) s += " runner " + c.runner;
-  return s;
-}
-
-}  // namespace
 
 QString trendMetricTitle(TrendMetric metric) {
   switch (metric) {
@@ -49,23 +38,15 @@ double trendDisplayValue(TrendMetric metric, double raw) {
   return raw;
 }
 
-Result<TrendData> loadTrend(store::Store& store, const CellRef& cell, TrendMetric metric,
+Result<TrendData> loadTrend(store::Store& store, const store::Cell& cell, TrendMetric metric,
                             const stats::ChangePointOptions& options) {
-  store::CellKeyQuery q;
-  q.model_sha256 = cell.modelSha256.toStdString();
-  q.delegate = cell.delegate.toStdString();
-  q.delegate_options = cell.delegateOptions.toStdString();
-  q.device = cell.device.toStdString();
-  q.runner = cell.runner.toStdString();
-  q.num_threads = cell.numThreads;
   auto runs = reports::LoadRunsById(store);
   if (!runs) return runs.error();
-  auto series = reports::LoadCellSeries(store, q, *runs, metric, options);
+  auto series = reports::LoadCellSeries(store, cell, *runs, metric, options);
   if (!series) return series.error();
   if (series->jobs == 0) {
     return MakeError(ErrorKind::kNotFound, "no job in the database belongs to the cell " +
-                                               cellLabel(cell).toStdString() +
-                                               "; pick a cell in a run's matrix");
+                                               cell.Label() + "; pick a cell in a run's matrix");
   }
   const auto display = [metric](double raw) { return trendDisplayValue(metric, raw); };
   TrendData data;

@@ -32,14 +32,6 @@ void hideFromLegend(QChart* chart, QAbstractSeries* series) {
   for (QLegendMarker* m : chart->legend()->markers(series)) m->setVisible(false);
 }
 
-QString cellTitle(const CellRef& c) {
-  QString s = c.model + "  " + c.delegate;
-  if (!c.delegateOptions.isEmpty()) s += " [" + c.delegateOptions + "]";
-  s += QString("  x%1 threads  @%2").arg(c.numThreads).arg(c.device);
-  if (!c.runner.isEmpty()) s += "  runner " + c.runner;
-  return s;
-}
-
 }  // namespace
 
 TrendView::TrendView(QWidget* parent) : View(parent) {
@@ -96,10 +88,10 @@ TrendView::TrendView(QWidget* parent) : View(parent) {
   layout->addWidget(splitter, 1);
 }
 
-void TrendView::showCell(const CellRef& cell) {
+void TrendView::showCell(const store::Cell& cell) {
   m_cell = cell;
   m_hasCell = true;
-  m_title->setText(cellTitle(cell));
+  m_title->setText(QString::fromStdString(cell.Label()));
   load();
 }
 
@@ -120,7 +112,7 @@ QString TrendView::message() const { return m_message->isHidden() ? "" : m_messa
 void TrendView::load() {
   markLoading();
   const quint64 generation = ++m_generation;
-  const CellRef cell = m_cell;
+  const store::Cell cell = m_cell;
   const TrendMetric metric = m_metric;
   LoadAsync<TrendData>(
       database(), this, [cell, metric](store::Store& s) { return loadTrend(s, cell, metric); },

@@ -26,7 +26,7 @@ class TrendView : public View {
  public:
   explicit TrendView(QWidget* parent = nullptr);
 
-  void showCell(const CellRef& cell);
+  void showCell(const store::Cell& cell);
   void setMetric(TrendMetric metric);
   TrendMetric metric() const { return m_metric; }
   void refresh() override;
@@ -45,7 +45,7 @@ class TrendView : public View {
   void addTagSeries();
   void pointClicked(const QPointF& point);
 
-  CellRef m_cell;
+  store::Cell m_cell;
   bool m_hasCell = false;
   TrendMetric m_metric = TrendMetric::kP50;
   quint64 m_generation = 0;

@@ -8,18 +8,9 @@
 #include <QString>
 #include <QWidget>
 
-namespace dfarm::gui {
+#include "reports/store/cell.h"
 
-// One matrix cell across runs: what `dfarm history` selects.
-struct CellRef {
-  QString model;
-  QString modelSha256;
-  QString delegate;
-  QString delegateOptions;
-  QString device;
-  QString runner;
-  quint32 numThreads = 0;
-};
+namespace dfarm::gui {
 
 class View : public QWidget {
   Q_OBJECT
@@ -44,7 +35,7 @@ class View : public QWidget {
   void ready();
   void openRun(qint64 runId);
   void openJob(qint64 jobId);
-  void openCell(const dfarm::gui::CellRef& cell);
+  void openCell(const dfarm::store::Cell& cell);  // a matrix cell across runs, as `dfarm history`
   void compareRuns(qint64 baselineRunId, qint64 candidateRunId);
 
  protected:
@@ -62,4 +53,4 @@ class View : public QWidget {
 
 }  // namespace dfarm::gui
 
-Q_DECLARE_METATYPE(dfarm::gui::CellRef)
+Q_DECLARE_METATYPE(dfarm::store::Cell)

@@ -144,11 +144,11 @@ class Views2Test : public testing::Test {
     }
     ASSERT_TRUE(s->TagRun(runs_[2], "baseline", false).ok());
     cell_.model = "face.tflite";
-    cell_.modelSha256 = QString::fromStdString(kSha);
+    cell_.model_sha256 = kSha;
     cell_.delegate = "xnnpack";
     cell_.device = "local";
     cell_.runner = "main";
-    cell_.numThreads = 4;
+    cell_.num_threads = 4;
     g_warnings = 0;
     previous_ = qInstallMessageHandler(CountWarnings);
   }
@@ -159,7 +159,7 @@ class Views2Test : public testing::Test {
   std::vector<int64_t> runs_;
   int64_t firstJob_ = 0;
   int64_t crashedJob_ = 0;
-  CellRef cell_;
+  store::Cell cell_;
   QtMessageHandler previous_ = nullptr;
 };
 
@@ -184,7 +184,7 @@ TEST_F(Views2Test, TrendHasAPointPerRunTheSpreadTagsAndTheStepChange) {
   auto rss = loadTrend(**s, cell_, TrendMetric::kPeakRss);
   ASSERT_TRUE(rss.ok());
   EXPECT_DOUBLE_EQ(rss->points[0].value, 40.0);  // MiB
-  CellRef none = cell_;
+  store::Cell none = cell_;
   none.delegate = "nnapi";
   auto missing = loadTrend(**s, none, TrendMetric::kP50);
   ASSERT_FALSE(missing.ok());
@@ -240,7 +240,7 @@ TEST_F(Views2Test, TrendViewDrawsTheCellAndAClickOpensTheRun) {
     view.grab().save(QString(dir) + "/qv2_trend_synthetic.png");
   }
 
-  CellRef none = cell_;
+  store::Cell none = cell_;
   none.device = "pixel";
   view.showCell(none);
   ASSERT_TRUE(WaitReady(view));
@@ -450,13 +450,7 @@ TEST(Views2RealDb, ScreenshotsOfTheFirstCell) {
   auto jobs = (*s)->ListJobs(runs->back().id);
   ASSERT_TRUE(jobs.ok() && !jobs->empty());
   const store::JobRow& j = (*jobs)[0];
-  CellRef cell{QString::fromStdString(j.model),
-               QString::fromStdString(j.model_sha256),
-               QString::fromStdString(j.delegate),
-               QString::fromStdString(j.delegate_options),
-               QString::fromStdString(j.device),
-               QString::fromStdString(j.runner),
-               j.num_threads};
+  const store::Cell cell = store::CellOf(j);
   TrendView trend;
   trend.resize(1200, 800);
   trend.setDatabase(db);

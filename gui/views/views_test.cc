@@ -278,11 +278,11 @@ TEST_F(ViewsTest, MatrixViewOpensJobsCellsAndGatesAgainstTheBaseline) {
   QSignalSpy cell(&view, &View::openCell);
   view.trendOfCell(view.model()->index(1, 3));
   ASSERT_EQ(cell.count(), 1);
-  const auto ref = cell.at(0).at(0).value<CellRef>();
+  const auto ref = cell.at(0).at(0).value<store::Cell>();
   EXPECT_EQ(ref.model, "face.tflite");
   EXPECT_EQ(ref.delegate, "xnnpack");
   EXPECT_EQ(ref.device, "pixel7");
-  EXPECT_EQ(ref.numThreads, 1u);
+  EXPECT_EQ(ref.num_threads, 1u);
 
   QSignalSpy gate(&view, &MatrixView::gateLoaded);
   view.colourSwitch()->setCurrentIndex(3);

@@ -71,25 +71,25 @@ Result<harness::SweepSpec> RerunSpec(const harness::SweepSpec& run_spec,
   }
   spec.delegates.clear();
   for (const auto& d : run_spec.delegates) {
-    if (d.name == cell.delegate && d.ShownOptionsString() == cell.delegate_options) {
+    if (d.name == cell.cell.delegate && d.ShownOptionsString() == cell.cell.delegate_options) {
       spec.delegates.push_back(d);
     }
   }
-  if (!cell.runner.empty()) {
+  if (!cell.cell.runner.empty()) {
     spec.runners.clear();
     for (const auto& r : run_spec.runners) {
-      if (r.name == cell.runner) spec.runners.push_back(r);
+      if (r.name == cell.cell.runner) spec.runners.push_back(r);
     }
   }
   spec.devices.assign(devices.begin(), devices.end());
   spec.device_selectors.clear();
-  spec.num_threads = {cell.num_threads};
-  spec.benchmark.num_threads = cell.num_threads;
+  spec.num_threads = {cell.cell.num_threads};
+  spec.benchmark.num_threads = cell.cell.num_threads;
   spec.benchmark.repeats = static_cast<uint32_t>(trials);
   if (spec.models.empty() || spec.delegates.empty() || spec.devices.empty() ||
-      (!cell.runner.empty() && spec.runners.empty())) {
+      (!cell.cell.runner.empty() && spec.runners.empty())) {
     return MakeError(ErrorKind::kInvalidInput,
-                     "cannot rerun cell '" + cell.label +
+                     "cannot rerun cell '" + cell.cell.Label() +
                          "': the candidate run's spec no longer names its model, delegate, "
                          "device or runner");
   }
@@ -136,14 +136,15 @@ Result<std::vector<int64_t>> RerunUnknown(store::Store& store, const gate::GateR
     }
     auto spec = RerunSpec(*run_spec, cell, jobs, o.rerun_unknown);
     if (!spec) return spec.error();
-    ctx.err << "gate: rerunning " << o.rerun_unknown << " trial(s) of " << cell.label << std::endl;
+    ctx.err << "gate: rerunning " << o.rerun_unknown << " trial(s) of " << cell.cell.Label()
+            << std::endl;
     auto summary = harness::RunSweep(*spec, store, *provider, so);
     if (!summary) return summary.error();
     if (auto r = store.SetRunParent(summary->run_id, first.candidate_run); !r) return r.error();
     reruns.push_back(summary->run_id);
     if (summary->status == store::kRunFailed) {
       return MakeError(ErrorKind::kFailed, "rerun " + std::to_string(summary->run_id) + " of '" +
-                                               cell.label + "' reached no device");
+                                               cell.cell.Label() + "' reached no device");
     }
   }
   return reruns;
@@ -211,7 +212,7 @@ std::string CompareTable(const gate::GateResult& r) {
   std::string s = "compare: run " + std::to_string(r.baseline_run) + " (A) -> run " +
                   std::to_string(r.candidate_run) + " (B)\n\n";
   size_t width = 4;
-  for (const auto& c : r.cells) width = std::max(width, c.label.size());
+  for (const auto& c : r.cells) width = std::max(width, c.cell.Label().size());
   char line[512];
   std::snprintf(line, sizeof line, "%-*s  %-9s %10s %10s %-22s %8s %8s %-19s %s\n",
                 static_cast<int>(width), "CELL", "LATENCY", "A ms", "B ms", "B/A [CI]", "p", "q",
@@ -233,7 +234,7 @@ std::string CompareTable(const gate::GateResult& r) {
                                     1));
     }
     std::snprintf(line, sizeof line, "%-*s  %-9s %10s %10s %-22s %8s %8s %-19s %s\n",
-                  static_cast<int>(width), c.label.c_str(), gate::VerdictName(c.latency),
+                  static_cast<int>(width), c.cell.Label().c_str(), gate::VerdictName(c.latency),
                   cmp ? Fmt("%.3f", c.baseline_median_us / 1000).c_str() : "-",
                   cmp ? Fmt("%.3f", c.candidate_median_us / 1000).c_str() : "-", ci.c_str(),
                   cmp ? Fmt("%.3g", c.p_value).c_str() : "-",

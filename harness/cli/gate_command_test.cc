@@ -181,7 +181,7 @@ TEST_F(GateCommandTest, UnreadableDatabaseExits3) {
 TEST_F(GateCommandTest, CompareShowsDeltas) {
   Outcome o = Call({"compare", "1", "3", "--db", Db()});
   EXPECT_EQ(o.code, 0) << o.err;
-  EXPECT_THAT(o.out, HasSubstr("net.tflite xnnpack[fp16:true] x1 @local"));
+  EXPECT_THAT(o.out, HasSubstr("net.tflite (abc) xnnpack[fp16:true] x1 @local"));
   EXPECT_THAT(o.out, HasSubstr("B/A [CI]"));
   Outcome j = Call({"compare", "1", "2", "--db", Db(), "--json"});
   EXPECT_EQ(j.code, 0) << j.err;

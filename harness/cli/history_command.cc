@@ -28,7 +28,7 @@ struct HistoryOptions {
   bool json = false;
 };
 
-json CellJson(const harness::CellKey& c) {
+json CellJson(const store::Cell& c) {
   return {{"model", c.model},
           {"model_sha256", c.model_sha256},
           {"delegate", c.delegate},

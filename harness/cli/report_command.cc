@@ -26,16 +26,7 @@ reports::Comparison ToComparison(const gate::GateResult& g, const std::string& b
   c.notes = g.notes;
   for (const gate::CellResult& cell : g.cells) {
     reports::CellVerdict v;
-    store::JobRow key;
-    key.model = cell.model;
-    key.model_sha256 = cell.model_sha256;
-    key.delegate = cell.delegate;
-    key.delegate_options = cell.delegate_options;
-    key.num_threads = cell.num_threads;
-    key.runner = cell.runner;
-    key.device = cell.device;
-    v.key = reports::CellKey(key);
-    v.label = cell.label;
+    v.cell = cell.cell;
     v.verdict = gate::VerdictName(cell.verdict);
     v.latency_verdict = gate::VerdictName(cell.latency);
     v.baseline_median_us = cell.baseline_median_us;

@@ -23,15 +23,6 @@ struct LoadedJob {
   bool ok() const { return row.status == store::kJobOk; }
 };
 
-struct CellKey {
-  std::string model_sha256, delegate, delegate_options, runner, device;
-  uint32_t num_threads = 0;
-  auto Tie() const {
-    return std::tie(model_sha256, delegate, delegate_options, num_threads, runner, device);
-  }
-  bool operator<(const CellKey& o) const { return Tie() < o.Tie(); }
-};
-
 struct CellJobs {
   std::vector<LoadedJob> baseline, candidate;
 };
@@ -61,7 +52,7 @@ std::string PairLabel(const Policy& policy) {
 // Loads every job of `run_id` into its cell, on the side `baseline` says
 // (only the jobs of policy's candidate/baseline runner when one is set).
 Result<void> LoadRun(store::Store& store, int64_t run_id, bool baseline, const Policy& policy,
-                     std::map<CellKey, CellJobs>& cells) {
+                     std::map<store::Cell, CellJobs>& cells) {
   auto jobs = store.ListJobs(run_id);
   if (!jobs) return jobs.error();
   const std::string& only = baseline ? policy.baseline_runner : policy.candidate_runner;
@@ -82,24 +73,13 @@ Result<void> LoadRun(store::Store& store, int64_t run_id, bool baseline, const P
       job.placement = std::move(*placement);
     }
     // Paired runners: one cell across the two names, labelled with both.
-    CellKey key{job.row.model_sha256,
-                job.row.delegate,
-                job.row.delegate_options,
-                paired ? PairLabel(policy) : job.row.runner,
-                DeviceCell(policy, job.row.device),
-                job.row.num_threads};
+    store::Cell key = store::CellOf(job.row);
+    if (paired) key.runner = PairLabel(policy);
+    key.device = DeviceCell(policy, job.row.device);
     auto& side = baseline ? cells[key].baseline : cells[key].candidate;
     side.push_back(std::move(job));
   }
   return {};
-}
-
-std::string Label(const CellKey& key, const std::string& model) {
-  std::string label = model + " " + key.delegate;
-  if (!key.delegate_options.empty()) label += "[" + key.delegate_options + "]";
-  label += " x" + std::to_string(key.num_threads) + " @" + key.device;
-  if (!key.runner.empty()) label += " (runner " + key.runner + ")";
-  return label;
 }
 
 std::vector<const LoadedJob*> OkJobs(const std::vector<LoadedJob>& jobs) {
@@ -340,7 +320,7 @@ void JudgeAccuracy(CellResult& cell, const Policy& policy,
   cell.candidate_max_abs_error = WorstMaxAbsError(cand_figures);
   cell.baseline_max_abs_error = WorstMaxAbsError(base_figures);
   for (const auto& [index, f] : cand_figures) {
-    const AccuracyRule r = EffectiveRule(policy, cell.model, f);
+    const AccuracyRule r = EffectiveRule(policy, cell.cell.model, f);
     if (f.new_nan_inf > 0 && r.nan_inf.value_or("fail") == "fail") {
       AddFinding(cell, "accuracy.nan_inf", f.name, static_cast<double>(f.new_nan_inf), 0, true,
                  "output '" + f.name + "': " + std::to_string(f.new_nan_inf) +
@@ -464,17 +444,11 @@ void JudgeFailures(CellResult& cell, const FailuresPolicy& p, const CellJobs& jo
 
 // ---- cells -----------------------------------------------------------------------
 
-CellResult MakeCell(const CellKey& key, const CellJobs& jobs) {
+CellResult MakeCell(const store::Cell& key, const CellJobs& jobs) {
   CellResult cell;
   const LoadedJob& any = jobs.candidate.empty() ? jobs.baseline.front() : jobs.candidate.front();
-  cell.model = any.row.model;
-  cell.model_sha256 = key.model_sha256;
-  cell.delegate = key.delegate;
-  cell.delegate_options = key.delegate_options;
-  cell.runner = key.runner;
-  cell.device = key.device;
-  cell.num_threads = key.num_threads;
-  cell.label = Label(key, cell.model);
+  cell.cell = key;
+  cell.cell.model = any.row.model;
   return cell;
 }
 
@@ -484,7 +458,7 @@ bool AnyFailing(const CellResult& cell) {
 }
 
 // Everything but the latency verdict, which needs every cell's p-value first.
-CellResult JudgeCell(const CellKey& key, const CellJobs& jobs, const Policy& policy, bool alone,
+CellResult JudgeCell(const store::Cell& key, const CellJobs& jobs, const Policy& policy, bool alone,
                      LatencyInput& latency_out, bool& latency_compared) {
   CellResult cell = MakeCell(key, jobs);
   const auto base = OkJobs(jobs.baseline), cand = OkJobs(jobs.candidate);
@@ -593,7 +567,7 @@ void AddSummaryNotes(GateResult& result, const Policy& policy) {
 }
 
 // Jobs still queued or running in the candidate: recorded as the not-ok status they are.
-void MarkUnfinished(std::map<CellKey, CellJobs>& cells) {
+void MarkUnfinished(std::map<store::Cell, CellJobs>& cells) {
   for (auto& [key, jobs] : cells) {
     for (auto& j : jobs.candidate) {
       if (!store::IsFinalJobStatus(j.row.status))
@@ -637,7 +611,7 @@ Result<GateResult> RunGate(store::Store& store, int64_t candidate_run,
   result.baseline_run = baseline_run;
   result.extra_candidate_runs = extra_candidate_runs;
   const bool alone = baseline_run == 0;
-  std::map<CellKey, CellJobs> cells;
+  std::map<store::Cell, CellJobs> cells;
   for (int64_t id : [&] {
          std::vector<int64_t> ids{candidate_run};
          ids.insert(ids.end(), extra_candidate_runs.begin(), extra_candidate_runs.end());

@@ -31,9 +31,9 @@ struct Finding {
 };
 
 struct CellResult {
-  std::string label;  // "model.tflite xnnpack[fp16:true] x1 @local (runner main)"
-  std::string model, model_sha256, delegate, delegate_options, runner, device;
-  uint32_t num_threads = 0;
+  // device: the device class the policy puts the device in (else the device);
+  // runner: "A vs B" when the policy pairs two runners. Label() names it.
+  store::Cell cell;
   std::vector<int64_t> baseline_jobs, candidate_jobs;  // ok jobs used, all trials
   // Latency (trial statistic = median of the trial's samples).
   double baseline_median_us = 0, candidate_median_us = 0, ratio = 0, ci_low = 0, ci_high = 0;

@@ -124,7 +124,7 @@ class GateTest : public ::testing::Test {
   const CellResult* Find(const GateResult& r, const std::string& delegate,
                          const std::string& options = "") {
     for (const auto& c : r.cells) {
-      if (c.delegate == delegate && c.delegate_options == options) return &c;
+      if (c.cell.delegate == delegate && c.cell.delegate_options == options) return &c;
     }
     return nullptr;
   }
@@ -218,7 +218,7 @@ TEST_F(GateTest, OneRunnerAgainstAnotherInOneRun) {
   ASSERT_TRUE(r) << r.message();
   ASSERT_EQ(r->cells.size(), 1u) << RenderGateText(*r);
   const auto& c = r->cells[0];
-  EXPECT_EQ(c.runner, "ours vs tflite");
+  EXPECT_EQ(c.cell.runner, "ours vs tflite");
   EXPECT_EQ(c.candidate_trials, 5u);
   EXPECT_EQ(c.baseline_trials, 5u);
   EXPECT_NEAR(c.ratio, 1.1, 0.03);
@@ -245,8 +245,8 @@ TEST_F(GateTest, NoiseOnlyIsNotRegressed) {
   ASSERT_TRUE(r) << r.message();
   ASSERT_EQ(r->cells.size(), 20u);
   for (const auto& c : r->cells) {
-    EXPECT_NE(c.verdict, Verdict::kRegressed) << c.label << "\n" << RenderGateText(*r);
-    EXPECT_NE(c.verdict, Verdict::kFail) << c.label;
+    EXPECT_NE(c.verdict, Verdict::kRegressed) << c.cell.Label() << "\n" << RenderGateText(*r);
+    EXPECT_NE(c.verdict, Verdict::kFail) << c.cell.Label();
   }
   EXPECT_TRUE(r->passed);
 }
@@ -449,7 +449,7 @@ TEST_F(GateTest, DeviceClassesMatchDevicesAsOneCell) {
   auto r = RunGate(*store_, cand, base, *policy);
   ASSERT_TRUE(r) << r.message();
   ASSERT_EQ(r->cells.size(), 1u);
-  EXPECT_EQ(r->cells[0].device, "pixel7");
+  EXPECT_EQ(r->cells[0].cell.device, "pixel7");
   EXPECT_EQ(r->cells[0].verdict, Verdict::kPass) << RenderGateText(*r);
 }
 

@@ -162,13 +162,14 @@ std::string RenderGateText(const GateResult& r) {
   std::ostringstream out;
   out << Header(r) << "\n\n";
   size_t width = 4;
-  for (const auto& c : r.cells) width = std::max(width, c.label.size());
+  for (const auto& c : r.cells) width = std::max(width, c.cell.Label().size());
   out << Pad("VERDICT", 10) << Pad("CELL", width + 2) << Pad("MEDIAN", 24) << Pad("RATIO [CI]", 24)
       << Pad("Q", 9) << Pad("TRIALS", 8) << "FINDINGS\n";
   for (const auto& c : r.cells) {
-    out << Pad(VerdictName(c.verdict), 10) << Pad(c.label, width + 2) << Pad(LatencyText(c), 24)
-        << Pad(RatioText(c), 24) << Pad(Compared(c) ? Sci(c.q_value) : "-", 9)
-        << Pad(TrialsText(c), 8) << FailingCount(c) << "\n";
+    out << Pad(VerdictName(c.verdict), 10) << Pad(c.cell.Label(), width + 2)
+        << Pad(LatencyText(c), 24) << Pad(RatioText(c), 24)
+        << Pad(Compared(c) ? Sci(c.q_value) : "-", 9) << Pad(TrialsText(c), 8) << FailingCount(c)
+        << "\n";
   }
   bool any = false;
   for (const auto& c : r.cells) {
@@ -176,7 +177,7 @@ std::string RenderGateText(const GateResult& r) {
       if (!f.fails) continue;
       if (!any) out << "\nfailing findings:\n";
       any = true;
-      out << "  " << c.label << ": " << FindingText(f) << "\n";
+      out << "  " << c.cell.Label() << ": " << FindingText(f) << "\n";
     }
   }
   if (!r.notes.empty()) out << "\nnotes:\n";
@@ -205,7 +206,7 @@ std::string RenderGateMarkdown(const GateResult& r) {
   for (const auto& c : r.cells) {
     const bool bad = c.verdict == Verdict::kFail || c.verdict == Verdict::kRegressed;
     out << "| " << (bad ? "**" : "") << VerdictName(c.verdict) << (bad ? "**" : "") << " | "
-        << md(c.label) << " | " << md(LatencyText(c)) << " | " << md(RatioText(c)) << " | "
+        << md(c.cell.Label()) << " | " << md(LatencyText(c)) << " | " << md(RatioText(c)) << " | "
         << (Compared(c) ? Sci(c.q_value) : "-") << " | " << md(TrialsText(c)) << " | "
         << FailingCount(c) << " |\n";
   }
@@ -214,7 +215,7 @@ std::string RenderGateMarkdown(const GateResult& r) {
     if (FailingCount(c) == 0 && c.verdict != Verdict::kUnknown) continue;
     if (!details) out << "\n### Details\n";
     details = true;
-    out << "\n**" << md(c.label) << "** (" << VerdictName(c.verdict) << ")\n\n";
+    out << "\n**" << md(c.cell.Label()) << "** (" << VerdictName(c.verdict) << ")\n\n";
     for (const auto& f : c.findings) {
       if (f.fails) out << "- " << md(FindingText(f)) << "\n";
     }
@@ -251,8 +252,8 @@ std::string RenderGateJunit(const GateResult& r) {
   out << "    </properties>\n";
   for (const auto& c : r.cells) {
     const double time_s = c.candidate_median_us > 0 ? c.candidate_median_us / 1e6 : 0;
-    out << "    <testcase classname=\"" << XmlEscape(c.model) << "\" name=\"" << XmlEscape(c.label)
-        << "\" time=\"" << Fixed(time_s, 6) << "\">\n";
+    out << "    <testcase classname=\"" << XmlEscape(c.cell.model) << "\" name=\""
+        << XmlEscape(c.cell.Label()) << "\" time=\"" << Fixed(time_s, 6) << "\">\n";
     if (c.verdict == Verdict::kFail || c.verdict == Verdict::kRegressed) {
       std::string message, type;
       for (const auto& f : c.findings) {
@@ -297,14 +298,14 @@ std::string RenderGateJson(const GateResult& r) {
                           {"fails", f.fails},
                           {"message", f.message}});
     }
-    cells.push_back({{"label", c.label},
-                     {"model", c.model},
-                     {"model_sha256", c.model_sha256},
-                     {"delegate", c.delegate},
-                     {"delegate_options", c.delegate_options},
-                     {"num_threads", c.num_threads},
-                     {"runner", c.runner},
-                     {"device", c.device},
+    cells.push_back({{"label", c.cell.Label()},
+                     {"model", c.cell.model},
+                     {"model_sha256", c.cell.model_sha256},
+                     {"delegate", c.cell.delegate},
+                     {"delegate_options", c.cell.delegate_options},
+                     {"num_threads", c.cell.num_threads},
+                     {"runner", c.cell.runner},
+                     {"device", c.cell.device},
                      {"verdict", VerdictName(c.verdict)},
                      {"baseline_jobs", c.baseline_jobs},
                      {"candidate_jobs", c.candidate_jobs},

@@ -302,10 +302,26 @@ std::pair<std::string, std::vector<std::string>> RunSummariesSql(Dialect d, cons
 }
 
 // The jobs of one cell across runs (ListCellJobs): jobs_by_cell finds them
-// in this order.
+// in this order. The placeholders take the Cell's identity, in its order.
 constexpr const char* kCellJobsWhere =
-    "WHERE j.model_sha256 = ? AND j.delegate = ? AND j.delegate_options = ? AND j.device = ? "
-    "AND j.runner = ? AND j.num_threads = ? ORDER BY j.run_id, j.trial, j.id";
+    "WHERE j.model_sha256 = ? AND j.delegate = ? AND j.delegate_options = ? AND "
+    "j.num_threads = ? AND j.runner = ? AND j.device = ? ORDER BY j.run_id, j.trial, j.id";
+
+// The cell columns of ListCells' inner query, in the order of jobs_by_cell
+// (so that the query reads only that index), and the Cell they make.
+constexpr const char* kCellColumns =
+    "j.model_sha256, j.delegate, j.delegate_options, j.device, j.runner, j.num_threads";
+Cell ReadCell(const Stmt& s) {
+  Cell c;
+  c.model_sha256 = s.Text(0);
+  c.delegate = s.Text(1);
+  c.delegate_options = s.Text(2);
+  c.device = s.Text(3);
+  c.runner = s.Text(4);
+  c.num_threads = static_cast<uint32_t>(s.Int(5));
+  c.model = s.Text(7);  // after MAX(j.id): the newest job's file name
+  return c;
+}
 
 class SqlStore final : public Store {
  public:
@@ -902,7 +918,7 @@ class SqlStore final : public Store {
     return out;
   }
 
-  Result<std::vector<JobRow>> ListCellJobs(const CellKeyQuery& c) override {
+  Result<std::vector<JobRow>> ListCellJobs(const Cell& c) override {
     // INDEXED BY: without ANALYZE statistics the planner would take the
     // narrower jobs_by_model_sha256_run and read every job of the model;
     // jobs_by_cell holds the cell's jobs in run and trial order.
@@ -913,8 +929,8 @@ class SqlStore final : public Store {
     }
     auto s = Prepare(sql);
     if (!s) return s.error();
-    s->Bind(1, c.model_sha256).Bind(2, c.delegate).Bind(3, c.delegate_options).Bind(4, c.device);
-    s->Bind(5, c.runner).Bind(6, static_cast<int64_t>(c.num_threads));
+    s->Bind(1, c.model_sha256).Bind(2, c.delegate).Bind(3, c.delegate_options);
+    s->Bind(4, static_cast<int64_t>(c.num_threads)).Bind(5, c.runner).Bind(6, c.device);
     std::vector<JobRow> jobs;
     for (;;) {
       auto row = s->Step();
@@ -925,7 +941,7 @@ class SqlStore final : public Store {
     return jobs;
   }
 
-  Result<std::vector<CellRow>> ListCells(const CellFilter& f) override {
+  Result<std::vector<Cell>> ListCells(const CellFilter& f) override {
     std::vector<std::string> where;
     std::vector<std::string> binds;
     if (!f.model.empty()) {
@@ -958,11 +974,10 @@ class SqlStore final : public Store {
     // The inner query reads only the covering index jobs_by_cell
     // when nothing filters; the model's file name is one lookup per cell.
     std::string sql =
-        "SELECT c.*, (SELECT m.model FROM jobs m WHERE m.id = c.newest) FROM (SELECT "
-        "j.model_sha256, j.delegate, j.delegate_options, j.device, j.runner, j.num_threads, "
-        "MAX(j.id) AS newest FROM jobs j";
+        "SELECT c.*, (SELECT m.model FROM jobs m WHERE m.id = c.newest) FROM (SELECT " +
+        std::string(kCellColumns) + ", MAX(j.id) AS newest FROM jobs j";
     for (size_t i = 0; i < where.size(); ++i) sql += (i == 0 ? " WHERE " : " AND ") + where[i];
-    sql += " GROUP BY 1, 2, 3, 4, 5, 6) c ORDER BY 1, 2, 3, 4, 5, 6";
+    sql += " GROUP BY 1, 2, 3, 4, 5, 6) c";
     auto s = Prepare(sql);
     if (!s) return s.error();
     for (size_t i = 0; i < binds.size(); ++i) {
@@ -973,14 +988,15 @@ class SqlStore final : public Store {
         s->Bind(static_cast<int>(i + 1), binds[i]);
       }
     }
-    std::vector<CellRow> cells;
+    std::vector<Cell> cells;
     for (;;) {
       auto row = s->Step();
       if (!row) return Fail("list the cells", row);
       if (!*row) break;
-      cells.push_back(CellRow{s->Text(7), s->Text(0), s->Text(1), s->Text(2), s->Text(3),
-                              s->Text(4), static_cast<uint32_t>(s->Int(5))});
+      cells.push_back(ReadCell(*s));
     }
+    // Sorted here, not by the database: its collation need not be std::string's.
+    std::sort(cells.begin(), cells.end());
     return cells;
   }
 

@@ -20,6 +20,7 @@
 #include "agent/base/result.h"
 #include "agent/protocol/status.h"
 #include "agent/runner/runner_values.h"
+#include "reports/store/cell.h"
 
 namespace dfarm::store {
 
@@ -288,17 +289,6 @@ struct RunSummary {
   std::map<std::string, int64_t> by_status;  // job status -> jobs; only statuses present
 };
 
-// One cell across runs: exact values, as the jobs of the cell hold them
-// ("" and 0 are values: the default runner, a run before threads).
-struct CellKeyQuery {
-  std::string model_sha256;
-  std::string delegate;
-  std::string delegate_options;  // "k1:v1;k2:v2", keys sorted, as stored
-  std::string device;
-  std::string runner;
-  uint32_t num_threads = 0;
-};
-
 // Which cells ListCells returns; an unset (or empty) field matches any cell.
 struct CellFilter {
   // A model file name, or a sha256 or a prefix of one (8 to 64 hex digits, any
@@ -310,17 +300,6 @@ struct CellFilter {
   std::optional<std::string> device;
   std::optional<std::string> runner;
   std::optional<uint32_t> num_threads;
-};
-
-// One cell of the database: the key of its jobs (CellKeyQuery's fields).
-struct CellRow {
-  std::string model;  // file name of the cell's newest job (highest job id)
-  std::string model_sha256;
-  std::string delegate;
-  std::string delegate_options;
-  std::string device;
-  std::string runner;
-  uint32_t num_threads = 0;
 };
 
 // A state a device was put in, written by every SetDeviceState.
@@ -538,12 +517,14 @@ class Store {
   // Every job of one cell across all runs (every trial, metrics filled),
   // ordered by run id, then trial, then job id: what a trend over runs reads
   // (`dfarm history`, the dashboard's trend view). Empty when none.
-  virtual Result<std::vector<JobRow>> ListCellJobs(const CellKeyQuery& cell) = 0;
-  // The distinct cells whose jobs `filter` lets through, ordered by model
-  // sha256, delegate, options, device, runner, threads: one query on the
+  // The cell's identity matches exactly ("" and 0 are values: the default
+  // runner, a run before threads); its model file name is not read.
+  virtual Result<std::vector<JobRow>> ListCellJobs(const Cell& cell) = 0;
+  // The distinct cells whose jobs `filter` lets through, in Cell order, each
+  // named by the file name of its newest job (highest id): one query on the
   // indexed columns, without reading the jobs (`dfarm history` finds its cell,
   // `dfarm regressions` walks them).
-  virtual Result<std::vector<CellRow>> ListCells(const CellFilter& filter = {}) = 0;
+  virtual Result<std::vector<Cell>> ListCells(const CellFilter& filter = {}) = 0;
 
   // Tags: names for runs, such as a release baseline. Puts tag
   // `name` on run_id. A name already on another run: kInvalidInput error

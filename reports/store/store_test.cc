@@ -1273,7 +1273,8 @@ TEST_P(StoreTest, ListCellJobsReadsOneCellAcrossRuns) {
     o.metrics->mean_us = 100 + r;
     ASSERT_TRUE(store->RecordJobResult((*ids)[0], o).ok());
   }
-  auto jobs = store->ListCellJobs({std::string(64, 'a'), "cpu", "a:1", "local", "main", 4});
+  auto jobs =
+      store->ListCellJobs({std::string(64, 'a'), "cpu", "a:1", 4, "main", "local", "m.tflite"});
   ASSERT_TRUE(jobs.ok()) << jobs.message();
   std::vector<int64_t> got;
   for (const JobRow& j : *jobs) got.push_back(j.id);
@@ -1283,7 +1284,8 @@ TEST_P(StoreTest, ListCellJobsReadsOneCellAcrossRuns) {
   EXPECT_EQ((*jobs)[1].metrics->mean_us, 100);
   EXPECT_EQ((*jobs)[1].trial, 1);
   EXPECT_FALSE((*jobs)[0].metrics.has_value());
-  auto none = store->ListCellJobs({std::string(64, 'a'), "cpu", "a:1", "local", "main", 8});
+  auto none =
+      store->ListCellJobs({std::string(64, 'a'), "cpu", "a:1", 8, "main", "local", "m.tflite"});
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->empty());
 }
@@ -1312,7 +1314,7 @@ TEST_P(StoreTest, ListCellsListsDistinctCellsThatMatchTheFilter) {
   auto all = store->ListCells({});
   ASSERT_TRUE(all.ok()) << all.message();
   ASSERT_EQ(all->size(), 3u);
-  EXPECT_EQ((*all)[0].num_threads, 2u);  // by sha256, delegate, options, device, runner, threads
+  EXPECT_EQ((*all)[0].num_threads, 2u);  // in Cell order: sha256, delegate, options, threads, ...
   EXPECT_EQ((*all)[1].num_threads, 4u);
   EXPECT_EQ((*all)[1].model, "a.tflite");
   EXPECT_EQ((*all)[1].delegate_options, "a:1");

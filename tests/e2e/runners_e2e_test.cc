@@ -164,8 +164,8 @@ TEST_F(RunnersE2eTest, OursAndTfliteOnX86AndArm64) {
   Outcome rep = Dfarm({"report", "last", "--format", "html", "-o", html});
   ASSERT_EQ(rep.code, 0) << rep.err;
   std::string page = Slurp(html);
-  EXPECT_NE(page.find("[runner tflite]"), std::string::npos);
-  EXPECT_NE(page.find("[runner ours]"), std::string::npos);
+  EXPECT_NE(page.find("(runner tflite)"), std::string::npos);
+  EXPECT_NE(page.find("(runner ours)"), std::string::npos);
 
   // The gate compares ours with TensorFlow Lite cell by cell in one run.
   Outcome gate =

@@ -1,0 +1,53 @@
+#include "reports/store/cell.h"
+
+#include "reports/store/store.h"
+
+namespace dfarm::store {
+namespace {
+
+const std::string& KeyText(const std::string& field) { return field; }
+std::string KeyText(uint32_t field) { return std::to_string(field); }
+
+// The delegate with its options, the threads, then `where` (" @device", or
+// nothing), then the runner: the pieces Label() and ConfigLabel() share.
+std::string Configuration(const Cell& cell, const std::string& where) {
+  std::string s = cell.delegate;
+  if (!cell.delegate_options.empty()) s += "[" + cell.delegate_options + "]";
+  if (cell.num_threads > 0) s += " x" + std::to_string(cell.num_threads);
+  s += where;
+  if (!cell.runner.empty()) s += " (runner " + cell.runner + ")";
+  return s;
+}
+
+}  // namespace
+
+std::string Cell::Key() const {
+  std::string key;
+  std::apply([&key](const auto&... field) { ((key += KeyText(field), key += '\x1f'), ...); },
+             Identity());
+  key.pop_back();
+  return key;
+}
+
+std::string Cell::Label() const {
+  std::string s = model;
+  if (!model_sha256.empty()) s += (s.empty() ? "(" : " (") + model_sha256.substr(0, 8) + ")";
+  if (!s.empty()) s += " ";
+  return s + Configuration(*this, " @" + device);
+}
+
+Cell CellOf(const JobRow& job) {
+  Cell cell;
+  cell.model_sha256 = job.model_sha256;
+  cell.delegate = job.delegate;
+  cell.delegate_options = job.delegate_options;
+  cell.num_threads = job.num_threads;
+  cell.runner = job.runner;
+  cell.device = job.device;
+  cell.model = job.model;
+  return cell;
+}
+
+std::string ConfigLabel(const Cell& cell) { return Configuration(cell, ""); }
+
+}  // namespace dfarm::store

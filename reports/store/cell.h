@@ -1,0 +1,58 @@
+// Cell: all the trials of one model (by sha256), delegate, delegate options,
+// thread count, runner and device. It is the unit every verdict, trend and
+// matrix entry is about: the store lists cells and their jobs, the gate judges
+// them, history follows them over runs, reports and the dashboard show them,
+// and all of them print Label().
+//
+// The identity is the fields Identity() ties; ordering, equality and Key()
+// follow it. A field added to the identity goes into Identity(), CellOf() and
+// Label() (cell.cc) and into the store's cell queries (sql_store.cc).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <tuple>
+
+namespace dfarm::store {
+
+struct JobRow;
+
+struct Cell {
+  // Identity, in this order:
+  std::string model_sha256;      // lowercase hex
+  std::string delegate;          // "cpu", "xnnpack", ...
+  std::string delegate_options;  // "k1:v1;k2:v2", keys sorted, as stored
+  uint32_t num_threads = 0;      // 0 in runs recorded before threads were
+  std::string runner;            // the spec's runner name; "" = the default runner
+  std::string device;            // a device name (the gate: its device class)
+  // Shown, not compared: the model's file name (the newest job's).
+  std::string model;
+
+  auto Identity() const {
+    return std::tie(model_sha256, delegate, delegate_options, num_threads, runner, device);
+  }
+  friend bool operator==(const Cell& a, const Cell& b) { return a.Identity() == b.Identity(); }
+  friend bool operator<(const Cell& a, const Cell& b) { return a.Identity() < b.Identity(); }
+
+  // The identity as one string, its fields joined by '\x1f' (a unit
+  // separator, which no field holds): equal keys for equal cells, for maps
+  // keyed by text.
+  std::string Key() const;
+  // The one label every view prints:
+  // "face.tflite (3bc182eb) xnnpack[fp16:true] x2 @local (runner main)": the
+  // model's file name, the first 8 hex digits of its sha256 (no parenthesis
+  // without one), the delegate, "[options]" when there are any, " xN" when
+  // num_threads > 0, " @device", and " (runner NAME)" for a runner other than
+  // the default.
+  std::string Label() const;
+};
+
+// The cell of a job: its identity fields and its model's file name.
+Cell CellOf(const JobRow& job);
+
+// The label without model and device, as a matrix row (model) x column
+// (device) names the rest: "xnnpack[fp16:true] x2 (runner main)". Label()
+// formats the same pieces the same way.
+std::string ConfigLabel(const Cell& cell);
+
+}  // namespace dfarm::store

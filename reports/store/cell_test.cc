@@ -1,0 +1,128 @@
+#include "reports/store/cell.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "reports/store/store.h"
+
+namespace dfarm::store {
+namespace {
+
+Cell Face() {
+  Cell c;
+  c.model_sha256 = "3bc182eb" + std::string(56, '0');
+  c.delegate = "xnnpack";
+  c.delegate_options = "fp16:true";
+  c.num_threads = 2;
+  c.runner = "main";
+  c.device = "local";
+  c.model = "face.tflite";
+  return c;
+}
+
+TEST(CellTest, LabelNamesEveryPartOfTheIdentity) {
+  EXPECT_EQ(Face().Label(), "face.tflite (3bc182eb) xnnpack[fp16:true] x2 @local (runner main)");
+  EXPECT_EQ(ConfigLabel(Face()), "xnnpack[fp16:true] x2 (runner main)");
+}
+
+TEST(CellTest, LabelLeavesOutWhatIsUnset) {
+  Cell c = Face();
+  c.delegate_options = "";
+  c.num_threads = 0;
+  c.runner = "";
+  EXPECT_EQ(c.Label(), "face.tflite (3bc182eb) xnnpack @local");
+  EXPECT_EQ(ConfigLabel(c), "xnnpack");
+  c.model_sha256 = "";
+  EXPECT_EQ(c.Label(), "face.tflite xnnpack @local");
+  c.model = "";
+  EXPECT_EQ(c.Label(), "xnnpack @local");
+  c.model_sha256 = "abcd";  // shorter than 8 digits: all of it
+  EXPECT_EQ(c.Label(), "(abcd) xnnpack @local");
+}
+
+TEST(CellTest, TheModelFileNameIsShownNotCompared) {
+  Cell a = Face(), b = Face();
+  b.model = "renamed.tflite";
+  EXPECT_EQ(a, b);
+  EXPECT_FALSE(a < b);
+  EXPECT_FALSE(b < a);
+  EXPECT_EQ(a.Key(), b.Key());
+  EXPECT_NE(a.Label(), b.Label());
+}
+
+TEST(CellTest, EveryIdentityFieldTellsCellsApart) {
+  const Cell base = Face();
+  std::vector<Cell> others(6, base);
+  others[0].model_sha256[0] = '4';
+  others[1].delegate = "cpu";
+  others[2].delegate_options = "fp16:false";
+  others[3].num_threads = 4;
+  others[4].runner = "";
+  others[5].device = "phone";
+  for (const Cell& o : others) {
+    SCOPED_TRACE(o.Label());
+    EXPECT_NE(o, base);
+    EXPECT_TRUE(o < base || base < o);
+    EXPECT_NE(o.Key(), base.Key());
+  }
+}
+
+TEST(CellTest, OrderIsShaDelegateOptionsThreadsRunnerDevice) {
+  Cell a = Face();
+  a.num_threads = 1;
+  a.runner = "z";
+  a.device = "z";
+  Cell b = Face();
+  b.num_threads = 2;
+  b.runner = "a";
+  b.device = "a";
+  EXPECT_LT(a, b);  // threads before runner and device
+  b = a;
+  b.runner = "zz";
+  b.device = "a";
+  EXPECT_LT(a, b);  // runner before device
+  b = a;
+  b.delegate_options = "a:1";
+  b.model_sha256 = "0";
+  EXPECT_LT(b, a);  // the sha256 first
+  std::vector<Cell> cells{b, a};
+  std::sort(cells.begin(), cells.end());
+  EXPECT_EQ(cells.front(), b);
+}
+
+TEST(CellTest, KeyJoinsTheIdentityWithUnitSeparators) {
+  EXPECT_EQ(Face().Key(), "3bc182eb" + std::string(56, '0') +
+                              "\x1fxnnpack\x1f"
+                              "fp16:true\x1f"
+                              "2\x1fmain\x1flocal");
+  // Fields that would run together with another separator stay apart.
+  Cell a = Face(), b = Face();
+  a.delegate = "x";
+  a.delegate_options = "y|z";
+  b.delegate = "x|y";
+  b.delegate_options = "z";
+  EXPECT_NE(a.Key(), b.Key());
+}
+
+TEST(CellTest, CellOfTakesTheJobsIdentityAndFileName) {
+  JobRow j;
+  j.model = "face.tflite";
+  j.model_sha256 = Face().model_sha256;
+  j.delegate = "xnnpack";
+  j.delegate_options = "fp16:true";
+  j.num_threads = 2;
+  j.runner = "main";
+  j.device = "local";
+  j.trial = 3;
+  j.runner_kind = "tflite";
+  const Cell c = CellOf(j);
+  EXPECT_EQ(c, Face());
+  EXPECT_EQ(c.model, "face.tflite");
+  EXPECT_EQ(c.Label(), Face().Label());
+}
+
+}  // namespace
+}  // namespace dfarm::store
