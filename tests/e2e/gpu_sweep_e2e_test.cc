@@ -108,7 +108,7 @@ TEST_F(GpuSweepE2eTest, ReportShowsInitTimesAndFp16CostPerModel) {
     int gpu_rows = 0, costs = 0;
     std::istringstream lines(section);
     for (std::string line; std::getline(lines, line);) {
-      if (line.rfind("| " + model + " | gpu ", 0) != 0) continue;
+      if (line.rfind("| " + model + " | gpu\\[", 0) != 0) continue;  // gpu[options] x1
       ++gpu_rows;
       // | model | delegate | device | mean | first | init | cold | warm | max abs | cost |
       std::vector<std::string> cols;

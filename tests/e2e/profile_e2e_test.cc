@@ -133,7 +133,8 @@ TEST_F(ProfileE2eTest, SweepProfilesEveryJobOnCpuAndXnnpack) {
   ASSERT_EQ(report.code, 0) << report.err;
   const std::string text = Slurp(md);
   EXPECT_NE(text.find("## Profiles"), std::string::npos) << text;
-  EXPECT_NE(text.find("face\\_detection\\_short\\_range.tflite xnnpack"), std::string::npos)
+  EXPECT_NE(text.find("face\\_detection\\_short\\_range.tflite (3bc182eb) xnnpack x1 @local"),
+            std::string::npos)
       << text;
   const fs::path html = dir_ / "report.html";
   report = Dfarm({"report", "last", "--format", "html", "-o", html.string()});
