@@ -290,6 +290,9 @@ void EvalFloat(const DepthwiseData& d, Node& node) {
 
 Status EvalReference(Node& node) {
   const DepthwiseData& d = *node.data_as<DepthwiseData>();
+  // An empty output (a side of 0) has nothing to compute: never walk its
+  // batches, however many (a batch of 2^31-1 over a width of 0).
+  if (node.outputs[0]->num_elements() == 0) return Status::Ok();
   if (d.quantized) {
     return node.inputs[0]->dtype == DType::kInt8 ? EvalQuantized<int8_t>(node)
                                                  : EvalQuantized<uint8_t>(node);
@@ -300,6 +303,7 @@ Status EvalReference(Node& node) {
 
 Status Eval(Node& node) {
   const DepthwiseData& d = *node.data_as<DepthwiseData>();
+  if (node.outputs[0]->num_elements() == 0) return Status::Ok();  // as EvalReference
   if (d.quantized && !d.qfilter.empty()) {
     return node.inputs[0]->dtype == DType::kInt8 ? EvalQuantizedFast<int8_t>(node)
                                                  : EvalQuantizedFast<uint8_t>(node);

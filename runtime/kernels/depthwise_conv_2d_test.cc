@@ -1,6 +1,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <numeric>
 
 #include "tests/model_builder/graph_runner.h"
@@ -96,6 +98,30 @@ TEST(DepthwiseConv2DTest, StrideOfInt32MaxIsOneWindow) {
   p.stride_w = 2147483647;
   EXPECT_THAT(RunDepthwise({1, 1, 4, 1}, {1, 2, 3, 4}, {1, 1, 2, 1}, {1, 10}, {}, {1, 1, 1, 1}, p),
               ElementsAre(21.0f));
+}
+
+}  // namespace
+}  // namespace dfarm::testing
+
+namespace dfarm::testing {
+namespace {
+
+// Found by runtime/fuzz's options fuzzer (seeds/model_options/
+// depthwise_empty_huge_batch_hang): an empty input and output with a batch of
+// 2^31-1 ([2^31-1,3,0,1]) made Eval walk every batch (25 s under the
+// sanitizers); with nothing to write it returns at once.
+void RunEmptyHugeBatchDepthwiseWithin10s() {
+  DepthwiseConv2DParams p;
+  p.padding = tfl::Padding::SAME;
+  alarm(10);
+  std::vector<float> got =
+      RunDepthwise({0x7fffffff, 3, 0, 1}, {}, {1, 1, 1, 1}, {1}, {}, {0x7fffffff, 3, 0, 1}, p);
+  std::_Exit(got.empty() ? 0 : 1);
+}
+
+TEST(DepthwiseConv2DTest, EmptyOutputWithAHugeBatchReturnsAtOnce) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(RunEmptyHugeBatchDepthwiseWithin10s(), ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace
