@@ -100,6 +100,20 @@ TEST(DepthwiseConv2DTest, StrideOfInt32MaxIsOneWindow) {
               ElementsAre(21.0f));
 }
 
+// The same on the 3x3 float path with SAME padding (pad 1): its interior range
+// added the pad to the stride in 32 bits (UBSan: signed overflow; the
+// model_options fuzzer's seeds/model_options/depthwise_3x3_stride_overflow).
+TEST(DepthwiseConv2DTest, Padded3x3WithAStrideOfInt32MaxIsTheCentreTap) {
+  DepthwiseConv2DParams p;
+  p.padding = tfl::Padding::SAME;
+  p.stride_h = 2;
+  p.stride_w = 2147483647;
+  std::vector<float> filter(9, 1.0f);
+  filter[4] = 10.0f;  // the centre tap: the only one inside a 1x1 input
+  EXPECT_THAT(RunDepthwise({4, 1, 1, 1}, {1, 2, 3, 4}, {1, 3, 3, 1}, filter, {}, {4, 1, 1, 1}, p),
+              ElementsAre(10.0f, 20.0f, 30.0f, 40.0f));
+}
+
 }  // namespace
 }  // namespace dfarm::testing
 

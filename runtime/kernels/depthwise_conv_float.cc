@@ -346,10 +346,14 @@ constexpr int64_t kRowTasksPerThread = 8;
 
 // [begin, end) of the outputs along one axis whose window [o*stride - pad,
 // o*stride - pad + kernel) lies inside [0, in); begin <= end <= out.
+// In 64 bits: a stride or input side near 2^31 must not wrap.
 void InteriorRange(int in, int out, int kernel, int stride, int pad, int* begin, int* end) {
-  *begin = std::min(out, (pad + stride - 1) / stride);
-  const int last_start = in - kernel + pad;  // the largest o*stride allowed
-  *end = last_start < 0 ? *begin : std::clamp(last_start / stride + 1, *begin, out);
+  const int64_t first = (int64_t{pad} + stride - 1) / stride;
+  *begin = static_cast<int>(std::min<int64_t>(out, first));
+  const int64_t last_start = int64_t{in} - kernel + pad;  // the largest o*stride allowed
+  *end = last_start < 0
+             ? *begin
+             : static_cast<int>(std::clamp<int64_t>(last_start / stride + 1, *begin, out));
 }
 
 }  // namespace
