@@ -5,9 +5,6 @@
 namespace dfarm::store {
 namespace {
 
-const std::string& KeyText(const std::string& field) { return field; }
-std::string KeyText(uint32_t field) { return std::to_string(field); }
-
 // The delegate with its options, the threads, then `where` (" @device", or
 // nothing), then the runner: the pieces Label() and ConfigLabel() share.
 std::string Configuration(const Cell& cell, const std::string& where) {
@@ -20,14 +17,6 @@ std::string Configuration(const Cell& cell, const std::string& where) {
 }
 
 }  // namespace
-
-std::string Cell::Key() const {
-  std::string key;
-  std::apply([&key](const auto&... field) { ((key += KeyText(field), key += '\x1f'), ...); },
-             Identity());
-  key.pop_back();
-  return key;
-}
 
 std::string Cell::Label() const {
   std::string s = model;

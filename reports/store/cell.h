@@ -4,8 +4,8 @@
 // them, history follows them over runs, reports and the dashboard show them,
 // and all of them print Label().
 //
-// The identity is the fields Identity() ties; ordering, equality and Key()
-// follow it. A field added to the identity goes into Identity(), CellOf() and
+// The identity is the fields Identity() ties; ordering and equality follow
+// it. A field added to the identity goes into Identity(), CellOf() and
 // Label() (cell.cc) and into the store's cell queries (sql_store.cc).
 #pragma once
 
@@ -34,10 +34,6 @@ struct Cell {
   friend bool operator==(const Cell& a, const Cell& b) { return a.Identity() == b.Identity(); }
   friend bool operator<(const Cell& a, const Cell& b) { return a.Identity() < b.Identity(); }
 
-  // The identity as one string, its fields joined by '\x1f' (a unit
-  // separator, which no field holds): equal keys for equal cells, for maps
-  // keyed by text.
-  std::string Key() const;
   // The one label every view prints:
   // "face.tflite (3bc182eb) xnnpack[fp16:true] x2 @local (runner main)": the
   // model's file name, the first 8 hex digits of its sha256 (no parenthesis

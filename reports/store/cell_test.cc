@@ -49,7 +49,6 @@ TEST(CellTest, TheModelFileNameIsShownNotCompared) {
   EXPECT_EQ(a, b);
   EXPECT_FALSE(a < b);
   EXPECT_FALSE(b < a);
-  EXPECT_EQ(a.Key(), b.Key());
   EXPECT_NE(a.Label(), b.Label());
 }
 
@@ -66,7 +65,6 @@ TEST(CellTest, EveryIdentityFieldTellsCellsApart) {
     SCOPED_TRACE(o.Label());
     EXPECT_NE(o, base);
     EXPECT_TRUE(o < base || base < o);
-    EXPECT_NE(o.Key(), base.Key());
   }
 }
 
@@ -91,20 +89,6 @@ TEST(CellTest, OrderIsShaDelegateOptionsThreadsRunnerDevice) {
   std::vector<Cell> cells{b, a};
   std::sort(cells.begin(), cells.end());
   EXPECT_EQ(cells.front(), b);
-}
-
-TEST(CellTest, KeyJoinsTheIdentityWithUnitSeparators) {
-  EXPECT_EQ(Face().Key(), "3bc182eb" + std::string(56, '0') +
-                              "\x1fxnnpack\x1f"
-                              "fp16:true\x1f"
-                              "2\x1fmain\x1flocal");
-  // Fields that would run together with another separator stay apart.
-  Cell a = Face(), b = Face();
-  a.delegate = "x";
-  a.delegate_options = "y|z";
-  b.delegate = "x|y";
-  b.delegate_options = "z";
-  EXPECT_NE(a.Key(), b.Key());
 }
 
 TEST(CellTest, CellOfTakesTheJobsIdentityAndFileName) {
