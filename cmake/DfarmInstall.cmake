@@ -11,9 +11,9 @@
 #   P/share/bash-completion/completions/dfarm, P/share/zsh/vendor-completions/_dfarm
 #   P/lib/systemd/system/     dfarm-agent.service, dfarm-node.service (DFARM_SYSTEMD_UNITDIR)
 #   P/share/applications, P/share/icons/hicolor/scalable/apps   the dashboard's launcher
-# dfarm finds dfarm-agent and dfarm-runner beside itself (harness/devices.h
+# dfarm finds dfarm-agent and dfarm-runner beside itself (harness/devices/devices.h
 # BesideSelf), the arm64 builds in P/share/dfarm/arm64/bin (Arm64ProgramOf in
-# harness/runner_builds.h), so an installed tree needs no build folder.
+# harness/spec/runner_builds.h), so an installed tree needs no build folder.
 include(GNUInstallDirs)
 
 set(_dfarm_pkg ${PROJECT_SOURCE_DIR}/packaging)

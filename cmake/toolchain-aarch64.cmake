@@ -33,7 +33,7 @@ set(OPENSSL_SSL_LIBRARY /usr/lib/${DFARM_CROSS_TRIPLE}/libssl.a)
 # programs fork and exec normally. The runners (which do not fork) and the
 # plugins are dynamic, so they can load XNNPACK and dlopen() plugins; a
 # runner travels to a device as a bundle with its libraries and loader
-# (harness/bundle_maker.h), so it needs nothing of the device's libc.
+# (harness/run/bundle_maker.h), so it needs nothing of the device's libc.
 set(CMAKE_EXE_LINKER_FLAGS_INIT
     "-Wl,-rpath-link,${DFARM_ARM64_SYSROOT}/usr/lib/${DFARM_CROSS_TRIPLE}")
 set(OPENSSL_INCLUDE_DIR /usr/include)

@@ -6,7 +6,7 @@
 //   <dir>/<loader> --library-path <dir>/<library_dir> <dir>/<exec> ARGS...
 // so the program needs nothing from the device's own libc; without a loader
 // it runs <dir>/<exec> with LD_LIBRARY_PATH=<dir>/<library_dir>.
-// Both sides use this one codec: the host packs (harness/bundle_maker.h,
+// Both sides use this one codec: the host packs (harness/run/bundle_maker.h,
 // `dfarm bundle`), the agent unpacks.
 //
 // Layout (all integers little-endian):

@@ -2,7 +2,7 @@
 // the input_<i>.bin files of one set of model inputs packed into one blob, so
 // that a set travels to a device by one sha256 like a model, and the agent
 // unpacks it into a folder the runner reads with --inputs. Both sides use this
-// one codec: the host packs (harness/input_sets.h), the agent unpacks.
+// one codec: the host packs (harness/spec/input_sets.h), the agent unpacks.
 //
 // Layout (all integers little-endian):
 //   8 bytes   magic "DFINSET1"

@@ -1,7 +1,7 @@
 // The limits an agent puts on a job (JobSpec, types.h): the one list of them.
 // The agent refuses a job outside them (agent/daemon/supervisor.cc CheckSpec,
 // as infra: the host sent it); the host's sweep spec parser
-// (harness/spec.cc) refuses the same at its edge, naming the spec's field,
+// (harness/spec/spec.cc) refuses the same at its edge, naming the spec's field,
 // so that no such job reaches a device, is retried and quarantines it.
 #pragma once
 

@@ -15,7 +15,7 @@ inline constexpr std::string_view kRunnerKindDfarm = "dfarm";
 inline constexpr std::string_view kRunnerKindTflite = "tflite";
 // Google's tools, brought by the user: their own flags (--graph=...,
 // --num_threads=...) and their text log, which the host parses
-// (harness/benchmark_log.h).
+// (harness/import/benchmark_log.h).
 inline constexpr std::string_view kRunnerKindBenchmarkModel = "benchmark_model";
 inline constexpr std::string_view kRunnerKindInferenceDiff = "inference_diff";
 

@@ -1,12 +1,12 @@
 // dfarm bundle EXE [--lib FILE]... [--search DIR]... [--no-loader] -o OUT [--json]
 //
 // Packs a runner build with the shared libraries it needs and its dynamic
-// loader into one bundle (harness/bundle_maker.h), for a device whose own
+// loader into one bundle (harness/run/bundle_maker.h), for a device whose own
 // libc it must not depend on.
 #include <nlohmann/json.hpp>
 
-#include "harness/bundle_maker.h"
 #include "harness/cli/commands.h"
+#include "harness/run/bundle_maker.h"
 
 namespace dfarm::cli {
 namespace {

@@ -6,8 +6,8 @@
 
 #include "agent/protocol/auth.h"
 #include "harness/cli/commands.h"
-#include "harness/devices.h"
-#include "harness/terminal_text.h"
+#include "harness/devices/devices.h"
+#include "harness/run/terminal_text.h"
 
 namespace dfarm::cli {
 

@@ -3,14 +3,14 @@
 //
 // Which node's delegation pushes a job's outputs past the threshold: the job
 // runs again on its device with its delegate restricted to ever fewer of the
-// nodes it delegated (bisection, harness/culprit.h).
+// nodes it delegated (bisection, harness/analysis/culprit.h).
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "harness/analysis/culprit.h"
 #include "harness/cli/commands.h"
-#include "harness/culprit.h"
 #include "reports/report.h"
 
 namespace dfarm::cli {

@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "harness/cli/commands.h"
-#include "harness/device_row.h"
-#include "harness/devices.h"
-#include "harness/spec.h"
-#include "harness/terminal_text.h"
+#include "harness/devices/device_row.h"
+#include "harness/devices/devices.h"
+#include "harness/run/terminal_text.h"
+#include "harness/spec/spec.h"
 
 namespace dfarm::cli {
 namespace {

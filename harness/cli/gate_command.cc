@@ -9,9 +9,9 @@
 #include <set>
 
 #include "harness/cli/commands.h"
-#include "harness/devices.h"
-#include "harness/spec.h"
-#include "harness/sweep.h"
+#include "harness/devices/devices.h"
+#include "harness/run/sweep.h"
+#include "harness/spec/spec.h"
 #include "reports/gate/gate.h"
 #include "reports/gate/policy.h"
 

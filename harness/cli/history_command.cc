@@ -1,13 +1,13 @@
 // dfarm history --model M --delegate D [...] and dfarm regressions [--since DATE]:
-// thin shells over harness/history.h.
+// thin shells over harness/analysis/cell_history.h.
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "harness/analysis/cell_history.h"
 #include "harness/cli/commands.h"
-#include "harness/history.h"
-#include "harness/terminal_text.h"
+#include "harness/run/terminal_text.h"
 
 namespace dfarm::cli {
 namespace {

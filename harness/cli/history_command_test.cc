@@ -1,5 +1,5 @@
 // dfarm history and dfarm regressions through cli::Main, over a database with
-// a planted step (harness/history_test.h).
+// a planted step (harness/analysis/cell_history_test.h).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "harness/analysis/cell_history_test.h"
 #include "harness/cli/cli.h"
 #include "harness/cli/cli_test_util.h"
-#include "harness/history_test.h"
 
 namespace dfarm::cli {
 namespace {

@@ -2,7 +2,7 @@
 //     [--delegate D] [--threads N] [--run-name NAME] [--db FILE] [--json]
 //
 // Brings a log of Google's benchmark_model (TensorFlow Lite or LiteRT) into
-// the results database as a run of one job (harness/benchmark_log.h), so
+// the results database as a run of one job (harness/import/benchmark_log.h), so
 // history, show and the reports hold it beside the farm's own runs.
 #include <filesystem>
 #include <fstream>
@@ -10,9 +10,9 @@
 #include <sstream>
 
 #include "agent/base/sha256.h"
-#include "harness/benchmark_log.h"
 #include "harness/cli/commands.h"
-#include "harness/matrix.h"
+#include "harness/import/benchmark_log.h"
+#include "harness/spec/matrix.h"
 
 namespace dfarm::cli {
 namespace {

@@ -9,9 +9,9 @@
 #include <map>
 
 #include "harness/cli/commands.h"
-#include "harness/devices.h"
-#include "harness/node.h"
-#include "harness/spec.h"
+#include "harness/devices/devices.h"
+#include "harness/farm/node.h"
+#include "harness/spec/spec.h"
 
 namespace dfarm::cli {
 namespace {

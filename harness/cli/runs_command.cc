@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "harness/cli/commands.h"
-#include "harness/terminal_text.h"
+#include "harness/run/terminal_text.h"
 
 namespace dfarm::cli {
 namespace {

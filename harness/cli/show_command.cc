@@ -9,7 +9,7 @@
 #include "agent/base/json_input.h"
 #include "agent/runner/runner_json.h"
 #include "harness/cli/commands.h"
-#include "harness/terminal_text.h"
+#include "harness/run/terminal_text.h"
 #include "reports/report.h"
 
 namespace dfarm::cli {

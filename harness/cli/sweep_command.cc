@@ -15,9 +15,9 @@
 #include <optional>
 
 #include "harness/cli/commands.h"
-#include "harness/devices.h"
-#include "harness/spec.h"
-#include "harness/sweep.h"
+#include "harness/devices/devices.h"
+#include "harness/run/sweep.h"
+#include "harness/spec/spec.h"
 
 namespace dfarm::cli {
 namespace {

@@ -1,6 +1,6 @@
 // libFuzzer target for the runner's --json document as the host reads it:
 // runner_json::ParseRunnerJson and ParseRunnerAccuracy (agent/runner/), and
-// the harness's conversion harness::ParseRunnerJson (harness/runner_output.cc)
+// the harness's conversion harness::ParseRunnerJson (harness/run/runner_output.cc)
 // on arbitrary text. Each must refuse bad text with an error. A document that
 // parses must write back (WriteRunnerJson) to text that parses again to the
 // same value (a failure document: its status and error; the runner writes
@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include "agent/runner/runner_json.h"
-#include "harness/runner_output.h"
+#include "harness/run/runner_output.h"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "harness/spec.h"
+#include "harness/spec/spec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -251,7 +251,7 @@ ALTER TABLE devices ADD COLUMN tags TEXT NOT NULL DEFAULT '';
     // v12: device health. The known outputs of a health model
     // for one runner build (the sha256 of each output, joined by ","), as
     // the first device that ran the check recorded them; the check compares
-    // every later run with them (harness/health.h).
+    // every later run with them (harness/devices/health.h).
     R"sql(
 CREATE TABLE health_golden(
   model_sha256 TEXT NOT NULL,

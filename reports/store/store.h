@@ -145,7 +145,7 @@ struct JobRow {
   // Schema v11: the distributed queue (empty/0 for the jobs of a run its
   // sweep runs itself).
   std::string target;      // where it may run: "" = `device` only; a Target string (below)
-  std::string payload;     // what a node needs to run it (JSON, harness/queue_job.h)
+  std::string payload;     // what a node needs to run it (JSON, harness/farm/queue_job.h)
   std::string claimed_by;  // the node holding it while it runs; "" when none
   int64_t claim_id = 0;    // its latest claim (1, 2, ...): a result commits only under it
   // Schema v13 ('' in older runs): the runner's kind ("dfarm", "tflite",
@@ -316,7 +316,7 @@ inline constexpr const char* kDeviceOk = "ok";
 inline constexpr const char* kDeviceQuarantined = "quarantined";
 
 // The known outputs of a health model for one runner build:
-// what the first device that passed the check recorded (harness/health.h).
+// what the first device that passed the check recorded (harness/devices/health.h).
 struct HealthGolden {
   std::string model_sha256;
   std::string runner_sha256;

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "harness/analysis/cell_history.h"
 #include "harness/cli/cli.h"
 #include "harness/cli/cli_test_util.h"
-#include "harness/history.h"
 #include "harness/test_util.h"
 #include "reports/store/cell.h"
 #include "reports/store/store.h"

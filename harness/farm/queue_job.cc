@@ -1,0 +1,146 @@
+#include "harness/farm/queue_job.h"
+
+#include <nlohmann/json.hpp>
+
+namespace dfarm::harness {
+
+using json = nlohmann::json;
+
+std::string SelectorTarget(const DeviceSelector& sel) {
+  store::TargetSelector t;
+  t.abi = sel.abi;
+  t.os = sel.os;
+  t.soc = sel.soc;
+  t.tags = sel.tags;
+  t.min_memory_mb = sel.min_memory_mb;
+  return store::TargetString(t);
+}
+
+store::DeviceTraits TraitsOf(const std::string& name, const agent::DeviceInfo& info,
+                             const std::vector<std::string>& tags) {
+  store::DeviceTraits t;
+  t.name = name;
+  t.abi = info.abi;
+  t.os = info.os_release.empty() ? info.os : info.os + " " + info.os_release;
+  t.cpu = info.cpu;
+  if (auto soc = info.properties.find("ro.soc.model"); soc != info.properties.end()) {
+    t.cpu += " " + soc->second;
+  }
+  t.memory_bytes = static_cast<int64_t>(info.memory_bytes);
+  t.tags = tags;
+  return t;
+}
+
+std::string EncodePayload(const SweepJob& job,
+                          const std::map<std::string, std::string>& runner_builds) {
+  json options = json::object();
+  for (const auto& [k, v] : job.delegate.options) {
+    if (k != kPluginPathOption || job.plugin_sha256.empty()) options[k] = v;
+  }
+  json doc = {
+      {"v", 1},
+      {"model", {{"file", job.model.file}, {"sha256", job.model_sha256}}},
+      {"delegate", {{"name", job.delegate.name}, {"options", options}}},
+      {"inputs", job.input_set_sha256s},
+      {"benchmark",
+       {{"warmup_runs", job.benchmark.warmup_runs},
+        {"num_runs", job.benchmark.num_runs},
+        {"num_threads", job.benchmark.num_threads},
+        {"timeout_s", job.benchmark.timeout_s},
+        {"accuracy_reference", job.benchmark.accuracy_reference}}},
+      {"runner", job.runner},
+      {"runner_builds", runner_builds},
+  };
+  // Only when asked, so payloads of older runs read the same.
+  if (job.benchmark.profile) doc["benchmark"]["profile"] = true;
+  if (!job.benchmark.cpu_affinity.empty()) {
+    doc["benchmark"]["cpu_affinity"] = job.benchmark.cpu_affinity;
+  }
+  if (job.benchmark.sustained_s > 0) doc["benchmark"]["sustained_s"] = job.benchmark.sustained_s;
+  if (!job.plugin_sha256.empty()) {
+    std::string file = job.delegate.PluginPath();
+    const size_t slash = file.rfind('/');
+    if (slash != std::string::npos) file = file.substr(slash + 1);
+    doc["plugin"] = {{"file", file}, {"sha256", job.plugin_sha256}};
+  }
+  return doc.dump();
+}
+
+namespace {
+
+Result<SweepJob> Decode(const store::JobRow& row, const std::string& abi, const FetchFile& fetch,
+                        const json& doc) {
+  if (doc.value("v", 0) != 1) {
+    return MakeError(ErrorKind::kInvalidInput,
+                     "its payload has version " + doc.value("v", json()).dump() +
+                         ", which this dfarm does not know (update dfarm on this node)");
+  }
+  SweepJob job;
+  job.id = row.id;
+  job.claim_id = row.claim_id;
+  job.device = row.device;
+  job.job_key = row.job_key;
+  job.trial = static_cast<uint32_t>(row.trial);
+  job.model_sha256 = doc.at("model").at("sha256").get<std::string>();
+  job.model.file = doc.at("model").at("file").get<std::string>();
+  auto model = fetch(job.model_sha256, "model '" + job.model.file + "'");
+  if (!model) return model.error();
+  job.model.path = *model;
+  job.delegate.name = doc.at("delegate").at("name").get<std::string>();
+  for (const auto& [k, v] : doc.at("delegate").at("options").items()) {
+    job.delegate.options[k] = v.get<std::string>();
+  }
+  if (doc.contains("plugin")) {
+    job.plugin_sha256 = doc["plugin"].at("sha256").get<std::string>();
+    auto plugin = fetch(job.plugin_sha256,
+                        "delegate plugin '" + doc["plugin"].value("file", std::string()) + "'");
+    if (!plugin) return plugin.error();
+    job.delegate.options[kPluginPathOption] = *plugin;
+  }
+  for (const json& sha : doc.at("inputs")) {
+    job.input_set_sha256s.push_back(sha.get<std::string>());
+    auto path = fetch(job.input_set_sha256s.back(), "input set of '" + job.model.file + "'");
+    if (!path) return path.error();
+    job.input_set_paths.push_back(*path);
+  }
+  const json& b = doc.at("benchmark");
+  job.benchmark.warmup_runs = b.at("warmup_runs").get<uint32_t>();
+  job.benchmark.num_runs = b.at("num_runs").get<uint32_t>();
+  job.benchmark.num_threads = b.at("num_threads").get<uint32_t>();
+  job.benchmark.timeout_s = b.at("timeout_s").get<uint32_t>();
+  job.benchmark.accuracy_reference = b.at("accuracy_reference").get<std::string>();
+  job.benchmark.profile = b.value("profile", false);
+  job.benchmark.cpu_affinity = b.value("cpu_affinity", std::string());
+  job.benchmark.sustained_s = b.value("sustained_s", 0.0);
+  job.runner = doc.at("runner").get<std::string>();
+  if (!row.runner_kind.empty()) job.runner_kind = row.runner_kind;
+  const json& builds = doc.at("runner_builds");
+  if (!builds.contains(abi)) {
+    std::string have;
+    for (const auto& [a, sha] : builds.items()) have += (have.empty() ? "" : ", ") + a;
+    return MakeError(ErrorKind::kInvalidInput,
+                     "runner '" + (job.runner.empty() ? std::string("default") : job.runner) +
+                         "' has no build for ABI '" + abi +
+                         "' (it has: " + (have.empty() ? "none" : have) + ")");
+  }
+  job.runner_sha256 = builds[abi].get<std::string>();
+  auto runner = fetch(job.runner_sha256, "dfarm-runner for " + abi);
+  if (!runner) return runner.error();
+  job.runner_path = *runner;
+  return job;
+}
+
+}  // namespace
+
+Result<SweepJob> DecodePayload(const store::JobRow& row, const std::string& abi,
+                               const FetchFile& fetch) {
+  try {
+    return Decode(row, abi, fetch, json::parse(row.payload));
+  } catch (const std::exception& e) {
+    return MakeError(ErrorKind::kInvalidInput, "job " + std::to_string(row.id) +
+                                                   " has a payload this node cannot read (" +
+                                                   e.what() + ")");
+  }
+}
+
+}  // namespace dfarm::harness

@@ -1,0 +1,78 @@
+// The queue payload's keys are those docs/CONTRACTS.md lists ("Queue
+// payload"), as a set (a JSON object has no order); a key marked `?` is
+// written only when set.
+#include "harness/farm/queue_job.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tests/house/contracts_doc.h"
+
+namespace dfarm::harness {
+namespace {
+
+using json = nlohmann::json;
+
+// Dotted paths of `doc`'s keys, depth first in the document's order; the
+// contents of the two maps (delegate.options, runner_builds) are values.
+void Paths(const json& doc, const std::string& prefix, std::vector<std::string>* out) {
+  for (const auto& [key, value] : doc.items()) {
+    const std::string path = prefix.empty() ? key : prefix + "." + key;
+    if (value.is_object() && path != "delegate.options" && path != "runner_builds") {
+      Paths(value, path, out);
+    } else {
+      out->push_back(path);
+    }
+  }
+}
+
+std::vector<std::string> PayloadPaths(const SweepJob& job) {
+  std::vector<std::string> paths;
+  Paths(json::parse(EncodePayload(job, {{"linux_amd64", std::string(64, 'b')}})), "", &paths);
+  return paths;
+}
+
+SweepJob PlainJob() {
+  SweepJob job;
+  job.model.file = "m.tflite";
+  job.model_sha256 = std::string(64, 'a');
+  job.delegate.name = "xnnpack";
+  job.delegate.options = {{"fp16", "true"}};
+  job.input_set_sha256s = {std::string(64, 'c')};
+  job.runner = "main";
+  return job;
+}
+
+TEST(QueuePayloadTest, KeysAreTheDocumentedOnes) {
+  const std::vector<std::string> documented = testing::DocumentedList(
+      std::string(DFARM_SOURCE_DIR) + "/docs/CONTRACTS.md", "are maps:", "`v` is 1");
+  ASSERT_FALSE(documented.empty()) << "docs/CONTRACTS.md lost its queue payload key list";
+  std::vector<std::string> always, all;
+  for (const std::string& d : documented) {
+    const bool optional = !d.empty() && d.back() == '?';
+    all.push_back(optional ? d.substr(0, d.size() - 1) : d);
+    if (!optional) always.push_back(d);
+  }
+
+  SweepJob full = PlainJob();
+  full.benchmark.profile = true;
+  full.benchmark.cpu_affinity = "big";
+  full.benchmark.sustained_s = 30;
+  full.delegate.name = "external";
+  full.delegate.options = {{kPluginPathOption, "/opt/plugins/libp.so"}};
+  full.plugin_sha256 = std::string(64, 'd');
+
+  auto sorted = [](std::vector<std::string> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  EXPECT_EQ(sorted(PayloadPaths(PlainJob())), sorted(always));
+  EXPECT_EQ(sorted(PayloadPaths(full)), sorted(all));
+}
+
+}  // namespace
+}  // namespace dfarm::harness
