@@ -32,7 +32,7 @@ Result<HistoryMetric> ParseHistoryMetric(const std::string& name) {
                                                  "max_abs_error)");
 }
 
-Result<std::optional<double>> JobMetricValue(store::Store& store, const store::JobRow& job,
+Result<std::optional<double>> JobMetricValue(store::Reader& store, const store::JobRow& job,
                                              HistoryMetric metric) {
   if (metric == HistoryMetric::kMaxAbsError) {
     auto accuracy = store.GetAccuracy(job.id);
@@ -62,7 +62,7 @@ Result<std::optional<double>> JobMetricValue(store::Store& store, const store::J
   return std::optional<double>();
 }
 
-Result<RunsById> LoadRunsById(store::Store& store) {
+Result<RunsById> LoadRunsById(store::Reader& store) {
   auto runs = store.ListRuns();
   if (!runs) return runs.error();
   RunsById out;
@@ -111,7 +111,7 @@ std::vector<HistoryChange> FindChanges(const std::vector<HistoryPoint>& points,
 
 }  // namespace
 
-Result<CellSeries> BuildCellSeries(store::Store& store, const std::vector<store::JobRow>& jobs,
+Result<CellSeries> BuildCellSeries(store::Reader& store, const std::vector<store::JobRow>& jobs,
                                    const RunsById& runs, HistoryMetric metric,
                                    const stats::ChangePointOptions& options) {
   CellSeries series;
@@ -136,7 +136,7 @@ Result<CellSeries> BuildCellSeries(store::Store& store, const std::vector<store:
   return series;
 }
 
-Result<CellSeries> LoadCellSeries(store::Store& store, const store::Cell& cell,
+Result<CellSeries> LoadCellSeries(store::Reader& store, const store::Cell& cell,
                                   const RunsById& runs, HistoryMetric metric,
                                   const stats::ChangePointOptions& options) {
   auto jobs = store.ListCellJobs(cell);

@@ -31,7 +31,7 @@ Result<HistoryMetric> ParseHistoryMetric(const std::string& name);
 
 // The job's raw figure of `metric`; unset when it has none (no metrics, no
 // accuracy, a peak RSS of 0). max_abs_error reads the job's accuracy.
-Result<std::optional<double>> JobMetricValue(store::Store& store, const store::JobRow& job,
+Result<std::optional<double>> JobMetricValue(store::Reader& store, const store::JobRow& job,
                                              HistoryMetric metric);
 
 struct HistoryPoint {
@@ -62,15 +62,15 @@ struct CellSeries {
 
 // The runs by id, for created_at and tags (Store::ListRuns).
 using RunsById = std::map<int64_t, store::RunRow>;
-Result<RunsById> LoadRunsById(store::Store& store);
+Result<RunsById> LoadRunsById(store::Reader& store);
 
 // The series of a cell from its jobs (Store::ListCellJobs: by run, then trial).
-Result<CellSeries> BuildCellSeries(store::Store& store, const std::vector<store::JobRow>& jobs,
+Result<CellSeries> BuildCellSeries(store::Reader& store, const std::vector<store::JobRow>& jobs,
                                    const RunsById& runs, HistoryMetric metric,
                                    const stats::ChangePointOptions& options = {});
 
 // Store::ListCellJobs of `cell`, then BuildCellSeries.
-Result<CellSeries> LoadCellSeries(store::Store& store, const store::Cell& cell,
+Result<CellSeries> LoadCellSeries(store::Reader& store, const store::Cell& cell,
                                   const RunsById& runs, HistoryMetric metric,
                                   const stats::ChangePointOptions& options = {});
 

@@ -159,7 +159,7 @@ std::string Tail(const std::string& text, size_t max_lines, size_t max_chars) {
 }
 
 // Samples (summarised, per job and pooled per cell), telemetry and stderr tails.
-Result<void> LoadJobEvidence(store::Store& store, RunReport& r) {
+Result<void> LoadJobEvidence(store::Reader& store, RunReport& r) {
   r.cells = GroupCells(r.jobs);
   for (CellGroup& cell : r.cells) {
     std::vector<double> pooled;
@@ -187,7 +187,7 @@ Result<void> LoadJobEvidence(store::Store& store, RunReport& r) {
   return Ok();
 }
 
-Result<void> LoadEnvironment(store::Store& store, RunReport& r) {
+Result<void> LoadEnvironment(store::Reader& store, RunReport& r) {
   auto devices = store.ListDevices();
   if (!devices) return devices.error();
   std::set<std::string> used;
@@ -322,7 +322,7 @@ RunHealth HealthOf(const RunReport& report) {
   return RunHealth::kGreen;
 }
 
-Result<RunReport> LoadRunReport(store::Store& store, int64_t run_id) {
+Result<RunReport> LoadRunReport(store::Reader& store, int64_t run_id) {
   auto run = store.GetRun(run_id);
   if (!run) return run.error();
   auto jobs = store.ListJobs(run_id);
@@ -344,7 +344,7 @@ Result<RunReport> LoadRunReport(store::Store& store, int64_t run_id) {
   return r;
 }
 
-Result<std::map<int64_t, store::Accuracy>> LoadAccuracy(store::Store& store,
+Result<std::map<int64_t, store::Accuracy>> LoadAccuracy(store::Reader& store,
                                                         const std::vector<store::JobRow>& jobs) {
   std::map<int64_t, store::Accuracy> by_job;
   for (const store::JobRow& j : jobs) {

@@ -82,10 +82,10 @@ struct RunReport {
 
 // Reads a run, its jobs, their accuracy, samples (summarised), telemetry,
 // failed jobs' stderr tails, devices and runner builds from `store`.
-Result<RunReport> LoadRunReport(store::Store& store, int64_t run_id);
+Result<RunReport> LoadRunReport(store::Reader& store, int64_t run_id);
 
 // The accuracy rows of `jobs` (RunReport::accuracy), by job id.
-Result<std::map<int64_t, store::Accuracy>> LoadAccuracy(store::Store& store,
+Result<std::map<int64_t, store::Accuracy>> LoadAccuracy(store::Reader& store,
                                                         const std::vector<store::JobRow>& jobs);
 
 // "12/40 on example" (delegated/all nodes, the delegates that ran them) or

@@ -52,7 +52,7 @@ std::string QueryText(const CellQuery& q) {
 
 // " label (N runs); ..." for `cells`, N its points of `metric` (the error
 // path reads their jobs).
-Result<std::string> ListCellsText(store::Store& store, const std::vector<store::Cell>& cells,
+Result<std::string> ListCellsText(store::Reader& store, const std::vector<store::Cell>& cells,
                                   HistoryMetric metric) {
   auto runs = reports::LoadRunsById(store);
   if (!runs) return runs.error();
@@ -67,7 +67,7 @@ Result<std::string> ListCellsText(store::Store& store, const std::vector<store::
 }
 
 // The models there are, for a --model that matches none.
-Result<std::string> ListModels(store::Store& store) {
+Result<std::string> ListModels(store::Reader& store) {
   auto cells = store.ListCells({});
   if (!cells) return cells.error();
   std::set<std::string> models;
@@ -81,7 +81,7 @@ Result<std::string> ListModels(store::Store& store) {
 
 }  // namespace
 
-Result<CellHistory> LoadCellHistory(store::Store& store, const CellQuery& query,
+Result<CellHistory> LoadCellHistory(store::Reader& store, const CellQuery& query,
                                     HistoryMetric metric,
                                     const stats::ChangePointOptions& options) {
   store::CellFilter filter;
@@ -127,7 +127,7 @@ Result<CellHistory> LoadCellHistory(store::Store& store, const CellQuery& query,
   return MakeHistory(cell, std::move(*series), metric);
 }
 
-Result<std::vector<CellHistory>> FindStepChanges(store::Store& store, const std::string& since,
+Result<std::vector<CellHistory>> FindStepChanges(store::Reader& store, const std::string& since,
                                                  HistoryMetric metric,
                                                  const stats::ChangePointOptions& options) {
   auto cells = store.ListCells({});

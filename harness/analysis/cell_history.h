@@ -45,14 +45,14 @@ struct CellHistory {
 // The history of the one cell matching `query`. kInvalidInput when no cell or
 // more than one matches: the message names the query and lists the cells that
 // match its model and delegate (or the models and delegates there are).
-Result<CellHistory> LoadCellHistory(store::Store& store, const CellQuery& query,
+Result<CellHistory> LoadCellHistory(store::Reader& store, const CellQuery& query,
                                     HistoryMetric metric,
                                     const stats::ChangePointOptions& options = {});
 
 // Every cell with a step change at a run created at or after `since` (an
 // ISO-8601 prefix such as "2024-05-01"; "" for all), each with only those
 // changes. The changes of all cells, newest run first, come from FlattenChanges.
-Result<std::vector<CellHistory>> FindStepChanges(store::Store& store, const std::string& since,
+Result<std::vector<CellHistory>> FindStepChanges(store::Reader& store, const std::string& since,
                                                  HistoryMetric metric,
                                                  const stats::ChangePointOptions& options = {});
 

@@ -51,7 +51,7 @@ std::string PairLabel(const Policy& policy) {
 
 // Loads every job of `run_id` into its cell, on the side `baseline` says
 // (only the jobs of policy's candidate/baseline runner when one is set).
-Result<void> LoadRun(store::Store& store, int64_t run_id, bool baseline, const Policy& policy,
+Result<void> LoadRun(store::Reader& store, int64_t run_id, bool baseline, const Policy& policy,
                      std::map<store::Cell, CellJobs>& cells) {
   auto jobs = store.ListJobs(run_id);
   if (!jobs) return jobs.error();
@@ -518,7 +518,7 @@ void FinishVerdict(CellResult& cell, bool alone, bool has_baseline, bool compare
   }
 }
 
-Result<store::RunRow> CheckRun(store::Store& store, int64_t run_id, const char* role) {
+Result<store::RunRow> CheckRun(store::Reader& store, int64_t run_id, const char* role) {
   auto run = store.GetRun(run_id);
   if (!run) {
     return MakeError(ErrorKind::kNotFound, std::string("no ") + role + " run " +
@@ -598,12 +598,12 @@ const char* VerdictName(Verdict v) {
   return "unknown";
 }
 
-Result<GateResult> RunGate(store::Store& store, int64_t candidate_run, int64_t baseline_run,
+Result<GateResult> RunGate(store::Reader& store, int64_t candidate_run, int64_t baseline_run,
                            const Policy& policy) {
   return RunGate(store, candidate_run, {}, baseline_run, policy);
 }
 
-Result<GateResult> RunGate(store::Store& store, int64_t candidate_run,
+Result<GateResult> RunGate(store::Reader& store, int64_t candidate_run,
                            const std::vector<int64_t>& extra_candidate_runs, int64_t baseline_run,
                            const Policy& policy) {
   GateResult result;

@@ -67,10 +67,10 @@ struct GateResult {
 // Judges candidate_run against baseline_run (0: the candidate alone, see
 // docs/gate.md). Errors: no such run (kNotFound), no comparable cell
 // (kInvalidInput), the store failed (kFailed).
-Result<GateResult> RunGate(store::Store& store, int64_t candidate_run, int64_t baseline_run,
+Result<GateResult> RunGate(store::Reader& store, int64_t candidate_run, int64_t baseline_run,
                            const Policy& policy);
 // Same, with the jobs of extra_candidate_runs (reruns) added to the candidate's trials.
-Result<GateResult> RunGate(store::Store& store, int64_t candidate_run,
+Result<GateResult> RunGate(store::Reader& store, int64_t candidate_run,
                            const std::vector<int64_t>& extra_candidate_runs, int64_t baseline_run,
                            const Policy& policy);
 

@@ -395,18 +395,96 @@ inline constexpr const char* kClaimReleased = "released";  // the node gave it b
 // The LISTEN/NOTIFY channel that wakes idle nodes when jobs are queued.
 inline constexpr const char* kWorkChannel = "dfarm_jobs";
 
-class Store {
+// Runs and their jobs' results, read-only.
+class RunReader {
  public:
-  virtual ~Store() = default;
+  virtual ~RunReader() = default;
+  virtual Result<std::vector<RunRow>> ListRuns() = 0;  // oldest first
+  virtual Result<RunRow> GetRun(int64_t run_id) = 0;   // error if no such run
+  // The runs `filter` lets through, newest first (highest id first), tags
+  // filled, each with its job counts by status: one query, fast on a million
+  // jobs (the dashboard's runs view and `dfarm runs`).
+  virtual Result<std::vector<RunSummary>> ListRunSummaries(const RunFilter& filter = {}) = 0;
+  // The run tagged `name`; unset when none is.
+  virtual Result<std::optional<int64_t>> FindTag(const std::string& name) = 0;
+  // (host path, sha256) of the run's runtime builds, by path.
+  virtual Result<std::vector<std::pair<std::string, std::string>>> ListRunRunners(
+      int64_t run_id) = 0;
+  virtual Result<std::vector<JobRow>> ListJobs(int64_t run_id) = 0;  // by job id
+  virtual Result<JobRow> GetJob(int64_t job_id) = 0;
+  virtual Result<std::vector<double>> GetSamples(int64_t job_id) = 0;  // in run order
+  virtual Result<JobDetail> GetJobDetail(int64_t job_id) = 0;          // error if no result yet
+  // The job's placement, nodes by index; unset when its result has none (no
+  // result yet, a failed job, a runner before placement). Error: no such job.
+  virtual Result<std::optional<JobPlacement>> GetPlacement(int64_t job_id) = 0;
+  // The job's accuracy, outputs by index; unset when it has none. Error: no such job.
+  virtual Result<std::optional<Accuracy>> GetAccuracy(int64_t job_id) = 0;
+  // The job's telemetry rows ("before", then "after"); empty when none.
+  virtual Result<std::vector<TelemetryRow>> GetTelemetry(int64_t job_id) = 0;
+  // A job's per-op profile: runs, nodes in execution order and
+  // by_op as recorded; unset when the job has none (not profiled, no result
+  // yet, failed). Error: no such job.
+  virtual Result<std::optional<JobProfile>> GetProfile(int64_t job_id) = 0;
+  // The profiles of every job of a run that has one, by job id, in one
+  // query: runs and by_op only (nodes left empty; GetProfile has them). For
+  // reports' per-cell top ops. Empty when none.
+  virtual Result<std::map<int64_t, JobProfile>> ListRunProfiles(int64_t run_id) = 0;
+  // The sustained-mode curves of a run's jobs that have one, by
+  // job id, windows in time order. Empty when none.
+  virtual Result<std::map<int64_t, JobSustained>> ListRunSustained(int64_t run_id) = 0;
+  virtual Result<std::vector<ArtifactRow>> ListArtifacts() = 0;  // by first_seen, then sha256
+};
 
+// Cell queries: one cell's jobs over runs, and the cells there are.
+class CellReader {
+ public:
+  virtual ~CellReader() = default;
+  // Every job of one cell across all runs (every trial, metrics filled),
+  // ordered by run id, then trial, then job id: what a trend over runs reads
+  // (`dfarm history`, the dashboard's trend view). Empty when none.
+  // The cell's identity matches exactly ("" and 0 are values: the default
+  // runner, a run before threads); its model file name is not read.
+  virtual Result<std::vector<JobRow>> ListCellJobs(const Cell& cell) = 0;
+  // The distinct cells whose jobs `filter` lets through, in Cell order, each
+  // named by the file name of its newest job (highest id): one query on the
+  // indexed columns, without reading the jobs (`dfarm history` finds its cell,
+  // `dfarm regressions` walks them).
+  virtual Result<std::vector<Cell>> ListCells(const CellFilter& filter = {}) = 0;
+};
+
+// Devices and their health, read-only.
+class DeviceReader {
+ public:
+  virtual ~DeviceReader() = default;
+  virtual Result<std::vector<DeviceRow>> ListDevices() = 0;  // by name
+  // One device's row; unset when the store has never seen it.
+  virtual Result<std::optional<DeviceRow>> GetDevice(const std::string& name) = 0;
+  // The states device `name` was put in, oldest first; empty when none
+  // (states set before schema v9 have no event).
+  virtual Result<std::vector<DeviceEvent>> ListDeviceEvents(const std::string& name) = 0;
+  // The known outputs of (model, runner); unset when none are recorded.
+  virtual Result<std::optional<HealthGolden>> GetHealthGolden(const std::string& model_sha256,
+                                                              const std::string& runner_sha256) = 0;
+};
+
+// The farm's nodes and claims, read-only.
+class QueueReader {
+ public:
+  virtual ~QueueReader() = default;
+  virtual Result<std::vector<NodeRow>> ListNodes() = 0;                        // by name
+  virtual Result<std::vector<JobClaimRow>> ListJobClaims(int64_t job_id) = 0;  // oldest first
+};
+
+// Runs and results, the write side: sweeps and nodes record through it.
+class RunWriter {
+ public:
+  virtual ~RunWriter() = default;
   // Creates a run in status "running" with created_at = now; returns its id.
   virtual Result<int64_t> CreateRun(const std::string& name, const std::string& spec_json) = 0;
-
   // Adds jobs to a run in status "queued" (JobRow::id, status, error, wall_ms
   // and metrics are ignored). AddJobs is one transaction; ids in input order.
   virtual Result<int64_t> AddJob(int64_t run_id, const JobRow& job) = 0;
   virtual Result<std::vector<int64_t>> AddJobs(int64_t run_id, const std::vector<JobRow>& jobs) = 0;
-
   // A job's state changes only under its claim. claim_id > 0 (ClaimJob's):
   // while that claim holds the running job. claim_id 0 (a job of a run its
   // sweep runs itself): while the job is unclaimed and queued or running.
@@ -417,19 +495,20 @@ class Store {
   //
   // Sets status "running" and started_at, and counts one more attempt.
   virtual Result<void> MarkJobRunning(int64_t job_id, int64_t claim_id) = 0;
-
   // A job that moves to another device (its device was quarantined): sets
   // device and job_key, and moved_from to the device it was planned on. A
   // job of a sweep's own run only (claim_id 0, as above).
   virtual Result<void> MoveJob(int64_t job_id, const std::string& device,
                                const std::string& job_key) = 0;
-
   // Stores a job's final status, metrics, samples and raw runner output in
   // one transaction, committed before returning; under outcome.claim_id (as
   // above), except that a job of a sweep's own run (claim 0, never claimed)
   // may be recorded again: the new result replaces the old one.
   virtual Result<void> RecordJobResult(int64_t job_id, const JobOutcome& outcome) = 0;
-
+  // Sets a running job of a sweep's own run (claim_id 0) that was started
+  // but not finished (cancelled) back to "queued"; any other job is left as
+  // it is (a claimed job goes back with ReleaseClaim).
+  virtual Result<void> RequeueJob(int64_t job_id) = 0;
   // Sets a run's final status (kRunFinished/kRunFailed/kRunCancelled) and finished_at = now.
   virtual Result<void> FinishRun(int64_t run_id, const std::string& status) = 0;
   // Sets a run back to "running" (dfarm sweep --resume) and makes this process
@@ -448,56 +527,28 @@ class Store {
   // caller sees whether the file at that path changed since the run began.
   virtual Result<std::string> RecordRunRunner(int64_t run_id, const std::string& host_path,
                                               const std::string& sha256, bool replace) = 0;
-  // (host path, sha256) of the run's runtime builds, by path.
-  virtual Result<std::vector<std::pair<std::string, std::string>>> ListRunRunners(
-      int64_t run_id) = 0;
-  // Sets a running job of a sweep's own run (claim_id 0) that was started
-  // but not finished (cancelled) back to "queued"; any other job is left as
-  // it is (a claimed job goes back with ReleaseClaim).
-  virtual Result<void> RequeueJob(int64_t job_id) = 0;
-  // The job's accuracy, outputs by index; unset when it has none. Error: no such job.
-  virtual Result<std::optional<Accuracy>> GetAccuracy(int64_t job_id) = 0;
-
-  // The job's telemetry rows ("before", then "after"); empty when none.
-  virtual Result<std::vector<TelemetryRow>> GetTelemetry(int64_t job_id) = 0;
-
   // Remembers an artifact; a sha256 already known keeps its first row.
   virtual Result<void> RecordArtifact(const ArtifactRow& artifact) = 0;
-  virtual Result<std::vector<ArtifactRow>> ListArtifacts() = 0;  // by first_seen, then sha256
+  // Tags: names for runs, such as a release baseline. Puts tag
+  // `name` on run_id. A name already on another run: kInvalidInput error
+  // naming that run, unless move (then it moves). Names: [A-Za-z0-9_.-]{1,64}
+  // (else kInvalidInput). No such run: kNotFound.
+  virtual Result<void> TagRun(int64_t run_id, const std::string& name, bool move) = 0;
+  // Removes tag `name`; kNotFound when no run has it.
+  virtual Result<void> UntagRun(const std::string& name) = 0;
+  // Links run_id to the run it was made from (0 clears it). kNotFound: no such run.
+  virtual Result<void> SetRunParent(int64_t run_id, int64_t parent_run_id) = 0;
+};
 
-  virtual Result<std::vector<RunRow>> ListRuns() = 0;                // oldest first
-  virtual Result<RunRow> GetRun(int64_t run_id) = 0;                 // error if no such run
-  virtual Result<std::vector<JobRow>> ListJobs(int64_t run_id) = 0;  // by job id
-  virtual Result<JobRow> GetJob(int64_t job_id) = 0;
-  virtual Result<std::vector<double>> GetSamples(int64_t job_id) = 0;  // in run order
-  virtual Result<JobDetail> GetJobDetail(int64_t job_id) = 0;          // error if no result yet
-  // The job's placement, nodes by index; unset when its result has none (no
-  // result yet, a failed job, a runner before placement). Error: no such job.
-  virtual Result<std::optional<JobPlacement>> GetPlacement(int64_t job_id) = 0;
-
-  // A job's per-op profile: runs, nodes in execution order and
-  // by_op as recorded; unset when the job has none (not profiled, no result
-  // yet, failed). Error: no such job.
-  virtual Result<std::optional<JobProfile>> GetProfile(int64_t job_id) = 0;
-  // The profiles of every job of a run that has one, by job id, in one
-  // query: runs and by_op only (nodes left empty; GetProfile has them). For
-  // reports' per-cell top ops. Empty when none.
-  virtual Result<std::map<int64_t, JobProfile>> ListRunProfiles(int64_t run_id) = 0;
-  // The sustained-mode curves of a run's jobs that have one, by
-  // job id, windows in time order. Empty when none.
-  virtual Result<std::map<int64_t, JobSustained>> ListRunSustained(int64_t run_id) = 0;
-
+// Devices and health, the write side.
+class DeviceWriter {
+ public:
+  virtual ~DeviceWriter() = default;
   // Records what the device said at hello; leaves state and state_reason as they are.
   virtual Result<void> UpsertDevice(const DeviceRow& device) = 0;
   // Records a device's state (kDevice*), creating the row when absent.
   virtual Result<void> SetDeviceState(const std::string& name, const std::string& state,
                                       const std::string& reason) = 0;
-  virtual Result<std::vector<DeviceRow>> ListDevices() = 0;  // by name
-  // One device's row; unset when the store has never seen it.
-  virtual Result<std::optional<DeviceRow>> GetDevice(const std::string& name) = 0;
-  // The states device `name` was put in, oldest first; empty when none
-  // (states set before schema v9 have no event).
-  virtual Result<std::vector<DeviceEvent>> ListDeviceEvents(const std::string& name) = 0;
   // Health checks' known outputs. Records `outputs` for (model,
   // runner) unless some are recorded already (atomically on both backends:
   // the first device to record them defines them), then returns the ones
@@ -506,41 +557,13 @@ class Store {
                                                  const std::string& runner_sha256,
                                                  const std::string& outputs,
                                                  const std::string& device) = 0;
-  // The known outputs of (model, runner); unset when none are recorded.
-  virtual Result<std::optional<HealthGolden>> GetHealthGolden(const std::string& model_sha256,
-                                                              const std::string& runner_sha256) = 0;
+};
 
-  // The runs `filter` lets through, newest first (highest id first), tags
-  // filled, each with its job counts by status: one query, fast on a million
-  // jobs (the dashboard's runs view and `dfarm runs`).
-  virtual Result<std::vector<RunSummary>> ListRunSummaries(const RunFilter& filter = {}) = 0;
-  // Every job of one cell across all runs (every trial, metrics filled),
-  // ordered by run id, then trial, then job id: what a trend over runs reads
-  // (`dfarm history`, the dashboard's trend view). Empty when none.
-  // The cell's identity matches exactly ("" and 0 are values: the default
-  // runner, a run before threads); its model file name is not read.
-  virtual Result<std::vector<JobRow>> ListCellJobs(const Cell& cell) = 0;
-  // The distinct cells whose jobs `filter` lets through, in Cell order, each
-  // named by the file name of its newest job (highest id): one query on the
-  // indexed columns, without reading the jobs (`dfarm history` finds its cell,
-  // `dfarm regressions` walks them).
-  virtual Result<std::vector<Cell>> ListCells(const CellFilter& filter = {}) = 0;
-
-  // Tags: names for runs, such as a release baseline. Puts tag
-  // `name` on run_id. A name already on another run: kInvalidInput error
-  // naming that run, unless move (then it moves). Names: [A-Za-z0-9_.-]{1,64}
-  // (else kInvalidInput). No such run: kNotFound.
-  virtual Result<void> TagRun(int64_t run_id, const std::string& name, bool move) = 0;
-  // Removes tag `name`; kNotFound when no run has it.
-  virtual Result<void> UntagRun(const std::string& name) = 0;
-  // The run tagged `name`; unset when none is.
-  virtual Result<std::optional<int64_t>> FindTag(const std::string& name) = 0;
-  // Links run_id to the run it was made from (0 clears it). kNotFound: no such run.
-  virtual Result<void> SetRunParent(int64_t run_id, int64_t parent_run_id) = 0;
-
-  // The distributed queue (both backends, for PostgreSQL's
-  // many hosts above all). Times are the database's clock.
-  //
+// The distributed queue (both backends, for PostgreSQL's many hosts above all). Times
+// are the database's clock.
+class Queue {
+ public:
+  virtual ~Queue() = default;
   // Sets a run's mode (kRunModeQueue: nodes claim its jobs).
   virtual Result<void> SetRunMode(int64_t run_id, const std::string& mode) = 0;
   // Registers (or re-registers) a node, state running, heartbeat now. A
@@ -551,7 +574,6 @@ class Store {
   // job it holds renewed to now + lease_s. Returns the jobs it holds.
   virtual Result<int64_t> NodeHeartbeat(const std::string& node, const std::string& state,
                                         int64_t lease_s) = 0;
-  virtual Result<std::vector<NodeRow>> ListNodes() = 0;  // by name
   // Claims the oldest queued job of a running queue run that `device` may
   // run (its own device, "any", or a selector it matches) in one short
   // transaction (FOR UPDATE SKIP LOCKED on PostgreSQL): status running,
@@ -566,7 +588,6 @@ class Store {
   // infrastructure retry; the claim ends "reaped"); a job reaped
   // max_claims times is recorded infra instead. Returns the jobs' ids.
   virtual Result<std::vector<int64_t>> ReapExpiredClaims(int64_t max_claims) = 0;
-  virtual Result<std::vector<JobClaimRow>> ListJobClaims(int64_t job_id) = 0;  // oldest first
   // Waits up to timeout_ms for jobs to be queued (LISTEN on kWorkChannel on
   // PostgreSQL, from the first call on; SQLite sleeps). True when woken.
   virtual Result<bool> WaitForWork(int timeout_ms) = 0;
@@ -577,6 +598,12 @@ class Store {
   virtual Result<void> PutBlob(const std::string& sha256, const std::string& path) = 0;
   virtual Result<bool> HasBlob(const std::string& sha256) = 0;
   virtual Result<void> GetBlob(const std::string& sha256, const std::string& path) = 0;
+};
+
+// A read-only view of the whole database: what reports, the gate, history and
+// the dashboard take.
+class Reader : public RunReader, public CellReader, public DeviceReader, public QueueReader {
+ public:
   // Waits up to timeout_ms for another connection to write to the database;
   // true when one did (the dashboard's live view). Polls something that no
   // read changes and that costs the writers nothing: SQLite's PRAGMA
@@ -584,6 +611,10 @@ class Store {
   // transaction starts or ends, on the whole server).
   virtual Result<bool> WaitForChange(int timeout_ms) = 0;
 };
+
+// The whole database, every role: what a sweep, a node and the CLI open
+// (OpenStore). Callers that only read take a Reader.
+class Store : public Reader, public RunWriter, public DeviceWriter, public Queue {};
 
 // Whether `name` may be a run tag: [A-Za-z0-9_.-]{1,64}.
 bool IsValidTagName(const std::string& name);
