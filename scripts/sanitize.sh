@@ -12,6 +12,9 @@
 # with a crashing delegate plugin) run with the sanitizer's SEGV handler off,
 # so the signal still kills it (with it on, ASan reports and exits 1): those
 # whose names match the regex DFARM_SIGNAL_TESTS (default: CrashingPlugin).
+# Tests labelled `house` (format, layers, function size: they read the source,
+# not what was built) are left to the main suite. Each stage's time is printed
+# at the end (`sanitize.sh: build N s, suite N s, fuzz N s, total N s`).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 MODE="address"
@@ -55,6 +58,7 @@ else
   TESTS=()
 fi
 
+t0=$SECONDS
 if [ ! -f "$BUILD/build.ninja" ]; then
   # -O1 and line tables: fast to build, readable stacks. NDEBUG as in build/.
   CC=clang CXX=clang++ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
@@ -75,7 +79,8 @@ export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$ROOT/scripts/lsan.supp:print_
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$ROOT/scripts/tsan.supp}"
 
-ctest_args=(--test-dir "$BUILD" --output-on-failure -j "$(nproc)")
+t_build=$((SECONDS - t0))
+ctest_args=(--test-dir "$BUILD" --output-on-failure -j "$(nproc)" -LE house)
 only=()
 signal_only=(-R "$SIGNAL_TESTS")
 if [ "${#TESTS[@]}" -gt 0 ]; then
@@ -98,6 +103,8 @@ ctest "${ctest_args[@]}" "${only[@]}" -E "$SIGNAL_TESTS" "$@" || status=$?
 ASAN_OPTIONS="$ASAN_OPTIONS:handle_segv=0" TSAN_OPTIONS="$TSAN_OPTIONS:handle_segv=0" \
   ctest "${ctest_args[@]}" "${signal_only[@]}" "$@" || status=$?
 
+t_suite=$((SECONDS - t0 - t_build))
+
 # The fuzz smoke (ASan + UBSan, no ctest arguments given, DFARM_FUZZ_SMOKE not
 # 0): every libFuzzer target over its seeds plus a short fuzz, CTest label
 # `fuzz`, in build-fz/ (the folder scripts/fuzz.sh uses for long runs).
@@ -114,4 +121,6 @@ if [ "$MODE" = address ] && [ "$#" -eq 0 ] && [ "${DFARM_FUZZ_SMOKE:-1}" != 0 ];
     dfarm_frame_fuzzer_seeds dfarm_model_fuzzer_seeds
   ctest --test-dir "$FZ" -L fuzz --output-on-failure -j "$(nproc)" || status=$?
 fi
+t_total=$((SECONDS - t0))
+echo "sanitize.sh: build ${t_build} s, suite ${t_suite} s, fuzz $((t_total - t_build - t_suite)) s, total ${t_total} s" >&2
 exit "$status"
