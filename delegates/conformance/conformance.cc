@@ -6,7 +6,9 @@
 #include <memory>
 #include <random>
 
+#include "delegates/delegate_names.h"
 #include "delegates/delegate_options.h"
+#include "delegates/registry.h"
 #include "runtime/interpreter.h"
 #include "runtime/model.h"
 #include "runtime/op_resolver.h"
@@ -203,6 +205,40 @@ PartitionResult RunPartitionCase(const PartitionCase& c, const DelegateUnderTest
               std::to_string(r.partitions) + " of " + std::to_string(r.delegated_nodes);
   }
   return r;
+}
+
+std::string CheckDelegate(const DelegateUnderTest& delegate) {
+  const delegates::RegisteredDelegate* entry = nullptr;
+  if (!delegates::FindDelegate(delegate.name, &entry).ok()) {
+    return "unknown delegate '" + delegate.name +
+           "' (known: " + delegates::BuiltinDelegateNamesList() + ")";
+  }
+  if (entry->create == nullptr) {
+    return "delegate '" + delegate.name +
+           "' only adds kernels, it claims no node: name one that does (xnnpack, gpu, "
+           "external:path:PLUGIN)";
+  }
+  if (const Status s = delegates::CheckDelegateOptions(*entry, delegate.options); !s.ok()) {
+    return "delegate '" + delegate.Label() + "': " + s.message();
+  }
+  // One that cannot start (a missing plugin) would fail every case; one this
+  // machine cannot run (fp16 without the CPU for it) is skipped by RunAll.
+  std::unique_ptr<runtime::Delegate> probe;
+  const Status s = entry->create(delegate.options, &probe);
+  if (!s.ok() && s.code() != runtime::StatusCode::kUnsupported) {
+    return "delegate '" + delegate.Label() + "': " + s.message();
+  }
+  return "";
+}
+
+size_t CountCases(const std::string& filter) {
+  const auto matches = [&](const std::string& name) {
+    return filter.empty() || name.find(filter) != std::string::npos;
+  };
+  size_t n = 0;
+  for (const ConformanceCase& c : Catalog()) n += matches(c.name) ? 1 : 0;
+  for (const PartitionCase& c : PartitionCatalog()) n += matches(c.name) ? 1 : 0;
+  return n;
 }
 
 int RunAll(const std::vector<DelegateUnderTest>& delegates, std::ostream& os,

@@ -77,6 +77,13 @@ struct PartitionResult {
 PartitionResult RunPartitionCase(const PartitionCase& c, const DelegateUnderTest& delegate,
                                  const Tolerance& tolerance = kFloat32Tolerance);
 
+// Why `delegate` cannot be run here as given: an unknown name (the message
+// lists the built-in ones) or options its delegate refuses; "" when it can.
+std::string CheckDelegate(const DelegateUnderTest& delegate);
+
+// How many cases (catalog and partition cases) RunAll runs for `filter`.
+size_t CountCases(const std::string& filter);
+
 // Runs every case (whose name contains `filter`, when not empty) for every
 // delegate and writes the table to `os`; returns the number of failures.
 int RunAll(const std::vector<DelegateUnderTest>& delegates, std::ostream& os,

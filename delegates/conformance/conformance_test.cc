@@ -99,6 +99,22 @@ TEST(ConformanceTest, UnknownDelegateIsAFailure) {
   EXPECT_THAT(os.str(), HasSubstr("unknown delegate 'tpu'"));
 }
 
+// What the tool refuses before running anything (exit 2).
+TEST(ConformanceTest, CheckDelegateRefusesWhatCannotBeTested) {
+  EXPECT_THAT(CheckDelegate({"tpu", {}}), HasSubstr("unknown delegate 'tpu' (known: cpu"));
+  EXPECT_THAT(CheckDelegate({"cpu", {}}), HasSubstr("only adds kernels"));
+  EXPECT_THAT(CheckDelegate({"external", {{"path", "/no/such/plugin.so"}}}),
+              HasSubstr("/no/such/plugin.so"));
+  EXPECT_EQ(CheckDelegate(Example()), "");
+}
+
+TEST(ConformanceTest, CountCasesFollowsTheFilter) {
+  EXPECT_EQ(CountCases("NOSUCHCASE"), 0u);
+  EXPECT_EQ(CountCases(""), Catalog().size() + PartitionCatalog().size());
+  EXPECT_GT(CountCases("ADD"), 0u);
+  EXPECT_LT(CountCases("ADD"), CountCases(""));
+}
+
 // The gpu delegate is judged at 1e-4 in float32 and at the float16
 // tolerance with precision_loss_allowed (xnnpack's fp16 spelling too).
 TEST(ConformanceTest, DefaultToleranceFollowsTheDelegateAndPrecision) {

@@ -1,6 +1,7 @@
 // dfarm-conformance: runs the op conformance catalog through delegates and the
 // reference kernels and prints a table; exits 1 on any failure, 2 on a bad
-// command line.
+// command line (an unknown option or delegate, options a delegate refuses, a
+// --case that names no case), before anything runs.
 //   dfarm-conformance xnnpack:threads:2 external:path:/x/libdfarm_example_delegate.so
 #include <cstring>
 #include <iostream>
@@ -12,7 +13,11 @@ int main(int argc, char** argv) {
   std::vector<DelegateUnderTest> delegates;
   std::string filter;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--case") == 0 && i + 1 < argc) {
+    if (std::strcmp(argv[i], "--case") == 0) {
+      if (i + 1 >= argc) {
+        std::cerr << "dfarm-conformance: --case needs a SUBSTRING of a case name (see --help)\n";
+        return 2;
+      }
       filter = argv[++i];
       continue;
     }
@@ -21,13 +26,18 @@ int main(int argc, char** argv) {
                    "Runs every catalog case each delegate claims through it and through the\n"
                    "reference kernels (float32 tolerance 1e-5 abs + 1e-5 rel; quantized\n"
                    "outputs within 2 quantization steps), plus the partition checks.\n"
-                   "Exit codes: 0 every case passed, 1 some case failed, 2 bad command line.\n"
+                   "Exit codes: 0 every case passed, 1 some case failed, 2 bad command line\n"
+                   "(unknown option or delegate, refused options, a --case matching no case).\n"
                    "--version prints the version.\n";
       return 0;
     }
     if (std::strcmp(argv[i], "--version") == 0) {
       std::cout << "dfarm-conformance " << DFARM_VERSION << "\n";
       return 0;
+    }
+    if (argv[i][0] == '-') {
+      std::cerr << "dfarm-conformance: unknown option '" << argv[i] << "' (see --help)\n";
+      return 2;
     }
     DelegateUnderTest d;
     bool old_syntax = false;
@@ -41,10 +51,19 @@ int main(int argc, char** argv) {
                 << "' uses the deprecated key=value,... option syntax; write "
                    "NAME:key:value;key:value (the syntax of dfarm-runner --delegate-options)\n";
     }
+    if (const std::string why = dfarm::conformance::CheckDelegate(d); !why.empty()) {
+      std::cerr << "dfarm-conformance: " << why << "\n";
+      return 2;
+    }
     delegates.push_back(std::move(d));
   }
   if (delegates.empty()) {
     std::cerr << "dfarm-conformance: name at least one delegate (see --help)\n";
+    return 2;
+  }
+  if (dfarm::conformance::CountCases(filter) == 0) {
+    std::cerr << "dfarm-conformance: no case name contains '" << filter
+              << "' (run without --case to see every case)\n";
     return 2;
   }
   return dfarm::conformance::RunAll(delegates, std::cout, filter) == 0 ? 0 : 1;
