@@ -1,6 +1,6 @@
 // dfarm-dashboard [DB | --db DB] [--view PAGE] [--screenshot FILE]: browse a
-// DelegateFarm database (runs, a run's matrix, a cell's trend, two runs
-// compared, a job, the devices). Exit codes: kDashboardExitCodes.
+// DelegateFarm database in the pages of gui/views/pages.inc. Exit codes:
+// kDashboardExitCodes.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QFileInfo>
@@ -61,10 +61,11 @@ int main(int argc, char** argv) {
 
   QCommandLineParser parser;
   parser.setApplicationDescription(
-      QStringLiteral("DelegateFarm dashboard: runs, a run's matrix, a cell's trend, two runs "
-                     "compared, a job and the devices of a results database.\n"
-                     "Keys: Ctrl+1..6 the views, Alt+Left back, Ctrl+R refresh, Ctrl+C copy "
-                     "the table as TSV, Ctrl+E export the chart.\n\n") +
+      QStringLiteral("DelegateFarm dashboard: %1 of a results database.\n"
+                     "Keys: Ctrl+1..%2 the views, Alt+Left back, Ctrl+R refresh, Ctrl+C copy "
+                     "the table as TSV, Ctrl+E export the chart.\n\n")
+          .arg(dfarm::gui::pagesShown())
+          .arg(dfarm::gui::kPageKeys) +
       kDashboardExitCodes);
   parser.addHelpOption();
   parser.addVersionOption();
@@ -73,12 +74,10 @@ int main(int argc, char** argv) {
                                "a farm's PostgreSQL URL (postgresql://USER@HOST:PORT/DB).",
                                "[DB]");
   QCommandLineOption dbOption("db", "The database (the same as the DB argument).", "DB");
-  QCommandLineOption view(
-      "view",
-      QStringLiteral("Open this view: %1. matrix opens the newest run, compare the two newest, "
-                     "job the newest run's first job, trend its first cell.")
-          .arg(dfarm::gui::pageChoices()),
-      "VIEW", "runs");
+  QCommandLineOption view("view",
+                          QStringLiteral("Open this view: %1. %2.")
+                              .arg(dfarm::gui::pageChoices(), dfarm::gui::pageDefaults()),
+                          "VIEW", dfarm::gui::pageName(dfarm::gui::kFirstPage));
   QCommandLineOption screenshot(
       "screenshot", "Open the view, save a PNG of the window to FILE when it is ready and exit.",
       "FILE");
@@ -109,7 +108,8 @@ int main(int argc, char** argv) {
   dfarm::gui::MainWindow window;
   if (parser.isSet(screenshot)) screenshotWhenReady(&window, page, parser.value(screenshot));
   window.openDatabase(db);
-  if (page != dfarm::gui::Page::Runs) window.goToPage(page);
+  // openDatabase shows the first page; another one opens on its newest.
+  if (page != dfarm::gui::kFirstPage) window.goToPage(page);
   window.show();
   return QApplication::exec();
 }

@@ -15,101 +15,8 @@
 #include "gui/live.h"
 #include "gui/store_loader.h"
 #include "gui/table_copy.h"
-#include "gui/views/compare_view.h"
-#include "gui/views/devices_view.h"
-#include "gui/views/job_view.h"
-#include "gui/views/matrix_view.h"
-#include "gui/views/runs_view.h"
-#include "gui/views/trend_view.h"
 
 namespace dfarm::gui {
-
-namespace {
-
-constexpr std::array<const char*, kPageCount> kPageNames = {"runs",    "matrix", "trend",
-                                                            "compare", "job",    "devices"};
-constexpr std::array<const char*, kPageCount> kPageTitles = {"Runs",    "Matrix", "Trend",
-                                                             "Compare", "Job",    "Devices"};
-
-template <typename V>
-V* as(View* view) {
-  return static_cast<V*>(view);
-}
-
-bool sameLocation(const Location& a, const Location& b) {
-  return a.page == b.page && a.runId == b.runId && a.baselineId == b.baselineId &&
-         a.jobId == b.jobId && a.cell == b.cell;
-}
-
-// The newest run's location for page (see MainWindow::goToPage).
-Result<Location> ResolveNewest(store::Store& store, Page page, const std::string& db) {
-  Location where;
-  where.page = page;
-  if (page == Page::Runs || page == Page::Devices) return where;
-  auto runs = store.ListRuns();
-  if (!runs) return runs.error();
-  if (runs->empty()) {
-    return MakeError(
-        ErrorKind::kNotFound,
-        "database '" + db + "' has no runs yet: run `dfarm sweep SPEC --db " + db + "` first");
-  }
-  where.runId = runs->back().id;
-  if (page == Page::Compare) {
-    if (runs->size() < 2) {
-      return MakeError(ErrorKind::kNotFound,
-                       "database '" + db + "' has one run: the compare view needs two");
-    }
-    where.baselineId = (*runs)[runs->size() - 2].id;
-  }
-  if (page == Page::Job || page == Page::Trend) {
-    auto jobs = store.ListJobs(where.runId);
-    if (!jobs) return jobs.error();
-    if (jobs->empty()) {
-      return MakeError(ErrorKind::kNotFound,
-                       "run " + std::to_string(where.runId) + " in '" + db + "' has no jobs");
-    }
-    where.jobId = jobs->front().id;
-    where.cell = store::CellOf(jobs->front());
-  }
-  return where;
-}
-
-}  // namespace
-
-QString pageName(Page page) { return QString::fromLatin1(kPageNames[static_cast<int>(page)]); }
-
-bool parsePage(const QString& name, Page* page) {
-  for (int i = 0; i < kPageCount; ++i) {
-    if (name == QLatin1String(kPageNames[i])) {
-      *page = static_cast<Page>(i);
-      return true;
-    }
-  }
-  return false;
-}
-
-QString pageChoices() {
-  QStringList names;
-  for (const char* name : kPageNames) names << QString::fromLatin1(name);
-  return names.join('|');
-}
-
-bool Location::valid() const {
-  switch (page) {
-    case Page::Runs:
-    case Page::Devices:
-      return true;
-    case Page::Matrix:
-      return runId > 0;
-    case Page::Compare:
-      return runId > 0 && baselineId > 0;
-    case Page::Job:
-      return jobId > 0;
-    case Page::Trend:
-      return !cell.model.empty();
-  }
-  return false;
-}
 
 MainWindow::MainWindow(QWidget* parent)
     : QMainWindow(parent), m_watcher(new DatabaseWatcher(this)) {
@@ -122,7 +29,8 @@ MainWindow::MainWindow(QWidget* parent)
   m_stack = new QStackedWidget(this);
   buildViews();
   for (int i = 0; i < kPageCount; ++i) {
-    m_nav->addItem(tr("%1\tCtrl+%2").arg(QString::fromLatin1(kPageTitles[i])).arg(i + 1));
+    const QString title = tr(pageInfo(static_cast<Page>(i)).title);
+    m_nav->addItem(i < kPageKeys ? tr("%1\tCtrl+%2").arg(title).arg(i + 1) : title);
   }
   m_nav->setSpacing(3);
   m_nav->setFixedWidth(m_nav->sizeHintForColumn(0) + 16);
@@ -151,37 +59,32 @@ MainWindow::MainWindow(QWidget* parent)
 }
 
 void MainWindow::buildViews() {
-  m_views = {new RunsView(this),    new MatrixView(this), new TrendView(this),
-             new CompareView(this), new JobView(this),    new DevicesView(this)};
   for (int i = 0; i < kPageCount; ++i) {
-    View* v = m_views[i];
-    m_stack->addWidget(v);
     const Page page = static_cast<Page>(i);
+    View* v = pageInfo(page).make(this);
+    m_views[i] = v;
+    m_stack->addWidget(v);
     connect(v, &View::ready, this, [this, page] { onViewReady(page); });
     connect(v, &View::openRun, this, [this](qint64 runId) {
       Location where;
-      where.page = Page::Matrix;
       where.runId = runId;
-      go(where);
+      goToSubject(Subject::Run, where);
     });
     connect(v, &View::openJob, this, [this](qint64 jobId) {
       Location where;
-      where.page = Page::Job;
       where.jobId = jobId;
-      go(where);
+      goToSubject(Subject::Job, where);
     });
     connect(v, &View::openCell, this, [this](const store::Cell& cell) {
       Location where;
-      where.page = Page::Trend;
       where.cell = cell;
-      go(where);
+      goToSubject(Subject::Cell, where);
     });
     connect(v, &View::compareRuns, this, [this](qint64 baseline, qint64 candidate) {
       Location where;
-      where.page = Page::Compare;
       where.baselineId = baseline;
       where.runId = candidate;
-      go(where);
+      goToSubject(Subject::RunPair, where);
     });
   }
 }
@@ -204,9 +107,9 @@ void MainWindow::buildActions() {
 
   QMenu* go = menuBar()->addMenu(tr("&Go"));
   for (int i = 0; i < kPageCount; ++i) {
-    QAction* a =
-        go->addAction(tr(kPageTitles[i]), this, [this, i] { goToPage(static_cast<Page>(i)); });
-    a->setShortcut(QKeySequence(Qt::CTRL | static_cast<Qt::Key>(Qt::Key_1 + i)));
+    const Page page = static_cast<Page>(i);
+    QAction* a = go->addAction(tr(pageInfo(page).title), this, [this, page] { goToPage(page); });
+    if (i < kPageKeys) a->setShortcut(QKeySequence(Qt::CTRL | static_cast<Qt::Key>(Qt::Key_1 + i)));
   }
   go->addSeparator();
   QAction* backAction = go->addAction(tr("&Back"), this, &MainWindow::back);
@@ -227,9 +130,7 @@ void MainWindow::openDatabase(const QString& dbPath) {
   m_history.clear();
   m_watcher->watch(dbPath);
   updateLiveLabel();
-  Location runs;
-  runs.page = Page::Runs;
-  showLocation(runs);
+  showLocation(Location());  // kFirstPage, a Subject::Database page
 }
 
 void MainWindow::go(const Location& where) {
@@ -255,7 +156,7 @@ void MainWindow::goToPage(Page page) {
     }
     return;
   }
-  if (page == Page::Runs || page == Page::Devices) {
+  if (pageInfo(page).subject == Subject::Database) {
     Location where;
     where.page = page;
     go(where);
@@ -265,7 +166,7 @@ void MainWindow::goToPage(Page page) {
   const quint64 generation = ++m_resolveGeneration;
   const std::string db = m_dbPath.toStdString();
   LoadAsync<Location>(
-      m_dbPath, this, [page, db](store::Store& s) { return ResolveNewest(s, page, db); },
+      m_dbPath, this, [page, db](store::Store& s) { return NewestLocation(s, page, db); },
       [this, generation](const Result<Location>& where) {
         if (generation != m_resolveGeneration) return;
         if (!where) {
@@ -274,6 +175,13 @@ void MainWindow::goToPage(Page page) {
         }
         go(*where);
       });
+}
+
+void MainWindow::goToSubject(Subject subject, Location where) {
+  const PageInfo* page = pageShowing(subject);
+  if (page == nullptr) return;
+  where.page = page->page;
+  go(where);
 }
 
 void MainWindow::back() {
@@ -293,27 +201,7 @@ void MainWindow::showLocation(const Location& where) {
   m_nav->setCurrentRow(index);
   m_nav->blockSignals(false);
   m_stack->setCurrentIndex(index);
-  View* v = m_views[index];
-  switch (where.page) {
-    case Page::Runs:
-      as<RunsView>(v)->showRuns();
-      break;
-    case Page::Matrix:
-      as<MatrixView>(v)->showRun(where.runId);
-      break;
-    case Page::Trend:
-      as<TrendView>(v)->showCell(where.cell);
-      break;
-    case Page::Compare:
-      as<CompareView>(v)->showCompare(where.baselineId, where.runId);
-      break;
-    case Page::Job:
-      as<JobView>(v)->showJob(where.jobId);
-      break;
-    case Page::Devices:
-      as<DevicesView>(v)->showDevices();
-      break;
-  }
+  m_views[index]->open(where);
 }
 
 void MainWindow::refresh() {

@@ -1,9 +1,10 @@
-// MainWindow: the dashboard's shell. A navigation list (Runs, Matrix, Trend,
-// Compare, Job, Devices) over a stack of Views; the views' signals move
-// between them (openRun -> Matrix, openJob -> Job, openCell -> Trend,
-// compareRuns -> Compare) with a Back history; a DatabaseWatcher refreshes
-// the open view when a sweep writes to the database. The window reads the
-// store only through LoadAsync (off the GUI thread).
+// MainWindow: the dashboard's shell. A navigation list over a stack of Views,
+// one per row of the page table (gui/views/pages.inc), in its order; the
+// views' signals move between them (openRun to the first page showing a
+// Subject::Run, openJob a Job, openCell a Cell, compareRuns a RunPair) with a
+// Back history; a DatabaseWatcher refreshes the open view when a sweep writes
+// to the database. The window reads the store only through LoadAsync (off
+// the GUI thread).
 #pragma once
 
 #include <QMainWindow>
@@ -11,6 +12,8 @@
 #include <array>
 #include <vector>
 
+#include "gui/views/location.h"
+#include "gui/views/pages.h"
 #include "gui/views/view.h"
 
 class QLabel;
@@ -20,25 +23,6 @@ class QStackedWidget;
 namespace dfarm::gui {
 
 class DatabaseWatcher;
-
-enum class Page { Runs, Matrix, Trend, Compare, Job, Devices };
-constexpr int kPageCount = 6;
-
-// "runs", "matrix", ... (the --view names); parsePage is false for others.
-QString pageName(Page page);
-bool parsePage(const QString& name, Page* page);
-// "runs|matrix|trend|compare|job|devices".
-QString pageChoices();
-
-// Where the window is: a page and what it shows.
-struct Location {
-  Page page = Page::Runs;
-  qint64 runId = 0;       // Matrix: the run; Compare: the candidate
-  qint64 baselineId = 0;  // Compare
-  qint64 jobId = 0;       // Job
-  store::Cell cell;       // Trend
-  bool valid() const;     // a page that needs an id has one
-};
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -52,10 +36,9 @@ class MainWindow : public QMainWindow {
 
   // Shows a location, remembering the current one for back().
   void go(const Location& where);
-  // Shows page on what it shows last, or for a page not shown yet, on the
-  // newest run (Compare: the two newest; Job: the newest run's first job;
-  // Trend: its first cell), resolved off the GUI thread. openFailed(message)
-  // when the database has nothing to show there.
+  // Shows page on what it shows last, or for a page not shown yet, on
+  // NewestLocation (the newest run, job or cell), resolved off the GUI
+  // thread. openFailed(message) when the database has nothing to show there.
   void goToPage(Page page);
   bool canGoBack() const { return !m_history.empty(); }
   void back();
@@ -79,6 +62,8 @@ class MainWindow : public QMainWindow {
  private:
   void buildViews();
   void buildActions();
+  // Goes to the first page showing subject, on where's ids.
+  void goToSubject(Subject subject, Location where);
   void showLocation(const Location& where);
   void onDatabaseChanged();
   void onViewReady(Page page);
@@ -103,5 +88,3 @@ class MainWindow : public QMainWindow {
 };
 
 }  // namespace dfarm::gui
-
-Q_DECLARE_METATYPE(dfarm::gui::Page)

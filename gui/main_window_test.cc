@@ -148,6 +148,41 @@ TEST_F(WindowTest, KeysOpenEveryViewAndBackReturns) {
   EXPECT_EQ(window.location().runId, runs_[1]);
 }
 
+TEST_F(WindowTest, EveryPageOfTheTableOpensByItsName) {
+  MainWindow window;
+  window.openDatabase(db_);
+  window.show();
+  ASSERT_TRUE(waitReady(window, kFirstPage));
+  for (int i = kPageCount - 1; i >= 0; --i) {
+    Page page = kFirstPage;
+    ASSERT_TRUE(parsePage(pageName(static_cast<Page>(i)), &page));
+    window.goToPage(page);
+    ASSERT_TRUE(waitReady(window, page)) << qPrintable(pageName(page));
+    EXPECT_EQ(window.currentView(), window.view(page));
+    EXPECT_TRUE(window.location().valid()) << qPrintable(pageName(page));
+  }
+}
+
+TEST_F(WindowTest, ViewsSignalsGoToThePageOfTheirSubject) {
+  MainWindow window;
+  window.openDatabase(db_);
+  window.show();
+  ASSERT_TRUE(waitReady(window, Page::Runs));
+  emit window.view(Page::Runs)->openRun(runs_[0]);
+  ASSERT_TRUE(waitReady(window, pageShowing(Subject::Run)->page));
+  EXPECT_EQ(window.location().runId, runs_[0]);
+  window.goToPage(Page::Trend);  // the newest run's first cell
+  ASSERT_TRUE(waitReady(window, Page::Trend));
+  const store::Cell cell = window.location().cell;
+  ASSERT_FALSE(cell.model.empty());
+  window.back();
+  ASSERT_TRUE(waitReady(window, Page::Matrix));
+  emit window.view(Page::Matrix)->openCell(cell);
+  ASSERT_TRUE(waitReady(window, pageShowing(Subject::Cell)->page));
+  EXPECT_TRUE(window.location().cell == cell);
+  EXPECT_EQ(window.location().jobId, 0);
+}
+
 TEST_F(WindowTest, TheWindowsOwnReadsAreNoChange) {
   // The views' own reads (each opens and closes the database) must not look
   // like writes, or the window would re-read forever.
@@ -353,6 +388,21 @@ TEST(DashboardProgram, UnknownViewNamesTheChoices) {
   ASSERT_TRUE(p.waitForFinished(30000));
   EXPECT_EQ(p.exitCode(), 1);
   EXPECT_TRUE(p.readAll().contains("runs|matrix|trend|compare|job|devices"));
+}
+
+TEST(DashboardProgram, UnknownViewListsEveryPageAndHelpToo) {
+  for (const char* option : {"--view", "--help"}) {
+    QProcess p;
+    p.setProcessChannelMode(QProcess::MergedChannels);
+    p.start(QStringLiteral(DFARM_DASHBOARD_BIN), {"x.db", option, "graphs"});
+    ASSERT_TRUE(p.waitForFinished(30000)) << option;
+    const QString out = QString::fromUtf8(p.readAll());
+    EXPECT_TRUE(out.contains(pageChoices())) << option << ": " << qPrintable(out);
+    for (int i = 0; i < kPageCount; ++i) {
+      const PageInfo& info = pageInfo(static_cast<Page>(i));
+      EXPECT_TRUE(out.contains(QLatin1String(info.name))) << option << ": " << info.name;
+    }
+  }
 }
 
 }  // namespace

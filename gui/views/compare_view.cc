@@ -238,6 +238,10 @@ CompareView::CompareView(QWidget* parent)
   });
 }
 
+View* MakeCompareView(QWidget* parent) { return new CompareView(parent); }
+
+void CompareView::open(const Location& where) { showCompare(where.baselineId, where.runId); }
+
 void CompareView::showCompare(qint64 baselineRunId, qint64 candidateRunId) {
   m_baseline = baselineRunId;
   m_candidate = candidateRunId;

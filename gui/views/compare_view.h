@@ -68,6 +68,7 @@ class CompareView : public View {
   explicit CompareView(QWidget* parent = nullptr);
 
   void showCompare(qint64 baselineRunId, qint64 candidateRunId);
+  void open(const Location& where) override;
   void refresh() override;
 
   CompareModel* model() const { return m_model; }

@@ -242,6 +242,10 @@ DevicesView::DevicesView(QWidget* parent)
           &DevicesView::loadHistory);
 }
 
+View* MakeDevicesView(QWidget* parent) { return new DevicesView(parent); }
+
+void DevicesView::open(const Location& /*where*/) { showDevices(); }
+
 void DevicesView::showDevices() {
   markLoading();
   load();

@@ -81,6 +81,7 @@ class DevicesView : public View {
   explicit DevicesView(QWidget* parent = nullptr);
 
   void showDevices();
+  void open(const Location& where) override;
   void refresh() override;
 
   DevicesModel* model() const { return m_model; }

@@ -133,6 +133,10 @@ JobView::JobView(QWidget* parent) : View(parent) {
   layout->addWidget(body, 1);
 }
 
+View* MakeJobView(QWidget* parent) { return new JobView(parent); }
+
+void JobView::open(const Location& where) { showJob(where.jobId); }
+
 void JobView::showJob(qint64 jobId) {
   m_jobId = jobId;
   load();

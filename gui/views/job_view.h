@@ -25,6 +25,7 @@ class JobView : public View {
   explicit JobView(QWidget* parent = nullptr);
 
   void showJob(qint64 jobId);
+  void open(const Location& where) override;
   void refresh() override;
   // The latency histogram.
   QWidget* exportableChart() const override;

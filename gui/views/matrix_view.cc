@@ -404,6 +404,10 @@ MatrixView::MatrixView(QWidget* parent)
   connect(m_table, &QTableView::customContextMenuRequested, this, &MatrixView::contextMenu);
 }
 
+View* MakeMatrixView(QWidget* parent) { return new MatrixView(parent); }
+
+void MatrixView::open(const Location& where) { showRun(where.runId); }
+
 void MatrixView::showRun(qint64 runId) {
   m_runId = runId;
   m_gateLoaded = false;

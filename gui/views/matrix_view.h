@@ -114,6 +114,7 @@ class MatrixView : public View {
   explicit MatrixView(QWidget* parent = nullptr);
 
   void showRun(qint64 runId);
+  void open(const Location& where) override;
   void refresh() override;
 
   MatrixModel* model() const { return m_model; }

@@ -234,6 +234,10 @@ RunsFilter RunsView::filter() const {
   return f;
 }
 
+View* MakeRunsView(QWidget* parent) { return new RunsView(parent); }
+
+void RunsView::open(const Location& /*where*/) { showRuns(); }
+
 void RunsView::showRuns() {
   markLoading();
   load();

@@ -72,6 +72,7 @@ class RunsView : public View {
   explicit RunsView(QWidget* parent = nullptr);
 
   void showRuns();
+  void open(const Location& where) override;
   void refresh() override;
 
   RunSummariesModel* model() const { return m_model; }

@@ -88,6 +88,10 @@ TrendView::TrendView(QWidget* parent) : View(parent) {
   layout->addWidget(splitter, 1);
 }
 
+View* MakeTrendView(QWidget* parent) { return new TrendView(parent); }
+
+void TrendView::open(const Location& where) { showCell(where.cell); }
+
 void TrendView::showCell(const store::Cell& cell) {
   m_cell = cell;
   m_hasCell = true;

@@ -27,6 +27,7 @@ class TrendView : public View {
   explicit TrendView(QWidget* parent = nullptr);
 
   void showCell(const store::Cell& cell);
+  void open(const Location& where) override;
   void setMetric(TrendMetric metric);
   TrendMetric metric() const { return m_metric; }
   void refresh() override;

@@ -1,13 +1,15 @@
-// View: one page of the dashboard's main window (runs, matrix, trend,
-// compare, job, devices). A view reads the store only off the GUI thread
-// (LoadAsync), never blocks the UI, and tells the window where
-// the user wants to go through its signals; the window owns navigation.
+// View: one page of the dashboard's main window (a row of gui/views/pages.inc).
+// The window hands a view the Location to show (open); a view reads the store
+// only off the GUI thread (LoadAsync), never blocks the UI, and tells the
+// window where the user wants to go through its signals; the window owns
+// navigation and history.
 #pragma once
 
 #include <QMetaType>
 #include <QString>
 #include <QWidget>
 
+#include "gui/views/location.h"
 #include "reports/store/cell.h"
 
 namespace dfarm::gui {
@@ -22,6 +24,9 @@ class View : public QWidget {
   void setDatabase(const QString& dbPath) { m_dbPath = dbPath; }
   const QString& database() const { return m_dbPath; }
 
+  // Shows where (where.names() its page's subject: the ids it needs are set)
+  // and loads it; ready() follows.
+  virtual void open(const Location& where) = 0;
   // Re-reads what the view shows, keeping its selection and scroll position
   // (the window calls it when the database changed on disk).
   virtual void refresh() = 0;
