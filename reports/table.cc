@@ -149,6 +149,8 @@ Row JobTableRow(const RunReport& report, const store::JobRow& j) {
   row["init_cold_us"] = j.metrics ? optional(j.metrics->init_cold_us) : Row(nullptr);
   row["init_warm_us"] = j.metrics ? optional(j.metrics->init_warm_us) : Row(nullptr);
   row["gpu_device"] = GpuDeviceLabel(report, j.device);
+  // What the job ran on: part of its cell's identity (store::InputsId).
+  row["inputs"] = j.inputs;
   return row;
 }
 

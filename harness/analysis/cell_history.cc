@@ -47,6 +47,7 @@ std::string QueryText(const CellQuery& q) {
   if (q.device) s += " --device " + *q.device;
   if (q.num_threads) s += " --threads " + std::to_string(*q.num_threads);
   if (q.runner) s += " --runner '" + *q.runner + "'";
+  if (q.inputs) s += " --inputs " + *q.inputs;
   return s;
 }
 
@@ -105,6 +106,7 @@ Result<CellHistory> LoadCellHistory(store::Reader& store, const CellQuery& query
   filter.device = query.device;
   filter.num_threads = query.num_threads;
   filter.runner = query.runner;
+  filter.inputs = query.inputs;
   auto matching = store.ListCells(filter);
   if (!matching) return matching.error();
   if (matching->size() != 1) {
@@ -115,9 +117,10 @@ Result<CellHistory> LoadCellHistory(store::Reader& store, const CellQuery& query
       return MakeError(ErrorKind::kInvalidInput, "no cell matches " + QueryText(query) +
                                                      "; the cells of that model are:" + *cells);
     }
-    return MakeError(ErrorKind::kInvalidInput,
-                     std::to_string(matching->size()) + " cells match " + QueryText(query) +
-                         "; pick one with --options, --device, --threads or --runner:" + *cells);
+    return MakeError(
+        ErrorKind::kInvalidInput,
+        std::to_string(matching->size()) + " cells match " + QueryText(query) +
+            "; pick one with --options, --device, --threads, --runner or --inputs:" + *cells);
   }
   auto runs = reports::LoadRunsById(store);
   if (!runs) return runs.error();

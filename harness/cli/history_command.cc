@@ -21,6 +21,7 @@ struct HistoryOptions {
   std::string device;
   uint32_t threads = 0;
   std::string runner;
+  std::string inputs;
   std::string metric = "p50";
   size_t min_segment = 5;
   std::string since;  // regressions
@@ -35,7 +36,8 @@ json CellJson(const store::Cell& c) {
           {"delegate_options", c.delegate_options},
           {"num_threads", c.num_threads},
           {"runner", c.runner},
-          {"device", c.device}};
+          {"device", c.device},
+          {"inputs", c.inputs}};
 }
 
 json ChangeJson(const harness::HistoryChange& c) {
@@ -123,6 +125,10 @@ int RunHistory(const HistoryOptions& o, CLI::App& cmd, Context& ctx) {
   if (cmd.count("--device")) q.device = o.device;
   if (cmd.count("--threads")) q.num_threads = o.threads;
   if (cmd.count("--runner")) q.runner = o.runner;
+  if (cmd.count("--inputs")) {
+    // A bare hex prefix names input sets ("sets:PREFIX").
+    q.inputs = o.inputs.find(':') == std::string::npos ? "sets:" + o.inputs : o.inputs;
+  }
   auto history = harness::LoadCellHistory(**store, q, metric, {.min_segment = o.min_segment});
   if (!history) return ctx.Fail(history.error());
   if (!o.json) {
@@ -214,6 +220,9 @@ void AddHistoryCommands(CLI::App& app, Context& ctx) {
   cmd->add_option("--device", o->device, "device name, e.g. local");
   cmd->add_option("--threads", o->threads, "thread count of the cell");
   cmd->add_option("--runner", o->runner, "runner name of the spec ('' = the default runner)");
+  cmd->add_option("--inputs", o->inputs,
+                  "the cell's inputs: seeded:1/dfarm (the runner's seeded random inputs), "
+                  "or the hex digits (a prefix) its label shows after 'on inputs'");
   AddCommonOptions(*cmd, *o);
   cmd->add_flag("--json", o->json,
                 "print {\"cell\",\"metric\",\"points\":[{\"run_id\",\"created_at\",\"value\","

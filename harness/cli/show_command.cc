@@ -255,7 +255,8 @@ json JobJson(store::Store& store, const store::JobRow& j) {
           {"state_note", j.state_note},
           {"trial", j.trial},
           {"runner", RunnerJson(j)},
-          {"runner_sha256", j.runner_sha256}};
+          {"runner_sha256", j.runner_sha256},
+          {"inputs", j.inputs}};
 }
 
 // The job's telemetry rows in time order (before, the samples taken while

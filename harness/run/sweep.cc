@@ -684,6 +684,7 @@ store::JobRow ToJobRow(const SweepJob& job) {
   row.runner = job.runner;
   row.runner_sha256 = job.runner_sha256;
   row.runner_kind = job.runner_kind;
+  row.inputs = store::InputsId(job.input_set_sha256s);
   return row;
 }
 

@@ -306,6 +306,7 @@ std::string RenderGateJson(const GateResult& r) {
                      {"num_threads", c.cell.num_threads},
                      {"runner", c.cell.runner},
                      {"device", c.cell.device},
+                     {"inputs", c.cell.inputs},
                      {"verdict", VerdictName(c.verdict)},
                      {"baseline_jobs", c.baseline_jobs},
                      {"candidate_jobs", c.candidate_jobs},

@@ -1,5 +1,6 @@
 #include "reports/store/cell.h"
 
+#include "agent/base/sha256.h"
 #include "reports/store/store.h"
 
 namespace dfarm::store {
@@ -13,10 +14,27 @@ std::string Configuration(const Cell& cell, const std::string& where) {
   if (cell.num_threads > 0) s += " x" + std::to_string(cell.num_threads);
   s += where;
   if (!cell.runner.empty()) s += " (runner " + cell.runner + ")";
+  if (const std::string inputs = InputsLabel(cell.inputs); !inputs.empty()) s += " on " + inputs;
   return s;
 }
 
 }  // namespace
+
+std::string InputsId(const std::vector<std::string>& input_set_sha256s) {
+  if (input_set_sha256s.empty()) return kSeededInputs;
+  agent::Sha256 hash;
+  for (const std::string& sha : input_set_sha256s) {
+    hash.Update(sha.data(), sha.size());
+    hash.Update("\n", 1);
+  }
+  return "sets:" + hash.FinishHex().substr(0, 16);
+}
+
+std::string InputsLabel(const std::string& inputs) {
+  if (inputs.empty() || inputs == kSeededInputs) return "";
+  if (inputs.rfind("sets:", 0) == 0) return "inputs " + inputs.substr(5, 8);
+  return inputs;
+}
 
 std::string Cell::Label() const {
   std::string s = model;
@@ -33,6 +51,7 @@ Cell CellOf(const JobRow& job) {
   cell.num_threads = job.num_threads;
   cell.runner = job.runner;
   cell.device = job.device;
+  cell.inputs = job.inputs.empty() ? kSeededInputs : job.inputs;
   cell.model = job.model;
   return cell;
 }

@@ -1,5 +1,5 @@
 // Cell: all the trials of one model (by sha256), delegate, delegate options,
-// thread count, runner and device. It is the unit every verdict, trend and
+// thread count, runner, device and inputs. It is the unit every verdict, trend and
 // matrix entry is about: the store lists cells and their jobs, the gate judges
 // them, history follows them over runs, reports and the dashboard show them,
 // and all of them print Label().
@@ -12,10 +12,25 @@
 #include <cstdint>
 #include <string>
 #include <tuple>
+#include <vector>
 
 namespace dfarm::store {
 
 struct JobRow;
+
+// The inputs of a job, as its cell's identity names them: the runner's
+// seeded random inputs (what every job ran on before inputs were recorded),
+// or real input sets by content.
+inline constexpr const char* kSeededInputs = "seeded:1/dfarm";
+
+// "sets:" and the first 16 hex digits of the sha256 over the sets' sha256s
+// (in order, each followed by a newline); kSeededInputs when there are none.
+std::string InputsId(const std::vector<std::string>& input_set_sha256s);
+
+// An inputs id as a label shows it: "" for kSeededInputs (the default, so
+// labels of runs on it read as before), "inputs 1a2b3c4d" for sets, the id
+// itself otherwise.
+std::string InputsLabel(const std::string& inputs);
 
 struct Cell {
   // Identity, in this order:
@@ -27,9 +42,11 @@ struct Cell {
   std::string device;            // a device name (the gate: its device class)
   // Shown, not compared: the model's file name (the newest job's).
   std::string model;
+  // Identity, last in the order: what the jobs ran on (InputsId).
+  std::string inputs = kSeededInputs;
 
   auto Identity() const {
-    return std::tie(model_sha256, delegate, delegate_options, num_threads, runner, device);
+    return std::tie(model_sha256, delegate, delegate_options, num_threads, runner, device, inputs);
   }
   friend bool operator==(const Cell& a, const Cell& b) { return a.Identity() == b.Identity(); }
   friend bool operator<(const Cell& a, const Cell& b) { return a.Identity() < b.Identity(); }
@@ -38,8 +55,9 @@ struct Cell {
   // "face.tflite (3bc182eb) xnnpack[fp16:true] x2 @local (runner main)": the
   // model's file name, the first 8 hex digits of its sha256 (no parenthesis
   // without one), the delegate, "[options]" when there are any, " xN" when
-  // num_threads > 0, " @device", and " (runner NAME)" for a runner other than
-  // the default.
+  // num_threads > 0, " @device", " (runner NAME)" for a runner other than
+  // the default, and " on inputs 1a2b3c4d" for inputs other than the seeded
+  // default (InputsLabel).
   std::string Label() const;
 };
 

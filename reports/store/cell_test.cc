@@ -54,13 +54,14 @@ TEST(CellTest, TheModelFileNameIsShownNotCompared) {
 
 TEST(CellTest, EveryIdentityFieldTellsCellsApart) {
   const Cell base = Face();
-  std::vector<Cell> others(6, base);
+  std::vector<Cell> others(7, base);
   others[0].model_sha256[0] = '4';
   others[1].delegate = "cpu";
   others[2].delegate_options = "fp16:false";
   others[3].num_threads = 4;
   others[4].runner = "";
   others[5].device = "phone";
+  others[6].inputs = InputsId({std::string(64, 'a')});
   for (const Cell& o : others) {
     SCOPED_TRACE(o.Label());
     EXPECT_NE(o, base);
@@ -106,6 +107,33 @@ TEST(CellTest, CellOfTakesTheJobsIdentityAndFileName) {
   EXPECT_EQ(c, Face());
   EXPECT_EQ(c.model, "face.tflite");
   EXPECT_EQ(c.Label(), Face().Label());
+}
+
+// Inputs: the seeded default reads as before; real sets by content.
+TEST(CellTest, InputsAreNamedByContentAndShownShort) {
+  const std::string a(64, 'a'), b(64, 'b');
+  EXPECT_EQ(InputsId({}), kSeededInputs);
+  const std::string ab = InputsId({a, b});
+  EXPECT_EQ(ab.rfind("sets:", 0), 0u);
+  EXPECT_EQ(ab.size(), 5u + 16u);
+  EXPECT_EQ(InputsId({a, b}), ab);  // stable
+  EXPECT_NE(InputsId({b, a}), ab);  // the order of the sets counts
+  EXPECT_NE(InputsId({a}), ab);
+  Cell c = Face();
+  EXPECT_EQ(c.inputs, kSeededInputs);
+  c.inputs = ab;
+  EXPECT_EQ(c.Label(),
+            "face.tflite (3bc182eb) xnnpack[fp16:true] x2 @local (runner main) on inputs " +
+                ab.substr(5, 8));
+  EXPECT_EQ(InputsLabel(kSeededInputs), "");
+  EXPECT_EQ(InputsLabel("seeded:7/dfarm"), "seeded:7/dfarm");
+}
+
+TEST(CellTest, CellOfTakesTheJobsInputs) {
+  JobRow j;
+  EXPECT_EQ(CellOf(j).inputs, kSeededInputs);  // a job row before schema 18
+  j.inputs = InputsId({std::string(64, 'c')});
+  EXPECT_EQ(CellOf(j).inputs, j.inputs);
 }
 
 }  // namespace

@@ -332,6 +332,16 @@ ALTER TABLE results ADD COLUMN init_cold_us REAL;
 ALTER TABLE results ADD COLUMN init_warm_us REAL;
 ALTER TABLE devices ADD COLUMN opencl TEXT NOT NULL DEFAULT '';
 )sql",
+    // v18: a job's inputs, part of its cell's identity (store::Cell):
+    // "sets:<16 hex>" for real input sets, "seeded:1/dfarm" for the runner's
+    // seeded random inputs, which every job before v18 ran on. jobs_by_cell
+    // covers it.
+    R"sql(
+ALTER TABLE jobs ADD COLUMN inputs TEXT NOT NULL DEFAULT 'seeded:1/dfarm';
+DROP INDEX jobs_by_cell;
+CREATE INDEX jobs_by_cell ON jobs(model_sha256, delegate, delegate_options, device, runner,
+  num_threads, inputs, run_id, trial);
+)sql",
 };
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));

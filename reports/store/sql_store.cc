@@ -51,7 +51,7 @@ std::string JobColumns(Dialect d) {
          "(SELECT count(*) FROM placement p WHERE p.job_id = j.id AND p.folded <> 0), "
          "j.trial, j.runner, j.runner_sha256, j.target, j.payload, j.claimed_by, j.claim_id, "
          "j.runner_kind, j.runner_version, coalesce(r.noisy, 0), r.energy_mj, "
-         "r.init_cold_us, r.init_warm_us "
+         "r.init_cold_us, r.init_warm_us, j.inputs "
          "FROM jobs j LEFT JOIN results r ON r.job_id = j.id ";
 }
 
@@ -116,6 +116,7 @@ JobRow ReadJob(const Stmt& s) {
   j.runner_version = s.Text(45);
   j.noisy = s.Int(46) != 0;
   if (!s.IsNull(47)) j.energy_mj = s.Double(47);
+  j.inputs = s.Text(50);
   return j;
 }
 
@@ -305,12 +306,13 @@ std::pair<std::string, std::vector<std::string>> RunSummariesSql(Dialect d, cons
 // in this order. The placeholders take the Cell's identity, in its order.
 constexpr const char* kCellJobsWhere =
     "WHERE j.model_sha256 = ? AND j.delegate = ? AND j.delegate_options = ? AND "
-    "j.num_threads = ? AND j.runner = ? AND j.device = ? ORDER BY j.run_id, j.trial, j.id";
+    "j.num_threads = ? AND j.runner = ? AND j.device = ? AND j.inputs = ? "
+    "ORDER BY j.run_id, j.trial, j.id";
 
 // The cell columns of ListCells' inner query, in the order of jobs_by_cell
 // (so that the query reads only that index), and the Cell they make.
 constexpr const char* kCellColumns =
-    "j.model_sha256, j.delegate, j.delegate_options, j.device, j.runner, j.num_threads";
+    "j.model_sha256, j.delegate, j.delegate_options, j.device, j.runner, j.num_threads, j.inputs";
 Cell ReadCell(const Stmt& s) {
   Cell c;
   c.model_sha256 = s.Text(0);
@@ -319,7 +321,8 @@ Cell ReadCell(const Stmt& s) {
   c.device = s.Text(3);
   c.runner = s.Text(4);
   c.num_threads = static_cast<uint32_t>(s.Int(5));
-  c.model = s.Text(7);  // after MAX(j.id): the newest job's file name
+  c.inputs = s.Text(6);
+  c.model = s.Text(8);  // after MAX(j.id): the newest job's file name
   return c;
 }
 
@@ -351,7 +354,7 @@ class SqlStore final : public Store {
     auto s = Prepare(
         "INSERT INTO jobs(run_id, job_key, model, model_path, model_sha256, delegate, "
         "delegate_options, device, status, num_threads, trial, runner, runner_sha256, target, "
-        "payload, runner_kind) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "payload, runner_kind, inputs) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
         "RETURNING id");
     if (!s) return s.error();
     std::vector<int64_t> ids;
@@ -363,7 +366,7 @@ class SqlStore final : public Store {
       s->Bind(8, j.device).Bind(9, std::string(kJobQueued));
       s->Bind(10, static_cast<int64_t>(j.num_threads)).Bind(11, j.trial).Bind(12, j.runner);
       s->Bind(13, j.runner_sha256).Bind(14, j.target).Bind(15, j.payload);
-      s->Bind(16, j.runner_kind);
+      s->Bind(16, j.runner_kind).Bind(17, j.inputs.empty() ? kSeededInputs : j.inputs);
       auto id = ReturnedId(*s, "add job to run " + std::to_string(run_id));
       if (!id) return id.error();
       ids.push_back(*id);
@@ -931,6 +934,7 @@ class SqlStore final : public Store {
     if (!s) return s.error();
     s->Bind(1, c.model_sha256).Bind(2, c.delegate).Bind(3, c.delegate_options);
     s->Bind(4, static_cast<int64_t>(c.num_threads)).Bind(5, c.runner).Bind(6, c.device);
+    s->Bind(7, c.inputs);
     std::vector<JobRow> jobs;
     for (;;) {
       auto row = s->Step();
@@ -967,6 +971,10 @@ class SqlStore final : public Store {
     add("j.delegate_options", f.delegate_options);
     add("j.device", f.device);
     add("j.runner", f.runner);
+    if (f.inputs) {  // an id or a prefix of one
+      where.push_back("j.inputs >= ? AND j.inputs < ?");
+      binds.insert(binds.end(), {*f.inputs, *f.inputs + "~"});
+    }
     if (f.num_threads) {
       where.push_back("j.num_threads = ?");
       binds.push_back(std::to_string(*f.num_threads));
@@ -977,7 +985,7 @@ class SqlStore final : public Store {
         "SELECT c.*, (SELECT m.model FROM jobs m WHERE m.id = c.newest) FROM (SELECT " +
         std::string(kCellColumns) + ", MAX(j.id) AS newest FROM jobs j";
     for (size_t i = 0; i < where.size(); ++i) sql += (i == 0 ? " WHERE " : " AND ") + where[i];
-    sql += " GROUP BY 1, 2, 3, 4, 5, 6) c";
+    sql += " GROUP BY 1, 2, 3, 4, 5, 6, 7) c";
     auto s = Prepare(sql);
     if (!s) return s.error();
     for (size_t i = 0; i < binds.size(); ++i) {

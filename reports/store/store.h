@@ -142,6 +142,8 @@ struct JobRow {
   int64_t trial = 0;          // 0-based trial index of the cell (spec benchmark.repeats)
   std::string runner;         // runner name of the spec ("" = the default runner)
   std::string runner_sha256;  // sha256 of the runtime build that ran (may be "" in old runs)
+  // Schema v18: what the job ran on (InputsId, cell.h); kSeededInputs in runs before it.
+  std::string inputs = kSeededInputs;
   // Schema v11: the distributed queue (empty/0 for the jobs of a run its
   // sweep runs itself).
   std::string target;      // where it may run: "" = `device` only; a Target string (below)
@@ -300,6 +302,7 @@ struct CellFilter {
   std::optional<std::string> device;
   std::optional<std::string> runner;
   std::optional<uint32_t> num_threads;
+  std::optional<std::string> inputs;  // an inputs id (Cell::inputs) or a prefix of one
 };
 
 // A state a device was put in, written by every SetDeviceState.

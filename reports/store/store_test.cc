@@ -438,6 +438,8 @@ TEST_F(SqliteStoreTest, MigratesPreviousVersion) {
   EXPECT_EQ(job->num_threads, 2u);
   ASSERT_TRUE(job->metrics.has_value());
   EXPECT_DOUBLE_EQ(job->metrics->mean_us, 5.5);
+  EXPECT_EQ(job->inputs, kSeededInputs);  // schema 18: what every older job ran on
+  EXPECT_EQ(CellOf(*job).inputs, kSeededInputs);
   EXPECT_EQ(job->metrics->threads_used, 0);  // not reported before v5
   EXPECT_FALSE(job->placement.has_value());
   EXPECT_FALSE(job->started_hot);
@@ -1229,13 +1231,13 @@ TEST_F(SqliteStoreTest, QueryPlansUseTheIndexes) {
       "SELECT j.id FROM jobs j INDEXED BY jobs_by_cell WHERE j.model_sha256 = 'a' AND "
       "j.delegate = 'cpu' AND "
       "j.delegate_options = '' AND j.device = 'local' AND j.runner = '' AND j.num_threads = 0 "
-      "ORDER BY j.run_id, j.trial, j.id");
+      "AND j.inputs = 'seeded:1/dfarm' ORDER BY j.run_id, j.trial, j.id");
   EXPECT_NE(cell.find("jobs_by_cell"), std::string::npos) << cell;
   EXPECT_EQ(cell.find("TEMP B-TREE"), std::string::npos) << cell;  // the index's order
   // ListCells without a filter reads only the covering index.
   const std::string cells = plan(
       "SELECT j.model_sha256, j.delegate, j.delegate_options, j.device, j.runner, "
-      "j.num_threads, MAX(j.id) FROM jobs j GROUP BY 1, 2, 3, 4, 5, 6");
+      "j.num_threads, j.inputs, MAX(j.id) FROM jobs j GROUP BY 1, 2, 3, 4, 5, 6, 7");
   EXPECT_NE(cells.find("COVERING INDEX jobs_by_cell"), std::string::npos) << cells;
   const std::string device = plan(
       "SELECT 1 FROM runs WHERE EXISTS (SELECT 1 FROM jobs d WHERE d.device = 'x' AND "
@@ -1288,6 +1290,45 @@ TEST_P(StoreTest, ListCellJobsReadsOneCellAcrossRuns) {
       store->ListCellJobs({std::string(64, 'a'), "cpu", "a:1", 8, "main", "local", "m.tflite"});
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->empty());
+}
+
+// Inputs are part of the cell: the same model, delegate and device on real
+// input sets and on the seeded inputs are two cells, each with its jobs.
+TEST_P(StoreTest, InputsTellCellsApart) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  JobRow seeded = MakeJob("m.tflite");
+  JobRow sets = seeded;
+  sets.inputs = InputsId({std::string(64, 'e')});
+  auto run = store->CreateRun("r", "{}");
+  ASSERT_TRUE(run.ok());
+  auto ids = store->AddJobs(*run, {seeded, sets});
+  ASSERT_TRUE(ids.ok()) << ids.message();
+  auto job = store->GetJob((*ids)[1]);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->inputs, sets.inputs);
+  auto cells = store->ListCells({});
+  ASSERT_TRUE(cells.ok()) << cells.message();
+  ASSERT_EQ(cells->size(), 2u);
+  EXPECT_EQ((*cells)[0].inputs, kSeededInputs);  // "seeded:" < "sets:"
+  EXPECT_EQ((*cells)[1].inputs, sets.inputs);
+  for (const Cell& c : *cells) {
+    auto jobs = store->ListCellJobs(c);
+    ASSERT_TRUE(jobs.ok()) << jobs.message();
+    ASSERT_EQ(jobs->size(), 1u) << c.Label();
+    EXPECT_EQ(jobs->front().inputs, c.inputs);
+  }
+  CellFilter f;
+  f.inputs = sets.inputs.substr(0, 13);  // "sets:" and 8 hex digits, as a label shows them
+  auto one = store->ListCells(f);
+  ASSERT_TRUE(one.ok()) << one.message();
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ(one->front().inputs, sets.inputs);
+  f.inputs = kSeededInputs;
+  one = store->ListCells(f);
+  ASSERT_TRUE(one.ok());
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ(one->front().inputs, kSeededInputs);
 }
 
 TEST_P(StoreTest, ListCellsListsDistinctCellsThatMatchTheFilter) {

@@ -131,6 +131,20 @@ class InputsE2eTest : public ::testing::Test {
     return summary;
   }
 
+  struct Ran {
+    int code = -1;
+    std::string out, err;
+  };
+  // Runs `dfarm ARGS... --db DB`.
+  Ran Dfarm(std::vector<std::string> args) {
+    args.insert(args.begin(), (BinDir() / "dfarm").string());
+    args.insert(args.end(), {"--db", db_});
+    Child c = Child::Spawn(args, (dir_ / "cli.out").string(), (dir_ / "cli.err").string());
+    int status = c.Wait();
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, Slurp(dir_ / "cli.out"),
+            Slurp(dir_ / "cli.err")};
+  }
+
   fs::path dir_;
   std::string db_;
 };
@@ -195,6 +209,60 @@ TEST_F(InputsE2eTest, ImageSetsTravelOnceAndAccuracyCoversBoth) {
   ASSERT_EQ(jobs2->size(), 2u);
   EXPECT_EQ((*jobs2)[1].job_key, ext.job_key);
   ::unsetenv("DFARM_INPUTS_CACHE");
+}
+
+// The same model, delegate and device on the runner's seeded inputs and on
+// real images are two cells everywhere: the store lists two, the gate finds
+// nothing to compare, history asks which one, and each names its inputs.
+TEST_F(InputsE2eTest, SeededAndRealInputsAreTwoCells) {
+  ClassifierModel();
+  WritePng(dir_ / "specs" / "images" / "a.png", Pixels(0));
+  json spec = {{"name", "seeded"},
+               {"models", {"classifier.tflite"}},
+               {"delegates", {{{"name", "cpu"}}}},
+               {"devices", {"local"}},
+               {"benchmark", {{"warmup_runs", 0}, {"num_runs", 2}, {"timeout_s", 60}}},
+               {"scheduler", {{"retries", 0}}}};
+  ::setenv("DFARM_INPUTS_CACHE", (dir_ / "inputs-cache").c_str(), 1);
+  const json seeded = Sweep(spec);
+  spec["name"] = "images";
+  spec["models"] = {
+      {{"path", "classifier.tflite"},
+       {"inputs", {{"images", "images"}, {"size", {4, 4}}, {"scale", {1.0 / 255, 0}}}}}};
+  const json images = Sweep(spec);
+  ::unsetenv("DFARM_INPUTS_CACHE");
+  ASSERT_TRUE(seeded.contains("run_id") && images.contains("run_id"));
+  const std::string base = std::to_string(seeded["run_id"].get<int64_t>());
+  const std::string cand = std::to_string(images["run_id"].get<int64_t>());
+
+  auto store = store::OpenSqliteStore(db_);
+  ASSERT_TRUE(store.ok()) << store.message();
+  auto cells = (*store)->ListCells({});
+  ASSERT_TRUE(cells.ok()) << cells.message();
+  ASSERT_EQ(cells->size(), 2u);
+  EXPECT_EQ((*cells)[0].inputs, store::kSeededInputs);  // "seeded:" sorts before "sets:"
+  const store::Cell& real = (*cells)[1];
+  EXPECT_EQ(real.inputs.rfind("sets:", 0), 0u) << real.inputs;
+  EXPECT_NE(real.Label().find(" on inputs " + real.inputs.substr(5, 8)), std::string::npos)
+      << real.Label();
+
+  Ran shown = Dfarm({"show", cand, "--json"});
+  ASSERT_EQ(shown.code, 0) << shown.err;
+  EXPECT_EQ(json::parse(shown.out)["jobs"][0]["inputs"], real.inputs) << shown.out;
+
+  Ran gate = Dfarm({"gate", cand, "--baseline", base});
+  EXPECT_EQ(gate.code, 2) << gate.out << gate.err;
+  EXPECT_NE(gate.err.find("no comparable cell"), std::string::npos) << gate.err;
+
+  Ran both = Dfarm({"history", "--model", "classifier.tflite", "--delegate", "cpu"});
+  EXPECT_EQ(both.code, 2) << both.out << both.err;
+  EXPECT_NE(both.err.find("on inputs " + real.inputs.substr(5, 8)), std::string::npos) << both.err;
+  Ran one = Dfarm({"history", "--model", "classifier.tflite", "--delegate", "cpu", "--inputs",
+                   real.inputs.substr(5, 8), "--json"});
+  ASSERT_EQ(one.code, 0) << one.err;
+  const json h = json::parse(one.out);
+  EXPECT_EQ(h["cell"]["inputs"], real.inputs);
+  EXPECT_EQ(h["points"].size(), 1u) << one.out;
 }
 
 }  // namespace
