@@ -316,7 +316,9 @@ RunHealth HealthOf(const RunReport& report) {
   }
   if (report.comparison) {
     for (const CellVerdict& v : report.comparison->cells) {
-      if (v.verdict == "unknown" || v.verdict == "missing") return RunHealth::kAmber;
+      if (v.verdict == gate::Verdict::kUnknown || v.verdict == gate::Verdict::kMissing) {
+        return RunHealth::kAmber;
+      }
     }
   }
   return RunHealth::kGreen;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "agent/base/result.h"
+#include "reports/gate/verdict.h"
 #include "reports/store/store.h"
 
 namespace dfarm::reports {
@@ -37,12 +38,12 @@ struct CellGroup {
 std::vector<CellGroup> GroupCells(const std::vector<store::JobRow>& jobs);
 
 // One cell's verdict from the release gate (`--baseline`), as the
-// renderers show it. The gate's own types stay in reports/gate: the CLI
-// converts its CellResult into this.
+// renderers show it. The gate's other types stay in reports/gate: the CLI
+// converts its CellResult into this (the verdicts are the gate's own enum).
 struct CellVerdict {
   store::Cell cell;     // the gate's cell (device: its device class, if any)
-  std::string verdict;  // "pass", "improved", "regressed", "unknown", "fail", "new", "missing"
-  std::string latency_verdict;
+  gate::Verdict verdict = gate::Verdict::kUnknown;
+  gate::Verdict latency_verdict = gate::Verdict::kUnknown;
   double baseline_median_us = 0, candidate_median_us = 0, ratio = 0, ci_low = 0, ci_high = 0;
   double p_value = 1, q_value = 1;
   size_t baseline_trials = 0, candidate_trials = 0;

@@ -27,8 +27,8 @@ reports::Comparison ToComparison(const gate::GateResult& g, const std::string& b
   for (const gate::CellResult& cell : g.cells) {
     reports::CellVerdict v;
     v.cell = cell.cell;
-    v.verdict = gate::VerdictName(cell.verdict);
-    v.latency_verdict = gate::VerdictName(cell.latency);
+    v.verdict = cell.verdict;
+    v.latency_verdict = cell.latency;
     v.baseline_median_us = cell.baseline_median_us;
     v.candidate_median_us = cell.candidate_median_us;
     v.ratio = cell.ratio;
