@@ -11,6 +11,7 @@
 
 #include "reports/format.h"
 #include "reports/html_sections.h"
+#include "reports/palette.h"
 #include "reports/report.h"
 
 namespace dfarm::reports {
@@ -80,9 +81,6 @@ table.init td.cost { white-space: nowrap; font-variant-numeric: tabular-nums; }
 .dim { color: #777; }
 .badge { display: inline-block; padding: 0 .5em; border-radius: 3px; font-weight: 600;
   font-size: .85em; }
-.v-pass, .v-improved { background: #d8f0dc; color: #17692b; }
-.v-regressed, .v-fail { background: #f9d0cb; color: #8d1a12; }
-.v-unknown, .v-missing, .v-new { background: #fff0c2; color: #7a5200; }
 pre { background: #f6f6f6; padding: .6em; max-height: 24em; overflow-y: auto; font-size: 12px;
   white-space: pre-wrap; overflow-wrap: anywhere; }
 .scroll { overflow-x: auto; }
@@ -111,8 +109,9 @@ const CellVerdict* VerdictOf(const RunReport& report, const CellGroup& cell) {
   return nullptr;
 }
 
-std::string Badge(const std::string& verdict) {
-  return "<span class=\"badge v-" + Esc(verdict) + "\">" + Esc(verdict) + "</span>";
+std::string Badge(gate::Verdict verdict) {
+  const std::string name = gate::VerdictName(verdict);
+  return "<span class=\"badge v-" + name + "\">" + name + "</span>";
 }
 
 std::string StatusCounts(const std::vector<store::JobRow>& jobs) {
@@ -142,7 +141,7 @@ void Banner(std::ostringstream& h, const RunReport& report) {
   if (report.comparison) {
     const Comparison& cmp = *report.comparison;
     std::map<std::string, size_t> by;
-    for (const CellVerdict& v : cmp.cells) ++by[v.verdict];
+    for (const CellVerdict& v : cmp.cells) ++by[gate::VerdictName(v.verdict)];
     h << "<div>gate against run " << cmp.baseline_run;
     if (!cmp.baseline_name.empty()) h << " (" << Esc(cmp.baseline_name) << ")";
     h << ": <b>" << (cmp.passed ? "passed" : "failed") << "</b>";
@@ -346,7 +345,8 @@ void ComparisonSection(std::ostringstream& h, const Comparison& c) {
        "<th>trials</th><th>findings</th></tr></thead>\n<tbody>\n";
   for (const CellVerdict& v : c.cells) {
     h << "<tr><td>" << Esc(v.cell.Label()) << "</td><td>" << Badge(v.verdict) << "</td><td>"
-      << Esc(v.latency_verdict) << (v.within_run_only ? " (within-run)" : "") << "</td>";
+      << gate::VerdictName(v.latency_verdict) << (v.within_run_only ? " (within-run)" : "")
+      << "</td>";
     if (v.ratio > 0) {
       h << "<td class=\"num\">" << Ms(v.baseline_median_us) << "</td><td class=\"num\">"
         << Ms(v.candidate_median_us) << "</td><td class=\"num\">" << (v.ratio >= 1 ? "+" : "")
@@ -380,7 +380,7 @@ std::string RenderHtml(const RunReport& report) {
   std::ostringstream h;
   h << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
     << "<title>DelegateFarm run " << report.run.id << ": " << Esc(report.run.name)
-    << "</title>\n<style>" << kCss << "</style>\n</head>\n<body>\n";
+    << "</title>\n<style>" << kCss << VerdictCss() << "</style>\n</head>\n<body>\n";
   Summary(h, report);
   if (report.comparison) ComparisonSection(h, *report.comparison);
   if (!cells.empty()) Heatmap(h, report, cells);

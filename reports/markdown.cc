@@ -63,7 +63,7 @@ void Summary(std::ostringstream& md, const RunReport& report) {
   if (report.comparison) {
     const Comparison& c = *report.comparison;
     std::map<std::string, size_t> by_verdict;
-    for (const CellVerdict& v : c.cells) ++by_verdict[v.verdict];
+    for (const CellVerdict& v : c.cells) ++by_verdict[gate::VerdictName(v.verdict)];
     md << "; gate against run " << c.baseline_run;
     if (!c.baseline_name.empty()) md << " (" << Md(c.baseline_name) << ")";
     md << ": **" << (c.passed ? "passed" : "failed") << "**";
@@ -84,7 +84,7 @@ void VerdictTable(std::ostringstream& md, const Comparison& c) {
   md << "## Verdicts\n\n| cell | verdict | baseline ms | candidate ms | change | 95% CI | q | "
         "findings |\n| --- | --- | ---: | ---: | ---: | --- | ---: | --- |\n";
   for (const CellVerdict& v : c.cells) {
-    md << "| " << Md(v.cell.Label()) << " | **" << Md(v.verdict) << "** | ";
+    md << "| " << Md(v.cell.Label()) << " | **" << gate::VerdictName(v.verdict) << "** | ";
     if (v.baseline_trials > 0 && v.candidate_trials > 0 && v.ratio > 0) {
       md << Ms(v.baseline_median_us) << " | " << Ms(v.candidate_median_us) << " | "
          << Percent(v.ratio) << " | " << Percent(v.ci_low) << " … " << Percent(v.ci_high) << " | "

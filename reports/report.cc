@@ -316,7 +316,9 @@ RunHealth HealthOf(const RunReport& report) {
   }
   if (report.comparison) {
     for (const CellVerdict& v : report.comparison->cells) {
-      if (v.verdict == "unknown" || v.verdict == "missing") return RunHealth::kAmber;
+      if (v.verdict == gate::Verdict::kUnknown || v.verdict == gate::Verdict::kMissing) {
+        return RunHealth::kAmber;
+      }
     }
   }
   return RunHealth::kGreen;
@@ -353,29 +355,6 @@ Result<std::map<int64_t, store::Accuracy>> LoadAccuracy(store::Reader& store,
     if (*accuracy) by_job[j.id] = std::move(**accuracy);
   }
   return by_job;
-}
-
-Result<Format> ParseFormat(const std::string& name) {
-  if (name == "md" || name == "markdown") return Format::kMarkdown;
-  if (name == "html") return Format::kHtml;
-  if (name == "json") return Format::kJson;
-  if (name == "csv") return Format::kCsv;
-  return MakeError(ErrorKind::kInvalidInput,
-                   "unknown report format '" + name + "' (known: md, html, json, csv)");
-}
-
-std::string Render(const RunReport& report, Format format) {
-  switch (format) {
-    case Format::kMarkdown:
-      return RenderMarkdown(report);
-    case Format::kHtml:
-      return RenderHtml(report);
-    case Format::kJson:
-      return RenderJson(report);
-    case Format::kCsv:
-      return RenderCsv(report);
-  }
-  return {};
 }
 
 Result<void> WriteText(const std::string& text, const std::string& path) {

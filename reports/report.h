@@ -1,6 +1,7 @@
 // Reports over one run of the store. One renderer per file (markdown.cc,
-// html.cc, table.cc for JSON and CSV), all over the same RunReport. JUnit is
-// the gate's (reports/gate, RenderGateJunit); `dfarm report` wires it.
+// html.cc, table.cc for JSON and CSV), all over the same RunReport; the
+// formats and which renderer each uses are one table (formats.h). JUnit is the
+// gate's (reports/gate, RenderGateJunit).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,8 @@
 #include <vector>
 
 #include "agent/base/result.h"
+#include "reports/formats.h"
+#include "reports/gate/verdict.h"
 #include "reports/store/store.h"
 
 namespace dfarm::reports {
@@ -37,12 +40,12 @@ struct CellGroup {
 std::vector<CellGroup> GroupCells(const std::vector<store::JobRow>& jobs);
 
 // One cell's verdict from the release gate (`--baseline`), as the
-// renderers show it. The gate's own types stay in reports/gate: the CLI
-// converts its CellResult into this.
+// renderers show it. The gate's other types stay in reports/gate: the CLI
+// converts its CellResult into this (the verdicts are the gate's own enum).
 struct CellVerdict {
-  store::Cell cell;     // the gate's cell (device: its device class, if any)
-  std::string verdict;  // "pass", "improved", "regressed", "unknown", "fail", "new", "missing"
-  std::string latency_verdict;
+  store::Cell cell;  // the gate's cell (device: its device class, if any)
+  gate::Verdict verdict = gate::Verdict::kUnknown;
+  gate::Verdict latency_verdict = gate::Verdict::kUnknown;
   double baseline_median_us = 0, candidate_median_us = 0, ratio = 0, ci_low = 0, ci_high = 0;
   double p_value = 1, q_value = 1;
   size_t baseline_trials = 0, candidate_trials = 0;
@@ -212,18 +215,12 @@ std::optional<double> SpeedupVsCpu(const RunReport& report, const std::vector<Ce
 enum class RunHealth { kGreen, kAmber, kRed };
 RunHealth HealthOf(const RunReport& report);
 
-// kJson: {"run":{...},"jobs":[rows]}; kCsv: a header and one row per job
-// (docs/CONTRACTS.md, "Reports"). JUnit is rendered by the gate.
-enum class Format { kMarkdown, kHtml, kJson, kCsv };
-
-// "md"/"markdown", "html", "json" or "csv"; the error lists the formats.
-Result<Format> ParseFormat(const std::string& name);
-
+// The run renderers of formats.inc. Json: {"run":{...},"jobs":[rows]}; Csv: a
+// header and one row per job (docs/CONTRACTS.md, "Reports").
 std::string RenderMarkdown(const RunReport& report);
 std::string RenderHtml(const RunReport& report);  // self-contained, every string escaped
 std::string RenderJson(const RunReport& report);
 std::string RenderCsv(const RunReport& report);
-std::string Render(const RunReport& report, Format format);
 
 // The column names of RenderCsv (and the keys of a JSON row), in order.
 const std::vector<std::string>& TableColumns();

@@ -514,8 +514,8 @@ TEST(ReportsTest, ComparisonShowsVerdictsAndDeltas) {
   CellVerdict v;
   v.cell = store::CellOf(r.jobs[0]);
   v.cell.model = "cell | one";
-  v.verdict = "regressed";
-  v.latency_verdict = "regressed";
+  v.verdict = gate::Verdict::kRegressed;
+  v.latency_verdict = gate::Verdict::kRegressed;
   v.baseline_median_us = 10000;
   v.candidate_median_us = 12000;
   v.ratio = 1.2;

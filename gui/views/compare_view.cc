@@ -4,10 +4,12 @@
 #include <QLabel>
 #include <QTableView>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cmath>
 
 #include "gui/format.h"
 #include "gui/store_loader.h"
+#include "reports/palette.h"
 
 namespace dfarm::gui {
 
@@ -27,23 +29,6 @@ QString RunLine(const char* role, const store::RunRow& run) {
     line += QObject::tr(" · tags: %1").arg(tags.join(QStringLiteral(", ")).toHtmlEscaped());
   }
   return line;
-}
-
-QColor VerdictColour(gate::Verdict v) {
-  switch (v) {
-    case gate::Verdict::kPass:
-      return QColor(0xd8, 0xf0, 0xd8);
-    case gate::Verdict::kImproved:
-      return QColor(0x9c, 0xc8, 0xf0);
-    case gate::Verdict::kRegressed:
-      return QColor(0xf4, 0xb0, 0x70);
-    case gate::Verdict::kFail:
-      return QColor(0xe8, 0x80, 0x80);
-    case gate::Verdict::kNew:
-      return QColor(0xe0, 0xe0, 0xf8);
-    default:
-      return QColor(0xe6, 0xe6, 0xe6);
-  }
 }
 
 QString Err(double v) { return std::isnan(v) ? QStringLiteral("–") : QString::number(v, 'g', 2); }
@@ -161,7 +146,12 @@ QVariant CompareModel::data(const QModelIndex& index, int role) const {
           return display(c, index.column());
       }
     case Qt::BackgroundRole:
-      return index.column() == VerdictColumn ? QVariant(VerdictColour(c.verdict)) : QVariant();
+    case Qt::ForegroundRole: {
+      if (index.column() != VerdictColumn) return {};
+      const reports::Colours colours = reports::VerdictColours(c.verdict);
+      return QColor(QString::fromLatin1(role == Qt::BackgroundRole ? colours.background
+                                                                   : colours.foreground));
+    }
     case Qt::TextAlignmentRole:
       return index.column() >= BaselineColumn && index.column() <= TrialsColumn
                  ? QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter)
@@ -278,14 +268,11 @@ void CompareView::applied(const Result<CompareData>& result) {
                   RunLine("Candidate", result->candidate));
   QString text = result->gate.passed ? tr("Gate (default policy): passed")
                                      : tr("Gate (default policy): failed");
-  size_t counts[7] = {};
-  for (const gate::CellResult& c : result->gate.cells) ++counts[static_cast<int>(c.verdict)];
   QStringList parts;
-  for (int v = 0; v < 7; ++v) {
-    if (counts[v]) {
-      parts << QStringLiteral("%1 %2").arg(counts[v]).arg(
-          gate::VerdictName(static_cast<gate::Verdict>(v)));
-    }
+  for (gate::Verdict v : gate::AllVerdicts()) {
+    const auto n = std::count_if(result->gate.cells.begin(), result->gate.cells.end(),
+                                 [v](const gate::CellResult& c) { return c.verdict == v; });
+    if (n > 0) parts << QStringLiteral("%1 %2").arg(n).arg(gate::VerdictName(v));
   }
   text += QStringLiteral(" · %1 cells: %2")
               .arg(result->gate.cells.size())

@@ -15,6 +15,7 @@
 #include "gui/format.h"
 #include "gui/store_loader.h"
 #include "reports/gate/gate.h"
+#include "reports/palette.h"
 #include "reports/report.h"
 
 namespace dfarm::gui {
@@ -50,14 +51,9 @@ MatrixCell MakeCell(const reports::RunReport& report, const reports::CellGroup& 
   return m;
 }
 
-// Colours of the verdicts (the HTML report's badges).
-QColor VerdictColour(const std::string& v) {
-  if (v == "pass") return QColor(0xd8, 0xf0, 0xd8);
-  if (v == "improved") return QColor(0x9c, 0xc8, 0xf0);
-  if (v == "regressed") return QColor(0xf4, 0xb0, 0x70);
-  if (v == "fail") return QColor(0xe8, 0x80, 0x80);
-  if (v == "new") return QColor(0xe0, 0xe0, 0xf8);
-  return QColor(0xe6, 0xe6, 0xe6);  // unknown, missing
+// A verdict's colours as the HTML report's badges have them (reports/palette.h).
+reports::Colours VerdictColours(const std::optional<gate::Verdict>& v) {
+  return v ? reports::VerdictColours(*v) : reports::NoVerdictColours();
 }
 
 // White to red on a log scale between lo and hi.
@@ -129,7 +125,7 @@ Result<MatrixGate> ReadMatrixGate(store::Store& store, const store::RunRow& run)
                                                    .arg(c.q_value, 0, 'g', 2)
                                                    .toStdString();
     }
-    g.verdicts.push_back({c.cell, {gate::VerdictName(c.verdict), detail}});
+    g.verdicts.push_back({c.cell, {c.verdict, detail}});
   }
   return g;
 }
@@ -166,13 +162,13 @@ void MatrixModel::setMatrix(MatrixData data) {
 }
 
 void MatrixModel::setGate(const MatrixGate& gate) {
-  std::map<store::Cell, std::pair<std::string, std::string>> by_cell(gate.verdicts.begin(),
-                                                                     gate.verdicts.end());
+  std::map<store::Cell, std::pair<gate::Verdict, std::string>> by_cell(gate.verdicts.begin(),
+                                                                       gate.verdicts.end());
   for (auto& line : m_data.cells) {
     for (MatrixCell& c : line) {
       if (!c.present) continue;
       auto it = by_cell.find(c.cell);
-      c.verdict = it == by_cell.end() ? "" : it->second.first;
+      c.verdict = it == by_cell.end() ? std::nullopt : std::optional(it->second.first);
       c.verdict_detail = it == by_cell.end() ? "" : it->second.second;
     }
   }
@@ -218,7 +214,7 @@ QString MatrixModel::figure(const MatrixCell& c) const {
       if (c.is_cpu) return tr("reference");
       return c.max_abs_error ? Sci(*c.max_abs_error) : tr("no comparison");
     case Colour::kVerdict:
-      return c.verdict.empty() ? tr("no verdict") : Q(c.verdict);
+      return c.verdict ? QString::fromLatin1(gate::VerdictName(*c.verdict)) : tr("no verdict");
   }
   return {};
 }
@@ -240,7 +236,7 @@ QVariant MatrixModel::background(const MatrixCell& c) const {
       return Ramp((std::log10(std::max(*c.max_abs_error, 1e-12)) + 6.0) / 5.0);
     }
     case Colour::kVerdict:
-      return VerdictColour(c.verdict);
+      return QColor(QString::fromLatin1(VerdictColours(c.verdict).background));
   }
   return {};
 }
@@ -264,6 +260,9 @@ QVariant MatrixModel::cellData(const MatrixCell& c, int role) const {
       if (m_colour == Colour::kSpeedup && c.speedup && !c.is_cpu) {
         return QColor(Q(reports::SpeedupColours(*c.speedup).second));
       }
+      if (m_colour == Colour::kVerdict) {
+        return QColor(QString::fromLatin1(VerdictColours(c.verdict).foreground));
+      }
       return QColor(0x22, 0x22, 0x22);
     }
     case Qt::ToolTipRole: {
@@ -273,7 +272,9 @@ QVariant MatrixModel::cellData(const MatrixCell& c, int role) const {
       lines << tr("trials ok: %1 of %2").arg(c.ok).arg(c.trials);
       if (c.max_abs_error) lines << tr("max abs error vs cpu: %1").arg(Sci(*c.max_abs_error));
       if (!c.bad.empty()) lines << tr("%1: %2").arg(Q(c.bad), Q(c.error));
-      if (!c.verdict.empty()) lines << tr("gate: %1").arg(Q(c.verdict));
+      if (c.verdict) {
+        lines << tr("gate: %1").arg(QString::fromLatin1(gate::VerdictName(*c.verdict)));
+      }
       if (!c.verdict_detail.empty()) lines << Q(c.verdict_detail);
       return plainToolTip(lines.join('\n'));
     }

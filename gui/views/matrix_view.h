@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "gui/views/view.h"
+#include "reports/gate/verdict.h"
 #include "reports/store/store.h"
 
 class QComboBox;
@@ -33,7 +34,7 @@ struct MatrixCell {
   bool is_cpu = false;  // the cpu reference of its model and device
   std::optional<double> median_us, speedup, max_abs_error;
   int64_t first_job = 0;
-  std::string verdict;  // gate verdict ("" before the gate ran or without one)
+  std::optional<gate::Verdict> verdict;  // unset before the gate ran or without one
   std::string verdict_detail;
 };
 
@@ -49,7 +50,7 @@ struct MatrixData {
 struct MatrixGate {
   int64_t baseline_run = 0;  // 0: none found
   std::string note;          // "no baseline", an error, or "vs run N (tag baseline)"
-  std::vector<std::pair<store::Cell, std::pair<std::string, std::string>>> verdicts;
+  std::vector<std::pair<store::Cell, std::pair<gate::Verdict, std::string>>> verdicts;
 };
 
 // Reads a run's matrix (blocking: call it off the GUI thread).

@@ -121,6 +121,24 @@ TEST(CliTest, ErrorKindsMapToExitCodes) {
   EXPECT_THAT(o.err, HasSubstr("unknown report format 'pdf'"));
 }
 
+// `dfarm report --format`: the names, the error and the help come from the
+// format table (reports/formats.inc).
+TEST(CliTest, ReportFormatsComeFromTheTable) {
+  harness::TempDir dir;
+  std::string db = (dir.path() / "x.db").string();
+  ASSERT_TRUE(store::OpenSqliteStore(db).ok());
+  Outcome o = Call({"report", "1", "--db", db, "--format", "text", "-o", "-"});
+  EXPECT_EQ(o.code, kExitUsage) << o.err;
+  EXPECT_THAT(o.err, HasSubstr("unknown report format 'text' (known: html, md, junit, json, csv)"));
+  o = Call({"report", "--help"});
+  EXPECT_EQ(o.code, 0);
+  for (const char* help :
+       {"html (self-contained)", "md (for a PR comment)", "junit (one testcase per cell)",
+        "json (docs/CONTRACTS.md)", "csv (one row per job)"}) {
+    EXPECT_THAT(o.out, HasSubstr(help));
+  }
+}
+
 TEST(CliTest, PluginSpecWithAMissingPluginExits2) {
   harness::TempDir dir;
   dir.Write("m.tflite", "model");

@@ -1,4 +1,4 @@
-// dfarm gate CANDIDATE --baseline REF [--policy FILE] [--format text|md|junit|json]
+// dfarm gate CANDIDATE --baseline REF [--policy FILE] [--format FORMAT (reports/formats.inc)]
 //            [-o FILE|-] [--db FILE] [--rerun-unknown K]
 // dfarm compare A B [--json] [--db FILE]
 #include <cmath>
@@ -12,6 +12,7 @@
 #include "harness/devices/devices.h"
 #include "harness/run/sweep.h"
 #include "harness/spec/spec.h"
+#include "reports/formats.h"
 #include "reports/gate/gate.h"
 #include "reports/gate/policy.h"
 
@@ -30,15 +31,6 @@ struct GateOptions {
   int rerun_unknown = 0;
   std::string candidate_runner, baseline_runner;
 };
-
-Result<std::string> Render(const gate::GateResult& result, const std::string& format) {
-  if (format == "text") return gate::RenderGateText(result);
-  if (format == "md" || format == "markdown") return gate::RenderGateMarkdown(result);
-  if (format == "junit") return gate::RenderGateJunit(result);
-  if (format == "json") return gate::RenderGateJson(result);
-  return MakeError(ErrorKind::kInvalidInput,
-                   "--format must be text, md, junit or json, got '" + format + "'");
-}
 
 Result<void> WriteOutput(const std::string& text, const std::string& path, Context& ctx) {
   if (path == "-") {
@@ -157,7 +149,8 @@ int RunGateCommand(const GateOptions& o, Context& ctx) {
     ctx.Fail(kExitUsage, "--rerun-unknown must be 0..1000, got " + std::to_string(o.rerun_unknown));
     return kExitUsage;
   }
-  if (auto probe = Render(gate::GateResult{}, o.format); !probe) return ctx.Fail(probe.error());
+  auto format = reports::ParseFormat(o.format, reports::FormatUse::kGate);
+  if (!format) return ctx.Fail(format.error());
   gate::Policy policy = gate::DefaultPolicy();
   if (!o.policy.empty()) {
     auto loaded = gate::LoadPolicy(o.policy);
@@ -184,8 +177,8 @@ int RunGateCommand(const GateOptions& o, Context& ctx) {
     if (!again) return ctx.Fail(again.error());
     result = std::move(again);
   }
-  auto text = Render(*result, o.format);
-  if (auto w = WriteOutput(*text, o.output, ctx); !w) return ctx.Fail(w.error());
+  const std::string text = reports::Render(*result, *format);
+  if (auto w = WriteOutput(text, o.output, ctx); !w) return ctx.Fail(w.error());
   if (o.output != "-") {
     ctx.err << "gate " << (result->passed ? "passed" : "FAILED") << ": wrote '" << o.output << "'"
             << std::endl;
@@ -272,7 +265,8 @@ void AddGateCommands(CLI::App& app, Context& ctx) {
   cmd->add_option("--baseline", o->baseline, "baseline run: an id, 'last' or 'tag:NAME'")
       ->required();
   cmd->add_option("--policy", o->policy, "policy JSON (docs/gate.md); default: the documented one");
-  cmd->add_option("--format", o->format, "text, md, junit or json")->capture_default_str();
+  cmd->add_option("--format", o->format, reports::FormatHelp(reports::FormatUse::kGate))
+      ->capture_default_str();
   cmd->add_option("-o,--output", o->output, "file to write, or - for stdout")
       ->capture_default_str();
   cmd->add_option("--rerun-unknown", o->rerun_unknown,

@@ -157,6 +157,28 @@ TEST_F(GateCommandTest, UsageAndDataErrorsExit2) {
   EXPECT_THAT(p.err, HasSubstr(bad_policy));
 }
 
+// Every name of the format table that the gate renders works, and a bad one
+// is a usage error that lists them (reports/formats.inc).
+TEST_F(GateCommandTest, FormatsComeFromTheTable) {
+  for (const char* format : {"text", "md", "markdown", "junit", "json"}) {
+    Outcome o = Call({"gate", std::to_string(same_), "--baseline", std::to_string(baseline_),
+                      "--db", Db(), "--format", format});
+    EXPECT_EQ(o.code, 0) << format << o.err;
+    EXPECT_FALSE(o.out.empty()) << format;
+  }
+  Outcome md = Call({"gate", std::to_string(same_), "--baseline", std::to_string(baseline_), "--db",
+                     Db(), "--format", "markdown"});
+  Outcome md2 = Call({"gate", std::to_string(same_), "--baseline", std::to_string(baseline_),
+                      "--db", Db(), "--format", "md"});
+  EXPECT_EQ(md.out, md2.out);
+  Outcome bad = Call({"gate", "2", "--baseline", "1", "--db", Db(), "--format", "csv"});
+  EXPECT_EQ(bad.code, kExitUsage);
+  EXPECT_THAT(bad.err, HasSubstr("unknown report format 'csv' (known: text, md, junit, json)"));
+  Outcome help = Call({"gate", "--help"});
+  EXPECT_EQ(help.code, 0);
+  EXPECT_THAT(help.out, HasSubstr("junit (one testcase per cell)"));
+}
+
 // A deeply nested policy is a short usage error (100,000 levels overflowed
 // the stack; 5,000 printed the document as one 60 KB line).
 TEST_F(GateCommandTest, DeeplyNestedPolicyIsAShortUsageError) {

@@ -1,6 +1,7 @@
 // dfarm report RUN [--db FILE] [--baseline REF] [--policy FILE]
-//   --format html|md|junit|json|csv -o FILE|-
+//   --format FORMAT (reports/formats.inc) -o FILE|-
 #include "harness/cli/commands.h"
+#include "reports/formats.h"
 #include "reports/gate/gate.h"
 #include "reports/gate/policy.h"
 #include "reports/report.h"
@@ -27,8 +28,8 @@ reports::Comparison ToComparison(const gate::GateResult& g, const std::string& b
   for (const gate::CellResult& cell : g.cells) {
     reports::CellVerdict v;
     v.cell = cell.cell;
-    v.verdict = gate::VerdictName(cell.verdict);
-    v.latency_verdict = gate::VerdictName(cell.latency);
+    v.verdict = cell.verdict;
+    v.latency_verdict = cell.latency;
     v.baseline_median_us = cell.baseline_median_us;
     v.candidate_median_us = cell.candidate_median_us;
     v.ratio = cell.ratio;
@@ -47,40 +48,31 @@ reports::Comparison ToComparison(const gate::GateResult& g, const std::string& b
   return c;
 }
 
-// The renderer's format; unset for junit (the gate's writer).
-Result<std::optional<reports::Format>> ParseReportFormat(const std::string& name) {
-  if (name == "junit") return std::optional<reports::Format>();
-  auto parsed = reports::ParseFormat(name);
-  if (!parsed) {
-    return MakeError(ErrorKind::kInvalidInput,
-                     "unknown report format '" + name + "' (known: html, md, junit, json, csv)");
-  }
-  return std::optional<reports::Format>(*parsed);
-}
-
 Result<std::string> RenderText(store::Store& store, int64_t run, int64_t baseline,
-                               const ReportOptions& o, std::optional<reports::Format> format) {
+                               const ReportOptions& o, reports::Format format) {
   auto policy =
       o.policy.empty() ? Result<gate::Policy>(gate::DefaultPolicy()) : gate::LoadPolicy(o.policy);
   if (!policy) return policy.error();
+  // A format that writes the gate's result (junit) runs the gate even without a baseline.
+  const bool gate_only = reports::FormatOf(format).report_renders_gate;
   std::optional<gate::GateResult> verdicts;
-  if (!format || baseline != 0) {
+  if (gate_only || baseline != 0) {
     auto g = gate::RunGate(store, run, baseline, *policy);
     if (!g) return g.error();
     verdicts = std::move(*g);
   }
-  if (!format) return gate::RenderGateJunit(*verdicts);
+  if (gate_only) return reports::Render(*verdicts, format);
   auto report = reports::LoadRunReport(store, run);
   if (!report) return report.error();
   if (verdicts) {
     auto base = store.GetRun(baseline);
     report->comparison = ToComparison(*verdicts, base ? base->name : "");
   }
-  return reports::Render(*report, *format);
+  return reports::Render(*report, format);
 }
 
 int Run(const ReportOptions& o, Context& ctx) {
-  auto format = ParseReportFormat(o.format);
+  auto format = reports::ParseFormat(o.format, reports::FormatUse::kReport);
   if (!format) {
     return ctx.Fail(format.error());
   }
@@ -118,8 +110,9 @@ int Run(const ReportOptions& o, Context& ctx) {
 
 void AddReportCommand(CLI::App& app, Context& ctx) {
   auto o = std::make_shared<ReportOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "report", "Write a report of one run: HTML, Markdown, JUnit XML, JSON or CSV");
+  CLI::App* cmd =
+      app.add_subcommand("report", "Write a report of one run in a format of --format (" +
+                                       reports::FormatNames(reports::FormatUse::kReport) + ")");
   cmd->add_option("RUN", o->run, "run id (see 'dfarm runs'), 'last', or 'tag:NAME'")->required();
   AddDbOption(*cmd, o->db);
   cmd->add_option("--baseline", o->baseline,
@@ -128,9 +121,7 @@ void AddReportCommand(CLI::App& app, Context& ctx) {
   cmd->add_option("--policy", o->policy,
                   "gate policy JSON (docs/gate.md) for the verdicts; default: the documented "
                   "default policy");
-  cmd->add_option("--format", o->format,
-                  "html (self-contained), md (for a PR comment), junit (one testcase per cell), "
-                  "json or csv (one row per job, docs/CONTRACTS.md)")
+  cmd->add_option("--format", o->format, reports::FormatHelp(reports::FormatUse::kReport))
       ->required();
   cmd->add_option("-o,--output", o->output, "file to write, or - for stdout")->required();
   cmd->footer(

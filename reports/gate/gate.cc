@@ -578,26 +578,6 @@ void MarkUnfinished(std::map<store::Cell, CellJobs>& cells) {
 
 }  // namespace
 
-const char* VerdictName(Verdict v) {
-  switch (v) {
-    case Verdict::kPass:
-      return "pass";
-    case Verdict::kImproved:
-      return "improved";
-    case Verdict::kRegressed:
-      return "regressed";
-    case Verdict::kUnknown:
-      return "unknown";
-    case Verdict::kFail:
-      return "fail";
-    case Verdict::kNew:
-      return "new";
-    case Verdict::kMissing:
-      return "missing";
-  }
-  return "unknown";
-}
-
 Result<GateResult> RunGate(store::Reader& store, int64_t candidate_run, int64_t baseline_run,
                            const Policy& policy) {
   return RunGate(store, candidate_run, {}, baseline_run, policy);
@@ -657,7 +637,7 @@ Result<GateResult> RunGate(store::Reader& store, int64_t candidate_run,
     auto& c = result.cells[i];
     FinishVerdict(c, alone, has_baseline[i], compared[i], policy);
     any_common = any_common || (has_baseline[i] && !c.candidate_jobs.empty());
-    if (c.verdict == Verdict::kFail || c.verdict == Verdict::kRegressed) result.passed = false;
+    if (FailsGate(c.verdict)) result.passed = false;
   }
   AddSummaryNotes(result, policy);
   if (!alone && !any_common && result.passed) {

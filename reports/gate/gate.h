@@ -12,13 +12,10 @@
 
 #include "agent/base/result.h"
 #include "reports/gate/policy.h"
+#include "reports/gate/verdict.h"
 #include "reports/store/store.h"
 
 namespace dfarm::gate {
-
-enum class Verdict { kPass, kImproved, kRegressed, kUnknown, kFail, kNew, kMissing };
-// "pass","improved","regressed","unknown","fail","new","missing"
-const char* VerdictName(Verdict v);
 
 struct Finding {
   std::string

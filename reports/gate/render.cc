@@ -204,7 +204,7 @@ std::string RenderGateMarkdown(const GateResult& r) {
     return o;
   };
   for (const auto& c : r.cells) {
-    const bool bad = c.verdict == Verdict::kFail || c.verdict == Verdict::kRegressed;
+    const bool bad = FailsGate(c.verdict);
     out << "| " << (bad ? "**" : "") << VerdictName(c.verdict) << (bad ? "**" : "") << " | "
         << md(c.cell.Label()) << " | " << md(LatencyText(c)) << " | " << md(RatioText(c)) << " | "
         << (Compared(c) ? Sci(c.q_value) : "-") << " | " << md(TrialsText(c)) << " | "
@@ -233,7 +233,7 @@ std::string RenderGateMarkdown(const GateResult& r) {
 std::string RenderGateJunit(const GateResult& r) {
   size_t failures = 0, skipped = 0;
   for (const auto& c : r.cells) {
-    failures += c.verdict == Verdict::kFail || c.verdict == Verdict::kRegressed ? 1 : 0;
+    failures += FailsGate(c.verdict) ? 1 : 0;
     skipped += c.verdict == Verdict::kMissing ? 1 : 0;
   }
   std::ostringstream out;
@@ -254,7 +254,7 @@ std::string RenderGateJunit(const GateResult& r) {
     const double time_s = c.candidate_median_us > 0 ? c.candidate_median_us / 1e6 : 0;
     out << "    <testcase classname=\"" << XmlEscape(c.cell.model) << "\" name=\""
         << XmlEscape(c.cell.Label()) << "\" time=\"" << Fixed(time_s, 6) << "\">\n";
-    if (c.verdict == Verdict::kFail || c.verdict == Verdict::kRegressed) {
+    if (FailsGate(c.verdict)) {
       std::string message, type;
       for (const auto& f : c.findings) {
         if (f.fails && message.empty()) {

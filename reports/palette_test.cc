@@ -1,0 +1,51 @@
+#include "reports/palette.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <set>
+
+#include "reports/report.h"
+
+namespace dfarm::reports {
+namespace {
+
+using ::testing::HasSubstr;
+
+bool IsHex(const char* colour) { return std::regex_match(colour, std::regex("#[0-9a-f]{6}")); }
+
+// Every verdict has its own colours: none falls back to another's, or to a
+// cell without a verdict.
+TEST(PaletteTest, EveryVerdictHasItsOwnColours) {
+  std::set<std::string> backgrounds{NoVerdictColours().background};
+  EXPECT_TRUE(IsHex(NoVerdictColours().background));
+  EXPECT_TRUE(IsHex(NoVerdictColours().foreground));
+  for (gate::Verdict v : gate::AllVerdicts()) {
+    const Colours c = VerdictColours(v);
+    EXPECT_TRUE(IsHex(c.background)) << gate::VerdictName(v) << ": " << c.background;
+    EXPECT_TRUE(IsHex(c.foreground)) << gate::VerdictName(v) << ": " << c.foreground;
+    EXPECT_STRNE(c.background, c.foreground) << gate::VerdictName(v);
+    EXPECT_TRUE(backgrounds.insert(c.background).second) << gate::VerdictName(v);
+  }
+}
+
+TEST(PaletteTest, TheHtmlReportStylesEveryVerdictFromThePalette) {
+  RunReport r;
+  r.run.status = "finished";
+  r.comparison = Comparison{};
+  CellVerdict v;
+  v.verdict = gate::Verdict::kImproved;
+  r.comparison->cells = {v};
+  const std::string html = RenderHtml(r);
+  for (gate::Verdict verdict : gate::AllVerdicts()) {
+    const Colours c = VerdictColours(verdict);
+    EXPECT_THAT(html,
+                HasSubstr(std::string(".v-") + gate::VerdictName(verdict) +
+                          " { background: " + c.background + "; color: " + c.foreground + "; }"));
+  }
+  EXPECT_THAT(html, HasSubstr("<span class=\"badge v-improved\">improved</span>"));
+}
+
+}  // namespace
+}  // namespace dfarm::reports
