@@ -56,9 +56,111 @@ TEST(ImportCommandTest, ImportsAnOkLogWithItsMetrics) {
   EXPECT_EQ(job->metrics->num_runs, 1061);
   EXPECT_EQ(job->metrics->std_us, 982);
   EXPECT_EQ(job->metrics->peak_rss_bytes, 97767444);
+  ASSERT_TRUE(job->placement.has_value());  // "Replacing 58 out of 58 node(s) ..."
+  EXPECT_EQ(job->placement->delegated_nodes, 58);
   auto detail = (*store)->GetJobDetail(job->id);
   ASSERT_TRUE(detail.ok());
   EXPECT_THAT(detail->stderr_tail, HasSubstr("Inference timings in us"));
+}
+
+// TensorFlow Lite's default XNNPACK: its creation line is the log's only word on it.
+TEST(ImportCommandTest, DelegateFromTheLogsOwnLines) {
+  harness::TempDir dir;
+  const std::string db = (dir.path() / "x.db").string();
+  Outcome o =
+      Call({"import", "benchmark-log", SamplePath("tflite_xnnpack_rpi_xnnpack_issue999.txt"),
+            "--device", "rpi", "--model", "yolo.tflite", "--db", db, "--json"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  auto store = store::OpenSqliteStore(db);
+  ASSERT_TRUE(store.ok());
+  auto job = (*store)->GetJob(nlohmann::json::parse(o.out)["job_id"].get<int64_t>());
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->delegate, "xnnpack");
+  EXPECT_EQ(job->delegate_options, "");
+  EXPECT_FALSE(job->placement.has_value());  // no Replacing line: the placement is unknown
+
+  // NNAPI is not ours: external, the option naming it; it took no node.
+  const std::string nnapi = (dir.path() / "nnapi.log").string();
+  std::ofstream(nnapi) << "Use NNAPI: [1]\nINFO: Created TensorFlow Lite delegate for NNAPI.\n"
+                          "Though NNAPI delegate is explicitly applied, the model graph will not "
+                          "be executed by the delegate.\nNumber of nodes executed: 9\n"
+                          "count=50 first=9 curr=8 min=7 max=9 avg=8 std=1\n";
+  o = Call({"import", "benchmark-log", nnapi, "--device", "pixel", "--model", "m.tflite", "--db",
+            db, "--json"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  job = (*store)->GetJob(nlohmann::json::parse(o.out)["job_id"].get<int64_t>());
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->delegate, "external");
+  EXPECT_EQ(job->delegate_options, "kind:nnapi");
+  ASSERT_TRUE(job->placement.has_value());
+  EXPECT_EQ(job->placement->delegated_nodes, 0);
+  EXPECT_EQ(job->placement->cpu_nodes, 9);
+  o = Call({"show", "2", "--db", db});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_THAT(o.out, HasSubstr("external(kind:nnapi)"));
+  EXPECT_THAT(o.out, HasSubstr("all 9 on cpu"));
+}
+
+TEST(ImportCommandTest, TheSameBytesTwiceAreRefusedUnlessAgain) {
+  harness::TempDir dir;
+  const std::string db = (dir.path() / "x.db").string();
+  const std::string log = SamplePath("tflite_gpu_android_issue43541.txt");
+  Outcome o = Call(
+      {"import", "benchmark-log", log, "--device", "pixel", "--model", "d.tflite", "--db", db});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(o.out, "1\n");
+  auto store = store::OpenSqliteStore(db);
+  ASSERT_TRUE(store.ok());
+  EXPECT_EQ(nlohmann::json::parse((*store)->GetRun(1)->spec_json)["import"]["sha256"],  // sha256sum
+            "18affb9546e7fd490c7a046537fd4859a6ea4c4d0e4330b7e63e245cac542272");
+  // A copy elsewhere is the same bytes; another device or model changes nothing.
+  const std::string copy = (dir.path() / "copy.txt").string();
+  std::filesystem::copy_file(log, copy);
+  o = Call(
+      {"import", "benchmark-log", copy, "--device", "other", "--model", "d.tflite", "--db", db});
+  EXPECT_EQ(o.code, kExitUsage);
+  EXPECT_THAT(o.err, HasSubstr(copy + " was imported already, as run 1"));
+  EXPECT_THAT(o.err, HasSubstr("--again"));
+  EXPECT_EQ((*store)->ListRuns()->size(), 1u);
+  o = Call({"import", "benchmark-log", copy, "--device", "other", "--model", "d.tflite", "--db", db,
+            "--again"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(o.out, "2\n");
+}
+
+TEST(ImportCommandTest, InferenceDiffLogs) {
+  harness::TempDir dir;
+  const std::string db = (dir.path() / "x.db").string();
+  Outcome o = Call({"import", "inference-diff", SamplePath("inference_diff_gpu_issue42294.txt"),
+                    "--device", "phone", "--model", "1_layer.tflite", "--db", db, "--json"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  const nlohmann::json doc = nlohmann::json::parse(o.out);
+  EXPECT_EQ(doc["status"], "ok");
+  auto store = store::OpenSqliteStore(db);
+  ASSERT_TRUE(store.ok());
+  auto run = (*store)->GetRun(doc["run_id"].get<int64_t>());
+  ASSERT_TRUE(run.ok());
+  const nlohmann::json spec = nlohmann::json::parse(run->spec_json)["import"];
+  EXPECT_EQ(spec["tool"], "inference_diff");
+  EXPECT_EQ(spec["reference_mean_us"], 51505.2);
+  auto job = (*store)->GetJob(doc["job_id"].get<int64_t>());
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->runner, "inference_diff");
+  EXPECT_EQ(job->delegate, "gpu");  // "GPU delegate is created."
+  ASSERT_TRUE(job->metrics.has_value());
+  EXPECT_DOUBLE_EQ(job->metrics->mean_us, 76189.3);
+  EXPECT_EQ(job->metrics->num_runs, 5);
+  auto accuracy = (*store)->GetAccuracy(job->id);
+  ASSERT_TRUE(accuracy.ok() && accuracy->has_value());
+  EXPECT_EQ((*accuracy)->reference, "cpu");
+  ASSERT_EQ((*accuracy)->outputs.size(), 1u);
+  EXPECT_DOUBLE_EQ((*accuracy)->outputs[0].mean_abs_error, 5.65735e-08);
+  // A benchmark_model log is not inference_diff output, and the reverse.
+  const std::string bm = SamplePath("tflite_gpu_android_issue43541.txt");
+  o = Call({"import", "inference-diff", bm, "--device", "d", "--model", "m", "--db", db});
+  EXPECT_EQ(o.code, kExitUsage);
+  EXPECT_THAT(o.err, HasSubstr(bm + " is not inference_diff output"));
+  EXPECT_THAT(o.err, HasSubstr("Test run latency"));
 }
 
 TEST(ImportCommandTest, FailureLogsAndOptions) {
