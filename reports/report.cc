@@ -23,6 +23,8 @@ std::string MiB(int64_t bytes) {
   return buf;
 }
 
+std::string PeakRssMiB(int64_t bytes) { return bytes > 0 ? MiB(bytes) : "-"; }
+
 std::string Fixed(double v, int decimals) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);

@@ -101,6 +101,43 @@ TEST(ImportCommandTest, DelegateFromTheLogsOwnLines) {
   EXPECT_THAT(o.out, HasSubstr("all 9 on cpu"));
 }
 
+// A log without --report_peak_memory_footprint gives no peak memory: unknown
+// everywhere it is shown, never 0.
+TEST(ImportCommandTest, AnUnknownPeakMemoryIsNotZero) {
+  harness::TempDir dir;
+  const std::string db = (dir.path() / "x.db").string();
+  Outcome o =
+      Call({"import", "benchmark-log", SamplePath("tflite_xnnpack_rpi_xnnpack_issue999.txt"),
+            "--device", "rpi", "--model", "yolo.tflite", "--db", db});
+  ASSERT_EQ(o.code, 0) << o.err;
+  o = Call({"show", "1", "--db", db});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_THAT(o.out, HasSubstr("\tok\t55.04\t-\t-\t"));  // MEAN_MS P90_MS PEAK_RSS_MIB
+  EXPECT_THAT(o.out, ::testing::Not(HasSubstr("0.0")));
+  o = Call({"show", "1", "--db", db, "--json"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  const nlohmann::json metrics = nlohmann::json::parse(o.out)["jobs"][0]["metrics"];
+  EXPECT_TRUE(metrics.contains("peak_rss_bytes"));
+  EXPECT_TRUE(metrics["peak_rss_bytes"].is_null()) << metrics.dump();
+  const std::string json = (dir.path() / "r.json").string();
+  o = Call({"report", "1", "--db", db, "--format", "json", "-o", json});
+  ASSERT_EQ(o.code, 0) << o.err;
+  std::ifstream in(json);
+  const nlohmann::json rows = nlohmann::json::parse(in);
+  ASSERT_FALSE(rows.empty());
+  const nlohmann::json& row = rows.is_array() ? rows[0] : rows["jobs"][0];
+  EXPECT_TRUE(row["peak_rss_bytes"].is_null()) << row.dump();
+  o = Call({"report", "1", "--db", db, "--format", "md", "-o", "-"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_THAT(o.out, ::testing::Not(HasSubstr("| 0.0 |")));
+  // A log that gives one keeps it.
+  o = Call({"import", "benchmark-log", SamplePath("tflite_xnnpack_cros_peak_memory.txt"),
+            "--device", "chromebook", "--model", "yolo.tflite", "--db", db});
+  ASSERT_EQ(o.code, 0) << o.err;
+  o = Call({"show", "2", "--db", db});
+  EXPECT_THAT(o.out, HasSubstr("\t93.2\t"));
+}
+
 TEST(ImportCommandTest, TheSameBytesTwiceAreRefusedUnlessAgain) {
   harness::TempDir dir;
   const std::string db = (dir.path() / "x.db").string();
