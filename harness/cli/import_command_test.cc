@@ -99,6 +99,19 @@ TEST(ImportCommandTest, DelegateFromTheLogsOwnLines) {
   ASSERT_EQ(o.code, 0) << o.err;
   EXPECT_THAT(o.out, HasSubstr("external(kind:nnapi)"));
   EXPECT_THAT(o.out, HasSubstr("all 9 on cpu"));
+
+  // The default XNNPACK's application failed: xnnpack, but nothing delegated.
+  const std::string failed = (dir.path() / "failed.log").string();
+  std::ofstream(failed) << "INFO: Created TensorFlow Lite XNNPACK delegate for CPU.\n"
+                           "ERROR: Ignoring failed application of the default TensorFlow Lite "
+                           "delegate indexed at 0.\ncount=50 first=9 curr=8 min=7 max=9 avg=8 "
+                           "std=1\n";
+  o = Call(
+      {"import", "benchmark-log", failed, "--device", "pixel", "--model", "m.tflite", "--db", db});
+  ASSERT_EQ(o.code, 0) << o.err;
+  o = Call({"show", "3", "--db", db});
+  EXPECT_THAT(o.out, HasSubstr("\txnnpack\t"));
+  EXPECT_THAT(o.out, HasSubstr("\tnone delegated\t"));
 }
 
 // A log without --report_peak_memory_footprint gives no peak memory: unknown
