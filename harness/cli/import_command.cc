@@ -252,8 +252,9 @@ void AddImportCommand(CLI::App& import, const ImportTool& tool, Context& ctx) {
                   "--report_peak_memory_footprint, stay unknown), or its failure line as the "
                   "error (status model_error, delegate_error or crashed). The delegate comes "
                   "from the log's lines: XNNPACK (TensorFlow Lite's default) is xnnpack, the GPU "
-                  "delegate gpu; NNAPI, Hexagon and Core ML are external with the option "
-                  "kind:nnapi, kind:hexagon or kind:coreml.\nExit codes: 0 imported, 2 "
+                  "delegate gpu, NNAPI and Hexagon nnapi and hexagon (as a benchmark_model "
+                  "runner's jobs), others (Core ML) external with the option kind:coreml.\nExit "
+                  "codes: 0 imported, 2 "
                   "unreadable FILE, not ") +
       tool.output + " or imported already (without --again), 3 database error.");
   const ImportTool* t = &tool;

@@ -79,7 +79,7 @@ TEST(ImportCommandTest, DelegateFromTheLogsOwnLines) {
   EXPECT_EQ(job->delegate_options, "");
   EXPECT_FALSE(job->placement.has_value());  // no Replacing line: the placement is unknown
 
-  // NNAPI is not ours: external, the option naming it; it took no node.
+  // NNAPI: the name a benchmark_model runner's jobs use; it took no node.
   const std::string nnapi = (dir.path() / "nnapi.log").string();
   std::ofstream(nnapi) << "Use NNAPI: [1]\nINFO: Created TensorFlow Lite delegate for NNAPI.\n"
                           "Though NNAPI delegate is explicitly applied, the model graph will not "
@@ -90,14 +90,14 @@ TEST(ImportCommandTest, DelegateFromTheLogsOwnLines) {
   ASSERT_EQ(o.code, 0) << o.err;
   job = (*store)->GetJob(nlohmann::json::parse(o.out)["job_id"].get<int64_t>());
   ASSERT_TRUE(job.ok());
-  EXPECT_EQ(job->delegate, "external");
-  EXPECT_EQ(job->delegate_options, "kind:nnapi");
+  EXPECT_EQ(job->delegate, "nnapi");
+  EXPECT_EQ(job->delegate_options, "");
   ASSERT_TRUE(job->placement.has_value());
   EXPECT_EQ(job->placement->delegated_nodes, 0);
   EXPECT_EQ(job->placement->cpu_nodes, 9);
   o = Call({"show", "2", "--db", db});
   ASSERT_EQ(o.code, 0) << o.err;
-  EXPECT_THAT(o.out, HasSubstr("external(kind:nnapi)"));
+  EXPECT_THAT(o.out, HasSubstr("\tnnapi\t"));
   EXPECT_THAT(o.out, HasSubstr("all 9 on cpu"));
 
   // The default XNNPACK's application failed: xnnpack, but nothing delegated.

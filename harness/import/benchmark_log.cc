@@ -117,10 +117,12 @@ BenchmarkRunStats RunStats(std::string_view s) {
   return r;
 }
 
-// A TensorFlow Lite delegate in our names (delegates/delegate_names.h):
-// xnnpack and gpu (Metal, OpenCL, OpenGL) are ours; NNAPI, Hexagon, Core ML
-// and any other kernel are "external" with the option kind naming it; an
-// EXTERNAL delegate (a plugin library) is "external" without one.
+// A TensorFlow Lite delegate in the names a sweep's jobs use: ours
+// (delegates/delegate_names.h: xnnpack, gpu for Metal, OpenCL, OpenGL), the
+// tool runners' nnapi and hexagon (agent::kToolDelegateNames), so an
+// imported log matches a sweep of the same tool; Core ML and any other
+// kernel are "external" with the option kind naming it; an EXTERNAL
+// delegate (a plugin library) is "external" without one.
 struct NamedDelegate {
   std::string name;
   std::string kind;
@@ -133,9 +135,10 @@ std::optional<NamedDelegate> KnownDelegate(std::string_view word) {
   for (std::string_view gpu : {"gpu", "metal", "opencl", "opengl"}) {
     if (Contains(w, gpu)) return NamedDelegate{"gpu", ""};
   }
-  for (std::string_view kind : {"nnapi", "hexagon", "coreml"}) {
-    if (Contains(w, kind)) return NamedDelegate{"external", std::string(kind)};
+  for (std::string_view tool : agent::kToolDelegateNames) {
+    if (Contains(w, tool)) return NamedDelegate{std::string(tool), ""};
   }
+  if (Contains(w, "coreml")) return NamedDelegate{"external", "coreml"};
   if (Contains(w, "core ml")) return NamedDelegate{"external", "coreml"};
   if (Contains(w, "external")) return NamedDelegate{"external", ""};
   return std::nullopt;
@@ -219,7 +222,7 @@ bool HandleCreation(std::string_view line, DelegateLines& d) {
   } else if (StartsWith(line, "Created ") && Contains(line, " GPU delegate kernels")) {
     d.Created({"gpu", ""});
   } else if (std::regex_search(line.begin(), line.end(), m, kHexagon)) {
-    d.Created({"external", "hexagon"});
+    d.Created({"hexagon", ""});
     if (std::atoll(m[1].str().c_str()) == 0) {  // no Replacing line follows: the count is here
       d.delegations.push_back({"TfLiteHexagonDelegate", 0, std::atoll(m[2].str().c_str()), 0});
       d.execution = "not";

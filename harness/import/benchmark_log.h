@@ -32,10 +32,11 @@
 // tools'), in our names (delegates/delegate_names.h): XNNPACK (which TFLite
 // 2.x creates and benchmark_model applies by default: "Created TensorFlow
 // Lite XNNPACK delegate for CPU.") is "xnnpack", the GPU delegate (OpenCL,
-// OpenGL, Metal) "gpu"; a delegate we do not have (NNAPI, Hexagon, Core ML,
-// an unknown delegate kernel) is "external" with the option kind:nnapi,
-// kind:hexagon, kind:coreml or kind:KERNEL; an EXTERNAL delegate (a plugin
-// library) is "external" without one.
+// OpenGL, Metal) "gpu"; NNAPI and Hexagon "nnapi" and "hexagon", the names
+// the tool runners' jobs use (agent::kToolDelegateNames); another (Core ML,
+// an unknown delegate kernel) is "external" with the option kind:coreml or
+// kind:KERNEL; an EXTERNAL delegate (a plugin library) is "external" without
+// one.
 // Lines the parser does not know are ignored; "#" lines at the very start of
 // the text (a sample's origin) are skipped.
 #pragma once
@@ -104,15 +105,15 @@ struct BenchmarkLog {
   std::optional<double> init_footprint_mb;
   std::optional<double> overall_footprint_mb;
   std::optional<double> peak_memory_mb;
-  // The delegate in our names ("xnnpack", "gpu", "external"; see above): a
+  // The delegate ("xnnpack", "gpu", "nnapi", "hexagon", "external"; above): a
   // "Use X: [1]" / "External delegate path" flag, else an "Explicitly applied
   // X delegate" line, else the first Replacing line's kernel, else a creation
   // line ("Created TensorFlow Lite delegate for GPU.", "NNAPI delegate
   // created.", ...; XNNPACK's only when no other delegate was created). Empty
   // when the log names none: TensorFlow Lite's own CPU kernels.
   std::string delegate;
-  // {"kind": ...} when `delegate` is "external" for a delegate of TensorFlow
-  // Lite's that is not ours; empty otherwise.
+  // {"kind": ...} when `delegate` is "external" for a delegate that has no
+  // name of its own here (Core ML, an unknown kernel); empty otherwise.
   std::map<std::string, std::string> delegate_options;
   // "completely" | "partially" | "not": the "... will be completely/partially
   // executed by the delegate" / "will not be executed" line; also "not" when

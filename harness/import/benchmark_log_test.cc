@@ -202,8 +202,8 @@ TEST(BenchmarkLogTest, AndroidLogcatPrefixes) {
       "std=1\n");
   ASSERT_TRUE(log.ok()) << log.message();
   EXPECT_EQ(log->graph, "/data/local/tmp/model.tflite");
-  EXPECT_EQ(log->delegate, "external");  // NNAPI is not ours: kind names it
-  EXPECT_THAT(log->delegate_options, ::testing::ElementsAre(Pair("kind", "nnapi")));
+  EXPECT_EQ(log->delegate, "nnapi");  // the tool runners' name for it
+  EXPECT_TRUE(log->delegate_options.empty());
   EXPECT_EQ(log->delegate_execution, "not");
   EXPECT_EQ(log->metrics.num_runs, 50);
   EXPECT_EQ(log->metrics.mean_us, 8);
@@ -246,16 +246,16 @@ TEST(BenchmarkLogTest, DelegateFromEachKindOfLine) {
       {"GPU delegate created.\n", "gpu", ""},
       {"Replacing 3 node(s) with delegate (TfLiteGpuDelegateV2) node, yielding 1 partitions.\n",
        "gpu", ""},
-      {"INFO: Created TensorFlow Lite delegate for NNAPI.\nNNAPI delegate created.\n", "external",
-       "nnapi"},
-      {"Created TensorFlow Lite delegate for Hexagon.\n", "external", "hexagon"},
+      {"INFO: Created TensorFlow Lite delegate for NNAPI.\nNNAPI delegate created.\n", "nnapi", ""},
+      {"Created TensorFlow Lite delegate for Hexagon.\n", "hexagon", ""},
+      {"CoreML delegate created.\n", "external", "coreml"},
       {"EXTERNAL delegate created.\n", "external", ""},
       {"Replacing 2 node(s) with delegate (TfLiteArmNnDelegate) node, yielding 1 partitions.\n",
        "external", "TfLiteArmNnDelegate"},
       // XNNPACK is created by default: another delegate's creation names the run.
       {"INFO: Created TensorFlow Lite XNNPACK delegate for CPU.\n"
        "INFO: Created TensorFlow Lite delegate for NNAPI.\n",
-       "external", "nnapi"},
+       "nnapi", ""},
       // A flag the tool echoes wins; "Use caching" is no delegate.
       {"Use caching: [1]\nUse gpu: [1]\nINFO: Created TensorFlow Lite XNNPACK delegate for CPU.\n",
        "gpu", ""},
@@ -279,7 +279,7 @@ TEST(BenchmarkLogTest, DelegateThatTookNoNode) {
   BenchmarkLog log = ParseLines(
       "INFO: Created TensorFlow Lite delegate for Hexagon.\n"
       "INFO: Hexagon delegate: 0 nodes delegated out of 64 nodes.\n");
-  EXPECT_EQ(log.delegate, "external");
+  EXPECT_EQ(log.delegate, "hexagon");
   EXPECT_EQ(log.delegate_execution, "not");
   std::optional<store::JobPlacement> p = BenchmarkRunnerOutput(log).placement;
   ASSERT_TRUE(p.has_value());
@@ -303,7 +303,7 @@ TEST(BenchmarkLogTest, DelegateThatTookNoNode) {
   log = ParseLines(
       "Use NNAPI: [1]\nThough NNAPI delegate is explicitly applied, the model graph will not be "
       "executed by the delegate.\nNumber of nodes executed: 12\n");
-  EXPECT_EQ(log.delegate, "external");
+  EXPECT_EQ(log.delegate, "nnapi");
   p = BenchmarkRunnerOutput(log).placement;
   ASSERT_TRUE(p.has_value());
   EXPECT_EQ(p->nodes.size(), 12u);
