@@ -10,6 +10,7 @@ namespace dfarm::reports {
 
 std::string Ms(double us);                            // "12.35"
 std::string MiB(int64_t bytes);                       // "41.2"
+std::string PeakRssMiB(int64_t bytes);                // MiB, or "-" when unknown (0)
 std::string DelegateLabel(const store::JobRow& job);  // "cpu" or "cpu (k:v)"
 std::string Fixed(double v, int decimals);            // "%.*f"
 std::string Sig(double v);                            // "%.3g"

@@ -235,7 +235,7 @@ void JobRowHtml(std::ostringstream& h, const RunReport& report, const store::Job
     for (double us : {m.init_us, m.first_us, m.mean_us, m.p50_us, m.p90_us, m.p99_us}) {
       h << "<td class=\"num\">" << Ms(us) << "</td>";
     }
-    h << "<td class=\"num\">" << MiB(m.peak_rss_bytes) << "</td>";
+    h << "<td class=\"num\">" << PeakRssMiB(m.peak_rss_bytes) << "</td>";
   } else {
     for (int k = 0; k < 7; ++k) h << "<td class=\"num\">" << kDash << "</td>";
   }

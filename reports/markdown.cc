@@ -152,7 +152,7 @@ void JobTable(std::ostringstream& md, const RunReport& report,
       const store::JobMetrics& m = *j.metrics;
       md << Ms(m.init_us) << " | " << Ms(m.first_us) << " | " << Ms(m.mean_us) << " | "
          << Ms(m.p50_us) << " | " << Ms(m.p90_us) << " | " << Ms(m.p99_us) << " | "
-         << MiB(m.peak_rss_bytes) << " | ";
+         << PeakRssMiB(m.peak_rss_bytes) << " | ";
     } else {
       md << "– | – | – | – | – | – | – | ";
     }

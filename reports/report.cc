@@ -23,6 +23,8 @@ std::string MiB(int64_t bytes) {
   return buf;
 }
 
+std::string PeakRssMiB(int64_t bytes) { return bytes > 0 ? MiB(bytes) : "-"; }
+
 std::string Fixed(double v, int decimals) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
@@ -65,6 +67,8 @@ std::string PlacementLabel(const store::JobRow& job) {
   const store::PlacementSummary& p = *job.placement;
   // Folded nodes ran once at load, never at Invoke(): not fallbacks, so not in the fraction.
   const int64_t run = p.nodes - p.folded_nodes;
+  // A tool's log that says its delegate took nothing without counting the nodes.
+  if (p.nodes == 0 && p.delegated_nodes == 0) return "none delegated";
   std::string label = p.delegated_nodes == 0 ? "all " + std::to_string(run) + " on cpu"
                                              : std::to_string(p.delegated_nodes) + "/" +
                                                    std::to_string(run) + " on " + p.delegates;

@@ -93,7 +93,8 @@ Result<std::map<int64_t, store::Accuracy>> LoadAccuracy(store::Reader& store,
 
 // "12/40 on example" (delegated/all nodes, the delegates that ran them) or
 // "all 40 on cpu"; nodes folded at load count apart, not as fallbacks:
-// "90/90 on xnnpack (+74 constants folded at load)". Empty when the job has
+// "90/90 on xnnpack (+74 constants folded at load)"; "none delegated" for a
+// placement without nodes (a tool's log that counts none). Empty when the job has
 // no placement.
 std::string PlacementLabel(const store::JobRow& job);
 

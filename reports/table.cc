@@ -38,7 +38,7 @@ void AddMetrics(Row& row, const store::JobRow& j) {
   row["p50_us"] = Real(m.p50_us);
   row["p90_us"] = Real(m.p90_us);
   row["p99_us"] = Real(m.p99_us);
-  row["peak_rss_bytes"] = m.peak_rss_bytes;
+  row["peak_rss_bytes"] = m.peak_rss_bytes > 0 ? Row::value_type(m.peak_rss_bytes) : nullptr;
   row["arena_bytes"] = m.arena_bytes;
   row["threads_used"] = m.threads_used;
 }

@@ -354,8 +354,10 @@ json MetricsJson(const Metrics& m) {
       {"init_us", m.init_us},        {"first_us", m.first_us}, {"warmup_mean_us", m.warmup_mean_us},
       {"mean_us", m.mean_us},        {"std_us", m.std_us},     {"min_us", m.min_us},
       {"max_us", m.max_us},          {"p50_us", m.p50_us},     {"p90_us", m.p90_us},
-      {"p99_us", m.p99_us},          {"num_runs", m.num_runs}, {"peak_rss_bytes", m.peak_rss_bytes},
+      {"p99_us", m.p99_us},          {"num_runs", m.num_runs}, {"peak_rss_bytes", nullptr},
       {"arena_bytes", m.arena_bytes}};
+  // null: unknown (0 in Metrics); ParseMetrics reads it back as 0.
+  if (m.peak_rss_bytes > 0) out["peak_rss_bytes"] = m.peak_rss_bytes;
   if (m.init_cold_us) out["init_cold_us"] = *m.init_cold_us;
   if (m.init_warm_us) out["init_warm_us"] = *m.init_warm_us;
   return out;

@@ -89,7 +89,8 @@ std::string WriteRunnerJson(const Document& doc);
 
 // The sections of the document, for the host commands that write stored
 // values in the runner's keys (`dfarm show --json`):
-// "metrics": {"init_us",…,"arena_bytes"[,"init_cold_us"][,"init_warm_us"]}.
+// "metrics": {"init_us",…,"arena_bytes"[,"init_cold_us"][,"init_warm_us"]};
+// "peak_rss_bytes" is null when unknown (0 in Metrics).
 nlohmann::json MetricsJson(const Metrics& metrics);
 // "delegate_stats": {"programs_compiled":…,…}, in the stats' order of names
 // as nlohmann sorts them (an object).

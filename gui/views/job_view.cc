@@ -248,12 +248,17 @@ void JobView::showHeader(const JobData& d) {
                 j.runner_sha256.empty() ? tr("(unknown)") : esc(j.runner_sha256),
                 ok ? "darkgreen" : "darkred", esc(j.status));
   if (j.metrics) {
-    h += QString(" &nbsp; init %1 ms, first %2 ms, mean %3 ms over %4 runs, peak RSS %5 MiB")
+    // A peak RSS of 0 is unknown (a tool's log without one): said so, not "0.0 MiB".
+    const QString rss =
+        j.metrics->peak_rss_bytes > 0
+            ? QString::number(j.metrics->peak_rss_bytes / (1024.0 * 1024.0), 'f', 1) + " MiB"
+            : tr("unknown");
+    h += QString(" &nbsp; init %1 ms, first %2 ms, mean %3 ms over %4 runs, peak RSS %5")
              .arg(j.metrics->init_us / 1000, 0, 'f', 2)
              .arg(j.metrics->first_us / 1000, 0, 'f', 2)
              .arg(j.metrics->mean_us / 1000, 0, 'f', 3)
              .arg(j.metrics->num_runs)
-             .arg(j.metrics->peak_rss_bytes / (1024.0 * 1024.0), 0, 'f', 1);
+             .arg(rss);
     // A delegate that compiles programs (gpu) splits init.
     if (j.metrics->init_cold_us || j.metrics->init_warm_us) {
       auto ms = [](const std::optional<double>& us) {

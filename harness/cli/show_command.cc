@@ -10,6 +10,7 @@
 #include "agent/runner/runner_json.h"
 #include "harness/cli/commands.h"
 #include "harness/run/terminal_text.h"
+#include "reports/format.h"
 #include "reports/report.h"
 
 namespace dfarm::cli {
@@ -422,12 +423,11 @@ int PrintTable(store::Store& store, const store::RunRow& run, std::vector<store:
             << harness::TerminalSafe(TableDelegate(j)) << "\t" << harness::TerminalSafe(j.device)
             << "\t" << j.status;
     if (j.metrics) {
-      char rss[32];
-      std::snprintf(rss, sizeof rss, "%.1f",
-                    static_cast<double>(j.metrics->peak_rss_bytes) / (1 << 20));
-      // Google's tools report no percentiles (0): "-", not a 0 ms p90.
+      // Google's tools report no percentiles (0) and peak memory only when
+      // asked: "-", not a 0 ms p90 or 0.0 MiB.
       ctx.out << "\t" << Ms(j.metrics->mean_us) << "\t"
-              << (j.metrics->p90_us > 0 ? Ms(j.metrics->p90_us) : std::string("-")) << "\t" << rss;
+              << (j.metrics->p90_us > 0 ? Ms(j.metrics->p90_us) : std::string("-")) << "\t"
+              << reports::PeakRssMiB(j.metrics->peak_rss_bytes);
     } else {
       ctx.out << "\t-\t-\t-";
     }

@@ -117,16 +117,151 @@ BenchmarkRunStats RunStats(std::string_view s) {
   return r;
 }
 
-// Our delegate name for a TfLite delegate kernel or a tool's delegate word.
-std::string DelegateName(std::string_view word) {
+// A TensorFlow Lite delegate in the names a sweep's jobs use: ours
+// (delegates/delegate_names.h: xnnpack, gpu for Metal, OpenCL, OpenGL), the
+// tool runners' nnapi and hexagon (agent::kToolDelegateNames), so an
+// imported log matches a sweep of the same tool; Core ML and any other
+// kernel are "external" with the option kind naming it; an EXTERNAL
+// delegate (a plugin library) is "external" without one.
+struct NamedDelegate {
+  std::string name;
+  std::string kind;
+};
+
+// A delegate word or kernel the tools print; unset for another word.
+std::optional<NamedDelegate> KnownDelegate(std::string_view word) {
   const std::string w = Lower(word);
-  if (Contains(w, "xnnpack")) return "xnnpack";
-  if (Contains(w, "gpu")) return "gpu";
-  if (Contains(w, "nnapi")) return "nnapi";
-  if (Contains(w, "hexagon")) return "hexagon";
-  if (Contains(w, "coreml")) return "coreml";
-  if (Contains(w, "external")) return "external";
-  return w;
+  if (Contains(w, "xnnpack")) return NamedDelegate{"xnnpack", ""};
+  for (std::string_view gpu : {"gpu", "metal", "opencl", "opengl"}) {
+    if (Contains(w, gpu)) return NamedDelegate{"gpu", ""};
+  }
+  for (std::string_view tool : agent::kToolDelegateNames) {
+    if (Contains(w, tool)) return NamedDelegate{std::string(tool), ""};
+  }
+  if (Contains(w, "coreml")) return NamedDelegate{"external", "coreml"};
+  if (Contains(w, "core ml")) return NamedDelegate{"external", "coreml"};
+  if (Contains(w, "external")) return NamedDelegate{"external", ""};
+  return std::nullopt;
+}
+
+// A delegate kernel ("TfLiteXNNPackDelegate"): an unknown one is an
+// external delegate of that kind.
+NamedDelegate OurDelegate(std::string_view kernel) {
+  return KnownDelegate(kernel).value_or(NamedDelegate{"external", std::string(Trim(kernel))});
+}
+
+// What TensorFlow Lite's own lines say of the delegate (both tools print
+// them): the delegate created, applied and the nodes it took.
+struct DelegateLines {
+  std::optional<NamedDelegate> flag;     // "Use X: [1]", "External delegate path: [...]"
+  std::optional<NamedDelegate> applied;  // "Explicitly applied X delegate"
+  std::optional<NamedDelegate> created;  // a creation line of another than XNNPACK
+  bool created_xnnpack = false;          // TFLite creates XNNPACK by default
+  bool default_failed = false;           // "Ignoring failed application of the default ..."
+  std::string execution;                 // BenchmarkLog::delegate_execution
+  std::vector<BenchmarkDelegation> delegations;
+
+  void Created(const NamedDelegate& d) {
+    if (d.name == "xnnpack") {
+      created_xnnpack = true;
+    } else if (!created) {
+      created = d;
+    }
+  }
+  bool Handle(std::string_view line);
+  // The delegate the lines name (strongest first: the flag, the applied
+  // line, the first Replacing line's kernel, a creation line); unset when none.
+  std::optional<NamedDelegate> Named() const;
+};
+
+bool HandleReplacing(std::string_view line, DelegateLines& d) {
+  static const std::regex kReplacing(
+      R"(Replacing (\d+) (?:out of (\d+) )?node\(s\) with delegate \(([^)]+)\) node, yielding (\d+) partition)");
+  std::match_results<std::string_view::const_iterator> m;
+  if (!std::regex_search(line.begin(), line.end(), m, kReplacing)) return false;
+  BenchmarkDelegation r;
+  r.delegated_nodes = std::atoll(m[1].str().c_str());
+  r.total_nodes = m[2].matched ? std::atoll(m[2].str().c_str()) : 0;
+  r.kernel = m[3].str();
+  r.partitions = std::atoll(m[4].str().c_str());
+  d.delegations.push_back(std::move(r));
+  return true;
+}
+
+bool HandleExecution(std::string_view line, DelegateLines& d) {
+  static const std::regex kExplicit(
+      R"(Explicitly applied (\w+) delegate|Though (\w+) delegate is explicitly applied)");
+  std::match_results<std::string_view::const_iterator> m;
+  if (!Contains(line, "executed by the delegate")) return false;
+  if (Contains(line, "completely executed")) d.execution = "completely";
+  if (Contains(line, "partially executed")) d.execution = "partially";
+  if (Contains(line, "will not be executed")) d.execution = "not";
+  if (std::regex_search(line.begin(), line.end(), m, kExplicit) && !d.applied) {
+    d.applied = OurDelegate(m[1].matched ? m[1].str() : m[2].str());
+  }
+  return true;
+}
+
+// "Created TensorFlow Lite XNNPACK delegate for CPU.", "Created TensorFlow
+// Lite delegate for GPU." (NNAPI, Hexagon, Metal), the tools' "GPU delegate
+// created." / "GPU delegate is created." (XNNPACK, NNAPI, Hexagon, EXTERNAL,
+// CoreML), "Created 1 GPU delegate kernels.", Hexagon's "Hexagon delegate: N
+// nodes delegated out of M nodes.".
+bool HandleCreation(std::string_view line, DelegateLines& d) {
+  static const std::regex kCreatedFor(R"(^Created TensorFlow Lite (?:(\w+) )?delegate for (\w+))");
+  static const std::regex kToolCreated(
+      R"(^(XNNPACK|GPU|NNAPI|Hexagon|EXTERNAL|CoreML|Core ML) delegate (?:is )?created)",
+      std::regex::icase);
+  static const std::regex kHexagon(
+      R"(^Hexagon delegate: (\d+) nodes delegated out of (\d+) nodes)");
+  std::match_results<std::string_view::const_iterator> m;
+  if (std::regex_search(line.begin(), line.end(), m, kCreatedFor)) {
+    d.Created(OurDelegate(m[1].matched ? m[1].str() : m[2].str()));
+  } else if (std::regex_search(line.begin(), line.end(), m, kToolCreated)) {
+    d.Created(OurDelegate(m[1].str()));
+  } else if (StartsWith(line, "Created ") && Contains(line, " GPU delegate kernels")) {
+    d.Created({"gpu", ""});
+  } else if (std::regex_search(line.begin(), line.end(), m, kHexagon)) {
+    d.Created({"hexagon", ""});
+    if (std::atoll(m[1].str().c_str()) == 0) {  // no Replacing line follows: the count is here
+      d.delegations.push_back({"TfLiteHexagonDelegate", 0, std::atoll(m[2].str().c_str()), 0});
+      d.execution = "not";
+    }
+  } else if (StartsWith(line, "Ignoring failed application of the default TensorFlow Lite")) {
+    d.default_failed = true;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+bool DelegateLines::Handle(std::string_view line) {
+  return HandleReplacing(line, *this) || HandleExecution(line, *this) ||
+         HandleCreation(line, *this);
+}
+
+std::optional<NamedDelegate> DelegateLines::Named() const {
+  if (flag) return flag;
+  if (applied) return applied;
+  if (!delegations.empty()) return OurDelegate(delegations.front().kernel);
+  if (created) return created;
+  if (created_xnnpack) return NamedDelegate{"xnnpack", ""};
+  return std::nullopt;
+}
+
+// Fills the delegate fields of a log from its lines. A delegate that took
+// no node (the "will not be executed" line, a default delegate whose
+// application failed, Hexagon's "0 nodes delegated") keeps its name with
+// delegate_execution "not".
+void FinishDelegate(const DelegateLines& d, std::string& name,
+                    std::map<std::string, std::string>& options, std::string& execution) {
+  auto named = d.Named();
+  if (!named) return;
+  name = named->name;
+  if (!named->kind.empty()) options["kind"] = named->kind;
+  execution = d.execution;
+  const bool default_only = !d.flag && !d.applied && !d.created && name == "xnnpack";
+  if (d.default_failed && default_only) execution = "not";
 }
 
 enum class Section { kNone, kInit, kRegular };
@@ -140,8 +275,7 @@ struct State {
   bool litert_inference = false;
   Section section = Section::kNone;
   bool in_summary = false;
-  std::string flag_delegate;
-  std::string explicit_delegate;
+  DelegateLines delegate;
 };
 
 bool HandleTimings(std::string_view line, State& st) {
@@ -227,31 +361,6 @@ bool HandleLiteRt(std::string_view line, State& st) {
   return true;
 }
 
-bool HandleDelegation(std::string_view line, State& st) {
-  static const std::regex kReplacing(
-      R"(Replacing (\d+) (?:out of (\d+) )?node\(s\) with delegate \(([^)]+)\) node, yielding (\d+) partition)");
-  static const std::regex kExplicit(
-      R"(Explicitly applied (\w+) delegate|Though (\w+) delegate is explicitly applied)");
-  std::match_results<std::string_view::const_iterator> m;
-  if (std::regex_search(line.begin(), line.end(), m, kReplacing)) {
-    BenchmarkDelegation d;
-    d.delegated_nodes = std::atoll(m[1].str().c_str());
-    d.total_nodes = m[2].matched ? std::atoll(m[2].str().c_str()) : 0;
-    d.kernel = m[3].str();
-    d.partitions = std::atoll(m[4].str().c_str());
-    st.log.delegations.push_back(std::move(d));
-    return true;
-  }
-  if (!Contains(line, "executed by the delegate")) return false;
-  if (Contains(line, "completely executed")) st.log.delegate_execution = "completely";
-  if (Contains(line, "partially executed")) st.log.delegate_execution = "partially";
-  if (Contains(line, "will not be executed")) st.log.delegate_execution = "not";
-  if (std::regex_search(line.begin(), line.end(), m, kExplicit) && st.explicit_delegate.empty()) {
-    st.explicit_delegate = DelegateName(m[1].matched ? m[1].str() : m[2].str());
-  }
-  return true;
-}
-
 // A flag echo "Name: [value]" (not a profiling row, which starts with blanks).
 bool HandleFlag(std::string_view line, State& st) {
   static const std::regex kFlag(R"(^([A-Za-z#][^:\[\]]*): \[(.*)\]$)");
@@ -263,10 +372,12 @@ bool HandleFlag(std::string_view line, State& st) {
   if (name == "Graph") st.log.graph = value;
   const std::string lower = Lower(name);
   const bool on = value == "1" || value == "true";
-  if (StartsWith(lower, "use ") && on && st.flag_delegate.empty()) {
-    st.flag_delegate = DelegateName(lower.substr(4));
+  if (StartsWith(lower, "use ") && on && !st.delegate.flag) {
+    st.delegate.flag = KnownDelegate(lower.substr(4));
   }
-  if (lower == "external delegate path" && !value.empty()) st.flag_delegate = "external";
+  if (lower == "external delegate path" && !value.empty()) {
+    st.delegate.flag = NamedDelegate{"external", ""};
+  }
   return true;
 }
 
@@ -335,7 +446,7 @@ void HandleLine(std::string_view raw, State& st) {
   const std::string_view line = StripPrefixes(raw);
   if (HandleProfile(line, st)) return;
   if (HandleTimings(line, st) || HandleStats(line, st) || HandleMemory(line, st)) return;
-  if (HandleLiteRt(line, st) || HandleDelegation(line, st) || HandleFailure(line, st)) return;
+  if (HandleLiteRt(line, st) || st.delegate.Handle(line) || HandleFailure(line, st)) return;
   if (HandleFlag(line, st)) return;
   if (StartsWith(line, "Loaded model ") && st.log.graph.empty()) {
     st.log.graph = std::string(Trim(line.substr(13)));
@@ -368,11 +479,8 @@ void Finish(State& st) {
   if (log.peak_memory_mb) {
     m.peak_rss_bytes = static_cast<int64_t>(std::llround(*log.peak_memory_mb * 1024 * 1024));
   }
-  log.delegate = st.flag_delegate;
-  if (log.delegate.empty()) log.delegate = st.explicit_delegate;
-  if (log.delegate.empty() && !log.delegations.empty()) {
-    log.delegate = DelegateName(log.delegations.front().kernel);
-  }
+  log.delegations = st.delegate.delegations;
+  FinishDelegate(st.delegate, log.delegate, log.delegate_options, log.delegate_execution);
 }
 
 }  // namespace
@@ -417,6 +525,7 @@ Result<InferenceDiffLog> ParseInferenceDiffLog(std::string_view text) {
   static const std::regex kOutput(
       R"(^OutputDiff\[(\d+)\]: avg_error=([0-9.eE+-]+|nan|inf), std_dev=([0-9.eE+-]+|nan|inf))");
   InferenceDiffLog log;
+  DelegateLines delegate;
   bool have_test = false;
   for (std::string_view raw : Lines(text)) {
     const std::string_view line = StripPrefixes(raw);
@@ -429,6 +538,8 @@ Result<InferenceDiffLog> ParseInferenceDiffLog(std::string_view text) {
       auto l = DiffLatency(line);
       have_test = l.has_value();
       log.test = l.value_or(InferenceDiffLatency{});
+    } else if (delegate.Handle(line)) {
+      continue;
     } else if (std::regex_search(line.begin(), line.end(), m, kOutput)) {
       runner::OutputAccuracy out;
       out.index = std::atoll(m[1].str().c_str());
@@ -447,6 +558,8 @@ Result<InferenceDiffLog> ParseInferenceDiffLog(std::string_view text) {
                      "no 'OutputDiff[i]: avg_error=..., std_dev=...' line: not inference_diff "
                      "output");
   }
+  std::string execution;
+  FinishDelegate(delegate, log.delegate, log.delegate_options, execution);
   return log;
 }
 
@@ -469,19 +582,26 @@ int64_t ThreadsUsed(const BenchmarkLog& log) {
 // not which nodes, so the entries are numbered in order, the N delegated
 // first (op unknown, partition unknown), then the M - N left on the CPU. M
 // is the first line's (later lines count the graph after an earlier
-// delegate); without it only the delegated nodes are listed. Unset when the
-// log has no such line.
+// delegate); without it only the delegated nodes are listed. A delegate
+// that took no node (delegate_execution "not") places every node on the CPU:
+// M from the first delegation line, else the regular runs' profiled node
+// count, else none listed (the count unknown). Unset when the log tells
+// neither.
 std::optional<store::JobPlacement> PlacementOf(const BenchmarkLog& log) {
-  if (log.delegations.empty()) return std::nullopt;
+  const bool none = log.delegate_execution == "not";
+  if (log.delegations.empty() && !none) return std::nullopt;
   store::JobPlacement p;
   int64_t delegated = 0;
   for (const BenchmarkDelegation& d : log.delegations) {
+    if (none) break;
     p.partitions += d.partitions;
     delegated += d.delegated_nodes;
   }
+  int64_t total = log.delegations.empty() ? 0 : log.delegations.front().total_nodes;
+  if (none && total == 0) total = log.nodes_executed;
+  total = std::max(total, delegated);
   const std::string delegate =
-      log.delegate.empty() ? DelegateName(log.delegations.front().kernel) : log.delegate;
-  const int64_t total = std::max(log.delegations.front().total_nodes, delegated);
+      log.delegate.empty() ? OurDelegate(log.delegations.front().kernel).name : log.delegate;
   for (int64_t i = 0; i < total || (total == 0 && i < delegated); ++i) {
     store::PlacementNode n;
     n.index = i;
@@ -491,30 +611,28 @@ std::optional<store::JobPlacement> PlacementOf(const BenchmarkLog& log) {
   return p;
 }
 
-Result<RunnerOutput> BenchmarkModelOutput(std::string_view text) {
-  auto log = ParseBenchmarkModelLog(text);
-  if (!log) return MakeError(log.error().kind, "benchmark_model log: " + log.message());
+}  // namespace
+
+RunnerOutput BenchmarkRunnerOutput(const BenchmarkLog& log) {
   RunnerOutput out;
-  out.status = BenchmarkLogStatus(*log);
-  out.error = log->failure;
-  if (log->failure.empty()) out.metrics = store::JobMetrics{log->metrics, ThreadsUsed(*log)};
-  out.placement = PlacementOf(*log);
+  out.status = BenchmarkLogStatus(log);
+  out.error = log.failure;
+  if (log.failure.empty()) out.metrics = store::JobMetrics{log.metrics, ThreadsUsed(log)};
+  out.placement = PlacementOf(log);
   return out;
 }
 
-Result<RunnerOutput> InferenceDiffOutput(std::string_view text) {
-  auto log = ParseInferenceDiffLog(text);
-  if (!log) return MakeError(log.error().kind, "inference_diff log: " + log.message());
+RunnerOutput InferenceDiffRunnerOutput(const InferenceDiffLog& log) {
   RunnerOutput out;
   out.status = JobStatusName(JobStatus::kOk);
   store::JobMetrics m;
-  m.mean_us = log->test.avg_us;
-  m.std_us = log->test.std_us;
-  m.num_runs = log->num_runs;
+  m.mean_us = log.test.avg_us;
+  m.std_us = log.test.std_us;
+  m.num_runs = log.num_runs;
   out.metrics = m;
   store::Accuracy accuracy;
   accuracy.reference = "cpu";  // the tool's reference run: the CPU, one thread
-  for (runner::OutputAccuracy o : log->outputs) {
+  for (runner::OutputAccuracy o : log.outputs) {
     // Figures the tool does not compute: NaN, which the store keeps as NULL.
     o.max_abs_error = std::numeric_limits<double>::quiet_NaN();
     o.rmse = std::numeric_limits<double>::quiet_NaN();
@@ -526,11 +644,17 @@ Result<RunnerOutput> InferenceDiffOutput(std::string_view text) {
   return out;
 }
 
-}  // namespace
-
-Result<RunnerOutput> ToolRunnerOutput(std::string_view kind, std::string_view log) {
-  if (kind == agent::kRunnerKindBenchmarkModel) return BenchmarkModelOutput(log);
-  if (kind == agent::kRunnerKindInferenceDiff) return InferenceDiffOutput(log);
+Result<RunnerOutput> ToolRunnerOutput(std::string_view kind, std::string_view text) {
+  if (kind == agent::kRunnerKindBenchmarkModel) {
+    auto log = ParseBenchmarkModelLog(text);
+    if (!log) return MakeError(log.error().kind, "benchmark_model log: " + log.message());
+    return BenchmarkRunnerOutput(*log);
+  }
+  if (kind == agent::kRunnerKindInferenceDiff) {
+    auto log = ParseInferenceDiffLog(text);
+    if (!log) return MakeError(log.error().kind, "inference_diff log: " + log.message());
+    return InferenceDiffRunnerOutput(*log);
+  }
   return MakeError(ErrorKind::kInvalidInput,
                    "runner kind '" + std::string(kind) + "' prints no tool log (only '" +
                        std::string(agent::kRunnerKindBenchmarkModel) + "' and '" +

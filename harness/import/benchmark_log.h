@@ -24,13 +24,25 @@
 //                   (ours is the sample one, n - 1).
 //   p50_us/p90_us/p99_us stay 0: no version of these tools prints percentiles.
 //   peak_rss_bytes  "Overall peak memory footprint (MB) via periodic monitoring"
-//                   (--report_peak_memory_footprint); 0 when the log has none.
-//                   The "Memory footprint delta" figures are deltas, kept apart.
+//                   (--report_peak_memory_footprint); 0, which runner::Metrics
+//                   reads as unknown (stored NULL, printed "-"), when the log
+//                   has none. The "Memory footprint delta" figures are deltas,
+//                   kept apart.
+// The delegate comes from the log's own lines (TensorFlow Lite's and the
+// tools'), in our names (delegates/delegate_names.h): XNNPACK (which TFLite
+// 2.x creates and benchmark_model applies by default: "Created TensorFlow
+// Lite XNNPACK delegate for CPU.") is "xnnpack", the GPU delegate (OpenCL,
+// OpenGL, Metal) "gpu"; NNAPI and Hexagon "nnapi" and "hexagon", the names
+// the tool runners' jobs use (agent::kToolDelegateNames); another (Core ML,
+// an unknown delegate kernel) is "external" with the option kind:coreml or
+// kind:KERNEL; an EXTERNAL delegate (a plugin library) is "external" without
+// one.
 // Lines the parser does not know are ignored; "#" lines at the very start of
 // the text (a sample's origin) are skipped.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -68,7 +80,9 @@ struct BenchmarkOpTypeProfile {
 };
 
 // A "Replacing N [out of M] node(s) with delegate (KERNEL) node, yielding K
-// partitions" line (TfLite's delegate kernel log).
+// partitions" line (TfLite's delegate kernel log), or Hexagon's "Hexagon
+// delegate: 0 nodes delegated out of M nodes." (N 0, K 0), after which TfLite
+// prints no Replacing line.
 struct BenchmarkDelegation {
   std::string kernel;           // "TfLiteXNNPackDelegate"
   int64_t delegated_nodes = 0;  // N
@@ -91,13 +105,21 @@ struct BenchmarkLog {
   std::optional<double> init_footprint_mb;
   std::optional<double> overall_footprint_mb;
   std::optional<double> peak_memory_mb;
-  // The delegate in our names ("xnnpack", "gpu", "nnapi", "hexagon", "coreml",
-  // "external"): a "Use X: [1]" / "External delegate path" flag, else an
-  // "Explicitly applied X delegate" line, else the first Replacing line's
-  // kernel. Empty when the log names none.
+  // The delegate ("xnnpack", "gpu", "nnapi", "hexagon", "external"; above): a
+  // "Use X: [1]" / "External delegate path" flag, else an "Explicitly applied
+  // X delegate" line, else the first Replacing line's kernel, else a creation
+  // line ("Created TensorFlow Lite delegate for GPU.", "NNAPI delegate
+  // created.", ...; XNNPACK's only when no other delegate was created). Empty
+  // when the log names none: TensorFlow Lite's own CPU kernels.
   std::string delegate;
+  // {"kind": ...} when `delegate` is "external" for a delegate that has no
+  // name of its own here (Core ML, an unknown kernel); empty otherwise.
+  std::map<std::string, std::string> delegate_options;
   // "completely" | "partially" | "not": the "... will be completely/partially
-  // executed by the delegate" / "will not be executed" line; empty when none.
+  // executed by the delegate" / "will not be executed" line; also "not" when
+  // the delegate took no node (a default XNNPACK whose application TFLite
+  // ignored as failed, Hexagon's "0 nodes delegated"); empty when the log
+  // says nothing.
   std::string delegate_execution;
   std::vector<BenchmarkDelegation> delegations;    // in log order
   std::vector<BenchmarkOpTypeProfile> op_profile;  // the regular runs' summary, in table order
@@ -140,11 +162,24 @@ struct InferenceDiffLog {
   // the spread of the per-element error that our runner reports. compared
   // stays 0 (the tool does not say), name stays empty.
   std::vector<runner::OutputAccuracy> outputs;
+  // The test run's delegate from TensorFlow Lite's lines ("GPU delegate is
+  // created.", "Created TensorFlow Lite XNNPACK delegate for CPU.", ...), as
+  // BenchmarkLog::delegate / delegate_options; empty when none is named.
+  std::string delegate;
+  std::map<std::string, std::string> delegate_options;
 };
 
 // Parses inference_diff's output. Fails, naming what is missing, when the
 // text has no "Test run latency" line or no "OutputDiff[i]" line.
 Result<InferenceDiffLog> ParseInferenceDiffLog(std::string_view text);
+
+// What the store keeps of a parsed log, the same as a runner document gives
+// (ToolRunnerOutput below): status, metrics (threads_used from the log's
+// flag echo), placement from the delegation lines (unset when the log has
+// none); for inference_diff, accuracy from the OutputDiff lines with
+// reference "cpu".
+RunnerOutput BenchmarkRunnerOutput(const BenchmarkLog& log);
+RunnerOutput InferenceDiffRunnerOutput(const InferenceDiffLog& log);
 
 // What a job of a tool runner (runner kind "benchmark_model" or
 // "inference_diff"; the agent returns the tool's whole log, stdout and stderr

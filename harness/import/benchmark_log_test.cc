@@ -202,10 +202,111 @@ TEST(BenchmarkLogTest, AndroidLogcatPrefixes) {
       "std=1\n");
   ASSERT_TRUE(log.ok()) << log.message();
   EXPECT_EQ(log->graph, "/data/local/tmp/model.tflite");
-  EXPECT_EQ(log->delegate, "nnapi");
+  EXPECT_EQ(log->delegate, "nnapi");  // the tool runners' name for it
+  EXPECT_TRUE(log->delegate_options.empty());
   EXPECT_EQ(log->delegate_execution, "not");
   EXPECT_EQ(log->metrics.num_runs, 50);
   EXPECT_EQ(log->metrics.mean_us, 8);
+}
+
+// TensorFlow Lite 2.x creates XNNPACK and benchmark_model applies it by
+// default: its creation line alone names the delegate.
+TEST(BenchmarkLogTest, DefaultXnnpackIsNamedByItsCreationLine) {
+  EXPECT_EQ(Parse("tflite_xnnpack_rpi_xnnpack_issue999.txt").delegate, "xnnpack");
+  EXPECT_EQ(Parse("tflite_x86_op_profiling_xnnpack.txt").delegate, "xnnpack");
+  EXPECT_EQ(Parse("tflite_xnnpack_cros_peak_memory.txt").delegate, "xnnpack");
+  EXPECT_EQ(Parse("tflite_xnnpack_rpi_xnnpack_issue999.txt").delegate_execution, "");
+  EXPECT_TRUE(Parse("tflite_xnnpack_rpi_xnnpack_issue999.txt").delegate_options.empty());
+  EXPECT_EQ(Parse("tflite1x_op_profiling_readme.txt").delegate, "");  // TFLite's CPU kernels
+}
+
+BenchmarkLog ParseLines(const std::string& lines) {
+  auto log = ParseBenchmarkModelLog(lines + "count=5 first=9 curr=8 min=7 max=9 avg=8 std=1\n");
+  EXPECT_TRUE(log.ok()) << log.message();
+  return log.ok() ? *log : BenchmarkLog{};
+}
+
+// The lines TensorFlow Lite (interpreter, delegates) and the tools' delegate
+// providers print, each to its delegate in our names.
+TEST(BenchmarkLogTest, DelegateFromEachKindOfLine) {
+  struct Case {
+    const char* lines;
+    const char* delegate;
+    const char* kind;  // option "kind", "" for none
+  } cases[] = {
+      {"INFO: Created TensorFlow Lite XNNPACK delegate for CPU.\n", "xnnpack", ""},
+      {"XNNPACK delegate created.\n", "xnnpack", ""},
+      {"Explicitly applied XNNPACK delegate, and the model graph will be completely executed by "
+       "the delegate.\n",
+       "xnnpack", ""},
+      {"Replacing 3 out of 4 node(s) with delegate (TfLiteXNNPackDelegate) node, yielding 1 "
+       "partitions.\n",
+       "xnnpack", ""},
+      {"INFO: Created TensorFlow Lite delegate for GPU.\n", "gpu", ""},
+      {"GPU delegate created.\n", "gpu", ""},
+      {"Replacing 3 node(s) with delegate (TfLiteGpuDelegateV2) node, yielding 1 partitions.\n",
+       "gpu", ""},
+      {"INFO: Created TensorFlow Lite delegate for NNAPI.\nNNAPI delegate created.\n", "nnapi", ""},
+      {"Created TensorFlow Lite delegate for Hexagon.\n", "hexagon", ""},
+      {"CoreML delegate created.\n", "external", "coreml"},
+      {"EXTERNAL delegate created.\n", "external", ""},
+      {"Replacing 2 node(s) with delegate (TfLiteArmNnDelegate) node, yielding 1 partitions.\n",
+       "external", "TfLiteArmNnDelegate"},
+      // XNNPACK is created by default: another delegate's creation names the run.
+      {"INFO: Created TensorFlow Lite XNNPACK delegate for CPU.\n"
+       "INFO: Created TensorFlow Lite delegate for NNAPI.\n",
+       "nnapi", ""},
+      // A flag the tool echoes wins; "Use caching" is no delegate.
+      {"Use caching: [1]\nUse gpu: [1]\nINFO: Created TensorFlow Lite XNNPACK delegate for CPU.\n",
+       "gpu", ""},
+      {"No delegate created.\n", "", ""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.lines);
+    const BenchmarkLog log = ParseLines(c.lines);
+    EXPECT_EQ(log.delegate, c.delegate);
+    if (*c.kind) {
+      EXPECT_THAT(log.delegate_options, ::testing::ElementsAre(Pair("kind", c.kind)));
+    } else {
+      EXPECT_TRUE(log.delegate_options.empty());
+    }
+  }
+}
+
+// A delegate created that took no node keeps its name; the placement puts
+// every node on the CPU where the log counts them.
+TEST(BenchmarkLogTest, DelegateThatTookNoNode) {
+  BenchmarkLog log = ParseLines(
+      "INFO: Created TensorFlow Lite delegate for Hexagon.\n"
+      "INFO: Hexagon delegate: 0 nodes delegated out of 64 nodes.\n");
+  EXPECT_EQ(log.delegate, "hexagon");
+  EXPECT_EQ(log.delegate_execution, "not");
+  std::optional<store::JobPlacement> p = BenchmarkRunnerOutput(log).placement;
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->partitions, 0);
+  ASSERT_EQ(p->nodes.size(), 64u);
+  for (const store::PlacementNode& n : p->nodes) EXPECT_EQ(n.delegate, "cpu");
+
+  // The default XNNPACK delegate's application failed: TFLite ran its own kernels.
+  log = ParseLines(
+      "INFO: Created TensorFlow Lite XNNPACK delegate for CPU.\n"
+      "ERROR: Ignoring failed application of the default TensorFlow Lite delegate indexed at "
+      "0.\n");
+  EXPECT_EQ(log.delegate, "xnnpack");
+  EXPECT_EQ(log.delegate_execution, "not");
+  p = BenchmarkRunnerOutput(log).placement;
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->partitions, 0);
+  EXPECT_TRUE(p->nodes.empty());  // the log does not count them
+
+  // benchmark_model's own line (issue 56301's NNAPI run), with the op profile's count.
+  log = ParseLines(
+      "Use NNAPI: [1]\nThough NNAPI delegate is explicitly applied, the model graph will not be "
+      "executed by the delegate.\nNumber of nodes executed: 12\n");
+  EXPECT_EQ(log.delegate, "nnapi");
+  p = BenchmarkRunnerOutput(log).placement;
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->nodes.size(), 12u);
 }
 
 TEST(BenchmarkLogTest, ReadsTheRunnersOwnLine) {
@@ -250,6 +351,10 @@ TEST(InferenceDiffLogTest, GpuIssue) {
   ASSERT_EQ(log->outputs.size(), 1u);
   EXPECT_DOUBLE_EQ(log->outputs[0].mean_abs_error, 5.65735e-08);
   EXPECT_DOUBLE_EQ(log->outputs[0].std_abs_error, 1.23668e-10);
+  EXPECT_EQ(log->delegate, "gpu");  // "GPU delegate is created."
+  log = ParseInferenceDiffLog(Sample("inference_diff_readme.txt"));
+  ASSERT_TRUE(log.ok()) << log.message();
+  EXPECT_EQ(log->delegate, "");  // the README's output names none
 }
 
 TEST(InferenceDiffLogTest, SeveralOutputsWithPrefixesAndErrors) {

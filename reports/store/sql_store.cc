@@ -195,7 +195,8 @@ std::vector<Column> ResultColumns(int64_t job_id, const JobOutcome& o) {
       {"p90_us", metric(&JobMetrics::p90_us)},
       {"p99_us", metric(&JobMetrics::p99_us)},
       {"num_runs", metric(&JobMetrics::num_runs)},
-      {"peak_rss_bytes", metric(&JobMetrics::peak_rss_bytes)},
+      // NULL: unknown (runner::Metrics says 0), read back as 0.
+      {"peak_rss_bytes", m && m->peak_rss_bytes > 0 ? Value(m->peak_rss_bytes) : Value()},
       {"arena_bytes", metric(&JobMetrics::arena_bytes)},
       {"init_cold_us", m && m->init_cold_us ? Value(*m->init_cold_us) : Value()},
       {"init_warm_us", m && m->init_warm_us ? Value(*m->init_warm_us) : Value()},
