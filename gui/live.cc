@@ -42,7 +42,7 @@ void DatabaseWatcher::startPoller(const std::string& url) {
   m_pollStop = false;
   const int ms = m_timer->interval();
   m_poller = std::thread([this, url, ms] {
-    std::unique_ptr<dfarm::store::Store> store;
+    std::unique_ptr<dfarm::store::Reader> store;
     std::unique_lock lock(m_pollMutex);
     while (!m_pollStop) {
       lock.unlock();

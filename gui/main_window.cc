@@ -166,7 +166,7 @@ void MainWindow::goToPage(Page page) {
   const quint64 generation = ++m_resolveGeneration;
   const std::string db = m_dbPath.toStdString();
   LoadAsync<Location>(
-      m_dbPath, this, [page, db](store::Store& s) { return NewestLocation(s, page, db); },
+      m_dbPath, this, [page, db](store::Reader& s) { return NewestLocation(s, page, db); },
       [this, generation](const Result<Location>& where) {
         if (generation != m_resolveGeneration) return;
         if (!where) {

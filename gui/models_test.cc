@@ -106,7 +106,7 @@ TEST_F(DashboardTest, LoadAsyncDeliversOnTheReceiversThread) {
   QObject receiver;
   bool called = false;
   LoadAsync<std::vector<store::JobRow>>(
-      db_, &receiver, [this](store::Store& s) { return s.ListJobs(first_run_); },
+      db_, &receiver, [this](store::Reader& s) { return s.ListJobs(first_run_); },
       [&](const Result<std::vector<store::JobRow>>& jobs) {
         called = true;
         EXPECT_EQ(QThread::currentThread(), receiver.thread());
@@ -120,7 +120,7 @@ TEST_F(DashboardTest, LoadAsyncReportsAMissingDatabase) {
   QObject receiver;
   std::string error;
   LoadAsync<int>(
-      dir_.filePath("gone.db"), &receiver, [](store::Store&) -> Result<int> { return 1; },
+      dir_.filePath("gone.db"), &receiver, [](store::Reader&) -> Result<int> { return 1; },
       [&](const Result<int>& r) { error = r ? "loaded" : r.message(); });
   QTRY_VERIFY_WITH_TIMEOUT(!error.empty(), 10000);
   EXPECT_NE(error.find("gone.db"), std::string::npos) << error;

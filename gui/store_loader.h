@@ -17,9 +17,10 @@
 
 namespace dfarm::gui {
 
-// Opens an existing database for reading; an error names the file when it
-// does not exist or cannot be opened. The dashboard never creates one.
-Result<std::unique_ptr<store::Store>> OpenDashboardStore(const QString& dbPath);
+// Opens an existing database as a store::Reader (the dashboard has no write to
+// call); an error names the file when it does not exist or cannot be opened.
+// The dashboard never creates one.
+Result<std::unique_ptr<store::Reader>> OpenDashboardStore(const QString& dbPath);
 
 // Runs read(store) on a pool thread with its own Store opened on dbPath, then
 // done(result) on receiver's thread; dropped when receiver is gone by then.
@@ -27,7 +28,7 @@ Result<std::unique_ptr<store::Store>> OpenDashboardStore(const QString& dbPath);
 // type (copied across threads).
 template <typename T>
 void LoadAsync(const QString& dbPath, QObject* receiver,
-               std::function<Result<T>(store::Store&)> read,
+               std::function<Result<T>(store::Reader&)> read,
                std::function<void(const Result<T>&)> done) {
   auto* watcher = new QFutureWatcher<std::shared_ptr<Result<T>>>(receiver);
   QObject::connect(watcher, &QFutureWatcher<std::shared_ptr<Result<T>>>::finished, receiver,

@@ -44,7 +44,7 @@ QString Growth(int64_t base, int64_t cand) {
 
 }  // namespace
 
-Result<CompareData> ReadCompare(store::Store& store, int64_t baselineRunId,
+Result<CompareData> ReadCompare(store::Reader& store, int64_t baselineRunId,
                                 int64_t candidateRunId) {
   CompareData d;
   auto baseline = store.GetRun(baselineRunId);
@@ -249,7 +249,7 @@ void CompareView::load() {
   const quint64 generation = ++m_generation;
   const qint64 base = m_baseline, cand = m_candidate;
   LoadAsync<CompareData>(
-      database(), this, [base, cand](store::Store& s) { return ReadCompare(s, base, cand); },
+      database(), this, [base, cand](store::Reader& s) { return ReadCompare(s, base, cand); },
       [this, generation](const Result<CompareData>& result) {
         if (generation == m_generation) applied(result);
       });

@@ -23,7 +23,8 @@ struct CompareData {
 };
 
 // Reads both runs and gates candidate against baseline (blocking).
-Result<CompareData> ReadCompare(store::Store& store, int64_t baselineRunId, int64_t candidateRunId);
+Result<CompareData> ReadCompare(store::Reader& store, int64_t baselineRunId,
+                                int64_t candidateRunId);
 
 class CompareModel : public QAbstractTableModel {
   Q_OBJECT

@@ -273,7 +273,7 @@ void DevicesView::load() {
   const quint64 generation = ++m_generation;
   const QString keep = selectedName();
   LoadAsync<std::vector<store::DeviceRow>>(
-      database(), this, [](store::Store& s) { return s.ListDevices(); },
+      database(), this, [](store::Reader& s) { return s.ListDevices(); },
       [this, generation, keep](const Result<std::vector<store::DeviceRow>>& result) {
         if (generation == m_generation) applied(result, keep);
       });
@@ -313,7 +313,7 @@ void DevicesView::loadHistory() {
   }
   const std::string key = name.toStdString();
   LoadAsync<std::vector<store::DeviceEvent>>(
-      database(), this, [key](store::Store& s) { return s.ListDeviceEvents(key); },
+      database(), this, [key](store::Reader& s) { return s.ListDeviceEvents(key); },
       [this, generation, name](const Result<std::vector<store::DeviceEvent>>& result) {
         if (generation != m_historyGeneration) return;
         if (!result) {

@@ -42,7 +42,7 @@ QJsonObject parseObject(const std::optional<std::string>& json) {
 
 }  // namespace
 
-Result<JobData> loadJob(store::Store& store, qint64 jobId) {
+Result<JobData> loadJob(store::Reader& store, qint64 jobId) {
   JobData d;
   auto job = store.GetJob(jobId);
   if (!job) {

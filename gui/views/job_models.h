@@ -26,7 +26,7 @@ struct JobData {
 };
 
 // Reads everything of job `jobId` (blocking). kNotFound names the job.
-Result<JobData> loadJob(store::Store& store, qint64 jobId);
+Result<JobData> loadJob(store::Reader& store, qint64 jobId);
 
 struct HistogramBin {
   double lo_us = 0;

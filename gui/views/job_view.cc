@@ -176,7 +176,7 @@ void JobView::load() {
   const quint64 generation = ++m_generation;
   const qint64 jobId = m_jobId;
   LoadAsync<JobData>(
-      database(), this, [jobId](store::Store& s) { return loadJob(s, jobId); },
+      database(), this, [jobId](store::Reader& s) { return loadJob(s, jobId); },
       [this, generation](const Result<JobData>& data) {
         if (generation == m_generation) showData(data);
       });

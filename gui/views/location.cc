@@ -23,7 +23,7 @@ bool sameLocation(const Location& a, const Location& b) {
          a.jobId == b.jobId && a.cell == b.cell;
 }
 
-Result<Location> NewestLocation(store::Store& store, Page page, const std::string& db) {
+Result<Location> NewestLocation(store::Reader& store, Page page, const std::string& db) {
   Location where;
   where.page = page;
   const Subject subject = pageInfo(page).subject;

@@ -30,7 +30,7 @@ bool sameLocation(const Location& a, const Location& b);
 // (Subject::RunPair: the two newest, older as baseline; Job and Cell: the
 // newest run's first job and its cell). Blocking: call it off the GUI
 // thread. kNotFound, naming the database db, when it has nothing to show.
-Result<Location> NewestLocation(store::Store& store, Page page, const std::string& db);
+Result<Location> NewestLocation(store::Reader& store, Page page, const std::string& db);
 // What NewestLocation picks for subject, for --help ("the newest run"); ""
 // for Subject::Database.
 const char* newestDescription(Subject subject);

@@ -66,7 +66,7 @@ QString Sci(double v) { return QString::number(v, 'g', 2); }
 
 }  // namespace
 
-Result<MatrixData> ReadMatrix(store::Store& store, int64_t runId) {
+Result<MatrixData> ReadMatrix(store::Reader& store, int64_t runId) {
   auto report = reports::LoadRunReport(store, runId);
   if (!report) return report.error();
   const reports::CellMatrix layout = reports::LayoutMatrix(report->cells);
@@ -85,7 +85,7 @@ Result<MatrixData> ReadMatrix(store::Store& store, int64_t runId) {
   return d;
 }
 
-Result<MatrixGate> ReadMatrixGate(store::Store& store, const store::RunRow& run) {
+Result<MatrixGate> ReadMatrixGate(store::Reader& store, const store::RunRow& run) {
   MatrixGate g;
   std::string why;
   if (run.parent_run_id) {
@@ -425,7 +425,7 @@ void MatrixView::load() {
   const quint64 generation = ++m_generation;
   const qint64 runId = m_runId;
   LoadAsync<MatrixData>(
-      database(), this, [runId](store::Store& s) { return ReadMatrix(s, runId); },
+      database(), this, [runId](store::Reader& s) { return ReadMatrix(s, runId); },
       [this, generation](const Result<MatrixData>& result) {
         if (generation == m_generation) applied(result);
       });
@@ -467,7 +467,7 @@ void MatrixView::loadGate() {
   const store::RunRow run = m_model->matrix().run;
   const quint64 generation = m_generation;
   LoadAsync<MatrixGate>(
-      database(), this, [run](store::Store& s) { return ReadMatrixGate(s, run); },
+      database(), this, [run](store::Reader& s) { return ReadMatrixGate(s, run); },
       [this, generation](const Result<MatrixGate>& gate) {
         if (generation != m_generation) return;
         m_gateLoaded = true;

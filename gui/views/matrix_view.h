@@ -54,10 +54,10 @@ struct MatrixGate {
 };
 
 // Reads a run's matrix (blocking: call it off the GUI thread).
-Result<MatrixData> ReadMatrix(store::Store& store, int64_t runId);
+Result<MatrixData> ReadMatrix(store::Reader& store, int64_t runId);
 // Runs the gate (default policy) of `run` against its parent, else the run
 // tagged "baseline", else "release"; a note says "no baseline" when none.
-Result<MatrixGate> ReadMatrixGate(store::Store& store, const store::RunRow& run);
+Result<MatrixGate> ReadMatrixGate(store::Reader& store, const store::RunRow& run);
 
 class MatrixModel : public QAbstractTableModel {
   Q_OBJECT

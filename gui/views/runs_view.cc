@@ -32,7 +32,8 @@ QString Counts(const std::map<std::string, int64_t>& by_status) {
 
 }  // namespace
 
-Result<std::vector<RunSummaryRow>> ReadRunSummaries(store::Store& store, const RunsFilter& filter) {
+Result<std::vector<RunSummaryRow>> ReadRunSummaries(store::Reader& store,
+                                                    const RunsFilter& filter) {
   return store.ListRunSummaries(filter);
 }
 
@@ -250,7 +251,7 @@ void RunsView::load() {
   std::vector<qint64> keep = selectedRuns();
   const RunsFilter f = filter();
   LoadAsync<std::vector<RunSummaryRow>>(
-      database(), this, [f](store::Store& s) { return ReadRunSummaries(s, f); },
+      database(), this, [f](store::Reader& s) { return ReadRunSummaries(s, f); },
       [this, generation, keep](const Result<std::vector<RunSummaryRow>>& result) {
         if (generation == m_generation) applied(result, keep);
       });

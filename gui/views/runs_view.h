@@ -29,7 +29,7 @@ using RunsFilter = store::RunFilter;
 
 // Reads the runs matching `filter`, newest first (blocking: call it off the
 // GUI thread).
-Result<std::vector<RunSummaryRow>> ReadRunSummaries(store::Store& store, const RunsFilter& filter);
+Result<std::vector<RunSummaryRow>> ReadRunSummaries(store::Reader& store, const RunsFilter& filter);
 
 class RunSummariesModel : public QAbstractTableModel {
   Q_OBJECT

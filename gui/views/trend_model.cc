@@ -38,7 +38,7 @@ double trendDisplayValue(TrendMetric metric, double raw) {
   return raw;
 }
 
-Result<TrendData> loadTrend(store::Store& store, const store::Cell& cell, TrendMetric metric,
+Result<TrendData> loadTrend(store::Reader& store, const store::Cell& cell, TrendMetric metric,
                             const stats::ChangePointOptions& options) {
   auto runs = reports::LoadRunsById(store);
   if (!runs) return runs.error();

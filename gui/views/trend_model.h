@@ -58,7 +58,7 @@ struct TrendData {
 // Reads the trend of `cell` (blocking; off the GUI thread): the series
 // reports::LoadCellSeries builds for `dfarm history` too, in display units. A
 // cell without any job is a kNotFound error naming it.
-Result<TrendData> loadTrend(store::Store& store, const store::Cell& cell, TrendMetric metric,
+Result<TrendData> loadTrend(store::Reader& store, const store::Cell& cell, TrendMetric metric,
                             const stats::ChangePointOptions& options = {});
 
 class TrendModel : public QAbstractTableModel {

@@ -119,7 +119,7 @@ void TrendView::load() {
   const store::Cell cell = m_cell;
   const TrendMetric metric = m_metric;
   LoadAsync<TrendData>(
-      database(), this, [cell, metric](store::Store& s) { return loadTrend(s, cell, metric); },
+      database(), this, [cell, metric](store::Reader& s) { return loadTrend(s, cell, metric); },
       [this, generation](const Result<TrendData>& trend) {
         if (generation == m_generation) showTrend(trend);
       });
