@@ -440,15 +440,18 @@ std::vector<ChangePoint> DetectChangePoints(const std::vector<double>& series,
   const size_t n = series.size();
   if (n < 2 * min_segment) return out;
   // Run times and memory vary by a factor: a positive series is fitted in logs,
-  // where the noise is the same on both sides of a step. In noise sds about its
-  // median (smaller sums, less cancellation).
+  // where the noise is the same on both sides of a step, in noise sds about its
+  // median (smaller sums, less cancellation). The noise is estimated on the
+  // series itself, where a quantized series (peak RSS, a few distinct
+  // latencies) has equal differences, and moved to logs over the median level.
   const bool positive = std::all_of(series.begin(), series.end(), [](double v) { return v > 0; });
+  const double level = positive ? Median(series) : 1;
+  const double sigma = RobustNoiseSigma(series) / level;
+  if (!(sigma > 0) || !std::isfinite(sigma)) return out;  // a constant series has no step
   std::vector<double> scaled(series);
   if (positive) {
     for (double& v : scaled) v = std::log(v);
   }
-  const double sigma = RobustNoiseSigma(scaled);
-  if (!(sigma > 0) || !std::isfinite(sigma)) return out;  // a constant series has no step
   const double center = Median(scaled);
   for (double& v : scaled) v = (v - center) / sigma;
   const bool automatic = !(options.penalty > 0);

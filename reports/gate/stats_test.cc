@@ -381,7 +381,7 @@ std::vector<double> HeavyTailedHistory(uint64_t seed, size_t n, double noise, si
 TEST(ChangePoints, TailStepUnderHeavyTailedNoiseIsFoundAtItsRun) {
   // 12 runs, then 6 runs 1.5x slower (min_segment 5: one run more than the least a
   // step needs), 3% t-distributed noise, 2% outlier runs: the step at run 12 and
-  // nothing else in at least 95% of 200 seeds. Measured: 195 of 200 (the detector
+  // nothing else in at least 95% of 200 seeds. Measured: 194 of 200 (the detector
   // before the robust cost: 174); each miss puts the step one or two runs early, at an
   // outlier run just before it.
   int exact = 0;
