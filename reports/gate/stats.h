@@ -49,8 +49,9 @@ std::vector<double> BenjaminiHochberg(const std::vector<double>& p_values);
 struct ChangePointOptions {
   size_t min_segment = 5;  // no segment shorter than this
   // The cost of one more change point, in units of the normalized cost (squared
-  // deviations divided by the noise variance). 0: automatic, BIC-like:
-  // (3 + 15 / sqrt(n)) log n, with the noise from a robust estimate.
+  // deviations over the noise variance, each capped at 3^2). 0: automatic,
+  // 5 log n, and each step found must then pass the permutation test. An
+  // explicit penalty keeps every step the fit finds (no test).
   double penalty = 0;
 };
 
@@ -60,11 +61,21 @@ struct ChangePoint {
   double after = 0;   // median of the segment that starts at index
 };
 
-// Step changes in a series (PELT over a Gaussian mean-shift cost with a robust
-// variance estimate: the MAD of the first differences), in increasing index
-// order. Points farther than 3 noise sds from a running median count as
-// outliers and do not move a segment's mean. Non-finite points are not allowed
-// (the caller drops them).
+// Step changes in a series, in increasing index order. A series of positive
+// values is fitted in logs (run times and memory change by a factor). The fit
+// is PELT (optimal partitioning) over a robust cost: a point's squared
+// deviation from its segment's level in units of the noise variance, capped at
+// 3 sds, so an outlier run costs the same however far out it is and moves no
+// level. The noise sd is estimated robustly from the whole series (the MAD of
+// first differences: a step moves one difference only; in logs, that sd over
+// the median). Each step found must then pass a seeded permutation test: over
+// the two segments around it (at most 30 runs on each side), shuffles of the
+// runs rarely give a split whose cost drop reaches the observed one (p <= 0.02,
+// the best split searched in each shuffle too); the least supported step goes
+// first and its neighbours are tested again. Deterministic. `before` and
+// `after` are medians of the series itself. Non-finite points are not allowed
+// (the caller drops them). Cost: the fit is O(n^3) at worst (a flat series;
+// cheap adds), 0.2 to 0.6 s for 1000 points; a test O(60^2) per shuffle.
 std::vector<ChangePoint> DetectChangePoints(const std::vector<double>& series,
                                             const ChangePointOptions& options = {});
 
