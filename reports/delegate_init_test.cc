@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "reports/report.h"
@@ -126,15 +127,17 @@ TEST(DelegateInitTest, MarkdownAndHtmlShowTheSection) {
 TEST(DelegateInitTest, RowsCarryColdWarmInitAndTheGpu) {
   const RunReport r = GpuRun();
   const std::vector<std::string>& columns = TableColumns();
-  ASSERT_GE(columns.size(), 3u);
-  EXPECT_EQ(std::vector<std::string>(columns.end() - 3, columns.end()),
+  // Appended after top_ops (schema 17); later columns (inputs) come after them.
+  auto top_ops = std::find(columns.begin(), columns.end(), "top_ops");
+  ASSERT_LE(top_ops + 4, columns.end());
+  EXPECT_EQ(std::vector<std::string>(top_ops + 1, top_ops + 4),
             (std::vector<std::string>{"init_cold_us", "init_warm_us", "gpu_device"}));
   const nlohmann::json doc = nlohmann::json::parse(RenderJson(r));
   EXPECT_EQ(doc["jobs"][1]["init_cold_us"], 90000.0);
   EXPECT_EQ(doc["jobs"][1]["init_warm_us"], 12000.0);
   EXPECT_TRUE(doc["jobs"][0]["init_cold_us"].is_null());
   EXPECT_EQ(doc["jobs"][0]["gpu_device"], "Adreno (TM) 740 (driver 0800.22)");
-  EXPECT_THAT(RenderCsv(r), HasSubstr(",90000.0,12000.0,Adreno (TM) 740 (driver 0800.22)\r\n"));
+  EXPECT_THAT(RenderCsv(r), HasSubstr(",90000.0,12000.0,Adreno (TM) 740 (driver 0800.22),"));
 }
 
 }  // namespace
