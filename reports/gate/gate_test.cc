@@ -583,5 +583,26 @@ TEST_F(GateTest, RenderersEscapeAndCarryEveryCell) {
   EXPECT_THAT(RenderGateText(*r), HasSubstr("FAILED"));
 }
 
+// The text summary counts the cells that fail the gate apart from the rest:
+// "unknown" never reads as a failure.
+TEST(GateRenderTest, SummaryCountsUnknownApartFromFail) {
+  GateResult r;
+  r.candidate_run = 2;
+  r.baseline_run = 1;
+  for (Verdict v : {Verdict::kFail, Verdict::kFail, Verdict::kUnknown, Verdict::kUnknown,
+                    Verdict::kUnknown, Verdict::kPass}) {
+    CellResult c;
+    c.verdict = v;
+    r.cells.push_back(c);
+  }
+  r.passed = false;
+  EXPECT_THAT(
+      RenderGateText(r),
+      HasSubstr("FAILED: 6 cell(s); 2 fail the gate (2 fail); 4 do not (1 pass, 3 unknown)"));
+  r.cells.erase(r.cells.begin(), r.cells.begin() + 2);
+  r.passed = true;
+  EXPECT_THAT(RenderGateText(r), HasSubstr("PASSED: 4 cell(s); 0 fail the gate; 4 do not"));
+}
+
 }  // namespace
 }  // namespace dfarm::gate

@@ -65,13 +65,28 @@ std::string Header(const GateResult& r) {
   return s;
 }
 
+// "FAILED: 6 cell(s); 2 fail the gate (2 fail); 4 do not (4 unknown)": the
+// verdicts that fail the gate counted apart from the others, so an unknown
+// cell never reads as a failed one.
 std::string Summary(const GateResult& r) {
-  std::map<std::string, int> counts;
-  for (const auto& c : r.cells) ++counts[VerdictName(c.verdict)];
-  std::string s = std::string(r.passed ? "PASSED" : "FAILED") + ": " +
-                  std::to_string(r.cells.size()) + " cell(s)";
-  for (const auto& [name, n] : counts) s += ", " + std::to_string(n) + " " + name;
-  return s;
+  std::map<std::string, int> failing, other;
+  int failing_cells = 0;
+  for (const auto& c : r.cells) {
+    const bool fails = FailsGate(c.verdict);
+    ++(fails ? failing : other)[VerdictName(c.verdict)];
+    failing_cells += fails ? 1 : 0;
+  }
+  auto list = [](const std::map<std::string, int>& counts) {
+    std::string s;
+    for (const auto& [name, n] : counts) {
+      s += (s.empty() ? " (" : ", ") + std::to_string(n) + " " + name;
+    }
+    return s.empty() ? s : s + ")";
+  };
+  const int rest = static_cast<int>(r.cells.size()) - failing_cells;
+  return std::string(r.passed ? "PASSED" : "FAILED") + ": " + std::to_string(r.cells.size()) +
+         " cell(s); " + std::to_string(failing_cells) + " fail the gate" + list(failing) + "; " +
+         std::to_string(rest) + (rest == 1 ? " does not" : " do not") + list(other);
 }
 
 std::string Pad(const std::string& s, size_t width) {
