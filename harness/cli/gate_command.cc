@@ -207,9 +207,10 @@ std::string CompareTable(const gate::GateResult& r) {
   size_t width = 4;
   for (const auto& c : r.cells) width = std::max(width, c.cell.Label().size());
   char line[512];
-  std::snprintf(line, sizeof line, "%-*s  %-9s %10s %10s %-22s %8s %8s %-19s %s\n",
-                static_cast<int>(width), "CELL", "LATENCY", "A ms", "B ms", "B/A [CI]", "p", "q",
-                "MAX ABS ERR A->B", "PEAK RSS");
+  // VERDICT is the gate's (default policy) for the cell, LATENCY its latency part.
+  std::snprintf(line, sizeof line, "%-*s  %-9s %-9s %10s %10s %-22s %8s %8s %-19s %s\n",
+                static_cast<int>(width), "CELL", "VERDICT", "LATENCY", "A ms", "B ms", "B/A [CI]",
+                "p", "q", "MAX ABS ERR A->B", "PEAK RSS");
   s += line;
   for (const auto& c : r.cells) {
     const bool cmp = c.ratio > 0;
@@ -226,8 +227,9 @@ std::string CompareTable(const gate::GateResult& r) {
                                         static_cast<double>(c.baseline_peak_rss_bytes) -
                                     1));
     }
-    std::snprintf(line, sizeof line, "%-*s  %-9s %10s %10s %-22s %8s %8s %-19s %s\n",
-                  static_cast<int>(width), c.cell.Label().c_str(), gate::VerdictName(c.latency),
+    std::snprintf(line, sizeof line, "%-*s  %-9s %-9s %10s %10s %-22s %8s %8s %-19s %s\n",
+                  static_cast<int>(width), c.cell.Label().c_str(), gate::VerdictName(c.verdict),
+                  gate::VerdictName(c.latency),
                   cmp ? Fmt("%.3f", c.baseline_median_us / 1000).c_str() : "-",
                   cmp ? Fmt("%.3f", c.candidate_median_us / 1000).c_str() : "-", ci.c_str(),
                   cmp ? Fmt("%.3g", c.p_value).c_str() : "-",

@@ -210,6 +210,28 @@ TEST_F(GateCommandTest, CompareShowsDeltas) {
   EXPECT_EQ(nlohmann::json::parse(j.out)["cells"].size(), 2u);
 }
 
+// compare's VERDICT column is the gate's verdict (default policy) for each cell.
+TEST_F(GateCommandTest, CompareAndGateGiveTheSameVerdicts) {
+  for (const char* cand : {"2", "3"}) {
+    Outcome c = Call({"compare", "1", cand, "--db", Db()});
+    ASSERT_EQ(c.code, 0) << c.err;
+    EXPECT_THAT(c.out, HasSubstr("VERDICT"));
+    Outcome g = Call({"gate", cand, "--baseline", "1", "--format", "json", "--db", Db()});
+    ASSERT_NE(g.code, 2) << g.err;
+    const auto doc = nlohmann::json::parse(g.out);
+    ASSERT_FALSE(doc["cells"].empty());
+    for (const auto& cell : doc["cells"]) {
+      const std::string label = cell["label"];
+      const auto at = c.out.find(label + " ");
+      ASSERT_NE(at, std::string::npos) << label << "\n" << c.out;
+      std::istringstream row(c.out.substr(at + label.size()));
+      std::string verdict;
+      row >> verdict;
+      EXPECT_EQ(verdict, cell["verdict"].get<std::string>()) << label;
+    }
+  }
+}
+
 TEST_F(GateCommandTest, HelpListsTheExitCodes) {
   Outcome o = Call({"gate", "--help"});
   EXPECT_EQ(o.code, 0);
