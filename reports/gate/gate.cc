@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <sstream>
@@ -145,6 +146,7 @@ bool CompareLatency(CellResult& cell, const LatencyInput& in, const LatencyPolic
   if (!(cell.baseline_median_us > 0)) return false;
   cell.ratio = cell.candidate_median_us / cell.baseline_median_us;
   cell.p_value = stats::MannWhitneyU(in.candidate, in.baseline).p_value;
+  cell.smallest_p = stats::SmallestMannWhitneyP(in.candidate.size(), in.baseline.size());
   auto ci = stats::BootstrapRatioOfMedians(in.baseline, in.candidate, p.confidence,
                                            p.bootstrap_resamples, p.seed);
   cell.ci_low = ci.low;
@@ -536,10 +538,48 @@ void AddRunNotes(GateResult& result, const store::RunRow& run, const char* role)
   }
 }
 
-void AddSummaryNotes(GateResult& result, const Policy& policy) {
-  size_t within = 0, unknown = 0, missing = 0, compared = 0;
+// Whether each side of `c` ran at least 2 trials (ok or not): then a side
+// with fewer than 2 usable trials lost them to failures or noise, not to the
+// spec's benchmark.repeats.
+bool RanTwoTrialsASide(const CellResult& c) {
+  return c.baseline_jobs.size() + c.baseline_failed_jobs >= 2 &&
+         c.candidate_jobs.size() + c.candidate_failed_jobs >= 2;
+}
+
+// Cells whose trials are too few for the policy's alpha: "N cell(s) have 3
+// trials a side: ..." (the smallest p, and the trials a side alpha needs).
+void AddTrialCountNote(GateResult& result, const Policy& policy) {
+  size_t short_cells = 0;
+  double smallest = 0;
+  std::string trials;
   for (const auto& c : result.cells) {
-    within += c.within_run_only && c.candidate_trials > 0 ? 1 : 0;
+    if (c.within_run_only || c.ratio <= 0 || c.smallest_p <= policy.latency.alpha) continue;
+    if (++short_cells == 1) {
+      smallest = c.smallest_p;
+      trials = std::to_string(c.baseline_trials) + "/" + std::to_string(c.candidate_trials);
+    }
+  }
+  if (short_cells == 0) return;
+  const size_t needed = stats::ValuesPerSideForAlpha(policy.latency.alpha);
+  char p[32], alpha[32];
+  std::snprintf(p, sizeof p, "%.3g", smallest);
+  std::snprintf(alpha, sizeof alpha, "%.3g", policy.latency.alpha);
+  result.notes.push_back(
+      std::to_string(short_cells) + " cell(s) have too few trials for a latency verdict: with " +
+      trials + " trials (baseline/candidate) the smallest p is " + p + ", above alpha " + alpha +
+      ", so their latency can only be pass or unknown" +
+      (needed > 0
+           ? "; " + std::to_string(needed) +
+                 " trials a side are needed (benchmark.repeats >= " + std::to_string(needed) + ")"
+           : ""));
+}
+
+void AddSummaryNotes(GateResult& result, const Policy& policy) {
+  size_t within = 0, within_lost = 0, unknown = 0, missing = 0, compared = 0;
+  for (const auto& c : result.cells) {
+    const bool w = c.within_run_only && c.candidate_trials > 0;
+    within += w && !RanTwoTrialsASide(c) ? 1 : 0;
+    within_lost += w && RanTwoTrialsASide(c) ? 1 : 0;
     unknown += c.verdict == Verdict::kUnknown ? 1 : 0;
     missing += c.verdict == Verdict::kMissing ? 1 : 0;
     compared += c.latency != Verdict::kNew && c.latency != Verdict::kMissing ? 1 : 0;
@@ -550,6 +590,13 @@ void AddSummaryNotes(GateResult& result, const Policy& policy) {
                            "rests on within-run samples only, which understate run-to-run noise "
                            "(set benchmark.repeats >= 2 in the spec)");
   }
+  if (within_lost > 0) {
+    result.notes.push_back(std::to_string(within_lost) +
+                           " cell(s) ran 2 or more trials a side but kept fewer than 2 usable "
+                           "ones (the others failed or were noisy): their latency verdict rests "
+                           "on within-run samples only");
+  }
+  AddTrialCountNote(result, policy);
   if (unknown > 0) {
     result.notes.push_back(std::to_string(unknown) +
                            " cell(s) unknown: not enough evidence either way (rerun them with "

@@ -35,6 +35,9 @@ struct CellResult {
   // Latency (trial statistic = median of the trial's samples).
   double baseline_median_us = 0, candidate_median_us = 0, ratio = 0, ci_low = 0, ci_high = 0;
   double p_value = 1, q_value = 1;
+  // The smallest p the values compared could give (stats::SmallestMannWhitneyP):
+  // above the policy's alpha, latency can never be regressed or improved.
+  double smallest_p = 1;
   size_t baseline_trials = 0, candidate_trials = 0;
   bool within_run_only = false;  // one trial per side: verdict from the samples of one trial
   // Ok trials left out of the latency comparison as noisy (policy

@@ -17,6 +17,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // One synthetic job: a trial of a cell.
 struct FakeJob {
@@ -581,6 +582,47 @@ TEST_F(GateTest, RenderersEscapeAndCarryEveryCell) {
   EXPECT_EQ(json["cells"][0]["findings"][0]["output"], "out<1>");
   EXPECT_THAT(RenderGateMarkdown(*r), HasSubstr("| **fail** |"));
   EXPECT_THAT(RenderGateText(*r), HasSubstr("FAILED"));
+}
+
+// 3 trials a side can never reach p < 0.05: a 2x slow-down stays unknown,
+// and the gate says why and how many trials alpha needs.
+TEST_F(GateTest, TooFewTrialsForAlphaAreNamed) {
+  FakeJob j;
+  auto base = AddRun(Cell(j, 3, 30, 1000, 0.01, 0.02, 1));
+  auto cand = AddRun(Cell(j, 3, 30, 2000, 0.01, 0.02, 2));
+  auto r = RunGate(*store_, cand, base, DefaultPolicy());
+  ASSERT_TRUE(r) << r.message();
+  ASSERT_EQ(r->cells.size(), 1u);
+  EXPECT_EQ(r->cells[0].latency, Verdict::kUnknown);
+  EXPECT_NEAR(r->cells[0].smallest_p, 0.1, 1e-9);
+  std::string notes;
+  for (const auto& n : r->notes) notes += n + "\n";
+  EXPECT_THAT(notes, HasSubstr("with 3/3 trials (baseline/candidate) the smallest p is 0.1, "
+                               "above alpha 0.05"));
+  EXPECT_THAT(notes, HasSubstr("4 trials a side are needed (benchmark.repeats >= 4)"));
+  EXPECT_THAT(notes, Not(HasSubstr("set benchmark.repeats >= 2")));
+  // 5 a side can: the same slow-down is regressed, with no such note.
+  auto base5 = AddRun(Cell(j, 5, 30, 1000, 0.01, 0.02, 3));
+  auto cand5 = AddRun(Cell(j, 5, 30, 2000, 0.01, 0.02, 4));
+  auto r5 = RunGate(*store_, cand5, base5, DefaultPolicy());
+  ASSERT_TRUE(r5) << r5.message();
+  EXPECT_EQ(r5->cells[0].latency, Verdict::kRegressed) << RenderGateText(*r5);
+  for (const auto& n : r5->notes) EXPECT_THAT(n, Not(HasSubstr("too few trials")));
+}
+
+// Repeats 3 with failed trials is not "set repeats >= 2".
+TEST_F(GateTest, FailedTrialsAreNotAskedForMoreRepeats) {
+  FakeJob j;
+  auto base = AddRun(Cell(j, 3, 30, 1000, 0.01, 0.02, 1));
+  auto cand_jobs = Cell(j, 3, 30, 1000, 0.01, 0.02, 2);
+  cand_jobs[1].status = cand_jobs[2].status = "crashed";
+  auto cand = AddRun(cand_jobs);
+  auto r = RunGate(*store_, cand, base, DefaultPolicy());
+  ASSERT_TRUE(r) << r.message();
+  std::string notes;
+  for (const auto& n : r->notes) notes += n + "\n";
+  EXPECT_THAT(notes, Not(HasSubstr("set benchmark.repeats >= 2")));
+  EXPECT_THAT(notes, HasSubstr("kept fewer than 2 usable ones (the others failed or were noisy)"));
 }
 
 // The text summary counts the cells that fail the gate apart from the rest:

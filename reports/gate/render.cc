@@ -339,6 +339,7 @@ std::string RenderGateJson(const GateResult& r) {
                        {"baseline_trials", c.baseline_trials},
                        {"candidate_trials", c.candidate_trials},
                        {"within_run_only", c.within_run_only},
+                       {"smallest_p", c.smallest_p},
                        {"noisy_trials_excluded", c.noisy_trials_excluded}}},
                      {"memory",
                       {{"baseline_peak_rss_bytes", c.baseline_peak_rss_bytes},

@@ -363,6 +363,20 @@ double Median(std::vector<double> values) {
   return (lower + upper) / 2;
 }
 
+double SmallestMannWhitneyP(size_t n, size_t m) {
+  std::vector<double> a(n), b(m);
+  for (size_t i = 0; i < n; ++i) a[i] = static_cast<double>(i);
+  for (size_t j = 0; j < m; ++j) b[j] = static_cast<double>(n + j);
+  return MannWhitneyU(a, b).p_value;
+}
+
+size_t ValuesPerSideForAlpha(double alpha) {
+  for (size_t n = 1; n <= 1000; ++n) {
+    if (SmallestMannWhitneyP(n, n) <= alpha) return n;
+  }
+  return 0;
+}
+
 RankTest MannWhitneyU(const std::vector<double>& a, const std::vector<double>& b) {
   RankTest out;
   if (a.empty() || b.empty()) return out;

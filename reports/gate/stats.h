@@ -29,6 +29,15 @@ struct RankTest {
 // and no ties. p = 1 when a side is empty.
 RankTest MannWhitneyU(const std::vector<double>& a, const std::vector<double>& b);
 
+// The smallest p MannWhitneyU can give for sides of n and m values (every
+// value of one side below every value of the other): with 3 and 3, 0.1, so
+// no such comparison is ever significant at 0.05. 1 when a side is empty.
+double SmallestMannWhitneyP(size_t n, size_t m);
+
+// The fewest values per side (both sides alike, at most 1000) whose smallest
+// p is at most `alpha`; 0 when even 1000 are not enough.
+size_t ValuesPerSideForAlpha(double alpha);
+
 struct Interval {
   double low = 0;
   double high = 0;

@@ -449,4 +449,13 @@ TEST(ChangePoints, ShortHistoriesAndEdgeCases) {
 }
 
 }  // namespace
+TEST(MannWhitney, SmallestPAndTheValuesAlphaNeeds) {
+  EXPECT_NEAR(SmallestMannWhitneyP(3, 3), 0.1, 1e-9);  // 2 / C(6, 3)
+  EXPECT_NEAR(SmallestMannWhitneyP(4, 4), 2.0 / 70, 1e-9);
+  EXPECT_EQ(SmallestMannWhitneyP(0, 3), 1.0);
+  EXPECT_EQ(ValuesPerSideForAlpha(0.05), 4u);
+  EXPECT_EQ(ValuesPerSideForAlpha(0.1), 3u);
+  EXPECT_GT(ValuesPerSideForAlpha(0.001), 4u);
+}
+
 }  // namespace dfarm::stats
