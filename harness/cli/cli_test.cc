@@ -106,6 +106,28 @@ TEST(CliTest, SelectorMatchingNothingExits2) {
   EXPECT_THAT(o.err, HasSubstr("device selector {\"abi\":\"mips\"} matches no device"));
 }
 
+// Before a sweep: repeats that cannot reach the gate's alpha are named.
+TEST(CliTest, TooFewRepeatsForTheGateAreNoted) {
+  harness::TempDir dir;
+  dir.Write("m.tflite", "model");
+  for (int repeats : {3, 4}) {
+    std::string spec = dir.Write(
+        "q.json",
+        R"({"models":["m.tflite"],"delegates":[{"name":"cpu"}],"devices":[{"abi":"mips"}],)"
+        R"("benchmark":{"repeats":)" +
+            std::to_string(repeats) + "}}");
+    Outcome o = Call({"sweep", spec, "--db", (dir.path() / "x.db").string()});
+    EXPECT_EQ(o.code, kExitUsage) << o.err;
+    if (repeats == 3) {
+      EXPECT_THAT(o.err, HasSubstr("with benchmark.repeats 3 the gate's smallest p per cell is "
+                                   "0.1, above its default alpha 0.05"));
+      EXPECT_THAT(o.err, HasSubstr("4 or more repeats"));
+    } else {
+      EXPECT_THAT(o.err, Not(HasSubstr("smallest p")));
+    }
+  }
+}
+
 TEST(CliTest, ErrorKindsMapToExitCodes) {
   EXPECT_EQ(ExitCodeFor(ErrorKind::kInvalidInput), kExitUsage);
   EXPECT_EQ(ExitCodeFor(ErrorKind::kNotFound), kExitUsage);

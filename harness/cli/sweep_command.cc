@@ -18,6 +18,8 @@
 #include "harness/devices/devices.h"
 #include "harness/run/sweep.h"
 #include "harness/spec/spec.h"
+#include "reports/gate/policy.h"
+#include "reports/gate/stats.h"
 
 namespace dfarm::cli {
 namespace {
@@ -46,6 +48,23 @@ struct SweepOptions {
 
 // The spec to sweep, with --device in place of its devices; unset for
 // --resume. Returns the exit code (kExitOk, or after ctx.Fail).
+// Before a sweep whose repeats cannot reach the gate's default alpha (2 to 3
+// trials a cell: the smallest p is 0.33 or 0.1), says so on stderr: its
+// latency verdicts could only be pass or unknown.
+void NoteTrialsForTheGate(const harness::SweepSpec& spec, Context& ctx) {
+  const uint32_t repeats = spec.benchmark.repeats;
+  const double alpha = gate::DefaultPolicy().latency.alpha;
+  const double smallest = stats::SmallestMannWhitneyP(repeats, repeats);
+  if (repeats < 2 || smallest <= alpha) return;
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "dfarm: note: with benchmark.repeats %u the gate's smallest p per cell is %.3g, "
+                "above its default alpha %.3g: latency can only be pass or unknown; %zu or more "
+                "repeats can show a change\n",
+                repeats, smallest, alpha, stats::ValuesPerSideForAlpha(alpha));
+  ctx.err << line;
+}
+
 int LoadSpec(const SweepOptions& o, std::optional<harness::SweepSpec>& spec, Context& ctx) {
   if (o.spec.empty() == o.resume.empty()) {
     ctx.Fail(kExitUsage, "give either a SPEC to sweep or --resume RUN");
@@ -67,6 +86,7 @@ int LoadSpec(const SweepOptions& o, std::optional<harness::SweepSpec>& spec, Con
     return ctx.Fail(loaded.error());
   }
   spec = std::move(*loaded);
+  NoteTrialsForTheGate(*spec, ctx);
   if (!o.devices.empty()) {
     std::vector<std::string> devices;
     for (const std::string& d : o.devices) {
