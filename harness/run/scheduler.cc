@@ -158,7 +158,7 @@ class Scheduler {
   }
 
   bool Cancelled() const { return (ctx_.cancel && ctx_.cancel->load()) || stop_.load(); }
-  bool Draining() const { return ctx_.drain && ctx_.drain->load(); }
+  bool Draining() const { return ctx_.node.drain && ctx_.node.drain->load(); }
 
   // The next job for `w`, or nothing when the worker should end: cancelled,
   // quarantined, or every worker idle (then none can move work here).
@@ -216,7 +216,7 @@ class Scheduler {
     }
     store::Store& store = **opened;
     Connection s;
-    if (ctx_.claim) {
+    if (ctx_.node.claim) {
       ClaimLoop(w, store, s);
       s.session.reset();
       std::lock_guard lock(mu_);
@@ -269,7 +269,7 @@ class Scheduler {
     bool noted_unreachable = false;
     // Without a health check a quarantined device stops; with one it waits
     // for its check to pass (device_ready).
-    while (!Cancelled() && !Draining() && !(w.quarantined && !ctx_.device_ready)) {
+    while (!Cancelled() && !Draining() && !(w.quarantined && !ctx_.node.device_ready)) {
       if (!c.session) {
         auto reached = Connect(w, store, c);
         if (!reached || !reached->empty()) {
@@ -287,8 +287,8 @@ class Scheduler {
         }
         noted_unreachable = false;
       }
-      if (ctx_.device_ready) {
-        auto ready = ctx_.device_ready(store, w.device, c.session->client());
+      if (ctx_.node.device_ready) {
+        auto ready = ctx_.node.device_ready(store, w.device, c.session->client());
         if (!ready || !*ready) {
           if (!ready && ctx_.progress) {
             ctx_.progress->Note("device '" + w.device + "': " + ready.message());
@@ -303,14 +303,14 @@ class Scheduler {
           w.infra_in_a_row = 0;
         }
       }
-      auto job = ctx_.claim(store, w.device, c.session->client().device());
+      auto job = ctx_.node.claim(store, w.device, c.session->client().device());
       if (!job) {
         if (ctx_.progress) ctx_.progress->Note("device '" + w.device + "': " + job.message());
         SleepUnlessCancelled(std::chrono::milliseconds(2000));
         continue;
       }
       if (!*job) {
-        if (ctx_.wait_for_work) ctx_.wait_for_work();
+        if (ctx_.node.wait_for_work) ctx_.node.wait_for_work();
         continue;
       }
       size_t i;
@@ -327,7 +327,7 @@ class Scheduler {
 
   // The runtime build `job` runs: its own in node mode, else the sweep's.
   const std::string& RunnerFor(const SweepJob& job) const {
-    return ctx_.claim && !job.runner_path.empty() ? job.runner_path : ctx_.runner_path;
+    return ctx_.node.claim && !job.runner_path.empty() ? job.runner_path : ctx_.runner_path;
   }
 
   // Back to the queue: a claimed job gives its claim back; else "queued".
@@ -631,7 +631,7 @@ class Scheduler {
   // queue move when they can), else records the job infra.
   Result<void> RecordOutOfAttempts(Worker& w, store::Store& store, size_t i,
                                    const store::JobOutcome& outcome) {
-    if (ctx_.claim) return ReleaseOutOfAttempts(w, store, i, outcome);
+    if (ctx_.node.claim) return ReleaseOutOfAttempts(w, store, i, outcome);
     std::vector<size_t> leaving;
     {
       std::lock_guard lock(mu_);
@@ -730,7 +730,7 @@ class Scheduler {
       if (auto r = store.SetDeviceState(w.device, store::kDeviceQuarantined, reason); !r) return r;
       if (ctx_.progress) ctx_.progress->Note("device '" + w.device + "' " + reason);
     }
-    if (job.claim_id >= ctx_.max_claims) return Record(w, store, job, outcome);
+    if (job.claim_id >= ctx_.node.max_claims) return Record(w, store, job, outcome);
     if (ctx_.progress) {
       ctx_.progress->Note("giving " + Label(job, w.device) +
                           " back to the queue: " + outcome.error);
