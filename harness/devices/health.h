@@ -11,7 +11,7 @@
 // outputs for (model, runner build): the first device to pass records them
 // (store::Store::RecordHealthGolden), every later check compares with them.
 //
-// HealthChecker::Ready, asked before each claim (SchedulerContext::
+// HealthChecker::Ready, asked before each claim (NodeClaims::
 // device_ready), decides from the device's state in the store:
 // - quarantined: false until `retry` has passed since this checker's last
 //   check of the device, errors too (none yet: at once); then it runs: pass sets

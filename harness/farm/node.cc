@@ -291,18 +291,19 @@ Result<NodeSummary> RunNode(const NodeOptions& o) {
   ctx.policy = o.policy;
   ctx.progress = &progress;
   ctx.cancel = o.cancel;
-  ctx.drain = o.drain;
-  ctx.max_claims = o.max_claims;
   ctx.node_name = name;
   ctx.device_tags = o.device_tags;
-  ctx.wait_for_work = [&background] { background.WaitForWork(); };
+  NodeClaims& node = ctx.node;
+  node.drain = o.drain;
+  node.max_claims = o.max_claims;
+  node.wait_for_work = [&background] { background.WaitForWork(); };
   HealthChecker health(o.health, {}, [&progress](const std::string& line) { progress.Note(line); });
-  ctx.device_ready = [&health](store::Store& store, const std::string& device,
-                               agent::AgentClient& client) {
+  node.device_ready = [&health](store::Store& store, const std::string& device,
+                                agent::AgentClient& client) {
     return health.Ready(store, device, client);
   };
-  ctx.claim = [&](store::Store& store, const std::string& device,
-                  const agent::DeviceInfo& info) -> Result<std::optional<SweepJob>> {
+  node.claim = [&](store::Store& store, const std::string& device,
+                   const agent::DeviceInfo& info) -> Result<std::optional<SweepJob>> {
     auto tags = o.device_tags.find(device);
     const store::DeviceTraits traits = TraitsOf(
         device, info, tags == o.device_tags.end() ? std::vector<std::string>() : tags->second);

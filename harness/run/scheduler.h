@@ -58,6 +58,34 @@ struct SchedulerStats {
   std::vector<std::string> quarantined;  // devices quarantined, in order
 };
 
+// Node mode's job source. Each device's worker connects to its device and
+// then asks claim() for its next job (on the worker's own store connection,
+// with what the device said at hello): a claimed job (id, claim_id,
+// runner_path set), or nothing, then it calls wait_for_work() and asks again,
+// until *drain (finish the job in hand, claim no more) or cancel. Each job
+// pushes its own runner build. Every state change of a job is made under its
+// claim; a claim that was lost (its lease expired and the job went back to
+// the queue) drops the result with a note, and a worker that finds its claim
+// lost before an attempt (store::Store::MarkJobRunning) drops the job and
+// never retries it. A job that runs out of attempts goes back to the queue
+// (another device may take it) until it was claimed max_claims times, then
+// is recorded infra. The callbacks are called concurrently by the workers
+// and kept for the whole RunJobs call.
+struct NodeClaims {
+  std::function<Result<std::optional<SweepJob>>(store::Store& store, const std::string& device,
+                                                const agent::DeviceInfo& info)>
+      claim;  // unset: not node mode
+  std::function<void()> wait_for_work;
+  // Optional: asked before each claim, on the worker's store connection and
+  // agent connection; false: the device must not claim now (quarantined:
+  // health.h), then the worker waits and asks again.
+  std::function<Result<bool>(store::Store& store, const std::string& device,
+                             agent::AgentClient& client)>
+      device_ready;
+  const std::atomic<bool>* drain = nullptr;  // borrowed, may be null
+  int64_t max_claims = 3;
+};
+
 struct SchedulerContext {
   DeviceProvider* devices = nullptr;  // shared by the workers; Open() is called concurrently
   StoreOpener open_store;             // one connection per worker
@@ -71,30 +99,9 @@ struct SchedulerContext {
   // Resume with a runner build other than the one the run recorded.
   bool allow_runner_change = false;
 
-  // Node mode (`dfarm node`, harness/farm/node.h). When `claim` is set, each
-  // device's worker connects to its device and then asks claim() for its
-  // next job (on the worker's own store connection, with what the device
-  // said at hello): a claimed job (id, claim_id, runner_path set), or nothing,
-  // then it calls wait_for_work() and asks again, until *drain (finish the job
-  // in hand, claim no more) or cancel. Each job pushes its own runner build.
-  // Every state change of a job is made under its claim; a claim that was
-  // lost (its lease expired and the job went back to the queue) drops the
-  // result with a note, and a worker that finds its claim lost before an
-  // attempt (store::Store::MarkJobRunning) drops the job and never retries it. A job that runs out
-  // of attempts goes back to the queue (another device may take it) until it was claimed max_claims
-  // times, then is recorded infra. `jobs` given to RunJobs may be empty.
-  std::function<Result<std::optional<SweepJob>>(store::Store& store, const std::string& device,
-                                                const agent::DeviceInfo& info)>
-      claim;
-  std::function<void()> wait_for_work;
-  // Node mode, optional: asked before each claim, on the worker's store
-  // connection and agent connection; false: the device must not claim now
-  // (quarantined: health.h), then the worker waits and asks again.
-  std::function<Result<bool>(store::Store& store, const std::string& device,
-                             agent::AgentClient& client)>
-      device_ready;
-  const std::atomic<bool>* drain = nullptr;
-  int64_t max_claims = 3;
+  // Node mode (`dfarm node`, harness/farm/node.h): where the workers' jobs
+  // come from when node.claim is set; else `jobs` given to RunJobs.
+  NodeClaims node;
   // Recorded with each device (store::DeviceRow::node, tags).
   std::string node_name;
   std::map<std::string, std::vector<std::string>> device_tags;
@@ -103,7 +110,8 @@ struct SchedulerContext {
 // Runs `jobs` (stored: each has its id) on workers for `devices` (every
 // device a job names must be in it; extra devices only serve as failover
 // targets); each job goes to its agent as scheduler.cc's ToJobSpec makes it.
-// Returns when every job is recorded, or the sweep was cancelled. An error
+// In node mode (ctx.node.claim set) the workers claim their jobs and `jobs`
+// is not used. Returns when every job is recorded, or the sweep was cancelled. An error
 // means a store write failed: then the sweep stopped early, and what was
 // recorded stays.
 Result<SchedulerStats> RunJobs(const SchedulerContext& ctx, const std::vector<std::string>& devices,

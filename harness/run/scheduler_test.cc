@@ -556,14 +556,14 @@ TEST(SchedulerClaimTest, ALostClaimIsDroppedNeverRetried) {
   SchedulerContext ctx;
   ctx.devices = provider.get();
   ctx.open_store = [&] { return store::OpenSqliteStore(db); };
-  ctx.drain = &drain;
+  ctx.node.drain = &drain;
   ctx.progress = &progress;
   ctx.policy.retries = 3;
-  ctx.wait_for_work = [] {};
+  ctx.node.wait_for_work = [] {};
   int asked = 0;
   std::string lost;  // why node a's claim is lost, as the test saw it happen
-  ctx.claim = [&](store::Store& s, const std::string& dev,
-                  const agent::DeviceInfo& info) -> Result<std::optional<SweepJob>> {
+  ctx.node.claim = [&](store::Store& s, const std::string& dev,
+                       const agent::DeviceInfo& info) -> Result<std::optional<SweepJob>> {
     if (asked++ > 0) {
       drain = true;
       return std::optional<SweepJob>();
