@@ -6,7 +6,10 @@
 
 #include <QSet>
 #include <QStringList>
+#include <fstream>
 #include <memory>
+#include <sstream>
+#include <string>
 
 #include "gui/views/location.h"
 #include "gui/views/view.h"
@@ -88,6 +91,17 @@ TEST(PagesTest, EveryRowMakesAViewOwnedByItsParent) {
     EXPECT_EQ(view->parent(), &parent) << qPrintable(pageName(page));
     EXPECT_FALSE(view->isReady()) << qPrintable(pageName(page));
   }
+}
+
+// docs/CONTRACTS.md's `--view` list is the table's, in tab order.
+TEST(PagesTest, TheContractsViewListIsTheTables) {
+  std::ifstream in(std::string(DFARM_SOURCE_DIR) + "/docs/CONTRACTS.md");
+  ASSERT_TRUE(in.good());
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string doc = text.str();
+  const std::string want = "[--view " + pageChoices().toStdString() + "]";
+  EXPECT_NE(doc.find(want), std::string::npos) << "docs/CONTRACTS.md lacks " << want;
 }
 
 TEST(PagesTest, HelpTextsComeFromTheTable) {
