@@ -109,12 +109,6 @@ Result<std::string> ReadLog(const std::string& path) {
   return text.str();
 }
 
-std::string Sha256Of(const std::string& text) {
-  agent::Sha256 hash;
-  hash.Update(text.data(), text.size());
-  return hash.FinishHex();
-}
-
 // The job as the store keeps it; --model names a file (hashed) or just a
 // model. The delegate: --delegate, else the log's, else cpu (TensorFlow
 // Lite's own kernels).
@@ -187,7 +181,7 @@ store::JobOutcome OutcomeOf(const ImportedLog& log, const std::string& text, uin
 // Records the run of one job; prints its id (or the --json document).
 int Record(const ImportOptions& o, const ImportTool& tool, const ImportedLog& log,
            const store::JobRow& job, const std::string& text, store::Store& s, Context& ctx) {
-  const std::string sha256 = Sha256Of(text);
+  const std::string sha256 = harness::Sha256OfBytes(text);
   auto earlier = EarlierImport(s, sha256);
   if (!earlier) return ctx.Fail(earlier.error());
   if (*earlier != 0 && !o.again) {
