@@ -384,6 +384,28 @@ TEST_F(DelegateTest, NodesTouchingATensorSizedAtPrepareStayOnTheCpu) {
   EXPECT_THAT(Run(kInput), ElementsAre(1.0f, 1.0f, 1.5f, 5.0f));
 }
 
+TEST_F(DelegateTest, EveryMissingOpLeftToTheCpuIsNamed) {
+  // Two custom ops without a kernel around an ADD the delegate takes: both
+  // are left to the CPU, and the refusal names both.
+  ModelBuilder b;
+  int x = b.AddTensor(tfl::TensorType::FLOAT32, {4}, "x");
+  int t0 = b.AddTensor(tfl::TensorType::FLOAT32, {4});
+  int t1 = b.AddTensor(tfl::TensorType::FLOAT32, {4});
+  int out = b.AddTensor(tfl::TensorType::FLOAT32, {4});
+  b.AddCustomOperator("VendorA", {x}, {t0});
+  b.AddAdd(t0, t0, t1);
+  b.AddCustomOperator("VendorB", {t1}, {out});
+  b.SetInputs({x});
+  b.SetOutputs({out});
+  FakeDelegate fake("fake", {tfl::BuiltinOperator::ADD});
+  Status s = Load(b, {&fake});
+  EXPECT_EQ(s.code(), StatusCode::kUnsupported);
+  EXPECT_EQ(s.message(),
+            "model 'test.tflite' node 0 (VendorA): op (custom) is not supported (no kernel "
+            "registered); 2 ops of this model have no kernel: VendorA (custom; node 0), VendorB "
+            "(custom; node 2)");
+}
+
 TEST_F(DelegateTest, NodesOurKernelsRefuseAreNeverOffered) {
   // x [2,3] -> RESHAPE -> out declared [4,4]: our kernel refuses it before
   // the delegate that claims RESHAPE is asked (a delegate trusting the

@@ -164,12 +164,17 @@ class Interpreter {
   // the wrappers of GuardedDelegates() refuse it.
   bool MustRunOnCpu(const Node& node) const;
   // Sets every node's registration; a node our kernels cannot run (no
-  // kernel, a sparse input) gets the reason in cpu_status_, an error when it
-  // must run on the CPU.
+  // kernel, a sparse input) gets the reason in cpu_status_, an error
+  // (CpuRefusal) when it must run on the CPU.
   Status ResolveKernels();
-  // After delegation: drops the delegated nodes' OpData; the first CPU node
-  // our kernels cannot run (cpu_status_) is the error.
+  // After delegation: drops the delegated nodes' OpData; the CPU nodes our
+  // kernels cannot run (cpu_status_) are the error (CpuRefusal).
   Status KeepCpuNodes();
+  // Ok when `refused` (node indices, in order) is empty; else the first
+  // one's cpu_status_, followed, when two or more ops lack a kernel, by every
+  // such op and its nodes, so a model missing several custom ops names them
+  // all at once.
+  Status CpuRefusal(const std::vector<int>& refused) const;
   // InterpreterOptions::fold_activations, fold_pads and fold_adds, after
   // ResolveKernels(): sets Node::folded_activation / folded_pad /
   // folded_addend and folded_into, rewires the node's output to the
