@@ -16,12 +16,11 @@ void FreeArena(std::byte* p) { std::free(p); }
 
 size_t AlignUp(size_t n) { return (n + kArenaAlignment - 1) & ~(kArenaAlignment - 1); }
 
-// Ok when delegates may be offered `node`: every tensor it reads or writes
-// has the shape the model declares (none declared [] or with -1 in
-// shape_signature, `open` by tensor index, and sized by our kernels'
-// Prepare) and holds an element (XNNPACK aborts on a dimension 0; our
-// kernels give the empty result, as TFLite does). Else kUnsupported naming
-// the tensor: the node stays on the CPU, the reason in the placement.
+// Ok when delegates may be offered `node`: no tensor it reads or writes is
+// `open` (by tensor index: declared [], see Interpreter::MarkOpenShapes) and
+// each holds an element (XNNPACK aborts on a dimension 0; our kernels give
+// the empty result, as TFLite does). Else kUnsupported naming the tensor:
+// the node stays on the CPU, the reason in the placement.
 Status OfferableToDelegates(const Node& node, const std::vector<bool>& open) {
   for (const std::vector<Tensor*>* tensors : {&node.inputs, &node.outputs}) {
     for (const Tensor* t : *tensors) {
@@ -217,7 +216,7 @@ void Interpreter::MarkOpenShapes() {
   open_shapes_.assign(tensors_.size(), false);
   for (const Node& node : nodes_) {
     for (const Tensor* t : node.outputs) {
-      open_shapes_[t->index] = t->allocation != Allocation::kConstant && DeclaredShapeIsOpen(*t);
+      open_shapes_[t->index] = t->allocation != Allocation::kConstant && t->shape.empty();
     }
   }
 }
