@@ -848,7 +848,8 @@ void ExpectDelegatedWhole(const std::vector<uint8_t>& model,
         << "node " << n.node << " " << n.op << " on " << n.delegate << ": " << n.reason;
   }
   const double err = Compare(got, tfl, 1e-4, 1e-4, 1, delegate + " vs TFLite");
-  std::printf("%-8s 1 partition, max abs error vs TFLite %.3g\n", delegate.c_str(), err);
+  std::printf("%-8s %d partition(s), max abs error vs TFLite %.3g\n", delegate.c_str(),
+              placement.partitions, err);
 }
 
 void ExpectParity(const std::vector<uint8_t>& model) {
