@@ -28,12 +28,8 @@ Status CheckArity(const Node& node, size_t min_inputs, size_t max_inputs, size_t
   return Status::Ok();
 }
 
-Status ReadInts(const Node& node, const Tensor* t, const char* what, bool folded_ok,
-                std::vector<int64_t>* out) {
-  const bool constant =
-      t != nullptr &&
-      (folded_ok ? t->has_static_value() : t->allocation == runtime::Allocation::kConstant);
-  if (!constant || t->data == nullptr) {
+Status ReadInts(const Node& node, const Tensor* t, const char* what, std::vector<int64_t>* out) {
+  if (t == nullptr || !t->has_static_value() || t->data == nullptr) {
     return Unsupported(node, std::string("with a non-constant ") + what);
   }
   out->clear();

@@ -27,10 +27,11 @@ runtime::Status CheckArity(const runtime::Node& node, size_t min_inputs, size_t 
                            size_t outputs);
 
 // The values of the int32 or int64 parameter tensor `t` (`what` names it in
-// the reason: "axes", "paddings"), which must be a constant of the model or,
-// where `folded_ok`, one the interpreter folded at load.
+// the reason: "axes", "paddings"), which must hold its values before
+// Invoke(): a constant of the model or one the interpreter folded at load
+// (Tensor::has_static_value), alike.
 runtime::Status ReadInts(const runtime::Node& node, const runtime::Tensor* t, const char* what,
-                         bool folded_ok, std::vector<int64_t>* out);
+                         std::vector<int64_t>* out);
 
 // The node's fused activation as the range [*lo, *hi] its output is clamped
 // to (-inf and inf for NONE); kUnsupported for TANH, SIGN_BIT and the like.

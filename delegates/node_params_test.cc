@@ -35,7 +35,7 @@ TEST(NodeParamsTest, CheckArityNamesTheCounts) {
   EXPECT_EQ(s.message(), "ADD with 3 inputs and 1 outputs");
 }
 
-TEST(NodeParamsTest, ReadIntsTakesConstantsAndFoldedOnesWhereAllowed) {
+TEST(NodeParamsTest, ReadIntsTakesConstantsAndFoldedOnesAlike) {
   const Node node = NamedNode("MEAN");
   std::vector<int64_t> axes_data = {1, 2};
   Tensor axes;
@@ -44,19 +44,22 @@ TEST(NodeParamsTest, ReadIntsTakesConstantsAndFoldedOnesWhereAllowed) {
   axes.data = reinterpret_cast<std::byte*>(axes_data.data());
   axes.allocation = Allocation::kConstant;
   std::vector<int64_t> out;
-  ASSERT_TRUE(ReadInts(node, &axes, "axes", /*folded_ok=*/false, &out).ok());
+  ASSERT_TRUE(ReadInts(node, &axes, "axes", &out).ok());
   EXPECT_EQ(out, (std::vector<int64_t>{1, 2}));
 
+  // Folded at load (e.g. a DEQUANTIZE or an op of constants): a constant too.
   axes.allocation = Allocation::kFolded;
-  EXPECT_TRUE(ReadInts(node, &axes, "axes", /*folded_ok=*/true, &out).ok());
-  EXPECT_EQ(ReadInts(node, &axes, "axes", /*folded_ok=*/false, &out).message(),
-            "MEAN with a non-constant axes");
+  out.clear();
+  ASSERT_TRUE(ReadInts(node, &axes, "axes", &out).ok());
+  EXPECT_EQ(out, (std::vector<int64_t>{1, 2}));
 
+  axes.allocation = Allocation::kArena;
+  EXPECT_EQ(ReadInts(node, &axes, "axes", &out).message(), "MEAN with a non-constant axes");
+
+  axes.allocation = Allocation::kConstant;
   axes.dtype = DType::kFloat32;
-  EXPECT_EQ(ReadInts(node, &axes, "axes", /*folded_ok=*/true, &out).message(),
-            "MEAN with a float32 axes");
-  EXPECT_EQ(ReadInts(node, nullptr, "axes", /*folded_ok=*/true, &out).message(),
-            "MEAN with a non-constant axes");
+  EXPECT_EQ(ReadInts(node, &axes, "axes", &out).message(), "MEAN with a float32 axes");
+  EXPECT_EQ(ReadInts(node, nullptr, "axes", &out).message(), "MEAN with a non-constant axes");
 }
 
 TEST(NodeParamsTest, SpatialPaddingAsTfliteComputesIt) {

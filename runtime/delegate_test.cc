@@ -384,6 +384,75 @@ TEST_F(DelegateTest, NodesTouchingATensorSizedAtPrepareStayOnTheCpu) {
   EXPECT_THAT(Run(kInput), ElementsAre(1.0f, 1.0f, 1.5f, 5.0f));
 }
 
+TEST_F(DelegateTest, ADynamicBatchIsOfferedOnceItsShapesAreFixed) {
+  // x declared [1,4] with shape_signature [-1,4] (a Keras model's dynamic
+  // batch), as every tensor after it: Prepare fixes the batch at the
+  // declared 1 before the delegate is asked, so the graph is delegated
+  // whole, as a static one.
+  ModelBuilder dynamic;
+  int x = dynamic.AddTensor(tfl::TensorType::FLOAT32, {1, 4}, "x");
+  int one = dynamic.AddConstFloat32({1}, {1.0f}, "one");
+  int t1 = dynamic.AddTensor(tfl::TensorType::FLOAT32, {1, 4});
+  int t2 = dynamic.AddTensor(tfl::TensorType::FLOAT32, {1, 4});
+  int out = dynamic.AddTensor(tfl::TensorType::FLOAT32, {1, 4}, "out");
+  for (int t : {x, t1, t2, out}) dynamic.SetShapeSignature(t, {-1, 4});
+  dynamic.AddAdd(x, one, t1);
+  dynamic.AddUnary(tfl::BuiltinOperator::RELU, t1, t2);
+  dynamic.AddAdd(t2, x, out);
+  dynamic.SetInputs({x});
+  dynamic.SetOutputs({out});
+  FakeDelegate fake("fake", {tfl::BuiltinOperator::ADD, tfl::BuiltinOperator::RELU});
+  Status s = Load(dynamic, {&fake});
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_THAT(Where(), ElementsAre("ADD@fake#0", "RELU@fake#0", "ADD@fake#0"));
+  EXPECT_EQ(interpreter_->placement().partitions, 1);
+  for (const NodePlacement& p : interpreter_->placement().nodes) EXPECT_EQ(p.reason, "");
+  EXPECT_THAT(interpreter_->tensor(out).shape, ElementsAre(1, 4));
+  EXPECT_THAT(Run(kInput), ElementsAre(-3.0f, 0.0f, 1.5f, 5.0f));  // max(x + 1, 0) + x
+}
+
+TEST_F(DelegateTest, ADynamicShapeOurKernelsDoNotComputeKeepsTheDeclaredOne) {
+  // x -> a custom op we have no kernel for (the delegate takes it) -> t
+  // declared [1,4] with [-1,4] -> ADD -> out: t keeps its declared shape
+  // (the one TFLite gives a delegate) and both nodes are offered.
+  ModelBuilder b;
+  int x = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4}, "x");
+  int t = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4}, "t");
+  int out = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4}, "out");
+  b.SetShapeSignature(t, {-1, 4});
+  b.AddCustomOperator("VendorOp", {x}, {t});
+  b.AddAdd(t, x, out);
+  b.SetInputs({x});
+  b.SetOutputs({out});
+  FakeDelegate fake("fake", {tfl::BuiltinOperator::CUSTOM, tfl::BuiltinOperator::ADD});
+  Status s = Load(b, {&fake});
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_THAT(Where(), ElementsAre("VendorOp@fake#0", "ADD@fake#0"));
+  EXPECT_THAT(interpreter_->tensor(t).shape, ElementsAre(1, 4));
+}
+
+TEST_F(DelegateTest, EveryMissingOpLeftToTheCpuIsNamed) {
+  // Two custom ops without a kernel around an ADD the delegate takes: both
+  // are left to the CPU, and the refusal names both.
+  ModelBuilder b;
+  int x = b.AddTensor(tfl::TensorType::FLOAT32, {4}, "x");
+  int t0 = b.AddTensor(tfl::TensorType::FLOAT32, {4});
+  int t1 = b.AddTensor(tfl::TensorType::FLOAT32, {4});
+  int out = b.AddTensor(tfl::TensorType::FLOAT32, {4});
+  b.AddCustomOperator("VendorA", {x}, {t0});
+  b.AddAdd(t0, t0, t1);
+  b.AddCustomOperator("VendorB", {t1}, {out});
+  b.SetInputs({x});
+  b.SetOutputs({out});
+  FakeDelegate fake("fake", {tfl::BuiltinOperator::ADD});
+  Status s = Load(b, {&fake});
+  EXPECT_EQ(s.code(), StatusCode::kUnsupported);
+  EXPECT_EQ(s.message(),
+            "model 'test.tflite' node 0 (VendorA): op (custom) is not supported (no kernel "
+            "registered); 2 ops of this model have no kernel: VendorA (custom; node 0), VendorB "
+            "(custom; node 2)");
+}
+
 TEST_F(DelegateTest, NodesOurKernelsRefuseAreNeverOffered) {
   // x [2,3] -> RESHAPE -> out declared [4,4]: our kernel refuses it before
   // the delegate that claims RESHAPE is asked (a delegate trusting the

@@ -16,12 +16,11 @@ void FreeArena(std::byte* p) { std::free(p); }
 
 size_t AlignUp(size_t n) { return (n + kArenaAlignment - 1) & ~(kArenaAlignment - 1); }
 
-// Ok when delegates may be offered `node`: every tensor it reads or writes
-// has the shape the model declares (none declared [] or with -1 in
-// shape_signature, `open` by tensor index, and sized by our kernels'
-// Prepare) and holds an element (XNNPACK aborts on a dimension 0; our
-// kernels give the empty result, as TFLite does). Else kUnsupported naming
-// the tensor: the node stays on the CPU, the reason in the placement.
+// Ok when delegates may be offered `node`: no tensor it reads or writes is
+// `open` (by tensor index: declared [], see Interpreter::MarkOpenShapes) and
+// each holds an element (XNNPACK aborts on a dimension 0; our kernels give
+// the empty result, as TFLite does). Else kUnsupported naming the tensor:
+// the node stays on the CPU, the reason in the placement.
 Status OfferableToDelegates(const Node& node, const std::vector<bool>& open) {
   for (const std::vector<Tensor*>* tensors : {&node.inputs, &node.outputs}) {
     for (const Tensor* t : *tensors) {
@@ -59,6 +58,38 @@ class OfferableNodesOnly final : public Delegate {
   Delegate* inner_;
   const std::vector<bool>* open_;
 };
+
+// "3 ops of this model have no kernel: A (custom; node 0), B (custom; nodes
+// 1, 4), SIN (node 3)" for the nodes of `refused` (node indices) whose op has
+// no kernel (Node::registration null), each op once; empty when they are
+// fewer than two ops.
+std::string MissingKernels(const std::vector<Node>& nodes, const std::vector<int>& refused) {
+  constexpr size_t kNodesNamed = 5;
+  std::vector<std::string> ops;
+  std::vector<std::vector<int>> op_nodes;
+  for (int n : refused) {
+    const Node& node = nodes[n];
+    if (node.registration != nullptr) continue;
+    const std::string op =
+        node.op_name + (node.code == tflite::BuiltinOperator::CUSTOM ? " (custom; " : " (");
+    const size_t k = std::find(ops.begin(), ops.end(), op) - ops.begin();
+    if (k == ops.size()) ops.push_back(op), op_nodes.emplace_back();
+    op_nodes[k].push_back(n);
+  }
+  if (ops.size() < 2) return "";
+  std::string text = std::to_string(ops.size()) + " ops of this model have no kernel: ";
+  for (size_t k = 0; k < ops.size(); ++k) {
+    const std::vector<int>& at = op_nodes[k];
+    text += (k > 0 ? ", " : "") + ops[k] + (at.size() == 1 ? "node " : "nodes ");
+    for (size_t i = 0; i < std::min(at.size(), kNodesNamed); ++i) {
+      text += (i > 0 ? ", " : "") + std::to_string(at[i]);
+    }
+    if (at.size() > kNodesNamed)
+      text += " and " + std::to_string(at.size() - kNodesNamed) + " more";
+    text += ")";
+  }
+  return text;
+}
 
 }  // namespace
 
@@ -185,7 +216,7 @@ void Interpreter::MarkOpenShapes() {
   open_shapes_.assign(tensors_.size(), false);
   for (const Node& node : nodes_) {
     for (const Tensor* t : node.outputs) {
-      open_shapes_[t->index] = t->allocation != Allocation::kConstant && DeclaredShapeIsOpen(*t);
+      open_shapes_[t->index] = t->allocation != Allocation::kConstant && t->shape.empty();
     }
   }
 }
@@ -205,6 +236,7 @@ bool Interpreter::MustRunOnCpu(const Node& node) const {
 
 Status Interpreter::ResolveKernels() {
   cpu_status_.assign(nodes_.size(), Status::Ok());
+  std::vector<int> refused;
   for (Node& node : nodes_) {
     const bool custom = node.code == tflite::BuiltinOperator::CUSTOM;
     node.registration =
@@ -222,21 +254,30 @@ Status Interpreter::ResolveKernels() {
                                 " '" + in->name + "' is sparse; only DENSIFY reads sparse tensors");
       }
     }
-    if (!why.ok() && MustRunOnCpu(node)) return why;
+    if (!why.ok() && MustRunOnCpu(node)) refused.push_back(node.index);
   }
-  return Status::Ok();
+  return CpuRefusal(refused);
+}
+
+Status Interpreter::CpuRefusal(const std::vector<int>& refused) const {
+  if (refused.empty()) return Status::Ok();
+  const Status& first = cpu_status_[refused.front()];
+  const std::string missing = MissingKernels(nodes_, refused);
+  if (missing.empty() || first.code() != StatusCode::kUnsupported) return first;
+  return Status::Unsupported(first.message() + "; " + missing);
 }
 
 Status Interpreter::KeepCpuNodes() {
+  std::vector<int> refused;
   for (Node& node : nodes_) {
     if (delegation_.PartitionOf(node.index) >= 0) {
       node.data.reset();  // our kernel does not run it
       node.scratch_bytes = 0;
     } else if (!cpu_status_[node.index].ok()) {
-      return cpu_status_[node.index];
+      refused.push_back(node.index);
     }
   }
-  return Status::Ok();
+  return CpuRefusal(refused);
 }
 
 namespace {

@@ -100,10 +100,13 @@ class Interpreter {
 
   // Adds a delegate, before AllocateTensors(); delegates claim nodes in the
   // order they were added, the resolver's kernels run the rest (see
-  // runtime/delegate.h). Nodes reading or writing a tensor that only an op's
-  // Prepare sizes (declared [] or with -1 dimensions) or an empty one (a
-  // dimension 0) are not offered. Keeps the pointer: the delegate must
-  // outlive the interpreter.
+  // runtime/delegate.h). Delegates see the shapes Prepare computed from the
+  // input shapes (the declared ones), so a graph whose shape_signature has
+  // -1 (a dynamic batch) is offered like a static one. Not offered: nodes
+  // reading or writing an empty tensor (a dimension 0) or a tensor whose
+  // shape the model leaves to the op writing it (declared [], e.g. a
+  // post-process's outputs). Keeps the pointer: the delegate must outlive
+  // the interpreter.
   void AddDelegate(Delegate* delegate) { delegates_.push_back(delegate); }
 
   // Where each node runs, set by a successful AllocateTensors() (every node on
@@ -155,7 +158,13 @@ class Interpreter {
   std::string NodeLabel(const Node& node) const;
   Status AllocateOnce();
   void MarkFolded();
-  // Sets open_shapes_ from the declared shapes, before any Prepare.
+  // Sets open_shapes_, before any Prepare, for the outputs the model
+  // declares [] (what converters write where only the op can size a tensor,
+  // e.g. TFLite_Detection_PostProcess). A -1 in shape_signature (a dynamic
+  // batch) leaves the tensor offerable: Prepare fixes it from the input
+  // shapes before delegates are asked, and where no kernel of ours prepares
+  // the writer, the declared shape (with the batch TFLite also gives a
+  // delegate) stands.
   void MarkOpenShapes();
   // delegates_, each wrapped to refuse the nodes OfferableToDelegates()
   // refuses (in interpreter.cc).
@@ -164,12 +173,17 @@ class Interpreter {
   // the wrappers of GuardedDelegates() refuse it.
   bool MustRunOnCpu(const Node& node) const;
   // Sets every node's registration; a node our kernels cannot run (no
-  // kernel, a sparse input) gets the reason in cpu_status_, an error when it
-  // must run on the CPU.
+  // kernel, a sparse input) gets the reason in cpu_status_, an error
+  // (CpuRefusal) when it must run on the CPU.
   Status ResolveKernels();
-  // After delegation: drops the delegated nodes' OpData; the first CPU node
-  // our kernels cannot run (cpu_status_) is the error.
+  // After delegation: drops the delegated nodes' OpData; the CPU nodes our
+  // kernels cannot run (cpu_status_) are the error (CpuRefusal).
   Status KeepCpuNodes();
+  // Ok when `refused` (node indices, in order) is empty; else the first
+  // one's cpu_status_, followed, when two or more ops lack a kernel, by every
+  // such op and its nodes, so a model missing several custom ops names them
+  // all at once.
+  Status CpuRefusal(const std::vector<int>& refused) const;
   // InterpreterOptions::fold_activations, fold_pads and fold_adds, after
   // ResolveKernels(): sets Node::folded_activation / folded_pad /
   // folded_addend and folded_into, rewires the node's output to the
@@ -227,7 +241,7 @@ class Interpreter {
   std::vector<int> plan_;  // node indices Invoke() runs
   std::vector<Delegate*> delegates_;
   std::vector<std::unique_ptr<Delegate>> guarded_delegates_;
-  std::vector<bool> open_shapes_;   // by tensor: declared [] or -1, written by an op
+  std::vector<bool> open_shapes_;   // by tensor: no delegate is offered it (MarkOpenShapes)
   std::vector<Status> cpu_status_;  // by node: why our kernels cannot run it, or Ok
   DelegationPlan delegation_;
   Status setup_status_;  // a fault found while building tensors or allocating

@@ -781,6 +781,33 @@ TEST(InterpreterTest, CustomOpIsUnsupported) {
             "supported (no kernel registered)");
 }
 
+TEST(InterpreterTest, SeveralMissingOpsAreAllNamed) {
+  // Custom ops A (nodes 0 and 3) and B (node 1), a RELU our kernels run
+  // (node 2) and SIN (node 4), which has no kernel either: the first node
+  // is the error, followed by every op without a kernel, each once.
+  ModelBuilder b;
+  int x = b.AddTensor(tfl::TensorType::FLOAT32, {2}, "x");
+  int t0 = b.AddTensor(tfl::TensorType::FLOAT32, {2});
+  int t1 = b.AddTensor(tfl::TensorType::FLOAT32, {2});
+  int t2 = b.AddTensor(tfl::TensorType::FLOAT32, {2});
+  int t3 = b.AddTensor(tfl::TensorType::FLOAT32, {2});
+  int out = b.AddTensor(tfl::TensorType::FLOAT32, {2});
+  b.AddCustomOperator("VendorA", {x}, {t0});
+  b.AddCustomOperator("VendorB", {t0}, {t1});
+  b.AddUnary(tfl::BuiltinOperator::RELU, t1, t2);
+  b.AddCustomOperator("VendorA", {t2}, {t3});
+  b.AddUnary(tfl::BuiltinOperator::SIN, t3, out);
+  b.SetInputs({x});
+  b.SetOutputs({out});
+  GraphRunner runner;
+  Status status = runner.Init(b);
+  EXPECT_EQ(status.code(), StatusCode::kUnsupported);
+  EXPECT_EQ(status.message(),
+            "model 'test.tflite' node 0 (VendorA): op (custom) is not supported (no kernel "
+            "registered); 3 ops of this model have no kernel: VendorA (custom; nodes 0, 3), "
+            "VendorB (custom; node 1), SIN (node 4)");
+}
+
 TEST(InterpreterTest, OnlyRegisteredKernelsAreUsed) {
   std::vector<uint8_t> bytes = ChainModel(2).Build();
   std::unique_ptr<Model> model;

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
@@ -56,6 +57,66 @@ using PluginDestroy = void (*)(TfLiteDelegate*);
 
 using Reporter = void (*)(void*, const char*, va_list);
 
+// What the XNNPACK probe (InterpreterConfig::probe_xnnpack) needs of TFLite's
+// C ABI (c/common.h, whose structs grow only at their end): TfLiteDelegate's
+// fields, with zeroed room for those later versions append; the place of
+// TfLiteContext::ReplaceNodeSubsetsWithDelegateKernels, after a size_t and
+// seven pointers; TfLiteIntArray (a size, then the values). The replaced
+// function takes a TfLiteRegistration by value: a struct of over 16 bytes,
+// which the x86-64 and AArch64 calling conventions both pass in memory, so
+// the later arguments arrive in the same registers whatever its exact size.
+struct DelegateAbi {
+  void* data;
+  int (*prepare)(void* context, DelegateAbi* delegate);
+  void* copy_from_buffer_handle;
+  void* copy_to_buffer_handle;
+  void* free_buffer_handle;
+  int64_t flags;
+  void* appended[8];
+};
+constexpr size_t kReplaceNodeSubsetsSlot = 8;  // in pointer-sized fields of TfLiteContext
+struct RegistrationAbi {
+  void* fields[8];
+};
+struct IntArrayAbi {
+  int size;
+  int data[1];  // `size` values
+};
+
+}  // namespace
+
+// The delegate handed to TFLite instead of XNNPACK's: `self`, whose data
+// points back here.
+struct XnnpackProbe {
+  DelegateAbi self = {};
+  DelegateAbi* xnnpack = nullptr;
+  std::vector<int> nodes;
+  bool called = false;
+};
+
+namespace {
+
+thread_local XnnpackProbe* t_probe = nullptr;  // set during ProbePrepare()
+
+int RecordNodes(void*, RegistrationAbi, const IntArrayAbi* nodes, void*) {
+  if (t_probe == nullptr || nodes == nullptr) return 1;  // kTfLiteError
+  t_probe->called = true;
+  for (int i = 0; i < nodes->size; ++i) t_probe->nodes.push_back(nodes->data[i]);
+  return 0;  // kTfLiteOk: nothing replaced
+}
+
+int ProbePrepare(void* context, DelegateAbi* self) {
+  auto* probe = static_cast<XnnpackProbe*>(self->data);
+  void** slot = static_cast<void**>(context) + kReplaceNodeSubsetsSlot;
+  void* replace = *slot;
+  *slot = reinterpret_cast<void*>(&RecordNodes);
+  t_probe = probe;
+  const int status = probe->xnnpack->prepare(context, probe->xnnpack);
+  t_probe = nullptr;
+  *slot = replace;
+  return status;
+}
+
 }  // namespace
 
 struct Library::Api {
@@ -87,6 +148,8 @@ struct Library::Api {
   XnnpackOptions (*xnnpack_options_default)();
   TfLiteDelegate* (*xnnpack_create)(const void*);
   void (*xnnpack_delete)(TfLiteDelegate*);
+  void (*options_add_custom_op)(TfLiteInterpreterOptions*, const char*, const void*, int32_t,
+                                int32_t);
 };
 
 // A plugin's shared library (dlopen handle) and its two entry points.
@@ -105,6 +168,9 @@ struct Interpreter::State {
   TfLiteModel* model = nullptr;
   TfLiteInterpreterOptions* options = nullptr;
   TfLiteDelegate* xnnpack = nullptr;
+  std::unique_ptr<XnnpackProbe> probe;           // handed to TFLite instead of `xnnpack`
+  std::vector<std::string> custom_op_names;      // TFLite keeps the pointers
+  std::unique_ptr<RegistrationAbi> placeholder;  // every placeholder custom op's
   std::unique_ptr<Plugin> plugin;
   TfLiteDelegate* external = nullptr;  // made by `plugin`
   TfLiteInterpreter* interpreter = nullptr;
@@ -338,6 +404,7 @@ std::unique_ptr<Library> Library::Load(const std::string& path, std::string* err
   bind(a.xnnpack_options_default, "TfLiteXNNPackDelegateOptionsDefault");
   bind(a.xnnpack_create, "TfLiteXNNPackDelegateCreate");
   bind(a.xnnpack_delete, "TfLiteXNNPackDelegateDelete");
+  bind(a.options_add_custom_op, "TfLiteInterpreterOptionsAddCustomOp");
   if (!ok) return nullptr;
   return lib;
 }
@@ -411,8 +478,30 @@ bool AddXnnpackDelegate(const InterpreterConfig& config, Interpreter::State* sta
     info->error = "TensorFlow Lite's XNNPACK delegate could not be created";
     return false;
   }
-  state->api->options_add_delegate(state->options, state->xnnpack);
+  if (!config.probe_xnnpack) {
+    state->api->options_add_delegate(state->options, state->xnnpack);
+    return true;
+  }
+  state->probe = std::make_unique<XnnpackProbe>();
+  XnnpackProbe& probe = *state->probe;
+  probe.xnnpack = reinterpret_cast<DelegateAbi*>(state->xnnpack);
+  probe.self.data = &probe;
+  probe.self.flags = probe.xnnpack->flags;
+  probe.self.prepare = &ProbePrepare;
+  state->api->options_add_delegate(state->options, reinterpret_cast<TfLiteDelegate*>(&probe.self));
   return true;
+}
+
+// InterpreterConfig::placeholder_custom_ops: one zeroed registration (no
+// functions) under each name.
+void AddPlaceholderCustomOps(const InterpreterConfig& config, Interpreter::State* state) {
+  if (config.placeholder_custom_ops.empty()) return;
+  state->placeholder = std::make_unique<RegistrationAbi>();
+  state->custom_op_names = config.placeholder_custom_ops;
+  for (const std::string& name : state->custom_op_names) {
+    state->api->options_add_custom_op(state->options, name.c_str(), state->placeholder.get(), 1,
+                                      1000);
+  }
 }
 
 }  // namespace
@@ -440,6 +529,7 @@ std::unique_ptr<Interpreter> Library::Build(const std::vector<uint8_t>& model,
   state->options = api_->options_create();
   api_->options_set_num_threads(state->options, config.num_threads);
   api_->options_set_error_reporter(state->options, &CollectError, &state->error);
+  AddPlaceholderCustomOps(config, state.get());
   bool delegate_ok = true;
   if (config.delegate == InterpreterConfig::Delegate::kXnnpack) {
     delegate_ok = AddXnnpackDelegate(config, state.get(), info);
@@ -453,6 +543,11 @@ std::unique_ptr<Interpreter> Library::Build(const std::vector<uint8_t>& model,
   StderrCapture capture(config.capture_log);
   state->interpreter = api_->interpreter_create(state->model, state->options);
   info->log = capture.Finish();
+  if (state->probe != nullptr) {
+    info->xnnpack_nodes = state->probe->nodes;
+    std::sort(info->xnnpack_nodes.begin(), info->xnnpack_nodes.end());
+    info->xnnpack_probed = state->probe->called;
+  }
   if (state->interpreter == nullptr) {
     info->fault = SaysUnsupported(state->error) ? CreateFault::kUnsupported : CreateFault::kModel;
     info->error = "TensorFlow Lite could not build an interpreter: " + state->error;

@@ -67,6 +67,18 @@ struct InterpreterConfig {
   // "Replacing N node(s) with delegate ..." lines) into CreateInfo::log; the
   // text is still written to stderr afterwards.
   bool capture_log = false;
+  // kXnnpack: learn which nodes the XNNPACK delegate takes without applying
+  // it (CreateInfo::xnnpack_nodes); the interpreter then runs TFLite's
+  // builtin kernels. TFLite 2.9's release build logs no "Replacing N
+  // node(s)" line, so this is how its partitions are known: the delegate's
+  // Prepare runs with TfLiteContext's ReplaceNodeSubsetsWithDelegateKernels
+  // (a field of TFLite's C ABI, c/common.h) swapped for a recorder.
+  bool probe_xnnpack = false;
+  // Custom ops registered with TfLiteInterpreterOptionsAddCustomOp without
+  // a kernel (no init, prepare or invoke), so that a model using them (e.g.
+  // MediaPipe's Convolution2DTransposeBias, which TFLite's XNNPACK delegate
+  // takes) can be probed; invoking such a node fails.
+  std::vector<std::string> placeholder_custom_ops;
 };
 
 // Why Create failed.
@@ -81,6 +93,11 @@ struct CreateInfo {
   CreateFault fault = CreateFault::kNone;
   std::string error;  // one line; TFLite's own messages
   std::string log;    // capture_log: what TFLite printed on stderr
+  // probe_xnnpack: the node indices (subgraph 0's operators) the XNNPACK
+  // delegate asked to replace, ascending; xnnpack_probed is false when it
+  // never asked (it took nothing, or TFLite never prepared it).
+  std::vector<int> xnnpack_nodes;
+  bool xnnpack_probed = false;
 };
 
 class Library;

@@ -405,7 +405,7 @@ Status VisitMean(const Node& node, GraphBuild* b) {
   const Tensor& in = *node.inputs[0];
   const Tensor& out = *node.outputs[0];
   std::vector<int64_t> axes;
-  DFARM_RETURN_IF_ERROR(ReadInts(node, node.inputs[1], "axes", /*folded_ok=*/true, &axes));
+  DFARM_RETURN_IF_ERROR(ReadInts(node, node.inputs[1], "axes", &axes));
   const int shift = 4 - in.rank();
   int32_t reduce[4] = {0, 0, 0, 0};
   for (int64_t axis : axes) {
@@ -433,7 +433,7 @@ Status VisitPad(const Node& node, GraphBuild* b) {
   const Tensor& in = *node.inputs[0];
   const Tensor& out = *node.outputs[0];
   std::vector<int64_t> pads;
-  DFARM_RETURN_IF_ERROR(ReadInts(node, node.inputs[1], "paddings", /*folded_ok=*/true, &pads));
+  DFARM_RETURN_IF_ERROR(ReadInts(node, node.inputs[1], "paddings", &pads));
   if (pads.size() != 2 * static_cast<size_t>(in.rank()) || in.rank() != out.rank()) {
     return Unsupported(node, "with " + std::to_string(pads.size()) + " paddings for " + Dims(in));
   }

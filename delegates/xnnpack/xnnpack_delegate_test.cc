@@ -325,6 +325,35 @@ TEST(XnnpackDelegateTest, Float16DequantizeOfAnInputFallsBackWithReason) {
   EXPECT_EQ(got.placement.nodes[1].delegate, "xnnpack");
 }
 
+TEST(XnnpackDelegateTest, PreluTakesASlopeFoldedFromFloat16) {
+  // x [1,4,4,3] -> PRELU(slope: DEQUANTIZE of float16 [3], folded at load)
+  // -> PRELU(slope: the model input y [3], computed at run time) -> out.
+  ModelBuilder b;
+  const int x = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 3}, "x");
+  const int y = b.AddTensor(tfl::TensorType::FLOAT32, {3}, "y");
+  const int half = b.AddConstFloat16({3}, {0.25f, 0.5f, -0.125f}, "slope16");
+  const int slope = b.AddTensor(tfl::TensorType::FLOAT32, {3}, "slope");
+  const int mid = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 3}, "mid");
+  const int out = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 3}, "out");
+  b.AddDequantize(half, slope);
+  b.AddBinary(tfl::BuiltinOperator::PRELU, x, slope, mid);
+  b.AddBinary(tfl::BuiltinOperator::PRELU, mid, y, out);
+  b.SetInputs({x, y});
+  b.SetOutputs({out});
+  auto model = Load(b, "prelu16.tflite");
+  auto d = MakeXnnpack();
+  RunResult ref = RunModel(*model, nullptr);
+  RunResult got = RunModel(*model, d.get());
+  ASSERT_TRUE(ref.status.ok()) << ref.status.message();
+  ASSERT_TRUE(got.status.ok()) << got.status.message();
+  EXPECT_TRUE(got.placement.nodes[0].folded);
+  EXPECT_EQ(got.placement.nodes[1].delegate, "xnnpack") << got.placement.nodes[1].reason;
+  EXPECT_EQ(got.placement.nodes[2].delegate, "cpu");
+  EXPECT_EQ(got.placement.nodes[2].reason,
+            "xnnpack: PRELU with an alpha computed at run time (xnnpack takes constant slopes)");
+  ExpectNear(got.outputs, ref.outputs, 1e-6, 1e-6, "prelu with a float16 slope");
+}
+
 TEST(XnnpackDelegateTest, TwoThreadsGiveTheSameOutputsAsOne) {
   // Large enough that XNNPACK splits the work between threads.
   ModelBuilder b;

@@ -600,7 +600,7 @@ Status VisitMean(const Node& node, SubgraphBuild* b) {
                                           256.0));
   }
   std::vector<int64_t> axes;
-  DFARM_RETURN_IF_ERROR(ReadInts(node, node.inputs[1], "axes", /*folded_ok=*/false, &axes));
+  DFARM_RETURN_IF_ERROR(ReadInts(node, node.inputs[1], "axes", &axes));
   const bool hw =
       axes.size() == 2 && ((axes[0] == 1 && axes[1] == 2) || (axes[0] == 2 && axes[1] == 1));
   if (in->rank() != 4 || !hw) {
@@ -637,7 +637,7 @@ Status VisitPad(const Node& node, SubgraphBuild* b) {
   DFARM_RETURN_IF_ERROR(CommonKind(node, {in, out}, &kind));
   DFARM_RETURN_IF_ERROR(CheckSameQuantization(node, kind, *in, *out));
   std::vector<int64_t> pads;
-  DFARM_RETURN_IF_ERROR(ReadInts(node, node.inputs[1], "paddings", /*folded_ok=*/false, &pads));
+  DFARM_RETURN_IF_ERROR(ReadInts(node, node.inputs[1], "paddings", &pads));
   if (pads.size() != 2 * static_cast<size_t>(in->rank())) {
     return Unsupported(node, "with " + std::to_string(pads.size()) + " paddings for " + Dims(*in));
   }
@@ -649,8 +649,7 @@ Status VisitPad(const Node& node, SubgraphBuild* b) {
   float value = 0.0f;
   if (v2 && node.inputs.size() == 3 && node.inputs[2] != nullptr) {
     const Tensor* c = node.inputs[2];
-    if (c->dtype != in->dtype || c->allocation != runtime::Allocation::kConstant ||
-        c->num_elements() != 1) {
+    if (c->dtype != in->dtype || !c->has_static_value() || c->num_elements() != 1) {
       return Unsupported(node, std::string("with a constant value that is not a ") +
                                    runtime::DTypeName(in->dtype) + " constant scalar");
     }
@@ -743,11 +742,14 @@ Status VisitPrelu(const Node& node, SubgraphBuild* b) {
   const Tensor* in = node.inputs[0];
   const Tensor* slope = node.inputs.size() > 1 ? node.inputs[1] : nullptr;
   DFARM_RETURN_IF_ERROR(CheckFloat(node, slope, "alpha"));
-  if (slope->allocation != runtime::Allocation::kConstant || in->rank() < 1 ||
-      slope->num_elements() != in->shape.back() ||
+  // A slope folded at load (e.g. a DEQUANTIZE of float16) is a constant too.
+  if (!slope->has_static_value()) {
+    return Unsupported(node, "with an alpha computed at run time (xnnpack takes constant slopes)");
+  }
+  if (in->rank() < 1 || slope->num_elements() != in->shape.back() ||
       (slope->rank() > 0 && slope->shape.back() != in->shape.back())) {
-    return Unsupported(
-        node, "with alpha " + Dims(*slope) + " (xnnpack takes one constant slope per channel)");
+    return Unsupported(node, "with alpha " + Dims(*slope) + " for input " + Dims(*in) +
+                                 " (xnnpack takes one slope per channel)");
   }
   if (b == nullptr) return Status::Ok();
   uint32_t i = 0, out_id = 0;

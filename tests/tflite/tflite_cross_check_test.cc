@@ -7,12 +7,14 @@
 // Skips, naming the path, when the library is absent.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <random>
+#include <set>
 
 #include "agent/runner/tflite_c.h"
 #include "delegates/conformance/catalog.h"
@@ -20,6 +22,7 @@
 #include "runtime/interpreter.h"
 #include "runtime/model.h"
 #include "runtime/op_resolver.h"
+#include "runtime/partitioner.h"
 #include "tests/model_builder/model_builder.h"
 #include "tests/tflite/tflite_test_util.h"
 
@@ -669,6 +672,299 @@ TEST(TfliteCrossCheckTest, QuantizedGraphsMatchTensorFlowLite) {
   std::printf(
       "quantized graphs: reference max %.0f LSB, xnnpack max %.0f LSB (%d graphs claimed)\n",
       worst_ref, worst_xnn, claimed_graphs);
+}
+
+// Delegation parity: graphs TensorFlow Lite's XNNPACK delegate takes whole
+// are taken whole by ours (and by gpu), and still match TFLite.
+namespace parity {
+
+namespace tfl = ::dfarm::tflite;
+using Op = tfl::BuiltinOperator;
+using testing::Conv2DParams;
+using testing::DepthwiseConv2DParams;
+using testing::ModelBuilder;
+using tfl::TensorType;
+
+std::vector<float> Seeded(size_t n, float lo, float hi, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+// A converted Keras classifier with a dynamic batch: every activation is
+// declared with batch 1 and -1 in shape_signature. x [1,16,16,3] -> CONV_2D
+// 3x3 RELU -> DEPTHWISE_CONV_2D 3x3 -> ADD (residual) -> MEAN over H, W
+// (keep_dims) -> RESHAPE [-1,8] -> FULLY_CONNECTED -> SOFTMAX [1,4].
+std::vector<uint8_t> DynamicBatchClassifier() {
+  ModelBuilder b;
+  auto act = [&](std::vector<int32_t> shape, const char* name) {
+    const int t = b.AddTensor(TensorType::FLOAT32, shape, name);
+    shape[0] = -1;
+    b.SetShapeSignature(t, shape);
+    return t;
+  };
+  const int x = act({1, 16, 16, 3}, "input");
+  const int conv = act({1, 16, 16, 8}, "conv");
+  const int dw = act({1, 16, 16, 8}, "depthwise");
+  const int sum = act({1, 16, 16, 8}, "residual");
+  const int mean = act({1, 1, 1, 8}, "pooled");
+  const int flat = act({1, 8}, "flat");
+  const int logits = act({1, 4}, "logits");
+  const int probs = act({1, 4}, "probs");
+  Conv2DParams cp;
+  cp.padding = tfl::Padding::SAME;
+  cp.activation = tfl::ActivationFunctionType::RELU;
+  b.AddConv2D(x, b.AddConstFloat32({8, 3, 3, 3}, Seeded(8 * 27, -0.5f, 0.5f, 1), "conv_w"),
+              b.AddConstFloat32({8}, Seeded(8, -0.1f, 0.1f, 2), "conv_b"), conv, cp);
+  DepthwiseConv2DParams dp;
+  dp.padding = tfl::Padding::SAME;
+  b.AddDepthwiseConv2D(conv, b.AddConstFloat32({1, 3, 3, 8}, Seeded(72, -0.5f, 0.5f, 3), "dw_w"),
+                       b.AddConstFloat32({8}, Seeded(8, -0.1f, 0.1f, 4), "dw_b"), dw, dp);
+  b.AddAdd(conv, dw, sum);
+  b.AddReducer(Op::MEAN, sum, b.AddConstInt32({2}, {1, 2}, "axes"), mean, /*keep_dims=*/true);
+  b.AddReshape(mean, flat, {-1, 8});
+  b.AddFullyConnected(flat, b.AddConstFloat32({4, 8}, Seeded(32, -1.0f, 1.0f, 5), "fc_w"),
+                      b.AddConstFloat32({4}, Seeded(4, -0.1f, 0.1f, 6), "fc_b"), logits);
+  b.AddOperator(Op::SOFTMAX, {logits}, {probs}, tfl::BuiltinOptions::SoftmaxOptions,
+                [](flatbuffers::FlatBufferBuilder& fb) {
+                  return tfl::CreateSoftmaxOptions(fb, 1.0f).Union();
+                });
+  b.SetInputs({x});
+  b.SetOutputs({probs});
+  return b.Build();
+}
+
+// PRELU with slopes stored as float16 and DEQUANTIZEd, as MediaPipe's face
+// and palm models write them (folded at load by us, unpacked by TFLite's
+// XNNPACK delegate): x [1,8,8,4] -> CONV_2D 1x1 (float16 weights) -> PRELU
+// (slope [1,1,8]) -> DEPTHWISE_CONV_2D 3x3 -> PRELU (slope [8]) -> ADD.
+std::vector<uint8_t> Fp16SlopePrelu() {
+  ModelBuilder b;
+  auto fp16 = [&](std::vector<int32_t> shape, size_t n, float lo, float hi, uint32_t seed,
+                  const char* name) {
+    const int half = b.AddConstFloat16(shape, Seeded(n, lo, hi, seed), name);
+    const int full = b.AddTensor(TensorType::FLOAT32, shape, std::string(name) + "_f32");
+    b.AddDequantize(half, full);
+    return full;
+  };
+  const int x = b.AddTensor(TensorType::FLOAT32, {1, 8, 8, 4}, "input");
+  const int conv = b.AddTensor(TensorType::FLOAT32, {1, 8, 8, 8}, "conv");
+  const int p1 = b.AddTensor(TensorType::FLOAT32, {1, 8, 8, 8}, "prelu1");
+  const int dw = b.AddTensor(TensorType::FLOAT32, {1, 8, 8, 8}, "depthwise");
+  const int p2 = b.AddTensor(TensorType::FLOAT32, {1, 8, 8, 8}, "prelu2");
+  const int out = b.AddTensor(TensorType::FLOAT32, {1, 8, 8, 8}, "output");
+  b.AddConv2D(x, fp16({8, 1, 1, 4}, 32, -1.0f, 1.0f, 11, "conv_w"),
+              fp16({8}, 8, -0.1f, 0.1f, 12, "conv_b"), conv, Conv2DParams{});
+  b.AddBinary(Op::PRELU, conv, fp16({1, 1, 8}, 8, 0.05f, 0.5f, 13, "slope1"), p1);
+  DepthwiseConv2DParams dp;
+  dp.padding = tfl::Padding::SAME;
+  b.AddDepthwiseConv2D(p1, fp16({1, 3, 3, 8}, 72, -0.5f, 0.5f, 14, "dw_w"),
+                       fp16({8}, 8, -0.1f, 0.1f, 15, "dw_b"), dw, dp);
+  b.AddBinary(Op::PRELU, dw, fp16({8}, 8, 0.05f, 0.5f, 16, "slope2"), p2);
+  b.AddAdd(p1, p2, out);
+  b.SetInputs({x});
+  b.SetOutputs({out});
+  return b.Build();
+}
+
+// The nodes TFLite's XNNPACK delegate takes from `model` (probed: see
+// InterpreterConfig::probe_xnnpack), with MediaPipe's custom op registered
+// without a kernel so the selfie models can be probed too. False with
+// `error` when TFLite cannot build the interpreter.
+bool TfliteXnnpackNodes(const std::vector<uint8_t>& model, std::set<int>* nodes,
+                        std::string* error) {
+  InterpreterConfig config;
+  config.delegate = InterpreterConfig::Delegate::kXnnpack;
+  config.probe_xnnpack = true;
+  config.placeholder_custom_ops = {"Convolution2DTransposeBias"};
+  CreateInfo info;
+  if (Tflite()->Create(model, config, &info) == nullptr) {
+    *error = info.error;
+    return false;
+  }
+  if (!info.xnnpack_probed) {
+    *error = "TensorFlow Lite never asked to replace nodes (the probe saw no Prepare)";
+    return false;
+  }
+  nodes->clear();
+  nodes->insert(info.xnnpack_nodes.begin(), info.xnnpack_nodes.end());
+  return true;
+}
+
+// How `model` splits when the nodes `claimed` run on a delegate: delegated
+// partitions and CPU runs, by our partitioner (TFLite's algorithm), over the
+// nodes that are not `folded` (constants we evaluate at load and TFLite's
+// XNNPACK unpacks, so neither side runs them as a step).
+struct Split {
+  int delegated = 0;
+  int cpu = 0;
+};
+Split SplitOf(const std::vector<uint8_t>& bytes, const std::vector<bool>& folded,
+              const std::set<int>& claimed) {
+  std::unique_ptr<runtime::Model> model;
+  EXPECT_TRUE(runtime::Model::FromBuffer("model.tflite", bytes, &model).ok());
+  if (model == nullptr) return {};
+  std::vector<runtime::PartitionerNode> graph;
+  const auto* ops = model->subgraph()->operators();
+  for (uint32_t i = 0; ops != nullptr && i < ops->size(); ++i) {
+    if (i < folded.size() && folded[i]) continue;
+    runtime::PartitionerNode n;
+    if (ops->Get(i)->inputs() != nullptr) {
+      n.inputs.assign(ops->Get(i)->inputs()->begin(), ops->Get(i)->inputs()->end());
+    }
+    if (ops->Get(i)->outputs() != nullptr) {
+      n.outputs.assign(ops->Get(i)->outputs()->begin(), ops->Get(i)->outputs()->end());
+    }
+    n.supported = claimed.count(static_cast<int>(i)) > 0;
+    graph.push_back(std::move(n));
+  }
+  Split split;
+  for (const runtime::NodeSubset& subset : runtime::PartitionGraph(graph)) {
+    ++(subset.supported ? split.delegated : split.cpu);
+  }
+  return split;
+}
+
+// `model` on `delegate`: one partition holding every node that is not
+// folded, no reason left, outputs within the corpus tolerance of `tfl`.
+void ExpectDelegatedWhole(const std::vector<uint8_t>& model,
+                          const std::vector<std::vector<uint8_t>>& inputs,
+                          const std::string& delegate, const Outputs& tfl) {
+  SCOPED_TRACE(delegate);
+  Outputs got;
+  runtime::Placement placement;
+  runtime::Status s = RunOurs(model, inputs, delegate, &got, &placement);
+  if (delegate == "gpu" && s.code() == runtime::StatusCode::kUnsupported &&
+      s.message().find("OpenCL") != std::string::npos) {
+    std::printf("gpu not compared: %s\n", s.message().c_str());
+    return;
+  }
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(placement.partitions, 1);
+  for (const runtime::NodePlacement& n : placement.nodes) {
+    EXPECT_TRUE(n.folded || n.delegate == delegate)
+        << "node " << n.node << " " << n.op << " on " << n.delegate << ": " << n.reason;
+  }
+  const double err = Compare(got, tfl, 1e-4, 1e-4, 1, delegate + " vs TFLite");
+  std::printf("%-8s %d partition(s), max abs error vs TFLite %.3g\n", delegate.c_str(),
+              placement.partitions, err);
+}
+
+void ExpectParity(const std::vector<uint8_t>& model) {
+  REQUIRE_TFLITE();
+  std::vector<size_t> counts;
+  ASSERT_TRUE(InputCounts(model, &counts));
+  const auto inputs = FloatInputs(counts, -1.0f, 1.0f, 2026);
+  Outputs tfl, tfl_xnn;
+  std::string error;
+  ASSERT_TRUE(RunTflite(model, inputs, 0, &tfl, &error)) << error;
+  ASSERT_TRUE(RunTflite(model, inputs, 1, &tfl_xnn, &error)) << error;
+  Compare(tfl_xnn, tfl, 1e-4, 1e-4, 1, "TFLite's XNNPACK vs TFLite");
+  ExpectDelegatedWhole(model, inputs, "xnnpack", tfl);
+  ExpectDelegatedWhole(model, inputs, "gpu", tfl);
+  // TFLite's XNNPACK delegate takes every node we do not fold: one partition too.
+  std::set<int> claimed;
+  ASSERT_TRUE(TfliteXnnpackNodes(model, &claimed, &error)) << error;
+  Outputs ours;
+  runtime::Placement placement;
+  runtime::Status s = RunOurs(model, inputs, "", &ours, &placement);
+  ASSERT_TRUE(s.ok()) << s.message();
+  std::vector<bool> folded;
+  for (const runtime::NodePlacement& n : placement.nodes) folded.push_back(n.folded);
+  const Split split = SplitOf(model, folded, claimed);
+  EXPECT_EQ(split.delegated, 1);
+  EXPECT_EQ(split.cpu, 0);
+}
+
+}  // namespace parity
+
+// A dynamic batch (-1 in shape_signature) is fixed at the declared 1 before
+// delegation: xnnpack and gpu take the graph whole, as TFLite's XNNPACK.
+TEST(TfliteCrossCheckTest, DynamicBatchGraphIsDelegatedWholeAsInTensorFlowLite) {
+  parity::ExpectParity(parity::DynamicBatchClassifier());
+}
+
+// A slope folded from float16 at load is a constant for xnnpack's PRELU.
+TEST(TfliteCrossCheckTest, Fp16SlopePreluIsDelegatedWholeAsInTensorFlowLite) {
+  parity::ExpectParity(parity::Fp16SlopePrelu());
+}
+
+// Every corpus model: the partitions of our xnnpack (and gpu) delegate
+// against the nodes TFLite 2.9's XNNPACK delegate takes (probed, then split
+// by the same partitioner): as many delegated partitions, every node TFLite's
+// takes among ours, gpu no more partitions than xnnpack. Prints the table the
+// delegation notes quote, and the nodes only ours takes.
+TEST(TfliteCrossCheckTest, CorpusPartitionsMatchTensorFlowLitesXnnpack) {
+  REQUIRE_TFLITE();
+  const fs::path dir = DFARM_MODELS_DIR;
+  if (!fs::is_directory(dir)) GTEST_SKIP() << "no models folder " << dir;
+  std::vector<fs::path> paths;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() == ".tflite") paths.push_back(entry.path());
+  }
+  std::sort(paths.begin(), paths.end());
+  std::printf("%-40s %5s %6s | %-22s | %-22s | %s\n", "model", "nodes", "folded", "ours xnnpack",
+              "TFLite 2.9 XNNPACK", "ours gpu");
+  for (const fs::path& path : paths) {
+    const std::string name = path.filename().string();
+    SCOPED_TRACE(name);
+    const std::vector<uint8_t> bytes = Slurp(path);
+    std::vector<size_t> counts;
+    ASSERT_TRUE(InputCounts(bytes, &counts));
+    const auto inputs = FloatInputs(counts, -1.0f, 1.0f, 2024);
+    Outputs out;
+    runtime::Placement xnn;
+    runtime::Status s = RunOurs(bytes, inputs, "xnnpack", &out, &xnn);
+    ASSERT_TRUE(s.ok()) << s.message();
+    std::vector<bool> folded;
+    std::set<int> ours;
+    for (const runtime::NodePlacement& n : xnn.nodes) {
+      folded.push_back(n.folded);
+      if (n.delegate == "xnnpack") ours.insert(n.node);
+    }
+    const int num_folded = static_cast<int>(std::count(folded.begin(), folded.end(), true));
+    const parity::Split our_split = parity::SplitOf(bytes, folded, ours);
+    EXPECT_EQ(our_split.delegated, xnn.partitions);
+    std::set<int> theirs;
+    std::string error;
+    ASSERT_TRUE(parity::TfliteXnnpackNodes(bytes, &theirs, &error)) << error;
+    std::set<int> theirs_run;  // without the nodes we fold
+    for (int n : theirs) {
+      if (!folded[n]) theirs_run.insert(n);
+    }
+    const parity::Split their_split = parity::SplitOf(bytes, folded, theirs_run);
+    // As many delegated partitions, and never a node fewer: ours may take
+    // more (ops this XNNPACK has that 2.9's delegate does not map).
+    EXPECT_EQ(our_split.delegated, their_split.delegated);
+    std::string more;
+    for (int n : theirs_run) {
+      EXPECT_TRUE(ours.count(n) > 0) << "TFLite's XNNPACK takes node " << n << " ("
+                                     << xnn.nodes[n].op << "), ours not: " << xnn.nodes[n].reason;
+    }
+    for (int n : ours) {
+      if (theirs_run.count(n) == 0) more += " " + std::to_string(n) + " " + xnn.nodes[n].op;
+    }
+    runtime::Placement gpu;
+    Outputs gpu_out;
+    s = RunOurs(bytes, inputs, "gpu", &gpu_out, &gpu);
+    std::string gpu_cell = "no OpenCL";
+    if (s.ok()) {
+      gpu_cell = std::to_string(gpu.partitions) + " partition(s)";
+      EXPECT_LE(gpu.partitions, xnn.partitions);
+    } else {
+      EXPECT_EQ(s.code(), runtime::StatusCode::kUnsupported) << s.message();
+    }
+    auto cell = [](const parity::Split& split, size_t taken) {
+      return std::to_string(split.delegated) + " + " + std::to_string(split.cpu) + " cpu (" +
+             std::to_string(taken) + " nodes)";
+    };
+    std::printf("%-40s %5zu %6d | %-22s | %-22s | %s\n", name.c_str(), xnn.nodes.size(), num_folded,
+                cell(our_split, ours.size()).c_str(), cell(their_split, theirs_run.size()).c_str(),
+                gpu_cell.c_str());
+    if (!more.empty()) std::printf("  ours only:%s\n", more.c_str());
+  }
 }
 
 }  // namespace
