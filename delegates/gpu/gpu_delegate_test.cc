@@ -438,6 +438,79 @@ TEST(GpuDelegateTest, QuantizedModelRunsAsOnePartitionUnlessRefusedByOption) {
   ExpectNear(got.outputs, ref.outputs, 0, 0);
 }
 
+// Runs `model`, whose inputs and outputs are int8, on seeded random codes;
+// the output codes.
+std::vector<std::vector<int8_t>> RunInt8(const runtime::Model& model, runtime::Delegate* delegate,
+                                         runtime::Placement* placement) {
+  runtime::OpResolver resolver;
+  resolver.AddAllReferenceOps();
+  runtime::Interpreter interpreter(model, resolver);
+  if (delegate != nullptr) interpreter.AddDelegate(delegate);
+  Status s = interpreter.AllocateTensors();
+  EXPECT_TRUE(s.ok()) << s.message();
+  if (!s.ok()) return {};
+  *placement = interpreter.placement();
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> u(-128, 127);
+  for (runtime::Tensor* t : interpreter.inputs()) {
+    for (int64_t i = 0; i < t->num_elements(); ++i) t->data_as<int8_t>()[i] = u(rng);
+  }
+  s = interpreter.Invoke();
+  EXPECT_TRUE(s.ok()) << s.message();
+  std::vector<std::vector<int8_t>> out;
+  for (const runtime::Tensor* t : interpreter.outputs()) {
+    out.emplace_back(t->data_as<int8_t>(), t->data_as<int8_t>() + t->num_elements());
+  }
+  return out;
+}
+
+// int8 in, int8 out: the partition's quantized input is dequantized and its
+// outputs quantized on the host (a model output read inside the partition
+// too); codes within kQuantizedSteps of the reference kernels, both precisions.
+TEST(GpuDelegateTest, Int8InputsAndOutputsAreConvertedAtThePartitionEdges) {
+  ModelBuilder b;
+  const auto I8 = tfl::TensorType::INT8;
+  const int x = b.AddTensor(I8, {1, 6, 6, 3}, "x");
+  b.SetQuantization(x, 0.05f, -3);
+  std::vector<int8_t> w(4 * 3 * 3 * 3);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<int8_t>((i * 53 + 7) % 255 - 127);
+  const int f = b.AddConstInt8({4, 3, 3, 3}, w);
+  const std::vector<float> fs = {0.01f, 0.02f, 0.015f, 0.005f};
+  b.SetQuantization(f, fs, {0, 0, 0, 0}, 0);
+  const int conv = b.AddTensor(I8, {1, 6, 6, 4}, "conv");
+  b.SetQuantization(conv, 0.08f, 10);
+  testing::Conv2DParams cp;
+  cp.padding = tfl::Padding::SAME;
+  b.AddConv2D(x, f, b.AddQuantizedBias({100, -50, 0, 25}, 0.05f, fs), conv, cp);
+  const int pooled = b.AddTensor(I8, {1, 3, 3, 4}, "pooled");
+  b.SetQuantization(pooled, 0.08f, 10);
+  testing::Pool2DParams pp;
+  pp.filter_h = pp.filter_w = pp.stride_h = pp.stride_w = 2;
+  b.AddPool2D(tfl::BuiltinOperator::MAX_POOL_2D, conv, pooled, pp);
+  b.SetInputs({x});
+  b.SetOutputs({conv, pooled});
+  std::unique_ptr<runtime::Model> model = Load(b);
+  ASSERT_NE(model, nullptr);
+  runtime::Placement ref_placement;
+  const auto ref = RunInt8(*model, nullptr, &ref_placement);
+  ASSERT_EQ(ref.size(), 2u);
+  for (const char* fp16 : {"false", "true"}) {
+    SCOPED_TRACE(std::string("precision_loss_allowed:") + fp16);
+    GPU_OR_SKIP(d, (DelegateOptions{{"precision_loss_allowed", fp16}}));
+    runtime::Placement placement;
+    const auto got = RunInt8(*model, d.get(), &placement);
+    EXPECT_EQ(placement.partitions, 1);
+    ASSERT_EQ(got.size(), ref.size());
+    int worst = 0;
+    for (size_t o = 0; o < ref.size(); ++o) {
+      ASSERT_EQ(got[o].size(), ref[o].size());
+      for (size_t i = 0; i < ref[o].size(); ++i)
+        worst = std::max(worst, std::abs(got[o][i] - ref[o][i]));
+    }
+    EXPECT_LE(worst, conformance::kQuantizedSteps);
+  }
+}
+
 TEST(GpuDelegateTest, UnsupportedOpFallsBackWithReason) {
   ModelBuilder b;
   const int x = b.AddTensor(tfl::TensorType::FLOAT32, {1, 8}, "x");
