@@ -36,11 +36,17 @@ constexpr const char* kXnnpackOptions[] = {"threads",
                                            nullptr};
 #endif
 #ifdef DFARM_HAVE_OPENCL
-constexpr const char* kGpuOptions[] = {"precision_loss_allowed",   "inference_preference",
-                                       "serialization_dir",        "model_token",
-                                       "max_delegated_partitions", "min_nodes_per_partition",
-                                       "require_full_delegation",  "first_delegate_node_index",
-                                       "last_delegate_node_index", nullptr};
+constexpr const char* kGpuOptions[] = {"precision_loss_allowed",
+                                       "inference_preference",
+                                       "serialization_dir",
+                                       "model_token",
+                                       "quantized_models_allowed",
+                                       "max_delegated_partitions",
+                                       "min_nodes_per_partition",
+                                       "require_full_delegation",
+                                       "first_delegate_node_index",
+                                       "last_delegate_node_index",
+                                       nullptr};
 #endif
 
 void AddReferenceKernels(runtime::OpResolver& resolver) { resolver.AddAllReferenceOps(); }
@@ -63,9 +69,10 @@ constexpr std::array kDelegates = {
 #ifdef DFARM_HAVE_OPENCL
     RegisteredDelegate{
         "gpu",
-        "OpenCL (float32): precision_loss_allowed (fp16 storage, true/false), "
-        "inference_preference (fast_single_answer|sustained_speed), serialization_dir + "
-        "model_token (compiled-program cache)",
+        "OpenCL (float32, int8/uint8 computed in float): precision_loss_allowed (fp16 "
+        "storage, true/false), inference_preference (fast_single_answer|sustained_speed), "
+        "serialization_dir + model_token (compiled-program cache), quantized_models_allowed "
+        "(true/false, default true)",
         kGpuOptions, &AddReferenceKernels, &CreateGpuDelegate},
 #endif
 };

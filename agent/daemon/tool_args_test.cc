@@ -51,6 +51,8 @@ TEST(ToolArgsTest, BenchmarkModelDelegatesAndTheirOptions) {
   EXPECT_THAT(
       Args(Job("benchmark_model", "gpu", "precision_loss_allowed:true")),
       IsSupersetOf({"--use_gpu=true", "--use_xnnpack=false", "--gpu_precision_loss_allowed=true"}));
+  EXPECT_THAT(Args(Job("benchmark_model", "gpu", "quantized_models_allowed:false")),
+              Contains("--gpu_experimental_enable_quant=false"));
   EXPECT_THAT(Args(Job("benchmark_model", "nnapi", "accelerator_name:google-edgetpu")),
               IsSupersetOf({"--use_nnapi=true", "--nnapi_accelerator_name=google-edgetpu"}));
   EXPECT_THAT(Args(Job("benchmark_model", "hexagon", "max_delegated_partitions:2")),

@@ -59,7 +59,7 @@ struct CaseResult {
 // Runs `c` with the reference kernels and with `delegate` on the same seeded
 // inputs. A case the delegate does not claim passes without comparison. A
 // quantized case (c.quantum > 0) is compared within kQuantizedSteps steps
-// instead of `tolerance`.
+// plus `tolerance` (which float16 storage of the float edges may need).
 CaseResult RunCase(const ConformanceCase& c, const DelegateUnderTest& delegate,
                    const Tolerance& tolerance = kFloat32Tolerance);
 

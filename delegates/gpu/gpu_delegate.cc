@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "delegates/gpu/gpu_nodes.h"
+#include "delegates/gpu/gpu_quant.h"
 #include "delegates/registry.h"
 #include "runtime/fp16.h"
 
@@ -35,7 +36,7 @@ class GpuKernel : public runtime::DelegateKernel {
 
   Status Init(const runtime::Partition& partition) override {
     for (const runtime::Node* node : partition.nodes) {
-      Status s = gpu::VisitNode(*node, &build_);
+      Status s = gpu::VisitNode(*node, delegate_->quantized_models_allowed(), &build_);
       if (!s.ok()) return s.WithPrefix("node " + std::to_string(node->index));
     }
     return delegate_->Program(&program_);
@@ -63,6 +64,14 @@ class GpuKernel : public runtime::DelegateKernel {
       staging = std::max<size_t>(staging, t->num_elements());
     }
     if (delegate_->fp16()) staging_.resize(staging);
+    size_t real = 0;
+    for (const runtime::Tensor* t : inputs_) {
+      if (t->quantized) real = std::max<size_t>(real, t->num_elements());
+    }
+    for (const runtime::Tensor* t : partition.outputs) {
+      if (t->quantized) real = std::max<size_t>(real, t->num_elements());
+    }
+    real_.resize(real);
     return CreateKernels();
   }
 
@@ -110,9 +119,14 @@ class GpuKernel : public runtime::DelegateKernel {
     return Upload(t, mem);
   }
 
-  // Host -> device, blocking (the host data may change right after).
+  // Host -> device, blocking (the host data may change right after); a
+  // quantized tensor as its real values (a constant's made once, in Prepare()).
   Status Upload(const runtime::Tensor& t, cl_mem mem) {
-    return UploadFloats(t.data_as<float>(), static_cast<size_t>(t.num_elements()), t.index, mem);
+    const size_t n = static_cast<size_t>(t.num_elements());
+    if (!t.quantized) return UploadFloats(t.data_as<float>(), n, t.index, mem);
+    if (t.has_static_value()) return UploadFloats(gpu::RealValues(t).data(), n, t.index, mem);
+    gpu::Dequantize(t, real_.data());
+    return UploadFloats(real_.data(), n, t.index, mem);
   }
 
   Status UploadFloats(const float* f, size_t n, int index, cl_mem mem) {
@@ -138,7 +152,8 @@ class GpuKernel : public runtime::DelegateKernel {
     const size_t n = static_cast<size_t>(t.num_elements());
     const size_t rows = static_cast<size_t>(t.shape[0]), rest = rows == 0 ? 0 : n / rows;
     std::vector<float> moved(n);
-    const float* f = t.data_as<float>();
+    const std::vector<float> real = gpu::RealValues(t);
+    const float* f = real.data();
     for (size_t r = 0; r < rows; ++r) {
       for (size_t k = 0; k < rest; ++k) moved[k * rows + r] = f[r * rest + k];
     }
@@ -153,19 +168,21 @@ class GpuKernel : public runtime::DelegateKernel {
     return UploadFloats(moved.data(), n, t.index, mem);
   }
 
-  // Device -> host, blocking: the queue has run every launch before it.
+  // Device -> host, blocking: the queue has run every launch before it. A
+  // quantized tensor comes back as real values on its grid, then as codes.
   Status Download(cl_mem mem, runtime::Tensor* t) {
     const size_t n = static_cast<size_t>(t->num_elements());
     if (n == 0) return Status::Ok();
-    void* dst = delegate_->fp16() ? static_cast<void*>(staging_.data()) : t->data;
+    float* real = t->quantized ? real_.data() : t->data_as<float>();
+    void* dst = delegate_->fp16() ? static_cast<void*>(staging_.data()) : real;
     const cl_int err = api_.clEnqueueReadBuffer(delegate_->queue(), mem, CL_TRUE, 0,
                                                 n * ElementBytes(), dst, 0, nullptr, nullptr);
     if (err != CL_SUCCESS)
       return ClError(err, "copying tensor " + std::to_string(t->index) + " out");
     if (delegate_->fp16()) {
-      float* f = t->data_as<float>();
-      for (size_t i = 0; i < n; ++i) f[i] = runtime::HalfToFloat(staging_[i]);
+      for (size_t i = 0; i < n; ++i) real[i] = runtime::HalfToFloat(staging_[i]);
     }
+    if (t->quantized) gpu::Quantize(real, t);
     return Status::Ok();
   }
 
@@ -230,6 +247,7 @@ class GpuKernel : public runtime::DelegateKernel {
   cl_mem params_ = nullptr;
   cl_mem dummy_ = nullptr;         // for a launch's unused inputs
   std::vector<uint16_t> staging_;  // fp16 transfers
+  std::vector<float> real_;        // quantized inputs' and outputs' real values
 };
 
 Status ParseBool(const std::string& key, const std::string& value, bool* out) {
@@ -263,6 +281,8 @@ Status ParseGpuOptions(const std::vector<std::pair<std::string, std::string>>& o
       out->serialization_dir = value;
     } else if (key == "model_token") {
       out->model_token = value;
+    } else if (key == "quantized_models_allowed") {
+      DFARM_RETURN_IF_ERROR(ParseBool(key, value, &out->quantized_models_allowed));
     }
   }
   return Status::Ok();
@@ -298,7 +318,7 @@ GpuDelegate::~GpuDelegate() {
 }
 
 Status GpuDelegate::CheckNode(const runtime::Node& node) const {
-  return gpu::VisitNode(node, nullptr);
+  return gpu::VisitNode(node, options_.quantized_models_allowed, nullptr);
 }
 
 std::unique_ptr<runtime::DelegateKernel> GpuDelegate::CreateKernel() {

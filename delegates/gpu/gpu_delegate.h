@@ -2,13 +2,13 @@
 // run time), registered as "gpu" in delegates/registry.h. Its options mirror
 // TensorFlow Lite's GPU delegate.
 //
-// Float32 models; NHWC tensors in cl_mem buffers, one kernel launch (or a
-// few) per node, one work-item per output element (gpu_kernels.cc). Every
-// gpu delegate of a process shares one OpenCL context on the device picked
-// (a GPU when there is one) and the compiled program (gpu_program.h); each
-// has its own command queue. A partition's inputs are copied to the device
-// at the start of Invoke() and its outputs back at the end; the tensors
-// between its nodes stay on the device. Weights are uploaded in Prepare().
+// Float32 models, and int8/uint8 quantized ones computed in float
+// (gpu_quant.h: TFLite's quantized_models_allowed); NHWC tensors in cl_mem buffers, one kernel
+// launch (or a few) per node, one work-item per output element (gpu_kernels.cc). Every gpu delegate
+// of a process shares one OpenCL context on the device picked (a GPU when there is one) and the
+// compiled program (gpu_program.h); each has its own command queue. A partition's inputs are copied
+// to the device at the start of Invoke() and its outputs back at the end; the tensors between its
+// nodes stay on the device. Weights are uploaded in Prepare().
 #pragma once
 
 #include <memory>
@@ -34,6 +34,10 @@ struct GpuOptions {
   // the next start loads instead of compiling. model_token names the file.
   std::string serialization_dir;
   std::string model_token;
+  // Quantized (int8/uint8) nodes are taken and computed in float: weights
+  // dequantized in Prepare(), quantized inputs and outputs converted at the
+  // partition's edges (gpu_quant.h). false: they stay on the CPU.
+  bool quantized_models_allowed = true;
 };
 
 class GpuDelegate : public runtime::Delegate {
@@ -58,6 +62,7 @@ class GpuDelegate : public runtime::Delegate {
   const gpu::GpuDevice& device() const { return *device_; }
   cl_command_queue queue() const { return queue_; }
   bool fp16() const { return options_.precision_loss_allowed; }
+  bool quantized_models_allowed() const { return options_.quantized_models_allowed; }
   size_t work_group_size() const { return work_group_size_; }
 
  private:
@@ -75,8 +80,9 @@ class GpuDelegate : public runtime::Delegate {
 
 // The registry's factory for "gpu": options precision_loss_allowed
 // (true/false, 1/0), inference_preference (fast_single_answer |
-// sustained_speed), serialization_dir, model_token and the partition
-// options of delegates/registry.h. An unknown value is an Error naming it.
+// sustained_speed), serialization_dir, model_token, quantized_models_allowed
+// (true/false, 1/0; default true) and the partition options of
+// delegates/registry.h. An unknown value is an Error naming it.
 runtime::Status CreateGpuDelegate(const std::vector<std::pair<std::string, std::string>>& options,
                                   std::unique_ptr<runtime::Delegate>* delegate_out);
 

@@ -283,6 +283,7 @@ TEST(GpuDelegateTest, BadOptionValuesAreErrorsNamingThem) {
       {{{"precision_loss_allowed", "maybe"}}, "'precision_loss_allowed' has value 'maybe'"},
       {{{"inference_preference", "fastest"}}, "'inference_preference' has value 'fastest'"},
       {{{"serialization_dir", ""}}, "'serialization_dir' is empty"},
+      {{{"quantized_models_allowed", "yes"}}, "'quantized_models_allowed' has value 'yes'"},
       {{{"max_delegated_partitions", "-1"}}, "'max_delegated_partitions' has value '-1'"},
   };
   for (const auto& [options, message] : cases) {
@@ -298,7 +299,8 @@ TEST(GpuDelegateTest, BadOptionValuesAreErrorsNamingThem) {
   EXPECT_TRUE(CheckDelegateOptions(*entry, {{"precision_loss_allowed", "true"},
                                             {"inference_preference", "sustained_speed"},
                                             {"serialization_dir", "/tmp"},
-                                            {"model_token", "t"}})
+                                            {"model_token", "t"},
+                                            {"quantized_models_allowed", "false"}})
                   .ok());
 }
 
@@ -343,6 +345,169 @@ TEST(GpuDelegateTest, FullyConnectedWeightsInEitherLayoutMatchTheReference) {
     ASSERT_EQ(got.placement.nodes.size(), 1u);
     EXPECT_EQ(got.placement.nodes[0].delegate, "gpu");
     ExpectNear(got.outputs, ref.outputs, 1e-5, 1e-5);
+  }
+}
+
+// float -> QUANTIZE int8 -> CONV_2D (per-channel int8 filter, int32 bias,
+// RELU) -> DEPTHWISE_CONV_2D s2 (per-channel) -> ADD -> AVERAGE_POOL_2D ->
+// SOFTMAX (1/256) -> DEQUANTIZE -> float, as a converter writes a quantized
+// model with float edges. `step_out` is the output's step.
+std::unique_ptr<runtime::Model> QuantizedModel(double* step_out) {
+  ModelBuilder b;
+  const auto I8 = tfl::TensorType::INT8;
+  auto act = [&](std::vector<int32_t> shape, float scale, int zp) {
+    const int t = b.AddTensor(I8, std::move(shape));
+    b.SetQuantization(t, scale, zp);
+    return t;
+  };
+  auto filter = [&](std::vector<int32_t> shape, std::vector<float> scales, int dim) {
+    std::vector<int8_t> v(static_cast<size_t>(shape[0] * shape[1] * shape[2] * shape[3]));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int8_t>((i * 37 + 11) % 255 - 127);
+    const int t = b.AddConstInt8(shape, v);
+    b.SetQuantization(t, scales, std::vector<int64_t>(scales.size(), 0), dim);
+    return t;
+  };
+  const int x = b.AddTensor(tfl::TensorType::FLOAT32, {1, 8, 8, 3}, "x");
+  const int q = act({1, 8, 8, 3}, 1.0f / 128, 0);
+  b.AddUnary(tfl::BuiltinOperator::QUANTIZE, x, q);
+  const std::vector<float> fs = {0.004f, 0.006f, 0.005f, 0.003f};
+  const int t1 = act({1, 8, 8, 4}, 0.02f, -60);
+  testing::Conv2DParams cp;
+  cp.padding = tfl::Padding::SAME;
+  cp.activation = tfl::ActivationFunctionType::RELU;
+  b.AddConv2D(q, filter({4, 3, 3, 3}, fs, 0), b.AddQuantizedBias({50, -80, 120, 0}, 1.0f / 128, fs),
+              t1, cp);
+  const std::vector<float> ds = {0.01f, 0.02f, 0.015f, 0.01f};
+  const int t2 = act({1, 4, 4, 4}, 0.03f, 4);
+  testing::DepthwiseConv2DParams dp;
+  dp.padding = tfl::Padding::SAME;
+  dp.stride_h = dp.stride_w = 2;
+  b.AddDepthwiseConv2D(t1, filter({1, 3, 3, 4}, ds, 3),
+                       b.AddQuantizedBias({10, -20, 30, 5}, 0.02f, ds), t2, dp);
+  const int t3 = act({1, 4, 4, 4}, 0.04f, -10);
+  b.AddAdd(t2, t2, t3);
+  const int t4 = act({1, 2, 2, 4}, 0.04f, -10);
+  testing::Pool2DParams pp;
+  pp.filter_h = pp.filter_w = pp.stride_h = pp.stride_w = 2;
+  b.AddPool2D(tfl::BuiltinOperator::AVERAGE_POOL_2D, t3, t4, pp);
+  const int t5 = act({1, 2, 2, 4}, 1.0f / 256, -128);
+  b.AddOperator(tfl::BuiltinOperator::SOFTMAX, {t4}, {t5}, tfl::BuiltinOptions::SoftmaxOptions,
+                [](flatbuffers::FlatBufferBuilder& fb) {
+                  return tfl::CreateSoftmaxOptions(fb, 1.0f).Union();
+                });
+  const int out = b.AddTensor(tfl::TensorType::FLOAT32, {1, 2, 2, 4}, "out");
+  b.AddDequantize(t5, out);
+  b.SetInputs({x});
+  b.SetOutputs({out});
+  *step_out = 1.0 / 256;
+  return Load(b);
+}
+
+// A quantized model runs on gpu as one partition (TFLite's GPU delegate
+// takes quantized models by default), within conformance::kQuantizedSteps
+// output steps of the reference kernels' integer arithmetic, in both
+// precisions; quantized_models_allowed:false leaves every node to the CPU,
+// saying why.
+TEST(GpuDelegateTest, QuantizedModelRunsAsOnePartitionUnlessRefusedByOption) {
+  double step = 0;
+  std::unique_ptr<runtime::Model> model = QuantizedModel(&step);
+  ASSERT_NE(model, nullptr);
+  RunResult ref = RunModel(*model, nullptr);
+  ASSERT_TRUE(ref.status.ok()) << ref.status.message();
+  for (const char* fp16 : {"false", "true"}) {
+    SCOPED_TRACE(std::string("precision_loss_allowed:") + fp16);
+    GPU_OR_SKIP(d, (DelegateOptions{{"precision_loss_allowed", fp16}}));
+    RunResult got = RunModel(*model, d.get());
+    ASSERT_TRUE(got.status.ok()) << got.status.message();
+    EXPECT_EQ(got.placement.partitions, 1);
+    for (const runtime::NodePlacement& n : got.placement.nodes) {
+      EXPECT_TRUE(n.folded || n.delegate == "gpu") << n.op << ": " << n.reason;
+    }
+    ExpectNear(got.outputs, ref.outputs, conformance::kQuantizedSteps * step * (1 + 1e-6), 0);
+  }
+  GPU_OR_SKIP(off, (DelegateOptions{{"quantized_models_allowed", "false"}}));
+  RunResult got = RunModel(*model, off.get());
+  ASSERT_TRUE(got.status.ok()) << got.status.message();
+  EXPECT_EQ(got.placement.partitions, 0);
+  ASSERT_FALSE(got.placement.nodes.empty());
+  for (const runtime::NodePlacement& n : got.placement.nodes) {
+    EXPECT_EQ(n.delegate, "cpu");
+    EXPECT_THAT(n.reason, HasSubstr("(quantized_models_allowed is false)")) << n.op;
+  }
+  EXPECT_THAT(got.placement.nodes[0].reason, HasSubstr("gpu: QUANTIZE with quantized int8 tensor"));
+  ExpectNear(got.outputs, ref.outputs, 0, 0);
+}
+
+// Runs `model`, whose inputs and outputs are int8, on seeded random codes;
+// the output codes.
+std::vector<std::vector<int8_t>> RunInt8(const runtime::Model& model, runtime::Delegate* delegate,
+                                         runtime::Placement* placement) {
+  runtime::OpResolver resolver;
+  resolver.AddAllReferenceOps();
+  runtime::Interpreter interpreter(model, resolver);
+  if (delegate != nullptr) interpreter.AddDelegate(delegate);
+  Status s = interpreter.AllocateTensors();
+  EXPECT_TRUE(s.ok()) << s.message();
+  if (!s.ok()) return {};
+  *placement = interpreter.placement();
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> u(-128, 127);
+  for (runtime::Tensor* t : interpreter.inputs()) {
+    for (int64_t i = 0; i < t->num_elements(); ++i) t->data_as<int8_t>()[i] = u(rng);
+  }
+  s = interpreter.Invoke();
+  EXPECT_TRUE(s.ok()) << s.message();
+  std::vector<std::vector<int8_t>> out;
+  for (const runtime::Tensor* t : interpreter.outputs()) {
+    out.emplace_back(t->data_as<int8_t>(), t->data_as<int8_t>() + t->num_elements());
+  }
+  return out;
+}
+
+// int8 in, int8 out: the partition's quantized input is dequantized and its
+// outputs quantized on the host (a model output read inside the partition
+// too); codes within kQuantizedSteps of the reference kernels, both precisions.
+TEST(GpuDelegateTest, Int8InputsAndOutputsAreConvertedAtThePartitionEdges) {
+  ModelBuilder b;
+  const auto I8 = tfl::TensorType::INT8;
+  const int x = b.AddTensor(I8, {1, 6, 6, 3}, "x");
+  b.SetQuantization(x, 0.05f, -3);
+  std::vector<int8_t> w(4 * 3 * 3 * 3);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<int8_t>((i * 53 + 7) % 255 - 127);
+  const int f = b.AddConstInt8({4, 3, 3, 3}, w);
+  const std::vector<float> fs = {0.01f, 0.02f, 0.015f, 0.005f};
+  b.SetQuantization(f, fs, {0, 0, 0, 0}, 0);
+  const int conv = b.AddTensor(I8, {1, 6, 6, 4}, "conv");
+  b.SetQuantization(conv, 0.08f, 10);
+  testing::Conv2DParams cp;
+  cp.padding = tfl::Padding::SAME;
+  b.AddConv2D(x, f, b.AddQuantizedBias({100, -50, 0, 25}, 0.05f, fs), conv, cp);
+  const int pooled = b.AddTensor(I8, {1, 3, 3, 4}, "pooled");
+  b.SetQuantization(pooled, 0.08f, 10);
+  testing::Pool2DParams pp;
+  pp.filter_h = pp.filter_w = pp.stride_h = pp.stride_w = 2;
+  b.AddPool2D(tfl::BuiltinOperator::MAX_POOL_2D, conv, pooled, pp);
+  b.SetInputs({x});
+  b.SetOutputs({conv, pooled});
+  std::unique_ptr<runtime::Model> model = Load(b);
+  ASSERT_NE(model, nullptr);
+  runtime::Placement ref_placement;
+  const auto ref = RunInt8(*model, nullptr, &ref_placement);
+  ASSERT_EQ(ref.size(), 2u);
+  for (const char* fp16 : {"false", "true"}) {
+    SCOPED_TRACE(std::string("precision_loss_allowed:") + fp16);
+    GPU_OR_SKIP(d, (DelegateOptions{{"precision_loss_allowed", fp16}}));
+    runtime::Placement placement;
+    const auto got = RunInt8(*model, d.get(), &placement);
+    EXPECT_EQ(placement.partitions, 1);
+    ASSERT_EQ(got.size(), ref.size());
+    int worst = 0;
+    for (size_t o = 0; o < ref.size(); ++o) {
+      ASSERT_EQ(got[o].size(), ref[o].size());
+      for (size_t i = 0; i < ref[o].size(); ++i)
+        worst = std::max(worst, std::abs(got[o][i] - ref[o][i]));
+    }
+    EXPECT_LE(worst, conformance::kQuantizedSteps);
   }
 }
 
@@ -399,7 +564,7 @@ TEST(GpuDelegateTest, PassesTheConformanceCatalogInBothPrecisions) {
   const int failures =
       conformance::RunAll({{"gpu", {}}, {"gpu", {{"precision_loss_allowed", "true"}}}}, os);
   EXPECT_EQ(failures, 0) << os.str();
-  EXPECT_THAT(os.str(), HasSubstr("gpu: claimed 61 of"));
+  EXPECT_THAT(os.str(), HasSubstr("gpu: claimed 91 of 91"));
 }
 
 TEST(OpenClApiTest, ListsTheDeviceTheDelegateRunsOn) {

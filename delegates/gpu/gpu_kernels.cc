@@ -356,6 +356,16 @@ __kernel void softmax(ARGS) {
   for (int k = 0; k < depth; ++k) ST(out, at + k, exp((LD(a, at + k) - top) * PF(2)) / sum);
 }
 
+// A quantized tensor's values rounded to its grid, in place (a == out): the
+// real value of the code round(x / scale) + zero_point, saturated to [qmin, qmax].
+// p: n, scale, zero_point, qmin, qmax
+__kernel void fake_quant(ARGS) {
+  HEAD
+  const float zp = (float)p[2];
+  const float q = clamp(round(LD(a, i) / PF(1)) + zp, (float)p[3], (float)p[4]);
+  ST(out, i, (q - zp) * PF(1));
+}
+
 // p: n, H, W, C (input), block, OC
 __kernel void depth_to_space(ARGS) {
   HEAD

@@ -4,6 +4,7 @@
 #include <limits>
 #include <string>
 
+#include "delegates/gpu/gpu_quant.h"
 #include "delegates/node_params.h"
 #include "runtime/delegate.h"
 #include "runtime/kernels/window.h"
@@ -24,13 +25,16 @@ constexpr int64_t kMaxElements = int64_t{1} << 30;
 
 int32_t Bits(float f) { return std::bit_cast<int32_t>(f); }
 
-// Ok when `t` is a plain float32 tensor of rank <= 4 (`what` names it).
+// Ok when `t` is a float32 tensor, or a quantized one computed in float
+// (gpu_quant.h), of rank <= 4 (`what` names it).
 Status CheckFloat(const Node& node, const Tensor* t, const char* what) {
   if (t == nullptr) return Unsupported(node, std::string("without its ") + what);
-  if (t->dtype != DType::kFloat32 || t->quantized) {
+  if ((t->dtype != DType::kFloat32 || t->quantized) && !IsGpuQuantized(*t)) {
     return Unsupported(node, std::string("with ") + (t->quantized ? "quantized " : "") +
                                  runtime::DTypeName(t->dtype) + " " + what + " (tensor " +
-                                 std::to_string(t->index) + "): the gpu delegate runs float32");
+                                 std::to_string(t->index) +
+                                 "): the gpu delegate runs float32, and int8/uint8 quantized "
+                                 "per tensor (constants also per channel)");
   }
   if (t->rank() > 4) {
     return Unsupported(node, std::string("with rank-") + std::to_string(t->rank()) + " " + what +
@@ -159,6 +163,9 @@ int UnaryOp(const Node& node, float* alpha) {
       return 9;
     case Op::SQRT:
       return 10;
+    case Op::QUANTIZE:    // rounded to the output's grid by the fake_quant launch
+    case Op::DEQUANTIZE:  // the input is on its grid already
+      return 0;
     default:
       return -1;
   }
@@ -542,9 +549,46 @@ Status VisitConcatenation(const Node& node, GraphBuild* b) {
   return Status::Ok();
 }
 
+// Without quantized_models_allowed, the first quantized tensor of `node`.
+Status CheckQuantizedAllowed(const Node& node) {
+  for (const std::vector<Tensor*>* list : {&node.inputs, &node.outputs}) {
+    for (const Tensor* t : *list) {
+      if (t != nullptr && t->quantized) {
+        return Unsupported(node, "with quantized " + std::string(runtime::DTypeName(t->dtype)) +
+                                     " tensor " + std::to_string(t->index) +
+                                     " (quantized_models_allowed is false)");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// Rounds a quantized output to its grid in place: real values that its
+// integer codes can hold, as the integer kernels write.
+void AddFakeQuant(const Tensor& out, GraphBuild* b) {
+  const bool s8 = out.dtype == DType::kInt8;
+  Add(b, "fake_quant", &out, nullptr, nullptr, &out,
+      {Count(out), Bits(out.scale), static_cast<int32_t>(out.zero_point), s8 ? -128 : 0,
+       s8 ? 127 : 255});
+}
+
+Status VisitOp(const Node& node, GraphBuild* build);
+
 }  // namespace
 
-Status VisitNode(const Node& node, GraphBuild* build) {
+Status VisitNode(const Node& node, bool quantized_models_allowed, GraphBuild* build) {
+  if (!quantized_models_allowed) DFARM_RETURN_IF_ERROR(CheckQuantizedAllowed(node));
+  DFARM_RETURN_IF_ERROR(VisitOp(node, build));
+  if (build != nullptr && node.outputs.size() == 1 && node.outputs[0] != nullptr &&
+      node.outputs[0]->quantized) {
+    AddFakeQuant(*node.outputs[0], build);
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+Status VisitOp(const Node& node, GraphBuild* build) {
   switch (node.code) {
     case Op::ADD:
     case Op::SUB:
@@ -566,6 +610,8 @@ Status VisitNode(const Node& node, GraphBuild* build) {
     case Op::ABS:
     case Op::NEG:
     case Op::SQRT:
+    case Op::QUANTIZE:
+    case Op::DEQUANTIZE:
       return VisitUnary(node, build);
     case Op::SOFTMAX:
       return VisitSoftmax(node, build);
@@ -599,4 +645,5 @@ Status VisitNode(const Node& node, GraphBuild* build) {
   }
 }
 
+}  // namespace
 }  // namespace dfarm::delegates::gpu

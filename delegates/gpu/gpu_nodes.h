@@ -33,7 +33,10 @@ struct GraphBuild {
 };
 
 // Ok when the gpu delegate runs `node` (and, when `build` is non-null, its
-// launches are appended); kUnsupported with the reason otherwise.
-runtime::Status VisitNode(const runtime::Node& node, GraphBuild* build);
+// launches are appended, then a fake_quant launch when its output is
+// quantized: gpu_quant.h); kUnsupported with the reason otherwise. Without
+// `quantized_models_allowed` a node touching a quantized tensor is refused.
+runtime::Status VisitNode(const runtime::Node& node, bool quantized_models_allowed,
+                          GraphBuild* build);
 
 }  // namespace dfarm::delegates::gpu

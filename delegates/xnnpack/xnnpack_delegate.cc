@@ -90,6 +90,19 @@ std::vector<External> ExternalTensors(const runtime::Partition& partition) {
   return externals;
 }
 
+// The partition's outputs that a node of the same partition reads too.
+std::unordered_set<const runtime::Tensor*> OutputsReadInside(const runtime::Partition& partition) {
+  std::unordered_set<const runtime::Tensor*> outputs(partition.outputs.begin(),
+                                                     partition.outputs.end());
+  std::unordered_set<const runtime::Tensor*> read;
+  for (const runtime::Node* node : partition.nodes) {
+    for (const runtime::Tensor* t : node->inputs) {
+      if (t != nullptr && outputs.count(t) != 0) read.insert(t);
+    }
+  }
+  return read;
+}
+
 // The external values the CONCATENATIONs of `partition` add: one per input.
 size_t ConcatSliceCount(const runtime::Partition& partition) {
   size_t num_slices = 0;
@@ -98,6 +111,8 @@ size_t ConcatSliceCount(const runtime::Partition& partition) {
   }
   return num_slices;
 }
+
+Status CheckFp16Node(const runtime::Node& node);
 
 class XnnpackKernel : public runtime::DelegateKernel {
  public:
@@ -112,7 +127,17 @@ class XnnpackKernel : public runtime::DelegateKernel {
   }
 
   Status Prepare(const runtime::Partition& partition) override {
+    const bool fp16 = delegate_->xnnpack_options().fp16;
+    if (fp16) DFARM_RETURN_IF_ERROR(CheckFp16Partition(partition));
     const std::vector<External> externals = ExternalTensors(partition);
+    // fp16: outputs read inside the partition are written to an internal value and copied out.
+    const std::unordered_set<const runtime::Tensor*> copied =
+        fp16 ? OutputsReadInside(partition) : std::unordered_set<const runtime::Tensor*>{};
+    struct Copy {
+      const runtime::Tensor* tensor;
+      uint32_t from, to;  // internal value -> external output
+    };
+    std::vector<Copy> copies;
     xnn_subgraph_t raw = nullptr;
     xnn_status s = xnn_create_subgraph(
         static_cast<uint32_t>(externals.size() + ConcatSliceCount(partition)), 0, &raw);
@@ -126,12 +151,19 @@ class XnnpackKernel : public runtime::DelegateKernel {
     for (const External& e : externals) {
       uint32_t id = 0;
       DFARM_RETURN_IF_ERROR(DefineExternal(*e.tensor, e.tensor->data, e.input, &build, &id));
+      if (!e.input && copied.count(e.tensor) != 0) {
+        uint32_t internal = 0;
+        DFARM_RETURN_IF_ERROR(build.Internal(*e.tensor, e.tensor->shape, &internal));
+        copies.push_back({e.tensor, internal, id});
+        id = internal;
+      }
       build.ids.emplace(e.tensor->index, id);
     }
     DFARM_RETURN_IF_ERROR(DefineConcatSlices(partition, &build));
     for (const runtime::Node* node : partition.nodes) {
       DFARM_RETURN_IF_ERROR(xnnpack_internal::VisitNode(*node, &build));
     }
+    for (const Copy& c : copies) DFARM_RETURN_IF_ERROR(DefineCopy(raw, *c.tensor, c.from, c.to));
     return CreateRuntime(raw, partition.index);
   }
 
@@ -149,6 +181,36 @@ class XnnpackKernel : public runtime::DelegateKernel {
   }
 
  private:
+  // What XNNPACK's fp16 rewrite (xnn_subgraph_rewrite_for_fp16, run by
+  // xnn_create_runtime_v2) would otherwise abort on, checked before the
+  // subgraph is built: every node is one CheckNode() took in fp16 (a node type
+  // the rewrite converts, no constant operand of ADD/MUL, no constant data
+  // input); a partition output read inside the partition, which the rewrite
+  // asserts is an external input, is written to an internal value and copied
+  // out (DefineCopy). kUnsupported names the node, should a node slip past.
+  static Status CheckFp16Partition(const runtime::Partition& partition) {
+    for (const runtime::Node* node : partition.nodes) {
+      const Status s = CheckFp16Node(*node);
+      if (!s.ok()) {
+        return Status::Unsupported("xnnpack's fp16 rewrite cannot take node " +
+                                   std::to_string(node->index) + ": " + s.message());
+      }
+    }
+    return Status::Ok();
+  }
+
+  // `to` = `from`, both of `t`'s shape: a static reshape, which the fp16 rewrite converts.
+  static Status DefineCopy(xnn_subgraph_t subgraph, const runtime::Tensor& t, uint32_t from,
+                           uint32_t to) {
+    std::vector<size_t> dims(t.shape.begin(), t.shape.end());
+    const xnn_status s = xnn_define_static_reshape(subgraph, dims.size(), dims.data(), from, to, 0);
+    if (s != xnn_status_success) {
+      return Status::Error("xnnpack could not copy out tensor " + std::to_string(t.index) + ": " +
+                           XnnStatusName(s));
+    }
+    return Status::Ok();
+  }
+
   // Defines external value number externals_.size() for `t` at `data`.
   Status DefineExternal(const runtime::Tensor& t, std::byte* data, bool input, SubgraphBuild* build,
                         uint32_t* id) {
@@ -206,8 +268,6 @@ class XnnpackKernel : public runtime::DelegateKernel {
   RuntimePtr runtime_;
 };
 
-Status CheckFp16Node(const runtime::Node& node);
-
 }  // namespace
 
 Status XnnpackDelegate::Create(const XnnpackOptions& options,
@@ -246,7 +306,8 @@ namespace {
 // The nodes this XNNPACK (2022-02) builds in float16, found by running the
 // conformance catalog with fp16:true: the others fail to create the runtime,
 // and HARD_SWISH aborts in create_hardswish_operator (an assert on fp32).
-// Binary nodes only between run-time tensors (a constant operand is refused).
+// Binary nodes only between run-time tensors (a constant operand is refused),
+// and no constant data input (xnn_subgraph_rewrite_for_fp16 asserts it has none).
 Status CheckFp16Node(const runtime::Node& node) {
   using Op = tflite::BuiltinOperator;
   for (const std::vector<runtime::Tensor*>* list : {&node.inputs, &node.outputs}) {
@@ -256,6 +317,14 @@ Status CheckFp16Node(const runtime::Node& node) {
                                    " is not run by xnnpack with fp16:true");
       }
     }
+  }
+  // The rewrite converts the data input in place and asserts it is no constant.
+  const size_t data = node.code == Op::TRANSPOSE_CONV ? 2 : 0;
+  if (data < node.inputs.size() && node.inputs[data] != nullptr &&
+      node.inputs[data]->has_static_value()) {
+    return Status::Unsupported(node.op_name + " of a constant input (tensor " +
+                               std::to_string(node.inputs[data]->index) +
+                               ") is not taken by xnnpack's fp16 rewrite (fp16:true)");
   }
   switch (node.code) {
     case Op::CONV_2D:

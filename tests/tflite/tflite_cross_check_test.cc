@@ -84,7 +84,8 @@ bool InputCounts(const std::vector<uint8_t>& bytes, std::vector<size_t>* counts)
 // Ours: the reference kernels, or with `delegate` from the registry.
 runtime::Status RunOurs(const std::vector<uint8_t>& model_bytes,
                         const std::vector<std::vector<uint8_t>>& inputs,
-                        const std::string& delegate, Outputs* out, runtime::Placement* placement) {
+                        const std::string& delegate, Outputs* out, runtime::Placement* placement,
+                        const delegates::DelegateOptions& options = {}) {
   std::unique_ptr<runtime::Model> model;
   DFARM_RETURN_IF_ERROR(runtime::Model::FromBuffer("model.tflite", model_bytes, &model));
   runtime::OpResolver resolver;
@@ -93,7 +94,7 @@ runtime::Status RunOurs(const std::vector<uint8_t>& model_bytes,
   if (!delegate.empty()) {
     const delegates::RegisteredDelegate* entry = nullptr;
     DFARM_RETURN_IF_ERROR(delegates::FindDelegate(delegate, &entry));
-    DFARM_RETURN_IF_ERROR(entry->create({}, &d));
+    DFARM_RETURN_IF_ERROR(entry->create(options, &d));
   }
   runtime::Interpreter interpreter(*model, resolver);
   if (d != nullptr) interpreter.AddDelegate(d.get());
@@ -965,6 +966,46 @@ TEST(TfliteCrossCheckTest, CorpusPartitionsMatchTensorFlowLitesXnnpack) {
                 gpu_cell.c_str());
     if (!more.empty()) std::printf("  ours only:%s\n", more.c_str());
   }
+// The same graphs on our gpu delegate, which takes quantized models as
+// TensorFlow Lite's GPU delegate does by default (computed in float, weights
+// dequantized once, inputs and outputs converted at the partition's edges,
+// every quantized tensor rounded to its grid): each graph one partition, within
+// kQuantizedSteps of TFLite's builtin kernels, with fp32 and fp16 storage.
+// Skipped without the gpu delegate or an OpenCL device.
+TEST(TfliteCrossCheckTest, QuantizedGraphsOnGpuMatchTensorFlowLite) {
+  REQUIRE_TFLITE();
+  const delegates::RegisteredDelegate* entry = nullptr;
+  if (!delegates::FindDelegate("gpu", &entry).ok()) GTEST_SKIP() << "no gpu delegate in this build";
+  std::unique_ptr<runtime::Delegate> probe;
+  const runtime::Status made = entry->create({}, &probe);
+  if (made.code() == runtime::StatusCode::kUnsupported) GTEST_SKIP() << made.message();
+  ASSERT_TRUE(made.ok()) << made.message();
+  double worst[2] = {0, 0};
+  for (const graphs::QuantGraph& g : graphs::Graphs()) {
+    SCOPED_TRACE(g.name);
+    Outputs tfl;
+    std::string error;
+    ASSERT_TRUE(RunTflite(g.model, g.inputs, 0, &tfl, &error)) << error;
+    for (size_t o = 0; o < tfl.steps.size(); ++o) {
+      if (tfl.steps[o] == 0) tfl.steps[o] = g.float_steps[o];
+    }
+    for (int fp16 = 0; fp16 < 2; ++fp16) {
+      Outputs gpu;
+      runtime::Placement placement;
+      runtime::Status s = RunOurs(g.model, g.inputs, "gpu", &gpu, &placement,
+                                  {{"precision_loss_allowed", fp16 ? "true" : "false"}});
+      ASSERT_TRUE(s.ok()) << s.message();
+      EXPECT_EQ(placement.partitions, 1);
+      for (const runtime::NodePlacement& n : placement.nodes) {
+        EXPECT_TRUE(n.folded || n.delegate == "gpu") << n.op << ": " << n.reason;
+      }
+      const double e = Compare(gpu, tfl, 0, 0, conformance::kQuantizedSteps,
+                               fp16 ? "gpu fp16 vs TFLite" : "gpu vs TFLite");
+      worst[fp16] = std::max(worst[fp16], e);
+      std::printf("%-48s gpu%s %g LSB\n", g.name.c_str(), fp16 ? " fp16" : "", e);
+    }
+  }
+  std::printf("quantized graphs on gpu: max %.0f LSB, fp16 max %.0f LSB\n", worst[0], worst[1]);
 }
 
 }  // namespace
