@@ -966,6 +966,8 @@ TEST(TfliteCrossCheckTest, CorpusPartitionsMatchTensorFlowLitesXnnpack) {
                 gpu_cell.c_str());
     if (!more.empty()) std::printf("  ours only:%s\n", more.c_str());
   }
+}
+
 // The same graphs on our gpu delegate, which takes quantized models as
 // TensorFlow Lite's GPU delegate does by default (computed in float, weights
 // dequantized once, inputs and outputs converted at the partition's edges,
