@@ -1,7 +1,10 @@
 # dfarm_test(NAME SOURCES a.cc b.cc LIBS lib1 lib2 [LABELS unit] [NO_MAIN] [OPTIMIZE]
-#            [PROPERTIES k v ...])
+#            [NO_PCH] [PROPERTIES k v ...])
 # PROPERTIES: more CTest properties for each test (e.g. RUN_SERIAL TRUE).
 # NO_MAIN: the sources bring their own main() (e.g. to create a QApplication).
+# OPTIMIZE: the test sources keep the build type's flags (see DFARM_TEST_CXX_FLAGS).
+# NO_PCH: no shared precompiled header: Qt's targets make a program -fPIC,
+# which the shared header (built -fPIE) is not.
 # One GoogleTest executable; each TEST becomes a CTest test.
 set(DFARM_MODELS_DIR "${PROJECT_SOURCE_DIR}/models" CACHE PATH
     "Folder with the real .tflite models fetched by scripts/setup.sh")
@@ -14,24 +17,44 @@ set(DFARM_MODELS_DIR "${PROJECT_SOURCE_DIR}/models" CACHE PATH
 set(DFARM_TEST_CXX_FLAGS "-O0" CACHE STRING
     "Compiler flags for the test sources (after the build type's): -O0 builds fastest")
 
+# The headers most test sources include, precompiled once (dfarm_test_pch)
+# and reused by every test built with DFARM_TEST_CXX_FLAGS: parsing them took
+# about 3 s of CPU per test source. ccache caches such builds only with
+# CCACHE_SLOPPINESS=pch_defines,time_macros (scripts/build.sh sets it).
+option(DFARM_TEST_PCH "Precompile GoogleTest, gmock and nlohmann/json once for the tests" ON)
+set(_dfarm_test_definitions
+  DFARM_MODELS_DIR="${DFARM_MODELS_DIR}"
+  DFARM_BINARY_DIR="${PROJECT_BINARY_DIR}"
+  DFARM_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+separate_arguments(_dfarm_test_flags UNIX_COMMAND "${DFARM_TEST_CXX_FLAGS}")
+if(DFARM_TEST_PCH)
+  add_executable(dfarm_test_pch ${PROJECT_SOURCE_DIR}/cmake/test_pch_main.cc)
+  target_link_libraries(dfarm_test_pch PRIVATE GTest::gtest GTest::gmock
+                        nlohmann_json::nlohmann_json)
+  target_compile_definitions(dfarm_test_pch PRIVATE ${_dfarm_test_definitions})
+  target_compile_options(dfarm_test_pch PRIVATE ${_dfarm_test_flags})
+  target_precompile_headers(dfarm_test_pch PRIVATE
+    <gtest/gtest.h> <gmock/gmock.h> <nlohmann/json.hpp>
+    <filesystem> <fstream> <string> <vector>)
+endif()
+
 function(dfarm_test name)
-  cmake_parse_arguments(T "NO_MAIN;OPTIMIZE" "" "SOURCES;LIBS;LABELS;PROPERTIES" ${ARGN})
+  cmake_parse_arguments(T "NO_MAIN;OPTIMIZE;NO_PCH" "" "SOURCES;LIBS;LABELS;PROPERTIES" ${ARGN})
   if(NOT T_LABELS)
     set(T_LABELS unit)
   endif()
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gmock)
-  if(DFARM_TEST_CXX_FLAGS AND NOT T_OPTIMIZE)
-    separate_arguments(_flags UNIX_COMMAND "${DFARM_TEST_CXX_FLAGS}")
-    target_compile_options(${name} PRIVATE ${_flags})
+  if(NOT T_OPTIMIZE)
+    target_compile_options(${name} PRIVATE ${_dfarm_test_flags})
+    if(DFARM_TEST_PCH AND NOT T_NO_PCH)
+      target_precompile_headers(${name} REUSE_FROM dfarm_test_pch)
+    endif()
   endif()
   if(NOT T_NO_MAIN)
     target_link_libraries(${name} PRIVATE GTest::gtest_main)
   endif()
-  target_compile_definitions(${name} PRIVATE
-    DFARM_MODELS_DIR="${DFARM_MODELS_DIR}"
-    DFARM_BINARY_DIR="${PROJECT_BINARY_DIR}"
-    DFARM_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  target_compile_definitions(${name} PRIVATE ${_dfarm_test_definitions})
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${T_LABELS}"
                        ${T_PROPERTIES})
 endfunction()

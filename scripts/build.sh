@@ -14,6 +14,8 @@ JOBS="${DFARM_JOBS:-$(nproc)}"
 export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
 # Build folders under the checkout share cache hits (paths made relative).
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$ROOT}"
+# The tests' precompiled header (cmake/testing.cmake) is cacheable only so.
+export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}"
 
 build_arm64() {
   local dir="$BUILD/arm64"

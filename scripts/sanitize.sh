@@ -28,6 +28,8 @@ JOBS="${DFARM_JOBS:-$(nproc)}"
 SIGNAL_TESTS="${DFARM_SIGNAL_TESTS:-CrashingPlugin|CiExampleScriptWorksAsWritten}"
 export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$ROOT}"
+# The tests' precompiled header (cmake/testing.cmake) is cacheable only so.
+export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}"
 export QT_QPA_PLATFORM="${QT_QPA_PLATFORM:-offscreen}"
 
 if ! command -v clang++ >/dev/null 2>&1; then
