@@ -444,7 +444,15 @@ bool CompareWithReference(const RunnerOptions& options, const Job& job, RunOutco
   }
   runtime::OpResolver reference_resolver;
   cpu->add_kernels(reference_resolver);
-  runtime::Interpreter reference(*job.model, reference_resolver);
+  // layers: nothing folded into a neighbour, so every node's output exists
+  // to compare with (a delegated node's included); the same values.
+  runtime::InterpreterOptions reference_options;
+  if (layers) {
+    reference_options.fold_activations = false;
+    reference_options.fold_pads = false;
+    reference_options.fold_adds = false;
+  }
+  runtime::Interpreter reference(*job.model, reference_resolver, reference_options);
   if (runtime::Status s = reference.AllocateTensors(); !s.ok()) {
     return Failed(outcome, FromRuntime(s), "accuracy reference 'cpu' failed: " + s.message());
   }

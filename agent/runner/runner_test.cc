@@ -897,8 +897,9 @@ std::string PadConvReluModel(const fs::path& dir) {
 }
 
 // The nodes XNNPACK fuses run as one timed runtime on xnnpack: the PAD and
-// the clamps read 0, the conv and the ADD carry the time.
-TEST_F(RunnerTest, XnnpackFusedNodesReadZero) {
+// the clamps read 0, the conv and the ADD carry the time; their outputs
+// still reach the per-layer table.
+TEST_F(RunnerTest, XnnpackFusedNodesReadZeroAndShowTheirOutputs) {
   const std::string model = PadConvReluModel(dir_);
   Process p = RunRunner(
       {"--model", model, "--json", "--num-runs", "2", "--delegate", "xnnpack", "--profile"});
@@ -920,6 +921,19 @@ TEST_F(RunnerTest, XnnpackFusedNodesReadZero) {
     } else {
       EXPECT_GE(inside[i].second, 0.0) << ops[i];
     }
+  }
+  // The per-layer table: every node's outputs, those fusion keeps inside
+  // XNNPACK made again, against a reference that folds nothing (its CPU
+  // path would fold the same pairs and have no such tensors).
+  p = RunRunner({"--model", model, "--json", "--num-runs", "1", "--delegate", "xnnpack",
+                 "--accuracy-reference", "layers"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  const nlohmann::json layers = nlohmann::json::parse(p.out)["accuracy"]["layers"];
+  ASSERT_EQ(layers.size(), 5u) << layers;
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(layers[i]["op"], ops[i]);
+    EXPECT_EQ(layers[i]["delegate"], "xnnpack");
+    EXPECT_LE(layers[i]["max_abs_error"].get<double>(), 1e-5) << layers[i];
   }
 }
 
