@@ -283,4 +283,17 @@ Status DelegationPlan::InvokePartition(int partition) {
                       std::to_string(partition));
 }
 
+Status DelegationPlan::InvokePartitionProfiled(int partition, std::vector<double>* node_us_out) {
+  Entry& entry = *partitions_[partition];
+  node_us_out->clear();
+  Status s = entry.kernel->InvokeProfiled(entry.partition, node_us_out);
+  if (s.ok() && node_us_out->size() != entry.partition.nodes.size()) {
+    s = Status::Error("the kernel timed " + std::to_string(node_us_out->size()) + " of " +
+                      std::to_string(entry.partition.nodes.size()) + " nodes");
+  }
+  if (s.ok()) return s;
+  return s.WithPrefix(label_ + ": delegate '" + entry.partition.delegate + "' partition " +
+                      std::to_string(partition));
+}
+
 }  // namespace dfarm::runtime

@@ -68,6 +68,19 @@ class DelegateKernel {
   // Tensors inside the partition (neither inputs nor outputs) have arena
   // storage the kernel may use or ignore.
   virtual Status Invoke(const Partition& partition) = 0;
+  // (optional) Runs the partition as Invoke() does, timing each of its nodes
+  // by the delegate's own means: `node_us_out` gets one time in microseconds
+  // per node of partition.nodes, in that order. Every node's outputs, not
+  // only the partition's, hold their values in the tensors' (arena) storage
+  // afterwards, for per-layer comparisons. Called only after Prepare(),
+  // and only on kernels of a delegate whose EnableProfiling() returned Ok
+  // before AllocateTensors(); not a hot path (it may allocate on its first
+  // call). kUnsupported: this delegate times its partitions only as a whole.
+  virtual Status InvokeProfiled(const Partition& partition, std::vector<double>* node_us_out) {
+    (void)node_us_out;
+    return Status::Unsupported("delegate '" + partition.delegate +
+                               "' does not time the nodes of its partitions");
+  }
 };
 
 class Delegate {
@@ -99,6 +112,15 @@ class Delegate {
   // programs_loaded (from its serialization cache) and compile_us. Empty by
   // default.
   virtual std::vector<std::pair<std::string, double>> Stats() const { return {}; }
+
+  // (optional) Asks the delegate to time the nodes inside its partitions
+  // (DelegateKernel::InvokeProfiled); called before AllocateTensors(), only
+  // when a profile is wanted, so Invoke() pays nothing otherwise. Ok: every
+  // kernel it creates takes InvokeProfiled(). kUnsupported by default.
+  virtual Status EnableProfiling() {
+    return Status::Unsupported("delegate '" + name_ +
+                               "' does not time the nodes of its partitions");
+  }
 
  private:
   std::string name_;
@@ -152,6 +174,9 @@ class DelegationPlan {
     return p >= 0 && partitions_[p]->partition.nodes.front()->index == node;
   }
   Status InvokePartition(int partition);
+  // InvokePartition() with the kernel's per-node times
+  // (DelegateKernel::InvokeProfiled), one per node of partition(partition).
+  Status InvokePartitionProfiled(int partition, std::vector<double>* node_us_out);
 
   size_t partitions_size() const { return partitions_.size(); }
   const Partition& partition(size_t index) const { return partitions_[index]->partition; }

@@ -674,6 +674,15 @@ Status Interpreter::InvokeStep(size_t step) {
   return RunNode(plan_[step]);
 }
 
+Status Interpreter::InvokeStepProfiled(size_t step, std::vector<double>* node_us_out) {
+  if (!allocated_ || step >= plan_.size() || !delegation_.StartsPartition(plan_[step])) {
+    return Status::InvalidArgument(
+        "InvokeStepProfiled() called before a successful AllocateTensors() or on step " +
+        std::to_string(step) + ", which runs no delegated partition");
+  }
+  return delegation_.InvokePartitionProfiled(delegation_.PartitionOf(plan_[step]), node_us_out);
+}
+
 Status Interpreter::RunNode(int index) {
   if (const int p = delegation_.PartitionOf(index); p >= 0) {
     return delegation_.StartsPartition(index) ? delegation_.InvokePartition(p) : Status::Ok();

@@ -124,6 +124,12 @@ class Interpreter {
   // Precondition: AllocateTensors() succeeded and step < invoked_nodes_size().
   Status InvokeStep(size_t step);
   int step_node(size_t step) const { return plan_[step]; }
+  // InvokeStep() of a step that runs a delegated partition, timed per node by
+  // the delegate (DelegateKernel::InvokeProfiled): `node_us_out` gets one time
+  // per node of the partition, in its order. kUnsupported when the delegate
+  // cannot, or was not asked to (Delegate::EnableProfiling()); kInvalidArgument
+  // for a step that runs no partition.
+  Status InvokeStepProfiled(size_t step, std::vector<double>* node_us_out);
 
   // The model's inputs and outputs, in the model's order. The pointers stay
   // valid for the interpreter's lifetime; data is set by AllocateTensors().

@@ -63,6 +63,54 @@ LayerError Compare(const runtime::Interpreter& got, size_t tensor,
 
 }  // namespace
 
+namespace {
+
+// One node's visible tensors, or a partition's as a whole (op "DELEGATE").
+struct Visible {
+  int node = -1;
+  std::string op;
+  std::set<size_t> tensors;
+};
+
+// Runs step `step` of `got` and says what it made visible: a CPU node's
+// outputs; a partition's outputs, or, when its delegate runs it node by node
+// (InvokeStepProfiled: every node's outputs land in the tensors), each
+// node's outputs; nothing for a partition's later steps.
+runtime::Status RunStep(runtime::Interpreter& got, size_t step, std::set<int>* partitions_run,
+                        std::vector<Visible>* visible_out) {
+  visible_out->clear();
+  const int n = got.step_node(step);
+  const runtime::NodePlacement& where = got.placement().nodes[n];
+  if (where.partition < 0 || !partitions_run->insert(where.partition).second) {
+    DFARM_RETURN_IF_ERROR(got.InvokeStep(step));
+    if (where.partition >= 0) return runtime::Status::Ok();
+    Visible v{n, where.op, {}};
+    for (const runtime::Tensor* t : got.node(n).outputs) v.tensors.insert(TensorIndex(got, t));
+    visible_out->push_back(std::move(v));
+    return runtime::Status::Ok();
+  }
+  std::vector<double> node_us;
+  const runtime::Status profiled = got.InvokeStepProfiled(step, &node_us);
+  if (profiled.code() != runtime::StatusCode::kUnsupported) {
+    DFARM_RETURN_IF_ERROR(profiled);
+    for (size_t s = step; s < got.invoked_nodes_size(); ++s) {
+      const int node = got.step_node(s);
+      if (got.placement().nodes[node].partition != where.partition) continue;
+      Visible v{node, got.placement().nodes[node].op, {}};
+      for (const runtime::Tensor* t : got.node(node).outputs) {
+        if (t != nullptr) v.tensors.insert(TensorIndex(got, t));
+      }
+      visible_out->push_back(std::move(v));
+    }
+    return runtime::Status::Ok();
+  }
+  DFARM_RETURN_IF_ERROR(got.InvokeStep(step));
+  visible_out->push_back({n, "DELEGATE", PartitionOutputs(got, where.partition)});
+  return runtime::Status::Ok();
+}
+
+}  // namespace
+
 runtime::Status CompareLayers(runtime::Interpreter& got, runtime::Interpreter& reference,
                               std::vector<LayerError>* layers_out) {
   std::map<size_t, std::vector<double>> expected;
@@ -75,25 +123,21 @@ runtime::Status CompareLayers(runtime::Interpreter& got, runtime::Interpreter& r
   const runtime::Placement& placement = got.placement();
   std::vector<LayerError> layers;
   std::set<int> partitions_run;  // a partition's first step runs all of it
+  std::vector<Visible> visible;
   for (size_t step = 0; step < got.invoked_nodes_size(); ++step) {
-    DFARM_RETURN_IF_ERROR(got.InvokeStep(step));
-    const int n = got.step_node(step);
-    const runtime::NodePlacement& where = placement.nodes[n];
-    std::set<size_t> visible;
-    if (where.partition < 0) {
-      for (const runtime::Tensor* t : got.node(n).outputs) visible.insert(TensorIndex(got, t));
-    } else if (partitions_run.insert(where.partition).second) {
-      visible = PartitionOutputs(got, where.partition);
-    }
-    for (size_t t : visible) {
-      auto it = expected.find(t);
-      if (it == expected.end()) continue;
-      LayerError e = Compare(got, t, it->second);
-      e.node = n;
-      e.op = where.partition < 0 ? where.op : "DELEGATE";
-      e.delegate = where.delegate;
-      e.partition = where.partition;
-      layers.push_back(std::move(e));
+    DFARM_RETURN_IF_ERROR(RunStep(got, step, &partitions_run, &visible));
+    for (const Visible& v : visible) {
+      const runtime::NodePlacement& where = placement.nodes[v.node];
+      for (size_t t : v.tensors) {
+        auto it = expected.find(t);
+        if (it == expected.end()) continue;
+        LayerError e = Compare(got, t, it->second);
+        e.node = v.node;
+        e.op = v.op;
+        e.delegate = where.delegate;
+        e.partition = where.partition;
+        layers.push_back(std::move(e));
+      }
     }
   }
   *layers_out = std::move(layers);

@@ -2,7 +2,10 @@
 // layers, the culprit finder's evidence): every tensor a step of the job's
 // interpreter writes where the host can see it (a CPU node's outputs, a
 // delegated partition's outputs) compared with the same tensor of a
-// reference interpreter over the same model and inputs.
+// reference interpreter over the same model and inputs. A partition whose
+// delegate runs it node by node (Interpreter::InvokeStepProfiled, after
+// Delegate::EnableProfiling: xnnpack, gpu) shows every node's outputs, each
+// under its own node and op; others show their outputs as one "DELEGATE".
 #pragma once
 
 #include <vector>

@@ -89,6 +89,7 @@ class FaultTrackingDelegate : public runtime::Delegate {
     return std::make_unique<Kernel>(std::move(kernel), this);
   }
   std::vector<std::pair<std::string, double>> Stats() const override { return inner_->Stats(); }
+  runtime::Status EnableProfiling() override { return inner_->EnableProfiling(); }
   bool faulted() const { return faulted_; }
 
  private:
@@ -104,6 +105,11 @@ class FaultTrackingDelegate : public runtime::Delegate {
     }
     runtime::Status Invoke(const runtime::Partition& p) override {
       return owner_->Track(inner_->Invoke(p), true);
+    }
+    runtime::Status InvokeProfiled(const runtime::Partition& p,
+                                   std::vector<double>* node_us_out) override {
+      runtime::Status s = inner_->InvokeProfiled(p, node_us_out);
+      return s.code() == runtime::StatusCode::kUnsupported ? s : owner_->Track(std::move(s), true);
     }
 
    private:
@@ -150,10 +156,8 @@ runner_json::JobProfile ProfileDocument(const Profile& p) {
   out.runs = p.runs;
   for (const NodeProfile& n : p.nodes) {
     runner_json::ProfileNode node{n.index, n.op, n.delegate, std::nullopt, {}, n.mean_us};
-    if (n.partition >= 0) {
-      node.partition = n.partition;
-      node.nodes.assign(n.nodes.begin(), n.nodes.end());
-    }
+    if (n.partition >= 0) node.partition = n.partition;
+    node.nodes.assign(n.nodes.begin(), n.nodes.end());
     out.nodes.push_back(std::move(node));
   }
   for (const OpProfile& o : p.by_op) {
@@ -352,6 +356,14 @@ bool LoadAndPrepare(const RunnerOptions& options, Job* job, RunOutcome* outcome)
                     s.message());
     }
     job->runtime_delegate = std::make_unique<FaultTrackingDelegate>(std::move(created));
+    // --profile, --accuracy-reference layers: the delegate times the nodes
+    // inside its partitions and shows their outputs, where it can.
+    if (options.profile || options.accuracy_reference == "layers") {
+      if (runtime::Status s = job->runtime_delegate->EnableProfiling();
+          !s.ok() && s.code() != runtime::StatusCode::kUnsupported) {
+        return Failed(outcome, RunnerStatus::kDelegateError, s.message());
+      }
+    }
   }
   job->delegate->add_kernels(job->resolver);
   runtime::InterpreterOptions interpreter_options;
@@ -432,7 +444,15 @@ bool CompareWithReference(const RunnerOptions& options, const Job& job, RunOutco
   }
   runtime::OpResolver reference_resolver;
   cpu->add_kernels(reference_resolver);
-  runtime::Interpreter reference(*job.model, reference_resolver);
+  // layers: nothing folded into a neighbour, so every node's output exists
+  // to compare with (a delegated node's included); the same values.
+  runtime::InterpreterOptions reference_options;
+  if (layers) {
+    reference_options.fold_activations = false;
+    reference_options.fold_pads = false;
+    reference_options.fold_adds = false;
+  }
+  runtime::Interpreter reference(*job.model, reference_resolver, reference_options);
   if (runtime::Status s = reference.AllocateTensors(); !s.ok()) {
     return Failed(outcome, FromRuntime(s), "accuracy reference 'cpu' failed: " + s.message());
   }
@@ -798,6 +818,7 @@ std::string ReportText(const RunOutcome& r, const std::string& program) {
                     o.count, o.total_us, o.pct);
       s += buf;
     }
+    s += PartitionProfileText(*r.profile);
   }
   return s;
 }

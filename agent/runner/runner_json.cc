@@ -386,10 +386,8 @@ json ProfileJson(const JobProfile& p) {
   for (const ProfileNode& n : p.nodes) {
     json node = {
         {"index", n.index}, {"op", n.op}, {"delegate", n.delegate}, {"mean_us", n.mean_us}};
-    if (n.partition) {
-      node["partition"] = *n.partition;
-      node["nodes"] = n.nodes;
-    }
+    if (n.partition) node["partition"] = *n.partition;
+    if (n.partition && !n.nodes.empty()) node["nodes"] = n.nodes;
     nodes.push_back(std::move(node));
   }
   json by_op = json::array();

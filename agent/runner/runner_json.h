@@ -100,7 +100,8 @@ nlohmann::json PlacementJson(const JobPlacement& placement);
 // "accuracy": {"reference":…,"outputs":[{"index",…}]}.
 nlohmann::json AccuracyJson(const Accuracy& accuracy);
 // "profile": {"runs","nodes":[{"index","op","delegate","partition"?,"nodes"?,
-// "mean_us"}],"by_op":[{"op","count","total_us","pct"}]}.
+// "mean_us"}],"by_op":[{"op","count","total_us","pct"}]}; "nodes" only when
+// non-empty (a partition's DELEGATE entry, not a node timed inside it).
 nlohmann::json ProfileJson(const JobProfile& profile);
 // "sustained": {"secs","window_ms","windows":[{"t_ms","runs","mean_us","p50_us","max_us"}]}.
 nlohmann::json SustainedJson(const JobSustained& sustained);

@@ -53,10 +53,13 @@ Document FullDocument() {
   q.reference_inf_count = 2;
   q.max_abs_error_lsb = Number(int64_t{3});
   d.accuracy = Accuracy{"cpu", {scores, q}};
-  d.profile = JobProfile{
-      5,
-      {{0, "CONV_2D", "cpu", std::nullopt, {}, 10.5}, {1, "DELEGATE", "xnnpack", 0, {1, 2}, 3}},
-      {{"CONV_2D", 1, 10.5, 77.5}, {"DELEGATE", 1, 3, 22.5}}};
+  d.profile =
+      JobProfile{5,
+                 {{0, "CONV_2D", "cpu", std::nullopt, {}, 10.5},
+                  {1, "DELEGATE", "xnnpack", 0, {1, 2}, 3},
+                  {1, "ADD", "xnnpack", 0, {}, 1.25},
+                  {2, "MUL", "xnnpack", 0, {}, 1.5}},
+                 {{"CONV_2D", 1, 10.5, 77.5}, {"MUL", 1, 1.5, 11.1}, {"ADD", 1, 1.25, 9.2}}};
   return d;
 }
 
@@ -90,6 +93,12 @@ TEST(RunnerJsonTest, RoundTripKeepsEveryByte) {
   EXPECT_FALSE(d.accuracy->outputs[1].snr_db.has_value());  // unset: no key
   ASSERT_TRUE(d.profile);
   EXPECT_EQ(d.profile->nodes[1].nodes, (std::vector<int64_t>{1, 2}));
+  // A node timed inside its partition: the partition, no "nodes" key.
+  EXPECT_EQ(d.profile->nodes[2].op, "ADD");
+  EXPECT_EQ(d.profile->nodes[2].partition, 0);
+  EXPECT_TRUE(d.profile->nodes[2].nodes.empty());
+  EXPECT_THAT(text, HasSubstr(R"({"delegate":"xnnpack","index":1,"mean_us":1.25,"op":"ADD",)"
+                              R"("partition":0})"));
 }
 
 // delegate_stats and the cold/warm init round trip; absent ones

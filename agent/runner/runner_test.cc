@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -840,6 +841,136 @@ TEST_F(RunnerTest, ProfileTimesNodesAndPartitions) {
   EXPECT_EQ(prof["nodes"][1]["op"], "ADD");
   EXPECT_EQ(prof["nodes"][1]["delegate"], "cpu");
   EXPECT_FALSE(prof["nodes"][1].contains("partition"));
+}
+
+// A delegate that times the nodes inside its partitions (xnnpack) gives
+// each delegated node an entry of its own after its partition's DELEGATE
+// entry: the node's op, the delegate's name, the partition, no "nodes".
+// by_op counts those nodes instead of DELEGATE. Structure only: no verdict
+// on the times but that they are numbers >= 0.
+// --accuracy-reference layers (the culprit finder's table) on xnnpack: the
+// partition runs node by node (its per-node runtimes), so every delegated
+// node has a row under its own op, not one "DELEGATE" row.
+TEST_F(RunnerTest, LayerErrorsListTheNodesInsideXnnpackPartitions) {
+  Process p = RunRunner({"--model", AddChainModel(dir_), "--json", "--num-runs", "1", "--delegate",
+                         "xnnpack", "--accuracy-reference", "layers"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  const nlohmann::json doc = nlohmann::json::parse(p.out);
+  EXPECT_EQ(doc["placement"]["partitions"], 1);
+  const nlohmann::json& layers = doc["accuracy"]["layers"];
+  ASSERT_EQ(layers.size(), 5u) << layers;
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(layers[i]["node"], i);
+    EXPECT_EQ(layers[i]["op"], "ADD");
+    EXPECT_EQ(layers[i]["delegate"], "xnnpack");
+    EXPECT_EQ(layers[i]["partition"], 0);
+    EXPECT_EQ(layers[i]["name"], "t" + std::to_string(i));
+    EXPECT_LE(layers[i]["max_abs_error"].get<double>(), 1e-6);
+  }
+}
+
+// x -> PAD (height, width) -> CONV_2D -> RELU -> ADD x -> RELU6 -> out:
+// XNNPACK fuses the PAD into the conv and each clamp into the node before.
+std::string PadConvReluModel(const fs::path& dir) {
+  ModelBuilder b;
+  const int x = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 2}, "x");
+  const int pads = b.AddConstInt32({4, 2}, {0, 0, 1, 1, 1, 1, 0, 0}, "pads");
+  std::vector<float> w(2 * 3 * 3 * 2);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = std::sin(static_cast<float>(i));
+  const int filter = b.AddConstFloat32({2, 3, 3, 2}, w, "filter");
+  const int bias = b.AddConstFloat32({2}, {0.25f, -0.25f}, "bias");
+  const int padded = b.AddTensor(tfl::TensorType::FLOAT32, {1, 6, 6, 2}, "padded");
+  const int conv = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 2}, "conv");
+  const int relu = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 2}, "relu");
+  const int sum = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 2}, "sum");
+  const int out = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 2}, "out");
+  b.AddPad(x, pads, padded);
+  b.AddConv2D(padded, filter, bias, conv, Conv2DParams{});
+  b.AddUnary(tfl::BuiltinOperator::RELU, conv, relu);
+  b.AddAdd(relu, x, sum);
+  b.AddUnary(tfl::BuiltinOperator::RELU6, sum, out);
+  b.SetInputs({x});
+  b.SetOutputs({out});
+  fs::path path = dir / "pad_conv_relu.tflite";
+  EXPECT_TRUE(b.WriteFile(path.string()));
+  return path.string();
+}
+
+// The nodes XNNPACK fuses run as one timed runtime on xnnpack: the PAD and
+// the clamps read 0, the conv and the ADD carry the time; their outputs
+// still reach the per-layer table.
+TEST_F(RunnerTest, XnnpackFusedNodesReadZeroAndShowTheirOutputs) {
+  const std::string model = PadConvReluModel(dir_);
+  Process p = RunRunner(
+      {"--model", model, "--json", "--num-runs", "2", "--delegate", "xnnpack", "--profile"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  std::vector<std::pair<std::string, double>> inside;
+  const nlohmann::json doc = nlohmann::json::parse(p.out);
+  for (const nlohmann::json& n : doc["profile"]["nodes"]) {
+    if (n.contains("partition") && !n.contains("nodes")) {
+      inside.emplace_back(n["op"].get<std::string>(), n["mean_us"].get<double>());
+    }
+  }
+  ASSERT_EQ(inside.size(), 5u) << p.out;
+  const char* ops[] = {"PAD", "CONV_2D", "RELU", "ADD", "RELU6"};
+  const bool fused[] = {true, false, true, false, true};
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(inside[i].first, ops[i]);
+    if (fused[i]) {
+      EXPECT_EQ(inside[i].second, 0.0) << ops[i];
+    } else {
+      EXPECT_GE(inside[i].second, 0.0) << ops[i];
+    }
+  }
+  // The per-layer table: every node's outputs, those fusion keeps inside
+  // XNNPACK made again, against a reference that folds nothing (its CPU
+  // path would fold the same pairs and have no such tensors).
+  p = RunRunner({"--model", model, "--json", "--num-runs", "1", "--delegate", "xnnpack",
+                 "--accuracy-reference", "layers"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  const nlohmann::json layers = nlohmann::json::parse(p.out)["accuracy"]["layers"];
+  ASSERT_EQ(layers.size(), 5u) << layers;
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(layers[i]["op"], ops[i]);
+    EXPECT_EQ(layers[i]["delegate"], "xnnpack");
+    EXPECT_LE(layers[i]["max_abs_error"].get<double>(), 1e-5) << layers[i];
+  }
+}
+
+TEST_F(RunnerTest, ProfileTimesNodesInsideXnnpackPartitions) {
+  Process p = RunRunner(
+      {"--model", SmallModel(), "--json", "--num-runs", "2", "--delegate", "xnnpack", "--profile"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  const nlohmann::json doc = nlohmann::json::parse(p.out);
+  const nlohmann::json& prof = doc["profile"];
+  std::map<int, nlohmann::json> inside;  // node -> its entry inside a partition
+  int wholes = 0;
+  for (const nlohmann::json& n : prof["nodes"]) {
+    EXPECT_GE(n["mean_us"].get<double>(), 0);
+    if (n["op"] == "DELEGATE") {
+      ++wholes;
+      EXPECT_FALSE(n["nodes"].empty());
+    } else if (n.contains("partition")) {
+      EXPECT_FALSE(n.contains("nodes"));
+      inside[n["index"].get<int>()] = n;
+    }
+  }
+  int delegated = 0;
+  for (const nlohmann::json& n : doc["placement"]["nodes"]) {
+    if (!n.contains("partition")) continue;
+    ++delegated;
+    const int index = n["index"].get<int>();
+    ASSERT_EQ(inside.count(index), 1u) << "node " << index << " has no entry";
+    EXPECT_EQ(inside[index]["op"], n["op"]);
+    EXPECT_EQ(inside[index]["delegate"], "xnnpack");
+    EXPECT_EQ(inside[index]["partition"], n["partition"]);
+  }
+  EXPECT_EQ(delegated, 2);
+  EXPECT_EQ(static_cast<int>(inside.size()), delegated);
+  EXPECT_EQ(wholes, doc["placement"]["partitions"].get<int>());
+  for (const nlohmann::json& o : prof["by_op"]) EXPECT_NE(o["op"], "DELEGATE");
+  EXPECT_THAT(p.err, HasSubstr("partition 0 (xnnpack, "));
+  EXPECT_THAT(p.err, HasSubstr("us as a whole, its nodes "));
 }
 
 TEST_F(RunnerTest, BadAccuracyReferenceIsAUsageError) {

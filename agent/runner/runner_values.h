@@ -137,13 +137,15 @@ struct OutputAccuracy {
 // "profile" (--profile, spec benchmark.profile): the document's and the
 // store's form of the runner's runner::Profile (profile.h, which carries
 // runtime types). One step of the interpreter is a node, or a delegated
-// partition timed as a whole.
+// partition timed as a whole; a partition whose delegate times its nodes is
+// followed by one entry per node (`partition` set, `nodes` empty, the node's
+// own op).
 struct ProfileNode {
   int64_t index = 0;                 // the node (a partition's first node)
   std::string op;                    // "CONV_2D"; "DELEGATE" for a delegated partition
   std::string delegate;              // "cpu" or the delegate's name
-  std::optional<int64_t> partition;  // a delegated partition: then `nodes` is written too
-  std::vector<int64_t> nodes;        // a partition's nodes; empty otherwise
+  std::optional<int64_t> partition;  // a delegated partition, or a node timed inside one
+  std::vector<int64_t> nodes;        // a partition's nodes (its DELEGATE entry); empty otherwise
   double mean_us = 0;                // the step's mean over the profile's runs
 };
 struct ProfileOp {

@@ -1,8 +1,10 @@
 #include "delegates/conformance/conformance.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <random>
 
@@ -23,6 +25,17 @@ struct Outputs {
   runtime::Placement placement;
 };
 
+// `delegate` created from the registry.
+Status CreateDelegate(const DelegateUnderTest& delegate, std::unique_ptr<runtime::Delegate>* out) {
+  const delegates::RegisteredDelegate* entry = nullptr;
+  DFARM_RETURN_IF_ERROR(delegates::FindDelegate(delegate.name, &entry));
+  DFARM_RETURN_IF_ERROR(delegates::CheckDelegateOptions(*entry, delegate.options));
+  if (entry->create == nullptr) {
+    return Status::Error("delegate '" + delegate.name + "' only adds kernels");
+  }
+  return entry->create(delegate.options, out);
+}
+
 // Runs `bytes` once with `delegate` (null: reference kernels only) on
 // uniform inputs in [lo, hi] from a fixed seed.
 Status Run(const std::vector<uint8_t>& bytes, const std::string& name,
@@ -32,15 +45,7 @@ Status Run(const std::vector<uint8_t>& bytes, const std::string& name,
   runtime::OpResolver resolver;
   resolver.AddAllReferenceOps();
   std::unique_ptr<runtime::Delegate> d;
-  if (delegate != nullptr) {
-    const delegates::RegisteredDelegate* entry = nullptr;
-    DFARM_RETURN_IF_ERROR(delegates::FindDelegate(delegate->name, &entry));
-    DFARM_RETURN_IF_ERROR(delegates::CheckDelegateOptions(*entry, delegate->options));
-    if (entry->create == nullptr) {
-      return Status::Error("delegate '" + delegate->name + "' only adds kernels");
-    }
-    DFARM_RETURN_IF_ERROR(entry->create(delegate->options, &d));
-  }
+  if (delegate != nullptr) DFARM_RETURN_IF_ERROR(CreateDelegate(*delegate, &d));
   runtime::Interpreter interpreter(*model, resolver);
   if (d != nullptr) interpreter.AddDelegate(d.get());
   DFARM_RETURN_IF_ERROR(interpreter.AllocateTensors());
@@ -210,6 +215,164 @@ PartitionResult RunPartitionCase(const PartitionCase& c, const DelegateUnderTest
               std::to_string(c.expected_delegated_nodes) + " nodes, got " +
               std::to_string(r.partitions) + " of " + std::to_string(r.delegated_nodes);
   }
+  return r;
+}
+
+namespace {
+
+// The model's outputs as floats (float32 outputs only).
+Status CopyOutputs(const runtime::Interpreter& interpreter, Outputs* out) {
+  out->values.clear();
+  for (const runtime::Tensor* t : interpreter.outputs()) {
+    if (t->dtype != runtime::DType::kFloat32) {
+      return Status::Error("output " + runtime::DescribeTensor(*t) + " is not float32");
+    }
+    const float* p = t->data_as<float>();
+    out->values.emplace_back(p, p + t->num_elements());
+  }
+  out->placement = interpreter.placement();
+  return Status::Ok();
+}
+
+// Fills the float32 inputs with the seeded values every run of a case gets.
+Status FillInputs(runtime::Interpreter& interpreter) {
+  std::mt19937 rng(12345);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (runtime::Tensor* t : interpreter.inputs()) {
+    if (t->dtype != runtime::DType::kFloat32) {
+      return Status::Error("input " + runtime::DescribeTensor(*t) + " is not float32");
+    }
+    for (int64_t i = 0; i < t->num_elements(); ++i) t->data_as<float>()[i] = u(rng);
+  }
+  return Status::Ok();
+}
+
+using TensorValues = std::map<int, std::vector<float>>;  // by tensor index
+
+// Every float32 tensor a node writes, from a run of the reference kernels
+// with nothing folded into a neighbour (so every node's output exists),
+// copied right after its step.
+Status ReferenceTensors(const runtime::Model& model, TensorValues* out) {
+  runtime::OpResolver resolver;
+  resolver.AddAllReferenceOps();
+  runtime::InterpreterOptions options;
+  options.fold_activations = false;
+  options.fold_pads = false;
+  options.fold_adds = false;
+  runtime::Interpreter reference(model, resolver, options);
+  DFARM_RETURN_IF_ERROR(reference.AllocateTensors());
+  DFARM_RETURN_IF_ERROR(FillInputs(reference));
+  for (size_t step = 0; step < reference.invoked_nodes_size(); ++step) {
+    DFARM_RETURN_IF_ERROR(reference.InvokeStep(step));
+    for (const runtime::Tensor* t : reference.node(reference.step_node(step)).outputs) {
+      if (t == nullptr || t->dtype != runtime::DType::kFloat32) continue;
+      (*out)[t->index].assign(t->data_as<float>(), t->data_as<float>() + t->num_elements());
+    }
+  }
+  return Status::Ok();
+}
+
+// The outputs of every node of partition `p`, right after its profiled run,
+// against the reference's.
+Status CheckNodeOutputs(const runtime::Interpreter& interpreter, int p,
+                        const TensorValues& expected, const Tolerance& tolerance) {
+  for (size_t n = 0; n < interpreter.nodes_size(); ++n) {
+    if (interpreter.placement().nodes[n].partition != p) continue;
+    for (const runtime::Tensor* t : interpreter.node(n).outputs) {
+      auto it = t != nullptr ? expected.find(t->index) : expected.end();
+      if (it == expected.end()) continue;
+      for (size_t i = 0; i < it->second.size(); ++i) {
+        const double want = it->second[i], got = t->data_as<float>()[i];
+        if (!(std::fabs(got - want) <= tolerance.abs + tolerance.rel * std::fabs(want))) {
+          return Status::Error("node " + std::to_string(n) + " " + interpreter.node(n).op_name +
+                               ": tensor " + std::to_string(t->index) + " element " +
+                               std::to_string(i) + " is " + std::to_string(got) +
+                               " after the profiled run, reference " + std::to_string(want));
+        }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// One step-by-step run, every partition through InvokeStepProfiled; counts
+// the nodes timed into `r`, checks their times and every node's outputs.
+Status RunProfiledSteps(runtime::Interpreter& interpreter, const TensorValues& expected,
+                        const Tolerance& tolerance, NodeProfileResult* r) {
+  const runtime::Placement& placement = interpreter.placement();
+  int last_partition = -1;
+  std::vector<double> node_us;
+  for (size_t step = 0; step < interpreter.invoked_nodes_size(); ++step) {
+    const int p = placement.nodes[interpreter.step_node(step)].partition;
+    if (p < 0 || p == last_partition) {
+      DFARM_RETURN_IF_ERROR(interpreter.InvokeStep(step));
+      continue;
+    }
+    last_partition = p;
+    DFARM_RETURN_IF_ERROR(interpreter.InvokeStepProfiled(step, &node_us));
+    for (double us : node_us) {
+      if (!(us >= 0) || !std::isfinite(us)) {
+        return Status::Error("partition " + std::to_string(p) + " gave a node the time " +
+                             std::to_string(us) + " us");
+      }
+    }
+    r->timed_nodes += static_cast<int>(node_us.size());
+    DFARM_RETURN_IF_ERROR(CheckNodeOutputs(interpreter, p, expected, tolerance));
+  }
+  return Status::Ok();
+}
+
+Status ProfileNodes(const std::vector<uint8_t>& bytes, const std::string& name,
+                    const DelegateUnderTest& delegate, const Tolerance& tolerance,
+                    NodeProfileResult* r) {
+  std::unique_ptr<runtime::Model> model;
+  DFARM_RETURN_IF_ERROR(runtime::Model::FromBuffer(name, bytes, &model));
+  runtime::OpResolver resolver;
+  resolver.AddAllReferenceOps();
+  std::unique_ptr<runtime::Delegate> d;
+  DFARM_RETURN_IF_ERROR(CreateDelegate(delegate, &d));
+  const Status enabled = d->EnableProfiling();
+  if (enabled.code() == runtime::StatusCode::kUnsupported) return Status::Ok();
+  DFARM_RETURN_IF_ERROR(enabled);
+  r->supported = true;
+  TensorValues expected;
+  DFARM_RETURN_IF_ERROR(ReferenceTensors(*model, &expected));
+  runtime::Interpreter interpreter(*model, resolver);
+  interpreter.AddDelegate(d.get());
+  DFARM_RETURN_IF_ERROR(interpreter.AllocateTensors());
+  DFARM_RETURN_IF_ERROR(FillInputs(interpreter));
+  DFARM_RETURN_IF_ERROR(interpreter.Invoke());
+  Outputs whole, profiled;
+  DFARM_RETURN_IF_ERROR(CopyOutputs(interpreter, &whole));
+  r->partitions = whole.placement.partitions;
+  for (const runtime::NodePlacement& n : whole.placement.nodes) {
+    r->delegated_nodes += n.partition >= 0 ? 1 : 0;
+  }
+  for (runtime::Tensor* t : interpreter.outputs()) {
+    std::fill_n(t->data_as<float>(), t->num_elements(), std::nanf(""));
+  }
+  DFARM_RETURN_IF_ERROR(RunProfiledSteps(interpreter, expected, tolerance, r));
+  DFARM_RETURN_IF_ERROR(CopyOutputs(interpreter, &profiled));
+  std::string why;
+  if (!Compare(whole, profiled, tolerance, &r->max_abs_error, &why)) {
+    return Status::Error("the profiled run's outputs differ from Invoke()'s: " + why);
+  }
+  if (r->timed_nodes != r->delegated_nodes) {
+    return Status::Error(std::to_string(r->timed_nodes) + " nodes timed of " +
+                         std::to_string(r->delegated_nodes) + " delegated");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+NodeProfileResult RunNodeProfile(const std::vector<uint8_t>& model, const std::string& name,
+                                 const DelegateUnderTest& delegate, const Tolerance& tolerance) {
+  NodeProfileResult r;
+  r.delegate = delegate.Label();
+  const Status s = ProfileNodes(model, name, delegate, tolerance, &r);
+  r.pass = s.ok();
+  if (!s.ok()) r.error = s.message();
   return r;
 }
 

@@ -77,6 +77,31 @@ struct PartitionResult {
 PartitionResult RunPartitionCase(const PartitionCase& c, const DelegateUnderTest& delegate,
                                  const Tolerance& tolerance = kFloat32Tolerance);
 
+// Per-node times inside a delegate's partitions (Delegate::EnableProfiling,
+// Interpreter::InvokeStepProfiled), judged by structure only, never by how
+// long anything took: the model runs once with Invoke(), then its outputs
+// are set to NaN and it runs again step by step, every partition through
+// InvokeStepProfiled. Passes when the delegate times no node (not asked to
+// support it: `supported` false), or when each timed partition gives one
+// finite time >= 0 per node, every node's float32 outputs right after it
+// match the reference kernels' (run with nothing folded, so every node's
+// output exists) within `tolerance`, and the profiled run's outputs match
+// Invoke()'s (a delegate that times nodes by running them apart, as xnnpack
+// does, must still compute the same).
+struct NodeProfileResult {
+  std::string delegate;
+  bool supported = false;    // the delegate's EnableProfiling() said Ok
+  int partitions = 0;        // delegated partitions
+  int timed_nodes = 0;       // nodes given a time
+  int delegated_nodes = 0;   // nodes in partitions
+  double max_abs_error = 0;  // profiled run vs Invoke()
+  bool pass = false;
+  std::string error;
+};
+NodeProfileResult RunNodeProfile(const std::vector<uint8_t>& model, const std::string& name,
+                                 const DelegateUnderTest& delegate,
+                                 const Tolerance& tolerance = kFloat32Tolerance);
+
 // Why `delegate` cannot be run here as given: an unknown name (the message
 // lists the built-in ones) or options its delegate refuses; "" when it can.
 std::string CheckDelegate(const DelegateUnderTest& delegate);

@@ -38,6 +38,7 @@ class GpuKernel : public runtime::DelegateKernel {
     for (const runtime::Node* node : partition.nodes) {
       Status s = gpu::VisitNode(*node, delegate_->quantized_models_allowed(), &build_);
       if (!s.ok()) return s.WithPrefix("node " + std::to_string(node->index));
+      node_launches_end_.push_back(build_.launches.size());
     }
     return delegate_->Program(&program_);
   }
@@ -72,10 +73,68 @@ class GpuKernel : public runtime::DelegateKernel {
       if (t->quantized) real = std::max<size_t>(real, t->num_elements());
     }
     real_.resize(real);
+    // InvokeProfiled() copies every node's outputs out.
+    if (delegate_->profiling()) {
+      for (const auto& [t, mem] : buffers_) {
+        const size_t n = static_cast<size_t>(t->num_elements());
+        if (delegate_->fp16()) staging_.resize(std::max(staging_.size(), n));
+        if (t->quantized) real_.resize(std::max(real_.size(), n));
+      }
+    }
     return CreateKernels();
   }
 
-  Status Invoke(const runtime::Partition& partition) override {
+  Status Invoke(const runtime::Partition& partition) override { return Run(partition, nullptr); }
+
+  // Each node's time is the sum over its launches of the device's own
+  // execution time (OpenCL profiling events: CL_PROFILING_COMMAND_END minus
+  // _START); the copies in and out at the partition's edges belong to no node.
+  Status InvokeProfiled(const runtime::Partition& partition,
+                        std::vector<double>* node_us_out) override {
+    if (!delegate_->profiling()) {
+      return Status::Unsupported("gpu times kernels only after EnableProfiling()");
+    }
+    events_.assign(kernels_.size(), nullptr);
+    Status s = Run(partition, events_.data());
+    node_us_out->assign(partition.nodes.size(), 0.0);
+    size_t launch = 0;
+    for (size_t node = 0; node < node_launches_end_.size() && s.ok(); ++node) {
+      for (; launch < node_launches_end_[node]; ++launch) {
+        if (events_[launch] == nullptr) continue;  // an empty tensor: nothing launched
+        cl_ulong start = 0, end = 0;
+        cl_int err = api_.clGetEventProfilingInfo(events_[launch], CL_PROFILING_COMMAND_START,
+                                                  sizeof(start), &start, nullptr);
+        if (err == CL_SUCCESS) {
+          err = api_.clGetEventProfilingInfo(events_[launch], CL_PROFILING_COMMAND_END, sizeof(end),
+                                             &end, nullptr);
+        }
+        if (err != CL_SUCCESS) {
+          s = ClError(err,
+                      std::string("reading the time of kernel ") + build_.launches[launch].kernel);
+          break;
+        }
+        (*node_us_out)[node] += end > start ? static_cast<double>(end - start) / 1000.0 : 0.0;
+      }
+    }
+    for (cl_event e : events_) {
+      if (e != nullptr) api_.clReleaseEvent(e);
+    }
+    // Every node's outputs to the host, as the contract asks (after the
+    // timing: the copies belong to no node).
+    for (const runtime::Node* node : partition.nodes) {
+      for (runtime::Tensor* t : node->outputs) {
+        if (!s.ok()) break;
+        if (auto it = buffers_.find(t); it != buffers_.end()) s = Download(it->second, t);
+      }
+    }
+    return s;
+  }
+
+ private:
+  // Copies the inputs in, runs every launch (with an event each in
+  // `events`, when non-null, launches.size() of them) and copies the outputs
+  // out, which waits for the launches.
+  Status Run(const runtime::Partition& partition, cl_event* events) {
     if (kernels_.size() != build_.launches.size()) {
       return Status::InvalidArgument("gpu partition " + std::to_string(partition.index) +
                                      " was not prepared");
@@ -87,8 +146,9 @@ class GpuKernel : public runtime::DelegateKernel {
       const size_t n = static_cast<size_t>(build_.launches[i].params[0]);
       if (n == 0) continue;  // an empty tensor: OpenCL refuses a global size of 0
       const size_t global = (n + local - 1) / local * local;
-      const cl_int err = api_.clEnqueueNDRangeKernel(q, kernels_[i], 1, nullptr, &global, &local, 0,
-                                                     nullptr, nullptr);
+      const cl_int err =
+          api_.clEnqueueNDRangeKernel(q, kernels_[i], 1, nullptr, &global, &local, 0, nullptr,
+                                      events != nullptr ? &events[i] : nullptr);
       if (err != CL_SUCCESS) {
         return ClError(err, std::string("running kernel ") + build_.launches[i].kernel);
       }
@@ -99,7 +159,6 @@ class GpuKernel : public runtime::DelegateKernel {
     return Status::Ok();
   }
 
- private:
   size_t ElementBytes() const { return delegate_->fp16() ? 2 : 4; }
 
   // The device buffer of `t`, created (and filled when it has a static value) on first use.
@@ -245,9 +304,11 @@ class GpuKernel : public runtime::DelegateKernel {
   std::vector<cl_kernel> kernels_;              // one per launch
   std::vector<size_t> local_sizes_;             // one per launch
   cl_mem params_ = nullptr;
-  cl_mem dummy_ = nullptr;         // for a launch's unused inputs
-  std::vector<uint16_t> staging_;  // fp16 transfers
-  std::vector<float> real_;        // quantized inputs' and outputs' real values
+  cl_mem dummy_ = nullptr;                 // for a launch's unused inputs
+  std::vector<uint16_t> staging_;          // fp16 transfers
+  std::vector<float> real_;                // quantized inputs' and outputs' real values
+  std::vector<size_t> node_launches_end_;  // per partition node: the end of its launches
+  std::vector<cl_event> events_;           // InvokeProfiled(): one per launch
 };
 
 Status ParseBool(const std::string& key, const std::string& value, bool* out) {
@@ -297,16 +358,34 @@ Status GpuDelegate::Create(const GpuOptions& options,
   DFARM_RETURN_IF_ERROR(gpu::SharedGpuDevice(&device));
   std::unique_ptr<GpuDelegate> d(new GpuDelegate(options, partition_options));
   d->device_ = device;
-  cl_int err = CL_SUCCESS;
-  d->queue_ = device->api->clCreateCommandQueue(device->context, device->device, 0, &err);
-  if (d->queue_ == nullptr || err != CL_SUCCESS) {
-    return ClError(err, "creating a command queue on " + device->info.name);
-  }
+  DFARM_RETURN_IF_ERROR(d->CreateQueue(0));
   d->half_math_ = options.precision_loss_allowed && device->info.fp16;
   const size_t wanted =
       options.inference_preference == GpuOptions::Preference::kSustainedSpeed ? 256 : 64;
   d->work_group_size_ = std::max<size_t>(1, std::min(wanted, device->max_work_group_size));
   *out = std::move(d);
+  return Status::Ok();
+}
+
+Status GpuDelegate::CreateQueue(cl_command_queue_properties properties) {
+  if (queue_ != nullptr) {
+    device_->api->clFinish(queue_);
+    device_->api->clReleaseCommandQueue(queue_);
+    queue_ = nullptr;
+  }
+  cl_int err = CL_SUCCESS;
+  queue_ = device_->api->clCreateCommandQueue(device_->context, device_->device, properties, &err);
+  if (queue_ == nullptr || err != CL_SUCCESS) {
+    queue_ = nullptr;
+    return ClError(err, "creating a command queue on " + device_->info.name);
+  }
+  return Status::Ok();
+}
+
+Status GpuDelegate::EnableProfiling() {
+  if (profiling_) return Status::Ok();
+  DFARM_RETURN_IF_ERROR(CreateQueue(CL_QUEUE_PROFILING_ENABLE));
+  profiling_ = true;
   return Status::Ok();
 }
 

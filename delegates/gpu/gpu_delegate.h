@@ -52,6 +52,11 @@ class GpuDelegate : public runtime::Delegate {
 
   runtime::Status CheckNode(const runtime::Node& node) const override;
   std::unique_ptr<runtime::DelegateKernel> CreateKernel() override;
+  // Per-node times from OpenCL profiling events: the queue is made again with
+  // CL_QUEUE_PROFILING_ENABLE (only then: it may slow the launches). Call
+  // before AllocateTensors(), as runtime/delegate.h says.
+  runtime::Status EnableProfiling() override;
+  bool profiling() const { return profiling_; }
   // programs_compiled, programs_loaded (serialization_dir), programs_reused
   // (in-process cache), compile_us (in clBuildProgram), fp16 (1/0),
   // half_math (1/0), work_group_size.
@@ -69,7 +74,11 @@ class GpuDelegate : public runtime::Delegate {
   GpuDelegate(const GpuOptions& options, const runtime::DelegatePartitionOptions& partition_options)
       : runtime::Delegate("gpu", partition_options), options_(options) {}
 
+  // (Re)creates queue_ with `properties`; the old one is finished first.
+  runtime::Status CreateQueue(cl_command_queue_properties properties);
+
   GpuOptions options_;
+  bool profiling_ = false;
   const gpu::GpuDevice* device_ = nullptr;
   cl_command_queue queue_ = nullptr;  // owned
   cl_program program_ = nullptr;      // owned by the program cache

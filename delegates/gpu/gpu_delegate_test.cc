@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <sstream>
 
@@ -565,6 +566,55 @@ TEST(GpuDelegateTest, PassesTheConformanceCatalogInBothPrecisions) {
       conformance::RunAll({{"gpu", {}}, {"gpu", {{"precision_loss_allowed", "true"}}}}, os);
   EXPECT_EQ(failures, 0) << os.str();
   EXPECT_THAT(os.str(), HasSubstr("gpu: claimed 91 of 91"));
+}
+
+// --profile's per-node times from OpenCL profiling events: each node of
+// every partition gets one, and the profiled run computes what Invoke() does
+// (conformance::RunNodeProfile; no verdict reads a clock). On the partition
+// catalog and the corpus.
+TEST(GpuDelegateTest, ProfiledPartitionsTimeEveryNodeFromEvents) {
+  GPU_OR_SKIP(probe, DelegateOptions{});
+  const conformance::DelegateUnderTest gpu{"gpu", {}};
+  for (const conformance::PartitionCase& c : conformance::PartitionCatalog()) {
+    SCOPED_TRACE(c.name);
+    const conformance::NodeProfileResult r = conformance::RunNodeProfile(
+        c.model, "partition.tflite", gpu, conformance::kGpuFloat32Tolerance);
+    EXPECT_TRUE(r.pass) << r.error;
+    EXPECT_TRUE(r.supported);
+    EXPECT_EQ(r.timed_nodes, r.delegated_nodes);
+  }
+  const std::filesystem::path dir = DFARM_MODELS_DIR;
+  if (!std::filesystem::is_directory(dir)) return;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".tflite") continue;
+    SCOPED_TRACE(entry.path().filename().string());
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::vector<uint8_t> bytes(std::istreambuf_iterator<char>(in), {});
+    const conformance::NodeProfileResult r = conformance::RunNodeProfile(
+        bytes, entry.path().filename().string(), gpu, conformance::kGpuFloat32Tolerance);
+    EXPECT_TRUE(r.pass) << r.error;
+    EXPECT_GT(r.timed_nodes, 0);
+    EXPECT_EQ(r.timed_nodes, r.delegated_nodes);
+  }
+}
+
+TEST(GpuDelegateTest, NodeTimesOnlyWhenProfilingWasEnabled) {
+  GPU_OR_SKIP(d, DelegateOptions{});
+  ModelBuilder b;
+  const int x = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4}, "x");
+  const int y = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4}, "y");
+  b.AddUnary(tfl::BuiltinOperator::RELU, x, y);
+  b.SetInputs({x});
+  b.SetOutputs({y});
+  std::unique_ptr<runtime::Model> model;
+  ASSERT_TRUE(runtime::Model::FromBuffer("relu.tflite", b.Build(), &model).ok());
+  runtime::OpResolver resolver;
+  resolver.AddAllReferenceOps();
+  runtime::Interpreter interpreter(*model, resolver);
+  interpreter.AddDelegate(d.get());
+  ASSERT_TRUE(interpreter.AllocateTensors().ok());
+  std::vector<double> node_us;
+  EXPECT_EQ(interpreter.InvokeStepProfiled(0, &node_us).code(), StatusCode::kUnsupported);
 }
 
 TEST(OpenClApiTest, ListsTheDeviceTheDelegateRunsOn) {

@@ -47,7 +47,9 @@ namespace dfarm::delegates::gpu {
   X(clGetKernelWorkGroupInfo)     \
   X(clEnqueueNDRangeKernel)       \
   X(clFinish)                     \
-  X(clFlush)
+  X(clFlush)                      \
+  X(clGetEventProfilingInfo)      \
+  X(clReleaseEvent)
 
 struct OpenClApi {
 #define DFARM_OPENCL_MEMBER(name) decltype(&::name) name = nullptr;

@@ -3,14 +3,19 @@
 #include <pthreadpool.h>
 #include <xnnpack.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <limits>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "delegates/registry.h"
 #include "delegates/xnnpack/xnnpack_nodes.h"
+#include "runtime/memory_planner.h"
 
 namespace dfarm::delegates {
 namespace {
@@ -114,6 +119,115 @@ size_t ConcatSliceCount(const runtime::Partition& partition) {
 
 Status CheckFp16Node(const runtime::Node& node);
 
+// Whether `t` is read by no node of `partition` but `reader`, and is no
+// partition output: a value XNNPACK may keep inside a fused operator.
+bool OnlyReader(const runtime::Partition& partition, const runtime::Tensor* t,
+                const runtime::Node* reader) {
+  if (std::find(partition.outputs.begin(), partition.outputs.end(), t) != partition.outputs.end()) {
+    return false;
+  }
+  for (const runtime::Node* node : partition.nodes) {
+    if (node != reader &&
+        std::find(node->inputs.begin(), node->inputs.end(), t) != node->inputs.end()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// A float PAD of height and width only (constant paddings, pad value 0), read
+// only by the CONV_2D or DEPTHWISE_CONV_2D after it: XNNPACK's subgraph
+// optimization folds it into the convolution's padding.
+bool PadFusesIntoNext(const runtime::Partition& partition, size_t i) {
+  using Op = tflite::BuiltinOperator;
+  if (i + 1 >= partition.nodes.size()) return false;
+  const runtime::Node& pad = *partition.nodes[i];
+  const runtime::Node& conv = *partition.nodes[i + 1];
+  if (pad.code != Op::PAD || pad.inputs.size() != 2 || pad.outputs.size() != 1) return false;
+  if (conv.code != Op::CONV_2D && conv.code != Op::DEPTHWISE_CONV_2D) return false;
+  if (conv.inputs.empty() || conv.inputs[0] != pad.outputs[0]) return false;
+  const runtime::Tensor* in = pad.inputs[0];
+  const runtime::Tensor* paddings = pad.inputs[1];
+  if (in == nullptr || in->dtype != runtime::DType::kFloat32 || in->rank() != 4 ||
+      paddings == nullptr || !paddings->has_static_value() || paddings->num_elements() != 8) {
+    return false;
+  }
+  for (int k : {0, 1, 6, 7}) {  // batch and channels, before and after
+    const int64_t p = paddings->dtype == runtime::DType::kInt64   ? paddings->data_as<int64_t>()[k]
+                      : paddings->dtype == runtime::DType::kInt32 ? paddings->data_as<int32_t>()[k]
+                                                                  : -1;
+    if (p != 0) return false;
+  }
+  return OnlyReader(partition, pad.outputs[0], &conv);
+}
+
+// A RELU, RELU6 or RELU_N1_TO_1 (an XNNPACK clamp) that is the only reader
+// of the output of the node before it, of a type XNNPACK fuses a clamp into.
+bool ClampFusesIntoPrevious(const runtime::Partition& partition, size_t i) {
+  using Op = tflite::BuiltinOperator;
+  if (i == 0 || i >= partition.nodes.size()) return false;
+  const runtime::Node& act = *partition.nodes[i];
+  const runtime::Node& prev = *partition.nodes[i - 1];
+  if (act.code != Op::RELU && act.code != Op::RELU6 && act.code != Op::RELU_N1_TO_1) return false;
+  switch (prev.code) {
+    case Op::CONV_2D:
+    case Op::DEPTHWISE_CONV_2D:
+    case Op::TRANSPOSE_CONV:
+    case Op::FULLY_CONNECTED:
+    case Op::ADD:
+    case Op::SUB:
+    case Op::MUL:
+    case Op::DIV:
+    case Op::AVERAGE_POOL_2D:
+    case Op::MAX_POOL_2D:
+      break;
+    default:
+      return false;
+  }
+  if (act.inputs.empty() || prev.outputs.size() != 1 || act.inputs[0] != prev.outputs[0]) {
+    return false;
+  }
+  return OnlyReader(partition, prev.outputs[0], &act);
+}
+
+// The nodes from `i` that XNNPACK runs as one operator, in order: a PAD that
+// PadFusesIntoNext, the main node (*timed), a clamp that
+// ClampFusesIntoPrevious. Returns the index after them.
+size_t FusionGroup(const runtime::Partition& partition, size_t i,
+                   std::vector<runtime::Node*>* members, size_t* timed) {
+  if (PadFusesIntoNext(partition, i)) members->push_back(partition.nodes[i++]);
+  *timed = i;
+  members->push_back(partition.nodes[i++]);
+  if (ClampFusesIntoPrevious(partition, i)) members->push_back(partition.nodes[i++]);
+  return i;
+}
+
+// `nodes` (adjacent ones of `partition`) as a partition of their own: what
+// they read from outside the group is its inputs, what the last one writes
+// its outputs.
+runtime::Partition GroupPartition(const runtime::Partition& partition,
+                                  std::vector<runtime::Node*> nodes) {
+  runtime::Partition group;
+  group.index = partition.index;
+  group.delegate = partition.delegate;
+  group.nodes = std::move(nodes);
+  std::unordered_set<const runtime::Tensor*> written, read;
+  for (runtime::Node* node : group.nodes) {
+    for (runtime::Tensor* t : node->inputs) {
+      if (t != nullptr && written.count(t) == 0 && read.insert(t).second) {
+        group.inputs.push_back(t);
+      }
+    }
+    for (runtime::Tensor* t : node->outputs) {
+      if (t != nullptr) written.insert(t);
+    }
+  }
+  for (runtime::Tensor* t : group.nodes.back()->outputs) {
+    if (t != nullptr) group.outputs.push_back(t);
+  }
+  return group;
+}
+
 class XnnpackKernel : public runtime::DelegateKernel {
  public:
   explicit XnnpackKernel(const XnnpackDelegate* delegate) : delegate_(delegate) {}
@@ -127,6 +241,143 @@ class XnnpackKernel : public runtime::DelegateKernel {
   }
 
   Status Prepare(const runtime::Partition& partition) override {
+    return BuildRuntime(partition, &whole_);
+  }
+
+  Status Invoke(const runtime::Partition& partition) override {
+    if (whole_.runtime == nullptr) {
+      return Status::InvalidArgument("xnnpack partition " + std::to_string(partition.index) +
+                                     " was not prepared");
+    }
+    return Run(whole_, partition.index);
+  }
+
+  // This XNNPACK (2022-02) has no runtime profiling (xnn_get_runtime_profiling_info
+  // came later), so each node runs as a runtime of its own, built on first
+  // call, timed around xnn_invoke_runtime. Nodes XNNPACK's subgraph
+  // optimization fuses (FusionGroup: a spatial PAD into the conv after it, a
+  // clamp into the node before it) run as one runtime whose time goes to the
+  // main node; the fused ones read 0. The tensors between runtimes live in a
+  // buffer planned by lifetime (PlanCompact), as XNNPACK plans its own, and
+  // are copied to the arena after each runtime, untimed, with the outputs
+  // fusion kept inside made again, untimed: every node's outputs end up in
+  // the tensors. The sum is about the partition's time, not its inside.
+  Status InvokeProfiled(const runtime::Partition& partition,
+                        std::vector<double>* node_us_out) override {
+    if (!delegate_->profiling()) {
+      return Status::Unsupported("xnnpack times nodes only after EnableProfiling()");
+    }
+    if (groups_.empty()) DFARM_RETURN_IF_ERROR(BuildNodeRuntimes(partition));
+    node_us_out->assign(partition.nodes.size(), 0.0);
+    for (const Group& g : groups_) {
+      const auto start = std::chrono::steady_clock::now();
+      DFARM_RETURN_IF_ERROR(Run(g.runtime, partition.index));
+      (*node_us_out)[g.timed] =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+              .count();
+      for (const XnnRuntime& f : g.fused) DFARM_RETURN_IF_ERROR(Run(f, partition.index));
+      for (const runtime::Tensor* t : g.copy_out) {
+        std::memcpy(t->data, compact_at_.at(t), t->bytes);
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  // One XNNPACK runtime over the interpreter's tensors.
+  struct XnnRuntime {
+    std::deque<std::vector<std::byte>> owned;  // before runtime: outlives it
+    std::vector<xnn_external_value> externals;
+    RuntimePtr runtime;
+  };
+
+  // A runtime of InvokeProfiled(): one node, with those fused into it.
+  struct Group {
+    size_t timed = 0;              // the partition's node the time goes to
+    runtime::Partition nodes;      // the group as a partition of its own
+    XnnRuntime runtime;            // timed
+    std::deque<XnnRuntime> fused;  // untimed: the outputs fusion keeps inside the group
+    std::vector<const runtime::Tensor*> copy_out;  // in compact_: copied to the arena after
+  };
+
+  static Status Run(const XnnRuntime& rt, int partition_index) {
+    const xnn_status s = xnn_invoke_runtime(rt.runtime.get());
+    if (s != xnn_status_success) {
+      return Status::Error("xnnpack failed to run partition " + std::to_string(partition_index) +
+                           ": " + XnnStatusName(s));
+    }
+    return Status::Ok();
+  }
+
+  // groups_ and compact_: one runtime per node of `partition` (with the
+  // nodes XNNPACK fuses into it, see FusionGroup), over compact_ for the
+  // tensors between groups.
+  Status BuildNodeRuntimes(const runtime::Partition& partition) {
+    std::deque<Group> groups;
+    for (size_t i = 0; i < partition.nodes.size();) {
+      std::vector<runtime::Node*> members;
+      groups.emplace_back();
+      Group& g = groups.back();
+      i = FusionGroup(partition, i, &members, &g.timed);
+      g.nodes = GroupPartition(partition, std::move(members));
+    }
+    PlanCompact(partition, groups);
+    for (Group& g : groups) {
+      Status s = BuildRuntime(g.nodes, &g.runtime, &compact_at_);
+      // Outputs the group keeps inside (fusion): made again, untimed, into the arena.
+      for (size_t k = 0; s.ok() && k + 1 < g.nodes.nodes.size(); ++k) {
+        runtime::Node* fused = g.nodes.nodes[k];
+        g.fused.emplace_back();
+        s = BuildRuntime(GroupPartition(partition, {fused}), &g.fused.back(), &compact_at_);
+      }
+      if (!s.ok()) {
+        return s.WithPrefix("timing node " + std::to_string(partition.nodes[g.timed]->index) +
+                            " alone");
+      }
+      for (const runtime::Tensor* t : g.nodes.outputs) {
+        if (compact_at_.count(t) != 0) g.copy_out.push_back(t);
+      }
+    }
+    groups_ = std::move(groups);
+    return Status::Ok();
+  }
+
+  // compact_ and compact_at_: the tensors a group writes and a later one
+  // reads (not the partition's outputs, which stay in the arena), planned by
+  // lifetime in groups as XNNPACK plans a runtime's inner values, so the
+  // nodes run over as little memory as in the partition's own runtime.
+  void PlanCompact(const runtime::Partition& partition, const std::deque<Group>& groups) {
+    std::unordered_set<const runtime::Tensor*> outputs(partition.outputs.begin(),
+                                                       partition.outputs.end());
+    std::vector<const runtime::Tensor*> planned;
+    std::vector<runtime::BufferRequest> requests;
+    std::unordered_map<const runtime::Tensor*, size_t> request_of;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      for (const runtime::Tensor* t : groups[g].nodes.inputs) {
+        if (auto it = request_of.find(t); it != request_of.end()) {
+          requests[it->second].last_use = static_cast<int>(g);
+        }
+      }
+      for (const runtime::Tensor* t : groups[g].nodes.outputs) {
+        if (outputs.count(t) != 0 || request_of.count(t) != 0) continue;
+        request_of.emplace(t, requests.size());
+        planned.push_back(t);
+        requests.push_back({t->bytes + XNN_EXTRA_BYTES, static_cast<int>(g), static_cast<int>(g)});
+      }
+    }
+    constexpr size_t kAlignment = 64;
+    std::vector<size_t> offsets;
+    const size_t total = runtime::PlanGreedy(requests, kAlignment, &offsets);
+    compact_.assign(total + kAlignment, std::byte{0});
+    const uintptr_t base = reinterpret_cast<uintptr_t>(compact_.data());
+    std::byte* aligned = compact_.data() + ((kAlignment - base % kAlignment) % kAlignment);
+    for (size_t i = 0; i < planned.size(); ++i) compact_at_[planned[i]] = aligned + offsets[i];
+  }
+
+  // Builds `out` for `partition`: its subgraph, runtime and external values.
+  // `at`, when given, places some tensors elsewhere than their data.
+  Status BuildRuntime(const runtime::Partition& partition, XnnRuntime* out,
+                      const std::unordered_map<const runtime::Tensor*, std::byte*>* at = nullptr) {
     const bool fp16 = delegate_->xnnpack_options().fp16;
     if (fp16) DFARM_RETURN_IF_ERROR(CheckFp16Partition(partition));
     const std::vector<External> externals = ExternalTensors(partition);
@@ -147,10 +398,11 @@ class XnnpackKernel : public runtime::DelegateKernel {
     SubgraphPtr subgraph(raw);
     SubgraphBuild build;
     build.subgraph = raw;
-    build.owned = &owned_;
+    build.owned = &out->owned;
     for (const External& e : externals) {
       uint32_t id = 0;
-      DFARM_RETURN_IF_ERROR(DefineExternal(*e.tensor, e.tensor->data, e.input, &build, &id));
+      DFARM_RETURN_IF_ERROR(
+          DefineExternal(*e.tensor, Where(e.tensor, at), e.input, &build, &out->externals, &id));
       if (!e.input && copied.count(e.tensor) != 0) {
         uint32_t internal = 0;
         DFARM_RETURN_IF_ERROR(build.Internal(*e.tensor, e.tensor->shape, &internal));
@@ -159,28 +411,14 @@ class XnnpackKernel : public runtime::DelegateKernel {
       }
       build.ids.emplace(e.tensor->index, id);
     }
-    DFARM_RETURN_IF_ERROR(DefineConcatSlices(partition, &build));
+    DFARM_RETURN_IF_ERROR(DefineConcatSlices(partition, at, &build, &out->externals));
     for (const runtime::Node* node : partition.nodes) {
       DFARM_RETURN_IF_ERROR(xnnpack_internal::VisitNode(*node, &build));
     }
     for (const Copy& c : copies) DFARM_RETURN_IF_ERROR(DefineCopy(raw, *c.tensor, c.from, c.to));
-    return CreateRuntime(raw, partition.index);
+    return CreateRuntime(raw, partition.index, out);
   }
 
-  Status Invoke(const runtime::Partition& partition) override {
-    if (runtime_ == nullptr) {
-      return Status::InvalidArgument("xnnpack partition " + std::to_string(partition.index) +
-                                     " was not prepared");
-    }
-    const xnn_status s = xnn_invoke_runtime(runtime_.get());
-    if (s != xnn_status_success) {
-      return Status::Error("xnnpack failed to run partition " + std::to_string(partition.index) +
-                           ": " + XnnStatusName(s));
-    }
-    return Status::Ok();
-  }
-
- private:
   // What XNNPACK's fp16 rewrite (xnn_subgraph_rewrite_for_fp16, run by
   // xnn_create_runtime_v2) would otherwise abort on, checked before the
   // subgraph is built: every node is one CheckNode() took in fp16 (a node type
@@ -211,36 +449,48 @@ class XnnpackKernel : public runtime::DelegateKernel {
     return Status::Ok();
   }
 
-  // Defines external value number externals_.size() for `t` at `data`.
-  Status DefineExternal(const runtime::Tensor& t, std::byte* data, bool input, SubgraphBuild* build,
-                        uint32_t* id) {
-    const uint32_t external_id = static_cast<uint32_t>(externals_.size());
+  // Defines external value number externals->size() for `t` at `data`.
+  static Status DefineExternal(const runtime::Tensor& t, std::byte* data, bool input,
+                               SubgraphBuild* build, std::vector<xnn_external_value>* externals,
+                               uint32_t* id) {
+    const uint32_t external_id = static_cast<uint32_t>(externals->size());
     DFARM_RETURN_IF_ERROR(build->DefineValue(
         t, t.shape, nullptr, external_id,
         input ? XNN_VALUE_FLAG_EXTERNAL_INPUT : XNN_VALUE_FLAG_EXTERNAL_OUTPUT, id));
-    externals_.push_back(xnn_external_value{*id, data});
+    externals->push_back(xnn_external_value{*id, data});
     return Status::Ok();
   }
 
   // One external output per CONCATENATION input, over its block of the
   // node's output tensor (build->concat_slices).
-  Status DefineConcatSlices(const runtime::Partition& partition, SubgraphBuild* build) {
+  static std::byte* Where(const runtime::Tensor* t,
+                          const std::unordered_map<const runtime::Tensor*, std::byte*>* at) {
+    if (at == nullptr) return t->data;
+    auto it = at->find(t);
+    return it != at->end() ? it->second : t->data;
+  }
+
+  static Status DefineConcatSlices(const runtime::Partition& partition,
+                                   const std::unordered_map<const runtime::Tensor*, std::byte*>* at,
+                                   SubgraphBuild* build,
+                                   std::vector<xnn_external_value>* externals) {
     for (const runtime::Node* node : partition.nodes) {
       if (node->code != tflite::BuiltinOperator::CONCATENATION) continue;
       const std::vector<size_t> offsets = xnnpack_internal::ConcatOffsets(*node);
       std::vector<uint32_t>& slices = build->concat_slices[node->index];
       for (size_t i = 0; i < node->inputs.size(); ++i) {
         uint32_t id = 0;
-        DFARM_RETURN_IF_ERROR(DefineExternal(*node->inputs[i], node->outputs[0]->data + offsets[i],
-                                             false, build, &id));
+        DFARM_RETURN_IF_ERROR(DefineExternal(*node->inputs[i],
+                                             Where(node->outputs[0], at) + offsets[i], false, build,
+                                             externals, &id));
         slices.push_back(id);
       }
     }
     return Status::Ok();
   }
 
-  // Creates runtime_ from `subgraph` and sets it up on the external values.
-  Status CreateRuntime(xnn_subgraph_t subgraph, int partition_index) {
+  // Creates out->runtime from `subgraph` and sets it up on out->externals.
+  Status CreateRuntime(xnn_subgraph_t subgraph, int partition_index, XnnRuntime* out) {
     xnn_runtime_t rt = nullptr;
     xnn_status s = xnn_create_runtime_v2(subgraph, delegate_->threadpool(),
                                          RuntimeFlags(delegate_->xnnpack_options()), &rt);
@@ -252,9 +502,9 @@ class XnnpackKernel : public runtime::DelegateKernel {
       }
       return Status::Error(why);
     }
-    runtime_.reset(rt);
+    out->runtime.reset(rt);
     // The interpreter's tensors keep their addresses from here on.
-    s = xnn_setup_runtime(rt, externals_.size(), externals_.data());
+    s = xnn_setup_runtime(rt, out->externals.size(), out->externals.data());
     if (s != xnn_status_success) {
       return Status::Error(std::string("xnnpack could not set up partition ") +
                            std::to_string(partition_index) + ": " + XnnStatusName(s));
@@ -263,9 +513,10 @@ class XnnpackKernel : public runtime::DelegateKernel {
   }
 
   const XnnpackDelegate* delegate_;
-  std::deque<std::vector<std::byte>> owned_;  // before runtime_: outlives it
-  std::vector<xnn_external_value> externals_;
-  RuntimePtr runtime_;
+  XnnRuntime whole_;
+  std::deque<Group> groups_;  // built on InvokeProfiled()'s first call
+  std::vector<std::byte> compact_;
+  std::unordered_map<const runtime::Tensor*, std::byte*> compact_at_;
 };
 
 }  // namespace
@@ -362,6 +613,11 @@ Status CheckFp16Node(const runtime::Node& node) {
 }
 
 }  // namespace
+
+Status XnnpackDelegate::EnableProfiling() {
+  profiling_ = true;
+  return Status::Ok();
+}
 
 Status XnnpackDelegate::CheckNode(const runtime::Node& node) const {
   DFARM_RETURN_IF_ERROR(xnnpack_internal::VisitNode(node, nullptr));

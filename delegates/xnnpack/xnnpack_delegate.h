@@ -40,6 +40,11 @@ class XnnpackDelegate : public runtime::Delegate {
 
   runtime::Status CheckNode(const runtime::Node& node) const override;
   std::unique_ptr<runtime::DelegateKernel> CreateKernel() override;
+  // Per-node times: each node of a partition also runs as an XNNPACK runtime
+  // of its own, timed alone (this XNNPACK has no runtime profiling); see
+  // InvokeProfiled in xnnpack_delegate.cc. Costs nothing until a profiled run.
+  runtime::Status EnableProfiling() override;
+  bool profiling() const { return profiling_; }
 
   const XnnpackOptions& xnnpack_options() const { return options_; }
   pthreadpool* threadpool() const { return threadpool_; }
@@ -51,6 +56,7 @@ class XnnpackDelegate : public runtime::Delegate {
 
   XnnpackOptions options_;
   pthreadpool* threadpool_ = nullptr;  // owned; null for one thread
+  bool profiling_ = false;
 };
 
 // The registry's factory for "xnnpack": options `threads` (>= 1, default 1),

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <random>
 #include <set>
@@ -609,6 +611,126 @@ TEST(XnnpackDelegateTest, CorpusModelsRunOnXnnpackAndMatchReference) {
     ExpectNear(got.outputs, ref.outputs, 1e-4, 1e-4, name);
   }
   if (models == 0) GTEST_SKIP() << "no .tflite files in " << dir;
+}
+
+// x [1,6,6,2] -> CONV_2D -> t1 -> MAX_POOL_2D 3x3 SAME -> t2; CONCATENATION
+// of t2 and t1 along the height (this XNNPACK copies whole blocks only) ->
+// CONV_2D -> out: one partition of four nodes, where the pool and the first
+// conv write straight into the concatenation's output in the partition's
+// runtime.
+ModelBuilder ConvPoolConcatConv() {
+  ModelBuilder b;
+  const int x = b.AddTensor(tfl::TensorType::FLOAT32, {1, 6, 6, 2}, "x");
+  std::vector<float> w1(3 * 3 * 3 * 2), w2(2 * 3 * 3 * 3);
+  for (size_t i = 0; i < w1.size(); ++i) w1[i] = std::sin(static_cast<float>(i));
+  for (size_t i = 0; i < w2.size(); ++i) w2[i] = std::cos(static_cast<float>(i));
+  const int f1 = b.AddConstFloat32({3, 3, 3, 2}, w1);
+  const int b1 = b.AddConstFloat32({3}, {0.1f, -0.2f, 0.3f});
+  const int f2 = b.AddConstFloat32({2, 3, 3, 3}, w2);
+  const int b2 = b.AddConstFloat32({2}, {0.5f, -0.5f});
+  const int t1 = b.AddTensor(tfl::TensorType::FLOAT32, {1, 6, 6, 3});
+  const int t2 = b.AddTensor(tfl::TensorType::FLOAT32, {1, 6, 6, 3});
+  const int t3 = b.AddTensor(tfl::TensorType::FLOAT32, {1, 12, 6, 3});
+  const int out = b.AddTensor(tfl::TensorType::FLOAT32, {1, 12, 6, 2}, "out");
+  b.AddConv2D(x, f1, b1, t1, Conv2DParams{tfl::Padding::SAME});
+  b.AddPool2D(tfl::BuiltinOperator::MAX_POOL_2D, t1, t2,
+              ::dfarm::testing::Pool2DParams{tfl::Padding::SAME, 1, 1, 3, 3});
+  b.AddConcatenation({t2, t1}, t3, 1);
+  b.AddConv2D(t3, f2, b2, out, Conv2DParams{tfl::Padding::SAME});
+  b.SetInputs({x});
+  b.SetOutputs({out});
+  return b;
+}
+
+// x -> PAD (height, width) -> CONV_2D -> RELU -> ADD x -> RELU6 -> out:
+// XNNPACK fuses the PAD into the conv and each clamp into the node before,
+// so the padded, conv and sum tensors exist only in the node-by-node run.
+ModelBuilder PadConvRelu() {
+  ModelBuilder b;
+  const int x = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 2}, "x");
+  const int pads = b.AddConstInt32({4, 2}, {0, 0, 1, 1, 1, 1, 0, 0});
+  std::vector<float> w(2 * 3 * 3 * 2);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = std::sin(static_cast<float>(i));
+  const int filter = b.AddConstFloat32({2, 3, 3, 2}, w);
+  const int bias = b.AddConstFloat32({2}, {0.25f, -0.25f});
+  const int padded = b.AddTensor(tfl::TensorType::FLOAT32, {1, 6, 6, 2});
+  const int conv = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 2});
+  const int relu = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 2});
+  const int sum = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 2});
+  const int out = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 2}, "out");
+  b.AddPad(x, pads, padded);
+  b.AddConv2D(padded, filter, bias, conv, Conv2DParams{});
+  b.AddUnary(tfl::BuiltinOperator::RELU, conv, relu);
+  b.AddAdd(relu, x, sum);
+  b.AddUnary(tfl::BuiltinOperator::RELU6, sum, out);
+  b.SetInputs({x});
+  b.SetOutputs({out});
+  return b;
+}
+
+std::vector<uint8_t> ReadBytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+// --profile's per-node times: each node of every partition gets one, and
+// the node-by-node runtimes compute what the partition's runtime computes
+// (conformance::RunNodeProfile; no verdict reads a clock).
+TEST(XnnpackDelegateTest, ProfiledPartitionsTimeEveryNodeAndComputeTheSame) {
+  const conformance::DelegateUnderTest xnn{"xnnpack", {}};
+  conformance::NodeProfileResult r =
+      conformance::RunNodeProfile(ConvPoolConcatConv().Build(), "concat.tflite", xnn);
+  EXPECT_TRUE(r.pass) << r.error;
+  EXPECT_TRUE(r.supported);
+  EXPECT_EQ(r.partitions, 1);
+  EXPECT_EQ(r.timed_nodes, 4);
+  r = conformance::RunNodeProfile(PadConvRelu().Build(), "fused.tflite", xnn);
+  EXPECT_TRUE(r.pass) << r.error;
+  EXPECT_EQ(r.timed_nodes, 5);
+  for (const conformance::PartitionCase& c : conformance::PartitionCatalog()) {
+    SCOPED_TRACE(c.name);
+    r = conformance::RunNodeProfile(c.model, "partition.tflite", xnn);
+    EXPECT_TRUE(r.pass) << r.error;
+    EXPECT_EQ(r.timed_nodes, r.delegated_nodes);
+  }
+  r = conformance::RunNodeProfile(ConvPoolConcatConv().Build(), "concat.tflite",
+                                  {"xnnpack", {{"threads", "2"}}});
+  EXPECT_TRUE(r.pass) << r.error;
+}
+
+TEST(XnnpackDelegateTest, ProfiledCorpusModelsTimeEveryNodeAndComputeTheSame) {
+  const std::filesystem::path dir = DFARM_MODELS_DIR;
+  if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << "no models folder " << dir;
+  int models = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".tflite") continue;
+    ++models;
+    SCOPED_TRACE(entry.path().filename().string());
+    // A whole model's tolerance, as CorpusModelsRunOnXnnpackAndMatchReference's:
+    // rounding differences add up over the layers.
+    const conformance::NodeProfileResult r =
+        conformance::RunNodeProfile(ReadBytes(entry.path()), entry.path().filename().string(),
+                                    {"xnnpack", {}}, conformance::Tolerance{1e-4, 1e-4});
+    EXPECT_TRUE(r.pass) << r.error;
+    EXPECT_GT(r.timed_nodes, 0);
+    EXPECT_EQ(r.timed_nodes, r.delegated_nodes);
+  }
+  if (models == 0) GTEST_SKIP() << "no .tflite files in " << dir;
+}
+
+// Without EnableProfiling() a partition is timed only as a whole; a CPU step
+// has no nodes inside to time.
+TEST(XnnpackDelegateTest, NodeTimesOnlyWhenProfilingWasEnabled) {
+  auto model = Load(ConvTanhConv(), "conv_tanh_conv.tflite");
+  runtime::OpResolver resolver;
+  resolver.AddAllReferenceOps();
+  auto d = MakeXnnpack();
+  runtime::Interpreter interpreter(*model, resolver);
+  interpreter.AddDelegate(d.get());
+  ASSERT_TRUE(interpreter.AllocateTensors().ok());
+  std::vector<double> node_us;
+  EXPECT_EQ(interpreter.InvokeStepProfiled(0, &node_us).code(), StatusCode::kUnsupported);
+  EXPECT_EQ(interpreter.InvokeStepProfiled(1, &node_us).code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -979,6 +979,8 @@ TEST_P(StoreTest, ProfileRoundTrip) {
   p.runs = 5;
   p.nodes.push_back(ProfileNode{0, "CONV_2D", "cpu", std::nullopt, {}, 120.5});
   p.nodes.push_back(ProfileNode{1, "DELEGATE", "xnnpack", 0, {1, 2, 4}, 30.25});
+  // A node timed inside its partition: the partition, no nodes.
+  p.nodes.push_back(ProfileNode{2, "ADD", "xnnpack", 0, {}, 9.5});
   p.by_op.push_back(ProfileOp{"CONV_2D", 1, 120.5, 79.9});
   p.by_op.push_back(ProfileOp{"DELEGATE", 1, 30.25, 20.1});
   o.profile = p;
@@ -990,7 +992,11 @@ TEST_P(StoreTest, ProfileRoundTrip) {
   ASSERT_TRUE(got.ok()) << got.message();
   ASSERT_TRUE(got->has_value());
   EXPECT_EQ((*got)->runs, 5);
-  ASSERT_EQ((*got)->nodes.size(), 2u);
+  ASSERT_EQ((*got)->nodes.size(), 3u);
+  EXPECT_EQ((*got)->nodes[2].op, "ADD");
+  EXPECT_EQ((*got)->nodes[2].partition, std::optional<int64_t>(0));
+  EXPECT_TRUE((*got)->nodes[2].nodes.empty());
+  EXPECT_DOUBLE_EQ((*got)->nodes[2].mean_us, 9.5);
   EXPECT_EQ((*got)->nodes[0].op, "CONV_2D");
   EXPECT_FALSE((*got)->nodes[0].partition.has_value());
   EXPECT_TRUE((*got)->nodes[0].nodes.empty());
