@@ -71,6 +71,9 @@ li code, td code { background: #f3f3f3; padding: 0 .3em; }
 table.heat td.hc { text-align: center; min-width: 7.5em; }
 table.heat td.hc b { font-size: 1.15em; }
 table.heat td.hc small { display: block; }
+table.heat td.hc small.partial { color: #7a3b00; font-weight: 600; background: #fff0c2;
+  border-radius: 3px; padding: 0 .3em; margin: .1em auto; width: fit-content; }
+ol.partial { font-size: .9em; color: #5a3a00; }
 table.heat th small { display: block; font-weight: 400; max-width: 18em; color: #555; }
 .fail { background: repeating-linear-gradient(45deg, #fbd3cf, #fbd3cf 6px, #fff 6px, #fff 12px);
   color: #8d1a12; font-weight: 600; }
@@ -178,8 +181,18 @@ void Summary(std::ostringstream& h, const RunReport& report) {
   h << "</dl>\n";
 }
 
+// A cell whose delegate left nodes on the CPU: a marker with a footnote
+// number (its line in `footnotes`) under the figures, the whole label in the
+// tooltip.
+void PartialMarker(std::ostringstream& h, const store::PartialDelegation& partial,
+                   const CellGroup& cell, std::vector<std::string>& footnotes) {
+  footnotes.push_back(cell.cell.Label() + ": " + partial.Label());
+  h << "<small class=\"partial\" title=\"" << Esc(partial.Label()) << "\">&#9888; "
+    << Esc(partial.Count()) << "<sup>" << footnotes.size() << "</sup></small>";
+}
+
 void HeatCell(std::ostringstream& h, const RunReport& report, const std::vector<CellGroup>& cells,
-              const CellGroup& cell) {
+              const CellGroup& cell, std::vector<std::string>& footnotes) {
   const store::JobRow& first = report.jobs[cell.jobs.front()];
   size_t ok = 0;
   std::string bad;
@@ -200,14 +213,20 @@ void HeatCell(std::ostringstream& h, const RunReport& report, const std::vector<
   auto median = CellMedianUs(report, cell);
   auto speedup = SpeedupVsCpu(report, cells, cell);
   const bool is_cpu = first.delegate == "cpu" && first.delegate_options.empty();
-  auto [bg, fg] = speedup && !is_cpu ? SpeedupColours(*speedup)
-                                     : std::pair<std::string, std::string>{"#eeeeee", "#222"};
+  const auto partial = CellPartialDelegation(report, cell);
+  // A delegate that took no node ran the CPU path: no speed-up of its own.
+  const bool none = partial && partial->TookNone();
+  auto [bg, fg] = speedup && !is_cpu && !none
+                      ? SpeedupColours(*speedup)
+                      : std::pair<std::string, std::string>{"#eeeeee", "#222"};
   h << "<td class=\"hc\" style=\"background:" << bg << ";color:" << fg << "\" title=\""
-    << Esc(cell.cell.Label()) << "\"><b>"
+    << Esc(cell.cell.Label() + (partial ? "\n" + partial->Label() : "")) << "\"><b>"
     << (is_cpu    ? "cpu ref"
+        : none    ? "not delegated"
         : speedup ? Fixed(*speedup, 2) + "&times;"
                   : "n/a")
     << "</b><small>" << (median ? Ms(*median) + " ms p50" : "") << "</small>";
+  if (partial) PartialMarker(h, *partial, cell, footnotes);
   if (cell.jobs.size() > 1) h << "<small>" << ok << "/" << cell.jobs.size() << " trials ok</small>";
   if (!bad.empty()) h << "<small>&#9888; " << Esc(bad) << "</small>";
   h << verdict << "</td>";
@@ -232,6 +251,7 @@ void Heatmap(std::ostringstream& h, const RunReport& report, const std::vector<C
   }
   h << "</tr></thead>\n<tbody>\n";
   const auto& rows = matrix.rows;
+  std::vector<std::string> footnotes;  // cells whose delegate left nodes on the CPU
   for (size_t r = 0; r < rows.size(); ++r) {
     const MatrixRow& row = rows[r];
     h << "<tr>";
@@ -245,12 +265,18 @@ void Heatmap(std::ostringstream& h, const RunReport& report, const std::vector<C
       if (c < 0) {
         h << "<td class=\"none\">&ndash;</td>";
       } else {
-        HeatCell(h, report, cells, cells[static_cast<size_t>(c)]);
+        HeatCell(h, report, cells, cells[static_cast<size_t>(c)], footnotes);
       }
     }
     h << "</tr>\n";
   }
   h << "</tbody>\n</table>\n";
+  if (footnotes.empty()) return;
+  h << "<p class=\"warn\">&#9888; Partly delegated: these cells' latency is not their "
+       "delegate's alone (nodes it did not take ran on the CPU; \"not delegated\": it took "
+       "none).</p>\n<ol class=\"partial\">\n";
+  for (const std::string& note : footnotes) h << "<li>" << Esc(note) << "</li>\n";
+  h << "</ol>\n";
 }
 
 // A tick step of about range/5: 1, 2 or 5 times a power of ten.

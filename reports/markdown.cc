@@ -126,9 +126,16 @@ void CellTable(std::ostringstream& md, const RunReport& report,
     }
     auto median = CellMedianUs(report, cell);
     auto speedup = SpeedupVsCpu(report, cells, cell);
+    // A delegate that left nodes on the CPU says so beside the speed-up; one
+    // that took none has no speed-up of its own.
+    const auto partial = CellPartialDelegation(report, cell);
+    std::string vs_cpu = speedup ? Fixed(*speedup, 2) + "×" : "–";
+    if (partial) {
+      vs_cpu = (partial->TookNone() ? "not delegated" : vs_cpu) + " ⚠ " + Md(partial->Label());
+    }
     md << "| " << Md(cell.cell.Label()) << " | " << Md(status) << " | "
-       << (median ? Ms(*median) : "–") << " | " << (speedup ? Fixed(*speedup, 2) + "×" : "–")
-       << " | " << (accuracy.empty() ? "–" : Md(accuracy)) << " | "
+       << (median ? Ms(*median) : "–") << " | " << vs_cpu << " | "
+       << (accuracy.empty() ? "–" : Md(accuracy)) << " | "
        << (placement.empty() ? "–" : Md(placement)) << " |\n";
   }
   md << "\n";

@@ -295,6 +295,15 @@ std::optional<double> CellMedianUs(const RunReport& report, const CellGroup& cel
   return Summarize(std::move(p50s)).p50;
 }
 
+std::optional<store::PartialDelegation> CellPartialDelegation(const RunReport& report,
+                                                              const CellGroup& cell) {
+  std::vector<const store::JobRow*> ok;
+  for (size_t i : cell.jobs) {
+    if (report.jobs[i].status == store::kJobOk) ok.push_back(&report.jobs[i]);
+  }
+  return store::PartialDelegationOf(ok);
+}
+
 std::optional<double> SpeedupVsCpu(const RunReport& report, const std::vector<CellGroup>& cells,
                                    const CellGroup& cell) {
   auto mine = CellMedianUs(report, cell);

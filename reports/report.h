@@ -14,6 +14,7 @@
 #include "agent/base/result.h"
 #include "reports/formats.h"
 #include "reports/gate/verdict.h"
+#include "reports/store/delegation.h"
 #include "reports/store/store.h"
 
 namespace dfarm::reports {
@@ -206,6 +207,11 @@ std::pair<std::string, std::string> SpeedupColours(double speedup);
 // The median latency of a cell (its pooled samples' p50, else the median of
 // its ok trials' p50); unset when no trial is ok.
 std::optional<double> CellMedianUs(const RunReport& report, const CellGroup& cell);
+// The cell's trial whose delegate took the fewest nodes, when it took less
+// than the whole graph (store::PartialDelegation, whose Label() every view
+// shows beside the cell's latency); unset for a cpu cell or a whole one.
+std::optional<store::PartialDelegation> CellPartialDelegation(const RunReport& report,
+                                                              const CellGroup& cell);
 // The cell's latency speed-up against the cpu cell of the same model, device,
 // threads and runner (cpu median / this median); unset without both.
 std::optional<double> SpeedupVsCpu(const RunReport& report, const std::vector<CellGroup>& cells,

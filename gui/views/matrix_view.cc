@@ -48,6 +48,11 @@ MatrixCell MakeCell(const reports::RunReport& report, const reports::CellGroup& 
   }
   m.median_us = reports::CellMedianUs(report, cell);
   m.speedup = reports::SpeedupVsCpu(report, report.cells, cell);
+  if (const auto partial = reports::CellPartialDelegation(report, cell)) {
+    m.partial_count = partial->Count();
+    m.partial_label = partial->Label();
+    m.not_delegated = partial->TookNone();
+  }
   return m;
 }
 
@@ -207,6 +212,7 @@ QString MatrixModel::figure(const MatrixCell& c) const {
   switch (m_colour) {
     case Colour::kSpeedup:
       if (c.is_cpu) return tr("cpu ref");
+      if (c.not_delegated) return tr("not delegated");
       return c.speedup ? QStringLiteral("%1×").arg(*c.speedup, 0, 'f', 2) : tr("n/a");
     case Colour::kLatency:
       return c.median_us ? tr("%1 ms").arg(formatMs(*c.median_us)) : tr("n/a");
@@ -223,7 +229,7 @@ QVariant MatrixModel::background(const MatrixCell& c) const {
   if (c.ok == 0) return QColor(0xf2, 0xc4, 0xc4);
   switch (m_colour) {
     case Colour::kSpeedup: {
-      if (c.is_cpu || !c.speedup) return QColor(0xee, 0xee, 0xee);
+      if (c.is_cpu || !c.speedup || c.not_delegated) return QColor(0xee, 0xee, 0xee);
       return QColor(Q(reports::SpeedupColours(*c.speedup).first));
     }
     case Colour::kLatency: {
@@ -253,11 +259,14 @@ QVariant MatrixModel::cellData(const MatrixCell& c, int role) const {
       if (!c.bad.empty() && c.ok > 0) parts << QStringLiteral("⚠ ") + Q(c.bad);
       return parts.join(QStringLiteral(" · "));
     }
+    case PartialRole:
+      return c.partial_count.empty() || c.ok == 0 ? QString()
+                                                  : QStringLiteral("⚠ ") + Q(c.partial_count);
     case Qt::BackgroundRole:
       return background(c);
     case Qt::ForegroundRole: {
       if (c.ok == 0) return QColor(0x80, 0x10, 0x10);
-      if (m_colour == Colour::kSpeedup && c.speedup && !c.is_cpu) {
+      if (m_colour == Colour::kSpeedup && c.speedup && !c.is_cpu && !c.not_delegated) {
         return QColor(Q(reports::SpeedupColours(*c.speedup).second));
       }
       if (m_colour == Colour::kVerdict) {
@@ -268,6 +277,10 @@ QVariant MatrixModel::cellData(const MatrixCell& c, int role) const {
     case Qt::ToolTipRole: {
       QStringList lines{Q(c.cell.Label())};
       lines << tr("median: %1").arg(c.median_us ? formatMs(*c.median_us) + " ms" : tr("n/a"));
+      if (!c.partial_label.empty()) {
+        lines << tr("partly delegated: %1 (the latency is not the delegate's alone)")
+                     .arg(Q(c.partial_label));
+      }
       if (c.speedup && !c.is_cpu) lines << tr("speed-up vs cpu: %1×").arg(*c.speedup, 0, 'f', 2);
       lines << tr("trials ok: %1 of %2").arg(c.ok).arg(c.trials);
       if (c.max_abs_error) lines << tr("max abs error vs cpu: %1").arg(Sci(*c.max_abs_error));
@@ -345,6 +358,12 @@ void MatrixDelegate::paint(QPainter* painter, const QStyleOptionViewItem& option
   QFont bold = option.font;
   bold.setBold(true);
   const QString detail = index.data(MatrixModel::DetailRole).toString();
+  const QString partial = index.data(MatrixModel::PartialRole).toString();
+  if (!partial.isEmpty()) {
+    paintThreeLines(painter, option, box, index.data(Qt::DisplayRole).toString(), detail, partial);
+    painter->restore();
+    return;
+  }
   const int half = box.height() / 2;
   painter->setFont(bold);
   painter->drawText(detail.isEmpty() ? box : box.adjusted(0, 2, 0, -half + 4), Qt::AlignCenter,
@@ -358,13 +377,48 @@ void MatrixDelegate::paint(QPainter* painter, const QStyleOptionViewItem& option
   painter->restore();
 }
 
+// The figure, the detail and the partial delegation's line, each a third
+// of the box.
+void MatrixDelegate::paintThreeLines(QPainter* painter, const QStyleOptionViewItem& option,
+                                     const QRect& box, const QString& figure, const QString& detail,
+                                     const QString& partial) const {
+  QFont bold = option.font;
+  bold.setBold(true);
+  QFont small = option.font;
+  small.setPointSizeF(option.font.pointSizeF() * 0.85);
+  const int third = box.height() / 3;
+  painter->setFont(bold);
+  painter->drawText(box.adjusted(0, 2, 0, -2 * third), Qt::AlignCenter, figure);
+  painter->setFont(small);
+  painter->drawText(box.adjusted(0, third, 0, -third), Qt::AlignCenter, detail);
+  // On a light badge, readable on every cell colour (a dark blue speed-up too).
+  small.setBold(true);
+  painter->setFont(small);
+  const QRect line = box.adjusted(0, 2 * third - 2, 0, -2);
+  const QFontMetrics fm(small);
+  QRect badge(0, 0, fm.horizontalAdvance(partial) + 8, fm.height() + 2);
+  badge.moveCenter(line.center());
+  painter->setPen(Qt::NoPen);
+  painter->setBrush(QColor(0xff, 0xf0, 0xc2));
+  painter->drawRoundedRect(badge, 3, 3);
+  painter->setPen(QColor(0x7a, 0x3b, 0x00));
+  painter->drawText(badge, Qt::AlignCenter, partial);
+}
+
 QSize MatrixDelegate::sizeHint(const QStyleOptionViewItem& option, const QModelIndex& index) const {
   if (index.column() < MatrixModel::FirstDeviceColumn) {
     return QStyledItemDelegate::sizeHint(option, index);
   }
   const QFontMetrics fm(option.font);
-  return {std::max(fm.horizontalAdvance(QStringLiteral("000.000 ms · 10/10 ok")) + 12, 110),
-          fm.height() * 2 + 10};
+  int width = std::max(fm.horizontalAdvance(QStringLiteral("000.000 ms · 10/10 ok")) + 12, 110);
+  const QString partial = index.data(MatrixModel::PartialRole).toString();
+  if (partial.isEmpty()) return {width, fm.height() * 2 + 10};
+  // The partial line in its small bold font, never clipped.
+  QFont small = option.font;
+  small.setPointSizeF(option.font.pointSizeF() * 0.85);
+  small.setBold(true);
+  width = std::max(width, QFontMetrics(small).horizontalAdvance(partial) + 16);
+  return {width, fm.height() * 3 + 12};
 }
 
 MatrixView::MatrixView(QWidget* parent)

@@ -36,6 +36,10 @@ struct MatrixCell {
   int64_t first_job = 0;
   std::optional<gate::Verdict> verdict;  // unset before the gate ran or without one
   std::string verdict_detail;
+  // The delegate took less than the whole graph (store::PartialDelegation):
+  // its Count() on the cell's third line, its Label() in the tooltip.
+  std::string partial_count, partial_label;
+  bool not_delegated = false;  // it took no node: no speed-up of its own
 };
 
 struct MatrixData {
@@ -68,6 +72,9 @@ class MatrixModel : public QAbstractTableModel {
   static constexpr int JobIdRole = Qt::UserRole + 1;   // qint64, 0 for none
   static constexpr int DetailRole = Qt::UserRole + 2;  // the cell's second line
   static constexpr int FailedRole = Qt::UserRole + 3;  // bool: no ok trial
+  // The cell's third line: "⚠ xnnpack: 0 of 60 nodes" when its delegate took
+  // less than the whole graph, else empty.
+  static constexpr int PartialRole = Qt::UserRole + 4;
 
   explicit MatrixModel(QObject* parent = nullptr);
 
@@ -106,6 +113,10 @@ class MatrixDelegate : public QStyledItemDelegate {
   void paint(QPainter* painter, const QStyleOptionViewItem& option,
              const QModelIndex& index) const override;
   QSize sizeHint(const QStyleOptionViewItem& option, const QModelIndex& index) const override;
+
+ private:
+  void paintThreeLines(QPainter* painter, const QStyleOptionViewItem& option, const QRect& box,
+                       const QString& figure, const QString& detail, const QString& partial) const;
 };
 
 class MatrixView : public View {

@@ -119,7 +119,8 @@ Result<std::vector<int64_t>> RerunUnknown(store::Store& store, const gate::GateR
   const harness::SweepOptions so = RerunSweepOptions(o, ctx);
   std::vector<int64_t> reruns;
   for (const auto& cell : first.cells) {
-    if (cell.verdict != gate::Verdict::kUnknown) continue;
+    // A cell whose delegate took no node stays unknown whatever a rerun measures.
+    if (cell.verdict != gate::Verdict::kUnknown || cell.delegate_took_none) continue;
     std::vector<store::JobRow> jobs;
     for (int64_t id : cell.candidate_jobs) {
       auto job = store.GetJob(id);
@@ -168,7 +169,7 @@ int RunGateCommand(const GateOptions& o, Context& ctx) {
   auto result = gate::RunGate(**store, *candidate, *baseline, policy);
   if (!result) return ctx.Fail(result.error());
   const bool any_unknown = std::any_of(result->cells.begin(), result->cells.end(), [](auto& c) {
-    return c.verdict == gate::Verdict::kUnknown;
+    return c.verdict == gate::Verdict::kUnknown && !c.delegate_took_none;
   });
   if (o.rerun_unknown > 0 && any_unknown) {
     auto reruns = RerunUnknown(**store, *result, o, ctx);
@@ -235,6 +236,11 @@ std::string CompareTable(const gate::GateResult& r) {
                   cmp ? Fmt("%.3g", c.p_value).c_str() : "-",
                   cmp ? Fmt("%.3g", c.q_value).c_str() : "-", err.c_str(), rss.c_str());
     s += line;
+  }
+  for (const auto& c : r.cells) {
+    if (c.delegation.empty()) continue;
+    s += "partly delegated: " + c.cell.Label() + ": " + c.delegation +
+         (c.delegate_took_none ? " - latency not judged" : "") + "\n";
   }
   for (const auto& n : r.notes) s += "note: " + n + "\n";
   return s;

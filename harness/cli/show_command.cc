@@ -12,6 +12,7 @@
 #include "harness/run/terminal_text.h"
 #include "reports/format.h"
 #include "reports/report.h"
+#include "reports/store/delegation.h"
 
 namespace dfarm::cli {
 namespace {
@@ -28,11 +29,22 @@ struct ShowOptions {
 // {"partitions","delegated_nodes","cpu_nodes","folded_nodes","delegates"}, or null.
 json PlacementSummaryJson(const store::JobRow& j) {
   if (!j.placement) return nullptr;
-  return {{"partitions", j.placement->partitions},
-          {"delegated_nodes", j.placement->delegated_nodes},
-          {"cpu_nodes", j.placement->cpu_nodes},
-          {"folded_nodes", j.placement->folded_nodes},
-          {"delegates", j.placement->delegates}};
+  return {
+      {"partitions", j.placement->partitions}, {"delegated_nodes", j.placement->delegated_nodes},
+      {"cpu_nodes", j.placement->cpu_nodes},   {"folded_nodes", j.placement->folded_nodes},
+      {"delegates", j.placement->delegates},   {"main_reason", j.placement->main_reason}};
+}
+
+// A delegate job whose delegate took less than the whole graph
+// (store::PartialDelegation), or null.
+json PartialDelegationJson(const store::JobRow& j) {
+  auto d = store::PartialDelegationOf(j);
+  if (!d) return nullptr;
+  return {{"delegate", d->delegate},
+          {"delegated_nodes", d->delegated},
+          {"nodes", d->nodes},
+          {"reason", d->reason},
+          {"label", d->Label()}};
 }
 
 // A stored device-state object, or null (unset, or unreadable text).
@@ -166,6 +178,9 @@ int ShowJob(store::Store& store, const store::RunRow& run, const std::vector<sto
     // What the agent and runner said is made safe for a terminal.
     if (!j.error.empty()) ctx.out << ": " << harness::TerminalSafe(j.error);
     ctx.out << "\n";
+    if (const auto partial = store::PartialDelegationOf(j)) {
+      ctx.out << "NOTE partly delegated: " << harness::TerminalSafe(partial->Label()) << "\n";
+    }
     std::string flags = reports::DeviceStateFlags(j);
     if (!flags.empty()) {
       ctx.out << "WARNING device " << flags
@@ -249,6 +264,7 @@ json JobJson(store::Store& store, const store::JobRow& j) {
           {"num_samples", samples ? samples->size() : 0},
           {"metrics", j.metrics ? runner_json::MetricsJson(*j.metrics) : json(nullptr)},
           {"placement", PlacementSummaryJson(j)},
+          {"partial_delegation", PartialDelegationJson(j)},
           {"started_hot", j.started_hot},
           {"throttled", j.throttled},
           {"noisy", j.noisy},
@@ -425,7 +441,10 @@ int PrintTable(store::Store& store, const store::RunRow& run, std::vector<store:
     if (j.metrics) {
       // Google's tools report no percentiles (0) and peak memory only when
       // asked: "-", not a 0 ms p90 or 0.0 MiB.
-      ctx.out << "\t" << Ms(j.metrics->mean_us) << "\t"
+      // A delegate that left nodes on the CPU says so beside the latency.
+      const auto partial = store::PartialDelegationOf(j);
+      ctx.out << "\t" << Ms(j.metrics->mean_us)
+              << (partial ? " [" + harness::TerminalSafe(partial->Label()) + "]" : "") << "\t"
               << (j.metrics->p90_us > 0 ? Ms(j.metrics->p90_us) : std::string("-")) << "\t"
               << reports::PeakRssMiB(j.metrics->peak_rss_bytes);
     } else {

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "reports/gate/stats.h"
+#include "reports/store/delegation.h"
 
 namespace dfarm::gate {
 namespace {
@@ -402,6 +403,25 @@ void JudgePlacement(CellResult& cell, const PlacementPolicy& p,
   }
 }
 
+// A candidate whose delegate took less than the whole graph: a finding that
+// never fails, naming it. One that took no node ran the CPU path: its latency
+// is not judged as the delegate's (FinishVerdict).
+void NotePartialDelegation(CellResult& cell, const std::vector<const LoadedJob*>& cand) {
+  std::vector<const store::JobRow*> rows;
+  for (const auto* j : cand) rows.push_back(&j->row);
+  const auto partial = store::PartialDelegationOf(rows);
+  if (!partial) return;
+  cell.delegation = partial->Label();
+  cell.delegate_took_none = partial->TookNone();
+  AddFinding(cell, "placement.partial", "", static_cast<double>(partial->delegated),
+             static_cast<double>(partial->nodes), false,
+             partial->Label() + (partial->TookNone()
+                                     ? ": no node ran on " + partial->delegate +
+                                           ", the latency is the CPU path's and is not judged"
+                                     : ": the other nodes ran on the CPU, the latency is not " +
+                                           partial->delegate + "'s alone"));
+}
+
 std::string FailedJobsText(const std::vector<LoadedJob>& jobs, size_t& count) {
   std::map<std::string, int> by_status;
   std::string first_error;
@@ -485,6 +505,7 @@ CellResult JudgeCell(const store::Cell& key, const CellJobs& jobs, const Policy&
     latency_out = LatencyData(cell, base, cand, policy.latency.exclude_noisy);
     latency_compared = CompareLatency(cell, latency_out, policy.latency);
   }
+  NotePartialDelegation(cell, cand);
   return cell;
 }
 
@@ -502,7 +523,7 @@ void FinishVerdict(CellResult& cell, bool alone, bool has_baseline, bool compare
     cell.latency = Verdict::kPass;  // not compared: judged alone
   } else if (!has_baseline) {
     cell.latency = Verdict::kNew;
-  } else if (compared) {
+  } else if (compared && !cell.delegate_took_none) {
     cell.latency = LatencyVerdict(cell, policy.latency);
   } else {
     cell.latency = Verdict::kUnknown;
@@ -575,12 +596,15 @@ void AddTrialCountNote(GateResult& result, const Policy& policy) {
 }
 
 void AddSummaryNotes(GateResult& result, const Policy& policy) {
-  size_t within = 0, within_lost = 0, unknown = 0, missing = 0, compared = 0;
+  size_t within = 0, within_lost = 0, unknown = 0, missing = 0, compared = 0, undelegated = 0;
   for (const auto& c : result.cells) {
     const bool w = c.within_run_only && c.candidate_trials > 0;
     within += w && !RanTwoTrialsASide(c) ? 1 : 0;
     within_lost += w && RanTwoTrialsASide(c) ? 1 : 0;
-    unknown += c.verdict == Verdict::kUnknown ? 1 : 0;
+    // Cells unknown because their delegate took no node are counted apart:
+    // a rerun does not change them.
+    unknown += c.verdict == Verdict::kUnknown && !c.delegate_took_none ? 1 : 0;
+    undelegated += c.verdict == Verdict::kUnknown && c.delegate_took_none ? 1 : 0;
     missing += c.verdict == Verdict::kMissing ? 1 : 0;
     compared += c.latency != Verdict::kNew && c.latency != Verdict::kMissing ? 1 : 0;
   }
@@ -601,6 +625,11 @@ void AddSummaryNotes(GateResult& result, const Policy& policy) {
     result.notes.push_back(std::to_string(unknown) +
                            " cell(s) unknown: not enough evidence either way (rerun them with "
                            "--rerun-unknown K)");
+  }
+  if (undelegated > 0) {
+    result.notes.push_back(std::to_string(undelegated) +
+                           " cell(s) unknown because their delegate took no node: their latency "
+                           "is the CPU path's, not the delegate's (a rerun does not change that)");
   }
   if (missing > 0) {
     result.notes.push_back(std::to_string(missing) + " baseline cell(s) missing in the candidate" +

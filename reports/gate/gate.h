@@ -54,6 +54,12 @@ struct CellResult {
   double baseline_max_abs_error = std::numeric_limits<double>::quiet_NaN();
   double candidate_max_abs_error = std::numeric_limits<double>::quiet_NaN();
   size_t baseline_failed_jobs = 0, candidate_failed_jobs = 0;  // jobs not ok (any final status)
+  // When the candidate's delegate took less than the whole graph: its
+  // store::PartialDelegation::Label() ("xnnpack: 0 of 60 nodes (...)"), else
+  // "". delegate_took_none: it took no node, so the latency is the CPU
+  // path's and its latency verdict is unknown (docs/gate.md).
+  std::string delegation;
+  bool delegate_took_none = false;
 };
 
 struct GateResult {

@@ -195,6 +195,14 @@ std::string RenderGateText(const GateResult& r) {
       out << "  " << c.cell.Label() << ": " << FindingText(f) << "\n";
     }
   }
+  any = false;
+  for (const auto& c : r.cells) {
+    if (c.delegation.empty()) continue;
+    if (!any) out << "\npartly delegated (the latency is not the delegate's alone):\n";
+    any = true;
+    out << "  " << c.cell.Label() << ": " << c.delegation
+        << (c.delegate_took_none ? " - latency not judged" : "") << "\n";
+  }
   if (!r.notes.empty()) out << "\nnotes:\n";
   for (const auto& n : r.notes) out << "  - " << n << "\n";
   out << "\n" << Summary(r) << "\n";
@@ -234,10 +242,20 @@ std::string RenderGateMarkdown(const GateResult& r) {
     for (const auto& f : c.findings) {
       if (f.fails) out << "- " << md(FindingText(f)) << "\n";
     }
-    if (c.verdict == Verdict::kUnknown) {
+    if (c.verdict == Verdict::kUnknown && c.delegate_took_none) {
+      out << "- latency not judged: " << md(c.delegation) << "\n";
+    } else if (c.verdict == Verdict::kUnknown) {
       out << "- latency not decided: ratio " << md(RatioText(c)) << ", q " << Sci(c.q_value)
           << "\n";
     }
+  }
+  bool partial = false;
+  for (const auto& c : r.cells) {
+    if (c.delegation.empty()) continue;
+    if (!partial) out << "\n### Partly delegated\n\nThe latency is not the delegate's alone.\n\n";
+    partial = true;
+    out << "- " << md(c.cell.Label()) << ": " << md(c.delegation)
+        << (c.delegate_took_none ? " (latency not judged)" : "") << "\n";
   }
   if (!r.notes.empty()) out << "\n### Notes\n\n";
   for (const auto& n : r.notes) out << "- " << md(n) << "\n";
@@ -349,7 +367,9 @@ std::string RenderGateJson(const GateResult& r) {
                      {"accuracy",
                       {{"baseline_max_abs_error", Finite(c.baseline_max_abs_error)},
                        {"candidate_max_abs_error", Finite(c.candidate_max_abs_error)}}},
-                     {"findings", findings}});
+                     {"findings", findings},
+                     {"delegation", c.delegation},
+                     {"delegate_took_none", c.delegate_took_none}});
   }
   json doc = {{"candidate_run", r.candidate_run},
               {"baseline_run", r.baseline_run},

@@ -51,7 +51,10 @@ std::string JobColumns(Dialect d) {
          "(SELECT count(*) FROM placement p WHERE p.job_id = j.id AND p.folded <> 0), "
          "j.trial, j.runner, j.runner_sha256, j.target, j.payload, j.claimed_by, j.claim_id, "
          "j.runner_kind, j.runner_version, coalesce(r.noisy, 0), r.energy_mj, "
-         "r.init_cold_us, r.init_warm_us, j.inputs "
+         "r.init_cold_us, r.init_warm_us, j.inputs, "
+         "coalesce((SELECT p.reason FROM placement p WHERE p.job_id = j.id AND p.delegate = 'cpu' "
+         "AND p.folded = 0 AND p.reason <> '' GROUP BY p.reason "
+         "ORDER BY count(*) DESC, min(p.node_index) LIMIT 1), '') "
          "FROM jobs j LEFT JOIN results r ON r.job_id = j.id ";
 }
 
@@ -100,6 +103,7 @@ JobRow ReadJob(const Stmt& s) {
     p.cpu_nodes = p.nodes - p.delegated_nodes;
     p.folded_nodes = s.Int(36);
     p.delegates = s.Text(31);
+    p.main_reason = s.Text(51);
     j.placement = p;
   }
   j.started_hot = s.Int(32) != 0;

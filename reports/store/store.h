@@ -66,6 +66,9 @@ struct PlacementSummary {
   int64_t cpu_nodes = 0;        // nodes on "cpu", folded ones included
   std::string delegates;        // the delegates other than cpu that ran nodes, ","-joined, sorted
   int64_t folded_nodes = 0;     // nodes evaluated once at load (constants), among cpu_nodes
+  // The most common reason of the nodes on cpu that run (not folded), the
+  // lowest node's of equals; "" when none gave one. delegation.h shows it.
+  std::string main_reason;
 };
 
 struct RunRow {

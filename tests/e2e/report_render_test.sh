@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The reports as their consumers read them: a real small sweep on
-# `local` (2 models x cpu, xnnpack, xnnpack fp16 and a plugin that cannot
-# load, 2 trials each), then
+# `local` (2 models x cpu, xnnpack, xnnpack fp16, xnnpack taking no node
+# (min_nodes_per_partition above the graph), xnnpack taking nodes 0..9 only,
+# and a plugin that cannot load, 2 trials each), then
 #   screenshot BIN MODELS OUT  the HTML report rendered by headless Chromium;
 #                              the PNG is checked (size, colours, a red banner,
-#                              no green one) and kept as OUT/report_shot.png
+#                              no green one) and kept as OUT/report_shot.png;
+#                              the partly delegated cells are marked
 #   junit BIN MODELS OUT       `dfarm report --format junit` (and `dfarm gate
 #                              --format junit` when it exists) read back by
 #                              python3-junitparser: one testcase per cell,
@@ -45,6 +47,8 @@ cat >"$WORK/spec.json" <<SPEC
 {"name": "report-$mode",
  "models": ["$MODELS/face_detection_short_range.tflite", "$MODELS/hand_landmark_lite.tflite"],
  "delegates": [{"name": "cpu"}, {"name": "xnnpack"}, {"name": "xnnpack", "options": {"fp16": true}},
+               {"name": "xnnpack", "options": {"min_nodes_per_partition": 100000}},
+               {"name": "xnnpack", "options": {"last_delegate_node_index": 9}},
                {"name": "external", "options": {"path": "$MODELS/selfie_segmentation.tflite"}}],
  "devices": ["local"],
  "benchmark": {"warmup_runs": 1, "num_runs": 12, "repeats": 2}}
@@ -69,6 +73,14 @@ if [ "$mode" = screenshot ]; then
     >"$WORK/chromium.log" 2>&1 || { cat "$WORK/chromium.log" >&2; exit 1; }
   cp "$WORK/shot.png" "$OUT/report_shot.png"
   cp "$WORK/report.html" "$OUT/report_shot.html"
+  # The cell that took no node is no xnnpack speed; the one that took nodes
+  # of 0..9 only (folded ones among them stay on the CPU) says how many.
+  grep -q '<b>not delegated</b>' "$WORK/report.html" ||
+    { echo "FAIL: no 'not delegated' cell in the heatmap" >&2; exit 1; }
+  grep -Eq '&#9888; xnnpack: 0 of [0-9]+ nodes<sup>' "$WORK/report.html" ||
+    { echo "FAIL: the cell that took no node is not marked" >&2; exit 1; }
+  grep -Eq '&#9888; xnnpack: [1-9][0-9]* of [0-9]+ nodes<sup>' "$WORK/report.html" ||
+    { echo "FAIL: the partly delegated cell is not marked" >&2; exit 1; }
   python3 "$HERE/report_png_check.py" "$WORK/shot.png" 1400 2000
 else
   "$BIN/dfarm" report "$run_id" --db "$DB" --format json -o "$WORK/rows.json"
