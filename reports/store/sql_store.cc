@@ -51,7 +51,7 @@ std::string JobColumns(Dialect d) {
          "(SELECT count(*) FROM placement p WHERE p.job_id = j.id AND p.folded <> 0), "
          "j.trial, j.runner, j.runner_sha256, j.target, j.payload, j.claimed_by, j.claim_id, "
          "j.runner_kind, j.runner_version, coalesce(r.noisy, 0), r.energy_mj, "
-         "r.init_cold_us, r.init_warm_us, j.inputs "
+         "r.init_cold_us, r.init_warm_us, j.inputs, j.pair_number "
          "FROM jobs j LEFT JOIN results r ON r.job_id = j.id ";
 }
 
@@ -117,6 +117,7 @@ JobRow ReadJob(const Stmt& s) {
   j.noisy = s.Int(46) != 0;
   if (!s.IsNull(47)) j.energy_mj = s.Double(47);
   j.inputs = s.Text(50);
+  j.pair = s.Int(51);
   return j;
 }
 
@@ -355,7 +356,8 @@ class SqlStore final : public Store {
     auto s = Prepare(
         "INSERT INTO jobs(run_id, job_key, model, model_path, model_sha256, delegate, "
         "delegate_options, device, status, num_threads, trial, runner, runner_sha256, target, "
-        "payload, runner_kind, inputs) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "payload, runner_kind, inputs, pair_number) "
+        "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
         "RETURNING id");
     if (!s) return s.error();
     std::vector<int64_t> ids;
@@ -368,6 +370,7 @@ class SqlStore final : public Store {
       s->Bind(10, static_cast<int64_t>(j.num_threads)).Bind(11, j.trial).Bind(12, j.runner);
       s->Bind(13, j.runner_sha256).Bind(14, j.target).Bind(15, j.payload);
       s->Bind(16, j.runner_kind).Bind(17, j.inputs.empty() ? kSeededInputs : j.inputs);
+      s->Bind(18, j.pair);
       auto id = ReturnedId(*s, "add job to run " + std::to_string(run_id));
       if (!id) return id.error();
       ids.push_back(*id);
