@@ -39,6 +39,34 @@ double MicrosSince(Clock::time_point start) {
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
 }
 
+#ifdef DFARM_TEST_SLOWDOWN_FRACTION
+// Test only (dfarm-runner-slowdown: agent/runner/CMakeLists.txt, for
+// scripts/bench-paired.sh): after each timed Invoke(), real CPU work (an
+// integer hash loop, not a sleep) for $DFARM_TEST_SLOWDOWN_FRACTION times the
+// wall time that Invoke() took, so every measured invocation is that
+// fraction slower however busy the machine is. Unset or not a number
+// in [0, 10]: 0.
+double SlowdownFraction() {
+  static const double fraction = [] {
+    const char* v = std::getenv("DFARM_TEST_SLOWDOWN_FRACTION");
+    char* end = nullptr;
+    const double f = v ? std::strtod(v, &end) : 0;
+    return v && end != v && f >= 0 && f <= 10 ? f : 0.0;
+  }();
+  return fraction;
+}
+
+void WorkFor(std::chrono::steady_clock::duration span) {
+  const auto until = std::chrono::steady_clock::now() + span;
+  static volatile uint64_t sink = 0;
+  uint64_t x = sink + 1;
+  do {
+    for (int i = 0; i < 256; ++i) x = x * 6364136223846793005ull + 1442695040888963407ull;
+  } while (std::chrono::steady_clock::now() < until);
+  sink = x;
+}
+#endif
+
 #ifdef DFARM_TEST_COUNTED_CLOCK
 // Test only (dfarm-runner-counted, dfarm-runner-slow: agent/runner/CMakeLists.txt):
 // a timed invocation lasts its Invoke() calls x 1000 us, each within a random
@@ -395,7 +423,16 @@ bool Measure(const RunnerOptions& options, const Job& job, RunOutcome* outcome) 
   return MeasureInvokes(
       options,
       [&] {
+#ifdef DFARM_TEST_SLOWDOWN_FRACTION
+        const auto invoke_start = std::chrono::steady_clock::now();
+#endif
         runtime::Status s = job.interpreter->Invoke();
+#ifdef DFARM_TEST_SLOWDOWN_FRACTION
+        if (SlowdownFraction() > 0) {
+          WorkFor(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+              (std::chrono::steady_clock::now() - invoke_start) * SlowdownFraction()));
+        }
+#endif
 #ifdef DFARM_TEST_COUNTED_CLOCK
         ++counted_invokes;
 #endif

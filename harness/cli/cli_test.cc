@@ -88,7 +88,7 @@ TEST(CliTest, SpecErrorsExit2) {
   EXPECT_EQ(o.code, kExitUsage);
   EXPECT_EQ(o.err, "dfarm: error: spec '" + spec +
                        "': unknown key 'modles' at top level (expected name, models, delegates, "
-                       "devices, device_tags, runners, benchmark, scheduler, cooldown)\n");
+                       "devices, device_tags, runners, pairing, benchmark, scheduler, cooldown)\n");
   o = Call({"sweep", (dir.path() / "missing.json").string()});
   EXPECT_EQ(o.code, kExitUsage);
 }
@@ -122,6 +122,31 @@ TEST(CliTest, TooFewRepeatsForTheGateAreNoted) {
       EXPECT_THAT(o.err, HasSubstr("with benchmark.repeats 3 the gate's smallest p per cell is "
                                    "0.1, above its default alpha 0.05"));
       EXPECT_THAT(o.err, HasSubstr("4 or more repeats"));
+    } else {
+      EXPECT_THAT(o.err, Not(HasSubstr("smallest p")));
+    }
+  }
+}
+
+// A paired spec: the signed-rank test over its pairs needs 6 (2/2^5 = 0.0625).
+TEST(CliTest, TooFewPairsForTheGateAreNoted) {
+  harness::TempDir dir;
+  dir.Write("m.tflite", "model");
+  dir.Write("a", "runner a");
+  for (int repeats : {5, 6}) {
+    std::string spec = dir.Write(
+        "q.json",
+        R"({"models":["m.tflite"],"delegates":[{"name":"cpu"}],"devices":[{"abi":"mips"}],)"
+        R"("runners":[{"name":"a","builds":{"x86_64":"a"}},{"name":"b","builds":{"x86_64":"a"}}],)"
+        R"("pairing":{"baseline_runner":"a"},"benchmark":{"repeats":)" +
+            std::to_string(repeats) + "}}");
+    Outcome o = Call({"sweep", spec, "--db", (dir.path() / "x.db").string()});
+    EXPECT_EQ(o.code, kExitUsage) << o.err;
+    if (repeats == 5) {
+      EXPECT_THAT(o.err, HasSubstr("with benchmark.repeats 5 the gate's smallest p per paired "
+                                   "cell (Wilcoxon signed-rank over its pairs) is 0.0625, above "
+                                   "its default alpha 0.05"));
+      EXPECT_THAT(o.err, HasSubstr("6 or more repeats"));
     } else {
       EXPECT_THAT(o.err, Not(HasSubstr("smallest p")));
     }

@@ -80,6 +80,41 @@ class GateCommandTest : public ::testing::Test {
     return *run;
   }
 
+  // A paired run (spec "pairing", runners "base" and "cand") of `pairs` pairs,
+  // the candidate `slowdown` times the baseline.
+  int64_t AddPairedRun(int pairs, double slowdown) {
+    std::mt19937_64 rng(9);
+    std::normal_distribution<double> noise(1.0, 0.01);
+    auto run = store_->CreateRun(
+        "paired",
+        R"({"runners":[{"name":"base"},{"name":"cand"}],"pairing":{"baseline_runner":"base"}})");
+    EXPECT_TRUE(run) << run.message();
+    for (int pair = 1; pair <= pairs; ++pair) {
+      for (const char* runner : {"base", "cand"}) {
+        store::JobRow row;
+        row.model = "net.tflite";
+        row.model_sha256 = "abc";
+        row.delegate = "cpu";
+        row.device = "local";
+        row.num_threads = 1;
+        row.trial = pair - 1;
+        row.pair = pair;
+        row.runner = runner;
+        row.job_key = std::string(runner) + std::to_string(pair);
+        auto id = store_->AddJob(*run, row);
+        EXPECT_TRUE(id) << id.message();
+        store::JobOutcome out;
+        out.status = "ok";
+        out.metrics = store::JobMetrics{};
+        const double level = 1000 * (row.runner == "cand" ? slowdown : 1.0);
+        for (int s = 0; s < 20; ++s) out.samples_us.push_back(level * noise(rng));
+        EXPECT_TRUE(store_->RecordJobResult(*id, out));
+      }
+    }
+    EXPECT_TRUE(store_->FinishRun(*run, store::kRunFinished));
+    return *run;
+  }
+
   std::string Db() const { return db_.string(); }
 
   harness::TempDir dir_;
@@ -230,6 +265,30 @@ TEST_F(GateCommandTest, CompareAndGateGiveTheSameVerdicts) {
       EXPECT_EQ(verdict, cell["verdict"].get<std::string>()) << label;
     }
   }
+}
+
+TEST_F(GateCommandTest, PairedRunsAreGatedPairByPair) {
+  const std::string slowed = std::to_string(AddPairedRun(6, 1.5));
+  Outcome o = Call({"gate", slowed, "--paired", "--db", Db(), "--format", "json"});
+  EXPECT_EQ(o.code, 1) << o.out << o.err;  // --baseline left out: the run itself
+  auto doc = nlohmann::json::parse(o.out);
+  ASSERT_EQ(doc["cells"].size(), 1u) << o.out;
+  EXPECT_EQ(doc["cells"][0]["verdict"], "regressed");
+  EXPECT_EQ(doc["cells"][0]["latency"]["paired"], true);
+  EXPECT_EQ(doc["paired"]["candidate_runner"], "cand");
+  Outcome text = Call({"gate", slowed, "--paired", "--db", Db()});
+  EXPECT_THAT(text.out, HasSubstr("6 pairs"));
+  // compare RUN RUN pairs too, with the same verdict.
+  Outcome cmp = Call({"compare", slowed, slowed, "--db", Db()});
+  EXPECT_EQ(cmp.code, 0) << cmp.err;
+  EXPECT_THAT(cmp.out, HasSubstr("regressed"));
+  EXPECT_THAT(cmp.out, HasSubstr("note: paired: runner 'cand' against 'base'"));
+  // Flags that cannot go together, and reruns of paired cells, are usage errors.
+  EXPECT_EQ(Call({"gate", slowed, "--paired", "--unpaired", "--db", Db()}).code, 2);
+  const std::string short_run = std::to_string(AddPairedRun(3, 1.2));  // unknown: 3 pairs
+  Outcome rerun = Call({"gate", short_run, "--paired", "--rerun-unknown", "2", "--db", Db()});
+  EXPECT_EQ(rerun.code, 2) << rerun.out << rerun.err;
+  EXPECT_THAT(rerun.err, HasSubstr("--rerun-unknown does not rerun paired cells yet"));
 }
 
 TEST_F(GateCommandTest, HelpListsTheExitCodes) {

@@ -273,7 +273,8 @@ json JobJson(store::Store& store, const store::JobRow& j) {
           {"trial", j.trial},
           {"runner", RunnerJson(j)},
           {"runner_sha256", j.runner_sha256},
-          {"inputs", j.inputs}};
+          {"inputs", j.inputs},
+          {"pair", j.pair}};
 }
 
 // The job's telemetry rows in time order (before, the samples taken while

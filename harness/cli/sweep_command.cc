@@ -49,19 +49,24 @@ struct SweepOptions {
 // The spec to sweep, with --device in place of its devices; unset for
 // --resume. Returns the exit code (kExitOk, or after ctx.Fail).
 // Before a sweep whose repeats cannot reach the gate's default alpha (2 to 3
-// trials a cell: the smallest p is 0.33 or 0.1), says so on stderr: its
-// latency verdicts could only be pass or unknown.
+// trials a cell: the smallest p is 0.33 or 0.1; a paired sweep: up to 5 pairs,
+// 2 / 2^pairs), says so on stderr: its latency verdicts could only be pass or
+// unknown.
 void NoteTrialsForTheGate(const harness::SweepSpec& spec, Context& ctx) {
   const uint32_t repeats = spec.benchmark.repeats;
   const double alpha = gate::DefaultPolicy().latency.alpha;
-  const double smallest = stats::SmallestMannWhitneyP(repeats, repeats);
-  if (repeats < 2 || smallest <= alpha) return;
-  char line[256];
+  const bool paired = spec.pairing.enabled();
+  const double smallest =
+      paired ? stats::SmallestSignedRankP(repeats) : stats::SmallestMannWhitneyP(repeats, repeats);
+  if ((!paired && repeats < 2) || smallest <= alpha) return;
+  char line[320];
   std::snprintf(line, sizeof line,
-                "dfarm: note: with benchmark.repeats %u the gate's smallest p per cell is %.3g, "
+                "dfarm: note: with benchmark.repeats %u the gate's smallest p per %s is %.3g, "
                 "above its default alpha %.3g: latency can only be pass or unknown; %zu or more "
                 "repeats can show a change\n",
-                repeats, smallest, alpha, stats::ValuesPerSideForAlpha(alpha));
+                repeats, paired ? "paired cell (Wilcoxon signed-rank over its pairs)" : "cell",
+                smallest, alpha,
+                paired ? stats::PairsForAlpha(alpha) : stats::ValuesPerSideForAlpha(alpha));
   ctx.err << line;
 }
 

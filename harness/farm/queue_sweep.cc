@@ -110,6 +110,14 @@ std::string Label(const store::JobRow& j) {
 
 Result<int64_t> EnqueueSweep(const SweepSpec& spec, store::Store& store,
                              const SweepOptions& options, std::ostream* log) {
+  if (spec.pairing.enabled()) {
+    // A farm's nodes claim jobs in their own order, on any device they hold.
+    return MakeError(ErrorKind::kInvalidInput,
+                     "sweep '" + spec.name +
+                         "': \"pairing\" runs on this host's sweep only (a farm's nodes claim "
+                         "jobs in their own order, on their own devices); sweep it with a "
+                         "SQLite --db, or leave \"pairing\" out");
+  }
   if (auto r = CheckDefaultRunner(spec, options); !r) return r.error();
   auto hashes = HashModels(spec);
   if (!hashes) return hashes.error();

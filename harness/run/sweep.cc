@@ -48,6 +48,7 @@ Result<SweepJob> JobFromRow(const store::JobRow& row, const BenchmarkSpec& run_b
   job.benchmark = run_benchmark;
   if (row.num_threads > 0) job.benchmark.num_threads = row.num_threads;
   job.trial = static_cast<uint32_t>(row.trial);
+  job.pair = row.pair;
   job.job_key = row.job_key;
   return job;
 }
@@ -199,19 +200,26 @@ std::vector<std::string> DevicesOf(const std::vector<SweepJob>& group,
 // a group, so same_abi failover still finds its targets. An error is the
 // first store failure; the groups of its round finish first, later rounds
 // do not start.
-// TODO(#6): once the scheduler pushes each job's own runner build, this is
-// one RunJobs call again.
+// A paired sweep (`interleaved`) is one round of one RunJobs call: each job
+// pushes its own runner build (the sweep source's RunnerFor), so a device
+// runs the baseline's and the candidate's jobs in its queue's order.
+// TODO(#6): once every sweep runs that way, this is one RunJobs call again.
 Result<SchedulerStats> RunRounds(const SchedulerContext& base,
                                  const std::vector<std::string>& devices,
-                                 std::vector<SweepJob> jobs, const std::atomic<bool>* cancel) {
+                                 std::vector<SweepJob> jobs, bool interleaved,
+                                 const std::atomic<bool>* cancel) {
   // round (runner) -> build path -> jobs
   std::vector<std::string> rounds;
   std::map<std::string, std::map<std::string, std::vector<SweepJob>>> groups;
   for (SweepJob& j : jobs) {
-    if (std::find(rounds.begin(), rounds.end(), j.runner) == rounds.end()) {
-      rounds.push_back(j.runner);
+    const std::string round = interleaved ? "" : j.runner;
+    if (std::find(rounds.begin(), rounds.end(), round) == rounds.end()) {
+      rounds.push_back(round);
     }
-    std::vector<SweepJob>& group = groups[j.runner][j.runner_path];
+    // Interleaved: one group, keyed by its first job's build (pushed at connect).
+    const std::string path =
+        interleaved && !groups[round].empty() ? groups[round].begin()->first : j.runner_path;
+    std::vector<SweepJob>& group = groups[round][path];
     group.push_back(std::move(j));
   }
   SchedulerStats stats;
@@ -286,7 +294,7 @@ Result<SweepSummary> Schedule(int64_t run_id, const SweepSpec& spec,
   const bool had_pending = !jobs.empty();
   auto stats = [&] {
     ClaimHeartbeat heartbeat(run_id, options.open_store, options.claim_refresh);
-    return RunRounds(base, devices, std::move(jobs), options.cancel);
+    return RunRounds(base, devices, std::move(jobs), spec.pairing.enabled(), options.cancel);
   }();
   progress.Finish();
   if (!stats) {
@@ -685,6 +693,7 @@ store::JobRow ToJobRow(const SweepJob& job) {
   row.runner_sha256 = job.runner_sha256;
   row.runner_kind = job.runner_kind;
   row.inputs = store::InputsId(job.input_set_sha256s);
+  row.pair = job.pair;
   return row;
 }
 

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,7 +33,11 @@ class SweepSource final : public JobSource {
   void RetireLocked(Worker& w) override;
   Result<void> OutOfAttempts(Worker& w, store::Store& store, SweepJob& job,
                              const store::JobOutcome& outcome) override;
-  const std::string& RunnerFor(const SweepJob&) const override { return ctx_.runner_path; }
+  // The job's own build when it has one (a paired sweep's jobs of two
+  // runners share one source), else the source's.
+  const std::string& RunnerFor(const SweepJob& job) const override {
+    return !job.runner_path.empty() ? job.runner_path : ctx_.runner_path;
+  }
 
  private:
   Result<void> CheckRunner();
@@ -92,25 +97,31 @@ void SweepSource::Serve(Worker& w, store::Store& store, WorkerConnection& s) {
   s.session.reset();  // closes the connection, stops a local agent
 }
 
-// Records the runner build with the run, or refuses a run recorded with another.
+// Records each runner build its jobs run with the run, or refuses a run
+// recorded with another build at that path.
 Result<void> SweepSource::CheckRunner() {
-  if (jobs_.empty() || ctx_.runner_path.empty()) return Ok();
-  auto sha = Sha256OfFile(ctx_.runner_path);
-  if (!sha) return Ok();  // unreadable: each device's push records why
+  if (jobs_.empty()) return Ok();
+  std::set<std::string> paths;
+  for (const SweepJob& job : jobs_) {
+    if (!RunnerFor(job).empty()) paths.insert(RunnerFor(job));
+  }
+  if (paths.empty()) return Ok();
   auto opened = ctx_.open_store();
   if (!opened) return opened.error();
   store::Store& store = **opened;
   auto job = store.GetJob(jobs_.front().id);
   if (!job) return job.error();
-  auto recorded =
-      store.RecordRunRunner(job->run_id, ctx_.runner_path, *sha, ctx_.allow_runner_change);
-  if (!recorded) return recorded.error();
-  if (*recorded != *sha) {
-    return MakeError("run " + std::to_string(job->run_id) + " ran '" + ctx_.runner_path +
-                     "' as build " + recorded->substr(0, 12) + ", but that file is build " +
-                     sha->substr(0, 12) +
-                     " now; resume with the same dfarm-runner build, or "
-                     "pass --allow-runner-change to mix builds in one run");
+  for (const std::string& path : paths) {
+    auto sha = Sha256OfFile(path);
+    if (!sha) continue;  // unreadable: each device's push records why
+    auto recorded = store.RecordRunRunner(job->run_id, path, *sha, ctx_.allow_runner_change);
+    if (!recorded) return recorded.error();
+    if (*recorded != *sha) {
+      return MakeError("run " + std::to_string(job->run_id) + " ran '" + path + "' as build " +
+                       recorded->substr(0, 12) + ", but that file is build " + sha->substr(0, 12) +
+                       " now; resume with the same dfarm-runner build, or "
+                       "pass --allow-runner-change to mix builds in one run");
+    }
   }
   return Ok();
 }

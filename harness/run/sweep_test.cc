@@ -1199,6 +1199,60 @@ TEST_F(SweepTest, TwoRunnersAreAMatrixAxis) {
   EXPECT_EQ(keys.size(), 4u);
 }
 
+// A paired sweep runs both runners in one pass over each device's queue:
+// the device sees the builds alternate pair by pair in the plan's order
+// (ABBA blocks), every job runs the build of its own runner, and the store
+// keeps each job's pair.
+TEST_F(SweepTest, PairedRunnersRunInterleavedOnTheSameDevice) {
+  std::string a = dir_.Write("builds/a/dfarm-runner", std::string(70, 'a'));
+  std::string b = dir_.Write("builds/b/dfarm-runner", std::string(90, 'b'));
+  spec_.runners = {{"A", {{"x86_64", a}}}, {"B", {{"x86_64", b}}}};
+  spec_.pairing.baseline_runner = "A";
+  spec_.benchmark.repeats = 4;
+  spec_.devices = {"local", "local:two"};
+  std::map<std::string, std::vector<std::string>> order;  // device -> builds run, in order
+  devices_.run = [&](const std::string& device,
+                     const agent::JobSpec& j) -> Result<agent::JobResult> {
+    order[device].push_back(j.runner_sha256);
+    return Ok();
+  };
+  auto s = RunSweep(spec_, *store_, devices_, options_);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(s->jobs, 32u);  // 2 devices x 2 models x 2 runners x 4 trials
+  EXPECT_EQ(s->ok, 32u);
+  const std::string sa = Sha256OfBytes(std::string(70, 'a'));
+  const std::string sb = Sha256OfBytes(std::string(90, 'b'));
+  auto jobs = store_->ListJobs(s->run_id);
+  ASSERT_TRUE(jobs.ok());
+  std::map<std::string, std::vector<store::JobRow>> by_device;  // in id order: the plan's
+  for (const auto& j : *jobs) by_device[j.device].push_back(j);
+  ASSERT_EQ(by_device.size(), 2u);
+  for (const auto& [device, rows] : by_device) {
+    ASSERT_EQ(rows.size(), 16u) << device;
+    ASSERT_EQ(order[device].size(), 16u) << device;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      // The device ran the jobs in id order, each with its own runner's build.
+      EXPECT_EQ(order[device][i], rows[i].runner == "A" ? sa : sb) << device << " " << i;
+      EXPECT_EQ(rows[i].runner_sha256, order[device][i]) << device << " " << i;
+      ASSERT_GT(rows[i].pair, 0);
+      if (i % 2 == 1) {  // a pair: two neighbours, one of each runner, one trial
+        EXPECT_EQ(rows[i].pair, rows[i - 1].pair) << device << " " << i;
+        EXPECT_NE(rows[i].runner, rows[i - 1].runner) << device << " " << i;
+        EXPECT_EQ(rows[i].trial, rows[i - 1].trial) << device << " " << i;
+        EXPECT_EQ(rows[i].model, rows[i - 1].model) << device << " " << i;
+      }
+    }
+  }
+  // Both runners' builds are recorded with the run (a resume checks them).
+  auto recorded = store_->ListRunRunners(s->run_id);
+  ASSERT_TRUE(recorded.ok());
+  EXPECT_EQ(recorded->size(), 2u);
+  // The stored spec keeps the pairing.
+  auto run = store_->GetRun(s->run_id);
+  ASSERT_TRUE(run.ok());
+  EXPECT_THAT(run->spec_json, HasSubstr(R"("pairing":{"baseline_runner":"A"})"));
+}
+
 TEST_F(SweepTest, ADeviceWithoutABuildForItsAbiIsInfra) {
   std::string x86 = dir_.Write("builds/x86/dfarm-runner", std::string(700, 'x'));
   std::string arm = dir_.Write("builds/arm/dfarm-runner", std::string(500, 'y'));

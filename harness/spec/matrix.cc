@@ -103,6 +103,23 @@ std::string JobKeyOf(const SweepJob& job) {
   return Sha256OfBytes(text).substr(0, kJobKeyHexChars);
 }
 
+namespace {
+
+// splitmix64's output function: a well-mixed 64-bit value of `state`.
+uint64_t SplitMix(uint64_t state) {
+  uint64_t z = state + 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+bool PairRunsBaselineFirst(uint32_t seed, size_t cell, uint32_t block) {
+  const uint64_t state = (static_cast<uint64_t>(seed) << 32) ^ 0x70616972ull;  // "pair"
+  return (SplitMix(SplitMix(state ^ cell) ^ block) & 1) == 0;
+}
+
 std::vector<size_t> ShuffledTrialOrder(size_t cells, uint32_t seed, uint32_t round) {
   // splitmix64: tiny, portable and well mixed (std::shuffle's algorithm is
   // the library's own, so orders would differ between libstdc++ and libc++).
@@ -137,6 +154,48 @@ std::vector<SweepJob> RepeatCells(const std::vector<SweepJob>& cells, uint32_t r
       j.trial = t;
       j.job_key = JobKeyOf(j);
       jobs.push_back(std::move(j));
+    }
+  }
+  return jobs;
+}
+
+// A paired spec's jobs (ExpandMatrix): `cells` is the grouped order, in
+// which each device's baseline jobs and candidate jobs are two blocks of
+// the same cells (the runner loop sits outside model, delegate and threads).
+std::vector<SweepJob> PairCells(const std::vector<SweepJob>& cells, const PairingSpec& pairing,
+                                uint32_t repeats, uint32_t seed) {
+  std::vector<std::pair<const SweepJob*, const SweepJob*>> pairs;  // baseline, candidate
+  std::vector<const SweepJob*> baseline, candidate;
+  auto flush = [&] {
+    for (size_t i = 0; i < baseline.size() && i < candidate.size(); ++i) {
+      pairs.emplace_back(baseline[i], candidate[i]);
+    }
+    baseline.clear();
+    candidate.clear();
+  };
+  for (size_t i = 0; i < cells.size(); ++i) {
+    if (i > 0 && cells[i].device != cells[i - 1].device) flush();
+    (cells[i].runner == pairing.baseline_runner ? baseline : candidate).push_back(&cells[i]);
+  }
+  flush();
+  // Every device runs both runners (a build it lacks is a job recorded infra):
+  // anything else is not a paired plan, and runs unpaired.
+  if (pairs.size() * 2 != cells.size()) return RepeatCells(cells, repeats, seed);
+  std::vector<SweepJob> jobs;
+  jobs.reserve(pairs.size() * 2 * std::max<uint32_t>(repeats, 1));
+  int64_t pair_number = 0;
+  for (uint32_t t = 0; t < std::max<uint32_t>(repeats, 1); ++t) {
+    for (size_t i : ShuffledTrialOrder(pairs.size(), seed, t)) {
+      const bool baseline_first = PairRunsBaselineFirst(seed, i, t / 2) == (t % 2 == 0);
+      ++pair_number;
+      for (const SweepJob* cell : {pairs[i].first, pairs[i].second}) {
+        SweepJob j = *cell;
+        j.trial = t;
+        j.pair = pair_number;
+        j.job_key = JobKeyOf(j);
+        jobs.push_back(std::move(j));
+      }
+      if (!baseline_first) std::swap(jobs[jobs.size() - 1], jobs[jobs.size() - 2]);
     }
   }
   return jobs;
@@ -213,6 +272,9 @@ std::vector<SweepJob> ExpandMatrix(const SweepSpec& spec,
         }
       }
     }
+  }
+  if (spec.pairing.enabled()) {
+    return PairCells(jobs, spec.pairing, spec.benchmark.repeats, spec.benchmark.order_seed);
   }
   return RepeatCells(jobs, spec.benchmark.repeats, spec.benchmark.order_seed);
 }

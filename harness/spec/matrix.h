@@ -42,6 +42,10 @@ struct SweepJob {
   std::vector<std::string> input_set_paths;
   // The 0-based trial of its cell (benchmark.repeats); keyed when > 0.
   uint32_t trial = 0;
+  // A paired sweep's pair (spec "pairing"): 1, 2, ... in the run, shared by
+  // the baseline's and the candidate's job of one trial of one cell on one
+  // device, the one that runs first listed first; 0 when not paired. Not keyed.
+  int64_t pair = 0;
   // A job a `dfarm node` claimed from the queue: the claim it holds (its
   // result is recorded under it); 0 for a job of a sweep run here.
   int64_t claim_id = 0;
@@ -98,6 +102,12 @@ using PluginHashes = std::map<std::string, std::string>;
 // it lacks gets no plugin_sha256 and is keyed on the host path.
 // `runner_builds[device]` lists the builds that device runs (one job set per
 // entry); a device without an entry gets one job set with no runner fields.
+// A paired spec (spec.pairing, two runners) is ordered in pairs instead: each
+// round (trial t) lists every cell's pair of jobs, the baseline's and the
+// candidate's on one device side by side, the pairs in ShuffledTrialOrder;
+// each cell's trials 2k and 2k+1 run in ABBA blocks, A B then B A or B A then
+// A B as PairRunsBaselineFirst says (an odd last trial: its block's first
+// half), and SweepJob::pair numbers the pairs in that order.
 // Pure and deterministic.
 std::vector<SweepJob> ExpandMatrix(const SweepSpec& spec,
                                    const std::vector<std::string>& model_sha256s,
@@ -132,6 +142,11 @@ Result<uint64_t> CountMatrixJobs(const std::vector<MatrixAxis>& axes,
 // permutation of 0..cells-1 from a portable generator seeded by (seed,
 // round), the same on every platform and build.
 std::vector<size_t> ShuffledTrialOrder(size_t cells, uint32_t seed, uint32_t round);
+
+// Whether block `block` (trials 2*block and 2*block+1) of paired cell `cell`
+// (its index among a sweep's paired cells, in grouped order) starts with the
+// baseline: a portable seeded coin, like ShuffledTrialOrder.
+bool PairRunsBaselineFirst(uint32_t seed, size_t cell, uint32_t block);
 
 // sha256 of each model file, in spec order; an error names the file.
 Result<std::vector<std::string>> HashModels(const SweepSpec& spec);

@@ -166,6 +166,105 @@ TEST(MatrixTest, RunnerAxis) {
   EXPECT_EQ(plain[0].job_key, ExpandMatrix(s, {"aaaa", "bbbb"})[4].job_key);
 }
 
+// A paired spec: per device, every cell's trial t is a pair of jobs (the
+// baseline's and the candidate's) side by side; each cell's trials 2k and
+// 2k+1 run A B / B A or B A / A B (ABBA blocks) as the seed says; pairs are
+// numbered in order; the order changes with the seed.
+TEST(MatrixTest, PairingInterleavesRunnersInSeededAbbaBlocks) {
+  SweepSpec s = TwoByTwoByTwo();  // 2 models x 2 delegates
+  s.runners.resize(2);
+  s.runners[0].name = "base";
+  s.runners[1].name = "cand";
+  s.pairing.baseline_runner = "base";
+  s.benchmark.repeats = 6;
+  DeviceRunnerBuilds builds;
+  for (const char* d : {"local", "local:two"}) {
+    builds[d] = {{"base", "x86_64", "/b/base", std::string(64, 'a')},
+                 {"cand", "x86_64", "/b/cand", std::string(64, 'c')}};
+  }
+  const std::vector<std::string> devices = {"local", "local:two"};
+  const auto jobs = ExpandMatrix(s, {"aaaa", "bbbb"}, {}, builds, devices);
+  // 2 devices x 2 runners x 4 cells x 6 trials.
+  ASSERT_EQ(jobs.size(), 96u);
+  std::map<int64_t, std::vector<const SweepJob*>> by_pair;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    ASSERT_GT(jobs[i].pair, 0) << i;
+    by_pair[jobs[i].pair].push_back(&jobs[i]);
+    if (i % 2 == 1) {  // each pair is two neighbours in the plan, so in a device's queue
+      EXPECT_EQ(jobs[i].pair, jobs[i - 1].pair) << i;
+    }
+    if (i >= 2 && i % 2 == 0) {
+      EXPECT_EQ(jobs[i].pair, jobs[i - 1].pair + 1) << i;  // numbered in order
+    }
+  }
+  ASSERT_EQ(by_pair.size(), 48u);
+  // cell (device, model, delegate) -> per trial: whether the baseline ran first
+  std::map<std::string, std::map<uint32_t, bool>> baseline_first;
+  for (const auto& [pair, two] : by_pair) {
+    ASSERT_EQ(two.size(), 2u);
+    const SweepJob& first = *two[0];
+    const SweepJob& second = *two[1];
+    EXPECT_NE(first.runner, second.runner) << pair;
+    EXPECT_EQ(first.device, second.device) << pair;
+    EXPECT_EQ(first.trial, second.trial) << pair;
+    EXPECT_EQ(first.model_sha256, second.model_sha256) << pair;
+    EXPECT_EQ(first.delegate.name, second.delegate.name) << pair;
+    EXPECT_NE(first.job_key, second.job_key) << pair;
+    const std::string cell = first.device + " " + first.model_sha256 + " " + first.delegate.name;
+    EXPECT_EQ(baseline_first[cell].count(first.trial), 0u) << "one pair per trial: " << cell;
+    baseline_first[cell][first.trial] = first.runner == "base";
+    EXPECT_EQ(first.runner_path, first.runner == "base" ? "/b/base" : "/b/cand");
+  }
+  ASSERT_EQ(baseline_first.size(), 8u);
+  size_t abba = 0, baab = 0;
+  for (const auto& [cell, trials] : baseline_first) {
+    ASSERT_EQ(trials.size(), 6u) << cell;
+    for (uint32_t t = 0; t < 6; t += 2) {
+      EXPECT_NE(trials.at(t), trials.at(t + 1)) << cell << " block " << t / 2;  // ABBA or BAAB
+      (trials.at(t) ? abba : baab) += 1;
+    }
+  }
+  EXPECT_GT(abba, 0u);  // the seed picks both orders among 24 blocks
+  EXPECT_GT(baab, 0u);
+  // Deterministic; another seed, another order.
+  const auto again = ExpandMatrix(s, {"aaaa", "bbbb"}, {}, builds, devices);
+  ASSERT_EQ(again.size(), jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(again[i].job_key, jobs[i].job_key);
+  s.benchmark.order_seed = 2;
+  const auto reseeded = ExpandMatrix(s, {"aaaa", "bbbb"}, {}, builds, devices);
+  ASSERT_EQ(reseeded.size(), jobs.size());
+  size_t moved = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) moved += reseeded[i].job_key != jobs[i].job_key;
+  EXPECT_GT(moved, 0u);
+  // The coin itself: the same for the same arguments, both faces over blocks.
+  std::set<bool> faces;
+  for (uint32_t block = 0; block < 16; ++block) faces.insert(PairRunsBaselineFirst(1, 0, block));
+  EXPECT_EQ(faces.size(), 2u);
+  EXPECT_EQ(PairRunsBaselineFirst(7, 3, 2), PairRunsBaselineFirst(7, 3, 2));
+}
+
+// One repeat still pairs: each cell's one trial is a pair in a seeded order.
+TEST(MatrixTest, PairingWithOneRepeat) {
+  SweepSpec s = TwoByTwoByTwo();
+  s.devices = {"local"};
+  s.runners.resize(2);
+  s.runners[0].name = "cand";
+  s.runners[1].name = "base";
+  s.pairing.baseline_runner = "base";
+  DeviceRunnerBuilds builds;
+  builds["local"] = {{"cand", "x86_64", "/b/cand", std::string(64, 'c')},
+                     {"base", "x86_64", "/b/base", std::string(64, 'a')}};
+  const auto jobs = ExpandMatrix(s, {"aaaa", "bbbb"}, {}, builds);
+  ASSERT_EQ(jobs.size(), 8u);
+  for (size_t i = 0; i < jobs.size(); i += 2) {
+    EXPECT_EQ(jobs[i].pair, static_cast<int64_t>(i / 2 + 1));
+    EXPECT_EQ(jobs[i + 1].pair, jobs[i].pair);
+    EXPECT_NE(jobs[i].runner, jobs[i + 1].runner);
+    EXPECT_EQ(jobs[i].model_sha256, jobs[i + 1].model_sha256);
+    EXPECT_EQ(jobs[i].delegate.name, jobs[i + 1].delegate.name);
+  }
+}
+
 // A planned job carries everything its key covers: JobKeyOf gives back the
 // key the expansion gave it, and a job moved to another device (what
 // failover does) gets that device's key.

@@ -140,8 +140,8 @@ class Parser {
     SweepSpec spec;
     for (Section section :
          {&Parser::ParseName, &Parser::ParseModels, &Parser::ParseDelegates, &Parser::ParseDevices,
-          &Parser::ParseDeviceTags, &Parser::ParseRunners, &Parser::ParseCooldown,
-          &Parser::ParseBenchmark, &Parser::ParseScheduler}) {
+          &Parser::ParseDeviceTags, &Parser::ParseRunners, &Parser::ParsePairing,
+          &Parser::ParseCooldown, &Parser::ParseBenchmark, &Parser::ParseScheduler}) {
       if (auto r = (this->*section)(*doc, spec); !r) return r.error();
     }
     if (auto r = CheckMatrixSize(spec); !r) return r.error();
@@ -179,7 +179,7 @@ class Parser {
     }
     if (auto r = CheckKeys(doc, "",
                            {"name", "models", "delegates", "devices", "device_tags", "runners",
-                            "benchmark", "scheduler", "cooldown"});
+                            "pairing", "benchmark", "scheduler", "cooldown"});
         !r) {
       return r.error();
     }
@@ -404,6 +404,44 @@ class Parser {
       }
       spec.runners.push_back(std::move(*r));
     }
+    return Ok();
+  }
+
+  // "pairing": {"baseline_runner": NAME}, NAME one of exactly two runners
+  // (runners are parsed before).
+  Result<void> ParsePairing(const json& doc, SweepSpec& spec) const {
+    if (!doc.contains("pairing")) return Ok();
+    const json& p = doc["pairing"];
+    if (!p.is_object()) {
+      return Fail("pairing", std::string("expected an object {\"baseline_runner\": NAME}, got ") +
+                                 TypeName(p));
+    }
+    if (auto r = CheckKeys(p, "pairing", {"baseline_runner"}); !r) return r.error();
+    if (!p.contains("baseline_runner")) {
+      return Fail("pairing", "missing key 'baseline_runner' (the name of the baseline runner)");
+    }
+    const json& name = p["baseline_runner"];
+    if (!name.is_string()) {
+      return Fail("pairing.baseline_runner",
+                  std::string("expected a runner name, got ") + TypeName(name));
+    }
+    std::string names;
+    bool known = false;
+    for (const RunnerSpec& r : spec.runners) {
+      names += (names.empty() ? "'" : ", '") + r.name + "'";
+      known = known || r.name == name.get<std::string>();
+    }
+    if (spec.runners.size() != 2) {
+      return Fail("pairing",
+                  "pairs exactly two runners (a baseline and a candidate); the spec has " +
+                      std::to_string(spec.runners.size()) + " in 'runners'");
+    }
+    if (!known) {
+      return Fail("pairing.baseline_runner", "'" + Abbreviated(name.get<std::string>()) +
+                                                 "' is not one of the spec's runners (" + names +
+                                                 ")");
+    }
+    spec.pairing.baseline_runner = name.get<std::string>();
     return Ok();
   }
 
@@ -1039,6 +1077,7 @@ std::string SweepSpec::ToJson() const {
       doc["runners"].push_back(std::move(entry));
     }
   }
+  if (pairing.enabled()) doc["pairing"] = {{"baseline_runner", pairing.baseline_runner}};
   doc["benchmark"] = {
       {"warmup_runs", benchmark.warmup_runs},
       {"num_runs", benchmark.num_runs},

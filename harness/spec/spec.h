@@ -119,6 +119,15 @@ struct RunnerSpec {
   std::map<std::string, std::string> missing_builds;
 };
 
+// Spec "pairing": {"baseline_runner": NAME}: the spec's two runners run as
+// pairs, trial by trial on the same device (ExpandMatrix: ABBA blocks in a
+// seeded order), so the gate judges paired differences (docs/gate.md,
+// "Paired A/B"). NAME is the baseline; the other runner is the candidate.
+struct PairingSpec {
+  std::string baseline_runner;  // "": not paired
+  bool enabled() const { return !baseline_runner.empty(); }
+};
+
 // A device entry that is not a URI (spec "devices": [{"abi":"arm64-v8a"}]):
 // it matches every candidate device (docs/CONTRACTS.md, "Sweep spec")
 // whose agent reports `abi` (when set) and whose tags hold every one of `tags`.
@@ -156,6 +165,7 @@ struct SweepSpec {
   // Runtime builds; empty: the sweep's default (SweepOptions: the runner
   // beside dfarm for the host ABI, plus the arm64 cross build when present).
   std::vector<RunnerSpec> runners;
+  PairingSpec pairing;  // needs exactly two runners
   BenchmarkSpec benchmark;
   // The num_threads axis: one value per matrix cell, in spec order; never
   // empty (benchmark.num_threads alone when the spec gives one number).

@@ -79,7 +79,7 @@ TEST_F(SpecTest, UnknownKeys) {
   EXPECT_EQ(Error(R"({"modles":["../models/a.tflite"]})"),
             "spec '" + (dir_.path() / "specs/q.json").string() +
                 "': unknown key 'modles' at top level (expected name, models, delegates, "
-                "devices, device_tags, runners, benchmark, scheduler, cooldown)");
+                "devices, device_tags, runners, pairing, benchmark, scheduler, cooldown)");
   EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"benchmark":{"runs":3}})"),
               HasSubstr("unknown key 'runs' in benchmark"));
   EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"delegates":[{"name":"cpu","opts":{}}]})"),
@@ -356,6 +356,53 @@ TEST_F(SpecTest, RunnersResolveAgainstTheSpecFolder) {
   ASSERT_EQ(again->runners.size(), 2u);
   EXPECT_EQ(again->runners[0].builds, spec->runners[0].builds);
   EXPECT_EQ(again->runners[1].name, "rc-2");
+}
+
+TEST_F(SpecTest, PairingNamesTheBaselineOfTwoRunners) {
+  dir_.Write("builds/a", "runner a");
+  dir_.Write("builds/b", "runner b");
+  const std::string runners =
+      R"("runners":[{"name":"release","builds":{"x86_64":"../builds/a"}},
+                   {"name":"rc","builds":{"x86_64":"../builds/b"}}])";
+  auto spec = Parse(R"({"models":["../models/a.tflite"],)" + runners +
+                    R"(,"pairing":{"baseline_runner":"release"}})");
+  ASSERT_TRUE(spec.ok()) << spec.message();
+  EXPECT_TRUE(spec->pairing.enabled());
+  EXPECT_EQ(spec->pairing.baseline_runner, "release");
+  // The stored spec keeps it.
+  auto again = ParseSpec(spec->ToJson(), "stored");
+  ASSERT_TRUE(again.ok()) << again.message();
+  EXPECT_EQ(again->pairing.baseline_runner, "release");
+  // Without "pairing": not paired, and the stored spec has no key.
+  auto plain = Parse(R"({"models":["../models/a.tflite"],)" + runners + "}");
+  ASSERT_TRUE(plain.ok()) << plain.message();
+  EXPECT_FALSE(plain->pairing.enabled());
+  EXPECT_EQ(plain->ToJson().find("pairing"), std::string::npos);
+}
+
+TEST_F(SpecTest, PairingErrorsNameTheField) {
+  dir_.Write("builds/a", "runner a");
+  const std::string two = R"("runners":[{"name":"release","builds":{"x86_64":"../builds/a"}},
+                                        {"name":"rc","builds":{"x86_64":"../builds/a"}}])";
+  const std::string m = R"({"models":["../models/a.tflite"],)";
+  EXPECT_THAT(Error(m + two + R"(,"pairing":"release"})"),
+              HasSubstr("pairing: expected an object {\"baseline_runner\": NAME}, got string"));
+  EXPECT_THAT(Error(m + two + R"(,"pairing":{}})"),
+              HasSubstr("pairing: missing key 'baseline_runner'"));
+  EXPECT_THAT(Error(m + two + R"(,"pairing":{"baseline_runner":3}})"),
+              HasSubstr("pairing.baseline_runner: expected a runner name, got an integer"));
+  EXPECT_THAT(Error(m + two + R"(,"pairing":{"baseline_runner":"main"}})"),
+              HasSubstr("pairing.baseline_runner: 'main' is not one of the spec's runners "
+                        "('release', 'rc')"));
+  EXPECT_THAT(Error(m + two + R"(,"pairing":{"baseline_runner":"rc","order":"abba"}})"),
+              HasSubstr("unknown key 'order' in pairing (expected baseline_runner)"));
+  EXPECT_THAT(Error(m + R"("pairing":{"baseline_runner":"rc"}})"),
+              HasSubstr("pairing: pairs exactly two runners (a baseline and a candidate); the "
+                        "spec has 0 in 'runners'"));
+  const std::string three = R"("runners":[{"name":"a","builds":{"x86_64":"../builds/a"}},
+      {"name":"b","builds":{"x86_64":"../builds/a"}},{"name":"c","builds":{"x86_64":"../builds/a"}}])";
+  EXPECT_THAT(Error(m + three + R"(,"pairing":{"baseline_runner":"a"}})"),
+              HasSubstr("the spec has 3 in 'runners'"));
 }
 
 TEST_F(SpecTest, RunnerKindsAndDefaultBuilds) {

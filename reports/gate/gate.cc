@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -95,7 +96,9 @@ std::vector<const LoadedJob*> OkJobs(const std::vector<LoadedJob>& jobs) {
 // ---- latency -----------------------------------------------------------------
 
 struct LatencyInput {
-  std::vector<double> baseline, candidate;  // trial medians, or one trial's samples
+  // Trial medians, or one trial's samples; paired: the pairs' trial medians, aligned.
+  std::vector<double> baseline, candidate;
+  bool paired = false;
 };
 
 // `jobs` without the ones flagged noisy, unless none would be left (then
@@ -139,9 +142,68 @@ LatencyInput LatencyData(CellResult& cell, std::vector<const LoadedJob*> base,
   return in;
 }
 
+// The pairs of a paired cell: each candidate job with the baseline job of its
+// pair (same SweepJob::pair, same device), both with samples, in pair order.
+// With exclude_noisy a pair with a noisy trial is left out, unless every pair
+// has one. Fills `in` and returns true with at least 2 pairs; else false and
+// the cell is judged unpaired.
+bool PairedLatencyData(CellResult& cell, const std::vector<const LoadedJob*>& base,
+                       const std::vector<const LoadedJob*>& cand, bool exclude_noisy,
+                       LatencyInput& in) {
+  std::map<int64_t, const LoadedJob*> base_by_pair;
+  for (const LoadedJob* j : base) {
+    if (j->row.pair > 0 && !j->samples.empty()) base_by_pair[j->row.pair] = j;
+  }
+  std::map<int64_t, std::pair<const LoadedJob*, const LoadedJob*>> all, quiet;
+  for (const LoadedJob* c : cand) {
+    auto b = base_by_pair.find(c->row.pair);
+    if (c->row.pair <= 0 || c->samples.empty() || b == base_by_pair.end() ||
+        b->second->row.device != c->row.device) {
+      continue;
+    }
+    all[c->row.pair] = {b->second, c};
+    if (!c->row.noisy && !b->second->row.noisy) quiet[c->row.pair] = {b->second, c};
+  }
+  const auto& used = exclude_noisy && !quiet.empty() ? quiet : all;
+  if (used.size() < 2) return false;
+  cell.noisy_trials_excluded += 2 * (all.size() - used.size());
+  for (const auto& [pair, jobs] : used) {
+    in.baseline.push_back(stats::Median(jobs.first->samples));
+    in.candidate.push_back(stats::Median(jobs.second->samples));
+  }
+  in.paired = true;
+  cell.paired = true;
+  cell.pairs = used.size();
+  cell.baseline_trials = cell.candidate_trials = used.size();
+  return true;
+}
+
+// The paired comparison: Wilcoxon signed-rank over the log ratios of the
+// pairs' trial medians, the median of the paired ratios and its interval.
+bool ComparePairedLatency(CellResult& cell, const LatencyInput& in, const LatencyPolicy& p) {
+  cell.baseline_median_us = stats::Median(in.baseline);
+  cell.candidate_median_us = stats::Median(in.candidate);
+  std::vector<double> log_ratios;
+  for (size_t i = 0; i < in.baseline.size(); ++i) {
+    if (in.baseline[i] > 0 && in.candidate[i] > 0) {
+      log_ratios.push_back(std::log(in.candidate[i] / in.baseline[i]));
+    }
+  }
+  const auto ratio = stats::BootstrapMedianOfPairedRatios(in.baseline, in.candidate, p.confidence,
+                                                          p.bootstrap_resamples, p.seed);
+  if (!(ratio.median_ratio > 0)) return false;
+  cell.ratio = ratio.median_ratio;
+  cell.ci_low = ratio.interval.low;
+  cell.ci_high = ratio.interval.high;
+  cell.p_value = stats::WilcoxonSignedRank(log_ratios).p_value;
+  cell.smallest_p = stats::SmallestSignedRankP(in.baseline.size());
+  return true;
+}
+
 // Fills the cell's latency figures and p-value; false when there is nothing to compare.
 bool CompareLatency(CellResult& cell, const LatencyInput& in, const LatencyPolicy& p) {
   if (in.baseline.empty() || in.candidate.empty()) return false;
+  if (in.paired) return ComparePairedLatency(cell, in, p);
   cell.baseline_median_us = stats::Median(in.baseline);
   cell.candidate_median_us = stats::Median(in.candidate);
   if (!(cell.baseline_median_us > 0)) return false;
@@ -481,7 +543,7 @@ bool AnyFailing(const CellResult& cell) {
 
 // Everything but the latency verdict, which needs every cell's p-value first.
 CellResult JudgeCell(const store::Cell& key, const CellJobs& jobs, const Policy& policy, bool alone,
-                     LatencyInput& latency_out, bool& latency_compared) {
+                     bool paired, LatencyInput& latency_out, bool& latency_compared) {
   CellResult cell = MakeCell(key, jobs);
   const auto base = OkJobs(jobs.baseline), cand = OkJobs(jobs.candidate);
   for (const auto* j : base) cell.baseline_jobs.push_back(j->row.id);
@@ -502,7 +564,10 @@ CellResult JudgeCell(const store::Cell& key, const CellJobs& jobs, const Policy&
   if (has_baseline) {
     JudgeMemory(cell, policy.memory);
     JudgePlacement(cell, policy.placement, base, cand);
-    latency_out = LatencyData(cell, base, cand, policy.latency.exclude_noisy);
+    if (!paired ||
+        !PairedLatencyData(cell, base, cand, policy.latency.exclude_noisy, latency_out)) {
+      latency_out = LatencyData(cell, base, cand, policy.latency.exclude_noisy);
+    }
     latency_compared = CompareLatency(cell, latency_out, policy.latency);
   }
   NotePartialDelegation(cell, cand);
@@ -574,7 +639,9 @@ void AddTrialCountNote(GateResult& result, const Policy& policy) {
   double smallest = 0;
   std::string trials;
   for (const auto& c : result.cells) {
-    if (c.within_run_only || c.ratio <= 0 || c.smallest_p <= policy.latency.alpha) continue;
+    if (c.paired || c.within_run_only || c.ratio <= 0 || c.smallest_p <= policy.latency.alpha) {
+      continue;
+    }
     if (++short_cells == 1) {
       smallest = c.smallest_p;
       trials = std::to_string(c.baseline_trials) + "/" + std::to_string(c.candidate_trials);
@@ -593,6 +660,47 @@ void AddTrialCountNote(GateResult& result, const Policy& policy) {
            ? "; " + std::to_string(needed) +
                  " trials a side are needed (benchmark.repeats >= " + std::to_string(needed) + ")"
            : ""));
+}
+
+// A paired gate's notes: what was paired, the cells whose pairs are too few
+// for alpha (the smallest p of the signed-rank test, the pairs needed), and
+// the cells left unpaired (fewer than 2 complete pairs).
+void AddPairingNotes(GateResult& result, const Policy& policy) {
+  if (result.paired_baseline_runner.empty()) return;
+  result.notes.push_back(
+      "paired: runner '" + result.paired_candidate_runner + "' against '" +
+      result.paired_baseline_runner + "' of run " + std::to_string(result.candidate_run) +
+      ", trial by trial on the same device (Wilcoxon signed-rank test of the log ratios of the "
+      "pairs' trial medians; ratio: the median of the paired ratios)");
+  size_t short_cells = 0, unpaired = 0, pairs = 0;
+  double smallest = 1;
+  for (const auto& c : result.cells) {
+    const bool compared = c.latency != Verdict::kNew && c.latency != Verdict::kMissing;
+    unpaired += compared && !c.paired && !c.candidate_jobs.empty() ? 1 : 0;
+    if (!c.paired || c.smallest_p <= policy.latency.alpha) continue;
+    if (++short_cells == 1) {
+      smallest = c.smallest_p;
+      pairs = c.pairs;
+    }
+  }
+  if (short_cells > 0) {
+    char p[32], alpha[32];
+    std::snprintf(p, sizeof p, "%.3g", smallest);
+    std::snprintf(alpha, sizeof alpha, "%.3g", policy.latency.alpha);
+    const size_t needed = stats::PairsForAlpha(policy.latency.alpha);
+    result.notes.push_back(
+        std::to_string(short_cells) + " paired cell(s) have too few pairs for a latency verdict: " +
+        "with " + std::to_string(pairs) + " pairs the smallest p is " + p + ", above alpha " +
+        alpha + ", so their latency can only be pass or unknown" +
+        (needed > 0 ? "; " + std::to_string(needed) +
+                          " pairs are needed (benchmark.repeats >= " + std::to_string(needed) + ")"
+                    : ""));
+  }
+  if (unpaired > 0) {
+    result.notes.push_back(std::to_string(unpaired) +
+                           " cell(s) have fewer than 2 complete pairs (both trials ok, on one "
+                           "device): judged unpaired");
+  }
 }
 
 void AddSummaryNotes(GateResult& result, const Policy& policy) {
@@ -621,6 +729,7 @@ void AddSummaryNotes(GateResult& result, const Policy& policy) {
                            "on within-run samples only");
   }
   AddTrialCountNote(result, policy);
+  AddPairingNotes(result, policy);
   if (unknown > 0) {
     result.notes.push_back(std::to_string(unknown) +
                            " cell(s) unknown: not enough evidence either way (rerun them with "
@@ -652,6 +761,65 @@ void MarkUnfinished(std::map<store::Cell, CellJobs>& cells) {
   }
 }
 
+// ---- pairing ---------------------------------------------------------------------
+
+struct RunPairing {
+  std::string baseline, candidate;  // runner names
+};
+
+// The pairing of a run's stored spec ("pairing": {"baseline_runner": B}, and
+// the other of its two "runners"); nullopt when the run is not paired.
+std::optional<RunPairing> PairingOf(const store::RunRow& run) {
+  const nlohmann::json doc = nlohmann::json::parse(run.spec_json, nullptr, false);
+  if (!doc.is_object() || !doc.contains("pairing") || !doc["pairing"].is_object() ||
+      !doc.contains("runners") || !doc["runners"].is_array()) {
+    return std::nullopt;
+  }
+  const nlohmann::json& b = doc["pairing"].value("baseline_runner", nlohmann::json());
+  if (!b.is_string()) return std::nullopt;
+  RunPairing out{b.get<std::string>(), ""};
+  for (const nlohmann::json& r : doc["runners"]) {
+    if (!r.is_object() || !r.contains("name") || !r["name"].is_string()) continue;
+    if (r["name"] != out.baseline) out.candidate = r["name"].get<std::string>();
+  }
+  if (out.candidate.empty()) return std::nullopt;
+  return out;
+}
+
+// Whether the gate judges pairs (Policy::paired, docs/gate.md): when it does,
+// `policy`'s runners become the pairing's. Errors: --paired where it cannot be.
+Result<bool> ResolvePairing(const store::RunRow& candidate, int64_t baseline_run, bool with_reruns,
+                            Policy& policy) {
+  if (policy.paired == false) return false;
+  const bool required = policy.paired == true;
+  const std::string run = "run " + std::to_string(candidate.id);
+  auto fail = [&](const std::string& why) -> Result<bool> {
+    if (!required) return false;
+    return MakeError(ErrorKind::kInvalidInput, "--paired: " + why);
+  };
+  const std::optional<RunPairing> pairing = PairingOf(candidate);
+  if (!pairing) {
+    return fail(run + " is not paired (its spec has no \"pairing\"); sweep a spec with " +
+                "\"pairing\": {\"baseline_runner\": NAME} and two runners (docs/gate.md)");
+  }
+  if (baseline_run != candidate.id) {
+    return fail("the baseline is the paired run itself (" + run + "), not run " +
+                std::to_string(baseline_run));
+  }
+  if (with_reruns) return fail("reruns (--rerun-unknown) are not paired yet");
+  if (!policy.baseline_runner.empty() && policy.baseline_runner != pairing->baseline) {
+    return fail("--baseline-runner '" + policy.baseline_runner + "' is not " + run +
+                "'s pairing baseline '" + pairing->baseline + "'");
+  }
+  if (!policy.candidate_runner.empty() && policy.candidate_runner != pairing->candidate) {
+    return fail("--candidate-runner '" + policy.candidate_runner + "' is not " + run +
+                "'s paired candidate '" + pairing->candidate + "'");
+  }
+  policy.baseline_runner = pairing->baseline;
+  policy.candidate_runner = pairing->candidate;
+  return true;
+}
+
 }  // namespace
 
 Result<GateResult> RunGate(store::Reader& store, int64_t candidate_run, int64_t baseline_run,
@@ -661,12 +829,25 @@ Result<GateResult> RunGate(store::Reader& store, int64_t candidate_run, int64_t 
 
 Result<GateResult> RunGate(store::Reader& store, int64_t candidate_run,
                            const std::vector<int64_t>& extra_candidate_runs, int64_t baseline_run,
-                           const Policy& policy) {
+                           const Policy& given_policy) {
   GateResult result;
   result.candidate_run = candidate_run;
   result.baseline_run = baseline_run;
   result.extra_candidate_runs = extra_candidate_runs;
   const bool alone = baseline_run == 0;
+  Policy policy = given_policy;
+  bool paired = false;
+  if (!alone) {
+    auto run = CheckRun(store, candidate_run, "candidate");
+    if (!run) return run.error();
+    auto resolved = ResolvePairing(*run, baseline_run, !extra_candidate_runs.empty(), policy);
+    if (!resolved) return resolved.error();
+    paired = *resolved;
+    if (paired) {
+      result.paired_baseline_runner = policy.baseline_runner;
+      result.paired_candidate_runner = policy.candidate_runner;
+    }
+  }
   std::map<store::Cell, CellJobs> cells;
   for (int64_t id : [&] {
          std::vector<int64_t> ids{candidate_run};
@@ -696,7 +877,7 @@ Result<GateResult> RunGate(store::Reader& store, int64_t candidate_run,
   for (const auto& [key, jobs] : cells) {
     LatencyInput latency;
     bool cmp = false;
-    result.cells.push_back(JudgeCell(key, jobs, policy, alone, latency, cmp));
+    result.cells.push_back(JudgeCell(key, jobs, policy, alone, paired, latency, cmp));
     const size_t i = result.cells.size() - 1;
     compared[i] = cmp;
     has_baseline[i] = !alone && !jobs.baseline.empty();

@@ -40,6 +40,13 @@ struct CellResult {
   double smallest_p = 1;
   size_t baseline_trials = 0, candidate_trials = 0;
   bool within_run_only = false;  // one trial per side: verdict from the samples of one trial
+  // Paired (a paired run judged paired, with at least 2 complete pairs):
+  // p from the Wilcoxon signed-rank test of the pairs' log ratios, ratio and
+  // interval the median of the paired ratios and its bootstrap interval,
+  // smallest_p stats::SmallestSignedRankP; pairs = baseline_trials =
+  // candidate_trials.
+  bool paired = false;
+  size_t pairs = 0;
   // Ok trials left out of the latency comparison as noisy (policy
   // latency.exclude_noisy), both sides.
   size_t noisy_trials_excluded = 0;
@@ -66,13 +73,18 @@ struct GateResult {
   int64_t candidate_run = 0, baseline_run = 0;  // baseline_run 0: the candidate judged alone
   std::vector<int64_t> extra_candidate_runs;    // reruns combined with the candidate
   std::vector<CellResult> cells;
+  // The pairing used (Policy::paired): candidate_runner's jobs against
+  // baseline_runner's, pair by pair, in the one run. Empty when unpaired.
+  std::string paired_baseline_runner, paired_candidate_runner;
   bool passed = false;             // no cell fails or is regressed
   std::vector<std::string> notes;  // e.g. "verdicts rest on within-run samples only"
 };
 
 // Judges candidate_run against baseline_run (0: the candidate alone, see
 // docs/gate.md). Errors: no such run (kNotFound), no comparable cell
-// (kInvalidInput), the store failed (kFailed).
+// (kInvalidInput), the store failed (kFailed); policy.paired true on a run
+// that is not paired, or with another baseline run or other runners
+// (kInvalidInput).
 Result<GateResult> RunGate(store::Reader& store, int64_t candidate_run, int64_t baseline_run,
                            const Policy& policy);
 // Same, with the jobs of extra_candidate_runs (reruns) added to the candidate's trials.

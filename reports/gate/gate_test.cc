@@ -34,6 +34,7 @@ struct FakeJob {
   std::optional<int64_t> sets;  // input sets the accuracy was compared over
   std::string runner;           // the spec's runner name ("" = the default runner)
   bool noisy = false;           // started with the device busier than the cooldown allowed
+  int64_t pair = 0;             // a paired run's pair (spec "pairing")
 };
 
 class GateTest : public ::testing::Test {
@@ -53,8 +54,8 @@ class GateTest : public ::testing::Test {
     fs::remove_all(dir_);
   }
 
-  int64_t AddRun(const std::vector<FakeJob>& jobs) {
-    auto run = store_->CreateRun("r", "{}");
+  int64_t AddRun(const std::vector<FakeJob>& jobs, const std::string& spec_json = "{}") {
+    auto run = store_->CreateRun("r", spec_json);
     EXPECT_TRUE(run) << run.message();
     for (const auto& j : jobs) {
       store::JobRow row;
@@ -66,6 +67,7 @@ class GateTest : public ::testing::Test {
       row.num_threads = 1;
       row.trial = j.trial;
       row.runner = j.runner;
+      row.pair = j.pair;
       row.job_key =
           j.model + j.delegate + j.options + j.device + j.runner + std::to_string(j.trial);
       auto id = store_->AddJob(*run, row);
@@ -227,6 +229,129 @@ TEST_F(GateTest, OneRunnerAgainstAnotherInOneRun) {
   // A runner the run does not have leaves nothing to judge.
   paired.candidate_runner = "nope";
   EXPECT_FALSE(RunGate(*store_, run, run, paired));
+}
+
+// A paired run: each pair shares a machine level between 0.6 and 1.4 (drift
+// that moves both of its trials), the candidate runner is 10% slower.
+std::vector<FakeJob> PairedJobs(int pairs, double slowdown) {
+  std::vector<FakeJob> jobs;
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> noise(1.0, 0.01);
+  for (int p = 0; p < pairs; ++p) {
+    const double level = 0.6 + 0.8 * ((p * 5) % pairs) / std::max(1, pairs - 1);
+    for (const char* runner : {"base", "cand"}) {
+      FakeJob j;
+      j.runner = runner;
+      j.trial = p;
+      j.pair = p + 1;
+      const double median = 1000 * level * (j.runner == "cand" ? slowdown : 1.0) * noise(rng);
+      for (int s = 0; s < 30; ++s) j.samples.push_back(median * noise(rng));
+      jobs.push_back(j);
+    }
+  }
+  return jobs;
+}
+
+constexpr const char* kPairedSpec =
+    R"({"runners":[{"name":"base"},{"name":"cand"}],"pairing":{"baseline_runner":"base"}})";
+
+TEST_F(GateTest, PairedRunIsJudgedPairByPair) {
+  const int64_t run = AddRun(PairedJobs(8, 1.10), kPairedSpec);
+  // Gated against itself with no runner named: paired, cand against base.
+  auto r = RunGate(*store_, run, run, DefaultPolicy());
+  ASSERT_TRUE(r) << r.message();
+  ASSERT_EQ(r->cells.size(), 1u) << RenderGateText(*r);
+  const CellResult& c = r->cells[0];
+  EXPECT_EQ(r->paired_baseline_runner, "base");
+  EXPECT_EQ(r->paired_candidate_runner, "cand");
+  EXPECT_EQ(c.cell.runner, "cand vs base");
+  EXPECT_TRUE(c.paired);
+  EXPECT_EQ(c.pairs, 8u);
+  EXPECT_NEAR(c.ratio, 1.10, 0.02);
+  EXPECT_NEAR(c.p_value, 2.0 / 256, 1e-12);  // every pair slower: the exact signed-rank p
+  EXPECT_NEAR(c.smallest_p, 2.0 / 256, 1e-12);
+  EXPECT_GT(c.ci_low, 1.05);
+  EXPECT_EQ(c.verdict, Verdict::kRegressed) << RenderGateText(*r);
+  EXPECT_FALSE(r->passed);
+  EXPECT_THAT(r->notes.front(), HasSubstr("paired: runner 'cand' against 'base'"));
+  const auto doc = nlohmann::json::parse(RenderGateJson(*r));
+  EXPECT_EQ(doc["cells"][0]["latency"]["paired"], true);
+  EXPECT_EQ(doc["cells"][0]["latency"]["pairs"], 8);
+  EXPECT_EQ(doc["paired"]["baseline_runner"], "base");
+  EXPECT_THAT(RenderGateText(*r), HasSubstr("8 pairs"));
+  // The same runners named, or --paired: the same verdict.
+  Policy named = DefaultPolicy();
+  named.baseline_runner = "base";
+  named.candidate_runner = "cand";
+  named.paired = true;
+  auto again = RunGate(*store_, run, run, named);
+  ASSERT_TRUE(again) << again.message();
+  EXPECT_TRUE(again->cells[0].paired);
+  EXPECT_EQ(again->cells[0].verdict, Verdict::kRegressed);
+  // Unpaired, the drift (0.6x to 1.4x) hides the 10%: not regressed.
+  Policy unpaired = named;
+  unpaired.paired = false;
+  auto apart = RunGate(*store_, run, run, unpaired);
+  ASSERT_TRUE(apart) << apart.message();
+  ASSERT_EQ(apart->cells.size(), 1u);
+  EXPECT_FALSE(apart->cells[0].paired);
+  EXPECT_TRUE(apart->paired_baseline_runner.empty());
+  EXPECT_EQ(apart->cells[0].verdict, Verdict::kUnknown) << RenderGateText(*apart);
+}
+
+TEST_F(GateTest, PairedAlikeRunnersPass) {
+  const int64_t run = AddRun(PairedJobs(8, 1.0), kPairedSpec);
+  Policy paired = DefaultPolicy();
+  paired.paired = true;
+  auto r = RunGate(*store_, run, run, paired);
+  ASSERT_TRUE(r) << r.message();
+  ASSERT_EQ(r->cells.size(), 1u);
+  EXPECT_TRUE(r->cells[0].paired);
+  EXPECT_EQ(r->cells[0].verdict, Verdict::kPass) << RenderGateText(*r);
+  EXPECT_TRUE(r->passed);
+}
+
+TEST_F(GateTest, TooFewPairsAreNamedWithTheirSmallestP) {
+  const int64_t run = AddRun(PairedJobs(5, 1.10), kPairedSpec);
+  auto r = RunGate(*store_, run, run, DefaultPolicy());
+  ASSERT_TRUE(r) << r.message();
+  ASSERT_EQ(r->cells.size(), 1u);
+  EXPECT_TRUE(r->cells[0].paired);
+  EXPECT_NEAR(r->cells[0].smallest_p, 0.0625, 1e-12);
+  EXPECT_EQ(r->cells[0].verdict, Verdict::kUnknown) << RenderGateText(*r);
+  bool named = false;
+  for (const auto& n : r->notes) {
+    named = named || n.find(
+                         "1 paired cell(s) have too few pairs for a latency verdict: with 5 "
+                         "pairs the smallest p is 0.0625, above alpha 0.05") == 0;
+    EXPECT_THAT(n, Not(HasSubstr("trials a side are needed")));
+  }
+  EXPECT_TRUE(named) << RenderGateText(*r);
+  EXPECT_THAT(RenderGateText(*r), HasSubstr("6 pairs are needed (benchmark.repeats >= 6)"));
+}
+
+TEST_F(GateTest, PairedErrorsSayWhy) {
+  const int64_t paired_run = AddRun(PairedJobs(6, 1.0), kPairedSpec);
+  const int64_t plain_run = AddRun(PairedJobs(6, 1.0));  // same jobs, no "pairing" in its spec
+  Policy paired = DefaultPolicy();
+  paired.paired = true;
+  auto r = RunGate(*store_, plain_run, plain_run, paired);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, ErrorKind::kInvalidInput);
+  EXPECT_THAT(r.message(), HasSubstr("--paired: run " + std::to_string(plain_run) +
+                                     " is not paired (its spec has no \"pairing\")"));
+  r = RunGate(*store_, paired_run, plain_run, paired);
+  ASSERT_FALSE(r);
+  EXPECT_THAT(r.message(), HasSubstr("the baseline is the paired run itself"));
+  paired.baseline_runner = "cand";
+  r = RunGate(*store_, paired_run, paired_run, paired);
+  ASSERT_FALSE(r);
+  EXPECT_THAT(r.message(), HasSubstr("--baseline-runner 'cand' is not run " +
+                                     std::to_string(paired_run) + "'s pairing baseline 'base'"));
+  // Not asked for: a paired run against another run is judged unpaired.
+  auto other = RunGate(*store_, paired_run, plain_run, DefaultPolicy());
+  ASSERT_TRUE(other) << other.message();
+  for (const auto& c : other->cells) EXPECT_FALSE(c.paired);
 }
 
 TEST_F(GateTest, NoiseOnlyIsNotRegressed) {

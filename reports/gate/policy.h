@@ -87,6 +87,11 @@ struct Policy {
   // across the two names ("default" names a spec's default runner). Empty:
   // every runner, matched by name.
   std::string candidate_runner, baseline_runner;
+  // Not read from the file: `dfarm gate --paired` (true) / `--unpaired`
+  // (false). Unset: paired when the candidate run is paired (spec "pairing")
+  // and is its own baseline with the pairing's runners (or none named);
+  // docs/gate.md, "Paired A/B".
+  std::optional<bool> paired;
 };
 
 // The documented default policy (docs/gate.md).

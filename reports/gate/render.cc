@@ -44,6 +44,7 @@ std::string RatioText(const CellResult& c) {
 
 std::string TrialsText(const CellResult& c) {
   if (!Compared(c)) return std::to_string(c.candidate_jobs.size());
+  if (c.paired) return std::to_string(c.pairs) + " pairs";
   return std::to_string(c.baseline_trials) + "/" + std::to_string(c.candidate_trials) +
          (c.within_run_only ? "*" : "");
 }
@@ -158,8 +159,11 @@ std::string CellDetails(const CellResult& c) {
       "verdict " + std::string(VerdictName(c.verdict)) + ", latency " + VerdictName(c.latency);
   if (Compared(c)) {
     s += ": median " + LatencyText(c) + ", ratio " + RatioText(c) + ", p " + Sci(c.p_value) +
-         ", q " + Sci(c.q_value) + ", trials " + std::to_string(c.baseline_trials) + "/" +
-         std::to_string(c.candidate_trials) + (c.within_run_only ? " (within-run samples)" : "");
+         ", q " + Sci(c.q_value) +
+         (c.paired ? ", " + std::to_string(c.pairs) + " pairs (paired ratio, signed-rank p)"
+                   : ", trials " + std::to_string(c.baseline_trials) + "/" +
+                         std::to_string(c.candidate_trials) +
+                         (c.within_run_only ? " (within-run samples)" : ""));
     if (c.noisy_trials_excluded > 0) {
       s += ", " + std::to_string(c.noisy_trials_excluded) + " noisy trial(s) left out";
     }
@@ -358,7 +362,9 @@ std::string RenderGateJson(const GateResult& r) {
                        {"candidate_trials", c.candidate_trials},
                        {"within_run_only", c.within_run_only},
                        {"smallest_p", c.smallest_p},
-                       {"noisy_trials_excluded", c.noisy_trials_excluded}}},
+                       {"noisy_trials_excluded", c.noisy_trials_excluded},
+                       {"paired", c.paired},
+                       {"pairs", c.pairs}}},
                      {"memory",
                       {{"baseline_peak_rss_bytes", c.baseline_peak_rss_bytes},
                        {"candidate_peak_rss_bytes", c.candidate_peak_rss_bytes},
@@ -378,6 +384,10 @@ std::string RenderGateJson(const GateResult& r) {
               {"summary", counts},
               {"notes", r.notes},
               {"cells", cells}};
+  doc["paired"] = r.paired_baseline_runner.empty()
+                      ? json(nullptr)
+                      : json{{"baseline_runner", r.paired_baseline_runner},
+                             {"candidate_runner", r.paired_candidate_runner}};
   return doc.dump(2) + "\n";
 }
 

@@ -95,6 +95,25 @@ double ExactLowerTail(size_t m, size_t n, double u) {
   return below / total;
 }
 
+// The signed-rank test is exact up to this many nonzero differences: the
+// counts of the 2^n sign patterns stay exact in doubles (2^50 < 2^53).
+constexpr size_t kMaxExactPairs = 50;
+
+// P(W+ <= w) under the null hypothesis for n untied ranks 1..n: each rank is
+// positive with probability 1/2, so counts[s] is the number of subsets of
+// 1..n that sum to s (one rank added at a time).
+double SignedRankLowerTail(size_t n, double w) {
+  const size_t max_sum = n * (n + 1) / 2;
+  std::vector<double> counts(max_sum + 1, 0);
+  counts[0] = 1;
+  for (size_t rank = 1; rank <= n; ++rank) {
+    for (size_t s = max_sum; s >= rank; --s) counts[s] += counts[s - rank];
+  }
+  double below = 0;
+  for (size_t s = 0; s <= max_sum && static_cast<double>(s) <= w + 1e-9; ++s) below += counts[s];
+  return below / std::ldexp(1.0, static_cast<int>(n));
+}
+
 double NormalTwoSided(double z) { return std::erfc(std::fabs(z) / std::sqrt(2.0)); }
 
 // A uniform index in [0, n) from the generator, the same on every platform
@@ -401,6 +420,73 @@ RankTest MannWhitneyU(const std::vector<double>& a, const std::vector<double>& b
   const double distance = std::max(0.0, std::fabs(out.u - mean) - 0.5);
   out.z = std::copysign(distance / std::sqrt(variance), out.u - mean);
   out.p_value = std::min(1.0, NormalTwoSided(out.z));
+  return out;
+}
+
+SignedRankTest WilcoxonSignedRank(const std::vector<double>& differences) {
+  SignedRankTest out;
+  std::vector<double> magnitudes;
+  std::vector<bool> positive;
+  for (double d : differences) {
+    if (d == 0 || std::isnan(d)) continue;
+    magnitudes.push_back(std::fabs(d));
+    positive.push_back(d > 0);
+  }
+  out.n = magnitudes.size();
+  if (out.n == 0) return out;
+  const PooledRanks ranked = RankPooled(magnitudes);
+  for (size_t i = 0; i < out.n; ++i) out.w_plus += positive[i] ? ranked.ranks[i] : 0;
+  const double n = static_cast<double>(out.n);
+  const double total = n * (n + 1) / 2;
+  if (out.n <= kMaxExactPairs && ranked.tie_term == 0) {
+    out.exact = true;
+    const double lower = SignedRankLowerTail(out.n, std::min(out.w_plus, total - out.w_plus));
+    out.p_value = std::min(1.0, 2 * lower);
+    return out;
+  }
+  const double mean = total / 2;
+  const double variance = n * (n + 1) * (2 * n + 1) / 24 - ranked.tie_term / 48;
+  if (variance <= 0) return out;
+  const double distance = std::max(0.0, std::fabs(out.w_plus - mean) - 0.5);
+  out.z = std::copysign(distance / std::sqrt(variance), out.w_plus - mean);
+  out.p_value = std::min(1.0, NormalTwoSided(out.z));
+  return out;
+}
+
+double SmallestSignedRankP(size_t pairs) {
+  std::vector<double> all_up(pairs);
+  for (size_t i = 0; i < pairs; ++i) all_up[i] = static_cast<double>(i + 1);
+  return WilcoxonSignedRank(all_up).p_value;
+}
+
+size_t PairsForAlpha(double alpha) {
+  for (size_t n = 1; n <= 1000; ++n) {
+    if (SmallestSignedRankP(n) <= alpha) return n;
+  }
+  return 0;
+}
+
+PairedRatio BootstrapMedianOfPairedRatios(const std::vector<double>& baseline,
+                                          const std::vector<double>& candidate, double confidence,
+                                          int resamples, uint64_t seed) {
+  PairedRatio out;
+  if (baseline.size() != candidate.size()) return out;
+  std::vector<double> ratios;
+  for (size_t i = 0; i < baseline.size(); ++i) {
+    const double r = candidate[i] / baseline[i];
+    if (baseline[i] != 0 && std::isfinite(r)) ratios.push_back(r);
+  }
+  if (ratios.empty()) return out;
+  out.median_ratio = Median(ratios);
+  if (resamples <= 0 || !(confidence > 0) || !(confidence < 1)) return out;
+  std::mt19937_64 rng(seed);
+  std::vector<double> medians(static_cast<size_t>(resamples));
+  std::vector<double> scratch;
+  for (double& m : medians) m = ResampledMedian(ratios, rng, scratch);
+  std::sort(medians.begin(), medians.end());
+  const double tail = (1 - confidence) / 2;
+  out.interval.low = SortedQuantile(medians, tail);
+  out.interval.high = SortedQuantile(medians, 1 - tail);
   return out;
 }
 

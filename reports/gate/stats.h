@@ -1,12 +1,13 @@
-// Statistics for the release gate and the history view: medians, a rank test,
-// a bootstrap interval, the Benjamini-Hochberg correction and change points in
-// a series. Pure functions of their arguments (the bootstrap is seeded), no I/O,
-// nothing of DelegateFarm below them, so each is tested on synthetic data in
+// Statistics for the release gate and the history view: medians, rank tests
+// (two samples, and paired), bootstrap intervals, the Benjamini-Hochberg
+// correction and change points in a series. Pure functions of their arguments (the bootstrap is
+// seeded), no I/O, nothing of DelegateFarm below them, so each is tested on synthetic data in
 // stats_test.cc (the calibration tests).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace dfarm::stats {
@@ -38,6 +39,34 @@ double SmallestMannWhitneyP(size_t n, size_t m);
 // p is at most `alpha`; 0 when even 1000 are not enough.
 size_t ValuesPerSideForAlpha(double alpha);
 
+// A two-sided Wilcoxon signed-rank test of paired differences (candidate
+// minus baseline, or their log ratios): zero differences are dropped
+// (Wilcoxon's method), the rest ranked by absolute value (ties get the
+// average rank). w_plus is the sum of the ranks of the positive differences,
+// n the differences kept, z the standardized value (0 for the exact test).
+struct SignedRankTest {
+  double w_plus = 0;
+  double z = 0;
+  double p_value = 1;
+  size_t n = 0;
+  bool exact = false;
+};
+
+// Exact distribution when 1 <= n <= 50 and no two absolute differences tie;
+// else the normal approximation with the tie correction (variance
+// n(n+1)(2n+1)/24 - sum(t^3 - t)/48) and a continuity correction of 1/2.
+// p = 1 when nothing is left (every difference 0, or none).
+SignedRankTest WilcoxonSignedRank(const std::vector<double>& differences);
+
+// The smallest p WilcoxonSignedRank can give for n pairs (every difference
+// of one sign): 2 / 2^n while exact, so 5 pairs give 0.0625 and never pass
+// alpha 0.05. 1 for n = 0.
+double SmallestSignedRankP(size_t pairs);
+
+// The fewest pairs (at most 1000) whose smallest p is at most `alpha`; 0
+// when even 1000 are not enough.
+size_t PairsForAlpha(double alpha);
+
 struct Interval {
   double low = 0;
   double high = 0;
@@ -50,6 +79,19 @@ struct Interval {
 Interval BootstrapRatioOfMedians(const std::vector<double>& baseline,
                                  const std::vector<double>& candidate, double confidence,
                                  int resamples, uint64_t seed);
+
+// Paired: the median of the ratios candidate[i] / baseline[i] (pairs with a
+// baseline of 0 or a non-finite ratio left out), and its percentile bootstrap
+// CI over resampled pairs, seeded like BootstrapRatioOfMedians. The sides
+// must have the same length; unequal or empty sides give NaN.
+struct PairedRatio {
+  double median_ratio = std::numeric_limits<double>::quiet_NaN();
+  Interval interval{std::numeric_limits<double>::quiet_NaN(),
+                    std::numeric_limits<double>::quiet_NaN()};
+};
+PairedRatio BootstrapMedianOfPairedRatios(const std::vector<double>& baseline,
+                                          const std::vector<double>& candidate, double confidence,
+                                          int resamples, uint64_t seed);
 
 // Benjamini-Hochberg adjusted p-values (q-values), same order as the input:
 // step-up, monotone in p, capped at 1.

@@ -132,6 +132,137 @@ TEST(Bootstrap, DegenerateInputsGiveNaN) {
   EXPECT_DOUBLE_EQ(same.high, 1.5);
 }
 
+TEST(WilcoxonSignedRank, ExactSmallSamples) {
+  // scipy.stats.wilcoxon docs (Darwin's Zea mays, cross minus self fertilized, in eighths of an
+  // inch): W- = 24, exact two-sided p = 0.041259765625 (also checked by enumerating the 2^15
+  // sign patterns).
+  SignedRankTest t =
+      WilcoxonSignedRank({6, 8, 14, 16, 23, 24, 28, 29, 41, -48, 49, 56, 60, -67, 75});
+  EXPECT_TRUE(t.exact);
+  EXPECT_EQ(t.n, 15u);
+  EXPECT_EQ(t.w_plus, 96);  // 120 - 24
+  EXPECT_NEAR(t.p_value, 0.041259765625, 1e-12);
+  // Hand counted: W- = 4; of the 32 sign patterns of ranks 1..5, 7 have a sum <= 4 (0, 1, 2,
+  // 3, 1+2, 4, 1+3), so p = 2 * 7 / 32 = 0.4375. Zero differences are dropped first.
+  t = WilcoxonSignedRank({0, 1, 2, 3, -4, 5, 0});
+  EXPECT_TRUE(t.exact);
+  EXPECT_EQ(t.n, 5u);
+  EXPECT_EQ(t.w_plus, 11);
+  EXPECT_NEAR(t.p_value, 0.4375, 1e-12);
+  // Symmetric: flipping every sign mirrors W+ and keeps p.
+  const SignedRankTest flipped = WilcoxonSignedRank({-1, -2, -3, 4, -5});
+  EXPECT_EQ(flipped.w_plus, 4);
+  EXPECT_DOUBLE_EQ(flipped.p_value, t.p_value);
+}
+
+TEST(WilcoxonSignedRank, NormalApproximationWithTiesAndLargeSamples) {
+  // The Darwin data again, forced to the normal approximation by a tie (the 24 becomes 23):
+  // hand computed, ranks 1 2 3 4 5.5 5.5 7 ..., W+ = 96, var = 15*16*31/24 - (8-2)/48 =
+  // 309.875, z = (96 - 60 - 0.5)/sqrt(var) = 2.016671, p = 0.043729.
+  SignedRankTest t =
+      WilcoxonSignedRank({6, 8, 14, 16, 23, 23, 28, 29, 41, -48, 49, 56, 60, -67, 75});
+  EXPECT_FALSE(t.exact);
+  EXPECT_EQ(t.w_plus, 96);
+  EXPECT_NEAR(t.z, 2.016671, 1e-6);
+  EXPECT_NEAR(t.p_value, 0.043729, 1e-6);
+  // Hand computed: |d| ranks 2 2 2 5 5 5 7.5 7.5 9.5 9.5, W+ = 45.5, tie term 24+24+6+6 = 60,
+  // var = 10*11*21/24 - 60/48 = 95, z = (45.5 - 27.5 - 0.5)/sqrt(95) = 1.795462, p = 0.072580.
+  t = WilcoxonSignedRank({1, 1, -1, 2, 2, 2, 3, -3, 4, 4});
+  EXPECT_FALSE(t.exact);
+  EXPECT_EQ(t.w_plus, 45.5);
+  EXPECT_NEAR(t.z, 1.795462, 1e-6);
+  EXPECT_NEAR(t.p_value, 0.072580, 1e-6);
+  // 60 untied differences (more than the exact limit of 50), every third one negative:
+  // W+ = 1240, mean 915, var 60*61*121/24 = 18452.5, z = 324.5/135.84 = 2.388840, p = 0.016902.
+  std::vector<double> d;
+  for (int i = 0; i < 60; ++i) d.push_back((i + 1) * (i % 3 ? 1.0 : -1.0));
+  t = WilcoxonSignedRank(d);
+  EXPECT_FALSE(t.exact);
+  EXPECT_EQ(t.w_plus, 1240);
+  EXPECT_NEAR(t.z, 2.388840, 1e-6);
+  EXPECT_NEAR(t.p_value, 0.016902, 1e-6);
+}
+
+TEST(WilcoxonSignedRank, DegenerateInputs) {
+  EXPECT_EQ(WilcoxonSignedRank({}).p_value, 1);
+  EXPECT_EQ(WilcoxonSignedRank({0, 0, 0}).p_value, 1);
+  EXPECT_EQ(WilcoxonSignedRank({0, 0, 0}).n, 0u);
+  EXPECT_EQ(WilcoxonSignedRank({2}).p_value, 1);  // 2 of 2 sign patterns
+  // All tied: the normal approximation, W+ = 6, var = 3.5 - 24/48 = 3, z = 2.5/sqrt(3).
+  EXPECT_NEAR(WilcoxonSignedRank({3, 3, 3}).p_value, 0.148915, 1e-6);
+  // 8 tied: W+ = 36, var = 51 - 504/48 = 40.5, z = 17.5/sqrt(40.5) = 2.749860, p = 0.005962.
+  EXPECT_NEAR(WilcoxonSignedRank({3, 3, 3, 3, 3, 3, 3, 3}).p_value, 0.005962, 1e-6);
+}
+
+TEST(WilcoxonSignedRank, SmallestPAndThePairsAlphaNeeds) {
+  EXPECT_EQ(SmallestSignedRankP(0), 1.0);
+  EXPECT_EQ(SmallestSignedRankP(1), 1.0);
+  EXPECT_NEAR(SmallestSignedRankP(5), 2.0 / 32, 1e-12);  // above 0.05: never significant
+  EXPECT_NEAR(SmallestSignedRankP(6), 2.0 / 64, 1e-12);
+  EXPECT_EQ(PairsForAlpha(0.05), 6u);
+  EXPECT_EQ(PairsForAlpha(0.01), 8u);  // 2/128 = 0.0156 > 0.01, 2/256 = 0.0078
+  EXPECT_EQ(PairsForAlpha(0.1), 5u);
+  // Past the exact limit the normal approximation's smallest p still falls with n.
+  EXPECT_LT(SmallestSignedRankP(60), SmallestSignedRankP(50) + 1e-3);
+}
+
+// Under the null hypothesis (differences symmetric about 0) the exact test
+// flags at most alpha of the comparisons.
+TEST(WilcoxonSignedRank, CalibratedUnderTheNullHypothesis) {
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> normal(0, 1);
+  int flagged = 0;
+  const int kTrials = 4000;
+  for (int i = 0; i < kTrials; ++i) {
+    std::vector<double> d;
+    for (int k = 0; k < 10; ++k) d.push_back(normal(rng));
+    flagged += WilcoxonSignedRank(d).p_value < 0.05 ? 1 : 0;
+  }
+  const double rate = static_cast<double>(flagged) / kTrials;
+  std::printf("signed-rank null: %.2f%% of %d flagged at 0.05 (10 pairs)\n", 100 * rate, kTrials);
+  EXPECT_LE(rate, 0.06);
+  EXPECT_GE(rate, 0.03);
+}
+
+TEST(Bootstrap, PairedRatioCancelsASharedDrift) {
+  // Each pair shares a machine level between 0.7 and 1.3 (drift), the candidate is 5% slower,
+  // and each trial has 1% noise of its own: the paired ratio sees 1.05 through the drift that
+  // hides it from the unpaired ratio of medians.
+  std::mt19937_64 rng(3);
+  std::normal_distribution<double> noise(0, 0.01);
+  std::vector<double> base, cand;
+  for (int i = 0; i < 12; ++i) {
+    const double level = 0.7 + 0.6 * i / 11.0;
+    base.push_back(1000 * level * (1 + noise(rng)));
+    cand.push_back(1050 * level * (1 + noise(rng)));
+  }
+  const PairedRatio paired = BootstrapMedianOfPairedRatios(base, cand, 0.95, 2000, 1);
+  EXPECT_NEAR(paired.median_ratio, 1.05, 0.02);  // 1.4% noise per pair, 12 pairs
+  EXPECT_GT(paired.interval.low, 1.03);
+  EXPECT_LT(paired.interval.high, 1.07);
+  const PairedRatio again = BootstrapMedianOfPairedRatios(base, cand, 0.95, 2000, 1);
+  EXPECT_EQ(again.interval.low, paired.interval.low);
+  EXPECT_EQ(again.interval.high, paired.interval.high);
+  const Interval unpaired = BootstrapRatioOfMedians(base, cand, 0.95, 2000, 1);
+  EXPECT_LT(unpaired.low, 1.0);  // the drift swamps the 5%
+  EXPECT_GT(unpaired.high - unpaired.low, 3 * (paired.interval.high - paired.interval.low));
+  std::vector<double> log_ratios;
+  for (size_t i = 0; i < base.size(); ++i) log_ratios.push_back(std::log(cand[i] / base[i]));
+  EXPECT_NEAR(WilcoxonSignedRank(log_ratios).p_value, 2.0 / 4096, 1e-12);  // every pair slower
+  EXPECT_GT(MannWhitneyU(cand, base).p_value, 0.3);
+}
+
+TEST(Bootstrap, PairedRatioDegenerateInputs) {
+  EXPECT_TRUE(std::isnan(BootstrapMedianOfPairedRatios({}, {}, 0.95, 100, 1).median_ratio));
+  EXPECT_TRUE(std::isnan(BootstrapMedianOfPairedRatios({1, 2}, {1}, 0.95, 100, 1).median_ratio));
+  EXPECT_TRUE(std::isnan(BootstrapMedianOfPairedRatios({0}, {1}, 0.95, 100, 1).median_ratio));
+  const PairedRatio one = BootstrapMedianOfPairedRatios({2, 0, 4}, {3, 1, 6}, 0.9, 100, 1);
+  EXPECT_DOUBLE_EQ(one.median_ratio, 1.5);  // the pair with a baseline of 0 is left out
+  EXPECT_DOUBLE_EQ(one.interval.low, 1.5);
+  EXPECT_DOUBLE_EQ(one.interval.high, 1.5);
+  EXPECT_TRUE(std::isnan(BootstrapMedianOfPairedRatios({2}, {3}, 1.5, 100, 1).interval.low));
+}
+
 // ---------------------------------------------------------------------------
 // Calibration. The synthetic benchmark: a cell side is
 // `trials` independent trials of `samples` samples each. A trial's level is

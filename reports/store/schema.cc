@@ -342,6 +342,12 @@ DROP INDEX jobs_by_cell;
 CREATE INDEX jobs_by_cell ON jobs(model_sha256, delegate, delegate_options, device, runner,
   num_threads, inputs, run_id, trial);
 )sql",
+    // v19: paired A/B (spec "pairing"): the pair a job belongs to, 1, 2, ...
+    // in its run, shared by the baseline's and the candidate's job of one
+    // trial of one cell on one device; 0 for jobs that are not paired.
+    R"sql(
+ALTER TABLE jobs ADD COLUMN pair_number INTEGER NOT NULL DEFAULT 0;
+)sql",
 };
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));

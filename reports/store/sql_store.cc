@@ -54,7 +54,7 @@ std::string JobColumns(Dialect d) {
          "r.init_cold_us, r.init_warm_us, j.inputs, "
          "coalesce((SELECT p.reason FROM placement p WHERE p.job_id = j.id AND p.delegate = 'cpu' "
          "AND p.folded = 0 AND p.reason <> '' GROUP BY p.reason "
-         "ORDER BY count(*) DESC, min(p.node_index) LIMIT 1), '') "
+         "ORDER BY count(*) DESC, min(p.node_index) LIMIT 1), ''), j.pair_number "
          "FROM jobs j LEFT JOIN results r ON r.job_id = j.id ";
 }
 
@@ -121,6 +121,7 @@ JobRow ReadJob(const Stmt& s) {
   j.noisy = s.Int(46) != 0;
   if (!s.IsNull(47)) j.energy_mj = s.Double(47);
   j.inputs = s.Text(50);
+  j.pair = s.Int(52);
   return j;
 }
 
@@ -359,7 +360,8 @@ class SqlStore final : public Store {
     auto s = Prepare(
         "INSERT INTO jobs(run_id, job_key, model, model_path, model_sha256, delegate, "
         "delegate_options, device, status, num_threads, trial, runner, runner_sha256, target, "
-        "payload, runner_kind, inputs) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "payload, runner_kind, inputs, pair_number) "
+        "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
         "RETURNING id");
     if (!s) return s.error();
     std::vector<int64_t> ids;
@@ -372,6 +374,7 @@ class SqlStore final : public Store {
       s->Bind(10, static_cast<int64_t>(j.num_threads)).Bind(11, j.trial).Bind(12, j.runner);
       s->Bind(13, j.runner_sha256).Bind(14, j.target).Bind(15, j.payload);
       s->Bind(16, j.runner_kind).Bind(17, j.inputs.empty() ? kSeededInputs : j.inputs);
+      s->Bind(18, j.pair);
       auto id = ReturnedId(*s, "add job to run " + std::to_string(run_id));
       if (!id) return id.error();
       ids.push_back(*id);

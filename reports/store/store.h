@@ -147,6 +147,10 @@ struct JobRow {
   std::string runner_sha256;  // sha256 of the runtime build that ran (may be "" in old runs)
   // Schema v18: what the job ran on (InputsId, cell.h); kSeededInputs in runs before it.
   std::string inputs = kSeededInputs;
+  // Schema v19: a paired run's pair (spec "pairing"): 1, 2, ... in the run,
+  // shared by the baseline's and the candidate's job of one trial of one cell
+  // on one device; the one that ran first has the lower id. 0 when not paired.
+  int64_t pair = 0;
   // Schema v11: the distributed queue (empty/0 for the jobs of a run its
   // sweep runs itself).
   std::string target;      // where it may run: "" = `device` only; a Target string (below)

@@ -439,6 +439,7 @@ TEST_F(SqliteStoreTest, MigratesPreviousVersion) {
   ASSERT_TRUE(job->metrics.has_value());
   EXPECT_DOUBLE_EQ(job->metrics->mean_us, 5.5);
   EXPECT_EQ(job->inputs, kSeededInputs);  // schema 18: what every older job ran on
+  EXPECT_EQ(job->pair, 0);                // schema 19: not paired
   EXPECT_EQ(CellOf(*job).inputs, kSeededInputs);
   EXPECT_EQ(job->metrics->threads_used, 0);  // not reported before v5
   EXPECT_FALSE(job->placement.has_value());
@@ -1296,6 +1297,44 @@ TEST_P(StoreTest, ListCellJobsReadsOneCellAcrossRuns) {
       store->ListCellJobs({std::string(64, 'a'), "cpu", "a:1", 8, "main", "local", "m.tflite"});
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->empty());
+}
+
+// A paired run's pairs (spec "pairing") are kept per job and read back by
+// GetJob, ListJobs and ListCellJobs; unpaired jobs read 0.
+TEST_P(StoreTest, KeepsThePairOfEachJob) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  auto run = store->CreateRun("paired", "{}");
+  ASSERT_TRUE(run.ok());
+  std::vector<JobRow> rows;
+  for (int64_t pair = 1; pair <= 2; ++pair) {
+    for (const char* runner : {"cand", "base"}) {
+      JobRow j = MakeJob("m.tflite");
+      j.runner = runner;
+      j.trial = pair - 1;
+      j.pair = pair;
+      rows.push_back(j);
+    }
+  }
+  rows.push_back(MakeJob("m.tflite"));  // not paired
+  auto ids = store->AddJobs(*run, rows);
+  ASSERT_TRUE(ids.ok()) << ids.message();
+  auto listed = store->ListJobs(*run);
+  ASSERT_TRUE(listed.ok()) << listed.message();
+  ASSERT_EQ(listed->size(), 5u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ((*listed)[i].pair, static_cast<int64_t>(i / 2 + 1)) << i;
+    EXPECT_EQ((*listed)[i].runner, rows[i].runner) << i;
+  }
+  EXPECT_EQ((*listed)[4].pair, 0);
+  auto one = store->GetJob((*ids)[3]);
+  ASSERT_TRUE(one.ok()) << one.message();
+  EXPECT_EQ(one->pair, 2);
+  auto cell = store->ListCellJobs(CellOf(rows[1]));
+  ASSERT_TRUE(cell.ok()) << cell.message();
+  ASSERT_EQ(cell->size(), 2u);  // runner "base": one job of each pair
+  EXPECT_EQ(cell->at(0).pair, 1);
+  EXPECT_EQ(cell->at(1).pair, 2);
 }
 
 // Inputs are part of the cell: the same model, delegate and device on real
