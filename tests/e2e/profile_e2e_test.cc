@@ -70,13 +70,28 @@ std::set<std::string> CheckProfile(const json& profile, const std::string& what)
   EXPECT_NEAR(pct, 100.0, 1.0) << what;
   EXPECT_GT(total_us, 0) << what;
   EXPECT_FALSE(profile["nodes"].empty()) << what;
+  // A partition's DELEGATE entry lists its nodes; a delegate that times the
+  // nodes inside (xnnpack, gpu) follows it with one entry per node, which has
+  // a partition and no `nodes`. by_op counts such a partition as its nodes.
+  std::set<int64_t> timed_by_node;
+  for (const json& n : profile["nodes"]) {
+    if (n.contains("partition") && !n.contains("nodes")) {
+      timed_by_node.insert(n["partition"].get<int64_t>());
+    }
+  }
   double nodes_us = 0;
   for (const json& n : profile["nodes"]) {
     EXPECT_TRUE(n.contains("index") && n.contains("op") && n.contains("mean_us")) << what;
     delegates.insert(n["delegate"].get<std::string>());
-    nodes_us += n["mean_us"].get<double>();
-    if (n.contains("partition")) {
+    const bool whole = n.contains("nodes");
+    if (whole) {
+      EXPECT_EQ(n["op"], "DELEGATE") << what;
       EXPECT_FALSE(n["nodes"].empty()) << what;
+    } else if (n.contains("partition")) {
+      EXPECT_NE(n["op"], "DELEGATE") << what;
+    }
+    if (!(whole && timed_by_node.count(n["partition"].get<int64_t>()) > 0)) {
+      nodes_us += n["mean_us"].get<double>();
     }
   }
   EXPECT_NEAR(nodes_us, total_us, 0.01 * total_us + 1) << what;  // by_op sums the steps
