@@ -36,6 +36,34 @@ Status CreateDelegate(const DelegateUnderTest& delegate, std::unique_ptr<runtime
   return entry->create(delegate.options, out);
 }
 
+// The model's outputs as floats (float32 outputs only).
+Status CopyOutputs(const runtime::Interpreter& interpreter, Outputs* out) {
+  out->values.clear();
+  for (const runtime::Tensor* t : interpreter.outputs()) {
+    if (t->dtype != runtime::DType::kFloat32) {
+      return Status::Error("output " + runtime::DescribeTensor(*t) + " is not float32");
+    }
+    const float* p = t->data_as<float>();
+    out->values.emplace_back(p, p + t->num_elements());
+  }
+  out->placement = interpreter.placement();
+  return Status::Ok();
+}
+
+// Fills the float32 inputs with the seeded values every run of a case gets:
+// uniform in [lo, hi] from a fixed seed.
+Status FillInputs(runtime::Interpreter& interpreter, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(12345);
+  std::uniform_real_distribution<float> u(lo, hi);
+  for (runtime::Tensor* t : interpreter.inputs()) {
+    if (t->dtype != runtime::DType::kFloat32) {
+      return Status::Error("input " + runtime::DescribeTensor(*t) + " is not float32");
+    }
+    for (int64_t i = 0; i < t->num_elements(); ++i) t->data_as<float>()[i] = u(rng);
+  }
+  return Status::Ok();
+}
+
 // Runs `bytes` once with `delegate` (null: reference kernels only) on
 // uniform inputs in [lo, hi] from a fixed seed.
 Status Run(const std::vector<uint8_t>& bytes, const std::string& name,
@@ -49,25 +77,9 @@ Status Run(const std::vector<uint8_t>& bytes, const std::string& name,
   runtime::Interpreter interpreter(*model, resolver);
   if (d != nullptr) interpreter.AddDelegate(d.get());
   DFARM_RETURN_IF_ERROR(interpreter.AllocateTensors());
-  std::mt19937 rng(12345);
-  std::uniform_real_distribution<float> u(lo, hi);
-  for (runtime::Tensor* t : interpreter.inputs()) {
-    if (t->dtype != runtime::DType::kFloat32) {
-      return Status::Error("input " + runtime::DescribeTensor(*t) + " is not float32");
-    }
-    float* p = t->data_as<float>();
-    for (int64_t i = 0; i < t->num_elements(); ++i) p[i] = u(rng);
-  }
+  DFARM_RETURN_IF_ERROR(FillInputs(interpreter, lo, hi));
   DFARM_RETURN_IF_ERROR(interpreter.Invoke());
-  for (const runtime::Tensor* t : interpreter.outputs()) {
-    if (t->dtype != runtime::DType::kFloat32) {
-      return Status::Error("output " + runtime::DescribeTensor(*t) + " is not float32");
-    }
-    const float* p = t->data_as<float>();
-    out->values.emplace_back(p, p + t->num_elements());
-  }
-  out->placement = interpreter.placement();
-  return Status::Ok();
+  return CopyOutputs(interpreter, out);
 }
 
 // Max |a - b|; false (with `why`) when an element is out of tolerance.
@@ -219,33 +231,6 @@ PartitionResult RunPartitionCase(const PartitionCase& c, const DelegateUnderTest
 }
 
 namespace {
-
-// The model's outputs as floats (float32 outputs only).
-Status CopyOutputs(const runtime::Interpreter& interpreter, Outputs* out) {
-  out->values.clear();
-  for (const runtime::Tensor* t : interpreter.outputs()) {
-    if (t->dtype != runtime::DType::kFloat32) {
-      return Status::Error("output " + runtime::DescribeTensor(*t) + " is not float32");
-    }
-    const float* p = t->data_as<float>();
-    out->values.emplace_back(p, p + t->num_elements());
-  }
-  out->placement = interpreter.placement();
-  return Status::Ok();
-}
-
-// Fills the float32 inputs with the seeded values every run of a case gets.
-Status FillInputs(runtime::Interpreter& interpreter) {
-  std::mt19937 rng(12345);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  for (runtime::Tensor* t : interpreter.inputs()) {
-    if (t->dtype != runtime::DType::kFloat32) {
-      return Status::Error("input " + runtime::DescribeTensor(*t) + " is not float32");
-    }
-    for (int64_t i = 0; i < t->num_elements(); ++i) t->data_as<float>()[i] = u(rng);
-  }
-  return Status::Ok();
-}
 
 using TensorValues = std::map<int, std::vector<float>>;  // by tensor index
 
