@@ -515,6 +515,28 @@ Interval BootstrapRatioOfMedians(const std::vector<double>& baseline,
   return out;
 }
 
+Interval BootstrapOverItems(size_t n,
+                            const std::function<double(const std::vector<size_t>&)>& statistic,
+                            double confidence, int resamples, uint64_t seed) {
+  Interval out{kNaN, kNaN};
+  if (n == 0 || resamples <= 0 || !(confidence > 0) || !(confidence < 1)) return out;
+  std::mt19937_64 rng(seed);
+  std::vector<size_t> draw(n);
+  std::vector<double> values;
+  values.reserve(static_cast<size_t>(resamples));
+  for (int r = 0; r < resamples; ++r) {
+    for (size_t& i : draw) i = DrawIndex(rng, n);
+    const double v = statistic(draw);
+    if (std::isfinite(v)) values.push_back(v);
+  }
+  if (values.empty()) return out;
+  std::sort(values.begin(), values.end());
+  const double tail = (1 - confidence) / 2;
+  out.low = SortedQuantile(values, tail);
+  out.high = SortedQuantile(values, 1 - tail);
+  return out;
+}
+
 std::vector<double> BenjaminiHochberg(const std::vector<double>& p_values) {
   const size_t m = p_values.size();
   std::vector<size_t> order(m);

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -92,6 +93,17 @@ struct PairedRatio {
 PairedRatio BootstrapMedianOfPairedRatios(const std::vector<double>& baseline,
                                           const std::vector<double>& candidate, double confidence,
                                           int resamples, uint64_t seed);
+
+// Percentile bootstrap CI of a statistic over n items (images of a labelled
+// set, say): each resample draws n item indices in [0, n) with replacement
+// and passes them to `statistic` (repeats allowed, in draw order); seeded
+// like BootstrapRatioOfMedians. A paired comparison of two sides measured on
+// the same items passes the difference of their statistics, so both sides
+// see the same draw. Non-finite statistics are left out; n = 0, none finite
+// or a bad confidence gives NaN bounds.
+Interval BootstrapOverItems(size_t n,
+                            const std::function<double(const std::vector<size_t>&)>& statistic,
+                            double confidence, int resamples, uint64_t seed);
 
 // Benjamini-Hochberg adjusted p-values (q-values), same order as the input:
 // step-up, monotone in p, capped at 1.
