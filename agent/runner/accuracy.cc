@@ -21,19 +21,6 @@ void Append(const runtime::Tensor& t, std::vector<double>& out) {
   }
 }
 
-// Class indices of `values` by descending score; NaN ranks last.
-std::vector<size_t> Ranking(const std::vector<double>& values, size_t k) {
-  std::vector<size_t> order(values.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  auto key = [&](size_t i) { return std::isnan(values[i]) ? -INFINITY : values[i]; };
-  k = std::min(k, order.size());
-  std::partial_sort(
-      order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
-      [&](size_t a, size_t b) { return key(a) > key(b) || (key(a) == key(b) && a < b); });
-  order.resize(k);
-  return order;
-}
-
 // snr_db and psnr_db from the sums over the compared elements; unset where
 // the ratio is not a finite positive number (see OutputAccuracy).
 void SetDecibels(OutputAccuracy& a, double error_sum_sq) {
@@ -53,6 +40,18 @@ void SetDecibels(OutputAccuracy& a, double error_sum_sq) {
 }
 
 }  // namespace
+
+std::vector<size_t> Ranking(const std::vector<double>& values, size_t k) {
+  std::vector<size_t> order(values.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  auto key = [&](size_t i) { return std::isnan(values[i]) ? -INFINITY : values[i]; };
+  k = std::min(k, order.size());
+  std::partial_sort(
+      order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
+      [&](size_t a, size_t b) { return key(a) > key(b) || (key(a) == key(b) && a < b); });
+  order.resize(k);
+  return order;
+}
 
 std::vector<double> TensorValues(const runtime::Tensor& t) {
   std::vector<double> v;

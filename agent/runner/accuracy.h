@@ -28,6 +28,10 @@ OutputAccuracy CompareOutput(size_t index, const runtime::Tensor& got,
 // psnr_db from the sums of all sets (reference^2, error^2, the range).
 OutputAccuracy AggregateOutputAccuracy(const std::vector<OutputAccuracy>& per_set);
 
+// The indices of the k highest `values`, highest first; equal values in
+// index order; NaN ranks last.
+std::vector<size_t> Ranking(const std::vector<double>& values, size_t k);
+
 // The tensor's values as doubles, dequantized when it is quantized.
 std::vector<double> TensorValues(const runtime::Tensor& tensor);
 

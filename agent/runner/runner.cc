@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -215,6 +216,7 @@ runner_json::Document ToDocument(const RunOutcome& r) {
   doc.accuracy = r.accuracy;
   if (r.profile) doc.profile = ProfileDocument(*r.profile);
   doc.sustained = r.sustained;
+  doc.task_outputs = r.task_outputs;
   doc.delegate_stats = r.delegate_stats;
   return doc;
 }
@@ -647,6 +649,30 @@ void HashOutputs(const std::vector<runtime::Tensor*>& outputs, RunOutcome* outco
   }
 }
 
+bool CollectTaskOutputs(const RunnerOptions& options, size_t outputs,
+                        const std::function<const runtime::Tensor*(size_t set)>& run_set,
+                        RunOutcome* outcome) {
+  if (options.task_output >= outputs) {
+    return Failed(outcome, RunnerStatus::kUsageError,
+                  "--task-outputs names output " + std::to_string(options.task_output) +
+                      " but the model has " + std::to_string(outputs));
+  }
+  TaskOutputs task;
+  task.k = options.task_top_k;
+  task.output = options.task_output;
+  for (size_t set = 0; set < options.inputs_dirs.size(); ++set) {
+    const runtime::Tensor* out = run_set(set);
+    if (out == nullptr) return false;
+    std::vector<int64_t> top;
+    for (size_t i : Ranking(TensorValues(*out), options.task_top_k)) {
+      top.push_back(static_cast<int64_t>(i));
+    }
+    task.sets.push_back(std::move(top));
+  }
+  outcome->task_outputs = std::move(task);
+  return true;
+}
+
 Result<void> SetInputs(const RunnerOptions& options, const std::vector<runtime::Tensor*>& inputs,
                        size_t set) {
   if (!options.inputs_dirs.empty()) {
@@ -774,6 +800,22 @@ RunOutcome Run(const RunnerOptions& options, std::ostream& log) {
     return outcome;
   }
   if (options.profile && !ProfileSteps(options, job, &outcome)) return outcome;
+  if (options.task_top_k > 0) {
+    const auto run_set = [&](size_t set) -> const runtime::Tensor* {
+      if (Result<void> r = SetInputs(options, job.interpreter->inputs(), set); !r.ok()) {
+        Failed(&outcome, RunnerStatus::kModelError, r.message());
+        return nullptr;
+      }
+      if (runtime::Status s = job.interpreter->Invoke(); !s.ok()) {
+        Failed(&outcome, job.Classify(s), "input set " + std::to_string(set) + ": " + s.message());
+        return nullptr;
+      }
+      return job.interpreter->outputs()[options.task_output];
+    };
+    if (!CollectTaskOutputs(options, job.interpreter->outputs().size(), run_set, &outcome)) {
+      return outcome;
+    }
+  }
   if (HasOption(options, "serialization_dir")) MeasureWarmInit(options, log, &outcome);
   return outcome;
 }

@@ -63,6 +63,8 @@ struct RunOutcome {
   std::optional<Profile> profile;
   // --sustained-secs: the latency curve of the measured runs.
   std::optional<JobSustained> sustained;
+  // --task-outputs: the top indices of one output per input set.
+  std::optional<TaskOutputs> task_outputs;
   // The delegate's Stats() after AllocateTensors(); empty for
   // kernels only and delegates without figures.
   DelegateStats delegate_stats;
@@ -123,6 +125,14 @@ Result<void> SetInputs(const RunnerOptions& options, const std::vector<runtime::
 // aggregated, with "sets".
 Accuracy AccuracyOf(const RunnerOptions& options,
                     const std::vector<std::vector<OutputAccuracy>>& per_output);
+
+// --task-outputs: for each input set k, run_set(k) sets the inputs, invokes
+// and returns output options.task_output (nullptr: it failed *outcome
+// itself); the output's top indices go to outcome->task_outputs. A job whose
+// model has `outputs` outputs; an output index past them is a usage error.
+bool CollectTaskOutputs(const RunnerOptions& options, size_t outputs,
+                        const std::function<const runtime::Tensor*(size_t set)>& run_set,
+                        RunOutcome* outcome);
 
 // The sha256 of each output's bytes into outcome->outputs[i].sha256.
 void HashOutputs(const std::vector<runtime::Tensor*>& outputs, RunOutcome* outcome);

@@ -244,6 +244,29 @@ std::optional<JobSustained> ParseSustained(const json& doc) {
   return out;
 }
 
+// Unset when absent or malformed (a kind other than "topk", a set that is
+// not a list of indices): the host then has no task outputs to judge.
+std::optional<TaskOutputs> ParseTaskOutputs(const json& doc) {
+  if (!doc.contains("task_outputs") || !doc["task_outputs"].is_object()) return std::nullopt;
+  const json& t = doc["task_outputs"];
+  TaskOutputs out;
+  if (!t.contains("kind") || t["kind"] != "topk" || !t.contains("sets") || !t["sets"].is_array()) {
+    return std::nullopt;
+  }
+  out.k = Count(t, "k");
+  out.output = Count(t, "output");
+  for (const json& set : t["sets"]) {
+    if (!set.is_array()) return std::nullopt;
+    std::vector<int64_t> indices;
+    for (const json& i : set) {
+      if (!i.is_number_integer() || i.get<int64_t>() < 0) return std::nullopt;
+      indices.push_back(i.get<int64_t>());
+    }
+    out.sets.push_back(std::move(indices));
+  }
+  return out;
+}
+
 Result<std::optional<Accuracy>> AccuracyOf(const json& doc) {
   if (!doc.contains("accuracy")) return std::optional<Accuracy>();
   const json& acc = doc["accuracy"];
@@ -313,6 +336,7 @@ Document ParseDocument(const json& doc) {
   if (auto accuracy = AccuracyOf(doc)) out.accuracy = std::move(*accuracy);
   out.profile = ParseProfile(doc);
   out.sustained = ParseSustained(doc);
+  out.task_outputs = ParseTaskOutputs(doc);
   out.delegate_stats = ParseDelegateStats(doc);
   return out;
 }
@@ -341,6 +365,7 @@ json ToJson(const Document& doc) {
   if (doc.accuracy) out["accuracy"] = AccuracyJson(*doc.accuracy);
   if (doc.profile) out["profile"] = ProfileJson(*doc.profile);
   if (doc.sustained) out["sustained"] = SustainedJson(*doc.sustained);
+  if (doc.task_outputs) out["task_outputs"] = TaskOutputsJson(*doc.task_outputs);
   if (!doc.delegate_stats.empty()) out["delegate_stats"] = DelegateStatsJson(doc.delegate_stats);
   return out;
 }
@@ -395,6 +420,10 @@ json ProfileJson(const JobProfile& p) {
     by_op.push_back({{"op", o.op}, {"count", o.count}, {"total_us", o.total_us}, {"pct", o.pct}});
   }
   return {{"runs", p.runs}, {"nodes", std::move(nodes)}, {"by_op", std::move(by_op)}};
+}
+
+json TaskOutputsJson(const TaskOutputs& task) {
+  return {{"kind", task.kind}, {"k", task.k}, {"output", task.output}, {"sets", task.sets}};
 }
 
 json SustainedJson(const JobSustained& s) {

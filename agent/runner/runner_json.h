@@ -36,6 +36,7 @@ using runner::PlacementNode;
 using runner::ProfileNode;
 using runner::ProfileOp;
 using runner::SustainedWindow;
+using runner::TaskOutputs;
 using runner::ToDouble;
 
 // An entry of "inputs" / "outputs" (a runtime::Tensor's name, dtype and shape).
@@ -73,10 +74,11 @@ struct Document {
   std::vector<TensorEntry> inputs;
   std::vector<TensorEntry> outputs;
   std::optional<JobPlacement> placement;
-  std::optional<Accuracy> accuracy;       // only with --accuracy-reference
-  std::optional<JobProfile> profile;      // only with --profile
-  std::optional<JobSustained> sustained;  // only with --sustained-secs
-  runner::DelegateStats delegate_stats;   // the delegate's Stats(); empty: no key
+  std::optional<Accuracy> accuracy;         // only with --accuracy-reference
+  std::optional<JobProfile> profile;        // only with --profile
+  std::optional<JobSustained> sustained;    // only with --sustained-secs
+  std::optional<TaskOutputs> task_outputs;  // only with --task-outputs
+  runner::DelegateStats delegate_stats;     // the delegate's Stats(); empty: no key
 };
 
 // True when `doc` is an ok document (status "ok").
@@ -105,6 +107,8 @@ nlohmann::json AccuracyJson(const Accuracy& accuracy);
 nlohmann::json ProfileJson(const JobProfile& profile);
 // "sustained": {"secs","window_ms","windows":[{"t_ms","runs","mean_us","p50_us","max_us"}]}.
 nlohmann::json SustainedJson(const JobSustained& sustained);
+// "task_outputs": {"kind":"topk","k","output","sets":[[index,...],...]}.
+nlohmann::json TaskOutputsJson(const TaskOutputs& task);
 // One entry of "accuracy.layers" (`partition` only for a delegated partition).
 nlohmann::json LayerErrorJson(const LayerError& layer);
 

@@ -176,6 +176,27 @@ TEST(RunnerJsonTest, InputSetFiguresRoundTrip) {
               ::testing::Not(HasSubstr("sets")));
 }
 
+TEST(RunnerJsonTest, TaskOutputsRoundTripAndMalformedAreLeftOut) {
+  runner::TaskOutputs t;
+  t.k = 2;
+  t.output = 1;
+  t.sets = {{3, 0}, {1, 2}};
+  const std::string text = TaskOutputsJson(t).dump();
+  EXPECT_EQ(text, R"({"k":2,"kind":"topk","output":1,"sets":[[3,0],[1,2]]})");
+  auto parsed = ParseRunnerJson(R"({"status":"ok","task_outputs":)" + text + "}");
+  ASSERT_TRUE(parsed.ok()) << parsed.message();
+  ASSERT_TRUE(parsed->task_outputs.has_value());
+  EXPECT_EQ(parsed->task_outputs->sets, t.sets);
+  EXPECT_EQ(parsed->task_outputs->k, 2);
+  EXPECT_EQ(parsed->task_outputs->output, 1);
+  for (const char* bad : {R"({"kind":"argmax","sets":[]})", R"({"kind":"topk","sets":[[-1]]})",
+                          R"({"kind":"topk","sets":[1]})", R"({"kind":"topk"})"}) {
+    parsed = ParseRunnerJson(std::string(R"({"status":"ok","task_outputs":)") + bad + "}");
+    ASSERT_TRUE(parsed.ok()) << bad;
+    EXPECT_FALSE(parsed->task_outputs.has_value()) << bad;
+  }
+}
+
 TEST(RunnerJsonTest, LayerErrorsRoundTrip) {
   Accuracy a{"layers", {OutputAccuracy{}}};
   a.layers.push_back({0, "DELEGATE", "example", 0, 7, "t2", 0.25, 0.125});

@@ -1,6 +1,7 @@
 #include "agent/runner/runner_options.h"
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -41,10 +42,28 @@ Result<void> ApplyUseXnnpack(const std::string& value, bool delegate_given, Runn
   return Ok();
 }
 
+// --task-outputs "topk:K[:OUTPUT]" (K in 1..1000) into `o`; "" leaves it off.
+Result<void> ParseTaskOutputs(const std::string& text, RunnerOptions& o) {
+  if (text.empty()) return Ok();
+  const std::string usage = "--task-outputs '" + text +
+                            "': expected topk:K[:OUTPUT] (K in 1..1000, OUTPUT an output index)";
+  if (text.rfind("topk:", 0) != 0) return MakeError(usage);
+  unsigned k = 0, output = 0;
+  char extra = 0;
+  const std::string rest = text.substr(5);
+  const int got = std::sscanf(rest.c_str(), "%u:%u%c", &k, &output, &extra);
+  const bool digits_only = rest.find_first_not_of("0123456789:") == std::string::npos;
+  if (!digits_only || (got != 1 && got != 2) || k < 1 || k > 1000) return MakeError(usage);
+  if (o.inputs_dirs.empty()) return MakeError("--task-outputs needs --inputs (a labelled set)");
+  o.task_top_k = k;
+  o.task_output = output;
+  return Ok();
+}
+
 // The flags, into `o` (--delegate-options and --use_xnnpack as given, for
 // ParseCommandLine to check). benchmark_model's spellings are aliases.
 void AddFlags(CLI::App& app, RunnerOptions& o, std::string& delegate_options,
-              std::string& use_xnnpack) {
+              std::string& use_xnnpack, std::string& task_outputs) {
   app.add_option("--model,--graph", o.model, "The .tflite model to run")->required();
   app.add_option("--delegate", o.delegate, "Delegate to run with")->capture_default_str();
   app.add_option("--delegate-options", delegate_options, "Delegate options, 'k1:v1;k2:v2'");
@@ -81,6 +100,10 @@ void AddFlags(CLI::App& app, RunnerOptions& o, std::string& delegate_options,
                  "all); default: seeded random inputs")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--task-outputs", task_outputs,
+                 "topk:K[:OUTPUT]: after the measured runs, run every input set once more and "
+                 "list the indices of output OUTPUT's (default 0) K highest values per set "
+                 "(the JSON's \"task_outputs\"); needs --inputs");
   app.add_option("--dump-outputs", o.dump_outputs_dir,
                  "Folder to write output_<i>.bin and outputs.json to");
   app.add_option("--use_xnnpack", use_xnnpack,
@@ -127,7 +150,8 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
       "and outputs (docs/CONTRACTS.md)",
       "dfarm-runner"};
   app.set_version_flag("--version", std::string("dfarm-runner ") + DFARM_VERSION);
-  AddFlags(app, o, delegate_options, use_xnnpack);
+  std::string task_outputs;
+  AddFlags(app, o, delegate_options, use_xnnpack, task_outputs);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -155,6 +179,10 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
     return parsed;
   }
   o.delegate_options = std::move(*options);
+  if (Result<void> r = ParseTaskOutputs(task_outputs, o); !r.ok()) {
+    parsed.action = ParsedCommandLine::Action::kUsageError;
+    parsed.error = r.message();
+  }
   return parsed;
 }
 

@@ -36,6 +36,12 @@ struct RunnerOptions {
   // (docs/CONTRACTS.md). Empty: seeded random inputs.
   std::vector<std::string> inputs_dirs;
   std::string dump_outputs_dir;  // empty: no dump
+  // --task-outputs topk:K[:OUTPUT]: after the measured runs, every input set
+  // runs once more and the JSON's "task_outputs" lists the indices of output
+  // OUTPUT's (default 0) K highest values per set (task accuracy on a
+  // labelled set, computed by the host). 0: off.
+  uint32_t task_top_k = 0;
+  uint32_t task_output = 0;
   bool json = false;
   // --init-only (internal): load and AllocateTensors() only, then
   // report init_us and the delegate's stats; the runner starts itself so for

@@ -82,6 +82,26 @@ TEST(RunnerOptionsTest, UsageErrors) {
   EXPECT_THAT(p.error, HasSubstr("bad --delegate-options entry 'novalue'"));
 }
 
+TEST(RunnerOptionsTest, TaskOutputs) {
+  ParsedCommandLine p = Parse({"--model", "m", "--inputs", "a", "--task-outputs", "topk:5"});
+  ASSERT_EQ(p.action, Action::kRun) << p.error;
+  EXPECT_EQ(p.options.task_top_k, 5u);
+  EXPECT_EQ(p.options.task_output, 0u);
+  p = Parse({"--model", "m", "--inputs", "a", "--task-outputs", "topk:1:2"});
+  ASSERT_EQ(p.action, Action::kRun) << p.error;
+  EXPECT_EQ(p.options.task_top_k, 1u);
+  EXPECT_EQ(p.options.task_output, 2u);
+  EXPECT_EQ(Parse({"--model", "m"}).options.task_top_k, 0u);
+  for (const char* bad : {"top5", "topk:0", "topk:x", "topk:5:1:2", "argmax:1", "topk:1001"}) {
+    p = Parse({"--model", "m", "--inputs", "a", "--task-outputs", bad});
+    EXPECT_EQ(p.action, Action::kUsageError) << bad;
+    EXPECT_THAT(p.error, HasSubstr("expected topk:K[:OUTPUT]")) << bad;
+  }
+  p = Parse({"--model", "m", "--task-outputs", "topk:5"});
+  EXPECT_EQ(p.action, Action::kUsageError);
+  EXPECT_THAT(p.error, HasSubstr("needs --inputs"));
+}
+
 TEST(RunnerOptionsTest, RangeErrorsNameTheBound) {
   ParsedCommandLine p = Parse({"--model", "m", "--num-runs", "0"});
   ASSERT_EQ(p.action, Action::kUsageError);

@@ -792,6 +792,49 @@ TEST_F(RunnerTest, AccuracyAggregatesOverTwoInputSets) {
   EXPECT_THAT(nlohmann::json::parse(p.out)["error"].get<std::string>(), HasSubstr("input set 1"));
 }
 
+// --task-outputs topk:K: per input set, the K best classes of the output,
+// best first, ties in index order; with the delegate as with cpu.
+TEST_F(RunnerTest, TaskOutputsListTheTopClassesOfEverySet) {
+  std::string model = ScoresModel(dir_);
+  for (const char* set : {"s0", "s1"}) fs::create_directories(dir_ / set);
+  WriteValues<float>(dir_ / "s0" / "input_0.bin", {0.1f, 3.0f, -2.0f, 0.5f});
+  WriteValues<float>(dir_ / "s0" / "input_1.bin", {0.25f});
+  WriteValues<float>(dir_ / "s1" / "input_0.bin", {4.0f, 1.0f, 4.0f, 0.0f});
+  WriteValues<float>(dir_ / "s1" / "input_1.bin", {0.0f});
+  for (const char* delegate : {"cpu", "external"}) {
+    SCOPED_TRACE(delegate);
+    std::vector<std::string> args = {"--model",
+                                     model,
+                                     "--json",
+                                     "--num-runs",
+                                     "1",
+                                     "--inputs",
+                                     (dir_ / "s0").string(),
+                                     "--inputs",
+                                     (dir_ / "s1").string(),
+                                     "--task-outputs",
+                                     "topk:3",
+                                     "--delegate",
+                                     delegate};
+    if (std::string(delegate) == "external") {
+      args.insert(args.end(),
+                  {"--delegate-options", "path:" + PluginPath("dfarm_example_delegate")});
+    }
+    Process p = RunRunner(args);
+    ASSERT_EQ(p.exit_code, 0) << p.err << p.out;
+    const nlohmann::json task = nlohmann::json::parse(p.out)["task_outputs"];
+    EXPECT_EQ(task["kind"], "topk");
+    EXPECT_EQ(task["k"], 3);
+    EXPECT_EQ(task["output"], 0);
+    EXPECT_EQ(task["sets"], nlohmann::json::parse("[[1,3,0],[0,2,1]]"));
+  }
+  Process p = RunRunner({"--model", model, "--json", "--num-runs", "1", "--inputs",
+                         (dir_ / "s0").string(), "--task-outputs", "topk:3:1"});
+  EXPECT_EQ(p.exit_code, 2) << p.out;  // usage: the model has one output
+  EXPECT_THAT(nlohmann::json::parse(p.out)["error"].get<std::string>(),
+              HasSubstr("names output 1 but the model has 1"));
+}
+
 // One set keeps today's figures and adds "sets":1.
 TEST_F(RunnerTest, OneInputSetSaysSetsOne) {
   std::string model = ScoresModel(dir_);

@@ -176,6 +176,17 @@ struct JobSustained {
   std::vector<SustainedWindow> windows;  // in time order
 };
 
+// "task_outputs" (--task-outputs topk:K[:OUTPUT]): for task accuracy on a
+// labelled set, per input set (in --inputs order) the indices of output
+// OUTPUT's K highest values (dequantized), highest first; equal values in
+// index order. The host turns them into top-k accuracy against the labels.
+struct TaskOutputs {
+  std::string kind = "topk";
+  int64_t k = 0;
+  int64_t output = 0;
+  std::vector<std::vector<int64_t>> sets;
+};
+
 // One entry of "accuracy.layers" (--accuracy-reference layers): a
 // tensor a step of the job's run wrote (a CPU node's outputs; a delegated
 // partition's outputs, at its first node), compared with the same tensor in

@@ -311,8 +311,24 @@ bool Finish(const RunnerOptions& options, const tflite::Library& library, Job& j
       return Failed(outcome, RunnerStatus::kInternalError, r.message());
     }
   }
-  if (options.accuracy_reference.empty()) return true;
-  return CompareWithReference(options, library, job, outcome);
+  if (!options.accuracy_reference.empty() &&
+      !CompareWithReference(options, library, job, outcome)) {
+    return false;
+  }
+  if (options.task_top_k == 0) return true;
+  const auto run_set = [&](size_t set) -> const runtime::Tensor* {
+    if (Result<void> r = SetInputs(options, job.inputs.ptrs, set); !r.ok()) {
+      Failed(outcome, RunnerStatus::kModelError, r.message());
+      return nullptr;
+    }
+    if (!job.interpreter->Invoke()) {
+      InvokeFailed(job, outcome, "input set " + std::to_string(set) + ": ");
+      return nullptr;
+    }
+    if (!RefreshOutputs(*job.interpreter, &job.outputs, outcome)) return nullptr;
+    return job.outputs.ptrs[options.task_output];
+  };
+  return CollectTaskOutputs(options, job.outputs.ptrs.size(), run_set, outcome);
 }
 
 std::string ExecutableDir() {
