@@ -148,6 +148,12 @@ Result<void> CheckSpec(const JobSpec& job, uint32_t max_timeout_ms) {
     return MakeError("agent does not know runner kind '" + OneLine(job.runner_kind, 80) +
                      "' (known: " + known + ")");
   }
+  if (!job.task_outputs.empty() &&
+      (!SpeaksRunnerContract(job.runner_kind) || job.task_outputs.size() > 64 ||
+       job.task_outputs.rfind("topk:", 0) != 0)) {
+    return MakeError("invalid job: task_outputs '" + OneLine(job.task_outputs, 80) +
+                     "' must be topk:K[:OUTPUT] for a runner of kind 'dfarm' or 'tflite'");
+  }
   if (job.profile && !RunnerKindProfiles(job.runner_kind)) {
     return MakeError("invalid job: runners of kind '" + OneLine(job.runner_kind, 80) +
                      "' cannot profile (RunJob.profile is for kind 'dfarm' only)");
@@ -332,6 +338,10 @@ std::vector<std::string> Supervisor::RunnerArgs(const JobSpec& job, const std::s
     args.push_back(dir);
   }
   if (job.profile) args.push_back("--profile");
+  if (!job.task_outputs.empty()) {
+    args.push_back("--task-outputs");
+    args.push_back(job.task_outputs);
+  }
   if (job.sustained_ms > 0) {
     args.push_back("--sustained-secs");
     args.push_back(FormatSeconds(job.sustained_ms));

@@ -56,11 +56,16 @@ inline constexpr std::string_view kFeatureCpuAffinity = "cpu_affinity";
 // RunJob.sustained_ms: sustained mode. A host sends it only to an agent that
 // lists this feature (an older one would drop it and run num_runs runs).
 inline constexpr std::string_view kFeatureSustained = "sustained";
+// RunJob.task_outputs: the runner lists each input set's top classes
+// (--task-outputs) for task accuracy. A host sends it only to an agent that
+// lists this feature (an older one would drop it: no task accuracy).
+inline constexpr std::string_view kFeatureTaskOutputs = "task_outputs";
 inline constexpr std::string_view kKnownFeatures[] = {
     kFeatureArtifacts,   kFeatureRunJob,      kFeatureAuthHmac,    kFeatureHeartbeat,
     kFeaturePutResume,   kFeaturePlugin,      kFeatureCancel,      kFeatureProgress,
     kFeatureDeviceState, kFeatureInputs,      kFeatureBundles,     kFeatureRunnerKinds,
-    kFeatureProfile,     kFeatureLayerErrors, kFeatureCpuAffinity, kFeatureSustained};
+    kFeatureProfile,     kFeatureLayerErrors, kFeatureCpuAffinity, kFeatureSustained,
+    kFeatureTaskOutputs};
 
 // Whether `features` (one side's list from hello) names `feature`.
 inline bool HasFeature(const std::vector<std::string>& features, std::string_view feature) {

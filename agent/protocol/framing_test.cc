@@ -76,11 +76,13 @@ TEST(FramingTest, RoundTripsAProfileJob) {
   job.model_sha256 = std::string(64, 'b');
   job.profile = true;
   job.sustained_ms = 90000;
+  job.task_outputs = "topk:5:1";
   flatbuffers::FlatBufferBuilder fbb;
   FinishFrame(fbb, 45, BuildRunJob(fbb, job));
   ASSERT_TRUE(WriteFrame(sp.a.get(), fbb).ok());
   job.profile = false;
   job.sustained_ms = 0;
+  job.task_outputs.clear();
   flatbuffers::FlatBufferBuilder plain;
   FinishFrame(plain, 46, BuildRunJob(plain, job));
   ASSERT_TRUE(WriteFrame(sp.a.get(), plain).ok());
@@ -90,10 +92,12 @@ TEST(FramingTest, RoundTripsAProfileJob) {
   ASSERT_EQ(got->frame()->body_type(), wire::Body::RunJob);
   EXPECT_TRUE(ReadRunJob(*got->frame()->body_as_RunJob()).profile);
   EXPECT_EQ(ReadRunJob(*got->frame()->body_as_RunJob()).sustained_ms, 90000u);
+  EXPECT_EQ(ReadRunJob(*got->frame()->body_as_RunJob()).task_outputs, "topk:5:1");
   got = ReadFrame(sp.b.get(), std::chrono::milliseconds(5000));
   ASSERT_TRUE(got.ok()) << got.message();
   EXPECT_FALSE(ReadRunJob(*got->frame()->body_as_RunJob()).profile);
   EXPECT_EQ(ReadRunJob(*got->frame()->body_as_RunJob()).sustained_ms, 0u);
+  EXPECT_EQ(ReadRunJob(*got->frame()->body_as_RunJob()).task_outputs, "");
 }
 
 TEST(FramingTest, RoundTripsAPluginJob) {

@@ -112,9 +112,11 @@ flatbuffers::Offset<wire::RunJob> BuildRunJob(flatbuffers::FlatBufferBuilder& fb
   if (!job.runner_kind.empty()) kind = fbb.CreateString(job.runner_kind);
   flatbuffers::Offset<flatbuffers::String> affinity;
   if (!job.cpu_affinity.empty()) affinity = fbb.CreateString(job.cpu_affinity);
+  flatbuffers::Offset<flatbuffers::String> task;
+  if (!job.task_outputs.empty()) task = fbb.CreateString(job.task_outputs);
   return wire::CreateRunJob(fbb, runner, model, delegate, options, job.num_threads, job.warmup_runs,
                             job.num_runs, job.timeout_ms, plugin, accuracy, inputs, kind,
-                            job.profile, affinity, job.sustained_ms);
+                            job.profile, affinity, job.sustained_ms, task);
 }
 
 JobSpec ReadRunJob(const wire::RunJob& msg) {
@@ -136,6 +138,7 @@ JobSpec ReadRunJob(const wire::RunJob& msg) {
   job.profile = msg.profile();
   job.cpu_affinity = Str(msg.cpu_affinity());
   job.sustained_ms = msg.sustained_ms();
+  job.task_outputs = Str(msg.task_outputs());
   return job;
 }
 

@@ -89,6 +89,10 @@ struct JobSpec {
   // (the runner's --sustained-secs) and the result has a latency curve; 0:
   // off. Runner kinds "dfarm" and "tflite" only; below timeout_ms.
   uint32_t sustained_ms = 0;
+  // Feature "task_outputs": the runner's --task-outputs ("topk:K[:OUTPUT]"),
+  // for task accuracy on a labelled set; "" for none. Runner kinds "dfarm"
+  // and "tflite" only; a host sends it only to an agent that lists it.
+  std::string task_outputs;
 };
 
 // One CPU's cpufreq state (/sys/devices/system/cpu/cpuN). Unset: unreadable.

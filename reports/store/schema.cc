@@ -348,6 +348,26 @@ CREATE INDEX jobs_by_cell ON jobs(model_sha256, delegate, delegate_options, devi
     R"sql(
 ALTER TABLE jobs ADD COLUMN pair_number INTEGER NOT NULL DEFAULT 0;
 )sql",
+    // v20: task accuracy on a labelled set (spec "eval"): per job the task,
+    // the set's identity, the images evaluated and what a paired comparison
+    // needs per image (JSON), and its metrics in order (fractions with a
+    // bootstrap interval; NULL bounds when there is none).
+    R"sql(
+CREATE TABLE job_task(
+  job_id INTEGER PRIMARY KEY REFERENCES jobs(id) ON DELETE CASCADE,
+  task TEXT NOT NULL,
+  dataset TEXT NOT NULL,
+  images INTEGER NOT NULL,
+  per_image TEXT NOT NULL);
+CREATE TABLE job_task_metrics(
+  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  idx INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  value REAL NOT NULL,
+  low REAL,
+  high REAL,
+  PRIMARY KEY(job_id, idx)) WITHOUT ROWID;
+)sql",
 };
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));

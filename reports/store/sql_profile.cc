@@ -196,6 +196,57 @@ Result<std::map<int64_t, JobSustained>> ReadRunSustained(Conn& db, int64_t run_i
   }
 }
 
+Result<void> ReplaceTaskAccuracy(Conn& db, int64_t job_id,
+                                 const std::optional<TaskAccuracy>& task) {
+  if (auto r = DeleteRows(db, "job_task_metrics", job_id); !r) return r;
+  if (auto r = DeleteRows(db, "job_task", job_id); !r) return r;
+  if (!task) return Ok();
+  const Column row[] = {{"job_id", job_id},
+                        {"task", task->task},
+                        {"dataset", task->dataset},
+                        {"images", task->images},
+                        {"per_image", task->per_image}};
+  auto s = Stmt::Prepare(db, InsertSql("INSERT INTO job_task", row));
+  if (!s) return s.error();
+  s->BindColumns(row);
+  if (auto r = s->Run(); !r) return r;
+  std::vector<std::vector<Column>> rows;
+  for (size_t i = 0; i < task->metrics.size(); ++i) {
+    const TaskMetric& m = task->metrics[i];
+    rows.push_back({{"idx", i},
+                    {"name", m.name},
+                    {"value", Finite(m.value)},
+                    {"low", FiniteOrNull(m.low)},
+                    {"high", FiniteOrNull(m.high)}});
+  }
+  return InsertRows(db, "job_task_metrics", job_id, rows);
+}
+
+Result<std::map<int64_t, TaskAccuracy>> ReadRunTaskAccuracy(Conn& db, int64_t run_id) {
+  std::map<int64_t, TaskAccuracy> out;
+  auto s = Stmt::Prepare(db,
+                         "SELECT t.job_id, t.task, t.dataset, t.images, t.per_image, m.name, "
+                         "m.value, m.low, m.high FROM job_task t JOIN jobs j ON j.id = t.job_id "
+                         "LEFT JOIN job_task_metrics m ON m.job_id = t.job_id WHERE j.run_id = ? "
+                         "ORDER BY t.job_id, m.idx");
+  if (!s) return s.error();
+  s->Bind(1, run_id);
+  const double nan = std::nan("");
+  for (;;) {
+    auto row = s->Step();
+    if (!row) return row.error();
+    if (!*row) return out;
+    TaskAccuracy& t = out[s->Int(0)];
+    t.task = s->Text(1);
+    t.dataset = s->Text(2);
+    t.images = s->Int(3);
+    t.per_image = s->Text(4);
+    if (s->IsNull(5)) continue;
+    t.metrics.push_back({s->Text(5), s->Double(6), s->IsNull(7) ? nan : s->Double(7),
+                         s->IsNull(8) ? nan : s->Double(8)});
+  }
+}
+
 Result<std::map<int64_t, JobProfile>> ReadRunProfiles(Conn& db, int64_t run_id) {
   std::map<int64_t, JobProfile> out;
   if (auto r = ReadOps(db, "JOIN jobs j ON j.id = p.job_id WHERE j.run_id = ?", run_id, &out); !r) {

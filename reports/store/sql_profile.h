@@ -1,4 +1,4 @@
-// Per-op profiles and sustained-mode curves of the store
+// Per-op profiles, sustained-mode curves and task accuracy of the store
 // over the SQL layer: what RecordJobResult writes of a JobOutcome's profile
 // and curve, and what GetProfile, ListRunProfiles and ListRunSustained read. SqlStore's methods
 // call these; errors are raw (the store names itself). Internal to reports/store.
@@ -30,5 +30,11 @@ Result<void> ReplaceSustained(Conn& db, int64_t job_id,
                               const std::optional<JobSustained>& sustained);
 // The sustained curves of the run's jobs, by job id.
 Result<std::map<int64_t, JobSustained>> ReadRunSustained(Conn& db, int64_t run_id);
+
+// Schema v20, in RecordJobResult's transaction: replaces the job's task
+// accuracy (none when unset).
+Result<void> ReplaceTaskAccuracy(Conn& db, int64_t job_id, const std::optional<TaskAccuracy>& task);
+// The task accuracy of the run's jobs that have it, by job id.
+Result<std::map<int64_t, TaskAccuracy>> ReadRunTaskAccuracy(Conn& db, int64_t run_id);
 
 }  // namespace dfarm::store::sql

@@ -660,6 +660,9 @@ class SqlStore final : public Store {
     if (auto r = sql::ReplaceSustained(*db_, job_id, o.sustained); !r) {
       return Fail("record sustained curve", r);
     }
+    if (auto r = sql::ReplaceTaskAccuracy(*db_, job_id, o.task); !r) {
+      return Fail("record task accuracy", r);
+    }
     if (auto r = sql::AfterJobRecorded(*db_, job_id, o.claim_id); !r) {
       return Fail("record job result", r);
     }
@@ -822,6 +825,12 @@ class SqlStore final : public Store {
     auto p = sql::ReadRunSustained(*db_, run_id);
     if (!p) return Fail("read the sustained curves of run", p);
     return p;
+  }
+
+  Result<std::map<int64_t, TaskAccuracy>> ListRunTaskAccuracy(int64_t run_id) override {
+    auto t = sql::ReadRunTaskAccuracy(*db_, run_id);
+    if (!t) return Fail("read the task accuracy of run", t);
+    return t;
   }
 
   Result<void> UpsertDevice(const DeviceRow& d) override {

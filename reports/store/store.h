@@ -173,6 +173,35 @@ using runner::ProfileOp;
 using runner::JobSustained;
 using runner::SustainedWindow;
 
+// Task accuracy of one job on a labelled set (spec "eval"), computed by the
+// host from the runner's task_outputs. Metrics are fractions in [0, 1]
+// ("top1", "top5" for classification) with a seeded bootstrap interval over
+// the set's images (NaN bounds when there is none).
+struct TaskMetric {
+  std::string name;
+  double value = 0;
+  double low = 0;
+  double high = 0;
+};
+struct TaskAccuracy {
+  std::string task;     // "classification"
+  std::string dataset;  // the labelled set's identity, "NAME@<12 hex>"
+  int64_t images = 0;   // images evaluated
+  std::vector<TaskMetric> metrics;
+  // Per image, in set order, what a paired comparison of two jobs on the
+  // same set needs: a JSON object, {"ranks":[r0, r1, ...]} for
+  // classification (the label's rank among the output's classes; k or more
+  // when it was not among the k listed).
+  std::string per_image;
+  // The metric named `name`, or nullptr.
+  const TaskMetric* Find(const std::string& name) const {
+    for (const TaskMetric& m : metrics) {
+      if (m.name == name) return &m;
+    }
+    return nullptr;
+  }
+};
+
 // What RecordJobResult stores for one finished job.
 struct JobOutcome {
   std::string status;  // a final job status class
@@ -214,6 +243,8 @@ struct JobOutcome {
   std::optional<JobProfile> profile;
   // Schema v16: the sustained-mode curve; unset for other jobs.
   std::optional<JobSustained> sustained;
+  // Schema v20: task accuracy on a labelled set; unset for other jobs.
+  std::optional<TaskAccuracy> task;
 };
 
 // The raw evidence behind one job, for drill-down.
@@ -442,6 +473,8 @@ class RunReader {
   // The sustained-mode curves of a run's jobs that have one, by
   // job id, windows in time order. Empty when none.
   virtual Result<std::map<int64_t, JobSustained>> ListRunSustained(int64_t run_id) = 0;
+  // Task accuracy (spec "eval") of the run's jobs that have it, by job id.
+  virtual Result<std::map<int64_t, TaskAccuracy>> ListRunTaskAccuracy(int64_t run_id) = 0;
   virtual Result<std::vector<ArtifactRow>> ListArtifacts() = 0;  // by first_seen, then sha256
 };
 

@@ -965,6 +965,48 @@ TEST_P(StoreTest, SustainedCurveRoundTrip) {
   EXPECT_TRUE(all->empty());
 }
 
+// Schema v20: a job's task accuracy round trips (metrics in order, a NaN
+// bound as none); other jobs have none; rerecording without it removes it.
+TEST_P(StoreTest, TaskAccuracyRoundTrip) {
+  auto store = Open();
+  auto run = store->CreateRun("r", "{}");
+  ASSERT_TRUE(run.ok());
+  auto ids = store->AddJobs(*run, {MakeJob("m.tflite"), MakeJob("n.tflite")});
+  ASSERT_TRUE(ids.ok()) << ids.message();
+  JobOutcome o;
+  o.status = "ok";
+  TaskAccuracy t;
+  t.task = "classification";
+  t.dataset = "digits@0123456789ab";
+  t.images = 3;
+  t.metrics = {{"top1", 2.0 / 3, 0.25, 1.0}, {"top5", 1.0, std::nan(""), std::nan("")}};
+  t.per_image = R"({"ranks":[0,2,0]})";
+  o.task = t;
+  ASSERT_TRUE(store->RecordJobResult((*ids)[0], o).ok());
+  o.task.reset();
+  ASSERT_TRUE(store->RecordJobResult((*ids)[1], o).ok());
+  auto all = store->ListRunTaskAccuracy(*run);
+  ASSERT_TRUE(all.ok()) << all.message();
+  ASSERT_EQ(all->size(), 1u);
+  const TaskAccuracy& got = all->at((*ids)[0]);
+  EXPECT_EQ(got.task, "classification");
+  EXPECT_EQ(got.dataset, "digits@0123456789ab");
+  EXPECT_EQ(got.images, 3);
+  EXPECT_EQ(got.per_image, R"({"ranks":[0,2,0]})");
+  ASSERT_EQ(got.metrics.size(), 2u);
+  EXPECT_EQ(got.metrics[0].name, "top1");
+  EXPECT_DOUBLE_EQ(got.metrics[0].value, 2.0 / 3);
+  EXPECT_DOUBLE_EQ(got.metrics[0].low, 0.25);
+  EXPECT_DOUBLE_EQ(got.metrics[0].high, 1.0);
+  ASSERT_NE(got.Find("top5"), nullptr);
+  EXPECT_TRUE(std::isnan(got.Find("top5")->low));
+  EXPECT_EQ(got.Find("map"), nullptr);
+  ASSERT_TRUE(store->RecordJobResult((*ids)[0], o).ok());
+  all = store->ListRunTaskAccuracy(*run);
+  ASSERT_TRUE(all.ok()) << all.message();
+  EXPECT_TRUE(all->empty());
+}
+
 // Schema v14: a job's per-op profile round trips (partition and its nodes,
 // by_op in the runner's order); a job without one has none; a rerecorded
 // result replaces it; a run's profiles come in one call.
