@@ -13,6 +13,7 @@
 
 #include "agent/base/regular_file.h"
 #include "agent/base/subprocess.h"
+#include "delegates/registry.h"
 #include "nlohmann/json.hpp"
 #include "runtime/interpreter.h"
 #include "runtime/model.h"
@@ -143,6 +144,25 @@ int AddInt8Dense(ModelBuilder& b, int input, float input_scale, const std::vecto
   b.SetQuantization(out, out_scale, out_zero_point);
   b.AddFullyConnected(input, weights, qbias, out, activation);
   return out;
+}
+
+// The registry's delegate `name` made with `options` into `delegate_out`
+// (left null for "cpu"), its kernels added to `resolver`.
+Result<void> MakeDelegate(const std::string& name, const delegates::DelegateOptions& options,
+                          runtime::OpResolver& resolver,
+                          std::unique_ptr<runtime::Delegate>* delegate_out) {
+  const delegates::RegisteredDelegate* registered = nullptr;
+  runtime::Status s = delegates::FindDelegate(name, &registered);
+  if (!s.ok()) return MakeError(ErrorKind::kNotFound, s.message());
+  registered->add_kernels(resolver);
+  if (registered->create == nullptr) return Ok();
+  s = registered->create(options, delegate_out);
+  if (s.code() == runtime::StatusCode::kUnsupported) {
+    return MakeError(ErrorKind::kNotFound,
+                     "delegate '" + name + "' is unavailable here: " + s.message());
+  }
+  if (!s.ok()) return MakeError("cannot make delegate '" + name + "': " + s.message());
+  return Ok();
 }
 
 }  // namespace
@@ -276,22 +296,30 @@ Result<std::vector<std::string>> DigitsInputs(const DigitsFixture& fixture) {
   return inputs;
 }
 
-Result<std::vector<std::vector<float>>> RunDigitsModel(const std::string& model,
-                                                       const std::vector<std::string>& inputs) {
+Result<DigitsRun> RunDigitsModel(const std::string& model, const std::vector<std::string>& inputs,
+                                 const std::string& delegate,
+                                 const delegates::DelegateOptions& options) {
   std::unique_ptr<runtime::Model> loaded;
   runtime::Status s = runtime::Model::Load(model, &loaded);
   if (!s.ok()) return MakeError("cannot load '" + model + "': " + s.message());
   runtime::OpResolver resolver;
   resolver.AddAllReferenceOps();
+  std::unique_ptr<runtime::Delegate> made;
+  if (auto r = MakeDelegate(delegate, options, resolver, &made); !r) return r.error();
   runtime::Interpreter interpreter(*loaded, resolver);
+  if (made != nullptr) interpreter.AddDelegate(made.get());
   s = interpreter.AllocateTensors();
-  if (!s.ok()) return MakeError("'" + model + "': AllocateTensors failed: " + s.message());
+  if (!s.ok()) return MakeError("'" + model + "' on " + delegate + ": " + s.message());
   runtime::Tensor* in = interpreter.inputs()[0];
   const runtime::Tensor* out = interpreter.outputs()[0];
   if (out->dtype != runtime::DType::kFloat32) {
     return MakeError("'" + model + "': output 0 is not float32");
   }
-  std::vector<std::vector<float>> outputs;
+  DigitsRun run;
+  for (const runtime::NodePlacement& node : interpreter.placement().nodes) {
+    ++run.nodes;
+    run.delegated_nodes += node.delegate != "cpu";
+  }
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].size() != in->bytes) {
       return MakeError("'" + model + "': input " + std::to_string(i) + " has " +
@@ -301,12 +329,13 @@ Result<std::vector<std::vector<float>>> RunDigitsModel(const std::string& model,
     std::memcpy(in->data, inputs[i].data(), in->bytes);
     s = interpreter.Invoke();
     if (!s.ok()) {
-      return MakeError("'" + model + "': run " + std::to_string(i) + " failed: " + s.message());
+      return MakeError("'" + model + "' on " + delegate + ": run " + std::to_string(i) +
+                       " failed: " + s.message());
     }
-    std::vector<float>& values = outputs.emplace_back(out->bytes / sizeof(float));
+    std::vector<float>& values = run.outputs.emplace_back(out->bytes / sizeof(float));
     std::memcpy(values.data(), out->data, out->bytes);
   }
-  return outputs;
+  return run;
 }
 
 int ArgMax(const std::vector<float>& values) {

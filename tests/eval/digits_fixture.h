@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "agent/base/result.h"
+#include "delegates/delegate_options.h"
 #include "harness/spec/input_sets.h"
 #include "tests/model_builder/model_builder.h"
 
@@ -71,11 +72,23 @@ harness::ImageInputsSpec DigitsInputSpec();
 // bytes, in `fixture.images`' order. Errors name the image.
 Result<std::vector<std::string>> DigitsInputs(const DigitsFixture& fixture);
 
+// What RunDigitsModel saw: output 0 (float32) of each run, and where the
+// nodes ran.
+struct DigitsRun {
+  std::vector<std::vector<float>> outputs;
+  int nodes = 0;            // the model's nodes
+  int delegated_nodes = 0;  // those the delegate took
+};
+
 // Runs the .tflite at `model` with our runtime (runtime::Interpreter, every
-// reference kernel, no delegate) once per entry of `inputs` (input 0's
-// bytes); the float32 output 0 of each run. Errors name the model and run.
-Result<std::vector<std::vector<float>>> RunDigitsModel(const std::string& model,
-                                                       const std::vector<std::string>& inputs);
+// reference kernel, and `delegate` from delegates/registry.h with `options`
+// unless it is "cpu") once per entry of `inputs` (input 0's bytes). A
+// delegate this build or machine lacks (unknown, or its factory answers
+// kUnsupported) is an error of kind kNotFound; other errors name the model
+// and run.
+Result<DigitsRun> RunDigitsModel(const std::string& model, const std::vector<std::string>& inputs,
+                                 const std::string& delegate = "cpu",
+                                 const delegates::DelegateOptions& options = {});
 
 // The index of the largest value (the first of equals).
 int ArgMax(const std::vector<float>& values);

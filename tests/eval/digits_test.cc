@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "delegates/registry.h"
 #include "tests/eval/digits_fixture.h"
 
 namespace dfarm::testing {
@@ -64,13 +65,13 @@ class DigitsTest : public ::testing::Test {
     auto inputs = DigitsInputs(*fixture_);
     EXPECT_TRUE(inputs) << inputs.message();
     if (!inputs) return {};
-    auto outputs = RunDigitsModel(model, *inputs);
-    EXPECT_TRUE(outputs) << outputs.message();
-    if (!outputs) return {};
-    for (const auto& probs : *outputs) {
+    auto run = RunDigitsModel(model, *inputs);
+    EXPECT_TRUE(run) << run.message();
+    if (!run) return {};
+    for (const auto& probs : run->outputs) {
       EXPECT_EQ(probs.size(), static_cast<size_t>(kDigitsClasses)) << model;
     }
-    return *outputs;
+    return run->outputs;
   }
 
   static std::string* dir_;
@@ -147,6 +148,63 @@ TEST_F(DigitsTest, Int8TopOneDropIsMeasured) {
   // Measured, not assumed zero; only a broken quantization drops this far.
   EXPECT_LT(std::fabs(drop_points), 10.0);
   EXPECT_GE(agree / n, 0.9);
+}
+
+// Each delegate of this build on both models, against the CPU: the top-1
+// is measured and printed per delegate; the float model at full precision
+// must keep numpy's top-1 wherever numpy's top-2 logits are 1e-3 apart. A
+// delegate this machine lacks (no OpenCL device for "gpu") is reported.
+TEST_F(DigitsTest, EveryDelegateIsMeasured) {
+  auto inputs = DigitsInputs(*fixture_);
+  ASSERT_TRUE(inputs) << inputs.message();
+  struct Variant {
+    std::string delegate;
+    delegates::DelegateOptions options;
+    bool full_precision;
+  };
+  const std::vector<Variant> variants = {
+      {"xnnpack", {}, true}, {"gpu", {}, true}, {"gpu", {{"precision_loss_allowed", "1"}}, false}};
+  const std::vector<std::string> available = delegates::AvailableDelegates();
+  for (const Variant& v : variants) {
+    const std::string name = v.delegate + (v.full_precision ? "" : "_fp16");
+    if (std::find(available.begin(), available.end(), v.delegate) == available.end()) {
+      std::printf("digits on %s: not in this build\n", name.c_str());
+      continue;
+    }
+    for (const std::string& model : {fixture_->float_model, fixture_->int8_model}) {
+      const std::string label =
+          (model == fixture_->float_model ? "float32_on_" : "int8_on_") + name;
+      auto cpu = RunDigitsModel(model, *inputs);
+      ASSERT_TRUE(cpu) << cpu.message();
+      auto run = RunDigitsModel(model, *inputs, v.delegate, v.options);
+      if (!run && run.error().kind == ErrorKind::kNotFound) {
+        std::printf("digits %s: unavailable (%s)\n", label.c_str(), run.message().c_str());
+        break;
+      }
+      ASSERT_TRUE(run) << run.message();
+      ASSERT_EQ(run->outputs.size(), fixture_->images.size());
+      int correct = 0, cpu_correct = 0, agree = 0;
+      for (size_t i = 0; i < run->outputs.size(); ++i) {
+        const DigitsImage& image = fixture_->images[i];
+        const int top1 = ArgMax(run->outputs[i]), cpu_top1 = ArgMax(cpu->outputs[i]);
+        correct += top1 == image.label;
+        cpu_correct += cpu_top1 == image.label;
+        agree += top1 == cpu_top1;
+        if (v.full_precision && model == fixture_->float_model && image.margin > 1e-3) {
+          EXPECT_EQ(top1, image.numpy_top1) << label << ": " << image.path;
+        }
+      }
+      const double n = static_cast<double>(run->outputs.size());
+      const double drop_points = 100.0 * (cpu_correct - correct) / n;
+      std::printf(
+          "digits %s: top-1 %.4f (cpu %.4f, drop %.2f points), agrees with cpu on %d of "
+          "%zu images; %d of %d nodes delegated\n",
+          label.c_str(), correct / n, cpu_correct / n, drop_points, agree, run->outputs.size(),
+          run->delegated_nodes, run->nodes);
+      RecordProperty(label + "_top1_drop_points", std::to_string(drop_points));
+      EXPECT_LT(std::fabs(drop_points), 10.0) << label;
+    }
+  }
 }
 
 TEST_F(DigitsTest, FilesDescribeTheHeldOutSet) {

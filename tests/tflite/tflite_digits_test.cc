@@ -71,13 +71,14 @@ TEST(TfliteDigitsTest, BothModelsMatchTensorFlowLite) {
   for (size_t i = 0; i < n; ++i) {
     const int top1 = testing::ArgMax(theirs_float[i]);
     tflite_correct += top1 == fixture->images[i].label;
-    ASSERT_EQ(theirs_float[i].size(), (*ours_float)[i].size());
+    ASSERT_EQ(theirs_float[i].size(), ours_float->outputs[i].size());
     for (size_t c = 0; c < theirs_float[i].size(); ++c) {
-      max_error = std::max(max_error, std::fabs(double{theirs_float[i][c]} - (*ours_float)[i][c]));
+      max_error =
+          std::max(max_error, std::fabs(double{theirs_float[i][c]} - ours_float->outputs[i][c]));
     }
     if (fixture->images[i].margin <= 1e-4) continue;
     ++compared;
-    EXPECT_EQ(top1, testing::ArgMax((*ours_float)[i])) << fixture->images[i].path;
+    EXPECT_EQ(top1, testing::ArgMax(ours_float->outputs[i])) << fixture->images[i].path;
     EXPECT_EQ(top1, fixture->images[i].numpy_top1) << fixture->images[i].path;
   }
   EXPECT_LT(max_error, 1e-5);
@@ -89,8 +90,8 @@ TEST(TfliteDigitsTest, BothModelsMatchTensorFlowLite) {
   int int8_correct = 0, int8_differ = 0;
   for (size_t i = 0; i < n; ++i) {
     int8_correct += testing::ArgMax(theirs_int8[i]) == fixture->images[i].label;
-    int8_differ += theirs_int8[i] != (*ours_int8)[i];
-    EXPECT_EQ(theirs_int8[i], (*ours_int8)[i]) << fixture->images[i].path;
+    int8_differ += theirs_int8[i] != ours_int8->outputs[i];
+    EXPECT_EQ(theirs_int8[i], ours_int8->outputs[i]) << fixture->images[i].path;
   }
   std::printf(
       "digits on TFLite %s: float32 top-1 %.4f (%d of %zu compared with numpy, max "
