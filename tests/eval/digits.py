@@ -38,6 +38,7 @@ import argparse
 import importlib.util
 import json
 import os
+import shutil
 import struct
 import sys
 import zlib
@@ -151,6 +152,7 @@ def main():
 
     os.makedirs(args.out, exist_ok=True)
     dataset = os.path.join(args.out, "digits")
+    shutil.rmtree(dataset, ignore_errors=True)  # no image of a former run stays
     for c in range(CLASSES):
         os.makedirs(os.path.join(dataset, str(c)), exist_ok=True)
     with open(os.path.join(dataset, "labels.txt"), "w") as f:

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 
 #include "agent/base/regular_file.h"
 #include "agent/base/subprocess.h"
@@ -88,10 +89,15 @@ Result<std::vector<DigitsImage>> ReadPredictions(const std::string& dir,
     }
     DigitsImage image;
     image.path = (fs::path(dataset_dir) / cells[0]).string();
-    image.label = std::stoi(cells[1]);
-    image.numpy_top1 = std::stoi(cells[2]);
-    image.margin = std::stod(cells[3]);
-    for (int c = 0; c < kDigitsClasses; ++c) image.logits[c] = std::stod(cells[4 + c]);
+    try {
+      image.label = std::stoi(cells[1]);
+      image.numpy_top1 = std::stoi(cells[2]);
+      image.margin = std::stod(cells[3]);
+      for (int c = 0; c < kDigitsClasses; ++c) image.logits[c] = std::stod(cells[4 + c]);
+    } catch (const std::exception&) {
+      return MakeError("'" + file + "' line " + std::to_string(row) + " holds a cell that is not " +
+                       "a number: '" + line + "'");
+    }
     images.push_back(std::move(image));
   }
   if (images.empty()) return MakeError("'" + file + "' lists no image");
