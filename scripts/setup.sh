@@ -23,7 +23,7 @@ PACKAGES=(
   libusb-1.0-0-dev adb
   qemu-user g++-aarch64-linux-gnu
   clang libclang-rt-14-dev
-  chromium python3-junitparser python3-numpy
+  chromium python3-junitparser python3-numpy python3-sklearn
   help2man
 )
 

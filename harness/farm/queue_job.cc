@@ -57,6 +57,12 @@ std::string EncodePayload(const SweepJob& job,
     doc["benchmark"]["cpu_affinity"] = job.benchmark.cpu_affinity;
   }
   if (job.benchmark.sustained_s > 0) doc["benchmark"]["sustained_s"] = job.benchmark.sustained_s;
+  if (job.model.eval) {
+    // What the node needs to score the runner's task outputs: the labels.
+    const EvalSpec& e = *job.model.eval;
+    doc["eval"] = {{"task", e.task},     {"dataset", e.dataset_id}, {"labels", e.labels},
+                   {"output", e.output}, {"offset", e.offset},      {"top_k", e.top_k}};
+  }
   if (!job.plugin_sha256.empty()) {
     std::string file = job.delegate.PluginPath();
     const size_t slash = file.rfind('/');
@@ -112,6 +118,17 @@ Result<SweepJob> Decode(const store::JobRow& row, const std::string& abi, const 
   job.benchmark.profile = b.value("profile", false);
   job.benchmark.cpu_affinity = b.value("cpu_affinity", std::string());
   job.benchmark.sustained_s = b.value("sustained_s", 0.0);
+  if (doc.contains("eval")) {
+    const json& e = doc["eval"];
+    EvalSpec eval;
+    eval.task = e.at("task").get<std::string>();
+    eval.dataset_id = e.at("dataset").get<std::string>();
+    eval.labels = e.at("labels").get<std::vector<int32_t>>();
+    eval.output = e.at("output").get<uint32_t>();
+    eval.offset = e.at("offset").get<int32_t>();
+    eval.top_k = e.at("top_k").get<uint32_t>();
+    job.model.eval = std::move(eval);
+  }
   job.runner = doc.at("runner").get<std::string>();
   if (!row.runner_kind.empty()) job.runner_kind = row.runner_kind;
   const json& builds = doc.at("runner_builds");

@@ -65,6 +65,10 @@ TEST(QueuePayloadTest, KeysAreTheDocumentedOnes) {
   full.delegate.name = "external";
   full.delegate.options = {{kPluginPathOption, "/opt/plugins/libp.so"}};
   full.plugin_sha256 = std::string(64, 'd');
+  EvalSpec eval;
+  eval.labels = {3};
+  eval.dataset_id = "set@000000000000";
+  full.model.eval = eval;
 
   auto sorted = [](std::vector<std::string> v) {
     std::sort(v.begin(), v.end());
@@ -72,6 +76,34 @@ TEST(QueuePayloadTest, KeysAreTheDocumentedOnes) {
   };
   EXPECT_EQ(sorted(PayloadPaths(PlainJob())), sorted(always));
   EXPECT_EQ(sorted(PayloadPaths(full)), sorted(all));
+}
+
+TEST(QueuePayloadTest, EvalRoundTripsForTheNode) {
+  SweepJob job = PlainJob();
+  EvalSpec eval;
+  eval.labels = {3, 1, 4};
+  eval.dataset_id = "set@0123456789ab";
+  eval.offset = 1;
+  eval.top_k = 3;
+  eval.output = 2;
+  job.model.eval = eval;
+  store::JobRow row;
+  row.payload = EncodePayload(job, {{"x86_64", std::string(64, 'e')}});
+  auto back = DecodePayload(row, "x86_64", [](const std::string& sha, const std::string&) {
+    return Result<std::string>("/cache/" + sha);
+  });
+  ASSERT_TRUE(back) << back.message();
+  ASSERT_TRUE(back->model.eval.has_value());
+  EXPECT_EQ(back->model.eval->labels, eval.labels);
+  EXPECT_EQ(back->model.eval->dataset_id, eval.dataset_id);
+  EXPECT_EQ(back->model.eval->TaskOutputsArg(), "topk:3:2");
+  EXPECT_EQ(back->model.eval->offset, 1);
+  row.payload = EncodePayload(PlainJob(), {{"x86_64", std::string(64, 'e')}});
+  back = DecodePayload(row, "x86_64", [](const std::string& sha, const std::string&) {
+    return Result<std::string>("/cache/" + sha);
+  });
+  ASSERT_TRUE(back) << back.message();
+  EXPECT_FALSE(back->model.eval.has_value());
 }
 
 }  // namespace

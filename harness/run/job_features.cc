@@ -29,6 +29,10 @@ std::string Sustained(const SweepJob& job, const std::string&) {
   return job.benchmark.sustained_s > 0 ? "run jobs in sustained mode" : "";
 }
 
+std::string TaskOutputs(const SweepJob& job, const std::string&) {
+  return job.model.eval ? "score task accuracy on a labelled set" : "";
+}
+
 std::string Plugin(const SweepJob& job, const std::string&) {
   return job.plugin_sha256.empty() ? "" : "load external delegate plugins";
 }
@@ -42,6 +46,7 @@ const std::vector<JobFeatureNeed>& JobFeatureNeeds() {
       {agent::kFeatureProfile, Profile, "benchmark.profile"},
       {agent::kFeatureCpuAffinity, Affinity, "benchmark.cpu_affinity"},
       {agent::kFeatureSustained, Sustained, "benchmark.sustained_s"},
+      {agent::kFeatureTaskOutputs, TaskOutputs, "models[].eval"},
       {agent::kFeaturePlugin, Plugin, ""},
   };
   return needs;

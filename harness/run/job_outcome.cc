@@ -7,6 +7,7 @@
 
 #include "agent/protocol/features.h"
 #include "agent/protocol/runner_kinds.h"
+#include "harness/eval/task_accuracy.h"
 #include "harness/import/benchmark_log.h"  // ToolRunnerOutput
 #include "harness/run/runner_output.h"
 
@@ -83,6 +84,27 @@ std::string NameModelFile(std::string text, const std::string& sha256, const std
   return text;
 }
 
+namespace {
+
+// An ok job of a model with an "eval": its task accuracy from the runner's
+// task_outputs. A runner that listed none, or other ones, leaves the job ok
+// with no task accuracy and the reason in its note.
+void ScoreTask(const EvalSpec& eval, const agent::JobResult& r, store::JobOutcome& o) {
+  auto parsed = ParseRunnerJson(r.runner_json);
+  std::string why = "the runner listed no task outputs (dfarm-runner --task-outputs)";
+  if (parsed && parsed->task_outputs) {
+    auto scored = ScoreTaskOutputs(eval, *parsed->task_outputs);
+    if (scored) {
+      o.task = std::move(*scored);
+      return;
+    }
+    why = scored.message();
+  }
+  o.state_note += (o.state_note.empty() ? "" : "; ") + ("task accuracy not scored: " + why);
+}
+
+}  // namespace
+
 store::JobOutcome ClassifyJobResult(const agent::JobResult& r, const SweepJob& job) {
   RunnerExpectation expect;
   expect.kind = job.runner_kind;
@@ -92,6 +114,7 @@ store::JobOutcome ClassifyJobResult(const agent::JobResult& r, const SweepJob& j
   expect.model_sha256 = job.model_sha256;
   store::JobOutcome o = ClassifyJobResultFor(r, expect);
   o.error = NameModelFile(std::move(o.error), job.model_sha256, job.model.file);
+  if (job.model.eval && o.status == store::kJobOk) ScoreTask(*job.model.eval, r, o);
   return o;
 }
 

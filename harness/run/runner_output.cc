@@ -30,6 +30,7 @@ Result<RunnerOutput> ParseRunnerJson(const std::string& text) {
   }
   out.profile = std::move(doc->profile);
   out.sustained = std::move(doc->sustained);
+  out.task_outputs = std::move(doc->task_outputs);
   return out;
 }
 

@@ -33,6 +33,8 @@ struct RunnerOutput {
   std::optional<store::JobProfile> profile;
   // The document's "sustained" curve (--sustained-secs); unset when absent.
   std::optional<store::JobSustained> sustained;
+  // The document's "task_outputs" (--task-outputs); unset when absent.
+  std::optional<runner::TaskOutputs> task_outputs;
 };
 
 // Reads a runner document (runner_json::ParseRunnerJson): fails with a

@@ -62,6 +62,10 @@ agent::JobSpec ToJobSpec(const SweepJob& job, const std::string& runner_sha256,
   if (agent::HasFeature(features, agent::kFeatureSustained)) {
     spec.sustained_ms = SustainedMs(job.benchmark);
   }
+  // CheckDeviceTakesJob refuses an eval job where it is missing.
+  if (job.model.eval && agent::HasFeature(features, agent::kFeatureTaskOutputs)) {
+    spec.task_outputs = job.model.eval->TaskOutputsArg();
+  }
   spec.model_sha256 = job.model_sha256;
   spec.delegate = job.delegate.name;
   spec.delegate_options = job.delegate.AgentOptionsString();

@@ -145,7 +145,23 @@ class Parser {
       if (auto r = (this->*section)(*doc, spec); !r) return r.error();
     }
     if (auto r = CheckMatrixSize(spec); !r) return r.error();
+    if (auto r = CheckEvalRunners(spec); !r) return r.error();
     return spec;
+  }
+
+  // A model's "eval" needs every runner to list task outputs: kinds dfarm
+  // and tflite (Google's tools have no --task-outputs).
+  Result<void> CheckEvalRunners(const SweepSpec& spec) const {
+    for (const ModelSpec& m : spec.models) {
+      if (!m.eval) continue;
+      for (const RunnerSpec& r : spec.runners) {
+        if (agent::SpeaksRunnerContract(r.kind)) continue;
+        return Fail("runners", "runner '" + r.name + "' is of kind '" + r.kind +
+                                   "', which cannot score task accuracy (model '" + m.file +
+                                   "' has an \"eval\"; only kinds \"dfarm\" and \"tflite\")");
+      }
+    }
+    return Ok();
   }
 
   // The matrix's job count, refused past kMaxSweepJobs before anything is
@@ -226,10 +242,24 @@ class Parser {
   // One model: a path, or {"path":..., "inputs":...} (harness/spec/input_sets.h).
   Result<ModelSpec> ParseModel(const json& m, const std::string& where) const {
     if (m.is_object()) {
-      if (auto r = CheckKeys(m, where, {"path", "inputs"}); !r) return r.error();
+      if (auto r = CheckKeys(m, where, {"path", "inputs", "eval"}); !r) return r.error();
       if (!m.contains("path")) return Fail(where, "missing key 'path' (the .tflite file)");
       auto model = ParseModel(m["path"], where + ".path");
       if (!model) return model.error();
+      if (m.contains("eval")) {
+        if (m.contains("inputs")) {
+          return Fail(where,
+                      "has both \"inputs\" and \"eval\": an eval's images are the "
+                      "model's inputs; leave \"inputs\" out");
+        }
+        const std::string at = where + " '" + model->file + "'.eval";
+        auto eval = ParseEvalSpec(m["eval"], at, SpecFolder().string());
+        if (!eval) return Fail("", eval.message());
+        auto inputs = eval->Inputs(at + ".preprocess");
+        if (!inputs) return Fail("", inputs.message());
+        model->inputs = std::move(*inputs);
+        model->eval = std::move(*eval);
+      }
       if (m.contains("inputs")) {
         auto inputs = ParseInputsSpec(m["inputs"], where + " '" + model->file + "'.inputs",
                                       SpecFolder().string());
@@ -1037,7 +1067,9 @@ std::string SweepSpec::ToJson() const {
   doc["name"] = name;
   doc["models"] = json::array();
   for (const ModelSpec& m : models) {
-    if (m.inputs.empty()) {
+    if (m.eval) {
+      doc["models"].push_back({{"path", m.path}, {"eval", m.eval->ToJson()}});
+    } else if (m.inputs.empty()) {
       doc["models"].push_back(m.path);
     } else {
       doc["models"].push_back({{"path", m.path}, {"inputs", m.inputs.ToJson()}});

@@ -8,10 +8,12 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "agent/base/result.h"
+#include "harness/eval/eval_spec.h"
 #include "harness/spec/input_sets.h"
 
 namespace dfarm::harness {
@@ -22,6 +24,9 @@ struct ModelSpec {
   // Spec {"path":..., "inputs":...}: real input sets (harness/spec/input_sets.h);
   // empty: the runner's seeded random inputs.
   InputsSpec inputs = {};
+  // Spec {"path":..., "eval":...}: task accuracy on a labelled set
+  // (harness/eval/eval_spec.h); its images are `inputs`.
+  std::optional<EvalSpec> eval;
 };
 
 struct DelegateSpec {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <numeric>
 
 namespace dfarm::eval {
@@ -50,6 +51,21 @@ size_t LabelRank(const float* scores, size_t count, size_t label) {
     if (scores[i] > mine || (i < label && scores[i] == mine)) ++rank;
   }
   return rank;
+}
+
+std::string RanksJson(const std::vector<size_t>& ranks) {
+  return nlohmann::json{{"ranks", ranks}}.dump();
+}
+
+std::vector<size_t> RanksFromJson(const std::string& per_image) {
+  const nlohmann::json doc = nlohmann::json::parse(per_image, nullptr, false);
+  std::vector<size_t> ranks;
+  if (!doc.is_object() || !doc.contains("ranks") || !doc["ranks"].is_array()) return ranks;
+  for (const nlohmann::json& r : doc["ranks"]) {
+    if (!r.is_number_unsigned()) return {};
+    ranks.push_back(r.get<size_t>());
+  }
+  return ranks;
 }
 
 double TopKAccuracy(const std::vector<size_t>& ranks, size_t k, const std::vector<size_t>& images) {

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 namespace dfarm::eval {
@@ -25,6 +26,11 @@ std::vector<size_t> AllImages(size_t n);
 // to the lower index, as a stable sort by descending score orders them). A
 // label outside the scores, or a NaN score, ranks after every class.
 size_t LabelRank(const float* scores, size_t count, size_t label);
+
+// Per-image ranks as a job's stored per_image (store::TaskAccuracy):
+// {"ranks":[...]}; and back (empty when the text holds none).
+std::string RanksJson(const std::vector<size_t>& ranks);
+std::vector<size_t> RanksFromJson(const std::string& per_image);
 
 // The fraction of `images` whose rank (ranks[image]) is below k: top-1 is
 // k = 1, top-5 k = 5. NaN for no images.

@@ -30,6 +30,14 @@ TEST(LabelRankTest, CountsHigherScoresAndEarlierTies) {
   EXPECT_EQ(LabelRank(scores.data(), scores.size(), 9), 5u);  // no such class: last
 }
 
+TEST(RanksJsonTest, RoundTripsAndRejectsOtherText) {
+  EXPECT_EQ(RanksJson({0, 3, 5}), R"({"ranks":[0,3,5]})");
+  EXPECT_EQ(RanksFromJson(RanksJson({0, 3, 5})), (std::vector<size_t>{0, 3, 5}));
+  EXPECT_TRUE(RanksFromJson("").empty());
+  EXPECT_TRUE(RanksFromJson(R"({"ranks":[1,-2]})").empty());
+  EXPECT_TRUE(RanksFromJson(R"({"other":[1]})").empty());
+}
+
 TEST(TopKAccuracyTest, FractionOfImagesBelowK) {
   const std::vector<size_t> ranks = {0, 3, 0, 7};
   EXPECT_DOUBLE_EQ(TopKAccuracy(ranks, 1, AllImages(4)), 0.5);

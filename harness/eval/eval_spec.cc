@@ -1,0 +1,335 @@
+#include "harness/eval/eval_spec.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <random>
+#include <set>
+
+#include "agent/base/sha256.h"
+#include "agent/protocol/input_set.h"
+#include "nlohmann/json.hpp"
+
+namespace dfarm::harness {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+Error Bad(const std::string& where, const std::string& why) {
+  return MakeError(ErrorKind::kInvalidInput, where + ": " + why);
+}
+
+fs::path Resolve(const std::string& given, const std::string& spec_folder) {
+  fs::path p(given);
+  if (p.is_relative()) p = fs::path(spec_folder) / p;
+  return p.lexically_normal();
+}
+
+bool IsImageFile(const fs::path& p) {
+  std::string ext = p.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  return ext == ".png" || ext == ".jpg" || ext == ".jpeg";
+}
+
+std::string Trim(std::string s) {
+  const auto space = [](unsigned char c) { return std::isspace(c) != 0; };
+  while (!s.empty() && space(static_cast<unsigned char>(s.back()))) s.pop_back();
+  size_t start = 0;
+  while (start < s.size() && space(static_cast<unsigned char>(s[start]))) ++start;
+  return s.substr(start);
+}
+
+// A whole non-negative integer, or -1.
+int64_t IndexOf(const std::string& s) {
+  if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos) {
+    return -1;
+  }
+  return std::stoll(s);
+}
+
+// One name per line; blank lines at the end are not classes.
+Result<std::vector<std::string>> ReadLabels(const fs::path& path, const std::string& where) {
+  std::ifstream in(path);
+  if (!in) return Bad(where, "labels file '" + path.string() + "' cannot be read");
+  std::vector<std::string> classes;
+  for (std::string line; std::getline(in, line);) classes.push_back(Trim(line));
+  while (!classes.empty() && classes.back().empty()) classes.pop_back();
+  if (classes.empty()) return Bad(where, "labels file '" + path.string() + "' lists no class");
+  return classes;
+}
+
+// The class index of `label`: a name in `classes` (the labels file), else a
+// class index (below the class count when there are classes); else an error
+// naming `entry`.
+Result<int32_t> ClassIndex(const std::string& label, const std::vector<std::string>& classes,
+                           const std::string& entry) {
+  auto it = std::find(classes.begin(), classes.end(), label);
+  if (it != classes.end()) return static_cast<int32_t>(it - classes.begin());
+  const int64_t i = IndexOf(label);
+  if (i >= 0 && (classes.empty() || i < static_cast<int64_t>(classes.size()))) {
+    return static_cast<int32_t>(i);
+  }
+  if (classes.empty()) {
+    return MakeError(ErrorKind::kInvalidInput,
+                     entry + ": label '" + label +
+                         "' is not a class index, and no labels file names classes (give "
+                         "\"labels\")");
+  }
+  return MakeError(ErrorKind::kInvalidInput,
+                   entry + ": label '" + label + "' is neither a class of the labels file nor " +
+                       "a class index below " + std::to_string(classes.size()));
+}
+
+// `<class>/<image>`: every image of every sub-folder, classes by folder name.
+Result<void> LoadFolder(const fs::path& dir, const std::string& where, EvalSpec& e) {
+  std::error_code ec;
+  std::vector<fs::path> class_dirs;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.is_directory(ec)) class_dirs.push_back(entry.path());
+  }
+  std::sort(class_dirs.begin(), class_dirs.end());
+  if (class_dirs.empty()) {
+    return Bad(where, "folder '" + dir.string() + "' has no class folders (<class>/<image>)");
+  }
+  const bool named = !e.classes.empty();
+  if (!named) {
+    for (const fs::path& c : class_dirs) e.classes.push_back(c.filename().string());
+  }
+  for (const fs::path& c : class_dirs) {
+    const std::string entry = where + ": folder '" + c.filename().string() + "/'";
+    auto label = ClassIndex(c.filename().string(), e.classes, entry);
+    if (!label) return label.error();
+    std::vector<std::string> files;
+    for (const auto& f : fs::directory_iterator(c, ec)) {
+      if (f.is_regular_file(ec) && IsImageFile(f.path())) files.push_back(f.path().string());
+    }
+    std::sort(files.begin(), files.end());
+    for (std::string& f : files) {
+      e.images.push_back(std::move(f));
+      e.labels.push_back(*label);
+    }
+  }
+  if (e.images.empty()) return Bad(where, "no .png/.jpg/.jpeg image under '" + dir.string() + "'");
+  return Ok();
+}
+
+// `image,label` per line (a first line "image,label" is a header).
+Result<void> LoadList(const fs::path& file, const std::string& where, EvalSpec& e) {
+  std::ifstream in(file);
+  if (!in) return Bad(where, "list file '" + file.string() + "' cannot be read");
+  const bool by_index = e.classes.empty();
+  int32_t most = -1;
+  size_t line_no = 0;
+  std::error_code ec;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    line = Trim(line);
+    if (line.empty() || line[0] == '#' || (line_no == 1 && line == "image,label")) continue;
+    const std::string entry = file.filename().string() + " line " + std::to_string(line_no);
+    const size_t comma = line.rfind(',');
+    if (comma == std::string::npos) return Bad(where, entry + ": expected image,label");
+    const fs::path image = (file.parent_path() / Trim(line.substr(0, comma))).lexically_normal();
+    if (!fs::is_regular_file(image, ec)) {
+      return Bad(where, entry + ": image '" + Trim(line.substr(0, comma)) + "' is not a file");
+    }
+    auto label = ClassIndex(Trim(line.substr(comma + 1)), e.classes, entry);
+    if (!label) return Bad(where, label.message());
+    most = std::max(most, *label);
+    e.images.push_back(image.string());
+    e.labels.push_back(*label);
+  }
+  if (e.images.empty()) return Bad(where, "list file '" + file.string() + "' lists no image");
+  if (by_index) {
+    for (int32_t i = 0; i <= most; ++i) e.classes.push_back(std::to_string(i));
+  }
+  return Ok();
+}
+
+// "limit" (the first N) or "sample" (N drawn with the seed, kept in set
+// order), then the one-job bound on input sets.
+Result<void> Subset(const std::string& where, EvalSpec& e) {
+  std::vector<size_t> keep(e.images.size());
+  std::iota(keep.begin(), keep.end(), size_t{0});
+  if (e.sample > 0 && e.sample < keep.size()) {
+    std::mt19937_64 rng(e.seed);
+    std::shuffle(keep.begin(), keep.end(), rng);
+    keep.resize(e.sample);
+    std::sort(keep.begin(), keep.end());
+  }
+  if (e.limit > 0 && e.limit < keep.size()) keep.resize(e.limit);
+  if (keep.size() > agent::kMaxInputSetsPerJob) {
+    return Bad(where, std::to_string(keep.size()) + " images; a job takes at most " +
+                          std::to_string(agent::kMaxInputSetsPerJob) +
+                          ": set \"sample\" (a seeded subset) or \"limit\" (the first N)");
+  }
+  std::vector<std::string> images;
+  std::vector<int32_t> labels;
+  for (size_t i : keep) {
+    images.push_back(e.images[i]);
+    labels.push_back(e.labels[i]);
+  }
+  e.images = std::move(images);
+  e.labels = std::move(labels);
+  return Ok();
+}
+
+Result<std::string> DatasetId(const EvalSpec& e) {
+  agent::Sha256 hash;
+  const auto add = [&hash](const std::string& text) { hash.Update(text.data(), text.size()); };
+  for (const std::string& c : e.classes) add(c + "\n");
+  for (size_t i = 0; i < e.images.size(); ++i) {
+    auto sha = agent::Sha256File(e.images[i]);
+    if (!sha)
+      return MakeError(ErrorKind::kInvalidInput, "image '" + e.images[i] + "': " + sha.message());
+    add(*sha + " " + std::to_string(e.labels[i]) + "\n");
+  }
+  fs::path name = fs::path(e.dataset);
+  std::string stem = name.filename().string();
+  if (stem.empty()) stem = name.parent_path().filename().string();
+  if (fs::path(stem).has_extension()) stem = fs::path(stem).stem().string();
+  return stem + "@" + hash.FinishHex().substr(0, 12);
+}
+
+Result<uint32_t> Count(const json& o, const char* key, const std::string& where, uint32_t lo,
+                       uint32_t hi) {
+  const json& v = o[key];
+  if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi) {
+    return Bad(where + "." + key, "expected an integer from " + std::to_string(lo) + " to " +
+                                      std::to_string(hi) + ", got " + v.dump());
+  }
+  return static_cast<uint32_t>(v.get<int64_t>());
+}
+
+Result<void> ParseDecoder(const json& o, const std::string& where, EvalSpec& e) {
+  if (!o.contains("decoder")) return Ok();
+  const json& d = o["decoder"];
+  const std::string at = where + ".decoder";
+  if (!d.is_object())
+    return Bad(at, "expected an object {\"output\":..,\"offset\":..,\"top_k\":..}");
+  for (const auto& item : d.items()) {
+    if (item.key() != "output" && item.key() != "offset" && item.key() != "top_k") {
+      return Bad(at, "unknown key '" + item.key() + "' (expected output, offset, top_k)");
+    }
+  }
+  if (d.contains("output")) {
+    auto v = Count(d, "output", at, 0, 1023);
+    if (!v) return v.error();
+    e.output = *v;
+  }
+  if (d.contains("offset")) {
+    auto v = Count(d, "offset", at, 0, 1000);
+    if (!v) return v.error();
+    e.offset = static_cast<int32_t>(*v);
+  }
+  if (d.contains("top_k")) {
+    auto v = Count(d, "top_k", at, 1, 100);
+    if (!v) return v.error();
+    e.top_k = *v;
+  }
+  return Ok();
+}
+
+Result<void> ParseKeys(const json& v, const std::string& where, EvalSpec& e) {
+  static const std::set<std::string> kKeys = {"task",    "dataset", "labels", "preprocess",
+                                              "decoder", "limit",   "sample", "seed"};
+  for (const auto& item : v.items()) {
+    if (!kKeys.count(item.key())) {
+      return Bad(where, "unknown key '" + item.key() +
+                            "' (expected task, dataset, labels, preprocess, decoder, limit, "
+                            "sample, seed)");
+    }
+  }
+  if (v.contains("task")) {
+    if (!v["task"].is_string()) return Bad(where + ".task", "expected a string");
+    e.task = v["task"].get<std::string>();
+  }
+  if (e.task != "classification") {
+    return Bad(where + ".task", "'" + e.task +
+                                    "' is not supported: this version scores \"classification\" "
+                                    "(detection and segmentation are not in the spec yet)");
+  }
+  if (!v.contains("dataset") || !v["dataset"].is_string() ||
+      v["dataset"].get<std::string>().empty()) {
+    return Bad(where, "missing \"dataset\": a folder <class>/<image> or a list file image,label");
+  }
+  if (v.contains("labels") && !v["labels"].is_string()) {
+    return Bad(where + ".labels", "expected the path of a labels file (one class per line)");
+  }
+  if (!v.contains("preprocess") || !v["preprocess"].is_object()) {
+    return Bad(where,
+               "missing \"preprocess\": an object as spec \"inputs\" images take "
+               "(size, channels, layout, scale or mean/std, dtype), without \"images\"");
+  }
+  e.preprocess = v["preprocess"].dump();
+  if (v["preprocess"].contains("images")) {
+    return Bad(where + ".preprocess", "\"images\" comes from the dataset; leave it out");
+  }
+  for (auto [key, dst, lo, hi] :
+       {std::tuple{"limit", &e.limit, 1u, 1000000u}, std::tuple{"sample", &e.sample, 1u, 1000000u},
+        std::tuple{"seed", &e.seed, 0u, 4294967295u}}) {
+    if (!v.contains(key)) continue;
+    auto n = Count(v, key, where, lo, hi);
+    if (!n) return n.error();
+    *dst = *n;
+  }
+  return ParseDecoder(v, where, e);
+}
+
+}  // namespace
+
+Result<EvalSpec> ParseEvalSpec(const json& v, const std::string& where,
+                               const std::string& spec_folder) {
+  if (!v.is_object()) return Bad(where, "expected an object {\"task\":..,\"dataset\":..,...}");
+  EvalSpec e;
+  if (auto r = ParseKeys(v, where, e); !r) return r.error();
+  const fs::path dataset = Resolve(v["dataset"].get<std::string>(), spec_folder);
+  e.dataset = dataset.string();
+  if (v.contains("labels")) {
+    const fs::path labels = Resolve(v["labels"].get<std::string>(), spec_folder);
+    e.labels_file = labels.string();
+    auto classes = ReadLabels(labels, where + ".labels");
+    if (!classes) return classes.error();
+    e.classes = std::move(*classes);
+  }
+  std::error_code ec;
+  Result<void> loaded = fs::is_directory(dataset, ec) ? LoadFolder(dataset, where + ".dataset", e)
+                        : fs::is_regular_file(dataset, ec)
+                            ? LoadList(dataset, where + ".dataset", e)
+                            : Bad(where + ".dataset",
+                                  "'" + dataset.string() + "' is neither a folder nor a list file");
+  if (!loaded) return loaded.error();
+  if (auto r = Subset(where, e); !r) return r.error();
+  auto id = DatasetId(e);
+  if (!id) return Bad(where + ".dataset", id.message());
+  e.dataset_id = *id;
+  if (auto inputs = e.Inputs(where + ".preprocess"); !inputs) return inputs.error();
+  return e;
+}
+
+json EvalSpec::ToJson() const {
+  json o = {{"task", task},
+            {"dataset", dataset},
+            {"preprocess", json::parse(preprocess)},
+            {"decoder", {{"output", output}, {"offset", offset}, {"top_k", top_k}}}};
+  if (!labels_file.empty()) o["labels"] = labels_file;
+  if (limit > 0) o["limit"] = limit;
+  if (sample > 0) o["sample"] = sample;
+  if (seed != 1) o["seed"] = seed;
+  return o;
+}
+
+std::string EvalSpec::TaskOutputsArg() const {
+  return "topk:" + std::to_string(top_k) + ":" + std::to_string(output);
+}
+
+Result<InputsSpec> EvalSpec::Inputs(const std::string& where) const {
+  json o = json::parse(preprocess);
+  o["images"] = images;
+  return ParseInputsSpec(o, where, "/");
+}
+
+}  // namespace dfarm::harness

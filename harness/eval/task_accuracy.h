@@ -1,0 +1,28 @@
+// Task accuracy of one job: the runner's task_outputs (each image's best
+// classes, dfarm-runner --task-outputs) scored against the labels of the
+// model's "eval" set (harness/eval/eval_spec.h), with seeded bootstrap
+// intervals over the images (reports/eval, reports/gate/stats.h).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "agent/base/result.h"
+#include "agent/runner/runner_values.h"
+#include "harness/eval/eval_spec.h"
+#include "reports/store/store.h"
+
+namespace dfarm::harness {
+
+// Resamples of the bootstrap interval and its confidence.
+inline constexpr int kTaskBootstrapResamples = 1000;
+inline constexpr double kTaskConfidence = 0.95;
+
+// "top1" and "top<K>" (K the eval's top_k, when above 1) as fractions with
+// 95% intervals, and the per-image ranks. An error (naming what disagrees)
+// when the outputs do not fit the eval: another output or K, or a set
+// count other than the images'.
+Result<store::TaskAccuracy> ScoreTaskOutputs(const EvalSpec& eval,
+                                             const runner::TaskOutputs& outputs);
+
+}  // namespace dfarm::harness
