@@ -19,6 +19,10 @@ std::string Sig(double v);                            // "%.3g"
 // space; newlines and tabs are kept when `keep_lines`.
 std::string Printable(const std::string& s, bool keep_lines = false);
 
+// A Markdown table cell or inline text: control characters and newlines
+// become spaces; pipes, backslashes and Markdown/HTML punctuation are escaped.
+std::string Md(const std::string& s);
+
 struct JobCounts {
   size_t total = 0, ok = 0, failed = 0, pending = 0;
 };

@@ -416,6 +416,7 @@ std::string RenderHtml(const RunReport& report) {
   PlacementSection(h, report, cells);
   ProfileSection(h, report, cells);
   SustainedSection(h, report, cells);
+  TaskAccuracySection(h, report, cells);
   JobsSection(h, report, cells);
   EnvironmentSection(h, report);
   FailuresSection(h, report);

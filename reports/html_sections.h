@@ -29,6 +29,13 @@ void ProfileSection(std::ostringstream& h, const RunReport& report,
 // none.
 void SustainedSection(std::ostringstream& h, const RunReport& report,
                       const std::vector<CellGroup>& cells);
+// Task accuracy (task_accuracy.cc): per job with an eval, top-1 and top-k with
+// their intervals and the paired change against the same run's cpu job;
+// nothing when the run has none. TaskAccuracyTable is the Markdown form.
+void TaskAccuracySection(std::ostringstream& h, const RunReport& report,
+                         const std::vector<CellGroup>& cells);
+void TaskAccuracyTable(std::ostringstream& md, const RunReport& report,
+                       const std::vector<CellGroup>& cells);
 // Delegate init and fp16 cost (delegate_init.cc): per model, each
 // cell's latency, first inference, cold and warm init, worst error and the
 // accuracy cost of reduced precision; nothing when the run has none.

@@ -5,24 +5,11 @@
 #include <sstream>
 
 #include "reports/format.h"
+#include "reports/html_sections.h"
 #include "reports/report.h"
 
 namespace dfarm::reports {
 namespace {
-
-// A table cell or inline text: control characters and newlines become
-// spaces; pipes, backslashes and Markdown/HTML punctuation are escaped.
-std::string Md(const std::string& s) {
-  std::string out;
-  for (char c : Printable(s)) {
-    if (c == '|' || c == '\\' || c == '`' || c == '*' || c == '<' || c == '>' || c == '[' ||
-        c == ']' || c == '_' || c == '~') {
-      out += '\\';
-    }
-    out += c;
-  }
-  return out;
-}
 
 // A fenced block that `text` cannot close: a fence longer than its longest backtick run.
 std::string Fenced(const std::string& text) {
@@ -292,6 +279,7 @@ std::string RenderMarkdown(const RunReport& report) {
   DelegateInitTable(md, report, cells);
   ProfileTable(md, report, cells);
   SustainedTable(md, report, cells);
+  TaskAccuracyTable(md, report, cells);
   Warnings(md, report);
   Failures(md, report);
   return md.str();

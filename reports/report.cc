@@ -37,6 +37,18 @@ std::string Sig(double v) {
   return buf;
 }
 
+std::string Md(const std::string& s) {
+  std::string out;
+  for (char c : Printable(s)) {
+    if (c == '|' || c == '\\' || c == '`' || c == '*' || c == '<' || c == '>' || c == '[' ||
+        c == ']' || c == '_' || c == '~') {
+      out += '\\';
+    }
+    out += c;
+  }
+  return out;
+}
+
 std::string Printable(const std::string& s, bool keep_lines) {
   std::string out;
   out.reserve(s.size());
@@ -356,6 +368,9 @@ Result<RunReport> LoadRunReport(store::Reader& store, int64_t run_id) {
   auto sustained = store.ListRunSustained(run_id);
   if (!sustained) return sustained.error();
   r.sustained = std::move(*sustained);
+  auto task = store.ListRunTaskAccuracy(run_id);
+  if (!task) return task.error();
+  r.task = std::move(*task);
   return r;
 }
 

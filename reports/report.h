@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "agent/base/result.h"
+#include "nlohmann/json_fwd.hpp"
 #include "reports/formats.h"
 #include "reports/gate/verdict.h"
 #include "reports/store/delegation.h"
@@ -82,6 +83,9 @@ struct RunReport {
   // Sustained-mode curves (spec benchmark.sustained_s; store
   // ListRunSustained), by job id; absent for the other jobs.
   std::map<int64_t, store::JobSustained> sustained{};
+  // Task accuracy on a labelled set (spec "eval"; store
+  // ListRunTaskAccuracy), by job id; absent for the other jobs.
+  std::map<int64_t, store::TaskAccuracy> task{};
 };
 
 // Reads a run, its jobs, their accuracy, samples (summarised), telemetry,
@@ -117,6 +121,18 @@ size_t CellProfiledTrials(const RunReport& report, const CellGroup& cell);
 // "CONV_2D 62.1%, DELEGATE 30.0%, ADD 5.2%": the first `n` of `ops` (in
 // their order); empty when there are none.
 std::string TopOpsLabel(const std::vector<store::ProfileOp>& ops, size_t n = 3);
+
+// Task accuracy (task_accuracy.cc). A metric as people read it: "97.5%
+// (94.2-99.2)", the value and its 95% interval in percent.
+std::string TaskMetricText(const store::TaskMetric& metric);
+// One job's task accuracy as `dfarm show --json` and reports write it:
+// {"task","dataset","images","metrics":[{"name","value","low","high"}]}
+// (bounds null when unknown).
+nlohmann::json TaskAccuracyJson(const store::TaskAccuracy& task);
+// The same run's cpu job of `job`'s cell (same model, inputs, device,
+// runner, threads and trial, delegate cpu without options) that has task
+// accuracy on the same set; nullptr when there is none or `job` is it.
+const store::TaskAccuracy* CpuTaskOf(const RunReport& report, const store::JobRow& job);
 
 // A sustained-mode job's curve in brief (sustained.cc): the p50 of its first
 // and last windows, the change between them, the slowest window, and the

@@ -123,6 +123,32 @@ int ShowSustained(store::Store& store, const store::JobRow& j, Context& ctx) {
   return kExitOk;
 }
 
+// A job's task accuracy on its model's labelled set (spec "eval"); unset
+// for other jobs.
+Result<std::optional<store::TaskAccuracy>> TaskOf(store::Store& store, const store::JobRow& j) {
+  auto all = store.ListRunTaskAccuracy(j.run_id);
+  if (!all) return all.error();
+  auto it = all->find(j.id);
+  if (it == all->end()) return std::optional<store::TaskAccuracy>();
+  return std::optional<store::TaskAccuracy>(std::move(it->second));
+}
+
+// "task accuracy on SET (N images): top-1 97.5% (94.2-99.2), top5 ...".
+int ShowTask(store::Store& store, const store::JobRow& j, Context& ctx) {
+  auto task = TaskOf(store, j);
+  if (!task) return ctx.Fail(task.error());
+  if (!*task) return kExitOk;
+  ctx.out << "task accuracy (" << harness::TerminalSafe((*task)->task) << ") on "
+          << harness::TerminalSafe((*task)->dataset) << ", " << (*task)->images << " images:";
+  for (const store::TaskMetric& m : (*task)->metrics) {
+    std::string name = m.name;
+    if (name.rfind("top", 0) == 0) name = "top-" + name.substr(3);
+    ctx.out << " " << harness::TerminalSafe(name) << " " << reports::TaskMetricText(m);
+  }
+  ctx.out << " (95% interval over the images)\n\n";
+  return kExitOk;
+}
+
 // The GPU (first OpenCL device, GPUs first) of each device by name, as its
 // agent reported it; devices without one are left out.
 std::map<std::string, std::string> GpuDevices(store::Store& store) {
@@ -207,6 +233,7 @@ int ShowJob(store::Store& store, const store::RunRow& run, const std::vector<sto
     }
     if (int code = ShowProfile(store, j, ctx); code != kExitOk) return code;
     if (int code = ShowSustained(store, j, ctx); code != kExitOk) return code;
+    if (int code = ShowTask(store, j, ctx); code != kExitOk) return code;
     auto placement = store.GetPlacement(j.id);
     if (!placement) {
       return ctx.Fail(placement.error());
@@ -331,6 +358,10 @@ int AddJobDetailJson(store::Store& store, const store::JobRow& j, json& job, Con
   auto sustained = SustainedOf(store, j);
   if (!sustained) return ctx.Fail(sustained.error());
   if (*sustained) job["sustained"] = runner_json::SustainedJson(**sustained);
+  // Only for a job of a model with an "eval".
+  auto task = TaskOf(store, j);
+  if (!task) return ctx.Fail(task.error());
+  if (*task) job["task"] = reports::TaskAccuracyJson(**task);
   // The delegate's own figures, as the runner reported them.
   if (runner::DelegateStats stats = DelegateStatsOf(store, j); !stats.empty()) {
     job["delegate_stats"] = runner_json::DelegateStatsJson(stats);
@@ -410,6 +441,27 @@ bool HasSeveralRunners(const std::vector<store::JobRow>& jobs) {
   });
 }
 
+// After the jobs: each job's task accuracy (spec "eval"), when any has one.
+int PrintTaskTable(store::Store& store, const reports::RunReport& report, Context& ctx) {
+  auto all = store.ListRunTaskAccuracy(report.run.id);
+  if (!all) return ctx.Fail(all.error());
+  if (all->empty()) return kExitOk;
+  ctx.out << "\ntask accuracy (percent, 95% interval over the "
+             "images):\nJOB\tSET\tIMAGES\tTOP-1\tTOP-K\n";
+  for (const store::JobRow& j : report.jobs) {
+    auto it = all->find(j.id);
+    if (it == all->end()) continue;
+    const store::TaskAccuracy& t = it->second;
+    ctx.out << j.id << "\t" << harness::TerminalSafe(t.dataset) << "\t" << t.images << "\t"
+            << (t.metrics.empty() ? "-" : reports::TaskMetricText(t.metrics[0])) << "\t"
+            << (t.metrics.size() > 1 ? harness::TerminalSafe(t.metrics[1].name) + " " +
+                                           reports::TaskMetricText(t.metrics[1])
+                                     : std::string("-"))
+            << "\n";
+  }
+  return kExitOk;
+}
+
 // show RUN: the run's line and one job a line under a header (with a TRIAL
 // column when the run has repeats, a RUNNER column when it ran several
 // runtime builds).
@@ -459,7 +511,7 @@ int PrintTable(store::Store& store, const store::RunRow& run, std::vector<store:
     if (!j.error.empty()) ctx.out << "\t" << harness::TerminalSafe(j.error);
     ctx.out << "\n";
   }
-  return kExitOk;
+  return PrintTaskTable(store, report, ctx);
 }
 
 int Run(const ShowOptions& o, Context& ctx) {

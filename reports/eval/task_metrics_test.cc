@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "reports/eval/task_drop.h"
 #include "reports/gate/stats.h"
 
 namespace dfarm::eval {
@@ -302,6 +303,37 @@ TEST(TaskMetricsBootstrapTest, PairedDropOfTheSameOutputsIsZero) {
   EXPECT_GT(drop.low, 0);  // a paired drop of 7 points is seen on 100 images
   EXPECT_LT(drop.low, 0.07);
   EXPECT_GT(drop.high, 0.07);
+}
+
+store::TaskAccuracy WithRanks(const std::vector<size_t>& ranks, const std::string& set = "s@1") {
+  store::TaskAccuracy t;
+  t.task = "classification";
+  t.dataset = set;
+  t.images = static_cast<int64_t>(ranks.size());
+  t.per_image = RanksJson(ranks);
+  return t;
+}
+
+TEST(PairedTaskDropTest, PointsOfTheSameImagesWithAnInterval) {
+  std::vector<size_t> base(100, 0), cand(100, 0);
+  for (size_t i = 0; i < 100; i += 10) cand[i] = 3;  // 10 images lost at top-1, kept at top-5
+  const auto drop = PairedTaskDrop(WithRanks(base), WithRanks(cand), "top1");
+  ASSERT_TRUE(drop.has_value());
+  EXPECT_DOUBLE_EQ(drop->points, 10);
+  EXPECT_GT(drop->low, 0);
+  EXPECT_LT(drop->low, 10);
+  EXPECT_GT(drop->high, 10);
+  const auto top5 = PairedTaskDrop(WithRanks(base), WithRanks(cand), "top5");
+  ASSERT_TRUE(top5.has_value());
+  EXPECT_DOUBLE_EQ(top5->points, 0);
+  EXPECT_DOUBLE_EQ(top5->high, 0);
+  // Another set, another size, no ranks, not a top-k name: not compared.
+  EXPECT_FALSE(PairedTaskDrop(WithRanks(base), WithRanks(cand, "t@2"), "top1"));
+  EXPECT_FALSE(PairedTaskDrop(WithRanks(base), WithRanks({0, 1}), "top1"));
+  store::TaskAccuracy none = WithRanks(base);
+  none.per_image = "{}";
+  EXPECT_FALSE(PairedTaskDrop(none, WithRanks(cand), "top1"));
+  EXPECT_FALSE(PairedTaskDrop(WithRanks(base), WithRanks(cand), "map"));
 }
 
 }  // namespace

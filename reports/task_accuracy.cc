@@ -1,0 +1,127 @@
+// Task accuracy on a labelled set (spec "eval") in reports: one row per job
+// that has it, with the same run's cpu job of the same cell beside it and the
+// paired drop against it (reports/eval/task_drop.h).
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "reports/eval/task_drop.h"
+#include "reports/format.h"
+#include "reports/html_sections.h"
+#include "reports/report.h"
+
+namespace dfarm::reports {
+
+std::string TaskMetricText(const store::TaskMetric& m) {
+  std::string text = Fixed(100 * m.value, 1) + "%";
+  if (std::isfinite(m.low) && std::isfinite(m.high)) {
+    text += " (" + Fixed(100 * m.low, 1) + "-" + Fixed(100 * m.high, 1) + ")";
+  }
+  return text;
+}
+
+nlohmann::json TaskAccuracyJson(const store::TaskAccuracy& t) {
+  nlohmann::json metrics = nlohmann::json::array();
+  auto bound = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); };
+  for (const store::TaskMetric& m : t.metrics) {
+    metrics.push_back(
+        {{"name", m.name}, {"value", m.value}, {"low", bound(m.low)}, {"high", bound(m.high)}});
+  }
+  return {{"task", t.task}, {"dataset", t.dataset}, {"images", t.images}, {"metrics", metrics}};
+}
+
+const store::TaskAccuracy* CpuTaskOf(const RunReport& report, const store::JobRow& job) {
+  if (job.delegate == "cpu" && job.delegate_options.empty()) return nullptr;
+  auto mine = report.task.find(job.id);
+  if (mine == report.task.end()) return nullptr;
+  store::Cell want = store::CellOf(job);
+  want.delegate = "cpu";
+  want.delegate_options.clear();
+  for (const store::JobRow& j : report.jobs) {
+    if (j.trial != job.trial || !(store::CellOf(j) == want)) continue;
+    auto it = report.task.find(j.id);
+    if (it != report.task.end() && it->second.dataset == mine->second.dataset) return &it->second;
+  }
+  return nullptr;
+}
+
+namespace {
+
+struct TaskRow {
+  const store::JobRow* job;
+  const store::TaskAccuracy* task;
+  std::string top1, topk, vs_cpu;
+  bool lost = false;  // the drop against cpu is above 0 beyond its interval
+};
+
+std::vector<TaskRow> TaskRows(const RunReport& report, const std::vector<CellGroup>& cells) {
+  std::vector<TaskRow> rows;
+  for (const CellGroup& cell : cells) {
+    for (size_t i : cell.jobs) {
+      const store::JobRow& j = report.jobs[i];
+      auto it = report.task.find(j.id);
+      if (it == report.task.end()) continue;
+      TaskRow row{&j, &it->second, "-", "-", "-"};
+      const store::TaskAccuracy& t = it->second;
+      if (!t.metrics.empty()) row.top1 = TaskMetricText(t.metrics[0]);
+      if (t.metrics.size() > 1) row.topk = t.metrics[1].name + " " + TaskMetricText(t.metrics[1]);
+      if (const store::TaskAccuracy* cpu = CpuTaskOf(report, j)) {
+        if (auto d = eval::PairedTaskDrop(*cpu, t, "top1")) {
+          row.vs_cpu = (d->points > 0 ? "-" : "+") + Fixed(std::fabs(d->points), 1) + " pt (" +
+                       Fixed(-d->high, 1) + " to " + Fixed(-d->low, 1) + ")";
+          row.lost = d->low > 0;
+        }
+      }
+      rows.push_back(row);
+    }
+  }
+  return rows;
+}
+
+const char* kTaskIntro =
+    "Task accuracy on the labelled set of each model's `eval` (top-1 and top-k, in percent, "
+    "with a 95% bootstrap interval over the images); against cpu: the change of top-1 from the "
+    "same run's cpu job on the same images, in percentage points, with its paired interval.";
+
+}  // namespace
+
+void TaskAccuracyTable(std::ostringstream& md, const RunReport& report,
+                       const std::vector<CellGroup>& cells) {
+  const std::vector<TaskRow> rows = TaskRows(report, cells);
+  if (rows.empty()) return;
+  md << "\n## Task accuracy\n\n"
+     << kTaskIntro
+     << "\n\n| job | set | images | top-1 | top-k | top-1 against cpu |\n"
+        "| --- | --- | ---: | ---: | ---: | ---: |\n";
+  for (const TaskRow& r : rows) {
+    md << "| " << Md(store::CellOf(*r.job).Label()) << " #" << r.job->id << " | "
+       << Md(r.task->dataset) << " | " << r.task->images << " | " << r.top1 << " | " << r.topk
+       << " | " << (r.lost ? "**" + r.vs_cpu + "**" : r.vs_cpu) << " |\n";
+  }
+}
+
+void TaskAccuracySection(std::ostringstream& h, const RunReport& report,
+                         const std::vector<CellGroup>& cells) {
+  const std::vector<TaskRow> rows = TaskRows(report, cells);
+  if (rows.empty()) return;
+  std::string intro = kTaskIntro;
+  for (size_t at; (at = intro.find('`')) != std::string::npos;) {
+    intro.replace(at, 1, intro.find('`', at + 1) == std::string::npos ? "</code>" : "<code>");
+  }
+  h << "<h2>Task accuracy</h2>\n<p>" << intro
+    << "</p>\n<table>\n<thead><tr><th>job</th><th>set</th><th>images</th><th>top-1</th>"
+       "<th>top-k</th><th>top-1 against cpu</th></tr></thead>\n<tbody>\n";
+  const char* kNum = "<td class=\"num\" style=\"white-space:nowrap\">";
+  for (const TaskRow& r : rows) {
+    h << "<tr><td>" << HtmlEscape(store::CellOf(*r.job).Label()) << " #" << r.job->id << "</td><td>"
+      << HtmlEscape(r.task->dataset) << "</td>" << kNum << r.task->images << "</td>" << kNum
+      << r.top1 << "</td>" << kNum << HtmlEscape(r.topk) << "</td><td class=\"num\""
+      << (r.lost ? " style=\"color:#b00;white-space:nowrap\"" : " style=\"white-space:nowrap\"")
+      << ">" << r.vs_cpu << "</td></tr>\n";
+  }
+  h << "</tbody>\n</table>\n";
+}
+
+}  // namespace dfarm::reports
