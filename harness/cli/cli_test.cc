@@ -69,6 +69,7 @@ TEST(CliTest, HelpListsTheExitCodes) {
       {"runs", "Exit codes: 0 ok, 2 usage error, 3 no database"},
       {"show", "Exit codes: 0 ok, 2 usage error"},
       {"report", "Exit codes: 0 ok, 2 usage error"},
+      {"cancel", "Exit codes: 0 cancelled, 2 no such run"},
   };
   for (const auto& [cmd, codes] : expected) {
     Outcome o = Call({cmd, "--help"});
@@ -88,7 +89,8 @@ TEST(CliTest, SpecErrorsExit2) {
   EXPECT_EQ(o.code, kExitUsage);
   EXPECT_EQ(o.err, "dfarm: error: spec '" + spec +
                        "': unknown key 'modles' at top level (expected name, models, delegates, "
-                       "devices, device_tags, runners, pairing, benchmark, scheduler, cooldown)\n");
+                       "devices, device_tags, runners, pairing, benchmark, scheduler, cooldown, "
+                       "farm)\n");
   o = Call({"sweep", (dir.path() / "missing.json").string()});
   EXPECT_EQ(o.code, kExitUsage);
 }
