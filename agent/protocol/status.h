@@ -12,14 +12,16 @@
 namespace dfarm {
 
 // X(enumerator, JSON/store name, one-line meaning)
-#define DFARM_JOB_STATUSES(X)                                                  \
-  X(kOk, "ok", "the runner reported success with metrics")                     \
-  X(kModelError, "model_error", "the model could not be loaded or prepared")   \
-  X(kDelegateError, "delegate_error", "the delegate failed to create or run")  \
-  X(kUnsupported, "unsupported", "the model uses an op or type not supported") \
-  X(kCrashed, "crashed", "the runner died, or reported nothing usable")        \
-  X(kTimeout, "timeout", "the runner ran past the job's timeout")              \
-  X(kInfra, "infra", "the device, agent or transport failed (retried)")
+#define DFARM_JOB_STATUSES(X)                                                             \
+  X(kOk, "ok", "the runner reported success with metrics")                                \
+  X(kModelError, "model_error", "the model could not be loaded or prepared")              \
+  X(kDelegateError, "delegate_error", "the delegate failed to create or run")             \
+  X(kUnsupported, "unsupported", "the model uses an op or type not supported")            \
+  X(kCrashed, "crashed", "the runner died, or reported nothing usable")                   \
+  X(kTimeout, "timeout", "the runner ran past the job's timeout")                         \
+  X(kInfra, "infra", "the device, agent or transport failed (retried)")                   \
+  X(kCancelled, "cancelled", "its run was cancelled (dfarm cancel) before the job ended") \
+  X(kNotRun, "not_run", "no live node of a farm served its device within the timeout")
 
 enum class JobStatus {
 #define DFARM_JOB_STATUS_ENUM(e, name, meaning) e,

@@ -1,6 +1,9 @@
 #include "harness/cli/cli.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <vector>
 
@@ -33,6 +36,13 @@ int ExitCodeFor(ErrorKind kind) {
       return kExitInfra;
   }
   return kExitInfra;
+}
+
+std::string OperatorName() {
+  const char* user = std::getenv("USER");
+  char host[256] = "";
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = 0;
+  return std::string(user && *user ? user : "?") + "@" + (host[0] ? host : "?");
 }
 
 void AddDbOption(CLI::App& cmd, std::string& db) {
@@ -140,6 +150,7 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   AddImportCommands(app, ctx);
   AddBundleCommand(app, ctx);
   AddCulpritCommand(app, ctx);
+  AddCancelCommand(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -69,6 +69,7 @@ TEST(CliTest, HelpListsTheExitCodes) {
       {"runs", "Exit codes: 0 ok, 2 usage error, 3 no database"},
       {"show", "Exit codes: 0 ok, 2 usage error"},
       {"report", "Exit codes: 0 ok, 2 usage error"},
+      {"cancel", "Exit codes: 0 cancelled, 2 no such run"},
   };
   for (const auto& [cmd, codes] : expected) {
     Outcome o = Call({cmd, "--help"});
@@ -88,7 +89,8 @@ TEST(CliTest, SpecErrorsExit2) {
   EXPECT_EQ(o.code, kExitUsage);
   EXPECT_EQ(o.err, "dfarm: error: spec '" + spec +
                        "': unknown key 'modles' at top level (expected name, models, delegates, "
-                       "devices, device_tags, runners, pairing, benchmark, scheduler, cooldown)\n");
+                       "devices, device_tags, runners, pairing, benchmark, scheduler, cooldown, "
+                       "farm)\n");
   o = Call({"sweep", (dir.path() / "missing.json").string()});
   EXPECT_EQ(o.code, kExitUsage);
 }
@@ -769,6 +771,97 @@ TEST(CliTest, TagsNameRuns) {
   EXPECT_EQ(Call({"show", "tag:base", "--db", db}).code, kExitUsage);
   EXPECT_EQ(Call({"tag", "--help"}).code, 0);
   EXPECT_THAT(Call({"untag", "--help"}).out, HasSubstr("Exit codes: 0 ok, 2"));
+}
+
+// A farm's device quarantined by hand: `dfarm devices` names its node, the
+// reason and who set it; --auto hands it back; an unknown device is exit 2.
+TEST(CliTest, DevicesShowsWhoSetAHandQuarantine) {
+  harness::TempDir dir;
+  const std::string db = (dir.path() / "farm.db").string();
+  const std::string device = "tcp://127.0.0.1:1";
+  {
+    auto store = store::OpenSqliteStore(db);
+    ASSERT_TRUE(store.ok()) << store.message();
+    store::NodeRow n{"lab-a", "host-a", 7, store::NowIso8601(), 0, 0, "", {device}};
+    ASSERT_TRUE((*store)->RegisterNode(n).ok());
+    store::DeviceRow d;
+    d.name = device;
+    d.abi = "x86_64";
+    d.node = "lab-a";
+    ASSERT_TRUE((*store)->UpsertDevice(d).ok());
+  }
+  Outcome o = Call({"devices", "--db", db, "--quarantine", device, "--reason", "battery swollen"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_THAT(o.err, HasSubstr("quarantined by hand"));
+  o = Call({"devices", "--db", db, "--json"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  // The entry of `device` in a `devices --json` document (null when absent).
+  auto entry_of = [&device](const nlohmann::json& doc) {
+    for (const auto& e : doc["devices"]) {
+      if (e["name"] == device) return e;
+    }
+    return nlohmann::json();
+  };
+  auto doc = nlohmann::json::parse(o.out);
+  const nlohmann::json e = entry_of(doc);
+  ASSERT_TRUE(e.is_object()) << o.out;
+  EXPECT_EQ(e["node"], "lab-a");
+  EXPECT_EQ(e["state"], "quarantined");
+  EXPECT_EQ(e["reason"], "battery swollen");
+  EXPECT_EQ(e["set_by"], "operator");
+  EXPECT_EQ(e["set_by_user"], OperatorName());
+  o = Call({"devices", "--db", db});
+  EXPECT_THAT(o.out, HasSubstr("quarantined\tx86_64"));
+  EXPECT_THAT(o.out, HasSubstr("\tnode lab-a\tbattery swollen\tset by operator " + OperatorName()));
+  o = Call({"devices", "--db", db, "--history", "--json"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  doc = nlohmann::json::parse(o.out);
+  ASSERT_EQ(entry_of(doc)["history"].size(), 1u) << o.out;
+  EXPECT_EQ(entry_of(doc)["history"][0]["set_by"], "operator");
+
+  ASSERT_EQ(Call({"devices", "--db", db, "--auto", device}).code, 0);
+  doc = nlohmann::json::parse(Call({"devices", "--db", db, "--json"}).out);
+  EXPECT_FALSE(entry_of(doc).contains("set_by")) << doc.dump();
+  EXPECT_EQ(entry_of(doc)["state"], "quarantined");  // the state stays
+
+  o = Call({"devices", "--db", db, "--release", "ghost"});
+  EXPECT_EQ(o.code, kExitUsage);
+  EXPECT_THAT(o.err, HasSubstr("no device 'ghost'"));
+  o = Call({"devices", "--db", db, "--release", device, "--auto", device});
+  EXPECT_EQ(o.code, kExitUsage);
+}
+
+// `dfarm cancel` on SQLite: a running run ends cancelled (--json), a second
+// cancel and an unknown run are exit 2 and change nothing.
+TEST(CliTest, CancelARunOnce) {
+  harness::TempDir dir;
+  const std::string db = (dir.path() / "c.db").string();
+  int64_t run = 0;
+  {
+    auto store = store::OpenSqliteStore(db);
+    ASSERT_TRUE(store.ok()) << store.message();
+    run = *(*store)->CreateRun("r", "{}");
+    store::JobRow j;
+    j.model = "m.tflite";
+    j.delegate = "cpu";
+    j.device = "local";
+    ASSERT_TRUE((*store)->AddJobs(run, {j, j}).ok());
+  }
+  Outcome o = Call({"cancel", "last", "--db", db, "--json"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  auto doc = nlohmann::json::parse(o.out);
+  EXPECT_EQ(doc["run_id"], run);
+  EXPECT_EQ(doc["status"], "cancelled");
+  EXPECT_EQ(doc["queued"], 2);
+  EXPECT_EQ(doc["running"], 0);
+  o = Call({"cancel", std::to_string(run), "--db", db});
+  EXPECT_EQ(o.code, kExitUsage);
+  EXPECT_THAT(o.err, HasSubstr("run " + std::to_string(run) + " is cancelled (since "));
+  o = Call({"cancel", "42", "--db", db});
+  EXPECT_EQ(o.code, kExitUsage);
+  EXPECT_THAT(o.err, HasSubstr("no run 42"));
+  o = Call({"cancel", "last", "--db", (dir.path() / "none.db").string()});
+  EXPECT_EQ(o.code, kExitInfra);
 }
 
 }  // namespace

@@ -45,6 +45,12 @@ void AddImportCommands(CLI::App& app, Context& ctx);
 void AddBundleCommand(CLI::App& app, Context& ctx);
 // `dfarm culprit RUN --job ID` (culprit_command.cc): the node a delegate gets wrong.
 void AddCulpritCommand(CLI::App& app, Context& ctx);
+// `dfarm cancel RUN` (cancel_command.cc): a running run's jobs end cancelled.
+void AddCancelCommand(CLI::App& app, Context& ctx);
+
+// "USER@HOST" of this process ($USER, gethostname): who cancelled a run or
+// set a device's state by hand.
+std::string OperatorName();
 
 // --db FILE, default ./dfarm.db, env DFARM_DB.
 void AddDbOption(CLI::App& cmd, std::string& db);

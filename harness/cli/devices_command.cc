@@ -28,6 +28,7 @@ struct DevicesOptions {
   bool history = false;
   std::string release;
   std::string quarantine;
+  std::string lift;  // --auto
   std::string reason;
   std::string agent_store;
   std::string db;
@@ -162,6 +163,11 @@ json DeviceEntry(const std::string& name, const Known& known, const ListedStates
     why = row->state_reason;
   }
   if (row && !row->state.empty()) entry["health"] = row->state;
+  if (row && !row->state_by.empty()) {
+    // Who set the stored state: "operator" (with USER@HOST), "health" or "dfarm".
+    entry["set_by"] = row->state_by;
+    if (!row->state_user.empty()) entry["set_by_user"] = row->state_user;
+  }
   entry["state"] = state;
   if (!why.empty()) entry["reason"] = why;
   // The OpenCL devices its agent sees (or saw last), in the store's one text form.
@@ -206,6 +212,11 @@ void PrintDeviceLine(const json& entry, Context& ctx) {
   }
   if (entry.contains("node")) ctx.out << "\tnode " << text("node");
   if (entry.contains("reason")) ctx.out << "\t" << text("reason");
+  if (entry.contains("set_by") &&
+      (entry["set_by"] == store::kSetByOperator || entry["state"] == store::kDeviceQuarantined)) {
+    ctx.out << "\tset by " << text("set_by");
+    if (entry.contains("set_by_user")) ctx.out << " " << text("set_by_user");
+  }
   ctx.out << "\n";
   for (const json& d : entry["opencl"]) {
     // "  opencl: NAME, VENDOR, driver V, OpenCL 3.0 ..., fp16, 6 compute units"
@@ -220,7 +231,15 @@ void PrintDeviceLine(const json& entry, Context& ctx) {
     for (const json& e : entry["history"]) {
       ctx.out << "  " << harness::TerminalSafe(e["at"].get<std::string>()) << "\t"
               << harness::TerminalSafe(e["state"].get<std::string>()) << "\t"
-              << harness::TerminalSafe(e["reason"].get<std::string>()) << "\n";
+              << harness::TerminalSafe(e["reason"].get<std::string>());
+      if (!e["set_by"].get_ref<const std::string&>().empty()) {
+        ctx.out << "\t(" << harness::TerminalSafe(e["set_by"].get<std::string>())
+                << (e["user"].get_ref<const std::string&>().empty()
+                        ? std::string()
+                        : " " + harness::TerminalSafe(e["user"].get<std::string>()))
+                << ")";
+      }
+      ctx.out << "\n";
     }
   }
 }
@@ -241,39 +260,48 @@ json NodesJson(const Known& known) {
   return nodes;
 }
 
-// --release DEVICE / --quarantine DEVICE: sets the device's state in the
-// database (an event in its history); returns the exit code.
+// --quarantine DEVICE / --release DEVICE / --auto DEVICE: an operator's
+// state in the database (an event in its history, with USER@HOST), which the
+// health check and dfarm leave alone until --auto hands the device back.
+// Returns the exit code.
 int SetState(const DevicesOptions& o, Context& ctx) {
-  const bool release = !o.release.empty();
-  const std::string& device = release ? o.release : o.quarantine;
-  if (!release && o.reason.empty()) {
+  const int given = !o.release.empty() + !o.quarantine.empty() + !o.lift.empty();
+  if (given > 1) {
+    ctx.Fail(kExitUsage, "give one of --quarantine, --release and --auto");
+    return kExitUsage;
+  }
+  const std::string& device =
+      !o.release.empty() ? o.release : (!o.quarantine.empty() ? o.quarantine : o.lift);
+  if (!o.quarantine.empty() && o.reason.empty()) {
     ctx.Fail(kExitUsage, "--quarantine needs --reason TEXT (it is shown with the device)");
     return kExitUsage;
   }
   auto store = OpenExistingStore(o.db);
   if (!store) return ctx.Fail(store.error());
-  auto rows = (*store)->ListDevices();
-  if (!rows) return ctx.Fail(rows.error());
-  if (std::none_of(rows->begin(), rows->end(),
-                   [&](const store::DeviceRow& r) { return r.name == device; })) {
-    ctx.Fail(kExitUsage, "no device '" + device + "' in the database");
-    return kExitUsage;
-  }
-  const char* user = std::getenv("USER");
+  const std::string user = OperatorName();
+  const std::string state = !o.release.empty()      ? store::kDeviceOk
+                            : !o.quarantine.empty() ? store::kDeviceQuarantined
+                                                    : "";
   const std::string reason =
-      o.reason.empty() ? std::string("released by ") + (user ? user : "a user") : o.reason;
-  if (auto r = (*store)->SetDeviceState(
-          device, release ? store::kDeviceOk : store::kDeviceQuarantined, reason);
-      !r) {
+      !o.release.empty() && o.reason.empty() ? "released by " + user : o.reason;
+  if (auto r = (*store)->SetOperatorState(device, state, reason, user); !r) {
     return ctx.Fail(r.error());
   }
-  ctx.err << "device '" << device << "' is " << (release ? "back in service" : "quarantined")
-          << std::endl;
+  if (state.empty()) {
+    ctx.err << "device '" << device
+            << "' is back under the health check's and dfarm's control (its state stays as it is)"
+            << std::endl;
+  } else {
+    ctx.err << "device '" << device << "' is "
+            << (state == store::kDeviceOk ? "back in service" : "quarantined")
+            << " by hand: the health check leaves it so until 'dfarm devices --auto " << device
+            << "'" << std::endl;
+  }
   return kExitOk;
 }
 
 int Run(const DevicesOptions& o, Context& ctx) {
-  if (!o.release.empty() || !o.quarantine.empty()) return SetState(o, ctx);
+  if (!o.release.empty() || !o.quarantine.empty() || !o.lift.empty()) return SetState(o, ctx);
   if (auto r = CheckTokenFileOption(o.token_file); !r) return ctx.Fail(r.error());
   harness::ProviderOptions po = harness::DefaultProviderOptions();
   po.agent_store = o.agent_store;
@@ -311,7 +339,11 @@ int Run(const DevicesOptions& o, Context& ctx) {
       if (!events) return ctx.Fail(events.error());
       entry["history"] = json::array();
       for (const store::DeviceEvent& e : *events) {
-        entry["history"].push_back({{"at", e.at}, {"state", e.state}, {"reason", e.reason}});
+        entry["history"].push_back({{"at", e.at},
+                                    {"state", e.state},
+                                    {"reason", e.reason},
+                                    {"set_by", e.set_by},
+                                    {"user", e.user}});
       }
     }
     const std::string& state = entry["state"].get_ref<const std::string&>();
@@ -348,11 +380,15 @@ void AddDevicesCommand(CLI::App& app, Context& ctx) {
                 "also list each device's states over time (when and why it was quarantined or "
                 "put back)");
   cmd->add_option("--release", o->release,
-                  "put quarantined DEVICE back in service (recorded in its history)");
+                  "put DEVICE in service by hand (recorded in its history with USER@HOST); the "
+                  "health check does not quarantine it until --auto");
   cmd->add_option("--quarantine", o->quarantine,
-                  "take DEVICE out of service (a farm's nodes stop claiming jobs for it); needs "
-                  "--reason");
-  cmd->add_option("--reason", o->reason, "why, with --quarantine or --release");
+                  "take DEVICE out of service by hand (a farm's nodes stop claiming jobs for it); "
+                  "needs --reason; the health check does not release it until --auto or "
+                  "--release");
+  cmd->add_option("--auto", o->lift,
+                  "lift the hand-set state of DEVICE: the health check and dfarm decide again");
+  cmd->add_option("--reason", o->reason, "why, with --quarantine, --release or --auto");
   AddDbOption(*cmd, o->db);
   AddAgentStoreOption(*cmd, o->agent_store);
   AddTokenFileOption(*cmd, o->token_file);
@@ -360,7 +396,8 @@ void AddDevicesCommand(CLI::App& app, Context& ctx) {
       "With a farm's database (--db postgresql://...) the devices of its nodes are listed as "
       "their nodes report them (not reached from here), after the nodes themselves. "
       "Exit codes: 0 some device is usable (online, busy or quarantined) or the state was set, "
-      "2 usage error (a bad --device or --token-file, an unknown device to --release), 3 no "
+      "2 usage error (a bad --device or --token-file, an unknown device to --release, "
+      "--quarantine or --auto), 3 no "
       "device is online, or the database (a PostgreSQL URL, or a file that exists) cannot be "
       "opened or read.");
   cmd->callback([o, &ctx] { ctx.exit_code = Run(*o, ctx); });

@@ -48,6 +48,10 @@ int Run(const RunsOptions& o, Context& ctx) {
                       {"finished_at", r.finished_at},
                       {"status", r.status},
                       {"tags", r.tags}});
+      if (r.mode == store::kRunModeQueue) {
+        list.back()["priority"] = r.priority;
+        list.back()["unserved_timeout_s"] = r.unserved_timeout_s;
+      }
     }
     ctx.out << nlohmann::json{{"runs", list}}.dump(2) << "\n";
     return kExitOk;
@@ -78,7 +82,8 @@ void AddRunsCommand(CLI::App& app, Context& ctx) {
   AddDbOption(*cmd, o->db);
   cmd->add_option("--tag", o->tag, "only the run tagged NAME (dfarm tag)");
   cmd->add_flag("--json", o->json,
-                "print {\"runs\":[{\"id\",\"name\",\"created_at\",\"status\",\"tags\"}]}");
+                "print {\"runs\":[{\"id\",\"name\",\"created_at\",\"status\",\"tags\"}]}; a farm "
+                "run also \"priority\" and \"unserved_timeout_s\"");
   cmd->footer("Exit codes: 0 ok, 2 usage error, 3 no database, or it cannot be read.");
   cmd->callback([o, &ctx] { ctx.exit_code = Run(*o, ctx); });
 }

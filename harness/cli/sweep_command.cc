@@ -44,6 +44,7 @@ struct SweepOptions {
   bool json = false;
   bool allow_runner_change = false;
   bool detach = false;
+  int priority = -1;  // -1: not given
 };
 
 // The spec to sweep, with --device in place of its devices; unset for
@@ -116,6 +117,7 @@ harness::SweepOptions MakeSweepOptions(const SweepOptions& o, Context& ctx) {
   so.progress_tty = &ctx.err == &std::cerr && ::isatty(STDERR_FILENO);
   so.cancel = &g_cancel;
   so.allow_runner_change = o.allow_runner_change;
+  if (o.priority >= 0) so.priority = static_cast<uint32_t>(o.priority);
   std::string db = o.db;
   so.open_store = [db] { return store::OpenStore(db); };
   return so;
@@ -169,6 +171,12 @@ int ReportSummary(const SweepOptions& o, const harness::SweepSummary& s, Context
     if (!o.resume.empty()) ctx.err << " (" << s.resumed << " resumed)";
     for (const std::string& q : s.quarantined) ctx.err << ", '" << q << "' quarantined";
     ctx.err << " (" << pushed << " pushed) in '" << store::RedactUrl(o.db) << "'" << std::endl;
+  }
+  if (s.status == store::kRunCancelled && !g_cancel.load()) {
+    ctx.Fail(kExitInterrupted, "run " + std::to_string(s.run_id) +
+                                   " was cancelled (dfarm cancel): its jobs that had not ended "
+                                   "are cancelled");
+    return kExitInterrupted;
   }
   if (s.status == store::kRunCancelled) {
     ctx.Fail(kExitInterrupted, "sweep interrupted; run " + std::to_string(s.run_id) +
@@ -254,6 +262,12 @@ int Run(const SweepOptions& o, Context& ctx) {
     if (run->mode == store::kRunModeQueue) return RunOnFarm(o, spec, resume_id, **store, ctx);
   }
   if (store::IsPostgresUrl(o.db) && spec) return RunOnFarm(o, spec, 0, **store, ctx);
+  if (o.priority >= 0) {
+    ctx.Fail(kExitUsage,
+             "--priority orders a farm's queue: it needs a new farm run (--db "
+             "postgresql://USER@HOST:PORT/DB and a SPEC)");
+    return kExitUsage;
+  }
   if (o.detach) {
     ctx.Fail(kExitUsage, "--detach needs a farm: --db postgresql://USER@HOST:PORT/DB");
     return kExitUsage;
@@ -295,6 +309,10 @@ void AddSweepCommand(CLI::App& app, Context& ctx) {
                   "run on this device instead of the spec's (local, local:NAME, "
                   "tcp://HOST:PORT, qemu-arm64, adb, adb:SERIAL); repeatable")
       ->allow_extra_args(false);
+  cmd->add_option("--priority", o->priority,
+                  "with --db postgresql://...: the run's priority, 0 to 9 (default: the spec's "
+                  "farm.priority, else 5); nodes claim the jobs of higher priority first")
+      ->check(CLI::Range(0, 9));
   AddDbOption(*cmd, o->db);
   cmd->add_flag("--json", o->json,
                 "print {\"run_id\",\"jobs\",\"ok\",\"failed\",\"not_run\",\"moved\",\"resumed\","
@@ -307,7 +325,8 @@ void AddSweepCommand(CLI::App& app, Context& ctx) {
       "--resume without a database), 3 device or database error (no device reachable, "
       "database, runner or agent missing, a model changed since the run to resume was "
       "created), 130 interrupted (the run is marked cancelled: finish it with --resume; on a "
-      "farm the run goes on on the nodes and --resume follows it again). With --db "
+      "farm the run goes on on the nodes and --resume follows it again; also when the followed "
+      "run was cancelled with `dfarm cancel`). With --db "
       "postgresql://... the jobs are queued for `dfarm node` processes (spec device \"any\": any "
       "device of any node) and followed like a sweep here.");
   cmd->callback([o, &ctx] { ctx.exit_code = Run(*o, ctx); });

@@ -135,7 +135,7 @@ Result<HealthVerdict> HealthChecker::CheckAndCount(store::Store& store, const st
   return Failed(verdict.message() + " (" + std::to_string(errors) + " checks in a row)");
 }
 
-Result<void> HealthChecker::Record(store::Store& store, const store::DeviceRow& row,
+Result<bool> HealthChecker::Record(store::Store& store, const store::DeviceRow& row,
                                    const std::string& state, const std::string& reason) {
   const Clock::time_point now = now_();
   Note("device '" + row.name + (state != row.state ? "' is now " + state + ": " : "': ") + reason);
@@ -143,10 +143,12 @@ Result<void> HealthChecker::Record(store::Store& store, const store::DeviceRow& 
     std::lock_guard lock(mu_);
     auto last = recorded_at_.find(row.name);
     const bool same = state == row.state && reason == row.state_reason;
-    if (same && last != recorded_at_.end() && now - last->second < options_.every) return Ok();
+    if (same && last != recorded_at_.end() && now - last->second < options_.every) return true;
     recorded_at_[row.name] = now;
   }
-  return store.SetDeviceState(row.name, state, reason);
+  auto set = store.SetDeviceStateBy(row.name, state, reason, store::kSetByHealth);
+  if (set && !*set) Note("device '" + row.name + "': an operator's state holds; not changed");
+  return set;
 }
 
 Result<void> HealthChecker::Seed(store::Store& store, const std::string& device) {
@@ -179,8 +181,9 @@ Result<bool> HealthChecker::ReadyQuarantined(store::Store& store, const std::str
   auto verdict = CheckAndCount(store, device, client, row);
   if (!verdict) return verdict.error();
   const char* state = verdict->passed ? store::kDeviceOk : store::kDeviceQuarantined;
-  if (auto r = Record(store, row, state, verdict->reason); !r) return r.error();
-  return verdict->passed;
+  auto recorded = Record(store, row, state, verdict->reason);
+  if (!recorded) return recorded.error();
+  return verdict->passed && *recorded;
 }
 
 Result<bool> HealthChecker::ReadyOk(store::Store& store, const std::string& device,
@@ -193,8 +196,9 @@ Result<bool> HealthChecker::ReadyOk(store::Store& store, const std::string& devi
   auto verdict = CheckAndCount(store, device, client, row);
   if (!verdict) return verdict.error();
   const char* state = verdict->passed ? store::kDeviceOk : store::kDeviceQuarantined;
-  if (auto r = Record(store, row, state, verdict->reason); !r) return r.error();
-  return verdict->passed;
+  auto recorded = Record(store, row, state, verdict->reason);
+  if (!recorded) return recorded.error();
+  return verdict->passed && *recorded;
 }
 
 Result<bool> HealthChecker::Ready(store::Store& store, const std::string& device,
@@ -205,7 +209,8 @@ Result<bool> HealthChecker::Ready(store::Store& store, const std::string& device
   row.name = device;
   if (*found) row = **found;
   const bool quarantined = row.state == store::kDeviceQuarantined;
-  if (options_.model_path.empty()) return !quarantined;
+  // An operator's state holds until an operator lifts it: no check runs.
+  if (options_.model_path.empty() || row.state_by == store::kSetByOperator) return !quarantined;
   return quarantined ? ReadyQuarantined(store, device, client, row)
                      : ReadyOk(store, device, client, row);
 }

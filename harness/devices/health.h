@@ -23,6 +23,10 @@
 //   quarantines it (false).
 // - without a health model: quarantined stays out (false) until a user
 //   releases it (`dfarm devices --release`), else true.
+// - set by an operator (`dfarm devices --quarantine/--release`, store
+//   kSetByOperator): no check runs; quarantined is false, released true,
+//   until an operator lifts it (`dfarm devices --auto`). A check's verdict
+//   never overrides it (Store::SetDeviceStateBy keeps an operator's state).
 // Events: a failure is recorded when the state or reason changes, or when
 // `every` passed since the last record, so a device that keeps failing its
 // retries does not fill the history; every scheduled pass is recorded (at
@@ -98,7 +102,8 @@ class HealthChecker {
   // Runs the check, noting the time; an error counts toward quarantine.
   Result<HealthVerdict> CheckAndCount(store::Store& store, const std::string& device,
                                       agent::AgentClient& client, const store::DeviceRow& row);
-  Result<void> Record(store::Store& store, const store::DeviceRow& row, const std::string& state,
+  // False when an operator's state held (nothing recorded).
+  Result<bool> Record(store::Store& store, const store::DeviceRow& row, const std::string& state,
                       const std::string& reason);
   // Seeds the device's last check from its newest health event in the store.
   Result<void> Seed(store::Store& store, const std::string& device);

@@ -252,6 +252,51 @@ TEST_F(HealthTest, WithoutAModelQuarantineHoldsUntilReleased) {
   EXPECT_EQ(Golden(), "");
 }
 
+// An operator's quarantine survives the health check (twenty intervals,
+// every check due, none runs); an operator's release keeps a failing device
+// in service; once lifted, the health check decides again.
+TEST_F(HealthTest, AHandQuarantineSurvivesTwentyHealthIntervals) {
+  auto checker = Checker(options_);
+  ASSERT_TRUE(*Ready(*checker));  // a pass: ok, the known outputs recorded
+  const std::string golden = Golden();
+  ASSERT_TRUE(
+      store_->SetOperatorState("local", store::kDeviceQuarantined, "battery swollen", "al@lab")
+          .ok());
+  notes_.clear();
+  for (int i = 0; i < 20; ++i) {
+    now_ += options_.every + options_.retry;  // a check is due each time
+    auto ready = Ready(*checker);
+    ASSERT_TRUE(ready.ok()) << ready.message();
+    EXPECT_FALSE(*ready) << "interval " << i;
+  }
+  EXPECT_TRUE(notes_.empty()) << notes_.front();  // no check ran
+  EXPECT_EQ(Row().state, store::kDeviceQuarantined);
+  EXPECT_EQ(Row().state_reason, "battery swollen");
+  EXPECT_EQ(Row().state_by, store::kSetByOperator);
+  EXPECT_EQ(Row().state_user, "al@lab");
+
+  // Released by hand: in service although its check would fail.
+  ASSERT_EQ(Exec(db_, "UPDATE health_golden SET outputs = 'x'"), "");
+  ASSERT_TRUE(
+      store_->SetOperatorState("local", store::kDeviceOk, "battery replaced", "al@lab").ok());
+  for (int i = 0; i < 3; ++i) {
+    now_ += options_.every;
+    EXPECT_TRUE(*Ready(*checker));
+  }
+  EXPECT_EQ(Row().state, store::kDeviceOk);
+
+  // Lifted: the next due check runs and its failure quarantines, set by health.
+  ASSERT_TRUE(store_->SetOperatorState("local", "", "", "al@lab").ok());
+  now_ += options_.every;
+  auto ready = Ready(*checker);
+  ASSERT_TRUE(ready.ok()) << ready.message();
+  EXPECT_FALSE(*ready);
+  EXPECT_EQ(Row().state, store::kDeviceQuarantined);
+  EXPECT_EQ(Row().state_by, store::kSetByHealth);
+  EXPECT_THAT(Row().state_reason, HasSubstr("outputs differ from the known outputs"));
+  ASSERT_EQ(Exec(db_, "UPDATE health_golden SET outputs = '" + golden.substr(0, 64) + "'"), "");
+}
+
 // `dfarm node --health-model` end to end (RunNode on a SQLite store, its
 // own local agent): the first check records the known outputs, a tampered
 // record quarantines the device, the fixed record brings it back.

@@ -109,6 +109,13 @@ Result<void> CheckFree(store::Store& store, const std::string& name,
   return Ok();
 }
 
+// "1, 2, 3".
+std::string IdList(const std::vector<int64_t>& ids) {
+  std::string out;
+  for (int64_t id : ids) out += (out.empty() ? "" : ", ") + std::to_string(id);
+  return out;
+}
+
 // The node's background work, each on a thread of its own with its own
 // store connection: the heartbeat (which also reaps expired claims) and the
 // listener that wakes idle workers when jobs are queued.
@@ -177,10 +184,16 @@ class Background {
       if (failing) Log("the database answers again");
       failing = false;
       if (!reaped->empty()) {
-        std::string ids;
-        for (int64_t id : *reaped) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
         Log("reaped " + std::to_string(reaped->size()) +
-            " job(s) whose node stopped renewing its lease: " + ids);
+            " job(s) whose node stopped renewing its lease: " + IdList(*reaped));
+      }
+      // Jobs no live node has served for their run's unserved timeout end
+      // not_run; a failure here is noted and tried again next beat.
+      if (auto unserved = store->EndUnservedJobs(); !unserved) {
+        Log("cannot end the jobs no node serves: " + unserved.message());
+      } else if (!unserved->empty()) {
+        Log("ended " + std::to_string(unserved->size()) +
+            " job(s) not_run that no live node served in time: " + IdList(*unserved));
       }
     } while (SleepUnlessStopped(o_.heartbeat));
   }

@@ -74,8 +74,9 @@ std::vector<std::string> UnservedTargets(const std::map<std::string, std::string
         (target.empty()                ? "device '" + device + "'"
          : target == store::kTargetAny ? std::string("any device")
                                        : "a device matching " + target) +
-        ": no live node serves one now; its jobs wait in the queue until one does (start `dfarm "
-        "node --db URL --device URI` on a host that has it)");
+        ": no live node serves one now; its jobs wait in the queue until one does, up to the "
+        "spec's farm.unserved_timeout_s (start `dfarm node --db URL --device URI` on a host "
+        "that has it)");
   }
   return out;
 }
@@ -156,6 +157,10 @@ Result<int64_t> EnqueueSweep(const SweepSpec& spec, store::Store& store,
   auto run_id = store.CreateRun(spec.name, spec.ToJson());
   if (!run_id) return run_id.error();
   if (auto r = store.SetRunMode(*run_id, store::kRunModeQueue); !r) return r.error();
+  store::RunQueueing queueing;
+  queueing.priority = options.priority.value_or(spec.farm.priority);
+  queueing.unserved_timeout_s = spec.farm.unserved_timeout_s;
+  if (auto r = store.SetRunQueueing(*run_id, queueing); !r) return r.error();
   if (auto r = store.AddJobs(*run_id, rows); !r) return r.error();
   if (log) {
     for (const std::string& line : UnservedTargets(targets, store))
@@ -165,7 +170,8 @@ Result<int64_t> EnqueueSweep(const SweepSpec& spec, store::Store& store,
 }
 
 Result<SweepSummary> FollowRun(int64_t run_id, store::Store& store, const SweepOptions& options,
-                               std::chrono::milliseconds poll) {
+                               std::chrono::milliseconds poll,
+                               std::chrono::milliseconds unserved_check) {
   auto rows = store.ListJobs(run_id);
   if (!rows) return rows.error();
   std::set<int64_t> ended;
@@ -175,6 +181,7 @@ Result<SweepSummary> FollowRun(int64_t run_id, store::Store& store, const SweepO
   Progress progress(options.progress, options.progress_tty, rows->size(), ended.size());
   std::set<int64_t> running;
   int failures = 0;
+  auto next_unserved_check = std::chrono::steady_clock::now();
   for (;;) {
     for (const store::JobRow& j : *rows) {
       const bool final = store::IsFinalJobStatus(j.status);
@@ -194,6 +201,11 @@ Result<SweepSummary> FollowRun(int64_t run_id, store::Store& store, const SweepO
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     if (options.cancel && *options.cancel) break;
+    if (std::chrono::steady_clock::now() >= next_unserved_check) {
+      // Best effort: the nodes do it too, and a failure shows in the read below.
+      (void)store.EndUnservedJobs();
+      next_unserved_check = std::chrono::steady_clock::now() + unserved_check;
+    }
     auto again = store.ListJobs(run_id);
     if (!again) {
       // The database may be restarting: keep following for a while.

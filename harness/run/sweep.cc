@@ -268,6 +268,8 @@ Result<SweepSummary> CloseRun(int64_t run_id, const SchedulerStats& stats, bool 
                    : had_pending && !stats.any_reached ? store::kRunFailed
                                                        : store::kRunFinished;
   if (auto r = store.FinishRun(run_id, summary.status); !r) return r.error();
+  // A run cancelled meanwhile (`dfarm cancel`) stays cancelled.
+  if (auto run = store.GetRun(run_id); run) summary.status = run->status;
   return summary;
 }
 
@@ -714,7 +716,7 @@ SweepSummary CountJobs(int64_t run_id, const std::vector<store::JobRow>& rows) {
   for (const store::JobRow& j : rows) {
     ++summary.jobs;
     if (!j.moved_from.empty()) ++summary.moved;
-    if (!store::IsFinalJobStatus(j.status)) {
+    if (!store::IsFinalJobStatus(j.status) || j.status == store::kJobCancelled) {
       ++summary.not_run;
     } else {
       (j.status == store::kJobOk ? summary.ok : summary.failed)++;

@@ -54,6 +54,9 @@ struct SweepOptions {
   // Where the packed input sets of spec models with "inputs" are written
   // before they are pushed; empty: DefaultInputsCacheDir().
   std::string inputs_cache_dir;
+  // A farm run's priority (`dfarm sweep --priority`): wins over the spec's
+  // farm.priority when set.
+  std::optional<uint32_t> priority;
 };
 
 struct SweepSummary {
@@ -62,9 +65,11 @@ struct SweepSummary {
   // Over the whole run (a resumed run counts what earlier processes recorded).
   size_t jobs = 0;
   size_t ok = 0;
-  size_t failed = 0;   // ended in any status but ok
-  size_t not_run = 0;  // still queued/running: the sweep was cancelled
-  size_t moved = 0;    // ran (or were recorded) on another device than planned
+  size_t failed = 0;  // ended in any status but ok or cancelled
+  // Still queued/running (the sweep was cancelled), or ended cancelled (the
+  // run was: `dfarm cancel`).
+  size_t not_run = 0;
+  size_t moved = 0;  // ran (or were recorded) on another device than planned
   // This process only.
   size_t resumed = 0;  // pending jobs a resume found (0 for a new run)
   uint64_t bytes_pushed = 0;
@@ -120,8 +125,9 @@ Result<SweepSummary> ResumeSweep(int64_t run_id, store::Store& store, DeviceProv
 // job carries its payload (queue_job.h) and target: a spec device is that
 // device of whichever node serves it, "any" any device, a selector any
 // device that matches it when a node claims the job. Returns the run's id
-// (mode "queue"). Notes on `log` (when set) which targets no live node
-// serves now (their jobs wait until one does).
+// (mode "queue") with the spec's farm priority (options.priority wins) and
+// unserved timeout. Notes on `log` (when set) which targets no live node
+// serves now (their jobs wait until one does, up to the timeout).
 Result<int64_t> EnqueueSweep(const SweepSpec& spec, store::Store& store,
                              const SweepOptions& options, std::ostream* log);
 
@@ -129,7 +135,11 @@ Result<int64_t> EnqueueSweep(const SweepSpec& spec, store::Store& store,
 // like a sweep (options.progress, progress_tty), and returns its summary.
 // options.cancel stops the following only: the run goes on on the nodes
 // (summary.not_run counts what is left). poll: how often the store is read.
-Result<SweepSummary> FollowRun(int64_t run_id, store::Store& store, const SweepOptions& options,
-                               std::chrono::milliseconds poll = std::chrono::milliseconds(500));
+// While following it ends the jobs no live node serves in time
+// (Store::EndUnservedJobs, every unserved_check), as the nodes do.
+Result<SweepSummary> FollowRun(
+    int64_t run_id, store::Store& store, const SweepOptions& options,
+    std::chrono::milliseconds poll = std::chrono::milliseconds(500),
+    std::chrono::milliseconds unserved_check = std::chrono::milliseconds(5000));
 
 }  // namespace dfarm::harness

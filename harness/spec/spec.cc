@@ -23,6 +23,7 @@
 #include "harness/devices/device_uri.h"
 #include "harness/run/terminal_text.h"
 #include "harness/spec/matrix.h"
+#include "reports/store/store.h"
 
 namespace dfarm::harness {
 namespace {
@@ -45,6 +46,8 @@ constexpr uint32_t kMaxTimeoutS = 24 * 3600;
 // More trials than this is a typo, not a plan (each trial is a whole job).
 constexpr uint32_t kMaxRepeats = 1000;
 static_assert(kMaxWarmupRuns <= agent::kMaxWarmupRuns);
+static_assert(FarmSpec{}.priority == store::kRunPriorityDefault);
+static_assert(FarmSpec{}.unserved_timeout_s == store::kUnservedTimeoutDefaultS);
 static_assert(kMaxNumRuns <= agent::kMaxNumRuns);
 static_assert(kMaxNumThreads <= agent::kMaxNumThreads);
 static_assert(uint64_t{kMaxTimeoutS} * 1000 <= agent::kDefaultMaxTimeoutMs);
@@ -138,10 +141,10 @@ class Parser {
     auto doc = ParseDocument(text);
     if (!doc) return doc.error();
     SweepSpec spec;
-    for (Section section :
-         {&Parser::ParseName, &Parser::ParseModels, &Parser::ParseDelegates, &Parser::ParseDevices,
-          &Parser::ParseDeviceTags, &Parser::ParseRunners, &Parser::ParsePairing,
-          &Parser::ParseCooldown, &Parser::ParseBenchmark, &Parser::ParseScheduler}) {
+    for (Section section : {&Parser::ParseName, &Parser::ParseModels, &Parser::ParseDelegates,
+                            &Parser::ParseDevices, &Parser::ParseDeviceTags, &Parser::ParseRunners,
+                            &Parser::ParsePairing, &Parser::ParseCooldown, &Parser::ParseBenchmark,
+                            &Parser::ParseScheduler, &Parser::ParseFarm}) {
       if (auto r = (this->*section)(*doc, spec); !r) return r.error();
     }
     if (auto r = CheckMatrixSize(spec); !r) return r.error();
@@ -195,7 +198,7 @@ class Parser {
     }
     if (auto r = CheckKeys(doc, "",
                            {"name", "models", "delegates", "devices", "device_tags", "runners",
-                            "pairing", "benchmark", "scheduler", "cooldown"});
+                            "pairing", "benchmark", "scheduler", "cooldown", "farm"});
         !r) {
       return r.error();
     }
@@ -680,6 +683,20 @@ class Parser {
     return Ok();
   }
 
+  // "farm": {"priority": 0..9, "unserved_timeout_s": 0..604800}.
+  Result<void> ParseFarm(const json& doc, SweepSpec& spec) const {
+    if (!doc.contains("farm")) return Ok();
+    const json& f = doc["farm"];
+    if (!f.is_object()) return Fail("farm", std::string("expected an object, got ") + TypeName(f));
+    if (auto r = CheckKeys(f, "farm", {"priority", "unserved_timeout_s"}); !r) return r.error();
+    return ReadUints(
+        f, "farm",
+        {{"priority", &spec.farm.priority, static_cast<uint32_t>(store::kRunPriorityMin),
+          static_cast<uint32_t>(store::kRunPriorityMax)},
+         {"unserved_timeout_s", &spec.farm.unserved_timeout_s, 0,
+          static_cast<uint32_t>(store::kUnservedTimeoutMaxS)}});
+  }
+
   // The folder of the spec file, which anchors relative paths.
   fs::path SpecFolder() const { return fs::absolute(fs::path(spec_path_)).parent_path(); }
 
@@ -1125,6 +1142,7 @@ std::string SweepSpec::ToJson() const {
                       {"backoff_ms", scheduler.backoff_ms},
                       {"quarantine_after", scheduler.quarantine_after},
                       {"failover", scheduler.failover}};
+  doc["farm"] = {{"priority", farm.priority}, {"unserved_timeout_s", farm.unserved_timeout_s}};
   doc["cooldown"] = {{"pause_ms", scheduler.cooldown.pause_ms},
                      {"max_temp_c", scheduler.cooldown.max_temp_c},
                      {"max_wait_s", scheduler.cooldown.max_wait_s},

@@ -128,6 +128,15 @@ struct RunnerSpec {
 // pairs, trial by trial on the same device (ExpandMatrix: ABBA blocks in a
 // seeded order), so the gate judges paired differences (docs/gate.md,
 // "Paired A/B"). NAME is the baseline; the other runner is the candidate.
+// A farm run's claim order and patience (spec "farm"; used by a sweep with
+// a PostgreSQL --db only): nodes claim the jobs of the highest priority first
+// (0..9, the store's kRunPriority*), and its queued jobs end not_run when no
+// live node serves their device for unserved_timeout_s (0..604800).
+struct FarmSpec {
+  uint32_t priority = 5;
+  uint32_t unserved_timeout_s = 900;
+};
+
 struct PairingSpec {
   std::string baseline_runner;  // "": not paired
   bool enabled() const { return !baseline_runner.empty(); }
@@ -176,6 +185,7 @@ struct SweepSpec {
   // empty (benchmark.num_threads alone when the spec gives one number).
   std::vector<uint32_t> num_threads = {1};
   SchedulerSpec scheduler;
+  FarmSpec farm;
 
   // The spec with defaults filled in and paths resolved, as stored with the run.
   std::string ToJson() const;

@@ -79,11 +79,37 @@ TEST_F(SpecTest, UnknownKeys) {
   EXPECT_EQ(Error(R"({"modles":["../models/a.tflite"]})"),
             "spec '" + (dir_.path() / "specs/q.json").string() +
                 "': unknown key 'modles' at top level (expected name, models, delegates, "
-                "devices, device_tags, runners, pairing, benchmark, scheduler, cooldown)");
+                "devices, device_tags, runners, pairing, benchmark, scheduler, cooldown, farm)");
   EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"benchmark":{"runs":3}})"),
               HasSubstr("unknown key 'runs' in benchmark"));
   EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"delegates":[{"name":"cpu","opts":{}}]})"),
               HasSubstr("unknown key 'opts' in delegates[0]"));
+}
+
+// "farm": a farm run's priority and unserved timeout, defaults 5 and 900, kept by ToJson;
+// out of range names the key.
+TEST_F(SpecTest, FarmPriorityAndUnservedTimeout) {
+  auto plain = Parse(R"({"models":["../models/a.tflite"]})");
+  ASSERT_TRUE(plain.ok()) << plain.message();
+  EXPECT_EQ(plain->farm.priority, 5u);
+  EXPECT_EQ(plain->farm.unserved_timeout_s, 900u);
+  auto spec =
+      Parse(R"({"models":["../models/a.tflite"],"farm":{"priority":9,"unserved_timeout_s":0}})");
+  ASSERT_TRUE(spec.ok()) << spec.message();
+  EXPECT_EQ(spec->farm.priority, 9u);
+  EXPECT_EQ(spec->farm.unserved_timeout_s, 0u);
+  auto again = ParseSpec(spec->ToJson(), "stored");
+  ASSERT_TRUE(again.ok()) << again.message();
+  EXPECT_EQ(again->farm.priority, 9u);
+  EXPECT_EQ(again->farm.unserved_timeout_s, 0u);
+  EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"farm":{"priority":10}})"),
+              HasSubstr("farm.priority: 10 is out of range [0, 9]"));
+  EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"farm":{"priority":-1}})"),
+              HasSubstr("farm.priority: -1 is out of range [0, 9]"));
+  EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"farm":{"unserved_timeout_s":604801}})"),
+              HasSubstr("farm.unserved_timeout_s: 604801 is out of range [0, 604800]"));
+  EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"farm":{"prio":1}})"),
+              HasSubstr("unknown key 'prio' in farm"));
 }
 
 TEST_F(SpecTest, MissingModels) {

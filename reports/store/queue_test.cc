@@ -622,6 +622,225 @@ TEST_P(QueueTest, HealthGoldenIsAtomicAcrossConnections) {
   EXPECT_EQ("out" + (*golden)->device.substr(3), (*golden)->outputs);
 }
 
+// --- operating a farm: cancel, priority, unserved jobs, operator states ------
+
+// Cancelling a run ends every pending job at once, in one terminal state;
+// the claim of a job in flight records nothing after it.
+TEST_P(QueueTest, CancelRunEndsEveryPendingJobAndRefusesLateResults) {
+  NodeRow n{"n1", "host", 42, NowIso8601(), 0, 0, "", {"pc"}};
+  ASSERT_TRUE(store_->RegisterNode(n).ok());
+  int64_t run = 0;
+  auto ids = QueueRun({Targeted(kTargetAny), Targeted(kTargetAny), Targeted(kTargetAny)}, &run);
+  ASSERT_EQ(Claim("n1", Pc()), ids[0]);
+  ASSERT_TRUE(store_->MarkJobRunning(ids[0], 1).ok());
+  ASSERT_EQ(Claim("n1", Pc()), ids[1]);
+  ASSERT_TRUE(store_->RecordJobResult(ids[1], Ok(1)).ok());  // ended before the cancel
+
+  auto cancelled = store_->CancelRun(run, "alice@lab");
+  ASSERT_TRUE(cancelled.ok()) << cancelled.message();
+  EXPECT_EQ(cancelled->run_id, run);
+  EXPECT_EQ(cancelled->queued, 1);
+  EXPECT_EQ(cancelled->running, 1);
+  EXPECT_EQ(store_->GetRun(run)->status, kRunCancelled);
+  EXPECT_FALSE(store_->GetRun(run)->finished_at.empty());
+  for (int64_t id : {ids[0], ids[2]}) {
+    const JobRow j = *store_->GetJob(id);
+    EXPECT_EQ(j.status, kJobCancelled);
+    EXPECT_NE(j.error.find("cancelled by alice@lab"), std::string::npos) << j.error;
+    EXPECT_EQ(j.claimed_by, "");
+    EXPECT_FALSE(j.metrics.has_value());
+    auto detail = store_->GetJobDetail(id);  // every final job has a results row
+    ASSERT_TRUE(detail.ok()) << detail.message();
+    EXPECT_EQ(detail->exit_code, -1);
+  }
+  EXPECT_EQ(store_->GetJob(ids[1])->status, kJobOk);  // a result in before the cancel stays
+  EXPECT_EQ(store_->ListJobClaims(ids[0])->at(0).outcome, kClaimCancelled);
+
+  // The node in flight: its result, its retry, its renewal change nothing.
+  auto late = store_->RecordJobResult(ids[0], Ok(1));
+  ASSERT_FALSE(late.ok());
+  EXPECT_EQ(late.error().kind, ErrorKind::kConflict) << late.message();
+  EXPECT_NE(late.message().find("it is cancelled"), std::string::npos) << late.message();
+  EXPECT_EQ(store_->MarkJobRunning(ids[0], 1).error().kind, ErrorKind::kConflict);
+  EXPECT_FALSE(*store_->ReleaseClaim(ids[0], 1));
+  EXPECT_EQ(*store_->NodeHeartbeat("n1", kNodeRunning, 60), 0);
+  EXPECT_EQ(Claim("n1", Pc()), 0);
+  EXPECT_EQ(store_->GetJob(ids[0])->status, kJobCancelled);
+  EXPECT_FALSE(store_->GetJob(ids[0])->metrics.has_value());
+  EXPECT_EQ(store_->ListJobClaims(ids[0])->at(0).outcome, kClaimCancelled);
+
+  // Again, or an unknown run: a clear error, nothing changed.
+  auto again = store_->CancelRun(run, "bob@lab");
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error().kind, ErrorKind::kInvalidInput);
+  EXPECT_NE(again.message().find("is cancelled"), std::string::npos) << again.message();
+  EXPECT_NE(again.message().find("nothing to cancel"), std::string::npos) << again.message();
+  EXPECT_NE(store_->GetJob(ids[2])->error.find("alice"), std::string::npos);
+  EXPECT_EQ(store_->CancelRun(run + 100, "bob@lab").error().kind, ErrorKind::kNotFound);
+}
+
+// A run its sweep runs itself (claim 0) is cancelled the same way: the
+// sweep's late result and its closing FinishRun leave the cancel in place.
+TEST_P(QueueTest, CancelRunOfASweepsOwnRunStaysCancelled) {
+  auto run = store_->CreateRun("own", "{}");
+  ASSERT_TRUE(run.ok());
+  auto ids = store_->AddJobs(*run, {MakeJob("a.tflite"), MakeJob("b.tflite")});
+  ASSERT_TRUE(ids.ok());
+  ASSERT_TRUE(store_->MarkJobRunning((*ids)[0], 0).ok());
+  auto cancelled = store_->CancelRun(*run, "alice@lab");
+  ASSERT_TRUE(cancelled.ok()) << cancelled.message();
+  EXPECT_EQ(cancelled->running, 1);
+  EXPECT_EQ(cancelled->queued, 1);
+  EXPECT_EQ(store_->RecordJobResult((*ids)[0], Ok(0)).error().kind, ErrorKind::kConflict);
+  EXPECT_EQ(store_->MarkJobRunning((*ids)[1], 0).error().kind, ErrorKind::kConflict);
+  ASSERT_TRUE(store_->FinishRun(*run, kRunFinished).ok());
+  EXPECT_EQ(store_->GetRun(*run)->status, kRunCancelled);
+  EXPECT_EQ(store_->GetJob((*ids)[0])->status, kJobCancelled);
+  EXPECT_EQ(store_->FinishRun(*run + 100, kRunFinished).error().kind, ErrorKind::kNotFound);
+}
+
+// Claims take the highest priority first; between runs of equal priority,
+// the run with the fewest jobs running, then the oldest.
+TEST_P(QueueTest, ClaimsTakeThePriorityThenTheLeastBusyRun) {
+  int64_t long_run = 0, other = 0, urgent = 0;
+  auto a = QueueRun(
+      {Targeted(kTargetAny), Targeted(kTargetAny), Targeted(kTargetAny), Targeted(kTargetAny)},
+      &long_run);
+  auto b = QueueRun({Targeted(kTargetAny), Targeted(kTargetAny)}, &other);
+  auto u = QueueRun({Targeted(kTargetAny)}, &urgent);
+  EXPECT_EQ(store_->GetRun(long_run)->priority, kRunPriorityDefault);
+  ASSERT_TRUE(store_->SetRunQueueing(urgent, {9, 60}).ok());
+  EXPECT_EQ(store_->GetRun(urgent)->priority, 9);
+  EXPECT_EQ(store_->GetRun(urgent)->unserved_timeout_s, 60);
+
+  EXPECT_EQ(Claim("n1", Pc()), u[0]);  // queued last, claimed first
+  EXPECT_EQ(Claim("n1", Pc()), a[0]);  // none running in either: the oldest run
+  EXPECT_EQ(Claim("n1", Pc()), b[0]);  // the long run has one running
+  EXPECT_EQ(Claim("n1", Pc()), a[1]);  // one each: the oldest
+  ASSERT_TRUE(store_->RecordJobResult(b[0], Ok(1)).ok());
+  EXPECT_EQ(Claim("n1", Pc()), b[1]);  // the long run has two running, the other none
+  EXPECT_EQ(Claim("n1", Pc()), a[2]);
+
+  auto bad = store_->SetRunQueueing(other, {10, 60});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().kind, ErrorKind::kInvalidInput);
+  EXPECT_NE(bad.message().find("priority 10 is out of range [0, 9]"), std::string::npos)
+      << bad.message();
+  EXPECT_EQ(store_->SetRunQueueing(other, {5, -1}).error().kind, ErrorKind::kInvalidInput);
+  EXPECT_EQ(store_->SetRunQueueing(urgent + 100, {5, 60}).error().kind, ErrorKind::kNotFound);
+  EXPECT_EQ(store_->GetRun(other)->priority, kRunPriorityDefault);
+}
+
+// Jobs whose device no live node serves end not_run once the run's
+// unserved timeout passed; jobs a live node serves, or whose timeout has
+// not passed, wait.
+TEST_P(QueueTest, EndUnservedJobsEndsWhatNoLiveNodeServes) {
+  NodeRow n{"n1", "host", 42, NowIso8601(), 0, 0, "", {"pc"}};
+  ASSERT_TRUE(store_->RegisterNode(n).ok());
+  DeviceRow pc;
+  pc.name = "pc";
+  pc.abi = "x86_64";
+  pc.node = "n1";
+  ASSERT_TRUE(store_->UpsertDevice(pc).ok());
+  int64_t run = 0, patient = 0;
+  auto ids = QueueRun({Targeted("", "phone"), Targeted(kTargetAny), Targeted("", "pc")}, &run);
+  auto waiting = QueueRun({Targeted("", "phone")}, &patient);
+  ASSERT_TRUE(store_->SetRunQueueing(run, {5, 0}).ok());
+  ASSERT_TRUE(store_->SetRunQueueing(patient, {5, 3600}).ok());
+
+  auto ended = store_->EndUnservedJobs();
+  ASSERT_TRUE(ended.ok()) << ended.message();
+  EXPECT_EQ(*ended, std::vector<int64_t>{ids[0]});
+  const JobRow j = *store_->GetJob(ids[0]);
+  EXPECT_EQ(j.status, kJobNotRun);
+  EXPECT_NE(j.error.find("no live node served device 'phone' for 0 s"), std::string::npos)
+      << j.error;
+  EXPECT_NE(j.error.find("unserved_timeout_s"), std::string::npos) << j.error;
+  EXPECT_TRUE(store_->GetJobDetail(ids[0]).ok());
+  EXPECT_EQ(store_->GetJob(ids[1])->status, kJobQueued);
+  EXPECT_EQ(store_->GetJob(ids[2])->status, kJobQueued);
+  EXPECT_EQ(store_->GetJob(waiting[0])->status, kJobQueued);
+  EXPECT_EQ(store_->GetRun(run)->status, kRunRunning);
+  EXPECT_TRUE(store_->EndUnservedJobs()->empty());  // again: nothing more
+
+  // Once its other jobs ended the run finishes.
+  ASSERT_EQ(Claim("n1", Pc()), ids[1]);
+  ASSERT_TRUE(store_->RecordJobResult(ids[1], Ok(1)).ok());
+  ASSERT_EQ(Claim("n1", Pc()), ids[2]);
+  ASSERT_TRUE(store_->RecordJobResult(ids[2], Ok(1)).ok());
+  EXPECT_EQ(store_->GetRun(run)->status, kRunFinished);
+
+  // A stopped node serves nothing.
+  ASSERT_TRUE(store_->SetRunQueueing(patient, {5, 0}).ok());
+  ASSERT_TRUE(store_->NodeHeartbeat("n1", kNodeStopped, 60).ok());
+  int64_t pc_run_id = 0;
+  auto pc_run = QueueRun({Targeted("", "pc")}, &pc_run_id);
+  ASSERT_TRUE(store_->SetRunQueueing(pc_run_id, {5, 0}).ok());
+  ended = store_->EndUnservedJobs();
+  ASSERT_TRUE(ended.ok()) << ended.message();
+  EXPECT_EQ(*ended, (std::vector<int64_t>{waiting[0], pc_run[0]}));
+}
+
+// An operator's state wins over the health check and dfarm until an operator lifts it.
+TEST_P(QueueTest, AnOperatorsDeviceStateHoldsUntilLifted) {
+  ASSERT_TRUE(store_->SetDeviceState("phone", kDeviceOk, "").ok());
+  auto hand = store_->SetOperatorState("phone", kDeviceQuarantined, "battery swollen", "al@lab");
+  ASSERT_TRUE(hand.ok()) << hand.message();
+  for (int i = 0; i < 3; ++i) {
+    auto health =
+        store_->SetDeviceStateBy("phone", kDeviceOk, "health check passed: x", kSetByHealth);
+    ASSERT_TRUE(health.ok()) << health.message();
+    EXPECT_FALSE(*health);
+    ASSERT_TRUE(store_->SetDeviceState("phone", kDeviceOk, "dfarm").ok());
+  }
+  DeviceRow d = **store_->GetDevice("phone");
+  EXPECT_EQ(d.state, kDeviceQuarantined);
+  EXPECT_EQ(d.state_reason, "battery swollen");
+  EXPECT_EQ(d.state_by, kSetByOperator);
+  EXPECT_EQ(d.state_user, "al@lab");
+  auto events = *store_->ListDeviceEvents("phone");
+  ASSERT_EQ(events.size(), 2u);  // the refused ones left none
+  EXPECT_EQ(events[1].set_by, kSetByOperator);
+  EXPECT_EQ(events[1].user, "al@lab");
+  EXPECT_EQ(events[0].set_by, kSetByDfarm);
+
+  ASSERT_TRUE(store_->SetOperatorState("phone", "", "", "al@lab").ok());  // lifted
+  d = **store_->GetDevice("phone");
+  EXPECT_EQ(d.state, kDeviceQuarantined);
+  EXPECT_EQ(d.state_by, "");
+  auto health =
+      store_->SetDeviceStateBy("phone", kDeviceOk, "health check passed: x", kSetByHealth);
+  ASSERT_TRUE(health.ok());
+  EXPECT_TRUE(*health);
+  d = **store_->GetDevice("phone");
+  EXPECT_EQ(d.state, kDeviceOk);
+  EXPECT_EQ(d.state_by, kSetByHealth);
+  EXPECT_EQ(store_->SetOperatorState("ghost", kDeviceOk, "", "al@lab").error().kind,
+            ErrorKind::kNotFound);
+}
+
+// A database of schema v19 (before priorities and operator states) opens
+// with the defaults: priority 5, unserved timeout 900 s, states set by nobody.
+TEST_F(SqliteStoreTest, MigratesVersion19WithFarmDefaults) {
+  ASSERT_TRUE(CreateSqliteStoreAtVersionForTesting(path_, 19).ok());
+  ExecSql(
+      "INSERT INTO runs(id, name, created_at, status, spec_json, mode) VALUES(1, 'old', "
+      "'2024-05-01T00:00:00Z', 'running', '{}', 'queue');"
+      "INSERT INTO devices(name, state, state_reason) VALUES('phone', 'quarantined', 'old');");
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  auto run = store->GetRun(1);
+  ASSERT_TRUE(run.ok()) << run.message();
+  EXPECT_EQ(run->priority, kRunPriorityDefault);
+  EXPECT_EQ(run->unserved_timeout_s, kUnservedTimeoutDefaultS);
+  auto d = store->GetDevice("phone");
+  ASSERT_TRUE(d.ok() && d->has_value());
+  EXPECT_EQ((*d)->state_by, "");
+  EXPECT_TRUE(*store->SetDeviceStateBy("phone", kDeviceOk, "health", kSetByHealth));
+  auto cancelled = store->CancelRun(1, "al@lab");
+  ASSERT_TRUE(cancelled.ok()) << cancelled.message();
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, QueueTest, DFARM_BOTH_BACKENDS, BackendName);
 
 }  // namespace

@@ -348,7 +348,22 @@ CREATE INDEX jobs_by_cell ON jobs(model_sha256, delegate, delegate_options, devi
     R"sql(
 ALTER TABLE jobs ADD COLUMN pair_number INTEGER NOT NULL DEFAULT 0;
 )sql",
-    // v20: task accuracy on a labelled set (spec "eval"): per job the task,
+    // v20: operating a farm. A queue run's priority (0..9, higher claimed
+    // first) and how long its jobs wait for a live node that serves their
+    // device (unserved_timeout_s); who set a device's state (state_by:
+    // "dfarm", "health" or "operator"; "" before) and, for an operator,
+    // USER@HOST (state_user), on the device and on each of its events.
+    // jobs_queued_by_run: a run's queued jobs in id order (ClaimJob, per run).
+    R"sql(
+ALTER TABLE runs ADD COLUMN priority INTEGER NOT NULL DEFAULT 5;
+ALTER TABLE runs ADD COLUMN unserved_timeout_s INTEGER NOT NULL DEFAULT 900;
+ALTER TABLE devices ADD COLUMN state_by TEXT NOT NULL DEFAULT '';
+ALTER TABLE devices ADD COLUMN state_user TEXT NOT NULL DEFAULT '';
+ALTER TABLE device_events ADD COLUMN set_by TEXT NOT NULL DEFAULT '';
+ALTER TABLE device_events ADD COLUMN user_host TEXT NOT NULL DEFAULT '';
+CREATE INDEX jobs_queued_by_run ON jobs(run_id, id) WHERE status = 'queued';
+)sql",
+    // v21: task accuracy on a labelled set (spec "eval"): per job the task,
     // the set's identity, the images evaluated and what a paired comparison
     // needs per image (JSON), and its metrics in order (fractions with a
     // bootstrap interval; NULL bounds when there is none).

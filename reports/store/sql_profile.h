@@ -31,7 +31,7 @@ Result<void> ReplaceSustained(Conn& db, int64_t job_id,
 // The sustained curves of the run's jobs, by job id.
 Result<std::map<int64_t, JobSustained>> ReadRunSustained(Conn& db, int64_t run_id);
 
-// Schema v20, in RecordJobResult's transaction: replaces the job's task
+// Schema v21, in RecordJobResult's transaction: replaces the job's task
 // accuracy (none when unset).
 Result<void> ReplaceTaskAccuracy(Conn& db, int64_t job_id, const std::optional<TaskAccuracy>& task);
 // The task accuracy of the run's jobs that have it, by job id.

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "agent/base/sha256.h"
 
@@ -42,6 +44,34 @@ Result<void> EndClaim(Conn& db, int64_t job_id, int64_t claim_id, const char* ou
                  {outcome, job_id, claim_id});
 }
 
+// Gives every job of run `run_id` in `status` that has no results row one
+// without figures (exit -1): every final job has a results row.
+Result<void> InsertEmptyResults(Conn& db, int64_t run_id, const char* status) {
+  return RunWith(db,
+                 "INSERT INTO results(job_id, exit_code, signal, runner_json, stderr_tail, "
+                 "finished_at) SELECT j.id, -1, 0, '', '', ? FROM jobs j WHERE j.run_id = ? AND "
+                 "j.status = ? AND NOT EXISTS (SELECT 1 FROM results r WHERE r.job_id = j.id)",
+                 {NowIso8601(), run_id, status});
+}
+
+// Unix seconds of an ISO-8601 UTC time ("2024-05-01T12:34:56Z"); 0 when it is not one.
+int64_t IsoToUnix(const std::string& text) {
+  std::tm tm{};
+  const char* end = ::strptime(text.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  if (end == nullptr || *end != 0) return 0;
+  return static_cast<int64_t>(::timegm(&tm));
+}
+
+Result<int64_t> DatabaseNow(Conn& db) {
+  auto s = Stmt::Prepare(db, "SELECT " + NowUnixSql(db.dialect()));
+  if (!s) return s.error();
+  auto row = s->Step();
+  if (!row) return row.error();
+  const int64_t now = s->Int(0);
+  if (auto r = s->Run(); !r) return r.error();
+  return now;
+}
+
 Result<void> InsertInfraResult(Conn& db, int64_t job_id) {
   if (auto r = RunWith(db, "DELETE FROM results WHERE job_id = ?", {job_id}); !r) return r;
   return RunWith(db,
@@ -58,6 +88,91 @@ Result<void> SetRunMode(Conn& db, int64_t run_id, const std::string& mode) {
     return MakeError(ErrorKind::kNotFound, "no run " + std::to_string(run_id));
   }
   return Ok();
+}
+
+Result<void> SetRunQueueing(Conn& db, int64_t run_id, const RunQueueing& q) {
+  if (q.priority < kRunPriorityMin || q.priority > kRunPriorityMax) {
+    return MakeError(ErrorKind::kInvalidInput,
+                     "priority " + std::to_string(q.priority) + " is out of range [" +
+                         std::to_string(kRunPriorityMin) + ", " + std::to_string(kRunPriorityMax) +
+                         "] (higher is claimed first)");
+  }
+  if (q.unserved_timeout_s < 0 || q.unserved_timeout_s > kUnservedTimeoutMaxS) {
+    return MakeError(ErrorKind::kInvalidInput,
+                     "unserved_timeout_s " + std::to_string(q.unserved_timeout_s) +
+                         " is out of range [0, " + std::to_string(kUnservedTimeoutMaxS) + "]");
+  }
+  if (auto r = RunWith(db, "UPDATE runs SET priority = ?, unserved_timeout_s = ? WHERE id = ?",
+                       {q.priority, q.unserved_timeout_s, run_id});
+      !r) {
+    return r;
+  }
+  if (db.Changes() == 0) {
+    return MakeError(ErrorKind::kNotFound, "no run " + std::to_string(run_id));
+  }
+  return Ok();
+}
+
+Result<CancelledRun> CancelRun(Conn& db, int64_t run_id, const std::string& by) {
+  auto tx = Transaction::Begin(db);
+  if (!tx) return tx.error();
+  const std::string lock_sql = db.dialect() == Dialect::kPostgres ? " FOR UPDATE" : "";
+  auto run = Stmt::Prepare(db, "SELECT status, finished_at FROM runs WHERE id = ?" + lock_sql);
+  if (!run) return run.error();
+  run->Bind(1, run_id);
+  auto found = run->Step();
+  if (!found) return found.error();
+  if (!*found) return MakeError(ErrorKind::kNotFound, "no run " + std::to_string(run_id));
+  const std::string status = run->Text(0);
+  const std::string finished_at = run->Text(1);
+  if (auto r = run->Run(); !r) return r.error();
+  if (status != kRunRunning) {
+    return MakeError(ErrorKind::kInvalidInput,
+                     "run " + std::to_string(run_id) + " is " + status +
+                         (finished_at.empty() ? "" : " (since " + finished_at + ")") +
+                         ", not running: there is nothing to cancel");
+  }
+  CancelledRun out;
+  out.run_id = run_id;
+  const std::string why = "cancelled by " + by + " at " + NowIso8601() + " (dfarm cancel)";
+  // Each job under its row lock: a result being recorded commits first (the
+  // job is no longer pending then) or finds the job cancelled and records nothing.
+  for (const char* pending : {kJobQueued, kJobRunning}) {
+    auto u = Stmt::Prepare(db,
+                           "UPDATE jobs SET status = ?, error = ?, claimed_by = '', lease_until = "
+                           "0 WHERE run_id = ? AND status = ? RETURNING id, claim_id");
+    if (!u) return u.error();
+    u->Bind(1, kJobCancelled).Bind(2, why).Bind(3, run_id).Bind(4, pending);
+    std::vector<std::pair<int64_t, int64_t>> ended;
+    for (;;) {
+      auto row = u->Step();
+      if (!row) return row.error();
+      if (!*row) break;
+      ended.emplace_back(u->Int(0), u->Int(1));
+    }
+    (pending == kJobQueued ? out.queued : out.running) = static_cast<int64_t>(ended.size());
+    if (pending == kJobQueued) continue;
+    for (const auto& [job, claim] : ended) {
+      if (claim == 0) continue;
+      if (auto r = RunWith(db,
+                           "UPDATE job_claims SET ended_unix = " + NowUnixSql(db.dialect()) +
+                               ", outcome = ? WHERE job_id = ? AND claim_id = ? AND ended_unix = 0",
+                           {kClaimCancelled, job, claim});
+          !r) {
+        return r.error();
+      }
+    }
+  }
+  if (auto r = InsertEmptyResults(db, run_id, kJobCancelled); !r) return r.error();
+  if (auto r = RunWith(db,
+                       "UPDATE runs SET status = ?, finished_at = ?, owner_pid = 0, owner_host = "
+                       "'', owner_since = 0 WHERE id = ?",
+                       {kRunCancelled, NowIso8601(), run_id});
+      !r) {
+    return r.error();
+  }
+  if (auto r = tx->Commit(); !r) return r.error();
+  return out;
 }
 
 Result<void> RegisterNode(Conn& db, const NodeRow& n) {
@@ -139,44 +254,87 @@ Result<std::vector<NodeRow>> ListNodes(Conn& db) {
   }
 }
 
+namespace {
+
+// The running queue runs in claim order: highest priority first; of equal
+// priority, the one with the fewest jobs running, then the oldest.
+Result<std::vector<int64_t>> RunsInClaimOrder(Conn& db) {
+  auto q = Stmt::Prepare(
+      db,
+      "SELECT r.id, r.priority, (SELECT count(*) FROM jobs k WHERE k.run_id = r.id AND k.status "
+      "= ?) AS busy FROM runs r WHERE r.mode = ? AND r.status = ? ORDER BY r.priority DESC, "
+      "busy, r.id");
+  if (!q) return q.error();
+  q->Bind(1, kJobRunning).Bind(2, kRunModeQueue).Bind(3, kRunRunning);
+  std::vector<int64_t> out;
+  for (;;) {
+    auto row = q->Step();
+    if (!row) return row.error();
+    if (!*row) return out;
+    out.push_back(q->Int(0));
+  }
+}
+
+// Locks the first of `ids` (queued jobs) that no other node is claiming
+// right now (SKIP LOCKED: one row, so the others stay free for the other
+// nodes); unset when every one is taken.
+Result<std::optional<int64_t>> LockFirstFree(Conn& db, const std::vector<int64_t>& ids) {
+  std::string in;
+  for (size_t i = 0; i < ids.size(); ++i) in += i ? ", ?" : "?";
+  auto lock = Stmt::Prepare(db, "SELECT id FROM jobs WHERE id IN (" + in +
+                                    ") AND status = ? ORDER BY id LIMIT 1" +
+                                    ForUpdateSkipLocked(db.dialect()));
+  if (!lock) return lock.error();
+  int k = 1;
+  for (int64_t id : ids) lock->Bind(k++, id);
+  lock->Bind(k, kJobQueued);
+  auto row = lock->Step();
+  if (!row) return row.error();
+  std::optional<int64_t> chosen;
+  if (*row) chosen = lock->Int(0);
+  if (auto r = lock->Run(); !r) return r.error();
+  return chosen;
+}
+
+// In ClaimJob's transaction: the job `device` takes next, locked; unset when none.
+Result<std::optional<int64_t>> ChooseJob(Conn& db, const DeviceTraits& device) {
+  auto runs = RunsInClaimOrder(db);
+  if (!runs) return runs.error();
+  // Per run, its oldest candidates read without locks; then the first that
+  // matches and is free is locked.
+  auto q = Stmt::Prepare(db,
+                         "SELECT j.id, j.device, j.target FROM jobs j WHERE j.run_id = ? AND "
+                         "j.status = ? AND (j.target <> '' OR j.device = ?) ORDER BY j.id "
+                         "LIMIT 200");
+  if (!q) return q.error();
+  for (int64_t run : *runs) {
+    q->Reset();
+    q->Bind(1, run).Bind(2, kJobQueued).Bind(3, device.name);
+    std::vector<int64_t> matching;
+    for (;;) {
+      auto row = q->Step();
+      if (!row) return row.error();
+      if (!*row) break;
+      if (TargetMatches(q->Text(2), q->Text(1), device)) matching.push_back(q->Int(0));
+    }
+    if (matching.empty()) continue;
+    auto chosen = LockFirstFree(db, matching);
+    if (!chosen) return chosen.error();
+    if (*chosen) return chosen;
+  }
+  return std::optional<int64_t>();
+}
+
+}  // namespace
+
 Result<std::optional<int64_t>> ClaimJob(Conn& db, const std::string& node,
                                         const DeviceTraits& device, int64_t lease_s) {
   const std::string now = NowUnixSql(db.dialect());
   auto tx = Transaction::Begin(db);
   if (!tx) return tx.error();
-  // Candidates, oldest first, read without locks; then the first that
-  // matches and that no other node is claiming right now is locked (SKIP
-  // LOCKED: one row, so the others stay free for the other nodes).
-  auto q = Stmt::Prepare(
-      db,
-      "SELECT j.id, j.device, j.target FROM jobs j WHERE j.status = ? AND (j.target <> '' OR "
-      "j.device = ?) AND j.run_id IN (SELECT r.id FROM runs r WHERE r.mode = ? AND r.status = ?) "
-      "ORDER BY j.id LIMIT 200");
-  if (!q) return q.error();
-  q->Bind(1, kJobQueued).Bind(2, device.name).Bind(3, kRunModeQueue).Bind(4, kRunRunning);
-  std::vector<int64_t> matching;
-  for (;;) {
-    auto row = q->Step();
-    if (!row) return row.error();
-    if (!*row) break;
-    if (TargetMatches(q->Text(2), q->Text(1), device)) matching.push_back(q->Int(0));
-  }
-  std::optional<int64_t> chosen;
-  if (!matching.empty()) {
-    std::string in;
-    for (size_t i = 0; i < matching.size(); ++i) in += i ? ", ?" : "?";
-    auto lock = Stmt::Prepare(db, "SELECT id FROM jobs WHERE id IN (" + in +
-                                      ") AND status = ? ORDER BY id LIMIT 1" +
-                                      ForUpdateSkipLocked(db.dialect()));
-    if (!lock) return lock.error();
-    int k = 1;
-    for (int64_t id : matching) lock->Bind(k++, id);
-    lock->Bind(k, kJobQueued);
-    auto row = lock->Step();
-    if (!row) return row.error();
-    if (*row) chosen = lock->Int(0);
-    if (auto r = lock->Run(); !r) return r.error();
-  }
+  auto picked = ChooseJob(db, device);
+  if (!picked) return picked.error();
+  const std::optional<int64_t> chosen = *picked;
   if (!chosen) {
     if (auto r = tx->Commit(); !r) return r.error();
     return std::optional<int64_t>();
@@ -290,6 +448,141 @@ Result<std::vector<int64_t>> ReapExpiredClaims(Conn& db, int64_t max_claims) {
     if (auto r = FinishQueueRunIfDone(db, id); !r) return r.error();
   }
   return ids;
+}
+
+namespace {
+
+// A queue run whose unserved timeout may have passed.
+struct WaitingRun {
+  int64_t id = 0;
+  int64_t since = 0;  // unix seconds: its creation
+  int64_t timeout_s = 0;
+};
+
+// The running queue runs older than their unserved timeout at `now`.
+Result<std::vector<WaitingRun>> RunsPastUnservedTimeout(Conn& db, int64_t now) {
+  auto q = Stmt::Prepare(db,
+                         "SELECT id, created_at, unserved_timeout_s FROM runs WHERE mode = ? AND "
+                         "status = ? ORDER BY id");
+  if (!q) return q.error();
+  q->Bind(1, kRunModeQueue).Bind(2, kRunRunning);
+  std::vector<WaitingRun> out;
+  for (;;) {
+    auto row = q->Step();
+    if (!row) return row.error();
+    if (!*row) return out;
+    WaitingRun w{q->Int(0), IsoToUnix(q->Text(1)), q->Int(2)};
+    if (w.since > 0 && w.since + w.timeout_s <= now) out.push_back(w);
+  }
+}
+
+// A device of a node, with its node's liveness and heartbeat.
+struct NodeDevice {
+  DeviceTraits traits;
+  bool alive = false;
+  int64_t heartbeat_unix = 0;
+};
+
+Result<std::vector<NodeDevice>> NodeDevices(Conn& db) {
+  auto nodes = ListNodes(db);
+  if (!nodes) return nodes.error();
+  std::map<std::string, const NodeRow*> by_name;
+  for (const NodeRow& n : *nodes) by_name[n.name] = &n;
+  auto q = Stmt::Prepare(
+      db, "SELECT name, abi, os, cpu, memory_bytes, tags, node FROM devices WHERE node <> ''");
+  if (!q) return q.error();
+  std::vector<NodeDevice> out;
+  for (;;) {
+    auto row = q->Step();
+    if (!row) return row.error();
+    if (!*row) return out;
+    auto node = by_name.find(q->Text(6));
+    if (node == by_name.end()) continue;
+    // A node lists the devices it serves now; a device row keeps its last node.
+    const std::vector<std::string>& serves = node->second->devices;
+    if (std::find(serves.begin(), serves.end(), q->Text(0)) == serves.end()) continue;
+    out.push_back(NodeDevice{DeviceTraits{q->Text(0), q->Text(1), q->Text(2), q->Text(3), q->Int(4),
+                                          SplitComma(q->Text(5))},
+                             NodeAlive(*node->second), node->second->heartbeat_unix});
+  }
+}
+
+std::string TargetLabel(const std::string& device, const std::string& target) {
+  if (target.empty()) return "device '" + device + "'";
+  if (target == kTargetAny) return "any device";
+  return "a device matching " + target;
+}
+
+// Ends run `w`'s queued jobs that no live node has served for its timeout;
+// returns their ids.
+Result<std::vector<int64_t>> EndUnservedOfRun(Conn& db, const WaitingRun& w, int64_t now,
+                                              const std::vector<NodeDevice>& devices) {
+  auto q =
+      Stmt::Prepare(db, "SELECT DISTINCT device, target FROM jobs WHERE run_id = ? AND status = ?");
+  if (!q) return q.error();
+  q->Bind(1, w.id).Bind(2, kJobQueued);
+  std::vector<std::pair<std::string, std::string>> unserved;
+  for (;;) {
+    auto row = q->Step();
+    if (!row) return row.error();
+    if (!*row) break;
+    const std::string device = q->Text(0), target = q->Text(1);
+    int64_t last = w.since;
+    bool live = false;
+    for (const NodeDevice& d : devices) {
+      if (!TargetMatches(target, device, d.traits)) continue;
+      live = live || d.alive;
+      last = std::max(last, d.heartbeat_unix);
+    }
+    if (!live && last + w.timeout_s <= now) unserved.emplace_back(device, target);
+  }
+  std::vector<int64_t> ended;
+  if (unserved.empty()) return ended;
+  auto tx = Transaction::Begin(db);
+  if (!tx) return tx.error();
+  for (const auto& [device, target] : unserved) {
+    const std::string why = "no live node served " + TargetLabel(device, target) + " for " +
+                            std::to_string(w.timeout_s) +
+                            " s (the spec's farm.unserved_timeout_s): start `dfarm node "
+                            "--device URI` on a host that has one, then sweep again";
+    auto u = Stmt::Prepare(db,
+                           "UPDATE jobs SET status = ?, error = ? WHERE run_id = ? AND status = ? "
+                           "AND device = ? AND target = ? RETURNING id");
+    if (!u) return u.error();
+    u->Bind(1, kJobNotRun).Bind(2, why).Bind(3, w.id).Bind(4, kJobQueued);
+    u->Bind(5, device).Bind(6, target);
+    for (;;) {
+      auto row = u->Step();
+      if (!row) return row.error();
+      if (!*row) break;
+      ended.push_back(u->Int(0));
+    }
+  }
+  if (auto r = InsertEmptyResults(db, w.id, kJobNotRun); !r) return r.error();
+  if (auto r = tx->Commit(); !r) return r.error();
+  if (!ended.empty()) {
+    if (auto r = FinishQueueRunIfDone(db, ended.front()); !r) return r.error();
+  }
+  return ended;
+}
+
+}  // namespace
+
+Result<std::vector<int64_t>> EndUnservedJobs(Conn& db) {
+  auto now = DatabaseNow(db);
+  if (!now) return now.error();
+  auto runs = RunsPastUnservedTimeout(db, *now);
+  if (!runs) return runs.error();
+  std::vector<int64_t> ended;
+  if (runs->empty()) return ended;
+  auto devices = NodeDevices(db);
+  if (!devices) return devices.error();
+  for (const WaitingRun& w : *runs) {
+    auto of_run = EndUnservedOfRun(db, w, *now, *devices);
+    if (!of_run) return of_run.error();
+    ended.insert(ended.end(), of_run->begin(), of_run->end());
+  }
+  return ended;
 }
 
 Result<std::vector<JobClaimRow>> ListJobClaims(Conn& db, int64_t job_id) {

@@ -16,6 +16,10 @@
 namespace dfarm::store::sql {
 
 Result<void> SetRunMode(Conn& db, int64_t run_id, const std::string& mode);
+Result<void> SetRunQueueing(Conn& db, int64_t run_id, const RunQueueing& q);
+// Store::CancelRun; kNotFound / kInvalidInput errors name the run only.
+Result<CancelledRun> CancelRun(Conn& db, int64_t run_id, const std::string& by);
+Result<std::vector<int64_t>> EndUnservedJobs(Conn& db);
 Result<void> RegisterNode(Conn& db, const NodeRow& node);
 Result<int64_t> NodeHeartbeat(Conn& db, const std::string& node, const std::string& state,
                               int64_t lease_s);

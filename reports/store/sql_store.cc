@@ -131,11 +131,12 @@ std::string TagsSql(Dialect d) {
          " FROM (SELECT t.name FROM run_tags t WHERE t.run_id = runs.id ORDER BY t.name) tn)";
 }
 
-// The columns ReadRun reads, FROM runs.
+// The columns ReadRun reads, FROM runs: kRunColumnCount of them.
+constexpr int kRunColumnCount = 14;
 std::string RunColumns(Dialect d) {
   return "runs.id, runs.name, runs.created_at, runs.finished_at, runs.status, runs.spec_json, "
          "runs.owner_pid, runs.owner_host, runs.owner_since, runs.parent_run_id, " +
-         TagsSql(d) + ", runs.mode ";
+         TagsSql(d) + ", runs.mode, runs.priority, runs.unserved_timeout_s ";
 }
 
 RunRow ReadRun(const Stmt& s) {
@@ -151,6 +152,8 @@ RunRow ReadRun(const Stmt& s) {
   r.owner_since = s.Int(8);
   r.parent_run_id = s.Int(9);
   r.mode = s.Text(11);
+  r.priority = s.Int(12);
+  r.unserved_timeout_s = s.Int(13);
   if (!s.IsNull(10)) {
     std::string all = s.Text(10);
     for (size_t start = 0; start <= all.size();) {
@@ -606,7 +609,8 @@ class SqlStore final : public Store {
       auto s = Prepare(
           "UPDATE jobs SET status = ?, error = ?, wall_ms = ?, "
           "runner_version = coalesce(nullif(?, ''), runner_version) WHERE id = ? AND " +
-          (o.claim_id > 0 ? sql::HeldBy(o.claim_id) : sql::Unclaimed()));
+          (o.claim_id > 0 ? sql::HeldBy(o.claim_id)
+                          : sql::Unclaimed() + " AND status <> '" + kJobCancelled + "'"));
       if (!s) return s.error();
       s->Bind(1, o.status).Bind(2, o.error).Bind(3, o.wall_ms).Bind(4, o.runner_version);
       s->Bind(5, job_id);
@@ -679,13 +683,19 @@ class SqlStore final : public Store {
       return MakeError("cannot finish run " + std::to_string(run_id) + ": status '" + status +
                        "' is not finished, failed or cancelled");
     }
+    // A run cancelled by CancelRun (its jobs cancelled) stays cancelled: the
+    // sweep that ran it may finish it after the cancel.
     auto s = Prepare(
         "UPDATE runs SET status = ?, finished_at = ?, owner_pid = 0, owner_host = '', "
-        "owner_since = 0 WHERE id = ?");
+        "owner_since = 0 WHERE id = ? AND NOT (status = ? AND EXISTS (SELECT 1 FROM jobs j WHERE "
+        "j.run_id = runs.id AND j.status = ?))");
     if (!s) return s.error();
-    s->Bind(1, status).Bind(2, NowIso8601()).Bind(3, run_id);
+    s->Bind(1, status).Bind(2, NowIso8601()).Bind(3, run_id).Bind(4, kRunCancelled);
+    s->Bind(5, kJobCancelled);
     if (auto r = s->Run(); !r) return Fail("finish run", r);
-    return ExpectChanged("run", run_id);
+    if (db_->Changes() > 0) return Ok();
+    if (auto r = GetRun(run_id); !r) return r.error();
+    return Ok();
   }
 
   Result<std::vector<RunRow>> ListRuns() override {
@@ -853,25 +863,82 @@ class SqlStore final : public Store {
 
   Result<void> SetDeviceState(const std::string& name, const std::string& state,
                               const std::string& reason) override {
-    auto tx = Transaction::Begin(*db_);
-    if (!tx) return Fail("record the state of device '" + name + "'", tx);
-    auto s = Prepare(
-        "INSERT INTO devices(name, state, state_reason) VALUES(?, ?, ?) ON CONFLICT(name) DO "
-        "UPDATE SET state = excluded.state, state_reason = excluded.state_reason");
-    if (!s) return s.error();
-    s->Bind(1, name).Bind(2, state).Bind(3, reason);
-    if (auto r = s->Run(); !r) return Fail("record the state of device '" + name + "'", r);
-    auto e = Prepare("INSERT INTO device_events(name, at, state, reason) VALUES(?, ?, ?, ?)");
-    if (!e) return e.error();
-    e->Bind(1, name).Bind(2, NowIso8601()).Bind(3, state).Bind(4, reason);
-    if (auto r = e->Run(); !r) return Fail("record the state of device '" + name + "'", r);
-    if (auto r = tx->Commit(); !r) return Fail("record the state of device '" + name + "'", r);
+    auto set = SetDeviceStateBy(name, state, reason, kSetByDfarm);
+    if (!set) return set.error();
     return Ok();
   }
 
-  Result<std::vector<DeviceEvent>> ListDeviceEvents(const std::string& name) override {
+  Result<bool> SetDeviceStateBy(const std::string& name, const std::string& state,
+                                const std::string& reason, const std::string& set_by) override {
+    const std::string what = "record the state of device '" + name + "'";
+    auto tx = Transaction::Begin(*db_);
+    if (!tx) return Fail(what, tx);
+    // An operator's state stays: the update skips its row (and the row lock
+    // orders this after an operator's write in flight).
+    auto s = Prepare(
+        "INSERT INTO devices(name, state, state_reason, state_by) VALUES(?, ?, ?, ?) ON "
+        "CONFLICT(name) DO UPDATE SET state = excluded.state, state_reason = "
+        "excluded.state_reason, state_by = excluded.state_by, state_user = '' WHERE "
+        "devices.state_by <> ?");
+    if (!s) return s.error();
+    s->Bind(1, name).Bind(2, state).Bind(3, reason).Bind(4, set_by).Bind(5, kSetByOperator);
+    if (auto r = s->Run(); !r) return Fail(what, r);
+    if (db_->Changes() == 0) return false;
+    if (auto r = AddDeviceEvent(name, state, reason, set_by, ""); !r) return Fail(what, r);
+    if (auto r = tx->Commit(); !r) return Fail(what, r);
+    return true;
+  }
+
+  Result<void> SetOperatorState(const std::string& name, const std::string& state,
+                                const std::string& reason, const std::string& user) override {
+    const std::string what = "record the state of device '" + name + "'";
+    auto tx = Transaction::Begin(*db_);
+    if (!tx) return Fail(what, tx);
     auto s =
-        Prepare("SELECT name, at, state, reason FROM device_events WHERE name = ? ORDER BY id");
+        Prepare(state.empty() ? "UPDATE devices SET state_by = ?, state_user = ? WHERE name = ? "
+                                "RETURNING state"
+                              : "UPDATE devices SET state = ?, state_reason = ?, state_by = ?, "
+                                "state_user = ? WHERE name = ? RETURNING state");
+    if (!s) return s.error();
+    if (state.empty()) {
+      s->Bind(1, std::string()).Bind(2, std::string()).Bind(3, name);
+    } else {
+      s->Bind(1, state).Bind(2, reason).Bind(3, kSetByOperator).Bind(4, user).Bind(5, name);
+    }
+    auto row = s->Step();
+    if (!row) return Fail(what, row);
+    if (!*row)
+      return MakeError(ErrorKind::kNotFound, "no device '" + name + "' in '" + path_ + "'");
+    const std::string now = s->Text(0);
+    if (auto r = s->Run(); !r) return Fail(what, r);
+    const std::string event_reason =
+        state.empty() ? "operator lifted the hand-set state; the health check and dfarm decide "
+                        "again" +
+                            (reason.empty() ? std::string() : ": " + reason)
+                      : reason;
+    if (auto r = AddDeviceEvent(name, now, event_reason, kSetByOperator, user); !r) {
+      return Fail(what, r);
+    }
+    if (auto r = tx->Commit(); !r) return Fail(what, r);
+    return Ok();
+  }
+
+  Result<void> AddDeviceEvent(const std::string& name, const std::string& state,
+                              const std::string& reason, const std::string& set_by,
+                              const std::string& user) {
+    auto e = Prepare(
+        "INSERT INTO device_events(name, at, state, reason, set_by, user_host) VALUES(?, ?, ?, "
+        "?, ?, ?)");
+    if (!e) return e.error();
+    e->Bind(1, name).Bind(2, NowIso8601()).Bind(3, state).Bind(4, reason).Bind(5, set_by);
+    e->Bind(6, user);
+    return e->Run();
+  }
+
+  Result<std::vector<DeviceEvent>> ListDeviceEvents(const std::string& name) override {
+    auto s = Prepare(
+        "SELECT name, at, state, reason, set_by, user_host FROM device_events WHERE name = ? "
+        "ORDER BY id");
     if (!s) return s.error();
     s->Bind(1, name);
     std::vector<DeviceEvent> out;
@@ -879,7 +946,8 @@ class SqlStore final : public Store {
       auto row = s->Step();
       if (!row) return Fail("list the states of device '" + name + "'", row);
       if (!*row) break;
-      out.push_back(DeviceEvent{s->Text(0), s->Text(1), s->Text(2), s->Text(3)});
+      out.push_back(
+          DeviceEvent{s->Text(0), s->Text(1), s->Text(2), s->Text(3), s->Text(4), s->Text(5)});
     }
     return out;
   }
@@ -930,10 +998,10 @@ class SqlStore final : public Store {
       if (!*row) break;
       const int64_t id = s->Int(0);
       if (out.empty() || out.back().run.id != id) out.push_back(RunSummary{ReadRun(*s), 0, {}});
-      const int64_t n = s->Int(13);
+      const int64_t n = s->Int(kRunColumnCount + 1);
       if (n == 0) continue;  // a run without jobs: the LEFT JOIN's one NULL row
       out.back().jobs += n;
-      out.back().by_status[s->Text(12)] += n;
+      out.back().by_status[s->Text(kRunColumnCount)] += n;
     }
     return out;
   }
@@ -1095,6 +1163,34 @@ class SqlStore final : public Store {
     return Ok();
   }
 
+  Result<void> SetRunQueueing(int64_t run_id, const RunQueueing& q) override {
+    if (auto r = sql::SetRunQueueing(*db_, run_id, q); !r) {
+      if (r.error().kind == ErrorKind::kInvalidInput) return r;
+      if (r.error().kind == ErrorKind::kNotFound) {
+        return MakeError(ErrorKind::kNotFound, r.message() + " in '" + path_ + "'");
+      }
+      return Fail("set the priority of run", r);
+    }
+    return Ok();
+  }
+
+  Result<CancelledRun> CancelRun(int64_t run_id, const std::string& by) override {
+    auto r = sql::CancelRun(*db_, run_id, by);
+    if (!r) {
+      if (r.error().kind == ErrorKind::kInvalidInput || r.error().kind == ErrorKind::kNotFound) {
+        return MakeError(r.error().kind, r.message() + " in '" + path_ + "'");
+      }
+      return Fail("cancel run " + std::to_string(run_id), r);
+    }
+    return *r;
+  }
+
+  Result<std::vector<int64_t>> EndUnservedJobs() override {
+    auto r = sql::EndUnservedJobs(*db_);
+    if (!r) return Fail("end the jobs no node serves", r);
+    return std::move(*r);
+  }
+
   Result<void> RegisterNode(const NodeRow& node) override {
     if (auto r = sql::RegisterNode(*db_, node); !r) return Fail("register node " + node.name, r);
     return Ok();
@@ -1195,7 +1291,7 @@ class SqlStore final : public Store {
   Result<std::vector<DeviceRow>> ReadDevices(const std::string& only) {
     auto s = Prepare(std::string("SELECT name, abi, os, cpu, cores, memory_bytes, hostname, "
                                  "agent_version, last_seen, state, state_reason, node, tags, "
-                                 "opencl FROM devices ") +
+                                 "opencl, state_by, state_user FROM devices ") +
                      (only.empty() ? "" : "WHERE name = ? ") + "ORDER BY name");
     if (!s) return s.error();
     if (!only.empty()) s->Bind(1, only);
@@ -1208,6 +1304,8 @@ class SqlStore final : public Store {
                                   s->Int(5), s->Text(6), s->Text(7), s->Text(8), s->Text(9),
                                   s->Text(10), s->Text(11), sql::SplitComma(s->Text(12)),
                                   ParseOpenClDevices(s->Text(13))});
+      devices.back().state_by = s->Text(14);
+      devices.back().state_user = s->Text(15);
     }
     return devices;
   }

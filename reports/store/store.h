@@ -24,6 +24,17 @@
 
 namespace dfarm::store {
 
+// A queue run's priority (spec "farm": {"priority"}, `dfarm sweep
+// --priority`): kRunPriorityMin to kRunPriorityMax, higher claimed first.
+inline constexpr int64_t kRunPriorityMin = 0;
+inline constexpr int64_t kRunPriorityMax = 9;
+inline constexpr int64_t kRunPriorityDefault = 5;
+// How long a queue run's queued jobs wait, by default, for a live node that
+// serves their device before they end not_run (spec "farm":
+// {"unserved_timeout_s"}); at most kUnservedTimeoutMaxS.
+inline constexpr int64_t kUnservedTimeoutDefaultS = 900;
+inline constexpr int64_t kUnservedTimeoutMaxS = 7 * 24 * 3600;
+
 // Run status: "running" | "finished" | "failed" | "cancelled".
 inline constexpr const char* kRunRunning = "running";
 inline constexpr const char* kRunFinished = "finished";
@@ -32,11 +43,15 @@ inline constexpr const char* kRunCancelled = "cancelled";
 
 // Job status: "queued" | "running" while pending, then one of the job status
 // classes (ok, model_error, delegate_error, unsupported, crashed, timeout,
-// infra), whose one list is DFARM_JOB_STATUSES in agent/protocol/status.h.
+// infra, cancelled, not_run), whose one list is DFARM_JOB_STATUSES in
+// agent/protocol/status.h. cancelled: its run was cancelled (CancelRun);
+// not_run: a farm's job that no live node served in time (EndUnservedJobs).
 inline constexpr const char* kJobQueued = "queued";
 inline constexpr const char* kJobRunning = "running";
 inline constexpr const char* kJobOk = JobStatusName(JobStatus::kOk);
 inline constexpr const char* kJobInfra = JobStatusName(JobStatus::kInfra);
+inline constexpr const char* kJobCancelled = JobStatusName(JobStatus::kCancelled);
+inline constexpr const char* kJobNotRun = JobStatusName(JobStatus::kNotRun);
 
 // True for the statuses a job ends in: the names of JobStatus (everything but
 // queued and running).
@@ -90,6 +105,11 @@ struct RunRow {
   // Schema v11: "" for a run its sweep runs itself; kRunModeQueue for a run
   // whose jobs `dfarm node` processes claim.
   std::string mode;
+  // Schema v20, a queue run's (SetRunQueueing): nodes claim the jobs of the
+  // highest priority first; unserved_timeout_s: how long its queued jobs
+  // wait for a live node that serves their device (EndUnservedJobs).
+  int64_t priority = kRunPriorityDefault;
+  int64_t unserved_timeout_s = kUnservedTimeoutDefaultS;
 };
 
 inline constexpr const char* kRunModeQueue = "queue";
@@ -243,7 +263,7 @@ struct JobOutcome {
   std::optional<JobProfile> profile;
   // Schema v16: the sustained-mode curve; unset for other jobs.
   std::optional<JobSustained> sustained;
-  // Schema v20: task accuracy on a labelled set; unset for other jobs.
+  // Schema v21: task accuracy on a labelled set; unset for other jobs.
   std::optional<TaskAccuracy> task;
 };
 
@@ -306,6 +326,10 @@ struct DeviceRow {
   // The OpenCL devices its agent saw; empty when none (or an agent that
   // does not list them).
   std::vector<OpenClDevice> opencl;
+  // Schema v20: who set the state (kSetBy*; "" before v20) and, for an
+  // operator, "USER@HOST". An operator's state holds until an operator lifts it.
+  std::string state_by;
+  std::string state_user;
 };
 
 // Which runs ListRunSummaries returns; an empty field does not filter.
@@ -349,7 +373,17 @@ struct DeviceEvent {
   std::string at;  // ISO-8601 UTC
   std::string state;
   std::string reason;
+  std::string set_by;  // kSetBy* (schema v20; "" before)
+  std::string user;    // an operator's "USER@HOST"
 };
+
+// Who set a device's state: a sweep or node on its own (a quarantine after
+// infra jobs in a row), a health check, or an operator (`dfarm devices
+// --quarantine/--release`). An operator's state wins over the others until
+// an operator lifts it (SetOperatorState with state "").
+inline constexpr const char* kSetByDfarm = "dfarm";
+inline constexpr const char* kSetByHealth = "health";
+inline constexpr const char* kSetByOperator = "operator";
 
 // Device states a sweep records (SetDeviceState); `dfarm devices` adds
 // "online", "offline" and "busy" from what it sees itself.
@@ -420,6 +454,19 @@ Result<TargetSelector> ParseTarget(
 // Whether a job with `target` and planned device `job_device` may run on `d`.
 bool TargetMatches(const std::string& target, const std::string& job_device, const DeviceTraits& d);
 
+// What CancelRun changed.
+struct CancelledRun {
+  int64_t run_id = 0;
+  int64_t queued = 0;   // queued jobs ended cancelled
+  int64_t running = 0;  // running jobs ended cancelled (their nodes record nothing more)
+};
+
+// A queue run's claim order and patience (schema v20).
+struct RunQueueing {
+  int64_t priority = kRunPriorityDefault;
+  int64_t unserved_timeout_s = kUnservedTimeoutDefaultS;
+};
+
 // One claim of a job and how it ended.
 struct JobClaimRow {
   int64_t claim_id = 0;
@@ -429,9 +476,10 @@ struct JobClaimRow {
   int64_t ended_unix = 0;  // 0 while held
   std::string outcome;     // kClaim*: "" while held
 };
-inline constexpr const char* kClaimFinished = "finished";  // its result was recorded
-inline constexpr const char* kClaimReaped = "reaped";      // the lease expired: back to the queue
-inline constexpr const char* kClaimReleased = "released";  // the node gave it back (Ctrl-C)
+inline constexpr const char* kClaimFinished = "finished";    // its result was recorded
+inline constexpr const char* kClaimReaped = "reaped";        // the lease expired: back to the queue
+inline constexpr const char* kClaimReleased = "released";    // the node gave it back (Ctrl-C)
+inline constexpr const char* kClaimCancelled = "cancelled";  // its run was cancelled
 
 // The LISTEN/NOTIFY channel that wakes idle nodes when jobs are queued.
 inline constexpr const char* kWorkChannel = "dfarm_jobs";
@@ -581,6 +629,14 @@ class RunWriter {
   virtual Result<void> UntagRun(const std::string& name) = 0;
   // Links run_id to the run it was made from (0 clears it). kNotFound: no such run.
   virtual Result<void> SetRunParent(int64_t run_id, int64_t parent_run_id) = 0;
+  // Cancels a running run in one transaction: every queued or running job
+  // ends kJobCancelled (error: "cancelled by BY", a results row without
+  // figures, a claim ends kClaimCancelled), the run ends kRunCancelled. A
+  // node or sweep still running one of its jobs records nothing more for it
+  // (its MarkJobRunning and RecordJobResult fail with kConflict). Errors:
+  // kNotFound without such a run; kInvalidInput, changing nothing, when the
+  // run is not running (naming its status).
+  virtual Result<CancelledRun> CancelRun(int64_t run_id, const std::string& by) = 0;
 };
 
 // Devices and health, the write side.
@@ -589,9 +645,21 @@ class DeviceWriter {
   virtual ~DeviceWriter() = default;
   // Records what the device said at hello; leaves state and state_reason as they are.
   virtual Result<void> UpsertDevice(const DeviceRow& device) = 0;
-  // Records a device's state (kDevice*), creating the row when absent.
+  // Records a device's state (kDevice*), creating the row when absent, as
+  // set by dfarm itself (kSetByDfarm). A state an operator set is kept: then
+  // nothing changes (SetDeviceStateBy tells).
   virtual Result<void> SetDeviceState(const std::string& name, const std::string& state,
                                       const std::string& reason) = 0;
+  // The same, set by `set_by` (kSetByDfarm or kSetByHealth); false, changing
+  // nothing, when an operator's state holds.
+  virtual Result<bool> SetDeviceStateBy(const std::string& name, const std::string& state,
+                                        const std::string& reason, const std::string& set_by) = 0;
+  // An operator's state (kSetByOperator, `user` "USER@HOST"): wins over the
+  // automatic ones until an operator sets another or lifts it (state ""),
+  // which keeps the state as it is and hands the device back to the health
+  // check and dfarm. An event each time. kNotFound: no such device.
+  virtual Result<void> SetOperatorState(const std::string& name, const std::string& state,
+                                        const std::string& reason, const std::string& user) = 0;
   // Health checks' known outputs. Records `outputs` for (model,
   // runner) unless some are recorded already (atomically on both backends:
   // the first device to record them defines them), then returns the ones
@@ -609,6 +677,10 @@ class Queue {
   virtual ~Queue() = default;
   // Sets a run's mode (kRunModeQueue: nodes claim its jobs).
   virtual Result<void> SetRunMode(int64_t run_id, const std::string& mode) = 0;
+  // Sets a queue run's priority and unserved timeout (RunQueueing); a
+  // priority outside [kRunPriorityMin, kRunPriorityMax] or a timeout outside
+  // [0, kUnservedTimeoutMaxS] is kInvalidInput. kNotFound: no such run.
+  virtual Result<void> SetRunQueueing(int64_t run_id, const RunQueueing& q) = 0;
   // Registers (or re-registers) a node, state running, heartbeat now. A
   // registering node holds no claim: the jobs still claimed under its name
   // (a dead predecessor's) get their leases ended, for ReapExpiredClaims.
@@ -617,9 +689,11 @@ class Queue {
   // job it holds renewed to now + lease_s. Returns the jobs it holds.
   virtual Result<int64_t> NodeHeartbeat(const std::string& node, const std::string& state,
                                         int64_t lease_s) = 0;
-  // Claims the oldest queued job of a running queue run that `device` may
-  // run (its own device, "any", or a selector it matches) in one short
-  // transaction (FOR UPDATE SKIP LOCKED on PostgreSQL): status running,
+  // Claims a queued job of a running queue run that `device` may run (its
+  // own device, "any", or a selector it matches): from the run of the
+  // highest priority; among runs of equal priority, the one with the fewest
+  // jobs running, then the oldest; in that run, the oldest job. In one
+  // short transaction (FOR UPDATE SKIP LOCKED on PostgreSQL): status running,
   // claimed_by node, a new claim_id, lease until now + lease_s, the device
   // set to `device.name`. Unset when there is none.
   virtual Result<std::optional<JobRow>> ClaimJob(const std::string& node,
@@ -631,6 +705,13 @@ class Queue {
   // infrastructure retry; the claim ends "reaped"); a job reaped
   // max_claims times is recorded infra instead. Returns the jobs' ids.
   virtual Result<std::vector<int64_t>> ReapExpiredClaims(int64_t max_claims) = 0;
+  // Ends not_run (error naming the device and the timeout, a results row
+  // without figures) every queued job of a running queue run that no live
+  // node (NodeAlive) serves: no device of such a node matches its target,
+  // and none did for the run's unserved_timeout_s (counted from the run's
+  // creation, or the last heartbeat of a node that served it, whichever is
+  // later). A run left without pending jobs finishes. Returns the jobs' ids.
+  virtual Result<std::vector<int64_t>> EndUnservedJobs() = 0;
   // Waits up to timeout_ms for jobs to be queued (LISTEN on kWorkChannel on
   // PostgreSQL, from the first call on; SQLite sleeps). True when woken.
   virtual Result<bool> WaitForWork(int timeout_ms) = 0;

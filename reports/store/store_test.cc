@@ -965,7 +965,7 @@ TEST_P(StoreTest, SustainedCurveRoundTrip) {
   EXPECT_TRUE(all->empty());
 }
 
-// Schema v20: a job's task accuracy round trips (metrics in order, a NaN
+// Schema v21: a job's task accuracy round trips (metrics in order, a NaN
 // bound as none); other jobs have none; rerecording without it removes it.
 TEST_P(StoreTest, TaskAccuracyRoundTrip) {
   auto store = Open();

@@ -234,20 +234,23 @@ class FarmE2eTest : public ::testing::Test {
 
   // A spec of `repeats` jobs of a real model on device `device`.
   std::string WriteSpec(const std::string& name, const std::string& device, int repeats,
-                        int num_runs) {
+                        int num_runs, const json& farm = nullptr) {
     json spec = {{"name", name},
                  {"models", {(fs::path(DFARM_MODELS_DIR) / kModel).string()}},
                  {"delegates", {{{"name", "cpu"}}}},
                  {"devices", {device}},
                  {"benchmark", {{"warmup_runs", 1}, {"num_runs", num_runs}, {"repeats", repeats}}}};
+    if (!farm.is_null()) spec["farm"] = farm;
     fs::path p = dir_ / (name + ".json");
     std::ofstream(p) << spec.dump(2);
     return p.string();
   }
 
   // `dfarm sweep SPEC --db url_ --detach --json`: the run's id (0 on failure).
-  int64_t Enqueue(const std::string& spec) {
-    Outcome o = Dfarm({"sweep", spec, "--db", url_, "--detach", "--json"});
+  int64_t Enqueue(const std::string& spec, const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {"sweep", spec, "--db", url_, "--detach", "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    Outcome o = Dfarm(args);
     EXPECT_EQ(o.code, 0) << o.all();
     json doc = json::parse(o.out, nullptr, false);
     if (!doc.is_object() || !doc.contains("run_id")) {
@@ -501,6 +504,209 @@ TEST_F(FarmE2eTest, RemoteAgentWithTokenThroughANode) {
   EXPECT_EQ(claims->front().outcome, store::kClaimFinished);
   EXPECT_EQ((*st)->GetJob(job)->status, store::kJobOk);
   EXPECT_EQ(TermAndWait(right_node), 0) << Slurp(NodeLog("right"));
+}
+
+// One node, one device: an urgent run queued behind a long one has its job
+// claimed before every job the long run still had queued; then `dfarm
+// cancel` mid-run ends every job of the long run in one terminal state, the
+// job in flight recording nothing after the cancel.
+TEST_F(FarmE2eTest, AnUrgentRunOvertakesAndCancelEndsEveryJobOnce) {
+  if (!ModelPresent()) GTEST_SKIP() << kModel << " is absent from " << DFARM_MODELS_DIR;
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  Agent agent = StartAgentIn("one", {});
+  ASSERT_NE(agent.port, 0);
+  Child node = StartNode("n", url_, {agent.uri()});
+  ASSERT_TRUE(Poll([&] { return NodeRunning("n"); }, seconds(20))) << Slurp(NodeLog("n"));
+  // The long run also has jobs for a device no node serves: it is still
+  // running (those wait) whenever it is cancelled, however fast the node is.
+  const std::string long_spec = WriteSpec("long", agent.uri(), 12, 300);
+  json with_absent = json::parse(Slurp(long_spec));
+  with_absent["devices"].push_back("tcp://127.0.0.1:1");
+  std::ofstream(long_spec) << with_absent.dump(2);
+  const int64_t long_run = Enqueue(long_spec);
+  ASSERT_GT(long_run, 0);
+  const std::string l = std::to_string(long_run);
+  ASSERT_TRUE(Poll(
+      [&] {
+        return PgValue(url_,
+                       "SELECT count(*) FROM job_claims c JOIN jobs j ON "
+                       "j.id = c.job_id WHERE j.run_id = " +
+                           l) != "0";
+      },
+      seconds(60)));
+  const int64_t urgent = Enqueue(WriteSpec("urgent", agent.uri(), 1, 5), {"--priority", "9"});
+  ASSERT_GT(urgent, 0);
+  const std::string u = std::to_string(urgent);
+  // The long run's jobs queued now: each must be claimed after the urgent one.
+  const auto waiting = PgRows(
+      url_, "SELECT id FROM jobs WHERE run_id = " + l + " AND status = 'queued' ORDER BY id");
+  ASSERT_FALSE(waiting.empty());
+  EXPECT_EQ(PgValue(url_, "SELECT priority FROM runs WHERE id = " + u), "9");
+  Outcome listed = Dfarm({"runs", "--db", url_, "--json"});
+  ASSERT_EQ(listed.code, 0) << listed.all();
+  json runs = json::parse(listed.out, nullptr, false);
+  ASSERT_TRUE(runs.is_object() && runs["runs"].size() == 2u) << listed.out;
+  EXPECT_EQ(runs["runs"][0]["priority"], 5);
+  EXPECT_EQ(runs["runs"][1]["priority"], 9);
+  EXPECT_EQ(runs["runs"][1]["unserved_timeout_s"], 900);
+  ASSERT_TRUE(Poll(
+      [&] {
+        return PgValue(url_, "SELECT status FROM runs WHERE id = " + u) == store::kRunFinished;
+      },
+      seconds(120)))
+      << Slurp(NodeLog("n"));
+  const std::string urgent_claim =
+      PgValue(url_,
+              "SELECT min(c.id) FROM job_claims c JOIN jobs j ON j.id = c.job_id WHERE "
+              "j.run_id = " +
+                  u);
+  for (const auto& row : waiting) {
+    const std::string first = PgValue(
+        url_, "SELECT coalesce(min(id), 1000000000) FROM job_claims WHERE job_id = " + row[0]);
+    EXPECT_GT(std::stoll(first), std::stoll(urgent_claim)) << "job " << row[0];
+  }
+
+  // Cancel the long run, mostly while a job of it runs on the node.
+  Poll(
+      [&] {
+        return PgValue(url_, "SELECT count(*) FROM jobs WHERE run_id = " + l +
+                                 " AND status = 'running'") == "1";
+      },
+      seconds(10));
+  Outcome o = Dfarm({"cancel", l, "--db", url_, "--json"});
+  ASSERT_EQ(o.code, 0) << o.all();
+  json doc = json::parse(o.out, nullptr, false);
+  ASSERT_TRUE(doc.is_object()) << o.out;
+  EXPECT_EQ(doc["status"], "cancelled");
+  EXPECT_EQ(doc["run_id"], long_run);
+  const int64_t in_flight = doc["running"].get<int64_t>();
+  EXPECT_LE(in_flight, 1);
+  EXPECT_GE(doc["queued"].get<int64_t>(), 1);
+  // The node finishes (or drops) the job in hand and records nothing for it.
+  if (in_flight == 1) {
+    ASSERT_TRUE(
+        Poll([&] { return Slurp(NodeLog("n")).find("it is cancelled") != std::string::npos; },
+             seconds(120)))
+        << Slurp(NodeLog("n"));
+  }
+  EXPECT_EQ(PgValue(url_, "SELECT status FROM runs WHERE id = " + l), store::kRunCancelled);
+  EXPECT_EQ(PgValue(url_, "SELECT count(*) FROM jobs WHERE run_id = " + l +
+                              " AND status NOT IN ('ok', 'cancelled')"),
+            "0");
+  EXPECT_EQ(PgValue(url_, "SELECT count(*) FROM jobs j WHERE j.run_id = " + l +
+                              " AND (SELECT count(*) FROM results x WHERE x.job_id = j.id) <> 1"),
+            "0");
+  // No figure of a cancelled job: its results row is the empty one the cancel wrote.
+  EXPECT_EQ(PgValue(url_,
+                    "SELECT count(*) FROM jobs j JOIN results x ON x.job_id = j.id WHERE "
+                    "j.run_id = " +
+                        l +
+                        " AND j.status = 'cancelled' AND (x.exit_code <> -1 "
+                        "OR x.mean_us IS NOT NULL OR EXISTS (SELECT 1 FROM samples s WHERE "
+                        "s.job_id = j.id))"),
+            "0");
+  EXPECT_EQ(PgValue(url_,
+                    "SELECT count(*) FROM job_claims c JOIN jobs j ON j.id = c.job_id "
+                    "WHERE j.run_id = " +
+                        l + " AND c.outcome = ''"),
+            "0");
+
+  // A finished run (`last` is the urgent one), the cancelled one again, an unknown one.
+  o = Dfarm({"cancel", "last", "--db", url_});
+  EXPECT_EQ(o.code, 2) << o.all();
+  EXPECT_NE(o.err.find("run " + u + " is finished"), std::string::npos) << o.err;
+  o = Dfarm({"cancel", l, "--db", url_});
+  EXPECT_EQ(o.code, 2) << o.all();
+  EXPECT_NE(o.err.find("nothing to cancel"), std::string::npos) << o.err;
+  o = Dfarm({"cancel", "999", "--db", url_});
+  EXPECT_EQ(o.code, 2) << o.all();
+  EXPECT_NE(o.err.find("no run 999"), std::string::npos) << o.err;
+  EXPECT_EQ(PgValue(url_, "SELECT status FROM runs WHERE id = " + u), store::kRunFinished);
+  EXPECT_EQ(TermAndWait(node), 0) << Slurp(NodeLog("n"));
+}
+
+// A run aimed at a device no node serves ends its jobs not_run, naming why,
+// after the spec's farm.unserved_timeout_s; a priority out of range is a
+// usage error naming the option or key, and queues nothing.
+TEST_F(FarmE2eTest, UnservedJobsEndNotRunAndBadPrioritiesAreRefused) {
+  if (!ModelPresent()) GTEST_SKIP() << kModel << " is absent from " << DFARM_MODELS_DIR;
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  const std::string absent = "tcp://127.0.0.1:1";
+  Outcome o = Dfarm({"sweep", WriteSpec("absent", absent, 2, 1, {{"unserved_timeout_s", 0}}),
+                     "--db", url_, "--json"});
+  EXPECT_EQ(o.code, 1) << o.all();
+  json doc = json::parse(o.out, nullptr, false);
+  ASSERT_TRUE(doc.is_object()) << o.all();
+  EXPECT_EQ(doc["failed"], 2);
+  EXPECT_EQ(doc["status"], store::kRunFinished);
+  const std::string run = std::to_string(doc["run_id"].get<int64_t>());
+  EXPECT_EQ(PgValue(url_, "SELECT count(*) FROM jobs WHERE run_id = " + run +
+                              " AND status = 'not_run' AND error LIKE 'no live node served "
+                              "device ''" +
+                              absent + "''%unserved_timeout_s%'"),
+            "2")
+      << PgValue(url_, "SELECT error FROM jobs WHERE run_id = " + run);
+
+  const std::string runs_before = PgValue(url_, "SELECT count(*) FROM runs");
+  o = Dfarm({"sweep", WriteSpec("p", absent, 1, 1), "--db", url_, "--priority", "12"});
+  EXPECT_EQ(o.code, 2) << o.all();
+  EXPECT_NE(o.err.find("--priority"), std::string::npos) << o.err;
+  o = Dfarm({"sweep", WriteSpec("q", absent, 1, 1, {{"priority", 12}}), "--db", url_});
+  EXPECT_EQ(o.code, 2) << o.all();
+  EXPECT_NE(o.err.find("farm.priority"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("out of range [0, 9]"), std::string::npos) << o.err;
+  EXPECT_EQ(PgValue(url_, "SELECT count(*) FROM runs"), runs_before);
+  o = Dfarm({"sweep", WriteSpec("r", "local", 1, 1), "--db", (dir_ / "x.db").string(), "--priority",
+             "3"});
+  EXPECT_EQ(o.code, 2) << o.all();
+  EXPECT_NE(o.err.find("--priority orders a farm's queue"), std::string::npos) << o.err;
+}
+
+// On SQLite: `dfarm cancel` from another process cancels a run a sweep is
+// running; the sweep records nothing more for it and exits 130.
+TEST_F(FarmE2eTest, CancelOnSqliteStopsASweepInAnotherProcess) {
+  if (!ModelPresent()) GTEST_SKIP() << kModel << " is absent from " << DFARM_MODELS_DIR;
+  const std::string db = (dir_ / "local.db").string();
+  Child sweep = Child::Spawn({(BinDir() / "dfarm").string(), "sweep",
+                              WriteSpec("local", "local", 40, 300), "--db", db, "--json"},
+                             (dir_ / "sweep.out").string(), (dir_ / "sweep.log").string());
+  // Once a job ended (the run is under way), cancel it.
+  ASSERT_TRUE(Poll(
+      [&] {
+        Outcome runs = Dfarm({"show", "last", "--db", db, "--json"});
+        return runs.code == 0 && runs.out.find("\"status\": \"ok\"") != std::string::npos;
+      },
+      seconds(120)))
+      << Slurp(dir_ / "sweep.log");
+  Outcome o = Dfarm({"cancel", "last", "--db", db, "--json"});
+  ASSERT_EQ(o.code, 0) << o.all();
+  json doc = json::parse(o.out, nullptr, false);
+  ASSERT_TRUE(doc.is_object()) << o.out;
+  EXPECT_GE(doc["queued"].get<int64_t>(), 1);
+  ASSERT_TRUE(WaitFor([&] { return Exited(sweep.pid()); }, seconds(180)))
+      << Slurp(dir_ / "sweep.log");
+  const int status = sweep.Wait();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 130) << Slurp(dir_ / "sweep.log");
+  EXPECT_NE(Slurp(dir_ / "sweep.log").find("was cancelled (dfarm cancel)"), std::string::npos)
+      << Slurp(dir_ / "sweep.log");
+  auto st = store::OpenStore(db);
+  ASSERT_TRUE(st.ok()) << st.message();
+  auto run = (*st)->GetRun(doc["run_id"].get<int64_t>());
+  ASSERT_TRUE(run.ok()) << run.message();
+  EXPECT_EQ(run->status, store::kRunCancelled);
+  auto jobs = (*st)->ListJobs(run->id);
+  ASSERT_TRUE(jobs.ok()) << jobs.message();
+  size_t cancelled = 0;
+  for (const store::JobRow& j : *jobs) {
+    EXPECT_TRUE(j.status == store::kJobOk || j.status == store::kJobCancelled)
+        << "job " << j.id << ": " << j.status;
+    if (j.status == store::kJobCancelled) {
+      ++cancelled;
+      EXPECT_FALSE(j.metrics.has_value()) << "job " << j.id;
+    }
+  }
+  EXPECT_EQ(cancelled,
+            static_cast<size_t>(doc["queued"].get<int64_t>() + doc["running"].get<int64_t>()));
 }
 
 TEST_F(FarmE2eTest, NodeUsageErrors) {
