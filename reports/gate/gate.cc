@@ -9,6 +9,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "reports/eval/task_drop.h"
 #include "reports/gate/stats.h"
 #include "reports/store/delegation.h"
 
@@ -23,6 +24,7 @@ struct LoadedJob {
   std::vector<double> samples;
   std::optional<store::Accuracy> accuracy;
   std::optional<store::JobPlacement> placement;
+  std::optional<store::TaskAccuracy> task;  // spec "eval"
   bool ok() const { return row.status == store::kJobOk; }
 };
 
@@ -58,6 +60,8 @@ Result<void> LoadRun(store::Reader& store, int64_t run_id, bool baseline, const 
                      std::map<store::Cell, CellJobs>& cells) {
   auto jobs = store.ListJobs(run_id);
   if (!jobs) return jobs.error();
+  auto tasks = store.ListRunTaskAccuracy(run_id);
+  if (!tasks) return tasks.error();
   const std::string& only = baseline ? policy.baseline_runner : policy.candidate_runner;
   const bool paired = !policy.baseline_runner.empty() || !policy.candidate_runner.empty();
   for (auto& row : *jobs) {
@@ -74,6 +78,7 @@ Result<void> LoadRun(store::Reader& store, int64_t run_id, bool baseline, const 
       auto placement = store.GetPlacement(job.row.id);
       if (!placement) return placement.error();
       job.placement = std::move(*placement);
+      if (auto t = tasks->find(job.row.id); t != tasks->end()) job.task = std::move(t->second);
     }
     // Paired runners: one cell across the two names, labelled with both.
     store::Cell key = store::CellOf(job.row);
@@ -528,6 +533,61 @@ void JudgeFailures(CellResult& cell, const FailuresPolicy& p, const CellJobs& jo
 
 // ---- cells -----------------------------------------------------------------------
 
+// The first ok trial of `jobs` with task accuracy, or nullptr.
+const store::TaskAccuracy* FirstTask(const std::vector<LoadedJob>& jobs) {
+  for (const LoadedJob& j : jobs) {
+    if (j.ok() && j.task) return &*j.task;
+  }
+  return nullptr;
+}
+
+// One task-accuracy threshold: the paired drop from `from` to `to` in
+// points, failing above the threshold across its interval, unknown when the
+// interval straddles it.
+void CheckTaskDrop(CellResult& cell, const TaskPolicy& p, const std::optional<double>& max,
+                   const store::TaskAccuracy* from, const store::TaskAccuracy* to,
+                   const std::string& metric, const char* against) {
+  if (!max || from == nullptr || to == nullptr) return;
+  const std::string name =
+      "task." + metric + "_drop" + (std::string(against) == "cpu" ? "_vs_cpu" : "");
+  const auto d =
+      eval::PairedTaskDrop(*from, *to, metric, p.confidence, p.bootstrap_resamples, p.seed);
+  if (!d) {
+    AddFinding(cell, name, "", 0, *max, false,
+               std::string("not judged: the ") + against +
+                   " cell's task accuracy is on another "
+                   "labelled set (" +
+                   from->dataset + " vs " + to->dataset + ")");
+    return;
+  }
+  const bool fails = d->low > *max;
+  const bool unknown = !fails && d->high > *max;
+  cell.task_unknown = cell.task_unknown || unknown;
+  const std::string shown = metric == "top1" ? "top-1" : "top-" + metric.substr(3);
+  AddFinding(cell, name, "", d->points, *max, fails,
+             shown + " dropped " + Num(d->points) + " points against the " + against + " (" +
+                 Num(d->low) + " to " + Num(d->high) + ", " + Num(100 * p.confidence) +
+                 "% paired interval over " + std::to_string(to->images) + " images); allowed " +
+                 Num(*max) +
+                 (fails     ? ": fails"
+                  : unknown ? ": unknown, the interval straddles it"
+                            : ""));
+}
+
+// Policy "task": the candidate's task accuracy against the baseline cell and
+// the same run's cpu cell.
+void JudgeTask(CellResult& cell, const TaskPolicy& p, const CellJobs& jobs, const CellJobs* cpu) {
+  const store::TaskAccuracy* cand = FirstTask(jobs.candidate);
+  if (cand == nullptr) return;
+  const store::TaskAccuracy* base = FirstTask(jobs.baseline);
+  CheckTaskDrop(cell, p, p.max_top1_drop, base, cand, "top1", "baseline");
+  CheckTaskDrop(cell, p, p.max_top5_drop, base, cand, "top5", "baseline");
+  const store::TaskAccuracy* on_cpu = cpu != nullptr ? FirstTask(cpu->candidate) : nullptr;
+  if (on_cpu == cand) return;
+  CheckTaskDrop(cell, p, p.max_top1_drop_vs_cpu, on_cpu, cand, "top1", "cpu");
+  CheckTaskDrop(cell, p, p.max_top5_drop_vs_cpu, on_cpu, cand, "top5", "cpu");
+}
+
 CellResult MakeCell(const store::Cell& key, const CellJobs& jobs) {
   CellResult cell;
   const LoadedJob& any = jobs.candidate.empty() ? jobs.baseline.front() : jobs.candidate.front();
@@ -542,8 +602,9 @@ bool AnyFailing(const CellResult& cell) {
 }
 
 // Everything but the latency verdict, which needs every cell's p-value first.
-CellResult JudgeCell(const store::Cell& key, const CellJobs& jobs, const Policy& policy, bool alone,
-                     bool paired, LatencyInput& latency_out, bool& latency_compared) {
+CellResult JudgeCell(const store::Cell& key, const CellJobs& jobs, const CellJobs* cpu,
+                     const Policy& policy, bool alone, bool paired, LatencyInput& latency_out,
+                     bool& latency_compared) {
   CellResult cell = MakeCell(key, jobs);
   const auto base = OkJobs(jobs.baseline), cand = OkJobs(jobs.candidate);
   for (const auto* j : base) cell.baseline_jobs.push_back(j->row.id);
@@ -560,6 +621,7 @@ CellResult JudgeCell(const store::Cell& key, const CellJobs& jobs, const Policy&
   }
   JudgeFailures(cell, policy.failures, jobs, has_baseline);
   JudgeAccuracy(cell, policy, has_baseline ? base : std::vector<const LoadedJob*>{}, cand);
+  JudgeTask(cell, policy.task, jobs, cpu);
   latency_compared = false;
   if (has_baseline) {
     JudgeMemory(cell, policy.memory);
@@ -595,6 +657,8 @@ void FinishVerdict(CellResult& cell, bool alone, bool has_baseline, bool compare
   }
   if (AnyFailing(cell)) {
     cell.verdict = Verdict::kFail;
+  } else if (cell.task_unknown) {
+    cell.verdict = Verdict::kUnknown;  // a task-accuracy drop not settled either way
   } else if (alone) {
     cell.verdict = Verdict::kPass;
   } else if (!has_baseline) {
@@ -877,7 +941,12 @@ Result<GateResult> RunGate(store::Reader& store, int64_t candidate_run,
   for (const auto& [key, jobs] : cells) {
     LatencyInput latency;
     bool cmp = false;
-    result.cells.push_back(JudgeCell(key, jobs, policy, alone, paired, latency, cmp));
+    store::Cell cpu_key = key;
+    cpu_key.delegate = "cpu";
+    cpu_key.delegate_options.clear();
+    const auto cpu = cells.find(cpu_key);
+    result.cells.push_back(JudgeCell(key, jobs, cpu == cells.end() ? nullptr : &cpu->second, policy,
+                                     alone, paired, latency, cmp));
     const size_t i = result.cells.size() - 1;
     compared[i] = cmp;
     has_baseline[i] = !alone && !jobs.baseline.empty();

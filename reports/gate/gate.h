@@ -67,6 +67,9 @@ struct CellResult {
   // path's and its latency verdict is unknown (docs/gate.md).
   std::string delegation;
   bool delegate_took_none = false;
+  // A task-accuracy drop (policy "task") whose interval straddles its
+  // threshold: the cell is unknown unless something fails.
+  bool task_unknown = false;
 };
 
 struct GateResult {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "reports/eval/task_metrics.h"
 #include "reports/gate/policy.h"
 
 namespace dfarm::gate {
@@ -35,6 +36,7 @@ struct FakeJob {
   std::string runner;           // the spec's runner name ("" = the default runner)
   bool noisy = false;           // started with the device busier than the cooldown allowed
   int64_t pair = 0;             // a paired run's pair (spec "pairing")
+  std::vector<size_t> ranks;    // task accuracy (spec "eval"): each image's label rank
 };
 
 class GateTest : public ::testing::Test {
@@ -89,6 +91,14 @@ class GateTest : public ::testing::Test {
           out.accuracy->sets = j.sets;
         }
         out.placement = j.placement;
+        if (!j.ranks.empty()) {
+          store::TaskAccuracy t;
+          t.task = "classification";
+          t.dataset = "set@000000000000";
+          t.images = static_cast<int64_t>(j.ranks.size());
+          t.per_image = eval::RanksJson(j.ranks);
+          out.task = t;
+        }
       }
       auto r = store_->RecordJobResult(*id, out);
       EXPECT_TRUE(r) << r.message();
@@ -769,6 +779,67 @@ TEST(GateRenderTest, SummaryCountsUnknownApartFromFail) {
   r.cells.erase(r.cells.begin(), r.cells.begin() + 2);
   r.passed = true;
   EXPECT_THAT(RenderGateText(r), HasSubstr("PASSED: 4 cell(s); 0 fail the gate; 4 do not"));
+}
+
+// Policy "task": top-1 against the same run's cpu cell on the same images.
+// 200 images; the candidate loses `lost` of them. A clear loss fails, none
+// passes, a loss near the threshold is unknown.
+TEST_F(GateTest, TaskTopOneDropAgainstCpuIsJudgedOnItsPairedInterval) {
+  auto run_losing = [&](size_t lost) {
+    FakeJob cpu{.delegate = "cpu", .samples = {1000, 1010, 990}};
+    cpu.ranks.assign(200, 0);
+    FakeJob cand{.samples = {500, 505, 495}};
+    cand.ranks.assign(200, 0);
+    for (size_t i = 0; i < lost; ++i) cand.ranks[i * (200 / std::max<size_t>(lost, 1))] = 7;
+    return AddRun({cpu, cand});
+  };
+  Policy policy = DefaultPolicy();
+  policy.task.max_top1_drop_vs_cpu = 2.0;  // points
+  auto judge = [&](int64_t run) {
+    auto r = RunGate(*store_, run, 0, policy);
+    EXPECT_TRUE(r) << r.message();
+    return r ? *Find(*r, "xnnpack") : CellResult{};
+  };
+  auto finding = [](const CellResult& c) -> const Finding* {
+    for (const Finding& f : c.findings) {
+      if (f.metric == "task.top1_drop_vs_cpu") return &f;
+    }
+    return nullptr;
+  };
+  CellResult bad = judge(run_losing(20));  // 10 points
+  ASSERT_NE(finding(bad), nullptr);
+  EXPECT_TRUE(finding(bad)->fails);
+  EXPECT_DOUBLE_EQ(finding(bad)->value, 10);
+  EXPECT_EQ(bad.verdict, Verdict::kFail);
+  EXPECT_THAT(finding(bad)->message, HasSubstr("top-1 dropped 10 points against the cpu"));
+  CellResult same = judge(run_losing(0));
+  ASSERT_NE(finding(same), nullptr);
+  EXPECT_FALSE(finding(same)->fails);
+  EXPECT_EQ(same.verdict, Verdict::kPass);
+  CellResult near = judge(run_losing(4));  // 2 points, on the threshold
+  ASSERT_NE(finding(near), nullptr);
+  EXPECT_FALSE(finding(near)->fails);
+  EXPECT_TRUE(near.task_unknown);
+  EXPECT_EQ(near.verdict, Verdict::kUnknown);
+  // Without the policy key nothing is judged.
+  policy.task.max_top1_drop_vs_cpu.reset();
+  EXPECT_EQ(finding(judge(run_losing(20))), nullptr);
+}
+
+TEST(GatePolicyTest, TaskKeysParseAndBadOnesAreNamed) {
+  auto p =
+      ParsePolicy(R"({"task": {"max_top1_drop": 1.5, "max_top5_drop_vs_cpu": 0.5}})", "p.json");
+  ASSERT_TRUE(p) << p.message();
+  EXPECT_EQ(p->task.max_top1_drop, 1.5);
+  EXPECT_EQ(p->task.max_top5_drop_vs_cpu, 0.5);
+  EXPECT_FALSE(p->task.max_top1_drop_vs_cpu.has_value());
+  EXPECT_THAT(PolicyToJson(*p), HasSubstr("\"max_top1_drop\": 1.5"));
+  auto bad = ParsePolicy(R"({"task": {"max_top1_drop": 120}})", "p.json");
+  ASSERT_FALSE(bad);
+  EXPECT_THAT(bad.message(), HasSubstr("max_top1_drop"));
+  bad = ParsePolicy(R"({"task": {"max_map_drop": 1}})", "p.json");
+  ASSERT_FALSE(bad);
+  EXPECT_THAT(bad.message(), HasSubstr("max_map_drop"));
 }
 
 }  // namespace

@@ -178,6 +178,25 @@ Result<void> ParseMemory(const json& j, const std::string& path, MemoryPolicy& p
   return {};
 }
 
+Result<void> ParseTask(const json& j, const std::string& path, TaskPolicy& p) {
+  if (!j.is_object()) return NotObject(path, "task", j);
+  ObjectReader r(j, "task", path);
+  std::optional<double> confidence = p.confidence;
+  std::optional<double> resamples = p.bootstrap_resamples;
+  for (auto result :
+       {r.Optional("max_top1_drop", p.max_top1_drop, 0, 100),
+        r.Optional("max_top5_drop", p.max_top5_drop, 0, 100),
+        r.Optional("max_top1_drop_vs_cpu", p.max_top1_drop_vs_cpu, 0, 100),
+        r.Optional("max_top5_drop_vs_cpu", p.max_top5_drop_vs_cpu, 0, 100),
+        r.Optional("confidence", confidence, 0.5, 0.999),
+        r.Optional("bootstrap_resamples", resamples, 100, 100000), r.CheckUnknown()}) {
+    if (!result) return result;
+  }
+  if (confidence) p.confidence = *confidence;
+  if (resamples) p.bootstrap_resamples = static_cast<int>(*resamples);
+  return {};
+}
+
 Result<void> ParseDeviceClasses(const json& j, const std::string& path, Policy& p) {
   if (!j.is_object()) return NotObject(path, "device_classes", j);
   p.device_classes.clear();
@@ -223,6 +242,9 @@ Result<void> ParseSections(const json& doc, const std::string& path, Policy& p) 
   }
   if (const json* v = top.Get("memory")) {
     if (auto r = ParseMemory(*v, path, p.memory); !r) return r;
+  }
+  if (const json* v = top.Get("task")) {
+    if (auto r = ParseTask(*v, path, p.task); !r) return r;
   }
   if (const json* v = top.Get("placement")) {
     if (!v->is_object()) return NotObject(path, "placement", *v);
@@ -332,6 +354,13 @@ std::string PolicyToJson(const Policy& p) {
               {"memory",
                {{"max_peak_rss_growth", OptionalJson(p.memory.max_peak_rss_growth)},
                 {"max_arena_growth", OptionalJson(p.memory.max_arena_growth)}}},
+              {"task",
+               {{"max_top1_drop", OptionalJson(p.task.max_top1_drop)},
+                {"max_top5_drop", OptionalJson(p.task.max_top5_drop)},
+                {"max_top1_drop_vs_cpu", OptionalJson(p.task.max_top1_drop_vs_cpu)},
+                {"max_top5_drop_vs_cpu", OptionalJson(p.task.max_top5_drop_vs_cpu)},
+                {"confidence", p.task.confidence},
+                {"bootstrap_resamples", p.task.bootstrap_resamples}}},
               {"placement", {{"fallback_is_failure", p.placement.fallback_is_failure}}},
               {"failures",
                {{"ok_to_failed_is_failure", p.failures.ok_to_failed_is_failure},

@@ -61,6 +61,23 @@ struct MemoryPolicy {
   std::optional<double> max_arena_growth = 0.10;
 };
 
+// "task": task accuracy on a labelled set (spec "eval"). Drops allowed, in
+// percentage points of top-1 / top-5, judged on the paired bootstrap
+// interval of the drop over the same images: above the threshold across the
+// whole interval fails, below it across the whole interval passes, an
+// interval that straddles it is unknown. `max_*_drop` against the baseline
+// cell, `max_*_drop_vs_cpu` against the same run's cpu cell (same model,
+// inputs, device, runner and threads). Unset: not judged.
+struct TaskPolicy {
+  std::optional<double> max_top1_drop;
+  std::optional<double> max_top5_drop;
+  std::optional<double> max_top1_drop_vs_cpu;
+  std::optional<double> max_top5_drop_vs_cpu;
+  double confidence = 0.95;
+  int bootstrap_resamples = 2000;
+  uint64_t seed = 1;
+};
+
 struct PlacementPolicy {
   bool fallback_is_failure = true;  // a node delegated in the baseline runs on cpu now (not folded)
 };
@@ -76,6 +93,7 @@ struct Policy {
   LatencyPolicy latency;
   std::vector<AccuracyRule> accuracy;  // DefaultPolicy() has the documented rules
   MemoryPolicy memory;
+  TaskPolicy task;
   PlacementPolicy placement;
   FailuresPolicy failures;
   // Device classes: name -> device-name globs. Devices in one class are matched
