@@ -18,22 +18,39 @@ const char* HistoryMetricName(HistoryMetric metric) {
       return "peak_rss";
     case HistoryMetric::kMaxAbsError:
       return "max_abs_error";
+    case HistoryMetric::kTop1:
+      return "top1";
+    case HistoryMetric::kTop5:
+      return "top5";
   }
   return "?";
 }
 
+bool HigherIsBetter(HistoryMetric metric) {
+  return metric == HistoryMetric::kTop1 || metric == HistoryMetric::kTop5;
+}
+
 Result<HistoryMetric> ParseHistoryMetric(const std::string& name) {
-  for (HistoryMetric m : {HistoryMetric::kMean, HistoryMetric::kP50, HistoryMetric::kP90,
-                          HistoryMetric::kPeakRss, HistoryMetric::kMaxAbsError}) {
+  for (HistoryMetric m :
+       {HistoryMetric::kMean, HistoryMetric::kP50, HistoryMetric::kP90, HistoryMetric::kPeakRss,
+        HistoryMetric::kMaxAbsError, HistoryMetric::kTop1, HistoryMetric::kTop5}) {
     if (name == HistoryMetricName(m)) return m;
   }
   return MakeError(ErrorKind::kInvalidInput, "unknown --metric '" + name +
-                                                 "' (expected mean, p50, p90, peak_rss or "
-                                                 "max_abs_error)");
+                                                 "' (expected mean, p50, p90, peak_rss, "
+                                                 "max_abs_error, top1 or top5)");
 }
 
 Result<std::optional<double>> JobMetricValue(store::Reader& store, const store::JobRow& job,
                                              HistoryMetric metric) {
+  if (HigherIsBetter(metric)) {
+    auto tasks = store.ListRunTaskAccuracy(job.run_id);
+    if (!tasks) return tasks.error();
+    auto it = tasks->find(job.id);
+    if (it == tasks->end()) return std::optional<double>();
+    const store::TaskMetric* m = it->second.Find(HistoryMetricName(metric));
+    return m ? std::optional<double>(100 * m->value) : std::optional<double>();
+  }
   if (metric == HistoryMetric::kMaxAbsError) {
     auto accuracy = store.GetAccuracy(job.id);
     if (!accuracy) return accuracy.error();
@@ -57,6 +74,8 @@ Result<std::optional<double>> JobMetricValue(store::Reader& store, const store::
       if (m.peak_rss_bytes <= 0) return std::optional<double>();
       return std::optional<double>(static_cast<double>(m.peak_rss_bytes));
     case HistoryMetric::kMaxAbsError:
+    case HistoryMetric::kTop1:
+    case HistoryMetric::kTop5:
       break;
   }
   return std::optional<double>();
@@ -91,7 +110,8 @@ void AddPoint(const RunsById& runs, int64_t run_id, std::vector<double> values,
 }
 
 std::vector<HistoryChange> FindChanges(const std::vector<HistoryPoint>& points,
-                                       const stats::ChangePointOptions& options) {
+                                       const stats::ChangePointOptions& options,
+                                       bool higher_is_better) {
   std::vector<double> medians;
   for (const HistoryPoint& p : points) medians.push_back(p.value);
   std::vector<HistoryChange> out;
@@ -103,7 +123,7 @@ std::vector<HistoryChange> FindChanges(const std::vector<HistoryPoint>& points,
     c.before = cp.before;
     c.after = cp.after;
     c.change_pct = cp.before != 0 ? 100 * (cp.after - cp.before) / std::fabs(cp.before) : 0;
-    c.regression = cp.after > cp.before;
+    c.regression = higher_is_better ? cp.after < cp.before : cp.after > cp.before;
     out.push_back(c);
   }
   return out;
@@ -132,7 +152,7 @@ Result<CellSeries> BuildCellSeries(store::Reader& store, const std::vector<store
     if (*value && std::isfinite(**value)) values.push_back(**value);
   }
   AddPoint(runs, run_id, std::move(values), series);
-  series.changes = FindChanges(series.points, options);
+  series.changes = FindChanges(series.points, options, HigherIsBetter(metric));
   return series;
 }
 

@@ -31,7 +31,7 @@ class HistorySeriesTest : public ::testing::Test {
   }
 
   // A run with the cell's trials: p50 of each, -1 for a crashed trial.
-  void AddRun(const std::vector<double>& p50s, int64_t peak_rss = 0) {
+  void AddRun(const std::vector<double>& p50s, int64_t peak_rss = 0, double top1 = -1) {
     auto run = store_->CreateRun("r", "{}");
     ASSERT_TRUE(run.ok());
     runs_.push_back(*run);
@@ -51,6 +51,10 @@ class HistorySeriesTest : public ::testing::Test {
         o.metrics = store::JobMetrics{};
         o.metrics->p50_us = p50s[t];
         o.metrics->peak_rss_bytes = peak_rss;
+        if (top1 >= 0) {
+          o.task =
+              store::TaskAccuracy{"classification", "set@1", 100, {{"top1", top1, 0, 1}}, "{}"};
+        }
       }
       ASSERT_TRUE(store_->RecordJobResult(*id, o).ok());
     }
@@ -100,9 +104,26 @@ TEST_F(HistorySeriesTest, OnePointPerRunWithTrialsTagsAndTheStep) {
   EXPECT_EQ(none->jobs, 0);
 }
 
+// top1 in percent; a drop is the regression, a rise the improvement.
+TEST_F(HistorySeriesTest, TopOneDropIsARegression) {
+  for (int r = 0; r < 12; ++r) AddRun({1000, 1000}, 0, r < 6 ? 0.95 + 0.001 * (r % 2) : 0.80);
+  auto runs = LoadRunsById(*store_);
+  ASSERT_TRUE(runs.ok());
+  auto s = LoadCellSeries(*store_, Cell(), *runs, HistoryMetric::kTop1);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_EQ(s->points.size(), 12u);
+  EXPECT_DOUBLE_EQ(s->points[0].value, 95);
+  ASSERT_EQ(s->changes.size(), 1u);
+  EXPECT_TRUE(s->changes[0].regression);
+  EXPECT_LT(s->changes[0].change_pct, -10);
+  EXPECT_TRUE(HigherIsBetter(HistoryMetric::kTop5));
+  EXPECT_FALSE(HigherIsBetter(HistoryMetric::kP50));
+}
+
 TEST(HistoryMetricTest, NamesRoundTripAndUnknownNamesAreRefused) {
-  for (HistoryMetric m : {HistoryMetric::kMean, HistoryMetric::kP50, HistoryMetric::kP90,
-                          HistoryMetric::kPeakRss, HistoryMetric::kMaxAbsError}) {
+  for (HistoryMetric m :
+       {HistoryMetric::kMean, HistoryMetric::kP50, HistoryMetric::kP90, HistoryMetric::kPeakRss,
+        HistoryMetric::kMaxAbsError, HistoryMetric::kTop1, HistoryMetric::kTop5}) {
     auto parsed = ParseHistoryMetric(HistoryMetricName(m));
     ASSERT_TRUE(parsed.ok());
     EXPECT_EQ(*parsed, m);

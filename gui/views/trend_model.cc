@@ -20,6 +20,10 @@ QString trendMetricTitle(TrendMetric metric) {
       return QStringLiteral("peak RSS (MiB)");
     case TrendMetric::kMaxAbsError:
       return QStringLiteral("max abs error");
+    case TrendMetric::kTop1:
+      return QStringLiteral("top-1 accuracy (%)");
+    case TrendMetric::kTop5:
+      return QStringLiteral("top-5 accuracy (%)");
   }
   return {};
 }
@@ -33,6 +37,8 @@ double trendDisplayValue(TrendMetric metric, double raw) {
     case TrendMetric::kPeakRss:
       return raw / (1024.0 * 1024.0);
     case TrendMetric::kMaxAbsError:
+    case TrendMetric::kTop1:
+    case TrendMetric::kTop5:
       return raw;
   }
   return raw;

@@ -70,6 +70,9 @@ const char* Unit(harness::HistoryMetric metric) {
       return " (bytes)";
     case harness::HistoryMetric::kMaxAbsError:
       return "";
+    case harness::HistoryMetric::kTop1:
+    case harness::HistoryMetric::kTop5:
+      return " (%)";
     default:
       return " (us)";
   }
@@ -200,7 +203,9 @@ int RunRegressions(const HistoryOptions& o, Context& ctx) {
 }
 
 void AddCommonOptions(CLI::App& cmd, HistoryOptions& o) {
-  cmd.add_option("--metric", o.metric, "mean, p50, p90 (us), peak_rss (bytes) or max_abs_error")
+  cmd.add_option("--metric", o.metric,
+                 "mean, p50, p90 (us), peak_rss (bytes), max_abs_error, or top1/top5 (task "
+                 "accuracy of a model with an eval, percent; a drop is a regression)")
       ->capture_default_str();
   cmd.add_option("--min-segment", o.min_segment, "fewest runs at one level between steps")
       ->capture_default_str();
