@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "gui/main_window.h"
+#include "gui/probe.h"
 #include "reports/store/store.h"
 
 namespace {
@@ -107,6 +108,12 @@ int main(int argc, char** argv) {
 
   dfarm::gui::MainWindow window;
   if (parser.isSet(screenshot)) screenshotWhenReady(&window, page, parser.value(screenshot));
+  // DFARM_DASHBOARD_PROBE=FILE: the live mode's measurements (gui/probe.h).
+  const QString probeFile = qEnvironmentVariable("DFARM_DASHBOARD_PROBE");
+  if (!probeFile.isEmpty() && !(new dfarm::gui::EventLoopProbe(&window, probeFile))->ok()) {
+    fail(QStringLiteral("cannot write the probe file '%1'").arg(probeFile));
+    return 1;
+  }
   window.openDatabase(db);
   // openDatabase shows the first page; another one opens on its newest.
   if (page != dfarm::gui::kFirstPage) window.goToPage(page);

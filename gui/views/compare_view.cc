@@ -261,7 +261,7 @@ void CompareView::applied(const Result<CompareData>& result) {
     m_message->setText(tr("Cannot compare: %1").arg(Q(result.message())));
     m_message->setStyleSheet(QStringLiteral("color: #b02020;"));
     m_model->setCells({});
-    markReady();
+    markReady(m_message->text());
     return;
   }
   m_runs->setText(RunLine("Baseline", result->baseline) + "<br>" +

@@ -287,7 +287,7 @@ void DevicesView::applied(const Result<std::vector<store::DeviceRow>>& result,
     m_message->show();
     m_model->setDevices({});
     m_events->setEvents({});
-    markReady();
+    markReady(m_message->text());
     return;
   }
   m_message->setStyleSheet({});

@@ -491,7 +491,7 @@ void MatrixView::applied(const Result<MatrixData>& result) {
     m_message->setText(tr("Cannot read run %1: %2").arg(m_runId).arg(Q(result.message())));
     m_message->setStyleSheet(QStringLiteral("color: #b02020;"));
     m_model->setMatrix({});
-    markReady();
+    markReady(m_message->text());
     return;
   }
   const QModelIndex current = m_table->currentIndex();
@@ -512,9 +512,15 @@ void MatrixView::applied(const Result<MatrixData>& result) {
   }
   m_table->resizeColumnsToContents();
   m_table->resizeRowsToContents();
-  if (m_model->colour() == MatrixModel::Colour::kVerdict) loadGate();
   m_table->viewport()->repaint();
-  markReady();
+  // Coloured by verdict, the view is ready once the gate painted too: a
+  // refresh never supersedes the gate's read in flight.
+  if (m_model->colour() == MatrixModel::Colour::kVerdict) {
+    markLoading();
+    loadGate();
+  } else {
+    markReady();
+  }
 }
 
 void MatrixView::loadGate() {
@@ -528,7 +534,10 @@ void MatrixView::loadGate() {
         m_gateNote = gate ? Q(gate->note) : tr("gate: %1").arg(Q(gate.message()));
         if (gate) m_model->setGate(*gate);
         m_message->setText(legend());
+        m_table->resizeColumnsToContents();
+        m_table->resizeRowsToContents();
         emit gateLoaded();
+        if (!isReady()) markReady(gate ? QString() : m_gateNote);
       });
 }
 
