@@ -1,6 +1,7 @@
-// Reader::ChangeCount on both backends: what moves the counter (runs, job
-// status, results, device states) and what does not (heartbeats), and a
-// database from before the counter getting one when opened.
+// Schema v20 on both backends: Reader::ChangeCount, what moves the counter
+// (runs, job status, results, device states) and what does not
+// (heartbeats), a database from before the counter getting one when opened;
+// and a spec runner named "default" being the default runner's cell.
 #include <gtest/gtest.h>
 
 #include "reports/store/store_test_fixture.h"
@@ -72,6 +73,28 @@ TEST_P(ChangeCountTest, MovesOnResultsAndStatusNotOnHeartbeats) {
   EXPECT_GT(afterState, afterResult);
   ASSERT_TRUE(store_->TagRun(*run, "baseline", false).ok());
   EXPECT_GT(Count(), afterState) << "a tag is a change";
+}
+
+// A spec runner named "default" (kDefaultRunnerName) is the default runner:
+// its jobs share the cell of a spec without runners.
+TEST_P(ChangeCountTest, RunnerNamedDefaultIsTheDefaultRunnersCell) {
+  auto first = store_->CreateRun("no runners", "{}");
+  auto second = store_->CreateRun("runner named default", "{}");
+  ASSERT_TRUE(first.ok() && second.ok());
+  JobRow job = MakeJob("m.tflite");
+  ASSERT_TRUE(store_->AddJob(*first, job).ok());
+  job.runner = kDefaultRunnerName;
+  auto id = store_->AddJob(*second, job);
+  ASSERT_TRUE(id.ok()) << id.message();
+  EXPECT_EQ(store_->GetJob(*id)->runner, "");
+  auto cells = store_->ListCells();
+  ASSERT_TRUE(cells.ok()) << cells.message();
+  ASSERT_EQ(cells->size(), 1u);
+  EXPECT_EQ(cells->front().runner, "");
+  EXPECT_EQ(store_->ListCellJobs(cells->front())->size(), 2u);
+  job.runner = "main";  // another name is a cell of its own
+  ASSERT_TRUE(store_->AddJob(*second, job).ok());
+  EXPECT_EQ(store_->ListCells()->size(), 2u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ChangeCountTest, DFARM_BOTH_BACKENDS, BackendName);

@@ -354,8 +354,10 @@ ALTER TABLE jobs ADD COLUMN pair_number INTEGER NOT NULL DEFAULT 0;
     // (nodes, leases, last_seen, a run's owner_since) leave it alone.
     // Triggers bump it, so every write path counts. SQLite's one writer
     // bumps shard 0; PostgreSQL's text is kPostgresTexts' (shards by
-    // backend, so concurrent writers do not queue on one row).
+    // backend, so concurrent writers do not queue on one row). Jobs of a
+    // spec runner named "default" become the default runner's ('').
     R"sql(
+UPDATE jobs SET runner = '' WHERE runner = 'default';
 CREATE TABLE store_changes(shard INTEGER PRIMARY KEY, n INTEGER NOT NULL);
 INSERT INTO store_changes(shard, n) VALUES(0, 0);
 CREATE TRIGGER runs_changed_insert AFTER INSERT ON runs BEGIN
@@ -402,6 +404,7 @@ struct PostgresText {
 };
 constexpr PostgresText kPostgresTexts[] = {
     {20, R"sql(
+UPDATE jobs SET runner = '' WHERE runner = 'default';
 CREATE TABLE store_changes(shard BIGINT PRIMARY KEY, n BIGINT NOT NULL);
 INSERT INTO store_changes(shard, n) SELECT g, 0 FROM generate_series(0, 15) AS g;
 CREATE FUNCTION dfarm_note_change() RETURNS trigger LANGUAGE plpgsql AS $$

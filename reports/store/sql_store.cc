@@ -371,7 +371,8 @@ class SqlStore final : public Store {
       s->Bind(1, run_id).Bind(2, j.job_key).Bind(3, j.model).Bind(4, j.model_path);
       s->Bind(5, j.model_sha256).Bind(6, j.delegate).Bind(7, j.delegate_options);
       s->Bind(8, j.device).Bind(9, std::string(kJobQueued));
-      s->Bind(10, static_cast<int64_t>(j.num_threads)).Bind(11, j.trial).Bind(12, j.runner);
+      s->Bind(10, static_cast<int64_t>(j.num_threads)).Bind(11, j.trial);
+      s->Bind(12, j.runner == kDefaultRunnerName ? std::string() : j.runner);
       s->Bind(13, j.runner_sha256).Bind(14, j.target).Bind(15, j.payload);
       s->Bind(16, j.runner_kind).Bind(17, j.inputs.empty() ? kSeededInputs : j.inputs);
       s->Bind(18, j.pair);
