@@ -64,7 +64,10 @@ int main(int argc, char** argv) {
   parser.setApplicationDescription(
       QStringLiteral("DelegateFarm dashboard: %1 of a results database.\n"
                      "Keys: Ctrl+1..%2 the views, Alt+Left back, Ctrl+R refresh, Ctrl+C copy "
-                     "the table as TSV, Ctrl+E export the chart.\n\n")
+                     "the table as TSV, Ctrl+E export the chart.\n"
+                     "Live: the open view re-reads when results or statuses change (the "
+                     "store's change counter, polled off the GUI thread); "
+                     "DFARM_DASHBOARD_PROBE=FILE logs its timings (docs/dashboard.md).\n\n")
           .arg(dfarm::gui::pagesShown())
           .arg(dfarm::gui::kPageKeys) +
       kDashboardExitCodes);

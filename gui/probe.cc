@@ -1,5 +1,7 @@
 #include "gui/probe.h"
 
+#include <time.h>
+
 #include <QDateTime>
 
 #include "gui/live.h"
@@ -20,12 +22,29 @@ EventLoopProbe::EventLoopProbe(MainWindow* window, const QString& file)
   m_timer.start();
 }
 
+namespace {
+
+qint64 threadCpuNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<qint64>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+}  // namespace
+
 void EventLoopProbe::tick() {
   m_maxLateMs = std::max(m_maxLateMs, m_sinceTick.restart() - kTickMs);
+  const qint64 cpu = threadCpuNs();
+  if (m_lastCpuNs > 0) m_maxCpuNs = std::max(m_maxCpuNs, cpu - m_lastCpuNs);
+  m_lastCpuNs = cpu;
   if (m_sinceReport.elapsed() < 1000) return;
   m_sinceReport.restart();
-  write(QStringLiteral("gap %1 polls %2").arg(m_maxLateMs).arg(m_window->watcher()->polls()));
+  write(QStringLiteral("gap %1 cpu %2 polls %3")
+            .arg(m_maxLateMs)
+            .arg(m_maxCpuNs / 1000000)
+            .arg(m_window->watcher()->polls()));
   m_maxLateMs = 0;
+  m_maxCpuNs = 0;
 }
 
 void EventLoopProbe::write(const QString& event) {

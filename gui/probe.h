@@ -5,8 +5,13 @@
 // with the wall clock in ms since the epoch:
 //   <ms> seen                       the watcher saw a change
 //   <ms> updated                    the open view painted its re-read
-//   <ms> gap <max ms> polls <n>     every second: the largest tick lateness
-//                                   in that second and the polls so far
+//   <ms> gap <max ms> cpu <max ms> polls <n>
+//                                   every second: the largest tick lateness
+//                                   in that second, the most CPU time the GUI
+//                                   thread used between two ticks (its own
+//                                   work; a gap with little CPU is the thread
+//                                   not scheduled, on a loaded machine) and
+//                                   the polls so far
 // The numbers are for a person or a script to read; nothing checks them.
 #pragma once
 
@@ -38,6 +43,8 @@ class EventLoopProbe : public QObject {
   QElapsedTimer m_sinceTick;
   QElapsedTimer m_sinceReport;
   qint64 m_maxLateMs = 0;
+  qint64 m_lastCpuNs = 0;
+  qint64 m_maxCpuNs = 0;
 };
 
 }  // namespace dfarm::gui
