@@ -410,6 +410,10 @@ void TelemetryModel::addStateRows(const QJsonObject& before, const QJsonObject& 
   };
   add(stateFigures(before), false);
   add(stateFigures(after), true);
+  // A figure neither state holds (a CPU without frequencies in a container).
+  m_rows.erase(std::remove_if(m_rows.begin(), m_rows.end(),
+                              [](const Row& r) { return r.before.isEmpty() && r.after.isEmpty(); }),
+               m_rows.end());
 }
 
 int TelemetryModel::rowCount(const QModelIndex& parent) const {

@@ -99,7 +99,7 @@ TEST(DevicesDetailsTest, NodeColumnNamesTheNodeServingTheDevice) {
 TEST(TelemetryDetailsTest, DeviceStateIsFiguresWithUnitsNotJson) {
   const std::string before =
       R"({"unix_ms":1700000000123,"cpus":[{"cpu":0,"cur_freq_khz":1800000,)"
-      R"("max_freq_khz":2400000,"governor":"schedutil"},{"cpu":1,"online":false}],)"
+      R"("max_freq_khz":2400000,"governor":"schedutil"},{"cpu":1,"online":false},{"cpu":2}],)"
       R"("thermal_zones":[{"zone":0,"type":"x86_pkg_temp","temp_c":45.5}],)"
       R"("load_avg_5m":0.5,"battery_temp_c":31.5,"battery_level_pct":80,)"
       R"("battery_current_ua":-350000,"battery_voltage_uv":3900000,"cpu_busy_pct":12})";
@@ -118,6 +118,7 @@ TEST(TelemetryDetailsTest, DeviceStateIsFiguresWithUnitsNotJson) {
   EXPECT_EQ(rows["cpu 0"].first, "1800 MHz, schedutil, max 2400 MHz");
   EXPECT_EQ(rows["cpu 0"].second, "1200 MHz");
   EXPECT_EQ(rows["cpu 1"].first, "offline");
+  EXPECT_EQ(rows.count("cpu 2"), 0u) << "a CPU with nothing to show is no row";
   EXPECT_EQ(rows["thermal zone 0 (x86_pkg_temp)"].first, "45.5 °C");
   EXPECT_EQ(rows["thermal zone 0 (x86_pkg_temp)"].second, "71.0 °C");
   EXPECT_EQ(rows["battery temp"].first, "31.5 °C");
