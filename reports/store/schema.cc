@@ -353,8 +353,10 @@ ALTER TABLE jobs ADD COLUMN pair_number INTEGER NOT NULL DEFAULT 0;
     // run, job status, result, tag or device state change; heartbeats
     // (nodes, leases, last_seen, a run's owner_since) leave it alone.
     // Triggers bump it, so every write path counts. SQLite's one writer
-    // bumps shard 0; PostgreSQL's text is kPostgresTexts' (shards by
-    // backend, so concurrent writers do not queue on one row). Jobs of a
+    // bumps shard 0; PostgreSQL's text is kPostgresTexts': deferred
+    // triggers bump once per transaction at its commit, after every other
+    // row lock it takes (no deadlock with the queue's row locks), on a
+    // shard by backend (concurrent writers rarely share a row). Jobs of a
     // spec runner named "default" become the default runner's ('').
     R"sql(
 UPDATE jobs SET runner = '' WHERE runner = 'default';
@@ -409,28 +411,34 @@ CREATE TABLE store_changes(shard BIGINT PRIMARY KEY, n BIGINT NOT NULL);
 INSERT INTO store_changes(shard, n) SELECT g, 0 FROM generate_series(0, 15) AS g;
 CREATE FUNCTION dfarm_note_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  UPDATE store_changes SET n = n + 1 WHERE shard = pg_backend_pid() % 16;
+  IF current_setting('dfarm.changed', true) IS DISTINCT FROM txid_current()::text THEN
+    UPDATE store_changes SET n = n + 1 WHERE shard = pg_backend_pid() % 16;
+    PERFORM set_config('dfarm.changed', txid_current()::text, true);
+  END IF;
   RETURN NULL;
 END $$;
-CREATE TRIGGER runs_changed AFTER INSERT OR DELETE ON runs
-  FOR EACH ROW EXECUTE FUNCTION dfarm_note_change();
-CREATE TRIGGER runs_changed_update AFTER UPDATE ON runs FOR EACH ROW
+CREATE CONSTRAINT TRIGGER runs_changed AFTER INSERT OR DELETE ON runs
+  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION dfarm_note_change();
+CREATE CONSTRAINT TRIGGER runs_changed_update AFTER UPDATE ON runs
+  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
   WHEN (OLD.status IS DISTINCT FROM NEW.status OR OLD.finished_at IS DISTINCT FROM NEW.finished_at
     OR OLD.name IS DISTINCT FROM NEW.name OR OLD.parent_run_id IS DISTINCT FROM NEW.parent_run_id
     OR OLD.mode IS DISTINCT FROM NEW.mode)
   EXECUTE FUNCTION dfarm_note_change();
-CREATE TRIGGER jobs_changed AFTER INSERT OR DELETE ON jobs
-  FOR EACH ROW EXECUTE FUNCTION dfarm_note_change();
-CREATE TRIGGER jobs_changed_update AFTER UPDATE ON jobs FOR EACH ROW
+CREATE CONSTRAINT TRIGGER jobs_changed AFTER INSERT OR DELETE ON jobs
+  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION dfarm_note_change();
+CREATE CONSTRAINT TRIGGER jobs_changed_update AFTER UPDATE ON jobs
+  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
   WHEN (OLD.status IS DISTINCT FROM NEW.status OR OLD.device IS DISTINCT FROM NEW.device)
   EXECUTE FUNCTION dfarm_note_change();
-CREATE TRIGGER results_changed AFTER INSERT OR UPDATE ON results
-  FOR EACH ROW EXECUTE FUNCTION dfarm_note_change();
-CREATE TRIGGER run_tags_changed AFTER INSERT OR UPDATE OR DELETE ON run_tags
-  FOR EACH ROW EXECUTE FUNCTION dfarm_note_change();
-CREATE TRIGGER devices_changed AFTER INSERT ON devices
-  FOR EACH ROW EXECUTE FUNCTION dfarm_note_change();
-CREATE TRIGGER devices_changed_update AFTER UPDATE ON devices FOR EACH ROW
+CREATE CONSTRAINT TRIGGER results_changed AFTER INSERT OR UPDATE ON results
+  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION dfarm_note_change();
+CREATE CONSTRAINT TRIGGER run_tags_changed AFTER INSERT OR UPDATE OR DELETE ON run_tags
+  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION dfarm_note_change();
+CREATE CONSTRAINT TRIGGER devices_changed AFTER INSERT ON devices
+  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION dfarm_note_change();
+CREATE CONSTRAINT TRIGGER devices_changed_update AFTER UPDATE ON devices
+  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
   WHEN (OLD.state IS DISTINCT FROM NEW.state OR OLD.state_reason IS DISTINCT FROM NEW.state_reason
     OR OLD.node IS DISTINCT FROM NEW.node)
   EXECUTE FUNCTION dfarm_note_change();
