@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "gui/main_window.h"
+#include "gui/probe.h"
 #include "reports/store/store.h"
 
 namespace {
@@ -63,7 +64,10 @@ int main(int argc, char** argv) {
   parser.setApplicationDescription(
       QStringLiteral("DelegateFarm dashboard: %1 of a results database.\n"
                      "Keys: Ctrl+1..%2 the views, Alt+Left back, Ctrl+R refresh, Ctrl+C copy "
-                     "the table as TSV, Ctrl+E export the chart.\n\n")
+                     "the table as TSV, Ctrl+E export the chart.\n"
+                     "Live: the open view re-reads when results or statuses change (the "
+                     "store's change counter, polled off the GUI thread); "
+                     "DFARM_DASHBOARD_PROBE=FILE logs its timings (docs/dashboard.md).\n\n")
           .arg(dfarm::gui::pagesShown())
           .arg(dfarm::gui::kPageKeys) +
       kDashboardExitCodes);
@@ -107,6 +111,12 @@ int main(int argc, char** argv) {
 
   dfarm::gui::MainWindow window;
   if (parser.isSet(screenshot)) screenshotWhenReady(&window, page, parser.value(screenshot));
+  // DFARM_DASHBOARD_PROBE=FILE: the live mode's measurements (gui/probe.h).
+  const QString probeFile = qEnvironmentVariable("DFARM_DASHBOARD_PROBE");
+  if (!probeFile.isEmpty() && !(new dfarm::gui::EventLoopProbe(&window, probeFile))->ok()) {
+    fail(QStringLiteral("cannot write the probe file '%1'").arg(probeFile));
+    return 1;
+  }
   window.openDatabase(db);
   // openDatabase shows the first page; another one opens on its newest.
   if (page != dfarm::gui::kFirstPage) window.goToPage(page);

@@ -1,35 +1,87 @@
 #include "gui/live.h"
 
-#include <sys/stat.h>
-
-#include <QFile>
 #include <QMetaObject>
-#include <QTimer>
+#include <QPointer>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <thread>
 
+#include "gui/store_loader.h"
 #include "reports/store/store.h"
 
 namespace dfarm::gui {
 
-DatabaseWatcher::DatabaseWatcher(QObject* parent) : QObject(parent), m_timer(new QTimer(this)) {
-  m_timer->setInterval(500);
-  connect(m_timer, &QTimer::timeout, this, &DatabaseWatcher::check);
+// What the watcher shares with its poller thread. The thread holds it to its
+// end, so the watcher can let go (stop) without waiting for a poll in
+// flight; `stopped` under `mutex` guarantees nothing is posted after stop().
+struct DatabaseWatcher::Poll {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool stopped = false;
+  std::atomic<quint64> polls{0};
+  QPointer<DatabaseWatcher> watcher;
+
+  // Posts f to the watcher's thread unless stopped.
+  template <typename F>
+  void post(F f) {
+    std::lock_guard lock(mutex);
+    if (stopped || watcher.isNull()) return;
+    QMetaObject::invokeMethod(watcher.data(), std::move(f), Qt::QueuedConnection);
+  }
+
+  void run(const QString& dbPath, int intervalMs);
+};
+
+void DatabaseWatcher::Poll::run(const QString& dbPath, int intervalMs) {
+  std::unique_ptr<store::Reader> store;
+  std::optional<int64_t> seen;
+  bool failing = false;
+  std::unique_lock lock(mutex);
+  while (!stopped) {
+    lock.unlock();
+    QString failure;
+    if (!store) {
+      auto opened = OpenDashboardStore(dbPath);
+      if (opened) {
+        store = std::move(*opened);
+      } else {
+        failure = QString::fromStdString(opened.message());
+      }
+    }
+    if (store) {
+      auto count = store->ChangeCount();
+      polls.fetch_add(1);
+      if (!count) {
+        failure = QString::fromStdString(count.message());
+        store.reset();  // reconnect on the next round
+      } else {
+        const bool grew = seen && *count > *seen;
+        seen = *count;
+        if (grew) post([w = watcher] { w->noteChange(); });
+      }
+    }
+    if (!failure.isEmpty() || failing) {
+      failing = !failure.isEmpty();
+      post([w = watcher, failure] { w->noteError(failure); });
+    }
+    lock.lock();
+    cv.wait_for(lock, std::chrono::milliseconds(intervalMs), [this] { return stopped; });
+  }
 }
 
-DatabaseWatcher::FileState DatabaseWatcher::stateOf(const QString& path) {
-  // stat() directly: nanosecond mtimes, and no cached QFileInfo.
-  struct stat st {};
-  if (::stat(QFile::encodeName(path).constData(), &st) != 0) return {};
-  // An empty log is no write: SQLite creates one when a reader (the
-  // dashboard's own loads) opens the database and removes it on close.
-  if (st.st_size == 0) return {};
-  FileState state;
-  state.size = static_cast<qint64>(st.st_size);
-  state.mtimeNs = static_cast<qint64>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-  return state;
+DatabaseWatcher::DatabaseWatcher(QObject* parent) : QObject(parent) {}
+
+DatabaseWatcher::~DatabaseWatcher() { stop(); }
+
+int DatabaseWatcher::interval() const {
+  if (m_intervalMs > 0) return m_intervalMs;
+  return store::IsPostgresUrl(m_dbPath.toStdString()) ? kPostgresIntervalMs : kSqliteIntervalMs;
 }
 
-DatabaseWatcher::~DatabaseWatcher() { stopPoller(); }
+quint64 DatabaseWatcher::polls() const { return m_poll ? m_poll->polls.load() : 0; }
 
 void DatabaseWatcher::noteChange() {
   m_lastChange = QDateTime::currentDateTime();
@@ -37,81 +89,31 @@ void DatabaseWatcher::noteChange() {
   emit changed();
 }
 
-void DatabaseWatcher::startPoller(const std::string& url) {
-  stopPoller();
-  m_pollStop = false;
-  const int ms = m_timer->interval();
-  m_poller = std::thread([this, url, ms] {
-    std::unique_ptr<dfarm::store::Reader> store;
-    std::unique_lock lock(m_pollMutex);
-    while (!m_pollStop) {
-      lock.unlock();
-      if (!store) {
-        auto opened = dfarm::store::OpenStore(url);
-        if (opened) store = std::move(*opened);
-      }
-      bool changed = false;
-      if (store) {
-        auto woke = store->WaitForChange(ms);
-        if (!woke) store.reset();  // reconnect on the next round
-        changed = woke && *woke;
-      }
-      if (changed)
-        QMetaObject::invokeMethod(
-            this, [this] { noteChange(); }, Qt::QueuedConnection);
-      lock.lock();
-      if (!store)
-        m_pollCv.wait_for(lock, std::chrono::milliseconds(ms), [this] { return m_pollStop; });
-    }
-  });
-}
-
-void DatabaseWatcher::stopPoller() {
-  {
-    std::lock_guard lock(m_pollMutex);
-    m_pollStop = true;
-  }
-  m_pollCv.notify_all();
-  if (m_poller.joinable()) m_poller.join();
+void DatabaseWatcher::noteError(const QString& message) {
+  if (message == m_error) return;
+  m_error = message;
+  emit errorChanged(message);
 }
 
 void DatabaseWatcher::watch(const QString& dbPath) {
+  stop();
   m_dbPath = dbPath;
-  stopPoller();
-  if (dbPath.isEmpty()) {
-    stop();
-    return;
-  }
-  if (dfarm::store::IsPostgresUrl(dbPath.toStdString())) {
-    m_timer->stop();
-    startPoller(dbPath.toStdString());
-    return;
-  }
-  m_db = stateOf(dbPath);
-  m_wal = stateOf(dbPath + QStringLiteral("-wal"));
-  m_timer->start();
+  m_error.clear();
+  if (dbPath.isEmpty()) return;
+  auto poll = std::make_shared<Poll>();
+  poll->watcher = this;
+  m_poll = poll;
+  std::thread([poll, dbPath, ms = interval()] { poll->run(dbPath, ms); }).detach();
 }
 
 void DatabaseWatcher::stop() {
-  m_timer->stop();
-  stopPoller();
-}
-
-bool DatabaseWatcher::isWatching() const { return m_timer->isActive() || m_poller.joinable(); }
-
-void DatabaseWatcher::setInterval(int ms) { m_timer->setInterval(ms); }
-
-int DatabaseWatcher::interval() const { return m_timer->interval(); }
-
-bool DatabaseWatcher::check() {
-  if (m_dbPath.isEmpty() || m_poller.joinable()) return false;
-  const FileState db = stateOf(m_dbPath);
-  const FileState wal = stateOf(m_dbPath + QStringLiteral("-wal"));
-  if (db == m_db && wal == m_wal) return false;
-  m_db = db;
-  m_wal = wal;
-  noteChange();
-  return true;
+  if (!m_poll) return;
+  {
+    std::lock_guard lock(m_poll->mutex);
+    m_poll->stopped = true;
+  }
+  m_poll->cv.notify_all();
+  m_poll.reset();
 }
 
 }  // namespace dfarm::gui

@@ -1,30 +1,23 @@
-// DatabaseWatcher: tells the dashboard when another process (a sweep) wrote
-// to its database, so the open view re-reads without a manual reload.
+// DatabaseWatcher: tells the dashboard when another process (a sweep, a
+// farm's nodes) changed what the dashboard shows, so the open view re-reads
+// without a manual reload.
 //
-// It polls, every interval (500 ms by default), the size and modification
-// time of the database file and of its write-ahead log (FILE-wal, where every
-// commit of a WAL-mode SQLite database lands first): two stat() calls on the
-// GUI thread, no SQLite connection, no lock, nothing that can block. A change
-// seen on a tick is reported once as changed(); writes within one interval
-// coalesce into one report.
-//
-// A farm's PostgreSQL database (a postgresql:// URL) has no file here: a
-// thread of the watcher's own, with its own connection, waits for a change
-// (Store::WaitForChange: the server's current snapshot, polled) instead, so
-// the GUI thread never waits on the network; a change is reported the same
-// way. The thread wakes each interval to see whether it
-// should stop.
+// It polls the store's change counter (store::Reader::ChangeCount: one
+// small SELECT, bumped by results, run and job status and device state
+// changes, never by heartbeats) from a thread of its own with its own
+// connection, every interval; growth is reported once as changed() on the
+// watcher's thread, so writes within one interval coalesce into one report.
+// The GUI thread never reads the store and never waits on the poller: stop()
+// and the destructor leave a poll in flight to finish on its own thread.
+// The default interval keeps an idle farm's cost under one transaction a
+// second per dashboard on PostgreSQL (kPostgresIntervalMs) and is shorter on
+// a local SQLite file (kSqliteIntervalMs).
 #pragma once
 
 #include <QDateTime>
 #include <QObject>
 #include <QString>
-#include <atomic>
-#include <condition_variable>
-#include <mutex>
-#include <thread>
-
-class QTimer;
+#include <memory>
 
 namespace dfarm::gui {
 
@@ -32,51 +25,48 @@ class DatabaseWatcher : public QObject {
   Q_OBJECT
 
  public:
+  static constexpr int kPostgresIntervalMs = 1200;
+  static constexpr int kSqliteIntervalMs = 500;
+
   explicit DatabaseWatcher(QObject* parent = nullptr);
   ~DatabaseWatcher() override;
 
-  // Starts watching dbPath (an empty path stops); the state now is the
-  // baseline, so only later writes are reported.
+  // Starts watching dbPath (an empty path stops); the counter's first read
+  // is the baseline, so only later changes are reported.
   void watch(const QString& dbPath);
   void stop();
-  bool isWatching() const;
+  bool isWatching() const { return m_poll != nullptr; }
   const QString& database() const { return m_dbPath; }
 
-  void setInterval(int ms);
+  // The poll interval; 0 (the default) picks kPostgresIntervalMs or
+  // kSqliteIntervalMs by the database. Takes effect at the next watch().
+  void setInterval(int ms) { m_intervalMs = ms; }
   int interval() const;
-  // Reports the writes since the last check now (the timer calls it).
-  // Returns true when it saw one.
-  bool check();
 
   // When changed() was last emitted (invalid before the first).
   const QDateTime& lastChange() const { return m_lastChange; }
   quint64 changeCount() const { return m_changes; }
+  // Why the last poll failed; empty while polls succeed.
+  const QString& error() const { return m_error; }
+  // The polls made since watch() (each one query), for tests and the probe.
+  quint64 polls() const;
 
  signals:
   void changed();
+  // A poll failed (message) or succeeded again after failing (empty).
+  void errorChanged(const QString& message);
 
  private:
-  struct FileState {
-    qint64 size = -1;  // -1: absent
-    qint64 mtimeNs = 0;
-    bool operator==(const FileState& o) const { return size == o.size && mtimeNs == o.mtimeNs; }
-  };
-  static FileState stateOf(const QString& path);
-  // The PostgreSQL poller (a postgresql:// database).
-  void startPoller(const std::string& url);
-  void stopPoller();
+  struct Poll;
   void noteChange();
+  void noteError(const QString& message);
 
   QString m_dbPath;
-  QTimer* m_timer = nullptr;
-  FileState m_db;
-  FileState m_wal;
+  int m_intervalMs = 0;
+  std::shared_ptr<Poll> m_poll;
   QDateTime m_lastChange;
   quint64 m_changes = 0;
-  std::thread m_poller;
-  std::mutex m_pollMutex;
-  std::condition_variable m_pollCv;
-  bool m_pollStop = false;
+  QString m_error;
 };
 
 }  // namespace dfarm::gui

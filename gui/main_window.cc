@@ -53,6 +53,7 @@ MainWindow::MainWindow(QWidget* parent)
   statusBar()->addWidget(m_dbLabel, 1);
   statusBar()->addPermanentWidget(m_liveLabel);
   connect(m_watcher, &DatabaseWatcher::changed, this, &MainWindow::onDatabaseChanged);
+  connect(m_watcher, &DatabaseWatcher::errorChanged, this, &MainWindow::updateLiveLabel);
   connect(this, &MainWindow::openFailed, this,
           [this](const QString& message) { statusBar()->showMessage(message); });
   updateLiveLabel();
@@ -127,7 +128,10 @@ void MainWindow::openDatabase(const QString& dbPath) {
   m_last = {};
   m_shown = {};
   m_stale = {};
+  m_reading = {};
   m_history.clear();
+  m_livePending = false;
+  m_liveUpdated = {};
   m_watcher->watch(dbPath);
   updateLiveLabel();
   showLocation(Location());  // kFirstPage, a Subject::Database page
@@ -201,29 +205,45 @@ void MainWindow::showLocation(const Location& where) {
   m_nav->setCurrentRow(index);
   m_nav->blockSignals(false);
   m_stack->setCurrentIndex(index);
+  m_reading[index] = true;
   m_views[index]->open(where);
 }
 
 void MainWindow::refresh() {
   if (m_dbPath.isEmpty()) return;
-  m_stale[static_cast<int>(m_here.page)] = false;
+  const int index = static_cast<int>(m_here.page);
+  if (m_reading[index]) {
+    m_stale[index] = true;  // read again once the read in flight painted
+    return;
+  }
+  m_stale[index] = false;
+  m_reading[index] = true;
   currentView()->refresh();
 }
 
 void MainWindow::onDatabaseChanged() {
   m_stale.fill(true);
+  m_livePending = true;
+  m_liveSeen = QDateTime::currentDateTime();
   updateLiveLabel();
-  // A view still loading re-reads once it is ready (onViewReady): one read
-  // at a time, however fast the sweep writes.
+  // A view still reading re-reads once it painted (onViewReady): one read
+  // in flight and one pending at most, however fast the farm writes.
   if (currentView()->isReady()) refresh();
 }
 
 void MainWindow::onViewReady(Page page) {
+  m_reading[static_cast<int>(page)] = false;
   if (page != m_here.page) return;
   if (m_stale[static_cast<int>(page)]) {
     refresh();
     return;
   }
+  if (m_livePending) {
+    m_livePending = false;
+    m_liveUpdated = QDateTime::currentDateTime();
+    emit liveUpdated();
+  }
+  updateLiveLabel();
   emit pageReady(page);
 }
 
@@ -270,14 +290,27 @@ void MainWindow::chooseDatabase() {
 }
 
 void MainWindow::updateLiveLabel() {
+  const auto hms = [](const QDateTime& t) { return t.toString(QStringLiteral("HH:mm:ss")); };
+  QString text;
+  QString why;
   if (!m_watcher->isWatching()) {
-    m_liveLabel->setText(tr("Live: off"));
-    return;
+    text = tr("Live: off");
+  } else if (!m_watcher->error().isEmpty()) {
+    text = tr("Live: cannot read the change counter (retrying)");
+    why = m_watcher->error();
+  } else if (m_livePending) {
+    text = tr("Live: change at %1, reading…").arg(hms(m_liveSeen));
+  } else if (!currentView()->loadError().isEmpty()) {
+    text = tr("Live: read failed");
+    why = currentView()->loadError();
+  } else if (m_liveUpdated.isValid()) {
+    text = tr("Live: updated %1").arg(hms(m_liveUpdated));
+  } else {
+    text = tr("Live: watching");
   }
-  const QDateTime& last = m_watcher->lastChange();
-  m_liveLabel->setText(last.isValid()
-                           ? tr("Live: updated %1").arg(last.toString(QStringLiteral("HH:mm:ss")))
-                           : tr("Live: watching"));
+  m_liveLabel->setText(text);
+  m_liveLabel->setToolTip(why);
+  m_liveLabel->setStyleSheet(why.isEmpty() ? QString() : QStringLiteral("color: #b02020;"));
 }
 
 }  // namespace dfarm::gui

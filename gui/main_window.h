@@ -4,9 +4,14 @@
 // Subject::Run, openJob a Job, openCell a Cell, compareRuns a RunPair) with a
 // Back history; a DatabaseWatcher refreshes the open view when a sweep writes
 // to the database. The window reads the store only through LoadAsync (off
-// the GUI thread).
+// the GUI thread). A change re-reads the open view at once when it is
+// ready, else once its read in flight is painted (one read in flight per
+// view, at most one pending); the status bar says "Live: updated HH:MM:SS"
+// only once the re-read view painted, and says when a read is pending or
+// failed.
 #pragma once
 
+#include <QDateTime>
 #include <QMainWindow>
 #include <QString>
 #include <array>
@@ -42,7 +47,8 @@ class MainWindow : public QMainWindow {
   void goToPage(Page page);
   bool canGoBack() const { return !m_history.empty(); }
   void back();
-  // Re-reads the open view (Ctrl+R; the watcher calls it too).
+  // Re-reads the open view (Ctrl+R; the watcher calls it too); while its
+  // read is in flight, once that one painted.
   void refresh();
   // Copies the focused table of the open view as TSV (Ctrl+C).
   bool copyTable();
@@ -58,6 +64,8 @@ class MainWindow : public QMainWindow {
   // The view a go() showed is ready (it painted its data or an error).
   void pageReady(dfarm::gui::Page page);
   void openFailed(const QString& message);
+  // The open view painted what it read after a change the watcher saw.
+  void liveUpdated();
 
  private:
   void buildViews();
@@ -79,11 +87,16 @@ class MainWindow : public QMainWindow {
   std::array<Location, kPageCount> m_last{};
   std::array<bool, kPageCount> m_shown{};
   std::array<bool, kPageCount> m_stale{};
+  // The window asked the view to read and it has not painted yet.
+  std::array<bool, kPageCount> m_reading{};
   Location m_here;
   std::vector<Location> m_history;
   DatabaseWatcher* m_watcher = nullptr;
   QLabel* m_dbLabel = nullptr;
   QLabel* m_liveLabel = nullptr;
+  bool m_livePending = false;  // a change seen, its re-read not painted yet
+  QDateTime m_liveSeen;
+  QDateTime m_liveUpdated;
   quint64 m_resolveGeneration = 0;
 };
 

@@ -2,6 +2,8 @@
 
 #include <iterator>
 
+#include "reports/store/store.h"
+
 namespace dfarm::reports {
 namespace {
 
@@ -39,6 +41,18 @@ Colours VerdictColours(gate::Verdict v) {
 }
 
 Colours NoVerdictColours() { return {"#eeeeee", "#222222"}; }
+
+bool IsFailureStatus(const std::string& status) {
+  const std::optional<JobStatus> s = ParseJobStatus(status);
+  return s && *s != JobStatus::kOk && *s != JobStatus::kUnsupported;
+}
+
+Colours JobStatusColours(const std::string& status) {
+  if (status == store::kJobOk) return VerdictColours(gate::Verdict::kPass);
+  if (status == JobStatusName(JobStatus::kUnsupported)) return {"#dcdcdc", "#444444"};
+  if (!IsFailureStatus(status)) return VerdictColours(gate::Verdict::kMissing);
+  return VerdictColours(gate::Verdict::kFail);
+}
 
 std::string VerdictCss() {
   std::string css;

@@ -49,3 +49,29 @@ TEST(PaletteTest, TheHtmlReportStylesEveryVerdictFromThePalette) {
 
 }  // namespace
 }  // namespace dfarm::reports
+
+namespace dfarm::reports {
+namespace {
+
+// An expected `unsupported` is neutral, never the red of a crash; every
+// failure class is red; ok is the passing verdict's green.
+TEST(PaletteTest, UnsupportedIsNeutralAndFailuresAreRed) {
+  const Colours unsupported = JobStatusColours("unsupported");
+  const Colours crashed = JobStatusColours("crashed");
+  EXPECT_STRNE(unsupported.background, crashed.background);
+  EXPECT_STRNE(unsupported.foreground, crashed.foreground);
+  EXPECT_FALSE(IsFailureStatus("unsupported"));
+  for (const char* failure : {"model_error", "delegate_error", "crashed", "timeout", "infra"}) {
+    EXPECT_TRUE(IsFailureStatus(failure)) << failure;
+    EXPECT_STREQ(JobStatusColours(failure).background,
+                 VerdictColours(gate::Verdict::kFail).background)
+        << failure;
+  }
+  for (const char* pending : {"", "queued", "running", "cancelled"}) {
+    EXPECT_FALSE(IsFailureStatus(pending)) << pending;
+  }
+  EXPECT_STREQ(JobStatusColours("ok").background, VerdictColours(gate::Verdict::kPass).background);
+}
+
+}  // namespace
+}  // namespace dfarm::reports

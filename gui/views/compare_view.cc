@@ -261,26 +261,26 @@ void CompareView::applied(const Result<CompareData>& result) {
     m_message->setText(tr("Cannot compare: %1").arg(Q(result.message())));
     m_message->setStyleSheet(QStringLiteral("color: #b02020;"));
     m_model->setCells({});
-    markReady();
+    markReady(m_message->text());
     return;
   }
   m_runs->setText(RunLine("Baseline", result->baseline) + "<br>" +
                   RunLine("Candidate", result->candidate));
-  QString text = result->gate.passed ? tr("Gate (default policy): passed")
-                                     : tr("Gate (default policy): failed");
-  QStringList parts;
-  for (gate::Verdict v : gate::AllVerdicts()) {
-    const auto n = std::count_if(result->gate.cells.begin(), result->gate.cells.end(),
-                                 [v](const gate::CellResult& c) { return c.verdict == v; });
-    if (n > 0) parts << QStringLiteral("%1 %2").arg(n).arg(gate::VerdictName(v));
-  }
-  text += QStringLiteral(" · %1 cells: %2")
-              .arg(result->gate.cells.size())
-              .arg(parts.join(QStringLiteral(", ")));
+  // The gate's own outcome and count line: a gate whose cells are unknown
+  // says so (not enough data), in the neutral colour, as the HTML report.
+  const gate::GateOutcome outcome = gate::OutcomeOf(result->gate);
+  QString text =
+      tr("Gate (default policy): %1").arg(QString::fromLatin1(gate::OutcomeName(outcome)));
+  if (outcome == gate::GateOutcome::kInconclusive) text += tr(" (not enough data to pass)");
+  text += QStringLiteral(" · ") + Q(gate::GateCounts(result->gate));
   for (const std::string& n : result->gate.notes) text += "\n" + Q(n);
   m_message->setText(text);
-  m_message->setStyleSheet(result->gate.passed ? QStringLiteral("color: #1a6b1a;")
-                                               : QStringLiteral("color: #b02020;"));
+  const gate::Verdict colour = outcome == gate::GateOutcome::kPassed   ? gate::Verdict::kPass
+                               : outcome == gate::GateOutcome::kFailed ? gate::Verdict::kFail
+                                                                       : gate::Verdict::kUnknown;
+  m_message->setStyleSheet(
+      QStringLiteral("color: %1;")
+          .arg(QString::fromLatin1(reports::VerdictColours(colour).foreground)));
   m_model->setCells(result->gate.cells);
   m_table->resizeColumnsToContents();
   m_table->viewport()->update();

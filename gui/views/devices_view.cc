@@ -83,6 +83,8 @@ QVariant DevicesModel::data(const QModelIndex& index, int role) const {
   switch (index.column()) {
     case NameColumn:
       return Q(d.name);
+    case NodeColumn:
+      return d.node.empty() ? tr("(local sweep)") : Q(d.node);
     case StateColumn:
       return d.state.empty() ? tr("(none recorded)") : Q(d.state);
     case AbiColumn:
@@ -131,6 +133,8 @@ QVariant DevicesModel::headerData(int section, Qt::Orientation orientation, int 
   switch (section) {
     case NameColumn:
       return tr("Device");
+    case NodeColumn:
+      return tr("Node");
     case StateColumn:
       return tr("State");
     case AbiColumn:
@@ -287,7 +291,7 @@ void DevicesView::applied(const Result<std::vector<store::DeviceRow>>& result,
     m_message->show();
     m_model->setDevices({});
     m_events->setEvents({});
-    markReady();
+    markReady(m_message->text());
     return;
   }
   m_message->setStyleSheet({});

@@ -1,5 +1,5 @@
-// DevicesView: every device the store has seen (state, description, last
-// seen, quarantine reason) and, below, the selected device's state history.
+// DevicesView: every device the store has seen (the node serving it, state,
+// description, last seen, quarantine reason) and, below, the selected device's state history.
 #pragma once
 
 #include <QAbstractTableModel>
@@ -21,6 +21,7 @@ class DevicesModel : public QAbstractTableModel {
  public:
   enum Column {
     NameColumn,
+    NodeColumn,  // the farm node that serves it; "(local sweep)" for none
     StateColumn,
     AbiColumn,
     OsColumn,

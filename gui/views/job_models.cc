@@ -2,11 +2,13 @@
 
 #include <QColor>
 #include <QDateTime>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QTimeZone>
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 
 namespace dfarm::gui {
@@ -38,6 +40,97 @@ QString jsonText(const QJsonValue& v) {
 QJsonObject parseObject(const std::optional<std::string>& json) {
   if (!json) return {};
   return QJsonDocument::fromJson(QByteArray::fromStdString(*json)).object();
+}
+
+// A device state key's name without its unit suffix ("battery temp") and
+// its value with the unit ("31.5 °C"): _c, _pct, _khz (as MHz), _ua (as
+// mA), _uv (as V), _ms, _bytes (as MiB); other keys as they are.
+std::pair<QString, QString> figureWithUnit(const QString& key, const QJsonValue& v) {
+  struct Unit {
+    const char* suffix;
+    const char* unit;
+    double scale;
+    int decimals;
+  };
+  static constexpr Unit kUnits[] = {
+      {"_c", "°C", 1, 1},
+      {"_pct", "%", 1, 0},
+      {"_khz", "MHz", 1e-3, 0},
+      {"_ua", "mA", 1e-3, 1},
+      {"_uv", "V", 1e-6, 3},
+      {"_ms", "ms", 1, 1},
+      {"_bytes", "MiB", 1.0 / (1 << 20), 1},
+  };
+  QString name = key;
+  const Unit* unit = nullptr;
+  for (const Unit& u : kUnits) {
+    if (!key.endsWith(QLatin1String(u.suffix))) continue;
+    name = key.left(key.size() - static_cast<int>(std::strlen(u.suffix)));
+    unit = &u;
+    break;
+  }
+  const auto text = [unit](const QJsonValue& x) {
+    if (unit == nullptr || !x.isDouble()) return jsonText(x);
+    return QStringLiteral("%1 %2")
+        .arg(x.toDouble() * unit->scale, 0, 'f', unit->decimals)
+        .arg(QString::fromUtf8(unit->unit));
+  };
+  QString value;
+  if (v.isArray()) {  // a list of figures: each with the unit
+    QStringList parts;
+    for (const QJsonValue& x : v.toArray()) parts << text(x);
+    value = parts.join(QStringLiteral(", "));
+  } else {
+    value = text(v);
+  }
+  return {name.replace('_', ' '), value};
+}
+
+// One CPU's state on one line: "1800 MHz, schedutil (max 2400 MHz)".
+QString cpuText(const QJsonObject& cpu) {
+  if (cpu.contains("online") && !cpu.value("online").toBool()) return QObject::tr("offline");
+  QStringList parts;
+  const auto mhz = [&](const char* key) {
+    return QStringLiteral("%1 MHz").arg(cpu.value(key).toDouble() / 1000, 0, 'f', 0);
+  };
+  if (cpu.contains("cur_freq_khz")) parts << mhz("cur_freq_khz");
+  if (cpu.contains("governor")) parts << cpu.value("governor").toString();
+  if (cpu.contains("max_freq_khz")) parts << QObject::tr("max %1").arg(mhz("max_freq_khz"));
+  return parts.join(QStringLiteral(", "));
+}
+
+// The figures of a device state object (DeviceStateToJson) as (name, value
+// with its unit) in its order: one row per CPU and per thermal zone, other
+// nested values flattened as "key.sub".
+std::vector<std::pair<QString, QString>> stateFigures(const QJsonObject& state) {
+  std::vector<std::pair<QString, QString>> out;
+  for (auto it = state.begin(); it != state.end(); ++it) {
+    const QString key = it.key();
+    if (key == "unix_ms") continue;  // the time row
+    if (key == "cpus" && it.value().isArray()) {
+      for (const QJsonValue& c : it.value().toArray()) {
+        const QJsonObject cpu = c.toObject();
+        out.emplace_back(QObject::tr("cpu %1").arg(cpu.value("cpu").toInt()), cpuText(cpu));
+      }
+    } else if (key == "thermal_zones" && it.value().isArray()) {
+      for (const QJsonValue& z : it.value().toArray()) {
+        const QJsonObject zone = z.toObject();
+        out.emplace_back(QObject::tr("thermal zone %1 (%2)")
+                             .arg(zone.value("zone").toInt())
+                             .arg(zone.value("type").toString()),
+                         figureWithUnit("temp_c", zone.value("temp_c")).second);
+      }
+    } else if (it.value().isObject()) {
+      const QJsonObject inner = it.value().toObject();
+      for (auto in = inner.begin(); in != inner.end(); ++in) {
+        auto [name, value] = figureWithUnit(in.key(), in.value());
+        out.emplace_back(key + "." + name, value);
+      }
+    } else {
+      out.push_back(figureWithUnit(key, it.value()));
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -289,26 +382,38 @@ void TelemetryModel::setTelemetry(const std::vector<store::TelemetryRow>& rows,
   fig(tr("battery level (%)"), [](const store::TelemetryRow& r) {
     return r.battery_level_pct ? QString::number(*r.battery_level_pct) : QString();
   });
-  const QJsonObject b = parseObject(stateBefore);
-  const QJsonObject a = parseObject(stateAfter);
-  std::map<QString, bool> keys;
-  for (const QString& k : b.keys()) keys[k] = true;
-  for (const QString& k : a.keys()) keys[k] = true;
-  for (const auto& [k, unused] : keys) {
-    if (k == "load_avg_1m" && !m_rows.empty()) continue;  // a telemetry figure above
-    if (k == "unix_ms") {
-      const auto time = [](const QJsonValue& v) {
-        return v.isDouble() ? QDateTime::fromMSecsSinceEpoch(static_cast<qint64>(v.toDouble()),
-                                                             QTimeZone::utc())
-                                  .toString("yyyy-MM-dd hh:mm:ss.zzz")
-                            : QString();
-      };
-      m_rows.push_back({tr("time (UTC)"), time(b.value(k)), time(a.value(k))});
-      continue;
-    }
-    m_rows.push_back({k, jsonText(b.value(k)), jsonText(a.value(k))});
-  }
+  addStateRows(parseObject(stateBefore), parseObject(stateAfter));
   endResetModel();
+}
+
+void TelemetryModel::addStateRows(const QJsonObject& before, const QJsonObject& after) {
+  const auto time = [](const QJsonValue& v) {
+    return v.isDouble()
+               ? QDateTime::fromMSecsSinceEpoch(static_cast<qint64>(v.toDouble()), QTimeZone::utc())
+                     .toString("yyyy-MM-dd hh:mm:ss.zzz")
+               : QString();
+  };
+  if (before.contains("unix_ms") || after.contains("unix_ms")) {
+    m_rows.push_back(
+        {tr("time (UTC)"), time(before.value("unix_ms")), time(after.value("unix_ms"))});
+  }
+  // Rows in the before state's order, then what only the after state has.
+  const bool telemetryRows = !m_rows.empty();
+  std::map<QString, size_t> rowOf;
+  const auto add = [&](const std::vector<std::pair<QString, QString>>& figures, bool isAfter) {
+    for (const auto& [name, value] : figures) {
+      if (name == "load avg 1m" && telemetryRows) continue;  // a telemetry figure above
+      auto [it, fresh] = rowOf.emplace(name, m_rows.size());
+      if (fresh) m_rows.push_back({name, {}, {}});
+      (isAfter ? m_rows[it->second].after : m_rows[it->second].before) = value;
+    }
+  };
+  add(stateFigures(before), false);
+  add(stateFigures(after), true);
+  // A figure neither state holds (a CPU without frequencies in a container).
+  m_rows.erase(std::remove_if(m_rows.begin(), m_rows.end(),
+                              [](const Row& r) { return r.before.isEmpty() && r.after.isEmpty(); }),
+               m_rows.end());
 }
 
 int TelemetryModel::rowCount(const QModelIndex& parent) const {

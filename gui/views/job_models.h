@@ -12,6 +12,8 @@
 #include "agent/base/result.h"
 #include "reports/store/store.h"
 
+class QJsonObject;
+
 namespace dfarm::gui {
 
 struct JobData {
@@ -112,8 +114,9 @@ class TelemetryModel : public QAbstractTableModel {
  public:
   enum Column { FigureColumn, BeforeColumn, AfterColumn, ColumnCount };
   explicit TelemetryModel(QObject* parent = nullptr);
-  // The telemetry rows plus the state_before/after JSON objects' keys (flat
-  // values as text).
+  // The telemetry rows plus the state_before/after JSON objects' figures:
+  // one row per CPU ("1800 MHz, schedutil"), per thermal zone and per other
+  // key, named without the unit suffix and valued with the unit ("°C").
   void setTelemetry(const std::vector<store::TelemetryRow>& rows,
                     const std::optional<std::string>& stateBefore,
                     const std::optional<std::string>& stateAfter);
@@ -127,6 +130,8 @@ class TelemetryModel : public QAbstractTableModel {
   struct Row {
     QString figure, before, after;
   };
+  // The device state objects' figures, one row each with its unit.
+  void addStateRows(const QJsonObject& before, const QJsonObject& after);
   std::vector<Row> m_rows;
 };
 

@@ -225,7 +225,8 @@ void JobView::showData(const Result<JobData>& data) {
     buildHistogram(d);
     buildTimeline(d);
   }
-  QTimer::singleShot(0, this, [this] { markReady(); });
+  const QString error = data ? QString() : m_message->text();
+  QTimer::singleShot(0, this, [this, error] { markReady(error); });
 }
 
 void JobView::showHeader(const JobData& d) {

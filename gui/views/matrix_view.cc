@@ -226,7 +226,7 @@ QString MatrixModel::figure(const MatrixCell& c) const {
 }
 
 QVariant MatrixModel::background(const MatrixCell& c) const {
-  if (c.ok == 0) return QColor(0xf2, 0xc4, 0xc4);
+  if (c.ok == 0) return QColor(QString::fromLatin1(reports::JobStatusColours(c.bad).background));
   switch (m_colour) {
     case Colour::kSpeedup: {
       if (c.is_cpu || !c.speedup || c.not_delegated) return QColor(0xee, 0xee, 0xee);
@@ -265,7 +265,9 @@ QVariant MatrixModel::cellData(const MatrixCell& c, int role) const {
     case Qt::BackgroundRole:
       return background(c);
     case Qt::ForegroundRole: {
-      if (c.ok == 0) return QColor(0x80, 0x10, 0x10);
+      if (c.ok == 0) {
+        return QColor(QString::fromLatin1(reports::JobStatusColours(c.bad).foreground));
+      }
       if (m_colour == Colour::kSpeedup && c.speedup && !c.is_cpu && !c.not_delegated) {
         return QColor(Q(reports::SpeedupColours(*c.speedup).second));
       }
@@ -409,15 +411,24 @@ QSize MatrixDelegate::sizeHint(const QStyleOptionViewItem& option, const QModelI
   if (index.column() < MatrixModel::FirstDeviceColumn) {
     return QStyledItemDelegate::sizeHint(option, index);
   }
+  // Every line in the font paint() draws it in, never clipped: the figure
+  // bold, the detail (with a warning such as "⚠ crashed") and the partial
+  // line small, the partial one bold on its badge.
   const QFontMetrics fm(option.font);
-  int width = std::max(fm.horizontalAdvance(QStringLiteral("000.000 ms · 10/10 ok")) + 12, 110);
-  const QString partial = index.data(MatrixModel::PartialRole).toString();
-  if (partial.isEmpty()) return {width, fm.height() * 2 + 10};
-  // The partial line in its small bold font, never clipped.
+  QFont bold = option.font;
+  bold.setBold(true);
   QFont small = option.font;
   small.setPointSizeF(option.font.pointSizeF() * 0.85);
-  small.setBold(true);
-  width = std::max(width, QFontMetrics(small).horizontalAdvance(partial) + 16);
+  QFont smallBold = small;
+  smallBold.setBold(true);
+  const QString detail = index.data(MatrixModel::DetailRole).toString();
+  const QString partial = index.data(MatrixModel::PartialRole).toString();
+  int width = std::max(fm.horizontalAdvance(QStringLiteral("000.000 ms · 10/10 ok")) + 12, 110);
+  width = std::max(
+      width, QFontMetrics(bold).horizontalAdvance(index.data(Qt::DisplayRole).toString()) + 12);
+  width = std::max(width, QFontMetrics(small).horizontalAdvance(detail) + 12);
+  if (partial.isEmpty()) return {width, fm.height() * 2 + 10};
+  width = std::max(width, QFontMetrics(smallBold).horizontalAdvance(partial) + 16);
   return {width, fm.height() * 3 + 12};
 }
 
@@ -491,7 +502,7 @@ void MatrixView::applied(const Result<MatrixData>& result) {
     m_message->setText(tr("Cannot read run %1: %2").arg(m_runId).arg(Q(result.message())));
     m_message->setStyleSheet(QStringLiteral("color: #b02020;"));
     m_model->setMatrix({});
-    markReady();
+    markReady(m_message->text());
     return;
   }
   const QModelIndex current = m_table->currentIndex();
@@ -512,9 +523,15 @@ void MatrixView::applied(const Result<MatrixData>& result) {
   }
   m_table->resizeColumnsToContents();
   m_table->resizeRowsToContents();
-  if (m_model->colour() == MatrixModel::Colour::kVerdict) loadGate();
   m_table->viewport()->repaint();
-  markReady();
+  // Coloured by verdict, the view is ready once the gate painted too: a
+  // refresh never supersedes the gate's read in flight.
+  if (m_model->colour() == MatrixModel::Colour::kVerdict) {
+    markLoading();
+    loadGate();
+  } else {
+    markReady();
+  }
 }
 
 void MatrixView::loadGate() {
@@ -528,7 +545,10 @@ void MatrixView::loadGate() {
         m_gateNote = gate ? Q(gate->note) : tr("gate: %1").arg(Q(gate.message()));
         if (gate) m_model->setGate(*gate);
         m_message->setText(legend());
+        m_table->resizeColumnsToContents();
+        m_table->resizeRowsToContents();
         emit gateLoaded();
+        if (!isReady()) markReady(gate ? QString() : m_gateNote);
       });
 }
 
@@ -538,11 +558,11 @@ QString MatrixView::legend() const {
       return tr(
           "Median latency of the cpu cell of the same model, device, threads and runner "
           "divided by the cell's: blue faster, orange slower (log scale, 4× saturates); "
-          "red: no trial ok.");
+          "red: no trial ok (grey: unsupported).");
     case MatrixModel::Colour::kLatency:
       return tr(
           "Median latency (pooled samples of the cell's trials): white fastest, red "
-          "slowest of this run (log scale); red box: no trial ok.");
+          "slowest of this run (log scale); red box: no trial ok (grey: unsupported).");
     case MatrixModel::Colour::kAccuracy:
       return tr(
           "Worst max abs error of the cell's outputs against the CPU reference: white "

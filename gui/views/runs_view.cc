@@ -278,7 +278,7 @@ void RunsView::applied(const Result<std::vector<RunSummaryRow>>& result, std::ve
   }
   updateButtons();
   m_table->viewport()->update();
-  markReady();
+  markReady(result ? QString() : m_message->text());
 }
 
 std::vector<qint64> RunsView::selectedRuns() const {

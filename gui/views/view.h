@@ -33,6 +33,8 @@ class View : public QWidget {
   // True once the view painted data (or an error/empty message) after its
   // last show call; ready() is emitted at that moment.
   bool isReady() const { return m_ready; }
+  // Why the load the view painted last failed; empty when it succeeded.
+  const QString& loadError() const { return m_loadError; }
   // The chart to export as PNG/SVG, or null when the view has none.
   virtual QWidget* exportableChart() const { return nullptr; }
 
@@ -44,8 +46,10 @@ class View : public QWidget {
   void compareRuns(qint64 baselineRunId, qint64 candidateRunId);
 
  protected:
-  // Views call this after painting what a load brought (data or an error).
-  void markReady() {
+  // Views call this after painting what a load brought: data (no error)
+  // or the error that the load ended with.
+  void markReady(const QString& error = {}) {
+    m_loadError = error;
     m_ready = true;
     emit ready();
   }
@@ -54,6 +58,7 @@ class View : public QWidget {
  private:
   QString m_dbPath;
   bool m_ready = false;
+  QString m_loadError;
 };
 
 }  // namespace dfarm::gui

@@ -360,9 +360,9 @@ TEST_F(Views2Test, JobViewShowsEveryPartOfAJob) {
       EXPECT_EQ(tel->index(r, TelemetryModel::BeforeColumn).data().toString(), "52.0 to 66.5");
       EXPECT_EQ(tel->index(r, TelemetryModel::AfterColumn).data().toString(), "2 sample(s)");
     }
-    if (fig == "cpu_freq_khz") {
+    if (fig == "cpu freq") {  // the state's cpu_freq_khz, with its unit
       sawFreq = true;
-      EXPECT_EQ(tel->index(r, TelemetryModel::AfterColumn).data().toString(), "[1200000]");
+      EXPECT_EQ(tel->index(r, TelemetryModel::AfterColumn).data().toString(), "1200 MHz");
     }
   }
   EXPECT_TRUE(sawHottest);

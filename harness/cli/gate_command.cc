@@ -1,6 +1,7 @@
 // dfarm gate CANDIDATE --baseline REF [--policy FILE] [--format FORMAT (reports/formats.inc)]
 //            [-o FILE|-] [--db FILE] [--rerun-unknown K]
 // dfarm compare A B [--json] [--db FILE]
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -68,10 +69,18 @@ Result<harness::SweepSpec> RerunSpec(const harness::SweepSpec& run_spec,
       spec.delegates.push_back(d);
     }
   }
-  if (!cell.cell.runner.empty()) {
+  // The default runner's cell ("") is the spec's runner named "default"
+  // when it has one (store::kDefaultRunnerName).
+  const std::string runner =
+      cell.cell.runner.empty() ? std::string(store::kDefaultRunnerName) : cell.cell.runner;
+  const bool named =
+      !cell.cell.runner.empty() ||
+      std::any_of(run_spec.runners.begin(), run_spec.runners.end(),
+                  [&](const auto& r) { return r.name == store::kDefaultRunnerName; });
+  if (named) {
     spec.runners.clear();
     for (const auto& r : run_spec.runners) {
-      if (r.name == cell.cell.runner) spec.runners.push_back(r);
+      if (r.name == runner) spec.runners.push_back(r);
     }
     spec.pairing = {};  // one runner: nothing to pair
   }
@@ -81,7 +90,7 @@ Result<harness::SweepSpec> RerunSpec(const harness::SweepSpec& run_spec,
   spec.benchmark.num_threads = cell.cell.num_threads;
   spec.benchmark.repeats = static_cast<uint32_t>(trials);
   if (spec.models.empty() || spec.delegates.empty() || spec.devices.empty() ||
-      (!cell.cell.runner.empty() && spec.runners.empty())) {
+      (named && spec.runners.empty())) {
     return MakeError(ErrorKind::kInvalidInput,
                      "cannot rerun cell '" + cell.cell.Label() +
                          "': the candidate run's spec no longer names its model, delegate, "

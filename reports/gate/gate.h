@@ -95,6 +95,17 @@ Result<GateResult> RunGate(store::Reader& store, int64_t candidate_run,
                            const std::vector<int64_t>& extra_candidate_runs, int64_t baseline_run,
                            const Policy& policy);
 
+// What a gate result comes to in one word, as the HTML report's banner
+// colours it (reports::HealthOf): failed (a cell fails the gate: red),
+// inconclusive (none fails but a cell is unknown or missing: not enough data
+// to pass, neutral), passed (every cell judged and none fails: green).
+enum class GateOutcome { kPassed, kInconclusive, kFailed };
+GateOutcome OutcomeOf(const GateResult& result);
+const char* OutcomeName(GateOutcome outcome);  // "passed", "inconclusive", "failed"
+// The gate's count line, as its text and JUnit renderings end: "6 cell(s);
+// 2 fail the gate (2 fail); 4 do not (4 unknown)".
+std::string GateCounts(const GateResult& result);
+
 std::string RenderGateText(const GateResult& result);
 std::string RenderGateMarkdown(const GateResult& result);
 std::string RenderGateJunit(const GateResult& result);

@@ -842,5 +842,27 @@ TEST(GatePolicyTest, TaskKeysParseAndBadOnesAreNamed) {
   EXPECT_THAT(bad.message(), HasSubstr("max_map_drop"));
 }
 
+// A gate that passes only because no cell could be judged is inconclusive
+// (the dashboard's compare headline and the HTML banner are not green).
+TEST(GateRenderTest, OutcomeIsInconclusiveWhenACellIsUnknown) {
+  GateResult r;
+  for (int i = 0; i < 3; ++i) {
+    CellResult c;
+    c.verdict = Verdict::kUnknown;
+    r.cells.push_back(c);
+  }
+  r.passed = true;
+  EXPECT_EQ(OutcomeOf(r), GateOutcome::kInconclusive);
+  EXPECT_STREQ(OutcomeName(OutcomeOf(r)), "inconclusive");
+  EXPECT_EQ(GateCounts(r), "3 cell(s); 0 fail the gate; 3 do not (3 unknown)");
+  for (CellResult& c : r.cells) c.verdict = Verdict::kPass;
+  EXPECT_EQ(OutcomeOf(r), GateOutcome::kPassed);
+  r.cells[0].verdict = Verdict::kMissing;
+  EXPECT_EQ(OutcomeOf(r), GateOutcome::kInconclusive);
+  r.cells[1].verdict = Verdict::kFail;
+  r.passed = false;
+  EXPECT_EQ(OutcomeOf(r), GateOutcome::kFailed);
+}
+
 }  // namespace
 }  // namespace dfarm::gate

@@ -70,24 +70,7 @@ std::string Header(const GateResult& r) {
 // verdicts that fail the gate counted apart from the others, so an unknown
 // cell never reads as a failed one.
 std::string Summary(const GateResult& r) {
-  std::map<std::string, int> failing, other;
-  int failing_cells = 0;
-  for (const auto& c : r.cells) {
-    const bool fails = FailsGate(c.verdict);
-    ++(fails ? failing : other)[VerdictName(c.verdict)];
-    failing_cells += fails ? 1 : 0;
-  }
-  auto list = [](const std::map<std::string, int>& counts) {
-    std::string s;
-    for (const auto& [name, n] : counts) {
-      s += (s.empty() ? " (" : ", ") + std::to_string(n) + " " + name;
-    }
-    return s.empty() ? s : s + ")";
-  };
-  const int rest = static_cast<int>(r.cells.size()) - failing_cells;
-  return std::string(r.passed ? "PASSED" : "FAILED") + ": " + std::to_string(r.cells.size()) +
-         " cell(s); " + std::to_string(failing_cells) + " fail the gate" + list(failing) + "; " +
-         std::to_string(rest) + (rest == 1 ? " does not" : " do not") + list(other);
+  return std::string(r.passed ? "PASSED" : "FAILED") + ": " + GateCounts(r);
 }
 
 std::string Pad(const std::string& s, size_t width) {
@@ -176,6 +159,49 @@ std::string CellDetails(const CellResult& c) {
 json Finite(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
 }  // namespace
+
+std::string GateCounts(const GateResult& r) {
+  std::map<std::string, int> failing, other;
+  int failing_cells = 0;
+  for (const auto& c : r.cells) {
+    const bool fails = FailsGate(c.verdict);
+    ++(fails ? failing : other)[VerdictName(c.verdict)];
+    failing_cells += fails ? 1 : 0;
+  }
+  auto list = [](const std::map<std::string, int>& counts) {
+    std::string s;
+    for (const auto& [name, n] : counts) {
+      s += (s.empty() ? " (" : ", ") + std::to_string(n) + " " + name;
+    }
+    return s.empty() ? s : s + ")";
+  };
+  const int rest = static_cast<int>(r.cells.size()) - failing_cells;
+  return std::to_string(r.cells.size()) + " cell(s); " + std::to_string(failing_cells) +
+         " fail the gate" + list(failing) + "; " + std::to_string(rest) +
+         (rest == 1 ? " does not" : " do not") + list(other);
+}
+
+GateOutcome OutcomeOf(const GateResult& r) {
+  if (!r.passed) return GateOutcome::kFailed;
+  for (const auto& c : r.cells) {
+    if (c.verdict == Verdict::kUnknown || c.verdict == Verdict::kMissing) {
+      return GateOutcome::kInconclusive;
+    }
+  }
+  return GateOutcome::kPassed;
+}
+
+const char* OutcomeName(GateOutcome outcome) {
+  switch (outcome) {
+    case GateOutcome::kPassed:
+      return "passed";
+    case GateOutcome::kInconclusive:
+      return "inconclusive";
+    case GateOutcome::kFailed:
+      return "failed";
+  }
+  return "failed";
+}
 
 std::string RenderGateText(const GateResult& r) {
   std::ostringstream out;

@@ -32,6 +32,11 @@ std::string InputsId(const std::vector<std::string>& input_set_sha256s);
 // itself otherwise.
 std::string InputsLabel(const std::string& inputs);
 
+// The default runner's name in a spec ("runners": [{"name": "default"}], or
+// none). The store records it as "" (AddJobs), so such a runner's jobs are
+// the default runner's cell, not a cell of their own.
+inline constexpr const char* kDefaultRunnerName = "default";
+
 struct Cell {
   // Identity, in this order:
   std::string model_sha256;      // lowercase hex

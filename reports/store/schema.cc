@@ -383,7 +383,112 @@ CREATE TABLE job_task_metrics(
   high REAL,
   PRIMARY KEY(job_id, idx)) WITHOUT ROWID;
 )sql",
+    // v22: the change counter (Reader::ChangeCount, the dashboard's live
+    // mode): store_changes' n summed grows in the same transaction as every
+    // run, job status, result, tag or device state change; heartbeats
+    // (nodes, leases, last_seen, a run's owner_since) leave it alone.
+    // Triggers bump it, so every write path counts. SQLite's one writer
+    // bumps shard 0; PostgreSQL's text is kPostgresTexts': deferred
+    // triggers bump once per transaction at its commit, after every other
+    // row lock it takes (no deadlock with the queue's row locks), on a
+    // shard by backend (concurrent writers rarely share a row). Jobs of a
+    // spec runner named "default" become the default runner's ('').
+    R"sql(
+UPDATE jobs SET runner = '' WHERE runner = 'default';
+CREATE TABLE store_changes(shard INTEGER PRIMARY KEY, n INTEGER NOT NULL);
+INSERT INTO store_changes(shard, n) VALUES(0, 0);
+CREATE TRIGGER runs_changed_insert AFTER INSERT ON runs BEGIN
+  UPDATE store_changes SET n = n + 1 WHERE shard = 0; END;
+CREATE TRIGGER runs_changed_delete AFTER DELETE ON runs BEGIN
+  UPDATE store_changes SET n = n + 1 WHERE shard = 0; END;
+CREATE TRIGGER runs_changed_update AFTER UPDATE ON runs
+  WHEN OLD.status IS NOT NEW.status OR OLD.finished_at IS NOT NEW.finished_at
+    OR OLD.name IS NOT NEW.name OR OLD.parent_run_id IS NOT NEW.parent_run_id
+    OR OLD.mode IS NOT NEW.mode BEGIN
+  UPDATE store_changes SET n = n + 1 WHERE shard = 0; END;
+CREATE TRIGGER jobs_changed_insert AFTER INSERT ON jobs BEGIN
+  UPDATE store_changes SET n = n + 1 WHERE shard = 0; END;
+CREATE TRIGGER jobs_changed_delete AFTER DELETE ON jobs BEGIN
+  UPDATE store_changes SET n = n + 1 WHERE shard = 0; END;
+CREATE TRIGGER jobs_changed_update AFTER UPDATE ON jobs
+  WHEN OLD.status IS NOT NEW.status OR OLD.device IS NOT NEW.device BEGIN
+  UPDATE store_changes SET n = n + 1 WHERE shard = 0; END;
+CREATE TRIGGER results_changed_insert AFTER INSERT ON results BEGIN
+  UPDATE store_changes SET n = n + 1 WHERE shard = 0; END;
+CREATE TRIGGER results_changed_update AFTER UPDATE ON results BEGIN
+  UPDATE store_changes SET n = n + 1 WHERE shard = 0; END;
+CREATE TRIGGER run_tags_changed_insert AFTER INSERT ON run_tags BEGIN
+  UPDATE store_changes SET n = n + 1 WHERE shard = 0; END;
+CREATE TRIGGER run_tags_changed_delete AFTER DELETE ON run_tags BEGIN
+  UPDATE store_changes SET n = n + 1 WHERE shard = 0; END;
+CREATE TRIGGER run_tags_changed_update AFTER UPDATE ON run_tags BEGIN
+  UPDATE store_changes SET n = n + 1 WHERE shard = 0; END;
+CREATE TRIGGER devices_changed_insert AFTER INSERT ON devices BEGIN
+  UPDATE store_changes SET n = n + 1 WHERE shard = 0; END;
+CREATE TRIGGER devices_changed_update AFTER UPDATE ON devices
+  WHEN OLD.state IS NOT NEW.state OR OLD.state_reason IS NOT NEW.state_reason
+    OR OLD.node IS NOT NEW.node BEGIN
+  UPDATE store_changes SET n = n + 1 WHERE shard = 0; END;
+)sql",
 };
+
+// The migrations whose PostgreSQL text is written out rather than
+// translated (ForDialect does not translate triggers): the version each
+// builds and its text.
+struct PostgresText {
+  int version;
+  const char* sql;
+};
+constexpr PostgresText kPostgresTexts[] = {
+    {22, R"sql(
+UPDATE jobs SET runner = '' WHERE runner = 'default';
+CREATE TABLE store_changes(shard BIGINT PRIMARY KEY, n BIGINT NOT NULL);
+INSERT INTO store_changes(shard, n) SELECT g, 0 FROM generate_series(0, 15) AS g;
+CREATE FUNCTION dfarm_note_change() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF current_setting('dfarm.changed', true) IS DISTINCT FROM txid_current()::text THEN
+    UPDATE store_changes SET n = n + 1 WHERE shard = pg_backend_pid() % 16;
+    PERFORM set_config('dfarm.changed', txid_current()::text, true);
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE CONSTRAINT TRIGGER runs_changed AFTER INSERT OR DELETE ON runs
+  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION dfarm_note_change();
+CREATE CONSTRAINT TRIGGER runs_changed_update AFTER UPDATE ON runs
+  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
+  WHEN (OLD.status IS DISTINCT FROM NEW.status OR OLD.finished_at IS DISTINCT FROM NEW.finished_at
+    OR OLD.name IS DISTINCT FROM NEW.name OR OLD.parent_run_id IS DISTINCT FROM NEW.parent_run_id
+    OR OLD.mode IS DISTINCT FROM NEW.mode)
+  EXECUTE FUNCTION dfarm_note_change();
+CREATE CONSTRAINT TRIGGER jobs_changed AFTER INSERT OR DELETE ON jobs
+  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION dfarm_note_change();
+CREATE CONSTRAINT TRIGGER jobs_changed_update AFTER UPDATE ON jobs
+  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
+  WHEN (OLD.status IS DISTINCT FROM NEW.status OR OLD.device IS DISTINCT FROM NEW.device)
+  EXECUTE FUNCTION dfarm_note_change();
+CREATE CONSTRAINT TRIGGER results_changed AFTER INSERT OR UPDATE ON results
+  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION dfarm_note_change();
+CREATE CONSTRAINT TRIGGER run_tags_changed AFTER INSERT OR UPDATE OR DELETE ON run_tags
+  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION dfarm_note_change();
+CREATE CONSTRAINT TRIGGER devices_changed AFTER INSERT ON devices
+  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION dfarm_note_change();
+CREATE CONSTRAINT TRIGGER devices_changed_update AFTER UPDATE ON devices
+  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
+  WHEN (OLD.state IS DISTINCT FROM NEW.state OR OLD.state_reason IS DISTINCT FROM NEW.state_reason
+    OR OLD.node IS DISTINCT FROM NEW.node)
+  EXECUTE FUNCTION dfarm_note_change();
+)sql"},
+};
+
+// Migration v (to version v + 1) as the dialect writes it.
+std::string MigrationText(int v, Dialect d) {
+  if (d == Dialect::kPostgres) {
+    for (const PostgresText& t : kPostgresTexts) {
+      if (t.version == v + 1) return t.sql;
+    }
+  }
+  return ForDialect(kMigrations[v], d);
+}
 
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
 
@@ -462,7 +567,7 @@ Result<void> Migrate(Conn& db, int target) {
     }
   }
   for (int v = *version; v < target; ++v) {
-    if (auto r = db.Exec(ForDialect(kMigrations[v], db.dialect())); !r) {
+    if (auto r = db.Exec(MigrationText(v, db.dialect())); !r) {
       return MakeError("migration to schema version " + std::to_string(v + 1) +
                        " failed: " + r.message());
     }

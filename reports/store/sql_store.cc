@@ -374,7 +374,8 @@ class SqlStore final : public Store {
       s->Bind(1, run_id).Bind(2, j.job_key).Bind(3, j.model).Bind(4, j.model_path);
       s->Bind(5, j.model_sha256).Bind(6, j.delegate).Bind(7, j.delegate_options);
       s->Bind(8, j.device).Bind(9, std::string(kJobQueued));
-      s->Bind(10, static_cast<int64_t>(j.num_threads)).Bind(11, j.trial).Bind(12, j.runner);
+      s->Bind(10, static_cast<int64_t>(j.num_threads)).Bind(11, j.trial);
+      s->Bind(12, j.runner == kDefaultRunnerName ? std::string() : j.runner);
       s->Bind(13, j.runner_sha256).Bind(14, j.target).Bind(15, j.payload);
       s->Bind(16, j.runner_kind).Bind(17, j.inputs.empty() ? kSeededInputs : j.inputs);
       s->Bind(18, j.pair);
@@ -1252,24 +1253,12 @@ class SqlStore final : public Store {
     return Ok();
   }
 
-  Result<bool> WaitForChange(int timeout_ms) override {
-    const std::string sql = dialect() == Dialect::kPostgres
-                                ? "SELECT CAST(pg_current_snapshot() AS TEXT)"
-                                : "PRAGMA data_version";
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    for (;;) {
-      auto s = Prepare(sql);
-      if (!s) return s.error();
-      auto row = s->Step();
-      if (!row) return Fail("read the change stamp", row);
-      std::string stamp = *row ? s->Text(0) : "";
-      if (auto r = s->Run(); !r) return Fail("read the change stamp", r);
-      const bool changed = change_stamp_ && stamp != *change_stamp_;
-      change_stamp_ = std::move(stamp);
-      if (changed) return true;
-      if (std::chrono::steady_clock::now() >= deadline) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
+  Result<int64_t> ChangeCount() override {
+    auto s = Prepare("SELECT CAST(sum(n) AS BIGINT) FROM store_changes");
+    if (!s) return s.error();
+    auto row = s->Step();
+    if (!row) return Fail("read the change counter", row);
+    return *row ? s->Int(0) : 0;
   }
 
   Result<bool> HasBlob(const std::string& sha256) override {
@@ -1404,7 +1393,6 @@ class SqlStore final : public Store {
   std::string path_;
   std::unique_ptr<Conn> db_;
   bool listening_ = false;
-  std::optional<std::string> change_stamp_;  // WaitForChange's last
 };
 
 }  // namespace

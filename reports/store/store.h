@@ -728,12 +728,13 @@ class Queue {
 // the dashboard take.
 class Reader : public RunReader, public CellReader, public DeviceReader, public QueueReader {
  public:
-  // Waits up to timeout_ms for another connection to write to the database;
-  // true when one did (the dashboard's live view). Polls something that no
-  // read changes and that costs the writers nothing: SQLite's PRAGMA
-  // data_version, PostgreSQL's current snapshot (it changes when a writing
-  // transaction starts or ends, on the whole server).
-  virtual Result<bool> WaitForChange(int timeout_ms) = 0;
+  // The store's change counter, one cheap read (the dashboard's live mode
+  // polls it). It grows, in the same transaction, with every run created,
+  // finished, renamed or deleted, every job added or changing status or
+  // device, every result, tag and device state recorded; heartbeats (a
+  // node's, its leases', a device's last_seen, a run's claim renewal) leave
+  // it as it is. Only growth means something: compare two reads.
+  virtual Result<int64_t> ChangeCount() = 0;
 };
 
 // The whole database, every role: what a sweep, a node and the CLI open
