@@ -136,6 +136,21 @@ Result<CellSeries> BuildCellSeries(store::Reader& store, const std::vector<store
   return series;
 }
 
+CellSeries SeriesOfTrials(const std::vector<std::pair<int64_t, double>>& trials,
+                          const RunsById& runs, const stats::ChangePointOptions& options) {
+  CellSeries series;
+  std::vector<double> values;
+  int64_t run_id = 0;
+  for (const auto& [run, value] : trials) {
+    if (run != run_id) AddPoint(runs, run_id, std::exchange(values, {}), series);
+    run_id = run;
+    if (std::isfinite(value)) values.push_back(value);
+  }
+  AddPoint(runs, run_id, std::move(values), series);
+  series.changes = FindChanges(series.points, options);
+  return series;
+}
+
 Result<CellSeries> LoadCellSeries(store::Reader& store, const store::Cell& cell,
                                   const RunsById& runs, HistoryMetric metric,
                                   const stats::ChangePointOptions& options) {

@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agent/base/result.h"
@@ -68,6 +69,12 @@ Result<RunsById> LoadRunsById(store::Reader& store);
 Result<CellSeries> BuildCellSeries(store::Reader& store, const std::vector<store::JobRow>& jobs,
                                    const RunsById& runs, HistoryMetric metric,
                                    const stats::ChangePointOptions& options = {});
+
+// The series of trial values already read: (run id, raw value) of each ok
+// trial, by run then trial (Store::ListRecentCellValues' p50_us). The points,
+// medians and changes are BuildCellSeries'; model and jobs are left empty.
+CellSeries SeriesOfTrials(const std::vector<std::pair<int64_t, double>>& trials,
+                          const RunsById& runs, const stats::ChangePointOptions& options = {});
 
 // Store::ListCellJobs of `cell`, then BuildCellSeries.
 Result<CellSeries> LoadCellSeries(store::Reader& store, const store::Cell& cell,

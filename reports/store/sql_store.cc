@@ -332,6 +332,32 @@ Cell ReadCell(const Stmt& s) {
   return c;
 }
 
+// ListRecentCellValues: every cell (its columns as kCellColumns, its newest
+// run, its newest job's file name) with the p50 of each ok trial in its
+// newest ? runs. The cells and each cell's window come from jobs_by_cell
+// alone; the trials are a range of it per cell.
+constexpr const char* kRecentCellValuesSql =
+    "WITH c AS (SELECT j.model_sha256, j.delegate, j.delegate_options, j.device, j.runner, "
+    "j.num_threads, j.inputs, MAX(j.run_id) AS last_run, MAX(j.id) AS newest FROM jobs j "
+    "GROUP BY 1, 2, 3, 4, 5, 6, 7), "
+    "w AS (SELECT c.*, (SELECT MIN(x.run_id) FROM (SELECT DISTINCT k.run_id FROM jobs k "
+    "WHERE k.model_sha256 = c.model_sha256 AND k.delegate = c.delegate AND "
+    "k.delegate_options = c.delegate_options AND k.device = c.device AND k.runner = c.runner AND "
+    "k.num_threads = c.num_threads AND k.inputs = c.inputs ORDER BY k.run_id DESC LIMIT ?) x) "
+    "AS since FROM c) "
+    "SELECT w.model_sha256, w.delegate, w.delegate_options, w.device, w.runner, w.num_threads, "
+    "w.inputs, w.last_run, (SELECT m.model FROM jobs m WHERE m.id = w.newest), j.run_id, r.p50_us "
+    "FROM w LEFT JOIN jobs j ON j.model_sha256 = w.model_sha256 AND j.delegate = w.delegate AND "
+    "j.delegate_options = w.delegate_options AND j.device = w.device AND j.runner = w.runner AND "
+    "j.num_threads = w.num_threads AND j.inputs = w.inputs AND j.run_id >= w.since AND "
+    "j.status = 'ok' "
+    "LEFT JOIN results r ON r.job_id = j.id "
+    "ORDER BY 1, 2, 3, 4, 5, 6, 7, j.run_id, j.trial, j.id";
+
+// ListClaimedJobs: the jobs nodes hold now (jobs_claimed finds them).
+constexpr const char* kClaimedJobsWhere =
+    "WHERE j.claimed_by <> '' AND j.status = 'running' ORDER BY j.device, j.id";
+
 class SqlStore final : public Store {
  public:
   // `where` names the database in messages (a file, or a URL without its password).
@@ -1016,6 +1042,25 @@ class SqlStore final : public Store {
     return cells;
   }
 
+  Result<std::vector<CellRecentValues>> ListRecentCellValues(int64_t runs) override {
+    auto s = Prepare(kRecentCellValuesSql);
+    if (!s) return s.error();
+    s->Bind(1, std::max<int64_t>(runs, 0));
+    std::vector<CellRecentValues> out;
+    for (;;) {
+      auto row = s->Step();
+      if (!row) return Fail("list the cells' recent values", row);
+      if (!*row) break;
+      Cell c = ReadCell(*s);
+      if (out.empty() || !(out.back().cell == c)) out.push_back({std::move(c), s->Int(7), {}});
+      if (!s->IsNull(9) && !s->IsNull(10)) out.back().p50_us.emplace_back(s->Int(9), s->Double(10));
+    }
+    std::stable_sort(
+        out.begin(), out.end(),
+        [](const CellRecentValues& a, const CellRecentValues& b) { return a.cell < b.cell; });
+    return out;
+  }
+
   Result<std::vector<DeviceRow>> ListDevices() override { return ReadDevices(""); }
 
   Result<std::optional<DeviceRow>> GetDevice(const std::string& name) override {
@@ -1130,6 +1175,19 @@ class SqlStore final : public Store {
     auto r = sql::ListJobClaims(*db_, job_id);
     if (!r) return Fail("list the claims of job " + std::to_string(job_id), r);
     return std::move(*r);
+  }
+
+  Result<std::vector<JobRow>> ListClaimedJobs() override {
+    auto s = Prepare("SELECT " + JobColumns(dialect()) + kClaimedJobsWhere);
+    if (!s) return s.error();
+    std::vector<JobRow> jobs;
+    for (;;) {
+      auto row = s->Step();
+      if (!row) return Fail("list the claimed jobs", row);
+      if (!*row) break;
+      jobs.push_back(ReadJob(*s));
+    }
+    return jobs;
   }
 
   Result<bool> WaitForWork(int timeout_ms) override {

@@ -312,6 +312,16 @@ struct CellFilter {
   std::optional<std::string> inputs;  // an inputs id (Cell::inputs) or a prefix of one
 };
 
+// One cell's recent latency, for an overview of every cell (ListRecentCellValues).
+struct CellRecentValues {
+  Cell cell;                // model: the file name of its newest job (highest id)
+  int64_t last_run_id = 0;  // the newest run with a job of the cell, any status
+  // (run id, p50 latency in us) of each ok trial with metrics in the cell's
+  // newest runs (runs with a job of the cell, any status), by run, then
+  // trial, then job id.
+  std::vector<std::pair<int64_t, double>> p50_us;
+};
+
 // A state a device was put in, written by every SetDeviceState.
 struct DeviceEvent {
   std::string name;
@@ -460,6 +470,10 @@ class CellReader {
   // indexed columns, without reading the jobs (`dfarm history` finds its cell,
   // `dfarm regressions` walks them).
   virtual Result<std::vector<Cell>> ListCells(const CellFilter& filter = {}) = 0;
+  // Every cell, in Cell order, with the p50 latencies of its ok trials in its
+  // newest `runs` runs (runs <= 0: none): one query, not one per cell, fast
+  // on a million jobs (the dashboard's overview).
+  virtual Result<std::vector<CellRecentValues>> ListRecentCellValues(int64_t runs) = 0;
 };
 
 // Devices and their health, read-only.
@@ -483,6 +497,9 @@ class QueueReader {
   virtual ~QueueReader() = default;
   virtual Result<std::vector<NodeRow>> ListNodes() = 0;                        // by name
   virtual Result<std::vector<JobClaimRow>> ListJobClaims(int64_t job_id) = 0;  // oldest first
+  // The jobs a node holds now (status running, claimed_by set), by device,
+  // then job id: what each device of the farm runs (the dashboard's fleet).
+  virtual Result<std::vector<JobRow>> ListClaimedJobs() = 0;
 };
 
 // Runs and results, the write side: sweeps and nodes record through it.

@@ -1376,6 +1376,93 @@ TEST_P(StoreTest, InputsTellCellsApart) {
   EXPECT_EQ(one->front().inputs, kSeededInputs);
 }
 
+// Three runs of cell a (trials 0 and 1; run 1's trial 1 failed) and one of
+// cell b, whose only job failed: a window of 2 runs keeps a's runs 2 and 3,
+// every cell is listed, b without values.
+TEST_P(StoreTest, ListRecentCellValuesGivesEveryCellItsNewestRunsOkTrials) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  JobRow a = MakeJob("a.tflite");
+  JobRow b = MakeJob("b.tflite");
+  b.model_sha256 = std::string(64, 'b');
+  std::vector<int64_t> runs;
+  for (int r = 0; r < 3; ++r) {
+    auto run = store->CreateRun("r" + std::to_string(r), "{}");
+    ASSERT_TRUE(run.ok()) << run.message();
+    runs.push_back(*run);
+    JobRow a1 = a;
+    a1.trial = 1;
+    std::vector<JobRow> jobs = {a1, a};  // trial 1 first: the values come back by trial
+    if (r == 1) jobs.push_back(b);
+    auto ids = store->AddJobs(*run, jobs);
+    ASSERT_TRUE(ids.ok()) << ids.message();
+    for (size_t i = 0; i < ids->size(); ++i) {
+      JobOutcome o;
+      o.status = (r == 0 && i == 0) || i == 2 ? "crashed" : "ok";
+      JobMetrics m;
+      m.p50_us = 1000.0 * (r + 1) + static_cast<double>(jobs[i].trial);
+      if (o.status == "ok") o.metrics = m;
+      ASSERT_TRUE(store->RecordJobResult((*ids)[i], o).ok());
+    }
+  }
+  auto all = store->ListRecentCellValues(2);
+  ASSERT_TRUE(all.ok()) << all.message();
+  ASSERT_EQ(all->size(), 2u);
+  const CellRecentValues& ra = (*all)[0];
+  EXPECT_EQ(ra.cell.model, "a.tflite");
+  EXPECT_EQ(ra.last_run_id, runs[2]);
+  const std::vector<std::pair<int64_t, double>> want = {
+      {runs[1], 2000}, {runs[1], 2001}, {runs[2], 3000}, {runs[2], 3001}};
+  EXPECT_EQ(ra.p50_us, want);
+  const CellRecentValues& rb = (*all)[1];
+  EXPECT_EQ(rb.cell.model_sha256, std::string(64, 'b'));
+  EXPECT_EQ(rb.last_run_id, runs[1]);
+  EXPECT_TRUE(rb.p50_us.empty());
+  auto wide = store->ListRecentCellValues(10);
+  ASSERT_TRUE(wide.ok()) << wide.message();
+  EXPECT_EQ((*wide)[0].p50_us.size(), 5u);  // run 1's failed trial has none
+  auto none = store->ListRecentCellValues(0);
+  ASSERT_TRUE(none.ok()) << none.message();
+  ASSERT_EQ(none->size(), 2u);
+  EXPECT_TRUE((*none)[0].p50_us.empty());
+}
+
+// A claimed job is listed while its node holds it, not once it ends.
+TEST_P(StoreTest, ListClaimedJobsListsTheJobsNodesHoldNow) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  auto run = store->CreateRun("q", "{}");
+  ASSERT_TRUE(run.ok()) << run.message();
+  ASSERT_TRUE(store->SetRunMode(*run, kRunModeQueue).ok());
+  ASSERT_TRUE(store->AddJobs(*run, {MakeJob("a.tflite"), MakeJob("b.tflite")}).ok());
+  auto idle = store->ListClaimedJobs();
+  ASSERT_TRUE(idle.ok()) << idle.message();
+  EXPECT_TRUE(idle->empty());
+  NodeRow node;
+  node.name = "n1";
+  node.host = "h";
+  node.pid = 1;
+  ASSERT_TRUE(store->RegisterNode(node).ok());
+  DeviceTraits local;
+  local.name = "local";
+  auto claimed = store->ClaimJob("n1", local, 60);
+  ASSERT_TRUE(claimed.ok()) << claimed.message();
+  ASSERT_TRUE(claimed->has_value());
+  auto held = store->ListClaimedJobs();
+  ASSERT_TRUE(held.ok()) << held.message();
+  ASSERT_EQ(held->size(), 1u);
+  EXPECT_EQ(held->front().id, (*claimed)->id);
+  EXPECT_EQ(held->front().claimed_by, "n1");
+  EXPECT_EQ(held->front().device, "local");
+  JobOutcome o;
+  o.status = "ok";
+  o.claim_id = (*claimed)->claim_id;
+  ASSERT_TRUE(store->RecordJobResult((*claimed)->id, o).ok());
+  auto after = store->ListClaimedJobs();
+  ASSERT_TRUE(after.ok()) << after.message();
+  EXPECT_TRUE(after->empty());
+}
+
 TEST_P(StoreTest, ListCellsListsDistinctCellsThatMatchTheFilter) {
   auto store = Open();
   ASSERT_NE(store, nullptr);
