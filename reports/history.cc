@@ -113,7 +113,7 @@ std::vector<HistoryChange> FindChanges(const std::vector<HistoryPoint>& points,
 
 Result<CellSeries> BuildCellSeries(store::Reader& store, const std::vector<store::JobRow>& jobs,
                                    const RunsById& runs, HistoryMetric metric,
-                                   const stats::ChangePointOptions& options) {
+                                   const stats::ChangePointOptions& options, bool find_changes) {
   CellSeries series;
   series.jobs = static_cast<int64_t>(jobs.size());
   std::vector<double> values;
@@ -132,7 +132,7 @@ Result<CellSeries> BuildCellSeries(store::Reader& store, const std::vector<store
     if (*value && std::isfinite(**value)) values.push_back(**value);
   }
   AddPoint(runs, run_id, std::move(values), series);
-  series.changes = FindChanges(series.points, options);
+  if (find_changes) series.changes = FindChanges(series.points, options);
   return series;
 }
 

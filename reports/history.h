@@ -66,9 +66,12 @@ using RunsById = std::map<int64_t, store::RunRow>;
 Result<RunsById> LoadRunsById(store::Reader& store);
 
 // The series of a cell from its jobs (Store::ListCellJobs: by run, then trial).
+// find_changes false leaves changes empty (a chart of several series that
+// draws none skips the change-point test's cost).
 Result<CellSeries> BuildCellSeries(store::Reader& store, const std::vector<store::JobRow>& jobs,
                                    const RunsById& runs, HistoryMetric metric,
-                                   const stats::ChangePointOptions& options = {});
+                                   const stats::ChangePointOptions& options = {},
+                                   bool find_changes = true);
 
 // The series of trial values already read: (run id, raw value) of each ok
 // trial, by run then trial (Store::ListRecentCellValues' p50_us). The points,

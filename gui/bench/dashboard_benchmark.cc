@@ -38,6 +38,7 @@
 #include "gui/main_window.h"
 #include "gui/views/overview_view.h"
 #include "gui/views/trend_view.h"
+#include "reports/history.h"
 #include "reports/report.h"
 #include "reports/store/store.h"
 
@@ -484,6 +485,18 @@ double TrendSeriesMs(const std::string& path) {
   }
   cells.push_back(cells[1]);
   cells.back().delegate_options = "";
+  if (auto store = store::OpenSqliteStore(path)) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto runs = reports::LoadRunsById(**store);
+    std::cerr << "trend: LoadRunsById " << Ms(t0) << " ms\n";
+    t0 = std::chrono::steady_clock::now();
+    for (const store::Cell& c : cells) (void)(*store)->ListCellTrials(c);
+    std::cerr << "trend: ListCellTrials of " << cells.size() << " cells " << Ms(t0) << " ms\n";
+    t0 = std::chrono::steady_clock::now();
+    auto trends = loadTrends(**store, cells, TrendMetric::kP50);
+    std::cerr << "trend: loadTrends of " << cells.size() << " cells (the read and the series) "
+              << Ms(t0) << " ms" << (trends ? "" : ": " + trends.error().message) << "\n";
+  }
   TrendView view;
   const double ms = PaintMs(view, path, [&] { view.showCells(cells); });
   size_t points = 0;

@@ -49,10 +49,11 @@ QString buildOf(const store::JobRow& job) {
 }
 
 Result<TrendData> trendOf(store::Reader& store, const store::Cell& cell, TrendMetric metric,
-                          const reports::RunsById& runs, const stats::ChangePointOptions& options) {
-  auto jobs = store.ListCellJobs(cell);
+                          const reports::RunsById& runs, const stats::ChangePointOptions& options,
+                          bool find_changes) {
+  auto jobs = store.ListCellTrials(cell);
   if (!jobs) return jobs.error();
-  auto series = reports::BuildCellSeries(store, *jobs, runs, metric, options);
+  auto series = reports::BuildCellSeries(store, *jobs, runs, metric, options, find_changes);
   if (!series) return series.error();
   if (series->jobs == 0) {
     return MakeError(ErrorKind::kNotFound, "no job in the database belongs to the cell " +
@@ -101,7 +102,7 @@ Result<TrendData> loadTrend(store::Reader& store, const store::Cell& cell, Trend
                             const stats::ChangePointOptions& options) {
   auto runs = reports::LoadRunsById(store);
   if (!runs) return runs.error();
-  return trendOf(store, cell, metric, *runs, options);
+  return trendOf(store, cell, metric, *runs, options, true);
 }
 
 Result<std::vector<TrendData>> loadTrends(store::Reader& store,
@@ -111,7 +112,7 @@ Result<std::vector<TrendData>> loadTrends(store::Reader& store,
   if (!runs) return runs.error();
   std::vector<TrendData> out;
   for (const store::Cell& cell : cells) {
-    auto trend = trendOf(store, cell, metric, *runs, options);
+    auto trend = trendOf(store, cell, metric, *runs, options, cells.size() == 1);
     if (!trend) return trend.error();
     out.push_back(std::move(*trend));
   }

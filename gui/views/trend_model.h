@@ -64,7 +64,9 @@ struct TrendData {
 // cell without any job is a kNotFound error naming it.
 Result<TrendData> loadTrend(store::Reader& store, const store::Cell& cell, TrendMetric metric,
                             const stats::ChangePointOptions& options = {});
-// The trends of several cells (one ListRuns for all), in the order given.
+// The trends of several cells (one ListRuns for all), in the order given;
+// with more than one cell, without step changes (the chart of several
+// series draws none).
 Result<std::vector<TrendData>> loadTrends(store::Reader& store,
                                           const std::vector<store::Cell>& cells, TrendMetric metric,
                                           const stats::ChangePointOptions& options = {});

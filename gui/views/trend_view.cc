@@ -133,6 +133,7 @@ TrendView::TrendView(QWidget* parent) : View(parent) {
   m_table->setSelectionMode(QAbstractItemView::SingleSelection);
   m_table->verticalHeader()->hide();
   m_table->horizontalHeader()->setStretchLastSection(true);
+  m_table->horizontalHeader()->setResizeContentsPrecision(100);  // thousands of runs: sampled
   connect(m_table, &QTableView::activated, this, [this](const QModelIndex& index) {
     emit openRun(index.data(TrendModel::RunIdRole).toLongLong());
   });
@@ -314,8 +315,8 @@ QString TrendView::pointTextAt(const QPoint& pos, int64_t* runId) const {
     }
   }
   if (nearest == nullptr) return {};
-  if (runId != nullptr) *runId = nearest->runId;
-  return nearest->text;
+  if (runId != nullptr) *runId = m_series[nearest->series].points[nearest->point].runId;
+  return hoverText(*nearest);
 }
 
 void TrendView::labelAxis(QCategoryAxis* axis) const {
@@ -344,23 +345,30 @@ void TrendView::labelAxis(QCategoryAxis* axis) const {
   }
 }
 
-void TrendView::addHoverPoints(const TrendData& d, const QString& name) {
+void TrendView::addHoverPoints(size_t series) {
+  const TrendData& d = m_series[series];
+  for (size_t i = 0; i < d.points.size(); ++i) {
+    const TrendPoint& p = d.points[i];
+    if (shown(p)) m_hover.push_back({QPointF(xOf(p.runId), p.value), series, i});
+  }
+}
+
+QString TrendView::hoverText(const Hover& h) const {
+  const TrendData& d = m_series[h.series];
+  const TrendPoint& p = d.points[h.point];
   const auto num = [&](double v) {
     return d.metric == TrendMetric::kMaxAbsError ? QString::number(v, 'g', 4)
                                                  : QString::number(v, 'f', 3);
   };
-  for (const TrendPoint& p : d.points) {
-    if (!shown(p)) continue;
-    QString text = QString("%1\nrun #%2, %3\n%4: %5 (%6 trials, %7 - %8)")
-                       .arg(name)
-                       .arg(p.runId)
-                       .arg(p.createdAt, trendMetricTitle(d.metric), num(p.value))
-                       .arg(p.trials.size())
-                       .arg(num(p.min), num(p.max));
-    if (!p.build.isEmpty()) text += tr("\nrunner build %1").arg(p.build);
-    if (!p.tags.isEmpty()) text += tr("\ntags: %1").arg(p.tags.join(", "));
-    m_hover.push_back({QPointF(xOf(p.runId), p.value), p.runId, text});
-  }
+  QString text = QString("%1\nrun #%2, %3\n%4: %5 (%6 trials, %7 - %8)")
+                     .arg(QString::fromStdString(d.cell.Label()))
+                     .arg(p.runId)
+                     .arg(p.createdAt, trendMetricTitle(d.metric), num(p.value))
+                     .arg(p.trials.size())
+                     .arg(num(p.min), num(p.max));
+  if (!p.build.isEmpty()) text += tr("\nrunner build %1").arg(p.build);
+  if (!p.tags.isEmpty()) text += tr("\ntags: %1").arg(p.tags.join(", "));
+  return text;
 }
 
 void TrendView::rebuildChart() {
@@ -437,8 +445,9 @@ void TrendView::addSeriesLines(double* yMin, double* yMax) {
       *yMin = std::min(*yMin, m_series.size() == 1 ? p.min : p.value);
       *yMax = std::max(*yMax, m_series.size() == 1 ? p.max : p.value);
     }
-    addHoverPoints(d, name);
-    medians->setPointsVisible(true);
+    addHoverPoints(k);
+    // Several long series: lines only (the hover still finds every point).
+    medians->setPointsVisible(m_series.size() == 1 || medians->count() <= 200);
     medians->setMarkerSize(m_series.size() == 1 ? 8 : 6);
     QPen pen(kSeriesColours[k % std::size(kSeriesColours)]);
     pen.setWidthF(2);

@@ -77,16 +77,17 @@ class TrendView : public View {
   void addSeriesLines(double* yMin, double* yMax);
   void addChangeSeries(double yMin, double yMax);
   void addTagSeries();
-  void addHoverPoints(const TrendData& d, const QString& name);
+  void addHoverPoints(size_t series);
   void pointClicked(const QPointF& point);
   void resetDateRange();
 
-  // A drawn point, for the tooltip and clicks.
+  // A drawn point, for the tooltip and clicks: m_series[series].points[point].
   struct Hover {
     QPointF value;
-    int64_t runId = 0;
-    QString text;
+    size_t series = 0;
+    size_t point = 0;
   };
+  QString hoverText(const Hover& h) const;
 
   std::vector<store::Cell> m_cells;
   std::vector<TrendData> m_series;

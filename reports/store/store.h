@@ -314,7 +314,7 @@ struct CellFilter {
 
 // One cell's recent latency, for an overview of every cell (ListRecentCellValues).
 struct CellRecentValues {
-  Cell cell;                // model: the file name of its newest job (highest id)
+  Cell cell;                // model: the file name of its newest run's newest job
   int64_t last_run_id = 0;  // the newest run with a job of the cell, any status
   // (run id, p50 latency in us) of each ok trial with metrics in the cell's
   // newest runs (runs with a job of the cell, any status), by run, then
@@ -465,6 +465,11 @@ class CellReader {
   // The cell's identity matches exactly ("" and 0 are values: the default
   // runner, a run before threads); its model file name is not read.
   virtual Result<std::vector<JobRow>> ListCellJobs(const Cell& cell) = 0;
+  // ListCellJobs with only what a series over runs reads, a lighter read for
+  // trends of many runs: the cell's identity, id, run_id, trial, model,
+  // status, runner_sha256, runner_version and metrics (mean, p50, p90, p99,
+  // num_runs, peak RSS); every other field is left at its default.
+  virtual Result<std::vector<JobRow>> ListCellTrials(const Cell& cell) = 0;
   // The distinct cells whose jobs `filter` lets through, in Cell order, each
   // named by the file name of its newest job (highest id): one query on the
   // indexed columns, without reading the jobs (`dfarm history` finds its cell,

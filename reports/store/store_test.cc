@@ -1421,10 +1421,92 @@ TEST_P(StoreTest, ListRecentCellValuesGivesEveryCellItsNewestRunsOkTrials) {
   auto wide = store->ListRecentCellValues(10);
   ASSERT_TRUE(wide.ok()) << wide.message();
   EXPECT_EQ((*wide)[0].p50_us.size(), 5u);  // run 1's failed trial has none
+
+  // Cells apart in every identity column (the index walk steps through each
+  // level) are all listed, as ListCells lists them.
+  auto run = store->CreateRun("more", "{}");
+  ASSERT_TRUE(run.ok());
+  std::vector<JobRow> more;
+  for (int field = 0; field < 6; ++field) {
+    JobRow j = MakeJob("c.tflite");
+    j.model_sha256 = std::string(64, 'b');
+    if (field == 0) j.delegate = "xnnpack";
+    if (field == 1) j.delegate_options = "z:1";
+    if (field == 2) j.device = "pixel";
+    if (field == 3) j.runner = "main";
+    if (field == 4) j.num_threads = 4;
+    if (field == 5) j.inputs = "sets:0123456789abcdef";
+    more.push_back(j);
+  }
+  ASSERT_TRUE(store->AddJobs(*run, more).ok());
+  auto cells = store->ListCells({});
+  ASSERT_TRUE(cells.ok()) << cells.message();
+  auto every = store->ListRecentCellValues(3);
+  ASSERT_TRUE(every.ok()) << every.message();
+  ASSERT_EQ(every->size(), 8u);
+  ASSERT_EQ(cells->size(), every->size());
+  for (size_t i = 0; i < cells->size(); ++i) {
+    EXPECT_TRUE((*every)[i].cell == (*cells)[i]) << (*cells)[i].Label();
+    EXPECT_EQ((*every)[i].cell.model, (*cells)[i].model);
+  }
   auto none = store->ListRecentCellValues(0);
   ASSERT_TRUE(none.ok()) << none.message();
-  ASSERT_EQ(none->size(), 2u);
+  ASSERT_EQ(none->size(), 8u);
   EXPECT_TRUE((*none)[0].p50_us.empty());
+}
+
+// The trend's lighter read gives the jobs ListCellJobs gives, with their
+// metrics, in the same order.
+TEST_P(StoreTest, ListCellTrialsIsListCellJobsWithWhatASeriesReads) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  JobRow a = MakeJob("a.tflite");
+  a.runner_sha256 = std::string(64, 'c');
+  for (int r = 0; r < 2; ++r) {
+    auto run = store->CreateRun("r", "{}");
+    ASSERT_TRUE(run.ok());
+    JobRow a1 = a;
+    a1.trial = 1;
+    JobRow other = a;
+    other.device = "pixel";
+    auto ids = store->AddJobs(*run, {a1, a, other});
+    ASSERT_TRUE(ids.ok());
+    JobOutcome o;
+    o.status = r == 0 ? "ok" : "crashed";
+    o.runner_version = "2.16";
+    JobMetrics m;
+    m.mean_us = 11;
+    m.p50_us = 10;
+    m.p90_us = 12;
+    m.peak_rss_bytes = 1 << 20;
+    if (r == 0) o.metrics = m;
+    ASSERT_TRUE(store->RecordJobResult((*ids)[0], o).ok());
+  }
+  const Cell cell = CellOf(a);
+  auto want = store->ListCellJobs(cell);
+  auto got = store->ListCellTrials(cell);
+  ASSERT_TRUE(want.ok() && got.ok()) << got.message();
+  ASSERT_EQ(got->size(), 4u);
+  ASSERT_EQ(got->size(), want->size());
+  for (size_t i = 0; i < got->size(); ++i) {
+    const JobRow& g = (*got)[i];
+    const JobRow& w = (*want)[i];
+    EXPECT_EQ(g.id, w.id);
+    EXPECT_EQ(g.run_id, w.run_id);
+    EXPECT_EQ(g.trial, w.trial);
+    EXPECT_EQ(g.status, w.status);
+    EXPECT_EQ(g.model, w.model);
+    EXPECT_EQ(g.runner_sha256, w.runner_sha256);
+    EXPECT_EQ(g.runner_version, w.runner_version);
+    EXPECT_TRUE(CellOf(g) == cell);
+    ASSERT_EQ(g.metrics.has_value(), w.metrics.has_value());
+    if (g.metrics) {
+      EXPECT_EQ(g.metrics->p50_us, w.metrics->p50_us);
+      EXPECT_EQ(g.metrics->mean_us, w.metrics->mean_us);
+      EXPECT_EQ(g.metrics->peak_rss_bytes, w.metrics->peak_rss_bytes);
+    }
+  }
+  EXPECT_TRUE((*got)[1].metrics.has_value());  // the first run's trial 1: ok
 }
 
 // A claimed job is listed while its node holds it, not once it ends.
