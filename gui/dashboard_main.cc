@@ -1,6 +1,7 @@
-// dfarm-dashboard [DB | --db DB] [--view PAGE] [--screenshot FILE]: browse a
-// DelegateFarm database in the pages of gui/views/pages.inc. Exit codes:
-// kDashboardExitCodes.
+// dfarm-dashboard [DB | --db DB] [LINK | --open LINK] [--view PAGE]
+// [--screenshot FILE]: browse a DelegateFarm database in the pages of
+// gui/views/pages.inc, on a page or at a dfarm:// link (locationLink). Exit
+// codes: kDashboardExitCodes.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QFileInfo>
@@ -17,7 +18,8 @@ namespace {
 constexpr char kDashboardExitCodes[] =
     "Exit codes: 0 the window was closed (or the screenshot saved), 1 bad command line, "
     "2 the database does not exist, 3 the screenshot could not be written, "
-    "4 the view has nothing to show (no run, no job) or was not ready within 60 s.";
+    "4 the view has nothing to show (no run, no job), the link is bad or names what the "
+    "database does not hold, or the view was not ready within 60 s.";
 
 constexpr int kReadyTimeoutMs = 60000;
 
@@ -53,6 +55,21 @@ void screenshotWhenReady(dfarm::gui::MainWindow* window, dfarm::gui::Page page,
   });
 }
 
+// Positional: [DB] [LINK]; a dfarm:// argument is the link wherever it is.
+// Moves it from args to link; false (after saying why) when there are two.
+bool takeLink(QStringList& args, QString& link) {
+  for (qsizetype i = 0; i < args.size(); ++i) {
+    if (!args[i].startsWith(QLatin1String("dfarm://"))) continue;
+    if (!link.isEmpty()) {
+      fail(QStringLiteral("give one link (LINK or --open LINK)"));
+      return false;
+    }
+    link = args.takeAt(i);
+    return true;
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -64,7 +81,7 @@ int main(int argc, char** argv) {
   parser.setApplicationDescription(
       QStringLiteral("DelegateFarm dashboard: %1 of a results database.\n"
                      "Keys: Ctrl+1..%2 the views, Alt+Left back, Ctrl+R refresh, Ctrl+C copy "
-                     "the table as TSV, Ctrl+E export the chart.\n"
+                     "the table as TSV, Ctrl+E export the chart, Ctrl+L copy the view's link.\n"
                      "Live: the open view re-reads when results or statuses change (the "
                      "store's change counter, polled off the GUI thread); "
                      "DFARM_DASHBOARD_PROBE=FILE logs its timings (docs/dashboard.md).\n\n")
@@ -77,7 +94,13 @@ int main(int argc, char** argv) {
                                "The database dfarm writes: a SQLite file (default: ./dfarm.db) or "
                                "a farm's PostgreSQL URL (postgresql://USER@HOST:PORT/DB).",
                                "[DB]");
+  parser.addPositionalArgument(
+      "link",
+      "A dfarm://VIEW?run=ID&job=ID&cell=CELL link (Ctrl+L copies the open view's): opens that "
+      "view on DB (the same as --open).",
+      "[LINK]");
   QCommandLineOption dbOption("db", "The database (the same as the DB argument).", "DB");
+  QCommandLineOption openOption("open", "Open the dfarm:// link LINK (instead of --view).", "LINK");
   QCommandLineOption view("view",
                           QStringLiteral("Open this view: %1. %2.")
                               .arg(dfarm::gui::pageChoices(), dfarm::gui::pageDefaults()),
@@ -86,11 +109,14 @@ int main(int argc, char** argv) {
       "screenshot", "Open the view, save a PNG of the window to FILE when it is ready and exit.",
       "FILE");
   parser.addOption(dbOption);
+  parser.addOption(openOption);
   parser.addOption(view);
   parser.addOption(screenshot);
   parser.process(app);
 
-  const QStringList args = parser.positionalArguments();
+  QStringList args = parser.positionalArguments();
+  QString link = parser.value(openOption);
+  if (!takeLink(args, link)) return 1;
   if (args.size() > 1 || (parser.isSet(dbOption) && !args.isEmpty())) {
     fail(QStringLiteral("give one database (DB or --db FILE)"));
     return 1;
@@ -108,9 +134,17 @@ int main(int argc, char** argv) {
     fail(QStringLiteral("database '%1' does not exist").arg(db));
     return 2;
   }
+  if (!link.isEmpty()) {
+    // The page the screenshot waits for; a bad link fails when opened.
+    if (auto where = dfarm::gui::parseLocationLink(link)) page = where->page;
+  }
 
   dfarm::gui::MainWindow window;
-  if (parser.isSet(screenshot)) screenshotWhenReady(&window, page, parser.value(screenshot));
+  if (parser.isSet(screenshot)) {
+    screenshotWhenReady(&window, page, parser.value(screenshot));
+  } else {
+    QObject::connect(&window, &dfarm::gui::MainWindow::openFailed, &window, fail);
+  }
   // DFARM_DASHBOARD_PROBE=FILE: the live mode's measurements (gui/probe.h).
   const QString probeFile = qEnvironmentVariable("DFARM_DASHBOARD_PROBE");
   if (!probeFile.isEmpty() && !(new dfarm::gui::EventLoopProbe(&window, probeFile))->ok()) {
@@ -119,7 +153,11 @@ int main(int argc, char** argv) {
   }
   window.openDatabase(db);
   // openDatabase shows the first page; another one opens on its newest.
-  if (page != dfarm::gui::kFirstPage) window.goToPage(page);
+  if (!link.isEmpty()) {
+    window.openLink(link);
+  } else if (page != dfarm::gui::kFirstPage) {
+    window.goToPage(page);
+  }
   window.show();
   return QApplication::exec();
 }

@@ -1,8 +1,10 @@
 #include "gui/main_window.h"
 
 #include <QAction>
+#include <QClipboard>
 #include <QDateTime>
 #include <QFileDialog>
+#include <QGuiApplication>
 #include <QHBoxLayout>
 #include <QKeySequence>
 #include <QLabel>
@@ -10,6 +12,8 @@
 #include <QMenuBar>
 #include <QStackedWidget>
 #include <QStatusBar>
+#include <QTimer>
+#include <algorithm>
 
 #include "gui/chart_export.h"
 #include "gui/live.h"
@@ -81,6 +85,13 @@ void MainWindow::buildViews() {
       where.cell = cell;
       goToSubject(Subject::Cell, where);
     });
+    connect(v, &View::openCells, this,
+            [this](const QList<store::Cell>& cells) { goToCells(Location(), cells); });
+    connect(v, &View::addToTrend, this, [this](const QList<store::Cell>& cells) {
+      const PageInfo* trend = pageShowing(Subject::Cell);
+      const int index = trend ? static_cast<int>(trend->page) : 0;
+      goToCells(trend && m_shown[index] ? m_last[index] : Location(), cells);
+    });
     connect(v, &View::compareRuns, this, [this](qint64 baseline, qint64 candidate) {
       Location where;
       where.baselineId = baseline;
@@ -105,6 +116,9 @@ void MainWindow::buildActions() {
   copy->setShortcut(QKeySequence::Copy);
   // Before the table's own Ctrl+C (which copies one cell).
   copy->setShortcutContext(Qt::WindowShortcut);
+  QAction* copyLinkAction =
+      edit->addAction(tr("Copy &link to this view"), this, &MainWindow::copyLink);
+  copyLinkAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_L));
 
   QMenu* go = menuBar()->addMenu(tr("&Go"));
   for (int i = 0; i < kPageCount; ++i) {
@@ -179,6 +193,50 @@ void MainWindow::goToPage(Page page) {
         }
         go(*where);
       });
+}
+
+void MainWindow::openLink(const QString& link) {
+  auto where = parseLocationLink(link);
+  if (!where) {
+    // Next turn of the event loop, as a failed read would: a caller may
+    // connect openFailed after this call, or quit on it before exec().
+    const QString message = QString::fromStdString(where.message());
+    QTimer::singleShot(0, this, [this, message] { emit openFailed(message); });
+    return;
+  }
+  if (m_dbPath.isEmpty()) return;
+  const quint64 generation = ++m_resolveGeneration;
+  const std::string db = m_dbPath.toStdString();
+  LoadAsync<Location>(
+      m_dbPath, this,
+      [checked = *where, db](store::Reader& s) { return checkLocation(s, checked, db); },
+      [this, generation](const Result<Location>& found) {
+        if (generation != m_resolveGeneration) return;
+        if (!found) {
+          emit openFailed(QString::fromStdString(found.message()));
+          return;
+        }
+        go(*found);
+      });
+}
+
+void MainWindow::copyLink() {
+  QGuiApplication::clipboard()->setText(link());
+  statusBar()->showMessage(tr("Copied %1").arg(link()), 5000);
+}
+
+void MainWindow::goToCells(Location where, const QList<store::Cell>& cells) {
+  std::vector<store::Cell> all;
+  if (!where.cell.model_sha256.empty()) all.push_back(where.cell);
+  all.insert(all.end(), where.moreCells.begin(), where.moreCells.end());
+  for (const store::Cell& c : cells) {
+    if (std::find(all.begin(), all.end(), c) == all.end()) all.push_back(c);
+  }
+  if (all.empty()) return;
+  if (all.size() > kMaxTrendSeries) all.resize(kMaxTrendSeries);
+  where.cell = all.front();
+  where.moreCells.assign(all.begin() + 1, all.end());
+  goToSubject(Subject::Cell, where);
 }
 
 void MainWindow::goToSubject(Subject subject, Location where) {

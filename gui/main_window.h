@@ -47,6 +47,13 @@ class MainWindow : public QMainWindow {
   void goToPage(Page page);
   bool canGoBack() const { return !m_history.empty(); }
   void back();
+  // Opens a dfarm:// link (locationLink) once what it names is found in the
+  // database; openFailed(message) when the link is bad or names something
+  // the database does not hold.
+  void openLink(const QString& link);
+  // The open view's link (Ctrl+L copies it to the clipboard).
+  QString link() const { return locationLink(m_here); }
+  void copyLink();
   // Re-reads the open view (Ctrl+R; the watcher calls it too); while its
   // read is in flight, once that one painted.
   void refresh();
@@ -72,6 +79,8 @@ class MainWindow : public QMainWindow {
   void buildActions();
   // Goes to the first page showing subject, on where's ids.
   void goToSubject(Subject subject, Location where);
+  // Goes to the trend of where's cells and `cells` (the first kMaxTrendSeries).
+  void goToCells(Location where, const QList<store::Cell>& cells);
   void showLocation(const Location& where);
   void onDatabaseChanged();
   void onViewReady(Page page);

@@ -405,5 +405,47 @@ TEST(DashboardProgram, UnknownViewListsEveryPageAndHelpToo) {
   }
 }
 
+// A link opens its view (a positional dfarm:// argument or --open); a bad
+// one, or one naming a run the database does not hold, exits 4 with the
+// reason on stderr, without a crash.
+TEST(DashboardProgram, LinksOpenTheirViewAndBadLinksExitFour) {
+  QTemporaryDir dir;
+  ASSERT_TRUE(dir.isValid());
+  const QString db = dir.filePath("links.db");
+  int64_t run = 0;
+  {
+    auto s = store::OpenSqliteStore(db.toStdString());
+    ASSERT_TRUE(s.ok()) << s.message();
+    auto created = (*s)->CreateRun("nightly", "{}");
+    ASSERT_TRUE(created.ok());
+    run = *created;
+    ASSERT_TRUE((*s)->AddJobs(run, {test_util::Job("m.tflite", "cpu")}).ok());
+  }
+  const QString png = dir.filePath("link.png");
+  const struct {
+    QStringList args;
+    int code;
+    const char* says;
+  } cases[] = {
+      {{db, QString("dfarm://matrix?run=%1").arg(run)}, 0, ""},
+      {{db, "--open", "dfarm://overview"}, 0, ""},
+      {{db, "dfarm://matrix?run=999"}, 4, "run 999 does not exist"},
+      {{db, "--open", "dfarm://graphs"}, 4, "unknown view 'graphs'"},
+      {{db, "dfarm://job?job=x"}, 4, "job=x is not an id"},
+  };
+  for (const auto& c : cases) {
+    QFile::remove(png);
+    QProcess p;
+    p.setProcessChannelMode(QProcess::MergedChannels);
+    p.start(QStringLiteral(DFARM_DASHBOARD_BIN), c.args + QStringList{"--screenshot", png});
+    ASSERT_TRUE(p.waitForFinished(90000)) << qPrintable(c.args.join(' '));
+    const QString out = QString::fromUtf8(p.readAll());
+    EXPECT_EQ(p.exitCode(), c.code) << qPrintable(c.args.join(' ')) << ": " << qPrintable(out);
+    EXPECT_EQ(p.exitStatus(), QProcess::NormalExit);
+    EXPECT_TRUE(out.contains(c.says)) << qPrintable(out);
+    if (c.code == 0) EXPECT_FALSE(QImage(png).isNull()) << qPrintable(c.args.join(' '));
+  }
+}
+
 }  // namespace
 }  // namespace dfarm::gui

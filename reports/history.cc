@@ -133,7 +133,7 @@ std::vector<HistoryChange> FindChanges(const std::vector<HistoryPoint>& points,
 
 Result<CellSeries> BuildCellSeries(store::Reader& store, const std::vector<store::JobRow>& jobs,
                                    const RunsById& runs, HistoryMetric metric,
-                                   const stats::ChangePointOptions& options) {
+                                   const stats::ChangePointOptions& options, bool find_changes) {
   CellSeries series;
   series.jobs = static_cast<int64_t>(jobs.size());
   std::vector<double> values;
@@ -152,7 +152,22 @@ Result<CellSeries> BuildCellSeries(store::Reader& store, const std::vector<store
     if (*value && std::isfinite(**value)) values.push_back(**value);
   }
   AddPoint(runs, run_id, std::move(values), series);
-  series.changes = FindChanges(series.points, options, HigherIsBetter(metric));
+  if (find_changes) series.changes = FindChanges(series.points, options, HigherIsBetter(metric));
+  return series;
+}
+
+CellSeries SeriesOfTrials(const std::vector<std::pair<int64_t, double>>& trials,
+                          const RunsById& runs, const stats::ChangePointOptions& options) {
+  CellSeries series;
+  std::vector<double> values;
+  int64_t run_id = 0;
+  for (const auto& [run, value] : trials) {
+    if (run != run_id) AddPoint(runs, run_id, std::exchange(values, {}), series);
+    run_id = run;
+    if (std::isfinite(value)) values.push_back(value);
+  }
+  AddPoint(runs, run_id, std::move(values), series);
+  series.changes = FindChanges(series.points, options, /*higher_is_better=*/false);
   return series;
 }
 

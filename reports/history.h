@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agent/base/result.h"
@@ -69,9 +70,18 @@ using RunsById = std::map<int64_t, store::RunRow>;
 Result<RunsById> LoadRunsById(store::Reader& store);
 
 // The series of a cell from its jobs (Store::ListCellJobs: by run, then trial).
+// find_changes false leaves changes empty (a chart of several series that
+// draws none skips the change-point test's cost).
 Result<CellSeries> BuildCellSeries(store::Reader& store, const std::vector<store::JobRow>& jobs,
                                    const RunsById& runs, HistoryMetric metric,
-                                   const stats::ChangePointOptions& options = {});
+                                   const stats::ChangePointOptions& options = {},
+                                   bool find_changes = true);
+
+// The series of trial values already read: (run id, raw value) of each ok
+// trial, by run then trial (Store::ListRecentCellValues' p50_us). The points,
+// medians and changes are BuildCellSeries'; model and jobs are left empty.
+CellSeries SeriesOfTrials(const std::vector<std::pair<int64_t, double>>& trials,
+                          const RunsById& runs, const stats::ChangePointOptions& options = {});
 
 // Store::ListCellJobs of `cell`, then BuildCellSeries.
 Result<CellSeries> LoadCellSeries(store::Reader& store, const store::Cell& cell,

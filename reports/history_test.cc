@@ -120,6 +120,31 @@ TEST_F(HistorySeriesTest, TopOneDropIsARegression) {
   EXPECT_FALSE(HigherIsBetter(HistoryMetric::kP50));
 }
 
+// The overview reads trial values in one query (ListRecentCellValues); its
+// series must be the one `dfarm history` builds from the cell's jobs.
+TEST_F(HistorySeriesTest, SeriesOfTrialsIsTheSeriesOfTheCellsJobs) {
+  for (int r = 0; r < 12; ++r) AddRun({r < 6 ? 1000.0 + r % 3 : 1300.0 - r % 2, -1, 1000});
+  auto runs = LoadRunsById(*store_);
+  ASSERT_TRUE(runs.ok());
+  auto want = LoadCellSeries(*store_, Cell(), *runs, HistoryMetric::kP50);
+  ASSERT_TRUE(want.ok()) << want.message();
+  auto recent = store_->ListRecentCellValues(100);
+  ASSERT_TRUE(recent.ok()) << recent.message();
+  ASSERT_EQ(recent->size(), 1u);
+  const CellSeries got = SeriesOfTrials(recent->front().p50_us, *runs);
+  ASSERT_EQ(got.points.size(), want->points.size());
+  for (size_t i = 0; i < got.points.size(); ++i) {
+    EXPECT_EQ(got.points[i].run_id, want->points[i].run_id);
+    EXPECT_EQ(got.points[i].value, want->points[i].value);
+    EXPECT_EQ(got.points[i].trial_values, want->points[i].trial_values);
+    EXPECT_EQ(got.points[i].created_at, want->points[i].created_at);
+  }
+  ASSERT_EQ(got.changes.size(), 1u);
+  ASSERT_EQ(want->changes.size(), 1u);
+  EXPECT_EQ(got.changes[0].run_id, want->changes[0].run_id);
+  EXPECT_EQ(got.changes[0].change_pct, want->changes[0].change_pct);
+}
+
 TEST(HistoryMetricTest, NamesRoundTripAndUnknownNamesAreRefused) {
   for (HistoryMetric m :
        {HistoryMetric::kMean, HistoryMetric::kP50, HistoryMetric::kP90, HistoryMetric::kPeakRss,

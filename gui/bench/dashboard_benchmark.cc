@@ -4,6 +4,9 @@
 //   first_paint_ms X    MainWindow opened on FILE until its runs view is ready
 //   trend_query_ms X    Store::ListCellJobs for one cell across all runs, median of 5
 //   matrix_paint_ms X   the matrix of the newest 1,000-job run loaded and painted
+//   overview_first_paint_ms X  the overview (every cell, kOverviewRuns runs each)
+//                       loaded and painted
+//   trend_5_series_ms X the trend of 5 cells (every run of each) loaded and painted
 // Progress goes to stderr. Runs headless: QT_QPA_PLATFORM defaults to offscreen.
 //
 // The generated runs look like nightly sweeps: 10 models x 5 delegate
@@ -33,6 +36,9 @@
 #include <vector>
 
 #include "gui/main_window.h"
+#include "gui/views/overview_view.h"
+#include "gui/views/trend_view.h"
+#include "reports/history.h"
 #include "reports/report.h"
 #include "reports/store/store.h"
 
@@ -442,6 +448,64 @@ double MatrixPaintMs(const std::string& path, int64_t run_id) {
 #endif
 }
 
+// Shows view (made and sized), runs start and waits for its ready() and a repaint.
+double PaintMs(View& view, const std::string& path, const std::function<void()>& start) {
+  view.resize(1400, 900);
+  view.setDatabase(QString::fromStdString(path));
+  view.show();
+  const auto t0 = std::chrono::steady_clock::now();
+  const bool ready = WaitFor(
+      [&](std::function<void()> done) {
+        QObject::connect(&view, &View::ready, &view, done);
+        start();
+      },
+      120000);
+  view.repaint();
+  return ready ? Ms(t0) : -1;
+}
+
+double OverviewPaintMs(const std::string& path) {
+  OverviewView view;
+  const double ms = PaintMs(view, path, [&] { view.open(Location()); });
+  std::cerr << "overview: " << view.model()->rowCount() << " cells, "
+            << view.message().toStdString() << "\n";
+  return ms;
+}
+
+double TrendSeriesMs(const std::string& path) {
+  std::vector<store::Cell> cells;
+  for (int d = 0; d < kDevices; ++d) {
+    store::Cell cell;
+    cell.model_sha256 = ModelSha(2);
+    cell.delegate = "xnnpack";
+    cell.delegate_options = "fp16:true";
+    cell.device = kDeviceNames[d];
+    cell.num_threads = 4;
+    cells.push_back(cell);
+  }
+  cells.push_back(cells[1]);
+  cells.back().delegate_options = "";
+  if (auto store = store::OpenSqliteStore(path)) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto runs = reports::LoadRunsById(**store);
+    std::cerr << "trend: LoadRunsById " << Ms(t0) << " ms\n";
+    t0 = std::chrono::steady_clock::now();
+    for (const store::Cell& c : cells) (void)(*store)->ListCellTrials(c);
+    std::cerr << "trend: ListCellTrials of " << cells.size() << " cells " << Ms(t0) << " ms\n";
+    t0 = std::chrono::steady_clock::now();
+    auto trends = loadTrends(**store, cells, TrendMetric::kP50);
+    std::cerr << "trend: loadTrends of " << cells.size() << " cells (the read and the series) "
+              << Ms(t0) << " ms" << (trends ? "" : ": " + trends.error().message) << "\n";
+  }
+  TrendView view;
+  const double ms = PaintMs(view, path, [&] { view.showCells(cells); });
+  size_t points = 0;
+  for (const TrendData& d : view.series()) points += d.points.size();
+  std::cerr << "trend: " << view.series().size() << " series, " << points << " points "
+            << view.message().toStdString() << "\n";
+  return ms;
+}
+
 int Main(int argc, char** argv) {
   CLI::App app{"Builds (or reuses) a generated database of N jobs and times the dashboard on it"};
   int64_t jobs = 1000000;
@@ -471,9 +535,13 @@ int Main(int argc, char** argv) {
   const double first_paint = FirstPaintMs(db);
   const double trend = TrendQueryMs(db);
   const double matrix = MatrixPaintMs(db, full_runs);
-  std::printf("first_paint_ms %.1f\ntrend_query_ms %.1f\nmatrix_paint_ms %.1f\n", first_paint,
-              trend, matrix);
-  return first_paint < 0 || trend < 0 || matrix < 0 ? 1 : 0;
+  const double overview = OverviewPaintMs(db);
+  const double series = TrendSeriesMs(db);
+  std::printf(
+      "first_paint_ms %.1f\ntrend_query_ms %.1f\nmatrix_paint_ms %.1f\noverview_first_paint_ms "
+      "%.1f\ntrend_5_series_ms %.1f\n",
+      first_paint, trend, matrix, overview, series);
+  return first_paint < 0 || trend < 0 || matrix < 0 || overview < 0 || series < 0 ? 1 : 0;
 }
 
 }  // namespace

@@ -1,5 +1,9 @@
 #include "gui/views/location.h"
 
+#include <QStringList>
+#include <QUrl>
+#include <algorithm>
+
 namespace dfarm::gui {
 
 bool Location::names(Subject subject) const {
@@ -20,7 +24,7 @@ bool Location::names(Subject subject) const {
 
 bool sameLocation(const Location& a, const Location& b) {
   return a.page == b.page && a.runId == b.runId && a.baselineId == b.baselineId &&
-         a.jobId == b.jobId && a.cell == b.cell;
+         a.jobId == b.jobId && a.cell == b.cell && a.moreCells == b.moreCells;
 }
 
 Result<Location> NewestLocation(store::Reader& store, Page page, const std::string& db) {
@@ -54,6 +58,202 @@ Result<Location> NewestLocation(store::Reader& store, Page page, const std::stri
     where.cell = store::CellOf(jobs->front());
   }
   return where;
+}
+
+namespace {
+
+constexpr char kScheme[] = "dfarm://";
+
+QString cellParameter(const store::Cell& c) {
+  QStringList fields;
+  for (const std::string& f :
+       {c.model_sha256, c.delegate, c.delegate_options, std::to_string(c.num_threads), c.runner,
+        c.device, c.inputs, c.model}) {
+    fields << QString::fromLatin1(QUrl::toPercentEncoding(QString::fromStdString(f)));
+  }
+  return fields.join(',');
+}
+
+Error linkError(const QString& link, const QString& why) {
+  return MakeError(ErrorKind::kInvalidInput,
+                   QStringLiteral("link '%1': %2").arg(link, why).toStdString());
+}
+
+Result<int64_t> idParameter(const QString& link, const QString& key, const QString& value) {
+  bool ok = false;
+  const qint64 id = value.toLongLong(&ok);
+  if (!ok || id <= 0) {
+    return linkError(link,
+                     QStringLiteral("%1=%2 is not an id (a positive number)").arg(key, value));
+  }
+  return int64_t{id};
+}
+
+Result<store::Cell> cellFromParameter(const QString& link, const QString& value) {
+  const QStringList parts = value.split(',');
+  if (parts.size() != 8) {
+    return linkError(link, QStringLiteral("cell=%1 has %2 fields, not 8 (model sha256, delegate, "
+                                          "options, threads, runner, device, inputs, model)")
+                               .arg(value)
+                               .arg(parts.size()));
+  }
+  std::vector<std::string> f;
+  for (const QString& p : parts) f.push_back(QUrl::fromPercentEncoding(p.toLatin1()).toStdString());
+  bool ok = false;
+  const uint threads = QString::fromStdString(f[3]).toUInt(&ok);
+  if (!ok || f[0].empty()) {
+    return linkError(link,
+                     QStringLiteral("cell=%1 needs a model sha256 and a thread count").arg(value));
+  }
+  store::Cell c;
+  c.model_sha256 = f[0];
+  c.delegate = f[1];
+  c.delegate_options = f[2];
+  c.num_threads = threads;
+  c.runner = f[4];
+  c.device = f[5];
+  c.inputs = f[6];
+  c.model = f[7];
+  return c;
+}
+
+// Reads one key=value of a link's query into where.
+Result<void> readParameter(const QString& link, const QString& key, const QString& value,
+                           Location& where) {
+  if (key == QLatin1String("cell")) {
+    auto cell = cellFromParameter(link, value);
+    if (!cell) return cell.error();
+    if (where.cell.model_sha256.empty()) {
+      where.cell = std::move(*cell);
+    } else if (where.moreCells.size() + 1 < kMaxTrendSeries) {
+      where.moreCells.push_back(std::move(*cell));
+    } else {
+      return linkError(link, QStringLiteral("more than %1 cells").arg(kMaxTrendSeries));
+    }
+    return {};
+  }
+  qint64* id = key == QLatin1String("run")        ? &where.runId
+               : key == QLatin1String("baseline") ? &where.baselineId
+               : key == QLatin1String("job")      ? &where.jobId
+                                                  : nullptr;
+  if (id == nullptr) {
+    return linkError(
+        link, QStringLiteral("unknown parameter '%1' (run, baseline, job or cell)").arg(key));
+  }
+  auto value_id = idParameter(link, key, value);
+  if (!value_id) return value_id.error();
+  *id = *value_id;
+  return {};
+}
+
+const char* subjectNeeds(Subject subject) {
+  switch (subject) {
+    case Subject::Database:
+      return "";
+    case Subject::Run:
+      return "run=ID";
+    case Subject::RunPair:
+      return "baseline=ID and run=ID";
+    case Subject::Job:
+      return "job=ID";
+    case Subject::Cell:
+      return "cell=CELL";
+  }
+  return "";
+}
+
+}  // namespace
+
+QString locationLink(const Location& where) {
+  QStringList query;
+  switch (pageInfo(where.page).subject) {
+    case Subject::Database:
+      break;
+    case Subject::RunPair:
+      query << QStringLiteral("baseline=%1").arg(where.baselineId);
+      [[fallthrough]];
+    case Subject::Run:
+      query << QStringLiteral("run=%1").arg(where.runId);
+      break;
+    case Subject::Job:
+      query << QStringLiteral("job=%1").arg(where.jobId);
+      break;
+    case Subject::Cell:
+      query << QStringLiteral("cell=") + cellParameter(where.cell);
+      for (const store::Cell& c : where.moreCells)
+        query << QStringLiteral("cell=") + cellParameter(c);
+      break;
+  }
+  QString link = QLatin1String(kScheme) + pageName(where.page);
+  if (!query.isEmpty()) link += '?' + query.join('&');
+  return link;
+}
+
+Result<Location> parseLocationLink(const QString& link) {
+  if (!link.startsWith(QLatin1String(kScheme))) {
+    return linkError(link, QStringLiteral("not a dfarm:// link (dfarm://VIEW?run=ID...)"));
+  }
+  const QString rest = link.mid(static_cast<int>(sizeof(kScheme)) - 1);
+  const int q = rest.indexOf('?');
+  QString name = q < 0 ? rest : rest.left(q);
+  if (name.endsWith('/')) name.chop(1);
+  Location where;
+  if (!parsePage(name, &where.page)) {
+    return linkError(
+        link, QStringLiteral("unknown view '%1': choose one of %2").arg(name, pageChoices()));
+  }
+  if (q >= 0) {
+    for (const QString& pair : rest.mid(q + 1).split('&', Qt::SkipEmptyParts)) {
+      const int eq = pair.indexOf('=');
+      const QString key = eq < 0 ? pair : pair.left(eq);
+      const QString value = eq < 0 ? QString() : pair.mid(eq + 1);
+      if (auto r = readParameter(link, key, value, where); !r) return r.error();
+    }
+  }
+  const Subject subject = pageInfo(where.page).subject;
+  if (!where.valid()) {
+    return linkError(link, QStringLiteral("the %1 view needs %2")
+                               .arg(pageName(where.page), QLatin1String(subjectNeeds(subject))));
+  }
+  return where;
+}
+
+Result<Location> checkLocation(store::Reader& store, const Location& where, const std::string& db) {
+  const Subject subject = pageInfo(where.page).subject;
+  const auto missing = [&db](const std::string& what) {
+    return MakeError(ErrorKind::kNotFound, what + " does not exist in '" + store::RedactUrl(db) +
+                                               "' (deleted, or a link to another database)");
+  };
+  if (subject == Subject::Run || subject == Subject::RunPair) {
+    for (int64_t id : {where.runId, where.baselineId}) {
+      if (id == 0) continue;
+      if (!store.GetRun(id)) return missing("run " + std::to_string(id));
+    }
+  }
+  if (subject == Subject::Job && !store.GetJob(where.jobId)) {
+    return missing("job " + std::to_string(where.jobId));
+  }
+  Location checked = where;
+  if (subject == Subject::Cell) {
+    std::vector<store::Cell*> cells = {&checked.cell};
+    for (store::Cell& c : checked.moreCells) cells.push_back(&c);
+    for (store::Cell* c : cells) {
+      store::CellFilter f;
+      f.model = c->model_sha256;
+      f.delegate = c->delegate;
+      f.delegate_options = c->delegate_options;
+      f.device = c->device;
+      f.runner = c->runner;
+      f.num_threads = c->num_threads;
+      f.inputs = c->inputs;
+      auto found = store.ListCells(f);
+      if (!found) return found.error();
+      auto it = std::find(found->begin(), found->end(), *c);
+      if (it == found->end()) return missing("the cell " + c->Label());
+      if (c->model.empty()) c->model = it->model;
+    }
+  }
+  return checked;
 }
 
 const char* newestDescription(Subject subject) {

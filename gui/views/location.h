@@ -2,8 +2,10 @@
 // window keeps the history of Locations; a View opens one (View::open).
 #pragma once
 
+#include <QString>
 #include <QtGlobal>
 #include <string>
+#include <vector>
 
 #include "agent/base/result.h"
 #include "gui/views/pages.h"
@@ -18,6 +20,9 @@ struct Location {
   qint64 baselineId = 0;  // Subject::RunPair
   qint64 jobId = 0;       // Subject::Job
   store::Cell cell;       // Subject::Cell
+  // Subject::Cell: further cells drawn beside `cell` (the trend's other
+  // series, at most kMaxTrendSeries - 1).
+  std::vector<store::Cell> moreCells;
   // The ids subject needs are set.
   bool names(Subject subject) const;
   // The ids its page's subject needs are set.
@@ -25,6 +30,24 @@ struct Location {
 };
 
 bool sameLocation(const Location& a, const Location& b);
+
+// The most cells one trend draws (Location::cell and moreCells).
+constexpr int kMaxTrendSeries = 8;
+
+// A link to a location, for a colleague on the same database:
+// "dfarm://PAGE?run=ID&baseline=ID&job=ID&cell=CELL&cell=CELL", with only
+// the ids the page's subject needs; CELL is the cell's identity (model
+// sha256, delegate, options, threads, runner, device, inputs) and its model's
+// file name, each percent-encoded, joined by ",".
+QString locationLink(const Location& where);
+// The location a link names; kInvalidInput naming what is wrong (not a
+// dfarm:// link, an unknown page, a parameter missing, unknown or not a
+// number, too many cells).
+Result<Location> parseLocationLink(const QString& link);
+// Whether what `where` names is in the database (the run, both runs, the
+// job, a job of each cell); kNotFound naming the missing thing and database
+// db otherwise. Blocking: call it off the GUI thread.
+Result<Location> checkLocation(store::Reader& store, const Location& where, const std::string& db);
 
 // The location page opens on when it was not shown yet: the newest run
 // (Subject::RunPair: the two newest, older as baseline; Job and Cell: the

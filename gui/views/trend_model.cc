@@ -3,6 +3,7 @@
 #include <QLocale>
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "gui/format.h"
 
@@ -44,19 +45,37 @@ double trendDisplayValue(TrendMetric metric, double raw) {
   return raw;
 }
 
-Result<TrendData> loadTrend(store::Reader& store, const store::Cell& cell, TrendMetric metric,
-                            const stats::ChangePointOptions& options) {
-  auto runs = reports::LoadRunsById(store);
-  if (!runs) return runs.error();
-  auto series = reports::LoadCellSeries(store, cell, *runs, metric, options);
+namespace {
+
+QString buildOf(const store::JobRow& job) {
+  QStringList parts;
+  if (!job.runner_version.empty()) parts << QString::fromStdString(job.runner_version);
+  if (!job.runner_sha256.empty()) parts << QString::fromStdString(job.runner_sha256.substr(0, 8));
+  return parts.join(' ');
+}
+
+Result<TrendData> trendOf(store::Reader& store, const store::Cell& cell, TrendMetric metric,
+                          const reports::RunsById& runs, const stats::ChangePointOptions& options,
+                          bool find_changes) {
+  auto jobs = store.ListCellTrials(cell);
+  if (!jobs) return jobs.error();
+  auto series = reports::BuildCellSeries(store, *jobs, runs, metric, options, find_changes);
   if (!series) return series.error();
   if (series->jobs == 0) {
     return MakeError(ErrorKind::kNotFound, "no job in the database belongs to the cell " +
                                                cell.Label() + "; pick a cell in a run's matrix");
   }
+  // The build of each run: its last ok trial's (the one the point's trials ran on).
+  std::map<int64_t, QString> builds;
+  for (const store::JobRow& job : *jobs) {
+    if (job.status == store::kJobOk || builds.count(job.run_id) == 0) {
+      builds[job.run_id] = buildOf(job);
+    }
+  }
   const auto display = [metric](double raw) { return trendDisplayValue(metric, raw); };
   TrendData data;
   data.cell = cell;
+  if (data.cell.model.empty()) data.cell.model = series->model;
   data.metric = metric;
   for (const reports::HistoryPoint& sp : series->points) {
     TrendPoint p;
@@ -67,6 +86,7 @@ Result<TrendData> loadTrend(store::Reader& store, const store::Cell& cell, Trend
     p.min = *std::min_element(p.trials.begin(), p.trials.end());
     p.max = *std::max_element(p.trials.begin(), p.trials.end());
     p.value = display(sp.value);
+    p.build = builds[sp.run_id];
     data.points.push_back(std::move(p));
   }
   for (const reports::HistoryChange& sc : series->changes) {
@@ -80,6 +100,29 @@ Result<TrendData> loadTrend(store::Reader& store, const store::Cell& cell, Trend
     data.changes.push_back(c);
   }
   return data;
+}
+
+}  // namespace
+
+Result<TrendData> loadTrend(store::Reader& store, const store::Cell& cell, TrendMetric metric,
+                            const stats::ChangePointOptions& options) {
+  auto runs = reports::LoadRunsById(store);
+  if (!runs) return runs.error();
+  return trendOf(store, cell, metric, *runs, options, true);
+}
+
+Result<std::vector<TrendData>> loadTrends(store::Reader& store,
+                                          const std::vector<store::Cell>& cells, TrendMetric metric,
+                                          const stats::ChangePointOptions& options) {
+  auto runs = reports::LoadRunsById(store);
+  if (!runs) return runs.error();
+  std::vector<TrendData> out;
+  for (const store::Cell& cell : cells) {
+    auto trend = trendOf(store, cell, metric, *runs, options, cells.size() == 1);
+    if (!trend) return trend.error();
+    out.push_back(std::move(*trend));
+  }
+  return out;
 }
 
 TrendModel::TrendModel(QObject* parent) : QAbstractTableModel(parent) {}

@@ -37,6 +37,10 @@ struct TrendPoint {
   std::vector<double> trials;  // each ok trial's value (display units), trial order
   double min = 0;
   double max = 0;
+  // The runner build of the run's trials of the cell: its version and the
+  // first 8 hex digits of its sha256 ("2.16.1 3bc182eb"; either may be
+  // missing, "" when the jobs recorded neither).
+  QString build;
 };
 
 struct TrendChange {
@@ -60,6 +64,12 @@ struct TrendData {
 // cell without any job is a kNotFound error naming it.
 Result<TrendData> loadTrend(store::Reader& store, const store::Cell& cell, TrendMetric metric,
                             const stats::ChangePointOptions& options = {});
+// The trends of several cells (one ListRuns for all), in the order given;
+// with more than one cell, without step changes (the chart of several
+// series draws none).
+Result<std::vector<TrendData>> loadTrends(store::Reader& store,
+                                          const std::vector<store::Cell>& cells, TrendMetric metric,
+                                          const stats::ChangePointOptions& options = {});
 
 class TrendModel : public QAbstractTableModel {
   Q_OBJECT

@@ -2,23 +2,38 @@
 // median of the cell's ok trials) joined by a line, the trials' min-max band
 // and each trial as a dot, tagged runs marked with their tag names, and the
 // step changes (stats::DetectChangePoints, as `dfarm history`) drawn as
-// vertical lines with the level before and after. Clicking a point (or
-// activating a row of the table under the chart) emits openRun.
+// vertical lines with the level before and after. Several cells (a
+// Location's moreCells) draw one median line each on the same runs. The
+// chart zooms (drag a rectangle, the wheel; right click or Reset zooms out),
+// shows the value under the cursor as a tooltip, keeps to a date range and
+// labels its x axis by run or by the runner build. Clicking a point (or
+// activating a row of the table under the chart, the first cell's) emits
+// openRun.
 #pragma once
 
+#include <QDate>
 #include <QString>
+#include <vector>
 
 #include "gui/views/trend_model.h"
 #include "gui/views/view.h"
 
+class QCategoryAxis;
 class QChart;
 class QChartView;
 class QComboBox;
+class QDateEdit;
+class QHBoxLayout;
 class QLabel;
 class QSortFilterProxyModel;
 class QTableView;
 
 namespace dfarm::gui {
+
+class TrendChartView;
+
+// What the trend's x axis names a run by.
+enum class TrendAxis { Run, Build };
 
 class TrendView : public View {
   Q_OBJECT
@@ -27,7 +42,20 @@ class TrendView : public View {
   explicit TrendView(QWidget* parent = nullptr);
 
   void showCell(const store::Cell& cell);
+  // Draws every cell of cells (the first kMaxTrendSeries) on one chart.
+  void showCells(const std::vector<store::Cell>& cells);
   void open(const Location& where) override;
+  // Keeps the chart to runs created from `from` to `to` (inclusive; a null
+  // date: no bound).
+  void setDateRange(const QDate& from, const QDate& to);
+  void setAxis(TrendAxis axis);
+  // The series loaded, one per cell, in the order given.
+  const std::vector<TrendData>& series() const { return m_series; }
+  // The runs on the x axis (date range applied), oldest first.
+  const std::vector<int64_t>& runsShown() const { return m_xRuns; }
+  // The tooltip for a point of the chart view at pos (viewport coordinates):
+  // the nearest point within a few pixels, "" when none.
+  QString pointTextAt(const QPoint& pos, int64_t* runId = nullptr) const;
   void setMetric(TrendMetric metric);
   TrendMetric metric() const { return m_metric; }
   void refresh() override;
@@ -39,22 +67,47 @@ class TrendView : public View {
   QString message() const;
 
  private:
+  QHBoxLayout* buildControls();
   void load();
-  void showTrend(const Result<TrendData>& trend);
+  void showTrends(const Result<std::vector<TrendData>>& trends);
   void rebuildChart();
+  bool shown(const TrendPoint& p) const;
+  double xOf(int64_t runId) const;
+  void labelAxis(QCategoryAxis* axis) const;
+  void addSeriesLines(double* yMin, double* yMax);
   void addChangeSeries(double yMin, double yMax);
   void addTagSeries();
+  void addHoverPoints(size_t series);
   void pointClicked(const QPointF& point);
+  void resetDateRange();
 
-  store::Cell m_cell;
+  // A drawn point, for the tooltip and clicks: m_series[series].points[point].
+  struct Hover {
+    QPointF value;
+    size_t series = 0;
+    size_t point = 0;
+  };
+  QString hoverText(const Hover& h) const;
+
+  std::vector<store::Cell> m_cells;
+  std::vector<TrendData> m_series;
+  std::vector<int64_t> m_xRuns;
+  std::vector<Hover> m_hover;
   bool m_hasCell = false;
+  QDate m_from;
+  QDate m_to;
+  bool m_rangeSet = false;
+  TrendAxis m_axis = TrendAxis::Run;
+  QComboBox* m_axisBox = nullptr;
+  QDateEdit* m_fromEdit = nullptr;
+  QDateEdit* m_toEdit = nullptr;
   TrendMetric m_metric = TrendMetric::kP50;
   quint64 m_generation = 0;
   QLabel* m_title = nullptr;
   QComboBox* m_metricBox = nullptr;
   QLabel* m_message = nullptr;
   QChart* m_chart = nullptr;
-  QChartView* m_chartView = nullptr;
+  TrendChartView* m_chartView = nullptr;
   TrendModel* m_model = nullptr;
   QSortFilterProxyModel* m_proxy = nullptr;
   QTableView* m_table = nullptr;

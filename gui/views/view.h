@@ -5,6 +5,7 @@
 // navigation and history.
 #pragma once
 
+#include <QList>
 #include <QMetaType>
 #include <QString>
 #include <QWidget>
@@ -43,6 +44,10 @@ class View : public QWidget {
   void openRun(qint64 runId);
   void openJob(qint64 jobId);
   void openCell(const dfarm::store::Cell& cell);  // a matrix cell across runs, as `dfarm history`
+  // Several cells' trends on one chart (the first kMaxTrendSeries).
+  void openCells(const QList<dfarm::store::Cell>& cells);
+  // The cells added to the trend shown last (as further series).
+  void addToTrend(const QList<dfarm::store::Cell>& cells);
   void compareRuns(qint64 baselineRunId, qint64 candidateRunId);
 
  protected:

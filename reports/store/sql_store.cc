@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <thread>
@@ -334,6 +335,71 @@ Cell ReadCell(const Stmt& s) {
   c.model = s.Text(8);  // after MAX(j.id): the newest job's file name
   return c;
 }
+
+// ListRecentCellValues: every cell (its columns as kCellColumns, its newest
+// run, the file name of that run's newest job of it) with the p50 of each
+// ok trial in its newest ? runs. A loose index scan over jobs_by_cell finds
+// the cells: each cell's successor is the first entry past it at the
+// deepest column that has one (a few index seeks per cell, not a read of
+// every job); each cell's window and trials are ranges of the same index.
+std::string RecentCellValuesSql() {
+  static const char* const kCols[] = {
+      "model_sha256", "delegate", "delegate_options", "device", "runner", "num_threads", "inputs"};
+  const auto join = [](const char* prefix, const char* sep, size_t n, const char* suffix = "") {
+    std::string out;
+    for (size_t i = 0; i < n; ++i) {
+      out += (i ? sep : "") + std::string(prefix) + kCols[i] + suffix;
+    }
+    return out;
+  };
+  const size_t n = std::size(kCols);
+  const std::string order = join("k.", ", ", n);
+  std::string successor;
+  for (size_t level = n; level-- > 0;) {
+    std::string where;
+    for (size_t i = 0; i < level; ++i) {
+      where += "k." + std::string(kCols[i]) + " = c." + kCols[i] + " AND ";
+    }
+    where += "k." + std::string(kCols[level]) + " > c." + kCols[level];
+    successor += std::string(successor.empty() ? "" : ", ") + "(SELECT k.id FROM jobs k WHERE " +
+                 where + " ORDER BY " + order + " LIMIT 1)";
+  }
+  std::string same;
+  for (size_t i = 0; i < n; ++i) {
+    same += std::string(i ? " AND " : "") + "k." + kCols[i] + " = w." + kCols[i];
+  }
+  std::string same_c = same;
+  for (size_t at = same_c.find("w."); at != std::string::npos; at = same_c.find("w.", at)) {
+    same_c.replace(at, 2, "c.");
+  }
+  std::string same_v = same;
+  for (size_t at = same_v.find("w."); at != std::string::npos; at = same_v.find("w.", at)) {
+    same_v.replace(at, 2, "v.");
+  }
+  std::string same_j = same;
+  for (size_t at = same_j.find("k."); at != std::string::npos; at = same_j.find("k.", at)) {
+    same_j.replace(at, 2, "j.");
+  }
+  return "WITH RECURSIVE cells(" + join("", ", ", n) + ") AS (SELECT * FROM (SELECT " +
+         join("j.", ", ", n) + " FROM jobs j ORDER BY " + join("j.", ", ", n) +
+         " LIMIT 1) f UNION ALL SELECT " + join("j.", ", ", n) +
+         " FROM cells c JOIN jobs j ON j.id = COALESCE(" + successor + ")), " +
+         "v AS (SELECT c.*, (SELECT k.run_id FROM jobs k WHERE " + same_c +
+         " ORDER BY k.run_id DESC LIMIT 1) AS last_run, (SELECT MIN(x.run_id) FROM (SELECT "
+         "DISTINCT k.run_id FROM jobs k WHERE " +
+         same_c + " ORDER BY k.run_id DESC LIMIT ?) x) AS since FROM cells c), " +
+         "w AS (SELECT v.*, (SELECT k.model FROM jobs k WHERE " + same_v +
+         " AND k.run_id = v.last_run ORDER BY k.id DESC LIMIT 1) AS model FROM v) " + "SELECT " +
+         join("w.", ", ", n) +
+         ", w.last_run, w.model, j.run_id, r.p50_us FROM w LEFT JOIN jobs j ON " + same_j +
+         " AND j.run_id >= w.since AND j.status = 'ok' LEFT JOIN results r ON r.job_id = j.id "
+         "ORDER BY " +
+         join("w.", ", ", n) + ", j.run_id, j.trial, j.id";
+}
+
+// ListClaimedJobs: the jobs nodes hold now (jobs_claimed finds them).
+constexpr const char* kClaimedJobsWhere =
+    "WHERE j.claimed_by <> '' AND j.status = 'running' ORDER BY j.device, j.id";
 
 class SqlStore final : public Store {
  public:
@@ -1031,6 +1097,51 @@ class SqlStore final : public Store {
     return jobs;
   }
 
+  Result<std::vector<JobRow>> ListCellTrials(const Cell& c) override {
+    const std::string indexed = dialect() == Dialect::kSqlite ? "INDEXED BY jobs_by_cell " : "";
+    auto s = Prepare(
+        "SELECT j.id, j.run_id, j.trial, j.model, j.status, j.runner_sha256, j.runner_version, "
+        "r.mean_us, r.p50_us, r.p90_us, r.p99_us, r.num_runs, r.peak_rss_bytes FROM jobs j " +
+        indexed + "LEFT JOIN results r ON r.job_id = j.id " + kCellJobsWhere);
+    if (!s) return s.error();
+    s->Bind(1, c.model_sha256).Bind(2, c.delegate).Bind(3, c.delegate_options);
+    s->Bind(4, static_cast<int64_t>(c.num_threads)).Bind(5, c.runner).Bind(6, c.device);
+    s->Bind(7, c.inputs);
+    std::vector<JobRow> jobs;
+    for (;;) {
+      auto row = s->Step();
+      if (!row) return Fail("list the trials of a cell", row);
+      if (!*row) break;
+      JobRow j;
+      j.model_sha256 = c.model_sha256;
+      j.delegate = c.delegate;
+      j.delegate_options = c.delegate_options;
+      j.num_threads = c.num_threads;
+      j.runner = c.runner;
+      j.device = c.device;
+      j.inputs = c.inputs;
+      j.id = s->Int(0);
+      j.run_id = s->Int(1);
+      j.trial = s->Int(2);
+      j.model = s->Text(3);
+      j.status = s->Text(4);
+      j.runner_sha256 = s->Text(5);
+      j.runner_version = s->Text(6);
+      if (!s->IsNull(7)) {
+        JobMetrics m;
+        m.mean_us = s->Double(7);
+        m.p50_us = s->Double(8);
+        m.p90_us = s->Double(9);
+        m.p99_us = s->Double(10);
+        m.num_runs = s->Int(11);
+        m.peak_rss_bytes = s->Int(12);
+        j.metrics = m;
+      }
+      jobs.push_back(std::move(j));
+    }
+    return jobs;
+  }
+
   Result<std::vector<Cell>> ListCells(const CellFilter& f) override {
     std::vector<std::string> where;
     std::vector<std::string> binds;
@@ -1092,6 +1203,26 @@ class SqlStore final : public Store {
     // Sorted here, not by the database: its collation need not be std::string's.
     std::sort(cells.begin(), cells.end());
     return cells;
+  }
+
+  Result<std::vector<CellRecentValues>> ListRecentCellValues(int64_t runs) override {
+    static const std::string sql = RecentCellValuesSql();
+    auto s = Prepare(sql);
+    if (!s) return s.error();
+    s->Bind(1, std::max<int64_t>(runs, 0));
+    std::vector<CellRecentValues> out;
+    for (;;) {
+      auto row = s->Step();
+      if (!row) return Fail("list the cells' recent values", row);
+      if (!*row) break;
+      Cell c = ReadCell(*s);
+      if (out.empty() || !(out.back().cell == c)) out.push_back({std::move(c), s->Int(7), {}});
+      if (!s->IsNull(9) && !s->IsNull(10)) out.back().p50_us.emplace_back(s->Int(9), s->Double(10));
+    }
+    std::stable_sort(
+        out.begin(), out.end(),
+        [](const CellRecentValues& a, const CellRecentValues& b) { return a.cell < b.cell; });
+    return out;
   }
 
   Result<std::vector<DeviceRow>> ListDevices() override { return ReadDevices(""); }
@@ -1236,6 +1367,19 @@ class SqlStore final : public Store {
     auto r = sql::ListJobClaims(*db_, job_id);
     if (!r) return Fail("list the claims of job " + std::to_string(job_id), r);
     return std::move(*r);
+  }
+
+  Result<std::vector<JobRow>> ListClaimedJobs() override {
+    auto s = Prepare("SELECT " + JobColumns(dialect()) + kClaimedJobsWhere);
+    if (!s) return s.error();
+    std::vector<JobRow> jobs;
+    for (;;) {
+      auto row = s->Step();
+      if (!row) return Fail("list the claimed jobs", row);
+      if (!*row) break;
+      jobs.push_back(ReadJob(*s));
+    }
+    return jobs;
   }
 
   Result<bool> WaitForWork(int timeout_ms) override {

@@ -367,6 +367,16 @@ struct CellFilter {
   std::optional<std::string> inputs;  // an inputs id (Cell::inputs) or a prefix of one
 };
 
+// One cell's recent latency, for an overview of every cell (ListRecentCellValues).
+struct CellRecentValues {
+  Cell cell;                // model: the file name of its newest run's newest job
+  int64_t last_run_id = 0;  // the newest run with a job of the cell, any status
+  // (run id, p50 latency in us) of each ok trial with metrics in the cell's
+  // newest runs (runs with a job of the cell, any status), by run, then
+  // trial, then job id.
+  std::vector<std::pair<int64_t, double>> p50_us;
+};
+
 // A state a device was put in, written by every SetDeviceState.
 struct DeviceEvent {
   std::string name;
@@ -536,11 +546,20 @@ class CellReader {
   // The cell's identity matches exactly ("" and 0 are values: the default
   // runner, a run before threads); its model file name is not read.
   virtual Result<std::vector<JobRow>> ListCellJobs(const Cell& cell) = 0;
+  // ListCellJobs with only what a series over runs reads, a lighter read for
+  // trends of many runs: the cell's identity, id, run_id, trial, model,
+  // status, runner_sha256, runner_version and metrics (mean, p50, p90, p99,
+  // num_runs, peak RSS); every other field is left at its default.
+  virtual Result<std::vector<JobRow>> ListCellTrials(const Cell& cell) = 0;
   // The distinct cells whose jobs `filter` lets through, in Cell order, each
   // named by the file name of its newest job (highest id): one query on the
   // indexed columns, without reading the jobs (`dfarm history` finds its cell,
   // `dfarm regressions` walks them).
   virtual Result<std::vector<Cell>> ListCells(const CellFilter& filter = {}) = 0;
+  // Every cell, in Cell order, with the p50 latencies of its ok trials in its
+  // newest `runs` runs (runs <= 0: none): one query, not one per cell, fast
+  // on a million jobs (the dashboard's overview).
+  virtual Result<std::vector<CellRecentValues>> ListRecentCellValues(int64_t runs) = 0;
 };
 
 // Devices and their health, read-only.
@@ -564,6 +583,9 @@ class QueueReader {
   virtual ~QueueReader() = default;
   virtual Result<std::vector<NodeRow>> ListNodes() = 0;                        // by name
   virtual Result<std::vector<JobClaimRow>> ListJobClaims(int64_t job_id) = 0;  // oldest first
+  // The jobs a node holds now (status running, claimed_by set), by device,
+  // then job id: what each device of the farm runs (the dashboard's fleet).
+  virtual Result<std::vector<JobRow>> ListClaimedJobs() = 0;
 };
 
 // Runs and results, the write side: sweeps and nodes record through it.

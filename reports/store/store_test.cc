@@ -1418,6 +1418,175 @@ TEST_P(StoreTest, InputsTellCellsApart) {
   EXPECT_EQ(one->front().inputs, kSeededInputs);
 }
 
+// Three runs of cell a (trials 0 and 1; run 1's trial 1 failed) and one of
+// cell b, whose only job failed: a window of 2 runs keeps a's runs 2 and 3,
+// every cell is listed, b without values.
+TEST_P(StoreTest, ListRecentCellValuesGivesEveryCellItsNewestRunsOkTrials) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  JobRow a = MakeJob("a.tflite");
+  JobRow b = MakeJob("b.tflite");
+  b.model_sha256 = std::string(64, 'b');
+  std::vector<int64_t> runs;
+  for (int r = 0; r < 3; ++r) {
+    auto run = store->CreateRun("r" + std::to_string(r), "{}");
+    ASSERT_TRUE(run.ok()) << run.message();
+    runs.push_back(*run);
+    JobRow a1 = a;
+    a1.trial = 1;
+    std::vector<JobRow> jobs = {a1, a};  // trial 1 first: the values come back by trial
+    if (r == 1) jobs.push_back(b);
+    auto ids = store->AddJobs(*run, jobs);
+    ASSERT_TRUE(ids.ok()) << ids.message();
+    for (size_t i = 0; i < ids->size(); ++i) {
+      JobOutcome o;
+      o.status = (r == 0 && i == 0) || i == 2 ? "crashed" : "ok";
+      JobMetrics m;
+      m.p50_us = 1000.0 * (r + 1) + static_cast<double>(jobs[i].trial);
+      if (o.status == "ok") o.metrics = m;
+      ASSERT_TRUE(store->RecordJobResult((*ids)[i], o).ok());
+    }
+  }
+  auto all = store->ListRecentCellValues(2);
+  ASSERT_TRUE(all.ok()) << all.message();
+  ASSERT_EQ(all->size(), 2u);
+  const CellRecentValues& ra = (*all)[0];
+  EXPECT_EQ(ra.cell.model, "a.tflite");
+  EXPECT_EQ(ra.last_run_id, runs[2]);
+  const std::vector<std::pair<int64_t, double>> want = {
+      {runs[1], 2000}, {runs[1], 2001}, {runs[2], 3000}, {runs[2], 3001}};
+  EXPECT_EQ(ra.p50_us, want);
+  const CellRecentValues& rb = (*all)[1];
+  EXPECT_EQ(rb.cell.model_sha256, std::string(64, 'b'));
+  EXPECT_EQ(rb.last_run_id, runs[1]);
+  EXPECT_TRUE(rb.p50_us.empty());
+  auto wide = store->ListRecentCellValues(10);
+  ASSERT_TRUE(wide.ok()) << wide.message();
+  EXPECT_EQ((*wide)[0].p50_us.size(), 5u);  // run 1's failed trial has none
+
+  // Cells apart in every identity column (the index walk steps through each
+  // level) are all listed, as ListCells lists them.
+  auto run = store->CreateRun("more", "{}");
+  ASSERT_TRUE(run.ok());
+  std::vector<JobRow> more;
+  for (int field = 0; field < 6; ++field) {
+    JobRow j = MakeJob("c.tflite");
+    j.model_sha256 = std::string(64, 'b');
+    if (field == 0) j.delegate = "xnnpack";
+    if (field == 1) j.delegate_options = "z:1";
+    if (field == 2) j.device = "pixel";
+    if (field == 3) j.runner = "main";
+    if (field == 4) j.num_threads = 4;
+    if (field == 5) j.inputs = "sets:0123456789abcdef";
+    more.push_back(j);
+  }
+  ASSERT_TRUE(store->AddJobs(*run, more).ok());
+  auto cells = store->ListCells({});
+  ASSERT_TRUE(cells.ok()) << cells.message();
+  auto every = store->ListRecentCellValues(3);
+  ASSERT_TRUE(every.ok()) << every.message();
+  ASSERT_EQ(every->size(), 8u);
+  ASSERT_EQ(cells->size(), every->size());
+  for (size_t i = 0; i < cells->size(); ++i) {
+    EXPECT_TRUE((*every)[i].cell == (*cells)[i]) << (*cells)[i].Label();
+    EXPECT_EQ((*every)[i].cell.model, (*cells)[i].model);
+  }
+  auto none = store->ListRecentCellValues(0);
+  ASSERT_TRUE(none.ok()) << none.message();
+  ASSERT_EQ(none->size(), 8u);
+  EXPECT_TRUE((*none)[0].p50_us.empty());
+}
+
+// The trend's lighter read gives the jobs ListCellJobs gives, with their
+// metrics, in the same order.
+TEST_P(StoreTest, ListCellTrialsIsListCellJobsWithWhatASeriesReads) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  JobRow a = MakeJob("a.tflite");
+  a.runner_sha256 = std::string(64, 'c');
+  for (int r = 0; r < 2; ++r) {
+    auto run = store->CreateRun("r", "{}");
+    ASSERT_TRUE(run.ok());
+    JobRow a1 = a;
+    a1.trial = 1;
+    JobRow other = a;
+    other.device = "pixel";
+    auto ids = store->AddJobs(*run, {a1, a, other});
+    ASSERT_TRUE(ids.ok());
+    JobOutcome o;
+    o.status = r == 0 ? "ok" : "crashed";
+    o.runner_version = "2.16";
+    JobMetrics m;
+    m.mean_us = 11;
+    m.p50_us = 10;
+    m.p90_us = 12;
+    m.peak_rss_bytes = 1 << 20;
+    if (r == 0) o.metrics = m;
+    ASSERT_TRUE(store->RecordJobResult((*ids)[0], o).ok());
+  }
+  const Cell cell = CellOf(a);
+  auto want = store->ListCellJobs(cell);
+  auto got = store->ListCellTrials(cell);
+  ASSERT_TRUE(want.ok() && got.ok()) << got.message();
+  ASSERT_EQ(got->size(), 4u);
+  ASSERT_EQ(got->size(), want->size());
+  for (size_t i = 0; i < got->size(); ++i) {
+    const JobRow& g = (*got)[i];
+    const JobRow& w = (*want)[i];
+    EXPECT_EQ(g.id, w.id);
+    EXPECT_EQ(g.run_id, w.run_id);
+    EXPECT_EQ(g.trial, w.trial);
+    EXPECT_EQ(g.status, w.status);
+    EXPECT_EQ(g.model, w.model);
+    EXPECT_EQ(g.runner_sha256, w.runner_sha256);
+    EXPECT_EQ(g.runner_version, w.runner_version);
+    EXPECT_TRUE(CellOf(g) == cell);
+    ASSERT_EQ(g.metrics.has_value(), w.metrics.has_value());
+    if (g.metrics) {
+      EXPECT_EQ(g.metrics->p50_us, w.metrics->p50_us);
+      EXPECT_EQ(g.metrics->mean_us, w.metrics->mean_us);
+      EXPECT_EQ(g.metrics->peak_rss_bytes, w.metrics->peak_rss_bytes);
+    }
+  }
+  EXPECT_TRUE((*got)[1].metrics.has_value());  // the first run's trial 1: ok
+}
+
+// A claimed job is listed while its node holds it, not once it ends.
+TEST_P(StoreTest, ListClaimedJobsListsTheJobsNodesHoldNow) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  auto run = store->CreateRun("q", "{}");
+  ASSERT_TRUE(run.ok()) << run.message();
+  ASSERT_TRUE(store->SetRunMode(*run, kRunModeQueue).ok());
+  ASSERT_TRUE(store->AddJobs(*run, {MakeJob("a.tflite"), MakeJob("b.tflite")}).ok());
+  auto idle = store->ListClaimedJobs();
+  ASSERT_TRUE(idle.ok()) << idle.message();
+  EXPECT_TRUE(idle->empty());
+  NodeRow node;
+  node.name = "n1";
+  node.host = "h";
+  node.pid = 1;
+  ASSERT_TRUE(store->RegisterNode(node).ok());
+  DeviceTraits local;
+  local.name = "local";
+  auto claimed = store->ClaimJob("n1", local, 60);
+  ASSERT_TRUE(claimed.ok()) << claimed.message();
+  ASSERT_TRUE(claimed->has_value());
+  auto held = store->ListClaimedJobs();
+  ASSERT_TRUE(held.ok()) << held.message();
+  ASSERT_EQ(held->size(), 1u);
+  EXPECT_EQ(held->front().id, (*claimed)->id);
+  EXPECT_EQ(held->front().claimed_by, "n1");
+  EXPECT_EQ(held->front().device, "local");
+  JobOutcome o;
+  o.status = "ok";
+  o.claim_id = (*claimed)->claim_id;
+  ASSERT_TRUE(store->RecordJobResult((*claimed)->id, o).ok());
+  auto after = store->ListClaimedJobs();
+  ASSERT_TRUE(after.ok()) << after.message();
+  EXPECT_TRUE(after->empty());
+}
+
 TEST_P(StoreTest, ListCellsListsDistinctCellsThatMatchTheFilter) {
   auto store = Open();
   ASSERT_NE(store, nullptr);
