@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "agent/base/result.h"
-#include "agent/runner/runner_values.h"
+#include "agent/runner/runner_json.h"  // runner::TaskOutputs
 #include "harness/eval/eval_spec.h"
 #include "reports/store/store.h"
 

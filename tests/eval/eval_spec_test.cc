@@ -154,7 +154,8 @@ TEST_F(EvalSpecTest, BadInputNamesTheFileAndEntry) {
   const std::vector<Case> cases = {
       {{{"dataset", missing}}, "missing.csv line 3: image 'nope/1.png' is not a file"},
       {{{"dataset", unknown}, {"labels", fixture_->labels_file}},
-       "unknown.csv line 1: label 'zero' is neither a class of the labels file nor a class index below 10"},
+       "unknown.csv line 1: label 'zero' is neither a class of the labels file nor a class index "
+       "below 10"},
       {{{"dataset", big}, {"labels", fixture_->labels_file}},
        "big.csv line 1: label '12' is neither a class of the labels file nor a class index "
        "below 10"},
