@@ -165,6 +165,9 @@ Result<JobData> loadJob(store::Reader& store, qint64 jobId) {
   auto sustained = store.ListRunSustained(d.job.run_id);
   if (!sustained) return sustained.error();
   if (auto it = sustained->find(jobId); it != sustained->end()) d.sustained = it->second;
+  auto task = store.ListRunTaskAccuracy(d.job.run_id);
+  if (!task) return task.error();
+  if (auto it = task->find(jobId); it != task->end()) d.task = it->second;
   return d;
 }
 

@@ -25,6 +25,7 @@ struct JobData {
   std::optional<store::JobProfile> profile;  // spec benchmark.profile only
   std::vector<store::TelemetryRow> telemetry;
   std::optional<store::JobSustained> sustained;  // spec benchmark.sustained_s only
+  std::optional<store::TaskAccuracy> task;       // a model with a spec "eval" only
 };
 
 // Reads everything of job `jobId` (blocking). kNotFound names the job.

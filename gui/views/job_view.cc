@@ -271,6 +271,14 @@ void JobView::showHeader(const JobData& d) {
                .arg(ms(j.metrics->init_cold_us), ms(j.metrics->init_warm_us));
     }
   }
+  if (d.task) {
+    // Task accuracy on the model's labelled set (docs/sweeps.md).
+    h += tr("<br>task accuracy on %1 (%2 images):").arg(esc(d.task->dataset)).arg(d.task->images);
+    for (const store::TaskMetric& m : d.task->metrics) {
+      const QString name = QString::fromStdString(m.name).replace("top", "top-");
+      h += QString(" &nbsp; %1 <b>%2</b>").arg(name, esc(reports::TaskMetricText(m)));
+    }
+  }
   if (!j.error.empty()) h += "<br><span style='color:darkred'>" + esc(j.error) + "</span>";
   m_header->setText(h);
   QStringList flags;

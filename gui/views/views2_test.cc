@@ -74,6 +74,8 @@ store::JobOutcome Ok(double p50_us) {
                      {1, "RESHAPE", "cpu", std::nullopt, true, ""},
                      {2, "CUSTOM", "cpu", std::nullopt, false, "xnnpack: CUSTOM is not supported"}};
   ok.placement = placement;
+  ok.task = store::TaskAccuracy{
+      "classification", "digits@0123456789ab", 120, {{"top1", 0.975, 0.942, 1.0}}, "{}"};
   store::JobProfile profile;
   profile.runs = 6;
   profile.nodes = {{0, "DELEGATE", "xnnpack", 0, {0}, p50_us * 0.7},
@@ -320,6 +322,9 @@ TEST_F(Views2Test, JobViewShowsEveryPartOfAJob) {
       header.contains("cold (compiling) <b>2.00 ms</b>, warm (serialized cache) "
                       "<b>0.30 ms</b>"))
       << header.toStdString();
+  EXPECT_TRUE(header.contains("task accuracy on digits@0123456789ab (120 images)"))
+      << header.toStdString();
+  EXPECT_TRUE(header.contains("top-1 <b>97.5% (94.2-100.0)</b>")) << header.toStdString();
   EXPECT_EQ(view.stderrText(), "");  // an ok job shows no stderr
 
   const auto* acc = view.accuracyModel();

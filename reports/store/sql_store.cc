@@ -319,6 +319,13 @@ constexpr const char* kCellJobsWhere =
     "j.num_threads = ? AND j.runner = ? AND j.device = ? AND j.inputs = ? "
     "ORDER BY j.run_id, j.trial, j.id";
 
+// Binds `c`'s identity to kCellJobsWhere's placeholders 1..7.
+void BindCell(Stmt& s, const Cell& c) {
+  s.Bind(1, c.model_sha256).Bind(2, c.delegate).Bind(3, c.delegate_options);
+  s.Bind(4, static_cast<int64_t>(c.num_threads)).Bind(5, c.runner).Bind(6, c.device);
+  s.Bind(7, c.inputs);
+}
+
 // The cell columns of ListCells' inner query, in the order of jobs_by_cell
 // (so that the query reads only that index), and the Cell they make.
 constexpr const char* kCellColumns =
@@ -1084,9 +1091,7 @@ class SqlStore final : public Store {
     }
     auto s = Prepare(sql);
     if (!s) return s.error();
-    s->Bind(1, c.model_sha256).Bind(2, c.delegate).Bind(3, c.delegate_options);
-    s->Bind(4, static_cast<int64_t>(c.num_threads)).Bind(5, c.runner).Bind(6, c.device);
-    s->Bind(7, c.inputs);
+    BindCell(*s, c);
     std::vector<JobRow> jobs;
     for (;;) {
       auto row = s->Step();
@@ -1104,9 +1109,7 @@ class SqlStore final : public Store {
         "r.mean_us, r.p50_us, r.p90_us, r.p99_us, r.num_runs, r.peak_rss_bytes FROM jobs j " +
         indexed + "LEFT JOIN results r ON r.job_id = j.id " + kCellJobsWhere);
     if (!s) return s.error();
-    s->Bind(1, c.model_sha256).Bind(2, c.delegate).Bind(3, c.delegate_options);
-    s->Bind(4, static_cast<int64_t>(c.num_threads)).Bind(5, c.runner).Bind(6, c.device);
-    s->Bind(7, c.inputs);
+    BindCell(*s, c);
     std::vector<JobRow> jobs;
     for (;;) {
       auto row = s->Step();
@@ -1436,9 +1439,7 @@ class SqlStore final : public Store {
       devices.push_back(DeviceRow{s->Text(0), s->Text(1), s->Text(2), s->Text(3), s->Int(4),
                                   s->Int(5), s->Text(6), s->Text(7), s->Text(8), s->Text(9),
                                   s->Text(10), s->Text(11), sql::SplitComma(s->Text(12)),
-                                  ParseOpenClDevices(s->Text(13))});
-      devices.back().state_by = s->Text(14);
-      devices.back().state_user = s->Text(15);
+                                  ParseOpenClDevices(s->Text(13)), s->Text(14), s->Text(15)});
     }
     return devices;
   }
