@@ -44,7 +44,10 @@ Colours NoVerdictColours() { return {"#eeeeee", "#222222"}; }
 
 bool IsFailureStatus(const std::string& status) {
   const std::optional<JobStatus> s = ParseJobStatus(status);
-  return s && *s != JobStatus::kOk && *s != JobStatus::kUnsupported;
+  // Unsupported is expected; cancelled and not_run are the farm's doing
+  // (dfarm cancel, no live node), not the job's: neutral like pending.
+  return s && *s != JobStatus::kOk && *s != JobStatus::kUnsupported &&
+         *s != JobStatus::kCancelled && *s != JobStatus::kNotRun;
 }
 
 Colours JobStatusColours(const std::string& status) {

@@ -24,7 +24,7 @@ Colours NoVerdictColours();
 // (an expected outcome: the delegate declines the model); not run, queued
 // and running light grey; every failure (model_error, delegate_error,
 // crashed, timeout, infra) red, as a failing verdict; any other status
-// (cancelled) light grey.
+// (queued, running, cancelled, not_run) light grey.
 Colours JobStatusColours(const std::string& status);
 // Whether `status` is a failure, as JobStatusColours draws it red.
 bool IsFailureStatus(const std::string& status);

@@ -67,7 +67,7 @@ TEST(PaletteTest, UnsupportedIsNeutralAndFailuresAreRed) {
                  VerdictColours(gate::Verdict::kFail).background)
         << failure;
   }
-  for (const char* pending : {"", "queued", "running", "cancelled"}) {
+  for (const char* pending : {"", "queued", "running", "cancelled", "not_run"}) {
     EXPECT_FALSE(IsFailureStatus(pending)) << pending;
   }
   EXPECT_STREQ(JobStatusColours("ok").background, VerdictColours(gate::Verdict::kPass).background);

@@ -861,7 +861,7 @@ TEST_F(SpecTest, InputSetErrorsNameTheSpecTheModelAndTheField) {
               HasSubstr("models[0] 'a.tflite'.inputs.images: is empty"));
   EXPECT_THAT(Error(R"({"models":[{"inputs":"x"}]})"), HasSubstr("models[0]: missing key 'path'"));
   EXPECT_THAT(Error(R"({"models":[{"path":"../models/a.tflite","input":"x"}]})"),
-              HasSubstr("unknown key 'input' in models[0] (expected path, inputs)"));
+              HasSubstr("unknown key 'input' in models[0] (expected path, inputs, eval)"));
   dir_.Write("specs/i.png", "x");
   EXPECT_THAT(
       Error(
