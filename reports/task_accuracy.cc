@@ -49,6 +49,18 @@ const store::TaskAccuracy* CpuTaskOf(const RunReport& report, const store::JobRo
 
 namespace {
 
+// Points with a sign, one decimal, and no "-0.0": "-10.0", "+2.5", "0.0".
+std::string SignedPoints(double v) {
+  const double r = std::round(v * 10) / 10;
+  if (r == 0) return "0.0";
+  return (r > 0 ? "+" : "") + Fixed(r, 1);
+}
+
+// "top5" -> "top-5".
+std::string MetricLabel(const std::string& name) {
+  return name.rfind("top", 0) == 0 ? "top-" + name.substr(3) : name;
+}
+
 struct TaskRow {
   const store::JobRow* job;
   const store::TaskAccuracy* task;
@@ -66,11 +78,14 @@ std::vector<TaskRow> TaskRows(const RunReport& report, const std::vector<CellGro
       TaskRow row{&j, &it->second, "-", "-", "-"};
       const store::TaskAccuracy& t = it->second;
       if (!t.metrics.empty()) row.top1 = TaskMetricText(t.metrics[0]);
-      if (t.metrics.size() > 1) row.topk = t.metrics[1].name + " " + TaskMetricText(t.metrics[1]);
+      if (t.metrics.size() > 1) {
+        row.topk = MetricLabel(t.metrics[1].name) + " " + TaskMetricText(t.metrics[1]);
+      }
       if (const store::TaskAccuracy* cpu = CpuTaskOf(report, j)) {
         if (auto d = eval::PairedTaskDrop(*cpu, t, "top1")) {
-          row.vs_cpu = (d->points > 0 ? "-" : "+") + Fixed(std::fabs(d->points), 1) + " pt (" +
-                       Fixed(-d->high, 1) + " to " + Fixed(-d->low, 1) + ")";
+          // The change from cpu: minus the drop, its interval turned over.
+          row.vs_cpu = SignedPoints(-d->points) + " pt (" + SignedPoints(-d->high) + " to " +
+                       SignedPoints(-d->low) + ")";
           row.lost = d->low > 0;
         }
       }
