@@ -101,6 +101,9 @@ const char* StatusClass(const std::string& status) {
       status == store::kRunCancelled) {
     return "st st-pending";
   }
+  // A job status that is not a failure (palette.h: unsupported, cancelled,
+  // not_run) is grey like a pending one, as the dashboard draws it.
+  if (ParseJobStatus(status) && !IsFailureStatus(status)) return "st st-pending";
   return "st st-fail";
 }
 

@@ -6,6 +6,7 @@
 #include <regex>
 #include <set>
 
+#include "reports/html_sections.h"
 #include "reports/report.h"
 
 namespace dfarm::reports {
@@ -71,6 +72,14 @@ TEST(PaletteTest, UnsupportedIsNeutralAndFailuresAreRed) {
     EXPECT_FALSE(IsFailureStatus(pending)) << pending;
   }
   EXPECT_STREQ(JobStatusColours("ok").background, VerdictColours(gate::Verdict::kPass).background);
+  // The HTML report's status text follows the same rule.
+  for (const char* grey : {"unsupported", "cancelled", "not_run", "queued", "running"}) {
+    EXPECT_STREQ(HtmlStatusClass(grey), "st st-pending") << grey;
+  }
+  for (const char* red : {"crashed", "timeout", "model_error", "infra"}) {
+    EXPECT_STREQ(HtmlStatusClass(red), "st st-fail") << red;
+  }
+  EXPECT_STREQ(HtmlStatusClass("ok"), "st st-ok");
 }
 
 }  // namespace
