@@ -10,6 +10,7 @@
 
 #include "agent/base/sha256.h"
 #include "agent/protocol/input_set.h"
+#include "harness/spec/spec_paths.h"
 #include "nlohmann/json.hpp"
 
 namespace dfarm::harness {
@@ -20,19 +21,6 @@ using nlohmann::json;
 
 Error Bad(const std::string& where, const std::string& why) {
   return MakeError(ErrorKind::kInvalidInput, where + ": " + why);
-}
-
-fs::path Resolve(const std::string& given, const std::string& spec_folder) {
-  fs::path p(given);
-  if (p.is_relative()) p = fs::path(spec_folder) / p;
-  return p.lexically_normal();
-}
-
-bool IsImageFile(const fs::path& p) {
-  std::string ext = p.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(),
-                 [](unsigned char c) { return std::tolower(c); });
-  return ext == ".png" || ext == ".jpg" || ext == ".jpeg";
 }
 
 std::string Trim(std::string s) {
@@ -286,10 +274,10 @@ Result<EvalSpec> ParseEvalSpec(const json& v, const std::string& where,
   if (!v.is_object()) return Bad(where, "expected an object {\"task\":..,\"dataset\":..,...}");
   EvalSpec e;
   if (auto r = ParseKeys(v, where, e); !r) return r.error();
-  const fs::path dataset = Resolve(v["dataset"].get<std::string>(), spec_folder);
+  const fs::path dataset = ResolveSpecPath(v["dataset"].get<std::string>(), spec_folder);
   e.dataset = dataset.string();
   if (v.contains("labels")) {
-    const fs::path labels = Resolve(v["labels"].get<std::string>(), spec_folder);
+    const fs::path labels = ResolveSpecPath(v["labels"].get<std::string>(), spec_folder);
     e.labels_file = labels.string();
     auto classes = ReadLabels(labels, where + ".labels");
     if (!classes) return classes.error();

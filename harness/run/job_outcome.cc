@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -47,7 +48,10 @@ store::TelemetryRow TelemetryOf(const std::string& phase, const agent::DeviceSta
   return t;
 }
 
-store::JobOutcome ClassifyJobResultFor(const agent::JobResult& r, const RunnerExpectation& job);
+// `task_outputs`, when given, gets the document's task outputs (unset when
+// it had none), so that no caller reads the runner document twice.
+store::JobOutcome ClassifyJobResultFor(const agent::JobResult& r, const RunnerExpectation& job,
+                                       std::optional<runner::TaskOutputs>* task_outputs = nullptr);
 
 }  // namespace
 
@@ -89,11 +93,11 @@ namespace {
 // An ok job of a model with an "eval": its task accuracy from the runner's
 // task_outputs. A runner that listed none, or other ones, leaves the job ok
 // with no task accuracy and the reason in its note.
-void ScoreTask(const EvalSpec& eval, const agent::JobResult& r, store::JobOutcome& o) {
-  auto parsed = ParseRunnerJson(r.runner_json);
+void ScoreTask(const EvalSpec& eval, const std::optional<runner::TaskOutputs>& outputs,
+               store::JobOutcome& o) {
   std::string why = "the runner listed no task outputs (dfarm-runner --task-outputs)";
-  if (parsed && parsed->task_outputs) {
-    auto scored = ScoreTaskOutputs(eval, *parsed->task_outputs);
+  if (outputs) {
+    auto scored = ScoreTaskOutputs(eval, *outputs);
     if (scored) {
       o.task = std::move(*scored);
       return;
@@ -112,9 +116,10 @@ store::JobOutcome ClassifyJobResult(const agent::JobResult& r, const SweepJob& j
   expect.sustained = job.benchmark.sustained_s > 0;
   expect.model_file = job.model.file;
   expect.model_sha256 = job.model_sha256;
-  store::JobOutcome o = ClassifyJobResultFor(r, expect);
+  std::optional<runner::TaskOutputs> task_outputs;
+  store::JobOutcome o = ClassifyJobResultFor(r, expect, &task_outputs);
   o.error = NameModelFile(std::move(o.error), job.model_sha256, job.model.file);
-  if (job.model.eval && o.status == store::kJobOk) ScoreTask(*job.model.eval, r, o);
+  if (job.model.eval && o.status == store::kJobOk) ScoreTask(*job.model.eval, task_outputs, o);
   return o;
 }
 
@@ -127,7 +132,8 @@ Result<RunnerOutput> ReadRunnerOutput(const agent::JobResult& r, std::string_vie
   return ToolRunnerOutput(kind, r.runner_json);
 }
 
-store::JobOutcome ClassifyJobResultFor(const agent::JobResult& r, const RunnerExpectation& job) {
+store::JobOutcome ClassifyJobResultFor(const agent::JobResult& r, const RunnerExpectation& job,
+                                       std::optional<runner::TaskOutputs>* task_outputs) {
   const std::string_view kind = job.kind;
   store::JobOutcome o;
   o.status = r.status;
@@ -169,6 +175,7 @@ store::JobOutcome ClassifyJobResultFor(const agent::JobResult& r, const RunnerEx
     o.runner_version = parsed->runtime_version;
     o.profile = parsed->profile;
     o.sustained = parsed->sustained;
+    if (task_outputs != nullptr) *task_outputs = std::move(parsed->task_outputs);
     // A runner is a program the user brings: its "ok" must be possible, and
     // no figure of an impossible one is kept.
     if (o.status == store::kJobOk) {

@@ -18,6 +18,7 @@
 
 #include "agent/protocol/input_set.h"
 #include "harness/spec/matrix.h"
+#include "harness/spec/spec_paths.h"
 
 namespace dfarm::harness {
 namespace {
@@ -37,12 +38,6 @@ const char* TypeName(const json& v) {
   return v.type_name();
 }
 
-fs::path Resolve(const std::string& given, const std::string& spec_folder) {
-  fs::path p(given);
-  if (p.is_relative()) p = fs::path(spec_folder) / p;
-  return p.lexically_normal();
-}
-
 bool HasInput0(const fs::path& dir) {
   std::error_code ec;
   return fs::is_regular_file(dir / "input_0.bin", ec);
@@ -53,7 +48,7 @@ bool HasInput0(const fs::path& dir) {
 Result<InputsSpec> ParseRawSets(const std::string& given, const std::string& where,
                                 const std::string& spec_folder) {
   if (given.empty()) return Bad(where, "empty path");
-  fs::path dir = Resolve(given, spec_folder);
+  fs::path dir = ResolveSpecPath(given, spec_folder);
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
     return Bad(where, "'" + given +
@@ -88,20 +83,13 @@ Result<InputsSpec> ParseRawSets(const std::string& given, const std::string& whe
   return out;
 }
 
-bool IsImageFile(const fs::path& p) {
-  std::string ext = p.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(),
-                 [](unsigned char c) { return std::tolower(c); });
-  return ext == ".png" || ext == ".jpg" || ext == ".jpeg";
-}
-
 // "images": a list of files or a folder (its .png/.jpg/.jpeg files by name).
 Result<std::vector<std::string>> ParseImageList(const json& v, const std::string& where,
                                                 const std::string& spec_folder) {
   std::vector<std::string> images;
   std::error_code ec;
   if (v.is_string()) {
-    fs::path dir = Resolve(v.get<std::string>(), spec_folder);
+    fs::path dir = ResolveSpecPath(v.get<std::string>(), spec_folder);
     if (!fs::is_directory(dir, ec)) {
       return Bad(where, "'" + v.get<std::string>() + "' is not a folder of images");
     }
@@ -119,7 +107,7 @@ Result<std::vector<std::string>> ParseImageList(const json& v, const std::string
       if (!v[i].is_string()) {
         return Bad(at, std::string("expected an image path, got ") + TypeName(v[i]));
       }
-      fs::path p = Resolve(v[i].get<std::string>(), spec_folder);
+      fs::path p = ResolveSpecPath(v[i].get<std::string>(), spec_folder);
       if (!fs::is_regular_file(p, ec)) {
         return Bad(at, "image '" + v[i].get<std::string>() + "' is not a file");
       }
@@ -390,6 +378,19 @@ Result<std::string> ReadRawSet(const std::string& dir) {
 }
 
 }  // namespace
+
+fs::path ResolveSpecPath(const std::string& given, const std::string& spec_folder) {
+  fs::path p(given);
+  if (p.is_relative()) p = fs::path(spec_folder) / p;
+  return p.lexically_normal();
+}
+
+bool IsImageFile(const fs::path& p) {
+  std::string ext = p.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  return ext == ".png" || ext == ".jpg" || ext == ".jpeg";
+}
 
 Result<InputsSpec> ParseInputsSpec(const json& v, const std::string& where,
                                    const std::string& spec_folder) {
