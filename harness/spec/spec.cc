@@ -284,7 +284,7 @@ class Parser {
     if (!fs::exists(p, ec)) return Fail(where, "file '" + Abbreviated(given) + "' does not exist");
     if (!fs::is_regular_file(p, ec))
       return Fail(where, "'" + Abbreviated(given) + "' is not a regular file");
-    return ModelSpec{p.string(), p.filename().string(), {}};
+    return ModelSpec{p.string(), p.filename().string(), {}, std::nullopt};
   }
 
   // "delegates": entries expanded into configurations, none twice; default cpu.
