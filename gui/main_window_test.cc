@@ -19,6 +19,7 @@
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>
+#include <csignal>
 #include <thread>
 
 #include "gui/gui_test_util.h"
@@ -273,7 +274,7 @@ class SweepTest : public testing::Test {
     spec_ = dir_.filePath("spec.json");
     ASSERT_TRUE(writeSpec(spec_, 20, 2));
     slowSpec_ = dir_.filePath("slow.json");
-    ASSERT_TRUE(writeSpec(slowSpec_, 400, 4));
+    ASSERT_TRUE(writeSpec(slowSpec_, 100, 2));
   }
   // Runs one sweep to its end; its output on failure.
   void sweep() {
@@ -287,8 +288,17 @@ class SweepTest : public testing::Test {
   QTemporaryDir dir_;
   QString db_;
   QString spec_;
-  QString slowSpec_;  // a sweep of several seconds
+  QString slowSpec_;  // a longer sweep (the test holds it mid-run)
 };
+
+// The newest run's status in `db` ("" when there is none after `after`).
+std::string newestRunStatus(const QString& db, size_t after) {
+  auto st = store::OpenStore(db.toStdString());
+  if (!st) return "";
+  auto runs = (*st)->ListRuns();
+  if (!runs || runs->size() <= after) return "";
+  return runs->back().status;
+}
 
 TEST_F(SweepTest, OpenRunUpdatesLiveWhileASweepWrites) {
   sweep();  // a first run, so the window has something to open
@@ -300,17 +310,26 @@ TEST_F(SweepTest, OpenRunUpdatesLiveWhileASweepWrites) {
 
   QProcess* sweeping = startSweep(slowSpec_, db_, &window);
   ASSERT_TRUE(sweeping->waitForStarted());
+  // Hold the sweep (SIGSTOP) as soon as its run exists, so the window reads
+  // the run half written however fast the machine is; it goes on (SIGCONT)
+  // after that read.
+  std::string status;
+  for (int i = 0; i < 60000 && status.empty() && sweeping->state() != QProcess::NotRunning; ++i) {
+    status = newestRunStatus(db_, 1);
+    if (status.empty()) QTest::qWait(5);
+  }
+  const pid_t pid = static_cast<pid_t>(sweeping->processId());
+  const bool held = pid > 0 && ::kill(pid, SIGSTOP) == 0;
+  const bool stillRunning = held && newestRunStatus(db_, 1) == store::kRunRunning;
   QSignalSpy matrixReads(window.view(Page::Matrix), &View::ready);
   // The new run appears in the runs view on its own.
   QTRY_VERIFY_WITH_TIMEOUT(currentTsv(window).count('\n') > runsBefore, 60000);
-  // Open the newest run while the sweep still writes it.
+  // Open the newest run while the sweep is held mid-run.
   window.goToPage(Page::Matrix);
   ASSERT_TRUE(waitReady(window, Page::Matrix));
   const QString whileRunning = currentTsv(window);
-  const bool stillRunning = sweeping->state() != QProcess::NotRunning;
-  if (stillRunning) {
-    ASSERT_TRUE(sweeping->waitForFinished(300000));
-  }
+  if (held) ::kill(pid, SIGCONT);
+  ASSERT_TRUE(sweeping->waitForFinished(300000));
   ASSERT_EQ(sweeping->exitCode(), 0) << sweeping->readAll().toStdString();
 
   // What a fresh window shows of the finished run...
@@ -325,7 +344,8 @@ TEST_F(SweepTest, OpenRunUpdatesLiveWhileASweepWrites) {
     EXPECT_NE(whileRunning, finished) << "the run did not change after the window read it";
     EXPECT_GE(matrixReads.count(), 2) << "the matrix was not re-read while the sweep wrote";
   } else {
-    std::fprintf(stderr, "note: the sweep finished before the window first read the run\n");
+    std::fprintf(stderr, "note: the sweep finished before it could be held (status '%s')\n",
+                 status.c_str());
   }
 }
 
