@@ -13,6 +13,9 @@
 // BM_Depthwise/HxWxC/strideS/threads:T: one 3x3 RunDepthwiseFloat().
 // BM_PoolRun/gap_us:G: one ThreadPool::Run() (2 threads, tiny tasks), right
 // after the last (G 0) or after G µs on the calling thread alone.
+// BM_PlanGreedy/ops:N: the arena plan (PlanGreedy) of a graph of N ops as
+// AllocateTensors() plans it: one output per op, most read by the next op,
+// every 16th by an op 8 steps on, the graph input live throughout.
 // Usage: dfarm_model_benchmark [--models_dir=DIR] [benchmark flags]
 // A model that fails to load or allocate is reported as a skipped benchmark
 // with its error message.
@@ -35,6 +38,7 @@
 #include "runtime/kernels/depthwise_conv_float.h"
 #include "runtime/kernels/gemm.h"
 #include "runtime/kernels/parallel.h"
+#include "runtime/memory_planner.h"
 #include "runtime/model.h"
 #include "runtime/op_resolver.h"
 
@@ -243,6 +247,31 @@ void BM_PoolRun(benchmark::State& state) {
   benchmark::DoNotOptimize(sink.load());
 }
 BENCHMARK(BM_PoolRun)->ArgName("gap_us")->Arg(0)->Arg(50)->Arg(500)->UseManualTime();
+
+void BM_PlanGreedy(benchmark::State& state) {
+  const int ops = static_cast<int>(state.range(0));
+  std::vector<BufferRequest> requests;
+  requests.push_back({150528, 0, ops});  // the input
+  uint32_t seed = 1;
+  for (int i = 0; i < ops; ++i) {
+    seed = seed * 1664525u + 1013904223u;
+    const size_t size = size_t{4096} << (seed >> 29);  // 4 KiB .. 512 KiB
+    requests.push_back({size, i, i % 16 == 0 ? std::min(ops, i + 8) : i + 1});
+  }
+  std::vector<size_t> offsets;
+  size_t arena = 0;
+  for (auto _ : state) {
+    arena = PlanGreedy(requests, 64, &offsets);
+    benchmark::DoNotOptimize(offsets.data());
+  }
+  state.counters["arena_bytes"] = static_cast<double>(arena);
+}
+BENCHMARK(BM_PlanGreedy)
+    ->ArgName("ops")
+    ->Arg(1000)
+    ->Arg(8000)
+    ->Arg(32000)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace dfarm::runtime
