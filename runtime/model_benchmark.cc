@@ -16,6 +16,9 @@
 // BM_PlanGreedy/ops:N: the arena plan (PlanGreedy) of a graph of N ops as
 // AllocateTensors() plans it: one output per op, most read by the next op,
 // every 16th by an op 8 steps on, the graph input live throughout.
+// BM_InitChain/ops:N (built with the tests' model builder): model load,
+// Interpreter and AllocateTensors() of a chain of N float ops (RELU, and ADD
+// of the output 8 ops back every 16th op); counter arena_bytes.
 // Usage: dfarm_model_benchmark [--models_dir=DIR] [benchmark flags]
 // A model that fails to load or allocate is reported as a skipped benchmark
 // with its error message.
@@ -41,6 +44,9 @@
 #include "runtime/memory_planner.h"
 #include "runtime/model.h"
 #include "runtime/op_resolver.h"
+#ifdef DFARM_HAVE_MODEL_BUILDER
+#include "tests/model_builder/model_builder.h"
+#endif
 
 namespace dfarm::runtime {
 namespace {
@@ -266,6 +272,53 @@ void BM_PlanGreedy(benchmark::State& state) {
   }
   state.counters["arena_bytes"] = static_cast<double>(arena);
 }
+#ifdef DFARM_HAVE_MODEL_BUILDER
+std::vector<uint8_t> ChainModel(int ops) {
+  namespace tfl = ::dfarm::tflite;
+  testing::ModelBuilder b;
+  std::vector<int> outs = {b.AddTensor(tfl::TensorType::FLOAT32, {1, 64})};
+  for (int i = 0; i < ops; ++i) {
+    const int out = b.AddTensor(tfl::TensorType::FLOAT32, {1, 64});
+    if (i % 16 == 15) {
+      b.AddAdd(outs.back(), outs[outs.size() - 8], out);
+    } else {
+      b.AddUnary(tfl::BuiltinOperator::RELU, outs.back(), out);
+    }
+    outs.push_back(out);
+  }
+  b.SetInputs({outs.front()});
+  b.SetOutputs({outs.back()});
+  return b.Build();
+}
+
+void BM_InitChain(benchmark::State& state) {
+  const std::vector<uint8_t> bytes = ChainModel(static_cast<int>(state.range(0)));
+  OpResolver resolver;
+  resolver.AddAllReferenceOps();
+  size_t arena = 0;
+  for (auto _ : state) {
+    std::unique_ptr<Model> model;
+    Status status = Model::FromBuffer("chain", bytes, &model);
+    if (status.ok()) {
+      Interpreter interpreter(*model, resolver, InterpreterOptions{});
+      status = interpreter.AllocateTensors();
+      arena = interpreter.arena_bytes();
+    }
+    if (!status.ok()) {
+      state.SkipWithError(status.message().c_str());
+      return;
+    }
+  }
+  state.counters["arena_bytes"] = static_cast<double>(arena);
+}
+BENCHMARK(BM_InitChain)
+    ->ArgName("ops")
+    ->Arg(1000)
+    ->Arg(8000)
+    ->Arg(32000)
+    ->Unit(benchmark::kMillisecond);
+#endif
+
 BENCHMARK(BM_PlanGreedy)
     ->ArgName("ops")
     ->Arg(1000)
