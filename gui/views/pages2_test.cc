@@ -248,7 +248,8 @@ TEST_F(PageViewsTest, FleetWithoutAFarmShowsTheLocalDevicesAndNoNodes) {
   EXPECT_EQ(view.devicesTable()->item(0, 0)->text(), "local");
   EXPECT_EQ(view.devicesTable()->item(0, 2)->text(), "quarantined");
   EXPECT_EQ(view.devicesTable()->item(0, 3)->text(), "battery swollen");
-  EXPECT_EQ(view.devicesTable()->item(0, 5)->text(), "idle");
+  EXPECT_EQ(view.devicesTable()->item(0, 4)->text(), "dfarm");  // who set it
+  EXPECT_EQ(view.devicesTable()->item(0, 6)->text(), "idle");
   EXPECT_EQ(view.queueTable()->rowCount(), 0);
 }
 
@@ -274,6 +275,15 @@ TEST_F(PageViewsTest, FleetShowsNodesQueueDepthAndTheJobEachDeviceRuns) {
     auto claimed = (*s)->ClaimJob("lab-1", local, 60);
     ASSERT_TRUE(claimed.ok() && claimed->has_value()) << claimed.message();
     claimedId = (*claimed)->id;
+    // An urgent run queued after the claim, and an operator's hand on the device.
+    auto urgent = (*s)->CreateRun("urgent", "{}");
+    ASSERT_TRUE(urgent.ok());
+    ASSERT_TRUE((*s)->SetRunMode(*urgent, store::kRunModeQueue).ok());
+    ASSERT_TRUE((*s)->SetRunQueueing(*urgent, {9, 900}).ok());
+    ASSERT_TRUE((*s)->AddJobs(*urgent, {CellJob("xnnpack", 0)}).ok());
+    ASSERT_TRUE(
+        (*s)->SetOperatorState("local", store::kDeviceQuarantined, "battery swollen", "al@lab")
+            .ok());
   }
   FleetView view;
   view.setDatabase(db_);
@@ -285,14 +295,23 @@ TEST_F(PageViewsTest, FleetShowsNodesQueueDepthAndTheJobEachDeviceRuns) {
   EXPECT_EQ(view.nodesTable()->item(0, 6)->text(), "alive");
   EXPECT_TRUE(view.nodesSummary().contains("1, 1 alive")) << qPrintable(view.nodesSummary());
   ASSERT_EQ(view.devicesTable()->rowCount(), 1);
-  EXPECT_EQ(view.devicesTable()->item(0, 5)->text(), QString("job %1 (lab-1)").arg(claimedId));
-  ASSERT_EQ(view.queueTable()->rowCount(), 1);
-  EXPECT_EQ(view.queueTable()->item(0, 3)->data(Qt::DisplayRole).toLongLong(), 2);  // queued
-  EXPECT_EQ(view.queueTable()->item(0, 4)->data(Qt::DisplayRole).toLongLong(), 1);  // running
-  EXPECT_TRUE(view.queueSummary().contains("2 jobs queued, 1 running"))
+  EXPECT_EQ(view.devicesTable()->item(0, 6)->text(), QString("job %1 (lab-1)").arg(claimedId));
+  EXPECT_EQ(view.devicesTable()->item(0, 2)->text(), "quarantined");
+  EXPECT_EQ(view.devicesTable()->item(0, 4)->text(), "operator al@lab");
+  // The queue in claim order: the urgent run (priority 9) first.
+  ASSERT_EQ(view.queueTable()->rowCount(), 2);
+  EXPECT_EQ(view.queueTable()->item(0, 1)->text(), "urgent");
+  EXPECT_EQ(view.queueTable()->item(0, 2)->data(Qt::DisplayRole).toLongLong(), 9);
+  EXPECT_EQ(view.queueTable()->item(1, 2)->data(Qt::DisplayRole).toLongLong(), 5);
+  EXPECT_EQ(view.queueTable()->item(1, 4)->data(Qt::DisplayRole).toLongLong(), 2);  // queued
+  EXPECT_EQ(view.queueTable()->item(1, 5)->data(Qt::DisplayRole).toLongLong(), 1);  // running
+  EXPECT_TRUE(view.queueSummary().contains("3 jobs queued, 1 running"))
+      << qPrintable(view.queueSummary());
+  EXPECT_TRUE(view.queueSummary().contains(
+      "priority 9: 1 queued, 0 running; priority 5: 2 queued, 1 running"))
       << qPrintable(view.queueSummary());
   QSignalSpy open(&view, &View::openJob);
-  emit view.devicesTable()->cellActivated(0, 5);
+  emit view.devicesTable()->cellActivated(0, 6);
   ASSERT_EQ(open.count(), 1);
   EXPECT_EQ(open.at(0).at(0).toLongLong(), claimedId);
 }
