@@ -366,6 +366,21 @@ TEST(LocationLink, EveryPageRoundTripsThroughItsLink) {
   ASSERT_TRUE(back.ok()) << back.message();
   EXPECT_TRUE(sameLocation(*back, several));
   EXPECT_EQ(locationLink(Somewhere(Page::Compare, odd)), "dfarm://compare?baseline=3&run=7");
+
+  // A trend's metric, date range and zoom.
+  Location tuned = Somewhere(Page::Trend, odd);
+  tuned.trend.metric = reports::HistoryMetric::kP90;
+  tuned.trend.from = QDate(2026, 11, 1);
+  tuned.trend.to = QDate(2026, 11, 20);
+  tuned.trend.zoomFirstRun = 3;
+  tuned.trend.zoomLastRun = 7;
+  const QString link = locationLink(tuned);
+  EXPECT_TRUE(link.endsWith("&metric=p90&from=2026-11-01&to=2026-11-20&zoom=3-7"))
+      << qPrintable(link);
+  back = parseLocationLink(link);
+  ASSERT_TRUE(back.ok()) << back.message();
+  EXPECT_TRUE(sameLocation(*back, tuned)) << qPrintable(link);
+  EXPECT_FALSE(sameLocation(*back, Somewhere(Page::Trend, odd)));
 }
 
 TEST(LocationLink, BadLinksSayWhatIsWrong) {
@@ -378,6 +393,13 @@ TEST(LocationLink, BadLinksSayWhatIsWrong) {
       {"dfarm://job?job=1&color=red", "unknown parameter 'color'"},
       {"dfarm://compare?run=2", "baseline=ID and run=ID"},
       {"dfarm://trend?cell=abc", "has 1 fields, not 8"},
+      {"dfarm://trend?metric=p42", "metric=p42 is not a metric"},
+      {"dfarm://trend?from=2026-02-30&to=2026-03-01", "from=2026-02-30 is not a date"},
+      {"dfarm://trend?from=2026-03-02&to=2026-03-01", "from=2026-03-02 is after to=2026-03-01"},
+      {"dfarm://trend?to=2026-03-01", "needs both from=YYYY-MM-DD and to=YYYY-MM-DD"},
+      {"dfarm://trend?zoom=9-3", "zoom=9-3 is not FIRST-LAST"},
+      {"dfarm://trend?zoom=x", "zoom=x is not FIRST-LAST"},
+      {"dfarm://matrix?run=1&metric=p90", "belong to a cell's view (trend), not to matrix"},
   };
   for (const auto& [link, why] : bad) {
     auto where = parseLocationLink(link);
@@ -431,6 +453,7 @@ TEST_F(PageViewsTest, WindowOpensLinksCopiesThemAndRefusesBadOnes) {
     EXPECT_EQ(window.link(), locationLink(where));
   }
   EXPECT_EQ(qobject_cast<TrendView*>(window.view(Page::Trend))->series().size(), 2u);
+
   for (const QString& bad : {QString("dfarm://matrix?run=999"), QString("dfarm://graphs")}) {
     const Location before = window.location();
     QSignalSpy failed(&window, &MainWindow::openFailed);
@@ -446,6 +469,40 @@ TEST_F(PageViewsTest, WindowOpensLinksCopiesThemAndRefusesBadOnes) {
       20000));
   EXPECT_TRUE(window.location().cell == xnnpack_);
   EXPECT_EQ(window.location().moreCells.size(), 2u);
+
+  // A trend's link opens with its metric, date range and zoom, and the copy carries them.
+  auto* trend = qobject_cast<TrendView*>(window.view(Page::Trend));
+  Location tuned = Somewhere(Page::Trend, xnnpack_);
+  const QDate today = QDateTime::currentDateTimeUtc().date();
+  tuned.trend.metric = reports::HistoryMetric::kP90;
+  tuned.trend.from = today.addDays(-1);
+  tuned.trend.to = today.addDays(1);
+  tuned.trend.zoomFirstRun = runs_[3];
+  tuned.trend.zoomLastRun = runs_[5];
+  window.openLink(locationLink(tuned));
+  ASSERT_TRUE(QTest::qWaitFor(
+      [&] { return sameLocation(window.location(), tuned) && trend->isReady(); }, 20000));
+  EXPECT_EQ(trend->metric(), reports::HistoryMetric::kP90);
+  EXPECT_EQ(trend->series().front().metric, reports::HistoryMetric::kP90);
+  const auto* axis = qobject_cast<QValueAxis*>(trend->chart()->axes(Qt::Horizontal).value(0));
+  ASSERT_NE(axis, nullptr);
+  EXPECT_DOUBLE_EQ(axis->min(), 2.5);  // runs_[3] to runs_[5]: the 4th to the 6th point
+  EXPECT_DOUBLE_EQ(axis->max(), 5.5);
+  // The y axis fits the runs in view: the 13 ms level after the step is not among them.
+  const auto* yAxis = qobject_cast<QValueAxis*>(trend->chart()->axes(Qt::Vertical).value(0));
+  ASSERT_NE(yAxis, nullptr);
+  EXPECT_LT(yAxis->max(), 13.0 * 1.1);
+  EXPECT_EQ(window.link(), locationLink(tuned));
+  // What the user changes afterwards is in the copy too.
+  trend->setMetric(reports::HistoryMetric::kMean);
+  trend->setZoom(runs_[1], runs_[2]);
+  tuned.trend.metric = reports::HistoryMetric::kMean;
+  tuned.trend.zoomFirstRun = runs_[1];
+  tuned.trend.zoomLastRun = runs_[2];
+  EXPECT_EQ(window.link(), locationLink(tuned));
+  trend->setZoom(0, 0);
+  tuned.trend.zoomFirstRun = tuned.trend.zoomLastRun = 0;
+  EXPECT_EQ(window.link(), locationLink(tuned));
 }
 
 }  // namespace
