@@ -97,7 +97,8 @@ int main(int argc, char** argv) {
   parser.addPositionalArgument(
       "link",
       "A dfarm://VIEW?run=ID&job=ID&cell=CELL link (Ctrl+L copies the open view's): opens that "
-      "view on DB (the same as --open).",
+      "view on DB (the same as --open). A trend's link may add metric=NAME (mean, p50, p90, "
+      "peak_rss, max_abs_error, top1, top5), from=YYYY-MM-DD&to=YYYY-MM-DD and zoom=RUN-RUN.",
       "[LINK]");
   QCommandLineOption dbOption("db", "The database (the same as the DB argument).", "DB");
   QCommandLineOption openOption("open", "Open the dfarm:// link LINK (instead of --view).", "LINK");

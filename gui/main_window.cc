@@ -220,9 +220,16 @@ void MainWindow::openLink(const QString& link) {
       });
 }
 
+QString MainWindow::link() const {
+  Location here = m_here;
+  if (View* v = currentView()) v->describe(here);
+  return locationLink(here);
+}
+
 void MainWindow::copyLink() {
-  QGuiApplication::clipboard()->setText(link());
-  statusBar()->showMessage(tr("Copied %1").arg(link()), 5000);
+  const QString copied = link();
+  QGuiApplication::clipboard()->setText(copied);
+  statusBar()->showMessage(tr("Copied %1").arg(copied), 5000);
 }
 
 void MainWindow::goToCells(Location where, const QList<store::Cell>& cells) {

@@ -52,7 +52,8 @@ class MainWindow : public QMainWindow {
   // the database does not hold.
   void openLink(const QString& link);
   // The open view's link (Ctrl+L copies it to the clipboard).
-  QString link() const { return locationLink(m_here); }
+  // The link of the view shown, with what the view adds (View::describe).
+  QString link() const;
   void copyLink();
   // Re-reads the open view (Ctrl+R; the watcher calls it too); while its
   // read is in flight, once that one painted.

@@ -433,6 +433,7 @@ TEST(DashboardProgram, LinksOpenTheirViewAndBadLinksExitFour) {
   ASSERT_TRUE(dir.isValid());
   const QString db = dir.filePath("links.db");
   int64_t run = 0;
+  Location tuned;  // a trend with its metric, date range and zoom
   {
     auto s = store::OpenSqliteStore(db.toStdString());
     ASSERT_TRUE(s.ok()) << s.message();
@@ -440,6 +441,14 @@ TEST(DashboardProgram, LinksOpenTheirViewAndBadLinksExitFour) {
     ASSERT_TRUE(created.ok());
     run = *created;
     ASSERT_TRUE((*s)->AddJobs(run, {test_util::Job("m.tflite", "cpu")}).ok());
+    auto jobs = (*s)->ListJobs(run);
+    ASSERT_TRUE(jobs.ok() && !jobs->empty());
+    tuned.page = Page::Trend;
+    tuned.cell = store::CellOf(jobs->front());
+    tuned.trend.metric = reports::HistoryMetric::kMean;
+    tuned.trend.from = QDate(2020, 1, 1);
+    tuned.trend.to = QDate(2030, 1, 1);
+    tuned.trend.zoomFirstRun = tuned.trend.zoomLastRun = run;
   }
   const QString png = dir.filePath("link.png");
   const struct {
@@ -452,6 +461,9 @@ TEST(DashboardProgram, LinksOpenTheirViewAndBadLinksExitFour) {
       {{db, "dfarm://matrix?run=999"}, 4, "run 999 does not exist"},
       {{db, "--open", "dfarm://graphs"}, 4, "unknown view 'graphs'"},
       {{db, "dfarm://job?job=x"}, 4, "job=x is not an id"},
+      {{db, locationLink(tuned)}, 0, ""},
+      {{db, "dfarm://trend?metric=nope"}, 4, "metric=nope is not a metric"},
+      {{db, "dfarm://trend?zoom=2-1"}, 4, "zoom=2-1 is not FIRST-LAST"},
   };
   for (const auto& c : cases) {
     QFile::remove(png);

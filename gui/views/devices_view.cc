@@ -18,7 +18,9 @@ namespace {
 QString Q(const std::string& s) { return QString::fromStdString(s); }
 
 QVariant StateColour(const std::string& state) {
-  if (state == store::kDeviceQuarantined) return QColor(0xb0, 0x20, 0x20);
+  if (state == store::kDeviceQuarantined || state == store::kDeviceOffline) {
+    return QColor(0xb0, 0x20, 0x20);
+  }
   if (state == store::kDeviceOk) return QColor(0x1a, 0x6b, 0x1a);
   return {};
 }

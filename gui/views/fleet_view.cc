@@ -6,6 +6,7 @@
 #include <QTableWidget>
 #include <QTimer>
 #include <QVBoxLayout>
+#include <functional>
 #include <map>
 
 #include "gui/store_loader.h"
@@ -15,6 +16,8 @@ namespace dfarm::gui {
 namespace {
 
 constexpr int kIdRole = Qt::UserRole + 1;  // a job or run id to open
+constexpr int kRunningJobColumn = 6;       // of the devices table
+constexpr int kPriorityColumn = 2;         // of the queue table
 
 QString Q(const std::string& s) { return QString::fromStdString(s); }
 
@@ -27,6 +30,7 @@ QTableWidget* makeTable(QWidget* parent, const QStringList& headers) {
   t->setAlternatingRowColors(true);
   t->verticalHeader()->hide();
   t->horizontalHeader()->setStretchLastSection(true);
+  t->horizontalHeader()->setSortIndicator(0, Qt::AscendingOrder);
   return t;
 }
 
@@ -60,9 +64,23 @@ void refill(QTableWidget* t, int rows) {
   t->setRowCount(rows);
 }
 
+// Who set a device's stored state: "operator USER@HOST", "health", "dfarm";
+// "" when nobody has.
+QString setBy(const store::DeviceRow& d) {
+  if (d.state_by.empty()) return QString();
+  return d.state_user.empty() ? Q(d.state_by) : Q(d.state_by + " " + d.state_user);
+}
+
+// The widest a column gets from its contents: a long reason does not push
+// the running job out of sight (the tooltip has it whole).
+constexpr int kMaxColumnWidth = 360;
+
 void done(QTableWidget* t) {
   t->setSortingEnabled(true);
   t->resizeColumnsToContents();
+  for (int c = 0; c < t->columnCount(); ++c) {
+    if (t->columnWidth(c) > kMaxColumnWidth) t->setColumnWidth(c, kMaxColumnWidth);
+  }
 }
 
 }  // namespace
@@ -93,14 +111,17 @@ FleetView::FleetView(QWidget* parent) : View(parent) {
   m_message->hide();
   m_nodesLabel = new QLabel(this);
   m_queueLabel = new QLabel(this);
+  m_queueLabel->setWordWrap(true);
   m_nodes = makeTable(this, {tr("Node"), tr("Host"), tr("PID"), tr("Started"), tr("Last heartbeat"),
                              tr("State"), tr("Alive"), tr("Devices")});
-  m_devices = makeTable(this, {tr("Device"), tr("Node"), tr("State"), tr("Reason"), tr("Last seen"),
-                               tr("Running job"), tr("Model"), tr("Run")});
-  m_queue = makeTable(this, {tr("Run"), tr("Name"), tr("Mode"), tr("Queued"), tr("Running"),
-                             tr("Done"), tr("Jobs"), tr("Created")});
+  m_devices = makeTable(this, {tr("Device"), tr("Node"), tr("State"), tr("Reason"), tr("Set by"),
+                               tr("Last seen"), tr("Running job"), tr("Model"), tr("Run")});
+  m_queue = makeTable(this, {tr("Run"), tr("Name"), tr("Priority"), tr("Mode"), tr("Queued"),
+                             tr("Running"), tr("Done"), tr("Jobs"), tr("Created")});
+  // Claim order: the highest priority first.
+  m_queue->horizontalHeader()->setSortIndicator(kPriorityColumn, Qt::DescendingOrder);
   connect(m_devices, &QTableWidget::cellActivated, this, [this](int row, int) {
-    const QTableWidgetItem* job = m_devices->item(row, 5);
+    const QTableWidgetItem* job = m_devices->item(row, kRunningJobColumn);
     if (job != nullptr && job->data(kIdRole).toLongLong() > 0) {
       emit openJob(job->data(kIdRole).toLongLong());
     }
@@ -195,9 +216,10 @@ void FleetView::fillDevices(const FleetData& d) {
   for (int r = 0; r < static_cast<int>(d.devices.size()); ++r) {
     const store::DeviceRow& dev = d.devices[static_cast<size_t>(r)];
     QString state = dev.state.empty() ? tr("unknown") : Q(dev.state);
-    QColor colour = dev.state == store::kDeviceQuarantined ? kBad
-                    : dev.state == store::kDeviceOk        ? kGood
-                                                           : QColor();
+    QColor colour = dev.state == store::kDeviceQuarantined || dev.state == store::kDeviceOffline
+                        ? kBad
+                    : dev.state == store::kDeviceOk ? kGood
+                                                    : QColor();
     if (!dev.node.empty() && nodeAlive.count(dev.node) && !nodeAlive[dev.node]) {
       state += tr(" (node lost)");
       colour = kBad;
@@ -206,18 +228,19 @@ void FleetView::fillDevices(const FleetData& d) {
     m_devices->setItem(r, 1, item(dev.node.empty() ? tr("local") : Q(dev.node)));
     m_devices->setItem(r, 2, item(state, colour));
     m_devices->setItem(r, 3, item(Q(dev.state_reason)));
-    m_devices->setItem(r, 4, item(Q(dev.last_seen)));
+    m_devices->setItem(r, 4, item(setBy(dev)));
+    m_devices->setItem(r, 5, item(Q(dev.last_seen)));
     const auto it = running.find(dev.name);
     if (it == running.end()) {
-      m_devices->setItem(r, 5, item(tr("idle")));
+      m_devices->setItem(r, kRunningJobColumn, item(tr("idle")));
       continue;
     }
     const store::JobRow& job = *it->second;
     auto* jobItem = item(tr("job %1 (%2)").arg(job.id).arg(Q(job.claimed_by)));
     jobItem->setData(kIdRole, QVariant::fromValue<qint64>(job.id));
-    m_devices->setItem(r, 5, jobItem);
-    m_devices->setItem(r, 6, item(Q(job.model + " " + job.delegate)));
-    m_devices->setItem(r, 7, number(job.run_id));
+    m_devices->setItem(r, kRunningJobColumn, jobItem);
+    m_devices->setItem(r, 7, item(Q(job.model + " " + job.delegate)));
+    m_devices->setItem(r, 8, number(job.run_id));
   }
   done(m_devices);
 }
@@ -225,6 +248,8 @@ void FleetView::fillDevices(const FleetData& d) {
 void FleetView::fillQueue(const FleetData& d) {
   int64_t queued = 0;
   int64_t runningJobs = 0;
+  // priority -> (queued, running) of the queue runs: what nodes claim next.
+  std::map<int64_t, std::pair<int64_t, int64_t>, std::greater<>> byPriority;
   refill(m_queue, static_cast<int>(d.unfinished.size()));
   for (int r = 0; r < static_cast<int>(d.unfinished.size()); ++r) {
     const store::RunSummary& s = d.unfinished[static_cast<size_t>(r)];
@@ -236,22 +261,38 @@ void FleetView::fillQueue(const FleetData& d) {
     const int64_t run = count(store::kJobRunning);
     queued += q;
     runningJobs += run;
+    const bool queueRun = s.run.mode == store::kRunModeQueue;
+    if (queueRun) {
+      byPriority[s.run.priority].first += q;
+      byPriority[s.run.priority].second += run;
+    }
     auto* id = number(s.run.id);
     id->setData(kIdRole, QVariant::fromValue<qint64>(s.run.id));
     m_queue->setItem(r, 0, id);
     m_queue->setItem(r, 1, item(Q(s.run.name)));
-    m_queue->setItem(r, 2, item(s.run.mode.empty() ? tr("local sweep") : Q(s.run.mode)));
-    m_queue->setItem(r, 3, number(q));
-    m_queue->setItem(r, 4, number(run));
-    m_queue->setItem(r, 5, number(s.jobs - q - run));
-    m_queue->setItem(r, 6, number(s.jobs));
-    m_queue->setItem(r, 7, item(Q(s.run.created_at)));
+    // A local sweep runs its own jobs: no priority.
+    m_queue->setItem(r, kPriorityColumn, queueRun ? number(s.run.priority) : item(QString()));
+    m_queue->setItem(r, 3, item(s.run.mode.empty() ? tr("local sweep") : Q(s.run.mode)));
+    m_queue->setItem(r, 4, number(q));
+    m_queue->setItem(r, 5, number(run));
+    m_queue->setItem(r, 6, number(s.jobs - q - run));
+    m_queue->setItem(r, 7, number(s.jobs));
+    m_queue->setItem(r, 8, item(Q(s.run.created_at)));
   }
   done(m_queue);
-  m_queueLabel->setText(tr("<b>Queue</b>: %1 jobs queued, %2 running in %3 unfinished run(s)")
-                            .arg(queued)
-                            .arg(runningJobs)
-                            .arg(d.unfinished.size()));
+  QStringList depth;
+  for (const auto& [priority, counts] : byPriority) {
+    depth << tr("priority %1: %2 queued, %3 running")
+                 .arg(priority)
+                 .arg(counts.first)
+                 .arg(counts.second);
+  }
+  m_queueLabel->setText(
+      tr("<b>Queue</b>: %1 jobs queued, %2 running in %3 unfinished run(s)")
+          .arg(queued)
+          .arg(runningJobs)
+          .arg(d.unfinished.size()) +
+      (depth.empty() ? QString() : QStringLiteral(" &mdash; ") + depth.join(QStringLiteral("; "))));
 }
 
 }  // namespace dfarm::gui

@@ -1,7 +1,9 @@
 // FleetView: the farm at a glance. Its nodes (name, host, last heartbeat,
 // alive or lost, their devices), every device with the node serving it, its
-// state and the reason, and the job it runs now (a node's claim), and the
-// queue: the queued and running jobs of each unfinished run. A database
+// state, the reason and who set it (an operator, the health check, dfarm),
+// and the job it runs now (a node's claim), and the queue: the priority and
+// the queued and running jobs of each unfinished run, highest priority
+// first, and the queue's depth by priority above it. A database
 // without a farm (a local sweep's) shows its devices and "no farm nodes".
 // Activating a device's running job opens it, a queue row opens its run.
 #pragma once

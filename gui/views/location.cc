@@ -24,7 +24,7 @@ bool Location::names(Subject subject) const {
 
 bool sameLocation(const Location& a, const Location& b) {
   return a.page == b.page && a.runId == b.runId && a.baselineId == b.baselineId &&
-         a.jobId == b.jobId && a.cell == b.cell && a.moreCells == b.moreCells;
+         a.jobId == b.jobId && a.cell == b.cell && a.moreCells == b.moreCells && a.trend == b.trend;
 }
 
 Result<Location> NewestLocation(store::Reader& store, Page page, const std::string& db) {
@@ -117,9 +117,53 @@ Result<store::Cell> cellFromParameter(const QString& link, const QString& value)
   return c;
 }
 
+QDate dateParameter(const QString& value) {
+  return QDate::fromString(value, QStringLiteral("yyyy-MM-dd"));
+}
+
+// Reads a trend setting (metric, from, to, zoom) of a link into trend;
+// false when key is none of them.
+Result<bool> readTrendParameter(const QString& link, const QString& key, const QString& value,
+                                TrendSettings& trend) {
+  if (key == QLatin1String("metric")) {
+    auto metric = reports::ParseHistoryMetric(value.toStdString());
+    if (!metric) {
+      return linkError(link, QStringLiteral("metric=%1 is not a metric (mean, p50, p90, peak_rss, "
+                                            "max_abs_error, top1 or top5)")
+                                 .arg(value));
+    }
+    trend.metric = *metric;
+    return true;
+  }
+  if (key == QLatin1String("from") || key == QLatin1String("to")) {
+    const QDate date = dateParameter(value);
+    if (!date.isValid()) {
+      return linkError(link, QStringLiteral("%1=%2 is not a date (YYYY-MM-DD)").arg(key, value));
+    }
+    (key == QLatin1String("from") ? trend.from : trend.to) = date;
+    return true;
+  }
+  if (key != QLatin1String("zoom")) return false;
+  const QStringList runs = value.split('-');
+  bool okFirst = false, okLast = false;
+  const qint64 first = runs.size() == 2 ? runs[0].toLongLong(&okFirst) : 0;
+  const qint64 last = runs.size() == 2 ? runs[1].toLongLong(&okLast) : 0;
+  if (!okFirst || !okLast || first <= 0 || last < first) {
+    return linkError(link, QStringLiteral("zoom=%1 is not FIRST-LAST, the run ids at the chart's "
+                                          "edges (FIRST <= LAST)")
+                               .arg(value));
+  }
+  trend.zoomFirstRun = first;
+  trend.zoomLastRun = last;
+  return true;
+}
+
 // Reads one key=value of a link's query into where.
 Result<void> readParameter(const QString& link, const QString& key, const QString& value,
                            Location& where) {
+  auto setting = readTrendParameter(link, key, value, where.trend);
+  if (!setting) return setting.error();
+  if (*setting) return {};
   if (key == QLatin1String("cell")) {
     auto cell = cellFromParameter(link, value);
     if (!cell) return cell.error();
@@ -138,7 +182,9 @@ Result<void> readParameter(const QString& link, const QString& key, const QStrin
                                                   : nullptr;
   if (id == nullptr) {
     return linkError(
-        link, QStringLiteral("unknown parameter '%1' (run, baseline, job or cell)").arg(key));
+        link, QStringLiteral("unknown parameter '%1' (run, baseline, job, cell, metric, from, to "
+                             "or zoom)")
+                  .arg(key));
   }
   auto value_id = idParameter(link, key, value);
   if (!value_id) return value_id.error();
@@ -162,6 +208,39 @@ const char* subjectNeeds(Subject subject) {
   return "";
 }
 
+QStringList trendParameters(const TrendSettings& t) {
+  QStringList query;
+  if (t.metric) {
+    query << QStringLiteral("metric=") + QLatin1String(reports::HistoryMetricName(*t.metric));
+  }
+  if (t.from.isValid() && t.to.isValid()) {
+    query << QStringLiteral("from=") + t.from.toString(Qt::ISODate)
+          << QStringLiteral("to=") + t.to.toString(Qt::ISODate);
+  }
+  if (t.zoomFirstRun > 0) {
+    query << QStringLiteral("zoom=%1-%2").arg(t.zoomFirstRun).arg(t.zoomLastRun);
+  }
+  return query;
+}
+
+// What is wrong with a link's trend settings for its page ("" when nothing).
+QString trendSettingsProblem(const Location& where) {
+  const TrendSettings& t = where.trend;
+  const bool any = t.metric || t.from.isValid() || t.to.isValid() || t.zoomFirstRun > 0;
+  if (any && pageInfo(where.page).subject != Subject::Cell) {
+    return QStringLiteral("metric, from, to and zoom belong to a cell's view (trend), not to %1")
+        .arg(pageName(where.page));
+  }
+  if (t.from.isValid() != t.to.isValid()) {
+    return QStringLiteral("a date range needs both from=YYYY-MM-DD and to=YYYY-MM-DD");
+  }
+  if (t.from.isValid() && t.from > t.to) {
+    return QStringLiteral("from=%1 is after to=%2")
+        .arg(t.from.toString(Qt::ISODate), t.to.toString(Qt::ISODate));
+  }
+  return {};
+}
+
 }  // namespace
 
 QString locationLink(const Location& where) {
@@ -182,6 +261,7 @@ QString locationLink(const Location& where) {
       query << QStringLiteral("cell=") + cellParameter(where.cell);
       for (const store::Cell& c : where.moreCells)
         query << QStringLiteral("cell=") + cellParameter(c);
+      query << trendParameters(where.trend);
       break;
   }
   QString link = QLatin1String(kScheme) + pageName(where.page);
@@ -211,6 +291,9 @@ Result<Location> parseLocationLink(const QString& link) {
     }
   }
   const Subject subject = pageInfo(where.page).subject;
+  if (const QString problem = trendSettingsProblem(where); !problem.isEmpty()) {
+    return linkError(link, problem);
+  }
   if (!where.valid()) {
     return linkError(link, QStringLiteral("the %1 view needs %2")
                                .arg(pageName(where.page), QLatin1String(subjectNeeds(subject))));

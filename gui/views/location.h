@@ -2,17 +2,33 @@
 // window keeps the history of Locations; a View opens one (View::open).
 #pragma once
 
+#include <QDate>
 #include <QString>
 #include <QtGlobal>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "agent/base/result.h"
 #include "gui/views/pages.h"
+#include "reports/history.h"
 #include "reports/store/cell.h"
 #include "reports/store/store.h"
 
 namespace dfarm::gui {
+
+// How a trend shows its cells, beyond which cells: unset fields leave the
+// view as it is (a new window: p50, every date, no zoom).
+struct TrendSettings {
+  std::optional<reports::HistoryMetric> metric;
+  QDate from;  // the date range (both set, from <= to); null: every date
+  QDate to;
+  // The zoom: the runs at the chart's left and right edges (ids, first <=
+  // last); 0: not zoomed.
+  qint64 zoomFirstRun = 0;
+  qint64 zoomLastRun = 0;
+  bool operator==(const TrendSettings&) const = default;
+};
 
 struct Location {
   Page page = kFirstPage;
@@ -23,6 +39,7 @@ struct Location {
   // Subject::Cell: further cells drawn beside `cell` (the trend's other
   // series, at most kMaxTrendSeries - 1).
   std::vector<store::Cell> moreCells;
+  TrendSettings trend;  // Subject::Cell
   // The ids subject needs are set.
   bool names(Subject subject) const;
   // The ids its page's subject needs are set.
@@ -38,11 +55,13 @@ constexpr int kMaxTrendSeries = 8;
 // "dfarm://PAGE?run=ID&baseline=ID&job=ID&cell=CELL&cell=CELL", with only
 // the ids the page's subject needs; CELL is the cell's identity (model
 // sha256, delegate, options, threads, runner, device, inputs) and its model's
-// file name, each percent-encoded, joined by ",".
+// file name, each percent-encoded, joined by ",". A cell's page adds the
+// trend's settings that are set: "&metric=NAME" (reports::HistoryMetricName),
+// "&from=YYYY-MM-DD&to=YYYY-MM-DD", "&zoom=FIRST-LAST" (run ids).
 QString locationLink(const Location& where);
 // The location a link names; kInvalidInput naming what is wrong (not a
 // dfarm:// link, an unknown page, a parameter missing, unknown or not a
-// number, too many cells).
+// number, too many cells, a trend setting malformed or on another page).
 Result<Location> parseLocationLink(const QString& link);
 // Whether what `where` names is in the database (the run, both runs, the
 // job, a job of each cell); kNotFound naming the missing thing and database

@@ -248,7 +248,8 @@ TEST_F(PageViewsTest, FleetWithoutAFarmShowsTheLocalDevicesAndNoNodes) {
   EXPECT_EQ(view.devicesTable()->item(0, 0)->text(), "local");
   EXPECT_EQ(view.devicesTable()->item(0, 2)->text(), "quarantined");
   EXPECT_EQ(view.devicesTable()->item(0, 3)->text(), "battery swollen");
-  EXPECT_EQ(view.devicesTable()->item(0, 5)->text(), "idle");
+  EXPECT_EQ(view.devicesTable()->item(0, 4)->text(), "dfarm");  // who set it
+  EXPECT_EQ(view.devicesTable()->item(0, 6)->text(), "idle");
   EXPECT_EQ(view.queueTable()->rowCount(), 0);
 }
 
@@ -274,6 +275,15 @@ TEST_F(PageViewsTest, FleetShowsNodesQueueDepthAndTheJobEachDeviceRuns) {
     auto claimed = (*s)->ClaimJob("lab-1", local, 60);
     ASSERT_TRUE(claimed.ok() && claimed->has_value()) << claimed.message();
     claimedId = (*claimed)->id;
+    // An urgent run queued after the claim, and an operator's hand on the device.
+    auto urgent = (*s)->CreateRun("urgent", "{}");
+    ASSERT_TRUE(urgent.ok());
+    ASSERT_TRUE((*s)->SetRunMode(*urgent, store::kRunModeQueue).ok());
+    ASSERT_TRUE((*s)->SetRunQueueing(*urgent, {9, 900}).ok());
+    ASSERT_TRUE((*s)->AddJobs(*urgent, {CellJob("xnnpack", 0)}).ok());
+    ASSERT_TRUE(
+        (*s)->SetOperatorState("local", store::kDeviceQuarantined, "battery swollen", "al@lab")
+            .ok());
   }
   FleetView view;
   view.setDatabase(db_);
@@ -285,14 +295,23 @@ TEST_F(PageViewsTest, FleetShowsNodesQueueDepthAndTheJobEachDeviceRuns) {
   EXPECT_EQ(view.nodesTable()->item(0, 6)->text(), "alive");
   EXPECT_TRUE(view.nodesSummary().contains("1, 1 alive")) << qPrintable(view.nodesSummary());
   ASSERT_EQ(view.devicesTable()->rowCount(), 1);
-  EXPECT_EQ(view.devicesTable()->item(0, 5)->text(), QString("job %1 (lab-1)").arg(claimedId));
-  ASSERT_EQ(view.queueTable()->rowCount(), 1);
-  EXPECT_EQ(view.queueTable()->item(0, 3)->data(Qt::DisplayRole).toLongLong(), 2);  // queued
-  EXPECT_EQ(view.queueTable()->item(0, 4)->data(Qt::DisplayRole).toLongLong(), 1);  // running
-  EXPECT_TRUE(view.queueSummary().contains("2 jobs queued, 1 running"))
+  EXPECT_EQ(view.devicesTable()->item(0, 6)->text(), QString("job %1 (lab-1)").arg(claimedId));
+  EXPECT_EQ(view.devicesTable()->item(0, 2)->text(), "quarantined");
+  EXPECT_EQ(view.devicesTable()->item(0, 4)->text(), "operator al@lab");
+  // The queue in claim order: the urgent run (priority 9) first.
+  ASSERT_EQ(view.queueTable()->rowCount(), 2);
+  EXPECT_EQ(view.queueTable()->item(0, 1)->text(), "urgent");
+  EXPECT_EQ(view.queueTable()->item(0, 2)->data(Qt::DisplayRole).toLongLong(), 9);
+  EXPECT_EQ(view.queueTable()->item(1, 2)->data(Qt::DisplayRole).toLongLong(), 5);
+  EXPECT_EQ(view.queueTable()->item(1, 4)->data(Qt::DisplayRole).toLongLong(), 2);  // queued
+  EXPECT_EQ(view.queueTable()->item(1, 5)->data(Qt::DisplayRole).toLongLong(), 1);  // running
+  EXPECT_TRUE(view.queueSummary().contains("3 jobs queued, 1 running"))
+      << qPrintable(view.queueSummary());
+  EXPECT_TRUE(view.queueSummary().contains(
+      "priority 9: 1 queued, 0 running; priority 5: 2 queued, 1 running"))
       << qPrintable(view.queueSummary());
   QSignalSpy open(&view, &View::openJob);
-  emit view.devicesTable()->cellActivated(0, 5);
+  emit view.devicesTable()->cellActivated(0, 6);
   ASSERT_EQ(open.count(), 1);
   EXPECT_EQ(open.at(0).at(0).toLongLong(), claimedId);
 }
@@ -347,6 +366,21 @@ TEST(LocationLink, EveryPageRoundTripsThroughItsLink) {
   ASSERT_TRUE(back.ok()) << back.message();
   EXPECT_TRUE(sameLocation(*back, several));
   EXPECT_EQ(locationLink(Somewhere(Page::Compare, odd)), "dfarm://compare?baseline=3&run=7");
+
+  // A trend's metric, date range and zoom.
+  Location tuned = Somewhere(Page::Trend, odd);
+  tuned.trend.metric = reports::HistoryMetric::kP90;
+  tuned.trend.from = QDate(2026, 11, 1);
+  tuned.trend.to = QDate(2026, 11, 20);
+  tuned.trend.zoomFirstRun = 3;
+  tuned.trend.zoomLastRun = 7;
+  const QString link = locationLink(tuned);
+  EXPECT_TRUE(link.endsWith("&metric=p90&from=2026-11-01&to=2026-11-20&zoom=3-7"))
+      << qPrintable(link);
+  back = parseLocationLink(link);
+  ASSERT_TRUE(back.ok()) << back.message();
+  EXPECT_TRUE(sameLocation(*back, tuned)) << qPrintable(link);
+  EXPECT_FALSE(sameLocation(*back, Somewhere(Page::Trend, odd)));
 }
 
 TEST(LocationLink, BadLinksSayWhatIsWrong) {
@@ -359,6 +393,13 @@ TEST(LocationLink, BadLinksSayWhatIsWrong) {
       {"dfarm://job?job=1&color=red", "unknown parameter 'color'"},
       {"dfarm://compare?run=2", "baseline=ID and run=ID"},
       {"dfarm://trend?cell=abc", "has 1 fields, not 8"},
+      {"dfarm://trend?metric=p42", "metric=p42 is not a metric"},
+      {"dfarm://trend?from=2026-02-30&to=2026-03-01", "from=2026-02-30 is not a date"},
+      {"dfarm://trend?from=2026-03-02&to=2026-03-01", "from=2026-03-02 is after to=2026-03-01"},
+      {"dfarm://trend?to=2026-03-01", "needs both from=YYYY-MM-DD and to=YYYY-MM-DD"},
+      {"dfarm://trend?zoom=9-3", "zoom=9-3 is not FIRST-LAST"},
+      {"dfarm://trend?zoom=x", "zoom=x is not FIRST-LAST"},
+      {"dfarm://matrix?run=1&metric=p90", "belong to a cell's view (trend), not to matrix"},
   };
   for (const auto& [link, why] : bad) {
     auto where = parseLocationLink(link);
@@ -412,6 +453,7 @@ TEST_F(PageViewsTest, WindowOpensLinksCopiesThemAndRefusesBadOnes) {
     EXPECT_EQ(window.link(), locationLink(where));
   }
   EXPECT_EQ(qobject_cast<TrendView*>(window.view(Page::Trend))->series().size(), 2u);
+
   for (const QString& bad : {QString("dfarm://matrix?run=999"), QString("dfarm://graphs")}) {
     const Location before = window.location();
     QSignalSpy failed(&window, &MainWindow::openFailed);
@@ -427,6 +469,40 @@ TEST_F(PageViewsTest, WindowOpensLinksCopiesThemAndRefusesBadOnes) {
       20000));
   EXPECT_TRUE(window.location().cell == xnnpack_);
   EXPECT_EQ(window.location().moreCells.size(), 2u);
+
+  // A trend's link opens with its metric, date range and zoom, and the copy carries them.
+  auto* trend = qobject_cast<TrendView*>(window.view(Page::Trend));
+  Location tuned = Somewhere(Page::Trend, xnnpack_);
+  const QDate today = QDateTime::currentDateTimeUtc().date();
+  tuned.trend.metric = reports::HistoryMetric::kP90;
+  tuned.trend.from = today.addDays(-1);
+  tuned.trend.to = today.addDays(1);
+  tuned.trend.zoomFirstRun = runs_[3];
+  tuned.trend.zoomLastRun = runs_[5];
+  window.openLink(locationLink(tuned));
+  ASSERT_TRUE(QTest::qWaitFor(
+      [&] { return sameLocation(window.location(), tuned) && trend->isReady(); }, 20000));
+  EXPECT_EQ(trend->metric(), reports::HistoryMetric::kP90);
+  EXPECT_EQ(trend->series().front().metric, reports::HistoryMetric::kP90);
+  const auto* axis = qobject_cast<QValueAxis*>(trend->chart()->axes(Qt::Horizontal).value(0));
+  ASSERT_NE(axis, nullptr);
+  EXPECT_DOUBLE_EQ(axis->min(), 2.5);  // runs_[3] to runs_[5]: the 4th to the 6th point
+  EXPECT_DOUBLE_EQ(axis->max(), 5.5);
+  // The y axis fits the runs in view: the 13 ms level after the step is not among them.
+  const auto* yAxis = qobject_cast<QValueAxis*>(trend->chart()->axes(Qt::Vertical).value(0));
+  ASSERT_NE(yAxis, nullptr);
+  EXPECT_LT(yAxis->max(), 13.0 * 1.1);
+  EXPECT_EQ(window.link(), locationLink(tuned));
+  // What the user changes afterwards is in the copy too.
+  trend->setMetric(reports::HistoryMetric::kMean);
+  trend->setZoom(runs_[1], runs_[2]);
+  tuned.trend.metric = reports::HistoryMetric::kMean;
+  tuned.trend.zoomFirstRun = runs_[1];
+  tuned.trend.zoomLastRun = runs_[2];
+  EXPECT_EQ(window.link(), locationLink(tuned));
+  trend->setZoom(0, 0);
+  tuned.trend.zoomFirstRun = tuned.trend.zoomLastRun = 0;
+  EXPECT_EQ(window.link(), locationLink(tuned));
 }
 
 }  // namespace

@@ -173,7 +173,7 @@ QHBoxLayout* TrendView::buildControls() {
   });
   auto* resetZoom = new QPushButton(tr("Reset zoom"), this);
   resetZoom->setToolTip(tr("Drag a rectangle or turn the wheel over the chart to zoom"));
-  connect(resetZoom, &QPushButton::clicked, this, [this] { m_chart->zoomReset(); });
+  connect(resetZoom, &QPushButton::clicked, this, [this] { setZoom(0, 0); });
   auto* top = new QHBoxLayout;
   top->addWidget(new QLabel(tr("Metric:"), this));
   top->addWidget(m_metricBox);
@@ -192,6 +192,22 @@ QHBoxLayout* TrendView::buildControls() {
 View* MakeTrendView(QWidget* parent) { return new TrendView(parent); }
 
 void TrendView::open(const Location& where) {
+  const TrendSettings& t = where.trend;
+  if (t.metric) {
+    m_metric = *t.metric;
+    m_metricBox->setCurrentIndex(m_metricBox->findData(static_cast<int>(m_metric)));
+  }
+  if (t.from.isValid() && t.to.isValid()) {
+    m_from = t.from;
+    m_to = t.to;
+    m_rangeSet = true;
+    for (QDateEdit* e : {m_fromEdit, m_toEdit}) e->blockSignals(true);
+    m_fromEdit->setDate(t.from);
+    m_toEdit->setDate(t.to);
+    for (QDateEdit* e : {m_fromEdit, m_toEdit}) e->blockSignals(false);
+  }
+  m_zoomFirst = t.zoomFirstRun;
+  m_zoomLast = t.zoomLastRun;
   std::vector<store::Cell> cells = {where.cell};
   cells.insert(cells.end(), where.moreCells.begin(), where.moreCells.end());
   showCells(cells);
@@ -226,6 +242,33 @@ void TrendView::setAxis(TrendAxis axis) {
   m_axis = axis;
   m_axisBox->setCurrentIndex(m_axisBox->findData(static_cast<int>(axis)));
   rebuildChart();
+}
+
+void TrendView::setZoom(qint64 firstRun, qint64 lastRun) {
+  m_zoomFirst = firstRun;
+  m_zoomLast = lastRun;
+  rebuildChart();
+}
+
+void TrendView::describe(Location& where) const {
+  if (m_metric != TrendMetric::kP50 || where.trend.metric) where.trend.metric = m_metric;
+  if (m_rangeSet && m_from.isValid() && m_to.isValid()) {
+    where.trend.from = m_from;
+    where.trend.to = m_to;
+  }
+  where.trend.zoomFirstRun = 0;
+  where.trend.zoomLastRun = 0;
+  const auto* axis = qobject_cast<QValueAxis*>(m_chart->axes(Qt::Horizontal).value(0));
+  if (axis == nullptr || m_xRuns.empty()) return;
+  const double n = static_cast<double>(m_xRuns.size());
+  constexpr double kSlack = 1e-6;
+  if (axis->min() <= -0.5 + kSlack && axis->max() >= n - 0.5 - kSlack) return;  // not zoomed
+  const auto clampIndex = [&](double i) { return static_cast<size_t>(std::clamp(i, 0.0, n - 1)); };
+  size_t first = clampIndex(std::ceil(axis->min() - kSlack));
+  size_t last = clampIndex(std::floor(axis->max() + kSlack));
+  if (first > last) first = last = clampIndex(std::round((axis->min() + axis->max()) / 2));
+  where.trend.zoomFirstRun = m_xRuns[first];
+  where.trend.zoomLastRun = m_xRuns[last];
 }
 
 void TrendView::refresh() {
@@ -402,6 +445,7 @@ void TrendView::rebuildChart() {
     return;
   }
   labelAxis(axisX);
+  m_xView = viewRange();
   double yMin = std::numeric_limits<double>::max();
   double yMax = std::numeric_limits<double>::lowest();
   addSeriesLines(&yMin, &yMax);
@@ -412,12 +456,24 @@ void TrendView::rebuildChart() {
     addChangeSeries(yMin, yMax);
     addTagSeries();
   }
-  const double n = static_cast<double>(m_xRuns.size());
-  axisX->setRange(-0.5, n - 0.5);
+  axisX->setRange(m_xView.first, m_xView.second);
   axisX->setStartValue(-0.5);
   axisY->setRange(yMin, yMax);
   axisY->applyNiceNumbers();
 }
+
+std::pair<double, double> TrendView::viewRange() const {
+  const std::pair<double, double> all(-0.5, static_cast<double>(m_xRuns.size()) - 0.5);
+  if (m_zoomFirst <= 0) return all;
+  // The runs of the zoom that are on the axis, if any.
+  const auto lo = std::lower_bound(m_xRuns.begin(), m_xRuns.end(), m_zoomFirst);
+  const auto hi = std::upper_bound(m_xRuns.begin(), m_xRuns.end(), m_zoomLast);
+  if (lo >= hi) return all;
+  return {static_cast<double>(lo - m_xRuns.begin()) - 0.5,
+          static_cast<double>(hi - m_xRuns.begin()) - 0.5};
+}
+
+bool TrendView::inView(double x) const { return x >= m_xView.first && x <= m_xView.second; }
 
 // One cell: its median line, the trials' band and dots. Several: one median
 // line each, named by its cell.
@@ -443,6 +499,7 @@ void TrendView::addSeriesLines(double* yMin, double* yMax) {
       upper->append(x, p.max);
       lower->append(x, p.min);
       for (double t : p.trials) trials->append(x, t);
+      if (!inView(x)) continue;  // the y axis fits the runs in view
       *yMin = std::min(*yMin, m_series.size() == 1 ? p.min : p.value);
       *yMax = std::max(*yMax, m_series.size() == 1 ? p.max : p.value);
     }
@@ -464,6 +521,9 @@ void TrendView::addSeriesLines(double* yMin, double* yMax) {
       continue;
     }
     for (const TrendChange& c : d.changes) {
+      if (!std::binary_search(m_xRuns.begin(), m_xRuns.end(), c.runId) || !inView(xOf(c.runId))) {
+        continue;
+      }
       *yMin = std::min({*yMin, c.before, c.after});
       *yMax = std::max({*yMax, c.before, c.after});
     }

@@ -6,13 +6,15 @@
 // Location's moreCells) draw one median line each on the same runs. The
 // chart zooms (drag a rectangle, the wheel; right click or Reset zooms out),
 // shows the value under the cursor as a tooltip, keeps to a date range and
-// labels its x axis by run or by the runner build. Clicking a point (or
+// labels its x axis by run or by the runner build. Its link (describe)
+// carries the metric, date range and zoom. Clicking a point (or
 // activating a row of the table under the chart, the first cell's) emits
 // openRun.
 #pragma once
 
 #include <QDate>
 #include <QString>
+#include <utility>
 #include <vector>
 
 #include "gui/views/trend_model.h"
@@ -60,6 +62,12 @@ class TrendView : public View {
   TrendMetric metric() const { return m_metric; }
   void refresh() override;
   QWidget* exportableChart() const override;
+  // The metric when not p50, the date range when one was chosen, the zoom
+  // when the chart is zoomed (the runs at its edges).
+  void describe(Location& where) const override;
+  // Shows the runs from first to last (ids; those on the axis), as a link's
+  // zoom does; 0, 0: every run.
+  void setZoom(qint64 firstRun, qint64 lastRun);
 
   TrendModel* model() const { return m_model; }
   QChart* chart() const { return m_chart; }
@@ -74,6 +82,9 @@ class TrendView : public View {
   bool shown(const TrendPoint& p) const;
   double xOf(int64_t runId) const;
   void labelAxis(QCategoryAxis* axis) const;
+  // The x axis range shown: the zoom's runs on the axis, else every run.
+  std::pair<double, double> viewRange() const;
+  bool inView(double x) const;
   void addSeriesLines(double* yMin, double* yMax);
   void addChangeSeries(double yMin, double yMax);
   void addTagSeries();
@@ -97,6 +108,9 @@ class TrendView : public View {
   QDate m_from;
   QDate m_to;
   bool m_rangeSet = false;
+  qint64 m_zoomFirst = 0;  // setZoom's runs; 0: none
+  qint64 m_zoomLast = 0;
+  std::pair<double, double> m_xView{-0.5, 0.5};  // viewRange() of the chart drawn
   TrendAxis m_axis = TrendAxis::Run;
   QComboBox* m_axisBox = nullptr;
   QDateEdit* m_fromEdit = nullptr;

@@ -38,6 +38,10 @@ class View : public QWidget {
   const QString& loadError() const { return m_loadError; }
   // The chart to export as PNG/SVG, or null when the view has none.
   virtual QWidget* exportableChart() const { return nullptr; }
+  // Adds to where (the location the view opened) what the user changed in
+  // the view since that a link carries too (the trend's metric, date range
+  // and zoom); most views carry nothing more.
+  virtual void describe(Location& where) const { (void)where; }
 
  signals:
   void ready();

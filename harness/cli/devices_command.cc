@@ -133,7 +133,10 @@ json DeviceEntry(const std::string& name, const Known& known, const ListedStates
     // A farm node's device: its node reaches it, not this host.
     entry["node"] = row->node;
     state = store::NodeAlive(node->second) ? "online" : "offline";
-    if (state == "offline") {
+    if (state == "online" && row->state == store::kDeviceOffline) {
+      state = "offline";  // its live node cannot reach it (SetDeviceReachable)
+      why = row->state_reason;
+    } else if (state == "offline") {
       why =
           "its node '" + row->node + "' is " +
           (node->second.state == store::kNodeStopped

@@ -30,6 +30,9 @@ class ClaimSource final : public JobSource {
 
  private:
   void ClaimLoop(Worker& w, store::Store& store, WorkerConnection& c);
+  // Records in the store that this node reaches the device (`unreachable`
+  // empty) or why not (store::Store::SetDeviceReachable); a store error is noted.
+  void RecordReachable(const Worker& w, store::Store& store, const std::string& unreachable);
   bool Draining() const { return node_.drain && node_.drain->load(); }
 
   SchedulerCore& core_;
@@ -55,6 +58,7 @@ void ClaimSource::RetireLocked(Worker& w) {
 // trouble (the database restarting) is noted and retried, never fatal.
 void ClaimSource::ClaimLoop(Worker& w, store::Store& store, WorkerConnection& c) {
   bool noted_unreachable = false;
+  std::string recorded_unreachable;  // the last reason recorded in the store
   // Without a health check a quarantined device stops; with one it waits
   // for its check to pass (device_ready).
   while (!core_.Cancelled() && !Draining() && !(w.quarantined && !node_.device_ready)) {
@@ -67,6 +71,10 @@ void ClaimSource::ClaimLoop(Worker& w, store::Store& store, WorkerConnection& c)
                               (reached ? *reached : reached.message()));
         }
         noted_unreachable = true;
+        if (reached && *reached != recorded_unreachable) {
+          RecordReachable(w, store, *reached);
+          recorded_unreachable = *reached;
+        }
         core_.SleepUnlessCancelled(std::chrono::milliseconds(2000));
         continue;
       }
@@ -74,6 +82,8 @@ void ClaimSource::ClaimLoop(Worker& w, store::Store& store, WorkerConnection& c)
         ctx_.progress->Note("device '" + w.device + "' is reachable again");
       }
       noted_unreachable = false;
+      recorded_unreachable.clear();
+      RecordReachable(w, store, "");
     }
     if (node_.device_ready) {
       auto ready = node_.device_ready(store, w.device, c.session->client());
@@ -106,6 +116,12 @@ void ClaimSource::ClaimLoop(Worker& w, store::Store& store, WorkerConnection& c)
       ctx_.progress->Note("device '" + w.device + "': " + r.message());
     }
   }
+}
+
+void ClaimSource::RecordReachable(const Worker& w, store::Store& store,
+                                  const std::string& unreachable) {
+  auto set = store.SetDeviceReachable(w.device, ctx_.node_name, unreachable);
+  if (!set && ctx_.progress) ctx_.progress->Note("device '" + w.device + "': " + set.message());
 }
 
 // The job goes back to the queue for another device while it was claimed

@@ -819,6 +819,46 @@ TEST_P(QueueTest, AnOperatorsDeviceStateHoldsUntilLifted) {
             ErrorKind::kNotFound);
 }
 
+// A device its node cannot reach is offline with the reason and its node;
+// reachable again it is ok. A quarantine or an operator's state stays.
+TEST_P(QueueTest, AnUnreachableDeviceIsOfflineUntilReachedAgain) {
+  auto set = store_->SetDeviceReachable("phone", "n1", "connection refused");
+  ASSERT_TRUE(set.ok()) << set.message();
+  EXPECT_TRUE(*set);
+  DeviceRow d = **store_->GetDevice("phone");
+  EXPECT_EQ(d.state, kDeviceOffline);
+  EXPECT_EQ(d.state_reason, "not reachable from node n1: connection refused");
+  EXPECT_EQ(d.state_by, kSetByDfarm);
+  EXPECT_EQ(d.node, "n1");
+  EXPECT_FALSE(*store_->SetDeviceReachable("phone", "n1", "connection refused"));  // no change
+  EXPECT_TRUE(*store_->SetDeviceReachable("phone", "n1", "timed out"));
+  EXPECT_TRUE(*store_->SetDeviceReachable("phone", "n1", ""));
+  d = **store_->GetDevice("phone");
+  EXPECT_EQ(d.state, kDeviceOk);
+  EXPECT_EQ(d.state_reason, "reachable again from node n1");
+  EXPECT_FALSE(*store_->SetDeviceReachable("phone", "n1", ""));  // ok stays ok
+  auto events = *store_->ListDeviceEvents("phone");
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[0].state, kDeviceOffline);
+  EXPECT_EQ(events[1].reason, "not reachable from node n1: timed out");
+  EXPECT_EQ(events[2].state, kDeviceOk);
+
+  // A quarantine (dfarm's or the health check's) is not ended by reachability.
+  ASSERT_TRUE(store_->SetDeviceState("phone", kDeviceQuarantined, "3 infra in a row").ok());
+  EXPECT_FALSE(*store_->SetDeviceReachable("phone", "n2", "connection refused"));
+  EXPECT_FALSE(*store_->SetDeviceReachable("phone", "n2", ""));
+  d = **store_->GetDevice("phone");
+  EXPECT_EQ(d.state, kDeviceQuarantined);
+  EXPECT_EQ(d.node, "n2");
+
+  // An operator's release holds too.
+  ASSERT_TRUE(store_->SetOperatorState("phone", kDeviceOk, "fixed", "al@lab").ok());
+  EXPECT_FALSE(*store_->SetDeviceReachable("phone", "n2", "connection refused"));
+  d = **store_->GetDevice("phone");
+  EXPECT_EQ(d.state, kDeviceOk);
+  EXPECT_EQ(d.state_by, kSetByOperator);
+}
+
 // A database of schema v19 (before priorities and operator states) opens
 // with the defaults: priority 5, unserved timeout 900 s, states set by nobody.
 TEST_F(SqliteStoreTest, MigratesVersion19WithFarmDefaults) {

@@ -997,6 +997,45 @@ class SqlStore final : public Store {
     return Ok();
   }
 
+  Result<bool> SetDeviceReachable(const std::string& name, const std::string& node,
+                                  const std::string& unreachable) override {
+    const std::string what = "record whether node '" + node + "' reaches device '" + name + "'";
+    auto tx = Transaction::Begin(*db_);
+    if (!tx) return Fail(what, tx);
+    auto n = Prepare(
+        "INSERT INTO devices(name, node) VALUES(?, ?) ON CONFLICT(name) DO UPDATE SET node = "
+        "excluded.node WHERE devices.node <> excluded.node");
+    if (!n) return n.error();
+    n->Bind(1, name).Bind(2, node);
+    if (auto r = n->Run(); !r) return Fail(what, r);
+    const bool offline = !unreachable.empty();
+    const std::string state = offline ? kDeviceOffline : kDeviceOk;
+    const std::string reason = offline ? "not reachable from node " + node + ": " + unreachable
+                                       : "reachable again from node " + node;
+    // Offline replaces any state but an operator's or a quarantine (and
+    // itself with the same reason); online replaces only offline.
+    auto s = Prepare(
+        offline ? "UPDATE devices SET state = ?, state_reason = ?, state_by = ?, state_user = '' "
+                  "WHERE name = ? AND state_by <> ? AND state <> ? AND NOT (state = ? AND "
+                  "state_reason = ?)"
+                : "UPDATE devices SET state = ?, state_reason = ?, state_by = ?, state_user = '' "
+                  "WHERE name = ? AND state_by <> ? AND state = ?");
+    if (!s) return s.error();
+    s->Bind(1, state).Bind(2, reason).Bind(3, kSetByDfarm).Bind(4, name).Bind(5, kSetByOperator);
+    if (offline) {
+      s->Bind(6, kDeviceQuarantined).Bind(7, kDeviceOffline).Bind(8, reason);
+    } else {
+      s->Bind(6, kDeviceOffline);
+    }
+    if (auto r = s->Run(); !r) return Fail(what, r);
+    const bool changed = db_->Changes() > 0;
+    if (changed) {
+      if (auto r = AddDeviceEvent(name, state, reason, kSetByDfarm, ""); !r) return Fail(what, r);
+    }
+    if (auto r = tx->Commit(); !r) return Fail(what, r);
+    return changed;
+  }
+
   Result<void> AddDeviceEvent(const std::string& name, const std::string& state,
                               const std::string& reason, const std::string& set_by,
                               const std::string& user) {

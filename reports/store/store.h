@@ -396,9 +396,11 @@ inline constexpr const char* kSetByHealth = "health";
 inline constexpr const char* kSetByOperator = "operator";
 
 // Device states a sweep records (SetDeviceState); `dfarm devices` adds
-// "online", "offline" and "busy" from what it sees itself.
+// "online", "offline" and "busy" from what it sees itself. A farm node
+// records "offline" for a device it cannot reach (SetDeviceReachable).
 inline constexpr const char* kDeviceOk = "ok";
 inline constexpr const char* kDeviceQuarantined = "quarantined";
+inline constexpr const char* kDeviceOffline = "offline";
 
 // The known outputs of a health model for one runner build:
 // what the first device that passed the check recorded (harness/devices/health.h).
@@ -682,6 +684,16 @@ class DeviceWriter {
   // check and dfarm. An event each time. kNotFound: no such device.
   virtual Result<void> SetOperatorState(const std::string& name, const std::string& state,
                                         const std::string& reason, const std::string& user) = 0;
+  // What node `node` found when it tried to reach device `name` (creating
+  // the row when absent; its node becomes `node` either way). `unreachable`
+  // set (why, one line): the state becomes kDeviceOffline with reason "not
+  // reachable from node NODE: UNREACHABLE", set by kSetByDfarm, unless an
+  // operator's state or a quarantine holds (a quarantine ends only through
+  // a health check or an operator). `unreachable` empty: an offline state
+  // becomes kDeviceOk ("reachable again from node NODE"); any other state
+  // stays. An event each time the state or its reason changes; true then.
+  virtual Result<bool> SetDeviceReachable(const std::string& name, const std::string& node,
+                                          const std::string& unreachable) = 0;
   // Health checks' known outputs. Records `outputs` for (model,
   // runner) unless some are recorded already (atomically on both backends:
   // the first device to record them defines them), then returns the ones

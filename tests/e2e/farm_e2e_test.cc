@@ -508,6 +508,64 @@ TEST_F(FarmE2eTest, RemoteAgentWithTokenThroughANode) {
   EXPECT_EQ(TermAndWait(right_node), 0) << Slurp(NodeLog("right"));
 }
 
+// A device its node cannot reach is offline in `dfarm devices` (text and
+// --json) with the reason and the node; once an agent listens there again it
+// is online.
+TEST_F(FarmE2eTest, AnUnreachableDeviceIsOfflineUntilItsAgentIsBack) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  Agent gone = StartAgentIn("gone", {});
+  ASSERT_NE(gone.port, 0);
+  const std::string uri = gone.uri();
+  const uint16_t port = gone.port;
+  gone.Kill();
+  gone.process.reset();  // reaped: nothing listens on the port now
+  Child node = StartNode("n1", url_, {uri});
+  // The device's entry of `dfarm devices --json` (null when absent).
+  auto entry = [&]() -> json {
+    Outcome o = Dfarm({"devices", "--db", url_, "--json"});
+    json doc = json::parse(o.out, nullptr, false);
+    if (o.code != 0 || !doc.is_object()) return nullptr;
+    for (const json& d : doc["devices"]) {
+      if (d.value("name", "") == uri) return d;
+    }
+    return nullptr;
+  };
+  json d;
+  ASSERT_TRUE(Poll(
+      [&] {
+        d = entry();
+        return d.is_object() && d.value("state", "") == "offline";
+      },
+      seconds(60)))
+      << d.dump() << Slurp(NodeLog("n1"));
+  EXPECT_EQ(d.value("node", ""), "n1");
+  const std::string reason = d.value("reason", "");
+  EXPECT_EQ(reason.rfind("not reachable from node n1: ", 0), 0u) << reason;
+  Outcome text = Dfarm({"devices", "--db", url_});
+  EXPECT_EQ(text.code, 0) << text.all();
+  EXPECT_NE(text.out.find(uri + "\toffline\tnode n1\tnot reachable from node n1: "),
+            std::string::npos)
+      << text.all();
+
+  // An agent on the same port: the node reaches it within its 2 s retry.
+  Child back = Child::Spawn(
+      {(BinDir() / "dfarm-agent").string(), "--listen", "127.0.0.1:" + std::to_string(port),
+       "--store", (dir_ / "agent-back").string(), "--insecure"},
+      "", (dir_ / "agent-back.log").string());
+  ASSERT_TRUE(Poll(
+      [&] {
+        d = entry();
+        return d.is_object() && d.value("state", "") == "online";
+      },
+      seconds(60)))
+      << d.dump() << Slurp(NodeLog("n1")) << Slurp(dir_ / "agent-back.log");
+  EXPECT_EQ(d.value("health", ""), store::kDeviceOk);
+  EXPECT_FALSE(d.contains("reason")) << d.dump();
+  Outcome history = Dfarm({"devices", "--db", url_, "--json", "--history"});
+  EXPECT_NE(history.out.find("reachable again from node n1"), std::string::npos) << history.all();
+  EXPECT_EQ(TermAndWait(node), 0) << Slurp(NodeLog("n1"));
+}
+
 // One node, one device: an urgent run queued behind a long one has its job
 // claimed before every job the long run still had queued; then `dfarm
 // cancel` mid-run ends every job of the long run in one terminal state, the

@@ -1,13 +1,16 @@
 // dfarm_queue_benchmark: the distributed queue at farm scale
 // against one PostgreSQL server. Not a ctest: run it by hand.
 //
-//   dfarm_queue_benchmark --nodes 100 --agents 10 --jobs 20000 --job-ms 0 [--db URL] [--json]
+//   dfarm_queue_benchmark --nodes 100 --agents 10 --jobs 20000 --job-ms 0
+//       [--connections N] [--db URL] [--json]
 //
 // Without --db it starts its own throwaway server (PgServer, max_connections
-// nodes*2+20) and a fresh database. One queue run of --jobs jobs (target
-// "any"). Each simulated node has ONE Store connection shared by its agents
-// under a mutex (connections are PostgreSQL's scarce resource) and a second
-// one for its heartbeat thread (NodeHeartbeat + ReapExpiredClaims every
+// nodes*(connections+1)+20) and a fresh database. One queue run of --jobs
+// jobs (target "any"). Each simulated node has, like `dfarm node`, one
+// Store connection per agent (device worker); --connections N gives its
+// agents N connections instead, agent i taking connection i % N in turn
+// under a mutex (1: one shared by all, the old shape), and a further one
+// for its heartbeat thread (NodeHeartbeat + ReapExpiredClaims every
 // second). Each agent is a thread: ClaimJob -> sleep --job-ms ->
 // RecordJobResult (ok, metrics, --samples samples, under its claim_id) until
 // a claim finds nothing. Prints throughput, claim and record latency (the
@@ -46,6 +49,7 @@ using Clock = std::chrono::steady_clock;
 struct Options {
   int nodes = 100;
   int agents = 10;
+  int connections = 0;  // per node for its agents; 0: one per agent
   int64_t jobs = 20000;
   int job_ms = 0;
   int samples = 50;
@@ -105,12 +109,17 @@ class FifoMutex {
   uint64_t next_ = 0, serving_ = 0;
 };
 
+// One connection of a node and the agents' turn on it.
+struct Connection {
+  std::unique_ptr<Store> store;
+  FifoMutex mu;
+};
+
 struct Node {
   std::string name;
-  std::unique_ptr<Store> store;  // shared by the node's agents under mu
-  FifoMutex mu;
-  std::unique_ptr<Store> heartbeat;  // the heartbeat thread's own
-  Tally hb;                          // heartbeat errors, reaped jobs in done
+  std::vector<std::unique_ptr<Connection>> pool;  // agent i uses pool[i % size]
+  std::unique_ptr<Store> heartbeat;               // the heartbeat thread's own
+  Tally hb;                                       // heartbeat errors, reaped jobs in done
   std::vector<double> hb_ms;
 };
 
@@ -237,6 +246,7 @@ JobOutcome MakeOutcome(int64_t claim_id, int samples) {
 }
 
 void RunAgent(Node* node, int agent, int job_ms, int samples, Tally* t) {
+  Connection& conn = *node->pool[static_cast<size_t>(agent) % node->pool.size()];
   DeviceTraits dev{node->name + "/agent-" + std::to_string(agent),
                    "arm64-v8a",
                    "Android 14",
@@ -245,9 +255,9 @@ void RunAgent(Node* node, int agent, int job_ms, int samples, Tally* t) {
                    {"lab"}};
   for (;;) {
     const auto t0 = Clock::now();
-    std::unique_lock lock(node->mu);
+    std::unique_lock lock(conn.mu);
     const auto t1 = Clock::now();
-    auto claimed = node->store->ClaimJob(node->name, dev, 30);
+    auto claimed = conn.store->ClaimJob(node->name, dev, 30);
     const auto t2 = Clock::now();
     lock.unlock();
     if (!claimed.ok()) return t->Fail("claim: " + claimed.message());
@@ -261,7 +271,7 @@ void RunAgent(Node* node, int agent, int job_ms, int samples, Tally* t) {
     const auto r0 = Clock::now();
     lock.lock();
     const auto r1 = Clock::now();
-    auto recorded = node->store->RecordJobResult((*claimed)->id, o);
+    auto recorded = conn.store->RecordJobResult((*claimed)->id, o);
     const auto r2 = Clock::now();
     lock.unlock();
     if (!recorded.ok()) {
@@ -325,19 +335,26 @@ Result<int64_t> QueueJobs(Store& store, int64_t jobs) {
   return *run;
 }
 
-// Opens the nodes' connections (two each) and registers the nodes.
-Result<void> OpenNodes(const std::string& url, std::vector<std::unique_ptr<Node>>& nodes) {
+// The connections a node's agents share: --connections, else one per agent.
+int PoolSize(const Options& opt) { return opt.connections > 0 ? opt.connections : opt.agents; }
+
+// Opens the nodes' connections (PoolSize + 1 each) and registers the nodes.
+Result<void> OpenNodes(const std::string& url, int pool_size,
+                       std::vector<std::unique_ptr<Node>>& nodes) {
   for (size_t i = 0; i < nodes.size(); ++i) {
     auto n = std::make_unique<Node>();
     n->name = "node-" + std::to_string(i);
-    auto a = OpenStore(url);
-    if (!a.ok()) return a.error();
+    for (int c = 0; c < pool_size; ++c) {
+      auto a = OpenStore(url);
+      if (!a.ok()) return a.error();
+      n->pool.push_back(std::make_unique<Connection>());
+      n->pool.back()->store = std::move(*a);
+    }
     auto b = OpenStore(url);
     if (!b.ok()) return b.error();
-    n->store = std::move(*a);
     n->heartbeat = std::move(*b);
     NodeRow row{n->name, "bench-host", static_cast<int64_t>(i), NowIso8601(), 0, 0, "", {}};
-    if (auto r = n->store->RegisterNode(row); !r.ok()) return r.error();
+    if (auto r = n->heartbeat->RegisterNode(row); !r.ok()) return r.error();
     nodes[i] = std::move(n);
   }
   return Ok();
@@ -430,6 +447,7 @@ struct Out {
 void AddFigures(Out& out, const Options& opt, const Figures& f) {
   out.AddInt("nodes", opt.nodes);
   out.AddInt("agents_per_node", opt.agents);
+  out.AddInt("connections_per_node", PoolSize(opt));
   out.AddInt("jobs", opt.jobs);
   out.AddInt("job_ms", opt.job_ms);
   out.Add("wall_s", f.wall_s);
@@ -537,11 +555,11 @@ int Bench(const Options& opt, const std::string& url) {
   if (!run.ok()) return std::cerr << "queue jobs: " << run.message() << "\n", 1;
   std::vector<std::unique_ptr<Node>> nodes(static_cast<size_t>(opt.nodes));
   const auto open0 = Clock::now();
-  if (auto r = OpenNodes(url, nodes); !r.ok()) {
+  if (auto r = OpenNodes(url, PoolSize(opt), nodes); !r.ok()) {
     return std::cerr << "open nodes: " << r.message() << "\n", 1;
   }
-  std::cerr << "queued " << opt.jobs << " jobs; opened " << 2 * opt.nodes << " connections in "
-            << MsSince(open0, Clock::now()) << " ms; running\n";
+  std::cerr << "queued " << opt.jobs << " jobs; opened " << (PoolSize(opt) + 1) * opt.nodes
+            << " connections in " << MsSince(open0, Clock::now()) << " ms; running\n";
   Pg pg(url);
   if (!pg.ok()) return std::cerr << "libpq: " << pg.error() << "\n", 1;
   pg.Query("SELECT pg_stat_reset()");
@@ -572,6 +590,10 @@ int main(int argc, char** argv) {
   app.add_option("--nodes", opt.nodes, "simulated dfarm node processes")
       ->check(CLI::Range(1, 5000));
   app.add_option("--agents", opt.agents, "agents (devices) per node")->check(CLI::Range(1, 1000));
+  app.add_option("--connections", opt.connections,
+                 "database connections per node for its agents, taken in turn (default: one "
+                 "per agent, as dfarm node; 1: one shared by all)")
+      ->check(CLI::Range(0, 1000));
   app.add_option("--jobs", opt.jobs, "jobs in the queue run")->check(CLI::Range(1, 100000000));
   app.add_option("--job-ms", opt.job_ms, "simulated work per job (ms)")
       ->check(CLI::Range(0, 600000));
@@ -587,7 +609,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   dfarm::store::testing::PgServerOptions pg_options;
-  pg_options.max_connections = opt.nodes * 2 + 20;
+  pg_options.max_connections = opt.nodes * (dfarm::store::bench::PoolSize(opt) + 1) + 20;
   auto server = dfarm::store::testing::PgServer::Start(pg_options);
   if (!server.ok()) return std::cerr << server.message() << "\n", 1;
   auto url = (*server)->CreateDatabase("queue_bench");
