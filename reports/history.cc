@@ -22,23 +22,29 @@ const char* HistoryMetricName(HistoryMetric metric) {
       return "top1";
     case HistoryMetric::kTop5:
       return "top5";
+    case HistoryMetric::kMap:
+      return "map";
+    case HistoryMetric::kMiou:
+      return "miou";
   }
   return "?";
 }
 
 bool HigherIsBetter(HistoryMetric metric) {
-  return metric == HistoryMetric::kTop1 || metric == HistoryMetric::kTop5;
+  return metric == HistoryMetric::kTop1 || metric == HistoryMetric::kTop5 ||
+         metric == HistoryMetric::kMap || metric == HistoryMetric::kMiou;
 }
 
 Result<HistoryMetric> ParseHistoryMetric(const std::string& name) {
   for (HistoryMetric m :
        {HistoryMetric::kMean, HistoryMetric::kP50, HistoryMetric::kP90, HistoryMetric::kPeakRss,
-        HistoryMetric::kMaxAbsError, HistoryMetric::kTop1, HistoryMetric::kTop5}) {
+        HistoryMetric::kMaxAbsError, HistoryMetric::kTop1, HistoryMetric::kTop5,
+        HistoryMetric::kMap, HistoryMetric::kMiou}) {
     if (name == HistoryMetricName(m)) return m;
   }
   return MakeError(ErrorKind::kInvalidInput, "unknown --metric '" + name +
                                                  "' (expected mean, p50, p90, peak_rss, "
-                                                 "max_abs_error, top1 or top5)");
+                                                 "max_abs_error, top1, top5, map or miou)");
 }
 
 Result<std::optional<double>> JobMetricValue(store::Reader& store, const store::JobRow& job,
@@ -76,6 +82,8 @@ Result<std::optional<double>> JobMetricValue(store::Reader& store, const store::
     case HistoryMetric::kMaxAbsError:
     case HistoryMetric::kTop1:
     case HistoryMetric::kTop5:
+    case HistoryMetric::kMap:
+    case HistoryMetric::kMiou:
       break;
   }
   return std::optional<double>();

@@ -20,18 +20,21 @@
 
 namespace dfarm::reports {
 
-// What a point measures; lower is better but for top1 and top5.
+// What a point measures; lower is better but for top1, top5, map and miou.
 //   mean, p50, p90   the job's latency statistics of its samples, microseconds
 //   peak_rss         the runner's peak resident set, bytes
 //   max_abs_error    the largest max_abs_error over the job's outputs
 //   top1, top5       task accuracy on the model's labelled set (spec "eval"), percent
-enum class HistoryMetric { kMean, kP50, kP90, kPeakRss, kMaxAbsError, kTop1, kTop5 };
+//   map, miou        detection mAP@[.5:.95] / segmentation mIoU on it, percent
+enum class HistoryMetric { kMean, kP50, kP90, kPeakRss, kMaxAbsError, kTop1, kTop5, kMap, kMiou };
 
 const char* HistoryMetricName(HistoryMetric metric);
-// "mean" | "p50" | "p90" | "peak_rss" | "max_abs_error" | "top1" | "top5"; else
+// "mean" | "p50" | "p90" | "peak_rss" | "max_abs_error" | "top1" | "top5" |
+// "map" | "miou"; else
 // kInvalidInput naming them.
 Result<HistoryMetric> ParseHistoryMetric(const std::string& name);
-// Whether a rise of `metric` is an improvement (top1, top5), not a regression.
+// Whether a rise of `metric` is an improvement (top1, top5, map, miou), not a
+// regression.
 bool HigherIsBetter(HistoryMetric metric);
 
 // The job's raw figure of `metric`; unset when it has none (no metrics, no

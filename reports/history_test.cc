@@ -31,7 +31,8 @@ class HistorySeriesTest : public ::testing::Test {
   }
 
   // A run with the cell's trials: p50 of each, -1 for a crashed trial.
-  void AddRun(const std::vector<double>& p50s, int64_t peak_rss = 0, double top1 = -1) {
+  void AddRun(const std::vector<double>& p50s, int64_t peak_rss = 0, double top1 = -1,
+              const std::string& task = "classification", const std::string& metric = "top1") {
     auto run = store_->CreateRun("r", "{}");
     ASSERT_TRUE(run.ok());
     runs_.push_back(*run);
@@ -52,8 +53,7 @@ class HistorySeriesTest : public ::testing::Test {
         o.metrics->p50_us = p50s[t];
         o.metrics->peak_rss_bytes = peak_rss;
         if (top1 >= 0) {
-          o.task =
-              store::TaskAccuracy{"classification", "set@1", 100, {{"top1", top1, 0, 1}}, "{}"};
+          o.task = store::TaskAccuracy{task, "set@1", 100, {{metric, top1, 0, 1}}, "{}"};
         }
       }
       ASSERT_TRUE(store_->RecordJobResult(*id, o).ok());
@@ -118,6 +118,30 @@ TEST_F(HistorySeriesTest, TopOneDropIsARegression) {
   EXPECT_LT(s->changes[0].change_pct, -10);
   EXPECT_TRUE(HigherIsBetter(HistoryMetric::kTop5));
   EXPECT_FALSE(HigherIsBetter(HistoryMetric::kP50));
+}
+
+// map and miou like top1: percent, a drop is the regression; a job without
+// the metric (another task) has no point.
+TEST_F(HistorySeriesTest, MapAndMiouDropsAreRegressions) {
+  for (int r = 0; r < 12; ++r) {
+    AddRun({1000, 1000}, 0, r < 6 ? 0.45 + 0.001 * (r % 2) : 0.30, "detection", "map");
+  }
+  auto runs = LoadRunsById(*store_);
+  ASSERT_TRUE(runs.ok());
+  auto s = LoadCellSeries(*store_, Cell(), *runs, HistoryMetric::kMap);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_EQ(s->points.size(), 12u);
+  EXPECT_DOUBLE_EQ(s->points[0].value, 45);
+  ASSERT_EQ(s->changes.size(), 1u);
+  EXPECT_TRUE(s->changes[0].regression);
+  auto miou = LoadCellSeries(*store_, Cell(), *runs, HistoryMetric::kMiou);
+  ASSERT_TRUE(miou.ok()) << miou.message();
+  EXPECT_TRUE(miou->points.empty());
+  EXPECT_TRUE(HigherIsBetter(HistoryMetric::kMiou));
+  auto parsed = ParseHistoryMetric("miou");
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(*parsed, HistoryMetric::kMiou);
+  EXPECT_NE(ParseHistoryMetric("mAP").message().find("map or miou"), std::string::npos);
 }
 
 // The overview reads trial values in one query (ListRecentCellValues); its

@@ -125,6 +125,9 @@ std::string TopOpsLabel(const std::vector<store::ProfileOp>& ops, size_t n = 3);
 // Task accuracy (task_accuracy.cc). A metric as people read it: "97.5%
 // (94.2-99.2)", the value and its 95% interval in percent.
 std::string TaskMetricText(const store::TaskMetric& metric);
+// A metric's name as people read it: "top-1", "top-5", "mAP@[.5:.95]",
+// "mAP@.5", "mAP@.75", "AR@100", "mIoU", "pixel accuracy"; others as named.
+std::string TaskMetricLabel(const std::string& name);
 // One job's task accuracy as `dfarm show --json` and reports write it:
 // {"task","dataset","images","metrics":[{"name","value","low","high"}]}
 // (bounds null when unknown).

@@ -32,6 +32,17 @@ nlohmann::json TaskAccuracyJson(const store::TaskAccuracy& t) {
   return {{"task", t.task}, {"dataset", t.dataset}, {"images", t.images}, {"metrics", metrics}};
 }
 
+std::string TaskMetricLabel(const std::string& name) {
+  if (name.rfind("top", 0) == 0) return "top-" + name.substr(3);
+  if (name == "map") return "mAP@[.5:.95]";
+  if (name == "map50") return "mAP@.5";
+  if (name == "map75") return "mAP@.75";
+  if (name == "recall") return "AR@100";
+  if (name == "miou") return "mIoU";
+  if (name == "pixel_accuracy") return "pixel accuracy";
+  return name;
+}
+
 const store::TaskAccuracy* CpuTaskOf(const RunReport& report, const store::JobRow& job) {
   if (job.delegate == "cpu" && job.delegate_options.empty()) return nullptr;
   auto mine = report.task.find(job.id);
@@ -56,11 +67,6 @@ std::string SignedPoints(double v) {
   return (r > 0 ? "+" : "") + Fixed(r, 1);
 }
 
-// "top5" -> "top-5".
-std::string MetricLabel(const std::string& name) {
-  return name.rfind("top", 0) == 0 ? "top-" + name.substr(3) : name;
-}
-
 struct TaskRow {
   const store::JobRow* job;
   const store::TaskAccuracy* task;
@@ -77,12 +83,17 @@ std::vector<TaskRow> TaskRows(const RunReport& report, const std::vector<CellGro
       if (it == report.task.end()) continue;
       TaskRow row{&j, &it->second, "-", "-", "-"};
       const store::TaskAccuracy& t = it->second;
-      if (!t.metrics.empty()) row.top1 = TaskMetricText(t.metrics[0]);
+      // The headline metric (top-1, mAP or mIoU) first, named but for top-1.
+      const std::string headline = t.metrics.empty() ? "top1" : t.metrics[0].name;
+      if (!t.metrics.empty()) {
+        row.top1 = (headline == "top1" ? "" : TaskMetricLabel(headline) + " ") +
+                   TaskMetricText(t.metrics[0]);
+      }
       if (t.metrics.size() > 1) {
-        row.topk = MetricLabel(t.metrics[1].name) + " " + TaskMetricText(t.metrics[1]);
+        row.topk = TaskMetricLabel(t.metrics[1].name) + " " + TaskMetricText(t.metrics[1]);
       }
       if (const store::TaskAccuracy* cpu = CpuTaskOf(report, j)) {
-        if (auto d = eval::PairedTaskDrop(*cpu, t, "top1")) {
+        if (auto d = eval::PairedTaskDrop(*cpu, t, headline)) {
           // The change from cpu: minus the drop, its interval turned over.
           row.vs_cpu = SignedPoints(-d->points) + " pt (" + SignedPoints(-d->high) + " to " +
                        SignedPoints(-d->low) + ")";
@@ -96,9 +107,11 @@ std::vector<TaskRow> TaskRows(const RunReport& report, const std::vector<CellGro
 }
 
 const char* kTaskIntro =
-    "Task accuracy on the labelled set of each model's `eval` (top-1 and top-k, in percent, "
-    "with a 95% bootstrap interval over the images); against cpu: the change of top-1 from the "
-    "same run's cpu job on the same images, in percentage points, with its paired interval.";
+    "Task accuracy on the labelled set of each model's `eval` (classification: top-1 and top-k; "
+    "detection: COCO mAP@[.5:.95] and mAP@.5; segmentation: mIoU and pixel accuracy; in "
+    "percent, with a 95% bootstrap interval over the images); against cpu: the change of the "
+    "first metric from the same run's cpu job on the same images, in percentage points, with "
+    "its paired interval.";
 
 }  // namespace
 
@@ -108,7 +121,8 @@ void TaskAccuracyTable(std::ostringstream& md, const RunReport& report,
   if (rows.empty()) return;
   md << "\n## Task accuracy\n\n"
      << kTaskIntro
-     << "\n\n| job | set | images | top-1 | top-k | top-1 against cpu |\n"
+     << "\n\n| job | set | images | top-1 (mAP, mIoU) | top-k (mAP@.5, pixel accuracy) | "
+        "against cpu |\n"
         "| --- | --- | ---: | ---: | ---: | ---: |\n";
   for (const TaskRow& r : rows) {
     md << "| " << Md(store::CellOf(*r.job).Label()) << " #" << r.job->id << " | "
@@ -126,8 +140,8 @@ void TaskAccuracySection(std::ostringstream& h, const RunReport& report,
     intro.replace(at, 1, intro.find('`', at + 1) == std::string::npos ? "</code>" : "<code>");
   }
   h << "<h2>Task accuracy</h2>\n<p>" << intro
-    << "</p>\n<table>\n<thead><tr><th>job</th><th>set</th><th>images</th><th>top-1</th>"
-       "<th>top-k</th><th>top-1 against cpu</th></tr></thead>\n<tbody>\n";
+    << "</p>\n<table>\n<thead><tr><th>job</th><th>set</th><th>images</th><th>top-1 (mAP, mIoU)</th>"
+       "<th>top-k (mAP@.5, pixel accuracy)</th><th>against cpu</th></tr></thead>\n<tbody>\n";
   const char* kNum = "<td class=\"num\" style=\"white-space:nowrap\">";
   for (const TaskRow& r : rows) {
     h << "<tr><td>" << HtmlEscape(store::CellOf(*r.job).Label()) << " #" << r.job->id << "</td><td>"

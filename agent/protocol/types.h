@@ -89,7 +89,8 @@ struct JobSpec {
   // (the runner's --sustained-secs) and the result has a latency curve; 0:
   // off. Runner kinds "dfarm" and "tflite" only; below timeout_ms.
   uint32_t sustained_ms = 0;
-  // Feature "task_outputs": the runner's --task-outputs ("topk:K[:OUTPUT]"),
+  // Feature "task_outputs": the runner's --task-outputs ("topk:K[:OUTPUT]",
+  // "boxes:B,C,S,N[:MAX]" or "classmap:OUTPUT[:ACTIVATION]"),
   // for task accuracy on a labelled set; "" for none. Runner kinds "dfarm"
   // and "tflite" only; a host sends it only to an agent that lists it.
   std::string task_outputs;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -649,25 +650,135 @@ void HashOutputs(const std::vector<runtime::Tensor*>& outputs, RunOutcome* outco
   }
 }
 
-bool CollectTaskOutputs(const RunnerOptions& options, size_t outputs,
-                        const std::function<const runtime::Tensor*(size_t set)>& run_set,
-                        RunOutcome* outcome) {
-  if (options.task_output >= outputs) {
-    return Failed(outcome, RunnerStatus::kUsageError,
-                  "--task-outputs names output " + std::to_string(options.task_output) +
-                      " but the model has " + std::to_string(outputs));
+namespace {
+
+// `v` as the shortest decimal that reads back as the same float: a float
+// output's value, written in few digits.
+double ShortFloat(double v) {
+  if (!std::isfinite(v)) return v;
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof(buf), static_cast<float>(v));
+  return std::strtod(std::string(buf, r.ptr).c_str(), nullptr);
+}
+
+// The first min(count, max) rows of a detection post-process's outputs.
+Result<std::vector<TaskDetection>> Detections(const RunnerOptions& options,
+                                              const std::vector<runtime::Tensor*>& out) {
+  const std::vector<double> boxes = TensorValues(*out[options.task_boxes[0]]);
+  const std::vector<double> classes = TensorValues(*out[options.task_boxes[1]]);
+  const std::vector<double> scores = TensorValues(*out[options.task_boxes[2]]);
+  const std::vector<double> count = TensorValues(*out[options.task_boxes[3]]);
+  if (count.size() != 1 || classes.size() != scores.size() || boxes.size() != 4 * scores.size()) {
+    return MakeError("--task-outputs boxes: outputs " + std::to_string(options.task_boxes[0]) +
+                     ", " + std::to_string(options.task_boxes[1]) + ", " +
+                     std::to_string(options.task_boxes[2]) + ", " +
+                     std::to_string(options.task_boxes[3]) +
+                     " are not a detection post-process's boxes [1,N,4], classes [1,N], "
+                     "scores [1,N] and count [1]");
   }
-  TaskOutputs task;
-  task.k = options.task_top_k;
-  task.output = options.task_output;
-  for (size_t set = 0; set < options.inputs_dirs.size(); ++set) {
-    const runtime::Tensor* out = run_set(set);
-    if (out == nullptr) return false;
+  const double n = std::isfinite(count[0]) ? std::max(0.0, count[0]) : 0.0;
+  const size_t rows = std::min(
+      {static_cast<size_t>(n), scores.size(), static_cast<size_t>(options.task_max_boxes)});
+  std::vector<TaskDetection> set;
+  for (size_t i = 0; i < rows; ++i) {
+    set.push_back({static_cast<int64_t>(std::llround(classes[i])), ShortFloat(scores[i]),
+                   ShortFloat(boxes[4 * i]), ShortFloat(boxes[4 * i + 1]),
+                   ShortFloat(boxes[4 * i + 2]), ShortFloat(boxes[4 * i + 3])});
+  }
+  return set;
+}
+
+// Each pixel's class of a [1,H,W,C], [H,W,C], [1,H,W] or [H,W] output,
+// run-length coded.
+Result<TaskClassMap> ClassMap(const RunnerOptions& options, const runtime::Tensor& t) {
+  std::vector<int64_t> dims(t.shape.begin(), t.shape.end());
+  if (dims.size() == 4 && dims[0] == 1) {
+    dims.erase(dims.begin());  // [H,W,C]
+  } else if (dims.size() == 3 && dims[0] == 1) {
+    dims = {dims[1], dims[2], 1};  // [1,H,W]: one channel
+  } else if (dims.size() == 2) {
+    dims.push_back(1);
+  }
+  if (dims.size() != 3 || dims[0] < 1 || dims[1] < 1 || dims[2] < 1) {
+    return MakeError("--task-outputs classmap: output " + std::to_string(options.task_output) +
+                     " is not [1,H,W,C], [H,W,C], [1,H,W] or [H,W]");
+  }
+  const std::vector<double> v = TensorValues(t);
+  const size_t channels = static_cast<size_t>(dims[2]);
+  const size_t pixels = static_cast<size_t>(dims[0] * dims[1]);
+  const double threshold = options.task_activation == "probabilities" ? 0.5 : 0.0;
+  TaskClassMap map{dims[0], dims[1], {}};
+  for (size_t p = 0; p < pixels; ++p) {
+    int64_t best = 0;
+    if (channels == 1) {
+      best = v[p] > threshold ? 1 : 0;
+    } else {
+      for (size_t c = 1; c < channels; ++c) {
+        if (v[p * channels + c] > v[p * channels + static_cast<size_t>(best)]) {
+          best = static_cast<int64_t>(c);
+        }
+      }
+    }
+    if (!map.rle.empty() && map.rle[map.rle.size() - 2] == best) {
+      ++map.rle.back();
+    } else {
+      map.rle.insert(map.rle.end(), {best, 1});
+    }
+  }
+  return map;
+}
+
+// What options.task_kind lists of one set's outputs, into `task`.
+Result<void> AddTaskSet(const RunnerOptions& options, const std::vector<runtime::Tensor*>& out,
+                        TaskOutputs& task) {
+  if (options.task_kind == "boxes") {
+    auto d = Detections(options, out);
+    if (!d.ok()) return d.error();
+    task.detections.push_back(std::move(*d));
+  } else if (options.task_kind == "classmap") {
+    auto m = ClassMap(options, *out[options.task_output]);
+    if (!m.ok()) return m.error();
+    task.maps.push_back(std::move(*m));
+  } else {
     std::vector<int64_t> top;
-    for (size_t i : Ranking(TensorValues(*out), options.task_top_k)) {
+    for (size_t i : Ranking(TensorValues(*out[options.task_output]), options.task_top_k)) {
       top.push_back(static_cast<int64_t>(i));
     }
     task.sets.push_back(std::move(top));
+  }
+  return Ok();
+}
+
+}  // namespace
+
+bool CollectTaskOutputs(
+    const RunnerOptions& options, size_t outputs,
+    const std::function<const std::vector<runtime::Tensor*>*(size_t set)>& run_set,
+    RunOutcome* outcome) {
+  std::vector<uint32_t> named = options.task_boxes;
+  if (options.task_kind != "boxes") named = {options.task_output};
+  for (uint32_t i : named) {
+    if (i >= outputs) {
+      return Failed(outcome, RunnerStatus::kUsageError,
+                    "--task-outputs names output " + std::to_string(i) + " but the model has " +
+                        std::to_string(outputs));
+    }
+  }
+  TaskOutputs task;
+  task.kind = options.task_kind;
+  if (task.kind == "topk") task.k = options.task_top_k;
+  if (task.kind != "boxes") task.output = options.task_output;
+  if (task.kind == "boxes") {
+    task.box_outputs.assign(named.begin(), named.end());
+    task.max_boxes = options.task_max_boxes;
+  }
+  if (task.kind == "classmap") task.activation = options.task_activation;
+  for (size_t set = 0; set < options.inputs_dirs.size(); ++set) {
+    const std::vector<runtime::Tensor*>* out = run_set(set);
+    if (out == nullptr) return false;
+    if (Result<void> r = AddTaskSet(options, *out, task); !r.ok()) {
+      return Failed(outcome, RunnerStatus::kUsageError, r.message());
+    }
   }
   outcome->task_outputs = std::move(task);
   return true;
@@ -800,8 +911,8 @@ RunOutcome Run(const RunnerOptions& options, std::ostream& log) {
     return outcome;
   }
   if (options.profile && !ProfileSteps(options, job, &outcome)) return outcome;
-  if (options.task_top_k > 0) {
-    const auto run_set = [&](size_t set) -> const runtime::Tensor* {
+  if (!options.task_kind.empty()) {
+    const auto run_set = [&](size_t set) -> const std::vector<runtime::Tensor*>* {
       if (Result<void> r = SetInputs(options, job.interpreter->inputs(), set); !r.ok()) {
         Failed(&outcome, RunnerStatus::kModelError, r.message());
         return nullptr;
@@ -810,7 +921,7 @@ RunOutcome Run(const RunnerOptions& options, std::ostream& log) {
         Failed(&outcome, job.Classify(s), "input set " + std::to_string(set) + ": " + s.message());
         return nullptr;
       }
-      return job.interpreter->outputs()[options.task_output];
+      return &job.interpreter->outputs();
     };
     if (!CollectTaskOutputs(options, job.interpreter->outputs().size(), run_set, &outcome)) {
       return outcome;

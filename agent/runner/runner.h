@@ -127,12 +127,14 @@ Accuracy AccuracyOf(const RunnerOptions& options,
                     const std::vector<std::vector<OutputAccuracy>>& per_output);
 
 // --task-outputs: for each input set k, run_set(k) sets the inputs, invokes
-// and returns output options.task_output (nullptr: it failed *outcome
-// itself); the output's top indices go to outcome->task_outputs. A job whose
-// model has `outputs` outputs; an output index past them is a usage error.
-bool CollectTaskOutputs(const RunnerOptions& options, size_t outputs,
-                        const std::function<const runtime::Tensor*(size_t set)>& run_set,
-                        RunOutcome* outcome);
+// and returns the model's outputs (nullptr: it failed *outcome itself);
+// what options.task_kind lists of them goes to outcome->task_outputs. A job
+// whose model has `outputs` outputs; an output index past them, or an output
+// not of the kind's shape, is a usage error.
+bool CollectTaskOutputs(
+    const RunnerOptions& options, size_t outputs,
+    const std::function<const std::vector<runtime::Tensor*>*(size_t set)>& run_set,
+    RunOutcome* outcome);
 
 // The sha256 of each output's bytes into outcome->outputs[i].sha256.
 void HashOutputs(const std::vector<runtime::Tensor*>& outputs, RunOutcome* outcome);

@@ -244,25 +244,82 @@ std::optional<JobSustained> ParseSustained(const json& doc) {
   return out;
 }
 
-// Unset when absent or malformed (a kind other than "topk", a set that is
-// not a list of indices): the host then has no task outputs to judge.
+// A list of non-negative integers, or unset.
+std::optional<std::vector<int64_t>> Indices(const json& list) {
+  if (!list.is_array()) return std::nullopt;
+  std::vector<int64_t> out;
+  for (const json& i : list) {
+    if (!i.is_number_integer() || i.get<int64_t>() < 0) return std::nullopt;
+    out.push_back(i.get<int64_t>());
+  }
+  return out;
+}
+
+// "boxes" sets: per set a list of [class, score, ymin, xmin, ymax, xmax].
+bool ParseDetections(const json& sets, TaskOutputs& out) {
+  for (const json& set : sets) {
+    if (!set.is_array()) return false;
+    std::vector<TaskDetection> rows;
+    for (const json& r : set) {
+      if (!r.is_array() || r.size() != 6 || !r[0].is_number_integer()) return false;
+      for (size_t i = 1; i < 6; ++i) {
+        if (!r[i].is_number()) return false;
+      }
+      rows.push_back({r[0].get<int64_t>(), r[1].get<double>(), r[2].get<double>(),
+                      r[3].get<double>(), r[4].get<double>(), r[5].get<double>()});
+    }
+    out.detections.push_back(std::move(rows));
+  }
+  return true;
+}
+
+// "classmap" sets: per set {"height","width","rle":[value,count,...]}.
+bool ParseClassMaps(const json& sets, TaskOutputs& out) {
+  for (const json& set : sets) {
+    if (!set.is_object() || !set.contains("rle")) return false;
+    TaskClassMap m;
+    m.height = Count(set, "height");
+    m.width = Count(set, "width");
+    auto rle = Indices(set["rle"]);
+    if (!rle || rle->size() % 2 != 0) return false;
+    m.rle = std::move(*rle);
+    out.maps.push_back(std::move(m));
+  }
+  return true;
+}
+
+// Unset when absent or malformed (an unknown kind, a set not of its kind's
+// form): the host then has no task outputs to judge.
 std::optional<TaskOutputs> ParseTaskOutputs(const json& doc) {
   if (!doc.contains("task_outputs") || !doc["task_outputs"].is_object()) return std::nullopt;
   const json& t = doc["task_outputs"];
   TaskOutputs out;
-  if (!t.contains("kind") || t["kind"] != "topk" || !t.contains("sets") || !t["sets"].is_array()) {
+  if (!t.contains("kind") || !t["kind"].is_string() || !t.contains("sets") ||
+      !t["sets"].is_array()) {
     return std::nullopt;
   }
-  out.k = Count(t, "k");
+  out.kind = t["kind"].get<std::string>();
+  if (out.kind == "boxes") {
+    auto outputs = t.contains("outputs") ? Indices(t["outputs"]) : std::nullopt;
+    if (!outputs || outputs->size() != 4) return std::nullopt;
+    out.box_outputs = std::move(*outputs);
+    out.max_boxes = Count(t, "max");
+    if (!ParseDetections(t["sets"], out)) return std::nullopt;
+    return out;
+  }
   out.output = Count(t, "output");
+  if (out.kind == "classmap") {
+    if (!t.contains("activation") || !t["activation"].is_string()) return std::nullopt;
+    out.activation = t["activation"].get<std::string>();
+    if (!ParseClassMaps(t["sets"], out)) return std::nullopt;
+    return out;
+  }
+  if (out.kind != "topk") return std::nullopt;
+  out.k = Count(t, "k");
   for (const json& set : t["sets"]) {
-    if (!set.is_array()) return std::nullopt;
-    std::vector<int64_t> indices;
-    for (const json& i : set) {
-      if (!i.is_number_integer() || i.get<int64_t>() < 0) return std::nullopt;
-      indices.push_back(i.get<int64_t>());
-    }
-    out.sets.push_back(std::move(indices));
+    auto indices = Indices(set);
+    if (!indices) return std::nullopt;
+    out.sets.push_back(std::move(*indices));
   }
   return out;
 }
@@ -423,6 +480,30 @@ json ProfileJson(const JobProfile& p) {
 }
 
 json TaskOutputsJson(const TaskOutputs& task) {
+  if (task.kind == "boxes") {
+    json sets = json::array();
+    for (const std::vector<TaskDetection>& set : task.detections) {
+      json rows = json::array();
+      for (const TaskDetection& d : set) {
+        rows.push_back({d.class_index, d.score, d.ymin, d.xmin, d.ymax, d.xmax});
+      }
+      sets.push_back(std::move(rows));
+    }
+    return {{"kind", task.kind},
+            {"outputs", task.box_outputs},
+            {"max", task.max_boxes},
+            {"sets", std::move(sets)}};
+  }
+  if (task.kind == "classmap") {
+    json sets = json::array();
+    for (const TaskClassMap& m : task.maps) {
+      sets.push_back({{"height", m.height}, {"width", m.width}, {"rle", m.rle}});
+    }
+    return {{"kind", task.kind},
+            {"output", task.output},
+            {"activation", task.activation},
+            {"sets", std::move(sets)}};
+  }
   return {{"kind", task.kind}, {"k", task.k}, {"output", task.output}, {"sets", task.sets}};
 }
 

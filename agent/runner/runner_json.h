@@ -36,6 +36,8 @@ using runner::PlacementNode;
 using runner::ProfileNode;
 using runner::ProfileOp;
 using runner::SustainedWindow;
+using runner::TaskClassMap;
+using runner::TaskDetection;
 using runner::TaskOutputs;
 using runner::ToDouble;
 
@@ -107,7 +109,10 @@ nlohmann::json AccuracyJson(const Accuracy& accuracy);
 nlohmann::json ProfileJson(const JobProfile& profile);
 // "sustained": {"secs","window_ms","windows":[{"t_ms","runs","mean_us","p50_us","max_us"}]}.
 nlohmann::json SustainedJson(const JobSustained& sustained);
-// "task_outputs": {"kind":"topk","k","output","sets":[[index,...],...]}.
+// "task_outputs": {"kind":"topk","k","output","sets":[[index,...],...]},
+// {"kind":"boxes","outputs":[B,C,S,N],"max","sets":[[[class,score,ymin,xmin,
+// ymax,xmax],...],...]} or {"kind":"classmap","output","activation",
+// "sets":[{"height","width","rle":[value,count,...]},...]}.
 nlohmann::json TaskOutputsJson(const TaskOutputs& task);
 // One entry of "accuracy.layers" (`partition` only for a delegated partition).
 nlohmann::json LayerErrorJson(const LayerError& layer);

@@ -197,6 +197,47 @@ TEST(RunnerJsonTest, TaskOutputsRoundTripAndMalformedAreLeftOut) {
   }
 }
 
+TEST(RunnerJsonTest, BoxesAndClassMapsRoundTripAndMalformedAreLeftOut) {
+  runner::TaskOutputs boxes;
+  boxes.kind = "boxes";
+  boxes.box_outputs = {0, 1, 2, 3};
+  boxes.max_boxes = 10;
+  boxes.detections = {{{2, 0.75, 0.1, 0.2, 0.5, 0.6}}, {}};
+  std::string text = TaskOutputsJson(boxes).dump();
+  EXPECT_EQ(
+      text,
+      R"({"kind":"boxes","max":10,"outputs":[0,1,2,3],"sets":[[[2,0.75,0.1,0.2,0.5,0.6]],[]]})");
+  auto parsed = ParseRunnerJson(R"({"status":"ok","task_outputs":)" + text + "}");
+  ASSERT_TRUE(parsed.ok()) << parsed.message();
+  ASSERT_TRUE(parsed->task_outputs.has_value());
+  ASSERT_EQ(parsed->task_outputs->detections.size(), 2u);
+  EXPECT_EQ(parsed->task_outputs->detections[0][0].class_index, 2);
+  EXPECT_EQ(parsed->task_outputs->detections[0][0].xmax, 0.6);
+  EXPECT_EQ(parsed->task_outputs->box_outputs, boxes.box_outputs);
+  runner::TaskOutputs maps;
+  maps.kind = "classmap";
+  maps.activation = "logits";
+  maps.maps = {{2, 3, {0, 4, 1, 2}}};
+  text = TaskOutputsJson(maps).dump();
+  parsed = ParseRunnerJson(R"({"status":"ok","task_outputs":)" + text + "}");
+  ASSERT_TRUE(parsed.ok()) << parsed.message();
+  ASSERT_TRUE(parsed->task_outputs.has_value());
+  ASSERT_EQ(parsed->task_outputs->maps.size(), 1u);
+  EXPECT_EQ(parsed->task_outputs->maps[0].width, 3);
+  EXPECT_EQ(parsed->task_outputs->maps[0].rle, maps.maps[0].rle);
+  EXPECT_EQ(parsed->task_outputs->activation, "logits");
+  for (
+      const char* bad :
+      {R"({"kind":"boxes","outputs":[0,1,2],"max":1,"sets":[]})",
+       R"({"kind":"boxes","outputs":[0,1,2,3],"max":1,"sets":[[[0,1,2]]]})",
+       R"({"kind":"classmap","output":0,"activation":"logits","sets":[{"height":1,"width":1,"rle":[1]}]})",
+       R"({"kind":"classmap","output":0,"sets":[]})"}) {
+    parsed = ParseRunnerJson(std::string(R"({"status":"ok","task_outputs":)") + bad + "}");
+    ASSERT_TRUE(parsed.ok()) << bad;
+    EXPECT_FALSE(parsed->task_outputs.has_value()) << bad;
+  }
+}
+
 TEST(RunnerJsonTest, LayerErrorsRoundTrip) {
   Accuracy a{"layers", {OutputAccuracy{}}};
   a.layers.push_back({0, "DELEGATE", "example", 0, 7, "t2", 0.25, 0.125});

@@ -4,6 +4,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "agent/protocol/status.h"
 #include "delegates/delegate_options.h"
@@ -42,21 +45,71 @@ Result<void> ApplyUseXnnpack(const std::string& value, bool delegate_given, Runn
   return Ok();
 }
 
-// --task-outputs "topk:K[:OUTPUT]" (K in 1..1000) into `o`; "" leaves it off.
+// Unsigned decimal fields of `text` split at `sep`; unset when any field
+// is not digits (or too long).
+std::optional<std::vector<uint32_t>> Fields(const std::string& text, char sep) {
+  std::vector<uint32_t> out;
+  size_t start = 0;
+  while (true) {
+    const size_t end = text.find(sep, start);
+    const std::string f = text.substr(start, end == std::string::npos ? end : end - start);
+    if (f.empty() || f.size() > 6 || f.find_first_not_of("0123456789") != std::string::npos) {
+      return std::nullopt;
+    }
+    out.push_back(static_cast<uint32_t>(std::stoul(f)));
+    if (end == std::string::npos) return out;
+    start = end + 1;
+  }
+}
+
+// "topk:K[:OUTPUT]", "boxes:B,C,S,N[:MAX]" or "classmap:OUTPUT[:ACTIVATION]".
+Result<void> ParseTaskKind(const std::string& text, const std::string& usage, RunnerOptions& o) {
+  const size_t colon = text.find(':');
+  const std::string kind = text.substr(0, colon);
+  const std::string rest = colon == std::string::npos ? "" : text.substr(colon + 1);
+  if (kind == "topk") {
+    auto f = Fields(rest, ':');
+    if (!f || f->size() > 2 || (*f)[0] < 1 || (*f)[0] > 1000) return MakeError(usage);
+    o.task_top_k = (*f)[0];
+    o.task_output = f->size() > 1 ? (*f)[1] : 0;
+  } else if (kind == "boxes") {
+    const size_t c = rest.find(':');
+    auto outputs = Fields(rest.substr(0, c), ',');
+    auto max = c == std::string::npos ? std::optional<std::vector<uint32_t>>(std::vector{100u})
+                                      : Fields(rest.substr(c + 1), ':');
+    if (!outputs || outputs->size() != 4 || !max || max->size() != 1 || (*max)[0] < 1 ||
+        (*max)[0] > 1000) {
+      return MakeError(usage);
+    }
+    o.task_boxes = *outputs;
+    o.task_max_boxes = (*max)[0];
+  } else if (kind == "classmap") {
+    const size_t c = rest.find(':');
+    auto output = Fields(rest.substr(0, c), ':');
+    const std::string activation = c == std::string::npos ? "logits" : rest.substr(c + 1);
+    if (!output || output->size() != 1 ||
+        (activation != "logits" && activation != "probabilities")) {
+      return MakeError(usage);
+    }
+    o.task_output = (*output)[0];
+    o.task_activation = activation;
+  } else {
+    return MakeError(usage);
+  }
+  o.task_kind = kind;
+  return Ok();
+}
+
+// --task-outputs (runner::TaskOutputs' kinds) into `o`; "" leaves it off.
 Result<void> ParseTaskOutputs(const std::string& text, RunnerOptions& o) {
   if (text.empty()) return Ok();
-  const std::string usage = "--task-outputs '" + text +
-                            "': expected topk:K[:OUTPUT] (K in 1..1000, OUTPUT an output index)";
-  if (text.rfind("topk:", 0) != 0) return MakeError(usage);
-  unsigned k = 0, output = 0;
-  char extra = 0;
-  const std::string rest = text.substr(5);
-  const int got = std::sscanf(rest.c_str(), "%u:%u%c", &k, &output, &extra);
-  const bool digits_only = rest.find_first_not_of("0123456789:") == std::string::npos;
-  if (!digits_only || (got != 1 && got != 2) || k < 1 || k > 1000) return MakeError(usage);
+  const std::string usage =
+      "--task-outputs '" + text +
+      "': expected topk:K[:OUTPUT] (K in 1..1000), boxes:B,C,S,N[:MAX] (the detection "
+      "post-process's boxes, classes, scores and count outputs; MAX in 1..1000 rows per set) "
+      "or classmap:OUTPUT[:logits|probabilities]";
+  if (Result<void> r = ParseTaskKind(text, usage, o); !r.ok()) return r;
   if (o.inputs_dirs.empty()) return MakeError("--task-outputs needs --inputs (a labelled set)");
-  o.task_top_k = k;
-  o.task_output = output;
   return Ok();
 }
 
@@ -101,9 +154,12 @@ void AddFlags(CLI::App& app, RunnerOptions& o, std::string& delegate_options,
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--task-outputs", task_outputs,
-                 "topk:K[:OUTPUT]: after the measured runs, run every input set once more and "
-                 "list the indices of output OUTPUT's (default 0) K highest values per set "
-                 "(the JSON's \"task_outputs\"); needs --inputs");
+                 "After the measured runs, run every input set once more and list per set "
+                 "(the JSON's \"task_outputs\"): topk:K[:OUTPUT] the indices of output "
+                 "OUTPUT's (default 0) K highest values; boxes:B,C,S,N[:MAX] the first "
+                 "min(count, MAX) (default 100) rows of a detection post-process's boxes, "
+                 "classes, scores and count outputs; classmap:OUTPUT[:logits|probabilities] "
+                 "the argmax class of each pixel, run-length coded; needs --inputs");
   app.add_option("--dump-outputs", o.dump_outputs_dir,
                  "Folder to write output_<i>.bin and outputs.json to");
   app.add_option("--use_xnnpack", use_xnnpack,

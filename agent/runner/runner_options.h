@@ -36,12 +36,19 @@ struct RunnerOptions {
   // (docs/CONTRACTS.md). Empty: seeded random inputs.
   std::vector<std::string> inputs_dirs;
   std::string dump_outputs_dir;  // empty: no dump
-  // --task-outputs topk:K[:OUTPUT]: after the measured runs, every input set
-  // runs once more and the JSON's "task_outputs" lists the indices of output
-  // OUTPUT's (default 0) K highest values per set (task accuracy on a
-  // labelled set, computed by the host). 0: off.
+  // --task-outputs: after the measured runs, every input set runs once more
+  // and the JSON's "task_outputs" (runner::TaskOutputs) lists what the host
+  // scores against a labelled set's labels. task_kind "": off; "topk":
+  // output task_output's task_top_k highest values; "boxes": the detection
+  // post-process outputs task_boxes (boxes, classes, scores, count), at most
+  // task_max_boxes per set; "classmap": output task_output's class per
+  // pixel (task_activation "logits" or "probabilities").
+  std::string task_kind;
   uint32_t task_top_k = 0;
   uint32_t task_output = 0;
+  std::vector<uint32_t> task_boxes;
+  uint32_t task_max_boxes = 100;
+  std::string task_activation = "logits";
   bool json = false;
   // --init-only (internal): load and AllocateTensors() only, then
   // report init_us and the delegate's stats; the runner starts itself so for

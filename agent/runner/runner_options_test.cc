@@ -102,6 +102,32 @@ TEST(RunnerOptionsTest, TaskOutputs) {
   EXPECT_THAT(p.error, HasSubstr("needs --inputs"));
 }
 
+TEST(RunnerOptionsTest, TaskOutputsBoxesAndClassMap) {
+  ParsedCommandLine p =
+      Parse({"--model", "m", "--inputs", "a", "--task-outputs", "boxes:0,1,2,3:20"});
+  ASSERT_EQ(p.action, Action::kRun) << p.error;
+  EXPECT_EQ(p.options.task_kind, "boxes");
+  EXPECT_EQ(p.options.task_boxes, (std::vector<uint32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(p.options.task_max_boxes, 20u);
+  p = Parse({"--model", "m", "--inputs", "a", "--task-outputs", "boxes:3,2,1,0"});
+  ASSERT_EQ(p.action, Action::kRun) << p.error;
+  EXPECT_EQ(p.options.task_max_boxes, 100u);
+  p = Parse({"--model", "m", "--inputs", "a", "--task-outputs", "classmap:1:probabilities"});
+  ASSERT_EQ(p.action, Action::kRun) << p.error;
+  EXPECT_EQ(p.options.task_kind, "classmap");
+  EXPECT_EQ(p.options.task_output, 1u);
+  EXPECT_EQ(p.options.task_activation, "probabilities");
+  p = Parse({"--model", "m", "--inputs", "a", "--task-outputs", "classmap:0"});
+  ASSERT_EQ(p.action, Action::kRun) << p.error;
+  EXPECT_EQ(p.options.task_activation, "logits");
+  for (const char* bad : {"boxes:0,1,2", "boxes:0,1,2,3:0", "boxes:0,1,2,x",
+                          "classmap:", "classmap:0:softmax", "classmap:a"}) {
+    p = Parse({"--model", "m", "--inputs", "a", "--task-outputs", bad});
+    EXPECT_EQ(p.action, Action::kUsageError) << bad;
+    EXPECT_THAT(p.error, HasSubstr("boxes:B,C,S,N[:MAX]")) << bad;
+  }
+}
+
 TEST(RunnerOptionsTest, RangeErrorsNameTheBound) {
   ParsedCommandLine p = Parse({"--model", "m", "--num-runs", "0"});
   ASSERT_EQ(p.action, Action::kUsageError);

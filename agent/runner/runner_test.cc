@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "flatbuffers/flexbuffers.h"
 #include "tests/model_builder/crafted_models.h"
 #include "tests/model_builder/model_builder.h"
 
@@ -833,6 +834,119 @@ TEST_F(RunnerTest, TaskOutputsListTheTopClassesOfEverySet) {
   EXPECT_EQ(p.exit_code, 2) << p.out;  // usage: the model has one output
   EXPECT_THAT(nlohmann::json::parse(p.out)["error"].get<std::string>(),
               HasSubstr("names output 1 but the model has 1"));
+}
+
+// A detection post-process on two anchors, [0,0,.5,.5] and [.5,.5,1,1]
+// (zero encodings, unit scales), one class after the background column;
+// the encodings and class scores are the inputs.
+std::string DetectionModel(const fs::path& dir) {
+  ModelBuilder b;
+  int enc = b.AddTensor(tfl::TensorType::FLOAT32, {1, 2, 4}, "box_encodings");
+  int cls = b.AddTensor(tfl::TensorType::FLOAT32, {1, 2, 2}, "class_scores");
+  int anc =
+      b.AddConstFloat32({2, 4}, {0.25f, 0.25f, 0.5f, 0.5f, 0.75f, 0.75f, 0.5f, 0.5f}, "anchors");
+  int ob = b.AddTensor(tfl::TensorType::FLOAT32, {1, 2, 4}, "boxes");
+  int oc = b.AddTensor(tfl::TensorType::FLOAT32, {1, 2}, "classes");
+  int os = b.AddTensor(tfl::TensorType::FLOAT32, {1, 2}, "scores");
+  int on = b.AddTensor(tfl::TensorType::FLOAT32, {1}, "count");
+  flexbuffers::Builder fbb;
+  fbb.Map([&] {
+    fbb.Int("max_detections", 2);
+    fbb.Int("max_classes_per_detection", 1);
+    fbb.Float("nms_score_threshold", 0.35f);
+    fbb.Float("nms_iou_threshold", 0.5f);
+    fbb.Int("num_classes", 1);
+    for (const char* key : {"y_scale", "x_scale", "h_scale", "w_scale"}) fbb.Float(key, 1.0f);
+  });
+  fbb.Finish();
+  b.AddCustomOperator("TFLite_Detection_PostProcess", {enc, cls, anc}, {ob, oc, os, on},
+                      fbb.GetBuffer());
+  b.SetInputs({enc, cls});
+  b.SetOutputs({ob, oc, os, on});
+  fs::path path = dir / "detect.tflite";
+  EXPECT_TRUE(b.WriteFile(path.string()));
+  return path.string();
+}
+
+// --task-outputs boxes: per set the post-process's first min(count, MAX)
+// rows, [class, score, ymin, xmin, ymax, xmax].
+TEST_F(RunnerTest, TaskOutputsListTheDetectionsOfEverySet) {
+  const std::string model = DetectionModel(dir_);
+  for (const char* set : {"s0", "s1"}) {
+    fs::create_directories(dir_ / set);
+    WriteValues<float>(dir_ / set / "input_0.bin", std::vector<float>(8, 0.0f));
+  }
+  WriteValues<float>(dir_ / "s0" / "input_1.bin", {0, 0.9f, 0, 0.6f});
+  WriteValues<float>(dir_ / "s1" / "input_1.bin", {0, 0.1f, 0, 0.8f});
+  std::vector<std::string> args = {"--model",
+                                   model,
+                                   "--json",
+                                   "--num-runs",
+                                   "1",
+                                   "--inputs",
+                                   (dir_ / "s0").string(),
+                                   "--inputs",
+                                   (dir_ / "s1").string(),
+                                   "--task-outputs",
+                                   "boxes:0,1,2,3"};
+  Process p = RunRunner(args);
+  ASSERT_EQ(p.exit_code, 0) << p.err << p.out;
+  nlohmann::json task = nlohmann::json::parse(p.out)["task_outputs"];
+  EXPECT_EQ(task["kind"], "boxes");
+  EXPECT_EQ(task["outputs"], nlohmann::json::parse("[0,1,2,3]"));
+  EXPECT_EQ(task["max"], 100);
+  EXPECT_EQ(task["sets"], nlohmann::json::parse(
+                              "[[[0,0.9,0,0,0.5,0.5],[0,0.6,0.5,0.5,1,1]],[[0,0.8,0.5,0.5,1,1]]]"))
+      << task.dump();
+  args.back() = "boxes:0,1,2,3:1";
+  p = RunRunner(args);
+  ASSERT_EQ(p.exit_code, 0) << p.err << p.out;
+  task = nlohmann::json::parse(p.out)["task_outputs"];
+  EXPECT_EQ(task["sets"], nlohmann::json::parse("[[[0,0.9,0,0,0.5,0.5]],[[0,0.8,0.5,0.5,1,1]]]"));
+  args.back() = "boxes:0,1,3,2";  // count and scores swapped: not the post-process's layout
+  p = RunRunner(args);
+  EXPECT_EQ(p.exit_code, 2) << p.out;
+  EXPECT_THAT(nlohmann::json::parse(p.out)["error"].get<std::string>(),
+              HasSubstr("not a detection post-process's boxes"));
+}
+
+// --task-outputs classmap: the class of each pixel, run-length coded; one
+// channel thresholded at 0 (logits) or 0.5 (probabilities), several by
+// argmax (ties to the lower class).
+TEST_F(RunnerTest, TaskOutputsListTheClassMapOfEverySet) {
+  std::string model = ScoresModel(dir_);  // [1,4]: one row of four pixels
+  fs::create_directories(dir_ / "s0");
+  WriteValues<float>(dir_ / "s0" / "input_0.bin", {0.1f, 3.0f, -2.0f, 0.5f});
+  WriteValues<float>(dir_ / "s0" / "input_1.bin", {0.25f});
+  for (auto [activation, rle] :
+       {std::pair{"logits", "[1,2,0,1,1,1]"}, std::pair{"probabilities", "[0,1,1,1,0,1,1,1]"}}) {
+    Process p = RunRunner({"--model", model, "--json", "--num-runs", "1", "--inputs",
+                           (dir_ / "s0").string(), "--task-outputs",
+                           std::string("classmap:0:") + activation});
+    ASSERT_EQ(p.exit_code, 0) << p.err << p.out;
+    const nlohmann::json task = nlohmann::json::parse(p.out)["task_outputs"];
+    EXPECT_EQ(task["kind"], "classmap");
+    EXPECT_EQ(task["activation"], activation);
+    EXPECT_EQ(task["sets"][0]["height"], 1);
+    EXPECT_EQ(task["sets"][0]["width"], 4);
+    EXPECT_EQ(task["sets"][0]["rle"], nlohmann::json::parse(rle)) << activation;
+  }
+  ModelBuilder b;
+  int in0 = b.AddTensor(tfl::TensorType::FLOAT32, {1, 1, 3, 2}, "logits");
+  int in1 = b.AddTensor(tfl::TensorType::FLOAT32, {1}, "bias");
+  int out = b.AddTensor(tfl::TensorType::FLOAT32, {1, 1, 3, 2}, "classes");
+  b.AddAdd(in0, in1, out);
+  b.SetInputs({in0, in1});
+  b.SetOutputs({out});
+  ASSERT_TRUE(b.WriteFile((dir_ / "map.tflite").string()));
+  WriteValues<float>(dir_ / "s0" / "input_0.bin", {1.0f, 2.0f, 5.0f, 3.0f, 2.0f, 2.0f});
+  Process p = RunRunner({"--model", (dir_ / "map.tflite").string(), "--json", "--num-runs", "1",
+                         "--inputs", (dir_ / "s0").string(), "--task-outputs", "classmap:0"});
+  ASSERT_EQ(p.exit_code, 0) << p.err << p.out;
+  const nlohmann::json set = nlohmann::json::parse(p.out)["task_outputs"]["sets"][0];
+  EXPECT_EQ(set["height"], 1);
+  EXPECT_EQ(set["width"], 3);
+  EXPECT_EQ(set["rle"], nlohmann::json::parse("[1,1,0,2]"));
 }
 
 // One set keeps today's figures and adds "sets":1.

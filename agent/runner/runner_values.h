@@ -176,15 +176,38 @@ struct JobSustained {
   std::vector<SustainedWindow> windows;  // in time order
 };
 
-// "task_outputs" (--task-outputs topk:K[:OUTPUT]): for task accuracy on a
-// labelled set, per input set (in --inputs order) the indices of output
-// OUTPUT's K highest values (dequantized), highest first; equal values in
-// index order. The host turns them into top-k accuracy against the labels.
+// "task_outputs" (--task-outputs): for task accuracy on a labelled set, per
+// input set (in --inputs order) what the host scores against the labels.
+//   kind "topk" (topk:K[:OUTPUT]): the indices of output OUTPUT's K highest
+//     values (dequantized), highest first; equal values in index order.
+//   kind "boxes" (boxes:B,C,S,N[:MAX]): the first min(count, MAX) rows of a
+//     detection post-process's outputs (boxes [1,N,4] ymin,xmin,ymax,xmax,
+//     classes [1,N], scores [1,N], count [1]), as the model wrote them.
+//   kind "classmap" (classmap:OUTPUT[:logits|probabilities]): the class of
+//     each pixel of output OUTPUT ([1,H,W,C], [H,W,C] with H > 1, [1,H,W] or [H,W]):
+//     the argmax over C (ties: the lower class), or for one channel 1 where
+//     the value is above 0 (logits) or 0.5 (probabilities); run-length coded.
+struct TaskDetection {
+  int64_t class_index = 0;  // the classes output's value, rounded
+  double score = 0;
+  double ymin = 0, xmin = 0, ymax = 0, xmax = 0;
+};
+struct TaskClassMap {
+  int64_t height = 0;
+  int64_t width = 0;
+  // Row-major runs: value, count, value, count, ... (counts sum to H*W).
+  std::vector<int64_t> rle;
+};
 struct TaskOutputs {
   std::string kind = "topk";
   int64_t k = 0;
-  int64_t output = 0;
-  std::vector<std::vector<int64_t>> sets;
+  int64_t output = 0;                                  // topk, classmap
+  std::vector<std::vector<int64_t>> sets;              // topk
+  std::vector<int64_t> box_outputs;                    // boxes: B, C, S, N
+  int64_t max_boxes = 0;                               // boxes: MAX
+  std::vector<std::vector<TaskDetection>> detections;  // boxes, per set
+  std::string activation;                              // classmap: "logits" | "probabilities"
+  std::vector<TaskClassMap> maps;                      // classmap, per set
 };
 
 // One entry of "accuracy.layers" (--accuracy-reference layers): a

@@ -315,8 +315,8 @@ bool Finish(const RunnerOptions& options, const tflite::Library& library, Job& j
       !CompareWithReference(options, library, job, outcome)) {
     return false;
   }
-  if (options.task_top_k == 0) return true;
-  const auto run_set = [&](size_t set) -> const runtime::Tensor* {
+  if (options.task_kind.empty()) return true;
+  const auto run_set = [&](size_t set) -> const std::vector<runtime::Tensor*>* {
     if (Result<void> r = SetInputs(options, job.inputs.ptrs, set); !r.ok()) {
       Failed(outcome, RunnerStatus::kModelError, r.message());
       return nullptr;
@@ -326,7 +326,7 @@ bool Finish(const RunnerOptions& options, const tflite::Library& library, Job& j
       return nullptr;
     }
     if (!RefreshOutputs(*job.interpreter, &job.outputs, outcome)) return nullptr;
-    return job.outputs.ptrs[options.task_output];
+    return &job.outputs.ptrs;
   };
   return CollectTaskOutputs(options, job.outputs.ptrs.size(), run_set, outcome);
 }

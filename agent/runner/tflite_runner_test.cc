@@ -287,6 +287,26 @@ TEST_F(TfliteRunnerTest, InputFilesAndSetsAreTheSameForBothRuntimes) {
   EXPECT_THAT(p.doc["error"].get<std::string>(), StartsWith("input set 1: input file"));
 }
 
+// --task-outputs on TensorFlow Lite's runtime lists what dfarm-runner lists.
+TEST_F(TfliteRunnerTest, TaskOutputsAreTheSameForBothRuntimes) {
+  const std::string model = AddModel();
+  const fs::path in = dir_ / "set0";
+  fs::create_directories(in);
+  WriteValues<float>(in / "input_0.bin", {1.5f, -2, 3, 0.25f});
+  WriteValues<float>(in / "input_1.bin", {10, 20, -30, 40});  // sum 11.5, 18, -27, 40.25
+  for (auto [arg, sets] :
+       {std::pair{"topk:2", "[[3,1]]"},
+        std::pair{"classmap:0:logits", R"([{"height":1,"rle":[1,2,0,1,1,1],"width":4}])"}}) {
+    for (const char* program : {kTfliteRunnerName, "dfarm-runner"}) {
+      std::vector<std::string> args = {"--model",    model, "--inputs",       in.string(), "--json",
+                                       "--num-runs", "1",   "--task-outputs", arg};
+      Process p = program == std::string("dfarm-runner") ? Run(program, args) : RunTflite(args);
+      ASSERT_EQ(p.exit_code, 0) << program << p.err;
+      EXPECT_EQ(p.doc["task_outputs"]["sets"], json::parse(sets)) << program << " " << arg;
+    }
+  }
+}
+
 TEST_F(TfliteRunnerTest, ExternalDelegatePluginRunsAndReportsItsErrors) {
   const std::string model = std::string(DFARM_MODELS_DIR) + "/face_detection_short_range.tflite";
   if (!fs::exists(model)) GTEST_SKIP() << model << " is absent";

@@ -275,7 +275,7 @@ void JobView::showHeader(const JobData& d) {
     // Task accuracy on the model's labelled set (docs/sweeps.md).
     h += tr("<br>task accuracy on %1 (%2 images):").arg(esc(d.task->dataset)).arg(d.task->images);
     for (const store::TaskMetric& m : d.task->metrics) {
-      const QString name = QString::fromStdString(m.name).replace("top", "top-");
+      const QString name = QString::fromStdString(reports::TaskMetricLabel(m.name));
       h += QString(" &nbsp; %1 <b>%2</b>").arg(name, esc(reports::TaskMetricText(m)));
     }
   }

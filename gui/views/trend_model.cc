@@ -25,6 +25,10 @@ QString trendMetricTitle(TrendMetric metric) {
       return QStringLiteral("top-1 accuracy (%)");
     case TrendMetric::kTop5:
       return QStringLiteral("top-5 accuracy (%)");
+    case TrendMetric::kMap:
+      return QStringLiteral("mAP@[.5:.95] (%)");
+    case TrendMetric::kMiou:
+      return QStringLiteral("mIoU (%)");
   }
   return {};
 }
@@ -40,6 +44,8 @@ double trendDisplayValue(TrendMetric metric, double raw) {
     case TrendMetric::kMaxAbsError:
     case TrendMetric::kTop1:
     case TrendMetric::kTop5:
+    case TrendMetric::kMap:
+    case TrendMetric::kMiou:
       return raw;
   }
   return raw;

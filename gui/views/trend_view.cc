@@ -34,8 +34,9 @@ namespace dfarm::gui {
 namespace {
 
 constexpr TrendMetric kMetrics[] = {
-    TrendMetric::kMean,        TrendMetric::kP50,  TrendMetric::kP90, TrendMetric::kPeakRss,
-    TrendMetric::kMaxAbsError, TrendMetric::kTop1, TrendMetric::kTop5};
+    TrendMetric::kMean,    TrendMetric::kP50,         TrendMetric::kP90,
+    TrendMetric::kPeakRss, TrendMetric::kMaxAbsError, TrendMetric::kTop1,
+    TrendMetric::kTop5,    TrendMetric::kMap,         TrendMetric::kMiou};
 
 void hideFromLegend(QChart* chart, QAbstractSeries* series) {
   for (QLegendMarker* m : chart->legend()->markers(series)) m->setVisible(false);

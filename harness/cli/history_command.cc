@@ -72,6 +72,8 @@ const char* Unit(harness::HistoryMetric metric) {
       return "";
     case harness::HistoryMetric::kTop1:
     case harness::HistoryMetric::kTop5:
+    case harness::HistoryMetric::kMap:
+    case harness::HistoryMetric::kMiou:
       return " (%)";
     default:
       return " (us)";
@@ -204,8 +206,9 @@ int RunRegressions(const HistoryOptions& o, Context& ctx) {
 
 void AddCommonOptions(CLI::App& cmd, HistoryOptions& o) {
   cmd.add_option("--metric", o.metric,
-                 "mean, p50, p90 (us), peak_rss (bytes), max_abs_error, or top1/top5 (task "
-                 "accuracy of a model with an eval, percent; a drop is a regression)")
+                 "mean, p50, p90 (us), peak_rss (bytes), max_abs_error, or top1/top5/map/miou "
+                 "(task accuracy of a model with an eval: top-k, detection mAP@[.5:.95], "
+                 "segmentation mIoU, percent; a drop is a regression)")
       ->capture_default_str();
   cmd.add_option("--min-segment", o.min_segment, "fewest runs at one level between steps")
       ->capture_default_str();

@@ -141,9 +141,8 @@ int ShowTask(store::Store& store, const store::JobRow& j, Context& ctx) {
   ctx.out << "task accuracy (" << harness::TerminalSafe((*task)->task) << ") on "
           << harness::TerminalSafe((*task)->dataset) << ", " << (*task)->images << " images:";
   for (const store::TaskMetric& m : (*task)->metrics) {
-    std::string name = m.name;
-    if (name.rfind("top", 0) == 0) name = "top-" + name.substr(3);
-    ctx.out << " " << harness::TerminalSafe(name) << " " << reports::TaskMetricText(m);
+    ctx.out << " " << harness::TerminalSafe(reports::TaskMetricLabel(m.name)) << " "
+            << reports::TaskMetricText(m);
   }
   ctx.out << " (95% interval over the images)\n\n";
   return kExitOk;
@@ -446,18 +445,32 @@ int PrintTaskTable(store::Store& store, const reports::RunReport& report, Contex
   auto all = store.ListRunTaskAccuracy(report.run.id);
   if (!all) return ctx.Fail(all.error());
   if (all->empty()) return kExitOk;
-  ctx.out << "\ntask accuracy (percent, 95% interval over the "
-             "images):\nJOB\tSET\tIMAGES\tTOP-1\tTOP-K\n";
+  // Classification alone keeps its TOP-1/TOP-K columns; with other tasks
+  // each row names its metrics.
+  const bool topk = std::all_of(all->begin(), all->end(),
+                                [](const auto& t) { return t.second.task == "classification"; });
+  ctx.out << "\ntask accuracy (percent, 95% interval over the images):\n"
+          << (topk ? "JOB\tSET\tIMAGES\tTOP-1\tTOP-K\n" : "JOB\tTASK\tSET\tIMAGES\tMETRICS\n");
   for (const store::JobRow& j : report.jobs) {
     auto it = all->find(j.id);
     if (it == all->end()) continue;
     const store::TaskAccuracy& t = it->second;
-    ctx.out << j.id << "\t" << harness::TerminalSafe(t.dataset) << "\t" << t.images << "\t"
-            << (t.metrics.empty() ? "-" : reports::TaskMetricText(t.metrics[0])) << "\t"
-            << (t.metrics.size() > 1 ? harness::TerminalSafe(t.metrics[1].name) + " " +
-                                           reports::TaskMetricText(t.metrics[1])
-                                     : std::string("-"))
-            << "\n";
+    const auto named = [](const store::TaskMetric& m) {
+      return harness::TerminalSafe(reports::TaskMetricLabel(m.name)) + " " +
+             reports::TaskMetricText(m);
+    };
+    ctx.out << j.id << "\t";
+    if (!topk) ctx.out << harness::TerminalSafe(t.task) << "\t";
+    ctx.out << harness::TerminalSafe(t.dataset) << "\t" << t.images << "\t";
+    if (topk) {
+      ctx.out << (t.metrics.empty() ? "-" : reports::TaskMetricText(t.metrics[0])) << "\t"
+              << (t.metrics.size() > 1 ? named(t.metrics[1]) : std::string("-")) << "\n";
+      continue;
+    }
+    std::string metrics;
+    for (const store::TaskMetric& m : t.metrics)
+      metrics += (metrics.empty() ? "" : ", ") + named(m);
+    ctx.out << (metrics.empty() ? "-" : metrics) << "\n";
   }
   return kExitOk;
 }

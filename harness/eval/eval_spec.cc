@@ -1,6 +1,7 @@
 #include "harness/eval/eval_spec.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -10,6 +11,7 @@
 
 #include "agent/base/sha256.h"
 #include "agent/protocol/input_set.h"
+#include "harness/eval/eval_tasks.h"
 #include "harness/spec/spec_paths.h"
 #include "nlohmann/json.hpp"
 
@@ -154,14 +156,27 @@ Result<void> Subset(const std::string& where, EvalSpec& e) {
                           std::to_string(agent::kMaxInputSetsPerJob) +
                           ": set \"sample\" (a seeded subset) or \"limit\" (the first N)");
   }
-  std::vector<std::string> images;
-  std::vector<int32_t> labels;
-  for (size_t i : keep) {
-    images.push_back(e.images[i]);
-    labels.push_back(e.labels[i]);
+  const auto pick = [&keep](auto& values) {
+    if (values.empty()) return;
+    std::remove_reference_t<decltype(values)> kept;
+    for (size_t i : keep) kept.push_back(values[i]);
+    values = std::move(kept);
+  };
+  pick(e.images);
+  pick(e.labels);
+  pick(e.mask_files);
+  pick(e.widths);
+  pick(e.heights);
+  std::vector<size_t> renumber(keep.empty() ? 0 : *std::max_element(keep.begin(), keep.end()) + 1,
+                               SIZE_MAX);
+  for (size_t k = 0; k < keep.size(); ++k) renumber[keep[k]] = k;
+  std::vector<EvalTruthBox> truth;
+  for (EvalTruthBox t : e.truth) {
+    if (t.image >= renumber.size() || renumber[t.image] == SIZE_MAX) continue;
+    t.image = renumber[t.image];
+    truth.push_back(t);
   }
-  e.images = std::move(images);
-  e.labels = std::move(labels);
+  e.truth = std::move(truth);
   return Ok();
 }
 
@@ -173,8 +188,23 @@ Result<std::string> DatasetId(const EvalSpec& e) {
     auto sha = agent::Sha256File(e.images[i]);
     if (!sha)
       return MakeError(ErrorKind::kInvalidInput, "image '" + e.images[i] + "': " + sha.message());
-    add(*sha + " " + std::to_string(e.labels[i]) + "\n");
+    add(*sha + " " + (i < e.labels.size() ? std::to_string(e.labels[i]) : "") + "\n");
+    if (i < e.mask_files.size()) {
+      auto mask = agent::Sha256File(e.mask_files[i]);
+      if (!mask) {
+        return MakeError(ErrorKind::kInvalidInput,
+                         "mask '" + e.mask_files[i] + "': " + mask.message());
+      }
+      add("mask " + *mask + "\n");
+    }
+    if (i < e.widths.size()) {
+      add("size " + std::to_string(e.widths[i]) + "x" + std::to_string(e.heights[i]) + "\n");
+    }
   }
+  for (const EvalTruthBox& t : e.truth) {
+    add(nlohmann::json::array({t.image, t.category, t.x, t.y, t.w, t.h}).dump() + "\n");
+  }
+  for (int64_t id : e.category_ids) add("category " + std::to_string(id) + "\n");
   fs::path name = fs::path(e.dataset);
   std::string stem = name.filename().string();
   if (stem.empty()) stem = name.parent_path().filename().string();
@@ -196,6 +226,7 @@ Result<void> ParseDecoder(const json& o, const std::string& where, EvalSpec& e) 
   if (!o.contains("decoder")) return Ok();
   const json& d = o["decoder"];
   const std::string at = where + ".decoder";
+  if (e.task != "classification") return eval_tasks::ParseDecoder(d, at, e);
   if (!d.is_object())
     return Bad(at, "expected an object {\"output\":..,\"offset\":..,\"top_k\":..}");
   for (const auto& item : d.items()) {
@@ -221,28 +252,49 @@ Result<void> ParseDecoder(const json& o, const std::string& where, EvalSpec& e) 
   return Ok();
 }
 
-Result<void> ParseKeys(const json& v, const std::string& where, EvalSpec& e) {
-  static const std::set<std::string> kKeys = {"task",    "dataset", "labels", "preprocess",
-                                              "decoder", "limit",   "sample", "seed"};
-  for (const auto& item : v.items()) {
-    if (!kKeys.count(item.key())) {
-      return Bad(where, "unknown key '" + item.key() +
-                            "' (expected task, dataset, labels, preprocess, decoder, limit, "
-                            "sample, seed)");
-    }
-  }
+// The task and the keys it takes.
+Result<void> ParseTask(const json& v, const std::string& where, EvalSpec& e) {
   if (v.contains("task")) {
     if (!v["task"].is_string()) return Bad(where + ".task", "expected a string");
     e.task = v["task"].get<std::string>();
   }
-  if (e.task != "classification") {
+  if (e.task != "classification" && e.task != "detection" && e.task != "segmentation") {
     return Bad(where + ".task", "'" + e.task +
-                                    "' is not supported: this version scores \"classification\" "
-                                    "(detection and segmentation are not in the spec yet)");
+                                    "' is not a task: expected \"classification\", "
+                                    "\"detection\" or \"segmentation\"");
   }
+  std::set<std::string> keys = {"task",    "dataset", "labels", "preprocess",
+                                "decoder", "limit",   "sample", "seed"};
+  if (e.task == "detection") keys.insert({"images", "category_ids"});
+  if (e.task == "segmentation") keys.insert("ignore_label");
+  for (const auto& item : v.items()) {
+    if (keys.count(item.key())) continue;
+    std::string known;
+    for (const std::string& k : keys) known += (known.empty() ? "" : ", ") + k;
+    return Bad(where,
+               "unknown key '" + item.key() + "' for task " + e.task + " (expected " + known + ")");
+  }
+  if (e.task == "detection" && !v.contains("decoder")) {
+    return Bad(where,
+               "missing \"decoder\": {\"type\":\"ssd_postprocess\",\"boxes\":..,"
+               "\"classes\":..,\"scores\":..,\"count\":..} (output indices)");
+  }
+  if (v.contains("images") && (!v["images"].is_string() || v["images"] == "")) {
+    return Bad(where + ".images", "expected the folder the annotations' file_name is relative to");
+  }
+  return Ok();
+}
+
+Result<void> ParseKeys(const json& v, const std::string& where, EvalSpec& e) {
+  if (auto r = ParseTask(v, where, e); !r) return r;
   if (!v.contains("dataset") || !v["dataset"].is_string() ||
       v["dataset"].get<std::string>().empty()) {
-    return Bad(where, "missing \"dataset\": a folder <class>/<image> or a list file image,label");
+    return Bad(where, e.task == "detection" ? "missing \"dataset\": a COCO annotations JSON"
+                      : e.task == "segmentation"
+                          ? "missing \"dataset\": a folder (images/, masks/) or a list file "
+                            "image,mask"
+                          : "missing \"dataset\": a folder <class>/<image> or a list file "
+                            "image,label");
   }
   if (v.contains("labels") && !v["labels"].is_string()) {
     return Bad(where + ".labels", "expected the path of a labels file (one class per line)");
@@ -264,7 +316,32 @@ Result<void> ParseKeys(const json& v, const std::string& where, EvalSpec& e) {
     if (!n) return n.error();
     *dst = *n;
   }
+  if (v.contains("ignore_label")) {
+    auto n = Count(v, "ignore_label", where, 0, 255);
+    if (!n) return n.error();
+    e.ignore_label = static_cast<int32_t>(*n);
+  }
   return ParseDecoder(v, where, e);
+}
+
+// The dataset of `e.task` (e.dataset and e.classes of a labels file set).
+Result<void> Load(const json& v, const std::string& where, const std::string& spec_folder,
+                  EvalSpec& e) {
+  const fs::path dataset = e.dataset;
+  std::error_code ec;
+  if (e.task == "detection") {
+    e.classes.clear();  // the categories' names; the labels file maps classes to them
+    e.images_folder = v.contains("images")
+                          ? ResolveSpecPath(v["images"].get<std::string>(), spec_folder).string()
+                          : dataset.parent_path().string();
+    return eval_tasks::LoadCoco(e.dataset, e.images_folder, v, where, e);
+  }
+  if (e.task == "segmentation") return eval_tasks::LoadPairs(e.dataset, where + ".dataset", e);
+  return fs::is_directory(dataset, ec) ? LoadFolder(dataset, where + ".dataset", e)
+         : fs::is_regular_file(dataset, ec)
+             ? LoadList(dataset, where + ".dataset", e)
+             : Bad(where + ".dataset",
+                   "'" + dataset.string() + "' is neither a folder nor a list file");
 }
 
 }  // namespace
@@ -283,14 +360,11 @@ Result<EvalSpec> ParseEvalSpec(const json& v, const std::string& where,
     if (!classes) return classes.error();
     e.classes = std::move(*classes);
   }
-  std::error_code ec;
-  Result<void> loaded = fs::is_directory(dataset, ec) ? LoadFolder(dataset, where + ".dataset", e)
-                        : fs::is_regular_file(dataset, ec)
-                            ? LoadList(dataset, where + ".dataset", e)
-                            : Bad(where + ".dataset",
-                                  "'" + dataset.string() + "' is neither a folder nor a list file");
-  if (!loaded) return loaded.error();
+  if (auto loaded = Load(v, where, spec_folder, e); !loaded) return loaded.error();
   if (auto r = Subset(where, e); !r) return r.error();
+  if (e.task == "segmentation") {
+    if (auto r = eval_tasks::LoadMasks(where + ".dataset", e); !r) return r.error();
+  }
   auto id = DatasetId(e);
   if (!id) return Bad(where + ".dataset", id.message());
   e.dataset_id = *id;
@@ -303,6 +377,17 @@ json EvalSpec::ToJson() const {
             {"dataset", dataset},
             {"preprocess", json::parse(preprocess)},
             {"decoder", {{"output", output}, {"offset", offset}, {"top_k", top_k}}}};
+  if (task == "detection") {
+    o["decoder"] = {{"type", "ssd_postprocess"}, {"boxes", box_outputs[0]},
+                    {"classes", box_outputs[1]}, {"scores", box_outputs[2]},
+                    {"count", box_outputs[3]},   {"class_offset", offset},
+                    {"box_order", box_order},    {"max_detections", max_detections}};
+    o["images"] = images_folder;
+    o["category_ids"] = category_ids;
+  } else if (task == "segmentation") {
+    o["decoder"] = {{"type", activation}, {"output", output}};
+    if (ignore_label >= 0) o["ignore_label"] = ignore_label;
+  }
   if (!labels_file.empty()) o["labels"] = labels_file;
   if (limit > 0) o["limit"] = limit;
   if (sample > 0) o["sample"] = sample;
@@ -311,6 +396,12 @@ json EvalSpec::ToJson() const {
 }
 
 std::string EvalSpec::TaskOutputsArg() const {
+  if (task == "detection") {
+    return "boxes:" + std::to_string(box_outputs[0]) + "," + std::to_string(box_outputs[1]) + "," +
+           std::to_string(box_outputs[2]) + "," + std::to_string(box_outputs[3]) + ":" +
+           std::to_string(max_detections);
+  }
+  if (task == "segmentation") return "classmap:" + std::to_string(output) + ":" + activation;
   return "topk:" + std::to_string(top_k) + ":" + std::to_string(output);
 }
 

@@ -1,6 +1,9 @@
 #include "harness/farm/queue_job.h"
 
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <vector>
 
 namespace dfarm::harness {
 
@@ -30,6 +33,82 @@ store::DeviceTraits TraitsOf(const std::string& name, const agent::DeviceInfo& i
   t.tags = tags;
   return t;
 }
+
+namespace {
+
+// Row-major runs of a mask's values: value, count, value, count, ...
+std::vector<uint32_t> MaskRuns(const EvalMask& m) {
+  std::vector<uint32_t> runs;
+  for (uint8_t v : m.values) {
+    if (!runs.empty() && runs[runs.size() - 2] == v) {
+      ++runs.back();
+    } else {
+      runs.insert(runs.end(), {v, 1});
+    }
+  }
+  return runs;
+}
+
+// Detection's truth and decoder, segmentation's masks and decoder: what a
+// node scores boxes and class maps with (only what the eval has).
+void AddTaskScoring(const EvalSpec& e, json& out) {
+  if (!e.box_outputs.empty()) {
+    json truth = json::array();
+    for (const EvalTruthBox& t : e.truth)
+      truth.push_back({t.image, t.category, t.x, t.y, t.w, t.h});
+    out["box_outputs"] = e.box_outputs;
+    out["box_order"] = e.box_order;
+    out["max_detections"] = e.max_detections;
+    out["category_ids"] = e.category_ids;
+    out["sizes"] = {e.widths, e.heights};
+    out["truth"] = std::move(truth);
+  }
+  if (e.masks) {
+    json masks = json::array();
+    for (const EvalMask& m : *e.masks) masks.push_back({m.width, m.height, MaskRuns(m)});
+    out["activation"] = e.activation;
+    out["classes"] = e.classes;
+    out["ignore_label"] = e.ignore_label;
+    out["masks"] = std::move(masks);
+  }
+}
+
+void ReadTaskScoring(const json& e, EvalSpec& eval) {
+  if (e.contains("box_outputs")) {
+    eval.box_outputs = e["box_outputs"].get<std::vector<uint32_t>>();
+    eval.box_order = e.at("box_order").get<std::string>();
+    eval.max_detections = e.at("max_detections").get<uint32_t>();
+    eval.category_ids = e.at("category_ids").get<std::vector<int64_t>>();
+    eval.widths = e.at("sizes").at(0).get<std::vector<uint32_t>>();
+    eval.heights = e.at("sizes").at(1).get<std::vector<uint32_t>>();
+    for (const json& t : e.at("truth")) {
+      eval.truth.push_back({t.at(0).get<size_t>(), t.at(1).get<int64_t>(), t.at(2).get<double>(),
+                            t.at(3).get<double>(), t.at(4).get<double>(), t.at(5).get<double>()});
+    }
+    eval.images.resize(eval.widths.size());  // counted, not read
+  }
+  if (e.contains("masks")) {
+    eval.activation = e.at("activation").get<std::string>();
+    eval.classes = e.at("classes").get<std::vector<std::string>>();
+    eval.ignore_label = e.at("ignore_label").get<int32_t>();
+    auto masks = std::make_shared<std::vector<EvalMask>>();
+    for (const json& m : e["masks"]) {
+      EvalMask mask{m.at(0).get<uint32_t>(), m.at(1).get<uint32_t>(), {}};
+      const auto runs = m.at(2).get<std::vector<uint32_t>>();
+      for (size_t r = 0; r + 1 < runs.size(); r += 2) {
+        mask.values.insert(mask.values.end(), runs[r + 1], static_cast<uint8_t>(runs[r]));
+      }
+      if (mask.values.size() != size_t{mask.width} * mask.height) {
+        throw std::out_of_range("eval.masks: a mask's runs do not cover its pixels");
+      }
+      masks->push_back(std::move(mask));
+    }
+    eval.images.resize(masks->size());
+    eval.masks = std::move(masks);
+  }
+}
+
+}  // namespace
 
 std::string EncodePayload(const SweepJob& job,
                           const std::map<std::string, std::string>& runner_builds) {
@@ -62,6 +141,7 @@ std::string EncodePayload(const SweepJob& job,
     const EvalSpec& e = *job.model.eval;
     doc["eval"] = {{"task", e.task},     {"dataset", e.dataset_id}, {"labels", e.labels},
                    {"output", e.output}, {"offset", e.offset},      {"top_k", e.top_k}};
+    AddTaskScoring(e, doc["eval"]);
   }
   if (!job.plugin_sha256.empty()) {
     std::string file = job.delegate.PluginPath();
@@ -127,6 +207,7 @@ Result<SweepJob> Decode(const store::JobRow& row, const std::string& abi, const 
     eval.output = e.at("output").get<uint32_t>();
     eval.offset = e.at("offset").get<int32_t>();
     eval.top_k = e.at("top_k").get<uint32_t>();
+    ReadTaskScoring(e, eval);
     job.model.eval = std::move(eval);
   }
   job.runner = doc.at("runner").get<std::string>();

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -68,6 +69,9 @@ TEST(QueuePayloadTest, KeysAreTheDocumentedOnes) {
   EvalSpec eval;
   eval.labels = {3};
   eval.dataset_id = "set@000000000000";
+  // Every key at once: detection's and segmentation's are written when set.
+  eval.box_outputs = {0, 1, 2, 3};
+  eval.masks = std::make_shared<std::vector<EvalMask>>();
   full.model.eval = eval;
 
   auto sorted = [](std::vector<std::string> v) {
@@ -104,6 +108,59 @@ TEST(QueuePayloadTest, EvalRoundTripsForTheNode) {
   });
   ASSERT_TRUE(back) << back.message();
   EXPECT_FALSE(back->model.eval.has_value());
+}
+
+// A detection eval's truth and decoder, a segmentation eval's masks: what
+// the node scores boxes and class maps with.
+TEST(QueuePayloadTest, DetectionAndSegmentationEvalsRoundTripForTheNode) {
+  const auto fetch = [](const std::string& sha, const std::string&) {
+    return Result<std::string>("/cache/" + sha);
+  };
+  SweepJob job = PlainJob();
+  EvalSpec det;
+  det.task = "detection";
+  det.dataset_id = "coco@0123456789ab";
+  det.images = {"/a.png", "/b.png"};
+  det.box_outputs = {3, 2, 1, 0};
+  det.max_detections = 20;
+  det.category_ids = {5, -1};
+  det.widths = {640, 320};
+  det.heights = {480, 240};
+  det.truth = {{1, 5, 10.5, 20, 30, 40}};
+  job.model.eval = det;
+  store::JobRow row;
+  row.payload = EncodePayload(job, {{"x86_64", std::string(64, 'e')}});
+  auto back = DecodePayload(row, "x86_64", fetch);
+  ASSERT_TRUE(back) << back.message();
+  const EvalSpec& d = *back->model.eval;
+  EXPECT_EQ(d.TaskOutputsArg(), "boxes:3,2,1,0:20");
+  EXPECT_EQ(d.category_ids, det.category_ids);
+  EXPECT_EQ(d.heights, det.heights);
+  EXPECT_EQ(d.images.size(), 2u);
+  ASSERT_EQ(d.truth.size(), 1u);
+  EXPECT_EQ(d.truth[0].image, 1u);
+  EXPECT_EQ(d.truth[0].x, 10.5);
+
+  EvalSpec seg;
+  seg.task = "segmentation";
+  seg.dataset_id = "people@0123456789ab";
+  seg.activation = "probabilities";
+  seg.classes = {"background", "person"};
+  seg.ignore_label = 255;
+  seg.masks =
+      std::make_shared<std::vector<EvalMask>>(std::vector<EvalMask>{{3, 2, {0, 0, 1, 1, 255, 0}}});
+  job.model.eval = seg;
+  row.payload = EncodePayload(job, {{"x86_64", std::string(64, 'e')}});
+  back = DecodePayload(row, "x86_64", fetch);
+  ASSERT_TRUE(back) << back.message();
+  const EvalSpec& s = *back->model.eval;
+  EXPECT_EQ(s.TaskOutputsArg(), "classmap:0:probabilities");
+  EXPECT_EQ(s.classes, seg.classes);
+  EXPECT_EQ(s.ignore_label, 255);
+  ASSERT_NE(s.masks, nullptr);
+  ASSERT_EQ(s.masks->size(), 1u);
+  EXPECT_EQ((*s.masks)[0].values, (*seg.masks)[0].values);
+  EXPECT_EQ((*s.masks)[0].width, 3u);
 }
 
 }  // namespace

@@ -252,4 +252,96 @@ SegmentationMetrics SegmentationCounts::Evaluate(const std::vector<size_t>& imag
   return out;
 }
 
+std::string DetectionJson(const DetectionSet& set) {
+  nlohmann::json truth = nlohmann::json::array(), detections = nlohmann::json::array();
+  for (const TruthBox& t : set.truth) {
+    truth.push_back({t.image, t.category, t.box.x0, t.box.y0, t.box.x1, t.box.y1});
+  }
+  for (const DetectedBox& d : set.detections) {
+    detections.push_back({d.image, d.category, d.box.x0, d.box.y0, d.box.x1, d.box.y1, d.score});
+  }
+  return nlohmann::json{{"images", set.images}, {"truth", truth}, {"detections", detections}}
+      .dump();
+}
+
+namespace {
+
+// [image, category, x0, y0, x1, y1(, score)] with `size` numbers.
+bool BoxRow(const nlohmann::json& row, size_t size) {
+  if (!row.is_array() || row.size() != size || !row[0].is_number_unsigned() ||
+      !row[1].is_number_integer()) {
+    return false;
+  }
+  for (size_t i = 2; i < size; ++i) {
+    if (!row[i].is_number()) return false;
+  }
+  return true;
+}
+
+Box BoxOf(const nlohmann::json& row) {
+  return {row[2].get<double>(), row[3].get<double>(), row[4].get<double>(), row[5].get<double>()};
+}
+
+}  // namespace
+
+std::optional<DetectionSet> DetectionFromJson(const std::string& per_image) {
+  const nlohmann::json doc = nlohmann::json::parse(per_image, nullptr, false);
+  if (!doc.is_object() || !doc.contains("images") || !doc["images"].is_number_unsigned() ||
+      !doc.contains("truth") || !doc["truth"].is_array() || !doc.contains("detections") ||
+      !doc["detections"].is_array()) {
+    return std::nullopt;
+  }
+  DetectionSet set;
+  set.images = doc["images"].get<size_t>();
+  for (const nlohmann::json& t : doc["truth"]) {
+    if (!BoxRow(t, 6)) return std::nullopt;
+    set.truth.push_back({t[0].get<size_t>(), t[1].get<int>(), BoxOf(t)});
+  }
+  for (const nlohmann::json& d : doc["detections"]) {
+    if (!BoxRow(d, 7)) return std::nullopt;
+    set.detections.push_back({d[0].get<size_t>(), d[1].get<int>(), BoxOf(d), d[6].get<double>()});
+  }
+  return set;
+}
+
+std::string SegmentationCounts::ToJson() const {
+  nlohmann::json counts = nlohmann::json::array();
+  for (const ImageCounts& c : per_image_) {
+    std::vector<uint64_t> row = {c.correct, c.counted};
+    for (size_t k = 0; k < c.truth.size(); ++k) {
+      row.insert(row.end(), {c.intersection[k], c.truth[k], c.predicted[k]});
+    }
+    counts.push_back(std::move(row));
+  }
+  return nlohmann::json{{"classes", classes_}, {"ignore", ignore_label_}, {"counts", counts}}
+      .dump();
+}
+
+std::optional<SegmentationCounts> SegmentationCounts::FromJson(const std::string& per_image) {
+  const nlohmann::json doc = nlohmann::json::parse(per_image, nullptr, false);
+  if (!doc.is_object() || !doc.contains("classes") || !doc["classes"].is_number_unsigned() ||
+      !doc.contains("counts") || !doc["counts"].is_array() || !doc.contains("ignore") ||
+      !doc["ignore"].is_number_integer()) {
+    return std::nullopt;
+  }
+  SegmentationCounts out(doc["classes"].get<int>(), doc["ignore"].get<int>());
+  const size_t classes = static_cast<size_t>(out.classes_);
+  for (const nlohmann::json& row : doc["counts"]) {
+    if (!row.is_array() || row.size() != 2 + 3 * classes) return std::nullopt;
+    for (const nlohmann::json& v : row) {
+      if (!v.is_number_unsigned()) return std::nullopt;
+    }
+    ImageCounts c;
+    c.correct = row[0].get<uint64_t>();
+    c.counted = row[1].get<uint64_t>();
+    for (size_t k = 0; k < classes; ++k) {
+      c.intersection.push_back(row[2 + 3 * k].get<uint64_t>());
+      c.truth.push_back(row[3 + 3 * k].get<uint64_t>());
+      c.predicted.push_back(row[4 + 3 * k].get<uint64_t>());
+    }
+    out.per_image_.push_back(std::move(c));
+  }
+  return out;
+}
+
 }  // namespace dfarm::eval

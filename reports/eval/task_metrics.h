@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -103,6 +104,18 @@ class CocoEvaluator {
   std::vector<std::vector<Matched>> matched_;  // [category index][image]
 };
 
+// A labelled set's truth boxes and a job's detections on it, as a job's
+// stored per_image (store::TaskAccuracy): {"images":N,"truth":[[image,
+// category,x0,y0,x1,y1],...],"detections":[[image,category,x0,y0,x1,y1,
+// score],...]}; and back (unset when the text holds no such object).
+struct DetectionSet {
+  size_t images = 0;
+  std::vector<TruthBox> truth;
+  std::vector<DetectedBox> detections;
+};
+std::string DetectionJson(const DetectionSet& set);
+std::optional<DetectionSet> DetectionFromJson(const std::string& per_image);
+
 // --- segmentation -----------------------------------------------------------
 
 struct SegmentationMetrics {
@@ -124,6 +137,12 @@ class SegmentationCounts {
   void AddImage(const std::vector<int32_t>& truth, const std::vector<int32_t>& predicted);
   size_t images() const { return per_image_.size(); }
   SegmentationMetrics Evaluate(const std::vector<size_t>& images) const;
+
+  // The counts as a job's stored per_image: {"classes":C,"ignore":L,
+  // "counts":[[correct,counted,intersection_0,truth_0,predicted_0,...],...]}
+  // (one list per image); and back (unset when the text holds none).
+  std::string ToJson() const;
+  static std::optional<SegmentationCounts> FromJson(const std::string& per_image);
 
  private:
   struct ImageCounts {

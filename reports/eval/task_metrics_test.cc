@@ -336,5 +336,50 @@ TEST(PairedTaskDropTest, PointsOfTheSameImagesWithAnInterval) {
   EXPECT_FALSE(PairedTaskDrop(WithRanks(base), WithRanks(cand), "map"));
 }
 
+// Detections and pixel counts stored per job read back whole, and two jobs'
+// mAP / mIoU compare paired over the same images.
+TEST(PairedTaskDropTest, MapAndMiouFromTheStoredPerImageData) {
+  DetectionSet base{2, {{0, 1, {0, 0, 10, 10}}, {1, 1, {0, 0, 10, 10}}}, {}};
+  base.detections = {{0, 1, {0, 0, 10, 10}, 0.9}, {1, 1, {0, 0, 10, 10}, 0.8}};
+  DetectionSet cand = base;
+  cand.detections[1].box = {20, 20, 30, 30};  // image 1's box missed
+  const std::optional<DetectionSet> back = DetectionFromJson(DetectionJson(cand));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->images, 2u);
+  ASSERT_EQ(back->detections.size(), 2u);
+  EXPECT_EQ(back->detections[1].box.x0, 20);
+  EXPECT_EQ(back->detections[1].score, 0.8);
+  EXPECT_FALSE(DetectionFromJson(RanksJson({0, 1})));
+  store::TaskAccuracy a{"detection", "coco@1", 2, {}, DetectionJson(base)};
+  store::TaskAccuracy b{"detection", "coco@1", 2, {}, DetectionJson(cand)};
+  const auto map = PairedTaskDrop(a, b, "map");
+  ASSERT_TRUE(map.has_value());
+  // base: AP 1 at every threshold; cand: the top detection finds one of two
+  // truths (precision 1 up to recall .5: 51 of the 101 recall points).
+  EXPECT_DOUBLE_EQ(map->points, 100 * (1 - 51.0 / 101));
+  EXPECT_GT(map->points, 0);
+  EXPECT_FALSE(PairedTaskDrop(a, b, "miou"));
+
+  SegmentationCounts s1(2), s2(2);
+  s1.AddImage({0, 1, 1, 0}, {0, 1, 1, 0});
+  s1.AddImage({1, 1, 0, 0}, {1, 1, 0, 0});
+  s2.AddImage({0, 1, 1, 0}, {0, 1, 1, 0});
+  s2.AddImage({1, 1, 0, 0}, {0, 0, 0, 0});
+  const std::optional<SegmentationCounts> again = SegmentationCounts::FromJson(s2.ToJson());
+  ASSERT_TRUE(again.has_value());
+  EXPECT_DOUBLE_EQ(again->Evaluate(AllImages(2)).mean_iou, s2.Evaluate(AllImages(2)).mean_iou);
+  EXPECT_FALSE(SegmentationCounts::FromJson(RanksJson({0})));
+  store::TaskAccuracy sa{"segmentation", "seg@1", 2, {}, s1.ToJson()};
+  store::TaskAccuracy sb{"segmentation", "seg@1", 2, {}, s2.ToJson()};
+  const auto miou = PairedTaskDrop(sa, sb, "miou");
+  ASSERT_TRUE(miou.has_value());
+  // s2: class 0 4/6, class 1 2/4: mIoU 7/12 against 1.
+  EXPECT_NEAR(miou->points, 100 * (1 - 7.0 / 12), 1e-9);
+  const auto pixels = PairedTaskDrop(sa, sb, "pixel_accuracy");
+  ASSERT_TRUE(pixels.has_value());
+  EXPECT_DOUBLE_EQ(pixels->points, 25);
+  EXPECT_FALSE(PairedTaskDrop(sa, sb, "map"));
+}
+
 }  // namespace
 }  // namespace dfarm::eval

@@ -548,6 +548,11 @@ void CheckTaskDrop(CellResult& cell, const TaskPolicy& p, const std::optional<do
                    const store::TaskAccuracy* from, const store::TaskAccuracy* to,
                    const std::string& metric, const char* against) {
   if (!max || from == nullptr || to == nullptr) return;
+  // Each metric belongs to one task; a cell of another task is not judged by it.
+  const char* task = metric.rfind("top", 0) == 0 ? "classification"
+                     : metric == "map"           ? "detection"
+                                                 : "segmentation";
+  if (to->task != task) return;
   const std::string name =
       "task." + metric + "_drop" + (std::string(against) == "cpu" ? "_vs_cpu" : "");
   const auto d =
@@ -563,7 +568,9 @@ void CheckTaskDrop(CellResult& cell, const TaskPolicy& p, const std::optional<do
   const bool fails = d->low > *max;
   const bool unknown = !fails && d->high > *max;
   cell.task_unknown = cell.task_unknown || unknown;
-  const std::string shown = metric == "top1" ? "top-1" : "top-" + metric.substr(3);
+  const std::string shown = metric == "map"    ? "mAP"
+                            : metric == "miou" ? "mIoU"
+                                               : "top-" + metric.substr(3);
   AddFinding(cell, name, "", d->points, *max, fails,
              shown + " dropped " + Num(d->points) + " points against the " + against + " (" +
                  Num(d->low) + " to " + Num(d->high) + ", " + Num(100 * p.confidence) +
@@ -582,10 +589,14 @@ void JudgeTask(CellResult& cell, const TaskPolicy& p, const CellJobs& jobs, cons
   const store::TaskAccuracy* base = FirstTask(jobs.baseline);
   CheckTaskDrop(cell, p, p.max_top1_drop, base, cand, "top1", "baseline");
   CheckTaskDrop(cell, p, p.max_top5_drop, base, cand, "top5", "baseline");
+  CheckTaskDrop(cell, p, p.max_map_drop, base, cand, "map", "baseline");
+  CheckTaskDrop(cell, p, p.max_miou_drop, base, cand, "miou", "baseline");
   const store::TaskAccuracy* on_cpu = cpu != nullptr ? FirstTask(cpu->candidate) : nullptr;
   if (on_cpu == cand) return;
   CheckTaskDrop(cell, p, p.max_top1_drop_vs_cpu, on_cpu, cand, "top1", "cpu");
   CheckTaskDrop(cell, p, p.max_top5_drop_vs_cpu, on_cpu, cand, "top5", "cpu");
+  CheckTaskDrop(cell, p, p.max_map_drop_vs_cpu, on_cpu, cand, "map", "cpu");
+  CheckTaskDrop(cell, p, p.max_miou_drop_vs_cpu, on_cpu, cand, "miou", "cpu");
 }
 
 CellResult MakeCell(const store::Cell& key, const CellJobs& jobs) {

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -37,6 +38,7 @@ struct FakeJob {
   bool noisy = false;           // started with the device busier than the cooldown allowed
   int64_t pair = 0;             // a paired run's pair (spec "pairing")
   std::vector<size_t> ranks;    // task accuracy (spec "eval"): each image's label rank
+  std::optional<store::TaskAccuracy> task;  // task accuracy as given (detection, segmentation)
 };
 
 class GateTest : public ::testing::Test {
@@ -99,6 +101,7 @@ class GateTest : public ::testing::Test {
           t.per_image = eval::RanksJson(j.ranks);
           out.task = t;
         }
+        if (j.task) out.task = j.task;
       }
       auto r = store_->RecordJobResult(*id, out);
       EXPECT_TRUE(r) << r.message();
@@ -837,9 +840,91 @@ TEST(GatePolicyTest, TaskKeysParseAndBadOnesAreNamed) {
   auto bad = ParsePolicy(R"({"task": {"max_top1_drop": 120}})", "p.json");
   ASSERT_FALSE(bad);
   EXPECT_THAT(bad.message(), HasSubstr("max_top1_drop"));
-  bad = ParsePolicy(R"({"task": {"max_map_drop": 1}})", "p.json");
+  bad = ParsePolicy(R"({"task": {"max_top10_drop": 1}})", "p.json");
   ASSERT_FALSE(bad);
-  EXPECT_THAT(bad.message(), HasSubstr("max_map_drop"));
+  EXPECT_THAT(bad.message(), HasSubstr("max_top10_drop"));
+  p = ParsePolicy(R"({"task": {"max_map_drop": 1, "max_miou_drop_vs_cpu": 0.5}})", "p.json");
+  ASSERT_TRUE(p) << p.message();
+  EXPECT_EQ(p->task.max_map_drop, 1);
+  EXPECT_EQ(p->task.max_miou_drop_vs_cpu, 0.5);
+  EXPECT_THAT(PolicyToJson(*p), HasSubstr("\"max_miou_drop_vs_cpu\": 0.5"));
+  bad = ParsePolicy(R"({"task": {"max_miou_drop": -1}})", "p.json");
+  ASSERT_FALSE(bad);
+  EXPECT_THAT(bad.message(), HasSubstr("max_miou_drop"));
+}
+
+// Segmentation (2 classes, 4 pixels an image) whose candidate predicts
+// background on `lost` of 100 images; detection (one box an image) whose
+// candidate misses `lost` of 50 boxes.
+store::TaskAccuracy SegmentationTask(size_t lost) {
+  eval::SegmentationCounts counts(2);
+  for (size_t i = 0; i < 100; ++i) {
+    counts.AddImage({0, 0, 1, 1},
+                    i < lost ? std::vector<int32_t>{0, 0, 0, 0} : std::vector<int32_t>{0, 0, 1, 1});
+  }
+  return {"segmentation", "seg@000000000000", 100, {}, counts.ToJson()};
+}
+store::TaskAccuracy DetectionTask(size_t lost) {
+  eval::DetectionSet set;
+  set.images = 50;
+  for (size_t i = 0; i < 50; ++i) {
+    set.truth.push_back({i, 1, {0, 0, 10, 10}});
+    set.detections.push_back({i, 1, i < lost ? eval::Box{50, 50, 60, 60} : eval::Box{0, 0, 10, 10},
+                              0.5 + 0.001 * static_cast<double>(i)});
+  }
+  return {"detection", "coco@000000000000", 50, {}, eval::DetectionJson(set)};
+}
+
+// Policy "task" for mAP and mIoU: each key judges the cells of its task
+// only; a clear drop against cpu fails, none passes.
+TEST_F(GateTest, TaskMapAndMiouDropsAreJudgedOnTheirOwnTasks) {
+  Policy policy = DefaultPolicy();
+  policy.task.max_top1_drop_vs_cpu = 2.0;
+  policy.task.max_map_drop_vs_cpu = 2.0;
+  policy.task.max_miou_drop_vs_cpu = 2.0;
+  auto judge = [&](const store::TaskAccuracy& cpu_task, const store::TaskAccuracy& cand_task) {
+    FakeJob cpu{.delegate = "cpu", .samples = {1000, 1010, 990}};
+    cpu.task = cpu_task;
+    FakeJob cand{.samples = {500, 505, 495}};
+    cand.task = cand_task;
+    auto r = RunGate(*store_, AddRun({cpu, cand}), 0, policy);
+    EXPECT_TRUE(r) << r.message();
+    return r ? *Find(*r, "xnnpack") : CellResult{};
+  };
+  auto metrics = [](const CellResult& c) {
+    std::map<std::string, const Finding*> out;
+    for (const Finding& f : c.findings) {
+      if (f.metric.rfind("task.", 0) == 0) out[f.metric] = &f;
+    }
+    return out;
+  };
+  CellResult seg = judge(SegmentationTask(0), SegmentationTask(20));
+  auto found = metrics(seg);
+  ASSERT_EQ(found.size(), 1u) << (found.empty() ? "" : found.begin()->first);
+  ASSERT_TRUE(found.count("task.miou_drop_vs_cpu"));
+  // mIoU 1 -> (200/240 + 160/200) / 2.
+  EXPECT_NEAR(found["task.miou_drop_vs_cpu"]->value, 100 * (1 - (200.0 / 240 + 0.8) / 2), 1e-9);
+  EXPECT_TRUE(found["task.miou_drop_vs_cpu"]->fails);
+  EXPECT_THAT(found["task.miou_drop_vs_cpu"]->message, HasSubstr("mIoU dropped"));
+  EXPECT_EQ(seg.verdict, Verdict::kFail);
+  seg = judge(SegmentationTask(0), SegmentationTask(0));
+  found = metrics(seg);
+  ASSERT_TRUE(found.count("task.miou_drop_vs_cpu"));
+  EXPECT_FALSE(found["task.miou_drop_vs_cpu"]->fails);
+  EXPECT_EQ(seg.verdict, Verdict::kPass);
+
+  CellResult det = judge(DetectionTask(0), DetectionTask(10));
+  found = metrics(det);
+  ASSERT_EQ(found.size(), 1u);
+  ASSERT_TRUE(found.count("task.map_drop_vs_cpu"));
+  EXPECT_GT(found["task.map_drop_vs_cpu"]->value, 10);
+  EXPECT_TRUE(found["task.map_drop_vs_cpu"]->fails);
+  EXPECT_THAT(found["task.map_drop_vs_cpu"]->message, HasSubstr("mAP dropped"));
+  det = judge(DetectionTask(0), DetectionTask(0));
+  found = metrics(det);
+  ASSERT_TRUE(found.count("task.map_drop_vs_cpu"));
+  EXPECT_DOUBLE_EQ(found["task.map_drop_vs_cpu"]->value, 0);
+  EXPECT_FALSE(found["task.map_drop_vs_cpu"]->fails);
 }
 
 // A gate that passes only because no cell could be judged is inconclusive

@@ -188,6 +188,10 @@ Result<void> ParseTask(const json& j, const std::string& path, TaskPolicy& p) {
         r.Optional("max_top5_drop", p.max_top5_drop, 0, 100),
         r.Optional("max_top1_drop_vs_cpu", p.max_top1_drop_vs_cpu, 0, 100),
         r.Optional("max_top5_drop_vs_cpu", p.max_top5_drop_vs_cpu, 0, 100),
+        r.Optional("max_map_drop", p.max_map_drop, 0, 100),
+        r.Optional("max_map_drop_vs_cpu", p.max_map_drop_vs_cpu, 0, 100),
+        r.Optional("max_miou_drop", p.max_miou_drop, 0, 100),
+        r.Optional("max_miou_drop_vs_cpu", p.max_miou_drop_vs_cpu, 0, 100),
         r.Optional("confidence", confidence, 0.5, 0.999),
         r.Optional("bootstrap_resamples", resamples, 100, 100000), r.CheckUnknown()}) {
     if (!result) return result;
@@ -359,6 +363,10 @@ std::string PolicyToJson(const Policy& p) {
                 {"max_top5_drop", OptionalJson(p.task.max_top5_drop)},
                 {"max_top1_drop_vs_cpu", OptionalJson(p.task.max_top1_drop_vs_cpu)},
                 {"max_top5_drop_vs_cpu", OptionalJson(p.task.max_top5_drop_vs_cpu)},
+                {"max_map_drop", OptionalJson(p.task.max_map_drop)},
+                {"max_map_drop_vs_cpu", OptionalJson(p.task.max_map_drop_vs_cpu)},
+                {"max_miou_drop", OptionalJson(p.task.max_miou_drop)},
+                {"max_miou_drop_vs_cpu", OptionalJson(p.task.max_miou_drop_vs_cpu)},
                 {"confidence", p.task.confidence},
                 {"bootstrap_resamples", p.task.bootstrap_resamples}}},
               {"placement", {{"fallback_is_failure", p.placement.fallback_is_failure}}},

@@ -62,7 +62,9 @@ struct MemoryPolicy {
 };
 
 // "task": task accuracy on a labelled set (spec "eval"). Drops allowed, in
-// percentage points of top-1 / top-5, judged on the paired bootstrap
+// percentage points of top-1 / top-5 (classification), mAP@[.5:.95]
+// (detection) or mIoU (segmentation), each judged only on cells of its
+// task, judged on the paired bootstrap
 // interval of the drop over the same images: above the threshold across the
 // whole interval fails, below it across the whole interval passes, an
 // interval that straddles it is unknown. `max_*_drop` against the baseline
@@ -73,6 +75,10 @@ struct TaskPolicy {
   std::optional<double> max_top5_drop;
   std::optional<double> max_top1_drop_vs_cpu;
   std::optional<double> max_top5_drop_vs_cpu;
+  std::optional<double> max_map_drop;
+  std::optional<double> max_map_drop_vs_cpu;
+  std::optional<double> max_miou_drop;
+  std::optional<double> max_miou_drop_vs_cpu;
   double confidence = 0.95;
   int bootstrap_resamples = 2000;
   uint64_t seed = 1;

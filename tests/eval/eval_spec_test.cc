@@ -134,7 +134,7 @@ TEST_F(EvalSpecTest, SpecRoundTripKeepsTheEval) {
   ASSERT_TRUE(again->models[0].eval.has_value());
   EXPECT_EQ(again->models[0].eval->dataset_id, parsed->models[0].eval->dataset_id);
   EXPECT_EQ(again->models[0].eval->images, parsed->models[0].eval->images);
-  // "inputs" and "eval" together, a task not scored yet: errors naming them.
+  // "inputs" and "eval" together: an error naming them.
   spec["models"][0]["inputs"] = fixture_->dataset_dir;
   auto both = harness::ParseSpec(spec.dump(), *dir_ + "/spec.json");
   ASSERT_FALSE(both);
@@ -163,7 +163,8 @@ TEST_F(EvalSpecTest, BadInputNamesTheFileAndEntry) {
       {{{"dataset", fixture_->list_file}, {"labels", empty_labels}}, "lists no class"},
       {{{"dataset", fixture_->dataset_dir}}, "500 images; a job takes at most 256"},
       {{{"dataset", "no/such/place"}}, "is neither a folder nor a list file"},
-      {{{"dataset", fixture_->list_file}, {"task", "detection"}}, "'detection' is not supported"},
+      {{{"dataset", fixture_->list_file}, {"task", "keypoints"}}, "'keypoints' is not a task"},
+      {{{"dataset", fixture_->list_file}, {"task", "detection"}}, "missing \"decoder\""},
       {{{"dataset", fixture_->list_file}, {"limit", 0}}, "limit: expected an integer from 1"},
       {{{"dataset", fixture_->list_file}, {"colour", 1}}, "unknown key 'colour'"},
       {{{"dataset", fixture_->list_file}, {"decoder", {{"top_k", 0}}}}, "top_k: expected"},
