@@ -225,7 +225,8 @@ void AddHistoryCommands(CLI::App& app, Context& ctx) {
       ->required();
   cmd->add_option("--delegate", o->delegate, "delegate name, e.g. xnnpack")->required();
   cmd->add_option("--options", o->delegate_options, "delegate options 'k:v;..' (any order)");
-  cmd->add_option("--device", o->device, "device name, e.g. local");
+  cmd->add_option("--device", o->device,
+                  "device name, e.g. local, or a device class, class:pixel7 (docs/farm.md)");
   cmd->add_option("--threads", o->threads, "thread count of the cell");
   cmd->add_option("--runner", o->runner, "runner name of the spec ('' = the default runner)");
   cmd->add_option("--inputs", o->inputs,

@@ -31,6 +31,9 @@ store::DeviceTraits TraitsOf(const std::string& name, const agent::DeviceInfo& i
   }
   t.memory_bytes = static_cast<int64_t>(info.memory_bytes);
   t.tags = tags;
+  if (auto model = info.properties.find("ro.product.model"); model != info.properties.end()) {
+    t.model = model->second;
+  }
   return t;
 }
 

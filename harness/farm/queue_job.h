@@ -25,8 +25,9 @@ namespace dfarm::harness {
 std::string SelectorTarget(const DeviceSelector& sel);
 
 // What a job's target is matched against, from a device's hello: its ABI,
-// OS (with the release), CPU name (with ro.soc.model on Android), memory and
-// the tags given to it.
+// OS (with the release), CPU name (with ro.soc.model on Android), memory,
+// the tags given to it, and its model (ro.product.model on Android), which
+// names its derived device class (store::DeviceClassOf).
 store::DeviceTraits TraitsOf(const std::string& name, const agent::DeviceInfo& info,
                              const std::vector<std::string>& tags);
 

@@ -160,6 +160,7 @@ Result<int64_t> EnqueueSweep(const SweepSpec& spec, store::Store& store,
   store::RunQueueing queueing;
   queueing.priority = options.priority.value_or(spec.farm.priority);
   queueing.unserved_timeout_s = spec.farm.unserved_timeout_s;
+  queueing.device_classes = spec.device_classes;
   if (auto r = store.SetRunQueueing(*run_id, queueing); !r) return r.error();
   if (auto r = store.AddJobs(*run_id, rows); !r) return r.error();
   if (log) {

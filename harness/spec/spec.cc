@@ -141,10 +141,11 @@ class Parser {
     auto doc = ParseDocument(text);
     if (!doc) return doc.error();
     SweepSpec spec;
-    for (Section section : {&Parser::ParseName, &Parser::ParseModels, &Parser::ParseDelegates,
-                            &Parser::ParseDevices, &Parser::ParseDeviceTags, &Parser::ParseRunners,
-                            &Parser::ParsePairing, &Parser::ParseCooldown, &Parser::ParseBenchmark,
-                            &Parser::ParseScheduler, &Parser::ParseFarm}) {
+    for (Section section :
+         {&Parser::ParseName, &Parser::ParseModels, &Parser::ParseDelegates, &Parser::ParseDevices,
+          &Parser::ParseDeviceTags, &Parser::ParseDeviceClasses, &Parser::ParseRunners,
+          &Parser::ParsePairing, &Parser::ParseCooldown, &Parser::ParseBenchmark,
+          &Parser::ParseScheduler, &Parser::ParseFarm}) {
       if (auto r = (this->*section)(*doc, spec); !r) return r.error();
     }
     if (auto r = CheckMatrixSize(spec); !r) return r.error();
@@ -196,9 +197,10 @@ class Parser {
     if (!doc.is_object()) {
       return Fail("", std::string("expected a JSON object, got ") + TypeName(doc));
     }
-    if (auto r = CheckKeys(doc, "",
-                           {"name", "models", "delegates", "devices", "device_tags", "runners",
-                            "pairing", "benchmark", "scheduler", "cooldown", "farm"});
+    if (auto r =
+            CheckKeys(doc, "",
+                      {"name", "models", "delegates", "devices", "device_tags", "device_classes",
+                       "runners", "pairing", "benchmark", "scheduler", "cooldown", "farm"});
         !r) {
       return r.error();
     }
@@ -411,6 +413,35 @@ class Parser {
       auto list = ParseTags(tags, where);
       if (!list) return list.error();
       spec.device_tags[device] = std::move(*list);
+    }
+    return Ok();
+  }
+
+  // "device_classes": {"CLASS":["device-name glob",...]}.
+  Result<void> ParseDeviceClasses(const json& doc, SweepSpec& spec) const {
+    if (!doc.contains("device_classes")) return Ok();
+    const json& c = doc["device_classes"];
+    if (!c.is_object()) {
+      return Fail("device_classes",
+                  std::string("expected an object {\"CLASS\":[\"device-name glob\",...]}, got ") +
+                      TypeName(c));
+    }
+    for (const auto& [name, globs] : c.items()) {
+      const std::string where = "device_classes." + Abbreviated(name);
+      if (!IsPlainName(name)) return Fail(where, "a class name must be [A-Za-z0-9_.-]{1,64}");
+      if (!globs.is_array()) {
+        return Fail(where,
+                    std::string("expected an array of device-name globs, got ") + TypeName(globs));
+      }
+      if (globs.empty()) return Fail(where, "is an empty list of globs");
+      for (size_t i = 0; i < globs.size(); ++i) {
+        const std::string at = where + "[" + std::to_string(i) + "]";
+        if (!globs[i].is_string() || globs[i].get<std::string>().empty()) {
+          return Fail(at, "expected a non-empty glob string ('*', '?' over the device name), got " +
+                              Quoted(globs[i]));
+        }
+        spec.device_classes[name].push_back(globs[i].get<std::string>());
+      }
     }
     return Ok();
   }
@@ -1117,6 +1148,7 @@ std::string SweepSpec::ToJson() const {
     doc["devices"].push_back(o);
   }
   if (!device_tags.empty()) doc["device_tags"] = device_tags;
+  if (!device_classes.empty()) doc["device_classes"] = device_classes;
   if (!runners.empty()) {
     doc["runners"] = json::array();
     for (const RunnerSpec& r : runners) {

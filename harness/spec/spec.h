@@ -176,6 +176,12 @@ struct SweepSpec {
   std::map<std::string, std::string> device_token_files;
   // Tags of devices (spec "device_tags": {"tcp://h:1":["fast"]}), for selectors.
   std::map<std::string, std::vector<std::string>> device_tags;
+  // Device classes (spec "device_classes": {"pixel7": ["adb:ABC*"]}): on a
+  // farm, a job aimed at `any` or a selector records the class of the device
+  // that ran it (store::DeviceClassOf: the first class with a glob matching
+  // the device's name, else "MODEL/ABI" from what it reported), and its
+  // cell's device is that class ("class:pixel7").
+  std::map<std::string, std::vector<std::string>> device_classes;
   // Runtime builds; empty: the sweep's default (SweepOptions: the runner
   // beside dfarm for the host ABI, plus the arm64 cross build when present).
   std::vector<RunnerSpec> runners;

@@ -79,7 +79,8 @@ TEST_F(SpecTest, UnknownKeys) {
   EXPECT_EQ(Error(R"({"modles":["../models/a.tflite"]})"),
             "spec '" + (dir_.path() / "specs/q.json").string() +
                 "': unknown key 'modles' at top level (expected name, models, delegates, "
-                "devices, device_tags, runners, pairing, benchmark, scheduler, cooldown, farm)");
+                "devices, device_tags, device_classes, runners, pairing, benchmark, scheduler, "
+                "cooldown, farm)");
   EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"benchmark":{"runs":3}})"),
               HasSubstr("unknown key 'runs' in benchmark"));
   EXPECT_THAT(Error(R"({"models":["../models/a.tflite"],"delegates":[{"name":"cpu","opts":{}}]})"),
@@ -559,6 +560,38 @@ TEST_F(SpecTest, DeviceSelectorsAndTags) {
               HasSubstr("device_tags.local: expected an array of tag strings, got string"));
   EXPECT_THAT(Error(m + R"("device_tags":{"local":["no spaces"]}})"),
               HasSubstr("device_tags.local[0]: tag 'no spaces' must be [A-Za-z0-9_.-]{1,64}"));
+}
+
+// "device_classes": class names to device-name globs; they survive ToJson.
+TEST_F(SpecTest, DeviceClasses) {
+  auto spec = Parse(R"({"models":["../models/a.tflite"],"devices":["any"],
+      "device_classes":{"pixel7":["adb:ABC*","tcp://lab-p7-*"],"lab":["tcp://*"]}})");
+  ASSERT_TRUE(spec.ok()) << spec.message();
+  EXPECT_EQ(spec->device_classes.at("pixel7"),
+            (std::vector<std::string>{"adb:ABC*", "tcp://lab-p7-*"}));
+  EXPECT_EQ(spec->device_classes.at("lab"), std::vector<std::string>{"tcp://*"});
+  auto again = ParseSpec(spec->ToJson(), "stored");
+  ASSERT_TRUE(again.ok()) << again.message();
+  EXPECT_EQ(again->device_classes, spec->device_classes);
+  auto none = Parse(R"({"models":["../models/a.tflite"]})");
+  ASSERT_TRUE(none.ok()) << none.message();
+  EXPECT_TRUE(none->device_classes.empty());
+  EXPECT_EQ(none->ToJson().find("device_classes"), std::string::npos);
+
+  const std::string m = R"({"models":["../models/a.tflite"],)";
+  EXPECT_THAT(Error(m + R"("device_classes":["adb:*"]})"),
+              HasSubstr("device_classes: expected an object {\"CLASS\":[\"device-name glob\","));
+  EXPECT_THAT(Error(m + R"("device_classes":{"pixel 7":["adb:*"]}})"),
+              HasSubstr("device_classes.pixel 7: a class name must be [A-Za-z0-9_.-]{1,64}"));
+  EXPECT_THAT(Error(m + R"("device_classes":{"p7":[]}})"),
+              HasSubstr("device_classes.p7: is an empty list of globs"));
+  EXPECT_THAT(Error(m + R"("device_classes":{"p7":"adb:*"}})"),
+              HasSubstr("device_classes.p7: expected an array of device-name globs, got string"));
+  EXPECT_THAT(Error(m + R"("device_classes":{"p7":["adb:*",""]}})"),
+              HasSubstr("device_classes.p7[1]: expected a non-empty glob string"));
+  EXPECT_THAT(Error(m + R"("device_classes":{"p7":[7]}})"),
+              HasSubstr("device_classes.p7[0]: expected a non-empty glob string ('*', '?' over "
+                        "the device name), got 7"));
 }
 
 // {"uri":..., "token_file":...}: the file resolves against the spec's folder

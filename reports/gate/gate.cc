@@ -32,13 +32,12 @@ struct CellJobs {
   std::vector<LoadedJob> baseline, candidate;
 };
 
-std::string DeviceCell(const Policy& policy, const std::string& device) {
-  for (const auto& [name, globs] : policy.device_classes) {
-    for (const auto& g : globs) {
-      if (GlobMatch(g, device)) return name;
-    }
-  }
-  return device;
+// The device of a job's cell: the class it recorded (a job aimed at `any` or
+// a selector), else its device's class in the policy, else its device.
+std::string DeviceCell(const Policy& policy, const store::JobRow& job) {
+  if (!job.device_class.empty()) return store::ClassCellDevice(job.device_class);
+  const std::string name = store::MatchingDeviceClass(policy.device_classes, job.device);
+  return name.empty() ? job.device : store::ClassCellDevice(name);
 }
 
 std::string Num(double v) {
@@ -83,7 +82,7 @@ Result<void> LoadRun(store::Reader& store, int64_t run_id, bool baseline, const 
     // Paired runners: one cell across the two names, labelled with both.
     store::Cell key = store::CellOf(job.row);
     if (paired) key.runner = PairLabel(policy);
-    key.device = DeviceCell(policy, job.row.device);
+    key.device = DeviceCell(policy, job.row);
     auto& side = baseline ? cells[key].baseline : cells[key].candidate;
     side.push_back(std::move(job));
   }

@@ -27,6 +27,7 @@ struct FakeJob {
   std::string delegate = "xnnpack";
   std::string options;
   std::string device = "local";
+  std::string device_class;  // the class a farm job aimed at `any` recorded ("" = none)
   int64_t trial = 0;
   std::string status = "ok";
   std::vector<double> samples;
@@ -68,6 +69,7 @@ class GateTest : public ::testing::Test {
       row.delegate = j.delegate;
       row.delegate_options = j.options;
       row.device = j.device;
+      row.device_class = j.device_class;
       row.num_threads = 1;
       row.trial = j.trial;
       row.runner = j.runner;
@@ -588,8 +590,30 @@ TEST_F(GateTest, DeviceClassesMatchDevicesAsOneCell) {
   auto r = RunGate(*store_, cand, base, *policy);
   ASSERT_TRUE(r) << r.message();
   ASSERT_EQ(r->cells.size(), 1u);
-  EXPECT_EQ(r->cells[0].cell.device, "pixel7");
+  EXPECT_EQ(r->cells[0].cell.device, "class:pixel7");
   EXPECT_EQ(r->cells[0].verdict, Verdict::kPass) << RenderGateText(*r);
+}
+
+// A job that recorded its device's class (a farm job aimed at `any`) is the
+// class's cell whatever device ran it, and the policy's classes do not move it.
+TEST_F(GateTest, RecordedDeviceClassesMatchAsOneCell) {
+  FakeJob j;
+  j.device = "tcp://10.0.0.7:7000";
+  j.device_class = "pixel7";
+  auto base = AddRun(Cell(j, 3, 10, 1000, 0, 0.01, 16));
+  j.device = "tcp://10.0.0.8:7000";
+  auto cand = AddRun(Cell(j, 3, 10, 1000, 0, 0.01, 17));
+  auto r = RunGate(*store_, cand, base, DefaultPolicy());
+  ASSERT_TRUE(r) << r.message();
+  ASSERT_EQ(r->cells.size(), 1u) << RenderGateText(*r);
+  EXPECT_EQ(r->cells[0].cell.device, "class:pixel7");
+  EXPECT_EQ(r->cells[0].verdict, Verdict::kPass) << RenderGateText(*r);
+  auto policy = ParsePolicy(R"({"device_classes": {"lab": ["tcp://*"]}})", "p.json");
+  ASSERT_TRUE(policy) << policy.message();
+  r = RunGate(*store_, cand, base, *policy);
+  ASSERT_TRUE(r) << r.message();
+  ASSERT_EQ(r->cells.size(), 1u) << RenderGateText(*r);
+  EXPECT_EQ(r->cells[0].cell.device, "class:pixel7");
 }
 
 TEST_F(GateTest, RerunTrialsJoinTheCandidate) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "agent/base/result.h"
+#include "reports/store/cell.h"
 
 namespace dfarm::gate {
 
@@ -103,8 +104,10 @@ struct Policy {
   PlacementPolicy placement;
   FailuresPolicy failures;
   // Device classes: name -> device-name globs. Devices in one class are matched
-  // as one cell across runs ("pixel7": ["adb:ABC*", "adb:DEF*"]).
-  std::map<std::string, std::vector<std::string>> device_classes;
+  // as one cell across runs ("pixel7": ["adb:ABC*", "adb:DEF*"]), whose
+  // device is store::ClassCellDevice("pixel7"); a job that recorded a class
+  // (JobRow::device_class) keeps it.
+  store::DeviceClasses device_classes;
   // Not read from the file: `dfarm gate/compare --candidate-runner A
   // --baseline-runner B` judge runner A's jobs (of the candidate run) against
   // runner B's (of the baseline run, which may be the same run), cell by cell
@@ -130,7 +133,7 @@ Result<Policy> LoadPolicy(const std::string& path);
 // The policy as JSON (every field), for reports and `dfarm gate --format json`.
 std::string PolicyToJson(const Policy& policy);
 
-// '*' and '?' glob, the whole string.
-bool GlobMatch(const std::string& pattern, const std::string& text);
+// '*' and '?' glob, the whole string (the store's, which device classes use too).
+using store::GlobMatch;
 
 }  // namespace dfarm::gate

@@ -50,12 +50,52 @@ Cell CellOf(const JobRow& job) {
   cell.delegate_options = job.delegate_options;
   cell.num_threads = job.num_threads;
   cell.runner = job.runner;
-  cell.device = job.device;
+  cell.device = job.device_class.empty() ? job.device : ClassCellDevice(job.device_class);
   cell.inputs = job.inputs.empty() ? kSeededInputs : job.inputs;
   cell.model = job.model;
   return cell;
 }
 
 std::string ConfigLabel(const Cell& cell) { return Configuration(cell, ""); }
+
+std::string ClassCellDevice(const std::string& device_class) {
+  return kDeviceClassPrefix + device_class;
+}
+
+std::string MatchingDeviceClass(const DeviceClasses& classes, const std::string& device) {
+  for (const auto& [name, globs] : classes) {
+    for (const std::string& g : globs) {
+      if (GlobMatch(g, device)) return name;
+    }
+  }
+  return "";
+}
+
+std::string DeviceClassOf(const DeviceClasses& classes, const DeviceTraits& d) {
+  if (std::string named = MatchingDeviceClass(classes, d.name); !named.empty()) return named;
+  const std::string& what = d.model.empty() ? d.cpu : d.model;
+  return (what.empty() ? std::string("unknown") : what) + "/" +
+         (d.abi.empty() ? std::string("unknown") : d.abi);
+}
+
+bool GlobMatch(const std::string& pattern, const std::string& text) {
+  size_t p = 0, t = 0, star = std::string::npos, mark = 0;
+  while (t < text.size()) {
+    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == text[t])) {
+      ++p;
+      ++t;
+    } else if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      mark = t;
+    } else if (star != std::string::npos) {
+      p = star + 1;
+      t = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
 
 }  // namespace dfarm::store

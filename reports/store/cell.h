@@ -10,12 +10,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <tuple>
 #include <vector>
 
 namespace dfarm::store {
 
+struct DeviceTraits;
 struct JobRow;
 
 // The inputs of a job, as its cell's identity names them: the runner's
@@ -44,7 +46,10 @@ struct Cell {
   std::string delegate_options;  // "k1:v1;k2:v2", keys sorted, as stored
   uint32_t num_threads = 0;      // 0 in runs recorded before threads were
   std::string runner;            // the spec's runner name; "" = the default runner
-  std::string device;            // a device name (the gate: its device class)
+  // A device name, or a device class as ClassCellDevice() writes it
+  // ("class:pixel7"): the class of the device a job aimed at `any` or a
+  // selector ran on (JobRow::device_class), or a gate policy's class.
+  std::string device;
   // Shown, not compared: the model's file name (the newest job's).
   std::string model;
   // Identity, last in the order: what the jobs ran on (InputsId).
@@ -66,8 +71,36 @@ struct Cell {
   std::string Label() const;
 };
 
-// The cell of a job: its identity fields and its model's file name.
+// The cell of a job: its identity fields and its model's file name; its
+// device is the job's class (ClassCellDevice) when it has one, else its device.
 Cell CellOf(const JobRow& job);
+
+// ---- device classes ----------------------------------------------------------
+//
+// A device class makes one cell of the trials that ran on several devices: a
+// job aimed at `any` or a selector records the class of the device that
+// claimed it (JobRow::device_class), and its cell's device is that class.
+
+// Device classes as a spec (and a gate policy) names them: class name ->
+// device-name globs ("pixel7": ["adb:ABC*", "tcp://lab-p7-*"]).
+using DeviceClasses = std::map<std::string, std::vector<std::string>>;
+
+// How a cell's device names a class: "class:" + the class name.
+inline constexpr const char* kDeviceClassPrefix = "class:";
+std::string ClassCellDevice(const std::string& device_class);
+
+// The class of device `d` for a job aimed at `any` or a selector: the first
+// class of `classes` (in name order) with a glob that matches d.name; else
+// one derived from what the device reported, "MODEL/ABI" (MODEL: its
+// ro.product.model, else its CPU/SoC name; "Pixel 7/arm64-v8a").
+std::string DeviceClassOf(const DeviceClasses& classes, const DeviceTraits& d);
+
+// The first class of `classes` (in name order) with a glob matching device
+// name `device`; "" when none does.
+std::string MatchingDeviceClass(const DeviceClasses& classes, const std::string& device);
+
+// '*' and '?' glob over the whole of `text`.
+bool GlobMatch(const std::string& pattern, const std::string& text);
 
 // The label without model and device, as a matrix row (model) x column
 // (device) names the rest: "xnnpack[fp16:true] x2 (runner main)". Label()

@@ -136,5 +136,56 @@ TEST(CellTest, CellOfTakesTheJobsInputs) {
   EXPECT_EQ(CellOf(j).inputs, j.inputs);
 }
 
+// A job aimed at `any` or a selector: its cell's device is its device's
+// class, so trials on two devices of one class are one cell.
+TEST(CellTest, AJobsDeviceClassIsItsCellsDevice) {
+  JobRow on_a;
+  on_a.model = "face.tflite";
+  on_a.model_sha256 = Face().model_sha256;
+  on_a.delegate = "xnnpack";
+  on_a.device = "tcp://10.0.0.7:7000";
+  on_a.device_class = "pixel7";
+  JobRow on_b = on_a;
+  on_b.device = "adb:DEF456";
+  EXPECT_EQ(CellOf(on_a).device, "class:pixel7");
+  EXPECT_EQ(CellOf(on_a), CellOf(on_b));
+  EXPECT_EQ(CellOf(on_a).Label(), "face.tflite (3bc182eb) xnnpack @class:pixel7");
+  EXPECT_EQ(ConfigLabel(CellOf(on_a)), "xnnpack");
+  JobRow named = on_a;  // a job aimed at its own device keeps the device
+  named.device_class = "";
+  EXPECT_EQ(CellOf(named).device, "tcp://10.0.0.7:7000");
+  EXPECT_NE(CellOf(named), CellOf(on_a));
+  EXPECT_EQ(ClassCellDevice("Pixel 7/arm64-v8a"), "class:Pixel 7/arm64-v8a");
+}
+
+TEST(CellTest, DeviceClassOfTakesTheFirstMatchingClassElseWhatTheDeviceIs) {
+  const DeviceClasses classes = {{"pixel7", {"adb:ABC*", "tcp://lab-p7-?:*"}},
+                                 {"lab", {"tcp://*"}}};
+  DeviceTraits d;
+  d.name = "tcp://lab-p7-1:7000";
+  d.abi = "arm64-v8a";
+  d.cpu = "ARMv8 Processor Tensor G2";
+  EXPECT_EQ(DeviceClassOf(classes, d), "lab");  // "lab" < "pixel7": first by name
+  d.name = "adb:ABC123";
+  EXPECT_EQ(DeviceClassOf(classes, d), "pixel7");
+  d.name = "adb:XYZ";  // no class: the model, else the CPU/SoC, and the ABI
+  EXPECT_EQ(DeviceClassOf(classes, d), "ARMv8 Processor Tensor G2/arm64-v8a");
+  d.model = "Pixel 7";
+  EXPECT_EQ(DeviceClassOf(classes, d), "Pixel 7/arm64-v8a");
+  EXPECT_EQ(DeviceClassOf({}, d), "Pixel 7/arm64-v8a");
+  EXPECT_EQ(DeviceClassOf({}, DeviceTraits{}), "unknown/unknown");
+  EXPECT_EQ(MatchingDeviceClass(classes, "adb:XYZ"), "");
+  EXPECT_EQ(MatchingDeviceClass(classes, "adb:ABC"), "pixel7");
+}
+
+TEST(CellTest, GlobMatchesTheWholeName) {
+  EXPECT_TRUE(GlobMatch("adb:*", "adb:ABC"));
+  EXPECT_TRUE(GlobMatch("a?c", "abc"));
+  EXPECT_TRUE(GlobMatch("*", ""));
+  EXPECT_FALSE(GlobMatch("adb:*", "tcp://adb:ABC"));
+  EXPECT_FALSE(GlobMatch("a?c", "abcd"));
+  EXPECT_TRUE(GlobMatch("*7*", "pixel7-b"));
+}
+
 }  // namespace
 }  // namespace dfarm::store

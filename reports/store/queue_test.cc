@@ -881,6 +881,104 @@ TEST_F(SqliteStoreTest, MigratesVersion19WithFarmDefaults) {
   ASSERT_TRUE(cancelled.ok()) << cancelled.message();
 }
 
+// Device classes: the trials of one cell of an `any` (or selector) run that
+// two devices of one class ran are one cell, named by the class; a job aimed
+// at its own device keeps its device; without a matching class the device's
+// model/SoC and ABI name one.
+TEST_P(QueueTest, TrialsOnTwoDevicesOfOneClassAreOneCell) {
+  int64_t run = 0;
+  JobRow named = Targeted("", "pixel-b");
+  named.trial = 9;
+  const std::vector<int64_t> ids =
+      QueueRun({Targeted(kTargetAny, kTargetAny), Targeted(kTargetAny, kTargetAny),
+                Targeted("select:abi=arm64-v8a", "select:abi=arm64-v8a"), named},
+               &run);
+  ASSERT_EQ(ids.size(), 4u);
+  RunQueueing q;
+  q.device_classes = {{"pixel7", {"pixel-a", "pixel-b"}}};
+  ASSERT_TRUE(store_->SetRunQueueing(run, q).ok());
+  DeviceTraits a = Phone(), b = Phone(), other = Phone();
+  a.name = "pixel-a";
+  b.name = "pixel-b";
+  other.name = "adb:OTHER";
+  other.model = "Pixel 8";
+  // Oldest first: pixel-a and pixel-b one `any` job each, the selector job
+  // a device of no class, then pixel-b its own.
+  ASSERT_EQ(Claim("n1", a), ids[0]);
+  ASSERT_EQ(Claim("n2", b), ids[1]);
+  ASSERT_EQ(Claim("n3", other), ids[2]);
+  ASSERT_EQ(Claim("n2", b), ids[3]);
+  for (size_t k = 0; k < ids.size(); ++k) {
+    JobOutcome o = Ok(1);
+    o.metrics = JobMetrics{};
+    o.metrics->p50_us = 1000.0 + static_cast<double>(k);
+    ASSERT_TRUE(store_->RecordJobResult(ids[k], o).ok());
+  }
+  auto jobs = store_->ListJobs(run);
+  ASSERT_TRUE(jobs.ok()) << jobs.message();
+  ASSERT_EQ(jobs->size(), 4u);
+  EXPECT_EQ((*jobs)[0].device, "pixel-a");
+  EXPECT_EQ((*jobs)[0].device_class, "pixel7");
+  EXPECT_EQ((*jobs)[1].device, "pixel-b");
+  EXPECT_EQ((*jobs)[1].device_class, "pixel7");
+  EXPECT_EQ((*jobs)[2].device_class, "Pixel 8/arm64-v8a");
+  EXPECT_EQ((*jobs)[3].device_class, "");  // aimed at pixel-b itself
+
+  auto cells = store_->ListCells();
+  ASSERT_TRUE(cells.ok()) << cells.message();
+  std::vector<std::string> devices;
+  for (const Cell& c : *cells) devices.push_back(c.device);
+  EXPECT_EQ(devices,
+            (std::vector<std::string>{"class:Pixel 8/arm64-v8a", "class:pixel7", "pixel-b"}));
+  const Cell cls = CellOf((*jobs)[0]);
+  EXPECT_EQ(cls, CellOf((*jobs)[1]));
+  EXPECT_EQ(cls.Label(), "m.tflite (aaaaaaaa) cpu[a:1] @class:pixel7");
+  auto trials = store_->ListCellJobs(cls);
+  ASSERT_TRUE(trials.ok()) << trials.message();
+  ASSERT_EQ(trials->size(), 2u);
+  EXPECT_EQ((*trials)[0].id, ids[0]);
+  EXPECT_EQ((*trials)[1].id, ids[1]);
+  auto light = store_->ListCellTrials(cls);
+  ASSERT_TRUE(light.ok()) << light.message();
+  ASSERT_EQ(light->size(), 2u);
+  EXPECT_EQ(CellOf((*light)[0]), cls);
+  CellFilter f;
+  f.device = "class:pixel7";
+  auto found = store_->ListCells(f);
+  ASSERT_TRUE(found.ok()) << found.message();
+  ASSERT_EQ(found->size(), 1u);
+  EXPECT_EQ(found->front(), cls);
+  auto recent = store_->ListRecentCellValues(5);
+  ASSERT_TRUE(recent.ok()) << recent.message();
+  ASSERT_EQ(recent->size(), 3u);
+  EXPECT_EQ((*recent)[1].cell, cls);
+  EXPECT_EQ((*recent)[1].p50_us.size(), 2u);
+}
+
+// A job's cell follows its device however the device is written: a moved
+// job is the cell of its new device; a class set later makes it the class's.
+TEST_P(QueueTest, ACellsDeviceFollowsEveryWriteOfTheDevice) {
+  auto run = store_->CreateRun("own", "{}");
+  ASSERT_TRUE(run.ok()) << run.message();
+  JobRow j = MakeJob("m.tflite");
+  j.device = "phone";
+  auto id = store_->AddJob(*run, j);
+  ASSERT_TRUE(id.ok()) << id.message();
+  ASSERT_TRUE(store_->MoveJob(*id, "pc", "key-moved").ok());
+  auto cells = store_->ListCells();
+  ASSERT_TRUE(cells.ok()) << cells.message();
+  ASSERT_EQ(cells->size(), 1u);
+  EXPECT_EQ(cells->front().device, "pc");
+  JobRow classed = MakeJob("m.tflite");
+  classed.device = "tcp://a:1";
+  classed.device_class = "lab";  // as an import would bring it
+  ASSERT_TRUE(store_->AddJob(*run, classed).ok());
+  cells = store_->ListCells();
+  ASSERT_TRUE(cells.ok()) << cells.message();
+  ASSERT_EQ(cells->size(), 2u);
+  EXPECT_EQ(cells->front().device, "class:lab");
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, QueueTest, DFARM_BOTH_BACKENDS, BackendName);
 
 }  // namespace

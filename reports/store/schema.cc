@@ -430,6 +430,37 @@ CREATE TRIGGER devices_changed_update AFTER UPDATE ON devices
     OR OLD.node IS NOT NEW.node BEGIN
   UPDATE store_changes SET n = n + 1 WHERE shard = 0; END;
 )sql",
+    // v23: device classes (store::DeviceClassOf): the class of the device
+    // that claimed a job aimed at `any` or a selector ('' otherwise, and in
+    // older runs), the spec's classes of a queue run, and the device of each
+    // job's cell, cell_device: "class:" and its class, else its device.
+    // jobs_by_cell is on cell_device, so that the cell queries read that
+    // index alone (a generated column would not be covered on SQLite).
+    // Triggers keep cell_device right on every write path that sets device
+    // or device_class and not cell_device; AddJobs and ClaimJob write it
+    // themselves, so the triggers' guard skips them. PostgreSQL's text is
+    // kPostgresTexts'.
+    R"sql(
+ALTER TABLE jobs ADD COLUMN device_class TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN cell_device TEXT NOT NULL DEFAULT '';
+UPDATE jobs SET cell_device = device;
+ALTER TABLE runs ADD COLUMN device_classes TEXT NOT NULL DEFAULT '';
+DROP INDEX jobs_by_cell;
+CREATE INDEX jobs_by_cell ON jobs(model_sha256, delegate, delegate_options, cell_device, runner,
+  num_threads, inputs, run_id, trial);
+CREATE TRIGGER jobs_cell_device_insert AFTER INSERT ON jobs
+  WHEN NEW.cell_device IS NOT
+    (CASE WHEN NEW.device_class = '' THEN NEW.device ELSE 'class:' || NEW.device_class END) BEGIN
+  UPDATE jobs SET cell_device =
+    (CASE WHEN NEW.device_class = '' THEN NEW.device ELSE 'class:' || NEW.device_class END)
+    WHERE id = NEW.id; END;
+CREATE TRIGGER jobs_cell_device_update AFTER UPDATE OF device, device_class ON jobs
+  WHEN NEW.cell_device IS NOT
+    (CASE WHEN NEW.device_class = '' THEN NEW.device ELSE 'class:' || NEW.device_class END) BEGIN
+  UPDATE jobs SET cell_device =
+    (CASE WHEN NEW.device_class = '' THEN NEW.device ELSE 'class:' || NEW.device_class END)
+    WHERE id = NEW.id; END;
+)sql",
 };
 
 // The migrations whose PostgreSQL text is written out rather than
@@ -477,6 +508,23 @@ CREATE CONSTRAINT TRIGGER devices_changed_update AFTER UPDATE ON devices
   WHEN (OLD.state IS DISTINCT FROM NEW.state OR OLD.state_reason IS DISTINCT FROM NEW.state_reason
     OR OLD.node IS DISTINCT FROM NEW.node)
   EXECUTE FUNCTION dfarm_note_change();
+)sql"},
+    {23, R"sql(
+ALTER TABLE jobs ADD COLUMN device_class TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN cell_device TEXT NOT NULL DEFAULT '';
+UPDATE jobs SET cell_device = device;
+ALTER TABLE runs ADD COLUMN device_classes TEXT NOT NULL DEFAULT '';
+DROP INDEX jobs_by_cell;
+CREATE INDEX jobs_by_cell ON jobs(model_sha256, delegate, delegate_options, cell_device, runner,
+  num_threads, inputs, run_id, trial);
+CREATE FUNCTION dfarm_cell_device() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  NEW.cell_device := CASE WHEN NEW.device_class = '' THEN NEW.device
+                          ELSE 'class:' || NEW.device_class END;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER jobs_cell_device BEFORE INSERT OR UPDATE OF device, device_class ON jobs
+  FOR EACH ROW EXECUTE FUNCTION dfarm_cell_device();
 )sql"},
 };
 

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "agent/base/sha256.h"
 
@@ -16,6 +17,24 @@ namespace dfarm::store::sql {
 namespace {
 
 constexpr size_t kBlobChunkBytes = 4 << 20;  // 4 MiB a row
+
+// runs.device_classes: a JSON object of class name -> globs; '' for none.
+std::string DeviceClassesJson(const DeviceClasses& classes) {
+  return classes.empty() ? std::string() : nlohmann::json(classes).dump();
+}
+DeviceClasses ParseDeviceClasses(const std::string& text) {
+  if (text.empty()) return {};
+  const auto doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  DeviceClasses out;
+  if (!doc.is_object()) return out;
+  for (const auto& [name, globs] : doc.items()) {
+    if (!globs.is_array()) continue;
+    for (const auto& g : globs) {
+      if (g.is_string()) out[name].push_back(g.get<std::string>());
+    }
+  }
+  return out;
+}
 
 std::string Lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -102,8 +121,11 @@ Result<void> SetRunQueueing(Conn& db, int64_t run_id, const RunQueueing& q) {
                      "unserved_timeout_s " + std::to_string(q.unserved_timeout_s) +
                          " is out of range [0, " + std::to_string(kUnservedTimeoutMaxS) + "]");
   }
-  if (auto r = RunWith(db, "UPDATE runs SET priority = ?, unserved_timeout_s = ? WHERE id = ?",
-                       {q.priority, q.unserved_timeout_s, run_id});
+  if (auto r =
+          RunWith(db,
+                  "UPDATE runs SET priority = ?, unserved_timeout_s = ?, device_classes = ? "
+                  "WHERE id = ?",
+                  {q.priority, q.unserved_timeout_s, DeviceClassesJson(q.device_classes), run_id});
       !r) {
     return r;
   }
@@ -325,6 +347,21 @@ Result<std::optional<int64_t>> ChooseJob(Conn& db, const DeviceTraits& device) {
   return std::optional<int64_t>();
 }
 
+// In ClaimJob's transaction: the class `device` gives job `job_id` ("" for
+// a job aimed at its own device; DeviceClassOf with its run's classes for a
+// job aimed at `any` or a selector).
+Result<std::string> ClassForClaim(Conn& db, int64_t job_id, const DeviceTraits& device) {
+  auto q = Stmt::Prepare(db,
+                         "SELECT j.target, r.device_classes FROM jobs j JOIN runs r ON r.id = "
+                         "j.run_id WHERE j.id = ?");
+  if (!q) return q.error();
+  q->Bind(1, job_id);
+  auto row = q->Step();
+  if (!row) return row.error();
+  if (!*row || q->Text(0).empty()) return std::string();
+  return DeviceClassOf(ParseDeviceClasses(q->Text(1)), device);
+}
+
 }  // namespace
 
 Result<std::optional<int64_t>> ClaimJob(Conn& db, const std::string& node,
@@ -339,15 +376,19 @@ Result<std::optional<int64_t>> ClaimJob(Conn& db, const std::string& node,
     if (auto r = tx->Commit(); !r) return r.error();
     return std::optional<int64_t>();
   }
+  auto device_class = ClassForClaim(db, *chosen, device);
+  if (!device_class) return device_class.error();
   auto u = Stmt::Prepare(db,
                          "UPDATE jobs SET status = ?, claimed_by = ?, claim_id = claim_id + 1, "
                          "lease_until = " +
                              now +
-                             " + ?, device = ?, started_at = ? WHERE id = ? AND status = ? "
-                             "RETURNING claim_id");
+                             " + ?, device = ?, started_at = ?, device_class = ?, cell_device = ? "
+                             "WHERE id = ? AND status = ? RETURNING claim_id");
   if (!u) return u.error();
   u->Bind(1, kJobRunning).Bind(2, node).Bind(3, lease_s).Bind(4, device.name);
-  u->Bind(5, NowIso8601()).Bind(6, *chosen).Bind(7, kJobQueued);
+  u->Bind(5, NowIso8601()).Bind(6, *device_class);
+  u->Bind(7, device_class->empty() ? device.name : ClassCellDevice(*device_class));
+  u->Bind(8, *chosen).Bind(9, kJobQueued);
   auto updated = u->Step();
   if (!updated) return updated.error();
   if (!*updated) return MakeError("job " + std::to_string(*chosen) + " vanished while claimed");

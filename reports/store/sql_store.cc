@@ -55,7 +55,7 @@ std::string JobColumns(Dialect d) {
          "r.init_cold_us, r.init_warm_us, j.inputs, "
          "coalesce((SELECT p.reason FROM placement p WHERE p.job_id = j.id AND p.delegate = 'cpu' "
          "AND p.folded = 0 AND p.reason <> '' GROUP BY p.reason "
-         "ORDER BY count(*) DESC, min(p.node_index) LIMIT 1), ''), j.pair_number "
+         "ORDER BY count(*) DESC, min(p.node_index) LIMIT 1), ''), j.pair_number, j.device_class "
          "FROM jobs j LEFT JOIN results r ON r.job_id = j.id ";
 }
 
@@ -123,6 +123,7 @@ JobRow ReadJob(const Stmt& s) {
   if (!s.IsNull(47)) j.energy_mj = s.Double(47);
   j.inputs = s.Text(50);
   j.pair = s.Int(52);
+  j.device_class = s.Text(53);
   return j;
 }
 
@@ -313,10 +314,11 @@ std::pair<std::string, std::vector<std::string>> RunSummariesSql(Dialect d, cons
 }
 
 // The jobs of one cell across runs (ListCellJobs): jobs_by_cell finds them
-// in this order. The placeholders take the Cell's identity, in its order.
+// in this order. The placeholders take the Cell's identity, in its order; a
+// cell's device is the jobs' cell_device (their class, else their device).
 constexpr const char* kCellJobsWhere =
     "WHERE j.model_sha256 = ? AND j.delegate = ? AND j.delegate_options = ? AND "
-    "j.num_threads = ? AND j.runner = ? AND j.device = ? AND j.inputs = ? "
+    "j.num_threads = ? AND j.runner = ? AND j.cell_device = ? AND j.inputs = ? "
     "ORDER BY j.run_id, j.trial, j.id";
 
 // Binds `c`'s identity to kCellJobsWhere's placeholders 1..7.
@@ -329,7 +331,8 @@ void BindCell(Stmt& s, const Cell& c) {
 // The cell columns of ListCells' inner query, in the order of jobs_by_cell
 // (so that the query reads only that index), and the Cell they make.
 constexpr const char* kCellColumns =
-    "j.model_sha256, j.delegate, j.delegate_options, j.device, j.runner, j.num_threads, j.inputs";
+    "j.model_sha256, j.delegate, j.delegate_options, j.cell_device, j.runner, j.num_threads, "
+    "j.inputs";
 Cell ReadCell(const Stmt& s) {
   Cell c;
   c.model_sha256 = s.Text(0);
@@ -350,8 +353,9 @@ Cell ReadCell(const Stmt& s) {
 // deepest column that has one (a few index seeks per cell, not a read of
 // every job); each cell's window and trials are ranges of the same index.
 std::string RecentCellValuesSql() {
-  static const char* const kCols[] = {
-      "model_sha256", "delegate", "delegate_options", "device", "runner", "num_threads", "inputs"};
+  static const char* const kCols[] = {"model_sha256", "delegate", "delegate_options",
+                                      "cell_device",  "runner",   "num_threads",
+                                      "inputs"};
   const auto join = [](const char* prefix, const char* sep, size_t n, const char* suffix = "") {
     std::string out;
     for (size_t i = 0; i < n; ++i) {
@@ -436,8 +440,8 @@ class SqlStore final : public Store {
     auto s = Prepare(
         "INSERT INTO jobs(run_id, job_key, model, model_path, model_sha256, delegate, "
         "delegate_options, device, status, num_threads, trial, runner, runner_sha256, target, "
-        "payload, runner_kind, inputs, pair_number) "
-        "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "payload, runner_kind, inputs, pair_number, device_class, cell_device) "
+        "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
         "RETURNING id");
     if (!s) return s.error();
     std::vector<int64_t> ids;
@@ -451,7 +455,7 @@ class SqlStore final : public Store {
       s->Bind(12, j.runner == kDefaultRunnerName ? std::string() : j.runner);
       s->Bind(13, j.runner_sha256).Bind(14, j.target).Bind(15, j.payload);
       s->Bind(16, j.runner_kind).Bind(17, j.inputs.empty() ? kSeededInputs : j.inputs);
-      s->Bind(18, j.pair);
+      s->Bind(18, j.pair).Bind(19, j.device_class).Bind(20, CellOf(j).device);
       auto id = ReturnedId(*s, "add job to run " + std::to_string(run_id));
       if (!id) return id.error();
       ids.push_back(*id);
@@ -1208,7 +1212,7 @@ class SqlStore final : public Store {
     };
     add("j.delegate", f.delegate.empty() ? std::nullopt : std::optional<std::string>(f.delegate));
     add("j.delegate_options", f.delegate_options);
-    add("j.device", f.device);
+    add("j.cell_device", f.device);
     add("j.runner", f.runner);
     if (f.inputs) {  // an id or a prefix of one
       where.push_back("j.inputs >= ? AND j.inputs < ?");

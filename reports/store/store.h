@@ -181,6 +181,11 @@ struct JobRow {
   // "benchmark_model", "inference_diff") and the version it reported.
   std::string runner_kind;
   std::string runner_version;
+  // Schema v23: the class of the device that claimed a job aimed at `any` or
+  // a selector (DeviceClassOf, cell.h; ClaimJob records it): its cell's
+  // device is then that class (CellOf). "" for a job aimed at one device and
+  // in runs before v23.
+  std::string device_class;
 };
 
 // A job's per-op profile: the runner's --profile section (spec
@@ -361,7 +366,7 @@ struct CellFilter {
   std::string model;
   std::string delegate;
   std::optional<std::string> delegate_options;  // "k1:v1;k2:v2", keys sorted, as stored
-  std::optional<std::string> device;
+  std::optional<std::string> device;            // the cell's device: a device name, or "class:NAME"
   std::optional<std::string> runner;
   std::optional<uint32_t> num_threads;
   std::optional<std::string> inputs;  // an inputs id (Cell::inputs) or a prefix of one
@@ -445,6 +450,7 @@ struct DeviceTraits {
   std::string cpu;  // the SoC / CPU name the agent reports
   int64_t memory_bytes = 0;
   std::vector<std::string> tags;
+  std::string model;  // Android's ro.product.model ("Pixel 7"); "" elsewhere (DeviceClassOf)
 };
 
 // Where a queued job may run (JobRow::target): "" = its own device only;
@@ -473,10 +479,14 @@ struct CancelledRun {
   int64_t running = 0;  // running jobs ended cancelled (their nodes record nothing more)
 };
 
-// A queue run's claim order and patience (schema v20).
+// A queue run's claim order and patience (schema v20), and the device
+// classes of its jobs' cells (v23).
 struct RunQueueing {
   int64_t priority = kRunPriorityDefault;
   int64_t unserved_timeout_s = kUnservedTimeoutDefaultS;
+  // Schema v23: the spec's device classes, by which ClaimJob names the class
+  // of a device that claims a job aimed at `any` or a selector (DeviceClassOf).
+  DeviceClasses device_classes;
 };
 
 // One claim of a job and how it ended.
@@ -711,7 +721,7 @@ class Queue {
   virtual ~Queue() = default;
   // Sets a run's mode (kRunModeQueue: nodes claim its jobs).
   virtual Result<void> SetRunMode(int64_t run_id, const std::string& mode) = 0;
-  // Sets a queue run's priority and unserved timeout (RunQueueing); a
+  // Sets a queue run's priority, unserved timeout and device classes (RunQueueing); a
   // priority outside [kRunPriorityMin, kRunPriorityMax] or a timeout outside
   // [0, kUnservedTimeoutMaxS] is kInvalidInput. kNotFound: no such run.
   virtual Result<void> SetRunQueueing(int64_t run_id, const RunQueueing& q) = 0;

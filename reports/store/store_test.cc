@@ -438,6 +438,16 @@ TEST_F(SqliteStoreTest, MigratesPreviousVersion) {
   EXPECT_EQ(job->num_threads, 2u);
   ASSERT_TRUE(job->metrics.has_value());
   EXPECT_DOUBLE_EQ(job->metrics->mean_us, 5.5);
+  // A job before device classes (v23) is the cell of its device.
+  EXPECT_EQ(job->device_class, "");
+  EXPECT_EQ(CellOf(*job).device, "local");
+  auto cells = store->ListCells();
+  ASSERT_TRUE(cells.ok()) << cells.message();
+  ASSERT_EQ(cells->size(), 1u);
+  EXPECT_EQ(cells->front().device, "local");
+  auto trials = store->ListCellJobs(cells->front());
+  ASSERT_TRUE(trials.ok()) << trials.message();
+  EXPECT_EQ(trials->size(), 1u);
   EXPECT_EQ(job->inputs, kSeededInputs);  // schema 18: what every older job ran on
   EXPECT_EQ(job->pair, 0);                // schema 19: not paired
   EXPECT_EQ(CellOf(*job).inputs, kSeededInputs);
@@ -1279,13 +1289,13 @@ TEST_F(SqliteStoreTest, QueryPlansUseTheIndexes) {
   const std::string cell = plan(
       "SELECT j.id FROM jobs j INDEXED BY jobs_by_cell WHERE j.model_sha256 = 'a' AND "
       "j.delegate = 'cpu' AND "
-      "j.delegate_options = '' AND j.device = 'local' AND j.runner = '' AND j.num_threads = 0 "
-      "AND j.inputs = 'seeded:1/dfarm' ORDER BY j.run_id, j.trial, j.id");
+      "j.delegate_options = '' AND j.cell_device = 'local' AND j.runner = '' AND "
+      "j.num_threads = 0 AND j.inputs = 'seeded:1/dfarm' ORDER BY j.run_id, j.trial, j.id");
   EXPECT_NE(cell.find("jobs_by_cell"), std::string::npos) << cell;
   EXPECT_EQ(cell.find("TEMP B-TREE"), std::string::npos) << cell;  // the index's order
   // ListCells without a filter reads only the covering index.
   const std::string cells = plan(
-      "SELECT j.model_sha256, j.delegate, j.delegate_options, j.device, j.runner, "
+      "SELECT j.model_sha256, j.delegate, j.delegate_options, j.cell_device, j.runner, "
       "j.num_threads, j.inputs, MAX(j.id) FROM jobs j GROUP BY 1, 2, 3, 4, 5, 6, 7");
   EXPECT_NE(cells.find("COVERING INDEX jobs_by_cell"), std::string::npos) << cells;
   const std::string device = plan(
@@ -1764,6 +1774,39 @@ TEST_F(SqliteStoreTest, MigratesVersion16) {
   d.opencl.push_back(OpenClDevice{"p", "gpu0", "v", "1.0", "OpenCL 1.2", true, true, 4, 1 << 20});
   ASSERT_TRUE(store->UpsertDevice(d).ok());
   EXPECT_EQ(store->ListDevices()->at(0).opencl.at(0).name, "gpu0");
+}
+
+// A writer that sets a job's device or class but not its cell_device (plain
+// SQL, an older tool) still leaves the job in the right cell: triggers keep it.
+TEST_F(SqliteStoreTest, TriggersKeepTheCellDeviceOfPlainWrites) {
+  {
+    auto store = Open();
+    ASSERT_NE(store, nullptr);
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  const char* rows =
+      "INSERT INTO runs(id, name, created_at, spec_json, status) VALUES(1, 'r', 't', '{}', "
+      "'finished');"
+      "INSERT INTO jobs(run_id, job_key, model, model_path, model_sha256, delegate, device, "
+      "status) VALUES(1, 'k', 'm', '/m', 's', 'cpu', 'local', 'ok');"
+      "INSERT INTO jobs(run_id, job_key, model, model_path, model_sha256, delegate, device, "
+      "device_class, status) VALUES(1, 'k', 'm', '/m', 's', 'cpu', 'tcp://a:1', 'lab', 'ok');"
+      "INSERT INTO jobs(run_id, job_key, model, model_path, model_sha256, delegate, device, "
+      "status) VALUES(1, 'k', 'm', '/m', 's', 'cpu', 'tcp://b:1', 'ok');"
+      "UPDATE jobs SET device_class = 'lab' WHERE device = 'tcp://b:1';";
+  ASSERT_EQ(sqlite3_exec(db, rows, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  auto cells = store->ListCells();
+  ASSERT_TRUE(cells.ok()) << cells.message();
+  ASSERT_EQ(cells->size(), 2u);
+  EXPECT_EQ((*cells)[0].device, "class:lab");
+  EXPECT_EQ((*cells)[1].device, "local");
+  auto lab = store->ListCellJobs((*cells)[0]);
+  ASSERT_TRUE(lab.ok()) << lab.message();
+  EXPECT_EQ(lab->size(), 2u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StoreTest, DFARM_BOTH_BACKENDS, BackendName);

@@ -769,6 +769,89 @@ TEST_F(FarmE2eTest, CancelOnSqliteStopsASweepInAnotherProcess) {
             static_cast<size_t>(doc["queued"].get<int64_t>() + doc["running"].get<int64_t>()));
 }
 
+// Device classes: a sweep aimed at `any` whose spec puts both agents in one
+// class runs once on one agent and once on the other; every trial of both
+// runs is one cell per config ("@class:lab"), so `dfarm history` finds it
+// without --device and the gate compares the two runs cell by cell.
+TEST_F(FarmE2eTest, AnyRunsOnTwoDevicesOfAClassAreOneCellPerConfig) {
+  if (!ModelPresent()) GTEST_SKIP() << kModel << " is absent from " << DFARM_MODELS_DIR;
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  const json spec_doc = {
+      {"name", "classes"},
+      {"models", {(fs::path(DFARM_MODELS_DIR) / kModel).string()}},
+      {"delegates", {{{"name", "cpu"}}}},
+      {"devices", {"any"}},
+      {"device_classes", {{"lab", {"tcp://127.0.0.1:*"}}}},
+      {"benchmark",
+       {{"warmup_runs", 1}, {"num_runs", 20}, {"repeats", 3}, {"num_threads", {1, 2}}}}};
+  const fs::path spec = dir_ / "classes.json";
+  std::ofstream(spec) << spec_doc.dump(2);
+  // One run on each agent: each node serves one of them.
+  std::vector<int64_t> runs;
+  std::vector<std::string> uris;
+  for (const std::string name : {"a", "b"}) {
+    Agent agent = StartAgentIn(name, {});
+    ASSERT_NE(agent.port, 0);
+    uris.push_back(agent.uri());
+    Child node = StartNode("node-" + name, url_, {agent.uri()});
+    ASSERT_TRUE(WaitFor([&] { return NodeRunning("node-" + name); }, seconds(20)))
+        << Slurp(NodeLog("node-" + name));
+    Outcome o = Dfarm({"sweep", spec.string(), "--db", url_, "--json"});
+    ASSERT_EQ(o.code, 0) << o.all();
+    json doc = json::parse(o.out, nullptr, false);
+    ASSERT_TRUE(doc.is_object() && doc.contains("run_id")) << o.all();
+    runs.push_back(doc["run_id"].get<int64_t>());
+    EXPECT_EQ(TermAndWait(node), 0) << Slurp(NodeLog("node-" + name));
+  }
+  auto st = store::OpenStore(url_);
+  ASSERT_TRUE(st.ok()) << st.message();
+  for (size_t k = 0; k < runs.size(); ++k) {
+    auto jobs = (*st)->ListJobs(runs[k]);
+    ASSERT_TRUE(jobs.ok()) << jobs.message();
+    ASSERT_EQ(jobs->size(), 6u);
+    for (const store::JobRow& j : *jobs) {
+      EXPECT_EQ(j.status, store::kJobOk) << j.error;
+      EXPECT_EQ(j.device, uris[k]);
+      EXPECT_EQ(j.device_class, "lab");
+      EXPECT_EQ(store::CellOf(j).device, "class:lab");
+    }
+  }
+  auto cells = (*st)->ListCells();
+  ASSERT_TRUE(cells.ok()) << cells.message();
+  ASSERT_EQ(cells->size(), 2u);  // one per thread count, on both devices
+  for (const store::Cell& c : *cells) EXPECT_EQ(c.device, "class:lab") << c.Label();
+  st->reset();
+
+  // No --device needed: one cell has threads 1, with both runs' trials.
+  Outcome o = Dfarm({"history", "--db", url_, "--model", kModel, "--delegate", "cpu", "--threads",
+                     "1", "--json"});
+  ASSERT_EQ(o.code, 0) << o.all();
+  json history = json::parse(o.out, nullptr, false);
+  ASSERT_TRUE(history.is_object()) << o.out;
+  EXPECT_EQ(history["cell"]["device"], "class:lab");
+  ASSERT_EQ(history["points"].size(), 2u) << o.out;
+  for (const json& p : history["points"]) EXPECT_EQ(p["trials"], 3) << o.out;
+  o = Dfarm({"history", "--db", url_, "--model", kModel, "--delegate", "cpu", "--threads", "2",
+             "--device", "class:lab"});
+  EXPECT_EQ(o.code, 0) << o.all();
+
+  // The gate: run b against run a, one cell per config, each with a baseline.
+  o = Dfarm({"gate", std::to_string(runs[1]), "--baseline", std::to_string(runs[0]), "--db", url_,
+             "--format", "json"});
+  EXPECT_NE(o.code, 2) << o.all();
+  json gate = json::parse(o.out, nullptr, false);
+  ASSERT_TRUE(gate.is_object() && gate.contains("cells")) << o.all();
+  ASSERT_EQ(gate["cells"].size(), 2u) << o.out;
+  for (const json& c : gate["cells"]) {
+    EXPECT_EQ(c["device"], "class:lab") << c.dump();
+    EXPECT_NE(c["verdict"], "new") << c.dump();
+    EXPECT_NE(c["verdict"], "missing") << c.dump();
+    EXPECT_EQ(c["baseline_jobs"].size(), 3u) << c.dump();  // job ids, of both devices' runs
+    EXPECT_EQ(c["candidate_jobs"].size(), 3u) << c.dump();
+    EXPECT_EQ(c["latency"]["candidate_trials"], 3) << c.dump();
+  }
+}
+
 TEST_F(FarmE2eTest, NodeUsageErrors) {
   ASSERT_NO_FATAL_FAILURE(StartServer());
   Outcome o = Dfarm({"node", "--db", url_, "--name", "x"});
