@@ -89,8 +89,8 @@ TEST(CliTest, SpecErrorsExit2) {
   EXPECT_EQ(o.code, kExitUsage);
   EXPECT_EQ(o.err, "dfarm: error: spec '" + spec +
                        "': unknown key 'modles' at top level (expected name, models, delegates, "
-                       "devices, device_tags, runners, pairing, benchmark, scheduler, cooldown, "
-                       "farm)\n");
+                       "devices, device_tags, device_classes, runners, pairing, benchmark, "
+                       "scheduler, cooldown, farm)\n");
   o = Call({"sweep", (dir.path() / "missing.json").string()});
   EXPECT_EQ(o.code, kExitUsage);
 }
