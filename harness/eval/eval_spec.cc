@@ -21,17 +21,8 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-Error Bad(const std::string& where, const std::string& why) {
-  return MakeError(ErrorKind::kInvalidInput, where + ": " + why);
-}
-
-std::string Trim(std::string s) {
-  const auto space = [](unsigned char c) { return std::isspace(c) != 0; };
-  while (!s.empty() && space(static_cast<unsigned char>(s.back()))) s.pop_back();
-  size_t start = 0;
-  while (start < s.size() && space(static_cast<unsigned char>(s[start]))) ++start;
-  return s.substr(start);
-}
+using eval_tasks::Bad;
+using eval_tasks::Trim;
 
 // A whole non-negative integer, or -1.
 int64_t IndexOf(const std::string& s) {

@@ -11,10 +11,6 @@
 #include "nlohmann/json.hpp"
 
 namespace dfarm::harness::eval_tasks {
-namespace {
-
-namespace fs = std::filesystem;
-using nlohmann::json;
 
 Error Bad(const std::string& where, const std::string& why) {
   return MakeError(ErrorKind::kInvalidInput, where + ": " + why);
@@ -27,6 +23,11 @@ std::string Trim(std::string s) {
   while (start < s.size() && space(static_cast<unsigned char>(s[start]))) ++start;
   return s.substr(start);
 }
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
 
 // An integer field `key` of `o` in [lo, hi].
 Result<int64_t> Integer(const json& o, const char* key, const std::string& at, int64_t lo,

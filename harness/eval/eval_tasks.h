@@ -11,6 +11,12 @@
 
 namespace dfarm::harness::eval_tasks {
 
+// "WHERE: WHY" as an invalid-input error: how every eval spec message reads.
+Error Bad(const std::string& where, const std::string& why);
+
+// `s` without white space at either end.
+std::string Trim(std::string s);
+
 // The "decoder" of a detection ({"type":"ssd_postprocess","boxes","classes",
 // "scores","count","class_offset","box_order","max_detections"}) or a
 // segmentation ({"type":"logits"|"probabilities","output"}) into `e`;
