@@ -35,9 +35,10 @@ struct CellJobs {
 // The device of a job's cell: the class it recorded (a job aimed at `any` or
 // a selector), else its device's class in the policy, else its device.
 std::string DeviceCell(const Policy& policy, const store::JobRow& job) {
-  if (!job.device_class.empty()) return store::ClassCellDevice(job.device_class);
-  const std::string name = store::MatchingDeviceClass(policy.device_classes, job.device);
-  return name.empty() ? job.device : store::ClassCellDevice(name);
+  return store::CellDevice(job.device,
+                           job.device_class.empty()
+                               ? store::MatchingDeviceClass(policy.device_classes, job.device)
+                               : job.device_class);
 }
 
 std::string Num(double v) {

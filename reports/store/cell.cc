@@ -50,7 +50,7 @@ Cell CellOf(const JobRow& job) {
   cell.delegate_options = job.delegate_options;
   cell.num_threads = job.num_threads;
   cell.runner = job.runner;
-  cell.device = job.device_class.empty() ? job.device : ClassCellDevice(job.device_class);
+  cell.device = CellDevice(job.device, job.device_class);
   cell.inputs = job.inputs.empty() ? kSeededInputs : job.inputs;
   cell.model = job.model;
   return cell;
@@ -60,6 +60,10 @@ std::string ConfigLabel(const Cell& cell) { return Configuration(cell, ""); }
 
 std::string ClassCellDevice(const std::string& device_class) {
   return kDeviceClassPrefix + device_class;
+}
+
+std::string CellDevice(const std::string& device, const std::string& device_class) {
+  return device_class.empty() ? device : ClassCellDevice(device_class);
 }
 
 std::string MatchingDeviceClass(const DeviceClasses& classes, const std::string& device) {

@@ -89,6 +89,11 @@ using DeviceClasses = std::map<std::string, std::vector<std::string>>;
 inline constexpr const char* kDeviceClassPrefix = "class:";
 std::string ClassCellDevice(const std::string& device_class);
 
+// The device of the cell of a job that ran on `device` with class
+// `device_class`: ClassCellDevice(device_class), or `device` when the class
+// is "" (the rule CellOf, ClaimJob's cell_device and the gate follow).
+std::string CellDevice(const std::string& device, const std::string& device_class);
+
 // The class of device `d` for a job aimed at `any` or a selector: the first
 // class of `classes` (in name order) with a glob that matches d.name; else
 // one derived from what the device reported, "MODEL/ABI" (MODEL: its

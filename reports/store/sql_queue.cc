@@ -387,7 +387,7 @@ Result<std::optional<int64_t>> ClaimJob(Conn& db, const std::string& node,
   if (!u) return u.error();
   u->Bind(1, kJobRunning).Bind(2, node).Bind(3, lease_s).Bind(4, device.name);
   u->Bind(5, NowIso8601()).Bind(6, *device_class);
-  u->Bind(7, device_class->empty() ? device.name : ClassCellDevice(*device_class));
+  u->Bind(7, CellDevice(device.name, *device_class));
   u->Bind(8, *chosen).Bind(9, kJobQueued);
   auto updated = u->Step();
   if (!updated) return updated.error();
