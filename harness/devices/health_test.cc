@@ -31,11 +31,14 @@ namespace tfl = ::dfarm::tflite;
 
 constexpr char kRunner[] = DFARM_BINARY_DIR "/bin/dfarm-runner";
 
-// Runs `sql` on the SQLite file `db`; "" or the error.
+// Runs `sql` on the SQLite file `db`, waiting up to 60 s for a writer's
+// lock; "" or the error.
 std::string Exec(const std::string& db, const std::string& sql) {
   sqlite3* conn = nullptr;
   std::string error;
   if (sqlite3_open(db.c_str(), &conn) != SQLITE_OK) error = "cannot open " + db;
+  // A running node writes the same file: wait for its lock, as the store does.
+  if (error.empty()) sqlite3_busy_timeout(conn, 60000);
   char* msg = nullptr;
   if (error.empty() && sqlite3_exec(conn, sql.c_str(), nullptr, nullptr, &msg) != SQLITE_OK) {
     error = msg ? msg : "?";
