@@ -7,6 +7,8 @@
 # Usage: scripts/build.sh [TARGET...]   (no target: everything, arm64 included;
 #        the pseudo-target `arm64` builds the cross build alone)
 # DFARM_ARM64=0 skips the cross build, DFARM_ARM64=1 makes a failure an error.
+# The benchmark programs (target `benchmarks`, outside `all`) come after the
+# host build; DFARM_BENCHMARKS=0 skips them (the test command: no test needs them).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${DFARM_BUILD_DIR:-$ROOT/build}"
@@ -67,5 +69,9 @@ if [ "$#" -gt 0 ]; then
   if [ "$want_arm64" = 1 ]; then arm64; fi
 else
   cmake --build "$BUILD" -j "$JOBS"
+  if [ "${DFARM_BENCHMARKS:-1}" != 0 ] &&
+    cmake --build "$BUILD" --target help | grep '^benchmarks:' >/dev/null; then
+    cmake --build "$BUILD" -j "$JOBS" --target benchmarks
+  fi
   arm64
 fi
