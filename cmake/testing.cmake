@@ -1,6 +1,8 @@
 # dfarm_test(NAME SOURCES a.cc b.cc LIBS lib1 lib2 [LABELS unit] [NO_MAIN] [OPTIMIZE]
-#            [NO_PCH] [PROPERTIES k v ...])
+#            [NO_PCH] [SERIAL gtest-filter] [PROPERTIES k v ...])
 # PROPERTIES: more CTest properties for each test (e.g. RUN_SERIAL TRUE).
+# SERIAL: the tests matching this GoogleTest filter run alone (RUN_SERIAL),
+# the others of the program beside the rest of the suite.
 # NO_MAIN: the sources bring their own main() (e.g. to create a QApplication).
 # OPTIMIZE: the test sources keep the build type's flags (see DFARM_TEST_CXX_FLAGS).
 # NO_PCH: no shared precompiled header: Qt's targets make a program -fPIC,
@@ -39,7 +41,8 @@ if(DFARM_TEST_PCH)
 endif()
 
 function(dfarm_test name)
-  cmake_parse_arguments(T "NO_MAIN;OPTIMIZE;NO_PCH" "" "SOURCES;LIBS;LABELS;PROPERTIES" ${ARGN})
+  cmake_parse_arguments(T "NO_MAIN;OPTIMIZE;NO_PCH" "SERIAL" "SOURCES;LIBS;LABELS;PROPERTIES"
+                        ${ARGN})
   if(NOT T_LABELS)
     set(T_LABELS unit)
   endif()
@@ -55,6 +58,13 @@ function(dfarm_test name)
     target_link_libraries(${name} PRIVATE GTest::gtest_main)
   endif()
   target_compile_definitions(${name} PRIVATE ${_dfarm_test_definitions})
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${T_LABELS}"
-                       ${T_PROPERTIES})
+  if(T_SERIAL)
+    gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 TEST_FILTER "-${T_SERIAL}"
+                         PROPERTIES LABELS "${T_LABELS}" ${T_PROPERTIES})
+    gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 TEST_FILTER "${T_SERIAL}"
+                         PROPERTIES LABELS "${T_LABELS}" RUN_SERIAL TRUE ${T_PROPERTIES})
+  else()
+    gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${T_LABELS}"
+                         ${T_PROPERTIES})
+  endif()
 endfunction()
