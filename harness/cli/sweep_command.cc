@@ -24,13 +24,13 @@
 namespace dfarm::cli {
 namespace {
 
-std::atomic<bool> g_cancel{false};
+std::atomic<bool> g_sweep_cancel{false};
 
 // First SIGINT/SIGTERM: cancel the jobs in flight (they go back to queued)
 // and start no other (harness/README.md, Scheduler); a second one ends dfarm
 // at once.
 void OnSignal(int sig) {
-  g_cancel.store(true);
+  g_sweep_cancel.store(true);
   ::signal(sig, SIG_DFL);
 }
 
@@ -115,7 +115,7 @@ harness::SweepOptions MakeSweepOptions(const SweepOptions& o, Context& ctx) {
   so.runner_path = runner && *runner ? runner : harness::BesideSelf("dfarm-runner");
   so.progress = &ctx.err;
   so.progress_tty = &ctx.err == &std::cerr && ::isatty(STDERR_FILENO);
-  so.cancel = &g_cancel;
+  so.cancel = &g_sweep_cancel;
   so.allow_runner_change = o.allow_runner_change;
   if (o.priority >= 0) so.priority = static_cast<uint32_t>(o.priority);
   std::string db = o.db;
@@ -127,7 +127,7 @@ harness::SweepOptions MakeSweepOptions(const SweepOptions& o, Context& ctx) {
 // previous handlers back.
 Result<harness::SweepSummary> RunCancellable(
     const std::function<Result<harness::SweepSummary>()>& sweep) {
-  g_cancel.store(false);
+  g_sweep_cancel.store(false);
   struct sigaction sa {};
   sa.sa_handler = OnSignal;
   sa.sa_flags = SA_RESTART;
@@ -172,7 +172,7 @@ int ReportSummary(const SweepOptions& o, const harness::SweepSummary& s, Context
     for (const std::string& q : s.quarantined) ctx.err << ", '" << q << "' quarantined";
     ctx.err << " (" << pushed << " pushed) in '" << store::RedactUrl(o.db) << "'" << std::endl;
   }
-  if (s.status == store::kRunCancelled && !g_cancel.load()) {
+  if (s.status == store::kRunCancelled && !g_sweep_cancel.load()) {
     ctx.Fail(kExitInterrupted, "run " + std::to_string(s.run_id) +
                                    " was cancelled (dfarm cancel): its jobs that had not ended "
                                    "are cancelled");
@@ -223,7 +223,7 @@ int RunOnFarm(const SweepOptions& o, const std::optional<harness::SweepSpec>& sp
   }
   auto summary = RunCancellable([&] { return harness::FollowRun(run_id, store, so); });
   if (!summary) return ctx.Fail(summary.error());
-  if (summary->not_run > 0 && g_cancel.load()) {
+  if (summary->not_run > 0 && g_sweep_cancel.load()) {
     ReportSummary(o, *summary, ctx);
     ctx.Fail(kExitInterrupted, "stopped following run " + std::to_string(run_id) +
                                    "; it goes on on the farm's nodes (follow it again with "
