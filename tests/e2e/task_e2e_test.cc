@@ -10,6 +10,10 @@
 // masks, and a plugin that adds 3 to every ADD (libdfarm_perturb_plugin.so)
 // must fail the gate while the same plugin adding 0 passes.
 //
+// Faces: the real face_detection_short_range.tflite on drawn faces, its
+// raw outputs decoded by "ssd_anchors" with MediaPipe's options; the stored
+// detections must be a numpy decoder's on the same runner candidates.
+//
 // Raw anchors: a model ending in raw box regressors and class logits, the
 // decoder "ssd_anchors" with generated anchors: the runner lists the
 // candidates (--task-outputs anchors), the host decodes and NMSes them; the
@@ -573,6 +577,155 @@ TEST_F(TaskE2eTest, DetectionMapOfRawAnchorsDecodedOnTheHostMatchesTheNumpyRefer
       ASSERT_NE(t.Find(m), nullptr) << m;
       EXPECT_NEAR(t.Find(m)->value, ref[m].get<double>(), 1e-6) << m;
     }
+  }
+}
+
+// A face on a pale wall for face_detection_short_range (128x128): skin
+// ellipse of half-height r about (cx, cy), hair on top, eyes, nose, mouth.
+struct DrawnFace {
+  double cx, cy, r;
+};
+constexpr DrawnFace kFaces[] = {{64, 60, 30}, {48, 72, 22}, {78, 56, 26}};
+
+std::vector<uint8_t> DrawFace(const DrawnFace& f) {
+  std::vector<uint8_t> rgb(128 * 128 * 3);
+  for (int y = 0; y < 128; ++y) {
+    for (int x = 0; x < 128; ++x) {
+      const double hx = (x - f.cx) / (f.r * 0.85), hy = (y - f.cy) / f.r;
+      const bool head = hx * hx + hy * hy <= 1;
+      int c[3] = {200, 215, 230};
+      const auto paint = [&c](int r, int g, int b) { c[0] = r, c[1] = g, c[2] = b; };
+      if (head) paint(215, 170, 140);
+      if (head && y < f.cy - f.r * 0.45) paint(50, 35, 25);
+      for (double ex : {-0.35, 0.35}) {
+        const double dx = x - (f.cx + ex * f.r), dy = y - (f.cy - f.r * 0.13);
+        if (dx * dx + dy * dy <= f.r * f.r / 100) paint(30, 30, 30);
+      }
+      if (std::abs(x - f.cx) < f.r * 0.07 && y > f.cy && y < f.cy + f.r * 0.27) {
+        paint(180, 130, 110);
+      }
+      if (std::abs(x - f.cx) < f.r * 0.27 && std::abs(y - (f.cy + f.r * 0.45)) < f.r * 0.07) {
+        paint(150, 60, 60);
+      }
+      for (int k = 0; k < 3; ++k) rgb[(y * 128 + x) * 3 + k] = static_cast<uint8_t>(c[k]);
+    }
+  }
+  return rgb;
+}
+
+// The real face_detection_short_range.tflite (raw regressors [1,896,16],
+// classificators [1,896,1]) on drawn faces with MediaPipe's decoding
+// (its anchor options, x first, scales 128): the detections the host
+// stores must be those a second implementation (numpy,
+// reports/eval/testing/ssd_anchors_reference.py) decodes from the same
+// runner candidates, the mAP the numpy reference's on them, and the faces
+// are found where they were drawn.
+TEST_F(TaskE2eTest, FaceDetectorOnDrawnFacesDecodesLikeTheNumpyDecoder) {
+  const fs::path model =
+      fs::path(DFARM_SOURCE_DIR) / "models" / "face_detection_short_range.tflite";
+  if (!fs::exists(model)) GTEST_SKIP() << model << " is absent";
+  fs::create_directories(work_ / "faces");
+  json images = json::array(), annotations = json::array(), truth = json::array();
+  for (size_t i = 0; i < std::size(kFaces); ++i) {
+    const DrawnFace& f = kFaces[i];
+    const std::string name = "f" + std::to_string(i) + ".png";
+    WritePng(work_ / "faces" / name, 128, 128, DrawFace(f), true);
+    images.push_back({{"id", i + 1}, {"file_name", name}, {"width", 128}, {"height", 128}});
+    // The face box: brows to chin, cheek to cheek.
+    const double x0 = f.cx - 0.78 * f.r, y0 = f.cy - 0.5 * f.r;
+    const double x1 = f.cx + 0.78 * f.r, y1 = f.cy + 1.05 * f.r;
+    annotations.push_back(
+        {{"image_id", i + 1}, {"category_id", 1}, {"bbox", {x0, y0, x1 - x0, y1 - y0}}});
+    truth.push_back({i, 1, x0, y0, x1, y1});
+  }
+  std::ofstream(work_ / "faces" / "annotations.json") << json{
+      {"images", images},
+      {"annotations", annotations},
+      {"categories", {{{"id", 1}, {"name", "face"}}}}}.dump();
+  const json anchors = {{"num_layers", 4},
+                        {"min_scale", 0.1484375},
+                        {"max_scale", 0.75},
+                        {"input_size_height", 128},
+                        {"input_size_width", 128},
+                        {"anchor_offset_x", 0.5},
+                        {"anchor_offset_y", 0.5},
+                        {"strides", {8, 16, 16, 16}},
+                        {"aspect_ratios", {1.0}},
+                        {"fixed_anchor_size", true},
+                        {"interpolated_scale_aspect_ratio", 1.0}};
+  const json eval = {{"task", "detection"},
+                     {"dataset", (work_ / "faces" / "annotations.json").string()},
+                     {"preprocess", {{"size", {128, 128}}, {"mean", {127.5}}, {"std", {127.5}}}},
+                     {"decoder",
+                      {{"type", "ssd_anchors"},
+                       {"boxes", 0},
+                       {"scores", 1},
+                       {"anchors", anchors},
+                       {"scales", {{"x", 128}, {"y", 128}, {"w", 128}, {"h", 128}}},
+                       {"box_format", "xywh"},
+                       {"score", "sigmoid"},
+                       {"score_threshold", 0.5},
+                       {"iou_threshold", 0.3}}}};
+  const int64_t run = Sweep({{"name", "faces"},
+                             {"models", {{{"path", model.string()}, {"eval", eval}}}},
+                             {"delegates", {"cpu", "xnnpack"}},
+                             {"devices", {"local"}},
+                             {"benchmark", {{"warmup_runs", 0}, {"num_runs", 1}}}});
+  ASSERT_GT(run, 0);
+  auto store = store::OpenSqliteStore(db_);
+  ASSERT_TRUE(store.ok()) << store.message();
+  auto jobs = (*store)->ListJobs(run);
+  ASSERT_TRUE(jobs.ok());
+  ASSERT_EQ(jobs->size(), 2u);
+  auto tasks = (*store)->ListRunTaskAccuracy(run);
+  ASSERT_TRUE(tasks.ok()) << tasks.message();
+  const std::string py =
+      "/usr/bin/python3 " + std::string(DFARM_SOURCE_DIR) + "/reports/eval/testing/";
+  for (const store::JobRow& j : *jobs) {
+    SCOPED_TRACE(j.delegate + ": " + j.status + " " + j.error + " " + j.state_note);
+    ASSERT_EQ(j.status, "ok");
+    ASSERT_TRUE(tasks->count(j.id));
+    const store::TaskAccuracy& t = tasks->at(j.id);
+    auto detail = (*store)->GetJobDetail(j.id);
+    ASSERT_TRUE(detail.ok()) << detail.message();
+    const json listed = json::parse(detail->runner_json)["task_outputs"];
+    ASSERT_EQ(listed["anchors"], 896);
+    const json req = {
+        {"anchors", anchors},     {"box_format", "xywh"},   {"scales", {128, 128, 128, 128}},
+        {"box_size", "linear"},   {"score_threshold", 0.5}, {"iou_threshold", 0.3},
+        {"max_detections", 100},  {"class_offset", 0},      {"category_ids", {1}},
+        {"sizes", json::array()}, {"sets", listed["sets"]}};
+    json with_sizes = req;
+    for (size_t i = 0; i < std::size(kFaces); ++i) with_sizes["sizes"].push_back({128, 128});
+    std::ofstream(work_ / "decode.json") << with_sizes.dump();
+    const std::string decode = py + "ssd_anchors_reference.py < " +
+                               (work_ / "decode.json").string() + " > " +
+                               (work_ / "decoded.json").string();
+    ASSERT_EQ(std::system(decode.c_str()), 0) << decode;
+    const json decoded = json::parse(std::ifstream(work_ / "decoded.json"));
+    EXPECT_EQ(decoded["anchors"], 896);
+    const json& expected = decoded["detections"];
+    const json stored = json::parse(t.per_image)["detections"];
+    ASSERT_EQ(stored.size(), expected.size()) << t.per_image << "\n" << expected.dump();
+    for (size_t d = 0; d < stored.size(); ++d) {
+      for (size_t k = 0; k < 7; ++k) {
+        EXPECT_NEAR(stored[d][k].get<double>(), expected[d][k].get<double>(), 1e-4)
+            << "detection " << d << " field " << k;
+      }
+    }
+    std::ofstream(work_ / "req.json")
+        << json{{"images", std::size(kFaces)}, {"truth", truth}, {"detections", expected}}.dump();
+    const std::string score = py + "task_metrics_reference.py < " + (work_ / "req.json").string() +
+                              " > " + (work_ / "ref.json").string();
+    ASSERT_EQ(std::system(score.c_str()), 0) << score;
+    const json ref = json::parse(std::ifstream(work_ / "ref.json"));
+    for (const char* m : {"map", "map50", "recall"}) {
+      ASSERT_NE(t.Find(m), nullptr) << m;
+      EXPECT_NEAR(t.Find(m)->value, ref[m].get<double>(), 1e-6) << m;
+    }
+    // The drawn faces are found where they were drawn.
+    EXPECT_GT(t.Find("map50")->value, 0.6) << t.per_image;
+    RecordProperty(j.delegate + "_face_map", std::to_string(t.Find("map")->value));
   }
 }
 
