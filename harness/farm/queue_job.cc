@@ -183,6 +183,9 @@ std::string EncodePayload(const SweepJob& job,
     doc["eval"] = {{"task", e.task},     {"dataset", e.dataset_id}, {"labels", e.labels},
                    {"output", e.output}, {"offset", e.offset},      {"top_k", e.top_k}};
     AddTaskScoring(e, doc["eval"]);
+    // Version 2: nodes that predate decoder "ssd_anchors" refuse the job,
+    // naming the version, instead of misreading its two box outputs.
+    if (e.anchor_decoder) doc["v"] = 2;
   }
   if (!job.plugin_sha256.empty()) {
     std::string file = job.delegate.PluginPath();
@@ -197,7 +200,7 @@ namespace {
 
 Result<SweepJob> Decode(const store::JobRow& row, const std::string& abi, const FetchFile& fetch,
                         const json& doc) {
-  if (doc.value("v", 0) != 1) {
+  if (doc.value("v", 0) != 1 && doc.value("v", 0) != 2) {
     return MakeError(ErrorKind::kInvalidInput,
                      "its payload has version " + doc.value("v", json()).dump() +
                          ", which this dfarm does not know (update dfarm on this node)");

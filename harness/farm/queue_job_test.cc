@@ -143,6 +143,7 @@ TEST(QueuePayloadTest, DetectionAndSegmentationEvalsRoundTripForTheNode) {
   EXPECT_EQ(d.truth[0].image, 1u);
   EXPECT_EQ(d.truth[0].x, 10.5);
   EXPECT_FALSE(d.anchor_decoder.has_value());
+  EXPECT_EQ(json::parse(row.payload)["v"], 1);
 
   // Decoder "ssd_anchors": the anchors and decode settings travel too.
   det.box_outputs = {1, 0};
@@ -161,6 +162,7 @@ TEST(QueuePayloadTest, DetectionAndSegmentationEvalsRoundTripForTheNode) {
   row.payload = EncodePayload(job, {{"x86_64", std::string(64, 'e')}});
   back = DecodePayload(row, "x86_64", fetch);
   ASSERT_TRUE(back) << back.message();
+  EXPECT_EQ(json::parse(row.payload)["v"], 2);  // older nodes refuse it, naming the version
   const EvalSpec& a = *back->model.eval;
   EXPECT_EQ(a.TaskOutputsArg(), "anchors:1,0:softmax:1:0.05:200");
   ASSERT_TRUE(a.anchor_decoder.has_value());
@@ -171,6 +173,12 @@ TEST(QueuePayloadTest, DetectionAndSegmentationEvalsRoundTripForTheNode) {
   EXPECT_EQ(a.anchor_decoder->scale_h, 1);
   EXPECT_TRUE(a.anchor_decoder->exponential_size);
   EXPECT_EQ(a.anchor_decoder->iou_threshold, 0.3);
+  json v3 = json::parse(row.payload);
+  v3["v"] = 3;
+  row.payload = v3.dump();
+  back = DecodePayload(row, "x86_64", fetch);
+  ASSERT_FALSE(back);
+  EXPECT_NE(back.message().find("payload has version 3"), std::string::npos) << back.message();
 
   EvalSpec seg;
   seg.task = "segmentation";
