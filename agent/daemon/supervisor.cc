@@ -151,10 +151,10 @@ Result<void> CheckSpec(const JobSpec& job, uint32_t max_timeout_ms) {
   const auto starts = [&job](const char* kind) { return job.task_outputs.rfind(kind, 0) == 0; };
   if (!job.task_outputs.empty() &&
       (!SpeaksRunnerContract(job.runner_kind) || job.task_outputs.size() > 64 ||
-       !(starts("topk:") || starts("boxes:") || starts("classmap:")))) {
+       !(starts("topk:") || starts("boxes:") || starts("anchors:") || starts("classmap:")))) {
     return MakeError("invalid job: task_outputs '" + OneLine(job.task_outputs, 80) +
-                     "' must be topk:K[:OUTPUT], boxes:B,C,S,N[:MAX] or classmap:OUTPUT[:...] "
-                     "for a runner of kind 'dfarm' or 'tflite'");
+                     "' must be topk:K[:OUTPUT], boxes:B,C,S,N[:MAX], anchors:B,S:... or "
+                     "classmap:OUTPUT[:...] for a runner of kind 'dfarm' or 'tflite'");
   }
   if (job.profile && !RunnerKindProfiles(job.runner_kind)) {
     return MakeError("invalid job: runners of kind '" + OneLine(job.runner_kind, 80) +

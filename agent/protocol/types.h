@@ -90,7 +90,8 @@ struct JobSpec {
   // off. Runner kinds "dfarm" and "tflite" only; below timeout_ms.
   uint32_t sustained_ms = 0;
   // Feature "task_outputs": the runner's --task-outputs ("topk:K[:OUTPUT]",
-  // "boxes:B,C,S,N[:MAX]" or "classmap:OUTPUT[:ACTIVATION]"),
+  // "boxes:B,C,S,N[:MAX]", "anchors:B,S:SCORE:OFFSET:THRESHOLD[:MAX]" or
+  // "classmap:OUTPUT[:ACTIVATION]"),
   // for task accuracy on a labelled set; "" for none. Runner kinds "dfarm"
   // and "tflite" only; a host sends it only to an agent that lists it.
   std::string task_outputs;

@@ -683,9 +683,62 @@ Result<std::vector<TaskDetection>> Detections(const RunnerOptions& options,
   for (size_t i = 0; i < rows; ++i) {
     set.push_back({static_cast<int64_t>(std::llround(classes[i])), ShortFloat(scores[i]),
                    ShortFloat(boxes[4 * i]), ShortFloat(boxes[4 * i + 1]),
-                   ShortFloat(boxes[4 * i + 2]), ShortFloat(boxes[4 * i + 3])});
+                   ShortFloat(boxes[4 * i + 2]), ShortFloat(boxes[4 * i + 3]), -1});
   }
   return set;
+}
+
+// Anchor `a`'s C scores after `activation` (sigmoid, softmax or raw).
+std::vector<double> Activated(const std::vector<double>& scores, size_t a, size_t c,
+                              const std::string& activation) {
+  std::vector<double> out(scores.begin() + static_cast<std::ptrdiff_t>(a * c),
+                          scores.begin() + static_cast<std::ptrdiff_t>((a + 1) * c));
+  if (activation == "sigmoid") {
+    for (double& v : out) v = 1.0 / (1.0 + std::exp(-v));
+  } else if (activation == "softmax") {
+    const double most = *std::max_element(out.begin(), out.end());
+    double sum = 0;
+    for (double& v : out) sum += (v = std::exp(v - most));
+    for (double& v : out) v /= sum;
+  }
+  return out;
+}
+
+// The candidates of raw box regressors [1,N,K] / [N,K] and class scores
+// [1,N,C] / [N,C] / [1,N] (runner::TaskOutputs kind "anchors"); `anchors`
+// gets N.
+Result<std::vector<TaskDetection>> AnchorCandidates(const RunnerOptions& options,
+                                                    const std::vector<runtime::Tensor*>& out,
+                                                    int64_t& anchors) {
+  const runtime::Tensor& b = *out[options.task_boxes[0]];
+  const std::vector<double> boxes = TensorValues(b);
+  const std::vector<double> scores = TensorValues(*out[options.task_boxes[1]]);
+  const size_t n = b.shape.size() >= 2 ? static_cast<size_t>(std::max(0, b.shape.end()[-2])) : 0;
+  const size_t k = n > 0 ? boxes.size() / n : 0;
+  if (n == 0 || k < 4 || boxes.size() != n * k || scores.size() % n != 0 || scores.empty()) {
+    return MakeError("--task-outputs anchors: outputs " + std::to_string(options.task_boxes[0]) +
+                     ", " + std::to_string(options.task_boxes[1]) +
+                     " are not raw box regressors [1,N,K] (K >= 4) and class scores [1,N,C] "
+                     "of the same N anchors");
+  }
+  anchors = static_cast<int64_t>(n);
+  const size_t c = scores.size() / n;
+  std::vector<TaskDetection> rows;
+  for (size_t a = 0; a < n; ++a) {
+    const std::vector<double> s = Activated(scores, a, c, options.task_activation);
+    for (size_t cls = options.task_class_offset; cls < c; ++cls) {
+      if (!(s[cls] >= options.task_threshold)) continue;
+      const double* v = &boxes[a * k];
+      rows.push_back({static_cast<int64_t>(cls), ShortFloat(s[cls]), ShortFloat(v[0]),
+                      ShortFloat(v[1]), ShortFloat(v[2]), ShortFloat(v[3]),
+                      static_cast<int64_t>(a)});
+    }
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const TaskDetection& x, const TaskDetection& y) {
+    return x.score > y.score;
+  });
+  if (rows.size() > options.task_max_boxes) rows.resize(options.task_max_boxes);
+  return rows;
 }
 
 // Each pixel's class of a [1,H,W,C], [H,W,C], [1,H,W] or [H,W] output,
@@ -735,6 +788,10 @@ Result<void> AddTaskSet(const RunnerOptions& options, const std::vector<runtime:
     auto d = Detections(options, out);
     if (!d.ok()) return d.error();
     task.detections.push_back(std::move(*d));
+  } else if (options.task_kind == "anchors") {
+    auto d = AnchorCandidates(options, out, task.anchors);
+    if (!d.ok()) return d.error();
+    task.detections.push_back(std::move(*d));
   } else if (options.task_kind == "classmap") {
     auto m = ClassMap(options, *out[options.task_output]);
     if (!m.ok()) return m.error();
@@ -755,8 +812,9 @@ bool CollectTaskOutputs(
     const RunnerOptions& options, size_t outputs,
     const std::function<const std::vector<runtime::Tensor*>*(size_t set)>& run_set,
     RunOutcome* outcome) {
+  const bool boxes = options.task_kind == "boxes" || options.task_kind == "anchors";
   std::vector<uint32_t> named = options.task_boxes;
-  if (options.task_kind != "boxes") named = {options.task_output};
+  if (!boxes) named = {options.task_output};
   for (uint32_t i : named) {
     if (i >= outputs) {
       return Failed(outcome, RunnerStatus::kUsageError,
@@ -767,12 +825,16 @@ bool CollectTaskOutputs(
   TaskOutputs task;
   task.kind = options.task_kind;
   if (task.kind == "topk") task.k = options.task_top_k;
-  if (task.kind != "boxes") task.output = options.task_output;
-  if (task.kind == "boxes") {
+  if (!boxes) task.output = options.task_output;
+  if (boxes) {
     task.box_outputs.assign(named.begin(), named.end());
     task.max_boxes = options.task_max_boxes;
   }
-  if (task.kind == "classmap") task.activation = options.task_activation;
+  if (task.kind == "classmap" || task.kind == "anchors") task.activation = options.task_activation;
+  if (task.kind == "anchors") {
+    task.class_offset = options.task_class_offset;
+    task.threshold = options.task_threshold;
+  }
   for (size_t set = 0; set < options.inputs_dirs.size(); ++set) {
     const std::vector<runtime::Tensor*>* out = run_set(set);
     if (out == nullptr) return false;

@@ -255,18 +255,22 @@ std::optional<std::vector<int64_t>> Indices(const json& list) {
   return out;
 }
 
-// "boxes" sets: per set a list of [class, score, ymin, xmin, ymax, xmax].
-bool ParseDetections(const json& sets, TaskOutputs& out) {
+// "boxes" sets: per set a list of [class, score, ymin, xmin, ymax, xmax];
+// "anchors" (`anchors`): [class, score, v0, v1, v2, v3, anchor].
+bool ParseDetections(const json& sets, bool anchors, TaskOutputs& out) {
+  const size_t width = anchors ? 7 : 6;
   for (const json& set : sets) {
     if (!set.is_array()) return false;
     std::vector<TaskDetection> rows;
     for (const json& r : set) {
-      if (!r.is_array() || r.size() != 6 || !r[0].is_number_integer()) return false;
+      if (!r.is_array() || r.size() != width || !r[0].is_number_integer()) return false;
       for (size_t i = 1; i < 6; ++i) {
         if (!r[i].is_number()) return false;
       }
+      if (anchors && (!r[6].is_number_integer() || r[6].get<int64_t>() < 0)) return false;
       rows.push_back({r[0].get<int64_t>(), r[1].get<double>(), r[2].get<double>(),
-                      r[3].get<double>(), r[4].get<double>(), r[5].get<double>()});
+                      r[3].get<double>(), r[4].get<double>(), r[5].get<double>(),
+                      anchors ? r[6].get<int64_t>() : -1});
     }
     out.detections.push_back(std::move(rows));
   }
@@ -299,12 +303,23 @@ std::optional<TaskOutputs> ParseTaskOutputs(const json& doc) {
     return std::nullopt;
   }
   out.kind = t["kind"].get<std::string>();
-  if (out.kind == "boxes") {
+  if (out.kind == "boxes" || out.kind == "anchors") {
+    const bool anchors = out.kind == "anchors";
     auto outputs = t.contains("outputs") ? Indices(t["outputs"]) : std::nullopt;
-    if (!outputs || outputs->size() != 4) return std::nullopt;
+    if (!outputs || outputs->size() != (anchors ? 2u : 4u)) return std::nullopt;
     out.box_outputs = std::move(*outputs);
     out.max_boxes = Count(t, "max");
-    if (!ParseDetections(t["sets"], out)) return std::nullopt;
+    if (anchors) {
+      if (!t.contains("score") || !t["score"].is_string() || !t.contains("threshold") ||
+          !t["threshold"].is_number()) {
+        return std::nullopt;
+      }
+      out.activation = t["score"].get<std::string>();
+      out.threshold = t["threshold"].get<double>();
+      out.class_offset = Count(t, "offset");
+      out.anchors = Count(t, "anchors");
+    }
+    if (!ParseDetections(t["sets"], anchors, out)) return std::nullopt;
     return out;
   }
   out.output = Count(t, "output");
@@ -480,19 +495,29 @@ json ProfileJson(const JobProfile& p) {
 }
 
 json TaskOutputsJson(const TaskOutputs& task) {
-  if (task.kind == "boxes") {
+  if (task.kind == "boxes" || task.kind == "anchors") {
+    const bool anchors = task.kind == "anchors";
     json sets = json::array();
     for (const std::vector<TaskDetection>& set : task.detections) {
       json rows = json::array();
       for (const TaskDetection& d : set) {
-        rows.push_back({d.class_index, d.score, d.ymin, d.xmin, d.ymax, d.xmax});
+        json row = {d.class_index, d.score, d.ymin, d.xmin, d.ymax, d.xmax};
+        if (anchors) row.push_back(d.anchor);
+        rows.push_back(std::move(row));
       }
       sets.push_back(std::move(rows));
     }
-    return {{"kind", task.kind},
-            {"outputs", task.box_outputs},
-            {"max", task.max_boxes},
-            {"sets", std::move(sets)}};
+    json out = {{"kind", task.kind},
+                {"outputs", task.box_outputs},
+                {"max", task.max_boxes},
+                {"sets", std::move(sets)}};
+    if (anchors) {
+      out["score"] = task.activation;
+      out["offset"] = task.class_offset;
+      out["threshold"] = task.threshold;
+      out["anchors"] = task.anchors;
+    }
+    return out;
   }
   if (task.kind == "classmap") {
     json sets = json::array();

@@ -111,7 +111,9 @@ nlohmann::json ProfileJson(const JobProfile& profile);
 nlohmann::json SustainedJson(const JobSustained& sustained);
 // "task_outputs": {"kind":"topk","k","output","sets":[[index,...],...]},
 // {"kind":"boxes","outputs":[B,C,S,N],"max","sets":[[[class,score,ymin,xmin,
-// ymax,xmax],...],...]} or {"kind":"classmap","output","activation",
+// ymax,xmax],...],...]}, {"kind":"anchors","outputs":[B,S],"max","score",
+// "offset","threshold","anchors","sets":[[[class,score,v0,v1,v2,v3,anchor],
+// ...],...]} or {"kind":"classmap","output","activation",
 // "sets":[{"height","width","rle":[value,count,...]},...]}.
 nlohmann::json TaskOutputsJson(const TaskOutputs& task);
 // One entry of "accuracy.layers" (`partition` only for a delegated partition).

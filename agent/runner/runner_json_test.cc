@@ -238,6 +238,44 @@ TEST(RunnerJsonTest, BoxesAndClassMapsRoundTripAndMalformedAreLeftOut) {
   }
 }
 
+TEST(RunnerJsonTest, AnchorCandidatesRoundTripWithTheirAnchor) {
+  runner::TaskOutputs rows;
+  rows.kind = "anchors";
+  rows.box_outputs = {1, 0};
+  rows.max_boxes = 50;
+  rows.activation = "softmax";
+  rows.class_offset = 1;
+  rows.threshold = 0.25;
+  rows.anchors = 896;
+  rows.detections = {{{2, 0.75, 0.1, -0.2, 3.5, 0.6, 895}}, {}};
+  const std::string text = TaskOutputsJson(rows).dump();
+  EXPECT_EQ(text,
+            R"({"anchors":896,"kind":"anchors","max":50,"offset":1,"outputs":[1,0],)"
+            R"("score":"softmax","sets":[[[2,0.75,0.1,-0.2,3.5,0.6,895]],[]],"threshold":0.25})");
+  auto parsed = ParseRunnerJson(R"({"status":"ok","task_outputs":)" + text + "}");
+  ASSERT_TRUE(parsed.ok()) << parsed.message();
+  ASSERT_TRUE(parsed->task_outputs.has_value());
+  const runner::TaskOutputs& back = *parsed->task_outputs;
+  EXPECT_EQ(back.box_outputs, rows.box_outputs);
+  EXPECT_EQ(back.activation, "softmax");
+  EXPECT_EQ(back.class_offset, 1);
+  EXPECT_EQ(back.threshold, 0.25);
+  EXPECT_EQ(back.anchors, 896);
+  ASSERT_EQ(back.detections.size(), 2u);
+  EXPECT_EQ(back.detections[0][0].anchor, 895);
+  EXPECT_EQ(back.detections[0][0].ymax, 3.5);
+  for (
+      const char* bad :
+      {R"({"kind":"anchors","outputs":[0,1],"max":1,"score":"raw","threshold":0,"sets":[[[0,1,2,3,4,5]]]})",
+       R"({"kind":"anchors","outputs":[0,1],"max":1,"score":"raw","threshold":0,"sets":[[[0,1,2,3,4,5,-1]]]})",
+       R"({"kind":"anchors","outputs":[0,1],"max":1,"threshold":0,"sets":[]})",
+       R"({"kind":"anchors","outputs":[0,1,2,3],"max":1,"score":"raw","threshold":0,"sets":[]})"}) {
+    parsed = ParseRunnerJson(std::string(R"({"status":"ok","task_outputs":)") + bad + "}");
+    ASSERT_TRUE(parsed.ok()) << bad;
+    EXPECT_FALSE(parsed->task_outputs.has_value()) << bad;
+  }
+}
+
 TEST(RunnerJsonTest, LayerErrorsRoundTrip) {
   Accuracy a{"layers", {OutputAccuracy{}}};
   a.layers.push_back({0, "DELEGATE", "example", 0, 7, "t2", 0.25, 0.125});

@@ -1,6 +1,7 @@
 #include "agent/runner/runner_options.h"
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -62,7 +63,37 @@ std::optional<std::vector<uint32_t>> Fields(const std::string& text, char sep) {
   }
 }
 
-// "topk:K[:OUTPUT]", "boxes:B,C,S,N[:MAX]" or "classmap:OUTPUT[:ACTIVATION]".
+// "anchors:B,S:SCORE:OFFSET:THRESHOLD[:MAX]" (MAX in 1..100000, default 100).
+bool ParseAnchorsKind(const std::string& rest, RunnerOptions& o) {
+  std::vector<std::string> parts;
+  for (size_t start = 0;;) {
+    const size_t c = rest.find(':', start);
+    parts.push_back(rest.substr(start, c == std::string::npos ? c : c - start));
+    if (c == std::string::npos) break;
+    start = c + 1;
+  }
+  if (parts.size() < 4 || parts.size() > 5) return false;
+  auto outputs = Fields(parts[0], ',');
+  auto offset = Fields(parts[2], ':');
+  auto max = parts.size() == 5 ? Fields(parts[4], ':')
+                               : std::optional<std::vector<uint32_t>>(std::vector{100u});
+  char* end = nullptr;
+  const double threshold = std::strtod(parts[3].c_str(), &end);
+  if (!outputs || outputs->size() != 2 || !offset || offset->size() != 1 || !max || (*max)[0] < 1 ||
+      (*max)[0] > 100000 || parts[3].empty() || *end != '\0' || !std::isfinite(threshold) ||
+      (parts[1] != "sigmoid" && parts[1] != "softmax" && parts[1] != "raw")) {
+    return false;
+  }
+  o.task_boxes = *outputs;
+  o.task_activation = parts[1];
+  o.task_class_offset = (*offset)[0];
+  o.task_threshold = threshold;
+  o.task_max_boxes = (*max)[0];
+  return true;
+}
+
+// "topk:K[:OUTPUT]", "boxes:B,C,S,N[:MAX]", "anchors:..." (ParseAnchorsKind)
+// or "classmap:OUTPUT[:ACTIVATION]".
 Result<void> ParseTaskKind(const std::string& text, const std::string& usage, RunnerOptions& o) {
   const size_t colon = text.find(':');
   const std::string kind = text.substr(0, colon);
@@ -93,6 +124,8 @@ Result<void> ParseTaskKind(const std::string& text, const std::string& usage, Ru
     }
     o.task_output = (*output)[0];
     o.task_activation = activation;
+  } else if (kind == "anchors") {
+    if (!ParseAnchorsKind(rest, o)) return MakeError(usage);
   } else {
     return MakeError(usage);
   }
@@ -106,8 +139,9 @@ Result<void> ParseTaskOutputs(const std::string& text, RunnerOptions& o) {
   const std::string usage =
       "--task-outputs '" + text +
       "': expected topk:K[:OUTPUT] (K in 1..1000), boxes:B,C,S,N[:MAX] (the detection "
-      "post-process's boxes, classes, scores and count outputs; MAX in 1..1000 rows per set) "
-      "or classmap:OUTPUT[:logits|probabilities]";
+      "post-process's boxes, classes, scores and count outputs; MAX in 1..1000 rows per set), "
+      "anchors:B,S:sigmoid|softmax|raw:OFFSET:THRESHOLD[:MAX] (raw box regressors and class "
+      "scores; MAX in 1..100000 candidates per set) or classmap:OUTPUT[:logits|probabilities]";
   if (Result<void> r = ParseTaskKind(text, usage, o); !r.ok()) return r;
   if (o.inputs_dirs.empty()) return MakeError("--task-outputs needs --inputs (a labelled set)");
   return Ok();
@@ -158,7 +192,11 @@ void AddFlags(CLI::App& app, RunnerOptions& o, std::string& delegate_options,
                  "(the JSON's \"task_outputs\"): topk:K[:OUTPUT] the indices of output "
                  "OUTPUT's (default 0) K highest values; boxes:B,C,S,N[:MAX] the first "
                  "min(count, MAX) (default 100) rows of a detection post-process's boxes, "
-                 "classes, scores and count outputs; classmap:OUTPUT[:logits|probabilities] "
+                 "classes, scores and count outputs; anchors:B,S:SCORE:OFFSET:THRESHOLD[:MAX] "
+                 "the (anchor, class) candidates of raw box regressors B [1,N,K] and class "
+                 "scores S [1,N,C] whose score after SCORE (sigmoid, softmax or raw) is at "
+                 "least THRESHOLD for a class from OFFSET on, with the anchor's first four box "
+                 "values, the MAX (default 100) best; classmap:OUTPUT[:logits|probabilities] "
                  "the argmax class of each pixel, run-length coded; needs --inputs");
   app.add_option("--dump-outputs", o.dump_outputs_dir,
                  "Folder to write output_<i>.bin and outputs.json to");

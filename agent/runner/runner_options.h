@@ -42,13 +42,19 @@ struct RunnerOptions {
   // output task_output's task_top_k highest values; "boxes": the detection
   // post-process outputs task_boxes (boxes, classes, scores, count), at most
   // task_max_boxes per set; "classmap": output task_output's class per
-  // pixel (task_activation "logits" or "probabilities").
+  // pixel (task_activation "logits" or "probabilities"); "anchors": the
+  // candidates of raw box regressors and class scores task_boxes (B, S):
+  // scores after task_activation ("sigmoid", "softmax", "raw") of at least
+  // task_threshold for classes from task_class_offset on, at most
+  // task_max_boxes per set.
   std::string task_kind;
   uint32_t task_top_k = 0;
   uint32_t task_output = 0;
   std::vector<uint32_t> task_boxes;
   uint32_t task_max_boxes = 100;
   std::string task_activation = "logits";
+  uint32_t task_class_offset = 0;
+  double task_threshold = 0;
   bool json = false;
   // --init-only (internal): load and AllocateTensors() only, then
   // report init_us and the delegate's stats; the runner starts itself so for

@@ -128,6 +128,31 @@ TEST(RunnerOptionsTest, TaskOutputsBoxesAndClassMap) {
   }
 }
 
+TEST(RunnerOptionsTest, TaskOutputsAnchors) {
+  ParsedCommandLine p =
+      Parse({"--model", "m", "--inputs", "a", "--task-outputs", "anchors:0,1:sigmoid:1:0.25:50"});
+  ASSERT_EQ(p.action, Action::kRun) << p.error;
+  EXPECT_EQ(p.options.task_kind, "anchors");
+  EXPECT_EQ(p.options.task_boxes, (std::vector<uint32_t>{0, 1}));
+  EXPECT_EQ(p.options.task_activation, "sigmoid");
+  EXPECT_EQ(p.options.task_class_offset, 1u);
+  EXPECT_EQ(p.options.task_threshold, 0.25);
+  EXPECT_EQ(p.options.task_max_boxes, 50u);
+  p = Parse({"--model", "m", "--inputs", "a", "--task-outputs", "anchors:1,0:raw:0:-2.5"});
+  ASSERT_EQ(p.action, Action::kRun) << p.error;
+  EXPECT_EQ(p.options.task_threshold, -2.5);
+  EXPECT_EQ(p.options.task_max_boxes, 100u);
+  for (const char* bad :
+       {"anchors:0,1", "anchors:0:sigmoid:0:0.5", "anchors:0,1:tanh:0:0.5", "anchors:0,1:raw:x:0.5",
+        "anchors:0,1:raw:0:", "anchors:0,1:raw:0:0.5x", "anchors:0,1:raw:0:nan",
+        "anchors:0,1:raw:0:0.5:0", "anchors:0,1:raw:0:0.5:100001", "anchors:0,1:raw:0:0.5:1:2"}) {
+    p = Parse({"--model", "m", "--inputs", "a", "--task-outputs", bad});
+    EXPECT_EQ(p.action, Action::kUsageError) << bad;
+    EXPECT_THAT(p.error, HasSubstr("anchors:B,S:sigmoid|softmax|raw:OFFSET:THRESHOLD[:MAX]"))
+        << bad;
+  }
+}
+
 TEST(RunnerOptionsTest, RangeErrorsNameTheBound) {
   ParsedCommandLine p = Parse({"--model", "m", "--num-runs", "0"});
   ASSERT_EQ(p.action, Action::kUsageError);

@@ -910,6 +910,90 @@ TEST_F(RunnerTest, TaskOutputsListTheDetectionsOfEverySet) {
               HasSubstr("not a detection post-process's boxes"));
 }
 
+// Raw box regressors [1,2,4] and class scores [1,2,3] as inputs, passed
+// through RESHAPE to the outputs.
+std::string RawAnchorsModel(const fs::path& dir) {
+  ModelBuilder b;
+  int in_boxes = b.AddTensor(tfl::TensorType::FLOAT32, {1, 2, 4}, "regressors_in");
+  int in_scores = b.AddTensor(tfl::TensorType::FLOAT32, {1, 2, 3}, "scores_in");
+  int boxes = b.AddTensor(tfl::TensorType::FLOAT32, {1, 2, 4}, "regressors");
+  int scores = b.AddTensor(tfl::TensorType::FLOAT32, {1, 2, 3}, "scores");
+  b.AddReshape(in_boxes, boxes, {1, 2, 4});
+  b.AddReshape(in_scores, scores, {1, 2, 3});
+  b.SetInputs({in_boxes, in_scores});
+  b.SetOutputs({boxes, scores});
+  fs::path path = dir / "raw.tflite";
+  EXPECT_TRUE(b.WriteFile(path.string()));
+  return path.string();
+}
+
+// --task-outputs anchors: per set each (anchor, class >= OFFSET) whose
+// activated score reaches THRESHOLD, best first, with the anchor's first
+// four box values: [class, score, v0, v1, v2, v3, anchor].
+TEST_F(RunnerTest, TaskOutputsListTheAnchorCandidatesOfEverySet) {
+  const std::string model = RawAnchorsModel(dir_);
+  fs::create_directories(dir_ / "s0");
+  WriteValues<float>(dir_ / "s0" / "input_0.bin", {0.5f, -1, 2, 0.25f, 1, 2, 3, 4});
+  // Anchor 0: logits 0, ln 3, -ln 3 (sigmoid 0.5, 0.75, 0.25); anchor 1: 0, 0, 0.
+  const float ln3 = static_cast<float>(std::log(3.0));
+  WriteValues<float>(dir_ / "s0" / "input_1.bin", {0, ln3, -ln3, 0, 0, 0});
+  std::vector<std::string> args = {"--model",
+                                   model,
+                                   "--json",
+                                   "--num-runs",
+                                   "1",
+                                   "--inputs",
+                                   (dir_ / "s0").string(),
+                                   "--task-outputs",
+                                   "anchors:0,1:sigmoid:1:0.5"};
+  Process p = RunRunner(args);
+  ASSERT_EQ(p.exit_code, 0) << p.err << p.out;
+  nlohmann::json task = nlohmann::json::parse(p.out)["task_outputs"];
+  EXPECT_EQ(task["kind"], "anchors");
+  EXPECT_EQ(task["outputs"], nlohmann::json::parse("[0,1]"));
+  EXPECT_EQ(task["anchors"], 2);
+  EXPECT_EQ(task["offset"], 1);
+  EXPECT_EQ(task["max"], 100);
+  EXPECT_EQ(task["score"], "sigmoid");
+  EXPECT_EQ(task["threshold"], 0.5);
+  EXPECT_EQ(task["sets"], nlohmann::json::parse(
+                              "[[[1,0.75,0.5,-1,2,0.25,0],[1,0.5,1,2,3,4,1],[2,0.5,1,2,3,4,1]]]"))
+      << task.dump();
+  // Softmax over an anchor's three scores: anchor 0 3/13, 9/13, 1/13, anchor
+  // 1 1/3 each; at least 0.3 from class 1: three rows, MAX 2 keeps two.
+  args.back() = "anchors:0,1:softmax:1:0.3:2";
+  p = RunRunner(args);
+  ASSERT_EQ(p.exit_code, 0) << p.err << p.out;
+  task = nlohmann::json::parse(p.out)["task_outputs"];
+  ASSERT_EQ(task["sets"][0].size(), 2u) << task.dump();
+  EXPECT_EQ(task["sets"][0][0][6], 0);
+  EXPECT_NEAR(task["sets"][0][0][1].get<double>(), 9.0 / 13, 1e-6);
+  EXPECT_EQ(task["sets"][0][1][0], 1);
+  EXPECT_NEAR(task["sets"][0][1][1].get<double>(), 1.0 / 3, 1e-6);
+  // Raw scores from class 0 above 1: none.
+  args.back() = "anchors:0,1:raw:0:1.5";
+  p = RunRunner(args);
+  ASSERT_EQ(p.exit_code, 0) << p.err << p.out;
+  EXPECT_EQ(nlohmann::json::parse(p.out)["task_outputs"]["sets"], nlohmann::json::parse("[[]]"));
+  args.back() = "anchors:1,0:raw:0:0";  // scores as boxes: 3 values an anchor
+  p = RunRunner(args);
+  EXPECT_EQ(p.exit_code, 2) << p.out;
+  EXPECT_THAT(nlohmann::json::parse(p.out)["error"].get<std::string>(),
+              HasSubstr("are not raw box regressors [1,N,K] (K >= 4)"));
+  // MediaPipe's face detector: 896 anchors of 16 values and one score.
+  const std::string face = std::string(DFARM_MODELS_DIR) + "/face_detection_short_range.tflite";
+  if (!fs::exists(face)) return;
+  fs::create_directories(dir_ / "face");
+  WriteValues<float>(dir_ / "face" / "input_0.bin", std::vector<float>(128 * 128 * 3, 0.0f));
+  p = RunRunner({"--model", face, "--json", "--num-runs", "1", "--inputs", (dir_ / "face").string(),
+                 "--task-outputs", "anchors:0,1:sigmoid:0:0:5"});
+  ASSERT_EQ(p.exit_code, 0) << p.err << p.out;
+  task = nlohmann::json::parse(p.out)["task_outputs"];
+  EXPECT_EQ(task["anchors"], 896);
+  ASSERT_EQ(task["sets"][0].size(), 5u);
+  for (const auto& row : task["sets"][0]) EXPECT_LT(row[6].get<int>(), 896);
+}
+
 // --task-outputs classmap: the class of each pixel, run-length coded; one
 // channel thresholded at 0 (logits) or 0.5 (probabilities), several by
 // argmax (ties to the lower class).

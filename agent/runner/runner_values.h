@@ -183,14 +183,25 @@ struct JobSustained {
 //   kind "boxes" (boxes:B,C,S,N[:MAX]): the first min(count, MAX) rows of a
 //     detection post-process's outputs (boxes [1,N,4] ymin,xmin,ymax,xmax,
 //     classes [1,N], scores [1,N], count [1]), as the model wrote them.
+//   kind "anchors" (anchors:B,S:SCORE:OFFSET:THRESHOLD[:MAX]): the candidates
+//     of a model ending in raw box regressors B ([1,N,K] or [N,K], K >= 4)
+//     and class scores S ([1,N,C], [N,C] or [1,N]): each (anchor, class)
+//     with class >= OFFSET whose score after SCORE ("sigmoid", "softmax"
+//     over the anchor's C values, or "raw") is at least THRESHOLD, with
+//     the anchor's first four box values as the model wrote them; at most
+//     MAX (default 100) per set, the highest scores (ties: the lower
+//     anchor, then class), in that order. The host decodes them against
+//     its anchors (the eval decoder "ssd_anchors").
 //   kind "classmap" (classmap:OUTPUT[:logits|probabilities]): the class of
 //     each pixel of output OUTPUT ([1,H,W,C], [H,W,C] with H > 1, [1,H,W] or [H,W]):
 //     the argmax over C (ties: the lower class), or for one channel 1 where
 //     the value is above 0 (logits) or 0.5 (probabilities); run-length coded.
 struct TaskDetection {
-  int64_t class_index = 0;  // the classes output's value, rounded
+  int64_t class_index = 0;  // the classes output's value, rounded; anchors: the score's index
   double score = 0;
+  // boxes: the box; anchors: the box output's first four values in order.
   double ymin = 0, xmin = 0, ymax = 0, xmax = 0;
+  int64_t anchor = -1;  // anchors: the anchor's index in the box output; else -1
 };
 struct TaskClassMap {
   int64_t height = 0;
@@ -203,11 +214,15 @@ struct TaskOutputs {
   int64_t k = 0;
   int64_t output = 0;                                  // topk, classmap
   std::vector<std::vector<int64_t>> sets;              // topk
-  std::vector<int64_t> box_outputs;                    // boxes: B, C, S, N
-  int64_t max_boxes = 0;                               // boxes: MAX
-  std::vector<std::vector<TaskDetection>> detections;  // boxes, per set
-  std::string activation;                              // classmap: "logits" | "probabilities"
-  std::vector<TaskClassMap> maps;                      // classmap, per set
+  std::vector<int64_t> box_outputs;                    // boxes: B, C, S, N; anchors: B, S
+  int64_t max_boxes = 0;                               // boxes, anchors: MAX
+  std::vector<std::vector<TaskDetection>> detections;  // boxes, anchors: per set
+  // classmap: "logits" | "probabilities"; anchors: SCORE
+  std::string activation;
+  int64_t class_offset = 0;        // anchors: OFFSET
+  double threshold = 0;            // anchors: THRESHOLD
+  int64_t anchors = 0;             // anchors: N, the box output's anchors (of the last set)
+  std::vector<TaskClassMap> maps;  // classmap, per set
 };
 
 // One entry of "accuracy.layers" (--accuracy-reference layers): a

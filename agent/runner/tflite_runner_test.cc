@@ -296,7 +296,10 @@ TEST_F(TfliteRunnerTest, TaskOutputsAreTheSameForBothRuntimes) {
   WriteValues<float>(in / "input_1.bin", {10, 20, -30, 40});  // sum 11.5, 18, -27, 40.25
   for (auto [arg, sets] :
        {std::pair{"topk:2", "[[3,1]]"},
-        std::pair{"classmap:0:logits", R"([{"height":1,"rle":[1,2,0,1,1,1],"width":4}])"}}) {
+        std::pair{"classmap:0:logits", R"([{"height":1,"rle":[1,2,0,1,1,1],"width":4}])"},
+        // One anchor whose four box values are also its four raw class scores.
+        std::pair{"anchors:0,0:raw:1:0",
+                  "[[[3,40.25,11.5,18,-27,40.25,0],[1,18,11.5,18,-27,40.25,0]]]"}}) {
     for (const char* program : {kTfliteRunnerName, "dfarm-runner"}) {
       std::vector<std::string> args = {"--model",    model, "--inputs",       in.string(), "--json",
                                        "--num-runs", "1",   "--task-outputs", arg};

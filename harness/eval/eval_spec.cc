@@ -1,6 +1,7 @@
 #include "harness/eval/eval_spec.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -213,11 +214,12 @@ Result<uint32_t> Count(const json& o, const char* key, const std::string& where,
   return static_cast<uint32_t>(v.get<int64_t>());
 }
 
-Result<void> ParseDecoder(const json& o, const std::string& where, EvalSpec& e) {
+Result<void> ParseDecoder(const json& o, const std::string& where, const std::string& spec_folder,
+                          EvalSpec& e) {
   if (!o.contains("decoder")) return Ok();
   const json& d = o["decoder"];
   const std::string at = where + ".decoder";
-  if (e.task != "classification") return eval_tasks::ParseDecoder(d, at, e);
+  if (e.task != "classification") return eval_tasks::ParseDecoder(d, at, spec_folder, e);
   if (!d.is_object())
     return Bad(at, "expected an object {\"output\":..,\"offset\":..,\"top_k\":..}");
   for (const auto& item : d.items()) {
@@ -268,7 +270,8 @@ Result<void> ParseTask(const json& v, const std::string& where, EvalSpec& e) {
   if (e.task == "detection" && !v.contains("decoder")) {
     return Bad(where,
                "missing \"decoder\": {\"type\":\"ssd_postprocess\",\"boxes\":..,"
-               "\"classes\":..,\"scores\":..,\"count\":..} (output indices)");
+               "\"classes\":..,\"scores\":..,\"count\":..} (output indices) or "
+               "{\"type\":\"ssd_anchors\",\"boxes\":..,\"scores\":..,\"anchors\":{..}}");
   }
   if (v.contains("images") && (!v["images"].is_string() || v["images"] == "")) {
     return Bad(where + ".images", "expected the folder the annotations' file_name is relative to");
@@ -276,7 +279,8 @@ Result<void> ParseTask(const json& v, const std::string& where, EvalSpec& e) {
   return Ok();
 }
 
-Result<void> ParseKeys(const json& v, const std::string& where, EvalSpec& e) {
+Result<void> ParseKeys(const json& v, const std::string& where, const std::string& spec_folder,
+                       EvalSpec& e) {
   if (auto r = ParseTask(v, where, e); !r) return r;
   if (!v.contains("dataset") || !v["dataset"].is_string() ||
       v["dataset"].get<std::string>().empty()) {
@@ -312,7 +316,7 @@ Result<void> ParseKeys(const json& v, const std::string& where, EvalSpec& e) {
     if (!n) return n.error();
     e.ignore_label = static_cast<int32_t>(*n);
   }
-  return ParseDecoder(v, where, e);
+  return ParseDecoder(v, where, spec_folder, e);
 }
 
 // The dataset of `e.task` (e.dataset and e.classes of a labels file set).
@@ -341,7 +345,7 @@ Result<EvalSpec> ParseEvalSpec(const json& v, const std::string& where,
                                const std::string& spec_folder) {
   if (!v.is_object()) return Bad(where, "expected an object {\"task\":..,\"dataset\":..,...}");
   EvalSpec e;
-  if (auto r = ParseKeys(v, where, e); !r) return r.error();
+  if (auto r = ParseKeys(v, where, spec_folder, e); !r) return r.error();
   const fs::path dataset = ResolveSpecPath(v["dataset"].get<std::string>(), spec_folder);
   e.dataset = dataset.string();
   if (v.contains("labels")) {
@@ -368,11 +372,20 @@ json EvalSpec::ToJson() const {
             {"dataset", dataset},
             {"preprocess", json::parse(preprocess)},
             {"decoder", {{"output", output}, {"offset", offset}, {"top_k", top_k}}}};
-  if (task == "detection") {
+  if (task == "detection" && anchor_decoder) {
+    o["decoder"] = {{"type", "ssd_anchors"},
+                    {"boxes", box_outputs[0]},
+                    {"scores", box_outputs[1]},
+                    {"class_offset", offset},
+                    {"max_detections", max_detections}};
+    AddSsdAnchorDecoderJson(*anchor_decoder, o["decoder"]);
+  } else if (task == "detection") {
     o["decoder"] = {{"type", "ssd_postprocess"}, {"boxes", box_outputs[0]},
                     {"classes", box_outputs[1]}, {"scores", box_outputs[2]},
                     {"count", box_outputs[3]},   {"class_offset", offset},
                     {"box_order", box_order},    {"max_detections", max_detections}};
+  }
+  if (task == "detection") {
     o["images"] = images_folder;
     o["category_ids"] = category_ids;
   } else if (task == "segmentation") {
@@ -387,6 +400,14 @@ json EvalSpec::ToJson() const {
 }
 
 std::string EvalSpec::TaskOutputsArg() const {
+  if (task == "detection" && anchor_decoder) {
+    char threshold[32];
+    const auto end =
+        std::to_chars(threshold, threshold + sizeof threshold, anchor_decoder->score_threshold);
+    return "anchors:" + std::to_string(box_outputs[0]) + "," + std::to_string(box_outputs[1]) +
+           ":" + anchor_decoder->score + ":" + std::to_string(offset) + ":" +
+           std::string(threshold, end.ptr) + ":" + std::to_string(anchor_decoder->max_candidates);
+  }
   if (task == "detection") {
     return "boxes:" + std::to_string(box_outputs[0]) + "," + std::to_string(box_outputs[1]) + "," +
            std::to_string(box_outputs[2]) + "," + std::to_string(box_outputs[3]) + ":" +

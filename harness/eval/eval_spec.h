@@ -12,7 +12,9 @@
 // bbox [x,y,w,h] and category_id, categories) whose images lie in "images"
 // (default: the JSON's folder); the decoder names a detection post-process's
 // four outputs (boxes ymin,xmin,ymax,xmax normalized, classes, scores,
-// count) and model class c is category category_ids[c - class_offset].
+// count) or, "ssd_anchors", a model's raw box regressors and class scores
+// with the anchors to decode them against (harness/eval/ssd_anchors.h);
+// model class c is category category_ids[c - class_offset].
 // "segmentation": image + mask pairs (a folder with images/ and masks/ of
 // the same stems, or a list file `image,mask`); a mask is an 8-bit gray PNG
 // of the image's size whose pixel value is the class.
@@ -21,10 +23,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "agent/base/result.h"
+#include "harness/eval/ssd_anchors.h"
 #include "harness/spec/input_sets.h"
 #include "nlohmann/json_fwd.hpp"
 
@@ -70,8 +74,11 @@ struct EvalSpec {
   // categories in the JSON's order); each image's COCO width and height and
   // the truth boxes of the evaluated images.
   std::string images_folder;
-  std::vector<uint32_t> box_outputs;  // boxes, classes, scores, count
+  std::vector<uint32_t> box_outputs;  // boxes, classes, scores, count; ssd_anchors: boxes, scores
   std::string box_order = "yxyx";
+  // Decoder "ssd_anchors" (unset: "ssd_postprocess"); its boxes decode to
+  // "yxyx".
+  std::optional<SsdAnchorDecoder> anchor_decoder;
   uint32_t max_detections = 100;
   std::vector<int64_t> category_ids;
   std::vector<uint32_t> widths, heights;
@@ -94,8 +101,8 @@ struct EvalSpec {
 
   // The spec form (paths absolute), which ParseEvalSpec reads back.
   nlohmann::json ToJson() const;
-  // The runner's --task-outputs for it: "topk:K:OUTPUT", "boxes:B,C,S,N:MAX"
-  // or "classmap:OUTPUT:ACTIVATION".
+  // The runner's --task-outputs for it: "topk:K:OUTPUT", "boxes:B,C,S,N:MAX",
+  // "anchors:B,S:SCORE:OFFSET:THRESHOLD:MAX" or "classmap:OUTPUT:ACTIVATION".
   std::string TaskOutputsArg() const;
   // The images as spec "inputs" (preprocess applied), one input set each;
   // `where` names "preprocess" in messages.

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "harness/spec/input_sets.h"
 #include "harness/spec/spec_paths.h"
@@ -82,6 +83,38 @@ Result<void> ParseSsdDecoder(const json& d, const std::string& at, EvalSpec& e) 
     }
     e.box_order = d["box_order"].get<std::string>();
   }
+  return Ok();
+}
+
+// "ssd_anchors": the outputs and the keys every detection decoder shares
+// here, the rest in ParseSsdAnchorDecoder.
+Result<void> ParseAnchorsDecoder(const json& d, const std::string& at,
+                                 const std::string& spec_folder, EvalSpec& e) {
+  if (auto r = CheckKeys(d, at,
+                         {"type", "boxes", "scores", "class_offset", "max_detections", "anchors",
+                          "anchors_file", "scales", "box_format", "box_size", "score",
+                          "score_threshold", "iou_threshold", "max_candidates"});
+      !r) {
+    return r;
+  }
+  e.box_outputs.clear();
+  for (const char* key : {"boxes", "scores"}) {
+    auto v = Integer(d, key, at, 0, 1023);
+    if (!v) return v.error();
+    e.box_outputs.push_back(static_cast<uint32_t>(*v));
+  }
+  for (auto [key, lo, hi] :
+       {std::tuple{"class_offset", 0, 1000}, std::tuple{"max_detections", 1, 1000}}) {
+    if (!d.contains(key)) continue;
+    auto v = Integer(d, key, at, lo, hi);
+    if (!v) return v.error();
+    if (std::string(key) == "class_offset") e.offset = static_cast<int32_t>(*v);
+    if (std::string(key) == "max_detections") e.max_detections = static_cast<uint32_t>(*v);
+  }
+  auto decoder = ParseSsdAnchorDecoder(d, at, spec_folder);
+  if (!decoder) return decoder.error();
+  e.box_order = "yxyx";
+  e.anchor_decoder = std::move(*decoder);
   return Ok();
 }
 
@@ -300,14 +333,17 @@ Result<EvalMask> ReadMask(const std::string& file, const std::string& image_file
 
 }  // namespace
 
-Result<void> ParseDecoder(const json& d, const std::string& at, EvalSpec& e) {
+Result<void> ParseDecoder(const json& d, const std::string& at, const std::string& spec_folder,
+                          EvalSpec& e) {
   if (!d.is_object()) return Bad(at, "expected an object {\"type\":..,...}");
   const std::string type = d.contains("type") && d["type"].is_string() ? d["type"] : "";
   if (e.task == "detection") {
+    if (type == "ssd_anchors") return ParseAnchorsDecoder(d, at, spec_folder, e);
     if (type != "ssd_postprocess") {
       return Bad(at + ".type",
                  "a detection decoder is \"ssd_postprocess\" (TFLite's "
-                 "detection post-process outputs)");
+                 "detection post-process outputs) or \"ssd_anchors\" (raw box regressors "
+                 "and class scores decoded against anchors)");
     }
     return ParseSsdDecoder(d, at, e);
   }

@@ -18,10 +18,13 @@ Error Bad(const std::string& where, const std::string& why);
 std::string Trim(std::string s);
 
 // The "decoder" of a detection ({"type":"ssd_postprocess","boxes","classes",
-// "scores","count","class_offset","box_order","max_detections"}) or a
-// segmentation ({"type":"logits"|"probabilities","output"}) into `e`;
-// `at` names it in messages.
-Result<void> ParseDecoder(const nlohmann::json& d, const std::string& at, EvalSpec& e);
+// "scores","count","class_offset","box_order","max_detections"}, or
+// {"type":"ssd_anchors","boxes","scores","class_offset","max_detections",...}
+// as ParseSsdAnchorDecoder reads the rest, its anchors file relative to
+// `spec_folder`) or a segmentation ({"type":"logits"|"probabilities",
+// "output"}) into `e`; `at` names it in messages.
+Result<void> ParseDecoder(const nlohmann::json& d, const std::string& at,
+                          const std::string& spec_folder, EvalSpec& e);
 
 // A COCO annotations JSON `file` (its images under `images_folder`) into
 // `e`: the images in the JSON's order, their sizes, the truth boxes, the

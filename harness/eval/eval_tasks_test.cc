@@ -215,6 +215,157 @@ TEST_F(EvalTasksTest, ScoresTheRunnersBoxesInEachImagesPixels) {
   EXPECT_FALSE(ScoreTaskOutputs(*e, out));
 }
 
+// Decoder "ssd_anchors": a 2x2 grid of anchors (one layer, stride 2 on a
+// 4x4 input, scale 0.5) or the same four from a file.
+json AnchorsDecoder() {
+  return {{"type", "ssd_anchors"},
+          {"boxes", 1},
+          {"scores", 0},
+          {"anchors",
+           {{"num_layers", 1},
+            {"min_scale", 0.5},
+            {"max_scale", 0.5},
+            {"input_size_height", 4},
+            {"input_size_width", 4},
+            {"strides", {2}},
+            {"aspect_ratios", {1.0}},
+            {"interpolated_scale_aspect_ratio", 0.0}}}};
+}
+
+TEST_F(EvalTasksTest, SsdAnchorsDecoderParsesAndRoundTrips) {
+  json v = Detection(Coco());
+  v["decoder"] = AnchorsDecoder();
+  auto e = Parse(v);
+  ASSERT_TRUE(e) << e.message();
+  ASSERT_TRUE(e->anchor_decoder.has_value());
+  ASSERT_EQ(e->anchor_decoder->anchors->size(), 4u);
+  EXPECT_EQ((*e->anchor_decoder->anchors)[3].y, 0.75);
+  EXPECT_EQ((*e->anchor_decoder->anchors)[3].w, 0.5);
+  EXPECT_EQ(e->TaskOutputsArg(), "anchors:1,0:sigmoid:0:0.5:100");
+  auto again = ParseEvalSpec(e->ToJson(), "again", "/");
+  ASSERT_TRUE(again) << again.message();
+  EXPECT_EQ(again->TaskOutputsArg(), e->TaskOutputsArg());
+  EXPECT_EQ(again->anchor_decoder->anchors->size(), 4u);
+  // Every key set, the anchors from a file relative to the spec's folder.
+  v["decoder"].erase("anchors");
+  v["decoder"].update({{"anchors_file", "anchors.txt"},
+                       {"scales", {{"y", 10}, {"x", 10}, {"h", 5}, {"w", 5}}},
+                       {"box_format", "xywh"},
+                       {"box_size", "exponential"},
+                       {"score", "softmax"},
+                       {"score_threshold", 0.05},
+                       {"iou_threshold", 0.6},
+                       {"max_detections", 10},
+                       {"max_candidates", 300},
+                       {"class_offset", 1}});
+  Write("anchors.txt", "0.5,0.5,1,1\n0.25,0.25,0.5,0.5\n");
+  e = Parse(v);
+  ASSERT_TRUE(e) << e.message();
+  EXPECT_EQ(e->TaskOutputsArg(), "anchors:1,0:softmax:1:0.05:300");
+  EXPECT_EQ(e->anchor_decoder->anchors_file, (dir_ / "anchors.txt").string());
+  EXPECT_EQ(e->anchor_decoder->scale_h, 5);
+  EXPECT_TRUE(e->anchor_decoder->exponential_size);
+  EXPECT_EQ(e->max_detections, 10u);
+  again = ParseEvalSpec(e->ToJson(), "again", "/");
+  ASSERT_TRUE(again) << again.message();
+  EXPECT_EQ(again->TaskOutputsArg(), e->TaskOutputsArg());
+  EXPECT_EQ(again->anchor_decoder->box_format, "xywh");
+  EXPECT_EQ(again->anchor_decoder->anchors->size(), 2u);
+}
+
+TEST_F(EvalTasksTest, SsdAnchorsDecoderErrorsNameTheField) {
+  const auto fails = [&](const json& decoder, const std::string& want) {
+    json v = Detection(Coco());
+    v["decoder"] = decoder;
+    auto e = Parse(v);
+    ASSERT_FALSE(e) << want;
+    EXPECT_NE(e.message().find(want), std::string::npos) << e.message();
+  };
+  json d = AnchorsDecoder();
+  d.erase("scores");
+  fails(d, ".decoder.scores: expected an integer from 0 to 1023, missing");
+  d = AnchorsDecoder();
+  d["anchors_file"] = "a.txt";
+  fails(d, "give \"anchors\" (SsdAnchorsCalculator options");
+  d = AnchorsDecoder();
+  d.erase("anchors");
+  fails(d, "or \"anchors_file\" (one y_center,x_center,h,w per line)");
+  d = AnchorsDecoder();
+  d["anchors"]["strides"] = {2, 4};
+  fails(d, ".decoder.anchors.strides: expected a list of 1 integers");
+  d = AnchorsDecoder();
+  d.erase("anchors");
+  d["anchors_file"] = "missing.txt";
+  fails(d, ".decoder.anchors_file: anchors file '");
+  d = AnchorsDecoder();
+  d["box_format"] = "yxyx";
+  fails(d, ".decoder.box_format: expected \"yxhw\", \"xywh\"");
+  d = AnchorsDecoder();
+  d["score"] = "tanh";
+  fails(d, ".decoder.score: expected \"sigmoid\", \"softmax\", \"raw\"");
+  d = AnchorsDecoder();
+  d["score_threshold"] = 2;
+  fails(d, ".decoder.score_threshold: expected a number from 0 to 1, got 2");
+  d["score"] = "raw";  // raw scores take any threshold
+  json v = Detection(Coco());
+  v["decoder"] = d;
+  EXPECT_TRUE(Parse(v));
+  d = AnchorsDecoder();
+  d["scales"] = {{"y", 10}, {"z", 1}};
+  fails(d, ".decoder.scales: unknown key 'z' (expected y, x, h, w)");
+  d = AnchorsDecoder();
+  d["scales"] = {{"h", 0}};
+  fails(d, ".decoder.scales.h: expected a number from");
+  d = AnchorsDecoder();
+  d["classes"] = 2;
+  fails(d, ".decoder: unknown key 'classes'");
+  d = AnchorsDecoder();
+  d["max_candidates"] = 1.5;
+  fails(d, ".decoder.max_candidates: expected an integer from 1 to 100000");
+  d = AnchorsDecoder();
+  d["box_size"] = "log";
+  fails(d, ".decoder.box_size: expected \"linear\", \"exponential\"");
+}
+
+// The runner's candidates decoded against the anchors: image a (8x6) gets
+// the cat at anchor 0's cell (y 0..0.5, x 0..0.5) and a duplicate NMS
+// removes; image b (10x10) the dog at anchor 3's cell and the cat at
+// [0,0,2,2] (anchor 0, 0.5 x 0.5 about (0.25, 0.25), made 0.2 x 0.2 about
+// (0.1, 0.1): th = tw = 0.4, ty = tx = -0.3).
+TEST_F(EvalTasksTest, ScoresTheRunnersAnchorCandidatesDecodedOnTheHost) {
+  json v = Detection(Coco());
+  v["decoder"] = AnchorsDecoder();
+  auto e = Parse(v);
+  ASSERT_TRUE(e) << e.message();
+  runner::TaskOutputs out;
+  out.kind = "anchors";
+  out.box_outputs = {1, 0};
+  out.max_boxes = 1000;
+  out.activation = "sigmoid";
+  out.threshold = 0.5;
+  out.anchors = 4;
+  out.detections.push_back({{0, 0.9, 0, 0, 1, 1, 0}, {0, 0.8, 0.01, 0, 1, 1, 0}});
+  out.detections.push_back({{1, 0.8, 0, 0, 1, 1, 3}, {0, 0.7, -0.3, -0.3, 0.4, 0.4, 0}});
+  auto scored = ScoreTaskOutputs(*e, out);
+  ASSERT_TRUE(scored) << scored.message();
+  ASSERT_NE(scored->Find("map"), nullptr);
+  EXPECT_NEAR(scored->Find("map")->value, 1, 1e-12);
+  EXPECT_NEAR(scored->Find("recall")->value, 1, 1e-12);
+  EXPECT_EQ(json::parse(scored->per_image)["detections"].size(), 3u) << scored->per_image;
+  // A model whose box output has other anchors than the decoder's.
+  out.anchors = 896;
+  auto wrong = ScoreTaskOutputs(*e, out);
+  ASSERT_FALSE(wrong);
+  EXPECT_NE(wrong.message().find("896 anchors but the decoder's anchors are 4"), std::string::npos)
+      << wrong.message();
+  out.anchors = 4;
+  out.activation = "raw";
+  EXPECT_FALSE(ScoreTaskOutputs(*e, out));
+  out.activation = "sigmoid";
+  out.kind = "boxes";
+  EXPECT_FALSE(ScoreTaskOutputs(*e, out));
+}
+
 TEST_F(EvalTasksTest, SegmentationPairsFromAFolderOrAList) {
   Png("seg/images/a.png", 4, 2, {});
   Png("seg/images/b.png", 4, 2, {});

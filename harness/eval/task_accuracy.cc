@@ -71,23 +71,61 @@ std::optional<eval::DetectedBox> Detected(const EvalSpec& eval, size_t image,
   return eval::DetectedBox{image, static_cast<int>(category), box, d.score};
 }
 
+// Each image's candidates decoded against the eval's anchors (decoder
+// "ssd_anchors"); an error when the runner listed other outputs, another
+// score rule or a box output of another anchor count.
+Result<std::vector<std::vector<runner::TaskDetection>>> DecodedSets(
+    const EvalSpec& eval, const runner::TaskOutputs& outputs) {
+  const SsdAnchorDecoder& d = *eval.anchor_decoder;
+  const size_t anchors = d.anchors ? d.anchors->size() : 0;
+  if (outputs.activation != d.score || outputs.class_offset != eval.offset ||
+      outputs.threshold != d.score_threshold) {
+    return MakeError("the runner listed candidates of " + outputs.activation +
+                     " scores from class " + std::to_string(outputs.class_offset) +
+                     ", the eval asked for " + d.score + " scores from class " +
+                     std::to_string(eval.offset));
+  }
+  if (outputs.anchors >= 0 && static_cast<size_t>(outputs.anchors) != anchors &&
+      !outputs.detections.empty()) {
+    return MakeError("the model's box output has " + std::to_string(outputs.anchors) +
+                     " anchors but the decoder's anchors are " + std::to_string(anchors) +
+                     ": check decoder.anchors (or anchors_file) against the model");
+  }
+  std::vector<std::vector<runner::TaskDetection>> sets;
+  for (const std::vector<runner::TaskDetection>& rows : outputs.detections) {
+    auto decoded = DecodeAnchorRows(d, rows, eval.max_detections);
+    if (!decoded) return decoded.error();
+    sets.push_back(std::move(*decoded));
+  }
+  return sets;
+}
+
 Result<store::TaskAccuracy> ScoreBoxes(const EvalSpec& eval, const runner::TaskOutputs& outputs) {
   std::vector<int64_t> want(eval.box_outputs.begin(), eval.box_outputs.end());
-  if (outputs.kind != "boxes" || outputs.box_outputs != want) {
-    return MakeError("the runner listed task outputs of kind '" + outputs.kind +
-                     "', the eval asked for the boxes of the post-process's outputs");
+  const std::string kind = eval.anchor_decoder ? "anchors" : "boxes";
+  if (outputs.kind != kind || outputs.box_outputs != want) {
+    return MakeError("the runner listed task outputs of kind '" + outputs.kind + "', the eval " +
+                     (eval.anchor_decoder ? "asked for the candidates of raw boxes and scores"
+                                          : "asked for the boxes of the post-process's outputs"));
   }
   if (outputs.detections.size() != eval.images.size()) {
     return MakeError("the runner listed " + std::to_string(outputs.detections.size()) +
                      " input sets for " + std::to_string(eval.images.size()) + " images");
   }
+  std::vector<std::vector<runner::TaskDetection>> decoded;
+  if (eval.anchor_decoder) {
+    auto sets = DecodedSets(eval, outputs);
+    if (!sets) return sets.error();
+    decoded = std::move(*sets);
+  }
+  const auto& per_image = eval.anchor_decoder ? decoded : outputs.detections;
   eval::DetectionSet set;
   set.images = eval.images.size();
   for (const EvalTruthBox& t : eval.truth) {
     set.truth.push_back({t.image, static_cast<int>(t.category), {t.x, t.y, t.x + t.w, t.y + t.h}});
   }
-  for (size_t i = 0; i < outputs.detections.size(); ++i) {
-    for (const runner::TaskDetection& d : outputs.detections[i]) {
+  for (size_t i = 0; i < per_image.size(); ++i) {
+    for (const runner::TaskDetection& d : per_image[i]) {
       if (auto box = Detected(eval, i, d)) set.detections.push_back(*box);
     }
   }

@@ -52,6 +52,42 @@ std::vector<uint32_t> MaskRuns(const EvalMask& m) {
   return runs;
 }
 
+// Decoder "ssd_anchors": the anchors ([y, x, h, w] each) and how to decode.
+void AddAnchorDecoder(const SsdAnchorDecoder& d, json& out) {
+  json anchors = json::array();
+  for (const SsdAnchor& a : *d.anchors) anchors.push_back({a.y, a.x, a.h, a.w});
+  out["anchors"] = std::move(anchors);
+  out["box_format"] = d.box_format;
+  out["box_scales"] = {d.scale_y, d.scale_x, d.scale_h, d.scale_w};
+  out["box_size"] = d.exponential_size ? "exponential" : "linear";
+  out["score"] = d.score;
+  out["score_threshold"] = d.score_threshold;
+  out["iou_threshold"] = d.iou_threshold;
+  out["max_candidates"] = d.max_candidates;
+}
+
+SsdAnchorDecoder ReadAnchorDecoder(const json& e) {
+  SsdAnchorDecoder d;
+  auto anchors = std::make_shared<std::vector<SsdAnchor>>();
+  for (const json& a : e.at("anchors")) {
+    anchors->push_back({a.at(0).get<double>(), a.at(1).get<double>(), a.at(2).get<double>(),
+                        a.at(3).get<double>()});
+  }
+  d.anchors = std::move(anchors);
+  d.box_format = e.at("box_format").get<std::string>();
+  const json& s = e.at("box_scales");
+  d.scale_y = s.at(0).get<double>();
+  d.scale_x = s.at(1).get<double>();
+  d.scale_h = s.at(2).get<double>();
+  d.scale_w = s.at(3).get<double>();
+  d.exponential_size = e.at("box_size") == "exponential";
+  d.score = e.at("score").get<std::string>();
+  d.score_threshold = e.at("score_threshold").get<double>();
+  d.iou_threshold = e.at("iou_threshold").get<double>();
+  d.max_candidates = e.at("max_candidates").get<uint32_t>();
+  return d;
+}
+
 // Detection's truth and decoder, segmentation's masks and decoder: what a
 // node scores boxes and class maps with (only what the eval has).
 void AddTaskScoring(const EvalSpec& e, json& out) {
@@ -66,6 +102,7 @@ void AddTaskScoring(const EvalSpec& e, json& out) {
     out["sizes"] = {e.widths, e.heights};
     out["truth"] = std::move(truth);
   }
+  if (e.anchor_decoder) AddAnchorDecoder(*e.anchor_decoder, out);
   if (e.masks) {
     json masks = json::array();
     for (const EvalMask& m : *e.masks) masks.push_back({m.width, m.height, MaskRuns(m)});
@@ -90,6 +127,7 @@ void ReadTaskScoring(const json& e, EvalSpec& eval) {
     }
     eval.images.resize(eval.widths.size());  // counted, not read
   }
+  if (e.contains("anchors")) eval.anchor_decoder = ReadAnchorDecoder(e);
   if (e.contains("masks")) {
     eval.activation = e.at("activation").get<std::string>();
     eval.classes = e.at("classes").get<std::vector<std::string>>();
@@ -145,6 +183,9 @@ std::string EncodePayload(const SweepJob& job,
     doc["eval"] = {{"task", e.task},     {"dataset", e.dataset_id}, {"labels", e.labels},
                    {"output", e.output}, {"offset", e.offset},      {"top_k", e.top_k}};
     AddTaskScoring(e, doc["eval"]);
+    // Version 2: nodes that predate decoder "ssd_anchors" refuse the job,
+    // naming the version, instead of misreading its two box outputs.
+    if (e.anchor_decoder) doc["v"] = 2;
   }
   if (!job.plugin_sha256.empty()) {
     std::string file = job.delegate.PluginPath();
@@ -159,7 +200,7 @@ namespace {
 
 Result<SweepJob> Decode(const store::JobRow& row, const std::string& abi, const FetchFile& fetch,
                         const json& doc) {
-  if (doc.value("v", 0) != 1) {
+  if (doc.value("v", 0) != 1 && doc.value("v", 0) != 2) {
     return MakeError(ErrorKind::kInvalidInput,
                      "its payload has version " + doc.value("v", json()).dump() +
                          ", which this dfarm does not know (update dfarm on this node)");

@@ -72,6 +72,8 @@ TEST(QueuePayloadTest, KeysAreTheDocumentedOnes) {
   // Every key at once: detection's and segmentation's are written when set.
   eval.box_outputs = {0, 1, 2, 3};
   eval.masks = std::make_shared<std::vector<EvalMask>>();
+  eval.anchor_decoder.emplace();
+  eval.anchor_decoder->anchors = std::make_shared<std::vector<SsdAnchor>>();
   full.model.eval = eval;
 
   auto sorted = [](std::vector<std::string> v) {
@@ -140,6 +142,43 @@ TEST(QueuePayloadTest, DetectionAndSegmentationEvalsRoundTripForTheNode) {
   ASSERT_EQ(d.truth.size(), 1u);
   EXPECT_EQ(d.truth[0].image, 1u);
   EXPECT_EQ(d.truth[0].x, 10.5);
+  EXPECT_FALSE(d.anchor_decoder.has_value());
+  EXPECT_EQ(json::parse(row.payload)["v"], 1);
+
+  // Decoder "ssd_anchors": the anchors and decode settings travel too.
+  det.box_outputs = {1, 0};
+  det.offset = 1;
+  det.anchor_decoder.emplace();
+  det.anchor_decoder->anchors = std::make_shared<std::vector<SsdAnchor>>(
+      std::vector<SsdAnchor>{{0.25, 0.75, 0.5, 0.125}, {0.5, 0.5, 1, 1}});
+  det.anchor_decoder->box_format = "xywh";
+  det.anchor_decoder->scale_w = 128;
+  det.anchor_decoder->exponential_size = true;
+  det.anchor_decoder->score = "softmax";
+  det.anchor_decoder->score_threshold = 0.05;
+  det.anchor_decoder->iou_threshold = 0.3;
+  det.anchor_decoder->max_candidates = 200;
+  job.model.eval = det;
+  row.payload = EncodePayload(job, {{"x86_64", std::string(64, 'e')}});
+  back = DecodePayload(row, "x86_64", fetch);
+  ASSERT_TRUE(back) << back.message();
+  EXPECT_EQ(json::parse(row.payload)["v"], 2);  // older nodes refuse it, naming the version
+  const EvalSpec& a = *back->model.eval;
+  EXPECT_EQ(a.TaskOutputsArg(), "anchors:1,0:softmax:1:0.05:200");
+  ASSERT_TRUE(a.anchor_decoder.has_value());
+  ASSERT_EQ(a.anchor_decoder->anchors->size(), 2u);
+  EXPECT_EQ((*a.anchor_decoder->anchors)[0].w, 0.125);
+  EXPECT_EQ(a.anchor_decoder->box_format, "xywh");
+  EXPECT_EQ(a.anchor_decoder->scale_w, 128);
+  EXPECT_EQ(a.anchor_decoder->scale_h, 1);
+  EXPECT_TRUE(a.anchor_decoder->exponential_size);
+  EXPECT_EQ(a.anchor_decoder->iou_threshold, 0.3);
+  json v3 = json::parse(row.payload);
+  v3["v"] = 3;
+  row.payload = v3.dump();
+  back = DecodePayload(row, "x86_64", fetch);
+  ASSERT_FALSE(back);
+  EXPECT_NE(back.message().find("payload has version 3"), std::string::npos) << back.message();
 
   EvalSpec seg;
   seg.task = "segmentation";

@@ -10,6 +10,15 @@
 // masks, and a plugin that adds 3 to every ADD (libdfarm_perturb_plugin.so)
 // must fail the gate while the same plugin adding 0 passes.
 //
+// Faces: the real face_detection_short_range.tflite on drawn faces, its
+// raw outputs decoded by "ssd_anchors" with MediaPipe's options; the stored
+// detections must be a numpy decoder's on the same runner candidates.
+//
+// Raw anchors: a model ending in raw box regressors and class logits, the
+// decoder "ssd_anchors" with generated anchors: the runner lists the
+// candidates (--task-outputs anchors), the host decodes and NMSes them; the
+// stored detections and mAP are checked as for the post-process model.
+//
 // Detection: a model built with tests/model_builder whose image pixels are
 // the box encodings of four anchors, ending in TFLite_Detection_PostProcess,
 // on a COCO JSON written here; the stored mAP must equal the numpy
@@ -129,6 +138,32 @@ std::string DetectionModel(const fs::path& path) {
                       fbb.GetBuffer());
   b.SetInputs({image});
   b.SetOutputs({ob, oc, os, on});
+  EXPECT_TRUE(b.WriteFile(path.string()));
+  return path.string();
+}
+
+// The raw-anchors model: the same 4x4 image is four anchors' box
+// regressors (ty, tx, th, tw per row; output 0, [1,4,4]) and output 1 is
+// constant class logits [1,4,4] (background, cat, dog, unused), computed
+// as image * 0 + kLogits so both outputs are computed.
+constexpr float kLogits[4][4] = {
+    {3, 2.0f, -5, -5}, {3, -5, 1.5f, -5}, {3, 1.0f, -5, -5}, {3, -1.0f, -2.0f, -5}};
+
+std::string RawAnchorsModel(const fs::path& path) {
+  testing::ModelBuilder b;
+  const int image = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 1}, "image");
+  const int boxes = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4}, "regressors");
+  b.AddReshape(image, boxes, {1, 4, 4});
+  std::vector<float> logits;
+  for (const auto& row : kLogits) logits.insert(logits.end(), std::begin(row), std::end(row));
+  const int zero = b.AddConstFloat32({1, 4, 4}, std::vector<float>(16, 0.0f), "zero");
+  const int none = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4}, "nothing");
+  b.AddBinary(tfl::BuiltinOperator::MUL, boxes, zero, none);
+  const int constant = b.AddConstFloat32({1, 4, 4}, logits, "logits");
+  const int scores = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4}, "classificators");
+  b.AddBinary(tfl::BuiltinOperator::ADD, none, constant, scores);
+  b.SetInputs({image});
+  b.SetOutputs({boxes, scores});
   EXPECT_TRUE(b.WriteFile(path.string()));
   return path.string();
 }
@@ -425,6 +460,273 @@ TEST_F(TaskE2eTest, DetectionMapOfAPostProcessModelMatchesTheNumpyReference) {
   Outcome text = Dfarm({"show", std::to_string(run)});
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_NE(text.out.find("mAP@[.5:.95]"), std::string::npos) << text.out;
+}
+
+// Decoder "ssd_anchors": the raw-anchors model's regressors decoded on the
+// host against generated anchors (a 2x2 grid of half-image cells, the same
+// four as the post-process model's) with the TFLite box coder (exponential
+// size, unit scales), sigmoid scores from class 1, NMS at IoU 0.5. The
+// detections stored must be the ones derived here (image 0's anchor 2
+// moved onto anchor 0's cat is NMS's duplicate), and mAP the numpy
+// reference's on them.
+TEST_F(TaskE2eTest, DetectionMapOfRawAnchorsDecodedOnTheHostMatchesTheNumpyReference) {
+  const std::string model = RawAnchorsModel(work_ / "raw.tflite");
+  fs::create_directories(work_ / "coco" / "images");
+  // Pixel p is the offset p * 0.01 - 1.28 (128: 0). Image 0: anchor 2 moved
+  // up one cell (ty = -1: pixel 28); image 1: anchor 0 moved 0.4 px right
+  // (tx 0.2: IoU 2/3 with its truth); image 2: the anchors themselves.
+  const uint8_t kZero = 128;
+  std::vector<std::vector<uint8_t>> pixels(3, std::vector<uint8_t>(16, kZero));
+  pixels[0][2 * 4 + 0] = 28;
+  pixels[1][1] = 148;
+  json images = json::array(), detections_expected = json::array();
+  for (int i = 0; i < 3; ++i) {
+    const std::string name = "i" + std::to_string(i) + ".png";
+    WritePng(work_ / "coco" / "images" / name, 4, 4, pixels[i], false);
+    images.push_back({{"id", 10 + i}, {"file_name", name}, {"width", 4}, {"height", 4}});
+    for (int a = 0; a < 3; ++a) {      // anchor 3 scores below the threshold
+      if (i == 0 && a == 2) continue;  // NMS: the duplicate of anchor 0's cat
+      double enc[4];
+      for (int k = 0; k < 4; ++k) enc[k] = pixels[i][a * 4 + k] * 0.01 - 1.28;
+      const std::vector<double> box = Decoded(a, enc);
+      const int category = a == 1 ? 7 : 3;  // class 1: cat (3), class 2: dog (7)
+      const double logit = kLogits[a][a == 1 ? 2 : 1];
+      detections_expected.push_back({i, category, box[0], box[1], box[2], box[3],
+                                     static_cast<float>(1 / (1 + std::exp(-logit)))});
+    }
+  }
+  // Truth: image 0 the cat and dog of anchors 0 and 1; image 1 the cat of
+  // anchor 0 and of anchor 2; image 2 the dog of anchor 1 and a cat under
+  // anchor 3 that nothing detects.
+  const json truth = {{0, 3, 0, 0, 2, 2}, {0, 7, 2, 0, 4, 2}, {1, 3, 0, 0, 2, 2},
+                      {1, 3, 0, 2, 2, 4}, {2, 7, 2, 0, 4, 2}, {2, 3, 2, 2, 4, 4}};
+  json annotations = json::array();
+  for (const json& t : truth) {
+    const double x = t[2], y = t[3];
+    annotations.push_back({{"image_id", 10 + t[0].get<int>()},
+                           {"category_id", t[1]},
+                           {"bbox", {x, y, t[4].get<double>() - x, t[5].get<double>() - y}}});
+  }
+  std::ofstream(work_ / "coco" / "annotations.json")
+      << json{{"images", images},
+              {"annotations", annotations},
+              {"categories", {{{"id", 3}, {"name", "cat"}}, {{"id", 7}, {"name", "dog"}}}}}
+             .dump();
+  std::ofstream(work_ / "coco" / "labels.txt") << "cat\ndog\n";
+  const json anchors = {{"num_layers", 1},        {"min_scale", 0.5},
+                        {"max_scale", 0.5},       {"input_size_height", 4},
+                        {"input_size_width", 4},  {"strides", {2}},
+                        {"aspect_ratios", {1.0}}, {"interpolated_scale_aspect_ratio", 0.0}};
+  const json eval = {
+      {"task", "detection"},
+      {"dataset", (work_ / "coco" / "annotations.json").string()},
+      {"images", (work_ / "coco" / "images").string()},
+      {"labels", (work_ / "coco" / "labels.txt").string()},
+      {"preprocess", {{"size", {4, 4}}, {"channels", "GRAY"}, {"scale", {0.01, -1.28}}}},
+      {"decoder",
+       {{"type", "ssd_anchors"},
+        {"boxes", 0},
+        {"scores", 1},
+        {"anchors", anchors},
+        {"box_size", "exponential"},
+        {"score", "sigmoid"},
+        {"score_threshold", 0.5},
+        {"iou_threshold", 0.5},
+        {"class_offset", 1}}}};
+  const int64_t run = Sweep({{"name", "raw-anchors"},
+                             {"models", {{{"path", model}, {"eval", eval}}}},
+                             {"delegates", {"cpu", "xnnpack"}},
+                             {"devices", {"local"}},
+                             {"benchmark", {{"warmup_runs", 0}, {"num_runs", 1}}}});
+  ASSERT_GT(run, 0);
+  auto store = store::OpenSqliteStore(db_);
+  ASSERT_TRUE(store.ok()) << store.message();
+  auto jobs = (*store)->ListJobs(run);
+  ASSERT_TRUE(jobs.ok());
+  auto tasks = (*store)->ListRunTaskAccuracy(run);
+  ASSERT_TRUE(tasks.ok()) << tasks.message();
+
+  const json req = {{"images", 3}, {"truth", truth}, {"detections", detections_expected}};
+  std::ofstream(work_ / "req.json") << req.dump();
+  const std::string cmd = "/usr/bin/python3 " + std::string(DFARM_SOURCE_DIR) +
+                          "/reports/eval/testing/task_metrics_reference.py < " +
+                          (work_ / "req.json").string() + " > " + (work_ / "ref.json").string();
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  const json ref = json::parse(std::ifstream(work_ / "ref.json"));
+  // Hand-worked bounds: image 1's shifted cat matches 4 of the 10 IoU
+  // thresholds, its dog is a false alarm, image 2's cat is missed.
+  EXPECT_GT(ref["map"].get<double>(), 0.3);
+  EXPECT_LT(ref["map"].get<double>(), 0.95);
+  ASSERT_EQ(jobs->size(), 2u);
+  for (const store::JobRow& j : *jobs) {
+    SCOPED_TRACE(j.delegate + ": " + j.status + " " + j.error + " " + j.state_note);
+    ASSERT_EQ(j.status, "ok");
+    ASSERT_TRUE(tasks->count(j.id));
+    const store::TaskAccuracy& t = tasks->at(j.id);
+    EXPECT_EQ(t.task, "detection");
+    EXPECT_EQ(t.images, 3);
+    const json stored = json::parse(t.per_image)["detections"];
+    ASSERT_EQ(stored.size(), detections_expected.size()) << t.per_image;
+    for (size_t d = 0; d < stored.size(); ++d) {
+      for (size_t k = 0; k < 7; ++k) {
+        EXPECT_NEAR(stored[d][k].get<double>(), detections_expected[d][k].get<double>(), 1e-5)
+            << "detection " << d << " field " << k;
+      }
+    }
+    for (const char* m : {"map", "map50", "map75", "recall"}) {
+      ASSERT_NE(t.Find(m), nullptr) << m;
+      EXPECT_NEAR(t.Find(m)->value, ref[m].get<double>(), 1e-6) << m;
+    }
+  }
+}
+
+// A face on a pale wall for face_detection_short_range (128x128): skin
+// ellipse of half-height r about (cx, cy), hair on top, eyes, nose, mouth.
+struct DrawnFace {
+  double cx, cy, r;
+};
+constexpr DrawnFace kFaces[] = {{64, 60, 30}, {48, 72, 22}, {78, 56, 26}};
+
+std::vector<uint8_t> DrawFace(const DrawnFace& f) {
+  std::vector<uint8_t> rgb(128 * 128 * 3);
+  for (int y = 0; y < 128; ++y) {
+    for (int x = 0; x < 128; ++x) {
+      const double hx = (x - f.cx) / (f.r * 0.85), hy = (y - f.cy) / f.r;
+      const bool head = hx * hx + hy * hy <= 1;
+      int c[3] = {200, 215, 230};
+      const auto paint = [&c](int r, int g, int b) { c[0] = r, c[1] = g, c[2] = b; };
+      if (head) paint(215, 170, 140);
+      if (head && y < f.cy - f.r * 0.45) paint(50, 35, 25);
+      for (double ex : {-0.35, 0.35}) {
+        const double dx = x - (f.cx + ex * f.r), dy = y - (f.cy - f.r * 0.13);
+        if (dx * dx + dy * dy <= f.r * f.r / 100) paint(30, 30, 30);
+      }
+      if (std::abs(x - f.cx) < f.r * 0.07 && y > f.cy && y < f.cy + f.r * 0.27) {
+        paint(180, 130, 110);
+      }
+      if (std::abs(x - f.cx) < f.r * 0.27 && std::abs(y - (f.cy + f.r * 0.45)) < f.r * 0.07) {
+        paint(150, 60, 60);
+      }
+      for (int k = 0; k < 3; ++k) rgb[(y * 128 + x) * 3 + k] = static_cast<uint8_t>(c[k]);
+    }
+  }
+  return rgb;
+}
+
+// The real face_detection_short_range.tflite (raw regressors [1,896,16],
+// classificators [1,896,1]) on drawn faces with MediaPipe's decoding
+// (its anchor options, x first, scales 128): the detections the host
+// stores must be those a second implementation (numpy,
+// reports/eval/testing/ssd_anchors_reference.py) decodes from the same
+// runner candidates, the mAP the numpy reference's on them, and the faces
+// are found where they were drawn.
+TEST_F(TaskE2eTest, FaceDetectorOnDrawnFacesDecodesLikeTheNumpyDecoder) {
+  const fs::path model =
+      fs::path(DFARM_SOURCE_DIR) / "models" / "face_detection_short_range.tflite";
+  if (!fs::exists(model)) GTEST_SKIP() << model << " is absent";
+  fs::create_directories(work_ / "faces");
+  json images = json::array(), annotations = json::array(), truth = json::array();
+  for (size_t i = 0; i < std::size(kFaces); ++i) {
+    const DrawnFace& f = kFaces[i];
+    const std::string name = "f" + std::to_string(i) + ".png";
+    WritePng(work_ / "faces" / name, 128, 128, DrawFace(f), true);
+    images.push_back({{"id", i + 1}, {"file_name", name}, {"width", 128}, {"height", 128}});
+    // The face box: brows to chin, cheek to cheek.
+    const double x0 = f.cx - 0.78 * f.r, y0 = f.cy - 0.5 * f.r;
+    const double x1 = f.cx + 0.78 * f.r, y1 = f.cy + 1.05 * f.r;
+    annotations.push_back(
+        {{"image_id", i + 1}, {"category_id", 1}, {"bbox", {x0, y0, x1 - x0, y1 - y0}}});
+    truth.push_back({i, 1, x0, y0, x1, y1});
+  }
+  std::ofstream(work_ / "faces" / "annotations.json") << json{
+      {"images", images},
+      {"annotations", annotations},
+      {"categories", {{{"id", 1}, {"name", "face"}}}}}.dump();
+  const json anchors = {{"num_layers", 4},
+                        {"min_scale", 0.1484375},
+                        {"max_scale", 0.75},
+                        {"input_size_height", 128},
+                        {"input_size_width", 128},
+                        {"anchor_offset_x", 0.5},
+                        {"anchor_offset_y", 0.5},
+                        {"strides", {8, 16, 16, 16}},
+                        {"aspect_ratios", {1.0}},
+                        {"fixed_anchor_size", true},
+                        {"interpolated_scale_aspect_ratio", 1.0}};
+  const json eval = {{"task", "detection"},
+                     {"dataset", (work_ / "faces" / "annotations.json").string()},
+                     {"preprocess", {{"size", {128, 128}}, {"mean", {127.5}}, {"std", {127.5}}}},
+                     {"decoder",
+                      {{"type", "ssd_anchors"},
+                       {"boxes", 0},
+                       {"scores", 1},
+                       {"anchors", anchors},
+                       {"scales", {{"x", 128}, {"y", 128}, {"w", 128}, {"h", 128}}},
+                       {"box_format", "xywh"},
+                       {"score", "sigmoid"},
+                       {"score_threshold", 0.5},
+                       {"iou_threshold", 0.3}}}};
+  const int64_t run = Sweep({{"name", "faces"},
+                             {"models", {{{"path", model.string()}, {"eval", eval}}}},
+                             {"delegates", {"cpu", "xnnpack"}},
+                             {"devices", {"local"}},
+                             {"benchmark", {{"warmup_runs", 0}, {"num_runs", 1}}}});
+  ASSERT_GT(run, 0);
+  auto store = store::OpenSqliteStore(db_);
+  ASSERT_TRUE(store.ok()) << store.message();
+  auto jobs = (*store)->ListJobs(run);
+  ASSERT_TRUE(jobs.ok());
+  ASSERT_EQ(jobs->size(), 2u);
+  auto tasks = (*store)->ListRunTaskAccuracy(run);
+  ASSERT_TRUE(tasks.ok()) << tasks.message();
+  const std::string py =
+      "/usr/bin/python3 " + std::string(DFARM_SOURCE_DIR) + "/reports/eval/testing/";
+  for (const store::JobRow& j : *jobs) {
+    SCOPED_TRACE(j.delegate + ": " + j.status + " " + j.error + " " + j.state_note);
+    ASSERT_EQ(j.status, "ok");
+    ASSERT_TRUE(tasks->count(j.id));
+    const store::TaskAccuracy& t = tasks->at(j.id);
+    auto detail = (*store)->GetJobDetail(j.id);
+    ASSERT_TRUE(detail.ok()) << detail.message();
+    const json listed = json::parse(detail->runner_json)["task_outputs"];
+    ASSERT_EQ(listed["anchors"], 896);
+    const json req = {
+        {"anchors", anchors},     {"box_format", "xywh"},   {"scales", {128, 128, 128, 128}},
+        {"box_size", "linear"},   {"score_threshold", 0.5}, {"iou_threshold", 0.3},
+        {"max_detections", 100},  {"class_offset", 0},      {"category_ids", {1}},
+        {"sizes", json::array()}, {"sets", listed["sets"]}};
+    json with_sizes = req;
+    for (size_t i = 0; i < std::size(kFaces); ++i) with_sizes["sizes"].push_back({128, 128});
+    std::ofstream(work_ / "decode.json") << with_sizes.dump();
+    const std::string decode = py + "ssd_anchors_reference.py < " +
+                               (work_ / "decode.json").string() + " > " +
+                               (work_ / "decoded.json").string();
+    ASSERT_EQ(std::system(decode.c_str()), 0) << decode;
+    const json decoded = json::parse(std::ifstream(work_ / "decoded.json"));
+    EXPECT_EQ(decoded["anchors"], 896);
+    const json& expected = decoded["detections"];
+    const json stored = json::parse(t.per_image)["detections"];
+    ASSERT_EQ(stored.size(), expected.size()) << t.per_image << "\n" << expected.dump();
+    for (size_t d = 0; d < stored.size(); ++d) {
+      for (size_t k = 0; k < 7; ++k) {
+        EXPECT_NEAR(stored[d][k].get<double>(), expected[d][k].get<double>(), 1e-4)
+            << "detection " << d << " field " << k;
+      }
+    }
+    std::ofstream(work_ / "req.json")
+        << json{{"images", std::size(kFaces)}, {"truth", truth}, {"detections", expected}}.dump();
+    const std::string score = py + "task_metrics_reference.py < " + (work_ / "req.json").string() +
+                              " > " + (work_ / "ref.json").string();
+    ASSERT_EQ(std::system(score.c_str()), 0) << score;
+    const json ref = json::parse(std::ifstream(work_ / "ref.json"));
+    for (const char* m : {"map", "map50", "recall"}) {
+      ASSERT_NE(t.Find(m), nullptr) << m;
+      EXPECT_NEAR(t.Find(m)->value, ref[m].get<double>(), 1e-6) << m;
+    }
+    // The drawn faces are found where they were drawn.
+    EXPECT_GT(t.Find("map50")->value, 0.6) << t.per_image;
+    RecordProperty(j.delegate + "_face_map", std::to_string(t.Find("map")->value));
+  }
 }
 
 }  // namespace
