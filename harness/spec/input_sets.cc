@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "agent/protocol/input_set.h"
+#include "harness/spec/json_type_name.h"
 #include "harness/spec/matrix.h"
 #include "harness/spec/spec_paths.h"
 
@@ -28,14 +29,8 @@ using nlohmann::json;
 
 constexpr uint32_t kMaxImageSide = 8192;
 
-Error Bad(const std::string& where, const std::string& why) {
+Error Invalid(const std::string& where, const std::string& why) {
   return MakeError(ErrorKind::kInvalidInput, where + ": " + why);
-}
-
-const char* TypeName(const json& v) {
-  if (v.is_number_integer() || v.is_number_unsigned()) return "an integer";
-  if (v.is_number_float()) return "a number";
-  return v.type_name();
 }
 
 bool HasInput0(const fs::path& dir) {
@@ -47,11 +42,11 @@ bool HasInput0(const fs::path& dir) {
 // else each sub-folder is one.
 Result<InputsSpec> ParseRawSets(const std::string& given, const std::string& where,
                                 const std::string& spec_folder) {
-  if (given.empty()) return Bad(where, "empty path");
+  if (given.empty()) return Invalid(where, "empty path");
   fs::path dir = ResolveSpecPath(given, spec_folder);
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
-    return Bad(where, "'" + given +
+    return Invalid(where, "'" + given +
                           "' is not a folder (expected a folder of input_<i>.bin "
                           "files, or of one sub-folder per input set)");
   }
@@ -68,15 +63,15 @@ Result<InputsSpec> ParseRawSets(const std::string& given, const std::string& whe
   std::sort(subs.begin(), subs.end());
   for (const std::string& s : subs) {
     if (!HasInput0(s)) {
-      return Bad(where, "set folder '" + s + "' has no input_0.bin (every sub-folder of '" + given +
+      return Invalid(where, "set folder '" + s + "' has no input_0.bin (every sub-folder of '" + given +
                             "' is one input set of input_<i>.bin files)");
     }
   }
   if (subs.empty()) {
-    return Bad(where, "folder '" + given + "' holds neither input_0.bin nor set sub-folders");
+    return Invalid(where, "folder '" + given + "' holds neither input_0.bin nor set sub-folders");
   }
   if (subs.size() > agent::kMaxInputSetsPerJob) {
-    return Bad(where, std::to_string(subs.size()) + " input sets; at most " +
+    return Invalid(where, std::to_string(subs.size()) + " input sets; at most " +
                           std::to_string(agent::kMaxInputSetsPerJob));
   }
   out.set_dirs = std::move(subs);
@@ -91,34 +86,34 @@ Result<std::vector<std::string>> ParseImageList(const json& v, const std::string
   if (v.is_string()) {
     fs::path dir = ResolveSpecPath(v.get<std::string>(), spec_folder);
     if (!fs::is_directory(dir, ec)) {
-      return Bad(where, "'" + v.get<std::string>() + "' is not a folder of images");
+      return Invalid(where, "'" + v.get<std::string>() + "' is not a folder of images");
     }
     for (const auto& e : fs::directory_iterator(dir, ec)) {
       if (e.is_regular_file(ec) && IsImageFile(e.path())) images.push_back(e.path().string());
     }
     std::sort(images.begin(), images.end());
     if (images.empty()) {
-      return Bad(where, "folder '" + v.get<std::string>() + "' holds no .png/.jpg/.jpeg file");
+      return Invalid(where, "folder '" + v.get<std::string>() + "' holds no .png/.jpg/.jpeg file");
     }
   } else if (v.is_array()) {
-    if (v.empty()) return Bad(where, "is empty; list at least one image");
+    if (v.empty()) return Invalid(where, "is empty; list at least one image");
     for (size_t i = 0; i < v.size(); ++i) {
       std::string at = where + "[" + std::to_string(i) + "]";
       if (!v[i].is_string()) {
-        return Bad(at, std::string("expected an image path, got ") + TypeName(v[i]));
+        return Invalid(at, std::string("expected an image path, got ") + JsonTypeName(v[i]));
       }
       fs::path p = ResolveSpecPath(v[i].get<std::string>(), spec_folder);
       if (!fs::is_regular_file(p, ec)) {
-        return Bad(at, "image '" + v[i].get<std::string>() + "' is not a file");
+        return Invalid(at, "image '" + v[i].get<std::string>() + "' is not a file");
       }
       images.push_back(p.string());
     }
   } else {
-    return Bad(where,
-               std::string("expected a list of image paths or a folder, got ") + TypeName(v));
+    return Invalid(where,
+               std::string("expected a list of image paths or a folder, got ") + JsonTypeName(v));
   }
   if (images.size() > agent::kMaxInputSetsPerJob) {
-    return Bad(where, std::to_string(images.size()) + " images; at most " +
+    return Invalid(where, std::to_string(images.size()) + " images; at most " +
                           std::to_string(agent::kMaxInputSetsPerJob) + " input sets per model");
   }
   return images;
@@ -132,23 +127,23 @@ Result<std::vector<double>> Numbers(const json& v, const std::string& where, siz
   } else if (v.is_array()) {
     for (size_t i = 0; i < v.size(); ++i) {
       if (!v[i].is_number()) {
-        return Bad(where + "[" + std::to_string(i) + "]",
-                   std::string("expected a number, got ") + TypeName(v[i]));
+        return Invalid(where + "[" + std::to_string(i) + "]",
+                   std::string("expected a number, got ") + JsonTypeName(v[i]));
       }
       out.push_back(v[i].get<double>());
     }
   } else {
-    return Bad(where, std::string("expected a list of numbers, got ") + TypeName(v));
+    return Invalid(where, std::string("expected a list of numbers, got ") + JsonTypeName(v));
   }
   if (out.size() < min_n || out.size() > max_n) {
-    return Bad(where,
+    return Invalid(where,
                "expected " +
                    (min_n == max_n ? std::to_string(min_n)
                                    : std::to_string(min_n) + " to " + std::to_string(max_n)) +
                    " numbers, got " + std::to_string(out.size()));
   }
   for (double d : out) {
-    if (!std::isfinite(d)) return Bad(where, "numbers must be finite");
+    if (!std::isfinite(d)) return Invalid(where, "numbers must be finite");
   }
   return out;
 }
@@ -157,26 +152,26 @@ Result<std::string> OneOf(const json& v, const std::string& where,
                           const std::vector<const char*>& allowed) {
   std::string list;
   for (const char* a : allowed) list += std::string(list.empty() ? "" : ", ") + "\"" + a + "\"";
-  if (!v.is_string()) return Bad(where, std::string("expected one of ") + list);
+  if (!v.is_string()) return Invalid(where, std::string("expected one of ") + list);
   std::string s = v.get<std::string>();
   for (const char* a : allowed) {
     if (s == a) return s;
   }
-  return Bad(where, "'" + s + "' is not one of " + list);
+  return Invalid(where, "'" + s + "' is not one of " + list);
 }
 
 // "size": [height, width].
 Result<void> ParseSize(const json& o, const std::string& where, ImageInputsSpec& out) {
   if (!o.contains("size")) {
-    return Bad(where, "missing key 'size' ([height, width] of the model's image input)");
+    return Invalid(where, "missing key 'size' ([height, width] of the model's image input)");
   }
   const json& s = o["size"];
   if (!s.is_array() || s.size() != 2 || !s[0].is_number_integer() || !s[1].is_number_integer()) {
-    return Bad(where + ".size", "expected [height, width], two integers");
+    return Invalid(where + ".size", "expected [height, width], two integers");
   }
   const int64_t h = s[0].get<int64_t>(), w = s[1].get<int64_t>();
   if (h < 1 || w < 1 || h > kMaxImageSide || w > kMaxImageSide) {
-    return Bad(where + ".size", "height and width must be in 1.." + std::to_string(kMaxImageSide));
+    return Invalid(where + ".size", "height and width must be in 1.." + std::to_string(kMaxImageSide));
   }
   out.height = static_cast<uint32_t>(h);
   out.width = static_cast<uint32_t>(w);
@@ -187,7 +182,7 @@ Result<void> ParseSize(const json& o, const std::string& where, ImageInputsSpec&
 Result<void> ParseNormalization(const json& o, const std::string& where, ImageInputsSpec& out) {
   const size_t c = out.channels == "GRAY" ? 1 : 3;
   if (o.contains("scale") && (o.contains("mean") || o.contains("std"))) {
-    return Bad(where, "give either \"scale\" or \"mean\"/\"std\", not both");
+    return Invalid(where, "give either \"scale\" or \"mean\"/\"std\", not both");
   }
   if (o.contains("scale")) {
     auto s = Numbers(o["scale"], where + ".scale", 2, 2);
@@ -203,23 +198,23 @@ Result<void> ParseNormalization(const json& o, const std::string& where, ImageIn
       auto n = Numbers(o[key], where + "." + key, 1, c);
       if (!n) return n.error();
       if (n->size() != 1 && n->size() != c) {
-        return Bad(where + "." + key, "expected 1 or " + std::to_string(c) + " values");
+        return Invalid(where + "." + key, "expected 1 or " + std::to_string(c) + " values");
       }
       for (size_t i = 0; i < c; ++i) (*dst)[i] = (*n)[n->size() == 1 ? 0 : i];
     }
     for (double s : out.std) {
-      if (s == 0) return Bad(where + ".std", "must not be 0");
+      if (s == 0) return Invalid(where + ".std", "must not be 0");
     }
   }
   if (o.contains("quantization")) {
     if (out.dtype == "float32") {
-      return Bad(where + ".quantization", "applies to dtype uint8 or int8 only");
+      return Invalid(where + ".quantization", "applies to dtype uint8 or int8 only");
     }
     auto q = Numbers(o["quantization"], where + ".quantization", 2, 2);
     if (!q) return q.error();
-    if (!((*q)[0] > 0)) return Bad(where + ".quantization", "the scale must be > 0");
+    if (!((*q)[0] > 0)) return Invalid(where + ".quantization", "the scale must be > 0");
     if ((*q)[1] != std::floor((*q)[1]) || std::fabs((*q)[1]) > 255) {
-      return Bad(where + ".quantization", "the zero point must be an integer in -255..255");
+      return Invalid(where + ".quantization", "the zero point must be an integer in -255..255");
     }
     out.quant_scale = (*q)[0];
     out.quant_zero_point = static_cast<int32_t>((*q)[1]);
@@ -234,13 +229,13 @@ Result<InputsSpec> ParseImages(const json& o, const std::string& where,
     static const char* kKeys[] = {"images", "size", "layout", "channels",    "scale",
                                   "mean",   "std",  "dtype",  "quantization"};
     if (std::none_of(std::begin(kKeys), std::end(kKeys), [&](const char* k) { return key == k; })) {
-      return Bad(where, "unknown key '" + key +
+      return Invalid(where, "unknown key '" + key +
                             "' (expected images, size, layout, channels, scale, mean, std, "
                             "dtype, quantization)");
     }
   }
   if (!o.contains("images")) {
-    return Bad(where, "missing key 'images' (a list of PNG/JPEG files or a folder of them)");
+    return Invalid(where, "missing key 'images' (a list of PNG/JPEG files or a folder of them)");
   }
   ImageInputsSpec spec;
   auto images = ParseImageList(o["images"], where + ".images", spec_folder);
@@ -396,9 +391,9 @@ Result<InputsSpec> ParseInputsSpec(const json& v, const std::string& where,
                                    const std::string& spec_folder) {
   if (v.is_string()) return ParseRawSets(v.get<std::string>(), where, spec_folder);
   if (v.is_object()) return ParseImages(v, where, spec_folder);
-  return Bad(where, std::string("expected a folder of input sets or an object {\"images\":...}, "
+  return Invalid(where, std::string("expected a folder of input sets or an object {\"images\":...}, "
                                 "got ") +
-                        TypeName(v));
+                        JsonTypeName(v));
 }
 
 json InputsSpec::ToJson() const {

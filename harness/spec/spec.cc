@@ -20,6 +20,7 @@
 #include "agent/protocol/runner_kinds.h"
 #include "delegates/delegate_names.h"
 #include "delegates/delegate_options.h"
+#include "harness/spec/json_type_name.h"
 #include "harness/devices/device_uri.h"
 #include "harness/run/terminal_text.h"
 #include "harness/spec/matrix.h"
@@ -65,12 +66,6 @@ bool IsPlainName(const std::string& s) {
 // A value as a message quotes it: compact JSON, cut short (json_input.h).
 std::string Quoted(const json& v) {
   return Abbreviated(v.dump(-1, ' ', false, json::error_handler_t::replace));
-}
-
-const char* TypeName(const json& v) {
-  if (v.is_number_integer() || v.is_number_unsigned()) return "an integer";
-  if (v.is_number_float()) return "a number";
-  return v.type_name();  // "string", "array", "object", "boolean", "null"
 }
 
 class Parser {
@@ -120,7 +115,7 @@ class Parser {
 
   Result<uint32_t> Uint(const json& v, const std::string& where, uint32_t lo, uint32_t hi) const {
     if (!v.is_number_integer() && !v.is_number_unsigned()) {
-      return Fail(where, std::string("expected an integer, got ") + TypeName(v));
+      return Fail(where, std::string("expected an integer, got ") + JsonTypeName(v));
     }
     // A non-negative number is held as unsigned: read as int64 it would wrap
     // (18446744073709551615 as -1).
@@ -195,7 +190,7 @@ class Parser {
       return Fail("", "invalid JSON: " + Abbreviated(e.what(), 2 * kMaxQuotedChars));
     }
     if (!doc.is_object()) {
-      return Fail("", std::string("expected a JSON object, got ") + TypeName(doc));
+      return Fail("", std::string("expected a JSON object, got ") + JsonTypeName(doc));
     }
     if (auto r =
             CheckKeys(doc, "",
@@ -211,7 +206,7 @@ class Parser {
   Result<void> ParseName(const json& doc, SweepSpec& spec) const {
     if (doc.contains("name")) {
       if (!doc["name"].is_string()) {
-        return Fail("name", std::string("expected a string, got ") + TypeName(doc["name"]));
+        return Fail("name", std::string("expected a string, got ") + JsonTypeName(doc["name"]));
       }
       spec.name = doc["name"].get<std::string>();
     }
@@ -224,7 +219,7 @@ class Parser {
     if (!doc.contains("models")) return Fail("", "missing key 'models'");
     const json& models = doc["models"];
     if (!models.is_array()) {
-      return Fail("models", std::string("expected an array of paths, got ") + TypeName(models));
+      return Fail("models", std::string("expected an array of paths, got ") + JsonTypeName(models));
     }
     if (models.empty()) return Fail("models", "is empty; list at least one .tflite file");
     std::map<std::string, size_t> seen_models;
@@ -274,7 +269,7 @@ class Parser {
       return model;
     }
     if (!m.is_string()) {
-      return Fail(where, std::string("expected a path string, got ") + TypeName(m) +
+      return Fail(where, std::string("expected a path string, got ") + JsonTypeName(m) +
                              " (or an object {\"path\":...,\"inputs\":...})");
     }
     std::string given = m.get<std::string>();
@@ -297,7 +292,7 @@ class Parser {
     }
     const json& ds = doc["delegates"];
     if (!ds.is_array()) {
-      return Fail("delegates", std::string("expected an array, got ") + TypeName(ds));
+      return Fail("delegates", std::string("expected an array, got ") + JsonTypeName(ds));
     }
     if (ds.empty()) return Fail("delegates", "is empty; leave it out for [{\"name\":\"cpu\"}]");
     std::set<std::string> seen;
@@ -364,7 +359,7 @@ class Parser {
     }
     const json& ds = doc["devices"];
     if (!ds.is_array()) {
-      return Fail("devices", std::string("expected an array, got ") + TypeName(ds));
+      return Fail("devices", std::string("expected an array, got ") + JsonTypeName(ds));
     }
     if (ds.empty()) return Fail("devices", "is empty; leave it out for [\"local\"]");
     std::set<std::string> seen;
@@ -387,7 +382,7 @@ class Parser {
         return Fail(where, std::string("expected a device URI string, a device object "
                                        "{\"uri\":...,\"token_file\":...} or a selector "
                                        "object {\"abi\":...,\"tags\":[...]}, got ") +
-                               TypeName(ds[i]));
+                               JsonTypeName(ds[i]));
       }
       std::string name = ds[i].get<std::string>();
       if (name != kAnyDevice) {
@@ -405,7 +400,7 @@ class Parser {
     const json& t = doc["device_tags"];
     if (!t.is_object()) {
       return Fail("device_tags",
-                  std::string("expected an object {\"DEVICE\":[\"tag\",...]}, got ") + TypeName(t));
+                  std::string("expected an object {\"DEVICE\":[\"tag\",...]}, got ") + JsonTypeName(t));
     }
     for (const auto& [device, tags] : t.items()) {
       std::string where = "device_tags." + device;
@@ -424,14 +419,14 @@ class Parser {
     if (!c.is_object()) {
       return Fail("device_classes",
                   std::string("expected an object {\"CLASS\":[\"device-name glob\",...]}, got ") +
-                      TypeName(c));
+                      JsonTypeName(c));
     }
     for (const auto& [name, globs] : c.items()) {
       const std::string where = "device_classes." + Abbreviated(name);
       if (!IsPlainName(name)) return Fail(where, "a class name must be [A-Za-z0-9_.-]{1,64}");
       if (!globs.is_array()) {
         return Fail(where,
-                    std::string("expected an array of device-name globs, got ") + TypeName(globs));
+                    std::string("expected an array of device-name globs, got ") + JsonTypeName(globs));
       }
       if (globs.empty()) return Fail(where, "is an empty list of globs");
       for (size_t i = 0; i < globs.size(); ++i) {
@@ -451,7 +446,7 @@ class Parser {
     if (!doc.contains("runners")) return Ok();
     const json& rs = doc["runners"];
     if (!rs.is_array()) {
-      return Fail("runners", std::string("expected an array, got ") + TypeName(rs));
+      return Fail("runners", std::string("expected an array, got ") + JsonTypeName(rs));
     }
     if (rs.empty()) return Fail("runners", "is empty; leave it out for the default runner");
     if (rs.size() > kMaxRunners) {
@@ -478,7 +473,7 @@ class Parser {
     const json& p = doc["pairing"];
     if (!p.is_object()) {
       return Fail("pairing", std::string("expected an object {\"baseline_runner\": NAME}, got ") +
-                                 TypeName(p));
+                                 JsonTypeName(p));
     }
     if (auto r = CheckKeys(p, "pairing", {"baseline_runner"}); !r) return r.error();
     if (!p.contains("baseline_runner")) {
@@ -487,7 +482,7 @@ class Parser {
     const json& name = p["baseline_runner"];
     if (!name.is_string()) {
       return Fail("pairing.baseline_runner",
-                  std::string("expected a runner name, got ") + TypeName(name));
+                  std::string("expected a runner name, got ") + JsonTypeName(name));
     }
     std::string names;
     bool known = false;
@@ -514,7 +509,7 @@ class Parser {
     if (!doc.contains("cooldown")) return Ok();
     const json& c = doc["cooldown"];
     if (!c.is_object()) {
-      return Fail("cooldown", std::string("expected an object, got ") + TypeName(c));
+      return Fail("cooldown", std::string("expected an object, got ") + JsonTypeName(c));
     }
     if (auto r =
             CheckKeys(c, "cooldown", {"pause_ms", "max_temp_c", "max_wait_s", "max_cpu_busy_pct"});
@@ -542,7 +537,7 @@ class Parser {
     const json& t = c[key];
     const std::string field = std::string("cooldown.") + key;
     if (!t.is_number()) {
-      return Fail(field, std::string("expected a number, got ") + TypeName(t));
+      return Fail(field, std::string("expected a number, got ") + JsonTypeName(t));
     }
     const double v = t.get<double>();
     if (!(v >= 0.0 && v <= max)) {
@@ -558,7 +553,7 @@ class Parser {
     if (!doc.contains("benchmark")) return Ok();
     const json& b = doc["benchmark"];
     if (!b.is_object()) {
-      return Fail("benchmark", std::string("expected an object, got ") + TypeName(b));
+      return Fail("benchmark", std::string("expected an object, got ") + JsonTypeName(b));
     }
     if (auto r =
             CheckKeys(b, "benchmark",
@@ -642,7 +637,7 @@ class Parser {
     if (!b.contains("profile")) return Ok();
     if (!b["profile"].is_boolean()) {
       return Fail("benchmark.profile",
-                  std::string("expected true or false, got ") + TypeName(b["profile"]));
+                  std::string("expected true or false, got ") + JsonTypeName(b["profile"]));
     }
     spec.benchmark.profile = b["profile"].get<bool>();
     if (!spec.benchmark.profile) return Ok();
@@ -688,7 +683,7 @@ class Parser {
     if (!doc.contains("scheduler")) return Ok();
     const json& s = doc["scheduler"];
     if (!s.is_object()) {
-      return Fail("scheduler", std::string("expected an object, got ") + TypeName(s));
+      return Fail("scheduler", std::string("expected an object, got ") + JsonTypeName(s));
     }
     if (auto r =
             CheckKeys(s, "scheduler", {"retries", "backoff_ms", "quarantine_after", "failover"});
@@ -707,7 +702,7 @@ class Parser {
       if (!f.is_string() || (f != "none" && f != "same_abi")) {
         return Fail("scheduler.failover",
                     "expected \"none\" or \"same_abi\", got " +
-                        (f.is_string() ? "'" + f.get<std::string>() + "'" : TypeName(f)));
+                        (f.is_string() ? "'" + f.get<std::string>() + "'" : JsonTypeName(f)));
       }
       spec.scheduler.failover = f.get<std::string>();
     }
@@ -718,7 +713,7 @@ class Parser {
   Result<void> ParseFarm(const json& doc, SweepSpec& spec) const {
     if (!doc.contains("farm")) return Ok();
     const json& f = doc["farm"];
-    if (!f.is_object()) return Fail("farm", std::string("expected an object, got ") + TypeName(f));
+    if (!f.is_object()) return Fail("farm", std::string("expected an object, got ") + JsonTypeName(f));
     if (auto r = CheckKeys(f, "farm", {"priority", "unserved_timeout_s"}); !r) return r.error();
     return ReadUints(
         f, "farm",
@@ -734,14 +729,14 @@ class Parser {
   // A list of tags: plain names, no duplicates, at least one.
   Result<std::vector<std::string>> ParseTags(const json& v, const std::string& where) const {
     if (!v.is_array()) {
-      return Fail(where, std::string("expected an array of tag strings, got ") + TypeName(v));
+      return Fail(where, std::string("expected an array of tag strings, got ") + JsonTypeName(v));
     }
     if (v.empty()) return Fail(where, "is an empty list of tags");
     std::vector<std::string> tags;
     for (size_t i = 0; i < v.size(); ++i) {
       std::string at = where + "[" + std::to_string(i) + "]";
       if (!v[i].is_string()) {
-        return Fail(at, std::string("expected a tag string, got ") + TypeName(v[i]));
+        return Fail(at, std::string("expected a tag string, got ") + JsonTypeName(v[i]));
       }
       std::string tag = v[i].get<std::string>();
       if (!IsPlainName(tag)) return Fail(at, "tag '" + tag + "' must be [A-Za-z0-9_.-]{1,64}");
@@ -761,7 +756,7 @@ class Parser {
     if (auto r = CheckKeys(d, where, {"uri", "token_file"}); !r) return r.error();
     if (!d["uri"].is_string()) {
       return Fail(where + ".uri",
-                  std::string("expected a device URI string, got ") + TypeName(d["uri"]));
+                  std::string("expected a device URI string, got ") + JsonTypeName(d["uri"]));
     }
     std::string name = d["uri"].get<std::string>();
     auto uri = ParseDeviceUri(name);
@@ -773,7 +768,7 @@ class Parser {
                           "' is reached over a private channel (leave token_file out)");
     }
     if (!d["token_file"].is_string() || d["token_file"].get<std::string>().empty()) {
-      return Fail(at, std::string("expected a file name, got ") + TypeName(d["token_file"]));
+      return Fail(at, std::string("expected a file name, got ") + JsonTypeName(d["token_file"]));
     }
     fs::path p(d["token_file"].get<std::string>());
     if (p.is_relative()) p = SpecFolder() / p;
@@ -796,7 +791,7 @@ class Parser {
     DeviceSelector sel;
     if (d.contains("abi")) {
       if (!d["abi"].is_string()) {
-        return Fail(where + ".abi", std::string("expected a string, got ") + TypeName(d["abi"]));
+        return Fail(where + ".abi", std::string("expected a string, got ") + JsonTypeName(d["abi"]));
       }
       sel.abi = d["abi"].get<std::string>();
       if (!IsPlainName(sel.abi)) {
@@ -812,7 +807,7 @@ class Parser {
       if (!d.contains(key)) continue;
       const std::string at = where + "." + key;
       if (!d[key].is_string()) {
-        return Fail(at, std::string("expected a string, got ") + TypeName(d[key]));
+        return Fail(at, std::string("expected a string, got ") + JsonTypeName(d[key]));
       }
       const std::string v = d[key].get<std::string>();
       if (v.empty() || v.find_first_of(";=") != std::string::npos) {
@@ -834,12 +829,12 @@ class Parser {
   Result<RunnerSpec> ParseRunner(const json& r, const std::string& where) const {
     if (!r.is_object()) {
       return Fail(where, std::string("expected an object {\"name\":...,\"builds\":{...}}, got ") +
-                             TypeName(r));
+                             JsonTypeName(r));
     }
     if (auto c = CheckKeys(r, where, {"name", "kind", "builds"}); !c) return c.error();
     if (!r.contains("name")) return Fail(where, "missing key 'name'");
     if (!r["name"].is_string()) {
-      return Fail(where + ".name", std::string("expected a string, got ") + TypeName(r["name"]));
+      return Fail(where + ".name", std::string("expected a string, got ") + JsonTypeName(r["name"]));
     }
     RunnerSpec out;
     out.name = r["name"].get<std::string>();
@@ -848,7 +843,7 @@ class Parser {
     }
     if (r.contains("kind")) {
       if (!r["kind"].is_string()) {
-        return Fail(where + ".kind", std::string("expected a string, got ") + TypeName(r["kind"]));
+        return Fail(where + ".kind", std::string("expected a string, got ") + JsonTypeName(r["kind"]));
       }
       out.kind = r["kind"].get<std::string>();
       if (!agent::IsRunnerKind(out.kind)) {
@@ -867,14 +862,14 @@ class Parser {
     const json& b = r["builds"];
     if (!b.is_object()) {
       return Fail(where + ".builds",
-                  std::string("expected an object {\"ABI\":\"path\"}, got ") + TypeName(b));
+                  std::string("expected an object {\"ABI\":\"path\"}, got ") + JsonTypeName(b));
     }
     if (b.empty()) return Fail(where + ".builds", "is empty; name one dfarm-runner per ABI");
     for (const auto& [abi, path] : b.items()) {
       std::string at = where + ".builds." + abi;
       if (!IsPlainName(abi)) return Fail(at, "ABI '" + abi + "' must be [A-Za-z0-9_.-]{1,64}");
       if (!path.is_string()) {
-        return Fail(at, std::string("expected a path string, got ") + TypeName(path));
+        return Fail(at, std::string("expected a path string, got ") + JsonTypeName(path));
       }
       std::string given = path.get<std::string>();
       if (given.empty()) return Fail(at, "empty path");
@@ -903,7 +898,7 @@ class Parser {
       if (auto r = CheckKeys(d, where, {"name", "options"}); !r) return r.error();
       if (!d.contains("name")) return Fail(where, "missing key 'name'");
       if (!d["name"].is_string()) {
-        return Fail(where + ".name", std::string("expected a string, got ") + TypeName(d["name"]));
+        return Fail(where + ".name", std::string("expected a string, got ") + JsonTypeName(d["name"]));
       }
       out.name = d["name"].get<std::string>();
       if (d.contains("options")) {
@@ -913,7 +908,7 @@ class Parser {
       }
     } else {
       return Fail(where,
-                  std::string("expected an object {\"name\":...} or a string, got ") + TypeName(d));
+                  std::string("expected an object {\"name\":...} or a string, got ") + JsonTypeName(d));
     }
     if (out.name.empty()) return Fail(where, "empty delegate name");
     if (auto r = ResolvePluginPaths(out, grid, where + ".options"); !r) return r.error();
@@ -940,7 +935,7 @@ class Parser {
   Result<void> ParseDelegateOptions(const json& o, const std::string& where, DelegateSpec& out,
                                     OptionGrid& grid) const {
     if (!o.is_object()) {
-      return Fail(where, std::string("expected an object, got ") + TypeName(o));
+      return Fail(where, std::string("expected an object, got ") + JsonTypeName(o));
     }
     for (const auto& [key, value] : o.items()) {
       std::string at = where + "." + TerminalSafe(key, 64);
@@ -1045,7 +1040,7 @@ class Parser {
       v = value.dump();
     } else {
       return Fail(at, std::string("expected a string, number, boolean or a list of them, got ") +
-                          TypeName(value));
+                          JsonTypeName(value));
     }
     if (v.find(';') != std::string::npos) return Fail(at, "option values must not contain ';'");
     if (size_t i = agent::FindControlByte(v); i != std::string::npos) {
