@@ -1389,7 +1389,7 @@ class SqlStore final : public Store {
 
   Result<std::optional<JobRow>> ClaimJob(const std::string& node, const DeviceTraits& device,
                                          int64_t lease_s) override {
-    auto id = sql::ClaimJob(*db_, node, device, lease_s);
+    auto id = sql::ClaimJob(*db_, node, device, lease_s, device_classes_);
     if (!id) return Fail("claim a job for device '" + device.name + "'", id);
     if (!*id) return std::optional<JobRow>();
     auto job = GetJob(**id);
@@ -1581,6 +1581,7 @@ class SqlStore final : public Store {
   std::string path_;
   std::unique_ptr<Conn> db_;
   bool listening_ = false;
+  sql::DeviceClassCache device_classes_;  // ClaimJob's
 };
 
 }  // namespace
