@@ -1387,6 +1387,8 @@ class SqlStore final : public Store {
     return std::move(*n);
   }
 
+  bool ConnectionLost() const override { return db_->Lost(); }
+
   Result<std::optional<JobRow>> ClaimJob(const std::string& node, const DeviceTraits& device,
                                          int64_t lease_s) override {
     auto id = sql::ClaimJob(*db_, node, device, lease_s, device_classes_);
