@@ -89,6 +89,8 @@ QVariant DevicesModel::data(const QModelIndex& index, int role) const {
       return d.node.empty() ? tr("(local sweep)") : Q(d.node);
     case StateColumn:
       return d.state.empty() ? tr("(none recorded)") : Q(d.state);
+    case SetByColumn:
+      return setByText(d);
     case AbiColumn:
       return Q(d.abi);
     case OsColumn:
@@ -110,6 +112,11 @@ QVariant DevicesModel::data(const QModelIndex& index, int role) const {
     default:
       return {};
   }
+}
+
+QString DevicesModel::setByText(const store::DeviceRow& d) {
+  if (d.state_by.empty()) return QString();
+  return d.state_user.empty() ? Q(d.state_by) : Q(d.state_by + " " + d.state_user);
 }
 
 // "Adreno (TM) 740 (driver 0800.22), fp16; ..." on one line, or one device
@@ -139,6 +146,8 @@ QVariant DevicesModel::headerData(int section, Qt::Orientation orientation, int 
       return tr("Node");
     case StateColumn:
       return tr("State");
+    case SetByColumn:
+      return tr("Set by");
     case AbiColumn:
       return tr("ABI");
     case OsColumn:

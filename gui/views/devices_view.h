@@ -1,5 +1,6 @@
-// DevicesView: every device the store has seen (the node serving it, state,
-// description, last seen, quarantine reason) and, below, the selected device's state history.
+// DevicesView: every device the store has seen (the node serving it, state
+// and who set it, description, last seen, quarantine reason) and, below, the
+// selected device's state history.
 #pragma once
 
 #include <QAbstractTableModel>
@@ -23,6 +24,7 @@ class DevicesModel : public QAbstractTableModel {
     NameColumn,
     NodeColumn,  // the farm node that serves it; "(local sweep)" for none
     StateColumn,
+    SetByColumn,  // who set the state (setByText)
     AbiColumn,
     OsColumn,
     CpuColumn,
@@ -50,6 +52,9 @@ class DevicesModel : public QAbstractTableModel {
   // detailed (the tooltip): one device per line with vendor, version and
   // compute units.
   static QString openClText(const std::vector<store::OpenClDevice>& devices, bool detailed);
+  // Who set a device's stored state: "operator USER@HOST", "health",
+  // "dfarm"; "" when nobody has. The fleet view shows the same.
+  static QString setByText(const store::DeviceRow& device);
 
  private:
   std::vector<store::DeviceRow> m_devices;

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "gui/store_loader.h"
+#include "gui/views/devices_view.h"
 
 namespace dfarm::gui {
 
@@ -62,13 +63,6 @@ void refill(QTableWidget* t, int rows) {
   t->setSortingEnabled(false);
   t->clearContents();
   t->setRowCount(rows);
-}
-
-// Who set a device's stored state: "operator USER@HOST", "health", "dfarm";
-// "" when nobody has.
-QString setBy(const store::DeviceRow& d) {
-  if (d.state_by.empty()) return QString();
-  return d.state_user.empty() ? Q(d.state_by) : Q(d.state_by + " " + d.state_user);
 }
 
 // The widest a column gets from its contents: a long reason does not push
@@ -228,7 +222,7 @@ void FleetView::fillDevices(const FleetData& d) {
     m_devices->setItem(r, 1, item(dev.node.empty() ? tr("local") : Q(dev.node)));
     m_devices->setItem(r, 2, item(state, colour));
     m_devices->setItem(r, 3, item(Q(dev.state_reason)));
-    m_devices->setItem(r, 4, item(setBy(dev)));
+    m_devices->setItem(r, 4, item(DevicesModel::setByText(dev)));
     m_devices->setItem(r, 5, item(Q(dev.last_seen)));
     const auto it = running.find(dev.name);
     if (it == running.end()) {

@@ -371,6 +371,11 @@ TEST_F(ViewsTest, DevicesViewListsDevicesAndTheirHistory) {
   EXPECT_EQ(view.model()->index(1, DevicesModel::StateColumn).data().toString(), "quarantined");
   EXPECT_EQ(view.model()->index(1, DevicesModel::ReasonColumn).data().toString(),
             "3 infra failures in a row");
+  // Who set each state, as the fleet view says it.
+  EXPECT_EQ(view.model()->headerData(DevicesModel::SetByColumn, Qt::Horizontal).toString(),
+            "Set by");
+  EXPECT_EQ(view.model()->index(1, DevicesModel::SetByColumn).data().toString(), "dfarm");
+  EXPECT_EQ(view.model()->index(0, DevicesModel::SetByColumn).data().toString(), "");
   // The OpenCL devices its agent saw; the tooltip has the details.
   EXPECT_EQ(view.model()->index(1, DevicesModel::OpenClColumn).data().toString(),
             "Mali-G710 (driver v1.r38p1), GPU, fp16");
@@ -382,11 +387,15 @@ TEST_F(ViewsTest, DevicesViewListsDevicesAndTheirHistory) {
   ASSERT_TRUE(QTest::qWaitFor([&] { return view.eventsModel()->rowCount() == 2; }, 20000));
   EXPECT_EQ(view.eventsModel()->index(1, DeviceEventsModel::StateColumn).data().toString(),
             "quarantined");
-  // A refresh keeps the selected device.
+  // A refresh keeps the selected device, and shows an operator's state.
+  ASSERT_TRUE(
+      store_->SetOperatorState("local", store::kDeviceQuarantined, "battery swollen", "al@lab")
+          .ok());
   QSignalSpy ready(&view, &View::ready);
   view.refresh();
   ASSERT_TRUE(ready.wait(20000));
   EXPECT_EQ(view.table()->currentIndex().data(DevicesModel::NameRole).toString(), "pixel7");
+  EXPECT_EQ(view.model()->index(0, DevicesModel::SetByColumn).data().toString(), "operator al@lab");
 }
 
 // The matrix of a 1,000-job run (with samples): read, laid out and painted.

@@ -1,4 +1,5 @@
 // dfarm node --db URL --device URI [--device URI]... [--name NAME] [--tag URI=TAG,...]...
+//            [--connections N]
 #include <signal.h>
 
 #include <algorithm>
@@ -43,6 +44,7 @@ struct NodeArgs {
   std::string health_model;
   int64_t health_every_s = 3600;
   int64_t health_retry_s = 60;
+  int connections = store::kNodeStoreConnections;
 };
 
 // The health check's settings: the runner builds as a sweep finds them
@@ -140,6 +142,7 @@ int Run(const NodeArgs& a, Context& ctx) {
   o.cache_dir = a.cache_dir;
   const std::string db = a.db;
   o.open_store = [db] { return store::OpenStore(db); };
+  o.connections = a.connections;
   o.provider = provider.get();
   o.policy.retries = a.retries;
   o.policy.quarantine_after = a.quarantine_after;
@@ -181,6 +184,13 @@ void AddNodeCommand(CLI::App& app, Context& ctx) {
                   "{\"tags\":[...]}; repeatable")
       ->allow_extra_args(false);
   cmd->add_option("--name", a->name, "the node's name in the database (default HOST:PID)");
+  cmd->add_option("--connections", a->connections,
+                  "database connections the node's devices share, each claim, result or other "
+                  "store call borrowing one (the heartbeat and the listener hold one more each); "
+                  "more devices than connections is the point: many backends slow PostgreSQL "
+                  "down, and one makes every device wait for it")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
   cmd->add_option("--lease-s", a->lease_s,
                   "seconds a claimed job stays this node's without a heartbeat; after that any "
                   "node returns it to the queue")

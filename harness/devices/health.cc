@@ -58,7 +58,7 @@ HealthChecker::DeviceHealth HealthChecker::Get(const std::string& device) {
   return devices_[device];
 }
 
-Result<HealthVerdict> HealthChecker::Check(store::Store& store, const std::string& device,
+Result<HealthVerdict> HealthChecker::Check(store::StorePool& db, const std::string& device,
                                            agent::AgentClient& client) {
   const std::string& abi = client.device().abi;
   std::string runner;
@@ -94,28 +94,28 @@ Result<HealthVerdict> HealthChecker::Check(store::Store& store, const std::strin
   }
   auto outputs = OutputHashes(*result);
   if (!outputs) return Failed(model + ": " + outputs.message());
-  auto known = store.RecordHealthGolden(model_sha, runner_sha, *outputs, device);
+  auto known = db.Call(&store::Store::RecordHealthGolden, model_sha, runner_sha, *outputs, device);
   if (!known) return known.error();
   const size_t n = static_cast<size_t>(std::count(outputs->begin(), outputs->end(), ',')) + 1;
   if (*known == *outputs) {
     return HealthVerdict{true, kHealthPassedPrefix + model + ", " + std::to_string(n) +
                                    " outputs match the known outputs"};
   }
-  auto golden = store.GetHealthGolden(model_sha, runner_sha);
+  auto golden = db.Call(&store::Store::GetHealthGolden, model_sha, runner_sha);
   if (!golden) return golden.error();
   const std::string where =
       *golden ? " (recorded on " + (*golden)->device + " at " + (*golden)->recorded_at + ")" : "";
   return Failed(model + ": outputs differ from the known outputs" + where);
 }
 
-Result<HealthVerdict> HealthChecker::CheckAndCount(store::Store& store, const std::string& device,
+Result<HealthVerdict> HealthChecker::CheckAndCount(store::StorePool& db, const std::string& device,
                                                    agent::AgentClient& client,
                                                    const store::DeviceRow& row) {
   {
     std::lock_guard lock(mu_);
     devices_[device].last_attempt = now_();
   }
-  auto verdict = Check(store, device, client);
+  auto verdict = Check(db, device, client);
   int errors = 0;
   {
     std::lock_guard lock(mu_);
@@ -135,7 +135,7 @@ Result<HealthVerdict> HealthChecker::CheckAndCount(store::Store& store, const st
   return Failed(verdict.message() + " (" + std::to_string(errors) + " checks in a row)");
 }
 
-Result<bool> HealthChecker::Record(store::Store& store, const store::DeviceRow& row,
+Result<bool> HealthChecker::Record(store::StorePool& db, const store::DeviceRow& row,
                                    const std::string& state, const std::string& reason) {
   const Clock::time_point now = now_();
   Note("device '" + row.name + (state != row.state ? "' is now " + state + ": " : "': ") + reason);
@@ -146,13 +146,13 @@ Result<bool> HealthChecker::Record(store::Store& store, const store::DeviceRow& 
     if (same && last != recorded_at_.end() && now - last->second < options_.every) return true;
     recorded_at_[row.name] = now;
   }
-  auto set = store.SetDeviceStateBy(row.name, state, reason, store::kSetByHealth);
+  auto set = db.Call(&store::Store::SetDeviceStateBy, row.name, state, reason, store::kSetByHealth);
   if (set && !*set) Note("device '" + row.name + "': an operator's state holds; not changed");
   return set;
 }
 
-Result<void> HealthChecker::Seed(store::Store& store, const std::string& device) {
-  auto events = store.ListDeviceEvents(device);
+Result<void> HealthChecker::Seed(store::StorePool& db, const std::string& device) {
+  auto events = db.Call(&store::Store::ListDeviceEvents, device);
   if (!events) return events.error();
   std::optional<Clock::time_point> last;
   for (auto e = events->rbegin(); e != events->rend(); ++e) {
@@ -173,37 +173,37 @@ Result<void> HealthChecker::Seed(store::Store& store, const std::string& device)
   return Ok();
 }
 
-Result<bool> HealthChecker::ReadyQuarantined(store::Store& store, const std::string& device,
+Result<bool> HealthChecker::ReadyQuarantined(store::StorePool& db, const std::string& device,
                                              agent::AgentClient& client,
                                              const store::DeviceRow& row) {
   const DeviceHealth h = Get(device);
   if (h.last_attempt && now_() - *h.last_attempt < options_.retry) return false;
-  auto verdict = CheckAndCount(store, device, client, row);
+  auto verdict = CheckAndCount(db, device, client, row);
   if (!verdict) return verdict.error();
   const char* state = verdict->passed ? store::kDeviceOk : store::kDeviceQuarantined;
-  auto recorded = Record(store, row, state, verdict->reason);
+  auto recorded = Record(db, row, state, verdict->reason);
   if (!recorded) return recorded.error();
   return verdict->passed && *recorded;
 }
 
-Result<bool> HealthChecker::ReadyOk(store::Store& store, const std::string& device,
+Result<bool> HealthChecker::ReadyOk(store::StorePool& db, const std::string& device,
                                     agent::AgentClient& client, const store::DeviceRow& row) {
   if (!Get(device).seeded) {
-    if (auto r = Seed(store, device); !r) return r.error();
+    if (auto r = Seed(db, device); !r) return r.error();
   }
   const DeviceHealth h = Get(device);
   if (h.last_check && now_() - *h.last_check < options_.every) return true;
-  auto verdict = CheckAndCount(store, device, client, row);
+  auto verdict = CheckAndCount(db, device, client, row);
   if (!verdict) return verdict.error();
   const char* state = verdict->passed ? store::kDeviceOk : store::kDeviceQuarantined;
-  auto recorded = Record(store, row, state, verdict->reason);
+  auto recorded = Record(db, row, state, verdict->reason);
   if (!recorded) return recorded.error();
   return verdict->passed && *recorded;
 }
 
-Result<bool> HealthChecker::Ready(store::Store& store, const std::string& device,
+Result<bool> HealthChecker::Ready(store::StorePool& db, const std::string& device,
                                   agent::AgentClient& client) {
-  auto found = store.GetDevice(device);
+  auto found = db.Call(&store::Store::GetDevice, device);
   if (!found) return found.error();
   store::DeviceRow row;
   row.name = device;
@@ -211,8 +211,7 @@ Result<bool> HealthChecker::Ready(store::Store& store, const std::string& device
   const bool quarantined = row.state == store::kDeviceQuarantined;
   // An operator's state holds until an operator lifts it: no check runs.
   if (options_.model_path.empty() || row.state_by == store::kSetByOperator) return !quarantined;
-  return quarantined ? ReadyQuarantined(store, device, client, row)
-                     : ReadyOk(store, device, client, row);
+  return quarantined ? ReadyQuarantined(db, device, client, row) : ReadyOk(db, device, client, row);
 }
 
 }  // namespace dfarm::harness

@@ -48,7 +48,7 @@
 
 #include "agent/base/result.h"
 #include "agent/client/client.h"
-#include "reports/store/store.h"
+#include "reports/store/store_pool.h"
 
 namespace dfarm::harness {
 
@@ -80,11 +80,11 @@ class HealthChecker {
                          std::function<void(const std::string&)> note = {});
 
   // Whether `device` may claim jobs now; may run the check on `client`.
-  Result<bool> Ready(store::Store& store, const std::string& device, agent::AgentClient& client);
+  Result<bool> Ready(store::StorePool& db, const std::string& device, agent::AgentClient& client);
 
   // Runs the check now on `client` and records the known outputs when none
   // are; changes no state.
-  Result<HealthVerdict> Check(store::Store& store, const std::string& device,
+  Result<HealthVerdict> Check(store::StorePool& db, const std::string& device,
                               agent::AgentClient& client);
 
  private:
@@ -95,18 +95,18 @@ class HealthChecker {
     int errors_in_a_row = 0;
   };
 
-  Result<bool> ReadyQuarantined(store::Store& store, const std::string& device,
+  Result<bool> ReadyQuarantined(store::StorePool& db, const std::string& device,
                                 agent::AgentClient& client, const store::DeviceRow& row);
-  Result<bool> ReadyOk(store::Store& store, const std::string& device, agent::AgentClient& client,
+  Result<bool> ReadyOk(store::StorePool& db, const std::string& device, agent::AgentClient& client,
                        const store::DeviceRow& row);
   // Runs the check, noting the time; an error counts toward quarantine.
-  Result<HealthVerdict> CheckAndCount(store::Store& store, const std::string& device,
+  Result<HealthVerdict> CheckAndCount(store::StorePool& db, const std::string& device,
                                       agent::AgentClient& client, const store::DeviceRow& row);
   // False when an operator's state held (nothing recorded).
-  Result<bool> Record(store::Store& store, const store::DeviceRow& row, const std::string& state,
+  Result<bool> Record(store::StorePool& db, const store::DeviceRow& row, const std::string& state,
                       const std::string& reason);
   // Seeds the device's last check from its newest health event in the store.
-  Result<void> Seed(store::Store& store, const std::string& device);
+  Result<void> Seed(store::StorePool& db, const std::string& device);
   DeviceHealth Get(const std::string& device);
   void Note(const std::string& line) const;
 

@@ -65,6 +65,8 @@ class HealthTest : public ::testing::Test {
     auto store = store::OpenSqliteStore(db_);
     ASSERT_TRUE(store.ok()) << store.message();
     store_ = std::move(*store);
+    const std::string db = db_;
+    pool_ = std::make_unique<store::StorePool>([db] { return store::OpenSqliteStore(db); }, 1);
     // out = image + offset: one output, from the runner's seeded inputs.
     testing::ModelBuilder b;
     int in0 = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 1}, "image");
@@ -92,7 +94,7 @@ class HealthTest : public ::testing::Test {
   }
 
   Result<bool> Ready(HealthChecker& checker) {
-    return checker.Ready(*store_, "local", session_->client());
+    return checker.Ready(*pool_, "local", session_->client());
   }
 
   store::DeviceRow Row() {
@@ -123,6 +125,7 @@ class HealthTest : public ::testing::Test {
   std::string db_;
   std::string model_;
   std::unique_ptr<store::Store> store_;
+  std::unique_ptr<store::StorePool> pool_;  // the checker's, as a node's workers share one
   std::unique_ptr<DeviceProvider> provider_;
   std::unique_ptr<DeviceSession> session_;
   HealthOptions options_;

@@ -244,7 +244,7 @@ class FileCache {
  public:
   explicit FileCache(std::string dir) : dir_(std::move(dir)) {}
 
-  Result<std::string> Fetch(store::Store& store, const std::string& sha256,
+  Result<std::string> Fetch(store::StorePool& db, const std::string& sha256,
                             const std::string& what) {
     if (!agent::IsValidSha256(sha256)) {
       return MakeError(ErrorKind::kInvalidInput, what + " has no valid sha256 ('" + sha256 + "')");
@@ -254,7 +254,7 @@ class FileCache {
     std::error_code ec;
     if (fs::is_regular_file(path, ec)) return path;
     fs::create_directories(dir_, ec);
-    if (auto r = store.GetBlob(sha256, path); !r) {
+    if (auto r = db.Call(&store::Store::GetBlob, sha256, path); !r) {
       return MakeError(r.error().kind, "cannot fetch " + what + ": " + r.message());
     }
     return path;
@@ -274,23 +274,31 @@ Result<NodeSummary> RunNode(const NodeOptions& o) {
     return MakeError(ErrorKind::kInvalidInput, "a node needs at least one --device URI");
   }
   const std::string name = o.name.empty() ? HostName() + ":" + std::to_string(::getpid()) : o.name;
-  auto opened = o.open_store();
-  if (!opened) return opened.error();
-  store::Store& main = **opened;
-  if (auto r = CheckFree(main, name, o.devices, o.lease_s); !r) return r.error();
+  if (o.connections < 1) {
+    return MakeError(
+        ErrorKind::kInvalidInput,
+        "a node needs at least one database connection for its devices (--connections " +
+            std::to_string(o.connections) + ")");
+  }
+  store::StorePool pool(o.open_store, o.connections);
+  if (auto r = pool.Call([&](store::Store& s) { return CheckFree(s, name, o.devices, o.lease_s); });
+      !r) {
+    return r.error();
+  }
   store::NodeRow row;
   row.name = name;
   row.host = HostName();
   row.pid = ::getpid();
   row.started_at = store::NowIso8601();
   row.devices = o.devices;
-  if (auto r = main.RegisterNode(row); !r) return r.error();
+  if (auto r = pool.Call(&store::Store::RegisterNode, row); !r) return r.error();
   // What a dead predecessor of the same name held went back to the queue
   // (RegisterNode ended its leases): claimable at once, here or elsewhere.
-  if (auto r = main.ReapExpiredClaims(o.max_claims); !r) return r.error();
+  if (auto r = pool.Call(&store::Store::ReapExpiredClaims, o.max_claims); !r) return r.error();
   if (o.log) {
     *o.log << "node " << name << ": serving " << o.devices.size() << " device(s), lease "
-           << o.lease_s << " s" << std::endl;
+           << o.lease_s << " s, " << o.connections << " database connection(s) for them"
+           << std::endl;
   }
 
   Background background(o, name);
@@ -301,6 +309,7 @@ Result<NodeSummary> RunNode(const NodeOptions& o) {
   SchedulerContext ctx;
   ctx.devices = o.provider;
   ctx.open_store = o.open_store;
+  ctx.store_pool = &pool;
   ctx.policy = o.policy;
   ctx.progress = &progress;
   ctx.cancel = o.cancel;
@@ -311,22 +320,22 @@ Result<NodeSummary> RunNode(const NodeOptions& o) {
   node.max_claims = o.max_claims;
   node.wait_for_work = [&background] { background.WaitForWork(); };
   HealthChecker health(o.health, {}, [&progress](const std::string& line) { progress.Note(line); });
-  node.device_ready = [&health](store::Store& store, const std::string& device,
+  node.device_ready = [&health](store::StorePool& db, const std::string& device,
                                 agent::AgentClient& client) {
-    return health.Ready(store, device, client);
+    return health.Ready(db, device, client);
   };
-  node.claim = [&](store::Store& store, const std::string& device,
+  node.claim = [&](store::StorePool& db, const std::string& device,
                    const agent::DeviceInfo& info) -> Result<std::optional<SweepJob>> {
     auto tags = o.device_tags.find(device);
     const store::DeviceTraits traits = TraitsOf(
         device, info, tags == o.device_tags.end() ? std::vector<std::string>() : tags->second);
     for (;;) {
-      auto claimed = store.ClaimJob(name, traits, o.lease_s);
+      auto claimed = db.Call(&store::Store::ClaimJob, name, traits, o.lease_s);
       if (!claimed) return claimed.error();
       if (!*claimed) return std::optional<SweepJob>();
       const store::JobRow& r = **claimed;
       auto job = DecodePayload(r, info.abi, [&](const std::string& sha, const std::string& what) {
-        return cache.Fetch(store, sha, what);
+        return cache.Fetch(db, sha, what);
       });
       if (job) return std::optional<SweepJob>(std::move(*job));
       // It cannot run here (no runner build for the ABI, a file missing from
@@ -336,7 +345,7 @@ Result<NodeSummary> RunNode(const NodeOptions& o) {
       out.error = "device '" + device + "' of node '" + name + "': " + job.message();
       out.claim_id = r.claim_id;
       progress.Note("job " + std::to_string(r.id) + ": " + out.error);
-      if (auto rec = store.RecordJobResult(r.id, out);
+      if (auto rec = db.Call(&store::Store::RecordJobResult, r.id, out);
           !rec && rec.error().kind != ErrorKind::kConflict) {
         return rec.error();
       }
@@ -344,7 +353,7 @@ Result<NodeSummary> RunNode(const NodeOptions& o) {
   };
   auto stats = RunJobs(ctx, o.devices, {});
   background.Stop();
-  (void)main.NodeHeartbeat(name, store::kNodeStopped, o.lease_s);
+  (void)pool.Call(&store::Store::NodeHeartbeat, name, store::kNodeStopped, o.lease_s);
   progress.Finish();
   if (!stats) return stats.error();
   if (o.log) *o.log << "node " << name << ": stopped" << std::endl;

@@ -27,6 +27,7 @@
 #include "harness/devices/health.h"
 #include "harness/run/scheduler.h"
 #include "harness/spec/spec.h"
+#include "reports/store/store_pool.h"
 
 namespace dfarm::harness {
 
@@ -38,9 +39,12 @@ struct NodeOptions {
   std::chrono::milliseconds heartbeat{5000};  // heartbeat (and reaper) period
   int64_t max_claims = 3;                     // a job lost this often is recorded infra
   std::string cache_dir;                      // fetched files; "" = DefaultNodeCacheDir()
-  StoreOpener open_store;                     // one connection per thread
-  DeviceProvider* provider = nullptr;         // borrowed
-  SchedulerSpec policy;                       // retries, backoff, quarantine, cooldown
+  StoreOpener open_store;                     // a connection to the farm's database
+  // Connections the device workers share (store::StorePool, each store call
+  // borrowing one); the heartbeat and the listener hold one more each.
+  int connections = store::kNodeStoreConnections;
+  DeviceProvider* provider = nullptr;  // borrowed
+  SchedulerSpec policy;                // retries, backoff, quarantine, cooldown
   // Device health (harness/devices/health.h): asked before each claim. A device the
   // store holds quarantined stays out until its health check passes, or,
   // without a health model, until a user releases it.

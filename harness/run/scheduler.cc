@@ -103,6 +103,13 @@ Result<SchedulerStats> SchedulerCore::Run(const std::vector<std::string>& device
   for (const auto& [name, abi] : ctx_.known_abis) {
     if (auto it = by_name_.find(name); it != by_name_.end()) it->second->abi = abi;
   }
+  if (ctx_.store_pool) {
+    pool_ = ctx_.store_pool;
+  } else {
+    own_pool_ =
+        std::make_unique<store::StorePool>(ctx_.open_store, static_cast<int>(workers_.size()));
+    pool_ = own_pool_.get();
+  }
   if (auto r = source.Start(); !r) return r.error();
   for (auto& w : workers_) {
     Worker* raw = w.get();
@@ -118,25 +125,27 @@ Result<SchedulerStats> SchedulerCore::Run(const std::vector<std::string>& device
 }
 
 void SchedulerCore::WorkerMain(Worker& w) {
-  auto opened = ctx_.open_store();
-  if (!opened) {
-    Fatal(opened.error());
+  // The database answers before the worker starts (a connection stays open
+  // in the pool for its calls).
+  auto reached = pool_->Call([](store::Store&) -> Result<void> { return Ok(); });
+  if (!reached) {
+    Fatal(reached.error());
     std::lock_guard lock(mu_);
     source_->RetireLocked(w);
     return;
   }
   WorkerConnection s;
-  source_->Serve(w, **opened, s);
+  source_->Serve(w, *pool_, s);
 }
 
 // Back to the queue: a claimed job gives its claim back; else "queued".
-Result<void> SchedulerCore::Requeue(store::Store& store, const SweepJob& job) {
+Result<void> SchedulerCore::Requeue(store::StorePool& db, const SweepJob& job) {
   if (job.claim_id > 0) {
-    auto released = store.ReleaseClaim(job.id, job.claim_id);
+    auto released = db.Call(&store::Store::ReleaseClaim, job.id, job.claim_id);
     if (!released) return released.error();
     return Ok();
   }
-  return store.RequeueJob(job.id);
+  return db.Call(&store::Store::RequeueJob, job.id);
 }
 
 void SchedulerCore::Fatal(const Error& e) {
@@ -148,14 +157,14 @@ void SchedulerCore::Fatal(const Error& e) {
 
 // Opens the device, records it, pushes the runner. Returns why the device
 // cannot be used (empty when it can); an error is a store failure.
-Result<std::string> SchedulerCore::Connect(Worker& w, store::Store& store, WorkerConnection& s) {
+Result<std::string> SchedulerCore::Connect(Worker& w, store::StorePool& db, WorkerConnection& s) {
   auto session = OpenWhenFree(w);
   if (!session) return session.message();
   const agent::DeviceInfo& info = (*session)->client().device();
   store::DeviceRow row = DeviceRowOf(w.device, info);
   row.node = ctx_.node_name;
   if (auto t = ctx_.device_tags.find(w.device); t != ctx_.device_tags.end()) row.tags = t->second;
-  if (auto r = store.UpsertDevice(row); !r) return r.error();
+  if (auto r = db.Call(&store::Store::UpsertDevice, row); !r) return r.error();
   {
     std::lock_guard lock(mu_);
     w.abi = info.abi;
@@ -165,7 +174,7 @@ Result<std::string> SchedulerCore::Connect(Worker& w, store::Store& store, Worke
   // A bundle the agent cannot run is not pushed; its jobs are refused in TryOnce.
   if (!ctx_.runner_path.empty() && (agent::HasFeature(info.features, agent::kFeatureBundles) ||
                                     !agent::IsBundleFile(ctx_.runner_path))) {
-    auto pushed = PushRunner(w, store, (*session)->client(), ctx_.runner_path, &s.runner_sha);
+    auto pushed = PushRunner(w, db, (*session)->client(), ctx_.runner_path, &s.runner_sha);
     if (!pushed || !pushed->empty()) return pushed;
     s.runner_path = ctx_.runner_path;
   }
@@ -192,7 +201,7 @@ Result<std::unique_ptr<DeviceSession>> SchedulerCore::OpenWhenFree(Worker& w) {
 
 // Pushes the runner unless the agent has it (PutArtifact asks first).
 // Returns why it cannot (empty when pushed); an error is a store failure.
-Result<std::string> SchedulerCore::PushRunner(Worker& w, store::Store& store,
+Result<std::string> SchedulerCore::PushRunner(Worker& w, store::StorePool& db,
                                               agent::AgentClient& client, const std::string& path,
                                               std::string* runner_sha) {
   auto sent = client.PutArtifact(path, runner_sha);
@@ -200,7 +209,7 @@ Result<std::string> SchedulerCore::PushRunner(Worker& w, store::Store& store,
     return "cannot push runner '" + path + "' to device '" + w.device + "': " + sent.message();
   }
   bytes_pushed_ += *sent;
-  if (auto r = RecordArtifact(store, "runner", *runner_sha, path); !r) {
+  if (auto r = RecordArtifact(db, "runner", *runner_sha, path); !r) {
     return r.error();
   }
   return std::string();
@@ -208,11 +217,11 @@ Result<std::string> SchedulerCore::PushRunner(Worker& w, store::Store& store,
 
 // Runs `job` on `w` until it ends in a status other than infra, runs out
 // of attempts, or moves. Errors are store failures only.
-Result<void> SchedulerCore::RunOne(Worker& w, store::Store& store, WorkerConnection& c,
+Result<void> SchedulerCore::RunOne(Worker& w, store::StorePool& db, WorkerConnection& c,
                                    SweepJob& job) {
   uint64_t backoff_ms = ctx_.policy.backoff_ms;
   for (uint32_t attempt = 0;; ++attempt) {
-    auto tried = TryOnce(w, store, c, job);
+    auto tried = TryOnce(w, db, c, job);
     if (!tried) return tried.error();
     if (!tried->infra) return Ok();  // recorded, or back in the queue
     const std::string& infra = *tried->infra;
@@ -232,25 +241,25 @@ Result<void> SchedulerCore::RunOne(Worker& w, store::Store& store, WorkerConnect
       if (!Cancelled()) continue;
     }
     if (Cancelled() && attempt < ctx_.policy.retries) {
-      if (auto r = Requeue(store, job); !r) return r;  // stays pending
+      if (auto r = Requeue(db, job); !r) return r;  // stays pending
       return Ok();
     }
     store::JobOutcome outcome = std::move(tried->outcome);
     outcome.status = store::kJobInfra;
     outcome.error = OneLine(infra) +
                     (attempt > 0 ? " (after " + std::to_string(attempt + 1) + " attempts)" : "");
-    return source_->OutOfAttempts(w, store, job, outcome);
+    return source_->OutOfAttempts(w, db, job, outcome);
   }
 }
 
 // Connects when needed, pushes what the job needs, waits for cooldown and
 // runs the job once.
-Result<SchedulerCore::AttemptEnd> SchedulerCore::TryOnce(Worker& w, store::Store& store,
+Result<SchedulerCore::AttemptEnd> SchedulerCore::TryOnce(Worker& w, store::StorePool& db,
                                                          WorkerConnection& c, SweepJob& job) {
   if (!c.session) {
-    auto reached = Connect(w, store, c);
+    auto reached = Connect(w, db, c);
     if (!reached) return reached.error();
-    if (!reached->empty()) return NotStarted(w, store, job, *reached);
+    if (!reached->empty()) return NotStarted(w, db, job, *reached);
   }
   const std::vector<std::string>& features = c.session->client().device().features;
   if (Result<void> takes = CheckDeviceTakesJob(features, w.device, job, source_->RunnerFor(job));
@@ -258,32 +267,32 @@ Result<SchedulerCore::AttemptEnd> SchedulerCore::TryOnce(Worker& w, store::Store
     store::JobOutcome o;
     o.status = store::kJobInfra;
     o.error = takes.message();
-    if (auto rec = Record(w, store, job, o); !rec) return rec.error();
+    if (auto rec = Record(w, db, job, o); !rec) return rec.error();
     return AttemptEnd{};
   }
   if (c.runner_unsure || c.runner_path != source_->RunnerFor(job)) {
-    auto runner = PushRunner(w, store, c.session->client(), source_->RunnerFor(job), &c.runner_sha);
+    auto runner = PushRunner(w, db, c.session->client(), source_->RunnerFor(job), &c.runner_sha);
     if (!runner) return runner.error();
     if (!runner->empty()) {
       c.session.reset();  // the connection's state is unknown now
-      return NotStarted(w, store, job, *runner);
+      return NotStarted(w, db, job, *runner);
     }
     c.runner_path = source_->RunnerFor(job);
     c.runner_unsure = false;
   }
   auto model =
-      PushOnce(w, store, c, "model", "model", job.model.path, job.model.file, job.model_sha256);
+      PushOnce(w, db, c, "model", "model", job.model.path, job.model.file, job.model_sha256);
   if (!model) return model.error();
-  if (!model->empty()) return NotStarted(w, store, job, *model);
+  if (!model->empty()) return NotStarted(w, db, job, *model);
   if (!job.plugin_sha256.empty()) {
     const std::string plugin = job.delegate.PluginPath();
     auto pushed =
-        PushOnce(w, store, c, "plugin", "delegate plugin", plugin, plugin, job.plugin_sha256);
+        PushOnce(w, db, c, "plugin", "delegate plugin", plugin, plugin, job.plugin_sha256);
     if (!pushed) return pushed.error();
-    if (!pushed->empty()) return NotStarted(w, store, job, *pushed);
+    if (!pushed->empty()) return NotStarted(w, db, job, *pushed);
   }
   if (!job.input_set_sha256s.empty()) {
-    auto pushed = PushInputSets(w, store, c, job);
+    auto pushed = PushInputSets(w, db, c, job);
     if (!pushed) return pushed.error();
     if (pushed->has_value()) return std::move(**pushed);
   }
@@ -297,7 +306,7 @@ Result<SchedulerCore::AttemptEnd> SchedulerCore::TryOnce(Worker& w, store::Store
     if (!cool.checked) w.cooldown_noted = true;  // a skipped rule is said once per device
     if (Cancelled()) return AttemptEnd{};        // the job was never started: it stays queued
   }
-  return RunOnDevice(w, store, c, job, cool);
+  return RunOnDevice(w, db, c, job, cool);
 }
 
 // Pushes the job's input sets (artifact kind "inputs"), each once per
@@ -305,7 +314,7 @@ Result<SchedulerCore::AttemptEnd> SchedulerCore::TryOnce(Worker& w, store::Store
 // without feature "inputs": the job is recorded infra naming it, no retry;
 // a failed push: infra to retry); unset when every set is there.
 Result<std::optional<SchedulerCore::AttemptEnd>> SchedulerCore::PushInputSets(Worker& w,
-                                                                              store::Store& store,
+                                                                              store::StorePool& db,
                                                                               WorkerConnection& c,
                                                                               const SweepJob& job) {
   const auto& features = c.session->client().device().features;
@@ -315,17 +324,17 @@ Result<std::optional<SchedulerCore::AttemptEnd>> SchedulerCore::PushInputSets(Wo
     o.error = "device '" + w.device + "': its dfarm-agent does not speak feature '" +
               std::string(agent::kFeatureInputs) +
               "', so it cannot run the model's input sets (update dfarm-agent there)";
-    if (auto rec = Record(w, store, job, o); !rec) return rec.error();
+    if (auto rec = Record(w, db, job, o); !rec) return rec.error();
     return std::optional<AttemptEnd>(AttemptEnd{});
   }
   for (size_t k = 0; k < job.input_set_sha256s.size(); ++k) {
     const std::string& path = job.input_set_paths.at(k);
     auto pushed =
-        PushOnce(w, store, c, "inputs", "input set", path,
+        PushOnce(w, db, c, "inputs", "input set", path,
                  job.model.file + " input set " + std::to_string(k), job.input_set_sha256s[k]);
     if (!pushed) return pushed.error();
     if (!pushed->empty()) {
-      auto ended = NotStarted(w, store, job, *pushed);
+      auto ended = NotStarted(w, db, job, *pushed);
       if (!ended) return ended.error();
       return std::optional<AttemptEnd>(std::move(*ended));
     }
@@ -336,10 +345,10 @@ Result<std::optional<SchedulerCore::AttemptEnd>> SchedulerCore::PushInputSets(Wo
 // An attempt that ended `infra` before the job reached the device (no
 // connection, a failed push) is still an attempt: jobs.attempts counts it,
 // as the error's "(after N attempts)" does.
-Result<SchedulerCore::AttemptEnd> SchedulerCore::NotStarted(Worker& w, store::Store& store,
+Result<SchedulerCore::AttemptEnd> SchedulerCore::NotStarted(Worker& w, store::StorePool& db,
                                                             const SweepJob& job,
                                                             std::string infra) {
-  auto held = MarkRunning(w, store, job);
+  auto held = MarkRunning(w, db, job);
   if (!held) return held.error();
   if (!*held) return AttemptEnd{};
   return AttemptEnd{std::move(infra), {}};
@@ -350,8 +359,8 @@ Result<SchedulerCore::AttemptEnd> SchedulerCore::NotStarted(Worker& w, store::St
 // was lost: the lease expired while this node was stopped or cut off, and
 // the job went back to the queue, maybe finished elsewhere): the worker
 // drops it and never tries it again. An error is a store failure.
-Result<bool> SchedulerCore::MarkRunning(Worker& w, store::Store& store, const SweepJob& job) {
-  auto r = store.MarkJobRunning(job.id, job.claim_id);
+Result<bool> SchedulerCore::MarkRunning(Worker& w, store::StorePool& db, const SweepJob& job) {
+  auto r = db.Call(&store::Store::MarkJobRunning, job.id, job.claim_id);
   if (r) return true;
   if (r.error().kind != ErrorKind::kConflict) return r.error();
   if (ctx_.progress)
@@ -362,7 +371,7 @@ Result<bool> SchedulerCore::MarkRunning(Worker& w, store::Store& store, const Sw
 // Pushes the artifact at `path` unless this connection already did (`kind`
 // as the store records it, `noun` and `shown` for messages). Returns the
 // infra reason when it cannot (empty when pushed); an error is a store failure.
-Result<std::string> SchedulerCore::PushOnce(Worker& w, store::Store& store, WorkerConnection& c,
+Result<std::string> SchedulerCore::PushOnce(Worker& w, store::StorePool& db, WorkerConnection& c,
                                             const char* kind, const std::string& noun,
                                             const std::string& path, const std::string& shown,
                                             const std::string& want_sha256) {
@@ -380,16 +389,16 @@ Result<std::string> SchedulerCore::PushOnce(Worker& w, store::Store& store, Work
   }
   bytes_pushed_ += *sent;
   c.pushed.insert(want_sha256);
-  if (auto r = RecordArtifact(store, kind, sha, path); !r) return r.error();
+  if (auto r = RecordArtifact(db, kind, sha, path); !r) return r.error();
   return std::string();
 }
 
 // Runs the job on the connected device and records what it came to.
-Result<SchedulerCore::AttemptEnd> SchedulerCore::RunOnDevice(Worker& w, store::Store& store,
+Result<SchedulerCore::AttemptEnd> SchedulerCore::RunOnDevice(Worker& w, store::StorePool& db,
                                                              WorkerConnection& c,
                                                              const SweepJob& job,
                                                              const CooldownOutcome& cool) {
-  auto held = MarkRunning(w, store, job);
+  auto held = MarkRunning(w, db, job);
   if (!held) return held.error();
   if (!*held) return AttemptEnd{};
   const std::string label = ScheduledJobLabel(job, w.device);
@@ -406,7 +415,7 @@ Result<SchedulerCore::AttemptEnd> SchedulerCore::RunOnDevice(Worker& w, store::S
   if (ctx_.progress) ctx_.progress->JobStopped(label);
   if (result && ctx_.cancel && ctx_.cancel->load() && result->status == store::kJobInfra) {
     // Cancelled in flight (Ctrl-C): back to queued for --resume.
-    if (auto r = Requeue(store, job); !r) return r.error();
+    if (auto r = Requeue(db, job); !r) return r.error();
     if (ctx_.progress) ctx_.progress->Note("cancelled " + ScheduledJobLabel(job, w.device));
     return AttemptEnd{};
   }
@@ -421,17 +430,17 @@ Result<SchedulerCore::AttemptEnd> SchedulerCore::RunOnDevice(Worker& w, store::S
   }
   outcome.noisy = cool.noisy;
   if (outcome.status == store::kJobInfra) return AttemptEnd{outcome.error, outcome};
-  if (auto r = Record(w, store, job, outcome); !r) return r.error();
+  if (auto r = Record(w, db, job, outcome); !r) return r.error();
   std::lock_guard lock(mu_);
   w.infra_in_a_row = 0;
   return AttemptEnd{};
 }
 
-Result<void> SchedulerCore::Record(Worker& w, store::Store& store, const SweepJob& job,
+Result<void> SchedulerCore::Record(Worker& w, store::StorePool& db, const SweepJob& job,
                                    const store::JobOutcome& given) {
   store::JobOutcome o = given;
   o.claim_id = job.claim_id;
-  if (auto r = store.RecordJobResult(job.id, o); !r) {
+  if (auto r = db.Call(&store::Store::RecordJobResult, job.id, o); !r) {
     if (r.error().kind != ErrorKind::kConflict) return r;
     if (ctx_.progress) ctx_.progress->Note(ScheduledJobLabel(job, w.device) + ": " + r.message());
     return Ok();
@@ -450,7 +459,7 @@ bool SchedulerCore::Cooling() const {
          ctx_.policy.cooldown.max_cpu_busy_pct > 0;
 }
 
-Result<void> SchedulerCore::RecordArtifact(store::Store& store, const char* kind,
+Result<void> SchedulerCore::RecordArtifact(store::StorePool& db, const char* kind,
                                            const std::string& sha, const std::string& path) {
   std::error_code ec;
   auto size = std::filesystem::file_size(path, ec);
@@ -459,7 +468,7 @@ Result<void> SchedulerCore::RecordArtifact(store::Store& store, const char* kind
   row.kind = kind;
   row.size_bytes = ec ? 0 : static_cast<int64_t>(size);
   row.host_path = path;
-  return store.RecordArtifact(row);
+  return db.Call(&store::Store::RecordArtifact, row);
 }
 
 void SchedulerCore::SleepUnlessCancelled(std::chrono::milliseconds d) {

@@ -1,6 +1,8 @@
 // Scheduler: runs a run's pending jobs on their devices. One worker thread per
 // device, devices in parallel, one job at a time per device. Each worker owns
-// its device session (AgentClient) and its own Store connection.
+// its device session (AgentClient); the workers' store calls borrow a
+// connection each from one store::StorePool (one connection per worker
+// unless SchedulerContext::store_pool says otherwise).
 //
 // - A job that ends `infra` (device unreachable, push or transport failure,
 //   an agent-side infra result) is retried up to SchedulerSpec::retries times
@@ -47,6 +49,7 @@
 #include "harness/spec/matrix.h"        // SweepJob
 #include "harness/spec/spec.h"
 #include "reports/store/store.h"
+#include "reports/store/store_pool.h"
 
 namespace dfarm::harness {
 
@@ -59,8 +62,8 @@ struct SchedulerStats {
 };
 
 // Node mode's job source. Each device's worker connects to its device and
-// then asks claim() for its next job (on the worker's own store connection,
-// with what the device said at hello): a claimed job (id, claim_id,
+// then asks claim() for its next job (with the workers' store pool, and
+// what the device said at hello): a claimed job (id, claim_id,
 // runner_path set), or nothing, then it calls wait_for_work() and asks again,
 // until *drain (finish the job in hand, claim no more) or cancel. Each job
 // pushes its own runner build. Every state change of a job is made under its
@@ -72,14 +75,14 @@ struct SchedulerStats {
 // is recorded infra. The callbacks are called concurrently by the workers
 // and kept for the whole RunJobs call.
 struct NodeClaims {
-  std::function<Result<std::optional<SweepJob>>(store::Store& store, const std::string& device,
+  std::function<Result<std::optional<SweepJob>>(store::StorePool& db, const std::string& device,
                                                 const agent::DeviceInfo& info)>
       claim;  // unset: not node mode
   std::function<void()> wait_for_work;
-  // Optional: asked before each claim, on the worker's store connection and
-  // agent connection; false: the device must not claim now (quarantined:
-  // health.h), then the worker waits and asks again.
-  std::function<Result<bool>(store::Store& store, const std::string& device,
+  // Optional: asked before each claim, with the workers' store pool and the
+  // worker's agent connection; false: the device must not claim now
+  // (quarantined: health.h), then the worker waits and asks again.
+  std::function<Result<bool>(store::StorePool& db, const std::string& device,
                              agent::AgentClient& client)>
       device_ready;
   const std::atomic<bool>* drain = nullptr;  // borrowed, may be null
@@ -88,8 +91,11 @@ struct NodeClaims {
 
 struct SchedulerContext {
   DeviceProvider* devices = nullptr;  // shared by the workers; Open() is called concurrently
-  StoreOpener open_store;             // one connection per worker
-  std::string runner_path;            // pushed to every device before its first job
+  StoreOpener open_store;  // a connection to the run's store (the pool's, and Start's own)
+  // Borrowed, may be null: the connections the workers share (a node's,
+  // harness/farm/node.h); null: a pool of open_store with one per worker.
+  store::StorePool* store_pool = nullptr;
+  std::string runner_path;  // pushed to every device before its first job
   SchedulerSpec policy;
   Progress* progress = nullptr;               // borrowed, may be null
   const std::atomic<bool>* cancel = nullptr;  // borrowed, may be null

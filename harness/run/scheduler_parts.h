@@ -55,7 +55,8 @@ struct WorkerConnection {
 class SchedulerCore;
 
 // Where a worker's jobs come from. Each method but Start is called on the
-// worker's own thread, with its own store connection.
+// worker's own thread, with the workers' store pool (each call borrows a
+// connection).
 class JobSource {
  public:
   virtual ~JobSource() = default;
@@ -63,11 +64,11 @@ class JobSource {
   virtual Result<void> Start() = 0;
   // The worker's life: takes jobs and runs each (SchedulerCore::RunOne) until
   // none is left for `w`; then closes `c`'s session.
-  virtual void Serve(Worker& w, store::Store& store, WorkerConnection& c) = 0;
+  virtual void Serve(Worker& w, store::StorePool& db, WorkerConnection& c) = 0;
   // Guarded by mu(): `w` stops being busy (it ends, or waits for work).
   virtual void RetireLocked(Worker& w) = 0;
   // `job` ran out of attempts on `w` (outcome: infra, saying why).
-  virtual Result<void> OutOfAttempts(Worker& w, store::Store& store, SweepJob& job,
+  virtual Result<void> OutOfAttempts(Worker& w, store::StorePool& db, SweepJob& job,
                                      const store::JobOutcome& outcome) = 0;
   // The runner build `job` runs.
   virtual const std::string& RunnerFor(const SweepJob& job) const = 0;
@@ -105,15 +106,15 @@ class SchedulerCore {
 
   // Opens the device, records it, pushes the runner. Returns why the device
   // cannot be used (empty when it can); an error is a store failure.
-  Result<std::string> Connect(Worker& w, store::Store& store, WorkerConnection& s);
+  Result<std::string> Connect(Worker& w, store::StorePool& db, WorkerConnection& s);
   // Runs `job` on `w` until it ends in a status other than infra, runs out
   // of attempts (JobSource::OutOfAttempts), or moves. Errors are store
   // failures only.
-  Result<void> RunOne(Worker& w, store::Store& store, WorkerConnection& c, SweepJob& job);
-  Result<void> Record(Worker& w, store::Store& store, const SweepJob& job,
+  Result<void> RunOne(Worker& w, store::StorePool& db, WorkerConnection& c, SweepJob& job);
+  Result<void> Record(Worker& w, store::StorePool& db, const SweepJob& job,
                       const store::JobOutcome& given);
   // Back to the queue: a claimed job gives its claim back; else "queued".
-  Result<void> Requeue(store::Store& store, const SweepJob& job);
+  Result<void> Requeue(store::StorePool& db, const SweepJob& job);
 
  private:
   // What one attempt at a job came to: `infra` holds why it failed on the
@@ -126,25 +127,27 @@ class SchedulerCore {
 
   void WorkerMain(Worker& w);
   Result<std::unique_ptr<DeviceSession>> OpenWhenFree(Worker& w);
-  Result<std::string> PushRunner(Worker& w, store::Store& store, agent::AgentClient& client,
+  Result<std::string> PushRunner(Worker& w, store::StorePool& db, agent::AgentClient& client,
                                  const std::string& path, std::string* runner_sha);
-  Result<AttemptEnd> TryOnce(Worker& w, store::Store& store, WorkerConnection& c, SweepJob& job);
-  Result<std::optional<AttemptEnd>> PushInputSets(Worker& w, store::Store& store,
+  Result<AttemptEnd> TryOnce(Worker& w, store::StorePool& db, WorkerConnection& c, SweepJob& job);
+  Result<std::optional<AttemptEnd>> PushInputSets(Worker& w, store::StorePool& db,
                                                   WorkerConnection& c, const SweepJob& job);
-  Result<AttemptEnd> NotStarted(Worker& w, store::Store& store, const SweepJob& job,
+  Result<AttemptEnd> NotStarted(Worker& w, store::StorePool& db, const SweepJob& job,
                                 std::string infra);
-  Result<bool> MarkRunning(Worker& w, store::Store& store, const SweepJob& job);
-  Result<std::string> PushOnce(Worker& w, store::Store& store, WorkerConnection& c,
+  Result<bool> MarkRunning(Worker& w, store::StorePool& db, const SweepJob& job);
+  Result<std::string> PushOnce(Worker& w, store::StorePool& db, WorkerConnection& c,
                                const char* kind, const std::string& noun, const std::string& path,
                                const std::string& shown, const std::string& want_sha256);
-  Result<AttemptEnd> RunOnDevice(Worker& w, store::Store& store, WorkerConnection& c,
+  Result<AttemptEnd> RunOnDevice(Worker& w, store::StorePool& db, WorkerConnection& c,
                                  const SweepJob& job, const CooldownOutcome& cool);
   bool Cooling() const;
-  Result<void> RecordArtifact(store::Store& store, const char* kind, const std::string& sha,
+  Result<void> RecordArtifact(store::StorePool& db, const char* kind, const std::string& sha,
                               const std::string& path);
 
   const SchedulerContext& ctx_;
-  JobSource* source_ = nullptr;  // borrowed for Run
+  JobSource* source_ = nullptr;       // borrowed for Run
+  store::StorePool* pool_ = nullptr;  // ctx_.store_pool, or own_pool_
+  std::unique_ptr<store::StorePool> own_pool_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::map<std::string, Worker*> by_name_;
   std::mutex mu_;

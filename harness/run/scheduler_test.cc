@@ -562,34 +562,36 @@ TEST(SchedulerClaimTest, ALostClaimIsDroppedNeverRetried) {
   ctx.node.wait_for_work = [] {};
   int asked = 0;
   std::string lost;  // why node a's claim is lost, as the test saw it happen
-  ctx.node.claim = [&](store::Store& s, const std::string& dev,
+  ctx.node.claim = [&](store::StorePool& pool, const std::string& dev,
                        const agent::DeviceInfo& info) -> Result<std::optional<SweepJob>> {
     if (asked++ > 0) {
       drain = true;
       return std::optional<SweepJob>();
     }
-    const store::DeviceTraits traits = TraitsOf(dev, info, {});
-    auto a = s.ClaimJob("a", traits, -1);  // a lease already over: node a is stopped
-    if (!a || !*a) return MakeError("node a claimed nothing");
-    auto reaped = s.ReapExpiredClaims(3);
-    if (!reaped || reaped->size() != 1) return MakeError("nothing reaped");
-    auto b = s.ClaimJob("b", traits, 60);
-    if (!b || !*b || (*b)->claim_id != 2) return MakeError("node b claimed nothing");
-    store::JobOutcome ok;
-    ok.status = store::kJobOk;
-    ok.exit_code = 0;
-    ok.claim_id = 2;
-    if (auto r = s.RecordJobResult((*b)->id, ok); !r) return r.error();
-    SweepJob job;  // node a wakes up with its claim 1
-    job.id = (*a)->id;
-    job.claim_id = (*a)->claim_id;
-    job.device = dev;
-    job.model = ModelSpec{model, "m.tflite"};
-    job.model_sha256 = *model_sha;
-    job.delegate.name = "cpu";
-    job.benchmark.timeout_s = 60;
-    job.runner_path = runner;
-    return std::optional<SweepJob>(std::move(job));
+    return pool.Call([&](store::Store& s) -> Result<std::optional<SweepJob>> {
+      const store::DeviceTraits traits = TraitsOf(dev, info, {});
+      auto a = s.ClaimJob("a", traits, -1);  // a lease already over: node a is stopped
+      if (!a || !*a) return MakeError("node a claimed nothing");
+      auto reaped = s.ReapExpiredClaims(3);
+      if (!reaped || reaped->size() != 1) return MakeError("nothing reaped");
+      auto b = s.ClaimJob("b", traits, 60);
+      if (!b || !*b || (*b)->claim_id != 2) return MakeError("node b claimed nothing");
+      store::JobOutcome ok;
+      ok.status = store::kJobOk;
+      ok.exit_code = 0;
+      ok.claim_id = 2;
+      if (auto r = s.RecordJobResult((*b)->id, ok); !r) return r.error();
+      SweepJob job;  // node a wakes up with its claim 1
+      job.id = (*a)->id;
+      job.claim_id = (*a)->claim_id;
+      job.device = dev;
+      job.model = ModelSpec{model, "m.tflite"};
+      job.model_sha256 = *model_sha;
+      job.delegate.name = "cpu";
+      job.benchmark.timeout_s = 60;
+      job.runner_path = runner;
+      return std::optional<SweepJob>(std::move(job));
+    });
   };
   auto stats = RunJobs(ctx, {device}, {});
   progress.Finish();

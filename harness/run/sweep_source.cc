@@ -29,9 +29,9 @@ class SweepSource final : public JobSource {
         jobs_(std::make_move_iterator(jobs.begin()), std::make_move_iterator(jobs.end())) {}
 
   Result<void> Start() override;
-  void Serve(Worker& w, store::Store& store, WorkerConnection& s) override;
+  void Serve(Worker& w, store::StorePool& db, WorkerConnection& s) override;
   void RetireLocked(Worker& w) override;
-  Result<void> OutOfAttempts(Worker& w, store::Store& store, SweepJob& job,
+  Result<void> OutOfAttempts(Worker& w, store::StorePool& db, SweepJob& job,
                              const store::JobOutcome& outcome) override;
   // The job's own build when it has one (a paired sweep's jobs of two
   // runners share one source), else the source's.
@@ -68,7 +68,7 @@ Result<void> SweepSource::Start() {
   return Ok();
 }
 
-void SweepSource::Serve(Worker& w, store::Store& store, WorkerConnection& s) {
+void SweepSource::Serve(Worker& w, store::StorePool& db, WorkerConnection& s) {
   // Connect before the first job, so that the ABI is known when another
   // device's jobs look for an equivalent device. A failure here costs
   // nothing: the first job's attempt connects again and records why.
@@ -78,7 +78,7 @@ void SweepSource::Serve(Worker& w, store::Store& store, WorkerConnection& s) {
     wanted = !w.queue.empty() || ctx_.policy.failover == "same_abi";
   }
   if (wanted && !core_.Cancelled()) {
-    auto c = core_.Connect(w, store, s);
+    auto c = core_.Connect(w, db, s);
     if (!c) {
       core_.Fatal(c.error());
     }
@@ -89,7 +89,7 @@ void SweepSource::Serve(Worker& w, store::Store& store, WorkerConnection& s) {
     core_.cv().notify_all();
   }
   while (auto i = NextJob(w)) {
-    if (auto r = core_.RunOne(w, store, s, *i); !r) {
+    if (auto r = core_.RunOne(w, db, s, *i); !r) {
       core_.Fatal(r.error());
       break;
     }
@@ -108,13 +108,13 @@ Result<void> SweepSource::CheckRunner() {
   if (paths.empty()) return Ok();
   auto opened = ctx_.open_store();
   if (!opened) return opened.error();
-  store::Store& store = **opened;
-  auto job = store.GetJob(jobs_.front().id);
+  store::Store& own = **opened;
+  auto job = own.GetJob(jobs_.front().id);
   if (!job) return job.error();
   for (const std::string& path : paths) {
     auto sha = Sha256OfFile(path);
     if (!sha) continue;  // unreadable: each device's push records why
-    auto recorded = store.RecordRunRunner(job->run_id, path, *sha, ctx_.allow_runner_change);
+    auto recorded = own.RecordRunRunner(job->run_id, path, *sha, ctx_.allow_runner_change);
     if (!recorded) return recorded.error();
     if (*recorded != *sha) {
       return MakeError("run " + std::to_string(job->run_id) + " ran '" + path + "' as build " +
@@ -175,7 +175,7 @@ void SweepSource::PushLocked(Worker& target, SweepJob* job) {
 // `ran` ran out of attempts on `w`: quarantines `w` when this makes
 // quarantine_after infra jobs in a row (then the job and the rest of the
 // queue move when they can), else records the job infra.
-Result<void> SweepSource::OutOfAttempts(Worker& w, store::Store& store, SweepJob& ran,
+Result<void> SweepSource::OutOfAttempts(Worker& w, store::StorePool& db, SweepJob& ran,
                                         const store::JobOutcome& outcome) {
   std::vector<SweepJob*> leaving;
   {
@@ -189,11 +189,13 @@ Result<void> SweepSource::OutOfAttempts(Worker& w, store::Store& store, SweepJob
       w.queue.clear();
     }
   }
-  if (leaving.empty()) return core_.Record(w, store, ran, outcome);
+  if (leaving.empty()) return core_.Record(w, db, ran, outcome);
 
   std::string reason = "quarantined after " + std::to_string(ctx_.policy.quarantine_after) +
                        " jobs in a row ended infra; last: " + outcome.error;
-  if (auto r = store.SetDeviceState(w.device, store::kDeviceQuarantined, reason); !r) return r;
+  if (auto r = db.Call(&store::Store::SetDeviceState, w.device, store::kDeviceQuarantined, reason);
+      !r)
+    return r;
   std::map<std::string, size_t> moved;
   size_t recorded = 0;
   for (SweepJob* k : leaving) {
@@ -207,13 +209,13 @@ Result<void> SweepSource::OutOfAttempts(Worker& w, store::Store& store, SweepJob
                                 (ctx_.policy.failover == "none"
                                      ? " (scheduler.failover is none)"
                                      : " and no other device has ABI '" + w.abi + "'");
-      if (auto r = core_.Record(w, store, job, o); !r) return r;
+      if (auto r = core_.Record(w, db, job, o); !r) return r;
       ++recorded;
       continue;
     }
     job.device = target->device;
     job.job_key = JobKeyOf(job);  // its runner build too, as the expansion keyed it
-    if (auto r = store.MoveJob(job.id, target->device, job.job_key); !r) return r;
+    if (auto r = db.Call(&store::Store::MoveJob, job.id, target->device, job.job_key); !r) return r;
     ++moved[target->device];
     std::lock_guard lock(core_.mu());
     PushLocked(*target, k);

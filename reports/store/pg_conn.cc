@@ -202,6 +202,7 @@ class PgConn final : public Conn {
   ~PgConn() override { PQfinish(conn_); }
 
   Dialect dialect() const override { return Dialect::kPostgres; }
+  bool Lost() const override { return PQstatus(conn_) != CONNECTION_OK; }
 
   Result<void> Exec(const std::string& sql) override {
     if (auto r = EnsureConnected(); !r) return r;

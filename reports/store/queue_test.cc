@@ -955,6 +955,39 @@ TEST_P(QueueTest, TrialsOnTwoDevicesOfOneClassAreOneCell) {
   EXPECT_EQ((*recent)[1].p50_us.size(), 2u);
 }
 
+// ClaimJob keeps each run's parsed classes between claims on one
+// connection: two runs keep theirs apart, and classes stored anew (a second
+// SetRunQueueing) name the next claim's class at once.
+TEST_P(QueueTest, EachClaimUsesItsRunsClassesAsStoredNow) {
+  int64_t first = 0, second = 0;
+  const std::vector<int64_t> a =
+      QueueRun({Targeted(kTargetAny, kTargetAny), Targeted(kTargetAny, kTargetAny)}, &first);
+  const std::vector<int64_t> b = QueueRun({Targeted(kTargetAny, kTargetAny)}, &second);
+  ASSERT_EQ(a.size(), 2u);
+  ASSERT_EQ(b.size(), 1u);
+  RunQueueing q;
+  q.device_classes = {{"old", {"pixel-*"}}};
+  ASSERT_TRUE(store_->SetRunQueueing(first, q).ok());
+  q.device_classes = {{"theirs", {"pixel-a"}}};
+  q.priority = kRunPriorityDefault - 1;  // claimed after the first run's jobs
+  ASSERT_TRUE(store_->SetRunQueueing(second, q).ok());
+  DeviceTraits phone = Phone();
+  phone.name = "pixel-a";
+  ASSERT_EQ(Claim("n1", phone), a[0]);
+  q.device_classes = {{"new", {"pixel-a"}}};
+  q.priority = kRunPriorityDefault;
+  ASSERT_TRUE(store_->SetRunQueueing(first, q).ok());
+  ASSERT_EQ(Claim("n1", phone), a[1]);
+  ASSERT_EQ(Claim("n1", phone), b[0]);
+  std::vector<std::string> classes;
+  for (int64_t run : {first, second}) {
+    auto jobs = store_->ListJobs(run);
+    ASSERT_TRUE(jobs.ok()) << jobs.message();
+    for (const JobRow& j : *jobs) classes.push_back(j.device_class);
+  }
+  EXPECT_EQ(classes, (std::vector<std::string>{"old", "new", "theirs"}));
+}
+
 // A job's cell follows its device however the device is written: a moved
 // job is the cell of its new device; a class set later makes it the class's.
 TEST_P(QueueTest, ACellsDeviceFollowsEveryWriteOfTheDevice) {

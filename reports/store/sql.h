@@ -104,6 +104,8 @@ class Conn {
   // Waits up to timeout_ms for a notification on a channel this connection
   // listens to; true when one came (all pending ones are consumed).
   virtual Result<bool> WaitForNotification(int timeout_ms) = 0;
+  // Whether the server dropped this connection (PostgreSQL); SQLite: never.
+  virtual bool Lost() const = 0;
 };
 
 // "a,b,c" and back (tags, device lists: names without commas).

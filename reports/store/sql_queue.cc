@@ -8,8 +8,10 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "agent/base/sha256.h"
 
@@ -278,22 +280,29 @@ Result<std::vector<NodeRow>> ListNodes(Conn& db) {
 
 namespace {
 
+// A running queue run as ClaimJob sees it: its id and its device classes
+// as stored (runs.device_classes).
+struct QueueRun {
+  int64_t id = 0;
+  std::string device_classes;
+};
+
 // The running queue runs in claim order: highest priority first; of equal
 // priority, the one with the fewest jobs running, then the oldest.
-Result<std::vector<int64_t>> RunsInClaimOrder(Conn& db) {
+Result<std::vector<QueueRun>> RunsInClaimOrder(Conn& db) {
   auto q = Stmt::Prepare(
       db,
       "SELECT r.id, r.priority, (SELECT count(*) FROM jobs k WHERE k.run_id = r.id AND k.status "
-      "= ?) AS busy FROM runs r WHERE r.mode = ? AND r.status = ? ORDER BY r.priority DESC, "
-      "busy, r.id");
+      "= ?) AS busy, r.device_classes FROM runs r WHERE r.mode = ? AND r.status = ? ORDER BY "
+      "r.priority DESC, busy, r.id");
   if (!q) return q.error();
   q->Bind(1, kJobRunning).Bind(2, kRunModeQueue).Bind(3, kRunRunning);
-  std::vector<int64_t> out;
+  std::vector<QueueRun> out;
   for (;;) {
     auto row = q->Step();
     if (!row) return row.error();
     if (!*row) return out;
-    out.push_back(q->Int(0));
+    out.push_back({q->Int(0), q->Text(3)});
   }
 }
 
@@ -318,10 +327,17 @@ Result<std::optional<int64_t>> LockFirstFree(Conn& db, const std::vector<int64_t
   return chosen;
 }
 
-// In ClaimJob's transaction: the job `device` takes next, locked; unset when none.
-Result<std::optional<int64_t>> ChooseJob(Conn& db, const DeviceTraits& device) {
-  auto runs = RunsInClaimOrder(db);
-  if (!runs) return runs.error();
+// The job ChooseJob picked: its id, its target and its run.
+struct ChosenJob {
+  int64_t id = 0;
+  std::string target;
+  const QueueRun* run = nullptr;  // an element of ChooseJob's `runs`
+};
+
+// In ClaimJob's transaction: the job `device` takes next from `runs`
+// (RunsInClaimOrder), locked; unset when none.
+Result<std::optional<ChosenJob>> ChooseJob(Conn& db, const std::vector<QueueRun>& runs,
+                                           const DeviceTraits& device) {
   // Per run, its oldest candidates read without locks; then the first that
   // matches and is free is locked.
   auto q = Stmt::Prepare(db,
@@ -329,55 +345,75 @@ Result<std::optional<int64_t>> ChooseJob(Conn& db, const DeviceTraits& device) {
                          "j.status = ? AND (j.target <> '' OR j.device = ?) ORDER BY j.id "
                          "LIMIT 200");
   if (!q) return q.error();
-  for (int64_t run : *runs) {
+  for (const QueueRun& run : runs) {
     q->Reset();
-    q->Bind(1, run).Bind(2, kJobQueued).Bind(3, device.name);
+    q->Bind(1, run.id).Bind(2, kJobQueued).Bind(3, device.name);
     std::vector<int64_t> matching;
+    std::map<int64_t, std::string> targets;
     for (;;) {
       auto row = q->Step();
       if (!row) return row.error();
       if (!*row) break;
-      if (TargetMatches(q->Text(2), q->Text(1), device)) matching.push_back(q->Int(0));
+      if (!TargetMatches(q->Text(2), q->Text(1), device)) continue;
+      matching.push_back(q->Int(0));
+      targets[q->Int(0)] = q->Text(2);
     }
     if (matching.empty()) continue;
     auto chosen = LockFirstFree(db, matching);
     if (!chosen) return chosen.error();
-    if (*chosen) return chosen;
+    if (*chosen) return std::optional<ChosenJob>(ChosenJob{**chosen, targets[**chosen], &run});
   }
-  return std::optional<int64_t>();
+  return std::optional<ChosenJob>();
 }
 
-// In ClaimJob's transaction: the class `device` gives job `job_id` ("" for
-// a job aimed at its own device; DeviceClassOf with its run's classes for a
-// job aimed at `any` or a selector).
-Result<std::string> ClassForClaim(Conn& db, int64_t job_id, const DeviceTraits& device) {
-  auto q = Stmt::Prepare(db,
-                         "SELECT j.target, r.device_classes FROM jobs j JOIN runs r ON r.id = "
-                         "j.run_id WHERE j.id = ?");
-  if (!q) return q.error();
-  q->Bind(1, job_id);
-  auto row = q->Step();
-  if (!row) return row.error();
-  if (!*row || q->Text(0).empty()) return std::string();
-  return DeviceClassOf(ParseDeviceClasses(q->Text(1)), device);
+}  // namespace
+
+const DeviceClasses& DeviceClassCache::Get(int64_t run_id, const std::string& text) {
+  auto it = by_run_.find(run_id);
+  if (it == by_run_.end() || it->second.first != text) {
+    it = by_run_.insert_or_assign(run_id, std::make_pair(text, ParseDeviceClasses(text))).first;
+  }
+  return it->second.second;
+}
+
+void DeviceClassCache::KeepOnly(const std::set<int64_t>& run_ids) {
+  for (auto it = by_run_.begin(); it != by_run_.end();) {
+    it = run_ids.count(it->first) ? std::next(it) : by_run_.erase(it);
+  }
+}
+
+namespace {
+
+// The class `device` gives job `chosen` ("" for a job aimed at its own
+// device; DeviceClassOf with its run's classes for a job aimed at `any` or
+// a selector).
+std::string ClassForClaim(const ChosenJob& chosen, const DeviceTraits& device,
+                          DeviceClassCache& classes) {
+  if (chosen.target.empty()) return std::string();
+  return DeviceClassOf(classes.Get(chosen.run->id, chosen.run->device_classes), device);
 }
 
 }  // namespace
 
 Result<std::optional<int64_t>> ClaimJob(Conn& db, const std::string& node,
-                                        const DeviceTraits& device, int64_t lease_s) {
+                                        const DeviceTraits& device, int64_t lease_s,
+                                        DeviceClassCache& classes) {
   const std::string now = NowUnixSql(db.dialect());
   auto tx = Transaction::Begin(db);
   if (!tx) return tx.error();
-  auto picked = ChooseJob(db, device);
+  auto runs = RunsInClaimOrder(db);
+  if (!runs) return runs.error();
+  std::set<int64_t> running;
+  for (const QueueRun& r : *runs) running.insert(r.id);
+  classes.KeepOnly(running);
+  auto picked = ChooseJob(db, *runs, device);
   if (!picked) return picked.error();
-  const std::optional<int64_t> chosen = *picked;
-  if (!chosen) {
+  if (!*picked) {
     if (auto r = tx->Commit(); !r) return r.error();
     return std::optional<int64_t>();
   }
-  auto device_class = ClassForClaim(db, *chosen, device);
-  if (!device_class) return device_class.error();
+  const std::optional<int64_t> chosen = (*picked)->id;
+  const std::string device_class = ClassForClaim(**picked, device, classes);
   auto u = Stmt::Prepare(db,
                          "UPDATE jobs SET status = ?, claimed_by = ?, claim_id = claim_id + 1, "
                          "lease_until = " +
@@ -386,8 +422,8 @@ Result<std::optional<int64_t>> ClaimJob(Conn& db, const std::string& node,
                              "WHERE id = ? AND status = ? RETURNING claim_id");
   if (!u) return u.error();
   u->Bind(1, kJobRunning).Bind(2, node).Bind(3, lease_s).Bind(4, device.name);
-  u->Bind(5, NowIso8601()).Bind(6, *device_class);
-  u->Bind(7, CellDevice(device.name, *device_class));
+  u->Bind(5, NowIso8601()).Bind(6, device_class);
+  u->Bind(7, CellDevice(device.name, device_class));
   u->Bind(8, *chosen).Bind(9, kJobQueued);
   auto updated = u->Step();
   if (!updated) return updated.error();

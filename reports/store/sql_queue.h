@@ -5,8 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agent/base/result.h"
@@ -24,9 +27,25 @@ Result<void> RegisterNode(Conn& db, const NodeRow& node);
 Result<int64_t> NodeHeartbeat(Conn& db, const std::string& node, const std::string& state,
                               int64_t lease_s);
 Result<std::vector<NodeRow>> ListNodes(Conn& db);
+// The parsed device classes of queue runs (runs.device_classes, a JSON
+// object), by run id, for ClaimJob: a run's classes are parsed on its first
+// claim and again only when its stored text differs, so a claim parses no
+// JSON. One per connection (not thread-safe, like the store).
+class DeviceClassCache {
+ public:
+  // Run `run_id`'s classes, `text` as stored now.
+  const DeviceClasses& Get(int64_t run_id, const std::string& text);
+  // Forgets every run but `run_ids` (the running queue runs).
+  void KeepOnly(const std::set<int64_t>& run_ids);
+
+ private:
+  std::map<int64_t, std::pair<std::string, DeviceClasses>> by_run_;  // id -> text, parsed
+};
+
 // The id of the job claimed; unset when none.
 Result<std::optional<int64_t>> ClaimJob(Conn& db, const std::string& node,
-                                        const DeviceTraits& device, int64_t lease_s);
+                                        const DeviceTraits& device, int64_t lease_s,
+                                        DeviceClassCache& classes);
 Result<bool> ReleaseClaim(Conn& db, int64_t job_id, int64_t claim_id);
 Result<std::vector<int64_t>> ReapExpiredClaims(Conn& db, int64_t max_claims);
 Result<std::vector<JobClaimRow>> ListJobClaims(Conn& db, int64_t job_id);

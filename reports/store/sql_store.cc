@@ -1387,9 +1387,11 @@ class SqlStore final : public Store {
     return std::move(*n);
   }
 
+  bool ConnectionLost() const override { return db_->Lost(); }
+
   Result<std::optional<JobRow>> ClaimJob(const std::string& node, const DeviceTraits& device,
                                          int64_t lease_s) override {
-    auto id = sql::ClaimJob(*db_, node, device, lease_s);
+    auto id = sql::ClaimJob(*db_, node, device, lease_s, device_classes_);
     if (!id) return Fail("claim a job for device '" + device.name + "'", id);
     if (!*id) return std::optional<JobRow>();
     auto job = GetJob(**id);
@@ -1581,6 +1583,7 @@ class SqlStore final : public Store {
   std::string path_;
   std::unique_ptr<Conn> db_;
   bool listening_ = false;
+  sql::DeviceClassCache device_classes_;  // ClaimJob's
 };
 
 }  // namespace

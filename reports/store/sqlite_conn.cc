@@ -74,6 +74,7 @@ class SqliteConn final : public Conn {
   ~SqliteConn() override { sqlite3_close_v2(db_); }
 
   Dialect dialect() const override { return Dialect::kSqlite; }
+  bool Lost() const override { return false; }
 
   Result<void> Exec(const std::string& sql) override {
     char* err = nullptr;

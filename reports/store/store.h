@@ -783,7 +783,13 @@ class Reader : public RunReader, public CellReader, public DeviceReader, public 
 
 // The whole database, every role: what a sweep, a node and the CLI open
 // (OpenStore). Callers that only read take a Reader.
-class Store : public Reader, public RunWriter, public DeviceWriter, public Queue {};
+class Store : public Reader, public RunWriter, public DeviceWriter, public Queue {
+ public:
+  // Whether the connection under this store is known to be lost (a
+  // PostgreSQL server that closed it; never a SQLite file): its next call
+  // tries to connect again. A StorePool (store_pool.h) closes such a store.
+  virtual bool ConnectionLost() const = 0;
+};
 
 // Whether `name` may be a run tag: [A-Za-z0-9_.-]{1,64}.
 bool IsValidTagName(const std::string& name);

@@ -10,7 +10,9 @@
 #include <gtest/gtest.h>
 #include <libpq-fe.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -212,6 +214,8 @@ class FarmE2eTest : public ::testing::Test {
   }
 
   // `dfarm node` in the background, its stderr in <dir>/node-NAME.log.
+  // $DFARM_E2E_NODE_CONNECTIONS: the --connections of every node whose
+  // `extra` names none (to run the whole farm on one connection a node).
   Child StartNode(const std::string& name, const std::string& db,
                   const std::vector<std::string>& devices,
                   const std::vector<std::string>& extra = {},
@@ -222,6 +226,11 @@ class FarmE2eTest : public ::testing::Test {
                  "4", "--heartbeat-s", "1", "--cache-dir", (dir_ / ("cache-" + name)).string()});
     for (const std::string& d : devices) argv.insert(argv.end(), {"--device", d});
     argv.insert(argv.end(), extra.begin(), extra.end());
+    const char* connections = std::getenv("DFARM_E2E_NODE_CONNECTIONS");
+    if (connections && *connections &&
+        std::find(extra.begin(), extra.end(), "--connections") == extra.end()) {
+      argv.insert(argv.end(), {"--connections", connections});
+    }
     return Child::Spawn(argv, "", NodeLog(name).string());
   }
   fs::path NodeLog(const std::string& name) const { return dir_ / ("node-" + name + ".log"); }
@@ -285,8 +294,9 @@ class FarmE2eTest : public ::testing::Test {
   };
 
   // Four agents per node, then the nodes; returns once every node is
-  // registered. The agents' ports differ over the whole farm: each namespace
-  // has a loopback of its own, and a device is named by its URI.
+  // registered. The first node's four devices share one database
+  // connection, the others' the default pool. The agents' ports differ over the whole farm: each
+  // namespace has a loopback of its own, and a device is named by its URI.
   void StartFarm(std::vector<FarmNode>& nodes) {
     std::set<uint16_t> ports;
     for (FarmNode& n : nodes) {
@@ -298,13 +308,20 @@ class FarmE2eTest : public ::testing::Test {
       ASSERT_EQ(n.agents.size(), 4u);
       std::vector<std::string> devices;
       for (const Agent& a : n.agents) devices.push_back(a.uri());
-      n.process = StartNode(n.name, n.db, devices, {}, n.prefix);
+      std::vector<std::string> extra;
+      if (&n == &nodes.front()) extra = {"--connections", "1"};
+      n.process = StartNode(n.name, n.db, devices, extra, n.prefix);
       ASSERT_GT(n.process.pid(), 0);
     }
     for (FarmNode& n : nodes) {
       ASSERT_TRUE(WaitFor([&] { return NodeRunning(n.name); }, seconds(20)))
           << n.name << " did not register: " << Slurp(NodeLog(n.name));
     }
+    const fs::path first = NodeLog(nodes.front().name);
+    EXPECT_TRUE(WaitFor(
+        [&] { return Slurp(first).find(", 1 database connection(s)") != std::string::npos; },
+        seconds(20)))
+        << Slurp(first);
   }
 
   // Every job of `run` ended ok with one result and exactly one finished
@@ -879,9 +896,14 @@ TEST_F(FarmE2eTest, NodeUsageErrors) {
   EXPECT_EQ(o.code, 2) << o.all();
   EXPECT_NE(o.err.find("device \"any\" needs a farm"), std::string::npos) << o.err;
 
+  o = Dfarm({"node", "--db", url_, "--name", "c", "--device", device, "--connections", "0"});
+  EXPECT_EQ(o.code, 2) << o.all();
+  EXPECT_NE(o.err.find("--connections"), std::string::npos) << o.err;
+
   o = Dfarm({"node", "--help"});
   EXPECT_EQ(o.code, 0) << o.all();
   EXPECT_NE(o.out.find("SIGTERM"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("--connections"), std::string::npos) << o.out;
 }
 
 }  // namespace

@@ -6,17 +6,16 @@
 //
 // Without --db it starts its own throwaway server (PgServer, max_connections
 // nodes*(connections+1)+20) and a fresh database. One queue run of --jobs
-// jobs (target "any"). Each simulated node has, like `dfarm node`, one
-// Store connection per agent (device worker); --connections N gives its
-// agents N connections instead, agent i taking connection i % N in turn
-// under a mutex (1: one shared by all, the old shape), and a further one
-// for its heartbeat thread (NodeHeartbeat + ReapExpiredClaims every
-// second). Each agent is a thread: ClaimJob -> sleep --job-ms ->
-// RecordJobResult (ok, metrics, --samples samples, under its claim_id) until
-// a claim finds nothing. Prints throughput, claim and record latency (the
-// wait for the node's connection and the database call apart), what the
-// server's backends waited on (pg_stat_activity, sampled every 50 ms), the
-// CPU seconds of server and client, and checks that every job ended ok with
+// jobs (target "any"). Each simulated node shares, like `dfarm node`, a
+// StorePool of --connections N connections among its agents (device
+// workers; default kNodeStoreConnections as `dfarm node`, 1: one shared by
+// all, 0: one per agent), each claim and result borrowing one, first come
+// first served, and has a further one for its heartbeat thread
+// (NodeHeartbeat + ReapExpiredClaims every second). Each agent is a thread: ClaimJob -> sleep
+// --job-ms -> RecordJobResult (ok, metrics, --samples samples, under its claim_id) until a claim
+// finds nothing. Prints throughput, claim and record latency (the wait for the node's connection
+// and the database call apart), what the server's backends waited on (pg_stat_activity, sampled
+// every 50 ms), the CPU seconds of server and client, and checks that every job ended ok with
 // exactly one finished claim (exit 1 otherwise, or on any error).
 #include <libpq-fe.h>
 #include <sys/resource.h>
@@ -39,6 +38,7 @@
 #include <vector>
 
 #include "reports/store/store.h"
+#include "reports/store/store_pool.h"
 #include "reports/store/testing/pg_server.h"
 
 namespace dfarm::store::bench {
@@ -49,7 +49,7 @@ using Clock = std::chrono::steady_clock;
 struct Options {
   int nodes = 100;
   int agents = 10;
-  int connections = 0;  // per node for its agents; 0: one per agent
+  int connections = kNodeStoreConnections;  // per node for its agents; 0: one per agent
   int64_t jobs = 20000;
   int job_ms = 0;
   int samples = 50;
@@ -85,41 +85,11 @@ struct Tally {
   }
 };
 
-// A first-come first-served mutex: the node's agents take its connection in
-// turn (std::mutex lets the agent that just unlocked take it again at once,
-// which starves the others when jobs take no time).
-class FifoMutex {
- public:
-  void lock() {
-    std::unique_lock l(mu_);
-    const uint64_t ticket = next_++;
-    cv_.wait(l, [&] { return serving_ == ticket; });
-  }
-  void unlock() {
-    {
-      std::lock_guard l(mu_);
-      ++serving_;
-    }
-    cv_.notify_all();
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  uint64_t next_ = 0, serving_ = 0;
-};
-
-// One connection of a node and the agents' turn on it.
-struct Connection {
-  std::unique_ptr<Store> store;
-  FifoMutex mu;
-};
-
 struct Node {
   std::string name;
-  std::vector<std::unique_ptr<Connection>> pool;  // agent i uses pool[i % size]
-  std::unique_ptr<Store> heartbeat;               // the heartbeat thread's own
-  Tally hb;                                       // heartbeat errors, reaped jobs in done
+  std::unique_ptr<StorePool> pool;   // the agents' connections, as `dfarm node` shares them
+  std::unique_ptr<Store> heartbeat;  // the heartbeat thread's own
+  Tally hb;                          // heartbeat errors, reaped jobs in done
   std::vector<double> hb_ms;
 };
 
@@ -246,7 +216,7 @@ JobOutcome MakeOutcome(int64_t claim_id, int samples) {
 }
 
 void RunAgent(Node* node, int agent, int job_ms, int samples, Tally* t) {
-  Connection& conn = *node->pool[static_cast<size_t>(agent) % node->pool.size()];
+  StorePool& pool = *node->pool;
   DeviceTraits dev{node->name + "/agent-" + std::to_string(agent),
                    "arm64-v8a",
                    "Android 14",
@@ -255,11 +225,13 @@ void RunAgent(Node* node, int agent, int job_ms, int samples, Tally* t) {
                    {"lab"}};
   for (;;) {
     const auto t0 = Clock::now();
-    std::unique_lock lock(conn.mu);
-    const auto t1 = Clock::now();
-    auto claimed = conn.store->ClaimJob(node->name, dev, 30);
-    const auto t2 = Clock::now();
-    lock.unlock();
+    Clock::time_point t1, t2;
+    auto claimed = pool.Call([&](Store& s) {
+      t1 = Clock::now();
+      auto r = s.ClaimJob(node->name, dev, 30);
+      t2 = Clock::now();
+      return r;
+    });
     if (!claimed.ok()) return t->Fail("claim: " + claimed.message());
     if (!claimed->has_value()) {
       ++t->empty;
@@ -269,11 +241,13 @@ void RunAgent(Node* node, int agent, int job_ms, int samples, Tally* t) {
     if (job_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(job_ms));
     const JobOutcome o = MakeOutcome((*claimed)->claim_id, samples);
     const auto r0 = Clock::now();
-    lock.lock();
-    const auto r1 = Clock::now();
-    auto recorded = conn.store->RecordJobResult((*claimed)->id, o);
-    const auto r2 = Clock::now();
-    lock.unlock();
+    Clock::time_point r1, r2;
+    auto recorded = pool.Call([&](Store& s) {
+      r1 = Clock::now();
+      auto r = s.RecordJobResult((*claimed)->id, o);
+      r2 = Clock::now();
+      return r;
+    });
     if (!recorded.ok()) {
       t->Fail("record job " + std::to_string((*claimed)->id) + ": " + recorded.message());
       continue;
@@ -335,7 +309,7 @@ Result<int64_t> QueueJobs(Store& store, int64_t jobs) {
   return *run;
 }
 
-// The connections a node's agents share: --connections, else one per agent.
+// The connections a node's agents share: --connections, 0: one per agent.
 int PoolSize(const Options& opt) { return opt.connections > 0 ? opt.connections : opt.agents; }
 
 // Opens the nodes' connections (PoolSize + 1 each) and registers the nodes.
@@ -344,12 +318,8 @@ Result<void> OpenNodes(const std::string& url, int pool_size,
   for (size_t i = 0; i < nodes.size(); ++i) {
     auto n = std::make_unique<Node>();
     n->name = "node-" + std::to_string(i);
-    for (int c = 0; c < pool_size; ++c) {
-      auto a = OpenStore(url);
-      if (!a.ok()) return a.error();
-      n->pool.push_back(std::make_unique<Connection>());
-      n->pool.back()->store = std::move(*a);
-    }
+    n->pool = std::make_unique<StorePool>([url] { return OpenStore(url); }, pool_size);
+    if (auto r = n->pool->Fill(); !r.ok()) return r.error();
     auto b = OpenStore(url);
     if (!b.ok()) return b.error();
     n->heartbeat = std::move(*b);
@@ -591,9 +561,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 5000));
   app.add_option("--agents", opt.agents, "agents (devices) per node")->check(CLI::Range(1, 1000));
   app.add_option("--connections", opt.connections,
-                 "database connections per node for its agents, taken in turn (default: one "
-                 "per agent, as dfarm node; 1: one shared by all)")
-      ->check(CLI::Range(0, 1000));
+                 "database connections per node its agents share, each call borrowing one, as "
+                 "dfarm node --connections (1: one shared by all; 0: one per agent)")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
   app.add_option("--jobs", opt.jobs, "jobs in the queue run")->check(CLI::Range(1, 100000000));
   app.add_option("--job-ms", opt.job_ms, "simulated work per job (ms)")
       ->check(CLI::Range(0, 600000));
