@@ -61,13 +61,14 @@ class EvalE2eTest : public ::testing::Test {
             {"preprocess", {{"size", {8, 8}}, {"channels", "GRAY"}, {"scale", {1.0 / 255, 0}}}}};
   }
 
-  // `dfarm sweep` of `spec`; its run id (0 after a failure).
-  int64_t Sweep(const json& spec) {
+  // `dfarm sweep` of `spec`, which must exit `code`; its run id (0 after a failure).
+  int64_t Sweep(const json& spec, int code = 0) {
     std::ofstream(work_ / "spec.json") << spec.dump(2);
     Outcome o = RunToEnd({(BinDir() / "dfarm").string(), "sweep", (work_ / "spec.json").string(),
                           "--db", db_, "--json", "--agent-store", (work_ / "store").string()},
                          work_ / "sweep.out", work_ / "sweep.err");
-    EXPECT_EQ(o.code, 0) << o.out << o.err;
+    EXPECT_EQ(o.code, code) << o.out << o.err;
+    sweep_err_ = o.err;
     const json summary = json::parse(o.out, nullptr, false);
     if (!summary.is_object() || !summary.contains("run_id")) return 0;
     return summary["run_id"].get<int64_t>();
@@ -92,6 +93,7 @@ class EvalE2eTest : public ::testing::Test {
   static testing::DigitsFixture* fixture_;
   fs::path work_;
   std::string db_;
+  std::string sweep_err_;  // the last sweep's stderr
 };
 fs::path* EvalE2eTest::dir_ = nullptr;
 testing::DigitsFixture* EvalE2eTest::fixture_ = nullptr;
@@ -148,6 +150,69 @@ TEST_F(EvalE2eTest, SweepStoresTopKPerJobOnEveryDelegate) {
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_NE(text.out.find("task accuracy"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("TOP-1"), std::string::npos) << text.out;
+}
+
+// A model whose labelled set is broken (a label its labels file lacks) fails
+// alone: its jobs end model_error naming the file and the line, with no task
+// metrics, while the other model's jobs run and score; `dfarm show` says why.
+TEST_F(EvalE2eTest, BadDatasetFailsOnlyThatModelsJobs) {
+  std::ifstream in(fixture_->list_file);
+  std::ofstream out(work_ / "broken.csv");
+  const fs::path images = fs::path(fixture_->list_file).parent_path();
+  std::string line;
+  for (int n = 1; std::getline(in, line) && n <= 8; ++n) {
+    if (n == 1) {  // the header
+      out << line << "\n";
+      continue;
+    }
+    const size_t comma = line.rfind(',');
+    out << (images / line.substr(0, comma)).string() << (n == 6 ? ",42" : line.substr(comma))
+        << "\n";
+  }
+  out.close();
+  json broken = Eval();
+  broken["dataset"] = (work_ / "broken.csv").string();
+  json spec = {{"name", "broken"},
+               {"models",
+                {{{"path", fixture_->float_model}, {"eval", Eval()}},
+                 {{"path", fixture_->int8_model}, {"eval", broken}}}},
+               {"delegates", {"cpu", "xnnpack"}},
+               {"devices", {"local"}},
+               {"benchmark", {{"warmup_runs", 0}, {"num_runs", 1}, {"timeout_s", 120}}}};
+  const int64_t run = Sweep(spec, 1);  // some jobs failed
+  ASSERT_GT(run, 0);
+  const std::string why =
+      "models[1] 'digits_int8.tflite'.eval.dataset: broken.csv line 6: label '42' is neither a "
+      "class of the labels file nor a class index below 10";
+  EXPECT_NE(sweep_err_.find(why), std::string::npos) << sweep_err_;
+  auto store = store::OpenSqliteStore(db_);
+  ASSERT_TRUE(store.ok()) << store.message();
+  auto jobs = (*store)->ListJobs(run);
+  ASSERT_TRUE(jobs.ok());
+  ASSERT_EQ(jobs->size(), 4u);
+  auto tasks = (*store)->ListRunTaskAccuracy(run);
+  ASSERT_TRUE(tasks.ok()) << tasks.message();
+  int64_t bad_job = 0;
+  for (const store::JobRow& j : *jobs) {
+    SCOPED_TRACE(j.model + " " + j.delegate + ": " + j.status + " " + j.error);
+    if (j.model == "digits_float.tflite") {
+      EXPECT_EQ(j.status, "ok");
+      ASSERT_TRUE(tasks->count(j.id));
+      ASSERT_NE(tasks->at(j.id).Find("top1"), nullptr);
+      EXPECT_GT(tasks->at(j.id).Find("top1")->value, 0.85);
+    } else {
+      EXPECT_EQ(j.status, "model_error");
+      EXPECT_EQ(j.error, why);
+      EXPECT_FALSE(j.metrics.has_value());
+      EXPECT_EQ(tasks->count(j.id), 0u);
+      bad_job = j.id;
+    }
+  }
+  ASSERT_GT(bad_job, 0);
+  Outcome shown = Dfarm({"show", std::to_string(run), "--job", std::to_string(bad_job)});
+  ASSERT_EQ(shown.code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("model_error"), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("broken.csv line 6: label '42'"), std::string::npos) << shown.out;
 }
 
 // The digits network with an ADD of zeros between the hidden layer and its
