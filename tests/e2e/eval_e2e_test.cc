@@ -10,6 +10,8 @@
 
 #include <cmath>
 #include <fstream>
+#include <iterator>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -280,6 +282,41 @@ TEST_F(EvalE2eTest, GateFailsADelegateThatCostsTopOneAndPassesAnIdenticalOne) {
   o = gate(same);
   EXPECT_EQ(o.code, 0) << o.out << o.err;
   EXPECT_EQ(task_fails(o.out), std::optional<bool>(false)) << o.out;
+
+  // The report of the perturbed run against the clean one shows each cell's
+  // baseline beside it: the cpu cell's (the same in both runs) with no change;
+  // the plugin's options differ between the runs, so its cell has none.
+  for (const char* format : {"md", "html"}) {
+    const std::string file = (work_ / ("report." + std::string(format))).string();
+    Outcome report = Dfarm({"report", std::to_string(bad), "--baseline", std::to_string(same),
+                            "--format", format, "-o", file});
+    ASSERT_EQ(report.code, 0) << report.err;
+  }
+  std::ifstream md_file(work_ / "report.md");
+  const std::string md((std::istreambuf_iterator<char>(md_file)), std::istreambuf_iterator<char>());
+  EXPECT_NE(md.find("| against cpu | baseline | against baseline |"), std::string::npos) << md;
+  std::map<std::string, std::vector<std::string>> rows;  // delegate -> the row's columns
+  for (size_t at = md.find("## Task accuracy");
+       (at = md.find("\n| digits", at)) != std::string::npos; ++at) {
+    std::vector<std::string> cols;
+    const std::string row = md.substr(at + 3, md.find('\n', at + 1) - at - 3);
+    for (size_t from = 0, bar; (bar = row.find(" | ", from)) != std::string::npos; from = bar + 3) {
+      cols.push_back(row.substr(from, bar - from));
+    }
+    if (cols.size() == 7)
+      rows[cols[0].find(" cpu ") != std::string::npos ? "cpu" : "plugin"] = cols;
+  }
+  ASSERT_EQ(rows.size(), 2u) << md;
+  EXPECT_EQ(rows["cpu"][6], rows["cpu"][3]) << md;  // the baseline's value: the same top-1
+  EXPECT_NE(md.find(rows["cpu"][3] + " | " + rows["cpu"][4] + " | - | " + rows["cpu"][3] +
+                    " | 0.0 pt (0.0 to 0.0) |"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(rows["plugin"][6], "-") << md;
+  std::ifstream html_file(work_ / "report.html");
+  const std::string html((std::istreambuf_iterator<char>(html_file)),
+                         std::istreambuf_iterator<char>());
+  EXPECT_NE(html.find("<th>baseline</th><th>against baseline</th>"), std::string::npos);
 }
 
 }  // namespace
