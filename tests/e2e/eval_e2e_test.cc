@@ -154,9 +154,10 @@ TEST_F(EvalE2eTest, SweepStoresTopKPerJobOnEveryDelegate) {
   EXPECT_NE(text.out.find("TOP-1"), std::string::npos) << text.out;
 }
 
-// A model whose labelled set is broken (a label its labels file lacks) fails
-// alone: its jobs end model_error naming the file and the line, with no task
-// metrics, while the other model's jobs run and score; `dfarm show` says why.
+// A model whose labelled set is broken (a label its labels file lacks, or a
+// file that is no image) fails alone: its jobs end model_error naming the
+// file and the line, with no task metrics, while the other model's jobs run
+// and score; `dfarm show` says why.
 TEST_F(EvalE2eTest, BadDatasetFailsOnlyThatModelsJobs) {
   std::ifstream in(fixture_->list_file);
   std::ofstream out(work_ / "broken.csv");
@@ -174,10 +175,18 @@ TEST_F(EvalE2eTest, BadDatasetFailsOnlyThatModelsJobs) {
   out.close();
   json broken = Eval();
   broken["dataset"] = (work_ / "broken.csv").string();
+  // A third model's set lists a file that is no image: found when the
+  // images are decoded, after the spec loaded.
+  std::ofstream(work_ / "garbage.png") << "not an image";
+  std::ofstream(work_ / "garbage.csv") << "image,label\ngarbage.png,3\n";
+  fs::copy_file(fixture_->float_model, work_ / "digits_copy.tflite");
+  json garbage = Eval();
+  garbage["dataset"] = (work_ / "garbage.csv").string();
   json spec = {{"name", "broken"},
                {"models",
                 {{{"path", fixture_->float_model}, {"eval", Eval()}},
-                 {{"path", fixture_->int8_model}, {"eval", broken}}}},
+                 {{"path", fixture_->int8_model}, {"eval", broken}},
+                 {{"path", (work_ / "digits_copy.tflite").string()}, {"eval", garbage}}}},
                {"delegates", {"cpu", "xnnpack"}},
                {"devices", {"local"}},
                {"benchmark", {{"warmup_runs", 0}, {"num_runs", 1}, {"timeout_s", 120}}}};
@@ -191,7 +200,7 @@ TEST_F(EvalE2eTest, BadDatasetFailsOnlyThatModelsJobs) {
   ASSERT_TRUE(store.ok()) << store.message();
   auto jobs = (*store)->ListJobs(run);
   ASSERT_TRUE(jobs.ok());
-  ASSERT_EQ(jobs->size(), 4u);
+  ASSERT_EQ(jobs->size(), 6u);
   auto tasks = (*store)->ListRunTaskAccuracy(run);
   ASSERT_TRUE(tasks.ok()) << tasks.message();
   int64_t bad_job = 0;
@@ -202,6 +211,11 @@ TEST_F(EvalE2eTest, BadDatasetFailsOnlyThatModelsJobs) {
       ASSERT_TRUE(tasks->count(j.id));
       ASSERT_NE(tasks->at(j.id).Find("top1"), nullptr);
       EXPECT_GT(tasks->at(j.id).Find("top1")->value, 0.85);
+    } else if (j.model == "digits_copy.tflite") {
+      EXPECT_EQ(j.status, "model_error");
+      EXPECT_EQ(j.error.rfind("model 'digits_copy.tflite' eval images: ", 0), 0u);
+      EXPECT_NE(j.error.find("garbage.png' is neither a PNG nor a JPEG file"), std::string::npos);
+      EXPECT_EQ(tasks->count(j.id), 0u);
     } else {
       EXPECT_EQ(j.status, "model_error");
       EXPECT_EQ(j.error, why);
