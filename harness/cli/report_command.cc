@@ -121,7 +121,8 @@ void AddReportCommand(CLI::App& app, Context& ctx) {
   AddDbOption(*cmd, o->db);
   cmd->add_option("--baseline", o->baseline,
                   "a run to compare with (id, 'last' or 'tag:NAME'): the gate's deltas and "
-                  "verdicts per cell join the report");
+                  "verdicts per cell join the report, and the task accuracy table (a model's "
+                  "eval) gets each cell's baseline value and the paired change from it");
   cmd->add_option("--policy", o->policy,
                   "gate policy JSON (docs/gate.md) for the verdicts; default: the documented "
                   "default policy");
