@@ -731,11 +731,12 @@ TEST_F(FarmE2eTest, ABrokenLabelledSetEndsOnlyItsModelsJobs) {
   fs::copy_file(fs::path(DFARM_MODELS_DIR) / kModel, dir_ / "labelled.tflite",
                 fs::copy_options::overwrite_existing);
   std::ofstream(dir_ / "broken.csv") << "image,label\nnope.png,0\n";
-  json spec = json::parse(std::ifstream(WriteSpec("labelled", "tcp://127.0.0.1:1", 1, 1,
-                                                  {{"unserved_timeout_s", 0}})));
+  json spec = json::parse(
+      std::ifstream(WriteSpec("labelled", "tcp://127.0.0.1:1", 1, 1, {{"unserved_timeout_s", 0}})));
   spec["models"].push_back(
       {{"path", (dir_ / "labelled.tflite").string()},
-       {"eval", {{"dataset", (dir_ / "broken.csv").string()}, {"preprocess", {{"size", {8, 8}}}}}}});
+       {"eval",
+        {{"dataset", (dir_ / "broken.csv").string()}, {"preprocess", {{"size", {8, 8}}}}}}});
   std::ofstream(dir_ / "labelled.json") << spec.dump(2);
   Outcome o = Dfarm({"sweep", (dir_ / "labelled.json").string(), "--db", url_, "--json"});
   EXPECT_EQ(o.code, 1) << o.all();
@@ -750,8 +751,8 @@ TEST_F(FarmE2eTest, ABrokenLabelledSetEndsOnlyItsModelsJobs) {
                               "''labelled.tflite''.eval.dataset: broken.csv line 2: image "
                               "''nope.png'' is not a file'"),
             "1")
-      << PgValue(url_, "SELECT string_agg(status || ' ' || error, '; ') FROM jobs WHERE run_id = " +
-                           run);
+      << PgValue(url_,
+                 "SELECT string_agg(status || ' ' || error, '; ') FROM jobs WHERE run_id = " + run);
   // The other model's job waited for a node (none serves the device).
   EXPECT_EQ(PgValue(url_, "SELECT status FROM jobs WHERE run_id = " + run +
                               " AND model <> 'labelled.tflite'"),
