@@ -52,8 +52,9 @@ struct CellVerdict {
   double p_value = 1, q_value = 1;
   size_t baseline_trials = 0, candidate_trials = 0;
   bool within_run_only = false;
-  std::vector<std::string> findings;  // the failing findings, one line each
-  std::vector<std::string> passed;    // the findings within their thresholds
+  std::vector<std::string> findings;   // the failing findings, one line each
+  std::vector<std::string> passed;     // the findings within their thresholds
+  std::vector<int64_t> baseline_jobs;  // the baseline's ok jobs the gate used, all trials
 };
 struct Comparison {
   int64_t baseline_run = 0;
@@ -61,6 +62,9 @@ struct Comparison {
   bool passed = false;
   std::vector<CellVerdict> cells;
   std::vector<std::string> notes;
+  // The baseline run's task accuracy (store ListRunTaskAccuracy), by job id:
+  // the task table shows each cell's baseline beside it.
+  std::map<int64_t, store::TaskAccuracy> baseline_task{};
 };
 
 struct RunReport {
@@ -136,6 +140,10 @@ nlohmann::json TaskAccuracyJson(const store::TaskAccuracy& task);
 // runner, threads and trial, delegate cpu without options) that has task
 // accuracy on the same set; nullptr when there is none or `job` is it.
 const store::TaskAccuracy* CpuTaskOf(const RunReport& report, const store::JobRow& job);
+// The baseline's task accuracy of `job`'s cell (report.comparison: the first
+// of the cell's baseline jobs with task accuracy, as the gate judges it);
+// nullptr without a comparison or when the baseline cell has none.
+const store::TaskAccuracy* BaselineTaskOf(const RunReport& report, const store::JobRow& job);
 
 // A sustained-mode job's curve in brief (sustained.cc): the p50 of its first
 // and last windows, the change between them, the slowest window, and the

@@ -545,6 +545,56 @@ TEST(ReportsTest, ComparisonShowsVerdictsAndDeltas) {
   EXPECT_NE(html.find("1 within thresholds"), std::string::npos);
 }
 
+// The task table with a baseline: each cell's baseline value and the paired
+// change from it beside the same run's cpu, in Markdown and HTML.
+TEST(ReportsTest, TaskTableShowsTheBaselineBesideEachCell) {
+  RunReport r = Sample();
+  r.jobs.resize(1);  // the cpu job
+  const auto ranks = [](int wrong) {
+    nlohmann::json v = nlohmann::json::array();
+    for (int i = 0; i < 20; ++i) v.push_back(i < wrong ? 3 : 0);
+    return nlohmann::json{{"ranks", v}}.dump();
+  };
+  const auto task = [&](int wrong) {
+    const double top1 = (20.0 - wrong) / 20;
+    return store::TaskAccuracy{"classification",
+                               "digits@0123456789ab",
+                               20,
+                               {{"top1", top1, top1 - 0.1, top1}},
+                               ranks(wrong)};
+  };
+  r.task[1] = task(5);
+  Comparison c;
+  c.baseline_run = 3;
+  c.passed = false;
+  CellVerdict v;
+  v.cell = store::CellOf(r.jobs[0]);
+  v.baseline_jobs = {30, 31};  // 30 has no task accuracy: the first that has it counts
+  c.cells = {v};
+  c.baseline_task[31] = task(0);
+  std::string md = RenderMarkdown(r);
+  EXPECT_EQ(md.find("against baseline"), std::string::npos) << md;  // no baseline: no column
+  r.comparison = c;
+  md = RenderMarkdown(r);
+  EXPECT_NE(md.find("| against cpu | baseline | against baseline |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 75.0% (65.0-75.0) | - | - | 100.0% (90.0-100.0) | **-25.0 pt ("),
+            std::string::npos)
+      << md;
+  const std::string html = RenderHtml(r);
+  EXPECT_NE(html.find("<th>baseline</th><th>against baseline</th>"), std::string::npos) << html;
+  EXPECT_NE(html.find("<span style=\"white-space:nowrap\">100.0%</span> <span "
+                      "style=\"white-space:nowrap\">(90.0-100.0)</span></td>"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("color:#b00\"><span style=\"white-space:nowrap\">-25.0 pt</span>"),
+            std::string::npos)
+      << html;
+  // A baseline cell on another set: no value, no change.
+  r.comparison->baseline_task[31].dataset = "other@0123456789ab";
+  md = RenderMarkdown(r);
+  EXPECT_NE(md.find("| 100.0% (90.0-100.0) | - |"), std::string::npos) << md;
+}
+
 // No control characters in Markdown cells: a name with an escape
 // sequence, a bell, CR/LF or a C1 control must not reach the comment.
 TEST(ReportsTest, MarkdownStripsControlCharacters) {

@@ -58,6 +58,19 @@ const store::TaskAccuracy* CpuTaskOf(const RunReport& report, const store::JobRo
   return nullptr;
 }
 
+const store::TaskAccuracy* BaselineTaskOf(const RunReport& report, const store::JobRow& job) {
+  if (!report.comparison) return nullptr;
+  const store::Cell cell = store::CellOf(job);
+  for (const CellVerdict& v : report.comparison->cells) {
+    if (!(v.cell == cell)) continue;
+    for (int64_t id : v.baseline_jobs) {
+      auto it = report.comparison->baseline_task.find(id);
+      if (it != report.comparison->baseline_task.end()) return &it->second;
+    }
+  }
+  return nullptr;
+}
+
 namespace {
 
 // Points with a sign, one decimal, and no "-0.0": "-10.0", "+2.5", "0.0".
@@ -72,7 +85,29 @@ struct TaskRow {
   const store::TaskAccuracy* task;
   std::string top1, topk, vs_cpu;
   bool lost = false;  // the drop against cpu is above 0 beyond its interval
+  // With a baseline (report.comparison): its headline metric and the paired
+  // change from it; "-" when the baseline cell has none on the same set.
+  std::string baseline = "-", vs_baseline = "-";
+  bool lost_vs_baseline = false;
 };
+
+// The change from `from` to `to` of `metric` (minus the paired drop, its
+// interval turned over): "-2.5 pt (-4.1 to -0.8)"; `lost` when the drop is
+// above 0 beyond its interval. "-" when the two are not on the same set.
+std::string ChangeText(const store::TaskAccuracy& from, const store::TaskAccuracy& to,
+                       const std::string& metric, bool& lost) {
+  auto d = eval::PairedTaskDrop(from, to, metric);
+  if (!d) return "-";
+  lost = d->low > 0;
+  return SignedPoints(-d->points) + " pt (" + SignedPoints(-d->high) + " to " +
+         SignedPoints(-d->low) + ")";
+}
+
+// `t`'s value of metric `name`, as TaskMetricText writes it, or "-".
+std::string MetricText(const store::TaskAccuracy& t, const std::string& name) {
+  const store::TaskMetric* m = t.Find(name);
+  return m == nullptr ? "-" : TaskMetricText(*m);
+}
 
 std::vector<TaskRow> TaskRows(const RunReport& report, const std::vector<CellGroup>& cells) {
   std::vector<TaskRow> rows;
@@ -93,17 +128,28 @@ std::vector<TaskRow> TaskRows(const RunReport& report, const std::vector<CellGro
         row.topk = TaskMetricLabel(t.metrics[1].name) + " " + TaskMetricText(t.metrics[1]);
       }
       if (const store::TaskAccuracy* cpu = CpuTaskOf(report, j)) {
-        if (auto d = eval::PairedTaskDrop(*cpu, t, headline)) {
-          // The change from cpu: minus the drop, its interval turned over.
-          row.vs_cpu = SignedPoints(-d->points) + " pt (" + SignedPoints(-d->high) + " to " +
-                       SignedPoints(-d->low) + ")";
-          row.lost = d->low > 0;
-        }
+        row.vs_cpu = ChangeText(*cpu, t, headline, row.lost);
+      }
+      if (const store::TaskAccuracy* base = BaselineTaskOf(report, j)) {
+        row.baseline = MetricText(*base, headline);
+        row.vs_baseline = ChangeText(*base, t, headline, row.lost_vs_baseline);
       }
       rows.push_back(row);
     }
   }
   return rows;
+}
+
+// `text` escaped, its value and its "(interval)" each kept on one line (the
+// cell may break between them, never inside "94.2-100.0" or "top-5"), so a
+// table of many columns fits the page.
+std::string UnbrokenParts(const std::string& text) {
+  const size_t open = text.find(" (");
+  const auto unbroken = [](const std::string& part) {
+    return "<span style=\"white-space:nowrap\">" + HtmlEscape(part) + "</span>";
+  };
+  if (open == std::string::npos) return unbroken(text);
+  return unbroken(text.substr(0, open)) + " " + unbroken(text.substr(open + 1));
 }
 
 const char* kTaskIntro =
@@ -112,6 +158,9 @@ const char* kTaskIntro =
     "percent, with a 95% bootstrap interval over the images); against cpu: the change of the "
     "first metric from the same run's cpu job on the same images, in percentage points, with "
     "its paired interval.";
+const char* kTaskBaselineIntro =
+    " Baseline: the first metric of the baseline run's cell (the job the gate judges) and the "
+    "change from it, likewise paired.";
 
 }  // namespace
 
@@ -119,15 +168,23 @@ void TaskAccuracyTable(std::ostringstream& md, const RunReport& report,
                        const std::vector<CellGroup>& cells) {
   const std::vector<TaskRow> rows = TaskRows(report, cells);
   if (rows.empty()) return;
+  const bool with_baseline = report.comparison.has_value();
   md << "\n## Task accuracy\n\n"
-     << kTaskIntro
+     << kTaskIntro << (with_baseline ? kTaskBaselineIntro : "")
      << "\n\n| job | set | images | top-1 (mAP, mIoU) | top-k (mAP@.5, pixel accuracy) | "
-        "against cpu |\n"
-        "| --- | --- | ---: | ---: | ---: | ---: |\n";
+        "against cpu |"
+     << (with_baseline ? " baseline | against baseline |" : "")
+     << "\n| --- | --- | ---: | ---: | ---: | ---: |" << (with_baseline ? " ---: | ---: |" : "")
+     << "\n";
+  const auto bold = [](bool on, const std::string& text) { return on ? "**" + text + "**" : text; };
   for (const TaskRow& r : rows) {
     md << "| " << Md(store::CellOf(*r.job).Label()) << " #" << r.job->id << " | "
        << Md(r.task->dataset) << " | " << r.task->images << " | " << r.top1 << " | " << r.topk
-       << " | " << (r.lost ? "**" + r.vs_cpu + "**" : r.vs_cpu) << " |\n";
+       << " | " << bold(r.lost, r.vs_cpu) << " |";
+    if (with_baseline) {
+      md << " " << r.baseline << " | " << bold(r.lost_vs_baseline, r.vs_baseline) << " |";
+    }
+    md << "\n";
   }
 }
 
@@ -139,16 +196,24 @@ void TaskAccuracySection(std::ostringstream& h, const RunReport& report,
   for (size_t at; (at = intro.find('`')) != std::string::npos;) {
     intro.replace(at, 1, intro.find('`', at + 1) == std::string::npos ? "</code>" : "<code>");
   }
-  h << "<h2>Task accuracy</h2>\n<p>" << intro
+  const bool with_baseline = report.comparison.has_value();
+  h << "<h2>Task accuracy</h2>\n<p>" << intro << (with_baseline ? kTaskBaselineIntro : "")
     << "</p>\n<table>\n<thead><tr><th>job</th><th>set</th><th>images</th><th>top-1 (mAP, mIoU)</th>"
-       "<th>top-k (mAP@.5, pixel accuracy)</th><th>against cpu</th></tr></thead>\n<tbody>\n";
-  const char* kNum = "<td class=\"num\" style=\"white-space:nowrap\">";
+       "<th>top-k (mAP@.5, pixel accuracy)</th><th>against cpu</th>"
+    << (with_baseline ? "<th>baseline</th><th>against baseline</th>" : "")
+    << "</tr></thead>\n<tbody>\n";
+  const auto figure = [](bool lost, const std::string& text) {
+    return std::string("<td class=\"num\"") + (lost ? " style=\"color:#b00\"" : "") + ">" +
+           UnbrokenParts(text) + "</td>";
+  };
   for (const TaskRow& r : rows) {
     h << "<tr><td>" << HtmlEscape(store::CellOf(*r.job).Label()) << " #" << r.job->id << "</td><td>"
-      << HtmlEscape(r.task->dataset) << "</td>" << kNum << r.task->images << "</td>" << kNum
-      << r.top1 << "</td>" << kNum << HtmlEscape(r.topk) << "</td><td class=\"num\""
-      << (r.lost ? " style=\"color:#b00;white-space:nowrap\"" : " style=\"white-space:nowrap\"")
-      << ">" << r.vs_cpu << "</td></tr>\n";
+      << HtmlEscape(r.task->dataset) << "</td><td class=\"num\">" << r.task->images << "</td>"
+      << figure(false, r.top1) << figure(false, r.topk) << figure(r.lost, r.vs_cpu);
+    if (with_baseline) {
+      h << figure(false, r.baseline) << figure(r.lost_vs_baseline, r.vs_baseline);
+    }
+    h << "</tr>\n";
   }
   h << "</tbody>\n</table>\n";
 }

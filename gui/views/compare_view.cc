@@ -10,6 +10,7 @@
 #include "gui/format.h"
 #include "gui/store_loader.h"
 #include "reports/palette.h"
+#include "reports/report.h"
 
 namespace dfarm::gui {
 
@@ -42,6 +43,26 @@ QString Growth(int64_t base, int64_t cand) {
       .arg(formatMiB(cand));
 }
 
+// A cell's task accuracy on both sides, as the accuracy column reads: its
+// first two metrics, one a line, "top-1 97.5% (94.2-99.2) → 90.0% (85.0-95.0)"
+// (value and 95% interval in percent, "–" for a side without it); "–" when
+// neither side has any.
+QString TaskChange(const store::TaskAccuracy* base, const store::TaskAccuracy* cand) {
+  const store::TaskAccuracy* named = cand != nullptr ? cand : base;
+  if (named == nullptr || named->metrics.empty()) return QStringLiteral("–");
+  const auto side = [](const store::TaskAccuracy* t, const std::string& name) {
+    const store::TaskMetric* m = t != nullptr ? t->Find(name) : nullptr;
+    return m != nullptr ? Q(reports::TaskMetricText(*m)) : QStringLiteral("–");
+  };
+  QStringList lines;
+  for (size_t i = 0; i < named->metrics.size() && i < 2; ++i) {
+    const std::string& name = named->metrics[i].name;
+    lines << QStringLiteral("%1 %2 → %3")
+                 .arg(Q(reports::TaskMetricLabel(name)), side(base, name), side(cand, name));
+  }
+  return lines.join(QLatin1Char('\n'));
+}
+
 }  // namespace
 
 Result<CompareData> ReadCompare(store::Reader& store, int64_t baselineRunId,
@@ -56,12 +77,33 @@ Result<CompareData> ReadCompare(store::Reader& store, int64_t baselineRunId,
   d.baseline = std::move(*baseline);
   d.candidate = std::move(*candidate);
   d.gate = std::move(*gate);
+  for (int64_t run : {baselineRunId, candidateRunId}) {
+    auto task = store.ListRunTaskAccuracy(run);
+    if (!task) return task.error();
+    d.task.merge(*task);
+  }
   return d;
 }
 
 CompareModel::CompareModel(QObject* parent) : QAbstractTableModel(parent) {}
 
-void CompareModel::setCells(std::vector<gate::CellResult> cells) {
+const store::TaskAccuracy* CompareModel::taskOf(const std::vector<int64_t>& jobs) const {
+  for (int64_t id : jobs) {
+    auto it = m_task.find(id);
+    if (it != m_task.end()) return &it->second;
+  }
+  return nullptr;
+}
+
+bool CompareModel::hasTask() const {
+  return std::any_of(m_cells.begin(), m_cells.end(), [this](const gate::CellResult& c) {
+    return taskOf(c.baseline_jobs) != nullptr || taskOf(c.candidate_jobs) != nullptr;
+  });
+}
+
+void CompareModel::setCells(std::vector<gate::CellResult> cells,
+                            std::map<int64_t, store::TaskAccuracy> task) {
+  m_task = std::move(task);
   const bool same = cells.size() == m_cells.size() &&
                     std::equal(cells.begin(), cells.end(), m_cells.begin(),
                                [](const gate::CellResult& a, const gate::CellResult& b) {
@@ -108,6 +150,8 @@ QVariant CompareModel::display(const gate::CellResult& c, int column) const {
       }
       return QStringLiteral("%1 → %2").arg(Err(c.baseline_max_abs_error),
                                            Err(c.candidate_max_abs_error));
+    case TaskColumn:
+      return TaskChange(taskOf(c.baseline_jobs), taskOf(c.candidate_jobs));
     case MemoryColumn:
       return Growth(c.baseline_peak_rss_bytes, c.candidate_peak_rss_bytes);
     case TrialsColumn:
@@ -153,7 +197,7 @@ QVariant CompareModel::data(const QModelIndex& index, int role) const {
                                                                    : colours.foreground));
     }
     case Qt::TextAlignmentRole:
-      return index.column() >= BaselineColumn && index.column() <= TrialsColumn
+      return index.column() >= TaskColumn && index.column() <= TrialsColumn
                  ? QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter)
                  : QVariant();
     case Qt::ToolTipRole: {
@@ -188,6 +232,8 @@ QVariant CompareModel::headerData(int section, Qt::Orientation orientation, int 
       return tr("q");
     case AccuracyColumn:
       return tr("Max abs error");
+    case TaskColumn:
+      return tr("Task accuracy");
     case MemoryColumn:
       return tr("Peak RSS Δ");
     case TrialsColumn:
@@ -281,8 +327,16 @@ void CompareView::applied(const Result<CompareData>& result) {
   m_message->setStyleSheet(
       QStringLiteral("color: %1;")
           .arg(QString::fromLatin1(reports::VerdictColours(colour).foreground)));
-  m_model->setCells(result->gate.cells);
+  m_model->setCells(result->gate.cells, result->task);
+  m_table->setColumnHidden(CompareModel::TaskColumn, !m_model->hasTask());
   m_table->resizeColumnsToContents();
+  // A long cell label wraps within a third of the table (its tooltip has it
+  // whole), so that the figures to its right stay in view.
+  const int widest = std::max(240, m_table->viewport()->width() / 3);
+  if (m_table->columnWidth(CompareModel::CellColumn) > widest) {
+    m_table->setColumnWidth(CompareModel::CellColumn, widest);
+  }
+  m_table->resizeRowsToContents();
   m_table->viewport()->update();
   markReady();
 }

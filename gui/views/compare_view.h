@@ -5,6 +5,7 @@
 
 #include <QAbstractTableModel>
 #include <QSortFilterProxyModel>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,9 +21,11 @@ namespace dfarm::gui {
 struct CompareData {
   store::RunRow baseline, candidate;
   gate::GateResult gate;
+  // Both runs' task accuracy (spec "eval"), by job id.
+  std::map<int64_t, store::TaskAccuracy> task;
 };
 
-// Reads both runs and gates candidate against baseline (blocking).
+// Reads both runs, their task accuracy, and gates candidate against baseline (blocking).
 Result<CompareData> ReadCompare(store::Reader& store, int64_t baselineRunId,
                                 int64_t candidateRunId);
 
@@ -33,6 +36,8 @@ class CompareModel : public QAbstractTableModel {
   enum Column {
     CellColumn,
     VerdictColumn,
+    TaskColumn,  // task accuracy, baseline → candidate (each side's first ok job with it);
+                 // hidden when no cell has any
     BaselineColumn,
     CandidateColumn,
     RatioColumn,
@@ -48,8 +53,12 @@ class CompareModel : public QAbstractTableModel {
 
   explicit CompareModel(QObject* parent = nullptr);
 
-  void setCells(std::vector<gate::CellResult> cells);
+  // The cells, and the task accuracy of their jobs by job id (CompareData::task).
+  void setCells(std::vector<gate::CellResult> cells,
+                std::map<int64_t, store::TaskAccuracy> task = {});
   const std::vector<gate::CellResult>& cells() const { return m_cells; }
+  // Whether any cell has task accuracy on either side.
+  bool hasTask() const;
 
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
@@ -59,7 +68,10 @@ class CompareModel : public QAbstractTableModel {
 
  private:
   QVariant display(const gate::CellResult& c, int column) const;
+  // The first of `jobs` with task accuracy, or nullptr.
+  const store::TaskAccuracy* taskOf(const std::vector<int64_t>& jobs) const;
   std::vector<gate::CellResult> m_cells;
+  std::map<int64_t, store::TaskAccuracy> m_task;
 };
 
 class CompareView : public View {

@@ -9,10 +9,13 @@
 #include <QFileInfo>
 #include <QLineSeries>
 #include <QSignalSpy>
+#include <QTableView>
 #include <QTemporaryDir>
 #include <cstdlib>
+#include <map>
 
 #include "gui/chart_export.h"
+#include "gui/views/compare_view.h"
 #include "gui/views/job_view.h"
 #include "gui/views/trend_view.h"
 
@@ -127,7 +130,10 @@ class Views2Test : public testing::Test {
       ASSERT_TRUE(ids.ok()) << ids.message();
       const double level = r < 6 ? 10000 : 13000;
       for (int t = 0; t < 3; ++t) {
-        ASSERT_TRUE(s->RecordJobResult((*ids)[t], Ok(level + 100 * t + 7 * (r % 3))).ok());
+        store::JobOutcome o = Ok(level + 100 * t + 7 * (r % 3));
+        // The newest run's xnnpack cell lost top-1; its cpu cell did not.
+        if (r == 11) o.task->metrics[0] = {"top1", 0.9, 0.85, 0.95};
+        ASSERT_TRUE(s->RecordJobResult((*ids)[t], o).ok());
       }
       ASSERT_TRUE(s->RecordJobResult((*ids)[3], Ok(50000)).ok());
       if (r == 0) firstJob_ = (*ids)[0];
@@ -410,6 +416,41 @@ TEST(LatencyHistogram, BinsEverySampleOnce) {
   for (const HistogramBin& b : bins) total += b.count;
   EXPECT_EQ(total, 100);
   EXPECT_EQ(bins.back().count, 10);  // the maximum lands in the last bin
+}
+
+// The compare view shows each cell's task accuracy on both sides, with its
+// interval; the column stays hidden for runs without any.
+TEST_F(Views2Test, CompareViewShowsTaskAccuracyOfBothRuns) {
+  CompareView view;
+  view.resize(1600, 600);
+  view.setDatabase(db_);
+  view.showCompare(runs_[0], runs_[11]);
+  ASSERT_TRUE(WaitReady(view));
+  const CompareModel* model = view.model();
+  ASSERT_EQ(model->rowCount(), 3);  // xnnpack, cpu, and gpu (candidate only)
+  EXPECT_TRUE(model->hasTask());
+  EXPECT_FALSE(view.table()->isColumnHidden(CompareModel::TaskColumn));
+  EXPECT_EQ(model->headerData(CompareModel::TaskColumn, Qt::Horizontal).toString(),
+            "Task accuracy");
+  std::map<QString, QString> shown;  // delegate -> baseline → candidate
+  for (int r = 0; r < model->rowCount(); ++r) {
+    shown[QString::fromStdString(model->cells()[r].cell.delegate)] =
+        model->index(r, CompareModel::TaskColumn).data().toString();
+  }
+  EXPECT_EQ(shown["xnnpack"], "top-1 97.5% (94.2-100.0) → 90.0% (85.0-95.0)");
+  EXPECT_EQ(shown["cpu"], "top-1 97.5% (94.2-100.0) → 97.5% (94.2-100.0)");
+  EXPECT_EQ(shown["gpu"], "–");  // crashed, and not in the baseline
+
+  // Without task accuracy on either side the column is hidden.
+  CompareModel plain;
+  auto s = store::OpenSqliteStore(db_.toStdString());
+  ASSERT_TRUE(s.ok());
+  auto data = ReadCompare(**s, runs_[0], runs_[11]);
+  ASSERT_TRUE(data.ok()) << data.message();
+  EXPECT_FALSE(data->task.empty());
+  plain.setCells(data->gate.cells);
+  EXPECT_FALSE(plain.hasTask());
+  EXPECT_EQ(plain.index(0, CompareModel::TaskColumn).data().toString(), "–");
 }
 
 TEST_F(Views2Test, ExportChartWritesPngAndSvg) {

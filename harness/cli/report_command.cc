@@ -43,6 +43,7 @@ reports::Comparison ToComparison(const gate::GateResult& g, const std::string& b
     for (const gate::Finding& f : cell.findings) {
       (f.fails ? v.findings : v.passed).push_back(f.message);
     }
+    v.baseline_jobs = cell.baseline_jobs;
     c.cells.push_back(std::move(v));
   }
   return c;
@@ -67,6 +68,9 @@ Result<std::string> RenderText(store::Store& store, int64_t run, int64_t baselin
   if (verdicts) {
     auto base = store.GetRun(baseline);
     report->comparison = ToComparison(*verdicts, base ? base->name : "");
+    auto base_task = store.ListRunTaskAccuracy(baseline);
+    if (!base_task) return base_task.error();
+    report->comparison->baseline_task = std::move(*base_task);
   }
   return reports::Render(*report, format);
 }
@@ -117,7 +121,8 @@ void AddReportCommand(CLI::App& app, Context& ctx) {
   AddDbOption(*cmd, o->db);
   cmd->add_option("--baseline", o->baseline,
                   "a run to compare with (id, 'last' or 'tag:NAME'): the gate's deltas and "
-                  "verdicts per cell join the report");
+                  "verdicts per cell join the report, and the task accuracy table (a model's "
+                  "eval) gets each cell's baseline value and the paired change from it");
   cmd->add_option("--policy", o->policy,
                   "gate policy JSON (docs/gate.md) for the verdicts; default: the documented "
                   "default policy");

@@ -341,17 +341,22 @@ Result<void> Load(const json& v, const std::string& where, const std::string& sp
 
 }  // namespace
 
-Result<EvalSpec> ParseEvalSpec(const json& v, const std::string& where,
-                               const std::string& spec_folder) {
+Result<EvalSpec> ParseEvalObject(const json& v, const std::string& where,
+                                 const std::string& spec_folder) {
   if (!v.is_object()) return Bad(where, "expected an object {\"task\":..,\"dataset\":..,...}");
   EvalSpec e;
   if (auto r = ParseKeys(v, where, spec_folder, e); !r) return r.error();
-  const fs::path dataset = ResolveSpecPath(v["dataset"].get<std::string>(), spec_folder);
-  e.dataset = dataset.string();
+  e.dataset = ResolveSpecPath(v["dataset"].get<std::string>(), spec_folder).string();
   if (v.contains("labels")) {
-    const fs::path labels = ResolveSpecPath(v["labels"].get<std::string>(), spec_folder);
-    e.labels_file = labels.string();
-    auto classes = ReadLabels(labels, where + ".labels");
+    e.labels_file = ResolveSpecPath(v["labels"].get<std::string>(), spec_folder).string();
+  }
+  return e;
+}
+
+Result<void> LoadEvalData(const json& v, const std::string& where, const std::string& spec_folder,
+                          EvalSpec& e) {
+  if (!e.labels_file.empty()) {
+    auto classes = ReadLabels(e.labels_file, where + ".labels");
     if (!classes) return classes.error();
     e.classes = std::move(*classes);
   }
@@ -363,7 +368,15 @@ Result<EvalSpec> ParseEvalSpec(const json& v, const std::string& where,
   auto id = DatasetId(e);
   if (!id) return Bad(where + ".dataset", id.message());
   e.dataset_id = *id;
-  if (auto inputs = e.Inputs(where + ".preprocess"); !inputs) return inputs.error();
+  return Ok();
+}
+
+Result<EvalSpec> ParseEvalSpec(const json& v, const std::string& where,
+                               const std::string& spec_folder) {
+  auto e = ParseEvalObject(v, where, spec_folder);
+  if (!e) return e.error();
+  if (auto r = LoadEvalData(v, where, spec_folder, *e); !r) return r.error();
+  if (auto inputs = e->Inputs(where + ".preprocess"); !inputs) return inputs.error();
   return e;
 }
 

@@ -116,4 +116,16 @@ struct EvalSpec {
 Result<EvalSpec> ParseEvalSpec(const nlohmann::json& v, const std::string& where,
                                const std::string& spec_folder);
 
+// ParseEvalSpec's two steps, for a caller that treats their errors apart (a
+// sweep spec stops at a malformed "eval" object, while bad labelled data
+// fails only that model's jobs). ParseEvalObject checks the object (its
+// keys, their types, the decoder) and resolves its paths without reading a
+// file; LoadEvalData reads the dataset into `e` (the labels file, the images
+// or annotations, the masks), its errors naming the file and entry. Then
+// EvalSpec::Inputs checks "preprocess" against the images.
+Result<EvalSpec> ParseEvalObject(const nlohmann::json& v, const std::string& where,
+                                 const std::string& spec_folder);
+Result<void> LoadEvalData(const nlohmann::json& v, const std::string& where,
+                          const std::string& spec_folder, EvalSpec& e);
+
 }  // namespace dfarm::harness

@@ -107,6 +107,21 @@ std::string Label(const store::JobRow& j) {
   return JobLabel(j.model, j.delegate, j.delegate_options, j.num_threads, j.device);
 }
 
+// Adds `jobs` (a model's whose labelled data failed to load) to run
+// `run_id` and records each model_error with its model's data error.
+Result<void> RecordDataErrors(int64_t run_id, std::vector<SweepJob> jobs, store::Store& store) {
+  if (jobs.empty()) return Ok();
+  std::vector<store::JobRow> rows;
+  for (const SweepJob& j : jobs) rows.push_back(ToJobRow(j));
+  auto ids = store.AddJobs(run_id, rows);
+  if (!ids) return ids.error();
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    jobs[i].id = (*ids)[i];
+    if (auto r = RecordDataError(store, jobs[i]); !r) return r.error();
+  }
+  return Ok();
+}
+
 }  // namespace
 
 Result<int64_t> EnqueueSweep(const SweepSpec& spec, store::Store& store,
@@ -140,15 +155,22 @@ Result<int64_t> EnqueueSweep(const SweepSpec& spec, store::Store& store,
   }
   std::vector<SweepJob> jobs =
       JobsPerRunner(spec, ExpandMatrix(spec, *hashes, *plugins, {}, devices), *builds);
-  auto inputs = PrepareModelInputs(spec, options);
+  std::map<std::string, std::string> eval_errors;
+  auto inputs = PrepareModelInputs(spec, options, &eval_errors);
   if (!inputs) return inputs.error();
   for (SweepJob& j : jobs) {
     AttachInputSets(*inputs, &j);
+    MarkEvalError(eval_errors, &j);
     if (!j.input_set_sha256s.empty()) j.job_key = JobKeyOf(j);
   }
   if (auto r = UploadFiles(jobs, store); !r) return r.error();
   std::vector<store::JobRow> rows;
+  std::vector<SweepJob> bad_data;  // jobs of a model whose labelled data failed to load
   for (const SweepJob& j : jobs) {
+    if (!j.model.data_error.empty()) {
+      bad_data.push_back(j);
+      continue;
+    }
     rows.push_back(ToJobRow(j));
     rows.back().target = targets.at(j.device);
     rows.back().payload =
@@ -156,6 +178,9 @@ Result<int64_t> EnqueueSweep(const SweepSpec& spec, store::Store& store,
   }
   auto run_id = store.CreateRun(spec.name, spec.ToJson());
   if (!run_id) return run_id.error();
+  // Recorded before the run joins the queue, so that no node claims them.
+  if (auto r = RecordDataErrors(*run_id, bad_data, store); !r) return r.error();
+  NoteDataErrors(bad_data, log);
   if (auto r = store.SetRunMode(*run_id, store::kRunModeQueue); !r) return r.error();
   store::RunQueueing queueing;
   queueing.priority = options.priority.value_or(spec.farm.priority);

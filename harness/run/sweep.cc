@@ -424,17 +424,20 @@ Result<SweepPlan> PlanSweep(const SweepSpec& spec, store::Store& store, DevicePr
     return MakeError(ErrorKind::kInvalidInput, "sweep '" + spec.name + "': " + n.message());
   }
   plan.jobs = ExpandMatrix(spec, *hashes, *plugins, *builds, plan.devices);
-  auto inputs = PrepareModelInputs(spec, options);
+  std::map<std::string, std::string> eval_errors;
+  auto inputs = PrepareModelInputs(spec, options, &eval_errors);
   if (!inputs) return inputs.error();
   for (SweepJob& j : plan.jobs) {
     AttachInputSets(*inputs, &j);
+    MarkEvalError(eval_errors, &j);
     if (!j.input_set_sha256s.empty()) j.job_key = JobKeyOf(j);
   }
   return plan;
 }
 
 // Creates the run of `spec` and stores the plan's jobs, giving each its id; a
-// job without a runner build is recorded `infra` at once. Returns the run's
+// job without a runner build is recorded `infra` at once, one whose model's
+// labelled data could not be loaded `model_error` (RecordDataError). Returns the run's
 // id and the jobs to schedule.
 Result<std::pair<int64_t, std::vector<SweepJob>>> RecordRun(const SweepSpec& spec, SweepPlan& plan,
                                                             store::Store& store) {
@@ -470,6 +473,10 @@ Result<std::pair<int64_t, std::vector<SweepJob>>> RecordRun(const SweepSpec& spe
       o.status = store::kJobInfra;
       o.error = m->second;
       if (auto r = store.RecordJobResult(j.id, o); !r) return r.error();
+      continue;
+    }
+    if (!j.model.data_error.empty()) {
+      if (auto r = RecordDataError(store, j); !r) return r.error();
       continue;
     }
     scheduled.push_back(std::move(j));
@@ -646,6 +653,7 @@ Result<SweepSummary> RunSweep(const SweepSpec& spec, store::Store& store, Device
   if (!plan) return plan.error();
   auto recorded = RecordRun(spec, *plan, store);
   if (!recorded) return recorded.error();
+  NoteDataErrors(plan->jobs, options.progress);
   auto& [run_id, scheduled] = *recorded;
   const size_t total = plan->jobs.size();
   const size_t already_done = total - scheduled.size();
@@ -725,17 +733,45 @@ SweepSummary CountJobs(int64_t run_id, const std::vector<store::JobRow>& rows) {
   return summary;
 }
 
-Result<ModelInputSets> PrepareModelInputs(const SweepSpec& spec, const SweepOptions& options) {
+Result<ModelInputSets> PrepareModelInputs(const SweepSpec& spec, const SweepOptions& options,
+                                          std::map<std::string, std::string>* eval_errors) {
   ModelInputSets out;
   const std::string cache =
       options.inputs_cache_dir.empty() ? DefaultInputsCacheDir() : options.inputs_cache_dir;
   for (const ModelSpec& m : spec.models) {
     if (m.inputs.empty()) continue;
     auto sets = PrepareInputSets(m.inputs, cache);
+    if (!sets && m.eval && eval_errors != nullptr) {
+      (*eval_errors)[m.path] = "model '" + m.file + "' eval images: " + sets.message();
+      continue;
+    }
     if (!sets) return MakeError("model '" + m.file + "' inputs: " + sets.message());
     out[m.path] = std::move(*sets);
   }
   return out;
+}
+
+Result<void> RecordDataError(store::Store& store, const SweepJob& job) {
+  store::JobOutcome o;
+  o.status = JobStatusName(JobStatus::kModelError);
+  o.error = job.model.data_error;
+  return store.RecordJobResult(job.id, o);
+}
+
+void NoteDataErrors(const std::vector<SweepJob>& jobs, std::ostream* out) {
+  if (out == nullptr) return;
+  std::set<std::string> noted;  // model paths
+  for (const SweepJob& j : jobs) {
+    if (j.model.data_error.empty() || !noted.insert(j.model.path).second) continue;
+    *out << "error: " << j.model.data_error << " (the jobs of model '" << j.model.file
+         << "' are recorded model_error; the others run)\n";
+  }
+}
+
+void MarkEvalError(const std::map<std::string, std::string>& eval_errors, SweepJob* job) {
+  auto it = eval_errors.find(job->model.path);
+  if (it == eval_errors.end() || !job->model.data_error.empty()) return;
+  job->model.data_error = it->second;
 }
 
 // Gives `job` the input sets of its model (none when the model has none);

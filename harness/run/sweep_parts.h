@@ -26,9 +26,26 @@ Result<void> CheckDefaultRunner(const SweepSpec& spec, const SweepOptions& optio
 SweepSummary CountJobs(int64_t run_id, const std::vector<store::JobRow>& rows);
 
 // The packed input sets of each model of the spec with "inputs" (model path ->
-// sets, in set order), prepared once per sweep.
+// sets, in set order), prepared once per sweep. With `eval_errors`, a model
+// with an "eval" whose images cannot be prepared (one that cannot be decoded)
+// is left out and its error kept there (model path -> message) instead of
+// failing the call.
 using ModelInputSets = std::map<std::string, std::vector<PreparedInputSet>>;
-Result<ModelInputSets> PrepareModelInputs(const SweepSpec& spec, const SweepOptions& options);
+Result<ModelInputSets> PrepareModelInputs(
+    const SweepSpec& spec, const SweepOptions& options,
+    std::map<std::string, std::string>* eval_errors = nullptr);
+
+// Records `job` (stored, unclaimed), whose model's labelled data could not be
+// loaded (ModelSpec::data_error), as ended model_error with that message.
+Result<void> RecordDataError(store::Store& store, const SweepJob& job);
+
+// One line per model of `jobs` whose labelled data failed to load, to `out`
+// (when set): the error and that its jobs are recorded model_error.
+void NoteDataErrors(const std::vector<SweepJob>& jobs, std::ostream* out);
+
+// Gives `job` its model's error from PrepareModelInputs' `eval_errors`, if
+// any, as its ModelSpec::data_error.
+void MarkEvalError(const std::map<std::string, std::string>& eval_errors, SweepJob* job);
 
 // Gives `job` the input sets of its model (none when the model has none);
 // its key is left as it is.

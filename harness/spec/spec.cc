@@ -24,6 +24,7 @@
 #include "harness/devices/device_uri.h"
 #include "harness/run/terminal_text.h"
 #include "harness/spec/matrix.h"
+#include "harness/spec/spec_paths.h"
 #include "reports/store/store.h"
 
 namespace dfarm::harness {
@@ -152,7 +153,7 @@ class Parser {
   // and tflite (Google's tools have no --task-outputs).
   Result<void> CheckEvalRunners(const SweepSpec& spec) const {
     for (const ModelSpec& m : spec.models) {
-      if (!m.eval) continue;
+      if (!m.eval && m.data_error.empty()) continue;
       for (const RunnerSpec& r : spec.runners) {
         if (agent::SpeaksRunnerContract(r.kind)) continue;
         return Fail("runners", "runner '" + r.name + "' is of kind '" + r.kind +
@@ -239,6 +240,19 @@ class Parser {
     return Ok();
   }
 
+  // The "eval" object `v` as given, with the paths ParseEvalObject resolved
+  // in `e` (dataset, labels, images) made absolute.
+  json GivenEval(const json& v, const EvalSpec& e) const {
+    json given = v;
+    given["dataset"] = e.dataset;
+    if (!e.labels_file.empty()) given["labels"] = e.labels_file;
+    if (v.contains("images")) {
+      given["images"] =
+          ResolveSpecPath(v["images"].get<std::string>(), SpecFolder().string()).string();
+    }
+    return given;
+  }
+
   // One model: a path, or {"path":..., "inputs":...} (harness/spec/input_sets.h).
   Result<ModelSpec> ParseModel(const json& m, const std::string& where) const {
     if (m.is_object()) {
@@ -253,8 +267,13 @@ class Parser {
                       "model's inputs; leave \"inputs\" out");
         }
         const std::string at = where + " '" + model->file + "'.eval";
-        auto eval = ParseEvalSpec(m["eval"], at, SpecFolder().string());
+        auto eval = ParseEvalObject(m["eval"], at, SpecFolder().string());
         if (!eval) return Fail("", eval.message());
+        if (auto loaded = LoadEvalData(m["eval"], at, SpecFolder().string(), *eval); !loaded) {
+          model->data_error = loaded.message();
+          model->eval_given = GivenEval(m["eval"], *eval).dump();
+          return model;
+        }
         auto inputs = eval->Inputs(at + ".preprocess");
         if (!inputs) return Fail("", inputs.message());
         model->inputs = std::move(*inputs);
@@ -1112,6 +1131,8 @@ std::string SweepSpec::ToJson() const {
   for (const ModelSpec& m : models) {
     if (m.eval) {
       doc["models"].push_back({{"path", m.path}, {"eval", m.eval->ToJson()}});
+    } else if (!m.eval_given.empty()) {
+      doc["models"].push_back({{"path", m.path}, {"eval", json::parse(m.eval_given)}});
     } else if (m.inputs.empty()) {
       doc["models"].push_back(m.path);
     } else {

@@ -27,6 +27,14 @@ struct ModelSpec {
   // Spec {"path":..., "eval":...}: task accuracy on a labelled set
   // (harness/eval/eval_spec.h); its images are `inputs`.
   std::optional<EvalSpec> eval;
+  // An "eval" whose labelled data could not be loaded (LoadEvalData: a
+  // missing image, a label the labels file lacks, a negative box, a mask of
+  // the wrong size, an unreadable annotations JSON): why, naming the file and
+  // entry. `eval` is then empty and `eval_given` holds the "eval" object as
+  // given with its paths absolute (JSON text, for ToJson). The sweep records
+  // every job of the model model_error with this message and runs the rest.
+  std::string data_error = {};
+  std::string eval_given = {};
 };
 
 struct DelegateSpec {

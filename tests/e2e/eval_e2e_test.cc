@@ -10,6 +10,8 @@
 
 #include <cmath>
 #include <fstream>
+#include <iterator>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -61,13 +63,14 @@ class EvalE2eTest : public ::testing::Test {
             {"preprocess", {{"size", {8, 8}}, {"channels", "GRAY"}, {"scale", {1.0 / 255, 0}}}}};
   }
 
-  // `dfarm sweep` of `spec`; its run id (0 after a failure).
-  int64_t Sweep(const json& spec) {
+  // `dfarm sweep` of `spec`, which must exit `code`; its run id (0 after a failure).
+  int64_t Sweep(const json& spec, int code = 0) {
     std::ofstream(work_ / "spec.json") << spec.dump(2);
     Outcome o = RunToEnd({(BinDir() / "dfarm").string(), "sweep", (work_ / "spec.json").string(),
                           "--db", db_, "--json", "--agent-store", (work_ / "store").string()},
                          work_ / "sweep.out", work_ / "sweep.err");
-    EXPECT_EQ(o.code, 0) << o.out << o.err;
+    EXPECT_EQ(o.code, code) << o.out << o.err;
+    sweep_err_ = o.err;
     const json summary = json::parse(o.out, nullptr, false);
     if (!summary.is_object() || !summary.contains("run_id")) return 0;
     return summary["run_id"].get<int64_t>();
@@ -92,6 +95,7 @@ class EvalE2eTest : public ::testing::Test {
   static testing::DigitsFixture* fixture_;
   fs::path work_;
   std::string db_;
+  std::string sweep_err_;  // the last sweep's stderr
 };
 fs::path* EvalE2eTest::dir_ = nullptr;
 testing::DigitsFixture* EvalE2eTest::fixture_ = nullptr;
@@ -148,6 +152,83 @@ TEST_F(EvalE2eTest, SweepStoresTopKPerJobOnEveryDelegate) {
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_NE(text.out.find("task accuracy"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("TOP-1"), std::string::npos) << text.out;
+}
+
+// A model whose labelled set is broken (a label its labels file lacks, or a
+// file that is no image) fails alone: its jobs end model_error naming the
+// file and the line, with no task metrics, while the other model's jobs run
+// and score; `dfarm show` says why.
+TEST_F(EvalE2eTest, BadDatasetFailsOnlyThatModelsJobs) {
+  std::ifstream in(fixture_->list_file);
+  std::ofstream out(work_ / "broken.csv");
+  const fs::path images = fs::path(fixture_->list_file).parent_path();
+  std::string line;
+  for (int n = 1; std::getline(in, line) && n <= 8; ++n) {
+    if (n == 1) {  // the header
+      out << line << "\n";
+      continue;
+    }
+    const size_t comma = line.rfind(',');
+    out << (images / line.substr(0, comma)).string() << (n == 6 ? ",42" : line.substr(comma))
+        << "\n";
+  }
+  out.close();
+  json broken = Eval();
+  broken["dataset"] = (work_ / "broken.csv").string();
+  // A third model's set lists a file that is no image: found when the
+  // images are decoded, after the spec loaded.
+  std::ofstream(work_ / "garbage.png") << "not an image";
+  std::ofstream(work_ / "garbage.csv") << "image,label\ngarbage.png,3\n";
+  fs::copy_file(fixture_->float_model, work_ / "digits_copy.tflite");
+  json garbage = Eval();
+  garbage["dataset"] = (work_ / "garbage.csv").string();
+  json spec = {{"name", "broken"},
+               {"models",
+                {{{"path", fixture_->float_model}, {"eval", Eval()}},
+                 {{"path", fixture_->int8_model}, {"eval", broken}},
+                 {{"path", (work_ / "digits_copy.tflite").string()}, {"eval", garbage}}}},
+               {"delegates", {"cpu", "xnnpack"}},
+               {"devices", {"local"}},
+               {"benchmark", {{"warmup_runs", 0}, {"num_runs", 1}, {"timeout_s", 120}}}};
+  const int64_t run = Sweep(spec, 1);  // some jobs failed
+  ASSERT_GT(run, 0);
+  const std::string why =
+      "models[1] 'digits_int8.tflite'.eval.dataset: broken.csv line 6: label '42' is neither a "
+      "class of the labels file nor a class index below 10";
+  EXPECT_NE(sweep_err_.find(why), std::string::npos) << sweep_err_;
+  auto store = store::OpenSqliteStore(db_);
+  ASSERT_TRUE(store.ok()) << store.message();
+  auto jobs = (*store)->ListJobs(run);
+  ASSERT_TRUE(jobs.ok());
+  ASSERT_EQ(jobs->size(), 6u);
+  auto tasks = (*store)->ListRunTaskAccuracy(run);
+  ASSERT_TRUE(tasks.ok()) << tasks.message();
+  int64_t bad_job = 0;
+  for (const store::JobRow& j : *jobs) {
+    SCOPED_TRACE(j.model + " " + j.delegate + ": " + j.status + " " + j.error);
+    if (j.model == "digits_float.tflite") {
+      EXPECT_EQ(j.status, "ok");
+      ASSERT_TRUE(tasks->count(j.id));
+      ASSERT_NE(tasks->at(j.id).Find("top1"), nullptr);
+      EXPECT_GT(tasks->at(j.id).Find("top1")->value, 0.85);
+    } else if (j.model == "digits_copy.tflite") {
+      EXPECT_EQ(j.status, "model_error");
+      EXPECT_EQ(j.error.rfind("model 'digits_copy.tflite' eval images: ", 0), 0u);
+      EXPECT_NE(j.error.find("garbage.png' is neither a PNG nor a JPEG file"), std::string::npos);
+      EXPECT_EQ(tasks->count(j.id), 0u);
+    } else {
+      EXPECT_EQ(j.status, "model_error");
+      EXPECT_EQ(j.error, why);
+      EXPECT_FALSE(j.metrics.has_value());
+      EXPECT_EQ(tasks->count(j.id), 0u);
+      bad_job = j.id;
+    }
+  }
+  ASSERT_GT(bad_job, 0);
+  Outcome shown = Dfarm({"show", std::to_string(run), "--job", std::to_string(bad_job)});
+  ASSERT_EQ(shown.code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("model_error"), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("broken.csv line 6: label '42'"), std::string::npos) << shown.out;
 }
 
 // The digits network with an ADD of zeros between the hidden layer and its
@@ -215,6 +296,41 @@ TEST_F(EvalE2eTest, GateFailsADelegateThatCostsTopOneAndPassesAnIdenticalOne) {
   o = gate(same);
   EXPECT_EQ(o.code, 0) << o.out << o.err;
   EXPECT_EQ(task_fails(o.out), std::optional<bool>(false)) << o.out;
+
+  // The report of the perturbed run against the clean one shows each cell's
+  // baseline beside it: the cpu cell's (the same in both runs) with no change;
+  // the plugin's options differ between the runs, so its cell has none.
+  for (const char* format : {"md", "html"}) {
+    const std::string file = (work_ / ("report." + std::string(format))).string();
+    Outcome report = Dfarm({"report", std::to_string(bad), "--baseline", std::to_string(same),
+                            "--format", format, "-o", file});
+    ASSERT_EQ(report.code, 0) << report.err;
+  }
+  std::ifstream md_file(work_ / "report.md");
+  const std::string md((std::istreambuf_iterator<char>(md_file)), std::istreambuf_iterator<char>());
+  EXPECT_NE(md.find("| against cpu | baseline | against baseline |"), std::string::npos) << md;
+  std::map<std::string, std::vector<std::string>> rows;  // delegate -> the row's columns
+  for (size_t at = md.find("## Task accuracy");
+       (at = md.find("\n| digits", at)) != std::string::npos; ++at) {
+    std::vector<std::string> cols;
+    const std::string row = md.substr(at + 3, md.find('\n', at + 1) - at - 3);
+    for (size_t from = 0, bar; (bar = row.find(" | ", from)) != std::string::npos; from = bar + 3) {
+      cols.push_back(row.substr(from, bar - from));
+    }
+    if (cols.size() == 7)
+      rows[cols[0].find(" cpu ") != std::string::npos ? "cpu" : "plugin"] = cols;
+  }
+  ASSERT_EQ(rows.size(), 2u) << md;
+  EXPECT_EQ(rows["cpu"][6], rows["cpu"][3]) << md;  // the baseline's value: the same top-1
+  EXPECT_NE(md.find(rows["cpu"][3] + " | " + rows["cpu"][4] + " | - | " + rows["cpu"][3] +
+                    " | 0.0 pt (0.0 to 0.0) |"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(rows["plugin"][6], "-") << md;
+  std::ifstream html_file(work_ / "report.html");
+  const std::string html((std::istreambuf_iterator<char>(html_file)),
+                         std::istreambuf_iterator<char>());
+  EXPECT_NE(html.find("<th>baseline</th><th>against baseline</th>"), std::string::npos);
 }
 
 }  // namespace

@@ -739,6 +739,43 @@ TEST_F(FarmE2eTest, UnservedJobsEndNotRunAndBadPrioritiesAreRefused) {
   EXPECT_NE(o.err.find("--priority orders a farm's queue"), std::string::npos) << o.err;
 }
 
+// A farm's sweep records the jobs of a model whose labelled set is broken
+// model_error at once, naming the file and line, and never queues them; the
+// other model's jobs are queued as usual.
+TEST_F(FarmE2eTest, ABrokenLabelledSetEndsOnlyItsModelsJobs) {
+  if (!ModelPresent()) GTEST_SKIP() << kModel << " is absent from " << DFARM_MODELS_DIR;
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  fs::copy_file(fs::path(DFARM_MODELS_DIR) / kModel, dir_ / "labelled.tflite",
+                fs::copy_options::overwrite_existing);
+  std::ofstream(dir_ / "broken.csv") << "image,label\nnope.png,0\n";
+  json spec = json::parse(
+      std::ifstream(WriteSpec("labelled", "tcp://127.0.0.1:1", 1, 1, {{"unserved_timeout_s", 0}})));
+  spec["models"].push_back(
+      {{"path", (dir_ / "labelled.tflite").string()},
+       {"eval",
+        {{"dataset", (dir_ / "broken.csv").string()}, {"preprocess", {{"size", {8, 8}}}}}}});
+  std::ofstream(dir_ / "labelled.json") << spec.dump(2);
+  Outcome o = Dfarm({"sweep", (dir_ / "labelled.json").string(), "--db", url_, "--json"});
+  EXPECT_EQ(o.code, 1) << o.all();
+  EXPECT_NE(o.err.find("broken.csv line 2: image 'nope.png' is not a file"), std::string::npos)
+      << o.err;
+  json doc = json::parse(o.out, nullptr, false);
+  ASSERT_TRUE(doc.is_object()) << o.all();
+  const std::string run = std::to_string(doc["run_id"].get<int64_t>());
+  EXPECT_EQ(PgValue(url_, "SELECT count(*) FROM jobs WHERE run_id = " + run +
+                              " AND model = 'labelled.tflite' AND status = 'model_error' AND "
+                              "attempts = 0 AND claimed_by = '' AND error = 'models[1] "
+                              "''labelled.tflite''.eval.dataset: broken.csv line 2: image "
+                              "''nope.png'' is not a file'"),
+            "1")
+      << PgValue(url_,
+                 "SELECT string_agg(status || ' ' || error, '; ') FROM jobs WHERE run_id = " + run);
+  // The other model's job waited for a node (none serves the device).
+  EXPECT_EQ(PgValue(url_, "SELECT status FROM jobs WHERE run_id = " + run +
+                              " AND model <> 'labelled.tflite'"),
+            "not_run");
+}
+
 // On SQLite: `dfarm cancel` from another process cancels a run a sweep is
 // running; the sweep records nothing more for it and exits 130.
 TEST_F(FarmE2eTest, CancelOnSqliteStopsASweepInAnotherProcess) {

@@ -182,6 +182,46 @@ TEST_F(EvalSpecTest, BadInputNamesTheFileAndEntry) {
   }
 }
 
+// In a sweep spec, bad labelled data is the model's data error (its jobs
+// fail, the spec loads), kept through the stored spec; a malformed "eval"
+// object still fails the spec.
+TEST_F(EvalSpecTest, SpecKeepsBadDataAsTheModelsDataError) {
+  const std::string bad = Write("bad_label.csv", "image,label\n1/000.png,1\n1/000.png,42\n");
+  json spec = {{"name", "t"},
+               {"models",
+                {{{"path", fixture_->float_model},
+                  {"eval", {{"dataset", fixture_->list_file}, {"limit", 5}}}},
+                 {{"path", fixture_->int8_model},
+                  {"eval", {{"dataset", bad}, {"labels", fixture_->labels_file}}}}}},
+               {"delegates", {"cpu"}},
+               {"devices", {"local"}}};
+  for (json& m : spec["models"]) m["eval"]["preprocess"] = kPreprocess;
+  auto parsed = harness::ParseSpec(spec.dump(), *dir_ + "/spec.json");
+  ASSERT_TRUE(parsed) << parsed.message();
+  ASSERT_EQ(parsed->models.size(), 2u);
+  EXPECT_TRUE(parsed->models[0].eval.has_value());
+  EXPECT_EQ(parsed->models[0].data_error, "");
+  const harness::ModelSpec& m = parsed->models[1];
+  EXPECT_FALSE(m.eval.has_value());
+  EXPECT_TRUE(m.inputs.empty());
+  EXPECT_EQ(m.data_error,
+            "models[1] 'digits_int8.tflite'.eval.dataset: bad_label.csv line 3: label '42' is "
+            "neither a class of the labels file nor a class index below 10");
+  auto again = harness::ParseSpec(parsed->ToJson(), "/spec.json");
+  ASSERT_TRUE(again) << again.message();
+  EXPECT_EQ(again->models[1].data_error, m.data_error);
+  EXPECT_EQ(again->models[0].eval->dataset_id, parsed->models[0].eval->dataset_id);
+  // The object itself wrong: the spec fails, whatever the data.
+  spec["models"][1]["eval"]["colour"] = 1;
+  auto malformed = harness::ParseSpec(spec.dump(), *dir_ + "/spec.json");
+  ASSERT_FALSE(malformed);
+  EXPECT_NE(malformed.message().find("unknown key 'colour'"), std::string::npos)
+      << malformed.message();
+  spec["models"][1]["eval"].erase("colour");
+  spec["models"][1]["eval"]["limit"] = "ten";
+  EXPECT_FALSE(harness::ParseSpec(spec.dump(), *dir_ + "/spec.json"));
+}
+
 TEST(TaskAccuracyTest, ScoresTheRunnersTopClassesAgainstTheLabels) {
   EvalSpec e;
   e.labels = {3, 1, 4, 1};
