@@ -47,8 +47,8 @@ Result<InputsSpec> ParseRawSets(const std::string& given, const std::string& whe
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
     return Invalid(where, "'" + given +
-                          "' is not a folder (expected a folder of input_<i>.bin "
-                          "files, or of one sub-folder per input set)");
+                              "' is not a folder (expected a folder of input_<i>.bin "
+                              "files, or of one sub-folder per input set)");
   }
   InputsSpec out;
   out.folder = dir.string();
@@ -63,8 +63,8 @@ Result<InputsSpec> ParseRawSets(const std::string& given, const std::string& whe
   std::sort(subs.begin(), subs.end());
   for (const std::string& s : subs) {
     if (!HasInput0(s)) {
-      return Invalid(where, "set folder '" + s + "' has no input_0.bin (every sub-folder of '" + given +
-                            "' is one input set of input_<i>.bin files)");
+      return Invalid(where, "set folder '" + s + "' has no input_0.bin (every sub-folder of '" +
+                                given + "' is one input set of input_<i>.bin files)");
     }
   }
   if (subs.empty()) {
@@ -72,7 +72,7 @@ Result<InputsSpec> ParseRawSets(const std::string& given, const std::string& whe
   }
   if (subs.size() > agent::kMaxInputSetsPerJob) {
     return Invalid(where, std::to_string(subs.size()) + " input sets; at most " +
-                          std::to_string(agent::kMaxInputSetsPerJob));
+                              std::to_string(agent::kMaxInputSetsPerJob));
   }
   out.set_dirs = std::move(subs);
   return out;
@@ -109,12 +109,12 @@ Result<std::vector<std::string>> ParseImageList(const json& v, const std::string
       images.push_back(p.string());
     }
   } else {
-    return Invalid(where,
-               std::string("expected a list of image paths or a folder, got ") + JsonTypeName(v));
+    return Invalid(
+        where, std::string("expected a list of image paths or a folder, got ") + JsonTypeName(v));
   }
   if (images.size() > agent::kMaxInputSetsPerJob) {
     return Invalid(where, std::to_string(images.size()) + " images; at most " +
-                          std::to_string(agent::kMaxInputSetsPerJob) + " input sets per model");
+                              std::to_string(agent::kMaxInputSetsPerJob) + " input sets per model");
   }
   return images;
 }
@@ -128,7 +128,7 @@ Result<std::vector<double>> Numbers(const json& v, const std::string& where, siz
     for (size_t i = 0; i < v.size(); ++i) {
       if (!v[i].is_number()) {
         return Invalid(where + "[" + std::to_string(i) + "]",
-                   std::string("expected a number, got ") + JsonTypeName(v[i]));
+                       std::string("expected a number, got ") + JsonTypeName(v[i]));
       }
       out.push_back(v[i].get<double>());
     }
@@ -137,10 +137,10 @@ Result<std::vector<double>> Numbers(const json& v, const std::string& where, siz
   }
   if (out.size() < min_n || out.size() > max_n) {
     return Invalid(where,
-               "expected " +
-                   (min_n == max_n ? std::to_string(min_n)
-                                   : std::to_string(min_n) + " to " + std::to_string(max_n)) +
-                   " numbers, got " + std::to_string(out.size()));
+                   "expected " +
+                       (min_n == max_n ? std::to_string(min_n)
+                                       : std::to_string(min_n) + " to " + std::to_string(max_n)) +
+                       " numbers, got " + std::to_string(out.size()));
   }
   for (double d : out) {
     if (!std::isfinite(d)) return Invalid(where, "numbers must be finite");
@@ -171,7 +171,8 @@ Result<void> ParseSize(const json& o, const std::string& where, ImageInputsSpec&
   }
   const int64_t h = s[0].get<int64_t>(), w = s[1].get<int64_t>();
   if (h < 1 || w < 1 || h > kMaxImageSide || w > kMaxImageSide) {
-    return Invalid(where + ".size", "height and width must be in 1.." + std::to_string(kMaxImageSide));
+    return Invalid(where + ".size",
+                   "height and width must be in 1.." + std::to_string(kMaxImageSide));
   }
   out.height = static_cast<uint32_t>(h);
   out.width = static_cast<uint32_t>(w);
@@ -230,8 +231,8 @@ Result<InputsSpec> ParseImages(const json& o, const std::string& where,
                                   "mean",   "std",  "dtype",  "quantization"};
     if (std::none_of(std::begin(kKeys), std::end(kKeys), [&](const char* k) { return key == k; })) {
       return Invalid(where, "unknown key '" + key +
-                            "' (expected images, size, layout, channels, scale, mean, std, "
-                            "dtype, quantization)");
+                                "' (expected images, size, layout, channels, scale, mean, std, "
+                                "dtype, quantization)");
     }
   }
   if (!o.contains("images")) {
@@ -391,9 +392,10 @@ Result<InputsSpec> ParseInputsSpec(const json& v, const std::string& where,
                                    const std::string& spec_folder) {
   if (v.is_string()) return ParseRawSets(v.get<std::string>(), where, spec_folder);
   if (v.is_object()) return ParseImages(v, where, spec_folder);
-  return Invalid(where, std::string("expected a folder of input sets or an object {\"images\":...}, "
-                                "got ") +
-                        JsonTypeName(v));
+  return Invalid(where,
+                 std::string("expected a folder of input sets or an object {\"images\":...}, "
+                             "got ") +
+                     JsonTypeName(v));
 }
 
 json InputsSpec::ToJson() const {

@@ -20,9 +20,9 @@
 #include "agent/protocol/runner_kinds.h"
 #include "delegates/delegate_names.h"
 #include "delegates/delegate_options.h"
-#include "harness/spec/json_type_name.h"
 #include "harness/devices/device_uri.h"
 #include "harness/run/terminal_text.h"
+#include "harness/spec/json_type_name.h"
 #include "harness/spec/matrix.h"
 #include "harness/spec/spec_paths.h"
 #include "reports/store/store.h"
@@ -418,8 +418,9 @@ class Parser {
     if (!doc.contains("device_tags")) return Ok();
     const json& t = doc["device_tags"];
     if (!t.is_object()) {
-      return Fail("device_tags",
-                  std::string("expected an object {\"DEVICE\":[\"tag\",...]}, got ") + JsonTypeName(t));
+      return Fail(
+          "device_tags",
+          std::string("expected an object {\"DEVICE\":[\"tag\",...]}, got ") + JsonTypeName(t));
     }
     for (const auto& [device, tags] : t.items()) {
       std::string where = "device_tags." + device;
@@ -444,8 +445,8 @@ class Parser {
       const std::string where = "device_classes." + Abbreviated(name);
       if (!IsPlainName(name)) return Fail(where, "a class name must be [A-Za-z0-9_.-]{1,64}");
       if (!globs.is_array()) {
-        return Fail(where,
-                    std::string("expected an array of device-name globs, got ") + JsonTypeName(globs));
+        return Fail(where, std::string("expected an array of device-name globs, got ") +
+                               JsonTypeName(globs));
       }
       if (globs.empty()) return Fail(where, "is an empty list of globs");
       for (size_t i = 0; i < globs.size(); ++i) {
@@ -732,7 +733,8 @@ class Parser {
   Result<void> ParseFarm(const json& doc, SweepSpec& spec) const {
     if (!doc.contains("farm")) return Ok();
     const json& f = doc["farm"];
-    if (!f.is_object()) return Fail("farm", std::string("expected an object, got ") + JsonTypeName(f));
+    if (!f.is_object())
+      return Fail("farm", std::string("expected an object, got ") + JsonTypeName(f));
     if (auto r = CheckKeys(f, "farm", {"priority", "unserved_timeout_s"}); !r) return r.error();
     return ReadUints(
         f, "farm",
@@ -810,7 +812,8 @@ class Parser {
     DeviceSelector sel;
     if (d.contains("abi")) {
       if (!d["abi"].is_string()) {
-        return Fail(where + ".abi", std::string("expected a string, got ") + JsonTypeName(d["abi"]));
+        return Fail(where + ".abi",
+                    std::string("expected a string, got ") + JsonTypeName(d["abi"]));
       }
       sel.abi = d["abi"].get<std::string>();
       if (!IsPlainName(sel.abi)) {
@@ -853,7 +856,8 @@ class Parser {
     if (auto c = CheckKeys(r, where, {"name", "kind", "builds"}); !c) return c.error();
     if (!r.contains("name")) return Fail(where, "missing key 'name'");
     if (!r["name"].is_string()) {
-      return Fail(where + ".name", std::string("expected a string, got ") + JsonTypeName(r["name"]));
+      return Fail(where + ".name",
+                  std::string("expected a string, got ") + JsonTypeName(r["name"]));
     }
     RunnerSpec out;
     out.name = r["name"].get<std::string>();
@@ -862,7 +866,8 @@ class Parser {
     }
     if (r.contains("kind")) {
       if (!r["kind"].is_string()) {
-        return Fail(where + ".kind", std::string("expected a string, got ") + JsonTypeName(r["kind"]));
+        return Fail(where + ".kind",
+                    std::string("expected a string, got ") + JsonTypeName(r["kind"]));
       }
       out.kind = r["kind"].get<std::string>();
       if (!agent::IsRunnerKind(out.kind)) {
@@ -917,7 +922,8 @@ class Parser {
       if (auto r = CheckKeys(d, where, {"name", "options"}); !r) return r.error();
       if (!d.contains("name")) return Fail(where, "missing key 'name'");
       if (!d["name"].is_string()) {
-        return Fail(where + ".name", std::string("expected a string, got ") + JsonTypeName(d["name"]));
+        return Fail(where + ".name",
+                    std::string("expected a string, got ") + JsonTypeName(d["name"]));
       }
       out.name = d["name"].get<std::string>();
       if (d.contains("options")) {
@@ -926,8 +932,8 @@ class Parser {
         }
       }
     } else {
-      return Fail(where,
-                  std::string("expected an object {\"name\":...} or a string, got ") + JsonTypeName(d));
+      return Fail(where, std::string("expected an object {\"name\":...} or a string, got ") +
+                             JsonTypeName(d));
     }
     if (out.name.empty()) return Fail(where, "empty delegate name");
     if (auto r = ResolvePluginPaths(out, grid, where + ".options"); !r) return r.error();
