@@ -2,8 +2,12 @@
 #pragma once
 
 #include <QString>
+#include <string>
 
 namespace dfarm::gui {
+
+// A std::string (UTF-8) as a QString.
+inline QString Q(const std::string& s) { return QString::fromStdString(s); }
 
 // Microseconds as milliseconds with three significant decimals ("12.345").
 QString formatMs(double us);

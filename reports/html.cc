@@ -157,7 +157,7 @@ void Banner(std::ostringstream& h, const RunReport& report) {
   h << "</div>\n";
 }
 
-void Summary(std::ostringstream& h, const RunReport& report) {
+void HtmlSummary(std::ostringstream& h, const RunReport& report) {
   const store::RunRow& run = report.run;
   JobCounts counts = CountJobs(report.jobs);
   h << "<h1>DelegateFarm run " << run.id << ": " << Esc(run.name) << "</h1>\n";
@@ -410,7 +410,7 @@ std::string RenderHtml(const RunReport& report) {
   h << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
     << "<title>DelegateFarm run " << report.run.id << ": " << Esc(report.run.name)
     << "</title>\n<style>" << kCss << VerdictCss() << "</style>\n</head>\n<body>\n";
-  Summary(h, report);
+  HtmlSummary(h, report);
   if (report.comparison) ComparisonSection(h, *report.comparison);
   if (!cells.empty()) Heatmap(h, report, cells);
   Distributions(h, report, cells);

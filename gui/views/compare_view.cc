@@ -16,8 +16,6 @@ namespace dfarm::gui {
 
 namespace {
 
-QString Q(const std::string& s) { return QString::fromStdString(s); }
-
 QString RunLine(const char* role, const store::RunRow& run) {
   QStringList tags;
   for (const std::string& t : run.tags) tags << Q(t);

@@ -15,8 +15,6 @@ namespace dfarm::gui {
 
 namespace {
 
-QString Q(const std::string& s) { return QString::fromStdString(s); }
-
 QVariant StateColour(const std::string& state) {
   if (state == store::kDeviceQuarantined || state == store::kDeviceOffline) {
     return QColor(0xb0, 0x20, 0x20);

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 
+#include "gui/format.h"
 #include "gui/store_loader.h"
 #include "gui/views/devices_view.h"
 
@@ -19,8 +20,6 @@ namespace {
 constexpr int kIdRole = Qt::UserRole + 1;  // a job or run id to open
 constexpr int kRunningJobColumn = 6;       // of the devices table
 constexpr int kPriorityColumn = 2;         // of the queue table
-
-QString Q(const std::string& s) { return QString::fromStdString(s); }
 
 QTableWidget* makeTable(QWidget* parent, const QStringList& headers) {
   auto* t = new QTableWidget(0, static_cast<int>(headers.size()), parent);

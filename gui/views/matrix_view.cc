@@ -22,8 +22,6 @@ namespace dfarm::gui {
 
 namespace {
 
-QString Q(const std::string& s) { return QString::fromStdString(s); }
-
 MatrixCell MakeCell(const reports::RunReport& report, const reports::CellGroup& cell) {
   MatrixCell m;
   m.present = true;
