@@ -196,6 +196,20 @@ class TaskE2eTest : public ::testing::Test {
     if (!summary.is_object() || !summary.contains("run_id")) return 0;
     return summary["run_id"].get<int64_t>();
   }
+  // What reports/eval/testing/SCRIPT (numpy) prints for `req` on its stdin;
+  // null, and a failure, when it does not run.
+  json Reference(const std::string& script, const json& req) {
+    const fs::path in = work_ / (script + ".in.json"), out = work_ / (script + ".out.json");
+    std::ofstream(in) << req.dump();
+    const std::string cmd = "/usr/bin/python3 " + std::string(DFARM_SOURCE_DIR) +
+                            "/reports/eval/testing/" + script + " < " + in.string() + " > " +
+                            out.string();
+    if (std::system(cmd.c_str()) != 0) {
+      ADD_FAILURE() << cmd;
+      return nullptr;
+    }
+    return json::parse(std::ifstream(out));
+  }
   Outcome Dfarm(std::vector<std::string> args) {
     args.insert(args.begin(), (BinDir() / "dfarm").string());
     args.insert(args.end(), {"--db", db_});
@@ -424,13 +438,10 @@ TEST_F(TaskE2eTest, DetectionMapOfAPostProcessModelMatchesTheNumpyReference) {
   ASSERT_TRUE(tasks.ok()) << tasks.message();
 
   // The numpy reference on the boxes derived here.
-  const json req = {{"images", 3}, {"truth", truth}, {"detections", detections_expected}};
-  std::ofstream(work_ / "req.json") << req.dump();
-  const std::string cmd = "/usr/bin/python3 " + std::string(DFARM_SOURCE_DIR) +
-                          "/reports/eval/testing/task_metrics_reference.py < " +
-                          (work_ / "req.json").string() + " > " + (work_ / "ref.json").string();
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  const json ref = json::parse(std::ifstream(work_ / "ref.json"));
+  const json ref =
+      Reference("task_metrics_reference.py",
+                {{"images", 3}, {"truth", truth}, {"detections", detections_expected}});
+  ASSERT_TRUE(ref.is_object());
   // Hand-worked bounds: image 1's shifted cat matches 4 of the 10 IoU
   // thresholds; the dog of image 0 is a false alarm after image 2's hit.
   EXPECT_GT(ref["map"].get<double>(), 0.3);
@@ -546,13 +557,10 @@ TEST_F(TaskE2eTest, DetectionMapOfRawAnchorsDecodedOnTheHostMatchesTheNumpyRefer
   auto tasks = (*store)->ListRunTaskAccuracy(run);
   ASSERT_TRUE(tasks.ok()) << tasks.message();
 
-  const json req = {{"images", 3}, {"truth", truth}, {"detections", detections_expected}};
-  std::ofstream(work_ / "req.json") << req.dump();
-  const std::string cmd = "/usr/bin/python3 " + std::string(DFARM_SOURCE_DIR) +
-                          "/reports/eval/testing/task_metrics_reference.py < " +
-                          (work_ / "req.json").string() + " > " + (work_ / "ref.json").string();
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  const json ref = json::parse(std::ifstream(work_ / "ref.json"));
+  const json ref =
+      Reference("task_metrics_reference.py",
+                {{"images", 3}, {"truth", truth}, {"detections", detections_expected}});
+  ASSERT_TRUE(ref.is_object());
   // Hand-worked bounds: image 1's shifted cat matches 4 of the 10 IoU
   // thresholds, its dog is a false alarm, image 2's cat is missed.
   EXPECT_GT(ref["map"].get<double>(), 0.3);
@@ -679,8 +687,6 @@ TEST_F(TaskE2eTest, FaceDetectorOnDrawnFacesDecodesLikeTheNumpyDecoder) {
   ASSERT_EQ(jobs->size(), 2u);
   auto tasks = (*store)->ListRunTaskAccuracy(run);
   ASSERT_TRUE(tasks.ok()) << tasks.message();
-  const std::string py =
-      "/usr/bin/python3 " + std::string(DFARM_SOURCE_DIR) + "/reports/eval/testing/";
   for (const store::JobRow& j : *jobs) {
     SCOPED_TRACE(j.delegate + ": " + j.status + " " + j.error + " " + j.state_note);
     ASSERT_EQ(j.status, "ok");
@@ -697,12 +703,8 @@ TEST_F(TaskE2eTest, FaceDetectorOnDrawnFacesDecodesLikeTheNumpyDecoder) {
         {"sizes", json::array()}, {"sets", listed["sets"]}};
     json with_sizes = req;
     for (size_t i = 0; i < std::size(kFaces); ++i) with_sizes["sizes"].push_back({128, 128});
-    std::ofstream(work_ / "decode.json") << with_sizes.dump();
-    const std::string decode = py + "ssd_anchors_reference.py < " +
-                               (work_ / "decode.json").string() + " > " +
-                               (work_ / "decoded.json").string();
-    ASSERT_EQ(std::system(decode.c_str()), 0) << decode;
-    const json decoded = json::parse(std::ifstream(work_ / "decoded.json"));
+    const json decoded = Reference("ssd_anchors_reference.py", with_sizes);
+    ASSERT_TRUE(decoded.is_object());
     EXPECT_EQ(decoded["anchors"], 896);
     const json& expected = decoded["detections"];
     const json stored = json::parse(t.per_image)["detections"];
@@ -713,12 +715,10 @@ TEST_F(TaskE2eTest, FaceDetectorOnDrawnFacesDecodesLikeTheNumpyDecoder) {
             << "detection " << d << " field " << k;
       }
     }
-    std::ofstream(work_ / "req.json")
-        << json{{"images", std::size(kFaces)}, {"truth", truth}, {"detections", expected}}.dump();
-    const std::string score = py + "task_metrics_reference.py < " + (work_ / "req.json").string() +
-                              " > " + (work_ / "ref.json").string();
-    ASSERT_EQ(std::system(score.c_str()), 0) << score;
-    const json ref = json::parse(std::ifstream(work_ / "ref.json"));
+    const json ref =
+        Reference("task_metrics_reference.py",
+                  {{"images", std::size(kFaces)}, {"truth", truth}, {"detections", expected}});
+    ASSERT_TRUE(ref.is_object());
     for (const char* m : {"map", "map50", "recall"}) {
       ASSERT_NE(t.Find(m), nullptr) << m;
       EXPECT_NEAR(t.Find(m)->value, ref[m].get<double>(), 1e-6) << m;
