@@ -41,14 +41,11 @@ StorePool::Lease::Lease(StorePool& p) : pool(p), outer(t_held) {
   }
   p.cv_.notify_all();  // the next in line may go
   if (must_open) {
-    auto opened = p.open_();
-    std::lock_guard lock(p.mu_);
+    auto opened = p.OpenReserved();
     if (opened) {
       store = std::move(*opened);
-      ++p.opened_;
     } else {
       error = opened.error();
-      --p.open_count_;
     }
   }
   if (!store) {
@@ -81,19 +78,25 @@ Result<void> StorePool::Fill() {
       if (open_count_ >= size_) return Ok();
       ++open_count_;
     }
-    auto opened = open_();
-    {
+    auto opened = OpenReserved();
+    if (opened) {
       std::lock_guard lock(mu_);
-      if (opened) {
-        idle_.push_back(std::move(*opened));
-        ++opened_;
-      } else {
-        --open_count_;
-      }
+      idle_.push_back(std::move(*opened));
     }
     cv_.notify_all();
     if (!opened) return opened.error();
   }
+}
+
+Result<std::unique_ptr<Store>> StorePool::OpenReserved() {
+  auto opened = open_();
+  std::lock_guard lock(mu_);
+  if (opened) {
+    ++opened_;
+  } else {
+    --open_count_;  // the slot is free again
+  }
+  return opened;
 }
 
 int StorePool::open() const {

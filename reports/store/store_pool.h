@@ -85,6 +85,10 @@ class StorePool {
     Error error;
   };
 
+  // Opens a connection for a slot already counted in open_count_: counts it
+  // in opened_, or frees the slot when the open fails.
+  Result<std::unique_ptr<Store>> OpenReserved();
+
   const Opener open_;
   const int size_;
   mutable std::mutex mu_;
