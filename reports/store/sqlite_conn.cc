@@ -123,11 +123,19 @@ Result<std::unique_ptr<Conn>> OpenSqlite(const std::string& path, SqliteSync syn
   // WAL so the dashboard can read while a sweep writes. FULL fsyncs the WAL
   // at every commit: a result the store returned from survives an OS crash
   // or a power loss, not only a crash of dfarm (NORMAL's promise).
+  // Connections opening a new file at once race to switch it to WAL; the
+  // loser gets SQLITE_BUSY without the busy handler, so it tries again for
+  // as long as the busy timeout.
   const char* synchronous = sync == SqliteSync::kFull ? "FULL" : "NORMAL";
-  if (auto r = conn->Exec(std::string("PRAGMA journal_mode = WAL; PRAGMA synchronous = ") +
-                          synchronous + "; PRAGMA foreign_keys = ON;");
-      !r) {
-    return r.error();
+  const std::string pragmas = std::string("PRAGMA journal_mode = WAL; PRAGMA synchronous = ") +
+                              synchronous + "; PRAGMA foreign_keys = ON;";
+  for (int waited_ms = 0;; waited_ms += 10) {
+    auto r = conn->Exec(pragmas);
+    if (r) break;
+    if ((sqlite3_extended_errcode(raw) & 0xff) != SQLITE_BUSY || waited_ms >= 10000) {
+      return r.error();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return std::unique_ptr<Conn>(std::move(conn));
 }
