@@ -7,6 +7,11 @@
 # OPTIMIZE: the test sources keep the build type's flags (see DFARM_TEST_CXX_FLAGS).
 # NO_PCH: no shared precompiled header: Qt's targets make a program -fPIC,
 # which the shared header (built -fPIE) is not.
+# UNITY n: the sources compile as unity sources of n files each (CMake's
+# UNITY_BUILD): most of a test source's build is the headers and GoogleTest's
+# templates, which a unity source pays once. Default 8; UNITY 1 compiles each
+# source alone (names in anonymous namespaces must differ between the files
+# of one program otherwise).
 # One GoogleTest executable; each TEST becomes a CTest test.
 set(DFARM_MODELS_DIR "${PROJECT_SOURCE_DIR}/models" CACHE PATH
     "Folder with the real .tflite models fetched by scripts/setup.sh")
@@ -41,12 +46,19 @@ if(DFARM_TEST_PCH)
 endif()
 
 function(dfarm_test name)
-  cmake_parse_arguments(T "NO_MAIN;OPTIMIZE;NO_PCH" "SERIAL" "SOURCES;LIBS;LABELS;PROPERTIES"
+  cmake_parse_arguments(T "NO_MAIN;OPTIMIZE;NO_PCH" "SERIAL;UNITY" "SOURCES;LIBS;LABELS;PROPERTIES"
                         ${ARGN})
   if(NOT T_LABELS)
     set(T_LABELS unit)
   endif()
   add_executable(${name} ${T_SOURCES})
+  if(NOT T_UNITY)
+    set(T_UNITY 8)
+  endif()
+  list(LENGTH T_SOURCES _dfarm_sources)
+  if(T_UNITY GREATER 1 AND _dfarm_sources GREATER 1)
+    set_target_properties(${name} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${T_UNITY})
+  endif()
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gmock)
   if(NOT T_OPTIMIZE)
     target_compile_options(${name} PRIVATE ${_dfarm_test_flags})

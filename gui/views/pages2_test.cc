@@ -20,18 +20,21 @@
 #include "gui/views/fleet_view.h"
 #include "gui/views/overview_view.h"
 #include "gui/views/trend_view.h"
+#include "gui/views/view_testing.h"
 
 namespace dfarm::gui {
 namespace {
 
-const std::string kSha(64, 'b');
+using viewtest::WaitReady;
 
-store::JobRow CellJob(const std::string& delegate, int64_t trial) {
+const std::string kPagesSha(64, 'b');
+
+store::JobRow PagesJob(const std::string& delegate, int64_t trial) {
   store::JobRow job;
   job.job_key = "face/" + delegate + "/" + std::to_string(trial);
   job.model = "face.tflite";
   job.model_path = "/models/face.tflite";
-  job.model_sha256 = kSha;
+  job.model_sha256 = kPagesSha;
   job.delegate = delegate;
   job.device = "local";
   job.num_threads = 4;
@@ -40,7 +43,7 @@ store::JobRow CellJob(const std::string& delegate, int64_t trial) {
   return job;
 }
 
-store::JobOutcome Ok(double p50_us) {
+store::JobOutcome PagesOk(double p50_us) {
   store::JobOutcome ok;
   ok.status = "ok";
   ok.exit_code = 0;
@@ -52,12 +55,6 @@ store::JobOutcome Ok(double p50_us) {
   m.num_runs = 3;
   ok.metrics = m;
   return ok;
-}
-
-bool WaitReady(View& view) {
-  if (view.isReady()) return true;
-  QSignalSpy spy(&view, &View::ready);
-  return spy.wait(20000);
 }
 
 // 12 runs: xnnpack (3 trials, p50 steps from 10 ms to 13 ms at the 7th
@@ -74,16 +71,16 @@ class PageViewsTest : public testing::Test {
       auto run = s->CreateRun("nightly", "{}");
       ASSERT_TRUE(run.ok()) << run.message();
       runs_.push_back(*run);
-      auto ids = s->AddJobs(*run, {CellJob("xnnpack", 0), CellJob("xnnpack", 1),
-                                   CellJob("xnnpack", 2), CellJob("cpu", 0)});
+      auto ids = s->AddJobs(*run, {PagesJob("xnnpack", 0), PagesJob("xnnpack", 1),
+                                   PagesJob("xnnpack", 2), PagesJob("cpu", 0)});
       ASSERT_TRUE(ids.ok()) << ids.message();
       const double level = r < 6 ? 10000 : 13000;
       for (int t = 0; t < 3; ++t) {
-        ASSERT_TRUE(s->RecordJobResult((*ids)[t], Ok(level + 100 * t + 7 * (r % 3))).ok());
+        ASSERT_TRUE(s->RecordJobResult((*ids)[t], PagesOk(level + 100 * t + 7 * (r % 3))).ok());
       }
-      ASSERT_TRUE(s->RecordJobResult((*ids)[3], Ok(50000)).ok());
+      ASSERT_TRUE(s->RecordJobResult((*ids)[3], PagesOk(50000)).ok());
       if (r == 11) {
-        auto failed = s->AddJob(*run, CellJob("gpu", 0));
+        auto failed = s->AddJob(*run, PagesJob("gpu", 0));
         ASSERT_TRUE(failed.ok());
         store::JobOutcome crash;
         crash.status = "crashed";
@@ -96,8 +93,8 @@ class PageViewsTest : public testing::Test {
     local.name = "local";
     ASSERT_TRUE(s->UpsertDevice(local).ok());
     ASSERT_TRUE(s->SetDeviceState("local", store::kDeviceQuarantined, "battery swollen").ok());
-    xnnpack_ = store::CellOf(CellJob("xnnpack", 0));
-    cpu_ = store::CellOf(CellJob("cpu", 0));
+    xnnpack_ = store::CellOf(PagesJob("xnnpack", 0));
+    cpu_ = store::CellOf(PagesJob("cpu", 0));
   }
 
   QTemporaryDir dir_;
@@ -143,7 +140,7 @@ TEST_F(PageViewsTest, OverviewShowsEveryCellItsLatestValueAndTheHistoryStep) {
   const OverviewRow* cpu = RowOf(view, cpu_);
   ASSERT_NE(cpu, nullptr);
   EXPECT_FALSE(cpu->lastChange.has_value());
-  store::Cell gpu = store::CellOf(CellJob("gpu", 0));
+  store::Cell gpu = store::CellOf(PagesJob("gpu", 0));
   const OverviewRow* g = RowOf(view, gpu);
   ASSERT_NE(g, nullptr);
   EXPECT_FALSE(g->latestMs.has_value());
@@ -262,7 +259,7 @@ TEST_F(PageViewsTest, FleetShowsNodesQueueDepthAndTheJobEachDeviceRuns) {
     ASSERT_TRUE(run.ok());
     ASSERT_TRUE((*s)->SetRunMode(*run, store::kRunModeQueue).ok());
     std::vector<store::JobRow> jobs;
-    for (int t = 0; t < 3; ++t) jobs.push_back(CellJob("cpu", t));
+    for (int t = 0; t < 3; ++t) jobs.push_back(PagesJob("cpu", t));
     ASSERT_TRUE((*s)->AddJobs(*run, jobs).ok());
     store::NodeRow node;
     node.name = "lab-1";
@@ -280,7 +277,7 @@ TEST_F(PageViewsTest, FleetShowsNodesQueueDepthAndTheJobEachDeviceRuns) {
     ASSERT_TRUE(urgent.ok());
     ASSERT_TRUE((*s)->SetRunMode(*urgent, store::kRunModeQueue).ok());
     ASSERT_TRUE((*s)->SetRunQueueing(*urgent, {9, 900}).ok());
-    ASSERT_TRUE((*s)->AddJobs(*urgent, {CellJob("xnnpack", 0)}).ok());
+    ASSERT_TRUE((*s)->AddJobs(*urgent, {PagesJob("xnnpack", 0)}).ok());
     ASSERT_TRUE(
         (*s)->SetOperatorState("local", store::kDeviceQuarantined, "battery swollen", "al@lab")
             .ok());
@@ -463,7 +460,7 @@ TEST_F(PageViewsTest, WindowOpensLinksCopiesThemAndRefusesBadOnes) {
   }
   // Add to the trend: the overview's cells join the trend shown last.
   window.goToPage(Page::Overview);
-  emit window.view(Page::Overview)->addToTrend({store::CellOf(CellJob("gpu", 0))});
+  emit window.view(Page::Overview)->addToTrend({store::CellOf(PagesJob("gpu", 0))});
   ASSERT_TRUE(QTest::qWaitFor(
       [&] { return window.location().page == Page::Trend && window.currentView()->isReady(); },
       20000));

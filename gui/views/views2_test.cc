@@ -13,14 +13,19 @@
 #include <QTemporaryDir>
 #include <cstdlib>
 #include <map>
+#include <memory>
 
 #include "gui/chart_export.h"
 #include "gui/views/compare_view.h"
 #include "gui/views/job_view.h"
 #include "gui/views/trend_view.h"
+#include "gui/views/view_testing.h"
 
 namespace dfarm::gui {
 namespace {
+
+using viewtest::g_warnings;
+using viewtest::WaitReady;
 
 const std::string kSha(64, 'b');
 
@@ -96,20 +101,6 @@ store::JobOutcome Ok(double p50_us) {
   return ok;
 }
 
-int g_warnings = 0;
-void CountWarnings(QtMsgType type, const QMessageLogContext&, const QString& msg) {
-  if (type != QtDebugMsg && type != QtInfoMsg) {
-    ++g_warnings;
-    fprintf(stderr, "qt: %s\n", qPrintable(msg));
-  }
-}
-
-bool WaitReady(View& view) {
-  if (view.isReady()) return true;
-  QSignalSpy spy(&view, &View::ready);
-  return spy.wait(10000);
-}
-
 // 12 runs of one cell (3 trials each; p50 steps from 10 ms to 13 ms at the
 // 7th run) plus a cpu job per run that is another cell, run 3 tagged
 // "baseline", and a crashed job with a stderr tail in the last run.
@@ -157,10 +148,9 @@ class Views2Test : public testing::Test {
     cell_.device = "local";
     cell_.runner = "main";
     cell_.num_threads = 4;
-    g_warnings = 0;
-    previous_ = qInstallMessageHandler(CountWarnings);
+    warnings_ = std::make_unique<viewtest::WarningCounter>();
   }
-  void TearDown() override { qInstallMessageHandler(previous_); }
+  void TearDown() override { warnings_.reset(); }
 
   QTemporaryDir dir_;
   QString db_;
@@ -168,7 +158,7 @@ class Views2Test : public testing::Test {
   int64_t firstJob_ = 0;
   int64_t crashedJob_ = 0;
   store::Cell cell_;
-  QtMessageHandler previous_ = nullptr;
+  std::unique_ptr<viewtest::WarningCounter> warnings_;
 };
 
 TEST_F(Views2Test, TrendHasAPointPerRunTheSpreadTagsAndTheStepChange) {

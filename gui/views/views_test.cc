@@ -19,25 +19,15 @@
 #include "gui/views/devices_view.h"
 #include "gui/views/matrix_view.h"
 #include "gui/views/runs_view.h"
+#include "gui/views/view_testing.h"
 #include "reports/report.h"
 
 namespace dfarm::gui {
 namespace {
 
-int g_warnings = 0;
-void CountWarnings(QtMsgType type, const QMessageLogContext&, const QString& msg) {
-  if (type == QtWarningMsg || type == QtCriticalMsg || type == QtFatalMsg) {
-    ++g_warnings;
-    fprintf(stderr, "qt: %s\n", qPrintable(msg));
-  }
-}
-
-// Installs the warning counter for a scope: the model tester reports as warnings.
-struct WarningCounter {
-  WarningCounter() : previous(qInstallMessageHandler(CountWarnings)) { g_warnings = 0; }
-  ~WarningCounter() { qInstallMessageHandler(previous); }
-  QtMessageHandler previous;
-};
+using viewtest::g_warnings;
+using viewtest::WaitReady;
+using viewtest::WarningCounter;
 
 store::JobRow Job(const std::string& model, const std::string& delegate, const std::string& device,
                   int64_t trial) {
@@ -73,10 +63,6 @@ store::JobOutcome Ok(double median_us, double error) {
     ok.accuracy = store::Accuracy{"cpu", {acc}};
   }
   return ok;
-}
-
-bool WaitReady(View& view) {
-  return QTest::qWaitFor([&] { return view.isReady(); }, 20000);
 }
 
 class ViewsTest : public testing::Test {

@@ -20,12 +20,6 @@ using ::testing::Pointwise;
 
 using Act = tfl::ActivationFunctionType;
 
-std::vector<float> Iota(int n, float start = 1.0f) {
-  std::vector<float> v(n);
-  std::iota(v.begin(), v.end(), start);
-  return v;
-}
-
 // A CONV_2D case: input, constant filter and bias, declared output shape.
 struct ConvCase {
   std::vector<int32_t> input_shape;
@@ -119,8 +113,8 @@ TEST(Conv2DTest, SameStride2PadsAfterOnly) {
   Conv2DParams p;
   p.padding = tfl::Padding::SAME;
   p.stride_h = p.stride_w = 2;
-  ConvCase c{{1, 4, 4, 1}, Iota(16), {1, 3, 3, 1}, std::vector<float>(9, 1.0f), {},
-             {1, 2, 2, 1}, p};
+  ConvCase c{
+      {1, 4, 4, 1}, Iota(16, 1.0f), {1, 3, 3, 1}, std::vector<float>(9, 1.0f), {}, {1, 2, 2, 1}, p};
   EXPECT_THAT(RunConv(c), Pointwise(FloatNear(1e-5), {54.0f, 45.0f, 72.0f, 54.0f}));
 }
 
@@ -129,7 +123,8 @@ TEST(Conv2DTest, SameStride1PadsBothSides) {
   // (0,0) = 1+2+4+5 = 12.
   Conv2DParams p;
   p.padding = tfl::Padding::SAME;
-  ConvCase c{{1, 3, 3, 1}, Iota(9), {1, 3, 3, 1}, std::vector<float>(9, 1.0f), {}, {1, 3, 3, 1}, p};
+  ConvCase c{
+      {1, 3, 3, 1}, Iota(9, 1.0f), {1, 3, 3, 1}, std::vector<float>(9, 1.0f), {}, {1, 3, 3, 1}, p};
   EXPECT_THAT(RunConv(c), Pointwise(FloatNear(1e-5), {12.0f, 21.0f, 16.0f, 27.0f, 45.0f, 33.0f,
                                                       24.0f, 39.0f, 28.0f}));
 }
@@ -138,7 +133,7 @@ TEST(Conv2DTest, Dilation) {
   // 2x2 ones dilated by 2 over 3x3 (1..9): corners 1+3+7+9 = 20.
   Conv2DParams p;
   p.dilation_h = p.dilation_w = 2;
-  ConvCase c{{1, 3, 3, 1}, Iota(9), {1, 2, 2, 1}, {1, 1, 1, 1}, {}, {1, 1, 1, 1}, p};
+  ConvCase c{{1, 3, 3, 1}, Iota(9, 1.0f), {1, 2, 2, 1}, {1, 1, 1, 1}, {}, {1, 1, 1, 1}, p};
   EXPECT_THAT(RunConv(c), ElementsAre(20.0f));
 }
 
@@ -243,8 +238,8 @@ TEST(Conv2DTest, StrideOfInt32MaxIsOneWindow) {
   // in + stride overflowed int: VALID computed 0 rows (or UB) instead of 1.
   Conv2DParams p;
   p.stride_h = kInt32Max;
-  ConvCase c{{1, 4, 4, 1}, Iota(16), {1, 3, 3, 1}, std::vector<float>(9, 1.0f), {},
-             {1, 1, 2, 1}, p};
+  ConvCase c{
+      {1, 4, 4, 1}, Iota(16, 1.0f), {1, 3, 3, 1}, std::vector<float>(9, 1.0f), {}, {1, 1, 2, 1}, p};
   EXPECT_THAT(RunConv(c), ElementsAre(54.0f, 63.0f));
   EXPECT_THAT(RunConvReference(c), ElementsAre(54.0f, 63.0f));
   c.params.padding = tfl::Padding::SAME;

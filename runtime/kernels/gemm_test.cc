@@ -336,12 +336,6 @@ void ExpectSameAsReference(const ModelBuilder& b, tfl::BuiltinOperator code,
   }
 }
 
-int OutDim(tfl::Padding padding, int in, int k, int stride, int dilation) {
-  const int effective = (k - 1) * dilation + 1;
-  return padding == tfl::Padding::SAME ? (in + stride - 1) / stride
-                                       : (in - effective + stride) / stride;
-}
-
 TEST(GemmTest, AddendGivesTheBitsOfASeparateAdd) {
   // clamp(bias + A·B + addend) in one product (a folded ADD) against the
   // product without clamp, then the ADD and the clamp: every kernel (AVX-512,
@@ -427,8 +421,8 @@ TEST(GemmKernelsTest, Conv2DMatchesReference) {
       {1, 6, 6, 6, 6, 1, 1, 1, 1, tfl::Padding::VALID, Act::NONE, 3},    // grouped 1x1
   };
   for (const Case& c : cases) {
-    const int oh = OutDim(c.padding, c.h, c.kh, c.stride, c.dilation);
-    const int ow = OutDim(c.padding, c.w, c.kw, c.stride, c.dilation);
+    const int oh = dfarm::testing::ConvOutDim(c.padding, c.h, c.kh, c.stride, c.dilation);
+    const int ow = dfarm::testing::ConvOutDim(c.padding, c.w, c.kw, c.stride, c.dilation);
     for (bool with_bias : {true, false}) {
       ModelBuilder b;
       int in = b.AddTensor(tfl::TensorType::FLOAT32, {c.n, c.h, c.w, c.cin}, "input");

@@ -188,11 +188,6 @@ double BiasReal(const std::vector<int32_t>& bias, const QTensor& input, const QT
   return static_cast<double>(bias[c]) * input.scales[0] * fs;
 }
 
-int OutDim(tfl::Padding padding, int in, int k, int stride, int dilation) {
-  const int effective = (k - 1) * dilation + 1;
-  return padding == tfl::Padding::SAME ? (in + stride - 1) / stride
-                                       : (in - effective + stride) / stride;
-}
 int PadBefore(tfl::Padding padding, int in, int k, int stride, int dilation, int out) {
   if (padding != tfl::Padding::SAME) return 0;
   const int effective = (k - 1) * dilation + 1;
@@ -342,8 +337,8 @@ TEST(QuantizedConvTest, Conv2DMatchesDequantizedMath) {
       QTensor filter = is_int8 ? RandomPerChannel(rng, {c.cout, c.kh, c.kw, fc}, 0)
                                : Random(rng, {c.cout, c.kh, c.kw, fc}, false, 0.01f, 120);
       std::vector<int32_t> bias = RandomBias(rng, c.cout);
-      const int oh = OutDim(c.padding, c.h, c.kh, c.stride, c.dilation);
-      const int ow = OutDim(c.padding, c.w, c.kw, c.stride, c.dilation);
+      const int oh = ConvOutDim(c.padding, c.h, c.kh, c.stride, c.dilation);
+      const int ow = ConvOutDim(c.padding, c.w, c.kw, c.stride, c.dilation);
       const int pt = PadBefore(c.padding, c.h, c.kh, c.stride, c.dilation, oh);
       const int pl = PadBefore(c.padding, c.w, c.kw, c.stride, c.dilation, ow);
       std::vector<double> real;
@@ -432,8 +427,8 @@ TEST(QuantizedConvTest, IntegerGemmMatchesPlainLoopsBitForBit) {
       QTensor input = Random(rng, {c.n, c.h, c.w, c.cin}, is_int8, 0.05f, zp(rng));
       QTensor filter = is_int8 ? RandomPerChannel(rng, {c.cout, c.kh, c.kw, c.cin}, 0)
                                : Random(rng, {c.cout, c.kh, c.kw, c.cin}, false, 0.01f, zp(rng));
-      const int oh = OutDim(c.padding, c.h, c.kh, c.stride, c.dilation);
-      const int ow = OutDim(c.padding, c.w, c.kw, c.stride, c.dilation);
+      const int oh = ConvOutDim(c.padding, c.h, c.kh, c.stride, c.dilation);
+      const int ow = ConvOutDim(c.padding, c.w, c.kw, c.stride, c.dilation);
       ModelBuilder b;
       int in = AddQuantized(b, input, is_int8, false, "input");
       int f = AddQuantized(b, filter, is_int8, true, "filter");
@@ -485,8 +480,8 @@ TEST(QuantizedConvTest, DepthwiseFastLoopsMatchPlainLoopsBitForBit) {
       QTensor input = Random(rng, {c.n, c.h, c.w, c.cin}, is_int8, 0.05f, zp(rng));
       QTensor filter = is_int8 ? RandomPerChannel(rng, {1, c.k, c.k, cout}, 3)
                                : Random(rng, {1, c.k, c.k, cout}, false, 0.01f, zp(rng));
-      const int oh = OutDim(c.padding, c.h, c.k, c.stride, c.dilation);
-      const int ow = OutDim(c.padding, c.w, c.k, c.stride, c.dilation);
+      const int oh = ConvOutDim(c.padding, c.h, c.k, c.stride, c.dilation);
+      const int ow = ConvOutDim(c.padding, c.w, c.k, c.stride, c.dilation);
       ModelBuilder b;
       int in = AddQuantized(b, input, is_int8, false, "input");
       int f = AddQuantized(b, filter, is_int8, true, "filter");
@@ -598,8 +593,8 @@ TEST(QuantizedConvTest, DepthwiseConv2DMatchesDequantizedMath) {
       QTensor filter = is_int8 ? RandomPerChannel(rng, {1, c.k, c.k, cout}, 3)
                                : Random(rng, {1, c.k, c.k, cout}, false, 0.01f, 130);
       std::vector<int32_t> bias = RandomBias(rng, cout);
-      const int oh = OutDim(c.padding, c.h, c.k, c.stride, c.dilation);
-      const int ow = OutDim(c.padding, c.w, c.k, c.stride, c.dilation);
+      const int oh = ConvOutDim(c.padding, c.h, c.k, c.stride, c.dilation);
+      const int ow = ConvOutDim(c.padding, c.w, c.k, c.stride, c.dilation);
       const int pt = PadBefore(c.padding, c.h, c.k, c.stride, c.dilation, oh);
       const int pl = PadBefore(c.padding, c.w, c.k, c.stride, c.dilation, ow);
       std::vector<double> real;

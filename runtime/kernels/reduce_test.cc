@@ -31,12 +31,6 @@ runtime::Status Reduce(Op code, std::vector<int32_t> in_shape, const std::vector
   return runtime::Status::Ok();
 }
 
-std::vector<float> Iota(int n) {
-  std::vector<float> v(n);
-  for (int i = 0; i < n; ++i) v[i] = static_cast<float>(i);
-  return v;
-}
-
 TEST(ReduceTest, MeanOverTheMiddleAxis) {
   // [2,3,2] of 0..11, mean over axis 1: (0+2+4)/3, (1+3+5)/3, (6+8+10)/3, (7+9+11)/3.
   std::vector<float> out;

@@ -92,12 +92,6 @@ TEST(StridedSliceTest, ZeroStrideIsAnError) {
   EXPECT_THAT(status.message(), HasSubstr("stride of dimension 0 is 0"));
 }
 
-std::vector<float> Iota(int n) {
-  std::vector<float> v(n);
-  for (int i = 0; i < n; ++i) v[i] = static_cast<float>(i);
-  return v;
-}
-
 TEST(StridedSliceTest, EllipsisFirstThenShrink) {
   // x[..., 1] on [2,3,4] = 0..23: x[i][j][1] = 12i + 4j + 1.
   std::vector<float> out;

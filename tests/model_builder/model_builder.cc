@@ -392,4 +392,16 @@ bool ModelBuilder::WriteFile(const std::string& path) const {
   return static_cast<bool>(out);
 }
 
+std::vector<float> Iota(int n, float start) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) v[static_cast<size_t>(i)] = start + static_cast<float>(i);
+  return v;
+}
+
+int ConvOutDim(tfl::Padding padding, int in, int k, int stride, int dilation) {
+  const int effective = (k - 1) * dilation + 1;
+  return padding == tfl::Padding::SAME ? (in + stride - 1) / stride
+                                       : (in - effective + stride) / stride;
+}
+
 }  // namespace dfarm::testing

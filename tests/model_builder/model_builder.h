@@ -201,4 +201,10 @@ class ModelBuilder {
   uint32_t version_ = 3;
 };
 
+// start, start + 1, ..., start + n - 1.
+std::vector<float> Iota(int n, float start = 0.0f);
+
+// A convolution's or pool's output size along one axis, as TFLite computes it.
+int ConvOutDim(tfl::Padding padding, int in, int k, int stride, int dilation);
+
 }  // namespace dfarm::testing
