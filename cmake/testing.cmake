@@ -1,10 +1,12 @@
 # dfarm_test(NAME SOURCES a.cc b.cc LIBS lib1 lib2 [LABELS unit] [NO_MAIN] [OPTIMIZE]
-#            [NO_PCH] [SERIAL gtest-filter] [PROPERTIES k v ...])
+#            [NO_PCH] [SERIAL gtest-filter] [UNITY n] [NO_DISCOVER] [PROPERTIES k v ...])
 # PROPERTIES: more CTest properties for each test (e.g. RUN_SERIAL TRUE).
 # SERIAL: the tests matching this GoogleTest filter run alone (RUN_SERIAL),
 # the others of the program beside the rest of the suite.
 # NO_MAIN: the sources bring their own main() (e.g. to create a QApplication).
 # OPTIMIZE: the test sources keep the build type's flags (see DFARM_TEST_CXX_FLAGS).
+# NO_DISCOVER: no CTest tests yet; the caller runs gtest_discover_tests itself
+# (once per set of test properties, each with its TEST_FILTER).
 # NO_PCH: no shared precompiled header: Qt's targets make a program -fPIC,
 # which the shared header (built -fPIE) is not.
 # UNITY n: the sources compile as unity sources of n files each (CMake's
@@ -46,7 +48,7 @@ if(DFARM_TEST_PCH)
 endif()
 
 function(dfarm_test name)
-  cmake_parse_arguments(T "NO_MAIN;OPTIMIZE;NO_PCH" "SERIAL;UNITY" "SOURCES;LIBS;LABELS;PROPERTIES"
+  cmake_parse_arguments(T "NO_MAIN;OPTIMIZE;NO_PCH;NO_DISCOVER" "SERIAL;UNITY" "SOURCES;LIBS;LABELS;PROPERTIES"
                         ${ARGN})
   if(NOT T_LABELS)
     set(T_LABELS unit)
@@ -70,7 +72,9 @@ function(dfarm_test name)
     target_link_libraries(${name} PRIVATE GTest::gtest_main)
   endif()
   target_compile_definitions(${name} PRIVATE ${_dfarm_test_definitions})
-  if(T_SERIAL)
+  if(T_NO_DISCOVER)
+    return()
+  elseif(T_SERIAL)
     gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 TEST_FILTER "-${T_SERIAL}"
                          PROPERTIES LABELS "${T_LABELS}" ${T_PROPERTIES})
     gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 TEST_FILTER "${T_SERIAL}"

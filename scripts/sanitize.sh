@@ -47,12 +47,11 @@ if [ "$MODE" = thread ]; then
   BUILD="${DFARM_SANITIZE_DIR:-$ROOT/build-tsan}"
   SANITIZE="thread"
   # The scheduler's and the agent's tests: the code with threads of its own.
-  TESTS=(dfarm_scheduler_test dfarm_scheduler_e2e_test dfarm_sweep_e2e_test
+  # PROGRAM:REGEX takes only that program's tests whose names match.
+  TESTS=(dfarm_scheduler_test "dfarm_e2e_test:^(SchedulerE2eTest|SweepE2eTest)[.]"
     dfarm_harness_core_test dfarm_runner_test
-    dfarm_agent_supervisor_test dfarm_agent_end_to_end_test dfarm_agent_session_test
-    dfarm_agent_job_control_test dfarm_agent_orphan_test dfarm_agent_idle_connection_test
-    dfarm_agent_store_test dfarm_agent_store_integrity_test)
-  TARGETS=(dfarm-agent dfarm-runner "${TESTS[@]}")
+    dfarm_agent_test dfarm_agent_e2e_test dfarm_agent_faults_test)
+  TARGETS=(dfarm-agent dfarm-runner "${TESTS[@]%%:*}")
 else
   BUILD="${DFARM_SANITIZE_DIR:-$ROOT/build-asan}"
   SANITIZE="address;undefined"
@@ -90,9 +89,11 @@ if [ "${#TESTS[@]}" -gt 0 ]; then
   # of them that expect SIGSEGV in a second).
   mapfile -t regexes < <(ctest --test-dir "$BUILD" --show-only=json-v1 | python3 -c '
 import json, os, re, sys
-signal, want = re.compile(sys.argv[1]), set(sys.argv[2:])
+signal = re.compile(sys.argv[1])
+want = dict((a.split(":", 1) + [""])[:2] for a in sys.argv[2:])
 names = [t["name"] for t in json.load(sys.stdin)["tests"]
-         if t.get("command") and os.path.basename(t["command"][0]) in want]
+         if t.get("command") and os.path.basename(t["command"][0]) in want
+         and re.search(want[os.path.basename(t["command"][0])], t["name"])]
 one = lambda ns: "^(" + "|".join(re.escape(n) for n in ns) + ")$" if ns else "^$"
 print(one(names))
 print(one([n for n in names if signal.search(n)]))' "$SIGNAL_TESTS" "${TESTS[@]}")

@@ -31,8 +31,8 @@ using ::testing::HasSubstr;
 using testing::TempDir;
 
 using testing::kAgentBinary;
+using testing::kTimeout;
 using testing::TestAgent;
-constexpr auto kTimeout = std::chrono::milliseconds(10000);
 
 class AgentEndToEndTest : public ::testing::Test {
  protected:

@@ -28,18 +28,9 @@ using testing::TempDir;
 using testing::TestAgent;
 using Clock = std::chrono::steady_clock;
 
-constexpr auto kTimeout = milliseconds(10000);
+using testing::kTimeout;
+using testing::RawConnect;
 constexpr char kToken[] = "correct horse battery staple, long enough";
-
-UniqueFd RawConnect(uint16_t port) {
-  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(port);
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
-  return fd;
-}
 
 // Sends Hello with the given features and returns the HelloReply frame.
 ReceivedFrame RawHello(int fd, std::vector<std::string> features) {

@@ -23,17 +23,8 @@ using testing::TempDir;
 using testing::TestAgent;
 using Clock = std::chrono::steady_clock;
 
-constexpr auto kTimeout = milliseconds(10000);
-
-UniqueFd RawConnect(uint16_t port) {
-  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(port);
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
-  return fd;
-}
+using testing::kTimeout;
+using testing::RawConnect;
 
 // Milliseconds until the agent closes fd (EOF or reset), or -1 if it stays
 // open for `within`.

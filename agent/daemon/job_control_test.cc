@@ -29,17 +29,8 @@ using ::testing::HasSubstr;
 using testing::TempDir;
 using testing::TestAgent;
 
-constexpr auto kTimeout = milliseconds(10000);
-
-UniqueFd RawConnect(uint16_t port) {
-  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(port);
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) fd.reset();
-  return fd;
-}
+using testing::kTimeout;
+using testing::RawConnect;
 
 bool ProcessAlive(pid_t pid) { return ::kill(pid, 0) == 0 || errno != ESRCH; }
 

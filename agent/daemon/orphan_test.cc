@@ -29,7 +29,7 @@ using testing::TempDir;
 using testing::TestAgent;
 using Clock = std::chrono::steady_clock;
 
-constexpr auto kTimeout = milliseconds(10000);
+using testing::kTimeout;
 
 // Gone: no such process, or a zombie (dead, waiting for its new parent to reap it).
 bool ProcessGone(pid_t pid) {

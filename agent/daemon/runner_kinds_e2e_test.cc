@@ -23,7 +23,7 @@ using ::testing::HasSubstr;
 using testing::TempDir;
 using testing::TestAgent;
 
-constexpr auto kTimeout = milliseconds(10000);
+using testing::kTimeout;
 
 class RunnerKindsE2eTest : public ::testing::Test {
  protected:

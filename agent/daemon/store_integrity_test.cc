@@ -23,7 +23,7 @@ using ::testing::HasSubstr;
 using testing::TempDir;
 using testing::TestAgent;
 
-constexpr auto kTimeout = std::chrono::milliseconds(10000);
+using testing::kTimeout;
 
 // Bytes that differ everywhere, so a flipped range changes the hash.
 std::string Pattern(size_t n, unsigned seed) {

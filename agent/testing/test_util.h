@@ -3,10 +3,13 @@
 // binary as a child process.
 #pragma once
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,6 +28,20 @@
 #include "agent/daemon/artifact_store.h"
 
 namespace dfarm::agent::testing {
+
+// How long the agent's tests wait for a frame, a reply or a child.
+inline constexpr auto kTimeout = std::chrono::milliseconds(10000);
+
+// A TCP connection to 127.0.0.1:port; an invalid fd when connect() fails.
+inline UniqueFd RawConnect(uint16_t port) {
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(port);
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) fd.reset();
+  return fd;
+}
 
 class TempDir {
  public:

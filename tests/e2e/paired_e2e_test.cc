@@ -25,7 +25,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const char kModel[] = "face_detection_short_range.tflite";
+const char kPairedModel[] = "face_detection_short_range.tflite";
 constexpr int kPairs = 6;  // the fewest pairs whose smallest p (2/64) is below alpha 0.05
 
 using dfarm::e2e::Outcome;
@@ -33,7 +33,7 @@ using dfarm::e2e::Outcome;
 class PairedE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    model_ = fs::path(DFARM_MODELS_DIR) / kModel;
+    model_ = fs::path(DFARM_MODELS_DIR) / kPairedModel;
     bin_ = fs::path(DFARM_BINARY_DIR) / "bin";
     for (const char* exe : {"dfarm", "dfarm-agent", "dfarm-runner-counted", "dfarm-runner-slow"}) {
       ASSERT_TRUE(fs::exists(bin_ / exe)) << (bin_ / exe) << " is not built";

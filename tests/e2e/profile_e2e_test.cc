@@ -21,12 +21,12 @@ namespace {
 
 using nlohmann::json;
 
-const std::string kModel = "face_detection_short_range.tflite";
+const std::string kProfileModel = "face_detection_short_range.tflite";
 
 class ProfileE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    model_ = fs::path(DFARM_MODELS_DIR) / kModel;
+    model_ = fs::path(DFARM_MODELS_DIR) / kProfileModel;
     if (!fs::exists(model_)) GTEST_SKIP() << model_ << " is absent (run scripts/setup.sh)";
     for (const char* exe : {"dfarm", "dfarm-agent", "dfarm-runner"}) {
       ASSERT_TRUE(fs::exists(BinDir() / exe)) << (BinDir() / exe) << " is not built";

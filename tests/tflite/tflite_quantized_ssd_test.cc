@@ -31,7 +31,7 @@ using ::dfarm::tflite_test::Tflite;
 // Each quantized output's codes, widened to int; the post-process's float
 // outputs and their shapes apart.
 using Codes = std::vector<std::vector<int>>;
-struct Outputs {
+struct SsdOutputs {
   Codes codes;
   std::vector<std::vector<float>> detections;
   std::vector<std::vector<int32_t>> detection_shapes;
@@ -45,7 +45,7 @@ std::vector<int> Widen(const void* data, size_t n) {
 
 // Files output `bytes` (of type int8, uint8 or float32) into `out`.
 void Collect(bool is_float, bool is_int8, const void* data, size_t bytes,
-             std::vector<int32_t> shape, Outputs* out) {
+             std::vector<int32_t> shape, SsdOutputs* out) {
   if (is_float) {
     std::vector<float> v(bytes / sizeof(float));
     std::memcpy(v.data(), data, v.size() * sizeof(float));
@@ -56,7 +56,7 @@ void Collect(bool is_float, bool is_int8, const void* data, size_t bytes,
   }
 }
 
-runtime::Status RunOurs(const Network& net, Outputs* out) {
+runtime::Status RunOurs(const Network& net, SsdOutputs* out) {
   std::unique_ptr<runtime::Model> model;
   DFARM_RETURN_IF_ERROR(runtime::Model::FromBuffer("ssd.tflite", net.model, &model));
   runtime::OpResolver resolver;
@@ -74,7 +74,7 @@ runtime::Status RunOurs(const Network& net, Outputs* out) {
   return runtime::Status::Ok();
 }
 
-bool RunTflite(const Network& net, Outputs* out, std::string* error) {
+bool RunTflite(const Network& net, SsdOutputs* out, std::string* error) {
   std::unique_ptr<Interpreter> in = Tflite()->Create(net.model, 1, 0, error);
   if (in == nullptr) return false;
   if (!in->SetInput(0, net.input)) {
@@ -96,7 +96,7 @@ bool RunTflite(const Network& net, Outputs* out, std::string* error) {
 // The post-process's outputs: the shapes TFLite computed, the count, and
 // every box, class and score up to the count, bit for bit (rows past it are
 // padding TFLite leaves unspecified). Returns the number of detections.
-int CompareDetections(const Outputs& ours, const Outputs& want) {
+int CompareDetections(const SsdOutputs& ours, const SsdOutputs& want) {
   EXPECT_EQ(ours.detection_shapes, want.detection_shapes);
   if (want.detections.size() != 4 || ours.detections.size() != 4 ||
       want.detections[3].size() != 1 || ours.detections[3].size() != 1) {
@@ -163,7 +163,7 @@ void ExpectBitExact(bool int8, Network (*build)(bool int8, uint32_t seed) = &Bui
   for (uint32_t seed : {1u, 2u, 3u}) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     const Network net = build(int8, seed);
-    Outputs want, ours;
+    SsdOutputs want, ours;
     std::string error;
     ASSERT_TRUE(RunTflite(net, &want, &error)) << error;
     const runtime::Status s = RunOurs(net, &ours);
