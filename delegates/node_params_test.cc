@@ -29,8 +29,8 @@ TEST(NodeParamsTest, CheckArityNamesTheCounts) {
   Tensor t;
   node.inputs = {&t, &t, &t};
   node.outputs = {&t};
-  EXPECT_TRUE(CheckArity(node, 2, 3, 1).ok());
-  const Status s = CheckArity(node, 2, 2, 1);
+  EXPECT_TRUE(delegates::CheckArity(node, 2, 3, 1).ok());
+  const Status s = delegates::CheckArity(node, 2, 2, 1);
   EXPECT_EQ(s.code(), runtime::StatusCode::kUnsupported);
   EXPECT_EQ(s.message(), "ADD with 3 inputs and 1 outputs");
 }

@@ -49,7 +49,7 @@ Status CheckFloat(const Node& node, const Tensor* t, const char* what) {
 // The arity, and every input in [0, checked) (optional ones may be omitted)
 // and the output float32.
 Status CheckNodeTensors(const Node& node, size_t min_inputs, size_t max_inputs, size_t checked) {
-  DFARM_RETURN_IF_ERROR(CheckArity(node, min_inputs, max_inputs, 1));
+  DFARM_RETURN_IF_ERROR(delegates::CheckArity(node, min_inputs, max_inputs, 1));
   for (size_t i = 0; i < checked && i < node.inputs.size(); ++i) {
     if (node.inputs[i] == nullptr && i >= min_inputs) continue;  // an omitted optional input
     DFARM_RETURN_IF_ERROR(CheckFloat(node, node.inputs[i], "input"));
@@ -303,7 +303,7 @@ Status ReadTransposeParams(const Node& node, TransposeParams* t) {
     t->padding = c.padding, t->sh = c.sh, t->sw = c.sw;
     return Status::Ok();
   }
-  DFARM_RETURN_IF_ERROR(CheckArity(node, 3, 4, 1));
+  DFARM_RETURN_IF_ERROR(delegates::CheckArity(node, 3, 4, 1));
   t->filter = node.inputs[1], t->in = node.inputs[2];
   t->bias = node.inputs.size() > 3 ? node.inputs[3] : nullptr;
   for (const Tensor* x : std::initializer_list<const Tensor*>{t->filter, t->in, node.outputs[0]}) {
@@ -516,7 +516,7 @@ Status VisitDepthToSpace(const Node& node, GraphBuild* b) {
 
 // Any axis: each input is copied into its block of every outer slice.
 Status VisitConcatenation(const Node& node, GraphBuild* b) {
-  if (node.inputs.empty()) return CheckArity(node, 1, 1, 1);
+  if (node.inputs.empty()) return delegates::CheckArity(node, 1, 1, 1);
   DFARM_RETURN_IF_ERROR(CheckNodeTensors(node, 1, node.inputs.size(), node.inputs.size()));
   const Tensor& out = *node.outputs[0];
   const auto* o = node.options<tfl::ConcatenationOptions>();

@@ -226,7 +226,7 @@ std::vector<size_t> SizeDims(const std::vector<int32_t>& shape) {
 }
 
 Status VisitBinary(const Node& node, SubgraphBuild* b) {
-  DFARM_RETURN_IF_ERROR(CheckArity(node, 2, 2, 1));
+  DFARM_RETURN_IF_ERROR(delegates::CheckArity(node, 2, 2, 1));
   Kind kind = Kind::kFloat;
   DFARM_RETURN_IF_ERROR(CommonKind(node, {node.inputs[0], node.inputs[1], node.outputs[0]}, &kind));
   DFARM_RETURN_IF_ERROR(QuantizedOnlyFor(
@@ -278,7 +278,7 @@ Status VisitBinary(const Node& node, SubgraphBuild* b) {
 }
 
 Status VisitUnary(const Node& node, SubgraphBuild* b) {
-  DFARM_RETURN_IF_ERROR(CheckArity(node, 1, 1, 1));
+  DFARM_RETURN_IF_ERROR(delegates::CheckArity(node, 1, 1, 1));
   Kind kind = Kind::kFloat;
   DFARM_RETURN_IF_ERROR(CommonKind(node, {node.inputs[0], node.outputs[0]}, &kind));
   const bool clamp =
@@ -350,7 +350,7 @@ Status VisitUnary(const Node& node, SubgraphBuild* b) {
 
 Status VisitConv(const Node& node, SubgraphBuild* b) {
   const bool depthwise = node.code == Op::DEPTHWISE_CONV_2D;
-  DFARM_RETURN_IF_ERROR(CheckArity(node, 2, 3, 1));
+  DFARM_RETURN_IF_ERROR(delegates::CheckArity(node, 2, 3, 1));
   const Tensor* in = node.inputs[0];
   const Tensor* filter = node.inputs[1];
   const Tensor* bias = node.inputs.size() > 2 ? node.inputs[2] : nullptr;
@@ -427,13 +427,13 @@ Status VisitTransposeConv(const Node& node, SubgraphBuild* b) {
   int sh = 1, sw = 1;
   float lo = -kInf, hi = kInf;
   if (mediapipe) {
-    DFARM_RETURN_IF_ERROR(CheckArity(node, 3, 3, 1));
+    DFARM_RETURN_IF_ERROR(delegates::CheckArity(node, 3, 3, 1));
     in = node.inputs[0], filter = node.inputs[1], bias = node.inputs[2];
     ConvParams c;
     DFARM_RETURN_IF_ERROR(ReadTransposeBiasOptions(node, &c));
     padding = c.padding, sh = c.sh, sw = c.sw;
   } else {
-    DFARM_RETURN_IF_ERROR(CheckArity(node, 3, 4, 1));
+    DFARM_RETURN_IF_ERROR(delegates::CheckArity(node, 3, 4, 1));
     filter = node.inputs[1], in = node.inputs[2];
     bias = node.inputs.size() > 3 ? node.inputs[3] : nullptr;
     const auto* o = node.options<tfl::TransposeConvOptions>();
@@ -500,7 +500,7 @@ Status VisitTransposeConv(const Node& node, SubgraphBuild* b) {
 }
 
 Status VisitFullyConnected(const Node& node, SubgraphBuild* b) {
-  DFARM_RETURN_IF_ERROR(CheckArity(node, 2, 3, 1));
+  DFARM_RETURN_IF_ERROR(delegates::CheckArity(node, 2, 3, 1));
   const Tensor* in = node.inputs[0];
   const Tensor* w = node.inputs[1];
   const Tensor* bias = node.inputs.size() > 2 ? node.inputs[2] : nullptr;
@@ -537,7 +537,7 @@ Status VisitFullyConnected(const Node& node, SubgraphBuild* b) {
 }
 
 Status VisitPool(const Node& node, SubgraphBuild* b) {
-  DFARM_RETURN_IF_ERROR(CheckArity(node, 1, 1, 1));
+  DFARM_RETURN_IF_ERROR(delegates::CheckArity(node, 1, 1, 1));
   const Tensor* in = node.inputs[0];
   const Tensor* out = node.outputs[0];
   Kind kind = Kind::kFloat;
@@ -589,7 +589,7 @@ Status VisitPool(const Node& node, SubgraphBuild* b) {
 }
 
 Status VisitMean(const Node& node, SubgraphBuild* b) {
-  DFARM_RETURN_IF_ERROR(CheckArity(node, 2, 2, 1));
+  DFARM_RETURN_IF_ERROR(delegates::CheckArity(node, 2, 2, 1));
   const Tensor* in = node.inputs[0];
   const Tensor* out = node.outputs[0];
   Kind kind = Kind::kFloat;
@@ -630,7 +630,7 @@ Status VisitMean(const Node& node, SubgraphBuild* b) {
 
 Status VisitPad(const Node& node, SubgraphBuild* b) {
   const bool v2 = node.code == Op::PADV2;
-  DFARM_RETURN_IF_ERROR(CheckArity(node, 2, v2 ? 3 : 2, 1));
+  DFARM_RETURN_IF_ERROR(delegates::CheckArity(node, 2, v2 ? 3 : 2, 1));
   const Tensor* in = node.inputs[0];
   const Tensor* out = node.outputs[0];
   Kind kind = Kind::kFloat;
@@ -679,7 +679,7 @@ Status VisitPad(const Node& node, SubgraphBuild* b) {
 // two inputs, one output of the input's kind and quantization (quantized only
 // where `quantized_ok`).
 Status CheckOneToOne(const Node& node, bool quantized_ok) {
-  DFARM_RETURN_IF_ERROR(CheckArity(node, 1, 2, 1));
+  DFARM_RETURN_IF_ERROR(delegates::CheckArity(node, 1, 2, 1));
   const Tensor* in = node.inputs[0];
   const Tensor* out = node.outputs[0];
   Kind kind = Kind::kFloat;
@@ -768,7 +768,7 @@ Status VisitPrelu(const Node& node, SubgraphBuild* b) {
 // (a clamp, which also applies the fused activation) into an external value
 // that points at its block; see SubgraphBuild::concat_slices.
 Status VisitConcatenation(const Node& node, SubgraphBuild* b) {
-  if (node.inputs.empty() || node.outputs.size() != 1) return CheckArity(node, 1, 1, 1);
+  if (node.inputs.empty() || node.outputs.size() != 1) return delegates::CheckArity(node, 1, 1, 1);
   const Tensor* out = node.outputs[0];
   Kind kind = Kind::kFloat;
   DFARM_RETURN_IF_ERROR(TensorKind(node, out, "output", &kind));
@@ -816,7 +816,7 @@ Status VisitConvert(const Node& node, SubgraphBuild* b) {
     return Status::Unsupported(
         "DEQUANTIZE from float16 is not supported by xnnpack (constant ones are folded at load)");
   }
-  DFARM_RETURN_IF_ERROR(CheckArity(node, 1, 1, 1));
+  DFARM_RETURN_IF_ERROR(delegates::CheckArity(node, 1, 1, 1));
   const Tensor* in = node.inputs[0];
   const Tensor* out = node.outputs[0];
   Kind in_kind = Kind::kFloat, out_kind = Kind::kFloat;
