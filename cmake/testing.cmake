@@ -1,10 +1,15 @@
 # dfarm_test(NAME SOURCES a.cc b.cc LIBS lib1 lib2 [LABELS unit] [NO_MAIN] [OPTIMIZE]
-#            [NO_PCH] [SERIAL gtest-filter] [UNITY n] [NO_DISCOVER] [PROPERTIES k v ...])
+#            [NO_PCH] [PG] [SERIAL gtest-filter] [UNITY n] [NO_DISCOVER] [PROPERTIES k v ...])
 # PROPERTIES: more CTest properties for each test (e.g. RUN_SERIAL TRUE).
 # SERIAL: the tests matching this GoogleTest filter run alone (RUN_SERIAL),
 # the others of the program beside the rest of the suite.
 # NO_MAIN: the sources bring their own main() (e.g. to create a QApplication).
 # OPTIMIZE: the test sources keep the build type's flags (see DFARM_TEST_CXX_FLAGS).
+# PG: the tests use the CTest run's one PostgreSQL server (fixture dfarm_pg:
+# dfarm-test-pg starts it before the first such test and stops it after the
+# last; its port is in the file $DFARM_TEST_PG_FILE), each test a database of
+# its own on it (reports/store/store_test_fixture.h), instead of a server per
+# test process.
 # NO_DISCOVER: no CTest tests yet; the caller runs gtest_discover_tests itself
 # (once per set of test properties, each with its TEST_FILTER).
 # NO_PCH: no shared precompiled header: Qt's targets make a program -fPIC,
@@ -47,8 +52,11 @@ if(DFARM_TEST_PCH)
     <filesystem> <fstream> <string> <vector>)
 endif()
 
+# The file dfarm-test-pg writes the shared server's "PORT PID" to.
+set(DFARM_TEST_PG_FILE "${PROJECT_BINARY_DIR}/Testing/dfarm-pg-server.txt")
+
 function(dfarm_test name)
-  cmake_parse_arguments(T "NO_MAIN;OPTIMIZE;NO_PCH;NO_DISCOVER" "SERIAL;UNITY" "SOURCES;LIBS;LABELS;PROPERTIES"
+  cmake_parse_arguments(T "NO_MAIN;OPTIMIZE;NO_PCH;NO_DISCOVER;PG" "SERIAL;UNITY" "SOURCES;LIBS;LABELS;PROPERTIES"
                         ${ARGN})
   if(NOT T_LABELS)
     set(T_LABELS unit)
@@ -72,6 +80,11 @@ function(dfarm_test name)
     target_link_libraries(${name} PRIVATE GTest::gtest_main)
   endif()
   target_compile_definitions(${name} PRIVATE ${_dfarm_test_definitions})
+  if(T_PG)
+    list(APPEND T_PROPERTIES FIXTURES_REQUIRED dfarm_pg
+         ENVIRONMENT "DFARM_TEST_PG_FILE=${DFARM_TEST_PG_FILE}")
+    add_dependencies(${name} dfarm-test-pg)
+  endif()
   if(T_NO_DISCOVER)
     return()
   elseif(T_SERIAL)

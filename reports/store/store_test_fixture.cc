@@ -1,10 +1,13 @@
 #include "reports/store/store_test_fixture.h"
 
 #include <libpq-fe.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <vector>
 
 #include "reports/store/testing/pg_server.h"
 
@@ -14,12 +17,27 @@ namespace {
 namespace fs = std::filesystem;
 using testing::PgServer;
 
-// The binary's one server, started by the first PostgreSQL test (on the test
-// thread, which lives until the end) and stopped at exit; null when it could
-// not start (`why` says why).
+// The server of the CTest run (dfarm-test-pg, fixture dfarm_pg): the port in
+// the file $DFARM_TEST_PG_FILE names, while the process it names lives.
+std::unique_ptr<PgServer> RunsServer() {
+  const char* file = std::getenv("DFARM_TEST_PG_FILE");
+  if (file == nullptr || *file == '\0') return nullptr;
+  std::ifstream in(file);
+  long port = 0;
+  long pid = 0;
+  if (!(in >> port >> pid) || port <= 0 || pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) != 0) {
+    return nullptr;
+  }
+  return PgServer::Attach(static_cast<int>(port));
+}
+
+// The binary's one server: the CTest run's, else one started by the first
+// PostgreSQL test (on the test thread, which lives until the end) and stopped
+// at exit; null when it could not start (`why` says why).
 PgServer* SharedServer(std::string* why) {
   static std::string failure;
-  static std::unique_ptr<PgServer> server = [] {
+  static std::unique_ptr<PgServer> server = []() -> std::unique_ptr<PgServer> {
+    if (auto shared = RunsServer()) return shared;
     std::string missing;
     if (!testing::PgServerAvailable(&missing)) {
       failure = "no PostgreSQL server here: " + missing;
@@ -34,6 +52,22 @@ PgServer* SharedServer(std::string* why) {
   }();
   *why = failure;
   return server.get();
+}
+
+// On the CTest run's server the databases a process made go when it exits
+// (after every fixture and store of its tests is gone).
+void DropAtExit(int port, const std::string& database) {
+  struct Dropper {
+    int port = 0;
+    std::vector<std::string> databases;
+    ~Dropper() {
+      auto server = PgServer::Attach(port);
+      for (const std::string& d : databases) (void)server->DropDatabase(d);
+    }
+  };
+  static Dropper dropper;
+  dropper.port = port;
+  dropper.databases.push_back(database);
 }
 
 bool SkipPostgres() {
@@ -71,9 +105,11 @@ void StoreTestBase::SetUp() {
     FAIL() << why << " (set DFARM_SKIP_POSTGRES=1 to skip the PostgreSQL tests)";
   }
   static int counter = 0;
-  auto url = server->CreateDatabase("t" + std::to_string(++counter));
+  const std::string database = "t" + std::to_string(::getpid()) + "_" + std::to_string(++counter);
+  auto url = server->CreateDatabase(database);
   ASSERT_TRUE(url.ok()) << url.message();
   where_ = *url;
+  if (server->dir().empty()) DropAtExit(server->port(), database);
 }
 
 void StoreTestBase::TearDown() { fs::remove_all(dir_); }

@@ -386,7 +386,12 @@ Result<std::unique_ptr<PgServer>> PgServer::Start(const PgServerOptions& options
                         LogTail(*dir + "/server.log")));
 }
 
+std::unique_ptr<PgServer> PgServer::Attach(int port) {
+  return std::unique_ptr<PgServer>(new PgServer(std::string(), -1, port));
+}
+
 PgServer::~PgServer() {
+  if (dir_.empty()) return;  // attached: another process owns the server
   if (pid_ > 0) {
     ::kill(pid_, SIGQUIT);  // immediate shutdown: no checkpoint, the data is thrown away
     ReapProcess(pid_, seconds(10));
@@ -399,26 +404,37 @@ std::string PgServer::Url(const std::string& database) const {
   return "postgresql://dfarm@127.0.0.1:" + std::to_string(port_) + "/" + database;
 }
 
-Result<std::string> PgServer::CreateDatabase(const std::string& name) {
+namespace {
+
+// Runs `verb` DATABASE `name` (plus `suffix`) on the server at `url`.
+Result<void> DatabaseCommand(const std::string& url, const std::string& verb,
+                             const std::string& name, const std::string& suffix) {
   bool valid = !name.empty();
   for (char c : name)
     valid = valid && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_');
-  if (!valid) {
-    return MakeError(ErrorKind::kInvalidInput,
-                     "cannot create database '" + name + "': the name must match [a-z0-9_]+");
-  }
-  std::unique_ptr<PGconn, PgConnCloser> conn(PQconnectdb(Url().c_str()));
+  const std::string what = "cannot " + verb + " database '" + name + "'";
+  if (!valid) return MakeError(ErrorKind::kInvalidInput, what + ": the name must match [a-z0-9_]+");
+  std::unique_ptr<PGconn, PgConnCloser> conn(PQconnectdb(url.c_str()));
   if (PQstatus(conn.get()) != CONNECTION_OK) {
-    return MakeError("cannot create database '" + name + "': cannot connect to " + Url() + ": " +
-                     PQerrorMessage(conn.get()));
+    return MakeError(what + ": cannot connect to " + url + ": " + PQerrorMessage(conn.get()));
   }
-  std::unique_ptr<PGresult, PgResultClearer> result(
-      PQexec(conn.get(), ("CREATE DATABASE " + name).c_str()));
+  const std::string sql = verb + " database " + name + suffix;
+  std::unique_ptr<PGresult, PgResultClearer> result(PQexec(conn.get(), sql.c_str()));
   if (PQresultStatus(result.get()) != PGRES_COMMAND_OK) {
-    return MakeError("cannot create database '" + name + "' on " + Url() + ": " +
-                     PQresultErrorMessage(result.get()));
+    return MakeError(what + " on " + url + ": " + PQresultErrorMessage(result.get()));
   }
+  return {};
+}
+
+}  // namespace
+
+Result<std::string> PgServer::CreateDatabase(const std::string& name) {
+  if (Result<void> r = DatabaseCommand(Url(), "create", name, ""); !r) return r.error();
   return Url(name);
+}
+
+Result<void> PgServer::DropDatabase(const std::string& name) {
+  return DatabaseCommand(Url(), "drop", name, " with (force)");
 }
 
 bool PgServerAvailable(std::string* why) {

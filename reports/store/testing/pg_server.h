@@ -37,6 +37,11 @@ class PgServer {
   // PgServer. Errors name the step that failed and end with the log's tail.
   static Result<std::unique_ptr<PgServer>> Start(const PgServerOptions& options = {});
 
+  // A server another process started and owns (dfarm-test-pg, the suite's
+  // shared server) on 127.0.0.1:`port`: this handle creates and drops
+  // databases there and never stops it.
+  static std::unique_ptr<PgServer> Attach(int port);
+
   // Immediate shutdown (SIGQUIT to the postmaster), waits for it, removes the folder.
   ~PgServer();
   PgServer(const PgServer&) = delete;
@@ -50,6 +55,8 @@ class PgServer {
   // CREATE DATABASE `name` (fresh and empty, for one test); returns its Url.
   // `name` must match [a-z0-9_]+ (kInvalidInput otherwise).
   Result<std::string> CreateDatabase(const std::string& name);
+  // DROP DATABASE `name` WITH (FORCE): its connections are ended first.
+  Result<void> DropDatabase(const std::string& name);
 
  private:
   PgServer(std::string dir, pid_t pid, int port) : dir_(std::move(dir)), pid_(pid), port_(port) {}

@@ -5,10 +5,12 @@
 #include <libpq-fe.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 
@@ -135,6 +137,52 @@ TEST_F(PgServerTest, TwoServersAtOnceUseDifferentPortsAndFolders) {
             "1");
   EXPECT_EQ(QueryValue((*b)->Url(), "SELECT count(*) FROM pg_database WHERE datname = 'only_in_a'"),
             "0");
+}
+
+TEST_F(PgServerTest, AnAttachedHandleCreatesAndDropsDatabasesButNeverStopsTheServer) {
+  auto server = PgServer::Start();
+  ASSERT_TRUE(server.ok()) << server.message();
+  const std::string count = "SELECT count(*) FROM pg_database WHERE datname = 'shared_one'";
+  {
+    std::unique_ptr<PgServer> attached = PgServer::Attach((*server)->port());
+    EXPECT_TRUE(attached->dir().empty());
+    auto url = attached->CreateDatabase("shared_one");
+    ASSERT_TRUE(url.ok()) << url.message();
+    EXPECT_EQ(*url, (*server)->Url("shared_one"));
+    EXPECT_EQ(QueryValue((*server)->Url(), count), "1");
+    PgConn open(PQconnectdb(url->c_str()));  // FORCE ends it
+    ASSERT_EQ(PQstatus(open.get()), CONNECTION_OK);
+    auto dropped = attached->DropDatabase("shared_one");
+    ASSERT_TRUE(dropped.ok()) << dropped.message();
+    EXPECT_EQ(QueryValue((*server)->Url(), count), "0");
+    EXPECT_FALSE(attached->DropDatabase("shared_one").ok());
+    EXPECT_EQ(attached->DropDatabase("Bad-Name").error().kind, ErrorKind::kInvalidInput);
+  }
+  EXPECT_TRUE(SomethingListensOn((*server)->port()));
+  EXPECT_EQ(QueryValue((*server)->Url(), "SELECT 1"), "1");
+}
+
+// dfarm-test-pg, the CTest run's shared server: start writes "PORT PID" once
+// the server accepts connections, stop ends it and removes the file.
+TEST_F(PgServerTest, TheFixtureProgramStartsAndStopsASharedServer) {
+  const std::string file = std::filesystem::temp_directory_path() /
+                           ("dfarm-test-pg-" + std::to_string(::getpid()) + ".txt");
+  const std::string program = std::string(DFARM_BINARY_DIR) + "/bin/dfarm-test-pg";
+  ASSERT_EQ(std::system((program + " start " + file + " > /dev/null").c_str()), 0);
+  std::ifstream in(file);
+  int port = 0;
+  long pid = 0;
+  ASSERT_TRUE(in >> port >> pid) << file;
+  EXPECT_EQ(
+      QueryValue("postgresql://dfarm@127.0.0.1:" + std::to_string(port) + "/postgres", "SELECT 1"),
+      "1");
+  // A second start while it lives is refused.
+  EXPECT_NE(std::system((program + " start " + file + " 2> /dev/null").c_str()), 0);
+  ASSERT_EQ(std::system((program + " stop " + file + " > /dev/null").c_str()), 0);
+  EXPECT_FALSE(std::filesystem::exists(file));
+  EXPECT_FALSE(SomethingListensOn(port)) << "port " << port;
+  EXPECT_EQ(std::system((program + " stop " + file + " > /dev/null").c_str()), 0);
+  EXPECT_EQ(WEXITSTATUS(std::system((program + " bogus " + file + " 2> /dev/null").c_str())), 2);
 }
 
 }  // namespace
