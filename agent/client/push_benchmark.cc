@@ -131,7 +131,7 @@ double PushToFreshAgent(const Options& o, const std::vector<File>& files, bool k
   const auto t0 = Clock::now();
   for (const File& f : files) {
     std::string sha;
-    auto sent = known_shas && !f.sha256.empty() ? (*client)->PutArtifact(f.path, &sha)
+    auto sent = known_shas && !f.sha256.empty() ? (*client)->PutArtifactAs(f.path, f.sha256, &sha)
                                                 : (*client)->PutArtifact(f.path, &sha);
     if (!sent) Die(sent.message());
     if (*sent != f.size) Die("'" + f.path + "' was not sent whole");
@@ -229,8 +229,9 @@ void PrintLine(const char* what, uint64_t bytes, double seconds) {
 
 int Main(int argc, char** argv) {
   Options o;
-  CLI::App app{"The first push of a runner build and the model corpus to a fresh dfarm-agent on "
-               "loopback: bytes, seconds, MB/s, and where the time goes"};
+  CLI::App app{
+      "The first push of a runner build and the model corpus to a fresh dfarm-agent on "
+      "loopback: bytes, seconds, MB/s, and where the time goes"};
   app.add_option("--agent", o.agent, "dfarm-agent binary")->capture_default_str();
   app.add_option("--runner", o.runner, "runner build to push")->capture_default_str();
   app.add_option("--models", o.models, "folder whose *.tflite are pushed")->capture_default_str();
