@@ -11,7 +11,10 @@
 //           each model under the sha256 its plan already holds (hashed before
 //           the timed window, as the plan does);
 //   cold:   to a second fresh agent, every sha256 computed inside the window.
-// Each line gives bytes, seconds and MB/s (10^6 bytes per second). Then where
+// Each line gives bytes, seconds and MB/s (10^6 bytes per second), and the CPU
+// time host and agent spent in the window (the agent's threads' schedstat):
+// what of the wall time neither spent is waiting (the disk's fsyncs, the other
+// process, a busy machine's scheduler). Then where
 // the time goes, each part timed alone over the same files (page cache warm):
 //   host hash:          Sha256File of every file;
 //   link:               the bytes in 1 MiB writes over a loopback TCP
@@ -25,6 +28,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -33,6 +37,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -66,6 +71,31 @@ struct File {
 };
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// User plus system CPU seconds of this process.
+double HostCpuSeconds() {
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+  return s(ru.ru_utime) + s(ru.ru_stime);
+}
+
+// CPU seconds the threads of process pid have run (/proc/PID/task/*/schedstat).
+double ProcessCpuSeconds(pid_t pid) {
+  uint64_t ns = 0;
+  std::error_code ec;
+  for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    std::ifstream in(task.path() / "schedstat");
+    uint64_t on_cpu = 0;
+    if (in >> on_cpu) ns += on_cpu;
+  }
+  return static_cast<double>(ns) / 1e9;
+}
+
+// One push: wall seconds and the CPU seconds of host and agent, all in the window.
+struct PushTimes {
+  double wall = 0, host_cpu = 0, agent_cpu = 0;
+};
 
 double Mbps(uint64_t bytes, double seconds) { return seconds > 0 ? bytes / seconds / 1e6 : 0; }
 
@@ -114,10 +144,10 @@ std::vector<File> ListFiles(const Options& o) {
   return files;
 }
 
-// Pushes every file to a fresh agent; the seconds from the first push to the
-// last reply. known_shas: models go under the sha256 the plan holds.
-double PushToFreshAgent(const Options& o, const std::vector<File>& files, bool known_shas,
-                        uint64_t* bytes) {
+// Pushes every file to a fresh agent, timed from the first push to the last
+// reply. known_shas: models go under the sha256 the plan holds.
+PushTimes PushToFreshAgent(const Options& o, const std::vector<File>& files, bool known_shas,
+                           uint64_t* bytes) {
   ScratchDir dir(o.dir);
   AgentProcessOptions options;
   options.agent_binary = o.agent;
@@ -128,6 +158,9 @@ double PushToFreshAgent(const Options& o, const std::vector<File>& files, bool k
   auto client = AgentClient::Connect("127.0.0.1", (*agent)->port(), std::chrono::seconds(30));
   if (!client) Die(client.message());
   *bytes = 0;
+  PushTimes times;
+  const double host_cpu = HostCpuSeconds();
+  const double agent_cpu = ProcessCpuSeconds((*agent)->pid());
   const auto t0 = Clock::now();
   for (const File& f : files) {
     std::string sha;
@@ -137,10 +170,12 @@ double PushToFreshAgent(const Options& o, const std::vector<File>& files, bool k
     if (*sent != f.size) Die("'" + f.path + "' was not sent whole");
     *bytes += *sent;
   }
-  const double seconds = Seconds(Clock::now() - t0);
+  times.wall = Seconds(Clock::now() - t0);
+  times.host_cpu = HostCpuSeconds() - host_cpu;
+  times.agent_cpu = ProcessCpuSeconds((*agent)->pid()) - agent_cpu;
   client->reset();
   (*agent)->Stop();
-  return seconds;
+  return times;
 }
 
 double HostHash(const std::vector<File>& files) {
@@ -222,9 +257,16 @@ std::pair<double, double> AgentStore(const Options& o, const std::vector<File>& 
   return {Seconds(write), Seconds(commit)};
 }
 
-void PrintLine(const char* what, uint64_t bytes, double seconds) {
-  std::printf("%-22s %10llu bytes %8.1f ms %8.1f MB/s\n", what,
-              static_cast<unsigned long long>(bytes), seconds * 1e3, Mbps(bytes, seconds));
+void PrintLine(const char* what, uint64_t bytes, double seconds, const char* tail = "") {
+  std::printf("%-22s %10llu bytes %8.1f ms %8.1f MB/s%s\n", what,
+              static_cast<unsigned long long>(bytes), seconds * 1e3, Mbps(bytes, seconds), tail);
+}
+
+void PrintPush(const char* what, uint64_t bytes, const PushTimes& t) {
+  char tail[96];
+  std::snprintf(tail, sizeof tail, "   cpu: host %.1f ms, agent %.1f ms", t.host_cpu * 1e3,
+                t.agent_cpu * 1e3);
+  PrintLine(what, bytes, t.wall, tail);
 }
 
 int Main(int argc, char** argv) {
@@ -248,10 +290,8 @@ int Main(int argc, char** argv) {
   for (int run = 1; run <= o.runs; ++run) {
     std::printf("run %d\n", run);
     uint64_t bytes = 0;
-    double s = PushToFreshAgent(o, files, /*known_shas=*/true, &bytes);
-    PrintLine("  push (sweep)", bytes, s);
-    s = PushToFreshAgent(o, files, /*known_shas=*/false, &bytes);
-    PrintLine("  push (cold)", bytes, s);
+    PrintPush("  push (sweep)", bytes, PushToFreshAgent(o, files, /*known_shas=*/true, &bytes));
+    PrintPush("  push (cold)", bytes, PushToFreshAgent(o, files, /*known_shas=*/false, &bytes));
     PrintLine("  host hash", total, HostHash(files));
     PrintLine("  link", total, Link(total));
     auto [write, commit] = AgentStore(o, files);
