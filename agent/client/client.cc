@@ -173,67 +173,28 @@ class StreamAgentClient final : public AgentClient {
     auto sha = Sha256File(path);
     if (!sha) return sha.error();
     if (sha256_out) *sha256_out = *sha;
-    auto have = Have({*sha});
-    if (!have) return have.error();
-    if ((*have)[0]) return uint64_t{0};
+    return Push(path, *sha, /*hasher=*/nullptr);
+  }
 
-    UniqueFd file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    struct stat st;
-    if (!file || ::fstat(file.get(), &st) != 0) {
-      return MakeError("cannot read '" + path + "': " + strerror(errno));
+  Result<uint64_t> PutArtifactAs(const std::string& path, const std::string& sha256,
+                                 std::string* sha256_out) override {
+    if (sha256_out) *sha256_out = sha256;
+    if (!IsValidSha256(sha256)) {
+      return MakeError("cannot push '" + path + "' as '" + sha256.substr(0, 80) +
+                       "': not a sha256 (64 lowercase hex characters)");
     }
-    uint64_t size = static_cast<uint64_t>(st.st_size);
-    uint64_t offset = 0;
-    {
-      flatbuffers::FlatBufferBuilder fbb;
-      FinishFrame(fbb, NextId(), wire::CreatePutBeginDirect(fbb, sha->c_str(), size));
-      if (put_resume_) {
-        // The agent says how much of this artifact it already holds.
-        auto reply = Call(fbb, wire::Body::PutBeginReply, io_timeout_);
-        if (!reply) return reply.error();
-        const auto* begin = reply->frame()->body_as_PutBeginReply();
-        if (!begin->ok()) {
-          return MakeError("agent at " + where_ + " refused '" + path +
-                           "': " + Str(begin->error()));
-        }
-        offset = begin->offset();
-        if (offset > size) {
-          return Fail("offered to resume '" + path + "' at offset " + std::to_string(offset) +
-                      ", beyond its " + std::to_string(size) + " bytes");
-        }
-        if (offset > 0 && ::lseek(file.get(), static_cast<off_t>(offset), SEEK_SET) < 0) {
-          return MakeError("cannot read '" + path + "': " + strerror(errno));
-        }
-      } else if (auto r = Send(fbb); !r) {
-        return r.error();
+    Sha256 hasher;
+    bool hashed_all = false;
+    auto sent = Push(path, sha256, &hasher, &hashed_all);
+    if (hashed_all) {
+      std::string actual = hasher.FinishHex();
+      if (actual != sha256) {
+        if (sha256_out) *sha256_out = actual;
+        return MakeError("'" + path + "' changed since it was hashed: its bytes hash to " + actual +
+                         ", not " + sha256 + "; the agent stored nothing");
       }
     }
-    std::vector<uint8_t> buf(kPutChunkBytes);
-    uint64_t sent = offset;
-    std::string read_error;
-    while (sent < size) {
-      ssize_t n = ::read(file.get(), buf.data(), std::min<uint64_t>(buf.size(), size - sent));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        read_error = n == 0 ? "file shrank while uploading" : strerror(errno);
-        break;
-      }
-      flatbuffers::FlatBufferBuilder fbb(static_cast<size_t>(n) + 256);
-      auto data = fbb.CreateVector(buf.data(), static_cast<size_t>(n));
-      FinishFrame(fbb, NextId(), wire::CreatePutChunk(fbb, sent, data));
-      if (auto r = Send(fbb); !r) return r.error();
-      sent += static_cast<uint64_t>(n);
-    }
-    flatbuffers::FlatBufferBuilder fbb;
-    FinishFrame(fbb, NextId(), wire::CreatePutEnd(fbb));
-    auto reply = Call(fbb, wire::Body::PutReply, io_timeout_);
-    if (!reply) return reply.error();
-    if (!read_error.empty()) return MakeError("cannot read '" + path + "': " + read_error);
-    const auto* put = reply->frame()->body_as_PutReply();
-    if (!put->ok()) {
-      return MakeError("agent at " + where_ + " refused '" + path + "': " + Str(put->error()));
-    }
-    return sent - offset;
+    return sent;
   }
 
   Result<JobResult> RunJob(const JobSpec& job) override { return RunJob(job, RunJobOptions{}); }
@@ -417,6 +378,115 @@ class StreamAgentClient final : public AgentClient {
       }
       return reply;
     }
+  }
+
+  // Pushes the file at path as artifact sha256 unless the agent has it; the
+  // payload bytes sent. With hasher, the file's bytes are hashed into it as
+  // they are read (those before a resume offset too); *hashed_all says whether
+  // all of them were (false when the agent had it or the file was unreadable).
+  Result<uint64_t> Push(const std::string& path, const std::string& sha256, Sha256* hasher,
+                        bool* hashed_all = nullptr) {
+    auto have = Have({sha256});
+    if (!have) return have.error();
+    if ((*have)[0]) return uint64_t{0};
+    UniqueFd file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    struct stat st;
+    if (!file || ::fstat(file.get(), &st) != 0) {
+      return MakeError("cannot read '" + path + "': " + strerror(errno));
+    }
+    const uint64_t size = static_cast<uint64_t>(st.st_size);
+    auto offset = BeginPut(path, sha256, size);
+    if (!offset) return offset.error();
+    std::string read_error;
+    if (*offset > 0) read_error = SkipTo(file.get(), *offset, hasher);
+    if (read_error.empty()) {
+      auto streamed = SendChunks(file.get(), *offset, size, hasher);
+      if (!streamed) return streamed.error();
+      read_error = *streamed;
+    }
+    flatbuffers::FlatBufferBuilder fbb;
+    FinishFrame(fbb, NextId(), wire::CreatePutEnd(fbb));
+    auto reply = Call(fbb, wire::Body::PutReply, io_timeout_);
+    if (!reply) return reply.error();
+    if (!read_error.empty()) return MakeError("cannot read '" + path + "': " + read_error);
+    if (hashed_all) *hashed_all = hasher != nullptr;
+    const auto* put = reply->frame()->body_as_PutReply();
+    if (!put->ok()) {
+      return MakeError("agent at " + where_ + " refused '" + path + "': " + Str(put->error()));
+    }
+    return size - *offset;
+  }
+
+  // Sends PutBegin; the offset to send from (nonzero only when the agent,
+  // with put_resume, already holds part of the artifact).
+  Result<uint64_t> BeginPut(const std::string& path, const std::string& sha256, uint64_t size) {
+    flatbuffers::FlatBufferBuilder fbb;
+    FinishFrame(fbb, NextId(), wire::CreatePutBeginDirect(fbb, sha256.c_str(), size));
+    if (!put_resume_) {
+      if (auto r = Send(fbb); !r) return r.error();
+      return uint64_t{0};
+    }
+    auto reply = Call(fbb, wire::Body::PutBeginReply, io_timeout_);
+    if (!reply) return reply.error();
+    const auto* begin = reply->frame()->body_as_PutBeginReply();
+    if (!begin->ok()) {
+      return MakeError("agent at " + where_ + " refused '" + path + "': " + Str(begin->error()));
+    }
+    if (begin->offset() > size) {
+      return Fail("offered to resume '" + path + "' at offset " + std::to_string(begin->offset()) +
+                  ", beyond its " + std::to_string(size) + " bytes");
+    }
+    return begin->offset();
+  }
+
+  // Reads the file's first `offset` bytes, into hasher when set (else seeks
+  // past them). Why they could not be read; "" when they could.
+  static std::string SkipTo(int fd, uint64_t offset, Sha256* hasher) {
+    if (!hasher) {
+      return ::lseek(fd, static_cast<off_t>(offset), SEEK_SET) < 0 ? strerror(errno) : "";
+    }
+    std::vector<uint8_t> buf(kPutChunkBytes);
+    for (uint64_t done = 0; done < offset;) {
+      size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), offset - done));
+      auto got = ReadFull(fd, buf.data(), want);
+      if (!got.empty()) return got;
+      hasher->Update(buf.data(), want);
+      done += want;
+    }
+    return "";
+  }
+
+  // Sends bytes [offset, size) of the file as PutChunks, each read straight
+  // into its frame (one builder, reused: no copy between the file and the
+  // socket), and into hasher when set. Why the file could not be read ("" when
+  // it could); an error is the connection's.
+  Result<std::string> SendChunks(int fd, uint64_t offset, uint64_t size, Sha256* hasher) {
+    flatbuffers::FlatBufferBuilder fbb(
+        static_cast<size_t>(std::min<uint64_t>(kPutChunkBytes, size - offset)) + 256);
+    for (uint64_t sent = offset; sent < size;) {
+      const size_t want = static_cast<size_t>(std::min<uint64_t>(kPutChunkBytes, size - sent));
+      fbb.Clear();
+      uint8_t* data = nullptr;
+      auto vector = fbb.CreateUninitializedVector(want, &data);
+      if (std::string why = ReadFull(fd, data, want); !why.empty()) return why;
+      if (hasher) hasher->Update(data, want);
+      FinishFrame(fbb, NextId(), wire::CreatePutChunk(fbb, sent, vector));
+      if (auto r = Send(fbb); !r) return r.error();
+      sent += want;
+    }
+    return std::string();
+  }
+
+  // Reads exactly size bytes; why not ("" when it did).
+  static std::string ReadFull(int fd, uint8_t* data, size_t size) {
+    for (size_t done = 0; done < size;) {
+      ssize_t n = ::read(fd, data + done, size - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return strerror(errno);
+      if (n == 0) return "file shrank while uploading";
+      done += static_cast<size_t>(n);
+    }
+    return "";
   }
 
   UniqueFd read_fd_, write_fd_;  // write_fd_ is empty when both are one fd

@@ -83,6 +83,25 @@ class AgentClient {
   // sets *sha256_out to the file's sha256 (lowercase hex).
   virtual Result<uint64_t> PutArtifact(const std::string& path, std::string* sha256_out) = 0;
 
+  // Same, for a file whose sha256 the caller already holds (a sweep's plan):
+  // asks Have without reading the file and otherwise reads it once, hashing it
+  // while it is sent; the agent checks the same hash as it writes. When the
+  // bytes no longer hash to sha256 (the file changed since it was hashed),
+  // nothing is stored, *sha256_out gets their hash and the error says so; the
+  // connection stays usable. Otherwise *sha256_out is sha256. The default (for
+  // clients without it) hashes first and pushes with PutArtifact.
+  virtual Result<uint64_t> PutArtifactAs(const std::string& path, const std::string& sha256,
+                                         std::string* sha256_out) {
+    std::string actual;
+    auto sent = PutArtifact(path, &actual);
+    if (sha256_out) *sha256_out = actual;
+    if (sent && actual != sha256) {
+      return MakeError("'" + path + "' changed since it was hashed: its bytes hash to " + actual +
+                       ", not " + sha256);
+    }
+    return sent;
+  }
+
   // Runs one job and waits for its result. A runner failure is a JobResult
   // with a non-ok status; only transport trouble is an error here, and a job
   // naming a plugin_sha256 when the agent lacks feature "plugin" (nothing is

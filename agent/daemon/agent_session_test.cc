@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <thread>
 
 #include "agent/client/client.h"
@@ -494,6 +496,119 @@ TEST_F(ResumeTest, StalledUploadDoesNotBlockTheRunnerItUploaded) {
   ASSERT_TRUE(r.ok()) << r.message();
   EXPECT_EQ(r->status, "ok") << r->error;
   EXPECT_TRUE(stalled);  // the stalled connection was open all along
+}
+
+// The names of what folder dir holds.
+std::vector<std::string> FilesIn(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    names.push_back(e.path().filename().string());
+  }
+  return names;
+}
+
+// A push under a hash the caller holds reads the file once, hashing as it
+// sends, and resumes: the bytes before the agent's offset are hashed too.
+TEST_F(ResumeTest, PushUnderAKnownHashResumesAndHashesEveryByte) {
+  StartAgent();
+  UploadPartly(2);
+  auto client = Connect("");
+  ASSERT_TRUE(client.ok()) << client.message();
+  std::string sha_out;
+  auto sent = (*client)->PutArtifactAs(path_, sha_, &sha_out);
+  ASSERT_TRUE(sent.ok()) << sent.message();
+  EXPECT_EQ(*sent, bytes_.size() - 200'000);
+  EXPECT_EQ(sha_out, sha_);
+  EXPECT_EQ(testing::ReadFile(dir_.path() + "/store/artifacts/" + sha_), bytes_);
+}
+
+// The file changed after the partial upload and after it was hashed: the
+// host's hash of what it read and the agent's check both refuse it; nothing
+// is stored, the partial file is gone and the connection stays usable.
+TEST_F(ResumeTest, ChangedFileUnderAKnownHashIsRefusedAndLeavesNoFile) {
+  StartAgent();
+  UploadPartly(2);
+  std::string changed = bytes_;
+  changed[changed.size() - 1] ^= 1;
+  testing::WriteFile(path_, changed);
+  auto client = Connect("");
+  ASSERT_TRUE(client.ok()) << client.message();
+  std::string sha_out;
+  auto sent = (*client)->PutArtifactAs(path_, sha_, &sha_out);
+  ASSERT_FALSE(sent.ok());
+  EXPECT_THAT(sent.message(), HasSubstr("'" + path_ + "' changed since it was hashed"));
+  EXPECT_EQ(sha_out, testing::HashOf(changed));
+  for (const char* sub : {"artifacts", "partial", "tmp"}) {
+    EXPECT_TRUE(FilesIn(dir_.path() + "/store/" + sub).empty()) << sub;
+  }
+  sent = (*client)->PutArtifact(path_, &sha_out);
+  ASSERT_TRUE(sent.ok()) << sent.message();
+  EXPECT_EQ(testing::ReadFile(dir_.path() + "/store/artifacts/" + sha_out), changed);
+}
+
+// A chunk corrupted on the way (one byte flipped) fails the agent's hash as it
+// writes: PutReply names the artifact and the mismatch, and no file is left,
+// with and without put_resume (partial and temp files).
+TEST_F(AgentSessionTest, CorruptedChunkIsRefusedAndLeavesNoFile) {
+  StartAgent();
+  std::string bytes(300'000, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 7 + (i >> 10));
+  const std::string sha = testing::HashOf(bytes);
+  bytes[150'000] ^= 0x40;
+  for (bool resume : {false, true}) {
+    SCOPED_TRACE(resume ? "put_resume" : "one-shot");
+    UniqueFd raw = RawConnect(port_);
+    RawHello(raw.get(), resume ? std::vector<std::string>{"artifacts", "put_resume"}
+                               : std::vector<std::string>{"artifacts"});
+    flatbuffers::FlatBufferBuilder begin;
+    Send(raw.get(), 2, begin, wire::CreatePutBeginDirect(begin, sha.c_str(), bytes.size()));
+    if (resume) {
+      auto got = ReadFrame(raw.get(), kTimeout);
+      ASSERT_TRUE(got.ok() && !got->eof);
+      ASSERT_EQ(got->frame()->body_type(), wire::Body::PutBeginReply);
+      ASSERT_TRUE(got->frame()->body_as_PutBeginReply()->ok());
+    }
+    flatbuffers::FlatBufferBuilder chunk;
+    auto data = chunk.CreateVector(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+    Send(raw.get(), 3, chunk, wire::CreatePutChunk(chunk, 0, data));
+    flatbuffers::FlatBufferBuilder end;
+    Send(raw.get(), 4, end, wire::CreatePutEnd(end));
+    auto got = ReadFrame(raw.get(), kTimeout);
+    ASSERT_TRUE(got.ok() && !got->eof);
+    ASSERT_EQ(got->frame()->body_type(), wire::Body::PutReply);
+    const auto* reply = got->frame()->body_as_PutReply();
+    EXPECT_FALSE(reply->ok());
+    EXPECT_THAT(Str(reply->error()), HasSubstr("artifact " + sha.substr(0, 12)));
+    EXPECT_THAT(Str(reply->error()), HasSubstr("sha256 mismatch"));
+    for (const char* sub : {"artifacts", "partial", "tmp"}) {
+      EXPECT_TRUE(FilesIn(dir_.path() + "/store/" + sub).empty()) << sub;
+    }
+  }
+}
+
+// A large artifact (many chunks) pushed under its known hash arrives intact;
+// pushed again it is not read at all (Have answers first).
+TEST_F(AgentSessionTest, LargeArtifactUnderAKnownHashArrivesIntact) {
+  StartAgent();
+  std::string bytes(24 * (1 << 20) + 4321, '\0');
+  uint64_t x = 88172645463325252ull;
+  for (size_t i = 0; i < bytes.size(); i += 8) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    std::memcpy(&bytes[i], &x, std::min<size_t>(8, bytes.size() - i));
+  }
+  const std::string sha = testing::HashOf(bytes);
+  const std::string path = WriteTemp("large.bin", bytes);
+  auto client = Connect("");
+  ASSERT_TRUE(client.ok()) << client.message();
+  auto sent = (*client)->PutArtifactAs(path, sha, nullptr);
+  ASSERT_TRUE(sent.ok()) << sent.message();
+  EXPECT_EQ(*sent, bytes.size());
+  EXPECT_EQ(testing::ReadFile(dir_.path() + "/store/artifacts/" + sha), bytes);
+  ASSERT_EQ(::unlink(path.c_str()), 0);
+  sent = (*client)->PutArtifactAs(path, sha, nullptr);
+  ASSERT_TRUE(sent.ok()) << sent.message();
+  EXPECT_EQ(*sent, 0u);
 }
 
 // --- (d) stdio transport ------------------------------------------------------

@@ -377,15 +377,15 @@ Result<std::string> SchedulerCore::PushOnce(Worker& w, store::StorePool& db, Wor
                                             const std::string& want_sha256) {
   if (c.pushed.count(want_sha256)) return std::string();
   std::string sha;
-  auto sent = c.session->client().PutArtifact(path, &sha);
+  auto sent = c.session->client().PutArtifactAs(path, want_sha256, &sha);
+  if (sha != want_sha256) {
+    return noun + " '" + path + "' changed during the sweep (sha256 " + sha + ", expected " +
+           want_sha256 + ")";
+  }
   if (!sent) {
     c.session.reset();  // the connection's state is unknown now
     return "cannot push " + noun + " '" + shown + "' to device '" + w.device +
            "': " + sent.message();
-  }
-  if (sha != want_sha256) {
-    return noun + " '" + path + "' changed during the sweep (sha256 " + sha + ", expected " +
-           want_sha256 + ")";
   }
   bytes_pushed_ += *sent;
   c.pushed.insert(want_sha256);
