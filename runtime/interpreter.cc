@@ -467,14 +467,49 @@ void Interpreter::FoldAdd(Node& add, const std::vector<int>& readers, std::vecto
 }
 
 Status Interpreter::PrepareNode(Node& node) {
-  node.data.reset();
+  node.prepared_before = std::move(node.data);
   node.scratch_bytes = 0;
-  DFARM_RETURN_IF_ERROR(node.registration->prepare(node).WithPrefix(NodeLabel(node)));
+  node.kept_inputs = 0;
+  const Status prepared = node.registration->prepare(node);
+  node.prepared_before.reset();
+  DFARM_RETURN_IF_ERROR(prepared.WithPrefix(NodeLabel(node)));
   for (const Tensor* out : node.outputs) DFARM_RETURN_IF_ERROR(CheckTensorFits(*out));
   return Status::Ok();
 }
 
+std::vector<int> Interpreter::PendingReads() const {
+  std::vector<int> pending(tensors_.size(), 0);
+  for (const Node& node : nodes_) {
+    for (const Tensor* t : node.inputs) {
+      if (t != nullptr) ++pending[t->index];
+    }
+  }
+  for (const Tensor* t : outputs_) ++pending[t->index];  // never freed
+  return pending;
+}
+
+void Interpreter::FreeKeptInputs(const Node& node, std::vector<int>* pending) {
+  for (size_t k = 0; k < node.inputs.size(); ++k) {
+    Tensor* t = node.inputs[k];
+    const bool kept = k < 32 && ((node.kept_inputs >> k) & 1u) != 0;
+    if (t == nullptr || !(node.folded || kept) || --(*pending)[t->index] > 0) continue;
+    const int block =
+        t->index < static_cast<int>(persistent_block_.size()) ? persistent_block_[t->index] : -1;
+    if (t->allocation != Allocation::kFolded || block < 0) continue;
+    persistent_[block].reset();
+    persistent_block_[t->index] = -1;
+    persistent_bytes_ -= AlignUp(t->bytes);
+    t->data = nullptr;
+  }
+}
+
 Status Interpreter::PrepareNodes() {
+  // Without delegates every node's Prepare is its last but for the few
+  // prepared again after FoldNodes(), which find what they kept in
+  // Node::prepared_before.
+  const bool free_kept = options_.free_kept_folded && delegates_.empty();
+  std::vector<int> pending;
+  if (free_kept) pending = PendingReads();
   for (Node& node : nodes_) {
     if (!cpu_status_[node.index].ok()) continue;
     if (Status s = PrepareNode(node); !s.ok()) {
@@ -490,6 +525,7 @@ Status Interpreter::PrepareNodes() {
       DFARM_RETURN_IF_ERROR(EnsureScratch(node.scratch_bytes));
       DFARM_RETURN_IF_ERROR(node.registration->eval(node).WithPrefix(NodeLabel(node)));
     }
+    if (free_kept) FreeKeptInputs(node, &pending);
   }
   return Status::Ok();
 }
@@ -556,6 +592,8 @@ Status Interpreter::AllocatePersistent(Tensor* tensor) {
   }
   std::memset(persistent_.back().get(), 0, bytes);  // variables start at zero
   tensor->data = persistent_.back().get();
+  if (persistent_block_.size() < tensors_.size()) persistent_block_.resize(tensors_.size(), -1);
+  persistent_block_[tensor->index] = static_cast<int>(persistent_.size() - 1);
   persistent_bytes_ += AlignUp(tensor->bytes);
   return Status::Ok();
 }

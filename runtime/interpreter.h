@@ -60,6 +60,13 @@ struct InterpreterOptions {
   // own. The other input must be computed before the conv runs. The same
   // bits. See FoldNodes().
   bool fold_adds = true;
+  // Frees a folded tensor (e.g. float16 weights dequantized once) as soon
+  // as every node reading it keeps its own form of it (Node::kept_inputs: a
+  // CONV_2D's packed filter) or was folded itself, instead of holding both
+  // until the interpreter goes; the tensor's data is null from then on. Not
+  // with delegates (they read the tensors when they claim nodes), nor for a
+  // model output. The same bits either way.
+  bool free_kept_folded = true;
 };
 
 class Interpreter {
@@ -92,8 +99,10 @@ class Interpreter {
   //
   // Storage has two parts: the folded tensors (and variables, zeroed), one
   // block each, allocated as they are prepared and live for the
-  // interpreter's lifetime; then the arena of the other non-constant
-  // tensors, placed by PlanGreedy() from their lifetimes in execution order.
+  // interpreter's lifetime (or, with free_kept_folded, until every node
+  // reading one has kept its own form of it); then the arena of the other
+  // non-constant tensors, placed by PlanGreedy() from their lifetimes in
+  // execution order.
   // Model inputs live from the first step, model outputs until the last, so
   // both keep their values between Invoke() calls.
   Status AllocateTensors();
@@ -144,7 +153,8 @@ class Interpreter {
   const Node& node(size_t index) const { return nodes_[index]; }
 
   // Bytes of the arena plus the folded tensors' and variables' blocks (each
-  // rounded up to 64 bytes); 0 before AllocateTensors().
+  // rounded up to 64 bytes) held after AllocateTensors(), the freed ones
+  // (free_kept_folded) not counted; 0 before.
   size_t arena_bytes() const { return arena_bytes_; }
   // The folded tensors' and variables' part of arena_bytes().
   size_t persistent_bytes() const { return persistent_bytes_; }
@@ -230,6 +240,12 @@ class Interpreter {
   // Gives `tensor` its own zeroed block of tensor->bytes, counted in
   // persistent_bytes_ against options_.max_arena_bytes.
   Status AllocatePersistent(Tensor* tensor);
+  // Per tensor, the reader slots (node, input) that still need its data,
+  // plus one for a model output (see free_kept_folded).
+  std::vector<int> PendingReads() const;
+  // After `node`'s Prepare (and Eval, when folded): frees the folded
+  // tensors whose last pending read this node was.
+  void FreeKeptInputs(const Node& node, std::vector<int>* pending);
   // Makes the shared scratch hold num_threads parts of at least
   // `per_thread` bytes (allocates only when it grows).
   Status EnsureScratch(size_t per_thread);
@@ -252,7 +268,8 @@ class Interpreter {
   DelegationPlan delegation_;
   Status setup_status_;  // a fault found while building tensors or allocating
   using Block = std::unique_ptr<std::byte[], void (*)(std::byte*)>;
-  std::vector<Block> persistent_;  // folded tensors and variables
+  std::vector<Block> persistent_;      // folded tensors and variables
+  std::vector<int> persistent_block_;  // by tensor: its index in persistent_, or -1
   Block arena_;
   ThreadPool threadpool_;
   Block scratch_;

@@ -259,6 +259,86 @@ TEST(InterpreterTest, FoldsActivationsIntoTheNodeBeforeThemBitForBit) {
 // An activation stays a node of its own when its input has another reader,
 // is a model output, or comes from a node that already has an activation
 // or whose kernel does not apply one (here MAX_POOL_2D).
+// Random float16 weights of `shape` and their DEQUANTIZE (folded at
+// AllocateTensors()): the float32 tensor's index.
+int HalfWeights(ModelBuilder& b, std::mt19937& rng, const std::vector<int32_t>& shape,
+                const std::string& name) {
+  std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
+  size_t n = 1;
+  for (int32_t d : shape) n *= static_cast<size_t>(d);
+  std::vector<float> w(n);
+  for (float& x : w) x = dist(rng);
+  const int half = b.AddConstFloat16(shape, w, name + "_fp16");
+  const int weights = b.AddTensor(tfl::TensorType::FLOAT32, shape, name);
+  b.AddDequantize(half, weights);
+  return weights;
+}
+
+// Whether this CPU's GEMM packs a constant filter (else CONV_2D reads its
+// weights as they are and keeps none).
+bool GemmPacksConstantB() {
+  Gemm probe;
+  probe.Plan(36, 16, 8);
+  const std::vector<float> b(16 * 8);
+  probe.SetConstantB({b.data(), 8, true});
+  return probe.has_constant_b();
+}
+
+// Float16 weights dequantized once are freed as soon as only packed
+// CONV_2Ds read them, even where a conv is prepared again for the RELU or
+// ADD folded into it; a DEPTHWISE_CONV_2D's (read as they are) and a model
+// output's stay. The same bits as keeping them all.
+TEST(InterpreterTest, FreesFoldedWeightsOnlyPackedConvsRead) {
+  ModelBuilder b;
+  std::mt19937 rng(7);
+  auto tensor = [&](int channels, const char* name) {
+    return b.AddTensor(tfl::TensorType::FLOAT32, {1, 6, 6, channels}, name);
+  };
+  const int in = tensor(8, "in");
+  const int shared = HalfWeights(b, rng, {16, 1, 1, 8}, "shared");  // read by convs A and B
+  const int dw = HalfWeights(b, rng, {1, 3, 3, 16}, "dw");
+  const int exposed = HalfWeights(b, rng, {8, 3, 3, 16}, "exposed");  // also a model output
+  const int c0 = tensor(16, "c0"), r0 = tensor(16, "r0"), d0 = tensor(16, "d0");
+  const int c1 = tensor(16, "c1"), s = tensor(16, "s"), out = tensor(8, "out");
+  b.AddConv2D(in, shared, -1, c0, testing::Conv2DParams{});  // A
+  b.AddUnary(tfl::BuiltinOperator::RELU, c0, r0);            // into A
+  testing::DepthwiseConv2DParams same_dw;
+  same_dw.padding = tfl::Padding::SAME;
+  b.AddDepthwiseConv2D(r0, dw, -1, d0, same_dw);
+  b.AddConv2D(in, shared, -1, c1, testing::Conv2DParams{});  // B
+  b.AddAdd(d0, c1, s);                                       // into B
+  testing::Conv2DParams same;
+  same.padding = tfl::Padding::SAME;
+  b.AddConv2D(s, exposed, -1, out, same);
+  b.SetInputs({in});
+  b.SetOutputs({out, exposed});
+
+  const bool packs = GemmPacksConstantB();
+  const size_t kept_bytes = 16 * 9 * 4 + 8 * 9 * 16 * 4;  // dw and exposed
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    InterpreterOptions freeing, keeping;
+    freeing.num_threads = keeping.num_threads = threads;
+    keeping.free_kept_folded = false;
+    std::unique_ptr<Loaded> freed_model, kept_model;
+    ASSERT_NO_FATAL_FAILURE(LoadBoth(b, freeing, keeping, nullptr, &freed_model, &kept_model));
+    Interpreter& freed = *freed_model->interpreter;
+    Interpreter& kept = *kept_model->interpreter;
+    EXPECT_EQ(freed.invoked_nodes_size(), 4u);  // A, depthwise, B, the last conv
+    EXPECT_EQ(freed.node(4).folded_into, 3);    // the RELU, into A
+    EXPECT_EQ(freed.node(7).folded_into, 6);    // the ADD, into B
+    EXPECT_EQ(kept.persistent_bytes(), kept_bytes + 16 * 8 * 4);
+    EXPECT_NE(kept.tensor(shared).data, nullptr);
+    EXPECT_EQ(freed.tensor(shared).allocation, Allocation::kFolded);
+    EXPECT_EQ(freed.tensor(shared).data == nullptr, packs);
+    EXPECT_EQ(freed.persistent_bytes(), packs ? kept_bytes : kept_bytes + 16 * 8 * 4);
+    EXPECT_NE(freed.tensor(dw).data, nullptr);
+    EXPECT_NE(freed.tensor(exposed).data, nullptr);
+    ExpectSameOutputs(freed, kept);
+    ExpectSameOutputs(freed, kept);  // and again
+  }
+}
+
 TEST(InterpreterTest, ActivationsThatCannotFoldStayNodes) {
   ModelBuilder b;
   int in = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 2}, "in");
@@ -987,6 +1067,37 @@ class FaceDetectionTest : public ::testing::Test {
   OpResolver resolver_;
   std::unique_ptr<Interpreter> interpreter_;
 };
+
+// Of the weights dequantized once, the interpreter holds only those a node
+// reads as they are (DEPTHWISE_CONV_2D filters, biases): under 48 of their
+// 396 KiB; the packed CONV_2D filters replace their float32 copies.
+// The same outputs as holding them all.
+TEST_F(FaceDetectionTest, HoldsOnlyTheFoldedWeightsReadAsTheyAre) {
+  if (!GemmPacksConstantB()) GTEST_SKIP() << "this CPU's GEMM packs no filter";
+  InterpreterOptions keeping;
+  keeping.free_kept_folded = false;
+  Interpreter kept(*model_, resolver_, keeping);
+  ASSERT_TRUE(kept.AllocateTensors().ok());
+  EXPECT_GT(kept.persistent_bytes(), 390u * 1024);
+  EXPECT_LT(interpreter_->persistent_bytes(), 48u * 1024);
+  size_t held = 0;
+  for (size_t i = 0; i < interpreter_->tensors_size(); ++i) {
+    const Tensor& t = interpreter_->tensor(i);
+    if (t.allocation == Allocation::kFolded && t.data != nullptr) held += (t.bytes + 63) / 64 * 64;
+  }
+  EXPECT_EQ(held, interpreter_->persistent_bytes());
+  Run([](int y, int x, int c) { return static_cast<float>((y * 7 + x * 3 + c) % 17) / 8 - 1; });
+  for (Tensor* t : kept.inputs()) {
+    std::memcpy(t->data, interpreter_->inputs()[0]->data, t->bytes);
+  }
+  ASSERT_TRUE(kept.Invoke().ok());
+  for (size_t i = 0; i < kept.outputs().size(); ++i) {
+    EXPECT_EQ(std::memcmp(kept.outputs()[i]->data, interpreter_->outputs()[i]->data,
+                          kept.outputs()[i]->bytes),
+              0)
+        << "output " << i;
+  }
+}
 
 TEST_F(FaceDetectionTest, ShapesAndSanity) {
   ASSERT_EQ(interpreter_->inputs().size(), 1u);

@@ -17,6 +17,7 @@ enum class Allocation {
   kNone,      // not used by the graph; data is null
   kConstant,  // read-only, inside the model's buffer
   kFolded,    // computed once in AllocateTensors() from constants; read-only afterwards
+              // (null once no node reads it, InterpreterOptions::free_kept_folded)
   kArena,     // planned in the arena; valid only during its lifetime in Invoke()
 };
 

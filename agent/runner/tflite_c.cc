@@ -164,7 +164,7 @@ struct Plugin {
 
 struct Interpreter::State {
   const Library::Api* api = nullptr;
-  std::vector<uint8_t> model_bytes;  // TfLiteModelCreate does not copy
+  std::shared_ptr<const std::vector<uint8_t>> model_bytes;  // TfLiteModelCreate does not copy
   TfLiteModel* model = nullptr;
   TfLiteInterpreterOptions* options = nullptr;
   TfLiteDelegate* xnnpack = nullptr;
@@ -506,14 +506,14 @@ void AddPlaceholderCustomOps(const InterpreterConfig& config, Interpreter::State
 
 }  // namespace
 
-std::unique_ptr<Interpreter> Library::Build(const std::vector<uint8_t>& model,
+std::unique_ptr<Interpreter> Library::Build(std::shared_ptr<const std::vector<uint8_t>> model,
                                             const InterpreterConfig& config,
                                             CreateInfo* info) const {
   auto state = std::make_unique<Interpreter::State>();
   state->api = api_.get();
-  state->model_bytes = model;
+  state->model_bytes = std::move(model);
   StderrCapture model_capture(config.capture_log);
-  state->model = api_->model_create(state->model_bytes.data(), state->model_bytes.size());
+  state->model = api_->model_create(state->model_bytes->data(), state->model_bytes->size());
   const std::string model_log = model_capture.Finish(state->model != nullptr);
   if (state->model == nullptr) {
     info->fault = CreateFault::kModel;
@@ -562,6 +562,12 @@ std::unique_ptr<Interpreter> Library::Build(const std::vector<uint8_t>& model,
 }
 
 std::unique_ptr<Interpreter> Library::Create(const std::vector<uint8_t>& model,
+                                             const InterpreterConfig& config,
+                                             CreateInfo* info) const {
+  return Create(std::make_shared<const std::vector<uint8_t>>(model), config, info);
+}
+
+std::unique_ptr<Interpreter> Library::Create(std::shared_ptr<const std::vector<uint8_t>> model,
                                              const InterpreterConfig& config,
                                              CreateInfo* info) const {
   std::unique_ptr<Interpreter> interpreter = Build(model, config, info);

@@ -147,6 +147,11 @@ class Library {
   // with `info->fault` and `info->error` when it cannot be built.
   std::unique_ptr<Interpreter> Create(const std::vector<uint8_t>& model,
                                       const InterpreterConfig& config, CreateInfo* info) const;
+  // The same on shared bytes, which the interpreter keeps (TfLiteModelCreate
+  // reads them for its whole life) instead of a copy: the bytes are held
+  // once however many interpreters use them, as TensorFlow Lite needs.
+  std::unique_ptr<Interpreter> Create(std::shared_ptr<const std::vector<uint8_t>> model,
+                                      const InterpreterConfig& config, CreateInfo* info) const;
   // The cross-check's form: threads for TFLite's kernels, xnnpack_threads > 0
   // adds TFLite's XNNPACK delegate with that many threads.
   std::unique_ptr<Interpreter> Create(const std::vector<uint8_t>& model, int threads,
@@ -156,7 +161,7 @@ class Library {
 
  private:
   Library() = default;
-  std::unique_ptr<Interpreter> Build(const std::vector<uint8_t>& model,
+  std::unique_ptr<Interpreter> Build(std::shared_ptr<const std::vector<uint8_t>> model,
                                      const InterpreterConfig& config, CreateInfo* info) const;
   void* handle_ = nullptr;
   std::unique_ptr<Api> api_;

@@ -185,7 +185,7 @@ bool ChooseDelegate(const RunnerOptions& options, InterpreterConfig* config, Run
 
 // One job's TensorFlow Lite objects.
 struct Job {
-  std::vector<uint8_t> model;
+  std::shared_ptr<const std::vector<uint8_t>> model;  // held once, by every interpreter of the job
   InterpreterConfig config;
   std::unique_ptr<tflite::Interpreter> interpreter;
   TensorViews inputs;
@@ -210,7 +210,7 @@ bool LoadAndPrepare(const RunnerOptions& options, const tflite::Library& library
   const Clock::time_point init_start = Clock::now();
   Result<std::vector<uint8_t>> model = ReadModel(options.model);
   if (!model.ok()) return Failed(outcome, RunnerStatus::kModelError, model.message());
-  job->model = std::move(*model);
+  job->model = std::make_shared<const std::vector<uint8_t>>(std::move(*model));
   job->config.capture_log = true;
   tflite::CreateInfo info;
   job->interpreter = library.Create(job->model, job->config, &info);

@@ -89,9 +89,11 @@ Status CheckConvTensors(const Tensor* input, const Tensor* filter, const Tensor*
 
 // The GEMM path: multiply the input itself (1x1, stride 1, no padding) or
 // im2col chunks of output pixels (no more than one thread's share of them);
-// plans the GEMM and sets the node's per-thread scratch.
-void PlanGemmPath(const Tensor& input, const Tensor& filter, const WindowDim& h, const WindowDim& w,
-                  int threads, Conv2DData* data, Node& node) {
+// plans the GEMM and sets the node's per-thread scratch. An ungrouped
+// filter is packed once (taken from the node's previous Prepare when it
+// packed it), and then kept: Eval reads the packed copy only.
+Status PlanGemmPath(const Tensor& input, const Tensor& filter, const WindowDim& h,
+                    const WindowDim& w, int threads, Conv2DData* data, Node& node) {
   const int k_h = filter.shape[1], k_w = filter.shape[2], filter_c = filter.shape[3];
   const int64_t depth = static_cast<int64_t>(k_h) * k_w * filter_c;
   const int64_t pixels = static_cast<int64_t>(input.shape[0]) * h.out * w.out;
@@ -115,8 +117,17 @@ void PlanGemmPath(const Tensor& input, const Tensor& filter, const WindowDim& h,
         (static_cast<size_t>(data->chunk_rows * depth) * sizeof(float) + 63) & ~size_t{63};
   }
   data->gemm.Plan(data->chunk_rows, filter.shape[0] / data->groups, depth);
-  if (data->groups == 1) data->gemm.SetConstantB({filter.data_as<float>(), depth, true});
   node.scratch_bytes = data->patch_bytes + data->gemm.workspace_bytes();
+  if (data->groups != 1) return Status::Ok();
+  auto* before = static_cast<Conv2DData*>(node.prepared_before.get());
+  if (before == nullptr || !data->gemm.TakeConstantB(before->gemm)) {
+    if (filter.data == nullptr) {
+      return Status::Error("the filter's values were freed before it was packed");
+    }
+    data->gemm.SetConstantB({filter.data_as<float>(), depth, true});
+  }
+  if (data->gemm.has_constant_b()) node.kept_inputs |= 1u << 1;
+  return Status::Ok();
 }
 
 // The quantized filter [Cout][KH][KW][Cin] packed for the integer GEMM,
@@ -206,7 +217,8 @@ Status PrepareImpl(Node& node, bool reference) {
     if (reference) {
       PackReferenceFilter(*filter, data.get());
     } else {
-      PlanGemmPath(*input, *filter, h, w, NumThreads(node), data.get(), node);
+      DFARM_RETURN_IF_ERROR(
+          PlanGemmPath(*input, *filter, h, w, NumThreads(node), data.get(), node));
     }
   }
   node.data = std::move(data);

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/kernels/kernel_util.h"
@@ -575,6 +576,16 @@ void Gemm::SetConstantB(GemmOperand b) {
 #else
   (void)b;
 #endif
+}
+
+bool Gemm::TakeConstantB(Gemm& from) {
+  if (from.packed_b_.empty() || from.plan_n_ != plan_n_ || from.plan_k_ != plan_k_ || gemv_ ||
+      !UsesAvx2()) {
+    return false;
+  }
+  packed_b_ = std::move(from.packed_b_);
+  from.packed_b_.clear();
+  return true;
 }
 
 void Gemm::Run(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, float* c,

@@ -103,6 +103,14 @@ class Gemm {
   // read the packed copy, which this Gemm owns. Call it after Plan(), from
   // Prepare() (it allocates).
   void SetConstantB(GemmOperand b);
+  // Instead of SetConstantB() of the same B: moves the packed copy of
+  // `from`, which was planned with this n and k and given that B, here.
+  // False, leaving both as they were, when `from` holds no packed copy that
+  // fits this plan.
+  bool TakeConstantB(Gemm& from);
+  // Whether Run() reads the packed copy of SetConstantB() / TakeConstantB()
+  // instead of its B operand's data.
+  bool has_constant_b() const { return !packed_b_.empty(); }
 
   // Uses Eigen's portable kernel even where the AVX2/FMA one would run (so
   // tests cover both on an AVX2 machine). Call it before Plan().

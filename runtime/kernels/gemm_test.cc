@@ -336,6 +336,37 @@ void ExpectSameAsReference(const ModelBuilder& b, tfl::BuiltinOperator code,
   }
 }
 
+// TakeConstantB() moves a packed B to a Gemm planned again with the same n
+// and k (other rows): the product then reads no B operand data and gives the
+// bits of packing it afresh; a plan of another n or k refuses it.
+TEST(GemmTest, TakeConstantBMovesThePackedCopy) {
+  std::mt19937 rng(4);
+  const int64_t n = 40, k = 30;
+  std::vector<float> a = RandomValues(rng, 50 * k), b = RandomValues(rng, n * k);
+  const GemmOperand b_op{b.data(), k, true};
+  runtime::Gemm first;
+  first.Plan(50, n, k);
+  first.SetConstantB(b_op);
+  const bool packs = first.has_constant_b();
+  runtime::Gemm other;
+  other.Plan(20, n + 1, k);
+  EXPECT_FALSE(other.TakeConstantB(first));
+  EXPECT_EQ(first.has_constant_b(), packs);
+  runtime::Gemm taken;
+  taken.Plan(20, n, k);
+  ASSERT_EQ(taken.TakeConstantB(first), packs);
+  EXPECT_FALSE(first.has_constant_b());
+  if (!packs) GTEST_SKIP() << "this CPU's GEMM packs no constant B";
+  runtime::Gemm fresh;
+  fresh.Plan(20, n, k);
+  fresh.SetConstantB(b_op);
+  const Workspace ws_taken(taken), ws_fresh(fresh);
+  std::vector<float> c_taken(20 * n, 0.0f), c_fresh = c_taken;
+  taken.Run(20, n, k, {a.data(), k, false}, {nullptr, k, true}, c_taken.data(), n, ws_taken.block);
+  fresh.Run(20, n, k, {a.data(), k, false}, b_op, c_fresh.data(), n, ws_fresh.block);
+  EXPECT_EQ(c_taken, c_fresh);
+}
+
 TEST(GemmTest, AddendGivesTheBitsOfASeparateAdd) {
   // clamp(bias + A·B + addend) in one product (a folded ADD) against the
   // product without clamp, then the ADD and the clamp: every kernel (AVX-512,

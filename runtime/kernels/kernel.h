@@ -87,6 +87,17 @@ struct Node {
   // Bytes of the shared scratch each thread of Eval() uses, set by Prepare()
   // (ExecutionContext::ThreadScratch); 0 when Eval() needs none.
   size_t scratch_bytes = 0;
+  // Bit k set by Prepare() when neither Eval() nor a later Prepare() of this
+  // node reads input k's data: the kernel keeps what it needs of that
+  // constant in its OpData (a packed filter) and finds it there again in
+  // prepared_before. The interpreter frees a folded tensor once every node
+  // reading it has kept it so (InterpreterOptions::free_kept_folded); its
+  // data is null from then on.
+  uint32_t kept_inputs = 0;
+  // While Prepare() runs again on a prepared node (the interpreter folded a
+  // neighbour into it), the previous Prepare()'s OpData, which Prepare may
+  // take from; null otherwise.
+  std::unique_ptr<OpData> prepared_before;
   // The interpreter's context, set before Prepare() (num_threads is known
   // there; the scratch only from Eval()). Null for a node run outside an
   // interpreter: kernels then run on one thread and must need no scratch.
@@ -104,12 +115,14 @@ struct Node {
 };
 
 struct OpRegistration {
-  // Called once from AllocateTensors(), in execution order. Checks arity,
-  // dtypes and shapes, sets each output's shape with CheckOutputShape() (a
-  // fully known declared shape must match), and may store OpData. Inputs
-  // with has_static_value() hold their values already; other tensors have no
-  // storage yet (it is planned after every Prepare). Messages name the fault
-  // only; the interpreter adds the op and node.
+  // Called from AllocateTensors(), in execution order, and again on a node
+  // the interpreter folds a neighbour into (Node::prepared_before). Checks
+  // arity, dtypes and shapes, sets each output's shape with
+  // CheckOutputShape() (a fully known declared shape must match), and may
+  // store OpData. Inputs with has_static_value() hold their values already
+  // (but see Node::kept_inputs); other tensors have no storage yet (it is
+  // planned after every Prepare). Messages name the fault only; the
+  // interpreter adds the op and node.
   Status (*prepare)(Node& node);
   // Computes the outputs. Must not allocate; may use node.context's thread
   // pool and its scratch (node.scratch_bytes per thread).
