@@ -1,12 +1,10 @@
 #include "reports/store/store_test_fixture.h"
 
 #include <libpq-fe.h>
-#include <signal.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <vector>
 
 #include "reports/store/testing/pg_server.h"
@@ -17,27 +15,13 @@ namespace {
 namespace fs = std::filesystem;
 using testing::PgServer;
 
-// The server of the CTest run (dfarm-test-pg, fixture dfarm_pg): the port in
-// the file $DFARM_TEST_PG_FILE names, while the process it names lives.
-std::unique_ptr<PgServer> RunsServer() {
-  const char* file = std::getenv("DFARM_TEST_PG_FILE");
-  if (file == nullptr || *file == '\0') return nullptr;
-  std::ifstream in(file);
-  long port = 0;
-  long pid = 0;
-  if (!(in >> port >> pid) || port <= 0 || pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) != 0) {
-    return nullptr;
-  }
-  return PgServer::Attach(static_cast<int>(port));
-}
-
 // The binary's one server: the CTest run's, else one started by the first
 // PostgreSQL test (on the test thread, which lives until the end) and stopped
 // at exit; null when it could not start (`why` says why).
 PgServer* SharedServer(std::string* why) {
   static std::string failure;
   static std::unique_ptr<PgServer> server = []() -> std::unique_ptr<PgServer> {
-    if (auto shared = RunsServer()) return shared;
+    if (auto shared = PgServer::AttachToRun()) return shared;
     std::string missing;
     if (!testing::PgServerAvailable(&missing)) {
       failure = "no PostgreSQL server here: " + missing;

@@ -33,21 +33,11 @@ namespace {
 namespace fs = std::filesystem;
 using dfarm::store::testing::PgServer;
 using dfarm::store::testing::PgServerAvailable;
+using dfarm::store::testing::ReadSharedServerFile;
 
 constexpr auto kMaxLifetime = std::chrono::hours(4);
 constexpr auto kStartDeadline = std::chrono::seconds(180);
 constexpr auto kStopDeadline = std::chrono::seconds(60);
-
-// PORT and PID from FILE; false when it is absent or unreadable.
-bool ReadFixture(const std::string& file, int* port, pid_t* pid) {
-  std::ifstream in(file);
-  long p = 0;
-  long id = 0;
-  if (!(in >> p >> id) || p <= 0 || id <= 0) return false;
-  *port = static_cast<int>(p);
-  *pid = static_cast<pid_t>(id);
-  return true;
-}
 
 // The server's process: starts it, reports "ok PORT" or "error MESSAGE" on
 // `report`, then holds it until SIGTERM, SIGINT or kMaxLifetime.
@@ -91,7 +81,7 @@ int Start(const std::string& file) {
   }
   int port = 0;
   pid_t old = 0;
-  if (ReadFixture(file, &port, &old) && ::kill(old, 0) == 0) {
+  if (ReadSharedServerFile(file, &port, &old) && ::kill(old, 0) == 0) {
     std::fprintf(stderr, "dfarm-test-pg: '%s' names a live server (pid %d); stop it first\n",
                  file.c_str(), static_cast<int>(old));
     return 1;
@@ -133,7 +123,7 @@ int Start(const std::string& file) {
 int Stop(const std::string& file) {
   int port = 0;
   pid_t pid = 0;
-  if (!ReadFixture(file, &port, &pid)) {
+  if (!ReadSharedServerFile(file, &port, &pid)) {
     std::printf("dfarm-test-pg: no shared server ('%s' absent)\n", file.c_str());
     return 0;
   }

@@ -390,6 +390,16 @@ std::unique_ptr<PgServer> PgServer::Attach(int port) {
   return std::unique_ptr<PgServer>(new PgServer(std::string(), -1, port));
 }
 
+std::unique_ptr<PgServer> PgServer::AttachToRun() {
+  const char* file = std::getenv("DFARM_TEST_PG_FILE");
+  int port = 0;
+  pid_t pid = 0;
+  if (file == nullptr || !ReadSharedServerFile(file, &port, &pid) || ::kill(pid, 0) != 0) {
+    return nullptr;
+  }
+  return Attach(port);
+}
+
 PgServer::~PgServer() {
   if (dir_.empty()) return;  // attached: another process owns the server
   if (pid_ > 0) {
@@ -443,6 +453,16 @@ bool PgServerAvailable(std::string* why) {
   if (user) return true;
   if (why) *why = user.message();
   return false;
+}
+
+bool ReadSharedServerFile(const std::string& file, int* port, pid_t* pid) {
+  std::ifstream in(file);
+  long p = 0;
+  long id = 0;
+  if (!(in >> p >> id) || p <= 0 || p > 65535 || id <= 0) return false;
+  *port = static_cast<int>(p);
+  *pid = static_cast<pid_t>(id);
+  return true;
 }
 
 }  // namespace dfarm::store::testing

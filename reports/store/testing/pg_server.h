@@ -41,6 +41,10 @@ class PgServer {
   // shared server) on 127.0.0.1:`port`: this handle creates and drops
   // databases there and never stops it.
   static std::unique_ptr<PgServer> Attach(int port);
+  // Attach() to the CTest run's shared server: the one the file
+  // $DFARM_TEST_PG_FILE names, while the process holding it lives; null when
+  // there is none.
+  static std::unique_ptr<PgServer> AttachToRun();
 
   // Immediate shutdown (SIGQUIT to the postmaster), waits for it, removes the folder.
   ~PgServer();
@@ -70,5 +74,9 @@ class PgServer {
 // /usr/lib/postgresql/*/bin, or $DFARM_PG_BINDIR) and, as root, the `postgres`
 // user and setpriv. `why` (optional) says what is missing.
 bool PgServerAvailable(std::string* why);
+
+// The shared server's file (dfarm-test-pg writes it): "PORT PID", PID the
+// process holding the server. False when `file` is absent or malformed.
+bool ReadSharedServerFile(const std::string& file, int* port, pid_t* pid);
 
 }  // namespace dfarm::store::testing
