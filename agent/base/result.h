@@ -21,6 +21,8 @@ enum class ErrorKind {
   kInvalidInput,  // what the user gave is wrong: an argument, a spec, a policy
   kNotFound,      // the user named something that does not exist: a run, a job
   kConflict,      // someone else holds it now: a job claim whose lease expired (store)
+  kTransient,     // the store rolled a transaction back (a deadlock, a serialization
+                  // failure): nothing of it was written, and running it again can succeed
 };
 
 struct Error {

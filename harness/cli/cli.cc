@@ -33,6 +33,7 @@ int ExitCodeFor(ErrorKind kind) {
       return kExitUsage;
     case ErrorKind::kFailed:
     case ErrorKind::kConflict:
+    case ErrorKind::kTransient:
       return kExitInfra;
   }
   return kExitInfra;

@@ -107,6 +107,17 @@ std::string Trimmed(const char* message) {
   return s;
 }
 
+// The error of a failed statement. SQLSTATE class 40 (transaction rollback:
+// 40001 serialization failure, 40P01 deadlock detected) is ErrorKind::kTransient:
+// the server rolled the transaction back, and running it again can succeed.
+Error StatementError(PGconn* conn, const PGresult* res) {
+  std::string message = Trimmed(PQresultErrorMessage(res));
+  if (message.empty()) message = Trimmed(PQerrorMessage(conn));
+  const char* state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
+  const bool transient = state != nullptr && std::strncmp(state, "40", 2) == 0;
+  return MakeError(transient ? ErrorKind::kTransient : ErrorKind::kFailed, std::move(message));
+}
+
 class PgConn;
 
 class PgCursor final : public Cursor {
@@ -210,7 +221,7 @@ class PgConn final : public Conn {
     ExecStatusType st = PQresultStatus(res);
     Result<void> out = Ok();
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK && st != PGRES_EMPTY_QUERY) {
-      out = MakeError(Trimmed(PQresultErrorMessage(res)));
+      out = StatementError(conn_, res);
     } else {
       NoteChanges(res);
     }
@@ -250,9 +261,9 @@ class PgConn final : public Conn {
                                  values.data(), lengths.data(), formats.data(), 0);
     ExecStatusType st = PQresultStatus(res);
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-      std::string message = Trimmed(PQresultErrorMessage(res));
+      Error error = StatementError(conn_, res);
       PQclear(res);
-      return MakeError(message.empty() ? Trimmed(PQerrorMessage(conn_)) : message);
+      return error;
     }
     NoteChanges(res);
     return res;

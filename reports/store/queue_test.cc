@@ -9,11 +9,13 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <random>
 #include <thread>
 
 #include "agent/base/sha256.h"
+#include "reports/store/sql.h"
 #include "reports/store/store_test_fixture.h"
 
 namespace dfarm::store {
@@ -677,6 +679,104 @@ TEST_P(QueueTest, CancelRunEndsEveryPendingJobAndRefusesLateResults) {
   EXPECT_NE(again.message().find("nothing to cancel"), std::string::npos) << again.message();
   EXPECT_NE(store_->GetJob(ids[2])->error.find("alice"), std::string::npos);
   EXPECT_EQ(store_->CancelRun(run + 100, "bob@lab").error().kind, ErrorKind::kNotFound);
+}
+
+// Waits (without a deadline of its own: ctest's timeout is the limit) until
+// a backend of the test's database waits for a row lock.
+void WaitForALockWaiter(const std::function<std::string(const std::string&)>& query) {
+  while (query("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND "
+               "datname = current_database()") == "0") {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+// A result being recorded holds its job's row, then its foreign key check
+// takes the run's row FOR KEY SHARE. A cancel that took the run's row FOR
+// UPDATE and waits for that job deadlocked with it (a farm test saw the
+// node's result refused as "deadlock detected"). The cancel waits instead.
+TEST_P(QueueTest, ACancelWaitsForAResultBeingRecordedInsteadOfDeadlocking) {
+  if (!pg()) GTEST_SKIP() << "PostgreSQL only: SQLite has one writer";
+  int64_t run = 0;
+  auto ids = QueueRun({Targeted(kTargetAny)}, &run);
+  ASSERT_EQ(Claim("n1", Pc()), ids[0]);
+  ASSERT_TRUE(store_->MarkJobRunning(ids[0], 1).ok());
+  auto recorder = sql::OpenPostgres(where_);
+  ASSERT_TRUE(recorder.ok()) << recorder.message();
+  sql::Conn& a = **recorder;
+  ASSERT_TRUE(a.Exec("BEGIN").ok());
+  ASSERT_TRUE(a.Exec("UPDATE jobs SET wall_ms = 7 WHERE id = " + std::to_string(ids[0])).ok());
+  Result<CancelledRun> cancelled = MakeError("not run");
+  std::thread cancel([&] {
+    auto other = OpenStore(where_);
+    if (other) cancelled = (*other)->CancelRun(run, "alice@lab");
+  });
+  WaitForALockWaiter([this](const std::string& q) { return QueryValue(q); });
+  // NOWAIT: refused at once were the cancel's lock on the run too strong.
+  auto key_share =
+      a.Exec("SELECT 1 FROM runs WHERE id = " + std::to_string(run) + " FOR KEY SHARE NOWAIT");
+  EXPECT_TRUE(key_share.ok()) << key_share.message();
+  EXPECT_TRUE(a.Exec(key_share.ok() ? "COMMIT" : "ROLLBACK").ok());
+  cancel.join();
+  ASSERT_TRUE(cancelled.ok()) << cancelled.message();
+  EXPECT_EQ(cancelled->running, 1);
+  EXPECT_EQ(store_->GetJob(ids[0])->status, kJobCancelled);
+}
+
+// A deadlock the server breaks is ErrorKind::kTransient: the store runs
+// such a transaction again rather than losing what it was writing.
+TEST_P(QueueTest, ADeadlockIsATransientError) {
+  if (!pg()) GTEST_SKIP() << "PostgreSQL only: SQLite has one writer";
+  auto ids = QueueRun({Targeted(kTargetAny), Targeted(kTargetAny)});
+  auto first = sql::OpenPostgres(where_);
+  auto second = sql::OpenPostgres(where_);
+  ASSERT_TRUE(first.ok() && second.ok());
+  auto touch = [&](sql::Conn& c, int64_t id) {
+    return c.Exec("UPDATE jobs SET wall_ms = 1 WHERE id = " + std::to_string(id));
+  };
+  ASSERT_TRUE((*first)->Exec("BEGIN").ok());
+  ASSERT_TRUE((*second)->Exec("BEGIN").ok());
+  ASSERT_TRUE(touch(**first, ids[0]).ok());
+  ASSERT_TRUE(touch(**second, ids[1]).ok());
+  Result<void> first_waited = dfarm::Ok();
+  std::thread waiter([&] { first_waited = touch(**first, ids[1]); });
+  WaitForALockWaiter([this](const std::string& q) { return QueryValue(q); });
+  Result<void> second_waited = touch(**second, ids[0]);
+  // The loser's transaction holds its locks until it ends: end both.
+  (void)(*second)->Exec(second_waited.ok() ? "COMMIT" : "ROLLBACK");
+  waiter.join();
+  (void)(*first)->Exec("ROLLBACK");
+  ASSERT_NE(first_waited.ok(), second_waited.ok()) << "one of the two is rolled back";
+  const Error& e = first_waited.ok() ? second_waited.error() : first_waited.error();
+  EXPECT_EQ(e.kind, ErrorKind::kTransient) << e.message;
+  EXPECT_NE(e.message.find("deadlock"), std::string::npos) << e.message;
+}
+
+// A result whose transaction the server breaks as a deadlock is written
+// again, not lost: here another client holds the run's row FOR UPDATE while
+// the result waits for it, then waits for the result's job.
+TEST_P(QueueTest, AResultBrokenByADeadlockIsWrittenAgain) {
+  if (!pg()) GTEST_SKIP() << "PostgreSQL only: SQLite has one writer";
+  int64_t run = 0;
+  auto ids = QueueRun({Targeted(kTargetAny)}, &run);
+  ASSERT_EQ(Claim("n1", Pc()), ids[0]);
+  ASSERT_TRUE(store_->MarkJobRunning(ids[0], 1).ok());
+  auto other = sql::OpenPostgres(where_);
+  ASSERT_TRUE(other.ok()) << other.message();
+  sql::Conn& a = **other;
+  ASSERT_TRUE(a.Exec("BEGIN").ok());
+  ASSERT_TRUE(a.Exec("SELECT 1 FROM runs WHERE id = " + std::to_string(run) + " FOR UPDATE").ok());
+  Result<void> recorded = MakeError("not run");
+  std::thread record([&] {
+    auto s = OpenStore(where_);
+    if (s) recorded = (*s)->RecordJobResult(ids[0], Ok(1));
+  });
+  WaitForALockWaiter([this](const std::string& q) { return QueryValue(q); });
+  // The cycle: the server rolls one of the two back.
+  (void)a.Exec("UPDATE jobs SET wall_ms = 3 WHERE id = " + std::to_string(ids[0]));
+  (void)a.Exec("ROLLBACK");
+  record.join();
+  ASSERT_TRUE(recorded.ok()) << recorded.message();
+  EXPECT_EQ(store_->GetJob(ids[0])->status, kJobOk);
 }
 
 // A run its sweep runs itself (claim 0) is cancelled the same way: the

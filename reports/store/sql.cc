@@ -49,7 +49,7 @@ std::string ForUpdateSkipLocked(Dialect d) {
   return d == Dialect::kPostgres ? " FOR UPDATE SKIP LOCKED" : "";
 }
 
-std::string ForUpdate(Dialect d) { return d == Dialect::kPostgres ? " FOR UPDATE" : ""; }
+std::string LockRunRow(Dialect d) { return d == Dialect::kPostgres ? " FOR NO KEY UPDATE" : ""; }
 
 std::string GroupConcat(Dialect d, const std::string& expr, const std::string& separator,
                         bool distinct) {

@@ -117,7 +117,12 @@ std::string NowUnixSql(Dialect d);
 // "FOR UPDATE SKIP LOCKED" on PostgreSQL; "" on SQLite (BEGIN IMMEDIATE has
 // the one writer already).
 std::string ForUpdateSkipLocked(Dialect d);
-std::string ForUpdate(Dialect d);
+// "FOR NO KEY UPDATE" on PostgreSQL, "" on SQLite: the lock a transaction
+// takes on a run's row before it changes the run or its jobs. Not FOR UPDATE:
+// that would also block the foreign key checks (FOR KEY SHARE) of a result
+// being recorded, which holds its job's row meanwhile, and the two would
+// wait for each other.
+std::string LockRunRow(Dialect d);
 // group_concat / string_agg of `expr` joined by `separator` (an SQL string literal).
 std::string GroupConcat(Dialect d, const std::string& expr, const std::string& separator,
                         bool distinct = false);

@@ -140,8 +140,8 @@ Result<void> SetRunQueueing(Conn& db, int64_t run_id, const RunQueueing& q) {
 Result<CancelledRun> CancelRun(Conn& db, int64_t run_id, const std::string& by) {
   auto tx = Transaction::Begin(db);
   if (!tx) return tx.error();
-  const std::string lock_sql = db.dialect() == Dialect::kPostgres ? " FOR UPDATE" : "";
-  auto run = Stmt::Prepare(db, "SELECT status, finished_at FROM runs WHERE id = ?" + lock_sql);
+  auto run = Stmt::Prepare(
+      db, "SELECT status, finished_at FROM runs WHERE id = ?" + LockRunRow(db.dialect()));
   if (!run) return run.error();
   run->Bind(1, run_id);
   auto found = run->Step();
@@ -751,8 +751,10 @@ Result<void> FinishQueueRunIfDone(Conn& db, int64_t job_id) {
   // run's last two jobs, the later one sees the other's commit.
   auto tx = Transaction::Begin(db);
   if (!tx) return tx.error();
-  const std::string lock_sql = db.dialect() == Dialect::kPostgres ? " FOR NO KEY UPDATE" : "";
-  if (auto r = RunWith(db, "SELECT id FROM runs WHERE id = ?" + lock_sql, {run_id}); !r) return r;
+  if (auto r = RunWith(db, "SELECT id FROM runs WHERE id = ?" + LockRunRow(db.dialect()), {run_id});
+      !r) {
+    return r;
+  }
   if (auto r = RunWith(db,
                        "UPDATE runs SET status = ?, finished_at = ? WHERE id = ? AND status = ? "
                        "AND NOT EXISTS (SELECT 1 FROM jobs p WHERE p.run_id = runs.id AND "

@@ -492,9 +492,9 @@ class SqlStore final : public Store {
     auto tx = Transaction::Begin(*db_);  // BEGIN IMMEDIATE: one claimant at a time
     if (!tx) return Fail("reopen run", tx);
     {
-      // FOR UPDATE: on PostgreSQL BEGIN locks nothing; two resumes must not both see no owner.
+      // On PostgreSQL BEGIN locks nothing: two resumes must not both see no owner.
       auto q = Prepare("SELECT owner_pid, owner_host, owner_since FROM runs WHERE id = ?" +
-                       sql::ForUpdate(dialect()));
+                       sql::LockRunRow(dialect()));
       if (!q) return q.error();
       q->Bind(1, run_id);
       auto row = q->Step();
@@ -678,6 +678,16 @@ class SqlStore final : public Store {
       return MakeError("cannot record job " + std::to_string(job_id) + ": status '" + o.status +
                        "' is not a final job status");
     }
+    if (auto r = Retrying([&] { return WriteJobResult(job_id, o); }); !r) return r;
+    // The result is in. A queue run whose last job this was is finished;
+    // should that fail, the next result, the reaper or the sweep following
+    // the run does it.
+    (void)sql::FinishQueueRunIfDone(*db_, job_id);
+    return Ok();
+  }
+
+  // RecordJobResult's transaction.
+  Result<void> WriteJobResult(int64_t job_id, const JobOutcome& o) {
     auto tx = Transaction::Begin(*db_);
     if (!tx) return Fail("record job result", tx);
     {
@@ -749,10 +759,6 @@ class SqlStore final : public Store {
       return Fail("record job result", r);
     }
     if (auto r = tx->Commit(); !r) return Fail("record job result", r);
-    // The result is in. A queue run whose last job this was is finished;
-    // should that fail, the next result, the reaper or the sweep following
-    // the run does it.
-    (void)sql::FinishQueueRunIfDone(*db_, job_id);
     return Ok();
   }
 
@@ -1353,7 +1359,7 @@ class SqlStore final : public Store {
   }
 
   Result<CancelledRun> CancelRun(int64_t run_id, const std::string& by) override {
-    auto r = sql::CancelRun(*db_, run_id, by);
+    auto r = Retrying([&] { return sql::CancelRun(*db_, run_id, by); });
     if (!r) {
       if (r.error().kind == ErrorKind::kInvalidInput || r.error().kind == ErrorKind::kNotFound) {
         return MakeError(r.error().kind, r.message() + " in '" + path_ + "'");
@@ -1391,7 +1397,7 @@ class SqlStore final : public Store {
 
   Result<std::optional<JobRow>> ClaimJob(const std::string& node, const DeviceTraits& device,
                                          int64_t lease_s) override {
-    auto id = sql::ClaimJob(*db_, node, device, lease_s, device_classes_);
+    auto id = Retrying([&] { return sql::ClaimJob(*db_, node, device, lease_s, device_classes_); });
     if (!id) return Fail("claim a job for device '" + device.name + "'", id);
     if (!*id) return std::optional<JobRow>();
     auto job = GetJob(**id);
@@ -1558,9 +1564,27 @@ class SqlStore final : public Store {
     return s;
   }
 
+  // The kind of a rolled-back transaction (kTransient) is kept: Retrying()
+  // runs it again.
   template <typename R>
   Error Fail(const std::string& what, const R& r) {
-    return MakeError("store '" + path_ + "': cannot " + what + ": " + r.message());
+    const ErrorKind kind =
+        r.error().kind == ErrorKind::kTransient ? ErrorKind::kTransient : ErrorKind::kFailed;
+    return MakeError(kind, "store '" + path_ + "': cannot " + what + ": " + r.message());
+  }
+
+  // Runs `once` (one transaction) again while the server rolls it back as a
+  // deadlock or a serialization failure (ErrorKind::kTransient; PostgreSQL
+  // only): two nodes and a `dfarm cancel` may lock a run's rows in different
+  // orders. The last attempt's error is returned.
+  template <typename F>
+  auto Retrying(F once) -> decltype(once()) {
+    constexpr int kTries = 5;
+    for (int attempt = 1;; ++attempt) {
+      auto r = once();
+      if (r || r.error().kind != ErrorKind::kTransient || attempt == kTries) return r;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10 * attempt));
+    }
   }
 
   // After a statement guarded by sql::HeldBy(claim_id): kConflict (naming
