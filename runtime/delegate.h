@@ -70,12 +70,19 @@ class DelegateKernel {
   virtual Status Invoke(const Partition& partition) = 0;
   // (optional) Runs the partition as Invoke() does, timing each of its nodes
   // by the delegate's own means: `node_us_out` gets one time in microseconds
-  // per node of partition.nodes, in that order. Every node's outputs, not
-  // only the partition's, hold their values in the tensors' (arena) storage
-  // afterwards, for per-layer comparisons. Called only after Prepare(),
-  // and only on kernels of a delegate whose EnableProfiling() returned Ok
-  // before AllocateTensors(); not a hot path (it may allocate on its first
-  // call). kUnsupported: this delegate times its partitions only as a whole.
+  // per node of partition.nodes, in that order. The times split the run on
+  // one clock: a node's runs from the previous node's end (the run's start
+  // for the first node) to its own end, so the copies into the partition
+  // fall on its first node and those out of it on its last. Left out: the
+  // work the profile adds, and what the delegate's clock cannot see (each
+  // delegate says what). Their sum is the partition's time in this run. A
+  // node with no work of its own (run inside another's) reads 0. Every
+  // node's outputs, not only the partition's, hold their values in the
+  // tensors' (arena) storage afterwards, for per-layer comparisons. Called
+  // only after Prepare(), and only on kernels of a delegate whose
+  // EnableProfiling() returned Ok before AllocateTensors(); not a hot path
+  // (it may allocate on its first call). kUnsupported: this delegate times
+  // its partitions only as a whole.
   virtual Status InvokeProfiled(const Partition& partition, std::vector<double>* node_us_out) {
     (void)node_us_out;
     return Status::Unsupported("delegate '" + partition.delegate +

@@ -1210,8 +1210,22 @@ TEST_F(RunnerTest, ProfileTimesNodesInsideXnnpackPartitions) {
   EXPECT_EQ(static_cast<int>(inside.size()), delegated);
   EXPECT_EQ(wholes, doc["placement"]["partitions"].get<int>());
   for (const nlohmann::json& o : prof["by_op"]) EXPECT_NE(o["op"], "DELEGATE");
+  // The partition's entry is its time in the profiled runs, which its
+  // nodes' entries split: they add up to it but for rounding.
+  for (size_t i = 0; i < prof["nodes"].size(); ++i) {
+    const nlohmann::json& whole = prof["nodes"][i];
+    if (whole["op"] != "DELEGATE") continue;
+    double sum = 0;
+    for (size_t k = i + 1; k < prof["nodes"].size() && !prof["nodes"][k].contains("nodes") &&
+                           prof["nodes"][k].contains("partition");
+         ++k) {
+      sum += prof["nodes"][k]["mean_us"].get<double>();
+    }
+    EXPECT_NEAR(sum, whole["mean_us"].get<double>(), 1e-9 * whole["mean_us"].get<double>());
+  }
   EXPECT_THAT(p.err, HasSubstr("partition 0 (xnnpack, "));
-  EXPECT_THAT(p.err, HasSubstr("us as a whole, its nodes "));
+  EXPECT_THAT(p.err, HasSubstr(" us profiled (its nodes "));
+  EXPECT_THAT(p.err, HasSubstr(" us run plainly ("));
 }
 
 TEST_F(RunnerTest, BadAccuracyReferenceIsAUsageError) {

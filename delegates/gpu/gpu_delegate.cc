@@ -86,41 +86,32 @@ class GpuKernel : public runtime::DelegateKernel {
 
   Status Invoke(const runtime::Partition& partition) override { return Run(partition, nullptr); }
 
-  // Each node's time is the sum over its launches of the device's own
-  // execution time (OpenCL profiling events: CL_PROFILING_COMMAND_END minus
-  // _START); the copies in and out at the partition's edges belong to no node.
+  // Each node's time is on the device's clock, read from OpenCL profiling
+  // events on every command of the run: from the end of the previous node's
+  // last launch (the start of the run's first command for the first node)
+  // to the end of its own last launch, and for the last node on to the end
+  // of the last copy out. So the copies in fall on the first node, those out
+  // on the last, and the device's wait for the host between launches on the
+  // node launched after it. Left out: the host's work before the first
+  // command and after the last (converting the first input and the last
+  // output for fp16 or quantized tensors), and the copies of every node's
+  // outputs the profile adds after the run.
   Status InvokeProfiled(const runtime::Partition& partition,
                         std::vector<double>* node_us_out) override {
     if (!delegate_->profiling()) {
       return Status::Unsupported("gpu times kernels only after EnableProfiling()");
     }
-    events_.assign(kernels_.size(), nullptr);
-    Status s = Run(partition, events_.data());
-    node_us_out->assign(partition.nodes.size(), 0.0);
-    size_t launch = 0;
-    for (size_t node = 0; node < node_launches_end_.size() && s.ok(); ++node) {
-      for (; launch < node_launches_end_[node]; ++launch) {
-        if (events_[launch] == nullptr) continue;  // an empty tensor: nothing launched
-        cl_ulong start = 0, end = 0;
-        cl_int err = api_.clGetEventProfilingInfo(events_[launch], CL_PROFILING_COMMAND_START,
-                                                  sizeof(start), &start, nullptr);
-        if (err == CL_SUCCESS) {
-          err = api_.clGetEventProfilingInfo(events_[launch], CL_PROFILING_COMMAND_END, sizeof(end),
-                                             &end, nullptr);
-        }
-        if (err != CL_SUCCESS) {
-          s = ClError(err,
-                      std::string("reading the time of kernel ") + build_.launches[launch].kernel);
-          break;
-        }
-        (*node_us_out)[node] += end > start ? static_cast<double>(end - start) / 1000.0 : 0.0;
+    events_.in.assign(inputs_.size(), nullptr);
+    events_.launches.assign(kernels_.size(), nullptr);
+    events_.out.assign(partition.outputs.size(), nullptr);
+    Status s = Run(partition, &events_);
+    if (s.ok()) s = NodeTimes(node_us_out);
+    for (const std::vector<cl_event>* list : {&events_.in, &events_.launches, &events_.out}) {
+      for (cl_event e : *list) {
+        if (e != nullptr) api_.clReleaseEvent(e);
       }
     }
-    for (cl_event e : events_) {
-      if (e != nullptr) api_.clReleaseEvent(e);
-    }
-    // Every node's outputs to the host, as the contract asks (after the
-    // timing: the copies belong to no node).
+    // Every node's outputs to the host, as the contract asks.
     for (const runtime::Node* node : partition.nodes) {
       for (runtime::Tensor* t : node->outputs) {
         if (!s.ok()) break;
@@ -131,16 +122,69 @@ class GpuKernel : public runtime::DelegateKernel {
   }
 
  private:
-  // Copies the inputs in, runs every launch (with an event each in
-  // `events`, when non-null, launches.size() of them) and copies the outputs
-  // out, which waits for the launches.
-  Status Run(const runtime::Partition& partition, cl_event* events) {
+  // The events of a profiled run, one per command (null where none was queued).
+  struct RunEvents {
+    std::vector<cl_event> in;        // per inputs_ entry
+    std::vector<cl_event> launches;  // per kernel
+    std::vector<cl_event> out;       // per partition output
+  };
+
+  // The time of `what` (CL_PROFILING_COMMAND_START or _END) of `e`, in ns.
+  Status EventTime(cl_event e, cl_profiling_info what, const char* command, cl_ulong* ns_out) {
+    const cl_int err = api_.clGetEventProfilingInfo(e, what, sizeof(*ns_out), ns_out, nullptr);
+    return err == CL_SUCCESS ? Status::Ok()
+                             : ClError(err, std::string("reading the time of ") + command);
+  }
+
+  // node_us_out from events_, as InvokeProfiled() says: node by node, each
+  // from the previous one's end mark to its own.
+  Status NodeTimes(std::vector<double>* node_us_out) {
+    node_us_out->assign(node_launches_end_.size(), 0.0);
+    cl_ulong mark = 0;
+    bool started = false;
+    for (const std::vector<cl_event>* list : {&events_.in, &events_.launches, &events_.out}) {
+      for (size_t i = 0; i < list->size() && !started; ++i) {
+        if ((*list)[i] == nullptr) continue;
+        DFARM_RETURN_IF_ERROR(
+            EventTime((*list)[i], CL_PROFILING_COMMAND_START, "the first command", &mark));
+        started = true;
+      }
+    }
+    if (!started) return Status::Ok();  // nothing queued: every tensor empty
+    size_t launch = 0;
+    for (size_t node = 0; node < node_launches_end_.size(); ++node) {
+      cl_ulong end = mark, t = 0;
+      for (; launch < node_launches_end_[node]; ++launch) {
+        if (events_.launches[launch] == nullptr) continue;  // an empty tensor
+        DFARM_RETURN_IF_ERROR(EventTime(events_.launches[launch], CL_PROFILING_COMMAND_END,
+                                        build_.launches[launch].kernel, &t));
+        end = std::max(end, t);
+      }
+      for (size_t o = 0; node + 1 == node_launches_end_.size() && o < events_.out.size(); ++o) {
+        if (events_.out[o] == nullptr) continue;
+        DFARM_RETURN_IF_ERROR(
+            EventTime(events_.out[o], CL_PROFILING_COMMAND_END, "a copy out", &t));
+        end = std::max(end, t);
+      }
+      (*node_us_out)[node] = static_cast<double>(end - mark) / 1000.0;
+      mark = end;
+    }
+    return Status::Ok();
+  }
+
+  // Copies the inputs in, runs every launch and copies the outputs out,
+  // which waits for the launches; with an event per command in `events`
+  // when non-null (sized by the caller).
+  Status Run(const runtime::Partition& partition, RunEvents* events) {
     if (kernels_.size() != build_.launches.size()) {
       return Status::InvalidArgument("gpu partition " + std::to_string(partition.index) +
                                      " was not prepared");
     }
     cl_command_queue q = delegate_->queue();
-    for (const runtime::Tensor* t : inputs_) DFARM_RETURN_IF_ERROR(Upload(*t, buffers_[t]));
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      DFARM_RETURN_IF_ERROR(
+          Upload(*inputs_[i], buffers_[inputs_[i]], events != nullptr ? &events->in[i] : nullptr));
+    }
     for (size_t i = 0; i < kernels_.size(); ++i) {
       const size_t local = local_sizes_[i];
       const size_t n = static_cast<size_t>(build_.launches[i].params[0]);
@@ -148,13 +192,15 @@ class GpuKernel : public runtime::DelegateKernel {
       const size_t global = (n + local - 1) / local * local;
       const cl_int err =
           api_.clEnqueueNDRangeKernel(q, kernels_[i], 1, nullptr, &global, &local, 0, nullptr,
-                                      events != nullptr ? &events[i] : nullptr);
+                                      events != nullptr ? &events->launches[i] : nullptr);
       if (err != CL_SUCCESS) {
         return ClError(err, std::string("running kernel ") + build_.launches[i].kernel);
       }
     }
-    for (runtime::Tensor* t : partition.outputs) {
-      DFARM_RETURN_IF_ERROR(Download(buffers_[t], t));
+    for (size_t i = 0; i < partition.outputs.size(); ++i) {
+      runtime::Tensor* t = partition.outputs[i];
+      DFARM_RETURN_IF_ERROR(
+          Download(buffers_[t], t, events != nullptr ? &events->out[i] : nullptr));
     }
     return Status::Ok();
   }
@@ -180,15 +226,18 @@ class GpuKernel : public runtime::DelegateKernel {
 
   // Host -> device, blocking (the host data may change right after); a
   // quantized tensor as its real values (a constant's made once, in Prepare()).
-  Status Upload(const runtime::Tensor& t, cl_mem mem) {
+  // `event`, when non-null, gets the copy's (none when there is nothing to copy).
+  Status Upload(const runtime::Tensor& t, cl_mem mem, cl_event* event = nullptr) {
     const size_t n = static_cast<size_t>(t.num_elements());
-    if (!t.quantized) return UploadFloats(t.data_as<float>(), n, t.index, mem);
-    if (t.has_static_value()) return UploadFloats(gpu::RealValues(t).data(), n, t.index, mem);
+    if (!t.quantized) return UploadFloats(t.data_as<float>(), n, t.index, mem, event);
+    if (t.has_static_value()) {
+      return UploadFloats(gpu::RealValues(t).data(), n, t.index, mem, event);
+    }
     gpu::Dequantize(t, real_.data());
-    return UploadFloats(real_.data(), n, t.index, mem);
+    return UploadFloats(real_.data(), n, t.index, mem, event);
   }
 
-  Status UploadFloats(const float* f, size_t n, int index, cl_mem mem) {
+  Status UploadFloats(const float* f, size_t n, int index, cl_mem mem, cl_event* event = nullptr) {
     if (n == 0) return Status::Ok();
     const void* src = f;
     if (delegate_->fp16()) {
@@ -196,7 +245,7 @@ class GpuKernel : public runtime::DelegateKernel {
       src = staging_.data();
     }
     const cl_int err = api_.clEnqueueWriteBuffer(delegate_->queue(), mem, CL_TRUE, 0,
-                                                 n * ElementBytes(), src, 0, nullptr, nullptr);
+                                                 n * ElementBytes(), src, 0, nullptr, event);
     return err == CL_SUCCESS ? Status::Ok()
                              : ClError(err, "copying tensor " + std::to_string(index) + " in");
   }
@@ -229,13 +278,14 @@ class GpuKernel : public runtime::DelegateKernel {
 
   // Device -> host, blocking: the queue has run every launch before it. A
   // quantized tensor comes back as real values on its grid, then as codes.
-  Status Download(cl_mem mem, runtime::Tensor* t) {
+  // `event`, when non-null, gets the copy's (none when there is nothing to copy).
+  Status Download(cl_mem mem, runtime::Tensor* t, cl_event* event = nullptr) {
     const size_t n = static_cast<size_t>(t->num_elements());
     if (n == 0) return Status::Ok();
     float* real = t->quantized ? real_.data() : t->data_as<float>();
     void* dst = delegate_->fp16() ? static_cast<void*>(staging_.data()) : real;
     const cl_int err = api_.clEnqueueReadBuffer(delegate_->queue(), mem, CL_TRUE, 0,
-                                                n * ElementBytes(), dst, 0, nullptr, nullptr);
+                                                n * ElementBytes(), dst, 0, nullptr, event);
     if (err != CL_SUCCESS)
       return ClError(err, "copying tensor " + std::to_string(t->index) + " out");
     if (delegate_->fp16()) {
@@ -308,7 +358,7 @@ class GpuKernel : public runtime::DelegateKernel {
   std::vector<uint16_t> staging_;          // fp16 transfers
   std::vector<float> real_;                // quantized inputs' and outputs' real values
   std::vector<size_t> node_launches_end_;  // per partition node: the end of its launches
-  std::vector<cl_event> events_;           // InvokeProfiled(): one per launch
+  RunEvents events_;                       // InvokeProfiled()'s
 };
 
 Status ParseBool(const std::string& key, const std::string& value, bool* out) {

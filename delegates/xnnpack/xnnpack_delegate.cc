@@ -254,14 +254,17 @@ class XnnpackKernel : public runtime::DelegateKernel {
 
   // This XNNPACK (2022-02) has no runtime profiling (xnn_get_runtime_profiling_info
   // came later), so each node runs as a runtime of its own, built on first
-  // call, timed around xnn_invoke_runtime. Nodes XNNPACK's subgraph
-  // optimization fuses (FusionGroup: a spatial PAD into the conv after it, a
-  // clamp into the node before it) run as one runtime whose time goes to the
-  // main node; the fused ones read 0. The tensors between runtimes live in a
-  // buffer planned by lifetime (PlanCompact), as XNNPACK plans its own, and
-  // are copied to the arena after each runtime, untimed, with the outputs
-  // fusion kept inside made again, untimed: every node's outputs end up in
-  // the tensors. The sum is about the partition's time, not its inside.
+  // call, and the host clock marks the end of each: a node's time runs from
+  // the previous mark to its own, the call's overhead included. Nodes
+  // XNNPACK's subgraph optimization fuses (FusionGroup: a spatial PAD into
+  // the conv after it, a clamp into the node before it) run as one runtime
+  // whose time goes to the main node; the fused ones read 0. The tensors
+  // between runtimes live in a buffer planned by lifetime (PlanCompact), as
+  // XNNPACK plans its own. What only the profile needs comes after a mark
+  // and before the next node's start, so no node's time holds it: copying
+  // those tensors to the arena, and making again the outputs fusion keeps
+  // inside. The partition has no copies at its edges (its inputs and
+  // outputs are the arena's).
   Status InvokeProfiled(const runtime::Partition& partition,
                         std::vector<double>* node_us_out) override {
     if (!delegate_->profiling()) {
@@ -269,16 +272,17 @@ class XnnpackKernel : public runtime::DelegateKernel {
     }
     if (groups_.empty()) DFARM_RETURN_IF_ERROR(BuildNodeRuntimes(partition));
     node_us_out->assign(partition.nodes.size(), 0.0);
+    using Clock = std::chrono::steady_clock;
+    Clock::time_point start = Clock::now();
     for (const Group& g : groups_) {
-      const auto start = std::chrono::steady_clock::now();
       DFARM_RETURN_IF_ERROR(Run(g.runtime, partition.index));
-      (*node_us_out)[g.timed] =
-          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-              .count();
+      const Clock::time_point end = Clock::now();
+      (*node_us_out)[g.timed] = std::chrono::duration<double, std::micro>(end - start).count();
       for (const XnnRuntime& f : g.fused) DFARM_RETURN_IF_ERROR(Run(f, partition.index));
       for (const runtime::Tensor* t : g.copy_out) {
         std::memcpy(t->data, compact_at_.at(t), t->bytes);
       }
+      start = Clock::now();
     }
     return Status::Ok();
   }

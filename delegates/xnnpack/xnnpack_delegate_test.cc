@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -716,6 +717,40 @@ TEST(XnnpackDelegateTest, ProfiledCorpusModelsTimeEveryNodeAndComputeTheSame) {
     EXPECT_EQ(r.timed_nodes, r.delegated_nodes);
   }
   if (models == 0) GTEST_SKIP() << "no .tflite files in " << dir;
+}
+
+// The node times split one profiled run on the host's steady clock: each
+// runs from the previous node's end to its own, so together they take no
+// more than the call, timed around it on the same clock. The nodes fused
+// into another's runtime (PAD, RELU, RELU6) read exactly 0.
+TEST(XnnpackDelegateTest, NodeTimesSplitTheProfiledRun) {
+  auto model = Load(PadConvRelu(), "fused.tflite");
+  runtime::OpResolver resolver;
+  resolver.AddAllReferenceOps();
+  auto d = MakeXnnpack();
+  ASSERT_TRUE(d->EnableProfiling().ok());
+  runtime::Interpreter interpreter(*model, resolver);
+  interpreter.AddDelegate(d.get());
+  ASSERT_TRUE(interpreter.AllocateTensors().ok());
+  std::fill_n(interpreter.inputs()[0]->data_as<float>(), interpreter.inputs()[0]->num_elements(),
+              0.5f);
+  std::vector<double> node_us;
+  ASSERT_TRUE(interpreter.InvokeStepProfiled(0, &node_us).ok());  // builds the runtimes
+  for (int run = 0; run < 3; ++run) {
+    const auto start = std::chrono::steady_clock::now();
+    ASSERT_TRUE(interpreter.InvokeStepProfiled(0, &node_us).ok());
+    const double call_us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+    ASSERT_EQ(node_us.size(), 5u);
+    double sum = 0;
+    for (double us : node_us) sum += us;
+    EXPECT_LE(sum, call_us + 1e-6);
+    EXPECT_GT(node_us[1], 0.0);  // CONV_2D: a runtime's call
+    EXPECT_GT(node_us[3], 0.0);  // ADD
+    EXPECT_EQ(node_us[0], 0.0);
+    EXPECT_EQ(node_us[2], 0.0);
+    EXPECT_EQ(node_us[4], 0.0);
+  }
 }
 
 // Without EnableProfiling() a partition is timed only as a whole; a CPU step
