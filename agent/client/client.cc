@@ -710,18 +710,4 @@ Result<std::unique_ptr<AgentClient>> AgentClient::Spawn(const std::vector<std::s
   return std::unique_ptr<AgentClient>(std::move(client));
 }
 
-std::vector<Result<uint64_t>> AgentClient::PutArtifacts(const std::vector<ArtifactPush>& files,
-                                                        std::vector<std::string>* sha256s_out) {
-  std::vector<Result<uint64_t>> results;
-  if (sha256s_out) sha256s_out->assign(files.size(), "");
-  for (size_t i = 0; i < files.size(); ++i) {
-    const ArtifactPush& f = files[i];
-    std::string sha;
-    results.push_back(f.sha256.empty() ? PutArtifact(f.path, &sha)
-                                       : PutArtifactAs(f.path, f.sha256, &sha));
-    if (sha256s_out) (*sha256s_out)[i] = sha;
-  }
-  return results;
-}
-
 }  // namespace dfarm::agent

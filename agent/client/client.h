@@ -124,7 +124,18 @@ class AgentClient {
   // ("" for a file that could not be hashed; a changed file's actual hash).
   // The default (for clients without pipelining) pushes them one by one.
   virtual std::vector<Result<uint64_t>> PutArtifacts(const std::vector<ArtifactPush>& files,
-                                                     std::vector<std::string>* sha256s_out);
+                                                     std::vector<std::string>* sha256s_out) {
+    std::vector<Result<uint64_t>> results;
+    if (sha256s_out) sha256s_out->assign(files.size(), "");
+    for (size_t i = 0; i < files.size(); ++i) {
+      std::string sha;
+      results.push_back(files[i].sha256.empty()
+                            ? PutArtifact(files[i].path, &sha)
+                            : PutArtifactAs(files[i].path, files[i].sha256, &sha));
+      if (sha256s_out) (*sha256s_out)[i] = sha;
+    }
+    return results;
+  }
 
   // Runs one job and waits for its result. A runner failure is a JobResult
   // with a non-ok status; only transport trouble is an error here, and a job
