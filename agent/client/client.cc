@@ -472,12 +472,17 @@ class StreamAgentClient final : public AgentClient {
     return pending.sent;
   }
 
+  // The PutReply to the PutEnd of request id: kept by Await, or read now.
   Result<PutOutcome> AwaitPutReply(uint64_t id) {
     auto it = pending_puts_.find(id);
     if (it != pending_puts_.end() && it->second) {
       PutOutcome kept = std::move(*it->second);
       pending_puts_.erase(it);
       return kept;
+    }
+    if (broken_) {
+      pending_puts_.erase(id);
+      return MakeError("connection to agent at " + where_ + " is closed after an error");
     }
     auto reply = Await(id, wire::Body::PutReply, io_timeout_);
     pending_puts_.erase(id);

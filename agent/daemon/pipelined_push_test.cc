@@ -139,6 +139,21 @@ TEST_F(PipelinedPushTest, BadFilesAmongSeveralAreRefusedAndTheOthersStored) {
   EXPECT_EQ(*again, (std::vector<bool>{true, false}));
 }
 
+// The agent is gone before the push: every file fails, each error naming
+// its file and the connection.
+TEST_F(PipelinedPushTest, ALostAgentFailsEveryFileNamingIt) {
+  const std::string path_a = WriteTemp("a", Bytes(1000, 30)),
+                    path_b = WriteTemp("b", Bytes(2000, 31));
+  agent_->Kill();
+  auto results = client_->PutArtifacts({{path_a, ""}, {path_b, testing::HashOf("x")}}, nullptr);
+  ASSERT_EQ(results.size(), 2u);
+  for (const auto& [result, path] : {std::pair{&results[0], path_a}, {&results[1], path_b}}) {
+    ASSERT_FALSE(result->ok()) << path;
+    EXPECT_THAT(result->message(), HasSubstr("'" + path + "'"));
+    EXPECT_THAT(result->message(), HasSubstr("agent at 127.0.0.1:" + std::to_string(port_)));
+  }
+}
+
 template <typename T>
 void SendFrame(int fd, uint64_t id, flatbuffers::FlatBufferBuilder& fbb,
                flatbuffers::Offset<T> body) {
