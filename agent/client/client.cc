@@ -14,6 +14,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <map>
+#include <optional>
 #include <thread>
 
 #include "agent/base/sha256.h"
@@ -173,7 +175,7 @@ class StreamAgentClient final : public AgentClient {
     auto sha = Sha256File(path);
     if (!sha) return sha.error();
     if (sha256_out) *sha256_out = *sha;
-    return Push(path, *sha, /*hasher=*/nullptr);
+    return Push(path, *sha);
   }
 
   Result<uint64_t> PutArtifactAs(const std::string& path, const std::string& sha256,
@@ -183,19 +185,13 @@ class StreamAgentClient final : public AgentClient {
       return MakeError("cannot push '" + path + "' as '" + sha256.substr(0, 80) +
                        "': not a sha256 (64 lowercase hex characters)");
     }
-    Sha256 hasher;
-    bool hashed_all = false;
-    auto sent = Push(path, sha256, &hasher, &hashed_all);
-    if (hashed_all) {
-      std::string actual = hasher.FinishHex();
-      if (actual != sha256) {
-        if (sha256_out) *sha256_out = actual;
-        return MakeError("'" + path + "' changed since it was hashed: its bytes hash to " + actual +
-                         ", not " + sha256 + "; the agent stored nothing");
-      }
-    }
+    auto sent = Push(path, sha256);
+    if (!sent) return ExplainRefusal(path, sha256, sent.error(), sha256_out);
     return sent;
   }
+
+  std::vector<Result<uint64_t>> PutArtifacts(const std::vector<ArtifactPush>& files,
+                                             std::vector<std::string>* sha256s_out) override;
 
   Result<JobResult> RunJob(const JobSpec& job) override { return RunJob(job, RunJobOptions{}); }
   Result<JobResult> RunJob(const JobSpec& job, const RunJobOptions& options) override {
@@ -306,7 +302,13 @@ class StreamAgentClient final : public AgentClient {
   Result<ReceivedFrame> Call(const flatbuffers::FlatBufferBuilder& fbb, wire::Body want,
                              std::chrono::milliseconds timeout, CallHooks* hooks = nullptr) {
     if (auto r = Send(fbb); !r) return r.error();
-    const uint64_t id = last_id_;
+    return Await(last_id_, want, timeout, hooks);
+  }
+
+  // Reads until the reply to request id (as Call). PutReplies to pipelined
+  // uploads (pending_puts_) that arrive meanwhile are kept there.
+  Result<ReceivedFrame> Await(uint64_t id, wire::Body want, std::chrono::milliseconds timeout,
+                              CallHooks* hooks = nullptr) {
     const std::atomic<bool>* cancel = hooks ? hooks->options->cancel : nullptr;
     const auto start = Clock::now();
     const auto deadline = start + timeout;
@@ -368,6 +370,14 @@ class StreamAgentClient final : public AgentClient {
         }
         continue;
       }
+      if (frame.body_type() == wire::Body::PutReply && frame.request_id() != id) {
+        auto pending = pending_puts_.find(frame.request_id());
+        if (pending != pending_puts_.end() && !pending->second) {
+          const auto* put = frame.body_as_PutReply();
+          pending->second = PutOutcome{put->ok(), Str(put->error())};
+          continue;
+        }
+      }
       if (frame.body_type() == wire::Body::ErrorReply) {
         std::string message = Str(frame.body_as_ErrorReply()->message());
         return MakeError("agent at " + where_ + ": " + message);
@@ -381,14 +391,47 @@ class StreamAgentClient final : public AgentClient {
   }
 
   // Pushes the file at path as artifact sha256 unless the agent has it; the
-  // payload bytes sent. With hasher, the file's bytes are hashed into it as
-  // they are read (those before a resume offset too); *hashed_all says whether
-  // all of them were (false when the agent had it or the file was unreadable).
-  Result<uint64_t> Push(const std::string& path, const std::string& sha256, Sha256* hasher,
-                        bool* hashed_all = nullptr) {
+  // payload bytes sent. The agent checks the sha256 as it writes.
+  Result<uint64_t> Push(const std::string& path, const std::string& sha256) {
     auto have = Have({sha256});
     if (!have) return have.error();
     if ((*have)[0]) return uint64_t{0};
+    auto started = StartPut(path, sha256);
+    if (!started) return started.error();
+    return FinishPut(path, *started);
+  }
+
+  // After a push of the file at path under a sha256 the caller held failed
+  // with `error` on a usable connection: when the file's bytes now hash to
+  // something else, it changed since it was hashed (which is why the agent
+  // refused it), and the error says so and *sha256_out gets the new hash.
+  // The file is read again only here, so a push reads it once.
+  Error ExplainRefusal(const std::string& path, const std::string& sha256, const Error& error,
+                       std::string* sha256_out) {
+    if (broken_) return error;
+    auto actual = Sha256File(path);
+    if (!actual || *actual == sha256) return error;
+    if (sha256_out) *sha256_out = *actual;
+    return MakeError("'" + path + "' changed since it was hashed: its bytes hash to " + *actual +
+                     ", not " + sha256 + "; the agent stored nothing");
+  }
+
+  // The agent's PutReply to an upload.
+  struct PutOutcome {
+    bool ok = false;
+    std::string error;
+  };
+  // An upload whose PutEnd is sent and whose PutReply is still to be read.
+  struct PendingPut {
+    uint64_t id = 0;  // the PutEnd's request id
+    uint64_t sent = 0;
+    std::string read_error;  // why the file could not be read whole ("" when it could)
+  };
+
+  // Sends one upload up to its PutEnd without waiting for the PutReply
+  // (FinishPut reads it). An error before PutEnd was sent (the file cannot be
+  // opened, the agent refused PutBegin, the connection broke) is returned.
+  Result<PendingPut> StartPut(const std::string& path, const std::string& sha256) {
     UniqueFd file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     struct stat st;
     if (!file || ::fstat(file.get(), &st) != 0) {
@@ -397,24 +440,55 @@ class StreamAgentClient final : public AgentClient {
     const uint64_t size = static_cast<uint64_t>(st.st_size);
     auto offset = BeginPut(path, sha256, size);
     if (!offset) return offset.error();
-    std::string read_error;
-    if (*offset > 0) read_error = SkipTo(file.get(), *offset, hasher);
-    if (read_error.empty()) {
-      auto streamed = SendChunks(file.get(), *offset, size, hasher);
+    PendingPut pending;
+    pending.sent = size - *offset;
+    if (*offset > 0 && ::lseek(file.get(), static_cast<off_t>(*offset), SEEK_SET) < 0) {
+      pending.read_error = strerror(errno);
+    }
+    if (pending.read_error.empty()) {
+      auto streamed = SendChunks(file.get(), *offset, size);
       if (!streamed) return streamed.error();
-      read_error = *streamed;
+      pending.read_error = *streamed;
     }
     flatbuffers::FlatBufferBuilder fbb;
-    FinishFrame(fbb, NextId(), wire::CreatePutEnd(fbb));
-    auto reply = Call(fbb, wire::Body::PutReply, io_timeout_);
-    if (!reply) return reply.error();
-    if (!read_error.empty()) return MakeError("cannot read '" + path + "': " + read_error);
-    if (hashed_all) *hashed_all = hasher != nullptr;
-    const auto* put = reply->frame()->body_as_PutReply();
-    if (!put->ok()) {
-      return MakeError("agent at " + where_ + " refused '" + path + "': " + Str(put->error()));
+    pending.id = NextId();
+    FinishFrame(fbb, pending.id, wire::CreatePutEnd(fbb));
+    if (auto r = Send(fbb); !r) return r.error();
+    pending_puts_.emplace(pending.id, std::nullopt);
+    return pending;
+  }
+
+  // Reads the PutReply of an upload StartPut sent (or takes the one Await
+  // kept); the payload bytes sent, or why the upload failed.
+  Result<uint64_t> FinishPut(const std::string& path, const PendingPut& pending) {
+    auto outcome = AwaitPutReply(pending.id);
+    if (!outcome) return outcome.error();
+    if (!pending.read_error.empty()) {
+      return MakeError("cannot read '" + path + "': " + pending.read_error);
     }
-    return size - *offset;
+    if (!outcome->ok) {
+      return MakeError("agent at " + where_ + " refused '" + path + "': " + outcome->error);
+    }
+    return pending.sent;
+  }
+
+  // The PutReply to the PutEnd of request id: kept by Await, or read now.
+  Result<PutOutcome> AwaitPutReply(uint64_t id) {
+    auto it = pending_puts_.find(id);
+    if (it != pending_puts_.end() && it->second) {
+      PutOutcome kept = std::move(*it->second);
+      pending_puts_.erase(it);
+      return kept;
+    }
+    if (broken_) {
+      pending_puts_.erase(id);
+      return MakeError("connection to agent at " + where_ + " is closed after an error");
+    }
+    auto reply = Await(id, wire::Body::PutReply, io_timeout_);
+    pending_puts_.erase(id);
+    if (!reply) return reply.error();
+    const auto* put = reply->frame()->body_as_PutReply();
+    return PutOutcome{put->ok(), Str(put->error())};
   }
 
   // Sends PutBegin; the offset to send from (nonzero only when the agent,
@@ -439,28 +513,11 @@ class StreamAgentClient final : public AgentClient {
     return begin->offset();
   }
 
-  // Reads the file's first `offset` bytes, into hasher when set (else seeks
-  // past them). Why they could not be read; "" when they could.
-  static std::string SkipTo(int fd, uint64_t offset, Sha256* hasher) {
-    if (!hasher) {
-      return ::lseek(fd, static_cast<off_t>(offset), SEEK_SET) < 0 ? strerror(errno) : "";
-    }
-    std::vector<uint8_t> buf(kPutChunkBytes);
-    for (uint64_t done = 0; done < offset;) {
-      size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), offset - done));
-      auto got = ReadFull(fd, buf.data(), want);
-      if (!got.empty()) return got;
-      hasher->Update(buf.data(), want);
-      done += want;
-    }
-    return "";
-  }
-
   // Sends bytes [offset, size) of the file as PutChunks, each read straight
   // into its frame (one builder, reused: no copy between the file and the
-  // socket), and into hasher when set. Why the file could not be read ("" when
-  // it could); an error is the connection's.
-  Result<std::string> SendChunks(int fd, uint64_t offset, uint64_t size, Sha256* hasher) {
+  // socket). Why the file could not be read ("" when it could); an error is
+  // the connection's.
+  Result<std::string> SendChunks(int fd, uint64_t offset, uint64_t size) {
     flatbuffers::FlatBufferBuilder fbb(
         static_cast<size_t>(std::min<uint64_t>(kPutChunkBytes, size - offset)) + 256);
     for (uint64_t sent = offset; sent < size;) {
@@ -469,7 +526,6 @@ class StreamAgentClient final : public AgentClient {
       uint8_t* data = nullptr;
       auto vector = fbb.CreateUninitializedVector(want, &data);
       if (std::string why = ReadFull(fd, data, want); !why.empty()) return why;
-      if (hasher) hasher->Update(data, want);
       FinishFrame(fbb, NextId(), wire::CreatePutChunk(fbb, sent, vector));
       if (auto r = Send(fbb); !r) return r.error();
       sent += want;
@@ -500,7 +556,89 @@ class StreamAgentClient final : public AgentClient {
   bool broken_ = false;
   bool heartbeat_ = false;
   bool put_resume_ = false;
+  // PutEnd request id -> its PutReply once read (unset: still to come).
+  std::map<uint64_t, std::optional<PutOutcome>> pending_puts_;
 };
+
+// An error of PutArtifacts for the file at path: its message names the file.
+Error NamingFile(const std::string& path, const Error& error) {
+  if (error.message.find("'" + path + "'") != std::string::npos) return error;
+  return Error{"cannot push '" + path + "': " + error.message, error.kind};
+}
+
+std::vector<Result<uint64_t>> StreamAgentClient::PutArtifacts(
+    const std::vector<ArtifactPush>& files, std::vector<std::string>* sha256s_out) {
+  const size_t n = files.size();
+  std::vector<Result<uint64_t>> results(n, Result<uint64_t>(uint64_t{0}));
+  std::vector<std::string> shas(n);
+  // Each file's sha256: the one given, or its hash now.
+  std::vector<size_t> asked;  // files to ask Have about, in order
+  for (size_t i = 0; i < n; ++i) {
+    const ArtifactPush& f = files[i];
+    if (f.sha256.empty()) {
+      auto sha = Sha256File(f.path);
+      if (!sha) {
+        results[i] = NamingFile(f.path, sha.error());
+        continue;
+      }
+      shas[i] = *sha;
+    } else if (!IsValidSha256(f.sha256)) {
+      shas[i] = f.sha256;
+      results[i] = MakeError("cannot push '" + f.path + "' as '" + f.sha256.substr(0, 80) +
+                             "': not a sha256 (64 lowercase hex characters)");
+      continue;
+    } else {
+      shas[i] = f.sha256;
+    }
+    asked.push_back(i);
+  }
+  std::vector<std::string> names;
+  for (size_t i : asked) names.push_back(shas[i]);
+  auto have = names.empty() ? Result<std::vector<bool>>(std::vector<bool>()) : Have(names);
+  // Each missing artifact once, every upload sent before any PutReply is read.
+  struct Started {
+    size_t index;
+    PendingPut pending;
+  };
+  std::vector<Started> started;
+  std::map<std::string, size_t> first;             // sha256 -> the file that pushes it
+  std::vector<std::pair<size_t, size_t>> repeats;  // (file, the earlier file of its sha256)
+  for (size_t k = 0; k < asked.size(); ++k) {
+    const size_t i = asked[k];
+    if (!have) {
+      results[i] = NamingFile(files[i].path, have.error());
+      continue;
+    }
+    if ((*have)[k]) continue;  // 0 bytes sent
+    if (auto [it, inserted] = first.emplace(shas[i], i); !inserted) {
+      repeats.emplace_back(i, it->second);
+      continue;
+    }
+    auto pending = StartPut(files[i].path, shas[i]);
+    if (!pending) {
+      results[i] = NamingFile(files[i].path, pending.error());
+      continue;
+    }
+    started.push_back({i, std::move(*pending)});
+  }
+  for (const Started& s : started) {
+    const ArtifactPush& f = files[s.index];
+    auto sent = FinishPut(f.path, s.pending);
+    if (sent) {
+      results[s.index] = std::move(sent);
+    } else if (f.sha256.empty()) {
+      results[s.index] = NamingFile(f.path, sent.error());
+    } else {
+      results[s.index] =
+          NamingFile(f.path, ExplainRefusal(f.path, f.sha256, sent.error(), &shas[s.index]));
+    }
+  }
+  for (auto [i, earlier] : repeats) {
+    if (!results[earlier]) results[i] = NamingFile(files[i].path, results[earlier].error());
+  }
+  if (sha256s_out) *sha256s_out = std::move(shas);
+  return results;
+}
 
 }  // namespace
 

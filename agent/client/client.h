@@ -31,6 +31,14 @@ struct RunJobOptions {
   const std::atomic<bool>* cancel = nullptr;
 };
 
+// One file of AgentClient::PutArtifacts.
+struct ArtifactPush {
+  std::string path;
+  // The sha256 the caller already holds (pushed as PutArtifactAs does); empty:
+  // the file is hashed first (as PutArtifact does).
+  std::string sha256;
+};
+
 // How AgentClient connects; the defaults are what Connect(host, port, timeout) uses.
 struct ConnectOptions {
   // Bounds connecting and hello; each later request that runs no job is
@@ -84,12 +92,13 @@ class AgentClient {
   virtual Result<uint64_t> PutArtifact(const std::string& path, std::string* sha256_out) = 0;
 
   // Same, for a file whose sha256 the caller already holds (a sweep's plan):
-  // asks Have without reading the file and otherwise reads it once, hashing it
-  // while it is sent; the agent checks the same hash as it writes. When the
-  // bytes no longer hash to sha256 (the file changed since it was hashed),
-  // nothing is stored, *sha256_out gets their hash and the error says so; the
-  // connection stays usable. Otherwise *sha256_out is sha256. The default (for
-  // clients without it) hashes first and pushes with PutArtifact.
+  // asks Have without reading the file and otherwise reads it once, each chunk
+  // straight into its frame; the agent checks the sha256 as it writes. When the
+  // bytes no longer hash to sha256 (the file changed since it was hashed), the
+  // agent stores nothing; the file is then hashed again, *sha256_out gets its
+  // hash and the error says it changed; the connection stays usable. Otherwise
+  // *sha256_out is sha256. The default (for clients without it) hashes first
+  // and pushes with PutArtifact.
   virtual Result<uint64_t> PutArtifactAs(const std::string& path, const std::string& sha256,
                                          std::string* sha256_out) {
     std::string actual;
@@ -100,6 +109,32 @@ class AgentClient {
                        ", not " + sha256);
     }
     return sent;
+  }
+
+  // Pushes the files the agent lacks in one pipelined stream: one Have for
+  // all of them, then each upload is sent without waiting for the PutReply of
+  // the one before (the agent syncs an artifact to disk while the next
+  // arrives), and the replies are read at the end. Returns, per file in the
+  // order given, what PutArtifactAs (sha256 given) or PutArtifact (sha256
+  // empty) would: the payload bytes sent (0 when the agent already had it or
+  // an earlier file of the list was the same artifact) or an error naming the
+  // file. A refused file (unreadable, refused by the agent, changed since it
+  // was hashed) does not stop the others; a broken connection fails every
+  // file not stored yet. When sha256s_out is set it gets each file's sha256
+  // ("" for a file that could not be hashed; a changed file's actual hash).
+  // The default (for clients without pipelining) pushes them one by one.
+  virtual std::vector<Result<uint64_t>> PutArtifacts(const std::vector<ArtifactPush>& files,
+                                                     std::vector<std::string>* sha256s_out) {
+    std::vector<Result<uint64_t>> results;
+    if (sha256s_out) sha256s_out->assign(files.size(), "");
+    for (size_t i = 0; i < files.size(); ++i) {
+      std::string sha;
+      results.push_back(files[i].sha256.empty()
+                            ? PutArtifact(files[i].path, &sha)
+                            : PutArtifactAs(files[i].path, files[i].sha256, &sha));
+      if (sha256s_out) (*sha256s_out)[i] = sha;
+    }
+    return results;
   }
 
   // Runs one job and waits for its result. A runner failure is a JobResult

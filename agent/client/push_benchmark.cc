@@ -10,7 +10,10 @@
 //   sweep:  as a sweep pushes them: the runner by path (its sha256 unknown),
 //           each model under the sha256 its plan already holds (hashed before
 //           the timed window, as the plan does);
-//   cold:   to a second fresh agent, every sha256 computed inside the window.
+//   cold:   to a second fresh agent, every sha256 computed inside the window;
+//   pipelined: as sweep, in one AgentClient::PutArtifacts call (each upload
+//           sent without waiting for the previous one's reply; the agent
+//           syncs one file while it receives the next).
 // Each line gives bytes, seconds and MB/s (10^6 bytes per second), and the CPU
 // time host and agent spent in the window (the agent's threads' schedstat):
 // what of the wall time neither spent is waiting (the disk's fsyncs, the other
@@ -40,6 +43,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "agent/base/sha256.h"
@@ -144,9 +148,37 @@ std::vector<File> ListFiles(const Options& o) {
   return files;
 }
 
-// Pushes every file to a fresh agent, timed from the first push to the last
-// reply. known_shas: models go under the sha256 the plan holds.
-PushTimes PushToFreshAgent(const Options& o, const std::vector<File>& files, bool known_shas,
+enum class Mode { kSweep, kCold, kPipelined };
+
+// Each file, one call each (PutArtifactAs with a known sha256, else PutArtifact).
+uint64_t PushOneByOne(AgentClient& client, const std::vector<File>& files, bool known_shas) {
+  uint64_t bytes = 0;
+  for (const File& f : files) {
+    std::string sha;
+    auto sent = known_shas && !f.sha256.empty() ? client.PutArtifactAs(f.path, f.sha256, &sha)
+                                                : client.PutArtifact(f.path, &sha);
+    if (!sent) Die(sent.message());
+    if (*sent != f.size) Die("'" + f.path + "' was not sent whole");
+    bytes += *sent;
+  }
+  return bytes;
+}
+
+uint64_t PushPipelined(AgentClient& client, const std::vector<File>& files) {
+  std::vector<ArtifactPush> list;
+  for (const File& f : files) list.push_back({f.path, f.sha256});
+  uint64_t bytes = 0;
+  auto results = client.PutArtifacts(list, nullptr);
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (!results[i]) Die(results[i].message());
+    if (*results[i] != files[i].size) Die("'" + files[i].path + "' was not sent whole");
+    bytes += *results[i];
+  }
+  return bytes;
+}
+
+// Pushes every file to a fresh agent, timed from the first push to the last reply.
+PushTimes PushToFreshAgent(const Options& o, const std::vector<File>& files, Mode mode,
                            uint64_t* bytes) {
   ScratchDir dir(o.dir);
   AgentProcessOptions options;
@@ -162,14 +194,8 @@ PushTimes PushToFreshAgent(const Options& o, const std::vector<File>& files, boo
   const double host_cpu = HostCpuSeconds();
   const double agent_cpu = ProcessCpuSeconds((*agent)->pid());
   const auto t0 = Clock::now();
-  for (const File& f : files) {
-    std::string sha;
-    auto sent = known_shas && !f.sha256.empty() ? (*client)->PutArtifactAs(f.path, f.sha256, &sha)
-                                                : (*client)->PutArtifact(f.path, &sha);
-    if (!sent) Die(sent.message());
-    if (*sent != f.size) Die("'" + f.path + "' was not sent whole");
-    *bytes += *sent;
-  }
+  *bytes = mode == Mode::kPipelined ? PushPipelined(**client, files)
+                                    : PushOneByOne(**client, files, mode == Mode::kSweep);
   times.wall = Seconds(Clock::now() - t0);
   times.host_cpu = HostCpuSeconds() - host_cpu;
   times.agent_cpu = ProcessCpuSeconds((*agent)->pid()) - agent_cpu;
@@ -289,9 +315,13 @@ int Main(int argc, char** argv) {
               files.size() - 1, static_cast<unsigned long long>(total), o.dir.c_str());
   for (int run = 1; run <= o.runs; ++run) {
     std::printf("run %d\n", run);
-    uint64_t bytes = 0;
-    PrintPush("  push (sweep)", bytes, PushToFreshAgent(o, files, /*known_shas=*/true, &bytes));
-    PrintPush("  push (cold)", bytes, PushToFreshAgent(o, files, /*known_shas=*/false, &bytes));
+    for (auto [what, mode] :
+         {std::pair{"  push (sweep)", Mode::kSweep}, std::pair{"  push (cold)", Mode::kCold},
+          std::pair{"  push (pipelined)", Mode::kPipelined}}) {
+      uint64_t bytes = 0;
+      const PushTimes times = PushToFreshAgent(o, files, mode, &bytes);
+      PrintPush(what, bytes, times);
+    }
     PrintLine("  host hash", total, HostHash(files));
     PrintLine("  link", total, Link(total));
     auto [write, commit] = AgentStore(o, files);

@@ -531,7 +531,8 @@ Result<void> ArtifactStore::Upload::Write(uint64_t offset, const uint8_t* data, 
 }
 
 Result<void> ArtifactStore::Upload::WriteLocked(uint64_t offset, const uint8_t* data, size_t size) {
-  if (done_) return MakeError("upload of artifact " + Short(sha256_) + " is already finished");
+  if (done_ || sealed_)
+    return MakeError("upload of artifact " + Short(sha256_) + " is already finished");
   if (resumable_ && !already_stored_ && !OwnsPartialLocked()) {
     done_ = true;
     store_->active_.erase(this);
@@ -573,12 +574,29 @@ Result<void> ArtifactStore::Upload::WriteLocked(uint64_t offset, const uint8_t* 
 }
 
 Result<void> ArtifactStore::Upload::Commit() {
+  UniqueFd sync_fd;
+  {
+    std::lock_guard<std::mutex> lock(store_->mutex_);
+    if (auto r = SealLocked(&sync_fd); !r || !sync_fd) return r;
+  }
+  // The fsync runs without the store lock, so other uploads and lookups go
+  // on meanwhile; sealed_ keeps further writes to this upload out.
+  if (::fsync(sync_fd.get()) != 0) {
+    std::string why = Errno();
+    std::lock_guard<std::mutex> lock(store_->mutex_);
+    DiscardLocked(/*keep_data=*/false);
+    return MakeError("cannot fsync artifact " + Short(sha256_) + ": " + why);
+  }
+  // Closed before the rename: no descriptor open for writing may outlive it.
+  sync_fd.reset();
   std::lock_guard<std::mutex> lock(store_->mutex_);
-  return CommitLocked();
+  return InstallLocked();
 }
 
-Result<void> ArtifactStore::Upload::CommitLocked() {
-  if (done_) return MakeError("upload of artifact " + Short(sha256_) + " is already finished");
+Result<void> ArtifactStore::Upload::SealLocked(UniqueFd* sync_fd) {
+  if (done_ || sealed_) {
+    return MakeError("upload of artifact " + Short(sha256_) + " is already finished");
+  }
   if (already_stored_) {
     done_ = true;
     return Ok();
@@ -600,10 +618,23 @@ Result<void> ArtifactStore::Upload::CommitLocked() {
     return MakeError("upload of artifact " + Short(sha256_) + ": sha256 mismatch: the " +
                      std::to_string(received_) + " bytes received hash to " + actual);
   }
-  if (::fchmod(fd_.get(), 0600) != 0 || ::fsync(fd_.get()) != 0) {
+  sync_fd->reset(::fcntl(fd_.get(), F_DUPFD_CLOEXEC, 0));
+  if (::fchmod(fd_.get(), 0600) != 0 || !*sync_fd) {
     std::string why = Errno();
+    sync_fd->reset();
     DiscardLocked(/*keep_data=*/false);
     return MakeError("cannot fsync artifact " + Short(sha256_) + ": " + why);
+  }
+  sealed_ = true;
+  return Ok();
+}
+
+Result<void> ArtifactStore::Upload::InstallLocked() {
+  if (resumable_ && !OwnsPartialLocked()) {
+    done_ = true;
+    store_->active_.erase(this);
+    return MakeError("upload of artifact " + Short(sha256_) +
+                     " was taken over by a newer upload of the same artifact while it was synced");
   }
   std::string final_path = store_->ArtifactPath(sha256_);
   struct stat in_place;

@@ -99,6 +99,8 @@ class ArtifactStore {
     Result<void> Write(uint64_t offset, const uint8_t* data, size_t size);
     // Checks size and sha256, fsyncs and renames into place. On failure the
     // temp file is removed and the error names the artifact and the mismatch.
+    // The store's lock is not held during the fsync: other uploads (and a
+    // newer upload of this artifact, which then makes this Commit fail) go on.
     Result<void> Commit();
     uint64_t bytes_received() const;
 
@@ -109,7 +111,11 @@ class ArtifactStore {
     // With store_->mutex_ held. keep_data: leave a resumable partial file for later.
     void DiscardLocked(bool keep_data);
     Result<void> WriteLocked(uint64_t offset, const uint8_t* data, size_t size);
-    Result<void> CommitLocked();
+    // Commit's steps, with store_->mutex_ held. Seal: checks size and sha256,
+    // refuses further writes and sets *sync_fd to a descriptor to fsync (left
+    // empty when the artifact was already stored). Install: renames into place.
+    Result<void> SealLocked(UniqueFd* sync_fd);
+    Result<void> InstallLocked();
     bool OwnsPartialLocked() const;
 
     ArtifactStore* store_;  // not owned; outlives the upload
@@ -120,6 +126,7 @@ class ArtifactStore {
     Sha256 hasher_;
     uint64_t received_ = 0;
     bool done_ = false;
+    bool sealed_ = false;  // checked and being synced: no more writes
     bool resumable_ = false;
     bool already_stored_ = false;  // resumable upload of an artifact already in the store
   };

@@ -14,8 +14,10 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <set>
 
 #include "agent/daemon/device_info.h"
+#include "agent/daemon/serial_worker.h"
 #include "agent/protocol/features.h"
 #include "agent/protocol/framing.h"
 #include "agent/protocol/messages.h"
@@ -371,6 +373,13 @@ class Server::ProtocolSession {
 
   // PutBegin with feature put_resume: answered; a refused upload is not open.
   bool ResumeUpload(uint64_t id, uint64_t size);
+  // On committer_: syncs and installs the upload (when it has not failed
+  // already), logs and sends its PutReply.
+  void CommitAndReply(uint64_t id, const std::string& sha256, uint64_t received_bytes,
+                      uint64_t resumed_at, ArtifactStore::Upload* upload, std::string error);
+  // Waits until this connection's uploads that ended before now are stored
+  // or refused (their PutReplies sent).
+  void WaitForCommits() { committer_.Drain(); }
   // The job thread: runs the job, then sends "done" and the JobResult.
   void RunJobAndReply(const JobSpec& job, uint64_t id);
 
@@ -444,6 +453,14 @@ class Server::ProtocolSession {
   // a quota eviction must not take them between its jobs.
   static constexpr size_t kMaxKeptArtifacts = 64;
   std::map<std::string, std::unique_ptr<ArtifactPin>> kept_;
+
+  // Uploads whose PutEnd was read are synced, installed and answered here, in
+  // PutEnd order, while the reader takes the next frames. Last member: its
+  // destructor runs what is queued while the rest of the session still exists.
+  std::mutex committing_mutex_;
+  std::multiset<std::string> committing_;  // sha256s queued on committer_
+  std::atomic<bool> reply_failed_{false};  // a PutReply could not be sent
+  SerialWorker committer_;
 };
 
 void Server::ProtocolSession::Serve() {
@@ -472,8 +489,10 @@ void Server::ProtocolSession::Serve() {
     }
     if (received->eof) break;
     last_rx_ = Clock::now();
-    if (!Handle(*received->frame())) break;
+    if (!Handle(*received->frame()) || reply_failed_) break;
   }
+  // Uploads the host finished are stored even when it has gone.
+  WaitForCommits();
   // The stdio agent ends with its one connection: a successor on the store
   // (its host restarted) waits for the lock from now on instead of refusing.
   if (server_->options_.stdio && server_->store_lock_) server_->store_lock_->MarkStopping();
@@ -671,6 +690,7 @@ bool Server::ProtocolSession::OnPong(uint64_t, const wire::Frame&) {
 }
 
 bool Server::ProtocolSession::OnHaveRequest(uint64_t id, const wire::Frame& frame) {
+  WaitForCommits();  // an artifact this connection finished uploading is in place
   std::vector<uint8_t> have;
   for (const auto& sha : Strings(frame.body_as_HaveRequest()->sha256s())) {
     bool present = server_->store_->Has(sha);
@@ -689,6 +709,12 @@ bool Server::ProtocolSession::OnPutBegin(uint64_t id, const wire::Frame& frame) 
     return false;
   }
   put_sha256_ = Str(begin->sha256());
+  bool committing;
+  {
+    std::lock_guard<std::mutex> lock(committing_mutex_);
+    committing = committing_.count(put_sha256_) > 0;
+  }
+  if (committing) WaitForCommits();  // the same artifact again: see how the last one ended
   put_error_.clear();
   put_offset_ = 0;
   if (features_.put_resume) return ResumeUpload(id, begin->size());
@@ -740,19 +766,37 @@ bool Server::ProtocolSession::OnPutEnd(uint64_t id, const wire::Frame&) {
     SendError(id, "PutEnd without PutBegin");
     return false;
   }
-  uint64_t received_bytes = upload_ ? upload_->bytes_received() : 0;
-  if (upload_ && put_error_.empty()) {
-    if (auto r = upload_->Commit(); !r) put_error_ = r.message();
-  }
-  upload_.reset();
   put_active_ = false;
-  bool ok = put_error_.empty();
-  std::string resumed = put_offset_ > 0 ? ", resumed at " + std::to_string(put_offset_) : "";
-  AgentLog(who_ + ": put " + put_sha256_.substr(0, 12) + " (" + std::to_string(received_bytes) +
-           " bytes" + resumed + "): " + (ok ? "stored" : put_error_));
+  const uint64_t received_bytes = upload_ ? upload_->bytes_received() : 0;
+  std::shared_ptr<ArtifactStore::Upload> upload(std::move(upload_));
+  {
+    std::lock_guard<std::mutex> lock(committing_mutex_);
+    committing_.insert(put_sha256_);
+  }
+  // Even a refused upload's reply is queued, so PutReplies keep PutEnd order.
+  committer_.Post([this, id, sha256 = put_sha256_, received_bytes, offset = put_offset_, upload,
+                   error = put_error_]() mutable {
+    CommitAndReply(id, sha256, received_bytes, offset, upload.get(), std::move(error));
+    upload.reset();
+    std::lock_guard<std::mutex> lock(committing_mutex_);
+    committing_.erase(committing_.find(sha256));
+  });
+  return true;
+}
+
+void Server::ProtocolSession::CommitAndReply(uint64_t id, const std::string& sha256,
+                                             uint64_t received_bytes, uint64_t resumed_at,
+                                             ArtifactStore::Upload* upload, std::string error) {
+  if (upload && error.empty()) {
+    if (auto r = upload->Commit(); !r) error = r.message();
+  }
+  const bool ok = error.empty();
+  std::string resumed = resumed_at > 0 ? ", resumed at " + std::to_string(resumed_at) : "";
+  AgentLog(who_ + ": put " + sha256.substr(0, 12) + " (" + std::to_string(received_bytes) +
+           " bytes" + resumed + "): " + (ok ? "stored" : error));
   flatbuffers::FlatBufferBuilder fbb;
-  FinishFrame(fbb, id, wire::CreatePutReplyDirect(fbb, ok, put_error_.c_str(), received_bytes));
-  return Send(fbb);
+  FinishFrame(fbb, id, wire::CreatePutReplyDirect(fbb, ok, error.c_str(), received_bytes));
+  if (!Send(fbb)) reply_failed_ = true;
 }
 
 std::string Server::ProtocolSession::MissingFeature(const JobSpec& job) const {
@@ -779,6 +823,7 @@ bool Server::ProtocolSession::OnRunJob(uint64_t id, const wire::Frame& frame) {
     return SendError(id, "RunJob while another job of this connection is running");
   }
   if (job_thread_.joinable()) job_thread_.join();
+  WaitForCommits();  // the job may name what this connection just uploaded
   JobSpec job = ReadRunJob(*frame.body_as_RunJob());
   if (std::string missing = MissingFeature(job); !missing.empty()) return SendError(id, missing);
   std::vector<const std::string*> named = {&job.runner_sha256, &job.plugin_sha256};

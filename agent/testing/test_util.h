@@ -78,6 +78,16 @@ inline std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
+// The names of what folder dir holds (none when it cannot be read).
+inline std::vector<std::string> FilesIn(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    names.push_back(e.path().filename().string());
+  }
+  return names;
+}
+
 // A runner that prints a valid ok document and echoes its argv to stderr.
 inline const char* kOkRunner =
     "#!/bin/sh\n"

@@ -280,19 +280,8 @@ Result<SchedulerCore::AttemptEnd> SchedulerCore::TryOnce(Worker& w, store::Store
     c.runner_path = source_->RunnerFor(job);
     c.runner_unsure = false;
   }
-  auto model =
-      PushOnce(w, db, c, "model", "model", job.model.path, job.model.file, job.model_sha256);
-  if (!model) return model.error();
-  if (!model->empty()) return NotStarted(w, db, job, *model);
-  if (!job.plugin_sha256.empty()) {
-    const std::string plugin = job.delegate.PluginPath();
-    auto pushed =
-        PushOnce(w, db, c, "plugin", "delegate plugin", plugin, plugin, job.plugin_sha256);
-    if (!pushed) return pushed.error();
-    if (!pushed->empty()) return NotStarted(w, db, job, *pushed);
-  }
-  if (!job.input_set_sha256s.empty()) {
-    auto pushed = PushInputSets(w, db, c, job);
+  {
+    auto pushed = PushJobArtifacts(w, db, c, job);
     if (!pushed) return pushed.error();
     if (pushed->has_value()) return std::move(**pushed);
   }
@@ -309,16 +298,16 @@ Result<SchedulerCore::AttemptEnd> SchedulerCore::TryOnce(Worker& w, store::Store
   return RunOnDevice(w, db, c, job, cool);
 }
 
-// Pushes the job's input sets (artifact kind "inputs"), each once per
-// connection. Returns how the attempt ended when it cannot go on (a device
-// without feature "inputs": the job is recorded infra naming it, no retry;
-// a failed push: infra to retry); unset when every set is there.
-Result<std::optional<SchedulerCore::AttemptEnd>> SchedulerCore::PushInputSets(Worker& w,
-                                                                              store::StorePool& db,
-                                                                              WorkerConnection& c,
-                                                                              const SweepJob& job) {
+// Pushes what the job needs besides the runner (its model, delegate plugin
+// and input sets), each once per connection, in one pipelined
+// AgentClient::PutArtifacts. Returns how the attempt ended when it cannot go
+// on (a device without feature "inputs" for a job with input sets: the job
+// is recorded infra naming it, no retry; a failed push: infra to retry);
+// unset when everything is there.
+Result<std::optional<SchedulerCore::AttemptEnd>> SchedulerCore::PushJobArtifacts(
+    Worker& w, store::StorePool& db, WorkerConnection& c, const SweepJob& job) {
   const auto& features = c.session->client().device().features;
-  if (!agent::HasFeature(features, agent::kFeatureInputs)) {
+  if (!job.input_set_sha256s.empty() && !agent::HasFeature(features, agent::kFeatureInputs)) {
     store::JobOutcome o;
     o.status = store::kJobInfra;
     o.error = "device '" + w.device + "': its dfarm-agent does not speak feature '" +
@@ -327,17 +316,47 @@ Result<std::optional<SchedulerCore::AttemptEnd>> SchedulerCore::PushInputSets(Wo
     if (auto rec = Record(w, db, job, o); !rec) return rec.error();
     return std::optional<AttemptEnd>(AttemptEnd{});
   }
+  // One artifact to push: the store's kind, a noun and a name for messages.
+  struct Wanted {
+    const char* kind;
+    std::string noun, path, shown, sha256;
+  };
+  std::vector<Wanted> wanted = {
+      {"model", "model", job.model.path, job.model.file, job.model_sha256}};
+  if (!job.plugin_sha256.empty()) {
+    const std::string plugin = job.delegate.PluginPath();
+    wanted.push_back({"plugin", "delegate plugin", plugin, plugin, job.plugin_sha256});
+  }
   for (size_t k = 0; k < job.input_set_sha256s.size(); ++k) {
-    const std::string& path = job.input_set_paths.at(k);
-    auto pushed =
-        PushOnce(w, db, c, "inputs", "input set", path,
-                 job.model.file + " input set " + std::to_string(k), job.input_set_sha256s[k]);
-    if (!pushed) return pushed.error();
-    if (!pushed->empty()) {
-      auto ended = NotStarted(w, db, job, *pushed);
+    wanted.push_back({"inputs", "input set", job.input_set_paths.at(k),
+                      job.model.file + " input set " + std::to_string(k),
+                      job.input_set_sha256s[k]});
+  }
+  std::erase_if(wanted, [&c](const Wanted& a) { return c.pushed.count(a.sha256) > 0; });
+  if (wanted.empty()) return std::optional<AttemptEnd>();
+  std::vector<agent::ArtifactPush> files;
+  for (const Wanted& a : wanted) files.push_back({a.path, a.sha256});
+  std::vector<std::string> shas;
+  auto sent = c.session->client().PutArtifacts(files, &shas);
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    const Wanted& a = wanted[i];
+    std::string infra;
+    if (shas.at(i) != a.sha256) {
+      infra = a.noun + " '" + a.path + "' changed during the sweep (sha256 " + shas[i] +
+              ", expected " + a.sha256 + ")";
+    } else if (!sent.at(i)) {
+      c.session.reset();  // the connection's state is unknown now
+      infra = "cannot push " + a.noun + " '" + a.shown + "' to device '" + w.device +
+              "': " + sent[i].message();
+    }
+    if (!infra.empty()) {
+      auto ended = NotStarted(w, db, job, std::move(infra));
       if (!ended) return ended.error();
       return std::optional<AttemptEnd>(std::move(*ended));
     }
+    bytes_pushed_ += *sent[i];
+    c.pushed.insert(a.sha256);
+    if (auto r = RecordArtifact(db, a.kind, a.sha256, a.path); !r) return r.error();
   }
   return std::optional<AttemptEnd>();
 }
@@ -366,31 +385,6 @@ Result<bool> SchedulerCore::MarkRunning(Worker& w, store::StorePool& db, const S
   if (ctx_.progress)
     ctx_.progress->Note("dropping " + ScheduledJobLabel(job, w.device) + ": " + r.message());
   return false;
-}
-
-// Pushes the artifact at `path` unless this connection already did (`kind`
-// as the store records it, `noun` and `shown` for messages). Returns the
-// infra reason when it cannot (empty when pushed); an error is a store failure.
-Result<std::string> SchedulerCore::PushOnce(Worker& w, store::StorePool& db, WorkerConnection& c,
-                                            const char* kind, const std::string& noun,
-                                            const std::string& path, const std::string& shown,
-                                            const std::string& want_sha256) {
-  if (c.pushed.count(want_sha256)) return std::string();
-  std::string sha;
-  auto sent = c.session->client().PutArtifactAs(path, want_sha256, &sha);
-  if (sha != want_sha256) {
-    return noun + " '" + path + "' changed during the sweep (sha256 " + sha + ", expected " +
-           want_sha256 + ")";
-  }
-  if (!sent) {
-    c.session.reset();  // the connection's state is unknown now
-    return "cannot push " + noun + " '" + shown + "' to device '" + w.device +
-           "': " + sent.message();
-  }
-  bytes_pushed_ += *sent;
-  c.pushed.insert(want_sha256);
-  if (auto r = RecordArtifact(db, kind, sha, path); !r) return r.error();
-  return std::string();
 }
 
 // Runs the job on the connected device and records what it came to.

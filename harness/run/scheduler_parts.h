@@ -46,7 +46,7 @@ struct WorkerConnection {
   std::unique_ptr<DeviceSession> session;
   std::string runner_path;  // the build pushed last (runner_sha)
   std::string runner_sha;
-  std::set<std::string> pushed;  // model and plugin sha256s pushed over this session
+  std::set<std::string> pushed;  // model, plugin and input set sha256s pushed over this session
   // An attempt ended infra over this session: the agent may have dropped
   // the runner (deleted as corrupt), so the next attempt asks it again.
   bool runner_unsure = false;
@@ -130,14 +130,11 @@ class SchedulerCore {
   Result<std::string> PushRunner(Worker& w, store::StorePool& db, agent::AgentClient& client,
                                  const std::string& path, std::string* runner_sha);
   Result<AttemptEnd> TryOnce(Worker& w, store::StorePool& db, WorkerConnection& c, SweepJob& job);
-  Result<std::optional<AttemptEnd>> PushInputSets(Worker& w, store::StorePool& db,
-                                                  WorkerConnection& c, const SweepJob& job);
+  Result<std::optional<AttemptEnd>> PushJobArtifacts(Worker& w, store::StorePool& db,
+                                                     WorkerConnection& c, const SweepJob& job);
   Result<AttemptEnd> NotStarted(Worker& w, store::StorePool& db, const SweepJob& job,
                                 std::string infra);
   Result<bool> MarkRunning(Worker& w, store::StorePool& db, const SweepJob& job);
-  Result<std::string> PushOnce(Worker& w, store::StorePool& db, WorkerConnection& c,
-                               const char* kind, const std::string& noun, const std::string& path,
-                               const std::string& shown, const std::string& want_sha256);
   Result<AttemptEnd> RunOnDevice(Worker& w, store::StorePool& db, WorkerConnection& c,
                                  const SweepJob& job, const CooldownOutcome& cool);
   bool Cooling() const;

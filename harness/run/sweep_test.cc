@@ -35,6 +35,7 @@ class FakeClient : public agent::AgentClient {
   std::mutex* mu;
   std::set<std::string>* stored;  // shared across reconnects, like a device's disk
   std::vector<agent::JobSpec>* jobs_seen;
+  std::vector<size_t>* put_lists;  // the length of each PutArtifacts list
   std::string abi = "x86_64";
   std::vector<std::string> features = {"artifacts", "run_job", "plugin"};
 
@@ -56,6 +57,14 @@ class FakeClient : public agent::AgentClient {
     std::lock_guard lock(*mu);
     if (!stored->insert(device_name + "/" + *sha).second) return uint64_t{0};
     return static_cast<uint64_t>(std::filesystem::file_size(path));
+  }
+  std::vector<Result<uint64_t>> PutArtifacts(const std::vector<agent::ArtifactPush>& files,
+                                             std::vector<std::string>* sha256s_out) override {
+    {
+      std::lock_guard lock(*mu);
+      put_lists->push_back(files.size());
+    }
+    return AgentClient::PutArtifacts(files, sha256s_out);
   }
   Result<agent::JobResult> RunJob(const agent::JobSpec& job) override {
     std::lock_guard lock(*mu);
@@ -96,6 +105,7 @@ class FakeProvider : public DeviceProvider {
   std::mutex mu;
   std::set<std::string> stored;  // "device/sha256"
   std::vector<agent::JobSpec> jobs_seen;
+  std::vector<size_t> put_lists;
   std::set<std::string> down;  // devices that refuse connections
   std::map<std::string, std::string> abis;
   std::set<std::string> no_plugin;     // devices whose agent lacks feature "plugin"
@@ -116,6 +126,7 @@ class FakeProvider : public DeviceProvider {
     c->mu = &mu;
     c->stored = &stored;
     c->jobs_seen = &jobs_seen;
+    c->put_lists = &put_lists;
     if (abis.count(name)) c->abi = abis[name];
     if (no_plugin.count(name)) c->features = {"artifacts", "run_job"};
     if (with_inputs.count(name)) c->features.push_back("inputs");
@@ -983,9 +994,9 @@ TEST_F(SweepTest, RunnerKindsAndBundlesNeedTheirFeatures) {
                   .ok());
 }
 
-// A model's input sets are packed, pushed once per device and named in the
-// job; they change its key; an agent without feature "inputs" gets the job
-// recorded infra naming the device, and still runs the model without sets.
+// A model's input sets are packed, pushed once per device (with the model,
+// in one pipelined list) and named in the job; they change its key; an agent without feature
+// "inputs" gets the job recorded infra naming the device, and still runs the model without sets.
 TEST_F(SweepTest, InputSetsArePushedOnceAndKeyed) {
   dir_.Write("sets/s0/input_0.bin", "0000");
   dir_.Write("sets/s1/input_0.bin", "1111");
@@ -1009,6 +1020,8 @@ TEST_F(SweepTest, InputSetsArePushedOnceAndKeyed) {
   EXPECT_TRUE(devices_.stored.count("local/" + set0));
   // runner 1000 + models 300 + 200 + two packed sets of one 4-byte file (24 bytes each), once.
   EXPECT_EQ(s->bytes_pushed, 1000u + 300 + 200 + 2 * 24);
+  // Model a with its two sets in one list, then model b; nothing again.
+  EXPECT_EQ(devices_.put_lists, (std::vector<size_t>{3, 1}));
   auto jobs = store_->ListJobs(s->run_id);
   ASSERT_TRUE(jobs.ok());
   SweepJob plain;
