@@ -164,10 +164,13 @@ void BM_Gemm(benchmark::State& state, int64_t m, int64_t n, int64_t k, GemmMode 
 
 void RegisterGemms() {
   // im2col and 1x1 shapes of the corpus (face_detection: 96x96 3x3x3 -> 32,
-  // 96x96 8 -> 32, 48x48 64 -> 48, 6x6 96 -> 384), and a classifier's GEMV.
-  const int64_t shapes[][3] = {{910, 32, 288}, {4096, 64, 64}, {1024, 128, 1152}, {1, 1000, 1280},
-                               {9216, 32, 27}, {9216, 32, 8},  {2304, 48, 64},    {36, 384, 96},
-                               {2304, 16, 48}, {144, 128, 96}, {36, 96, 384}};
+  // 96x96 8 -> 32, 48x48 64 -> 48, 6x6 96 -> 384; hand_landmark_full's 1x1:
+  // 56x56 24 -> 144 and back, 28x28 40 -> 240, 7x7 192 <-> 1152), and a
+  // classifier's GEMV.
+  const int64_t shapes[][3] = {{910, 32, 288},  {4096, 64, 64}, {1024, 128, 1152}, {1, 1000, 1280},
+                               {9216, 32, 27},  {9216, 32, 8},  {2304, 48, 64},    {36, 384, 96},
+                               {2304, 16, 48},  {144, 128, 96}, {36, 96, 384},     {3136, 144, 24},
+                               {3136, 24, 144}, {784, 240, 40}, {49, 1152, 192},   {49, 192, 1152}};
   const std::pair<GemmMode, const char*> modes[] = {{GemmMode::kSimd, "simd"},
                                                     {GemmMode::kSimdPacked, "simd_packed"},
                                                     {GemmMode::kGeneric, "generic"}};
@@ -184,21 +187,24 @@ void RegisterGemms() {
   }
 }
 
-// One 3x3 SAME depthwise conv (RunDepthwiseFloat) of an HxWxC input at
-// `stride`, on 1 or 2 threads.
-void BM_Depthwise(benchmark::State& state, int h, int w, int c, int stride) {
+// One KxK (3 or 5) SAME depthwise conv (RunDepthwiseFloat) of an HxWxC input
+// at `stride`, on 1 or 2 threads.
+void BM_Depthwise(benchmark::State& state, int h, int w, int c, int stride, int k) {
   DepthwiseFloatParams p;
   p.batches = 1, p.in_h = h, p.in_w = w, p.in_c = c, p.out_c = c;
   p.out_h = (h + stride - 1) / stride, p.out_w = (w + stride - 1) / stride;
-  p.kernel_h = p.kernel_w = 3, p.stride_h = p.stride_w = stride;
-  p.pad_top = p.pad_left = stride == 1 ? 1 : 0;
+  p.kernel_h = p.kernel_w = k, p.stride_h = p.stride_w = stride;
+  // SAME: the padding before is half the total, rounded down.
+  const int pad_h = std::max(0, (p.out_h - 1) * stride + k - h);
+  const int pad_w = std::max(0, (p.out_w - 1) * stride + k - w);
+  p.pad_top = pad_h / 2, p.pad_left = pad_w / 2;
   p.act_min = 0.0f, p.act_max = 6.0f;
   const DepthwiseFloatPlan plan = PlanDepthwiseFloat(p);
   if (!plan.covered()) {
     state.SkipWithError("not covered by the fast kernel");
     return;
   }
-  std::vector<float> in(static_cast<size_t>(h) * w * c, 0.5f), filter(9 * c, 0.25f),
+  std::vector<float> in(static_cast<size_t>(h) * w * c, 0.5f), filter(k * k * c, 0.25f),
       bias(c, 0.125f), out(static_cast<size_t>(p.out_h) * p.out_w * c);
   const int threads = static_cast<int>(state.range(0));
   ThreadPool pool(threads);
@@ -214,12 +220,20 @@ void BM_Depthwise(benchmark::State& state, int h, int w, int c, int stride) {
 void RegisterDepthwise() {
   // face_detection_full_range's: 96x96 at 32 and 8 channels, 48x48x48, and
   // the late 12x12 and 6x6 layers.
-  const int shapes[][4] = {{96, 96, 32, 1},  {96, 96, 32, 2}, {96, 96, 8, 1}, {48, 48, 48, 1},
-                           {12, 12, 128, 1}, {6, 6, 128, 1},  {6, 6, 384, 1}, {12, 12, 48, 1}};
+  // hand_landmark_full's: 5x5 at 7x7x1152 and 14x14x672 stride 2, 3x3 at
+  // 14x14x480 and 28x28x240 stride 2; hand_landmark_lite's 5x5 at 56x56x96
+  // stride 2 and 28x28x144.
+  const int shapes[][5] = {{96, 96, 32, 1, 3},  {96, 96, 32, 2, 3},  {96, 96, 8, 1, 3},
+                           {48, 48, 48, 1, 3},  {12, 12, 128, 1, 3}, {6, 6, 128, 1, 3},
+                           {6, 6, 384, 1, 3},   {12, 12, 48, 1, 3},  {7, 7, 1152, 1, 5},
+                           {14, 14, 672, 2, 5}, {14, 14, 480, 1, 3}, {28, 28, 240, 2, 3},
+                           {56, 56, 96, 2, 5},  {28, 28, 144, 1, 5}};
   for (const auto& s : shapes) {
-    const std::string name = "BM_Depthwise/" + std::to_string(s[0]) + "x" + std::to_string(s[1]) +
-                             "x" + std::to_string(s[2]) + "/stride" + std::to_string(s[3]);
-    benchmark::RegisterBenchmark(name.c_str(), BM_Depthwise, s[0], s[1], s[2], s[3])
+    const std::string name =
+        "BM_Depthwise/" + std::to_string(s[0]) + "x" + std::to_string(s[1]) + "x" +
+        std::to_string(s[2]) + "/stride" + std::to_string(s[3]) +
+        (s[4] == 3 ? "" : "/" + std::to_string(s[4]) + "x" + std::to_string(s[4]));
+    benchmark::RegisterBenchmark(name.c_str(), BM_Depthwise, s[0], s[1], s[2], s[3], s[4])
         ->ArgName("threads")
         ->Arg(1)
         ->Arg(2)

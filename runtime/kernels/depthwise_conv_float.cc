@@ -151,12 +151,22 @@ DFARM_DW_INLINE void ScalarBlock(const float* x, const float* w, const float* bi
 }
 
 // All channels of P adjacent output pixels: blocks of 16 and 8 channels, then
-// the last 8 again for a remainder (single channels below 8 channels).
+// the last 8 again for a remainder (single channels below 8 channels). A
+// single pixel (P = 1: border columns, and rows too short for a group of
+// pixels) first takes blocks of 32 channels, so that its block has four
+// independent sums in flight instead of two (each sum waits for the one
+// before it: the adds' latency, not the loads, bounds two).
 template <int P, int KH, int KW>
 DFARM_DW_INLINE void Pixels(const float* x, const float* w, const float* bias, float* out,
                             int taps_h, int taps_w, const Steps& s) {
   const int channels = static_cast<int>(s.col);
   int c = 0;
+  if constexpr (P == 1) {
+    for (; c + 32 <= channels; c += 32) {
+      VecBlock<1, 4, KH, KW>(x + c, w + c, bias != nullptr ? bias + c : nullptr, out + c, taps_h,
+                             taps_w, s);
+    }
+  }
   for (; c + 16 <= channels; c += 16) {
     VecBlock<P, 2, KH, KW>(x + c, w + c, bias != nullptr ? bias + c : nullptr, out + c, taps_h,
                            taps_w, s);
