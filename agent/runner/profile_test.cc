@@ -120,30 +120,8 @@ std::vector<uint8_t> ConvTanhConv() {
   return b.Build();
 }
 
-// x -> PAD -> CONV_2D -> RELU -> ADD x -> RELU6: xnnpack runs the PAD and the
-// clamps inside their neighbours' runtimes (they read 0).
-std::vector<uint8_t> PadConvReluAdd() {
-  ModelBuilder b;
-  const int x = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 2}, "x");
-  const int pads = b.AddConstInt32({4, 2}, {0, 0, 1, 1, 1, 1, 0, 0});
-  std::vector<float> w(2 * 3 * 3 * 2);
-  for (size_t i = 0; i < w.size(); ++i) w[i] = std::sin(static_cast<float>(i));
-  const int filter = b.AddConstFloat32({2, 3, 3, 2}, w);
-  const int bias = b.AddConstFloat32({2}, {0.25f, -0.25f});
-  const int padded = b.AddTensor(tfl::TensorType::FLOAT32, {1, 6, 6, 2});
-  const int conv = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 2});
-  const int relu = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 2});
-  const int sum = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 2});
-  const int out = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 2}, "out");
-  b.AddPad(x, pads, padded);
-  b.AddConv2D(padded, filter, bias, conv, Conv2DParams{});
-  b.AddUnary(tfl::BuiltinOperator::RELU, conv, relu);
-  b.AddAdd(relu, x, sum);
-  b.AddUnary(tfl::BuiltinOperator::RELU6, sum, out);
-  b.SetInputs({x});
-  b.SetOutputs({out});
-  return b.Build();
-}
+// The model XNNPACK fuses nodes of (the PAD and clamps read 0 on xnnpack).
+std::vector<uint8_t> PadConvReluAdd() { return ::dfarm::testing::PadConvReluAdd().Build(); }
 
 // The delegates that time nodes, each skipped where it cannot run.
 const char* const kNodeTimingDelegates[] = {"xnnpack", "gpu"};

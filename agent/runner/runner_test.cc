@@ -1110,28 +1110,9 @@ TEST_F(RunnerTest, LayerErrorsListTheNodesInsideXnnpackPartitions) {
   }
 }
 
-// x -> PAD (height, width) -> CONV_2D -> RELU -> ADD x -> RELU6 -> out:
-// XNNPACK fuses the PAD into the conv and each clamp into the node before.
+// testing::PadConvReluAdd(), written to `dir`.
 std::string PadConvReluModel(const fs::path& dir) {
-  ModelBuilder b;
-  const int x = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 2}, "x");
-  const int pads = b.AddConstInt32({4, 2}, {0, 0, 1, 1, 1, 1, 0, 0}, "pads");
-  std::vector<float> w(2 * 3 * 3 * 2);
-  for (size_t i = 0; i < w.size(); ++i) w[i] = std::sin(static_cast<float>(i));
-  const int filter = b.AddConstFloat32({2, 3, 3, 2}, w, "filter");
-  const int bias = b.AddConstFloat32({2}, {0.25f, -0.25f}, "bias");
-  const int padded = b.AddTensor(tfl::TensorType::FLOAT32, {1, 6, 6, 2}, "padded");
-  const int conv = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 2}, "conv");
-  const int relu = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 2}, "relu");
-  const int sum = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 2}, "sum");
-  const int out = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 2}, "out");
-  b.AddPad(x, pads, padded);
-  b.AddConv2D(padded, filter, bias, conv, Conv2DParams{});
-  b.AddUnary(tfl::BuiltinOperator::RELU, conv, relu);
-  b.AddAdd(relu, x, sum);
-  b.AddUnary(tfl::BuiltinOperator::RELU6, sum, out);
-  b.SetInputs({x});
-  b.SetOutputs({out});
+  ModelBuilder b = PadConvReluAdd();
   fs::path path = dir / "pad_conv_relu.tflite";
   EXPECT_TRUE(b.WriteFile(path.string()));
   return path.string();

@@ -643,31 +643,7 @@ ModelBuilder ConvPoolConcatConv() {
   return b;
 }
 
-// x -> PAD (height, width) -> CONV_2D -> RELU -> ADD x -> RELU6 -> out:
-// XNNPACK fuses the PAD into the conv and each clamp into the node before,
-// so the padded, conv and sum tensors exist only in the node-by-node run.
-ModelBuilder PadConvRelu() {
-  ModelBuilder b;
-  const int x = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 2}, "x");
-  const int pads = b.AddConstInt32({4, 2}, {0, 0, 1, 1, 1, 1, 0, 0});
-  std::vector<float> w(2 * 3 * 3 * 2);
-  for (size_t i = 0; i < w.size(); ++i) w[i] = std::sin(static_cast<float>(i));
-  const int filter = b.AddConstFloat32({2, 3, 3, 2}, w);
-  const int bias = b.AddConstFloat32({2}, {0.25f, -0.25f});
-  const int padded = b.AddTensor(tfl::TensorType::FLOAT32, {1, 6, 6, 2});
-  const int conv = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 2});
-  const int relu = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 2});
-  const int sum = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 2});
-  const int out = b.AddTensor(tfl::TensorType::FLOAT32, {1, 4, 4, 2}, "out");
-  b.AddPad(x, pads, padded);
-  b.AddConv2D(padded, filter, bias, conv, Conv2DParams{});
-  b.AddUnary(tfl::BuiltinOperator::RELU, conv, relu);
-  b.AddAdd(relu, x, sum);
-  b.AddUnary(tfl::BuiltinOperator::RELU6, sum, out);
-  b.SetInputs({x});
-  b.SetOutputs({out});
-  return b;
-}
+ModelBuilder PadConvRelu() { return ::dfarm::testing::PadConvReluAdd(); }
 
 std::vector<uint8_t> ReadBytes(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);

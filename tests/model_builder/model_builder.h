@@ -207,4 +207,10 @@ std::vector<float> Iota(int n, float start = 0.0f);
 // A convolution's or pool's output size along one axis, as TFLite computes it.
 int ConvOutDim(tfl::Padding padding, int in, int k, int stride, int dilation);
 
+// x -> PAD (height, width) -> CONV_2D -> RELU -> ADD x -> RELU6 -> out, float32
+// [1, 4, 4, 2], every tensor named: XNNPACK fuses the PAD into the conv and
+// each clamp into the node before, so the padded, conv and sum tensors exist
+// only when the nodes run one by one.
+ModelBuilder PadConvReluAdd();
+
 }  // namespace dfarm::testing
