@@ -5,11 +5,14 @@
 // after AllocateTensors() outside the timed loop. Counters: arena_bytes
 // (folded part included), persistent_bytes, scratch_bytes, invoked_nodes,
 // model_bytes.
-// BM_Gemm/MxNxK/{simd,simd_packed,generic}/threads:T: one
+// BM_Gemm/MxNxK/{simd,simd_packed,generic,simd_packed_cold}/threads:T: one
 // Gemm::RunParallel() of the im2col and 1x1 shapes the corpus uses on T
 // threads, with the AVX2/FMA kernel where the CPU has it (packing B per
 // call, or B packed once with a bias + clamp epilogue, as CONV_2D runs) and
-// with Eigen's portable one; counter GFLOPS.
+// with Eigen's portable one; counter GFLOPS. simd_packed_cold (the few-row
+// shapes): as simd_packed, each iteration on the next of as many packed
+// copies of B as fill 64 MiB (more than the caches), so B comes from
+// memory, as a filter does in a model's Invoke() (A and C stay cached).
 // BM_Depthwise/HxWxC/strideS/threads:T: one 3x3 RunDepthwiseFloat().
 // BM_PoolRun/gap_us:G: one ThreadPool::Run() (2 threads, tiny tasks), right
 // after the last (G 0) or after G µs on the calling thread alone.
@@ -128,19 +131,27 @@ namespace {
 
 // How BM_Gemm runs a product: Eigen's kernel, ours packing B on every call,
 // or ours with B packed once and a bias + clamp epilogue (as CONV_2D runs).
-enum class GemmMode { kGeneric, kSimd, kSimdPacked };
+enum class GemmMode { kGeneric, kSimd, kSimdPacked, kSimdPackedCold };
+
+// Bytes the packed copies of BM_Gemm's simd_packed_cold rotate through.
+constexpr size_t kColdBytes = size_t{64} << 20;
 
 void BM_Gemm(benchmark::State& state, int64_t m, int64_t n, int64_t k, GemmMode mode) {
   // A [m, k] row-major times the filter layout [n, k] (read transposed).
   std::vector<float> a(m * k, 0.5f), b(n * k, 0.25f), c(m * n, 0.0f), bias(n, 0.125f);
-  Gemm gemm;
-  gemm.set_generic_only(mode == GemmMode::kGeneric);
-  gemm.Plan(m, n, k);
-  GemmEpilogue epilogue;
-  if (mode == GemmMode::kSimdPacked) {
-    gemm.SetConstantB({b.data(), k, true});
-    epilogue = {bias.data(), 0.0f, 6.0f};
+  const bool packed = mode == GemmMode::kSimdPacked || mode == GemmMode::kSimdPackedCold;
+  const size_t copies = mode == GemmMode::kSimdPackedCold
+                            ? std::max<size_t>(2, kColdBytes / (b.size() * sizeof(float)))
+                            : 1;
+  std::vector<Gemm> gemms(copies);
+  for (Gemm& gemm : gemms) {
+    gemm.set_generic_only(mode == GemmMode::kGeneric);
+    gemm.Plan(m, n, k);
+    if (packed) gemm.SetConstantB({b.data(), k, true});
   }
+  GemmEpilogue epilogue;
+  if (packed) epilogue = {bias.data(), 0.0f, 6.0f};
+  const Gemm& gemm = gemms[0];
   // One 64-byte aligned workspace part per thread.
   const int threads = static_cast<int>(state.range(0));
   const size_t stride = (gemm.workspace_bytes() + 63) / 64 * 64;
@@ -153,9 +164,11 @@ void BM_Gemm(benchmark::State& state, int64_t m, int64_t n, int64_t k, GemmMode 
   context.num_threads = threads;
   context.scratch = ws;
   context.scratch_stride = stride;
+  size_t next = 0;
   for (auto _ : state) {
-    gemm.RunParallel(m, n, k, {a.data(), k, false}, {b.data(), k, true}, c.data(), n, epilogue,
-                     &context, 0);
+    gemms[next].RunParallel(m, n, k, {a.data(), k, false}, {b.data(), k, true}, c.data(), n,
+                            epilogue, &context, 0);
+    next = next + 1 < copies ? next + 1 : 0;
     benchmark::DoNotOptimize(c.data());
   }
   state.counters["GFLOPS"] = benchmark::Counter(
@@ -165,24 +178,31 @@ void BM_Gemm(benchmark::State& state, int64_t m, int64_t n, int64_t k, GemmMode 
 void RegisterGemms() {
   // im2col and 1x1 shapes of the corpus (face_detection: 96x96 3x3x3 -> 32,
   // 96x96 8 -> 32, 48x48 64 -> 48, 6x6 96 -> 384; hand_landmark_full's 1x1:
-  // 56x56 24 -> 144 and back, 28x28 40 -> 240, 7x7 192 <-> 1152), and a
-  // classifier's GEMV.
+  // 56x56 24 -> 144 and back, 28x28 40 -> 240, 7x7 192 <-> 1152, 14x14
+  // 112 <-> 672), and a classifier's GEMV.
   const int64_t shapes[][3] = {{910, 32, 288},  {4096, 64, 64}, {1024, 128, 1152}, {1, 1000, 1280},
                                {9216, 32, 27},  {9216, 32, 8},  {2304, 48, 64},    {36, 384, 96},
                                {2304, 16, 48},  {144, 128, 96}, {36, 96, 384},     {3136, 144, 24},
-                               {3136, 24, 144}, {784, 240, 40}, {49, 1152, 192},   {49, 192, 1152}};
+                               {3136, 24, 144}, {784, 240, 40}, {49, 1152, 192},   {49, 192, 1152},
+                               {196, 672, 112}, {196, 112, 672}};
   const std::pair<GemmMode, const char*> modes[] = {{GemmMode::kSimd, "simd"},
                                                     {GemmMode::kSimdPacked, "simd_packed"},
                                                     {GemmMode::kGeneric, "generic"}};
+  auto add = [](const int64_t* s, GemmMode mode, const char* label) {
+    const std::string name = "BM_Gemm/" + std::to_string(s[0]) + "x" + std::to_string(s[1]) + "x" +
+                             std::to_string(s[2]) + "/" + label;
+    benchmark::RegisterBenchmark(name.c_str(), BM_Gemm, s[0], s[1], s[2], mode)
+        ->ArgName("threads")
+        ->Arg(1)
+        ->Arg(2)
+        ->UseRealTime();
+  };
   for (const auto& s : shapes) {
-    for (const auto& [mode, label] : modes) {
-      const std::string name = "BM_Gemm/" + std::to_string(s[0]) + "x" + std::to_string(s[1]) +
-                               "x" + std::to_string(s[2]) + "/" + label;
-      benchmark::RegisterBenchmark(name.c_str(), BM_Gemm, s[0], s[1], s[2], mode)
-          ->ArgName("threads")
-          ->Arg(1)
-          ->Arg(2)
-          ->UseRealTime();
+    for (const auto& [mode, label] : modes) add(s, mode, label);
+    // The filter from memory where few rows share it (7x7 and 14x14 pixels),
+    // and, for contrast, where many do (56x56).
+    if ((s[0] > 1 && s[0] <= 196) || (s[0] == 3136 && s[2] == 24)) {
+      add(s, GemmMode::kSimdPackedCold, "simd_packed_cold");
     }
   }
 }
