@@ -14,25 +14,11 @@
 # selfie models' custom op).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BIN="${DFARM_BUILD_DIR:-$ROOT/build}/bin"
 THREADS="${BENCH_THREADS:-1 2}"
 RUNS="${BENCH_RUNS:-10}"
-case "$(uname -m)" in
-  aarch64 | arm64) ARCH=arm64 ;;
-  *) ARCH=amd64 ;;
-esac
-TFLITE_LIB="${DFARM_TFLITE_LIB:-$ROOT/.cache/tflite/linux_$ARCH/libtensorflowlite_c.so}"
-if [ "$#" -gt 0 ]; then
-  MODELS=("$@")
-else
-  MODELS=("$ROOT"/models/*.tflite)
-fi
-for exe in dfarm-runner dfarm-tflite-runner; do
-  if [ ! -x "$BIN/$exe" ]; then
-    echo "bench-rss: $BIN/$exe is missing; build it first (scripts/build.sh $exe)" >&2
-    exit 2
-  fi
-done
+BENCH_NAME=bench-rss
+# shellcheck source=scripts/bench-common.sh
+source "$ROOT/scripts/bench-common.sh" "$@"
 
 # peak RUNNER-ARGS...: "KIB ARENA_KIB" of one run, or "STATUS -" when it did not run.
 peak() {

@@ -20,27 +20,13 @@
 # status instead of a figure (TensorFlow Lite lacks the selfie models' custom op).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BIN="${DFARM_BUILD_DIR:-$ROOT/build}/bin"
 ROUNDS="${BENCH_ROUNDS:-3}"
 RUNS="${BENCH_RUNS:-100}"
 THREADS="${BENCH_THREADS:-1 2}"
 SEED="${BENCH_SEED:-1}"
-case "$(uname -m)" in
-  aarch64 | arm64) ARCH=arm64 ;;
-  *) ARCH=amd64 ;;
-esac
-TFLITE_LIB="${DFARM_TFLITE_LIB:-$ROOT/.cache/tflite/linux_$ARCH/libtensorflowlite_c.so}"
-if [ "$#" -gt 0 ]; then
-  MODELS=("$@")
-else
-  MODELS=("$ROOT"/models/*.tflite)
-fi
-for exe in dfarm-runner dfarm-tflite-runner; do
-  if [ ! -x "$BIN/$exe" ]; then
-    echo "bench-speed: $BIN/$exe is missing; build it first (scripts/build.sh $exe)" >&2
-    exit 2
-  fi
-done
+BENCH_NAME=bench-speed
+# shellcheck source=scripts/bench-common.sh
+source "$ROOT/scripts/bench-common.sh" "$@"
 if [ ! -f "$TFLITE_LIB" ]; then
   echo "bench-speed: $TFLITE_LIB is missing (scripts/setup.sh fetches it, or set DFARM_TFLITE_LIB)" >&2
   exit 2
