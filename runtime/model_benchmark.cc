@@ -19,6 +19,9 @@
 // BM_PlanGreedy/ops:N: the arena plan (PlanGreedy) of a graph of N ops as
 // AllocateTensors() plans it: one output per op, most read by the next op,
 // every 16th by an op 8 steps on, the graph input live throughout.
+// BM_FirstConv/HxWx3/Cout/strideS/threads:T (built with the tests' model
+// builder): Invoke() of one float CONV_2D, 3x3 SAME with RELU6, of an HxWx3
+// image to Cout channels (a model's first layer).
 // BM_InitChain/ops:N (built with the tests' model builder): model load,
 // Interpreter and AllocateTensors() of a chain of N float ops (RELU, and ADD
 // of the output 8 ops back every 16th op); counter arena_bytes.
@@ -325,6 +328,72 @@ std::vector<uint8_t> ChainModel(int ops) {
   return b.Build();
 }
 
+// One 3x3 SAME CONV_2D (RELU6, constant filter and bias) of an h x w x 3
+// input to `out_c` channels at `stride`.
+std::vector<uint8_t> FirstConvModel(int h, int w, int out_c, int stride) {
+  namespace tfl = ::dfarm::tflite;
+  testing::ModelBuilder b;
+  const int out_h = (h + stride - 1) / stride, out_w = (w + stride - 1) / stride;
+  std::vector<float> filter(static_cast<size_t>(out_c) * 27), bias(out_c);
+  for (size_t i = 0; i < filter.size(); ++i) filter[i] = 0.01f * static_cast<float>(i % 97) - 0.4f;
+  for (int i = 0; i < out_c; ++i) bias[i] = 0.05f * static_cast<float>(i % 7);
+  const int in = b.AddTensor(tfl::TensorType::FLOAT32, {1, h, w, 3});
+  const int f = b.AddConstFloat32({out_c, 3, 3, 3}, filter);
+  const int bi = b.AddConstFloat32({out_c}, bias);
+  const int out = b.AddTensor(tfl::TensorType::FLOAT32, {1, out_h, out_w, out_c});
+  testing::Conv2DParams params;
+  params.padding = tfl::Padding::SAME;
+  params.stride_h = params.stride_w = stride;
+  params.activation = tfl::ActivationFunctionType::RELU6;
+  b.AddConv2D(in, f, bi, out, params);
+  b.SetInputs({in});
+  b.SetOutputs({out});
+  return b.Build();
+}
+
+void BM_FirstConv(benchmark::State& state, int h, int w, int out_c, int stride) {
+  std::unique_ptr<Model> model;
+  Status status = Model::FromBuffer("first_conv", FirstConvModel(h, w, out_c, stride), &model);
+  OpResolver resolver;
+  resolver.AddAllReferenceOps();
+  InterpreterOptions options;
+  options.num_threads = static_cast<int>(state.range(0));
+  std::unique_ptr<Interpreter> interpreter;
+  if (status.ok()) {
+    interpreter = std::make_unique<Interpreter>(*model, resolver, options);
+    status = interpreter->AllocateTensors();
+  }
+  if (!status.ok()) {
+    state.SkipWithError(status.message().c_str());
+    return;
+  }
+  FillInputs(*interpreter);
+  for (auto _ : state) {
+    status = interpreter->Invoke();
+    if (!status.ok()) {
+      state.SkipWithError(status.message().c_str());
+      return;
+    }
+    benchmark::ClobberMemory();
+  }
+}
+
+// hand_landmark's 224x224 and face detection's 128x128 and 192x192 first
+// layers, selfie segmentation's 256x256 one.
+void RegisterFirstConvs() {
+  const int shapes[][4] = {{224, 224, 24, 2}, {224, 224, 32, 2}, {128, 128, 24, 2},
+                           {192, 192, 24, 2}, {256, 256, 16, 2}, {64, 64, 24, 1}};
+  for (const auto& s : shapes) {
+    const std::string name = "BM_FirstConv/" + std::to_string(s[0]) + "x" + std::to_string(s[1]) +
+                             "x3/" + std::to_string(s[2]) + "/stride" + std::to_string(s[3]);
+    benchmark::RegisterBenchmark(name.c_str(), BM_FirstConv, s[0], s[1], s[2], s[3])
+        ->ArgName("threads")
+        ->Arg(1)
+        ->Arg(2)
+        ->UseRealTime();
+  }
+}
+
 void BM_InitChain(benchmark::State& state) {
   const std::vector<uint8_t> bytes = ChainModel(static_cast<int>(state.range(0)));
   OpResolver resolver;
@@ -384,6 +453,9 @@ int main(int argc, char** argv) {
   }
   dfarm::runtime::RegisterGemms();
   dfarm::runtime::RegisterDepthwise();
+#ifdef DFARM_HAVE_MODEL_BUILDER
+  dfarm::runtime::RegisterFirstConvs();
+#endif
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

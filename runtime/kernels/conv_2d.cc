@@ -15,12 +15,16 @@
 // tasks (a few per thread), each on its thread's chunk buffer and GEMM
 // workspace (the float path; results as on one thread). An ADD the
 // interpreter folded into the conv (Node::folded_addend) is added in the
-// GEMM's epilogue, before the activation. RegisterConv2DReference() keeps
+// GEMM's epilogue, before the activation. A 3-channel input (a model's first
+// layer on an image) runs the direct kernel of conv_hwc3_float.h instead (no
+// im2col; the GEMM's sums), its output rows split across threads. RegisterConv2DReference() keeps
 // the plain loops.
 #include <algorithm>
 #include <cstring>
+#include <utility>
 #include <vector>
 
+#include "runtime/kernels/conv_hwc3_float.h"
 #include "runtime/kernels/gemm.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/kernels.h"
@@ -53,6 +57,8 @@ struct Conv2DData : OpData {
   bool quantized = false;
   QuantizedConvParams quant;
   QuantizedWeights qweights;
+  // The direct 3-channel kernel's plan when it runs (hwc3.covered()).
+  ConvHwc3Plan hwc3;
 };
 
 // Patch-matrix floats per im2col chunk (about 512 KiB), at least 16 rows.
@@ -128,6 +134,42 @@ Status PlanGemmPath(const Tensor& input, const Tensor& filter, const WindowDim& 
   }
   if (data->gemm.has_constant_b()) node.kept_inputs |= 1u << 1;
   return Status::Ok();
+}
+
+// The direct kernel of a 3-channel input (ungrouped, dilation 1): true when
+// it runs, its filter packed once (taken from the node's previous Prepare
+// when the filter's values were freed since) and then kept.
+bool PlanHwc3Path(const Tensor& input, const Tensor& filter, const WindowDim& h, const WindowDim& w,
+                  Conv2DData* data, Node& node) {
+  if (input.shape[3] != 3 || filter.shape[3] != 3 || data->dilation_h != 1 ||
+      data->dilation_w != 1) {
+    return false;
+  }
+  const ConvHwc3Params params{.batches = input.shape[0],
+                              .in_h = input.shape[1],
+                              .in_w = input.shape[2],
+                              .out_h = h.out,
+                              .out_w = w.out,
+                              .out_c = filter.shape[0],
+                              .kernel_h = filter.shape[1],
+                              .kernel_w = filter.shape[2],
+                              .stride_h = data->stride_h,
+                              .stride_w = data->stride_w,
+                              .pad_top = h.pad_before,
+                              .pad_left = w.pad_before,
+                              .act_min = data->activation.min,
+                              .act_max = data->activation.max};
+  if (!ConvHwc3Supported(params)) return false;
+  auto* before = static_cast<Conv2DData*>(node.prepared_before.get());
+  if (filter.data != nullptr) {
+    data->hwc3 = PlanConvHwc3(params, filter.data_as<float>(), data->bias.data());
+  } else if (before != nullptr && before->hwc3.covered()) {
+    data->hwc3 = ReplanConvHwc3(std::move(before->hwc3), params, data->bias.data());
+  } else {
+    return false;  // the GEMM path reports the freed filter
+  }
+  node.kept_inputs |= 1u << 1;
+  return true;
 }
 
 // The quantized filter [Cout][KH][KW][Cin] packed for the integer GEMM,
@@ -216,7 +258,7 @@ Status PrepareImpl(Node& node, bool reference) {
     if (bias != nullptr) std::memcpy(data->bias.data(), bias->data, out_c * sizeof(float));
     if (reference) {
       PackReferenceFilter(*filter, data.get());
-    } else {
+    } else if (!PlanHwc3Path(*input, *filter, h, w, data.get(), node)) {
       DFARM_RETURN_IF_ERROR(
           PlanGemmPath(*input, *filter, h, w, NumThreads(node), data.get(), node));
     }
@@ -463,6 +505,16 @@ Status Eval(Node& node) {
       return int8 ? EvalQuantizedGemm<int8_t>(node) : EvalQuantizedGemm<uint8_t>(node);
     }
     return int8 ? EvalQuantized<int8_t>(node) : EvalQuantized<uint8_t>(node);
+  }
+  if (d.hwc3.covered()) {
+    ConvHwc3Addend addend;
+    if (node.folded_addend != nullptr) {
+      addend = {node.folded_addend->data_as<float>(), node.folded_addend_channels[0],
+                node.folded_addend_channels[1]};
+    }
+    RunConvHwc3(d.hwc3, node.inputs[0]->data_as<float>(), node.outputs[0]->data_as<float>(),
+                NumThreads(node) > 1 ? node.context : nullptr, addend);
+    return Status::Ok();
   }
   DFARM_RETURN_IF_ERROR(CheckScratch(node));
   const Tensor& output = *node.outputs[0];

@@ -1,0 +1,317 @@
+#include "runtime/kernels/conv_hwc3_float.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <utility>
+
+#include "runtime/kernels/parallel.h"
+
+// Vec8 lives in registers only (every function taking it is inlined), so the
+// note that passing it by value has another ABI without AVX does not apply.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
+namespace dfarm::runtime {
+namespace {
+
+// As in depthwise_conv_float.cc: under AddressSanitizer nothing is forced
+// inline nor unrolled (same sums in the same order); otherwise everything is
+// inlined into RunRows() so that each of its clones compiles the whole kernel
+// for its own target.
+#if defined(__SANITIZE_ADDRESS__)
+#define DFARM_C3_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DFARM_C3_SANITIZED 1
+#endif
+#endif
+#if defined(__GNUC__) && !defined(DFARM_C3_SANITIZED)
+#define DFARM_C3_INLINE inline __attribute__((always_inline))
+#else
+#define DFARM_C3_INLINE inline
+#endif
+#if defined(DFARM_C3_SANITIZED)
+#define DFARM_C3_UNROLL
+#elif defined(__GNUC__) && !defined(__clang__)
+#define DFARM_C3_UNROLL _Pragma("GCC unroll 32")
+#elif defined(__clang__)
+#define DFARM_C3_UNROLL _Pragma("unroll")
+#else
+#define DFARM_C3_UNROLL
+#endif
+// x86-64-v3 (AVX2 + FMA) picked at load where the CPU has it: there
+// acc += x * w contracts into one FMA, as the GEMM kernel computes it.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
+#define DFARM_C3_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define DFARM_C3_CLONES
+#endif
+
+constexpr int kLanes = 8;
+constexpr int kInC = 3;
+
+#if defined(__GNUC__) && !defined(__clang__)
+typedef float Vec8 __attribute__((vector_size(32)));
+DFARM_C3_INLINE Vec8 Splat(float v) { return Vec8{v, v, v, v, v, v, v, v}; }
+DFARM_C3_INLINE Vec8 Zero() { return Splat(0.0f); }
+// NaN passes, as the GEMM epilogue's max / min and Clamp() let it.
+DFARM_C3_INLINE Vec8 ClampVec(Vec8 v, Vec8 lo, Vec8 hi) {
+  v = v < lo ? lo : v;
+  return hi < v ? hi : v;
+}
+// x broadcast by the scalar-vector product itself: a Splat() inlined from
+// outside the clone would build the vector lane by lane.
+DFARM_C3_INLINE void MulAdd(Vec8& acc, float x, Vec8 w) { acc += x * w; }
+DFARM_C3_INLINE Vec8 Add(Vec8 a, Vec8 b) { return a + b; }
+#else
+struct Vec8 {
+  float f[8];
+};
+inline Vec8 Splat(float v) { return Vec8{{v, v, v, v, v, v, v, v}}; }
+inline Vec8 Zero() { return Splat(0.0f); }
+inline Vec8 ClampVec(Vec8 v, Vec8 lo, Vec8 hi) {
+  for (int i = 0; i < 8; ++i) v.f[i] = std::min(std::max(v.f[i], lo.f[i]), hi.f[i]);
+  return v;
+}
+inline void MulAdd(Vec8& acc, float x, Vec8 w) {
+  for (int i = 0; i < 8; ++i) acc.f[i] += x * w.f[i];
+}
+inline Vec8 Add(Vec8 a, Vec8 b) {
+  for (int i = 0; i < 8; ++i) a.f[i] += b.f[i];
+  return a;
+}
+#endif
+DFARM_C3_INLINE Vec8 Load(const float* p) {
+  Vec8 v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+// What one output row of one channel block reads: the image of its batch,
+// the filter block and bias at its first channel, and the activation.
+struct RowArgs {
+  const float* image;   // [H][W][3]
+  const float* filter;  // the block's [KH][KW][3][8 * V]
+  const float* bias;    // the block's first channel
+  float* out;           // the row's first pixel, the block's first channel
+  int ky0, ky1;         // the filter rows inside the input
+  int iy0;              // the input row of filter row 0
+  int cols;             // channels of the block to store (<= 8 * V)
+  Vec8 lo, hi;
+  // The folded ADD (null: none) at the row's first pixel, its stride per
+  // pixel, and the block's channels [addend_lo, addend_hi) it has values
+  // for, counted from the block's first channel.
+  const float* addend;
+  int64_t addend_stride;
+  int addend_lo, addend_hi;
+};
+
+// v plus the addend's values of one pixel's block vector `vec` (+0.0f in the
+// lanes it has none for), as the GEMM epilogue adds them.
+DFARM_C3_INLINE Vec8 AddAddend(Vec8 v, const float* pixel_addend, const RowArgs& a, int vec) {
+  alignas(32) float add[kLanes];
+  for (int l = 0; l < kLanes; ++l) {
+    const int x = vec * kLanes + l;
+    add[l] = x >= a.addend_lo && x < a.addend_hi ? pixel_addend[x - a.addend_lo] : 0.0f;
+  }
+  return Add(v, Load(add));
+}
+
+// P output pixels (stride_w apart, the first at input column ix0) x 8*V
+// channels, filter columns [kx0, kx1) (inside the input for every pixel).
+template <int V, int P, bool kAddend>
+DFARM_C3_INLINE void Pixels(const ConvHwc3Params& p, const RowArgs& a, int ox, int kx0, int kx1) {
+  const int ix0 = ox * p.stride_w - p.pad_left;
+  float* out = a.out + static_cast<ptrdiff_t>(ox) * p.out_c;
+  Vec8 acc[P][V];
+  DFARM_C3_UNROLL
+  for (int i = 0; i < P; ++i) {
+    DFARM_C3_UNROLL
+    for (int v = 0; v < V; ++v) acc[i][v] = Zero();
+  }
+  const ptrdiff_t pixel = static_cast<ptrdiff_t>(p.stride_w) * kInC;
+  for (int ky = a.ky0; ky < a.ky1; ++ky) {
+    const float* x = a.image + (static_cast<ptrdiff_t>(a.iy0 + ky) * p.in_w + ix0 + kx0) * kInC;
+    const float* w = a.filter + (static_cast<ptrdiff_t>(ky) * p.kernel_w + kx0) * kInC * kLanes * V;
+    for (int kx = kx0; kx < kx1; ++kx, x += kInC, w += kInC * kLanes * V) {
+      DFARM_C3_UNROLL
+      for (int c = 0; c < kInC; ++c) {
+        Vec8 wv[V];
+        DFARM_C3_UNROLL
+        for (int v = 0; v < V; ++v) wv[v] = Load(w + (c * V + v) * kLanes);
+        DFARM_C3_UNROLL
+        for (int i = 0; i < P; ++i) {
+          const float xv = x[i * pixel + c];
+          DFARM_C3_UNROLL
+          for (int v = 0; v < V; ++v) MulAdd(acc[i][v], xv, wv[v]);
+        }
+      }
+    }
+  }
+  DFARM_C3_UNROLL
+  for (int i = 0; i < P; ++i) {
+    float* o = out + static_cast<ptrdiff_t>(i) * p.out_c;
+    DFARM_C3_UNROLL
+    for (int v = 0; v < V; ++v) {
+      Vec8 r = Add(Load(a.bias + v * kLanes), acc[i][v]);
+      if constexpr (kAddend) r = AddAddend(r, a.addend + (ox + i) * a.addend_stride, a, v);
+      r = ClampVec(r, a.lo, a.hi);
+      const int keep = a.cols - v * kLanes;
+      if (keep >= kLanes) {
+        std::memcpy(o + v * kLanes, &r, sizeof(r));
+      } else if (keep > 0) {
+        std::memcpy(o + v * kLanes, &r, static_cast<size_t>(keep) * sizeof(float));
+      }
+    }
+  }
+}
+
+// One output row of one block of 8*V channels: pixels with clipped windows
+// one at a time, the interior kPixels at a time.
+template <int V, bool kAddend>
+DFARM_C3_INLINE void RowBlock(const ConvHwc3Plan& plan, const RowArgs& a) {
+  constexpr int kPixels = V == 3 ? 3 : 4;
+  const ConvHwc3Params& p = plan.params;
+  const auto single = [&](int ox) {
+    const int ix0 = ox * p.stride_w - p.pad_left;
+    const int kx0 = std::max(0, -ix0), kx1 = std::min(p.kernel_w, p.in_w - ix0);
+    Pixels<V, 1, kAddend>(p, a, ox, kx0, std::max(kx0, kx1));
+  };
+  for (int ox = 0; ox < plan.ox_begin; ++ox) single(ox);
+  int ox = plan.ox_begin;
+  for (; ox + kPixels <= plan.ox_end; ox += kPixels) {
+    Pixels<V, kPixels, kAddend>(p, a, ox, 0, p.kernel_w);
+  }
+  for (; ox < p.out_w; ++ox) single(ox);
+}
+
+// RowBlock() of v vectors (1 to 3).
+template <bool kAddend>
+DFARM_C3_INLINE void RowBlocks(const ConvHwc3Plan& plan, const RowArgs& a, int v) {
+  if (v == 3) {
+    RowBlock<3, kAddend>(plan, a);
+  } else if (v == 2) {
+    RowBlock<2, kAddend>(plan, a);
+  } else {
+    RowBlock<1, kAddend>(plan, a);
+  }
+}
+
+// Output rows [begin, end) of all batches (row r: batch r / OH, row r % OH).
+DFARM_C3_CLONES void RunRows(const ConvHwc3Plan& plan, const float* input, float* output,
+                             const ConvHwc3Addend& addend, int64_t begin, int64_t end) {
+  const ConvHwc3Params& p = plan.params;
+  const int taps = p.kernel_h * p.kernel_w * kInC;
+  for (int64_t r = begin; r < end; ++r) {
+    const int64_t n = r / p.out_h;
+    const int oy = static_cast<int>(r % p.out_h);
+    RowArgs a;
+    a.image = input + n * p.in_h * p.in_w * kInC;
+    a.iy0 = oy * p.stride_h - p.pad_top;
+    a.ky0 = std::max(0, -a.iy0);
+    a.ky1 = std::max(a.ky0, std::min(p.kernel_h, p.in_h - a.iy0));
+    a.lo = Splat(p.act_min);
+    a.hi = Splat(p.act_max);
+    float* row = output + r * p.out_w * p.out_c;
+    const int64_t addend_stride = addend.end - addend.begin;
+    a.addend_stride = addend_stride;
+    // Blocks of 24 channels where they divide the rest or more than 32
+    // remain, else 16, then 8 (the last one possibly partial).
+    int oc = 0;
+    while (oc < p.out_c) {
+      const int rest = (p.out_c - oc + kLanes - 1) / kLanes;  // vectors left
+      const int v = rest % 3 == 0 || rest > 4 ? 3 : rest >= 2 ? 2 : 1;
+      a.filter = plan.packed_filter.data() + static_cast<ptrdiff_t>(oc) * taps;
+      a.bias = plan.bias.data() + oc;
+      a.out = row + oc;
+      a.cols = std::min(v * kLanes, p.out_c - oc);
+      a.addend = addend.data != nullptr ? addend.data + r * p.out_w * addend_stride : nullptr;
+      a.addend_lo = addend.begin - oc;
+      a.addend_hi = std::min(addend.end, p.out_c) - oc;
+      if (a.addend != nullptr) {
+        RowBlocks<true>(plan, a, v);
+      } else {
+        RowBlocks<false>(plan, a, v);
+      }
+      oc += v * kLanes;
+    }
+  }
+}
+
+// Tasks of output rows when a layer has at least this many outputs.
+constexpr int64_t kMinParallelOutputs = 8192;
+
+}  // namespace
+
+bool ConvHwc3Supported(const ConvHwc3Params& p) {
+  return p.kernel_h > 0 && p.kernel_w > 0 && p.kernel_h * p.kernel_w * kInC <= 256 &&
+         p.stride_h > 0 && p.stride_w > 0 && p.pad_top >= 0 && p.pad_left >= 0 && p.out_c > 0;
+}
+
+ConvHwc3Plan ReplanConvHwc3(ConvHwc3Plan&& from, const ConvHwc3Params& params, const float* bias) {
+  ConvHwc3Plan plan;
+  const ConvHwc3Params& p = params;
+  plan.params = p;
+  plan.packed_filter = std::move(from.packed_filter);
+  plan.bias.assign((p.out_c + kLanes - 1) / kLanes * kLanes, 0.0f);
+  if (bias != nullptr) std::copy_n(bias, p.out_c, plan.bias.begin());
+  // Interior columns: ix0 >= 0 and ix0 + KW <= W.
+  plan.ox_begin = p.out_w;
+  plan.ox_end = p.out_w;
+  for (int ox = 0; ox < p.out_w; ++ox) {
+    const int ix0 = ox * p.stride_w - p.pad_left;
+    if (ix0 >= 0 && ix0 + p.kernel_w <= p.in_w) {
+      if (plan.ox_begin == p.out_w) plan.ox_begin = ox;
+      plan.ox_end = ox + 1;
+    }
+  }
+  return plan;
+}
+
+ConvHwc3Plan PlanConvHwc3(const ConvHwc3Params& params, const float* filter, const float* bias) {
+  ConvHwc3Plan plan;
+  const ConvHwc3Params& p = params;
+  const int padded = (p.out_c + kLanes - 1) / kLanes * kLanes;
+  const int taps = p.kernel_h * p.kernel_w * kInC;
+  // Block b (channels [oc0, oc0 + 8V)) holds, per tap, its 8V channels; the
+  // block widths are RunRows()'s, so pack per channel: block start oc0,
+  // width 8V, tap t, lane oc - oc0 at oc0 * taps + t * 8V + (oc - oc0).
+  plan.packed_filter.assign(static_cast<size_t>(padded) * taps, 0.0f);
+  int oc0 = 0;
+  while (oc0 < p.out_c) {
+    const int rest = (p.out_c - oc0 + kLanes - 1) / kLanes;
+    const int v = rest % 3 == 0 || rest > 4 ? 3 : rest >= 2 ? 2 : 1;
+    const int width = v * kLanes;
+    for (int oc = oc0; oc < std::min(p.out_c, oc0 + width); ++oc) {
+      for (int t = 0; t < taps; ++t) {
+        plan.packed_filter[static_cast<size_t>(oc0) * taps + static_cast<size_t>(t) * width +
+                           (oc - oc0)] = filter[static_cast<size_t>(oc) * taps + t];
+      }
+    }
+    oc0 += width;
+  }
+  return ReplanConvHwc3(std::move(plan), params, bias);
+}
+
+void RunConvHwc3(const ConvHwc3Plan& plan, const float* input, float* output,
+                 const ExecutionContext* context, const ConvHwc3Addend& addend) {
+  const ConvHwc3Params& p = plan.params;
+  const int64_t rows = static_cast<int64_t>(p.batches) * p.out_h;
+  if (rows <= 0 || p.out_w <= 0) return;
+  const int threads = context != nullptr ? context->num_threads : 1;
+  const bool split =
+      threads > 1 && static_cast<int64_t>(p.out_w) * p.out_c * rows >= kMinParallelOutputs;
+  if (!split) {
+    RunRows(plan, input, output, addend, 0, rows);
+    return;
+  }
+  const int tasks = static_cast<int>(TaskCount(rows, threads));
+  ParallelFor(context, static_cast<size_t>(tasks), [&](size_t t, int) {
+    const Range r = SplitRange(rows, tasks, static_cast<int>(t));
+    if (r.size() > 0) RunRows(plan, input, output, addend, r.begin, r.end);
+  });
+}
+
+}  // namespace dfarm::runtime
