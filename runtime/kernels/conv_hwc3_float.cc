@@ -5,6 +5,7 @@
 #include <cstring>
 #include <utility>
 
+#include "runtime/kernels/kernel_clones.h"
 #include "runtime/kernels/parallel.h"
 
 // Vec8 lives in registers only (every function taking it is inlined), so the
@@ -16,55 +17,24 @@
 namespace dfarm::runtime {
 namespace {
 
-// As in depthwise_conv_float.cc: under AddressSanitizer nothing is forced
-// inline nor unrolled (same sums in the same order); otherwise everything is
-// inlined into RunRows() so that each of its clones compiles the whole kernel
-// for its own target.
-#if defined(__SANITIZE_ADDRESS__)
-#define DFARM_C3_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define DFARM_C3_SANITIZED 1
-#endif
-#endif
-#if defined(__GNUC__) && !defined(DFARM_C3_SANITIZED)
-#define DFARM_C3_INLINE inline __attribute__((always_inline))
-#else
-#define DFARM_C3_INLINE inline
-#endif
-#if defined(DFARM_C3_SANITIZED)
-#define DFARM_C3_UNROLL
-#elif defined(__GNUC__) && !defined(__clang__)
-#define DFARM_C3_UNROLL _Pragma("GCC unroll 32")
-#elif defined(__clang__)
-#define DFARM_C3_UNROLL _Pragma("unroll")
-#else
-#define DFARM_C3_UNROLL
-#endif
-// x86-64-v3 (AVX2 + FMA) picked at load where the CPU has it: there
-// acc += x * w contracts into one FMA, as the GEMM kernel computes it.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
-#define DFARM_C3_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define DFARM_C3_CLONES
-#endif
-
 constexpr int kLanes = 8;
 constexpr int kInC = 3;
 
 #if defined(__GNUC__) && !defined(__clang__)
 typedef float Vec8 __attribute__((vector_size(32)));
-DFARM_C3_INLINE Vec8 Splat(float v) { return Vec8{v, v, v, v, v, v, v, v}; }
-DFARM_C3_INLINE Vec8 Zero() { return Splat(0.0f); }
+DFARM_KERNEL_INLINE Vec8 Splat(float v) { return Vec8{v, v, v, v, v, v, v, v}; }
+DFARM_KERNEL_INLINE Vec8 Zero() { return Splat(0.0f); }
 // NaN passes, as the GEMM epilogue's max / min and Clamp() let it.
-DFARM_C3_INLINE Vec8 ClampVec(Vec8 v, Vec8 lo, Vec8 hi) {
+DFARM_KERNEL_INLINE Vec8 ClampVec(Vec8 v, Vec8 lo, Vec8 hi) {
   v = v < lo ? lo : v;
   return hi < v ? hi : v;
 }
 // x broadcast by the scalar-vector product itself: a Splat() inlined from
 // outside the clone would build the vector lane by lane.
-DFARM_C3_INLINE void MulAdd(Vec8& acc, float x, Vec8 w) { acc += x * w; }
-DFARM_C3_INLINE Vec8 Add(Vec8 a, Vec8 b) { return a + b; }
+// In the x86-64-v3 clone this contracts into one FMA, as the GEMM kernel
+// computes the same sum.
+DFARM_KERNEL_INLINE void MulAdd(Vec8& acc, float x, Vec8 w) { acc += x * w; }
+DFARM_KERNEL_INLINE Vec8 Add(Vec8 a, Vec8 b) { return a + b; }
 #else
 struct Vec8 {
   float f[8];
@@ -83,7 +53,7 @@ inline Vec8 Add(Vec8 a, Vec8 b) {
   return a;
 }
 #endif
-DFARM_C3_INLINE Vec8 Load(const float* p) {
+DFARM_KERNEL_INLINE Vec8 Load(const float* p) {
   Vec8 v;
   std::memcpy(&v, p, sizeof(v));
   return v;
@@ -110,7 +80,7 @@ struct RowArgs {
 
 // v plus the addend's values of one pixel's block vector `vec` (+0.0f in the
 // lanes it has none for), as the GEMM epilogue adds them.
-DFARM_C3_INLINE Vec8 AddAddend(Vec8 v, const float* pixel_addend, const RowArgs& a, int vec) {
+DFARM_KERNEL_INLINE Vec8 AddAddend(Vec8 v, const float* pixel_addend, const RowArgs& a, int vec) {
   alignas(32) float add[kLanes];
   for (int l = 0; l < kLanes; ++l) {
     const int x = vec * kLanes + l;
@@ -122,13 +92,14 @@ DFARM_C3_INLINE Vec8 AddAddend(Vec8 v, const float* pixel_addend, const RowArgs&
 // P output pixels (stride_w apart, the first at input column ix0) x 8*V
 // channels, filter columns [kx0, kx1) (inside the input for every pixel).
 template <int V, int P, bool kAddend>
-DFARM_C3_INLINE void Pixels(const ConvHwc3Params& p, const RowArgs& a, int ox, int kx0, int kx1) {
+DFARM_KERNEL_INLINE void Pixels(const ConvHwc3Params& p, const RowArgs& a, int ox, int kx0,
+                                int kx1) {
   const int ix0 = ox * p.stride_w - p.pad_left;
   float* out = a.out + static_cast<ptrdiff_t>(ox) * p.out_c;
   Vec8 acc[P][V];
-  DFARM_C3_UNROLL
+  DFARM_KERNEL_UNROLL
   for (int i = 0; i < P; ++i) {
-    DFARM_C3_UNROLL
+    DFARM_KERNEL_UNROLL
     for (int v = 0; v < V; ++v) acc[i][v] = Zero();
   }
   const ptrdiff_t pixel = static_cast<ptrdiff_t>(p.stride_w) * kInC;
@@ -136,24 +107,24 @@ DFARM_C3_INLINE void Pixels(const ConvHwc3Params& p, const RowArgs& a, int ox, i
     const float* x = a.image + (static_cast<ptrdiff_t>(a.iy0 + ky) * p.in_w + ix0 + kx0) * kInC;
     const float* w = a.filter + (static_cast<ptrdiff_t>(ky) * p.kernel_w + kx0) * kInC * kLanes * V;
     for (int kx = kx0; kx < kx1; ++kx, x += kInC, w += kInC * kLanes * V) {
-      DFARM_C3_UNROLL
+      DFARM_KERNEL_UNROLL
       for (int c = 0; c < kInC; ++c) {
         Vec8 wv[V];
-        DFARM_C3_UNROLL
+        DFARM_KERNEL_UNROLL
         for (int v = 0; v < V; ++v) wv[v] = Load(w + (c * V + v) * kLanes);
-        DFARM_C3_UNROLL
+        DFARM_KERNEL_UNROLL
         for (int i = 0; i < P; ++i) {
           const float xv = x[i * pixel + c];
-          DFARM_C3_UNROLL
+          DFARM_KERNEL_UNROLL
           for (int v = 0; v < V; ++v) MulAdd(acc[i][v], xv, wv[v]);
         }
       }
     }
   }
-  DFARM_C3_UNROLL
+  DFARM_KERNEL_UNROLL
   for (int i = 0; i < P; ++i) {
     float* o = out + static_cast<ptrdiff_t>(i) * p.out_c;
-    DFARM_C3_UNROLL
+    DFARM_KERNEL_UNROLL
     for (int v = 0; v < V; ++v) {
       Vec8 r = Add(Load(a.bias + v * kLanes), acc[i][v]);
       if constexpr (kAddend) r = AddAddend(r, a.addend + (ox + i) * a.addend_stride, a, v);
@@ -171,7 +142,7 @@ DFARM_C3_INLINE void Pixels(const ConvHwc3Params& p, const RowArgs& a, int ox, i
 // One output row of one block of 8*V channels: pixels with clipped windows
 // one at a time, the interior kPixels at a time.
 template <int V, bool kAddend>
-DFARM_C3_INLINE void RowBlock(const ConvHwc3Plan& plan, const RowArgs& a) {
+DFARM_KERNEL_INLINE void RowBlock(const ConvHwc3Plan& plan, const RowArgs& a) {
   constexpr int kPixels = V == 3 ? 3 : 4;
   const ConvHwc3Params& p = plan.params;
   const auto single = [&](int ox) {
@@ -189,7 +160,7 @@ DFARM_C3_INLINE void RowBlock(const ConvHwc3Plan& plan, const RowArgs& a) {
 
 // RowBlock() of v vectors (1 to 3).
 template <bool kAddend>
-DFARM_C3_INLINE void RowBlocks(const ConvHwc3Plan& plan, const RowArgs& a, int v) {
+DFARM_KERNEL_INLINE void RowBlocks(const ConvHwc3Plan& plan, const RowArgs& a, int v) {
   if (v == 3) {
     RowBlock<3, kAddend>(plan, a);
   } else if (v == 2) {
@@ -200,8 +171,8 @@ DFARM_C3_INLINE void RowBlocks(const ConvHwc3Plan& plan, const RowArgs& a, int v
 }
 
 // Output rows [begin, end) of all batches (row r: batch r / OH, row r % OH).
-DFARM_C3_CLONES void RunRows(const ConvHwc3Plan& plan, const float* input, float* output,
-                             const ConvHwc3Addend& addend, int64_t begin, int64_t end) {
+DFARM_KERNEL_CLONES void RunRows(const ConvHwc3Plan& plan, const float* input, float* output,
+                                 const ConvHwc3Addend& addend, int64_t begin, int64_t end) {
   const ConvHwc3Params& p = plan.params;
   const int taps = p.kernel_h * p.kernel_w * kInC;
   for (int64_t r = begin; r < end; ++r) {

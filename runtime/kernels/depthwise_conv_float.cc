@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "runtime/kernels/kernel_clones.h"
 #include "runtime/kernels/parallel.h"
 
 // Vec8 lives in registers only (every function taking it is inlined), so the
@@ -14,47 +15,6 @@
 
 namespace dfarm::runtime {
 namespace {
-
-// Under AddressSanitizer (the sanitizer and fuzz builds) nothing is forced
-// inline nor unrolled: the same code and the same sums in the same order,
-// compiled in seconds instead of minutes (each forced-inline variant is
-// instrumented anew).
-#if defined(__SANITIZE_ADDRESS__)
-#define DFARM_DW_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define DFARM_DW_SANITIZED 1
-#endif
-#endif
-// Everything below is inlined into RunDispatch() so that each of its clones
-// (x86-64-v3 and the baseline) compiles the whole kernel for its own target.
-#if defined(__GNUC__) && !defined(DFARM_DW_SANITIZED)
-#define DFARM_DW_INLINE inline __attribute__((always_inline))
-#define DFARM_DW_LAMBDA_INLINE __attribute__((always_inline))
-#else
-#define DFARM_DW_INLINE inline
-#define DFARM_DW_LAMBDA_INLINE
-#endif
-// Loops over taps, pixels and channels of a block are unrolled completely, so
-// that the accumulators become registers (GCC's own limits stop short of 5x5).
-#if defined(DFARM_DW_SANITIZED)
-#define DFARM_DW_UNROLL
-#elif defined(__GNUC__) && !defined(__clang__)
-#define DFARM_DW_UNROLL _Pragma("GCC unroll 32")
-#elif defined(__clang__)
-#define DFARM_DW_UNROLL _Pragma("unroll")
-#else
-#define DFARM_DW_UNROLL
-#endif
-// x86-64-v3 (AVX2 + FMA; the build itself targets baseline x86-64) is
-// picked at load where the CPU has it; there the products and sums contract
-// into FMA, which the plain loops' clone (AVX2 without FMA) does not do. On
-// arm64 GCC contracts both into FMLA.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
-#define DFARM_DW_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define DFARM_DW_CLONES
-#endif
 
 // Strides of one node, in floats: `row` and `col` step the input by one row
 // and one column (col also steps the filter and the output by one column),
@@ -70,9 +30,9 @@ struct Steps {
 // elsewhere a plain array with the same operations.
 #if defined(__GNUC__) && !defined(__clang__)
 typedef float Vec8 __attribute__((vector_size(32)));
-DFARM_DW_INLINE Vec8 Splat(float v) { return Vec8{v, v, v, v, v, v, v, v}; }
+DFARM_KERNEL_INLINE Vec8 Splat(float v) { return Vec8{v, v, v, v, v, v, v, v}; }
 // std::min(std::max(v, lo), hi) per lane, as the plain loops clamp.
-DFARM_DW_INLINE Vec8 ClampVec(Vec8 v, Vec8 lo, Vec8 hi) {
+DFARM_KERNEL_INLINE Vec8 ClampVec(Vec8 v, Vec8 lo, Vec8 hi) {
   v = v < lo ? lo : v;
   return hi < v ? hi : v;
 }
@@ -95,18 +55,18 @@ inline Vec8 ClampVec(Vec8 v, Vec8 lo, Vec8 hi) {
   return v;
 }
 #endif
-DFARM_DW_INLINE Vec8 Load(const float* p) {
+DFARM_KERNEL_INLINE Vec8 Load(const float* p) {
   Vec8 v;
   std::memcpy(&v, p, sizeof(v));
   return v;
 }
-DFARM_DW_INLINE void Store(float* p, Vec8 v) { std::memcpy(p, &v, sizeof(v)); }
+DFARM_KERNEL_INLINE void Store(float* p, Vec8 v) { std::memcpy(p, &v, sizeof(v)); }
 
 // f(0), ..., f(K - 1) unrolled when K > 0; else f(0), ..., f(n - 1).
 template <int K, typename F>
-DFARM_DW_INLINE void ForTaps(int n, F f) {
+DFARM_KERNEL_INLINE void ForTaps(int n, F f) {
   if constexpr (K > 0) {
-    DFARM_DW_UNROLL
+    DFARM_KERNEL_UNROLL
     for (int i = 0; i < K; ++i) f(i);
   } else {
     for (int i = 0; i < n; ++i) f(i);
@@ -121,40 +81,40 @@ DFARM_DW_INLINE void ForTaps(int n, F f) {
 // them. The taps are KH (or, when KH is 0, taps_h) rows of KW (or taps_w)
 // columns: constant inside the input, clipped at its border.
 template <int P, int V, int KH, int KW>
-DFARM_DW_INLINE void VecBlock(const float* x, const float* w, const float* bias, float* out,
-                              int taps_h, int taps_w, const Steps& s) {
+DFARM_KERNEL_INLINE void VecBlock(const float* x, const float* w, const float* bias, float* out,
+                                  int taps_h, int taps_w, const Steps& s) {
   Vec8 acc[P][V];
-  DFARM_DW_UNROLL
+  DFARM_KERNEL_UNROLL
   for (int v = 0; v < V; ++v) {
     const Vec8 b = bias != nullptr ? Load(bias + 8 * v) : Splat(0.0f);
-    DFARM_DW_UNROLL
+    DFARM_KERNEL_UNROLL
     for (int p = 0; p < P; ++p) acc[p][v] = b;
   }
-  auto tap = [&](int ky, int kx) DFARM_DW_LAMBDA_INLINE {
-    DFARM_DW_UNROLL
+  auto tap = [&](int ky, int kx) DFARM_KERNEL_LAMBDA_INLINE {
+    DFARM_KERNEL_UNROLL
     for (int v = 0; v < V; ++v) {
       const Vec8 wt = Load(w + ky * s.filter_row + kx * s.col + 8 * v);
-      DFARM_DW_UNROLL
+      DFARM_KERNEL_UNROLL
       for (int p = 0; p < P; ++p) {
         acc[p][v] += Load(x + ky * s.row + kx * s.col + p * s.pixel + 8 * v) * wt;
       }
     }
   };
-  ForTaps<KH>(taps_h, [&](int ky) DFARM_DW_LAMBDA_INLINE {
-    ForTaps<KW>(taps_w, [&](int kx) DFARM_DW_LAMBDA_INLINE { tap(ky, kx); });
+  ForTaps<KH>(taps_h, [&](int ky) DFARM_KERNEL_LAMBDA_INLINE {
+    ForTaps<KW>(taps_w, [&](int kx) DFARM_KERNEL_LAMBDA_INLINE { tap(ky, kx); });
   });
   const Vec8 lo = Splat(s.lo), hi = Splat(s.hi);
-  DFARM_DW_UNROLL
+  DFARM_KERNEL_UNROLL
   for (int p = 0; p < P; ++p) {
-    DFARM_DW_UNROLL
+    DFARM_KERNEL_UNROLL
     for (int v = 0; v < V; ++v) Store(out + p * s.col + 8 * v, ClampVec(acc[p][v], lo, hi));
   }
 }
 
 // One channel of one output pixel from taps_h x taps_w taps (the channels
 // past the last multiple of 8).
-DFARM_DW_INLINE void ScalarBlock(const float* x, const float* w, const float* bias, float* out,
-                                 int taps_h, int taps_w, const Steps& s) {
+DFARM_KERNEL_INLINE void ScalarBlock(const float* x, const float* w, const float* bias, float* out,
+                                     int taps_h, int taps_w, const Steps& s) {
   float acc = bias != nullptr ? *bias : 0.0f;
   for (int ky = 0; ky < taps_h; ++ky) {
     for (int kx = 0; kx < taps_w; ++kx)
@@ -170,8 +130,8 @@ DFARM_DW_INLINE void ScalarBlock(const float* x, const float* w, const float* bi
 // independent sums in flight instead of two (each sum waits for the one
 // before it: the adds' latency, not the loads, bounds two).
 template <int P, int KH, int KW>
-DFARM_DW_INLINE void Pixels(const float* x, const float* w, const float* bias, float* out,
-                            int taps_h, int taps_w, const Steps& s) {
+DFARM_KERNEL_INLINE void Pixels(const float* x, const float* w, const float* bias, float* out,
+                                int taps_h, int taps_w, const Steps& s) {
   const int channels = static_cast<int>(s.col);
   int c = 0;
   if constexpr (P == 1) {
@@ -217,8 +177,8 @@ DFARM_DW_INLINE void Pixels(const float* x, const float* w, const float* bias, f
 // inputs for its KH*KW*P products. Each output is bias + taps in row-major
 // order, as the plain loops add them. Returns the first column not done.
 template <int P, int KH, int KW, int SW>
-DFARM_DW_INLINE int InteriorGroups(const float* x, const float* w, const float* bias, float* out,
-                                   int ox, int ox_end, const Steps& s) {
+DFARM_KERNEL_INLINE int InteriorGroups(const float* x, const float* w, const float* bias,
+                                       float* out, int ox, int ox_end, const Steps& s) {
   constexpr int kColumns = SW * (P - 1) + KW;
   const int groups = (ox_end - ox) / P;
   if (groups <= 0) return ox;
@@ -231,25 +191,25 @@ DFARM_DW_INLINE int InteriorGroups(const float* x, const float* w, const float* 
       const float* xg = x + c;
       float* og = out + c;
       Vec8 acc[P];
-      DFARM_DW_UNROLL
+      DFARM_KERNEL_UNROLL
       for (int p = 0; p < P; ++p) acc[p] = b;
-      DFARM_DW_UNROLL
+      DFARM_KERNEL_UNROLL
       for (int ky = 0; ky < KH; ++ky) {
         Vec8 wt[KW];
-        DFARM_DW_UNROLL
+        DFARM_KERNEL_UNROLL
         for (int kx = 0; kx < KW; ++kx) wt[kx] = Load(w + ky * s.filter_row + kx * channels + c);
         const float* xr = xg + ky * s.row;
-        DFARM_DW_UNROLL
+        DFARM_KERNEL_UNROLL
         for (int j = 0; j < kColumns; ++j) {
           const Vec8 xj = Load(xr + j * channels);
-          DFARM_DW_UNROLL
+          DFARM_KERNEL_UNROLL
           for (int p = 0; p < P; ++p) {
             const int kx = j - SW * p;
             if (kx >= 0 && kx < KW) acc[p] += xj * wt[kx];
           }
         }
       }
-      DFARM_DW_UNROLL
+      DFARM_KERNEL_UNROLL
       for (int p = 0; p < P; ++p) Store(og + p * channels, ClampVec(acc[p], lo, hi));
     }
   }
@@ -260,9 +220,9 @@ DFARM_DW_INLINE int InteriorGroups(const float* x, const float* w, const float* 
 // start at input row x_row and filter row w, with the tap columns clipped to
 // the input.
 template <int TH, int KW>
-DFARM_DW_INLINE void ClippedColumn(const DepthwiseFloatParams& p, const Steps& s,
-                                   const float* x_row, const float* w, const float* bias,
-                                   float* out, int taps_h, int ox) {
+DFARM_KERNEL_INLINE void ClippedColumn(const DepthwiseFloatParams& p, const Steps& s,
+                                       const float* x_row, const float* w, const float* bias,
+                                       float* out, int taps_h, int ox) {
   const int ix0 = ox * p.stride_w - p.pad_left;
   const int kx0 = std::max(0, -ix0), kx1 = std::min(KW, p.in_w - ix0);
   if (kx1 <= kx0) {  // no tap inside: bias alone (not with SAME/VALID windows)
@@ -276,8 +236,9 @@ DFARM_DW_INLINE void ClippedColumn(const DepthwiseFloatParams& p, const Steps& s
 // at input row x_row and filter row w: clipped columns, then the interior
 // columns kGroup pixels at a time and then one by one, then clipped columns.
 template <int TH, int KW>
-DFARM_DW_INLINE void RowSpans(const DepthwiseFloatPlan& plan, const Steps& s, const float* x_row,
-                              const float* w, const float* bias, float* out_row, int taps_h) {
+DFARM_KERNEL_INLINE void RowSpans(const DepthwiseFloatPlan& plan, const Steps& s,
+                                  const float* x_row, const float* w, const float* bias,
+                                  float* out_row, int taps_h) {
   constexpr int kGroup = 4;
   const DepthwiseFloatParams& p = plan.params;
   int ox = 0;
@@ -309,8 +270,8 @@ DFARM_DW_INLINE void RowSpans(const DepthwiseFloatPlan& plan, const Steps& s, co
 // Output row oy of a batch whose input starts at `in`: all KH tap rows in an
 // interior row, the rows inside the input otherwise.
 template <int KH, int KW>
-DFARM_DW_INLINE void OutputRow(const DepthwiseFloatPlan& plan, const Steps& s, const float* in,
-                               const float* filter, const float* bias, float* out_row, int oy) {
+DFARM_KERNEL_INLINE void OutputRow(const DepthwiseFloatPlan& plan, const Steps& s, const float* in,
+                                   const float* filter, const float* bias, float* out_row, int oy) {
   const DepthwiseFloatParams& p = plan.params;
   const int iy0 = oy * p.stride_h - p.pad_top;
   if (oy >= plan.oy_begin && oy < plan.oy_end) {
@@ -327,9 +288,9 @@ DFARM_DW_INLINE void OutputRow(const DepthwiseFloatPlan& plan, const Steps& s, c
 }
 
 template <int KH, int KW>
-DFARM_DW_INLINE void RunVariant(const DepthwiseFloatPlan& plan, const float* input,
-                                const float* filter, const float* bias, float* output,
-                                int64_t row_begin, int64_t row_end) {
+DFARM_KERNEL_INLINE void RunVariant(const DepthwiseFloatPlan& plan, const float* input,
+                                    const float* filter, const float* bias, float* output,
+                                    int64_t row_begin, int64_t row_end) {
   const DepthwiseFloatParams& p = plan.params;
   const ptrdiff_t c = p.in_c;
   const Steps s = {.row = p.in_w * c,
@@ -346,9 +307,9 @@ DFARM_DW_INLINE void RunVariant(const DepthwiseFloatPlan& plan, const float* inp
   }
 }
 
-DFARM_DW_CLONES void RunDispatch(const DepthwiseFloatPlan& plan, const float* input,
-                                 const float* filter, const float* bias, float* output,
-                                 int64_t row_begin, int64_t row_end) {
+DFARM_KERNEL_CLONES void RunDispatch(const DepthwiseFloatPlan& plan, const float* input,
+                                     const float* filter, const float* bias, float* output,
+                                     int64_t row_begin, int64_t row_end) {
   switch (plan.variant) {
     case DepthwiseFloatPlan::Variant::k3x3:
       RunVariant<3, 3>(plan, input, filter, bias, output, row_begin, row_end);
