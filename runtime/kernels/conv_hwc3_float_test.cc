@@ -21,6 +21,7 @@
 #include "runtime/kernels/parallel.h"
 #include "runtime/model.h"
 #include "runtime/op_resolver.h"
+#include "tests/model_builder/graph_runner.h"
 #include "tests/model_builder/model_builder.h"
 
 // Its own namespace: the unity build joins this file with the depthwise one.
@@ -97,16 +98,6 @@ std::vector<float> Naive(const ConvHwc3Params& p, const std::vector<float>& in,
   return out;
 }
 
-// A context of 3 threads (no scratch: the kernel needs none).
-struct ThreadedContext {
-  ThreadedContext() : pool(3) {
-    context.threadpool = &pool;
-    context.num_threads = pool.threads();
-  }
-  runtime::ThreadPool pool;
-  runtime::ExecutionContext context;
-};
-
 struct Shape {
   int n, h, w, kh, kw, stride;
   bool same;
@@ -121,7 +112,7 @@ const Shape kShapes[] = {
 
 TEST(ConvHwc3FloatTest, MatchesPlainLoopsOnOneAndThreeThreads) {
   std::mt19937 rng(7);
-  ThreadedContext threaded;
+  ::dfarm::testing::ThreadedContext threaded;
   for (const Shape& s : kShapes) {
     for (int out_c = 1; out_c <= 40; ++out_c) {
       const bool relu6 = out_c % 3 == 0;

@@ -94,14 +94,6 @@ std::vector<float> PlainLoops(const DepthwiseFloatParams& p, const std::vector<f
 }
 
 // A context of 3 threads (no scratch: the kernel needs none), for all tests.
-struct ThreadedContext {
-  ThreadedContext() : pool(3) {
-    context.threadpool = &pool;
-    context.num_threads = pool.threads();
-  }
-  runtime::ThreadPool pool;
-  runtime::ExecutionContext context;
-};
 ThreadedContext& ThreeThreads() {
   static ThreadedContext* threaded = new ThreadedContext();
   return *threaded;

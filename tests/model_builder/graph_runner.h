@@ -9,11 +9,23 @@
 #include <vector>
 
 #include "runtime/interpreter.h"
+#include "runtime/kernels/parallel.h"
 #include "runtime/model.h"
 #include "runtime/op_resolver.h"
 #include "tests/model_builder/model_builder.h"
 
 namespace dfarm::testing {
+
+// An execution context with a pool of 3 threads and no scratch, for calling
+// a kernel's function directly on several threads.
+struct ThreadedContext {
+  ThreadedContext() : pool(3) {
+    context.threadpool = &pool;
+    context.num_threads = pool.threads();
+  }
+  runtime::ThreadPool pool;
+  runtime::ExecutionContext context;
+};
 
 // Builtin kernels to take instead of the resolver's defaults (tests compare
 // a fast kernel with its plain-loop Register*Reference()).
