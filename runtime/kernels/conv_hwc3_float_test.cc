@@ -224,10 +224,12 @@ TEST(ConvHwc3FloatTest, SameBitsAsTheGemmPath) {
   }
 }
 
-// CONV_2D of a 3-channel input (the direct kernel) against the reference
-// kernel, through the interpreter on 1 and 3 threads.
-std::vector<float> RunOp(const ModelBuilder& b, const std::vector<float>& input, bool reference,
-                         int threads) {
+// The model `b` through the interpreter on `threads` threads, its CONV_2D the
+// direct kernel or (`reference`) the reference kernel: its first output for
+// `inputs` (one per model input). `nodes` > 0: how many nodes must run after
+// folding.
+std::vector<float> RunOp(const ModelBuilder& b, const std::vector<std::vector<float>>& inputs,
+                         bool reference, int threads, size_t nodes = 0) {
   std::unique_ptr<runtime::Model> model;
   runtime::Status status = runtime::Model::FromBuffer("conv.tflite", b.Build(), &model);
   EXPECT_TRUE(status.ok()) << status.message();
@@ -243,7 +245,10 @@ std::vector<float> RunOp(const ModelBuilder& b, const std::vector<float>& input,
   status = interpreter.AllocateTensors();
   EXPECT_TRUE(status.ok()) << status.message();
   if (!status.ok()) return {};
-  std::copy(input.begin(), input.end(), interpreter.inputs()[0]->data_as<float>());
+  if (nodes > 0) EXPECT_EQ(interpreter.invoked_nodes_size(), nodes) << "nodes after folding";
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::copy(inputs[i].begin(), inputs[i].end(), interpreter.inputs()[i]->data_as<float>());
+  }
   status = interpreter.Invoke();
   EXPECT_TRUE(status.ok()) << status.message();
   const runtime::Tensor* o = interpreter.outputs()[0];
@@ -271,9 +276,9 @@ TEST(ConvHwc3FloatTest, OpMatchesReferenceKernel) {
       b.SetInputs({in});
       b.SetOutputs({out});
       const std::vector<float> input = Random(rng, static_cast<size_t>(s.n) * s.h * s.w * 3);
-      const std::vector<float> expected = RunOp(b, input, /*reference=*/true, 1);
-      const std::vector<float> one = RunOp(b, input, /*reference=*/false, 1);
-      const std::vector<float> three = RunOp(b, input, /*reference=*/false, 3);
+      const std::vector<float> expected = RunOp(b, {input}, /*reference=*/true, 1);
+      const std::vector<float> one = RunOp(b, {input}, /*reference=*/false, 1);
+      const std::vector<float> three = RunOp(b, {input}, /*reference=*/false, 3);
       ASSERT_EQ(one.size(), OutputSize(p));
       ASSERT_EQ(expected.size(), one.size());
       for (size_t i = 0; i < one.size(); ++i) {
@@ -307,25 +312,11 @@ TEST(ConvHwc3FloatTest, FoldedAddMatchesReferenceKernel) {
   b.SetOutputs({out});
   const std::vector<float> image = Random(rng, static_cast<size_t>(p.in_h) * p.in_w * 3);
   const std::vector<float> addend = Random(rng, OutputSize(p));
+  // The ADD folds into the conv: one node runs.
   const auto run = [&](bool reference, int threads) {
-    std::unique_ptr<runtime::Model> model;
-    EXPECT_TRUE(runtime::Model::FromBuffer("conv_add.tflite", b.Build(), &model).ok());
-    runtime::OpResolver resolver;
-    resolver.AddAllReferenceOps();
-    if (reference) {
-      resolver.AddBuiltin(tfl::BuiltinOperator::CONV_2D, runtime::RegisterConv2DReference());
-    }
-    runtime::InterpreterOptions options;
-    options.num_threads = threads;
-    runtime::Interpreter interpreter(*model, resolver, options);
-    EXPECT_TRUE(interpreter.AllocateTensors().ok());
-    EXPECT_EQ(interpreter.invoked_nodes_size(), 1u) << "the ADD was not folded into the conv";
-    std::copy(image.begin(), image.end(), interpreter.inputs()[0]->data_as<float>());
-    std::copy(addend.begin(), addend.end(), interpreter.inputs()[1]->data_as<float>());
-    EXPECT_TRUE(interpreter.Invoke().ok());
-    const runtime::Tensor* o = interpreter.outputs()[0];
-    return std::vector<float>(o->data_as<float>(), o->data_as<float>() + o->num_elements());
+    return RunOp(b, {image, addend}, reference, threads, /*nodes=*/1);
   };
+
   const std::vector<float> expected = run(true, 1), one = run(false, 1), three = run(false, 3);
   ASSERT_EQ(one.size(), OutputSize(p));
   ASSERT_EQ(expected.size(), one.size());
