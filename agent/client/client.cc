@@ -100,6 +100,14 @@ Result<UniqueFd> ConnectTcp(const std::string& host, uint16_t port,
 
 // One connection to one agent over a stream: a TCP socket, a socketpair to a
 // spawned agent, or a pair of pipes.
+// A sha256 a caller gave for the file at path (PutArtifactAs, PutArtifacts)
+// must be one before anything is sent under it.
+Result<void> CheckGivenSha256(const std::string& path, const std::string& sha256) {
+  if (IsValidSha256(sha256)) return Ok();
+  return MakeError("cannot push '" + path + "' as '" + sha256.substr(0, 80) +
+                   "': not a sha256 (64 lowercase hex characters)");
+}
+
 class StreamAgentClient final : public AgentClient {
  public:
   StreamAgentClient(UniqueFd read_fd, UniqueFd write_fd, std::string where,
@@ -181,10 +189,7 @@ class StreamAgentClient final : public AgentClient {
   Result<uint64_t> PutArtifactAs(const std::string& path, const std::string& sha256,
                                  std::string* sha256_out) override {
     if (sha256_out) *sha256_out = sha256;
-    if (!IsValidSha256(sha256)) {
-      return MakeError("cannot push '" + path + "' as '" + sha256.substr(0, 80) +
-                       "': not a sha256 (64 lowercase hex characters)");
-    }
+    if (auto r = CheckGivenSha256(path, sha256); !r) return r.error();
     auto sent = Push(path, sha256);
     if (!sent) return ExplainRefusal(path, sha256, sent.error(), sha256_out);
     return sent;
@@ -582,13 +587,12 @@ std::vector<Result<uint64_t>> StreamAgentClient::PutArtifacts(
         continue;
       }
       shas[i] = *sha;
-    } else if (!IsValidSha256(f.sha256)) {
-      shas[i] = f.sha256;
-      results[i] = MakeError("cannot push '" + f.path + "' as '" + f.sha256.substr(0, 80) +
-                             "': not a sha256 (64 lowercase hex characters)");
-      continue;
     } else {
       shas[i] = f.sha256;
+      if (auto r = CheckGivenSha256(f.path, f.sha256); !r) {
+        results[i] = r.error();
+        continue;
+      }
     }
     asked.push_back(i);
   }
