@@ -1,8 +1,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <functional>
+#include <limits>
 
 #include "tests/model_builder/graph_runner.h"
 
@@ -57,6 +60,51 @@ TEST(UnaryTest, Logistic) {
               Pointwise(FloatNear(1e-6f),
                         Apply(kInput, [](double x) { return 1.0 / (1.0 + std::exp(-x)); })));
   EXPECT_THAT(RunUnary(Op::LOGISTIC, {0.0f}), ElementsAreArray({0.5f}));
+}
+
+// Distance in units in the last place between two finite floats.
+int64_t UlpDistance(float a, float b) {
+  auto key = [](float v) {
+    const int32_t bits = std::bit_cast<int32_t>(v);
+    return bits < 0 ? int64_t{std::numeric_limits<int32_t>::min()} - bits : int64_t{bits};
+  };
+  return std::abs(key(a) - key(b));
+}
+
+TEST(UnaryTest, LogisticIsWithinTwoUlpsOverTheWholeRange) {
+  // Every 1021st float of either sign up to 88 (about 2.2 million), then the
+  // far tails, an odd count so that the last elements take the loop's tail.
+  std::vector<float> x;
+  for (uint32_t bits = 0; bits <= std::bit_cast<uint32_t>(88.0f); bits += 1021) {
+    x.push_back(std::bit_cast<float>(bits));
+    x.push_back(-std::bit_cast<float>(bits));
+  }
+  for (float v : {-88.0f, 87.5f, 87.0f, 88.0f, 100.0f, 1e30f}) x.push_back(v);
+  if (x.size() % 8 == 0) x.push_back(0.5f);
+  const std::vector<float> got = RunUnary(Op::LOGISTIC, x);
+  ASSERT_EQ(got.size(), x.size());
+  int64_t worst = 0;
+  float worst_x = 0.0f;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const auto want = static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(x[i]))));
+    const int64_t ulps = UlpDistance(got[i], want);
+    if (ulps > worst) worst = ulps, worst_x = x[i];
+  }
+  EXPECT_LE(worst, 2) << "at x = " << worst_x;
+}
+
+TEST(UnaryTest, LogisticOfTheFarTailsInfinitiesAndNaN) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // Below -88 the true value is under 7e-39; 0 is within 1e-37 of it.
+  const std::vector<float> got = RunUnary(Op::LOGISTIC, {-89.0f, -1e30f, -inf, inf, nan, 1e30f});
+  ASSERT_EQ(got.size(), 6u);
+  EXPECT_NEAR(got[0], 0.0f, 1e-37f);
+  EXPECT_EQ(got[1], 0.0f);
+  EXPECT_EQ(got[2], 0.0f);
+  EXPECT_EQ(got[3], 1.0f);
+  EXPECT_TRUE(std::isnan(got[4]));
+  EXPECT_EQ(got[5], 1.0f);
 }
 
 TEST(UnaryTest, Tanh) {
