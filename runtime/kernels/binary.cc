@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "runtime/kernels/kernel_clones.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/kernels/parallel.h"
@@ -329,11 +330,32 @@ struct PreluOp {
   }
 };
 
-// Rows [row_begin, row_end) of a kBroadcast (a row: the last dimension),
-// an odometer over the outer kMaxRank-1 dims started at row_begin.
+// out[i] = f(a[i * sa], b[i * sb]) for i in [0, n): a loop of its own for
+// each of the strides 0 and 1 that broadcasting gives, so that each
+// vectorizes.
 template <typename T, typename F>
-void BroadcastRows(const BinaryData& d, const T* __restrict a, const T* __restrict b,
-                   T* __restrict out, int64_t row_begin, int64_t row_end, F f) {
+DFARM_KERNEL_INLINE void ForEachPair(const T* __restrict a, int64_t sa, const T* __restrict b,
+                                     int64_t sb, T* __restrict out, int64_t n, F f) {
+  if (sa == 1 && sb == 1) {
+    for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], b[i]);
+  } else if (sa == 1 && sb == 0) {
+    const T s = b[0];
+    for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], s);
+  } else if (sa == 0 && sb == 1) {
+    const T s = a[0];
+    for (int64_t i = 0; i < n; ++i) out[i] = f(s, b[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) out[i] = f(a[i * sa], b[i * sb]);
+  }
+}
+
+// Rows [row_begin, row_end) of a kBroadcast (a row: the last dimension),
+// an odometer over the outer kMaxRank-1 dims started at row_begin. `rows`
+// does one row: rows(a, sa, b, sb, out, n) as ForEachPair().
+template <typename T, typename Rows>
+DFARM_KERNEL_INLINE void BroadcastRows(const BinaryData& d, const T* __restrict a,
+                                       const T* __restrict b, T* __restrict out, int64_t row_begin,
+                                       int64_t row_end, Rows rows) {
   if (row_begin >= row_end) return;
   constexpr int kLast = kMaxRank - 1;
   std::array<int64_t, kMaxRank> index{};
@@ -350,7 +372,7 @@ void BroadcastRows(const BinaryData& d, const T* __restrict a, const T* __restri
     const T* pa = a + lhs_offset;
     const T* pb = b + rhs_offset;
     T* po = out + row * inner;
-    for (int64_t i = 0; i < inner; ++i) po[i] = f(pa[i * ls], pb[i * rs]);
+    rows(pa, ls, pb, rs, po, inner);
     for (int dim = kLast - 1; dim >= 0; --dim) {
       lhs_offset += d.lhs_strides[dim];
       rhs_offset += d.rhs_strides[dim];
@@ -362,38 +384,14 @@ void BroadcastRows(const BinaryData& d, const T* __restrict a, const T* __restri
   }
 }
 
-// out[i] = f(a[...], b[...]) over the broadcast described by `d`.
-template <typename T, typename F>
-void Broadcast(const BinaryData& d, const T* __restrict a, const T* __restrict b, T* __restrict out,
-               int64_t n, F f) {
-  switch (d.kind) {
-    case BinaryData::Kind::kSameShape:
-      for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], b[i]);
-      break;
-    case BinaryData::Kind::kScalarLhs: {
-      const T s = a[0];
-      for (int64_t i = 0; i < n; ++i) out[i] = f(s, b[i]);
-      break;
-    }
-    case BinaryData::Kind::kScalarRhs: {
-      const T s = b[0];
-      for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], s);
-      break;
-    }
-    case BinaryData::Kind::kBroadcast:
-      BroadcastRows(d, a, b, out, 0, n / std::max<int64_t>(d.dims[kMaxRank - 1], 1), f);
-      break;
-    case BinaryData::Kind::kChannelPadded:  // float only: EvalChannelPadded()
-      break;
-  }
-}
-
 // Rows [row_begin, row_end) (of d.channels) of f(lhs, rhs) where input
 // d.padded_input reads zeros outside its channels: f(x, 0.0f) there, the
-// value TFLite computes on the PAD's zeros.
-template <typename F>
-void ChannelPaddedRows(const BinaryData& d, const float* a, const float* b, float* out,
-                       int64_t row_begin, int64_t row_end, F f) {
+// value TFLite computes on the PAD's zeros. `rows` as BroadcastRows()'.
+template <typename Rows>
+DFARM_KERNEL_INLINE void ChannelPaddedRows(const BinaryData& d, const float* a, const float* b,
+                                           float* out, int64_t row_begin, int64_t row_end,
+                                           Rows rows) {
+  static const float kZero = 0.0f;
   const bool lhs_padded = d.padded_input == 0;
   const float* full = lhs_padded ? b : a;
   const float* part = lhs_padded ? a : b;
@@ -403,69 +401,114 @@ void ChannelPaddedRows(const BinaryData& d, const float* a, const float* b, floa
     const float* __restrict y = part + row * pc;
     float* __restrict o = out + row * c;
     if (lhs_padded) {
-      for (int64_t i = 0; i < lo; ++i) o[i] = f(0.0f, x[i]);
-      for (int64_t i = lo; i < hi; ++i) o[i] = f(y[i - lo], x[i]);
-      for (int64_t i = hi; i < c; ++i) o[i] = f(0.0f, x[i]);
+      rows(&kZero, 0, x, 1, o, lo);
+      rows(y, 1, x + lo, 1, o + lo, hi - lo);
+      rows(&kZero, 0, x + hi, 1, o + hi, c - hi);
     } else {
-      for (int64_t i = 0; i < lo; ++i) o[i] = f(x[i], 0.0f);
-      for (int64_t i = lo; i < hi; ++i) o[i] = f(x[i], y[i - lo]);
-      for (int64_t i = hi; i < c; ++i) o[i] = f(x[i], 0.0f);
+      rows(x, 1, &kZero, 0, o, lo);
+      rows(x + lo, 1, y, 1, o + lo, hi - lo);
+      rows(x + hi, 1, &kZero, 0, o + hi, c - hi);
     }
   }
 }
 
-// out = f(lhs, rhs) over the node's elements, across its threads: whole
-// rows (the last dimension) of a broadcast or channel-padded op, contiguous
-// ranges otherwise; each element as on one thread.
+// True when RunElementwise() splits the op by rows (the last dimension, or
+// d.channels), else by elements.
+bool SplitsRows(const BinaryData& d) {
+  return d.kind == BinaryData::Kind::kBroadcast || d.kind == BinaryData::Kind::kChannelPadded;
+}
+
+// One part of out = f(lhs, rhs): rows [begin, end) when SplitsRows(d), else
+// elements [begin, end).
 template <typename T, typename F>
-void RunElementwise(const BinaryData& d, const Node& node, const T* a, const T* b, T* out,
-                    int64_t n, F f) {
-  if (d.kind == BinaryData::Kind::kBroadcast || d.kind == BinaryData::Kind::kChannelPadded) {
+DFARM_KERNEL_INLINE void RunPart(const BinaryData& d, const T* a, const T* b, T* out, int64_t begin,
+                                 int64_t end, F f) {
+  auto rows = [f](const T* x, int64_t sx, const T* y, int64_t sy, T* o, int64_t n)
+                  DFARM_KERNEL_LAMBDA_INLINE { ForEachPair(x, sx, y, sy, o, n, f); };
+  switch (d.kind) {
+    case BinaryData::Kind::kSameShape:
+      ForEachPair(a + begin, 1, b + begin, 1, out + begin, end - begin, f);
+      break;
+    case BinaryData::Kind::kScalarLhs:
+      ForEachPair(a, 0, b + begin, 1, out + begin, end - begin, f);
+      break;
+    case BinaryData::Kind::kScalarRhs:
+      ForEachPair(a + begin, 1, b, 0, out + begin, end - begin, f);
+      break;
+    case BinaryData::Kind::kBroadcast:
+      BroadcastRows(d, a, b, out, begin, end, rows);
+      break;
+    case BinaryData::Kind::kChannelPadded:  // float only (Prepare)
+      if constexpr (std::is_same_v<T, float>) ChannelPaddedRows(d, a, b, out, begin, end, rows);
+      break;
+  }
+}
+
+// Runs part(begin, end) over the node's elements, across its threads:
+// whole rows (SplitsRows()), contiguous ranges of elements otherwise; each
+// element as on one thread.
+template <typename Part>
+void RunElementwise(const BinaryData& d, const Node& node, int64_t n, Part part) {
+  if (SplitsRows(d)) {
     const bool padded = d.kind == BinaryData::Kind::kChannelPadded;
     const int64_t inner = std::max<int64_t>(padded ? d.channels : d.dims[kMaxRank - 1], 1);
-    const int64_t rows = n / inner;
+    const int64_t row_count = n / inner;
     const int tasks =
-        static_cast<int>(TaskCount(n >= kMinParallelElements ? rows : 1, NumThreads(node)));
+        static_cast<int>(TaskCount(n >= kMinParallelElements ? row_count : 1, NumThreads(node)));
     ParallelFor(node.context, static_cast<size_t>(tasks), [&](size_t t, int) {
-      const Range r = SplitRange(rows, tasks, static_cast<int>(t));
-      if (r.size() <= 0) return;
-      if constexpr (std::is_same_v<T, float>) {
-        if (padded) {
-          ChannelPaddedRows(d, a, b, out, r.begin, r.end, f);
-          return;
-        }
-      }
-      BroadcastRows<T>(d, a, b, out, r.begin, r.end, f);
+      const Range r = SplitRange(row_count, tasks, static_cast<int>(t));
+      if (r.size() > 0) part(r.begin, r.end);
     });
     return;
   }
-  const bool scalar_a = d.kind == BinaryData::Kind::kScalarLhs;
-  const bool scalar_b = d.kind == BinaryData::Kind::kScalarRhs;
-  ParallelRanges(node, n, kMinParallelElements, [&](int64_t begin, int64_t end) {
-    Broadcast<T>(d, scalar_a ? a : a + begin, scalar_b ? b : b + begin, out + begin, end - begin,
-                 f);
-  });
+  ParallelRanges(node, n, kMinParallelElements, part);
 }
 
 template <typename Op, typename T>
 void EvalQuantized(const BinaryData& d, Node& node) {
-  RunElementwise<T>(d, node, node.inputs[0]->data_as<T>(), node.inputs[1]->data_as<T>(),
-                    node.outputs[0]->data_as<T>(), node.outputs[0]->num_elements(),
-                    [&d](T a, T b) { return static_cast<T>(Op::Quantized(d, a, b)); });
+  auto f = [&d](T a, T b) { return static_cast<T>(Op::Quantized(d, a, b)); };
+  const T* a = node.inputs[0]->data_as<T>();
+  const T* b = node.inputs[1]->data_as<T>();
+  T* out = node.outputs[0]->data_as<T>();
+  RunElementwise(d, node, node.outputs[0]->num_elements(),
+                 [&](int64_t begin, int64_t end) { RunPart<T>(d, a, b, out, begin, end, f); });
 }
 
-template <typename Op>
+// The float part of each op (RunPart() with its fused activation), compiled
+// once per target clone (kernel_clones.h): the build targets baseline
+// x86-64, whose loops GCC vectorizes 4 floats wide; a clone for AVX2 where
+// the CPU has it. The same operations on each element.
+#define DFARM_BINARY_FLOAT(Name)                                                                  \
+  DFARM_KERNEL_CLONES void Name##Float(const BinaryData& d, const float* a, const float* b,       \
+                                       float* out, int64_t begin, int64_t end) {                  \
+    const ActivationRange act = d.activation;                                                     \
+    RunPart<float>(d, a, b, out, begin, end, [act](float x, float y) DFARM_KERNEL_LAMBDA_INLINE { \
+      return Clamp(Name##Op::Apply(x, y), act);                                                   \
+    });                                                                                           \
+  }
+DFARM_BINARY_FLOAT(Add)
+DFARM_BINARY_FLOAT(Sub)
+DFARM_BINARY_FLOAT(Mul)
+DFARM_BINARY_FLOAT(Div)
+DFARM_BINARY_FLOAT(Maximum)
+DFARM_BINARY_FLOAT(Minimum)
+DFARM_BINARY_FLOAT(SquaredDifference)
+DFARM_BINARY_FLOAT(Prelu)
+#undef DFARM_BINARY_FLOAT
+
+using FloatPart = void (*)(const BinaryData&, const float*, const float*, float*, int64_t, int64_t);
+
+template <typename Op, FloatPart kFloat>
 Status Eval(Node& node) {
   const BinaryData& d = *node.data_as<BinaryData>();
   const int64_t n = node.outputs[0]->num_elements();
   switch (node.outputs[0]->dtype) {
     case DType::kFloat32: {
-      const ActivationRange act = d.activation;
-      auto f = [act](float a, float b) { return Clamp(Op::Apply(a, b), act); };
       const float* a = node.inputs[0]->data_as<float>();
       const float* b = node.inputs[1]->data_as<float>();
       float* out = node.outputs[0]->data_as<float>();
-      RunElementwise<float>(d, node, a, b, out, n, f);
+      RunElementwise(d, node, n,
+                     [&](int64_t begin, int64_t end) { kFloat(d, a, b, out, begin, end); });
       return Status::Ok();
     }
     case DType::kInt8:
@@ -489,7 +532,7 @@ Status Eval(Node& node) {
 }  // namespace
 
 const OpRegistration* RegisterAdd() {
-  static const OpRegistration registration = {&Prepare, &Eval<AddOp>,
+  static const OpRegistration registration = {&Prepare, &Eval<AddOp, &AddFloat>,
                                               /*applies_folded_activation=*/true,
                                               /*applies_folded_pad=*/false,
                                               /*applies_folded_channel_pad=*/true};
@@ -497,40 +540,41 @@ const OpRegistration* RegisterAdd() {
 }
 
 const OpRegistration* RegisterSub() {
-  static const OpRegistration registration = {&Prepare, &Eval<SubOp>,
+  static const OpRegistration registration = {&Prepare, &Eval<SubOp, &SubFloat>,
                                               /*applies_folded_activation=*/true};
   return &registration;
 }
 
 const OpRegistration* RegisterMul() {
-  static const OpRegistration registration = {&Prepare, &Eval<MulOp>,
+  static const OpRegistration registration = {&Prepare, &Eval<MulOp, &MulFloat>,
                                               /*applies_folded_activation=*/true};
   return &registration;
 }
 
 const OpRegistration* RegisterDiv() {
-  static const OpRegistration registration = {&Prepare, &Eval<DivOp>,
+  static const OpRegistration registration = {&Prepare, &Eval<DivOp, &DivFloat>,
                                               /*applies_folded_activation=*/true};
   return &registration;
 }
 
 const OpRegistration* RegisterMaximum() {
-  static const OpRegistration registration = {&Prepare, &Eval<MaximumOp>};
+  static const OpRegistration registration = {&Prepare, &Eval<MaximumOp, &MaximumFloat>};
   return &registration;
 }
 
 const OpRegistration* RegisterMinimum() {
-  static const OpRegistration registration = {&Prepare, &Eval<MinimumOp>};
+  static const OpRegistration registration = {&Prepare, &Eval<MinimumOp, &MinimumFloat>};
   return &registration;
 }
 
 const OpRegistration* RegisterSquaredDifference() {
-  static const OpRegistration registration = {&Prepare, &Eval<SquaredDifferenceOp>};
+  static const OpRegistration registration = {&Prepare,
+                                              &Eval<SquaredDifferenceOp, &SquaredDifferenceFloat>};
   return &registration;
 }
 
 const OpRegistration* RegisterPrelu() {
-  static const OpRegistration registration = {&Prepare, &Eval<PreluOp>};
+  static const OpRegistration registration = {&Prepare, &Eval<PreluOp, &PreluFloat>};
   return &registration;
 }
 
