@@ -14,9 +14,11 @@
 #include <type_traits>
 #include <vector>
 
+#include "runtime/kernels/kernel_clones.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/kernels/quant_util.h"
+#include "runtime/kernels/vec8.h"
 
 namespace dfarm::runtime {
 namespace {
@@ -29,6 +31,12 @@ struct ReduceData : OpData {
   std::array<int64_t, kMaxRank> in_dims{};
   std::array<int64_t, kMaxRank> out_strides{};
   int64_t reduced_count = 1;
+  // The input seen as [outer, rows, channels], the reduced dims being those
+  // of `rows` (one contiguous run right before the last dim, which is
+  // kept): float SUM and MEAN then run SumColumns(). columns false: another
+  // layout.
+  bool columns = false;
+  int64_t outer = 1, rows = 1, channels = 1;
   // MEAN of a 4-D input over axes exactly {1, 2} with keep_dims: TFLite 2.9
   // runs it through its own kernel (MeanOfSums()).
   bool mean_hw_4d = false;
@@ -126,6 +134,16 @@ Status Prepare(Node& node) {
     }
   }
   DFARM_RETURN_IF_ERROR(CheckOutputShape(*output, computed));
+  // [outer, rows, channels]: dims [0, first) kept, [first, rank - 1)
+  // reduced, the last kept.
+  int first = rank - 1;
+  while (first > 0 && reduced[first - 1]) --first;
+  data->columns = rank >= 2 && first < rank - 1 && !reduced[rank - 1] &&
+                  std::none_of(reduced.begin(), reduced.begin() + first, [](bool r) { return r; });
+  for (int i = 0; i < rank; ++i) {
+    int64_t& part = i < first ? data->outer : i < rank - 1 ? data->rows : data->channels;
+    part *= input->shape[i];
+  }
   int64_t stride = 1;
   for (int d = kMaxRank - 1; d >= 0; --d) {
     const int i = d - (kMaxRank - rank);
@@ -138,6 +156,42 @@ Status Prepare(Node& node) {
 }
 
 enum class Kind { kSum, kMean, kMax };
+
+// out[o * channels + c] = the sum over r of in[(o * rows + r) * channels + c],
+// added in order of r from 0.0f, as Accumulate() adds them: eight channels
+// a vector, four vectors (independent chains) at a time.
+DFARM_KERNEL_CLONES void SumColumns(const float* in, int64_t outer, int64_t rows, int64_t channels,
+                                    float* out) {
+  for (int64_t o = 0; o < outer; ++o) {
+    const float* base = in + o * rows * channels;
+    float* dst = out + o * channels;
+    int64_t c = 0;
+    for (; c + 32 <= channels; c += 32) {
+      Vec8 s0 = Splat8(0.0f), s1 = s0, s2 = s0, s3 = s0;
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* p = base + r * channels + c;
+        s0 += Load8(p);
+        s1 += Load8(p + 8);
+        s2 += Load8(p + 16);
+        s3 += Load8(p + 24);
+      }
+      Store8(dst + c, s0);
+      Store8(dst + c + 8, s1);
+      Store8(dst + c + 16, s2);
+      Store8(dst + c + 24, s3);
+    }
+    for (; c + 8 <= channels; c += 8) {
+      Vec8 s = Splat8(0.0f);
+      for (int64_t r = 0; r < rows; ++r) s += Load8(base + r * channels + c);
+      Store8(dst + c, s);
+    }
+    for (; c < channels; ++c) {
+      float s = 0.0f;
+      for (int64_t r = 0; r < rows; ++r) s += base[r * channels + c];
+      dst[c] = s;
+    }
+  }
+}
 
 // acc[output index] = reduce(acc, in[i]) over the input; acc holds the init.
 template <bool kMax, typename In, typename Acc>
@@ -248,9 +302,13 @@ Status Eval(Node& node) {
   }
   float* out = output.data_as<float>();
   const int64_t out_n = output.num_elements();
-  const float init = kKind == Kind::kMax ? std::numeric_limits<float>::lowest() : 0.0f;
-  for (int64_t i = 0; i < out_n; ++i) out[i] = init;
-  Accumulate<kKind == Kind::kMax>(d, input.data_as<float>(), input.num_elements(), out);
+  if (kKind != Kind::kMax && d.columns) {
+    SumColumns(input.data_as<float>(), d.outer, d.rows, d.channels, out);
+  } else {
+    const float init = kKind == Kind::kMax ? std::numeric_limits<float>::lowest() : 0.0f;
+    for (int64_t i = 0; i < out_n; ++i) out[i] = init;
+    Accumulate<kKind == Kind::kMax>(d, input.data_as<float>(), input.num_elements(), out);
+  }
   if constexpr (kKind == Kind::kMean) {
     const float count = static_cast<float>(d.reduced_count);
     for (int64_t i = 0; i < out_n; ++i) out[i] /= count;

@@ -52,6 +52,56 @@ TEST(ReduceTest, SpatialMeanLikeTheHandModels) {
   EXPECT_THAT(out, Pointwise(FloatNear(1e-6f), {4.5f, 5.5f, 6.5f}));
 }
 
+// Values whose float sums depend on the order they are added in.
+std::vector<float> Uneven(int64_t n) {
+  std::vector<float> v(static_cast<size_t>(n));
+  uint32_t state = 12345;
+  for (float& x : v) {
+    state = state * 1664525u + 1013904223u;
+    x = static_cast<float>(state >> 8) / 16777216.0f * 3.0f - 1.0f + (state % 7 == 0 ? 1e4f : 0.0f);
+  }
+  return v;
+}
+
+TEST(ReduceTest, SumAndMeanOverMiddleAxesAddInOrderForAnyChannelCount) {
+  // [outer, h, w, channels] over {1, 2}: each output is 0.0f + x_0 + x_1 +
+  // ... in order of the reduced index, bit for bit, whatever the channel
+  // count (vector blocks of 32 and 8 and the scalar rest), and the mean that
+  // sum divided by h * w.
+  for (int32_t channels : {1, 3, 8, 16, 37, 69}) {
+    const int32_t outer = 2, h = 5, w = 7;
+    const std::vector<float> in = Uneven(int64_t{outer} * h * w * channels);
+    std::vector<float> want(static_cast<size_t>(outer * channels));
+    for (int32_t o = 0; o < outer; ++o) {
+      for (int32_t c = 0; c < channels; ++c) {
+        float s = 0.0f;
+        for (int32_t r = 0; r < h * w; ++r)
+          s += in[static_cast<size_t>((o * h * w + r) * channels + c)];
+        want[static_cast<size_t>(o * channels + c)] = s;
+      }
+    }
+    std::vector<float> sum, mean;
+    ASSERT_TRUE(
+        Reduce(Op::SUM, {outer, h, w, channels}, in, {1, 2}, false, {outer, channels}, &sum).ok());
+    EXPECT_THAT(sum, ElementsAreArray(want)) << channels << " channels";
+    ASSERT_TRUE(
+        Reduce(Op::MEAN, {outer, h, w, channels}, in, {2, 1}, true, {outer, 1, 1, channels}, &mean)
+            .ok());
+    for (float& v : want) v /= static_cast<float>(h * w);
+    EXPECT_THAT(mean, ElementsAreArray(want)) << channels << " channels";
+  }
+}
+
+TEST(ReduceTest, SumOverAxesThatAreNotOneRunBeforeTheLast) {
+  // {0, 2} of [2,3,2] (reduced dims apart) and {2} (the last dim): the
+  // general path.
+  std::vector<float> out;
+  ASSERT_TRUE(Reduce(Op::SUM, {2, 3, 2}, Iota(12), {0, 2}, false, {3}, &out).ok());
+  EXPECT_THAT(out, ElementsAreArray({14.0f, 22.0f, 30.0f}));
+  ASSERT_TRUE(Reduce(Op::SUM, {2, 3, 2}, Iota(12), {2}, false, {2, 3}, &out).ok());
+  EXPECT_THAT(out, ElementsAreArray({1.0f, 5.0f, 9.0f, 13.0f, 17.0f, 21.0f}));
+}
+
 TEST(ReduceTest, Sum) {
   std::vector<float> out;
   ASSERT_TRUE(Reduce(Op::SUM, {2, 3, 2}, Iota(12), {1}, false, {2, 2}, &out).ok());

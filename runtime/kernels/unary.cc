@@ -17,12 +17,7 @@
 #include "runtime/kernels/kernels.h"
 #include "runtime/kernels/parallel.h"
 #include "runtime/kernels/quant_util.h"
-
-// Vec8 lives in registers only (every function taking it is inlined), so the
-// note that passing it by value has another ABI without AVX does not apply.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wpsabi"
-#endif
+#include "runtime/kernels/vec8.h"
 
 namespace dfarm::runtime {
 namespace {
@@ -282,13 +277,6 @@ DFARM_UNARY_LOOP(Neg)
 DFARM_UNARY_LOOP(LeakyRelu)
 #undef DFARM_UNARY_LOOP
 
-// Eight floats, as in depthwise_conv_float.cc: one AVX register, two SSE2
-// or two NEON registers as the clone's target has.
-typedef float Vec8 __attribute__((vector_size(32)));
-typedef int32_t Vec8i __attribute__((vector_size(32)));
-
-DFARM_KERNEL_INLINE Vec8 Splat(float v) { return Vec8{v, v, v, v, v, v, v, v}; }
-
 // 1 / (1 + e^-x) per lane without a call: e^t by Cody and Waite's reduction
 // t = n ln 2 + r (|r| <= ln 2 / 2), Cephes' polynomial of e^r and 2^n from
 // its exponent bits. Within 2 units in the last place over the whole float
@@ -297,24 +285,24 @@ DFARM_KERNEL_INLINE Vec8 Splat(float v) { return Vec8{v, v, v, v, v, v, v, v}; }
 // e^x < 7e-39) the result is 0, and NaN stays NaN.
 DFARM_KERNEL_INLINE Vec8 Logistic8(Vec8 x) {
   const Vec8i nan = x != x;
-  Vec8 t = nan ? Splat(0.0f) : -x;
-  const Vec8i tiny = t > Splat(88.0f);
-  t = tiny ? Splat(88.0f) : t;
-  t = t < Splat(-87.0f) ? Splat(-87.0f) : t;
+  Vec8 t = nan ? Splat8(0.0f) : -x;
+  const Vec8i tiny = t > Splat8(88.0f);
+  t = tiny ? Splat8(88.0f) : t;
+  t = t < Splat8(-87.0f) ? Splat8(-87.0f) : t;
   // n = round(t / ln 2): adding 1.5 * 2^23 rounds to an integer.
-  const Vec8 round = Splat(12582912.0f);
-  const Vec8 n = (t * Splat(1.44269504088896341f) + round) - round;
-  const Vec8 r = (t - n * Splat(0.693359375f)) - n * Splat(-2.12194440e-4f);
-  Vec8 p = Splat(1.9875691500e-4f);
-  p = p * r + Splat(1.3981999507e-3f);
-  p = p * r + Splat(8.3334519073e-3f);
-  p = p * r + Splat(4.1665795894e-2f);
-  p = p * r + Splat(1.6666665459e-1f);
-  p = p * r + Splat(5.0000001201e-1f);
+  const Vec8 round = Splat8(12582912.0f);
+  const Vec8 n = (t * Splat8(1.44269504088896341f) + round) - round;
+  const Vec8 r = (t - n * Splat8(0.693359375f)) - n * Splat8(-2.12194440e-4f);
+  Vec8 p = Splat8(1.9875691500e-4f);
+  p = p * r + Splat8(1.3981999507e-3f);
+  p = p * r + Splat8(8.3334519073e-3f);
+  p = p * r + Splat8(4.1665795894e-2f);
+  p = p * r + Splat8(1.6666665459e-1f);
+  p = p * r + Splat8(5.0000001201e-1f);
   const Vec8i exponent = (__builtin_convertvector(n, Vec8i) + 127) << 23;
-  const Vec8 e = (p * (r * r) + r + Splat(1.0f)) * std::bit_cast<Vec8>(exponent);
-  const Vec8 y = Splat(1.0f) / (Splat(1.0f) + e);
-  return nan ? x : tiny ? Splat(0.0f) : y;
+  const Vec8 e = (p * (r * r) + r + Splat8(1.0f)) * std::bit_cast<Vec8>(exponent);
+  const Vec8 y = Splat8(1.0f) / (Splat8(1.0f) + e);
+  return nan ? x : tiny ? Splat8(0.0f) : y;
 }
 
 // LOGISTIC's loop: eight floats at a time, the last few through a zeroed
@@ -323,13 +311,10 @@ DFARM_KERNEL_CLONES void LogisticLoop(const float* __restrict x, float* __restri
                                       int64_t end, float) {
   int64_t i = begin;
   for (; i + 8 <= end; i += 8) {
-    Vec8 v;
-    std::memcpy(&v, x + i, sizeof(v));
-    v = Logistic8(v);
-    std::memcpy(y + i, &v, sizeof(v));
+    Store8(y + i, Logistic8(Load8(x + i)));
   }
   if (i < end) {
-    Vec8 v = Splat(0.0f);
+    Vec8 v = Splat8(0.0f);
     const size_t bytes = static_cast<size_t>(end - i) * sizeof(float);
     std::memcpy(&v, x + i, bytes);
     v = Logistic8(v);
