@@ -15,6 +15,7 @@
 
 #include "runtime/kernels/depthwise_conv_float.h"
 #include "runtime/kernels/gemm.h"
+#include "runtime/kernels/kernel_clones.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/kernels/parallel.h"
@@ -160,11 +161,9 @@ Status EvalQuantized(Node& node) {
 // vectorizes), then the bias and the requantization (RequantizeRow()).
 // Integer sums: the bits of EvalQuantized()'s loops.
 template <typename T>
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
-__attribute__((target_clones("avx2", "default")))
-#endif
-void EvalQuantizedRows(const DepthwiseData& d, const Node& node, int64_t row_begin,
-                       int64_t row_end, int32_t* __restrict acc) {
+DFARM_KERNEL_CLONES_NO_FMA void EvalQuantizedRows(const DepthwiseData& d, const Node& node,
+                                                  int64_t row_begin, int64_t row_end,
+                                                  int32_t* __restrict acc) {
   const bool simd = QuantizedGemmHasSimd();
   const QuantizedConvParams& q = d.quant;
   const Tensor& input = *node.inputs[0];
@@ -233,9 +232,7 @@ Status EvalQuantizedFast(Node& node) {
 
 // The float loops, channel-innermost so they vectorize; built for AVX2 too
 // where GCC can pick the variant at load time (ifunc).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
-__attribute__((target_clones("avx2", "default")))
-#endif
+DFARM_KERNEL_CLONES_NO_FMA
 void EvalFloat(const DepthwiseData& d, Node& node) {
   const Tensor& input = *node.inputs[0];
   const Tensor& filter_t = *node.inputs[1];

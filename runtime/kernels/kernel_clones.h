@@ -49,3 +49,13 @@
 #else
 #define DFARM_KERNEL_CLONES
 #endif
+
+// DFARM_KERNEL_CLONES_NO_FMA: an AVX2 clone and the baseline, without FMA,
+// so that a product and a sum are never contracted: the clone gives the
+// baseline's bits (for kernels whose results must not depend on the CPU,
+// such as the bilinear weights' sums that TFLite's kernels round apart).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
+#define DFARM_KERNEL_CLONES_NO_FMA __attribute__((target_clones("avx2", "default")))
+#else
+#define DFARM_KERNEL_CLONES_NO_FMA
+#endif

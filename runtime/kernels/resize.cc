@@ -19,6 +19,7 @@
 #include <cmath>
 #include <vector>
 
+#include "runtime/kernels/kernel_clones.h"
 #include "runtime/kernels/kernel_util.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/kernels/parallel.h"
@@ -234,8 +235,8 @@ void AddAndClamp(const Node& node, const ResizeData& d, int64_t row, float* __re
 // a folded ADD's addend over all channels (laid out as the output), as each
 // element is written.
 template <bool kBilinear, bool kAdd>
-void ResizeRows(const ResizeData& d, const Tensor& input, Tensor& output, const float* add,
-                int64_t row_begin, int64_t row_end) {
+DFARM_KERNEL_CLONES_NO_FMA void ResizeRows(const ResizeData& d, const Tensor& input, Tensor& output,
+                                           const float* add, int64_t row_begin, int64_t row_end) {
   const int in_h = input.shape[1], in_w = input.shape[2];
   const int channels = input.shape[3];
   const int out_h = output.shape[1], out_w = output.shape[2];
