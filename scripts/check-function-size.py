@@ -29,6 +29,12 @@ def blank(src):
         elif src.startswith("/*", i):
             j = src.find("*/", i + 2)
             j = n if j < 0 else j + 2
+        elif c == "'" and re.search(r"(?<![\w.])\d[\w.']*$", src[max(0, i - 64):i]):
+            # A digit separator (1'000'000, 0xFF'FF): the token before it
+            # starts with a digit; a character literal's prefix (L, u8) does not.
+            out.append(c)
+            i += 1
+            continue
         elif c in "\"'":
             if c == '"' and i > 0 and src[i - 1] == "R":
                 m = re.match(r'R"([^(]*)\(', src[i - 1:])
