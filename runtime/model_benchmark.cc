@@ -25,6 +25,11 @@
 // BM_InitChain/ops:N (built with the tests' model builder): model load,
 // Interpreter and AllocateTensors() of a chain of N float ops (RELU, and ADD
 // of the output 8 ops back every 16th op); counter arena_bytes.
+// BM_FmaPeak/{zmm,ymm,neon}: one core's multiply-add throughput, 12
+// independent chains of fused multiply-adds on registers (no memory), with
+// 512-bit (AVX-512F), 256-bit (AVX2+FMA) or 128-bit (arm64) vectors where
+// the CPU has them; counter GMACS (float multiply-adds per ns): the ceiling
+// that BM_Gemm's and BM_Invoke's figures are fractions of.
 // Usage: dfarm_model_benchmark [--models_dir=DIR] [benchmark flags]
 // A model that fails to load or allocate is reported as a skipped benchmark
 // with its error message.
@@ -422,6 +427,70 @@ BENCHMARK(BM_InitChain)
     ->Unit(benchmark::kMillisecond);
 #endif
 
+typedef float FmaVec16 __attribute__((vector_size(64)));
+typedef float FmaVec8 __attribute__((vector_size(32)));
+typedef float FmaVec4 __attribute__((vector_size(16)));
+
+// kChains chains of acc = acc * m + c on vectors V, `iters` steps each; returns
+// a sum the compiler cannot drop. Inlined into each caller, so that it is
+// compiled for the caller's target.
+// Independent chains: enough to cover 2 pipes x 4 cycles of latency, few
+// enough to stay in the 16 registers of AVX2 with m and c.
+constexpr int kChains = 12;
+
+template <typename V>
+inline __attribute__((always_inline)) float FmaChains(int64_t iters) {
+  constexpr int kLanes = sizeof(V) / sizeof(float);
+  V acc[kChains];
+  for (int i = 0; i < 16; ++i) {
+    for (int l = 0; l < kLanes; ++l) acc[i][l] = 1.0f + 1e-3f * static_cast<float>(i);
+  }
+  V m, c;
+  for (int l = 0; l < kLanes; ++l) m[l] = 0.999999f, c[l] = 1e-7f;
+  for (int64_t k = 0; k < iters; ++k) {
+#pragma GCC unroll 12
+    for (int i = 0; i < kChains; ++i) acc[i] = acc[i] * m + c;
+  }
+  float sum = 0.0f;
+  for (int i = 0; i < kChains; ++i) sum += acc[i][0];
+  return sum;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx512f"), noinline)) float FmaChainsZmm(int64_t iters) {
+  return FmaChains<FmaVec16>(iters);
+}
+__attribute__((target("avx2,fma"), noinline)) float FmaChainsYmm(int64_t iters) {
+  return FmaChains<FmaVec8>(iters);
+}
+#elif defined(__aarch64__)
+__attribute__((noinline)) float FmaChainsNeon(int64_t iters) { return FmaChains<FmaVec4>(iters); }
+#endif
+
+void BM_FmaPeak(benchmark::State& state, float (*chains)(int64_t), int lanes, bool supported) {
+  if (!supported) {
+    state.SkipWithError("the CPU lacks these vectors");
+    return;
+  }
+  constexpr int64_t kIters = 1 << 20;
+  float sink = 0.0f;
+  for (auto _ : state) sink += chains(kIters);
+  benchmark::DoNotOptimize(sink);
+  state.counters["GMACS"] = benchmark::Counter(static_cast<double>(kIters) * kChains * lanes * 1e-9,
+                                               benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void RegisterFmaPeak() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  benchmark::RegisterBenchmark("BM_FmaPeak/zmm", BM_FmaPeak, &FmaChainsZmm, 16,
+                               __builtin_cpu_supports("avx512f"));
+  benchmark::RegisterBenchmark("BM_FmaPeak/ymm", BM_FmaPeak, &FmaChainsYmm, 8,
+                               __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
+#elif defined(__aarch64__)
+  benchmark::RegisterBenchmark("BM_FmaPeak/neon", BM_FmaPeak, &FmaChainsNeon, 4, true);
+#endif
+}
+
 BENCHMARK(BM_PlanGreedy)
     ->ArgName("ops")
     ->Arg(1000)
@@ -453,6 +522,7 @@ int main(int argc, char** argv) {
   }
   dfarm::runtime::RegisterGemms();
   dfarm::runtime::RegisterDepthwise();
+  dfarm::runtime::RegisterFmaPeak();
 #ifdef DFARM_HAVE_MODEL_BUILDER
   dfarm::runtime::RegisterFirstConvs();
 #endif
