@@ -360,7 +360,10 @@ DFARM_KERNEL_INLINE void RunVariant(const DepthwiseFloatPlan& plan, const float*
              .filter_row = KW * c,
              .pixel = p.stride_w * c,
              .lo = p.act_min,
-             .hi = p.act_max};
+             .hi = p.act_max,
+             .lo_lanes = {},
+             .hi_lanes = {},
+             .zeros = {}};
   std::fill_n(s.lo_lanes, 16, p.act_min);
   std::fill_n(s.hi_lanes, 16, p.act_max);
   std::fill_n(s.zeros, 16, 0.0f);
