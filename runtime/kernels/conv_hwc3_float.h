@@ -11,7 +11,10 @@
 // kernel (one depth block of 256 holds every tap; its zero taps outside the
 // input add nothing for finite weights), so its bits where it runs. GCC
 // generic vectors; on x86-64 with GCC an x86-64-v3 (AVX2 + FMA) clone is
-// picked at load.
+// picked at load, and where the CPU has x86-64-v4 (AVX-512) a variant with
+// 16-float registers runs instead (a block of 16 or 24 channels as one
+// 16-float vector per pixel and, for 24, an 8-float one; 6 pixels at a
+// time): the same sums, so the same bits (kernel_clones.h).
 #pragma once
 
 #include <cstdint>

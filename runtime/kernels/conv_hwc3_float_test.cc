@@ -1,7 +1,8 @@
 // The direct 3-channel CONV_2D kernel (conv_hwc3_float.h) against plain
 // double loops over many shapes, on 1 and 3 threads (the same bits), against
-// the GEMM path's sums (the same bits where its AVX2/FMA kernel runs), and
-// as CONV_2D's default kernel against the reference kernel.
+// the GEMM path's sums (the same bits where its AVX2/FMA kernel runs), its
+// 512-bit variant against the x86-64-v3 clone (the same bits), and as
+// CONV_2D's default kernel against the reference kernel.
 #include "runtime/kernels/conv_hwc3_float.h"
 
 #include <gmock/gmock.h>
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -18,6 +20,7 @@
 
 #include "runtime/interpreter.h"
 #include "runtime/kernels/gemm.h"
+#include "runtime/kernels/kernel_clones.h"
 #include "runtime/kernels/parallel.h"
 #include "runtime/model.h"
 #include "runtime/op_resolver.h"
@@ -222,6 +225,55 @@ TEST(ConvHwc3FloatTest, SameBitsAsTheGemmPath) {
       }
     }
   }
+}
+
+// Where the CPU has x86-64-v4 (WideKernels()), the 512-bit variant gives the
+// x86-64-v3 clone's bits: blocks of 16 and 24 channels as Vec16 (+ Vec8),
+// partial last blocks, a folded ADD, clamps, borders, on 1 and 3 threads.
+// Elsewhere both runs take the same path.
+TEST(ConvHwc3FloatTest, WideVariantMatchesNarrowBitForBit) {
+  const bool saved = runtime::WideKernelsSetting().load();
+  if (!runtime::WideKernels()) {
+    std::printf("note: no 512-bit kernels here (not built in, or no x86-64-v4): one path only\n");
+  }
+  std::mt19937 rng(31);
+  ::dfarm::testing::ThreadedContext threaded;
+  int cases = 0;
+  for (const Shape& s : kShapes) {
+    for (int out_c : {8, 13, 16, 20, 24, 32, 37, 40, 48, 64, 72}) {
+      const bool relu6 = cases % 2 == 0;
+      const ConvHwc3Params p = MakeParams(s.n, s.h, s.w, out_c, s.kh, s.kw, s.stride, s.same,
+                                          relu6 ? 0.0f : -kInf, relu6 ? 6.0f : kInf);
+      const std::vector<float> in = Random(rng, static_cast<size_t>(s.n) * s.h * s.w * 3);
+      const std::vector<float> filter = Random(rng, static_cast<size_t>(out_c) * s.kh * s.kw * 3);
+      const std::vector<float> bias = Random(rng, out_c);
+      const ConvHwc3Plan plan = runtime::PlanConvHwc3(p, filter.data(), bias.data());
+      // Every third case with a folded ADD of channels [2, Cout - 1).
+      const int64_t pixels = static_cast<int64_t>(s.n) * p.out_h * p.out_w;
+      const std::vector<float> addend_values =
+          Random(rng, static_cast<size_t>(pixels) * std::max(out_c - 3, 0));
+      runtime::ConvHwc3Addend addend;
+      if (cases % 3 == 0 && out_c > 3) addend = {addend_values.data(), 2, out_c - 1};
+      const auto run = [&](bool wide, bool three) {
+        runtime::SetWideKernels(wide);
+        std::vector<float> out(OutputSize(p) + 1, 123.0f);
+        runtime::RunConvHwc3(plan, in.data(), out.data(), three ? &threaded.context : nullptr,
+                             addend);
+        runtime::SetWideKernels(saved);
+        return out;
+      };
+      const std::vector<float> narrow = run(false, false);
+      for (bool three : {false, true}) {
+        const std::vector<float> wide = run(true, three);
+        ASSERT_EQ(std::memcmp(wide.data(), narrow.data(), wide.size() * sizeof(float)), 0)
+            << s.h << "x" << s.w << " k" << s.kh << "x" << s.kw << " s" << s.stride
+            << (s.same ? " SAME" : " VALID") << " cout " << out_c
+            << (addend.data != nullptr ? " with addend" : "") << (three ? ", 3 threads" : "");
+      }
+      ++cases;
+    }
+  }
+  EXPECT_EQ(cases, 132);
 }
 
 // The model `b` through the interpreter on `threads` threads, its CONV_2D the

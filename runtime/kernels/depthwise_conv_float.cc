@@ -20,19 +20,27 @@ namespace {
 // and one column (col also steps the filter and the output by one column),
 // `filter_row` steps the filter by one row, `pixel` steps the input from one
 // output pixel's window to the next one's along the row (stride_w columns).
+// lo_lanes, hi_lanes and zeros hold lo, hi and 0.0f in every lane of the
+// widest vector, for Load<V>() (a broadcast built inside a kernel clone from
+// a function compiled outside it goes lane by lane through memory).
 struct Steps {
   ptrdiff_t row, col, filter_row, pixel;
   float lo, hi;  // the activation's clamp
+  alignas(64) float lo_lanes[16], hi_lanes[16], zeros[16];
 };
 
 // Eight floats. With GCC, a generic vector (not an intrinsic: GCC lowers it
 // to one AVX register, two SSE2 or two NEON registers as the target has);
-// elsewhere a plain array with the same operations.
+// elsewhere a plain array with the same operations. Vec16: sixteen floats,
+// one AVX-512 register, in the DFARM_KERNEL_V4 variant only.
 #if defined(__GNUC__) && !defined(__clang__)
 typedef float Vec8 __attribute__((vector_size(32)));
-DFARM_KERNEL_INLINE Vec8 Splat(float v) { return Vec8{v, v, v, v, v, v, v, v}; }
+#if defined(DFARM_KERNEL_WIDE)
+typedef float Vec16 __attribute__((vector_size(64)));
+#endif
 // std::min(std::max(v, lo), hi) per lane, as the plain loops clamp.
-DFARM_KERNEL_INLINE Vec8 ClampVec(Vec8 v, Vec8 lo, Vec8 hi) {
+template <typename V>
+DFARM_KERNEL_INLINE V ClampVec(V v, V lo, V hi) {
   v = v < lo ? lo : v;
   return hi < v ? hi : v;
 }
@@ -49,18 +57,25 @@ struct Vec8 {
     return r;
   }
 };
-inline Vec8 Splat(float v) { return Vec8{{v, v, v, v, v, v, v, v}}; }
 inline Vec8 ClampVec(Vec8 v, Vec8 lo, Vec8 hi) {
   for (int i = 0; i < 8; ++i) v.f[i] = std::min(std::max(v.f[i], lo.f[i]), hi.f[i]);
   return v;
 }
 #endif
-DFARM_KERNEL_INLINE Vec8 Load(const float* p) {
-  Vec8 v;
+// The floats of one V (Vec8 or Vec16) at p, and back.
+template <typename V>
+DFARM_KERNEL_INLINE V Load(const float* p) {
+  V v;
   std::memcpy(&v, p, sizeof(v));
   return v;
 }
-DFARM_KERNEL_INLINE void Store(float* p, Vec8 v) { std::memcpy(p, &v, sizeof(v)); }
+template <typename V>
+DFARM_KERNEL_INLINE void Store(float* p, V v) {
+  std::memcpy(p, &v, sizeof(v));
+}
+// Floats in one V.
+template <typename V>
+constexpr int kLanes = static_cast<int>(sizeof(V) / sizeof(float));
 
 // f(0), ..., f(K - 1) unrolled when K > 0; else f(0), ..., f(n - 1).
 template <int K, typename F>
@@ -73,41 +88,42 @@ DFARM_KERNEL_INLINE void ForTaps(int n, F f) {
   }
 }
 
-// P adjacent output pixels' 8*V channels: x is the input at the first
+// P adjacent output pixels' L*V channels (L: the lanes of a VT): x is the input at the first
 // pixel's first tap and the block's first channel, w the filter there, out
 // the first pixel's output. The P x V accumulators live in registers over all
 // taps (P*V chains of independent adds; each filter load serves P pixels);
 // each output's sum is bias + taps in row-major order, as the plain loops add
 // them. The taps are KH (or, when KH is 0, taps_h) rows of KW (or taps_w)
 // columns: constant inside the input, clipped at its border.
-template <int P, int V, int KH, int KW>
+template <typename VT, int P, int V, int KH, int KW>
 DFARM_KERNEL_INLINE void VecBlock(const float* x, const float* w, const float* bias, float* out,
                                   int taps_h, int taps_w, const Steps& s) {
-  Vec8 acc[P][V];
+  constexpr int L = kLanes<VT>;
+  VT acc[P][V];
   DFARM_KERNEL_UNROLL
   for (int v = 0; v < V; ++v) {
-    const Vec8 b = bias != nullptr ? Load(bias + 8 * v) : Splat(0.0f);
+    const VT b = bias != nullptr ? Load<VT>(bias + L * v) : Load<VT>(s.zeros);
     DFARM_KERNEL_UNROLL
     for (int p = 0; p < P; ++p) acc[p][v] = b;
   }
   auto tap = [&](int ky, int kx) DFARM_KERNEL_LAMBDA_INLINE {
     DFARM_KERNEL_UNROLL
     for (int v = 0; v < V; ++v) {
-      const Vec8 wt = Load(w + ky * s.filter_row + kx * s.col + 8 * v);
+      const VT wt = Load<VT>(w + ky * s.filter_row + kx * s.col + L * v);
       DFARM_KERNEL_UNROLL
       for (int p = 0; p < P; ++p) {
-        acc[p][v] += Load(x + ky * s.row + kx * s.col + p * s.pixel + 8 * v) * wt;
+        acc[p][v] += Load<VT>(x + ky * s.row + kx * s.col + p * s.pixel + L * v) * wt;
       }
     }
   };
   ForTaps<KH>(taps_h, [&](int ky) DFARM_KERNEL_LAMBDA_INLINE {
     ForTaps<KW>(taps_w, [&](int kx) DFARM_KERNEL_LAMBDA_INLINE { tap(ky, kx); });
   });
-  const Vec8 lo = Splat(s.lo), hi = Splat(s.hi);
+  const VT lo = Load<VT>(s.lo_lanes), hi = Load<VT>(s.hi_lanes);
   DFARM_KERNEL_UNROLL
   for (int p = 0; p < P; ++p) {
     DFARM_KERNEL_UNROLL
-    for (int v = 0; v < V; ++v) Store(out + p * s.col + 8 * v, ClampVec(acc[p][v], lo, hi));
+    for (int v = 0; v < V; ++v) Store(out + p * s.col + L * v, ClampVec(acc[p][v], lo, hi));
   }
 }
 
@@ -128,33 +144,54 @@ DFARM_KERNEL_INLINE void ScalarBlock(const float* x, const float* w, const float
 // single pixel (P = 1: border columns, and rows too short for a group of
 // pixels) first takes blocks of 32 channels, so that its block has four
 // independent sums in flight instead of two (each sum waits for the one
-// before it: the adds' latency, not the loads, bounds two).
-template <int P, int KH, int KW>
+// before it: the adds' latency, not the loads, bounds two). Wide (the
+// DFARM_KERNEL_V4 variant): first the same with Vec16, blocks of 64 (a
+// single pixel), 32 and 16 channels.
+template <bool Wide, int P, int KH, int KW>
 DFARM_KERNEL_INLINE void Pixels(const float* x, const float* w, const float* bias, float* out,
                                 int taps_h, int taps_w, const Steps& s) {
   const int channels = static_cast<int>(s.col);
   int c = 0;
+#if defined(DFARM_KERNEL_WIDE)
+  if constexpr (Wide) {
+    if constexpr (P == 1) {
+      for (; c + 64 <= channels; c += 64) {
+        VecBlock<Vec16, 1, 4, KH, KW>(x + c, w + c, bias != nullptr ? bias + c : nullptr, out + c,
+                                      taps_h, taps_w, s);
+      }
+    }
+    for (; c + 32 <= channels; c += 32) {
+      VecBlock<Vec16, P, 2, KH, KW>(x + c, w + c, bias != nullptr ? bias + c : nullptr, out + c,
+                                    taps_h, taps_w, s);
+    }
+    if (c + 16 <= channels) {
+      VecBlock<Vec16, P, 1, KH, KW>(x + c, w + c, bias != nullptr ? bias + c : nullptr, out + c,
+                                    taps_h, taps_w, s);
+      c += 16;
+    }
+  }
+#endif
   if constexpr (P == 1) {
     for (; c + 32 <= channels; c += 32) {
-      VecBlock<1, 4, KH, KW>(x + c, w + c, bias != nullptr ? bias + c : nullptr, out + c, taps_h,
-                             taps_w, s);
+      VecBlock<Vec8, 1, 4, KH, KW>(x + c, w + c, bias != nullptr ? bias + c : nullptr, out + c,
+                                   taps_h, taps_w, s);
     }
   }
   for (; c + 16 <= channels; c += 16) {
-    VecBlock<P, 2, KH, KW>(x + c, w + c, bias != nullptr ? bias + c : nullptr, out + c, taps_h,
-                           taps_w, s);
+    VecBlock<Vec8, P, 2, KH, KW>(x + c, w + c, bias != nullptr ? bias + c : nullptr, out + c,
+                                 taps_h, taps_w, s);
   }
   if (c + 8 <= channels) {
-    VecBlock<P, 1, KH, KW>(x + c, w + c, bias != nullptr ? bias + c : nullptr, out + c, taps_h,
-                           taps_w, s);
+    VecBlock<Vec8, P, 1, KH, KW>(x + c, w + c, bias != nullptr ? bias + c : nullptr, out + c,
+                                 taps_h, taps_w, s);
     c += 8;
   }
   if (c < channels && channels >= 8) {
     // The last channels as one block of the last 8 (overlapping the block
     // before it: each lane's sum is the same, so the rewrite is identical).
     c = channels - 8;
-    VecBlock<P, 1, KH, KW>(x + c, w + c, bias != nullptr ? bias + c : nullptr, out + c, taps_h,
-                           taps_w, s);
+    VecBlock<Vec8, P, 1, KH, KW>(x + c, w + c, bias != nullptr ? bias + c : nullptr, out + c,
+                                 taps_h, taps_w, s);
     c = channels;
   }
   for (; c < channels; ++c) {
@@ -165,52 +202,76 @@ DFARM_KERNEL_INLINE void Pixels(const float* x, const float* w, const float* bia
   }
 }
 
+// One block of L channels (L: the lanes of a VT) of P interior output pixels
+// stride SW apart: x is the input at the first pixel's first tap and the
+// block's first channel, w the filter and bias at that channel, out the first
+// pixel's output. For each filter row the KW taps are loaded once and each
+// input column of the group once; a column serves every pixel whose window
+// holds it (tap kx = j - SW*p of pixel p for column j), so a group of P
+// pixels loads KH*(SW*(P-1)+KW) inputs for its KH*KW*P products. Each output
+// is bias + taps in row-major order, as the plain loops add them.
+template <typename VT, int P, int KH, int KW, int SW>
+DFARM_KERNEL_INLINE void InteriorBlock(const float* x, const float* w, const float* bias,
+                                       float* out, const Steps& s) {
+  constexpr int kColumns = SW * (P - 1) + KW;
+  const ptrdiff_t channels = s.col;
+  const VT b = bias != nullptr ? Load<VT>(bias) : Load<VT>(s.zeros);
+  VT acc[P];
+  DFARM_KERNEL_UNROLL
+  for (int p = 0; p < P; ++p) acc[p] = b;
+  DFARM_KERNEL_UNROLL
+  for (int ky = 0; ky < KH; ++ky) {
+    VT wt[KW];
+    DFARM_KERNEL_UNROLL
+    for (int kx = 0; kx < KW; ++kx) wt[kx] = Load<VT>(w + ky * s.filter_row + kx * channels);
+    const float* xr = x + ky * s.row;
+    DFARM_KERNEL_UNROLL
+    for (int j = 0; j < kColumns; ++j) {
+      const VT xj = Load<VT>(xr + j * channels);
+      DFARM_KERNEL_UNROLL
+      for (int p = 0; p < P; ++p) {
+        const int kx = j - SW * p;
+        if (kx >= 0 && kx < KW) acc[p] += xj * wt[kx];
+      }
+    }
+  }
+  const VT lo = Load<VT>(s.lo_lanes), hi = Load<VT>(s.hi_lanes);
+  DFARM_KERNEL_UNROLL
+  for (int p = 0; p < P; ++p) Store(out + p * channels, ClampVec(acc[p], lo, hi));
+}
+
 // The interior columns [ox, ox_end) of an interior output row, P output
-// pixels at a time, 8 channels at a time (the last 8 again for a remainder;
-// channels >= 8; all channels of a group before the next group, so that
-// its inputs are read from memory once): x is the input at the first
-// pixel's first tap (row and column), w the filter, out the first pixel's
-// output. For each filter row
-// the KW taps are loaded once and each input column of the group once; a
-// column serves every pixel whose window holds it (tap kx = j - SW*p of
-// pixel p for column j), so a group of P pixels loads KH*(SW*(P-1)+KW)
-// inputs for its KH*KW*P products. Each output is bias + taps in row-major
-// order, as the plain loops add them. Returns the first column not done.
-template <int P, int KH, int KW, int SW>
+// pixels at a time (InteriorBlock()), 8 channels at a time (the last 8
+// again for a remainder; channels >= 8; all channels of a group before the
+// next group, so that its inputs are read from memory once): x is the input
+// at the first pixel's first tap (row and column), w the filter, out the
+// first pixel's output. Wide (the DFARM_KERNEL_V4 variant), with 16 channels
+// or more: 16 channels at a time, the last 16 again for a remainder (each
+// lane's sum is the same as in a block of 8). Returns the first column not
+// done.
+template <bool Wide, int P, int KH, int KW, int SW>
 DFARM_KERNEL_INLINE int InteriorGroups(const float* x, const float* w, const float* bias,
                                        float* out, int ox, int ox_end, const Steps& s) {
-  constexpr int kColumns = SW * (P - 1) + KW;
   const int groups = (ox_end - ox) / P;
   if (groups <= 0) return ox;
   const ptrdiff_t channels = s.col;
-  const Vec8 lo = Splat(s.lo), hi = Splat(s.hi);
   for (int g = 0; g < groups; ++g, x += P * SW * channels, out += P * channels) {
+#if defined(DFARM_KERNEL_WIDE)
+    if constexpr (Wide) {
+      if (channels >= 16) {
+        for (ptrdiff_t c = 0; c < channels; c += 16) {
+          if (c + 16 > channels) c = channels - 16;  // overlaps the block before: same sums
+          InteriorBlock<Vec16, P, KH, KW, SW>(x + c, w + c, bias != nullptr ? bias + c : nullptr,
+                                              out + c, s);
+        }
+        continue;
+      }
+    }
+#endif
     for (ptrdiff_t c = 0; c < channels; c += 8) {
       if (c + 8 > channels) c = channels - 8;  // overlaps the block before: same sums
-      const Vec8 b = bias != nullptr ? Load(bias + c) : Splat(0.0f);
-      const float* xg = x + c;
-      float* og = out + c;
-      Vec8 acc[P];
-      DFARM_KERNEL_UNROLL
-      for (int p = 0; p < P; ++p) acc[p] = b;
-      DFARM_KERNEL_UNROLL
-      for (int ky = 0; ky < KH; ++ky) {
-        Vec8 wt[KW];
-        DFARM_KERNEL_UNROLL
-        for (int kx = 0; kx < KW; ++kx) wt[kx] = Load(w + ky * s.filter_row + kx * channels + c);
-        const float* xr = xg + ky * s.row;
-        DFARM_KERNEL_UNROLL
-        for (int j = 0; j < kColumns; ++j) {
-          const Vec8 xj = Load(xr + j * channels);
-          DFARM_KERNEL_UNROLL
-          for (int p = 0; p < P; ++p) {
-            const int kx = j - SW * p;
-            if (kx >= 0 && kx < KW) acc[p] += xj * wt[kx];
-          }
-        }
-      }
-      DFARM_KERNEL_UNROLL
-      for (int p = 0; p < P; ++p) Store(og + p * channels, ClampVec(acc[p], lo, hi));
+      InteriorBlock<Vec8, P, KH, KW, SW>(x + c, w + c, bias != nullptr ? bias + c : nullptr,
+                                         out + c, s);
     }
   }
   return ox + groups * P;
@@ -219,23 +280,24 @@ DFARM_KERNEL_INLINE int InteriorGroups(const float* x, const float* w, const flo
 // Output pixel ox of a row whose taps_h tap rows (TH of them when TH > 0)
 // start at input row x_row and filter row w, with the tap columns clipped to
 // the input.
-template <int TH, int KW>
+template <bool Wide, int TH, int KW>
 DFARM_KERNEL_INLINE void ClippedColumn(const DepthwiseFloatParams& p, const Steps& s,
                                        const float* x_row, const float* w, const float* bias,
                                        float* out, int taps_h, int ox) {
   const int ix0 = ox * p.stride_w - p.pad_left;
   const int kx0 = std::max(0, -ix0), kx1 = std::min(KW, p.in_w - ix0);
   if (kx1 <= kx0) {  // no tap inside: bias alone (not with SAME/VALID windows)
-    Pixels<1, 0, 0>(x_row, w, bias, out, 0, 0, s);
+    Pixels<Wide, 1, 0, 0>(x_row, w, bias, out, 0, 0, s);
     return;
   }
-  Pixels<1, TH, 0>(x_row + (ix0 + kx0) * s.col, w + kx0 * s.col, bias, out, taps_h, kx1 - kx0, s);
+  Pixels<Wide, 1, TH, 0>(x_row + (ix0 + kx0) * s.col, w + kx0 * s.col, bias, out, taps_h, kx1 - kx0,
+                         s);
 }
 
 // The output pixels of one row whose taps_h tap rows (TH when TH > 0) start
 // at input row x_row and filter row w: clipped columns, then the interior
 // columns kGroup pixels at a time and then one by one, then clipped columns.
-template <int TH, int KW>
+template <bool Wide, int TH, int KW>
 DFARM_KERNEL_INLINE void RowSpans(const DepthwiseFloatPlan& plan, const Steps& s,
                                   const float* x_row, const float* w, const float* bias,
                                   float* out_row, int taps_h) {
@@ -243,83 +305,115 @@ DFARM_KERNEL_INLINE void RowSpans(const DepthwiseFloatPlan& plan, const Steps& s
   const DepthwiseFloatParams& p = plan.params;
   int ox = 0;
   for (; ox < plan.ox_begin; ++ox) {
-    ClippedColumn<TH, KW>(p, s, x_row, w, bias, out_row + ox * s.col, taps_h, ox);
+    ClippedColumn<Wide, TH, KW>(p, s, x_row, w, bias, out_row + ox * s.col, taps_h, ox);
   }
   if constexpr (TH > 0) {
     if (s.col >= 8 && p.stride_w <= 2) {
       const float* x = x_row + (ox * s.pixel - p.pad_left * s.col);
-      ox = p.stride_w == 1 ? InteriorGroups<kGroup, TH, KW, 1>(x, w, bias, out_row + ox * s.col, ox,
-                                                               plan.ox_end, s)
-                           : InteriorGroups<kGroup, TH, KW, 2>(x, w, bias, out_row + ox * s.col, ox,
-                                                               plan.ox_end, s);
+      ox = p.stride_w == 1 ? InteriorGroups<Wide, kGroup, TH, KW, 1>(
+                                 x, w, bias, out_row + ox * s.col, ox, plan.ox_end, s)
+                           : InteriorGroups<Wide, kGroup, TH, KW, 2>(
+                                 x, w, bias, out_row + ox * s.col, ox, plan.ox_end, s);
     }
   }
   for (; ox + kGroup <= plan.ox_end; ox += kGroup) {
-    Pixels<kGroup, TH, KW>(x_row + (ox * s.pixel - p.pad_left * s.col), w, bias,
-                           out_row + ox * s.col, taps_h, KW, s);
+    Pixels<Wide, kGroup, TH, KW>(x_row + (ox * s.pixel - p.pad_left * s.col), w, bias,
+                                 out_row + ox * s.col, taps_h, KW, s);
   }
   for (; ox < plan.ox_end; ++ox) {
-    Pixels<1, TH, KW>(x_row + (ox * s.pixel - p.pad_left * s.col), w, bias, out_row + ox * s.col,
-                      taps_h, KW, s);
+    Pixels<Wide, 1, TH, KW>(x_row + (ox * s.pixel - p.pad_left * s.col), w, bias,
+                            out_row + ox * s.col, taps_h, KW, s);
   }
   for (; ox < p.out_w; ++ox) {
-    ClippedColumn<TH, KW>(p, s, x_row, w, bias, out_row + ox * s.col, taps_h, ox);
+    ClippedColumn<Wide, TH, KW>(p, s, x_row, w, bias, out_row + ox * s.col, taps_h, ox);
   }
 }
 
 // Output row oy of a batch whose input starts at `in`: all KH tap rows in an
 // interior row, the rows inside the input otherwise.
-template <int KH, int KW>
+template <bool Wide, int KH, int KW>
 DFARM_KERNEL_INLINE void OutputRow(const DepthwiseFloatPlan& plan, const Steps& s, const float* in,
                                    const float* filter, const float* bias, float* out_row, int oy) {
   const DepthwiseFloatParams& p = plan.params;
   const int iy0 = oy * p.stride_h - p.pad_top;
   if (oy >= plan.oy_begin && oy < plan.oy_end) {
-    RowSpans<KH, KW>(plan, s, in + iy0 * s.row, filter, bias, out_row, KH);
+    RowSpans<Wide, KH, KW>(plan, s, in + iy0 * s.row, filter, bias, out_row, KH);
     return;
   }
   const int ky0 = std::max(0, -iy0), ky1 = std::min(KH, p.in_h - iy0);
   if (ky1 <= ky0) {  // no tap row inside: bias alone (not with SAME/VALID windows)
-    RowSpans<0, KW>(plan, s, in, filter, bias, out_row, 0);
+    RowSpans<Wide, 0, KW>(plan, s, in, filter, bias, out_row, 0);
     return;
   }
-  RowSpans<0, KW>(plan, s, in + (iy0 + ky0) * s.row, filter + ky0 * s.filter_row, bias, out_row,
-                  ky1 - ky0);
+  RowSpans<Wide, 0, KW>(plan, s, in + (iy0 + ky0) * s.row, filter + ky0 * s.filter_row, bias,
+                        out_row, ky1 - ky0);
 }
 
-template <int KH, int KW>
+template <bool Wide, int KH, int KW>
 DFARM_KERNEL_INLINE void RunVariant(const DepthwiseFloatPlan& plan, const float* input,
                                     const float* filter, const float* bias, float* output,
                                     int64_t row_begin, int64_t row_end) {
   const DepthwiseFloatParams& p = plan.params;
   const ptrdiff_t c = p.in_c;
-  const Steps s = {.row = p.in_w * c,
-                   .col = c,
-                   .filter_row = KW * c,
-                   .pixel = p.stride_w * c,
-                   .lo = p.act_min,
-                   .hi = p.act_max};
+  Steps s = {.row = p.in_w * c,
+             .col = c,
+             .filter_row = KW * c,
+             .pixel = p.stride_w * c,
+             .lo = p.act_min,
+             .hi = p.act_max,
+             .lo_lanes = {},
+             .hi_lanes = {},
+             .zeros = {}};
+  std::fill_n(s.lo_lanes, 16, p.act_min);
+  std::fill_n(s.hi_lanes, 16, p.act_max);
+  std::fill_n(s.zeros, 16, 0.0f);
   const ptrdiff_t in_batch = p.in_h * s.row;
   const ptrdiff_t out_row = p.out_w * c;
   for (int64_t row = row_begin; row < row_end; ++row) {
     const int n = static_cast<int>(row / p.out_h), oy = static_cast<int>(row % p.out_h);
-    OutputRow<KH, KW>(plan, s, input + n * in_batch, filter, bias, output + row * out_row, oy);
+    OutputRow<Wide, KH, KW>(plan, s, input + n * in_batch, filter, bias, output + row * out_row,
+                            oy);
+  }
+}
+
+template <bool Wide>
+DFARM_KERNEL_INLINE void Dispatch(const DepthwiseFloatPlan& plan, const float* input,
+                                  const float* filter, const float* bias, float* output,
+                                  int64_t row_begin, int64_t row_end) {
+  switch (plan.variant) {
+    case DepthwiseFloatPlan::Variant::k3x3:
+      RunVariant<Wide, 3, 3>(plan, input, filter, bias, output, row_begin, row_end);
+      break;
+    case DepthwiseFloatPlan::Variant::k5x5:
+      RunVariant<Wide, 5, 5>(plan, input, filter, bias, output, row_begin, row_end);
+      break;
+    case DepthwiseFloatPlan::Variant::kNone:
+      break;
   }
 }
 
 DFARM_KERNEL_CLONES void RunDispatch(const DepthwiseFloatPlan& plan, const float* input,
                                      const float* filter, const float* bias, float* output,
                                      int64_t row_begin, int64_t row_end) {
-  switch (plan.variant) {
-    case DepthwiseFloatPlan::Variant::k3x3:
-      RunVariant<3, 3>(plan, input, filter, bias, output, row_begin, row_end);
-      break;
-    case DepthwiseFloatPlan::Variant::k5x5:
-      RunVariant<5, 5>(plan, input, filter, bias, output, row_begin, row_end);
-      break;
-    case DepthwiseFloatPlan::Variant::kNone:
-      break;
-  }
+  Dispatch<false>(plan, input, filter, bias, output, row_begin, row_end);
+}
+
+#if defined(DFARM_KERNEL_WIDE)
+DFARM_KERNEL_V4 void RunDispatchWide(const DepthwiseFloatPlan& plan, const float* input,
+                                     const float* filter, const float* bias, float* output,
+                                     int64_t row_begin, int64_t row_end) {
+  Dispatch<true>(plan, input, filter, bias, output, row_begin, row_end);
+}
+#endif
+
+// RunDispatchWide() where WideKernels() says so, else RunDispatch().
+using DispatchFn = void (*)(const DepthwiseFloatPlan&, const float*, const float*, const float*,
+                            float*, int64_t, int64_t);
+DispatchFn PickDispatch() {
+#if defined(DFARM_KERNEL_WIDE)
+  if (WideKernels()) return RunDispatchWide;
+#endif
+  return RunDispatch;
 }
 
 // Outputs below which a node stays on one thread (BM_Depthwise: 6x6x128 and
@@ -389,8 +483,9 @@ void RunDepthwiseFloat(const DepthwiseFloatPlan& plan, const float* input, const
   const bool split =
       threads > 1 &&
       static_cast<int64_t>(plan.params.out_w) * plan.params.out_c * rows >= kMinParallelOutputs;
+  const DispatchFn run = PickDispatch();
   if (!split) {
-    RunDispatch(plan, input, filter, bias, output, 0, rows);
+    run(plan, input, filter, bias, output, 0, rows);
     return;
   }
   // Few rows (the late, wide layers: 14 or 7 of them) go one row a task, so
@@ -399,7 +494,7 @@ void RunDepthwiseFloat(const DepthwiseFloatPlan& plan, const float* input, const
       static_cast<int>(rows <= kRowTasksPerThread * threads ? rows : TaskCount(rows, threads));
   ParallelFor(context, static_cast<size_t>(tasks), [&](size_t t, int) {
     const Range r = SplitRange(rows, tasks, static_cast<int>(t));
-    if (r.size() > 0) RunDispatch(plan, input, filter, bias, output, r.begin, r.end);
+    if (r.size() > 0) run(plan, input, filter, bias, output, r.begin, r.end);
   });
 }
 

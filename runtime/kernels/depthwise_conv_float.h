@@ -7,7 +7,9 @@
 // taps; with strides of 1 and 2 each input column is loaded once per group
 // and filter row and serves every pixel whose window holds it (GCC generic
 // vectors, no intrinsics; on x86-64 with GCC an AVX2+FMA clone is picked at
-// load). Each output sums bias + x*w over the
+// load, and where the CPU has x86-64-v4 (AVX-512) a variant that takes 16
+// channels a block in 16-float registers, the same sums as the AVX2+FMA
+// clone, so the same bits: kernel_clones.h). Each output sums bias + x*w over the
 // in-bounds taps in the plain loops' order (depthwise_conv_2d.cc); with FMA
 // each step rounds once instead of twice, so results match the plain loops
 // within float rounding (bitwise where the target has no FMA contraction).

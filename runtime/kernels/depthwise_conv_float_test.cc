@@ -3,7 +3,8 @@
 // in-bounds taps row-major, then the clamp), on random shapes of every
 // covered case and on edge cases: each output within 1e-5 of the sum of the
 // magnitudes behind it (the fast kernel may round each step once, with FMA).
-// Then DEPTHWISE_CONV_2D's default kernel against
+// The 512-bit variant (kernel_clones.h, where the CPU has x86-64-v4) against
+// the x86-64-v3 clone, bit for bit. Then DEPTHWISE_CONV_2D's default kernel against
 // RegisterDepthwiseConv2DReference() on single-op models, covered and
 // uncovered nodes.
 #include "runtime/kernels/depthwise_conv_float.h"
@@ -12,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include "runtime/interpreter.h"
+#include "runtime/kernels/kernel_clones.h"
 #include "runtime/kernels/parallel.h"
 #include "runtime/model.h"
 #include "runtime/op_resolver.h"
@@ -186,6 +189,74 @@ TEST(DepthwiseConvFloatTest, EdgeCasesMatchPlainLoops) {
           MakeParams(1, 28, 28, 16 + 8 + 4 + 3, k, stride, stride, true, 0.0f, 6.0f), rng);
     }
   }
+}
+
+// Restores the 512-bit kernels' setting when it goes out of scope.
+class WideKernelsRestorer {
+ public:
+  WideKernelsRestorer() : saved_(runtime::WideKernelsSetting().load()) {}
+  ~WideKernelsRestorer() { runtime::SetWideKernels(saved_); }
+
+ private:
+  bool saved_;
+};
+
+// The output of the fast kernel with the 512-bit variant allowed (`wide`) or
+// not, on 1 or 3 threads.
+std::vector<float> RunFast(const DepthwiseFloatPlan& plan, const std::vector<float>& in,
+                           const std::vector<float>& filter, const float* bias, bool wide,
+                           bool threaded) {
+  runtime::SetWideKernels(wide);
+  const DepthwiseFloatParams& p = plan.params;
+  std::vector<float> out(static_cast<size_t>(p.batches) * p.out_h * p.out_w * p.out_c,
+                         std::numeric_limits<float>::quiet_NaN());
+  runtime::RunDepthwiseFloat(plan, in.data(), filter.data(), bias, out.data(),
+                             threaded ? &ThreeThreads().context : nullptr);
+  return out;
+}
+
+// Where the CPU has x86-64-v4 (WideKernels()), the 512-bit variant gives the
+// x86-64-v3 clone's bits: channel counts with blocks of 64, 32 and 16 and
+// remainders of 8 and fewer, borders, strides 1 and 2, 3x3 and 5x5, every
+// clamp. Elsewhere both runs take the same path.
+TEST(DepthwiseConvFloatTest, WideVariantMatchesNarrowBitForBit) {
+  const WideKernelsRestorer restore;
+  if (!runtime::WideKernels()) {
+    std::printf("note: no 512-bit kernels here (not built in, or no x86-64-v4): one path only\n");
+  }
+  std::mt19937 rng(20);
+  const float ranges[][2] = {{-kInf, kInf}, {0.0f, kInf}, {0.0f, 6.0f}, {-1.0f, 1.0f}};
+  int cases = 0;
+  for (int k : {3, 5}) {
+    for (int stride : {1, 2}) {
+      for (int c : {8, 12, 16, 17, 24, 32, 33, 48, 64, 72, 100, 128, 144}) {
+        const bool same = cases % 3 != 0;
+        const float* range = ranges[cases % 4];
+        const int n = 1 + cases % 2;
+        const int h = 3 + cases % 11 + (same ? 0 : k - 1), w = 5 + cases % 13 + (same ? 0 : k - 1);
+        const DepthwiseFloatParams p = MakeParams(
+            n, h, w, c, k, stride, cases % 5 == 4 ? 3 - stride : stride, same, range[0], range[1]);
+        const DepthwiseFloatPlan plan = runtime::PlanDepthwiseFloat(p);
+        ASSERT_TRUE(plan.covered());
+        const std::vector<float> in = Random(rng, static_cast<size_t>(n) * h * w * c);
+        const std::vector<float> filter = Random(rng, static_cast<size_t>(k) * k * c);
+        const std::vector<float> bias = Random(rng, c);
+        for (const float* b : {bias.data(), static_cast<const float*>(nullptr)}) {
+          const std::vector<float> narrow = RunFast(plan, in, filter, b, false, false);
+          for (bool threaded : {false, true}) {
+            const std::vector<float> wide = RunFast(plan, in, filter, b, true, threaded);
+            ASSERT_EQ(std::memcmp(wide.data(), narrow.data(), narrow.size() * sizeof(float)), 0)
+                << "n" << n << " " << h << "x" << w << "x" << c << " k" << k << " s" << p.stride_h
+                << "," << p.stride_w << (same ? " SAME" : " VALID") << " act [" << range[0] << ", "
+                << range[1] << "]" << (b != nullptr ? " with bias" : " without bias")
+                << (threaded ? ", 3 threads" : "");
+          }
+        }
+        ++cases;
+      }
+    }
+  }
+  EXPECT_EQ(cases, 52);
 }
 
 TEST(DepthwiseConvFloatTest, PlanRefusesUncoveredCases) {

@@ -16,7 +16,15 @@
 // inline nor unrolled: the same code and the same sums in the same order,
 // compiled in seconds instead of minutes (each forced-inline variant would
 // be instrumented anew).
+// DFARM_KERNEL_WIDE (x86-64 GCC, not under AddressSanitizer): a kernel also
+// compiles its body once more as DFARM_KERNEL_V4 (x86-64-v4: AVX-512F/VL/
+// BW/DQ + FMA) with 16-float vectors where its channel blocks allow, and
+// runs it where WideKernels() says so; each lane's sum is the x86-64-v3
+// clone's, in the same order and FMA-contracted the same way, so the two
+// give the same bits.
 #pragma once
+
+#include <atomic>
 
 #if defined(__SANITIZE_ADDRESS__)
 #define DFARM_KERNEL_SANITIZED 1
@@ -59,3 +67,36 @@
 #else
 #define DFARM_KERNEL_CLONES_NO_FMA
 #endif
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__) && \
+    !defined(DFARM_KERNEL_SANITIZED)
+#define DFARM_KERNEL_WIDE 1
+#define DFARM_KERNEL_V4 __attribute__((target("arch=x86-64-v4")))
+#endif
+
+namespace dfarm::runtime {
+
+// The setting SetWideKernels() changes: true unless turned off.
+inline std::atomic<bool>& WideKernelsSetting() {
+  static std::atomic<bool> on{true};
+  return on;
+}
+
+// Whether the kernels run their DFARM_KERNEL_V4 variants: built in, the CPU
+// (and the OS, for the 512-bit registers) has x86-64-v4, and
+// SetWideKernels(false) has not turned them off.
+inline bool WideKernels() {
+#if defined(DFARM_KERNEL_WIDE)
+  static const bool cpu = __builtin_cpu_supports("x86-64-v4") != 0;
+  return cpu && WideKernelsSetting().load(std::memory_order_relaxed);
+#else
+  return false;
+#endif
+}
+
+// Turns the DFARM_KERNEL_V4 variants off (false: the x86-64-v3 clones run
+// instead) or back on where the CPU has them; returns the previous setting.
+// For tests, which compare the two bit for bit.
+inline bool SetWideKernels(bool on) { return WideKernelsSetting().exchange(on); }
+
+}  // namespace dfarm::runtime
