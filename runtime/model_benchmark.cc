@@ -431,18 +431,19 @@ typedef float FmaVec16 __attribute__((vector_size(64)));
 typedef float FmaVec8 __attribute__((vector_size(32)));
 typedef float FmaVec4 __attribute__((vector_size(16)));
 
-// kChains chains of acc = acc * m + c on vectors V, `iters` steps each; returns
-// a sum the compiler cannot drop. Inlined into each caller, so that it is
-// compiled for the caller's target.
 // Independent chains: enough to cover 2 pipes x 4 cycles of latency, few
 // enough to stay in the 16 registers of AVX2 with m and c.
 constexpr int kChains = 12;
+
+// kChains chains of acc = acc * m + c on vectors V, `iters` steps each;
+// returns a sum the compiler cannot drop. Inlined into each caller, so that
+// it is compiled for the caller's target.
 
 template <typename V>
 inline __attribute__((always_inline)) float FmaChains(int64_t iters) {
   constexpr int kLanes = sizeof(V) / sizeof(float);
   V acc[kChains];
-  for (int i = 0; i < 16; ++i) {
+  for (int i = 0; i < kChains; ++i) {
     for (int l = 0; l < kLanes; ++l) acc[i][l] = 1.0f + 1e-3f * static_cast<float>(i);
   }
   V m, c;

@@ -297,7 +297,9 @@ std::vector<float> RunOp(const ModelBuilder& b, const std::vector<std::vector<fl
   status = interpreter.AllocateTensors();
   EXPECT_TRUE(status.ok()) << status.message();
   if (!status.ok()) return {};
-  if (nodes > 0) EXPECT_EQ(interpreter.invoked_nodes_size(), nodes) << "nodes after folding";
+  if (nodes > 0) {
+    EXPECT_EQ(interpreter.invoked_nodes_size(), nodes) << "nodes after folding";
+  }
   for (size_t i = 0; i < inputs.size(); ++i) {
     std::copy(inputs[i].begin(), inputs[i].end(), interpreter.inputs()[i]->data_as<float>());
   }
