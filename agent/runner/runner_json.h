@@ -27,6 +27,7 @@ namespace dfarm::runner_json {
 using runner::Accuracy;
 using runner::JobPlacement;
 using runner::JobProfile;
+using runner::JobSteps;
 using runner::JobSustained;
 using runner::LayerError;
 using runner::Metrics;
@@ -81,6 +82,11 @@ struct Document {
   std::optional<JobSustained> sustained;    // only with --sustained-secs
   std::optional<TaskOutputs> task_outputs;  // only with --task-outputs
   runner::DelegateStats delegate_stats;     // the delegate's Stats(); empty: no key
+  std::optional<JobSteps> steps;            // only in a stepped pair
+  // The driver of a stepped pair: its partner's whole document ("partner"),
+  // as JSON text (compact), whatever its status; unset when the partner
+  // printed no readable one (steps->partner_error says why).
+  std::optional<std::string> partner;
 };
 
 // True when `doc` is an ok document (status "ok").
