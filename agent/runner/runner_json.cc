@@ -314,20 +314,6 @@ std::optional<JobSteps> ParseSteps(const json& doc) {
   return out;
 }
 
-// "steps": role and starts_us always; the driver's order and partner_steps;
-// partner_error only when set.
-json StepsJson(const JobSteps& s) {
-  json out = json::object();
-  out["role"] = s.role;
-  out["starts_us"] = s.starts_us;
-  if (s.role == "driver") {
-    out["order"] = s.order;
-    out["partner_steps"] = s.partner_steps;
-  }
-  if (!s.partner_error.empty()) out["partner_error"] = s.partner_error;
-  return out;
-}
-
 // Unset when absent or malformed (an unknown kind, a set not of its kind's
 // form): the host then has no task outputs to judge.
 std::optional<TaskOutputs> ParseTaskOutputs(const json& doc) {
@@ -575,6 +561,20 @@ json TaskOutputsJson(const TaskOutputs& task) {
             {"sets", std::move(sets)}};
   }
   return {{"kind", task.kind}, {"k", task.k}, {"output", task.output}, {"sets", task.sets}};
+}
+
+// "steps": role and starts_us always; the driver's order and partner_steps;
+// partner_error only when set.
+json StepsJson(const JobSteps& s) {
+  json out = json::object();
+  out["role"] = s.role;
+  out["starts_us"] = s.starts_us;
+  if (s.role == "driver") {
+    out["order"] = s.order;
+    out["partner_steps"] = s.partner_steps;
+  }
+  if (!s.partner_error.empty()) out["partner_error"] = s.partner_error;
+  return out;
 }
 
 json SustainedJson(const JobSustained& s) {

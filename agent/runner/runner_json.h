@@ -115,6 +115,8 @@ nlohmann::json AccuracyJson(const Accuracy& accuracy);
 nlohmann::json ProfileJson(const JobProfile& profile);
 // "sustained": {"secs","window_ms","windows":[{"t_ms","runs","mean_us","p50_us","max_us"}]}.
 nlohmann::json SustainedJson(const JobSustained& sustained);
+// "steps" (a stepped pair): {"role","starts_us"[,"order","partner_steps"][,"partner_error"]}.
+nlohmann::json StepsJson(const JobSteps& steps);
 // "task_outputs": {"kind":"topk","k","output","sets":[[index,...],...]},
 // {"kind":"boxes","outputs":[B,C,S,N],"max","sets":[[[class,score,ymin,xmin,
 // ymax,xmax],...],...]}, {"kind":"anchors","outputs":[B,S],"max","score",
