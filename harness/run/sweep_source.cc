@@ -103,7 +103,7 @@ void SweepSource::Serve(Worker& w, store::StorePool& db, WorkerConnection& s) {
 Result<void> SweepSource::RunNext(Worker& w, store::StorePool& db, WorkerConnection& s,
                                   SweepJob& job) {
   SweepJob* other = nullptr;
-  if (job.pair != 0) {
+  if (job.pair != 0 && ctx_.stepped_pairs) {
     std::lock_guard lock(core_.mu());
     if (!w.queue.empty() && w.queue.front()->pair == job.pair) {
       other = w.queue.front();

@@ -12,7 +12,7 @@
 //   jobs' samples alternate in time (`show --job --json` "steps"), and a
 //   runner that cannot step (a wrapper that drops the stepping flags, as an
 //   older dfarm-runner would not know them) makes its pairs run back to back,
-//   with a note, the gate unchanged.
+//   with a note, the gate unchanged; "pairing.stepped": false never steps.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -265,6 +265,23 @@ TEST_F(PairedE2eTest, RunnerThatCannotStepRunsItsPairsBackToBack) {
   ASSERT_FALSE(HasFailure());
   EXPECT_EQ(doc["cells"][0]["latency"].value("paired", false), true) << doc.dump(2);
   EXPECT_EQ(doc["cells"][0]["latency"].value("pairs", 0), kPairs) << doc.dump(2);
+}
+
+TEST_F(PairedE2eTest, SteppedFalseRunsWholeJobsBackToBack) {
+  json spec = Spec("dfarm-runner-counted", "dfarm-runner-slow");
+  spec["pairing"]["stepped"] = false;
+  spec["benchmark"]["repeats"] = 2;
+  const int64_t run = Sweep(spec, "jobs");
+  ASSERT_GT(run, 0);
+  const auto pairs = JobsByPair(run);
+  ASSERT_EQ(pairs.size(), 2u);
+  for (const auto& [pair, jobs] : pairs) {
+    ASSERT_EQ(jobs.size(), 2u) << pair;
+    for (const json& job : jobs) {
+      EXPECT_EQ(job.value("status", ""), "ok") << job.dump();
+      EXPECT_TRUE(StepsOf(run, job["id"].get<int64_t>()).is_null());
+    }
+  }
 }
 
 TEST_F(PairedE2eTest, PairedOnAnUnpairedRunIsAUsageError) {
