@@ -13,10 +13,14 @@
 # BENCH_DELEGATE on `local`) with two runners, baseline "base" (build/bin/dfarm-runner)
 # and candidate "cand": dfarm-runner again for A/A, else dfarm-runner-slowdown (test
 # only: real CPU work for DFARM_TEST_SLOWDOWN_FRACTION of each invocation's time) at
-# 0.05 and 0.10. Two sweeps per repetition, both with BENCH_PAIRS trials per runner:
-#   paired    the spec with "pairing": {"baseline_runner":"base"}, order_seed the
-#             repetition's seed; `dfarm gate RUN --paired` (Wilcoxon signed-rank);
-#   unpaired  the same spec without "pairing" (one runner's jobs after the other's);
+# 0.05 and 0.10. Up to three sweeps per repetition (BENCH_MODES), each with BENCH_PAIRS
+# trials per runner:
+#   paired       the spec with "pairing": {"baseline_runner":"base"}, order_seed the
+#                repetition's seed: stepped pairs (the two runner processes take turns
+#                sample by sample); `dfarm gate RUN --paired` (Wilcoxon signed-rank);
+#   paired-jobs  the same with "stepped": false: each pair two whole jobs back to back;
+#                gated --paired too;
+#   unpaired     the same spec without "pairing" (one runner's jobs after the other's);
 #             `dfarm gate RUN --baseline RUN --candidate-runner cand
 #             --baseline-runner base` (Mann-Whitney);
 # and the paired run judged --unpaired too ("paired-run-unpaired-test": the test
@@ -28,7 +32,8 @@
 # Settings (environment): DFARM_BUILD_DIR (build), BENCH_MODEL
 # (models/face_detection_short_range.tflite), BENCH_DELEGATE (xnnpack),
 # BENCH_PAIRS (10), BENCH_RUNS (samples per trial, 20), BENCH_LOAD_CORES (1; 0: no load),
-# BENCH_CONDITIONS ("aa:0 slow5:0.05 slow10:0.10"), BENCH_POLICY (a policy file for every
+# BENCH_CONDITIONS ("aa:0 slow5:0.05 slow10:0.10"), BENCH_MODES ("paired paired-jobs
+# unpaired"), BENCH_POLICY (a policy file for every
 # gate), BENCH_OUT (a fresh folder in /tmp: the database, specs and results.csv, kept).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -41,6 +46,7 @@ PAIRS="${BENCH_PAIRS:-10}"
 RUNS="${BENCH_RUNS:-20}"
 LOAD_CORES="${BENCH_LOAD_CORES:-1}"
 CONDITIONS="${BENCH_CONDITIONS:-aa:0 slow5:0.05 slow10:0.10}"
+MODES="${BENCH_MODES:-paired paired-jobs unpaired}"
 POLICY=()
 [ -n "${BENCH_POLICY:-}" ] && POLICY=(--policy "$BENCH_POLICY")
 
@@ -128,7 +134,7 @@ if [ "$LOAD_CORES" -gt 0 ]; then
 fi
 trap '[ -n "$load_pid" ] && kill "$load_pid" 2>/dev/null; true' EXIT
 
-# spec FILE CANDIDATE_BUILD ORDER_SEED PAIRED(0|1)
+# spec FILE CANDIDATE_BUILD ORDER_SEED PAIRED(0|1|jobs)
 spec() {
   python3 - "$@" "$MODEL" "$DELEGATE" "$BIN/dfarm-runner" "$PAIRS" "$RUNS" <<'PY'
 import json, sys
@@ -139,8 +145,10 @@ doc = {"name": "bench-paired", "models": [model], "delegates": [{"name": delegat
                    {"name": "cand", "builds": {"x86_64": cand}}],
        "benchmark": {"warmup_runs": 2, "num_runs": int(runs), "repeats": int(pairs),
                      "order_seed": int(seed)}}
-if paired == "1":
+if paired != "0":
     doc["pairing"] = {"baseline_runner": "base"}
+if paired == "jobs":
+    doc["pairing"]["stepped"] = False
 json.dump(doc, open(path, "w"))
 PY
 }
@@ -154,18 +162,21 @@ for cond in $CONDITIONS; do
   [ "$name" = "aa" ] && cand="$BIN/dfarm-runner"
   for rep in $(seq 1 "$REPS"); do
     seed=$((SEED * 100000 + rep))
-    for paired in 1 0; do
+    for mode in $MODES; do
+      case "$mode" in
+        paired) paired=1 ;;
+        paired-jobs) paired=jobs ;;
+        *) paired=0 ;;
+      esac
       spec "$OUT/spec.json" "$cand" "$seed" "$paired"
       run=$(DFARM_TEST_SLOWDOWN_FRACTION="$fraction" "$BIN/dfarm" sweep "$OUT/spec.json" \
               --agent-store "$STORE" 2>/dev/null) || true
-      mode=unpaired
-      [ "$paired" = 1 ] && mode=paired
       if [ -z "$run" ]; then
         echo "$name,$rep,$mode,error,-,-,-,-,-" >>"$OUT/results.csv"
         continue
       fi
       gate_row "$name" "$rep" "$mode" "$run" >>"$OUT/results.csv"
-      [ "$paired" = 1 ] && gate_row "$name" "$rep" paired-run-unpaired-test "$run" >>"$OUT/results.csv"
+      [ "$mode" = paired ] && gate_row "$name" "$rep" paired-run-unpaired-test "$run" >>"$OUT/results.csv"
     done
   done
 done

@@ -117,6 +117,8 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   server->device_.protocol_version = kProtocolVersion;
   for (auto f : kKnownFeatures) {
     if (f == kFeatureAuthHmac && server->token_.empty()) continue;
+    // A partner runner is started by its driver, which cannot go through a prefix.
+    if (f == kFeatureSteppedPairs && !options.supervisor.runner_prefix.empty()) continue;
     server->device_.features.emplace_back(f);
   }
   server->host_ = options.stdio ? "stdio" : addr.host;
@@ -400,6 +402,7 @@ class Server::ProtocolSession {
     bool progress = false;
     bool device_state = false;
     bool runner_kinds = false;
+    bool stepped_pairs = false;
   };
   // Why a RunJob needs a feature the host did not negotiate; "" when none.
   std::string MissingFeature(const JobSpec& job) const;
@@ -630,6 +633,7 @@ bool Server::ProtocolSession::OnHello(uint64_t id, const wire::Frame& frame) {
   features_.progress = HasFeature(info.features, kFeatureProgress);
   features_.device_state = HasFeature(info.features, kFeatureDeviceState);
   features_.runner_kinds = HasFeature(info.features, kFeatureRunnerKinds);
+  features_.stepped_pairs = HasFeature(info.features, kFeatureSteppedPairs);
   const std::vector<uint8_t>* challenge = nullptr;
   if (need_auth_) {
     auto random = RandomBytes(kAuthChallengeBytes);
@@ -815,6 +819,12 @@ std::string Server::ProtocolSession::MissingFeature(const JobSpec& job) const {
            "' but the host did not negotiate feature 'runner_kinds' at hello; refusing the job "
            "rather than guessing its command line";
   }
+  if (!job.partner_runner_sha256.empty() && !features_.stepped_pairs) {
+    return "RunJob names partner_runner_sha256 " + job.partner_runner_sha256.substr(0, 12) +
+           " but the host did not negotiate feature 'stepped_pairs' at hello (or this agent "
+           "starts its runners through --runner-prefix); refusing the job rather than running "
+           "the runner without its partner";
+  }
   return "";
 }
 
@@ -826,7 +836,8 @@ bool Server::ProtocolSession::OnRunJob(uint64_t id, const wire::Frame& frame) {
   WaitForCommits();  // the job may name what this connection just uploaded
   JobSpec job = ReadRunJob(*frame.body_as_RunJob());
   if (std::string missing = MissingFeature(job); !missing.empty()) return SendError(id, missing);
-  std::vector<const std::string*> named = {&job.runner_sha256, &job.plugin_sha256};
+  std::vector<const std::string*> named = {&job.runner_sha256, &job.plugin_sha256,
+                                           &job.partner_runner_sha256};
   for (const std::string& sha : job.input_set_sha256s) named.push_back(&sha);
   for (const std::string* sha : named) {
     if (IsValidSha256(*sha) && !kept_.count(*sha) && kept_.size() < kMaxKeptArtifacts) {
@@ -835,6 +846,9 @@ bool Server::ProtocolSession::OnRunJob(uint64_t id, const wire::Frame& frame) {
   }
   AgentLog(who_ + ": job " + std::to_string(id) + ": runner " + job.runner_sha256.substr(0, 12) +
            (job.runner_kind.empty() ? "" : " (" + job.runner_kind.substr(0, 64) + ")") +
+           (job.partner_runner_sha256.empty()
+                ? ""
+                : " stepped with partner " + job.partner_runner_sha256.substr(0, 12)) +
            ", model " + job.model_sha256.substr(0, 12) + ", delegate " + job.delegate +
            (job.plugin_sha256.empty() ? "" : ", plugin " + job.plugin_sha256.substr(0, 12)) +
            (job.input_set_sha256s.empty()

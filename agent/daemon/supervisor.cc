@@ -138,6 +138,25 @@ Result<void> CheckSustained(const JobSpec& job) {
   return Ok();
 }
 
+// RunJob.partner_runner_sha256: a sha256, for a runner of kind dfarm without
+// sustained mode.
+Result<void> CheckPartner(const JobSpec& job) {
+  if (job.partner_runner_sha256.empty()) return Ok();
+  if (!IsValidSha256(job.partner_runner_sha256)) {
+    return MakeError("invalid job: partner_runner_sha256 '" +
+                     OneLine(job.partner_runner_sha256, 80) +
+                     "' is not a sha256 (64 lowercase hex digits)");
+  }
+  if (!job.runner_kind.empty() && job.runner_kind != kRunnerKindDfarm) {
+    return MakeError("invalid job: runners of kind '" + OneLine(job.runner_kind, 80) +
+                     "' cannot step a partner (partner_runner_sha256 is for kind 'dfarm' only)");
+  }
+  if (job.sustained_ms > 0) {
+    return MakeError("invalid job: a stepped pair (partner_runner_sha256) has no sustained mode");
+  }
+  return Ok();
+}
+
 // A bad spec is the host's fault; reported as infra with the field named.
 // The limits are agent/protocol/job_limits.h, which the host's spec parser
 // checks too.
@@ -181,6 +200,7 @@ Result<void> CheckSpec(const JobSpec& job, uint32_t max_timeout_ms) {
                 "passes the plugin's path itself");
     }
   }
+  if (auto r = CheckPartner(job); !r) return r;
   if (job.input_set_sha256s.size() > kMaxInputSetsPerJob) {
     return MakeError("invalid job: " + std::to_string(job.input_set_sha256s.size()) +
                      " input sets (at most " + std::to_string(kMaxInputSetsPerJob) + ")");
@@ -457,8 +477,9 @@ std::vector<std::string> Supervisor::RunnerArgv(const std::vector<std::string>& 
 JobResult Supervisor::Run(const JobSpec& job, const std::atomic<bool>* cancel) {
   // Pinned while queued and running, so a quota eviction cannot take them.
   ArtifactPin runner_pin(store_, job.runner_sha256), model_pin(store_, job.model_sha256);
-  std::optional<ArtifactPin> plugin_pin;
+  std::optional<ArtifactPin> plugin_pin, partner_pin;
   if (!job.plugin_sha256.empty()) plugin_pin.emplace(store_, job.plugin_sha256);
+  if (!job.partner_runner_sha256.empty()) partner_pin.emplace(store_, job.partner_runner_sha256);
   std::vector<std::unique_ptr<ArtifactPin>> input_pins;
   for (const std::string& sha : job.input_set_sha256s) {
     input_pins.push_back(std::make_unique<ArtifactPin>(store_, sha));
@@ -745,6 +766,30 @@ Result<Supervisor::Launch> Supervisor::PlainLaunch(const JobSpec& job,
   return launch;
 }
 
+// A stepped pair's flags: --partner-runner <store path> --partner-seed N.
+// Both builds plain executables (the driver execs its partner itself, so
+// neither a bundle's loader nor --runner-prefix can come between).
+Result<std::vector<std::string>> Supervisor::PartnerArgs(const JobSpec& job,
+                                                         const std::string& runner_path) const {
+  if (!options_.runner_prefix.empty()) {
+    return MakeError(
+        "invalid job: this agent starts runners through --runner-prefix, which a "
+        "partner runner (partner_runner_sha256) cannot use");
+  }
+  auto partner = store_->PathOf(job.partner_runner_sha256);
+  if (!partner) return MakeError("partner runner: " + partner.message());
+  if (IsBundleFile(runner_path) || IsBundleFile(*partner)) {
+    return MakeError(
+        "invalid job: a stepped pair's runners must be plain executables, not "
+        "bundles (runner " +
+        job.runner_sha256.substr(0, 12) + ", partner " + job.partner_runner_sha256.substr(0, 12) +
+        ")");
+  }
+  if (auto r = store_->MakeExecutable(job.partner_runner_sha256); !r) return r.error();
+  return std::vector<std::string>{"--partner-runner", *partner, "--partner-seed",
+                                  std::to_string(job.partner_seed)};
+}
+
 Result<Supervisor::Launch> Supervisor::PrepareLaunch(const JobSpec& job) {
   auto runner = store_->PathOf(job.runner_sha256);
   if (!runner) return MakeError("runner: " + runner.message());
@@ -762,6 +807,11 @@ Result<Supervisor::Launch> Supervisor::PrepareLaunch(const JobSpec& job) {
   }
   auto args = ProgramArgs(job, *model, plugin_path);
   if (!args) return args.error();
+  if (!job.partner_runner_sha256.empty()) {
+    auto partner = PartnerArgs(job, *runner);
+    if (!partner) return partner.error();
+    args->insert(args->end(), partner->begin(), partner->end());
+  }
   auto launch = IsBundleFile(*runner) ? BundleLaunch(job, *runner, std::move(*args))
                                       : PlainLaunch(job, *runner, std::move(*args));
   if (launch) launch->merge_stderr = !SpeaksRunnerContract(job.runner_kind);

@@ -133,6 +133,9 @@ class Supervisor {
   // The store paths of the job's artifacts, the runner made executable (or
   // its bundle unpacked), its argv.
   Result<Launch> PrepareLaunch(const JobSpec& job);
+  // A stepped pair's --partner-runner and --partner-seed (job.partner_runner_sha256).
+  Result<std::vector<std::string>> PartnerArgs(const JobSpec& job,
+                                               const std::string& runner_path) const;
   // The runner's arguments (without argv[0]) by job.runner_kind.
   Result<std::vector<std::string>> ProgramArgs(const JobSpec& job, const std::string& model_path,
                                                const std::string& plugin_path) const;

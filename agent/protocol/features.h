@@ -60,12 +60,17 @@ inline constexpr std::string_view kFeatureSustained = "sustained";
 // (--task-outputs) for task accuracy. A host sends it only to an agent that
 // lists this feature (an older one would drop it: no task accuracy).
 inline constexpr std::string_view kFeatureTaskOutputs = "task_outputs";
+// RunJob.partner_runner_sha256: stepped pairs (dfarm-runner --partner-runner).
+// A host sends it only to an agent that lists this feature (an older one
+// would drop it and run the runner alone). An agent that starts its runners
+// through --runner-prefix does not list it.
+inline constexpr std::string_view kFeatureSteppedPairs = "stepped_pairs";
 inline constexpr std::string_view kKnownFeatures[] = {
     kFeatureArtifacts,   kFeatureRunJob,      kFeatureAuthHmac,    kFeatureHeartbeat,
     kFeaturePutResume,   kFeaturePlugin,      kFeatureCancel,      kFeatureProgress,
     kFeatureDeviceState, kFeatureInputs,      kFeatureBundles,     kFeatureRunnerKinds,
     kFeatureProfile,     kFeatureLayerErrors, kFeatureCpuAffinity, kFeatureSustained,
-    kFeatureTaskOutputs};
+    kFeatureTaskOutputs, kFeatureSteppedPairs};
 
 // Whether `features` (one side's list from hello) names `feature`.
 inline bool HasFeature(const std::vector<std::string>& features, std::string_view feature) {

@@ -67,8 +67,9 @@ TEST(FramingTest, RoundTripsAJob) {
   EXPECT_EQ(back.timeout_ms, 5000u);
 }
 
-// RunJob.profile (feature "profile") and sustained_ms (feature "sustained")
-// round trip; false and 0 are the defaults an older host's frame reads as.
+// RunJob.profile (feature "profile"), sustained_ms (feature "sustained") and
+// a stepped pair's partner (feature "stepped_pairs") round trip; false, 0
+// and "" are the defaults an older host's frame reads as.
 TEST(FramingTest, RoundTripsAProfileJob) {
   SocketPair sp;
   JobSpec job;
@@ -77,12 +78,15 @@ TEST(FramingTest, RoundTripsAProfileJob) {
   job.profile = true;
   job.sustained_ms = 90000;
   job.task_outputs = "topk:5:1";
+  job.partner_runner_sha256 = std::string(64, 'c');
+  job.partner_seed = 77;
   flatbuffers::FlatBufferBuilder fbb;
   FinishFrame(fbb, 45, BuildRunJob(fbb, job));
   ASSERT_TRUE(WriteFrame(sp.a.get(), fbb).ok());
   job.profile = false;
   job.sustained_ms = 0;
   job.task_outputs.clear();
+  job.partner_runner_sha256.clear();
   flatbuffers::FlatBufferBuilder plain;
   FinishFrame(plain, 46, BuildRunJob(plain, job));
   ASSERT_TRUE(WriteFrame(sp.a.get(), plain).ok());
@@ -93,11 +97,15 @@ TEST(FramingTest, RoundTripsAProfileJob) {
   EXPECT_TRUE(ReadRunJob(*got->frame()->body_as_RunJob()).profile);
   EXPECT_EQ(ReadRunJob(*got->frame()->body_as_RunJob()).sustained_ms, 90000u);
   EXPECT_EQ(ReadRunJob(*got->frame()->body_as_RunJob()).task_outputs, "topk:5:1");
+  EXPECT_EQ(ReadRunJob(*got->frame()->body_as_RunJob()).partner_runner_sha256,
+            std::string(64, 'c'));
+  EXPECT_EQ(ReadRunJob(*got->frame()->body_as_RunJob()).partner_seed, 77u);
   got = ReadFrame(sp.b.get(), std::chrono::milliseconds(5000));
   ASSERT_TRUE(got.ok()) << got.message();
   EXPECT_FALSE(ReadRunJob(*got->frame()->body_as_RunJob()).profile);
   EXPECT_EQ(ReadRunJob(*got->frame()->body_as_RunJob()).sustained_ms, 0u);
   EXPECT_EQ(ReadRunJob(*got->frame()->body_as_RunJob()).task_outputs, "");
+  EXPECT_EQ(ReadRunJob(*got->frame()->body_as_RunJob()).partner_runner_sha256, "");
 }
 
 TEST(FramingTest, RoundTripsAPluginJob) {

@@ -114,9 +114,12 @@ flatbuffers::Offset<wire::RunJob> BuildRunJob(flatbuffers::FlatBufferBuilder& fb
   if (!job.cpu_affinity.empty()) affinity = fbb.CreateString(job.cpu_affinity);
   flatbuffers::Offset<flatbuffers::String> task;
   if (!job.task_outputs.empty()) task = fbb.CreateString(job.task_outputs);
+  flatbuffers::Offset<flatbuffers::String> partner;
+  if (!job.partner_runner_sha256.empty()) partner = fbb.CreateString(job.partner_runner_sha256);
   return wire::CreateRunJob(fbb, runner, model, delegate, options, job.num_threads, job.warmup_runs,
                             job.num_runs, job.timeout_ms, plugin, accuracy, inputs, kind,
-                            job.profile, affinity, job.sustained_ms, task);
+                            job.profile, affinity, job.sustained_ms, task, partner,
+                            job.partner_runner_sha256.empty() ? 0 : job.partner_seed);
 }
 
 JobSpec ReadRunJob(const wire::RunJob& msg) {
@@ -139,6 +142,8 @@ JobSpec ReadRunJob(const wire::RunJob& msg) {
   job.cpu_affinity = Str(msg.cpu_affinity());
   job.sustained_ms = msg.sustained_ms();
   job.task_outputs = Str(msg.task_outputs());
+  job.partner_runner_sha256 = Str(msg.partner_runner_sha256());
+  job.partner_seed = msg.partner_seed();
   return job;
 }
 

@@ -95,6 +95,13 @@ struct JobSpec {
   // for task accuracy on a labelled set; "" for none. Runner kinds "dfarm"
   // and "tflite" only; a host sends it only to an agent that lists it.
   std::string task_outputs;
+  // Feature "stepped_pairs": a second plain dfarm-runner build by sha256, run
+  // beside this one as its partner in a stepped pair (the runner's
+  // --partner-runner, agent/runner/stepped_pair.h) with the order seeded by
+  // partner_seed; "" for none. Kind "dfarm" only, neither build a bundle, no
+  // sustained mode; a host sends it only to an agent that lists the feature.
+  std::string partner_runner_sha256;
+  uint32_t partner_seed = 1;
 };
 
 // One CPU's cpufreq state (/sys/devices/system/cpu/cpuN). Unset: unreadable.

@@ -1,6 +1,7 @@
 #include "agent/runner/runner.h"
 
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -39,6 +40,13 @@ using Clock = std::chrono::steady_clock;
 
 double MicrosSince(Clock::time_point start) {
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+}
+
+// CLOCK_MONOTONIC in microseconds: one clock for every process of the machine.
+double MonotonicMicros() {
+  timespec t{};
+  ::clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<double>(t.tv_sec) * 1e6 + static_cast<double>(t.tv_nsec) / 1e3;
 }
 
 #ifdef DFARM_TEST_SLOWDOWN_FRACTION
@@ -219,6 +227,8 @@ runner_json::Document ToDocument(const RunOutcome& r) {
   doc.sustained = r.sustained;
   doc.task_outputs = r.task_outputs;
   doc.delegate_stats = r.delegate_stats;
+  doc.steps = r.steps;
+  doc.partner = r.partner_json;
   return doc;
 }
 
@@ -422,7 +432,8 @@ bool LoadAndPrepare(const RunnerOptions& options, Job* job, RunOutcome* outcome)
 }
 
 // The job's Invoke() timed by MeasureInvokes.
-bool Measure(const RunnerOptions& options, const Job& job, RunOutcome* outcome) {
+bool Measure(const RunnerOptions& options, const Job& job, RunOutcome* outcome,
+             Stepping* stepping) {
   return MeasureInvokes(
       options,
       [&] {
@@ -451,7 +462,24 @@ bool Measure(const RunnerOptions& options, const Job& job, RunOutcome* outcome) 
 #endif
         return s.ok() || Failed(outcome, job.Classify(s), s.message());
       },
-      outcome);
+      outcome, stepping);
+}
+
+// A stepped pair's side of this runner (stepped_pair.h), or null: the driver
+// starts its partner and waits until it is warm, before loading itself, so
+// the two never load at once.
+std::unique_ptr<Stepping> StartStepping(const RunnerOptions& options, PartnerRunner** partner) {
+  *partner = nullptr;
+  if (!options.partner_runner.empty()) {
+    auto driver = std::make_unique<PartnerRunner>(options);
+    driver->StartAndWait();
+    *partner = driver.get();
+    return driver;
+  }
+  if (options.step_read_fd >= 0) {
+    return std::make_unique<StepFds>(options.step_read_fd, options.step_write_fd);
+  }
+  return nullptr;
 }
 
 // --accuracy-reference layers: after the outputs, every layer on input set 0.
@@ -885,7 +913,8 @@ Result<uint32_t> DelegateThreads(const RunnerOptions& options) {
 }
 
 bool MeasureInvokes(const RunnerOptions& options, const std::function<bool()>& invoke,
-                    RunOutcome* outcome) {
+                    RunOutcome* outcome, Stepping* stepping) {
+  if (stepping && !outcome->steps) outcome->steps.emplace();
   auto timed = [&](double* us_out) {
     const Clock::time_point start = Clock::now();
 #ifdef DFARM_TEST_COUNTED_CLOCK
@@ -915,13 +944,27 @@ bool MeasureInvokes(const RunnerOptions& options, const std::function<bool()>& i
     return true;
   }
   outcome->samples_us.reserve(options.num_runs);
+  if (stepping) stepping->Warm();
   const Clock::time_point steady_start = Clock::now();
   const std::chrono::duration<double> min_duration(options.min_secs);
-  while (outcome->samples_us.size() < options.num_runs ||
-         Clock::now() - steady_start < min_duration) {
+  const auto more = [&] {
+    if (stepping && stepping->Driven()) return true;
+    return outcome->samples_us.size() < options.num_runs ||
+           Clock::now() - steady_start < min_duration;
+  };
+  while (more()) {
+    const size_t k = outcome->samples_us.size();
+    if (stepping && !stepping->Before(k)) break;
+    if (stepping) outcome->steps->starts_us.push_back(MonotonicMicros());
     double us = 0;
     if (!timed(&us)) return false;
     outcome->samples_us.push_back(us);
+    if (stepping) stepping->After(k);
+  }
+  if (stepping) stepping->Done();
+  if (stepping && outcome->samples_us.empty()) {
+    return Failed(outcome, RunnerStatus::kInternalError,
+                  "--step-fds: the driver ended the pair before the first measured run");
   }
   Metrics& metrics = outcome->metrics;
   static_cast<LatencyStats&>(metrics) = ComputeLatencyStats(outcome->samples_us);
@@ -955,13 +998,15 @@ RunOutcome Run(const RunnerOptions& options, std::ostream& log) {
   Job job;
   if (options.init_only) return InitOnly(options, log, std::move(outcome));
   if (!ChooseDelegate(options, log, &job, &outcome)) return outcome;
+  PartnerRunner* partner = nullptr;
+  const std::unique_ptr<Stepping> stepping = StartStepping(options, &partner);
   PrepareSerializationDir(options, log);
   if (!LoadAndPrepare(options, &job, &outcome)) return outcome;
   if (Result<void> r = SetInputs(options, job.interpreter->inputs()); !r.ok()) {
     Failed(&outcome, RunnerStatus::kModelError, r.message());
     return outcome;
   }
-  if (!Measure(options, job, &outcome)) return outcome;
+  if (!Measure(options, job, &outcome, stepping.get())) return outcome;
   HashOutputs(job.interpreter->outputs(), &outcome);
   if (!options.dump_outputs_dir.empty()) {
     if (Result<void> r = DumpOutputs(*job.interpreter, options.dump_outputs_dir); !r.ok()) {
@@ -990,6 +1035,8 @@ RunOutcome Run(const RunnerOptions& options, std::ostream& log) {
     }
   }
   if (HasOption(options, "serialization_dir")) MeasureWarmInit(options, log, &outcome);
+  if (partner) partner->Collect(&*outcome.steps, &outcome.partner_json);
+  if (outcome.steps) outcome.steps->role = partner ? "driver" : "partner";
   return outcome;
 }
 

@@ -17,6 +17,7 @@
 #include "agent/runner/profile.h"
 #include "agent/runner/runner_options.h"
 #include "agent/runner/runner_values.h"
+#include "agent/runner/stepped_pair.h"
 #include "runtime/dtype.h"
 #include "runtime/tensor.h"
 
@@ -68,6 +69,10 @@ struct RunOutcome {
   // The delegate's Stats() after AllocateTensors(); empty for
   // kernels only and delegates without figures.
   DelegateStats delegate_stats;
+  // A stepped pair (stepped_pair.h): this runner's side, and for the driver
+  // its partner's document (JSON text), when it printed a readable one.
+  std::optional<JobSteps> steps;
+  std::optional<std::string> partner_json;
 };
 
 // Runs one job; never throws. Progress notes go to `log`.
@@ -101,8 +106,10 @@ Result<uint32_t> DelegateThreads(const RunnerOptions& options);
 // at least min_secs seconds): fills the timings, the latency statistics,
 // samples_us and the peak RSS. `invoke` runs the model once; on failure it
 // records the failure in the outcome and returns false, which ends this.
+// With `stepping` (a stepped pair), its hooks around each measured run, and
+// outcome->steps->starts_us gets each measured run's start.
 bool MeasureInvokes(const RunnerOptions& options, const std::function<bool()>& invoke,
-                    RunOutcome* outcome);
+                    RunOutcome* outcome, Stepping* stepping = nullptr);
 
 // Sustained mode's measured runs (MeasureInvokes with --sustained-secs): runs
 // until `secs` seconds have passed, at least once, and fills the curve. The

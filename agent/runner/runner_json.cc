@@ -292,6 +292,28 @@ bool ParseClassMaps(const json& sets, TaskOutputs& out) {
   return true;
 }
 
+// "steps" of a stepped pair; unset when absent or not an object.
+std::optional<JobSteps> ParseSteps(const json& doc) {
+  if (!doc.contains("steps") || !doc["steps"].is_object()) return std::nullopt;
+  const json& s = doc["steps"];
+  JobSteps out;
+  const auto text = [&s](const char* key) {
+    return s.contains(key) && s[key].is_string() ? s[key].get<std::string>() : std::string();
+  };
+  out.role = text("role");
+  out.order = text("order");
+  out.partner_error = text("partner_error");
+  if (s.contains("partner_steps") && s["partner_steps"].is_number_integer()) {
+    out.partner_steps = s["partner_steps"].get<int64_t>();
+  }
+  if (s.contains("starts_us") && s["starts_us"].is_array()) {
+    for (const json& t : s["starts_us"]) {
+      if (t.is_number()) out.starts_us.push_back(t.get<double>());
+    }
+  }
+  return out;
+}
+
 // Unset when absent or malformed (an unknown kind, a set not of its kind's
 // form): the host then has no task outputs to judge.
 std::optional<TaskOutputs> ParseTaskOutputs(const json& doc) {
@@ -410,6 +432,10 @@ Document ParseDocument(const json& doc) {
   out.sustained = ParseSustained(doc);
   out.task_outputs = ParseTaskOutputs(doc);
   out.delegate_stats = ParseDelegateStats(doc);
+  out.steps = ParseSteps(doc);
+  if (doc.contains("partner") && doc["partner"].is_object()) {
+    out.partner = doc["partner"].dump(-1, ' ', false, json::error_handler_t::replace);
+  }
   return out;
 }
 
@@ -439,6 +465,11 @@ json ToJson(const Document& doc) {
   if (doc.sustained) out["sustained"] = SustainedJson(*doc.sustained);
   if (doc.task_outputs) out["task_outputs"] = TaskOutputsJson(*doc.task_outputs);
   if (!doc.delegate_stats.empty()) out["delegate_stats"] = DelegateStatsJson(doc.delegate_stats);
+  if (doc.steps) out["steps"] = StepsJson(*doc.steps);
+  if (doc.partner) {
+    json partner = json::parse(*doc.partner, nullptr, false);
+    if (partner.is_object()) out["partner"] = std::move(partner);
+  }
   return out;
 }
 
@@ -530,6 +561,20 @@ json TaskOutputsJson(const TaskOutputs& task) {
             {"sets", std::move(sets)}};
   }
   return {{"kind", task.kind}, {"k", task.k}, {"output", task.output}, {"sets", task.sets}};
+}
+
+// "steps": role and starts_us always; the driver's order and partner_steps;
+// partner_error only when set.
+json StepsJson(const JobSteps& s) {
+  json out = json::object();
+  out["role"] = s.role;
+  out["starts_us"] = s.starts_us;
+  if (s.role == "driver") {
+    out["order"] = s.order;
+    out["partner_steps"] = s.partner_steps;
+  }
+  if (!s.partner_error.empty()) out["partner_error"] = s.partner_error;
+  return out;
 }
 
 json SustainedJson(const JobSustained& s) {

@@ -27,6 +27,7 @@ namespace dfarm::runner_json {
 using runner::Accuracy;
 using runner::JobPlacement;
 using runner::JobProfile;
+using runner::JobSteps;
 using runner::JobSustained;
 using runner::LayerError;
 using runner::Metrics;
@@ -81,6 +82,11 @@ struct Document {
   std::optional<JobSustained> sustained;    // only with --sustained-secs
   std::optional<TaskOutputs> task_outputs;  // only with --task-outputs
   runner::DelegateStats delegate_stats;     // the delegate's Stats(); empty: no key
+  std::optional<JobSteps> steps;            // only in a stepped pair
+  // The driver of a stepped pair: its partner's whole document ("partner"),
+  // as JSON text (compact), whatever its status; unset when the partner
+  // printed no readable one (steps->partner_error says why).
+  std::optional<std::string> partner;
 };
 
 // True when `doc` is an ok document (status "ok").
@@ -109,6 +115,8 @@ nlohmann::json AccuracyJson(const Accuracy& accuracy);
 nlohmann::json ProfileJson(const JobProfile& profile);
 // "sustained": {"secs","window_ms","windows":[{"t_ms","runs","mean_us","p50_us","max_us"}]}.
 nlohmann::json SustainedJson(const JobSustained& sustained);
+// "steps" (a stepped pair): {"role","starts_us"[,"order","partner_steps"][,"partner_error"]}.
+nlohmann::json StepsJson(const JobSteps& steps);
 // "task_outputs": {"kind":"topk","k","output","sets":[[index,...],...]},
 // {"kind":"boxes","outputs":[B,C,S,N],"max","sets":[[[class,score,ymin,xmin,
 // ymax,xmax],...],...]}, {"kind":"anchors","outputs":[B,S],"max","score",

@@ -197,6 +197,38 @@ TEST(RunnerJsonTest, TaskOutputsRoundTripAndMalformedAreLeftOut) {
   }
 }
 
+TEST(RunnerJsonTest, SteppedPairRoundTripsWithItsPartnerDocument) {
+  const std::string partner =
+      R"({"delegate":"cpu","inputs":[],"model":"m.tflite","outputs":[],"samples_us":[2.0],)"
+      R"("status":"ok","steps":{"role":"partner","starts_us":[15.5]}})";
+  const std::string text =
+      R"({"delegate":"cpu","inputs":[],"model":"m.tflite","outputs":[],)"
+      R"("partner":)" +
+      partner +
+      R"(,"samples_us":[1.0],"status":"ok","steps":{"order":"AB","partner_steps":1,)"
+      R"("role":"driver","starts_us":[10.25]}})";
+  auto parsed = ParseRunnerJson(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.message();
+  ASSERT_TRUE(parsed->steps.has_value());
+  EXPECT_EQ(parsed->steps->role, "driver");
+  EXPECT_EQ(parsed->steps->order, "AB");
+  EXPECT_EQ(parsed->steps->partner_steps, 1);
+  EXPECT_EQ(parsed->steps->starts_us, std::vector<double>{10.25});
+  EXPECT_TRUE(parsed->steps->partner_error.empty());
+  ASSERT_TRUE(parsed->partner.has_value());
+  auto inner = ParseRunnerJson(*parsed->partner);
+  ASSERT_TRUE(inner.ok()) << inner.message();
+  EXPECT_EQ(inner->steps->role, "partner");
+  EXPECT_EQ(inner->samples_us, std::vector<double>{2.0});
+  // Written again: the same keys, the partner's document inside.
+  EXPECT_EQ(WriteRunnerJson(*parsed), text);
+  // partner_error only when set; a partner's steps have no order.
+  parsed->steps->partner_error = "partner runner ended before it was ready";
+  EXPECT_THAT(WriteRunnerJson(*parsed),
+              HasSubstr(R"("partner_error":"partner runner ended before it was ready")"));
+  EXPECT_THAT(StepsJson(inner->steps.value()).dump(), Not(HasSubstr("order")));
+}
+
 TEST(RunnerJsonTest, BoxesAndClassMapsRoundTripAndMalformedAreLeftOut) {
   runner::TaskOutputs boxes;
   boxes.kind = "boxes";

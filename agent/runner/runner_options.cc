@@ -7,6 +7,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "agent/protocol/status.h"
@@ -147,10 +148,57 @@ Result<void> ParseTaskOutputs(const std::string& text, RunnerOptions& o) {
   return Ok();
 }
 
+// --step-fds R,W into `o`, and --partner-runner's partner_args; a stepped pair
+// has no sustained mode and no --init-only, and a runner is a driver or a
+// partner, not both.
+Result<void> ParseStepping(int argc, const char* const* argv, const std::string& step_fds,
+                           RunnerOptions& o) {
+  if (!step_fds.empty()) {
+    int r = -1, w = -1;
+    char tail = 0;
+    if (std::sscanf(step_fds.c_str(), "%d,%d%c", &r, &w, &tail) != 2 || r < 0 || w < 0) {
+      return MakeError("--step-fds '" + step_fds + "': expected R,W (two descriptor numbers)");
+    }
+    o.step_read_fd = r;
+    o.step_write_fd = w;
+  }
+  const bool driver = !o.partner_runner.empty();
+  if (!driver && step_fds.empty()) return Ok();
+  if (driver && !step_fds.empty()) {
+    return MakeError(
+        "--partner-runner and --step-fds do not combine (a runner drives or is "
+        "driven)");
+  }
+  if (o.sustained_secs > 0 || o.init_only) {
+    return MakeError(std::string(driver ? "--partner-runner" : "--step-fds") +
+                     " does not combine with " +
+                     (o.init_only ? "--init-only" : "--sustained-secs"));
+  }
+  if (!driver) return Ok();
+  // Flags with a value, left out of the partner's command line.
+  static constexpr std::string_view kDropped[] = {"--partner-runner", "--partner-seed",
+                                                  "--dump-outputs"};
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    bool dropped = false;
+    for (std::string_view flag : kDropped) {
+      if (arg == flag) {
+        ++i;  // and its value
+        dropped = true;
+      } else if (arg.size() > flag.size() && arg.substr(0, flag.size()) == flag &&
+                 arg[flag.size()] == '=') {
+        dropped = true;
+      }
+    }
+    if (!dropped) o.partner_args.emplace_back(arg);
+  }
+  return Ok();
+}
+
 // The flags, into `o` (--delegate-options and --use_xnnpack as given, for
 // ParseCommandLine to check). benchmark_model's spellings are aliases.
 void AddFlags(CLI::App& app, RunnerOptions& o, std::string& delegate_options,
-              std::string& use_xnnpack, std::string& task_outputs) {
+              std::string& use_xnnpack, std::string& task_outputs, std::string& step_fds) {
   app.add_option("--model,--graph", o.model, "The .tflite model to run")->required();
   app.add_option("--delegate", o.delegate, "Delegate to run with")->capture_default_str();
   app.add_option("--delegate-options", delegate_options, "Delegate options, 'k1:v1;k2:v2'");
@@ -207,6 +255,15 @@ void AddFlags(CLI::App& app, RunnerOptions& o, std::string& delegate_options,
              "benchmark_model's flag spellings are accepted too: --graph, --num_runs, "
              "--warmup_runs, --num_threads, --use_xnnpack, --enable_op_profiling.\n");
   app.add_flag("--json", o.json, "Print one JSON document on stdout (human text goes to stderr)");
+  app.add_option("--partner-runner", o.partner_runner,
+                 "A stepped pair: start this runner with the same arguments as a partner, and "
+                 "take turns with it run by run (the JSON's \"partner\" and \"steps\")");
+  app.add_option("--partner-seed", o.partner_seed,
+                 "The seed of a stepped pair's order (ABBA blocks)")
+      ->capture_default_str();
+  app.add_option("--step-fds", step_fds,
+                 "(internal) a stepped pair's partner: R,W, the descriptors its driver steps it "
+                 "over");
   app.add_flag("--init-only", o.init_only,
                "Load the model and prepare the delegate only: init_us and delegate_stats (the "
                "runner's own second start with serialization_dir)");
@@ -244,8 +301,8 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
       "and outputs (docs/CONTRACTS.md)",
       "dfarm-runner"};
   app.set_version_flag("--version", std::string("dfarm-runner ") + DFARM_VERSION);
-  std::string task_outputs;
-  AddFlags(app, o, delegate_options, use_xnnpack, task_outputs);
+  std::string task_outputs, step_fds;
+  AddFlags(app, o, delegate_options, use_xnnpack, task_outputs, step_fds);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -274,6 +331,11 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   }
   o.delegate_options = std::move(*options);
   if (Result<void> r = ParseTaskOutputs(task_outputs, o); !r.ok()) {
+    parsed.action = ParsedCommandLine::Action::kUsageError;
+    parsed.error = r.message();
+    return parsed;
+  }
+  if (Result<void> r = ParseStepping(argc, argv, step_fds, o); !r.ok()) {
     parsed.action = ParsedCommandLine::Action::kUsageError;
     parsed.error = r.message();
   }

@@ -60,6 +60,19 @@ struct RunnerOptions {
   // report init_us and the delegate's stats; the runner starts itself so for
   // a delegate's second start (init_warm_us, serialization_dir).
   bool init_only = false;
+  // Stepped pairs (agent/runner/stepped_pair.h). --partner-runner PATH: this
+  // runner drives a partner runner, PATH started with partner_args, taking
+  // turns with it run by run in an order seeded by partner_seed
+  // (--partner-seed); its document goes under "partner". --step-fds R,W: this
+  // runner is such a partner, stepped over those descriptors. -1: not.
+  std::string partner_runner;
+  uint32_t partner_seed = 1;
+  // This runner's own arguments (argv[1..]) less --partner-runner,
+  // --partner-seed and --dump-outputs; filled by ParseCommandLine when
+  // --partner-runner is given.
+  std::vector<std::string> partner_args;
+  int step_read_fd = -1;
+  int step_write_fd = -1;
 };
 
 // What parsing the command line decided.

@@ -176,6 +176,24 @@ struct JobSustained {
   std::vector<SustainedWindow> windows;  // in time order
 };
 
+// "steps": the timed runs of a stepped pair (agent/runner/stepped_pair.h),
+// whose two runner processes take turns run by run. role "driver" (the
+// runner given --partner-runner) or "partner" (--step-fds); starts_us: when
+// each of samples_us began, in microseconds of CLOCK_MONOTONIC (one clock for
+// every process of the machine, so the two lists merge in time order). The
+// driver also gives order: one letter per timed run of either process in the
+// order they ran, "A" its own, "B" its partner's; partner_steps: the
+// partner's runs it stepped; partner_error: why the partner did not run
+// beside it to the end (not started, died, no readable result), absent when
+// it did.
+struct JobSteps {
+  std::string role;
+  std::vector<double> starts_us;
+  std::string order;
+  int64_t partner_steps = 0;
+  std::string partner_error;
+};
+
 // "task_outputs" (--task-outputs): for task accuracy on a labelled set, per
 // input set (in --inputs order) what the host scores against the labels.
 //   kind "topk" (topk:K[:OUTPUT]): the indices of output OUTPUT's K highest

@@ -339,6 +339,13 @@ int AddJobDetailJson(store::Store& store, const store::JobRow& j, json& job, Con
   job["exit_code"] = detail ? detail->exit_code : -1;
   job["signal"] = detail ? detail->signal : 0;
   job["stderr_tail"] = detail ? detail->stderr_tail : "";
+  // A stepped pair's side of this job (the runner document's "steps"); null when not stepped.
+  job["steps"] = nullptr;
+  if (detail) {
+    if (auto doc = runner_json::ParseRunnerJson(detail->runner_json); doc && doc->steps) {
+      job["steps"] = runner_json::StepsJson(*doc->steps);
+    }
+  }
   auto telemetry = store.GetTelemetry(j.id);
   if (!telemetry) return ctx.Fail(telemetry.error());
   job["telemetry"] = TelemetryJson(*telemetry);

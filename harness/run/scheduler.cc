@@ -38,9 +38,10 @@ uint32_t SustainedMs(const BenchmarkSpec& b) {
   return static_cast<uint32_t>(std::llround(b.sustained_s * 1000));
 }
 
+}  // namespace
+
 // The wire form of a scheduled job: the one conversion from the host's job to
-// what the agent runs (runner_sha256: the runner pushed over this connection;
-// features: the agent's, from hello).
+// what the agent runs.
 agent::JobSpec ToJobSpec(const SweepJob& job, const std::string& runner_sha256,
                          const std::vector<std::string>& features) {
   agent::JobSpec spec;
@@ -84,8 +85,6 @@ agent::JobSpec ToJobSpec(const SweepJob& job, const std::string& runner_sha256,
   }
   return spec;
 }
-
-}  // namespace
 
 Worker* SchedulerCore::Find(const std::string& device) const {
   auto it = by_name_.find(device);

@@ -96,6 +96,8 @@ struct SchedulerContext {
   // harness/farm/node.h); null: a pool of open_store with one per worker.
   store::StorePool* store_pool = nullptr;
   std::string runner_path;  // pushed to every device before its first job
+  // A paired sweep's pairs may run as stepped pairs (spec pairing.stepped).
+  bool stepped_pairs = true;
   SchedulerSpec policy;
   Progress* progress = nullptr;               // borrowed, may be null
   const std::atomic<bool>* cancel = nullptr;  // borrowed, may be null

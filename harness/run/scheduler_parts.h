@@ -38,6 +38,7 @@ struct Worker {
   bool done = false;    // its thread has ended or is ending
   uint32_t infra_in_a_row = 0;
   bool cooldown_noted = false;  // its worker thread only
+  bool stepping_noted = false;  // its worker thread only: why pairs do not step, said once
   std::thread thread;
 };
 
@@ -73,6 +74,11 @@ class JobSource {
   // The runner build `job` runs.
   virtual const std::string& RunnerFor(const SweepJob& job) const = 0;
 };
+
+// The wire form of a scheduled job (runner_sha256: the runner pushed over
+// this connection; features: the agent's, from hello).
+agent::JobSpec ToJobSpec(const SweepJob& job, const std::string& runner_sha256,
+                         const std::vector<std::string>& features);
 
 // `jobs`: stored, each naming one of the core's workers (Start checks).
 std::unique_ptr<JobSource> MakeSweepSource(SchedulerCore& core, std::vector<SweepJob> jobs);
@@ -113,6 +119,14 @@ class SchedulerCore {
   Result<void> RunOne(Worker& w, store::StorePool& db, WorkerConnection& c, SweepJob& job);
   Result<void> Record(Worker& w, store::StorePool& db, const SweepJob& job,
                       const store::JobOutcome& given);
+  // Runs `first` and `second`, the two jobs of one pair of a paired sweep in
+  // the order they would run, as one stepped pair (stepped_pairs.h): `first`
+  // drives. False when they cannot step, or the attempt ended infra, with
+  // neither recorded (the caller runs them back to back); true when both
+  // were recorded (a partner that did not step beside its driver was run
+  // alone) or left queued by a cancel. Errors are store failures only.
+  Result<bool> RunPair(Worker& w, store::StorePool& db, WorkerConnection& c, SweepJob& first,
+                       SweepJob& second);
   // Back to the queue: a claimed job gives its claim back; else "queued".
   Result<void> Requeue(store::StorePool& db, const SweepJob& job);
 
@@ -137,6 +151,8 @@ class SchedulerCore {
   Result<bool> MarkRunning(Worker& w, store::StorePool& db, const SweepJob& job);
   Result<AttemptEnd> RunOnDevice(Worker& w, store::StorePool& db, WorkerConnection& c,
                                  const SweepJob& job, const CooldownOutcome& cool);
+  Result<bool> RunPairOnDevice(Worker& w, store::StorePool& db, WorkerConnection& c,
+                               SweepJob& first, SweepJob& second, const std::string& partner_sha);
   bool Cooling() const;
   Result<void> RecordArtifact(store::StorePool& db, const char* kind, const std::string& sha,
                               const std::string& path);

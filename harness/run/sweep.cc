@@ -169,6 +169,7 @@ SchedulerContext SharedContext(const SweepSpec& spec, store::Store& store, Devic
   ctx.devices = &provider;
   ctx.open_store = options.open_store;
   ctx.policy = spec.scheduler;
+  ctx.stepped_pairs = spec.pairing.stepped;
   ctx.progress = progress;
   ctx.cancel = options.cancel;
   ctx.allow_runner_change = options.allow_runner_change;

@@ -41,6 +41,7 @@ class SweepSource final : public JobSource {
 
  private:
   Result<void> CheckRunner();
+  Result<void> RunNext(Worker& w, store::StorePool& db, WorkerConnection& s, SweepJob& job);
   SweepJob* NextJob(Worker& w);
   void PushLocked(Worker& target, SweepJob* job);
   Worker* PickTarget(const Worker& from);
@@ -89,12 +90,37 @@ void SweepSource::Serve(Worker& w, store::StorePool& db, WorkerConnection& s) {
     core_.cv().notify_all();
   }
   while (auto i = NextJob(w)) {
-    if (auto r = core_.RunOne(w, db, s, *i); !r) {
+    if (auto r = RunNext(w, db, s, *i); !r) {
       core_.Fatal(r.error());
       break;
     }
   }
   s.session.reset();  // closes the connection, stops a local agent
+}
+
+// Runs `job`; when the next job of `w` is its pair's other job, both, as
+// one stepped pair where they can step, else back to back.
+Result<void> SweepSource::RunNext(Worker& w, store::StorePool& db, WorkerConnection& s,
+                                  SweepJob& job) {
+  SweepJob* other = nullptr;
+  if (job.pair != 0 && ctx_.stepped_pairs) {
+    std::lock_guard lock(core_.mu());
+    if (!w.queue.empty() && w.queue.front()->pair == job.pair) {
+      other = w.queue.front();
+      w.queue.pop_front();
+    }
+  }
+  if (other == nullptr) return core_.RunOne(w, db, s, job);
+  auto stepped = core_.RunPair(w, db, s, job, *other);
+  if (!stepped) return stepped.error();
+  if (*stepped) return Ok();
+  if (auto r = core_.RunOne(w, db, s, job); !r) return r;
+  if (core_.Cancelled()) {
+    std::lock_guard lock(core_.mu());
+    w.queue.push_front(other);  // still queued: NextJob retires the worker
+    return Ok();
+  }
+  return core_.RunOne(w, db, s, *other);
 }
 
 // Records each runner build its jobs run with the run, or refuses a run

@@ -495,7 +495,14 @@ class Parser {
       return Fail("pairing", std::string("expected an object {\"baseline_runner\": NAME}, got ") +
                                  JsonTypeName(p));
     }
-    if (auto r = CheckKeys(p, "pairing", {"baseline_runner"}); !r) return r.error();
+    if (auto r = CheckKeys(p, "pairing", {"baseline_runner", "stepped"}); !r) return r.error();
+    if (p.contains("stepped")) {
+      if (!p["stepped"].is_boolean()) {
+        return Fail("pairing.stepped",
+                    std::string("expected true or false, got ") + JsonTypeName(p["stepped"]));
+      }
+      spec.pairing.stepped = p["stepped"].get<bool>();
+    }
     if (!p.contains("baseline_runner")) {
       return Fail("pairing", "missing key 'baseline_runner' (the name of the baseline runner)");
     }
@@ -1180,7 +1187,10 @@ std::string SweepSpec::ToJson() const {
       doc["runners"].push_back(std::move(entry));
     }
   }
-  if (pairing.enabled()) doc["pairing"] = {{"baseline_runner", pairing.baseline_runner}};
+  if (pairing.enabled()) {
+    doc["pairing"] = {{"baseline_runner", pairing.baseline_runner}};
+    if (!pairing.stepped) doc["pairing"]["stepped"] = false;
+  }
   doc["benchmark"] = {
       {"warmup_runs", benchmark.warmup_runs},
       {"num_runs", benchmark.num_runs},

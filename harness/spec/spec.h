@@ -136,6 +136,8 @@ struct RunnerSpec {
 // pairs, trial by trial on the same device (ExpandMatrix: ABBA blocks in a
 // seeded order), so the gate judges paired differences (docs/gate.md,
 // "Paired A/B"). NAME is the baseline; the other runner is the candidate.
+// {"baseline_runner": NAME, "stepped": false} runs each pair as two whole
+// jobs back to back, never as one stepped pair.
 // A farm run's claim order and patience (spec "farm"; used by a sweep with
 // a PostgreSQL --db only): nodes claim the jobs of the highest priority first
 // (0..9, the store's kRunPriority*), and its queued jobs end not_run when no
@@ -147,6 +149,9 @@ struct FarmSpec {
 
 struct PairingSpec {
   std::string baseline_runner;  // "": not paired
+  // "stepped" (default true): a pair runs as one stepped pair where it can
+  // (harness/run/stepped_pairs.h); false: always as two jobs back to back.
+  bool stepped = true;
   bool enabled() const { return !baseline_runner.empty(); }
 };
 

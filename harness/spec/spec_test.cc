@@ -400,6 +400,16 @@ TEST_F(SpecTest, PairingNamesTheBaselineOfTwoRunners) {
   auto again = ParseSpec(spec->ToJson(), "stored");
   ASSERT_TRUE(again.ok()) << again.message();
   EXPECT_EQ(again->pairing.baseline_runner, "release");
+  EXPECT_TRUE(again->pairing.stepped);
+  EXPECT_EQ(spec->ToJson().find("stepped"), std::string::npos);
+  // "stepped": false, kept by the stored spec.
+  auto jobs = Parse(R"({"models":["../models/a.tflite"],)" + runners +
+                    R"(,"pairing":{"baseline_runner":"release","stepped":false}})");
+  ASSERT_TRUE(jobs.ok()) << jobs.message();
+  EXPECT_FALSE(jobs->pairing.stepped);
+  auto stored = ParseSpec(jobs->ToJson(), "stored");
+  ASSERT_TRUE(stored.ok()) << stored.message();
+  EXPECT_FALSE(stored->pairing.stepped);
   // Without "pairing": not paired, and the stored spec has no key.
   auto plain = Parse(R"({"models":["../models/a.tflite"],)" + runners + "}");
   ASSERT_TRUE(plain.ok()) << plain.message();
@@ -422,7 +432,9 @@ TEST_F(SpecTest, PairingErrorsNameTheField) {
               HasSubstr("pairing.baseline_runner: 'main' is not one of the spec's runners "
                         "('release', 'rc')"));
   EXPECT_THAT(Error(m + two + R"(,"pairing":{"baseline_runner":"rc","order":"abba"}})"),
-              HasSubstr("unknown key 'order' in pairing (expected baseline_runner)"));
+              HasSubstr("unknown key 'order' in pairing (expected baseline_runner, stepped)"));
+  EXPECT_THAT(Error(m + two + R"(,"pairing":{"baseline_runner":"rc","stepped":"no"}})"),
+              HasSubstr("pairing.stepped: expected true or false, got string"));
   EXPECT_THAT(Error(m + R"("pairing":{"baseline_runner":"rc"}})"),
               HasSubstr("pairing: pairs exactly two runners (a baseline and a candidate); the "
                         "spec has 0 in 'runners'"));

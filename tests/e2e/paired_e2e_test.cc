@@ -7,15 +7,22 @@
 //   pairs of one trial each, ABBA blocks, and `show --json` keeps each pair;
 // - the slowed build is `regressed` paired (and with the automatic pairing of a
 //   run gated against itself), the same build against itself passes;
-// - `--paired` on a run without "pairing" is a usage error naming the run.
+// - `--paired` on a run without "pairing" is a usage error naming the run;
+// - each pair runs as one stepped pair (dfarm-runner --partner-runner): the two
+//   jobs' samples alternate in time (`show --job --json` "steps"), and a
+//   runner that cannot step (a wrapper that drops the stepping flags, as an
+//   older dfarm-runner would not know them) makes its pairs run back to back,
+//   with a note, the gate unchanged; "pairing.stepped": false never steps.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/e2e/e2e_shell.h"
@@ -99,6 +106,30 @@ class PairedE2eTest : public ::testing::Test {
 
   std::string AgentStore() const { return (dir_ / "agent-store").string(); }
 
+  // The "steps" of job `job` of `run` (`show --job --json`); null when it was not stepped.
+  json StepsOf(int64_t run, int64_t job) {
+    Outcome o = Dfarm({"show", std::to_string(run), "--job", std::to_string(job), "--json"});
+    json doc = json::parse(o.out, nullptr, false);
+    if (!doc.is_object() || !doc.contains("jobs") || doc["jobs"].size() != 1u ||
+        !doc["jobs"][0].contains("steps")) {
+      ADD_FAILURE() << "show --job " << job << ": " << o.all();
+      return nullptr;
+    }
+    return doc["jobs"][0]["steps"];
+  }
+
+  // The jobs of `run` by pair, in id order (`show --json`).
+  std::map<int64_t, std::vector<json>> JobsByPair(int64_t run) {
+    json shown = json::parse(Dfarm({"show", std::to_string(run), "--json"}).out, nullptr, false);
+    std::map<int64_t, std::vector<json>> out;
+    if (!shown.is_object() || !shown.contains("jobs")) {
+      ADD_FAILURE() << shown;
+      return out;
+    }
+    for (const json& job : shown["jobs"]) out[job.value("pair", int64_t{0})].push_back(job);
+    return out;
+  }
+
   fs::path model_, bin_, dir_;
   std::string db_;
 };
@@ -129,6 +160,26 @@ TEST_F(PairedE2eTest, InterleavedPairsAndASlowedBuildIsRegressed) {
     if (pair % 2 == 0) {  // ABBA: trials 2k and 2k+1 run in opposite orders
       EXPECT_NE(runners[0], runners_by_pair[pair - 1][0]) << "block of pairs " << pair - 1;
     }
+  }
+
+  // Each pair ran as one stepped pair: its first job drove, its second was the
+  // partner, and their measured runs alternated as the driver's order says.
+  for (const auto& [pair, jobs] : JobsByPair(run)) {
+    ASSERT_EQ(jobs.size(), 2u) << pair;
+    const json driver = StepsOf(run, jobs[0]["id"].get<int64_t>());
+    const json partner = StepsOf(run, jobs[1]["id"].get<int64_t>());
+    ASSERT_TRUE(driver.is_object() && partner.is_object()) << "pair " << pair;
+    EXPECT_EQ(driver.value("role", ""), "driver");
+    EXPECT_EQ(partner.value("role", ""), "partner");
+    EXPECT_FALSE(driver.contains("partner_error")) << driver.dump();
+    std::vector<std::pair<double, char>> starts;
+    for (const json& t : driver["starts_us"]) starts.emplace_back(t.get<double>(), 'A');
+    for (const json& t : partner["starts_us"]) starts.emplace_back(t.get<double>(), 'B');
+    std::sort(starts.begin(), starts.end());
+    std::string merged;
+    for (const auto& st : starts) merged += st.second;
+    EXPECT_EQ(merged.size(), 20u) << "10 runs of each";
+    EXPECT_EQ(merged, driver.value("order", "")) << "pair " << pair;
   }
 
   int code = -1;
@@ -168,6 +219,69 @@ TEST_F(PairedE2eTest, SameBuildPairedWithItselfPasses) {
   EXPECT_EQ(code, 0) << doc.dump(2);
   EXPECT_EQ(doc["cells"][0]["latency"].value("paired", false), true);
   EXPECT_EQ(doc["cells"][0].value("verdict", ""), "pass") << doc.dump(2);
+}
+
+TEST_F(PairedE2eTest, RunnerThatCannotStepRunsItsPairsBackToBack) {
+  // "rc" is dfarm-runner-counted behind a script that drops the stepping
+  // flags (as a runner that predates them would refuse them): as a driver it
+  // runs alone, as a partner it never gets ready.
+  const fs::path wrapper = dir_ / "no-stepping-runner";
+  std::ofstream(wrapper)
+      << "#!/bin/sh\n"
+         "n=$#\n"
+         "while [ $n -gt 0 ]; do\n"
+         "  a=$1; shift; n=$((n - 1))\n"
+         "  case $a in\n"
+         "    --partner-runner|--partner-seed|--step-fds) shift; n=$((n - 1));;\n"
+         "    *) set -- \"$@\" \"$a\";;\n"
+         "  esac\n"
+         "done\n"
+         "exec '"
+      << (bin_ / "dfarm-runner-counted").string() << "' \"$@\"\n";
+  fs::permissions(wrapper, fs::perms::owner_all);
+  json spec = Spec("dfarm-runner-counted", "dfarm-runner-counted");
+  spec["runners"][1]["builds"]["x86_64"] = wrapper.string();
+  const fs::path p = dir_ / "fallback.json";
+  std::ofstream(p) << spec.dump(2);
+  Outcome o = Dfarm({"sweep", p.string(), "--json", "--agent-store", AgentStore()});
+  ASSERT_EQ(o.code, 0) << o.all();
+  EXPECT_NE(o.err.find("did not step beside"), std::string::npos) << o.err;
+  const int64_t run = json::parse(o.out)["run_id"].get<int64_t>();
+  const auto pairs = JobsByPair(run);
+  ASSERT_EQ(pairs.size(), static_cast<size_t>(kPairs));
+  for (const auto& [pair, jobs] : pairs) {
+    ASSERT_EQ(jobs.size(), 2u) << pair;
+    for (const json& job : jobs) {
+      EXPECT_EQ(job.value("status", ""), "ok") << job.dump();
+      const json steps = StepsOf(run, job["id"].get<int64_t>());
+      // Nobody stepped as a partner; a driver says why its partner did not step.
+      EXPECT_TRUE(steps.is_null() ||
+                  (steps.value("role", "") == "driver" && steps.contains("partner_error")))
+          << steps.dump();
+    }
+  }
+  int code = -1;
+  json doc = Gate(run, {"--paired"}, &code);
+  ASSERT_FALSE(HasFailure());
+  EXPECT_EQ(doc["cells"][0]["latency"].value("paired", false), true) << doc.dump(2);
+  EXPECT_EQ(doc["cells"][0]["latency"].value("pairs", 0), kPairs) << doc.dump(2);
+}
+
+TEST_F(PairedE2eTest, SteppedFalseRunsWholeJobsBackToBack) {
+  json spec = Spec("dfarm-runner-counted", "dfarm-runner-slow");
+  spec["pairing"]["stepped"] = false;
+  spec["benchmark"]["repeats"] = 2;
+  const int64_t run = Sweep(spec, "jobs");
+  ASSERT_GT(run, 0);
+  const auto pairs = JobsByPair(run);
+  ASSERT_EQ(pairs.size(), 2u);
+  for (const auto& [pair, jobs] : pairs) {
+    ASSERT_EQ(jobs.size(), 2u) << pair;
+    for (const json& job : jobs) {
+      EXPECT_EQ(job.value("status", ""), "ok") << job.dump();
+      EXPECT_TRUE(StepsOf(run, job["id"].get<int64_t>()).is_null());
+    }
+  }
 }
 
 TEST_F(PairedE2eTest, PairedOnAnUnpairedRunIsAUsageError) {
