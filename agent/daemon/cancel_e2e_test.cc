@@ -23,19 +23,6 @@ namespace {
 namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 
-// Pids of processes whose executable is `exe`.
-std::vector<pid_t> ProcessesRunning(const std::string& exe) {
-  std::vector<pid_t> pids;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    auto target = fs::read_symlink(entry.path() / "exe", ec);
-    if (!ec && target == fs::path(exe)) pids.push_back(static_cast<pid_t>(std::stol(name)));
-  }
-  return pids;
-}
-
 TEST(CancelEndToEndTest, HangingPluginJobIsCancelledAndTheDeviceServesTheNext) {
   const std::string runner = std::string(DFARM_BINARY_DIR) + "/bin/dfarm-runner";
   const std::string plugin = std::string(DFARM_BINARY_DIR) + "/lib/libdfarm_bad_plugin_hang.so";
@@ -77,7 +64,7 @@ TEST(CancelEndToEndTest, HangingPluginJobIsCancelledAndTheDeviceServesTheNext) {
   options.cancel = &cancel;
   options.on_progress = [&](const JobProgress& p) {
     if (p.phase != "running" || cancel) return;
-    seen = ProcessesRunning(stored_runner);
+    seen = testing::ProcessesOfExe(stored_runner);
     if (!seen.empty()) cancel = true;
   };
   auto r = (*client)->RunJob(job, options);
@@ -88,7 +75,7 @@ TEST(CancelEndToEndTest, HangingPluginJobIsCancelledAndTheDeviceServesTheNext) {
   errno = 0;
   EXPECT_EQ(::kill(seen[0], 0), -1) << "runner " << seen[0] << " still exists";
   EXPECT_EQ(errno, ESRCH);
-  EXPECT_TRUE(ProcessesRunning(stored_runner).empty());
+  EXPECT_TRUE(testing::ProcessesOfExe(stored_runner).empty());
 
   // The device is free: the same model on the CPU runs at once.
   job.delegate = "cpu";

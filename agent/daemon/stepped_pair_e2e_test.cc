@@ -29,19 +29,6 @@ using ::testing::HasSubstr;
 using json = nlohmann::json;
 namespace tfl = dfarm::testing::tfl;
 
-// Pids of processes whose executable is `exe`.
-std::vector<pid_t> ProcessesOfExe(const std::string& exe) {
-  std::vector<pid_t> pids;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    auto target = fs::read_symlink(entry.path() / "exe", ec);
-    if (!ec && target == fs::path(exe)) pids.push_back(static_cast<pid_t>(std::stol(name)));
-  }
-  return pids;
-}
-
 class SteppedPairAgentTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -139,7 +126,8 @@ TEST_F(SteppedPairAgentTest, CancelAndTimeoutKillBothProcesses) {
   options.cancel = &cancel;
   options.on_progress = [&](const JobProgress& p) {
     if (p.phase != "running" || cancel) return;
-    std::vector<pid_t> both = ProcessesOfExe(runner), other = ProcessesOfExe(partner);
+    std::vector<pid_t> both = testing::ProcessesOfExe(runner),
+                       other = testing::ProcessesOfExe(partner);
     if (both.empty() || other.empty()) return;
     both.insert(both.end(), other.begin(), other.end());
     seen = both;
@@ -160,8 +148,8 @@ TEST_F(SteppedPairAgentTest, CancelAndTimeoutKillBothProcesses) {
   r = client_->RunJob(job_);
   ASSERT_TRUE(r.ok()) << r.message();
   EXPECT_EQ(r->status, "timeout") << r->error;
-  EXPECT_TRUE(ProcessesOfExe(runner).empty());
-  EXPECT_TRUE(ProcessesOfExe(partner).empty());
+  EXPECT_TRUE(testing::ProcessesOfExe(runner).empty());
+  EXPECT_TRUE(testing::ProcessesOfExe(partner).empty());
 }
 
 TEST(SteppedPairAgentPrefixTest, AgentWithARunnerPrefixDoesNotOfferStepping) {

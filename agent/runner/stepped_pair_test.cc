@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "agent/testing/run_process.h"
 #include "tests/model_builder/model_builder.h"
 
 namespace dfarm::testing {
@@ -28,18 +29,8 @@ using json = nlohmann::json;
 
 const std::string kBin = std::string(DFARM_BINARY_DIR) + "/bin/";
 
-struct Process {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using Process = agent::testing::ProcessOutput;
+using agent::testing::ReadWholeFile;
 
 class SteppedPairTest : public ::testing::Test {
  protected:
@@ -63,18 +54,11 @@ class SteppedPairTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  // Runs `program` with `args` (each single-quoted for the shell).
+  // Runs `program` with `args`.
   Process Run(const std::string& program, const std::vector<std::string>& args) {
-    std::string cmd = "'" + program + "'";
-    for (const std::string& a : args) cmd += " '" + a + "'";
-    fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
-    cmd += " >'" + out.string() + "' 2>'" + err.string() + "'";
-    const int status = std::system(cmd.c_str());
-    Process p;
-    p.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    p.out = ReadFile(out);
-    p.err = ReadFile(err);
-    return p;
+    std::vector<std::string> words{program};
+    words.insert(words.end(), args.begin(), args.end());
+    return agent::testing::RunQuoted(words, dir_.string());
   }
 
   // The driver dfarm-runner with `partner` and `runs` measured runs.

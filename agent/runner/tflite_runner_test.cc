@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "agent/runner/runner_json.h"
+#include "agent/testing/run_process.h"
 #include "tests/model_builder/model_builder.h"
 
 namespace dfarm::runner {
@@ -34,22 +35,13 @@ using ::testing::StartsWith;
 
 const char* const kLib = DFARM_TFLITE_LIB;
 
-struct Process {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
+struct Process : agent::testing::ProcessOutput {
   json doc;  // stdout parsed, when it is JSON
 };
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using agent::testing::ReadWholeFile;
 
 std::vector<float> ReadFloats(const fs::path& path) {
-  const std::string bytes = ReadFile(path);
+  const std::string bytes = ReadWholeFile(path);
   std::vector<float> values(bytes.size() / sizeof(float));
   std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
   return values;
@@ -60,8 +52,6 @@ void WriteValues(const fs::path& path, const std::vector<T>& values) {
   std::ofstream out(path, std::ios::binary);
   out.write(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
 }
-
-std::string Quote(const std::string& s) { return "'" + s + "'"; }
 
 class TfliteRunnerTest : public ::testing::Test {
  protected:
@@ -79,16 +69,11 @@ class TfliteRunnerTest : public ::testing::Test {
   // with DFARM_TFLITE_LIB unset.
   Process Run(const std::string& program, const std::vector<std::string>& args,
               const std::string& env = "") {
-    std::string cmd = "env -u DFARM_TFLITE_LIB " + env + " " +
-                      Quote(std::string(DFARM_BINARY_DIR) + "/bin/" + program);
-    for (const std::string& a : args) cmd += " " + Quote(a);
-    const fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
-    cmd += " >" + Quote(out.string()) + " 2>" + Quote(err.string());
-    const int status = std::system(cmd.c_str());
+    std::vector<std::string> words{std::string(DFARM_BINARY_DIR) + "/bin/" + program};
+    words.insert(words.end(), args.begin(), args.end());
     Process p;
-    p.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    p.out = ReadFile(out);
-    p.err = ReadFile(err);
+    static_cast<agent::testing::ProcessOutput&>(p) =
+        agent::testing::RunQuoted(words, dir_.string(), "env -u DFARM_TFLITE_LIB " + env);
     p.doc = json::parse(p.out, nullptr, false);
     return p;
   }
@@ -116,9 +101,9 @@ class TfliteRunnerTest : public ::testing::Test {
 
 // Every float output of run `got` within 1e-4 abs + 1e-4 rel of `want`'s.
 void ExpectOutputsNear(const fs::path& got, const fs::path& want, const std::string& what) {
-  const json index = json::parse(ReadFile(want / "outputs.json"));
+  const json index = json::parse(ReadWholeFile(want / "outputs.json"));
   ASSERT_FALSE(index.empty()) << what;
-  EXPECT_EQ(json::parse(ReadFile(got / "outputs.json")), index) << what;
+  EXPECT_EQ(json::parse(ReadWholeFile(got / "outputs.json")), index) << what;
   for (const json& o : index) {
     if (o["dtype"] != "float32") continue;
     const std::string file = "output_" + std::to_string(o["index"].get<int>()) + ".bin";
@@ -194,9 +179,9 @@ TEST_F(TfliteRunnerTest, SeededQuantizedAndHalfInputsAreTheSameBytes) {
   }
   for (int i = 0; i < 3; ++i) {
     const std::string file = "output_" + std::to_string(i) + ".bin";
-    const std::string got = ReadFile(dir_ / kTfliteRunnerName / file);
+    const std::string got = ReadWholeFile(dir_ / kTfliteRunnerName / file);
     EXPECT_EQ(got.size(), 64 * sizeof(float));
-    EXPECT_EQ(got, ReadFile(dir_ / "dfarm-runner" / file)) << file;
+    EXPECT_EQ(got, ReadWholeFile(dir_ / "dfarm-runner" / file)) << file;
   }
   // Not all one value: the inputs were filled.
   const std::vector<float> q = ReadFloats(dir_ / "dfarm-runner" / "output_0.bin");
@@ -370,8 +355,8 @@ TEST_F(TfliteRunnerTest, MissingLibraryNamesEveryPlaceTried) {
 TEST_F(TfliteRunnerTest, LibraryFoundThroughTheVariableAndTheLoaderPath) {
   const std::string model = AddModel();
   const std::string lib_dir = fs::path(kLib).parent_path().string();
-  for (const std::string& env :
-       {"DFARM_TFLITE_LIB=" + Quote(kLib), "LD_LIBRARY_PATH=" + Quote(lib_dir)}) {
+  for (const std::string& env : {"DFARM_TFLITE_LIB=" + agent::testing::ShellQuote(kLib),
+                                 "LD_LIBRARY_PATH=" + agent::testing::ShellQuote(lib_dir)}) {
     Process p = Run(kTfliteRunnerName, {"--model", model, "--num-runs", "1", "--json"}, env);
     EXPECT_EQ(p.exit_code, 0) << env << ": " << p.err;
     EXPECT_EQ(p.doc["runtime"]["kind"], "tflite") << env;

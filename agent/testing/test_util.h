@@ -78,6 +78,20 @@ inline std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
+// Pids of the processes whose executable is `exe` (from /proc).
+inline std::vector<pid_t> ProcessesOfExe(const std::string& exe) {
+  namespace fs = std::filesystem;
+  std::vector<pid_t> pids;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    auto target = fs::read_symlink(entry.path() / "exe", ec);
+    if (!ec && target == fs::path(exe)) pids.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return pids;
+}
+
 // The names of what folder dir holds (none when it cannot be read).
 inline std::vector<std::string> FilesIn(const std::string& dir) {
   std::vector<std::string> names;

@@ -284,16 +284,8 @@ Result<SchedulerCore::AttemptEnd> SchedulerCore::TryOnce(Worker& w, store::Store
     if (!pushed) return pushed.error();
     if (pushed->has_value()) return std::move(**pushed);
   }
-  CooldownOutcome cool;
-  if (Cooling()) {
-    cool = WaitForCooldown(ctx_.policy.cooldown,
-                           AgentCooldownSource(c.session->client(), ctx_.cancel));
-    if (!cool.note.empty() && ctx_.progress && (cool.gave_up || !w.cooldown_noted)) {
-      ctx_.progress->Note("device '" + w.device + "': " + cool.note);
-    }
-    if (!cool.checked) w.cooldown_noted = true;  // a skipped rule is said once per device
-    if (Cancelled()) return AttemptEnd{};        // the job was never started: it stays queued
-  }
+  const CooldownOutcome cool = CoolDown(w, c);
+  if (Cooling() && Cancelled()) return AttemptEnd{};  // never started: the job stays queued
   return RunOnDevice(w, db, c, job, cool);
 }
 
@@ -450,6 +442,18 @@ Result<void> SchedulerCore::Record(Worker& w, store::StorePool& db, const SweepJ
 bool SchedulerCore::Cooling() const {
   return ctx_.policy.cooldown.pause_ms > 0 || ctx_.policy.cooldown.max_temp_c > 0 ||
          ctx_.policy.cooldown.max_cpu_busy_pct > 0;
+}
+
+CooldownOutcome SchedulerCore::CoolDown(Worker& w, WorkerConnection& c) {
+  CooldownOutcome cool;
+  if (!Cooling()) return cool;
+  cool =
+      WaitForCooldown(ctx_.policy.cooldown, AgentCooldownSource(c.session->client(), ctx_.cancel));
+  if (!cool.note.empty() && ctx_.progress && (cool.gave_up || !w.cooldown_noted)) {
+    ctx_.progress->Note("device '" + w.device + "': " + cool.note);
+  }
+  if (!cool.checked) w.cooldown_noted = true;  // a skipped rule is said once per device
+  return cool;
 }
 
 Result<void> SchedulerCore::RecordArtifact(store::StorePool& db, const char* kind,

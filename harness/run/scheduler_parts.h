@@ -154,6 +154,10 @@ class SchedulerCore {
   Result<bool> RunPairOnDevice(Worker& w, store::StorePool& db, WorkerConnection& c,
                                SweepJob& first, SweepJob& second, const std::string& partner_sha);
   bool Cooling() const;
+  // Waits for the spec's cooldown rule on w's device when there is one
+  // (Cooling()), and notes what the wait says on the progress (a skipped
+  // rule once per device). A cancel ends the wait: check Cancelled() after.
+  CooldownOutcome CoolDown(Worker& w, WorkerConnection& c);
   Result<void> RecordArtifact(store::StorePool& db, const char* kind, const std::string& sha,
                               const std::string& path);
 

@@ -163,16 +163,8 @@ Result<bool> SchedulerCore::RunPair(Worker& w, store::StorePool& db, WorkerConne
 Result<bool> SchedulerCore::RunPairOnDevice(Worker& w, store::StorePool& db, WorkerConnection& c,
                                             SweepJob& first, SweepJob& second,
                                             const std::string& partner_sha) {
-  CooldownOutcome cool;
-  if (Cooling()) {
-    cool = WaitForCooldown(ctx_.policy.cooldown,
-                           AgentCooldownSource(c.session->client(), ctx_.cancel));
-    if (!cool.note.empty() && ctx_.progress && (cool.gave_up || !w.cooldown_noted)) {
-      ctx_.progress->Note("device '" + w.device + "': " + cool.note);
-    }
-    if (!cool.checked) w.cooldown_noted = true;
-    if (Cancelled()) return true;  // never started: both stay queued
-  }
+  const CooldownOutcome cool = CoolDown(w, c);
+  if (Cooling() && Cancelled()) return true;  // never started: both stay queued
   for (const SweepJob* job : {&first, &second}) {
     auto held = MarkRunning(w, db, *job);
     if (!held) return held.error();
