@@ -388,9 +388,13 @@ TEST_F(AgentDeviceStateSupervisorTest, SnapshotsAreTakenBeforeAndAfterTheRunner)
 // every 100 ms: state_during shows the climb, in time order.
 TEST_F(AgentDeviceStateSupervisorTest, StateIsSampledWhileTheRunnerRuns) {
   const std::string zone = root_ + "/sys/class/thermal/thermal_zone1/temp";
+  // Each temperature is written beside the file and renamed over it, as a
+  // kernel's sysfs file changes at once: a sample taken while `echo`
+  // truncates and writes would read an empty file (no temperature).
   std::string script = "#!/bin/sh\n";
   for (int t = 40; t <= 60; t += 5) {
-    script += "echo " + std::to_string(t * 1000) + " > " + zone + "\nsleep 0.15\n";
+    script += "echo " + std::to_string(t * 1000) + " > " + zone + ".new && mv " + zone + ".new " +
+              zone + "\nsleep 0.15\n";
   }
   script += std::string(testing::kOkRunner).substr(std::string("#!/bin/sh\n").size());
   SupervisorOptions options;
@@ -400,6 +404,10 @@ TEST_F(AgentDeviceStateSupervisorTest, StateIsSampledWhileTheRunnerRuns) {
   JobResult r = sup.Run(Job(script));
   ASSERT_EQ(r.status, "ok") << r.error << r.stderr_tail;
   ASSERT_GE(r.state_during.size(), 3u);
+  for (const auto& sample : r.state_during) {
+    ASSERT_GT(sample.thermal_zones.size(), 1u);
+    ASSERT_TRUE(sample.thermal_zones[1].temp_c.has_value()) << "a sample without zone 1's temp";
+  }
   for (size_t i = 1; i < r.state_during.size(); ++i) {
     EXPECT_LE(r.state_during[i - 1].unix_ms, r.state_during[i].unix_ms);
     EXPECT_LE(*r.state_during[i - 1].thermal_zones[1].temp_c,

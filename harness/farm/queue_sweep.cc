@@ -61,7 +61,8 @@ std::vector<std::string> UnservedTargets(const std::map<std::string, std::string
   if (auto devices = store.ListDevices(); devices) {
     for (const store::DeviceRow& d : *devices) {
       if (!live.count(d.node)) continue;
-      served.push_back(store::DeviceTraits{d.name, d.abi, d.os, d.cpu, d.memory_bytes, d.tags});
+      served.push_back(
+          store::DeviceTraits{d.name, d.abi, d.os, d.cpu, d.memory_bytes, d.tags, /*model=*/""});
     }
   }
   std::vector<std::string> out;

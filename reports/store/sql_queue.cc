@@ -578,8 +578,9 @@ Result<std::vector<NodeDevice>> NodeDevices(Conn& db) {
     // A node lists the devices it serves now; a device row keeps its last node.
     const std::vector<std::string>& serves = node->second->devices;
     if (std::find(serves.begin(), serves.end(), q->Text(0)) == serves.end()) continue;
+    // The devices table keeps no model: DeviceClassOf falls back to the cpu.
     out.push_back(NodeDevice{DeviceTraits{q->Text(0), q->Text(1), q->Text(2), q->Text(3), q->Int(4),
-                                          SplitComma(q->Text(5))},
+                                          SplitComma(q->Text(5)), /*model=*/""},
                              NodeAlive(*node->second), node->second->heartbeat_unix});
   }
 }
