@@ -32,7 +32,7 @@ using ::testing::MatchesRegex;
 using ::testing::Not;
 
 using Process = agent::testing::ProcessOutput;
-using agent::testing::ReadWholeFile;
+using agent::testing::ReadFile;
 
 template <typename T>
 void WriteValues(const fs::path& path, const std::vector<T>& values) {
@@ -41,7 +41,7 @@ void WriteValues(const fs::path& path, const std::vector<T>& values) {
 }
 
 std::vector<float> ReadFloats(const fs::path& path) {
-  std::string bytes = ReadWholeFile(path);
+  std::string bytes = ReadFile(path);
   std::vector<float> values(bytes.size() / sizeof(float));
   std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
   return values;
@@ -108,7 +108,7 @@ TEST_F(RunnerTest, InputsAndDumpedOutputs) {
   EXPECT_THAT(ReadFloats(dir_ / "out" / "output_0.bin"),
               ElementsAre(2.5f, 0.0f, 0.0f, 2.0f, 6.5f, 0.0f, 1.0f, 0.0f));
   EXPECT_THAT(ReadFloats(dir_ / "out" / "output_1.bin"), ElementsAre(11.0f, 8.0f, 13.0f, 10.25f));
-  nlohmann::json index = nlohmann::json::parse(ReadWholeFile(dir_ / "out" / "outputs.json"));
+  nlohmann::json index = nlohmann::json::parse(ReadFile(dir_ / "out" / "outputs.json"));
   EXPECT_EQ(index, nlohmann::json::parse(
                        R"([{"index":0,"name":"features","dtype":"float32","shape":[1,2,2,2]},
                            {"index":1,"name":"shifted","dtype":"float32","shape":[1,2,2,1]}])"));
@@ -191,7 +191,7 @@ TEST_F(RunnerTest, SeededRandomInputsAreReproducible) {
     Process p = RunRunner({"--model", model, "--seed", seed, "--num-runs", "1", "--dump-outputs",
                            (dir_ / out).string()});
     EXPECT_EQ(p.exit_code, 0) << p.err;
-    return ReadWholeFile(dir_ / out / "output_1.bin");
+    return ReadFile(dir_ / out / "output_1.bin");
   };
   std::string a = run("5", "a"), b = run("5", "b"), c = run("6", "c");
   EXPECT_EQ(a.size(), 16u);
@@ -232,7 +232,7 @@ TEST_F(RunnerTest, OutputsCarryTheSha256OfTheirBytes) {
   const std::string cmd =
       "sha256sum '" + (dir_ / "a" / "output_1.bin").string() + "' >'" + sum.string() + "'";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
-  EXPECT_EQ(ReadWholeFile(sum).substr(0, 64), a[1]);
+  EXPECT_EQ(ReadFile(sum).substr(0, 64), a[1]);
 }
 
 TEST_F(RunnerTest, ExitCodes) {
@@ -312,10 +312,8 @@ TEST_F(RunnerTest, ExternalPluginDelegatesPartially) {
        "reason":"example: CONV_2D is not supported (only ADD and SUB)"},
       {"index":1,"op":"ADD","delegate":"example","partition":0}]})json"));
   EXPECT_THAT(p.err, HasSubstr("placement: 1 partition(s), 1 of 2 nodes delegated"));
-  EXPECT_EQ(ReadWholeFile(dir_ / "ext" / "output_0.bin"),
-            ReadWholeFile(dir_ / "cpu" / "output_0.bin"));
-  EXPECT_EQ(ReadWholeFile(dir_ / "ext" / "output_1.bin"),
-            ReadWholeFile(dir_ / "cpu" / "output_1.bin"));
+  EXPECT_EQ(ReadFile(dir_ / "ext" / "output_0.bin"), ReadFile(dir_ / "cpu" / "output_0.bin"));
+  EXPECT_EQ(ReadFile(dir_ / "ext" / "output_1.bin"), ReadFile(dir_ / "cpu" / "output_1.bin"));
 }
 
 TEST_F(RunnerTest, ExternalPluginErrorsAreDelegateErrors) {
@@ -468,7 +466,7 @@ TEST_F(RunnerTest, FaceDetectionShortRange) {
     EXPECT_EQ(doc["status"], "ok");
     EXPECT_EQ(doc["inputs"][0]["shape"], nlohmann::json::parse("[1,128,128,3]"));
   }
-  nlohmann::json index = nlohmann::json::parse(ReadWholeFile(dir_ / "a" / "outputs.json"));
+  nlohmann::json index = nlohmann::json::parse(ReadFile(dir_ / "a" / "outputs.json"));
   ASSERT_EQ(index.size(), 2u);
   EXPECT_EQ(index[0]["shape"], nlohmann::json::parse("[1,896,16]"));
   EXPECT_EQ(index[1]["shape"], nlohmann::json::parse("[1,896,1]"));
@@ -478,8 +476,8 @@ TEST_F(RunnerTest, FaceDetectionShortRange) {
   ASSERT_EQ(scores.size(), 896u);
   for (float v : boxes) ASSERT_TRUE(std::isfinite(v));
   for (float v : scores) ASSERT_TRUE(std::isfinite(v));
-  EXPECT_EQ(ReadWholeFile(dir_ / "a" / "output_0.bin"), ReadWholeFile(dir_ / "b" / "output_0.bin"));
-  EXPECT_EQ(ReadWholeFile(dir_ / "a" / "output_1.bin"), ReadWholeFile(dir_ / "b" / "output_1.bin"));
+  EXPECT_EQ(ReadFile(dir_ / "a" / "output_0.bin"), ReadFile(dir_ / "b" / "output_0.bin"));
+  EXPECT_EQ(ReadFile(dir_ / "a" / "output_1.bin"), ReadFile(dir_ / "b" / "output_1.bin"));
 }
 
 // input_0 [1,4] + input_1 [1] -> scores [1,4]: a class-score shaped output.

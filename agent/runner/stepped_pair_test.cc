@@ -30,7 +30,7 @@ using json = nlohmann::json;
 const std::string kBin = std::string(DFARM_BINARY_DIR) + "/bin/";
 
 using Process = agent::testing::ProcessOutput;
-using agent::testing::ReadWholeFile;
+using agent::testing::ReadFile;
 
 class SteppedPairTest : public ::testing::Test {
  protected:

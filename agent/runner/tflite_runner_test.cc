@@ -38,10 +38,10 @@ const char* const kLib = DFARM_TFLITE_LIB;
 struct Process : agent::testing::ProcessOutput {
   json doc;  // stdout parsed, when it is JSON
 };
-using agent::testing::ReadWholeFile;
+using agent::testing::ReadFile;
 
 std::vector<float> ReadFloats(const fs::path& path) {
-  const std::string bytes = ReadWholeFile(path);
+  const std::string bytes = ReadFile(path);
   std::vector<float> values(bytes.size() / sizeof(float));
   std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
   return values;
@@ -101,9 +101,9 @@ class TfliteRunnerTest : public ::testing::Test {
 
 // Every float output of run `got` within 1e-4 abs + 1e-4 rel of `want`'s.
 void ExpectOutputsNear(const fs::path& got, const fs::path& want, const std::string& what) {
-  const json index = json::parse(ReadWholeFile(want / "outputs.json"));
+  const json index = json::parse(ReadFile(want / "outputs.json"));
   ASSERT_FALSE(index.empty()) << what;
-  EXPECT_EQ(json::parse(ReadWholeFile(got / "outputs.json")), index) << what;
+  EXPECT_EQ(json::parse(ReadFile(got / "outputs.json")), index) << what;
   for (const json& o : index) {
     if (o["dtype"] != "float32") continue;
     const std::string file = "output_" + std::to_string(o["index"].get<int>()) + ".bin";
@@ -179,9 +179,9 @@ TEST_F(TfliteRunnerTest, SeededQuantizedAndHalfInputsAreTheSameBytes) {
   }
   for (int i = 0; i < 3; ++i) {
     const std::string file = "output_" + std::to_string(i) + ".bin";
-    const std::string got = ReadWholeFile(dir_ / kTfliteRunnerName / file);
+    const std::string got = ReadFile(dir_ / kTfliteRunnerName / file);
     EXPECT_EQ(got.size(), 64 * sizeof(float));
-    EXPECT_EQ(got, ReadWholeFile(dir_ / "dfarm-runner" / file)) << file;
+    EXPECT_EQ(got, ReadFile(dir_ / "dfarm-runner" / file)) << file;
   }
   // Not all one value: the inputs were filled.
   const std::vector<float> q = ReadFloats(dir_ / "dfarm-runner" / "output_0.bin");

@@ -22,7 +22,7 @@ struct ProcessOutput {
 };
 
 // The bytes of the file at `path` ("" when it cannot be read).
-inline std::string ReadWholeFile(const std::string& path) {
+inline std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream s;
   s << in.rdbuf();
@@ -49,8 +49,8 @@ inline ProcessOutput RunQuoted(const std::vector<std::string>& words, const std:
   const int status = std::system(cmd.c_str());
   ProcessOutput p;
   p.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  p.out = ReadWholeFile(out);
-  p.err = ReadWholeFile(err);
+  p.out = ReadFile(out);
+  p.err = ReadFile(err);
   return p;
 }
 

@@ -26,6 +26,7 @@
 #include "agent/base/subprocess.h"
 #include "agent/base/unique_fd.h"
 #include "agent/daemon/artifact_store.h"
+#include "agent/testing/run_process.h"
 
 namespace dfarm::agent::testing {
 
@@ -69,13 +70,6 @@ inline std::string HashOf(const std::string& bytes) {
 
 inline void WriteFile(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
-}
-
-inline std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 // Pids of the processes whose executable is `exe` (from /proc).

@@ -408,12 +408,7 @@ Result<SchedulerCore::AttemptEnd> SchedulerCore::RunOnDevice(Worker& w, store::S
     c.session.reset();  // reconnect (restarting a local agent) for the next attempt
     return AttemptEnd{"device '" + w.device + "': " + result.message(), {}};
   }
-  store::JobOutcome outcome = ClassifyJobResult(*result, job);
-  if (!cool.note.empty()) {
-    outcome.state_note =
-        outcome.state_note.empty() ? cool.note : outcome.state_note + "; " + cool.note;
-  }
-  outcome.noisy = cool.noisy;
+  const store::JobOutcome outcome = OutcomeOf(*result, job, cool);
   if (outcome.status == store::kJobInfra) return AttemptEnd{outcome.error, outcome};
   if (auto r = Record(w, db, job, outcome); !r) return r.error();
   std::lock_guard lock(mu_);
@@ -442,6 +437,17 @@ Result<void> SchedulerCore::Record(Worker& w, store::StorePool& db, const SweepJ
 bool SchedulerCore::Cooling() const {
   return ctx_.policy.cooldown.pause_ms > 0 || ctx_.policy.cooldown.max_temp_c > 0 ||
          ctx_.policy.cooldown.max_cpu_busy_pct > 0;
+}
+
+store::JobOutcome SchedulerCore::OutcomeOf(const agent::JobResult& r, const SweepJob& job,
+                                           const CooldownOutcome& cool) {
+  store::JobOutcome outcome = ClassifyJobResult(r, job);
+  if (!cool.note.empty()) {
+    outcome.state_note =
+        outcome.state_note.empty() ? cool.note : outcome.state_note + "; " + cool.note;
+  }
+  outcome.noisy = cool.noisy;
+  return outcome;
 }
 
 CooldownOutcome SchedulerCore::CoolDown(Worker& w, WorkerConnection& c) {

@@ -158,6 +158,10 @@ class SchedulerCore {
   // (Cooling()), and notes what the wait says on the progress (a skipped
   // rule once per device). A cancel ends the wait: check Cancelled() after.
   CooldownOutcome CoolDown(Worker& w, WorkerConnection& c);
+  // The outcome of a job's result as recorded: ClassifyJobResult() plus the
+  // cooldown's note and its noisy flag.
+  static store::JobOutcome OutcomeOf(const agent::JobResult& r, const SweepJob& job,
+                                     const CooldownOutcome& cool);
   Result<void> RecordArtifact(store::StorePool& db, const char* kind, const std::string& sha,
                               const std::string& path);
 

@@ -189,13 +189,7 @@ Result<bool> SchedulerCore::RunPairOnDevice(Worker& w, store::StorePool& db, Wor
   if (!result || result->status == store::kJobInfra) return false;
   SteppedResults split = SplitSteppedResult(*result);
   const auto record = [&](const SweepJob& job, const agent::JobResult& r) {
-    store::JobOutcome outcome = ClassifyJobResult(r, job);
-    if (!cool.note.empty()) {
-      outcome.state_note =
-          outcome.state_note.empty() ? cool.note : outcome.state_note + "; " + cool.note;
-    }
-    outcome.noisy = cool.noisy;
-    return Record(w, db, job, outcome);
+    return Record(w, db, job, OutcomeOf(r, job, cool));
   };
   if (auto rec = record(first, split.driver); !rec) return rec.error();
   if (split.partner) {
