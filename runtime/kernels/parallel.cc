@@ -211,11 +211,17 @@ Status CheckScratch(const Node& node) {
 }
 
 Range SplitRange(int64_t n, int parts, int part, int64_t align) {
-  const int64_t units = (n + align - 1) / align;
-  const int64_t per = units / parts, extra = units % parts;
-  const int64_t first = part * per + std::min<int64_t>(part, extra);
-  const int64_t count = per + (part < extra ? 1 : 0);
-  return {std::min(n, first * align), std::min(n, (first + count) * align)};
+  // Bound i: the multiple of `align` nearest to i * n / parts (ties up),
+  // at most n. The cut between two threads' shares of a task set is then
+  // within align / 2 of the exact cut: giving whole units
+  // to the first parts instead split a 14x14 layer's 196 pixels 108/88 in
+  // 12-row units between 2 threads (96/100 now).
+  auto bound = [&](int64_t i) {
+    if (i >= parts) return n;
+    const int64_t twice = 2 * i * n + int64_t{parts} * align;
+    return std::min(n, twice / (2 * int64_t{parts} * align) * align);
+  };
+  return {bound(part), bound(int64_t{part} + 1)};
 }
 
 }  // namespace dfarm::runtime

@@ -97,7 +97,9 @@ inline int64_t TaskCount(int64_t units, int threads) {
 }
 
 // Part `part` of [0, n) cut into `parts` contiguous ranges whose inner
-// bounds are multiples of `align` (> 0); later parts may be empty.
+// bounds are the multiples of `align` (> 0) nearest to the exact cuts
+// (part * n / parts); a part may be empty when there are fewer units of
+// `align` than parts.
 struct Range {
   int64_t begin = 0, end = 0;
   int64_t size() const { return end - begin; }

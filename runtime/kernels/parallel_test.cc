@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <vector>
 
 namespace dfarm::runtime {
@@ -29,10 +30,37 @@ TEST(SplitRangeTest, CoversEverythingOnceWithAlignedInnerBounds) {
       }
     }
   }
-  // Balanced in units of `align`: 10 units over 3 parts are 4, 3, 3.
-  EXPECT_EQ(SplitRange(40, 3, 0, 4).size(), 16);
-  EXPECT_EQ(SplitRange(40, 3, 1, 4).size(), 12);
+  // Cuts at the nearest multiples of `align`: 40 over 3 parts cuts at
+  // 13.3 and 26.7, so at 12 and 28.
+  EXPECT_EQ(SplitRange(40, 3, 0, 4).size(), 12);
+  EXPECT_EQ(SplitRange(40, 3, 1, 4).size(), 16);
   EXPECT_EQ(SplitRange(40, 3, 2, 4).size(), 12);
+}
+
+// What a thread runs is a run of consecutive parts (ThreadPool::Run gives
+// slot s the parts [s * parts / threads, (s + 1) * parts / threads)): the
+// cut between two threads' rows is within align / 2 of the exact cut,
+// however the units fall.
+TEST(SplitRangeTest, ThreadsAreCutWithinHalfAUnitOfTheExactCut) {
+  for (int64_t n : {7, 14, 49, 196, 784, 1001}) {
+    for (int threads : {2, 3, 4}) {
+      for (int parts_per_thread : {1, 2, 3}) {
+        for (int64_t align : {1, 6, 12, 16}) {
+          const int parts = threads * parts_per_thread;
+          for (int slot = 1; slot < threads; ++slot) {
+            const int64_t cut = SplitRange(n, parts, slot * parts_per_thread, align).begin;
+            const double exact = static_cast<double>(n) * slot / threads;
+            EXPECT_LE(std::abs(static_cast<double>(cut) - exact), align / 2.0)
+                << n << " rows, " << parts << " parts of " << align << ", slot " << slot;
+          }
+        }
+      }
+    }
+  }
+  // The 14x14 layer's 196 pixels in 12-row units on 2 threads: 96 and 100
+  // (whole units to the first parts gave 108 and 88).
+  EXPECT_EQ(SplitRange(196, 2, 0, 12).size(), 96);
+  EXPECT_EQ(SplitRange(196, 4, 2, 12).begin, 96);
 }
 
 TEST(ParallelForTest, RunsEveryTaskOnce) {
