@@ -3,8 +3,9 @@
 # folder with DFARM_SANITIZE (CMakeLists.txt).
 #   scripts/sanitize.sh            ASan + UBSan: build-asan, everything, the
 #                                  whole CTest suite (any report fails its test)
-#   scripts/sanitize.sh thread     TSan: build-tsan, the scheduler and agent
-#                                  tests only (their threads and processes)
+#   scripts/sanitize.sh thread     TSan: build-tsan, the scheduler, agent and
+#                                  thread pool tests only (their threads and
+#                                  processes)
 # Extra arguments go to ctest (e.g. -R SupervisorTest). DFARM_JOBS: build jobs.
 # Without extra arguments, ASan + UBSan mode ends with the fuzz smoke (build-fz,
 # CTest label fuzz; DFARM_FUZZ_SMOKE=0 skips it).
@@ -46,9 +47,11 @@ fi
 if [ "$MODE" = thread ]; then
   BUILD="${DFARM_SANITIZE_DIR:-$ROOT/build-tsan}"
   SANITIZE="thread"
-  # The scheduler's and the agent's tests: the code with threads of its own.
+  # The scheduler's and the agent's tests, and the runtime's thread pool
+  # with the kernels that split across it: the code with threads of its own.
   # PROGRAM:REGEX takes only that program's tests whose names match.
   TESTS=(dfarm_scheduler_test "dfarm_e2e_test:^(SchedulerE2eTest|SweepE2eTest)[.]"
+    "runtime_kernels_test:^(ThreadPoolTest|ParallelForTest|GemmTest|DepthwiseConvFloatTest|ConvHwc3FloatTest)[.]"
     dfarm_harness_core_test dfarm_runner_test
     dfarm_agent_test dfarm_agent_e2e_test dfarm_agent_faults_test)
   TARGETS=(dfarm-agent dfarm-runner "${TESTS[@]%%:*}")

@@ -23,11 +23,19 @@ inline void CpuRelax() {
 #endif
 }
 
-// Thread slot s's share of the current task set, [begin, end), packed in one
-// word (begin in the high half) so that a claim is one compare-and-swap: the
-// owner takes from the front, a thief from the back. On its own cache line.
+// Thread slot s's mailbox, on its own cache line: its share of the current
+// task set, [begin, end) packed in one word (begin in the high half) so that
+// a claim is one compare-and-swap (the owner takes from the front, a thief
+// from the back), and the set's function, argument and number, which Run()
+// writes before the share. A worker waits on its own line, so a new set
+// reaches it in one cache-line transfer instead of one each for the set's
+// number, the share and the function (BM_PoolRun: 330 to 1160 ns a region
+// with three, as the two vCPUs sat nearer or farther apart).
 struct alignas(64) Share {
   std::atomic<uint64_t> word{0};
+  std::atomic<uint64_t> generation{0};  // the set's number; stored last
+  void (*task)(void*, size_t, int) = nullptr;
+  void* arg = nullptr;
 
   static uint64_t Pack(uint64_t begin, uint64_t end) { return begin << 32 | end; }
   static uint64_t Begin(uint64_t w) { return w >> 32; }
@@ -39,35 +47,36 @@ constexpr size_t kMaxTasksPerSet = size_t{1} << 31;
 
 struct ThreadPool::State {
   std::mutex mutex;
-  std::condition_variable wake;  // a new task set, or stop
-  // Bumped (under `mutex`) for every task set; workers wait for a change.
-  std::atomic<uint64_t> generation{0};
-  bool stop = false;  // under `mutex`
-  // The current task set: written by Run() before the shares are
-  // published, read by a thread only after it claimed a task of the set.
-  void (*task)(void*, size_t, int) = nullptr;
-  void* arg = nullptr;
+  std::condition_variable wake;  // a new task set for a sleeping worker, or stop
+  bool stop = false;             // under `mutex`
+  // Workers on their way to sleep or asleep: Run() takes the mutex and
+  // notifies only when there are any.
+  std::atomic<int> sleepers{0};
+  uint64_t generation = 0;  // the current set's number; Run()'s thread only
   // Thread slot s owns a contiguous share (the same part of every op's work,
   // so each thread finds in its own cache what it wrote in the op before),
   // takes its own from the front and, when none are left, steals from the
-  // back of the largest share left. Claims are lock-free: a thread that
-  // read a share of an older set and claims from a newer one with the same
-  // bounds runs that newer set's task with the newer set's function, which
-  // it reads after the claim.
+  // back of the largest share left. Claims are lock-free. A task's
+  // function and argument are read, after the claim, from the mailbox it
+  // was claimed from: Run() wrote them before publishing the share, and the
+  // next set is published only after every claimed task is done, so they
+  // are the claimed set's (a thread that read a share of an older set and
+  // claims from a newer one runs the newer set's task, as it should).
   std::unique_ptr<Share[]> shares;
   size_t slots = 0;
-  std::atomic<size_t> done{0};  // tasks of the current set finished
+  alignas(64) std::atomic<size_t> done{0};  // tasks of the current set finished
   std::vector<std::thread> workers;
 
-  // Claims a task for thread `slot`: false when no task is left.
-  bool Claim(int slot, size_t* t) {
+  // Claims a task for thread `slot`: its share's mailbox, or nullptr when no
+  // task is left.
+  Share* Claim(int slot, size_t* t) {
     Share& own = shares[static_cast<size_t>(slot)];
     uint64_t w = own.word.load(std::memory_order_acquire);
     while (Share::Begin(w) < Share::End(w)) {
       if (own.word.compare_exchange_weak(w, Share::Pack(Share::Begin(w) + 1, Share::End(w)),
                                          std::memory_order_acq_rel)) {
         *t = Share::Begin(w);
-        return true;
+        return &own;
       }
     }
     for (;;) {
@@ -78,11 +87,11 @@ struct ThreadPool::State {
         const uint64_t n = Share::End(x) > Share::Begin(x) ? Share::End(x) - Share::Begin(x) : 0;
         if (n > left) victim = v, left = n, vw = x;
       }
-      if (left == 0) return false;
+      if (left == 0) return nullptr;
       if (shares[victim].word.compare_exchange_weak(
               vw, Share::Pack(Share::Begin(vw), Share::End(vw) - 1), std::memory_order_acq_rel)) {
         *t = Share::End(vw) - 1;
-        return true;
+        return &shares[victim];
       }
     }
   }
@@ -90,8 +99,8 @@ struct ThreadPool::State {
   // Runs tasks of the current set until none is left.
   void Drain(int slot) {
     size_t t = 0;
-    while (Claim(slot, &t)) {
-      task(arg, t, slot);
+    while (Share* from = Claim(slot, &t)) {
+      from->task(from->arg, t, slot);
       done.fetch_add(1, std::memory_order_acq_rel);
     }
   }
@@ -120,12 +129,16 @@ ThreadPool::~ThreadPool() {
 
 void ThreadPool::Work(int slot) const {
   State& s = *state_;
+  const Share& mailbox = s.shares[static_cast<size_t>(slot)];
   uint64_t seen = 0;
+  // Sequentially consistent: the sleep path below pairs it with Run()'s
+  // store of the number and load of `sleepers`.
+  auto fresh = [&] { return mailbox.generation.load(std::memory_order_seq_cst) != seen; };
   for (;;) {
     // Spin briefly for the next set (ops follow each other within an
     // Invoke), then sleep until one comes.
     const auto spin_until = std::chrono::steady_clock::now() + kWorkerSpin;
-    for (int i = 1; s.generation.load(std::memory_order_acquire) == seen; ++i) {
+    for (int i = 1; !fresh(); ++i) {
       if (i % 64 == 0) {
         if (std::chrono::steady_clock::now() >= spin_until) break;
         std::this_thread::yield();
@@ -133,13 +146,17 @@ void ThreadPool::Work(int slot) const {
         CpuRelax();
       }
     }
-    if (s.generation.load(std::memory_order_acquire) == seen) {
+    if (!fresh()) {
+      // Counted before the last look under the mutex: a Run() that
+      // publishes after that look sees the count and notifies under the
+      // mutex, so the wake-up cannot fall between the look and the wait.
+      s.sleepers.fetch_add(1, std::memory_order_seq_cst);
       std::unique_lock<std::mutex> lock(s.mutex);
-      s.wake.wait(lock,
-                  [&] { return s.stop || s.generation.load(std::memory_order_relaxed) != seen; });
+      s.wake.wait(lock, [&] { return s.stop || fresh(); });
+      s.sleepers.fetch_sub(1, std::memory_order_relaxed);
       if (s.stop) return;
     }
-    seen = s.generation.load(std::memory_order_acquire);
+    seen = mailbox.generation.load(std::memory_order_acquire);
     s.Drain(slot);
   }
 }
@@ -169,18 +186,20 @@ void ThreadPool::Run(size_t tasks, void (*task)(void*, size_t, int), void* arg) 
     return;
   }
   // Every task of the last set is done, so no thread reads these now.
-  s.task = task;
-  s.arg = arg;
   s.done.store(0, std::memory_order_relaxed);
+  const uint64_t generation = ++s.generation;
   for (size_t slot = 0; slot < s.slots; ++slot) {
-    s.shares[slot].word.store(Share::Pack(slot * tasks / s.slots, (slot + 1) * tasks / s.slots),
-                              std::memory_order_release);
+    Share& share = s.shares[slot];
+    share.task = task;
+    share.arg = arg;
+    share.word.store(Share::Pack(slot * tasks / s.slots, (slot + 1) * tasks / s.slots),
+                     std::memory_order_release);
+    share.generation.store(generation, std::memory_order_seq_cst);
   }
-  {
-    std::lock_guard<std::mutex> lock(s.mutex);
-    s.generation.fetch_add(1, std::memory_order_acq_rel);
+  if (s.sleepers.load(std::memory_order_seq_cst) > 0) {
+    { std::lock_guard<std::mutex> lock(s.mutex); }
+    s.wake.notify_all();
   }
-  s.wake.notify_all();
   s.Drain(0);
   // Every task is claimed; wait for the ones a worker is still running.
   for (int i = 1; s.done.load(std::memory_order_acquire) < tasks; ++i) {

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
+#include <thread>
 #include <vector>
 
 namespace dfarm::runtime {
@@ -156,6 +158,43 @@ TEST(ThreadPoolTest, ManySetsOnMoreThreadsThanCores) {
       ASSERT_EQ(set.runs[t].load(), t < tasks ? 1 : 0) << "set " << id << " task " << t;
     }
     ASSERT_EQ(set.wrong.load(), 0);
+  }
+}
+
+// A worker that went to sleep between sets (past its spin) is woken by the
+// next set: task 0, on the calling thread, waits for task 1 to start, which
+// only the worker can run. A lost wake-up leaves task 0 waiting out its
+// limit (minutes, so a busy machine cannot fail it) and the test fails.
+TEST(ThreadPoolTest, ASleepingWorkerIsWokenByTheNextSet) {
+  ThreadPool pool(2);
+  struct Rendezvous {
+    std::atomic<bool> second_started{false};
+    std::atomic<bool> timed_out{false};
+  };
+  for (int round = 0; round < 20; ++round) {
+    // Longer than a worker spins (kWorkerSpin, 200 µs) before it sleeps;
+    // every few rounds none, so the set also meets a spinning worker.
+    if (round % 4 != 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    Rendezvous r;
+    pool.Run(
+        2,
+        [](void* arg, size_t t, int) {
+          Rendezvous& r = *static_cast<Rendezvous*>(arg);
+          if (t == 1) {
+            r.second_started = true;
+            return;
+          }
+          const auto limit = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+          while (!r.second_started) {
+            if (std::chrono::steady_clock::now() > limit) {
+              r.timed_out = true;
+              return;
+            }
+            std::this_thread::yield();
+          }
+        },
+        &r);
+    ASSERT_FALSE(r.timed_out) << "round " << round << ": the worker never ran task 1";
   }
 }
 
