@@ -294,65 +294,70 @@ DFARM_KERNEL_INLINE void ClippedColumn(const DepthwiseFloatParams& p, const Step
                          s);
 }
 
-// The output pixels of one row whose taps_h tap rows (TH when TH > 0) start
-// at input row x_row and filter row w: clipped columns, then the interior
-// columns kGroup pixels at a time and then one by one, then clipped columns.
+// Output pixels [ox_lo, ox_hi) of one row whose taps_h tap rows (TH when
+// TH > 0) start at input row x_row and filter row w: clipped columns, then
+// the interior columns kGroup pixels at a time and then one by one, then
+// clipped columns. Each pixel's sums are the same whichever way it is
+// reached, so a row cut anywhere gives the same bits.
 template <bool Wide, int TH, int KW>
 DFARM_KERNEL_INLINE void RowSpans(const DepthwiseFloatPlan& plan, const Steps& s,
                                   const float* x_row, const float* w, const float* bias,
-                                  float* out_row, int taps_h) {
+                                  float* out_row, int taps_h, int ox_lo, int ox_hi) {
   constexpr int kGroup = 4;
   const DepthwiseFloatParams& p = plan.params;
-  int ox = 0;
-  for (; ox < plan.ox_begin; ++ox) {
+  const int interior_end = std::min(plan.ox_end, ox_hi);
+  int ox = ox_lo;
+  for (; ox < plan.ox_begin && ox < ox_hi; ++ox) {
     ClippedColumn<Wide, TH, KW>(p, s, x_row, w, bias, out_row + ox * s.col, taps_h, ox);
   }
   if constexpr (TH > 0) {
-    if (s.col >= 8 && p.stride_w <= 2) {
+    if (s.col >= 8 && p.stride_w <= 2 && ox < interior_end) {
       const float* x = x_row + (ox * s.pixel - p.pad_left * s.col);
       ox = p.stride_w == 1 ? InteriorGroups<Wide, kGroup, TH, KW, 1>(
-                                 x, w, bias, out_row + ox * s.col, ox, plan.ox_end, s)
+                                 x, w, bias, out_row + ox * s.col, ox, interior_end, s)
                            : InteriorGroups<Wide, kGroup, TH, KW, 2>(
-                                 x, w, bias, out_row + ox * s.col, ox, plan.ox_end, s);
+                                 x, w, bias, out_row + ox * s.col, ox, interior_end, s);
     }
   }
-  for (; ox + kGroup <= plan.ox_end; ox += kGroup) {
+  for (; ox + kGroup <= interior_end; ox += kGroup) {
     Pixels<Wide, kGroup, TH, KW>(x_row + (ox * s.pixel - p.pad_left * s.col), w, bias,
                                  out_row + ox * s.col, taps_h, KW, s);
   }
-  for (; ox < plan.ox_end; ++ox) {
+  for (; ox < interior_end; ++ox) {
     Pixels<Wide, 1, TH, KW>(x_row + (ox * s.pixel - p.pad_left * s.col), w, bias,
                             out_row + ox * s.col, taps_h, KW, s);
   }
-  for (; ox < p.out_w; ++ox) {
+  for (ox = std::max(ox, plan.ox_end); ox < ox_hi; ++ox) {
     ClippedColumn<Wide, TH, KW>(p, s, x_row, w, bias, out_row + ox * s.col, taps_h, ox);
   }
 }
 
-// Output row oy of a batch whose input starts at `in`: all KH tap rows in an
-// interior row, the rows inside the input otherwise.
+// Pixels [ox_lo, ox_hi) of output row oy of a batch whose input starts at
+// `in`: all KH tap rows in an interior row, the rows inside the input
+// otherwise.
 template <bool Wide, int KH, int KW>
 DFARM_KERNEL_INLINE void OutputRow(const DepthwiseFloatPlan& plan, const Steps& s, const float* in,
-                                   const float* filter, const float* bias, float* out_row, int oy) {
+                                   const float* filter, const float* bias, float* out_row, int oy,
+                                   int ox_lo, int ox_hi) {
   const DepthwiseFloatParams& p = plan.params;
   const int iy0 = oy * p.stride_h - p.pad_top;
   if (oy >= plan.oy_begin && oy < plan.oy_end) {
-    RowSpans<Wide, KH, KW>(plan, s, in + iy0 * s.row, filter, bias, out_row, KH);
+    RowSpans<Wide, KH, KW>(plan, s, in + iy0 * s.row, filter, bias, out_row, KH, ox_lo, ox_hi);
     return;
   }
   const int ky0 = std::max(0, -iy0), ky1 = std::min(KH, p.in_h - iy0);
   if (ky1 <= ky0) {  // no tap row inside: bias alone (not with SAME/VALID windows)
-    RowSpans<Wide, 0, KW>(plan, s, in, filter, bias, out_row, 0);
+    RowSpans<Wide, 0, KW>(plan, s, in, filter, bias, out_row, 0, ox_lo, ox_hi);
     return;
   }
   RowSpans<Wide, 0, KW>(plan, s, in + (iy0 + ky0) * s.row, filter + ky0 * s.filter_row, bias,
-                        out_row, ky1 - ky0);
+                        out_row, ky1 - ky0, ox_lo, ox_hi);
 }
 
 template <bool Wide, int KH, int KW>
 DFARM_KERNEL_INLINE void RunVariant(const DepthwiseFloatPlan& plan, const float* input,
                                     const float* filter, const float* bias, float* output,
-                                    int64_t row_begin, int64_t row_end) {
+                                    int64_t pixel_begin, int64_t pixel_end) {
   const DepthwiseFloatParams& p = plan.params;
   const ptrdiff_t c = p.in_c;
   Steps s = {.row = p.in_w * c,
@@ -369,23 +374,26 @@ DFARM_KERNEL_INLINE void RunVariant(const DepthwiseFloatPlan& plan, const float*
   std::fill_n(s.zeros, 16, 0.0f);
   const ptrdiff_t in_batch = p.in_h * s.row;
   const ptrdiff_t out_row = p.out_w * c;
-  for (int64_t row = row_begin; row < row_end; ++row) {
+  for (int64_t row = pixel_begin / p.out_w; row * p.out_w < pixel_end; ++row) {
     const int n = static_cast<int>(row / p.out_h), oy = static_cast<int>(row % p.out_h);
-    OutputRow<Wide, KH, KW>(plan, s, input + n * in_batch, filter, bias, output + row * out_row,
-                            oy);
+    const int64_t first = row * p.out_w;
+    const int ox_lo = static_cast<int>(std::max<int64_t>(0, pixel_begin - first));
+    const int ox_hi = static_cast<int>(std::min<int64_t>(p.out_w, pixel_end - first));
+    OutputRow<Wide, KH, KW>(plan, s, input + n * in_batch, filter, bias, output + row * out_row, oy,
+                            ox_lo, ox_hi);
   }
 }
 
 template <bool Wide>
 DFARM_KERNEL_INLINE void Dispatch(const DepthwiseFloatPlan& plan, const float* input,
                                   const float* filter, const float* bias, float* output,
-                                  int64_t row_begin, int64_t row_end) {
+                                  int64_t pixel_begin, int64_t pixel_end) {
   switch (plan.variant) {
     case DepthwiseFloatPlan::Variant::k3x3:
-      RunVariant<Wide, 3, 3>(plan, input, filter, bias, output, row_begin, row_end);
+      RunVariant<Wide, 3, 3>(plan, input, filter, bias, output, pixel_begin, pixel_end);
       break;
     case DepthwiseFloatPlan::Variant::k5x5:
-      RunVariant<Wide, 5, 5>(plan, input, filter, bias, output, row_begin, row_end);
+      RunVariant<Wide, 5, 5>(plan, input, filter, bias, output, pixel_begin, pixel_end);
       break;
     case DepthwiseFloatPlan::Variant::kNone:
       break;
@@ -394,15 +402,15 @@ DFARM_KERNEL_INLINE void Dispatch(const DepthwiseFloatPlan& plan, const float* i
 
 DFARM_KERNEL_CLONES void RunDispatch(const DepthwiseFloatPlan& plan, const float* input,
                                      const float* filter, const float* bias, float* output,
-                                     int64_t row_begin, int64_t row_end) {
-  Dispatch<false>(plan, input, filter, bias, output, row_begin, row_end);
+                                     int64_t pixel_begin, int64_t pixel_end) {
+  Dispatch<false>(plan, input, filter, bias, output, pixel_begin, pixel_end);
 }
 
 #if defined(DFARM_KERNEL_WIDE)
 DFARM_KERNEL_V4 void RunDispatchWide(const DepthwiseFloatPlan& plan, const float* input,
                                      const float* filter, const float* bias, float* output,
-                                     int64_t row_begin, int64_t row_end) {
-  Dispatch<true>(plan, input, filter, bias, output, row_begin, row_end);
+                                     int64_t pixel_begin, int64_t pixel_end) {
+  Dispatch<true>(plan, input, filter, bias, output, pixel_begin, pixel_end);
 }
 #endif
 
@@ -419,7 +427,7 @@ DispatchFn PickDispatch() {
 // Outputs below which a node stays on one thread (BM_Depthwise: 6x6x128 and
 // 12x12x48 ran slower on 2 threads than on 1, 6x6x384 and up faster).
 constexpr int64_t kMinParallelOutputs = 8192;
-// Rows per thread up to which each output row is a task of its own.
+// Rows per thread below which tasks are cut inside rows (RunDepthwiseFloat).
 constexpr int64_t kRowTasksPerThread = 8;
 
 // [begin, end) of the outputs along one axis whose window [o*stride - pad,
@@ -478,22 +486,24 @@ DepthwiseFloatPlan PlanDepthwiseFloat(const Tensor& input, const Tensor& filter,
 void RunDepthwiseFloat(const DepthwiseFloatPlan& plan, const float* input, const float* filter,
                        const float* bias, float* output, const ExecutionContext* context) {
   const int64_t rows = static_cast<int64_t>(plan.params.batches) * plan.params.out_h;
+  const int64_t pixels = rows * plan.params.out_w;
   const int threads = context != nullptr ? context->num_threads : 1;
-  // Tasks of whole output rows; a small layer stays on one thread.
+  // A small layer stays on one thread.
   const bool split =
-      threads > 1 &&
-      static_cast<int64_t>(plan.params.out_w) * plan.params.out_c * rows >= kMinParallelOutputs;
+      threads > 1 && pixels * plan.params.out_c >= kMinParallelOutputs && pixels >= 2;
   const DispatchFn run = PickDispatch();
   if (!split) {
-    run(plan, input, filter, bias, output, 0, rows);
+    run(plan, input, filter, bias, output, 0, pixels);
     return;
   }
-  // Few rows (the late, wide layers: 14 or 7 of them) go one row a task, so
-  // that the threads' shares differ by a row at most.
-  const int tasks =
-      static_cast<int>(rows <= kRowTasksPerThread * threads ? rows : TaskCount(rows, threads));
+  // Tasks of whole output rows; few rows (the late, wide layers: 14 or 7 of
+  // them) are cut at any pixel, so that the threads' shares are even: 7
+  // rows of 7 went 4 and 3 rows between 2 threads, now 25 and 24 pixels.
+  const bool few_rows = rows < kRowTasksPerThread * threads;
+  const int64_t align = few_rows ? 1 : plan.params.out_w;
+  const int tasks = static_cast<int>(TaskCount((pixels + align - 1) / align, threads));
   ParallelFor(context, static_cast<size_t>(tasks), [&](size_t t, int) {
-    const Range r = SplitRange(rows, tasks, static_cast<int>(t));
+    const Range r = SplitRange(pixels, tasks, static_cast<int>(t), align);
     if (r.size() > 0) run(plan, input, filter, bias, output, r.begin, r.end);
   });
 }

@@ -61,8 +61,9 @@ DepthwiseFloatPlan PlanDepthwiseFloat(const Tensor& input, const Tensor& filter,
 // Computes the output [N, OH, OW, C] from input [N, H, W, C], filter
 // [1, KH, KW, C] and bias [C] (null: zeros). Requires plan.covered(); keeps no
 // pointer; allocates nothing. The output must not alias the inputs. With a
-// `context` of several threads, whole output rows are split across them
-// (each output is computed as on one thread, so the result is the same).
+// `context` of several threads, the output pixels are split across them in
+// whole rows, or at any pixel when there are few rows (each output
+// is computed as on one thread, so the result is the same).
 void RunDepthwiseFloat(const DepthwiseFloatPlan& plan, const float* input, const float* filter,
                        const float* bias, float* output, const ExecutionContext* context = nullptr);
 
