@@ -51,7 +51,26 @@ theirs() {
     --num-threads "$2"
 }
 
+# The cost of one parallel region between this machine's cores (BM_PoolRun/gap_us:0, built by
+# `scripts/build.sh benchmarks`): about 0.3 µs where the two cores sit near each other. On a VM
+# the host may place them farther apart for a while (we have seen 0.7-1.2 µs), and the 2-thread
+# figures then drop (face_detection_full_range 2t/1t 1.8x to 1.2-1.5x) with nothing else
+# running: compare only sittings whose two readings are near 0.3 µs.
+pool_round_trip() {
+  local bench="$BIN/dfarm_model_benchmark"
+  if [ ! -x "$bench" ]; then
+    echo "not measured ($bench is not built)"
+    return
+  fi
+  "$bench" --benchmark_filter='BM_PoolRun/gap_us:0/' --benchmark_min_time=0.2 \
+    --benchmark_format=csv 2>/dev/null |
+    python3 -c 'import csv, sys
+rows = [r for r in csv.reader(sys.stdin) if r and r[0].startswith("BM_")]
+print(f"{float(rows[0][2]):.0f} ns" if rows else "not measured")'
+}
+
 echo "loadavg at start: $(cat /proc/loadavg)"
+echo "pool round trip at start: $(pool_round_trip)"
 echo "rounds $ROUNDS, $RUNS measured runs per process, seed $SEED"
 SAMPLES="$(mktemp)"
 trap 'rm -f "$SAMPLES"' EXIT
@@ -121,3 +140,4 @@ for key in order:
           f"{speedups[1]:>9}")
 PY
 echo "loadavg at end: $(cat /proc/loadavg)"
+echo "pool round trip at end: $(pool_round_trip)"
