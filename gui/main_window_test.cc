@@ -232,7 +232,8 @@ TEST_F(WindowTest, OpenRunShowsNewJobsAppendedFromAnotherThreadWithoutReload) {
   writer.join();
   ASSERT_EQ(error, "");
   // No refresh() or reload: the watcher sees the write, the view re-reads.
-  QTRY_VERIFY_WITH_TIMEOUT(currentTsv(window).contains("late_model"), 10000);
+  EXPECT_TRUE(QTest::qWaitFor([&] { return currentTsv(window).contains("late_model"); }, 10000))
+      << "the runs view did not show the run written after it was read";
   EXPECT_GE(changes.count(), 1);
 }
 
@@ -323,7 +324,8 @@ TEST_F(SweepTest, OpenRunUpdatesLiveWhileASweepWrites) {
   const bool stillRunning = held && newestRunStatus(db_, 1) == store::kRunRunning;
   QSignalSpy matrixReads(window.view(Page::Matrix), &View::ready);
   // The new run appears in the runs view on its own.
-  QTRY_VERIFY_WITH_TIMEOUT(currentTsv(window).count('\n') > runsBefore, 60000);
+  ASSERT_TRUE(QTest::qWaitFor([&] { return currentTsv(window).count('\n') > runsBefore; }, 60000))
+      << "the new run did not appear in the runs view";
   // Open the newest run while the sweep is held mid-run.
   window.goToPage(Page::Matrix);
   ASSERT_TRUE(waitReady(window, Page::Matrix));
@@ -339,7 +341,8 @@ TEST_F(SweepTest, OpenRunUpdatesLiveWhileASweepWrites) {
   ASSERT_TRUE(waitReady(fresh, Page::Matrix));
   const QString finished = currentTsv(fresh);
   // ... the open window shows too, without a reload.
-  QTRY_COMPARE_WITH_TIMEOUT(currentTsv(window), finished, 15000);
+  QTest::qWaitFor([&] { return currentTsv(window) == finished; }, 15000);
+  EXPECT_EQ(currentTsv(window).toStdString(), finished.toStdString());
   if (stillRunning) {
     EXPECT_NE(whileRunning, finished) << "the run did not change after the window read it";
     EXPECT_GE(matrixReads.count(), 2) << "the matrix was not re-read while the sweep wrote";

@@ -113,7 +113,7 @@ TEST_F(DashboardTest, LoadAsyncDeliversOnTheReceiversThread) {
         ASSERT_TRUE(jobs) << jobs.message();
         EXPECT_EQ(jobs->size(), 3u);
       });
-  QTRY_VERIFY_WITH_TIMEOUT(called, 10000);
+  EXPECT_TRUE(QTest::qWaitFor([&] { return called; }, 10000)) << "no result was delivered";
 }
 
 TEST_F(DashboardTest, LoadAsyncReportsAMissingDatabase) {
@@ -122,7 +122,7 @@ TEST_F(DashboardTest, LoadAsyncReportsAMissingDatabase) {
   LoadAsync<int>(
       dir_.filePath("gone.db"), &receiver, [](store::Reader&) -> Result<int> { return 1; },
       [&](const Result<int>& r) { error = r ? "loaded" : r.message(); });
-  QTRY_VERIFY_WITH_TIMEOUT(!error.empty(), 10000);
+  EXPECT_TRUE(QTest::qWaitFor([&] { return !error.empty(); }, 10000)) << "no result was delivered";
   EXPECT_NE(error.find("gone.db"), std::string::npos) << error;
 }
 

@@ -590,6 +590,16 @@ std::string ForDialect(const std::string& sqlite_sql, Dialect d) {
 }
 
 Result<void> Migrate(Conn& db, int target) {
+  // A store already at the target (every open but a new store's or an
+  // upgrade's) is only read, outside a transaction: SQLite's BEGIN
+  // IMMEDIATE takes the write lock, so an open waited out the busy timeout
+  // behind a sweep holding a write transaction and then failed with
+  // "database is locked", where WAL lets a reader read. A migration that
+  // another connection starts meanwhile cannot lower the version.
+  if (auto version = ReadSchemaVersion(db);
+      version && *version >= target && *version <= kSchemaVersion) {
+    return Ok();
+  }
   auto tx = Transaction::Begin(db);
   if (!tx) return tx.error();
   if (db.dialect() == Dialect::kPostgres) {

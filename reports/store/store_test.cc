@@ -40,6 +40,25 @@ TEST_F(SqliteStoreTest, MigratesEmptyFile) {
   sqlite3_close(db);
 }
 
+// Opening a store of the current schema only reads it: a writer holding
+// its write transaction (a sweep recording a result, or stopped in the
+// middle of one) does not keep a dashboard or a report from opening and
+// reading the store. Before, every open took the write lock to check the
+// schema and failed with "database is locked" after the busy timeout.
+TEST_F(SqliteStoreTest, OpensAndReadsWhileAWriterHoldsItsTransaction) {
+  ASSERT_NE(Open(), nullptr);  // a new store: created and migrated
+  sqlite3* writer = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &writer), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(writer, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(writer);
+  auto reader = OpenStore(path_);
+  ASSERT_TRUE(reader.ok()) << reader.message();
+  auto runs = (*reader)->ListRuns();
+  EXPECT_TRUE(runs.ok()) << runs.message();
+  EXPECT_EQ(sqlite3_exec(writer, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(writer);
+}
+
 // Every SQLite connection of the store (sql::OpenSqlite opens them all)
 // fsyncs each commit: PRAGMA synchronous is per connection, so it is read on
 // the connection the store would use. 2 = FULL, 1 = NORMAL.
