@@ -207,6 +207,7 @@ Status Interpreter::AllocateOnce() {
   plan_ = delegation_.order();
   DFARM_RETURN_IF_ERROR(KeepCpuNodes());
   FoldNodes();
+  FuseRows();
   DFARM_RETURN_IF_ERROR(PrepareFoldedInto());
   DFARM_RETURN_IF_ERROR(Plan());
   return delegation_.Prepare();
@@ -530,6 +531,63 @@ Status Interpreter::PrepareNodes() {
   return Status::Ok();
 }
 
+void Interpreter::FuseRows() {
+  if (!options_.fuse_rows) return;
+  std::vector<int> step(nodes_.size(), -1);
+  for (size_t i = 0; i < plan_.size(); ++i) step[plan_[i]] = static_cast<int>(i);
+  std::vector<int> producer(tensors_.size(), -1);  // a folded node's host writes its output
+  for (const Node& n : nodes_) {
+    if (n.folded_into >= 0) continue;
+    for (const Tensor* out : n.outputs) producer[out->index] = n.index;
+  }
+  std::vector<bool> graph_input(tensors_.size(), false);
+  for (const Tensor* in : inputs_) graph_input[in->index] = true;
+  // Whether `t` is a constant, a graph input or written by a step before
+  // `first_step`.
+  auto made_before = [&](const Tensor* t, int first_step) {
+    if (t == nullptr || t->allocation != Allocation::kNone || graph_input[t->index]) return true;
+    const int p = producer[t->index];
+    return p >= 0 && step[p] >= 0 && step[p] < first_step;
+  };
+  std::vector<bool> drop(nodes_.size(), false);
+  for (size_t i = 0; i + 1 < plan_.size(); ++i) {
+    Node& first = nodes_[plan_[i]];
+    Node& second = nodes_[plan_[i + 1]];
+    if (!FoldableNode(first) || !FoldableNode(second) || first.registration->runs_then == nullptr ||
+        !first.registration->runs_then(first) || first.then != nullptr || first.runs_in >= 0 ||
+        first.outputs.size() != 1 || second.registration->rows_from_input == nullptr ||
+        second.registration->eval_rows == nullptr || second.outputs.size() != 1 ||
+        second.inputs.empty() || second.inputs[0] != first.outputs[0] ||
+        first.outputs[0]->dtype != DType::kFloat32 ||
+        !second.registration->rows_from_input(second)) {
+      continue;
+    }
+    // The same rows: the conv's output has one row per pixel of the
+    // depthwise conv's output.
+    const Tensor& mid = *first.outputs[0];
+    const Tensor& out = *second.outputs[0];
+    if (mid.rank() < 1 || out.rank() != mid.rank() || mid.shape.back() <= 0 ||
+        out.shape.back() <= 0 ||
+        mid.num_elements() / mid.shape.back() != out.num_elements() / out.shape.back()) {
+      continue;
+    }
+    // Every other input of the conv exists before the depthwise conv runs.
+    bool ready = made_before(second.folded_addend, static_cast<int>(i)) &&
+                 second.folded_addend != first.outputs[0];
+    for (size_t k = 1; k < second.inputs.size() && ready; ++k) {
+      ready = second.inputs[k] != first.outputs[0] &&
+              made_before(second.inputs[k], static_cast<int>(i));
+    }
+    if (!ready) continue;
+    first.then = &second;
+    second.runs_in = first.index;
+    drop[second.index] = true;
+    ++i;  // the conv is taken: it starts no pair of its own
+  }
+  plan_.erase(std::remove_if(plan_.begin(), plan_.end(), [&](int n) { return drop[n]; }),
+              plan_.end());
+}
+
 Status Interpreter::PrepareFoldedInto() {
   std::vector<bool> again(nodes_.size(), false);
   for (Node& node : nodes_) {
@@ -643,9 +701,13 @@ void Interpreter::Lifetimes(std::vector<int>* first_out, std::vector<int>* last_
     const Node& node = nodes_[plan_[step]];
     const int p = delegation_.PartitionOf(node.index);
     const int lo = p >= 0 ? partition_first[p] : step, hi = p >= 0 ? partition_last[p] : step;
-    for (Tensor* t : node.inputs) touch(t, lo), touch(t, hi);
-    touch(node.folded_addend, lo), touch(node.folded_addend, hi);
-    for (Tensor* t : node.outputs) touch(t, lo), touch(t, hi);
+    // A node run inside this one (Node::then) reads and writes in the same
+    // step.
+    for (const Node* n = &node; n != nullptr; n = n->then) {
+      for (Tensor* t : n->inputs) touch(t, lo), touch(t, hi);
+      touch(n->folded_addend, lo), touch(n->folded_addend, hi);
+      for (Tensor* t : n->outputs) touch(t, lo), touch(t, hi);
+    }
   }
   for (Tensor* t : outputs_) touch(t, last_step);
 }

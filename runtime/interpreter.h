@@ -60,6 +60,15 @@ struct InterpreterOptions {
   // own. The other input must be computed before the conv runs. The same
   // bits. See FoldNodes().
   bool fold_adds = true;
+  // Runs a float 1x1 stride-1 CONV_2D inside the DEPTHWISE_CONV_2D right
+  // before it when the conv reads the depthwise conv's output: each task
+  // of the depthwise conv runs the conv's GEMM on the output rows it just
+  // wrote (Node::then), so there is no wait for the other threads between
+  // the two, and the rows are read from the cache of the core that wrote
+  // them. Both outputs are written as before (the same bits); the conv is
+  // no step of its own (its time is the depthwise conv's in a profile).
+  // See FuseRows().
+  bool fuse_rows = true;
   // Frees a folded tensor (e.g. float16 weights dequantized once) as soon
   // as every node reading it keeps its own form of it (Node::kept_inputs: a
   // CONV_2D's packed filter) or was folded itself, instead of holding both
@@ -206,6 +215,10 @@ class Interpreter {
   // activation's or ADD's (its input to the PAD's) and drops the folded
   // node from plan_.
   void FoldNodes();
+  // InterpreterOptions::fuse_rows, after FoldNodes(): sets Node::then and
+  // runs_in on the pairs of consecutive steps that qualify and drops the
+  // second node from plan_.
+  void FuseRows();
   // Whether the model leaves `t`'s shape to an op (declared [] or with -1 in
   // shape_signature), even once Prepare has sized it.
   bool OpenShape(const Tensor& t) const { return open_shapes_[t.index] || DeclaredShapeIsOpen(t); }

@@ -160,7 +160,7 @@ void LoadBoth(const ModelBuilder& b, const InterpreterOptions& with,
 void LoadBoth(const ModelBuilder& b, std::unique_ptr<Loaded>* folded,
               std::unique_ptr<Loaded>* plain) {
   InterpreterOptions none;
-  none.fold_activations = none.fold_pads = none.fold_adds = false;
+  none.fold_activations = none.fold_pads = none.fold_adds = none.fuse_rows = false;
   LoadBoth(b, InterpreterOptions{}, none, nullptr, folded, plain);
 }
 
@@ -473,6 +473,70 @@ TEST(InterpreterTest, FoldsChannelPadsIntoTheAddAfterThem) {
   EXPECT_THAT(it.node(5).folded_channel_pad, ElementsAre(0, 2, 1));
   EXPECT_THAT(plain->interpreter->node(2).folded_channel_pad, ElementsAre(-1, 0, 0));
   ExpectSameOutputs(*folded->interpreter, *plain->interpreter);
+}
+
+// InterpreterOptions::fuse_rows: a 1x1 conv reading the depthwise conv
+// right before it runs inside it, on the rows each task of the depthwise
+// conv wrote. A large layer (64x64x24, two bands of 256 KiB even on one
+// thread), a conv with a residual ADD folded into it whose addend is the
+// graph input, a strided depthwise conv with a RELU6, one whose conv reads
+// what a later node writes too (still fused: the conv's other inputs come
+// first), and a depthwise conv read by two nodes; the same bits as with
+// nothing fused, on 1 and 3 threads, twice in a row.
+TEST(InterpreterTest, FusesA1x1ConvIntoTheDepthwiseConvBeforeIt) {
+  ModelBuilder b;
+  std::mt19937 rng(5);
+  auto weights = [&](std::vector<int32_t> shape) { return RandomConst(b, rng, shape); };
+  auto tensor = [&](std::vector<int32_t> shape, const char* name) {
+    return b.AddTensor(tfl::TensorType::FLOAT32, shape, name);
+  };
+  testing::DepthwiseConv2DParams same;
+  same.padding = tfl::Padding::SAME;
+  testing::DepthwiseConv2DParams strided = same;
+  strided.stride_h = strided.stride_w = 2;
+  strided.activation = tfl::ActivationFunctionType::RELU6;
+  const testing::Conv2DParams pointwise;
+  int in = tensor({1, 64, 64, 24}, "in");
+  int d0 = tensor({1, 64, 64, 24}, "d0");
+  b.AddDepthwiseConv2D(in, weights({1, 3, 3, 24}), weights({24}), d0, same);  // 0
+  int c0 = tensor({1, 64, 64, 24}, "c0");
+  b.AddConv2D(d0, weights({24, 1, 1, 24}), weights({24}), c0, pointwise);  // 1: into 0
+  int s0 = tensor({1, 64, 64, 24}, "s0");
+  b.AddAdd(c0, in, s0);  // 2: into 1, the graph input its addend
+  int d1 = tensor({1, 32, 32, 24}, "d1");
+  b.AddDepthwiseConv2D(s0, weights({1, 5, 5, 24}), weights({24}), d1, strided);  // 3
+  int c1 = tensor({1, 32, 32, 40}, "c1");
+  b.AddConv2D(d1, weights({40, 1, 1, 24}), -1, c1, pointwise);  // 4: into 3
+  int d2 = tensor({1, 32, 32, 40}, "d2");
+  b.AddDepthwiseConv2D(c1, weights({1, 3, 3, 40}), -1, d2, same);  // 5
+  int c2 = tensor({1, 32, 32, 16}, "c2");
+  b.AddConv2D(d2, weights({16, 1, 1, 40}), weights({16}), c2, pointwise);  // 6: into 5
+  int other = tensor({1, 32, 32, 40}, "other");
+  b.AddUnary(tfl::BuiltinOperator::RELU, d2, other);  // 7: reads d2 too
+  b.SetInputs({in});
+  b.SetOutputs({c2, other});
+
+  for (int threads : {1, 3}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    InterpreterOptions options;
+    options.num_threads = threads;
+    InterpreterOptions unfused = options;
+    unfused.fuse_rows = false;
+    std::unique_ptr<Loaded> fused_model, plain_model;
+    ASSERT_NO_FATAL_FAILURE(LoadBoth(b, options, unfused, nullptr, &fused_model, &plain_model));
+    Interpreter& fused = *fused_model->interpreter;
+    Interpreter& plain = *plain_model->interpreter;
+    EXPECT_EQ(plain.invoked_nodes_size(), 7u);  // the ADD folds into conv 1
+    EXPECT_EQ(fused.invoked_nodes_size(), 4u);
+    for (int dw : {0, 3, 5}) {
+      ASSERT_NE(fused.node(dw).then, nullptr) << "node " << dw;
+      EXPECT_EQ(fused.node(dw).then->index, dw + 1);
+      EXPECT_EQ(fused.node(dw + 1).runs_in, dw);
+      EXPECT_EQ(plain.node(dw).then, nullptr);
+    }
+    ExpectSameOutputs(fused, plain);
+    ExpectSameOutputs(fused, plain);  // and again
+  }
 }
 
 // Residual blocks: an ADD goes into the CONV_2D writing one of its inputs
@@ -1113,6 +1177,7 @@ TEST_F(FaceDetectionTest, ShapesAndSanity) {
   size_t relu = 0;
   size_t pad = 0;
   size_t add = 0;
+  size_t fused = 0;
   for (size_t i = 0; i < interpreter_->nodes_size(); ++i) {
     const Node& node = interpreter_->node(i);
     if (node.op_name == "DEQUANTIZE") {
@@ -1138,12 +1203,22 @@ TEST_F(FaceDetectionTest, ShapesAndSanity) {
       EXPECT_EQ(interpreter_->node(node.folded_into).folded_activation,
                 tflite::ActivationFunctionType::RELU);
     }
+    // A 1x1 conv reading the depthwise conv before it runs inside it
+    // (fuse_rows).
+    if (node.then != nullptr) {
+      ++fused;
+      EXPECT_EQ(node.op_name, "DEPTHWISE_CONV_2D");
+      EXPECT_EQ(node.then->op_name, "CONV_2D");
+      EXPECT_EQ(node.then->runs_in, node.index);
+      EXPECT_EQ(node.then->inputs[0], node.outputs[0]);
+    }
   }
   EXPECT_GT(relu, 0u);
   EXPECT_GT(pad, 0u);
   EXPECT_GT(add, 0u);
+  EXPECT_GT(fused, 0u);
   EXPECT_EQ(interpreter_->invoked_nodes_size(),
-            interpreter_->nodes_size() - dequantize - relu - pad - add);
+            interpreter_->nodes_size() - dequantize - relu - pad - add - fused);
 
   // A flat grey image holds no face: finite outputs, boxes of image scale
   // (the model's regressors are in input pixels), and low face scores.

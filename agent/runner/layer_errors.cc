@@ -84,9 +84,13 @@ runtime::Status RunStep(runtime::Interpreter& got, size_t step, std::set<int>* p
   if (where.partition < 0 || !partitions_run->insert(where.partition).second) {
     DFARM_RETURN_IF_ERROR(got.InvokeStep(step));
     if (where.partition >= 0) return runtime::Status::Ok();
-    Visible v{n, where.op, {}};
-    for (const runtime::Tensor* t : got.node(n).outputs) v.tensors.insert(TensorIndex(got, t));
-    visible_out->push_back(std::move(v));
+    // A node run inside this one (Node::then, InterpreterOptions::fuse_rows)
+    // wrote its outputs in the same step.
+    for (const runtime::Node* node = &got.node(n); node != nullptr; node = node->then) {
+      Visible v{node->index, got.placement().nodes[node->index].op, {}};
+      for (const runtime::Tensor* t : node->outputs) v.tensors.insert(TensorIndex(got, t));
+      visible_out->push_back(std::move(v));
+    }
     return runtime::Status::Ok();
   }
   std::vector<double> node_us;

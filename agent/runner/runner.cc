@@ -519,6 +519,7 @@ bool CompareWithReference(const RunnerOptions& options, const Job& job, RunOutco
     reference_options.fold_activations = false;
     reference_options.fold_pads = false;
     reference_options.fold_adds = false;
+    reference_options.fuse_rows = false;
   }
   runtime::Interpreter reference(*job.model, reference_resolver, reference_options);
   if (runtime::Status s = reference.AllocateTensors(); !s.ok()) {

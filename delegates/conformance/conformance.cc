@@ -244,6 +244,7 @@ Status ReferenceTensors(const runtime::Model& model, TensorValues* out) {
   options.fold_activations = false;
   options.fold_pads = false;
   options.fold_adds = false;
+  options.fuse_rows = false;
   runtime::Interpreter reference(model, resolver, options);
   DFARM_RETURN_IF_ERROR(reference.AllocateTensors());
   DFARM_RETURN_IF_ERROR(FillInputs(reference));

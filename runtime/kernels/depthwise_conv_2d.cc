@@ -307,18 +307,41 @@ Status Eval(Node& node) {
   }
   if (!d.fast.covered()) return EvalReference(node);
   const Tensor* bias = node.inputs.size() > 2 ? node.inputs[2] : nullptr;
+  // Node::then (the interpreter fuses it only after the fast float path):
+  // its rows as each task writes them.
+  DepthwiseThen then;
+  if (node.then != nullptr) {
+    DFARM_RETURN_IF_ERROR(CheckScratch(*node.then));
+    then.arg = node.then;
+    const Tensor& out = *node.then->outputs[0];
+    then.macs = out.num_elements() * node.then->inputs[0]->shape.back();
+    then.run = [](const void* arg, int64_t begin, int64_t end, int slot) {
+      const Node& next = *static_cast<const Node*>(arg);
+      next.registration->eval_rows(next, begin, end, slot);
+    };
+  }
   RunDepthwiseFloat(d.fast, node.inputs[0]->data_as<float>(), node.inputs[1]->data_as<float>(),
                     bias != nullptr ? bias->data_as<float>() : nullptr,
-                    node.outputs[0]->data_as<float>(), node.context);
+                    node.outputs[0]->data_as<float>(), node.context, then);
   return Status::Ok();
+}
+
+// Node::then's host: the fast float path only (RunsThen()).
+bool RunsThen(const Node& node) {
+  const DepthwiseData* d = node.data_as<DepthwiseData>();
+  return d != nullptr && !d->quantized && d->fast.covered();
 }
 
 }  // namespace
 
 const OpRegistration* RegisterDepthwiseConv2D() {
-  static const OpRegistration registration = {&Prepare, &Eval,
+  static const OpRegistration registration = {&Prepare,
+                                              &Eval,
                                               /*applies_folded_activation=*/true,
-                                              /*applies_folded_pad=*/true};
+                                              /*applies_folded_pad=*/true,
+                                              /*applies_folded_channel_pad=*/false,
+                                              /*applies_folded_add=*/false,
+                                              &RunsThen};
   return &registration;
 }
 

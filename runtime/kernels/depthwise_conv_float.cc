@@ -429,6 +429,13 @@ DispatchFn PickDispatch() {
 constexpr int64_t kMinParallelOutputs = 8192;
 // Rows per thread below which tasks are cut inside rows (RunDepthwiseFloat).
 constexpr int64_t kRowTasksPerThread = 8;
+// With DepthwiseThen: pixels a cut is a multiple of (the AVX-512 GEMM
+// tile's rows), and output bytes a band holds at most.
+constexpr int64_t kThenAlign = 12;
+constexpr int64_t kThenBandBytes = int64_t{256} << 10;
+// Multiply-adds of DepthwiseThen from which the pair splits across threads
+// (the GEMM's own threshold, kMinParallelMacs in gemm.cc).
+constexpr int64_t kMinParallelThenMacs = int64_t{1} << 16;
 
 // [begin, end) of the outputs along one axis whose window [o*stride - pad,
 // o*stride - pad + kernel) lies inside [0, in); begin <= end <= out.
@@ -484,7 +491,8 @@ DepthwiseFloatPlan PlanDepthwiseFloat(const Tensor& input, const Tensor& filter,
 }
 
 void RunDepthwiseFloat(const DepthwiseFloatPlan& plan, const float* input, const float* filter,
-                       const float* bias, float* output, const ExecutionContext* context) {
+                       const float* bias, float* output, const ExecutionContext* context,
+                       DepthwiseThen then) {
   const int64_t rows = static_cast<int64_t>(plan.params.batches) * plan.params.out_h;
   const int64_t pixels = rows * plan.params.out_w;
   const int threads = context != nullptr ? context->num_threads : 1;
@@ -492,6 +500,27 @@ void RunDepthwiseFloat(const DepthwiseFloatPlan& plan, const float* input, const
   const bool split =
       threads > 1 && pixels * plan.params.out_c >= kMinParallelOutputs && pixels >= 2;
   const DispatchFn run = PickDispatch();
+  if (then.run != nullptr) {
+    // Bands of whole 12-row GEMM tiles (of 6 rows when there are few: the
+    // GEMM's half tile), a whole number a thread. The pair splits where
+    // either op would alone.
+    const bool split_pair = threads > 1 && (split || then.macs >= kMinParallelThenMacs);
+    const int64_t align = pixels < 4 * kThenAlign * threads ? kThenAlign / 2 : kThenAlign;
+    const int64_t units = (pixels + align - 1) / align;
+    const int64_t bands = pixels * plan.params.out_c * int64_t{sizeof(float)} / kThenBandBytes + 1;
+    const int64_t by_threads = split_pair ? TaskCount(units, threads) : 1;
+    const int64_t per = split_pair ? threads : 1;
+    const int tasks =
+        static_cast<int>(std::min(units, (std::max(by_threads, bands) + per - 1) / per * per));
+    ParallelFor(split_pair ? context : nullptr, static_cast<size_t>(tasks),
+                [&](size_t t, int slot) {
+                  const Range r = SplitRange(pixels, tasks, static_cast<int>(t), align);
+                  if (r.size() <= 0) return;
+                  run(plan, input, filter, bias, output, r.begin, r.end);
+                  then.run(then.arg, r.begin, r.end, slot);
+                });
+    return;
+  }
   if (!split) {
     run(plan, input, filter, bias, output, 0, pixels);
     return;

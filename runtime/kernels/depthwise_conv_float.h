@@ -64,8 +64,21 @@ DepthwiseFloatPlan PlanDepthwiseFloat(const Tensor& input, const Tensor& filter,
 // `context` of several threads, the output pixels are split across them in
 // whole rows, or at any pixel when there are few rows (each output
 // is computed as on one thread, so the result is the same).
+// `then`, when set, runs right after the task that wrote output pixels
+// [begin, end), on the same thread (slot: its thread's scratch part): the
+// interpreter's Node::then. The pixels are then cut in multiples of 12 (a
+// GEMM register tile's rows), into bands of about 256 KiB of output even on
+// one thread, so the band `then` reads is still in the core's cache.
+struct DepthwiseThen {
+  void (*run)(const void* arg, int64_t begin, int64_t end, int slot) = nullptr;
+  const void* arg = nullptr;
+  // Multiply-adds of `run` over all the pixels: with the depthwise conv's
+  // own outputs, whether the pair is worth splitting across threads.
+  int64_t macs = 0;
+};
 void RunDepthwiseFloat(const DepthwiseFloatPlan& plan, const float* input, const float* filter,
-                       const float* bias, float* output, const ExecutionContext* context = nullptr);
+                       const float* bias, float* output, const ExecutionContext* context = nullptr,
+                       DepthwiseThen then = {});
 
 // DEPTHWISE_CONV_2D with the plain loops for every node (defined in
 // depthwise_conv_2d.cc, same Prepare() checks): the reference the tests

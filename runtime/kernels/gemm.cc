@@ -704,6 +704,17 @@ void Gemm::RunEigen(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const
   }
 }
 
+bool Gemm::FewRows(int64_t m, int threads) const {
+  const bool own_tiles = UsesAvx2() && !gemv_ && !packed_b_.empty();
+  return own_tiles && m < 4 * kRowAlign * threads && m % (kOwnRowAlign * threads) == 0;
+}
+
+bool Gemm::SplitsRows(int64_t m, int64_t n, int threads) const {
+  return FewRows(m, threads) ||
+         (m >= 2 * kRowAlign * threads &&
+          ((!packed_b_.empty() && m >= 4 * kRowAlign * threads) || m >= n || n < 2 * kColumnAlign));
+}
+
 void Gemm::RunParallel(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, float* c,
                        int64_t c_stride, const GemmEpilogue& epilogue,
                        const ExecutionContext* context, size_t workspace_offset) const {
@@ -728,13 +739,8 @@ void Gemm::RunParallel(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOpera
   // rows of the ADD folded in (its addend) and of the op after that it
   // wrote or reads (face_detection_full_range on 2 threads: 4% faster than
   // splitting the columns there; 7x7 pixels split 30/19 went 10% slower).
-  const bool own_tiles = UsesAvx2() && !gemv_ && !packed_b_.empty();
-  const bool few_rows =
-      own_tiles && m < 4 * kRowAlign * threads && m % (kOwnRowAlign * threads) == 0;
-  const bool split_rows =
-      few_rows ||
-      (m >= 2 * kRowAlign * threads &&
-       ((!packed_b_.empty() && m >= 4 * kRowAlign * threads) || m >= n || n < 2 * kColumnAlign));
+  const bool few_rows = FewRows(m, threads);
+  const bool split_rows = SplitsRows(m, n, threads);
   const int64_t row_align = few_rows ? kOwnRowAlign : kRowAlign;
   const int64_t units = few_rows     ? threads
                         : split_rows ? m / (2 * kRowAlign)

@@ -84,6 +84,10 @@ class Gemm {
   void Run(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b, float* c,
            int64_t c_stride, const GemmEpilogue& epilogue, std::byte* workspace) const;
 
+  // Whether RunParallel() splits an m x n product across `threads` threads
+  // by rows (else by column panels, or not at all).
+  bool SplitsRows(int64_t m, int64_t n, int threads) const;
+
   // The same product split across `context`'s threads (one thread when it is
   // null or the product is small); thread t's workspace is
   // context->ThreadScratch(t) + workspace_offset, so the node's
@@ -121,6 +125,9 @@ class Gemm {
   void set_avx512(bool avx512) { avx512_ = avx512; }
 
  private:
+  // RunParallel()'s split of a few rows, whole 6-row tiles a thread (our
+  // AVX2/AVX-512 kernel with B packed once).
+  bool FewRows(int64_t m, int threads) const;
   bool UsesAvx2() const;
   // Columns [col0, col0 + n) of B (the whole operand b) into C's columns
   // [0, n) at c; the epilogue's bias is the whole operand's.

@@ -84,6 +84,15 @@ struct Node {
   // (folded_activation, folded_pad, folded_channel_pad, folded_addend), or
   // -1: Invoke() skips a node folded so.
   int folded_into = -1;
+  // A node the interpreter runs inside this one (InterpreterOptions::
+  // fuse_rows; only where this node's registration says runs_then): each
+  // task of this node, once it has written output rows [b, e) (the output
+  // as [rows, last dimension]), runs then's eval_rows on the same rows, on
+  // the same thread, while they are in its cache. Null when none.
+  Node* then = nullptr;
+  // The node whose tasks run this one (it is that node's `then`), or -1:
+  // Invoke() skips it. Unlike a folded node it keeps its OpData.
+  int runs_in = -1;
   // Bytes of the shared scratch each thread of Eval() uses, set by Prepare()
   // (ExecutionContext::ThreadScratch); 0 when Eval() needs none.
   size_t scratch_bytes = 0;
@@ -139,6 +148,16 @@ struct OpRegistration {
   // interpreter folds a float ADD after it into it: CONV_2D, the resizes).
   // The ADD's own activation folds only where applies_folded_activation.
   bool applies_folded_add = false;
+  // Whether Eval() runs Node::then on the rows each task writes, for this
+  // node (a float DEPTHWISE_CONV_2D on its fast kernel). Null: never.
+  bool (*runs_then)(const Node& node) = nullptr;
+  // Whether eval_rows can compute this node's output rows [begin, end)
+  // from the same rows of input 0 alone (and inputs computed before it):
+  // a 1x1 stride-1 float CONV_2D on the GEMM. Null: never.
+  bool (*rows_from_input)(const Node& node) = nullptr;
+  // Output rows [begin, end) on the calling thread, with thread slot
+  // `slot`'s scratch (node.scratch_bytes). Only where rows_from_input.
+  void (*eval_rows)(const Node& node, int64_t begin, int64_t end, int slot) = nullptr;
 };
 
 }  // namespace dfarm::runtime
