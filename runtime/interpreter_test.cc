@@ -164,6 +164,18 @@ void LoadBoth(const ModelBuilder& b, std::unique_ptr<Loaded>* folded,
   LoadBoth(b, InterpreterOptions{}, none, nullptr, folded, plain);
 }
 
+// Loads `b` on `threads` threads with the default options (*on) and with
+// `turn_off` applied to them (*off); both must load.
+void LoadOnAndOff(const ModelBuilder& b, int threads, void (*turn_off)(InterpreterOptions&),
+                  const OpRegistration* conv, std::unique_ptr<Loaded>* on,
+                  std::unique_ptr<Loaded>* off) {
+  InterpreterOptions with;
+  with.num_threads = threads;
+  InterpreterOptions without = with;
+  turn_off(without);
+  LoadBoth(b, with, without, conv, on, off);
+}
+
 // A constant float tensor of `shape` with values drawn from [-0.5, 0.5).
 int RandomConst(ModelBuilder& b, std::mt19937& rng, const std::vector<int32_t>& shape) {
   std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
@@ -518,12 +530,10 @@ TEST(InterpreterTest, FusesA1x1ConvIntoTheDepthwiseConvBeforeIt) {
 
   for (int threads : {1, 3}) {
     SCOPED_TRACE("threads " + std::to_string(threads));
-    InterpreterOptions options;
-    options.num_threads = threads;
-    InterpreterOptions unfused = options;
-    unfused.fuse_rows = false;
     std::unique_ptr<Loaded> fused_model, plain_model;
-    ASSERT_NO_FATAL_FAILURE(LoadBoth(b, options, unfused, nullptr, &fused_model, &plain_model));
+    ASSERT_NO_FATAL_FAILURE(LoadOnAndOff(
+        b, threads, [](InterpreterOptions& o) { o.fuse_rows = false; }, nullptr, &fused_model,
+        &plain_model));
     Interpreter& fused = *fused_model->interpreter;
     Interpreter& plain = *plain_model->interpreter;
     EXPECT_EQ(plain.invoked_nodes_size(), 7u);  // the ADD folds into conv 1
@@ -598,13 +608,10 @@ TEST(InterpreterTest, FoldsResidualAddsIntoTheConvBeforeThem) {
     for (bool reference : {false, true}) {
       SCOPED_TRACE("threads " + std::to_string(threads) + (reference ? " reference" : ""));
       const OpRegistration* conv = reference ? RegisterConv2DReference() : nullptr;
-      InterpreterOptions options;
-      options.num_threads = threads;
-      InterpreterOptions no_add_folds = options;
-      no_add_folds.fold_adds = false;
       std::unique_ptr<Loaded> folded_model, plain_model;
-      ASSERT_NO_FATAL_FAILURE(
-          LoadBoth(b, options, no_add_folds, conv, &folded_model, &plain_model));
+      ASSERT_NO_FATAL_FAILURE(LoadOnAndOff(
+          b, threads, [](InterpreterOptions& o) { o.fold_adds = false; }, conv, &folded_model,
+          &plain_model));
       Interpreter& folded = *folded_model->interpreter;
       Interpreter& plain = *plain_model->interpreter;
       EXPECT_EQ(plain.invoked_nodes_size(), 12u);  // the RELU and the PAD fold
@@ -693,13 +700,10 @@ TEST(InterpreterTest, FoldsAddsIntoTheResizeBeforeThem) {
 
   for (int threads : {1, 3}) {
     SCOPED_TRACE("threads " + std::to_string(threads));
-    InterpreterOptions options;
-    options.num_threads = threads;
-    InterpreterOptions no_add_folds = options;
-    no_add_folds.fold_adds = false;
     std::unique_ptr<Loaded> folded_model, plain_model;
-    ASSERT_NO_FATAL_FAILURE(
-        LoadBoth(b, options, no_add_folds, nullptr, &folded_model, &plain_model));
+    ASSERT_NO_FATAL_FAILURE(LoadOnAndOff(
+        b, threads, [](InterpreterOptions& o) { o.fold_adds = false; }, nullptr, &folded_model,
+        &plain_model));
     Interpreter& folded = *folded_model->interpreter;
     Interpreter& plain = *plain_model->interpreter;
     EXPECT_EQ(plain.invoked_nodes_size(), 11u);  // the PAD and the RELU fold
