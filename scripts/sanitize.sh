@@ -52,6 +52,7 @@ if [ "$MODE" = thread ]; then
   # PROGRAM:REGEX takes only that program's tests whose names match.
   TESTS=(dfarm_scheduler_test "dfarm_e2e_test:^(SchedulerE2eTest|SweepE2eTest)[.]"
     "runtime_kernels_test:^(ThreadPoolTest|ParallelForTest|GemmTest|DepthwiseConvFloatTest|ConvHwc3FloatTest)[.]"
+    "runtime_test:^InterpreterTest[.]Fuses"
     dfarm_harness_core_test dfarm_runner_test
     dfarm_agent_test dfarm_agent_e2e_test dfarm_agent_faults_test)
   TARGETS=(dfarm-agent dfarm-runner "${TESTS[@]%%:*}")
