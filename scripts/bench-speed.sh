@@ -55,7 +55,9 @@ theirs() {
 # `scripts/build.sh benchmarks`): about 0.3 µs where the two cores sit near each other. On a VM
 # the host may place them farther apart for a while (we have seen 0.7-1.2 µs), and the 2-thread
 # figures then drop (face_detection_full_range 2t/1t 1.8x to 1.2-1.5x) with nothing else
-# running: compare only sittings whose two readings are near 0.3 µs.
+# running. Compare only sittings whose two readings are near 0.3 µs. A slow spell can also
+# fall between the two readings: then one round of a model is slower than its others, for both
+# runners at once.
 pool_round_trip() {
   local bench="$BIN/dfarm_model_benchmark"
   if [ ! -x "$bench" ]; then
