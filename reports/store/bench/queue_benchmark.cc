@@ -222,7 +222,8 @@ void RunAgent(Node* node, int agent, int job_ms, int samples, Tally* t) {
                    "Android 14",
                    "Qualcomm SM8550",
                    int64_t{8} << 30,
-                   {"lab"}};
+                   {"lab"},
+                   /*model=*/""};
   for (;;) {
     const auto t0 = Clock::now();
     Clock::time_point t1, t2;
