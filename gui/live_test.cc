@@ -76,7 +76,8 @@ class LiveTest : public testing::TestWithParam<bool> {
   }
 
   void recordResult() {
-    store::DeviceTraits phone{"phone", "arm64-v8a", "Android", "SM8550", 8LL << 30, {}};
+    store::DeviceTraits phone{"phone",   "arm64-v8a", "Android",   "SM8550",
+                              8LL << 30, {},          /*model=*/""};
     auto claimed = writer_->ClaimJob("n1", phone, 60);
     ASSERT_TRUE(claimed.ok() && claimed->has_value()) << claimed.message();
     store::JobOutcome ok;

@@ -276,7 +276,7 @@ TEST_F(PageViewsTest, FleetShowsNodesQueueDepthAndTheJobEachDeviceRuns) {
     auto urgent = (*s)->CreateRun("urgent", "{}");
     ASSERT_TRUE(urgent.ok());
     ASSERT_TRUE((*s)->SetRunMode(*urgent, store::kRunModeQueue).ok());
-    ASSERT_TRUE((*s)->SetRunQueueing(*urgent, {9, 900}).ok());
+    ASSERT_TRUE((*s)->SetRunQueueing(*urgent, {9, 900, /*device_classes=*/{}}).ok());
     ASSERT_TRUE((*s)->AddJobs(*urgent, {PagesJob("xnnpack", 0)}).ok());
     ASSERT_TRUE(
         (*s)->SetOperatorState("local", store::kDeviceQuarantined, "battery swollen", "al@lab")

@@ -27,7 +27,9 @@ class ChangeCountTest : public StoreTest {
   std::unique_ptr<Store> store_;
 };
 
-DeviceTraits Phone() { return {"phone", "arm64-v8a", "Android 14", "SM8550", 8LL << 30, {}}; }
+DeviceTraits Phone() {
+  return {"phone", "arm64-v8a", "Android 14", "SM8550", 8LL << 30, {}, /*model=*/""};
+}
 
 TEST_P(ChangeCountTest, MovesOnResultsAndStatusNotOnHeartbeats) {
   DeviceRow device;

@@ -68,10 +68,19 @@ class QueueTest : public StoreTest {
 };
 
 DeviceTraits Phone() {
-  return {"phone",           "arm64-v8a",      "Android 14",
-          "Qualcomm SM8550", int64_t{8} << 30, {"fast", "lab", "x"}};
+  return {"phone",          "arm64-v8a",          "Android 14", "Qualcomm SM8550",
+          int64_t{8} << 30, {"fast", "lab", "x"}, /*model=*/""};
 }
-DeviceTraits Pc() { return {"pc", "x86_64", "linux", "Intel i7", int64_t{32} << 30, {"lab"}}; }
+// A run's queueing with no device classes.
+RunQueueing Queueing(int64_t priority, int64_t unserved_timeout_s) {
+  RunQueueing q;
+  q.priority = priority;
+  q.unserved_timeout_s = unserved_timeout_s;
+  return q;
+}
+DeviceTraits Pc() {
+  return {"pc", "x86_64", "linux", "Intel i7", int64_t{32} << 30, {"lab"}, /*model=*/""};
+}
 
 TEST(TargetTest, ParseStringAndMatch) {
   TargetSelector s{"arm64-v8a", "android", "sm8550", {"lab", "fast"}, 4096};
@@ -518,7 +527,8 @@ void RunNode(const std::string& where, int n, NodeTally* tally) {
     return;
   }
   const std::string node = "node" + std::to_string(n);
-  DeviceTraits device{"dev" + std::to_string(n), "x86_64", "linux", "cpu", 1 << 30, {}};
+  DeviceTraits device{
+      "dev" + std::to_string(n), "x86_64", "linux", "cpu", 1 << 30, {}, /*model=*/""};
   for (;;) {
     auto claimed = (*store)->ClaimJob(node, device, 60);
     if (!claimed.ok()) {
@@ -809,7 +819,7 @@ TEST_P(QueueTest, ClaimsTakeThePriorityThenTheLeastBusyRun) {
   auto b = QueueRun({Targeted(kTargetAny), Targeted(kTargetAny)}, &other);
   auto u = QueueRun({Targeted(kTargetAny)}, &urgent);
   EXPECT_EQ(store_->GetRun(long_run)->priority, kRunPriorityDefault);
-  ASSERT_TRUE(store_->SetRunQueueing(urgent, {9, 60}).ok());
+  ASSERT_TRUE(store_->SetRunQueueing(urgent, Queueing(9, 60)).ok());
   EXPECT_EQ(store_->GetRun(urgent)->priority, 9);
   EXPECT_EQ(store_->GetRun(urgent)->unserved_timeout_s, 60);
 
@@ -821,13 +831,14 @@ TEST_P(QueueTest, ClaimsTakeThePriorityThenTheLeastBusyRun) {
   EXPECT_EQ(Claim("n1", Pc()), b[1]);  // the long run has two running, the other none
   EXPECT_EQ(Claim("n1", Pc()), a[2]);
 
-  auto bad = store_->SetRunQueueing(other, {10, 60});
+  auto bad = store_->SetRunQueueing(other, Queueing(10, 60));
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().kind, ErrorKind::kInvalidInput);
   EXPECT_NE(bad.message().find("priority 10 is out of range [0, 9]"), std::string::npos)
       << bad.message();
-  EXPECT_EQ(store_->SetRunQueueing(other, {5, -1}).error().kind, ErrorKind::kInvalidInput);
-  EXPECT_EQ(store_->SetRunQueueing(urgent + 100, {5, 60}).error().kind, ErrorKind::kNotFound);
+  EXPECT_EQ(store_->SetRunQueueing(other, Queueing(5, -1)).error().kind, ErrorKind::kInvalidInput);
+  EXPECT_EQ(store_->SetRunQueueing(urgent + 100, Queueing(5, 60)).error().kind,
+            ErrorKind::kNotFound);
   EXPECT_EQ(store_->GetRun(other)->priority, kRunPriorityDefault);
 }
 
@@ -845,8 +856,8 @@ TEST_P(QueueTest, EndUnservedJobsEndsWhatNoLiveNodeServes) {
   int64_t run = 0, patient = 0;
   auto ids = QueueRun({Targeted("", "phone"), Targeted(kTargetAny), Targeted("", "pc")}, &run);
   auto waiting = QueueRun({Targeted("", "phone")}, &patient);
-  ASSERT_TRUE(store_->SetRunQueueing(run, {5, 0}).ok());
-  ASSERT_TRUE(store_->SetRunQueueing(patient, {5, 3600}).ok());
+  ASSERT_TRUE(store_->SetRunQueueing(run, Queueing(5, 0)).ok());
+  ASSERT_TRUE(store_->SetRunQueueing(patient, Queueing(5, 3600)).ok());
 
   auto ended = store_->EndUnservedJobs();
   ASSERT_TRUE(ended.ok()) << ended.message();
@@ -871,11 +882,11 @@ TEST_P(QueueTest, EndUnservedJobsEndsWhatNoLiveNodeServes) {
   EXPECT_EQ(store_->GetRun(run)->status, kRunFinished);
 
   // A stopped node serves nothing.
-  ASSERT_TRUE(store_->SetRunQueueing(patient, {5, 0}).ok());
+  ASSERT_TRUE(store_->SetRunQueueing(patient, Queueing(5, 0)).ok());
   ASSERT_TRUE(store_->NodeHeartbeat("n1", kNodeStopped, 60).ok());
   int64_t pc_run_id = 0;
   auto pc_run = QueueRun({Targeted("", "pc")}, &pc_run_id);
-  ASSERT_TRUE(store_->SetRunQueueing(pc_run_id, {5, 0}).ok());
+  ASSERT_TRUE(store_->SetRunQueueing(pc_run_id, Queueing(5, 0)).ok());
   ended = store_->EndUnservedJobs();
   ASSERT_TRUE(ended.ok()) << ended.message();
   EXPECT_EQ(*ended, (std::vector<int64_t>{waiting[0], pc_run[0]}));
