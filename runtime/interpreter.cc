@@ -314,6 +314,24 @@ struct FoldIndex {
   std::vector<int> reader;    // the last node reading it, or -1
 };
 
+// The step of each node in `plan`, or -1 for a node not in it.
+std::vector<int> PlanSteps(const std::vector<int>& plan, size_t nodes) {
+  std::vector<int> step(nodes, -1);
+  for (size_t i = 0; i < plan.size(); ++i) step[plan[i]] = static_cast<int>(i);
+  return step;
+}
+
+// The node writing each tensor, or -1; a node folded into another is
+// skipped (its host writes the tensor).
+std::vector<int> Producers(const std::vector<Node>& nodes, size_t tensors) {
+  std::vector<int> producer(tensors, -1);
+  for (const Node& n : nodes) {
+    if (n.folded_into >= 0) continue;
+    for (const Tensor* out : n.outputs) producer[out->index] = n.index;
+  }
+  return producer;
+}
+
 }  // namespace
 
 bool Interpreter::FoldableNode(const Node& n) const {
@@ -332,17 +350,15 @@ bool Interpreter::PrivateFloat(const Tensor* t, const std::vector<int>& readers,
 void Interpreter::FoldNodes() {
   FoldIndex ix;
   ix.readers.assign(tensors_.size(), 0);
-  ix.producer.assign(tensors_.size(), -1);
+  ix.producer = Producers(nodes_, tensors_.size());
   ix.reader.assign(tensors_.size(), -1);
   for (const Node& node : nodes_) {
     for (const Tensor* t : node.inputs) {
       if (t != nullptr) ++ix.readers[t->index], ix.reader[t->index] = node.index;
     }
-    for (const Tensor* t : node.outputs) ix.producer[t->index] = node.index;
   }
   for (const Tensor* t : outputs_) ++ix.readers[t->index];  // a model output stays written
-  std::vector<int> step(nodes_.size(), -1);
-  for (size_t i = 0; i < plan_.size(); ++i) step[plan_[i]] = static_cast<int>(i);
+  const std::vector<int> step = PlanSteps(plan_, nodes_.size());
   for (Node& node : nodes_) {
     if (!FoldableNode(node) || node.outputs.size() != 1) continue;
     if (options_.fold_activations) FoldActivation(node, ix.readers, ix.producer);
@@ -533,13 +549,8 @@ Status Interpreter::PrepareNodes() {
 
 void Interpreter::FuseRows() {
   if (!options_.fuse_rows) return;
-  std::vector<int> step(nodes_.size(), -1);
-  for (size_t i = 0; i < plan_.size(); ++i) step[plan_[i]] = static_cast<int>(i);
-  std::vector<int> producer(tensors_.size(), -1);  // a folded node's host writes its output
-  for (const Node& n : nodes_) {
-    if (n.folded_into >= 0) continue;
-    for (const Tensor* out : n.outputs) producer[out->index] = n.index;
-  }
+  const std::vector<int> step = PlanSteps(plan_, nodes_.size());
+  const std::vector<int> producer = Producers(nodes_, tensors_.size());
   std::vector<bool> graph_input(tensors_.size(), false);
   for (const Tensor* in : inputs_) graph_input[in->index] = true;
   // Whether `t` is a constant, a graph input or written by a step before

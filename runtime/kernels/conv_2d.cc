@@ -468,29 +468,39 @@ void EvalPixels(const Conv2DData& d, const Node& node, int64_t first, int64_t en
   }
 }
 
+// Output rows [begin, end) of a 1x1 stride-1 float product on the input
+// itself, on the calling thread: one task of EvalDirect(), and Node::then's
+// eval_rows (RowsFromInput() accepts the node).
+void EvalRows(const Node& node, int64_t begin, int64_t end, int slot) {
+  const Conv2DData& d = *node.data_as<Conv2DData>();
+  const int64_t depth = node.inputs[0]->shape[3];
+  const int out_c = node.outputs[0]->shape[3];
+  const GemmOperand filter{node.inputs[1]->data_as<float>(), depth, /*transposed=*/true};
+  d.gemm.Run(end - begin, out_c, depth,
+             {node.inputs[0]->data_as<float>() + begin * depth, depth, false}, filter,
+             node.outputs[0]->data_as<float>() + begin * out_c, out_c,
+             OutputEpilogue(d, node).FromRow(begin), NodeScratch(node, slot));
+}
+
 // The 1x1 stride-1 product on the input itself (bias and activation in the
 // GEMM). Many pixels: tasks of whole pixel ranges; few (fewer than the
 // channels): the GEMM splits the channels.
 void EvalDirect(const Conv2DData& d, const Node& node, int64_t pixels) {
   const int64_t depth = node.inputs[0]->shape[3];
   const int out_c = node.outputs[0]->shape[3];
-  const float* in = node.inputs[0]->data_as<float>();
-  const GemmOperand filter{node.inputs[1]->data_as<float>(), depth, /*transposed=*/true};
-  float* out = node.outputs[0]->data_as<float>();
-  const GemmEpilogue epilogue = OutputEpilogue(d, node);
   const int threads = NumThreads(node);
   const bool by_pixels = pixels >= out_c && pixels >= 2 * kMinTaskRows;
   if (threads <= 1 || by_pixels) {
     const int tasks = static_cast<int>(TaskCount(pixels / kMinTaskRows, threads));
     ParallelFor(node.context, static_cast<size_t>(tasks), [&](size_t t, int slot) {
-      const Range r = SplitRange(pixels, tasks, static_cast<int>(t), 12);
-      if (r.size() <= 0) return;
-      d.gemm.Run(r.size(), out_c, depth, {in + r.begin * depth, depth, false}, filter,
-                 out + r.begin * out_c, out_c, epilogue.FromRow(r.begin), NodeScratch(node, slot));
+      const Range r = SplitRange(pixels, tasks, static_cast<int>(t), Gemm::kRowAlign);
+      if (r.size() > 0) EvalRows(node, r.begin, r.end, slot);
     });
     return;
   }
-  d.gemm.RunParallel(pixels, out_c, depth, {in, depth, false}, filter, out, out_c, epilogue,
+  const GemmOperand filter{node.inputs[1]->data_as<float>(), depth, /*transposed=*/true};
+  d.gemm.RunParallel(pixels, out_c, depth, {node.inputs[0]->data_as<float>(), depth, false}, filter,
+                     node.outputs[0]->data_as<float>(), out_c, OutputEpilogue(d, node),
                      node.context, 0);
 }
 
@@ -510,19 +520,6 @@ bool RowsFromInput(const Node& node) {
   const int64_t out_c = out.shape.back();
   const int threads = NumThreads(node);
   return threads <= 1 || d->gemm.SplitsRows(out.num_elements() / out_c, out_c, threads);
-}
-
-// Output rows [begin, end) of a node RowsFromInput() accepts, as one task of
-// EvalDirect() computes them (the same bits).
-void EvalRows(const Node& node, int64_t begin, int64_t end, int slot) {
-  const Conv2DData& d = *node.data_as<Conv2DData>();
-  const int64_t depth = node.inputs[0]->shape[3];
-  const int out_c = node.outputs[0]->shape[3];
-  const GemmOperand filter{node.inputs[1]->data_as<float>(), depth, /*transposed=*/true};
-  d.gemm.Run(end - begin, out_c, depth,
-             {node.inputs[0]->data_as<float>() + begin * depth, depth, false}, filter,
-             node.outputs[0]->data_as<float>() + begin * out_c, out_c,
-             OutputEpilogue(d, node).FromRow(begin), NodeScratch(node, slot));
 }
 
 Status Eval(Node& node) {

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "runtime/kernels/gemm.h"
 #include "runtime/kernels/kernel_clones.h"
 #include "runtime/kernels/parallel.h"
 
@@ -429,13 +430,8 @@ DispatchFn PickDispatch() {
 constexpr int64_t kMinParallelOutputs = 8192;
 // Rows per thread below which tasks are cut inside rows (RunDepthwiseFloat).
 constexpr int64_t kRowTasksPerThread = 8;
-// With DepthwiseThen: pixels a cut is a multiple of (the AVX-512 GEMM
-// tile's rows), and output bytes a band holds at most.
-constexpr int64_t kThenAlign = 12;
+// With DepthwiseThen: output bytes a band holds at most.
 constexpr int64_t kThenBandBytes = int64_t{256} << 10;
-// Multiply-adds of DepthwiseThen from which the pair splits across threads
-// (the GEMM's own threshold, kMinParallelMacs in gemm.cc).
-constexpr int64_t kMinParallelThenMacs = int64_t{1} << 16;
 
 // [begin, end) of the outputs along one axis whose window [o*stride - pad,
 // o*stride - pad + kernel) lies inside [0, in); begin <= end <= out.
@@ -497,15 +493,15 @@ void RunDepthwiseFloat(const DepthwiseFloatPlan& plan, const float* input, const
   const int64_t pixels = rows * plan.params.out_w;
   const int threads = context != nullptr ? context->num_threads : 1;
   // A small layer stays on one thread.
-  const bool split =
-      threads > 1 && pixels * plan.params.out_c >= kMinParallelOutputs && pixels >= 2;
+  const bool split = threads > 1 && pixels * plan.params.out_c >= kMinParallelOutputs;
   const DispatchFn run = PickDispatch();
   if (then.run != nullptr) {
-    // Bands of whole 12-row GEMM tiles (of 6 rows when there are few: the
-    // GEMM's half tile), a whole number a thread. The pair splits where
+    // Bands cut where the GEMM cuts its rows (whole 12-row tiles, of 6 rows
+    // when there are few), a whole number a thread. The pair splits where
     // either op would alone.
-    const bool split_pair = threads > 1 && (split || then.macs >= kMinParallelThenMacs);
-    const int64_t align = pixels < 4 * kThenAlign * threads ? kThenAlign / 2 : kThenAlign;
+    const bool split_pair = threads > 1 && (split || then.macs >= Gemm::kMinParallelMacs);
+    const int64_t align =
+        pixels < 4 * Gemm::kRowAlign * threads ? Gemm::kOwnRowAlign : Gemm::kRowAlign;
     const int64_t units = (pixels + align - 1) / align;
     const int64_t bands = pixels * plan.params.out_c * int64_t{sizeof(float)} / kThenBandBytes + 1;
     const int64_t by_threads = split_pair ? TaskCount(units, threads) : 1;

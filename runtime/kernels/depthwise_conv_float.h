@@ -66,9 +66,9 @@ DepthwiseFloatPlan PlanDepthwiseFloat(const Tensor& input, const Tensor& filter,
 // is computed as on one thread, so the result is the same).
 // `then`, when set, runs right after the task that wrote output pixels
 // [begin, end), on the same thread (slot: its thread's scratch part): the
-// interpreter's Node::then. The pixels are then cut in multiples of 12 (a
-// GEMM register tile's rows), into bands of about 256 KiB of output even on
-// one thread, so the band `then` reads is still in the core's cache.
+// interpreter's Node::then. The pixels are then cut where the GEMM cuts its
+// rows (Gemm::kRowAlign), into bands of about 256 KiB of output even on one
+// thread, so the band `then` reads is still in the core's cache.
 struct DepthwiseThen {
   void (*run)(const void* arg, int64_t begin, int64_t end, int slot) = nullptr;
   const void* arg = nullptr;

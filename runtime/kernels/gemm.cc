@@ -541,16 +541,12 @@ void RunAvx2(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOp
 }
 #endif  // DFARM_GEMM_AVX2
 
-// RunParallel()'s split: rows in multiples of both register tiles' heights
-// (ours 6, Eigen's 4), or of ours alone where only ours runs; columns in
-// whole 16-column panels.
-constexpr int64_t kRowAlign = 12, kOwnRowAlign = 6, kColumnAlign = 16;
+// RunParallel()'s column split: whole 16-column panels (the row split:
+// Gemm::kRowAlign).
+constexpr int64_t kColumnAlign = 16;
 
 size_t AlignUp64(size_t bytes) { return (bytes + 63) & ~size_t{63}; }
 
-// Products smaller than this many multiply-adds stay on one thread (waking
-// the pool costs more than it saves).
-constexpr int64_t kMinParallelMacs = int64_t{1} << 16;
 // Multiply-adds below which a product is not cut into more tasks.
 constexpr int64_t kMinTaskMacs = int64_t{1} << 18;
 // Column panels per task below which a column split has one task a thread.

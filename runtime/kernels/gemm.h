@@ -64,6 +64,15 @@ struct GemmEpilogue {
 
 class Gemm {
  public:
+  // RunParallel()'s row split: rows in multiples of both register tiles'
+  // heights (ours 6, Eigen's 4), or of ours alone (kOwnRowAlign) where only
+  // ours runs. A caller that cuts rows for Run() itself (a fused depthwise
+  // conv) cuts at the same multiples.
+  static constexpr int64_t kRowAlign = 12, kOwnRowAlign = 6;
+  // Products smaller than this many multiply-adds stay on one thread
+  // (waking the pool costs more than it saves).
+  static constexpr int64_t kMinParallelMacs = int64_t{1} << 16;
+
   // Plans products up to m x n x k (call it from Prepare()); allocates
   // nothing. May be called again with other sizes.
   void Plan(int64_t m, int64_t n, int64_t k);
