@@ -49,6 +49,7 @@
 #include <vector>
 
 #include "runtime/interpreter.h"
+#include "runtime/kernels/aligned_vector.h"
 #include "runtime/kernels/depthwise_conv_float.h"
 #include "runtime/kernels/gemm.h"
 #include "runtime/kernels/parallel.h"
@@ -145,8 +146,10 @@ enum class GemmMode { kGeneric, kSimd, kSimdPacked, kSimdPackedCold };
 constexpr size_t kColdBytes = size_t{64} << 20;
 
 void BM_Gemm(benchmark::State& state, int64_t m, int64_t n, int64_t k, GemmMode mode) {
-  // A [m, k] row-major times the filter layout [n, k] (read transposed).
-  std::vector<float> a(m * k, 0.5f), b(n * k, 0.25f), c(m * n, 0.0f), bias(n, 0.125f);
+  // A [m, k] row-major times the filter layout [n, k] (read transposed); A
+  // and C start on a cache line, as the arena's tensors do.
+  AlignedFloats a(m * k, 0.5f), c(m * n, 0.0f);
+  std::vector<float> b(n * k, 0.25f), bias(n, 0.125f);
   const bool packed = mode == GemmMode::kSimdPacked || mode == GemmMode::kSimdPackedCold;
   const size_t copies = mode == GemmMode::kSimdPackedCold
                             ? std::max<size_t>(2, kColdBytes / (b.size() * sizeof(float)))

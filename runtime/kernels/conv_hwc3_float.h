@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/kernels/aligned_vector.h"
 #include "runtime/kernels/kernel.h"
 
 namespace dfarm::runtime {
@@ -40,8 +41,8 @@ struct ConvHwc3Plan {
   // Output columns [ox_begin, ox_end) whose whole window row lies inside the
   // input (possibly empty).
   int ox_begin = 0, ox_end = 0;
-  std::vector<float> packed_filter;  // per channel block [KH][KW][3][width]
-  std::vector<float> bias;           // [blocks * 8], zeros past Cout
+  AlignedFloats packed_filter;  // per channel block [KH][KW][3][width]
+  AlignedFloats bias;           // [blocks * 8], zeros past Cout
 
   bool covered() const { return !packed_filter.empty(); }
 };

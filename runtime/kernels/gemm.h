@@ -22,6 +22,7 @@
 #include <limits>
 #include <vector>
 
+#include "runtime/kernels/aligned_vector.h"
 #include "runtime/kernels/kernel.h"
 #include "runtime/kernels/quant_util.h"
 
@@ -155,7 +156,7 @@ class Gemm {
   size_t workspace_bytes_ = 0;
   // SetConstantB(): the packed panels (per depth block, 16-column panels
   // padded with zeros) and the planned sizes.
-  std::vector<float> packed_b_;
+  AlignedFloats packed_b_;  // 64-byte aligned: the kernels load whole lines
   int64_t plan_n_ = 0, plan_k_ = 0;
 };
 

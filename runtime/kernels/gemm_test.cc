@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "runtime/interpreter.h"
+#include "runtime/kernels/aligned_vector.h"
 #include "runtime/kernels/parallel.h"
 #include "runtime/model.h"
 #include "runtime/op_resolver.h"
@@ -49,7 +51,9 @@ extern "C" void* malloc(size_t size) {
 namespace dfarm::testing {
 namespace {
 
+using runtime::AlignedFloats;
 using runtime::GemmOperand;
+using runtime::kCacheLineBytes;
 using Act = tfl::ActivationFunctionType;
 
 // A 64-byte aligned workspace for `gemm` as planned.
@@ -99,6 +103,26 @@ void ExpectClose(const std::vector<float>& actual, const std::vector<float>& exp
   ASSERT_EQ(actual.size(), expected.size()) << what;
   for (size_t i = 0; i < actual.size(); ++i) {
     ASSERT_NEAR(actual[i], expected[i], 1e-5 * std::max(1.0f, scale[i])) << what << " at " << i;
+  }
+}
+
+// The packed filters (Gemm's constant B, the 3-channel conv's) are
+// AlignedFloats: every size, grown, copied and moved, starts on a cache line.
+TEST(GemmTest, AlignedFloatsStartOnACacheLine) {
+  auto aligned = [](const AlignedFloats& v) {
+    return reinterpret_cast<uintptr_t>(v.data()) % kCacheLineBytes == 0;
+  };
+  std::vector<AlignedFloats> kept;  // so that each allocation is a new one
+  for (size_t n : {1, 3, 4, 15, 16, 17, 100, 1000, 4097, 100000}) {
+    AlignedFloats v(n, 1.0f);
+    EXPECT_TRUE(aligned(v)) << n;
+    v.resize(n * 3 + 1);
+    EXPECT_TRUE(aligned(v)) << n;
+    AlignedFloats copy = v;
+    EXPECT_TRUE(aligned(copy)) << n;
+    EXPECT_EQ(copy, v);
+    kept.push_back(std::move(copy));
+    EXPECT_TRUE(aligned(kept.back())) << n;
   }
 }
 
