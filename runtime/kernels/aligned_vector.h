@@ -24,8 +24,10 @@ struct CacheAlignedAllocator {
   T* allocate(std::size_t n) {
     return static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{kCacheLineBytes}));
   }
-  void deallocate(T* p, std::size_t n) noexcept {
-    ::operator delete (p, n * sizeof(T), std::align_val_t{kCacheLineBytes});
+  // The unsized form: clang has no sized deallocation without
+  // -fsized-deallocation.
+  void deallocate(T* p, std::size_t) noexcept {
+    ::operator delete (p, std::align_val_t{kCacheLineBytes});
   }
   template <class U>
   bool operator==(const CacheAlignedAllocator<U>&) const noexcept {
