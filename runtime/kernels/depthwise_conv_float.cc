@@ -8,6 +8,10 @@
 #include "runtime/kernels/kernel_clones.h"
 #include "runtime/kernels/parallel.h"
 
+#if defined(DFARM_KERNEL_WIDE)
+#include <immintrin.h>
+#endif
+
 // Vec8 lives in registers only (every function taking it is inlined), so the
 // note that passing it by value has another ABI without AVX does not apply.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -355,11 +359,9 @@ DFARM_KERNEL_INLINE void OutputRow(const DepthwiseFloatPlan& plan, const Steps& 
                         out_row, ky1 - ky0, ox_lo, ox_hi);
 }
 
-template <bool Wide, int KH, int KW>
-DFARM_KERNEL_INLINE void RunVariant(const DepthwiseFloatPlan& plan, const float* input,
-                                    const float* filter, const float* bias, float* output,
-                                    int64_t pixel_begin, int64_t pixel_end) {
-  const DepthwiseFloatParams& p = plan.params;
+// The strides and clamp of a node with KW filter columns.
+template <int KW>
+DFARM_KERNEL_INLINE Steps MakeSteps(const DepthwiseFloatParams& p) {
   const ptrdiff_t c = p.in_c;
   Steps s = {.row = p.in_w * c,
              .col = c,
@@ -373,6 +375,16 @@ DFARM_KERNEL_INLINE void RunVariant(const DepthwiseFloatPlan& plan, const float*
   std::fill_n(s.lo_lanes, 16, p.act_min);
   std::fill_n(s.hi_lanes, 16, p.act_max);
   std::fill_n(s.zeros, 16, 0.0f);
+  return s;
+}
+
+template <bool Wide, int KH, int KW>
+DFARM_KERNEL_INLINE void RunVariant(const DepthwiseFloatPlan& plan, const float* input,
+                                    const float* filter, const float* bias, float* output,
+                                    int64_t pixel_begin, int64_t pixel_end) {
+  const DepthwiseFloatParams& p = plan.params;
+  const ptrdiff_t c = p.in_c;
+  const Steps s = MakeSteps<KW>(p);
   const ptrdiff_t in_batch = p.in_h * s.row;
   const ptrdiff_t out_row = p.out_w * c;
   for (int64_t row = pixel_begin / p.out_w; row * p.out_w < pixel_end; ++row) {
@@ -385,6 +397,130 @@ DFARM_KERNEL_INLINE void RunVariant(const DepthwiseFloatPlan& plan, const float*
   }
 }
 
+#if defined(DFARM_KERNEL_WIDE)
+// `p` moved by `bytes`, as an address only (on the way to a tap, it may lie
+// outside the input).
+DFARM_KERNEL_INLINE const float* Moved(const float* p, ptrdiff_t bytes) {
+  return reinterpret_cast<const float*>(reinterpret_cast<uintptr_t>(p) +
+                                        static_cast<uintptr_t>(bytes));
+}
+
+// Output pixels [ox, ox + n) (n <= P) of row oy of one block of 16 channels,
+// the block's KH*KW filter vectors `wt` in registers: in is the batch's
+// input at the block's first channel, out pixel ox's output there. A pixel
+// whose window row lies inside the input takes its KW taps as plain FMAs; a
+// border pixel's taps outside the input are masked loads and FMAs that keep
+// nothing (from `in`, never from an address outside the input: a masked
+// load there can take a slow path). So each pixel's sum is b plus its
+// in-bounds taps in row-major order, as in VecBlock(): the same bits.
+template <int KH, int KW, int P>
+DFARM_KERNEL_V4 DFARM_KERNEL_INLINE void ResidentGroup(const DepthwiseFloatParams& p,
+                                                       const float* in, const __m512 (&wt)[KH * KW],
+                                                       __m512 b, Vec16 lo, Vec16 hi, float* out,
+                                                       int oy, int ox, int n) {
+  const ptrdiff_t col = ptrdiff_t{p.in_c} * ptrdiff_t{sizeof(float)};  // bytes
+  const ptrdiff_t row = p.in_w * col, pixel = p.stride_w * col;
+  const int iy0 = oy * p.stride_h - p.pad_top;
+  const int ky0 = std::max(0, -iy0), ky1 = std::min(KH, p.in_h - iy0);
+  constexpr unsigned kAll = (1u << KW) - 1;
+  // Bit kx of inside[q]: filter column kx of pixel q lies inside the input.
+  unsigned inside[P];
+  DFARM_KERNEL_UNROLL
+  for (int q = 0; q < P; ++q) {
+    const int ix0 = (ox + q) * p.stride_w - p.pad_left;
+    const int kx0 = std::max(0, -ix0), kx1 = std::min(KW, p.in_w - ix0);
+    inside[q] = q < n && kx1 > kx0 ? ((1u << kx1) - 1) & ~((1u << kx0) - 1) : 0u;
+  }
+  // Pixel 0's input at filter row 0 and column 0 (an address only).
+  const float* x0 = Moved(in, iy0 * row + (ox * p.stride_w - p.pad_left) * col);
+  __m512 acc[P];
+  DFARM_KERNEL_UNROLL
+  for (int q = 0; q < P; ++q) acc[q] = b;
+  DFARM_KERNEL_UNROLL
+  for (int ky = 0; ky < KH; ++ky) {
+    if (ky < ky0 || ky >= ky1) continue;
+    const float* xr = Moved(x0, ky * row);
+    DFARM_KERNEL_UNROLL
+    for (int q = 0; q < P; ++q) {
+      const float* xq = Moved(xr, q * pixel);
+      if (inside[q] == kAll) {
+        DFARM_KERNEL_UNROLL
+        for (int kx = 0; kx < KW; ++kx) {
+          acc[q] = _mm512_fmadd_ps(_mm512_loadu_ps(Moved(xq, kx * col)), wt[ky * KW + kx], acc[q]);
+        }
+      } else {
+        DFARM_KERNEL_UNROLL
+        for (int kx = 0; kx < KW; ++kx) {
+          const unsigned on = (inside[q] >> kx) & 1u;
+          const __mmask16 keep = _cvtu32_mask16(0u - on);
+          const float* at = on != 0 ? Moved(xq, kx * col) : in;
+          acc[q] = _mm512_mask3_fmadd_ps(_mm512_maskz_loadu_ps(keep, at), wt[ky * KW + kx], acc[q],
+                                         keep);
+        }
+      }
+    }
+  }
+  DFARM_KERNEL_UNROLL
+  for (int q = 0; q < P; ++q) {
+    if (q < n) Store(out + q * ptrdiff_t{p.in_c}, ClampVec(Vec16(acc[q]), lo, hi));
+  }
+}
+
+// RunResident()'s blocks of 16 channels (the last one overlapping).
+inline int64_t ResidentBlocks(const DepthwiseFloatPlan& plan) {
+  return (int64_t{plan.params.in_c} + 15) / 16;
+}
+
+// Output pixels [pixel_begin, pixel_end) of a node of 16 channels or more,
+// block of 16 channels by block (the last 16 again for a remainder: the same
+// sums), its filter held in registers while the pixels go by, P of a row at
+// a time (ResidentGroup()). The 5x5 layers take it: 25 filter vectors and 7
+// sums fill the 32 registers, where RunVariant() reloads the filter for
+// every few pixels (and every single one in the clipped border columns).
+// BM_Depthwise, 1 thread: 7x7x1152 63 -> 33-35 µs, 14x14x672 stride 2 31 ->
+// 23, 56x56x96 stride 2 61-65 -> 56-57, 28x28x144 equal. The 3x3 layers
+// ran 7-60% slower this way (9 filter vectors leave room for RunVariant()'s
+// groups to share each input column).
+// Only blocks [block_begin, block_end) of the (channels + 15) / 16 (a
+// split by channels; block i starts at channel min(16 i, channels - 16)).
+constexpr int kResidentPixels5x5 = 7;
+template <int KH, int KW, int P>
+DFARM_KERNEL_V4 void RunResident(const DepthwiseFloatPlan& plan, const float* input,
+                                 const float* filter, const float* bias, float* output,
+                                 int64_t pixel_begin, int64_t pixel_end, int64_t block_begin,
+                                 int64_t block_end) {
+  const DepthwiseFloatParams& p = plan.params;
+  const Steps s = MakeSteps<KW>(p);
+  const ptrdiff_t channels = s.col;
+  const ptrdiff_t in_batch = p.in_h * s.row;
+  const ptrdiff_t out_row = p.out_w * channels;
+  const Vec16 lo = Load<Vec16>(s.lo_lanes), hi = Load<Vec16>(s.hi_lanes);
+  for (int64_t block = block_begin; block < block_end; ++block) {
+    // The last block overlaps the one before it when 16 does not divide
+    // the channels: the same sums.
+    const ptrdiff_t c = std::min<ptrdiff_t>(16 * block, channels - 16);
+    __m512 wt[KH * KW];
+    DFARM_KERNEL_UNROLL
+    for (int t = 0; t < KH * KW; ++t) {
+      wt[t] = _mm512_loadu_ps(filter + (t / KW) * s.filter_row + (t % KW) * channels + c);
+    }
+    const __m512 b = bias != nullptr ? _mm512_loadu_ps(bias + c) : _mm512_setzero_ps();
+    for (int64_t row = pixel_begin / p.out_w; row * p.out_w < pixel_end; ++row) {
+      const int n = static_cast<int>(row / p.out_h), oy = static_cast<int>(row % p.out_h);
+      const int64_t first = row * p.out_w;
+      const int ox_lo = static_cast<int>(std::max<int64_t>(0, pixel_begin - first));
+      const int ox_hi = static_cast<int>(std::min<int64_t>(p.out_w, pixel_end - first));
+      const float* in = input + n * in_batch + c;
+      float* out = output + row * out_row + c;
+      for (int ox = ox_lo; ox < ox_hi; ox += P) {
+        ResidentGroup<KH, KW, P>(p, in, wt, b, lo, hi, out + ox * channels, oy, ox,
+                                 std::min(P, ox_hi - ox));
+      }
+    }
+  }
+}
+#endif
+
 template <bool Wide>
 DFARM_KERNEL_INLINE void Dispatch(const DepthwiseFloatPlan& plan, const float* input,
                                   const float* filter, const float* bias, float* output,
@@ -394,6 +530,15 @@ DFARM_KERNEL_INLINE void Dispatch(const DepthwiseFloatPlan& plan, const float* i
       RunVariant<Wide, 3, 3>(plan, input, filter, bias, output, pixel_begin, pixel_end);
       break;
     case DepthwiseFloatPlan::Variant::k5x5:
+#if defined(DFARM_KERNEL_WIDE)
+      if constexpr (Wide) {
+        if (plan.params.in_c >= 16) {
+          RunResident<5, 5, kResidentPixels5x5>(plan, input, filter, bias, output, pixel_begin,
+                                                pixel_end, 0, ResidentBlocks(plan));
+          break;
+        }
+      }
+#endif
       RunVariant<Wide, 5, 5>(plan, input, filter, bias, output, pixel_begin, pixel_end);
       break;
     case DepthwiseFloatPlan::Variant::kNone:
@@ -525,6 +670,25 @@ void RunDepthwiseFloat(const DepthwiseFloatPlan& plan, const float* input, const
   // them) are cut at any pixel, so that the threads' shares are even: 7
   // rows of 7 went 4 and 3 rows between 2 threads, now 25 and 24 pixels.
   const bool few_rows = rows < kRowTasksPerThread * threads;
+#if defined(DFARM_KERNEL_WIDE)
+  // RunResident() takes a row 7 pixels at a time, so a cut inside a row
+  // costs both threads a whole group: there, whole blocks of 16 channels a
+  // task (16 must divide the channels, or two tasks would write the last,
+  // overlapping block).
+  if (few_rows && WideKernels() && plan.variant == DepthwiseFloatPlan::Variant::k5x5 &&
+      plan.params.in_c >= 16 && plan.params.in_c % 16 == 0) {
+    const int64_t blocks = ResidentBlocks(plan);
+    const int tasks = static_cast<int>(TaskCount(blocks, threads));
+    ParallelFor(context, static_cast<size_t>(tasks), [&](size_t t, int) {
+      const Range r = SplitRange(blocks, tasks, static_cast<int>(t), 1);
+      if (r.size() > 0) {
+        RunResident<5, 5, kResidentPixels5x5>(plan, input, filter, bias, output, 0, pixels, r.begin,
+                                              r.end);
+      }
+    });
+    return;
+  }
+#endif
   const int64_t align = few_rows ? 1 : plan.params.out_w;
   const int tasks = static_cast<int>(TaskCount((pixels + align - 1) / align, threads));
   ParallelFor(context, static_cast<size_t>(tasks), [&](size_t t, int) {

@@ -259,6 +259,42 @@ TEST(DepthwiseConvFloatTest, WideVariantMatchesNarrowBitForBit) {
   EXPECT_EQ(cases, 52);
 }
 
+// The late 5x5 layers of the hand models (few rows, many channels): the
+// 512-bit variant holds each block's filter in registers and, on several
+// threads, splits them by blocks of 16 channels instead of by pixels (16
+// dividing the channels) or by pixels (not dividing: 40, 200). Every way
+// gives the x86-64-v3 clone's bits.
+TEST(DepthwiseConvFloatTest, LateWideLayersMatchNarrowBitForBit) {
+  const WideKernelsRestorer restore;
+  std::mt19937 rng(21);
+  struct Shape {
+    int h, w, c, stride;
+  };
+  for (const Shape& shape : std::vector<Shape>{
+           {7, 7, 1152, 1}, {14, 14, 672, 2}, {14, 14, 480, 1}, {9, 5, 40, 1}, {6, 11, 200, 2}}) {
+    const DepthwiseFloatParams p =
+        MakeParams(1, shape.h, shape.w, shape.c, 5, shape.stride, shape.stride, true, 0.0f, 6.0f);
+    const DepthwiseFloatPlan plan = runtime::PlanDepthwiseFloat(p);
+    ASSERT_TRUE(plan.covered());
+    const std::vector<float> in = Random(rng, static_cast<size_t>(shape.h) * shape.w * shape.c);
+    const std::vector<float> filter = Random(rng, static_cast<size_t>(25) * shape.c);
+    const std::vector<float> bias = Random(rng, shape.c);
+    const std::vector<float> narrow = RunFast(plan, in, filter, bias.data(), false, false);
+    std::vector<float> scale;
+    const std::vector<float> plain = PlainLoops(p, in, filter, bias.data(), &scale);
+    for (size_t i = 0; i < plain.size(); ++i) {
+      ASSERT_NEAR(narrow[i], plain[i], 1e-5f * scale[i])
+          << shape.h << "x" << shape.c << " at " << i;
+    }
+    for (bool threaded : {false, true}) {
+      const std::vector<float> wide = RunFast(plan, in, filter, bias.data(), true, threaded);
+      EXPECT_EQ(std::memcmp(wide.data(), narrow.data(), narrow.size() * sizeof(float)), 0)
+          << shape.h << "x" << shape.w << "x" << shape.c << " s" << shape.stride
+          << (threaded ? ", 3 threads" : ", 1 thread");
+    }
+  }
+}
+
 TEST(DepthwiseConvFloatTest, PlanRefusesUncoveredCases) {
   const DepthwiseFloatParams base = MakeParams(1, 8, 8, 4, 3, 1, 1, true, -kInf, kInf);
   EXPECT_TRUE(runtime::PlanDepthwiseFloat(base).covered());
