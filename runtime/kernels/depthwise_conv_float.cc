@@ -477,9 +477,9 @@ inline int64_t ResidentBlocks(const DepthwiseFloatPlan& plan) {
 // a time (ResidentGroup()). The 5x5 layers take it: 25 filter vectors and 7
 // sums fill the 32 registers, where RunVariant() reloads the filter for
 // every few pixels (and every single one in the clipped border columns).
-// BM_Depthwise, 1 thread: 7x7x1152 63 -> 33-35 µs, 14x14x672 stride 2 31 ->
-// 23, 56x56x96 stride 2 61-65 -> 56-57, 28x28x144 equal. The 3x3 layers
-// ran 7-60% slower this way (9 filter vectors leave room for RunVariant()'s
+// BM_Depthwise, 1 thread: 7x7x1152 55 -> 29 µs, 14x14x672 stride 2 27 -> 15,
+// 56x56x96 stride 2 47-51 -> 35, 28x28x144 41 -> 39. The 3x3 layers ran
+// 10-210% slower this way (9 filter vectors leave room for RunVariant()'s
 // groups to share each input column).
 // Only blocks [block_begin, block_end) of the (channels + 15) / 16 (a
 // split by channels; block i starts at channel min(16 i, channels - 16)).
