@@ -236,8 +236,8 @@ void BM_Depthwise(benchmark::State& state, int h, int w, int c, int stride, int 
     return;
   }
   // On cache lines, as the arena's tensors and the dequantized weights are.
-  AlignedFloats in(static_cast<size_t>(h) * w * c, 0.5f), filter(k * k * c, 0.25f),
-      bias(c, 0.125f), out(static_cast<size_t>(p.out_h) * p.out_w * c);
+  AlignedFloats in(static_cast<size_t>(h) * w * c, 0.5f), filter(k * k * c, 0.25f), bias(c, 0.125f),
+      out(static_cast<size_t>(p.out_h) * p.out_w * c);
   const int threads = static_cast<int>(state.range(0));
   ThreadPool pool(threads);
   ExecutionContext context;
