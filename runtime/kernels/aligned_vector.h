@@ -1,41 +1,84 @@
-// A std::vector whose storage starts on a 64-byte boundary (a cache line),
-// for data a kernel reads with whole-vector loads: a filter packed at
-// Prepare. operator new aligns to 16 bytes only, so every 64-byte load from
-// a plain std::vector<float> can span two cache lines (a GEMM's packed B:
-// 3-10% of the product's time, BM_Gemm).
+// Floats whose first element starts a 64-byte cache line, for data a kernel
+// reads with whole-vector loads: a filter packed at Prepare. operator new
+// aligns to 16 bytes only, so every 64-byte load from a plain
+// std::vector<float> can span two lines (a GEMM's packed B: 3-10% of the
+// product's time, BM_Gemm).
+//
+// The storage is a plain std::vector<float> with up to 15 floats of slack
+// before the aligned start, so the buffers come from malloc as before. An
+// aligned operator new took glibc's memalign path instead, and with its
+// dynamic mmap threshold that raised hand_landmark_full's peak RSS at 2
+// threads from 29.3 to 34.7 MB.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
-#include <new>
+#include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace dfarm::runtime {
 
 inline constexpr std::size_t kCacheLineBytes = 64;
 
-template <class T>
-struct CacheAlignedAllocator {
-  using value_type = T;
+class AlignedFloats {
+ public:
+  AlignedFloats() = default;
+  explicit AlignedFloats(std::size_t n, float value = 0.0f) { assign(n, value); }
+  AlignedFloats(const AlignedFloats& other) { *this = other; }
+  AlignedFloats& operator=(const AlignedFloats& other) {
+    if (this != &other) {
+      assign(other.size_, 0.0f);
+      std::copy_n(other.data(), other.size_, data());
+    }
+    return *this;
+  }
+  // A moved std::vector keeps its buffer, so the offset still holds.
+  AlignedFloats(AlignedFloats&& other) noexcept { *this = std::move(other); }
+  AlignedFloats& operator=(AlignedFloats&& other) noexcept {
+    if (this != &other) {
+      storage_ = std::move(other.storage_);
+      offset_ = std::exchange(other.offset_, 0);
+      size_ = std::exchange(other.size_, 0);
+      other.storage_.clear();
+    }
+    return *this;
+  }
 
-  CacheAlignedAllocator() = default;
-  template <class U>
-  CacheAlignedAllocator(const CacheAlignedAllocator<U>&) noexcept {}
+  // n copies of value (the old contents are dropped).
+  void assign(std::size_t n, float value) {
+    storage_.assign(n + kSlack, value);
+    const auto address = reinterpret_cast<std::uintptr_t>(storage_.data());
+    offset_ = (kCacheLineBytes - address % kCacheLineBytes) % kCacheLineBytes / sizeof(float);
+    size_ = n;
+  }
+  // Empties it, keeping the storage (as std::vector::clear()).
+  void clear() {
+    storage_.clear();
+    size_ = 0;
+  }
 
-  T* allocate(std::size_t n) {
-    return static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{kCacheLineBytes}));
+  bool empty() const { return size_ == 0; }
+  std::size_t size() const { return size_; }
+  float* data() { return storage_.data() + offset_; }
+  const float* data() const { return storage_.data() + offset_; }
+  float* begin() { return data(); }
+  float* end() { return data() + size_; }
+  const float* begin() const { return data(); }
+  const float* end() const { return data() + size_; }
+  float& operator[](std::size_t i) { return data()[i]; }
+  float operator[](std::size_t i) const { return data()[i]; }
+
+  bool operator==(const AlignedFloats& other) const {
+    return std::equal(begin(), end(), other.begin(), other.end());
   }
-  // The unsized form: clang has no sized deallocation without
-  // -fsized-deallocation.
-  void deallocate(T* p, std::size_t) noexcept {
-    ::operator delete (p, std::align_val_t{kCacheLineBytes});
-  }
-  template <class U>
-  bool operator==(const CacheAlignedAllocator<U>&) const noexcept {
-    return true;
-  }
+
+ private:
+  // Floats before the first cache line boundary, at most (malloc's blocks
+  // are at least 4-byte aligned).
+  static constexpr std::size_t kSlack = kCacheLineBytes / sizeof(float) - 1;
+  std::vector<float> storage_;
+  std::size_t offset_ = 0, size_ = 0;
 };
-
-// Floats whose first element is 64-byte aligned.
-using AlignedFloats = std::vector<float, CacheAlignedAllocator<float>>;
 
 }  // namespace dfarm::runtime

@@ -595,7 +595,7 @@ void Gemm::SetConstantB(GemmOperand b) {
 #ifdef DFARM_GEMM_AVX2
   if (!UsesAvx2() || gemv_) return;
   const int64_t n_padded = RoundUp(plan_n_, kNr);
-  packed_b_.resize(static_cast<size_t>(n_padded * plan_k_));
+  packed_b_.assign(static_cast<size_t>(n_padded * plan_k_), 0.0f);
   for (int64_t p0 = 0; p0 < plan_k_; p0 += kKc) {
     PackB(b, 0, plan_n_, p0, std::min(kKc, plan_k_ - p0), packed_b_.data() + p0 * n_padded);
   }

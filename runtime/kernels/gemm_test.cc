@@ -107,7 +107,8 @@ void ExpectClose(const std::vector<float>& actual, const std::vector<float>& exp
 }
 
 // The packed filters (Gemm's constant B, the 3-channel conv's) are
-// AlignedFloats: every size, grown, copied and moved, starts on a cache line.
+// AlignedFloats: every size, assigned again, copied and moved, starts on a
+// cache line and keeps its values.
 TEST(GemmTest, AlignedFloatsStartOnACacheLine) {
   auto aligned = [](const AlignedFloats& v) {
     return reinterpret_cast<uintptr_t>(v.data()) % kCacheLineBytes == 0;
@@ -116,13 +117,18 @@ TEST(GemmTest, AlignedFloatsStartOnACacheLine) {
   for (size_t n : {1, 3, 4, 15, 16, 17, 100, 1000, 4097, 100000}) {
     AlignedFloats v(n, 1.0f);
     EXPECT_TRUE(aligned(v)) << n;
-    v.resize(n * 3 + 1);
+    EXPECT_EQ(v.size(), n);
+    v.assign(n * 3 + 1, 2.0f);
     EXPECT_TRUE(aligned(v)) << n;
+    v[n] = 3.0f;
     AlignedFloats copy = v;
     EXPECT_TRUE(aligned(copy)) << n;
     EXPECT_EQ(copy, v);
+    EXPECT_EQ(copy[n], 3.0f);
     kept.push_back(std::move(copy));
     EXPECT_TRUE(aligned(kept.back())) << n;
+    EXPECT_EQ(kept.back(), v);
+    EXPECT_TRUE(copy.empty());  // NOLINT(bugprone-use-after-move): moved from
   }
 }
 
