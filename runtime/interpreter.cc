@@ -1,5 +1,9 @@
 #include "runtime/interpreter.h"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -9,6 +13,17 @@
 
 namespace dfarm::runtime {
 namespace {
+
+// Gives the heap's free pages back to the OS (glibc). The float32 copies of
+// weights that FreeKeptInputs() freed while the nodes were prepared would
+// otherwise stay resident under the arena allocated next: glibc's dynamic
+// mmap threshold had put them in the heap, and its trim threshold keeps
+// them there (hand_landmark_full's peak RSS: 34.6 MB without, 29.3 with).
+void ReturnFreedMemory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
 
 constexpr size_t kArenaAlignment = 64;
 
@@ -527,6 +542,7 @@ Status Interpreter::PrepareNodes() {
   const bool free_kept = options_.free_kept_folded && delegates_.empty();
   std::vector<int> pending;
   if (free_kept) pending = PendingReads();
+  bool freed = false;
   for (Node& node : nodes_) {
     if (!cpu_status_[node.index].ok()) continue;
     if (Status s = PrepareNode(node); !s.ok()) {
@@ -542,8 +558,13 @@ Status Interpreter::PrepareNodes() {
       DFARM_RETURN_IF_ERROR(EnsureScratch(node.scratch_bytes));
       DFARM_RETURN_IF_ERROR(node.registration->eval(node).WithPrefix(NodeLabel(node)));
     }
-    if (free_kept) FreeKeptInputs(node, &pending);
+    if (free_kept) {
+      const size_t before = persistent_bytes_;
+      FreeKeptInputs(node, &pending);
+      freed = freed || persistent_bytes_ < before;
+    }
   }
+  if (freed) ReturnFreedMemory();
   return Status::Ok();
 }
 
