@@ -471,19 +471,21 @@ inline int64_t ResidentBlocks(const DepthwiseFloatPlan& plan) {
   return (int64_t{plan.params.in_c} + 15) / 16;
 }
 
-// Output pixels [pixel_begin, pixel_end) of a node of 16 channels or more,
-// block of 16 channels by block (the last 16 again for a remainder: the same
-// sums), its filter held in registers while the pixels go by, P of a row at
-// a time (ResidentGroup()). The 5x5 layers take it: 25 filter vectors and 7
-// sums fill the 32 registers, where RunVariant() reloads the filter for
-// every few pixels (and every single one in the clipped border columns).
-// BM_Depthwise, 1 thread: 7x7x1152 55 -> 29 µs, 14x14x672 stride 2 27 -> 15,
-// 56x56x96 stride 2 47-51 -> 35, 28x28x144 41 -> 39. The 3x3 layers ran
-// 10-210% slower this way (9 filter vectors leave room for RunVariant()'s
-// groups to share each input column).
-// Only blocks [block_begin, block_end) of the (channels + 15) / 16 (a
-// split by channels; block i starts at channel min(16 i, channels - 16)).
+// The 5x5 layers of 16 channels or more take RunResident(): 25 filter
+// vectors and 7 sums fill the 32 registers, where RunVariant() reloads the
+// filter every few pixels (and for every pixel of the clipped border
+// columns). BM_Depthwise, 1 thread: 7x7x1152 55 -> 29 µs, 14x14x672 stride
+// 2 27 -> 15, 56x56x96 stride 2 47-51 -> 35, 28x28x144 41 -> 39. The 3x3
+// layers ran 10-210% slower this way (9 filter vectors leave room for
+// RunVariant()'s groups to share each input column), so they keep it.
 constexpr int kResidentPixels5x5 = 7;
+
+// Output pixels [pixel_begin, pixel_end) of a node of 16 channels or more,
+// blocks [block_begin, block_end) of its ResidentBlocks() (block i starts at
+// channel min(16 i, channels - 16): the last one overlaps the one before it
+// when 16 does not divide the channels, with the same sums), block by block,
+// its filter held in registers while the pixels go by, P of a row at a time
+// (ResidentGroup()).
 template <int KH, int KW, int P>
 DFARM_KERNEL_V4 void RunResident(const DepthwiseFloatPlan& plan, const float* input,
                                  const float* filter, const float* bias, float* output,

@@ -9,7 +9,10 @@
 // vectors, no intrinsics; on x86-64 with GCC an AVX2+FMA clone is picked at
 // load, and where the CPU has x86-64-v4 (AVX-512) a variant that takes 16
 // channels a block in 16-float registers, the same sums as the AVX2+FMA
-// clone, so the same bits: kernel_clones.h). Each output sums bias + x*w over the
+// clone, so the same bits: kernel_clones.h; its 5x5 layers of 16 channels or
+// more keep each block's 25 filter vectors in registers while the output
+// pixels go by, 7 of a row at a time, and with few rows split across threads
+// by blocks of channels). Each output sums bias + x*w over the
 // in-bounds taps in the plain loops' order (depthwise_conv_2d.cc); with FMA
 // each step rounds once instead of twice, so results match the plain loops
 // within float rounding (bitwise where the target has no FMA contraction).
