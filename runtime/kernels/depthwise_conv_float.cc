@@ -466,6 +466,11 @@ DFARM_KERNEL_V4 DFARM_KERNEL_INLINE void ResidentGroup(const DepthwiseFloatParam
   }
 }
 
+// Whether the 512-bit variant runs `plan` as RunResident().
+inline bool Resident(const DepthwiseFloatPlan& plan) {
+  return plan.variant == DepthwiseFloatPlan::Variant::k5x5 && plan.params.in_c >= 16;
+}
+
 // RunResident()'s blocks of 16 channels (the last one overlapping).
 inline int64_t ResidentBlocks(const DepthwiseFloatPlan& plan) {
   return (int64_t{plan.params.in_c} + 15) / 16;
@@ -534,7 +539,7 @@ DFARM_KERNEL_INLINE void Dispatch(const DepthwiseFloatPlan& plan, const float* i
     case DepthwiseFloatPlan::Variant::k5x5:
 #if defined(DFARM_KERNEL_WIDE)
       if constexpr (Wide) {
-        if (plan.params.in_c >= 16) {
+        if (Resident(plan)) {
           RunResident<5, 5, kResidentPixels5x5>(plan, input, filter, bias, output, pixel_begin,
                                                 pixel_end, 0, ResidentBlocks(plan));
           break;
@@ -677,8 +682,7 @@ void RunDepthwiseFloat(const DepthwiseFloatPlan& plan, const float* input, const
   // costs both threads a whole group: there, whole blocks of 16 channels a
   // task (16 must divide the channels, or two tasks would write the last,
   // overlapping block).
-  if (few_rows && WideKernels() && plan.variant == DepthwiseFloatPlan::Variant::k5x5 &&
-      plan.params.in_c >= 16 && plan.params.in_c % 16 == 0) {
+  if (few_rows && WideKernels() && Resident(plan) && plan.params.in_c % 16 == 0) {
     const int64_t blocks = ResidentBlocks(plan);
     const int tasks = static_cast<int>(TaskCount(blocks, threads));
     ParallelFor(context, static_cast<size_t>(tasks), [&](size_t t, int) {
