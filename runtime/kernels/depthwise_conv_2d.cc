@@ -13,6 +13,7 @@
 #include <cstring>
 #include <vector>
 
+#include "runtime/kernels/aligned_vector.h"
 #include "runtime/kernels/depthwise_conv_float.h"
 #include "runtime/kernels/gemm.h"
 #include "runtime/kernels/kernel_clones.h"
@@ -38,6 +39,11 @@ struct DepthwiseData : OpData {
   // offset added (EvalQuantizedRows); empty when the plain loops run.
   std::vector<int16_t> qfilter;
   DepthwiseFloatPlan fast;  // covered() when the fast float kernel runs the node
+  // The fast path's filter when it lies in the model's buffer (a float32
+  // model): a copy on a cache line. TFLite's flatbuffers align buffers to
+  // 16 bytes only, and the kernel loads 32 and 64 bytes at a time
+  // (BM_Depthwise, 3x3, the filter 16 bytes into a line: 5-37% slower).
+  AlignedFloats filter;
 };
 
 Status Prepare(Node& node) {
@@ -105,6 +111,13 @@ Status Prepare(Node& node) {
     data->fast = PlanDepthwiseFloat(*input, *filter, *output, data->stride_h, data->stride_w,
                                     data->dilation_h, data->dilation_w, data->pad_top,
                                     data->pad_left, data->activation);
+    if (data->fast.covered() && filter->allocation == Allocation::kConstant &&
+        filter->sparsity == nullptr && filter->data != nullptr &&
+        filter->bytes >= static_cast<size_t>(filter->num_elements()) * sizeof(float)) {
+      const float* values = filter->data_as<float>();
+      data->filter.assign(static_cast<size_t>(filter->num_elements()), 0.0f);
+      std::copy_n(values, filter->num_elements(), data->filter.data());
+    }
   }
   node.data = std::move(data);
   return Status::Ok();
@@ -320,7 +333,8 @@ Status Eval(Node& node) {
       next.registration->eval_rows(next, begin, end, slot);
     };
   }
-  RunDepthwiseFloat(d.fast, node.inputs[0]->data_as<float>(), node.inputs[1]->data_as<float>(),
+  const float* filter = d.filter.empty() ? node.inputs[1]->data_as<float>() : d.filter.data();
+  RunDepthwiseFloat(d.fast, node.inputs[0]->data_as<float>(), filter,
                     bias != nullptr ? bias->data_as<float>() : nullptr,
                     node.outputs[0]->data_as<float>(), node.context, then);
   return Status::Ok();
