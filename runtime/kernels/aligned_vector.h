@@ -27,10 +27,7 @@ class AlignedFloats {
   explicit AlignedFloats(std::size_t n, float value = 0.0f) { assign(n, value); }
   AlignedFloats(const AlignedFloats& other) { *this = other; }
   AlignedFloats& operator=(const AlignedFloats& other) {
-    if (this != &other) {
-      assign(other.size_, 0.0f);
-      std::copy_n(other.data(), other.size_, data());
-    }
+    if (this != &other) assign(other.begin(), other.end());
     return *this;
   }
   // A moved std::vector keeps its buffer, so the offset still holds.
@@ -48,9 +45,14 @@ class AlignedFloats {
   // n copies of value (the old contents are dropped).
   void assign(std::size_t n, float value) {
     storage_.assign(n + kSlack, value);
-    const auto address = reinterpret_cast<std::uintptr_t>(storage_.data());
-    offset_ = (kCacheLineBytes - address % kCacheLineBytes) % kCacheLineBytes / sizeof(float);
-    size_ = n;
+    Place(n);
+  }
+  // The floats [first, last), which must not lie in this storage.
+  void assign(const float* first, const float* last) {
+    const auto n = static_cast<std::size_t>(last - first);
+    storage_.resize(n + kSlack);
+    Place(n);
+    std::copy(first, last, data());
   }
   // Empties it, keeping the storage (as std::vector::clear()).
   void clear() {
@@ -74,6 +76,13 @@ class AlignedFloats {
   }
 
  private:
+  // The offset of the first aligned float of the storage, for n floats.
+  void Place(std::size_t n) {
+    const auto address = reinterpret_cast<std::uintptr_t>(storage_.data());
+    offset_ = (kCacheLineBytes - address % kCacheLineBytes) % kCacheLineBytes / sizeof(float);
+    size_ = n;
+  }
+
   // Floats before the first cache line boundary, at most (malloc's blocks
   // are at least 4-byte aligned).
   static constexpr std::size_t kSlack = kCacheLineBytes / sizeof(float) - 1;

@@ -115,8 +115,7 @@ Status Prepare(Node& node) {
         filter->sparsity == nullptr && filter->data != nullptr &&
         filter->bytes >= static_cast<size_t>(filter->num_elements()) * sizeof(float)) {
       const float* values = filter->data_as<float>();
-      data->filter.assign(static_cast<size_t>(filter->num_elements()), 0.0f);
-      std::copy_n(values, filter->num_elements(), data->filter.data());
+      data->filter.assign(values, values + filter->num_elements());
     }
   }
   node.data = std::move(data);
